@@ -1,0 +1,3 @@
+from anchor.cli import main
+
+main()

@@ -1,0 +1,1 @@
+"""Merkle batching of manifest digests into one on-chain root."""

@@ -1,0 +1,103 @@
+"""Deploy the registry and keep a record of it; refuse any address whose code is not that record.
+
+The record (data dir `deployments/<chain_id>.json`) names the chain, address, runtime code hash,
+transaction, block and compiler settings, enough to find and re-verify the deployment later.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from anchor.chain.artifact import registry_version, runtime_code_hash
+from anchor.errors import BadInput, DeploymentMismatch, NotDeployed
+
+if TYPE_CHECKING:
+    from web3 import Web3
+
+    from anchor.chain.compiler import CompiledContract
+    from anchor.chain.keys import Signer
+
+
+class Deployment(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    chain_id: int
+    address: str
+    code_hash: str
+    tx_hash: str
+    block_number: int
+    deployer: str
+    registry_version: str
+    compiler: dict[str, Any]
+
+
+def record_path(data_dir: Path, chain_id: int) -> Path:
+    return data_dir / "deployments" / f"{chain_id}.json"
+
+
+def load_deployment(data_dir: Path, chain_id: int) -> Deployment:
+    path = record_path(data_dir, chain_id)
+    try:
+        return Deployment.model_validate_json(path.read_text())
+    except FileNotFoundError:
+        raise NotDeployed(
+            f"no registry deployment recorded for chain {chain_id}; run `anchor deploy`",
+            detail={"record": str(path)},
+        ) from None
+    except ValidationError as exc:
+        raise BadInput(f"{path}: corrupt deployment record ({exc.error_count()} errors)") from None
+
+
+def check_code(w3: Web3, address: str, recorded_hash: str) -> None:
+    """Refuse unless the recorded hash is our registry's and the code at `address` hashes to it.
+
+    Raises `DeploymentMismatch` naming the address and both hashes.
+    """
+    from eth_hash.auto import keccak
+
+    expected = runtime_code_hash()
+    if recorded_hash.lower() != expected:
+        raise DeploymentMismatch(
+            f"the recorded code hash is not AnchorRegistry {registry_version()}'s; refusing to answer",
+            detail={"address": address, "recorded": recorded_hash, "expected": expected},
+        )
+    code = bytes(w3.eth.get_code(w3.to_checksum_address(address)))
+    actual = "0x" + keccak(code).hex()
+    if actual != expected:
+        reason = "no code (was the chain reset?)" if not code else "different code"
+        raise DeploymentMismatch(
+            f"{address} holds {reason}, not the recorded registry; refusing to answer",
+            detail={"address": address, "on_chain": actual, "expected": expected},
+        )
+
+
+def deploy(w3: Web3, chain_id: int, signer: Signer, compiled: CompiledContract, data_dir: Path) -> Deployment:
+    """Deploy, wait for the receipt, check the code, and write the record atomically."""
+    from anchor.chain.transactions import send
+
+    contract = w3.eth.contract(abi=compiled.abi, bytecode=compiled.bytecode)
+    receipt = send(w3, chain_id, signer, contract.constructor())
+    address = receipt["contractAddress"]
+    check_code(w3, address, "0x" + compiled.runtime_code_hash().hex())
+    from anchor.chain.toolchain import compiler_settings
+
+    deployment = Deployment(
+        chain_id=chain_id,
+        address=address,
+        code_hash="0x" + compiled.runtime_code_hash().hex(),
+        tx_hash="0x" + bytes(receipt["transactionHash"]).hex(),
+        block_number=int(receipt["blockNumber"]),
+        deployer=signer.address,
+        registry_version=registry_version(),
+        compiler=compiler_settings().to_json(),
+    )
+    path = record_path(data_dir, chain_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(deployment.model_dump(), indent=2, sort_keys=True) + "\n")
+    tmp.replace(path)
+    return deployment

@@ -1,0 +1,67 @@
+"""Signing keys: never printed, logged, stored or carried in an exception.
+
+Real chains take a key from the environment (ANCHOR_PRIVATE_KEY) or an encrypted eth-account keystore
+(ANCHOR_KEYSTORE + ANCHOR_KEYSTORE_PASSWORD); the local chain falls back to anvil's public
+development account. The `Signer` holds the account privately and shows only its address.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from anchor.chain.node import LOCAL_CHAIN_ID
+from anchor.errors import BadInput
+
+# anvil's first development account: published in anvil's own banner, worthless on any real chain.
+_ANVIL_DEV_KEY = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80"
+
+
+class Signer:
+    """Signs transactions for one account; its repr and str show the address only."""
+
+    __slots__ = ("_account", "address", "source")
+
+    def __init__(self, account: Any, source: str) -> None:
+        self._account = account
+        self.address: str = account.address
+        self.source = source
+
+    def sign(self, transaction: dict[str, Any]) -> bytes:
+        raw: bytes = self._account.sign_transaction(transaction).raw_transaction
+        return raw
+
+    def __repr__(self) -> str:
+        return f"Signer(address={self.address}, source={self.source})"
+
+    __str__ = __repr__
+
+
+def load_signer(chain_id: int, keystore: Path | None = None) -> Signer:
+    """The signer for `chain_id`. On a malformed key or keystore raises `BadInput` without the secret."""
+    from eth_account import Account
+
+    env_key = os.environ.get("ANCHOR_PRIVATE_KEY")
+    keystore = keystore or (Path(os.environ["ANCHOR_KEYSTORE"]) if os.environ.get("ANCHOR_KEYSTORE") else None)
+    if env_key:
+        try:
+            return Signer(Account.from_key(env_key), "env:ANCHOR_PRIVATE_KEY")
+        except Exception:  # noqa: BLE001 - any message could echo the key; say only which input failed
+            raise BadInput("ANCHOR_PRIVATE_KEY is not a valid secp256k1 private key") from None
+    if keystore is not None:
+        password = os.environ.get("ANCHOR_KEYSTORE_PASSWORD")
+        if password is None:
+            raise BadInput(f"{keystore}: set ANCHOR_KEYSTORE_PASSWORD to decrypt the keystore")
+        try:
+            encrypted = json.loads(keystore.read_text())
+        except (OSError, ValueError):
+            raise BadInput(f"{keystore}: not a readable keystore JSON file") from None
+        try:
+            return Signer(Account.from_key(Account.decrypt(encrypted, password)), f"keystore:{keystore}")
+        except Exception:  # noqa: BLE001
+            raise BadInput(f"{keystore}: wrong password or corrupt keystore") from None
+    if chain_id == LOCAL_CHAIN_ID:
+        return Signer(Account.from_key(_ANVIL_DEV_KEY), "anvil-dev-account")
+    raise BadInput(f"no signing key for chain {chain_id}: set ANCHOR_PRIVATE_KEY or ANCHOR_KEYSTORE")

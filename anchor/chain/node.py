@@ -1,0 +1,171 @@
+"""The embedded default chain: one anvil on 127.0.0.1 whose state survives restarts.
+
+Why a daemon and not a per-command node: proofs point at blocks, so the chain must outlive a command;
+its state file in the data directory makes it outlive a stop too (anvil dumps on SIGTERM and every
+second). Only the standard library is used here so that `chain status` stays fast.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from anchor.chain.toolchain import compiler_settings, tool
+from anchor.errors import BadInput, ChainUnreachable
+
+LOCAL_CHAIN_ID = 31337
+DEFAULT_PORT = 18545
+
+
+@dataclass(frozen=True, slots=True)
+class ChainStatus:
+    running: bool
+    rpc_url: str
+    pid: int | None
+    state_file: str
+    block_number: int | None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "running": self.running,
+            "rpc_url": self.rpc_url,
+            "pid": self.pid,
+            "state_file": self.state_file,
+            "block_number": self.block_number,
+            "chain_id": LOCAL_CHAIN_ID,
+        }
+
+
+def rpc_call(url: str, method: str, params: list[object] | None = None, timeout: float = 2.0) -> object:
+    """One JSON-RPC call with the standard library; raises `ChainUnreachable` on any transport failure."""
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params or []}).encode()
+    if not url.startswith(("http://", "https://")):
+        raise ChainUnreachable(f"{url}: only http(s) RPC URLs are supported")
+    request = urllib.request.Request(url, body, {"Content-Type": "application/json"})  # noqa: S310 - scheme checked
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - local URL
+            answer = json.loads(response.read())
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise ChainUnreachable(f"{url}: no answer to {method} ({exc})") from None
+    if "error" in answer:
+        raise ChainUnreachable(f"{url}: {method} failed: {answer['error']}")
+    return answer["result"]
+
+
+class LocalChain:
+    """Start, stop and inspect the data directory's anvil."""
+
+    def __init__(self, data_dir: Path, port: int | None = None) -> None:
+        self.dir = data_dir / "chain"
+        self.port = port or DEFAULT_PORT
+        self.rpc_url = f"http://127.0.0.1:{self.port}"
+        self.pid_file = self.dir / "anvil.pid"
+        self.state_file = self.dir / "state.json"
+        self.log_file = self.dir / "anvil.log"
+
+    def _pid(self) -> int | None:
+        try:
+            pid = int(self.pid_file.read_text().strip())
+        except (FileNotFoundError, ValueError):
+            return None
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None
+        except PermissionError:
+            pass
+        return pid
+
+    def status(self) -> ChainStatus:
+        pid = self._pid()
+        block = None
+        if pid is not None:
+            try:
+                block = int(str(rpc_call(self.rpc_url, "eth_blockNumber")), 16)
+            except ChainUnreachable:
+                block = None
+        return ChainStatus(pid is not None and block is not None, self.rpc_url, pid, str(self.state_file), block)
+
+    def up(self, timeout: float = 30.0) -> ChainStatus:
+        """Start anvil unless ours is already running; raises `ChainUnreachable` if it does not answer."""
+        current = self.status()
+        if current.running:
+            return current
+        if current.pid is not None:
+            self._stop(current.pid)
+        if _port_taken(self.port):
+            raise BadInput(
+                f"port {self.port} on 127.0.0.1 is used by another process; set ANCHOR_LOCAL_PORT",
+                detail={"port": self.port},
+            )
+        self.dir.mkdir(parents=True, exist_ok=True)
+        command = [
+            str(tool("anvil")),
+            "--host", "127.0.0.1",
+            "--port", str(self.port),
+            "--chain-id", str(LOCAL_CHAIN_ID),
+            "--hardfork", compiler_settings().evm_version,
+            "--state", str(self.state_file),
+            "--state-interval", "1",
+        ]  # fmt: skip
+        with open(self.log_file, "ab") as log:
+            process = subprocess.Popen(  # noqa: S603 - fixed argv, no shell
+                command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
+            )
+        self.pid_file.write_text(str(process.pid))
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise ChainUnreachable(f"anvil exited with {process.returncode}; see {self.log_file}")
+            try:
+                rpc_call(self.rpc_url, "eth_chainId", timeout=0.5)
+                return self.status()
+            except ChainUnreachable:
+                time.sleep(0.05)
+        self._stop(process.pid)
+        raise ChainUnreachable(f"anvil did not answer within {timeout:.0f}s; see {self.log_file}")
+
+    def down(self) -> ChainStatus:
+        """Stop anvil (SIGTERM, so it writes its state file); a no-op if it is not running."""
+        pid = self._pid()
+        if pid is not None:
+            self._stop(pid)
+        return self.status()
+
+    def _stop(self, pid: int, grace: float = 15.0) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and _alive(pid):
+            time.sleep(0.05)
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+        self.pid_file.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        finished, _ = os.waitpid(pid, os.WNOHANG)
+        if finished == pid:
+            return False
+    except ChildProcessError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _port_taken(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0

@@ -1,0 +1,55 @@
+"""Root of the `anchor` CLI: global options and the command groups, each in its own module.
+
+Heavy imports (web3, solcx, pydantic) happen inside the commands that need them, so `--help`
+stays fast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from anchor.cli import chain_cmds, data_cmds, deploy_cmds
+
+HELP = """Anchor: tamper-evident, on-chain-anchored provenance for research results.
+
+Without --rpc-url (or ANCHOR_RPC_URL) every command uses the embedded local chain, an anvil on
+127.0.0.1 whose state lives in the data directory.
+
+\b
+Exit codes:
+  0  OK / verified
+  1  internal error
+  2  bad input (arguments, paths, files)
+  3  not anchored
+  4  tampered (the data differs from what was anchored)
+  5  chain unreachable
+  6  deployment mismatch (the address does not hold the recorded registry; no answer given)
+  7  conflict (the registry refused a write)
+  8  toolchain missing (run `make install`)
+"""
+
+app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+app.add_typer(chain_cmds.app, name="chain")
+deploy_cmds.register(app)
+data_cmds.register(app)
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    data_dir: Annotated[
+        Optional[Path],  # noqa: UP045 - typer needs Optional at runtime on 3.11
+        typer.Option("--data-dir", envvar="ANCHOR_DATA_DIR", help="Data directory (default ./.anchor)."),
+    ] = None,
+    rpc_url: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--rpc-url", envvar="ANCHOR_RPC_URL", help="EVM JSON-RPC URL; default: the local chain."),
+    ] = None,
+    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object for scripts.")] = False,
+) -> None:
+    from anchor.session import Settings
+
+    ctx.obj = {"settings": Settings.from_env(data_dir, rpc_url), "json": json_output}

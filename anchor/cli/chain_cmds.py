@@ -1,0 +1,46 @@
+"""`anchor chain up|down|status`: the embedded local anvil."""
+
+from __future__ import annotations
+
+import typer
+
+from anchor.cli.output import JsonFlag, emit
+
+app = typer.Typer(help="Start, stop or inspect the embedded local chain.", no_args_is_help=True)
+
+
+def _chain(ctx: typer.Context):  # type: ignore[no-untyped-def]
+    from anchor.chain.node import LocalChain
+
+    settings = ctx.find_root().obj["settings"]
+    return LocalChain(settings.data_dir, settings.local_port)
+
+
+def _show(ctx: typer.Context, json_flag: bool, status: object) -> None:
+    data = status.to_json()  # type: ignore[attr-defined]
+    state = "running" if data["running"] else "stopped"
+    block = f", block {data['block_number']}" if data["block_number"] is not None else ""
+    emit(
+        ctx,
+        json_flag,
+        {"chain": data},
+        [f"local chain {state} at {data['rpc_url']}{block}", f"state: {data['state_file']}"],
+    )
+
+
+@app.command()
+def up(ctx: typer.Context, json: JsonFlag = False) -> None:
+    """Start the local chain (reloading its saved state) unless it is running."""
+    _show(ctx, json, _chain(ctx).up())
+
+
+@app.command()
+def down(ctx: typer.Context, json: JsonFlag = False) -> None:
+    """Stop the local chain; its state is saved to the data directory."""
+    _show(ctx, json, _chain(ctx).down())
+
+
+@app.command()
+def status(ctx: typer.Context, json: JsonFlag = False) -> None:
+    """Show whether the local chain runs, where, and at which block."""
+    _show(ctx, json, _chain(ctx).status())

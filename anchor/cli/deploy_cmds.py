@@ -1,0 +1,73 @@
+"""`anchor deploy` and `anchor serve`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from anchor.cli.output import JsonFlag, emit
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(deploy)
+    app.command()(serve)
+
+
+def deploy(
+    ctx: typer.Context,
+    force: Annotated[bool, typer.Option("--force", help="Deploy a new registry even if one is recorded.")] = False,
+    json: JsonFlag = False,
+) -> None:
+    """Compile the registry with the pinned solc and deploy it, unless the recorded one is live."""
+    from anchor.chain.compiler import compile_registry
+    from anchor.chain.deployment import check_code, load_deployment
+    from anchor.chain.deployment import deploy as deploy_registry
+    from anchor.chain.keys import load_signer
+    from anchor.errors import DeploymentMismatch, NotDeployed
+    from anchor.session import open_chain
+
+    settings = ctx.find_root().obj["settings"]
+    handle = open_chain(settings)
+    existing = None
+    if not force:
+        try:
+            existing = load_deployment(settings.data_dir, handle.chain_id)
+            check_code(handle.w3, existing.address, existing.code_hash)
+        except (NotDeployed, DeploymentMismatch):
+            if existing is not None and not handle.local:
+                raise  # never silently replace a recorded deployment on a real chain
+            existing = None
+    if existing is not None:
+        record, verb = existing, "already deployed"
+    else:
+        compiled = compile_registry(settings.data_dir / "build")
+        signer = load_signer(handle.chain_id, settings.keystore)
+        record, verb = deploy_registry(handle.w3, handle.chain_id, signer, compiled, settings.data_dir), "deployed"
+    emit(
+        ctx,
+        json,
+        {"status": verb, "deployment": record.model_dump()},
+        [
+            f"registry {verb} at {record.address} on chain {record.chain_id}",
+            f"  code hash {record.code_hash}",
+            f"  tx {record.tx_hash} (block {record.block_number})",
+        ],
+    )
+
+
+def serve(
+    ctx: typer.Context,
+    host: Annotated[str, typer.Option(help="Bind address.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port.")] = 8000,
+) -> None:
+    """Serve the REST verification API."""
+    import os
+
+    import uvicorn
+
+    settings = ctx.find_root().obj["settings"]
+    os.environ["ANCHOR_DATA_DIR"] = str(settings.data_dir)
+    if settings.rpc_url:
+        os.environ["ANCHOR_RPC_URL"] = settings.rpc_url
+    uvicorn.run("api.app:create_app", factory=True, host=host, port=port, log_level="info")

@@ -1,0 +1,133 @@
+"""The one error hierarchy of Anchor.
+
+Every failure a user can act on is an `AnchorError` subclass carrying an exit code (CLI) and an HTTP
+status (API). The CLI and the API translate them in exactly one place each, so a new error type only
+needs to be declared here.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import Any
+
+
+class ExitCode(IntEnum):
+    """Process exit codes of the `anchor` CLI; documented in `anchor --help`."""
+
+    OK = 0
+    INTERNAL = 1
+    BAD_INPUT = 2
+    NOT_ANCHORED = 3
+    TAMPERED = 4
+    CHAIN_UNREACHABLE = 5
+    DEPLOYMENT_MISMATCH = 6
+    CONFLICT = 7
+    TOOLCHAIN = 8
+
+
+class AnchorError(Exception):
+    """Root of every error Anchor raises on purpose."""
+
+    exit_code: ExitCode = ExitCode.INTERNAL
+    http_status: int = 500
+    code: str = "internal"
+
+    def __init__(self, message: str, *, detail: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.detail: dict[str, Any] = detail or {}
+
+    def diagnostics(self) -> str:
+        """A human-readable explanation, with the detail fields one per line."""
+        lines = [self.message]
+        lines += [f"  {key}: {value}" for key, value in self.detail.items()]
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The typed error shape shared by `--json` output and the API: code, message, detail."""
+        return {"code": self.code, "message": self.message, "detail": self.detail}
+
+
+class BadInput(AnchorError):
+    """The input (a path, a field, a file) is malformed or not allowed; nothing was written."""
+
+    exit_code = ExitCode.BAD_INPUT
+    http_status = 422
+    code = "bad_input"
+
+
+class UnsafePath(BadInput):
+    """A path in a tree is a link, a device, a FIFO, escapes the root or cannot be read."""
+
+    code = "unsafe_path"
+
+
+class FileChanged(BadInput):
+    """A file changed while it was being hashed; its digest would be half old, half new."""
+
+    code = "file_changed"
+
+
+class ProofFormatError(BadInput):
+    """A proof file cannot be decoded: bad JSON, wrong format tag, unsupported version, bad field."""
+
+    code = "bad_proof"
+
+
+class NotAnchored(AnchorError):
+    """The data is intact, but no anchor for it exists on the chain."""
+
+    exit_code = ExitCode.NOT_ANCHORED
+    http_status = 404
+    code = "not_anchored"
+
+
+class Tampered(AnchorError):
+    """The data differs from what was anchored; `detail` names the files."""
+
+    exit_code = ExitCode.TAMPERED
+    http_status = 409
+    code = "tampered"
+
+
+class ChainUnreachable(AnchorError):
+    """The RPC endpoint did not answer (refused, timed out, or failed)."""
+
+    exit_code = ExitCode.CHAIN_UNREACHABLE
+    http_status = 503
+    code = "chain_unreachable"
+
+
+class DeploymentMismatch(AnchorError):
+    """The code at the registry address is not the recorded registry: refuse to answer."""
+
+    exit_code = ExitCode.DEPLOYMENT_MISMATCH
+    http_status = 502
+    code = "deployment_mismatch"
+
+
+class NotDeployed(DeploymentMismatch):
+    """No deployment of the registry is recorded for this chain."""
+
+    code = "not_deployed"
+
+
+class Conflict(AnchorError):
+    """A write conflicts with what is already recorded."""
+
+    exit_code = ExitCode.CONFLICT
+    http_status = 409
+    code = "conflict"
+
+
+class RegistryRevert(Conflict):
+    """The registry reverted with one of its custom errors; `detail` carries its arguments."""
+
+    code = "registry_revert"
+
+
+class ToolchainMissing(AnchorError):
+    """A required tool (solc shim, anvil, forge) is not installed; run `make install`."""
+
+    exit_code = ExitCode.TOOLCHAIN
+    code = "toolchain_missing"

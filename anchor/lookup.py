@@ -1,0 +1,72 @@
+"""Find what the chain knows about a key: a path, a manifest digest, a batch root or a git commit.
+
+Every answer comes from a live read of the registry; the local proof store only tells which root
+a manifest digest was batched into.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from anchor.chain.registry import LineageRecord
+from anchor.errors import NotAnchored
+from anchor.explorer import links
+from anchor.manifest.filetree import hash_tree
+from anchor.manifest.onchain import commit_key, parse_hex32
+from anchor.proof_file import load_proof
+from anchor.session import Settings, open_chain, open_registry
+
+
+def lookup(key: str, settings: Settings) -> dict[str, Any]:
+    """A JSON-able description of the on-chain record for `key`; raises `NotAnchored` if none exists."""
+    handle = open_chain(settings)
+    registry = open_registry(settings, handle)
+    body = key.lower().removeprefix("0x")
+
+    if Path(key).exists():
+        digest = hash_tree(Path(key)).digest
+        body = digest.hex()
+    if len(body) == 40:
+        by_commit = registry.lineage(commit_key(body))
+        if by_commit is None:
+            raise NotAnchored(f"no lineage record for commit {body}", detail={"key": key})
+        return _lineage_answer(by_commit, handle.chain_id, registry.address)
+
+    value = parse_hex32(body, "key")
+    root, digest_hex = value, None
+    stored = settings.proofs_dir / f"{value.hex()}.json"
+    if stored.is_file():
+        proof = load_proof(stored)
+        root, digest_hex = bytes.fromhex(proof.batch.root[2:]), proof.manifest_digest
+    record = registry.root_record(root)
+    if record is not None:
+        tx_hash = registry.root_tx(root, record.block_number)
+        return {
+            "kind": "batch_root",
+            "manifest_digest": digest_hex,
+            "root": record.root,
+            "submitter": record.submitter,
+            "timestamp": record.timestamp,
+            "block_number": record.block_number,
+            "tx_hash": tx_hash,
+            "chain_id": handle.chain_id,
+            "registry": registry.address,
+            "read_at_block": registry.checked_block(),
+            "links": links(handle.chain_id, tx_hash=tx_hash, block=record.block_number, address=registry.address),
+        }
+    lineage = registry.lineage(value)
+    if lineage is not None:
+        return _lineage_answer(lineage, handle.chain_id, registry.address)
+    raise NotAnchored(
+        f"nothing is anchored under {key} on chain {handle.chain_id}",
+        detail={"key": key, "read_at_block": registry.checked_block()},
+    )
+
+
+def _lineage_answer(record: LineageRecord, chain_id: int, registry: str) -> dict[str, Any]:
+    return {
+        "kind": "lineage",
+        "record": {k: getattr(record, k) for k in record.__slots__},
+        "links": links(chain_id, tx_hash=record.tx_hash, block=record.block_number, address=registry),
+    }

@@ -1,0 +1,47 @@
+"""Canonical JSON: the one byte encoding that every manifest digest is computed over.
+
+Rules (docs/manifest.md): UTF-8; object keys sorted by their UTF-8 bytes; no insignificant
+whitespace; strings escaped as JSON requires and nothing more (non-ASCII stays literal); integers
+only (floats are refused: their text form is not portable); `null` is never written: absent fields
+are omitted.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from anchor.errors import BadInput
+
+
+def _check(value: Any, where: str) -> None:
+    if value is None:
+        raise BadInput(f"canonical JSON has no null; omit the field instead: {where}")
+    if isinstance(value, (bool, str)):
+        return
+    if isinstance(value, int):
+        if abs(value) > 2**63 - 1:
+            raise BadInput(f"integer out of the canonical range (|n| < 2^63): {where}")
+        return
+    if isinstance(value, float):
+        raise BadInput(f"canonical JSON has no floats; encode as a decimal string: {where}")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise BadInput(f"canonical JSON keys are strings: {where}")
+            _check(item, f"{where}.{key}")
+        return
+    if isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            _check(item, f"{where}[{index}]")
+        return
+    raise BadInput(f"type {type(value).__name__} has no canonical encoding: {where}")
+
+
+def canonical_json(value: Any) -> bytes:
+    """Encode `value` canonically. On a null, a float or an unknown type, raises `BadInput`."""
+    _check(value, "$")
+    # sort_keys orders by code point; for UTF-8 that equals byte order except for surrogates,
+    # which json cannot emit from valid str anyway.
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return text.encode("utf-8")

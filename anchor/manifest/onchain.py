@@ -1,0 +1,27 @@
+"""How off-chain identifiers become the registry's bytes32 keys (docs/manifest.md, "On-chain values")."""
+
+from __future__ import annotations
+
+from anchor.errors import BadInput
+
+
+def parse_hex32(text: str, field: str) -> bytes:
+    """A 32-byte value given as 64 hex digits, with or without 0x. Raises `BadInput` naming `field`."""
+    body = text[2:] if text.lower().startswith("0x") else text
+    try:
+        value = bytes.fromhex(body)
+    except ValueError:
+        value = b""
+    if len(value) != 32:
+        raise BadInput(f"{field}: expected 32 bytes as 64 hex digits, got {text!r}", detail={"field": field})
+    return value
+
+
+def commit_key(commit: str) -> bytes:
+    """A git commit id as a bytes32: SHA-1 ids (40 hex) left-aligned and zero-padded, SHA-256 ids as is."""
+    body = commit.lower().removeprefix("0x")
+    if len(body) not in (40, 64) or any(c not in "0123456789abcdef" for c in body):
+        raise BadInput(
+            f"commit: expected a full 40- or 64-hex git commit id, got {commit!r}", detail={"field": "commit"}
+        )
+    return bytes.fromhex(body).ljust(32, b"\x00")

@@ -1,0 +1,105 @@
+"""The proof file: one self-contained JSON document chaining file bytes to a registry on a chain.
+
+manifest (every file's path, size, BLAKE3) → manifest digest → OpenZeppelin batch leaf and sibling
+path → batch root → registry (chain id, address, runtime code hash) → transaction and block.
+With this file and any RPC URL, a verifier needs nothing else from us.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from anchor.errors import BadInput, ProofFormatError
+from anchor.manifest.filetree import FileTreeManifest
+
+PROOF_FORMAT = "anchor/proof"
+PROOF_VERSION = 1
+MAX_PROOF_BYTES = 256 * 1024 * 1024
+
+_Hex32 = Field(pattern=r"^0x[0-9a-f]{64}$")
+
+
+class BatchPath(BaseModel):
+    """The OpenZeppelin StandardMerkleTree path from the manifest digest to the anchored root."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    item: str = _Hex32
+    leaf: str = _Hex32
+    proof: tuple[str, ...]
+    root: str = _Hex32
+
+
+class ChainAnchor(BaseModel):
+    """Where the root is anchored."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    chain_id: int = Field(gt=0)
+    registry: str = Field(pattern=r"^0x[0-9a-fA-F]{40}$")
+    code_hash: str = _Hex32
+    tx_hash: str = _Hex32
+    block_number: int = Field(ge=0)
+
+
+class ProofFile(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    format: Literal["anchor/proof"] = "anchor/proof"
+    version: Literal[1] = 1
+    manifest: dict[str, Any]
+    manifest_digest: str = _Hex32
+    batch: BatchPath
+    anchor: ChainAnchor
+
+    def filetree(self) -> FileTreeManifest:
+        return FileTreeManifest.from_json(self.manifest, source="proof manifest")
+
+    def dumps(self) -> str:
+        return json.dumps(self.model_dump(mode="json"), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def load_proof(path: Path) -> ProofFile:
+    """Read and validate a proof file. Raises `ProofFormatError` naming the file and the first bad field."""
+    try:
+        if path.stat().st_size > MAX_PROOF_BYTES:
+            raise ProofFormatError(f"{path}: larger than {MAX_PROOF_BYTES} bytes", detail={"file": str(path)})
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BadInput(f"{path}: no such proof file", detail={"file": str(path)}) from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ProofFormatError(f"{path}: not a JSON proof file ({exc})", detail={"file": str(path)}) from None
+    if isinstance(raw, dict) and raw.get("format") == PROOF_FORMAT and raw.get("version") != PROOF_VERSION:
+        raise ProofFormatError(
+            f"{path}: unsupported proof version {raw.get('version')!r}", detail={"file": str(path), "field": "version"}
+        )
+    try:
+        return ProofFile.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or "(root)"
+        raise ProofFormatError(
+            f"{path}: field '{field}': {first['msg']}", detail={"file": str(path), "field": field}
+        ) from None
+
+
+def write_proof(proof: ProofFile, path: Path) -> None:
+    """Write atomically: a reader sees the old file or the new one, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(proof.dumps(), encoding="utf-8")
+    tmp.replace(path)
+
+
+def check_output_path(path: Path) -> None:
+    """Refuse an output path we could not write, before anything is sent to the chain."""
+    if path.is_dir():
+        raise BadInput(f"{path}: the proof output is a directory", detail={"field": "proof"})
+    parent = path.parent if str(path.parent) else Path(".")
+    if parent.exists() and not os.access(parent, os.W_OK):
+        raise BadInput(f"{parent}: not writable for the proof output", detail={"field": "proof"})

@@ -1,0 +1,75 @@
+"""Settings shared by the CLI and the API, and the one way to reach a chain and its registry.
+
+Why one place: "no RPC URL means the embedded local chain" and "every read checks the deployment"
+must hold the same for every command and route.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from anchor.errors import ChainUnreachable
+
+if TYPE_CHECKING:
+    from web3 import Web3
+
+    from anchor.chain.registry import Registry
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    data_dir: Path
+    rpc_url: str | None = None
+    keystore: Path | None = None
+    local_port: int | None = None
+
+    @classmethod
+    def from_env(cls, data_dir: Path | None = None, rpc_url: str | None = None) -> Settings:
+        keystore = os.environ.get("ANCHOR_KEYSTORE")
+        port = os.environ.get("ANCHOR_LOCAL_PORT")
+        return cls(
+            data_dir=(data_dir or Path(os.environ.get("ANCHOR_DATA_DIR", ".anchor"))).resolve(),
+            rpc_url=rpc_url or os.environ.get("ANCHOR_RPC_URL") or None,
+            keystore=Path(keystore) if keystore else None,
+            local_port=int(port) if port else None,
+        )
+
+    @property
+    def proofs_dir(self) -> Path:
+        return self.data_dir / "proofs"
+
+
+@dataclass(frozen=True, slots=True)
+class ChainHandle:
+    w3: Web3
+    chain_id: int
+    rpc_url: str
+    local: bool
+
+
+def open_chain(settings: Settings, *, start_local: bool = True) -> ChainHandle:
+    """Connect to `settings.rpc_url`, or to the embedded anvil (started if needed and allowed)."""
+    from anchor.chain.connection import connect
+    from anchor.chain.node import LocalChain
+
+    if settings.rpc_url:
+        w3, chain_id = connect(settings.rpc_url)
+        return ChainHandle(w3, chain_id, settings.rpc_url, local=False)
+    chain = LocalChain(settings.data_dir, settings.local_port)
+    status = chain.up() if start_local else chain.status()
+    if not status.running:
+        raise ChainUnreachable("the local chain is not running; start it with `anchor chain up`")
+    w3, chain_id = connect(chain.rpc_url)
+    return ChainHandle(w3, chain_id, chain.rpc_url, local=True)
+
+
+def open_registry(settings: Settings, handle: ChainHandle) -> Registry:
+    """The recorded registry of this chain; raises `NotDeployed` if there is no record."""
+    from anchor.chain.deployment import load_deployment
+    from anchor.chain.registry import Registry
+
+    deployment = load_deployment(settings.data_dir, handle.chain_id)
+    return Registry(handle.w3, handle.chain_id, deployment.address, deployment.code_hash)

@@ -1,0 +1,1 @@
+"""Read-back: check data against a proof file and the chain, trusting neither the proof nor us."""

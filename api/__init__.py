@@ -1,0 +1,1 @@
+"""The REST verification service (FastAPI). Started by `anchor serve`."""

@@ -1,0 +1,92 @@
+"""Shared fixtures: a real anvil (through our own LocalChain), a deployed registry, CLI runners.
+
+Chain tests never skip: if anvil is missing, the fixture fails loudly.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from anchor.chain.node import LocalChain
+from anchor.session import Settings
+
+ROOT = Path(__file__).resolve().parents[1]
+ANCHOR_BIN = Path(sys.executable).with_name("anchor")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Chain:
+    data_dir: Path
+    port: int
+    node: LocalChain
+
+    @property
+    def settings(self) -> Settings:
+        return Settings(data_dir=self.data_dir, local_port=self.port)
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
+        env.update(ANCHOR_DATA_DIR=str(self.data_dir), ANCHOR_LOCAL_PORT=str(self.port))
+        return env
+
+    def cli(self, *args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            [str(ANCHOR_BIN), *args],
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
+        if check and result.returncode != 0:
+            raise AssertionError(f"anchor {' '.join(args)} -> {result.returncode}\n{result.stdout}\n{result.stderr}")
+        return result
+
+
+def _start(data_dir: Path) -> Chain:
+    port = free_port()
+    node = LocalChain(data_dir, port=port)
+    node.up()
+    return Chain(data_dir, port, node)
+
+
+@pytest.fixture(scope="session")
+def deployed_chain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chain]:
+    """One anvil with the registry deployed through the CLI, shared by the read-mostly tests."""
+    chain = _start(tmp_path_factory.mktemp("anchor-data"))
+    chain.cli("deploy", check=True)
+    yield chain
+    chain.node.down()
+
+
+@pytest.fixture
+def fresh_chain(tmp_path: Path) -> Iterator[Chain]:
+    """An anvil of its own, for tests that restart, replace code or need an empty registry."""
+    chain = _start(tmp_path / "data")
+    yield chain
+    chain.node.down()
+
+
+@pytest.fixture
+def bundle(tmp_path: Path) -> Path:
+    """A copy of the example bundle, made unique per test (the registry is write-once and shared)."""
+    target = tmp_path / "bundle"
+    shutil.copytree(ROOT / "examples" / "bundle", target)
+    (target / "run-id.txt").write_text(uuid.uuid4().hex)
+    return target

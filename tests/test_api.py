@@ -1,0 +1,44 @@
+"""The REST service on a real chain: health, verify by digest, one error shape."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+
+from api.app import create_app
+from tests.conftest import Chain
+
+
+def test_health_answers_without_the_chain(tmp_path: Path) -> None:
+    from anchor.session import Settings
+
+    with TestClient(create_app(Settings(data_dir=tmp_path))) as client:
+        response = client.get("/health")
+    assert response.status_code == 200 and response.json()["status"] == "ok"
+
+
+def test_verify_by_digest_is_backed_by_a_live_chain_read(deployed_chain: Chain, bundle: Path) -> None:
+    anchored = json.loads(deployed_chain.cli("anchor", str(bundle), "--json", check=True).stdout)
+    digest = anchored["proof"]["manifest_digest"]
+    with TestClient(create_app(deployed_chain.settings)) as client:
+        response = client.get(f"/v1/verify/{digest}")
+    body = response.json()
+    assert response.status_code == 200, body
+    assert body["verified"] is True and body["manifest_digest"] == digest
+    assert body["tx_hash"] == anchored["proof"]["anchor"]["tx_hash"]
+    assert body["read_at_block"] >= body["anchored_block"]
+
+
+def test_unknown_digest_is_404_and_malformed_digest_is_422_with_the_error_shape(deployed_chain: Chain) -> None:
+    with TestClient(create_app(deployed_chain.settings)) as client:
+        missing = client.get("/v1/verify/0x" + "77" * 32)
+        malformed = client.get("/v1/verify/0x1234")
+    assert missing.status_code == 404 and missing.json()["code"] == "not_anchored"
+    assert malformed.status_code == 422
+    assert malformed.json() == {
+        "code": "bad_input",
+        "message": "manifest_digest: expected 32 bytes as 64 hex digits, got '0x1234'",
+        "detail": {"field": "manifest_digest"},
+    }

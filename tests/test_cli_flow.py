@@ -1,0 +1,157 @@
+"""The CLI end to end on a real anvil: anchor → verify, tamper, idempotence, restarts, exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from anchor.chain.deployment import load_deployment
+from anchor.chain.node import rpc_call
+from anchor.errors import ExitCode
+from tests.conftest import ROOT, Chain, free_port
+
+ROOT_ANCHORED_TOPIC = (
+    "0x" + __import__("eth_hash.auto", fromlist=["keccak"]).keccak(b"RootAnchored(bytes32,address)").hex()
+)
+
+
+def _root_events(chain: Chain, root: str) -> list[object]:
+    address = load_deployment(chain.data_dir, 31337).address
+    logs = rpc_call(
+        chain.node.rpc_url,
+        "eth_getLogs",
+        [{"address": address, "fromBlock": "0x0", "topics": [ROOT_ANCHORED_TOPIC, root]}],
+    )
+    assert isinstance(logs, list)
+    return logs
+
+
+def test_anchor_then_verify_reads_back_from_the_chain(deployed_chain: Chain, bundle: Path) -> None:
+    anchored = json.loads(deployed_chain.cli("anchor", str(bundle), "--json", check=True).stdout)
+    assert anchored["status"] == "anchored" and anchored["gas_used"] <= 48_000
+    verified = json.loads(deployed_chain.cli("verify", str(bundle), "--json", check=True).stdout)
+    assert verified["verified"] is True
+    assert verified["root"] == anchored["proof"]["batch"]["root"]
+    assert verified["read_at_block"] >= verified["anchored_block"] == anchored["proof"]["anchor"]["block_number"]
+
+
+def test_anchoring_the_same_bytes_again_writes_no_second_record(deployed_chain: Chain, bundle: Path) -> None:
+    first = json.loads(deployed_chain.cli("anchor", str(bundle), "--json", check=True).stdout)
+    second = json.loads(deployed_chain.cli("anchor", str(bundle), "--json", check=True).stdout)
+    assert second["status"] == "already_anchored" and second["gas_used"] is None
+    assert second["proof"]["anchor"]["tx_hash"] == first["proof"]["anchor"]["tx_hash"]
+    assert len(_root_events(deployed_chain, first["proof"]["batch"]["root"])) == 1
+
+
+def test_one_changed_byte_exits_tampered_and_names_the_file(deployed_chain: Chain, bundle: Path) -> None:
+    deployed_chain.cli("anchor", str(bundle), check=True)
+    target = bundle / "outputs" / "metrics.json"
+    data = bytearray(target.read_bytes())
+    data[10] ^= 0x01
+    target.write_bytes(bytes(data))
+    result = deployed_chain.cli("verify", str(bundle))
+    assert result.returncode == ExitCode.TAMPERED
+    assert "outputs/metrics.json" in result.stderr
+    as_json = json.loads(deployed_chain.cli("verify", str(bundle), "--json").stdout)
+    assert as_json["error"]["detail"]["changed"] == ["outputs/metrics.json"]
+
+
+def test_added_and_removed_files_are_named(deployed_chain: Chain, bundle: Path) -> None:
+    deployed_chain.cli("anchor", str(bundle), check=True)
+    (bundle / "config.toml").unlink()
+    (bundle / "extra.txt").write_text("new")
+    detail = json.loads(deployed_chain.cli("verify", str(bundle), "--json").stdout)["error"]["detail"]
+    assert (detail["added"], detail["removed"]) == (["extra.txt"], ["config.toml"])
+
+
+def test_chain_state_survives_down_and_up(fresh_chain: Chain, bundle: Path) -> None:
+    fresh_chain.cli("deploy", check=True)
+    fresh_chain.cli("anchor", str(bundle), check=True)
+    fresh_chain.cli("chain", "down", check=True)
+    assert json.loads(fresh_chain.cli("chain", "status", "--json").stdout)["chain"]["running"] is False
+    fresh_chain.cli("chain", "up", check=True)
+    assert fresh_chain.cli("verify", str(bundle)).returncode == ExitCode.OK
+    again = json.loads(fresh_chain.cli("anchor", str(bundle), "--json", check=True).stdout)
+    assert again["status"] == "already_anchored"
+
+
+def test_verify_starts_a_stopped_local_chain_by_itself(fresh_chain: Chain, bundle: Path) -> None:
+    fresh_chain.cli("deploy", check=True)
+    fresh_chain.cli("anchor", str(bundle), check=True)
+    fresh_chain.cli("chain", "down", check=True)
+    assert fresh_chain.cli("verify", str(bundle)).returncode == ExitCode.OK
+
+
+def test_a_proof_for_a_root_this_chain_never_saw_exits_not_anchored(
+    deployed_chain: Chain, fresh_chain: Chain, bundle: Path, tmp_path: Path
+) -> None:
+    proof = tmp_path / "p.json"
+    deployed_chain.cli("anchor", str(bundle), "--proof", str(proof), check=True)
+    fresh_chain.cli("deploy", check=True)  # same dev account, same nonce: same registry address
+    result = fresh_chain.cli("verify", str(bundle), "--proof", str(proof))
+    assert result.returncode == ExitCode.NOT_ANCHORED, result.stderr
+    assert "is not anchored on chain 31337" in result.stderr
+
+
+def test_unreachable_rpc_exits_chain_unreachable(deployed_chain: Chain, bundle: Path) -> None:
+    result = deployed_chain.cli("--rpc-url", f"http://127.0.0.1:{free_port()}", "anchor", str(bundle))
+    assert result.returncode == ExitCode.CHAIN_UNREACHABLE
+    assert not (bundle.parent / "bundle.anchor.json").exists()
+
+
+def test_missing_path_exits_bad_input_and_writes_nothing(deployed_chain: Chain, tmp_path: Path) -> None:
+    result = deployed_chain.cli("anchor", str(tmp_path / "missing"))
+    assert result.returncode == ExitCode.BAD_INPUT
+    assert "missing: no such file or directory" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_corrupt_proof_exits_bad_input_naming_the_field(deployed_chain: Chain, bundle: Path, tmp_path: Path) -> None:
+    proof = tmp_path / "p.json"
+    deployed_chain.cli("anchor", str(bundle), "--proof", str(proof), check=True)
+    data = json.loads(proof.read_text())
+    data["batch"]["root"] = "0x1234"
+    proof.write_text(json.dumps(data))
+    result = deployed_chain.cli("verify", str(bundle), "--proof", str(proof))
+    assert result.returncode == ExitCode.BAD_INPUT
+    assert "batch.root" in result.stderr
+
+
+def test_public_tools_alone_confirm_the_inclusion(deployed_chain: Chain, bundle: Path, tmp_path: Path) -> None:
+    """`cast call` on the registry's view: no Anchor code involved in the check."""
+    proof_path = tmp_path / "p.json"
+    deployed_chain.cli("anchor", str(bundle), "--proof", str(proof_path), check=True)
+    proof = json.loads(proof_path.read_text())
+    out = subprocess.run(
+        [
+            str(ROOT / "node_modules" / ".bin" / "cast"), "call", proof["anchor"]["registry"],
+            "verifyInclusion(bytes32,bytes32[],bytes32)(bool)", proof["batch"]["root"],
+            "[" + ",".join(proof["batch"]["proof"]) + "]", proof["manifest_digest"],
+            "--rpc-url", deployed_chain.node.rpc_url,
+        ],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert out.stdout.strip() == "true"
+
+
+def test_lookup_finds_the_record_by_path_digest_and_root(deployed_chain: Chain, bundle: Path) -> None:
+    anchored = json.loads(deployed_chain.cli("anchor", str(bundle), "--json", check=True).stdout)
+    for key in (str(bundle), anchored["proof"]["manifest_digest"], anchored["proof"]["batch"]["root"]):
+        found = json.loads(deployed_chain.cli("lookup", key, "--json", check=True).stdout)
+        assert (found["kind"], found["tx_hash"]) == ("batch_root", anchored["proof"]["anchor"]["tx_hash"])
+    missing = deployed_chain.cli("lookup", "0x" + "42" * 32)
+    assert missing.returncode == ExitCode.NOT_ANCHORED
+
+
+def test_help_documents_every_exit_code() -> None:
+    result = subprocess.run([sys.executable, "-m", "anchor", "--help"], capture_output=True, text=True, check=True)
+    for code in ExitCode:
+        assert f"{code.value}  " in result.stdout
+
+
+def test_cli_start_up_imports_neither_web3_nor_solcx() -> None:
+    probe = "import sys, anchor.cli.app; print(sorted(m for m in ('web3', 'solcx', 'eth_account') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,88 @@
+"""Deployment: one compiler for forge and py-solc-x, a complete record, and refusal of foreign code."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from eth_hash.auto import keccak
+
+from anchor.chain.artifact import registry_abi, runtime_code_hash
+from anchor.chain.compiler import compile_registry
+from anchor.chain.deployment import load_deployment, record_path
+from anchor.chain.node import rpc_call
+from anchor.chain.toolchain import compiler_settings, tool
+from anchor.errors import ExitCode
+from tests.conftest import ROOT, Chain
+
+
+def test_fresh_compile_matches_the_committed_abi_and_runtime_code_hash(tmp_path: Path) -> None:
+    compiled = compile_registry(tmp_path)
+    assert compiled.abi == registry_abi()
+    assert "0x" + compiled.runtime_code_hash().hex() == runtime_code_hash()
+
+
+def test_forge_and_py_solc_x_produce_identical_runtime_bytecode(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [str(tool("forge")), "inspect", "contracts/AnchorRegistry.sol:AnchorRegistry", "deployedBytecode"],
+        cwd=ROOT / "foundry", capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    forge_runtime = bytes.fromhex(out.stdout.strip().removeprefix("0x"))
+    assert forge_runtime == compile_registry(tmp_path).runtime
+
+
+def test_deployment_record_names_chain_address_code_tx_block_and_compiler(deployed_chain: Chain) -> None:
+    record = load_deployment(deployed_chain.data_dir, 31337)
+    code = bytes.fromhex(str(rpc_call(deployed_chain.node.rpc_url, "eth_getCode", [record.address, "latest"]))[2:])
+    assert "0x" + keccak(code).hex() == record.code_hash == runtime_code_hash()
+    receipt = rpc_call(deployed_chain.node.rpc_url, "eth_getTransactionReceipt", [record.tx_hash])
+    assert isinstance(receipt, dict) and int(receipt["blockNumber"], 16) == record.block_number
+    assert receipt["contractAddress"].lower() == record.address.lower()
+    assert record.compiler == compiler_settings().to_json()
+    assert record.compiler["evm_version"] == "cancun" and record.compiler["optimizer_runs"] == 200
+
+
+def test_second_deploy_reuses_the_recorded_registry(deployed_chain: Chain) -> None:
+    before = load_deployment(deployed_chain.data_dir, 31337)
+    result = deployed_chain.cli("--json", "deploy", check=True)
+    assert json.loads(result.stdout)["status"] == "already deployed"
+    assert load_deployment(deployed_chain.data_dir, 31337) == before
+
+
+def test_verify_refuses_when_other_code_sits_at_the_recorded_address(fresh_chain: Chain, bundle: Path) -> None:
+    fresh_chain.cli("deploy", check=True)
+    fresh_chain.cli("anchor", str(bundle), check=True)
+    address = load_deployment(fresh_chain.data_dir, 31337).address
+    # a contract that answers `true` to everything: exactly what a forged registry would do
+    rpc_call(fresh_chain.node.rpc_url, "anvil_setCode", [address, "0x600160005260206000f3"])
+    result = fresh_chain.cli("verify", str(bundle))
+    assert result.returncode == ExitCode.DEPLOYMENT_MISMATCH, result.stderr
+    assert "refusing to answer" in result.stderr and address in result.stderr
+
+
+def test_verify_refuses_a_wrong_recorded_code_hash(fresh_chain: Chain, bundle: Path) -> None:
+    fresh_chain.cli("deploy", check=True)
+    fresh_chain.cli("anchor", str(bundle), check=True)
+    path = record_path(fresh_chain.data_dir, 31337)
+    record = json.loads(path.read_text())
+    record["code_hash"] = "0x" + "11" * 32
+    path.write_text(json.dumps(record))
+    result = fresh_chain.cli("verify", str(bundle))
+    assert result.returncode == ExitCode.DEPLOYMENT_MISMATCH, result.stderr
+    assert "recorded code hash" in result.stderr
+
+
+def test_forge_script_deploys_the_same_runtime_as_the_python_deployer(fresh_chain: Chain) -> None:
+    from anchor.chain.keys import _ANVIL_DEV_KEY
+
+    subprocess.run(
+        [
+            str(tool("forge")), "script", "script/Deploy.s.sol", "--rpc-url", fresh_chain.node.rpc_url,
+            "--private-key", _ANVIL_DEV_KEY, "--broadcast",
+        ],
+        cwd=ROOT / "foundry", capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    address = "0x5FbDB2315678afecb367f032d93F642f64180aa3"  # dev account, nonce 0
+    code = bytes.fromhex(str(rpc_call(fresh_chain.node.rpc_url, "eth_getCode", [address, "latest"]))[2:])
+    assert "0x" + keccak(code).hex() == runtime_code_hash()

@@ -1,0 +1,64 @@
+"""Private keys never reach output, files or errors."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from anchor.chain.keys import load_signer
+from anchor.chain.node import rpc_call
+from anchor.errors import BadInput, ExitCode
+from tests.conftest import Chain
+
+
+def _files_text(root: Path) -> str:
+    return "".join(p.read_text(errors="replace") for p in root.rglob("*") if p.is_file())
+
+
+def test_a_funded_env_key_signs_but_appears_nowhere(
+    fresh_chain: Chain, bundle: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from eth_account import Account
+
+    account = Account.create()
+    key_hex = account.key.hex().removeprefix("0x")
+    rpc_call(fresh_chain.node.rpc_url, "anvil_setBalance", [account.address, hex(10**20)])
+    env = {**fresh_chain.env(), "ANCHOR_PRIVATE_KEY": "0x" + key_hex}
+    import subprocess
+
+    from tests.conftest import ANCHOR_BIN
+
+    outputs = []
+    for args in (["deploy"], ["anchor", str(bundle)], ["verify", str(bundle)], ["--json", "lookup", str(bundle)]):
+        result = subprocess.run([str(ANCHOR_BIN), *args], env=env, capture_output=True, text=True, timeout=120)
+        assert result.returncode == ExitCode.OK, result.stderr
+        outputs.append(result.stdout + result.stderr)
+    assert account.address.lower() in _files_text(fresh_chain.data_dir).lower()  # it really signed
+    haystack = "".join(outputs) + _files_text(fresh_chain.data_dir) + _files_text(bundle.parent)
+    assert key_hex not in haystack.lower()
+
+
+def test_malformed_key_error_does_not_echo_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "0x" + "ab" * 31  # one byte short
+    monkeypatch.setenv("ANCHOR_PRIVATE_KEY", secret)
+    with pytest.raises(BadInput) as info:
+        load_signer(1)
+    assert "ab" * 31 not in str(info.value) + info.value.diagnostics()
+    # raised `from None`: a traceback never shows the underlying error, whose text could echo the key
+    assert info.value.__cause__ is None and info.value.__suppress_context__
+
+
+def test_signer_repr_shows_only_the_address(monkeypatch: pytest.MonkeyPatch) -> None:
+    key = os.urandom(32).hex()
+    monkeypatch.setenv("ANCHOR_PRIVATE_KEY", key)
+    signer = load_signer(1)
+    assert key not in repr(signer) and signer.address in repr(signer)
+
+
+def test_a_real_chain_without_a_key_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANCHOR_PRIVATE_KEY", raising=False)
+    monkeypatch.delenv("ANCHOR_KEYSTORE", raising=False)
+    with pytest.raises(BadInput, match="no signing key for chain 8453"):
+        load_signer(8453)
