@@ -1,7 +1,7 @@
-"""Anchor one file or directory: hash it, put its manifest digest in a batch, anchor the root once.
+"""Anchor a manifest: put its digest in a batch, anchor the root once, write the proof file.
 
-Idempotent by construction: the root is a pure function of the manifest, and the registry is
-write-once, so anchoring the same bytes again finds the existing root and writes nothing on chain.
+Idempotent by construction: the root is a pure function of the manifest and the registry is
+write-once, so anchoring the same manifest again finds the existing root and writes nothing on chain.
 (Batching many manifests per root, with a crash-safe journal, is the journal's job.)
 """
 
@@ -9,21 +9,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from anchor.batch.merkle import BatchTree
+from anchor.batch.merkle import BatchTree, leaf_of
 from anchor.errors import RegistryRevert
 from anchor.manifest.filetree import FileTreeManifest, hash_tree
+from anchor.manifest.identity import manifest_digest
 from anchor.proof_file import BatchPath, ChainAnchor, ProofFile, check_output_path, write_proof
 from anchor.session import Settings, open_chain, open_registry
 
 
 @dataclass(frozen=True, slots=True)
 class AnchorOutcome:
-    manifest: FileTreeManifest
     proof: ProofFile
     proof_path: Path
     already_anchored: bool
     gas_used: int | None
+    file_count: int
 
 
 def default_proof_path(path: Path) -> Path:
@@ -32,13 +34,25 @@ def default_proof_path(path: Path) -> Path:
 
 
 def anchor_path(path: Path, settings: Settings, proof_out: Path | None = None) -> AnchorOutcome:
-    """Anchor `path` and write its proof file. Bad input is refused before anything is sent or written."""
-    from anchor.chain.keys import load_signer
-
+    """Anchor the file-tree manifest of `path`; bad input is refused before anything is sent or written."""
     proof_out = proof_out or default_proof_path(path)
     check_output_path(proof_out)
-    manifest = hash_tree(path)
-    item = manifest.digest
+    tree = hash_tree(path)
+    return anchor_manifest(tree.identity(), tree, settings, proof_out)
+
+
+def anchor_manifest(
+    identity: dict[str, Any],
+    tree: FileTreeManifest | None,
+    settings: Settings,
+    proof_out: Path,
+    annotations: dict[str, Any] | None = None,
+) -> AnchorOutcome:
+    """Anchor one manifest identity in a batch of one and write its proof (with the listing of `tree`)."""
+    from anchor.chain.keys import load_signer
+
+    check_output_path(proof_out)
+    item = manifest_digest(identity)
     batch = BatchTree.build([item])
     root = batch.root
 
@@ -49,19 +63,17 @@ def anchor_path(path: Path, settings: Settings, proof_out: Path | None = None) -
     if record is None:
         signer = load_signer(handle.chain_id, settings.keystore)
         try:
-            sent = registry.anchor_root(signer, root)
-            gas_used = sent.gas_used
-        except RegistryRevert as exc:
+            gas_used = registry.anchor_root(signer, root).gas_used
+        except RegistryRevert as exc:  # a concurrent writer anchored it first: same outcome
             if exc.detail.get("error") != "RootAlreadyAnchored":
                 raise
         record = registry.root_record(root)
-    already = gas_used is None
     assert record is not None, "root missing right after anchoring"
     tx_hash = registry.root_tx(root, record.block_number)
-    from anchor.batch.merkle import leaf_of
-
     proof = ProofFile(
-        manifest=manifest.to_json(),
+        manifest=identity,
+        annotations=annotations or {},
+        files=None if tree is None else tuple(tree.files_json()),
         manifest_digest="0x" + item.hex(),
         batch=BatchPath(
             item="0x" + item.hex(),
@@ -79,4 +91,4 @@ def anchor_path(path: Path, settings: Settings, proof_out: Path | None = None) -
     )
     write_proof(proof, proof_out)
     write_proof(proof, settings.proofs_dir / f"{item.hex()}.json")
-    return AnchorOutcome(manifest, proof, proof_out, already, gas_used)
+    return AnchorOutcome(proof, proof_out, gas_used is None, gas_used, 0 if tree is None else len(tree.files))

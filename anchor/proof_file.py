@@ -1,8 +1,9 @@
 """The proof file: one self-contained JSON document chaining file bytes to a registry on a chain.
 
-manifest (every file's path, size, BLAKE3) → manifest digest → OpenZeppelin batch leaf and sibling
-path → batch root → registry (chain id, address, runtime code hash) → transaction and block.
-With this file and any RPC URL, a verifier needs nothing else from us.
+file bytes → (every file's entry, or one file's RFC 6962 audit path) → the tree root → the manifest
+identity → its digest → OpenZeppelin batch leaf and sibling path → batch root → registry (chain id,
+address, runtime code hash) → transaction and block. With this file and any RPC URL, a verifier
+needs nothing else from us.
 """
 
 from __future__ import annotations
@@ -35,6 +36,19 @@ class BatchPath(BaseModel):
     root: str = _Hex32
 
 
+class FileInclusion(BaseModel):
+    """One file's membership in the manifest's file tree: its entry and its audit path."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str
+    size: int = Field(ge=0)
+    blake3: str = Field(pattern=r"^[0-9a-f]{64}$")
+    index: int = Field(ge=0)
+    tree_size: int = Field(ge=1)
+    audit_path: tuple[str, ...]
+
+
 class ChainAnchor(BaseModel):
     """Where the root is anchored."""
 
@@ -53,15 +67,20 @@ class ProofFile(BaseModel):
     format: Literal["anchor/proof"] = "anchor/proof"
     version: Literal[1] = 1
     manifest: dict[str, Any]
+    annotations: dict[str, Any] = Field(default_factory=dict)
+    files: tuple[dict[str, Any], ...] | None = None
+    file: FileInclusion | None = None
     manifest_digest: str = _Hex32
     batch: BatchPath
     anchor: ChainAnchor
 
-    def filetree(self) -> FileTreeManifest:
-        return FileTreeManifest.from_json(self.manifest, source="proof manifest")
+    def filetree(self) -> FileTreeManifest | None:
+        """The full listing, when this proof carries one (a whole-tree proof)."""
+        return None if self.files is None else FileTreeManifest.from_files_json(list(self.files), "files")
 
     def dumps(self) -> str:
-        return json.dumps(self.model_dump(mode="json"), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        data = self.model_dump(mode="json", exclude_none=True)
+        return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def load_proof(path: Path) -> ProofFile:

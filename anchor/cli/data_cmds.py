@@ -19,6 +19,8 @@ ProofOpt = Annotated[
 def register(app: typer.Typer) -> None:
     app.command("hash")(hash_)
     app.command("anchor")(anchor_)
+    app.command()(bundle)
+    app.command()(prove)
     app.command()(verify)
     app.command()(lookup)
 
@@ -31,13 +33,13 @@ def hash_(ctx: typer.Context, path: PathArg, json: JsonFlag = False) -> None:
     """Print the deterministic BLAKE3 manifest digest of PATH (no chain needed)."""
     from anchor.manifest.filetree import hash_tree
 
-    manifest = hash_tree(path)
-    total = sum(entry.size for entry in manifest.files)
+    tree = hash_tree(path)
+    summary = tree.summary()
     emit(
         ctx,
         json,
-        {"manifest_digest": "0x" + manifest.digest.hex(), "manifest": manifest.to_json()},
-        [f"0x{manifest.digest.hex()}  {path}  ({len(manifest.files)} files, {total} bytes)"],
+        {"manifest_digest": "0x" + tree.digest.hex(), "manifest": tree.identity(), "files": tree.files_json()},
+        [f"0x{tree.digest.hex()}  {path}  ({summary['file_count']} files, {summary['total_size']} bytes)"],
     )
 
 
@@ -45,7 +47,73 @@ def anchor_(ctx: typer.Context, path: PathArg, proof: ProofOpt = None, json: Jso
     """Anchor PATH on chain (once: the same bytes are never anchored twice) and write its proof file."""
     from anchor.anchoring import anchor_path
 
-    outcome = anchor_path(path, _settings(ctx), proof)
+    _report_anchor(ctx, json, str(path), anchor_path(path, _settings(ctx), proof))
+
+
+def bundle(
+    ctx: typer.Context,
+    spec: Annotated[Path, typer.Argument(help="Bundle spec (TOML): mission, data snapshot, image, policy, output.")],
+    anchor: Annotated[bool, typer.Option("--anchor", help="Also anchor the bundle manifest on chain.")] = False,
+    proof: ProofOpt = None,
+    json: JsonFlag = False,
+) -> None:
+    """Build a result-bundle manifest from SPEC (every digest computed here) and optionally anchor it."""
+    from anchor.anchoring import anchor_manifest, default_proof_path
+    from anchor.manifest.bundle import load_bundle_spec
+
+    manifest, tree, output_dir = load_bundle_spec(spec)
+    if anchor:
+        outcome = anchor_manifest(
+            manifest.identity(), tree, _settings(ctx), proof or default_proof_path(output_dir), manifest.annotations()
+        )
+        _report_anchor(ctx, json, str(output_dir), outcome)
+        return
+    emit(
+        ctx,
+        json,
+        {"manifest_digest": "0x" + manifest.digest.hex(), "manifest": manifest.identity(), **manifest.annotations()},
+        [f"0x{manifest.digest.hex()}  bundle {spec} (output {output_dir}, {len(tree.files)} files)"],
+    )
+
+
+def prove(
+    ctx: typer.Context,
+    file: Annotated[Path, typer.Argument(help="One file inside an anchored directory.")],
+    bundle_dir: Annotated[Path, typer.Option("--in", help="The anchored directory FILE belongs to.")],
+    bundle_proof: ProofOpt = None,
+    out: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--out", "-o", help="Where to write the file proof (default: <FILE>.anchor.json)."),
+    ] = None,
+    json: JsonFlag = False,
+) -> None:
+    """Write a self-contained proof for one FILE, checkable without the rest of the directory."""
+    from anchor.anchoring import default_proof_path
+    from anchor.proof_file import check_output_path, write_proof
+    from anchor.prove import prove_file
+
+    target = out or default_proof_path(file)
+    check_output_path(target)
+    proof = prove_file(file, bundle_dir, bundle_proof or default_proof_path(bundle_dir))
+    write_proof(proof, target)
+    assert proof.file is not None
+    emit(
+        ctx,
+        json,
+        {"proof_file": str(target), "file": proof.file.model_dump(), "manifest_digest": proof.manifest_digest},
+        [
+            f"{file}: proof written to {target}",
+            f"  {proof.file.path} is leaf {proof.file.index} of {proof.file.tree_size}"
+            f" ({len(proof.file.audit_path)} sibling hashes)",
+            f"  manifest {proof.manifest_digest}, root {proof.batch.root}",
+        ],
+    )
+
+
+def _report_anchor(ctx: typer.Context, json: bool, shown: str, outcome: object) -> None:
+    from anchor.anchoring import AnchorOutcome
+
+    assert isinstance(outcome, AnchorOutcome)
     a = outcome.proof.anchor
     state = "already anchored" if outcome.already_anchored else f"anchored (gas {outcome.gas_used})"
     emit(
@@ -55,11 +123,11 @@ def anchor_(ctx: typer.Context, path: PathArg, proof: ProofOpt = None, json: Jso
             "status": "already_anchored" if outcome.already_anchored else "anchored",
             "gas_used": outcome.gas_used,
             "proof_file": str(outcome.proof_path),
-            "proof": outcome.proof.model_dump(mode="json", exclude={"manifest"}),
+            "proof": outcome.proof.model_dump(mode="json", exclude={"files"}, exclude_none=True),
         },
         [
-            f"{path}: {state}",
-            f"  manifest {outcome.proof.manifest_digest} ({len(outcome.manifest.files)} files)",
+            f"{shown}: {state}",
+            f"  manifest {outcome.proof.manifest_digest} ({outcome.file_count} files)",
             f"  root     {outcome.proof.batch.root}",
             f"  chain {a.chain_id}, registry {a.registry}, block {a.block_number}",
             f"  tx       {a.tx_hash}",
@@ -80,7 +148,7 @@ def verify(ctx: typer.Context, path: PathArg, proof: ProofOpt = None, json: Json
         json,
         result.to_json(),
         [
-            f"OK: {path} ({result.files} files) is anchored",
+            f"OK: {path} ({result.files} file{'' if result.files == 1 else 's'}) is anchored",
             f"  manifest {result.manifest_digest}",
             f"  root {result.root} anchored in block {result.anchored_block} (tx {result.tx_hash})",
             f"  chain {result.chain_id}, registry {result.registry}, read at block {result.read_at_block}",

@@ -2,32 +2,29 @@
 
 The tree over the sorted entries has the shape of RFC 6962 (split at the largest power of two below
 n), with leaves and nodes hashed under different BLAKE3 domains, so one file's membership is proven
-with log2(n) sibling hashes.
-
-Hostile trees are refused, never followed: symbolic links, devices, FIFOs and sockets, names that are
-not UTF-8, names that collide after Unicode NFC normalization, unreadable files, and files that change
-while they are hashed. Each refusal is an `UnsafePath` (or `FileChanged`) naming the path.
+by log2(n) sibling hashes (`audit_path` / `root_from_audit_path`, RFC 9162 section 2.1.3).
 """
 
 from __future__ import annotations
 
+import json
 import os
-import stat
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-import blake3
-
-from anchor.errors import BadInput, FileChanged, UnsafePath
-from anchor.manifest.canonical import canonical_json
+from anchor.errors import BadInput, UnsafePath
 from anchor.manifest.domain import Domain, tagged
+from anchor.manifest.hashing import hash_files
+from anchor.manifest.walk import component, root_kind, walk
 
 FORMAT_VERSION = 1
-_CHUNK = 8 * 1024 * 1024
-"""Streaming chunk: large enough for BLAKE3 to spread one update over every core, small enough to
-keep memory bounded whatever the file size."""
-_THREADED_MIN = 2 * _CHUNK
+HEX64 = frozenset("0123456789abcdef")
+
+
+def is_hex64(text: object) -> bool:
+    return isinstance(text, str) and len(text) == 64 and set(text) <= HEX64
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,10 +36,86 @@ class FileEntry:
     blake3: str
 
     def leaf_hash(self) -> bytes:
-        return tagged(Domain.FILE_LEAF, canonical_json({"path": self.path, "size": self.size, "blake3": self.blake3}))
+        # canonical_json({"blake3", "path", "size"}) written out by hand: this runs once per file.
+        path = json.dumps(self.path, ensure_ascii=False)
+        return tagged(Domain.FILE_LEAF, f'{{"blake3":"{self.blake3}","path":{path},"size":{self.size}}}'.encode())
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> dict[str, Any]:
         return {"path": self.path, "size": self.size, "blake3": self.blake3}
+
+    @classmethod
+    def from_json(cls, item: object, where: str) -> FileEntry:
+        """Decode one entry; raises `BadInput` (or `UnsafePath` for a bad path) naming `where`."""
+        if not isinstance(item, dict) or set(item) != {"path", "size", "blake3"}:
+            raise BadInput(f"{where}: must have exactly the fields path, size, blake3", detail={"field": where})
+        path, size, digest = item["path"], item["size"], item["blake3"]
+        if not isinstance(path, str):
+            raise BadInput(f"{where}.path must be a string", detail={"field": f"{where}.path"})
+        check_relative_path(path)
+        if not isinstance(size, int) or isinstance(size, bool) or not 0 <= size < 2**53:
+            raise BadInput(f"{where}.size must be an integer in [0, 2^53) ({path})", detail={"field": f"{where}.size"})
+        if not is_hex64(digest):
+            raise BadInput(
+                f"{where}.blake3 must be 64 lowercase hex digits ({path})", detail={"field": f"{where}.blake3"}
+            )
+        return cls(path, size, digest)
+
+
+def node_hash(left: bytes, right: bytes) -> bytes:
+    return tagged(Domain.TREE_NODE, left + right)
+
+
+EMPTY_ROOT = tagged(Domain.TREE_NODE, b"")
+
+
+def merkle_root(leaves: list[bytes]) -> bytes:
+    """RFC 6962 tree hash over already-hashed leaves; no leaves gives `EMPTY_ROOT`."""
+    if not leaves:
+        return EMPTY_ROOT
+    level = leaves
+    # bottom-up, pairing left to right and promoting an odd last node: the same shape as the
+    # recursive split at the largest power of two below n, without recursion.
+    while len(level) > 1:
+        paired = [node_hash(level[i], level[i + 1]) for i in range(0, len(level) - 1, 2)]
+        if len(level) % 2:
+            paired.append(level[-1])
+        level = paired
+    return level[0]
+
+
+def audit_path(leaves: list[bytes], index: int) -> list[bytes]:
+    """RFC 6962 PATH(index, leaves): the siblings from the leaf up to the root."""
+    if not 0 <= index < len(leaves):
+        raise BadInput(f"leaf index {index} outside a tree of {len(leaves)}")
+    if len(leaves) == 1:
+        return []
+    split = 1 << ((len(leaves) - 1).bit_length() - 1)
+    if index < split:
+        return [*audit_path(leaves[:split], index), merkle_root(leaves[split:])]
+    return [*audit_path(leaves[split:], index - split), merkle_root(leaves[:split])]
+
+
+def root_from_audit_path(leaf: bytes, index: int, size: int, path: list[bytes]) -> bytes | None:
+    """The root that `path` leads to from `leaf` at `index` of `size` leaves (RFC 9162 2.1.3.2).
+
+    Returns None when the path has the wrong length for that position.
+    """
+    if not 0 <= index < size:
+        return None
+    fn, sn, node = index, size - 1, leaf
+    for sibling in path:
+        if sn == 0:
+            return None
+        if fn & 1 or fn == sn:
+            node = node_hash(sibling, node)
+            while not fn & 1 and fn != 0:
+                fn >>= 1
+                sn >>= 1
+        else:
+            node = node_hash(node, sibling)
+        fn >>= 1
+        sn >>= 1
+    return node if sn == 0 else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,48 +124,46 @@ class FileTreeManifest:
 
     files: tuple[FileEntry, ...]
 
+    def leaves(self) -> list[bytes]:
+        return [entry.leaf_hash() for entry in self.files]
+
     @property
     def root(self) -> bytes:
-        return merkle_root([entry.leaf_hash() for entry in self.files])
+        return merkle_root(self.leaves())
 
-    def identity(self) -> dict[str, object]:
-        """The fields the manifest digest commits to; the root commits to every entry."""
-        return {"kind": "filetree", "version": FORMAT_VERSION, "root": self.root.hex()}
+    def summary(self) -> dict[str, Any]:
+        """The tree's identity inside any manifest: its root, file count and total size."""
+        return {
+            "files_root": self.root.hex(),
+            "file_count": len(self.files),
+            "total_size": sum(entry.size for entry in self.files),
+        }
+
+    def identity(self) -> dict[str, Any]:
+        """The object whose canonical JSON the manifest digest is computed over."""
+        return {"kind": "filetree", "version": FORMAT_VERSION, **self.summary()}
 
     @property
     def digest(self) -> bytes:
-        return tagged(Domain.FILETREE_MANIFEST, canonical_json(self.identity()))
+        from anchor.manifest.identity import manifest_digest
 
-    def to_json(self) -> dict[str, object]:
-        return {**self.identity(), "files": [entry.to_json() for entry in self.files]}
+        return manifest_digest(self.identity())
+
+    def entry(self, path: str) -> tuple[int, FileEntry]:
+        for index, entry in enumerate(self.files):
+            if entry.path == path:
+                return index, entry
+        raise BadInput(f"{path}: not in this tree", detail={"path": path})
+
+    def files_json(self) -> list[dict[str, Any]]:
+        return [entry.to_json() for entry in self.files]
 
     @classmethod
-    def from_json(cls, data: object, *, source: str = "manifest") -> FileTreeManifest:
-        """Decode and re-validate; the stored root must match the entries. Raises `BadInput`."""
-        if not isinstance(data, dict) or data.get("kind") != "filetree":
-            raise BadInput(f"{source}: not a filetree manifest (field 'kind')")
-        if data.get("version") != FORMAT_VERSION:
-            raise BadInput(f"{source}: unsupported filetree version {data.get('version')!r} (field 'version')")
-        raw = data.get("files")
+    def from_files_json(cls, raw: object, where: str = "files") -> FileTreeManifest:
         if not isinstance(raw, list):
-            raise BadInput(f"{source}: field 'files' must be a list")
-        entries = []
-        for index, item in enumerate(raw):
-            if not isinstance(item, dict) or set(item) != {"path", "size", "blake3"}:
-                raise BadInput(f"{source}: files[{index}] must have exactly path, size, blake3")
-            path, size, digest = item["path"], item["size"], item["blake3"]
-            if not isinstance(path, str):
-                raise BadInput(f"{source}: files[{index}].path must be a string")
-            check_relative_path(path)
-            if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-                raise BadInput(f"{source}: files[{index}].size must be a non-negative integer ({path})")
-            if not isinstance(digest, str) or len(digest) != 64 or not _is_hex(digest):
-                raise BadInput(f"{source}: files[{index}].blake3 must be 64 lowercase hex digits ({path})")
-            entries.append(FileEntry(path, size, digest))
-        manifest = cls(_sorted_unique(entries, source))
-        if data.get("root") != manifest.root.hex():
-            raise BadInput(f"{source}: field 'root' does not match the files listed")
-        return manifest
+            raise BadInput(f"{where} must be a list", detail={"field": where})
+        entries = [FileEntry.from_json(item, f"{where}[{i}]") for i, item in enumerate(raw)]
+        return cls(sorted_unique(entries, where))
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +176,9 @@ class TreeDiff:
 
     def __bool__(self) -> bool:
         return bool(self.changed or self.added or self.removed)
+
+    def named(self) -> list[str]:
+        return [*self.changed, *self.added, *self.removed]
 
 
 def diff(expected: FileTreeManifest, actual: FileTreeManifest) -> TreeDiff:
@@ -121,35 +195,17 @@ def hash_tree(root: str | os.PathLike[str]) -> FileTreeManifest:
     """Hash a file or a directory. A single file becomes a tree of one entry named by its basename.
 
     On a missing root, a hostile entry or a file changing under us, raises `BadInput` or a subclass
-    naming the path.
+    naming the path. Nothing is written.
     """
     base = Path(root)
-    try:
-        st = os.lstat(base)
-    except FileNotFoundError:
-        raise BadInput(f"{base}: no such file or directory", detail={"path": str(base)}) from None
-    except OSError as exc:
-        raise UnsafePath(f"{base}: cannot be read ({exc.strerror})", detail={"path": str(base)}) from None
-    if stat.S_ISLNK(st.st_mode):
-        raise UnsafePath(f"{base}: the root is a symbolic link; links are refused", detail={"path": str(base)})
-    if stat.S_ISREG(st.st_mode):
-        name = _component(os.fsencode(base.name), str(base))
-        return FileTreeManifest((FileEntry(name, *_hash_file(base, str(base))),))
-    if not stat.S_ISDIR(st.st_mode):
-        raise UnsafePath(f"{base}: not a regular file or directory", detail={"path": str(base)})
-    entries = [FileEntry(rel, *_hash_file(path, rel)) for rel, path in _walk(base)]
-    return FileTreeManifest(_sorted_unique(entries, str(base)))
-
-
-def merkle_root(leaves: list[bytes]) -> bytes:
-    """RFC 6962 tree hash over already-hashed leaves; the empty tree is the node tag over no bytes."""
-    if not leaves:
-        return tagged(Domain.TREE_NODE, b"")
-    level = leaves
-    if len(level) == 1:
-        return level[0]
-    split = 1 << ((len(level) - 1).bit_length() - 1)
-    return tagged(Domain.TREE_NODE, merkle_root(level[:split]) + merkle_root(level[split:]))
+    if root_kind(base) == "file":
+        name = component(os.fsencode(base.name), str(base))
+        size, digest = hash_files([(str(base), os.fspath(base), base.lstat().st_size)])[0]
+        return FileTreeManifest((FileEntry(name, size, digest),))
+    listing = walk(base)
+    hashed = hash_files(listing)
+    entries = [FileEntry(rel, size, digest) for (rel, _, _), (size, digest) in zip(listing, hashed, strict=True)]
+    return FileTreeManifest(sorted_unique(entries, str(base)))
 
 
 def check_relative_path(path: str) -> None:
@@ -165,85 +221,13 @@ def check_relative_path(path: str) -> None:
         raise UnsafePath(f"{path!r}: not a normalized relative path inside the root", detail={"path": path})
 
 
-def _walk(base: Path) -> list[tuple[str, Path]]:
-    """(relative path, absolute path) of every regular file, refusing everything else."""
-    found: list[tuple[str, Path]] = []
-    stack: list[tuple[str, Path]] = [("", base)]
-    while stack:
-        prefix, directory = stack.pop()
-        try:
-            with os.scandir(directory) as it:
-                children = list(it)
-        except OSError as exc:
-            shown = prefix.rstrip("/") or str(directory)
-            raise UnsafePath(f"{shown}: directory cannot be read ({exc.strerror})", detail={"path": shown}) from None
-        for child in children:
-            raw_name = os.fsencode(child.name)
-            shown = prefix + raw_name.decode("utf-8", "backslashreplace")
-            rel = prefix + _component(raw_name, shown)
-            mode = child.stat(follow_symlinks=False).st_mode
-            if stat.S_ISLNK(mode):
-                raise UnsafePath(f"{rel}: symbolic links are refused (never followed)", detail={"path": rel})
-            if stat.S_ISDIR(mode):
-                stack.append((rel + "/", Path(child.path)))
-            elif stat.S_ISREG(mode):
-                found.append((rel, Path(child.path)))
-            else:
-                kind = "FIFO" if stat.S_ISFIFO(mode) else "socket" if stat.S_ISSOCK(mode) else "device file"
-                raise UnsafePath(f"{rel}: a {kind} is not a regular file", detail={"path": rel})
-    return found
-
-
-def _component(raw: bytes, shown: str) -> str:
-    try:
-        name = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise UnsafePath(f"{shown}: file name is not valid UTF-8", detail={"path": shown}) from None
-    return unicodedata.normalize("NFC", name)
-
-
-def _sorted_unique(entries: list[FileEntry], source: str) -> tuple[FileEntry, ...]:
+def sorted_unique(entries: list[FileEntry], source: str) -> tuple[FileEntry, ...]:
+    """Entries in canonical order; two entries with one path (after NFC) are refused."""
     ordered = sorted(entries, key=lambda entry: entry.path.encode("utf-8"))
     for before, after in zip(ordered, ordered[1:], strict=False):
         if before.path == after.path:
             raise UnsafePath(
-                f"{source}: two entries are named {after.path!r} after Unicode normalization",
+                f"{after.path}: two entries have this name after Unicode NFC normalization ({source})",
                 detail={"path": after.path},
             )
     return tuple(ordered)
-
-
-def _hash_file(path: Path, shown: str) -> tuple[int, str]:
-    """Stream one file; refuse it if its size, mtime or inode moved while we read it."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise UnsafePath(f"{shown}: cannot be read ({exc.strerror})", detail={"path": shown}) from None
-    try:
-        before = os.fstat(fd)
-        if not stat.S_ISREG(before.st_mode):
-            raise UnsafePath(f"{shown}: not a regular file", detail={"path": shown})
-        threads = blake3.blake3.AUTO if before.st_size >= _THREADED_MIN else 1
-        hasher = blake3.blake3(max_threads=threads)
-        total = 0
-        with os.fdopen(os.dup(fd), "rb", buffering=0) as stream:
-            buffer = bytearray(min(_CHUNK, max(before.st_size, 1)))
-            view = memoryview(buffer)
-            while True:
-                count = stream.readinto(view)
-                if not count:
-                    break
-                hasher.update(view[:count])
-                total += count
-        after = os.fstat(fd)
-    except OSError as exc:
-        raise UnsafePath(f"{shown}: read failed ({exc.strerror})", detail={"path": shown}) from None
-    finally:
-        os.close(fd)
-    if total != before.st_size or (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
-        raise FileChanged(f"{shown}: changed while it was being hashed", detail={"path": shown})
-    return total, hasher.hexdigest()
-
-
-def _is_hex(text: str) -> bool:
-    return all(c in "0123456789abcdef" for c in text)

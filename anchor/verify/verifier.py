@@ -14,7 +14,8 @@ from pydantic import BaseModel, ConfigDict
 
 from anchor.batch.merkle import leaf_of, process_proof
 from anchor.errors import BadInput, NotAnchored, NotDeployed, ProofFormatError, Tampered
-from anchor.manifest.filetree import diff, hash_tree
+from anchor.manifest.filetree import FileEntry, check_relative_path, diff, hash_tree, root_from_audit_path
+from anchor.manifest.identity import manifest_digest, tree_summary, validate_identity
 from anchor.proof_file import ProofFile, load_proof
 from anchor.session import Settings, open_chain
 
@@ -39,42 +40,91 @@ class Verification(BaseModel):
 
 
 def check_proof_consistency(proof: ProofFile) -> bytes:
-    """Recompute digest, leaf and root from the proof's own manifest; return the root.
+    """Recompute everything the proof states from what it contains; return the batch root.
 
-    Raises `ProofFormatError` if any stored value disagrees with what it should be.
+    The identity is re-validated for its kind and its digest recomputed; a listing must rebuild the
+    identity's tree, a single-file audit path must lead to its root; the batch path must lead to
+    `batch.root`. Raises `ProofFormatError` (or `BadInput`) naming the first field that disagrees.
     """
-    manifest = proof.filetree()
-    digest = manifest.digest
+    identity = validate_identity(proof.manifest, "proof manifest")
+    digest = manifest_digest(identity)
     if "0x" + digest.hex() != proof.manifest_digest or proof.batch.item != proof.manifest_digest:
         raise ProofFormatError(
             "proof: manifest_digest does not match its manifest", detail={"field": "manifest_digest"}
         )
+    summary = tree_summary(identity)
+    tree = proof.filetree()
+    if tree is not None and tree.summary() != summary:
+        raise ProofFormatError("proof: files do not rebuild the manifest's file tree", detail={"field": "files"})
+    if proof.file is not None:
+        inclusion = proof.file
+        check_relative_path(inclusion.path)
+        leaf = FileEntry(inclusion.path, inclusion.size, inclusion.blake3).leaf_hash()
+        siblings = [_hex32(h, "file.audit_path") for h in inclusion.audit_path]
+        reached = root_from_audit_path(leaf, inclusion.index, inclusion.tree_size, siblings)
+        if summary is None or reached is None or reached.hex() != summary["files_root"]:
+            raise ProofFormatError("proof: file.audit_path does not lead to the files root", detail={"field": "file"})
+        if inclusion.tree_size != summary["file_count"]:
+            raise ProofFormatError("proof: file.tree_size is not the manifest's file_count", detail={"field": "file"})
     if "0x" + leaf_of(digest).hex() != proof.batch.leaf:
         raise ProofFormatError(
             "proof: batch.leaf is not the leaf of the manifest digest", detail={"field": "batch.leaf"}
         )
-    root = process_proof(digest, [bytes.fromhex(p[2:]) for p in proof.batch.proof])
+    root = process_proof(digest, [_hex32(p[2:], "batch.proof") for p in proof.batch.proof])
     if "0x" + root.hex() != proof.batch.root:
         raise ProofFormatError("proof: batch.proof does not lead to batch.root", detail={"field": "batch.proof"})
     return root
 
 
+def _hex32(text: str, field: str) -> bytes:
+    try:
+        value = bytes.fromhex(text)
+    except ValueError:
+        value = b""
+    if len(value) != 32:
+        raise ProofFormatError(f"proof: {field} holds a value that is not 32 bytes of hex", detail={"field": field})
+    return value
+
+
 def verify_path(path: Path, proof_path: Path, settings: Settings) -> Verification:
-    """Verify `path` against `proof_path`; the steps are numbered below."""
-    # 1. Decode the proof; its manifest, digest, leaf and root must agree with each other.
+    """Verify `path` (a tree, or one file with a single-file proof) against `proof_path`.
+
+    The steps are numbered here and in `verify_proof_on_chain`.
+    """
+    # 1. Decode the proof; everything it states must follow from what it contains.
     proof = load_proof(proof_path)
     root = check_proof_consistency(proof)
 
-    # 2. Recompute the data on disk and name every file that differs from the proof's manifest.
-    changes = diff(proof.filetree(), hash_tree(path))
-    if changes:
-        named = [*changes.changed, *changes.added, *changes.removed]
-        raise Tampered(
-            f"{path}: does not match the anchored manifest: {', '.join(named[:10])}"
-            + (f" and {len(named) - 10} more" if len(named) > 10 else ""),
-            detail={"changed": list(changes.changed), "added": list(changes.added), "removed": list(changes.removed)},
-        )
-    return verify_proof_on_chain(proof, root, settings, files=len(proof.filetree().files))
+    # 2. Recompute the data on disk and name every file that differs from what the proof binds.
+    if proof.file is not None:
+        on_disk = hash_tree(path)
+        if len(on_disk.files) != 1:
+            raise BadInput(f"{path}: a single-file proof verifies one file, not a directory", detail={"field": "path"})
+        entry = on_disk.files[0]
+        if (entry.size, entry.blake3) != (proof.file.size, proof.file.blake3):
+            raise Tampered(
+                f"{path}: differs from the anchored {proof.file.path}",
+                detail={"changed": [proof.file.path], "added": [], "removed": []},
+            )
+        files = 1
+    else:
+        expected = proof.filetree()
+        if expected is None:
+            raise BadInput(f"{proof_path}: this proof binds no files to compare with {path}", detail={"field": "files"})
+        changes = diff(expected, hash_tree(path))
+        if changes:
+            named = changes.named()
+            raise Tampered(
+                f"{path}: does not match the anchored manifest: {', '.join(named[:10])}"
+                + (f" and {len(named) - 10} more" if len(named) > 10 else ""),
+                detail={
+                    "changed": list(changes.changed),
+                    "added": list(changes.added),
+                    "removed": list(changes.removed),
+                },
+            )
+        files = len(expected.files)
+    return verify_proof_on_chain(proof, root, settings, files=files)
 
 
 def verify_proof_on_chain(proof: ProofFile, root: bytes, settings: Settings, files: int) -> Verification:
@@ -99,8 +149,8 @@ def verify_proof_on_chain(proof: ProofFile, root: bytes, settings: Settings, fil
     except NotDeployed:
         pass
     registry = Registry(handle.w3, handle.chain_id, proof.anchor.registry, recorded_hash)
-    digest = bytes.fromhex(proof.manifest_digest[2:])
-    siblings = [bytes.fromhex(p[2:]) for p in proof.batch.proof]
+    digest = _hex32(proof.manifest_digest[2:], "manifest_digest")
+    siblings = [_hex32(p[2:], "batch.proof") for p in proof.batch.proof]
 
     # 5. The root must be anchored and the registry itself must accept the inclusion proof.
     record = registry.root_record(root)

@@ -26,5 +26,5 @@ async def verify_by_digest(manifest_digest: str, settings: SettingsDep) -> Verif
         raise NotAnchored(f"no anchor known for manifest 0x{digest.hex()}", detail={"manifest_digest": manifest_digest})
     proof = load_proof(stored)
     root = check_proof_consistency(proof)
-    files = len(proof.manifest.get("files", []))
+    files = len(proof.files) if proof.files is not None else 1 if proof.file is not None else 0
     return await run_in_threadpool(verify_proof_on_chain, proof, root, settings, files)

@@ -1,0 +1,121 @@
+"""The attempt manifest: one trial of the research loop, bound to its commit, parent, diff, metric and
+the attempt contract it ran under.
+
+The metric hash is the value the registry's lineage record stores:
+keccak256(abi.encode(string name, uint8 mode, int256 value)) with mode min = 0, max = 1 and value
+scaled to 18 decimals (round half to even); non-finite values have no hash and are refused.
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from anchor.errors import BadInput
+
+HEX64 = r"^[0-9a-f]{64}$"
+COMMIT = r"^([0-9a-f]{40}|[0-9a-f]{64})$"
+SCALE = 18
+MODE_CODES = {"min": 0, "max": 1}
+ZERO_HASH = "0" * 64
+
+
+def canonical_decimal(value: object, field: str = "metric.value") -> str:
+    """The canonical text of a metric value: rounded to 18 decimals, no exponent, no trailing zeros.
+
+    Floats are read by their shortest repr (0.1 is "0.1"). Raises `BadInput` for non-finite values,
+    booleans and magnitudes that do not fit an int256 once scaled.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float, str, Decimal)):
+        raise BadInput(f"{field}: expected a number, got {type(value).__name__}", detail={"field": field})
+    if isinstance(value, float) and not math.isfinite(value):
+        raise BadInput(f"{field}: {value} is not finite and has no metric hash", detail={"field": field})
+    try:
+        number = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+        if not number.is_finite():
+            raise BadInput(f"{field}: {value} is not finite and has no metric hash", detail={"field": field})
+        rounded = number.quantize(Decimal(1).scaleb(-SCALE), rounding=ROUND_HALF_EVEN)
+    except InvalidOperation:
+        raise BadInput(f"{field}: {value!r} is not a number in range", detail={"field": field}) from None
+    if abs(int(rounded.scaleb(SCALE))) >= 2**255:
+        raise BadInput(f"{field}: {value} does not fit an int256 at 18 decimals", detail={"field": field})
+    text = format(rounded.normalize(), "f")
+    return "0" if text in ("-0", "0") else text
+
+
+class Metric(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(min_length=1, max_length=128)
+    mode: Literal["max", "min"]
+    value: str
+
+    @model_validator(mode="after")
+    def _canonical(self) -> Metric:
+        if canonical_decimal(self.value) != self.value:
+            raise ValueError(f"value {self.value!r} is not canonical; expected {canonical_decimal(self.value)!r}")
+        return self
+
+    @classmethod
+    def of(cls, name: str, mode: str, value: object) -> Metric:
+        from anchor.manifest.validation import validated
+
+        return validated(cls, {"name": name, "mode": mode, "value": canonical_decimal(value)}, "metric")
+
+    def scaled(self) -> int:
+        return int(Decimal(self.value).scaleb(SCALE))
+
+    def hash(self) -> bytes:
+        from eth_abi import encode
+        from eth_hash.auto import keccak
+
+        return keccak(encode(["string", "uint8", "int256"], [self.name, MODE_CODES[self.mode], self.scaled()]))
+
+
+class AttemptManifest(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["attempt"] = "attempt"
+    version: Literal[1] = 1
+    commit: str = Field(pattern=COMMIT)
+    parent: str = Field(pattern=COMMIT)
+    diff_blake3: str = Field(pattern=HEX64)
+    metric: Metric | None = None
+    metric_hash: str = Field(pattern=HEX64)
+    kept: bool
+    status: Literal["completed", "failed", "timed_out"]
+    researcher: str = Field(min_length=1, max_length=128)
+    contract_digest: str = Field(pattern=HEX64)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> AttemptManifest:
+        if self.status == "completed" and self.metric is None:
+            raise ValueError("a completed attempt has a metric")
+        if self.kept and self.status != "completed":
+            raise ValueError("only a completed attempt can be kept")
+        expected = self.metric.hash().hex() if self.metric else ZERO_HASH
+        if self.metric_hash != expected:
+            raise ValueError(f"metric_hash {self.metric_hash} is not the hash of the metric ({expected})")
+        return self
+
+    @classmethod
+    def build(cls, **fields: Any) -> AttemptManifest:
+        """Compute `metric_hash` from `metric` ourselves; a caller never supplies it."""
+        from anchor.manifest.validation import validated
+
+        metric = fields.get("metric")
+        metric_obj = Metric.model_validate(metric) if isinstance(metric, dict) else metric
+        fields["metric_hash"] = metric_obj.hash().hex() if metric_obj else ZERO_HASH
+        return validated(cls, fields, "attempt")
+
+    def identity(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)
+
+    @property
+    def digest(self) -> bytes:
+        from anchor.manifest.identity import manifest_digest
+
+        return manifest_digest(self.identity())

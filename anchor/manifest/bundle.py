@@ -1,0 +1,171 @@
+"""The result-bundle manifest: what ran (mission, data snapshot, image, evaluator policy), what came out
+(the output file tree) and, for a resumed run, which earlier bundle it continues.
+
+The six latency milestones are recorded in the document but kept out of the identity digest: the
+same result computed faster is the same result.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tomllib
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from anchor.errors import BadInput
+from anchor.manifest.filetree import FileTreeManifest, hash_tree
+from anchor.manifest.validation import validated
+
+HEX64 = r"^[0-9a-f]{64}$"
+IMAGE = re.compile(r"^(?P<name>[a-z0-9][a-z0-9._\-/:]*)@sha256:(?P<digest>[0-9a-f]{64})$")
+MILESTONES = ("submitted", "scheduled", "image_ready", "snapshot_ready", "evaluator_started", "completed")
+
+
+class ResumePin(BaseModel):
+    """The earlier bundle a resumed run continues: a reference and its manifest digest, always both."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    bundle: str = Field(min_length=1, max_length=256)
+    digest: str = Field(pattern=HEX64)
+
+
+class OutputIdentity(BaseModel):
+    """The output file tree, by its root; `name` is the run's own label for it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str | None = Field(default=None, min_length=1, max_length=256)
+    files_root: str = Field(pattern=HEX64)
+    file_count: int = Field(ge=0, lt=2**53)
+    total_size: int = Field(ge=0, lt=2**53)
+
+
+class Milestones(BaseModel):
+    """RFC 3339 times of the six latency milestones; every one optional, none before `submitted`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    submitted: datetime | None = None
+    scheduled: datetime | None = None
+    image_ready: datetime | None = None
+    snapshot_ready: datetime | None = None
+    evaluator_started: datetime | None = None
+    completed: datetime | None = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Milestones:
+        times = {name: getattr(self, name) for name in MILESTONES if getattr(self, name) is not None}
+        for name, value in times.items():
+            if value.tzinfo is None:
+                raise ValueError(f"milestone {name} needs a timezone (RFC 3339)")
+        first, last = times.get("submitted"), times.get("completed")
+        for name, value in times.items():
+            if first is not None and value < first:
+                raise ValueError(f"milestone {name} is before submitted")
+            if last is not None and value > last:
+                raise ValueError(f"milestone {name} is after completed")
+        return self
+
+    def to_json(self) -> dict[str, str]:
+        return {name: getattr(self, name).isoformat() for name in MILESTONES if getattr(self, name) is not None}
+
+
+class BundleManifest(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["bundle"] = "bundle"
+    version: Literal[1] = 1
+    mission_sha256: str = Field(pattern=HEX64)
+    data_snapshot_sha256: str = Field(pattern=HEX64)
+    image: str
+    evaluator_policy_sha256: str = Field(pattern=HEX64)
+    output: OutputIdentity
+    resume: ResumePin | None = None
+    milestones: Milestones | None = None
+
+    @field_validator("image")
+    @classmethod
+    def _pinned_image(cls, value: str) -> str:
+        if not IMAGE.match(value):
+            raise ValueError(
+                f"{value!r} is not pinned by digest; a tag is not an execution identity, use name@sha256:<64 hex>"
+            )
+        return value
+
+    def identity(self) -> dict[str, Any]:
+        """Everything but the milestones; absent fields are omitted, never null."""
+        return self.model_dump(mode="json", exclude={"milestones"}, exclude_none=True)
+
+    def annotations(self) -> dict[str, Any]:
+        return {"milestones": self.milestones.to_json()} if self.milestones else {}
+
+    @property
+    def digest(self) -> bytes:
+        from anchor.manifest.identity import manifest_digest
+
+        return manifest_digest(self.identity())
+
+
+def _sha256_file(path: Path, field: str) -> str:
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.file_digest(handle, "sha256").hexdigest()
+    except OSError as exc:
+        raise BadInput(f"{field}: {path}: cannot be read ({exc.strerror})", detail={"field": field}) from None
+
+
+def _digest_field(spec: dict[str, Any], base: Path, name: str) -> str:
+    """`name` (a file we hash) and/or `name_sha256` (a claim we compare, never adopt)."""
+    claimed, path = spec.get(f"{name}_sha256"), spec.get(name)
+    if path is None:
+        if claimed is None:
+            raise BadInput(
+                f"bundle spec: field '{name}' (a file) or '{name}_sha256' is required", detail={"field": name}
+            )
+        return str(claimed).lower().removeprefix("0x")
+    computed = _sha256_file(base / str(path), name)
+    if claimed is not None and str(claimed).lower().removeprefix("0x") != computed:
+        raise BadInput(
+            f"bundle spec: field '{name}_sha256' claims {claimed}, but {path} hashes to {computed}",
+            detail={"field": f"{name}_sha256", "claimed": claimed, "computed": computed},
+        )
+    return computed
+
+
+def load_bundle_spec(spec_path: Path) -> tuple[BundleManifest, FileTreeManifest, Path]:
+    """Build a bundle manifest from a TOML spec (see docs/manifest.md). Raises `BadInput` naming the field."""
+    try:
+        spec = tomllib.loads(spec_path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BadInput(f"{spec_path}: no such bundle spec", detail={"field": "spec"}) from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise BadInput(f"{spec_path}: not a TOML bundle spec ({exc})", detail={"field": "spec"}) from None
+    known = {
+        "mission", "mission_sha256", "data_snapshot", "data_snapshot_sha256", "image", "evaluator_policy",
+        "evaluator_policy_sha256", "output", "output_name", "resume", "milestones",
+    }  # fmt: skip
+    unknown = sorted(set(spec) - known)
+    if unknown:
+        raise BadInput(f"{spec_path}: unknown field '{unknown[0]}'", detail={"field": unknown[0]})
+    base = spec_path.parent
+    if "output" not in spec:
+        raise BadInput(f"{spec_path}: field 'output' (the output directory) is required", detail={"field": "output"})
+    output_dir = base / str(spec["output"])
+    tree = hash_tree(output_dir)
+    data = {
+        "mission_sha256": _digest_field(spec, base, "mission"),
+        "data_snapshot_sha256": _digest_field(spec, base, "data_snapshot"),
+        "image": spec.get("image"),
+        "evaluator_policy_sha256": _digest_field(spec, base, "evaluator_policy"),
+        "output": {"name": spec.get("output_name"), **tree.summary()},
+        "resume": spec.get("resume"),
+        "milestones": spec.get("milestones"),
+    }
+    if data["image"] is None:
+        raise BadInput(f"{spec_path}: field 'image' is required", detail={"field": "image"})
+    return validated(BundleManifest, data, str(spec_path)), tree, output_dir

@@ -1,0 +1,49 @@
+"""Cut a self-contained proof for one file out of a whole-tree proof.
+
+The file proof keeps the manifest identity, batch path and chain anchor, and replaces the full
+listing by the file's entry and its RFC 6962 audit path, so it verifies without the rest of the
+bundle. Creating it needs no chain: everything it proves was already anchored.
+"""
+
+from __future__ import annotations
+
+import os
+import unicodedata
+from pathlib import Path
+
+from anchor.errors import BadInput, Tampered
+from anchor.manifest.filetree import audit_path, hash_tree
+from anchor.proof_file import FileInclusion, ProofFile, load_proof
+from anchor.verify.verifier import check_proof_consistency
+
+
+def prove_file(file: Path, bundle_dir: Path, bundle_proof: Path) -> ProofFile:
+    """The proof of `file` (inside `bundle_dir`) from the bundle's proof. Raises `Tampered` if the file
+    differs from what was anchored, `BadInput` if it is not in the anchored tree.
+    """
+    proof = load_proof(bundle_proof)
+    check_proof_consistency(proof)
+    tree = proof.filetree()
+    if tree is None:
+        raise BadInput(f"{bundle_proof}: not a whole-tree proof (it lists no files)", detail={"field": "files"})
+    try:
+        relative = Path(os.path.relpath(file.resolve(), bundle_dir.resolve()))
+    except ValueError:
+        relative = Path("..")
+    if relative.parts[:1] == ("..",) or relative.is_absolute():
+        raise BadInput(f"{file}: not inside {bundle_dir}", detail={"field": "file"})
+    rel = unicodedata.normalize("NFC", relative.as_posix())
+    index, entry = tree.entry(rel)
+    on_disk = hash_tree(file).files[0]
+    if (on_disk.size, on_disk.blake3) != (entry.size, entry.blake3):
+        raise Tampered(f"{rel}: differs from the anchored file; refusing to prove it", detail={"changed": [rel]})
+    leaves = tree.leaves()
+    inclusion = FileInclusion(
+        path=entry.path,
+        size=entry.size,
+        blake3=entry.blake3,
+        index=index,
+        tree_size=len(leaves),
+        audit_path=tuple(sibling.hex() for sibling in audit_path(leaves, index)),
+    )
+    return proof.model_copy(update={"files": None, "file": inclusion})
