@@ -60,8 +60,10 @@ fmt: install
 	$(BIN)/ruff format anchor api tests benchmarks
 
 bench: install
+	command -v b3sum >/dev/null || (apt-get update -qq && apt-get install -y -qq b3sum)
 	$(BIN)/python benchmarks/cli_startup.py
 	$(BIN)/python benchmarks/gas_report.py
+	$(BIN)/python benchmarks/hash_bench.py
 
 clean:
 	rm -rf foundry/out foundry/cache .anchor/demo

@@ -107,9 +107,59 @@ def test_missing_root_is_bad_input_naming_the_path(tmp_path: Path) -> None:
         hash_tree(tmp_path / "nope")
 
 
-def test_canonical_json_sorts_keys_and_refuses_floats_and_nulls() -> None:
-    assert canonical_json({"b": 1, "a": "é"}) == '{"a":"é","b":1}'.encode()
+def test_canonical_json_sorts_keys_and_refuses_floats_nulls_and_non_ascii_keys() -> None:
+    assert canonical_json({"b": 1, "a": "é\n"}) == '{"a":"é\\n","b":1}'.encode()
+    with pytest.raises(BadInput, match="lowercase ASCII"):
+        canonical_json({"Key": 1})
     with pytest.raises(BadInput, match="floats"):
         canonical_json({"x": 0.5})
     with pytest.raises(BadInput, match="null"):
         canonical_json({"x": None})
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.binary(min_size=32, max_size=32), min_size=1, max_size=70, unique=True), st.data())
+def test_every_file_proof_verifies_and_fails_for_another_file_or_root(leaves: list[bytes], data: st.DataObject) -> None:
+    from anchor.manifest.filetree import audit_path, merkle_root, root_from_audit_path
+
+    root = merkle_root(leaves)
+    other_root = merkle_root([*leaves, b"\x00" * 32])
+    for index, leaf in enumerate(leaves):
+        path = audit_path(leaves, index)
+        assert len(path) <= max(1, (len(leaves) - 1).bit_length())
+        assert root_from_audit_path(leaf, index, len(leaves), path) == root
+        assert root_from_audit_path(leaf, index, len(leaves) + 1, path) != other_root
+    i = data.draw(st.integers(0, len(leaves) - 1))
+    j = data.draw(st.integers(0, len(leaves) - 1).filter(lambda k: k != i)) if len(leaves) > 1 else None
+    if j is not None:  # another file's leaf with this file's path and position
+        assert root_from_audit_path(leaves[j], i, len(leaves), audit_path(leaves, i)) != root
+
+
+def test_iterative_root_equals_the_recursive_rfc6962_definition() -> None:
+    from anchor.manifest.filetree import merkle_root
+    from tests.reference_impl import mth
+
+    for n in range(0, 130):
+        leaves = [blake3.blake3(str(i).encode()).digest() for i in range(n)]
+        assert merkle_root(leaves) == mth(leaves), n
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(min_size=1, max_size=40), st.integers(0, 2**53 - 1))
+def test_hand_written_leaf_encoding_equals_canonical_json(path: str, size: int) -> None:
+    from anchor.manifest.domain import Domain, tagged
+    from anchor.manifest.filetree import FileEntry
+
+    entry = FileEntry(path, size, "ab" * 32)
+    assert entry.leaf_hash() == tagged(Domain.FILE_LEAF, canonical_json(entry.to_json()))
+
+
+def test_many_files_hashed_by_workers_equal_the_sequential_result(tmp_path: Path) -> None:
+    from anchor.manifest import hashing
+
+    files = {f"d{i % 7}/f{i}.txt": os.urandom(i % 300) for i in range(hashing.PARALLEL_MIN_FILES + 50)}
+    _write(tmp_path, files)
+    tree = hash_tree(tmp_path)
+    by_path = {entry.path: entry for entry in tree.files}
+    for rel, content in files.items():
+        assert by_path[rel].blake3 == blake3.blake3(content).hexdigest() and by_path[rel].size == len(content)

@@ -1,6 +1,6 @@
 """Canonical JSON: the one byte encoding that every manifest digest is computed over.
 
-Rules (docs/manifest.md): UTF-8; object keys sorted by their UTF-8 bytes; no insignificant
+Rules (docs/manifest.md): UTF-8; object keys lowercase ASCII, sorted; no insignificant
 whitespace; strings escaped as JSON requires and nothing more (non-ASCII stays literal); integers
 only (floats are refused: their text form is not portable); `null` is never written: absent fields
 are omitted.
@@ -9,9 +9,12 @@ are omitted.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from anchor.errors import BadInput
+
+_KEY = re.compile(r"^[a-z0-9_]+$")
 
 
 def _check(value: Any, where: str) -> None:
@@ -27,8 +30,8 @@ def _check(value: Any, where: str) -> None:
         raise BadInput(f"canonical JSON has no floats; encode as a decimal string: {where}")
     if isinstance(value, dict):
         for key, item in value.items():
-            if not isinstance(key, str):
-                raise BadInput(f"canonical JSON keys are strings: {where}")
+            if not isinstance(key, str) or not _KEY.match(key):
+                raise BadInput(f"canonical JSON keys are lowercase ASCII [a-z0-9_]: {where}.{key}")
             _check(item, f"{where}.{key}")
         return
     if isinstance(value, (list, tuple)):

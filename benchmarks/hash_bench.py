@@ -1,0 +1,153 @@
+"""Hashing speed against the reference tools, on the same data, in one run.
+
+Datasets: one 1 GiB file; a tree of 10,000 files totalling 1 GiB; 100,000 files of 1 KiB.
+Peers: the official `b3sum` CLI (Debian package b3sum), `find | xargs b3sum` for trees, and a bare
+Python loop (os.walk + read + blake3). Every tool reads from a warm page cache; each figure is the
+median of --runs runs. Also prints peak RSS of hashing the 1 GiB file in a fresh interpreter.
+
+Targets (issue 3): 1 GiB file >= 0.9x b3sum's throughput; 10,000-file tree >= 1.2x
+`find | xargs b3sum`; 100,000 small files within 1.2x of the bare loop's time; peak memory < 200 MiB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import blake3
+
+from anchor.manifest.filetree import hash_tree
+
+GIB = 1 << 30
+
+
+def make_data(root: Path) -> dict[str, Path]:
+    big, tree, small = root / "big.bin", root / "tree10k", root / "small100k"
+    if not big.exists():
+        with open(big, "wb") as handle:
+            for _ in range(GIB // (64 << 20)):
+                handle.write(os.urandom(64 << 20))
+    if not tree.exists():
+        part = tree.with_suffix(".partial")
+        shutil.rmtree(part, ignore_errors=True)
+        size = GIB // 10_000
+        for i in range(10_000):
+            directory = part / f"d{i % 100:02d}"
+            directory.mkdir(parents=True, exist_ok=True)
+            (directory / f"f{i:05d}.bin").write_bytes(os.urandom(size))
+        part.rename(tree)
+    if not small.exists():
+        part = small.with_suffix(".partial")
+        shutil.rmtree(part, ignore_errors=True)
+        for i in range(100_000):
+            directory = part / f"d{i % 1000:03d}"
+            directory.mkdir(parents=True, exist_ok=True)
+            (directory / f"f{i:06d}.txt").write_bytes(os.urandom(1024))
+        part.rename(small)
+    return {"big": big, "tree": tree, "small": small}
+
+
+def median_time(run: Callable[[], object], runs: int) -> float:
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        run()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def bare_loop(root: Path) -> int:
+    count = 0
+    if root.is_file():
+        blake3.blake3(root.read_bytes()).hexdigest()
+        return 1
+    for directory, _, names in os.walk(root):
+        for name in names:
+            with open(os.path.join(directory, name), "rb") as handle:
+                blake3.blake3(handle.read()).hexdigest()
+            count += 1
+    return count
+
+
+def b3sum_file(path: Path) -> None:
+    subprocess.run(["b3sum", str(path)], stdout=subprocess.DEVNULL, check=True)
+
+
+def b3sum_tree(path: Path) -> None:
+    subprocess.run(
+        f"find '{path}' -type f -print0 | xargs -0 b3sum > /dev/null",
+        shell=True,
+        check=True,  # noqa: S602
+    )
+
+
+def warm(path: Path) -> None:
+    subprocess.run(f"find '{path}' -type f -print0 | xargs -0 cat > /dev/null", shell=True, check=True)  # noqa: S602
+
+
+def peak_rss_mib(path: Path) -> float:
+    # ru_maxrss survives fork+exec on Linux (it would report this parent's peak): reset the
+    # high-water mark in the child, then read VmHWM.
+    probe = (
+        "import sys\nfrom anchor.manifest.filetree import hash_tree\n"
+        "open('/proc/self/clear_refs', 'w').write('5')\nhash_tree(sys.argv[1])\n"
+        "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0]\n"
+        "print(int(hwm.split()[1]) / 1024)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True, check=True)
+    return float(out.stdout)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=Path("/tmp/anchor-hash-bench"), help="kept between runs")
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    if shutil.which("b3sum") is None:
+        sys.exit("b3sum is missing: `make bench` installs it (apt-get install b3sum)")
+    args.data.mkdir(parents=True, exist_ok=True)
+    data = make_data(args.data)
+    for path in data.values():
+        warm(path)
+    runs = args.runs
+    print(f"cores {os.cpu_count()}, median of {runs} runs, warm page cache\n")
+
+    t_ours = median_time(lambda: hash_tree(data["big"]), runs)
+    t_b3 = median_time(lambda: b3sum_file(data["big"]), runs)
+    t_bare = median_time(lambda: bare_loop(data["big"]), runs)
+    rss = peak_rss_mib(data["big"])
+    print("1 GiB file")
+    print(f"  anchor        {t_ours:7.3f} s  {GIB / t_ours / 1e9:6.2f} GB/s")
+    print(f"  b3sum         {t_b3:7.3f} s  {GIB / t_b3 / 1e9:6.2f} GB/s")
+    print(f"  bare loop     {t_bare:7.3f} s  {GIB / t_bare / 1e9:6.2f} GB/s")
+    print(f"  throughput ratio anchor/b3sum  {t_b3 / t_ours:5.2f}x   (target >= 0.90)")
+    print(f"  peak RSS hashing it            {rss:6.1f} MiB (target < 200)\n")
+
+    t_ours = median_time(lambda: hash_tree(data["tree"]), runs)
+    t_b3 = median_time(lambda: b3sum_tree(data["tree"]), runs)
+    t_bare = median_time(lambda: bare_loop(data["tree"]), runs)
+    print("10,000 files, 1 GiB")
+    print(f"  anchor                  {t_ours:7.3f} s  {GIB / t_ours / 1e9:6.2f} GB/s")
+    print(f"  find | xargs b3sum      {t_b3:7.3f} s  {GIB / t_b3 / 1e9:6.2f} GB/s")
+    print(f"  bare loop               {t_bare:7.3f} s  {GIB / t_bare / 1e9:6.2f} GB/s")
+    print(f"  throughput ratio anchor/(find|xargs b3sum)  {t_b3 / t_ours:5.2f}x   (target >= 1.20)\n")
+
+    t_ours = median_time(lambda: hash_tree(data["small"]), runs)
+    t_bare = median_time(lambda: bare_loop(data["small"]), runs)
+    t_b3 = median_time(lambda: b3sum_tree(data["small"]), runs)
+    print("100,000 files of 1 KiB")
+    print(f"  anchor                  {t_ours:7.3f} s  {t_ours / 100_000 * 1e6:6.2f} us/file")
+    print(f"  bare loop               {t_bare:7.3f} s  {t_bare / 100_000 * 1e6:6.2f} us/file")
+    print(f"  find | xargs b3sum      {t_b3:7.3f} s  {t_b3 / 100_000 * 1e6:6.2f} us/file")
+    print(f"  time ratio anchor/bare loop  {t_ours / t_bare:5.2f}x   (target <= 1.20)")
+
+
+if __name__ == "__main__":
+    main()

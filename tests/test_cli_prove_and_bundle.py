@@ -1,0 +1,89 @@
+"""One file proven without its bundle; result bundles anchored and verified through the CLI."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from anchor.errors import ExitCode
+from tests.conftest import Chain
+
+IMAGE = "ghcr.io/anchor/eval@sha256:" + "ab" * 32
+
+
+def _anchored_file_proof(chain: Chain, bundle: Path, tmp_path: Path) -> Path:
+    chain.cli("anchor", str(bundle), check=True)
+    out = tmp_path / "metrics.proof.json"
+    chain.cli("prove", str(bundle / "outputs" / "metrics.json"), "--in", str(bundle), "-o", str(out), check=True)
+    return out
+
+
+def test_a_single_file_verifies_with_its_proof_alone(deployed_chain: Chain, bundle: Path, tmp_path: Path) -> None:
+    proof_path = _anchored_file_proof(deployed_chain, bundle, tmp_path)
+    lone = tmp_path / "elsewhere" / "copy.json"
+    lone.parent.mkdir()
+    shutil.copy(bundle / "outputs" / "metrics.json", lone)
+    shutil.rmtree(bundle)  # the rest of the bundle is gone
+    result = json.loads(
+        deployed_chain.cli("verify", str(lone), "--proof", str(proof_path), "--json", check=True).stdout
+    )
+    assert result["verified"] is True and result["files"] == 1
+    proof = json.loads(proof_path.read_text())
+    assert "files" not in proof and proof["file"]["path"] == "outputs/metrics.json"
+    assert len(proof["file"]["audit_path"]) == 3  # 5 files (4 + run-id.txt): ceil(log2(5)) siblings
+
+
+def test_a_changed_single_file_exits_tampered_naming_its_anchored_path(
+    deployed_chain: Chain, bundle: Path, tmp_path: Path
+) -> None:
+    proof_path = _anchored_file_proof(deployed_chain, bundle, tmp_path)
+    target = bundle / "outputs" / "metrics.json"
+    target.write_bytes(target.read_bytes().replace(b"0.9375", b"0.9999"))
+    result = deployed_chain.cli("verify", str(target), "--proof", str(proof_path))
+    assert result.returncode == ExitCode.TAMPERED and "outputs/metrics.json" in result.stderr
+
+
+def test_prove_refuses_a_file_that_changed_since_anchoring(deployed_chain: Chain, bundle: Path, tmp_path: Path) -> None:
+    deployed_chain.cli("anchor", str(bundle), check=True)
+    (bundle / "config.toml").write_text("seed = 8\n")
+    out = tmp_path / "p.json"
+    result = deployed_chain.cli("prove", str(bundle / "config.toml"), "--in", str(bundle), "-o", str(out))
+    assert result.returncode == ExitCode.TAMPERED and not out.exists()
+
+
+def test_a_file_proof_whose_path_climbs_out_is_refused(deployed_chain: Chain, bundle: Path, tmp_path: Path) -> None:
+    proof_path = _anchored_file_proof(deployed_chain, bundle, tmp_path)
+    proof = json.loads(proof_path.read_text())
+    proof["file"]["path"] = "../../etc/passwd"
+    proof_path.write_text(json.dumps(proof))
+    result = deployed_chain.cli("verify", str(bundle / "outputs" / "metrics.json"), "--proof", str(proof_path))
+    assert result.returncode == ExitCode.BAD_INPUT and "../../etc/passwd" in result.stderr
+
+
+def test_a_result_bundle_is_anchored_and_verified(deployed_chain: Chain, bundle: Path, tmp_path: Path) -> None:
+    (tmp_path / "mission.md").write_text("mission")
+    (tmp_path / "policy.toml").write_text("policy")
+    spec = tmp_path / "bundle.toml"
+    spec.write_text(
+        f'mission = "mission.md"\ndata_snapshot_sha256 = "{"cd" * 32}"\nimage = "{IMAGE}"\n'
+        f'evaluator_policy = "policy.toml"\noutput = "bundle"\noutput_name = "demo"\n'
+        "[milestones]\nsubmitted = 2026-11-30T03:00:00Z\ncompleted = 2026-11-30T03:04:00Z\n"
+    )
+    anchored = json.loads(deployed_chain.cli("bundle", str(spec), "--anchor", "--json", check=True).stdout)
+    proof = anchored["proof"]
+    assert proof["manifest"]["kind"] == "bundle" and proof["annotations"]["milestones"]["submitted"].startswith("2026")
+    verified = json.loads(deployed_chain.cli("verify", str(bundle), "--json", check=True).stdout)
+    assert verified["manifest_digest"] == proof["manifest_digest"]
+
+
+def test_a_bundle_with_an_image_tag_exits_bad_input_naming_the_field(deployed_chain: Chain, tmp_path: Path) -> None:
+    (tmp_path / "out").mkdir()
+    spec = tmp_path / "bundle.toml"
+    spec.write_text(
+        f'mission_sha256 = "{"aa" * 32}"\ndata_snapshot_sha256 = "{"bb" * 32}"\nimage = "python:3.11"\n'
+        f'evaluator_policy_sha256 = "{"cc" * 32}"\noutput = "out"\n'
+    )
+    result = deployed_chain.cli("bundle", str(spec), "--anchor")
+    assert result.returncode == ExitCode.BAD_INPUT and "field 'image'" in result.stderr
+    assert not (tmp_path / "out.anchor.json").exists()

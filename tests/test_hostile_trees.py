@@ -1,0 +1,214 @@
+"""Hostile trees: every case is refused with its typed error, a message naming the path, and nothing
+written (no proof file, no transaction)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from anchor.chain.node import rpc_call
+from anchor.errors import AnchorError, BadInput, ExitCode, FileChanged, UnsafePath
+from anchor.manifest import hashing
+from anchor.manifest.filetree import hash_tree
+from tests.conftest import Chain
+
+
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A short path: AF_UNIX socket names are limited to 108 bytes."""
+    with tempfile.TemporaryDirectory(dir="/tmp", prefix="ah") as name:
+        yield Path(name)
+
+
+def _tree(root: Path) -> Path:
+    (root / "tree" / "sub").mkdir(parents=True)
+    (root / "tree" / "ok.txt").write_text("fine")
+    return root / "tree"
+
+
+def make_symlink_out(root: Path) -> tuple[Path, str]:
+    tree = _tree(root)
+    (tree / "sub" / "escape").symlink_to("/etc/passwd")
+    return tree, "sub/escape"
+
+
+def make_symlink_dir(root: Path) -> tuple[Path, str]:
+    tree = _tree(root)
+    (tree / "loop").symlink_to(tree)
+    return tree, "loop"
+
+
+def make_symlink_root(root: Path) -> tuple[Path, str]:
+    tree = _tree(root)
+    (root / "alias").symlink_to(tree)
+    return root / "alias", "alias"
+
+
+def make_fifo(root: Path) -> tuple[Path, str]:
+    tree = _tree(root)
+    os.mkfifo(tree / "sub" / "pipe")
+    return tree, "sub/pipe"
+
+
+def make_socket(root: Path) -> tuple[Path, str]:
+    tree = _tree(root)
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(tree / "sock"))
+    server.close()
+    return tree, "sock"
+
+
+def make_device(root: Path) -> tuple[Path, str]:
+    tree = _tree(root)
+    os.mknod(tree / "null", stat.S_IFCHR | 0o600, os.makedev(1, 3))
+    return tree, "null"
+
+
+def make_device_root(root: Path) -> tuple[Path, str]:
+    return Path("/dev/null"), "/dev/null"
+
+
+def make_non_utf8(root: Path) -> tuple[Path, str]:
+    tree = _tree(root)
+    with open(os.path.join(os.fsencode(tree), b"bad-\xff\xfe.txt"), "wb") as handle:
+        handle.write(b"x")
+    return tree, "bad-\\xff\\xfe.txt"
+
+
+def make_nfc_collision(root: Path) -> tuple[Path, str]:
+    tree = _tree(root)
+    (tree / "caf\u00e9.txt").write_text("composed")
+    (tree / "cafe\u0301.txt").write_text("decomposed")
+    return tree, "caf\u00e9.txt"
+
+
+def make_missing_root(root: Path) -> tuple[Path, str]:
+    return root / "does-not-exist", "does-not-exist"
+
+
+CASES: dict[str, tuple[Callable[[Path], tuple[Path, str]], type[AnchorError], str]] = {
+    "symlink out of the root": (make_symlink_out, UnsafePath, "symbolic links are refused"),
+    "symlink to a directory": (make_symlink_dir, UnsafePath, "symbolic links are refused"),
+    "root is a symlink": (make_symlink_root, UnsafePath, "root is a symbolic link"),
+    "FIFO": (make_fifo, UnsafePath, "a FIFO is not a regular file"),
+    "socket": (make_socket, UnsafePath, "a socket is not a regular file"),
+    "device file in the tree": (make_device, UnsafePath, "a device file is not a regular file"),
+    "device file as the root": (make_device_root, UnsafePath, "a device file is not a regular file"),
+    "non-UTF-8 name": (make_non_utf8, UnsafePath, "not valid UTF-8"),
+    "names colliding after NFC": (make_nfc_collision, UnsafePath, "after Unicode NFC normalization"),
+    "missing root": (make_missing_root, BadInput, "no such file or directory"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
+def test_hostile_tree_is_refused_with_a_typed_error_naming_the_path(case: str, short_tmp: Path) -> None:
+    make, error, words = CASES[case]
+    root, named = make(short_tmp)
+    with pytest.raises(error) as info:
+        hash_tree(root)
+    assert type(info.value) is error
+    assert words in info.value.message and named in info.value.message
+
+
+@pytest.mark.parametrize("case", ["symlink out of the root", "FIFO", "non-UTF-8 name", "names colliding after NFC"])
+def test_hostile_tree_writes_no_proof_and_sends_no_transaction(
+    case: str, short_tmp: Path, deployed_chain: Chain
+) -> None:
+    make, _, words = CASES[case]
+    root, named = make(short_tmp)
+    before = rpc_call(deployed_chain.node.rpc_url, "eth_blockNumber")
+    proof = short_tmp / "out.anchor.json"
+    result = deployed_chain.cli("anchor", str(root), "--proof", str(proof))
+    assert result.returncode == ExitCode.BAD_INPUT, result.stderr
+    assert named in result.stderr and words in result.stderr
+    assert not proof.exists()
+    assert rpc_call(deployed_chain.node.rpc_url, "eth_blockNumber") == before
+
+
+def test_a_file_that_grows_while_read_is_detected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "log.txt"
+    target.write_bytes(b"a" * 1000)
+    real_read = os.read
+
+    def read_then_append(fd: int, n: int) -> bytes:
+        data = real_read(fd, n)
+        with open(target, "ab") as writer:
+            writer.write(b"appended by another process")
+        return data
+
+    monkeypatch.setattr(hashing.os, "read", read_then_append)
+    with pytest.raises(FileChanged, match="log.txt: changed while it was being hashed"):
+        hash_tree(tmp_path)
+
+
+def test_a_large_file_rewritten_in_place_while_mapped_is_detected(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "weights.bin"
+    target.write_bytes(os.urandom(hashing.SMALL_FILE + 4096))
+    real_blake3 = hashing.blake3.blake3
+
+    class RewritingHasher:
+        AUTO = real_blake3.AUTO
+
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            self.inner = real_blake3(*args, **kwargs)  # type: ignore[arg-type]
+
+        def update(self, data: object) -> None:
+            with open(target, "r+b") as writer:  # same size: no SIGBUS, but new content and mtime
+                writer.write(b"\x00" * 16)
+            self.inner.update(data)  # type: ignore[arg-type]
+
+        def hexdigest(self) -> str:
+            return str(self.inner.hexdigest())
+
+    monkeypatch.setattr(hashing.blake3, "blake3", RewritingHasher)
+    with pytest.raises(FileChanged, match="weights.bin"):
+        hash_tree(tmp_path)
+
+
+def test_an_unreadable_file_is_refused_naming_it(short_tmp: Path) -> None:
+    """Root reads everything, so the hashing runs as `nobody` on a file only root may read."""
+    tree = _tree(short_tmp)
+    secret = tree / "sub" / "secret.bin"
+    secret.write_bytes(b"s")
+    secret.chmod(0o000)
+    for path in (short_tmp, tree, tree / "sub"):
+        path.chmod(0o755)
+    probe = (  # imports first (the interpreter lives under /root), then drop to nobody
+        "import json, os, sys\n"
+        "from anchor.manifest.filetree import hash_tree\n"
+        "from anchor.errors import AnchorError\n"
+        "if os.geteuid() == 0:\n    os.setgid(65534); os.setuid(65534)\n"
+        "try:\n    hash_tree(sys.argv[1])\n"
+        "except AnchorError as e:\n    print(json.dumps([type(e).__name__, e.message]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe, str(tree)], capture_output=True, text=True, check=True)
+    kind, message = json.loads(out.stdout)
+    assert kind == "UnsafePath" and "sub/secret.bin: cannot be read (Permission denied)" in message
+
+
+def test_hashing_a_large_file_keeps_memory_bounded(tmp_path: Path) -> None:
+    """A 768 MiB sparse file hashed in a fresh interpreter: peak RSS stays far below the file size."""
+    big = tmp_path / "sparse.bin"
+    with open(big, "wb") as handle:
+        handle.truncate(768 << 20)
+    probe = (  # ru_maxrss survives fork+exec on Linux: reset the high-water mark here, read VmHWM
+        "import sys\n"
+        "from anchor.manifest.filetree import hash_tree\n"
+        "open('/proc/self/clear_refs', 'w').write('5')\n"
+        "hash_tree(sys.argv[1])\n"
+        "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0]\n"
+        "print(int(hwm.split()[1]) // 1024)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe, str(big)], capture_output=True, text=True, check=True)
+    assert int(out.stdout) < 200, f"peak RSS {out.stdout.strip()} MiB"

@@ -1,0 +1,144 @@
+"""Write the golden vectors from tests/reference_impl.py (never from the code under test).
+
+Run once when the format changes (which also bumps its version); the vectors are then committed and
+the tests only read them: `python -m tests.vectors.generate`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests import reference_impl as ref
+
+HERE = Path(__file__).parent
+
+
+def content(spec: dict[str, str]) -> bytes:
+    return bytes.fromhex(spec["hex"]) if "hex" in spec else spec["utf8"].encode("utf-8")
+
+
+FILETREE_CASES = [
+    ("empty tree", {}),
+    ("one empty file", {"empty": {"utf8": ""}}),
+    ("one file", {"hello.txt": {"utf8": "hello\n"}}),
+    ("unicode paths", {
+        "café/naïve.txt": {"utf8": "α"},
+        "日本語/ファイル.txt": {"utf8": "にほん"},
+        "emoji-🦀.txt": {"utf8": "crab"},
+        "Zebra.txt": {"utf8": "upper case sorts first"},
+    }),
+    ("NFD name is normalized to NFC", {"cafe\u0301.txt": {"utf8": "nfd"}}),
+    ("deep tree", {"/".join(f"d{i}" for i in range(32)) + "/leaf.bin": {"hex": "00ff" * 8}}),
+    ("five files (unbalanced tree)", {
+        "a": {"utf8": "1"}, "b/c": {"utf8": "22"}, "b/d": {"hex": "000102"}, "e": {"utf8": ""},
+        "f/g/h": {"utf8": "x" * 100},
+    }),
+]  # fmt: skip
+
+BUNDLE_CASES = [
+    ("minimal bundle", {}),
+    ("named output and resume", {
+        "output": {"name": "run-42"},
+        "resume": {"bundle": "run-41", "digest": "ab" * 32},
+    }),
+]  # fmt: skip
+
+ATTEMPT_CASES = [
+    ("kept max metric", {"metric": ("val_accuracy", "max", "0.9375"), "kept": True, "status": "completed"}),
+    ("negative min metric, rounded to 18 decimals",
+     {"metric": ("loss", "min", "-1.2345678901234567891"), "kept": False, "status": "completed"}),
+    ("failed without metric", {"metric": None, "kept": False, "status": "failed"}),
+    ("timed out, sha256 commit ids", {"metric": None, "kept": False, "status": "timed_out",
+                                       "commit": "1f" * 32, "parent": "2e" * 32}),
+]  # fmt: skip
+
+
+def filetree_vectors() -> list[dict[str, object]]:
+    out = []
+    for name, files in FILETREE_CASES:
+        raw = {p: content(c) for p, c in files.items()}
+        entries, _ = ref.tree(raw)
+        identity = ref.filetree_identity(raw)
+        out.append({
+            "name": name,
+            "input": {"files": files},
+            "expected": {
+                "files": entries,
+                "identity_canonical": ref.canonical(identity).decode(),
+                "digest": ref.digest(identity).hex(),
+            },
+        })  # fmt: skip
+    return out
+
+
+def bundle_vectors() -> list[dict[str, object]]:
+    out = []
+    output = ref.filetree_identity({"metrics.json": b'{"acc": 0.9}'})
+    for name, extra in BUNDLE_CASES:
+        identity: dict[str, object] = {
+            "kind": "bundle",
+            "version": 1,
+            "mission_sha256": "11" * 32,
+            "data_snapshot_sha256": "22" * 32,
+            "image": "ghcr.io/anchor/eval@sha256:" + "33" * 32,
+            "evaluator_policy_sha256": "44" * 32,
+            "output": {k: output[k] for k in ("files_root", "file_count", "total_size")} | extra.get("output", {}),
+        }
+        if "resume" in extra:
+            identity["resume"] = extra["resume"]
+        out.append({
+            "name": name,
+            "input": {"identity": identity, "milestones": {"submitted": "2026-11-30T03:00:00+00:00",
+                                                           "completed": "2026-11-30T03:05:00+00:00"}},
+            "expected": {"identity_canonical": ref.canonical(identity).decode(), "digest": ref.digest(identity).hex()},
+        })  # fmt: skip
+    return out
+
+
+def attempt_vectors() -> list[dict[str, object]]:
+    out = []
+    for name, case in ATTEMPT_CASES:
+        identity: dict[str, object] = {
+            "kind": "attempt",
+            "version": 1,
+            "commit": case.get("commit", "a1" * 20),
+            "parent": case.get("parent", "b2" * 20),
+            "diff_blake3": ref.blake3.blake3(b"--- a/train.py\n+++ b/train.py\n").hexdigest(),
+            "kept": case["kept"],
+            "status": case["status"],
+            "researcher": "researcher-0",
+            "contract_digest": "55" * 32,
+        }
+        metric = case["metric"]
+        if metric is None:
+            identity["metric_hash"] = "00" * 32
+            metric_input = None
+        else:
+            metric_name, mode, raw_value = metric
+            value = ref.metric_value(raw_value)
+            identity["metric"] = {"name": metric_name, "mode": mode, "value": value}
+            identity["metric_hash"] = ref.metric_hash(metric_name, mode, value).hex()
+            metric_input = {"name": metric_name, "mode": mode, "value": raw_value}
+        out.append({
+            "name": name,
+            "input": {"metric": metric_input, **{k: v for k, v in identity.items() if k not in ("metric", "metric_hash")}},  # noqa: E501
+            "expected": {"identity_canonical": ref.canonical(identity).decode(), "digest": ref.digest(identity).hex(),
+                         "metric_hash": identity["metric_hash"]},
+        })  # fmt: skip
+    return out
+
+
+def main() -> None:
+    for kind, vectors in (
+        ("filetree", filetree_vectors()),
+        ("bundle", bundle_vectors()),
+        ("attempt", attempt_vectors()),
+    ):
+        document = {"format": "anchor-golden-vectors", "manifest_version": 1, "kind": kind, "cases": vectors}
+        (HERE / f"{kind}.json").write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(f"{kind}: {len(vectors)} cases")
+
+
+if __name__ == "__main__":
+    main()
