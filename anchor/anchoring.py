@@ -1,8 +1,7 @@
-"""Anchor a manifest: put its digest in a batch, anchor the root once, write the proof file.
+"""Anchor one file tree or manifest now: submit it to the journal, flush, write its proof file.
 
-Idempotent by construction: the root is a pure function of the manifest and the registry is
-write-once, so anchoring the same manifest again finds the existing root and writes nothing on chain.
-(Batching many manifests per root, with a crash-safe journal, is the journal's job.)
+Idempotent: the journal knows every submitted digest, and the registry is write-once, so anchoring
+the same manifest again writes nothing on chain.
 """
 
 from __future__ import annotations
@@ -11,12 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from anchor.batch.merkle import BatchTree, leaf_of
-from anchor.errors import RegistryRevert
+from anchor.errors import ChainUnreachable
 from anchor.manifest.filetree import FileTreeManifest, hash_tree
-from anchor.manifest.identity import manifest_digest
-from anchor.proof_file import BatchPath, ChainAnchor, ProofFile, check_output_path, write_proof
-from anchor.session import Settings, open_chain, open_registry
+from anchor.proof_file import ProofFile, check_output_path, load_proof, write_proof
+from anchor.session import Settings
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,48 +44,40 @@ def anchor_manifest(
     settings: Settings,
     proof_out: Path,
     annotations: dict[str, Any] | None = None,
+    idempotency_key: str | None = None,
 ) -> AnchorOutcome:
-    """Anchor one manifest identity in a batch of one and write its proof (with the listing of `tree`)."""
-    from anchor.chain.keys import load_signer
+    """Submit one manifest to the journal, flush, and write its proof to `proof_out`.
+
+    A manifest already confirmed in the journal is not sent again ("already anchored"); neither is
+    one whose batch root the registry already holds.
+    """
+    from anchor.journal.service import AnchorService
+    from anchor.journal.submit import Submission
 
     check_output_path(proof_out)
-    item = manifest_digest(identity)
-    batch = BatchTree.build([item])
-    root = batch.root
-
-    handle = open_chain(settings)
-    registry = open_registry(settings, handle)
-    record = registry.root_record(root)
-    gas_used = None
-    if record is None:
-        signer = load_signer(handle.chain_id, settings.keystore)
-        try:
-            gas_used = registry.anchor_root(signer, root).gas_used
-        except RegistryRevert as exc:  # a concurrent writer anchored it first: same outcome
-            if exc.detail.get("error") != "RootAlreadyAnchored":
-                raise
-        record = registry.root_record(root)
-    assert record is not None, "root missing right after anchoring"
-    tx_hash = registry.root_tx(root, record.block_number)
-    proof = ProofFile(
-        manifest=identity,
-        annotations=annotations or {},
-        files=None if tree is None else tuple(tree.files_json()),
-        manifest_digest="0x" + item.hex(),
-        batch=BatchPath(
-            item="0x" + item.hex(),
-            leaf="0x" + leaf_of(item).hex(),
-            proof=tuple("0x" + p.hex() for p in batch.proof(item)),
-            root="0x" + root.hex(),
-        ),
-        anchor=ChainAnchor(
-            chain_id=handle.chain_id,
-            registry=registry.address,
-            code_hash=registry.code_hash,
-            tx_hash=tx_hash or "0x" + "00" * 32,
-            block_number=record.block_number,
-        ),
-    )
+    payload: dict[str, Any] = {}
+    if tree is not None:
+        payload["files"] = tree.files_json()
+    if annotations:
+        payload["annotations"] = annotations
+    service = AnchorService.open(settings)
+    try:
+        submitted = service.submit([Submission(identity, payload, idempotency_key, proof_out)])[0]
+        report = service.flush()
+        row = service.item(submitted.digest)
+    finally:
+        service.close()
+    if row is None or row["state"] != "confirmed":
+        raise ChainUnreachable("the manifest is journaled but not confirmed yet; run `anchor flush`")
+    proof = load_proof(settings.proofs_dir / f"{submitted.digest.hex()}.json")
     write_proof(proof, proof_out)
-    write_proof(proof, settings.proofs_dir / f"{item.hex()}.json")
-    return AnchorOutcome(proof, proof_out, gas_used is None, gas_used, 0 if tree is None else len(tree.files))
+    sent_now = row["effect_id"] in report.signed or (
+        row["effect_id"] in report.confirmed and row["effect_id"] not in report.adopted and not submitted.duplicate
+    )
+    return AnchorOutcome(
+        proof,
+        proof_out,
+        already_anchored=not sent_now,
+        gas_used=row["gas_used"] if sent_now else None,
+        file_count=0 if tree is None else len(tree.files),
+    )

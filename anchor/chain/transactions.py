@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from hexbytes import HexBytes
+
 from anchor.chain.artifact import registry_abi
 from anchor.errors import AnchorError, ChainUnreachable, RegistryRevert
 
@@ -72,3 +74,99 @@ def send(w3: Web3, chain_id: int, signer: Signer, call: Any) -> dict[str, Any]:
     if receipt["status"] != 1:
         raise RegistryRevert("the transaction was mined but reverted", detail={"tx_hash": tx_hash.hex()})
     return receipt
+
+
+# ---------------------------------------------------------------------------------------------
+# Step-wise primitives for the journal's effect protocol: each step is recorded before the next.
+
+
+class NonceTooLow(ChainUnreachable):
+    """The node says the nonce was already used: reconcile, never resend blindly."""
+
+    code = "nonce_too_low"
+
+
+def fee_quote(w3: Web3) -> tuple[int, int]:
+    """(max fee, priority fee) per gas: twice the pending base fee plus the suggested tip."""
+    block = w3.eth.get_block("pending")
+    base = int(block.get("baseFeePerGas", 0) or 0)
+    priority = int(w3.eth.max_priority_fee)
+    return 2 * base + priority, priority
+
+
+def estimate_gas(call: Any, sender: str) -> int:
+    """Gas for `call` plus a 20% margin; a revert surfaces here as a typed `RegistryRevert`."""
+    from web3.exceptions import ContractCustomError, ContractLogicError
+
+    try:
+        return int(call.estimate_gas({"from": sender}) * 12 // 10)
+    except ContractCustomError as exc:
+        decoded = decode_revert(exc.data if isinstance(exc.data, str) else None)
+        raise decoded or RegistryRevert(f"the registry reverted: {exc.data}") from None
+    except ContractLogicError as exc:
+        raise RegistryRevert(f"the transaction would revert: {exc.message}") from None
+
+
+def sign_tx(
+    signer: Signer, chain_id: int, to: str, data: str, gas: int, nonce: int, max_fee: int, priority_fee: int
+) -> tuple[bytes, bytes]:
+    """(tx hash, raw signed EIP-1559 tx). Pure: no RPC, so it can run inside a journal transaction."""
+    from eth_hash.auto import keccak
+
+    raw = signer.sign(
+        {
+            "type": 2,
+            "chainId": chain_id,
+            "to": to,
+            "data": data,
+            "value": 0,
+            "gas": gas,
+            "nonce": nonce,
+            "maxFeePerGas": max_fee,
+            "maxPriorityFeePerGas": priority_fee,
+        }
+    )
+    return keccak(raw), raw
+
+
+def broadcast(w3: Web3, raw: bytes) -> None:
+    """Send signed bytes; the node already knowing them is success (a resend of the same tx)."""
+    from web3.exceptions import Web3RPCError
+
+    try:
+        w3.eth.send_raw_transaction(raw)
+    except Web3RPCError as exc:
+        text = str(exc).lower()
+        if "already known" in text or "already imported" in text:
+            return
+        if "nonce too low" in text or "nonce has already been used" in text:
+            raise NonceTooLow("the node reports the nonce as used") from None
+        raise ChainUnreachable(f"the node refused the transaction: {exc}") from None
+
+
+def get_receipt(w3: Web3, tx_hash: bytes) -> dict[str, Any] | None:
+    from web3.exceptions import TransactionNotFound
+
+    try:
+        return dict(w3.eth.get_transaction_receipt(HexBytes(tx_hash)))
+    except TransactionNotFound:
+        return None
+
+
+def is_pending(w3: Web3, tx_hash: bytes) -> bool:
+    from web3.exceptions import TransactionNotFound
+
+    try:
+        tx = w3.eth.get_transaction(HexBytes(tx_hash))
+    except TransactionNotFound:
+        return False
+    return tx.get("blockNumber") is None
+
+
+def block_hash(w3: Web3, number: int) -> bytes | None:
+    from web3.exceptions import BlockNotFound
+
+    try:
+        return bytes(w3.eth.get_block(number)["hash"])
+    except BlockNotFound:
+        return None

@@ -1,0 +1,425 @@
+"""The effect protocol: every on-chain write goes intent → signed → broadcast → mined → confirmed,
+each step committed to the journal before the next one starts.
+
+Crash safety comes from two rules. The signed transaction (hash and raw bytes) is recorded before it
+is broadcast, so after a crash we always know what may be on the chain. And an unfinished effect is
+reconciled by looking, never by resending blindly: its recorded transactions' receipts, then the
+registry's own views (is this root anchored? by which transaction?). A resend is only ever the same
+signed bytes, so it cannot anchor twice; the registry's write-once rule is the last line of defence.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from anchor.batch.merkle import BatchTree
+from anchor.chain import transactions as txs
+from anchor.errors import Conflict, RegistryRevert
+from anchor.journal.faults import fault_point
+from anchor.journal.store import Journal, now
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from anchor.chain.keys import Signer
+    from anchor.chain.registry import Registry
+
+# Default confirmation depth per chain id; the local chain confirms on inclusion.
+CONFIRMATIONS = {31337: 0, 1: 12, 11155111: 6, 8453: 10, 84532: 5}
+
+
+@dataclass(frozen=True, slots=True)
+class RunnerConfig:
+    confirmations: int = 0
+    stuck_after_s: float = 30.0
+    """A broadcast transaction with no receipt after this long is replaced with a fee bump."""
+    poll_s: float = 0.02
+    max_fee_cap: int | None = None
+    """Never bump the max fee per gas beyond this (wei); None: no cap."""
+
+    @classmethod
+    def for_chain(cls, chain_id: int) -> RunnerConfig:
+        env = os.environ.get("ANCHOR_CONFIRMATIONS")
+        depth = int(env) if env else CONFIRMATIONS.get(chain_id, 12)
+        stuck = float(os.environ.get("ANCHOR_STUCK_AFTER_S", "30"))
+        cap = os.environ.get("ANCHOR_MAX_FEE_WEI")
+        return cls(confirmations=depth, stuck_after_s=stuck, max_fee_cap=int(cap) if cap else None)
+
+
+@dataclass
+class RunReport:
+    confirmed: list[int] = field(default_factory=list)
+    signed: list[int] = field(default_factory=list)
+    adopted: list[int] = field(default_factory=list)
+    reanchored: list[int] = field(default_factory=list)
+    fee_bumps: int = 0
+    chain_reset: bool = False
+
+
+def _bump(value: int) -> int:
+    return value * 9 // 8 + 1  # +12.5%: above the 10% replacement rule of geth and anvil
+
+
+class EffectRunner:
+    """Drives the effects of one chain and registry to confirmation."""
+
+    def __init__(
+        self,
+        journal: Journal,
+        registry: Registry,
+        signer: Signer,
+        config: RunnerConfig,
+        on_confirmed: Callable[[sqlite3.Row, list[sqlite3.Row]], None] | None = None,
+    ) -> None:
+        self.journal = journal
+        self.registry = registry
+        self.w3 = registry.w3
+        self.chain_id = registry.chain_id
+        self.signer = signer
+        self.config = config
+        self.on_confirmed = on_confirmed
+        self.report = RunReport()
+
+    # ------------------------------------------------------------------ creating effects
+
+    def open_batches(self, max_items: int, max_age_s: float = 0.0) -> list[int]:
+        """Turn pending items into root effects of at most `max_items`; a partial batch only once its
+        oldest item is `max_age_s` old. One journal transaction per batch."""
+        created: list[int] = []
+        while True:
+            with self.journal.tx() as db:
+                rows = db.execute(
+                    "SELECT id, digest, created_at FROM items WHERE chain_id = ? AND state = 'pending'"
+                    " ORDER BY id LIMIT ?",
+                    (self.chain_id, max_items),
+                ).fetchall()
+                if not rows or (len(rows) < max_items and now() - rows[0]["created_at"] < max_age_s):
+                    return created
+                root = BatchTree.build([bytes(r["digest"]) for r in rows]).root
+                effect = self._insert_effect(db, "root", root, {"items": len(rows)})
+                db.executemany(
+                    "UPDATE items SET state = 'batched', effect_id = ? WHERE id = ?", [(effect, r["id"]) for r in rows]
+                )
+                created.append(effect)
+
+    def open_lineage(self, commit: bytes, parent: bytes, diff_hash: bytes, metric_hash: bytes, kept: bool) -> int:
+        """A direct lineage-record effect (kept and champion attempts); idempotent per commit."""
+        args = {"parent": parent.hex(), "diff_hash": diff_hash.hex(), "metric_hash": metric_hash.hex(), "kept": kept}
+        with self.journal.tx() as db:
+            row = db.execute(
+                "SELECT id, args FROM effects WHERE chain_id = ? AND registry = ? AND kind = 'lineage' AND key = ?",
+                (self.chain_id, self.registry.address, commit),
+            ).fetchone()
+            if row is not None:
+                if json.loads(row["args"]) != args:
+                    raise Conflict(f"commit 0x{commit.hex()} is already journaled with other lineage fields")
+                return int(row["id"])
+            return self._insert_effect(db, "lineage", commit, args)
+
+    def _insert_effect(self, db: sqlite3.Connection, kind: str, key: bytes, args: dict[str, Any]) -> int:
+        cursor = db.execute(
+            "INSERT INTO effects (chain_id, kind, key, args, state, registry, created_at, updated_at)"
+            " VALUES (?, ?, ?, ?, 'intent', ?, ?, ?)",
+            (self.chain_id, kind, key, json.dumps(args, sort_keys=True), self.registry.address, now(), now()),
+        )
+        return int(cursor.lastrowid or 0)
+
+    # ------------------------------------------------------------------ driving effects
+
+    def open_effects(self) -> list[sqlite3.Row]:
+        return self.journal.db.execute(
+            "SELECT * FROM effects WHERE chain_id = ? AND registry = ? AND state != 'confirmed' ORDER BY id",
+            (self.chain_id, self.registry.address),
+        ).fetchall()
+
+    def run(self, deadline_s: float = 600.0, progress: Callable[[int, int], None] | None = None) -> RunReport:
+        """Drive every open effect to confirmation: sign and broadcast all first (pipelined), then
+        collect receipts and confirm. Raises the first typed error; the journal stays consistent."""
+        deadline = time.monotonic() + deadline_s
+        total = len(self.open_effects())
+        while True:
+            effects = self.open_effects()
+            if progress:
+                progress(total - len(effects), total)
+            if not effects:
+                return self.report
+            if time.monotonic() > deadline:
+                raise txs.ChainUnreachable(f"{len(effects)} effects still unconfirmed after {deadline_s:.0f}s")
+            progressed = False
+            for effect in effects:
+                progressed |= self.step(effect)
+            if not progressed:
+                time.sleep(self.config.poll_s)
+
+    def step(self, effect: sqlite3.Row) -> bool:
+        """Advance one effect by at most one state; True if it moved."""
+        state = effect["state"]
+        if state == "intent":
+            return self._sign(effect)
+        if state == "signed":
+            return self._broadcast(effect)
+        if state == "broadcast":
+            return self._await_receipt(effect)
+        if state == "mined":
+            return self._confirm(effect)
+        return False
+
+    def _set(self, effect_id: int, state: str, **fields: Any) -> None:
+        columns = "".join(f", {name} = ?" for name in fields)
+        with self.journal.tx() as db:
+            db.execute(
+                f"UPDATE effects SET state = ?, updated_at = ?{columns} WHERE id = ?",  # noqa: S608 - fixed names
+                (state, now(), *fields.values(), effect_id),
+            )
+
+    def _call(self, effect: sqlite3.Row) -> Any:
+        functions = self.registry.contract.functions
+        key = bytes(effect["key"])
+        if effect["kind"] == "root":
+            return functions.anchorRoot(key)
+        a = json.loads(effect["args"])
+        return functions.anchor(
+            key, bytes.fromhex(a["parent"]), bytes.fromhex(a["diff_hash"]), bytes.fromhex(a["metric_hash"]), a["kept"]
+        )
+
+    def _on_chain(self, effect: sqlite3.Row) -> tuple[bytes, int] | None:
+        """(tx hash, block) if the registry already holds this effect's record, whoever wrote it."""
+        key = bytes(effect["key"])
+        if effect["kind"] == "root":
+            record = self.registry.root_record(key)
+            if record is None:
+                return None
+            tx_hash = self.registry.root_tx(key, record.block_number)
+            return (bytes.fromhex(tx_hash[2:]) if tx_hash else b"", record.block_number)
+        lineage = self.registry.lineage(key)
+        if lineage is None:
+            return None
+        a = json.loads(effect["args"])
+        mine = (lineage.parent[2:], lineage.diff_hash[2:], lineage.metric_hash[2:], lineage.kept)
+        if mine != (a["parent"], a["diff_hash"], a["metric_hash"], a["kept"]):
+            raise Conflict(
+                f"commit {lineage.commit} is anchored with other lineage fields", detail={"tx": lineage.tx_hash}
+            )
+        return bytes.fromhex(lineage.tx_hash[2:]), lineage.block_number
+
+    def _adopt(self, effect: sqlite3.Row, found: tuple[bytes, int]) -> bool:
+        tx_hash, block = found
+        self.report.adopted.append(effect["id"])
+        receipt = txs.get_receipt(self.w3, tx_hash) if tx_hash else None
+        self._set(
+            effect["id"],
+            "mined",
+            tx_hash=tx_hash,
+            block_number=block,
+            block_hash=txs.block_hash(self.w3, block),
+            gas_used=None if receipt is None else int(receipt["gasUsed"]),
+        )
+        return True
+
+    def _sign(self, effect: sqlite3.Row) -> bool:
+        fault_point("before_sign")
+        found = self._on_chain(effect)
+        if found is not None:  # anchored already (a lost journal, a concurrent writer): adopt, never resend
+            return self._adopt(effect, found)
+        call = self._call(effect)
+        try:
+            gas = txs.estimate_gas(call, self.signer.address)
+        except RegistryRevert as exc:
+            if exc.detail.get("error") in ("RootAlreadyAnchored", "LineageAlreadyAnchored"):
+                return False  # raced with another writer; the next step adopts its record
+            raise
+        max_fee, priority = txs.fee_quote(self.w3)
+        data = self.registry.contract.encode_abi(call.abi_element_identifier, list(call.args))
+        chain_nonce = int(
+            self.w3.eth.get_transaction_count(self.w3.to_checksum_address(self.signer.address), "pending")
+        )
+        with self.journal.tx() as db:
+            row = db.execute(
+                "SELECT next_nonce FROM nonces WHERE chain_id = ? AND sender = ?", (self.chain_id, self.signer.address)
+            ).fetchone()
+            nonce = max(chain_nonce, row["next_nonce"] if row else 0)
+            db.execute(
+                "INSERT INTO nonces VALUES (?, ?, ?) ON CONFLICT (chain_id, sender) DO UPDATE SET next_nonce = ?",
+                (self.chain_id, self.signer.address, nonce + 1, nonce + 1),
+            )
+            tx_hash, raw = txs.sign_tx(
+                self.signer, self.chain_id, self.registry.address, data, gas, nonce, max_fee, priority
+            )
+            db.execute(
+                "INSERT INTO txs (effect_id, sender, nonce, tx_hash, raw, gas, max_fee, priority_fee, state,"
+                " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'signed', ?)",
+                (effect["id"], self.signer.address, nonce, tx_hash, raw, gas, max_fee, priority, now()),
+            )
+            db.execute("UPDATE effects SET state = 'signed', updated_at = ? WHERE id = ?", (now(), effect["id"]))
+        self.report.signed.append(effect["id"])
+        fault_point("after_sign")
+        return True
+
+    def _txs(self, effect_id: int) -> list[sqlite3.Row]:
+        return self.journal.db.execute(
+            "SELECT * FROM txs WHERE effect_id = ? AND state != 'dropped' ORDER BY id", (effect_id,)
+        ).fetchall()
+
+    def _broadcast(self, effect: sqlite3.Row) -> bool:
+        latest = self._txs(effect["id"])[-1]
+        try:
+            txs.broadcast(self.w3, bytes(latest["raw"]))
+        except txs.NonceTooLow:
+            return self._nonce_consumed(effect)
+        with self.journal.tx() as db:
+            db.execute("UPDATE txs SET state = 'broadcast' WHERE id = ?", (latest["id"],))
+            db.execute("UPDATE effects SET state = 'broadcast', updated_at = ? WHERE id = ?", (now(), effect["id"]))
+        fault_point("after_broadcast")
+        return True
+
+    def _nonce_consumed(self, effect: sqlite3.Row) -> bool:
+        """Our nonce was used and none of our transactions has a receipt: look at the registry."""
+        if self._receipt_of_any(effect) is not None:
+            return self._await_receipt(effect)
+        found = self._on_chain(effect)
+        if found is not None:
+            return self._adopt(effect, found)
+        self._back_to_intent(effect["id"], resync_nonce=True)
+        return True
+
+    def _receipt_of_any(self, effect: sqlite3.Row) -> tuple[sqlite3.Row, dict[str, Any]] | None:
+        for tx in reversed(self._txs(effect["id"])):
+            receipt = txs.get_receipt(self.w3, bytes(tx["tx_hash"]))
+            if receipt is not None:
+                return tx, receipt
+        return None
+
+    def _await_receipt(self, effect: sqlite3.Row) -> bool:
+        hit = self._receipt_of_any(effect)
+        if hit is None:
+            return self._maybe_replace(effect)
+        tx, receipt = hit
+        if receipt["status"] != 1:  # reverted on chain: someone anchored it first, or a real error
+            found = self._on_chain(effect)
+            if found is None:
+                raise RegistryRevert(
+                    "the anchoring transaction reverted", detail={"tx_hash": "0x" + bytes(tx["tx_hash"]).hex()}
+                )
+            return self._adopt(effect, found)
+        fault_point("after_receipt")
+        with self.journal.tx() as db:
+            db.execute("UPDATE txs SET state = 'mined' WHERE id = ?", (tx["id"],))
+            db.execute(
+                "UPDATE effects SET state = 'mined', tx_hash = ?, block_number = ?, block_hash = ?, gas_used = ?,"
+                " updated_at = ? WHERE id = ?",
+                (
+                    bytes(receipt["transactionHash"]), int(receipt["blockNumber"]), bytes(receipt["blockHash"]),
+                    int(receipt["gasUsed"]), now(), effect["id"],
+                ),
+            )  # fmt: skip
+        return True
+
+    def _maybe_replace(self, effect: sqlite3.Row) -> bool:
+        latest = self._txs(effect["id"])[-1]
+        if not txs.is_pending(self.w3, bytes(latest["tx_hash"])):
+            # the node forgot it (restart, eviction): resend the very same signed bytes
+            try:
+                txs.broadcast(self.w3, bytes(latest["raw"]))
+            except txs.NonceTooLow:
+                return self._nonce_consumed(effect)
+            return False
+        if now() - latest["created_at"] < self.config.stuck_after_s:
+            return False
+        quote_max, quote_priority = txs.fee_quote(self.w3)
+        max_fee = max(_bump(latest["max_fee"]), quote_max)
+        priority = max(_bump(latest["priority_fee"]), quote_priority)
+        if self.config.max_fee_cap is not None:
+            max_fee = min(max_fee, self.config.max_fee_cap)
+            if max_fee <= latest["max_fee"]:
+                return False  # at the cap: wait rather than overpay
+        call = self._call(effect)
+        data = self.registry.contract.encode_abi(call.abi_element_identifier, list(call.args))
+        gas = int(latest["gas"])
+        tx_hash, raw = txs.sign_tx(
+            self.signer, self.chain_id, self.registry.address, data, gas, latest["nonce"], max_fee, priority
+        )
+        with self.journal.tx() as db:
+            db.execute("UPDATE txs SET state = 'replaced' WHERE id = ?", (latest["id"],))
+            db.execute(
+                "INSERT INTO txs (effect_id, sender, nonce, tx_hash, raw, gas, max_fee, priority_fee, state,"
+                " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'signed', ?)",
+                (effect["id"], self.signer.address, latest["nonce"], tx_hash, raw, gas, max_fee, priority, now()),
+            )
+            db.execute("UPDATE effects SET state = 'signed', updated_at = ? WHERE id = ?", (now(), effect["id"]))
+        self.report.fee_bumps += 1
+        return True
+
+    def _confirm(self, effect: sqlite3.Row) -> bool:
+        fault_point("during_confirmation")
+        head = int(self.w3.eth.block_number)
+        block = int(effect["block_number"])
+        if head - block < self.config.confirmations:
+            return False
+        canonical = txs.block_hash(self.w3, block)
+        still_there = self._on_chain(effect)
+        if canonical != bytes(effect["block_hash"] or b"") or still_there is None:
+            self._back_to_intent(effect["id"])  # reorged out (or the chain was reset): anchor again
+            self.report.reanchored.append(effect["id"])
+            return True
+        items = self.journal.db.execute(
+            "SELECT * FROM items WHERE effect_id = ? ORDER BY id", (effect["id"],)
+        ).fetchall()
+        fresh = self.journal.db.execute("SELECT * FROM effects WHERE id = ?", (effect["id"],)).fetchone()
+        if self.on_confirmed is not None:
+            self.on_confirmed(fresh, items)  # proof files first: rewriting them after a crash is harmless
+        with self.journal.tx() as db:
+            db.execute("UPDATE effects SET state = 'confirmed', updated_at = ? WHERE id = ?", (now(), effect["id"]))
+            db.execute("UPDATE items SET state = 'confirmed' WHERE effect_id = ?", (effect["id"],))
+        self.report.confirmed.append(effect["id"])
+        return True
+
+    def _back_to_intent(self, effect_id: int, resync_nonce: bool = False) -> None:
+        with self.journal.tx() as db:
+            db.execute("UPDATE txs SET state = 'dropped' WHERE effect_id = ?", (effect_id,))
+            db.execute(
+                "UPDATE effects SET state = 'intent', tx_hash = NULL, block_number = NULL, block_hash = NULL,"
+                " gas_used = NULL, updated_at = ? WHERE id = ?",
+                (now(), effect_id),
+            )
+            db.execute("UPDATE items SET state = 'batched' WHERE effect_id = ?", (effect_id,))
+            if resync_nonce:
+                db.execute("DELETE FROM nonces WHERE chain_id = ? AND sender = ?", (self.chain_id, self.signer.address))
+
+    # ------------------------------------------------------------------ reconciliation
+
+    def reconcile_chain_identity(self) -> bool:
+        """Detect a chain that forgot its history (a reset local chain, a deep reorg of everything):
+        its genesis hash differs from the one recorded. Then every effect is re-checked and the nonces
+        are re-read. Returns True if a reset was found."""
+        genesis = txs.block_hash(self.w3, 0)
+        key = f"genesis:{self.chain_id}"
+        recorded = self.journal.meta(key)
+        current = (genesis or b"").hex()
+        if recorded == current:
+            return False
+        with self.journal.tx() as db:
+            db.execute(
+                "INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = ?", (key, current, current)
+            )
+            if recorded is None:
+                return False
+            db.execute("DELETE FROM nonces WHERE chain_id = ?", (self.chain_id,))
+            db.execute(
+                "UPDATE effects SET state = 'intent', registry = ?, tx_hash = NULL, block_number = NULL,"
+                " block_hash = NULL, gas_used = NULL, updated_at = ? WHERE chain_id = ?",
+                (self.registry.address, now(), self.chain_id),
+            )
+            db.execute(
+                "UPDATE txs SET state = 'dropped' WHERE effect_id IN (SELECT id FROM effects WHERE chain_id = ?)",
+                (self.chain_id,),
+            )
+            db.execute(
+                "UPDATE items SET state = 'batched' WHERE chain_id = ? AND state = 'confirmed'", (self.chain_id,)
+            )
+        self.report.chain_reset = True
+        return True

@@ -1,0 +1,143 @@
+"""The anchoring service: submit manifests to the journal, batch them, drive them on chain, reconcile.
+
+One object per (data directory, chain). Opening it reconciles: a reset local chain gets its registry
+redeployed and every effect re-checked; unfinished effects are finished by looking, not resending.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from anchor.errors import DeploymentMismatch
+from anchor.journal.effects import EffectRunner, RunnerConfig, RunReport
+from anchor.journal.proofs import write_batch_proofs
+from anchor.journal.store import Journal, open_journal
+from anchor.journal.submit import Submission, Submitted, submit_many
+from anchor.session import ChainHandle, Settings, open_chain, open_registry
+
+if TYPE_CHECKING:
+    from anchor.chain.registry import Registry
+
+DEFAULT_BATCH = 256
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    chain_id: int
+    items: dict[str, int]
+    effects: dict[str, int]
+    recent: list[dict[str, Any]]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"chain_id": self.chain_id, "items": self.items, "effects": self.effects, "recent": self.recent}
+
+
+class AnchorService:
+    def __init__(self, settings: Settings, handle: ChainHandle, registry: Registry, journal: Journal) -> None:
+        from anchor.chain.keys import load_signer
+
+        self.settings = settings
+        self.handle = handle
+        self.registry = registry
+        self.journal = journal
+        self.chain_id = handle.chain_id
+        self.runner = EffectRunner(
+            journal,
+            registry,
+            load_signer(handle.chain_id, settings.keystore),
+            RunnerConfig.for_chain(handle.chain_id),
+            on_confirmed=self._write_proofs,
+        )
+
+    @classmethod
+    def open(cls, settings: Settings) -> AnchorService:
+        """Connect, check (or, on a reset local chain, redeploy) the registry, and reconcile identity."""
+        handle = open_chain(settings)
+        registry = open_registry(settings, handle)
+        try:
+            registry.checked_block()
+        except DeploymentMismatch as exc:
+            if not (handle.local and "no code" in exc.message):
+                raise
+            registry = _redeploy_local(settings, handle)
+        service = cls(settings, handle, registry, open_journal(settings.data_dir))
+        service.runner.reconcile_chain_identity()
+        return service
+
+    def _write_proofs(self, effect: Any, items: list[Any]) -> None:
+        if effect["kind"] == "root":
+            write_batch_proofs(self.settings.proofs_dir, effect, items, self.registry.address, self.registry.code_hash)
+
+    def submit(self, submissions: Sequence[Submission]) -> list[Submitted]:
+        return submit_many(self.journal, self.chain_id, submissions)
+
+    def flush(
+        self, max_items: int = DEFAULT_BATCH, max_age_s: float = 0.0, progress: Callable[[int, int], None] | None = None
+    ) -> RunReport:
+        """Batch what is pending and drive every open effect to confirmation."""
+        self.runner.open_batches(max_items, max_age_s)
+        return self.runner.run(progress=progress)
+
+    def item(self, digest: bytes) -> Any:
+        return self.journal.db.execute(
+            "SELECT items.*, effects.state AS effect_state, effects.gas_used, effects.tx_hash AS effect_tx"
+            " FROM items LEFT JOIN effects ON effects.id = items.effect_id WHERE items.chain_id = ? AND digest = ?",
+            (self.chain_id, digest),
+        ).fetchone()
+
+    def status(self, recent: int = 5) -> Status:
+        db = self.journal.db
+        items = dict(
+            db.execute(
+                "SELECT state, count(*) FROM items WHERE chain_id = ? GROUP BY state", (self.chain_id,)
+            ).fetchall()
+        )
+        effects = dict(
+            db.execute(
+                "SELECT state, count(*) FROM effects WHERE chain_id = ? GROUP BY state", (self.chain_id,)
+            ).fetchall()
+        )
+        rows = db.execute(
+            "SELECT id, kind, key, state, tx_hash, block_number, gas_used FROM effects WHERE chain_id = ?"
+            " ORDER BY id DESC LIMIT ?",
+            (self.chain_id, recent),
+        ).fetchall()
+        return Status(
+            self.chain_id,
+            {state: items.get(state, 0) for state in ("pending", "batched", "confirmed")},
+            {state: effects.get(state, 0) for state in ("intent", "signed", "broadcast", "mined", "confirmed")},
+            [
+                {
+                    "id": r["id"],
+                    "kind": r["kind"],
+                    "key": "0x" + bytes(r["key"]).hex(),
+                    "state": r["state"],
+                    "tx_hash": None if r["tx_hash"] is None else "0x" + bytes(r["tx_hash"]).hex(),
+                    "block_number": r["block_number"],
+                    "gas_used": r["gas_used"],
+                }
+                for r in rows
+            ],
+        )
+
+    def close(self) -> None:
+        self.journal.close()
+
+
+def _redeploy_local(settings: Settings, handle: ChainHandle) -> Registry:
+    """The local chain lost its state: deploy the registry again (real chains are never touched)."""
+    from anchor.chain.compiler import compile_registry
+    from anchor.chain.deployment import deploy
+    from anchor.chain.keys import load_signer
+    from anchor.chain.registry import Registry
+
+    record = deploy(
+        handle.w3,
+        handle.chain_id,
+        load_signer(handle.chain_id),
+        compile_registry(settings.data_dir / "build"),
+        settings.data_dir,
+    )
+    return Registry(handle.w3, handle.chain_id, record.address, record.code_hash)

@@ -1,0 +1,161 @@
+"""Open the journal with the guarantees the effect protocol relies on.
+
+WAL mode so readers never block the writer; synchronous=FULL so a committed state transition
+survives power loss; foreign keys on; a bounded busy timeout mapped to `JournalBusy`; and the
+schema version checked on open, so an old binary never writes a newer journal.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from anchor.errors import AnchorError, ExitCode
+
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_MS = 10_000
+
+SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE items (
+    id INTEGER PRIMARY KEY,
+    chain_id INTEGER NOT NULL,
+    digest BLOB NOT NULL CHECK (length(digest) = 32),
+    kind TEXT NOT NULL,
+    identity TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    idempotency_key TEXT,
+    proof_path TEXT,
+    state TEXT NOT NULL CHECK (state IN ('pending', 'batched', 'confirmed')),
+    effect_id INTEGER REFERENCES effects(id),
+    created_at REAL NOT NULL,
+    UNIQUE (chain_id, digest),
+    UNIQUE (chain_id, idempotency_key)
+);
+CREATE INDEX items_pending ON items (chain_id, state, id);
+CREATE INDEX items_effect ON items (effect_id);
+CREATE TABLE effects (
+    id INTEGER PRIMARY KEY,
+    chain_id INTEGER NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('root', 'lineage')),
+    key BLOB NOT NULL CHECK (length(key) = 32),
+    args TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('intent', 'signed', 'broadcast', 'mined', 'confirmed')),
+    registry TEXT NOT NULL,
+    tx_hash BLOB,
+    block_number INTEGER,
+    block_hash BLOB,
+    gas_used INTEGER,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    UNIQUE (chain_id, registry, kind, key)
+);
+CREATE INDEX effects_open ON effects (chain_id, state);
+CREATE TABLE txs (
+    id INTEGER PRIMARY KEY,
+    effect_id INTEGER NOT NULL REFERENCES effects(id),
+    sender TEXT NOT NULL,
+    nonce INTEGER NOT NULL,
+    tx_hash BLOB NOT NULL UNIQUE,
+    raw BLOB NOT NULL,
+    gas INTEGER NOT NULL,
+    max_fee INTEGER NOT NULL,
+    priority_fee INTEGER NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('signed', 'broadcast', 'replaced', 'dropped', 'mined')),
+    created_at REAL NOT NULL
+);
+CREATE INDEX txs_effect ON txs (effect_id);
+CREATE TABLE nonces (
+    chain_id INTEGER NOT NULL,
+    sender TEXT NOT NULL,
+    next_nonce INTEGER NOT NULL,
+    PRIMARY KEY (chain_id, sender)
+);
+"""
+
+
+class JournalError(AnchorError):
+    """The journal cannot be used as it is (locked too long, or of another schema version)."""
+
+    exit_code = ExitCode.INTERNAL
+    code = "journal"
+
+
+class JournalBusy(JournalError):
+    """Another process held the journal's write lock longer than the busy timeout."""
+
+    http_status = 503
+    code = "journal_busy"
+
+
+def now() -> float:
+    return time.time()
+
+
+class Journal:
+    """One connection to the journal. Use `tx()` for every state transition."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+        self.db.row_factory = sqlite3.Row
+        self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        self.db.execute("PRAGMA journal_mode = WAL")
+        self.db.execute("PRAGMA synchronous = FULL")
+        self.db.execute("PRAGMA foreign_keys = ON")
+        self._migrate()
+
+    def _migrate(self) -> None:
+        with self.tx():
+            exists = self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone()
+            if not exists:
+                for statement in SCHEMA.split(";"):
+                    if statement.strip():
+                        self.db.execute(statement)
+                self.db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+                return
+            row = self.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        if row is None or int(row[0]) != SCHEMA_VERSION:
+            found = None if row is None else row[0]
+            raise JournalError(
+                f"{self.path}: journal schema version {found}, this Anchor speaks {SCHEMA_VERSION}",
+                detail={"journal": str(self.path)},
+            )
+
+    @contextmanager
+    def tx(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE ... COMMIT: one durable state transition, or none."""
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise JournalBusy(f"{self.path}: busy for more than {BUSY_TIMEOUT_MS} ms") from None
+            raise
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        else:
+            self.db.execute("COMMIT")
+
+    def meta(self, key: str) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.tx() as db:
+            db.execute(
+                "INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", (key, value)
+            )
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def open_journal(data_dir: Path) -> Journal:
+    return Journal(data_dir / "journal.sqlite")
