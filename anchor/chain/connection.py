@@ -1,8 +1,18 @@
-"""Connect web3 to an RPC endpoint, turning every transport failure into `ChainUnreachable`."""
+"""Connect web3 to an RPC endpoint with bounded retries, turning transport failures into
+`ChainUnreachable`.
+
+Every method is retried, eth_sendRawTransaction included: a resend carries the same signed bytes,
+which the node either already knows or mines once. Retried: refused or reset connections, timeouts,
+HTTP 429 and 5xx. Backoff doubles from ANCHOR_RPC_BACKOFF_S with jitter, capped at 2 s, for
+ANCHOR_RPC_RETRIES retries (default 4); each request times out after ANCHOR_RPC_TIMEOUT_S (10 s).
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import os
+import random
+import time
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from anchor.errors import ChainUnreachable
@@ -17,14 +27,58 @@ def redact_url(url: str) -> str:
     return f"{parts.scheme}://{parts.hostname}{f':{parts.port}' if parts.port else ''}"
 
 
-def connect(rpc_url: str, timeout: float = 10.0) -> tuple[Web3, int]:
+def _provider_class() -> Any:
+    import requests
+    from eth_typing import URI
+    from web3 import HTTPProvider
+
+    class RetryingHTTPProvider(HTTPProvider):  # type: ignore[misc]
+        def __init__(self, url: str, retries: int, backoff_s: float, timeout_s: float) -> None:
+            super().__init__(url, request_kwargs={"timeout": timeout_s}, exception_retry_configuration=None)
+            self.retries, self.backoff_s = retries, backoff_s
+            self.url = URI(url)
+
+        def _make_request(self, method: str, request_data: bytes) -> bytes:
+            failure = ""
+            for attempt in range(self.retries + 1):
+                try:
+                    content: bytes = self._request_session_manager.make_post_request(
+                        self.url, request_data, **self.get_request_kwargs()
+                    )
+                    return content
+                except (requests.ConnectionError, requests.Timeout) as exc:
+                    failure = type(exc).__name__
+                except requests.HTTPError as exc:
+                    status = exc.response.status_code if exc.response is not None else 0
+                    if status != 429 and status < 500:
+                        raise ChainUnreachable(f"{redact_url(self.url)}: HTTP {status} for {method}") from None
+                    failure = f"HTTP {status}"
+                if attempt < self.retries:
+                    time.sleep(min(2.0, self.backoff_s * 2**attempt) * (0.5 + random.random() / 2))  # noqa: S311
+            raise ChainUnreachable(
+                f"{redact_url(self.url)}: {method} failed {self.retries + 1} times ({failure})",
+                detail={"rpc_url": redact_url(self.url), "method": method, "last_error": failure},
+            )
+
+    return RetryingHTTPProvider
+
+
+def connect(rpc_url: str) -> tuple[Web3, int]:
     """(web3, chain id) for `rpc_url`; raises `ChainUnreachable` if it does not answer."""
     from web3 import Web3
 
-    w3 = Web3(Web3.HTTPProvider(rpc_url, request_kwargs={"timeout": timeout}, exception_retry_configuration=None))
+    provider = _provider_class()(
+        rpc_url,
+        retries=int(os.environ.get("ANCHOR_RPC_RETRIES", "4")),
+        backoff_s=float(os.environ.get("ANCHOR_RPC_BACKOFF_S", "0.1")),
+        timeout_s=float(os.environ.get("ANCHOR_RPC_TIMEOUT_S", "10")),
+    )
+    w3 = Web3(provider)
     try:
         chain_id = w3.eth.chain_id
-    except Exception as exc:  # noqa: BLE001 - requests, web3 and OS errors all mean the same here
+    except ChainUnreachable:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any other failure here means the same to the user
         raise ChainUnreachable(
             f"{redact_url(rpc_url)}: the chain did not answer ({type(exc).__name__})",
             detail={"rpc_url": redact_url(rpc_url)},

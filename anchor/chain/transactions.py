@@ -86,6 +86,12 @@ class NonceTooLow(ChainUnreachable):
     code = "nonce_too_low"
 
 
+class Underpriced(ChainUnreachable):
+    """The node will not take the transaction at its fees: replace it with a fee bump."""
+
+    code = "underpriced"
+
+
 def fee_quote(w3: Web3) -> tuple[int, int]:
     """(max fee, priority fee) per gas: twice the pending base fee plus the suggested tip."""
     block = w3.eth.get_block("pending")
@@ -141,6 +147,8 @@ def broadcast(w3: Web3, raw: bytes) -> None:
             return
         if "nonce too low" in text or "nonce has already been used" in text:
             raise NonceTooLow("the node reports the nonce as used") from None
+        if "underpriced" in text or "base fee" in text or "fee too low" in text:
+            raise Underpriced(f"the node refuses the fees: {exc}") from None
         raise ChainUnreachable(f"the node refused the transaction: {exc}") from None
 
 

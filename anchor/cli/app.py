@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from anchor.cli import chain_cmds, data_cmds, deploy_cmds
+from anchor.cli import chain_cmds, data_cmds, deploy_cmds, journal_cmds
 
 HELP = """Anchor: tamper-evident, on-chain-anchored provenance for research results.
 
@@ -35,6 +35,7 @@ app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=False, pretty_
 app.add_typer(chain_cmds.app, name="chain")
 deploy_cmds.register(app)
 data_cmds.register(app)
+journal_cmds.register(app)
 
 
 @app.callback()

@@ -61,6 +61,16 @@ class RunReport:
     chain_reset: bool = False
 
 
+# Identical signed bytes are the identical transaction (same hash): after a reset chain or a reorg a
+# re-signed transaction can be byte for byte the one we dropped, so the journaled row is revived.
+_INSERT_TX = (
+    "INSERT INTO txs (effect_id, sender, nonce, tx_hash, raw, gas, max_fee, priority_fee, state, created_at)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'signed', ?)"
+    " ON CONFLICT (tx_hash) DO UPDATE SET effect_id = excluded.effect_id, state = 'signed',"
+    " created_at = excluded.created_at"
+)
+
+
 def _bump(value: int) -> int:
     return value * 9 // 8 + 1  # +12.5%: above the 10% replacement rule of geth and anvil
 
@@ -239,26 +249,31 @@ class EffectRunner:
             self.w3.eth.get_transaction_count(self.w3.to_checksum_address(self.signer.address), "pending")
         )
         with self.journal.tx() as db:
-            row = db.execute(
-                "SELECT next_nonce FROM nonces WHERE chain_id = ? AND sender = ?", (self.chain_id, self.signer.address)
-            ).fetchone()
-            nonce = max(chain_nonce, row["next_nonce"] if row else 0)
-            db.execute(
-                "INSERT INTO nonces VALUES (?, ?, ?) ON CONFLICT (chain_id, sender) DO UPDATE SET next_nonce = ?",
-                (self.chain_id, self.signer.address, nonce + 1, nonce + 1),
-            )
+            nonce = self._next_nonce(db, chain_nonce)
             tx_hash, raw = txs.sign_tx(
                 self.signer, self.chain_id, self.registry.address, data, gas, nonce, max_fee, priority
             )
             db.execute(
-                "INSERT INTO txs (effect_id, sender, nonce, tx_hash, raw, gas, max_fee, priority_fee, state,"
-                " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'signed', ?)",
+                _INSERT_TX,
                 (effect["id"], self.signer.address, nonce, tx_hash, raw, gas, max_fee, priority, now()),
             )
             db.execute("UPDATE effects SET state = 'signed', updated_at = ? WHERE id = ?", (now(), effect["id"]))
         self.report.signed.append(effect["id"])
         fault_point("after_sign")
         return True
+
+    def _next_nonce(self, db: sqlite3.Connection, chain_nonce: int) -> int:
+        """The node's pending nonce, or one past our highest transaction still in flight (signed but
+        perhaps not broadcast yet), whichever is higher. Derived, never stored: nothing to drift.
+        Runs inside the journal transaction that records the new transaction, so two submitters
+        sharing one key never pick the same nonce."""
+        row = db.execute(
+            "SELECT max(txs.nonce) FROM txs JOIN effects ON effects.id = txs.effect_id"
+            " WHERE effects.chain_id = ? AND txs.sender = ? AND effects.state IN ('signed', 'broadcast')"
+            " AND txs.state != 'dropped'",
+            (self.chain_id, self.signer.address),
+        ).fetchone()
+        return max(chain_nonce, -1 if row[0] is None else int(row[0]) + 1)
 
     def _txs(self, effect_id: int) -> list[sqlite3.Row]:
         return self.journal.db.execute(
@@ -271,10 +286,12 @@ class EffectRunner:
             txs.broadcast(self.w3, bytes(latest["raw"]))
         except txs.NonceTooLow:
             return self._nonce_consumed(effect)
+        except txs.Underpriced:
+            return self._replace(effect, latest)
+        fault_point("after_broadcast")  # sent, but the journal still says "signed"
         with self.journal.tx() as db:
             db.execute("UPDATE txs SET state = 'broadcast' WHERE id = ?", (latest["id"],))
             db.execute("UPDATE effects SET state = 'broadcast', updated_at = ? WHERE id = ?", (now(), effect["id"]))
-        fault_point("after_broadcast")
         return True
 
     def _nonce_consumed(self, effect: sqlite3.Row) -> bool:
@@ -284,7 +301,7 @@ class EffectRunner:
         found = self._on_chain(effect)
         if found is not None:
             return self._adopt(effect, found)
-        self._back_to_intent(effect["id"], resync_nonce=True)
+        self._back_to_intent(effect["id"])
         return True
 
     def _receipt_of_any(self, effect: sqlite3.Row) -> tuple[sqlite3.Row, dict[str, Any]] | None:
@@ -327,9 +344,15 @@ class EffectRunner:
                 txs.broadcast(self.w3, bytes(latest["raw"]))
             except txs.NonceTooLow:
                 return self._nonce_consumed(effect)
+            except txs.Underpriced:
+                return self._replace(effect, latest)
             return False
         if now() - latest["created_at"] < self.config.stuck_after_s:
             return False
+        return self._replace(effect, latest)
+
+    def _replace(self, effect: sqlite3.Row, latest: sqlite3.Row) -> bool:
+        """Sign a replacement at the same nonce with fees bumped past the market and the 10% rule."""
         quote_max, quote_priority = txs.fee_quote(self.w3)
         max_fee = max(_bump(latest["max_fee"]), quote_max)
         priority = max(_bump(latest["priority_fee"]), quote_priority)
@@ -337,6 +360,7 @@ class EffectRunner:
             max_fee = min(max_fee, self.config.max_fee_cap)
             if max_fee <= latest["max_fee"]:
                 return False  # at the cap: wait rather than overpay
+        priority = min(priority, max_fee)
         call = self._call(effect)
         data = self.registry.contract.encode_abi(call.abi_element_identifier, list(call.args))
         gas = int(latest["gas"])
@@ -346,8 +370,7 @@ class EffectRunner:
         with self.journal.tx() as db:
             db.execute("UPDATE txs SET state = 'replaced' WHERE id = ?", (latest["id"],))
             db.execute(
-                "INSERT INTO txs (effect_id, sender, nonce, tx_hash, raw, gas, max_fee, priority_fee, state,"
-                " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'signed', ?)",
+                _INSERT_TX,
                 (effect["id"], self.signer.address, latest["nonce"], tx_hash, raw, gas, max_fee, priority, now()),
             )
             db.execute("UPDATE effects SET state = 'signed', updated_at = ? WHERE id = ?", (now(), effect["id"]))
@@ -378,7 +401,7 @@ class EffectRunner:
         self.report.confirmed.append(effect["id"])
         return True
 
-    def _back_to_intent(self, effect_id: int, resync_nonce: bool = False) -> None:
+    def _back_to_intent(self, effect_id: int) -> None:
         with self.journal.tx() as db:
             db.execute("UPDATE txs SET state = 'dropped' WHERE effect_id = ?", (effect_id,))
             db.execute(
@@ -387,15 +410,13 @@ class EffectRunner:
                 (now(), effect_id),
             )
             db.execute("UPDATE items SET state = 'batched' WHERE effect_id = ?", (effect_id,))
-            if resync_nonce:
-                db.execute("DELETE FROM nonces WHERE chain_id = ? AND sender = ?", (self.chain_id, self.signer.address))
 
     # ------------------------------------------------------------------ reconciliation
 
     def reconcile_chain_identity(self) -> bool:
         """Detect a chain that forgot its history (a reset local chain, a deep reorg of everything):
-        its genesis hash differs from the one recorded. Then every effect is re-checked and the nonces
-        are re-read. Returns True if a reset was found."""
+        its genesis hash differs from the one recorded. Then every effect is re-checked and nonces
+        follow from the node again. Returns True if a reset was found."""
         genesis = txs.block_hash(self.w3, 0)
         key = f"genesis:{self.chain_id}"
         recorded = self.journal.meta(key)
@@ -408,7 +429,6 @@ class EffectRunner:
             )
             if recorded is None:
                 return False
-            db.execute("DELETE FROM nonces WHERE chain_id = ?", (self.chain_id,))
             db.execute(
                 "UPDATE effects SET state = 'intent', registry = ?, tx_hash = NULL, block_number = NULL,"
                 " block_hash = NULL, gas_used = NULL, updated_at = ? WHERE chain_id = ?",

@@ -68,12 +68,6 @@ CREATE TABLE txs (
     created_at REAL NOT NULL
 );
 CREATE INDEX txs_effect ON txs (effect_id);
-CREATE TABLE nonces (
-    chain_id INTEGER NOT NULL,
-    sender TEXT NOT NULL,
-    next_nonce INTEGER NOT NULL,
-    PRIMARY KEY (chain_id, sender)
-);
 """
 
 

@@ -1,0 +1,126 @@
+"""`anchor submit|flush|status`: the journal, for anchoring many manifests in few transactions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from anchor.cli.output import JsonFlag, emit
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(submit)
+    app.command()(flush)
+    app.command()(status)
+
+
+def _settings(ctx: typer.Context):  # type: ignore[no-untyped-def]
+    return ctx.find_root().obj["settings"]
+
+
+def submit(
+    ctx: typer.Context,
+    paths: Annotated[list[Path], typer.Argument(help="Files or directories to journal for anchoring.")],
+    idempotency_key: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--idempotency-key", help="Reusing a key with other content is refused."),
+    ] = None,
+    json: JsonFlag = False,
+) -> None:
+    """Journal PATHS for the next batch; nothing is sent until `anchor flush`."""
+    from anchor.anchoring import default_proof_path
+    from anchor.errors import BadInput
+    from anchor.journal.service import AnchorService
+    from anchor.journal.submit import Submission
+    from anchor.manifest.filetree import hash_tree
+
+    if idempotency_key is not None and len(paths) != 1:
+        raise BadInput("--idempotency-key names one submission: give one PATH", detail={"field": "idempotency_key"})
+    subs = []
+    for path in paths:
+        tree = hash_tree(path)
+        subs.append(
+            Submission(tree.identity(), {"files": tree.files_json()}, idempotency_key, default_proof_path(path))
+        )
+    service = AnchorService.open(_settings(ctx))
+    try:
+        done = service.submit(subs)
+    finally:
+        service.close()
+    rows = [
+        {"path": str(p), "manifest_digest": "0x" + s.digest.hex(), "state": s.state, "duplicate": s.duplicate}
+        for p, s in zip(paths, done, strict=True)
+    ]
+    emit(
+        ctx,
+        json,
+        {"submitted": rows},
+        [f"{r['manifest_digest']}  {r['path']}  {'duplicate, ' if r['duplicate'] else ''}{r['state']}" for r in rows],
+    )
+
+
+def flush(
+    ctx: typer.Context,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1, max=65536, help="Items per batch root.")] = 256,
+    json: JsonFlag = False,
+) -> None:
+    """Batch every pending item, anchor the batches, and wait for their confirmation."""
+    from rich.progress import Progress
+
+    from anchor.cli.output import wants_json
+    from anchor.journal.service import AnchorService
+
+    service = AnchorService.open(_settings(ctx))
+    try:
+        if wants_json(ctx, json):
+            report = service.flush(batch_size)
+        else:
+            with Progress(transient=True) as bar:
+                task = bar.add_task("anchoring batches", total=None)
+                report = service.flush(
+                    batch_size, progress=lambda done, total: bar.update(task, completed=done, total=total)
+                )
+        state = service.status()
+    finally:
+        service.close()
+    emit(
+        ctx,
+        json,
+        {
+            "confirmed_effects": len(report.confirmed),
+            "reanchored": len(report.reanchored),
+            "fee_bumps": report.fee_bumps,
+            "chain_reset": report.chain_reset,
+            **state.to_json(),
+        },
+        [
+            f"confirmed {len(report.confirmed)} effects"
+            + (f", re-anchored {len(report.reanchored)}" if report.reanchored else "")
+            + (f", {report.fee_bumps} fee bumps" if report.fee_bumps else ""),
+            f"items: {state.items}",
+        ],
+    )
+
+
+def status(ctx: typer.Context, json: JsonFlag = False) -> None:
+    """What is pending, in flight and confirmed, with the latest transactions."""
+    from anchor.journal.service import AnchorService
+
+    service = AnchorService.open(_settings(ctx))
+    try:
+        state = service.status()
+    finally:
+        service.close()
+    lines = [
+        f"chain {state.chain_id}",
+        f"  items:   pending {state.items['pending']}, in flight {state.items['batched']},"
+        f" confirmed {state.items['confirmed']}",
+        f"  effects: {', '.join(f'{k} {v}' for k, v in state.effects.items())}",
+    ]
+    lines += [
+        f"  #{r['id']} {r['kind']} {r['key'][:18]}… {r['state']} tx {r['tx_hash'] or '-'} block {r['block_number']}"
+        for r in state.recent
+    ]
+    emit(ctx, json, state.to_json(), lines)

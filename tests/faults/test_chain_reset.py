@@ -1,0 +1,54 @@
+"""The local chain restarted without its state: stale proofs say so, reconciliation anchors again."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from anchor.errors import ExitCode
+from tests.conftest import Chain
+from tests.journal_helpers import assert_exactly_once
+
+
+def test_a_chain_reset_is_detected_and_everything_is_anchored_again(
+    fresh_chain: Chain, bundle: Path, tmp_path: Path
+) -> None:
+    fresh_chain.cli("deploy", check=True)
+    first = json.loads(fresh_chain.cli("anchor", str(bundle), "--json", check=True).stdout)
+    proof = bundle.with_name("bundle.anchor.json")
+    stale = tmp_path / "stale.anchor.json"
+    shutil.copy(proof, stale)
+    block_hash_before = _block_hash(fresh_chain)
+    written_before = proof.stat().st_mtime_ns
+
+    fresh_chain.cli("chain", "down", check=True)
+    (fresh_chain.data_dir / "chain" / "state.json").unlink()  # the chain forgets everything
+    fresh_chain.cli("chain", "up", check=True)
+
+    gone = fresh_chain.cli("verify", str(bundle), "--proof", str(stale))
+    assert gone.returncode == ExitCode.DEPLOYMENT_MISMATCH and "was the chain reset?" in gone.stderr
+    fresh_chain.cli("deploy", check=True)  # a new registry where the old one was
+    missing = fresh_chain.cli("verify", str(bundle), "--proof", str(stale))
+    assert missing.returncode == ExitCode.NOT_ANCHORED, missing.stderr
+    assert f"root {first['proof']['batch']['root']} is not anchored" in missing.stderr
+
+    flushed = json.loads(fresh_chain.cli("flush", "--json", check=True).stdout)
+    assert flushed["chain_reset"] is True and flushed["reanchored"] + flushed["confirmed_effects"] >= 1
+    # anchored again in a block of the new chain; the proof was rewritten (the signed bytes, and so the
+    # tx hash, can be identical: same key, same nonce, same fees on a fresh deterministic chain)
+    assert _block_hash(fresh_chain) != block_hash_before
+    assert proof.stat().st_mtime_ns > written_before
+    assert json.loads(proof.read_text())["batch"]["root"] == first["proof"]["batch"]["root"]
+    assert fresh_chain.cli("verify", str(bundle)).returncode == ExitCode.OK
+    assert_exactly_once(fresh_chain.node.rpc_url, fresh_chain.data_dir, 1)
+
+
+def _block_hash(chain: Chain) -> bytes:
+    from anchor.journal.store import open_journal
+
+    journal = open_journal(chain.data_dir)
+    try:
+        return bytes(journal.db.execute("SELECT block_hash FROM effects").fetchone()[0])
+    finally:
+        journal.close()

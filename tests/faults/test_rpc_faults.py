@@ -1,0 +1,77 @@
+"""RPC faults (5xx, stalls, refused connections): bounded retries with backoff, then a typed error;
+the journal stays intact and the next run finishes the work."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from anchor.errors import ExitCode
+from tests.conftest import Chain
+from tests.faults.rpc_proxy import FaultyProxy
+from tests.journal_helpers import assert_exactly_once
+
+FAST_RETRIES = {"ANCHOR_RPC_RETRIES": "3", "ANCHOR_RPC_BACKOFF_S": "0.05", "ANCHOR_RPC_TIMEOUT_S": "0.5"}
+
+
+@pytest.fixture
+def proxy(fresh_chain: Chain) -> Iterator[FaultyProxy]:
+    fresh_chain.cli("deploy", check=True)
+    faulty = FaultyProxy(fresh_chain.node.rpc_url)
+    yield faulty
+    faulty.stop()
+
+
+def _cli(chain: Chain, proxy: FaultyProxy, *args: str) -> tuple[int, str, str, float]:
+    import subprocess
+
+    from tests.conftest import ANCHOR_BIN
+
+    env = {**chain.env(), **FAST_RETRIES, "ANCHOR_RPC_URL": proxy.url}
+    start = time.monotonic()
+    result = subprocess.run([str(ANCHOR_BIN), *args], env=env, capture_output=True, text=True, timeout=120)
+    return result.returncode, result.stdout, result.stderr, time.monotonic() - start
+
+
+def _status(chain: Chain, proxy: FaultyProxy) -> dict[str, int]:
+    return dict(json.loads(_cli(chain, proxy, "status", "--json")[1])["items"])
+
+
+def test_a_few_5xx_answers_are_absorbed_by_retries(fresh_chain: Chain, proxy: FaultyProxy, bundle: Path) -> None:
+    proxy.fail_next = 2
+    code, _, err, _ = _cli(fresh_chain, proxy, "anchor", str(bundle))
+    assert code == ExitCode.OK, err
+    assert proxy.faults == 2
+
+
+@pytest.mark.parametrize("mode", ["503", "stall"])
+def test_a_failing_endpoint_gives_a_typed_error_then_the_next_run_finishes(
+    fresh_chain: Chain, proxy: FaultyProxy, bundle: Path, mode: str
+) -> None:
+    assert _cli(fresh_chain, proxy, "submit", str(bundle))[0] == ExitCode.OK
+    proxy.mode, proxy.methods = mode, {"eth_sendRawTransaction", "eth_getTransactionReceipt"}
+    code, _, err, took = _cli(fresh_chain, proxy, "flush")
+    assert code == ExitCode.CHAIN_UNREACHABLE, err
+    assert "failed 4 times" in err  # 1 try + 3 retries, then the typed error
+    assert took < 30
+    proxy.mode = "ok"
+    assert _status(fresh_chain, proxy) == {"pending": 0, "batched": 1, "confirmed": 0}  # journal intact
+    assert _cli(fresh_chain, proxy, "flush")[0] == ExitCode.OK
+    assert_exactly_once(fresh_chain.node.rpc_url, fresh_chain.data_dir, 1)
+
+
+def test_a_refused_connection_gives_a_typed_error_then_the_next_run_finishes(
+    fresh_chain: Chain, proxy: FaultyProxy, bundle: Path
+) -> None:
+    assert _cli(fresh_chain, proxy, "submit", str(bundle))[0] == ExitCode.OK
+    proxy.stop()
+    code, _, err, _ = _cli(fresh_chain, proxy, "flush")
+    assert code == ExitCode.CHAIN_UNREACHABLE and "ConnectionError" in err
+    proxy.start()
+    assert _status(fresh_chain, proxy) == {"pending": 1, "batched": 0, "confirmed": 0}
+    assert _cli(fresh_chain, proxy, "flush")[0] == ExitCode.OK
+    assert_exactly_once(fresh_chain.node.rpc_url, fresh_chain.data_dir, 1)

@@ -1,0 +1,159 @@
+"""The journal and the effect protocol against a real anvil."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from anchor.chain.node import rpc_call
+from anchor.errors import Conflict, ExitCode
+from anchor.journal.effects import RunnerConfig
+from anchor.journal.service import AnchorService
+from anchor.journal.store import Journal, JournalError, open_journal
+from anchor.journal.submit import Submission, submit
+from tests.conftest import Chain
+from tests.journal_helpers import assert_exactly_once, unique_submissions
+
+
+def test_same_manifest_twice_is_one_record_marked_duplicate(tmp_path: Path) -> None:
+    journal = open_journal(tmp_path)
+    sub = unique_submissions(1)[0]
+    first, second = submit(journal, 31337, sub), submit(journal, 31337, sub)
+    assert (first.duplicate, second.duplicate, first.item_id) == (False, True, second.item_id)
+    assert journal.db.execute("SELECT count(*) FROM items").fetchone()[0] == 1
+
+
+def test_idempotency_key_reused_with_another_payload_is_a_conflict(tmp_path: Path) -> None:
+    journal = open_journal(tmp_path)
+    a, b = unique_submissions(2)
+    submit(journal, 31337, Submission(a.identity, a.payload, idempotency_key="run-7"))
+    again = submit(journal, 31337, Submission(a.identity, a.payload, idempotency_key="run-7"))
+    assert again.duplicate
+    with pytest.raises(Conflict, match="run-7"):
+        submit(journal, 31337, Submission(b.identity, b.payload, idempotency_key="run-7"))
+    assert journal.db.execute("SELECT count(*) FROM items").fetchone()[0] == 1
+
+
+def test_journal_durability_settings_and_schema_version_are_enforced(tmp_path: Path) -> None:
+    journal = open_journal(tmp_path)
+    pragmas = [
+        journal.db.execute(f"PRAGMA {name}").fetchone()[0] for name in ("journal_mode", "synchronous", "foreign_keys")
+    ]
+    assert pragmas == ["wal", 2, 1]  # synchronous 2 = FULL
+    journal.close()
+    db = sqlite3.connect(tmp_path / "journal.sqlite")
+    db.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    db.commit()
+    db.close()
+    with pytest.raises(JournalError, match="schema version 99"):
+        Journal(tmp_path / "journal.sqlite")
+
+
+def test_items_are_batched_and_each_root_lands_on_chain_once(fresh_chain: Chain) -> None:
+    fresh_chain.cli("deploy", check=True)
+    service = AnchorService.open(fresh_chain.settings)
+    service.submit(unique_submissions(20))
+    report = service.flush(max_items=8)
+    service.close()
+    assert len(report.confirmed) == 3  # 8 + 8 + 4
+    counts = assert_exactly_once(fresh_chain.node.rpc_url, fresh_chain.data_dir, 20)
+    assert counts == {"roots": 3, "items": 20}
+
+
+def test_every_batched_item_gets_a_proof_that_verifies(fresh_chain: Chain, tmp_path: Path) -> None:
+    fresh_chain.cli("deploy", check=True)
+    bundles = []
+    for i in range(5):
+        target = tmp_path / f"b{i}"
+        target.mkdir()
+        (target / "result.txt").write_text(f"result {i}")
+        bundles.append(str(target))
+    fresh_chain.cli("submit", *bundles, check=True)
+    flushed = json.loads(fresh_chain.cli("flush", "--batch-size", "2", "--json", check=True).stdout)
+    assert flushed["confirmed_effects"] == 3 and flushed["items"]["confirmed"] == 5
+    for bundle in bundles:
+        assert fresh_chain.cli("verify", bundle).returncode == ExitCode.OK
+    status = json.loads(fresh_chain.cli("status", "--json", check=True).stdout)
+    assert status["effects"]["confirmed"] == 3 and status["items"]["pending"] == 0
+
+
+def test_a_lineage_effect_is_anchored_once_and_conflicting_fields_are_refused(fresh_chain: Chain) -> None:
+    fresh_chain.cli("deploy", check=True)
+    service = AnchorService.open(fresh_chain.settings)
+    commit, parent = bytes.fromhex("aa" * 20).ljust(32, b"\0"), bytes.fromhex("bb" * 20).ljust(32, b"\0")
+    first = service.runner.open_lineage(commit, parent, b"\1" * 32, b"\2" * 32, True)
+    assert service.runner.open_lineage(commit, parent, b"\1" * 32, b"\2" * 32, True) == first
+    service.runner.run()
+    record = service.registry.lineage(commit)
+    assert record is not None and record.kept and record.parent == "0x" + parent.hex()
+    with pytest.raises(Conflict):
+        service.runner.open_lineage(commit, parent, b"\1" * 32, b"\3" * 32, True)
+    service.close()
+
+
+def test_a_transaction_stuck_below_the_fee_market_is_replaced_with_a_fee_bump(fresh_chain: Chain) -> None:
+    fresh_chain.cli("deploy", check=True)
+    url = fresh_chain.node.rpc_url
+    service = AnchorService.open(fresh_chain.settings)
+    service.runner.config = RunnerConfig(confirmations=0, stuck_after_s=0.3)
+    service.submit(unique_submissions(1))
+    service.runner.open_batches(256)
+    rpc_call(url, "evm_setAutomine", [False])
+    effect = service.runner.open_effects()[0]
+    service.runner.step(effect)  # signs at the current fees
+    service.runner.step(service.runner.open_effects()[0])  # broadcasts
+    signed = service.journal.db.execute("SELECT max_fee FROM txs").fetchone()["max_fee"]
+    rpc_call(url, "anvil_setNextBlockBaseFeePerGas", [hex(signed * 4)])
+    rpc_call(url, "evm_mine", [])  # the market moved above our max fee: our tx stays out
+    assert (
+        rpc_call(
+            url,
+            "eth_getTransactionReceipt",
+            ["0x" + bytes(service.journal.db.execute("SELECT tx_hash FROM txs").fetchone()[0]).hex()],
+        )
+        is None
+    )
+    time.sleep(0.4)
+    service.runner.step(service.runner.open_effects()[0])  # stuck: replaced at a higher fee
+    service.runner.step(service.runner.open_effects()[0])  # broadcasts the replacement
+    rpc_call(url, "evm_setAutomine", [True])
+    rpc_call(url, "evm_mine", [])
+    report = service.runner.run(deadline_s=30)
+    rows = service.journal.db.execute("SELECT nonce, max_fee, state FROM txs ORDER BY id").fetchall()
+    service.close()
+    assert report.fee_bumps == 1
+    assert [r["state"] for r in rows] == ["replaced", "mined"]
+    assert rows[0]["nonce"] == rows[1]["nonce"] and rows[1]["max_fee"] > rows[0]["max_fee"]
+    assert_exactly_once(url, fresh_chain.data_dir, 1)
+
+
+def test_a_reorged_out_anchor_is_detected_and_anchored_again(
+    fresh_chain: Chain, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fresh_chain.cli("deploy", check=True)
+    url = fresh_chain.node.rpc_url
+    service = AnchorService.open(fresh_chain.settings)
+    service.runner.config = RunnerConfig(confirmations=3)
+    service.submit(unique_submissions(1))
+    service.runner.open_batches(256)
+    snapshot = rpc_call(url, "evm_snapshot", [])
+    for _ in range(4):  # intent -> signed -> broadcast -> mined, not yet 3 deep
+        service.runner.step(service.runner.open_effects()[0])
+    mined = service.runner.open_effects()[0]
+    assert mined["state"] == "mined"
+    rpc_call(url, "evm_revert", [snapshot])  # the block holding our anchor is gone
+    rpc_call(url, "anvil_mine", [hex(5)])  # and other blocks took its height
+    for _ in range(5):  # detects the reorg, anchors again, and is mined again
+        service.runner.step(service.runner.open_effects()[0])
+    assert service.runner.open_effects()[0]["state"] == "mined"
+    rpc_call(url, "anvil_mine", [hex(3)])  # the new anchor gets its 3 confirmations
+    report = service.runner.run(deadline_s=30)
+    final = service.journal.db.execute("SELECT block_hash FROM effects").fetchone()["block_hash"]
+    service.close()
+    assert report.reanchored == [mined["id"]]
+    assert bytes(final) != bytes(mined["block_hash"])
+    assert_exactly_once(url, fresh_chain.data_dir, 1)
