@@ -64,6 +64,7 @@ bench: install
 	$(BIN)/python benchmarks/cli_startup.py
 	$(BIN)/python benchmarks/gas_report.py
 	$(BIN)/python benchmarks/hash_bench.py
+	$(BIN)/python benchmarks/anchor_bench.py
 
 clean:
 	rm -rf foundry/out foundry/cache .anchor/demo

@@ -66,3 +66,12 @@ def assert_exactly_once(rpc_url: str, data_dir: Path, expected_items: int) -> di
     for root, digests in batches.items():
         assert "0x" + BatchTree.build(digests).root.hex() == root
     return {"roots": len(on_chain), "items": len(all_items)}
+
+
+def journal_value(data_dir: Path, sql: str) -> Any:
+    """The first column of the first row of `sql` on the journal of `data_dir`."""
+    journal = open_journal(data_dir)
+    try:
+        return journal.db.execute(sql).fetchone()[0]
+    finally:
+        journal.close()

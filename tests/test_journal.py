@@ -157,3 +157,42 @@ def test_a_reorged_out_anchor_is_detected_and_anchored_again(
     assert report.reanchored == [mined["id"]]
     assert bytes(final) != bytes(mined["block_hash"])
     assert_exactly_once(url, fresh_chain.data_dir, 1)
+
+
+def test_a_batched_proof_verifies_with_only_an_rpc_url_and_with_cast_alone(fresh_chain: Chain, tmp_path: Path) -> None:
+    import subprocess
+
+    from tests.conftest import ANCHOR_BIN, ROOT
+
+    fresh_chain.cli("deploy", check=True)
+    bundles = []
+    for i in range(6):
+        (tmp_path / f"b{i}").mkdir()
+        (tmp_path / f"b{i}" / "out.txt").write_text(str(i))
+        bundles.append(str(tmp_path / f"b{i}"))
+    fresh_chain.cli("submit", *bundles, check=True)
+    fresh_chain.cli("flush", check=True)
+    proof_path = tmp_path / "b3.anchor.json"
+    proof = json.loads(proof_path.read_text())
+    assert len(proof["batch"]["proof"]) >= 2  # a real Merkle path, not a batch of one
+
+    # our CLI with nothing but the proof and an RPC URL: an empty data directory, no deployment record
+    env = {k: v for k, v in fresh_chain.env().items() if k != "ANCHOR_DATA_DIR"}
+    env["ANCHOR_DATA_DIR"] = str(tmp_path / "empty-data-dir")
+    alone = subprocess.run(
+        [str(ANCHOR_BIN), "--rpc-url", fresh_chain.node.rpc_url, "verify", bundles[3], "--json"],
+        env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert json.loads(alone.stdout)["verified"] is True
+
+    # public tools alone: cast and the registry's inclusion view
+    out = subprocess.run(
+        [
+            str(ROOT / "node_modules" / ".bin" / "cast"), "call", proof["anchor"]["registry"],
+            "verifyInclusion(bytes32,bytes32[],bytes32)(bool)", proof["batch"]["root"],
+            "[" + ",".join(proof["batch"]["proof"]) + "]", proof["manifest_digest"],
+            "--rpc-url", fresh_chain.node.rpc_url,
+        ],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert out.stdout.strip() == "true"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from anchor.errors import ExitCode
 from tests.conftest import Chain
-from tests.journal_helpers import assert_exactly_once
+from tests.journal_helpers import assert_exactly_once, journal_value
 
 
 def test_a_chain_reset_is_detected_and_everything_is_anchored_again(
@@ -45,10 +45,4 @@ def test_a_chain_reset_is_detected_and_everything_is_anchored_again(
 
 
 def _block_hash(chain: Chain) -> bytes:
-    from anchor.journal.store import open_journal
-
-    journal = open_journal(chain.data_dir)
-    try:
-        return bytes(journal.db.execute("SELECT block_hash FROM effects").fetchone()[0])
-    finally:
-        journal.close()
+    return bytes(journal_value(chain.data_dir, "SELECT block_hash FROM effects"))

@@ -14,7 +14,7 @@ import pytest
 
 from anchor.journal.faults import SEAMS
 from tests.conftest import ROOT, Chain, _start
-from tests.journal_helpers import assert_exactly_once
+from tests.journal_helpers import assert_exactly_once, journal_value
 
 RUNS_PER_SEAM = 20
 ITEMS_PER_RUN = 6
@@ -50,9 +50,11 @@ def _child(chain: Chain, mode: str, fault: str | None) -> subprocess.CompletedPr
 @pytest.mark.parametrize("seam", SEAMS)
 def test_sigkill_at_seam_never_loses_or_duplicates_an_anchor(seam: str, crash_chain: Chain) -> None:
     rng = random.Random(f"{seam}-{os.getpid()}")
-    journal_items = assert_exactly_once(crash_chain.node.rpc_url, crash_chain.data_dir, _confirmed(crash_chain))[
-        "items"
-    ]
+    journal_items = assert_exactly_once(
+        crash_chain.node.rpc_url,
+        crash_chain.data_dir,
+        int(journal_value(crash_chain.data_dir, "SELECT count(*) FROM items")),
+    )["items"]
     kills = 0
     for _ in range(RUNS_PER_SEAM):
         nth = rng.randint(1, 3)
@@ -64,13 +66,3 @@ def test_sigkill_at_seam_never_loses_or_duplicates_an_anchor(seam: str, crash_ch
         journal_items += ITEMS_PER_RUN
         assert_exactly_once(crash_chain.node.rpc_url, crash_chain.data_dir, journal_items)
     assert kills == RUNS_PER_SEAM
-
-
-def _confirmed(chain: Chain) -> int:
-    from anchor.journal.store import open_journal
-
-    journal = open_journal(chain.data_dir)
-    try:
-        return int(journal.db.execute("SELECT count(*) FROM items").fetchone()[0])
-    finally:
-        journal.close()
