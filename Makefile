@@ -7,7 +7,6 @@ BIN := $(VENV)/bin
 ANCHOR := $(BIN)/anchor
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 DEMO_DATA := $(CURDIR)/.anchor/demo
-DEMO_PROOF := $(DEMO_DATA)/bundle.anchor.json
 
 .PHONY: install demo test test-forge test-python lint fmt snapshot bench clean
 
@@ -23,16 +22,9 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-## The main job on the embedded local chain: start it, deploy, hash + anchor the example, verify.
+## The main job on the embedded local chain: bundle anchored and verified, then a research search.
 demo: install
-	@export ANCHOR_DATA_DIR=$(DEMO_DATA); set -e; \
-	$(ANCHOR) chain up; \
-	$(ANCHOR) deploy; \
-	$(ANCHOR) hash examples/bundle; \
-	$(ANCHOR) anchor examples/bundle --proof $(DEMO_PROOF); \
-	$(ANCHOR) verify examples/bundle --proof $(DEMO_PROOF); \
-	$(ANCHOR) lookup examples/bundle; \
-	$(ANCHOR) chain down
+	ANCHOR_DATA_DIR=$(DEMO_DATA) bash examples/demo.sh
 
 test: install test-forge test-python
 

@@ -91,6 +91,8 @@ def test_unknown_spec_field_and_out_of_order_milestones_are_refused(tmp_path: Pa
         ("2.5e-18", "0.000000000000000002"),  # half to even
         ("3.5e-18", "0.000000000000000004"),
         ("1E+3", "1000"),
+        (1796011992082998643, "1796011992082998643"),  # more digits than Decimal's default precision
+        ("-12345678901234567890.123456789012345678", "-12345678901234567890.123456789012345678"),
     ],
 )
 def test_metric_values_are_rounded_to_18_decimals_half_to_even(value: object, text: str) -> None:

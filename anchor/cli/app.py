@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from anchor.cli import chain_cmds, data_cmds, deploy_cmds, journal_cmds
+from anchor.cli import chain_cmds, data_cmds, deploy_cmds, journal_cmds, research_cmds
 
 HELP = """Anchor: tamper-evident, on-chain-anchored provenance for research results.
 
@@ -36,6 +36,7 @@ app.add_typer(chain_cmds.app, name="chain")
 deploy_cmds.register(app)
 data_cmds.register(app)
 journal_cmds.register(app)
+research_cmds.register(app)
 
 
 @app.callback()

@@ -9,7 +9,7 @@ scaled to 18 decimals (round half to even); non-finite values have no hash and a
 from __future__ import annotations
 
 import math
-from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
+from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation, localcontext
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -21,6 +21,8 @@ COMMIT = r"^([0-9a-f]{40}|[0-9a-f]{64})$"
 SCALE = 18
 MODE_CODES = {"min": 0, "max": 1}
 ZERO_HASH = "0" * 64
+_DIGITS = 100
+"""Decimal precision for metric arithmetic: an int256 at 18 decimals has at most 77 digits."""
 
 
 def canonical_decimal(value: object, field: str = "metric.value") -> str:
@@ -37,12 +39,16 @@ def canonical_decimal(value: object, field: str = "metric.value") -> str:
         number = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
         if not number.is_finite():
             raise BadInput(f"{field}: {value} is not finite and has no metric hash", detail={"field": field})
-        rounded = number.quantize(Decimal(1).scaleb(-SCALE), rounding=ROUND_HALF_EVEN)
+        # an int256 at 18 decimals has at most 77 digits; the default context keeps only 28
+        with localcontext(prec=_DIGITS):
+            rounded = number.quantize(Decimal(1).scaleb(-SCALE), rounding=ROUND_HALF_EVEN)
     except InvalidOperation:
         raise BadInput(f"{field}: {value!r} is not a number in range", detail={"field": field}) from None
-    if abs(int(rounded.scaleb(SCALE))) >= 2**255:
+    with localcontext(prec=_DIGITS):
+        scaled = int(rounded.scaleb(SCALE))
+        text = format(rounded.normalize(), "f")
+    if abs(scaled) >= 2**255:
         raise BadInput(f"{field}: {value} does not fit an int256 at 18 decimals", detail={"field": field})
-    text = format(rounded.normalize(), "f")
     return "0" if text in ("-0", "0") else text
 
 
@@ -66,7 +72,8 @@ class Metric(BaseModel):
         return validated(cls, {"name": name, "mode": mode, "value": canonical_decimal(value)}, "metric")
 
     def scaled(self) -> int:
-        return int(Decimal(self.value).scaleb(SCALE))
+        with localcontext(prec=_DIGITS):
+            return int(Decimal(self.value).scaleb(SCALE))
 
     def hash(self) -> bytes:
         from eth_abi import encode

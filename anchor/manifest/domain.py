@@ -21,6 +21,7 @@ class Domain(StrEnum):
     BUNDLE_MANIFEST = "anchor.manifest.v1 bundle-manifest"
     ATTEMPT_MANIFEST = "anchor.manifest.v1 attempt-manifest"
     LEDGER_ENTRY = "anchor.manifest.v1 ledger-entry"
+    LEDGER_HEAD = "anchor.manifest.v1 ledger-head"
 
 
 def tagged(domain: Domain, data: bytes) -> bytes:

@@ -16,6 +16,7 @@ _DOMAINS = {
     "filetree": Domain.FILETREE_MANIFEST,
     "bundle": Domain.BUNDLE_MANIFEST,
     "attempt": Domain.ATTEMPT_MANIFEST,
+    "ledger": Domain.LEDGER_HEAD,
 }
 
 
@@ -54,6 +55,15 @@ def validate_identity(identity: object, source: str = "manifest") -> dict[str, A
                 raise BadInput(
                     f"{source}: {field} must be an integer in [0, 2^53)", detail={"field": f"manifest.{field}"}
                 )
+        return identity
+    if kind == "ledger":
+        expected = {"kind", "version", "head", "length"}
+        if set(identity) != expected or identity["version"] != 1 or not is_hex64(identity["head"]):
+            raise BadInput(
+                f"{source}: a ledger identity is {sorted(expected)} with a 64-hex head", detail={"field": "manifest"}
+            )
+        if not isinstance(identity["length"], int) or isinstance(identity["length"], bool) or identity["length"] < 0:
+            raise BadInput(f"{source}: length must be a non-negative integer", detail={"field": "manifest.length"})
         return identity
     model: Any = {"bundle": BundleManifest, "attempt": AttemptManifest}.get(str(kind))
     if model is None:

@@ -1,0 +1,163 @@
+"""`anchor research run|verify|report` and `anchor lineage`: the research runtime."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from anchor.cli.output import JsonFlag, emit
+
+app = typer.Typer(help="Run, verify and report a keep/reset research search.", no_args_is_help=True)
+
+WorkdirOpt = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option("--workdir", help="Ledger, runs and clones (default: <data dir>/research)."),
+]
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="research")
+    root.command()(lineage)
+
+
+def _workdir(ctx: typer.Context, workdir: Path | None) -> Path:
+    return (workdir or ctx.find_root().obj["settings"].data_dir / "research").resolve()
+
+
+@app.command()
+def run(
+    ctx: typer.Context,
+    repo: Annotated[Path, typer.Option("--repo", help="The git repository to search in.")],
+    contract: Annotated[Path, typer.Option("--contract", help="The attempt contract (TOML).")],
+    workdir: WorkdirOpt = None,
+    max_attempts: Annotated[int, typer.Option(min=1, help="Stop after this many attempts (baseline included).")] = 20,
+    budget_minutes: Annotated[float, typer.Option(min=0.01, help="Stop after this much wall-clock time.")] = 60.0,
+    max_failures: Annotated[int, typer.Option(min=1, help="Stop after this many consecutive failures.")] = 5,
+    seed: Annotated[int, typer.Option(help="Seed of the built-in parameter search.")] = 0,
+    propose: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--propose", help="External proposer command, run in the repo (fenced by the guard)."),
+    ] = None,
+    researchers: Annotated[
+        int, typer.Option(min=1, max=64, help="Researchers in parallel, each in its own clone.")
+    ] = 1,
+    researcher: Annotated[str, typer.Option(help="This researcher's id.")] = "r0",
+    no_anchor: Annotated[bool, typer.Option("--no-anchor", help="Only run and ledger; anchor later.")] = False,
+    json: JsonFlag = False,
+) -> None:
+    """Search: baseline, then propose → commit → measure → keep or reset, every attempt ledgered and anchored."""
+    from anchor.research.anchoring import anchor_search, contract_digest, preregister
+    from anchor.research.contract import load_contract
+    from anchor.research.git import Repo
+    from anchor.research.ledger import Ledger
+    from anchor.research.loop import Search, SearchLimits
+    from anchor.research.proposers import CommandProposer, ParamSearch
+
+    settings = ctx.find_root().obj["settings"]
+    work = _workdir(ctx, workdir)
+    terms, _ = load_contract(contract)
+    ledger = Ledger(work / "ledger.jsonl")
+    if no_anchor:
+        digest = contract_digest(contract)
+    else:
+        digest = preregister(settings, contract.resolve(), work / "contract.anchor.json")
+    limits = SearchLimits(max_attempts, budget_minutes * 60, max_failures)
+    if researchers == 1:
+        proposer = (
+            CommandProposer(propose, terms.editable) if propose else ParamSearch(terms.editable[0], seed, researcher)
+        )
+        summaries = [
+            Search(Repo(repo.resolve()), terms, digest, ledger, work, proposer, researcher, limits).run().__dict__
+        ]
+    else:
+        summaries = _run_parallel(ctx, repo.resolve(), contract.resolve(), work, researchers, locals())
+    anchored = None if no_anchor else anchor_search(settings, ledger)
+    lines = [
+        f"{s['researcher']}: measured {s['measured']}, rejected {s['rejected']}, stopped: {s['stopped_because']};"
+        f" champion {str(s['champion'])[:12]} ({s['champion_metric']})"
+        for s in summaries
+    ]
+    if anchored:
+        lines.append(
+            f"anchored {anchored['attempts']} attempts ({anchored['kept']} kept, with lineage records)"
+            f" and ledger head {anchored['ledger_head'][:16]}… of {anchored['ledger_length']} entries"
+        )
+    emit(ctx, json, {"researchers": summaries, "anchored": anchored, "contract_digest": digest}, lines)
+
+
+def _run_parallel(
+    ctx: typer.Context, repo: Path, contract: Path, work: Path, n: int, opts: dict[str, Any]
+) -> list[Any]:
+    """N researchers, each a child process in a clean clone of `repo`, sharing one ledger."""
+    import json as jsonlib
+
+    children = []
+    for k in range(n):
+        clone = work / "clones" / f"r{k}"
+        if not clone.exists():
+            clone.parent.mkdir(parents=True, exist_ok=True)
+            subprocess.run(["git", "clone", "--quiet", str(repo), str(clone)], check=True)
+        argv = [
+            sys.executable, "-m", "anchor", "--json", "research", "run", "--repo", str(clone),
+            "--contract", str(contract), "--workdir", str(work), "--researcher", f"r{k}", "--no-anchor",
+            "--max-attempts", str(opts["max_attempts"]), "--budget-minutes", str(opts["budget_minutes"]),
+            "--max-failures", str(opts["max_failures"]), "--seed", str(opts["seed"]),
+        ]  # fmt: skip
+        if opts["propose"]:
+            argv += ["--propose", opts["propose"]]
+        env = {**os.environ, "ANCHOR_DATA_DIR": str(ctx.find_root().obj["settings"].data_dir)}
+        children.append(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env))
+    summaries = []
+    for child in children:
+        out, err = child.communicate()
+        if child.returncode != 0:
+            from anchor.errors import AnchorError
+
+            raise AnchorError(f"a researcher failed ({child.returncode}): {err.decode()[-500:]}")
+        summaries += jsonlib.loads(out)["researchers"]
+    return summaries
+
+
+@app.command()
+def verify(ctx: typer.Context, workdir: WorkdirOpt = None, json: JsonFlag = False) -> None:
+    """Check the ledger's hash chain; an edited, deleted or reordered entry is named (exit 4)."""
+    from anchor.research.ledger import Ledger
+
+    path = _workdir(ctx, workdir) / "ledger.jsonl"
+    result = Ledger(path).verify()
+    emit(
+        ctx, json, {"ledger": str(path), **result}, [f"OK: {path}: {result['entries']} entries, head {result['head']}"]
+    )
+
+
+@app.command()
+def report(ctx: typer.Context, workdir: WorkdirOpt = None, json: JsonFlag = False) -> None:
+    """Summarise a search: attempts, kept, failures, best metric over attempts, trials behind the champion."""
+    from anchor.research.ledger import Ledger
+    from anchor.research.report import summarise
+
+    ledger = Ledger(_workdir(ctx, workdir) / "ledger.jsonl")
+    ledger.verify()
+    data, lines = summarise(ledger.entries())
+    emit(ctx, json, data, lines)
+
+
+def lineage(
+    ctx: typer.Context,
+    commit: Annotated[str, typer.Argument(help="An attempt commit (a unique prefix is enough).")],
+    workdir: WorkdirOpt = None,
+    json: JsonFlag = False,
+) -> None:
+    """Print the attempt tree around COMMIT with the champion chain marked, checked against the chain."""
+    from anchor.research.ledger import Ledger
+    from anchor.research.report import lineage_tree
+
+    ledger = Ledger(_workdir(ctx, workdir) / "ledger.jsonl")
+    ledger.verify()
+    data, lines = lineage_tree(ledger.entries(), commit, ctx.find_root().obj["settings"])
+    emit(ctx, json, data, lines)

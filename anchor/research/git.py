@@ -1,0 +1,86 @@
+"""The few git operations the loop needs, through the git CLI (the real thing, no library)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from anchor.errors import AnchorError, BadInput
+
+# Attempt commits are the harness's, not a person's: a fixed identity unless the environment sets one.
+_IDENTITY = {
+    name: os.environ.get(name, value)
+    for name, value in (
+        ("GIT_AUTHOR_NAME", "anchor-research"),
+        ("GIT_AUTHOR_EMAIL", "research@anchor.invalid"),
+        ("GIT_COMMITTER_NAME", "anchor-research"),
+        ("GIT_COMMITTER_EMAIL", "research@anchor.invalid"),
+    )
+}
+
+
+class GitError(AnchorError):
+    code = "git"
+
+
+class Repo:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        if not (path / ".git").exists():
+            raise BadInput(f"{path}: not a git repository (no .git)", detail={"field": "repo"})
+
+    def git(self, *args: str, env: dict[str, str] | None = None, check: bool = True) -> str:
+        result = subprocess.run(
+            ["git", "-C", str(self.path), *args],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **(env or {}), "GIT_TERMINAL_PROMPT": "0"},
+        )
+        if check and result.returncode != 0:
+            raise GitError(
+                f"git {' '.join(args)} failed: {result.stderr.strip()[:500]}", detail={"repo": str(self.path)}
+            )
+        return result.stdout
+
+    def head(self) -> str:
+        return self.git("rev-parse", "HEAD").strip()
+
+    def parent_of(self, commit: str) -> str | None:
+        out = self.git("rev-parse", "--verify", "--quiet", f"{commit}^", check=False).strip()
+        return out or None
+
+    def dirty(self) -> list[str]:
+        """Every path with a change against HEAD: modified, staged, deleted or untracked."""
+        out = self.git("status", "--porcelain=v1", "-z", "--untracked-files=all")
+        paths = []
+        entries = out.split("\0")
+        i = 0
+        while i < len(entries):
+            entry = entries[i]
+            if len(entry) > 3:
+                paths.append(entry[3:])
+                if entry[0] in "RC":  # a rename carries its old name in the next field
+                    i += 1
+            i += 1
+        return sorted(paths)
+
+    def commit_paths(self, paths: tuple[str, ...], message: str, when: str) -> str:
+        """Commit exactly `paths` with a fixed date, so the same change from the same parent is the same
+        commit (dedup by commit then also catches a proposal made twice)."""
+        self.git("add", "--", *paths)
+        stamp = {"GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when, **_IDENTITY}
+        self.git("commit", "--quiet", "--no-verify", "-m", message, "--", *paths, env=stamp)
+        return self.head()
+
+    def reset_hard(self, commit: str) -> None:
+        self.git("reset", "--quiet", "--hard", commit)
+        self.git("clean", "-fdq")
+
+    def diff(self, parent: str, commit: str, paths: tuple[str, ...]) -> bytes:
+        result = subprocess.run(
+            ["git", "-C", str(self.path), "diff", "--binary", parent, commit, "--", *paths], capture_output=True
+        )
+        if result.returncode != 0:
+            raise GitError(f"git diff {parent[:12]} {commit[:12]} failed", detail={"repo": str(self.path)})
+        return result.stdout

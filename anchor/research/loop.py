@@ -1,0 +1,223 @@
+"""The keep/reset search loop of one researcher.
+
+A baseline first; then, until a stop rule fires: propose, fence, commit, dedup, measure under the
+contract's bounds, keep only on strict improvement by `min_improvement`, otherwise reset hard to the
+champion. Every measured attempt is a ledger entry before anything else happens; a search killed at
+any point resumes from the ledger without measuring a scored commit twice.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from decimal import Decimal, localcontext
+from pathlib import Path
+from typing import Any
+
+import blake3
+
+from anchor.manifest.attempt import AttemptManifest, Metric
+from anchor.research.contract import AttemptContract
+from anchor.research.git import Repo
+from anchor.research.guard import GuardError, check_committed, check_fence, check_unscored
+from anchor.research.ledger import Ledger
+from anchor.research.metrics import read_claims, read_metric
+from anchor.research.proposers import Proposer
+from anchor.research.runner import run_command
+
+NO_PARENT = "0" * 40
+"""The baseline has no champion before it."""
+COMMIT_DATE = "2026-01-01T00:00:00+00:00"
+"""Attempt commits carry a fixed date: the same change from the same champion is the same commit."""
+
+
+@dataclass(frozen=True, slots=True)
+class SearchLimits:
+    max_attempts: int = 20
+    budget_s: float = 3600.0
+    max_consecutive_failures: int = 5
+
+
+@dataclass
+class SearchSummary:
+    researcher: str
+    measured: int = 0
+    rejected: int = 0
+    stopped_because: str = ""
+    champion: str | None = None
+    champion_metric: str | None = None
+    rejections: list[str] = field(default_factory=list)
+
+
+def is_better(candidate: str, best: str, mode: str, min_improvement: float) -> bool:
+    """Strict improvement by more than `min_improvement` in the contract's direction."""
+    new, old, margin = Decimal(candidate), Decimal(best), Decimal(repr(min_improvement))
+    with localcontext(prec=100):  # exact for any metric value (see anchor.manifest.attempt)
+        return new > old + margin if mode == "max" else new < old - margin
+
+
+class Search:
+    def __init__(
+        self,
+        repo: Repo,
+        contract: AttemptContract,
+        contract_digest: str,
+        ledger: Ledger,
+        workdir: Path,
+        proposer: Proposer,
+        researcher: str,
+        limits: SearchLimits,
+        on_entry: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        self.repo, self.contract, self.contract_digest = repo, contract, contract_digest
+        self.ledger, self.workdir, self.proposer = ledger, workdir, proposer
+        self.researcher, self.limits, self.on_entry = researcher, limits, on_entry
+
+    # ------------------------------------------------------------------ state from the ledger
+
+    def mine(self) -> list[dict[str, Any]]:
+        return [e for e in self.ledger.entries() if e["researcher"] == self.researcher]
+
+    def champion(self) -> dict[str, Any] | None:
+        kept = [e for e in self.mine() if e["kept"]]
+        return kept[-1] if kept else None
+
+    # ------------------------------------------------------------------ the loop
+
+    def run(self) -> SearchSummary:
+        summary = SearchSummary(self.researcher)
+        start = time.monotonic()
+        failures = 0
+        champion = self.champion()
+        if champion is None and not self.mine():
+            check_committed(self.repo, self.contract.editable)
+            baseline = self.measure(self.repo.head(), NO_PARENT, None)
+            summary.measured += 1
+            champion = baseline if baseline["kept"] else None
+        if champion is None:
+            summary.stopped_because = "the baseline produced no metric"
+            return summary
+        champion = self._resume(champion, summary)
+        while True:
+            mine = self.mine()
+            if len(mine) >= self.limits.max_attempts:
+                summary.stopped_because = f"max attempts ({self.limits.max_attempts})"
+                break
+            if time.monotonic() - start >= self.limits.budget_s:
+                summary.stopped_because = f"wall-clock budget ({self.limits.budget_s:g} s)"
+                break
+            if failures >= self.limits.max_consecutive_failures:
+                summary.stopped_because = f"{failures} consecutive failures"
+                break
+            scored = {e["commit"] for e in mine}
+            try:
+                self.proposer.propose(self.repo.path, len(mine) + summary.rejected)
+                if not check_fence(self.repo, self.contract.editable):
+                    raise GuardError("the proposer changed nothing")
+                commit = self.repo.commit_paths(
+                    self.contract.editable, f"anchor attempt by {self.researcher}", COMMIT_DATE
+                )
+                check_unscored(commit, scored, self.researcher)
+            except GuardError as exc:
+                summary.rejected += 1
+                summary.rejections.append(exc.message)
+                failures += 1
+                self.repo.reset_hard(champion["commit"])
+                continue
+            entry = self.measure(commit, champion["commit"], champion)
+            summary.measured += 1
+            failures = 0 if entry["status"] == "completed" else failures + 1
+            if entry["kept"]:
+                champion = entry
+            self.repo.reset_hard(champion["commit"])  # losers leave nothing; stray writes are swept too
+        summary.champion, summary.champion_metric = champion["commit"], champion["metric"]["value"]
+        return summary
+
+    def _resume(self, champion: dict[str, Any], summary: SearchSummary) -> dict[str, Any]:
+        """After a crash: measure the unscored attempt left checked out on the champion, or reset."""
+        head = self.repo.head()
+        scored = {e["commit"] for e in self.mine()}
+        if head != champion["commit"] and head not in scored and self.repo.parent_of(head) == champion["commit"]:
+            try:
+                check_committed(self.repo, self.contract.editable)
+            except GuardError:
+                self.repo.reset_hard(champion["commit"])
+                return champion
+            entry = self.measure(head, champion["commit"], champion)
+            summary.measured += 1
+            if entry["kept"]:
+                champion = entry
+        self.repo.reset_hard(champion["commit"])
+        return champion
+
+    # ------------------------------------------------------------------ one measurement
+
+    def measure(self, commit: str, parent: str, champion: dict[str, Any] | None) -> dict[str, Any]:
+        """Run the contract's command on `commit` and append the ledger entry. The harness reads the
+        metric itself; claims the agent wrote are recorded beside it and flagged, never adopted."""
+        check_committed(self.repo, self.contract.editable)
+        run_name = f"{self.researcher}-{commit[:12]}"
+        run_dir = self.workdir / "runs" / self.researcher / commit[:12]
+        run_dir.mkdir(parents=True, exist_ok=True)
+        diff = b"" if parent == NO_PARENT else self.repo.diff(parent, commit, self.contract.editable)
+        (run_dir / "code.diff").write_bytes(diff)
+        result = run_command(
+            self.contract.render(run_dir, run_name),
+            self.repo.path,
+            run_dir,
+            self.contract.attempt_timeout_minutes * 60,
+            self.contract.grace_seconds,
+        )
+        value = None if result.timed_out else read_metric(run_dir, self.contract.metric_source, self.contract.metric)
+        status = (
+            "timed_out"
+            if result.timed_out
+            else "completed"
+            if result.exit_code == 0 and value is not None
+            else "failed"
+        )
+        metric = Metric.of(self.contract.metric, self.contract.mode, value) if status == "completed" else None
+        kept = metric is not None and (
+            champion is None
+            or is_better(metric.value, champion["metric"]["value"], self.contract.mode, self.contract.min_improvement)
+        )
+        manifest = AttemptManifest.build(
+            commit=commit,
+            parent=parent,
+            diff_blake3=blake3.blake3(diff).hexdigest(),
+            metric=metric,
+            kept=kept,
+            status=status,
+            researcher=self.researcher,
+            contract_digest=self.contract_digest,
+        )
+        claims = read_claims(run_dir)
+        claimed = None if claims is None else claims.get(self.contract.metric)
+        differ = claims is not None and (metric is None or _as_decimal(claimed) != Decimal(metric.value))
+        fields = {
+            **manifest.identity(),
+            "exit_code": result.exit_code,
+            "duration_ms": result.duration_ms,
+            "attempt_digest": manifest.digest.hex(),
+        }
+        if claims is not None:
+            fields["claims"] = _claims_text(claims)
+            fields["claims_differ"] = differ
+        entry = self.ledger.append(fields)
+        if self.on_entry is not None:
+            self.on_entry(entry)
+        return entry
+
+
+def _as_decimal(value: object) -> Decimal | None:
+    try:
+        return Decimal(str(value))
+    except ArithmeticError:
+        return None
+
+
+def _claims_text(claims: dict[str, Any]) -> str:
+    import json
+
+    return json.dumps(claims, sort_keys=True)[:4096]

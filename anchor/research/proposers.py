@@ -1,0 +1,83 @@
+"""Proposers change the editable file(s) for the next attempt; the guard fences what they may touch.
+
+`ParamSearch` is built in: deterministic for a seed, it perturbs one numeric parameter of a JSON or
+flat TOML editable per attempt. `CommandProposer` runs any external command (a coding agent, a
+script) in the repository with the editable paths in ANCHOR_EDITABLE.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import subprocess
+from pathlib import Path
+from typing import Any, Protocol
+
+from anchor.errors import BadInput
+
+_FLAT_TOML = re.compile(r"^(?P<key>[A-Za-z_][A-Za-z0-9_]*)\s*=\s*(?P<value>-?[0-9][0-9_.eE+-]*)\s*$")
+
+
+class Proposer(Protocol):
+    def propose(self, repo: Path, attempt: int) -> None: ...
+
+
+class ParamSearch:
+    FACTORS = (0.5, 0.8, 1.25, 2.0)
+
+    def __init__(self, editable: str, seed: int, researcher: str) -> None:
+        self.editable, self.seed, self.researcher = editable, seed, researcher
+
+    def propose(self, repo: Path, attempt: int) -> None:
+        path = repo / self.editable
+        params = _read(path)
+        numeric = sorted(k for k, v in params.items() if isinstance(v, (int, float)) and not isinstance(v, bool))
+        if not numeric:
+            raise BadInput(f"{self.editable}: no numeric parameter to search", detail={"field": "editable"})
+        rng = random.Random(f"{self.seed}:{self.researcher}:{attempt}")  # noqa: S311 - search, not security
+        key = rng.choice(numeric)
+        value = params[key] * rng.choice(self.FACTORS)
+        params[key] = max(1, round(value)) if isinstance(params[key], int) else float(f"{value:.6g}")
+        _write(path, params)
+
+
+class CommandProposer:
+    def __init__(self, command: str, editable: tuple[str, ...], timeout_s: float = 600.0) -> None:
+        self.command, self.editable, self.timeout_s = command, editable, timeout_s
+
+    def propose(self, repo: Path, attempt: int) -> None:
+        env = {"ANCHOR_EDITABLE": " ".join(self.editable), "ANCHOR_ATTEMPT": str(attempt)}
+        import os
+
+        subprocess.run(  # noqa: S602 - the researcher's own command
+            self.command, shell=True, cwd=repo, env={**os.environ, **env}, timeout=self.timeout_s,
+            stdin=subprocess.DEVNULL, capture_output=True,
+        )  # fmt: skip
+
+
+def _read(path: Path) -> dict[str, Any]:
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".json":
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise BadInput(f"{path.name}: a JSON object is expected", detail={"field": "editable"})
+        return data
+    params: dict[str, Any] = {}
+    for line in text.splitlines():
+        match = _FLAT_TOML.match(line)
+        if match:
+            raw = match["value"].replace("_", "")
+            params[match["key"]] = float(raw) if any(c in raw for c in ".eE") else int(raw)
+    return params
+
+
+def _write(path: Path, params: dict[str, Any]) -> None:
+    if path.suffix == ".json":
+        path.write_text(json.dumps(params, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        return
+    lines = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        match = _FLAT_TOML.match(line)
+        lines.append(f"{match['key']} = {params[match['key']]}" if match else line)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")

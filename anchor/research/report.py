@@ -1,0 +1,136 @@
+"""Read-back of a search: the summary report and the attempt tree, from the verified ledger."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from anchor.errors import AnchorError, BadInput
+from anchor.research.loop import NO_PARENT
+from anchor.session import Settings
+
+BARS = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: list[Decimal | None]) -> str:
+    known = [v for v in values if v is not None]
+    if not known:
+        return ""
+    low, high = min(known), max(known)
+    span = high - low or Decimal(1)
+    return "".join(" " if v is None else BARS[int((v - low) / span * (len(BARS) - 1))] for v in values)
+
+
+def summarise(entries: list[dict[str, Any]]) -> tuple[dict[str, Any], list[str]]:
+    researchers = sorted({e["researcher"] for e in entries})
+    data: dict[str, Any] = {"trials": len(entries), "researchers": {}}
+    lines = [f"{len(entries)} trials in the ledger, {len(researchers)} researcher(s)"]
+    for who in researchers:
+        mine = [e for e in entries if e["researcher"] == who]
+        mode = next((e["metric"]["mode"] for e in mine if "metric" in e), "max")
+        values = [Decimal(e["metric"]["value"]) if "metric" in e else None for e in mine]
+        best: list[Decimal | None] = []
+        for v in values:
+            prev = best[-1] if best else None
+            if v is None:
+                best.append(prev)
+            elif prev is None:
+                best.append(v)
+            else:
+                best.append(max(prev, v) if mode == "max" else min(prev, v))
+        kept = [e for e in mine if e["kept"]]
+        champion = kept[-1] if kept else None
+        stats = {
+            "attempts": len(mine),
+            "kept": len(kept),
+            "failed": sum(e["status"] == "failed" for e in mine),
+            "timed_out": sum(e["status"] == "timed_out" for e in mine),
+            "claims_flagged": sum(bool(e.get("claims_differ")) for e in mine),
+            "champion": None if champion is None else champion["commit"],
+            "champion_metric": None if champion is None else champion["metric"],
+            "best_over_attempts": [None if b is None else str(b) for b in best],
+        }
+        data["researchers"][who] = stats
+        lines += [
+            f"{who}: {stats['attempts']} attempts, {stats['kept']} kept, {stats['failed']} failed,"
+            f" {stats['timed_out']} timed out, {stats['claims_flagged']} agent claims flagged",
+            f"  best {mode} over attempts: {sparkline(best)}  ({best[0]} → {best[-1]})",
+            f"  per attempt:             {sparkline(values)}",
+        ]
+        if champion is not None:
+            lines.append(
+                f"  champion {champion['commit'][:12]} {champion['metric']['name']}={champion['metric']['value']}"
+                f" after {len(mine)} trials"
+            )
+    return data, lines
+
+
+def lineage_tree(entries: list[dict[str, Any]], prefix: str, settings: Settings) -> tuple[dict[str, Any], list[str]]:
+    matches = [e for e in entries if e["commit"].startswith(prefix.lower())]
+    if len({e["commit"] for e in matches}) != 1:
+        raise BadInput(f"commit {prefix!r} matches {len(matches)} attempts in the ledger", detail={"field": "commit"})
+    target = matches[0]
+    mine = [e for e in entries if e["researcher"] == target["researcher"]]
+    by_commit = {e["commit"]: e for e in mine}
+    children: dict[str, list[dict[str, Any]]] = {}
+    for e in mine:
+        children.setdefault(e["parent"], []).append(e)
+    kept = [e for e in mine if e["kept"]]
+    champion_chain: list[str] = []
+    node = kept[-1] if kept else None
+    while node is not None:
+        champion_chain.append(node["commit"])
+        node = by_commit.get(node["parent"])
+    ancestors, node = [], by_commit.get(target["parent"])
+    while node is not None:
+        ancestors.append(node["commit"])
+        node = by_commit.get(node["parent"])
+    on_chain = _anchored(settings, [e["commit"] for e in kept])
+
+    lines = [
+        f"lineage of {target['commit'][:12]} ({target['researcher']}); ★ champion chain, ⛓ lineage record on chain"
+    ]
+
+    def walk(entry: dict[str, Any], depth: int) -> None:
+        metric = f"{entry['metric']['name']}={entry['metric']['value']}" if "metric" in entry else entry["status"]
+        marks = " ★" if entry["commit"] in champion_chain else ""
+        marks += " ⛓" if on_chain.get(entry["commit"]) else ""
+        marks += "  ← this attempt" if entry["commit"] == target["commit"] else ""
+        state = "kept" if entry["kept"] else entry["status"] if entry["status"] != "completed" else "reset"
+        lines.append(f"{'  ' * depth}{entry['commit'][:12]} #{entry['seq']} {state} {metric}{marks}")
+        for child in children.get(entry["commit"], []):
+            walk(child, depth + 1)
+
+    for root in children.get(NO_PARENT, []):
+        walk(root, 0)
+    data = {
+        "commit": target["commit"],
+        "researcher": target["researcher"],
+        "ancestors": ancestors,
+        "descendants": [e["commit"] for e in mine if _descends(e, target["commit"], by_commit)],
+        "champion_chain": list(reversed(champion_chain)),
+        "lineage_on_chain": on_chain,
+    }
+    return data, lines
+
+
+def _descends(entry: dict[str, Any], ancestor: str, by_commit: dict[str, dict[str, Any]]) -> bool:
+    node = by_commit.get(entry["parent"])
+    while node is not None:
+        if node["commit"] == ancestor:
+            return True
+        node = by_commit.get(node["parent"])
+    return entry["parent"] == ancestor
+
+
+def _anchored(settings: Settings, commits: list[str]) -> dict[str, bool | None]:
+    """Live registry reads: does each kept commit have its lineage record? None if the chain is out of reach."""
+    from anchor.manifest.onchain import commit_key
+    from anchor.session import open_chain, open_registry
+
+    try:
+        handle = open_chain(settings)
+        registry = open_registry(settings, handle)
+        return {c: registry.lineage(commit_key(c)) is not None for c in commits}
+    except AnchorError:
+        return dict.fromkeys(commits)

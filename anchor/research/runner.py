@@ -1,0 +1,105 @@
+"""Run one attempt's command under the contract's wall-clock bound, in a process group of its own.
+
+On timeout the whole group gets SIGTERM, then after the grace period SIGKILL, so grandchildren that
+ignore SIGTERM die too; the attempt's exit status is then 124 (as timeout(1) reports it). Output is
+captured to run_dir/stdout.log and stderr.log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+TIMEOUT_STATUS = 124
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    exit_code: int
+    timed_out: bool
+    duration_ms: int
+
+
+def run_command(command: str, cwd: Path, run_dir: Path, timeout_s: float, grace_s: float) -> RunResult:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    with open(run_dir / "stdout.log", "wb") as out, open(run_dir / "stderr.log", "wb") as err:
+        process = subprocess.Popen(  # noqa: S602 - the command is the researcher's own, from the contract
+            command,
+            shell=True,
+            cwd=cwd,
+            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},  # no __pycache__ inside the fenced repo
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
+        )
+        try:
+            code = process.wait(timeout=timeout_s)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(process, grace_s)
+            code = TIMEOUT_STATUS
+    # the leader may be gone while grandchildren linger: sweep the group in every case, and return only
+    # once it is really gone, so the next attempt never shares the machine with this one
+    _signal_group(process.pid, signal.SIGKILL)
+    _wait_group_gone(process.pid)
+    return RunResult(code, timed_out, int((time.monotonic() - start) * 1000))
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _kill_group(process: subprocess.Popen[bytes], grace_s: float) -> None:
+    _signal_group(process.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None and not _group_alive(process.pid):
+            return
+        time.sleep(0.02)
+    _signal_group(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def _wait_group_gone(pgid: int, bound_s: float = 5.0) -> None:
+    deadline = time.monotonic() + bound_s
+    while _live_members(pgid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def _live_members(pgid: int) -> bool:
+    """Whether any process of the group still runs; zombies (dead, awaiting their reaper) do not count."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+            return True
+    return False
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,71 @@
+"""Harness overhead per attempt: everything the loop does besides running the command (propose,
+fence, commit, dedup, diff, metric read, ledger append with fsync, reset), measured with a command
+that does almost nothing. The peer, in the same run: that command started bare with subprocess.
+
+Target (issue 5): median overhead <= 50 ms per attempt.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from anchor.research.contract import AttemptContract
+from anchor.research.git import Repo
+from anchor.research.ledger import Ledger
+from anchor.research.loop import Search, SearchLimits
+from anchor.research.proposers import ParamSearch
+
+ATTEMPTS = 60
+# a rising score: every attempt is kept, so the champion moves and proposals stay new (a constant score
+# would leave the search re-proposing the same few changes from the baseline)
+COMMAND = 'echo "{\\"score\\": $(date +%s%N)}" > {run_dir}/metrics.jsonl'
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        repo_path = root / "repo"
+        repo_path.mkdir()
+        (repo_path / "params.json").write_text(json.dumps({"x": 1.0, "y": 2.0, "z": 3}))
+        env = ["-c", "user.name=bench", "-c", "user.email=bench@example.invalid"]
+        subprocess.run(["git", "init", "-q", str(repo_path)], check=True)
+        subprocess.run(["git", "-C", str(repo_path), "add", "-A"], check=True)
+        subprocess.run(["git", *env, "-C", str(repo_path), "commit", "-qm", "start"], check=True)
+        contract = AttemptContract(
+            task="overhead", command=COMMAND, editable=("params.json",), metric="score", mode="max",
+            attempt_timeout_minutes=1,
+        )  # fmt: skip
+        stamps: list[float] = []
+        search = Search(
+            Repo(repo_path), contract, "00" * 32, Ledger(root / "work" / "ledger.jsonl"), root / "work",
+            ParamSearch("params.json", 7, "bench"), "bench", SearchLimits(ATTEMPTS, 600, ATTEMPTS),
+            on_entry=lambda entry: stamps.append(time.perf_counter()),
+        )  # fmt: skip
+        summary = search.run()
+        entries = search.mine()
+        print(f"stopped: {summary.stopped_because}; rejected proposals: {summary.rejected}")
+        walls = [b - a for a, b in zip(stamps, stamps[1:], strict=False)]
+        overheads = [w - e["duration_ms"] / 1000 for w, e in zip(walls, entries[1:], strict=False)]
+        run_dir = root / "bare"
+        run_dir.mkdir()
+        bare = []
+        for _ in range(ATTEMPTS):
+            start = time.perf_counter()
+            subprocess.run(COMMAND.replace("{run_dir}", str(run_dir)), shell=True, check=True)  # noqa: S602
+            bare.append(time.perf_counter() - start)
+    wall, over, peer = statistics.median(walls), statistics.median(overheads), statistics.median(bare)
+    print(f"attempts measured        {len(entries)} ({len(walls)} intervals)")
+    print(f"median attempt wall time {wall * 1000:7.1f} ms")
+    command_ms = statistics.median(e["duration_ms"] for e in entries[1:])
+    print(f"median command time      {command_ms:7.1f} ms (as the runner saw it)")
+    print(f"median harness overhead  {over * 1000:7.1f} ms   (target <= 50 ms)")
+    print(f"bare subprocess peer     {peer * 1000:7.1f} ms   ratio attempt/bare {wall / peer:5.1f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+"""Real git repositories and scripted proposers for the research tests."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from anchor.research.contract import AttemptContract
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
+    "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid",
+}  # fmt: skip
+
+# the command reads x from params.json and reports it as the metric: the test controls every score
+SCORE_IS_X = (
+    "python3 -c \"import json,sys; x=json.load(open('params.json'))['x'];"
+    " open(sys.argv[1]+'/metrics.jsonl','a').write(json.dumps({'score': x})+chr(10))\" {run_dir}"
+)
+
+
+def make_repo(path: Path, files: dict[str, str]) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    for rel, content in files.items():
+        (path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (path / rel).write_text(content)
+    env = {**GIT_ENV, "PATH": "/usr/bin:/bin"}
+    subprocess.run(["git", "init", "-q", str(path)], check=True, env=env)
+    subprocess.run(["git", "-C", str(path), "add", "-A"], check=True, env=env)
+    subprocess.run(["git", "-C", str(path), "commit", "-qm", "start"], check=True, env=env)
+    return path
+
+
+def params_repo(path: Path, x: float) -> Path:
+    return make_repo(path, {"params.json": json.dumps({"x": x}), "README.md": "a search\n"})
+
+
+def contract(
+    mode: str = "max", min_improvement: float = 0.0, command: str = SCORE_IS_X, timeout_min: float = 1.0
+) -> AttemptContract:
+    return AttemptContract(
+        task="test",
+        command=command,
+        editable=("params.json",),
+        metric="score",
+        mode=mode,  # type: ignore[arg-type]
+        attempt_timeout_minutes=timeout_min,
+        min_improvement=min_improvement,
+        grace_seconds=0.5,
+    )
+
+
+class ScriptedProposer:
+    """Writes the next scripted x into params.json, or runs a callable for hostile proposals."""
+
+    def __init__(self, values: list[object]) -> None:
+        self.values = list(values)
+
+    def propose(self, repo: Path, attempt: int) -> None:
+        value = self.values.pop(0)
+        if callable(value):
+            value(repo)
+        else:
+            (repo / "params.json").write_text(json.dumps({"x": value}))

@@ -1,0 +1,69 @@
+"""The git guard's three rules and the attempt runner's time bound, on real repositories and processes."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from anchor.research.git import Repo
+from anchor.research.guard import GuardError, check_committed, check_fence, check_unscored
+from anchor.research.runner import TIMEOUT_STATUS, run_command
+from tests.research.helpers import params_repo
+
+
+def test_commit_before_measure_refuses_uncommitted_editable_changes(tmp_path: Path) -> None:
+    repo = Repo(params_repo(tmp_path / "repo", 1))
+    (repo.path / "params.json").write_text('{"x": 2}')
+    with pytest.raises(GuardError, match="uncommitted changes in the editable: params.json; commit before measure"):
+        check_committed(repo, ("params.json",))
+
+
+def test_the_fence_refuses_any_dirt_outside_the_editable(tmp_path: Path) -> None:
+    repo = Repo(params_repo(tmp_path / "repo", 1))
+    (repo.path / "README.md").write_text("edited by a proposer\n")
+    (repo.path / "new_helper.py").write_text("x = 1\n")
+    with pytest.raises(GuardError) as info:
+        check_fence(repo, ("params.json",))
+    assert info.value.detail["paths"] == ["README.md", "new_helper.py"]
+
+
+def test_a_commit_already_scored_for_the_researcher_is_refused() -> None:
+    with pytest.raises(GuardError, match="commit abc was already scored for r1"):
+        check_unscored("abc", {"abc"}, "r1")
+    check_unscored("abc", {"def"}, "r1")
+
+
+def test_a_timeout_kills_a_term_ignoring_grandchild_within_the_grace_and_yields_124(tmp_path: Path) -> None:
+    pid_file = tmp_path / "grandchild.pid"
+    script = tmp_path / "stubborn.py"
+    script.write_text(
+        "import os, signal, sys, time\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "open(sys.argv[1], 'w').write(str(os.getpid()))\n"
+        "time.sleep(60)\n"
+    )
+    command = f"sh -c 'python3 {script} {pid_file} & wait'"  # the shell's child: our grandchild
+    start = time.monotonic()
+    result = run_command(command, tmp_path, tmp_path / "run", timeout_s=0.5, grace_s=0.5)
+    took = time.monotonic() - start
+    assert (result.exit_code, result.timed_out) == (TIMEOUT_STATUS, True)
+    assert took < 0.5 + 0.5 + 0.5  # timeout + grace + slack
+    assert not _running(int(pid_file.read_text()))
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (a killed orphan may wait a while for its new parent to reap it)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state not in ("Z", "X")
+
+
+def test_output_is_captured_and_a_fast_command_is_not_cut(tmp_path: Path) -> None:
+    result = run_command("echo out; echo err >&2; exit 3", tmp_path, tmp_path / "run", timeout_s=5, grace_s=1)
+    assert (result.exit_code, result.timed_out) == (3, False)
+    assert (tmp_path / "run" / "stdout.log").read_text() == "out\n"
+    assert (tmp_path / "run" / "stderr.log").read_text() == "err\n"

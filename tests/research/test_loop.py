@@ -1,0 +1,131 @@
+"""The keep/reset loop on real git repositories, with scores the test controls."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from anchor.research.git import Repo
+from anchor.research.ledger import Ledger
+from anchor.research.loop import NO_PARENT, Search, SearchLimits
+from tests.research.helpers import ScriptedProposer, contract, params_repo
+
+
+def _search(
+    tmp_path: Path, baseline: float, values: list[Any], attempts: int | None = None, **terms: Any
+) -> tuple[Search, Ledger]:
+    """A search whose proposer plays `values`; `attempts` (measured, baseline included) when some are rejected."""
+    repo = Repo(params_repo(tmp_path / "repo", baseline))
+    ledger = Ledger(tmp_path / "work" / "ledger.jsonl")
+    search = Search(
+        repo, contract(**terms), "ab" * 32, ledger, tmp_path / "work", ScriptedProposer(values), "r0",
+        SearchLimits(max_attempts=attempts or len(values) + 1, budget_s=300, max_consecutive_failures=10),
+    )  # fmt: skip
+    return search, ledger
+
+
+def _scores(ledger: Ledger) -> list[tuple[str, bool]]:
+    return [(e["metric"]["value"] if "metric" in e else e["status"], e["kept"]) for e in ledger.entries()]
+
+
+def test_max_keeps_only_strict_improvements_and_resets_losers(tmp_path: Path) -> None:
+    search, ledger = _search(tmp_path, 1, [2, 1.5, 2.0000001, 3], mode="max")
+    summary = search.run()
+    assert _scores(ledger) == [("1", True), ("2", True), ("1.5", False), ("2.0000001", True), ("3", True)]
+    assert summary.champion_metric == "3"
+    assert json.loads((search.repo.path / "params.json").read_text()) == {"x": 3}
+
+
+def test_min_keeps_only_strict_decreases(tmp_path: Path) -> None:
+    search, ledger = _search(tmp_path, 5, [4, 6, 4.5, 3], mode="min")
+    search.run()
+    assert _scores(ledger) == [("5", True), ("4", True), ("6", False), ("4.5", False), ("3", True)]
+
+
+def test_min_improvement_is_respected(tmp_path: Path) -> None:
+    search, ledger = _search(tmp_path, 1, [1.5, 1.6, 2.05, 2.2], mode="max", min_improvement=0.5)
+    search.run()
+    # 1.5 is not > 1 + 0.5; 1.6 is; 2.05 is not > 1.6 + 0.5; 2.2 is
+    assert _scores(ledger) == [("1", True), ("1.5", False), ("1.6", True), ("2.05", False), ("2.2", True)]
+
+
+def test_a_loser_leaves_nothing_behind_in_the_working_tree(tmp_path: Path) -> None:
+    def loser_with_litter(repo: Path) -> None:
+        (repo / "params.json").write_text(json.dumps({"x": 0}))
+
+    command = (
+        "python3 -c \"import json,sys; x=json.load(open('params.json'))['x'];"
+        " open('litter.tmp','w').write('stray');"
+        " open(sys.argv[1]+'/metrics.jsonl','a').write(json.dumps({'score': x})+chr(10))\" {run_dir}"
+    )
+    search, ledger = _search(tmp_path, 1, [loser_with_litter], command=command)
+    search.run()
+    champion = ledger.entries()[0]["commit"]
+    assert search.repo.head() == champion and search.repo.dirty() == []
+    assert json.loads((search.repo.path / "params.json").read_text()) == {"x": 1}
+    assert not (search.repo.path / "litter.tmp").exists()
+
+
+def test_the_baseline_comes_first_and_every_attempt_is_a_new_commit_on_the_champion(tmp_path: Path) -> None:
+    search, ledger = _search(tmp_path, 1, [2, 1.5, 3])
+    search.run()
+    entries = ledger.entries()
+    assert entries[0]["parent"] == NO_PARENT and entries[0]["diff_blake3"]
+    assert [e["parent"] for e in entries[1:]] == [entries[0]["commit"], entries[1]["commit"], entries[1]["commit"]]
+    assert len({e["commit"] for e in entries}) == 4
+
+
+def test_a_repeated_proposal_is_the_same_commit_and_is_not_measured_twice(tmp_path: Path) -> None:
+    search, ledger = _search(tmp_path, 1, [0.5, 0.5, 2], attempts=3)
+    summary = search.run()
+    assert _scores(ledger) == [("1", True), ("0.5", False), ("2", True)]
+    assert summary.rejected == 1 and "already scored" in summary.rejections[0]
+
+
+def test_a_proposal_outside_the_fence_is_rejected_and_undone(tmp_path: Path) -> None:
+    def sneaky(repo: Path) -> None:
+        (repo / "params.json").write_text(json.dumps({"x": 9}))
+        (repo / "README.md").write_text("the evaluator is easy now\n")
+
+    search, ledger = _search(tmp_path, 1, [sneaky, 2], attempts=2)
+    summary = search.run()
+    assert _scores(ledger) == [("1", True), ("2", True)]
+    assert "outside the editable fence" in summary.rejections[0] and "README.md" in summary.rejections[0]
+    assert (search.repo.path / "README.md").read_text() == "a search\n"
+
+
+def test_agent_claims_are_recorded_and_flagged_but_never_the_record(tmp_path: Path) -> None:
+    command = (
+        "python3 -c \"import json,sys; x=json.load(open('params.json'))['x'];"
+        " open(sys.argv[1]+'/metrics.jsonl','a').write(json.dumps({'score': x})+chr(10));"
+        " open(sys.argv[1]+'/claims.json','w').write(json.dumps({'score': 0.99}))\" {run_dir}"
+    )
+    search, ledger = _search(tmp_path, 0.5, [0.6], command=command)
+    search.run()
+    last = ledger.entries()[-1]
+    assert last["metric"]["value"] == "0.6" and last["claims_differ"] is True
+    assert json.loads(last["claims"]) == {"score": 0.99}
+
+
+def test_a_timed_out_attempt_is_status_timed_out_with_124(tmp_path: Path) -> None:
+    search, ledger = _search(tmp_path, 1, [2], command="sleep 30", timeout_min=0.5 / 60)
+    summary = search.run()
+    assert summary.stopped_because == "the baseline produced no metric"
+    entry = ledger.entries()[0]
+    assert (entry["status"], entry["exit_code"], entry["kept"]) == ("timed_out", 124, False)
+
+
+@pytest.mark.parametrize("stop", ["max_attempts", "failures"])
+def test_stop_rules(tmp_path: Path, stop: str) -> None:
+    if stop == "max_attempts":
+        search, ledger = _search(tmp_path, 1, [2, 3, 4, 5])
+        search.limits = SearchLimits(max_attempts=3, budget_s=300, max_consecutive_failures=5)
+        assert search.run().stopped_because == "max attempts (3)"
+        assert len(ledger.entries()) == 3
+    else:
+        search, ledger = _search(tmp_path, 1, [0.5, 0.5, 0.5, 0.5, 0.5])  # repeats are rejected: failures
+        search.limits = SearchLimits(max_attempts=20, budget_s=300, max_consecutive_failures=3)
+        assert search.run().stopped_because == "3 consecutive failures"

@@ -1,0 +1,142 @@
+"""The research CLI against a real anvil: ledger tampering, a killed search resumed, four researchers."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from eth_hash.auto import keccak
+
+from anchor.chain.deployment import load_deployment
+from anchor.chain.node import rpc_call
+from anchor.errors import ExitCode
+from anchor.manifest.onchain import commit_key
+from anchor.session import open_chain, open_registry
+from tests.conftest import ANCHOR_BIN, Chain
+from tests.journal_helpers import assert_exactly_once, journal_value
+from tests.research.helpers import SCORE_IS_X, make_repo
+
+LINEAGE_TOPIC = "0x" + keccak(b"LineageAnchored(bytes32,bytes32,address,bytes32,bytes32,bool,uint64)").hex()
+
+
+def _setup(tmp_path: Path, command: str = SCORE_IS_X) -> tuple[Path, Path]:
+    repo = make_repo(tmp_path / "repo", {"params.json": json.dumps({"x": 1.0, "y": 3}), "README.md": "search\n"})
+    contract = tmp_path / "contract.toml"
+    contract.write_text(
+        f'task = "t"\ncommand = "{command.replace(chr(34), chr(92) + chr(34))}"\neditable = ["params.json"]\n'
+        'metric = "score"\nmode = "max"\nattempt_timeout_minutes = 1\ngrace_seconds = 1\n'
+    )
+    return repo, contract
+
+
+def _ledger(chain: Chain) -> list[dict[str, Any]]:
+    path = chain.data_dir / "research" / "ledger.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _lineage_matches_ledger(chain: Chain, entries: list[dict[str, Any]]) -> None:
+    """On chain: one lineage record per kept attempt, with the ledger's fields; none for the others."""
+    handle = open_chain(chain.settings, start_local=False)
+    registry = open_registry(chain.settings, handle)
+    firsts = {e["commit"]: e for e in reversed([e for e in entries if e["kept"]])}
+    for entry in [firsts.get(e["commit"], e) for e in entries]:
+        record = registry.lineage(commit_key(entry["commit"]))
+        if entry["kept"]:
+            assert record is not None, entry["commit"]
+            assert (record.parent, record.diff_hash, record.metric_hash) == (  # fields of its first kept entry
+                "0x" + commit_key(entry["parent"]).hex(), "0x" + entry["diff_blake3"], "0x" + entry["metric_hash"],
+            )  # fmt: skip
+        else:
+            assert record is None
+    address = load_deployment(chain.data_dir, 31337).address
+    logs = rpc_call(
+        chain.node.rpc_url, "eth_getLogs", [{"address": address, "fromBlock": "0x0", "topics": [LINEAGE_TOPIC]}]
+    )
+    # researchers cloned from one repository share the baseline commit: one record per distinct commit
+    assert isinstance(logs, list) and len(logs) == len({e["commit"] for e in entries if e["kept"]})
+
+
+def test_editing_deleting_or_reordering_a_ledger_entry_is_named(fresh_chain: Chain, tmp_path: Path) -> None:
+    fresh_chain.cli("deploy", check=True)
+    repo, contract = _setup(tmp_path)
+    fresh_chain.cli(
+        "research", "run", "--repo", str(repo), "--contract", str(contract), "--max-attempts", "5", check=True
+    )
+    path = fresh_chain.data_dir / "research" / "ledger.jsonl"
+    original = path.read_text().splitlines()
+    assert fresh_chain.cli("research", "verify").returncode == ExitCode.OK
+    edited = json.loads(original[2])
+    edited["kept"] = not edited["kept"]
+    cases = {
+        "edited": (original[:2] + [json.dumps(edited, separators=(",", ":"), sort_keys=True)] + original[3:], 3),
+        "deleted": (original[:2] + original[3:], 3),
+        "reordered": (original[:1] + [original[2], original[1]] + original[3:], 2),
+    }
+    for name, (lines, bad_line) in cases.items():
+        path.write_text("\n".join(lines) + "\n")
+        result = fresh_chain.cli("research", "verify", "--json")
+        assert result.returncode == ExitCode.TAMPERED, name
+        assert json.loads(result.stdout)["error"]["detail"]["line"] == bad_line, name
+    path.write_text("\n".join(original) + "\n")
+
+
+def test_a_search_killed_mid_attempt_resumes_without_measuring_a_commit_twice(
+    fresh_chain: Chain, tmp_path: Path
+) -> None:
+    fresh_chain.cli("deploy", check=True)
+    hang = tmp_path / "hang"
+    repo, contract = _setup(tmp_path, f"test -f {hang} && sleep 29.7; " + SCORE_IS_X)
+    argv = [str(ANCHOR_BIN), "research", "run", "--repo", str(repo), "--contract", str(contract), "--max-attempts", "8",
+            "--max-failures", "8"]  # fmt: skip
+    search = subprocess.Popen(
+        argv, env=fresh_chain.env(), start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    deadline = time.monotonic() + 60
+    while len(_ledger(fresh_chain)) < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    hang.touch()  # the next attempt hangs in its command ...
+    runs = fresh_chain.data_dir / "research" / "runs" / "r0"
+    while time.monotonic() < deadline and not any(
+        (d / "stdout.log").exists()
+        for d in runs.iterdir()
+        if d.name not in {e["commit"][:12] for e in _ledger(fresh_chain)}
+    ):
+        time.sleep(0.05)
+    os.killpg(search.pid, signal.SIGKILL)  # ... and the search dies in the middle of it
+    search.wait()
+    subprocess.run(["pkill", "-f", "sleep 29.7"], check=False)
+    interrupted = len(_ledger(fresh_chain))
+    assert 3 <= interrupted < 8
+    hang.unlink()
+    fresh_chain.cli(*argv[1:], check=True)
+    entries = _ledger(fresh_chain)
+    assert len(entries) == 8
+    assert len({e["commit"] for e in entries}) == 8  # no commit measured twice
+    assert fresh_chain.cli("research", "verify").returncode == ExitCode.OK
+    _lineage_matches_ledger(fresh_chain, entries)
+
+
+def test_four_researchers_times_25_attempts_agree_with_the_chain(fresh_chain: Chain, tmp_path: Path) -> None:
+    fresh_chain.cli("deploy", check=True)
+    repo, contract = _setup(tmp_path)
+    result = fresh_chain.cli(
+        "research", "run", "--repo", str(repo), "--contract", str(contract), "--researchers", "4",
+        "--max-attempts", "25", "--max-failures", "25", "--json", check=True,
+    )  # fmt: skip
+    summary = json.loads(result.stdout)
+    entries = _ledger(fresh_chain)
+    assert sorted({e["researcher"] for e in entries}) == ["r0", "r1", "r2", "r3"]
+    assert all(sum(e["researcher"] == r for e in entries) == 25 for r in ("r0", "r1", "r2", "r3"))
+    assert [e["seq"] for e in entries] == list(range(100))  # one chain, nothing lost or interleaved badly
+    assert len({(e["researcher"], e["commit"]) for e in entries}) == 100
+    assert fresh_chain.cli("research", "verify").returncode == ExitCode.OK
+    assert summary["anchored"]["attempts"] == 100
+    items = int(journal_value(fresh_chain.data_dir, "SELECT count(*) FROM items"))
+    assert items == 100 + 1 + 1  # attempts, ledger head, pre-registered contract
+    assert_exactly_once(fresh_chain.node.rpc_url, fresh_chain.data_dir, items)
+    _lineage_matches_ledger(fresh_chain, entries)
