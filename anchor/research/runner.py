@@ -62,7 +62,7 @@ def _kill_group(process: subprocess.Popen[bytes], grace_s: float) -> None:
     _signal_group(process.pid, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
-        if process.poll() is not None and not _group_alive(process.pid):
+        if process.poll() is not None and not _live_members(process.pid):
             return
         time.sleep(0.02)
     _signal_group(process.pid, signal.SIGKILL)
@@ -93,13 +93,3 @@ def _live_members(pgid: int) -> bool:
         if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
             return True
     return False
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
