@@ -1,20 +1,128 @@
-"""Response models of the public API (frozen: answers are values, not state)."""
+"""Models of the public API: frozen, because answers are values, not state."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+_frozen = ConfigDict(frozen=True)
 
 
 class Health(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
+    model_config = _frozen
     status: str
     version: str
 
 
 class ErrorPublic(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    """The one error shape of every 4xx and 5xx answer."""
 
+    model_config = ConfigDict(
+        frozen=True,
+        json_schema_extra={
+            "examples": [{"code": "not_anchored", "message": "no anchor known for manifest 0x…", "detail": {}}]
+        },
+    )
     code: str
     message: str
-    detail: dict[str, object]
+    detail: dict[str, Any]
+
+
+class FileVerification(BaseModel):
+    """An uploaded file found in an anchored bundle: its self-contained proof, verified live."""
+
+    model_config = _frozen
+    blake3: str
+    size: int
+    path: str
+    proof: dict[str, Any]
+    verification: dict[str, Any]
+
+
+class SearchHit(BaseModel):
+    model_config = _frozen
+    kind: str = Field(description="manifest | file | batch_root | lineage | attempt | transaction")
+    key: str
+    detail: dict[str, Any]
+
+
+class SearchResults(BaseModel):
+    model_config = _frozen
+    data: list[SearchHit]
+    count: int
+
+
+class BatchPublic(BaseModel):
+    model_config = _frozen
+    root: str
+    anchored: bool
+    read_at_block: int
+    record: dict[str, Any] | None
+    items: list[dict[str, Any]]
+    links: dict[str, str]
+
+
+class AttemptPublic(BaseModel):
+    model_config = _frozen
+    commit: str
+    lineage_on_chain: dict[str, Any] | None
+    read_at_block: int
+    manifests: list[dict[str, Any]]
+    links: dict[str, str]
+
+
+class LineagePublic(BaseModel):
+    model_config = _frozen
+    commit: str
+    researcher: str
+    ancestors: list[str]
+    descendants: list[str]
+    champion_chain: list[str]
+    lineage_on_chain: dict[str, bool | None]
+
+
+class DeploymentPublic(BaseModel):
+    model_config = _frozen
+    deployment: dict[str, Any]
+    code_matches: bool
+    read_at_block: int
+    links: dict[str, str]
+
+
+class SourceMaterial(BaseModel):
+    """Everything forge verify-contract, Sourcify or an Etherscan-style explorer needs."""
+
+    model_config = _frozen
+    contract: str
+    compiler_version: str
+    settings: dict[str, Any]
+    constructor_arguments: str
+    standard_json_input: dict[str, Any]
+    address: str
+    chain_id: int
+
+
+class Submitted(BaseModel):
+    model_config = ConfigDict(
+        frozen=True,
+        json_schema_extra={"examples": [{"manifest_digest": "0x…", "state": "pending", "duplicate": False,
+                                         "claimed_digest_matches": None, "files": 3}]},
+    )  # fmt: skip
+    manifest_digest: str
+    state: str
+    duplicate: bool
+    claimed_digest_matches: bool | None = Field(description="None when no digest was claimed")
+    files: int
+
+
+class ManifestSubmission(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    manifest: dict[str, Any] = Field(description="the identity object (docs/manifest.md)")
+    files: list[dict[str, Any]] | None = Field(
+        default=None, description="listing that must rebuild the identity's tree"
+    )
+    annotations: dict[str, Any] = Field(default_factory=dict)
+    claimed_digest: str | None = Field(
+        default=None, description="compared with the digest computed here, never adopted"
+    )

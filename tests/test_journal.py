@@ -53,6 +53,26 @@ def test_journal_durability_settings_and_schema_version_are_enforced(tmp_path: P
         Journal(tmp_path / "journal.sqlite")
 
 
+def test_a_version_1_journal_is_migrated_and_its_files_indexed(tmp_path: Path) -> None:
+    from anchor.journal.store import SCHEMA, _run
+
+    db = sqlite3.connect(tmp_path / "journal.sqlite")
+    _run(db, SCHEMA)
+    files = [{"path": "a.txt", "size": 1, "blake3": "ab" * 32}]
+    db.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+    db.execute(
+        "INSERT INTO items (chain_id, digest, kind, identity, payload, state, created_at)"
+        " VALUES (31337, ?, 'filetree', '{}', ?, 'pending', 0)",
+        (b"\1" * 32, json.dumps({"files": files})),
+    )
+    db.commit()
+    db.close()
+    journal = Journal(tmp_path / "journal.sqlite")
+    assert journal.meta("schema_version") == "2"
+    row = journal.db.execute("SELECT item_id, path FROM files WHERE blake3 = ?", (bytes.fromhex("ab" * 32),)).fetchone()
+    assert tuple(row) == (1, "a.txt")
+
+
 def test_items_are_batched_and_each_root_lands_on_chain_once(fresh_chain: Chain) -> None:
     fresh_chain.cli("deploy", check=True)
     service = AnchorService.open(fresh_chain.settings)

@@ -76,9 +76,19 @@ class AnchorService:
     def flush(
         self, max_items: int = DEFAULT_BATCH, max_age_s: float = 0.0, progress: Callable[[int, int], None] | None = None
     ) -> RunReport:
-        """Batch what is pending and drive every open effect to confirmation."""
-        self.runner.open_batches(max_items, max_age_s)
-        return self.runner.run(progress=progress)
+        """Batch what is pending and drive every open effect to confirmation.
+
+        One flush at a time per data directory (an exclusive flock): several API workers, CLI runs and
+        researchers share one journal without driving the same effect twice."""
+        import fcntl
+
+        with open(self.settings.data_dir / "flush.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                self.runner.open_batches(max_items, max_age_s)
+                return self.runner.run(progress=progress)
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
 
     def item(self, digest: bytes) -> Any:
         return self.journal.db.execute(

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from anchor.errors import AnchorError, ExitCode
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 BUSY_TIMEOUT_MS = 10_000
 
 SCHEMA = """
@@ -70,6 +70,18 @@ CREATE TABLE txs (
 CREATE INDEX txs_effect ON txs (effect_id);
 """
 
+# Each migration brings a journal from version n-1 to n, inside the opening transaction.
+MIGRATIONS: dict[int, str] = {
+    2: """
+CREATE TABLE files (
+    item_id INTEGER NOT NULL REFERENCES items(id),
+    blake3 BLOB NOT NULL CHECK (length(blake3) = 32),
+    path TEXT NOT NULL
+);
+CREATE INDEX files_blake3 ON files (blake3);
+""",
+}
+
 
 class JournalError(AnchorError):
     """The journal cannot be used as it is (locked too long, or of another schema version)."""
@@ -83,6 +95,27 @@ class JournalBusy(JournalError):
 
     http_status = 503
     code = "journal_busy"
+
+
+def _run(db: sqlite3.Connection, script: str) -> None:
+    for statement in script.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
+def _backfill_files(db: sqlite3.Connection) -> None:
+    import json
+
+    for item in db.execute("SELECT id, payload FROM items").fetchall():
+        index_files(db, item[0], json.loads(item[1]).get("files") or [])
+
+
+def index_files(db: sqlite3.Connection, item_id: int, files: list[dict[str, object]]) -> None:
+    """Index an item's files by content hash (search and verify-by-upload)."""
+    db.executemany(
+        "INSERT INTO files (item_id, blake3, path) VALUES (?, ?, ?)",
+        [(item_id, bytes.fromhex(str(f["blake3"])), f["path"]) for f in files],
+    )
 
 
 def now() -> float:
@@ -107,18 +140,20 @@ class Journal:
         with self.tx():
             exists = self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone()
             if not exists:
-                for statement in SCHEMA.split(";"):
-                    if statement.strip():
-                        self.db.execute(statement)
-                self.db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-                return
+                _run(self.db, SCHEMA)
+                self.db.execute("INSERT INTO meta VALUES ('schema_version', '1')")
             row = self.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        if row is None or int(row[0]) != SCHEMA_VERSION:
-            found = None if row is None else row[0]
-            raise JournalError(
-                f"{self.path}: journal schema version {found}, this Anchor speaks {SCHEMA_VERSION}",
-                detail={"journal": str(self.path)},
-            )
+            found = None if row is None else int(row[0])
+            if found is None or found > SCHEMA_VERSION:
+                raise JournalError(
+                    f"{self.path}: journal schema version {found}, this Anchor speaks {SCHEMA_VERSION}",
+                    detail={"journal": str(self.path)},
+                )
+            for version in range(found + 1, SCHEMA_VERSION + 1):
+                _run(self.db, MIGRATIONS[version])
+                if version == 2:
+                    _backfill_files(self.db)
+                self.db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
 
     @contextmanager
     def tx(self) -> Iterator[sqlite3.Connection]:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from anchor.errors import Conflict
-from anchor.journal.store import Journal, now
+from anchor.journal.store import Journal, index_files, now
 from anchor.manifest.identity import manifest_digest, validate_identity
 
 
@@ -67,7 +67,9 @@ def submit_many(journal: Journal, chain_id: int, submissions: Sequence[Submissio
                     None if sub.proof_path is None else str(sub.proof_path), now(),
                 ),
             )  # fmt: skip
-            results.append(Submitted(int(cursor.lastrowid or 0), digest, "pending", False))
+            item_id = int(cursor.lastrowid or 0)
+            index_files(db, item_id, sub.payload.get("files") or [])
+            results.append(Submitted(item_id, digest, "pending", False))
     return results
 
 

@@ -1,30 +1,98 @@
+"""Verification routes: by manifest digest, by uploaded proof file, by uploaded file."""
+
 from __future__ import annotations
 
-from fastapi import APIRouter
+import json
+from typing import Annotated, Any
+
+import blake3
+from fastapi import APIRouter, File, UploadFile
 from starlette.concurrency import run_in_threadpool
 
-from anchor.errors import NotAnchored
+from anchor.errors import NotAnchored, ProofFormatError
+from anchor.manifest.filetree import FileTreeManifest, audit_path
 from anchor.manifest.onchain import parse_hex32
-from anchor.proof_file import load_proof
+from anchor.proof_file import FileInclusion, ProofFile, load_proof
 from anchor.verify.verifier import Verification, check_proof_consistency, verify_proof_on_chain
-from api.deps import SettingsDep
-from api.schemas import ErrorPublic
+from api.deps import JournalDep, ReaderDep, SettingsDep
+from api.schemas import ErrorPublic, FileVerification
 
 router = APIRouter(prefix="/v1/verify", tags=["verify"])
+ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorPublic} for code in (404, 409, 413, 422, 502, 503)}
 
 
-@router.get(
-    "/{manifest_digest}",
-    operation_id="verify_by_digest",
-    responses={404: {"model": ErrorPublic}, 422: {"model": ErrorPublic}, 502: {"model": ErrorPublic}},
-)
-async def verify_by_digest(manifest_digest: str, settings: SettingsDep) -> Verification:
-    """Is this manifest digest anchored? Answered from a live chain read, never from our files alone."""
-    digest = parse_hex32(manifest_digest, "manifest_digest")
-    stored = settings.proofs_dir / f"{digest.hex()}.json"
-    if not stored.is_file():
-        raise NotAnchored(f"no anchor known for manifest 0x{digest.hex()}", detail={"manifest_digest": manifest_digest})
-    proof = load_proof(stored)
+def _verify(proof: ProofFile, settings: Any) -> Verification:
     root = check_proof_consistency(proof)
     files = len(proof.files) if proof.files is not None else 1 if proof.file is not None else 0
-    return await run_in_threadpool(verify_proof_on_chain, proof, root, settings, files)
+    return verify_proof_on_chain(proof, root, settings, files)
+
+
+@router.get("/{manifest_digest}", operation_id="verify_by_digest", responses=ERRORS)
+async def verify_by_digest(manifest_digest: str, settings: SettingsDep, reader: ReaderDep) -> Verification:
+    """Is this manifest anchored? Answered from a live registry read (cached per block), with the block."""
+    digest = parse_hex32(manifest_digest, "manifest_digest").hex()
+    hit = reader.cached(f"verify:{digest}")
+    if hit is not None:
+        return hit  # type: ignore[no-any-return]
+
+    def compute() -> Verification:
+        stored = settings.proofs_dir / f"{digest}.json"
+        if not stored.is_file():
+            raise NotAnchored(f"no anchor known for manifest 0x{digest}", detail={"manifest_digest": manifest_digest})
+        return _verify(load_proof(stored), settings)
+
+    return await run_in_threadpool(reader.read, f"verify:{digest}", compute)
+
+
+@router.post("/proof", operation_id="verify_proof", responses=ERRORS)
+async def verify_proof(
+    settings: SettingsDep, proof: Annotated[UploadFile, File(description="an anchor proof file")]
+) -> Verification:
+    """Check an uploaded proof file: every value recomputed, then the registry read live."""
+    raw = await proof.read()
+    try:
+        parsed = ProofFile.model_validate(json.loads(raw))
+    except ValueError as exc:
+        raise ProofFormatError(f"proof: not a valid proof file ({str(exc).splitlines()[0][:200]})") from None
+    return await run_in_threadpool(_verify, parsed, settings)
+
+
+@router.post("/file", operation_id="verify_file", responses=ERRORS)
+async def verify_file(
+    settings: SettingsDep,
+    journal: JournalDep,
+    file: Annotated[UploadFile, File(description="the exact file to look for")],
+) -> FileVerification:
+    """Is this exact file inside an anchored bundle? The server hashes it and returns its proof."""
+    hasher, size = blake3.blake3(), 0
+    while chunk := await file.read(1 << 20):
+        hasher.update(chunk)
+        size += len(chunk)
+    digest = hasher.digest()
+    rows = journal.db.execute(
+        "SELECT items.id, items.digest, items.identity, items.payload, files.path FROM files"
+        " JOIN items ON items.id = files.item_id"
+        " WHERE files.blake3 = ? AND items.state = 'confirmed' ORDER BY items.id",
+        (digest,),
+    ).fetchall()
+    if not rows:
+        raise NotAnchored(
+            f"no anchored bundle contains a file with BLAKE3 {digest.hex()}", detail={"blake3": digest.hex()}
+        )
+    row = rows[0]
+    bundle_proof = load_proof(settings.proofs_dir / f"{bytes(row['digest']).hex()}.json")
+    listing = FileTreeManifest.from_files_json(json.loads(row["payload"])["files"])
+    index, entry = listing.entry(row["path"])
+    if entry.size != size:
+        raise NotAnchored("the anchored file with that hash has another size", detail={"blake3": digest.hex()})
+    leaves = listing.leaves()
+    inclusion = FileInclusion(
+        path=entry.path, size=entry.size, blake3=entry.blake3, index=index, tree_size=len(leaves),
+        audit_path=tuple(s.hex() for s in audit_path(leaves, index)),
+    )  # fmt: skip
+    proof = bundle_proof.model_copy(update={"files": None, "file": inclusion})
+    verification = await run_in_threadpool(_verify, proof, settings)
+    return FileVerification(
+        blake3=digest.hex(), size=size, path=entry.path,
+        proof=proof.model_dump(mode="json", exclude_none=True), verification=verification.model_dump(),
+    )  # fmt: skip

@@ -1,0 +1,1 @@
+"""Untrusted input from the network: archives decoded under hard bounds."""

@@ -1,0 +1,188 @@
+"""Read routes for records: search by any hash, batches, attempts, lineage, the deployment."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import APIRouter
+from starlette.concurrency import run_in_threadpool
+
+from anchor.chain.deployment import check_code, load_deployment
+from anchor.errors import BadInput, NotAnchored
+from anchor.explorer import links
+from anchor.manifest.onchain import commit_key, parse_hex32
+from api.deps import JournalDep, ReaderDep, SettingsDep
+from api.routes.verify import ERRORS
+from api.schemas import (
+    AttemptPublic,
+    BatchPublic,
+    DeploymentPublic,
+    LineagePublic,
+    SearchHit,
+    SearchResults,
+    SourceMaterial,
+)
+
+router = APIRouter(prefix="/v1", tags=["records"])
+
+
+def _hex(value: bytes | None) -> str | None:
+    return None if value is None else "0x" + bytes(value).hex()
+
+
+@router.get("/search/{key}", operation_id="search", responses=ERRORS)
+async def search(key: str, journal: JournalDep) -> SearchResults:
+    """Everything we know under a hash: manifest digest, file BLAKE3, git commit, batch root or tx hash."""
+    body = key.lower().removeprefix("0x")
+    value = commit_key(body) if len(body) == 40 else parse_hex32(key, "key")
+    db, hits = journal.db, []
+    for row in db.execute("SELECT digest, kind, state FROM items WHERE digest = ?", (value,)):
+        hits.append(
+            SearchHit(
+                kind="manifest",
+                key=_hex(row["digest"]) or "",
+                detail={"manifest_kind": row["kind"], "state": row["state"]},
+            )
+        )
+    for row in db.execute(
+        "SELECT files.path, items.digest FROM files JOIN items ON items.id = files.item_id WHERE blake3 = ?", (value,)
+    ):
+        hits.append(
+            SearchHit(
+                kind="file",
+                key="0x" + value.hex(),
+                detail={"path": row["path"], "manifest_digest": _hex(row["digest"])},
+            )
+        )
+    for row in db.execute(
+        "SELECT kind, key, state, tx_hash, block_number FROM effects WHERE key = ? OR tx_hash = ?", (value, value)
+    ):
+        kind = "transaction" if row["tx_hash"] is not None and bytes(row["tx_hash"]) == value else (
+            "batch_root" if row["kind"] == "root" else "lineage")  # fmt: skip
+        hits.append(
+            SearchHit(
+                kind=kind,
+                key="0x" + value.hex(),
+                detail={
+                    "effect": row["kind"],
+                    "key": _hex(row["key"]),
+                    "state": row["state"],
+                    "tx_hash": _hex(row["tx_hash"]),
+                    "block_number": row["block_number"],
+                },
+            )  # fmt: skip
+        )
+    if len(body) in (40, 64):
+        for row in db.execute(
+            "SELECT digest, state FROM items WHERE kind = 'attempt' AND json_extract(identity, '$.commit') = ?", (body,)
+        ):
+            hits.append(
+                SearchHit(
+                    kind="attempt", key=body, detail={"manifest_digest": _hex(row["digest"]), "state": row["state"]}
+                )
+            )
+    return SearchResults(data=hits, count=len(hits))
+
+
+@router.get("/batches/{root}", operation_id="get_batch", responses=ERRORS)
+async def get_batch(root: str, journal: JournalDep, reader: ReaderDep) -> BatchPublic:
+    """The records of one batch, and the registry's record of its root, read live."""
+    key = parse_hex32(root, "root")
+    effect = journal.db.execute("SELECT id, tx_hash FROM effects WHERE kind = 'root' AND key = ?", (key,)).fetchone()
+    if effect is None:
+        raise NotAnchored(f"no batch with root 0x{key.hex()} in this service's journal", detail={"root": root})
+    items = [
+        {"manifest_digest": _hex(r["digest"]), "kind": r["kind"], "state": r["state"]}
+        for r in journal.db.execute(
+            "SELECT digest, kind, state FROM items WHERE effect_id = ? ORDER BY id", (effect["id"],)
+        )
+    ]
+    registry = await run_in_threadpool(reader.registry)
+    record = await run_in_threadpool(reader.read, f"root:{key.hex()}", lambda: registry.root_record(key))
+    block = reader.head()
+    tx = _hex(effect["tx_hash"])
+    return BatchPublic(
+        root="0x" + key.hex(), anchored=record is not None, read_at_block=block,
+        record=None if record is None else record.__dict__ if hasattr(record, "__dict__") else _slots(record),
+        items=items, links=links(registry.chain_id, tx_hash=tx, block=None if record is None else record.block_number,
+                                 address=registry.address),
+    )  # fmt: skip
+
+
+def _slots(obj: Any) -> dict[str, Any]:
+    return {name: getattr(obj, name) for name in obj.__slots__}
+
+
+@router.get("/attempts/{commit}", operation_id="get_attempt", responses=ERRORS)
+async def get_attempt(commit: str, journal: JournalDep, reader: ReaderDep) -> AttemptPublic:
+    """An attempt by commit: its lineage record read live from the registry, and its attempt manifests."""
+    key = commit_key(commit)
+    body = commit.lower().removeprefix("0x")
+    registry = await run_in_threadpool(reader.registry)
+    record = await run_in_threadpool(reader.read, f"lineage:{key.hex()}", lambda: registry.lineage(key))
+    manifests = [
+        {"manifest_digest": _hex(r["digest"]), "state": r["state"], **json.loads(r["identity"])}
+        for r in journal.db.execute(
+            "SELECT digest, state, identity FROM items"
+            " WHERE kind = 'attempt' AND json_extract(identity, '$.commit') = ?",
+            (body,),
+        )
+    ]
+    if record is None and not manifests:
+        raise NotAnchored(f"no attempt {body} is known here or anchored on chain", detail={"commit": commit})
+    return AttemptPublic(
+        commit=body, lineage_on_chain=None if record is None else _slots(record), read_at_block=reader.head(),
+        manifests=manifests,
+        links={} if record is None else links(registry.chain_id, tx_hash=record.tx_hash, block=record.block_number,
+                                              address=registry.address),
+    )  # fmt: skip
+
+
+@router.get("/lineage/{commit}", operation_id="get_lineage", responses=ERRORS)
+async def get_lineage(commit: str, settings: SettingsDep) -> LineagePublic:
+    """Ancestors back to the baseline and descendants of an attempt, from the verified research ledger."""
+    from anchor.research.ledger import Ledger
+    from anchor.research.report import lineage_tree
+
+    ledger = Ledger(settings.data_dir / "research" / "ledger.jsonl")
+    if not any(True for _ in ledger.entries()):
+        raise NotAnchored("this service has no research ledger", detail={"commit": commit})
+    if not all(c in "0123456789abcdef" for c in commit.lower()) or not 4 <= len(commit) <= 64:
+        raise BadInput(f"commit: expected hex, got {commit!r}", detail={"field": "commit"})
+
+    def compute() -> LineagePublic:
+        ledger.verify()
+        data, _ = lineage_tree(ledger.entries(), commit, settings)
+        return LineagePublic(**data)
+
+    return await run_in_threadpool(compute)
+
+
+@router.get("/deployment", operation_id="get_deployment", responses=ERRORS)
+async def get_deployment(settings: SettingsDep, reader: ReaderDep) -> DeploymentPublic:
+    """The registry this service anchors to, with its code checked live."""
+    registry = await run_in_threadpool(reader.registry)
+    record = load_deployment(settings.data_dir, registry.chain_id)
+    await run_in_threadpool(check_code, registry.w3, record.address, record.code_hash)
+    return DeploymentPublic(
+        deployment=record.model_dump(), code_matches=True, read_at_block=reader.head(),
+        links=links(record.chain_id, tx_hash=record.tx_hash, block=record.block_number, address=record.address),
+    )  # fmt: skip
+
+
+@router.get("/deployment/source", operation_id="get_source_material", responses=ERRORS)
+async def get_source_material(settings: SettingsDep, reader: ReaderDep) -> SourceMaterial:
+    """Standard-JSON input, compiler version and settings, constructor arguments: enough for
+    `forge verify-contract`, Sourcify or an Etherscan-style explorer to verify the deployment."""
+    from anchor.chain.compiler import standard_json_input
+    from anchor.chain.toolchain import compiler_settings
+
+    registry = await run_in_threadpool(reader.registry)
+    record = load_deployment(settings.data_dir, registry.chain_id)
+    source = standard_json_input()
+    return SourceMaterial(
+        contract="contracts/AnchorRegistry.sol:AnchorRegistry", compiler_version=compiler_settings().solc_version,
+        settings=source["settings"], constructor_arguments="0x", standard_json_input=source, address=record.address,
+        chain_id=record.chain_id,
+    )  # fmt: skip

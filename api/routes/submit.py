@@ -1,0 +1,106 @@
+"""Authenticated write routes: submit a manifest, or a bundle archive, for anchoring.
+
+The server computes every digest itself; a digest the client claims is compared with it and the
+difference reported, never adopted. Submissions are journaled (idempotently: the same manifest twice
+is one record, an `Idempotency-Key` reused for other content is a 409) and anchored in the next batch.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, BackgroundTasks, File, Form, Header, UploadFile
+from starlette.concurrency import run_in_threadpool
+
+from anchor.errors import BadInput
+from anchor.ingest.archive import decode_archive
+from anchor.journal.submit import Submission, submit
+from anchor.manifest.filetree import FileTreeManifest
+from anchor.manifest.identity import manifest_digest, tree_summary, validate_identity
+from anchor.session import Settings
+from api.deps import Authenticated, ConfigDep, JournalDep, SettingsDep
+from api.errors import TooLarge
+from api.routes.verify import ERRORS
+from api.schemas import ManifestSubmission, Submitted
+
+router = APIRouter(prefix="/v1", tags=["submit"], dependencies=[Authenticated])
+WRITE_ERRORS: dict[int | str, dict[str, Any]] = {**ERRORS, 401: ERRORS[404]}
+IdempotencyKey = Annotated[str | None, Header(alias="Idempotency-Key", max_length=200)]
+
+
+def _flush(settings: Settings) -> None:
+    from anchor.journal.service import AnchorService
+
+    service = AnchorService.open(settings)
+    try:
+        service.flush()
+    finally:
+        service.close()
+
+
+def _claim(claimed: str | None, digest: bytes) -> bool | None:
+    if claimed is None:
+        return None
+    body = claimed.lower().removeprefix("0x")
+    if len(body) != 64:
+        raise BadInput("claimed_digest: expected 64 hex digits", detail={"field": "claimed_digest"})
+    return body == digest.hex()
+
+
+@router.post("/manifests", operation_id="submit_manifest", status_code=202, responses=WRITE_ERRORS)
+async def submit_manifest(
+    body: ManifestSubmission, settings: SettingsDep, config: ConfigDep, journal: JournalDep, tasks: BackgroundTasks,
+    idempotency_key: IdempotencyKey = None,
+) -> Submitted:  # fmt: skip
+    """Journal a manifest identity (with its file listing, which must rebuild the identity's tree)."""
+    identity = validate_identity(body.manifest)
+    payload: dict[str, Any] = {"annotations": body.annotations} if body.annotations else {}
+    if body.files is not None:
+        tree = FileTreeManifest.from_files_json(body.files)
+        if tree_summary(identity) != tree.summary():
+            raise BadInput("files: the listing does not rebuild the manifest's files_root", detail={"field": "files"})
+        payload["files"] = tree.files_json()
+    digest = manifest_digest(identity)
+    done = submit(journal, settings_chain(settings), Submission(identity, payload, idempotency_key))
+    if config.flush_after_submit and not done.duplicate:
+        tasks.add_task(_flush, settings)
+    return Submitted(
+        manifest_digest="0x" + digest.hex(), state=done.state, duplicate=done.duplicate,
+        claimed_digest_matches=_claim(body.claimed_digest, digest), files=len(body.files or []),
+    )  # fmt: skip
+
+
+@router.post("/bundles", operation_id="submit_bundle", status_code=202, responses=WRITE_ERRORS)
+async def submit_bundle(
+    settings: SettingsDep, config: ConfigDep, journal: JournalDep, tasks: BackgroundTasks,
+    archive: Annotated[UploadFile, File(description="tar, tar.gz or zip of the bundle's files")],
+    claimed_digest: Annotated[str | None, Form(description="compared with ours, never adopted")] = None,
+    idempotency_key: IdempotencyKey = None,
+) -> Submitted:  # fmt: skip
+    """Journal a bundle archive: decoded under hard bounds, every file hashed here."""
+    data = await archive.read(config.max_request_bytes + 1)
+    if len(data) > config.max_request_bytes:
+        raise TooLarge(f"archive larger than {config.max_request_bytes} bytes")
+    tree = await run_in_threadpool(decode_archive, data, config.archive_limits)
+    identity = tree.identity()
+    digest = manifest_digest(identity)
+    done = submit(
+        journal, settings_chain(settings), Submission(identity, {"files": tree.files_json()}, idempotency_key)
+    )
+    if config.flush_after_submit and not done.duplicate:
+        tasks.add_task(_flush, settings)
+    return Submitted(
+        manifest_digest="0x" + digest.hex(), state=done.state, duplicate=done.duplicate,
+        claimed_digest_matches=_claim(claimed_digest, digest), files=len(tree.files),
+    )  # fmt: skip
+
+
+def settings_chain(settings: Settings) -> int:
+    """The chain id submissions are journaled under: the one the service's deployment is on."""
+    import json
+
+    records = sorted((settings.data_dir / "deployments").glob("*.json"))
+    if not records:
+        raise BadInput("this service has no registry deployment; run `anchor deploy` first")
+    chain_id: int = json.loads(records[0].read_text())["chain_id"]
+    return chain_id

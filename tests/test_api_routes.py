@@ -1,0 +1,249 @@
+"""Every API route against a real anvil: happy paths, error cases, auth, hostile archives."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import tarfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import blake3
+import pytest
+from fastapi.testclient import TestClient
+
+from anchor.chain.node import rpc_call
+from anchor.ingest.archive import ArchiveLimits
+from api.app import create_app
+from api.config import ApiConfig
+from tests.conftest import Chain, _start
+from tests.hostile_archives import HOSTILE, SMALL_LIMITS
+from tests.journal_helpers import journal_value
+
+TOKEN = "a-long-random-token-for-tests"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.fixture(scope="module")
+def api_chain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chain]:
+    chain = _start(tmp_path_factory.mktemp("api-data"))
+    chain.cli("deploy", check=True)
+    yield chain
+    chain.node.down()
+
+
+@pytest.fixture(scope="module")
+def client(api_chain: Chain) -> Iterator[TestClient]:
+    config = ApiConfig(
+        token_hashes=frozenset({hashlib.sha256(TOKEN.encode()).hexdigest()}),
+        archive_limits=ArchiveLimits(**SMALL_LIMITS),  # type: ignore[arg-type]
+        max_request_bytes=8 << 20,
+    )
+    with TestClient(create_app(api_chain.settings, config)) as test_client:
+        yield test_client
+
+
+def _tar(files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def _items(chain: Chain) -> int:
+    return int(journal_value(chain.data_dir, "SELECT count(*) FROM items"))
+
+
+def _error(response: Any, status: int, code: str) -> dict[str, Any]:
+    body = response.json()
+    assert response.status_code == status, body
+    assert set(body) == {"code", "message", "detail"} and body["code"] == code, body
+    return dict(body)
+
+
+@pytest.fixture(scope="module")
+def anchored(client: TestClient) -> dict[str, Any]:
+    """One bundle submitted through the API and anchored by its background flush."""
+    files = {"metrics.json": b'{"acc": 0.91}', "model/weights.bin": bytes(range(256)) * 4}
+    response = client.post("/v1/bundles", files={"archive": ("b.tar", _tar(files))}, headers=AUTH)
+    assert response.status_code == 202, response.json()
+    return {**response.json(), "contents": files}
+
+
+def test_health(client: TestClient) -> None:
+    assert client.get("/health").json()["status"] == "ok"
+
+
+def test_writes_without_a_valid_token_are_refused_and_store_nothing(client: TestClient, api_chain: Chain) -> None:
+    before = _items(api_chain)
+    archive = {"archive": ("b.tar", _tar({"x": b"1"}))}
+    _error(client.post("/v1/bundles", files=archive), 401, "unauthorized")
+    _error(client.post("/v1/bundles", files=archive, headers={"Authorization": "Bearer wrong"}), 401, "unauthorized")
+    _error(
+        client.post("/v1/manifests", json={"manifest": {}}, headers={"Authorization": "Basic x"}), 401, "unauthorized"
+    )
+    assert _items(api_chain) == before
+
+
+def test_a_submitted_bundle_is_anchored_and_verified_by_digest(client: TestClient, anchored: dict[str, Any]) -> None:
+    assert anchored["state"] == "pending" and anchored["files"] == 2 and anchored["claimed_digest_matches"] is None
+    body = client.get(f"/v1/verify/{anchored['manifest_digest']}").json()
+    assert body["verified"] is True and body["manifest_digest"] == anchored["manifest_digest"]
+    assert body["read_at_block"] >= body["anchored_block"] > 0
+
+
+def test_claimed_digests_are_compared_never_adopted(client: TestClient, anchored: dict[str, Any]) -> None:
+    archive = {"archive": ("b.tar", _tar(anchored["contents"]))}
+    wrong = client.post("/v1/bundles", files=archive, data={"claimed_digest": "0x" + "00" * 32}, headers=AUTH).json()
+    assert wrong["claimed_digest_matches"] is False and wrong["manifest_digest"] == anchored["manifest_digest"]
+    right = client.post(
+        "/v1/bundles", files=archive, data={"claimed_digest": anchored["manifest_digest"]}, headers=AUTH
+    )
+    assert right.json()["claimed_digest_matches"] is True and right.json()["duplicate"] is True
+
+
+def test_an_idempotency_key_reused_for_other_content_is_a_conflict(client: TestClient) -> None:
+    first = client.post(
+        "/v1/bundles", files={"archive": ("a.tar", _tar({"a": b"1"}))}, headers={**AUTH, "Idempotency-Key": "k-1"}
+    )
+    assert first.status_code == 202
+    again = client.post(
+        "/v1/bundles", files={"archive": ("a.tar", _tar({"a": b"1"}))}, headers={**AUTH, "Idempotency-Key": "k-1"}
+    )
+    assert again.json()["duplicate"] is True
+    other = client.post(
+        "/v1/bundles", files={"archive": ("b.tar", _tar({"b": b"2"}))}, headers={**AUTH, "Idempotency-Key": "k-1"}
+    )
+    _error(other, 409, "conflict")
+
+
+def test_manifest_submission_checks_the_identity_and_its_listing(client: TestClient) -> None:
+    files = [{"path": "r.txt", "size": 1, "blake3": blake3.blake3(b"r").hexdigest()}]
+    from anchor.manifest.filetree import FileTreeManifest
+
+    identity = FileTreeManifest.from_files_json(files).identity()
+    ok = client.post("/v1/manifests", json={"manifest": identity, "files": files}, headers=AUTH)
+    assert ok.status_code == 202 and ok.json()["files"] == 1
+    forged = [{**files[0], "size": 2}]
+    _error(client.post("/v1/manifests", json={"manifest": identity, "files": forged}, headers=AUTH), 422, "bad_input")
+    bad = client.post("/v1/manifests", json={"manifest": {**identity, "files_root": "xyz"}}, headers=AUTH)
+    assert "files_root" in _error(bad, 422, "bad_input")["message"]
+    _error(client.post("/v1/manifests", json={"nope": 1}, headers=AUTH), 422, "bad_input")
+
+
+def test_verify_by_file_returns_a_proof_that_verifies_alone(client: TestClient, anchored: dict[str, Any]) -> None:
+    data = anchored["contents"]["model/weights.bin"]
+    body = client.post("/v1/verify/file", files={"file": ("w.bin", data)}).json()
+    assert body["path"] == "model/weights.bin" and body["blake3"] == blake3.blake3(data).hexdigest()
+    assert body["verification"]["verified"] is True and body["proof"]["file"]["tree_size"] == 2
+    _error(client.post("/v1/verify/file", files={"file": ("x", b"never anchored")}), 404, "not_anchored")
+
+
+def test_verify_by_proof_file(client: TestClient, anchored: dict[str, Any]) -> None:
+    proof = client.post("/v1/verify/file", files={"file": ("m", anchored["contents"]["metrics.json"])}).json()["proof"]
+    ok = client.post("/v1/verify/proof", files={"proof": ("p.json", json.dumps(proof))})
+    assert ok.status_code == 200 and ok.json()["verified"] is True
+    proof["batch"]["root"] = "0x" + "11" * 32
+    _error(client.post("/v1/verify/proof", files={"proof": ("p.json", json.dumps(proof))}), 422, "bad_proof")
+    _error(client.post("/v1/verify/proof", files={"proof": ("p.json", b"{not json")}), 422, "bad_proof")
+
+
+def test_verify_by_digest_errors(client: TestClient) -> None:
+    _error(client.get("/v1/verify/0x" + "77" * 32), 404, "not_anchored")
+    _error(client.get("/v1/verify/0x1234"), 422, "bad_input")
+
+
+def test_search_finds_every_kind_of_hash(client: TestClient, anchored: dict[str, Any]) -> None:
+    digest = anchored["manifest_digest"]
+    verification = client.get(f"/v1/verify/{digest}").json()
+    kinds = {
+        digest: "manifest",
+        "0x" + blake3.blake3(anchored["contents"]["metrics.json"]).hexdigest(): "file",
+        verification["root"]: "batch_root",
+        verification["tx_hash"]: "transaction",
+    }
+    for key, kind in kinds.items():
+        hits = client.get(f"/v1/search/{key}").json()
+        assert kind in [h["kind"] for h in hits["data"]], (kind, hits)
+    assert client.get("/v1/search/0x" + "99" * 32).json() == {"data": [], "count": 0}
+    _error(client.get("/v1/search/not-hex"), 422, "bad_input")
+
+
+def test_batch_records(client: TestClient, anchored: dict[str, Any]) -> None:
+    root = client.get(f"/v1/verify/{anchored['manifest_digest']}").json()["root"]
+    body = client.get(f"/v1/batches/{root}").json()
+    assert body["anchored"] is True and anchored["manifest_digest"] in [i["manifest_digest"] for i in body["items"]]
+    _error(client.get("/v1/batches/0x" + "55" * 32), 404, "not_anchored")
+
+
+def test_attempts_by_commit(client: TestClient) -> None:
+    from anchor.manifest.attempt import AttemptManifest, Metric
+
+    attempt = AttemptManifest.build(
+        commit="c0" * 20, parent="0" * 40, diff_blake3="d1" * 32, metric=Metric.of("acc", "max", 0.5), kept=True,
+        status="completed", researcher="r0", contract_digest="e2" * 32,
+    )  # fmt: skip
+    assert client.post("/v1/manifests", json={"manifest": attempt.identity()}, headers=AUTH).status_code == 202
+    body = client.get(f"/v1/attempts/{'c0' * 20}").json()
+    assert body["manifests"][0]["commit"] == "c0" * 20 and body["manifests"][0]["state"] == "confirmed"
+    _error(client.get(f"/v1/attempts/{'f0' * 20}"), 404, "not_anchored")
+    _error(client.get("/v1/attempts/xyz"), 422, "bad_input")
+
+
+def test_lineage_from_the_research_ledger(client: TestClient, api_chain: Chain, tmp_path: Path) -> None:
+    from tests.research.helpers import SCORE_IS_X, make_repo
+
+    repo = make_repo(tmp_path / "repo", {"params.json": json.dumps({"x": 1.0, "y": 2}), "README.md": "r\n"})
+    contract = tmp_path / "contract.toml"
+    contract.write_text(
+        f'task = "t"\ncommand = "{SCORE_IS_X.replace(chr(34), chr(92) + chr(34))}"\neditable = ["params.json"]\n'
+        'metric = "score"\nmode = "max"\nattempt_timeout_minutes = 1\n'
+    )
+    api_chain.cli(
+        "research", "run", "--repo", str(repo), "--contract", str(contract), "--max-attempts", "4", check=True
+    )
+    ledger = [json.loads(x) for x in (api_chain.data_dir / "research" / "ledger.jsonl").read_text().splitlines()]
+    last = ledger[-1]["commit"]
+    body = client.get(f"/v1/lineage/{last}").json()
+    assert body["ancestors"][-1] == ledger[0]["commit"] and body["champion_chain"][0] == ledger[0]["commit"]
+    assert all(body["lineage_on_chain"].values())
+    _error(client.get(f"/v1/lineage/{'ab' * 20}"), 422, "bad_input")
+
+
+def test_deployment_and_source_material_rebuild_the_deployed_bytecode(client: TestClient, api_chain: Chain) -> None:
+    import solcx
+
+    from anchor.chain.toolchain import solc_shim
+
+    deployment = client.get("/v1/deployment").json()
+    assert deployment["code_matches"] is True
+    material = client.get("/v1/deployment/source").json()
+    assert material["constructor_arguments"] == "0x" and material["settings"]["evmVersion"] == "cancun"
+    output = solcx.compile_standard(material["standard_json_input"], solc_binary=solc_shim())
+    source, name = material["contract"].split(":")
+    runtime = output["contracts"][source][name]["evm"]["deployedBytecode"]["object"]
+    on_chain = rpc_call(api_chain.node.rpc_url, "eth_getCode", [material["address"], "latest"])
+    assert "0x" + runtime == on_chain
+
+
+def test_unknown_routes_methods_and_oversized_bodies_use_the_error_shape(client: TestClient) -> None:
+    _error(client.get("/v1/nothing-here"), 404, "not_found")
+    _error(client.delete("/health"), 405, "method_not_allowed")
+    big = b"x" * ((8 << 20) + 1)
+    _error(client.post("/v1/bundles", files={"archive": ("b.tar", big)}, headers=AUTH), 413, "request_too_large")
+
+
+@pytest.mark.parametrize("case", list(HOSTILE), ids=list(HOSTILE))
+def test_a_hostile_archive_is_refused_with_4xx_and_nothing_is_stored(
+    client: TestClient, api_chain: Chain, case: str
+) -> None:
+    before = _items(api_chain)
+    response = client.post("/v1/bundles", files={"archive": ("hostile", HOSTILE[case]())}, headers=AUTH)
+    assert 400 <= response.status_code < 500, response.json()
+    assert set(response.json()) == {"code", "message", "detail"}
+    assert _items(api_chain) == before
