@@ -12,6 +12,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,13 +67,22 @@ def _start(data_dir: Path) -> Chain:
     return Chain(data_dir, port, node)
 
 
+@contextmanager
+def deployed(data_dir: Path) -> Iterator[Chain]:
+    """An anvil of its own with the registry deployed through the CLI; stopped on exit."""
+    chain = _start(data_dir)
+    try:
+        chain.cli("deploy", check=True)
+        yield chain
+    finally:
+        chain.node.down()
+
+
 @pytest.fixture(scope="session")
 def deployed_chain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chain]:
-    """One anvil with the registry deployed through the CLI, shared by the read-mostly tests."""
-    chain = _start(tmp_path_factory.mktemp("anchor-data"))
-    chain.cli("deploy", check=True)
-    yield chain
-    chain.node.down()
+    """One deployed chain shared by the read-mostly tests."""
+    with deployed(tmp_path_factory.mktemp("anchor-data")) as chain:
+        yield chain
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from anchor.chain.node import rpc_call
 from anchor.ingest.archive import ArchiveLimits
 from api.app import create_app
 from api.config import ApiConfig
-from tests.conftest import Chain, _start
+from tests.conftest import Chain, deployed
 from tests.hostile_archives import HOSTILE, SMALL_LIMITS
 from tests.journal_helpers import journal_value
 
@@ -28,10 +28,8 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 @pytest.fixture(scope="module")
 def api_chain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chain]:
-    chain = _start(tmp_path_factory.mktemp("api-data"))
-    chain.cli("deploy", check=True)
-    yield chain
-    chain.node.down()
+    with deployed(tmp_path_factory.mktemp("api-data")) as chain:
+        yield chain
 
 
 @pytest.fixture(scope="module")

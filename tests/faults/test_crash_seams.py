@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from anchor.journal.faults import SEAMS
-from tests.conftest import ROOT, Chain, _start
+from tests.conftest import ROOT, Chain, deployed
 from tests.journal_helpers import assert_exactly_once, journal_value
 
 RUNS_PER_SEAM = 20
@@ -23,10 +23,8 @@ BATCH = 2  # 3 batches per run: every seam is reached at least 3 times
 
 @pytest.fixture(scope="module")
 def crash_chain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chain]:
-    chain = _start(tmp_path_factory.mktemp("crash-data"))
-    chain.cli("deploy", check=True)
-    yield chain
-    chain.node.down()
+    with deployed(tmp_path_factory.mktemp("crash-data")) as chain:
+        yield chain
 
 
 def _child(chain: Chain, mode: str, fault: str | None) -> subprocess.CompletedProcess[str]:
