@@ -52,11 +52,13 @@ fmt: install
 	$(BIN)/ruff format anchor api tests benchmarks
 
 bench: install
-	command -v b3sum >/dev/null || (apt-get update -qq && apt-get install -y -qq b3sum)
+	command -v b3sum >/dev/null && command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq b3sum wrk)
 	$(BIN)/python benchmarks/cli_startup.py
 	$(BIN)/python benchmarks/gas_report.py
 	$(BIN)/python benchmarks/hash_bench.py
 	$(BIN)/python benchmarks/anchor_bench.py
+	$(BIN)/python benchmarks/research_overhead.py
+	$(BIN)/python benchmarks/api_bench.py
 
 clean:
 	rm -rf foundry/out foundry/cache .anchor/demo

@@ -3,43 +3,42 @@ and ApiConfig (ANCHOR_API_TOKENS, ANCHOR_API_MAX_REQUEST_BYTES)."""
 
 from __future__ import annotations
 
-from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
 
 from anchor import __version__
 from anchor.session import Settings
 from api.config import ApiConfig
 from api.errors import install_error_handlers
+from api.limits import BodyLimit
 from api.reader import ChainReader
 from api.routes import health, records, submit, verify
 
 
 def create_app(settings: Settings | None = None, config: ApiConfig | None = None) -> FastAPI:
+    reader = ChainReader(settings or Settings.from_env())
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        refresher = asyncio.create_task(reader.refresh_forever())
+        yield
+        refresher.cancel()
+
     app = FastAPI(
+        lifespan=lifespan,
         title="Anchor verification API",
         version=__version__,
         description="Verify anchored research results against a live chain read; submit manifests for anchoring.",
     )
-    app.state.settings = settings or Settings.from_env()
+    app.state.settings = reader.settings
     app.state.config = config or ApiConfig.from_env()
-    app.state.reader = ChainReader(app.state.settings)
+    app.state.reader = reader
     install_error_handlers(app)
 
-    @app.middleware("http")
-    async def limit_body(request: Request, call_next):  # type: ignore[no-untyped-def]
-        limit = app.state.config.max_request_bytes
-        length = request.headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > limit):
-            return JSONResponse(
-                status_code=413,
-                content={
-                    "code": "request_too_large",
-                    "message": f"request bodies are limited to {limit} bytes",
-                    "detail": {},
-                },
-            )
-        return await call_next(request)
-
+    app.add_middleware(BodyLimit, limit=app.state.config.max_request_bytes)
     for module in (health, verify, records, submit):
         app.include_router(module.router)
     return app

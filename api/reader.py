@@ -1,16 +1,21 @@
 """Live chain reads for the API, cached per block: an "anchored" answer is never the database's alone.
 
-The head block number is re-read at most every `HEAD_TTL_S`; every cached answer is keyed by the block
-it was read at, so a new block invalidates it.
+Each worker keeps the chain head fresh with a background task (every `HEAD_TTL_S`), so a request never
+waits on it; every cached answer is keyed by the block it was read at and says so, and a new block
+invalidates it. Answers are cached as serialized JSON, ready to send.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import threading
-import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
+from starlette.concurrency import run_in_threadpool
+
+from anchor.errors import AnchorError
 from anchor.session import ChainHandle, Settings, open_chain, open_registry
 
 if TYPE_CHECKING:
@@ -18,6 +23,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 HEAD_TTL_S = 0.25
+log = logging.getLogger("anchor.api")
 
 
 class ChainReader:
@@ -26,8 +32,8 @@ class ChainReader:
         self._lock = threading.Lock()
         self._handle: ChainHandle | None = None
         self._registry: Registry | None = None
-        self._head = (0, 0.0)
-        self._cache: dict[tuple[int, str], Any] = {}
+        self._head: int | None = None
+        self._cache: dict[tuple[int, str], object] = {}
 
     def registry(self) -> Registry:
         with self._lock:
@@ -36,19 +42,27 @@ class ChainReader:
                 self._registry = open_registry(self.settings, self._handle)
             return self._registry
 
-    def head(self) -> int:
-        block, at = self._head
-        if time.monotonic() - at > HEAD_TTL_S:
-            block = self.registry().checked_block()  # also re-checks the registry's code at a new block
-            self._head = (block, time.monotonic())
+    def _read_head(self) -> int:
+        block = self.registry().checked_block()  # re-checks the registry's code whenever the block moves
+        self._head = block
         return block
 
-    def cached(self, key: str) -> Any | None:
-        """A hit for `key` at the head block as last seen, without any I/O (the fast path)."""
-        block, at = self._head
-        if time.monotonic() - at > HEAD_TTL_S:
-            return None
-        return self._cache.get((block, key))
+    async def refresh_forever(self) -> None:
+        while True:
+            try:
+                await run_in_threadpool(self._read_head)
+            except AnchorError as exc:
+                self._head = None  # unknown head: requests read it themselves and get the typed error
+                log.warning("chain head unavailable: %s", exc.code)
+            await asyncio.sleep(HEAD_TTL_S)
+
+    def head(self) -> int:
+        return self._head if self._head is not None else self._read_head()
+
+    def cached(self, key: str) -> object | None:
+        """A hit for `key` at the current head, without any I/O (the fast path)."""
+        head = self._head
+        return None if head is None else self._cache.get((head, key))
 
     def read(self, key: str, compute: Callable[[], T]) -> T:
         block = self.head()
@@ -58,4 +72,4 @@ class ChainReader:
             if len(self._cache) > 10_000:
                 self._cache.clear()
             self._cache[(block, key)] = hit
-        return hit  # type: ignore[no-any-return]
+        return hit  # type: ignore[return-value]

@@ -6,7 +6,7 @@ import json
 from typing import Annotated, Any
 
 import blake3
-from fastapi import APIRouter, File, UploadFile
+from fastapi import APIRouter, File, Response, UploadFile
 from starlette.concurrency import run_in_threadpool
 
 from anchor.errors import NotAnchored, ProofFormatError
@@ -27,21 +27,24 @@ def _verify(proof: ProofFile, settings: Any) -> Verification:
     return verify_proof_on_chain(proof, root, settings, files)
 
 
-@router.get("/{manifest_digest}", operation_id="verify_by_digest", responses=ERRORS)
-async def verify_by_digest(manifest_digest: str, settings: SettingsDep, reader: ReaderDep) -> Verification:
+@router.get("/{manifest_digest}", operation_id="verify_by_digest", response_model=Verification, responses=ERRORS)
+async def verify_by_digest(manifest_digest: str, settings: SettingsDep, reader: ReaderDep) -> Response:
     """Is this manifest anchored? Answered from a live registry read (cached per block), with the block."""
     digest = parse_hex32(manifest_digest, "manifest_digest").hex()
-    hit = reader.cached(f"verify:{digest}")
-    if hit is not None:
-        return hit  # type: ignore[no-any-return]
+    key = f"verify:{digest}"
+    hit = reader.cached(key)
+    if hit is None:
 
-    def compute() -> Verification:
-        stored = settings.proofs_dir / f"{digest}.json"
-        if not stored.is_file():
-            raise NotAnchored(f"no anchor known for manifest 0x{digest}", detail={"manifest_digest": manifest_digest})
-        return _verify(load_proof(stored), settings)
+        def compute() -> bytes:
+            stored = settings.proofs_dir / f"{digest}.json"
+            if not stored.is_file():
+                raise NotAnchored(
+                    f"no anchor known for manifest 0x{digest}", detail={"manifest_digest": manifest_digest}
+                )
+            return _verify(load_proof(stored), settings).model_dump_json().encode()
 
-    return await run_in_threadpool(reader.read, f"verify:{digest}", compute)
+        hit = await run_in_threadpool(reader.read, key, compute)
+    return Response(content=hit, media_type="application/json")
 
 
 @router.post("/proof", operation_id="verify_proof", responses=ERRORS)
