@@ -13,7 +13,7 @@ from anchor.errors import BadInput, NotAnchored
 from anchor.explorer import links
 from anchor.manifest.onchain import commit_key, parse_hex32
 from api.deps import JournalDep, ReaderDep, SettingsDep
-from api.routes.verify import ERRORS
+from api.routes.verify import ERRORS, CommitOrHex32, Hex32
 from api.schemas import (
     AttemptPublic,
     BatchPublic,
@@ -32,7 +32,7 @@ def _hex(value: bytes | None) -> str | None:
 
 
 @router.get("/search/{key}", operation_id="search", responses=ERRORS)
-async def search(key: str, journal: JournalDep) -> SearchResults:
+async def search(key: CommitOrHex32, journal: JournalDep) -> SearchResults:
     """Everything we know under a hash: manifest digest, file BLAKE3, git commit, batch root or tx hash."""
     body = key.lower().removeprefix("0x")
     value = commit_key(body) if len(body) == 40 else parse_hex32(key, "key")
@@ -86,7 +86,7 @@ async def search(key: str, journal: JournalDep) -> SearchResults:
 
 
 @router.get("/batches/{root}", operation_id="get_batch", responses=ERRORS)
-async def get_batch(root: str, journal: JournalDep, reader: ReaderDep) -> BatchPublic:
+async def get_batch(root: Hex32, journal: JournalDep, reader: ReaderDep) -> BatchPublic:
     """The records of one batch, and the registry's record of its root, read live."""
     key = parse_hex32(root, "root")
     effect = journal.db.execute("SELECT id, tx_hash FROM effects WHERE kind = 'root' AND key = ?", (key,)).fetchone()
@@ -115,7 +115,7 @@ def _slots(obj: Any) -> dict[str, Any]:
 
 
 @router.get("/attempts/{commit}", operation_id="get_attempt", responses=ERRORS)
-async def get_attempt(commit: str, journal: JournalDep, reader: ReaderDep) -> AttemptPublic:
+async def get_attempt(commit: CommitOrHex32, journal: JournalDep, reader: ReaderDep) -> AttemptPublic:
     """An attempt by commit: its lineage record read live from the registry, and its attempt manifests."""
     key = commit_key(commit)
     body = commit.lower().removeprefix("0x")

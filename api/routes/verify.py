@@ -6,7 +6,7 @@ import json
 from typing import Annotated, Any
 
 import blake3
-from fastapi import APIRouter, File, Response, UploadFile
+from fastapi import APIRouter, File, Path, Response, UploadFile
 from starlette.concurrency import run_in_threadpool
 
 from anchor.errors import NotAnchored, ProofFormatError
@@ -18,6 +18,8 @@ from api.deps import JournalDep, ReaderDep, SettingsDep
 from api.schemas import ErrorPublic, FileVerification
 
 router = APIRouter(prefix="/v1/verify", tags=["verify"])
+Hex32 = Annotated[str, Path(pattern=r"^(0x)?[0-9a-fA-F]{64}$", examples=["0x" + "ab" * 32])]
+CommitOrHex32 = Annotated[str, Path(pattern=r"^(0x)?([0-9a-fA-F]{40}|[0-9a-fA-F]{64})$", examples=["c0" * 20])]
 ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorPublic} for code in (404, 409, 413, 422, 502, 503)}
 
 
@@ -28,7 +30,7 @@ def _verify(proof: ProofFile, settings: Any) -> Verification:
 
 
 @router.get("/{manifest_digest}", operation_id="verify_by_digest", response_model=Verification, responses=ERRORS)
-async def verify_by_digest(manifest_digest: str, settings: SettingsDep, reader: ReaderDep) -> Response:
+async def verify_by_digest(manifest_digest: Hex32, settings: SettingsDep, reader: ReaderDep) -> Response:
     """Is this manifest anchored? Answered from a live registry read (cached per block), with the block."""
     digest = parse_hex32(manifest_digest, "manifest_digest").hex()
     key = f"verify:{digest}"
