@@ -8,7 +8,7 @@ ANCHOR := $(BIN)/anchor
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 DEMO_DATA := $(CURDIR)/.anchor/demo
 
-.PHONY: install demo test test-forge test-python lint fmt snapshot bench clean
+.PHONY: install demo test browser screenshots test-forge test-python lint fmt snapshot bench clean
 
 install: $(VENV)/.installed node_modules/.installed
 
@@ -26,7 +26,14 @@ node_modules/.installed: package.json package-lock.json
 demo: install
 	ANCHOR_DATA_DIR=$(DEMO_DATA) bash examples/demo.sh
 
-test: install test-forge test-python
+test: install browser test-forge test-python
+
+## Headless Chromium for the explorer-page tests (Debian's package; needs root, as CI has).
+browser:
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
+
+screenshots: install browser
+	bash examples/screenshots.sh
 
 # Gas snapshot: unit tests only (fuzz and invariant figures vary between runs), compared with our
 # own diff because `forge snapshot --check` 1.7.1 prints a mismatch yet exits 0.

@@ -1,6 +1,12 @@
-"""Block-explorer links per chain id, so anyone can check a record without our tools."""
+"""Block-explorer links per chain id, so anyone can check a record without our tools. On the local
+chain the built-in pages of `anchor serve` play the explorer (ANCHOR_EXPLORER_URL, default
+http://127.0.0.1:8000)."""
 
 from __future__ import annotations
+
+import os
+
+LOCAL_CHAIN_ID = 31337
 
 EXPLORERS: dict[int, str] = {
     1: "https://etherscan.io",
@@ -11,9 +17,17 @@ EXPLORERS: dict[int, str] = {
 
 
 def links(
-    chain_id: int, *, tx_hash: str | None = None, block: int | None = None, address: str | None = None
+    chain_id: int,
+    *,
+    tx_hash: str | None = None,
+    block: int | None = None,
+    address: str | None = None,
+    page: str | None = None,
 ) -> dict[str, str]:
-    """Explorer URLs for the given tx, block and address; empty for a chain without a known explorer."""
+    """Explorer URLs for the given tx, block and address; on the local chain, the built-in `page`."""
+    if chain_id == LOCAL_CHAIN_ID:
+        local = os.environ.get("ANCHOR_EXPLORER_URL", "http://127.0.0.1:8000").rstrip("/")
+        return {"page": f"{local}{page}"} if page else {}
     base = EXPLORERS.get(chain_id)
     if base is None:
         return {}

@@ -53,7 +53,13 @@ def lookup(key: str, settings: Settings) -> dict[str, Any]:
             "chain_id": handle.chain_id,
             "registry": registry.address,
             "read_at_block": registry.checked_block(),
-            "links": links(handle.chain_id, tx_hash=tx_hash, block=record.block_number, address=registry.address),
+            "links": links(
+                handle.chain_id,
+                tx_hash=tx_hash,
+                block=record.block_number,
+                address=registry.address,
+                page=f"/explorer/bundle/{digest_hex}" if digest_hex else f"/explorer/batch/{record.root}",
+            ),
         }
     lineage = registry.lineage(value)
     if lineage is not None:
@@ -68,5 +74,11 @@ def _lineage_answer(record: LineageRecord, chain_id: int, registry: str) -> dict
     return {
         "kind": "lineage",
         "record": {k: getattr(record, k) for k in record.__slots__},
-        "links": links(chain_id, tx_hash=record.tx_hash, block=record.block_number, address=registry),
+        "links": links(
+            chain_id,
+            tx_hash=record.tx_hash,
+            block=record.block_number,
+            address=registry,
+            page=f"/explorer/attempt/{record.commit[2:42]}",
+        ),
     }

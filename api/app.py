@@ -15,7 +15,7 @@ from api.config import ApiConfig
 from api.errors import install_error_handlers
 from api.limits import BodyLimit
 from api.reader import ChainReader
-from api.routes import health, records, submit, verify
+from api.routes import explorer, health, records, submit, verify
 
 
 def create_app(settings: Settings | None = None, config: ApiConfig | None = None) -> FastAPI:
@@ -39,6 +39,6 @@ def create_app(settings: Settings | None = None, config: ApiConfig | None = None
     install_error_handlers(app)
 
     app.add_middleware(BodyLimit, limit=app.state.config.max_request_bytes)
-    for module in (health, verify, records, submit):
+    for module in (health, verify, records, submit, explorer):
         app.include_router(module.router)
     return app

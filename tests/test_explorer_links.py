@@ -1,0 +1,30 @@
+"""Block-explorer links: the four built-in public chains, and the built-in pages on the local chain."""
+
+from __future__ import annotations
+
+import pytest
+
+from anchor.explorer import links
+
+TX = "0x" + "ab" * 32
+ADDRESS = "0x5FbDB2315678afecb367f032d93F642f64180aa3"
+
+
+@pytest.mark.parametrize(
+    ("chain_id", "base"),
+    [(1, "https://etherscan.io"), (11155111, "https://sepolia.etherscan.io"), (8453, "https://basescan.org"),
+     (84532, "https://sepolia.basescan.org")],
+)  # fmt: skip
+def test_public_chains_link_tx_block_and_registry(chain_id: int, base: str) -> None:
+    assert links(chain_id, tx_hash=TX, block=7, address=ADDRESS) == {
+        "tx": f"{base}/tx/{TX}", "block": f"{base}/block/7", "address": f"{base}/address/{ADDRESS}",
+    }  # fmt: skip
+
+
+def test_the_local_chain_links_to_the_built_in_pages(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANCHOR_EXPLORER_URL", "http://127.0.0.1:9000/")
+    assert links(31337, tx_hash=TX, page="/explorer/batch/0x01") == {
+        "page": "http://127.0.0.1:9000/explorer/batch/0x01"
+    }
+    assert links(31337, tx_hash=TX) == {}
+    assert links(999, tx_hash=TX) == {}  # an unknown chain: no guess

@@ -1,0 +1,116 @@
+"""The built-in explorer pages, rendered from a real demo run and read by headless Chromium:
+DOM assertions on what a person sees, and a screenshot of each page."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ANCHOR_BIN, ROOT, free_port
+
+CHROMIUM_FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
+]  # fmt: skip
+
+
+def chromium() -> str:
+    path = shutil.which("chromium")
+    assert path, "headless Chromium is missing: `make test` installs it (apt-get install chromium)"
+    return path
+
+
+class Nodes(HTMLParser):
+    """Collects (tag, attributes) of every element and the page text."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.elements: list[tuple[str, dict[str, str]]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.elements.append((tag, {k: v or "" for k, v in attrs}))
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    data = tmp_path_factory.mktemp("explorer")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANCHOR_", "GIT_"))}
+    env.update(ANCHOR_DATA_DIR=str(data / "demo"), ANCHOR_LOCAL_PORT=str(free_port()))
+    subprocess.run(["bash", str(ROOT / "examples" / "demo.sh")], env=env, check=True, capture_output=True, timeout=300)
+    subprocess.run([str(ANCHOR_BIN), "chain", "up"], env=env, check=True, capture_output=True)
+    report = json.loads(subprocess.run([str(ANCHOR_BIN), "--json", "research", "report"], env=env, check=True,
+                                       capture_output=True, text=True).stdout)  # fmt: skip
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "api.app:create_app", "--factory", "--port", str(port),
+         "--log-level", "warning"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(100):
+        try:
+            urllib.request.urlopen(f"{url}/health", timeout=1)  # noqa: S310 - loopback
+            break
+        except OSError:
+            time.sleep(0.1)
+    proof = json.loads((data / "demo" / "bundle.anchor.json").read_text())
+    yield {"url": url, "champion": report["researchers"]["r0"]["champion"], "proof": proof, "dir": data}
+    server.terminate()
+    server.wait()
+    subprocess.run([str(ANCHOR_BIN), "chain", "down"], env=env, capture_output=True)
+
+
+def render(url: str, screenshot: Path) -> Nodes:
+    browser = chromium()
+    dom = subprocess.run([browser, *CHROMIUM_FLAGS, "--dump-dom", url], capture_output=True, text=True, timeout=60)
+    assert dom.returncode == 0 and dom.stdout.strip(), dom.stderr[-2000:]
+    subprocess.run([browser, *CHROMIUM_FLAGS, "--window-size=1200,800", f"--screenshot={screenshot}", url],
+                   capture_output=True, timeout=60, check=True)  # fmt: skip
+    assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and screenshot.stat().st_size > 10_000
+    nodes = Nodes()
+    nodes.feed(dom.stdout)
+    return nodes
+
+
+def test_lineage_page_highlights_the_champion_chain(site: dict[str, Any]) -> None:
+    page = render(f"{site['url']}/explorer/lineage/{site['champion']}", site["dir"] / "lineage.png")
+    nodes = [attrs for tag, attrs in page.elements if tag == "li" and "node" in attrs.get("class", "")]
+    champions = [n["data-commit"] for n in nodes if "champion" in n["class"].split()]
+    current = [n["data-commit"] for n in nodes if "current" in n["class"].split()]
+    assert len(nodes) == 12 and current == [site["champion"]]
+    assert champions[-1] == site["champion"] and len(champions) >= 2  # baseline ... champion
+    assert "✓ on chain" in "".join(page.text)
+
+
+def test_attempt_page_shows_the_lineage_record_read_on_chain(site: dict[str, Any]) -> None:
+    page = render(f"{site['url']}/explorer/attempt/{site['champion']}", site["dir"] / "attempt.png")
+    text = " ".join(page.text)
+    assert site["champion"] in text and "kept: became the champion" in text
+    assert "lineage record on chain" in text and "read live from the chain at block" in text
+
+
+def test_bundle_page_lists_files_with_proofs_and_the_batch_page_its_records(site: dict[str, Any]) -> None:
+    digest, root = site["proof"]["manifest_digest"], site["proof"]["batch"]["root"]
+    bundle = render(f"{site['url']}/explorer/bundle/{digest}", site["dir"] / "bundle.png")
+    proof_links = [a["href"] for tag, a in bundle.elements if tag == "a" and "/proof?path=" in a.get("href", "")]
+    assert len(proof_links) == 4 and "outputs/metrics.json" in " ".join(bundle.text)
+    with urllib.request.urlopen(site["url"] + proof_links[2]) as answer:  # noqa: S310 - loopback
+        single = json.loads(answer.read())
+    assert single["file"]["tree_size"] == 4 and single["manifest_digest"] == digest
+    batch = render(f"{site['url']}/explorer/batch/{root}", site["dir"] / "batch.png")
+    assert digest in " ".join(batch.text)
