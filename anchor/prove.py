@@ -33,10 +33,20 @@ def prove_file(file: Path, bundle_dir: Path, bundle_proof: Path) -> ProofFile:
     if relative.parts[:1] == ("..",) or relative.is_absolute():
         raise BadInput(f"{file}: not inside {bundle_dir}", detail={"field": "file"})
     rel = unicodedata.normalize("NFC", relative.as_posix())
-    index, entry = tree.entry(rel)
+    _, entry = tree.entry(rel)
     on_disk = hash_tree(file).files[0]
     if (on_disk.size, on_disk.blake3) != (entry.size, entry.blake3):
         raise Tampered(f"{rel}: differs from the anchored file; refusing to prove it", detail={"changed": [rel]})
+    return single_file_proof(proof, entry.path)
+
+
+def single_file_proof(proof: ProofFile, path: str) -> ProofFile:
+    """The proof of the file at `path` of a whole-tree proof: its entry and RFC 6962 audit path in place
+    of the listing. Raises `BadInput` if the proof lists no files or not that path."""
+    tree = proof.filetree()
+    if tree is None:
+        raise BadInput("not a whole-tree proof (it lists no files)", detail={"field": "files"})
+    index, entry = tree.entry(path)
     leaves = tree.leaves()
     inclusion = FileInclusion(
         path=entry.path,

@@ -7,8 +7,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from html.parser import HTMLParser
@@ -17,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.api_server import serving_api
 from tests.conftest import ANCHOR_BIN, ROOT, free_port
 
 CHROMIUM_FLAGS = [
@@ -55,23 +54,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     subprocess.run([str(ANCHOR_BIN), "chain", "up"], env=env, check=True, capture_output=True)
     report = json.loads(subprocess.run([str(ANCHOR_BIN), "--json", "research", "report"], env=env, check=True,
                                        capture_output=True, text=True).stdout)  # fmt: skip
-    port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "api.app:create_app", "--factory", "--port", str(port),
-         "--log-level", "warning"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(100):
-        try:
-            urllib.request.urlopen(f"{url}/health", timeout=1)  # noqa: S310 - loopback
-            break
-        except OSError:
-            time.sleep(0.1)
     proof = json.loads((data / "demo" / "bundle.anchor.json").read_text())
-    yield {"url": url, "champion": report["researchers"]["r0"]["champion"], "proof": proof, "dir": data}
-    server.terminate()
-    server.wait()
+    with serving_api(env) as url:
+        yield {"url": url, "champion": report["researchers"]["r0"]["champion"], "proof": proof, "dir": data}
     subprocess.run([str(ANCHOR_BIN), "chain", "down"], env=env, capture_output=True)
 
 

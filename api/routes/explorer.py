@@ -17,9 +17,9 @@ from starlette.concurrency import run_in_threadpool
 
 from anchor.errors import NotAnchored
 from anchor.explorer import links
-from anchor.manifest.filetree import FileTreeManifest, audit_path
 from anchor.manifest.onchain import commit_key
-from anchor.proof_file import FileInclusion, load_proof
+from anchor.proof_file import load_proof
+from anchor.prove import single_file_proof
 from api.deps import JournalDep, ReaderDep, SettingsDep
 from api.routes.verify import CommitOrHex32, Hex32
 
@@ -206,13 +206,5 @@ async def file_proof(digest: Hex32, path: str, settings: SettingsDep) -> JSONRes
     stored = settings.proofs_dir / f"{digest.lower().removeprefix('0x')}.json"
     if not stored.is_file():
         raise NotAnchored(f"no anchored manifest {digest} here", detail={"manifest_digest": digest})
-    proof = load_proof(stored)
-    listing = proof.filetree() or FileTreeManifest(())
-    index, entry = listing.entry(path)
-    leaves = listing.leaves()
-    inclusion = FileInclusion(
-        path=entry.path, size=entry.size, blake3=entry.blake3, index=index, tree_size=len(leaves),
-        audit_path=tuple(s.hex() for s in audit_path(leaves, index)),
-    )  # fmt: skip
-    single = proof.model_copy(update={"files": None, "file": inclusion})
+    single = single_file_proof(load_proof(stored), path)
     return JSONResponse(json.loads(single.dumps()))

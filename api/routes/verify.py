@@ -10,9 +10,9 @@ from fastapi import APIRouter, File, Path, Response, UploadFile
 from starlette.concurrency import run_in_threadpool
 
 from anchor.errors import NotAnchored, ProofFormatError
-from anchor.manifest.filetree import FileTreeManifest, audit_path
 from anchor.manifest.onchain import parse_hex32
-from anchor.proof_file import FileInclusion, ProofFile, load_proof
+from anchor.proof_file import ProofFile, load_proof
+from anchor.prove import single_file_proof
 from anchor.verify.verifier import Verification, check_proof_consistency, verify_proof_on_chain
 from api.deps import JournalDep, ReaderDep, SettingsDep
 from api.schemas import ErrorPublic, FileVerification
@@ -85,19 +85,12 @@ async def verify_file(
             f"no anchored bundle contains a file with BLAKE3 {digest.hex()}", detail={"blake3": digest.hex()}
         )
     row = rows[0]
-    bundle_proof = load_proof(settings.proofs_dir / f"{bytes(row['digest']).hex()}.json")
-    listing = FileTreeManifest.from_files_json(json.loads(row["payload"])["files"])
-    index, entry = listing.entry(row["path"])
-    if entry.size != size:
+    proof = single_file_proof(load_proof(settings.proofs_dir / f"{bytes(row['digest']).hex()}.json"), row["path"])
+    assert proof.file is not None
+    if proof.file.size != size:
         raise NotAnchored("the anchored file with that hash has another size", detail={"blake3": digest.hex()})
-    leaves = listing.leaves()
-    inclusion = FileInclusion(
-        path=entry.path, size=entry.size, blake3=entry.blake3, index=index, tree_size=len(leaves),
-        audit_path=tuple(s.hex() for s in audit_path(leaves, index)),
-    )  # fmt: skip
-    proof = bundle_proof.model_copy(update={"files": None, "file": inclusion})
     verification = await run_in_threadpool(_verify, proof, settings)
     return FileVerification(
-        blake3=digest.hex(), size=size, path=entry.path,
+        blake3=digest.hex(), size=size, path=proof.file.path,
         proof=proof.model_dump(mode="json", exclude_none=True), verification=verification.model_dump(),
     )  # fmt: skip
