@@ -8,7 +8,7 @@ ANCHOR := $(BIN)/anchor
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 DEMO_DATA := $(CURDIR)/.anchor/demo
 
-.PHONY: install demo test browser screenshots test-forge test-python lint fmt snapshot bench clean
+.PHONY: install demo test browser screenshots lock test-forge test-python lint fmt snapshot bench clean
 
 install: $(VENV)/.installed node_modules/.installed
 
@@ -66,6 +66,10 @@ bench: install
 	$(BIN)/python benchmarks/anchor_bench.py
 	$(BIN)/python benchmarks/research_overhead.py
 	$(BIN)/python benchmarks/api_bench.py
+
+## Regenerate requirements.lock from the venv (--all keeps setuptools and wheel, which the editable install needs).
+lock:
+	$(BIN)/pip freeze --all --exclude-editable | grep -v -e '^-e' -e '^pip==' -e '^anchor-provenance' | sort -f > requirements.lock
 
 clean:
 	rm -rf foundry/out foundry/cache .anchor/demo

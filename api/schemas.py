@@ -51,6 +51,7 @@ class SearchResults(BaseModel):
     model_config = _frozen
     data: list[SearchHit]
     count: int
+    read_at_block: int | None = Field(description="block of the live reads behind each hit's `anchored`")
 
 
 class BatchPublic(BaseModel):
@@ -80,6 +81,7 @@ class LineagePublic(BaseModel):
     descendants: list[str]
     champion_chain: list[str]
     lineage_on_chain: dict[str, bool | None]
+    read_at_block: int
 
 
 class DeploymentPublic(BaseModel):

@@ -168,7 +168,8 @@ def test_search_finds_every_kind_of_hash(client: TestClient, anchored: dict[str,
     for key, kind in kinds.items():
         hits = client.get(f"/v1/search/{key}").json()
         assert kind in [h["kind"] for h in hits["data"]], (kind, hits)
-    assert client.get("/v1/search/0x" + "99" * 32).json() == {"data": [], "count": 0}
+        assert all(h["detail"]["anchored"] is True for h in hits["data"]) and hits["read_at_block"] > 0
+    assert client.get("/v1/search/0x" + "99" * 32).json() == {"data": [], "count": 0, "read_at_block": None}
     _error(client.get("/v1/search/not-hex"), 422, "bad_input")
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from fastapi import APIRouter
@@ -32,57 +34,65 @@ def _hex(value: bytes | None) -> str | None:
 
 
 @router.get("/search/{key}", operation_id="search", responses=ERRORS)
-async def search(key: CommitOrHex32, journal: JournalDep) -> SearchResults:
-    """Everything we know under a hash: manifest digest, file BLAKE3, git commit, batch root or tx hash."""
+async def search(key: CommitOrHex32, journal: JournalDep, reader: ReaderDep) -> SearchResults:
+    """Everything we know under a hash: manifest digest, file BLAKE3, git commit, batch root or tx hash.
+
+    The journal says where to look; whether each record is anchored is read live from the registry."""
     body = key.lower().removeprefix("0x")
     value = commit_key(body) if len(body) == 40 else parse_hex32(key, "key")
-    db, hits = journal.db, []
-    for row in db.execute("SELECT digest, kind, state FROM items WHERE digest = ?", (value,)):
-        hits.append(
-            SearchHit(
-                kind="manifest",
-                key=_hex(row["digest"]) or "",
-                detail={"manifest_kind": row["kind"], "state": row["state"]},
-            )
+    db = journal.db
+    found: list[tuple[str, str, dict[str, Any], tuple[str, bytes] | None]] = []
+    root_of_item = "SELECT effects.key FROM items JOIN effects ON effects.id = items.effect_id WHERE items.digest = ?"
+
+    def batch(digest: bytes) -> tuple[str, bytes] | None:
+        row = db.execute(root_of_item, (digest,)).fetchone()
+        return None if row is None else ("root", bytes(row[0]))
+
+    for row in db.execute("SELECT digest, kind FROM items WHERE digest = ?", (value,)):
+        found.append(
+            ("manifest", _hex(row["digest"]) or "", {"manifest_kind": row["kind"]}, batch(bytes(row["digest"])))
         )
     for row in db.execute(
         "SELECT files.path, items.digest FROM files JOIN items ON items.id = files.item_id WHERE blake3 = ?", (value,)
     ):
-        hits.append(
-            SearchHit(
-                kind="file",
-                key="0x" + value.hex(),
-                detail={"path": row["path"], "manifest_digest": _hex(row["digest"])},
-            )
-        )
+        detail = {"path": row["path"], "manifest_digest": _hex(row["digest"])}
+        found.append(("file", "0x" + value.hex(), detail, batch(bytes(row["digest"]))))
     for row in db.execute(
-        "SELECT kind, key, state, tx_hash, block_number FROM effects WHERE key = ? OR tx_hash = ?", (value, value)
+        "SELECT kind, key, tx_hash, block_number FROM effects WHERE key = ? OR tx_hash = ?", (value, value)
     ):
-        kind = "transaction" if row["tx_hash"] is not None and bytes(row["tx_hash"]) == value else (
-            "batch_root" if row["kind"] == "root" else "lineage")  # fmt: skip
-        hits.append(
-            SearchHit(
-                kind=kind,
-                key="0x" + value.hex(),
-                detail={
-                    "effect": row["kind"],
-                    "key": _hex(row["key"]),
-                    "state": row["state"],
-                    "tx_hash": _hex(row["tx_hash"]),
-                    "block_number": row["block_number"],
-                },
-            )  # fmt: skip
+        is_tx = row["tx_hash"] is not None and bytes(row["tx_hash"]) == value
+        kind = "transaction" if is_tx else "batch_root" if row["kind"] == "root" else "lineage"
+        detail = {
+            "effect": row["kind"],
+            "key": _hex(row["key"]),
+            "tx_hash": _hex(row["tx_hash"]),
+            "block_number": row["block_number"],
+        }
+        found.append(
+            (kind, "0x" + value.hex(), detail, ("root" if row["kind"] == "root" else "lineage", bytes(row["key"])))
         )
     if len(body) in (40, 64):
         for row in db.execute(
-            "SELECT digest, state FROM items WHERE kind = 'attempt' AND json_extract(identity, '$.commit') = ?", (body,)
+            "SELECT digest FROM items WHERE kind = 'attempt' AND json_extract(identity, '$.commit') = ?", (body,)
         ):
-            hits.append(
-                SearchHit(
-                    kind="attempt", key=body, detail={"manifest_digest": _hex(row["digest"]), "state": row["state"]}
-                )
-            )
-    return SearchResults(data=hits, count=len(hits))
+            found.append(("attempt", body, {"manifest_digest": _hex(row["digest"])}, batch(bytes(row["digest"]))))
+    if not found:
+        return SearchResults(data=[], count=0, read_at_block=None)
+
+    def live() -> tuple[list[SearchHit], int]:
+        registry = reader.registry()
+        hits = []
+        for kind, hit_key, detail, check in found:
+            anchored: bool | None = None
+            if check is not None:
+                what, key_bytes = check
+                probe: Callable[[bytes], object] = registry.root_record if what == "root" else registry.lineage
+                anchored = reader.read(f"{what}:{key_bytes.hex()}", partial(probe, key_bytes)) is not None
+            hits.append(SearchHit(kind=kind, key=hit_key, detail={**detail, "anchored": anchored}))
+        return hits, reader.head()
+
+    hits, block = await run_in_threadpool(live)
+    return SearchResults(data=hits, count=len(hits), read_at_block=block)
 
 
 @router.get("/batches/{root}", operation_id="get_batch", responses=ERRORS)
@@ -140,7 +150,7 @@ async def get_attempt(commit: CommitOrHex32, journal: JournalDep, reader: Reader
 
 
 @router.get("/lineage/{commit}", operation_id="get_lineage", responses=ERRORS)
-async def get_lineage(commit: str, settings: SettingsDep) -> LineagePublic:
+async def get_lineage(commit: str, settings: SettingsDep, reader: ReaderDep) -> LineagePublic:
     """Ancestors back to the baseline and descendants of an attempt, from the verified research ledger."""
     from anchor.research.ledger import Ledger
     from anchor.research.report import lineage_tree
@@ -154,7 +164,7 @@ async def get_lineage(commit: str, settings: SettingsDep) -> LineagePublic:
     def compute() -> LineagePublic:
         ledger.verify()
         data, _ = lineage_tree(ledger.entries(), commit, settings)
-        return LineagePublic(**data)
+        return LineagePublic(**data, read_at_block=reader.head())
 
     return await run_in_threadpool(compute)
 

@@ -129,3 +129,24 @@ def test_stop_rules(tmp_path: Path, stop: str) -> None:
         search, ledger = _search(tmp_path, 1, [0.5, 0.5, 0.5, 0.5, 0.5])  # repeats are rejected: failures
         search.limits = SearchLimits(max_attempts=20, budget_s=300, max_consecutive_failures=3)
         assert search.run().stopped_because == "3 consecutive failures"
+
+
+def test_an_external_proposer_command_edits_the_editable_and_is_fenced(tmp_path: Path) -> None:
+    from anchor.research.proposers import CommandProposer
+
+    repo = Repo(params_repo(tmp_path / "repo", 1))
+    ledger = Ledger(tmp_path / "work" / "ledger.jsonl")
+    # an "agent": raises x by one each attempt, and on its second attempt also edits the README
+    agent = (
+        "python3 -c \"import json,os; p=json.load(open('params.json')); p['x']+=1;"
+        " json.dump(p, open('params.json','w'));"
+        " os.environ['ANCHOR_ATTEMPT']=='2' and open('README.md','a').write('sneaky')\""
+    )
+    search = Search(
+        repo, contract(), "ab" * 32, ledger, tmp_path / "work", CommandProposer(agent, ("params.json",)), "r0",
+        SearchLimits(max_attempts=3, budget_s=300, max_consecutive_failures=5),
+    )  # fmt: skip
+    summary = search.run()
+    assert [e["metric"]["value"] for e in ledger.entries()] == ["1", "2", "3"]
+    assert summary.rejected == 1 and "README.md" in summary.rejections[0]
+    assert (repo.path / "README.md").read_text() == "a search\n"
