@@ -13,12 +13,12 @@ from tests.conftest import ROOT, free_port
 
 
 @contextmanager
-def serving_api(env: dict[str, str]) -> Iterator[str]:
+def serving_api(env: dict[str, str], workers: int = 1) -> Iterator[str]:
     """The base URL of the app, served until the block ends; fails if /health never answers."""
     port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "uvicorn", "api.app:create_app", "--factory", "--port", str(port),
-         "--log-level", "warning"],
+         "--workers", str(workers), "--log-level", "warning"],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
