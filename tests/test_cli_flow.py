@@ -10,7 +10,8 @@ from pathlib import Path
 from anchor.chain.deployment import load_deployment
 from anchor.chain.node import rpc_call
 from anchor.errors import ExitCode
-from tests.conftest import ROOT, Chain, free_port
+from tests.conftest import Chain, free_port
+from tests.public_tools import cast_verify_inclusion
 
 ROOT_ANCHORED_TOPIC = (
     "0x" + __import__("eth_hash.auto", fromlist=["keccak"]).keccak(b"RootAnchored(bytes32,address)").hex()
@@ -124,16 +125,7 @@ def test_public_tools_alone_confirm_the_inclusion(deployed_chain: Chain, bundle:
     proof_path = tmp_path / "p.json"
     deployed_chain.cli("anchor", str(bundle), "--proof", str(proof_path), check=True)
     proof = json.loads(proof_path.read_text())
-    out = subprocess.run(
-        [
-            str(ROOT / "node_modules" / ".bin" / "cast"), "call", proof["anchor"]["registry"],
-            "verifyInclusion(bytes32,bytes32[],bytes32)(bool)", proof["batch"]["root"],
-            "[" + ",".join(proof["batch"]["proof"]) + "]", proof["manifest_digest"],
-            "--rpc-url", deployed_chain.node.rpc_url,
-        ],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    assert out.stdout.strip() == "true"
+    assert cast_verify_inclusion(proof, deployed_chain.node.rpc_url)
 
 
 def test_lookup_finds_the_record_by_path_digest_and_root(deployed_chain: Chain, bundle: Path) -> None:

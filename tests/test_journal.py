@@ -17,6 +17,7 @@ from anchor.journal.store import Journal, JournalError, open_journal
 from anchor.journal.submit import Submission, submit
 from tests.conftest import Chain
 from tests.journal_helpers import assert_exactly_once, unique_submissions
+from tests.public_tools import cast_verify_inclusion
 
 
 def test_same_manifest_twice_is_one_record_marked_duplicate(tmp_path: Path) -> None:
@@ -182,7 +183,7 @@ def test_a_reorged_out_anchor_is_detected_and_anchored_again(
 def test_a_batched_proof_verifies_with_only_an_rpc_url_and_with_cast_alone(fresh_chain: Chain, tmp_path: Path) -> None:
     import subprocess
 
-    from tests.conftest import ANCHOR_BIN, ROOT
+    from tests.conftest import ANCHOR_BIN
 
     fresh_chain.cli("deploy", check=True)
     bundles = []
@@ -206,13 +207,4 @@ def test_a_batched_proof_verifies_with_only_an_rpc_url_and_with_cast_alone(fresh
     assert json.loads(alone.stdout)["verified"] is True
 
     # public tools alone: cast and the registry's inclusion view
-    out = subprocess.run(
-        [
-            str(ROOT / "node_modules" / ".bin" / "cast"), "call", proof["anchor"]["registry"],
-            "verifyInclusion(bytes32,bytes32[],bytes32)(bool)", proof["batch"]["root"],
-            "[" + ",".join(proof["batch"]["proof"]) + "]", proof["manifest_digest"],
-            "--rpc-url", fresh_chain.node.rpc_url,
-        ],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    assert out.stdout.strip() == "true"
+    assert cast_verify_inclusion(proof, fresh_chain.node.rpc_url)

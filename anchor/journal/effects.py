@@ -280,14 +280,22 @@ class EffectRunner:
             "SELECT * FROM txs WHERE effect_id = ? AND state != 'dropped' ORDER BY id", (effect_id,)
         ).fetchall()
 
-    def _broadcast(self, effect: sqlite3.Row) -> bool:
-        latest = self._txs(effect["id"])[-1]
+    def _send(self, effect: sqlite3.Row, latest: sqlite3.Row) -> bool | None:
+        """Broadcast `latest`'s signed bytes: None once the node has them; on a refusal, what handling
+        it did (a used nonce is reconciled, an underpriced transaction replaced)."""
         try:
             txs.broadcast(self.w3, bytes(latest["raw"]))
         except txs.NonceTooLow:
             return self._nonce_consumed(effect)
         except txs.Underpriced:
             return self._replace(effect, latest)
+        return None
+
+    def _broadcast(self, effect: sqlite3.Row) -> bool:
+        latest = self._txs(effect["id"])[-1]
+        refused = self._send(effect, latest)
+        if refused is not None:
+            return refused
         fault_point("after_broadcast")  # sent, but the journal still says "signed"
         with self.journal.tx() as db:
             db.execute("UPDATE txs SET state = 'broadcast' WHERE id = ?", (latest["id"],))
@@ -340,13 +348,8 @@ class EffectRunner:
         latest = self._txs(effect["id"])[-1]
         if not txs.is_pending(self.w3, bytes(latest["tx_hash"])):
             # the node forgot it (restart, eviction): resend the very same signed bytes
-            try:
-                txs.broadcast(self.w3, bytes(latest["raw"]))
-            except txs.NonceTooLow:
-                return self._nonce_consumed(effect)
-            except txs.Underpriced:
-                return self._replace(effect, latest)
-            return False
+            refused = self._send(effect, latest)
+            return False if refused is None else refused
         if now() - latest["created_at"] < self.config.stuck_after_s:
             return False
         return self._replace(effect, latest)
