@@ -76,6 +76,14 @@ def _pax_traversal() -> bytes:
     return _tar([(info, b"ssh-ed25519 AAAA")])
 
 
+def _zip_unknown_method() -> bytes:
+    raw = bytearray(_zip([("weird.bin", b"data")], compression=zipfile.ZIP_STORED))
+    raw[8:10] = (99).to_bytes(2, "little")  # local header: compression method 99 (AES, unsupported)
+    central = raw.rfind(b"PK\x01\x02")
+    raw[central + 10 : central + 12] = (99).to_bytes(2, "little")
+    return bytes(raw)
+
+
 def _gnu_tar_latin1() -> bytes:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT, encoding="latin-1") as archive:
@@ -117,6 +125,7 @@ HOSTILE: dict[str, Callable[[], bytes]] = {
     "zip: too many files": lambda: _zip([(f"f{i}", b"x") for i in range(51)]),
     "zip: non-UTF-8 name without the flag": lambda: _zip_flagged(b"caf\xe9.txt", flag_utf8=False),
     "zip: encrypted member": _zip_encrypted,
+    "zip: unsupported compression method": _zip_unknown_method,
     "zip: truncated": lambda: _zip([("a.txt", b"z" * 5000)], compression=zipfile.ZIP_STORED)[:-30],
     "not an archive": lambda: b"these bytes are neither tar nor zip" * 20,
     "empty upload": lambda: b"",

@@ -4,7 +4,8 @@ Nothing is extracted to disk and nothing declared by the archive is trusted: eve
 through a counting stream and hashed here; sizes are what was read, not what the header says.
 Refused, each with `ArchiveRefused` naming the member: anything but a regular file (links, devices,
 FIFOs), absolute paths, `..`, backslashes, NUL, names that are not UTF-8 (or, in zip, not flagged
-UTF-8 and not ASCII), names equal after NFC, encrypted zip members, paths longer than the limit, more
+UTF-8 and not ASCII), names equal after NFC, encrypted or unsupported-method zip members, paths longer
+than the limit, more
 files, more bytes per file or in total, or a higher compression ratio than allowed, and truncated or
 corrupt archives.
 """
@@ -114,6 +115,10 @@ def _tar(data: bytes, limits: ArchiveLimits) -> list[FileEntry]:
     return entries
 
 
+_ZIP_METHODS = frozenset({zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA})
+"""The methods Python's zipfile decodes; any other is refused by name before a member is opened."""
+
+
 def _zip(data: bytes, limits: ArchiveLimits) -> list[FileEntry]:
     budget = _Budget(limits, len(data))
     entries: list[FileEntry] = []
@@ -130,10 +135,12 @@ def _zip(data: bytes, limits: ArchiveLimits) -> list[FileEntry]:
                     raise _refuse(info.filename, "not a regular file (symlink or special file)")
                 if info.flag_bits & 0x1:
                     raise _refuse(info.filename, "encrypted member")
+                if info.compress_type not in _ZIP_METHODS:
+                    raise _refuse(info.filename, f"unsupported compression method {info.compress_type}")
                 with archive.open(info) as stream:
                     size, digest = budget.hash(name, stream)
                 entries.append(FileEntry(name, size, digest))
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError, OSError, ValueError) as exc:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError) as exc:
         raise ArchiveRefused(f"archive: not a readable zip ({type(exc).__name__}: {exc})"[:300],
                              detail={"reason": "corrupt or truncated"}) from None  # fmt: skip
     return entries

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from anchor.errors import BadInput
+from anchor.manifest.identity import HasIdentity
 
 HEX64 = r"^[0-9a-f]{64}$"
 COMMIT = r"^([0-9a-f]{40}|[0-9a-f]{64})$"
@@ -82,7 +83,7 @@ class Metric(BaseModel):
         return keccak(encode(["string", "uint8", "int256"], [self.name, MODE_CODES[self.mode], self.scaled()]))
 
 
-class AttemptManifest(BaseModel):
+class AttemptManifest(HasIdentity, BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: Literal["attempt"] = "attempt"
@@ -120,9 +121,3 @@ class AttemptManifest(BaseModel):
 
     def identity(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True)
-
-    @property
-    def digest(self) -> bytes:
-        from anchor.manifest.identity import manifest_digest
-
-        return manifest_digest(self.identity())

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from anchor.errors import BadInput
 from anchor.manifest.filetree import FileTreeManifest, hash_tree
+from anchor.manifest.identity import HasIdentity
 from anchor.manifest.validation import validated
 
 HEX64 = r"^[0-9a-f]{64}$"
@@ -75,7 +76,7 @@ class Milestones(BaseModel):
         return {name: getattr(self, name).isoformat() for name in MILESTONES if getattr(self, name) is not None}
 
 
-class BundleManifest(BaseModel):
+class BundleManifest(HasIdentity, BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: Literal["bundle"] = "bundle"
@@ -103,12 +104,6 @@ class BundleManifest(BaseModel):
 
     def annotations(self) -> dict[str, Any]:
         return {"milestones": self.milestones.to_json()} if self.milestones else {}
-
-    @property
-    def digest(self) -> bytes:
-        from anchor.manifest.identity import manifest_digest
-
-        return manifest_digest(self.identity())
 
 
 def _sha256_file(path: Path, field: str) -> str:

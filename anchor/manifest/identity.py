@@ -20,6 +20,17 @@ _DOMAINS = {
 }
 
 
+class HasIdentity:
+    """For manifest models: the digest is always the domain hash of `identity()`, nothing else."""
+
+    def identity(self) -> dict[str, Any]:
+        raise TypeError(f"{type(self).__name__} must define identity()")
+
+    @property
+    def digest(self) -> bytes:
+        return manifest_digest(self.identity())
+
+
 def manifest_digest(identity: dict[str, Any]) -> bytes:
     kind = identity.get("kind")
     if kind not in _DOMAINS:

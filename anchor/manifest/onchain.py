@@ -5,15 +5,16 @@ from __future__ import annotations
 from anchor.errors import BadInput
 
 
-def parse_hex32(text: str, field: str) -> bytes:
-    """A 32-byte value given as 64 hex digits, with or without 0x. Raises `BadInput` naming `field`."""
+def parse_hex32(text: str, field: str, error: type[BadInput] = BadInput) -> bytes:
+    """A 32-byte value given as 64 hex digits, with or without 0x. Raises `error` (a `BadInput`)
+    naming `field`."""
     body = text[2:] if text.lower().startswith("0x") else text
     try:
         value = bytes.fromhex(body)
     except ValueError:
         value = b""
     if len(value) != 32:
-        raise BadInput(f"{field}: expected 32 bytes as 64 hex digits, got {text!r}", detail={"field": field})
+        raise error(f"{field}: expected 32 bytes as 64 hex digits, got {text[:80]!r}", detail={"field": field})
     return value
 
 

@@ -16,6 +16,7 @@ from anchor.batch.merkle import leaf_of, process_proof
 from anchor.errors import BadInput, NotAnchored, NotDeployed, ProofFormatError, Tampered
 from anchor.manifest.filetree import FileEntry, check_relative_path, diff, hash_tree, root_from_audit_path
 from anchor.manifest.identity import manifest_digest, tree_summary, validate_identity
+from anchor.manifest.onchain import parse_hex32
 from anchor.proof_file import ProofFile, load_proof
 from anchor.session import Settings, open_chain
 
@@ -77,13 +78,7 @@ def check_proof_consistency(proof: ProofFile) -> bytes:
 
 
 def _hex32(text: str, field: str) -> bytes:
-    try:
-        value = bytes.fromhex(text)
-    except ValueError:
-        value = b""
-    if len(value) != 32:
-        raise ProofFormatError(f"proof: {field} holds a value that is not 32 bytes of hex", detail={"field": field})
-    return value
+    return parse_hex32(text, f"proof {field}", ProofFormatError)
 
 
 def verify_path(path: Path, proof_path: Path, settings: Settings) -> Verification:

@@ -18,7 +18,7 @@ from anchor.journal.submit import Submission, submit
 from anchor.manifest.filetree import FileTreeManifest
 from anchor.manifest.identity import manifest_digest, tree_summary, validate_identity
 from anchor.session import Settings
-from api.deps import Authenticated, ConfigDep, JournalDep, SettingsDep
+from api.deps import Authenticated, ConfigDep, JournalDep, ReaderDep, SettingsDep
 from api.errors import TooLarge
 from api.routes.verify import ERRORS
 from api.schemas import ManifestSubmission, Submitted
@@ -49,7 +49,8 @@ def _claim(claimed: str | None, digest: bytes) -> bool | None:
 
 @router.post("/manifests", operation_id="submit_manifest", status_code=202, responses=WRITE_ERRORS)
 async def submit_manifest(
-    body: ManifestSubmission, settings: SettingsDep, config: ConfigDep, journal: JournalDep, tasks: BackgroundTasks,
+    body: ManifestSubmission, settings: SettingsDep, config: ConfigDep, journal: JournalDep, reader: ReaderDep,
+    tasks: BackgroundTasks,
     idempotency_key: IdempotencyKey = None,
 ) -> Submitted:  # fmt: skip
     """Journal a manifest identity (with its file listing, which must rebuild the identity's tree)."""
@@ -61,7 +62,8 @@ async def submit_manifest(
             raise BadInput("files: the listing does not rebuild the manifest's files_root", detail={"field": "files"})
         payload["files"] = tree.files_json()
     digest = manifest_digest(identity)
-    done = submit(journal, settings_chain(settings), Submission(identity, payload, idempotency_key))
+    chain_id = (await run_in_threadpool(reader.registry)).chain_id
+    done = submit(journal, chain_id, Submission(identity, payload, idempotency_key))
     if config.flush_after_submit and not done.duplicate:
         tasks.add_task(_flush, settings)
     return Submitted(
@@ -72,7 +74,7 @@ async def submit_manifest(
 
 @router.post("/bundles", operation_id="submit_bundle", status_code=202, responses=WRITE_ERRORS)
 async def submit_bundle(
-    settings: SettingsDep, config: ConfigDep, journal: JournalDep, tasks: BackgroundTasks,
+    settings: SettingsDep, config: ConfigDep, journal: JournalDep, reader: ReaderDep, tasks: BackgroundTasks,
     archive: Annotated[UploadFile, File(description="tar, tar.gz or zip of the bundle's files")],
     claimed_digest: Annotated[str | None, Form(description="compared with ours, never adopted")] = None,
     idempotency_key: IdempotencyKey = None,
@@ -85,7 +87,9 @@ async def submit_bundle(
     identity = tree.identity()
     digest = manifest_digest(identity)
     done = submit(
-        journal, settings_chain(settings), Submission(identity, {"files": tree.files_json()}, idempotency_key)
+        journal,
+        (await run_in_threadpool(reader.registry)).chain_id,
+        Submission(identity, {"files": tree.files_json()}, idempotency_key),
     )
     if config.flush_after_submit and not done.duplicate:
         tasks.add_task(_flush, settings)
@@ -93,14 +97,3 @@ async def submit_bundle(
         manifest_digest="0x" + digest.hex(), state=done.state, duplicate=done.duplicate,
         claimed_digest_matches=_claim(claimed_digest, digest), files=len(tree.files),
     )  # fmt: skip
-
-
-def settings_chain(settings: Settings) -> int:
-    """The chain id submissions are journaled under: the one the service's deployment is on."""
-    import json
-
-    records = sorted((settings.data_dir / "deployments").glob("*.json"))
-    if not records:
-        raise BadInput("this service has no registry deployment; run `anchor deploy` first")
-    chain_id: int = json.loads(records[0].read_text())["chain_id"]
-    return chain_id
