@@ -73,9 +73,26 @@ class Repo:
         self.git("commit", "--quiet", "--no-verify", "-m", message, "--", *paths, env=stamp)
         return self.head()
 
-    def reset_hard(self, commit: str) -> None:
+    def untracked(self) -> set[str]:
+        """Untracked files git does not ignore (what `git clean -fd` would have deleted)."""
+        out = self.git("ls-files", "-z", "--others", "--exclude-standard")
+        return {path for path in out.split("\0") if path}
+
+    def reset_to(self, commit: str, keep: set[str]) -> list[str]:
+        """Move to `commit`, undoing tracked changes, and delete the untracked files that are not in
+        `keep` — the ones an attempt created. Never `git clean`: that deleted a user's untracked
+        notes on a re-run. Returns what was deleted; empty directories left behind are removed too."""
         self.git("reset", "--quiet", "--hard", commit)
-        self.git("clean", "-fdq")
+        created = sorted(self.untracked() - keep)
+        root = self.path.resolve()
+        for rel in created:
+            target = self.path / rel
+            target.unlink(missing_ok=True)
+            parent = target.parent
+            while parent.resolve() != root and parent.is_dir() and not any(parent.iterdir()):
+                parent.rmdir()
+                parent = parent.parent
+        return created
 
     def diff(self, parent: str, commit: str, paths: tuple[str, ...]) -> bytes:
         result = subprocess.run(

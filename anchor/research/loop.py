@@ -4,10 +4,17 @@ A baseline first; then, until a stop rule fires: propose, fence, commit, dedup, 
 contract's bounds, keep only on strict improvement by `min_improvement`, otherwise reset hard to the
 champion. Every measured attempt is a ledger entry before anything else happens; a search killed at
 any point resumes from the ledger without measuring a scored commit twice.
+
+The repository is the user's: the harness touches only what it made. Before each attempt it writes an
+in-flight marker (runs/<researcher>/in-flight.json) listing the untracked files already there; the
+reset after the attempt deletes only untracked files that appeared since, and the marker is removed.
+A start without a marker refuses any dirt (an untracked file, an uncommitted edit), naming it; a start
+with one (the last run died mid-attempt) treats what appeared since the marker as that attempt's.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -85,20 +92,62 @@ class Search:
 
     # ------------------------------------------------------------------ the loop
 
+    # ------------------------------------------------------------------ what the harness owns
+
+    @property
+    def marker(self) -> Path:
+        return self.workdir / "runs" / self.researcher / "in-flight.json"
+
+    def _begin_attempt(self, champion: str) -> set[str]:
+        """Record, before anything is proposed or run, which untracked files are not ours."""
+        before = self.repo.untracked()
+        self.marker.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.marker.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"champion": champion, "untracked_before": sorted(before)}))
+        tmp.replace(self.marker)
+        return before
+
+    def _end_attempt(self, champion: str, before: set[str]) -> None:
+        self.repo.reset_to(champion, keep=before)
+        self.marker.unlink(missing_ok=True)
+
+    def _check_start(self, champion: dict[str, Any] | None) -> set[str] | None:
+        """Refuse to start on anything the user left in the repository; returns the untracked set of
+        the attempt a crashed run left in flight, or None if there was none."""
+        if self.marker.exists():
+            return set(json.loads(self.marker.read_text())["untracked_before"])
+        check_committed(self.repo, self.contract.editable)  # names every untracked or edited file
+        head = self.repo.head()
+        if champion is not None and head != champion["commit"]:
+            raise GuardError(
+                f"HEAD is {head[:12]}, not this search's champion {champion['commit'][:12]}: the repository moved"
+                " since the search stopped; check out the champion to continue, or start a new search with"
+                " another --workdir",
+                detail={"head": head, "champion": champion["commit"]},
+            )
+        return None
+
+    # ------------------------------------------------------------------ the loop
+
     def run(self) -> SearchSummary:
         summary = SearchSummary(self.researcher)
         start = time.monotonic()
         failures = 0
         champion = self.champion()
+        in_flight = self._check_start(champion)
         if champion is None and not self.mine():
+            before = self._begin_attempt(self.repo.head()) if in_flight is None else in_flight
             check_committed(self.repo, self.contract.editable)
             baseline = self.measure(self.repo.head(), NO_PARENT, None)
             summary.measured += 1
             champion = baseline if baseline["kept"] else None
+            self._end_attempt(baseline["commit"], before)
+            in_flight = None
         if champion is None:
             summary.stopped_because = "the baseline produced no metric"
             return summary
-        champion = self._resume(champion, summary)
+        if in_flight is not None:
+            champion = self._resume(champion, summary, in_flight)
         while True:
             mine = self.mine()
             if len(mine) >= self.limits.max_attempts:
@@ -111,6 +160,7 @@ class Search:
                 summary.stopped_because = f"{failures} consecutive failures"
                 break
             scored = {e["commit"] for e in mine}
+            before = self._begin_attempt(champion["commit"])
             try:
                 self.proposer.propose(self.repo.path, len(mine) + summary.rejected)
                 if not check_fence(self.repo, self.contract.editable):
@@ -123,32 +173,29 @@ class Search:
                 summary.rejected += 1
                 summary.rejections.append(exc.message)
                 failures += 1
-                self.repo.reset_hard(champion["commit"])
+                self._end_attempt(champion["commit"], before)
                 continue
             entry = self.measure(commit, champion["commit"], champion)
             summary.measured += 1
             failures = 0 if entry["status"] == "completed" else failures + 1
             if entry["kept"]:
                 champion = entry
-            self.repo.reset_hard(champion["commit"])  # losers leave nothing; stray writes are swept too
+            self._end_attempt(champion["commit"], before)  # losers leave nothing the attempt wrote
         summary.champion, summary.champion_metric = champion["commit"], champion["metric"]["value"]
         return summary
 
-    def _resume(self, champion: dict[str, Any], summary: SearchSummary) -> dict[str, Any]:
-        """After a crash: measure the unscored attempt left checked out on the champion, or reset."""
+    def _resume(self, champion: dict[str, Any], summary: SearchSummary, before: set[str]) -> dict[str, Any]:
+        """After a crash mid-attempt: measure the unscored attempt left checked out on the champion (once
+        the attempt's own stray files are swept), or reset; either way only the attempt's files go."""
         head = self.repo.head()
         scored = {e["commit"] for e in self.mine()}
         if head != champion["commit"] and head not in scored and self.repo.parent_of(head) == champion["commit"]:
-            try:
-                check_committed(self.repo, self.contract.editable)
-            except GuardError:
-                self.repo.reset_hard(champion["commit"])
-                return champion
+            self.repo.reset_to(head, keep=before)
             entry = self.measure(head, champion["commit"], champion)
             summary.measured += 1
             if entry["kept"]:
                 champion = entry
-        self.repo.reset_hard(champion["commit"])
+        self._end_attempt(champion["commit"], before)
         return champion
 
     # ------------------------------------------------------------------ one measurement

@@ -8,6 +8,7 @@ captured to run_dir/stdout.log and stderr.log.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -39,6 +40,9 @@ def run_command(command: str, cwd: Path, run_dir: Path, timeout_s: float, grace_
             stderr=err,
             start_new_session=True,
         )
+        # who owns what: the attempt's process group, recorded before we wait on it, so whoever must
+        # stop it (a resumed search, a test) signals exactly this group and never a process by name
+        (run_dir / "process.json").write_text(json.dumps({"pgid": process.pid, "started_unix": time.time()}))
         try:
             code = process.wait(timeout=timeout_s)
             timed_out = False

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from anchor.research.git import Repo
+from anchor.research.guard import GuardError
 from anchor.research.ledger import Ledger
 from anchor.research.loop import NO_PARENT, Search, SearchLimits
 from tests.research.helpers import ScriptedProposer, contract, params_repo
@@ -150,3 +151,55 @@ def test_an_external_proposer_command_edits_the_editable_and_is_fenced(tmp_path:
     assert [e["metric"]["value"] for e in ledger.entries()] == ["1", "2", "3"]
     assert summary.rejected == 1 and "README.md" in summary.rejections[0]
     assert (repo.path / "README.md").read_text() == "a search\n"
+
+
+def test_a_rerun_never_deletes_untracked_files_or_resets_uncommitted_edits_it_did_not_make(tmp_path: Path) -> None:
+    """The first-hour data loss: a re-run ran `git clean -fdq` over the user's repository."""
+    search, ledger = _search(tmp_path, 1, [2, 0.5])
+    search.run()
+    repo = search.repo.path
+    (repo / "notes.txt").write_text("my notes")
+    (repo / "params.json").write_text(json.dumps({"x": 42}))  # an uncommitted edit of the editable
+    again = Search(
+        search.repo, search.contract, search.contract_digest, ledger, search.workdir, ScriptedProposer([7]), "r0",
+        SearchLimits(max_attempts=10, budget_s=300, max_consecutive_failures=10),
+    )  # fmt: skip
+    with pytest.raises(GuardError) as refused:
+        again.run()
+    assert "notes.txt" in refused.value.message
+    assert (repo / "notes.txt").read_text() == "my notes"
+    assert json.loads((repo / "params.json").read_text()) == {"x": 42}
+    assert len(ledger.entries()) == 3  # nothing measured
+    (repo / "params.json").write_text(json.dumps({"x": 2}))  # the user undoes the edit, keeps the notes
+    with pytest.raises(GuardError, match="notes.txt"):
+        again.run()
+    assert (repo / "notes.txt").read_text() == "my notes"
+
+
+def test_the_reset_removes_only_what_the_attempt_created(tmp_path: Path) -> None:
+    """Ignored files and files present before the attempt stay; the attempt's litter (and its new,
+    now empty, directories) go."""
+    command = (
+        "python3 -c \"import json,os,sys; x=json.load(open('params.json'))['x'];"
+        " os.makedirs('out/deep', exist_ok=True); open('out/deep/litter.tmp','w').write('stray');"
+        " open('cache.ignored','w').write('kept');"
+        " open(sys.argv[1]+'/metrics.jsonl','a').write(json.dumps({'score': x})+chr(10))\" {run_dir}"
+    )
+    search, ledger = _search(tmp_path, 1, [0.5], command=command)
+    repo = search.repo.path
+    (repo / ".gitignore").write_text("*.ignored\n")
+    search.repo.git("add", ".gitignore")
+    search.repo.git(
+        "commit",
+        "-qm",
+        "ignore",
+        env={
+            "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@x",
+            "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@x",
+        },
+    )
+    search.run()
+    assert not (repo / "out").exists() and (repo / "cache.ignored").read_text() == "kept"
+    assert search.repo.dirty() == [] and not search.marker.exists()
