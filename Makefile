@@ -66,6 +66,7 @@ bench: install
 	$(BIN)/python benchmarks/anchor_bench.py
 	$(BIN)/python benchmarks/research_overhead.py
 	$(BIN)/python benchmarks/api_bench.py
+	$(BIN)/python benchmarks/hostile_bench.py
 
 ## Regenerate requirements.lock from the venv (--all keeps setuptools and wheel, which the editable install needs).
 lock:

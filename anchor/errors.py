@@ -23,6 +23,8 @@ class ExitCode(IntEnum):
     DEPLOYMENT_MISMATCH = 6
     CONFLICT = 7
     TOOLCHAIN = 8
+    UNKNOWN_REGISTRY = 9
+    POLICY = 10
 
 
 class AnchorError(Exception):
@@ -37,11 +39,13 @@ class AnchorError(Exception):
         self.message = message
         self.detail: dict[str, Any] = detail or {}
 
+    def diagnostic_lines(self) -> list[str]:
+        """The message, then the detail fields, one per line (each may still hold data's own escapes)."""
+        return [self.message] + [f"  {key}: {value}" for key, value in self.detail.items()]
+
     def diagnostics(self) -> str:
         """A human-readable explanation, with the detail fields one per line."""
-        lines = [self.message]
-        lines += [f"  {key}: {value}" for key, value in self.detail.items()]
-        return "\n".join(lines)
+        return "\n".join(self.diagnostic_lines())
 
     def to_dict(self) -> dict[str, Any]:
         """The typed error shape shared by `--json` output and the API: code, message, detail."""
@@ -131,3 +135,20 @@ class ToolchainMissing(AnchorError):
 
     exit_code = ExitCode.TOOLCHAIN
     code = "toolchain_missing"
+
+
+class UnknownRegistry(AnchorError):
+    """The proof names a registry address that is not the one trusted for its chain (the deployment
+    record, or the address given with `--registry`): a copy deployed by anyone proves nothing."""
+
+    exit_code = ExitCode.UNKNOWN_REGISTRY
+    http_status = 422
+    code = "unknown_registry"
+
+
+class PolicyMismatch(AnchorError):
+    """Verified, but not as the verifier required: another submitter, or anchored later than allowed."""
+
+    exit_code = ExitCode.POLICY
+    http_status = 412
+    code = "policy_mismatch"

@@ -16,11 +16,17 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from anchor.errors import BadInput, ProofFormatError
+from anchor.files import atomic_write
+from anchor.ingest.untrusted_json import parse_json
 from anchor.manifest.filetree import FileTreeManifest
 
 PROOF_FORMAT = "anchor/proof"
 PROOF_VERSION = 1
 MAX_PROOF_BYTES = 256 * 1024 * 1024
+MAX_PATH_HASHES = 64
+"""A batch path or a file audit path longer than this would need a tree of more than 2^64 leaves."""
+MAX_PROOF_FILES = 1_000_000
+"""Listing entries in one proof file (docs/manifest.md, "Bounds")."""
 
 _Hex32 = Field(pattern=r"^0x[0-9a-f]{64}$")
 
@@ -32,7 +38,7 @@ class BatchPath(BaseModel):
 
     item: str = _Hex32
     leaf: str = _Hex32
-    proof: tuple[str, ...]
+    proof: tuple[str, ...] = Field(max_length=MAX_PATH_HASHES)
     root: str = _Hex32
 
 
@@ -46,7 +52,7 @@ class FileInclusion(BaseModel):
     blake3: str = Field(pattern=r"^[0-9a-f]{64}$")
     index: int = Field(ge=0)
     tree_size: int = Field(ge=1)
-    audit_path: tuple[str, ...]
+    audit_path: tuple[str, ...] = Field(max_length=MAX_PATH_HASHES)
 
 
 class ChainAnchor(BaseModel):
@@ -68,7 +74,7 @@ class ProofFile(BaseModel):
     version: Literal[1] = 1
     manifest: dict[str, Any]
     annotations: dict[str, Any] = Field(default_factory=dict)
-    files: tuple[dict[str, Any], ...] | None = None
+    files: tuple[dict[str, Any], ...] | None = Field(default=None, max_length=MAX_PROOF_FILES)
     file: FileInclusion | None = None
     manifest_digest: str = _Hex32
     batch: BatchPath
@@ -88,14 +94,24 @@ def load_proof(path: Path) -> ProofFile:
     try:
         if path.stat().st_size > MAX_PROOF_BYTES:
             raise ProofFormatError(f"{path}: larger than {MAX_PROOF_BYTES} bytes", detail={"file": str(path)})
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        data = path.read_bytes()
     except FileNotFoundError:
         raise BadInput(f"{path}: no such proof file", detail={"file": str(path)}) from None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+    except OSError as exc:
         raise ProofFormatError(f"{path}: not a JSON proof file ({exc})", detail={"file": str(path)}) from None
+    return parse_proof(data, str(path))
+
+
+def parse_proof(data: bytes, name: str) -> ProofFile:
+    """Decode a proof file's bytes (bounded depth, bounded sizes); `name` is used in every error."""
+    try:
+        raw = parse_json(data, name, error=ProofFormatError)
+    except BadInput as exc:
+        raise ProofFormatError(f"{name}: not a JSON proof file ({exc.message})", detail={"file": name}) from None
+    path = name
     if isinstance(raw, dict) and raw.get("format") == PROOF_FORMAT and raw.get("version") != PROOF_VERSION:
         raise ProofFormatError(
-            f"{path}: unsupported proof version {raw.get('version')!r}", detail={"file": str(path), "field": "version"}
+            f"{path}: unsupported proof version {raw.get('version')!r}", detail={"file": path, "field": "version"}
         )
     try:
         return ProofFile.model_validate(raw)
@@ -103,16 +119,13 @@ def load_proof(path: Path) -> ProofFile:
         first = exc.errors()[0]
         field = ".".join(str(part) for part in first["loc"]) or "(root)"
         raise ProofFormatError(
-            f"{path}: field '{field}': {first['msg']}", detail={"file": str(path), "field": field}
+            f"{path}: field '{field}': {first['msg']}", detail={"file": path, "field": field}
         ) from None
 
 
 def write_proof(proof: ProofFile, path: Path) -> None:
-    """Write atomically: a reader sees the old file or the new one, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(proof.dumps(), encoding="utf-8")
-    tmp.replace(path)
+    """Write atomically and durably, never through a symlink (`anchor.files.atomic_write`)."""
+    atomic_write(path, proof.dumps().encode("utf-8"))
 
 
 def check_output_path(path: Path) -> None:

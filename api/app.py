@@ -8,17 +8,23 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi.routing import APIRoute
 
 from anchor import __version__
+from anchor.ingest.untrusted_json import restore_recursion_limit
 from anchor.session import Settings
 from api.config import ApiConfig
+from api.deps import token_id
 from api.errors import install_error_handlers
-from api.limits import BodyLimit
+from api.limits import RequestGuard
 from api.reader import ChainReader
 from api.routes import explorer, health, records, submit, verify
 
 
 def create_app(settings: Settings | None = None, config: ApiConfig | None = None) -> FastAPI:
+    import web3  # noqa: F401 - imported now, so that the recursion limit it raises is lowered right away
+
+    restore_recursion_limit()
     reader = ChainReader(settings or Settings.from_env())
 
     @asynccontextmanager
@@ -38,7 +44,13 @@ def create_app(settings: Settings | None = None, config: ApiConfig | None = None
     app.state.reader = reader
     install_error_handlers(app)
 
-    app.add_middleware(BodyLimit, limit=app.state.config.max_request_bytes)
     for module in (health, verify, records, submit, explorer):
         app.include_router(module.router)
+    api_config: ApiConfig = app.state.config
+    app.add_middleware(
+        RequestGuard,
+        limit=api_config.max_request_bytes,
+        write_paths=frozenset(route.path for route in submit.router.routes if isinstance(route, APIRoute)),
+        authorize=lambda headers: token_id(headers, api_config),
+    )
     return app

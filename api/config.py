@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from anchor.errors import BadInput
 from anchor.ingest.archive import ArchiveLimits
+from anchor.session import env_number
 
 _HASH = re.compile(r"^sha256:[0-9a-f]{64}$")
 
@@ -23,6 +24,8 @@ class ApiConfig(BaseModel):
 
     token_hashes: frozenset[str] = frozenset()
     max_request_bytes: int = 64 << 20
+    max_proof_bytes: int = 16 << 20
+    """An uploaded proof file (public route): ~100,000 listed files; see docs/manifest.md, Bounds."""
     archive_limits: ArchiveLimits = ArchiveLimits()
     flush_after_submit: bool = True
 
@@ -34,6 +37,6 @@ class ApiConfig(BaseModel):
             raise BadInput("ANCHOR_API_TOKENS takes sha256:<64 hex> hashes only, never tokens in clear")
         return cls(
             token_hashes=frozenset(t.removeprefix("sha256:") for t in raw),
-            max_request_bytes=int(os.environ.get("ANCHOR_API_MAX_REQUEST_BYTES", str(64 << 20))),
+            max_request_bytes=int(env_number("ANCHOR_API_MAX_REQUEST_BYTES", 64 << 20)),
             flush_after_submit=os.environ.get("ANCHOR_API_FLUSH", "1") != "0",
         )

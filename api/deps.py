@@ -7,9 +7,10 @@ import hashlib
 import hmac
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, FastAPI, Request
 
 from anchor.journal.store import Journal, open_journal
 from anchor.session import Settings
@@ -36,29 +37,42 @@ async def get_reader(request: Request) -> ChainReader:
 _journal_lock = threading.Lock()
 
 
-def get_journal(request: Request) -> Iterator[Journal]:
-    """One connection per worker, used by one request at a time (sqlite3 needs that)."""
+@contextmanager
+def journal_session(app: FastAPI) -> Iterator[Journal]:
+    """The worker's one journal connection, for one short use at a time (sqlite3 needs that). Hold it
+    only around journal calls: never across archive decoding or hashing, which can take seconds."""
     with _journal_lock:
-        journal: Journal | None = getattr(request.app.state, "journal", None)
+        journal: Journal | None = getattr(app.state, "journal", None)
         if journal is None:
-            journal = request.app.state.journal = open_journal(request.app.state.settings.data_dir)
+            journal = app.state.journal = open_journal(app.state.settings.data_dir)
         yield journal
 
 
-def require_token(request: Request) -> None:
-    """Bearer tokens, compared by SHA-256 in constant time with the configured hashes."""
-    header = request.headers.get("authorization", "")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token:
+def get_journal(request: Request) -> Iterator[Journal]:
+    with journal_session(request.app) as journal:
+        yield journal
+
+
+def token_id(headers: dict[bytes, bytes], config: ApiConfig) -> str:
+    """The accepted bearer token's id (the first 16 hex digits of its SHA-256, which is what the
+    configuration holds), compared in constant time; raises `Unauthorized`. Used by the edge guard
+    before any body is read, and by the routes to scope idempotency keys per client."""
+    scheme, _, token = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
         raise Unauthorized("a bearer token is required for this route")
-    presented = hashlib.sha256(token.strip().encode()).hexdigest()
-    config: ApiConfig = request.app.state.config
+    presented = hashlib.sha256(token.strip().encode("latin-1")).hexdigest()
     if not any(hmac.compare_digest(presented, known) for known in config.token_hashes):
         raise Unauthorized("the bearer token is not accepted")
+    return presented[:16]
+
+
+async def require_token(request: Request) -> str:
+    return token_id(dict(request.scope["headers"]), request.app.state.config)
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 ConfigDep = Annotated[ApiConfig, Depends(get_config)]
 ReaderDep = Annotated[ChainReader, Depends(get_reader)]
 JournalDep = Annotated[Journal, Depends(get_journal)]
+ClientDep = Annotated[str, Depends(require_token)]
 Authenticated = Depends(require_token)

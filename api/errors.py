@@ -45,7 +45,9 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        code = {404: "not_found", 405: "method_not_allowed", 413: "request_too_large"}.get(
+            exc.status_code, "http_error"
+        )
         return _shape(exc.status_code, code, str(exc.detail))
 
     @app.exception_handler(Exception)

@@ -1,30 +1,78 @@
-"""Refuse request bodies over the configured size before any route reads them (plain ASGI: no per-request
-wrapping cost on the hot verify path)."""
+"""The edge of the service: every request is bounded before any route does work for it.
+
+Plain ASGI (no per-request wrapping cost on the hot verify path). Two rules, in this order:
+1. A write route's bearer token is checked from the headers alone, before a byte of the body is read:
+   FastAPI parses (and Starlette spools) the whole body before route dependencies run, so a 60 MiB
+   body sent without a token used to cost 1.7 GB and 4.7 s before its 401.
+2. The body is counted as it streams in, not taken from Content-Length, which a chunked upload does
+   not send: past the limit the request ends with 413 and nothing is parsed.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
+
+from starlette.exceptions import HTTPException
+
+from anchor.errors import AnchorError
 
 Scope = dict[str, Any]
 
 
-class BodyLimit:
-    def __init__(self, app: Any, limit: int) -> None:
-        self.app, self.limit = app, limit
+class BodyTooLarge(HTTPException):
+    """Raised from `receive` once the streamed body passes the limit (FastAPI re-raises HTTPException
+    from body parsing unchanged, so it reaches the error handler as a 413)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, f"request bodies are limited to {limit} bytes")
+
+
+class RequestGuard:
+    def __init__(
+        self, app: Any, limit: int, write_paths: frozenset[str], authorize: Callable[[dict[bytes, bytes]], object]
+    ) -> None:
+        self.app, self.limit, self.write_paths, self.authorize = app, limit, write_paths, authorize
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            length = dict(scope["headers"]).get(b"content-length")
-            if length is not None and (not length.isdigit() or int(length) > self.limit):
-                await self._refuse(send)
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        if scope["method"] == "POST" and scope["path"] in self.write_paths:
+            try:
+                self.authorize(headers)
+            except AnchorError as exc:
+                await _answer(send, exc.http_status, exc.to_dict(), ((b"www-authenticate", b"Bearer"),))
                 return
-        await self.app(scope, receive, send)
+        length = headers.get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.limit):
+            await _answer(send, 413, _too_large(self.limit))
+            return
+        await self.app(scope, self._counting(receive), send)
 
-    async def _refuse(self, send: Any) -> None:
-        body = json.dumps(
-            {"code": "request_too_large", "message": f"request bodies are limited to {self.limit} bytes", "detail": {}}
-        ).encode()
-        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-        await send({"type": "http.response.start", "status": 413, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+    def _counting(self, receive: Any) -> Any:
+        seen = 0
+
+        async def counted() -> Any:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise BodyTooLarge(self.limit)
+            return message
+
+        return counted
+
+
+def _too_large(limit: int) -> dict[str, Any]:
+    return {"code": "request_too_large", "message": f"request bodies are limited to {limit} bytes", "detail": {}}
+
+
+async def _answer(send: Any, status: int, content: dict[str, Any], extra: tuple[tuple[bytes, bytes], ...] = ()) -> None:
+    body = json.dumps(content).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *extra]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

@@ -15,6 +15,13 @@ from tests.conftest import ROOT, free_port
 @contextmanager
 def serving_api(env: dict[str, str], workers: int = 1) -> Iterator[str]:
     """The base URL of the app, served until the block ends; fails if /health never answers."""
+    with serving_api_process(env, workers) as (url, _):
+        yield url
+
+
+@contextmanager
+def serving_api_process(env: dict[str, str], workers: int = 1) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """`serving_api`, with the server process itself (to check it is still the one serving)."""
     port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "uvicorn", "api.app:create_app", "--factory", "--port", str(port),
@@ -31,7 +38,7 @@ def serving_api(env: dict[str, str], workers: int = 1) -> Iterator[str]:
                 time.sleep(0.1)
         else:
             raise AssertionError("the API did not come up")
-        yield url
+        yield url, server
     finally:
         server.terminate()
         server.wait()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bz2
 import gzip
 import io
 import tarfile
@@ -15,6 +16,7 @@ SMALL_LIMITS = {
     "max_total_bytes": 4 << 20,
     "max_ratio": 50.0,
     "max_path_bytes": 200,
+    "max_entries": 100,
 }
 
 
@@ -93,6 +95,35 @@ def _gnu_tar_latin1() -> bytes:
     return buffer.getvalue()
 
 
+def plain_tar(files: dict[str, bytes]) -> bytes:
+    """An ordinary tar of regular files (the well-formed case)."""
+    return _tar([_reg(name, data) for name, data in files.items()], fmt=tarfile.GNU_FORMAT)
+
+
+def header_bomb(declared: int = 1 << 30) -> bytes:
+    """Under 4 KiB of tar.bz2 whose GNU long-name header declares `declared` bytes (tarfile would read
+    it into memory whole): took the server to 2.2 GB."""
+    header = tarfile.TarInfo("././@LongLink")
+    header.type, header.size = tarfile.GNUTYPE_LONGNAME, declared
+    compressor = bz2.BZ2Compressor()
+    data = compressor.compress(header.tobuf(format=tarfile.GNU_FORMAT))
+    chunk = b"a" * (1 << 20)
+    for _ in range(declared >> 20):
+        data += compressor.compress(chunk)
+    return data + compressor.flush()
+
+
+def directory_flood(n: int) -> bytes:
+    """A tar.bz2 of `n` directory entries and nothing else: a million of them is 13 KB."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:bz2") as archive:
+        for i in range(n):
+            info = tarfile.TarInfo(f"d{i}")
+            info.type = tarfile.DIRTYPE
+            archive.addfile(info)
+    return buffer.getvalue()
+
+
 HOSTILE: dict[str, Callable[[], bytes]] = {
     "tar: parent traversal": lambda: _tar([_reg("../escape.txt")]),
     "tar: nested traversal": lambda: _tar([_reg("a/../../escape.txt")]),
@@ -130,4 +161,8 @@ HOSTILE: dict[str, Callable[[], bytes]] = {
     "not an archive": lambda: b"these bytes are neither tar nor zip" * 20,
     "empty upload": lambda: b"",
     "gzip of garbage": lambda: gzip.compress(b"not a tar" * 100),
+    "tar: a file and a directory of one name": lambda: _tar([_reg("out"), _reg("out/metrics.json")]),
+    "tar: names differing only in case": lambda: _tar([_reg("Results.csv"), _reg("results.csv")]),
+    "tar.bz2: long-name header bomb": header_bomb,
+    "tar.bz2: directory flood": lambda: directory_flood(101),
 }

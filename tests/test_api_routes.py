@@ -246,3 +246,53 @@ def test_a_hostile_archive_is_refused_with_4xx_and_nothing_is_stored(
     assert 400 <= response.status_code < 500, response.json()
     assert set(response.json()) == {"code", "message", "detail"}
     assert _items(api_chain) == before
+
+
+def _archive_of(tmp_path: Path, maker: list[str], name: str) -> bytes:
+    import shutil
+    import subprocess
+    import uuid
+
+    from tests.conftest import ROOT
+
+    bundle = tmp_path / f"bundle-{name}"
+    shutil.copytree(ROOT / "examples" / "bundle", bundle)
+    (bundle / "run-id.txt").write_text(uuid.uuid4().hex)
+    subprocess.run([*maker, str(tmp_path / name), "."], cwd=bundle, check=True)
+    return (tmp_path / name).read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("maker", "name"), [(["zip", "-qr"], "b.zip"), (["tar", "-cf"], "b.tar")], ids=["zip -r", "tar -cf ."]
+)
+def test_zip_r_and_tar_dot_archives_anchor_and_verify(
+    client: TestClient, tmp_path: Path, maker: list[str], name: str
+) -> None:
+    """Archives as people make them: `zip -r` writes `dir/` entries, `tar -C d -cf x.tar .` a `.`."""
+    archive = _archive_of(tmp_path, maker, name)
+    submitted = client.post("/v1/bundles", files={"archive": (name, archive)}, headers=AUTH)
+    assert submitted.status_code == 202, submitted.json()
+    verified = client.get(f"/v1/verify/{submitted.json()['manifest_digest']}").json()
+    assert verified["verified"] is True and verified["files"] == submitted.json()["files"] == 5
+
+
+def test_explorer_proof_links_percent_encode_file_names(client: TestClient) -> None:
+    files = {"decoy&path=results.csv": b"decoy", "results.csv": b"the real one", "a b/#c?.txt": b"x"}
+    submitted = client.post("/v1/bundles", files={"archive": ("b.tar", _tar(files))}, headers=AUTH).json()
+    page = client.get(f"/explorer/bundle/{submitted['manifest_digest']}").text
+    assert "proof?path=decoy%26path%3Dresults.csv'" in page and "proof?path=a%20b%2F%23c%3F.txt'" in page
+    assert "path=decoy&amp;path=results.csv" not in page
+
+
+def test_a_proof_naming_another_registry_is_not_ours(client: TestClient, anchored: dict[str, Any]) -> None:
+    proof = client.post("/v1/verify/file", files={"file": ("m", anchored["contents"]["metrics.json"])}).json()["proof"]
+    proof["anchor"]["registry"] = "0x" + "12" * 20  # a stranger's copy of the registry, say
+    refused = _error(client.post("/v1/verify/proof", files={"proof": ("p.json", json.dumps(proof))}), 422,
+                     "unknown_registry")  # fmt: skip
+    assert refused["detail"]["proof_registry"] == "0x" + "12" * 20
+
+
+def test_a_verdict_names_the_submitter_and_the_time(client: TestClient, anchored: dict[str, Any]) -> None:
+    body = client.get(f"/v1/verify/{anchored['manifest_digest']}").json()
+    assert body["submitter"].startswith("0x") and body["anchored_at"].endswith("+00:00")
+    assert body["registry_trusted_by"] == "deployment record"

@@ -13,7 +13,7 @@ from anchor.chain.node import rpc_call
 from anchor.errors import Conflict, ExitCode
 from anchor.journal.effects import RunnerConfig
 from anchor.journal.service import AnchorService
-from anchor.journal.store import Journal, JournalError, open_journal
+from anchor.journal.store import SCHEMA_VERSION, Journal, JournalError, open_journal
 from anchor.journal.submit import Submission, submit
 from tests.conftest import Chain
 from tests.journal_helpers import assert_exactly_once, unique_submissions
@@ -34,8 +34,11 @@ def test_idempotency_key_reused_with_another_payload_is_a_conflict(tmp_path: Pat
     submit(journal, 31337, Submission(a.identity, a.payload, idempotency_key="run-7"))
     again = submit(journal, 31337, Submission(a.identity, a.payload, idempotency_key="run-7"))
     assert again.duplicate
-    with pytest.raises(Conflict, match="run-7"):
+    with pytest.raises(Conflict, match="idempotency key was already used for other content") as refused:
         submit(journal, 31337, Submission(b.identity, b.payload, idempotency_key="run-7"))
+    assert refused.value.detail == {"field": "idempotency_key"}  # nothing of the first submission
+    with pytest.raises(Conflict):  # the same manifest with other annotations is other content too
+        submit(journal, 31337, Submission(a.identity, {"annotations": {"note": "new"}}, idempotency_key="run-7"))
     assert journal.db.execute("SELECT count(*) FROM items").fetchone()[0] == 1
 
 
@@ -69,7 +72,7 @@ def test_a_version_1_journal_is_migrated_and_its_files_indexed(tmp_path: Path) -
     db.commit()
     db.close()
     journal = Journal(tmp_path / "journal.sqlite")
-    assert journal.meta("schema_version") == "2"
+    assert journal.meta("schema_version") == str(SCHEMA_VERSION)
     row = journal.db.execute("SELECT item_id, path FROM files WHERE blake3 = ?", (bytes.fromhex("ab" * 32),)).fetchone()
     assert tuple(row) == (1, "a.txt")
 
@@ -197,13 +200,16 @@ def test_a_batched_proof_verifies_with_only_an_rpc_url_and_with_cast_alone(fresh
     proof = json.loads(proof_path.read_text())
     assert len(proof["batch"]["proof"]) >= 2  # a real Merkle path, not a batch of one
 
-    # our CLI with nothing but the proof and an RPC URL: an empty data directory, no deployment record
+    # our CLI with nothing but the proof, an RPC URL and the registry the verifier chooses to trust:
+    # an empty data directory, no deployment record
     env = {k: v for k, v in fresh_chain.env().items() if k != "ANCHOR_DATA_DIR"}
     env["ANCHOR_DATA_DIR"] = str(tmp_path / "empty-data-dir")
+    argv = [str(ANCHOR_BIN), "--rpc-url", fresh_chain.node.rpc_url, "verify", bundles[3], "--json"]
+    unnamed = subprocess.run(argv, env=env, capture_output=True, text=True)
+    assert unnamed.returncode == 9 and "--registry " + proof["anchor"]["registry"] in unnamed.stdout
     alone = subprocess.run(
-        [str(ANCHOR_BIN), "--rpc-url", fresh_chain.node.rpc_url, "verify", bundles[3], "--json"],
-        env=env, capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        [*argv, "--registry", proof["anchor"]["registry"]], env=env, capture_output=True, text=True, check=True
+    )
     assert json.loads(alone.stdout)["verified"] is True
 
     # public tools alone: cast and the registry's inclusion view

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from anchor.chain.toolchain import compiler_settings, project_root, solc_shim
+from anchor.files import PRIVATE_FILE, atomic_write, private_dir
 
 REGISTRY_SOURCE = "contracts/AnchorRegistry.sol"
 REGISTRY_NAME = "AnchorRegistry"
@@ -53,10 +54,8 @@ def compile_registry(cache_dir: Path | None = None) -> CompiledContract:
 
         output = solcx.compile_standard(source, solc_binary=solc_shim(), allow_paths=[str(project_root())])
         if cached:
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cached.with_suffix(".tmp")
-            tmp.write_text(json.dumps(output))
-            tmp.replace(cached)
+            private_dir(cached.parent)
+            atomic_write(cached, json.dumps(output).encode(), PRIVATE_FILE)
     artifact = output["contracts"][REGISTRY_SOURCE][REGISTRY_NAME]
     return CompiledContract(
         abi=artifact["abi"],

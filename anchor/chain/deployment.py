@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from anchor.chain.artifact import registry_version, runtime_code_hash
+from anchor.chain.node import LOCAL_CHAIN_ID
 from anchor.errors import BadInput, DeploymentMismatch, NotDeployed
+from anchor.files import atomic_write, private_dir
 
 if TYPE_CHECKING:
     from web3 import Web3
@@ -69,8 +71,15 @@ def check_code(w3: Web3, address: str, recorded_hash: str) -> None:
     actual = "0x" + keccak(code).hex()
     if actual != expected:
         reason = "no code (was the chain reset?)" if not code else "different code"
+        local = int(w3.eth.chain_id) == LOCAL_CHAIN_ID
+        hint = (
+            "; a proof made on a local development chain can only be checked on the machine that holds that"
+            " chain: anchor on a shared chain (--rpc-url) for others to verify"
+            if local
+            else ""
+        )
         raise DeploymentMismatch(
-            f"{address} holds {reason}, not the recorded registry; refusing to answer",
+            f"{address} holds {reason}, not the recorded registry; refusing to answer{hint}",
             detail={"address": address, "on_chain": actual, "expected": expected},
         )
 
@@ -96,8 +105,6 @@ def deploy(w3: Web3, chain_id: int, signer: Signer, compiled: CompiledContract, 
         compiler=compiler_settings().to_json(),
     )
     path = record_path(data_dir, chain_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(deployment.model_dump(), indent=2, sort_keys=True) + "\n")
-    tmp.replace(path)
+    private_dir(path.parent)
+    atomic_write(path, (json.dumps(deployment.model_dump(), indent=2, sort_keys=True) + "\n").encode())
     return deployment

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 
 def main() -> None:
-    import click
+    # typer bundles its own copy of click: its exceptions are not `click`'s, so catch the bundled ones
+    from typer import Abort
+    from typer._click.exceptions import ClickException, NoArgsIsHelpError
 
     from anchor.cli.app import app
     from anchor.errors import AnchorError, ExitCode
@@ -19,12 +22,31 @@ def main() -> None:
         if as_json:
             print(json.dumps({"ok": False, "error": exc.to_dict()}, sort_keys=True))
         else:
-            print(f"error[{exc.code}]: {exc.diagnostics()}", file=sys.stderr)
+            from anchor.cli.output import printable
+
+            first, *rest = map(printable, exc.diagnostic_lines())
+            print("\n".join([f"error[{exc.code}]: {first}", *rest]), file=sys.stderr)
         sys.exit(int(exc.exit_code))
-    except click.ClickException as exc:
+    except NoArgsIsHelpError as exc:  # `anchor` or `anchor research` alone: the help is the answer
         exc.show()
         sys.exit(int(ExitCode.BAD_INPUT))
-    except click.exceptions.Abort:
+    except ClickException as exc:  # a usage error: unknown option, missing argument, bad value
+        if as_json:
+            error = {"code": "usage", "message": exc.format_message(), "detail": {}}
+            print(json.dumps({"ok": False, "error": error}, sort_keys=True))
+        else:
+            exc.show()  # the usage line, "Try 'anchor … --help' for help." and the one-line error
+        sys.exit(int(ExitCode.BAD_INPUT))
+    except (Abort, KeyboardInterrupt):
         print("aborted", file=sys.stderr)
         sys.exit(130)
+    except Exception as exc:  # a bug: say so in one line (ANCHOR_DEBUG=1 shows the traceback)
+        if os.environ.get("ANCHOR_DEBUG") == "1":
+            raise
+        message = f"unexpected {type(exc).__name__}; this is a bug in anchor (ANCHOR_DEBUG=1 shows the traceback)"
+        if as_json:
+            print(json.dumps({"ok": False, "error": {"code": "internal", "message": message, "detail": {}}}))
+        else:
+            print(f"error[internal]: {message}", file=sys.stderr)
+        sys.exit(int(ExitCode.INTERNAL))
     sys.exit(code if isinstance(code, int) else 0)

@@ -3,11 +3,26 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Annotated, Any
 
 import typer
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object for scripts.")]
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """`text` with every control character shown as an escape: a file name holding `\r\x1b[2K` could
+    otherwise erase an error line and print a fake "OK" over it. Applied to every line we print."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def count(n: int, noun: str) -> str:
+    """ "1 file", "2 files": a count with its noun in the right number."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def wants_json(ctx: typer.Context, local: bool) -> bool:
@@ -23,4 +38,4 @@ def emit(ctx: typer.Context, local_json: bool, data: dict[str, Any], lines: list
 
     console = Console(highlight=False, soft_wrap=True)
     for line in lines:
-        console.print(line)
+        console.print(printable(line), markup=False)

@@ -2,12 +2,15 @@
 
 Nothing is extracted to disk and nothing declared by the archive is trusted: every member is read
 through a counting stream and hashed here; sizes are what was read, not what the header says.
-Refused, each with `ArchiveRefused` naming the member: anything but a regular file (links, devices,
-FIFOs), absolute paths, `..`, backslashes, NUL, names that are not UTF-8 (or, in zip, not flagged
-UTF-8 and not ASCII), names equal after NFC, encrypted or unsupported-method zip members, paths longer
-than the limit, more
-files, more bytes per file or in total, or a higher compression ratio than allowed, and truncated or
-corrupt archives.
+Directory entries (`zip -r` writes `dir/`, `tar -C d -cf x.tar .` writes `.` and `./dir`) are
+structure, not files: they are counted against `max_entries` and otherwise skipped.
+Refused, each with `ArchiveRefused` naming the member: anything but a regular file or directory
+(links, devices, FIFOs), absolute paths, `..`, backslashes, NUL, names that are not UTF-8 (or, in zip,
+not flagged UTF-8 and not ASCII), names equal after NFC or differing only in case, a path that is both
+a file and a directory, encrypted or unsupported-method zip members, paths longer than the limit, a
+long-name or pax header larger than `max_header_bytes` (checked before tarfile reads it), more entries
+of any kind than `max_entries`, more files, more bytes per file or in total (headers included), or a
+higher compression ratio than allowed, and truncated or corrupt archives.
 """
 
 from __future__ import annotations
@@ -37,6 +40,10 @@ class ArchiveLimits:
     max_total_bytes: int = 256 << 20
     max_ratio: float = 100.0
     max_path_bytes: int = 1024
+    max_entries: int = 20_000
+    """Members of every kind, directories included."""
+    max_header_bytes: int = 64 * 1024
+    """A GNU long-name or pax extended header: tarfile would read it into memory whole."""
 
 
 def _refuse(member: str, why: str) -> ArchiveRefused:
@@ -56,9 +63,30 @@ def _name(raw: str, limits: ArchiveLimits) -> str:
     return name
 
 
+def _dir_name(raw: str, limits: ArchiveLimits) -> str | None:
+    """A directory member's normalized name, or None for the archive's root (`.`, `./`)."""
+    stripped = raw.rstrip("/")
+    if stripped in ("", "."):
+        return None
+    return _name(stripped, limits)
+
+
 class _Budget:
     def __init__(self, limits: ArchiveLimits, compressed: int) -> None:
-        self.limits, self.compressed, self.total, self.files = limits, max(compressed, 1), 0, 0
+        self.limits, self.compressed, self.total, self.files, self.entries = limits, max(compressed, 1), 0, 0, 0
+
+    def entry(self, member: str) -> None:
+        """Count one member of any kind (directories and headers cost work too)."""
+        self.entries += 1
+        if self.entries > self.limits.max_entries:
+            raise _refuse(member[:80], f"more than {self.limits.max_entries} entries (files and directories)")
+
+    def add(self, member: str, count: int) -> None:
+        self.total += count
+        if self.total > self.limits.max_total_bytes:
+            raise _refuse(member, f"archive expands beyond {self.limits.max_total_bytes} bytes")
+        if self.total > self.limits.max_ratio * self.compressed and self.total > (1 << 20):
+            raise _refuse(member, f"compression ratio above {self.limits.max_ratio:g} (a decompression bomb?)")
 
     def hash(self, member: str, stream: IO[bytes]) -> tuple[int, str]:
         self.files += 1
@@ -70,36 +98,81 @@ class _Budget:
             if not chunk:
                 break
             size += len(chunk)
-            self.total += len(chunk)
             if size > self.limits.max_file_bytes:
                 raise _refuse(member, f"larger than {self.limits.max_file_bytes} bytes")
-            if self.total > self.limits.max_total_bytes:
-                raise _refuse(member, f"archive expands beyond {self.limits.max_total_bytes} bytes")
-            if self.total > self.limits.max_ratio * self.compressed and self.total > (1 << 20):
-                raise _refuse(member, f"compression ratio above {self.limits.max_ratio:g} (a decompression bomb?)")
+            self.add(member, len(chunk))
             hasher.update(chunk)
         return size, hasher.hexdigest()
+
+
+def _check_extractable(entries: list[FileEntry], dirs: set[str]) -> None:
+    """Refuse listings no file system could hold: a path that is both a file and a directory, and
+    names that collide where case is folded (macOS, Windows) and would overwrite each other there."""
+    files = {entry.path for entry in entries}
+    seen: dict[str, str] = {}
+    names = set(files) | dirs
+    for directory in sorted(dirs & files):
+        raise _refuse(directory, "is both a file and the directory entry of the same name")
+    for path in files:
+        parts = path.split("/")
+        for i in range(1, len(parts)):
+            prefix = "/".join(parts[:i])
+            if prefix in files:
+                raise _refuse(prefix, f"is both a file and the directory of {path!r}")
+            names.add(prefix)
+    for name in sorted(names):
+        other = seen.setdefault(name.casefold(), name)
+        if other != name:
+            raise _refuse(name, f"differs from {other!r} only in letter case")
 
 
 def decode_archive(data: bytes, limits: ArchiveLimits | None = None) -> FileTreeManifest:
     """The file-tree manifest of an archive's regular files. Raises `ArchiveRefused` (a `BadInput`)."""
     limits = limits or ArchiveLimits()
-    entries = _zip(data, limits) if zipfile.is_zipfile(io.BytesIO(data)) else _tar(data, limits)
+    dirs: set[str] = set()
+    entries = _zip(data, limits, dirs) if zipfile.is_zipfile(io.BytesIO(data)) else _tar(data, limits, dirs)
     try:
-        return FileTreeManifest(sorted_unique(entries, "archive"))
+        ordered = sorted_unique(entries, "archive")
     except BadInput as exc:
         raise _refuse(str(exc.detail.get("path")), "two members have this name after NFC normalization") from None
+    _check_extractable(entries, dirs)
+    return FileTreeManifest(ordered)
 
 
-def _tar(data: bytes, limits: ArchiveLimits) -> list[FileEntry]:
+_LONG_HEADERS = frozenset(
+    {tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE}
+)
+
+
+def _bounded_tarinfo(limits: ArchiveLimits) -> type[tarfile.TarInfo]:
+    """A TarInfo that refuses an oversized long-name or pax header before tarfile reads it whole (a
+    942-byte tar.bz2 declaring a 1 GiB name header took the server to 2.2 GB)."""
+
+    class BoundedTarInfo(tarfile.TarInfo):
+        def _proc_member(self, tar: tarfile.TarFile) -> tarfile.TarInfo:  # type: ignore[override]
+            if self.type in _LONG_HEADERS and self.size > limits.max_header_bytes:
+                raise _refuse(self.name[:80], f"a header of {self.size} bytes (limit {limits.max_header_bytes})")
+            return super()._proc_member(tar)  # type: ignore[misc]
+
+    return BoundedTarInfo
+
+
+def _tar(data: bytes, limits: ArchiveLimits, dirs: set[str]) -> list[FileEntry]:
     budget = _Budget(limits, len(data))
     entries: list[FileEntry] = []
     try:
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r:*", encoding="utf-8", errors="strict") as archive:
+        with tarfile.open(
+            fileobj=io.BytesIO(data), mode="r:*", encoding="utf-8", errors="strict", tarinfo=_bounded_tarinfo(limits)
+        ) as archive:
             for member in archive:
-                name = _name(member.name, limits)
+                budget.entry(member.name)
+                budget.add(member.name[:80], member.offset_data - member.offset)  # headers decoded so far
                 if member.isdir():
+                    directory = _dir_name(member.name, limits)
+                    if directory is not None:
+                        dirs.add(directory)
                     continue
+                name = _name(member.name, limits)
                 if not member.isreg() or member.type not in (tarfile.REGTYPE, tarfile.AREGTYPE):
                     raise _refuse(member.name, "not a regular file (link, device, FIFO or special member)")
                 stream = archive.extractfile(member)
@@ -119,17 +192,31 @@ _ZIP_METHODS = frozenset({zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_
 """The methods Python's zipfile decodes; any other is refused by name before a member is opened."""
 
 
-def _zip(data: bytes, limits: ArchiveLimits) -> list[FileEntry]:
+def _zip_entry_count(data: bytes) -> int | None:
+    """The entry count the end-of-central-directory record declares (zip64 included), read before
+    `ZipFile` builds one object per entry; None if there is no such record."""
+    endrec = zipfile._EndRecData(io.BytesIO(data))  # type: ignore[attr-defined]  # stable since Python 2
+    return None if endrec is None else int(endrec[zipfile._ECD_ENTRIES_TOTAL])  # type: ignore[attr-defined]
+
+
+def _zip(data: bytes, limits: ArchiveLimits, dirs: set[str]) -> list[FileEntry]:
     budget = _Budget(limits, len(data))
     entries: list[FileEntry] = []
     try:
+        declared = _zip_entry_count(data)
+        if declared is not None and declared > limits.max_entries:
+            raise _refuse("(central directory)", f"{declared} entries declared, more than {limits.max_entries}")
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             for info in archive.infolist():
+                budget.entry(info.filename)
                 if not info.flag_bits & 0x800 and not info.filename.isascii():
                     raise _refuse(info.filename, "name not flagged UTF-8 and not ASCII")
-                name = _name(info.filename, limits)
                 if info.is_dir():
+                    directory = _dir_name(info.filename, limits)
+                    if directory is not None:
+                        dirs.add(directory)
                     continue
+                name = _name(info.filename, limits)
                 kind = stat.S_IFMT(info.external_attr >> 16)  # 0 when the writer set no Unix type
                 if kind and kind != stat.S_IFREG:
                     raise _refuse(info.filename, "not a regular file (symlink or special file)")

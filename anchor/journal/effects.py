@@ -11,7 +11,6 @@ signed bytes, so it cannot anchor twice; the registry's write-once rule is the l
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from anchor.chain import transactions as txs
 from anchor.errors import Conflict, RegistryRevert
 from anchor.journal.faults import fault_point
 from anchor.journal.store import Journal, now
+from anchor.session import env_number
 
 if TYPE_CHECKING:
     import sqlite3
@@ -44,11 +44,10 @@ class RunnerConfig:
 
     @classmethod
     def for_chain(cls, chain_id: int) -> RunnerConfig:
-        env = os.environ.get("ANCHOR_CONFIRMATIONS")
-        depth = int(env) if env else CONFIRMATIONS.get(chain_id, 12)
-        stuck = float(os.environ.get("ANCHOR_STUCK_AFTER_S", "30"))
-        cap = os.environ.get("ANCHOR_MAX_FEE_WEI")
-        return cls(confirmations=depth, stuck_after_s=stuck, max_fee_cap=int(cap) if cap else None)
+        depth = int(env_number("ANCHOR_CONFIRMATIONS", CONFIRMATIONS.get(chain_id, 12)))
+        stuck = env_number("ANCHOR_STUCK_AFTER_S", 30, float)
+        cap = int(env_number("ANCHOR_MAX_FEE_WEI", 0))
+        return cls(confirmations=depth, stuck_after_s=stuck, max_fee_cap=cap or None)
 
 
 @dataclass

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from anchor.batch.merkle import BatchTree, leaf_of
 from anchor.errors import AnchorError
-from anchor.proof_file import BatchPath, ChainAnchor, ProofFile, write_proof
+from anchor.files import atomic_write_many, private_dir
+from anchor.proof_file import BatchPath, ChainAnchor, ProofFile
 
 
 def batch_proofs(effect: sqlite3.Row, items: list[sqlite3.Row], registry: str, code_hash: str) -> list[ProofFile]:
@@ -49,8 +50,29 @@ def batch_proofs(effect: sqlite3.Row, items: list[sqlite3.Row], registry: str, c
 
 def write_batch_proofs(
     proofs_dir: Path, effect: sqlite3.Row, items: list[sqlite3.Row], registry: str, code_hash: str
-) -> None:
+) -> dict[int, str]:
+    """Write every item's proof; returns {item id: reason} for the ones that could not be written.
+
+    Why per item: the root is on chain whatever happens here, so one proof that cannot be written (a
+    symlink planted at its path, a full disk, a journal row no JSON writer can encode) must fail that
+    item alone; raising would leave the effect `mined` and stop every later flush behind it."""
+    private_dir(proofs_dir)
+    owners: list[int] = []
+    writes: list[tuple[Path, bytes]] = []
+    failed: dict[int, str] = {}
     for item, proof in zip(items, batch_proofs(effect, items, registry, code_hash), strict=True):
-        write_proof(proof, proofs_dir / f"{proof.manifest_digest[2:]}.json")
+        try:
+            data = proof.dumps().encode("utf-8")
+        except ValueError as exc:  # UnicodeEncodeError: a row no UTF-8 writer can encode
+            failed[int(item["id"])] = f"{type(exc).__name__}: {exc}"[:500]
+            continue
+        targets = [proofs_dir / f"{proof.manifest_digest[2:]}.json"]
         if item["proof_path"]:
-            write_proof(proof, Path(item["proof_path"]))
+            targets.append(Path(item["proof_path"]))
+        for target in targets:
+            owners.append(int(item["id"]))
+            writes.append((target, data))
+    for index, error in atomic_write_many(writes).items():
+        reason = error.message if isinstance(error, AnchorError) else f"{type(error).__name__}: {error}"
+        failed[owners[index]] = f"{writes[index][0]}: {reason}"[:500]
+    return failed

@@ -29,9 +29,13 @@ class Status:
     items: dict[str, int]
     effects: dict[str, int]
     recent: list[dict[str, Any]]
+    proof_errors: list[dict[str, Any]]
 
     def to_json(self) -> dict[str, Any]:
-        return {"chain_id": self.chain_id, "items": self.items, "effects": self.effects, "recent": self.recent}
+        return {
+            "chain_id": self.chain_id, "items": self.items, "effects": self.effects, "recent": self.recent,
+            "proof_errors": self.proof_errors,
+        }  # fmt: skip
 
 
 class AnchorService:
@@ -52,9 +56,9 @@ class AnchorService:
         )
 
     @classmethod
-    def open(cls, settings: Settings) -> AnchorService:
+    def open(cls, settings: Settings, *, start_local: bool = True) -> AnchorService:
         """Connect, check (or, on a reset local chain, redeploy) the registry, and reconcile identity."""
-        handle = open_chain(settings)
+        handle = open_chain(settings, start_local=start_local)
         registry = open_registry(settings, handle)
         try:
             registry.checked_block()
@@ -67,8 +71,16 @@ class AnchorService:
         return service
 
     def _write_proofs(self, effect: Any, items: list[Any]) -> None:
-        if effect["kind"] == "root":
-            write_batch_proofs(self.settings.proofs_dir, effect, items, self.registry.address, self.registry.code_hash)
+        if effect["kind"] != "root":
+            return
+        failed = write_batch_proofs(
+            self.settings.proofs_dir, effect, items, self.registry.address, self.registry.code_hash
+        )
+        with self.journal.tx() as db:
+            db.executemany(
+                "UPDATE items SET proof_error = ? WHERE id = ?",
+                [(failed.get(int(item["id"])), item["id"]) for item in items],
+            )
 
     def submit(self, submissions: Sequence[Submission]) -> list[Submitted]:
         return submit_many(self.journal, self.chain_id, submissions)
@@ -114,6 +126,10 @@ class AnchorService:
             " ORDER BY id DESC LIMIT ?",
             (self.chain_id, recent),
         ).fetchall()
+        unwritten = db.execute(
+            "SELECT id, digest, proof_error FROM items WHERE chain_id = ? AND proof_error IS NOT NULL ORDER BY id",
+            (self.chain_id,),
+        ).fetchall()
         return Status(
             self.chain_id,
             {state: items.get(state, 0) for state in ("pending", "batched", "confirmed")},
@@ -129,6 +145,10 @@ class AnchorService:
                     "gas_used": r["gas_used"],
                 }
                 for r in rows
+            ],
+            [
+                {"item": r["id"], "manifest_digest": "0x" + bytes(r["digest"]).hex(), "error": r["proof_error"]}
+                for r in unwritten
             ],
         )
 

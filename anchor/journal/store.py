@@ -7,6 +7,7 @@ schema version checked on open, so an old binary never writes a newer journal.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -14,8 +15,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from anchor.errors import AnchorError, ExitCode
+from anchor.files import PRIVATE_FILE, private_dir
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 BUSY_TIMEOUT_MS = 10_000
 
 SCHEMA = """
@@ -80,6 +82,8 @@ CREATE TABLE files (
 );
 CREATE INDEX files_blake3 ON files (blake3);
 """,
+    # why an item's proof file could not be written (the item is anchored all the same; see proofs.py)
+    3: "ALTER TABLE items ADD COLUMN proof_error TEXT",
 }
 
 
@@ -126,8 +130,10 @@ class Journal:
     """One connection to the journal. Use `tx()` for every state transition."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent)
         self.path = path
+        if not path.exists():  # SQLite gives the -wal and -shm files the database file's mode
+            os.close(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_NOFOLLOW, PRIVATE_FILE))
         self.db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
         self.db.row_factory = sqlite3.Row
         self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")

@@ -1,5 +1,8 @@
-"""Idempotent submission: the same manifest twice is one record; one idempotency key with two
-payloads is a conflict. The digest is always computed here, from the identity."""
+"""Idempotent submission: the same manifest twice is one record; one idempotency key with other
+content (manifest or annotations) is a conflict that reveals nothing of the first submission. The
+digest is always computed here, from the identity, and everything accepted is checked to be writable
+into a proof file later (valid Unicode, bounded depth and size), so no accepted item can fail at
+confirmation."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from anchor.errors import Conflict
+from anchor.ingest.untrusted_json import MAX_ANNOTATION_BYTES, check_encodable
 from anchor.journal.store import Journal, index_files, now
 from anchor.manifest.identity import manifest_digest, validate_identity
 
@@ -35,19 +39,23 @@ def submit_many(journal: Journal, chain_id: int, submissions: Sequence[Submissio
     prepared = []
     for sub in submissions:
         identity = validate_identity(sub.identity)
+        check_encodable(identity, "manifest")
+        check_encodable(sub.payload.get("annotations", {}), "annotations", max_bytes=MAX_ANNOTATION_BYTES)
         prepared.append((sub, identity, manifest_digest(identity)))
     results = []
     with journal.tx() as db:
         for sub, identity, digest in prepared:
             if sub.idempotency_key is not None:
                 row = db.execute(
-                    "SELECT id, digest, state FROM items WHERE chain_id = ? AND idempotency_key = ?",
+                    "SELECT id, digest, state, payload FROM items WHERE chain_id = ? AND idempotency_key = ?",
                     (chain_id, sub.idempotency_key),
                 ).fetchone()
-                if row is not None and bytes(row["digest"]) != digest:
-                    raise Conflict(
-                        f"idempotency key {sub.idempotency_key!r} was used for another manifest",
-                        detail={"idempotency_key": sub.idempotency_key, "existing": "0x" + bytes(row["digest"]).hex()},
+                if row is not None and (
+                    bytes(row["digest"]) != digest
+                    or json.loads(row["payload"]).get("annotations", {}) != sub.payload.get("annotations", {})
+                ):
+                    raise Conflict(  # nothing of the earlier submission: the key may be someone's guess
+                        "this idempotency key was already used for other content", detail={"field": "idempotency_key"}
                     )
                 if row is not None:
                     results.append(Submitted(row["id"], digest, row["state"], True))

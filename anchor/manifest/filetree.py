@@ -216,9 +216,18 @@ def check_relative_path(path: str) -> None:
         or path.startswith("/")
         or any(part in ("", ".", "..") for part in parts)
         or "\x00" in path
+        or not _is_utf8(path)
         or unicodedata.normalize("NFC", path) != path
     ):
         raise UnsafePath(f"{path!r}: not a normalized relative path inside the root", detail={"path": path})
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: no file system or JSON writer can hold it
+        return False
+    return True
 
 
 def sorted_unique(entries: list[FileEntry], source: str) -> tuple[FileEntry, ...]:

@@ -1,19 +1,29 @@
 """Verify a file or directory against a proof file and a live chain read.
 
 On failure every function here raises an `AnchorError`: `Tampered` (names the files),
-`ProofFormatError` (the proof is inconsistent), `NotAnchored`, `DeploymentMismatch` (the address does
-not hold our registry: no answer is given), `ChainUnreachable`. It never writes anything.
+`ProofFormatError` (the proof is inconsistent), `NotAnchored`, `UnknownRegistry` (the proof names a
+registry other than the trusted one), `DeploymentMismatch` (the address does not hold our registry: no
+answer is given), `ChainUnreachable`. It never writes anything.
 """
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from anchor.batch.merkle import leaf_of, process_proof
-from anchor.errors import BadInput, NotAnchored, NotDeployed, ProofFormatError, Tampered
+from anchor.errors import (
+    BadInput,
+    NotAnchored,
+    NotDeployed,
+    PolicyMismatch,
+    ProofFormatError,
+    Tampered,
+    UnknownRegistry,
+)
 from anchor.manifest.filetree import FileEntry, check_relative_path, diff, hash_tree, root_from_audit_path
 from anchor.manifest.identity import manifest_digest, tree_summary, validate_identity
 from anchor.manifest.onchain import parse_hex32
@@ -31,10 +41,18 @@ class Verification(BaseModel):
     root: str
     chain_id: int
     registry: str
+    registry_trusted_by: str
+    """Why this registry is believed: "deployment record" (ours for the chain) or "--registry"."""
+    submitter: str
+    """The account that anchored the root, as the registry recorded it."""
+    anchored_at: str
+    """The anchoring block's time, ISO 8601 UTC: the data existed at least since then."""
     tx_hash: str
     anchored_block: int
     read_at_block: int
     files: int
+    path_in_bundle: str | None = None
+    """For a single-file proof: the file's path inside the anchored bundle."""
 
     def to_json(self) -> dict[str, object]:
         return self.model_dump()
@@ -81,7 +99,7 @@ def _hex32(text: str, field: str) -> bytes:
     return parse_hex32(text, f"proof {field}", ProofFormatError)
 
 
-def verify_path(path: Path, proof_path: Path, settings: Settings) -> Verification:
+def verify_path(path: Path, proof_path: Path, settings: Settings, registry: str | None = None) -> Verification:
     """Verify `path` (a tree, or one file with a single-file proof) against `proof_path`.
 
     The steps are numbered here and in `verify_proof_on_chain`.
@@ -119,12 +137,47 @@ def verify_path(path: Path, proof_path: Path, settings: Settings) -> Verificatio
                 },
             )
         files = len(expected.files)
-    return verify_proof_on_chain(proof, root, settings, files=files)
+    verdict = verify_proof_on_chain(proof, root, settings, files=files, registry=registry)
+    return verdict if proof.file is None else verdict.model_copy(update={"path_in_bundle": proof.file.path})
 
 
-def verify_proof_on_chain(proof: ProofFile, root: bytes, settings: Settings, files: int) -> Verification:
-    """Steps 3–5: the registry's code, the root's existence and the inclusion, read live from the chain."""
+def trusted_registry(proof: ProofFile, settings: Settings, chain_id: int, named: str | None) -> tuple[str, str]:
+    """(code hash to expect, why trusted) for the proof's registry, or `UnknownRegistry`.
+
+    Anyone can deploy a byte-identical copy of the registry and anchor any root there, so a proof's own
+    `anchor.registry` is a claim, compared and never adopted: it must equal the address named with
+    `--registry`, or else the deployment recorded for this chain in the data directory."""
     from anchor.chain.deployment import load_deployment
+
+    claimed = proof.anchor.registry.lower()
+    if named is not None:
+        if named.lower() != claimed:
+            raise UnknownRegistry(
+                f"not our registry: the proof names {proof.anchor.registry}, you trust {named}",
+                detail={"proof_registry": proof.anchor.registry, "trusted": named},
+            )
+        return proof.anchor.code_hash, "--registry"
+    try:
+        deployment = load_deployment(settings.data_dir, chain_id)
+    except NotDeployed:
+        raise UnknownRegistry(
+            f"no registry is known for chain {chain_id} here; to trust the one the proof names, pass"
+            f" --registry {proof.anchor.registry}",
+            detail={"proof_registry": proof.anchor.registry, "chain_id": chain_id},
+        ) from None
+    if deployment.address.lower() != claimed:
+        raise UnknownRegistry(
+            f"not our registry: the proof names {proof.anchor.registry}, the registry recorded for chain"
+            f" {chain_id} is {deployment.address} (pass --registry to trust another one explicitly)",
+            detail={"proof_registry": proof.anchor.registry, "trusted": deployment.address},
+        )
+    return deployment.code_hash, "deployment record"
+
+
+def verify_proof_on_chain(
+    proof: ProofFile, root: bytes, settings: Settings, files: int, registry: str | None = None
+) -> Verification:
+    """Steps 3–6: the trusted registry, its code, the root's existence and the inclusion, read live."""
     from anchor.chain.registry import Registry
 
     # 3. Reach the chain the proof names; refuse an RPC endpoint of another chain.
@@ -134,36 +187,89 @@ def verify_proof_on_chain(proof: ProofFile, root: bytes, settings: Settings, fil
             f"the proof is for chain {proof.anchor.chain_id}, the RPC endpoint serves chain {handle.chain_id}",
             detail={"field": "anchor.chain_id"},
         )
-    # 4. The code at the address must be our registry: the recorded deployment's hash when we have one
-    #    for that address, and always the pinned runtime hash (checked inside Registry).
-    recorded_hash = proof.anchor.code_hash
-    try:
-        deployment = load_deployment(settings.data_dir, handle.chain_id)
-        if deployment.address.lower() == proof.anchor.registry.lower():
-            recorded_hash = deployment.code_hash
-    except NotDeployed:
-        pass
-    registry = Registry(handle.w3, handle.chain_id, proof.anchor.registry, recorded_hash)
+    # 4. The registry the proof names must be the trusted one for this chain.
+    recorded_hash, trusted_by = trusted_registry(proof, settings, handle.chain_id, registry)
+    # 5. The code at the address must be our registry: the recorded deployment's hash, and always the
+    #    pinned runtime hash (checked inside Registry).
+    chain_registry = Registry(handle.w3, handle.chain_id, proof.anchor.registry, recorded_hash)
     digest = _hex32(proof.manifest_digest[2:], "manifest_digest")
     siblings = [_hex32(p[2:], "batch.proof") for p in proof.batch.proof]
 
-    # 5. The root must be anchored and the registry itself must accept the inclusion proof.
-    record = registry.root_record(root)
-    read_at = registry.checked_block()
+    # 6. The root must be anchored and the registry itself must accept the inclusion proof.
+    record = chain_registry.root_record(root)
+    read_at = chain_registry.checked_block()
     if record is None:
         raise NotAnchored(
             f"root {proof.batch.root} is not anchored on chain {handle.chain_id} (read at block {read_at})",
             detail={"root": proof.batch.root, "read_at_block": read_at},
         )
-    if not registry.verify_inclusion(root, siblings, digest):
+    if not chain_registry.verify_inclusion(root, siblings, digest):
         raise ProofFormatError("the registry rejects the inclusion proof", detail={"field": "batch.proof"})
     return Verification(
         manifest_digest=proof.manifest_digest,
         root=proof.batch.root,
         chain_id=handle.chain_id,
-        registry=registry.address,
-        tx_hash=registry.root_tx(root, record.block_number) or proof.anchor.tx_hash,
+        registry=chain_registry.address,
+        registry_trusted_by=trusted_by,
+        submitter=record.submitter,
+        anchored_at=datetime.fromtimestamp(record.timestamp, UTC).isoformat(timespec="seconds"),
+        tx_hash=chain_registry.root_tx(root, record.block_number) or proof.anchor.tx_hash,
         anchored_block=record.block_number,
         read_at_block=read_at,
         files=files,
     )
+
+
+def check_policy(verdict: Verification, expect_submitter: str | None, anchored_before: str | None) -> None:
+    """What the verifier requires beyond "anchored": who anchored it, and by when. Raises
+    `PolicyMismatch` (or `BadInput` for an unreadable date); run after a successful verification."""
+    if expect_submitter is not None and expect_submitter.lower() != verdict.submitter.lower():
+        raise PolicyMismatch(
+            f"anchored by {verdict.submitter}, not by the expected {expect_submitter}",
+            detail={"submitter": verdict.submitter, "expected": expect_submitter},
+        )
+    if anchored_before is not None:
+        try:
+            limit = datetime.fromisoformat(anchored_before)
+        except ValueError:
+            raise BadInput(
+                f"--anchored-before: {anchored_before!r} is not an ISO 8601 date or time (e.g. 2026-12-01)",
+                detail={"field": "anchored_before"},
+            ) from None
+        limit = limit if limit.tzinfo else limit.replace(tzinfo=UTC)
+        if datetime.fromisoformat(verdict.anchored_at) >= limit:
+            raise PolicyMismatch(
+                f"anchored at {verdict.anchored_at}, not before {limit.isoformat()}",
+                detail={"anchored_at": verdict.anchored_at, "required_before": limit.isoformat()},
+            )
+
+
+_SPEC_FILES = {"mission_sha256": "mission", "data_snapshot_sha256": "data_snapshot",
+               "evaluator_policy_sha256": "evaluator_policy"}  # fmt: skip
+
+
+def check_bundle_spec(proof_path: Path, spec_path: Path) -> None:
+    """Re-hash every file a bundle spec names (mission, snapshot, policy, the output tree) and compare
+    the bundle identity it builds with the one the proof binds; raises `Tampered` naming each field
+    and file that changed (the proof itself is checked by `verify_path`)."""
+    import tomllib
+
+    from anchor.manifest.bundle import load_bundle_spec
+
+    proof = load_proof(proof_path)
+    if proof.manifest.get("kind") != "bundle":
+        raise BadInput(f"{proof_path}: --spec needs a result-bundle proof, this one is a "
+                       f"{proof.manifest.get('kind')!r} proof", detail={"field": "spec"})  # fmt: skip
+    manifest, _, _ = load_bundle_spec(spec_path)
+    rebuilt, anchored = manifest.identity(), proof.manifest
+    spec = tomllib.loads(spec_path.read_text(encoding="utf-8"))
+    changed = []
+    for field in sorted(set(rebuilt) | set(anchored)):
+        if rebuilt.get(field) != anchored.get(field):
+            source = spec.get(_SPEC_FILES.get(field, ""), spec.get("output") if field == "output" else None)
+            changed.append(f"{field} ({source})" if source else field)
+    if changed:
+        raise Tampered(
+            f"{spec_path}: differs from the anchored bundle: {', '.join(changed)}",
+            detail={"changed": changed, "added": [], "removed": []},
+        )

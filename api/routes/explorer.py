@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from html import escape
 from typing import Any
+from urllib.parse import quote
 
 from fastapi import APIRouter
 from fastapi.responses import HTMLResponse, JSONResponse
@@ -82,7 +83,7 @@ async def attempt_page(commit: CommitOrHex32, settings: SettingsDep, reader: Rea
     metric = entry.get("metric")
     pairs: list[tuple[str, Any]] = [
         ("commit", escape(entry["commit"])),
-        ("parent (champion it started from)", f"<a href='/explorer/attempt/{escape(entry['parent'])}'>{escape(entry['parent'])}</a>"),
+        ("parent (champion it started from)", f"<a href='/explorer/attempt/{escape(quote(entry['parent'], safe=''))}'>{escape(entry['parent'])}</a>"),
         ("researcher", escape(entry["researcher"])),
         ("status", escape(entry["status"]) + f" (exit {entry['exit_code']}, {entry['duration_ms']} ms)"),
         ("metric", escape(f"{metric['name']} = {metric['value']} ({metric['mode']})") if metric else "—"),
@@ -98,7 +99,10 @@ async def attempt_page(commit: CommitOrHex32, settings: SettingsDep, reader: Rea
             (f"explorer {k}", f"<a href='{escape(v)}'>{escape(v)}</a>")
             for k, v in links(registry.chain_id, tx_hash=record.tx_hash).items()
         ]
-    body = _rows(pairs) + f"<p><a href='/explorer/lineage/{escape(entry['commit'])}'>lineage tree →</a></p>"
+    body = (
+        _rows(pairs)
+        + f"<p><a href='/explorer/lineage/{escape(quote(entry['commit'], safe=''))}'>lineage tree →</a></p>"
+    )
     return _page(f"Attempt {entry['commit'][:12]}", body, reader.head())
 
 
@@ -126,7 +130,7 @@ async def lineage_page(commit: CommitOrHex32, settings: SettingsDep, reader: Rea
         marks = (" ★" if e["commit"] in champion else "") + (
             " <small class='ok'>✓ on chain</small>" if on_chain.get(e["commit"]) else ""
         )
-        label = f"<a href='/explorer/attempt/{escape(e['commit'])}'>{escape(e['commit'][:12])}</a> #{e['seq']} {escape(metric)}{marks}"  # marks: fixed HTML
+        label = f"<a href='/explorer/attempt/{escape(quote(e['commit'], safe=''))}'>{escape(e['commit'][:12])}</a> #{e['seq']} {escape(metric)}{marks}"  # marks: fixed HTML
         kids = "".join(node(c) for c in children.get(e["commit"], []))
         sub = f"<ul class='tree'>{kids}</ul>" if kids else ""
         return f"<li class='{' '.join(classes)}' data-commit='{escape(e['commit'])}'><span class='box'>{label}</span>{sub}</li>"
@@ -184,13 +188,16 @@ async def bundle_page(digest: Hex32, settings: SettingsDep, reader: ReaderDep) -
     files = proof.filetree()
     rows = "".join(
         f"<tr><td>{escape(f.path)}</td><td>{f.size}</td><td class='hash'>{escape(f.blake3)}</td>"
-        f"<td><a href='/explorer/bundle/0x{body_hex}/proof?path={escape(f.path)}'>proof</a></td></tr>"
+        f"<td><a href='/explorer/bundle/0x{body_hex}/proof?path={escape(quote(f.path, safe=''))}'>proof</a></td></tr>"
         for f in (files.files if files else ())
     )
     pairs = [
         ("manifest digest", escape(proof.manifest_digest)),
         ("kind", escape(proof.manifest["kind"])),
-        ("batch root", f"<a href='/explorer/batch/{escape(proof.batch.root)}'>{escape(proof.batch.root)}</a>"),
+        (
+            "batch root",
+            f"<a href='/explorer/batch/{escape(quote(proof.batch.root, safe=''))}'>{escape(proof.batch.root)}</a>",
+        ),
         ("verified on chain", _yes(verification.verified) + f" · anchored in block {verification.anchored_block}"),
         ("tx", escape(verification.tx_hash)),
     ]

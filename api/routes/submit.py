@@ -9,23 +9,46 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, BackgroundTasks, File, Form, Header, UploadFile
+from fastapi import APIRouter, BackgroundTasks, File, Form, Header, Request, UploadFile
+from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from anchor.errors import BadInput
 from anchor.ingest.archive import decode_archive
+from anchor.ingest.untrusted_json import parse_json
 from anchor.journal.submit import Submission, submit
 from anchor.manifest.filetree import FileTreeManifest
 from anchor.manifest.identity import manifest_digest, tree_summary, validate_identity
 from anchor.session import Settings
-from api.deps import Authenticated, ConfigDep, JournalDep, ReaderDep, SettingsDep
+from api.deps import ClientDep, ConfigDep, ReaderDep, SettingsDep, journal_session
 from api.errors import TooLarge
 from api.routes.verify import ERRORS
 from api.schemas import ManifestSubmission, Submitted
 
-router = APIRouter(prefix="/v1", tags=["submit"], dependencies=[Authenticated])
+router = APIRouter(prefix="/v1", tags=["submit"])
 WRITE_ERRORS: dict[int | str, dict[str, Any]] = {**ERRORS, 401: ERRORS[404]}
 IdempotencyKey = Annotated[str | None, Header(alias="Idempotency-Key", max_length=200)]
+_MANIFEST_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {"application/json": {"schema": ManifestSubmission.model_json_schema()}},
+    }
+}
+
+
+def _scoped(client: str, key: str | None) -> str | None:
+    """Idempotency keys live in their client's namespace: no client can see or pre-claim another's."""
+    return None if key is None else f"api:{client}:{key}"
+
+
+def _manifest_body(raw: bytes) -> ManifestSubmission:
+    """Decode the body ourselves: bounded depth (FastAPI's own JSON decoding has none), typed errors."""
+    try:
+        return ManifestSubmission.model_validate(parse_json(raw, "body"))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or "body"
+        raise BadInput(f"field '{field}': {first['msg']}", detail={"field": field}) from None
 
 
 def _flush(settings: Settings) -> None:
@@ -47,13 +70,16 @@ def _claim(claimed: str | None, digest: bytes) -> bool | None:
     return body == digest.hex()
 
 
-@router.post("/manifests", operation_id="submit_manifest", status_code=202, responses=WRITE_ERRORS)
+@router.post(
+    "/manifests", operation_id="submit_manifest", status_code=202, responses=WRITE_ERRORS, openapi_extra=_MANIFEST_BODY
+)
 async def submit_manifest(
-    body: ManifestSubmission, settings: SettingsDep, config: ConfigDep, journal: JournalDep, reader: ReaderDep,
+    request: Request, client: ClientDep, settings: SettingsDep, config: ConfigDep, reader: ReaderDep,
     tasks: BackgroundTasks,
     idempotency_key: IdempotencyKey = None,
 ) -> Submitted:  # fmt: skip
     """Journal a manifest identity (with its file listing, which must rebuild the identity's tree)."""
+    body = _manifest_body(await request.body())
     identity = validate_identity(body.manifest)
     payload: dict[str, Any] = {"annotations": body.annotations} if body.annotations else {}
     if body.files is not None:
@@ -63,7 +89,8 @@ async def submit_manifest(
         payload["files"] = tree.files_json()
     digest = manifest_digest(identity)
     chain_id = (await run_in_threadpool(reader.registry)).chain_id
-    done = submit(journal, chain_id, Submission(identity, payload, idempotency_key))
+    with journal_session(request.app) as journal:
+        done = submit(journal, chain_id, Submission(identity, payload, _scoped(client, idempotency_key)))
     if config.flush_after_submit and not done.duplicate:
         tasks.add_task(_flush, settings)
     return Submitted(
@@ -74,7 +101,8 @@ async def submit_manifest(
 
 @router.post("/bundles", operation_id="submit_bundle", status_code=202, responses=WRITE_ERRORS)
 async def submit_bundle(
-    settings: SettingsDep, config: ConfigDep, journal: JournalDep, reader: ReaderDep, tasks: BackgroundTasks,
+    request: Request, client: ClientDep, settings: SettingsDep, config: ConfigDep, reader: ReaderDep,
+    tasks: BackgroundTasks,
     archive: Annotated[UploadFile, File(description="tar, tar.gz or zip of the bundle's files")],
     claimed_digest: Annotated[str | None, Form(description="compared with ours, never adopted")] = None,
     idempotency_key: IdempotencyKey = None,
@@ -83,14 +111,14 @@ async def submit_bundle(
     data = await archive.read(config.max_request_bytes + 1)
     if len(data) > config.max_request_bytes:
         raise TooLarge(f"archive larger than {config.max_request_bytes} bytes")
-    tree = await run_in_threadpool(decode_archive, data, config.archive_limits)
+    tree = await run_in_threadpool(decode_archive, data, config.archive_limits)  # no journal lock held
     identity = tree.identity()
     digest = manifest_digest(identity)
-    done = submit(
-        journal,
-        (await run_in_threadpool(reader.registry)).chain_id,
-        Submission(identity, {"files": tree.files_json()}, idempotency_key),
-    )
+    chain_id = (await run_in_threadpool(reader.registry)).chain_id
+    with journal_session(request.app) as journal:
+        done = submit(
+            journal, chain_id, Submission(identity, {"files": tree.files_json()}, _scoped(client, idempotency_key))
+        )
     if config.flush_after_submit and not done.duplicate:
         tasks.add_task(_flush, settings)
     return Submitted(

@@ -2,25 +2,33 @@
 
 from __future__ import annotations
 
-import json
-from typing import Annotated, Any
+from typing import IO, Annotated, Any
 
 import blake3
-from fastapi import APIRouter, File, Path, Response, UploadFile
+from fastapi import APIRouter, File, Path, Request, Response, UploadFile
 from starlette.concurrency import run_in_threadpool
 
-from anchor.errors import NotAnchored, ProofFormatError
+from anchor.errors import NotAnchored
 from anchor.manifest.onchain import parse_hex32
-from anchor.proof_file import ProofFile, load_proof
+from anchor.proof_file import ProofFile, load_proof, parse_proof
 from anchor.prove import single_file_proof
 from anchor.verify.verifier import Verification, check_proof_consistency, verify_proof_on_chain
-from api.deps import JournalDep, ReaderDep, SettingsDep
+from api.deps import ConfigDep, ReaderDep, SettingsDep, journal_session
+from api.errors import TooLarge
 from api.schemas import ErrorPublic, FileVerification
 
 router = APIRouter(prefix="/v1/verify", tags=["verify"])
 Hex32 = Annotated[str, Path(pattern=r"^(0x)?[0-9a-fA-F]{64}$", examples=["0x" + "ab" * 32])]
 CommitOrHex32 = Annotated[str, Path(pattern=r"^(0x)?([0-9a-fA-F]{40}|[0-9a-fA-F]{64})$", examples=["c0" * 20])]
 ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorPublic} for code in (404, 409, 413, 422, 502, 503)}
+
+
+def _hash_stream(stream: IO[bytes]) -> tuple[bytes, int]:
+    hasher, size = blake3.blake3(), 0
+    while chunk := stream.read(1 << 20):
+        hasher.update(chunk)
+        size += len(chunk)
+    return hasher.digest(), size
 
 
 def _verify(proof: ProofFile, settings: Any) -> Verification:
@@ -51,35 +59,35 @@ async def verify_by_digest(manifest_digest: Hex32, settings: SettingsDep, reader
 
 @router.post("/proof", operation_id="verify_proof", responses=ERRORS)
 async def verify_proof(
-    settings: SettingsDep, proof: Annotated[UploadFile, File(description="an anchor proof file")]
+    settings: SettingsDep, config: ConfigDep, proof: Annotated[UploadFile, File(description="an anchor proof file")]
 ) -> Verification:
-    """Check an uploaded proof file: every value recomputed, then the registry read live."""
-    raw = await proof.read()
-    try:
-        parsed = ProofFile.model_validate(json.loads(raw))
-    except ValueError as exc:
-        raise ProofFormatError(f"proof: not a valid proof file ({str(exc).splitlines()[0][:200]})") from None
-    return await run_in_threadpool(_verify, parsed, settings)
+    """Check an uploaded proof file: every value recomputed, then the registry read live (bounded: at
+    most `max_proof_bytes`, nesting, listing and path lengths as in docs/manifest.md)."""
+    raw = await proof.read(config.max_proof_bytes + 1)
+    if len(raw) > config.max_proof_bytes:
+        raise TooLarge(f"proof files are limited to {config.max_proof_bytes} bytes here")
+
+    def check() -> Verification:
+        return _verify(parse_proof(raw, "proof"), settings)
+
+    return await run_in_threadpool(check)
 
 
 @router.post("/file", operation_id="verify_file", responses=ERRORS)
 async def verify_file(
+    request: Request,
     settings: SettingsDep,
-    journal: JournalDep,
     file: Annotated[UploadFile, File(description="the exact file to look for")],
 ) -> FileVerification:
     """Is this exact file inside an anchored bundle? The server hashes it and returns its proof."""
-    hasher, size = blake3.blake3(), 0
-    while chunk := await file.read(1 << 20):
-        hasher.update(chunk)
-        size += len(chunk)
-    digest = hasher.digest()
-    rows = journal.db.execute(
-        "SELECT items.id, items.digest, items.identity, items.payload, files.path FROM files"
-        " JOIN items ON items.id = files.item_id"
-        " WHERE files.blake3 = ? AND items.state = 'confirmed' ORDER BY items.id",
-        (digest,),
-    ).fetchall()
+    digest, size = await run_in_threadpool(_hash_stream, file.file)
+    with journal_session(request.app) as journal:
+        rows = journal.db.execute(
+            "SELECT items.id, items.digest, items.identity, items.payload, files.path FROM files"
+            " JOIN items ON items.id = files.item_id"
+            " WHERE files.blake3 = ? AND items.state = 'confirmed' ORDER BY items.id",
+            (digest,),
+        ).fetchall()
     if not rows:
         raise NotAnchored(
             f"no anchored bundle contains a file with BLAKE3 {digest.hex()}", detail={"blake3": digest.hex()}

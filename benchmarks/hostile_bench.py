@@ -1,0 +1,237 @@
+"""Hostile clients against the service (issue 16), with FastAPI's default behaviour as the peer.
+
+1. An unauthenticated 60 MiB JSON write: time until the 401 and the server's added memory (VmRSS and
+   VmHWM of the serving process before and after), ours vs a bare FastAPI route whose token check is a
+   dependency (FastAPI parses the body first). Targets: <= 50 ms, <= 10 MB added.
+2. `/health` latency while 8 clients send this issue's hostile requests in a loop, vs `/health` on
+   the same server at rest. Target: p99 <= 20 ms under attack.
+
+One uvicorn process per server (1 worker), so its /proc entry is the one serving. Raw samples are
+written to benchmarks/results/hostile_bench.json.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from anchor.chain.compiler import compile_registry
+from anchor.chain.deployment import deploy
+from anchor.chain.keys import load_signer
+from anchor.chain.node import LocalChain
+from anchor.session import Settings, open_chain
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the hostile corpus is shared with the test suite
+from tests.hostile_archives import directory_flood, header_bomb  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results"
+TOKEN = "bench-token"
+BIG = 60 << 20
+ROUNDS = 15
+ATTACK_S = 10.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def serve(target: str, port: int, env: dict[str, str], factory: bool) -> subprocess.Popen[bytes]:
+    argv = [sys.executable, "-m", "uvicorn", target, "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
+            "--log-level", "critical"]  # fmt: skip
+    if factory:
+        argv.append("--factory")
+    server = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+            return server
+        time.sleep(0.1)
+    raise RuntimeError(f"{target} did not come up")
+
+
+def memory_kib(pid: int) -> tuple[int, int]:
+    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+    return int(fields["VmRSS"].split()[0]), int(fields["VmHWM"].split()[0])
+
+
+def exchange(port: int, head: bytes, body: bytes, body_sent: int | None = None) -> tuple[int, float]:
+    """Send `head` and (the first `body_sent` bytes of) `body` from a thread; return (status, seconds
+    from the first byte sent to the status line received)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=120) as conn:
+        payload = head + (body if body_sent is None else body[:body_sent])
+
+        def send() -> None:
+            with contextlib.suppress(OSError):
+                conn.sendall(payload)
+
+        start = time.perf_counter()
+        threading.Thread(target=send, daemon=True).start()
+        data = b""
+        while b"\r\n" not in data:
+            try:
+                chunk = conn.recv(65536)
+            except ConnectionResetError:
+                break
+            if not chunk:
+                break
+            data += chunk
+        elapsed = time.perf_counter() - start
+    return int(data.split(b" ", 2)[1]) if data else 0, elapsed
+
+
+def post_head(path: str, length: int | None, content_type: str, auth: bool = False, chunked: bool = False) -> bytes:
+    lines = [f"POST {path} HTTP/1.1", "Host: 127.0.0.1", "Connection: close", f"Content-Type: {content_type}"]
+    lines.append("Transfer-Encoding: chunked" if chunked else f"Content-Length: {length}")
+    if auth:
+        lines.append(f"Authorization: Bearer {TOKEN}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+def multipart(field: str, data: bytes) -> tuple[bytes, str]:
+    boundary = "benchboundary"
+    body = (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="{field}"; filename="x"\r\n\r\n'.encode()
+        + data
+        + f"\r\n--{boundary}--\r\n".encode()
+    )
+    return body, f"multipart/form-data; boundary={boundary}"
+
+
+def big_unauthenticated(port: int, pid: int, path: str, samples: list[dict[str, float]]) -> None:
+    body = b"[" + b"0," * (BIG // 2 - 1) + b"0]"
+    head = post_head(path, len(body), "application/json")
+    for _ in range(ROUNDS):
+        rss0, _ = memory_kib(pid)
+        status, seconds = exchange(port, head, body)
+        rss1, hwm = memory_kib(pid)
+        samples.append({"status": status, "seconds": seconds, "rss_before_kib": rss0, "rss_after_kib": rss1,
+                        "hwm_kib": hwm})  # fmt: skip
+
+
+def hostile_requests() -> list[tuple[bytes, bytes]]:
+    deep = b"[" * 100_000 + b"]" * 100_000
+    proof_body, proof_type = multipart("proof", deep)
+    siblings = json.dumps({"format": "anchor/proof", "version": 1, "manifest": {},
+                           "batch": {"proof": ["0x" + "44" * 32] * 900_000}}).encode()  # fmt: skip
+    sib_body, sib_type = multipart("proof", siblings)
+    dirs_body, dirs_type = multipart("archive", directory_flood(30_000))
+    bomb_body, bomb_type = multipart("archive", header_bomb())
+    lone = b'{"manifest": {}, "annotations": {"x": "\\ud800"}}'
+    chunk = b"x" * (1 << 20)
+    chunked = b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for _ in range(70)) + b"0\r\n\r\n"
+    return [
+        (post_head("/v1/verify/proof", len(proof_body), proof_type), proof_body),
+        (post_head("/v1/manifests", len(deep), "application/json"), deep),
+        (post_head("/v1/manifests", len(deep), "application/json", auth=True), deep),
+        (post_head("/v1/verify/proof", len(sib_body), sib_type), sib_body),
+        (post_head("/v1/bundles", len(dirs_body), dirs_type, auth=True), dirs_body),
+        (post_head("/v1/bundles", len(bomb_body), bomb_type, auth=True), bomb_body),
+        (post_head("/v1/manifests", len(lone), "application/json", auth=True), lone),
+        (post_head("/v1/verify/proof", None, "multipart/form-data; boundary=b", chunked=True), chunked),
+    ]
+
+
+def health_latencies(port: int, seconds: float) -> list[float]:
+    head = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    out, deadline = [], time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        out.append(exchange(port, head, b"")[1])
+        time.sleep(0.01)
+    return out
+
+
+def p(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main() -> None:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        data, chain_port = Path(tmp), free_port()
+        settings = Settings(data_dir=data, local_port=chain_port)
+        node = LocalChain(data, chain_port)
+        node.up()
+        servers: list[subprocess.Popen[bytes]] = []
+        try:
+            handle = open_chain(settings, start_local=False)
+            deploy(handle.w3, handle.chain_id, load_signer(handle.chain_id), compile_registry(data / "build"), data)
+            env = {**os.environ, "ANCHOR_DATA_DIR": str(data), "ANCHOR_LOCAL_PORT": str(chain_port),
+                   "ANCHOR_API_TOKENS": "sha256:" + hashlib.sha256(TOKEN.encode()).hexdigest(),
+                   "ANCHOR_API_MAX_REQUEST_BYTES": str(64 << 20), "ANCHOR_API_FLUSH": "0"}  # fmt: skip
+            ours_port, bare_port = free_port(), free_port()
+            servers.append(serve("api.app:create_app", ours_port, env, factory=True))
+            servers.append(serve("benchmarks.bare_app:app", bare_port, env, factory=False))
+            ours_big: list[dict[str, float]] = []
+            bare_big: list[dict[str, float]] = []
+            big_unauthenticated(ours_port, servers[0].pid, "/v1/manifests", ours_big)
+            big_unauthenticated(bare_port, servers[1].pid, "/v1/manifests", bare_big)
+            quiet = health_latencies(ours_port, 3.0)
+            attacks = hostile_requests()
+            stop = threading.Event()
+            counts = [0] * 8
+
+            def attacker(k: int) -> None:
+                while not stop.is_set():
+                    head, body = attacks[(k + counts[k]) % len(attacks)]
+                    exchange(ours_port, head, body)
+                    counts[k] += 1
+
+            threads = [threading.Thread(target=attacker, args=(k,), daemon=True) for k in range(8)]
+            for thread in threads:
+                thread.start()
+            loaded = health_latencies(ours_port, ATTACK_S)
+            stop.set()
+            for thread in threads:
+                thread.join(timeout=120)
+            alive = servers[0].poll() is None
+        finally:
+            for server in servers:
+                server.terminate()
+                server.wait()
+            node.down()
+    (RESULTS / "hostile_bench.json").write_text(json.dumps(
+        {"ours_unauthenticated_60mib": ours_big, "bare_unauthenticated_60mib": bare_big,
+         "health_quiet_s": quiet, "health_under_attack_s": loaded, "attacks_sent": sum(counts)}, indent=1))  # fmt: skip
+
+    def summary(samples: list[dict[str, float]]) -> tuple[float, float, float]:
+        ms = [s["seconds"] * 1000 for s in samples]
+        added = max(s["hwm_kib"] for s in samples) - samples[0]["rss_before_kib"]
+        return statistics.median(ms), p(ms, 0.95), added / 1024
+
+    o_med, o_p95, o_mem = summary(ours_big)
+    b_med, b_p95, b_mem = summary(bare_big)
+    print(f"unauthenticated 60 MiB JSON write, {ROUNDS} rounds, uvicorn 1 worker, {os.cpu_count()} cores")
+    print(
+        f"  ours      401 in median {o_med:8.1f} ms, p95 {o_p95:8.1f} ms; peak memory added {o_mem:7.1f} MB"
+        f"   (target <= 50 ms, <= 10 MB); statuses {sorted({s['status'] for s in ours_big})}"
+    )
+    print(f"  bare app  401 in median {b_med:8.1f} ms, p95 {b_p95:8.1f} ms; peak memory added {b_mem:7.1f} MB")
+    print(f"  ratio bare/ours time {b_med / o_med:8.1f}x")
+    print(f"/health while 8 clients send hostile requests ({sum(counts)} sent in {ATTACK_S:g} s)")
+    print(
+        f"  at rest       p50 {p(quiet, 0.5) * 1000:6.2f} ms  p99 {p(quiet, 0.99) * 1000:6.2f} ms"
+        f"  ({len(quiet)} samples)"
+    )
+    print(
+        f"  under attack  p50 {p(loaded, 0.5) * 1000:6.2f} ms  p99 {p(loaded, 0.99) * 1000:6.2f} ms"
+        f"  ({len(loaded)} samples; target p99 <= 20 ms); server still up: {alive}"
+    )
+    print(f"raw samples: {RESULTS / 'hostile_bench.json'}")
+
+
+if __name__ == "__main__":
+    main()

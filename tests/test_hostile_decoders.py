@@ -1,0 +1,184 @@
+"""The archive decoder and the proof-file parser under hostile and fuzzed input (issue 16).
+
+Memory is watched with tracemalloc (Python allocations, bytes objects included: what a header bomb
+would allocate), not timed: the suite asserts no wall-clock bound on a shared machine; time per input
+is in benchmarks/hostile_bench.py."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import subprocess
+import tarfile
+import tracemalloc
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from anchor.errors import BadInput, ProofFormatError
+from anchor.ingest.archive import ArchiveLimits, ArchiveRefused, decode_archive
+from anchor.proof_file import parse_proof
+from tests.conftest import ROOT
+from tests.hostile_archives import directory_flood, header_bomb
+
+PEAK_BYTES = 64 << 20
+"""No input of this file may make a decoder allocate more than this (they are all < 1 MiB)."""
+
+
+def _peak(call: Any) -> int:
+    tracemalloc.start()
+    with contextlib.suppress(BadInput, ProofFormatError):
+        call()
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return peak
+
+
+def test_zip_r_and_tar_dot_archives_of_the_demo_bundle_decode_to_its_files(tmp_path: Path) -> None:
+    """`zip -r` writes `dir/` entries and `tar -C d -cf x.tar .` a `.` member: structure, not files."""
+    bundle = ROOT / "examples" / "bundle"
+    subprocess.run(["tar", "-C", str(bundle), "-cf", str(tmp_path / "x.tar"), "."], check=True)
+    subprocess.run(["zip", "-qr", str(tmp_path / "x.zip"), "."], cwd=bundle, check=True)
+    from anchor.manifest.filetree import hash_tree
+
+    expected = hash_tree(bundle).digest
+    for name in ("x.tar", "x.zip"):
+        assert decode_archive((tmp_path / name).read_bytes()).digest == expected, name
+
+
+def _tar(*members: tuple[str, bytes | None]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            if data is None:
+                info.type = tarfile.DIRTYPE
+                archive.addfile(info)
+            else:
+                info.size = len(data)
+                archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("members", "named", "why"),
+    [
+        ((("out", b"1"), ("out/metrics.json", b"2")), "out", "both a file and the directory"),
+        ((("Results.csv", b"1"), ("results.csv", b"2")), "results.csv", "only in letter case"),
+        ((("Out/a", b"1"), ("out/b", b"2")), "out", "only in letter case"),
+        ((("out", None), ("out", b"1")), "out", "both a file and the directory"),
+    ],
+    ids=["file-and-directory", "case-collision", "case-collision-of-directories", "directory-entry-and-file"],
+)
+def test_listings_no_file_system_could_extract_are_refused_by_name(
+    members: tuple[tuple[str, bytes | None], ...], named: str, why: str
+) -> None:
+    with pytest.raises(ArchiveRefused) as refused:
+        decode_archive(_tar(*members))
+    assert why in refused.value.message and repr(named) in refused.value.message.lower()
+
+
+def test_entries_of_every_kind_count_against_the_limit() -> None:
+    with pytest.raises(ArchiveRefused, match="more than 100 entries"):
+        decode_archive(directory_flood(101), ArchiveLimits(max_entries=100))
+
+
+def test_a_header_bomb_is_refused_before_it_is_read() -> None:
+    """942 bytes of tar.bz2 declaring a 1 GiB long-name header took the server to 2.2 GB."""
+    data = header_bomb()
+    assert len(data) < 4096
+    refused: list[str] = []
+
+    def decode() -> None:
+        try:
+            decode_archive(data)
+        except ArchiveRefused as exc:
+            refused.append(exc.message)
+            raise
+
+    assert _peak(decode) < PEAK_BYTES
+    assert refused and "header of 1073741824 bytes" in refused[0]
+
+
+def test_a_zip_declaring_more_entries_than_allowed_is_refused_before_its_directory_is_parsed() -> None:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for i in range(30):
+            archive.writestr(f"f{i}", b"")
+    with pytest.raises(ArchiveRefused, match="30 entries declared"):
+        decode_archive(buffer.getvalue(), ArchiveLimits(max_entries=20))
+
+
+# ---------------------------------------------------------------------- bounded fuzzing
+
+_names = st.text(alphabet=st.sampled_from("ab./\\\x00é"), min_size=0, max_size=12)
+
+
+@st.composite
+def _archives(draw: st.DrawFn) -> bytes:
+    members = draw(st.lists(st.tuples(_names, st.one_of(st.none(), st.binary(max_size=64))), max_size=8))
+    buffer = io.BytesIO()
+    if draw(st.booleans()):
+        with zipfile.ZipFile(buffer, "w") as archive:
+            for name, data in members:
+                if name.replace("\x00", ""):
+                    archive.writestr(name.replace("\x00", "") + ("/" if data is None else ""), data or b"")
+    else:
+        with tarfile.open(fileobj=buffer, mode=draw(st.sampled_from(["w", "w:gz", "w:bz2"]))) as archive:
+            for name, data in members:
+                info = tarfile.TarInfo(name)
+                kind = draw(
+                    st.sampled_from([tarfile.REGTYPE, tarfile.DIRTYPE, tarfile.GNUTYPE_LONGNAME, tarfile.SYMTYPE])
+                )
+                info.type = kind if data is not None else tarfile.DIRTYPE
+                info.size = len(data or b"") if info.type == tarfile.REGTYPE else 0
+                archive.addfile(info, io.BytesIO(data or b"") if info.type == tarfile.REGTYPE else None)
+    raw = buffer.getvalue()
+    cut = draw(st.integers(min_value=0, max_value=len(raw)))
+    flips = draw(st.lists(st.integers(min_value=0, max_value=max(len(raw) - 1, 0)), max_size=3))
+    mutated = bytearray(raw[: max(cut, len(raw) // 2)])
+    for index in flips:
+        if index < len(mutated):
+            mutated[index] ^= 0xFF
+    return bytes(mutated)
+
+
+@pytest.mark.filterwarnings("ignore:Duplicate name")  # the generator's own zip writer; duplicates are the point
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@given(_archives())
+def test_fuzzed_archives_decode_or_are_refused_typed_within_bounded_memory(data: bytes) -> None:
+    limits = ArchiveLimits(max_files=8, max_file_bytes=1 << 16, max_total_bytes=1 << 18, max_entries=16)
+
+    def decode() -> None:
+        tree = decode_archive(data, limits)
+        assert len(tree.files) <= 8
+
+    assert _peak(decode) < PEAK_BYTES  # any other exception type fails the test: only typed refusals
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=30,
+)
+_proof_like = st.fixed_dictionaries(
+    {"format": st.just("anchor/proof"), "version": st.sampled_from([1, 2]), "manifest": _json_values},
+    optional={"batch": _json_values, "anchor": _json_values, "files": _json_values, "manifest_digest": _json_values},
+)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.one_of(_proof_like.map(lambda v: json.dumps(v).encode()), st.binary(max_size=256)),
+       st.integers(min_value=0, max_value=3000))  # fmt: skip
+def test_fuzzed_proof_files_parse_or_are_refused_typed_within_bounded_memory(raw: bytes, depth: int) -> None:
+    nested = b"[" * depth + raw + b"]" * depth
+
+    def parse() -> None:
+        parse_proof(nested, "fuzz")
+
+    assert _peak(parse) < PEAK_BYTES
