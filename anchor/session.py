@@ -11,12 +11,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from anchor.errors import ChainUnreachable
+from anchor.errors import BadInput, ChainUnreachable
 
 if TYPE_CHECKING:
     from web3 import Web3
 
     from anchor.chain.registry import Registry
+
+
+def env_number(name: str, default: float, kind: type[int] | type[float] = int) -> float:
+    """A numeric ANCHOR_* variable, or `BadInput` naming it (not a traceback from int())."""
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = kind(raw)
+    except ValueError:
+        raise BadInput(f"{name}={raw!r}: expected {'an integer' if kind is int else 'a number'}",
+                       detail={"variable": name}) from None  # fmt: skip
+    if value < 0:
+        raise BadInput(f"{name}={raw!r}: must not be negative", detail={"variable": name})
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +44,7 @@ class Settings:
     @classmethod
     def from_env(cls, data_dir: Path | None = None, rpc_url: str | None = None) -> Settings:
         keystore = os.environ.get("ANCHOR_KEYSTORE")
-        port = os.environ.get("ANCHOR_LOCAL_PORT")
+        port = int(env_number("ANCHOR_LOCAL_PORT", 0))
         return cls(
             data_dir=(data_dir or Path(os.environ.get("ANCHOR_DATA_DIR", ".anchor"))).resolve(),
             rpc_url=rpc_url or os.environ.get("ANCHOR_RPC_URL") or None,
@@ -50,8 +65,9 @@ class ChainHandle:
     local: bool
 
 
-def open_chain(settings: Settings, *, start_local: bool = True) -> ChainHandle:
-    """Connect to `settings.rpc_url`, or to the embedded anvil (started if needed and allowed)."""
+def open_chain(settings: Settings, *, start_local: bool = False) -> ChainHandle:
+    """Connect to `settings.rpc_url`, or to the embedded anvil. Only commands that must write pass
+    `start_local=True`; a read (verify, lookup, status, every GET route) never starts or stops a chain."""
     from anchor.chain.connection import connect
     from anchor.chain.node import LocalChain
 

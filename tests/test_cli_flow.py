@@ -78,13 +78,6 @@ def test_chain_state_survives_down_and_up(fresh_chain: Chain, bundle: Path) -> N
     assert again["status"] == "already_anchored"
 
 
-def test_verify_starts_a_stopped_local_chain_by_itself(fresh_chain: Chain, bundle: Path) -> None:
-    fresh_chain.cli("deploy", check=True)
-    fresh_chain.cli("anchor", str(bundle), check=True)
-    fresh_chain.cli("chain", "down", check=True)
-    assert fresh_chain.cli("verify", str(bundle)).returncode == ExitCode.OK
-
-
 def test_a_proof_for_a_root_this_chain_never_saw_exits_not_anchored(
     deployed_chain: Chain, fresh_chain: Chain, bundle: Path, tmp_path: Path
 ) -> None:

@@ -87,3 +87,24 @@ def test_a_bundle_with_an_image_tag_exits_bad_input_naming_the_field(deployed_ch
     result = deployed_chain.cli("bundle", str(spec), "--anchor")
     assert result.returncode == ExitCode.BAD_INPUT and "field 'image'" in result.stderr
     assert not (tmp_path / "out.anchor.json").exists()
+
+
+def test_the_shipped_example_spec_anchors_and_verify_spec_names_a_changed_mission(
+    deployed_chain: Chain, tmp_path: Path
+) -> None:
+    """examples/result-bundle/bundle.toml, as the README uses it; then one edited input file."""
+    import shutil
+    import uuid
+
+    from tests.conftest import ROOT
+
+    shutil.copytree(ROOT / "examples" / "result-bundle", tmp_path / "result-bundle")
+    spec, outputs = tmp_path / "result-bundle" / "bundle.toml", tmp_path / "result-bundle" / "outputs"
+    (outputs / "run-id.txt").write_text(uuid.uuid4().hex)  # unique: the registry is write-once
+    deployed_chain.cli("bundle", str(spec), "--anchor", check=True)
+    ok = deployed_chain.cli("verify", str(outputs), "--spec", str(spec))
+    assert ok.returncode == ExitCode.OK, ok.stderr
+    mission = tmp_path / "result-bundle" / "mission.toml"
+    mission.write_text(mission.read_text().replace("accuracy", "f1"))
+    changed = deployed_chain.cli("verify", str(outputs), "--spec", str(spec))
+    assert changed.returncode == ExitCode.TAMPERED and "mission_sha256 (mission.toml)" in changed.stderr

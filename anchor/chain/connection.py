@@ -9,13 +9,13 @@ ANCHOR_RPC_RETRIES retries (default 4); each request times out after ANCHOR_RPC_
 
 from __future__ import annotations
 
-import os
 import random
 import time
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from anchor.errors import ChainUnreachable
+from anchor.session import env_number
 
 if TYPE_CHECKING:
     from web3 import Web3
@@ -69,9 +69,9 @@ def connect(rpc_url: str) -> tuple[Web3, int]:
 
     provider = _provider_class()(
         rpc_url,
-        retries=int(os.environ.get("ANCHOR_RPC_RETRIES", "4")),
-        backoff_s=float(os.environ.get("ANCHOR_RPC_BACKOFF_S", "0.1")),
-        timeout_s=float(os.environ.get("ANCHOR_RPC_TIMEOUT_S", "10")),
+        retries=int(env_number("ANCHOR_RPC_RETRIES", 4)),
+        backoff_s=env_number("ANCHOR_RPC_BACKOFF_S", 0.1, float),
+        timeout_s=env_number("ANCHOR_RPC_TIMEOUT_S", 10, float),
     )
     w3 = Web3(provider)
     try:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from anchor.chain.toolchain import compiler_settings, tool
 from anchor.errors import BadInput, ChainUnreachable
+from anchor.files import private_dir
 
 LOCAL_CHAIN_ID = 31337
 DEFAULT_PORT = 18545
@@ -62,28 +63,55 @@ def rpc_call(url: str, method: str, params: list[object] | None = None, timeout:
 
 
 class LocalChain:
-    """Start, stop and inspect the data directory's anvil."""
+    """Start, stop and inspect the data directory's anvil.
+
+    The chain belongs to its data directory: its port is chosen at the first start and recorded in
+    chain/anvil.json with the process id and the process's start time, so a later command finds it
+    without being told the port (a command without ANCHOR_LOCAL_PORT used to stop the running chain
+    and start another on the default port), and a recorded pid that now belongs to some other process
+    (pid reuse) is never signalled. A port given explicitly only matters for a new start.
+    """
 
     def __init__(self, data_dir: Path, port: int | None = None) -> None:
         self.dir = data_dir / "chain"
-        self.port = port or DEFAULT_PORT
-        self.rpc_url = f"http://127.0.0.1:{self.port}"
-        self.pid_file = self.dir / "anvil.pid"
+        self.record_file = self.dir / "anvil.json"
+        self.pid_file = self.dir / "anvil.pid"  # written by earlier versions: the pid alone
         self.state_file = self.dir / "state.json"
         self.log_file = self.dir / "anvil.log"
+        record = self._record()
+        running_port = record.get("port") if self._pid() is not None else None
+        self.port = int(running_port or port or record.get("port") or DEFAULT_PORT)
+        self.rpc_url = f"http://127.0.0.1:{self.port}"
+
+    def _record(self) -> dict[str, int]:
+        try:
+            record = json.loads(self.record_file.read_text())
+        except (FileNotFoundError, ValueError):
+            return {}
+        return record if isinstance(record, dict) else {}
 
     def _pid(self) -> int | None:
-        try:
-            pid = int(self.pid_file.read_text().strip())
-        except (FileNotFoundError, ValueError):
+        """The recorded anvil's pid if that process still runs and is the one we started."""
+        record = self._record()
+        pid, started = record.get("pid"), record.get("start_ticks")
+        if pid is None:
+            try:
+                pid, started = int(self.pid_file.read_text().strip()), None
+            except (FileNotFoundError, ValueError):
+                return None
+        ticks = _start_ticks(int(pid))
+        if ticks is None or (started is not None and ticks != started):
             return None
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+        if started is None and b"anvil" not in _cmdline(int(pid)):
             return None
-        except PermissionError:
-            pass
-        return pid
+        return int(pid)
+
+    def _write_record(self, pid: int | None) -> None:
+        from anchor.files import PRIVATE_FILE, atomic_write
+
+        record: dict[str, int | None] = {"port": self.port, "pid": pid}
+        record["start_ticks"] = None if pid is None else _start_ticks(pid)
+        atomic_write(self.record_file, json.dumps(record).encode(), PRIVATE_FILE)
 
     def status(self) -> ChainStatus:
         pid = self._pid()
@@ -107,7 +135,7 @@ class LocalChain:
                 f"port {self.port} on 127.0.0.1 is used by another process; set ANCHOR_LOCAL_PORT",
                 detail={"port": self.port},
             )
-        self.dir.mkdir(parents=True, exist_ok=True)
+        private_dir(self.dir)
         command = [
             str(tool("anvil")),
             "--host", "127.0.0.1",
@@ -121,7 +149,8 @@ class LocalChain:
             process = subprocess.Popen(  # noqa: S603 - fixed argv, no shell
                 command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
             )
-        self.pid_file.write_text(str(process.pid))
+        self._write_record(process.pid)
+        self.pid_file.unlink(missing_ok=True)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if process.poll() is not None:
@@ -150,6 +179,23 @@ class LocalChain:
         if _alive(pid):
             os.kill(pid, signal.SIGKILL)
         self.pid_file.unlink(missing_ok=True)
+        self._write_record(None)  # the port stays: the next start uses it again
+
+
+def _start_ticks(pid: int) -> int | None:
+    """The process's start time (clock ticks since boot, /proc/<pid>/stat field 22): with the pid, an
+    identity that pid reuse cannot fake. None if there is no such process."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 def _alive(pid: int) -> bool:

@@ -29,14 +29,24 @@ Exit codes:
   6  deployment mismatch (the address does not hold the recorded registry; no answer given)
   7  conflict (the registry refused a write)
   8  toolchain missing (run `make install`)
+  9  not our registry (the proof names a registry other than the trusted one)
+  10  verified, but not as required (--expect-submitter, --anchored-before)
 """
 
-app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=True, pretty_exceptions_enable=False)
 app.add_typer(chain_cmds.app, name="chain")
 deploy_cmds.register(app)
 data_cmds.register(app)
 journal_cmds.register(app)
 research_cmds.register(app)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from anchor import __version__
+
+        print(f"anchor {__version__}")
+        raise typer.Exit()
 
 
 @app.callback()
@@ -51,6 +61,9 @@ def root(
         typer.Option("--rpc-url", envvar="ANCHOR_RPC_URL", help="EVM JSON-RPC URL; default: the local chain."),
     ] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object for scripts.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
 ) -> None:
     from anchor.session import Settings
 

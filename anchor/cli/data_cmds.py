@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from anchor.cli.output import JsonFlag, emit
+from anchor.cli.output import JsonFlag, count, emit
 
 PathArg = Annotated[Path, typer.Argument(help="A file or a directory.")]
 ProofOpt = Annotated[
@@ -39,7 +39,10 @@ def hash_(ctx: typer.Context, path: PathArg, json: JsonFlag = False) -> None:
         ctx,
         json,
         {"manifest_digest": "0x" + tree.digest.hex(), "manifest": tree.identity(), "files": tree.files_json()},
-        [f"0x{tree.digest.hex()}  {path}  ({summary['file_count']} files, {summary['total_size']} bytes)"],
+        [
+            f"0x{tree.digest.hex()}  {path}"
+            f"  ({count(summary['file_count'], 'file')}, {count(summary['total_size'], 'byte')})"
+        ],
     )
 
 
@@ -72,7 +75,7 @@ def bundle(
         ctx,
         json,
         {"manifest_digest": "0x" + manifest.digest.hex(), "manifest": manifest.identity(), **manifest.annotations()},
-        [f"0x{manifest.digest.hex()}  bundle {spec} (output {output_dir}, {len(tree.files)} files)"],
+        [f"0x{manifest.digest.hex()}  bundle {spec} (output {output_dir}, {count(len(tree.files), 'file')})"],
     )
 
 
@@ -127,7 +130,7 @@ def _report_anchor(ctx: typer.Context, json: bool, shown: str, outcome: object) 
         },
         [
             f"{shown}: {state}",
-            f"  manifest {outcome.proof.manifest_digest} ({outcome.file_count} files)",
+            f"  manifest {outcome.proof.manifest_digest} ({count(outcome.file_count, 'file')})",
             f"  root     {outcome.proof.batch.root}",
             f"  chain {a.chain_id}, registry {a.registry}, block {a.block_number}",
             f"  tx       {a.tx_hash}",
@@ -137,21 +140,59 @@ def _report_anchor(ctx: typer.Context, json: bool, shown: str, outcome: object) 
     )
 
 
-def verify(ctx: typer.Context, path: PathArg, proof: ProofOpt = None, json: JsonFlag = False) -> None:
+def verify(
+    ctx: typer.Context,
+    path: PathArg,
+    proof: ProofOpt = None,
+    registry: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--registry",
+            help="Trust this registry address (default: the deployment recorded for the chain in the data dir).",
+        ),
+    ] = None,
+    expect_submitter: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--expect-submitter", help="Require that this account anchored it (exit 10 otherwise)."),
+    ] = None,
+    anchored_before: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--anchored-before", help="Require anchoring before this ISO date/time, UTC unless given."),
+    ] = None,
+    spec: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--spec", help="A bundle spec: re-hash its mission, snapshot and policy files too."),
+    ] = None,
+    json: JsonFlag = False,
+) -> None:
     """Verify PATH against its proof file and a live read of the chain (read-only)."""
     from anchor.anchoring import default_proof_path
-    from anchor.verify.verifier import verify_path
+    from anchor.verify.verifier import check_bundle_spec, check_policy, verify_path
 
-    result = verify_path(path, proof or default_proof_path(path), _settings(ctx))
+    proof_path = proof or default_proof_path(path)
+    if spec is not None:
+        check_bundle_spec(proof_path, spec)
+    result = verify_path(path, proof_path, _settings(ctx), registry)
+    check_policy(result, expect_submitter, anchored_before)
+    inside = f" as {result.path_in_bundle} of its bundle" if result.path_in_bundle else ""
     emit(
         ctx,
         json,
         result.to_json(),
         [
-            f"OK: {path} ({result.files} file{'' if result.files == 1 else 's'}) is anchored",
-            f"  manifest {result.manifest_digest}",
-            f"  root {result.root} anchored in block {result.anchored_block} (tx {result.tx_hash})",
-            f"  chain {result.chain_id}, registry {result.registry}, read at block {result.read_at_block}",
+            f"OK: {path} ({count(result.files, 'file')}){inside} is anchored",
+            f"  anchored at {result.anchored_at} (block {result.anchored_block}): it existed by then",
+            f"  by          {result.submitter}",
+            f"  in          registry {result.registry} on chain {result.chain_id}"
+            f" (trusted by {result.registry_trusted_by})",
+            f"  manifest    {result.manifest_digest}",
+            f"  root        {result.root} (tx {result.tx_hash})",
+            f"  read at block {result.read_at_block}",
+            *(
+                ["  note: chain 31337 is this machine's local development chain: only this machine can check it"]
+                if result.chain_id == 31337
+                else []
+            ),
         ],
     )
 

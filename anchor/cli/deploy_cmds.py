@@ -28,7 +28,7 @@ def deploy(
     from anchor.session import open_chain
 
     settings = ctx.find_root().obj["settings"]
-    handle = open_chain(settings)
+    handle = open_chain(settings, start_local=True)
     existing = None
     if not force:
         try:

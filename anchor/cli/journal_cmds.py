@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from anchor.cli.output import JsonFlag, emit
+from anchor.cli.output import JsonFlag, count, emit
 
 
 def register(app: typer.Typer) -> None:
@@ -96,31 +96,45 @@ def flush(
             **state.to_json(),
         },
         [
-            f"confirmed {len(report.confirmed)} effects"
+            f"confirmed {count(len(report.confirmed), 'transaction')}"
             + (f", re-anchored {len(report.reanchored)}" if report.reanchored else "")
             + (f", {report.fee_bumps} fee bumps" if report.fee_bumps else ""),
-            f"items: {state.items}",
+            _items_line(state.items),
+            *_proof_error_lines(state.proof_errors),
         ],
     )
+
+
+def _items_line(items: dict[str, int]) -> str:
+    return f"  items:   pending {items['pending']}, in flight {items['batched']}, confirmed {items['confirmed']}"
+
+
+def _proof_error_lines(errors: list[dict[str, object]]) -> list[str]:
+    """Anchored items whose proof file could not be written: on chain all the same, but say so."""
+    if not errors:
+        return []
+    return [f"  proof files not written: {len(errors)} (anchored on chain all the same)"] + [
+        f"    item #{e['item']} {str(e['manifest_digest'])[:18]}…: {e['error']}" for e in errors[:20]
+    ]
 
 
 def status(ctx: typer.Context, json: JsonFlag = False) -> None:
     """What is pending, in flight and confirmed, with the latest transactions."""
     from anchor.journal.service import AnchorService
 
-    service = AnchorService.open(_settings(ctx))
+    service = AnchorService.open(_settings(ctx), start_local=False)
     try:
         state = service.status()
     finally:
         service.close()
     lines = [
         f"chain {state.chain_id}",
-        f"  items:   pending {state.items['pending']}, in flight {state.items['batched']},"
-        f" confirmed {state.items['confirmed']}",
+        _items_line(state.items),
         f"  effects: {', '.join(f'{k} {v}' for k, v in state.effects.items())}",
     ]
     lines += [
         f"  #{r['id']} {r['kind']} {r['key'][:18]}… {r['state']} tx {r['tx_hash'] or '-'} block {r['block_number']}"
         for r in state.recent
     ]
+    lines += _proof_error_lines(state.proof_errors)
     emit(ctx, json, state.to_json(), lines)

@@ -150,7 +150,7 @@ def load_bundle_spec(spec_path: Path) -> tuple[BundleManifest, FileTreeManifest,
     base = spec_path.parent
     if "output" not in spec:
         raise BadInput(f"{spec_path}: field 'output' (the output directory) is required", detail={"field": "output"})
-    output_dir = base / str(spec["output"])
+    output_dir = (base / str(spec["output"])).resolve()
     tree = hash_tree(output_dir)
     data = {
         "mission_sha256": _digest_field(spec, base, "mission"),

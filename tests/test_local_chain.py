@@ -1,0 +1,65 @@
+"""The local chain belongs to its data directory (issue 17): found again without being told its port,
+never started or stopped by a read, and never a signal to a process that is not ours."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from anchor.chain.node import LocalChain
+from anchor.errors import ExitCode
+from tests.conftest import ANCHOR_BIN, Chain
+
+
+def _without_port(chain: Chain) -> dict[str, str]:
+    return {k: v for k, v in chain.env().items() if k != "ANCHOR_LOCAL_PORT"}
+
+
+def _anchor(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(ANCHOR_BIN), *args], env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_a_command_without_the_port_finds_the_running_chain_and_leaves_it_alone(
+    fresh_chain: Chain, bundle: Path
+) -> None:
+    fresh_chain.cli("deploy", check=True)
+    fresh_chain.cli("anchor", str(bundle), check=True)
+    pid = fresh_chain.node.status().pid
+    found = LocalChain(fresh_chain.data_dir)
+    assert found.port == fresh_chain.port and found.status().running
+    env = _without_port(fresh_chain)
+    verified = _anchor(env, "verify", str(bundle))
+    assert verified.returncode == 0, verified.stderr
+    assert "local development chain: only this machine can check it" in verified.stdout
+    status = json.loads(_anchor(env, "chain", "status", "--json").stdout)["chain"]
+    assert status["running"] and status["pid"] == pid and status["rpc_url"].endswith(f":{fresh_chain.port}")
+
+
+def test_read_only_commands_never_start_a_chain(fresh_chain: Chain, bundle: Path) -> None:
+    fresh_chain.cli("deploy", check=True)
+    fresh_chain.cli("anchor", str(bundle), check=True)
+    fresh_chain.node.down()
+    for args in (["verify", str(bundle)], ["lookup", str(bundle)], ["status"]):
+        result = fresh_chain.cli(*args)
+        assert result.returncode == ExitCode.CHAIN_UNREACHABLE, (args, result.stderr)
+        assert "anchor chain up" in result.stderr
+        assert not fresh_chain.node.status().running
+    fresh_chain.cli("chain", "up", check=True)  # the port was kept: the same chain, found again
+    assert fresh_chain.cli("verify", str(bundle)).returncode == 0
+
+
+def test_a_recorded_pid_that_is_not_our_anvil_is_never_signalled(fresh_chain: Chain) -> None:
+    fresh_chain.node.down()
+    stranger = subprocess.Popen(["sleep", "60"])
+    try:
+        record = json.loads(fresh_chain.node.record_file.read_text())
+        record.update(pid=stranger.pid, start_ticks=1)  # a pid reused by another process since
+        fresh_chain.node.record_file.write_text(json.dumps(record))
+        assert LocalChain(fresh_chain.data_dir).status().pid is None
+        fresh_chain.cli("chain", "down", check=True)
+        fresh_chain.cli("chain", "up", check=True)
+        assert stranger.poll() is None  # still running: nobody signalled it
+    finally:
+        stranger.kill()
+        stranger.wait()
