@@ -39,6 +39,10 @@ class AnchorError(Exception):
         self.message = message
         self.detail: dict[str, Any] = detail or {}
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle with the detail (the API's decoder process raises these across a process boundary)."""
+        return (_rebuild, (type(self), self.message, self.detail))
+
     def diagnostic_lines(self) -> list[str]:
         """The message, then the detail fields, one per line (each may still hold data's own escapes)."""
         return [self.message] + [f"  {key}: {value}" for key, value in self.detail.items()]
@@ -50,6 +54,10 @@ class AnchorError(Exception):
     def to_dict(self) -> dict[str, Any]:
         """The typed error shape shared by `--json` output and the API: code, message, detail."""
         return {"code": self.code, "message": self.message, "detail": self.detail}
+
+
+def _rebuild(cls: type[AnchorError], message: str, detail: dict[str, Any]) -> AnchorError:
+    return cls(message, detail=detail)
 
 
 class BadInput(AnchorError):

@@ -17,8 +17,12 @@ from api.config import ApiConfig
 from api.deps import token_id
 from api.errors import install_error_handlers
 from api.limits import RequestGuard
+from api.offload import start_decoder
 from api.reader import ChainReader
 from api.routes import explorer, health, records, submit, verify
+
+MULTIPART_OVERHEAD = 64 * 1024
+"""Room for a multipart envelope around an upload that has its own, smaller cap."""
 
 
 def create_app(settings: Settings | None = None, config: ApiConfig | None = None) -> FastAPI:
@@ -28,10 +32,12 @@ def create_app(settings: Settings | None = None, config: ApiConfig | None = None
     reader = ChainReader(settings or Settings.from_env())
 
     @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         refresher = asyncio.create_task(reader.refresh_forever())
+        app.state.decoder = start_decoder()
         yield
         refresher.cancel()
+        app.state.decoder.shutdown(wait=False, cancel_futures=True)
 
     app = FastAPI(
         lifespan=lifespan,
@@ -50,6 +56,7 @@ def create_app(settings: Settings | None = None, config: ApiConfig | None = None
     app.add_middleware(
         RequestGuard,
         limit=api_config.max_request_bytes,
+        path_limits={"/v1/verify/proof": api_config.max_proof_bytes + MULTIPART_OVERHEAD},
         write_paths=frozenset(route.path for route in submit.router.routes if isinstance(route, APIRoute)),
         authorize=lambda headers: token_id(headers, api_config),
     )

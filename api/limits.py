@@ -31,9 +31,15 @@ class BodyTooLarge(HTTPException):
 
 class RequestGuard:
     def __init__(
-        self, app: Any, limit: int, write_paths: frozenset[str], authorize: Callable[[dict[bytes, bytes]], object]
+        self,
+        app: Any,
+        limit: int,
+        write_paths: frozenset[str],
+        authorize: Callable[[dict[bytes, bytes]], object],
+        path_limits: dict[str, int] | None = None,
     ) -> None:
         self.app, self.limit, self.write_paths, self.authorize = app, limit, write_paths, authorize
+        self.path_limits = path_limits or {}
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -46,13 +52,14 @@ class RequestGuard:
             except AnchorError as exc:
                 await _answer(send, exc.http_status, exc.to_dict(), ((b"www-authenticate", b"Bearer"),))
                 return
+        limit = min(self.limit, self.path_limits.get(scope["path"], self.limit))
         length = headers.get(b"content-length")
-        if length is not None and (not length.isdigit() or int(length) > self.limit):
-            await _answer(send, 413, _too_large(self.limit))
+        if length is not None and (not length.isdigit() or int(length) > limit):
+            await _answer(send, 413, _too_large(limit))
             return
-        await self.app(scope, self._counting(receive), send)
+        await self.app(scope, self._counting(receive, limit), send)
 
-    def _counting(self, receive: Any) -> Any:
+    def _counting(self, receive: Any, limit: int) -> Any:
         seen = 0
 
         async def counted() -> Any:
@@ -60,8 +67,8 @@ class RequestGuard:
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    raise BodyTooLarge(self.limit)
+                if seen > limit:
+                    raise BodyTooLarge(limit)
             return message
 
         return counted

@@ -22,6 +22,7 @@ from anchor.manifest.identity import manifest_digest, tree_summary, validate_ide
 from anchor.session import Settings
 from api.deps import ClientDep, ConfigDep, ReaderDep, SettingsDep, journal_session
 from api.errors import TooLarge
+from api.offload import decode
 from api.routes.verify import ERRORS
 from api.schemas import ManifestSubmission, Submitted
 
@@ -79,7 +80,7 @@ async def submit_manifest(
     idempotency_key: IdempotencyKey = None,
 ) -> Submitted:  # fmt: skip
     """Journal a manifest identity (with its file listing, which must rebuild the identity's tree)."""
-    body = _manifest_body(await request.body())
+    body = await decode(request.app, _manifest_body, await request.body())
     identity = validate_identity(body.manifest)
     payload: dict[str, Any] = {"annotations": body.annotations} if body.annotations else {}
     if body.files is not None:
@@ -111,7 +112,7 @@ async def submit_bundle(
     data = await archive.read(config.max_request_bytes + 1)
     if len(data) > config.max_request_bytes:
         raise TooLarge(f"archive larger than {config.max_request_bytes} bytes")
-    tree = await run_in_threadpool(decode_archive, data, config.archive_limits)  # no journal lock held
+    tree = await decode(request.app, decode_archive, data, config.archive_limits)  # no journal lock held
     identity = tree.identity()
     digest = manifest_digest(identity)
     chain_id = (await run_in_threadpool(reader.registry)).chain_id

@@ -15,6 +15,7 @@ from anchor.prove import single_file_proof
 from anchor.verify.verifier import Verification, check_proof_consistency, verify_proof_on_chain
 from api.deps import ConfigDep, ReaderDep, SettingsDep, journal_session
 from api.errors import TooLarge
+from api.offload import decode
 from api.schemas import ErrorPublic, FileVerification
 
 router = APIRouter(prefix="/v1/verify", tags=["verify"])
@@ -29,6 +30,12 @@ def _hash_stream(stream: IO[bytes]) -> tuple[bytes, int]:
         hasher.update(chunk)
         size += len(chunk)
     return hasher.digest(), size
+
+
+def _decode_proof(raw: bytes) -> tuple[ProofFile, bytes]:
+    """Decode an uploaded proof and recompute everything it states (in the decoder process)."""
+    proof = parse_proof(raw, "proof")
+    return proof, check_proof_consistency(proof)
 
 
 def _verify(proof: ProofFile, settings: Any) -> Verification:
@@ -59,7 +66,10 @@ async def verify_by_digest(manifest_digest: Hex32, settings: SettingsDep, reader
 
 @router.post("/proof", operation_id="verify_proof", responses=ERRORS)
 async def verify_proof(
-    settings: SettingsDep, config: ConfigDep, proof: Annotated[UploadFile, File(description="an anchor proof file")]
+    request: Request,
+    settings: SettingsDep,
+    config: ConfigDep,
+    proof: Annotated[UploadFile, File(description="an anchor proof file")],
 ) -> Verification:
     """Check an uploaded proof file: every value recomputed, then the registry read live (bounded: at
     most `max_proof_bytes`, nesting, listing and path lengths as in docs/manifest.md)."""
@@ -67,10 +77,9 @@ async def verify_proof(
     if len(raw) > config.max_proof_bytes:
         raise TooLarge(f"proof files are limited to {config.max_proof_bytes} bytes here")
 
-    def check() -> Verification:
-        return _verify(parse_proof(raw, "proof"), settings)
-
-    return await run_in_threadpool(check)
+    parsed, root = await decode(request.app, _decode_proof, raw)
+    files = len(parsed.files) if parsed.files is not None else 1 if parsed.file is not None else 0
+    return await run_in_threadpool(verify_proof_on_chain, parsed, root, settings, files)
 
 
 @router.post("/file", operation_id="verify_file", responses=ERRORS)
