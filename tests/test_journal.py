@@ -214,3 +214,22 @@ def test_a_batched_proof_verifies_with_only_an_rpc_url_and_with_cast_alone(fresh
 
     # public tools alone: cast and the registry's inclusion view
     assert cast_verify_inclusion(proof, fresh_chain.node.rpc_url)
+
+
+def test_the_same_content_submitted_from_several_places_gets_a_proof_in_each(
+    fresh_chain: Chain, tmp_path: Path
+) -> None:
+    """`anchor submit A B` with B a copy of A wrote only A's proof, also after `anchor flush`."""
+    fresh_chain.cli("deploy", check=True)
+    copies = []
+    for name in ("a", "b", "late"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "result.txt").write_text("the same bytes")
+        copies.append(tmp_path / name)
+    submitted = json.loads(fresh_chain.cli("submit", str(copies[0]), str(copies[1]), "--json", check=True).stdout)
+    assert [row["duplicate"] for row in submitted["submitted"]] == [False, True]
+    fresh_chain.cli("flush", check=True)
+    for place in copies[:2]:
+        assert fresh_chain.cli("verify", str(place)).returncode == 0
+    fresh_chain.cli("submit", str(copies[2]), check=True)  # anchored long ago: its proof is written at once
+    assert fresh_chain.cli("verify", str(copies[2])).returncode == 0

@@ -49,7 +49,12 @@ def batch_proofs(effect: sqlite3.Row, items: list[sqlite3.Row], registry: str, c
 
 
 def write_batch_proofs(
-    proofs_dir: Path, effect: sqlite3.Row, items: list[sqlite3.Row], registry: str, code_hash: str
+    proofs_dir: Path,
+    effect: sqlite3.Row,
+    items: list[sqlite3.Row],
+    registry: str,
+    code_hash: str,
+    paths: dict[int, list[Path]],
 ) -> dict[int, str]:
     """Write every item's proof; returns {item id: reason} for the ones that could not be written.
 
@@ -66,9 +71,7 @@ def write_batch_proofs(
         except ValueError as exc:  # UnicodeEncodeError: a row no UTF-8 writer can encode
             failed[int(item["id"])] = f"{type(exc).__name__}: {exc}"[:500]
             continue
-        targets = [proofs_dir / f"{proof.manifest_digest[2:]}.json"]
-        if item["proof_path"]:
-            targets.append(Path(item["proof_path"]))
+        targets = [proofs_dir / f"{proof.manifest_digest[2:]}.json", *paths.get(int(item["id"]), [])]
         for target in targets:
             owners.append(int(item["id"]))
             writes.append((target, data))

@@ -14,7 +14,7 @@ from anchor.errors import DeploymentMismatch
 from anchor.journal.effects import EffectRunner, RunnerConfig, RunReport
 from anchor.journal.proofs import write_batch_proofs
 from anchor.journal.store import Journal, open_journal
-from anchor.journal.submit import Submission, Submitted, submit_many
+from anchor.journal.submit import Submission, Submitted, proof_paths, submit_many
 from anchor.session import ChainHandle, Settings, open_chain, open_registry
 
 if TYPE_CHECKING:
@@ -73,8 +73,9 @@ class AnchorService:
     def _write_proofs(self, effect: Any, items: list[Any]) -> None:
         if effect["kind"] != "root":
             return
+        paths = proof_paths(self.journal.db, [int(item["id"]) for item in items])
         failed = write_batch_proofs(
-            self.settings.proofs_dir, effect, items, self.registry.address, self.registry.code_hash
+            self.settings.proofs_dir, effect, items, self.registry.address, self.registry.code_hash, paths
         )
         with self.journal.tx() as db:
             db.executemany(
@@ -83,7 +84,15 @@ class AnchorService:
             )
 
     def submit(self, submissions: Sequence[Submission]) -> list[Submitted]:
-        return submit_many(self.journal, self.chain_id, submissions)
+        """Journal `submissions`; one already confirmed (anchored before) gets its proof file now, since
+        no later flush will write it."""
+        from anchor.proof_file import load_proof, write_proof
+
+        done = submit_many(self.journal, self.chain_id, submissions)
+        for sub, result in zip(submissions, done, strict=True):
+            if result.state == "confirmed" and sub.proof_path is not None:
+                write_proof(load_proof(self.settings.proofs_dir / f"{result.digest.hex()}.json"), sub.proof_path)
+        return done
 
     def flush(
         self, max_items: int = DEFAULT_BATCH, max_age_s: float = 0.0, progress: Callable[[int, int], None] | None = None

@@ -17,7 +17,7 @@ from pathlib import Path
 from anchor.errors import AnchorError, ExitCode
 from anchor.files import PRIVATE_FILE, private_dir
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 BUSY_TIMEOUT_MS = 10_000
 
 SCHEMA = """
@@ -84,6 +84,15 @@ CREATE INDEX files_blake3 ON files (blake3);
 """,
     # why an item's proof file could not be written (the item is anchored all the same; see proofs.py)
     3: "ALTER TABLE items ADD COLUMN proof_error TEXT",
+    # every path a proof must be written to: one manifest submitted from two places has two
+    4: """
+CREATE TABLE proof_paths (
+    item_id INTEGER NOT NULL REFERENCES items(id),
+    path TEXT NOT NULL,
+    UNIQUE (item_id, path)
+);
+INSERT INTO proof_paths (item_id, path) SELECT id, proof_path FROM items WHERE proof_path IS NOT NULL;
+""",
 }
 
 

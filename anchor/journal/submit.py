@@ -7,6 +7,7 @@ confirmation."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,12 +59,14 @@ def submit_many(journal: Journal, chain_id: int, submissions: Sequence[Submissio
                         "this idempotency key was already used for other content", detail={"field": "idempotency_key"}
                     )
                 if row is not None:
+                    _add_proof_path(db, row["id"], sub.proof_path)
                     results.append(Submitted(row["id"], digest, row["state"], True))
                     continue
             row = db.execute(
                 "SELECT id, state FROM items WHERE chain_id = ? AND digest = ?", (chain_id, digest)
             ).fetchone()
-            if row is not None:
+            if row is not None:  # the same manifest from another place: its proof goes there too
+                _add_proof_path(db, row["id"], sub.proof_path)
                 results.append(Submitted(row["id"], digest, row["state"], True))
                 continue
             cursor = db.execute(
@@ -76,9 +79,24 @@ def submit_many(journal: Journal, chain_id: int, submissions: Sequence[Submissio
                 ),
             )  # fmt: skip
             item_id = int(cursor.lastrowid or 0)
+            _add_proof_path(db, item_id, sub.proof_path)
             index_files(db, item_id, sub.payload.get("files") or [])
             results.append(Submitted(item_id, digest, "pending", False))
     return results
+
+
+def _add_proof_path(db: sqlite3.Connection, item_id: int, path: Path | None) -> None:
+    if path is not None:
+        db.execute("INSERT OR IGNORE INTO proof_paths (item_id, path) VALUES (?, ?)", (item_id, str(path)))
+
+
+def proof_paths(db: sqlite3.Connection, item_ids: Sequence[int]) -> dict[int, list[Path]]:
+    """Where each item's proof is to be written, besides the data directory's own copy."""
+    out: dict[int, list[Path]] = {}
+    for item_id in item_ids:
+        rows = db.execute("SELECT path FROM proof_paths WHERE item_id = ? ORDER BY rowid", (item_id,))
+        out[item_id] = [Path(row[0]) for row in rows]
+    return out
 
 
 def submit(journal: Journal, chain_id: int, submission: Submission) -> Submitted:
