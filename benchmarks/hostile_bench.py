@@ -35,7 +35,7 @@ from anchor.session import Settings, open_chain
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the hostile corpus is shared with the test suite
-from tests.hostile_archives import directory_flood, header_bomb  # noqa: E402
+from tests.hostile_archives import HOSTILE, directory_flood, header_bomb  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 TOKEN = "bench-token"
@@ -161,8 +161,35 @@ def p(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def decoder_times() -> dict[str, float]:
+    """Seconds to decode (or refuse) each hostile archive of the corpus and the big ones here, default
+    limits, in this process: the time per input the test suite's fuzzing does not assert."""
+    from anchor.errors import BadInput
+    from anchor.ingest.archive import decode_archive
+    from anchor.proof_file import parse_proof
+
+    inputs = {name: make() for name, make in HOSTILE.items()}
+    inputs["tar.bz2: 30,000 directories"] = directory_flood(30_000)
+    inputs["tar.bz2: 1 GiB name header"] = header_bomb()
+    times = {}
+    for name, data in inputs.items():
+        start = time.perf_counter()
+        with contextlib.suppress(BadInput):
+            decode_archive(data)
+        times[name] = time.perf_counter() - start
+    for name, raw in {"proof: [ x 100,000": b"[" * 100_000 + b"]" * 100_000,
+                      "proof: 900,000 siblings": json.dumps({"format": "anchor/proof", "version": 1,
+                      "batch": {"proof": ["0x" + "44" * 32] * 900_000}}).encode()}.items():  # fmt: skip
+        start = time.perf_counter()
+        with contextlib.suppress(BadInput):
+            parse_proof(raw, "bench")
+        times[name] = time.perf_counter() - start
+    return times
+
+
 def main() -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
+    decoding = decoder_times()
     with tempfile.TemporaryDirectory() as tmp:
         data, chain_port = Path(tmp), free_port()
         settings = Settings(data_dir=data, local_port=chain_port)
@@ -211,7 +238,8 @@ def main() -> None:
             node.down()
     (RESULTS / "hostile_bench.json").write_text(json.dumps(
         {"ours_unauthenticated_60mib": ours_big, "bare_unauthenticated_60mib": bare_big,
-         "health_quiet_s": quiet, "health_under_attack_s": loaded, "attacks_sent": sum(counts)}, indent=1))  # fmt: skip
+         "health_quiet_s": quiet, "health_under_attack_s": loaded, "attacks_sent": sum(counts),
+         "decode_s": decoding}, indent=1))  # fmt: skip
 
     def summary(samples: list[dict[str, float]]) -> tuple[float, float, float]:
         ms = [s["seconds"] * 1000 for s in samples]
@@ -236,6 +264,9 @@ def main() -> None:
         f"  under attack  p50 {p(loaded, 0.5) * 1000:6.2f} ms  p99 {p(loaded, 0.99) * 1000:6.2f} ms"
         f"  ({len(loaded)} samples; target p99 <= 20 ms); server still up: {alive}"
     )
+    slowest = sorted(decoding.items(), key=lambda kv: -kv[1])[:3]
+    print(f"decoding {len(decoding)} hostile inputs (default limits): max {slowest[0][1] * 1000:.0f} ms per input;"
+          f" slowest: " + ", ".join(f"{name} {seconds * 1000:.0f} ms" for name, seconds in slowest))  # fmt: skip
     print(f"raw samples: {RESULTS / 'hostile_bench.json'}")
 
 
