@@ -8,7 +8,7 @@ ANCHOR := $(BIN)/anchor
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 DEMO_DATA := $(CURDIR)/.anchor/demo
 
-.PHONY: install demo test browser screenshots lock test-forge test-python lint fmt snapshot bench clean
+.PHONY: install demo test browser screenshots lock test-forge test-python lint fmt snapshot bench clean artifact wheel
 
 install: $(VENV)/.installed node_modules/.installed
 
@@ -67,6 +67,14 @@ bench: install
 	$(BIN)/python benchmarks/research_overhead.py
 	$(BIN)/python benchmarks/api_bench.py
 	$(BIN)/python benchmarks/hostile_bench.py
+
+## Rewrite the committed registry build (anchor/chain/artifacts) from a fresh compile with the pinned solc.
+artifact: install
+	$(BIN)/python -m anchor.chain.compiler
+
+## Build the wheel (dist/): an `anchor` that works outside this checkout (tests/test_wheel.py installs it).
+wheel: install
+	$(BIN)/pip wheel --quiet --disable-pip-version-check --no-deps --no-build-isolation -w dist .
 
 ## Regenerate requirements.lock from the venv (--all keeps setuptools and wheel, which the editable install needs).
 lock:

@@ -23,6 +23,17 @@ def test_fresh_compile_matches_the_committed_abi_and_runtime_code_hash(tmp_path:
     assert "0x" + compiled.runtime_code_hash().hex() == runtime_code_hash()
 
 
+def test_the_shipped_build_is_a_fresh_compile_byte_for_byte(tmp_path: Path) -> None:
+    """What an installed `anchor` deploys without a compiler is what the pinned solc builds here."""
+    from anchor.chain.artifact import shipped_build
+    from anchor.chain.compiler import shipped_registry
+
+    compiled, shipped = compile_registry(tmp_path), shipped_registry()
+    assert (shipped.bytecode, shipped.runtime, shipped.abi) == (compiled.bytecode, compiled.runtime, compiled.abi)
+    assert shipped.standard_json_input == compiled.standard_json_input
+    assert shipped_build()["compiler"] == compiler_settings().to_json()
+
+
 def test_forge_and_py_solc_x_produce_identical_runtime_bytecode(tmp_path: Path) -> None:
     out = subprocess.run(
         [str(tool("forge")), "inspect", "contracts/AnchorRegistry.sol:AnchorRegistry", "deployedBytecode"],

@@ -1,7 +1,10 @@
-"""The registry's ABI and runtime code hash, committed so that reads never need a compiler.
+"""The registry's build, committed: ABI, runtime code hash, and the whole pinned build (creation and
+runtime bytecode, the standard-JSON input, the compiler settings, the toolchain pins).
 
-`tests/test_compiler.py` recompiles the sources and fails if either drifts from this file; a verifier
-refuses any address whose code does not hash to `RUNTIME_CODE_HASH`, whatever a proof file claims.
+Reads never need a compiler, and an installed `anchor` (a wheel, outside any checkout) deploys this
+exact build. `tests/test_deployment.py` recompiles the sources with the pinned solc and fails if
+anything here drifts (`make artifact` rewrites it); a verifier refuses any address whose code does not
+hash to `runtime_code_hash()`, whatever a proof file claims.
 """
 
 from __future__ import annotations
@@ -34,3 +37,8 @@ def runtime_code_hash() -> str:
 def registry_version() -> str:
     value: str = _artifact()["version"]
     return value
+
+
+def shipped_build() -> dict[str, Any]:
+    """bytecode, runtime (hex), standardJsonInput, solcVersion, compiler settings, toolchain pins."""
+    return _artifact()["build"]  # type: ignore[no-any-return]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from anchor.chain.toolchain import compiler_settings, project_root, solc_shim
+from anchor.chain.toolchain import checkout, compiler_settings, project_root, solc_shim
 from anchor.files import PRIVATE_FILE, atomic_write, private_dir
 
 REGISTRY_SOURCE = "contracts/AnchorRegistry.sol"
@@ -34,15 +34,36 @@ class CompiledContract:
 
 
 def standard_json_input() -> dict[str, Any]:
-    root = project_root()
+    root = checkout()
+    if root is None:
+        from anchor.chain.artifact import shipped_build
+
+        source: dict[str, Any] = shipped_build()["standardJsonInput"]
+        return source
     sources = {
         f"contracts/{path.name}": {"content": path.read_text()} for path in sorted((root / "contracts").glob("*.sol"))
     }
     return {"language": "Solidity", "sources": sources, "settings": compiler_settings().solc_settings()}
 
 
+def shipped_registry() -> CompiledContract:
+    """The committed build: what an installed `anchor` deploys (identical to a fresh compile, tested)."""
+    from anchor.chain.artifact import registry_abi, shipped_build
+
+    build = shipped_build()
+    return CompiledContract(
+        abi=registry_abi(),
+        bytecode=bytes.fromhex(build["bytecode"]),
+        runtime=bytes.fromhex(build["runtime"]),
+        standard_json_input=build["standardJsonInput"],
+        solc_version=build["solcVersion"],
+    )
+
+
 def compile_registry(cache_dir: Path | None = None) -> CompiledContract:
-    """Compile (or load from `cache_dir`) the AnchorRegistry."""
+    """Compile (or load from `cache_dir`) the AnchorRegistry; outside a checkout, the shipped build."""
+    if checkout() is None:
+        return shipped_registry()
     source = standard_json_input()
     version = compiler_settings().solc_version
     key = hashlib.sha256(json.dumps([version, source], sort_keys=True).encode()).hexdigest()[:32]
@@ -64,3 +85,31 @@ def compile_registry(cache_dir: Path | None = None) -> CompiledContract:
         standard_json_input=source,
         solc_version=version,
     )
+
+
+def write_artifact(path: Path) -> None:
+    """Rewrite the committed artifact from a fresh compile (`make artifact`)."""
+    from anchor.chain.artifact import registry_version
+
+    compiled = compile_registry()
+    lock = json.loads((project_root() / "package-lock.json").read_text())
+    anvil = lock["packages"]["node_modules/@foundry-rs/anvil"]["version"]
+    artifact = {
+        "abi": compiled.abi,
+        "contractName": REGISTRY_NAME,
+        "runtimeCodeHash": "0x" + compiled.runtime_code_hash().hex(),
+        "version": registry_version(),
+        "build": {
+            "bytecode": compiled.bytecode.hex(),
+            "runtime": compiled.runtime.hex(),
+            "standardJsonInput": compiled.standard_json_input,
+            "solcVersion": compiled.solc_version,
+            "compiler": compiler_settings().to_json(),
+            "toolchain": {"@foundry-rs/anvil": anvil},
+        },
+    }
+    path.write_text(json.dumps(artifact, indent=1, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":
+    write_artifact(Path(__file__).with_name("artifacts") / "AnchorRegistry.json")

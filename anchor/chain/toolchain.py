@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
+import sys
 import tomllib
 from dataclasses import dataclass
 from functools import cache
@@ -18,21 +21,63 @@ from anchor.errors import ToolchainMissing
 
 
 @cache
-def project_root() -> Path:
-    """The checkout holding contracts/, foundry/ and node_modules/ (override: ANCHOR_PROJECT_ROOT)."""
+def checkout() -> Path | None:
+    """The source checkout holding contracts/, foundry/ and node_modules/ (override: ANCHOR_PROJECT_ROOT),
+    or None for an installed package: then the committed build (anchor.chain.artifact) is used."""
     override = os.environ.get("ANCHOR_PROJECT_ROOT")
     root = Path(override) if override else Path(__file__).resolve().parents[2]
-    if not (root / "foundry" / "foundry.toml").is_file():
-        raise ToolchainMissing(f"{root}: not an Anchor checkout (foundry/foundry.toml missing)")
+    return root if (root / "foundry" / "foundry.toml").is_file() else None
+
+
+def project_root() -> Path:
+    """The checkout, or `ToolchainMissing` (forge, the solc shim and recompiling need one)."""
+    root = checkout()
+    if root is None:
+        raise ToolchainMissing("this needs an Anchor source checkout (set ANCHOR_PROJECT_ROOT to one)")
     return root
 
 
+def user_cache() -> Path:
+    """Where a toolchain installed on first use lives: $XDG_CACHE_HOME/anchor/toolchain."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "anchor" / "toolchain"
+
+
 def tool(name: str) -> Path:
-    """Path of an npm-delivered binary (anvil, forge, cast); raises `ToolchainMissing` if absent."""
-    path = project_root() / "node_modules" / ".bin" / name
-    if not path.exists():
-        raise ToolchainMissing(f"{name} is not installed at {path}; run `make install`")
-    return path
+    """An npm-delivered binary (anvil, forge, cast): the checkout's node_modules, else PATH, else the
+    user cache, installed there with npm on first use (anvil only, pinned). Never from a source tree we
+    were not installed from. Raises `ToolchainMissing` saying how to get it."""
+    root = checkout()
+    if root is not None and (root / "node_modules" / ".bin" / name).exists():
+        return root / "node_modules" / ".bin" / name
+    on_path = shutil.which(name)
+    if on_path:
+        return Path(on_path)
+    cached = user_cache() / "node_modules" / ".bin" / name
+    if cached.exists():
+        return cached
+    if name == "anvil":
+        return _install_anvil(cached)
+    raise ToolchainMissing(
+        f"{name} is not installed: install Foundry (it puts {name} on PATH), or run `make install` in a checkout"
+    )
+
+
+def _install_anvil(target: Path) -> Path:
+    from anchor.chain.artifact import shipped_build
+
+    package = f"@foundry-rs/anvil@{shipped_build()['toolchain']['@foundry-rs/anvil']}"
+    npm = shutil.which("npm")
+    if npm is None:
+        raise ToolchainMissing(f"anvil is not on PATH and npm is missing to install {package}: install Foundry or Node")
+    sys.stderr.write(f"anchor: anvil not found on PATH; installing {package} into {user_cache()} (once)\n")
+    done = subprocess.run(
+        [npm, "install", "--prefix", str(user_cache()), "--no-audit", "--no-fund", "--loglevel=error", package],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    if done.returncode != 0 or not target.exists():
+        raise ToolchainMissing(f"installing {package} failed: {done.stderr.strip()[-300:]}")
+    return target
 
 
 def solc_shim() -> Path:
@@ -71,7 +116,11 @@ class CompilerSettings:
 
 @cache
 def compiler_settings() -> CompilerSettings:
-    root = project_root()
+    root = checkout()
+    if root is None:
+        from anchor.chain.artifact import shipped_build
+
+        return CompilerSettings(**shipped_build()["compiler"])
     profile = tomllib.loads((root / "foundry" / "foundry.toml").read_text())["profile"]["default"]
     lock = json.loads((root / "package-lock.json").read_text())
     solc_version = lock["packages"]["node_modules/solc"]["version"]
