@@ -1,10 +1,13 @@
 """Block-explorer links per chain id, so anyone can check a record without our tools. On the local
-chain the built-in pages of `anchor serve` play the explorer (ANCHOR_EXPLORER_URL, default
-http://127.0.0.1:8000)."""
+chain the built-in pages of `anchor serve` play the explorer, at the service's public URL: the one
+`anchor serve` recorded in the data directory (service.json), else ANCHOR_EXPLORER_URL, else
+http://127.0.0.1:8000."""
 
 from __future__ import annotations
 
+import json
 import os
+from pathlib import Path
 
 LOCAL_CHAIN_ID = 31337
 
@@ -16,6 +19,25 @@ EXPLORERS: dict[int, str] = {
 }
 
 
+DEFAULT_SERVICE_URL = "http://127.0.0.1:8000"
+
+
+def service_record(data_dir: Path) -> Path:
+    return data_dir / "service.json"
+
+
+def local_explorer(data_dir: Path | None = None) -> str:
+    """Where the built-in explorer pages are served for this data directory."""
+    if os.environ.get("ANCHOR_EXPLORER_URL"):
+        return os.environ["ANCHOR_EXPLORER_URL"].rstrip("/")
+    if data_dir is not None:
+        try:
+            return str(json.loads(service_record(data_dir).read_text())["public_url"]).rstrip("/")
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    return DEFAULT_SERVICE_URL
+
+
 def links(
     chain_id: int,
     *,
@@ -23,11 +45,11 @@ def links(
     block: int | None = None,
     address: str | None = None,
     page: str | None = None,
+    data_dir: Path | None = None,
 ) -> dict[str, str]:
     """Explorer URLs for the given tx, block and address; on the local chain, the built-in `page`."""
     if chain_id == LOCAL_CHAIN_ID:
-        local = os.environ.get("ANCHOR_EXPLORER_URL", "http://127.0.0.1:8000").rstrip("/")
-        return {"page": f"{local}{page}"} if page else {}
+        return {"page": f"{local_explorer(data_dir)}{page}"} if page else {}
     base = EXPLORERS.get(chain_id)
     if base is None:
         return {}

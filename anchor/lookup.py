@@ -6,6 +6,7 @@ a manifest digest was batched into.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ def lookup(key: str, settings: Settings) -> dict[str, Any]:
         by_commit = registry.lineage(commit_key(body))
         if by_commit is None:
             raise NotAnchored(f"no lineage record for commit {body}", detail={"key": key})
-        return _lineage_answer(by_commit, handle.chain_id, registry.address)
+        return _lineage_answer(by_commit, handle.chain_id, registry.address, settings.data_dir)
 
     value = parse_hex32(body, "key")
     root, digest_hex = value, None
@@ -48,6 +49,7 @@ def lookup(key: str, settings: Settings) -> dict[str, Any]:
             "root": record.root,
             "submitter": record.submitter,
             "timestamp": record.timestamp,
+            "anchored_at": datetime.fromtimestamp(record.timestamp, UTC).isoformat(timespec="seconds"),
             "block_number": record.block_number,
             "tx_hash": tx_hash,
             "chain_id": handle.chain_id,
@@ -59,18 +61,19 @@ def lookup(key: str, settings: Settings) -> dict[str, Any]:
                 block=record.block_number,
                 address=registry.address,
                 page=f"/explorer/bundle/{digest_hex}" if digest_hex else f"/explorer/batch/{record.root}",
+                data_dir=settings.data_dir,
             ),
         }
     lineage = registry.lineage(value)
     if lineage is not None:
-        return _lineage_answer(lineage, handle.chain_id, registry.address)
+        return _lineage_answer(lineage, handle.chain_id, registry.address, settings.data_dir)
     raise NotAnchored(
         f"nothing is anchored under {key} on chain {handle.chain_id}",
         detail={"key": key, "read_at_block": registry.checked_block()},
     )
 
 
-def _lineage_answer(record: LineageRecord, chain_id: int, registry: str) -> dict[str, Any]:
+def _lineage_answer(record: LineageRecord, chain_id: int, registry: str, data_dir: Path) -> dict[str, Any]:
     return {
         "kind": "lineage",
         "record": {k: getattr(record, k) for k in record.__slots__},
@@ -80,5 +83,6 @@ def _lineage_answer(record: LineageRecord, chain_id: int, registry: str) -> dict
             block=record.block_number,
             address=registry,
             page=f"/explorer/attempt/{record.commit[2:42]}",
+            data_dir=data_dir,
         ),
     }

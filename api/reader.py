@@ -56,6 +56,10 @@ class ChainReader:
                 log.warning("chain head unavailable: %s", exc.code)
             await asyncio.sleep(HEAD_TTL_S)
 
+    def last_head(self) -> int | None:
+        """The head the background task read last, without any I/O (None while unknown)."""
+        return self._head
+
     def head(self) -> int:
         return self._head if self._head is not None else self._read_head()
 

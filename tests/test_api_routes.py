@@ -296,3 +296,13 @@ def test_a_verdict_names_the_submitter_and_the_time(client: TestClient, anchored
     body = client.get(f"/v1/verify/{anchored['manifest_digest']}").json()
     assert body["submitter"].startswith("0x") and body["anchored_at"].endswith("+00:00")
     assert body["registry_trusted_by"] == "deployment record"
+
+
+def test_the_root_leads_to_the_explorer_home_with_the_latest_batches(
+    client: TestClient, anchored: dict[str, Any]
+) -> None:
+    moved = client.get("/", follow_redirects=False)
+    assert moved.status_code == 307 and moved.headers["location"] == "/explorer/"
+    root = client.get(f"/v1/verify/{anchored['manifest_digest']}").json()["root"]
+    home = client.get("/").text
+    assert f"/explorer/batch/{root}" in home and "href='/docs'" in home

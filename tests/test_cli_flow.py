@@ -59,6 +59,21 @@ def test_one_changed_byte_exits_tampered_and_names_the_file(deployed_chain: Chai
     assert as_json["error"]["detail"]["changed"] == ["outputs/metrics.json"]
 
 
+def test_a_tamper_verdict_reads_as_a_diff_with_sizes(deployed_chain: Chain, bundle: Path) -> None:
+    deployed_chain.cli("anchor", str(bundle), check=True)
+    readme_size = (bundle / "README.md").stat().st_size
+    metrics = bundle / "outputs" / "metrics.json"
+    old_size = metrics.stat().st_size
+    metrics.write_bytes(metrics.read_bytes() + b" ")
+    (bundle / "README.md").unlink()
+    (bundle / "new.txt").write_text("abc")
+    stderr = deployed_chain.cli("verify", str(bundle)).stderr
+    assert f"  ~ outputs/metrics.json  ({old_size} -> {old_size + 1} bytes)" in stderr.splitlines()
+    assert "  + new.txt  (3 bytes)" in stderr.splitlines()
+    assert f"  - README.md  (was {readme_size} bytes)" in stderr.splitlines()
+    assert "\x1b" not in stderr and "['" not in stderr  # not a terminal: no colour; no Python lists
+
+
 def test_added_and_removed_files_are_named(deployed_chain: Chain, bundle: Path) -> None:
     deployed_chain.cli("anchor", str(bundle), check=True)
     (bundle / "config.toml").unlink()

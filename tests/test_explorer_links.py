@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from anchor.explorer import links
@@ -28,3 +30,16 @@ def test_the_local_chain_links_to_the_built_in_pages(monkeypatch: pytest.MonkeyP
     }
     assert links(31337, tx_hash=TX) == {}
     assert links(999, tx_hash=TX) == {}  # an unknown chain: no guess
+
+
+def test_local_links_follow_the_url_anchor_serve_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANCHOR_EXPLORER_URL", raising=False)
+    assert links(31337, page="/explorer/batch/0x01", data_dir=tmp_path) == {
+        "page": "http://127.0.0.1:8000/explorer/batch/0x01"
+    }
+    (tmp_path / "service.json").write_text('{"public_url": "https://anchor.example.org/"}')
+    assert links(31337, page="/explorer/batch/0x01", data_dir=tmp_path) == {
+        "page": "https://anchor.example.org/explorer/batch/0x01"
+    }
+    monkeypatch.setenv("ANCHOR_EXPLORER_URL", "http://127.0.0.1:9000")  # the variable still wins
+    assert links(31337, page="/x", data_dir=tmp_path) == {"page": "http://127.0.0.1:9000/x"}

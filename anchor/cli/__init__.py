@@ -22,9 +22,12 @@ def main() -> None:
         if as_json:
             print(json.dumps({"ok": False, "error": exc.to_dict()}, sort_keys=True))
         else:
-            from anchor.cli.output import printable
+            from anchor.cli.output import printable, tamper_lines
 
             first, *rest = map(printable, exc.diagnostic_lines())
+            if "sizes" in exc.detail:  # a tamper verdict: show it as a diff, not as Python lists
+                color = sys.stderr.isatty() and "NO_COLOR" not in os.environ
+                rest = tamper_lines(exc.detail, color)
             print("\n".join([f"error[{exc.code}]: {first}", *rest]), file=sys.stderr)
         sys.exit(int(exc.exit_code))
     except NoArgsIsHelpError as exc:  # `anchor` or `anchor research` alone: the help is the answer

@@ -187,7 +187,7 @@ def verify(
             f" (trusted by {result.registry_trusted_by})",
             f"  manifest    {result.manifest_digest}",
             f"  root        {result.root} (tx {result.tx_hash})",
-            f"  read at block {result.read_at_block}",
+            f"  finality    {count(result.confirmations, 'confirmation')} (read at block {result.read_at_block})",
             *(
                 ["  note: chain 31337 is this machine's local development chain: only this machine can check it"]
                 if result.chain_id == 31337

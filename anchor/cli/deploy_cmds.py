@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
@@ -60,13 +60,24 @@ def serve(
     ctx: typer.Context,
     host: Annotated[str, typer.Option(help="Bind address.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port.")] = 8000,
+    public_url: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--public-url", help="The URL people reach this service at (default: http://HOST:PORT)."),
+    ] = None,
 ) -> None:
-    """Serve the REST verification API."""
+    """Serve the REST verification API and the explorer pages; links printed by `anchor lookup` follow."""
+    import json
     import os
 
     import uvicorn
 
+    from anchor.explorer import service_record
+    from anchor.files import PRIVATE_FILE, atomic_write, private_dir
+
     settings = ctx.find_root().obj["settings"]
+    private_dir(settings.data_dir)
+    url = (public_url or f"http://{host}:{port}").rstrip("/")
+    atomic_write(service_record(settings.data_dir), json.dumps({"public_url": url}).encode(), PRIVATE_FILE)
     os.environ["ANCHOR_DATA_DIR"] = str(settings.data_dir)
     if settings.rpc_url:
         os.environ["ANCHOR_RPC_URL"] = settings.rpc_url

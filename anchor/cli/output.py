@@ -20,6 +20,24 @@ def printable(text: str) -> str:
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
+def tamper_lines(detail: dict[str, Any], color: bool) -> list[str]:
+    """A tamper verdict as a diff a person reads: `~ changed (old -> new bytes)`, `+ added`, `- removed`,
+    coloured (yellow, green, red) when `color`. Names are escaped like every printed line."""
+    sizes: dict[str, list[int | None]] = detail.get("sizes", {})
+    paint = {"~": "33", "+": "32", "-": "31"} if color else {}
+    lines = []
+    for mark, key in (("~", "changed"), ("+", "added"), ("-", "removed")):
+        for path in detail.get(key, [])[:50]:
+            old, new = sizes.get(path, [None, None])
+            size = (
+                f"{old} -> {new} bytes" if mark == "~" else f"{new} bytes" if mark == "+" else f"was {old} bytes"
+            )
+            text = f"  {mark} {printable(path)}  ({size})"
+            lines.append(f"\x1b[{paint[mark]}m{text}\x1b[0m" if mark in paint else text)
+    hidden = sum(len(detail.get(k, [])) for k in ("changed", "added", "removed")) - len(lines)
+    return lines + ([f"  … and {hidden} more (--json lists them all)"] if hidden > 0 else [])
+
+
 def count(n: int, noun: str) -> str:
     """ "1 file", "2 files": a count with its noun in the right number."""
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

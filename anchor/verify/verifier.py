@@ -50,6 +50,8 @@ class Verification(BaseModel):
     tx_hash: str
     anchored_block: int
     read_at_block: int
+    confirmations: int
+    """Blocks on top of the anchoring block at `read_at_block` (1 = in the latest block)."""
     files: int
     path_in_bundle: str | None = None
     """For a single-file proof: the file's path inside the anchored bundle."""
@@ -124,9 +126,12 @@ def verify_path(path: Path, proof_path: Path, settings: Settings, registry: str 
         expected = proof.filetree()
         if expected is None:
             raise BadInput(f"{proof_path}: this proof binds no files to compare with {path}", detail={"field": "files"})
-        changes = diff(expected, hash_tree(path))
+        on_disk = hash_tree(path)
+        changes = diff(expected, on_disk)
         if changes:
             named = changes.named()
+            before = {entry.path: entry.size for entry in expected.files}
+            after = {entry.path: entry.size for entry in on_disk.files}
             raise Tampered(
                 f"{path}: does not match the anchored manifest: {', '.join(named[:10])}"
                 + (f" and {len(named) - 10} more" if len(named) > 10 else ""),
@@ -134,6 +139,7 @@ def verify_path(path: Path, proof_path: Path, settings: Settings, registry: str 
                     "changed": list(changes.changed),
                     "added": list(changes.added),
                     "removed": list(changes.removed),
+                    "sizes": {p: [before.get(p), after.get(p)] for p in named[:1000]},
                 },
             )
         files = len(expected.files)
@@ -216,6 +222,7 @@ def verify_proof_on_chain(
         tx_hash=chain_registry.root_tx(root, record.block_number) or proof.anchor.tx_hash,
         anchored_block=record.block_number,
         read_at_block=read_at,
+        confirmations=read_at - record.block_number + 1,
         files=files,
     )
 

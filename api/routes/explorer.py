@@ -12,7 +12,7 @@ from html import escape
 from typing import Any
 from urllib.parse import quote
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 from starlette.concurrency import run_in_threadpool
 
@@ -21,7 +21,7 @@ from anchor.explorer import links
 from anchor.manifest.onchain import commit_key
 from anchor.proof_file import load_proof
 from anchor.prove import single_file_proof
-from api.deps import JournalDep, ReaderDep, SettingsDep
+from api.deps import JournalDep, ReaderDep, SettingsDep, journal_session
 from api.routes.verify import CommitOrHex32, Hex32
 
 router = APIRouter(prefix="/explorer", tags=["explorer"], include_in_schema=False)
@@ -145,6 +145,28 @@ async def lineage_page(commit: CommitOrHex32, settings: SettingsDep, reader: Rea
     return _page(
         f"Lineage of {target['commit'][:12]}", summary + legend + f"<ul class='tree root'>{tree}</ul>", reader.head()
     )
+
+
+@router.get("/", response_class=HTMLResponse)
+async def home(request: Request, reader: ReaderDep) -> HTMLResponse:
+    """The latest batches of this service, and where to go next."""
+    with journal_session(request.app) as journal:
+        batches = journal.db.execute(
+            "SELECT key, state, block_number, (SELECT count(*) FROM items WHERE effect_id = effects.id) AS items"
+            " FROM effects WHERE kind = 'root' ORDER BY id DESC LIMIT 20"
+        ).fetchall()
+    rows = "".join(
+        f"<tr><td class='hash'><a href='/explorer/batch/0x{bytes(b['key']).hex()}'>0x{bytes(b['key']).hex()}</a></td>"
+        f"<td>{b['items']}</td><td>{escape(b['state'])}</td><td>{b['block_number'] if b['block_number'] is not None else ''}</td></tr>"
+        for b in batches
+    )
+    body = (
+        "<p>Every record here is read back from the chain. The REST API is described at <a href='/docs'>/docs</a>"
+        " (OpenAPI schema: <a href='/openapi.json'>/openapi.json</a>).</p>"
+        f"<h2>Latest batches</h2><table class='items'><tr><th>root</th><th>records</th><th>state</th><th>block</th></tr>{rows}</table>"
+        + ("" if batches else "<p class='muted'>Nothing anchored through this service yet.</p>")
+    )
+    return _page("Anchor", body, reader.last_head())
 
 
 @router.get("/batch/{root}", response_class=HTMLResponse)
