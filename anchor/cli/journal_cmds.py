@@ -119,14 +119,18 @@ def _proof_error_lines(errors: list[dict[str, object]]) -> list[str]:
 
 
 def status(ctx: typer.Context, json: JsonFlag = False) -> None:
-    """What is pending, in flight and confirmed, with the latest transactions."""
-    from anchor.journal.service import AnchorService
+    """What is pending, in flight and confirmed, with the latest transactions (read-only: no key needed)."""
+    from anchor.journal.service import journal_status
+    from anchor.journal.store import open_journal
+    from anchor.session import open_chain
 
-    service = AnchorService.open(_settings(ctx), start_local=False)
+    settings = _settings(ctx)
+    chain_id = open_chain(settings).chain_id
+    journal = open_journal(settings.data_dir)
     try:
-        state = service.status()
+        state = journal_status(journal, chain_id)
     finally:
-        service.close()
+        journal.close()
     lines = [
         f"chain {state.chain_id}",
         _items_line(state.items),

@@ -119,50 +119,51 @@ class AnchorService:
         ).fetchone()
 
     def status(self, recent: int = 5) -> Status:
-        db = self.journal.db
-        items = dict(
-            db.execute(
-                "SELECT state, count(*) FROM items WHERE chain_id = ? GROUP BY state", (self.chain_id,)
-            ).fetchall()
-        )
-        effects = dict(
-            db.execute(
-                "SELECT state, count(*) FROM effects WHERE chain_id = ? GROUP BY state", (self.chain_id,)
-            ).fetchall()
-        )
-        rows = db.execute(
-            "SELECT id, kind, key, state, tx_hash, block_number, gas_used FROM effects WHERE chain_id = ?"
-            " ORDER BY id DESC LIMIT ?",
-            (self.chain_id, recent),
-        ).fetchall()
-        unwritten = db.execute(
-            "SELECT id, digest, proof_error FROM items WHERE chain_id = ? AND proof_error IS NOT NULL ORDER BY id",
-            (self.chain_id,),
-        ).fetchall()
-        return Status(
-            self.chain_id,
-            {state: items.get(state, 0) for state in ("pending", "batched", "confirmed")},
-            {state: effects.get(state, 0) for state in ("intent", "signed", "broadcast", "mined", "confirmed")},
-            [
-                {
-                    "id": r["id"],
-                    "kind": r["kind"],
-                    "key": "0x" + bytes(r["key"]).hex(),
-                    "state": r["state"],
-                    "tx_hash": None if r["tx_hash"] is None else "0x" + bytes(r["tx_hash"]).hex(),
-                    "block_number": r["block_number"],
-                    "gas_used": r["gas_used"],
-                }
-                for r in rows
-            ],
-            [
-                {"item": r["id"], "manifest_digest": "0x" + bytes(r["digest"]).hex(), "error": r["proof_error"]}
-                for r in unwritten
-            ],
-        )
+        return journal_status(self.journal, self.chain_id, recent)
 
     def close(self) -> None:
         self.journal.close()
+
+
+def journal_status(journal: Journal, chain_id: int, recent: int = 5) -> Status:
+    """What is pending, in flight and confirmed on `chain_id`: the journal alone, no key and no write."""
+    db = journal.db
+    items = dict(
+        db.execute("SELECT state, count(*) FROM items WHERE chain_id = ? GROUP BY state", (chain_id,)).fetchall()
+    )
+    effects = dict(
+        db.execute("SELECT state, count(*) FROM effects WHERE chain_id = ? GROUP BY state", (chain_id,)).fetchall()
+    )
+    rows = db.execute(
+        "SELECT id, kind, key, state, tx_hash, block_number, gas_used FROM effects WHERE chain_id = ?"
+        " ORDER BY id DESC LIMIT ?",
+        (chain_id, recent),
+    ).fetchall()
+    unwritten = db.execute(
+        "SELECT id, digest, proof_error FROM items WHERE chain_id = ? AND proof_error IS NOT NULL ORDER BY id",
+        (chain_id,),
+    ).fetchall()
+    return Status(
+        chain_id,
+        {state: items.get(state, 0) for state in ("pending", "batched", "confirmed")},
+        {state: effects.get(state, 0) for state in ("intent", "signed", "broadcast", "mined", "confirmed")},
+        [
+            {
+                "id": r["id"],
+                "kind": r["kind"],
+                "key": "0x" + bytes(r["key"]).hex(),
+                "state": r["state"],
+                "tx_hash": None if r["tx_hash"] is None else "0x" + bytes(r["tx_hash"]).hex(),
+                "block_number": r["block_number"],
+                "gas_used": r["gas_used"],
+            }
+            for r in rows
+        ],
+        [
+            {"item": r["id"], "manifest_digest": "0x" + bytes(r["digest"]).hex(), "error": r["proof_error"]}
+            for r in unwritten
+        ],
+    )
 
 
 def _redeploy_local(settings: Settings, handle: ChainHandle) -> Registry:
