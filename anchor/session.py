@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from anchor.errors import BadInput, ChainUnreachable
 
@@ -43,14 +43,29 @@ class Settings:
 
     @classmethod
     def from_env(cls, data_dir: Path | None = None, rpc_url: str | None = None) -> Settings:
-        keystore = os.environ.get("ANCHOR_KEYSTORE")
-        port = int(env_number("ANCHOR_LOCAL_PORT", 0))
-        return cls(
-            data_dir=(data_dir or Path(os.environ.get("ANCHOR_DATA_DIR", ".anchor"))).resolve(),
-            rpc_url=rpc_url or os.environ.get("ANCHOR_RPC_URL") or None,
-            keystore=Path(keystore) if keystore else None,
-            local_port=int(port) if port else None,
+        """Options given on the command line, then ANCHOR_* variables, then anchor.toml files
+        (`anchor.config`), then defaults."""
+        return cls.resolve(data_dir, rpc_url)[0]
+
+    @classmethod
+    def resolve(cls, data_dir: Path | None = None, rpc_url: str | None = None) -> tuple[Settings, dict[str, Any]]:
+        """The settings and, for each, its value and source (for `anchor config show`)."""
+        from anchor.config import Setting, resolve
+
+        given = {"data_dir": Setting(None if data_dir is None else str(data_dir), "--data-dir"),
+                 "rpc_url": Setting(rpc_url, "--rpc-url")}  # fmt: skip
+        found = resolve(given)
+        port = found["local_port"]
+        if port.value is not None and (not port.value.isdigit() or not 0 < int(port.value) < 65536):
+            raise BadInput(f"local_port={port.value!r} (from {port.source}): expected a port number",
+                           detail={"variable": "ANCHOR_LOCAL_PORT", "source": port.source})  # fmt: skip
+        settings = cls(
+            data_dir=Path(found["data_dir"].value or ".anchor").resolve(),
+            rpc_url=found["rpc_url"].value or None,
+            keystore=Path(found["keystore"].value) if found["keystore"].value else None,
+            local_port=int(port.value) if port.value else None,
         )
+        return settings, found
 
     @property
     def proofs_dir(self) -> Path:

@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from anchor.cli import chain_cmds, data_cmds, deploy_cmds, journal_cmds, research_cmds
+from anchor.cli import chain_cmds, config_cmds, data_cmds, deploy_cmds, journal_cmds, research_cmds
 
 HELP = """Anchor: tamper-evident, on-chain-anchored provenance for research results.
 
@@ -35,6 +35,7 @@ Exit codes:
 
 app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=True, pretty_exceptions_enable=False)
 app.add_typer(chain_cmds.app, name="chain")
+app.add_typer(config_cmds.app, name="config")
 deploy_cmds.register(app)
 data_cmds.register(app)
 journal_cmds.register(app)
@@ -54,11 +55,11 @@ def root(
     ctx: typer.Context,
     data_dir: Annotated[
         Optional[Path],  # noqa: UP045 - typer needs Optional at runtime on 3.11
-        typer.Option("--data-dir", envvar="ANCHOR_DATA_DIR", help="Data directory (default ./.anchor)."),
+        typer.Option("--data-dir", help="Data directory (else ANCHOR_DATA_DIR, anchor.toml, ./.anchor)."),
     ] = None,
     rpc_url: Annotated[
         Optional[str],  # noqa: UP045
-        typer.Option("--rpc-url", envvar="ANCHOR_RPC_URL", help="EVM JSON-RPC URL; default: the local chain."),
+        typer.Option("--rpc-url", help="EVM JSON-RPC URL (else ANCHOR_RPC_URL, anchor.toml, the local chain)."),
     ] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object for scripts.")] = False,
     version: Annotated[
@@ -67,4 +68,4 @@ def root(
 ) -> None:
     from anchor.session import Settings
 
-    ctx.obj = {"settings": Settings.from_env(data_dir, rpc_url), "json": json_output}
+    ctx.obj = {"settings": Settings.from_env(data_dir, rpc_url), "json": json_output, "given": (data_dir, rpc_url)}

@@ -1,0 +1,52 @@
+"""anchor.toml (issue 17): project and user files under options and variables, every value with its
+source in `anchor config show`, and no secret ever read from a file."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from anchor.errors import ExitCode
+from tests.conftest import ANCHOR_BIN
+
+
+def _show(cwd: Path, home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
+    return subprocess.run(
+        [str(ANCHOR_BIN), *args, "config", "show", "--json"], cwd=cwd, capture_output=True, text=True,
+        env={**base, "XDG_CONFIG_HOME": str(home), **env}, timeout=60,
+    )  # fmt: skip
+
+
+def _settings(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    assert result.returncode == 0, result.stderr
+    return dict(json.loads(result.stdout)["settings"])
+
+
+def test_options_beat_variables_beat_the_project_file_beat_the_user_file(tmp_path: Path) -> None:
+    project, home = tmp_path / "project", tmp_path / "home"
+    (project / "deep" / "er").mkdir(parents=True)
+    (home / "anchor").mkdir(parents=True)
+    (project / "anchor.toml").write_text('data_dir = "state"\nrpc_url = "http://project:8545"\n')
+    (home / "anchor" / "anchor.toml").write_text('rpc_url = "http://user:8545"\nlocal_port = 19000\n')
+    found = _settings(_show(project / "deep" / "er", home))
+    assert found["data_dir"] == {"value": str(project / "state"), "source": str(project / "anchor.toml")}
+    assert found["rpc_url"]["source"] == str(project / "anchor.toml")
+    assert found["local_port"] == {"value": "19000", "source": str(home / "anchor" / "anchor.toml")}
+    found = _settings(_show(project, home, ANCHOR_RPC_URL="http://env:8545"))
+    assert found["rpc_url"] == {"value": "http://env:8545", "source": "ANCHOR_RPC_URL"}
+    found = _settings(_show(project, home, "--rpc-url", "http://flag:8545", ANCHOR_RPC_URL="http://env:8545"))
+    assert found["rpc_url"] == {"value": "http://flag:8545", "source": "--rpc-url"}
+
+
+def test_a_config_file_never_holds_a_secret_or_an_unknown_setting(tmp_path: Path) -> None:
+    for text, named in (('private_key = "0x01"\n', "private_key"), ('rpc = "http://x"\n', "rpc"),
+                        ('keystore_password = "hunter2"\n', "keystore_password")):  # fmt: skip
+        (tmp_path / "anchor.toml").write_text(text)
+        result = _show(tmp_path, tmp_path / "home")
+        assert result.returncode == ExitCode.BAD_INPUT and "Traceback" not in result.stderr
+        assert json.loads(result.stdout)["error"]["detail"]["field"] == named
+        assert "hunter2" not in result.stdout + result.stderr
