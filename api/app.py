@@ -25,6 +25,35 @@ MULTIPART_OVERHEAD = 64 * 1024
 """Room for a multipart envelope around an upload that has its own, smaller cap."""
 
 
+def _offline_docs(app: FastAPI) -> None:
+    """Swagger UI and ReDoc from the assets the fastapi-offline package ships (no CDN: the service and
+    its docs work on a machine without internet, and no third-party script is loaded by a visitor)."""
+    from pathlib import Path
+
+    import fastapi_offline
+    from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
+    from fastapi.responses import HTMLResponse
+    from fastapi.staticfiles import StaticFiles
+
+    assets = Path(fastapi_offline.__file__).parent / "static"
+    app.mount("/docs-assets", StaticFiles(directory=assets), name="docs-assets")
+
+    @app.get("/docs", include_in_schema=False)
+    async def swagger() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url="/openapi.json", title=f"{app.title} · docs",
+            swagger_js_url="/docs-assets/swagger-ui-bundle.js", swagger_css_url="/docs-assets/swagger-ui.css",
+            swagger_favicon_url="/docs-assets/favicon.png",
+        )  # fmt: skip
+
+    @app.get("/redoc", include_in_schema=False)
+    async def redoc() -> HTMLResponse:
+        return get_redoc_html(
+            openapi_url="/openapi.json", title=f"{app.title} · reference",
+            redoc_js_url="/docs-assets/redoc.standalone.js", redoc_favicon_url="/docs-assets/favicon.png",
+        )  # fmt: skip
+
+
 def create_app(settings: Settings | None = None, config: ApiConfig | None = None) -> FastAPI:
     import web3  # noqa: F401 - imported now, so that the recursion limit it raises is lowered right away
 
@@ -41,6 +70,8 @@ def create_app(settings: Settings | None = None, config: ApiConfig | None = None
 
     app = FastAPI(
         lifespan=lifespan,
+        docs_url=None,  # served below from bundled assets: /docs must work with no internet
+        redoc_url=None,
         title="Anchor verification API",
         version=__version__,
         description="Verify anchored research results against a live chain read; submit manifests for anchoring.",
@@ -52,6 +83,7 @@ def create_app(settings: Settings | None = None, config: ApiConfig | None = None
 
     for module in (health, verify, records, submit, explorer):
         app.include_router(module.router)
+    _offline_docs(app)
     api_config: ApiConfig = app.state.config
     app.add_middleware(
         RequestGuard,
