@@ -70,12 +70,11 @@ def submit_many(journal: Journal, chain_id: int, submissions: Sequence[Submissio
                 results.append(Submitted(row["id"], digest, row["state"], True))
                 continue
             cursor = db.execute(
-                "INSERT INTO items (chain_id, digest, kind, identity, payload, idempotency_key, proof_path, state,"
-                " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?)",
+                "INSERT INTO items (chain_id, digest, kind, identity, payload, idempotency_key, state, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)",  # proof paths live in proof_paths (schema v4)
                 (
                     chain_id, digest, identity["kind"], json.dumps(identity, sort_keys=True),
-                    json.dumps(sub.payload, sort_keys=True), sub.idempotency_key,
-                    None if sub.proof_path is None else str(sub.proof_path), now(),
+                    json.dumps(sub.payload, sort_keys=True), sub.idempotency_key, now(),
                 ),
             )  # fmt: skip
             item_id = int(cursor.lastrowid or 0)
