@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from anchor.errors import ChainUnreachable
+from anchor.manifest.exclude import Rules
 from anchor.manifest.filetree import FileTreeManifest, hash_tree
 from anchor.proof_file import ProofFile, check_output_path, load_proof, write_proof
 from anchor.session import Settings
@@ -30,11 +31,13 @@ def default_proof_path(path: Path) -> Path:
     return path.with_name(path.name + ".anchor.json")
 
 
-def anchor_path(path: Path, settings: Settings, proof_out: Path | None = None) -> AnchorOutcome:
+def anchor_path(
+    path: Path, settings: Settings, proof_out: Path | None = None, rules: Rules | None = None
+) -> AnchorOutcome:
     """Anchor the file-tree manifest of `path`; bad input is refused before anything is sent or written."""
     proof_out = proof_out or default_proof_path(path)
     check_output_path(proof_out)
-    tree = hash_tree(path)
+    tree = hash_tree(path, rules)
     return anchor_manifest(tree.identity(), tree, settings, proof_out)
 
 

@@ -47,15 +47,29 @@ def tree(files: dict[str, bytes]) -> tuple[list[dict[str, object]], bytes]:
     return entries, mth(leaves)
 
 
-def filetree_identity(files: dict[str, bytes]) -> dict[str, object]:
-    entries, root = tree(files)
-    return {
+def excluded(path: str, rules: list[str]) -> bool:
+    """Section 3, step 1: gitignore semantics; a file below an excluded directory is excluded."""
+    import pathspec  # the spec names gitignore matching; this is the reference matcher for it
+
+    spec = pathspec.GitIgnoreSpec.from_lines(rules)
+    parts = path.split("/")
+    folders = ["/".join(parts[: i + 1]) + "/" for i in range(len(parts) - 1)]
+    return any(spec.match_file(folder) for folder in folders) or spec.match_file(path)
+
+
+def filetree_identity(files: dict[str, bytes], rules: list[str] | None = None) -> dict[str, object]:
+    kept = {p: c for p, c in files.items() if not (rules and excluded(unicodedata.normalize("NFC", p), rules))}
+    entries, root = tree(kept)
+    identity: dict[str, object] = {
         "kind": "filetree",
         "version": 1,
         "files_root": root.hex(),
         "file_count": len(entries),
         "total_size": sum(int(str(e["size"])) for e in entries),
     }
+    if rules and len(kept) < len(files):
+        identity["exclude"] = list(rules)
+    return identity
 
 
 def digest(identity: dict[str, object]) -> bytes:

@@ -155,3 +155,37 @@ def test_cli_start_up_imports_neither_web3_nor_solcx() -> None:
     probe = "import sys, anchor.cli.app; print(sorted(m for m in ('web3', 'solcx', 'eth_account') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_git_internals_and_ignored_files_are_left_out_and_the_rules_recorded(
+    deployed_chain: Chain, bundle: Path
+) -> None:
+    """A results folder that is also a git repository, with scratch files: `.git/` and the
+    .anchorignore patterns are left out, recorded in the manifest, and applied again by verify."""
+    subprocess.run(["git", "init", "-q", str(bundle)], check=True)
+    (bundle / ".anchorignore").write_text("*.tmp\n!keep.tmp\n")
+    (bundle / "scratch.tmp").write_text("scratch")
+    (bundle / "keep.tmp").write_text("kept")
+    hashed = json.loads(deployed_chain.cli("hash", str(bundle), "--exclude", "outputs/predictions.csv", "--json",
+                                           check=True).stdout)  # fmt: skip
+    assert hashed["manifest"]["exclude"] == [".git/", "*.tmp", "!keep.tmp", "outputs/predictions.csv"]
+    paths = [f["path"] for f in hashed["files"]]
+    assert "keep.tmp" in paths and "scratch.tmp" not in paths and not any(p.startswith(".git/") for p in paths)
+    deployed_chain.cli("anchor", str(bundle), "--exclude", "outputs/predictions.csv", check=True)
+    (bundle / "scratch.tmp").write_text("scratch changes: excluded, not tampering")
+    subprocess.run(["git", "-C", str(bundle), "add", "-A"], check=True, capture_output=True)  # .git/ changes too
+    assert deployed_chain.cli("verify", str(bundle)).returncode == ExitCode.OK
+    (bundle / "keep.tmp").write_text("kept, and changed")
+    changed = deployed_chain.cli("verify", str(bundle))
+    assert changed.returncode == ExitCode.TAMPERED and "keep.tmp" in changed.stderr
+    everything = json.loads(deployed_chain.cli("hash", str(bundle), "--no-default-excludes", "--json",
+                                               check=True).stdout)  # fmt: skip
+    assert any(f["path"].startswith(".git/") for f in everything["files"])
+
+
+def test_a_tree_without_anything_to_exclude_has_the_identity_it_always_had(bundle: Path) -> None:
+    from anchor.manifest.exclude import Rules
+    from anchor.manifest.filetree import hash_tree
+
+    assert hash_tree(bundle, Rules.for_root(bundle)).identity() == hash_tree(bundle).identity()
+    assert "exclude" not in hash_tree(bundle, Rules.for_root(bundle)).identity()

@@ -10,6 +10,20 @@ import typer
 from anchor.cli.output import JsonFlag, count, emit
 
 PathArg = Annotated[Path, typer.Argument(help="A file or a directory.")]
+ExcludeOpt = Annotated[
+    Optional[list[str]],  # noqa: UP045
+    typer.Option("--exclude", help="Leave out paths matching this gitignore-style pattern (repeatable)."),
+]
+NoDefaultsOpt = Annotated[
+    bool, typer.Option("--no-default-excludes", help="Hash .git/ too (left out by default).")
+]
+
+
+def rules_for(path: Path, exclude: list[str] | None, no_defaults: bool):  # type: ignore[no-untyped-def]
+    """.git/, PATH's .anchorignore and --exclude (anchor.manifest.exclude); recorded if they matter."""
+    from anchor.manifest.exclude import Rules
+
+    return Rules.for_root(path, exclude or (), defaults=not no_defaults)
 ProofOpt = Annotated[
     Optional[Path],  # noqa: UP045
     typer.Option("--proof", help="Proof file (default: <PATH>.anchor.json beside PATH)."),
@@ -29,11 +43,14 @@ def _settings(ctx: typer.Context):  # type: ignore[no-untyped-def]
     return ctx.find_root().obj["settings"]
 
 
-def hash_(ctx: typer.Context, path: PathArg, json: JsonFlag = False) -> None:
+def hash_(
+    ctx: typer.Context, path: PathArg, exclude: ExcludeOpt = None, no_default_excludes: NoDefaultsOpt = False,
+    json: JsonFlag = False,
+) -> None:  # fmt: skip
     """Print the deterministic BLAKE3 manifest digest of PATH (no chain needed)."""
     from anchor.manifest.filetree import hash_tree
 
-    tree = hash_tree(path)
+    tree = hash_tree(path, rules_for(path, exclude, no_default_excludes))
     summary = tree.summary()
     emit(
         ctx,
@@ -46,11 +63,15 @@ def hash_(ctx: typer.Context, path: PathArg, json: JsonFlag = False) -> None:
     )
 
 
-def anchor_(ctx: typer.Context, path: PathArg, proof: ProofOpt = None, json: JsonFlag = False) -> None:
+def anchor_(
+    ctx: typer.Context, path: PathArg, proof: ProofOpt = None, exclude: ExcludeOpt = None,
+    no_default_excludes: NoDefaultsOpt = False, json: JsonFlag = False,
+) -> None:  # fmt: skip
     """Anchor PATH on chain (once: the same bytes are never anchored twice) and write its proof file."""
     from anchor.anchoring import anchor_path
 
-    _report_anchor(ctx, json, str(path), anchor_path(path, _settings(ctx), proof))
+    rules = rules_for(path, exclude, no_default_excludes)
+    _report_anchor(ctx, json, str(path), anchor_path(path, _settings(ctx), proof, rules))
 
 
 def bundle(

@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from anchor.cli.data_cmds import ExcludeOpt, NoDefaultsOpt, rules_for
 from anchor.cli.output import JsonFlag, count, emit
 
 
@@ -27,6 +28,8 @@ def submit(
         Optional[str],  # noqa: UP045
         typer.Option("--idempotency-key", help="Reusing a key with other content is refused."),
     ] = None,
+    exclude: ExcludeOpt = None,
+    no_default_excludes: NoDefaultsOpt = False,
     json: JsonFlag = False,
 ) -> None:
     """Journal PATHS for the next batch; nothing is sent until `anchor flush`."""
@@ -40,7 +43,7 @@ def submit(
         raise BadInput("--idempotency-key names one submission: give one PATH", detail={"field": "idempotency_key"})
     subs = []
     for path in paths:
-        tree = hash_tree(path)
+        tree = hash_tree(path, rules_for(path, exclude, no_default_excludes))
         subs.append(
             Submission(tree.identity(), {"files": tree.files_json()}, idempotency_key, default_proof_path(path))
         )

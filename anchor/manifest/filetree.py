@@ -16,6 +16,7 @@ from typing import Any
 
 from anchor.errors import BadInput, UnsafePath
 from anchor.manifest.domain import Domain, tagged
+from anchor.manifest.exclude import Rules
 from anchor.manifest.hashing import hash_files
 from anchor.manifest.walk import component, root_kind, walk
 
@@ -123,6 +124,8 @@ class FileTreeManifest:
     """The entries sorted by the UTF-8 bytes of their paths, and the tree root over them."""
 
     files: tuple[FileEntry, ...]
+    exclude: tuple[str, ...] = ()
+    """The rules that left paths out when the tree was hashed (recorded only if they did)."""
 
     def leaves(self) -> list[bytes]:
         return [entry.leaf_hash() for entry in self.files]
@@ -141,7 +144,8 @@ class FileTreeManifest:
 
     def identity(self) -> dict[str, Any]:
         """The object whose canonical JSON the manifest digest is computed over."""
-        return {"kind": "filetree", "version": FORMAT_VERSION, **self.summary()}
+        rules = {"exclude": list(self.exclude)} if self.exclude else {}
+        return {"kind": "filetree", "version": FORMAT_VERSION, **self.summary(), **rules}
 
     @property
     def digest(self) -> bytes:
@@ -191,21 +195,24 @@ def diff(expected: FileTreeManifest, actual: FileTreeManifest) -> TreeDiff:
     )
 
 
-def hash_tree(root: str | os.PathLike[str]) -> FileTreeManifest:
+def hash_tree(root: str | os.PathLike[str], rules: Rules | None = None) -> FileTreeManifest:
     """Hash a file or a directory. A single file becomes a tree of one entry named by its basename.
 
-    On a missing root, a hostile entry or a file changing under us, raises `BadInput` or a subclass
-    naming the path. Nothing is written.
+    `rules` (anchor.manifest.exclude) leave paths out of a directory; if they left anything out, the
+    tree records them (`exclude`). On a missing root, a hostile entry or a file changing under us,
+    raises `BadInput` or a subclass naming the path. Nothing is written.
     """
     base = Path(root)
     if root_kind(base) == "file":
         name = component(os.fsencode(base.name), str(base))
         size, digest = hash_files([(str(base), os.fspath(base), base.lstat().st_size)])[0]
         return FileTreeManifest((FileEntry(name, size, digest),))
-    listing = walk(base)
+    excluded: list[str] = []
+    listing = walk(base, rules, excluded)
     hashed = hash_files(listing)
     entries = [FileEntry(rel, size, digest) for (rel, _, _), (size, digest) in zip(listing, hashed, strict=True)]
-    return FileTreeManifest(sorted_unique(entries, str(base)))
+    recorded = rules.patterns if rules is not None and excluded else ()
+    return FileTreeManifest(sorted_unique(entries, str(base)), recorded)
 
 
 def check_relative_path(path: str) -> None:

@@ -50,10 +50,15 @@ def validate_identity(identity: object, source: str = "manifest") -> dict[str, A
     kind = identity.get("kind")
     if kind == "filetree":
         expected = {"kind", "version", "files_root", "file_count", "total_size"}
-        if set(identity) != expected:
+        if set(identity) - {"exclude"} != expected:
             raise BadInput(
-                f"{source}: a filetree identity has exactly {sorted(expected)}", detail={"field": "manifest"}
+                f"{source}: a filetree identity has exactly {sorted(expected)} and an optional exclude",
+                detail={"field": "manifest"},
             )
+        if "exclude" in identity:
+            from anchor.manifest.exclude import check_rules
+
+            check_rules(identity["exclude"], f"{source}.exclude")
         if identity["version"] != FORMAT_VERSION:
             raise BadInput(
                 f"{source}: unsupported version {identity['version']!r}", detail={"field": "manifest.version"}

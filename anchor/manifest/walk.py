@@ -13,6 +13,7 @@ import unicodedata
 from pathlib import Path
 
 from anchor.errors import BadInput, UnsafePath
+from anchor.manifest.exclude import Rules
 
 
 def component(raw: bytes, shown: str) -> str:
@@ -41,8 +42,11 @@ def root_kind(base: Path) -> str:
     raise UnsafePath(f"{base}: {_kind(mode)} is not a regular file or directory", detail={"path": str(base)})
 
 
-def walk(base: Path) -> list[tuple[str, str, int]]:
-    """(relative NFC path, filesystem path, size seen) of every regular file below directory `base`."""
+def walk(base: Path, rules: Rules | None = None, excluded: list[str] | None = None) -> list[tuple[str, str, int]]:
+    """(relative NFC path, filesystem path, size seen) of every regular file below directory `base`.
+
+    Paths the `rules` exclude are skipped (an excluded directory is not even entered, so whatever is
+    inside it, sockets included, is never looked at); their names are appended to `excluded`."""
     found: list[tuple[str, str, int]] = []
     stack: list[tuple[str, str]] = [("", os.fspath(base))]
     while stack:
@@ -58,6 +62,10 @@ def walk(base: Path) -> list[tuple[str, str, int]]:
             rel = prefix + component(child.name, shown)
             st = child.stat(follow_symlinks=False)
             mode = st.st_mode
+            if rules is not None and rules.excludes(rel, stat.S_ISDIR(mode)):
+                if excluded is not None:
+                    excluded.append(rel + "/" if stat.S_ISDIR(mode) else rel)
+                continue
             if stat.S_ISREG(mode):
                 found.append((rel, os.fsdecode(child.path), st.st_size))
             elif stat.S_ISDIR(mode):

@@ -24,6 +24,7 @@ from anchor.errors import (
     Tampered,
     UnknownRegistry,
 )
+from anchor.manifest.exclude import Rules
 from anchor.manifest.filetree import FileEntry, check_relative_path, diff, hash_tree, root_from_audit_path
 from anchor.manifest.identity import manifest_digest, tree_summary, validate_identity
 from anchor.manifest.onchain import parse_hex32
@@ -126,7 +127,8 @@ def verify_path(path: Path, proof_path: Path, settings: Settings, registry: str 
         expected = proof.filetree()
         if expected is None:
             raise BadInput(f"{proof_path}: this proof binds no files to compare with {path}", detail={"field": "files"})
-        on_disk = hash_tree(path)
+        recorded = proof.manifest.get("exclude")  # bound to the digest: these rules and no others
+        on_disk = hash_tree(path, Rules(recorded) if recorded else None)
         changes = diff(expected, on_disk)
         if changes:
             named = changes.named()

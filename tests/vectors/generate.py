@@ -36,6 +36,15 @@ FILETREE_CASES = [
     }),
 ]  # fmt: skip
 
+# (name, files, rules in effect: .git/ by default, then .anchorignore's lines): the rules are recorded
+EXCLUDE_CASES = [
+    ("excluded .git and ignore rules, in order", {
+        ".git/HEAD": {"utf8": "ref: refs/heads/main\n"}, ".git/objects/ab/cdef": {"hex": "78da"},
+        ".anchorignore": {"utf8": "*.tmp\n!keep.tmp\n"}, "results/metrics.json": {"utf8": '{"acc": 0.9}'},
+        "scratch/a.tmp": {"utf8": "scratch"}, "scratch/keep.tmp": {"utf8": "kept by the negation"},
+    }, [".git/", "*.tmp", "!keep.tmp"]),
+]  # fmt: skip
+
 BUNDLE_CASES = [
     ("minimal bundle", {}),
     ("named output and resume", {
@@ -65,6 +74,19 @@ def filetree_vectors() -> list[dict[str, object]]:
             "input": {"files": files},
             "expected": {
                 "files": entries,
+                "identity_canonical": ref.canonical(identity).decode(),
+                "digest": ref.digest(identity).hex(),
+            },
+        })  # fmt: skip
+    for name, files, rules in EXCLUDE_CASES:
+        raw = {p: content(c) for p, c in files.items()}
+        identity = ref.filetree_identity(raw, rules)
+        kept = {p: c for p, c in raw.items() if not ref.excluded(p, rules)}
+        out.append({
+            "name": name,
+            "input": {"files": files, "exclude": rules},
+            "expected": {
+                "files": ref.tree(kept)[0],
                 "identity_canonical": ref.canonical(identity).decode(),
                 "digest": ref.digest(identity).hex(),
             },

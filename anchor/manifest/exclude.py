@@ -1,0 +1,71 @@
+"""What a file tree leaves out: gitignore-syntax rules, bound into the manifest when they matter.
+
+Why bound: a verifier must re-hash exactly what was anchored. When a rule excluded anything, the
+rules are recorded in the filetree identity (`exclude`, in order, docs/manifest.md section 3), so they
+are covered by the digest; a verifier applies those rules and no others (never the .anchorignore it
+finds on disk, which is itself hashed content). When nothing was excluded the identity has no
+`exclude` field and is what it always was.
+
+Rules, in order: `.git/` (unless defaults are turned off: a repository's internals are not a result),
+the lines of `.anchorignore` at the root, and `--exclude` patterns. Pure: no web3, no I/O but reading
+the ignore file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cached_property
+from pathlib import Path
+
+import pathspec
+
+from anchor.errors import BadInput
+
+IGNORE_FILE = ".anchorignore"
+DEFAULT_EXCLUDES = (".git/",)
+MAX_RULES = 1000
+MAX_RULE_CHARS = 256
+
+
+def check_rules(rules: object, where: str) -> tuple[str, ...]:
+    """Rules as recorded in a manifest: a list of one-line, bounded strings, in their order (in gitignore
+    syntax order matters: `*.tmp` then `!keep.tmp` keeps keep.tmp, the other way round does not)."""
+    if not isinstance(rules, list) or not rules or len(rules) > MAX_RULES:
+        raise BadInput(f"{where}: exclude must be a non-empty list of at most {MAX_RULES} rules",
+                       detail={"field": where})  # fmt: skip
+    for rule in rules:
+        if not isinstance(rule, str) or not 0 < len(rule) <= MAX_RULE_CHARS or any(c in rule for c in "\0\n\r"):
+            raise BadInput(f"{where}: {rule!r} is not a rule (1-{MAX_RULE_CHARS} chars, one line)",
+                           detail={"field": where})  # fmt: skip
+    return tuple(rules)
+
+
+class Rules:
+    """A set of gitignore-syntax rules, matched against paths relative to the tree's root."""
+
+    def __init__(self, patterns: Sequence[str]) -> None:
+        self.patterns = tuple(patterns)  # in order: the last matching rule decides
+
+    @cached_property
+    def _spec(self) -> pathspec.GitIgnoreSpec:
+        return pathspec.GitIgnoreSpec.from_lines(self.patterns)
+
+    def excludes(self, rel: str, is_dir: bool) -> bool:
+        return bool(self.patterns) and self._spec.match_file(rel + "/" if is_dir else rel)
+
+    @classmethod
+    def for_root(cls, root: Path, extra: Sequence[str] = (), defaults: bool = True) -> Rules:
+        """The rules in effect when anchoring `root`: defaults, its .anchorignore, then `extra`."""
+        lines = list(DEFAULT_EXCLUDES) if defaults else []
+        ignore = root / IGNORE_FILE
+        if root.is_dir() and ignore.is_file() and not ignore.is_symlink():
+            try:
+                text = ignore.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise BadInput(f"{ignore}: cannot be read as UTF-8 ({exc})", detail={"path": str(ignore)}) from None
+            lines += [line.rstrip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+        lines += list(extra)
+        if len(lines) > MAX_RULES or any(len(line) > MAX_RULE_CHARS for line in lines):
+            raise BadInput(f"{root}: more than {MAX_RULES} exclude rules, or one longer than {MAX_RULE_CHARS} chars",
+                           detail={"path": str(root)})  # fmt: skip
+        return cls(lines)
