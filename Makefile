@@ -63,6 +63,7 @@ bench: install
 	$(BIN)/python benchmarks/cli_startup.py
 	$(BIN)/python benchmarks/gas_report.py
 	$(BIN)/python benchmarks/hash_bench.py
+	$(BIN)/python benchmarks/hash_bench.py --end-to-end --runs 3
 	$(BIN)/python benchmarks/anchor_bench.py
 	$(BIN)/python benchmarks/research_overhead.py
 	$(BIN)/python benchmarks/api_bench.py

@@ -7,6 +7,13 @@ median of --runs runs. Also prints peak RSS of hashing the 1 GiB file in a fresh
 
 Targets (issue 3): 1 GiB file >= 0.9x b3sum's throughput; 10,000-file tree >= 1.2x
 `find | xargs b3sum`; 100,000 small files within 1.2x of the bare loop's time; peak memory < 200 MiB.
+
+`--end-to-end` (issue 17): the `anchor hash` command itself, start-up included, against `b3sum` on a
+3 GiB file and a 3 GiB folder of mixed sizes, each warm and cold. Cold means every file's pages are
+dropped from the page cache first (posix_fadvise DONTNEED, checked with fincore when present): this
+machine cannot drop caches globally. The two tools alternate run by run, so both see the same
+disk and the same neighbours; medians, and every sample in benchmarks/results/hash_end_to_end.json.
+Target: anchor >= 0.9x b3sum's throughput in all four cases.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import blake3
@@ -105,14 +113,88 @@ def peak_rss_mib(path: Path) -> float:
     return float(out.stdout)
 
 
+def make_3gib(root: Path) -> dict[str, Path]:
+    """A 3 GiB file, and a 3 GiB folder: 2 x 1 GiB, 100 x 5 MiB, 5,000 x 100 KiB (~2.98 GiB)."""
+    big, folder = root / "big3.bin", root / "mixed3"
+    if not big.exists():
+        with open(big, "wb") as handle:
+            for _ in range(3 * GIB // (64 << 20)):
+                handle.write(os.urandom(64 << 20))
+    if not folder.exists():
+        part = folder.with_suffix(".partial")
+        shutil.rmtree(part, ignore_errors=True)
+        (part / "large").mkdir(parents=True)
+        for i in range(2):
+            with open(part / "large" / f"part{i}.bin", "wb") as handle:
+                for _ in range(GIB // (64 << 20)):
+                    handle.write(os.urandom(64 << 20))
+        for i in range(100):
+            (part / "medium").mkdir(exist_ok=True)
+            (part / "medium" / f"m{i:03d}.bin").write_bytes(os.urandom(5 << 20))
+        for i in range(5000):
+            directory = part / "small" / f"d{i % 50:02d}"
+            directory.mkdir(parents=True, exist_ok=True)
+            (directory / f"s{i:04d}.bin").write_bytes(os.urandom(100 << 10))
+        part.rename(folder)
+    return {"3 GiB file": big, "3 GiB folder": folder}
+
+
+def evict(path: Path) -> None:
+    """Drop every file's pages from the page cache (posix_fadvise DONTNEED on clean pages)."""
+    files = [path] if path.is_file() else [Path(d) / n for d, _, names in os.walk(path) for n in names]
+    for file in files:
+        fd = os.open(file, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def end_to_end(data: Path, runs: int) -> None:
+    import json
+
+    anchor = Path(sys.executable).with_name("anchor")
+    sets = make_3gib(data)
+    samples: dict[str, dict[str, list[float]]] = {}
+    print(f"`anchor hash` end to end vs b3sum, {os.cpu_count()} cores, median of {runs} alternating runs")
+    for name, path in sets.items():
+        size = sum(f.stat().st_size for f in ([path] if path.is_file() else path.rglob("*")) if f.is_file())
+        ours_cmd = [str(anchor), "--data-dir", str(data / "anchor-data"), "hash", str(path)]
+        peer = (lambda p=path: b3sum_file(p)) if path.is_file() else (lambda p=path: b3sum_tree(p))
+        for cache in ("warm", "cold"):
+            key = f"{name}, {cache}"
+            samples[key] = {"anchor": [], "b3sum": []}
+            warm(path)
+            for _ in range(runs):
+                ours_run = partial(subprocess.run, ours_cmd, stdout=subprocess.DEVNULL, check=True)
+                for tool, run in (("anchor", ours_run),
+                                  ("b3sum", peer)):  # fmt: skip
+                    if cache == "cold":
+                        evict(path)
+                    start = time.perf_counter()
+                    run()
+                    samples[key][tool].append(time.perf_counter() - start)
+            ours, theirs = statistics.median(samples[key]["anchor"]), statistics.median(samples[key]["b3sum"])
+            print(f"  {key:<22} anchor {ours:6.2f} s ({size / ours / 1e9:5.2f} GB/s)   b3sum {theirs:6.2f} s"
+                  f" ({size / theirs / 1e9:5.2f} GB/s)   ratio {theirs / ours:4.2f}x (target >= 0.90)")  # fmt: skip
+    results = Path(__file__).parent / "results"
+    results.mkdir(exist_ok=True)
+    (results / "hash_end_to_end.json").write_text(json.dumps(samples, indent=1))
+    print(f"  raw samples: {results / 'hash_end_to_end.json'}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=Path("/tmp/anchor-hash-bench"), help="kept between runs")
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--end-to-end", action="store_true", help="the 3 GiB CLI comparison (issue 17)")
     args = parser.parse_args()
     if shutil.which("b3sum") is None:
         sys.exit("b3sum is missing: `make bench` installs it (apt-get install b3sum)")
     args.data.mkdir(parents=True, exist_ok=True)
+    if args.end_to_end:
+        end_to_end(args.data, args.runs)
+        return
     data = make_data(args.data)
     for path in data.values():
         warm(path)
