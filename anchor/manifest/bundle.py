@@ -132,8 +132,12 @@ def _digest_field(spec: dict[str, Any], base: Path, name: str) -> str:
     return computed
 
 
-def load_bundle_spec(spec_path: Path) -> tuple[BundleManifest, FileTreeManifest, Path]:
-    """Build a bundle manifest from a TOML spec (see docs/manifest.md). Raises `BadInput` naming the field."""
+INPUT_FILES = ("mission", "data_snapshot", "evaluator_policy")
+"""The spec fields naming an input file, each hashed into `<name>_sha256` of the identity."""
+
+
+def read_bundle_spec(spec_path: Path) -> dict[str, Any]:
+    """The TOML spec, with unknown and missing fields refused by name (nothing is hashed yet)."""
     try:
         spec = tomllib.loads(spec_path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -147,20 +151,27 @@ def load_bundle_spec(spec_path: Path) -> tuple[BundleManifest, FileTreeManifest,
     unknown = sorted(set(spec) - known)
     if unknown:
         raise BadInput(f"{spec_path}: unknown field '{unknown[0]}'", detail={"field": unknown[0]})
-    base = spec_path.parent
     if "output" not in spec:
         raise BadInput(f"{spec_path}: field 'output' (the output directory) is required", detail={"field": "output"})
+    if spec.get("image") is None:
+        raise BadInput(f"{spec_path}: field 'image' is required", detail={"field": "image"})
+    return spec
+
+
+def bundle_inputs(spec: dict[str, Any], base: Path) -> dict[str, Any]:
+    """What ran, as the identity records it: the input files' SHA-256 (computed here) and the image."""
+    return {f"{name}_sha256": _digest_field(spec, base, name) for name in INPUT_FILES} | {"image": spec["image"]}
+
+
+def load_bundle_spec(spec_path: Path) -> tuple[BundleManifest, FileTreeManifest, Path]:
+    """Build a bundle manifest from a TOML spec (see docs/manifest.md). Raises `BadInput` naming the field."""
+    spec, base = read_bundle_spec(spec_path), spec_path.parent
     output_dir = (base / str(spec["output"])).resolve()
     tree = hash_tree(output_dir)
     data = {
-        "mission_sha256": _digest_field(spec, base, "mission"),
-        "data_snapshot_sha256": _digest_field(spec, base, "data_snapshot"),
-        "image": spec.get("image"),
-        "evaluator_policy_sha256": _digest_field(spec, base, "evaluator_policy"),
+        **bundle_inputs(spec, base),
         "output": {"name": spec.get("output_name"), **tree.summary()},
         "resume": spec.get("resume"),
         "milestones": spec.get("milestones"),
     }
-    if data["image"] is None:
-        raise BadInput(f"{spec_path}: field 'image' is required", detail={"field": "image"})
     return validated(BundleManifest, data, str(spec_path)), tree, output_dir

@@ -253,30 +253,27 @@ def check_policy(verdict: Verification, expect_submitter: str | None, anchored_b
             )
 
 
-_SPEC_FILES = {"mission_sha256": "mission", "data_snapshot_sha256": "data_snapshot",
-               "evaluator_policy_sha256": "evaluator_policy"}  # fmt: skip
-
-
 def check_bundle_spec(proof_path: Path, spec_path: Path) -> None:
-    """Re-hash every file a bundle spec names (mission, snapshot, policy, the output tree) and compare
-    the bundle identity it builds with the one the proof binds; raises `Tampered` naming each field
-    and file that changed (the proof itself is checked by `verify_path`)."""
-    import tomllib
-
-    from anchor.manifest.bundle import load_bundle_spec
+    """Re-hash the input files a bundle spec names (mission, snapshot, policy) and compare them, the
+    image, the output name and the resume pin with the bundle identity the proof binds; raises
+    `Tampered` naming each field and its file. The output tree is `verify_path`'s to check: it is
+    hashed once, there, not here again."""
+    from anchor.manifest.bundle import bundle_inputs, read_bundle_spec
 
     proof = load_proof(proof_path)
     if proof.manifest.get("kind") != "bundle":
         raise BadInput(f"{proof_path}: --spec needs a result-bundle proof, this one is a "
                        f"{proof.manifest.get('kind')!r} proof", detail={"field": "spec"})  # fmt: skip
-    manifest, _, _ = load_bundle_spec(spec_path)
-    rebuilt, anchored = manifest.identity(), proof.manifest
-    spec = tomllib.loads(spec_path.read_text(encoding="utf-8"))
-    changed = []
-    for field in sorted(set(rebuilt) | set(anchored)):
-        if rebuilt.get(field) != anchored.get(field):
-            source = spec.get(_SPEC_FILES.get(field, ""), spec.get("output") if field == "output" else None)
-            changed.append(f"{field} ({source})" if source else field)
+    spec = read_bundle_spec(spec_path)
+    anchored = proof.manifest
+    rebuilt = bundle_inputs(spec, spec_path.parent) | {"resume": spec.get("resume")}
+    changed = [
+        f"{field} ({spec[field.removesuffix('_sha256')]})" if field.removesuffix("_sha256") in spec else field
+        for field, value in rebuilt.items()
+        if value != anchored.get(field)
+    ]
+    if spec.get("output_name") != anchored["output"].get("name"):
+        changed.append("output.name")
     if changed:
         raise Tampered(
             f"{spec_path}: differs from the anchored bundle: {', '.join(changed)}",
