@@ -13,6 +13,7 @@ from typing import Any
 from anchor.errors import ChainUnreachable
 from anchor.manifest.exclude import Rules
 from anchor.manifest.filetree import FileTreeManifest, hash_tree
+from anchor.manifest.hashing import Progress
 from anchor.proof_file import ProofFile, check_output_path, load_proof, write_proof
 from anchor.session import Settings
 
@@ -32,12 +33,17 @@ def default_proof_path(path: Path) -> Path:
 
 
 def anchor_path(
-    path: Path, settings: Settings, proof_out: Path | None = None, rules: Rules | None = None
+    path: Path,
+    settings: Settings,
+    proof_out: Path | None = None,
+    rules: Rules | None = None,
+    symlinks: str = "refuse",
+    progress: Progress | None = None,
 ) -> AnchorOutcome:
     """Anchor the file-tree manifest of `path`; bad input is refused before anything is sent or written."""
     proof_out = proof_out or default_proof_path(path)
     check_output_path(proof_out)
-    tree = hash_tree(path, rules)
+    tree = hash_tree(path, rules, symlinks, progress)
     return anchor_manifest(tree.identity(), tree, settings, proof_out)
 
 

@@ -82,7 +82,14 @@ class ProofFile(BaseModel):
 
     def filetree(self) -> FileTreeManifest | None:
         """The full listing, when this proof carries one (a whole-tree proof)."""
-        return None if self.files is None else FileTreeManifest.from_files_json(list(self.files), "files")
+        if self.files is None:
+            return None
+        identity = None
+        if self.manifest.get("kind") == "filetree":  # its exclusion rules and links belong to the listing
+            from anchor.manifest.identity import validate_identity
+
+            identity = validate_identity(self.manifest, "proof manifest")
+        return FileTreeManifest.from_files_json(list(self.files), "files", identity)
 
     def dumps(self) -> str:
         data = self.model_dump(mode="json", exclude_none=True)

@@ -72,6 +72,31 @@ def filetree_identity(files: dict[str, bytes], rules: list[str] | None = None) -
     return identity
 
 
+def follow_inside(files: dict[str, bytes], links: dict[str, str]) -> dict[str, bytes]:
+    """Section 3, step 1, policy follow-inside: a link to a file adds that file's bytes under the link's
+    path; a link to a directory adds every file below it under the link's path. (Targets here are
+    relative, stay inside the root and are not links themselves.)"""
+    import posixpath
+
+    out = dict(files)
+    for link, target in links.items():
+        resolved = posixpath.normpath(posixpath.join(posixpath.dirname(link), target))
+        if resolved in files:
+            out[link] = files[resolved]
+        for path, data in files.items():
+            if path.startswith(resolved + "/"):
+                out[link + path[len(resolved) :]] = data
+    return out
+
+
+def with_links(identity: dict[str, object], links: dict[str, str], policy: str) -> dict[str, object]:
+    """Section 4: the links met, sorted by path, under their policy (absent when there are none)."""
+    if links:
+        ordered = sorted(links.items(), key=lambda item: item[0].encode("utf-8"))
+        identity["symlinks"] = {"policy": policy, "links": [{"path": p, "target": t} for p, t in ordered]}
+    return identity
+
+
 def digest(identity: dict[str, object]) -> bytes:
     domain = {"filetree": "filetree-manifest", "bundle": "bundle-manifest", "attempt": "attempt-manifest"}
     return h(domain[str(identity["kind"])], canonical(identity))

@@ -189,3 +189,34 @@ def test_a_tree_without_anything_to_exclude_has_the_identity_it_always_had(bundl
 
     assert hash_tree(bundle, Rules.for_root(bundle)).identity() == hash_tree(bundle).identity()
     assert "exclude" not in hash_tree(bundle, Rules.for_root(bundle)).identity()
+
+
+def test_a_symlink_is_refused_by_default_and_a_recorded_one_is_verified_by_its_target(
+    deployed_chain: Chain, bundle: Path
+) -> None:
+    """`latest -> run3`, the link every results folder has: refused with its name and a hint by
+    default; with --symlinks=record it is bound by its target, and verify names a retargeted link."""
+    (bundle / "run3").mkdir()
+    (bundle / "run3" / "m.json").write_text("{}")
+    (bundle / "latest").symlink_to("run3")
+    refused = deployed_chain.cli("anchor", str(bundle))
+    assert refused.returncode == ExitCode.BAD_INPUT and "Traceback" not in refused.stderr
+    assert "latest: is a symbolic link" in refused.stderr and "--symlinks=record" in refused.stderr
+    assert not (bundle.parent / f"{bundle.name}.anchor.json").exists()
+    deployed_chain.cli("anchor", str(bundle), "--symlinks", "record", check=True)
+    assert deployed_chain.cli("verify", str(bundle)).returncode == ExitCode.OK
+    (bundle / "latest").unlink()
+    (bundle / "latest").symlink_to("outputs")
+    (bundle / "newest").symlink_to("run3")
+    result = deployed_chain.cli("verify", str(bundle))
+    assert result.returncode == ExitCode.TAMPERED
+    assert "  ~ latest  (link to run3 -> link to outputs)" in result.stderr.splitlines()
+    assert "  + newest  (link to run3)" in result.stderr.splitlines()
+
+
+def test_a_link_planted_after_anchoring_is_named_as_added_not_a_crash(deployed_chain: Chain, bundle: Path) -> None:
+    deployed_chain.cli("anchor", str(bundle), check=True)
+    (bundle / "outputs" / "passwd").symlink_to("/etc/passwd")
+    result = deployed_chain.cli("verify", str(bundle))
+    assert result.returncode == ExitCode.TAMPERED
+    assert "  + outputs/passwd  (link to /etc/passwd)" in result.stderr.splitlines()

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -63,3 +65,37 @@ def test_a_malformed_variable_is_named_not_a_traceback() -> None:
     result = _run("--json", "--rpc-url", "http://127.0.0.1:9", "lookup", "0x" + "00" * 32, env=env)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert json.loads(result.stdout)["error"]["detail"] == {"variable": "ANCHOR_RPC_RETRIES"}
+
+
+def _tree_of(root: Path, small: int, large: int) -> Path:
+    for i in range(small):
+        (root / f"d{i % 10}").mkdir(parents=True, exist_ok=True)
+        (root / f"d{i % 10}" / f"f{i}.txt").write_bytes(os.urandom(64))
+    (root / "big.bin").write_bytes(os.urandom(large))
+    return root
+
+
+def test_hashing_shows_files_bytes_and_throughput_on_a_terminal_and_nothing_in_a_pipe(tmp_path: Path) -> None:
+    """The progress line goes to stderr when it is a terminal (here a pseudo-terminal), and only then:
+    a pipe or --json gets the result alone, without escape codes."""
+    tree = _tree_of(tmp_path / "tree", 600, 3 << 20)  # 600 files for the workers, one mapped file
+    args = [ANCHOR_BIN, "--data-dir", str(tmp_path / "d"), "hash", str(tree)]
+    leader, follower = pty.openpty()
+    with subprocess.Popen(args, stdout=subprocess.PIPE, stderr=follower) as child:
+        os.close(follower)
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the child closed its side
+                break
+            if not chunk:
+                break
+            seen += chunk
+        stdout = child.communicate()[0]
+    os.close(leader)
+    assert child.returncode == 0 and b"(601 files" in stdout
+    screen = seen.decode("utf-8", "replace")
+    assert "hashing 601/601 files" in screen and "MB" in screen and "/s" in screen
+    piped = _run("--data-dir", str(tmp_path / "d"), "hash", str(tree))
+    assert piped.returncode == 0 and piped.stderr == "" and "\x1b" not in piped.stdout

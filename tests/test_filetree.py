@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from anchor.errors import BadInput, UnsafePath
 from anchor.manifest.canonical import canonical_json
 from anchor.manifest.filetree import FileTreeManifest, diff, hash_tree
+from anchor.manifest.identity import validate_identity
 
 
 def _write(root: Path, files: dict[str, bytes]) -> None:
@@ -91,7 +92,7 @@ def test_any_one_byte_change_rename_addition_or_removal_changes_the_root(
 def test_symlink_is_refused_and_named(tmp_path: Path) -> None:
     _write(tmp_path, {"ok.txt": b"1"})
     (tmp_path / "link").symlink_to("/etc/passwd")
-    with pytest.raises(UnsafePath, match="link: symbolic links are refused") as info:
+    with pytest.raises(UnsafePath, match="link: is a symbolic link; links are refused by default") as info:
         hash_tree(tmp_path)
     assert info.value.detail["path"] == "link"
 
@@ -163,3 +164,57 @@ def test_many_files_hashed_by_workers_equal_the_sequential_result(tmp_path: Path
     by_path = {entry.path: entry for entry in tree.files}
     for rel, content in files.items():
         assert by_path[rel].blake3 == blake3.blake3(content).hexdigest() and by_path[rel].size == len(content)
+
+
+def _runs(root: Path) -> Path:
+    _write(root, {"run2/metrics.json": b'{"acc": 0.88}', "run3/metrics.json": b'{"acc": 0.91}'})
+    (root / "latest").symlink_to("run3")
+    return root
+
+
+def test_recorded_links_are_bound_by_target_and_never_followed(tmp_path: Path) -> None:
+    root = _runs(tmp_path)
+    tree = hash_tree(root, symlinks="record")
+    assert [e.path for e in tree.files] == ["run2/metrics.json", "run3/metrics.json"]
+    assert tree.identity()["symlinks"] == {"policy": "record", "links": [{"path": "latest", "target": "run3"}]}
+    (root / "latest").unlink()
+    (root / "latest").symlink_to("run2")  # the same files, a link that now says something else
+    retargeted = hash_tree(root, symlinks="record")
+    assert retargeted.digest != tree.digest
+    assert diff(tree, retargeted).changed == ("latest",)
+
+
+def test_follow_inside_hashes_through_a_link_and_records_it(tmp_path: Path) -> None:
+    root = _runs(tmp_path)
+    tree = hash_tree(root, symlinks="follow-inside")
+    assert [e.path for e in tree.files] == ["latest/metrics.json", "run2/metrics.json", "run3/metrics.json"]
+    assert tree.files[0].blake3 == tree.files[2].blake3
+    assert tree.identity()["symlinks"]["policy"] == "follow-inside"
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [("/etc", "leads outside the root"), ("../..", "leads outside the root"), ("..", "a loop"),
+     (".", "a loop"), ("missing", "dangling")],
+)  # fmt: skip
+def test_follow_inside_refuses_links_that_leave_loop_or_dangle(tmp_path: Path, target: str, message: str) -> None:
+    root = _runs(tmp_path / "tree")
+    (root / "sub").mkdir()
+    (root / "sub" / "odd").symlink_to(target)
+    with pytest.raises(UnsafePath, match=message) as info:
+        hash_tree(root, symlinks="follow-inside")
+    assert info.value.detail["path"] == "sub/odd"
+
+
+def test_a_tree_without_links_has_the_identity_it_always_had_under_every_policy(tmp_path: Path) -> None:
+    _write(tmp_path, {"a.txt": b"1", "b/c.txt": b"2"})
+    policies = ("refuse", "record", "follow-inside")
+    identities = {canonical_json(hash_tree(tmp_path, symlinks=p).identity()) for p in policies}
+    assert len(identities) == 1 and b"symlinks" not in identities.pop()
+
+
+def test_a_recorded_links_list_out_of_order_is_refused(tmp_path: Path) -> None:
+    identity = hash_tree(_runs(tmp_path), symlinks="record").identity()
+    identity["symlinks"]["links"] = [{"path": "z", "target": "a"}, {"path": "a", "target": "b"}]
+    with pytest.raises(BadInput, match="sorted by path"):
+        validate_identity(identity)

@@ -96,8 +96,8 @@ def make_missing_root(root: Path) -> tuple[Path, str]:
 
 
 CASES: dict[str, tuple[Callable[[Path], tuple[Path, str]], type[AnchorError], str]] = {
-    "symlink out of the root": (make_symlink_out, UnsafePath, "symbolic links are refused"),
-    "symlink to a directory": (make_symlink_dir, UnsafePath, "symbolic links are refused"),
+    "symlink out of the root": (make_symlink_out, UnsafePath, "links are refused by default"),
+    "symlink to a directory": (make_symlink_dir, UnsafePath, "links are refused by default"),
     "root is a symlink": (make_symlink_root, UnsafePath, "root is a symbolic link"),
     "FIFO": (make_fifo, UnsafePath, "a FIFO is not a regular file"),
     "socket": (make_socket, UnsafePath, "a socket is not a regular file"),

@@ -46,16 +46,18 @@ def test_filetree_vector_encodes_from_disk_and_decodes_back(case: dict[str, Any]
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "wb") as handle:
             handle.write(_content(spec))
+    for link, target in case["input"].get("links", {}).items():
+        os.symlink(target, root / link)
     expected = case["expected"]
     rules = case["input"].get("exclude")
-    tree = hash_tree(root, Rules(rules) if rules else None)
+    tree = hash_tree(root, Rules(rules) if rules else None, case["input"].get("symlinks", "refuse"))
     # encode: disk -> entries -> canonical identity bytes -> digest
     assert tree.files_json() == expected["files"]
     assert canonical_json(tree.identity()) == expected["identity_canonical"].encode("utf-8")
     assert tree.digest.hex() == expected["digest"]
     # decode: stored listing and identity -> the same objects, the same bytes
-    assert FileTreeManifest.from_files_json(expected["files"]).files == tree.files
     decoded = validate_identity(json.loads(expected["identity_canonical"]))
+    assert FileTreeManifest.from_files_json(expected["files"], identity=decoded) == tree
     assert canonical_json(decoded) == expected["identity_canonical"].encode("utf-8")
 
 

@@ -2,20 +2,35 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from anchor.cli.output import JsonFlag, count, emit
+from anchor.cli.output import JsonFlag, count, emit, hash_progress
 
 PathArg = Annotated[Path, typer.Argument(help="A file or a directory.")]
 ExcludeOpt = Annotated[
     Optional[list[str]],  # noqa: UP045
     typer.Option("--exclude", help="Leave out paths matching this gitignore-style pattern (repeatable)."),
 ]
-NoDefaultsOpt = Annotated[
-    bool, typer.Option("--no-default-excludes", help="Hash .git/ too (left out by default).")
+NoDefaultsOpt = Annotated[bool, typer.Option("--no-default-excludes", help="Hash .git/ too (left out by default).")]
+
+
+class Symlinks(StrEnum):
+    refuse = "refuse"
+    record = "record"
+    follow_inside = "follow-inside"
+
+
+SymlinksOpt = Annotated[
+    Symlinks,
+    typer.Option(
+        "--symlinks",
+        help="Symbolic links: refuse (stop, naming the link), record (bind the link itself, never follow),"
+        " follow-inside (hash what it points to, if inside PATH). Recorded in the manifest.",
+    ),
 ]
 
 
@@ -24,6 +39,8 @@ def rules_for(path: Path, exclude: list[str] | None, no_defaults: bool):  # type
     from anchor.manifest.exclude import Rules
 
     return Rules.for_root(path, exclude or (), defaults=not no_defaults)
+
+
 ProofOpt = Annotated[
     Optional[Path],  # noqa: UP045
     typer.Option("--proof", help="Proof file (default: <PATH>.anchor.json beside PATH)."),
@@ -45,12 +62,13 @@ def _settings(ctx: typer.Context):  # type: ignore[no-untyped-def]
 
 def hash_(
     ctx: typer.Context, path: PathArg, exclude: ExcludeOpt = None, no_default_excludes: NoDefaultsOpt = False,
-    json: JsonFlag = False,
+    symlinks: SymlinksOpt = Symlinks.refuse, json: JsonFlag = False,
 ) -> None:  # fmt: skip
     """Print the deterministic BLAKE3 manifest digest of PATH (no chain needed)."""
     from anchor.manifest.filetree import hash_tree
 
-    tree = hash_tree(path, rules_for(path, exclude, no_default_excludes))
+    with hash_progress(ctx, json) as progress:
+        tree = hash_tree(path, rules_for(path, exclude, no_default_excludes), symlinks.value, progress)
     summary = tree.summary()
     emit(
         ctx,
@@ -58,20 +76,24 @@ def hash_(
         {"manifest_digest": "0x" + tree.digest.hex(), "manifest": tree.identity(), "files": tree.files_json()},
         [
             f"0x{tree.digest.hex()}  {path}"
-            f"  ({count(summary['file_count'], 'file')}, {count(summary['total_size'], 'byte')})"
+            f"  ({count(summary['file_count'], 'file')}, {count(summary['total_size'], 'byte')}"
+            + (f", {count(len(tree.links), 'link')} {symlinks.value.replace('-', ' ')}ed" if tree.links else "")
+            + ")"
         ],
     )
 
 
 def anchor_(
     ctx: typer.Context, path: PathArg, proof: ProofOpt = None, exclude: ExcludeOpt = None,
-    no_default_excludes: NoDefaultsOpt = False, json: JsonFlag = False,
+    no_default_excludes: NoDefaultsOpt = False, symlinks: SymlinksOpt = Symlinks.refuse, json: JsonFlag = False,
 ) -> None:  # fmt: skip
     """Anchor PATH on chain (once: the same bytes are never anchored twice) and write its proof file."""
     from anchor.anchoring import anchor_path
 
     rules = rules_for(path, exclude, no_default_excludes)
-    _report_anchor(ctx, json, str(path), anchor_path(path, _settings(ctx), proof, rules))
+    with hash_progress(ctx, json) as progress:
+        outcome = anchor_path(path, _settings(ctx), proof, rules, symlinks.value, progress)
+    _report_anchor(ctx, json, str(path), outcome)
 
 
 def bundle(

@@ -7,8 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from anchor.cli.data_cmds import ExcludeOpt, NoDefaultsOpt, rules_for
-from anchor.cli.output import JsonFlag, count, emit
+from anchor.cli.data_cmds import ExcludeOpt, NoDefaultsOpt, Symlinks, SymlinksOpt, rules_for
+from anchor.cli.output import JsonFlag, count, emit, hash_progress
 
 
 def register(app: typer.Typer) -> None:
@@ -30,6 +30,7 @@ def submit(
     ] = None,
     exclude: ExcludeOpt = None,
     no_default_excludes: NoDefaultsOpt = False,
+    symlinks: SymlinksOpt = Symlinks.refuse,
     json: JsonFlag = False,
 ) -> None:
     """Journal PATHS for the next batch; nothing is sent until `anchor flush`."""
@@ -43,7 +44,8 @@ def submit(
         raise BadInput("--idempotency-key names one submission: give one PATH", detail={"field": "idempotency_key"})
     subs = []
     for path in paths:
-        tree = hash_tree(path, rules_for(path, exclude, no_default_excludes))
+        with hash_progress(ctx, json) as progress:
+            tree = hash_tree(path, rules_for(path, exclude, no_default_excludes), symlinks.value, progress)
         subs.append(
             Submission(tree.identity(), {"files": tree.files_json()}, idempotency_key, default_proof_path(path))
         )

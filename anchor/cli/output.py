@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Annotated, Any
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+if TYPE_CHECKING:
+    from anchor.manifest.hashing import Progress
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object for scripts.")]
 
@@ -24,15 +31,17 @@ def tamper_lines(detail: dict[str, Any], color: bool) -> list[str]:
     """A tamper verdict as a diff a person reads: `~ changed (old -> new bytes)`, `+ added`, `- removed`,
     coloured (yellow, green, red) when `color`. Names are escaped like every printed line."""
     sizes: dict[str, list[int | None]] = detail.get("sizes", {})
+    links: dict[str, list[str | None]] = detail.get("links", {})
     paint = {"~": "33", "+": "32", "-": "31"} if color else {}
     lines = []
     for mark, key in (("~", "changed"), ("+", "added"), ("-", "removed")):
         for path in detail.get(key, [])[:50]:
             old, new = sizes.get(path, [None, None])
-            size = (
-                f"{old} -> {new} bytes" if mark == "~" else f"{new} bytes" if mark == "+" else f"was {old} bytes"
-            )
-            text = f"  {mark} {printable(path)}  ({size})"
+            size = f"{old} -> {new} bytes" if mark == "~" else f"{new} bytes" if mark == "+" else f"was {old} bytes"
+            if path in links:  # a link (on either side) is shown by its target, not a size
+                was, now = (f"link to {t}" if t is not None else "not a link" for t in links[path])
+                size = f"{was} -> {now}" if mark == "~" else now if mark == "+" else f"was {was}"
+            text = f"  {mark} {printable(path)}  ({printable(size)})"
             lines.append(f"\x1b[{paint[mark]}m{text}\x1b[0m" if mark in paint else text)
     hidden = sum(len(detail.get(k, [])) for k in ("changed", "added", "removed")) - len(lines)
     return lines + ([f"  … and {hidden} more (--json lists them all)"] if hidden > 0 else [])
@@ -57,3 +66,30 @@ def emit(ctx: typer.Context, local_json: bool, data: dict[str, Any], lines: list
     console = Console(highlight=False, soft_wrap=True)
     for line in lines:
         console.print(printable(line), markup=False)
+
+
+@contextmanager
+def hash_progress(ctx: typer.Context, local_json: bool) -> Iterator[Progress | None]:
+    """A progress line for hashing (files, bytes, throughput, time left) on stderr when stderr is a
+    terminal and the output is not JSON; None otherwise, so pipes and logs get no escape codes."""
+    if wants_json(ctx, local_json) or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+    from rich.progress import Progress as Bar
+
+    columns = (TextColumn("hashing {task.fields[files]} files"), BarColumn(), DownloadColumn(),
+               TransferSpeedColumn(), TimeRemainingColumn())  # fmt: skip
+    last = [0.0]
+    with Bar(*columns, console=Console(stderr=True), transient=True, auto_refresh=False) as bar:
+        task = bar.add_task("hash", total=None, files="0")
+
+        def update(files_done: int, files_total: int, bytes_done: int, bytes_total: int) -> None:
+            bar.update(task, completed=bytes_done, total=bytes_total, files=f"{files_done:,}/{files_total:,}")
+            now = time.monotonic()
+            if now - last[0] >= 0.1 or files_done == files_total:  # at most ten redraws a second
+                last[0] = now
+                bar.refresh()
+
+        yield update

@@ -17,7 +17,7 @@ from typing import Any
 from anchor.errors import BadInput, UnsafePath
 from anchor.manifest.domain import Domain, tagged
 from anchor.manifest.exclude import Rules
-from anchor.manifest.hashing import hash_files
+from anchor.manifest.hashing import Progress, hash_files
 from anchor.manifest.walk import component, root_kind, walk
 
 FORMAT_VERSION = 1
@@ -126,6 +126,10 @@ class FileTreeManifest:
     files: tuple[FileEntry, ...]
     exclude: tuple[str, ...] = ()
     """The rules that left paths out when the tree was hashed (recorded only if they did)."""
+    links: tuple[tuple[str, str], ...] = ()
+    """(path, target) of each symbolic link met, sorted by path (recorded only if there were any)."""
+    link_policy: str = "refuse"
+    """How links were handled (anchor.manifest.walk): `record` or `follow-inside` when `links` is set."""
 
     def leaves(self) -> list[bytes]:
         return [entry.leaf_hash() for entry in self.files]
@@ -144,7 +148,12 @@ class FileTreeManifest:
 
     def identity(self) -> dict[str, Any]:
         """The object whose canonical JSON the manifest digest is computed over."""
-        rules = {"exclude": list(self.exclude)} if self.exclude else {}
+        rules: dict[str, Any] = {"exclude": list(self.exclude)} if self.exclude else {}
+        if self.links:
+            rules["symlinks"] = {
+                "policy": self.link_policy,
+                "links": [{"path": path, "target": target} for path, target in self.links],
+            }
         return {"kind": "filetree", "version": FORMAT_VERSION, **self.summary(), **rules}
 
     @property
@@ -163,11 +172,21 @@ class FileTreeManifest:
         return [entry.to_json() for entry in self.files]
 
     @classmethod
-    def from_files_json(cls, raw: object, where: str = "files") -> FileTreeManifest:
+    def from_files_json(
+        cls, raw: object, where: str = "files", identity: dict[str, Any] | None = None
+    ) -> FileTreeManifest:
+        """The listing `raw`, with the exclusion rules and links an (already validated) identity records."""
         if not isinstance(raw, list):
             raise BadInput(f"{where} must be a list", detail={"field": where})
         entries = [FileEntry.from_json(item, f"{where}[{i}]") for i, item in enumerate(raw)]
-        return cls(sorted_unique(entries, where))
+        identity = identity or {}
+        recorded = identity.get("symlinks") or {"policy": "refuse", "links": []}
+        return cls(
+            sorted_unique(entries, where),
+            tuple(identity.get("exclude") or ()),
+            tuple((link["path"], link["target"]) for link in recorded["links"]),
+            recorded["policy"],
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,8 +205,11 @@ class TreeDiff:
 
 
 def diff(expected: FileTreeManifest, actual: FileTreeManifest) -> TreeDiff:
-    old = {entry.path: entry for entry in expected.files}
-    new = {entry.path: entry for entry in actual.files}
+    """Files and links that differ (a link is compared by its target text)."""
+    old: dict[str, object] = {entry.path: entry for entry in expected.files}
+    new: dict[str, object] = {entry.path: entry for entry in actual.files}
+    old.update((path, ("link", target)) for path, target in expected.links)
+    new.update((path, ("link", target)) for path, target in actual.links)
     return TreeDiff(
         changed=tuple(sorted(p for p in old.keys() & new.keys() if old[p] != new[p])),
         added=tuple(sorted(new.keys() - old.keys())),
@@ -195,24 +217,59 @@ def diff(expected: FileTreeManifest, actual: FileTreeManifest) -> TreeDiff:
     )
 
 
-def hash_tree(root: str | os.PathLike[str], rules: Rules | None = None) -> FileTreeManifest:
+def hash_tree(
+    root: str | os.PathLike[str],
+    rules: Rules | None = None,
+    symlinks: str = "refuse",
+    progress: Progress | None = None,
+) -> FileTreeManifest:
     """Hash a file or a directory. A single file becomes a tree of one entry named by its basename.
 
     `rules` (anchor.manifest.exclude) leave paths out of a directory; if they left anything out, the
-    tree records them (`exclude`). On a missing root, a hostile entry or a file changing under us,
-    raises `BadInput` or a subclass naming the path. Nothing is written.
+    tree records them (`exclude`); `symlinks` is the link policy of anchor.manifest.walk, and links met
+    are recorded with it (`symlinks`); `progress` is anchor.manifest.hashing's. On a missing root, a
+    hostile entry or a file changing under us, raises `BadInput` or a subclass naming the path. Nothing is written.
     """
     base = Path(root)
     if root_kind(base) == "file":
         name = component(os.fsencode(base.name), str(base))
-        size, digest = hash_files([(str(base), os.fspath(base), base.lstat().st_size)])[0]
+        size, digest = hash_files([(str(base), os.fspath(base), base.lstat().st_size)], progress)[0]
         return FileTreeManifest((FileEntry(name, size, digest),))
     excluded: list[str] = []
-    listing = walk(base, rules, excluded)
-    hashed = hash_files(listing)
+    links: list[tuple[str, str]] = []
+    listing = walk(base, rules, excluded, symlinks, links)
+    hashed = hash_files(listing, progress)
     entries = [FileEntry(rel, size, digest) for (rel, _, _), (size, digest) in zip(listing, hashed, strict=True)]
     recorded = rules.patterns if rules is not None and excluded else ()
-    return FileTreeManifest(sorted_unique(entries, str(base)), recorded)
+    links.sort(key=lambda link: link[0].encode("utf-8"))
+    return FileTreeManifest(sorted_unique(entries, str(base)), recorded, tuple(links), symlinks)
+
+
+def check_links(recorded: object, where: str) -> None:
+    """A recorded `symlinks` object: a policy that records links and a sorted list of them."""
+    from anchor.manifest.walk import MAX_LINK_TARGET
+
+    if not isinstance(recorded, dict) or set(recorded) != {"policy", "links"}:
+        raise BadInput(f"{where}: must have exactly the fields policy, links", detail={"field": where})
+    if recorded["policy"] not in ("record", "follow-inside"):
+        raise BadInput(f"{where}.policy must be record or follow-inside", detail={"field": f"{where}.policy"})
+    links = recorded["links"]
+    if not isinstance(links, list) or not 0 < len(links) <= 100_000:
+        raise BadInput(f"{where}.links must be a non-empty list", detail={"field": f"{where}.links"})
+    paths = []
+    for i, link in enumerate(links):
+        at = f"{where}.links[{i}]"
+        if not isinstance(link, dict) or set(link) != {"path", "target"}:
+            raise BadInput(f"{at}: must have exactly the fields path, target", detail={"field": at})
+        target = link["target"]
+        if not isinstance(link["path"], str) or not isinstance(target, str):
+            raise BadInput(f"{at}: path and target must be strings", detail={"field": at})
+        check_relative_path(link["path"])
+        if not target or "\x00" in target or not _is_utf8(target) or len(target.encode()) > MAX_LINK_TARGET:
+            raise BadInput(f"{at}.target: 1-{MAX_LINK_TARGET} bytes of UTF-8", detail={"field": f"{at}.target"})
+        paths.append(link["path"].encode("utf-8"))
+    if paths != sorted(set(paths)):
+        raise BadInput(f"{where}.links must be sorted by path, without repeats", detail={"field": f"{where}.links"})
 
 
 def check_relative_path(path: str) -> None:

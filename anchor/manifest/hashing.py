@@ -7,6 +7,10 @@ Three paths, chosen by size, because one does not fit all (measured in benchmark
 - many files are split into a few contiguous chunks, one worker process per chunk, each looping
   over its chunk (one task per file costs 3-4x more than the loop it replaces).
 
+Progress (`progress(files_done, files_total, bytes_done, bytes_total)`) is reported from the calling
+thread only: workers add to shared counters, one slot each, and the caller reads them while it waits;
+no thread is started, so forking the workers stays safe.
+
 A file that changes while it is hashed is detected: its size, mtime and ctime are compared before
 and after, and the bytes read must equal the size; the result is `FileChanged`, never a half-old
 digest. Caveat shared with b3sum: a file *truncated* while one of its windows is mapped makes the
@@ -19,8 +23,8 @@ import mmap
 import os
 import stat
 import threading
-from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from typing import Any
 
 import blake3
@@ -34,12 +38,26 @@ MAP_WINDOW = 128 << 20
 PARALLEL_MIN_FILES = 512
 """From this many files on, worker processes hash chunks of them."""
 
+Progress = Callable[[int, int, int, int], None]
+"""progress(files_done, files_total, bytes_done, bytes_total), called from the caller's thread."""
+
+_counters: Any = None
+"""(files, bytes) per worker slot, in memory shared with forked workers; None when nobody watches."""
+
+
+def _add(slot: int, files: int, nbytes: int) -> None:
+    if _counters is not None:  # one writer per slot: no lock needed
+        _counters[2 * slot] += files
+        _counters[2 * slot + 1] += nbytes
+
 
 def _fingerprint(st: os.stat_result) -> tuple[int, int, int, int]:
     return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino
 
 
-def hash_file(path: str, shown: str, threads: int | None = None) -> tuple[int, str]:
+def hash_file(
+    path: str, shown: str, threads: int | None = None, on_window: Callable[[int], None] | None = None
+) -> tuple[int, str]:
     """(size, BLAKE3 hex) of one regular file, refusing links and detecting concurrent changes."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -59,7 +77,7 @@ def hash_file(path: str, shown: str, threads: int | None = None) -> tuple[int, s
                 data += more
             total, digest = len(data), blake3.blake3(data).hexdigest()
         else:
-            total, digest = _hash_mapped(fd, size, threads)
+            total, digest = _hash_mapped(fd, size, threads, on_window)
         after = os.fstat(fd)
     except OSError as exc:
         raise UnsafePath(f"{shown}: read failed ({exc.strerror})", detail={"path": shown}) from None
@@ -70,7 +88,7 @@ def hash_file(path: str, shown: str, threads: int | None = None) -> tuple[int, s
     return total, digest
 
 
-def _hash_mapped(fd: int, size: int, threads: int | None) -> tuple[int, str]:
+def _hash_mapped(fd: int, size: int, threads: int | None, on_window: Callable[[int], None] | None) -> tuple[int, str]:
     hasher = blake3.blake3(max_threads=threads or blake3.blake3.AUTO)
     offset = 0
     while offset < size:
@@ -81,10 +99,12 @@ def _hash_mapped(fd: int, size: int, threads: int | None) -> tuple[int, str]:
             window.madvise(mmap.MADV_SEQUENTIAL)
             hasher.update(window)
         offset += length
+        if on_window is not None:
+            on_window(length)
     return offset, hasher.hexdigest()
 
 
-def _hash_chunk(chunk: Sequence[tuple[int, str, str]]) -> list[Any]:
+def _hash_chunk(chunk: Sequence[tuple[int, str, str]], slot: int = 0) -> list[Any]:
     """Worker body: hash a contiguous chunk; an error comes back as data (exceptions pickle poorly)."""
     out: list[Any] = []
     for _, shown, path in chunk:
@@ -92,35 +112,59 @@ def _hash_chunk(chunk: Sequence[tuple[int, str, str]]) -> list[Any]:
             out.append(hash_file(path, shown, threads=1))
         except AnchorError as exc:
             return [("error", type(exc).__name__, exc.message, exc.detail)]
+        _add(slot, 1, out[-1][0])
     return out
 
 
-def hash_files(files: Sequence[tuple[str, str, int]]) -> list[tuple[int, str]]:
+def hash_files(files: Sequence[tuple[str, str, int]], progress: Progress | None = None) -> list[tuple[int, str]]:
     """(size, BLAKE3 hex) for each (shown path, filesystem path, size hint), in order.
 
     Large files are hashed here with every core; the rest in contiguous chunks by a few workers.
-    Raises the first `UnsafePath` or `FileChanged` met.
+    Raises the first `UnsafePath` or `FileChanged` met. `progress`, if given, is called now and then.
     """
+    global _counters
     results: list[tuple[int, str] | None] = [None] * len(files)
     small = [(i, shown, path) for i, (shown, path, hint) in enumerate(files) if hint <= SMALL_FILE]
-    for i, (shown, path, hint) in enumerate(files):
-        if hint > SMALL_FILE:
-            results[i] = hash_file(path, shown)
     workers = min(os.cpu_count() or 1, 4)
-    if len(small) < PARALLEL_MIN_FILES or workers < 2:
-        parts = [_hash_chunk(small)]
-    else:
-        step = -(-len(small) // workers)
-        chunks = [small[i : i + step] for i in range(0, len(small), step)]
-        # fork is cheap and keeps the parent's imports; it is only safe while we are the only thread.
-        if threading.active_count() == 1:
-            import multiprocessing
+    report: Callable[[], None] = lambda: None  # noqa: E731
+    if progress is not None:
+        import multiprocessing
 
-            with ProcessPoolExecutor(len(chunks), mp_context=multiprocessing.get_context("fork")) as pool:
-                parts = list(pool.map(_hash_chunk, chunks))
+        _counters = multiprocessing.RawArray("q", 2 * (workers + 1))
+        total_bytes = sum(hint for _, _, hint in files)
+
+        def report() -> None:
+            done = list(_counters)
+            progress(sum(done[0::2]), len(files), sum(done[1::2]), total_bytes)
+
+    try:
+
+        def window_done(nbytes: int) -> None:
+            _add(0, 0, nbytes)
+            report()
+
+        for i, (shown, path, hint) in enumerate(files):
+            if hint > SMALL_FILE:
+                results[i] = hash_file(path, shown, on_window=window_done)
+                _add(0, 1, 0)
+                report()
+        if len(small) < PARALLEL_MIN_FILES or workers < 2:
+            parts = [_hash_chunk(small)]
         else:
-            with ThreadPoolExecutor(len(chunks)) as pool_threads:
-                parts = list(pool_threads.map(_hash_chunk, chunks))
+            step = -(-len(small) // workers)
+            chunks = [small[i : i + step] for i in range(0, len(small), step)]
+            # fork is cheap and keeps the parent's imports; it is only safe while we are the only thread.
+            if threading.active_count() == 1:
+                import multiprocessing
+
+                with ProcessPoolExecutor(len(chunks), mp_context=multiprocessing.get_context("fork")) as pool:
+                    parts = _gather(pool, chunks, report)
+            else:
+                with ThreadPoolExecutor(len(chunks)) as pool_threads:
+                    parts = _gather(pool_threads, chunks, report)
+        report()
+    finally:
+        _counters = None
     order = iter(i for i, _, _ in small)
     for part in parts:
         if part and part[0][0] == "error":
@@ -129,3 +173,11 @@ def hash_files(files: Sequence[tuple[str, str, int]]) -> list[tuple[int, str]]:
         for item in part:
             results[next(order)] = item
     return [r for r in results if r is not None]
+
+
+def _gather(pool: Any, chunks: list[Any], report: Callable[[], None]) -> list[Any]:
+    """Each chunk's results, in order, reporting progress every 0.1 s while the workers run."""
+    futures = [pool.submit(_hash_chunk, chunk, slot) for slot, chunk in enumerate(chunks, start=1)]
+    while wait(futures, timeout=0.1, return_when=FIRST_EXCEPTION).not_done:
+        report()
+    return [future.result() for future in futures]

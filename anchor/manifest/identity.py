@@ -50,11 +50,15 @@ def validate_identity(identity: object, source: str = "manifest") -> dict[str, A
     kind = identity.get("kind")
     if kind == "filetree":
         expected = {"kind", "version", "files_root", "file_count", "total_size"}
-        if set(identity) - {"exclude"} != expected:
+        if set(identity) - {"exclude", "symlinks"} != expected:
             raise BadInput(
-                f"{source}: a filetree identity has exactly {sorted(expected)} and an optional exclude",
+                f"{source}: a filetree identity has exactly {sorted(expected)} and optional exclude, symlinks",
                 detail={"field": "manifest"},
             )
+        if "symlinks" in identity:
+            from anchor.manifest.filetree import check_links
+
+            check_links(identity["symlinks"], f"{source}.symlinks")
         if "exclude" in identity:
             from anchor.manifest.exclude import check_rules
 

@@ -1,8 +1,16 @@
 """List the regular files under a root, refusing everything a hostile tree could use against us.
 
-Refused, each with an `UnsafePath` naming the path: symbolic links (never followed, wherever they
-point), devices, FIFOs and sockets, names that are not UTF-8, and directories that cannot be read.
-Names are normalized to Unicode NFC; two names equal after normalization are refused by the caller.
+Refused, each with an `UnsafePath` naming the path: devices, FIFOs and sockets, names that are not
+UTF-8, and directories that cannot be read. Names are normalized to Unicode NFC; two names equal
+after normalization are refused by the caller.
+
+Symbolic links follow a policy (docs/manifest.md section 3), refused by default because a link can
+point anywhere (`/etc`, another user's home, back up the tree):
+- `refuse`: the first link met ends the walk with its path named;
+- `record`: a link is recorded (its path and its target text) and never followed;
+- `follow-inside`: a link is recorded and followed when what it resolves to is a regular file or a
+  directory inside the root; a link that leaves the root, dangles, or loops is refused.
+Links met under `record` or `follow-inside` are appended to `links` as (path, target).
 """
 
 from __future__ import annotations
@@ -14,6 +22,9 @@ from pathlib import Path
 
 from anchor.errors import BadInput, UnsafePath
 from anchor.manifest.exclude import Rules
+
+SYMLINK_POLICIES = ("refuse", "record", "follow-inside")
+MAX_LINK_TARGET = 4096
 
 
 def component(raw: bytes, shown: str) -> str:
@@ -42,15 +53,31 @@ def root_kind(base: Path) -> str:
     raise UnsafePath(f"{base}: {_kind(mode)} is not a regular file or directory", detail={"path": str(base)})
 
 
-def walk(base: Path, rules: Rules | None = None, excluded: list[str] | None = None) -> list[tuple[str, str, int]]:
+def walk(
+    base: Path,
+    rules: Rules | None = None,
+    excluded: list[str] | None = None,
+    symlinks: str = "refuse",
+    links: list[tuple[str, str]] | None = None,
+) -> list[tuple[str, str, int]]:
     """(relative NFC path, filesystem path, size seen) of every regular file below directory `base`.
 
     Paths the `rules` exclude are skipped (an excluded directory is not even entered, so whatever is
-    inside it, sockets included, is never looked at); their names are appended to `excluded`."""
+    inside it, sockets included, is never looked at); their names are appended to `excluded`.
+    Links are handled by `symlinks` (module docstring) and appended to `links`."""
+    if symlinks not in SYMLINK_POLICIES:
+        raise BadInput(f"--symlinks must be one of {', '.join(SYMLINK_POLICIES)}, not {symlinks!r}",
+                       detail={"field": "symlinks"})  # fmt: skip
     found: list[tuple[str, str, int]] = []
-    stack: list[tuple[str, str]] = [("", os.fspath(base))]
+    top = os.stat(base)
+    real_root = os.path.realpath(base)
+    # (relative prefix, directory, (device, inode) of every directory from the root down to it): a
+    # followed link to one of those would walk forever.
+    stack: list[tuple[str, str, frozenset[tuple[int, int]]]] = [
+        ("", os.fspath(base), frozenset({(top.st_dev, top.st_ino)}))
+    ]
     while stack:
-        prefix, directory = stack.pop()
+        prefix, directory, above = stack.pop()
         try:
             with os.scandir(os.fsencode(directory)) as it:
                 children = list(it)
@@ -66,15 +93,59 @@ def walk(base: Path, rules: Rules | None = None, excluded: list[str] | None = No
                 if excluded is not None:
                     excluded.append(rel + "/" if stat.S_ISDIR(mode) else rel)
                 continue
+            path = os.fsdecode(child.path)
+            if stat.S_ISLNK(mode):
+                if symlinks == "refuse":
+                    raise UnsafePath(
+                        f"{rel}: is a symbolic link; links are refused by default"
+                        " (hint: --symlinks=record records it, --symlinks=follow-inside follows it within the root)",
+                        detail={"path": rel},
+                    )
+                if links is not None:
+                    links.append((rel, _link_target(child.path, rel)))
+                if symlinks == "record":
+                    continue
+                path, st = _inside(path, rel, real_root)
+                mode = st.st_mode
+                if stat.S_ISDIR(mode) and (st.st_dev, st.st_ino) in above:
+                    raise UnsafePath(f"{rel}: the link leads back to a directory above it (a loop)",
+                                     detail={"path": rel})  # fmt: skip
             if stat.S_ISREG(mode):
-                found.append((rel, os.fsdecode(child.path), st.st_size))
+                found.append((rel, path, st.st_size))
             elif stat.S_ISDIR(mode):
-                stack.append((rel + "/", os.fsdecode(child.path)))
-            elif stat.S_ISLNK(mode):
-                raise UnsafePath(f"{rel}: symbolic links are refused (never followed)", detail={"path": rel})
+                stack.append((rel + "/", path, above | {(st.st_dev, st.st_ino)}))
             else:
                 raise UnsafePath(f"{rel}: {_kind(mode)} is not a regular file", detail={"path": rel})
     return found
+
+
+def _link_target(raw_path: bytes, rel: str) -> str:
+    """The link's own text (what `readlink` prints), which is what `record` binds."""
+    try:
+        raw = os.readlink(raw_path)
+    except OSError as exc:
+        raise UnsafePath(f"{rel}: link cannot be read ({exc.strerror})", detail={"path": rel}) from None
+    try:
+        target = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UnsafePath(f"{rel}: link target is not valid UTF-8", detail={"path": rel}) from None
+    if len(raw) > MAX_LINK_TARGET:
+        raise UnsafePath(f"{rel}: link target longer than {MAX_LINK_TARGET} bytes", detail={"path": rel})
+    return target
+
+
+def _inside(path: str, rel: str, real_root: str) -> tuple[str, os.stat_result]:
+    """Where a link followed under `follow-inside` leads, refused unless it stays within the root.
+
+    The resolved path has no link left in it, so hashing opens it with O_NOFOLLOW as any other file."""
+    resolved = os.path.realpath(path)
+    if resolved != real_root and not resolved.startswith(real_root.rstrip("/") + "/"):
+        raise UnsafePath(f"{rel}: the link leads outside the root ({resolved}); not followed",
+                         detail={"path": rel})  # fmt: skip
+    try:
+        return resolved, os.stat(resolved, follow_symlinks=False)
+    except OSError:
+        raise UnsafePath(f"{rel}: the link leads nowhere (dangling)", detail={"path": rel}) from None
 
 
 def _kind(mode: int) -> str:

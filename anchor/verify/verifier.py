@@ -128,7 +128,10 @@ def verify_path(path: Path, proof_path: Path, settings: Settings, registry: str 
         if expected is None:
             raise BadInput(f"{proof_path}: this proof binds no files to compare with {path}", detail={"field": "files"})
         recorded = proof.manifest.get("exclude")  # bound to the digest: these rules and no others
-        on_disk = hash_tree(path, Rules(recorded) if recorded else None)
+        # links are at least recorded (never followed unless the proof says so), so a link that appeared
+        # since is named as added rather than ending the walk
+        policy = expected.link_policy if expected.links else "record"
+        on_disk = hash_tree(path, Rules(recorded) if recorded else None, policy)
         changes = diff(expected, on_disk)
         if changes:
             named = changes.named()
@@ -142,6 +145,11 @@ def verify_path(path: Path, proof_path: Path, settings: Settings, registry: str 
                     "added": list(changes.added),
                     "removed": list(changes.removed),
                     "sizes": {p: [before.get(p), after.get(p)] for p in named[:1000]},
+                    "links": {
+                        p: [dict(expected.links).get(p), dict(on_disk.links).get(p)]
+                        for p in named[:1000]
+                        if p in dict(expected.links) or p in dict(on_disk.links)
+                    },
                 },
             )
         files = len(expected.files)

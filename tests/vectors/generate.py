@@ -45,6 +45,16 @@ EXCLUDE_CASES = [
     }, [".git/", "*.tmp", "!keep.tmp"]),
 ]  # fmt: skip
 
+# (name, files, links {path: target}, policy): links met are recorded; follow-inside also hashes through
+LINK_CASES = [
+    ("recorded symbolic links (never followed)", {
+        "run3/metrics.json": {"utf8": '{"acc": 0.91}'}, "run2/metrics.json": {"utf8": '{"acc": 0.88}'},
+    }, {"latest": "run3", "best.json": "run3/metrics.json"}, "record"),
+    ("symbolic links followed inside the root", {
+        "run3/metrics.json": {"utf8": '{"acc": 0.91}'}, "run3/model/w.bin": {"hex": "00010203"},
+    }, {"latest": "run3", "best.json": "run3/metrics.json"}, "follow-inside"),
+]  # fmt: skip
+
 BUNDLE_CASES = [
     ("minimal bundle", {}),
     ("named output and resume", {
@@ -87,6 +97,19 @@ def filetree_vectors() -> list[dict[str, object]]:
             "input": {"files": files, "exclude": rules},
             "expected": {
                 "files": ref.tree(kept)[0],
+                "identity_canonical": ref.canonical(identity).decode(),
+                "digest": ref.digest(identity).hex(),
+            },
+        })  # fmt: skip
+    for name, files, links, policy in LINK_CASES:
+        raw = {p: content(c) for p, c in files.items()}
+        hashed = ref.follow_inside(raw, links) if policy == "follow-inside" else raw
+        identity = ref.with_links(ref.filetree_identity(hashed), links, policy)
+        out.append({
+            "name": name,
+            "input": {"files": files, "links": links, "symlinks": policy},
+            "expected": {
+                "files": ref.tree(hashed)[0],
                 "identity_canonical": ref.canonical(identity).decode(),
                 "digest": ref.digest(identity).hex(),
             },
