@@ -8,7 +8,7 @@ ANCHOR := $(BIN)/anchor
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 DEMO_DATA := $(CURDIR)/.anchor/demo
 
-.PHONY: install demo test browser screenshots lock test-forge test-python lint fmt snapshot bench clean artifact wheel
+.PHONY: install demo test e2e browser screenshots lock test-forge test-python lint fmt snapshot bench clean artifact wheel
 
 install: $(VENV)/.installed node_modules/.installed
 
@@ -27,6 +27,10 @@ demo: install
 	ANCHOR_DATA_DIR=$(DEMO_DATA) bash examples/demo.sh
 
 test: install browser test-forge test-python
+
+## anchor -> verify -> lookup on a real chain: ANCHOR_RPC_URL and a funded key, else it says so and exits 0.
+e2e: install
+	bash examples/e2e.sh
 
 ## Headless Chromium for the explorer-page tests (Debian's package; needs root, as CI has).
 browser:

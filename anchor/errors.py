@@ -25,6 +25,8 @@ class ExitCode(IntEnum):
     TOOLCHAIN = 8
     UNKNOWN_REGISTRY = 9
     POLICY = 10
+    NOT_FINAL = 11
+    NO_QUORUM = 12
 
 
 class AnchorError(Exception):
@@ -152,6 +154,22 @@ class UnknownRegistry(AnchorError):
     exit_code = ExitCode.UNKNOWN_REGISTRY
     http_status = 422
     code = "unknown_registry"
+
+
+class NotFinal(AnchorError):
+    """Anchored, but the block is not yet as final as `--min-finality` requires (it could still reorg)."""
+
+    exit_code = ExitCode.NOT_FINAL
+    http_status = 425
+    code = "not_final"
+
+
+class NoQuorum(AnchorError):
+    """The read endpoints disagree and no answer is backed by the required number of them."""
+
+    exit_code = ExitCode.NO_QUORUM
+    http_status = 502
+    code = "no_quorum"
 
 
 class PolicyMismatch(AnchorError):

@@ -9,14 +9,11 @@ import json
 import os
 from pathlib import Path
 
+from anchor.chain.presets import PRESETS
+
 LOCAL_CHAIN_ID = 31337
 
-EXPLORERS: dict[int, str] = {
-    1: "https://etherscan.io",
-    11155111: "https://sepolia.etherscan.io",
-    8453: "https://basescan.org",
-    84532: "https://sepolia.basescan.org",
-}
+EXPLORERS: dict[int, str] = {chain_id: p.explorer for chain_id, p in PRESETS.items() if p.explorer is not None}
 
 
 DEFAULT_SERVICE_URL = "http://127.0.0.1:8000"

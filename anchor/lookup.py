@@ -19,19 +19,26 @@ from anchor.proof_file import load_proof
 from anchor.session import Settings, open_chain, open_registry
 
 
-def lookup(key: str, settings: Settings) -> dict[str, Any]:
-    """A JSON-able description of the on-chain record for `key`; raises `NotAnchored` if none exists."""
+def lookup(key: str, settings: Settings, researcher: str | None = None) -> dict[str, Any]:
+    """A JSON-able description of the on-chain record for `key`; raises `NotAnchored` if none exists.
+
+    A commit's lineage record is read by (researcher, commit) on registry v2 when `researcher` is
+    given (a constant number of calls at any height); otherwise the earliest record of the commit,
+    found by a bounded walk of the registry's events from its deployment block."""
     handle = open_chain(settings)
     registry = open_registry(settings, handle)
     body = key.lower().removeprefix("0x")
+    if researcher is not None:
+        researcher = _address(researcher)
 
     if Path(key).exists():
         digest = hash_tree(Path(key)).digest
         body = digest.hex()
     if len(body) == 40:
-        by_commit = registry.lineage(commit_key(body))
+        by_commit = registry.lineage(commit_key(body), researcher)
         if by_commit is None:
-            raise NotAnchored(f"no lineage record for commit {body}", detail={"key": key})
+            by = f" by {researcher}" if researcher else ""
+            raise NotAnchored(f"no lineage record for commit {body}{by}", detail={"key": key})
         return _lineage_answer(by_commit, handle.chain_id, registry.address, settings.data_dir)
 
     value = parse_hex32(body, "key")
@@ -64,13 +71,22 @@ def lookup(key: str, settings: Settings) -> dict[str, Any]:
                 data_dir=settings.data_dir,
             ),
         }
-    lineage = registry.lineage(value)
+    lineage = registry.lineage(value, researcher)
     if lineage is not None:
         return _lineage_answer(lineage, handle.chain_id, registry.address, settings.data_dir)
     raise NotAnchored(
         f"nothing is anchored under {key} on chain {handle.chain_id}",
         detail={"key": key, "read_at_block": registry.checked_block()},
     )
+
+
+def _address(text: str) -> str:
+    from anchor.errors import BadInput
+
+    body = text.lower().removeprefix("0x")
+    if len(body) != 40 or any(c not in "0123456789abcdef" for c in body):
+        raise BadInput(f"--researcher {text!r}: expected a 0x-prefixed 20-byte address", detail={"field": "researcher"})
+    return "0x" + body
 
 
 def _lineage_answer(record: LineageRecord, chain_id: int, registry: str, data_dir: Path) -> dict[str, Any]:

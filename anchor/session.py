@@ -7,7 +7,7 @@ must hold the same for every command and route.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +17,24 @@ if TYPE_CHECKING:
     from web3 import Web3
 
     from anchor.chain.registry import Registry
+
+
+SECRET_VARIABLES = frozenset({
+    "ANCHOR_PRIVATE_KEY", "ANCHOR_KEYSTORE_PASSWORD", "ANCHOR_RESEARCHER_KEY", "ANCHOR_RESEARCHER_KEYSTORE_PASSWORD",
+    "ANCHOR_API_TOKENS",
+})  # fmt: skip
+_SECRET_WORDS = ("PRIVATE_KEY", "PASSWORD", "SECRET", "MNEMONIC", "TOKEN")
+
+
+def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for a process we start (the code under measurement, a proposer, git): ours
+    without any secret. A signing key, a keystore password or an API token in a child's environment
+    would be readable by the very code being measured."""
+    clean = {
+        k: v for k, v in os.environ.items()
+        if k not in SECRET_VARIABLES and not any(word in k.upper() for word in _SECRET_WORDS)
+    }  # fmt: skip
+    return {**clean, **(extra or {})}
 
 
 def env_number(name: str, default: float, kind: type[int] | type[float] = int) -> float:
@@ -40,12 +58,20 @@ class Settings:
     rpc_url: str | None = None
     keystore: Path | None = None
     local_port: int | None = None
+    read_rpcs: tuple[str, ...] = ()
+    """Every endpoint a verdict is read from (`--rpc-url` given more than once, or ANCHOR_READ_RPCS,
+    comma-separated); a verdict needs a quorum of them to agree. Empty: `rpc_url` (or the local chain)."""
 
     @classmethod
-    def from_env(cls, data_dir: Path | None = None, rpc_url: str | None = None) -> Settings:
+    def from_env(cls, data_dir: Path | None = None, rpc_url: str | list[str] | None = None) -> Settings:
         """Options given on the command line, then ANCHOR_* variables, then anchor.toml files
-        (`anchor.config`), then defaults."""
-        return cls.resolve(data_dir, rpc_url)[0]
+        (`anchor.config`), then defaults. Several `rpc_url`s: writes use the first, reads ask them all."""
+        urls = [rpc_url] if isinstance(rpc_url, str) else list(rpc_url or [])
+        settings = cls.resolve(data_dir, urls[0] if urls else None)[0]
+        if len(urls) < 2 and os.environ.get("ANCHOR_READ_RPCS"):
+            urls = [u.strip() for u in os.environ["ANCHOR_READ_RPCS"].split(",") if u.strip()]
+            settings = replace(settings, rpc_url=settings.rpc_url or urls[0])
+        return replace(settings, read_rpcs=tuple(urls)) if len(urls) > 1 else settings
 
     @classmethod
     def resolve(cls, data_dir: Path | None = None, rpc_url: str | None = None) -> tuple[Settings, dict[str, Any]]:
@@ -103,4 +129,4 @@ def open_registry(settings: Settings, handle: ChainHandle) -> Registry:
     from anchor.chain.registry import Registry
 
     deployment = load_deployment(settings.data_dir, handle.chain_id)
-    return Registry(handle.w3, handle.chain_id, deployment.address, deployment.code_hash)
+    return Registry(handle.w3, handle.chain_id, deployment.address, deployment.code_hash, deployment.block_number)

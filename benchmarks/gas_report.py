@@ -1,7 +1,9 @@
-"""Receipt gasUsed of real transactions on a fresh local anvil, against the issue's floors and peers.
+"""Receipt gasUsed of real transactions on a fresh local anvil: registry v1 and v2 side by side, against
+the issue's targets and the peers.
 
-Peers, as measured on anvil (cancun, optimizer 200) in issue 2: a struct registry 115,778 gas per
-lineage record, one EAS attest 277,281; the floor of one batch root is 43,612.
+Peers, as measured on anvil (cancun, optimizer 200) in issue 2: the seed plan's struct registry 115,778
+gas per lineage record, one EAS attest 277,281; the floor of one batch root is 43,612. Targets (issue 9,
+registry v2): direct lineage record <= 50,000; by signature <= 58,000; batch root <= 46,000.
 """
 
 from __future__ import annotations
@@ -9,18 +11,47 @@ from __future__ import annotations
 import os
 import socket
 import tempfile
+import time
 from pathlib import Path
+
+from eth_account import Account
 
 from anchor.chain.compiler import compile_registry
 from anchor.chain.deployment import deploy
-from anchor.chain.keys import load_signer
+from anchor.chain.keys import Signer, load_signer
 from anchor.chain.node import LocalChain
 from anchor.chain.registry import Registry
+from anchor.chain.signed import LineageFields
 from anchor.session import Settings, open_chain
 
 STRUCT_REGISTRY = 115_778
 EAS_ATTEST = 277_281
 ROOT_FLOOR = 43_612
+TARGETS = {"lineage": 50_000, "signed": 58_000, "root": 46_000}
+
+
+def _commit() -> bytes:
+    return os.urandom(20).ljust(32, b"\0")
+
+
+def measure(version: str, handle, data: Path) -> dict[str, int | None]:  # type: ignore[no-untyped-def]
+    signer = load_signer(handle.chain_id)
+    record = deploy(handle.w3, handle.chain_id, signer, compile_registry(data / "build", version), data)
+    registry = Registry(handle.w3, handle.chain_id, record.address, record.code_hash, record.block_number)
+    out: dict[str, int | None] = {"deploy": None}
+    receipt = handle.w3.eth.get_transaction_receipt(record.tx_hash)
+    out["deploy"] = int(receipt["gasUsed"])
+    sent = registry.anchor_lineage(signer, _commit(), _commit(), os.urandom(32), os.urandom(32), True)
+    out["lineage"] = sent.gas_used
+    out["root"] = registry.anchor_root(signer, os.urandom(32)).gas_used
+    out["signed"] = None
+    if registry.researcher_bound:
+        researcher = Signer(Account.from_key(os.urandom(32)), "bench")
+        fields = LineageFields(researcher.address, _commit(), _commit(), os.urandom(32), os.urandom(32), True,
+                               int(time.time()) + 3600)  # fmt: skip
+        signed = researcher.sign_lineage(handle.chain_id, registry.address, fields)
+        out["signed"] = registry.anchor_signed(signer, signed).gas_used
+    return out
 
 
 def main() -> None:
@@ -33,20 +64,30 @@ def main() -> None:
         node.up()
         try:
             handle = open_chain(Settings(data_dir=data, local_port=port), start_local=False)
-            signer = load_signer(handle.chain_id)
-            record = deploy(handle.w3, handle.chain_id, signer, compile_registry(data / "build"), data)
-            registry = Registry(handle.w3, handle.chain_id, record.address, record.code_hash)
-            commit = os.urandom(20).ljust(32, b"\0")
-            parent = os.urandom(20).ljust(32, b"\0")
-            lineage = registry.anchor_lineage(signer, commit, parent, os.urandom(32), os.urandom(32), True).gas_used
-            root = registry.anchor_root(signer, os.urandom(32)).gas_used
+            v1 = measure("1.0.0", handle, data)
+            v2 = measure("2.0.0", handle, data)
         finally:
             node.down()
-    print(f"lineage record (with parent) {lineage:>8,} gas  target <= 60,000")
-    print(f"  vs struct registry         {STRUCT_REGISTRY:>8,} gas  ratio {lineage / STRUCT_REGISTRY:.2f}x")
-    print(f"  vs EAS attest              {EAS_ATTEST:>8,} gas  ratio {lineage / EAS_ATTEST:.2f}x")
-    print(f"batch root                   {root:>8,} gas  target <= 48,000")
-    print(f"  vs floor                   {ROOT_FLOOR:>8,} gas  ratio {root / ROOT_FLOOR:.3f}x")
+
+    def cell(value: int | None) -> str:
+        return f"{value:>9,}" if value is not None else f"{'-':>9}"
+
+    print("receipt gasUsed, anvil (cancun, optimizer 200)")
+    print(f"{'':32} {'v1':>9} {'v2':>9} {'target':>9}  peers")
+    rows = [
+        ("lineage record (direct)", "lineage", f"struct registry {STRUCT_REGISTRY:,}, EAS attest {EAS_ATTEST:,}"),
+        ("lineage record (by signature)", "signed", "EAS delegated attest: not measured here"),
+        ("batch root", "root", f"floor {ROOT_FLOOR:,}"),
+        ("deployment", "deploy", ""),
+    ]
+    for label, key, peers in rows:
+        target = f"{TARGETS[key]:>9,}" if key in TARGETS else f"{'':>9}"
+        print(f"{label:32} {cell(v1[key])} {cell(v2[key])} {target}  {peers}")
+    lineage = v2["lineage"] or 0
+    print(f"v2 direct vs struct registry {lineage / STRUCT_REGISTRY:.2f}x, vs EAS attest {lineage / EAS_ATTEST:.2f}x")
+    for key, target in TARGETS.items():
+        value = v2[key]
+        print(f"v2 {key:8} {value:,} <= {target:,}: {'yes' if value is not None and value <= target else 'NO'}")
 
 
 if __name__ == "__main__":

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
+import os
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -306,3 +308,40 @@ def test_the_root_leads_to_the_explorer_home_with_the_latest_batches(
     root = client.get(f"/v1/verify/{anchored['manifest_digest']}").json()["root"]
     home = client.get("/").text
     assert f"/explorer/batch/{root}" in home and "href='/docs'" in home
+
+
+def test_a_signed_lineage_record_is_relayed_under_its_researcher_and_a_bad_one_refused(
+    client: TestClient, api_chain: Chain
+) -> None:
+    """The service relays a record its researcher signed; it never needs the researcher's key, and a
+    signature that does not recover to the named researcher, or is past its deadline, stores nothing."""
+    import time
+
+    from eth_account import Account
+
+    from anchor.chain.keys import Signer
+    from anchor.chain.signed import LineageFields
+    from anchor.session import open_chain, open_registry
+
+    handle = open_chain(api_chain.settings)
+    registry = open_registry(api_chain.settings, handle)
+    researcher = Signer(Account.from_key("0x" + "3c" * 32), "researcher")
+    commit = os.urandom(20).ljust(32, b"\0")
+    fields = LineageFields(researcher.address, commit, b"\1" * 32, b"\2" * 32, b"\3" * 32, True, int(time.time()) + 600)
+    signed = researcher.sign_lineage(handle.chain_id, registry.address, fields).to_json()
+    forged = {**signed, "metric_hash": "ee" * 32}  # a relayer (or anyone) changing a field
+    _error(client.post("/v1/lineage", json=forged, headers=AUTH), 422, "bad_input")
+    late = researcher.sign_lineage(handle.chain_id, registry.address, dataclasses.replace(fields, deadline=1))
+    _error(client.post("/v1/lineage", json=late.to_json(), headers=AUTH), 422, "bad_input")
+    _error(client.post("/v1/lineage", json=signed), 401, "unauthorized")
+    accepted = client.post("/v1/lineage", json=signed, headers=AUTH)
+    assert accepted.status_code == 202 and accepted.json()["researcher"] == researcher.address
+    from anchor.journal.service import AnchorService
+
+    service = AnchorService.open(api_chain.settings)
+    try:
+        service.flush()
+        record = service.registry.lineage(commit, researcher.address)
+        assert record is not None and record.metric_hash == "0x" + "03" * 32
+    finally:
+        service.close()

@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from anchor.chain.artifact import registry_abi
+import pytest
+
+from anchor.chain.artifact import CONTRACTS, registry_abi
 from anchor.chain.compiler import compile_registry
 from tests.conftest import ROOT
 
@@ -23,15 +25,29 @@ def _opcodes(code: bytes) -> list[int]:
     return ops
 
 
-def test_runtime_bytecode_has_no_delegatecall_selfdestruct_or_external_call(tmp_path: Path) -> None:
-    ops = set(_opcodes(compile_registry(tmp_path).runtime))
+@pytest.mark.parametrize("version", list(CONTRACTS))
+def test_runtime_bytecode_has_no_delegatecall_selfdestruct_or_external_call(tmp_path: Path, version: str) -> None:
+    """(v2's ecrecover is a STATICCALL to the precompile at 0x01: it can change no state anywhere.)"""
+    ops = set(_opcodes(compile_registry(tmp_path, version).runtime))
     assert not {FORBIDDEN_OPCODES[op] for op in ops & FORBIDDEN_OPCODES.keys()}
 
 
-def test_the_only_state_changing_functions_are_the_two_write_once_anchors() -> None:
-    writers = {f["name"] for f in registry_abi() if f["type"] == "function" and f["stateMutability"] == "nonpayable"}
-    assert writers == {"anchor", "anchorRoot"}
-    assert not [f for f in registry_abi() if f["type"] in ("constructor", "fallback", "receive")]
+@pytest.mark.parametrize(
+    ("version", "writers"),
+    [("1.0.0", {"anchor", "anchorRoot"}), ("2.0.0", {"anchor", "anchorBySig", "anchorRoot"})],
+)
+def test_the_only_state_changing_functions_are_the_write_once_anchors(version: str, writers: set[str]) -> None:
+    abi = registry_abi(version)
+    assert {f["name"] for f in abi if f["type"] == "function" and f["stateMutability"] == "nonpayable"} == writers
+    assert not [f for f in abi if f["type"] in ("constructor", "fallback", "receive")]
+
+
+def test_v2_runtime_code_is_the_same_at_every_address_and_chain() -> None:
+    """No immutables: readers recognise a registry by the hash of its code, so that hash must not
+    depend on where or on which chain it was deployed."""
+    lines = (ROOT / "contracts" / "AnchorRegistryV2.sol").read_text().splitlines()
+    code = [line for line in lines if not line.strip().startswith("//")]
+    assert not [line for line in code if re.search(r"\bimmutable\b", line)]
 
 
 def test_sources_name_no_owner_admin_upgrade_pause_or_selfdestruct() -> None:

@@ -46,7 +46,7 @@ def test_a_verdict_says_when_by_whom_in_which_registry_and_where_in_the_bundle(
     deployment = json.loads((deployed_chain.data_dir / "deployments" / "31337.json").read_text())
     assert "anchored at 20" in text and "+00:00" in text  # ISO 8601, UTC
     assert "by          0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266" in text  # anvil's first account
-    assert f"registry {deployment['address']} on chain 31337 (trusted by deployment record)" in text
+    assert f"registry {deployment['address']} on local development chain (31337) (trusted by deployment record)" in text
     deployed_chain.cli("prove", str(bundle / "outputs" / "metrics.json"), "--in", str(bundle), check=True)
     single = deployed_chain.cli("verify", str(bundle / "outputs" / "metrics.json"), check=True).stdout
     assert "as outputs/metrics.json of its bundle" in single

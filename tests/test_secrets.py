@@ -62,3 +62,25 @@ def test_a_real_chain_without_a_key_is_refused(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.delenv("ANCHOR_KEYSTORE", raising=False)
     with pytest.raises(BadInput, match="no signing key for chain 8453"):
         load_signer(8453)
+
+
+def test_no_secret_reaches_the_environment_of_a_process_we_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The code under measurement, the proposer and git run without our keys, passwords or tokens."""
+    from anchor.research.proposers import CommandProposer
+    from anchor.research.runner import run_command
+
+    secrets = {
+        "ANCHOR_PRIVATE_KEY": "0x" + "11" * 32, "ANCHOR_RESEARCHER_KEY": "0x" + "22" * 32,
+        "ANCHOR_KEYSTORE_PASSWORD": "hunter2", "ANCHOR_API_TOKENS": "sha256:" + "33" * 32, "GITHUB_TOKEN": "ghp_x",
+    }  # fmt: skip
+    for name, value in secrets.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("HARMLESS_SETTING", "kept")
+    CommandProposer("env > proposer.env", ()).propose(tmp_path, 0)
+    run_command("env > attempt.env", tmp_path, tmp_path / "run", 60, 1)
+    for dump in ("proposer.env", "attempt.env"):
+        text = (tmp_path / dump).read_text()
+        assert "HARMLESS_SETTING=kept" in text
+        assert not [name for name, value in secrets.items() if name in text or value in text], dump

@@ -1,10 +1,13 @@
-"""The registry's build, committed: ABI, runtime code hash, and the whole pinned build (creation and
-runtime bytecode, the standard-JSON input, the compiler settings, the toolchain pins).
+"""The registry builds, committed: ABI, runtime code hash, and the whole pinned build (creation and
+runtime bytecode, the standard-JSON input, the compiler settings, the toolchain pins), per version.
+
+Two versions are known. v2 (`AnchorRegistryV2`, researcher-bound lineage, signed records) is what
+`anchor deploy` deploys; v1 (`AnchorRegistry`) is kept so that every v1 deployment stays verifiable:
+a registry is recognised by the hash of its runtime code, never by what a proof or a record says.
 
 Reads never need a compiler, and an installed `anchor` (a wheel, outside any checkout) deploys this
 exact build. `tests/test_deployment.py` recompiles the sources with the pinned solc and fails if
-anything here drifts (`make artifact` rewrites it); a verifier refuses any address whose code does not
-hash to `runtime_code_hash()`, whatever a proof file claims.
+anything here drifts (`make artifact` rewrites it).
 """
 
 from __future__ import annotations
@@ -14,31 +17,44 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-_PATH = Path(__file__).with_name("artifacts") / "AnchorRegistry.json"
+LATEST = "2.0.0"
+CONTRACTS = {"1.0.0": "AnchorRegistry", "2.0.0": "AnchorRegistryV2"}
+"""Registry version -> contract name (and artifact file name, and source contracts/<name>.sol)."""
+
+
+def artifact_path(version: str) -> Path:
+    return Path(__file__).with_name("artifacts") / f"{CONTRACTS[version]}.json"
 
 
 @cache
-def _artifact() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(_PATH.read_text())
+def _artifact(version: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(artifact_path(version).read_text())
     return data
 
 
-def registry_abi() -> list[dict[str, Any]]:
-    abi: list[dict[str, Any]] = _artifact()["abi"]
+def registry_abi(version: str = LATEST) -> list[dict[str, Any]]:
+    abi: list[dict[str, Any]] = _artifact(version)["abi"]
     return abi
 
 
-def runtime_code_hash() -> str:
-    """0x-prefixed keccak256 of the AnchorRegistry runtime bytecode this package speaks to."""
-    value: str = _artifact()["runtimeCodeHash"]
+def runtime_code_hash(version: str = LATEST) -> str:
+    """0x-prefixed keccak256 of that version's runtime bytecode."""
+    value: str = _artifact(version)["runtimeCodeHash"]
     return value
+
+
+def version_of(code_hash: str) -> str | None:
+    """The registry version whose runtime code hashes to `code_hash`; None for anything else."""
+    for version in CONTRACTS:
+        if runtime_code_hash(version) == code_hash.lower():
+            return version
+    return None
 
 
 def registry_version() -> str:
-    value: str = _artifact()["version"]
-    return value
+    return LATEST
 
 
-def shipped_build() -> dict[str, Any]:
+def shipped_build(version: str = LATEST) -> dict[str, Any]:
     """bytecode, runtime (hex), standardJsonInput, solcVersion, compiler settings, toolchain pins."""
-    return _artifact()["build"]  # type: ignore[no-any-return]
+    return _artifact(version)["build"]  # type: ignore[no-any-return]

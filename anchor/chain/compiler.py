@@ -12,11 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from anchor.chain.artifact import CONTRACTS, LATEST
 from anchor.chain.toolchain import checkout, compiler_settings, project_root, solc_shim
 from anchor.files import PRIVATE_FILE, atomic_write, private_dir
-
-REGISTRY_SOURCE = "contracts/AnchorRegistry.sol"
-REGISTRY_NAME = "AnchorRegistry"
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,13 +44,13 @@ def standard_json_input() -> dict[str, Any]:
     return {"language": "Solidity", "sources": sources, "settings": compiler_settings().solc_settings()}
 
 
-def shipped_registry() -> CompiledContract:
+def shipped_registry(version: str = LATEST) -> CompiledContract:
     """The committed build: what an installed `anchor` deploys (identical to a fresh compile, tested)."""
     from anchor.chain.artifact import registry_abi, shipped_build
 
-    build = shipped_build()
+    build = shipped_build(version)
     return CompiledContract(
-        abi=registry_abi(),
+        abi=registry_abi(version),
         bytecode=bytes.fromhex(build["bytecode"]),
         runtime=bytes.fromhex(build["runtime"]),
         standard_json_input=build["standardJsonInput"],
@@ -60,14 +58,14 @@ def shipped_registry() -> CompiledContract:
     )
 
 
-def compile_registry(cache_dir: Path | None = None) -> CompiledContract:
-    """Compile (or load from `cache_dir`) the AnchorRegistry; outside a checkout, the shipped build."""
+def compile_registry(cache_dir: Path | None = None, version: str = LATEST) -> CompiledContract:
+    """Compile (or load from `cache_dir`) registry `version`; outside a checkout, the shipped build."""
     if checkout() is None:
-        return shipped_registry()
+        return shipped_registry(version)
     source = standard_json_input()
-    version = compiler_settings().solc_version
-    key = hashlib.sha256(json.dumps([version, source], sort_keys=True).encode()).hexdigest()[:32]
-    cached = cache_dir / f"{REGISTRY_NAME}-{key}.json" if cache_dir else None
+    solc = compiler_settings().solc_version
+    key = hashlib.sha256(json.dumps([solc, source], sort_keys=True).encode()).hexdigest()[:32]
+    cached = cache_dir / f"registries-{key}.json" if cache_dir else None
     if cached and cached.is_file():
         output = json.loads(cached.read_text())
     else:
@@ -77,28 +75,29 @@ def compile_registry(cache_dir: Path | None = None) -> CompiledContract:
         if cached:
             private_dir(cached.parent)
             atomic_write(cached, json.dumps(output).encode(), PRIVATE_FILE)
-    artifact = output["contracts"][REGISTRY_SOURCE][REGISTRY_NAME]
+    name = CONTRACTS[version]
+    artifact = output["contracts"][f"contracts/{name}.sol"][name]
     return CompiledContract(
         abi=artifact["abi"],
         bytecode=bytes.fromhex(artifact["evm"]["bytecode"]["object"]),
         runtime=bytes.fromhex(artifact["evm"]["deployedBytecode"]["object"]),
         standard_json_input=source,
-        solc_version=version,
+        solc_version=solc,
     )
 
 
-def write_artifact(path: Path) -> None:
-    """Rewrite the committed artifact from a fresh compile (`make artifact`)."""
-    from anchor.chain.artifact import registry_version
+def write_artifact(version: str) -> None:
+    """Rewrite the committed artifact of `version` from a fresh compile (`make artifact`)."""
+    from anchor.chain.artifact import artifact_path
 
-    compiled = compile_registry()
+    compiled = compile_registry(version=version)
     lock = json.loads((project_root() / "package-lock.json").read_text())
     anvil = lock["packages"]["node_modules/@foundry-rs/anvil"]["version"]
     artifact = {
         "abi": compiled.abi,
-        "contractName": REGISTRY_NAME,
+        "contractName": CONTRACTS[version],
         "runtimeCodeHash": "0x" + compiled.runtime_code_hash().hex(),
-        "version": registry_version(),
+        "version": version,
         "build": {
             "bytecode": compiled.bytecode.hex(),
             "runtime": compiled.runtime.hex(),
@@ -108,8 +107,9 @@ def write_artifact(path: Path) -> None:
             "toolchain": {"@foundry-rs/anvil": anvil},
         },
     }
-    path.write_text(json.dumps(artifact, indent=1, sort_keys=True) + "\n")
+    artifact_path(version).write_text(json.dumps(artifact, indent=1, sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":
-    write_artifact(Path(__file__).with_name("artifacts") / "AnchorRegistry.json")
+    for known in CONTRACTS:
+        write_artifact(known)

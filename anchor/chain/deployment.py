@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from anchor.chain.artifact import registry_version, runtime_code_hash
+from anchor.chain.artifact import registry_version, version_of
 from anchor.chain.node import LOCAL_CHAIN_ID
 from anchor.errors import BadInput, DeploymentMismatch, NotDeployed
 from anchor.files import atomic_write, private_dir
@@ -55,17 +55,16 @@ def load_deployment(data_dir: Path, chain_id: int) -> Deployment:
 
 
 def check_code(w3: Web3, address: str, recorded_hash: str) -> None:
-    """Refuse unless the recorded hash is our registry's and the code at `address` hashes to it.
-
-    Raises `DeploymentMismatch` naming the address and both hashes.
+    """Refuse unless the recorded hash is a registry version we know (v1 or v2) and the code at
+    `address` hashes to it. Raises `DeploymentMismatch` naming the address and both hashes.
     """
     from eth_hash.auto import keccak
 
-    expected = runtime_code_hash()
-    if recorded_hash.lower() != expected:
+    expected = recorded_hash.lower()
+    if version_of(expected) is None:
         raise DeploymentMismatch(
-            f"the recorded code hash is not AnchorRegistry {registry_version()}'s; refusing to answer",
-            detail={"address": address, "recorded": recorded_hash, "expected": expected},
+            "the recorded code hash is no AnchorRegistry version this anchor knows; refusing to answer",
+            detail={"address": address, "recorded": recorded_hash},
         )
     code = bytes(w3.eth.get_code(w3.to_checksum_address(address)))
     actual = "0x" + keccak(code).hex()
@@ -101,7 +100,7 @@ def deploy(w3: Web3, chain_id: int, signer: Signer, compiled: CompiledContract, 
         tx_hash="0x" + bytes(receipt["transactionHash"]).hex(),
         block_number=int(receipt["blockNumber"]),
         deployer=signer.address,
-        registry_version=registry_version(),
+        registry_version=version_of("0x" + compiled.runtime_code_hash().hex()) or registry_version(),
         compiler=compiler_settings().to_json(),
     )
     path = record_path(data_dir, chain_id)

@@ -3,6 +3,10 @@
 Real chains take a key from the environment (ANCHOR_PRIVATE_KEY) or an encrypted eth-account keystore
 (ANCHOR_KEYSTORE + ANCHOR_KEYSTORE_PASSWORD); the local chain falls back to anvil's public
 development account. The `Signer` holds the account privately and shows only its address.
+
+A researcher's own key (ANCHOR_RESEARCHER_KEY, or ANCHOR_RESEARCHER_KEYSTORE + _PASSWORD) signs its
+lineage records as EIP-712 typed data (anchor.chain.signed); whoever relays them pays the gas with the
+signing key above and never sees the researcher's.
 """
 
 from __future__ import annotations
@@ -33,6 +37,12 @@ class Signer:
         raw: bytes = self._account.sign_transaction(transaction).raw_transaction
         return raw
 
+    def sign_lineage(self, chain_id: int, registry: str, fields: Any) -> Any:
+        """An EIP-712 signed lineage record (anchor.chain.signed.SignedLineage) by this account."""
+        from anchor.chain.signed import sign_lineage
+
+        return sign_lineage(self._account, chain_id, registry, fields)
+
     def __repr__(self) -> str:
         return f"Signer(address={self.address}, source={self.source})"
 
@@ -41,19 +51,37 @@ class Signer:
 
 def load_signer(chain_id: int, keystore: Path | None = None) -> Signer:
     """The signer for `chain_id`. On a malformed key or keystore raises `BadInput` without the secret."""
+    found = _from_env("ANCHOR_PRIVATE_KEY", "ANCHOR_KEYSTORE", keystore)
+    if found is not None:
+        return found
     from eth_account import Account
 
-    env_key = os.environ.get("ANCHOR_PRIVATE_KEY")
-    keystore = keystore or (Path(os.environ["ANCHOR_KEYSTORE"]) if os.environ.get("ANCHOR_KEYSTORE") else None)
+    if chain_id == LOCAL_CHAIN_ID:
+        return Signer(Account.from_key(_ANVIL_DEV_KEY), "anvil-dev-account")
+    raise BadInput(f"no signing key for chain {chain_id}: set ANCHOR_PRIVATE_KEY or ANCHOR_KEYSTORE")
+
+
+def load_researcher() -> Signer | None:
+    """The researcher's own key, if one is configured; None means records are sent directly (v1 style:
+    the researcher is whoever pays)."""
+    return _from_env("ANCHOR_RESEARCHER_KEY", "ANCHOR_RESEARCHER_KEYSTORE", None)
+
+
+def _from_env(key_var: str, keystore_var: str, keystore: Path | None) -> Signer | None:
+    from eth_account import Account
+
+    env_key = os.environ.get(key_var)
+    keystore = keystore or (Path(os.environ[keystore_var]) if os.environ.get(keystore_var) else None)
     if env_key:
         try:
-            return Signer(Account.from_key(env_key), "env:ANCHOR_PRIVATE_KEY")
+            return Signer(Account.from_key(env_key), f"env:{key_var}")
         except Exception:  # noqa: BLE001 - any message could echo the key; say only which input failed
-            raise BadInput("ANCHOR_PRIVATE_KEY is not a valid secp256k1 private key") from None
+            raise BadInput(f"{key_var} is not a valid secp256k1 private key") from None
     if keystore is not None:
-        password = os.environ.get("ANCHOR_KEYSTORE_PASSWORD")
+        password_var = f"{keystore_var}_PASSWORD"
+        password = os.environ.get(password_var)
         if password is None:
-            raise BadInput(f"{keystore}: set ANCHOR_KEYSTORE_PASSWORD to decrypt the keystore")
+            raise BadInput(f"{keystore}: set {password_var} to decrypt the keystore")
         try:
             encrypted = json.loads(keystore.read_text())
         except (OSError, ValueError):
@@ -62,6 +90,4 @@ def load_signer(chain_id: int, keystore: Path | None = None) -> Signer:
             return Signer(Account.from_key(Account.decrypt(encrypted, password)), f"keystore:{keystore}")
         except Exception:  # noqa: BLE001
             raise BadInput(f"{keystore}: wrong password or corrupt keystore") from None
-    if chain_id == LOCAL_CHAIN_ID:
-        return Signer(Account.from_key(_ANVIL_DEV_KEY), "anvil-dev-account")
-    raise BadInput(f"no signing key for chain {chain_id}: set ANCHOR_PRIVATE_KEY or ANCHOR_KEYSTORE")
+    return None

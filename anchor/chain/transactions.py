@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from hexbytes import HexBytes
 
-from anchor.chain.artifact import registry_abi
+from anchor.chain.artifact import CONTRACTS, registry_abi
 from anchor.errors import AnchorError, ChainUnreachable, RegistryRevert
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ def _error_selectors() -> dict[str, tuple[str, list[str]]]:
     from eth_hash.auto import keccak
 
     table = {}
-    for item in registry_abi():
+    for item in (entry for version in CONTRACTS for entry in registry_abi(version)):  # v1 and v2 errors
         if item["type"] == "error":
             types = [arg["type"] for arg in item["inputs"]]
             signature = f"{item['name']}({','.join(types)})"
@@ -111,6 +111,21 @@ def estimate_gas(call: Any, sender: str) -> int:
         raise decoded or RegistryRevert(f"the registry reverted: {exc.data}") from None
     except ContractLogicError as exc:
         raise RegistryRevert(f"the transaction would revert: {exc.message}") from None
+
+
+def replay_revert(call: Any, sender: str, block: int) -> RegistryRevert:
+    """Why a mined transaction reverted: the same call replayed on the state of its block, decoded
+    into the registry's custom error when it is one (receipts carry no revert data)."""
+    from web3.exceptions import ContractCustomError, ContractLogicError
+
+    try:
+        call.call({"from": sender}, block_identifier=block)
+    except ContractCustomError as exc:
+        decoded = decode_revert(exc.data if isinstance(exc.data, str) else None)
+        return decoded or RegistryRevert(f"the anchoring transaction reverted: {exc.data}")
+    except ContractLogicError as exc:
+        return RegistryRevert(f"the anchoring transaction reverted: {exc.message}")
+    return RegistryRevert("the anchoring transaction reverted (the replay on its block succeeds: a race)")
 
 
 def sign_tx(

@@ -31,6 +31,8 @@ Exit codes:
   8  toolchain missing (run `make install`)
   9  not our registry (the proof names a registry other than the trusted one)
   10  verified, but not as required (--expect-submitter, --anchored-before)
+  11  anchored, but not yet as final as --min-finality requires
+  12  the read endpoints disagree: no quorum (--quorum) backs one answer
 """
 
 app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=True, pretty_exceptions_enable=False)
@@ -58,8 +60,12 @@ def root(
         typer.Option("--data-dir", help="Data directory (else ANCHOR_DATA_DIR, anchor.toml, ./.anchor)."),
     ] = None,
     rpc_url: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option("--rpc-url", help="EVM JSON-RPC URL (else ANCHOR_RPC_URL, anchor.toml, the local chain)."),
+        Optional[list[str]],  # noqa: UP045
+        typer.Option(
+            "--rpc-url",
+            help="EVM JSON-RPC URL (else ANCHOR_RPC_URL, anchor.toml, the local chain). Repeat it to read"
+            " verdicts from several endpoints: verify and lookup then need a quorum of them to agree.",
+        ),
     ] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object for scripts.")] = False,
     version: Annotated[

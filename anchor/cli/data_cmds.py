@@ -41,6 +41,23 @@ def rules_for(path: Path, exclude: list[str] | None, no_defaults: bool):  # type
     return Rules.for_root(path, exclude or (), defaults=not no_defaults)
 
 
+QuorumOpt = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option("--quorum", help="Endpoints (of --rpc-url given several times) that must agree; default a majority."),
+]
+
+
+def _quorum_lines(agreement: dict[str, object] | None) -> list[str]:
+    if not agreement:
+        return []
+    lines = [f"  quorum      {len(agreement['agreeing'])} of {agreement['endpoints']} endpoints agree"  # type: ignore[arg-type]
+             f" (needed {agreement['quorum']})"]  # fmt: skip
+    dissent = agreement["disagreeing"]
+    assert isinstance(dissent, dict)
+    lines += [f"  DISAGREED   {endpoint}: {said}" for endpoint, said in dissent.items()]
+    return lines + [f"  unreachable {endpoint}" for endpoint in agreement["unreachable"]]  # type: ignore[attr-defined]
+
+
 ProofOpt = Annotated[
     Optional[Path],  # noqa: UP045
     typer.Option("--proof", help="Proof file (default: <PATH>.anchor.json beside PATH)."),
@@ -206,17 +223,24 @@ def verify(
         Optional[Path],  # noqa: UP045
         typer.Option("--spec", help="A bundle spec: re-hash its mission, snapshot and policy files too."),
     ] = None,
+    min_finality: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--min-finality", help="Require safe, finalized, or N confirmations (exit 11 otherwise)."),
+    ] = None,
+    quorum: QuorumOpt = None,
     json: JsonFlag = False,
 ) -> None:
     """Verify PATH against its proof file and a live read of the chain (read-only)."""
     from anchor.anchoring import default_proof_path
-    from anchor.verify.verifier import check_bundle_spec, check_policy, verify_path
+    from anchor.chain.presets import chain_name
+    from anchor.verify.verifier import check_bundle_spec, check_finality, check_policy, verify_path
 
     proof_path = proof or default_proof_path(path)
     if spec is not None:
         check_bundle_spec(proof_path, spec)
-    result = verify_path(path, proof_path, _settings(ctx), registry)
+    result = verify_path(path, proof_path, _settings(ctx), registry, quorum)
     check_policy(result, expect_submitter, anchored_before)
+    check_finality(result, min_finality)
     inside = f" as {result.path_in_bundle} of its bundle" if result.path_in_bundle else ""
     emit(
         ctx,
@@ -226,11 +250,14 @@ def verify(
             f"OK: {path} ({count(result.files, 'file')}){inside} is anchored",
             f"  anchored at {result.anchored_at} (block {result.anchored_block}): it existed by then",
             f"  by          {result.submitter}",
-            f"  in          registry {result.registry} on chain {result.chain_id}"
+            f"  in          registry {result.registry} on {chain_name(result.chain_id)}"
             f" (trusted by {result.registry_trusted_by})",
             f"  manifest    {result.manifest_digest}",
             f"  root        {result.root} (tx {result.tx_hash})",
-            f"  finality    {count(result.confirmations, 'confirmation')} (read at block {result.read_at_block})",
+            f"  finality    {result.finality}"
+            + (f" ({count(result.confirmations, 'confirmation')})" if result.finality in ("safe", "finalized") else "")
+            + f" (read at block {result.read_at_block})",
+            *_quorum_lines(result.quorum),
             *(
                 ["  note: chain 31337 is this machine's local development chain: only this machine can check it"]
                 if result.chain_id == 31337
@@ -243,19 +270,33 @@ def verify(
 def lookup(
     ctx: typer.Context,
     key: Annotated[str, typer.Argument(help="A path, manifest digest, batch root or git commit.")],
+    researcher: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--researcher", help="Whose lineage record of a commit (registry v2): read in O(1) calls."),
+    ] = None,
+    quorum: QuorumOpt = None,
     json: JsonFlag = False,
 ) -> None:
     """Print the on-chain record for KEY and where to see it on a block explorer."""
     from anchor.lookup import lookup as find
+    from anchor.verify.quorum import read_agreed
 
-    found = find(key, _settings(ctx))
+    found, agreement = read_agreed(
+        _settings(ctx),
+        lambda one: find(key, one, researcher),
+        lambda answer: {k: v for k, v in answer.items() if k not in ("read_at_block", "links")},
+        quorum,
+    )
+    if agreement is not None:
+        found = {**found, "quorum": agreement}
     lines = [f"{found['kind']}:"]
     for name, value in found.items():
-        if name in ("kind", "links"):
+        if name in ("kind", "links", "quorum"):
             continue
         if isinstance(value, dict):
             lines += [f"  {k}: {v}" for k, v in value.items()]
         else:
             lines.append(f"  {name}: {value}")
     lines += [f"  explorer {k}: {v}" for k, v in found["links"].items()] or ["  explorer: none for this chain"]
+    lines += _quorum_lines(found.get("quorum"))
     emit(ctx, json, found, lines)

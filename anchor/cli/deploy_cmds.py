@@ -44,14 +44,29 @@ def deploy(
         compiled = compile_registry(settings.data_dir / "build")
         signer = load_signer(handle.chain_id, settings.keystore)
         record, verb = deploy_registry(handle.w3, handle.chain_id, signer, compiled, settings.data_dir), "deployed"
+    from anchor.chain.artifact import CONTRACTS, LATEST, version_of
+    from anchor.chain.presets import chain_name, verify_contract_command
+    from anchor.chain.toolchain import compiler_settings
+
+    name = CONTRACTS[version_of(record.code_hash) or LATEST]
+    settings_ = compiler_settings()
+    publish = verify_contract_command(
+        record.chain_id, record.address, f"contracts/{name}.sol:{name}", settings_.solc_version,
+        settings_.optimizer_runs, settings_.evm_version,
+    )  # fmt: skip
     emit(
         ctx,
         json,
-        {"status": verb, "deployment": record.model_dump()},
+        {"status": verb, "deployment": record.model_dump(), "verify_contract": publish},
         [
-            f"registry {verb} at {record.address} on chain {record.chain_id}",
+            f"registry {verb} at {record.address} on {chain_name(record.chain_id)} ({name} {record.registry_version})",
             f"  code hash {record.code_hash}",
             f"  tx {record.tx_hash} (block {record.block_number})",
+            *(
+                ["  publish its source on the explorer (from foundry/, with ETHERSCAN_API_KEY set):", f"    {publish}"]
+                if publish
+                else []
+            ),
         ],
     )
 

@@ -15,6 +15,7 @@ def register(app: typer.Typer) -> None:
     app.command()(submit)
     app.command()(flush)
     app.command()(status)
+    app.add_typer(journal_app, name="journal")
 
 
 def _settings(ctx: typer.Context):  # type: ignore[no-untyped-def]
@@ -146,4 +147,58 @@ def status(ctx: typer.Context, json: JsonFlag = False) -> None:
         for r in state.recent
     ]
     lines += _proof_error_lines(state.proof_errors)
+    lines += _failed_lines(state.failed)
     emit(ctx, json, state.to_json(), lines)
+
+
+def _failed_lines(failed: list[dict[str, object]]) -> list[str]:
+    """Effects the registry refused: each with its reason and what to do about it."""
+    open_ = [f for f in failed if not f["abandoned"]]
+    if not open_:
+        return []
+    return (
+        [f"  failed: {count(len(open_), 'effect')} (other items keep anchoring)"]
+        + [f"    #{f['id']} {f['kind']} {str(f.get('commit') or f['key'])[:18]}…: {f['reason']}" for f in open_[:20]]
+        + ["    then: anchor journal retry ID (after fixing the cause) or anchor journal abandon ID"]
+    )
+
+
+journal_app = typer.Typer(help="Act on journaled effects: retry or abandon one the registry refused.",
+                          no_args_is_help=True)  # fmt: skip
+EffectId = Annotated[int, typer.Argument(help="The effect's id, as `anchor status` lists it.", min=1)]
+
+
+@journal_app.command("retry")
+def retry(ctx: typer.Context, effect_id: EffectId, json: JsonFlag = False) -> None:
+    """Resume a failed effect with the next flush; the chain is checked again first, so nothing is sent twice."""
+    from anchor.journal.service import retry_effect
+
+    _on_journal(ctx, retry_effect, effect_id)
+    emit(
+        ctx, json, {"effect": effect_id, "state": "intent"}, [f"effect #{effect_id} will be retried by the next flush"]
+    )
+
+
+@journal_app.command("abandon")
+def abandon(ctx: typer.Context, effect_id: EffectId, json: JsonFlag = False) -> None:
+    """Close a failed effect for good (kept in the journal, never sent)."""
+    from anchor.journal.service import abandon_effect
+
+    _on_journal(ctx, abandon_effect, effect_id)
+    emit(
+        ctx, json, {"effect": effect_id, "state": "abandoned"}, [f"effect #{effect_id} abandoned (kept in the journal)"]
+    )
+
+
+def _on_journal(ctx: typer.Context, action, effect_id: int) -> None:  # type: ignore[no-untyped-def]
+    """Run `action(journal, chain_id, effect_id)`: the journal alone, no signing key needed."""
+    from anchor.journal.store import open_journal
+    from anchor.session import open_chain
+
+    settings = _settings(ctx)
+    chain_id = open_chain(settings).chain_id
+    journal = open_journal(settings.data_dir)
+    try:
+        action(journal, chain_id, effect_id)
+    finally:
+        journal.close()

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from anchor.batch.merkle import BatchTree
 from anchor.chain import transactions as txs
-from anchor.errors import Conflict, RegistryRevert
+from anchor.chain.presets import PRESETS
+from anchor.errors import BadInput, Conflict, RegistryRevert
 from anchor.journal.faults import fault_point
 from anchor.journal.store import Journal, now
 from anchor.session import env_number
@@ -28,9 +29,10 @@ if TYPE_CHECKING:
 
     from anchor.chain.keys import Signer
     from anchor.chain.registry import Registry
+    from anchor.chain.signed import SignedLineage
 
-# Default confirmation depth per chain id; the local chain confirms on inclusion.
-CONFIRMATIONS = {31337: 0, 1: 12, 11155111: 6, 8453: 10, 84532: 5}
+# Default confirmation depth per chain id (anchor.chain.presets); the local chain confirms on inclusion.
+CONFIRMATIONS = {chain_id: preset.confirmations for chain_id, preset in PRESETS.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +58,7 @@ class RunReport:
     signed: list[int] = field(default_factory=list)
     adopted: list[int] = field(default_factory=list)
     reanchored: list[int] = field(default_factory=list)
+    failed: list[int] = field(default_factory=list)
     fee_bumps: int = 0
     chain_reset: bool = False
 
@@ -116,19 +119,54 @@ class EffectRunner:
                 )
                 created.append(effect)
 
-    def open_lineage(self, commit: bytes, parent: bytes, diff_hash: bytes, metric_hash: bytes, kept: bool) -> int:
-        """A direct lineage-record effect (kept and champion attempts); idempotent per commit."""
-        args = {"parent": parent.hex(), "diff_hash": diff_hash.hex(), "metric_hash": metric_hash.hex(), "kept": kept}
+    def open_lineage(
+        self,
+        commit: bytes,
+        parent: bytes,
+        diff_hash: bytes,
+        metric_hash: bytes,
+        kept: bool,
+        signed: SignedLineage | None = None,
+    ) -> int:
+        """A direct lineage-record effect (kept and champion attempts); idempotent per (researcher, commit).
+
+        The researcher is the signer of `signed` (relayed with `anchorBySig`, registry v2), else our
+        own signing key. On a researcher-bound registry (v2) the effect's key is keccak(researcher,
+        commit), so one journal relays the same commit for several researchers."""
+        if signed is not None:
+            if not self.registry.researcher_bound:
+                raise BadInput("a signed lineage record needs registry v2; this registry is v1")
+            f = signed.fields
+            if (f.commit, f.parent, f.diff_hash, f.metric_hash, f.kept) != (
+                commit, parent, diff_hash, metric_hash, kept
+            ):  # fmt: skip
+                raise BadInput("the signed lineage record is not the one being journaled")
+        researcher = (signed.fields.researcher if signed is not None else self.signer.address).lower()
+        args: dict[str, Any] = {
+            "parent": parent.hex(), "diff_hash": diff_hash.hex(), "metric_hash": metric_hash.hex(), "kept": kept,
+            "researcher": researcher,
+        }  # fmt: skip
+        key = commit
+        if self.registry.researcher_bound:
+            from eth_hash.auto import keccak
+
+            args["commit"] = commit.hex()
+            key = keccak(bytes.fromhex(researcher[2:]) + commit)
         with self.journal.tx() as db:
             row = db.execute(
                 "SELECT id, args FROM effects WHERE chain_id = ? AND registry = ? AND kind = 'lineage' AND key = ?",
-                (self.chain_id, self.registry.address, commit),
+                (self.chain_id, self.registry.address, key),
             ).fetchone()
             if row is not None:
-                if json.loads(row["args"]) != args:
+                known = json.loads(row["args"])
+                known.setdefault("researcher", researcher)  # journaled before records named their researcher
+                known.pop("signed", None)  # a fresh signature (new deadline) of the same record is the same record
+                if known != args:
                     raise Conflict(f"commit 0x{commit.hex()} is already journaled with other lineage fields")
                 return int(row["id"])
-            return self._insert_effect(db, "lineage", commit, args)
+            if signed is not None:
+                args["signed"] = signed.to_json()
+            return self._insert_effect(db, "lineage", key, args)
 
     def _insert_effect(self, db: sqlite3.Connection, kind: str, key: bytes, args: dict[str, Any]) -> int:
         cursor = db.execute(
@@ -141,8 +179,10 @@ class EffectRunner:
     # ------------------------------------------------------------------ driving effects
 
     def open_effects(self) -> list[sqlite3.Row]:
+        """Effects still to drive: not confirmed, not failed (parked until `journal retry`), not abandoned."""
         return self.journal.db.execute(
-            "SELECT * FROM effects WHERE chain_id = ? AND registry = ? AND state != 'confirmed' ORDER BY id",
+            "SELECT * FROM effects WHERE chain_id = ? AND registry = ? AND state != 'confirmed'"
+            " AND failure IS NULL ORDER BY id",
             (self.chain_id, self.registry.address),
         ).fetchall()
 
@@ -161,7 +201,11 @@ class EffectRunner:
                 raise txs.ChainUnreachable(f"{len(effects)} effects still unconfirmed after {deadline_s:.0f}s")
             progressed = False
             for effect in effects:
-                progressed |= self.step(effect)
+                try:
+                    progressed |= self.step(effect)
+                except (RegistryRevert, Conflict) as exc:  # this effect's own refusal: park it, go on
+                    self._fail(effect, exc)
+                    progressed = True
             if not progressed:
                 time.sleep(self.config.poll_s)
 
@@ -178,6 +222,14 @@ class EffectRunner:
             return self._confirm(effect)
         return False
 
+    def _fail(self, effect: sqlite3.Row, exc: Conflict) -> None:
+        """Park `effect` as failed with its reason; every other effect keeps flowing. Nothing of it is
+        lost: its transactions and items stay journaled, and `journal retry` resumes it from scratch."""
+        reason = f"{exc.code}: {exc.message}"[:1000]
+        with self.journal.tx() as db:
+            db.execute("UPDATE effects SET failure = ?, updated_at = ? WHERE id = ?", (reason, now(), effect["id"]))
+        self.report.failed.append(effect["id"])
+
     def _set(self, effect_id: int, state: str, **fields: Any) -> None:
         columns = "".join(f", {name} = ?" for name in fields)
         with self.journal.tx() as db:
@@ -192,9 +244,13 @@ class EffectRunner:
         if effect["kind"] == "root":
             return functions.anchorRoot(key)
         a = json.loads(effect["args"])
-        return functions.anchor(
-            key, bytes.fromhex(a["parent"]), bytes.fromhex(a["diff_hash"]), bytes.fromhex(a["metric_hash"]), a["kept"]
-        )
+        if "signed" in a:
+            from anchor.chain.signed import SignedLineage
+
+            return self.registry.signed_call(SignedLineage.from_json(a["signed"]))
+        commit = bytes.fromhex(a["commit"]) if "commit" in a else key
+        parent, diff_hash, metric_hash = (bytes.fromhex(a[k]) for k in ("parent", "diff_hash", "metric_hash"))
+        return functions.anchor(commit, parent, diff_hash, metric_hash, a["kept"])
 
     def _on_chain(self, effect: sqlite3.Row) -> tuple[bytes, int] | None:
         """(tx hash, block) if the registry already holds this effect's record, whoever wrote it."""
@@ -205,15 +261,27 @@ class EffectRunner:
                 return None
             tx_hash = self.registry.root_tx(key, record.block_number)
             return (bytes.fromhex(tx_hash[2:]) if tx_hash else b"", record.block_number)
-        lineage = self.registry.lineage(key)
+        a = json.loads(effect["args"])
+        commit = bytes.fromhex(a["commit"]) if "commit" in a else key
+        researcher = a.get("researcher") or self.signer.address.lower()
+        lineage = self.registry.lineage(commit, researcher)
         if lineage is None:
             return None
-        a = json.loads(effect["args"])
-        mine = (lineage.parent[2:], lineage.diff_hash[2:], lineage.metric_hash[2:], lineage.kept)
-        if mine != (a["parent"], a["diff_hash"], a["metric_hash"], a["kept"]):
+        # adopted only if every field, researcher included, is ours: a stranger's record of our commit
+        # is not our record (on v1, where the commit alone is the key, it can never be: the effect fails)
+        mine = (lineage.parent[2:], lineage.diff_hash[2:], lineage.metric_hash[2:], lineage.kept,
+                lineage.researcher.lower())  # fmt: skip
+        if mine != (a["parent"], a["diff_hash"], a["metric_hash"], a["kept"], researcher):
+            what = (
+                "with other lineage fields" if lineage.researcher.lower() == researcher
+                else f"first by {lineage.researcher}, not by our researcher {researcher}"
+            )  # fmt: skip
             raise Conflict(
-                f"commit {lineage.commit} is anchored with other lineage fields", detail={"tx": lineage.tx_hash}
-            )
+                f"commit {lineage.commit} was anchored {what}"
+                + ("; registry v1 keys records by commit alone (deploy v2: anchor deploy --force)"
+                   if not self.registry.researcher_bound else ""),
+                detail={"tx": lineage.tx_hash, "researcher": lineage.researcher},
+            )  # fmt: skip
         return bytes.fromhex(lineage.tx_hash[2:]), lineage.block_number
 
     def _adopt(self, effect: sqlite3.Row, found: tuple[bytes, int]) -> bool:
@@ -326,8 +394,10 @@ class EffectRunner:
         if receipt["status"] != 1:  # reverted on chain: someone anchored it first, or a real error
             found = self._on_chain(effect)
             if found is None:
+                reason = txs.replay_revert(self._call(effect), self.signer.address, int(receipt["blockNumber"]))
                 raise RegistryRevert(
-                    "the anchoring transaction reverted", detail={"tx_hash": "0x" + bytes(tx["tx_hash"]).hex()}
+                    f"{reason.message} (tx 0x{bytes(tx['tx_hash']).hex()})",
+                    detail={**reason.detail, "tx_hash": "0x" + bytes(tx["tx_hash"]).hex()},
                 )
             return self._adopt(effect, found)
         fault_point("after_receipt")

@@ -17,7 +17,7 @@ from pathlib import Path
 from anchor.errors import AnchorError, ExitCode
 from anchor.files import PRIVATE_FILE, private_dir
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 BUSY_TIMEOUT_MS = 10_000
 
 SCHEMA = """
@@ -92,6 +92,12 @@ CREATE TABLE proof_paths (
     UNIQUE (item_id, path)
 );
 INSERT INTO proof_paths (item_id, path) SELECT id, proof_path FROM items WHERE proof_path IS NOT NULL;
+""",
+    # fault isolation: an effect the registry refuses is parked with its reason (failed) and stops
+    # nothing else; `anchor journal retry` clears it, `anchor journal abandon` closes it for good
+    5: """
+ALTER TABLE effects ADD COLUMN failure TEXT;
+ALTER TABLE effects ADD COLUMN abandoned_at REAL;
 """,
 }
 

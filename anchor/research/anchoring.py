@@ -43,12 +43,28 @@ def attempt_of(entry: dict[str, Any]) -> AttemptManifest:
     return manifest
 
 
+def sign_record(
+    researcher: Any, registry: Any, commit: bytes, parent: bytes, diff_hash: bytes, metric_hash: bytes, kept: bool
+) -> Any:
+    """The researcher's EIP-712 signature over one lineage record, valid for ANCHOR_SIGNATURE_TTL_S
+    seconds (default 7 days: a record journaled now is still accepted by a flush next week)."""
+    import time
+
+    from anchor.chain.signed import LineageFields
+    from anchor.session import env_number
+
+    ttl = int(env_number("ANCHOR_SIGNATURE_TTL_S", 7 * 24 * 3600))
+    fields = LineageFields(researcher.address, commit, parent, diff_hash, metric_hash, kept, int(time.time()) + ttl)
+    return researcher.sign_lineage(registry.chain_id, registry.address, fields)
+
+
 def anchor_search(settings: Settings, ledger: Ledger) -> dict[str, Any]:
     """Submit every attempt and the ledger head, open lineage effects for kept attempts, flush.
 
     Idempotent: the journal deduplicates by digest and by commit, so running it again after a crash
     or a resumed search anchors only what is new.
     """
+    from anchor.chain.keys import load_researcher
     from anchor.journal.service import AnchorService
     from anchor.journal.submit import Submission
 
@@ -64,14 +80,16 @@ def anchor_search(settings: Settings, ledger: Ledger) -> dict[str, Any]:
         # one lineage record per commit: researchers cloned from one repository share its baseline commit;
         # the first measurement in ledger order is the on-chain record, every one stays an attempt manifest
         first_kept = {e["commit"]: e for e in reversed(kept)}
+        # with a researcher key (ANCHOR_RESEARCHER_KEY) on registry v2, each record is signed by the
+        # researcher and relayed: the signer, not whoever pays, is the record's researcher
+        researcher = load_researcher() if service.registry.researcher_bound else None
         for e in first_kept.values():
-            service.runner.open_lineage(
-                commit_key(e["commit"]),
-                commit_key(e["parent"]),
-                bytes.fromhex(e["diff_blake3"]),
-                bytes.fromhex(e["metric_hash"]),
-                True,
-            )
+            fields = (
+                commit_key(e["commit"]), commit_key(e["parent"]), bytes.fromhex(e["diff_blake3"]),
+                bytes.fromhex(e["metric_hash"]), True,
+            )  # fmt: skip
+            signed = None if researcher is None else sign_record(researcher, service.registry, *fields)
+            service.runner.open_lineage(*fields, signed=signed)
         service.flush()
     finally:
         service.close()

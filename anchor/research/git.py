@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 from anchor.errors import AnchorError, BadInput
+from anchor.session import child_env
 
 # Attempt commits are the harness's, not a person's: a fixed identity unless the environment sets one.
 _IDENTITY = {
@@ -35,7 +36,7 @@ class Repo:
             ["git", "-C", str(self.path), *args],
             capture_output=True,
             text=True,
-            env={**os.environ, **(env or {}), "GIT_TERMINAL_PROMPT": "0"},
+            env=child_env({**(env or {}), "GIT_TERMINAL_PROMPT": "0"}),
         )
         if check and result.returncode != 0:
             raise GitError(

@@ -47,11 +47,11 @@ class CommandProposer:
         self.command, self.editable, self.timeout_s = command, editable, timeout_s
 
     def propose(self, repo: Path, attempt: int) -> None:
-        env = {"ANCHOR_EDITABLE": " ".join(self.editable), "ANCHOR_ATTEMPT": str(attempt)}
-        import os
+        from anchor.session import child_env
 
+        env = {"ANCHOR_EDITABLE": " ".join(self.editable), "ANCHOR_ATTEMPT": str(attempt)}
         subprocess.run(  # noqa: S602 - the researcher's own command
-            self.command, shell=True, cwd=repo, env={**os.environ, **env}, timeout=self.timeout_s,
+            self.command, shell=True, cwd=repo, env=child_env(env), timeout=self.timeout_s,
             stdin=subprocess.DEVNULL, capture_output=True,
         )  # fmt: skip
 

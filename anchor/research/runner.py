@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from anchor.session import child_env
+
 TIMEOUT_STATUS = 124
 
 
@@ -34,7 +36,7 @@ def run_command(command: str, cwd: Path, run_dir: Path, timeout_s: float, grace_
             command,
             shell=True,
             cwd=cwd,
-            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},  # no __pycache__ inside the fenced repo
+            env=child_env({"PYTHONDONTWRITEBYTECODE": "1"}),  # no secrets; no __pycache__ in the fenced repo
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=err,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -19,6 +19,7 @@ from anchor.errors import (
     BadInput,
     NotAnchored,
     NotDeployed,
+    NotFinal,
     PolicyMismatch,
     ProofFormatError,
     Tampered,
@@ -53,9 +54,17 @@ class Verification(BaseModel):
     read_at_block: int
     confirmations: int
     """Blocks on top of the anchoring block at `read_at_block` (1 = in the latest block)."""
+    finality: str
+    """"finalized" or "safe" when the chain's `finalized` / `safe` block has reached the anchoring
+    block, else "N confirmations": how likely the record is to survive a reorg."""
+    safe_block: int | None = None
+    finalized_block: int | None = None
+    """The chain's `safe` and `finalized` heads at the read (None where the node has no such tag)."""
     files: int
     path_in_bundle: str | None = None
     """For a single-file proof: the file's path inside the anchored bundle."""
+    quorum: dict[str, Any] | None = None
+    """With several read endpoints: the quorum, who agreed, and what each dissenter said."""
 
     def to_json(self) -> dict[str, object]:
         return self.model_dump()
@@ -102,10 +111,13 @@ def _hex32(text: str, field: str) -> bytes:
     return parse_hex32(text, f"proof {field}", ProofFormatError)
 
 
-def verify_path(path: Path, proof_path: Path, settings: Settings, registry: str | None = None) -> Verification:
+def verify_path(
+    path: Path, proof_path: Path, settings: Settings, registry: str | None = None, quorum: int | None = None
+) -> Verification:
     """Verify `path` (a tree, or one file with a single-file proof) against `proof_path`.
 
-    The steps are numbered here and in `verify_proof_on_chain`.
+    The steps are numbered here and in `verify_proof_on_chain`; the chain steps run against every read
+    endpoint and need `quorum` of them to agree (anchor.verify.quorum).
     """
     # 1. Decode the proof; everything it states must follow from what it contains.
     proof = load_proof(proof_path)
@@ -153,8 +165,22 @@ def verify_path(path: Path, proof_path: Path, settings: Settings, registry: str 
                 },
             )
         files = len(expected.files)
-    verdict = verify_proof_on_chain(proof, root, settings, files=files, registry=registry)
-    return verdict if proof.file is None else verdict.model_copy(update={"path_in_bundle": proof.file.path})
+    from anchor.verify.quorum import read_agreed
+
+    verdict, agreement = read_agreed(
+        settings, lambda one: verify_proof_on_chain(proof, root, one, files=files, registry=registry), asserts, quorum
+    )
+    update: dict[str, Any] = {"quorum": agreement}
+    if proof.file is not None:
+        update["path_in_bundle"] = proof.file.path
+    return verdict.model_copy(update=update)
+
+
+def asserts(verdict: Verification) -> dict[str, object]:
+    """What a verdict claims about the chain, as endpoints must agree on it: not how far each has
+    synced (read block, confirmations, finality), which honestly differs between them."""
+    keep = ("manifest_digest", "root", "chain_id", "registry", "submitter", "anchored_at", "tx_hash", "anchored_block")
+    return {k: getattr(verdict, k) for k in keep}
 
 
 def trusted_registry(proof: ProofFile, settings: Settings, chain_id: int, named: str | None) -> tuple[str, str]:
@@ -221,6 +247,13 @@ def verify_proof_on_chain(
         )
     if not chain_registry.verify_inclusion(root, siblings, digest):
         raise ProofFormatError("the registry rejects the inclusion proof", detail={"field": "batch.proof"})
+    safe, finalized = _tagged_head(handle.w3, "safe"), _tagged_head(handle.w3, "finalized")
+    confirmations = read_at - record.block_number + 1
+    finality = (
+        "finalized" if finalized is not None and finalized >= record.block_number
+        else "safe" if safe is not None and safe >= record.block_number
+        else f"{confirmations} confirmation{'s' if confirmations != 1 else ''}"
+    )  # fmt: skip
     return Verification(
         manifest_digest=proof.manifest_digest,
         root=proof.batch.root,
@@ -232,8 +265,50 @@ def verify_proof_on_chain(
         tx_hash=chain_registry.root_tx(root, record.block_number) or proof.anchor.tx_hash,
         anchored_block=record.block_number,
         read_at_block=read_at,
-        confirmations=read_at - record.block_number + 1,
+        confirmations=confirmations,
+        finality=finality,
+        safe_block=safe,
+        finalized_block=finalized,
         files=files,
+    )
+
+
+def _tagged_head(w3: object, tag: str) -> int | None:
+    """The number of the chain's `safe` or `finalized` block; None if the node does not know the tag."""
+    from anchor.chain.logs import with_backoff
+
+    try:
+        block = with_backoff(lambda: w3.eth.get_block(tag), f"eth_getBlockByNumber({tag})")  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - an older node without the tag: finality falls back to confirmations
+        return None
+    return int(block["number"])
+
+
+FINALITY_ORDER = ("safe", "finalized")
+
+
+def check_finality(verdict: Verification, required: str | None) -> None:
+    """`--min-finality`: `safe`, `finalized`, or a number of confirmations. Raises `NotFinal` when the
+    anchoring block is not there yet (run again later), `BadInput` for anything else."""
+    if required is None:
+        return
+    if required.isdigit():
+        if verdict.finality == "finalized" or verdict.confirmations >= int(required):
+            return
+    elif required in FINALITY_ORDER:
+        reached = verdict.finality if verdict.finality in FINALITY_ORDER else None
+        if reached is not None and FINALITY_ORDER.index(reached) >= FINALITY_ORDER.index(required):
+            return
+        if (verdict.safe_block if required == "safe" else verdict.finalized_block) is None:
+            raise NotFinal(f"the chain's node does not report a {required} block: cannot show {required}",
+                           detail={"required": required})  # fmt: skip
+    else:
+        raise BadInput(f"--min-finality {required!r}: expected safe, finalized or a number of confirmations",
+                       detail={"field": "min_finality"})  # fmt: skip
+    raise NotFinal(
+        f"anchored in block {verdict.anchored_block}, {verdict.finality} at block {verdict.read_at_block}:"
+        f" not yet {required if not required.isdigit() else required + ' confirmations'}; try again later",
+        detail={"required": required, "finality": verdict.finality, "anchored_block": verdict.anchored_block},
     )
 
 

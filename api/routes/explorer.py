@@ -222,6 +222,7 @@ async def bundle_page(digest: Hex32, settings: SettingsDep, reader: ReaderDep) -
         ),
         ("verified on chain", _yes(verification.verified) + f" · anchored in block {verification.anchored_block}"),
         ("tx", escape(verification.tx_hash)),
+        ("finality", escape(verification.finality)),
     ]
     table = f"<table class='files'><tr><th>path</th><th>bytes</th><th>BLAKE3</th><th></th></tr>{rows}</table>"
     return _page(

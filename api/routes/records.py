@@ -185,14 +185,16 @@ async def get_deployment(settings: SettingsDep, reader: ReaderDep) -> Deployment
 async def get_source_material(settings: SettingsDep, reader: ReaderDep) -> SourceMaterial:
     """Standard-JSON input, compiler version and settings, constructor arguments: enough for
     `forge verify-contract`, Sourcify or an Etherscan-style explorer to verify the deployment."""
+    from anchor.chain.artifact import CONTRACTS, LATEST, version_of
     from anchor.chain.compiler import standard_json_input
     from anchor.chain.toolchain import compiler_settings
 
     registry = await run_in_threadpool(reader.registry)
     record = load_deployment(settings.data_dir, registry.chain_id)
     source = standard_json_input()
+    name = CONTRACTS[version_of(record.code_hash) or LATEST]
     return SourceMaterial(
-        contract="contracts/AnchorRegistry.sol:AnchorRegistry", compiler_version=compiler_settings().solc_version,
+        contract=f"contracts/{name}.sol:{name}", compiler_version=compiler_settings().solc_version,
         settings=source["settings"], constructor_arguments="0x", standard_json_input=source, address=record.address,
         chain_id=record.chain_id,
     )  # fmt: skip

@@ -126,3 +126,43 @@ async def submit_bundle(
         manifest_digest="0x" + digest.hex(), state=done.state, duplicate=done.duplicate,
         claimed_digest_matches=_claim(claimed_digest, digest), files=len(tree.files),
     )  # fmt: skip
+
+
+@router.post("/lineage", operation_id="relay_lineage", status_code=202, responses=WRITE_ERRORS)
+async def relay_lineage(
+    request: Request, client: ClientDep, settings: SettingsDep, config: ConfigDep, reader: ReaderDep,
+    tasks: BackgroundTasks,
+) -> dict[str, Any]:  # fmt: skip
+    """Journal a lineage record signed by its researcher (EIP-712, registry v2) and relay it: the
+    service pays the gas and never holds the researcher's key. The signature is checked here first:
+    one that does not recover to the named researcher, or is past its deadline, is refused (422)."""
+    import time
+
+    from anchor.chain.signed import SignedLineage, recover
+
+    raw = parse_json(await request.body(), "body")
+    if not isinstance(raw, dict):
+        raise BadInput("body: expected a JSON object", detail={"field": "body"})
+    signed = SignedLineage.from_json(raw)
+    registry = await run_in_threadpool(reader.registry)
+    if not registry.researcher_bound:
+        raise BadInput("this service's registry is v1: it cannot relay signed records", detail={"field": "registry"})
+    if recover(registry.chain_id, registry.address, signed).lower() != signed.fields.researcher.lower():
+        raise BadInput("signature: does not recover to the named researcher", detail={"field": "signature"})
+    if signed.fields.deadline <= time.time():
+        raise BadInput("deadline: already passed", detail={"field": "deadline"})
+    effect = await run_in_threadpool(_journal_lineage, settings, signed)
+    if config.flush_after_submit:
+        tasks.add_task(_flush, settings)
+    return {"effect": effect, "researcher": signed.fields.researcher, "commit": "0x" + signed.fields.commit.hex()}
+
+
+def _journal_lineage(settings: Settings, signed: Any) -> int:
+    from anchor.journal.service import AnchorService
+
+    service = AnchorService.open(settings)
+    try:
+        f = signed.fields
+        return service.runner.open_lineage(f.commit, f.parent, f.diff_hash, f.metric_hash, f.kept, signed=signed)
+    finally:
+        service.close()

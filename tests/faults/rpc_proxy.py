@@ -1,12 +1,24 @@
-"""An HTTP JSON-RPC proxy on 127.0.0.1 whose faults the test controls: 5xx answers, stalls, refusals."""
+"""An HTTP JSON-RPC proxy on 127.0.0.1 whose faults the test controls: 5xx answers, stalls, refusals,
+and the habits of hosted providers: `eth_getLogs` capped at a block range (the JSON-RPC error Infura
+and Alchemy send), HTTP 429 at random, and lies (an `eth_call` result rewritten)."""
 
 from __future__ import annotations
 
 import json
+import random
 import threading
 import time
 import urllib.request
+from collections import Counter
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+def _block(tag: str) -> int:
+    """A block parameter as a number; a tag (latest, pending) counts as the far future, as a capped
+    provider treats `fromBlock: 0, toBlock: latest`."""
+    return int(tag, 16) if tag.startswith("0x") else 1 << 40
 
 
 class FaultyProxy:
@@ -16,6 +28,12 @@ class FaultyProxy:
         self.methods: set[str] | None = None  # None: every method
         self.fail_next = 0  # with mode ok: answer 503 to this many requests first
         self.faults = 0
+        self.log_range_cap: int | None = None  # eth_getLogs spanning more blocks gets a JSON-RPC error
+        self.throttle = 0.0  # this fraction of requests (seeded, reproducible) gets HTTP 429
+        self.random = random.Random(0x429)
+        self.lie: Callable[[dict[str, Any], Any], Any] | None = None  # (request, true result) -> result sent
+        self.calls: Counter[str] = Counter()  # every request, by method
+        self.served: Counter[str] = Counter()  # requests answered from upstream (not faulted)
         self.server: ThreadingHTTPServer | None = None
         self.port = 0
         self.start()
@@ -33,8 +51,25 @@ class FaultyProxy:
 
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
                 body = self.rfile.read(int(self.headers["Content-Length"]))
-                method = json.loads(body).get("method") if body.startswith(b"{") else None
+                request_json = json.loads(body) if body.startswith(b"{") else {}
+                method = request_json.get("method")
+                proxy.calls[str(method)] += 1
                 targeted = proxy.methods is None or method in proxy.methods
+                if targeted and proxy.throttle and proxy.random.random() < proxy.throttle:
+                    proxy.faults += 1
+                    self.send_response(429)
+                    self.send_header("Retry-After", "0")
+                    self.end_headers()
+                    return
+                if method == "eth_getLogs" and proxy.log_range_cap is not None:
+                    query = request_json["params"][0]
+                    span = _block(query.get("toBlock", "latest")) - _block(query.get("fromBlock", "0x0")) + 1
+                    if span > proxy.log_range_cap:
+                        proxy.faults += 1
+                        self._json({"jsonrpc": "2.0", "id": request_json.get("id"), "error": {
+                            "code": -32005, "message": f"query exceeds max block range {proxy.log_range_cap}",
+                        }})  # fmt: skip
+                        return
                 if targeted and (proxy.mode == "503" or proxy.fail_next > 0):
                     proxy.fail_next = max(0, proxy.fail_next - 1)
                     proxy.faults += 1
@@ -44,9 +79,21 @@ class FaultyProxy:
                 if targeted and proxy.mode == "stall":
                     proxy.faults += 1
                     time.sleep(3)
+                proxy.served[str(method)] += 1
                 request = urllib.request.Request(proxy.upstream, body, {"Content-Type": "application/json"})
                 with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310 - loopback upstream
                     data = answer.read()
+                if proxy.lie is not None and method == "eth_call":
+                    answered = json.loads(data)
+                    if "result" in answered:
+                        answered["result"] = proxy.lie(request_json, answered["result"])
+                        data = json.dumps(answered).encode()
+                self._send(data)
+
+            def _json(self, value: object) -> None:
+                self._send(json.dumps(value).encode())
+
+            def _send(self, data: bytes) -> None:
                 try:
                     self.send_response(200)
                     self.send_header("Content-Type", "application/json")

@@ -22,7 +22,7 @@ from tests.conftest import ANCHOR_BIN, Chain
 from tests.journal_helpers import assert_exactly_once, journal_value
 from tests.research.helpers import SCORE_IS_X, make_repo
 
-LINEAGE_TOPIC = "0x" + keccak(b"LineageAnchored(bytes32,bytes32,address,bytes32,bytes32,bool,uint64)").hex()
+LINEAGE_TOPIC = "0x" + keccak(b"LineageAnchored(address,bytes32,bytes32,bytes32,bytes32,bool,uint64)").hex()
 
 
 def _setup(tmp_path: Path, command: str = SCORE_IS_X) -> tuple[Path, Path]:

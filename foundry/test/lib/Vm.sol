@@ -4,6 +4,14 @@ pragma solidity 0.8.30;
 /// @notice The subset of Foundry's cheatcodes these tests use.
 /// @dev forge-std is not installable offline here; the cheatcode ABI is stable, so we declare what we use.
 interface Vm {
+    struct Gas {
+        uint64 gasLimit;
+        uint64 gasTotalUsed;
+        uint64 gasMemoryUsed;
+        int64 gasRefunded;
+        uint64 gasRemaining;
+    }
+
     function prank(address sender) external;
     function startPrank(address sender) external;
     function stopPrank() external;
@@ -21,6 +29,9 @@ interface Vm {
     function assertEq(string calldata left, string calldata right, string calldata error) external pure;
     function assertLe(uint256 left, uint256 right, string calldata error) external pure;
     function addr(uint256 privateKey) external pure returns (address);
+    function sign(uint256 privateKey, bytes32 digest) external pure returns (uint8 v, bytes32 r, bytes32 s);
+    function chainId(uint256 newChainId) external;
+    function lastCallGas() external view returns (Gas memory gas);
     function startBroadcast() external;
     function stopBroadcast() external;
 }

@@ -1,0 +1,93 @@
+"""Event logs read the way hosted RPC providers allow: bounded block windows, never 0..latest.
+
+Why: providers for Base and other public chains cap `eth_getLogs` (commonly 500-10,000 blocks per
+call, or 10,000 results) and answer 429 under load. A reader that asks for block 0 to latest works on
+anvil and fails everywhere else. Every scan here starts at the registry's deployment block, walks
+windows of `ANCHOR_LOG_WINDOW` blocks (default 5,000), halves the window when the provider says the
+range or result set is too large, and backs off (0.25 s doubling, 8 tries) on 429 or a rate-limit
+error before giving up with `ChainUnreachable`.
+
+Lookups that know a record's block (registry v2 keeps it beside the record) never scan: they ask for
+exactly that block, one call at any chain height.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from anchor.errors import ChainUnreachable
+from anchor.session import env_number
+
+if TYPE_CHECKING:
+    from web3 import Web3
+
+DEFAULT_WINDOW = 5_000
+RETRIES = 8
+_TOO_LARGE = ("range", "too large", "too many", "limit exceeded", "exceed", "10000 results", "block range")
+_THROTTLED = ("429", "rate limit", "too many requests", "throttl", "capacity")
+
+
+def _classify(exc: Exception) -> str | None:
+    """'throttled', 'too_large' or None (anything else is not ours to retry)."""
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    text = str(exc).lower()
+    if status == 429 or any(word in text for word in _THROTTLED):
+        return "throttled"
+    if any(word in text for word in _TOO_LARGE):
+        return "too_large"
+    return None
+
+
+def with_backoff(call: Callable[[], Any], what: str, sleep: Callable[[float], None] = time.sleep) -> Any:
+    """`call()`, retried with exponential backoff while the provider throttles us."""
+    delay = 0.25
+    for attempt in range(RETRIES):
+        try:
+            return call()
+        except Exception as exc:
+            if _classify(exc) != "throttled" or attempt == RETRIES - 1:
+                raise
+            sleep(delay)
+            delay = min(delay * 2, 8.0)
+    raise ChainUnreachable(f"{what}: the provider kept throttling")  # pragma: no cover - loop always returns
+
+
+def scan_logs(
+    w3: Web3,
+    address: str,
+    topics: list[Any],
+    from_block: int,
+    to_block: int,
+    window: int | None = None,
+    stop: Callable[[list[dict[str, Any]]], bool] | None = None,
+) -> list[dict[str, Any]]:
+    """Raw logs of `address` matching `topics` in [from_block, to_block], oldest first.
+
+    `stop(found)` is asked after each window; True ends the walk early (a reader that needs one match).
+    Raises `ChainUnreachable` when even a one-block window is refused or throttling never ends.
+    """
+    size = max(1, window or int(env_number("ANCHOR_LOG_WINDOW", DEFAULT_WINDOW)))
+    found: list[dict[str, Any]] = []
+    start = max(0, from_block)
+    while start <= to_block:
+        end = min(to_block, start + size - 1)
+        query = {"address": address, "fromBlock": start, "toBlock": end, "topics": topics}
+        try:
+            logs = with_backoff(lambda q=query: w3.eth.get_logs(q), "eth_getLogs")  # type: ignore[misc]
+        except Exception as exc:
+            if _classify(exc) == "too_large" and size > 1:
+                size = max(1, size // 2)  # the provider's cap is below our window: halve and retry
+                continue
+            if isinstance(exc, ChainUnreachable):
+                raise
+            raise ChainUnreachable(
+                f"eth_getLogs failed for blocks {start}-{end}: {str(exc)[:200]}",
+                detail={"from_block": start, "to_block": end},
+            ) from None
+        found.extend(dict(log) for log in logs)
+        if stop is not None and stop(found):
+            break
+        start = end + 1
+    return found

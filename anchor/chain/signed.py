@@ -1,0 +1,135 @@
+"""Lineage records signed by the researcher (EIP-712), which anyone may carry to registry v2.
+
+Why: on v1 the researcher was whoever paid the gas, so a service relaying writes for many researchers
+erased who they were. A signed record names its researcher by signature: the relayer (the REST API,
+`anchor flush`) pays and never holds the researcher's key. The domain binds chain id and registry
+address and the message a deadline, so a signature cannot be replayed on another chain, another
+registry or after its deadline; write-once storage makes a replay on the same registry a no-op.
+
+The typed data is exactly `AnchorRegistryV2.lineageDigest` (tests compare the two on anvil).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from anchor.errors import BadInput
+
+DOMAIN_NAME = "AnchorRegistry"
+DOMAIN_VERSION = "2"
+LINEAGE_TYPE = [
+    {"name": "researcher", "type": "address"},
+    {"name": "commit", "type": "bytes32"},
+    {"name": "parent", "type": "bytes32"},
+    {"name": "diffHash", "type": "bytes32"},
+    {"name": "metricHash", "type": "bytes32"},
+    {"name": "kept", "type": "bool"},
+    {"name": "deadline", "type": "uint256"},
+]
+HALF_ORDER = 0x7FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF5D576E7357A4501DDFE92F46681B20A0
+
+
+@dataclass(frozen=True, slots=True)
+class LineageFields:
+    researcher: str
+    commit: bytes
+    parent: bytes
+    diff_hash: bytes
+    metric_hash: bytes
+    kept: bool
+    deadline: int
+
+
+@dataclass(frozen=True, slots=True)
+class SignedLineage:
+    fields: LineageFields
+    v: int
+    r: bytes
+    s: bytes
+
+    def to_json(self) -> dict[str, Any]:
+        f = self.fields
+        return {
+            "researcher": f.researcher, "commit": f.commit.hex(), "parent": f.parent.hex(),
+            "diff_hash": f.diff_hash.hex(), "metric_hash": f.metric_hash.hex(), "kept": f.kept,
+            "deadline": f.deadline, "v": self.v, "r": self.r.hex(), "s": self.s.hex(),
+        }  # fmt: skip
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SignedLineage:
+        """Decode (from the journal or a client); raises `BadInput` naming the field."""
+        try:
+            fields = LineageFields(
+                str(data["researcher"]), _b32(data["commit"], "commit"), _b32(data["parent"], "parent"),
+                _b32(data["diff_hash"], "diff_hash"), _b32(data["metric_hash"], "metric_hash"), bool(data["kept"]),
+                int(data["deadline"]),
+            )  # fmt: skip
+            return cls(fields, int(data["v"]), _b32(data["r"], "r"), _b32(data["s"], "s"))
+        except KeyError as exc:
+            raise BadInput(f"signed lineage: missing field {exc.args[0]}", detail={"field": exc.args[0]}) from None
+        except (TypeError, ValueError):
+            raise BadInput("signed lineage: malformed field", detail={"field": "signature"}) from None
+
+
+def _b32(value: object, field: str) -> bytes:
+    text = str(value).lower().removeprefix("0x")
+    raw = bytes.fromhex(text)
+    if len(raw) != 32:
+        raise BadInput(f"signed lineage: {field} must be 32 bytes", detail={"field": field})
+    return raw
+
+
+def typed_data(chain_id: int, registry: str, fields: LineageFields) -> dict[str, Any]:
+    """The full EIP-712 message (what wallets and `cast wallet sign --data` take)."""
+    return {
+        "types": {
+            "EIP712Domain": [
+                {"name": "name", "type": "string"},
+                {"name": "version", "type": "string"},
+                {"name": "chainId", "type": "uint256"},
+                {"name": "verifyingContract", "type": "address"},
+            ],
+            "Lineage": LINEAGE_TYPE,
+        },
+        "primaryType": "Lineage",
+        "domain": {"name": DOMAIN_NAME, "version": DOMAIN_VERSION, "chainId": chain_id, "verifyingContract": registry},
+        "message": {
+            "researcher": fields.researcher,
+            "commit": fields.commit,
+            "parent": fields.parent,
+            "diffHash": fields.diff_hash,
+            "metricHash": fields.metric_hash,
+            "kept": fields.kept,
+            "deadline": fields.deadline,
+        },  # fmt: skip
+    }
+
+
+def digest(chain_id: int, registry: str, fields: LineageFields) -> bytes:
+    from eth_account.messages import encode_typed_data
+    from eth_hash.auto import keccak
+
+    message = encode_typed_data(full_message=typed_data(chain_id, registry, fields))
+    return keccak(b"\x19" + message.version + message.header + message.body)
+
+
+def sign_lineage(account: Any, chain_id: int, registry: str, fields: LineageFields) -> SignedLineage:
+    """Sign with an eth-account `LocalAccount` (low-s, v in {27, 28}, as the registry requires)."""
+    signed = account.sign_typed_data(full_message=typed_data(chain_id, registry, fields))
+    return SignedLineage(fields, int(signed.v), int(signed.r).to_bytes(32, "big"), int(signed.s).to_bytes(32, "big"))
+
+
+def recover(chain_id: int, registry: str, signed: SignedLineage) -> str:
+    """The address the signature recovers to; refuses malleable (high-s) or malformed signatures, as
+    the registry does, so a relayer never journals a record the registry would refuse."""
+    from eth_account import Account
+    from eth_account.messages import encode_typed_data
+
+    if int.from_bytes(signed.s, "big") > HALF_ORDER or signed.v not in (27, 28):
+        raise BadInput("signed lineage: malformed signature (high s or bad v)", detail={"field": "signature"})
+    message = encode_typed_data(full_message=typed_data(chain_id, registry, signed.fields))
+    try:
+        return str(Account.recover_message(message, vrs=(signed.v, signed.r, signed.s)))
+    except Exception:  # noqa: BLE001 - an unrecoverable signature is bad input, whatever eth_keys says
+        raise BadInput("signed lineage: the signature does not recover", detail={"field": "signature"}) from None

@@ -1,0 +1,89 @@
+"""Read one answer from several RPC endpoints and accept it only when a quorum agrees.
+
+Why: a verdict read from one endpoint is that endpoint's word. A hosted provider can lag, serve a
+fork, or lie (rewrite an `eth_call` answer); nothing in a single answer shows it. With several
+endpoints (`--rpc-url` repeated, or ANCHOR_READ_RPCS) the same read runs against each, the answers are
+compared on what they assert (not on how far each has synced), and an answer is given only when at
+least `quorum` endpoints (default: a majority) agree. The verdict names every endpoint that disagreed;
+with no quorum, `NoQuorum` (exit 12) names what each one said. Unreachable endpoints do not vote.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any, TypeVar
+
+from anchor.chain.connection import redact_url
+from anchor.errors import AnchorError, BadInput, ChainUnreachable, NoQuorum
+from anchor.session import Settings
+
+T = TypeVar("T")
+
+
+def read_agreed(
+    settings: Settings,
+    read: Callable[[Settings], T],
+    asserts: Callable[[T], object],
+    quorum: int | None = None,
+) -> tuple[T, dict[str, Any] | None]:
+    """(the agreed answer, how it was agreed) for `read(settings-with-one-endpoint)` over every read
+    endpoint. One endpoint and no quorum asked: the plain read, agreement None. An error agreed by the
+    quorum (not anchored, deployment mismatch) is raised as that error."""
+    endpoints: list[str | None] = list(settings.read_rpcs) or [settings.rpc_url]
+    if quorum is not None and not 1 <= quorum <= 64:
+        raise BadInput(f"--quorum {quorum}: expected 1 to 64", detail={"field": "quorum"})
+    if len(endpoints) == 1 and (quorum or 1) == 1:
+        return read(settings), None
+    need = quorum or len(endpoints) // 2 + 1
+    votes: dict[object, list[tuple[str, Any]]] = {}
+    silent: list[str] = []
+    for url in endpoints:
+        shown = redact_url(url) if url else "local chain"
+        try:
+            value: Any = read(replace(settings, rpc_url=url, read_rpcs=()))
+            key: object = ("answer", repr(asserts(value)))
+        except ChainUnreachable:
+            silent.append(shown)
+            continue
+        except AnchorError as exc:
+            value, key = exc, ("error", exc.code)
+        votes.setdefault(key, []).append((shown, value))
+    ranked = sorted(votes.values(), key=len, reverse=True)
+    said = {shown: _said(value) for group in ranked for shown, value in group}
+    if not ranked or len(ranked[0]) < need or (len(ranked) > 1 and len(ranked[1]) == len(ranked[0])):
+        raise NoQuorum(
+            f"no {need} of {len(endpoints)} endpoints agree: "
+            + "; ".join(f"{shown} says {answer}" for shown, answer in said.items())
+            + (f"; unreachable: {', '.join(silent)}" if silent else ""),
+            detail={"quorum": need, "endpoints": len(endpoints), "answers": said, "unreachable": silent},
+        )
+    winners = ranked[0]
+    value = winners[0][1]
+    agreed = None if isinstance(value, AnchorError) else asserts(value)
+    agreement = {
+        "quorum": need,
+        "endpoints": len(endpoints),
+        "agreeing": [shown for shown, _ in winners],
+        "disagreeing": {shown: _differs(other, agreed, asserts) for group in ranked[1:] for shown, other in group},
+        "unreachable": silent,
+    }
+    if isinstance(value, AnchorError):
+        value.detail = {**value.detail, "quorum": agreement}
+        raise value
+    return value, agreement
+
+
+def _differs(value: Any, agreed: object, asserts: Callable[[Any], object]) -> str:
+    """What a dissenting endpoint said, as the fields where it differs from the agreed answer."""
+    if isinstance(value, AnchorError) or not isinstance(agreed, dict):
+        return _said(value)
+    mine = asserts(value)
+    assert isinstance(mine, dict)
+    return ", ".join(f"{k} {mine.get(k)} (agreed: {agreed.get(k)})" for k in agreed if mine.get(k) != agreed.get(k))
+
+
+def _said(value: object) -> str:
+    if isinstance(value, AnchorError):
+        return f"{value.code}: {value.message}"[:200]
+    return "verified" if getattr(value, "verified", False) else "an answer"

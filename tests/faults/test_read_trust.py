@@ -1,0 +1,79 @@
+"""A verdict says how final its block is, and does not rest on one endpoint's word: finality against
+anvil's `safe`/`finalized` tags, and a quorum of endpoints against one that lies (issue 9)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from eth_hash.auto import keccak
+
+from anchor.chain.node import rpc_call
+from anchor.errors import ExitCode
+from tests.conftest import ANCHOR_BIN, Chain
+from tests.faults.rpc_proxy import FaultyProxy
+
+ROOT_RECORD = "0x" + keccak(b"rootRecord(bytes32)")[:4].hex()
+LIAR_SUBMITTER = "0x" + "00" * 12 + "ba" * 20
+
+
+def _cli(chain: Chain, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**chain.env(), "ANCHOR_RPC_RETRIES": "1", "ANCHOR_RPC_BACKOFF_S": "0.01"}
+    return subprocess.run([str(ANCHOR_BIN), *args], env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_min_finality_refuses_a_fresh_anchor_and_passes_once_the_chain_has_moved_on(
+    fresh_chain: Chain, bundle: Path
+) -> None:
+    fresh_chain.cli("deploy", check=True)
+    fresh_chain.cli("anchor", str(bundle), check=True)
+    early = _cli(fresh_chain, "verify", str(bundle), "--min-finality", "finalized")
+    assert early.returncode == ExitCode.NOT_FINAL, early.stderr
+    assert "not yet finalized" in early.stderr and "Traceback" not in early.stderr
+    assert _cli(fresh_chain, "verify", str(bundle), "--min-finality", "1").returncode == ExitCode.OK
+    assert _cli(fresh_chain, "verify", str(bundle), "--min-finality", "sure").returncode == ExitCode.BAD_INPUT
+    rpc_call(fresh_chain.node.rpc_url, "anvil_mine", [hex(40)])  # anvil: safe = head - 32
+    safe = json.loads(_cli(fresh_chain, "--json", "verify", str(bundle)).stdout)
+    assert safe["finality"] == "safe" and safe["finalized_block"] < safe["anchored_block"] <= safe["safe_block"]
+    assert _cli(fresh_chain, "verify", str(bundle), "--min-finality", "finalized").returncode == ExitCode.NOT_FINAL
+    rpc_call(fresh_chain.node.rpc_url, "anvil_mine", [hex(40)])  # finalized = head - 64
+    late = _cli(fresh_chain, "verify", str(bundle), "--min-finality", "finalized")
+    assert late.returncode == ExitCode.OK, late.stderr
+    assert "finality    finalized" in late.stdout
+
+
+def _lie_about_the_submitter(request: dict[str, Any], result: Any) -> Any:
+    call = request["params"][0]
+    if str(call.get("data", call.get("input", ""))).startswith(ROOT_RECORD) and int(result, 16) != 0:
+        return LIAR_SUBMITTER + result[66:]  # the first word is the submitter
+    return result
+
+
+def test_two_honest_endpoints_outvote_a_liar_and_name_it_and_the_liar_alone_gets_no_verdict(
+    fresh_chain: Chain, bundle: Path
+) -> None:
+    fresh_chain.cli("deploy", check=True)
+    fresh_chain.cli("anchor", str(bundle), check=True)
+    honest = [FaultyProxy(fresh_chain.node.rpc_url) for _ in range(2)]
+    liar = FaultyProxy(fresh_chain.node.rpc_url)
+    liar.lie = _lie_about_the_submitter
+    try:
+        alone = json.loads(_cli(fresh_chain, "--rpc-url", liar.url, "--json", "verify", str(bundle)).stdout)
+        assert alone["submitter"].lower() == "0x" + "ba" * 20  # one endpoint's word is all a single read has
+        urls = [a for p in (*honest, liar) for a in ("--rpc-url", p.url)]
+        voted = _cli(fresh_chain, *urls, "verify", str(bundle), "--quorum", "2")
+        assert voted.returncode == ExitCode.OK, voted.stderr
+        assert f"DISAGREED   {liar.url}: submitter" in voted.stdout
+        verdict = json.loads(_cli(fresh_chain, *urls, "--json", "verify", str(bundle), "--quorum", "2").stdout)
+        assert verdict["submitter"].lower() != "0x" + "ba" * 20
+        assert sorted(verdict["quorum"]["agreeing"]) == sorted(p.url for p in honest)
+        assert list(verdict["quorum"]["disagreeing"]) == [liar.url]
+        refused = _cli(fresh_chain, "--rpc-url", liar.url, "verify", str(bundle), "--quorum", "2")
+        assert refused.returncode == ExitCode.NO_QUORUM, refused.stderr
+        split = _cli(fresh_chain, "--rpc-url", honest[0].url, "--rpc-url", liar.url, "verify", str(bundle))
+        assert split.returncode == ExitCode.NO_QUORUM and liar.url in split.stderr  # 1 against 1: no answer
+    finally:
+        for proxy in (*honest, liar):
+            proxy.stop()

@@ -1,0 +1,114 @@
+"""Issue 9 on a real anvil: a stranger who front-runs our commit, a relayer that carries signed
+records, and a poisoned effect that must not stop the others (docs/threat-model.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from eth_account import Account
+
+from anchor.chain.compiler import compile_registry
+from anchor.chain.deployment import deploy
+from anchor.chain.keys import Signer, load_signer
+from anchor.chain.signed import LineageFields
+from anchor.errors import ExitCode
+from anchor.journal.service import AnchorService
+from anchor.session import open_chain
+from tests.conftest import Chain
+from tests.journal_helpers import unique_submissions
+
+# anvil's second development account: the stranger watching the mempool (and with gas to spend)
+STRANGER_KEY = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d"
+RESEARCHER_KEY = "0x" + "7a" * 32  # holds no ether: it only signs
+
+
+def _fields() -> tuple[bytes, bytes, bytes, bytes, bool]:
+    return os.urandom(20).ljust(32, b"\0"), os.urandom(20).ljust(32, b"\0"), os.urandom(32), os.urandom(32), True
+
+
+def test_a_stranger_who_anchors_our_commit_first_takes_nothing_and_blocks_nothing(fresh_chain: Chain) -> None:
+    """On v2 a stranger's record of our commit, with our fields or with others, is the stranger's
+    own: ours still anchors under our researcher, nothing is adopted, the flush is not blocked."""
+    fresh_chain.cli("deploy", check=True)
+    service = AnchorService.open(fresh_chain.settings)
+    stranger = Signer(Account.from_key(STRANGER_KEY), "stranger")
+    same, other = _fields(), _fields()
+    service.registry.anchor_lineage(stranger, *same)  # our exact fields, seen in a public repository
+    service.registry.anchor_lineage(stranger, other[0], other[1], b"\x66" * 32, b"\x66" * 32, False)  # forged
+    ours = [service.runner.open_lineage(*same), service.runner.open_lineage(*other)]
+    service.submit(unique_submissions(2))
+    report = service.flush()
+    assert sorted(report.confirmed)[-2:] and not report.adopted and not report.failed
+    me = service.runner.signer.address
+    for fields in (same, other):
+        mine = service.registry.lineage(fields[0], me)
+        theirs = service.registry.lineage(fields[0], stranger.address)
+        assert mine is not None and mine.researcher == me and mine.metric_hash == "0x" + fields[3].hex()
+        assert theirs is not None and theirs.tx_hash != mine.tx_hash
+    assert set(ours) <= set(report.confirmed)
+    assert service.status().items["confirmed"] == 2
+    service.close()
+
+
+def test_on_a_v1_registry_a_front_run_commit_fails_alone_and_abandon_lets_flush_finish(fresh_chain: Chain) -> None:
+    """v1 keys records by commit alone, so a stranger can take one: that effect is parked as failed
+    with its reason (never adopted: the researcher is not ours), every other item anchors, `anchor
+    status` lists it, and `anchor journal abandon` then `anchor flush` finish cleanly."""
+    handle = open_chain(fresh_chain.settings, start_local=False)
+    deploy(handle.w3, handle.chain_id, load_signer(handle.chain_id), compile_registry(version="1.0.0"),
+           fresh_chain.data_dir)  # fmt: skip
+    service = AnchorService.open(fresh_chain.settings)
+    assert not service.registry.researcher_bound
+    stranger = Signer(Account.from_key(STRANGER_KEY), "stranger")
+    taken = _fields()
+    service.registry.anchor_lineage(stranger, *taken)  # with our very fields: still not our record
+    poisoned = service.runner.open_lineage(*taken)
+    healthy = service.runner.open_lineage(*_fields())
+    service.submit(unique_submissions(3))
+    report = service.flush()
+    assert report.failed == [poisoned] and healthy in report.confirmed and not report.adopted
+    assert service.status().items["confirmed"] == 3
+    service.close()
+
+    status = json.loads(fresh_chain.cli("status", "--json", check=True).stdout)
+    assert status["effects"]["failed"] == 1
+    [failed] = status["failed"]
+    assert failed["id"] == poisoned and stranger.address in failed["reason"] and "registry v1" in failed["reason"]
+    human = fresh_chain.cli("status", check=True).stdout
+    assert f"#{poisoned} lineage" in human and "anchor journal abandon ID" in human
+    assert fresh_chain.cli("journal", "abandon", "999").returncode == ExitCode.BAD_INPUT
+    assert fresh_chain.cli("journal", "abandon", str(healthy)).returncode == ExitCode.BAD_INPUT  # not failed
+    fresh_chain.cli("journal", "abandon", str(poisoned), check=True)
+    flushed = json.loads(fresh_chain.cli("flush", "--json", check=True).stdout)
+    assert flushed["effects"]["failed"] == 0 and flushed["effects"]["abandoned"] == 1
+    assert fresh_chain.cli("journal", "retry", str(poisoned)).returncode == ExitCode.BAD_INPUT  # abandoned for good
+
+
+def test_a_relayer_carries_signed_records_and_an_expired_one_fails_alone(fresh_chain: Chain) -> None:
+    """The journal relays records signed by a researcher whose key it never holds; the signer is the
+    researcher. A signature past its deadline is refused by the registry: that effect fails, the
+    others anchor, and `retry` after a fix (here: none possible, so abandon) is the way out."""
+    fresh_chain.cli("deploy", check=True)
+    service = AnchorService.open(fresh_chain.settings)
+    researcher = Signer(Account.from_key(RESEARCHER_KEY), "researcher")
+    good, late = _fields(), _fields()
+    registry = service.registry
+
+    def signed(fields: tuple[bytes, bytes, bytes, bytes, bool], deadline: int):  # type: ignore[no-untyped-def]
+        return researcher.sign_lineage(registry.chain_id, registry.address,
+                                       LineageFields(researcher.address, *fields, deadline))  # fmt: skip
+
+    relayed = service.runner.open_lineage(*good, signed=signed(good, int(time.time()) + 3600))
+    expired = service.runner.open_lineage(*late, signed=signed(late, int(time.time()) - 1))
+    report = service.flush()
+    assert relayed in report.confirmed and report.failed == [expired]
+    record = registry.lineage(good[0], researcher.address)
+    assert record is not None and record.researcher == researcher.address
+    assert registry.lineage(good[0], service.runner.signer.address) is None  # the relayer owns nothing
+    [failed] = service.status().failed
+    assert "SignatureExpired" in failed["reason"]
+    journal = service.journal.db.execute("SELECT args FROM effects WHERE id = ?", (relayed,)).fetchone()
+    assert RESEARCHER_KEY[2:] not in journal["args"]  # a signature, never the key
+    service.close()
