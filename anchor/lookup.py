@@ -10,13 +10,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from anchor.chain.registry import LineageRecord
+from anchor.chain.registry import LineageRecord, Registry
 from anchor.errors import NotAnchored
 from anchor.explorer import links
 from anchor.manifest.filetree import hash_tree
 from anchor.manifest.onchain import commit_key, parse_hex32
 from anchor.proof_file import load_proof
 from anchor.session import Settings, open_chain, open_registry
+from anchor.verify.verifier import block_finality
 
 
 def lookup(key: str, settings: Settings, researcher: str | None = None) -> dict[str, Any]:
@@ -39,7 +40,7 @@ def lookup(key: str, settings: Settings, researcher: str | None = None) -> dict[
         if by_commit is None:
             by = f" by {researcher}" if researcher else ""
             raise NotAnchored(f"no lineage record for commit {body}{by}", detail={"key": key})
-        return _lineage_answer(by_commit, handle.chain_id, registry.address, settings.data_dir)
+        return _lineage_answer(by_commit, handle.chain_id, registry, settings.data_dir)
 
     value = parse_hex32(body, "key")
     root, digest_hex = value, None
@@ -50,6 +51,7 @@ def lookup(key: str, settings: Settings, researcher: str | None = None) -> dict[
     record = registry.root_record(root)
     if record is not None:
         tx_hash = registry.root_tx(root, record.block_number)
+        read_at = registry.checked_block()
         return {
             "kind": "batch_root",
             "manifest_digest": digest_hex,
@@ -61,7 +63,8 @@ def lookup(key: str, settings: Settings, researcher: str | None = None) -> dict[
             "tx_hash": tx_hash,
             "chain_id": handle.chain_id,
             "registry": registry.address,
-            "read_at_block": registry.checked_block(),
+            "read_at_block": read_at,
+            "finality": block_finality(handle.w3, record.block_number, read_at)[0],
             "links": links(
                 handle.chain_id,
                 tx_hash=tx_hash,
@@ -73,7 +76,7 @@ def lookup(key: str, settings: Settings, researcher: str | None = None) -> dict[
         }
     lineage = registry.lineage(value, researcher)
     if lineage is not None:
-        return _lineage_answer(lineage, handle.chain_id, registry.address, settings.data_dir)
+        return _lineage_answer(lineage, handle.chain_id, registry, settings.data_dir)
     raise NotAnchored(
         f"nothing is anchored under {key} on chain {handle.chain_id}",
         detail={"key": key, "read_at_block": registry.checked_block()},
@@ -89,15 +92,18 @@ def _address(text: str) -> str:
     return "0x" + body
 
 
-def _lineage_answer(record: LineageRecord, chain_id: int, registry: str, data_dir: Path) -> dict[str, Any]:
+def _lineage_answer(record: LineageRecord, chain_id: int, registry: Registry, data_dir: Path) -> dict[str, Any]:
+    read_at = registry.checked_block()
     return {
         "kind": "lineage",
         "record": {k: getattr(record, k) for k in record.__slots__},
+        "read_at_block": read_at,
+        "finality": block_finality(registry.w3, record.block_number, read_at)[0],
         "links": links(
             chain_id,
             tx_hash=record.tx_hash,
             block=record.block_number,
-            address=registry,
+            address=registry.address,
             page=f"/explorer/attempt/{record.commit[2:42]}",
             data_dir=data_dir,
         ),

@@ -284,7 +284,7 @@ def lookup(
     found, agreement = read_agreed(
         _settings(ctx),
         lambda one: find(key, one, researcher),
-        lambda answer: {k: v for k, v in answer.items() if k not in ("read_at_block", "links")},
+        lambda answer: {k: v for k, v in answer.items() if k not in ("read_at_block", "links", "finality")},
         quorum,
     )
     if agreement is not None:

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from anchor.cli.output import JsonFlag, emit
+from anchor.cli.output import JsonFlag, count, emit
 
 app = typer.Typer(help="Run, verify and report a keep/reset research search.", no_args_is_help=True)
 
@@ -48,10 +48,15 @@ def run(
     ] = 1,
     researcher: Annotated[str, typer.Option(help="This researcher's id.")] = "r0",
     no_anchor: Annotated[bool, typer.Option("--no-anchor", help="Only run and ledger; anchor later.")] = False,
+    checkpoint_every: Annotated[
+        int, typer.Option(min=1, help="Anchor the ledger head after this many attempts (and at every promotion).")
+    ] = 10,
+    checkpoint_seconds: Annotated[float, typer.Option(min=1, help="... and at least this often, in seconds.")] = 300.0,
     json: JsonFlag = False,
 ) -> None:
     """Search: baseline, then propose → commit → measure → keep or reset, every attempt ledgered and anchored."""
     from anchor.research.anchoring import anchor_search, contract_digest, preregister
+    from anchor.research.checkpoints import Checkpoints
     from anchor.research.contract import load_contract
     from anchor.research.git import Repo
     from anchor.research.ledger import Ledger
@@ -71,9 +76,11 @@ def run(
         proposer = (
             CommandProposer(propose, terms.editable) if propose else ParamSearch(terms.editable[0], seed, researcher)
         )
-        summaries = [
-            Search(Repo(repo.resolve()), terms, digest, ledger, work, proposer, researcher, limits).run().__dict__
-        ]
+        # the ledger head reaches the chain while the search runs, not only at its end (a crash, a Ctrl-C
+        # or a killed machine leaves every attempt up to the last checkpoint anchored)
+        hook = None if no_anchor else Checkpoints(settings, ledger, checkpoint_every, checkpoint_seconds)
+        search = Search(Repo(repo.resolve()), terms, digest, ledger, work, proposer, researcher, limits, hook)
+        summaries = [search.run().__dict__]
     else:
         summaries = _run_parallel(ctx, repo.resolve(), contract.resolve(), work, researchers, locals())
     anchored = None if no_anchor else anchor_search(settings, ledger)
@@ -125,25 +132,49 @@ def _run_parallel(
 
 @app.command()
 def verify(ctx: typer.Context, workdir: WorkdirOpt = None, json: JsonFlag = False) -> None:
-    """Check the ledger's hash chain; an edited, deleted or reordered entry is named (exit 4)."""
+    """Check the ledger's hash chain, then every ledger head anchored at a checkpoint, read back from the
+    chain: an edited, deleted, reordered or dropped entry is named (exit 4)."""
+    from anchor.research.checkpoints import check_anchored_heads
     from anchor.research.ledger import Ledger
 
     path = _workdir(ctx, workdir) / "ledger.jsonl"
-    result = Ledger(path).verify()
-    emit(
-        ctx, json, {"ledger": str(path), **result}, [f"OK: {path}: {result['entries']} entries, head {result['head']}"]
-    )
+    ledger = Ledger(path)
+    result = ledger.verify()
+    heads = check_anchored_heads(ledger, ctx.find_root().obj["settings"])
+    lines = [f"OK: {path}: {result['entries']} entries, head {result['head']}"]
+    if heads.checkpoints:
+        lines.append(
+            f"  on chain: {heads.checkpoints} anchored checkpoints agree; entries 0..{heads.length - 1} were"
+            f" anchored by block {heads.block} ({heads.anchored_at})"
+        )
+    else:
+        lines.append("  on chain: no anchored checkpoint yet: the ledger was checked against itself only")
+    from dataclasses import asdict
+
+    emit(ctx, json, {"ledger": str(path), **result, "anchored": asdict(heads) if heads.checkpoints else None}, lines)
 
 
 @app.command()
 def report(ctx: typer.Context, workdir: WorkdirOpt = None, json: JsonFlag = False) -> None:
     """Summarise a search: attempts, kept, failures, best metric over attempts, trials behind the champion."""
+    from anchor.errors import ChainUnreachable
+    from anchor.research.checkpoints import check_anchored_heads
     from anchor.research.ledger import Ledger
     from anchor.research.report import summarise
 
     ledger = Ledger(_workdir(ctx, workdir) / "ledger.jsonl")
     ledger.verify()
     data, lines = summarise(ledger.entries())
+    try:
+        heads = check_anchored_heads(ledger, ctx.find_root().obj["settings"])
+        data["anchored_trials"] = heads.length
+        lines.append(
+            f"{count(len(ledger.entries()), 'trial')}, of which {heads.length} anchored"
+            + (f" up to block {heads.block} ({heads.anchored_at})" if heads.block is not None else "")
+        )
+    except ChainUnreachable:
+        data["anchored_trials"] = None
+        lines.append("anchored trials: not checked (the chain is out of reach)")
     emit(ctx, json, data, lines)
 
 

@@ -58,6 +58,10 @@ def sign_record(
     return researcher.sign_lineage(registry.chain_id, registry.address, fields)
 
 
+def checkpoint_path(ledger: Ledger, length: int) -> Path:
+    return ledger.path.parent / "checkpoints" / f"{length:08d}.anchor.json"
+
+
 def anchor_search(settings: Settings, ledger: Ledger) -> dict[str, Any]:
     """Submit every attempt and the ledger head, open lineage effects for kept attempts, flush.
 
@@ -70,9 +74,11 @@ def anchor_search(settings: Settings, ledger: Ledger) -> dict[str, Any]:
 
     verified = ledger.verify()
     entries = ledger.entries()
+    checkpoint_path(ledger, 0).parent.mkdir(parents=True, exist_ok=True)
     subs = [Submission(attempt_of(e).identity(), {"annotations": {"ledger_seq": e["seq"]}}) for e in entries]
     head = {"kind": "ledger", "version": 1, "head": verified["head"], "length": verified["entries"]}
-    subs.append(Submission(head, {}))
+    # the head's proof is kept beside the ledger: `research verify` reads every one back from the chain
+    subs.append(Submission(head, {}, proof_path=checkpoint_path(ledger, verified["entries"])))
     service = AnchorService.open(settings)
     try:
         service.submit(subs)

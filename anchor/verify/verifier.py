@@ -247,13 +247,8 @@ def verify_proof_on_chain(
         )
     if not chain_registry.verify_inclusion(root, siblings, digest):
         raise ProofFormatError("the registry rejects the inclusion proof", detail={"field": "batch.proof"})
-    safe, finalized = _tagged_head(handle.w3, "safe"), _tagged_head(handle.w3, "finalized")
+    finality, safe, finalized = block_finality(handle.w3, record.block_number, read_at)
     confirmations = read_at - record.block_number + 1
-    finality = (
-        "finalized" if finalized is not None and finalized >= record.block_number
-        else "safe" if safe is not None and safe >= record.block_number
-        else f"{confirmations} confirmation{'s' if confirmations != 1 else ''}"
-    )  # fmt: skip
     return Verification(
         manifest_digest=proof.manifest_digest,
         root=proof.batch.root,
@@ -271,6 +266,19 @@ def verify_proof_on_chain(
         finalized_block=finalized,
         files=files,
     )
+
+
+def block_finality(w3: object, block: int, read_at: int) -> tuple[str, int | None, int | None]:
+    """(finality, safe head, finalized head) of `block` read at `read_at`: "finalized" or "safe" once
+    the chain's tagged head has reached it, else "N confirmations"."""
+    safe, finalized = _tagged_head(w3, "safe"), _tagged_head(w3, "finalized")
+    confirmations = read_at - block + 1
+    finality = (
+        "finalized" if finalized is not None and finalized >= block
+        else "safe" if safe is not None and safe >= block
+        else f"{confirmations} confirmation{'s' if confirmations != 1 else ''}"
+    )  # fmt: skip
+    return finality, safe, finalized
 
 
 def _tagged_head(w3: object, tag: str) -> int | None:

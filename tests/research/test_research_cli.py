@@ -146,3 +146,57 @@ def test_four_researchers_times_25_attempts_agree_with_the_chain(fresh_chain: Ch
     assert items == 100 + 1 + 1  # attempts, ledger head, pre-registered contract
     assert_exactly_once(fresh_chain.node.rpc_url, fresh_chain.data_dir, items)
     _lineage_matches_ledger(fresh_chain, entries)
+
+
+def _rewritten(entries: list[dict[str, Any]]) -> str:
+    """The ledger an operator would write after editing it: seq, prev and digests recomputed, so the
+    hash chain alone checks out."""
+    from anchor.manifest.canonical import canonical_json
+    from anchor.research.ledger import GENESIS, entry_digest
+
+    prev, lines = GENESIS, []
+    for seq, original in enumerate(entries):
+        entry = {**original, "seq": seq, "prev": prev}
+        entry["digest"] = prev = entry_digest(entry)
+        lines.append(canonical_json(entry).decode())
+    return "\n".join(lines) + "\n"
+
+
+def test_a_ledger_rewritten_without_its_losers_reordered_or_truncated_is_caught_by_the_chain(
+    fresh_chain: Chain, tmp_path: Path
+) -> None:
+    """The ledger head is anchored at checkpoints while the search runs; verify reads every one back.
+    Dropping the losing attempts and recomputing the hash chain (so the ledger checks itself), reordering,
+    or cutting entries after a checkpoint: each is tampered, naming the seq."""
+    fresh_chain.cli("deploy", check=True)
+    repo, contract = _setup(tmp_path)
+    fresh_chain.cli("research", "run", "--repo", str(repo), "--contract", str(contract), "--max-attempts", "8",
+                    "--checkpoint-every", "2", check=True)  # fmt: skip
+    path = fresh_chain.data_dir / "research" / "ledger.jsonl"
+    original = path.read_text()
+    entries = [json.loads(line) for line in original.splitlines()]
+    assert len(list((path.parent / "checkpoints").glob("*.anchor.json"))) >= 3  # during the run, not only at its end
+    ok = fresh_chain.cli("research", "verify")
+    assert ok.returncode == ExitCode.OK and f"anchored checkpoints agree; entries 0..{len(entries) - 1}" in ok.stdout
+    report = json.loads(fresh_chain.cli("research", "report", "--json", check=True).stdout)
+    assert report["anchored_trials"] == len(entries)
+
+    kept = [e for e in entries if e["kept"]]
+    assert len(kept) < len(entries)  # there were losers to drop
+    path.write_text(_rewritten(kept))
+    dropped = fresh_chain.cli("research", "verify", "--json")
+    assert dropped.returncode == ExitCode.TAMPERED  # the hash chain alone would say OK
+    assert json.loads(dropped.stdout)["error"]["detail"]["seq"] <= len(kept)
+
+    path.write_text(_rewritten([entries[0], entries[2], entries[1], *entries[3:]]))
+    reordered = fresh_chain.cli("research", "verify", "--json")
+    assert reordered.returncode == ExitCode.TAMPERED
+    assert json.loads(reordered.stdout)["error"]["detail"]["seq"] >= 1
+
+    path.write_text("".join(line + "\n" for line in original.splitlines()[:-1]))  # a valid chain, one short
+    truncated = fresh_chain.cli("research", "verify", "--json")
+    assert truncated.returncode == ExitCode.TAMPERED
+    assert json.loads(truncated.stdout)["error"]["detail"]["seq"] == len(entries) - 1
+
+    path.write_text(original)
+    assert fresh_chain.cli("research", "verify").returncode == ExitCode.OK

@@ -1,0 +1,87 @@
+"""A trial count the chain checks: the ledger head anchored during the search, and read back.
+
+Why: the ledger is a local file. An operator (or the agent, given write access) could drop the losing
+entries and recompute the hash chain, and a ledger that only checks itself would say "4 trials" where
+12 were run. So the head (digest of the last entry, and the entry count) is anchored at checkpoints
+while the search runs: after every `every` attempts, after `every_s` seconds, and at each promotion
+(with the kept attempts' lineage records: `anchor_search` is idempotent). Each head's proof is kept in
+`<workdir>/checkpoints/`. `research verify` reads every one of them back from the chain and refuses a
+local ledger that is shorter than an anchored head, or whose entry at that head's seq differs.
+
+What it cannot do: find a head whose proof file was deleted (the chain holds the root, but only the
+proof says what is under it). Keep or publish the checkpoint proofs, as with any proof.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from anchor.errors import BadInput, Tampered
+from anchor.research.ledger import Ledger
+from anchor.session import Settings
+
+
+class Checkpoints:
+    """The `on_entry` hook of a search: anchors the ledger head when a checkpoint is due."""
+
+    def __init__(self, settings: Settings, ledger: Ledger, every: int = 10, every_s: float = 300.0) -> None:
+        self.settings, self.ledger, self.every, self.every_s = settings, ledger, every, every_s
+        self.pending = 0
+        self.last = time.monotonic()
+        self.anchored = 0
+
+    def __call__(self, entry: dict[str, Any]) -> None:
+        self.pending += 1
+        if entry.get("kept") or self.pending >= self.every or time.monotonic() - self.last >= self.every_s:
+            from anchor.research.anchoring import anchor_search
+
+            anchor_search(self.settings, self.ledger)
+            self.pending, self.last, self.anchored = 0, time.monotonic(), self.anchored + 1
+
+
+@dataclass(frozen=True, slots=True)
+class AnchoredHeads:
+    checkpoints: int
+    """How many anchored heads were read back and matched."""
+    length: int
+    """The longest anchored head: entries 0..length-1 are on chain."""
+    block: int | None
+    anchored_at: str | None
+
+
+def check_anchored_heads(ledger: Ledger, settings: Settings) -> AnchoredHeads:
+    """Read every checkpoint proof beside the ledger back from the chain and compare the ledger with it.
+
+    Raises `Tampered` naming the first seq that cannot be the anchored one (missing, or differing at or
+    before the head's seq); the chain errors of `verify` (not anchored, unreachable) as they are."""
+    from anchor.proof_file import load_proof
+    from anchor.verify.verifier import check_proof_consistency, verify_proof_on_chain
+
+    entries = ledger.entries()
+    best: tuple[int, int | None, str | None] = (0, None, None)
+    proofs = sorted((ledger.path.parent / "checkpoints").glob("*.anchor.json"))
+    for path in proofs:
+        proof = load_proof(path)
+        if proof.manifest.get("kind") != "ledger":
+            raise BadInput(f"{path}: not a ledger checkpoint proof", detail={"file": str(path)})
+        root = check_proof_consistency(proof)
+        verdict = verify_proof_on_chain(proof, root, settings, files=0)
+        length, head = int(proof.manifest["length"]), str(proof.manifest["head"])
+        when = f"block {verdict.anchored_block}, {verdict.anchored_at}"
+        if len(entries) < length:
+            raise Tampered(
+                f"{ledger.path}: {len(entries)} entries, but a head of {length} entries was anchored ({when}):"
+                f" seq {len(entries)} to {length - 1} are missing",
+                detail={"seq": len(entries), "anchored_length": length, "anchored_block": verdict.anchored_block},
+            )
+        if entries[length - 1]["digest"] != head:
+            raise Tampered(
+                f"{ledger.path}: the entry at seq {length - 1}, or one before it, is not the one anchored ({when}):"
+                " entries were removed, reordered or rewritten",
+                detail={"seq": length - 1, "anchored_length": length, "anchored_block": verdict.anchored_block},
+            )
+        if length > best[0]:
+            best = (length, verdict.anchored_block, verdict.anchored_at)
+    return AnchoredHeads(len(proofs), *best)
