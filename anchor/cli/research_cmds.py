@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -52,6 +53,9 @@ def run(
         int, typer.Option(min=1, help="Anchor the ledger head after this many attempts (and at every promotion).")
     ] = 10,
     checkpoint_seconds: Annotated[float, typer.Option(min=1, help="... and at least this often, in seconds.")] = 300.0,
+    proposer_timeout: Annotated[
+        float, typer.Option(min=0.1, help="Seconds a --propose command may take; past it, a rejected proposal.")
+    ] = 600.0,
     json: JsonFlag = False,
 ) -> None:
     """Search: baseline, then propose → commit → measure → keep or reset, every attempt ledgered and anchored."""
@@ -67,6 +71,9 @@ def run(
     work = _workdir(ctx, workdir)
     terms, _ = load_contract(contract)
     ledger = Ledger(work / "ledger.jsonl")
+    pin_contract(work, contract, ledger)  # before anything is anchored under it
+    # SIGTERM takes the same path as Ctrl-C: the running attempt's process group is torn down first
+    signal.signal(signal.SIGTERM, _interrupted)
     if no_anchor:
         digest = contract_digest(contract)
     else:
@@ -74,7 +81,9 @@ def run(
     limits = SearchLimits(max_attempts, budget_minutes * 60, max_failures)
     if researchers == 1:
         proposer = (
-            CommandProposer(propose, terms.editable) if propose else ParamSearch(terms.editable[0], seed, researcher)
+            CommandProposer(propose, terms.editable, proposer_timeout)
+            if propose
+            else ParamSearch(terms.editable[0], seed, researcher)
         )
         # the ledger head reaches the chain while the search runs, not only at its end (a crash, a Ctrl-C
         # or a killed machine leaves every attempt up to the last checkpoint anchored)
@@ -114,20 +123,61 @@ def _run_parallel(
             "--contract", str(contract), "--workdir", str(work), "--researcher", f"r{k}", "--no-anchor",
             "--max-attempts", str(opts["max_attempts"]), "--budget-minutes", str(opts["budget_minutes"]),
             "--max-failures", str(opts["max_failures"]), "--seed", str(opts["seed"]),
+            "--proposer-timeout", str(opts["proposer_timeout"]),
         ]  # fmt: skip
         if opts["propose"]:
             argv += ["--propose", opts["propose"]]
         env = {**os.environ, "ANCHOR_DATA_DIR": str(ctx.find_root().obj["settings"].data_dir)}
         children.append(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env))
     summaries = []
-    for child in children:
-        out, err = child.communicate()
+    try:
+        outputs = [child.communicate() for child in children]
+    except BaseException:  # interrupted: stop the researchers we started (by their PIDs), then go
+        for child in children:
+            child.send_signal(signal.SIGTERM)
+        for child in children:
+            child.wait()
+        raise
+    for child, (out, err) in zip(children, outputs, strict=True):
         if child.returncode != 0:
             from anchor.errors import AnchorError
 
             raise AnchorError(f"a researcher failed ({child.returncode}): {err.decode()[-500:]}")
         summaries += jsonlib.loads(out)["researchers"]
     return summaries
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def pin_contract(work: Path, contract: Path, ledger: Any) -> None:
+    """A ledger scored under one contract never continues under another: the first run keeps a copy of
+    the contract in the work dir; a later run with a different one is refused, naming what changed (a
+    new search is a new --workdir)."""
+    import shutil
+
+    from anchor.errors import Conflict
+    from anchor.research.contract import load_contract
+
+    pinned = work / "contract.toml"
+    if not pinned.exists():
+        if ledger.entries():
+            return  # a work dir from before pinning: nothing to compare with
+        work.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(contract, pinned)
+        return
+    if pinned.read_bytes() == contract.read_bytes():
+        return
+    old, _ = load_contract(pinned)
+    new, _ = load_contract(contract)
+    changed = [f for f in type(new).model_fields if getattr(old, f) != getattr(new, f)]
+    what = ", ".join(f"{f} ({getattr(old, f)!r} -> {getattr(new, f)!r})" for f in changed) or "its text"
+    raise Conflict(
+        f"this search ({work}) was scored under another contract: {what}; its values cannot be compared"
+        " across contracts. Start a new search with another --workdir",
+        detail={"changed": changed, "pinned": str(pinned)},
+    )
 
 
 @app.command()

@@ -47,13 +47,30 @@ class CommandProposer:
         self.command, self.editable, self.timeout_s = command, editable, timeout_s
 
     def propose(self, repo: Path, attempt: int) -> None:
+        """Run the proposer in its own process group. One that hangs past `timeout_s`, crashes or exits
+        non-zero is a rejected proposal (`GuardError`, with the end of its stderr), never an exception
+        out of the search; on a timeout its whole group is stopped, grandchildren included."""
+        from anchor.research.guard import GuardError
+        from anchor.research.runner import _kill_group, _wait_group_gone
         from anchor.session import child_env
 
         env = {"ANCHOR_EDITABLE": " ".join(self.editable), "ANCHOR_ATTEMPT": str(attempt)}
-        subprocess.run(  # noqa: S602 - the researcher's own command
-            self.command, shell=True, cwd=repo, env=child_env(env), timeout=self.timeout_s,
-            stdin=subprocess.DEVNULL, capture_output=True,
+        process = subprocess.Popen(  # noqa: S602 - the researcher's own command
+            self.command, shell=True, cwd=repo, env=child_env(env), stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
         )  # fmt: skip
+        try:
+            _, err = process.communicate(timeout=self.timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill_group(process, 1.0)
+            _wait_group_gone(process.pid)
+            raise GuardError(f"the proposer timed out after {self.timeout_s:g} s") from None
+        except BaseException:
+            _kill_group(process, 1.0)
+            raise
+        if process.returncode != 0:
+            tail = err.decode("utf-8", "replace").strip()[-300:]
+            raise GuardError(f"the proposer exited with status {process.returncode}" + (f": {tail}" if tail else ""))
 
 
 def _read(path: Path) -> dict[str, Any]:

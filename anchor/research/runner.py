@@ -42,16 +42,20 @@ def run_command(command: str, cwd: Path, run_dir: Path, timeout_s: float, grace_
             stderr=err,
             start_new_session=True,
         )
-        # who owns what: the attempt's process group, recorded before we wait on it, so whoever must
-        # stop it (a resumed search, a test) signals exactly this group and never a process by name
-        (run_dir / "process.json").write_text(json.dumps({"pgid": process.pid, "started_unix": time.time()}))
         try:
+            # who owns what: the attempt's process group, recorded before we wait on it, so whoever must
+            # stop it (a resumed search, a test) signals exactly this group and never a process by name
+            (run_dir / "process.json").write_text(json.dumps({"pgid": process.pid, "started_unix": time.time()}))
             code = process.wait(timeout=timeout_s)
             timed_out = False
         except subprocess.TimeoutExpired:
             timed_out = True
             _kill_group(process, grace_s)
             code = TIMEOUT_STATUS
+        except BaseException:  # Ctrl-C, or SIGTERM turned into one: the group goes down before we do
+            _kill_group(process, grace_s)
+            _wait_group_gone(process.pid)
+            raise
     # the leader may be gone while grandchildren linger: sweep the group in every case, and return only
     # once it is really gone, so the next attempt never shares the machine with this one
     _signal_group(process.pid, signal.SIGKILL)
