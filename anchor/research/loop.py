@@ -15,6 +15,7 @@ with one (the last run died mid-attempt) treats what appeared since the marker a
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -55,6 +56,15 @@ class SearchSummary:
     champion: str | None = None
     champion_metric: str | None = None
     rejections: list[str] = field(default_factory=list)
+
+
+def ref_name(researcher: str) -> str:
+    """The researcher's id as one git ref component (any id is allowed; a ref name is not)."""
+    if re.fullmatch(r"[A-Za-z0-9_-]{1,64}", researcher):
+        return researcher
+    import blake3
+
+    return "id-" + blake3.blake3(researcher.encode()).hexdigest()[:16]
 
 
 def is_better(candidate: str, best: str, mode: str, min_improvement: float) -> bool:
@@ -252,6 +262,9 @@ class Search:
             fields["claims"] = _claims_text(claims)
             fields["claims_differ"] = differ
         entry = self.ledger.append(fields)
+        # every measured commit stays reachable (losers too, after the reset): a ref per ledger entry
+        # survives `git gc` and can be pushed with the repository (refs/anchor/*)
+        self.repo.git("update-ref", f"refs/anchor/{ref_name(self.researcher)}/{entry['seq']}", commit)
         if self.on_entry is not None:
             self.on_entry(entry)
         return entry

@@ -203,3 +203,20 @@ def test_the_reset_removes_only_what_the_attempt_created(tmp_path: Path) -> None
     search.run()
     assert not (repo / "out").exists() and (repo / "cache.ignored").read_text() == "kept"
     assert search.repo.dirty() == [] and not search.marker.exists()
+
+
+def test_every_measured_commit_survives_git_gc_under_refs_anchor(tmp_path: Path) -> None:
+    """Losers are reset away, but their commits are evidence: a ref per ledger entry keeps each one
+    reachable through `git gc --prune=now` (and pushable)."""
+    import subprocess
+
+    search, ledger = _search(tmp_path, 1, [2, 0.5, 0.7, 3], mode="max")
+    search.run()
+    repo = search.repo.path
+    subprocess.run(["git", "-C", str(repo), "reflog", "expire", "--expire=now", "--all"], check=True)
+    subprocess.run(["git", "-C", str(repo), "gc", "--prune=now", "--quiet"], check=True)
+    for entry in ledger.entries():
+        found = subprocess.run(["git", "-C", str(repo), "cat-file", "-e", entry["commit"] + "^{commit}"])
+        assert found.returncode == 0, f"seq {entry['seq']} ({'kept' if entry['kept'] else 'loser'}) was collected"
+    refs = subprocess.run(["git", "-C", str(repo), "for-each-ref", "refs/anchor/"], capture_output=True, text=True)
+    assert len(refs.stdout.splitlines()) == len(ledger.entries())
