@@ -50,3 +50,20 @@ def test_a_config_file_never_holds_a_secret_or_an_unknown_setting(tmp_path: Path
         assert result.returncode == ExitCode.BAD_INPUT and "Traceback" not in result.stderr
         assert json.loads(result.stdout)["error"]["detail"]["field"] == named
         assert "hunter2" not in result.stdout + result.stderr
+
+
+def test_every_anchor_variable_the_code_reads_is_documented_in_one_table() -> None:
+    """docs/configuration.md is the one place a user learns what ANCHOR_* does; a variable read in the
+    code and missing there is a setting nobody can find."""
+    import re
+
+    from tests.conftest import ROOT
+
+    used = {
+        name
+        for folder in ("anchor", "api")
+        for source in (ROOT / folder).rglob("*.py")
+        for name in re.findall(r"ANCHOR_[A-Z0-9_]+", source.read_text())
+    }
+    documented = set(re.findall(r"`(ANCHOR_[A-Z0-9_]+)`", (ROOT / "docs" / "configuration.md").read_text()))
+    assert used and not used - documented
