@@ -345,3 +345,6 @@ def test_a_signed_lineage_record_is_relayed_under_its_researcher_and_a_bad_one_r
         assert record is not None and record.metric_hash == "0x" + "03" * 32
     finally:
         service.close()
+    hits = client.get(f"/v1/search/{commit[:20].hex()}").json()["data"]  # by commit, as a user would search
+    [lineage] = [h for h in hits if h["kind"] == "lineage"]
+    assert lineage["detail"]["researcher"] == researcher.address.lower() and lineage["detail"]["anchored"] is True

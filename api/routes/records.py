@@ -41,12 +41,12 @@ async def search(key: CommitOrHex32, journal: JournalDep, reader: ReaderDep) -> 
     body = key.lower().removeprefix("0x")
     value = commit_key(body) if len(body) == 40 else parse_hex32(key, "key")
     db = journal.db
-    found: list[tuple[str, str, dict[str, Any], tuple[str, bytes] | None]] = []
+    found: list[tuple[str, str, dict[str, Any], tuple[str, bytes, str | None] | None]] = []
     root_of_item = "SELECT effects.key FROM items JOIN effects ON effects.id = items.effect_id WHERE items.digest = ?"
 
-    def batch(digest: bytes) -> tuple[str, bytes] | None:
+    def batch(digest: bytes) -> tuple[str, bytes, str | None] | None:
         row = db.execute(root_of_item, (digest,)).fetchone()
-        return None if row is None else ("root", bytes(row[0]))
+        return None if row is None else ("root", bytes(row[0]), None)
 
     for row in db.execute("SELECT digest, kind FROM items WHERE digest = ?", (value,)):
         found.append(
@@ -57,20 +57,27 @@ async def search(key: CommitOrHex32, journal: JournalDep, reader: ReaderDep) -> 
     ):
         detail = {"path": row["path"], "manifest_digest": _hex(row["digest"])}
         found.append(("file", "0x" + value.hex(), detail, batch(bytes(row["digest"]))))
+    # a v2 lineage effect is keyed by keccak(researcher, commit): its commit is found in its args
     for row in db.execute(
-        "SELECT kind, key, tx_hash, block_number FROM effects WHERE key = ? OR tx_hash = ?", (value, value)
+        "SELECT kind, key, args, tx_hash, block_number FROM effects"
+        " WHERE key = ? OR tx_hash = ? OR json_extract(args, '$.commit') = ?",
+        (value, value, value.hex()),
     ):
         is_tx = row["tx_hash"] is not None and bytes(row["tx_hash"]) == value
         kind = "transaction" if is_tx else "batch_root" if row["kind"] == "root" else "lineage"
+        args = json.loads(row["args"])
         detail = {
             "effect": row["kind"],
             "key": _hex(row["key"]),
             "tx_hash": _hex(row["tx_hash"]),
             "block_number": row["block_number"],
+            **({"researcher": args["researcher"]} if "researcher" in args else {}),
         }
-        found.append(
-            (kind, "0x" + value.hex(), detail, ("root" if row["kind"] == "root" else "lineage", bytes(row["key"])))
-        )
+        if row["kind"] == "root":
+            found.append((kind, "0x" + value.hex(), detail, ("root", bytes(row["key"]), None)))
+        else:
+            commit = bytes.fromhex(args["commit"]) if "commit" in args else bytes(row["key"])
+            found.append((kind, "0x" + value.hex(), detail, ("lineage", commit, args.get("researcher"))))
     if len(body) in (40, 64):
         for row in db.execute(
             "SELECT digest FROM items WHERE kind = 'attempt' AND json_extract(identity, '$.commit') = ?", (body,)
@@ -85,9 +92,12 @@ async def search(key: CommitOrHex32, journal: JournalDep, reader: ReaderDep) -> 
         for kind, hit_key, detail, check in found:
             anchored: bool | None = None
             if check is not None:
-                what, key_bytes = check
-                probe: Callable[[bytes], object] = registry.root_record if what == "root" else registry.lineage
-                anchored = reader.read(f"{what}:{key_bytes.hex()}", partial(probe, key_bytes)) is not None
+                what, key_bytes, researcher = check
+                probe: Callable[[], object] = (
+                    partial(registry.root_record, key_bytes) if what == "root"
+                    else partial(registry.lineage, key_bytes, researcher)
+                )  # fmt: skip
+                anchored = reader.read(f"{what}:{key_bytes.hex()}:{researcher}", probe) is not None
             hits.append(SearchHit(kind=kind, key=hit_key, detail={**detail, "anchored": anchored}))
         return hits, reader.head()
 
