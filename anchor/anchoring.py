@@ -6,6 +6,7 @@ the same manifest again writes nothing on chain.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,30 @@ class AnchorOutcome:
 def default_proof_path(path: Path) -> Path:
     """`<path>.anchor.json` beside the data, as sigstore writes `<file>.sigstore.json`."""
     return path.with_name(path.name + ".anchor.json")
+
+
+def file_proof_path(file: Path, bundle_dir: Path) -> Path:
+    """Where `anchor prove` writes a file's proof by default: `<DIR>.proofs/<path in DIR>.anchor.json`,
+    beside the anchored directory and never inside it (a proof written into DIR would make the next
+    `anchor verify DIR` report a file the tool added itself as tampering)."""
+    rel = Path(os.path.relpath(file.resolve(), bundle_dir.resolve()))
+    base = bundle_dir.resolve()
+    return base.with_name(base.name + ".proofs") / rel.with_name(rel.name + ".anchor.json")
+
+
+def find_proof(path: Path) -> Path:
+    """The proof `verify PATH` uses without --proof: `<PATH>.anchor.json` if it exists, else a file
+    proof `anchor prove` left beside an enclosing directory (`<DIR>.proofs/...`), else the first."""
+    first = default_proof_path(path)
+    if first.exists():
+        return first
+    here = path.resolve()
+    for ancestor in list(here.parents)[:16]:
+        candidate = ancestor.with_name(ancestor.name + ".proofs") / here.relative_to(ancestor)
+        candidate = candidate.with_name(candidate.name + ".anchor.json")
+        if ancestor.name and candidate.is_file():
+            return candidate
+    return first
 
 
 def anchor_path(

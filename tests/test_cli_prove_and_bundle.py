@@ -108,3 +108,18 @@ def test_the_shipped_example_spec_anchors_and_verify_spec_names_a_changed_missio
     mission.write_text(mission.read_text().replace("accuracy", "f1"))
     changed = deployed_chain.cli("verify", str(outputs), "--spec", str(spec))
     assert changed.returncode == ExitCode.TAMPERED and "mission_sha256 (mission.toml)" in changed.stderr
+
+
+def test_a_file_proof_is_written_beside_the_directory_never_inside_it(deployed_chain: Chain, bundle: Path) -> None:
+    """By default `anchor prove` used to write into the anchored directory, and the next `verify DIR`
+    reported the tool's own file as tampering. Now the proof lands in `<DIR>.proofs/` and `verify FILE`
+    finds it there."""
+    deployed_chain.cli("anchor", str(bundle), check=True)
+    target = bundle / "outputs" / "metrics.json"
+    written = json.loads(deployed_chain.cli("--json", "prove", str(target), "--in", str(bundle), check=True).stdout)
+    proof = Path(written["proof_file"])
+    assert proof == bundle.parent / "bundle.proofs" / "outputs" / "metrics.json.anchor.json" and proof.is_file()
+    assert not list(bundle.rglob("*.anchor.json"))
+    assert deployed_chain.cli("verify", str(bundle)).returncode == ExitCode.OK
+    single = json.loads(deployed_chain.cli("--json", "verify", str(target), check=True).stdout)
+    assert single["path_in_bundle"] == "outputs/metrics.json"

@@ -146,18 +146,24 @@ def prove(
     bundle_proof: ProofOpt = None,
     out: Annotated[
         Optional[Path],  # noqa: UP045
-        typer.Option("--out", "-o", help="Where to write the file proof (default: <FILE>.anchor.json)."),
+        typer.Option(
+            "--out", "-o", help="Where to write the file proof (default: <DIR>.proofs/<FILE in DIR>.anchor.json)."
+        ),
     ] = None,
     json: JsonFlag = False,
 ) -> None:
     """Write a self-contained proof for one FILE, checkable without the rest of the directory."""
-    from anchor.anchoring import default_proof_path
+    from anchor.anchoring import default_proof_path, file_proof_path
     from anchor.proof_file import check_output_path, write_proof
     from anchor.prove import prove_file
 
-    target = out or default_proof_path(file)
-    check_output_path(target)
-    proof = prove_file(file, bundle_dir, bundle_proof or default_proof_path(bundle_dir))
+    if out is not None:
+        check_output_path(out)
+    proof = prove_file(file, bundle_dir, bundle_proof or default_proof_path(bundle_dir))  # refuses first
+    target = out or file_proof_path(file, bundle_dir)
+    if out is None:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        check_output_path(target)
     write_proof(proof, target)
     assert proof.file is not None
     emit(
@@ -231,11 +237,11 @@ def verify(
     json: JsonFlag = False,
 ) -> None:
     """Verify PATH against its proof file and a live read of the chain (read-only)."""
-    from anchor.anchoring import default_proof_path
+    from anchor.anchoring import find_proof
     from anchor.chain.presets import chain_name
     from anchor.verify.verifier import check_bundle_spec, check_finality, check_policy, verify_path
 
-    proof_path = proof or default_proof_path(path)
+    proof_path = proof or find_proof(path)
     if spec is not None:
         check_bundle_spec(proof_path, spec)
     result = verify_path(path, proof_path, _settings(ctx), registry, quorum)
