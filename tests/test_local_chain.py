@@ -93,3 +93,22 @@ def test_status_on_a_real_chain_reads_without_a_signing_key(tmp_path: Path) -> N
     finally:
         node.terminate()
         node.wait()
+
+
+def test_anchoring_on_a_fresh_data_dir_deploys_the_embedded_registry_first(tmp_path: Path) -> None:
+    """`anchor anchor PATH` on a fresh data dir used to stop with "run `anchor deploy`": on the embedded
+    local chain the registry is deployed on first use (never on a real chain)."""
+    import shutil
+
+    from tests.conftest import ROOT, _start
+
+    chain = _start(tmp_path / "data")
+    try:
+        bundle = tmp_path / "b"
+        shutil.copytree(ROOT / "examples" / "bundle", bundle)
+        first = chain.cli("anchor", str(bundle))
+        assert first.returncode == 0, first.stderr
+        assert (chain.data_dir / "deployments" / "31337.json").is_file()
+        assert chain.cli("verify", str(bundle)).returncode == 0
+    finally:
+        chain.node.down()

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from anchor.errors import BadInput, DeploymentMismatch
+from anchor.errors import BadInput, DeploymentMismatch, NotDeployed
 from anchor.journal.effects import EffectRunner, RunnerConfig, RunReport
 from anchor.journal.proofs import write_batch_proofs
 from anchor.journal.store import Journal, now, open_journal
@@ -62,7 +62,12 @@ class AnchorService:
     def open(cls, settings: Settings, *, start_local: bool = True) -> AnchorService:
         """Connect, check (or, on a reset local chain, redeploy) the registry, and reconcile identity."""
         handle = open_chain(settings, start_local=start_local)
-        registry = open_registry(settings, handle)
+        try:
+            registry = open_registry(settings, handle)
+        except NotDeployed:
+            if not handle.local:
+                raise  # a real chain: deploying costs money and is the user's decision (`anchor deploy`)
+            registry = _redeploy_local(settings, handle)  # the embedded chain just works on first use
         try:
             registry.checked_block()
         except DeploymentMismatch as exc:
@@ -222,7 +227,8 @@ def _failed_effect(db: Any, chain_id: int, effect_id: int, verb: str) -> Any:
 
 
 def _redeploy_local(settings: Settings, handle: ChainHandle) -> Registry:
-    """The local chain lost its state: deploy the registry again (real chains are never touched)."""
+    """The local chain has no registry (first use, or it lost its state): deploy it (real chains are
+    never touched)."""
     from anchor.chain.compiler import compile_registry
     from anchor.chain.deployment import deploy
     from anchor.chain.keys import load_signer
