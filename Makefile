@@ -8,7 +8,7 @@ ANCHOR := $(BIN)/anchor
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 DEMO_DATA := $(CURDIR)/.anchor/demo
 
-.PHONY: install demo test e2e browser screenshots lock test-forge test-python lint fmt snapshot bench clean artifact wheel
+.PHONY: install demo test e2e browser sandbox screenshots lock test-forge test-python lint fmt snapshot bench clean artifact wheel
 
 install: $(VENV)/.installed node_modules/.installed
 
@@ -23,14 +23,18 @@ node_modules/.installed: package.json package-lock.json
 	touch $@
 
 ## The main job on the embedded local chain: bundle anchored and verified, then a research search.
-demo: install
+demo: install sandbox
 	ANCHOR_DATA_DIR=$(DEMO_DATA) bash examples/demo.sh
 
-test: install browser test-forge test-python
+test: install browser sandbox test-forge test-python
 
 ## anchor -> verify -> lookup on a real chain: ANCHOR_RPC_URL and a funded key, else it says so and exits 0.
 e2e: install
 	bash examples/e2e.sh
+
+## bubblewrap: research attempts run sandboxed (anchor/research/sandbox.py). Debian's package; needs root, as CI has.
+sandbox:
+	command -v bwrap >/dev/null || (apt-get update -qq && apt-get install -y -qq bubblewrap)
 
 ## Headless Chromium for the explorer-page tests (Debian's package; needs root, as CI has).
 browser:

@@ -82,5 +82,8 @@ def test_no_secret_reaches_the_environment_of_a_process_we_start(
     run_command("env > attempt.env", tmp_path, tmp_path / "run", 60, 1)
     for dump in ("proposer.env", "attempt.env"):
         text = (tmp_path / dump).read_text()
-        assert "HARMLESS_SETTING=kept" in text
         assert not [name for name, value in secrets.items() if name in text or value in text], dump
+    # the proposer is the researcher's own agent: our environment, less secrets; the measured attempt
+    # gets an allow-list (PATH, locale, HOME and TMPDIR in its run dir) and nothing else of ours
+    assert "HARMLESS_SETTING=kept" in (tmp_path / "proposer.env").read_text()
+    assert "HARMLESS_SETTING" not in (tmp_path / "attempt.env").read_text()

@@ -56,6 +56,13 @@ def run(
     proposer_timeout: Annotated[
         float, typer.Option(min=0.1, help="Seconds a --propose command may take; past it, a rejected proposal.")
     ] = 600.0,
+    no_sandbox: Annotated[
+        bool,
+        typer.Option(
+            "--no-sandbox",
+            help="Run attempts unconfined (no bubblewrap): network, the whole filesystem. Recorded per ledger entry.",
+        ),
+    ] = False,
     json: JsonFlag = False,
 ) -> None:
     """Search: baseline, then propose → commit → measure → keep or reset, every attempt ledgered and anchored."""
@@ -88,7 +95,8 @@ def run(
         # the ledger head reaches the chain while the search runs, not only at its end (a crash, a Ctrl-C
         # or a killed machine leaves every attempt up to the last checkpoint anchored)
         hook = None if no_anchor else Checkpoints(settings, ledger, checkpoint_every, checkpoint_seconds)
-        search = Search(Repo(repo.resolve()), terms, digest, ledger, work, proposer, researcher, limits, hook)
+        box = None if no_sandbox else _sandbox(repo, terms.editable, settings, work)
+        search = Search(Repo(repo.resolve()), terms, digest, ledger, work, proposer, researcher, limits, hook, box)
         summaries = [search.run().__dict__]
     else:
         summaries = _run_parallel(ctx, repo.resolve(), contract.resolve(), work, researchers, locals())
@@ -125,6 +133,8 @@ def _run_parallel(
             "--max-failures", str(opts["max_failures"]), "--seed", str(opts["seed"]),
             "--proposer-timeout", str(opts["proposer_timeout"]),
         ]  # fmt: skip
+        if opts["no_sandbox"]:
+            argv.append("--no-sandbox")
         if opts["propose"]:
             argv += ["--propose", opts["propose"]]
         env = {**os.environ, "ANCHOR_DATA_DIR": str(ctx.find_root().obj["settings"].data_dir)}
@@ -145,6 +155,17 @@ def _run_parallel(
             raise AnchorError(f"a researcher failed ({child.returncode}): {err.decode()[-500:]}")
         summaries += jsonlib.loads(out)["researchers"]
     return summaries
+
+
+def _sandbox(repo: Path, editable: tuple[str, ...], settings: Any, work: Path) -> Any:
+    """The bubblewrap sandbox for this search's attempts, hiding the data dir, the work dir (ledger,
+    other runs) and every keystore the environment names; `ToolchainMissing` without bubblewrap."""
+    from anchor.research.sandbox import Sandbox
+
+    keystores = [Path(os.environ[v]) for v in ("ANCHOR_KEYSTORE", "ANCHOR_RESEARCHER_KEYSTORE") if os.environ.get(v)]
+    if settings.keystore is not None:
+        keystores.append(settings.keystore)
+    return Sandbox.find(repo, editable, (settings.data_dir, work, *keystores))
 
 
 def _interrupted(signum: int, frame: object) -> None:

@@ -33,6 +33,7 @@ from anchor.research.ledger import Ledger
 from anchor.research.metrics import read_claims, read_metric
 from anchor.research.proposers import Proposer
 from anchor.research.runner import run_command
+from anchor.research.sandbox import Sandbox
 
 NO_PARENT = "0" * 40
 """The baseline has no champion before it."""
@@ -86,10 +87,13 @@ class Search:
         researcher: str,
         limits: SearchLimits,
         on_entry: Callable[[dict[str, Any]], None] | None = None,
+        sandbox: Sandbox | None = None,
     ) -> None:
         self.repo, self.contract, self.contract_digest = repo, contract, contract_digest
         self.ledger, self.workdir, self.proposer = ledger, workdir, proposer
         self.researcher, self.limits, self.on_entry = researcher, limits, on_entry
+        self.sandbox = sandbox
+        """Where attempts run (anchor.research.sandbox); None: unconfined, recorded as such per entry."""
 
     # ------------------------------------------------------------------ state from the ledger
 
@@ -225,6 +229,7 @@ class Search:
             run_dir,
             self.contract.attempt_timeout_minutes * 60,
             self.contract.grace_seconds,
+            self.sandbox,
         )
         value = None if result.timed_out else read_metric(run_dir, self.contract.metric_source, self.contract.metric)
         status = (
@@ -256,6 +261,7 @@ class Search:
             **manifest.identity(),
             "exit_code": result.exit_code,
             "duration_ms": result.duration_ms,
+            "sandbox": "none" if self.sandbox is None else "bubblewrap",  # how it ran, under the hash chain
             "attempt_digest": manifest.digest.hex(),
         }
         if claims is not None:

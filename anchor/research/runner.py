@@ -2,7 +2,8 @@
 
 On timeout the whole group gets SIGTERM, then after the grace period SIGKILL, so grandchildren that
 ignore SIGTERM die too; the attempt's exit status is then 124 (as timeout(1) reports it). Output is
-captured to run_dir/stdout.log and stderr.log.
+captured to run_dir/stdout.log and stderr.log. The command's environment is an allow-list (PATH, the
+locale, a HOME in the run dir: anchor.research.sandbox.allowed_env), with or without the sandbox.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from anchor.research.sandbox import Sandbox, allowed_env
 from anchor.session import child_env
 
 TIMEOUT_STATUS = 124
@@ -28,15 +30,18 @@ class RunResult:
     duration_ms: int
 
 
-def run_command(command: str, cwd: Path, run_dir: Path, timeout_s: float, grace_s: float) -> RunResult:
+def run_command(
+    command: str, cwd: Path, run_dir: Path, timeout_s: float, grace_s: float, sandbox: Sandbox | None = None
+) -> RunResult:
     run_dir.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     with open(run_dir / "stdout.log", "wb") as out, open(run_dir / "stderr.log", "wb") as err:
         process = subprocess.Popen(  # noqa: S602 - the command is the researcher's own, from the contract
-            command,
-            shell=True,
+            command if sandbox is None else sandbox.argv(command, run_dir),
+            shell=sandbox is None,
             cwd=cwd,
-            env=child_env({"PYTHONDONTWRITEBYTECODE": "1"}),  # no secrets; no __pycache__ in the fenced repo
+            # bwrap clears the environment itself and sets the allow-list inside; it gets no secret either
+            env=allowed_env(run_dir) if sandbox is None else child_env(),
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=err,

@@ -28,11 +28,18 @@ def _contract(path: Path, command: str, mode: str = "max") -> Path:
     return path
 
 
+SCORE_PY = "import json, sys\nopen(sys.argv[1] + '/metrics.jsonl', 'w').write(json.dumps({'score': 1}))\n"
+
+
+def _repo(tmp_path: Path) -> Path:
+    """The repository, with the scoring script committed in it (the attempt runs inside it)."""
+    files = {"params.json": json.dumps({"x": 1}), "README.md": "r\n", "score.py": SCORE_PY}
+    return make_repo(tmp_path / "repo", files)
+
+
 def _scoring(tmp_path: Path, mode: str = "max") -> Path:
     """A contract whose attempt writes score 1 into its run dir."""
-    script = tmp_path / "score.py"
-    script.write_text("import json, sys\nopen(sys.argv[1] + '/metrics.jsonl', 'w').write(json.dumps({'score': 1}))\n")
-    return _contract(tmp_path / f"contract-{mode}.toml", f"python3 {script} {{run_dir}}", mode)
+    return _contract(tmp_path / f"contract-{mode}.toml", "python3 score.py {run_dir}", mode)
 
 
 def _env(data: Path) -> dict[str, str]:
@@ -77,7 +84,7 @@ def test_an_interrupted_search_stops_its_running_attempt_group_before_it_exits(t
 
 
 def test_a_proposer_that_hangs_crashes_or_fails_is_a_rejected_proposal(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "repo", {"params.json": json.dumps({"x": 1}), "README.md": "r\n"})
+    repo = _repo(tmp_path)
     contract = _scoring(tmp_path)
     base = [str(ANCHOR_BIN), "--json", "research", "run", "--repo", str(repo), "--contract", str(contract),
             "--no-anchor", "--max-failures", "2", "--proposer-timeout", "1"]  # fmt: skip
@@ -95,7 +102,7 @@ def test_a_proposer_that_hangs_crashes_or_fails_is_a_rejected_proposal(tmp_path:
 
 
 def test_a_ledger_scored_under_one_contract_refuses_another_naming_what_changed(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "repo", {"params.json": json.dumps({"x": 1}), "README.md": "r\n"})
+    repo = _repo(tmp_path)
     first = _scoring(tmp_path)
     args = [str(ANCHOR_BIN), "research", "run", "--repo", str(repo), "--no-anchor", "--max-attempts", "1"]
     env = _env(tmp_path / "data")

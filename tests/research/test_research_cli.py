@@ -92,8 +92,10 @@ def test_a_search_killed_mid_attempt_resumes_without_measuring_a_commit_twice(
     fresh_chain.cli("deploy", check=True)
     hang = tmp_path / "hang"
     repo, contract = _setup(tmp_path, f"test -f {hang} && sleep 29.7; " + SCORE_IS_X)
+    # --no-sandbox: the hang flag lives in /tmp, which a sandboxed attempt cannot see (this test is about
+    # resuming after a kill; tests/research/test_sandbox.py is about the sandbox)
     argv = [str(ANCHOR_BIN), "research", "run", "--repo", str(repo), "--contract", str(contract), "--max-attempts", "8",
-            "--max-failures", "8"]  # fmt: skip
+            "--max-failures", "8", "--no-sandbox"]  # fmt: skip
     search = subprocess.Popen(
         argv, env=fresh_chain.env(), start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )

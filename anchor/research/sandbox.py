@@ -1,0 +1,77 @@
+"""Run the code under measurement inside bubblewrap: no network, the repository read-only except the
+editable files, a private /tmp, a process namespace of its own, an allow-listed environment.
+
+Why: the attempt is code an agent wrote. Unconfined it can read the signing key from its environment
+or from `/proc/<harness>/environ`, read the keystore or the journal, rewrite the ledger or the
+evaluator, or fetch answers over the network. In the sandbox:
+- the filesystem is the host's, read-only; /tmp is private; the data directory, the search's work dir
+  and any keystore file are hidden (empty); only the run dir and the editable files are writable;
+- network, PID, IPC and UTS namespaces are new (no interface but loopback, no host process visible);
+- the environment is cleared and only PATH, the locale, TMPDIR=/tmp, HOME=<run dir>/home and
+  PYTHONDONTWRITEBYTECODE are set (`allowed_env`).
+Without bubblewrap a search refuses to run unless `--no-sandbox` is given; the ledger entry of every
+attempt records how it ran (`sandbox`: "bubblewrap" or "none"), under the ledger's hash chain.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from anchor.errors import ToolchainMissing
+
+ALLOWED = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
+
+
+def allowed_env(run_dir: Path, private_tmp: bool = False) -> dict[str, str]:
+    """The attempt's whole environment: nothing of ours but PATH and the locale; its temporary files in
+    the sandbox's private /tmp, or unconfined in the run dir (never the shared /tmp)."""
+    home, tmp = run_dir / "home", run_dir / "tmp"
+    home.mkdir(parents=True, exist_ok=True)
+    if not private_tmp:
+        tmp.mkdir(parents=True, exist_ok=True)
+    env = {k: os.environ[k] for k in ALLOWED if k in os.environ}
+    tmpdir = "/tmp" if private_tmp else str(tmp)  # noqa: S108 - inside the sandbox /tmp is a private tmpfs
+    return {**env, "HOME": str(home), "TMPDIR": tmpdir, "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+@dataclass(frozen=True, slots=True)
+class Sandbox:
+    bwrap: str
+    repo: Path
+    editable: tuple[str, ...]
+    hidden: tuple[Path, ...]
+    """Directories shown empty and files shown as /dev/null: the data dir, the work dir, keystores."""
+
+    @classmethod
+    def find(cls, repo: Path, editable: tuple[str, ...], hidden: tuple[Path, ...]) -> Sandbox:
+        """The sandbox, or `ToolchainMissing` when bubblewrap is absent or cannot create namespaces."""
+        bwrap = shutil.which("bwrap")
+        hint = "install bubblewrap (`make sandbox`, or apt-get install bubblewrap), or run with --no-sandbox"
+        if bwrap is None:
+            raise ToolchainMissing(f"bubblewrap (bwrap) is not installed: {hint}")
+        probe = subprocess.run([bwrap, "--ro-bind", "/", "/", "--unshare-all", "true"], capture_output=True)
+        if probe.returncode != 0:
+            reason = probe.stderr.decode("utf-8", "replace").strip()[:200]
+            raise ToolchainMissing(f"bubblewrap cannot create a sandbox here ({reason}): {hint}")
+        return cls(bwrap, repo.resolve(), editable, tuple(p.resolve() for p in hidden if p.exists()))
+
+    def argv(self, command: str, run_dir: Path) -> list[str]:
+        """bwrap's command line for `command` (a shell line) run in the repository."""
+        run_dir = run_dir.resolve()
+        args = [self.bwrap, "--die-with-parent", "--unshare-all", "--ro-bind", "/", "/", "--dev", "/dev",
+                "--proc", "/proc", "--tmpfs", "/tmp"]  # noqa: S108 # fmt: skip
+        for path in self.hidden:  # mounted before the binds below, which may lie inside them
+            args += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
+        args += ["--ro-bind", str(self.repo), str(self.repo)]
+        for rel in self.editable:
+            target = self.repo / rel
+            if target.exists():
+                args += ["--bind", str(target), str(target)]
+        args += ["--bind", str(run_dir), str(run_dir), "--chdir", str(self.repo), "--clearenv"]
+        for name, value in allowed_env(run_dir, private_tmp=True).items():
+            args += ["--setenv", name, value]
+        return [*args, "/bin/sh", "-c", command]

@@ -1,0 +1,107 @@
+"""The code under measurement against the harness (issue 10): a hostile attempt, run by `anchor research
+run` with a funded key in the environment and a keystore on disk, tries to take the key, read the
+journal, reach the network and write outside its fence. Every try fails, the key's hex appears nowhere
+the attempt could leave it, and the ledger says the attempt ran sandboxed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from eth_account import Account
+
+from anchor.chain.node import rpc_call
+from tests.conftest import ANCHOR_BIN, Chain
+from tests.research.helpers import make_repo
+
+CANARY = "0x" + "ca" * 32  # the signing key of this search (funded below): it really signs the anchoring
+
+HOSTILE = r"""
+import glob, json, os, socket, sys
+run_dir, keystore, journal, port, outside = sys.argv[1:6]
+tries = {}
+tries["env"] = any("KEY" in name or "PASSWORD" in name for name in os.environ)
+found = False
+for path in glob.glob("/proc/*/environ"):  # the harness's environment, if its process were visible
+    try:
+        found |= b"ANCHOR_PRIVATE_KEY=" in open(path, "rb").read()
+    except OSError:
+        pass
+tries["proc_environ"] = found
+def readable(path):
+    try:
+        return len(open(path, "rb").read()) > 0
+    except OSError:
+        return False
+tries["keystore"] = readable(keystore)
+tries["journal"] = readable(journal)
+def connects(host, port):
+    try:
+        socket.create_connection((host, port), timeout=2).close()
+        return True
+    except OSError:
+        return False
+tries["socket_local_chain"] = connects("127.0.0.1", int(port))
+tries["socket_internet"] = connects("1.1.1.1", 80)
+def writes(path):
+    try:
+        with open(path, "a") as handle:
+            handle.write("escaped\n")
+        return True
+    except OSError:
+        return False
+tries["write_readme"] = writes("README.md")
+tries["write_outside"] = writes(outside)  # a path on the host, outside every fence
+open(os.path.join(run_dir, "tries.json"), "w").write(json.dumps(tries))
+open(os.path.join(run_dir, "metrics.jsonl"), "w").write(json.dumps({"score": 1}) + "\n")
+"""
+
+
+def test_a_hostile_attempt_cannot_take_the_key_read_the_journal_reach_the_network_or_escape(
+    fresh_chain: Chain, tmp_path: Path
+) -> None:
+    fresh_chain.cli("deploy", check=True)
+    rpc_call(fresh_chain.node.rpc_url, "anvil_setBalance", [Account.from_key(CANARY).address, hex(10**20)])
+    repo = make_repo(
+        tmp_path / "repo", {"params.json": json.dumps({"x": 1}), "README.md": "r\n", "hostile.py": HOSTILE}
+    )
+    keystore = tmp_path / "keystore.json"
+    keystore.write_text(json.dumps(Account.encrypt(CANARY, "pw", iterations=2)))
+    outside = Path.home() / f".anchor-sandbox-escape-{os.getpid()}"
+    fresh_chain.cli("status", check=True)  # opens (creates) the journal
+    journal = fresh_chain.data_dir / "journal.sqlite"
+    assert journal.is_file()
+    command = f"python3 hostile.py {{run_dir}} {keystore} {journal} {fresh_chain.port} {outside}"
+    contract = tmp_path / "contract.toml"
+    contract.write_text(
+        f'task = "t"\ncommand = "{command}"\neditable = ["params.json"]\nmetric = "score"\nmode = "max"\n'
+        "attempt_timeout_minutes = 1\ngrace_seconds = 1\n"
+    )
+    env = {**fresh_chain.env(), "ANCHOR_PRIVATE_KEY": CANARY, "ANCHOR_KEYSTORE_PASSWORD": "pw",
+           "ANCHOR_RESEARCHER_KEYSTORE": str(keystore), "ANCHOR_RESEARCHER_KEYSTORE_PASSWORD": "pw"}  # fmt: skip
+    try:
+        run = subprocess.run(
+            [str(ANCHOR_BIN), "research", "run", "--repo", str(repo), "--contract", str(contract),
+             "--max-attempts", "1"], env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert run.returncode == 0, run.stderr
+        [tries_file] = list((fresh_chain.data_dir / "research" / "runs").rglob("tries.json"))
+        tries = json.loads(tries_file.read_text())
+        assert tries == dict.fromkeys(tries, False) and len(tries) == 8, tries
+        assert not outside.exists()
+        assert (repo / "README.md").read_text() == "r\n"
+        ledger = [json.loads(x) for x in (fresh_chain.data_dir / "research" / "ledger.jsonl").read_text().splitlines()]
+        assert ledger[0]["sandbox"] == "bubblewrap" and ledger[0]["status"] == "completed"
+        # the canary really signed (it paid for the anchoring) and appears nowhere the attempt could reach
+        address = Account.from_key(CANARY).address
+        assert int(str(rpc_call(fresh_chain.node.rpc_url, "eth_getTransactionCount", [address, "latest"])), 16) > 0
+        hex_key = CANARY[2:]
+        for path in fresh_chain.data_dir.rglob("*"):
+            if path.is_file() and path.name not in ("state.json",):
+                assert hex_key.encode() not in path.read_bytes(), path
+        assert hex_key not in run.stdout + run.stderr
+    finally:
+        if outside.exists():
+            outside.unlink()
