@@ -99,3 +99,24 @@ def test_hashing_shows_files_bytes_and_throughput_on_a_terminal_and_nothing_in_a
     assert "hashing 601/601 files" in screen and "MB" in screen and "/s" in screen
     piped = _run("--data-dir", str(tmp_path / "d"), "hash", str(tree))
     assert piped.returncode == 0 and piped.stderr == "" and "\x1b" not in piped.stdout
+
+
+def test_out_names_every_output_and_the_old_proof_spelling_still_works_for_anchor(tmp_path: Path) -> None:
+    """`--proof` is an input everywhere (verify, prove); an output is `--out`. `anchor anchor --proof`
+    keeps working for one release, as the same output."""
+    from tests.conftest import _start
+
+    chain = _start(tmp_path / "data")
+    try:
+        for spelling in ("--out", "--proof"):
+            target = tmp_path / f"results{spelling}"
+            target.mkdir()
+            (target / "a.txt").write_text(spelling)
+            written = tmp_path / f"elsewhere{spelling}.json"
+            assert chain.cli("anchor", str(target), spelling, str(written)).returncode == 0
+            assert written.is_file() and not (tmp_path / f"results{spelling}.anchor.json").exists()
+            assert chain.cli("verify", str(target), "--proof", str(written)).returncode == 0
+    finally:
+        chain.node.down()
+    helped = _run("anchor", "--help").stdout
+    assert "--out" in helped and "old spelling" in helped

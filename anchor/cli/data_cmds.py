@@ -58,6 +58,14 @@ def _quorum_lines(agreement: dict[str, object] | None) -> list[str]:
     return lines + [f"  unreachable {endpoint}" for endpoint in agreement["unreachable"]]  # type: ignore[attr-defined]
 
 
+OutOpt = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option(
+        "--out", "-o", "--proof",
+        help="Where to write the proof (default: <PATH>.anchor.json beside PATH). --proof is the old spelling"
+        " of this output, kept for one release: --proof names an input everywhere else.",
+    ),
+]  # fmt: skip
 ProofOpt = Annotated[
     Optional[Path],  # noqa: UP045
     typer.Option("--proof", help="Proof file (default: <PATH>.anchor.json beside PATH)."),
@@ -101,7 +109,7 @@ def hash_(
 
 
 def anchor_(
-    ctx: typer.Context, path: PathArg, proof: ProofOpt = None, exclude: ExcludeOpt = None,
+    ctx: typer.Context, path: PathArg, proof: OutOpt = None, exclude: ExcludeOpt = None,
     no_default_excludes: NoDefaultsOpt = False, symlinks: SymlinksOpt = Symlinks.refuse, json: JsonFlag = False,
 ) -> None:  # fmt: skip
     """Anchor PATH on chain (once: the same bytes are never anchored twice) and write its proof file."""
@@ -117,7 +125,7 @@ def bundle(
     ctx: typer.Context,
     spec: Annotated[Path, typer.Argument(help="Bundle spec (TOML): mission, data snapshot, image, policy, output.")],
     anchor: Annotated[bool, typer.Option("--anchor", help="Also anchor the bundle manifest on chain.")] = False,
-    proof: ProofOpt = None,
+    proof: OutOpt = None,
     json: JsonFlag = False,
 ) -> None:
     """Build a result-bundle manifest from SPEC (every digest computed here) and optionally anchor it."""
