@@ -62,11 +62,13 @@ def checkpoint_path(ledger: Ledger, length: int) -> Path:
     return ledger.path.parent / "checkpoints" / f"{length:08d}.anchor.json"
 
 
-def anchor_search(settings: Settings, ledger: Ledger) -> dict[str, Any]:
-    """Submit every attempt and the ledger head, open lineage effects for kept attempts, flush.
+def anchor_search(settings: Settings, ledger: Ledger, since: int = 0) -> dict[str, Any]:
+    """Submit the attempts from seq `since` on and the ledger head, open lineage effects for their kept
+    attempts, flush.
 
-    Idempotent: the journal deduplicates by digest and by commit, so running it again after a crash
-    or a resumed search anchors only what is new.
+    Idempotent: the journal deduplicates by digest and by commit, so running it again (since 0) after a
+    crash or a resumed search anchors only what is new. A checkpoint passes the length it anchored last
+    time as `since`, so a long search does not hash, submit and sign its whole ledger at every one.
     """
     from anchor.chain.keys import load_researcher
     from anchor.journal.service import AnchorService
@@ -75,7 +77,7 @@ def anchor_search(settings: Settings, ledger: Ledger) -> dict[str, Any]:
     verified = ledger.verify()
     entries = ledger.entries()
     checkpoint_path(ledger, 0).parent.mkdir(parents=True, exist_ok=True)
-    subs = [Submission(attempt_of(e).identity(), {"annotations": {"ledger_seq": e["seq"]}}) for e in entries]
+    subs = [Submission(attempt_of(e).identity(), {"annotations": {"ledger_seq": e["seq"]}}) for e in entries[since:]]
     head = {"kind": "ledger", "version": 1, "head": verified["head"], "length": verified["entries"]}
     # the head's proof is kept beside the ledger: `research verify` reads every one back from the chain
     subs.append(Submission(head, {}, proof_path=checkpoint_path(ledger, verified["entries"])))
@@ -89,7 +91,7 @@ def anchor_search(settings: Settings, ledger: Ledger) -> dict[str, Any]:
         # with a researcher key (ANCHOR_RESEARCHER_KEY) on registry v2, each record is signed by the
         # researcher and relayed: the signer, not whoever pays, is the record's researcher
         researcher = load_researcher() if service.registry.researcher_bound else None
-        for e in first_kept.values():
+        for e in (e for e in first_kept.values() if e["seq"] >= since):
             fields = (
                 commit_key(e["commit"]), commit_key(e["parent"]), bytes.fromhex(e["diff_blake3"]),
                 bytes.fromhex(e["metric_hash"]), True,

@@ -31,13 +31,15 @@ class Checkpoints:
         self.pending = 0
         self.last = time.monotonic()
         self.anchored = 0
+        self.length = 0
+        """Ledger entries already submitted by an earlier checkpoint of this run."""
 
     def __call__(self, entry: dict[str, Any]) -> None:
         self.pending += 1
         if entry.get("kept") or self.pending >= self.every or time.monotonic() - self.last >= self.every_s:
             from anchor.research.anchoring import anchor_search
 
-            anchor_search(self.settings, self.ledger)
+            self.length = anchor_search(self.settings, self.ledger, since=self.length)["ledger_length"]
             self.pending, self.last, self.anchored = 0, time.monotonic(), self.anchored + 1
 
 

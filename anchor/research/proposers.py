@@ -51,7 +51,7 @@ class CommandProposer:
         non-zero is a rejected proposal (`GuardError`, with the end of its stderr), never an exception
         out of the search; on a timeout its whole group is stopped, grandchildren included."""
         from anchor.research.guard import GuardError
-        from anchor.research.runner import _kill_group, _wait_group_gone
+        from anchor.research.runner import stop_group
         from anchor.session import child_env
 
         env = {"ANCHOR_EDITABLE": " ".join(self.editable), "ANCHOR_ATTEMPT": str(attempt)}
@@ -62,11 +62,10 @@ class CommandProposer:
         try:
             _, err = process.communicate(timeout=self.timeout_s)
         except subprocess.TimeoutExpired:
-            _kill_group(process, 1.0)
-            _wait_group_gone(process.pid)
+            stop_group(process, 1.0)
             raise GuardError(f"the proposer timed out after {self.timeout_s:g} s") from None
         except BaseException:
-            _kill_group(process, 1.0)
+            stop_group(process, 1.0)
             raise
         if process.returncode != 0:
             tail = err.decode("utf-8", "replace").strip()[-300:]

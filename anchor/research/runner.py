@@ -58,14 +58,19 @@ def run_command(
             _kill_group(process, grace_s)
             code = TIMEOUT_STATUS
         except BaseException:  # Ctrl-C, or SIGTERM turned into one: the group goes down before we do
-            _kill_group(process, grace_s)
-            _wait_group_gone(process.pid)
+            stop_group(process, grace_s)
             raise
     # the leader may be gone while grandchildren linger: sweep the group in every case, and return only
     # once it is really gone, so the next attempt never shares the machine with this one
     _signal_group(process.pid, signal.SIGKILL)
     _wait_group_gone(process.pid)
     return RunResult(code, timed_out, int((time.monotonic() - start) * 1000))
+
+
+def stop_group(process: subprocess.Popen[bytes], grace_s: float) -> None:
+    """SIGTERM the process's group, SIGKILL what is left after `grace_s`, and return once it is gone."""
+    _kill_group(process, grace_s)
+    _wait_group_gone(process.pid)
 
 
 def _signal_group(pgid: int, sig: int) -> None:
