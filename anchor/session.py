@@ -26,15 +26,27 @@ SECRET_VARIABLES = frozenset({
 _SECRET_WORDS = ("PRIVATE_KEY", "PASSWORD", "SECRET", "MNEMONIC", "TOKEN")
 
 
+def is_secret(name: str) -> bool:
+    """Whether an environment variable is one child_env never passes on."""
+    return name in SECRET_VARIABLES or any(word in name.upper() for word in _SECRET_WORDS)
+
+
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment for a process we start (the code under measurement, a proposer, git): ours
     without any secret. A signing key, a keystore password or an API token in a child's environment
     would be readable by the very code being measured."""
-    clean = {
-        k: v for k, v in os.environ.items()
-        if k not in SECRET_VARIABLES and not any(word in k.upper() for word in _SECRET_WORDS)
-    }  # fmt: skip
+    clean = {k: v for k, v in os.environ.items() if not is_secret(k)}
     return {**clean, **(extra or {})}
+
+
+def start_ticks(pid: int) -> int | None:
+    """A process's start time (clock ticks since boot, /proc/<pid>/stat field 22): with the pid, an
+    identity that pid reuse cannot fake. None if there is no such process. Whatever we start and may
+    have to stop later (the local chain, an attempt's process group) is recorded with it."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def env_number(name: str, default: float, kind: type[int] | type[float] = int) -> float:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import unicodedata
 from decimal import ROUND_HALF_EVEN, Decimal
+from fractions import Fraction
 
 import blake3
 from eth_abi import encode
@@ -98,7 +99,8 @@ def with_links(identity: dict[str, object], links: dict[str, str], policy: str) 
 
 
 def digest(identity: dict[str, object]) -> bytes:
-    domain = {"filetree": "filetree-manifest", "bundle": "bundle-manifest", "attempt": "attempt-manifest"}
+    domain = {"filetree": "filetree-manifest", "bundle": "bundle-manifest", "attempt": "attempt-manifest",
+              "champion": "champion-manifest"}  # fmt: skip
     return h(domain[str(identity["kind"])], canonical(identity))
 
 
@@ -111,3 +113,35 @@ def metric_value(value: str) -> str:
 def metric_hash(name: str, mode: str, value: str) -> bytes:
     scaled = int(Decimal(value) * (10**18))
     return keccak(encode(["string", "uint8", "int256"], [name, {"min": 0, "max": 1}[mode], scaled]))
+
+
+def _to_decimal_text(value: Fraction) -> str:
+    """A rational as a metric value: 18 decimals, half to even, by integer arithmetic."""
+    scaled = value * 10**18
+    whole, rest = divmod(scaled.numerator, scaled.denominator)
+    twice = 2 * rest
+    if twice > scaled.denominator or (twice == scaled.denominator and whole % 2 == 1):
+        whole += 1
+    return metric_value(str(Decimal(whole) / Decimal(10**18)))
+
+
+def _isqrt_decimal(value: Fraction) -> str:
+    """sqrt of a non-negative rational to 18 decimals, half to even: integer square root of the value
+    scaled by 10^40 (22 guard digits), then rounded as above."""
+    from math import isqrt
+
+    scaled = value * 10**40
+    root = isqrt(scaled.numerator * 10**40 // scaled.denominator)  # sqrt(value) * 10^40
+    return _to_decimal_text(Fraction(root, 10**40))
+
+
+def replication_stats(values: list[str]) -> tuple[str | None, str | None]:
+    """docs/manifest.md: mean and sample standard deviation (n - 1) of the completed replications."""
+    if not values:
+        return None, None
+    xs = [Fraction(Decimal(v)) for v in values]
+    mean = sum(xs, Fraction(0)) / len(xs)
+    if len(xs) < 2:
+        return _to_decimal_text(mean), None
+    variance = sum(((x - mean) ** 2 for x in xs), Fraction(0)) / (len(xs) - 1)
+    return _to_decimal_text(mean), _isqrt_decimal(variance)

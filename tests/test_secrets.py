@@ -78,12 +78,12 @@ def test_no_secret_reaches_the_environment_of_a_process_we_start(
     for name, value in secrets.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("HARMLESS_SETTING", "kept")
-    CommandProposer("env > proposer.env", ()).propose(tmp_path, 0)
-    run_command("env > attempt.env", tmp_path, tmp_path / "run", 60, 1)
+    monkeypatch.setenv("NAMED_SETTING", "passed")
+    CommandProposer("env > proposer.env", (), pass_env=("NAMED_SETTING",)).propose(tmp_path, 0)
+    run_command("env > attempt.env", tmp_path, tmp_path / "run", 60, 1, None, ("NAMED_SETTING",))
     for dump in ("proposer.env", "attempt.env"):
         text = (tmp_path / dump).read_text()
         assert not [name for name, value in secrets.items() if name in text or value in text], dump
-    # the proposer is the researcher's own agent: our environment, less secrets; the measured attempt
-    # gets an allow-list (PATH, locale, HOME and TMPDIR in its run dir) and nothing else of ours
-    assert "HARMLESS_SETTING=kept" in (tmp_path / "proposer.env").read_text()
-    assert "HARMLESS_SETTING" not in (tmp_path / "attempt.env").read_text()
+        # both get an allow-list (PATH, locale, HOME and TMPDIR of their own) and what the contract
+        # names in pass_env, nothing else of ours
+        assert "NAMED_SETTING=passed" in text and "HARMLESS_SETTING" not in text, dump

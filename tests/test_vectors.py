@@ -15,6 +15,7 @@ import pytest
 from anchor.manifest.attempt import AttemptManifest, Metric
 from anchor.manifest.bundle import BundleManifest
 from anchor.manifest.canonical import canonical_json
+from anchor.manifest.champion import ChampionManifest
 from anchor.manifest.domain import Domain, tagged
 from anchor.manifest.exclude import Rules
 from anchor.manifest.filetree import FileTreeManifest, hash_tree
@@ -79,7 +80,7 @@ def test_attempt_vector_round_trips_with_the_metric_hash_we_compute(case: dict[s
     fields = dict(case["input"])
     metric = fields.pop("metric")
     built = AttemptManifest.build(
-        **{k: v for k, v in fields.items() if k not in ("kind", "version")},
+        **{k: v for k, v in fields.items() if k != "kind"},
         metric=Metric.of(metric["name"], metric["mode"], metric["value"]) if metric else None,
     )
     assert built.metric_hash == case["expected"]["metric_hash"]
@@ -87,6 +88,16 @@ def test_attempt_vector_round_trips_with_the_metric_hash_we_compute(case: dict[s
     assert built.digest.hex() == case["expected"]["digest"]
     decoded = validate_identity(json.loads(case["expected"]["identity_canonical"]))
     assert AttemptManifest.model_validate(decoded) == built
+
+
+@pytest.mark.parametrize("case", _cases("champion"), ids=_ids("champion"))
+def test_champion_vector_round_trips_with_the_statistics_we_compute(case: dict[str, Any]) -> None:
+    built = ChampionManifest.build(**{k: v for k, v in case["input"].items() if k != "kind"})
+    assert (built.mean, built.stdev) == (case["expected"]["mean"], case["expected"]["stdev"])
+    assert canonical_json(built.identity()) == case["expected"]["identity_canonical"].encode("utf-8")
+    assert built.digest.hex() == case["expected"]["digest"]
+    decoded = validate_identity(json.loads(case["expected"]["identity_canonical"]))
+    assert ChampionManifest.model_validate(decoded) == built
 
 
 def _leaf_paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -108,7 +119,7 @@ def _mutated(value: Any) -> Any:
 
 ALL_IDENTITIES = [
     (kind, case["name"], json.loads(case["expected"]["identity_canonical"]), case["expected"]["digest"])
-    for kind in ("filetree", "bundle", "attempt")
+    for kind in ("filetree", "bundle", "attempt", "champion")
     for case in _cases(kind)
 ]
 

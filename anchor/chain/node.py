@@ -22,6 +22,7 @@ from pathlib import Path
 from anchor.chain.toolchain import compiler_settings, tool
 from anchor.errors import BadInput, ChainUnreachable
 from anchor.files import private_dir
+from anchor.session import start_ticks
 
 LOCAL_CHAIN_ID = 31337
 DEFAULT_PORT = 18545
@@ -99,7 +100,7 @@ class LocalChain:
                 pid, started = int(self.pid_file.read_text().strip()), None
             except (FileNotFoundError, ValueError):
                 return None
-        ticks = _start_ticks(int(pid))
+        ticks = start_ticks(int(pid))
         if ticks is None or (started is not None and ticks != started):
             return None
         if started is None and b"anvil" not in _cmdline(int(pid)):
@@ -110,7 +111,7 @@ class LocalChain:
         from anchor.files import PRIVATE_FILE, atomic_write
 
         record: dict[str, int | None] = {"port": self.port, "pid": pid}
-        record["start_ticks"] = None if pid is None else _start_ticks(pid)
+        record["start_ticks"] = None if pid is None else start_ticks(pid)
         atomic_write(self.record_file, json.dumps(record).encode(), PRIVATE_FILE)
 
     def status(self) -> ChainStatus:
@@ -180,15 +181,6 @@ class LocalChain:
             os.kill(pid, signal.SIGKILL)
         self.pid_file.unlink(missing_ok=True)
         self._write_record(None)  # the port stays: the next start uses it again
-
-
-def _start_ticks(pid: int) -> int | None:
-    """The process's start time (clock ticks since boot, /proc/<pid>/stat field 22): with the pid, an
-    identity that pid reuse cannot fake. None if there is no such process."""
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
-    except (OSError, IndexError, ValueError):
-        return None
 
 
 def _cmdline(pid: int) -> bytes:

@@ -56,6 +56,12 @@ def run(
     proposer_timeout: Annotated[
         float, typer.Option(min=0.1, help="Seconds a --propose command may take; past it, a rejected proposal.")
     ] = 600.0,
+    proposer_network: Annotated[
+        bool,
+        typer.Option(
+            "--proposer-network", help="Let a --propose command reach the network (an agent calling its model)."
+        ),
+    ] = False,
     no_sandbox: Annotated[
         bool,
         typer.Option(
@@ -66,9 +72,11 @@ def run(
     json: JsonFlag = False,
 ) -> None:
     """Search: baseline, then propose → commit → measure → keep or reset, every attempt ledgered and anchored."""
-    from anchor.research.anchoring import anchor_search, contract_digest, preregister
+    from anchor.research.anchoring import anchor_champions, anchor_search, contract_digest, preregister
     from anchor.research.checkpoints import Checkpoints
     from anchor.research.contract import load_contract
+    from anchor.research.final import evaluate_champion, final_line
+    from anchor.research.final import summary as final_summary
     from anchor.research.git import Repo
     from anchor.research.ledger import Ledger
     from anchor.research.loop import Search, SearchLimits
@@ -76,6 +84,7 @@ def run(
 
     settings = ctx.find_root().obj["settings"]
     work = _workdir(ctx, workdir)
+    _check_researcher(researcher)
     terms, _ = load_contract(contract)
     ledger = Ledger(work / "ledger.jsonl")
     pin_contract(work, contract, ledger)  # before anything is anchored under it
@@ -87,25 +96,42 @@ def run(
         digest = preregister(settings, contract.resolve(), work / "contract.anchor.json")
     limits = SearchLimits(max_attempts, budget_minutes * 60, max_failures)
     if researchers == 1:
+        box = None if no_sandbox else _sandbox(repo, terms, settings, work)
         proposer = (
-            CommandProposer(propose, terms.editable, proposer_timeout)
+            CommandProposer(
+                propose,
+                terms.editable,
+                proposer_timeout,
+                work / "runs" / researcher / "proposer",
+                box,
+                proposer_network,
+                terms.pass_env,
+            )  # fmt: skip
             if propose
             else ParamSearch(terms.editable[0], seed, researcher)
         )
         # the ledger head reaches the chain while the search runs, not only at its end (a crash, a Ctrl-C
         # or a killed machine leaves every attempt up to the last checkpoint anchored)
         hook = None if no_anchor else Checkpoints(settings, ledger, checkpoint_every, checkpoint_seconds)
-        box = None if no_sandbox else _sandbox(repo, terms.editable, settings, work)
         search = Search(Repo(repo.resolve()), terms, digest, ledger, work, proposer, researcher, limits, hook, box)
-        summaries = [search.run().__dict__]
+        summary = search.run().__dict__
+        # the final numbers, measured by the harness once the search has stopped (none if not asked for)
+        final = evaluate_champion(search, None if box is None else box.revealing())
+        summary["final"] = None if final is None else final_summary(final)
+        summaries = [summary]
     else:
         summaries = _run_parallel(ctx, repo.resolve(), contract.resolve(), work, researchers, locals())
     anchored = None if no_anchor else anchor_search(settings, ledger)
+    if not no_anchor:
+        anchor_champions(settings, work)
     lines = [
         f"{s['researcher']}: measured {s['measured']}, rejected {s['rejected']}, stopped: {s['stopped_because']};"
         f" champion {str(s['champion'])[:12]} ({s['champion_metric']})"
         for s in summaries
     ]
+    for s in summaries:
+        if s.get("final"):
+            lines.append(f"  {final_line(s['final'])}")
     if anchored:
         lines.append(
             f"anchored {anchored['attempts']} attempts ({anchored['kept']} kept, with lineage records)"
@@ -135,6 +161,8 @@ def _run_parallel(
         ]  # fmt: skip
         if opts["no_sandbox"]:
             argv.append("--no-sandbox")
+        if opts["proposer_network"]:
+            argv.append("--proposer-network")
         if opts["propose"]:
             argv += ["--propose", opts["propose"]]
         env = {**os.environ, "ANCHOR_DATA_DIR": str(ctx.find_root().obj["settings"].data_dir)}
@@ -157,15 +185,43 @@ def _run_parallel(
     return summaries
 
 
-def _sandbox(repo: Path, editable: tuple[str, ...], settings: Any, work: Path) -> Any:
+def _sandbox(repo: Path, terms: Any, settings: Any, work: Path) -> Any:
     """The bubblewrap sandbox for this search's attempts, hiding the data dir, the work dir (ledger,
-    other runs) and every keystore the environment names; `ToolchainMissing` without bubblewrap."""
+    other runs), every keystore the environment names and the contract's holdout data;
+    `ToolchainMissing` without bubblewrap."""
     from anchor.research.sandbox import Sandbox
 
     keystores = [Path(os.environ[v]) for v in ("ANCHOR_KEYSTORE", "ANCHOR_RESEARCHER_KEYSTORE") if os.environ.get(v)]
     if settings.keystore is not None:
         keystores.append(settings.keystore)
-    return Sandbox.find(repo, editable, (settings.data_dir, work, *keystores))
+    holdout = terms.hidden_data(repo.resolve())
+    return Sandbox.find(repo, terms.editable, (settings.data_dir, work, *keystores), holdout, terms.pass_env)
+
+
+def _check_researcher(researcher: str) -> None:
+    """A researcher id names directories and git refs: letters, digits, `_`, `-`, `.`, not leading."""
+    import re
+
+    from anchor.errors import BadInput
+
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", researcher):
+        raise BadInput(
+            f"--researcher {researcher!r}: use 1 to 64 letters, digits, '_', '-' or '.', starting with"
+            " a letter or digit",
+            detail={"field": "researcher"},
+        )
+
+
+def _existing_ledger(work: Path) -> Any:
+    """The search's ledger, refused (not created) when the work dir holds none."""
+    from anchor.errors import BadInput
+    from anchor.research.ledger import Ledger
+
+    path = work / "ledger.jsonl"
+    if not path.is_file():
+        raise BadInput(f"{path}: no research ledger here (hint: --workdir names a search's work dir)",
+                       detail={"field": "workdir"})  # fmt: skip
+    return Ledger(path)
 
 
 def _interrupted(signum: int, frame: object) -> None:
@@ -202,16 +258,29 @@ def pin_contract(work: Path, contract: Path, ledger: Any) -> None:
 
 
 @app.command()
-def verify(ctx: typer.Context, workdir: WorkdirOpt = None, json: JsonFlag = False) -> None:
-    """Check the ledger's hash chain, then every ledger head anchored at a checkpoint, read back from the
-    chain: an edited, deleted, reordered or dropped entry is named (exit 4)."""
-    from anchor.research.checkpoints import check_anchored_heads
-    from anchor.research.ledger import Ledger
+def verify(
+    ctx: typer.Context,
+    workdir: WorkdirOpt = None,
+    repo: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--repo", help="The repository to find the commits in (default: the one each search recorded)."),
+    ] = None,
+    json: JsonFlag = False,
+) -> None:
+    """Check the ledger's hash chain, every ledger head anchored at a checkpoint (read back from the
+    chain), every measured commit and its diff, and every attempt's evidence with its metric re-read:
+    an edited, deleted, reordered or dropped entry, a collected commit or an edited run file is named (exit 4)."""
+    from dataclasses import asdict
 
-    path = _workdir(ctx, workdir) / "ledger.jsonl"
-    ledger = Ledger(path)
+    from anchor.research.audit import audit
+    from anchor.research.checkpoints import check_anchored_heads
+
+    work = _workdir(ctx, workdir)
+    ledger = _existing_ledger(work)
     result = ledger.verify()
+    path = ledger.path
     heads = check_anchored_heads(ledger, ctx.find_root().obj["settings"])
+    checked = audit(ledger.entries(), work, repo)
     lines = [f"OK: {path}: {result['entries']} entries, head {result['head']}"]
     if heads.checkpoints:
         lines.append(
@@ -220,9 +289,16 @@ def verify(ctx: typer.Context, workdir: WorkdirOpt = None, json: JsonFlag = Fals
         )
     else:
         lines.append("  on chain: no anchored checkpoint yet: the ledger was checked against itself only")
-    from dataclasses import asdict
-
-    emit(ctx, json, {"ledger": str(path), **result, "anchored": asdict(heads) if heads.checkpoints else None}, lines)
+    lines.append(
+        f"  commits: {checked.commits} found with the ledgered diff in {', '.join(sorted(set(checked.repos.values())))}"
+    )
+    lines.append(
+        f"  evidence: {checked.evidence} run dirs re-hashed to their bound evidence, metrics re-read"
+        + (f"; {checked.legacy} entries from before evidence was bound (version 1)" if checked.legacy else "")
+    )
+    data = {"ledger": str(path), **result, "anchored": asdict(heads) if heads.checkpoints else None,
+            "audit": asdict(checked)}  # fmt: skip
+    emit(ctx, json, data, lines)
 
 
 @app.command()
@@ -230,12 +306,13 @@ def report(ctx: typer.Context, workdir: WorkdirOpt = None, json: JsonFlag = Fals
     """Summarise a search: attempts, kept, failures, best metric over attempts, trials behind the champion."""
     from anchor.errors import ChainUnreachable
     from anchor.research.checkpoints import check_anchored_heads
-    from anchor.research.ledger import Ledger
     from anchor.research.report import summarise
 
-    ledger = Ledger(_workdir(ctx, workdir) / "ledger.jsonl")
+    work = _workdir(ctx, workdir)
+    ledger = _existing_ledger(work)
     ledger.verify()
     data, lines = summarise(ledger.entries())
+    _final_numbers(work, data, lines)
     try:
         heads = check_anchored_heads(ledger, ctx.find_root().obj["settings"])
         data["anchored_trials"] = heads.length
@@ -249,6 +326,25 @@ def report(ctx: typer.Context, workdir: WorkdirOpt = None, json: JsonFlag = Fals
     emit(ctx, json, data, lines)
 
 
+def _final_numbers(work: Path, data: dict[str, Any], lines: list[str]) -> None:
+    """Add each researcher's champion record (replications, holdout, selection-adjusted figure)."""
+    import json as jsonlib
+
+    from anchor.manifest.champion import ChampionManifest
+    from anchor.research.final import final_line, latest_record, summary
+
+    for who, stats in data["researchers"].items():
+        path = None if stats["champion"] is None else latest_record(work, who, stats["champion"])
+        if path is None:
+            stats["final"] = None
+            continue
+        record = ChampionManifest.model_validate(jsonlib.loads(path.read_text())["manifest"])
+        stats["final"] = summary(record)
+        anchored = path.with_name(path.name.removesuffix(".json") + ".anchor.json").exists()
+        stats["final"]["anchored"] = anchored
+        lines.append(f"  {final_line(stats['final'])}" + ("" if anchored else " (not anchored yet)"))
+
+
 def lineage(
     ctx: typer.Context,
     commit: Annotated[str, typer.Argument(help="An attempt commit (a unique prefix is enough).")],
@@ -256,10 +352,9 @@ def lineage(
     json: JsonFlag = False,
 ) -> None:
     """Print the attempt tree around COMMIT with the champion chain marked, checked against the chain."""
-    from anchor.research.ledger import Ledger
     from anchor.research.report import lineage_tree
 
-    ledger = Ledger(_workdir(ctx, workdir) / "ledger.jsonl")
+    ledger = _existing_ledger(_workdir(ctx, workdir))
     ledger.verify()
     data, lines = lineage_tree(ledger.entries(), commit, ctx.find_root().obj["settings"])
     emit(ctx, json, data, lines)

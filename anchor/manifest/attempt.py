@@ -87,7 +87,8 @@ class AttemptManifest(HasIdentity, BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: Literal["attempt"] = "attempt"
-    version: Literal[1] = 1
+    version: Literal[1, 2] = 1
+    """2 binds the evidence and how the attempt ran; 1 (ledgers from before) has neither."""
     commit: str = Field(pattern=COMMIT)
     parent: str = Field(pattern=COMMIT)
     diff_blake3: str = Field(pattern=HEX64)
@@ -97,9 +98,15 @@ class AttemptManifest(HasIdentity, BaseModel):
     status: Literal["completed", "failed", "timed_out"]
     researcher: str = Field(min_length=1, max_length=128)
     contract_digest: str = Field(pattern=HEX64)
+    evidence: str | None = Field(default=None, pattern=HEX64)
+    """Version 2: digest of the run dir's file-tree manifest (metric file, logs, claims, code.diff)."""
+    sandbox: Literal["bubblewrap", "none"] | None = None
+    """Version 2: how the attempt ran; "none" only when the search was told to run unconfined."""
 
     @model_validator(mode="after")
     def _consistent(self) -> AttemptManifest:
+        if (self.version == 2) != (self.evidence is not None) or (self.version == 2) != (self.sandbox is not None):
+            raise ValueError("version 2 has evidence and sandbox; version 1 has neither")
         if self.status == "completed" and self.metric is None:
             raise ValueError("a completed attempt has a metric")
         if self.kept and self.status != "completed":

@@ -22,6 +22,7 @@ class Domain(StrEnum):
     ATTEMPT_MANIFEST = "anchor.manifest.v1 attempt-manifest"
     LEDGER_ENTRY = "anchor.manifest.v1 ledger-entry"
     LEDGER_HEAD = "anchor.manifest.v1 ledger-head"
+    CHAMPION_MANIFEST = "anchor.manifest.v1 champion-manifest"
 
 
 def tagged(domain: Domain, data: bytes) -> bytes:

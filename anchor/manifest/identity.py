@@ -17,6 +17,7 @@ _DOMAINS = {
     "bundle": Domain.BUNDLE_MANIFEST,
     "attempt": Domain.ATTEMPT_MANIFEST,
     "ledger": Domain.LEDGER_HEAD,
+    "champion": Domain.CHAMPION_MANIFEST,
 }
 
 
@@ -42,6 +43,7 @@ def validate_identity(identity: object, source: str = "manifest") -> dict[str, A
     """Re-validate an identity decoded from a file; raises `BadInput` naming the field."""
     from anchor.manifest.attempt import AttemptManifest
     from anchor.manifest.bundle import BundleManifest
+    from anchor.manifest.champion import ChampionManifest
     from anchor.manifest.filetree import FORMAT_VERSION, is_hex64
     from anchor.manifest.validation import validated
 
@@ -85,7 +87,7 @@ def validate_identity(identity: object, source: str = "manifest") -> dict[str, A
         if not isinstance(identity["length"], int) or isinstance(identity["length"], bool) or identity["length"] < 0:
             raise BadInput(f"{source}: length must be a non-negative integer", detail={"field": "manifest.length"})
         return identity
-    model: Any = {"bundle": BundleManifest, "attempt": AttemptManifest}.get(str(kind))
+    model: Any = {"bundle": BundleManifest, "attempt": AttemptManifest, "champion": ChampionManifest}.get(str(kind))
     if model is None:
         raise BadInput(f"{source}: unknown manifest kind {kind!r}", detail={"field": "manifest.kind"})
     normalized = validated(model, identity, source).identity()

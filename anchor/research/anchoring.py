@@ -18,6 +18,8 @@ ATTEMPT_FIELDS = (
     "kind", "version", "commit", "parent", "diff_blake3", "metric", "metric_hash", "kept", "status", "researcher",
     "contract_digest",
 )  # fmt: skip
+ATTEMPT_FIELDS_V2 = (*ATTEMPT_FIELDS, "evidence", "sandbox")
+"""Version 2 adds these; a version 1 entry may carry `sandbox` beside the manifest, outside it."""
 
 
 def contract_digest(contract_path: Path) -> str:
@@ -35,7 +37,8 @@ def preregister(settings: Settings, contract_path: Path, proof_out: Path) -> str
 
 def attempt_of(entry: dict[str, Any]) -> AttemptManifest:
     """The attempt manifest a ledger entry stands for; its digest must be the one the entry recorded."""
-    manifest = AttemptManifest.model_validate({k: entry[k] for k in ATTEMPT_FIELDS if k in entry})
+    names = ATTEMPT_FIELDS_V2 if entry.get("version") == 2 else ATTEMPT_FIELDS
+    manifest = AttemptManifest.model_validate({k: entry[k] for k in names if k in entry})
     if manifest.digest.hex() != entry["attempt_digest"]:
         raise Tampered(
             f"ledger entry {entry['seq']}: attempt_digest does not match its fields", detail={"seq": entry["seq"]}
@@ -107,3 +110,30 @@ def anchor_search(settings: Settings, ledger: Ledger, since: int = 0) -> dict[st
         "ledger_head": verified["head"],
         "ledger_length": verified["entries"],
     }
+
+
+def anchor_champions(settings: Settings, workdir: Path) -> list[Path]:
+    """Anchor every champion record (anchor.research.final) that has no proof beside it yet; returns the
+    proofs written. Run after `anchor_search`, so the ledger head each record names is on chain too."""
+    import json
+
+    from anchor.journal.service import AnchorService
+    from anchor.journal.submit import Submission
+    from anchor.manifest.identity import validate_identity
+
+    pending = []
+    for path in sorted(workdir.glob("runs/*/champion-*.json")):
+        if path.name.endswith(".anchor.json"):
+            continue
+        proof = path.with_name(path.name.removesuffix(".json") + ".anchor.json")
+        if not proof.exists():
+            identity = validate_identity(json.loads(path.read_text())["manifest"], str(path))
+            pending.append(Submission(identity, {}, proof_path=proof))
+    if pending:
+        service = AnchorService.open(settings)
+        try:
+            service.submit(pending)
+            service.flush()
+        finally:
+            service.close()
+    return [s.proof_path for s in pending if s.proof_path is not None]

@@ -28,6 +28,16 @@ class AttemptContract(BaseModel):
     attempt_timeout_minutes: float = Field(gt=0, le=24 * 60)
     min_improvement: float = Field(default=0.0, ge=0)
     grace_seconds: float = Field(default=5.0, ge=0, le=300)
+    replications: int = Field(default=0, ge=0, le=50, description="re-measurements of the final champion")
+    holdout_command: str | None = Field(
+        default=None, min_length=1, description="run once, by the harness, on the final champion"
+    )
+    pass_env: tuple[str, ...] = Field(
+        default=(), description="environment variables given to attempts and the proposer as they are"
+    )
+    holdout_data: tuple[str, ...] = Field(
+        default=(), description="paths (repo-relative or absolute) hidden from every attempt, shown to the holdout"
+    )
 
     @field_validator("editable")
     @classmethod
@@ -38,6 +48,29 @@ class AttemptContract(BaseModel):
                 raise ValueError(f"{path!r} is not a relative path inside the repository")
         return paths
 
+    @field_validator("pass_env")
+    @classmethod
+    def _passable(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        import re
+
+        from anchor.session import SECRET_VARIABLES
+
+        for name in names:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,127}", name):
+                raise ValueError(f"{name!r} is not an environment variable name")
+            if name.startswith("ANCHOR_") or name in SECRET_VARIABLES:
+                raise ValueError(f"{name}: Anchor's own settings and secrets never reach the code under measurement")
+        return names
+
+    @field_validator("holdout_data")
+    @classmethod
+    def _hidden(cls, paths: tuple[str, ...]) -> tuple[str, ...]:
+        for path in paths:
+            parts = [p for p in path.split("/") if p]
+            if not parts or any(p in (".", "..") for p in parts):
+                raise ValueError(f"{path!r} is not a plain path (no '.' or '..')")
+        return paths
+
     @field_validator("metric_source")
     @classmethod
     def _source(cls, source: str) -> str:
@@ -46,10 +79,16 @@ class AttemptContract(BaseModel):
             raise ValueError(f"{source!r}: use jsonl:<file in run_dir> (last row) or json:<file in run_dir>")
         return source
 
-    def render(self, run_dir: Path, run_name: str) -> str:
-        """The command with its three placeholders filled; other braces (JSON in a shell line) stay."""
+    def hidden_data(self, repo: Path) -> tuple[Path, ...]:
+        """The holdout data as paths: what the sandbox hides from attempts."""
+        return tuple(Path(p) if p.startswith("/") else repo / p for p in self.holdout_data)
+
+    def render(self, run_dir: Path, run_name: str, command: str | None = None) -> str:
+        """The command (or `command`, e.g. the holdout's) with its three placeholders filled; other
+        braces (JSON in a shell line) stay."""
         return (
-            self.command.replace("{run_dir}", str(run_dir))
+            (command or self.command)
+            .replace("{run_dir}", str(run_dir))
             .replace("{run_name}", run_name)
             .replace("{attempt_timeout_minutes}", f"{self.attempt_timeout_minutes:g}")
         )

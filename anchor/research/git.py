@@ -44,6 +44,14 @@ class Repo:
             )
         return result.stdout
 
+    def has_commit(self, commit: str) -> bool:
+        found = subprocess.run(
+            ["git", "-C", str(self.path), "cat-file", "-e", f"{commit}^{{commit}}"],
+            capture_output=True,
+            env=child_env({"GIT_TERMINAL_PROMPT": "0"}),
+        )
+        return found.returncode == 0
+
     def head(self) -> str:
         return self.git("rev-parse", "HEAD").strip()
 

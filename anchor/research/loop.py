@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,13 +27,15 @@ from typing import Any
 import blake3
 
 from anchor.manifest.attempt import AttemptManifest, Metric
+from anchor.research.audit import remember_repo
 from anchor.research.contract import AttemptContract
+from anchor.research.evidence import seal
 from anchor.research.git import Repo
 from anchor.research.guard import GuardError, check_committed, check_fence, check_unscored
 from anchor.research.ledger import Ledger
 from anchor.research.metrics import read_claims, read_metric
 from anchor.research.proposers import Proposer
-from anchor.research.runner import run_command
+from anchor.research.runner import reap_survivors, run_command
 from anchor.research.sandbox import Sandbox
 
 NO_PARENT = "0" * 40
@@ -66,6 +69,11 @@ def ref_name(researcher: str) -> str:
     import blake3
 
     return "id-" + blake3.blake3(researcher.encode()).hexdigest()[:16]
+
+
+def run_dir_of(workdir: Path, researcher: str, commit: str) -> Path:
+    """Where an attempt's evidence lives: <workdir>/runs/<researcher>/<commit[:12]>."""
+    return workdir / "runs" / researcher / commit[:12]
 
 
 def is_better(candidate: str, best: str, mode: str, min_improvement: float) -> bool:
@@ -112,7 +120,7 @@ class Search:
     def marker(self) -> Path:
         return self.workdir / "runs" / self.researcher / "in-flight.json"
 
-    def _begin_attempt(self, champion: str) -> set[str]:
+    def begin_attempt(self, champion: str) -> set[str]:
         """Record, before anything is proposed or run, which untracked files are not ours."""
         before = self.repo.untracked()
         self.marker.parent.mkdir(parents=True, exist_ok=True)
@@ -121,7 +129,7 @@ class Search:
         tmp.replace(self.marker)
         return before
 
-    def _end_attempt(self, champion: str, before: set[str]) -> None:
+    def end_attempt(self, champion: str, before: set[str]) -> None:
         self.repo.reset_to(champion, keep=before)
         self.marker.unlink(missing_ok=True)
 
@@ -148,14 +156,18 @@ class Search:
         start = time.monotonic()
         failures = 0
         champion = self.champion()
+        # a harness killed mid-attempt (SIGKILL, a lost session) left the attempt's group running:
+        # stop it, and only it, before anything else touches the repository
+        reap_survivors(self.workdir / "runs" / self.researcher)
+        remember_repo(self.workdir, self.researcher, self.repo.path)
         in_flight = self._check_start(champion)
         if champion is None and not self.mine():
-            before = self._begin_attempt(self.repo.head()) if in_flight is None else in_flight
+            before = self.begin_attempt(self.repo.head()) if in_flight is None else in_flight
             check_committed(self.repo, self.contract.editable)
             baseline = self.measure(self.repo.head(), NO_PARENT, None)
             summary.measured += 1
             champion = baseline if baseline["kept"] else None
-            self._end_attempt(baseline["commit"], before)
+            self.end_attempt(baseline["commit"], before)
             in_flight = None
         if champion is None:
             summary.stopped_because = "the baseline produced no metric"
@@ -174,7 +186,7 @@ class Search:
                 summary.stopped_because = f"{failures} consecutive failures"
                 break
             scored = {e["commit"] for e in mine}
-            before = self._begin_attempt(champion["commit"])
+            before = self.begin_attempt(champion["commit"])
             try:
                 self.proposer.propose(self.repo.path, len(mine) + summary.rejected)
                 if not check_fence(self.repo, self.contract.editable):
@@ -187,14 +199,14 @@ class Search:
                 summary.rejected += 1
                 summary.rejections.append(exc.message)
                 failures += 1
-                self._end_attempt(champion["commit"], before)
+                self.end_attempt(champion["commit"], before)
                 continue
             entry = self.measure(commit, champion["commit"], champion)
             summary.measured += 1
             failures = 0 if entry["status"] == "completed" else failures + 1
             if entry["kept"]:
                 champion = entry
-            self._end_attempt(champion["commit"], before)  # losers leave nothing the attempt wrote
+            self.end_attempt(champion["commit"], before)  # losers leave nothing the attempt wrote
         summary.champion, summary.champion_metric = champion["commit"], champion["metric"]["value"]
         return summary
 
@@ -209,7 +221,7 @@ class Search:
             summary.measured += 1
             if entry["kept"]:
                 champion = entry
-        self._end_attempt(champion["commit"], before)
+        self.end_attempt(champion["commit"], before)
         return champion
 
     # ------------------------------------------------------------------ one measurement
@@ -219,8 +231,10 @@ class Search:
         metric itself; claims the agent wrote are recorded beside it and flagged, never adopted."""
         check_committed(self.repo, self.contract.editable)
         run_name = f"{self.researcher}-{commit[:12]}"
-        run_dir = self.workdir / "runs" / self.researcher / commit[:12]
-        run_dir.mkdir(parents=True, exist_ok=True)
+        run_dir = run_dir_of(self.workdir, self.researcher, commit)
+        if run_dir.exists():  # left by a run that died mid-attempt on this (unscored) commit: ours, stale
+            shutil.rmtree(run_dir)
+        run_dir.mkdir(parents=True)
         diff = b"" if parent == NO_PARENT else self.repo.diff(parent, commit, self.contract.editable)
         (run_dir / "code.diff").write_bytes(diff)
         result = run_command(
@@ -230,13 +244,16 @@ class Search:
             self.contract.attempt_timeout_minutes * 60,
             self.contract.grace_seconds,
             self.sandbox,
+            self.contract.pass_env,
         )
+        # the attempt's processes are gone: bind what it left, then read the metric from the bound files
+        sealed = seal(run_dir)
         value = None if result.timed_out else read_metric(run_dir, self.contract.metric_source, self.contract.metric)
         status = (
             "timed_out"
             if result.timed_out
             else "completed"
-            if result.exit_code == 0 and value is not None
+            if result.exit_code == 0 and value is not None and not sealed.removed
             else "failed"
         )
         metric = Metric.of(self.contract.metric, self.contract.mode, value) if status == "completed" else None
@@ -245,6 +262,7 @@ class Search:
             or is_better(metric.value, champion["metric"]["value"], self.contract.mode, self.contract.min_improvement)
         )
         manifest = AttemptManifest.build(
+            version=2,
             commit=commit,
             parent=parent,
             diff_blake3=blake3.blake3(diff).hexdigest(),
@@ -253,6 +271,8 @@ class Search:
             status=status,
             researcher=self.researcher,
             contract_digest=self.contract_digest,
+            evidence=sealed.manifest.digest.hex(),
+            sandbox="none" if self.sandbox is None else "bubblewrap",
         )
         claims = read_claims(run_dir)
         claimed = None if claims is None else claims.get(self.contract.metric)
@@ -261,9 +281,10 @@ class Search:
             **manifest.identity(),
             "exit_code": result.exit_code,
             "duration_ms": result.duration_ms,
-            "sandbox": "none" if self.sandbox is None else "bubblewrap",  # how it ran, under the hash chain
             "attempt_digest": manifest.digest.hex(),
         }
+        if sealed.removed:
+            fields["evidence_removed"] = list(sealed.removed[:64])
         if claims is not None:
             fields["claims"] = _claims_text(claims)
             fields["claims_differ"] = differ

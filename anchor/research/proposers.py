@@ -12,9 +12,12 @@ import random
 import re
 import subprocess
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from anchor.errors import BadInput
+
+if TYPE_CHECKING:
+    from anchor.research.sandbox import Sandbox
 
 _FLAT_TOML = re.compile(r"^(?P<key>[A-Za-z_][A-Za-z0-9_]*)\s*=\s*(?P<value>-?[0-9][0-9_.eE+-]*)\s*$")
 
@@ -43,20 +46,49 @@ class ParamSearch:
 
 
 class CommandProposer:
-    def __init__(self, command: str, editable: tuple[str, ...], timeout_s: float = 600.0) -> None:
+    """An external proposer (a coding agent): fenced like an attempt. Its environment is the same
+    allow-list (PATH, the locale, the contract's `pass_env`, a HOME in `scratch`), never a secret of
+    ours; in the sandbox it sees what an attempt sees, and the network only if `network` is set."""
+
+    def __init__(
+        self,
+        command: str,
+        editable: tuple[str, ...],
+        timeout_s: float = 600.0,
+        scratch: Path | None = None,
+        sandbox: Sandbox | None = None,
+        network: bool = False,
+        pass_env: tuple[str, ...] = (),
+    ) -> None:
         self.command, self.editable, self.timeout_s = command, editable, timeout_s
+        self.scratch, self.sandbox, self.network, self.pass_env = scratch, sandbox, network, pass_env
 
     def propose(self, repo: Path, attempt: int) -> None:
         """Run the proposer in its own process group. One that hangs past `timeout_s`, crashes or exits
         non-zero is a rejected proposal (`GuardError`, with the end of its stderr), never an exception
         out of the search; on a timeout its whole group is stopped, grandchildren included."""
+        import tempfile
+
+        if self.scratch is not None:
+            return self._run(repo, attempt, self.scratch)
+        with tempfile.TemporaryDirectory(prefix="anchor-proposer-") as scratch:
+            return self._run(repo, attempt, Path(scratch))
+
+    def _run(self, repo: Path, attempt: int, scratch: Path) -> None:
         from anchor.research.guard import GuardError
         from anchor.research.runner import stop_group
+        from anchor.research.sandbox import allowed_env
         from anchor.session import child_env
 
-        env = {"ANCHOR_EDITABLE": " ".join(self.editable), "ANCHOR_ATTEMPT": str(attempt)}
+        scratch.mkdir(parents=True, exist_ok=True)
+        extra = {"ANCHOR_EDITABLE": " ".join(self.editable), "ANCHOR_ATTEMPT": str(attempt)}
+        if self.sandbox is None:
+            argv: str | list[str] = self.command
+            env = {**allowed_env(scratch, passed=self.pass_env), **extra}
+        else:  # bwrap clears the environment and sets the allow-list inside
+            argv, env = self.sandbox.argv(self.command, scratch, self.network, extra), child_env()
         process = subprocess.Popen(  # noqa: S602 - the researcher's own command
-            self.command, shell=True, cwd=repo, env=child_env(env), stdin=subprocess.DEVNULL,
+            argv, shell=self.sandbox is None, cwd=repo, env=env, stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
         )  # fmt: skip
         try:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from anchor.research.sandbox import Sandbox, allowed_env
-from anchor.session import child_env
+from anchor.session import child_env, start_ticks
 
 TIMEOUT_STATUS = 124
 
@@ -31,7 +31,13 @@ class RunResult:
 
 
 def run_command(
-    command: str, cwd: Path, run_dir: Path, timeout_s: float, grace_s: float, sandbox: Sandbox | None = None
+    command: str,
+    cwd: Path,
+    run_dir: Path,
+    timeout_s: float,
+    grace_s: float,
+    sandbox: Sandbox | None = None,
+    pass_env: tuple[str, ...] = (),
 ) -> RunResult:
     run_dir.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
@@ -41,7 +47,7 @@ def run_command(
             shell=sandbox is None,
             cwd=cwd,
             # bwrap clears the environment itself and sets the allow-list inside; it gets no secret either
-            env=allowed_env(run_dir) if sandbox is None else child_env(),
+            env=allowed_env(run_dir, passed=pass_env) if sandbox is None else child_env(),
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=err,
@@ -50,7 +56,7 @@ def run_command(
         try:
             # who owns what: the attempt's process group, recorded before we wait on it, so whoever must
             # stop it (a resumed search, a test) signals exactly this group and never a process by name
-            (run_dir / "process.json").write_text(json.dumps({"pgid": process.pid, "started_unix": time.time()}))
+            (run_dir / "process.json").write_text(json.dumps(_record(process.pid)))
             code = process.wait(timeout=timeout_s)
             timed_out = False
         except subprocess.TimeoutExpired:
@@ -103,6 +109,25 @@ def _live_members(pgid: int) -> bool:
         return False
     except PermissionError:
         pass
+    return bool(_groups().get(pgid))
+
+
+def _boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _record(pgid: int) -> dict[str, object]:
+    """Who the attempt's group is: its id, the leader's start time and this boot (pid reuse cannot fake
+    the three together)."""
+    return {"pgid": pgid, "start_ticks": start_ticks(pgid), "boot_id": _boot_id(), "started_unix": time.time()}
+
+
+def _groups() -> dict[int, dict[int, int]]:
+    """{pgid: {pid: start ticks}} of every live (non-zombie) process, from one pass over /proc."""
+    found: dict[int, dict[int, int]] = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
@@ -110,6 +135,39 @@ def _live_members(pgid: int) -> bool:
             fields = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
-            return True
-    return False
+        if fields[0] not in ("Z", "X"):
+            found.setdefault(int(fields[2]), {})[int(entry.name)] = int(fields[19])
+    return found
+
+
+def reap_survivors(runs: Path) -> list[int]:
+    """Stop the attempt groups a harness that died (SIGKILL, a lost machine) left running under `runs`,
+    and only those; returns the group ids stopped.
+
+    A group is ours when its record (process.json, written before the harness waits on it) names this
+    boot, and every live member started at or after the recorded leader, and the leader, if alive, is
+    the recorded one (same start time). A group id reused by someone else's process fails the last
+    test, so nothing of theirs is ever signalled."""
+    stopped: list[int] = []
+    records = [*runs.glob("*/process.json"), *runs.glob("*.final-*/*/process.json")]
+    if not records:
+        return stopped
+    boot, groups = _boot_id(), _groups()
+    for path in records:
+        try:
+            record = json.loads(path.read_text())
+            pgid, started = int(record["pgid"]), int(record["start_ticks"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if record.get("boot_id") != boot or pgid <= 1:
+            continue
+        members = groups.get(pgid, {})
+        if not members or any(ticks < started for ticks in members.values()):
+            continue
+        leader = members.get(pgid)
+        if leader is not None and leader != started:
+            continue
+        _signal_group(pgid, signal.SIGKILL)
+        _wait_group_gone(pgid)
+        stopped.append(pgid)
+    return stopped

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from anchor.errors import ToolchainMissing
@@ -26,14 +26,15 @@ from anchor.errors import ToolchainMissing
 ALLOWED = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
 
 
-def allowed_env(run_dir: Path, private_tmp: bool = False) -> dict[str, str]:
-    """The attempt's whole environment: nothing of ours but PATH and the locale; its temporary files in
-    the sandbox's private /tmp, or unconfined in the run dir (never the shared /tmp)."""
+def allowed_env(run_dir: Path, private_tmp: bool = False, passed: tuple[str, ...] = ()) -> dict[str, str]:
+    """The attempt's (or proposer's) whole environment: nothing of ours but PATH, the locale and the
+    variables the contract names (`pass_env`, never Anchor's); its temporary files in the sandbox's
+    private /tmp, or unconfined in the run dir (never the shared /tmp)."""
     home, tmp = run_dir / "home", run_dir / "tmp"
     home.mkdir(parents=True, exist_ok=True)
     if not private_tmp:
         tmp.mkdir(parents=True, exist_ok=True)
-    env = {k: os.environ[k] for k in ALLOWED if k in os.environ}
+    env = {k: os.environ[k] for k in (*ALLOWED, *passed) if k in os.environ}
     tmpdir = "/tmp" if private_tmp else str(tmp)  # noqa: S108 - inside the sandbox /tmp is a private tmpfs
     return {**env, "HOME": str(home), "TMPDIR": tmpdir, "PYTHONDONTWRITEBYTECODE": "1"}
 
@@ -45,9 +46,25 @@ class Sandbox:
     editable: tuple[str, ...]
     hidden: tuple[Path, ...]
     """Directories shown empty and files shown as /dev/null: the data dir, the work dir, keystores."""
+    holdout: tuple[Path, ...] = ()
+    """The contract's holdout data, hidden the same way (after the repository is shown, since it may
+    lie inside it); `revealing()` is the sandbox of the holdout run, which sees it (read-only)."""
+    shows_holdout: bool = False
+    pass_env: tuple[str, ...] = ()
+    """The contract's `pass_env`: set inside as they are outside."""
+
+    def revealing(self) -> Sandbox:
+        return replace(self, shows_holdout=True)
 
     @classmethod
-    def find(cls, repo: Path, editable: tuple[str, ...], hidden: tuple[Path, ...]) -> Sandbox:
+    def find(
+        cls,
+        repo: Path,
+        editable: tuple[str, ...],
+        hidden: tuple[Path, ...],
+        holdout: tuple[Path, ...] = (),
+        pass_env: tuple[str, ...] = (),
+    ) -> Sandbox:
         """The sandbox, or `ToolchainMissing` when bubblewrap is absent or cannot create namespaces."""
         bwrap = shutil.which("bwrap")
         hint = "install bubblewrap (`make sandbox`, or apt-get install bubblewrap), or run with --no-sandbox"
@@ -57,21 +74,33 @@ class Sandbox:
         if probe.returncode != 0:
             reason = probe.stderr.decode("utf-8", "replace").strip()[:200]
             raise ToolchainMissing(f"bubblewrap cannot create a sandbox here ({reason}): {hint}")
-        return cls(bwrap, repo.resolve(), editable, tuple(p.resolve() for p in hidden if p.exists()))
+        shown = tuple(p.resolve() for p in hidden if p.exists())
+        hidden_holdout = tuple(p.resolve() for p in holdout if p.exists())
+        return cls(bwrap, repo.resolve(), editable, shown, hidden_holdout, pass_env=pass_env)
 
-    def argv(self, command: str, run_dir: Path) -> list[str]:
-        """bwrap's command line for `command` (a shell line) run in the repository."""
+    def argv(
+        self, command: str, run_dir: Path, network: bool = False, extra_env: dict[str, str] | None = None
+    ) -> list[str]:
+        """bwrap's command line for `command` (a shell line) run in the repository; `network` keeps the
+        host's network (the proposer, when told to: an agent calling its model), never for an attempt."""
         run_dir = run_dir.resolve()
         args = [self.bwrap, "--die-with-parent", "--unshare-all", "--ro-bind", "/", "/", "--dev", "/dev",
                 "--proc", "/proc", "--tmpfs", "/tmp"]  # noqa: S108 # fmt: skip
+        if network:
+            args.append("--share-net")
         for path in self.hidden:  # mounted before the binds below, which may lie inside them
             args += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
         args += ["--ro-bind", str(self.repo), str(self.repo)]
+        for path in self.holdout:
+            if self.shows_holdout:  # bound explicitly: it may lie where the rest is hidden (/tmp, the data dir)
+                args += ["--ro-bind", str(path), str(path)]
+            else:
+                args += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
         for rel in self.editable:
             target = self.repo / rel
             if target.exists():
                 args += ["--bind", str(target), str(target)]
         args += ["--bind", str(run_dir), str(run_dir), "--chdir", str(self.repo), "--clearenv"]
-        for name, value in allowed_env(run_dir, private_tmp=True).items():
+        for name, value in {**allowed_env(run_dir, True, self.pass_env), **(extra_env or {})}.items():
             args += ["--setenv", name, value]
         return [*args, "/bin/sh", "-c", command]

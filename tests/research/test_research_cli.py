@@ -86,16 +86,17 @@ def test_editing_deleting_or_reordering_a_ledger_entry_is_named(fresh_chain: Cha
     path.write_text("\n".join(original) + "\n")
 
 
-def test_a_search_killed_mid_attempt_resumes_without_measuring_a_commit_twice(
+def test_a_search_killed_mid_attempt_reaps_its_orphan_and_resumes_from_anchored_checkpoints(
     fresh_chain: Chain, tmp_path: Path
 ) -> None:
     fresh_chain.cli("deploy", check=True)
     hang = tmp_path / "hang"
     repo, contract = _setup(tmp_path, f"test -f {hang} && sleep 29.7; " + SCORE_IS_X)
-    # --no-sandbox: the hang flag lives in /tmp, which a sandboxed attempt cannot see (this test is about
-    # resuming after a kill; tests/research/test_sandbox.py is about the sandbox)
+    # --no-sandbox: the hang flag lives in /tmp, which a sandboxed attempt cannot see; unconfined, the
+    # attempt's group also outlives a SIGKILLed harness (bwrap --die-with-parent would not), which is
+    # what the resumed search must clean up
     argv = [str(ANCHOR_BIN), "research", "run", "--repo", str(repo), "--contract", str(contract), "--max-attempts", "8",
-            "--max-failures", "8", "--no-sandbox"]  # fmt: skip
+            "--max-failures", "8", "--no-sandbox", "--checkpoint-every", "1"]  # fmt: skip
     search = subprocess.Popen(
         argv, env=fresh_chain.env(), start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
@@ -104,29 +105,38 @@ def test_a_search_killed_mid_attempt_resumes_without_measuring_a_commit_twice(
         time.sleep(0.05)
     hang.touch()  # the next attempt hangs in its command ...
     runs = fresh_chain.data_dir / "research" / "runs" / "r0"
-    while time.monotonic() < deadline and not any(
-        (d / "stdout.log").exists()
-        for d in runs.iterdir()
-        if d.name not in {e["commit"][:12] for e in _ledger(fresh_chain)}
-    ):
+    orphan: list[int] = []
+    while time.monotonic() < deadline and not orphan:
+        scored = {e["commit"][:12] for e in _ledger(fresh_chain)}
+        orphan = [json.loads(p.read_text())["pgid"] for p in runs.glob("*/process.json") if p.parent.name not in scored]
         time.sleep(0.05)
-    os.killpg(search.pid, signal.SIGKILL)  # ... and the search dies in the middle of it
+    os.killpg(search.pid, signal.SIGKILL)  # ... and the harness dies in the middle of it (its own group only)
     search.wait()
-    scored = {e["commit"][:12] for e in _ledger(fresh_chain)}
-    for recorded in runs.glob("*/process.json"):  # the orphaned attempt: stop its recorded group, by number
-        if recorded.parent.name in scored:
-            continue
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(json.loads(recorded.read_text())["pgid"], signal.SIGKILL)
+    [pgid] = orphan
+    assert _group_alive(pgid), "the unconfined attempt should have outlived the SIGKILLed harness"
     interrupted = len(_ledger(fresh_chain))
     assert 3 <= interrupted < 8
+    # every attempt up to the last checkpoint is already on chain, before anything resumes
+    checked = json.loads(fresh_chain.cli("--json", "research", "verify", check=True).stdout)
+    assert checked["anchored"]["length"] == interrupted
     hang.unlink()
     fresh_chain.cli(*argv[1:], check=True)
+    assert not _group_alive(pgid), "the resumed search did not stop the attempt its predecessor left running"
     entries = _ledger(fresh_chain)
     assert len(entries) == 8
     assert len({e["commit"] for e in entries}) == 8  # no commit measured twice
     assert fresh_chain.cli("research", "verify").returncode == ExitCode.OK
     _lineage_matches_ledger(fresh_chain, entries)
+
+
+def _group_alive(pgid: int) -> bool:
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                state, _, group = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:3]
+                if int(group) == pgid and state not in ("Z", "X"):
+                    return True
+    return False
 
 
 def test_four_researchers_times_25_attempts_agree_with_the_chain(fresh_chain: Chain, tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
 from eth_account import Account
 
 from anchor.chain.node import rpc_call
@@ -105,3 +106,82 @@ def test_a_hostile_attempt_cannot_take_the_key_read_the_journal_reach_the_networ
     finally:
         if outside.exists():
             outside.unlink()
+
+
+SCORE = "import json, sys; open(sys.argv[1] + '/metrics.jsonl', 'w').write(json.dumps({'score': 1}))"
+BUMP = "import json, os; json.dump({'x': int(os.environ['ANCHOR_ATTEMPT']) + 2}, open('params.json', 'w'))"
+
+
+@pytest.mark.parametrize("network", [False, True], ids=["fenced", "with --proposer-network"])
+def test_a_hostile_proposer_is_fenced_like_an_attempt_and_reaches_the_network_only_when_told(
+    tmp_path: Path, network: bool
+) -> None:
+    """The proposer (an agent) runs in the same sandbox as the attempts: no key in its environment or in
+    /proc, no keystore, no journal, no write outside the editable files; the network (for an agent's
+    model API) only with --proposer-network, which the second case shows does open."""
+    import socket
+
+    repo = make_repo(tmp_path / "repo", {"params.json": json.dumps({"x": 1}), "README.md": "r\n",
+                                         "hostile.py": HOSTILE, "bump.py": BUMP, "score.py": SCORE})  # fmt: skip
+    data = tmp_path / "data"
+    journal = data / "journal.sqlite"
+    journal.parent.mkdir(parents=True)
+    journal.write_bytes(b"SQLite format 3\0 pretend")
+    keystore = tmp_path / "keystore.json"
+    keystore.write_text(json.dumps(Account.encrypt(CANARY, "pw", iterations=2)))
+    outside = Path.home() / f".anchor-proposer-escape-{os.getpid()}"
+    listener = socket.create_server(("127.0.0.1", 0))  # stands in for the local chain, on the host
+    port = listener.getsockname()[1]
+    propose = f'python3 hostile.py "$HOME" {keystore} {journal} {port} {outside}; python3 bump.py'
+    contract = tmp_path / "contract.toml"
+    contract.write_text(
+        'task = "t"\ncommand = "python3 score.py {run_dir}"\neditable = ["params.json"]\nmetric = "score"\n'
+        'mode = "max"\nattempt_timeout_minutes = 1\ngrace_seconds = 1\n'
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
+    env.update(ANCHOR_DATA_DIR=str(data), ANCHOR_PRIVATE_KEY=CANARY, ANCHOR_KEYSTORE_PASSWORD="pw",
+               ANCHOR_RESEARCHER_KEYSTORE=str(keystore), ANCHOR_RESEARCHER_KEYSTORE_PASSWORD="pw")  # fmt: skip
+    argv = [str(ANCHOR_BIN), "--json", "research", "run", "--repo", str(repo), "--contract", str(contract),
+            "--max-attempts", "2", "--no-anchor", "--propose", propose]  # fmt: skip
+    try:
+        run = subprocess.run([*argv, *(["--proposer-network"] if network else [])], env=env, capture_output=True,
+                             text=True, timeout=300)  # fmt: skip
+        assert run.returncode == 0, run.stderr
+        assert json.loads(run.stdout)["researchers"][0]["rejected"] == 0  # the bump went through the fence
+        tries = json.loads((data / "research" / "runs" / "r0" / "proposer" / "home" / "tries.json").read_text())
+        assert tries.pop("socket_local_chain") is network
+        internet = tries.pop("socket_internet")  # with the network shared: whatever the host can reach
+        assert internet is False or network
+        assert tries == dict.fromkeys(tries, False) and len(tries) == 6, tries
+        assert not outside.exists() and (repo / "README.md").read_text() == "r\n"
+    finally:
+        listener.close()
+        if outside.exists():
+            outside.unlink()
+
+
+@pytest.mark.parametrize("sandboxed", [False, True], ids=["unconfined", "bubblewrap"])
+def test_the_contract_names_what_else_reaches_the_attempt_and_never_an_anchor_secret(
+    tmp_path: Path, sandboxed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from anchor.errors import BadInput
+    from anchor.research.contract import load_contract
+    from anchor.research.runner import run_command
+    from anchor.research.sandbox import Sandbox
+
+    monkeypatch.setenv("MY_DATASET", "/srv/data")
+    monkeypatch.setenv("NOT_NAMED", "x")
+    monkeypatch.setenv("ANCHOR_PRIVATE_KEY", CANARY)
+    repo = make_repo(tmp_path / "repo", {"params.json": "{}"})
+    box = Sandbox.find(repo, ("params.json",), (), pass_env=("MY_DATASET",)) if sandboxed else None
+    run_dir = tmp_path / "run"
+    run_command(f"env > {run_dir}/env.txt", repo, run_dir, 30, 1, box, ("MY_DATASET",))
+    seen = dict(line.split("=", 1) for line in (run_dir / "env.txt").read_text().splitlines() if "=" in line)
+    assert seen["MY_DATASET"] == "/srv/data" and "NOT_NAMED" not in seen
+    assert not any(k.startswith("ANCHOR_") for k in seen) and CANARY[2:] not in str(seen)
+    contract = tmp_path / "c.toml"
+    contract.write_text('task = "t"\ncommand = "c"\neditable = ["p"]\nmetric = "m"\nmode = "max"\n'
+                        'attempt_timeout_minutes = 1\npass_env = ["ANCHOR_PRIVATE_KEY"]\n')  # fmt: skip
+    with pytest.raises(BadInput, match="pass_env") as info:
+        load_contract(contract)
+    assert "never reach the code under measurement" in info.value.message

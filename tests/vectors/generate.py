@@ -70,6 +70,21 @@ ATTEMPT_CASES = [
     ("failed without metric", {"metric": None, "kept": False, "status": "failed"}),
     ("timed out, sha256 commit ids", {"metric": None, "kept": False, "status": "timed_out",
                                        "commit": "1f" * 32, "parent": "2e" * 32}),
+    ("version 2: evidence bound, sandboxed", {"metric": ("val_accuracy", "max", "0.82"), "kept": True,
+                                              "status": "completed", "version": 2, "evidence": "66" * 32,
+                                              "sandbox": "bubblewrap"}),
+    ("version 2: failed, unconfined", {"metric": None, "kept": False, "status": "failed", "version": 2,
+                                       "evidence": "77" * 32, "sandbox": "none"}),
+]  # fmt: skip
+
+# (name, replications as (status, value) pairs, holdout (status, value) or None)
+CHAMPION_CASES = [
+    ("replicated three times and held out",
+     [("completed", "0.82"), ("completed", "0.815"), ("completed", "0.823")], ("completed", "0.79")),
+    ("held out only, the holdout failed", [], ("failed", None)),
+    ("one replication: a mean, no spread", [("completed", "-1.25")], None),
+    ("a failed replication is left out of the statistics",
+     [("completed", "0.5"), ("timed_out", None), ("completed", "0.7")], None),
 ]  # fmt: skip
 
 
@@ -155,6 +170,8 @@ def attempt_vectors() -> list[dict[str, object]]:
             "researcher": "researcher-0",
             "contract_digest": "55" * 32,
         }
+        if case.get("version") == 2:
+            identity.update(version=2, evidence=case["evidence"], sandbox=case["sandbox"])
         metric = case["metric"]
         if metric is None:
             identity["metric_hash"] = "00" * 32
@@ -174,11 +191,55 @@ def attempt_vectors() -> list[dict[str, object]]:
     return out
 
 
+def champion_vectors() -> list[dict[str, object]]:
+    out = []
+    for i, (name, replications, holdout) in enumerate(CHAMPION_CASES):
+        mode = "min" if name.startswith("one replication") else "max"
+        metric_name = "loss" if mode == "min" else "val_accuracy"
+
+        def run(status: str, value: str | None, seed: int, name: str = metric_name, mode: str = mode) -> dict:
+            run: dict[str, object] = {"status": status, "evidence": f"{seed:02x}" * 32}
+            if value is not None:
+                run["metric"] = {"name": name, "mode": mode, "value": ref.metric_value(value)}
+            return run
+
+        runs = [run(status, value, 0x10 + k) for k, (status, value) in enumerate(replications)]
+        identity: dict[str, object] = {
+            "kind": "champion",
+            "version": 1,
+            "researcher": "researcher-0",
+            "contract_digest": "55" * 32,
+            "commit": "a1" * 20,
+            "attempt_digest": "88" * 32,
+            "metric": {"name": metric_name, "mode": mode, "value": "-1.5" if mode == "min" else "0.83"},
+            "trials": 12 + i,
+            "ledger_head": "99" * 32,
+            "ledger_length": 40,
+            "replications": runs,
+        }
+        mean, stdev = ref.replication_stats([r["metric"]["value"] for r in runs if "metric" in r])  # type: ignore[index]
+        if mean is not None:
+            identity["mean"] = mean
+        if stdev is not None:
+            identity["stdev"] = stdev
+        if holdout is not None:
+            identity["holdout"] = run(holdout[0], holdout[1], 0x20)
+        given = {k: v for k, v in identity.items() if k not in ("mean", "stdev")}
+        out.append({
+            "name": name,
+            "input": given,
+            "expected": {"identity_canonical": ref.canonical(identity).decode(), "digest": ref.digest(identity).hex(),
+                         "mean": mean, "stdev": stdev},
+        })  # fmt: skip
+    return out
+
+
 def main() -> None:
     for kind, vectors in (
         ("filetree", filetree_vectors()),
         ("bundle", bundle_vectors()),
         ("attempt", attempt_vectors()),
+        ("champion", champion_vectors()),
     ):
         document = {"format": "anchor-golden-vectors", "manifest_version": 1, "kind": kind, "cases": vectors}
         (HERE / f"{kind}.json").write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -1,0 +1,100 @@
+"""The champion manifest: a search's final numbers, measured by the harness after the search stopped.
+
+Why: the champion's metric is the best of N noisy measurements, so it overstates what the change is
+worth (the more trials, the more it does). The honest figures are the ones taken after selection,
+which the search could not optimise against: `replications` re-measure the champion with the
+contract's own command (their mean and spread), and `holdout` runs the contract's `holdout_command`
+once. The manifest binds them to the champion's commit and attempt, to the number of trials it was
+selected from and to the ledger head at selection, so that "0.93 after 200 trials, 0.91 on
+replication, 0.88 on the holdout" is one anchored record, not three claims.
+
+`mean` and `stdev` (sample, n - 1) are derived from the completed replications and checked on
+decoding: a manifest whose statistics do not follow from its values is refused.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal, localcontext
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from anchor.manifest.attempt import COMMIT, HEX64, Metric, canonical_decimal
+from anchor.manifest.identity import HasIdentity
+
+MAX_REPLICATIONS = 50
+
+
+class Run(BaseModel):
+    """One measurement after selection: its status, the metric the harness read, its bound run dir."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    status: Literal["completed", "failed", "timed_out"]
+    metric: Metric | None = None
+    evidence: str = Field(pattern=HEX64)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Run:
+        if (self.status == "completed") != (self.metric is not None):
+            raise ValueError("a completed run has a metric, and only a completed run")
+        return self
+
+
+def statistics(values: list[str]) -> tuple[str | None, str | None]:
+    """(mean, sample standard deviation) of canonical decimals, each canonical; None where undefined."""
+    if not values:
+        return None, None
+    with localcontext(prec=100):
+        numbers = [Decimal(v) for v in values]
+        mean = sum(numbers, Decimal(0)) / len(numbers)
+        if len(numbers) < 2:
+            return canonical_decimal(mean), None
+        variance = sum(((x - mean) ** 2 for x in numbers), Decimal(0)) / (len(numbers) - 1)
+        return canonical_decimal(mean), canonical_decimal(variance.sqrt())
+
+
+class ChampionManifest(HasIdentity, BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["champion"] = "champion"
+    version: Literal[1] = 1
+    researcher: str = Field(min_length=1, max_length=128)
+    contract_digest: str = Field(pattern=HEX64)
+    commit: str = Field(pattern=COMMIT)
+    attempt_digest: str = Field(pattern=HEX64)
+    """The champion's attempt manifest (the measurement it was selected on)."""
+    metric: Metric
+    """The metric it was selected on."""
+    trials: int = Field(ge=1, lt=2**53)
+    """The researcher's measured attempts when the search stopped: what the champion was selected from."""
+    ledger_head: str = Field(pattern=HEX64)
+    ledger_length: int = Field(ge=1, lt=2**53)
+    replications: tuple[Run, ...] = Field(default=(), max_length=MAX_REPLICATIONS)
+    mean: str | None = None
+    stdev: str | None = None
+    holdout: Run | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ChampionManifest:
+        if self.trials > self.ledger_length:
+            raise ValueError(f"trials ({self.trials}) exceed the ledger's length ({self.ledger_length})")
+        for run in (*self.replications, *([self.holdout] if self.holdout else [])):
+            if run.metric is not None and (run.metric.name, run.metric.mode) != (self.metric.name, self.metric.mode):
+                raise ValueError("a replication or the holdout measures another metric than the champion's")
+        values = [run.metric.value for run in self.replications if run.metric is not None]
+        if (self.mean, self.stdev) != statistics(values):
+            raise ValueError(f"mean and stdev must be {statistics(values)} for the completed replications")
+        return self
+
+    @classmethod
+    def build(cls, **fields: Any) -> ChampionManifest:
+        """Compute `mean` and `stdev` ourselves; a caller never supplies them."""
+        from anchor.manifest.validation import validated
+
+        runs = [Run.model_validate(r) if isinstance(r, dict) else r for r in fields.get("replications", ())]
+        fields["mean"], fields["stdev"] = statistics([r.metric.value for r in runs if r.metric is not None])
+        return validated(cls, fields, "champion")
+
+    def identity(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)

@@ -1,0 +1,175 @@
+"""Honest final numbers: the champion re-measured after the search stopped, and its holdout run.
+
+Why: the champion's metric is the maximum (or minimum) of N noisy measurements; selection alone
+inflates it. After the search stops, the harness, not the proposer, runs the contract's command
+`replications` times on the champion and the contract's `holdout_command` once, each in a fresh run
+dir bound as evidence, in the same sandbox as the attempts (the holdout run alone sees the contract's
+`holdout_data`). The result is a champion manifest (anchor.manifest.champion), written beside the
+runs and anchored as its own record. A champion is evaluated once: a resumed search that ends on the
+same champion after the same number of trials reuses its record; after more trials, or on a new
+champion, the champion is evaluated again (a record names the trials it was selected from).
+
+The selection-adjusted figure in `research report` (docs/research.md): the champion's metric moved
+against its direction by stdev x E[max of N standard normals], with N the trials it was selected from
+and stdev the spread of its replications; E[max] is the approximation of Bailey and Lopez de Prado
+(the deflated Sharpe ratio): (1 - g) z(1 - 1/N) + g z(1 - 1/(N e)), g the Euler-Mascheroni constant.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+from statistics import NormalDist
+from typing import TYPE_CHECKING, Any
+
+from anchor.manifest.attempt import Metric
+from anchor.manifest.champion import ChampionManifest, Run
+from anchor.research.evidence import seal
+from anchor.research.metrics import read_metric
+from anchor.research.runner import run_command
+
+if TYPE_CHECKING:
+    from anchor.research.loop import Search
+    from anchor.research.sandbox import Sandbox
+
+EULER_GAMMA = 0.5772156649015329
+
+
+def champion_path(workdir: Path, researcher: str, commit: str, trials: int) -> Path:
+    """A champion record: one per (champion, trials it was selected from)."""
+    return workdir / "runs" / researcher / f"champion-{commit[:12]}-{trials}.json"
+
+
+def latest_record(workdir: Path, researcher: str, commit: str) -> Path | None:
+    """The record of `commit` selected from the most trials, if any."""
+    found = list((workdir / "runs" / researcher).glob(f"champion-{commit[:12]}-*.json"))
+    found = [p for p in found if not p.name.endswith(".anchor.json") and p.stem.rsplit("-", 1)[1].isdigit()]
+    return max(found, key=lambda p: int(p.stem.rsplit("-", 1)[1]), default=None)
+
+
+def final_runs_dir(workdir: Path, researcher: str, commit: str, trials: int) -> Path:
+    """The run dirs of one record's replications and holdout (their evidence)."""
+    return workdir / "runs" / researcher / f"{commit[:12]}.final-{trials}"
+
+
+def evaluate_champion(search: Search, holdout_box: Sandbox | None) -> ChampionManifest | None:
+    """Replicate the champion and run its holdout, as the contract asks; None if it asks for neither
+    or there is no champion. The repository is left on the champion, clean."""
+    terms = search.contract
+    champion = search.champion()
+    if champion is None or (terms.replications == 0 and terms.holdout_command is None):
+        return None
+    trials = len(search.mine())
+    path = champion_path(search.workdir, search.researcher, champion["commit"], trials)
+    if path.exists():
+        return ChampionManifest.model_validate(json.loads(path.read_text())["manifest"])
+    head, length = search.ledger.head()
+    runs = final_runs_dir(search.workdir, search.researcher, champion["commit"], trials)
+    if runs.exists():  # a run that died while evaluating: its partial runs are ours and stale
+        shutil.rmtree(runs)
+    replications = [
+        _measure(search, runs / f"replication-{i}", terms.command, search.sandbox) for i in range(terms.replications)
+    ]
+    holdout = (
+        None
+        if terms.holdout_command is None
+        else _measure(search, runs / "holdout", terms.holdout_command, holdout_box)
+    )
+    manifest = ChampionManifest.build(
+        researcher=search.researcher,
+        contract_digest=search.contract_digest,
+        commit=champion["commit"],
+        attempt_digest=champion["attempt_digest"],
+        metric=champion["metric"],
+        trials=trials,
+        ledger_head=head,
+        ledger_length=length,
+        replications=replications,
+        holdout=holdout,
+    )
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"manifest": manifest.identity()}, sort_keys=True, indent=1))
+    tmp.replace(path)
+    return manifest
+
+
+def _measure(search: Search, run_dir: Path, command: str, box: Sandbox | None) -> Run:
+    terms = search.contract
+    champion = search.repo.head()
+    before = search.begin_attempt(champion)  # the same fence as an attempt: what it leaves is swept
+    try:
+        run_dir.mkdir(parents=True)
+        result = run_command(
+            terms.render(run_dir, f"{search.researcher}-{champion[:12]}-{run_dir.name}", command),
+            search.repo.path,
+            run_dir,
+            terms.attempt_timeout_minutes * 60,
+            terms.grace_seconds,
+            box,
+            terms.pass_env,
+        )
+        sealed = seal(run_dir)
+    finally:
+        search.end_attempt(champion, before)
+    value = None if result.timed_out else read_metric(run_dir, terms.metric_source, terms.metric)
+    if result.timed_out:
+        return Run(status="timed_out", evidence=sealed.manifest.digest.hex())
+    if result.exit_code != 0 or value is None or sealed.removed:
+        return Run(status="failed", evidence=sealed.manifest.digest.hex())
+    metric = Metric.of(terms.metric, terms.mode, value)
+    return Run(status="completed", metric=metric, evidence=sealed.manifest.digest.hex())
+
+
+def expected_max(trials: int) -> float:
+    """E[max of `trials` independent standard normals] (Bailey and Lopez de Prado's approximation); 0 for one."""
+    if trials < 2:
+        return 0.0
+    z = NormalDist().inv_cdf
+    return (1 - EULER_GAMMA) * z(1 - 1 / trials) + EULER_GAMMA * z(1 - 1 / (trials * math.e))
+
+
+def selection_adjusted(manifest: ChampionManifest) -> float | None:
+    """The champion's metric less what selecting it from `trials` noisy measurements is expected to
+    have added; None without a spread (fewer than two completed replications)."""
+    if manifest.stdev is None:
+        return None
+    shift = float(manifest.stdev) * expected_max(manifest.trials)
+    value = float(manifest.metric.value)
+    return value - shift if manifest.metric.mode == "max" else value + shift
+
+
+def summary(manifest: ChampionManifest) -> dict[str, Any]:
+    """What `research report` shows of a champion record."""
+    return {
+        "commit": manifest.commit,
+        "metric_name": manifest.metric.name,
+        "metric": manifest.metric.value,
+        "trials": manifest.trials,
+        "replications": [r.metric.value if r.metric else r.status for r in manifest.replications],
+        "mean": manifest.mean,
+        "stdev": manifest.stdev,
+        "selection_adjusted": selection_adjusted(manifest),
+        "holdout": None
+        if manifest.holdout is None
+        else (manifest.holdout.metric.value if manifest.holdout.metric else manifest.holdout.status),
+        "digest": manifest.digest.hex(),
+    }
+
+
+def final_line(final: dict[str, Any]) -> str:
+    """One line of a champion's final numbers, as `research run` and `research report` print them
+    (6 significant digits; the exact values are in --json and in the record)."""
+    name = final["metric_name"]
+    parts = [
+        f"final numbers of {final['commit'][:12]}: {name}={final['metric']} selected from {final['trials']} trials;"
+    ]
+    if final["replications"]:
+        spread = "" if final["stdev"] is None else f" ± {float(final['stdev']):.6g} (sample stdev)"
+        parts.append(f"replicated {len(final['replications'])}x: mean {float(final['mean']):.6g}{spread};")
+        if final["selection_adjusted"] is not None:
+            parts.append(f"selection-adjusted {final['selection_adjusted']:.6g};")
+    if final["holdout"] is not None:
+        parts.append(f"holdout {final['holdout']}")
+    return " ".join(parts).rstrip(";")
