@@ -114,7 +114,11 @@ def run(
         # or a killed machine leaves every attempt up to the last checkpoint anchored)
         hook = None if no_anchor else Checkpoints(settings, ledger, checkpoint_every, checkpoint_seconds)
         search = Search(Repo(repo.resolve()), terms, digest, ledger, work, proposer, researcher, limits, hook, box)
-        summary = search.run().__dict__
+        try:
+            summary = search.run().__dict__
+        finally:
+            if hook is not None:
+                hook.close()  # the last checkpoint reaches the chain before we go on (or exit)
         # the final numbers, measured by the harness once the search has stopped (none if not asked for)
         final = evaluate_champion(search, None if box is None else box.revealing())
         summary["final"] = None if final is None else final_summary(final)
@@ -154,11 +158,19 @@ def _run_parallel(
             subprocess.run(["git", "clone", "--quiet", str(repo), str(clone)], check=True)
         argv = [
             sys.executable, "-m", "anchor", "--json", "research", "run", "--repo", str(clone),
-            "--contract", str(contract), "--workdir", str(work), "--researcher", f"r{k}", "--no-anchor",
+            "--contract", str(contract), "--workdir", str(work), "--researcher", f"r{k}",
             "--max-attempts", str(opts["max_attempts"]), "--budget-minutes", str(opts["budget_minutes"]),
             "--max-failures", str(opts["max_failures"]), "--seed", str(opts["seed"]),
             "--proposer-timeout", str(opts["proposer_timeout"]),
         ]  # fmt: skip
+        # each researcher checkpoints the shared ledger itself (the journal dedups, one flush at a time),
+        # so a researcher that fails, or a killed parent, leaves every checkpointed attempt on chain
+        argv += (
+            ["--no-anchor"]
+            if opts["no_anchor"]
+            else ["--checkpoint-every", str(opts["checkpoint_every"]), "--checkpoint-seconds",
+                  str(opts["checkpoint_seconds"])]
+        )  # fmt: skip
         if opts["no_sandbox"]:
             argv.append("--no-sandbox")
         if opts["proposer_network"]:

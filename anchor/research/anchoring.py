@@ -65,13 +65,17 @@ def checkpoint_path(ledger: Ledger, length: int) -> Path:
     return ledger.path.parent / "checkpoints" / f"{length:08d}.anchor.json"
 
 
-def anchor_search(settings: Settings, ledger: Ledger, since: int = 0) -> dict[str, Any]:
+def anchor_search(
+    settings: Settings, ledger: Ledger, since: int = 0, service: Any = None, flush: bool = True
+) -> dict[str, Any]:
     """Submit the attempts from seq `since` on and the ledger head, open lineage effects for their kept
     attempts, flush.
 
     Idempotent: the journal deduplicates by digest and by commit, so running it again (since 0) after a
     crash or a resumed search anchors only what is new. A checkpoint passes the length it anchored last
     time as `since`, so a long search does not hash, submit and sign its whole ledger at every one.
+    With an open `service` it is used and left open; `flush=False` only journals (durably), leaving the
+    chain to whoever flushes next (a checkpoint's background flusher, the end of the run).
     """
     from anchor.chain.keys import load_researcher
     from anchor.journal.service import AnchorService
@@ -84,7 +88,8 @@ def anchor_search(settings: Settings, ledger: Ledger, since: int = 0) -> dict[st
     head = {"kind": "ledger", "version": 1, "head": verified["head"], "length": verified["entries"]}
     # the head's proof is kept beside the ledger: `research verify` reads every one back from the chain
     subs.append(Submission(head, {}, proof_path=checkpoint_path(ledger, verified["entries"])))
-    service = AnchorService.open(settings)
+    own = service is None
+    service = AnchorService.open(settings) if own else service
     try:
         service.submit(subs)
         kept = [e for e in entries if e["kept"]]
@@ -101,9 +106,11 @@ def anchor_search(settings: Settings, ledger: Ledger, since: int = 0) -> dict[st
             )  # fmt: skip
             signed = None if researcher is None else sign_record(researcher, service.registry, *fields)
             service.runner.open_lineage(*fields, signed=signed)
-        service.flush()
+        if flush:
+            service.flush()
     finally:
-        service.close()
+        if own:
+            service.close()
     return {
         "attempts": len(entries),
         "kept": len(kept),

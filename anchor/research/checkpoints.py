@@ -14,6 +14,7 @@ proof says what is under it). Keep or publish the checkpoint proofs, as with any
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +25,15 @@ from anchor.session import Settings
 
 
 class Checkpoints:
-    """The `on_entry` hook of a search: anchors the ledger head when a checkpoint is due."""
+    """The `on_entry` hook of a search: journals the ledger head (and what is new since the last
+    checkpoint) when a checkpoint is due, and lets a background flusher take it to the chain.
+
+    Why in the background: a flush waits for receipts (about 0.2 s on the local chain, a block or more
+    on a real one) and the search need not wait with it. The journal is durable: what a checkpoint
+    journaled is anchored by the flusher, or after a crash by the next run's first flush. A flush that
+    fails (the chain out of reach) is reported on stderr and retried at the next checkpoint; the
+    search goes on, and the end of the run anchors everything or fails with the reason. `close()`
+    waits for the last flush."""
 
     def __init__(self, settings: Settings, ledger: Ledger, every: int = 10, every_s: float = 300.0) -> None:
         self.settings, self.ledger, self.every, self.every_s = settings, ledger, every, every_s
@@ -32,15 +41,73 @@ class Checkpoints:
         self.last = time.monotonic()
         self.anchored = 0
         self.length = 0
-        """Ledger entries already submitted by an earlier checkpoint of this run."""
+        """Ledger entries already journaled by an earlier checkpoint of this run."""
+        self._service: Any = None
+        self._flusher: _Flusher | None = None
 
     def __call__(self, entry: dict[str, Any]) -> None:
         self.pending += 1
         if entry.get("kept") or self.pending >= self.every or time.monotonic() - self.last >= self.every_s:
+            from anchor.journal.service import AnchorService
             from anchor.research.anchoring import anchor_search
 
-            self.length = anchor_search(self.settings, self.ledger, since=self.length)["ledger_length"]
+            if self._service is None:
+                self._service = AnchorService.open(self.settings)
+                self._flusher = _Flusher(self.settings)
+                self._flusher.start()
+            done = anchor_search(self.settings, self.ledger, since=self.length, service=self._service, flush=False)
+            self.length = done["ledger_length"]
             self.pending, self.last, self.anchored = 0, time.monotonic(), self.anchored + 1
+            assert self._flusher is not None
+            self._flusher.kick()
+
+    def close(self) -> None:
+        """Wait for the flusher to take the last checkpoint to the chain, then let go of the journal."""
+        if self._flusher is not None:
+            self._flusher.finish()
+        if self._service is not None:
+            self._service.close()
+        self._service = self._flusher = None
+
+
+class _Flusher(threading.Thread):
+    """Flushes the journal whenever kicked; its own connection to the journal and the chain."""
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(name="anchor-checkpoint-flusher", daemon=True)
+        self.settings = settings
+        self.wake = threading.Event()
+        self.stopping = False
+
+    def kick(self) -> None:
+        self.wake.set()
+
+    def finish(self) -> None:
+        self.stopping = True
+        self.wake.set()
+        self.join()
+
+    def run(self) -> None:
+        import sys
+
+        from anchor.errors import AnchorError
+        from anchor.journal.service import AnchorService
+
+        service = None
+        try:
+            while True:
+                self.wake.wait()
+                self.wake.clear()
+                try:
+                    service = service or AnchorService.open(self.settings)
+                    service.flush()
+                except AnchorError as exc:
+                    sys.stderr.write(f"checkpoint: not anchored yet ({exc.message}); retried at the next one\n")
+                if self.stopping and not self.wake.is_set():
+                    return
+        finally:
+            if service is not None:
+                service.close()
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,158 @@
+"""What anchoring during a search costs, on the embedded chain (issue 10's targets):
+
+- checkpoint anchoring amortized per attempt (target <= 5 ms): the same search of ATTEMPTS attempts
+  twice, once ledger-only and once with checkpoints (every 10 attempts and at every promotion, as
+  `research run` does by default); the difference in wall time divided by the attempts;
+- attempt finished -> its lineage record on chain, p95 over the kept attempts (target <= 1 s): from
+  the moment the attempt's ledger entry is written to the moment a watcher polling the registry
+  (every 20 ms, its own connection) first reads the record back.
+
+The peer of the first figure is the ledger-only search itself (ratio with/without). The score is a
+pseudo-random function of the parameters, so promotions thin out as a real search's do. Raw samples
+are written to benchmarks/results/research_anchoring.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from anchor.chain.compiler import compile_registry
+from anchor.chain.deployment import deploy
+from anchor.chain.keys import load_signer
+from anchor.chain.node import LocalChain
+from anchor.manifest.onchain import commit_key
+from anchor.research.checkpoints import Checkpoints
+from anchor.research.contract import AttemptContract
+from anchor.research.git import Repo
+from anchor.research.ledger import Ledger
+from anchor.research.loop import Search, SearchLimits
+from anchor.research.proposers import ParamSearch
+from anchor.session import Settings, open_chain, open_registry
+
+# a score that is a fixed pseudo-random function of params.json: new records get rarer as in real searches
+COMMAND = (
+    "python3 -c \"import hashlib,json,sys; h=hashlib.sha256(open('params.json','rb').read()).digest();"
+    " open(sys.argv[1]+'/metrics.jsonl','w').write(json.dumps({'score': int.from_bytes(h[:4],'big')}))\" {run_dir}"
+)
+
+
+def search(root: Path, attempts: int, settings: Settings | None) -> dict[str, Any]:
+    repo = root / "repo"
+    repo.mkdir(parents=True)
+    (repo / "params.json").write_text(json.dumps({"x": 1.0, "y": 2.0, "z": 3}))
+    git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.invalid", "-C", str(repo)]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "start"], check=True)
+    terms = AttemptContract(task="bench", command=COMMAND, editable=("params.json",), metric="score", mode="max",
+                            attempt_timeout_minutes=1)  # fmt: skip
+    ledger = Ledger(root / "work" / "ledger.jsonl")
+    hook = None if settings is None else Checkpoints(settings, ledger, every=10, every_s=300)
+    watcher = None if settings is None else Watcher(settings)
+
+    def on_entry(entry: dict[str, Any]) -> None:
+        if watcher is not None and entry["kept"]:
+            watcher.expect(entry["commit"])
+        if hook is not None:
+            start = time.perf_counter()
+            hook(entry)
+            in_hook.append(time.perf_counter() - start)
+
+    in_hook: list[float] = []
+    run = Search(Repo(repo), terms, "00" * 32, ledger, root / "work", ParamSearch("params.json", 3, "bench"),
+                 "bench", SearchLimits(attempts, 3600, attempts), on_entry=on_entry)  # fmt: skip
+    start = time.perf_counter()
+    summary = run.run()
+    wall = time.perf_counter() - start  # what the search itself took, checkpoints journaled on the way
+    if hook is not None:
+        hook.close()
+    lags = [] if watcher is None else watcher.stop()
+    return {"wall_s": wall, "measured": summary.measured, "kept": sum(e["kept"] for e in ledger.entries()),
+            "checkpoints": 0 if hook is None else hook.anchored, "lags": lags,
+            "in_hook_s": sum(in_hook)}  # fmt: skip
+
+
+class Watcher(threading.Thread):
+    """Polls the registry for the kept commits it was told about; records when each first appears."""
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(daemon=True)
+        self.registry = open_registry(settings, open_chain(settings, start_local=False))
+        self.who = load_signer(31337).address
+        self.waiting: dict[str, float] = {}
+        self.seen: list[tuple[str, float]] = []
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+        self.start()
+
+    def expect(self, commit: str) -> None:
+        with self.lock:
+            self.waiting[commit] = time.perf_counter()
+
+    def run(self) -> None:
+        while not self.done.is_set() or self.waiting:
+            with self.lock:
+                pending = dict(self.waiting)
+            for commit, written in pending.items():
+                if self.registry.lineage(commit_key(commit), self.who) is not None:
+                    self.seen.append((commit, time.perf_counter() - written))
+                    with self.lock:
+                        del self.waiting[commit]
+            time.sleep(0.02)
+
+    def stop(self) -> list[tuple[str, float]]:
+        self.done.set()
+        self.join(timeout=30)
+        return self.seen + [(c, float("inf")) for c in self.waiting]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--attempts", type=int, default=100)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp, socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+        probe.close()
+        settings = Settings(data_dir=Path(tmp) / "data", local_port=port)
+        node = LocalChain(settings.data_dir, port)
+        node.up()
+        try:
+            handle = open_chain(settings, start_local=False)
+            deploy(handle.w3, 31337, load_signer(31337), compile_registry(settings.data_dir / "build"),
+                   settings.data_dir)  # fmt: skip
+            plain = search(Path(tmp) / "plain", args.attempts, None)
+            anchored = search(Path(tmp) / "anchored", args.attempts, settings)
+        finally:
+            node.down()
+    per_attempt = (anchored["wall_s"] - plain["wall_s"]) / anchored["measured"] * 1000
+    lags = sorted(lag for _, lag in anchored["lags"])
+    p95 = lags[min(len(lags) - 1, round(0.95 * (len(lags) - 1)))] if lags else float("nan")
+    print(f"{'search':28}{'attempts':>9}{'kept':>6}{'checkpoints':>12}{'wall s':>9}")
+    for name, r in (("ledger only (peer)", plain), ("with checkpoints", anchored)):
+        print(f"{name:28}{r['measured']:9d}{r['kept']:6d}{r['checkpoints']:12d}{r['wall_s']:9.2f}")
+    print(f"ratio with/without checkpoints: {anchored['wall_s'] / plain['wall_s']:.3f}x")
+    print(f"checkpoint anchoring, amortized per attempt: {per_attempt:.1f} ms   (target <= 5 ms);"
+          f" of it, in the hook (journaling): {anchored['in_hook_s'] / anchored['measured'] * 1000:.1f} ms")
+    median = statistics.median(lags) * 1000 if lags else float("nan")
+    print(f"attempt -> lineage record read back from the registry, kept attempts: n={len(lags)}"
+          f" median {median:.0f} ms, p95 {p95 * 1000:.0f} ms   (target p95 <= 1000 ms)")  # fmt: skip
+    out = Path(__file__).parent / "results" / "research_anchoring.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps({"plain": {k: v for k, v in plain.items() if k != "lags"},
+                               "anchored": {**{k: v for k, v in anchored.items() if k != "lags"},
+                                            "lags_s": [lag for _, lag in anchored["lags"]]}}, indent=1))  # fmt: skip
+    print(f"raw samples: {out}")
+
+
+if __name__ == "__main__":
+    main()
