@@ -6,6 +6,7 @@ must hold the same for every command and route.
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -26,8 +27,10 @@ SECRET_VARIABLES = frozenset({
 _SECRET_WORDS = ("PRIVATE_KEY", "PASSWORD", "SECRET", "MNEMONIC", "TOKEN")
 
 
+@functools.lru_cache(maxsize=4096)
 def is_secret(name: str) -> bool:
-    """Whether an environment variable is one child_env never passes on."""
+    """Whether an environment variable is one child_env never passes on (cached: every process the
+    harness starts asks this of each of our variables)."""
     return name in SECRET_VARIABLES or any(word in name.upper() for word in _SECRET_WORDS)
 
 

@@ -88,11 +88,15 @@ class _Flusher(threading.Thread):
         self.join()
 
     def run(self) -> None:
+        import contextlib
+        import os
         import sys
 
         from anchor.errors import AnchorError
         from anchor.journal.service import AnchorService
 
+        with contextlib.suppress(OSError):  # Linux: this thread only; the attempts' CPU comes first
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
         service = None
         try:
             while True:
