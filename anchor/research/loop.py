@@ -228,9 +228,7 @@ class Search:
 
     # ------------------------------------------------------------------ one measurement
 
-    def measure(
-        self, commit: str, parent: str, champion: dict[str, Any] | None, clean: bool = False
-    ) -> dict[str, Any]:
+    def measure(self, commit: str, parent: str, champion: dict[str, Any] | None, clean: bool = False) -> dict[str, Any]:
         """Run the contract's command on `commit` and append the ledger entry. The harness reads the
         metric itself; claims the agent wrote are recorded beside it and flagged, never adopted."""
         if not clean:
