@@ -102,7 +102,7 @@ def anchor_manifest(
     finally:
         service.close()
     if row is None or row["state"] != "confirmed":
-        raise ChainUnreachable("the manifest is journaled but not confirmed yet; run `anchor flush`")
+        raise ChainUnreachable("the manifest is journaled but not confirmed yet; run `anchor journal flush`")
     proof = load_proof(settings.proofs_dir / f"{submitted.digest.hex()}.json")
     write_proof(proof, proof_out)
     sent_now = row["effect_id"] in report.signed or (

@@ -19,7 +19,7 @@ step "local chain and registry"
 
 step "result bundle: examples/bundle"
 "$anchor" hash "$root/examples/bundle"
-"$anchor" anchor "$root/examples/bundle" --out "$proof"
+"$anchor" stamp "$root/examples/bundle" --out "$proof"
 "$anchor" verify "$root/examples/bundle" --proof "$proof"
 "$anchor" lookup "$root/examples/bundle"
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from anchor import __version__
+from anchor.errors import ExitCode
 from tests.conftest import ANCHOR_BIN
 
 
@@ -32,7 +33,7 @@ def test_version_prints_the_version_and_exits_0() -> None:
         (["verify"], "Missing argument"),
         (["verify", "--bogus"], "No such option: --bogus"),
         (["--bogus"], "No such option: --bogus"),
-        (["flush", "--batch-size", "zero"], "Invalid value for '--batch-size'"),
+        (["journal", "flush", "--batch-size", "zero"], "Invalid value for '--batch-size'"),
         (["research", "run"], "Missing option '--repo'"),
         (["nonsense"], "No such command 'nonsense'"),
     ],
@@ -120,3 +121,17 @@ def test_out_names_every_output_and_the_old_proof_spelling_still_works_for_ancho
         chain.node.down()
     helped = _run("anchor", "--help").stdout
     assert "--out" in helped and "old spelling" in helped
+
+
+def test_the_journal_verbs_live_under_journal_and_the_old_spellings_still_work(tmp_path: Path) -> None:
+    """`anchor journal submit|flush|status` are the verbs; `anchor submit|flush|status` stay for one
+    release, saying so on stderr; `anchor stamp` is the clearer name of `anchor anchor`."""
+    env = {**os.environ, "ANCHOR_DATA_DIR": str(tmp_path / "d")}
+    new = subprocess.run([str(ANCHOR_BIN), "journal", "status"], env=env, capture_output=True, text=True)
+    old = subprocess.run([str(ANCHOR_BIN), "status"], env=env, capture_output=True, text=True)
+    assert new.returncode == old.returncode == ExitCode.CHAIN_UNREACHABLE  # no chain here: the same answer
+    assert "It is now `anchor journal status`" in old.stderr and "deprecated" not in new.stderr
+    for verb in ("stamp", "anchor"):
+        shown = subprocess.run([str(ANCHOR_BIN), verb, "--help"], env=env, capture_output=True, text=True)
+        assert shown.returncode == 0 and "--out" in shown.stdout
+    assert not (tmp_path / "d").exists()  # a refused command wrote nothing

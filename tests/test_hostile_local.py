@@ -122,7 +122,7 @@ def test_one_proof_that_cannot_be_written_fails_its_item_never_the_flush(fresh_c
     assert victim.read_text() == "precious"
     for done in good:
         assert (fresh_chain.data_dir / "proofs" / f"{done.digest.hex()}.json").is_file()
-    status = fresh_chain.cli("status")
+    status = fresh_chain.cli("journal", "status")
     assert status.returncode == 0 and "proof files not written: 2" in status.stdout
     later = AnchorService.open(fresh_chain.settings)  # and the next flush is not stuck behind them
     try:

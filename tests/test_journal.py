@@ -96,12 +96,12 @@ def test_every_batched_item_gets_a_proof_that_verifies(fresh_chain: Chain, tmp_p
         target.mkdir()
         (target / "result.txt").write_text(f"result {i}")
         bundles.append(str(target))
-    fresh_chain.cli("submit", *bundles, check=True)
-    flushed = json.loads(fresh_chain.cli("flush", "--batch-size", "2", "--json", check=True).stdout)
+    fresh_chain.cli("journal", "submit", *bundles, check=True)
+    flushed = json.loads(fresh_chain.cli("journal", "flush", "--batch-size", "2", "--json", check=True).stdout)
     assert flushed["confirmed_effects"] == 3 and flushed["items"]["confirmed"] == 5
     for bundle in bundles:
         assert fresh_chain.cli("verify", bundle).returncode == ExitCode.OK
-    status = json.loads(fresh_chain.cli("status", "--json", check=True).stdout)
+    status = json.loads(fresh_chain.cli("journal", "status", "--json", check=True).stdout)
     assert status["effects"]["confirmed"] == 3 and status["items"]["pending"] == 0
 
 
@@ -194,8 +194,8 @@ def test_a_batched_proof_verifies_with_only_an_rpc_url_and_with_cast_alone(fresh
         (tmp_path / f"b{i}").mkdir()
         (tmp_path / f"b{i}" / "out.txt").write_text(str(i))
         bundles.append(str(tmp_path / f"b{i}"))
-    fresh_chain.cli("submit", *bundles, check=True)
-    fresh_chain.cli("flush", check=True)
+    fresh_chain.cli("journal", "submit", *bundles, check=True)
+    fresh_chain.cli("journal", "flush", check=True)
     proof_path = tmp_path / "b3.anchor.json"
     proof = json.loads(proof_path.read_text())
     assert len(proof["batch"]["proof"]) >= 2  # a real Merkle path, not a batch of one
@@ -226,10 +226,12 @@ def test_the_same_content_submitted_from_several_places_gets_a_proof_in_each(
         (tmp_path / name).mkdir()
         (tmp_path / name / "result.txt").write_text("the same bytes")
         copies.append(tmp_path / name)
-    submitted = json.loads(fresh_chain.cli("submit", str(copies[0]), str(copies[1]), "--json", check=True).stdout)
+    submitted = json.loads(
+        fresh_chain.cli("journal", "submit", str(copies[0]), str(copies[1]), "--json", check=True).stdout
+    )
     assert [row["duplicate"] for row in submitted["submitted"]] == [False, True]
-    fresh_chain.cli("flush", check=True)
+    fresh_chain.cli("journal", "flush", check=True)
     for place in copies[:2]:
         assert fresh_chain.cli("verify", str(place)).returncode == 0
-    fresh_chain.cli("submit", str(copies[2]), check=True)  # anchored long ago: its proof is written at once
+    fresh_chain.cli("journal", "submit", str(copies[2]), check=True)  # anchored long ago: its proof is written at once
     assert fresh_chain.cli("verify", str(copies[2])).returncode == 0

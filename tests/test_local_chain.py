@@ -40,7 +40,7 @@ def test_read_only_commands_never_start_a_chain(fresh_chain: Chain, bundle: Path
     fresh_chain.cli("deploy", check=True)
     fresh_chain.cli("anchor", str(bundle), check=True)
     fresh_chain.node.down()
-    for args in (["verify", str(bundle)], ["lookup", str(bundle)], ["status"]):
+    for args in (["verify", str(bundle)], ["lookup", str(bundle)], ["journal", "status"]):
         result = fresh_chain.cli(*args)
         assert result.returncode == ExitCode.CHAIN_UNREACHABLE, (args, result.stderr)
         assert "anchor chain up" in result.stderr

@@ -72,16 +72,16 @@ def test_on_a_v1_registry_a_front_run_commit_fails_alone_and_abandon_lets_flush_
     assert service.status().items["confirmed"] == 3
     service.close()
 
-    status = json.loads(fresh_chain.cli("status", "--json", check=True).stdout)
+    status = json.loads(fresh_chain.cli("journal", "status", "--json", check=True).stdout)
     assert status["effects"]["failed"] == 1
     [failed] = status["failed"]
     assert failed["id"] == poisoned and stranger.address in failed["reason"] and "registry v1" in failed["reason"]
-    human = fresh_chain.cli("status", check=True).stdout
+    human = fresh_chain.cli("journal", "status", check=True).stdout
     assert f"#{poisoned} lineage" in human and "anchor journal abandon ID" in human
     assert fresh_chain.cli("journal", "abandon", "999").returncode == ExitCode.BAD_INPUT
     assert fresh_chain.cli("journal", "abandon", str(healthy)).returncode == ExitCode.BAD_INPUT  # not failed
     fresh_chain.cli("journal", "abandon", str(poisoned), check=True)
-    flushed = json.loads(fresh_chain.cli("flush", "--json", check=True).stdout)
+    flushed = json.loads(fresh_chain.cli("journal", "flush", "--json", check=True).stdout)
     assert flushed["effects"]["failed"] == 0 and flushed["effects"]["abandoned"] == 1
     assert fresh_chain.cli("journal", "retry", str(poisoned)).returncode == ExitCode.BAD_INPUT  # abandoned for good
 

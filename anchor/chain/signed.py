@@ -2,7 +2,7 @@
 
 Why: on v1 the researcher was whoever paid the gas, so a service relaying writes for many researchers
 erased who they were. A signed record names its researcher by signature: the relayer (the REST API,
-`anchor flush`) pays and never holds the researcher's key. The domain binds chain id and registry
+`anchor journal flush`) pays and never holds the researcher's key. The domain binds chain id and registry
 address and the message a deadline, so a signature cannot be replayed on another chain, another
 registry or after its deadline; write-once storage makes a replay on the same registry a no-op.
 

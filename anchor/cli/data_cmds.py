@@ -74,7 +74,8 @@ ProofOpt = Annotated[
 
 def register(app: typer.Typer) -> None:
     app.command("hash")(hash_)
-    app.command("anchor")(anchor_)
+    app.command("stamp")(anchor_)
+    app.command("anchor", help="Same as `anchor stamp` (the original name, kept).")(anchor_)
     app.command()(bundle)
     app.command()(prove)
     app.command()(verify)

@@ -1,4 +1,6 @@
-"""`anchor submit|flush|status`: the journal, for anchoring many manifests in few transactions."""
+"""`anchor journal submit|flush|status|retry|abandon`: the journal, for anchoring many manifests in
+few transactions. The top-level `anchor submit|flush|status` are the old spellings, kept as aliases
+for one release."""
 
 from __future__ import annotations
 
@@ -12,9 +14,12 @@ from anchor.cli.output import JsonFlag, count, emit, hash_progress
 
 
 def register(app: typer.Typer) -> None:
-    app.command()(submit)
-    app.command()(flush)
-    app.command()(status)
+    for name, command in (("submit", submit), ("flush", flush), ("status", status)):
+        journal_app.command(name)(command)
+        note = f"It is now `anchor journal {name}`; this spelling works until the next release."
+        app.command(name, deprecated=note, help=f"Old spelling of `anchor journal {name}` (kept for one release).")(  # type: ignore[arg-type]
+            command
+        )
     app.add_typer(journal_app, name="journal")
 
 
@@ -34,7 +39,7 @@ def submit(
     symlinks: SymlinksOpt = Symlinks.refuse,
     json: JsonFlag = False,
 ) -> None:
-    """Journal PATHS for the next batch; nothing is sent until `anchor flush`."""
+    """Journal PATHS for the next batch; nothing is sent until `anchor journal flush`."""
     from anchor.anchoring import default_proof_path
     from anchor.errors import BadInput
     from anchor.journal.service import AnchorService
@@ -163,9 +168,12 @@ def _failed_lines(failed: list[dict[str, object]]) -> list[str]:
     )
 
 
-journal_app = typer.Typer(help="Act on journaled effects: retry or abandon one the registry refused.",
-                          no_args_is_help=True)  # fmt: skip
-EffectId = Annotated[int, typer.Argument(help="The effect's id, as `anchor status` lists it.", min=1)]
+journal_app = typer.Typer(
+    help="The journal: submit many results, flush them in few transactions, see what is where; retry or"
+    " abandon an effect the registry refused.",
+    no_args_is_help=True,
+)
+EffectId = Annotated[int, typer.Argument(help="The effect's id, as `anchor journal status` lists it.", min=1)]
 
 
 @journal_app.command("retry")

@@ -218,7 +218,9 @@ def _failed_effect(db: Any, chain_id: int, effect_id: int, verb: str) -> Any:
         "SELECT id, failure, abandoned_at FROM effects WHERE id = ? AND chain_id = ?", (effect_id, chain_id)
     ).fetchone()
     if row is None:
-        raise BadInput(f"no effect #{effect_id} on chain {chain_id} (see `anchor status`)", detail={"field": "id"})
+        raise BadInput(
+            f"no effect #{effect_id} on chain {chain_id} (see `anchor journal status`)", detail={"field": "id"}
+        )
     if row["failure"] is None or row["abandoned_at"] is not None:
         state = "abandoned" if row["abandoned_at"] is not None else "not failed"
         done = "abandoned" if verb == "abandon" else "retried"

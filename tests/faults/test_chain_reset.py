@@ -33,7 +33,7 @@ def test_a_chain_reset_is_detected_and_everything_is_anchored_again(
     assert missing.returncode == ExitCode.NOT_ANCHORED, missing.stderr
     assert f"root {first['proof']['batch']['root']} is not anchored" in missing.stderr
 
-    flushed = json.loads(fresh_chain.cli("flush", "--json", check=True).stdout)
+    flushed = json.loads(fresh_chain.cli("journal", "flush", "--json", check=True).stdout)
     assert flushed["chain_reset"] is True and flushed["reanchored"] + flushed["confirmed_effects"] >= 1
     # anchored again in a block of the new chain; the proof was rewritten (the signed bytes, and so the
     # tx hash, can be identical: same key, same nonce, same fees on a fresh deterministic chain)

@@ -52,7 +52,7 @@ def test_a_few_5xx_answers_are_absorbed_by_retries(fresh_chain: Chain, proxy: Fa
 def test_a_failing_endpoint_gives_a_typed_error_then_the_next_run_finishes(
     fresh_chain: Chain, proxy: FaultyProxy, bundle: Path, mode: str
 ) -> None:
-    assert _cli(fresh_chain, proxy, "submit", str(bundle))[0] == ExitCode.OK
+    assert _cli(fresh_chain, proxy, "journal", "submit", str(bundle))[0] == ExitCode.OK
     proxy.mode, proxy.methods = mode, {"eth_sendRawTransaction", "eth_getTransactionReceipt"}
     code, _, err, took = _cli(fresh_chain, proxy, "flush")
     assert code == ExitCode.CHAIN_UNREACHABLE, err
@@ -67,7 +67,7 @@ def test_a_failing_endpoint_gives_a_typed_error_then_the_next_run_finishes(
 def test_a_refused_connection_gives_a_typed_error_then_the_next_run_finishes(
     fresh_chain: Chain, proxy: FaultyProxy, bundle: Path
 ) -> None:
-    assert _cli(fresh_chain, proxy, "submit", str(bundle))[0] == ExitCode.OK
+    assert _cli(fresh_chain, proxy, "journal", "submit", str(bundle))[0] == ExitCode.OK
     proxy.stop()
     code, _, err, _ = _cli(fresh_chain, proxy, "flush")
     assert code == ExitCode.CHAIN_UNREACHABLE and "ConnectionError" in err

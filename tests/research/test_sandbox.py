@@ -71,7 +71,7 @@ def test_a_hostile_attempt_cannot_take_the_key_read_the_journal_reach_the_networ
     keystore = tmp_path / "keystore.json"
     keystore.write_text(json.dumps(Account.encrypt(CANARY, "pw", iterations=2)))
     outside = Path.home() / f".anchor-sandbox-escape-{os.getpid()}"
-    fresh_chain.cli("status", check=True)  # opens (creates) the journal
+    fresh_chain.cli("journal", "status", check=True)  # opens (creates) the journal
     journal = fresh_chain.data_dir / "journal.sqlite"
     assert journal.is_file()
     command = f"python3 hostile.py {{run_dir}} {keystore} {journal} {fresh_chain.port} {outside}"
