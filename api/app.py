@@ -12,9 +12,10 @@ from fastapi.routing import APIRoute
 
 from anchor import __version__
 from anchor.ingest.untrusted_json import restore_recursion_limit
+from anchor.journal.flusher import Flusher
 from anchor.session import Settings
 from api.config import ApiConfig
-from api.deps import token_id
+from api.deps import close_journals, token_id
 from api.errors import install_error_handlers
 from api.limits import RequestGuard
 from api.offload import start_decoder
@@ -64,9 +65,13 @@ def create_app(settings: Settings | None = None, config: ApiConfig | None = None
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         refresher = asyncio.create_task(reader.refresh_forever())
         app.state.decoder = start_decoder()
+        # one background flusher per worker, started at the first submission's kick
+        app.state.flusher = Flusher(reader.settings, "api-flush")
         yield
         refresher.cancel()
         app.state.decoder.shutdown(wait=False, cancel_futures=True)
+        await asyncio.get_running_loop().run_in_executor(None, app.state.flusher.close)
+        close_journals(app)
 
     app = FastAPI(
         lifespan=lifespan,

@@ -6,17 +6,19 @@ from __future__ import annotations
 import hashlib
 import hmac
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, TypeVar
 
 from fastapi import Depends, FastAPI, Request
+from starlette.concurrency import run_in_threadpool
 
 from anchor.journal.store import Journal, open_journal
 from anchor.session import Settings
 from api.config import ApiConfig
 from api.errors import Unauthorized
 from api.reader import ChainReader
+
+T = TypeVar("T")
 
 
 async def get_settings(request: Request) -> Settings:
@@ -34,23 +36,37 @@ async def get_reader(request: Request) -> ChainReader:
     return reader
 
 
-_journal_lock = threading.Lock()
+_local = threading.local()
+_opened_lock = threading.Lock()
 
 
-@contextmanager
-def journal_session(app: FastAPI) -> Iterator[Journal]:
-    """The worker's one journal connection, for one short use at a time (sqlite3 needs that). Hold it
-    only around journal calls: never across archive decoding or hashing, which can take seconds."""
-    with _journal_lock:
-        journal: Journal | None = getattr(app.state, "journal", None)
-        if journal is None:
-            journal = app.state.journal = open_journal(app.state.settings.data_dir)
-        yield journal
+def thread_journal(app: FastAPI) -> Journal:
+    """This thread's own connection to the app's journal, opened once per pool thread.
+
+    Why: sqlite3 serializes use of one connection, so a shared one made every request wait for any
+    other's journal call (and, when a lock was held across an await, for its whole request). Each
+    thread of the pool has its own; SQLite's WAL lets readers run beside the one writer."""
+    journals: dict[tuple[int, object], Journal] = getattr(_local, "journals", None) or {}
+    _local.journals = journals
+    key = (id(app), app.state.settings.data_dir)
+    journal = journals.get(key)
+    if journal is None or journal.closed:
+        journal = journals[key] = open_journal(app.state.settings.data_dir)
+        with _opened_lock:
+            app.state.__dict__.setdefault("journals", []).append(journal)  # closed with the app
+    return journal
 
 
-def get_journal(request: Request) -> Iterator[Journal]:
-    with journal_session(request.app) as journal:
-        yield journal
+def close_journals(app: FastAPI) -> None:
+    """At shutdown: close every thread's connection (none is in use once the server has stopped)."""
+    with _opened_lock:
+        for journal in app.state.__dict__.pop("journals", []):
+            journal.close()
+
+
+async def in_journal(app: FastAPI, work: Callable[[Journal], T]) -> T:
+    """`work(journal)` in the thread pool, on that thread's own connection: never on the event loop."""
+    return await run_in_threadpool(lambda: work(thread_journal(app)))
 
 
 def token_id(headers: dict[bytes, bytes], config: ApiConfig) -> str:
@@ -73,6 +89,5 @@ async def require_token(request: Request) -> str:
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 ConfigDep = Annotated[ApiConfig, Depends(get_config)]
 ReaderDep = Annotated[ChainReader, Depends(get_reader)]
-JournalDep = Annotated[Journal, Depends(get_journal)]
 ClientDep = Annotated[str, Depends(require_token)]
 Authenticated = Depends(require_token)

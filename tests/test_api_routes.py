@@ -55,6 +55,19 @@ def _tar(files: dict[str, bytes]) -> bytes:
     return buffer.getvalue()
 
 
+def _confirmed(client: TestClient, digest: str) -> dict[str, Any]:
+    """A submission is 202 "pending": the worker's background flusher anchors it. Wait, bounded, until
+    the verify route says so (a condition awaited, not a sleep)."""
+    import time
+
+    deadline = time.monotonic() + 60
+    while True:
+        body = client.get(f"/v1/verify/{digest}").json()
+        if body.get("verified") or time.monotonic() > deadline:
+            return dict(body)
+        time.sleep(0.05)
+
+
 def _items(chain: Chain) -> int:
     return int(journal_value(chain.data_dir, "SELECT count(*) FROM items"))
 
@@ -72,6 +85,7 @@ def anchored(client: TestClient) -> dict[str, Any]:
     files = {"metrics.json": b'{"acc": 0.91}', "model/weights.bin": bytes(range(256)) * 4}
     response = client.post("/v1/bundles", files={"archive": ("b.tar", _tar(files))}, headers=AUTH)
     assert response.status_code == 202, response.json()
+    _confirmed(client, response.json()["manifest_digest"])
     return {**response.json(), "contents": files}
 
 
@@ -189,7 +203,9 @@ def test_attempts_by_commit(client: TestClient) -> None:
         commit="c0" * 20, parent="0" * 40, diff_blake3="d1" * 32, metric=Metric.of("acc", "max", 0.5), kept=True,
         status="completed", researcher="r0", contract_digest="e2" * 32,
     )  # fmt: skip
-    assert client.post("/v1/manifests", json={"manifest": attempt.identity()}, headers=AUTH).status_code == 202
+    submitted = client.post("/v1/manifests", json={"manifest": attempt.identity()}, headers=AUTH)
+    assert submitted.status_code == 202
+    _confirmed(client, submitted.json()["manifest_digest"])
     body = client.get(f"/v1/attempts/{'c0' * 20}").json()
     assert body["manifests"][0]["commit"] == "c0" * 20 and body["manifests"][0]["state"] == "confirmed"
     _error(client.get(f"/v1/attempts/{'f0' * 20}"), 404, "not_anchored")
@@ -274,13 +290,14 @@ def test_zip_r_and_tar_dot_archives_anchor_and_verify(
     archive = _archive_of(tmp_path, maker, name)
     submitted = client.post("/v1/bundles", files={"archive": (name, archive)}, headers=AUTH)
     assert submitted.status_code == 202, submitted.json()
-    verified = client.get(f"/v1/verify/{submitted.json()['manifest_digest']}").json()
+    verified = _confirmed(client, submitted.json()["manifest_digest"])
     assert verified["verified"] is True and verified["files"] == submitted.json()["files"] == 5
 
 
 def test_explorer_proof_links_percent_encode_file_names(client: TestClient) -> None:
     files = {"decoy&path=results.csv": b"decoy", "results.csv": b"the real one", "a b/#c?.txt": b"x"}
     submitted = client.post("/v1/bundles", files={"archive": ("b.tar", _tar(files))}, headers=AUTH).json()
+    _confirmed(client, submitted["manifest_digest"])
     page = client.get(f"/explorer/bundle/{submitted['manifest_digest']}").text
     assert "proof?path=decoy%26path%3Dresults.csv'" in page and "proof?path=a%20b%2F%23c%3F.txt'" in page
     assert "path=decoy&amp;path=results.csv" not in page
@@ -348,3 +365,36 @@ def test_a_signed_lineage_record_is_relayed_under_its_researcher_and_a_bad_one_r
     hits = client.get(f"/v1/search/{commit[:20].hex()}").json()["data"]  # by commit, as a user would search
     [lineage] = [h for h in hits if h["kind"] == "lineage"]
     assert lineage["detail"]["researcher"] == researcher.address.lower() and lineage["detail"]["anchored"] is True
+
+
+def test_a_journal_write_never_holds_the_event_loop(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A submission whose journal write is stuck (a busy disk, a locked database) must not stop other
+    requests: the write runs in the thread pool, so /health and verify answer while it waits. Proven
+    by order, not by timing: the write is released only after the other requests have returned."""
+    import threading
+
+    import api.routes.submit as submit_route
+
+    release, entered = threading.Event(), threading.Event()
+    real_submit = submit_route.submit
+
+    def stuck(*args: Any, **kwargs: Any) -> Any:
+        entered.set()
+        assert release.wait(60), "never released"
+        return real_submit(*args, **kwargs)
+
+    monkeypatch.setattr(submit_route, "submit", stuck)
+    manifest = {"kind": "filetree", "version": 1, "files_root": "ab" * 32, "file_count": 1, "total_size": 1}
+    result: dict[str, int] = {}
+    writer = threading.Thread(
+        target=lambda: result.update(
+            status=client.post("/v1/manifests", json={"manifest": manifest}, headers=AUTH).status_code
+        )  # fmt: skip
+    )
+    writer.start()
+    assert entered.wait(60)  # the write is in progress, and stuck
+    assert client.get("/health").status_code == 200
+    assert client.get(f"/v1/verify/0x{'cd' * 32}").status_code == 404  # a verify answers too
+    release.set()
+    writer.join(60)
+    assert result == {"status": 202}

@@ -90,6 +90,10 @@ def run(
     pin_contract(work, contract, ledger)  # before anything is anchored under it
     # SIGTERM takes the same path as Ctrl-C: the running attempt's process group is torn down first
     signal.signal(signal.SIGTERM, _interrupted)
+    # the ledger head reaches the chain while the search runs, not only at its end (a crash, a Ctrl-C
+    # or a killed machine leaves every attempt up to the last checkpoint anchored); made now, so that
+    # its background flusher starts while the contract is pre-registered
+    hook = None if no_anchor or researchers > 1 else Checkpoints(settings, ledger, checkpoint_every, checkpoint_seconds)
     if no_anchor:
         digest = contract_digest(contract)
     else:
@@ -110,9 +114,6 @@ def run(
             if propose
             else ParamSearch(terms.editable[0], seed, researcher)
         )
-        # the ledger head reaches the chain while the search runs, not only at its end (a crash, a Ctrl-C
-        # or a killed machine leaves every attempt up to the last checkpoint anchored)
-        hook = None if no_anchor else Checkpoints(settings, ledger, checkpoint_every, checkpoint_seconds)
         search = Search(Repo(repo.resolve()), terms, digest, ledger, work, proposer, researcher, limits, hook, box)
         try:
             summary = search.run().__dict__

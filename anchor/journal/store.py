@@ -147,6 +147,7 @@ class Journal:
     def __init__(self, path: Path) -> None:
         private_dir(path.parent)
         self.path = path
+        self.closed = False
         if not path.exists():  # SQLite gives the -wal and -shm files the database file's mode
             os.close(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_NOFOLLOW, PRIVATE_FILE))
         self.db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
@@ -205,6 +206,7 @@ class Journal:
 
     def close(self) -> None:
         self.db.close()
+        self.closed = True
 
 
 def open_journal(data_dir: Path) -> Journal:

@@ -14,7 +14,6 @@ proof says what is under it). Keep or publish the checkpoint proofs, as with any
 
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -28,12 +27,12 @@ class Checkpoints:
     """The `on_entry` hook of a search: journals the ledger head (and what is new since the last
     checkpoint) when a checkpoint is due, and lets a background flusher take it to the chain.
 
-    Why in the background: a flush waits for receipts (about 0.2 s on the local chain, a block or more
-    on a real one) and the search need not wait with it. The journal is durable: what a checkpoint
-    journaled is anchored by the flusher, or after a crash by the next run's first flush. A flush that
-    fails (the chain out of reach) is reported on stderr and retried at the next checkpoint; the
-    search goes on, and the end of the run anchors everything or fails with the reason. `close()`
-    waits for the last flush."""
+    Why in the background (anchor.journal.flusher): a flush waits for receipts (about 0.2 s on the
+    local chain, a block or more on a real one) and the search need not wait with it. The journal is
+    durable: what a checkpoint journaled is anchored by the flusher, or after a crash by the next
+    run's first flush. A flush that fails (the chain out of reach) is reported on stderr and retried
+    at the next checkpoint; the search goes on, and the end of the run anchors everything or fails
+    with the reason. `close()` waits for the last flush."""
 
     def __init__(self, settings: Settings, ledger: Ledger, every: int = 10, every_s: float = 300.0) -> None:
         self.settings, self.ledger, self.every, self.every_s = settings, ledger, every, every_s
@@ -43,7 +42,10 @@ class Checkpoints:
         self.length = 0
         """Ledger entries already journaled by an earlier checkpoint of this run."""
         self._service: Any = None
-        self._flusher: _Flusher | None = None
+        from anchor.journal.flusher import Flusher
+
+        # started now, so that its start-up (imports, a connection) overlaps the baseline
+        self._flusher = Flusher(settings, "checkpoint").start()
 
     def __call__(self, entry: dict[str, Any]) -> None:
         self.pending += 1
@@ -53,65 +55,17 @@ class Checkpoints:
 
             if self._service is None:
                 self._service = AnchorService.open(self.settings)
-                self._flusher = _Flusher(self.settings)
-                self._flusher.start()
             done = anchor_search(self.settings, self.ledger, since=self.length, service=self._service, flush=False)
             self.length = done["ledger_length"]
             self.pending, self.last, self.anchored = 0, time.monotonic(), self.anchored + 1
-            assert self._flusher is not None
             self._flusher.kick()
 
     def close(self) -> None:
         """Wait for the flusher to take the last checkpoint to the chain, then let go of the journal."""
-        if self._flusher is not None:
-            self._flusher.finish()
+        self._flusher.close()
         if self._service is not None:
             self._service.close()
-        self._service = self._flusher = None
-
-
-class _Flusher(threading.Thread):
-    """Flushes the journal whenever kicked; its own connection to the journal and the chain."""
-
-    def __init__(self, settings: Settings) -> None:
-        super().__init__(name="anchor-checkpoint-flusher", daemon=True)
-        self.settings = settings
-        self.wake = threading.Event()
-        self.stopping = False
-
-    def kick(self) -> None:
-        self.wake.set()
-
-    def finish(self) -> None:
-        self.stopping = True
-        self.wake.set()
-        self.join()
-
-    def run(self) -> None:
-        import contextlib
-        import os
-        import sys
-
-        from anchor.errors import AnchorError
-        from anchor.journal.service import AnchorService
-
-        with contextlib.suppress(OSError):  # Linux: this thread only; the attempts' CPU comes first
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
-        service = None
-        try:
-            while True:
-                self.wake.wait()
-                self.wake.clear()
-                try:
-                    service = service or AnchorService.open(self.settings)
-                    service.flush()
-                except AnchorError as exc:
-                    sys.stderr.write(f"checkpoint: not anchored yet ({exc.message}); retried at the next one\n")
-                if self.stopping and not self.wake.is_set():
-                    return
-        finally:
-            if service is not None:
-                service.close()
+        self._service = None
 
 
 @dataclass(frozen=True, slots=True)

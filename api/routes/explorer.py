@@ -21,7 +21,8 @@ from anchor.explorer import links
 from anchor.manifest.onchain import commit_key
 from anchor.proof_file import load_proof
 from anchor.prove import single_file_proof
-from api.deps import JournalDep, ReaderDep, SettingsDep, journal_session
+from api.deps import ReaderDep, SettingsDep, in_journal
+from api.routes.records import batch_rows
 from api.routes.verify import CommitOrHex32, Hex32
 
 router = APIRouter(prefix="/explorer", tags=["explorer"], include_in_schema=False)
@@ -150,11 +151,13 @@ async def lineage_page(commit: CommitOrHex32, settings: SettingsDep, reader: Rea
 @router.get("/", response_class=HTMLResponse)
 async def home(request: Request, reader: ReaderDep) -> HTMLResponse:
     """The latest batches of this service, and where to go next."""
-    with journal_session(request.app) as journal:
-        batches = journal.db.execute(
+    batches = await in_journal(
+        request.app,
+        lambda journal: journal.db.execute(
             "SELECT key, state, block_number, (SELECT count(*) FROM items WHERE effect_id = effects.id) AS items"
             " FROM effects WHERE kind = 'root' ORDER BY id DESC LIMIT 20"
-        ).fetchall()
+        ).fetchall(),
+    )
     rows = "".join(
         f"<tr><td class='hash'><a href='/explorer/batch/0x{bytes(b['key']).hex()}'>0x{bytes(b['key']).hex()}</a></td>"
         f"<td>{b['items']}</td><td>{escape(b['state'])}</td><td>{b['block_number'] if b['block_number'] is not None else ''}</td></tr>"
@@ -170,14 +173,11 @@ async def home(request: Request, reader: ReaderDep) -> HTMLResponse:
 
 
 @router.get("/batch/{root}", response_class=HTMLResponse)
-async def batch_page(root: Hex32, journal: JournalDep, reader: ReaderDep) -> HTMLResponse:
+async def batch_page(root: Hex32, request: Request, reader: ReaderDep) -> HTMLResponse:
     key = bytes.fromhex(root.lower().removeprefix("0x"))
-    effect = journal.db.execute("SELECT id, tx_hash FROM effects WHERE kind = 'root' AND key = ?", (key,)).fetchone()
+    effect, items = await in_journal(request.app, lambda journal: batch_rows(journal.db, key))
     if effect is None:
         raise NotAnchored(f"no batch with root 0x{key.hex()} here", detail={"root": root})
-    items = journal.db.execute(
-        "SELECT digest, kind, state FROM items WHERE effect_id = ? ORDER BY id", (effect["id"],)
-    ).fetchall()
     registry = await run_in_threadpool(reader.registry)
     record = await run_in_threadpool(registry.root_record, key)
     pairs: list[tuple[str, Any]] = [("root", "0x" + key.hex()), ("anchored on chain", _yes(record is not None))]

@@ -7,14 +7,14 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 
 from anchor.chain.deployment import check_code, load_deployment
 from anchor.errors import BadInput, NotAnchored
 from anchor.explorer import links
 from anchor.manifest.onchain import commit_key, parse_hex32
-from api.deps import JournalDep, ReaderDep, SettingsDep
+from api.deps import ReaderDep, SettingsDep, in_journal
 from api.routes.verify import ERRORS, CommitOrHex32, Hex32
 from api.schemas import (
     AttemptPublic,
@@ -34,14 +34,41 @@ def _hex(value: bytes | None) -> str | None:
 
 
 @router.get("/search/{key}", operation_id="search", responses=ERRORS)
-async def search(key: CommitOrHex32, journal: JournalDep, reader: ReaderDep) -> SearchResults:
+async def search(key: CommitOrHex32, request: Request, reader: ReaderDep) -> SearchResults:
     """Everything we know under a hash: manifest digest, file BLAKE3, git commit, batch root or tx hash.
 
     The journal says where to look; whether each record is anchored is read live from the registry."""
     body = key.lower().removeprefix("0x")
     value = commit_key(body) if len(body) == 40 else parse_hex32(key, "key")
-    db = journal.db
-    found: list[tuple[str, str, dict[str, Any], tuple[str, bytes, str | None] | None]] = []
+    found = await in_journal(request.app, lambda journal: _found(journal.db, body, value))
+    if not found:
+        return SearchResults(data=[], count=0, read_at_block=None)
+
+    def live() -> tuple[list[SearchHit], int]:
+        registry = reader.registry()
+        hits = []
+        for kind, hit_key, detail, check in found:
+            anchored: bool | None = None
+            if check is not None:
+                what, key_bytes, researcher = check
+                probe: Callable[[], object] = (
+                    partial(registry.root_record, key_bytes) if what == "root"
+                    else partial(registry.lineage, key_bytes, researcher)
+                )  # fmt: skip
+                anchored = reader.read(f"{what}:{key_bytes.hex()}:{researcher}", probe) is not None
+            hits.append(SearchHit(kind=kind, key=hit_key, detail={**detail, "anchored": anchored}))
+        return hits, reader.head()
+
+    hits, block = await run_in_threadpool(live)
+    return SearchResults(data=hits, count=len(hits), read_at_block=block)
+
+
+Found = list[tuple[str, str, dict[str, Any], tuple[str, bytes, str | None] | None]]
+
+
+def _found(db: Any, body: str, value: bytes) -> Found:
+    """What the journal knows under `value` (run in the thread pool)."""
+    found: Found = []
     root_of_item = "SELECT effects.key FROM items JOIN effects ON effects.id = items.effect_id WHERE items.digest = ?"
 
     def batch(digest: bytes) -> tuple[str, bytes, str | None] | None:
@@ -83,41 +110,17 @@ async def search(key: CommitOrHex32, journal: JournalDep, reader: ReaderDep) -> 
             "SELECT digest FROM items WHERE kind = 'attempt' AND json_extract(identity, '$.commit') = ?", (body,)
         ):
             found.append(("attempt", body, {"manifest_digest": _hex(row["digest"])}, batch(bytes(row["digest"]))))
-    if not found:
-        return SearchResults(data=[], count=0, read_at_block=None)
-
-    def live() -> tuple[list[SearchHit], int]:
-        registry = reader.registry()
-        hits = []
-        for kind, hit_key, detail, check in found:
-            anchored: bool | None = None
-            if check is not None:
-                what, key_bytes, researcher = check
-                probe: Callable[[], object] = (
-                    partial(registry.root_record, key_bytes) if what == "root"
-                    else partial(registry.lineage, key_bytes, researcher)
-                )  # fmt: skip
-                anchored = reader.read(f"{what}:{key_bytes.hex()}:{researcher}", probe) is not None
-            hits.append(SearchHit(kind=kind, key=hit_key, detail={**detail, "anchored": anchored}))
-        return hits, reader.head()
-
-    hits, block = await run_in_threadpool(live)
-    return SearchResults(data=hits, count=len(hits), read_at_block=block)
+    return found
 
 
 @router.get("/batches/{root}", operation_id="get_batch", responses=ERRORS)
-async def get_batch(root: Hex32, journal: JournalDep, reader: ReaderDep) -> BatchPublic:
+async def get_batch(root: Hex32, request: Request, reader: ReaderDep) -> BatchPublic:
     """The records of one batch, and the registry's record of its root, read live."""
     key = parse_hex32(root, "root")
-    effect = journal.db.execute("SELECT id, tx_hash FROM effects WHERE kind = 'root' AND key = ?", (key,)).fetchone()
+    effect, rows = await in_journal(request.app, lambda journal: batch_rows(journal.db, key))
     if effect is None:
         raise NotAnchored(f"no batch with root 0x{key.hex()} in this service's journal", detail={"root": root})
-    items = [
-        {"manifest_digest": _hex(r["digest"]), "kind": r["kind"], "state": r["state"]}
-        for r in journal.db.execute(
-            "SELECT digest, kind, state FROM items WHERE effect_id = ? ORDER BY id", (effect["id"],)
-        )
-    ]
+    items = [{"manifest_digest": _hex(r["digest"]), "kind": r["kind"], "state": r["state"]} for r in rows]
     registry = await run_in_threadpool(reader.registry)
     record = await run_in_threadpool(reader.read, f"root:{key.hex()}", lambda: registry.root_record(key))
     block = reader.head()
@@ -130,25 +133,35 @@ async def get_batch(root: Hex32, journal: JournalDep, reader: ReaderDep) -> Batc
     )  # fmt: skip
 
 
+def batch_rows(db: Any, key: bytes) -> tuple[Any, list[Any]]:
+    """A batch's root effect and its items, from the journal (run in the thread pool)."""
+    effect = db.execute("SELECT id, tx_hash FROM effects WHERE kind = 'root' AND key = ?", (key,)).fetchone()
+    if effect is None:
+        return None, []
+    items = db.execute("SELECT digest, kind, state FROM items WHERE effect_id = ? ORDER BY id", (effect["id"],))
+    return effect, items.fetchall()
+
+
 def _slots(obj: Any) -> dict[str, Any]:
     return {name: getattr(obj, name) for name in obj.__slots__}
 
 
 @router.get("/attempts/{commit}", operation_id="get_attempt", responses=ERRORS)
-async def get_attempt(commit: CommitOrHex32, journal: JournalDep, reader: ReaderDep) -> AttemptPublic:
+async def get_attempt(commit: CommitOrHex32, request: Request, reader: ReaderDep) -> AttemptPublic:
     """An attempt by commit: its lineage record read live from the registry, and its attempt manifests."""
     key = commit_key(commit)
     body = commit.lower().removeprefix("0x")
     registry = await run_in_threadpool(reader.registry)
     record = await run_in_threadpool(reader.read, f"lineage:{key.hex()}", lambda: registry.lineage(key))
-    manifests = [
-        {"manifest_digest": _hex(r["digest"]), "state": r["state"], **json.loads(r["identity"])}
-        for r in journal.db.execute(
+    rows = await in_journal(
+        request.app,
+        lambda journal: journal.db.execute(
             "SELECT digest, state, identity FROM items"
             " WHERE kind = 'attempt' AND json_extract(identity, '$.commit') = ?",
             (body,),
-        )
-    ]
+        ).fetchall(),
+    )
+    manifests = [{"manifest_digest": _hex(r["digest"]), "state": r["state"], **json.loads(r["identity"])} for r in rows]
     if record is None and not manifests:
         raise NotAnchored(f"no attempt {body} is known here or anchored on chain", detail={"commit": commit})
     return AttemptPublic(

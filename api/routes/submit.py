@@ -20,7 +20,7 @@ from anchor.journal.submit import Submission, submit
 from anchor.manifest.filetree import FileTreeManifest
 from anchor.manifest.identity import manifest_digest, tree_summary, validate_identity
 from anchor.session import Settings
-from api.deps import ClientDep, ConfigDep, ReaderDep, SettingsDep, journal_session
+from api.deps import ClientDep, ConfigDep, ReaderDep, SettingsDep, in_journal
 from api.errors import TooLarge
 from api.offload import decode
 from api.routes.verify import ERRORS
@@ -50,6 +50,16 @@ def _manifest_body(raw: bytes) -> ManifestSubmission:
         first = exc.errors()[0]
         field = ".".join(str(part) for part in first["loc"]) or "body"
         raise BadInput(f"field '{field}': {first['msg']}", detail={"field": field}) from None
+
+
+def _kick(app: Any, tasks: BackgroundTasks, settings: Settings) -> None:
+    """The worker's one background flusher takes it from here (anchor.journal.flusher); an app run
+    without its lifespan (no flusher) flushes in a background task instead."""
+    flusher = getattr(app.state, "flusher", None)
+    if flusher is not None:
+        flusher.kick()
+    else:
+        tasks.add_task(_flush, settings)
 
 
 def _flush(settings: Settings) -> None:
@@ -90,10 +100,10 @@ async def submit_manifest(
         payload["files"] = tree.files_json()
     digest = manifest_digest(identity)
     chain_id = (await run_in_threadpool(reader.registry)).chain_id
-    with journal_session(request.app) as journal:
-        done = submit(journal, chain_id, Submission(identity, payload, _scoped(client, idempotency_key)))
+    sub = Submission(identity, payload, _scoped(client, idempotency_key))
+    done = await in_journal(request.app, lambda journal: submit(journal, chain_id, sub))
     if config.flush_after_submit and not done.duplicate:
-        tasks.add_task(_flush, settings)
+        _kick(request.app, tasks, settings)
     return Submitted(
         manifest_digest="0x" + digest.hex(), state=done.state, duplicate=done.duplicate,
         claimed_digest_matches=_claim(body.claimed_digest, digest), files=len(body.files or []),
@@ -116,12 +126,10 @@ async def submit_bundle(
     identity = tree.identity()
     digest = manifest_digest(identity)
     chain_id = (await run_in_threadpool(reader.registry)).chain_id
-    with journal_session(request.app) as journal:
-        done = submit(
-            journal, chain_id, Submission(identity, {"files": tree.files_json()}, _scoped(client, idempotency_key))
-        )
+    sub = Submission(identity, {"files": tree.files_json()}, _scoped(client, idempotency_key))
+    done = await in_journal(request.app, lambda journal: submit(journal, chain_id, sub))
     if config.flush_after_submit and not done.duplicate:
-        tasks.add_task(_flush, settings)
+        _kick(request.app, tasks, settings)
     return Submitted(
         manifest_digest="0x" + digest.hex(), state=done.state, duplicate=done.duplicate,
         claimed_digest_matches=_claim(claimed_digest, digest), files=len(tree.files),
@@ -147,13 +155,14 @@ async def relay_lineage(
     registry = await run_in_threadpool(reader.registry)
     if not registry.researcher_bound:
         raise BadInput("this service's registry is v1: it cannot relay signed records", detail={"field": "registry"})
-    if recover(registry.chain_id, registry.address, signed).lower() != signed.fields.researcher.lower():
+    signer = await run_in_threadpool(recover, registry.chain_id, registry.address, signed)  # CPU: off the loop
+    if signer.lower() != signed.fields.researcher.lower():
         raise BadInput("signature: does not recover to the named researcher", detail={"field": "signature"})
     if signed.fields.deadline <= time.time():
         raise BadInput("deadline: already passed", detail={"field": "deadline"})
     effect = await run_in_threadpool(_journal_lineage, settings, signed)
     if config.flush_after_submit:
-        tasks.add_task(_flush, settings)
+        _kick(request.app, tasks, settings)
     return {"effect": effect, "researcher": signed.fields.researcher, "commit": "0x" + signed.fields.commit.hex()}
 
 

@@ -13,7 +13,7 @@ from anchor.manifest.onchain import parse_hex32
 from anchor.proof_file import ProofFile, load_proof, parse_proof
 from anchor.prove import single_file_proof
 from anchor.verify.verifier import Verification, check_proof_consistency, verify_proof_on_chain
-from api.deps import ConfigDep, ReaderDep, SettingsDep, journal_session
+from api.deps import ConfigDep, ReaderDep, SettingsDep, in_journal
 from api.errors import TooLarge
 from api.offload import decode
 from api.schemas import ErrorPublic, FileVerification
@@ -90,13 +90,15 @@ async def verify_file(
 ) -> FileVerification:
     """Is this exact file inside an anchored bundle? The server hashes it and returns its proof."""
     digest, size = await run_in_threadpool(_hash_stream, file.file)
-    with journal_session(request.app) as journal:
-        rows = journal.db.execute(
+    rows = await in_journal(
+        request.app,
+        lambda journal: journal.db.execute(
             "SELECT items.id, items.digest, items.identity, items.payload, files.path FROM files"
             " JOIN items ON items.id = files.item_id"
             " WHERE files.blake3 = ? AND items.state = 'confirmed' ORDER BY items.id",
             (digest,),
-        ).fetchall()
+        ).fetchall(),
+    )
     if not rows:
         raise NotAnchored(
             f"no anchored bundle contains a file with BLAKE3 {digest.hex()}", detail={"blake3": digest.hex()}

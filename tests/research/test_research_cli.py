@@ -110,15 +110,17 @@ def test_a_search_killed_mid_attempt_reaps_its_orphan_and_resumes_from_anchored_
         scored = {e["commit"][:12] for e in _ledger(fresh_chain)}
         orphan = [json.loads(p.read_text())["pgid"] for p in runs.glob("*/process.json") if p.parent.name not in scored]
         time.sleep(0.05)
+    interrupted = len(_ledger(fresh_chain))
+    assert 3 <= interrupted < 8
+    # the checkpoints' background flusher catches up while the attempt hangs (awaited, not slept)
+    while time.monotonic() < deadline and _anchored_length(fresh_chain) != interrupted:
+        time.sleep(0.1)
     os.killpg(search.pid, signal.SIGKILL)  # ... and the harness dies in the middle of it (its own group only)
     search.wait()
     [pgid] = orphan
     assert _group_alive(pgid), "the unconfined attempt should have outlived the SIGKILLed harness"
-    interrupted = len(_ledger(fresh_chain))
-    assert 3 <= interrupted < 8
-    # every attempt up to the last checkpoint is already on chain, before anything resumes
-    checked = json.loads(fresh_chain.cli("--json", "research", "verify", check=True).stdout)
-    assert checked["anchored"]["length"] == interrupted
+    # every attempt up to the last checkpoint is on chain, read back with the harness dead
+    assert _anchored_length(fresh_chain) == interrupted == len(_ledger(fresh_chain))
     hang.unlink()
     fresh_chain.cli(*argv[1:], check=True)
     assert not _group_alive(pgid), "the resumed search did not stop the attempt its predecessor left running"
@@ -127,6 +129,12 @@ def test_a_search_killed_mid_attempt_reaps_its_orphan_and_resumes_from_anchored_
     assert len({e["commit"] for e in entries}) == 8  # no commit measured twice
     assert fresh_chain.cli("research", "verify").returncode == ExitCode.OK
     _lineage_matches_ledger(fresh_chain, entries)
+
+
+def _anchored_length(chain: Chain) -> int:
+    """Entries 0..n-1 anchored by the checkpoints, as `research verify` reads them back from the chain."""
+    checked = json.loads(chain.cli("--json", "research", "verify").stdout or "{}")
+    return int((checked.get("anchored") or {}).get("length") or 0)
 
 
 def _group_alive(pgid: int) -> bool:
