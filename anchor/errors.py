@@ -112,6 +112,18 @@ class ChainUnreachable(AnchorError):
     code = "chain_unreachable"
 
 
+class NonceTooLow(ChainUnreachable):
+    """The node says the nonce was already used: reconcile, never resend blindly."""
+
+    code = "nonce_too_low"
+
+
+class Underpriced(ChainUnreachable):
+    """The node will not take the transaction at its fees: replace it with a fee bump."""
+
+    code = "underpriced"
+
+
 class DeploymentMismatch(AnchorError):
     """The code at the registry address is not the recorded registry: refuse to answer."""
 
@@ -178,3 +190,51 @@ class PolicyMismatch(AnchorError):
     exit_code = ExitCode.POLICY
     http_status = 412
     code = "policy_mismatch"
+
+
+class ArchiveRefused(BadInput):
+    """An uploaded archive broke one of the decoder's bounds (anchor.ingest.archive)."""
+
+    code = "archive_refused"
+
+
+class JournalError(AnchorError):
+    """The journal cannot be used as it is (locked too long, or of another schema version)."""
+
+    exit_code = ExitCode.INTERNAL
+    code = "journal"
+
+
+class JournalBusy(JournalError):
+    """Another process held the journal's write lock longer than the busy timeout."""
+
+    http_status = 503
+    code = "journal_busy"
+
+
+class GitError(AnchorError):
+    """A git command of the research harness failed (the repository is the user's: we report, never repair)."""
+
+    code = "git"
+
+
+class GuardError(AnchorError):
+    """A proposal the git guard refuses: outside the fence, uncommitted, or already scored."""
+
+    exit_code = ExitCode.CONFLICT
+    http_status = 409
+    code = "guard"
+
+
+class Unauthorized(AnchorError):
+    """A write to the REST service without an accepted bearer token."""
+
+    http_status = 401
+    code = "unauthorized"
+
+
+class TooLarge(AnchorError):
+    """A request body past the service's limit (read no further than the limit)."""
+
+    http_status = 413
+    code = "request_too_large"

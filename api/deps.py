@@ -12,10 +12,10 @@ from typing import Annotated, TypeVar
 from fastapi import Depends, FastAPI, Request
 from starlette.concurrency import run_in_threadpool
 
+from anchor.errors import Unauthorized
 from anchor.journal.store import Journal, open_journal
 from anchor.session import Settings
 from api.config import ApiConfig
-from api.errors import Unauthorized
 from api.reader import ChainReader
 
 T = TypeVar("T")

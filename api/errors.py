@@ -14,16 +14,6 @@ from anchor.errors import AnchorError
 log = logging.getLogger("anchor.api")
 
 
-class Unauthorized(AnchorError):
-    http_status = 401
-    code = "unauthorized"
-
-
-class TooLarge(AnchorError):
-    http_status = 413
-    code = "request_too_large"
-
-
 def _shape(status: int, code: str, message: str, detail: dict[str, object] | None = None) -> JSONResponse:
     return JSONResponse(status_code=status, content={"code": code, "message": message, "detail": detail or {}})
 

@@ -20,8 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from anchor.errors import BadInput, ProofFormatError
-from anchor.ingest.archive import ArchiveLimits, ArchiveRefused, decode_archive
+from anchor.errors import ArchiveRefused, BadInput, ProofFormatError
+from anchor.ingest.archive import ArchiveLimits, decode_archive
 from anchor.proof_file import parse_proof
 from tests.conftest import ROOT
 from tests.hostile_archives import directory_flood, header_bomb

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from anchor.chain.node import rpc_call
-from anchor.errors import Conflict, ExitCode
+from anchor.errors import Conflict, ExitCode, JournalError
 from anchor.journal.effects import RunnerConfig
 from anchor.journal.service import AnchorService
-from anchor.journal.store import SCHEMA_VERSION, Journal, JournalError, open_journal
+from anchor.journal.store import SCHEMA_VERSION, Journal, open_journal
 from anchor.journal.submit import Submission, submit
 from tests.conftest import Chain
 from tests.journal_helpers import assert_exactly_once, unique_submissions

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from hexbytes import HexBytes
 
 from anchor.chain.artifact import CONTRACTS, registry_abi
-from anchor.errors import AnchorError, ChainUnreachable, RegistryRevert
+from anchor.errors import AnchorError, ChainUnreachable, NonceTooLow, RegistryRevert, Underpriced
 
 if TYPE_CHECKING:
     from web3 import Web3
@@ -78,18 +78,6 @@ def send(w3: Web3, chain_id: int, signer: Signer, call: Any) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------------------------
 # Step-wise primitives for the journal's effect protocol: each step is recorded before the next.
-
-
-class NonceTooLow(ChainUnreachable):
-    """The node says the nonce was already used: reconcile, never resend blindly."""
-
-    code = "nonce_too_low"
-
-
-class Underpriced(ChainUnreachable):
-    """The node will not take the transaction at its fees: replace it with a fee bump."""
-
-    code = "underpriced"
 
 
 def fee_quote(w3: Web3) -> tuple[int, int]:

@@ -25,12 +25,8 @@ from typing import IO
 
 import blake3
 
-from anchor.errors import BadInput
+from anchor.errors import ArchiveRefused, BadInput
 from anchor.manifest.filetree import FileEntry, FileTreeManifest, check_relative_path, sorted_unique
-
-
-class ArchiveRefused(BadInput):
-    code = "archive_refused"
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from anchor.errors import AnchorError, ExitCode
+from anchor.errors import JournalBusy, JournalError
 from anchor.files import PRIVATE_FILE, private_dir
 
 SCHEMA_VERSION = 5
@@ -100,20 +100,6 @@ ALTER TABLE effects ADD COLUMN failure TEXT;
 ALTER TABLE effects ADD COLUMN abandoned_at REAL;
 """,
 }
-
-
-class JournalError(AnchorError):
-    """The journal cannot be used as it is (locked too long, or of another schema version)."""
-
-    exit_code = ExitCode.INTERNAL
-    code = "journal"
-
-
-class JournalBusy(JournalError):
-    """Another process held the journal's write lock longer than the busy timeout."""
-
-    http_status = 503
-    code = "journal_busy"
 
 
 def _run(db: sqlite3.Connection, script: str) -> None:

@@ -16,8 +16,8 @@ from typing import Any
 
 import blake3
 
-from anchor.errors import BadInput, Tampered
-from anchor.research.git import GitError, Repo
+from anchor.errors import BadInput, GitError, Tampered
+from anchor.research.git import Repo
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from anchor.errors import AnchorError, BadInput
+from anchor.errors import BadInput, GitError
 from anchor.session import child_env
 
 # Attempt commits are the harness's, not a person's: a fixed identity unless the environment sets one.
@@ -19,10 +19,6 @@ _IDENTITY = {
         ("GIT_COMMITTER_EMAIL", "research@anchor.invalid"),
     )
 }
-
-
-class GitError(AnchorError):
-    code = "git"
 
 
 class Repo:

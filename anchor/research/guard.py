@@ -8,14 +8,8 @@ Each violation is a `GuardError` naming the paths or the commit.
 
 from __future__ import annotations
 
-from anchor.errors import AnchorError, ExitCode
+from anchor.errors import GuardError
 from anchor.research.git import Repo
-
-
-class GuardError(AnchorError):
-    exit_code = ExitCode.CONFLICT
-    http_status = 409
-    code = "guard"
 
 
 def _inside(path: str, editable: tuple[str, ...]) -> bool:

@@ -26,12 +26,13 @@ from typing import Any
 
 import blake3
 
+from anchor.errors import GuardError
 from anchor.manifest.attempt import AttemptManifest, Metric
 from anchor.research.audit import remember_repo
 from anchor.research.contract import AttemptContract
 from anchor.research.evidence import seal
 from anchor.research.git import Repo
-from anchor.research.guard import GuardError, check_committed, check_fence, check_unscored
+from anchor.research.guard import check_committed, check_fence, check_unscored
 from anchor.research.ledger import Ledger
 from anchor.research.metrics import read_claims, read_metric
 from anchor.research.proposers import Proposer

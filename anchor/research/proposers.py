@@ -75,7 +75,7 @@ class CommandProposer:
             return self._run(repo, attempt, Path(scratch))
 
     def _run(self, repo: Path, attempt: int, scratch: Path) -> None:
-        from anchor.research.guard import GuardError
+        from anchor.errors import GuardError
         from anchor.research.runner import stop_group
         from anchor.research.sandbox import allowed_env
         from anchor.session import child_env

@@ -13,7 +13,7 @@ from fastapi import APIRouter, BackgroundTasks, File, Form, Header, Request, Upl
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from anchor.errors import BadInput
+from anchor.errors import BadInput, TooLarge
 from anchor.ingest.archive import decode_archive
 from anchor.ingest.untrusted_json import parse_json
 from anchor.journal.submit import Submission, submit
@@ -21,7 +21,6 @@ from anchor.manifest.filetree import FileTreeManifest
 from anchor.manifest.identity import manifest_digest, tree_summary, validate_identity
 from anchor.session import Settings
 from api.deps import ClientDep, ConfigDep, ReaderDep, SettingsDep, in_journal
-from api.errors import TooLarge
 from api.offload import decode
 from api.routes.verify import ERRORS
 from api.schemas import ManifestSubmission, Submitted

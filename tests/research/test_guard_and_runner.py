@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from anchor.errors import GuardError
 from anchor.research.git import Repo
-from anchor.research.guard import GuardError, check_committed, check_fence, check_unscored
+from anchor.research.guard import check_committed, check_fence, check_unscored
 from anchor.research.runner import TIMEOUT_STATUS, run_command
 from tests.research.helpers import params_repo
 

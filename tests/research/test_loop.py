@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from anchor.errors import GuardError
 from anchor.research.git import Repo
-from anchor.research.guard import GuardError
 from anchor.research.ledger import Ledger
 from anchor.research.loop import NO_PARENT, Search, SearchLimits
 from tests.research.helpers import ScriptedProposer, contract, params_repo
