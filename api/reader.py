@@ -1,8 +1,10 @@
 """Live chain reads for the API, cached per block: an "anchored" answer is never the database's alone.
 
 Each worker keeps the chain head fresh with a background task (every `HEAD_TTL_S`), so a request never
-waits on it; every cached answer is keyed by the block it was read at and says so, and a new block
-invalidates it. Answers are cached as serialized JSON, ready to send.
+waits on it; every cached answer is keyed by the block it was read at and says so. When a new block
+arrives, an answer read up to `STALE_BLOCKS` blocks before is still served (it names the block it
+was read at) while the new block's is read in the background: a busy chain (a flush mining block
+after block) then costs no request a live read. Answers are cached as serialized JSON, ready to send.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, TypeVar
 
 from starlette.concurrency import run_in_threadpool
@@ -23,6 +26,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 HEAD_TTL_S = 0.25
+STALE_BLOCKS = 2
 log = logging.getLogger("anchor.api")
 
 
@@ -34,6 +38,9 @@ class ChainReader:
         self._registry: Registry | None = None
         self._head: int | None = None
         self._cache: dict[tuple[int, str], object] = {}
+        self._computes: dict[str, Callable[[], object]] = {}
+        self._refreshing: set[tuple[int, str]] = set()
+        self._refresher: ThreadPoolExecutor | None = None
 
     def registry(self) -> Registry:
         with self._lock:
@@ -64,9 +71,40 @@ class ChainReader:
         return self._head if self._head is not None else self._read_head()
 
     def cached(self, key: str) -> object | None:
-        """A hit for `key` at the current head, without any I/O (the fast path)."""
+        """A hit for `key` at the current head, or one read at most STALE_BLOCKS before it while the
+        current one is read in the background; without any I/O (the fast path)."""
         head = self._head
-        return None if head is None else self._cache.get((head, key))
+        if head is None:
+            return None
+        hit = self._cache.get((head, key))
+        if hit is not None:
+            return hit
+        for back in range(1, STALE_BLOCKS + 1):
+            old = self._cache.get((head - back, key))
+            if old is not None:
+                self._revalidate(head, key)
+                return old
+        return None
+
+    def _revalidate(self, head: int, key: str) -> None:
+        compute = self._computes.get(key)
+        with self._lock:
+            if compute is None or (head, key) in self._refreshing:
+                return
+            self._refreshing.add((head, key))
+            if self._refresher is None:
+                self._refresher = ThreadPoolExecutor(max_workers=2, thread_name_prefix="anchor-revalidate")
+
+        def refresh() -> None:
+            try:
+                self.read(key, compute)
+            except AnchorError:
+                pass  # the next request reads it itself and gets the typed error
+            finally:
+                with self._lock:
+                    self._refreshing.discard((head, key))
+
+        self._refresher.submit(refresh)
 
     def read(self, key: str, compute: Callable[[], T]) -> T:
         block = self.head()
@@ -75,5 +113,7 @@ class ChainReader:
             hit = compute()
             if len(self._cache) > 10_000:
                 self._cache.clear()
+                self._computes.clear()
             self._cache[(block, key)] = hit
+            self._computes[key] = compute
         return hit  # type: ignore[return-value]
