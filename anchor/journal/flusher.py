@@ -20,13 +20,28 @@ if TYPE_CHECKING:
 
 
 class Flusher:
-    def __init__(self, settings: Settings, label: str = "flush") -> None:
+    """`in_thread=True`: the same loop in a thread of this process, for a caller that has already paid
+    for the imports and a connection (a research search: a spawned process would spend 1-2 s of CPU
+    starting up, which on a short search costs more than the GIL does)."""
+
+    def __init__(self, settings: Settings, label: str = "flush", in_thread: bool = False) -> None:
         import multiprocessing
         import os
+        import queue
+        import threading
 
+        self.started = False
+        if in_thread:
+            self.inbox: Any = queue.Queue()
+            self.done: Any = _Count()
+            self.process: Any = threading.Thread(
+                target=_flush_loop, args=(settings, self.inbox, self.done, None, label), name=f"anchor-{label}",
+                daemon=True,
+            )  # fmt: skip
+            return
         context = multiprocessing.get_context("spawn")
-        self.inbox: Any = context.Queue()
-        self.done: Any = context.Value("i", 0)
+        self.inbox = context.Queue()
+        self.done = context.Value("i", 0)
         """Flushes completed so far (for whoever waits on one)."""
         self.process = context.Process(
             target=_flush_loop,
@@ -34,7 +49,6 @@ class Flusher:
             name=f"anchor-{label}",
             daemon=True,
         )
-        self.started = False
 
     def start(self) -> Flusher:
         self.process.start()
@@ -52,13 +66,26 @@ class Flusher:
             return
         self.inbox.put("stop")
         self.process.join(timeout_s)
-        if self.process.is_alive():
+        if self.process.is_alive() and hasattr(self.process, "terminate"):
             self.process.terminate()
             self.process.join()
         self.started = False
 
 
-def _flush_loop(settings: Settings, inbox: Any, done: Any, parent: int, label: str) -> None:
+class _Count:
+    """multiprocessing.Value's interface, for the thread mode."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.value = 0
+        self._lock = threading.Lock()
+
+    def get_lock(self) -> Any:
+        return self._lock
+
+
+def _flush_loop(settings: Settings, inbox: Any, done: Any, parent: int | None, label: str) -> None:
     import contextlib
     import os
     import queue
@@ -68,16 +95,17 @@ def _flush_loop(settings: Settings, inbox: Any, done: Any, parent: int, label: s
     from anchor.errors import AnchorError
     from anchor.journal.service import AnchorService
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; we finish or leave
+    if parent is not None:  # a process of our own (in a thread: the caller's signals stay the caller's)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; we finish or leave
     with contextlib.suppress(OSError):
-        os.nice(10)
+        os.nice(10)  # Linux: the calling thread only, when in a thread
     service = None
     try:
         while True:
             try:
                 message = inbox.get(timeout=1.0)
             except queue.Empty:
-                if os.getppid() != parent:
+                if parent is not None and os.getppid() != parent:
                     return  # the parent is gone: what it journaled waits for the next flush anywhere
                 continue
             if message == "stop":

@@ -44,8 +44,8 @@ class Checkpoints:
         self._service: Any = None
         from anchor.journal.flusher import Flusher
 
-        # started now, so that its start-up (imports, a connection) overlaps the baseline
-        self._flusher = Flusher(settings, "checkpoint").start()
+        # a thread of ours (anchor.journal.flusher): this process has the imports and a connection already
+        self._flusher = Flusher(settings, "checkpoint", in_thread=True).start()
 
     def __call__(self, entry: dict[str, Any]) -> None:
         self.pending += 1

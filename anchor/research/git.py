@@ -48,6 +48,26 @@ class Repo:
         )
         return found.returncode == 0
 
+    def set_ref(self, name: str, commit: str) -> None:
+        """Point ref `name` (refs/...) at `commit`. In a plain repository (a .git directory, loose refs)
+        the ref file is written directly, atomically, as git writes it; a git process per attempt cost
+        more than the rest of the bookkeeping. Anything else (a worktree, reftable) asks git."""
+        git_dir = self.path / ".git"
+        if git_dir.is_dir() and "refstorage" not in (git_dir / "config").read_text().lower():
+            target = git_dir / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            lock = target.with_name(target.name + ".lock")  # git's own lock protocol for a loose ref
+            try:
+                fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:
+                pass  # someone holds it (or a crash left it): let git say what is wrong
+            else:
+                with os.fdopen(fd, "w") as handle:
+                    handle.write(commit + "\n")
+                lock.replace(target)
+                return
+        self.git("update-ref", name, commit)
+
     def head(self) -> str:
         return self.git("rev-parse", "HEAD").strip()
 

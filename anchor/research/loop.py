@@ -295,7 +295,7 @@ class Search:
         entry = self.ledger.append(fields)
         # every measured commit stays reachable (losers too, after the reset): a ref per ledger entry
         # survives `git gc` and can be pushed with the repository (refs/anchor/*)
-        self.repo.git("update-ref", f"refs/anchor/{ref_name(self.researcher)}/{entry['seq']}", commit)
+        self.repo.set_ref(f"refs/anchor/{ref_name(self.researcher)}/{entry['seq']}", commit)
         if self.on_entry is not None:
             self.on_entry(entry)
         return entry
