@@ -16,7 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from anchor.batch.merkle import BatchTree
 from anchor.chain import transactions as txs
 from anchor.chain.presets import PRESETS
 from anchor.errors import BadInput, Conflict, RegistryRevert
@@ -102,6 +101,8 @@ class EffectRunner:
     def open_batches(self, max_items: int, max_age_s: float = 0.0) -> list[int]:
         """Turn pending items into root effects of at most `max_items`; a partial batch only once its
         oldest item is `max_age_s` old. One journal transaction per batch."""
+        from anchor.batch.merkle import BatchTree  # keccak's import only where batches are built, not at start-up
+
         created: list[int] = []
         while True:
             with self.journal.tx() as db:

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 from anchor.errors import BadInput, DeploymentMismatch, NotDeployed
 from anchor.journal.effects import EffectRunner, RunnerConfig, RunReport
-from anchor.journal.proofs import write_batch_proofs
 from anchor.journal.store import Journal, now, open_journal
 from anchor.journal.submit import Submission, Submitted, proof_paths, submit_many
 from anchor.session import ChainHandle, Settings, open_chain, open_registry
@@ -81,6 +80,10 @@ class AnchorService:
     def _write_proofs(self, effect: Any, items: list[Any]) -> None:
         if effect["kind"] != "root":
             return
+        # imported here: proof files (pydantic models) cost ~100 ms of start-up that `journal status`
+        # and a submission never need (the import budget of issue 13)
+        from anchor.journal.proofs import write_batch_proofs
+
         paths = proof_paths(self.journal.db, [int(item["id"]) for item in items])
         failed = write_batch_proofs(
             self.settings.proofs_dir, effect, items, self.registry.address, self.registry.code_hash, paths
