@@ -33,19 +33,15 @@ class Flusher:
         self.started = False
         if in_thread:
             self.inbox: Any = queue.Queue()
-            self.done: Any = _Count()
             self.process: Any = threading.Thread(
-                target=_flush_loop, args=(settings, self.inbox, self.done, None, label), name=f"anchor-{label}",
-                daemon=True,
-            )  # fmt: skip
+                target=_flush_loop, args=(settings, self.inbox, None, label), name=f"anchor-{label}", daemon=True
+            )
             return
         context = multiprocessing.get_context("spawn")
         self.inbox = context.Queue()
-        self.done = context.Value("i", 0)
-        """Flushes completed so far (for whoever waits on one)."""
         self.process = context.Process(
             target=_flush_loop,
-            args=(settings, self.inbox, self.done, os.getpid(), label),
+            args=(settings, self.inbox, os.getpid(), label),
             name=f"anchor-{label}",
             daemon=True,
         )
@@ -72,20 +68,7 @@ class Flusher:
         self.started = False
 
 
-class _Count:
-    """multiprocessing.Value's interface, for the thread mode."""
-
-    def __init__(self) -> None:
-        import threading
-
-        self.value = 0
-        self._lock = threading.Lock()
-
-    def get_lock(self) -> Any:
-        return self._lock
-
-
-def _flush_loop(settings: Settings, inbox: Any, done: Any, parent: int | None, label: str) -> None:
+def _flush_loop(settings: Settings, inbox: Any, parent: int | None, label: str) -> None:
     import contextlib
     import os
     import queue
@@ -119,8 +102,6 @@ def _flush_loop(settings: Settings, inbox: Any, done: Any, parent: int | None, l
                 service.flush()
             except AnchorError as exc:
                 sys.stderr.write(f"{label}: not anchored yet ({exc.message}); retried at the next one\n")
-            with done.get_lock():
-                done.value += 1
             if stop:
                 return
     finally:

@@ -113,13 +113,12 @@ def _measure(search: Search, run_dir: Path, command: str, box: Sandbox | None) -
         sealed = seal(run_dir)
     finally:
         search.end_attempt(champion, before)
+    from anchor.research.loop import status_of
+
     value = None if result.timed_out else read_metric(run_dir, terms.metric_source, terms.metric)
-    if result.timed_out:
-        return Run(status="timed_out", evidence=sealed.manifest.digest.hex())
-    if result.exit_code != 0 or value is None or sealed.removed:
-        return Run(status="failed", evidence=sealed.manifest.digest.hex())
-    metric = Metric.of(terms.metric, terms.mode, value)
-    return Run(status="completed", metric=metric, evidence=sealed.manifest.digest.hex())
+    status = status_of(result, value, sealed.removed)
+    metric = Metric.of(terms.metric, terms.mode, value) if status == "completed" else None
+    return Run.model_validate({"status": status, "metric": metric, "evidence": sealed.manifest.digest.hex()})
 
 
 def expected_max(trials: int) -> float:

@@ -72,6 +72,14 @@ def ref_name(researcher: str) -> str:
     return "id-" + blake3.blake3(researcher.encode()).hexdigest()[:16]
 
 
+def status_of(result: Any, value: str | None, removed: tuple[str, ...]) -> str:
+    """An attempt's (or a replication's) status: timed out, completed with a metric and bindable
+    evidence, or failed."""
+    if result.timed_out:
+        return "timed_out"
+    return "completed" if result.exit_code == 0 and value is not None and not removed else "failed"
+
+
 def run_dir_of(workdir: Path, researcher: str, commit: str) -> Path:
     """Where an attempt's evidence lives: <workdir>/runs/<researcher>/<commit[:12]>."""
     return workdir / "runs" / researcher / commit[:12]
@@ -253,13 +261,7 @@ class Search:
         # the attempt's processes are gone: bind what it left, then read the metric from the bound files
         sealed = seal(run_dir)
         value = None if result.timed_out else read_metric(run_dir, self.contract.metric_source, self.contract.metric)
-        status = (
-            "timed_out"
-            if result.timed_out
-            else "completed"
-            if result.exit_code == 0 and value is not None and not sealed.removed
-            else "failed"
-        )
+        status = status_of(result, value, sealed.removed)
         metric = Metric.of(self.contract.metric, self.contract.mode, value) if status == "completed" else None
         kept = metric is not None and (
             champion is None
