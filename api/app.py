@@ -11,9 +11,9 @@ from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
 from anchor import __version__
+from anchor.anchoring.flusher import Flusher
 from anchor.ingest.untrusted_json import restore_recursion_limit
-from anchor.journal.flusher import Flusher
-from anchor.session import Settings
+from anchor.settings.session import Settings
 from api.config import ApiConfig
 from api.deps import close_journals, token_id
 from api.errors import install_error_handlers

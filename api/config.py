@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from anchor.errors import BadInput
 from anchor.ingest.archive import ArchiveLimits
-from anchor.session import env_number
+from anchor.settings.session import env_number
 
 _HASH = re.compile(r"^sha256:[0-9a-f]{64}$")
 

@@ -14,7 +14,7 @@ from starlette.concurrency import run_in_threadpool
 
 from anchor.errors import Unauthorized
 from anchor.journal.store import Journal, open_journal
-from anchor.session import Settings
+from anchor.settings.session import Settings
 from api.config import ApiConfig
 from api.reader import ChainReader
 

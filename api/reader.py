@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, TypeVar
 
 from starlette.concurrency import run_in_threadpool
 
+from anchor.chain.open import ChainHandle, open_chain, open_registry
 from anchor.errors import AnchorError
-from anchor.session import ChainHandle, Settings, open_chain, open_registry
+from anchor.settings.session import Settings
 
 if TYPE_CHECKING:
     from anchor.chain.registry import Registry

@@ -15,14 +15,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from anchor.anchoring.service import AnchorService
 from anchor.chain.compiler import compile_registry
 from anchor.chain.deployment import deploy
 from anchor.chain.keys import load_signer
 from anchor.chain.node import LocalChain
+from anchor.chain.open import open_chain
 from anchor.chain.registry import Registry
-from anchor.journal.service import AnchorService
 from anchor.journal.submit import Submission
-from anchor.session import Settings, open_chain
+from anchor.settings.session import Settings
 
 CHUNK = 256
 

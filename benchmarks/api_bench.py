@@ -33,7 +33,8 @@ from anchor.chain.compiler import compile_registry
 from anchor.chain.deployment import deploy
 from anchor.chain.keys import load_signer
 from anchor.chain.node import LocalChain
-from anchor.session import Settings, open_chain
+from anchor.chain.open import open_chain
+from anchor.settings.session import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 DURATION = "10s"
@@ -165,7 +166,7 @@ def under_load(settings: Settings, port: int, url: str, data: Path) -> tuple[flo
     import threading
     import urllib.request
 
-    from anchor.journal.service import AnchorService
+    from anchor.anchoring.service import AnchorService
     from anchor.journal.submit import Submission
 
     service = AnchorService.open(settings, start_local=False)

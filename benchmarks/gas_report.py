@@ -20,9 +20,10 @@ from anchor.chain.compiler import compile_registry
 from anchor.chain.deployment import deploy
 from anchor.chain.keys import Signer, load_signer
 from anchor.chain.node import LocalChain
+from anchor.chain.open import open_chain
 from anchor.chain.registry import Registry
 from anchor.chain.signed import LineageFields
-from anchor.session import Settings, open_chain
+from anchor.settings.session import Settings
 
 STRUCT_REGISTRY = 115_778
 EAS_ATTEST = 277_281

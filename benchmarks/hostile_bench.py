@@ -31,7 +31,8 @@ from anchor.chain.compiler import compile_registry
 from anchor.chain.deployment import deploy
 from anchor.chain.keys import load_signer
 from anchor.chain.node import LocalChain
-from anchor.session import Settings, open_chain
+from anchor.chain.open import open_chain
+from anchor.settings.session import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the hostile corpus is shared with the test suite
@@ -166,7 +167,7 @@ def decoder_times() -> dict[str, float]:
     limits, in this process: the time per input the test suite's fuzzing does not assert."""
     from anchor.errors import BadInput
     from anchor.ingest.archive import decode_archive
-    from anchor.proof_file import parse_proof
+    from anchor.proof.file import parse_proof
 
     inputs = {name: make() for name, make in HOSTILE.items()}
     inputs["tar.bz2: 30,000 directories"] = directory_flood(30_000)

@@ -19,7 +19,7 @@ ENTRY_POINTS = {
     "bare interpreter": "pass",
     "CLI (anchor.cli.app)": "import anchor.cli.app",
     "API app (api.app)": "import api.app",
-    "journal service (anchor.journal.service)": "import anchor.journal.service",
+    "journal service (anchor.anchoring.service)": "import anchor.anchoring.service",
 }
 BUDGET_MS = 200.0
 

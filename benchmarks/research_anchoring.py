@@ -32,6 +32,7 @@ from anchor.chain.compiler import compile_registry
 from anchor.chain.deployment import deploy
 from anchor.chain.keys import load_signer
 from anchor.chain.node import LocalChain
+from anchor.chain.open import open_chain, open_registry
 from anchor.manifest.onchain import commit_key
 from anchor.research.checkpoints import Checkpoints
 from anchor.research.contract import AttemptContract
@@ -39,7 +40,7 @@ from anchor.research.git import Repo
 from anchor.research.ledger import Ledger
 from anchor.research.loop import Search, SearchLimits
 from anchor.research.proposers import ParamSearch
-from anchor.session import Settings, open_chain, open_registry
+from anchor.settings.session import Settings
 
 # a score that grows with the parameters' sum, with +-10 % of fixed pseudo-random noise per change: about
 # a third of the attempts are promoted, a checkpoint each, on top of one per 10 attempts (a busy search)

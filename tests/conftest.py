@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from anchor.chain.node import LocalChain
-from anchor.session import Settings
+from anchor.settings.session import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 ANCHOR_BIN = Path(sys.executable).with_name("anchor")

@@ -12,7 +12,7 @@ from tests.conftest import Chain
 
 
 def test_health_answers_without_the_chain(tmp_path: Path) -> None:
-    from anchor.session import Settings
+    from anchor.settings.session import Settings
 
     with TestClient(create_app(Settings(data_dir=tmp_path))) as client:
         response = client.get("/health")

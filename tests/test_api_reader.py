@@ -8,7 +8,7 @@ import threading
 import time
 from pathlib import Path
 
-from anchor.session import Settings
+from anchor.settings.session import Settings
 from api.reader import STALE_BLOCKS, ChainReader
 
 

@@ -303,6 +303,16 @@ def test_explorer_proof_links_percent_encode_file_names(client: TestClient) -> N
     assert "path=decoy&amp;path=results.csv" not in page
 
 
+def test_explorer_pages_escape_a_strangers_file_names(client: TestClient) -> None:
+    """Autoescaped templates: a file name is text on the page, never markup."""
+    files = {"<script>alert(1)</script>.txt": b"x", 'it\'s "quoted" & <b>.csv': b"y"}
+    submitted = client.post("/v1/bundles", files={"archive": ("b.tar", _tar(files))}, headers=AUTH).json()
+    _confirmed(client, submitted["manifest_digest"])
+    page = client.get(f"/explorer/bundle/{submitted['manifest_digest']}").text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;.txt" in page and "<script>" not in page
+    assert "&amp; &lt;b&gt;.csv" in page and "<b>.csv" not in page and "it's \"quoted" not in page
+
+
 def test_a_proof_naming_another_registry_is_not_ours(client: TestClient, anchored: dict[str, Any]) -> None:
     proof = client.post("/v1/verify/file", files={"file": ("m", anchored["contents"]["metrics.json"])}).json()["proof"]
     proof["anchor"]["registry"] = "0x" + "12" * 20  # a stranger's copy of the registry, say
@@ -337,8 +347,8 @@ def test_a_signed_lineage_record_is_relayed_under_its_researcher_and_a_bad_one_r
     from eth_account import Account
 
     from anchor.chain.keys import Signer
+    from anchor.chain.open import open_chain, open_registry
     from anchor.chain.signed import LineageFields
-    from anchor.session import open_chain, open_registry
 
     handle = open_chain(api_chain.settings)
     registry = open_registry(api_chain.settings, handle)
@@ -353,7 +363,7 @@ def test_a_signed_lineage_record_is_relayed_under_its_researcher_and_a_bad_one_r
     _error(client.post("/v1/lineage", json=signed), 401, "unauthorized")
     accepted = client.post("/v1/lineage", json=signed, headers=AUTH)
     assert accepted.status_code == 202 and accepted.json()["researcher"] == researcher.address
-    from anchor.journal.service import AnchorService
+    from anchor.anchoring.service import AnchorService
 
     service = AnchorService.open(api_chain.settings)
     try:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from anchor.explorer import links
+from anchor.chain.explorer import links
 
 TX = "0x" + "ab" * 32
 ADDRESS = "0x5FbDB2315678afecb367f032d93F642f64180aa3"

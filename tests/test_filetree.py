@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from anchor.errors import BadInput, UnsafePath
 from anchor.manifest.canonical import canonical_json
+from anchor.manifest.decode import validate_identity
 from anchor.manifest.filetree import FileTreeManifest, diff, hash_tree
-from anchor.manifest.identity import validate_identity
 
 
 def _write(root: Path, files: dict[str, bytes]) -> None:

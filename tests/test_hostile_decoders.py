@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from anchor.errors import ArchiveRefused, BadInput, ProofFormatError
 from anchor.ingest.archive import ArchiveLimits, decode_archive
-from anchor.proof_file import parse_proof
+from anchor.proof.file import parse_proof
 from tests.conftest import ROOT
 from tests.hostile_archives import directory_flood, header_bomb
 

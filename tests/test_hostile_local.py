@@ -10,8 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from anchor.anchoring.service import AnchorService
 from anchor.errors import ExitCode
-from anchor.journal.service import AnchorService
 from anchor.journal.submit import Submission
 from tests.conftest import ANCHOR_BIN, Chain
 from tests.journal_helpers import unique_submissions

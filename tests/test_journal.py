@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from anchor.anchoring.service import AnchorService
 from anchor.chain.node import rpc_call
 from anchor.errors import Conflict, ExitCode, JournalError
 from anchor.journal.effects import RunnerConfig
-from anchor.journal.service import AnchorService
 from anchor.journal.store import SCHEMA_VERSION, Journal, open_journal
 from anchor.journal.submit import Submission, submit
 from tests.conftest import Chain

@@ -39,26 +39,29 @@ def test_the_cli_start_up_path_imports_no_chain_or_web_library() -> None:
 # Which part of the package may import which (docs/architecture.md). Every `import anchor.X` and
 # `from anchor.X import ...` counts, inside functions too: a lazy import is still a dependency.
 ALLOWED: dict[str, set[str]] = {
+    # ground
     "errors": set(),
     "files": {"errors"},
-    "config": {"errors"},
+    "settings": {"errors"},
+    # formats: the pure core, hostile decoders, the proof file
     "manifest": {"errors"},
     "batch": {"errors"},
     "ingest": {"errors", "manifest"},
-    "proof_file": {"errors", "files", "ingest", "manifest"},
-    "session": {"errors", "config", "chain"},
-    "chain": {"errors", "files", "session"},
-    "explorer": {"chain"},
-    "verify": {"errors", "manifest", "batch", "proof_file", "chain", "session"},
-    "journal": {"errors", "files", "manifest", "batch", "ingest", "proof_file", "chain", "session"},
-    "prove": {"errors", "manifest", "proof_file", "verify"},
-    "anchoring": {"errors", "manifest", "proof_file", "journal", "session"},
-    "lookup": {"errors", "manifest", "proof_file", "chain", "explorer", "verify", "session"},
-    "research": {"errors", "manifest", "proof_file", "chain", "journal", "verify", "anchoring", "session"},
-    "cli": {"errors", "files", "config", "manifest", "proof_file", "session", "chain", "explorer", "verify",
-            "journal", "prove", "anchoring", "lookup", "research"},
+    "proof": {"errors", "files", "ingest", "manifest"},
+    # the chain, then the journal that drives effects onto it (a store: no settings, no proof files)
+    "chain": {"errors", "files", "settings"},
+    "journal": {"errors", "files", "manifest", "batch", "ingest", "chain"},
+    # read-back: never writes, never the journal
+    "verify": {"errors", "manifest", "batch", "proof", "chain", "settings"},
+    # application
+    "anchoring": {"errors", "files", "manifest", "batch", "proof", "chain", "journal", "verify", "settings"},
+    "research": {"errors", "manifest", "proof", "chain", "journal", "verify", "anchoring", "settings"},
+    # interfaces
+    "cli": {"errors", "files", "settings", "manifest", "proof", "chain", "journal", "verify", "anchoring",
+            "research"},
     "__main__": {"cli"},
 }  # fmt: skip
+GROUND_MODULES = {"__init__", "__main__", "errors", "files"}
 
 
 def _anchor_imports() -> dict[str, set[str]]:
@@ -114,3 +117,85 @@ def test_every_error_class_is_declared_in_the_one_error_module() -> None:
     declared = {cls.__qualname__: cls.__module__ for cls in ours}
     assert len(declared) >= 20
     assert {name: module for name, module in declared.items() if module != "anchor.errors"} == {}
+
+
+def test_the_package_root_holds_only_packages_and_the_ground_modules() -> None:
+    """A new capability gets a package named for its layer, not a loose module beside `errors`."""
+    from pathlib import Path
+
+    root = Path(anchor.manifest.__file__).parents[1]
+    loose = {p.stem for p in root.glob("*.py")} - GROUND_MODULES
+    assert loose == set(), f"loose modules at the package root: {sorted(loose)}"
+
+
+def test_the_layer_table_is_acyclic() -> None:
+    """If A may import B, B may not import A, directly or through others: layers, not a web."""
+    done: set[str] = set()
+
+    def visit(part: str, path: tuple[str, ...]) -> None:
+        assert part not in path, f"a cycle in ALLOWED: {' -> '.join((*path, part))}"
+        if part in done:
+            return
+        for below in ALLOWED.get(part, set()):
+            visit(below, (*path, part))
+        done.add(part)
+
+    for part in ALLOWED:
+        visit(part, ())
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """Module -> the modules of the package it imports at run time (lazy imports included; imports
+    under `if TYPE_CHECKING:` excluded, they never run)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(anchor.manifest.__file__).parents[1]
+    modules: dict[str, Path] = {}
+    for path in root.rglob("*.py"):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+
+    def runtime_nodes(node: ast.AST) -> list[ast.AST]:
+        found: list[ast.AST] = []
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                continue
+            found += [child, *runtime_nodes(child)]
+        return found
+
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        deps: set[str] = set()
+        for node in runtime_nodes(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for alias in node.names:  # `from pkg import submodule` depends on the submodule only
+                    sub = f"{node.module}.{alias.name}"
+                    deps.add(sub if sub in modules else node.module)
+            elif isinstance(node, ast.Import):
+                deps.update(alias.name for alias in node.names)
+        graph[name] = {d for d in deps if d in modules and d != name}
+    return graph
+
+
+def test_no_module_of_the_package_imports_itself_through_others() -> None:
+    """No import cycle between modules, lazy imports included: a cycle is two modules that are
+    really one, or a layer that reaches up (the manifest kinds and their decoder once did)."""
+    graph = _module_graph()
+    assert len(graph) >= 60
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = 1
+        for dep in sorted(graph[module]):
+            if state.get(dep) == 1:
+                cycles.append([*path[path.index(dep) :], dep] if dep in path else [module, dep])
+            elif dep not in state:
+                visit(dep, [*path, dep])
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    assert cycles == []

@@ -9,13 +9,13 @@ import time
 
 from eth_account import Account
 
+from anchor.anchoring.service import AnchorService
 from anchor.chain.compiler import compile_registry
 from anchor.chain.deployment import deploy
 from anchor.chain.keys import Signer, load_signer
+from anchor.chain.open import open_chain
 from anchor.chain.signed import LineageFields
 from anchor.errors import ExitCode
-from anchor.journal.service import AnchorService
-from anchor.session import open_chain
 from tests.conftest import Chain
 from tests.journal_helpers import unique_submissions
 

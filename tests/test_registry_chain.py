@@ -11,8 +11,8 @@ from eth_hash.auto import keccak
 
 from anchor.batch.merkle import BatchTree
 from anchor.chain.keys import load_signer
+from anchor.chain.open import open_chain, open_registry
 from anchor.errors import RegistryRevert
-from anchor.session import open_chain, open_registry
 from tests.conftest import Chain
 
 LINEAGE_GAS_TARGET = 50_000  # issue 9, registry v2 (receipt gasUsed, anvil cancun, optimizer 200)

@@ -16,10 +16,11 @@ from anchor.manifest.attempt import AttemptManifest, Metric
 from anchor.manifest.bundle import BundleManifest
 from anchor.manifest.canonical import canonical_json
 from anchor.manifest.champion import ChampionManifest
+from anchor.manifest.decode import validate_identity
 from anchor.manifest.domain import Domain, tagged
 from anchor.manifest.exclude import Rules
 from anchor.manifest.filetree import FileTreeManifest, hash_tree
-from anchor.manifest.identity import manifest_digest, validate_identity
+from anchor.manifest.identity import manifest_digest
 
 VECTORS = Path(__file__).parent / "vectors"
 

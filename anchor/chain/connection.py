@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from anchor.errors import ChainUnreachable
-from anchor.session import env_number
+from anchor.settings.session import env_number
 
 if TYPE_CHECKING:
     from web3 import Web3

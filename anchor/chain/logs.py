@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from anchor.errors import ChainUnreachable
-from anchor.session import env_number
+from anchor.settings.session import env_number
 
 if TYPE_CHECKING:
     from web3 import Web3

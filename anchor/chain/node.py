@@ -22,7 +22,7 @@ from pathlib import Path
 from anchor.chain.toolchain import compiler_settings, tool
 from anchor.errors import BadInput, ChainUnreachable
 from anchor.files import private_dir
-from anchor.session import start_ticks
+from anchor.settings.session import start_ticks
 
 LOCAL_CHAIN_ID = 31337
 DEFAULT_PORT = 18545

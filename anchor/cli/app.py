@@ -72,6 +72,6 @@ def root(
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
 ) -> None:
-    from anchor.session import Settings
+    from anchor.settings.session import Settings
 
     ctx.obj = {"settings": Settings.from_env(data_dir, rpc_url), "json": json_output, "given": (data_dir, rpc_url)}

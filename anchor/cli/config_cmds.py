@@ -13,8 +13,8 @@ app = typer.Typer(help="Show the effective settings (command line, ANCHOR_* vari
 @app.command()
 def show(ctx: typer.Context, json: JsonFlag = False) -> None:
     """Print every setting, its value and its source: an option, a variable, a file, or the default."""
-    from anchor.config import project_file, user_file
-    from anchor.session import Settings
+    from anchor.settings.config import project_file, user_file
+    from anchor.settings.session import Settings
 
     data_dir, rpc_url = ctx.find_root().obj["given"]
     settings, found = Settings.resolve(data_dir, rpc_url[0] if rpc_url else None)

@@ -163,8 +163,8 @@ def prove(
 ) -> None:
     """Write a self-contained proof for one FILE, checkable without the rest of the directory."""
     from anchor.anchoring import default_proof_path, file_proof_path
-    from anchor.proof_file import check_output_path, write_proof
-    from anchor.prove import prove_file
+    from anchor.anchoring.prove import prove_file
+    from anchor.proof.file import check_output_path, write_proof
 
     if out is not None:
         check_output_path(out)
@@ -293,7 +293,7 @@ def lookup(
     json: JsonFlag = False,
 ) -> None:
     """Print the on-chain record for KEY and where to see it on a block explorer."""
-    from anchor.lookup import lookup as find
+    from anchor.verify.lookup import lookup as find
     from anchor.verify.quorum import read_agreed
 
     found, agreement = read_agreed(

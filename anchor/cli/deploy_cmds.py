@@ -24,8 +24,8 @@ def deploy(
     from anchor.chain.deployment import check_code, load_deployment
     from anchor.chain.deployment import deploy as deploy_registry
     from anchor.chain.keys import load_signer
+    from anchor.chain.open import open_chain
     from anchor.errors import DeploymentMismatch, NotDeployed
-    from anchor.session import open_chain
 
     settings = ctx.find_root().obj["settings"]
     handle = open_chain(settings, start_local=True)
@@ -86,7 +86,7 @@ def serve(
 
     import uvicorn
 
-    from anchor.explorer import service_record
+    from anchor.chain.explorer import service_record
     from anchor.files import PRIVATE_FILE, atomic_write, private_dir
 
     settings = ctx.find_root().obj["settings"]

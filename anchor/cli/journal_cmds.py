@@ -41,8 +41,8 @@ def submit(
 ) -> None:
     """Journal PATHS for the next batch; nothing is sent until `anchor journal flush`."""
     from anchor.anchoring import default_proof_path
+    from anchor.anchoring.service import AnchorService
     from anchor.errors import BadInput
-    from anchor.journal.service import AnchorService
     from anchor.journal.submit import Submission
     from anchor.manifest.filetree import hash_tree
 
@@ -80,8 +80,8 @@ def flush(
     """Batch every pending item, anchor the batches, and wait for their confirmation."""
     from rich.progress import Progress
 
+    from anchor.anchoring.service import AnchorService
     from anchor.cli.output import wants_json
-    from anchor.journal.service import AnchorService
 
     service = AnchorService.open(_settings(ctx))
     try:
@@ -131,9 +131,9 @@ def _proof_error_lines(errors: list[dict[str, object]]) -> list[str]:
 
 def status(ctx: typer.Context, json: JsonFlag = False) -> None:
     """What is pending, in flight and confirmed, with the latest transactions (read-only: no key needed)."""
-    from anchor.journal.service import journal_status
+    from anchor.chain.open import open_chain
+    from anchor.journal.status import journal_status
     from anchor.journal.store import open_journal
-    from anchor.session import open_chain
 
     settings = _settings(ctx)
     chain_id = open_chain(settings).chain_id
@@ -179,7 +179,7 @@ EffectId = Annotated[int, typer.Argument(help="The effect's id, as `anchor journ
 @journal_app.command("retry")
 def retry(ctx: typer.Context, effect_id: EffectId, json: JsonFlag = False) -> None:
     """Resume a failed effect with the next flush; the chain is checked again first, so nothing is sent twice."""
-    from anchor.journal.service import retry_effect
+    from anchor.journal.status import retry_effect
 
     _on_journal(ctx, retry_effect, effect_id)
     emit(
@@ -190,7 +190,7 @@ def retry(ctx: typer.Context, effect_id: EffectId, json: JsonFlag = False) -> No
 @journal_app.command("abandon")
 def abandon(ctx: typer.Context, effect_id: EffectId, json: JsonFlag = False) -> None:
     """Close a failed effect for good (kept in the journal, never sent)."""
-    from anchor.journal.service import abandon_effect
+    from anchor.journal.status import abandon_effect
 
     _on_journal(ctx, abandon_effect, effect_id)
     emit(
@@ -200,8 +200,8 @@ def abandon(ctx: typer.Context, effect_id: EffectId, json: JsonFlag = False) -> 
 
 def _on_journal(ctx: typer.Context, action, effect_id: int) -> None:  # type: ignore[no-untyped-def]
     """Run `action(journal, chain_id, effect_id)`: the journal alone, no signing key needed."""
+    from anchor.chain.open import open_chain
     from anchor.journal.store import open_journal
-    from anchor.session import open_chain
 
     settings = _settings(ctx)
     chain_id = open_chain(settings).chain_id

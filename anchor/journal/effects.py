@@ -17,11 +17,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from anchor.chain import transactions as txs
-from anchor.chain.presets import PRESETS
 from anchor.errors import BadInput, Conflict, RegistryRevert
 from anchor.journal.faults import fault_point
 from anchor.journal.store import Journal, now
-from anchor.session import env_number
 
 if TYPE_CHECKING:
     import sqlite3
@@ -31,7 +29,6 @@ if TYPE_CHECKING:
     from anchor.chain.signed import SignedLineage
 
 # Default confirmation depth per chain id (anchor.chain.presets); the local chain confirms on inclusion.
-CONFIRMATIONS = {chain_id: preset.confirmations for chain_id, preset in PRESETS.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,13 +39,6 @@ class RunnerConfig:
     poll_s: float = 0.02
     max_fee_cap: int | None = None
     """Never bump the max fee per gas beyond this (wei); None: no cap."""
-
-    @classmethod
-    def for_chain(cls, chain_id: int) -> RunnerConfig:
-        depth = int(env_number("ANCHOR_CONFIRMATIONS", CONFIRMATIONS.get(chain_id, 12)))
-        stuck = env_number("ANCHOR_STUCK_AFTER_S", 30, float)
-        cap = int(env_number("ANCHOR_MAX_FEE_WEI", 0))
-        return cls(confirmations=depth, stuck_after_s=stuck, max_fee_cap=cap or None)
 
 
 @dataclass

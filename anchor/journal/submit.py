@@ -16,7 +16,8 @@ from typing import Any
 from anchor.errors import Conflict
 from anchor.ingest.untrusted_json import MAX_ANNOTATION_BYTES, check_encodable
 from anchor.journal.store import Journal, index_files, now
-from anchor.manifest.identity import manifest_digest, validate_identity
+from anchor.manifest.decode import validate_identity
+from anchor.manifest.identity import manifest_digest
 
 
 @dataclass(frozen=True, slots=True)

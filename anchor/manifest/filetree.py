@@ -18,6 +18,7 @@ from anchor.errors import BadInput, UnsafePath
 from anchor.manifest.domain import Domain, tagged
 from anchor.manifest.exclude import Rules
 from anchor.manifest.hashing import Progress, hash_files
+from anchor.manifest.identity import manifest_digest
 from anchor.manifest.walk import component, root_kind, walk
 
 FORMAT_VERSION = 1
@@ -158,8 +159,6 @@ class FileTreeManifest:
 
     @property
     def digest(self) -> bytes:
-        from anchor.manifest.identity import manifest_digest
-
         return manifest_digest(self.identity())
 
     def entry(self, path: str) -> tuple[int, FileEntry]:

@@ -12,7 +12,7 @@ from anchor.manifest.attempt import AttemptManifest
 from anchor.manifest.filetree import hash_tree
 from anchor.manifest.onchain import commit_key
 from anchor.research.ledger import Ledger
-from anchor.session import Settings
+from anchor.settings.session import Settings
 
 ATTEMPT_FIELDS = (
     "kind", "version", "commit", "parent", "diff_blake3", "metric", "metric_hash", "kept", "status", "researcher",
@@ -54,7 +54,7 @@ def sign_record(
     import time
 
     from anchor.chain.signed import LineageFields
-    from anchor.session import env_number
+    from anchor.settings.session import env_number
 
     ttl = int(env_number("ANCHOR_SIGNATURE_TTL_S", 7 * 24 * 3600))
     fields = LineageFields(researcher.address, commit, parent, diff_hash, metric_hash, kept, int(time.time()) + ttl)
@@ -77,8 +77,8 @@ def anchor_search(
     With an open `service` it is used and left open; `flush=False` only journals (durably), leaving the
     chain to whoever flushes next (a checkpoint's background flusher, the end of the run).
     """
+    from anchor.anchoring.service import AnchorService
     from anchor.chain.keys import load_researcher
-    from anchor.journal.service import AnchorService
     from anchor.journal.submit import Submission
 
     verified = ledger.verify()
@@ -124,9 +124,9 @@ def anchor_champions(settings: Settings, workdir: Path) -> list[Path]:
     proofs written. Run after `anchor_search`, so the ledger head each record names is on chain too."""
     import json
 
-    from anchor.journal.service import AnchorService
+    from anchor.anchoring.service import AnchorService
     from anchor.journal.submit import Submission
-    from anchor.manifest.identity import validate_identity
+    from anchor.manifest.decode import validate_identity
 
     pending = []
     for path in sorted(workdir.glob("runs/*/champion-*.json")):

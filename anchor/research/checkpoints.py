@@ -20,14 +20,14 @@ from typing import Any
 
 from anchor.errors import BadInput, Tampered
 from anchor.research.ledger import Ledger
-from anchor.session import Settings
+from anchor.settings.session import Settings
 
 
 class Checkpoints:
     """The `on_entry` hook of a search: journals the ledger head (and what is new since the last
     checkpoint) when a checkpoint is due, and lets a background flusher take it to the chain.
 
-    Why in the background (anchor.journal.flusher): a flush waits for receipts (about 0.2 s on the
+    Why in the background (anchor.anchoring.flusher): a flush waits for receipts (about 0.2 s on the
     local chain, a block or more on a real one) and the search need not wait with it. The journal is
     durable: what a checkpoint journaled is anchored by the flusher, or after a crash by the next
     run's first flush. A flush that fails (the chain out of reach) is reported on stderr and retried
@@ -42,15 +42,15 @@ class Checkpoints:
         self.length = 0
         """Ledger entries already journaled by an earlier checkpoint of this run."""
         self._service: Any = None
-        from anchor.journal.flusher import Flusher
+        from anchor.anchoring.flusher import Flusher
 
-        # a thread of ours (anchor.journal.flusher): this process has the imports and a connection already
+        # a thread of ours (anchor.anchoring.flusher): this process has the imports and a connection already
         self._flusher = Flusher(settings, "checkpoint", in_thread=True).start()
 
     def __call__(self, entry: dict[str, Any]) -> None:
         self.pending += 1
         if entry.get("kept") or self.pending >= self.every or time.monotonic() - self.last >= self.every_s:
-            from anchor.journal.service import AnchorService
+            from anchor.anchoring.service import AnchorService
             from anchor.research.anchoring import anchor_search
 
             if self._service is None:
@@ -83,7 +83,7 @@ def check_anchored_heads(ledger: Ledger, settings: Settings) -> AnchoredHeads:
 
     Raises `Tampered` naming the first seq that cannot be the anchored one (missing, or differing at or
     before the head's seq); the chain errors of `verify` (not anchored, unreachable) as they are."""
-    from anchor.proof_file import load_proof
+    from anchor.proof.file import load_proof
     from anchor.verify.verifier import check_proof_consistency, verify_proof_on_chain
 
     entries = ledger.entries()

@@ -53,7 +53,7 @@ class AttemptContract(BaseModel):
     def _passable(cls, names: tuple[str, ...]) -> tuple[str, ...]:
         import re
 
-        from anchor.session import SECRET_VARIABLES
+        from anchor.settings.session import SECRET_VARIABLES
 
         for name in names:
             if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,127}", name):

@@ -38,6 +38,11 @@ class Sealed:
     """What the run left that cannot be evidence, removed before hashing (relative paths)."""
 
 
+def run_dir_of(workdir: Path, researcher: str, commit: str) -> Path:
+    """Where an attempt's evidence lives: <workdir>/runs/<researcher>/<commit[:12]>."""
+    return workdir / "runs" / researcher / commit[:12]
+
+
 def listing_path(run_dir: Path) -> Path:
     return run_dir.with_name(run_dir.name + ".evidence.json")
 

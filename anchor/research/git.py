@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 from anchor.errors import BadInput, GitError
-from anchor.session import child_env
+from anchor.settings.session import child_env
 
 # Attempt commits are the harness's, not a person's: a fixed identity unless the environment sets one.
 _IDENTITY = {

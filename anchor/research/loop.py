@@ -30,7 +30,7 @@ from anchor.errors import GuardError
 from anchor.manifest.attempt import AttemptManifest, Metric
 from anchor.research.audit import remember_repo
 from anchor.research.contract import AttemptContract
-from anchor.research.evidence import seal
+from anchor.research.evidence import run_dir_of, seal
 from anchor.research.git import Repo
 from anchor.research.guard import check_committed, check_fence, check_unscored
 from anchor.research.ledger import Ledger
@@ -78,11 +78,6 @@ def status_of(result: Any, value: str | None, removed: tuple[str, ...]) -> str:
     if result.timed_out:
         return "timed_out"
     return "completed" if result.exit_code == 0 and value is not None and not removed else "failed"
-
-
-def run_dir_of(workdir: Path, researcher: str, commit: str) -> Path:
-    """Where an attempt's evidence lives: <workdir>/runs/<researcher>/<commit[:12]>."""
-    return workdir / "runs" / researcher / commit[:12]
 
 
 def is_better(candidate: str, best: str, mode: str, min_improvement: float) -> bool:

@@ -78,7 +78,7 @@ class CommandProposer:
         from anchor.errors import GuardError
         from anchor.research.runner import stop_group
         from anchor.research.sandbox import allowed_env
-        from anchor.session import child_env
+        from anchor.settings.session import child_env
 
         scratch.mkdir(parents=True, exist_ok=True)
         extra = {"ANCHOR_EDITABLE": " ".join(self.editable), "ANCHOR_ATTEMPT": str(attempt)}

@@ -7,7 +7,7 @@ from typing import Any
 
 from anchor.errors import AnchorError, BadInput
 from anchor.research.loop import NO_PARENT
-from anchor.session import Settings
+from anchor.settings.session import Settings
 
 BARS = "▁▂▃▄▅▆▇█"
 
@@ -125,8 +125,8 @@ def _descends(entry: dict[str, Any], ancestor: str, by_commit: dict[str, dict[st
 
 def _anchored(settings: Settings, commits: list[str]) -> dict[str, bool | None]:
     """Live registry reads: does each kept commit have its lineage record? None if the chain is out of reach."""
+    from anchor.chain.open import open_chain, open_registry
     from anchor.manifest.onchain import commit_key
-    from anchor.session import open_chain, open_registry
 
     try:
         handle = open_chain(settings)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from anchor.research.sandbox import Sandbox, allowed_env
-from anchor.session import child_env, start_ticks
+from anchor.settings.session import child_env, start_ticks
 
 TIMEOUT_STATUS = 124
 

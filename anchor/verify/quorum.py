@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from anchor.chain.connection import redact_url
 from anchor.errors import AnchorError, BadInput, ChainUnreachable, NoQuorum
-from anchor.session import Settings
+from anchor.settings.session import Settings
 
 T = TypeVar("T")
 

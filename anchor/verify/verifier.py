@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from anchor.batch.merkle import leaf_of, process_proof
+from anchor.chain.open import open_chain
 from anchor.errors import (
     BadInput,
     NotAnchored,
@@ -25,12 +26,13 @@ from anchor.errors import (
     Tampered,
     UnknownRegistry,
 )
+from anchor.manifest.decode import tree_summary, validate_identity
 from anchor.manifest.exclude import Rules
 from anchor.manifest.filetree import FileEntry, check_relative_path, diff, hash_tree, root_from_audit_path
-from anchor.manifest.identity import manifest_digest, tree_summary, validate_identity
+from anchor.manifest.identity import manifest_digest
 from anchor.manifest.onchain import parse_hex32
-from anchor.proof_file import ProofFile, load_proof
-from anchor.session import Settings, open_chain
+from anchor.proof.file import ProofFile, load_proof
+from anchor.settings.session import Settings
 
 
 class Verification(BaseModel):

@@ -11,8 +11,8 @@ from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 
 from anchor.chain.deployment import check_code, load_deployment
+from anchor.chain.explorer import links
 from anchor.errors import BadInput, NotAnchored
-from anchor.explorer import links
 from anchor.manifest.onchain import commit_key, parse_hex32
 from api.deps import ReaderDep, SettingsDep, in_journal
 from api.routes.verify import ERRORS, CommitOrHex32, Hex32

@@ -17,9 +17,10 @@ from anchor.errors import BadInput, TooLarge
 from anchor.ingest.archive import decode_archive
 from anchor.ingest.untrusted_json import parse_json
 from anchor.journal.submit import Submission, submit
+from anchor.manifest.decode import tree_summary, validate_identity
 from anchor.manifest.filetree import FileTreeManifest
-from anchor.manifest.identity import manifest_digest, tree_summary, validate_identity
-from anchor.session import Settings
+from anchor.manifest.identity import manifest_digest
+from anchor.settings.session import Settings
 from api.deps import ClientDep, ConfigDep, ReaderDep, SettingsDep, in_journal
 from api.offload import decode
 from api.routes.verify import ERRORS
@@ -52,7 +53,7 @@ def _manifest_body(raw: bytes) -> ManifestSubmission:
 
 
 def _kick(app: Any, tasks: BackgroundTasks, settings: Settings) -> None:
-    """The worker's one background flusher takes it from here (anchor.journal.flusher); an app run
+    """The worker's one background flusher takes it from here (anchor.anchoring.flusher); an app run
     without its lifespan (no flusher) flushes in a background task instead."""
     flusher = getattr(app.state, "flusher", None)
     if flusher is not None:
@@ -62,7 +63,7 @@ def _kick(app: Any, tasks: BackgroundTasks, settings: Settings) -> None:
 
 
 def _flush(settings: Settings) -> None:
-    from anchor.journal.service import AnchorService
+    from anchor.anchoring.service import AnchorService
 
     service = AnchorService.open(settings)
     try:
@@ -166,7 +167,7 @@ async def relay_lineage(
 
 
 def _journal_lineage(settings: Settings, signed: Any) -> int:
-    from anchor.journal.service import AnchorService
+    from anchor.anchoring.service import AnchorService
 
     service = AnchorService.open(settings)
     try:

@@ -8,10 +8,10 @@ import blake3
 from fastapi import APIRouter, File, Path, Request, Response, UploadFile
 from starlette.concurrency import run_in_threadpool
 
+from anchor.anchoring.prove import single_file_proof
 from anchor.errors import NotAnchored, TooLarge
 from anchor.manifest.onchain import parse_hex32
-from anchor.proof_file import ProofFile, load_proof, parse_proof
-from anchor.prove import single_file_proof
+from anchor.proof.file import ProofFile, load_proof, parse_proof
 from anchor.verify.verifier import Verification, check_proof_consistency, verify_proof_on_chain
 from api.deps import ConfigDep, ReaderDep, SettingsDep, in_journal
 from api.offload import decode

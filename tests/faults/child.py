@@ -9,8 +9,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from anchor.journal.service import AnchorService
-from anchor.session import Settings
+from anchor.anchoring.service import AnchorService
+from anchor.settings.session import Settings
 from tests.journal_helpers import unique_submissions
 
 

@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from anchor.anchoring.service import AnchorService
 from anchor.chain.keys import load_signer
 from anchor.chain.node import rpc_call
+from anchor.chain.open import open_chain, open_registry
 from anchor.chain.toolchain import tool
-from anchor.journal.service import AnchorService
-from anchor.session import Settings, open_chain, open_registry
+from anchor.settings.session import Settings
 from tests.api_server import serving_api
 from tests.conftest import ANCHOR_BIN, free_port
 from tests.faults.rpc_proxy import FaultyProxy

@@ -15,9 +15,9 @@ from eth_hash.auto import keccak
 
 from anchor.chain.deployment import load_deployment
 from anchor.chain.node import rpc_call
+from anchor.chain.open import open_chain, open_registry
 from anchor.errors import ExitCode
 from anchor.manifest.onchain import commit_key
-from anchor.session import open_chain, open_registry
 from tests.conftest import ANCHOR_BIN, Chain
 from tests.journal_helpers import assert_exactly_once, journal_value
 from tests.research.helpers import SCORE_IS_X, make_repo

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from anchor.session import Settings
+    from anchor.settings.session import Settings
 
 
 class Flusher:
@@ -75,8 +75,8 @@ def _flush_loop(settings: Settings, inbox: Any, parent: int | None, label: str) 
     import signal
     import sys
 
+    from anchor.anchoring.service import AnchorService
     from anchor.errors import AnchorError
-    from anchor.journal.service import AnchorService
 
     if parent is not None:  # a process of our own (in a thread: the caller's signals stay the caller's)
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; we finish or leave

@@ -9,7 +9,7 @@ from pathlib import Path
 from anchor.batch.merkle import BatchTree, leaf_of
 from anchor.errors import AnchorError
 from anchor.files import atomic_write_many, private_dir
-from anchor.proof_file import BatchPath, ChainAnchor, ProofFile
+from anchor.proof.file import BatchPath, ChainAnchor, ProofFile
 
 
 def batch_proofs(effect: sqlite3.Row, items: list[sqlite3.Row], registry: str, code_hash: str) -> list[ProofFile]:

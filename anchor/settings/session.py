@@ -1,7 +1,8 @@
-"""Settings shared by the CLI and the API, and the one way to reach a chain and its registry.
+"""Settings shared by the CLI and the API, and the process environment they come from.
 
-Why one place: "no RPC URL means the embedded local chain" and "every read checks the deployment"
-must hold the same for every command and route.
+Why one place: "no RPC URL means the embedded local chain", which variables are secrets, and what a
+child process may inherit must hold the same for every command and route. Ground layer: it never
+imports the chain (`anchor.chain.open` turns settings into a connection).
 """
 
 from __future__ import annotations
@@ -10,15 +11,9 @@ import functools
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from anchor.errors import BadInput, ChainUnreachable
-
-if TYPE_CHECKING:
-    from web3 import Web3
-
-    from anchor.chain.registry import Registry
-
+from anchor.errors import BadInput
 
 SECRET_VARIABLES = frozenset({
     "ANCHOR_PRIVATE_KEY", "ANCHOR_KEYSTORE_PASSWORD", "ANCHOR_RESEARCHER_KEY", "ANCHOR_RESEARCHER_KEYSTORE_PASSWORD",
@@ -80,7 +75,7 @@ class Settings:
     @classmethod
     def from_env(cls, data_dir: Path | None = None, rpc_url: str | list[str] | None = None) -> Settings:
         """Options given on the command line, then ANCHOR_* variables, then anchor.toml files
-        (`anchor.config`), then defaults. Several `rpc_url`s: writes use the first, reads ask them all."""
+        (`anchor.settings.config`), then defaults. Several `rpc_url`s: writes use the first, reads ask them all."""
         urls = [rpc_url] if isinstance(rpc_url, str) else list(rpc_url or [])
         settings = cls.resolve(data_dir, urls[0] if urls else None)[0]
         if len(urls) < 2 and os.environ.get("ANCHOR_READ_RPCS"):
@@ -91,7 +86,7 @@ class Settings:
     @classmethod
     def resolve(cls, data_dir: Path | None = None, rpc_url: str | None = None) -> tuple[Settings, dict[str, Any]]:
         """The settings and, for each, its value and source (for `anchor config show`)."""
-        from anchor.config import Setting, resolve
+        from anchor.settings.config import Setting, resolve
 
         given = {"data_dir": Setting(None if data_dir is None else str(data_dir), "--data-dir"),
                  "rpc_url": Setting(rpc_url, "--rpc-url")}  # fmt: skip
@@ -111,37 +106,3 @@ class Settings:
     @property
     def proofs_dir(self) -> Path:
         return self.data_dir / "proofs"
-
-
-@dataclass(frozen=True, slots=True)
-class ChainHandle:
-    w3: Web3
-    chain_id: int
-    rpc_url: str
-    local: bool
-
-
-def open_chain(settings: Settings, *, start_local: bool = False) -> ChainHandle:
-    """Connect to `settings.rpc_url`, or to the embedded anvil. Only commands that must write pass
-    `start_local=True`; a read (verify, lookup, status, every GET route) never starts or stops a chain."""
-    from anchor.chain.connection import connect
-    from anchor.chain.node import LocalChain
-
-    if settings.rpc_url:
-        w3, chain_id = connect(settings.rpc_url)
-        return ChainHandle(w3, chain_id, settings.rpc_url, local=False)
-    chain = LocalChain(settings.data_dir, settings.local_port)
-    status = chain.up() if start_local else chain.status()
-    if not status.running:
-        raise ChainUnreachable("the local chain is not running; start it with `anchor chain up`")
-    w3, chain_id = connect(chain.rpc_url)
-    return ChainHandle(w3, chain_id, chain.rpc_url, local=True)
-
-
-def open_registry(settings: Settings, handle: ChainHandle) -> Registry:
-    """The recorded registry of this chain; raises `NotDeployed` if there is no record."""
-    from anchor.chain.deployment import load_deployment
-    from anchor.chain.registry import Registry
-
-    deployment = load_deployment(settings.data_dir, handle.chain_id)
-    return Registry(handle.w3, handle.chain_id, deployment.address, deployment.code_hash, deployment.block_number)

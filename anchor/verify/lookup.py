@@ -10,13 +10,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from anchor.chain.explorer import links
+from anchor.chain.open import open_chain, open_registry
 from anchor.chain.registry import LineageRecord, Registry
 from anchor.errors import NotAnchored
-from anchor.explorer import links
 from anchor.manifest.filetree import hash_tree
 from anchor.manifest.onchain import commit_key, parse_hex32
-from anchor.proof_file import load_proof
-from anchor.session import Settings, open_chain, open_registry
+from anchor.proof.file import load_proof
+from anchor.settings.session import Settings
 from anchor.verify.verifier import block_finality
 
 

@@ -15,8 +15,8 @@ from anchor.errors import ChainUnreachable
 from anchor.manifest.exclude import Rules
 from anchor.manifest.filetree import FileTreeManifest, hash_tree
 from anchor.manifest.hashing import Progress
-from anchor.proof_file import ProofFile, check_output_path, load_proof, write_proof
-from anchor.session import Settings
+from anchor.proof.file import ProofFile, check_output_path, load_proof, write_proof
+from anchor.settings.session import Settings
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +85,7 @@ def anchor_manifest(
     A manifest already confirmed in the journal is not sent again ("already anchored"); neither is
     one whose batch root the registry already holds.
     """
-    from anchor.journal.service import AnchorService
+    from anchor.anchoring.service import AnchorService
     from anchor.journal.submit import Submission
 
     check_output_path(proof_out)

@@ -86,7 +86,7 @@ class ProofFile(BaseModel):
             return None
         identity = None
         if self.manifest.get("kind") == "filetree":  # its exclusion rules and links belong to the listing
-            from anchor.manifest.identity import validate_identity
+            from anchor.manifest.decode import validate_identity
 
             identity = validate_identity(self.manifest, "proof manifest")
         return FileTreeManifest.from_files_json(list(self.files), "files", identity)

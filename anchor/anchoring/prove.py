@@ -13,7 +13,7 @@ from pathlib import Path
 
 from anchor.errors import BadInput, Tampered
 from anchor.manifest.filetree import audit_path, hash_tree
-from anchor.proof_file import FileInclusion, ProofFile, load_proof
+from anchor.proof.file import FileInclusion, ProofFile, load_proof
 from anchor.verify.verifier import check_proof_consistency
 
 

@@ -1,0 +1,49 @@
+"""Open the configured chain and its recorded registry: the one place where settings become a live
+connection. Reads never start a chain; only writes pass `start_local=True`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from anchor.errors import ChainUnreachable
+
+if TYPE_CHECKING:
+    from web3 import Web3
+
+    from anchor.chain.registry import Registry
+    from anchor.settings.session import Settings
+
+
+@dataclass(frozen=True, slots=True)
+class ChainHandle:
+    w3: Web3
+    chain_id: int
+    rpc_url: str
+    local: bool
+
+
+def open_chain(settings: Settings, *, start_local: bool = False) -> ChainHandle:
+    """Connect to `settings.rpc_url`, or to the embedded anvil. Only commands that must write pass
+    `start_local=True`; a read (verify, lookup, status, every GET route) never starts or stops a chain."""
+    from anchor.chain.connection import connect
+    from anchor.chain.node import LocalChain
+
+    if settings.rpc_url:
+        w3, chain_id = connect(settings.rpc_url)
+        return ChainHandle(w3, chain_id, settings.rpc_url, local=False)
+    chain = LocalChain(settings.data_dir, settings.local_port)
+    status = chain.up() if start_local else chain.status()
+    if not status.running:
+        raise ChainUnreachable("the local chain is not running; start it with `anchor chain up`")
+    w3, chain_id = connect(chain.rpc_url)
+    return ChainHandle(w3, chain_id, chain.rpc_url, local=True)
+
+
+def open_registry(settings: Settings, handle: ChainHandle) -> Registry:
+    """The recorded registry of this chain; raises `NotDeployed` if there is no record."""
+    from anchor.chain.deployment import load_deployment
+    from anchor.chain.registry import Registry
+
+    deployment = load_deployment(settings.data_dir, handle.chain_id)
+    return Registry(handle.w3, handle.chain_id, deployment.address, deployment.code_hash, deployment.block_number)

@@ -1,0 +1,125 @@
+"""What the journal holds, read and mended without a chain or a key: the counts and recent effects
+`anchor journal status` prints, and the two verbs that settle a failed effect (`retry`, `abandon`).
+
+The store's own queries: no settings, no proof files, no signer."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from anchor.errors import BadInput
+from anchor.journal.store import Journal, now
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    chain_id: int
+    items: dict[str, int]
+    effects: dict[str, int]
+    recent: list[dict[str, Any]]
+    proof_errors: list[dict[str, Any]]
+    failed: list[dict[str, Any]]
+    """Effects the registry refused, parked with their reason until `journal retry` or `abandon`."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "chain_id": self.chain_id, "items": self.items, "effects": self.effects, "recent": self.recent,
+            "proof_errors": self.proof_errors, "failed": self.failed,
+        }  # fmt: skip
+
+
+def journal_status(journal: Journal, chain_id: int, recent: int = 5) -> Status:
+    """What is pending, in flight and confirmed on `chain_id`: the journal alone, no key and no write."""
+    db = journal.db
+    items = dict(
+        db.execute("SELECT state, count(*) FROM items WHERE chain_id = ? GROUP BY state", (chain_id,)).fetchall()
+    )
+    effects = dict(
+        db.execute("SELECT state, count(*) FROM effects WHERE chain_id = ? GROUP BY state", (chain_id,)).fetchall()
+    )
+    rows = db.execute(
+        "SELECT id, kind, key, state, tx_hash, block_number, gas_used FROM effects WHERE chain_id = ?"
+        " ORDER BY id DESC LIMIT ?",
+        (chain_id, recent),
+    ).fetchall()
+    failed = db.execute(
+        "SELECT id, kind, key, args, failure, abandoned_at FROM effects WHERE chain_id = ? AND failure IS NOT NULL"
+        " ORDER BY id",
+        (chain_id,),
+    ).fetchall()
+    unwritten = db.execute(
+        "SELECT id, digest, proof_error FROM items WHERE chain_id = ? AND proof_error IS NOT NULL ORDER BY id",
+        (chain_id,),
+    ).fetchall()
+    return Status(
+        chain_id,
+        {state: items.get(state, 0) for state in ("pending", "batched", "confirmed")},
+        {
+            **{state: effects.get(state, 0) for state in ("intent", "signed", "broadcast", "mined", "confirmed")},
+            "failed": sum(1 for r in failed if r["abandoned_at"] is None),
+            "abandoned": sum(1 for r in failed if r["abandoned_at"] is not None),
+        },
+        [
+            {
+                "id": r["id"],
+                "kind": r["kind"],
+                "key": "0x" + bytes(r["key"]).hex(),
+                "state": r["state"],
+                "tx_hash": None if r["tx_hash"] is None else "0x" + bytes(r["tx_hash"]).hex(),
+                "block_number": r["block_number"],
+                "gas_used": r["gas_used"],
+            }
+            for r in rows
+        ],
+        [
+            {"item": r["id"], "manifest_digest": "0x" + bytes(r["digest"]).hex(), "error": r["proof_error"]}
+            for r in unwritten
+        ],
+        [
+            {
+                "id": r["id"],
+                "kind": r["kind"],
+                "key": "0x" + bytes(r["key"]).hex(),
+                "reason": r["failure"],
+                "commit": json.loads(r["args"]).get("commit"),
+                "abandoned": r["abandoned_at"] is not None,
+            }  # fmt: skip
+            for r in failed
+        ],
+    )
+
+
+def retry_effect(journal: Journal, chain_id: int, effect_id: int) -> None:
+    """Resume a failed effect from its intent (after the cause is fixed: a new signature, a v2
+    registry). The next flush re-checks the chain before signing, so nothing is ever sent twice."""
+    with journal.tx() as db:
+        row = _failed_effect(db, chain_id, effect_id, "retry")
+        db.execute("UPDATE txs SET state = 'dropped' WHERE effect_id = ? AND state != 'mined'", (row["id"],))
+        db.execute(
+            "UPDATE effects SET failure = NULL, state = 'intent', updated_at = ? WHERE id = ?", (now(), row["id"])
+        )
+
+
+def abandon_effect(journal: Journal, chain_id: int, effect_id: int) -> None:
+    """Close a failed effect for good. Nothing is deleted: the effect, its reason and its items stay
+    in the journal (status counts it as abandoned) and are never sent."""
+    with journal.tx() as db:
+        row = _failed_effect(db, chain_id, effect_id, "abandon")
+        db.execute("UPDATE effects SET abandoned_at = ?, updated_at = ? WHERE id = ?", (now(), now(), row["id"]))
+
+
+def _failed_effect(db: Any, chain_id: int, effect_id: int, verb: str) -> Any:
+    row = db.execute(
+        "SELECT id, failure, abandoned_at FROM effects WHERE id = ? AND chain_id = ?", (effect_id, chain_id)
+    ).fetchone()
+    if row is None:
+        raise BadInput(
+            f"no effect #{effect_id} on chain {chain_id} (see `anchor journal status`)", detail={"field": "id"}
+        )
+    if row["failure"] is None or row["abandoned_at"] is not None:
+        state = "abandoned" if row["abandoned_at"] is not None else "not failed"
+        done = "abandoned" if verb == "abandon" else "retried"
+        raise BadInput(f"effect #{effect_id} is {state}: only a failed effect can be {done}", detail={"field": "id"})
+    return row
