@@ -128,3 +128,39 @@ class ManifestSubmission(BaseModel):
     claimed_digest: str | None = Field(
         default=None, description="compared with the digest computed here, never adopted"
     )
+
+
+class ResearchAttempt(BaseModel):
+    """One attempt of a researcher, as its verified ledger records it (docs/research.md)."""
+
+    model_config = _frozen
+    search: str
+    """The search it belongs to: 12 hex of the BLAKE3 of its ledger's first row digest (stable, reveals no path)."""
+    seq: int
+    commit: str
+    parent: str
+    status: str
+    kept: bool
+    metric: dict[str, Any] | None
+    partial: dict[str, Any] | None
+    measured_by: dict[str, Any] | None
+    claims_differ: bool | None
+    started_at: str | None
+    duration_ms: int | None
+    exit_code: int | None
+    attempt_digest: str
+    diff_blake3: str
+    contract_digest: str
+    sandbox: str | None
+    links: dict[str, str]
+
+
+class ResearchAttemptPage(BaseModel):
+    model_config = _frozen
+    researcher: str
+    total: int
+    """Attempts matching the filters, over every search this service knows."""
+    offset: int
+    limit: int
+    next_offset: int | None
+    attempts: list[ResearchAttempt]

@@ -229,7 +229,48 @@ def test_lineage_from_the_research_ledger(client: TestClient, api_chain: Chain, 
     body = client.get(f"/v1/lineage/{last}").json()
     assert body["ancestors"][-1] == ledger[0]["commit"] and body["champion_chain"][0] == ledger[0]["commit"]
     assert all(body["lineage_on_chain"].values())
-    _error(client.get(f"/v1/lineage/{'ab' * 20}"), 422, "bad_input")
+    _error(client.get(f"/v1/lineage/{'ab' * 20}"), 404, "not_anchored")  # well formed, not in any ledger
+    _error(client.get("/v1/lineage/xyz"), 422, "bad_input")
+
+
+def test_a_researchers_attempts_are_listed_over_every_search_with_filters_pages_and_checked_diffs(
+    client: TestClient, api_chain: Chain, tmp_path: Path
+) -> None:
+    from tests.research.helpers import SCORE_IS_X, make_repo
+
+    contract = tmp_path / "contract.toml"
+    contract.write_text(
+        f'task = "t"\ncommand = "{SCORE_IS_X.replace(chr(34), chr(92) + chr(34))}"\neditable = ["params.json"]\n'
+        'metric = "score"\nmode = "max"\nattempt_timeout_minutes = 1\n'
+    )
+    for name, attempts in (("w1", "3"), ("w2", "2")):  # two searches, each in a work dir of its own
+        files = {"params.json": json.dumps({"x": 1.0, "y": 2}), "README.md": "r\n"}
+        repo = make_repo(tmp_path / f"repo-{name}", files)
+        work = ["--workdir", str(tmp_path / name), "--researcher", "alice", "--max-attempts", attempts]
+        api_chain.cli("research", "run", "--repo", str(repo), "--contract", str(contract), *work, check=True)
+    listed = client.get("/v1/research/alice/attempts").json()
+    assert listed["total"] == 5 and len({a["search"] for a in listed["attempts"]}) == 2
+    assert all(a["started_at"] and a["measured_by"]["source"] == "jsonl" for a in listed["attempts"])
+    kept = client.get("/v1/research/alice/attempts", params={"kept": "true"}).json()
+    assert kept["total"] >= 2 and all(a["kept"] for a in kept["attempts"])
+    page = client.get("/v1/research/alice/attempts", params={"limit": 2, "offset": 2}).json()
+    assert [a["seq"] for a in page["attempts"]] == [a["seq"] for a in listed["attempts"][2:4]]
+    assert page["next_offset"] == 4
+    assert client.get("/v1/research/alice/attempts", params={"status": "interrupted"}).json()["total"] == 0
+    _error(client.get("/v1/research/nobody/attempts"), 404, "not_anchored")
+    _error(client.get("/v1/research/alice/attempts", params={"status": "lost"}), 422, "bad_input")
+    # the diff, served only while it hashes to what its ledger row binds
+    second = listed["attempts"][1]
+    diff = client.get(second["links"]["diff"])
+    assert diff.status_code == 200 and diff.headers["content-type"].startswith("text/x-diff")
+    assert "params.json" in diff.text and blake3.blake3(diff.content).hexdigest() == second["diff_blake3"]
+    page_html = client.get(second["links"]["page"]).text
+    assert "<pre class='diff'>" in page_html and "params.json" in page_html
+    lineage = client.get(f"/explorer/lineage/{second['commit']}").text
+    assert "<table class='researchers'>" in lineage and ">alice</a>" in lineage
+    kept_file = tmp_path / "w1" / "runs" / "alice" / second["commit"][:12] / "code.diff"
+    kept_file.write_bytes(kept_file.read_bytes() + b"+ an edit after the fact\n")
+    _error(client.get(second["links"]["diff"]), 409, "tampered")
 
 
 def test_deployment_and_source_material_rebuild_the_deployed_bytecode(client: TestClient, api_chain: Chain) -> None:

@@ -55,7 +55,7 @@ ALLOWED: dict[str, set[str]] = {
     "verify": {"errors", "manifest", "batch", "proof", "chain", "settings"},
     # application
     "anchoring": {"errors", "files", "manifest", "batch", "proof", "chain", "journal", "verify", "settings"},
-    "research": {"errors", "manifest", "proof", "chain", "journal", "verify", "anchoring", "settings"},
+    "research": {"errors", "files", "manifest", "proof", "chain", "journal", "verify", "anchoring", "settings"},
     # interfaces
     "cli": {"errors", "files", "settings", "manifest", "proof", "chain", "journal", "verify", "anchoring",
             "research"},

@@ -81,6 +81,7 @@ def run(
     from anchor.research.ledger import Ledger
     from anchor.research.loop import Search, SearchLimits
     from anchor.research.proposers import CommandProposer, ParamSearch
+    from anchor.research.searches import remember_search
 
     settings = ctx.find_root().obj["settings"]
     work = _workdir(ctx, workdir)
@@ -88,6 +89,7 @@ def run(
     terms, _ = load_contract(contract)
     ledger = Ledger(work / "ledger.jsonl")
     pin_contract(work, contract, ledger)  # before anything is anchored under it
+    remember_search(settings.data_dir, work)  # read-back (the API, the explorer) lists every search
     # SIGTERM takes the same path as Ctrl-C: the running attempt's process group is torn down first
     signal.signal(signal.SIGTERM, _interrupted)
     # the ledger head reaches the chain while the search runs, not only at its end (a crash, a Ctrl-C
@@ -293,8 +295,9 @@ def verify(
     result = ledger.verify()
     path = ledger.path
     heads = check_anchored_heads(ledger, ctx.find_root().obj["settings"])
-    checked = audit(ledger.entries(), work, repo)
-    lines = [f"OK: {path}: {result['entries']} entries, head {result['head']}"]
+    attempts = ledger.entries()
+    checked = audit(attempts, work, repo)
+    lines = [f"OK: {path}: {result['entries']} entries ({len(attempts)} attempts, their traces), head {result['head']}"]
     if heads.checkpoints:
         lines.append(
             f"  on chain: {heads.checkpoints} anchored checkpoints agree; entries 0..{heads.length - 1} were"
@@ -319,6 +322,7 @@ def report(ctx: typer.Context, workdir: WorkdirOpt = None, json: JsonFlag = Fals
     """Summarise a search: attempts, kept, failures, best metric over attempts, trials behind the champion."""
     from anchor.errors import ChainUnreachable
     from anchor.research.checkpoints import check_anchored_heads
+    from anchor.research.ledger import is_attempt
     from anchor.research.report import summarise
 
     work = _workdir(ctx, workdir)
@@ -328,9 +332,10 @@ def report(ctx: typer.Context, workdir: WorkdirOpt = None, json: JsonFlag = Fals
     _final_numbers(work, data, lines)
     try:
         heads = check_anchored_heads(ledger, ctx.find_root().obj["settings"])
-        data["anchored_trials"] = heads.length
+        # heads count rows (attempts and their traces); a trial is an attempt row among them
+        data["anchored_trials"] = sum(1 for row in ledger.rows()[: heads.length] if is_attempt(row))
         lines.append(
-            f"{count(len(ledger.entries()), 'trial')}, of which {heads.length} anchored"
+            f"{count(len(ledger.entries()), 'trial')}, of which {data['anchored_trials']} anchored"
             + (f" up to block {heads.block} ({heads.anchored_at})" if heads.block is not None else "")
         )
     except ChainUnreachable:

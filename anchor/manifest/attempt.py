@@ -83,30 +83,54 @@ class Metric(BaseModel):
         return keccak(encode(["string", "uint8", "int256"], [self.name, MODE_CODES[self.mode], self.scaled()]))
 
 
+class MeasuredBy(BaseModel):
+    """Which metric source produced an attempt's number (`jsonl`, `json`, `regex`, `evaluator`, or a
+    plug-in's name) and the digest of its definition (docs/manifest.md, "Evaluator digest")."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    source: str = Field(pattern=r"^[a-z][a-z0-9_.-]{0,63}$")
+    digest: str = Field(pattern=HEX64)
+
+
 class AttemptManifest(HasIdentity, BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: Literal["attempt"] = "attempt"
-    version: Literal[1, 2] = 1
-    """2 binds the evidence and how the attempt ran; 1 (ledgers from before) has neither."""
+    version: Literal[1, 2, 3] = 1
+    """2 binds the evidence and how the attempt ran; 3 also what measured it (`measured_by`), a timed-out
+    attempt's last number (`partial`) and the `interrupted` status; 1 (ledgers from before) has none."""
     commit: str = Field(pattern=COMMIT)
     parent: str = Field(pattern=COMMIT)
     diff_blake3: str = Field(pattern=HEX64)
     metric: Metric | None = None
     metric_hash: str = Field(pattern=HEX64)
     kept: bool
-    status: Literal["completed", "failed", "timed_out"]
+    status: Literal["completed", "failed", "timed_out", "interrupted"]
     researcher: str = Field(min_length=1, max_length=128)
     contract_digest: str = Field(pattern=HEX64)
     evidence: str | None = Field(default=None, pattern=HEX64)
     """Version 2: digest of the run dir's file-tree manifest (metric file, logs, claims, code.diff)."""
     sandbox: Literal["bubblewrap", "none"] | None = None
     """Version 2: how the attempt ran; "none" only when the search was told to run unconfined."""
+    measured_by: MeasuredBy | None = None
+    """Version 3: the metric source that produced the number and the digest of its definition."""
+    partial: Metric | None = None
+    """Version 3, timed_out only: the last value the attempt wrote before its deadline; never kept, and
+    not the metric (the metric hash on chain stays the zero hash)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> AttemptManifest:
-        if (self.version == 2) != (self.evidence is not None) or (self.version == 2) != (self.sandbox is not None):
-            raise ValueError("version 2 has evidence and sandbox; version 1 has neither")
+        if (self.version >= 2) != (self.evidence is not None) or (self.version >= 2) != (self.sandbox is not None):
+            raise ValueError("versions 2 and 3 have evidence and sandbox; version 1 has neither")
+        if (self.version == 3) != (self.measured_by is not None):
+            raise ValueError("version 3, and only version 3, has measured_by")
+        if self.version < 3 and self.status == "interrupted":
+            raise ValueError("the interrupted status is version 3")
+        if self.partial is not None and self.status != "timed_out":
+            raise ValueError("only a timed-out attempt has a partial metric")
+        if self.partial is not None and self.metric is not None:
+            raise ValueError("a partial metric is never the metric")
         if self.status == "completed" and self.metric is None:
             raise ValueError("a completed attempt has a metric")
         if self.kept and self.status != "completed":

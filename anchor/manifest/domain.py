@@ -23,6 +23,7 @@ class Domain(StrEnum):
     LEDGER_ENTRY = "anchor.manifest.v1 ledger-entry"
     LEDGER_HEAD = "anchor.manifest.v1 ledger-head"
     CHAMPION_MANIFEST = "anchor.manifest.v1 champion-manifest"
+    METRIC_SOURCE = "anchor.manifest.v1 metric-source"
 
 
 def tagged(domain: Domain, data: bytes) -> bytes:

@@ -11,7 +11,7 @@ from anchor.errors import Tampered
 from anchor.manifest.attempt import AttemptManifest
 from anchor.manifest.filetree import hash_tree
 from anchor.manifest.onchain import commit_key
-from anchor.research.ledger import Ledger
+from anchor.research.ledger import Ledger, is_attempt
 from anchor.settings.session import Settings
 
 ATTEMPT_FIELDS = (
@@ -20,6 +20,7 @@ ATTEMPT_FIELDS = (
 )  # fmt: skip
 ATTEMPT_FIELDS_V2 = (*ATTEMPT_FIELDS, "evidence", "sandbox")
 """Version 2 adds these; a version 1 entry may carry `sandbox` beside the manifest, outside it."""
+ATTEMPT_FIELDS_V3 = (*ATTEMPT_FIELDS_V2, "measured_by", "partial")
 
 
 def contract_digest(contract_path: Path) -> str:
@@ -37,7 +38,7 @@ def preregister(settings: Settings, contract_path: Path, proof_out: Path) -> str
 
 def attempt_of(entry: dict[str, Any]) -> AttemptManifest:
     """The attempt manifest a ledger entry stands for; its digest must be the one the entry recorded."""
-    names = ATTEMPT_FIELDS_V2 if entry.get("version") == 2 else ATTEMPT_FIELDS
+    names = {2: ATTEMPT_FIELDS_V2, 3: ATTEMPT_FIELDS_V3}.get(entry.get("version", 1), ATTEMPT_FIELDS)
     manifest = AttemptManifest.model_validate({k: entry[k] for k in names if k in entry})
     if manifest.digest.hex() != entry["attempt_digest"]:
         raise Tampered(
@@ -82,9 +83,11 @@ def anchor_search(
     from anchor.journal.submit import Submission
 
     verified = ledger.verify()
-    entries = ledger.entries()
+    rows = ledger.rows()
+    entries = [row for row in rows if is_attempt(row)]
     checkpoint_path(ledger, 0).parent.mkdir(parents=True, exist_ok=True)
-    subs = [Submission(attempt_of(e).identity(), {"annotations": {"ledger_seq": e["seq"]}}) for e in entries[since:]]
+    new = [row for row in rows[since:] if is_attempt(row)]  # `since` counts rows: traces are in the head
+    subs = [Submission(attempt_of(e).identity(), {"annotations": {"ledger_seq": e["seq"]}}) for e in new]
     head = {"kind": "ledger", "version": 1, "head": verified["head"], "length": verified["entries"]}
     # the head's proof is kept beside the ledger: `research verify` reads every one back from the chain
     subs.append(Submission(head, {}, proof_path=checkpoint_path(ledger, verified["entries"])))

@@ -46,7 +46,7 @@ def remember_repo(workdir: Path, researcher: str, repo: Path) -> None:
 def audit(entries: list[dict[str, Any]], workdir: Path, repo: Path | None) -> Audit:
     """Check every entry's commit and evidence; `repo` overrides the repositories the searches recorded."""
     from anchor.research.contract import load_contract
-    from anchor.research.evidence import check, run_dir_of
+    from anchor.research.evidence import check, evidence_dir_of
 
     pinned = workdir / "contract.toml"
     terms = load_contract(pinned)[0] if pinned.exists() else None
@@ -59,7 +59,7 @@ def audit(entries: list[dict[str, Any]], workdir: Path, repo: Path | None) -> Au
         if terms is not None:
             _check_commit(repos[who], entry, terms.editable)
             commits += 1
-        if entry.get("version") != 2:
+        if entry.get("version", 1) < 2:
             legacy += 1
             continue
         if terms is None:
@@ -67,7 +67,7 @@ def audit(entries: list[dict[str, Any]], workdir: Path, repo: Path | None) -> Au
                 f"{pinned}: missing; the search's contract is needed to re-read its metrics",
                 detail={"file": str(pinned)},
             )
-        run_dir = run_dir_of(workdir, who, entry["commit"])
+        run_dir = evidence_dir_of(workdir, entry)
         check(entry, run_dir, terms.metric_source)
         evidence += 1
     return Audit(commits, evidence, legacy, {who: str(r.path) for who, r in repos.items()})

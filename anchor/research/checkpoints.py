@@ -86,7 +86,7 @@ def check_anchored_heads(ledger: Ledger, settings: Settings) -> AnchoredHeads:
     from anchor.proof.file import load_proof
     from anchor.verify.verifier import check_proof_consistency, verify_proof_on_chain
 
-    entries = ledger.entries()
+    entries = ledger.rows()  # anchored heads count rows, traces included
     best: tuple[int, int | None, str | None] = (0, None, None)
     proofs = sorted((ledger.path.parent / "checkpoints").glob("*.anchor.json"))
     for path in proofs:

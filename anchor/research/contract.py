@@ -10,7 +10,7 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from anchor.errors import BadInput
 from anchor.manifest.validation import validated
@@ -38,6 +38,10 @@ class AttemptContract(BaseModel):
     holdout_data: tuple[str, ...] = Field(
         default=(), description="paths (repo-relative or absolute) hidden from every attempt, shown to the holdout"
     )
+    evaluator_files: tuple[str, ...] = Field(
+        default=(), description="the evaluator's own files (repo-relative or absolute, never editable), digested"
+    )
+    evaluator_timeout_minutes: float = Field(default=10.0, gt=0, le=24 * 60)
 
     @field_validator("editable")
     @classmethod
@@ -74,10 +78,26 @@ class AttemptContract(BaseModel):
     @field_validator("metric_source")
     @classmethod
     def _source(cls, source: str) -> str:
-        kind, _, arg = source.partition(":")
-        if kind not in ("jsonl", "json") or not arg or arg.startswith("/") or ".." in arg.split("/"):
-            raise ValueError(f"{source!r}: use jsonl:<file in run_dir> (last row) or json:<file in run_dir>")
-        return source
+        from anchor.research.metrics import check_source
+
+        return check_source(source)
+
+    @model_validator(mode="after")
+    def _evaluator_apart(self) -> AttemptContract:
+        """The evaluator's files are outside what the search may edit: evaluator and evaluated apart."""
+        for path in self.evaluator_files:
+            parts = [p for p in path.split("/") if p]
+            if not parts or any(p in (".", "..") for p in parts):
+                raise ValueError(f"evaluator_files: {path!r} is not a plain path (no '.' or '..')")
+            if not path.startswith("/"):
+                for rel in self.editable:
+                    if path == rel or path.startswith(rel.rstrip("/") + "/") or rel.startswith(path.rstrip("/") + "/"):
+                        raise ValueError(f"evaluator_files: {path!r} is editable ({rel!r}): the search could edit it")
+        return self
+
+    def evaluator_command(self) -> str | None:
+        kind, _, command = self.metric_source.partition(":")
+        return command if kind == "evaluator" else None
 
     def hidden_data(self, repo: Path) -> tuple[Path, ...]:
         """The holdout data as paths: what the sandbox hides from attempts."""

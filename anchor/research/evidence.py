@@ -43,6 +43,18 @@ def run_dir_of(workdir: Path, researcher: str, commit: str) -> Path:
     return workdir / "runs" / researcher / commit[:12]
 
 
+def interrupted_dir_of(workdir: Path, researcher: str, commit: str, started_seq: int) -> Path:
+    """Where an interrupted attempt's evidence is kept: beside the commit's run dir, named for its trace."""
+    return workdir / "runs" / researcher / f"{commit[:12]}.interrupted-{started_seq}"
+
+
+def evidence_dir_of(workdir: Path, entry: dict[str, Any]) -> Path:
+    """The run dir an attempt row binds."""
+    if entry.get("status") == "interrupted":
+        return interrupted_dir_of(workdir, entry["researcher"], entry["commit"], entry["started_seq"])
+    return run_dir_of(workdir, entry["researcher"], entry["commit"])
+
+
 def listing_path(run_dir: Path) -> Path:
     return run_dir.with_name(run_dir.name + ".evidence.json")
 
@@ -117,8 +129,10 @@ def check(entry: dict[str, Any], run_dir: Path, metric_source: str) -> None:
             + (f" ({', '.join(named[:5])} changed)" if named else ""),
             detail={"seq": seq, "run_dir": str(run_dir), "files": named},
         )
-    if "metric" in entry:
-        metric = entry["metric"]
+    for key in ("metric", "partial"):
+        if key not in entry:
+            continue
+        metric = entry[key]
         value = read_metric(run_dir, metric_source, metric["name"])
         if value != metric["value"]:
             raise Tampered(

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from anchor.manifest.attempt import Metric
 from anchor.manifest.champion import ChampionManifest, Run
+from anchor.research.evaluator import evaluate
 from anchor.research.evidence import seal
 from anchor.research.metrics import read_metric
 from anchor.research.runner import run_command
@@ -101,8 +102,9 @@ def _measure(search: Search, run_dir: Path, command: str, box: Sandbox | None) -
     before = search.begin_attempt(champion)  # the same fence as an attempt: what it leaves is swept
     try:
         run_dir.mkdir(parents=True)
+        name = f"{search.researcher}-{champion[:12]}-{run_dir.name}"
         result = run_command(
-            terms.render(run_dir, f"{search.researcher}-{champion[:12]}-{run_dir.name}", command),
+            terms.render(run_dir, name, command),
             search.repo.path,
             run_dir,
             terms.attempt_timeout_minutes * 60,
@@ -110,6 +112,7 @@ def _measure(search: Search, run_dir: Path, command: str, box: Sandbox | None) -
             box,
             terms.pass_env,
         )
+        evaluate(terms, search.repo.path, run_dir, name, box)
         sealed = seal(run_dir)
     finally:
         search.end_attempt(champion, before)

@@ -3,6 +3,11 @@
 An edited, deleted or reordered entry breaks the chain at that entry, and `verify` names it. Appends
 take an exclusive lock on the file (several researchers share one ledger) and are fsynced before the
 attempt counts as scored, so the ledger survives restarts and crashes.
+
+Two kinds of row share the chain: a `started` trace (`"event": "started"`), written before an
+attempt's command runs, and the attempt's outcome row, written after it is measured. An attempt whose
+harness died in between has a trace and no outcome; the next start of that researcher's search closes
+it as `interrupted`, so every attempt that ever ran is on record, the killed ones included.
 """
 
 from __future__ import annotations
@@ -27,6 +32,15 @@ def entry_digest(fields: dict[str, Any]) -> str:
     return tagged(Domain.LEDGER_ENTRY, canonical_json(body)).hex()
 
 
+STARTED = "started"
+"""The `event` of a trace row: an attempt's command is about to run (commit, parent, researcher, time)."""
+
+
+def is_attempt(row: dict[str, Any]) -> bool:
+    """An outcome row (an attempt's record); trace rows carry an `event`."""
+    return "event" not in row
+
+
 class Ledger:
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -42,9 +56,15 @@ class Ledger:
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
-    def entries(self) -> list[dict[str, Any]]:
+    def rows(self) -> list[dict[str, Any]]:
+        """Every row of the chain, in order (row i has seq i): attempts and their `started` traces."""
         lines = self.path.read_text(encoding="utf-8").splitlines()
         return [json.loads(line) for line in lines if line.strip()]
+
+    def entries(self) -> list[dict[str, Any]]:
+        """The attempts: one outcome row per measured (or interrupted) attempt, without the `started`
+        rows written before each command ran (`rows()` has both)."""
+        return [row for row in self.rows() if is_attempt(row)]
 
     def append(self, fields: dict[str, Any]) -> dict[str, Any]:
         """Chain `fields` onto the ledger under the lock; returns the entry with seq, prev and digest."""
@@ -93,5 +113,5 @@ class Ledger:
         return {"entries": count, "head": prev}
 
     def head(self) -> tuple[str, int]:
-        entries = self.entries()
-        return (entries[-1]["digest"], len(entries)) if entries else (GENESIS, 0)
+        rows = self.rows()
+        return (rows[-1]["digest"], len(rows)) if rows else (GENESIS, 0)

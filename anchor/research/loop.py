@@ -30,10 +30,11 @@ from anchor.errors import GuardError
 from anchor.manifest.attempt import AttemptManifest, Metric
 from anchor.research.audit import remember_repo
 from anchor.research.contract import AttemptContract
-from anchor.research.evidence import run_dir_of, seal
+from anchor.research.evaluator import evaluate, measured_by
+from anchor.research.evidence import interrupted_dir_of, run_dir_of, seal
 from anchor.research.git import Repo
 from anchor.research.guard import check_committed, check_fence, check_unscored
-from anchor.research.ledger import Ledger
+from anchor.research.ledger import STARTED, Ledger
 from anchor.research.metrics import read_claims, read_metric
 from anchor.research.proposers import Proposer
 from anchor.research.runner import reap_survivors, run_command
@@ -61,6 +62,8 @@ class SearchSummary:
     champion: str | None = None
     champion_metric: str | None = None
     rejections: list[str] = field(default_factory=list)
+    interrupted: int = 0
+    """Attempts a dead harness left running, closed as `interrupted` when this search started."""
 
 
 def ref_name(researcher: str) -> str:
@@ -164,8 +167,11 @@ class Search:
         # stop it, and only it, before anything else touches the repository
         reap_survivors(self.workdir / "runs" / self.researcher)
         remember_repo(self.workdir, self.researcher, self.repo.path)
+        measured_by(self.contract, self.repo.path)  # an unreadable evaluator file stops the search before it starts
+        summary.interrupted = self.close_interrupted()
         in_flight = self._check_start(champion)
-        if champion is None and not self.mine():
+        if champion is None and all(e["status"] == "interrupted" for e in self.mine()):
+            # no baseline yet, or only ones whose harness died: measure it (again; the trace stays)
             before = self.begin_attempt(self.repo.head()) if in_flight is None else in_flight
             check_committed(self.repo, self.contract.editable)
             baseline = self.measure(self.repo.head(), NO_PARENT, None)
@@ -216,6 +222,45 @@ class Search:
         summary.champion, summary.champion_metric = champion["commit"], champion["metric"]["value"]
         return summary
 
+    def close_interrupted(self) -> int:
+        """Close every attempt of this researcher that has a `started` trace and no outcome (its harness
+        died while it ran) with an outcome row of status `interrupted`: no metric, never kept, its run
+        dir as far as it got bound as evidence. Returns how many were closed."""
+        open_: dict[str, dict[str, Any]] = {}
+        for row in self.ledger.rows():
+            if row["researcher"] != self.researcher:
+                continue
+            if row.get("event") == STARTED:
+                open_[row["commit"]] = row
+            else:
+                open_.pop(row["commit"], None)
+        for trace in open_.values():
+            # its run dir, as far as it got, is moved aside and bound: the commit may be measured again
+            # (a baseline), and that measurement gets the commit's own run dir
+            run_dir = interrupted_dir_of(self.workdir, self.researcher, trace["commit"], trace["seq"])
+            left = run_dir_of(self.workdir, self.researcher, trace["commit"])
+            if left.is_dir() and not run_dir.exists():
+                left.rename(run_dir)
+            run_dir.mkdir(parents=True, exist_ok=True)
+            sealed = seal(run_dir)
+            parent, commit = trace["parent"], trace["commit"]
+            diff = b"" if parent == NO_PARENT else self.repo.diff(parent, commit, self.contract.editable)
+            manifest = AttemptManifest.build(
+                version=3, commit=trace["commit"], parent=trace["parent"], diff_blake3=blake3.blake3(diff).hexdigest(),
+                metric=None, kept=False, status="interrupted", researcher=self.researcher,
+                contract_digest=self.contract_digest, evidence=sealed.manifest.digest.hex(),
+                sandbox="none" if self.sandbox is None else "bubblewrap",
+                measured_by=measured_by(self.contract, self.repo.path),
+            )  # fmt: skip
+            entry = self.ledger.append({
+                **manifest.identity(), "attempt_digest": manifest.digest.hex(), "started_seq": trace["seq"],
+                "closed_at": _now(),
+            })  # fmt: skip
+            self.repo.set_ref(f"refs/anchor/{ref_name(self.researcher)}/{entry['seq']}", trace["commit"])
+            if self.on_entry is not None:
+                self.on_entry(entry)
+        return len(open_)
+
     def _resume(self, champion: dict[str, Any], summary: SearchSummary, before: set[str]) -> dict[str, Any]:
         """After a crash mid-attempt: measure the unscored attempt left checked out on the champion (once
         the attempt's own stray files are swept), or reset; either way only the attempt's files go."""
@@ -244,6 +289,11 @@ class Search:
         run_dir.mkdir(parents=True)
         diff = b"" if parent == NO_PARENT else self.repo.diff(parent, commit, self.contract.editable)
         (run_dir / "code.diff").write_bytes(diff)
+        # the trace, before anything runs: if the harness dies now, the next start closes it as interrupted
+        self.ledger.append({
+            "event": STARTED, "commit": commit, "parent": parent, "researcher": self.researcher,
+            "contract_digest": self.contract_digest, "started_at": _now(),
+        })  # fmt: skip
         result = run_command(
             self.contract.render(run_dir, run_name),
             self.repo.path,
@@ -253,17 +303,25 @@ class Search:
             self.sandbox,
             self.contract.pass_env,
         )
-        # the attempt's processes are gone: bind what it left, then read the metric from the bound files
+        # the attempt's processes are gone: its evaluator (if the contract has one) reads its outputs,
+        # then everything is bound and the metric read from the bound files
+        evaluate(self.contract, self.repo.path, run_dir, run_name, self.sandbox)
         sealed = seal(run_dir)
-        value = None if result.timed_out else read_metric(run_dir, self.contract.metric_source, self.contract.metric)
+        value = read_metric(run_dir, self.contract.metric_source, self.contract.metric)
         status = status_of(result, value, sealed.removed)
         metric = Metric.of(self.contract.metric, self.contract.mode, value) if status == "completed" else None
+        # a timed-out attempt's last number before its deadline: recorded, flagged, never kept
+        partial = (
+            Metric.of(self.contract.metric, self.contract.mode, value)
+            if status == "timed_out" and value is not None
+            else None
+        )
         kept = metric is not None and (
             champion is None
             or is_better(metric.value, champion["metric"]["value"], self.contract.mode, self.contract.min_improvement)
         )
         manifest = AttemptManifest.build(
-            version=2,
+            version=3,
             commit=commit,
             parent=parent,
             diff_blake3=blake3.blake3(diff).hexdigest(),
@@ -274,8 +332,10 @@ class Search:
             contract_digest=self.contract_digest,
             evidence=sealed.manifest.digest.hex(),
             sandbox="none" if self.sandbox is None else "bubblewrap",
+            measured_by=measured_by(self.contract, self.repo.path),
+            partial=partial,
         )
-        claims = read_claims(run_dir)
+        claims = read_claims(run_dir, self.contract.metric_source, self.contract.metric)
         claimed = None if claims is None else claims.get(self.contract.metric)
         differ = claims is not None and (metric is None or _as_decimal(claimed) != Decimal(metric.value))
         fields = {
@@ -296,6 +356,12 @@ class Search:
         if self.on_entry is not None:
             self.on_entry(entry)
         return entry
+
+
+def _now() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def _as_decimal(value: object) -> Decimal | None:

@@ -45,6 +45,8 @@ def summarise(entries: list[dict[str, Any]]) -> tuple[dict[str, Any], list[str]]
             "kept": len(kept),
             "failed": sum(e["status"] == "failed" for e in mine),
             "timed_out": sum(e["status"] == "timed_out" for e in mine),
+            "partial": sum("partial" in e for e in mine),
+            "interrupted": sum(e["status"] == "interrupted" for e in mine),
             "claims_flagged": sum(bool(e.get("claims_differ")) for e in mine),
             "champion": None if champion is None else champion["commit"],
             "champion_metric": None if champion is None else champion["metric"],
@@ -53,7 +55,8 @@ def summarise(entries: list[dict[str, Any]]) -> tuple[dict[str, Any], list[str]]
         data["researchers"][who] = stats
         lines += [
             f"{who}: {stats['attempts']} attempts, {stats['kept']} kept, {stats['failed']} failed,"
-            f" {stats['timed_out']} timed out, {stats['claims_flagged']} agent claims flagged",
+            f" {stats['timed_out']} timed out ({stats['partial']} with a partial metric),"
+            f" {stats['interrupted']} interrupted, {stats['claims_flagged']} agent claims flagged",
             f"  best {mode} over attempts: {sparkline(best)}  ({best[0]} → {best[-1]})",
             f"  per attempt:             {sparkline(values)}",
         ]

@@ -52,9 +52,18 @@ class Sandbox:
     shows_holdout: bool = False
     pass_env: tuple[str, ...] = ()
     """The contract's `pass_env`: set inside as they are outside."""
+    read_only: tuple[Path, ...] = ()
+    """Shown read-only even where the rest is hidden: the attempt's outputs, to its evaluator."""
+    edits: bool = True
+    """Whether the editable files are writable (False for the evaluator, which only reads)."""
 
     def revealing(self) -> Sandbox:
         return replace(self, shows_holdout=True)
+
+    def evaluating(self, outputs: Path) -> Sandbox:
+        """The evaluator's sandbox: the attempt's run dir read-only, the editable files read-only, its
+        own directory the only writable one (the `run_dir` of `argv`)."""
+        return replace(self, read_only=(outputs.resolve(),), edits=False)
 
     @classmethod
     def find(
@@ -96,10 +105,12 @@ class Sandbox:
                 args += ["--ro-bind", str(path), str(path)]
             else:
                 args += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
-        for rel in self.editable:
+        for rel in self.editable if self.edits else ():
             target = self.repo / rel
             if target.exists():
                 args += ["--bind", str(target), str(target)]
+        for path in self.read_only:
+            args += ["--ro-bind", str(path), str(path)]
         args += ["--bind", str(run_dir), str(run_dir), "--chdir", str(self.repo), "--clearenv"]
         for name, value in {**allowed_env(run_dir, True, self.pass_env), **(extra_env or {})}.items():
             args += ["--setenv", name, value]

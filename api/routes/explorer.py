@@ -25,6 +25,7 @@ from anchor.manifest.onchain import commit_key
 from anchor.proof.file import load_proof
 from api.deps import ReaderDep, SettingsDep, in_journal
 from api.routes.records import batch_rows
+from api.routes.research import find_attempt
 from api.routes.verify import CommitOrHex32, Hex32
 
 if TYPE_CHECKING:
@@ -49,41 +50,41 @@ def _page(template: str, title: str, block: int | None, **values: Any) -> HTMLRe
     return HTMLResponse(_templates().get_template(template).render(title=title, block=block, **values))
 
 
-def _ledger(settings: Any) -> list[dict[str, Any]]:
-    from anchor.research.ledger import Ledger
+def _diff(settings: Any, entry: dict[str, Any]) -> str | None:
+    """The attempt's code.diff if it is kept here and hashes to what its row binds; None otherwise."""
+    from anchor.errors import AnchorError
+    from api.routes.research import attempt_diff
 
-    ledger = Ledger(settings.data_dir / "research" / "ledger.jsonl")
-    ledger.verify()
-    return ledger.entries()
-
-
-def _entry(entries: list[dict[str, Any]], commit: str) -> dict[str, Any]:
-    body = commit.lower().removeprefix("0x")
-    for entry in entries:
-        if entry["commit"] == body:
-            return entry
-    raise NotAnchored(f"no attempt {body} in the research ledger", detail={"commit": commit})
+    try:
+        return attempt_diff(settings, entry["researcher"], entry["commit"]).decode("utf-8", "replace")
+    except AnchorError:
+        return None
 
 
 @router.get("/attempt/{commit}", response_class=HTMLResponse)
 async def attempt_page(commit: CommitOrHex32, settings: SettingsDep, reader: ReaderDep) -> HTMLResponse:
-    entries = await run_in_threadpool(_ledger, settings)
-    entry = _entry(entries, commit)
+    _, entry = await run_in_threadpool(find_attempt, settings, commit)
+    diff = await run_in_threadpool(_diff, settings, entry)
     registry = await run_in_threadpool(reader.registry)
     record = await run_in_threadpool(registry.lineage, commit_key(entry["commit"]))
     found = links(registry.chain_id, tx_hash=record.tx_hash) if record is not None else {}
     return _page(
-        "attempt.html", f"Attempt {entry['commit'][:12]}", reader.head(), e=entry, record=record, explorer_links=found
+        "attempt.html",
+        f"Attempt {entry['commit'][:12]}",
+        reader.head(),
+        e=entry,
+        record=record,
+        explorer_links=found,
+        diff=diff,
     )
 
 
 @router.get("/lineage/{commit}", response_class=HTMLResponse)
 async def lineage_page(commit: CommitOrHex32, settings: SettingsDep, reader: ReaderDep) -> HTMLResponse:
     from anchor.research.loop import NO_PARENT
-    from anchor.research.report import lineage_tree
+    from anchor.research.report import lineage_tree, summarise
 
-    entries = await run_in_threadpool(_ledger, settings)
-    target = _entry(entries, commit)
+    entries, target = await run_in_threadpool(find_attempt, settings, commit)
     data, _ = await run_in_threadpool(lineage_tree, entries, target["commit"], settings)
     mine = [e for e in entries if e["researcher"] == target["researcher"]]
     children: dict[str, list[dict[str, Any]]] = {}
@@ -100,6 +101,7 @@ async def lineage_page(commit: CommitOrHex32, settings: SettingsDep, reader: Rea
         on_chain=data["lineage_on_chain"],
         children=children,
         roots=children.get(NO_PARENT, []),
+        researchers=summarise(entries)[0]["researchers"],
     )
 
 

@@ -175,18 +175,15 @@ async def get_attempt(commit: CommitOrHex32, request: Request, reader: ReaderDep
 @router.get("/lineage/{commit}", operation_id="get_lineage", responses=ERRORS)
 async def get_lineage(commit: str, settings: SettingsDep, reader: ReaderDep) -> LineagePublic:
     """Ancestors back to the baseline and descendants of an attempt, from the verified research ledger."""
-    from anchor.research.ledger import Ledger
     from anchor.research.report import lineage_tree
+    from api.routes.research import find_attempt
 
-    ledger = Ledger(settings.data_dir / "research" / "ledger.jsonl")
-    if not any(True for _ in ledger.entries()):
-        raise NotAnchored("this service has no research ledger", detail={"commit": commit})
     if not all(c in "0123456789abcdef" for c in commit.lower()) or not 4 <= len(commit) <= 64:
         raise BadInput(f"commit: expected hex, got {commit!r}", detail={"field": "commit"})
 
     def compute() -> LineagePublic:
-        ledger.verify()
-        data, _ = lineage_tree(ledger.entries(), commit, settings)
+        entries, _ = find_attempt(settings, commit, prefix=True)
+        data, _ = lineage_tree(entries, commit, settings)
         return LineagePublic(**data, read_at_block=reader.head())
 
     return await run_in_threadpool(compute)

@@ -42,7 +42,7 @@ def test_every_attempt_manifest_binds_its_run_dir_and_how_it_ran(tmp_path: Path)
     _, ledger, work = _searched(tmp_path, [2, 0.5])
     for entry in ledger.entries():
         manifest = attempt_of(entry)
-        assert manifest.version == 2 and manifest.sandbox == "none"
+        assert manifest.version == 3 and manifest.sandbox == "none"
         run_dir = run_dir_of(work, "r0", entry["commit"])
         bound = hash_tree(run_dir, symlinks="record")
         assert manifest.evidence == bound.digest.hex()
@@ -58,20 +58,21 @@ def test_an_edited_metric_file_is_named_with_its_seq(tmp_path: Path) -> None:
     metrics.write_text(json.dumps({"score": 9}) + "\n")  # the operator "improves" a loser afterwards
     with pytest.raises(Tampered) as info:
         audit(ledger.entries(), work, None)
-    assert info.value.detail["seq"] == 2 and info.value.detail["files"] == ["metrics.jsonl"]
+    assert info.value.detail["seq"] == loser["seq"] and info.value.detail["files"] == ["metrics.jsonl"]
 
 
 def test_a_deleted_log_or_run_dir_is_named(tmp_path: Path) -> None:
     _, ledger, work = _searched(tmp_path, [2])
-    first = run_dir_of(work, "r0", ledger.entries()[0]["commit"])
+    baseline = ledger.entries()[0]
+    first = run_dir_of(work, "r0", baseline["commit"])
     (first / "stderr.log").unlink()
     with pytest.raises(Tampered) as info:
         audit(ledger.entries(), work, None)
-    assert info.value.detail == {"seq": 0, "run_dir": str(first), "files": ["stderr.log"]}
+    assert info.value.detail == {"seq": baseline["seq"], "run_dir": str(first), "files": ["stderr.log"]}
     import shutil
 
     shutil.rmtree(first)
-    with pytest.raises(Tampered, match="seq 0: the evidence of this attempt .* is missing"):
+    with pytest.raises(Tampered, match=f"seq {baseline['seq']}: the evidence of this attempt .* is missing"):
         audit(ledger.entries(), work, None)
 
 
@@ -82,7 +83,7 @@ def test_a_rewritten_metric_with_a_rehashed_ledger_still_disagrees_with_the_boun
     _, ledger, work = _searched(tmp_path, [2])
     entry = dict(ledger.entries()[1])
     entry["metric"] = {**entry["metric"], "value": "7"}
-    with pytest.raises(Tampered, match="seq 1: the bound metric file gives score=2, the ledger says 7"):
+    with pytest.raises(Tampered, match=f"seq {entry['seq']}: the bound metric file gives score=2, the ledger says 7"):
         check(entry, run_dir_of(work, "r0", entry["commit"]), "jsonl:metrics.jsonl")
 
 
@@ -100,7 +101,7 @@ def test_after_git_gc_verify_still_finds_every_measured_commit_and_its_diff(tmp_
     subprocess.run(["git", "-C", str(repo), "gc", "--prune=now", "--quiet"], check=True)
     with pytest.raises(Tampered) as info:
         audit(ledger.entries(), work, None)
-    assert info.value.detail["seq"] == 2  # the first loser (0.5)
+    assert info.value.detail["seq"] == ledger.entries()[2]["seq"]  # the first loser (0.5)
 
 
 def test_a_hostile_run_dir_cannot_hang_the_harness_or_point_the_metric_elsewhere(tmp_path: Path) -> None:

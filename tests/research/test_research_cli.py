@@ -36,8 +36,13 @@ def _setup(tmp_path: Path, command: str = SCORE_IS_X) -> tuple[Path, Path]:
 
 
 def _ledger(chain: Chain) -> list[dict[str, Any]]:
+    """Every row of the ledger: the attempts and their `started` traces."""
     path = chain.data_dir / "research" / "ledger.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _attempts(chain: Chain) -> list[dict[str, Any]]:
+    return [row for row in _ledger(chain) if "event" not in row]
 
 
 def _lineage_matches_ledger(chain: Chain, entries: list[dict[str, Any]]) -> None:
@@ -71,11 +76,11 @@ def test_editing_deleting_or_reordering_a_ledger_entry_is_named(fresh_chain: Cha
     path = fresh_chain.data_dir / "research" / "ledger.jsonl"
     original = path.read_text().splitlines()
     assert fresh_chain.cli("research", "verify").returncode == ExitCode.OK
-    edited = json.loads(original[2])
+    edited = json.loads(original[3])  # the first attempt after the baseline (row 2 is its trace)
     edited["kept"] = not edited["kept"]
     cases = {
-        "edited": (original[:2] + [json.dumps(edited, separators=(",", ":"), sort_keys=True)] + original[3:], 3),
-        "deleted": (original[:2] + original[3:], 3),
+        "edited": (original[:3] + [json.dumps(edited, separators=(",", ":"), sort_keys=True)] + original[4:], 4),
+        "deleted": (original[:3] + original[4:], 4),
         "reordered": (original[:1] + [original[2], original[1]] + original[3:], 2),
     }
     for name, (lines, bad_line) in cases.items():
@@ -91,7 +96,9 @@ def test_a_search_killed_mid_attempt_reaps_its_orphan_and_resumes_from_anchored_
 ) -> None:
     fresh_chain.cli("deploy", check=True)
     hang = tmp_path / "hang"
-    repo, contract = _setup(tmp_path, f"test -f {hang} && sleep 29.7; " + SCORE_IS_X)
+    # the hanging attempt marks its run dir, so the test finds that one and not one that started just
+    # before the flag appeared and is about to finish
+    repo, contract = _setup(tmp_path, f"test -f {hang} && touch {{run_dir}}/hanging && sleep 29.7; " + SCORE_IS_X)
     # --no-sandbox: the hang flag lives in /tmp, which a sandboxed attempt cannot see; unconfined, the
     # attempt's group also outlives a SIGKILLed harness (bwrap --die-with-parent would not), which is
     # what the resumed search must clean up
@@ -101,32 +108,39 @@ def test_a_search_killed_mid_attempt_reaps_its_orphan_and_resumes_from_anchored_
         argv, env=fresh_chain.env(), start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
     deadline = time.monotonic() + 60
-    while len(_ledger(fresh_chain)) < 3 and time.monotonic() < deadline:
+    while len(_attempts(fresh_chain)) < 3 and time.monotonic() < deadline:
         time.sleep(0.05)
     hang.touch()  # the next attempt hangs in its command ...
     runs = fresh_chain.data_dir / "research" / "runs" / "r0"
     orphan: list[int] = []
     while time.monotonic() < deadline and not orphan:
-        scored = {e["commit"][:12] for e in _ledger(fresh_chain)}
-        orphan = [json.loads(p.read_text())["pgid"] for p in runs.glob("*/process.json") if p.parent.name not in scored]
+        scored = {e["commit"][:12] for e in _attempts(fresh_chain)}
+        orphan = [json.loads(p.read_text())["pgid"] for p in runs.glob("*/process.json")
+                  if p.parent.name not in scored and (p.parent / "hanging").exists()]  # fmt: skip
         time.sleep(0.05)
-    interrupted = len(_ledger(fresh_chain))
-    assert 3 <= interrupted < 8
-    # the checkpoints' background flusher catches up while the attempt hangs (awaited, not slept)
-    while time.monotonic() < deadline and _anchored_length(fresh_chain) != interrupted:
+    rows = _ledger(fresh_chain)
+    hung = rows[-1]  # its trace: written before the command ran
+    assert hung.get("event") == "started" and hung["commit"][:12] not in scored
+    before_kill = len(_attempts(fresh_chain))
+    assert 3 <= before_kill < 8
+    # the checkpoints' background flusher catches up while the attempt hangs (awaited, not slept): every
+    # row up to the last outcome (the trace after it is anchored with the next checkpoint)
+    while time.monotonic() < deadline and _anchored_length(fresh_chain) != len(rows) - 1:
         time.sleep(0.1)
     os.killpg(search.pid, signal.SIGKILL)  # ... and the harness dies in the middle of it (its own group only)
     search.wait()
     [pgid] = orphan
     assert _group_alive(pgid), "the unconfined attempt should have outlived the SIGKILLed harness"
     # every attempt up to the last checkpoint is on chain, read back with the harness dead
-    assert _anchored_length(fresh_chain) == interrupted == len(_ledger(fresh_chain))
+    assert _anchored_length(fresh_chain) == len(rows) - 1 and len(_ledger(fresh_chain)) == len(rows)
     hang.unlink()
     fresh_chain.cli(*argv[1:], check=True)
     assert not _group_alive(pgid), "the resumed search did not stop the attempt its predecessor left running"
-    entries = _ledger(fresh_chain)
+    entries = _attempts(fresh_chain)
     assert len(entries) == 8
     assert len({e["commit"] for e in entries}) == 8  # no commit measured twice
+    [closed] = [e for e in entries if e["commit"] == hung["commit"]]  # the killed attempt, on record
+    assert closed["status"] == "interrupted" and closed["started_seq"] == hung["seq"] and not closed["kept"]
     assert fresh_chain.cli("research", "verify").returncode == ExitCode.OK
     _lineage_matches_ledger(fresh_chain, entries)
 
@@ -155,17 +169,20 @@ def test_four_researchers_times_25_attempts_agree_with_the_chain(fresh_chain: Ch
         "--max-attempts", "25", "--max-failures", "25", "--json", check=True,
     )  # fmt: skip
     summary = json.loads(result.stdout)
-    entries = _ledger(fresh_chain)
+    entries = _attempts(fresh_chain)
     assert sorted({e["researcher"] for e in entries}) == ["r0", "r1", "r2", "r3"]
     assert all(sum(e["researcher"] == r for e in entries) == 25 for r in ("r0", "r1", "r2", "r3"))
-    assert [e["seq"] for e in entries] == list(range(100))  # one chain, nothing lost or interleaved badly
+    # one chain, nothing lost or interleaved badly: 100 attempts, each after its own trace
+    assert [e["seq"] for e in _ledger(fresh_chain)] == list(range(200))
+    assert len({e["seq"] for e in entries}) == 100
+    assert all(e["status"] != "interrupted" for e in entries)
     assert len({(e["researcher"], e["commit"]) for e in entries}) == 100
     assert fresh_chain.cli("research", "verify").returncode == ExitCode.OK
     assert summary["anchored"]["attempts"] == 100
     items = int(journal_value(fresh_chain.data_dir, "SELECT count(*) FROM items"))
     # each researcher checkpointed the shared ledger while it ran: one head per distinct length
     heads = list((fresh_chain.data_dir / "research" / "checkpoints").glob("*.anchor.json"))
-    assert len(heads) > 4 and any(h.name == f"{100:08d}.anchor.json" for h in heads)
+    assert len(heads) > 4 and any(h.name == f"{200:08d}.anchor.json" for h in heads)
     assert items == 100 + 1 + len(heads)  # attempts, pre-registered contract, ledger heads
     assert_exactly_once(fresh_chain.node.rpc_url, fresh_chain.data_dir, items)
     _lineage_matches_ledger(fresh_chain, entries)
@@ -202,10 +219,10 @@ def test_a_ledger_rewritten_without_its_losers_reordered_or_truncated_is_caught_
     ok = fresh_chain.cli("research", "verify")
     assert ok.returncode == ExitCode.OK and f"anchored checkpoints agree; entries 0..{len(entries) - 1}" in ok.stdout
     report = json.loads(fresh_chain.cli("research", "report", "--json", check=True).stdout)
-    assert report["anchored_trials"] == len(entries)
+    assert report["anchored_trials"] == len([e for e in entries if "event" not in e])  # attempts, not traces
 
-    kept = [e for e in entries if e["kept"]]
-    assert len(kept) < len(entries)  # there were losers to drop
+    kept = [e for e in entries if e.get("kept")]
+    assert len(kept) < len(entries)  # there were losers (and traces) to drop
     path.write_text(_rewritten(kept))
     dropped = fresh_chain.cli("research", "verify", "--json")
     assert dropped.returncode == ExitCode.TAMPERED  # the hash chain alone would say OK

@@ -93,7 +93,8 @@ def test_a_hostile_attempt_cannot_take_the_key_read_the_journal_reach_the_networ
         assert tries == dict.fromkeys(tries, False) and len(tries) == 8, tries
         assert not outside.exists()
         assert (repo / "README.md").read_text() == "r\n"
-        ledger = [json.loads(x) for x in (fresh_chain.data_dir / "research" / "ledger.jsonl").read_text().splitlines()]
+        rows = [json.loads(x) for x in (fresh_chain.data_dir / "research" / "ledger.jsonl").read_text().splitlines()]
+        ledger = [row for row in rows if "event" not in row]  # the attempts, without their traces
         assert ledger[0]["sandbox"] == "bubblewrap" and ledger[0]["status"] == "completed"
         # the canary really signed (it paid for the anchoring) and appears nowhere the attempt could reach
         address = Account.from_key(CANARY).address

@@ -75,6 +75,17 @@ ATTEMPT_CASES = [
                                               "sandbox": "bubblewrap"}),
     ("version 2: failed, unconfined", {"metric": None, "kept": False, "status": "failed", "version": 2,
                                        "evidence": "77" * 32, "sandbox": "none"}),
+    ("version 3: measured by an evaluator", {"metric": ("val_accuracy", "max", "0.91"), "kept": True,
+                                             "status": "completed", "version": 3, "evidence": "68" * 32,
+                                             "sandbox": "bubblewrap",
+                                             "measured_by": {"source": "evaluator", "digest": "e1" * 32}}),
+    ("version 3: timed out with a partial metric", {"metric": None, "kept": False, "status": "timed_out",
+                                                    "version": 3, "evidence": "69" * 32, "sandbox": "bubblewrap",
+                                                    "measured_by": {"source": "jsonl", "digest": "e2" * 32},
+                                                    "partial": ("val_accuracy", "max", "0.4")}),
+    ("version 3: interrupted", {"metric": None, "kept": False, "status": "interrupted", "version": 3,
+                                "evidence": "6a" * 32, "sandbox": "none",
+                                "measured_by": {"source": "regex", "digest": "e3" * 32}}),
 ]  # fmt: skip
 
 # (name, replications as (status, value) pairs, holdout (status, value) or None)
@@ -170,8 +181,13 @@ def attempt_vectors() -> list[dict[str, object]]:
             "researcher": "researcher-0",
             "contract_digest": "55" * 32,
         }
-        if case.get("version") == 2:
-            identity.update(version=2, evidence=case["evidence"], sandbox=case["sandbox"])
+        if case.get("version") in (2, 3):
+            identity.update(version=case["version"], evidence=case["evidence"], sandbox=case["sandbox"])
+        if case.get("version") == 3:
+            identity["measured_by"] = case["measured_by"]
+        if case.get("partial"):
+            p_name, p_mode, p_raw = case["partial"]
+            identity["partial"] = {"name": p_name, "mode": p_mode, "value": ref.metric_value(p_raw)}
         metric = case["metric"]
         if metric is None:
             identity["metric_hash"] = "00" * 32

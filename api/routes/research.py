@@ -1,0 +1,153 @@
+"""Read-back for teams: a researcher's attempts over every search this service knows, and the code
+diff of an attempt, checked against the digest its ledger row binds before it is served.
+
+Every ledger is verified (its hash chain) before any of its rows is served; a tampered ledger is a
+409 naming the row, not a partial answer.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+from urllib.parse import quote
+
+import blake3
+from fastapi import APIRouter, Query
+from fastapi import Path as PathParam
+from fastapi.responses import PlainTextResponse
+from starlette.concurrency import run_in_threadpool
+
+from anchor.errors import NotAnchored, Tampered
+from anchor.settings.session import Settings
+from api.deps import SettingsDep
+from api.routes.verify import ERRORS, CommitOrHex32
+from api.schemas import ResearchAttempt, ResearchAttemptPage
+
+router = APIRouter(prefix="/v1/research", tags=["research"])
+
+Researcher = Annotated[str, PathParam(min_length=1, max_length=128, description="a researcher id, e.g. r0")]
+MAX_DIFF_BYTES = 8 * 1024 * 1024
+
+
+def searches(settings: Settings) -> list[tuple[str, Path, list[dict[str, Any]]]]:
+    """(search id, work dir, verified rows) of every search of this data dir."""
+    from anchor.research.ledger import Ledger
+    from anchor.research.searches import known_searches
+
+    found = []
+    for workdir in known_searches(settings.data_dir):
+        ledger = Ledger(workdir / "ledger.jsonl")
+        ledger.verify()
+        rows = ledger.rows()
+        if rows:
+            found.append((blake3.blake3(rows[0]["digest"].encode()).hexdigest()[:12], workdir, rows))
+    return found
+
+
+def find_attempt(settings: Settings, commit: str, prefix: bool = False) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The attempts of the search that has `commit` (or, with `prefix`, a commit starting with it), over
+    every search this service knows, ledgers verified, and its row: the last one for that commit (an
+    interrupted baseline measured again)."""
+    body = commit.lower().removeprefix("0x")
+    for _, _, rows in searches(settings):
+        entries = [row for row in rows if "event" not in row]
+        for entry in reversed(entries):
+            if entry["commit"] == body or (prefix and entry["commit"].startswith(body)):
+                return entries, entry
+    raise NotAnchored(f"no attempt {body} in the research ledger", detail={"commit": commit})
+
+
+def _attempts_of(settings: Settings, researcher: str) -> list[tuple[str, Path, dict[str, Any], str | None]]:
+    """(search id, work dir, outcome row, started_at of its trace) for `researcher`, in ledger order."""
+    out = []
+    for search, workdir, rows in searches(settings):
+        started: dict[str, str] = {}
+        for row in rows:
+            if row.get("researcher") != researcher:
+                continue
+            if "event" in row:
+                started[row["commit"]] = row.get("started_at", "")
+            else:
+                out.append((search, workdir, row, started.pop(row["commit"], None)))
+    return out
+
+
+def _public(search: str, researcher: str, row: dict[str, Any], started_at: str | None) -> ResearchAttempt:
+    who, commit = quote(researcher, safe=""), row["commit"]
+    return ResearchAttempt(
+        search=search, seq=row["seq"], commit=commit, parent=row["parent"], status=row["status"], kept=row["kept"],
+        metric=row.get("metric"), partial=row.get("partial"), measured_by=row.get("measured_by"),
+        claims_differ=row.get("claims_differ"), started_at=started_at, duration_ms=row.get("duration_ms"),
+        exit_code=row.get("exit_code"), attempt_digest=row["attempt_digest"], diff_blake3=row["diff_blake3"],
+        contract_digest=row["contract_digest"], sandbox=row.get("sandbox"),
+        links={"diff": f"/v1/research/{who}/attempts/{commit}/diff", "page": f"/explorer/attempt/{commit}"},
+    )  # fmt: skip
+
+
+@router.get("/{researcher}/attempts", operation_id="list_research_attempts", responses=ERRORS)
+async def list_attempts(
+    researcher: Researcher,
+    settings: SettingsDep,
+    status: Annotated[Literal["completed", "failed", "timed_out", "interrupted"] | None, Query()] = None,
+    kept: Annotated[bool | None, Query()] = None,
+    offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+) -> ResearchAttemptPage:
+    """A researcher's attempts over every search this service knows, oldest first; filter by `status`
+    and `kept`, page with `offset` and `limit`."""
+
+    def compute() -> ResearchAttemptPage:
+        found = _attempts_of(settings, researcher)
+        if not found:
+            raise NotAnchored(f"no attempts by researcher {researcher!r} here", detail={"researcher": researcher})
+        chosen = [
+            (search, row, started)
+            for search, _, row, started in found
+            if (status is None or row["status"] == status) and (kept is None or row["kept"] == kept)
+        ]
+        page = chosen[offset : offset + limit]
+        return ResearchAttemptPage(
+            researcher=researcher, total=len(chosen), offset=offset, limit=limit,
+            next_offset=offset + limit if offset + limit < len(chosen) else None,
+            attempts=[_public(search, researcher, row, started) for search, row, started in page],
+        )  # fmt: skip
+
+    return await run_in_threadpool(compute)
+
+
+def attempt_diff(settings: Settings, researcher: str, commit: str) -> bytes:
+    """The code.diff of `researcher`'s attempt `commit`, only if it hashes to the digest its ledger row
+    binds (`Tampered` otherwise); `NotAnchored` when there is no such attempt or no diff left."""
+    from anchor.research.evidence import evidence_dir_of
+
+    body = commit.lower().removeprefix("0x")
+    for _, workdir, row, _ in reversed(_attempts_of(settings, researcher)):
+        if row["commit"] != body:
+            continue
+        path = evidence_dir_of(workdir, row) / "code.diff"
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read(MAX_DIFF_BYTES + 1)
+        except OSError:
+            raise NotAnchored(f"the code.diff of attempt {body} is not kept here", detail={"commit": body}) from None
+        if len(data) > MAX_DIFF_BYTES or blake3.blake3(data).hexdigest() != row["diff_blake3"]:
+            raise Tampered(
+                f"the code.diff of attempt {body} does not hash to the diff_blake3 its ledger row binds",
+                detail={"commit": body, "seq": row["seq"]},
+            )
+        return data
+    raise NotAnchored(f"no attempt {body} by researcher {researcher!r} here", detail={"commit": body})
+
+
+@router.get(
+    "/{researcher}/attempts/{commit}/diff",
+    operation_id="get_research_attempt_diff",
+    responses={**ERRORS, 200: {"content": {"text/x-diff": {}}}},
+    response_class=PlainTextResponse,
+)
+async def get_diff(researcher: Researcher, commit: CommitOrHex32, settings: SettingsDep) -> PlainTextResponse:
+    """The attempt's code.diff (what it changed from its champion), checked against the ledger's digest."""
+    data = await run_in_threadpool(attempt_diff, settings, researcher, commit)
+    return PlainTextResponse(
+        data.decode("utf-8", "replace"), media_type="text/x-diff", headers={"X-Content-Type-Options": "nosniff"}
+    )
