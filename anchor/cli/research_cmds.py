@@ -69,6 +69,13 @@ def run(
             help="Run attempts unconfined (no bubblewrap): network, the whole filesystem. Recorded per ledger entry.",
         ),
     ] = False,
+    push: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--push",
+            help="A git remote (name or URL): every measured commit's refs/anchor/<researcher>/<seq> is pushed to it.",
+        ),
+    ] = None,
     json: JsonFlag = False,
 ) -> None:
     """Search: baseline, then propose → commit → measure → keep or reset, every attempt ledgered and anchored."""
@@ -81,6 +88,7 @@ def run(
     from anchor.research.ledger import Ledger
     from anchor.research.loop import Search, SearchLimits
     from anchor.research.proposers import CommandProposer, ParamSearch
+    from anchor.research.push import RefPusher
     from anchor.research.searches import remember_search
 
     settings = ctx.find_root().obj["settings"]
@@ -116,12 +124,18 @@ def run(
             if propose
             else ParamSearch(terms.editable[0], seed, researcher)
         )
-        search = Search(Repo(repo.resolve()), terms, digest, ledger, work, proposer, researcher, limits, hook, box)
+        git_repo = Repo(repo.resolve())
+        pusher = None if push is None else RefPusher(git_repo, push, researcher)
+        on_entry = _both(hook, pusher)
+        search = Search(git_repo, terms, digest, ledger, work, proposer, researcher, limits, on_entry, box)
         try:
             summary = search.run().__dict__
         finally:
             if hook is not None:
                 hook.close()  # the last checkpoint reaches the chain before we go on (or exit)
+        if pusher is not None:
+            pusher.finish()  # whatever failed on the way; a run that says it pushed, did
+            summary["pushed_to"] = push
         # the final numbers, measured by the harness once the search has stopped (none if not asked for)
         final = evaluate_champion(search, None if box is None else box.revealing())
         summary["final"] = None if final is None else final_summary(final)
@@ -145,6 +159,19 @@ def run(
             f" and ledger head {anchored['ledger_head'][:16]}… of {anchored['ledger_length']} entries"
         )
     emit(ctx, json, {"researchers": summaries, "anchored": anchored, "contract_digest": digest}, lines)
+
+
+def _both(*hooks: Any) -> Any:
+    """One on_entry hook out of several (each may be None)."""
+    present = [h for h in hooks if h is not None]
+    if not present:
+        return None
+
+    def call(entry: dict[str, Any]) -> None:
+        for hook in present:
+            hook(entry)
+
+    return call
 
 
 def _run_parallel(
@@ -180,6 +207,8 @@ def _run_parallel(
             argv.append("--proposer-network")
         if opts["propose"]:
             argv += ["--propose", opts["propose"]]
+        if opts["push"]:
+            argv += ["--push", opts["push"]]
         env = {**os.environ, "ANCHOR_DATA_DIR": str(ctx.find_root().obj["settings"].data_dir)}
         children.append(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env))
     summaries = []
