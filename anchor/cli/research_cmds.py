@@ -302,6 +302,74 @@ def pin_contract(work: Path, contract: Path, ledger: Any) -> None:
 
 
 @app.command()
+def render(
+    ctx: typer.Context,
+    target: Annotated[str, typer.Argument(help="What to render: k8s (an Indexed Job, one pod per researcher).")],
+    image: Annotated[str, typer.Option(help="The container image, pinned by digest: name@sha256:<64 hex>.")],
+    repo_url: Annotated[str, typer.Option("--repo-url", help="The git repository each researcher clones.")],
+    baseline: Annotated[str, typer.Option(help="The full commit id every researcher starts from.")],
+    contract: Annotated[Path, typer.Option("--contract", help="The attempt contract (TOML), mounted read-only.")],
+    researchers: Annotated[int, typer.Option(min=1, max=64, help="Researchers: the Job's completions.")] = 2,
+    push: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--push", help="The shared remote measured commits go to (default: --repo-url)."),
+    ] = None,
+    ready_url: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option("--ready-url", help="A URL that must answer before researchers start (repeat; READY_URLS)."),
+    ] = None,
+    rpc_url_k8s: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--chain-rpc-url", help="The chain's RPC URL as the pods reach it (ANCHOR_RPC_URL)."),
+    ] = None,
+    keys_secret: Annotated[
+        str, typer.Option(help="The Secret holding ANCHOR_PRIVATE_KEY (or a keystore).")
+    ] = "anchor-keys",  # noqa: S107 - the name of a Secret object
+    ledger_claim: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(help="A ReadWriteMany PersistentVolumeClaim for the shared work dir and ledger."),
+    ] = None,
+    name: Annotated[str, typer.Option(help="The Job's name.")] = "anchor-research",
+    namespace: Annotated[Optional[str], typer.Option(help="The namespace.")] = None,  # noqa: UP045
+    max_attempts: Annotated[int, typer.Option(min=1)] = 20,
+    budget_minutes: Annotated[float, typer.Option(min=0.01)] = 60.0,
+    cpu: Annotated[str, typer.Option(help="CPU per researcher (requests = limits).")] = "1",
+    memory: Annotated[str, typer.Option(help="Memory per researcher (requests = limits).")] = "2Gi",
+    no_sandbox: Annotated[bool, typer.Option("--no-sandbox", help="Attempts unconfined (recorded per entry).")] = False,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Write here (refuses to overwrite).")] = None,  # noqa: UP045
+) -> None:
+    """Render researchers for a cluster: a Kubernetes Indexed Job (completion index = researcher id)."""
+    from anchor.errors import BadInput
+    from anchor.research.contract import load_contract
+    from anchor.research.k8s import JobSpec, render_job, to_yaml
+
+    if target != "k8s":
+        raise BadInput(f"render: unknown target {target!r} (hint: anchor research render k8s ...)",
+                       detail={"field": "target"})  # fmt: skip
+    load_contract(contract)  # a contract the researchers would refuse is refused here
+    spec = JobSpec(
+        name=name, researchers=researchers, image=image, repo_url=repo_url, baseline=baseline.lower(),
+        contract=contract.read_bytes(), push=push or repo_url, ready_urls=tuple(ready_url or ()),
+        rpc_url=rpc_url_k8s, keys_secret=keys_secret, max_attempts=max_attempts, budget_minutes=budget_minutes,
+        cpu=cpu, memory=memory, namespace=namespace, ledger_claim=ledger_claim, sandbox=not no_sandbox,
+    )  # fmt: skip
+    text = to_yaml(render_job(spec))
+    if out is None:
+        sys.stdout.write(text)
+        return
+    if out.exists():
+        raise BadInput(f"{out}: exists; not overwritten (choose another --out, or remove it)", detail={"field": "out"})
+    from anchor.files import atomic_write
+
+    atomic_write(out, text.encode())
+    sys.stderr.write(
+        f"wrote {out}: a ConfigMap and an Indexed Job of {researchers} researcher(s)"
+        + ("" if ledger_claim else "; each pod keeps its own ledger (name --ledger-claim to share one)")
+        + "\n"
+    )
+
+
+@app.command()
 def verify(
     ctx: typer.Context,
     workdir: WorkdirOpt = None,

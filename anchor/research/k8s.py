@@ -1,0 +1,195 @@
+"""Researchers on Kubernetes: an Indexed Job whose completion index is the researcher id.
+
+What the rendered manifests do, per pod (researcher r<JOB_COMPLETION_INDEX>):
+1. `wait-ready` (init): waits until every URL in READY_URLS answers (the chain's RPC, the API's
+   health route) with a status below 500, so no researcher starts against a chain that is not up;
+2. `clone` (init): clones the repository and checks out the baseline commit, detached;
+3. `researcher`: `anchor research run` on that clone, with the contract from a ConfigMap mounted
+   read-only, every measured commit pushed to the shared remote (`--push`), the signing key from a
+   Secret (never in the manifest), the ledger in the shared work dir when a ReadWriteMany volume is
+   named (`ledger_claim`), otherwise in the pod (and then lost with it; say so in the output).
+
+The image is pinned by digest (`name@sha256:…`); a tag is refused: a tag can move, and the manifest
+would then run code nobody reviewed. Resource requests equal limits (a Guaranteed pod: attempts are
+measured under identical bounds).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+from anchor.errors import BadInput
+
+DIGEST_REF = re.compile(r"^[a-z0-9][a-z0-9._/:-]*@sha256:[0-9a-f]{64}$")
+NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,40}[a-z0-9])?$")
+COMMIT = re.compile(r"^([0-9a-f]{40}|[0-9a-f]{64})$")
+QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$")
+UID = 10001
+
+WAIT_READY = """import os, sys, time, urllib.request
+urls = os.environ.get("READY_URLS", "").split()
+for url in urls:
+    while True:
+        try:
+            status = urllib.request.urlopen(url, timeout=5).status
+        except urllib.error.HTTPError as exc:
+            status = exc.code
+        except OSError as exc:
+            status = None
+            print(f"waiting for {url}: {exc}", file=sys.stderr)
+        if status is not None and status < 500:
+            print(f"ready: {url} ({status})")
+            break
+        time.sleep(2)
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    name: str
+    researchers: int
+    image: str
+    repo_url: str
+    baseline: str
+    contract: bytes
+    push: str
+    ready_urls: tuple[str, ...] = ()
+    rpc_url: str | None = None
+    keys_secret: str = "anchor-keys"  # noqa: S105 - the name of a Secret object, not a secret
+    max_attempts: int = 20
+    budget_minutes: float = 60.0
+    cpu: str = "1"
+    memory: str = "2Gi"
+    namespace: str | None = None
+    ledger_claim: str | None = None
+    sandbox: bool = True
+
+    def check(self) -> JobSpec:
+        """Refuse what would render a Job that cannot run as asked, naming the field."""
+        if not DIGEST_REF.match(self.image):
+            raise BadInput(
+                f"image: {self.image!r} is not pinned by digest (name@sha256:<64 hex>); a tag can move",
+                detail={"field": "image"},
+            )
+        for field, value in (("name", self.name), ("keys_secret", self.keys_secret)):
+            if not NAME.match(value):
+                raise BadInput(f"{field}: {value!r} is not a DNS-1123 label of at most 42 characters",
+                               detail={"field": field})  # fmt: skip
+        if self.ledger_claim is not None and not NAME.match(self.ledger_claim):
+            raise BadInput(f"ledger_claim: {self.ledger_claim!r} is not a claim name", detail={"field": "ledger_claim"})
+        if not COMMIT.match(self.baseline):
+            raise BadInput(f"baseline: {self.baseline!r} is not a full commit id", detail={"field": "baseline"})
+        if not 1 <= self.researchers <= 64:
+            raise BadInput("researchers: between 1 and 64", detail={"field": "researchers"})
+        for field, value in (("cpu", self.cpu), ("memory", self.memory)):
+            if not QUANTITY.match(value):
+                raise BadInput(f"{field}: {value!r} is not a Kubernetes quantity", detail={"field": field})
+        for url in (*self.ready_urls, *([self.rpc_url] if self.rpc_url else [])):
+            if not re.match(r"^https?://[^\s]+$", url):
+                raise BadInput(f"ready_urls: {url!r} is not an http(s) URL", detail={"field": "ready_urls"})
+        return self
+
+
+def render_job(spec: JobSpec) -> list[dict[str, Any]]:
+    """The ConfigMap with the contract and the Indexed Job, as Kubernetes objects."""
+    spec.check()
+    meta = {
+        "name": spec.name,
+        "labels": {"app.kubernetes.io/name": "anchor-research", "app.kubernetes.io/instance": spec.name},
+    }
+    if spec.namespace:
+        meta["namespace"] = spec.namespace
+    config = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {**meta, "name": f"{spec.name}-contract"},
+        "data": {"contract.toml": spec.contract.decode("utf-8")},
+    }
+    workdir = "/shared/search" if spec.ledger_claim else "/work/search"
+    run = [
+        "anchor", "research", "run", "--repo", "/work/repo", "--contract", "/contract/contract.toml",
+        "--workdir", workdir, "--push", spec.push, "--max-attempts", str(spec.max_attempts),
+        "--budget-minutes", f"{spec.budget_minutes:g}",
+    ]  # fmt: skip
+    if not spec.sandbox:
+        run.append("--no-sandbox")
+    command = " ".join(shlex.quote(a) for a in run) + ' --researcher "r${JOB_COMPLETION_INDEX}"'
+    clone = (
+        f"git clone --quiet --no-checkout {shlex.quote(spec.repo_url)} /work/repo"
+        f" && git -C /work/repo checkout --quiet --detach {spec.baseline}"
+    )
+    security = {
+        "runAsNonRoot": True, "runAsUser": UID, "runAsGroup": UID, "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+    }  # fmt: skip
+    resources = {
+        "requests": {"cpu": spec.cpu, "memory": spec.memory},
+        "limits": {"cpu": spec.cpu, "memory": spec.memory},
+    }
+    small = {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"cpu": "100m", "memory": "128Mi"}}
+    mounts = [{"name": "work", "mountPath": "/work"}]
+    env = [
+        {"name": "ANCHOR_DATA_DIR", "value": "/shared/data" if spec.ledger_claim else "/work/data"},
+        {"name": "HOME", "value": "/work/home"},
+        {"name": "GIT_TERMINAL_PROMPT", "value": "0"},
+    ]
+    if spec.rpc_url:
+        env.append({"name": "ANCHOR_RPC_URL", "value": spec.rpc_url})
+    volumes: list[dict[str, Any]] = [
+        {"name": "work", "emptyDir": {}},
+        {"name": "contract", "configMap": {"name": f"{spec.name}-contract"}},
+    ]
+    main_mounts = [*mounts, {"name": "contract", "mountPath": "/contract", "readOnly": True}]
+    if spec.ledger_claim:
+        volumes.append({"name": "shared", "persistentVolumeClaim": {"claimName": spec.ledger_claim}})
+        main_mounts.append({"name": "shared", "mountPath": "/shared"})
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": meta,
+        "spec": {
+            "completionMode": "Indexed",
+            "completions": spec.researchers,
+            "parallelism": spec.researchers,
+            "backoffLimitPerIndex": 1,
+            "maxFailedIndexes": spec.researchers,
+            "activeDeadlineSeconds": int(spec.budget_minutes * 60) + 1800,
+            "template": {
+                "metadata": {"labels": meta["labels"]},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "securityContext": {"runAsNonRoot": True, "runAsUser": UID, "fsGroup": UID,
+                                        "seccompProfile": {"type": "RuntimeDefault"}},
+                    "initContainers": [
+                        {"name": "wait-ready", "image": spec.image, "command": ["python3", "-c", WAIT_READY],
+                         "env": [{"name": "READY_URLS", "value": " ".join(spec.ready_urls)}],
+                         "securityContext": security, "resources": small},
+                        {"name": "clone", "image": spec.image, "command": ["sh", "-c", clone], "env": env,
+                         "volumeMounts": mounts, "securityContext": security, "resources": small},
+                    ],
+                    "containers": [
+                        {"name": "researcher", "image": spec.image, "command": ["sh", "-c", command],
+                         "env": env, "envFrom": [{"secretRef": {"name": spec.keys_secret}}],
+                         "volumeMounts": main_mounts, "securityContext": security, "resources": resources},
+                    ],
+                    "volumes": volumes,
+                },
+            },
+        },
+    }  # fmt: skip
+    return [config, job]
+
+
+def to_yaml(documents: list[dict[str, Any]]) -> str:
+    """Multi-document YAML, every value written out (no anchors or aliases: what a reviewer reads is
+    what runs)."""
+    import yaml
+
+    class Plain(yaml.SafeDumper):
+        def ignore_aliases(self, data: Any) -> bool:
+            return True
+
+    return "".join("---\n" + yaml.dump(doc, Dumper=Plain, sort_keys=False, width=200) for doc in documents)
