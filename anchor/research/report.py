@@ -60,6 +60,10 @@ def summarise(entries: list[dict[str, Any]]) -> tuple[dict[str, Any], list[str]]
             f"  best {mode} over attempts: {sparkline(best)}  ({best[0]} → {best[-1]})",
             f"  per attempt:             {sparkline(values)}",
         ]
+        sources = sorted({(e["measured_by"]["source"], e["measured_by"]["digest"]) for e in mine if "measured_by" in e})
+        stats["measured_by"] = [{"source": src, "digest": digest} for src, digest in sources]
+        if sources:
+            lines.append("  measured by: " + ", ".join(f"{src} (digest {digest[:16]}…)" for src, digest in sources))
         if champion is not None:
             lines.append(
                 f"  champion {champion['commit'][:12]} {champion['metric']['name']}={champion['metric']['value']}"

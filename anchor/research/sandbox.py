@@ -26,6 +26,18 @@ from anchor.errors import ToolchainMissing
 ALLOWED = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
 
 
+def _own_python_under_tmp() -> list[str]:
+    """The harness's own Python environment (a virtualenv), shown read-only when it lies under /tmp,
+    which the sandbox replaces with an empty tmpfs: `python3` of an activated virtualenv (numpy, the
+    project's dependencies) then works inside as outside. Anywhere else it is visible already."""
+    import sys
+
+    prefix = Path(sys.prefix).resolve()
+    if prefix.is_relative_to("/tmp") and prefix != Path("/tmp"):  # noqa: S108
+        return ["--ro-bind", str(prefix), str(prefix)]
+    return []
+
+
 def allowed_env(run_dir: Path, private_tmp: bool = False, passed: tuple[str, ...] = ()) -> dict[str, str]:
     """The attempt's (or proposer's) whole environment: nothing of ours but PATH, the locale and the
     variables the contract names (`pass_env`, never Anchor's); its temporary files in the sandbox's
@@ -95,6 +107,7 @@ class Sandbox:
         run_dir = run_dir.resolve()
         args = [self.bwrap, "--die-with-parent", "--unshare-all", "--ro-bind", "/", "/", "--dev", "/dev",
                 "--proc", "/proc", "--tmpfs", "/tmp"]  # noqa: S108 # fmt: skip
+        args += _own_python_under_tmp()
         if network:
             args.append("--share-net")
         for path in self.hidden:  # mounted before the binds below, which may lie inside them

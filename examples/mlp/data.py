@@ -1,0 +1,18 @@
+"""The digits data (bundled with scikit-learn: no download) and its fixed split.
+
+Shared by the training code and the evaluator, and not editable by the search: the evaluator's digest
+(`evaluator_files`) covers it, so a search cannot move the validation rows into training."""
+
+import numpy as np
+from sklearn.datasets import load_digits
+
+VALIDATION = 400
+
+
+def split():
+    digits = load_digits()
+    x = (digits.data / 16.0).astype(np.float64)
+    y = digits.target.astype(np.int64)
+    order = np.random.default_rng(20261201).permutation(len(y))
+    val, train = order[:VALIDATION], order[VALIDATION:]
+    return (x[train], y[train]), (x[val], y[val])
