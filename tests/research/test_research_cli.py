@@ -240,3 +240,39 @@ def test_a_ledger_rewritten_without_its_losers_reordered_or_truncated_is_caught_
 
     path.write_text(original)
     assert fresh_chain.cli("research", "verify").returncode == ExitCode.OK
+
+
+def test_the_evaluators_number_is_the_one_anchored_on_chain_not_the_agents(fresh_chain: Chain, tmp_path: Path) -> None:
+    """The lineage record of each kept attempt carries the hash of the evaluator's metric; the number
+    the edited code wrote in its own metrics file is only a flagged claim."""
+    from anchor.manifest.attempt import Metric
+
+    fresh_chain.cli("deploy", check=True)
+    repo = make_repo(tmp_path / "repo", {
+        "params.json": json.dumps({"x": 1.0, "y": 3}), "README.md": "search\n",
+        "eval.py": "import json,sys\nprint(json.dumps({'score': json.load(open(sys.argv[1]+'/out.json'))['x'] / 4}))\n",
+    })  # fmt: skip
+    attempt = (
+        "python3 -c \"import json,sys; x=json.load(open('params.json'))['x'];"
+        " json.dump({'x': x}, open(sys.argv[1]+'/out.json','w'));"
+        " json.dump({'score': 99}, open(sys.argv[1]+'/metrics.json','w'))\" {run_dir}"
+    )
+    contract = tmp_path / "contract.toml"
+    contract.write_text(
+        f'task = "t"\ncommand = "{attempt.replace(chr(34), chr(92) + chr(34))}"\neditable = ["params.json"]\n'
+        'metric = "score"\nmode = "max"\nattempt_timeout_minutes = 1\n'
+        'metric_source = "evaluator:python3 eval.py {run_dir}"\nevaluator_files = ["eval.py"]\n'
+    )
+    fresh_chain.cli("research", "run", "--repo", str(repo), "--contract", str(contract), "--max-attempts", "4",
+                    check=True)  # fmt: skip
+    entries = _attempts(fresh_chain)
+    assert all(e["measured_by"]["source"] == "evaluator" and e["claims_differ"] for e in entries)
+    registry = open_registry(fresh_chain.settings, open_chain(fresh_chain.settings, start_local=False))
+    for entry in (e for e in entries if e["kept"]):
+        record = registry.lineage(commit_key(entry["commit"]))
+        assert record is not None
+        theirs = Metric.of("score", "max", 99).hash().hex()
+        assert record.metric_hash == "0x" + entry["metric_hash"] != "0x" + theirs
+    assert all(json.loads(e["claims"]) == {"score": 99, "from": "metrics.json"} for e in entries)
+    assert entries[0]["metric"]["value"] == "0.25"  # the baseline: x = 1.0, scored x / 4 by the evaluator
+    assert fresh_chain.cli("research", "verify").returncode == ExitCode.OK
