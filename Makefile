@@ -8,7 +8,7 @@ ANCHOR := $(BIN)/anchor
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 DEMO_DATA := $(CURDIR)/.anchor/demo
 
-.PHONY: install demo test e2e browser sandbox screenshots lock test-forge test-python lint fmt snapshot bench clean artifact wheel
+.PHONY: install demo test e2e browser sandbox postgres screenshots lock test-forge test-python lint fmt snapshot bench clean artifact wheel
 
 install: $(VENV)/.installed node_modules/.installed
 
@@ -26,7 +26,7 @@ node_modules/.installed: package.json package-lock.json
 demo: install sandbox
 	ANCHOR_DATA_DIR=$(DEMO_DATA) bash examples/demo.sh
 
-test: install browser sandbox test-forge test-python
+test: install browser sandbox postgres test-forge test-python
 
 ## anchor -> verify -> lookup on a real chain: ANCHOR_RPC_URL and a funded key, else it says so and exits 0.
 e2e: install
@@ -35,6 +35,11 @@ e2e: install
 ## bubblewrap: research attempts run sandboxed (anchor/research/sandbox.py). Debian's package; needs root, as CI has.
 sandbox:
 	command -v bwrap >/dev/null || (apt-get update -qq && apt-get install -y -qq bubblewrap)
+
+## PostgreSQL 15 for the shared-ledger tests (tests/postgres.py runs initdb in a temporary directory as an
+## unprivileged user and stops the server by its PID). Debian's package; needs root, as CI has.
+postgres:
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq postgresql)
 
 ## Headless Chromium for the explorer-page tests (Debian's package; needs root, as CI has).
 browser:

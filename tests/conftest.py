@@ -85,6 +85,23 @@ def deployed_chain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chain]:
         yield chain
 
 
+@pytest.fixture(scope="session")
+def postgres_server_url() -> Iterator[str]:
+    """One real PostgreSQL server for the session (tests/postgres.py); each test takes a database."""
+    from tests.postgres import postgres_server
+
+    with postgres_server() as url:
+        yield url
+
+
+@pytest.fixture
+def postgres_url(postgres_server_url: str, request: pytest.FixtureRequest) -> str:
+    """A fresh database of its own on the session's server."""
+    from tests.postgres import fresh_database
+
+    return fresh_database(postgres_server_url, "t_" + uuid.uuid4().hex[:16])
+
+
 @pytest.fixture
 def fresh_chain(tmp_path: Path) -> Iterator[Chain]:
     """An anvil of its own, for tests that restart, replace code or need an empty registry."""

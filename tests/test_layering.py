@@ -56,9 +56,10 @@ ALLOWED: dict[str, set[str]] = {
     # application
     "anchoring": {"errors", "files", "manifest", "batch", "proof", "chain", "journal", "verify", "settings"},
     "research": {"errors", "files", "manifest", "proof", "chain", "journal", "verify", "anchoring", "settings"},
+    "attest": {"errors", "files", "ingest", "manifest", "proof", "verify", "anchoring", "settings"},
     # interfaces
     "cli": {"errors", "files", "settings", "manifest", "proof", "chain", "journal", "verify", "anchoring",
-            "research"},
+            "research", "attest"},
     "__main__": {"cli"},
 }  # fmt: skip
 GROUND_MODULES = {"__init__", "__main__", "errors", "files"}

@@ -14,7 +14,7 @@ app = typer.Typer(help="Show the effective settings (command line, ANCHOR_* vari
 def show(ctx: typer.Context, json: JsonFlag = False) -> None:
     """Print every setting, its value and its source: an option, a variable, a file, or the default."""
     from anchor.settings.config import project_file, user_file
-    from anchor.settings.session import Settings
+    from anchor.settings.session import Settings, redact_url
 
     data_dir, rpc_url = ctx.find_root().obj["given"]
     settings, found = Settings.resolve(data_dir, rpc_url[0] if rpc_url else None)
@@ -22,6 +22,7 @@ def show(ctx: typer.Context, json: JsonFlag = False) -> None:
         "data_dir": str(settings.data_dir), "rpc_url": settings.rpc_url or "(the local chain)",
         "local_port": found["local_port"].value or "(18545, or the port recorded in the data directory)",
         "keystore": found["keystore"].value or "(none: ANCHOR_PRIVATE_KEY, or the dev key on the local chain)",
+        "journal_url": redact_url(settings.journal_url) if settings.journal_url else "(none: the ledger is a file)",
     }  # fmt: skip
     rows = {key: {"value": effective[key], "source": found[key].source} for key in effective}
     project = project_file()

@@ -85,7 +85,7 @@ def run(
     from anchor.research.final import evaluate_champion, final_line
     from anchor.research.final import summary as final_summary
     from anchor.research.git import Repo
-    from anchor.research.ledger import Ledger
+    from anchor.research.ledger import open_ledger
     from anchor.research.loop import Search, SearchLimits
     from anchor.research.proposers import CommandProposer, ParamSearch
     from anchor.research.push import RefPusher
@@ -95,7 +95,7 @@ def run(
     work = _workdir(ctx, workdir)
     _check_researcher(researcher)
     terms, _ = load_contract(contract)
-    ledger = Ledger(work / "ledger.jsonl")
+    ledger = open_ledger(work, settings.journal_url)
     pin_contract(work, contract, ledger)  # before anything is anchored under it
     remember_search(settings.data_dir, work)  # read-back (the API, the explorer) lists every search
     # SIGTERM takes the same path as Ctrl-C: the running attempt's process group is torn down first
@@ -256,16 +256,21 @@ def _check_researcher(researcher: str) -> None:
         )
 
 
-def _existing_ledger(work: Path) -> Any:
-    """The search's ledger, refused (not created) when the work dir holds none."""
+def _existing_ledger(work: Path, ctx: typer.Context | None = None) -> Any:
+    """The search's ledger (a file, or PostgreSQL with ANCHOR_JOURNAL_URL), refused (not created) when
+    it holds nothing."""
     from anchor.errors import BadInput
-    from anchor.research.ledger import Ledger
+    from anchor.research.ledger import Ledger, open_ledger
 
-    path = work / "ledger.jsonl"
-    if not path.is_file():
-        raise BadInput(f"{path}: no research ledger here (hint: --workdir names a search's work dir)",
+    url = None if ctx is None else ctx.find_root().obj["settings"].journal_url
+    ledger = open_ledger(work, url)
+    if isinstance(ledger, Ledger) and not ledger.path.is_file():
+        raise BadInput(f"{ledger.path}: no research ledger here (hint: --workdir names a search's work dir)",
                        detail={"field": "workdir"})  # fmt: skip
-    return Ledger(path)
+    if not isinstance(ledger, Ledger) and not ledger.rows():
+        raise BadInput(f"{ledger.where}: no rows (hint: ANCHOR_LEDGER_NAME or --workdir names the search)",
+                       detail={"field": "workdir"})  # fmt: skip
+    return ledger
 
 
 def _interrupted(signum: int, frame: object) -> None:
@@ -364,7 +369,12 @@ def render(
     atomic_write(out, text.encode())
     sys.stderr.write(
         f"wrote {out}: a ConfigMap and an Indexed Job of {researchers} researcher(s)"
-        + ("" if ledger_claim else "; each pod keeps its own ledger (name --ledger-claim to share one)")
+        + (
+            ""
+            if ledger_claim
+            else "; the pods share a ledger only through ANCHOR_JOURNAL_URL in the keys Secret"
+            " (PostgreSQL), or --ledger-claim"
+        )
         + "\n"
     )
 
@@ -388,9 +398,9 @@ def verify(
     from anchor.research.checkpoints import check_anchored_heads
 
     work = _workdir(ctx, workdir)
-    ledger = _existing_ledger(work)
+    ledger = _existing_ledger(work, ctx)
     result = ledger.verify()
-    path = ledger.path
+    path = ledger.where
     heads = check_anchored_heads(ledger, ctx.find_root().obj["settings"])
     attempts = ledger.entries()
     checked = audit(attempts, work, repo)
@@ -423,7 +433,7 @@ def report(ctx: typer.Context, workdir: WorkdirOpt = None, json: JsonFlag = Fals
     from anchor.research.report import summarise
 
     work = _workdir(ctx, workdir)
-    ledger = _existing_ledger(work)
+    ledger = _existing_ledger(work, ctx)
     ledger.verify()
     data, lines = summarise(ledger.entries())
     _final_numbers(work, data, lines)
@@ -469,7 +479,7 @@ def lineage(
     """Print the attempt tree around COMMIT with the champion chain marked, checked against the chain."""
     from anchor.research.report import lineage_tree
 
-    ledger = _existing_ledger(_workdir(ctx, workdir))
+    ledger = _existing_ledger(_workdir(ctx, workdir), ctx)
     ledger.verify()
     data, lines = lineage_tree(ledger.entries(), commit, ctx.find_root().obj["settings"])
     emit(ctx, json, data, lines)

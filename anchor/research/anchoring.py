@@ -11,7 +11,7 @@ from anchor.errors import Tampered
 from anchor.manifest.attempt import AttemptManifest
 from anchor.manifest.filetree import hash_tree
 from anchor.manifest.onchain import commit_key
-from anchor.research.ledger import Ledger, is_attempt
+from anchor.research.ledger import AnyLedger, is_attempt
 from anchor.settings.session import Settings
 
 ATTEMPT_FIELDS = (
@@ -62,12 +62,12 @@ def sign_record(
     return researcher.sign_lineage(registry.chain_id, registry.address, fields)
 
 
-def checkpoint_path(ledger: Ledger, length: int) -> Path:
-    return ledger.path.parent / "checkpoints" / f"{length:08d}.anchor.json"
+def checkpoint_path(ledger: AnyLedger, length: int) -> Path:
+    return ledger.workdir / "checkpoints" / f"{length:08d}.anchor.json"
 
 
 def anchor_search(
-    settings: Settings, ledger: Ledger, since: int = 0, service: Any = None, flush: bool = True
+    settings: Settings, ledger: AnyLedger, since: int = 0, service: Any = None, flush: bool = True
 ) -> dict[str, Any]:
     """Submit the attempts from seq `since` on and the ledger head, open lineage effects for their kept
     attempts, flush.

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from anchor.errors import BadInput, Tampered
-from anchor.research.ledger import Ledger
+from anchor.research.ledger import AnyLedger
 from anchor.settings.session import Settings
 
 
@@ -34,7 +34,7 @@ class Checkpoints:
     at the next checkpoint; the search goes on, and the end of the run anchors everything or fails
     with the reason. `close()` waits for the last flush."""
 
-    def __init__(self, settings: Settings, ledger: Ledger, every: int = 10, every_s: float = 300.0) -> None:
+    def __init__(self, settings: Settings, ledger: AnyLedger, every: int = 10, every_s: float = 300.0) -> None:
         self.settings, self.ledger, self.every, self.every_s = settings, ledger, every, every_s
         self.pending = 0
         self.last = time.monotonic()
@@ -78,7 +78,7 @@ class AnchoredHeads:
     anchored_at: str | None
 
 
-def check_anchored_heads(ledger: Ledger, settings: Settings) -> AnchoredHeads:
+def check_anchored_heads(ledger: AnyLedger, settings: Settings) -> AnchoredHeads:
     """Read every checkpoint proof beside the ledger back from the chain and compare the ledger with it.
 
     Raises `Tampered` naming the first seq that cannot be the anchored one (missing, or differing at or
@@ -88,7 +88,7 @@ def check_anchored_heads(ledger: Ledger, settings: Settings) -> AnchoredHeads:
 
     entries = ledger.rows()  # anchored heads count rows, traces included
     best: tuple[int, int | None, str | None] = (0, None, None)
-    proofs = sorted((ledger.path.parent / "checkpoints").glob("*.anchor.json"))
+    proofs = sorted((ledger.workdir / "checkpoints").glob("*.anchor.json"))
     for path in proofs:
         proof = load_proof(path)
         if proof.manifest.get("kind") != "ledger":
@@ -99,13 +99,13 @@ def check_anchored_heads(ledger: Ledger, settings: Settings) -> AnchoredHeads:
         when = f"block {verdict.anchored_block}, {verdict.anchored_at}"
         if len(entries) < length:
             raise Tampered(
-                f"{ledger.path}: {len(entries)} entries, but a head of {length} entries was anchored ({when}):"
+                f"{ledger.where}: {len(entries)} entries, but a head of {length} entries was anchored ({when}):"
                 f" seq {len(entries)} to {length - 1} are missing",
                 detail={"seq": len(entries), "anchored_length": length, "anchored_block": verdict.anchored_block},
             )
         if entries[length - 1]["digest"] != head:
             raise Tampered(
-                f"{ledger.path}: the entry at seq {length - 1}, or one before it, is not the one anchored ({when}):"
+                f"{ledger.where}: the entry at seq {length - 1}, or one before it, is not the one anchored ({when}):"
                 " entries were removed, reordered or rewritten",
                 detail={"seq": length - 1, "anchored_length": length, "anchored_block": verdict.anchored_block},
             )

@@ -6,8 +6,9 @@ What the rendered manifests do, per pod (researcher r<JOB_COMPLETION_INDEX>):
 2. `clone` (init): clones the repository and checks out the baseline commit, detached;
 3. `researcher`: `anchor research run` on that clone, with the contract from a ConfigMap mounted
    read-only, every measured commit pushed to the shared remote (`--push`), the signing key from a
-   Secret (never in the manifest), the ledger in the shared work dir when a ReadWriteMany volume is
-   named (`ledger_claim`), otherwise in the pod (and then lost with it; say so in the output).
+   Secret (never in the manifest; ANCHOR_JOURNAL_URL there puts every pod's rows in one PostgreSQL
+   ledger), or the file ledger in the shared work dir when a ReadWriteMany volume is named
+   (`ledger_claim`); with neither, in the pod (and then lost with it; the CLI says so).
 
 The image is pinned by digest (`name@sha256:…`); a tag is refused: a tag can move, and the manifest
 would then run code nobody reviewed. Resource requests equal limits (a Guaranteed pod: attempts are

@@ -15,12 +15,12 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from anchor.errors import Tampered
+from anchor.errors import JournalError, Tampered
 from anchor.manifest.canonical import canonical_json
 from anchor.manifest.domain import Domain, tagged
 
@@ -42,8 +42,12 @@ def is_attempt(row: dict[str, Any]) -> bool:
 
 
 class Ledger:
+    """The ledger as a file: one machine (or a shared filesystem with working POSIX locks)."""
+
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.workdir = path.parent
+        """Where the search keeps its run dirs and checkpoint proofs, beside the ledger."""
         path.parent.mkdir(parents=True, exist_ok=True)
         path.touch(exist_ok=True)
 
@@ -86,32 +90,160 @@ class Ledger:
 
     def verify(self) -> dict[str, Any]:
         """Check the whole chain; raises `Tampered` naming the first bad entry (its line number)."""
-        prev, count = GENESIS, 0
-        for number, line in enumerate(self.path.read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                entry = json.loads(line)
-                ok_shape = isinstance(entry, dict) and {"seq", "prev", "digest"} <= entry.keys()
-            except ValueError:
-                ok_shape = False
-            problem = None
-            if not ok_shape:
-                problem = "not a ledger entry"
-            elif entry_digest(entry) != entry["digest"]:
-                problem = "its content does not match its digest (edited)"
-            elif entry["seq"] != count:
-                problem = f"seq {entry['seq']} where {count} was expected (deleted or reordered)"
-            elif entry["prev"] != prev:
-                problem = "it does not chain to the entry before (deleted or reordered)"
-            if problem is not None:
-                raise Tampered(
-                    f"{self.path}: entry at line {number} is bad: {problem}",
-                    detail={"line": number, "seq": count, "problem": problem},
-                )
-            prev, count = entry["digest"], count + 1
-        return {"entries": count, "head": prev}
+        lines = enumerate(self.path.read_text(encoding="utf-8").splitlines(), start=1)
+        return verify_lines(((n, line) for n, line in lines if line.strip()), str(self.path), "line")
+
+    @property
+    def where(self) -> str:
+        return str(self.path)
 
     def head(self) -> tuple[str, int]:
         rows = self.rows()
         return (rows[-1]["digest"], len(rows)) if rows else (GENESIS, 0)
+
+
+def verify_lines(lines: Iterable[tuple[int, str]], where: str, unit: str) -> dict[str, Any]:
+    """Check a chain given as (position, canonical JSON) pairs; `Tampered` names the first bad one."""
+    prev, count = GENESIS, 0
+    for number, line in lines:
+        try:
+            entry = json.loads(line)
+            ok_shape = isinstance(entry, dict) and {"seq", "prev", "digest"} <= entry.keys()
+        except ValueError:
+            ok_shape = False
+        problem = None
+        if not ok_shape:
+            problem = "not a ledger entry"
+        elif entry_digest(entry) != entry["digest"]:
+            problem = "its content does not match its digest (edited)"
+        elif entry["seq"] != count:
+            problem = f"seq {entry['seq']} where {count} was expected (deleted or reordered)"
+        elif entry["prev"] != prev:
+            problem = "it does not chain to the entry before (deleted or reordered)"
+        if problem is not None:
+            raise Tampered(
+                f"{where}: entry at {unit} {number} is bad: {problem}",
+                detail={unit: number, "seq": count, "problem": problem},
+            )
+        prev, count = entry["digest"], count + 1
+    return {"entries": count, "head": prev}
+
+
+SCHEMA_VERSION = 1
+
+
+class PgLedger:
+    """The ledger in PostgreSQL: researchers on many hosts append to one chain.
+
+    Same rows, same digests, same verification as the file: each row is stored as the canonical JSON
+    line the file would hold (`body`), keyed by (ledger name, seq). An append takes a transaction-level
+    advisory lock on the ledger's name, reads the last row and inserts the next, so concurrent
+    researchers are serialized by the database; the primary key refuses a second row at one seq even
+    if the lock were bypassed. The name is the search's (by default its work dir's base name,
+    ANCHOR_LEDGER_NAME to choose): pods that mount /work/search on several hosts share "search".
+    """
+
+    def __init__(self, url: str, workdir: Path, name: str) -> None:
+        self.url, self.workdir, self.name = url, workdir, name
+        self._conn: Any = None
+
+    @property
+    def where(self) -> str:
+        return f"postgresql ledger {self.name!r}"
+
+    def _db(self) -> Any:
+        import psycopg
+
+        if self._conn is None or self._conn.closed:
+            try:
+                self._conn = psycopg.connect(self.url, connect_timeout=10)
+            except psycopg.OperationalError as exc:
+                raise JournalError(
+                    f"{self.where}: the database cannot be reached ({str(exc).splitlines()[0][:200]})",
+                    detail={"variable": "ANCHOR_JOURNAL_URL"},
+                ) from None
+            with self._conn.transaction():
+                self._conn.execute("CREATE TABLE IF NOT EXISTS anchor_meta (key text PRIMARY KEY, value text NOT NULL)")
+                self._conn.execute(
+                    "INSERT INTO anchor_meta VALUES ('ledger_schema', %s) ON CONFLICT (key) DO NOTHING",
+                    (str(SCHEMA_VERSION),),
+                )
+                (version,) = self._conn.execute("SELECT value FROM anchor_meta WHERE key = 'ledger_schema'").fetchone()
+                if version != str(SCHEMA_VERSION):
+                    raise JournalError(
+                        f"{self.where}: ledger schema version {version}, this anchor knows {SCHEMA_VERSION}",
+                        detail={"schema": version},
+                    )
+                self._conn.execute(
+                    "CREATE TABLE IF NOT EXISTS anchor_ledger (ledger text NOT NULL, seq bigint NOT NULL,"
+                    " body text NOT NULL, PRIMARY KEY (ledger, seq))"
+                )
+        return self._conn
+
+    def _lines(self) -> list[tuple[int, str]]:
+        db = self._db()
+        with db.transaction():
+            found = db.execute("SELECT seq, body FROM anchor_ledger WHERE ledger = %s ORDER BY seq", (self.name,))
+            return [(int(seq), str(body)) for seq, body in found.fetchall()]
+
+    def rows(self) -> list[dict[str, Any]]:
+        return [json.loads(body) for _, body in self._lines()]
+
+    def entries(self) -> list[dict[str, Any]]:
+        return [row for row in self.rows() if is_attempt(row)]
+
+    def append(self, fields: dict[str, Any]) -> dict[str, Any]:
+        db = self._db()
+        with db.transaction():
+            db.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"anchor_ledger:{self.name}",))
+            last = db.execute(
+                "SELECT body FROM anchor_ledger WHERE ledger = %s ORDER BY seq DESC LIMIT 1", (self.name,)
+            ).fetchone()
+            previous = json.loads(last[0]) if last else None
+            entry = {
+                **fields,
+                "seq": 0 if previous is None else previous["seq"] + 1,
+                "prev": GENESIS if previous is None else previous["digest"],
+            }
+            entry["digest"] = entry_digest(entry)
+            db.execute(
+                "INSERT INTO anchor_ledger (ledger, seq, body) VALUES (%s, %s, %s)",
+                (self.name, entry["seq"], canonical_json(entry).decode("utf-8")),
+            )
+        return entry
+
+    def verify(self) -> dict[str, Any]:
+        return verify_lines(self._lines(), self.where, "row")
+
+    def head(self) -> tuple[str, int]:
+        rows = self.rows()
+        return (rows[-1]["digest"], len(rows)) if rows else (GENESIS, 0)
+
+    @staticmethod
+    def names(url: str) -> list[str]:
+        """The ledgers (searches) this database holds."""
+        import psycopg
+
+        with psycopg.connect(url, connect_timeout=10) as conn:
+            exists = conn.execute("SELECT to_regclass('anchor_ledger') IS NOT NULL").fetchone()
+            if not exists or not exists[0]:
+                return []
+            return [str(n) for (n,) in conn.execute("SELECT DISTINCT ledger FROM anchor_ledger ORDER BY 1")]
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+def open_ledger(workdir: Path, journal_url: str | None = None) -> Ledger | PgLedger:
+    """The search's ledger: in PostgreSQL when `journal_url` (ANCHOR_JOURNAL_URL) names a database,
+    else the file <workdir>/ledger.jsonl."""
+    if journal_url and journal_url.startswith(("postgresql://", "postgres://")):
+        name = os.environ.get("ANCHOR_LEDGER_NAME") or workdir.name or "search"
+        return PgLedger(journal_url, workdir, name)
+    return Ledger(workdir / "ledger.jsonl")
+
+
+AnyLedger = Ledger | PgLedger
+"""Either backend: the same rows, digests and verification (docs/research.md, "The ledger")."""

@@ -34,7 +34,7 @@ from anchor.research.evaluator import evaluate, measured_by
 from anchor.research.evidence import interrupted_dir_of, run_dir_of, seal
 from anchor.research.git import Repo
 from anchor.research.guard import check_committed, check_fence, check_unscored
-from anchor.research.ledger import STARTED, Ledger
+from anchor.research.ledger import STARTED, AnyLedger
 from anchor.research.metrics import read_claims, read_metric
 from anchor.research.proposers import Proposer
 from anchor.research.runner import reap_survivors, run_command
@@ -96,7 +96,7 @@ class Search:
         repo: Repo,
         contract: AttemptContract,
         contract_digest: str,
-        ledger: Ledger,
+        ledger: AnyLedger,
         workdir: Path,
         proposer: Proposer,
         researcher: str,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import json
 from pathlib import Path
+from typing import Any
 
 from anchor.files import atomic_write
 
@@ -40,6 +41,20 @@ def known_searches(data_dir: Path) -> list[Path]:
     for path in [default, *(Path(p) for p in _read(default / RECORD))]:
         if (path / "ledger.jsonl").is_file() and path.resolve() not in [f.resolve() for f in found]:
             found.append(path)
+    return found
+
+
+def known_ledgers(data_dir: Path, journal_url: str | None) -> list[Any]:
+    """Every ledger read-back should cover: the file ledgers of the known work dirs and, with a
+    PostgreSQL ANCHOR_JOURNAL_URL, each ledger in that database (its run dirs looked for in the known
+    work dir of the same name, else the default one)."""
+    from anchor.research.ledger import Ledger, PgLedger
+
+    found: list[Any] = [Ledger(workdir / "ledger.jsonl") for workdir in known_searches(data_dir)]
+    if journal_url and journal_url.startswith(("postgresql://", "postgres://")):
+        recorded = {Path(p).name: Path(p) for p in _read(default_workdir(data_dir) / RECORD)}
+        for name in PgLedger.names(journal_url):
+            found.append(PgLedger(journal_url, recorded.get(name, default_workdir(data_dir)), name))
     return found
 
 

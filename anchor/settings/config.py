@@ -23,6 +23,7 @@ KEYS = {
     "rpc_url": "ANCHOR_RPC_URL",
     "local_port": "ANCHOR_LOCAL_PORT",
     "keystore": "ANCHOR_KEYSTORE",
+    "journal_url": "ANCHOR_JOURNAL_URL",
 }
 PATH_KEYS = frozenset({"data_dir", "keystore"})
 """Relative paths in a file are relative to that file's directory."""

@@ -17,7 +17,7 @@ from anchor.errors import BadInput
 
 SECRET_VARIABLES = frozenset({
     "ANCHOR_PRIVATE_KEY", "ANCHOR_KEYSTORE_PASSWORD", "ANCHOR_RESEARCHER_KEY", "ANCHOR_RESEARCHER_KEYSTORE_PASSWORD",
-    "ANCHOR_API_TOKENS",
+    "ANCHOR_API_TOKENS", "ANCHOR_JOURNAL_URL",
 })  # fmt: skip
 _SECRET_WORDS = ("PRIVATE_KEY", "PASSWORD", "SECRET", "MNEMONIC", "TOKEN")
 
@@ -68,6 +68,10 @@ class Settings:
     rpc_url: str | None = None
     keystore: Path | None = None
     local_port: int | None = None
+    journal_url: str | None = None
+    """ANCHOR_JOURNAL_URL: a postgresql:// URL puts the research ledger in PostgreSQL, shared by
+    researchers on many hosts; unset, the ledger is a file in the search's work dir. May carry a
+    password: a secret (never shown, never given to a child process)."""
     read_rpcs: tuple[str, ...] = ()
     """Every endpoint a verdict is read from (`--rpc-url` given more than once, or ANCHOR_READ_RPCS,
     comma-separated); a verdict needs a quorum of them to agree. Empty: `rpc_url` (or the local chain)."""
@@ -100,9 +104,17 @@ class Settings:
             rpc_url=found["rpc_url"].value or None,
             keystore=Path(found["keystore"].value) if found["keystore"].value else None,
             local_port=int(port.value) if port.value else None,
+            journal_url=found["journal_url"].value or None,
         )
         return settings, found
 
     @property
     def proofs_dir(self) -> Path:
         return self.data_dir / "proofs"
+
+
+def redact_url(url: str) -> str:
+    """`url` with any password replaced by ***, for display."""
+    import re
+
+    return re.sub(r"^([a-z][a-z0-9+.-]*://[^/@:]*:)[^/@]*@", r"\1***@", url)

@@ -30,17 +30,16 @@ MAX_DIFF_BYTES = 8 * 1024 * 1024
 
 
 def searches(settings: Settings) -> list[tuple[str, Path, list[dict[str, Any]]]]:
-    """(search id, work dir, verified rows) of every search of this data dir."""
-    from anchor.research.ledger import Ledger
-    from anchor.research.searches import known_searches
+    """(search id, work dir, verified rows) of every search of this data dir: the file ledgers of its
+    known work dirs, and the PostgreSQL ledgers when ANCHOR_JOURNAL_URL names a database."""
+    from anchor.research.searches import known_ledgers
 
     found = []
-    for workdir in known_searches(settings.data_dir):
-        ledger = Ledger(workdir / "ledger.jsonl")
+    for ledger in known_ledgers(settings.data_dir, settings.journal_url):
         ledger.verify()
         rows = ledger.rows()
         if rows:
-            found.append((blake3.blake3(rows[0]["digest"].encode()).hexdigest()[:12], workdir, rows))
+            found.append((blake3.blake3(rows[0]["digest"].encode()).hexdigest()[:12], ledger.workdir, rows))
     return found
 
 

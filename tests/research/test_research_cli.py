@@ -276,3 +276,47 @@ def test_the_evaluators_number_is_the_one_anchored_on_chain_not_the_agents(fresh
     assert all(json.loads(e["claims"]) == {"score": 99, "from": "metrics.json"} for e in entries)
     assert entries[0]["metric"]["value"] == "0.25"  # the baseline: x = 1.0, scored x / 4 by the evaluator
     assert fresh_chain.cli("research", "verify").returncode == ExitCode.OK
+
+
+def test_four_researchers_times_25_attempts_share_one_postgres_ledger(
+    fresh_chain: Chain, tmp_path: Path, postgres_url: str
+) -> None:
+    """ANCHOR_JOURNAL_URL=postgresql://…: the researchers' appends are serialized by the database; the
+    chain, the checkpoints and the anchoring are the same as with the file."""
+    from anchor.research.ledger import PgLedger
+
+    fresh_chain.cli("deploy", check=True)
+    repo, contract = _setup(tmp_path)
+    env = {**fresh_chain.env(), "ANCHOR_JOURNAL_URL": postgres_url}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(ANCHOR_BIN), *args], env=env, capture_output=True, text=True, timeout=300)
+
+    run = cli("--json", "research", "run", "--repo", str(repo), "--contract", str(contract), "--researchers", "4",
+              "--max-attempts", "25", "--max-failures", "25")  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert not (fresh_chain.data_dir / "research" / "ledger.jsonl").exists()  # nothing in a file
+    ledger = PgLedger(postgres_url, fresh_chain.data_dir / "research", "research")
+    rows = ledger.rows()
+    entries = ledger.entries()
+    assert [r["seq"] for r in rows] == list(range(200))  # 100 attempts, each after its own trace
+    assert all(sum(e["researcher"] == r for e in entries) == 25 for r in ("r0", "r1", "r2", "r3"))
+    assert len({(e["researcher"], e["commit"]) for e in entries}) == 100
+    verified = cli("--json", "research", "verify")
+    assert verified.returncode == ExitCode.OK, verified.stdout + verified.stderr
+    assert json.loads(run.stdout)["anchored"]["attempts"] == 100
+    items = int(journal_value(fresh_chain.data_dir, "SELECT count(*) FROM items"))
+    assert_exactly_once(fresh_chain.node.rpc_url, fresh_chain.data_dir, items)
+    _lineage_matches_ledger(fresh_chain, entries)
+    listed = cli("--json", "research", "report")
+    assert json.loads(listed.stdout)["trials"] == 100
+    # read-back for the team: the service lists a researcher's attempts from the database
+    import urllib.request
+
+    from tests.api_server import serving_api
+
+    with serving_api(env) as url, urllib.request.urlopen(f"{url}/v1/research/r2/attempts?limit=500") as answer:  # noqa: S310
+        page = json.loads(answer.read())
+    assert page["total"] == 25 and {a["commit"] for a in page["attempts"]} == {
+        e["commit"] for e in entries if e["researcher"] == "r2"
+    }
