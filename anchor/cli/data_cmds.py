@@ -79,6 +79,7 @@ def register(app: typer.Typer) -> None:
     app.command()(bundle)
     app.command()(prove)
     app.command()(verify)
+    app.command()(attest)
     app.command()(lookup)
 
 
@@ -243,17 +244,27 @@ def verify(
         typer.Option("--min-finality", help="Require safe, finalized, or N confirmations (exit 11 otherwise)."),
     ] = None,
     quorum: QuorumOpt = None,
+    subjects_in: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--in", help="With a .intoto.jsonl PATH: where its subjects are (default: beside it, its name)."),
+    ] = None,
     json: JsonFlag = False,
 ) -> None:
-    """Verify PATH against its proof file and a live read of the chain (read-only)."""
+    """Verify PATH against its proof file and a live read of the chain (read-only); PATH may also be the
+    in-toto statements `anchor attest` wrote (NAME.intoto.jsonl)."""
     from anchor.anchoring import find_proof
     from anchor.chain.presets import chain_name
     from anchor.verify.verifier import check_bundle_spec, check_finality, check_policy, verify_path
 
-    proof_path = proof or find_proof(path)
-    if spec is not None:
-        check_bundle_spec(proof_path, spec)
-    result = verify_path(path, proof_path, _settings(ctx), registry, quorum)
+    if path.name.endswith(".intoto.jsonl") and path.is_file():  # in-toto statements (`anchor attest`)
+        from anchor.attest.statement import verify_statements
+
+        result = verify_statements(path, subjects_in, _settings(ctx))
+    else:
+        proof_path = proof or find_proof(path)
+        if spec is not None:
+            check_bundle_spec(proof_path, spec)
+        result = verify_path(path, proof_path, _settings(ctx), registry, quorum)
     check_policy(result, expect_submitter, anchored_before)
     check_finality(result, min_finality)
     inside = f" as {result.path_in_bundle} of its bundle" if result.path_in_bundle else ""
@@ -278,6 +289,44 @@ def verify(
                 if result.chain_id == 31337
                 else []
             ),
+        ],
+    )
+
+
+def attest(
+    ctx: typer.Context,
+    target: Annotated[str, typer.Argument(help="An anchored file or directory, or a manifest digest (0x…).")],
+    out: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--out", help="Write here (default: TARGET.intoto.jsonl beside a path; stdout for a digest)."),
+    ] = None,
+    json: JsonFlag = False,
+) -> None:
+    """In-toto statements for an anchored result, after verifying it: SLSA provenance for a result
+    bundle, and the chain anchor (with its proof) for everything (docs/attestations.md)."""
+    import sys
+
+    from anchor.attest.statement import attest as make
+    from anchor.attest.statement import statement_path, write_statements
+
+    statements, verdict = make(target, _settings(ctx))
+    path = Path(target)
+    destination = out if out is not None else (statement_path(path) if path.exists() else None)
+    if destination is None:
+        import json as jsonlib
+
+        sys.stdout.write("".join(jsonlib.dumps(s, sort_keys=True) + "\n" for s in statements))
+        return
+    write_statements(statements, destination)
+    kinds = ", ".join(s["predicateType"].rsplit("/", 2)[-2] for s in statements)
+    emit(
+        ctx,
+        json,
+        {"statements": len(statements), "out": str(destination), "manifest_digest": verdict.manifest_digest},
+        [
+            f"wrote {destination}: {count(len(statements), 'statement')} ({kinds})"
+            f" for {verdict.manifest_digest}, anchored in block {verdict.anchored_block}",
+            f"  check it: anchor verify {destination}",
         ],
     )
 

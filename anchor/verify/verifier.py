@@ -122,7 +122,18 @@ def verify_path(
     endpoint and need `quorum` of them to agree (anchor.verify.quorum).
     """
     # 1. Decode the proof; everything it states must follow from what it contains.
-    proof = load_proof(proof_path)
+    return verify_with_proof(path, load_proof(proof_path), str(proof_path), settings, registry, quorum)
+
+
+def verify_with_proof(
+    path: Path,
+    proof: ProofFile,
+    proof_name: str,
+    settings: Settings,
+    registry: str | None = None,
+    quorum: int | None = None,
+) -> Verification:
+    """`verify_path` with the proof already decoded (from a file, or carried in an attestation)."""
     root = check_proof_consistency(proof)
 
     # 2. Recompute the data on disk and name every file that differs from what the proof binds.
@@ -140,7 +151,7 @@ def verify_path(
     else:
         expected = proof.filetree()
         if expected is None:
-            raise BadInput(f"{proof_path}: this proof binds no files to compare with {path}", detail={"field": "files"})
+            raise BadInput(f"{proof_name}: this proof binds no files to compare with {path}", detail={"field": "files"})
         recorded = proof.manifest.get("exclude")  # bound to the digest: these rules and no others
         # links are at least recorded (never followed unless the proof says so), so a link that appeared
         # since is named as added rather than ending the walk
