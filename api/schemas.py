@@ -103,6 +103,10 @@ class SourceMaterial(BaseModel):
     standard_json_input: dict[str, Any]
     address: str
     chain_id: int
+    metadata: str | None = None
+    """solc's metadata JSON, whose hash ends the deployed runtime (a Sourcify "full match")."""
+    recorded: bool = False
+    """True: the material recorded when it was deployed; False: rebuilt from this installation's source."""
 
 
 class Submitted(BaseModel):

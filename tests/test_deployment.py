@@ -104,3 +104,40 @@ def test_forge_script_deploys_the_same_runtime_as_the_python_deployer(fresh_chai
     address = "0x5FbDB2315678afecb367f032d93F642f64180aa3"  # dev account, nonce 0
     code = bytes.fromhex(str(rpc_call(fresh_chain.node.rpc_url, "eth_getCode", [address, "latest"]))[2:])
     assert "0x" + keccak(code).hex() == runtime_code_hash()
+
+
+def _cbor_tail(runtime: bytes) -> bytes:
+    """The CBOR map solc appends to the runtime; its length is the last two bytes (the Solidity docs,
+    "Encoding of the Metadata Hash in the Bytecode")."""
+    length = int.from_bytes(runtime[-2:], "big")
+    return runtime[-2 - length : -2]
+
+
+def test_the_recorded_source_recompiles_to_the_deployed_runtime_byte_for_byte(fresh_chain: Chain) -> None:
+    """The deploy records the exact standard-JSON input and solc's metadata; recompiling the recorded
+    input gives the code on chain byte for byte, its CBOR tail included, and the metadata's source hashes
+    are those of the recorded sources. The registry is compiled with `bytecodeHash = "none"` (so that
+    forge and the Python compile agree), so that tail names the compiler and no metadata hash: Sourcify
+    calls this a match, not a "full match" (docs/deploy notes in docs/attestations.md)."""
+    import solcx
+
+    from anchor.chain.deployment import load_source
+    from anchor.chain.toolchain import solc_shim
+
+    fresh_chain.cli("deploy", check=True)
+    record = load_deployment(fresh_chain.data_dir, 31337)
+    kept = load_source(fresh_chain.data_dir, 31337)
+    assert kept is not None and kept["address"] == record.address and kept["metadata"]
+    output = solcx.compile_standard(kept["standard_json_input"], solc_binary=solc_shim())
+    source, name = kept["contract"].split(":")
+    runtime = bytes.fromhex(output["contracts"][source][name]["evm"]["deployedBytecode"]["object"])
+    on_chain = bytes.fromhex(str(rpc_call(fresh_chain.node.rpc_url, "eth_getCode", [record.address, "latest"]))[2:])
+    assert runtime == on_chain
+    metadata = json.loads(kept["metadata"])
+    version = [int(part) for part in metadata["compiler"]["version"].split("+")[0].split(".")]
+    assert _cbor_tail(on_chain) == b"\xa1\x64solc\x43" + bytes(version)  # {"solc": <its version>} and nothing else
+    assert metadata["settings"]["metadata"]["bytecodeHash"] == "none"
+    for path, entry in metadata["sources"].items():
+        content = kept["standard_json_input"]["sources"][path]["content"].encode("utf-8")
+        assert entry["keccak256"] == "0x" + keccak(content).hex()
+    assert metadata["settings"]["compilationTarget"] == {source: name}

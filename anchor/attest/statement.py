@@ -45,7 +45,10 @@ def attest(target: str, settings: Settings) -> tuple[list[dict[str, Any]], Verif
     else:
         body = target.lower().removeprefix("0x")
         if len(body) != 64 or any(c not in "0123456789abcdef" for c in body):
-            raise BadInput(f"{target}: neither a path nor a manifest digest (64 hex)", detail={"field": "target"})
+            raise BadInput(
+                f"{target}: no such file or directory, and not a manifest digest (0x + 64 hex)",
+                detail={"field": "target"},
+            )
         stored = settings.proofs_dir / f"{body}.json"
         if not stored.is_file():
             raise BadInput(f"{target}: no proof of this manifest in {settings.proofs_dir}", detail={"field": "target"})

@@ -24,6 +24,9 @@ class CompiledContract:
     runtime: bytes
     standard_json_input: dict[str, Any]
     solc_version: str
+    metadata: str | None = None
+    """solc's metadata JSON of the contract (its hash ends the runtime code): what a "full match"
+    source verification (Sourcify) compares; None for the shipped build outside a checkout."""
 
     def runtime_code_hash(self) -> bytes:
         from eth_hash.auto import keccak
@@ -65,13 +68,21 @@ def compile_registry(cache_dir: Path | None = None, version: str = LATEST) -> Co
     source = standard_json_input()
     solc = compiler_settings().solc_version
     key = hashlib.sha256(json.dumps([solc, source], sort_keys=True).encode()).hexdigest()[:32]
-    cached = cache_dir / f"registries-{key}.json" if cache_dir else None
+    cached = cache_dir / f"registries-v2-{key}.json" if cache_dir else None
     if cached and cached.is_file():
         output = json.loads(cached.read_text())
     else:
+        import copy
+
         import solcx
 
-        output = solcx.compile_standard(source, solc_binary=solc_shim(), allow_paths=[str(project_root())])
+        # the metadata too, in the same compile (outputSelection changes no byte of the code, and the
+        # recorded input stays the canonical one a verifier is given)
+        selecting = copy.deepcopy(source)
+        for contracts in selecting["settings"]["outputSelection"].values():
+            for outputs in contracts.values():
+                outputs.append("metadata")
+        output = solcx.compile_standard(selecting, solc_binary=solc_shim(), allow_paths=[str(project_root())])
         if cached:
             private_dir(cached.parent)
             atomic_write(cached, json.dumps(output).encode(), PRIVATE_FILE)
@@ -83,6 +94,7 @@ def compile_registry(cache_dir: Path | None = None, version: str = LATEST) -> Co
         runtime=bytes.fromhex(artifact["evm"]["deployedBytecode"]["object"]),
         standard_json_input=source,
         solc_version=solc,
+        metadata=artifact.get("metadata"),
     )
 
 

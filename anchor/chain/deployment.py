@@ -1,7 +1,10 @@
 """Deploy the registry and keep a record of it; refuse any address whose code is not that record.
 
 The record (data dir `deployments/<chain_id>.json`) names the chain, address, runtime code hash,
-transaction, block and compiler settings, enough to find and re-verify the deployment later.
+transaction, block and compiler settings, enough to find and re-verify the deployment later. Beside it,
+`deployments/<chain_id>.source.json` keeps the exact standard-JSON input and solc's metadata of what
+was deployed: a source verifier (Sourcify, `forge verify-contract`, an explorer) recompiles them and
+gets the deployed runtime byte for byte, metadata hash included, whatever the checkout says later.
 """
 
 from __future__ import annotations
@@ -105,5 +108,30 @@ def deploy(w3: Web3, chain_id: int, signer: Signer, compiled: CompiledContract, 
     )
     path = record_path(data_dir, chain_id)
     private_dir(path.parent)
+    from anchor.chain.artifact import CONTRACTS
+
+    name = CONTRACTS.get(deployment.registry_version)
+    source = {
+        "contract": None if name is None else f"contracts/{name}.sol:{name}",
+        "solc_version": compiled.solc_version,
+        "standard_json_input": compiled.standard_json_input,
+        "metadata": compiled.metadata,
+        "address": address,
+        "chain_id": chain_id,
+    }
+    atomic_write(source_path(data_dir, chain_id), (json.dumps(source, indent=1, sort_keys=True) + "\n").encode())
     atomic_write(path, (json.dumps(deployment.model_dump(), indent=2, sort_keys=True) + "\n").encode())
     return deployment
+
+
+def source_path(data_dir: Path, chain_id: int) -> Path:
+    return data_dir / "deployments" / f"{chain_id}.source.json"
+
+
+def load_source(data_dir: Path, chain_id: int) -> dict[str, Any] | None:
+    """The source material recorded at deployment, or None (a deployment recorded before it was kept)."""
+    try:
+        data: dict[str, Any] = json.loads(source_path(data_dir, chain_id).read_text())
+    except (OSError, ValueError):
+        return None
+    return data

@@ -207,10 +207,19 @@ async def get_source_material(settings: SettingsDep, reader: ReaderDep) -> Sourc
     `forge verify-contract`, Sourcify or an Etherscan-style explorer to verify the deployment."""
     from anchor.chain.artifact import CONTRACTS, LATEST, version_of
     from anchor.chain.compiler import standard_json_input
+    from anchor.chain.deployment import load_source
     from anchor.chain.toolchain import compiler_settings
 
     registry = await run_in_threadpool(reader.registry)
     record = load_deployment(settings.data_dir, registry.chain_id)
+    kept = load_source(settings.data_dir, registry.chain_id)
+    if kept is not None and kept.get("address") == record.address and kept.get("contract"):
+        return SourceMaterial(
+            contract=kept["contract"], compiler_version=kept["solc_version"],
+            settings=kept["standard_json_input"]["settings"], constructor_arguments="0x",
+            standard_json_input=kept["standard_json_input"], address=record.address, chain_id=record.chain_id,
+            metadata=kept.get("metadata"), recorded=True,
+        )  # fmt: skip
     source = standard_json_input()
     name = CONTRACTS[version_of(record.code_hash) or LATEST]
     return SourceMaterial(
