@@ -28,7 +28,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from anchor.anchoring import anchor_path
+from anchor.anchoring.stamp import anchor_path
 from anchor.chain.compiler import compile_registry
 from anchor.chain.deployment import deploy
 from anchor.chain.keys import load_signer

@@ -57,9 +57,10 @@ ALLOWED: dict[str, set[str]] = {
     "anchoring": {"errors", "files", "manifest", "batch", "proof", "chain", "journal", "verify", "settings"},
     "research": {"errors", "files", "manifest", "proof", "chain", "journal", "verify", "anchoring", "settings"},
     "attest": {"errors", "files", "ingest", "manifest", "proof", "verify", "anchoring", "settings"},
+    "missions": {"errors", "files", "manifest", "settings"},
     # interfaces
     "cli": {"errors", "files", "settings", "manifest", "proof", "chain", "journal", "verify", "anchoring",
-            "research", "attest"},
+            "research", "attest", "missions"},
     "__main__": {"cli"},
 }  # fmt: skip
 GROUND_MODULES = {"__init__", "__main__", "errors", "files"}

@@ -101,6 +101,17 @@ def test_champion_vector_round_trips_with_the_statistics_we_compute(case: dict[s
     assert ChampionManifest.model_validate(decoded) == built
 
 
+@pytest.mark.parametrize("case", _cases("mission"), ids=_ids("mission"))
+def test_mission_vector_round_trips_to_the_digest_the_spec_gives(case: dict[str, Any]) -> None:
+    from anchor.manifest.mission import Mission
+
+    built = Mission.model_validate(case["input"])
+    assert canonical_json(built.identity()) == case["expected"]["identity_canonical"].encode("utf-8")
+    assert built.digest.hex() == case["expected"]["digest"]
+    decoded = validate_identity(json.loads(case["expected"]["identity_canonical"]))
+    assert Mission.model_validate(decoded) == built
+
+
 def _leaf_paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     if isinstance(value, dict):
         return [p for k, v in value.items() for p in _leaf_paths(v, (*prefix, k))]
@@ -120,7 +131,7 @@ def _mutated(value: Any) -> Any:
 
 ALL_IDENTITIES = [
     (kind, case["name"], json.loads(case["expected"]["identity_canonical"]), case["expected"]["digest"])
-    for kind in ("filetree", "bundle", "attempt", "champion")
+    for kind in ("filetree", "bundle", "attempt", "champion", "mission")
     for case in _cases(kind)
 ]
 

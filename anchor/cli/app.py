@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from anchor.cli import chain_cmds, config_cmds, data_cmds, deploy_cmds, journal_cmds, research_cmds
+from anchor.cli import chain_cmds, config_cmds, data_cmds, deploy_cmds, journal_cmds, mission_cmds, research_cmds
 
 HELP = """Anchor: tamper-evident, on-chain-anchored provenance for research results.
 
@@ -42,6 +42,7 @@ deploy_cmds.register(app)
 data_cmds.register(app)
 journal_cmds.register(app)
 research_cmds.register(app)
+mission_cmds.register(app)
 
 
 def _version(value: bool) -> None:

@@ -115,7 +115,7 @@ def anchor_(
     no_default_excludes: NoDefaultsOpt = False, symlinks: SymlinksOpt = Symlinks.refuse, json: JsonFlag = False,
 ) -> None:  # fmt: skip
     """Anchor PATH on chain (once: the same bytes are never anchored twice) and write its proof file."""
-    from anchor.anchoring import anchor_path
+    from anchor.anchoring.stamp import anchor_path
 
     rules = rules_for(path, exclude, no_default_excludes)
     with hash_progress(ctx, json) as progress:
@@ -131,7 +131,7 @@ def bundle(
     json: JsonFlag = False,
 ) -> None:
     """Build a result-bundle manifest from SPEC (every digest computed here) and optionally anchor it."""
-    from anchor.anchoring import anchor_manifest, default_proof_path
+    from anchor.anchoring.stamp import anchor_manifest, default_proof_path
     from anchor.manifest.bundle import load_bundle_spec
 
     manifest, tree, output_dir = load_bundle_spec(spec)
@@ -163,8 +163,8 @@ def prove(
     json: JsonFlag = False,
 ) -> None:
     """Write a self-contained proof for one FILE, checkable without the rest of the directory."""
-    from anchor.anchoring import default_proof_path, file_proof_path
     from anchor.anchoring.prove import prove_file
+    from anchor.anchoring.stamp import default_proof_path, file_proof_path
     from anchor.proof.file import check_output_path, write_proof
 
     if out is not None:
@@ -190,7 +190,7 @@ def prove(
 
 
 def _report_anchor(ctx: typer.Context, json: bool, shown: str, outcome: object) -> None:
-    from anchor.anchoring import AnchorOutcome
+    from anchor.anchoring.stamp import AnchorOutcome
 
     assert isinstance(outcome, AnchorOutcome)
     a = outcome.proof.anchor
@@ -252,7 +252,7 @@ def verify(
 ) -> None:
     """Verify PATH against its proof file and a live read of the chain (read-only); PATH may also be the
     in-toto statements `anchor attest` wrote (NAME.intoto.jsonl)."""
-    from anchor.anchoring import find_proof
+    from anchor.anchoring.stamp import find_proof
     from anchor.chain.presets import chain_name
     from anchor.verify.verifier import check_bundle_spec, check_finality, check_policy, verify_path
 

@@ -40,8 +40,8 @@ def submit(
     json: JsonFlag = False,
 ) -> None:
     """Journal PATHS for the next batch; nothing is sent until `anchor journal flush`."""
-    from anchor.anchoring import default_proof_path
     from anchor.anchoring.service import AnchorService
+    from anchor.anchoring.stamp import default_proof_path
     from anchor.errors import BadInput
     from anchor.journal.submit import Submission
     from anchor.manifest.filetree import hash_tree

@@ -16,7 +16,6 @@ from typing import Any
 from anchor.errors import Conflict
 from anchor.ingest.untrusted_json import MAX_ANNOTATION_BYTES, check_encodable
 from anchor.journal.store import Journal, index_files, now
-from anchor.manifest.decode import validate_identity
 from anchor.manifest.identity import manifest_digest
 
 
@@ -38,6 +37,9 @@ class Submitted:
 
 def submit_many(journal: Journal, chain_id: int, submissions: Sequence[Submission]) -> list[Submitted]:
     """Record submissions in one durable transaction. Raises `Conflict` on a reused idempotency key."""
+    # the kinds' models are built on first use, not at import (the import budget of issue 13)
+    from anchor.manifest.decode import validate_identity
+
     prepared = []
     for sub in submissions:
         identity = validate_identity(sub.identity)

@@ -24,6 +24,7 @@ class Domain(StrEnum):
     LEDGER_HEAD = "anchor.manifest.v1 ledger-head"
     CHAMPION_MANIFEST = "anchor.manifest.v1 champion-manifest"
     METRIC_SOURCE = "anchor.manifest.v1 metric-source"
+    MISSION = "anchor.manifest.v1 mission"
 
 
 def tagged(domain: Domain, data: bytes) -> bytes:

@@ -19,6 +19,7 @@ _DOMAINS = {
     "attempt": Domain.ATTEMPT_MANIFEST,
     "ledger": Domain.LEDGER_HEAD,
     "champion": Domain.CHAMPION_MANIFEST,
+    "mission": Domain.MISSION,
 }
 
 

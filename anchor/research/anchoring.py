@@ -30,7 +30,7 @@ def contract_digest(contract_path: Path) -> str:
 
 def preregister(settings: Settings, contract_path: Path, proof_out: Path) -> str:
     """Anchor the contract before any attempt runs; returns its digest."""
-    from anchor.anchoring import anchor_path
+    from anchor.anchoring.stamp import anchor_path
 
     outcome = anchor_path(contract_path, settings, proof_out)
     return outcome.proof.manifest_digest[2:]

@@ -250,12 +250,46 @@ def champion_vectors() -> list[dict[str, object]]:
     return out
 
 
+# (name, the mission as a person writes it, the identity the spec says it has)
+MISSION_CASES = [
+    ("a mission with every field", {
+        "hypothesis": "Momentum over 20 days predicts next-week returns for large caps.",
+        "covers": {"symbol": "SPY", "horizon": "5d", "cohort": "2026-q3"},
+        "budget": {"minutes": 90, "attempts": 200},
+        "stop_rules": [{"metric": "sharpe", "mode": "max", "target": 1.5}],
+        "evaluator_policy_sha256": "44" * 32,
+        "command": "python3 run.py {run_dir}",
+    }),
+    ("the least a mission says", {
+        "hypothesis": "h", "budget": {"minutes": 1, "attempts": 1}, "evaluator_policy_sha256": "00" * 32,
+        "command": "true",
+    }),
+]  # fmt: skip
+
+
+def mission_vectors() -> list[dict[str, object]]:
+    out = []
+    for name, given in MISSION_CASES:
+        rules = [{**rule, "target": ref.metric_value(str(rule["target"]))} for rule in given.get("stop_rules", [])]
+        identity: dict[str, object] = {
+            "kind": "mission", "version": 1, "hypothesis": given["hypothesis"],
+            "covers": dict(sorted(dict(given.get("covers", {})).items())), "budget": given["budget"],
+            "stop_rules": rules,
+            "evaluator_policy_sha256": given["evaluator_policy_sha256"], "command": given["command"],
+        }  # fmt: skip
+        out.append({"name": name, "input": given,
+                    "expected": {"identity_canonical": ref.canonical(identity).decode(),
+                                 "digest": ref.digest(identity).hex()}})  # fmt: skip
+    return out
+
+
 def main() -> None:
     for kind, vectors in (
         ("filetree", filetree_vectors()),
         ("bundle", bundle_vectors()),
         ("attempt", attempt_vectors()),
         ("champion", champion_vectors()),
+        ("mission", mission_vectors()),
     ):
         document = {"format": "anchor-golden-vectors", "manifest_version": 1, "kind": kind, "cases": vectors}
         (HERE / f"{kind}.json").write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

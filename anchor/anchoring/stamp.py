@@ -1,0 +1,117 @@
+"""Anchor one file tree or manifest now: submit it to the journal, flush, write its proof file.
+
+Idempotent: the journal knows every submitted digest, and the registry is write-once, so anchoring
+the same manifest again writes nothing on chain.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from anchor.errors import ChainUnreachable
+from anchor.manifest.exclude import Rules
+from anchor.manifest.filetree import FileTreeManifest, hash_tree
+from anchor.manifest.hashing import Progress
+from anchor.proof.file import ProofFile, check_output_path, load_proof, write_proof
+from anchor.settings.session import Settings
+
+
+@dataclass(frozen=True, slots=True)
+class AnchorOutcome:
+    proof: ProofFile
+    proof_path: Path
+    already_anchored: bool
+    gas_used: int | None
+    file_count: int
+
+
+def default_proof_path(path: Path) -> Path:
+    """`<path>.anchor.json` beside the data, as sigstore writes `<file>.sigstore.json`."""
+    return path.with_name(path.name + ".anchor.json")
+
+
+def file_proof_path(file: Path, bundle_dir: Path) -> Path:
+    """Where `anchor prove` writes a file's proof by default: `<DIR>.proofs/<path in DIR>.anchor.json`,
+    beside the anchored directory and never inside it (a proof written into DIR would make the next
+    `anchor verify DIR` report a file the tool added itself as tampering)."""
+    rel = Path(os.path.relpath(file.resolve(), bundle_dir.resolve()))
+    base = bundle_dir.resolve()
+    return base.with_name(base.name + ".proofs") / rel.with_name(rel.name + ".anchor.json")
+
+
+def find_proof(path: Path) -> Path:
+    """The proof `verify PATH` uses without --proof: `<PATH>.anchor.json` if it exists, else a file
+    proof `anchor prove` left beside an enclosing directory (`<DIR>.proofs/...`), else the first."""
+    first = default_proof_path(path)
+    if first.exists():
+        return first
+    here = path.resolve()
+    for ancestor in list(here.parents)[:16]:
+        candidate = ancestor.with_name(ancestor.name + ".proofs") / here.relative_to(ancestor)
+        candidate = candidate.with_name(candidate.name + ".anchor.json")
+        if ancestor.name and candidate.is_file():
+            return candidate
+    return first
+
+
+def anchor_path(
+    path: Path,
+    settings: Settings,
+    proof_out: Path | None = None,
+    rules: Rules | None = None,
+    symlinks: str = "refuse",
+    progress: Progress | None = None,
+) -> AnchorOutcome:
+    """Anchor the file-tree manifest of `path`; bad input is refused before anything is sent or written."""
+    proof_out = proof_out or default_proof_path(path)
+    check_output_path(proof_out)
+    tree = hash_tree(path, rules, symlinks, progress)
+    return anchor_manifest(tree.identity(), tree, settings, proof_out)
+
+
+def anchor_manifest(
+    identity: dict[str, Any],
+    tree: FileTreeManifest | None,
+    settings: Settings,
+    proof_out: Path,
+    annotations: dict[str, Any] | None = None,
+    idempotency_key: str | None = None,
+) -> AnchorOutcome:
+    """Submit one manifest to the journal, flush, and write its proof to `proof_out`.
+
+    A manifest already confirmed in the journal is not sent again ("already anchored"); neither is
+    one whose batch root the registry already holds.
+    """
+    from anchor.anchoring.service import AnchorService
+    from anchor.journal.submit import Submission
+
+    check_output_path(proof_out)
+    payload: dict[str, Any] = {}
+    if tree is not None:
+        payload["files"] = tree.files_json()
+    if annotations:
+        payload["annotations"] = annotations
+    service = AnchorService.open(settings)
+    try:
+        submitted = service.submit([Submission(identity, payload, idempotency_key, proof_out)])[0]
+        report = service.flush()
+        row = service.item(submitted.digest)
+    finally:
+        service.close()
+    if row is None or row["state"] != "confirmed":
+        raise ChainUnreachable("the manifest is journaled but not confirmed yet; run `anchor journal flush`")
+    proof = load_proof(settings.proofs_dir / f"{submitted.digest.hex()}.json")
+    write_proof(proof, proof_out)
+    sent_now = row["effect_id"] in report.signed or (
+        row["effect_id"] in report.confirmed and row["effect_id"] not in report.adopted and not submitted.duplicate
+    )
+    return AnchorOutcome(
+        proof,
+        proof_out,
+        already_anchored=not sent_now,
+        gas_used=row["gas_used"] if sent_now else None,
+        file_count=0 if tree is None else len(tree.files),
+    )

@@ -1,0 +1,101 @@
+"""`anchor mission check` and `anchor snapshot add|fetch|list`: missions and the data they run on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from anchor.cli.output import JsonFlag, count, emit
+
+missions = typer.Typer(help="Typed, immutable missions (docs/manifest.md, Mission).", no_args_is_help=True)
+snapshots = typer.Typer(
+    help="The content-addressed, read-only snapshot cache (keyed by SHA-256).", no_args_is_help=True
+)
+MaxBytes = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option(
+        "--max-bytes",
+        min=1,
+        help="Cache size cap; least recently used entries go first (else ANCHOR_SNAPSHOT_CACHE_BYTES).",
+    ),
+]
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(missions, name="mission")
+    root.add_typer(snapshots, name="snapshot")
+
+
+@missions.command("check")
+def check(
+    ctx: typer.Context,
+    path: Annotated[Path, typer.Argument(help="A mission file (TOML, or JSON for .json).")],
+    json: JsonFlag = False,
+) -> None:
+    """Validate a mission and print its digest (what anchors it) and its file's SHA-256 (what a result
+    bundle binds as mission_sha256)."""
+    from anchor.manifest.mission import load_mission, mission_sha256
+
+    mission, raw = load_mission(path)
+    data = {"digest": "0x" + mission.digest.hex(), "sha256": mission_sha256(raw), "mission": mission.identity()}
+    covers = ", ".join(f"{k}={v}" for k, v in mission.covers.items()) or "nothing named"
+    budget = f"{mission.budget.minutes} min, {mission.budget.attempts} attempts"
+    emit(ctx, json, data, [
+        f"OK: {path} is a mission (covers {covers}; budget {budget})",
+        f"  digest  {data['digest']}",
+        f"  sha256  {data['sha256']}  (the file, as a result bundle binds it)",
+    ])  # fmt: skip
+
+
+def _cache(ctx: typer.Context, max_bytes: int | None) -> Any:
+    from anchor.missions.snapshots import SnapshotCache
+    from anchor.settings.session import env_number
+
+    settings = ctx.find_root().obj["settings"]
+    cap = max_bytes or int(env_number("ANCHOR_SNAPSHOT_CACHE_BYTES", 0)) or None
+    return SnapshotCache(settings.data_dir / "snapshots", cap)
+
+
+@snapshots.command("add")
+def add(
+    ctx: typer.Context,
+    path: Annotated[Path, typer.Argument(help="A snapshot file (an archive, a table).")],
+    max_bytes: MaxBytes = None,
+    json: JsonFlag = False,
+) -> None:
+    """Put a local file in the cache under its SHA-256 (read-only)."""
+    done = _cache(ctx, max_bytes).add(path)
+    emit(ctx, json, {"snapshot": f"sha256:{done.key}", "path": str(done.path), "size": done.size, "hit": done.hit},
+         [f"sha256:{done.key}  {path} ({count(done.size, 'byte')}){' (already cached)' if done.hit else ''}",
+          f"  cached at {done.path} (read-only)"])  # fmt: skip
+
+
+@snapshots.command("fetch")
+def fetch(
+    ctx: typer.Context,
+    key: Annotated[str, typer.Argument(help="sha256:<64 hex>")],
+    source: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--from", help="Where to get it if the cache has no good copy: a path or an http(s) URL."),
+    ] = None,
+    max_bytes: MaxBytes = None,
+    json: JsonFlag = False,
+) -> None:
+    """The snapshot for KEY: the cached copy if it still hashes to KEY, else fetched and verified."""
+    done = _cache(ctx, max_bytes).fetch(key, source)
+    state = "hit: verified, nothing transferred" if done.hit else f"fetched {count(done.size, 'byte')}, verified"
+    lines = [f"sha256:{done.key}  {state}", f"  at {done.path} (read-only)"]
+    if done.quarantined is not None:
+        lines.insert(1, f"  the cached copy did not hash to its key: moved to {done.quarantined}")
+    emit(ctx, json, {"snapshot": f"sha256:{done.key}", "path": str(done.path), "size": done.size, "hit": done.hit,
+                     "quarantined": None if done.quarantined is None else str(done.quarantined)}, lines)  # fmt: skip
+
+
+@snapshots.command("list")
+def list_(ctx: typer.Context, json: JsonFlag = False) -> None:
+    """The cached snapshots, least recently used first."""
+    entries = _cache(ctx, None).entries()
+    emit(ctx, json, {"snapshots": [{"snapshot": f"sha256:{k}", "size": s, "last_used": t} for k, s, t in entries]},
+         [f"sha256:{k}  {count(s, 'byte')}" for k, s, _ in entries] or ["(the cache is empty)"])  # fmt: skip
