@@ -205,7 +205,7 @@ def test_a_mission_is_checked_and_a_wrong_one_refused_naming_the_field(tmp_path:
     checked = _cli(tmp_path, "--json", "mission", "check", str(mission))
     assert checked.returncode == 0, checked.stderr
     data = json.loads(checked.stdout)
-    assert data["sha256"] == hashlib.sha256(mission.read_bytes()).hexdigest() and data["digest"].startswith("0x")
+    assert data["file_sha256"] == hashlib.sha256(mission.read_bytes()).hexdigest() and data["digest"].startswith("0x")
     assert data["mission"]["stop_rules"] == [{"metric": "sharpe", "mode": "max", "target": "1.5"}]
     for broken, field in ((MISSION + 'budget_dollars = 5\n', "budget_dollars"),
                           (MISSION.replace("minutes = 90", 'minutes = "soon"'), "budget.minutes"),

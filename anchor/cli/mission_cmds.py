@@ -36,17 +36,90 @@ def check(
 ) -> None:
     """Validate a mission and print its digest (what anchors it) and its file's SHA-256 (what a result
     bundle binds as mission_sha256)."""
-    from anchor.manifest.mission import load_mission, mission_sha256
+    from anchor.manifest.mission import load_mission
+    from anchor.manifest.mission import mission_sha256 as file_sha256
+    from anchor.missions.dispatch import mission_sha256
 
     mission, raw = load_mission(path)
-    data = {"digest": "0x" + mission.digest.hex(), "sha256": mission_sha256(raw), "mission": mission.identity()}
+    data = {"digest": "0x" + mission.digest.hex(), "sha256": mission_sha256(mission), "file_sha256": file_sha256(raw),
+            "mission": mission.identity()}  # fmt: skip
     covers = ", ".join(f"{k}={v}" for k, v in mission.covers.items()) or "nothing named"
     budget = f"{mission.budget.minutes} min, {mission.budget.attempts} attempts"
     emit(ctx, json, data, [
         f"OK: {path} is a mission (covers {covers}; budget {budget})",
         f"  digest  {data['digest']}",
-        f"  sha256  {data['sha256']}  (the file, as a result bundle binds it)",
+        f"  sha256  {data['sha256']}  (of its canonical JSON: the mission_sha256 a run's bundle binds)",
+        f"  file    {data['file_sha256']}  (SHA-256 of {path.name} as written)",
     ])  # fmt: skip
+
+
+@missions.command("submit")
+def submit(
+    ctx: typer.Context,
+    mission: Annotated[Path, typer.Option("--mission", help="The mission file (TOML, or JSON for .json).")],
+    mission_digest: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--mission-digest", help="The mission's digest as you know it (0x…): compared, never adopted."),
+    ] = None,
+    snapshot: Annotated[str, typer.Option("--snapshot", help="The data snapshot: a path or a URL.")] = "",
+    snapshot_sha256: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--snapshot-sha256", help="Its SHA-256 (required)."),
+    ] = None,
+    image: Annotated[str, typer.Option("--image", help="The image, by digest: name@sha256:<64 hex>.")] = "",
+    output: Annotated[str, typer.Option("--output", help="The output identity: never used before.")] = "",
+    profile: Annotated[
+        str, typer.Option("--profile", help="A declared resource profile: small, medium, large.")
+    ] = "small",
+    resume_bundle: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--resume-bundle", help="Resume from this anchored bundle (with --resume-digest)."),
+    ] = None,
+    resume_digest: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--resume-digest", help="... whose manifest digest is this (0x…)."),
+    ] = None,
+    json: JsonFlag = False,
+) -> None:
+    """Submit a mission through the dispatcher: everything is checked before anything is stored."""
+    from anchor.errors import BadInput
+    from anchor.manifest.mission import load_mission
+    from anchor.missions.dispatch import SubmissionRequest
+    from anchor.missions.dispatch import submit as dispatch
+
+    for field, value in (("snapshot", snapshot), ("image", image), ("output", output)):
+        if not value:
+            raise BadInput(f"--{field} is required", detail={"field": field})
+    settings = ctx.find_root().obj["settings"]
+    document, _ = load_mission(mission)
+    resume = (
+        None if resume_bundle is None and resume_digest is None else {"bundle": resume_bundle, "digest": resume_digest}
+    )
+    request = SubmissionRequest.model_validate({
+        "mission": {"ref": str(mission), "digest": mission_digest, "document": document.identity()},
+        "snapshot": {"ref": snapshot, "sha256": snapshot_sha256}, "image": image, "output": output,
+        "profile": profile, "resume": resume,
+    })  # fmt: skip
+    record = dispatch(request, settings.data_dir, _pin_verifier(settings))
+    emit(ctx, json, record, [
+        f"submitted mission #{record['id']} at {record['submitted_at']}: output {record['output']!r},"
+        f" profile {record['profile']['name']} ({record['profile']['cpu']} CPU, {record['profile']['memory']})",
+        f"  mission  {record['mission']['digest']}",
+        f"  snapshot sha256:{record['snapshot']['sha256']}",
+        f"  image    {record['image']}",
+        *( [f"  resumes  {record['resume']['bundle']} (0x{record['resume']['digest']})"] if record["resume"] else []),
+    ])  # fmt: skip
+
+
+def _pin_verifier(settings: Any) -> Any:
+    """A resume pin is anchored when its proof verifies against a live read of the chain."""
+
+    def verify(proof: Any) -> None:
+        from anchor.verify.verifier import check_proof_consistency, verify_proof_on_chain
+
+        verify_proof_on_chain(proof, check_proof_consistency(proof), settings, files=0)
+
+    return verify
 
 
 def _cache(ctx: typer.Context, max_bytes: int | None) -> Any:

@@ -1,0 +1,243 @@
+"""The dispatcher: the one door for mission work (`anchor mission submit`, `POST /v1/missions`).
+
+It accepts exactly: the mission (its document and the digest the submitter claims for it), the data
+snapshot (a reference and its SHA-256), the image (by digest, never a tag), an output identity not
+used before, a resource profile from the declared set, and optionally a resume pair (a bundle
+reference and its manifest digest, both or neither). Everything is checked before anything is
+written, and each refusal is a typed error naming the field:
+
+| refused | error |
+|---|---|
+| an image by tag (`name:tag`, or no `@sha256:`) | `BadInput` field `image` |
+| a missing or malformed digest | `BadInput` field `mission.digest` / `snapshot.sha256` |
+| a mission digest that is not the one we compute | `Tampered` field `mission.digest` |
+| a snapshot that is a local file whose SHA-256 is not the claimed one | `Tampered` field `snapshot.sha256` |
+| an output identity already used | `Conflict` field `output` |
+| an unknown resource profile | `BadInput` field `profile` |
+| half a resume pair | `BadInput` field `resume` |
+| a resume pin that is not anchored here | `NotAnchored` field `resume.digest` |
+| a resume pin whose mission, snapshot, image or policy differs from the new submission | `BadInput` naming it |
+
+Accepted submissions are rows of `<data dir>/missions.sqlite` (the output identity unique there), the
+mission document kept with them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from anchor.errors import BadInput, Conflict, NotAnchored, Tampered
+from anchor.files import PRIVATE_FILE, private_dir
+from anchor.manifest.canonical import canonical_json
+from anchor.manifest.mission import Mission
+from anchor.manifest.validation import validated
+
+IMAGE = re.compile(r"^[a-z0-9][a-z0-9._/:-]*@sha256:[0-9a-f]{64}$")
+HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+PROFILES: dict[str, dict[str, str]] = {
+    "small": {"cpu": "1", "memory": "2Gi"},
+    "medium": {"cpu": "2", "memory": "8Gi"},
+    "large": {"cpu": "4", "memory": "16Gi"},
+}
+"""The declared resource profiles: requests = limits, so every run of a profile has the same bounds."""
+
+
+class Ref(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    ref: str = Field(min_length=1, max_length=1024)
+
+
+class MissionRef(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    ref: str = Field(min_length=1, max_length=1024)
+    digest: str | None = None
+    document: dict[str, Any]
+
+
+class SnapshotRef(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    ref: str = Field(min_length=1, max_length=1024)
+    sha256: str | None = None
+
+
+class ResumeRef(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    bundle: str | None = Field(default=None, min_length=1, max_length=1024)
+    digest: str | None = None
+
+
+class SubmissionRequest(BaseModel):
+    """What a client sends (the API body; the CLI builds the same)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    mission: MissionRef
+    snapshot: SnapshotRef
+    image: str = Field(min_length=1, max_length=512)
+    output: str = Field(min_length=1, max_length=256)
+    profile: str = Field(min_length=1, max_length=64)
+    resume: ResumeRef | None = None
+
+
+def _hex(value: str | None, field: str) -> str:
+    body = (value or "").lower().removeprefix("0x").removeprefix("sha256:")
+    if not value:
+        raise BadInput(f"{field}: missing (a digest is required, never taken from elsewhere)", detail={"field": field})
+    if not HEX64.match(body):
+        raise BadInput(f"{field}: {value!r} is not 64 hex digits", detail={"field": field})
+    return body
+
+
+def check(
+    request: SubmissionRequest, data_dir: Path, verify_pin: Any = None, local_files: bool = True
+) -> dict[str, Any]:
+    """Every check of the door, in order; returns the record to store. Writes nothing. `local_files`:
+    a snapshot reference that is a local file is hashed and compared (the CLI); the service never
+    opens a path a client names (it would leak which files exist, and their digests)."""
+    if not IMAGE.match(request.image):
+        raise BadInput(
+            f"image: {request.image!r} is not pinned by digest (name@sha256:<64 hex>); a tag can move",
+            detail={"field": "image"},
+        )
+    mission = validated(Mission, request.mission.document, "mission.document")
+    claimed = _hex(request.mission.digest, "mission.digest")
+    if mission.digest.hex() != claimed:
+        raise Tampered(
+            f"mission.digest: 0x{claimed} is not the digest of the mission sent (0x{mission.digest.hex()})",
+            detail={"field": "mission.digest", "computed": "0x" + mission.digest.hex()},
+        )
+    snapshot = _hex(request.snapshot.sha256, "snapshot.sha256")
+    local = Path(request.snapshot.ref)
+    if local_files and "://" not in request.snapshot.ref and local.is_file():
+        with open(local, "rb") as handle:
+            actual = hashlib.file_digest(handle, "sha256").hexdigest()
+        if actual != snapshot:
+            raise Tampered(
+                f"snapshot.sha256: {request.snapshot.ref} hashes to {actual}, not the claimed {snapshot}",
+                detail={"field": "snapshot.sha256", "computed": actual},
+            )
+    if request.profile not in PROFILES:
+        raise BadInput(
+            f"profile: {request.profile!r} is not a declared resource profile ({', '.join(PROFILES)})",
+            detail={"field": "profile"},
+        )
+    resume = None
+    if request.resume is not None:
+        if (request.resume.bundle is None) != (request.resume.digest is None):
+            raise BadInput(
+                "resume: a resume pin is a bundle and its digest, both or neither", detail={"field": "resume"}
+            )
+        if request.resume.bundle is not None:
+            pin = _hex(request.resume.digest, "resume.digest")
+            _check_pin(pin, data_dir, verify_pin, mission_sha256(mission), mission, snapshot, request.image)
+            resume = {"bundle": request.resume.bundle, "digest": pin}
+    if _output_used(data_dir, request.output):
+        raise Conflict(f"output: {request.output!r} is already the output of a submitted mission",
+                       detail={"field": "output"})  # fmt: skip
+    return {
+        "mission": {"ref": request.mission.ref, "digest": "0x" + claimed, "document": mission.identity()},
+        "mission_sha256": mission_sha256(mission),
+        "snapshot": {"ref": request.snapshot.ref, "sha256": snapshot},
+        "image": request.image,
+        "output": request.output,
+        "profile": {"name": request.profile, **PROFILES[request.profile]},
+        "resume": resume,
+        "evaluator_policy_sha256": mission.evaluator_policy_sha256,
+    }
+
+
+def mission_sha256(mission: Mission) -> str:
+    """The mission's SHA-256 as the runner binds it in a result bundle: of its canonical JSON, so the
+    same mission sent as TOML, JSON or through the API is the same mission."""
+    return hashlib.sha256(canonical_json(mission.identity())).hexdigest()
+
+
+def _check_pin(
+    pin: str, data_dir: Path, verify_pin: Any, mission_hash: str, mission: Mission, snapshot: str, image: str
+) -> None:
+    """The pinned bundle must be anchored (its proof here, verified on chain by `verify_pin`) and bind
+    the same snapshot, image and evaluator policy as the new submission."""
+    from anchor.proof.file import load_proof
+
+    stored = data_dir / "proofs" / f"{pin}.json"
+    if not stored.is_file():
+        raise NotAnchored(f"resume.digest: bundle 0x{pin} is not anchored here", detail={"field": "resume.digest"})
+    proof = load_proof(stored)
+    if proof.manifest.get("kind") != "bundle":
+        raise BadInput(f"resume.digest: 0x{pin} is a {proof.manifest.get('kind')} manifest, not a bundle",
+                       detail={"field": "resume.digest"})  # fmt: skip
+    if verify_pin is not None:
+        verify_pin(proof)  # NotAnchored / Tampered from a live chain read
+    pinned = proof.manifest
+    for field, new in (("mission_sha256", mission_hash), ("data_snapshot_sha256", snapshot), ("image", image),
+                       ("evaluator_policy_sha256", mission.evaluator_policy_sha256)):  # fmt: skip
+        if pinned.get(field) != new:
+            raise BadInput(
+                f"resume: the pinned bundle's {field} is {pinned.get(field)}, the new submission's {new}",
+                detail={"field": f"resume.{field}"},
+            )
+
+
+def _db(data_dir: Path) -> sqlite3.Connection:
+    private_dir(data_dir)
+    path = data_dir / "missions.sqlite"
+    fresh = not path.exists()
+    db = sqlite3.connect(path, timeout=30, isolation_level=None)
+    if fresh:
+        path.chmod(PRIVATE_FILE)
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS missions (id INTEGER PRIMARY KEY, output TEXT NOT NULL UNIQUE,"
+        " record TEXT NOT NULL, submitted_at TEXT NOT NULL)"
+    )
+    return db
+
+
+def _output_used(data_dir: Path, output: str) -> bool:
+    if not (data_dir / "missions.sqlite").exists():
+        return False
+    db = _db(data_dir)
+    try:
+        return db.execute("SELECT 1 FROM missions WHERE output = ?", (output,)).fetchone() is not None
+    finally:
+        db.close()
+
+
+def submit(
+    request: SubmissionRequest, data_dir: Path, verify_pin: Any = None, local_files: bool = True
+) -> dict[str, Any]:
+    """Check, then store: returns the stored record with its id and time. The output identity's
+    uniqueness is the table's too, so two submissions racing for one output cannot both land."""
+    record = check(request, data_dir, verify_pin, local_files)
+    db = _db(data_dir)
+    try:
+        when = datetime.now(UTC).isoformat(timespec="seconds")
+        try:
+            cursor = db.execute(
+                "INSERT INTO missions (output, record, submitted_at) VALUES (?, ?, ?)",
+                (record["output"], json.dumps(record, sort_keys=True), when),
+            )
+        except sqlite3.IntegrityError:
+            raise Conflict(f"output: {record['output']!r} is already the output of a submitted mission",
+                           detail={"field": "output"}) from None  # fmt: skip
+        return {"id": cursor.lastrowid, "submitted_at": when, **record}
+    finally:
+        db.close()
+
+
+def submissions(data_dir: Path) -> int:
+    """How many submissions are stored (what the refusal tests check stays unchanged)."""
+    if not (data_dir / "missions.sqlite").exists():
+        return 0
+    db = _db(data_dir)
+    try:
+        return int(db.execute("SELECT count(*) FROM missions").fetchone()[0])
+    finally:
+        db.close()

@@ -1,0 +1,141 @@
+"""The dispatcher (issue 11): every refusal through the CLI and through `POST /v1/missions`, each a
+typed error naming the field, and nothing stored; a resume pin that is anchored and agrees is taken."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from anchor.errors import ExitCode
+from anchor.manifest.mission import Mission
+from anchor.missions.dispatch import mission_sha256, submissions
+from api.app import create_app
+from api.config import ApiConfig
+from tests.conftest import Chain
+
+TOKEN = "mission-token"  # noqa: S105 - a test token
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+IMAGE = "ghcr.io/example/runner@sha256:" + "ab" * 32
+DOCUMENT = {
+    "hypothesis": "Momentum predicts next-week returns.", "covers": {"symbol": "SPY"},
+    "budget": {"minutes": 30, "attempts": 10}, "evaluator_policy_sha256": "44" * 32, "command": "python3 run.py",
+}  # fmt: skip
+SNAPSHOT = "22" * 32
+
+
+def _valid(output: str) -> dict[str, Any]:
+    mission = Mission.model_validate(DOCUMENT)
+    return {
+        "mission": {"ref": "mission.toml", "digest": "0x" + mission.digest.hex(), "document": DOCUMENT},
+        "snapshot": {"ref": "https://data.example/snap.parquet", "sha256": SNAPSHOT},
+        "image": IMAGE, "output": output, "profile": "small",
+    }  # fmt: skip
+
+
+@pytest.fixture
+def chain(fresh_chain: Chain) -> Chain:
+    fresh_chain.cli("deploy", check=True)
+    return fresh_chain
+
+
+@pytest.fixture
+def client(chain: Chain) -> Iterator[TestClient]:
+    config = ApiConfig(token_hashes=frozenset({hashlib.sha256(TOKEN.encode()).hexdigest()}))
+    with TestClient(create_app(chain.settings, config)) as test_client:
+        yield test_client
+
+
+def _anchored_bundle(chain: Chain, tmp_path: Path, image: str = IMAGE) -> str:
+    """A result bundle that binds the mission, snapshot, image and policy above, anchored; its digest."""
+    (tmp_path / "out").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "out" / "result.json").write_text('{"sharpe": 1.1}')
+    spec = tmp_path / "bundle.toml"
+    spec.write_text(
+        f'mission_sha256 = "{mission_sha256(Mission.model_validate(DOCUMENT))}"\n'
+        f'data_snapshot_sha256 = "{SNAPSHOT}"\nevaluator_policy_sha256 = "{"44" * 32}"\n'
+        f'image = "{image}"\noutput = "out"\noutput_name = "run-1"\n'
+    )
+    done = chain.cli("--json", "bundle", str(spec), "--anchor", check=True)
+    return str(json.loads(done.stdout)["proof"]["manifest_digest"])
+
+
+def _cli_submit(chain: Chain, tmp_path: Path, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    mission = tmp_path / "mission.json"
+    mission.write_text(json.dumps(request["mission"]["document"]))
+    args = ["--json", "mission", "submit", "--mission", str(mission), "--snapshot", request["snapshot"]["ref"],
+            "--image", request["image"], "--output", request["output"], "--profile", request["profile"]]  # fmt: skip
+    if request["mission"].get("digest"):
+        args += ["--mission-digest", request["mission"]["digest"]]
+    if request["snapshot"].get("sha256"):
+        args += ["--snapshot-sha256", request["snapshot"]["sha256"]]
+    for key, flag in (("bundle", "--resume-bundle"), ("digest", "--resume-digest")):
+        if (request.get("resume") or {}).get(key):
+            args += [flag, request["resume"][key]]
+    done = chain.cli(*args)
+    return done.returncode, json.loads(done.stdout or "{}")
+
+
+def _refusals(tmp_path: Path, pinned: str, drifted: str) -> list[tuple[str, dict[str, Any], int, int, str]]:
+    """(name, request, CLI exit code, HTTP status, field named)."""
+    local = tmp_path / "snap.parquet"
+    local.write_bytes(b"not the snapshot")
+
+    def variant(change: Any) -> dict[str, Any]:
+        request = copy.deepcopy(_valid("taken-output"))
+        change(request)
+        return request
+
+    return [
+        ("a mutable tag", variant(lambda r: r.update(image="ghcr.io/example/runner:latest")), 2, 422, "image"),
+        ("no mission digest", variant(lambda r: r["mission"].pop("digest")), 2, 422, "mission.digest"),
+        ("a mismatching mission digest", variant(lambda r: r["mission"].update(digest="0x" + "99" * 32)), 4, 409,
+         "mission.digest"),
+        ("no snapshot SHA-256", variant(lambda r: r["snapshot"].pop("sha256")), 2, 422, "snapshot.sha256"),
+        ("an output identity already used", variant(lambda r: r.update(output="first-run")), 7, 409, "output"),
+        ("an unknown resource profile", variant(lambda r: r.update(profile="huge")), 2, 422, "profile"),
+        ("half a resume pair", variant(lambda r: r.update(resume={"bundle": "run-1"})), 2, 422, "resume"),
+        ("a resume pin that is not anchored", variant(lambda r: r.update(resume={"bundle": "run-0",
+         "digest": "0x" + "77" * 32})), 3, 404, "resume.digest"),
+        ("a resume pin whose image drifts", variant(lambda r: r.update(resume={"bundle": "run-2", "digest": drifted})),
+         2, 422, "resume.image"),
+        ("a resume pin whose snapshot drifts",
+         variant(lambda r: (r.update(resume={"bundle": "run-1", "digest": pinned}),
+                            r["snapshot"].update(sha256="33" * 32))), 2, 422, "resume.data_snapshot_sha256"),
+    ]  # fmt: skip
+
+
+def test_every_refusal_of_the_door_names_its_field_and_stores_nothing(
+    chain: Chain, client: TestClient, tmp_path: Path
+) -> None:
+    pinned = _anchored_bundle(chain, tmp_path / "b1")
+    drifted = _anchored_bundle(chain, tmp_path / "b2", image="ghcr.io/example/other@sha256:" + "cd" * 32)
+    code, first = _cli_submit(chain, tmp_path, _valid("first-run"))
+    assert code == 0 and first["id"] == 1 and first["profile"] == {"name": "small", "cpu": "1", "memory": "2Gi"}
+    stored = submissions(chain.data_dir)
+    for name, request, exit_code, status, field in _refusals(tmp_path, pinned, drifted):
+        code, body = _cli_submit(chain, tmp_path, request)
+        assert code == exit_code and body["error"]["detail"]["field"] == field, (name, body)
+        answer = client.post("/v1/missions", json=request, headers=AUTH)
+        assert answer.status_code == status, (name, answer.json())
+        assert set(answer.json()) == {"code", "message", "detail"} and answer.json()["detail"]["field"] == field
+        assert submissions(chain.data_dir) == stored, name  # nothing written
+    # the local-snapshot check is the CLI's: the service never opens a path a client names
+    local = tmp_path / "snap.parquet"
+    request = _valid("local-snapshot")
+    request["snapshot"] = {"ref": str(local), "sha256": "11" * 32}
+    code, body = _cli_submit(chain, tmp_path, request)
+    assert code == ExitCode.TAMPERED and body["error"]["detail"]["field"] == "snapshot.sha256"
+    assert submissions(chain.data_dir) == stored
+    # and an anchored pin that agrees is taken, through either door
+    resumed = _valid("second-run") | {"resume": {"bundle": "run-1", "digest": pinned}}
+    answer = client.post("/v1/missions", json=resumed, headers=AUTH)
+    assert answer.status_code == 201 and answer.json()["resume"] == {"bundle": "run-1", "digest": pinned[2:]}
+    assert client.post("/v1/missions", json=_valid("third-run")).status_code == 401  # the door needs a token
+    assert submissions(chain.data_dir) == stored + 1
