@@ -100,7 +100,7 @@ def with_links(identity: dict[str, object], links: dict[str, str], policy: str) 
 
 def digest(identity: dict[str, object]) -> bytes:
     domain = {"filetree": "filetree-manifest", "bundle": "bundle-manifest", "attempt": "attempt-manifest",
-              "champion": "champion-manifest", "mission": "mission"}  # fmt: skip
+              "champion": "champion-manifest", "mission": "mission", "timing": "timing"}  # fmt: skip
     return h(domain[str(identity["kind"])], canonical(identity))
 
 

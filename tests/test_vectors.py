@@ -112,6 +112,16 @@ def test_mission_vector_round_trips_to_the_digest_the_spec_gives(case: dict[str,
     assert Mission.model_validate(decoded) == built
 
 
+@pytest.mark.parametrize("case", _cases("timing"), ids=_ids("timing"))
+def test_timing_vector_round_trips_to_the_digest_the_spec_gives(case: dict[str, Any]) -> None:
+    from anchor.manifest.timing import TimingRecord
+
+    built = TimingRecord.model_validate(case["input"])
+    assert canonical_json(built.identity()) == case["expected"]["identity_canonical"].encode("utf-8")
+    assert built.digest.hex() == case["expected"]["digest"]
+    assert validate_identity(json.loads(case["expected"]["identity_canonical"])) == case["input"]
+
+
 def _leaf_paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     if isinstance(value, dict):
         return [p for k, v in value.items() for p in _leaf_paths(v, (*prefix, k))]
@@ -131,7 +141,7 @@ def _mutated(value: Any) -> Any:
 
 ALL_IDENTITIES = [
     (kind, case["name"], json.loads(case["expected"]["identity_canonical"]), case["expected"]["digest"])
-    for kind in ("filetree", "bundle", "attempt", "champion", "mission")
+    for kind in ("filetree", "bundle", "attempt", "champion", "mission", "timing")
     for case in _cases(kind)
 ]
 

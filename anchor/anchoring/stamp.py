@@ -79,6 +79,7 @@ def anchor_manifest(
     proof_out: Path,
     annotations: dict[str, Any] | None = None,
     idempotency_key: str | None = None,
+    companions: tuple[tuple[dict[str, Any], Path], ...] = (),
 ) -> AnchorOutcome:
     """Submit one manifest to the journal, flush, and write its proof to `proof_out`.
 
@@ -87,6 +88,7 @@ def anchor_manifest(
     """
     from anchor.anchoring.service import AnchorService
     from anchor.journal.submit import Submission
+    from anchor.manifest.identity import manifest_digest
 
     check_output_path(proof_out)
     payload: dict[str, Any] = {}
@@ -96,12 +98,14 @@ def anchor_manifest(
         payload["annotations"] = annotations
     service = AnchorService.open(settings)
     try:
-        submitted = service.submit([Submission(identity, payload, idempotency_key, proof_out)])[0]
+        extra = [Submission(other, {}, None, path) for other, path in companions]  # same batch: one transaction
+        submitted = service.submit([Submission(identity, payload, idempotency_key, proof_out), *extra])[0]
         report = service.flush()
         row = service.item(submitted.digest)
+        rows = [service.item(manifest_digest(other)) for other, _ in companions]
     finally:
         service.close()
-    if row is None or row["state"] != "confirmed":
+    if row is None or row["state"] != "confirmed" or any(r is None or r["state"] != "confirmed" for r in rows):
         raise ChainUnreachable("the manifest is journaled but not confirmed yet; run `anchor journal flush`")
     proof = load_proof(settings.proofs_dir / f"{submitted.digest.hex()}.json")
     write_proof(proof, proof_out)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -136,8 +136,20 @@ def bundle(
 
     manifest, tree, output_dir = load_bundle_spec(spec)
     if anchor:
+        # the milestones are anchored too, as a timing record naming the bundle: tamper-evident, and
+        # still outside the bundle's identity (docs/manifest.md, "Timing record")
+        proof_out = proof or default_proof_path(output_dir)
+        annotations = manifest.annotations()
+        companions: tuple[tuple[dict[str, Any], Path], ...] = ()
+        if manifest.milestones is not None:
+            from anchor.manifest.timing import timing_for
+
+            timing = timing_for(manifest.digest, manifest.milestones)
+            timing_out = proof_out.with_name(proof_out.name.removesuffix(".anchor.json") + ".timing.anchor.json")
+            annotations["timing"] = {"digest": "0x" + timing.digest.hex(), "proof": timing_out.name}
+            companions = ((timing.identity(), timing_out),)
         outcome = anchor_manifest(
-            manifest.identity(), tree, _settings(ctx), proof or default_proof_path(output_dir), manifest.annotations()
+            manifest.identity(), tree, _settings(ctx), proof_out, annotations, companions=companions
         )
         _report_anchor(ctx, json, str(output_dir), outcome)
         return
@@ -284,6 +296,7 @@ def verify(
             + (f" ({count(result.confirmations, 'confirmation')})" if result.finality in ("safe", "finalized") else "")
             + f" (read at block {result.read_at_block})",
             *_quorum_lines(result.quorum),
+            *_milestone_lines(result),
             *(
                 ["  note: chain 31337 is this machine's local development chain: only this machine can check it"]
                 if result.chain_id == 31337
@@ -291,6 +304,17 @@ def verify(
             ),
         ],
     )
+
+
+def _milestone_lines(result: Any) -> list[str]:
+    if not result.milestones:
+        return []
+    how = (
+        "anchored: its timing record, checked on chain"
+        if result.milestones_anchored
+        else "NOT anchored (no timing record): as written in the proof, unverified"
+    )
+    return [f"  milestones  {how}", *(f"    {name:<18} {when}" for name, when in result.milestones.items())]
 
 
 def attest(

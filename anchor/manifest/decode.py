@@ -14,6 +14,7 @@ from anchor.manifest.bundle import BundleManifest
 from anchor.manifest.champion import ChampionManifest
 from anchor.manifest.filetree import FORMAT_VERSION, check_links, is_hex64
 from anchor.manifest.mission import Mission
+from anchor.manifest.timing import TimingRecord
 from anchor.manifest.validation import validated
 
 
@@ -58,7 +59,7 @@ def validate_identity(identity: object, source: str = "manifest") -> dict[str, A
             raise BadInput(f"{source}: length must be a non-negative integer", detail={"field": "manifest.length"})
         return identity
     model: Any = {"bundle": BundleManifest, "attempt": AttemptManifest, "champion": ChampionManifest,
-                  "mission": Mission}.get(str(kind))  # fmt: skip
+                  "mission": Mission, "timing": TimingRecord}.get(str(kind))  # fmt: skip
     if model is None:
         raise BadInput(f"{source}: unknown manifest kind {kind!r}", detail={"field": "manifest.kind"})
     normalized = validated(model, identity, source).identity()

@@ -25,6 +25,7 @@ class Domain(StrEnum):
     CHAMPION_MANIFEST = "anchor.manifest.v1 champion-manifest"
     METRIC_SOURCE = "anchor.manifest.v1 metric-source"
     MISSION = "anchor.manifest.v1 mission"
+    TIMING = "anchor.manifest.v1 timing"
 
 
 def tagged(domain: Domain, data: bytes) -> bytes:

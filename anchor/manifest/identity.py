@@ -20,6 +20,7 @@ _DOMAINS = {
     "ledger": Domain.LEDGER_HEAD,
     "champion": Domain.CHAMPION_MANIFEST,
     "mission": Domain.MISSION,
+    "timing": Domain.TIMING,
 }
 
 

@@ -67,6 +67,11 @@ class Verification(BaseModel):
     """For a single-file proof: the file's path inside the anchored bundle."""
     quorum: dict[str, Any] | None = None
     """With several read endpoints: the quorum, who agreed, and what each dissenter said."""
+    milestones: dict[str, str] | None = None
+    """A result bundle's latency milestones, as its proof shows them."""
+    milestones_anchored: bool | None = None
+    """True: they are the ones its anchored timing record binds (checked on chain); False: the proof
+    carries milestones but no timing record (written, not verified)."""
 
     def to_json(self) -> dict[str, object]:
         return self.model_dump()
@@ -122,7 +127,51 @@ def verify_path(
     endpoint and need `quorum` of them to agree (anchor.verify.quorum).
     """
     # 1. Decode the proof; everything it states must follow from what it contains.
-    return verify_with_proof(path, load_proof(proof_path), str(proof_path), settings, registry, quorum)
+    proof = load_proof(proof_path)
+    verdict = verify_with_proof(path, proof, str(proof_path), settings, registry, quorum)
+    # 7. A bundle's milestones: the ones its anchored timing record binds, or said to be unverified.
+    return check_milestones(verdict, proof, proof_path.parent, settings, registry)
+
+
+def check_milestones(
+    verdict: Verification, proof: ProofFile, beside: Path, settings: Settings, registry: str | None = None
+) -> Verification:
+    """Compare the milestones a bundle proof shows with its anchored timing record (docs/manifest.md,
+    "Timing record"); `Tampered` names every milestone that differs."""
+    shown = proof.annotations.get("milestones")
+    if proof.manifest.get("kind") != "bundle" or not isinstance(shown, dict):
+        return verdict
+    link = proof.annotations.get("timing")
+    if not isinstance(link, dict):
+        return verdict.model_copy(update={"milestones": shown, "milestones_anchored": False})
+    digest = str(link.get("digest", "")).lower().removeprefix("0x")
+    candidates = [beside / str(link.get("proof", "")), settings.proofs_dir / f"{digest}.json"]
+    found = next((c for c in candidates if c.name and c.is_file()), None)
+    if found is None:
+        raise NotAnchored(
+            f"the bundle's timing record 0x{digest} has no proof here ({candidates[0]})",
+            detail={"field": "annotations.timing", "timing": "0x" + digest},
+        )
+    timing = load_proof(found)
+    if timing.manifest_digest.removeprefix("0x") != digest or timing.manifest.get("kind") != "timing":
+        raise Tampered(f"{found}: not the timing record the bundle names", detail={"field": "annotations.timing"})
+    if timing.manifest.get("bundle") != proof.manifest_digest.removeprefix("0x"):
+        raise Tampered(f"{found}: times another bundle", detail={"field": "annotations.timing"})
+    anchored = timing.manifest.get("milestones") or {}
+    differ = sorted(n for n in set(shown) | set(anchored) if shown.get(n) != anchored.get(n))
+    if differ:
+        raise Tampered(
+            "milestones differ from the anchored timing record: "
+            + ", ".join(f"{n} (proof says {shown.get(n)}, anchored {anchored.get(n)})" for n in differ),
+            detail={"milestones": differ},
+        )
+    timed = verify_proof_on_chain(timing, check_proof_consistency(timing), settings, files=0, registry=registry)
+    if timed.submitter.lower() != verdict.submitter.lower():  # the registry is open: anyone may anchor a record
+        raise Tampered(
+            f"the timing record was anchored by {timed.submitter}, the bundle by {verdict.submitter}",
+            detail={"field": "annotations.timing", "submitter": timed.submitter},
+        )
+    return verdict.model_copy(update={"milestones": shown, "milestones_anchored": True})
 
 
 def verify_with_proof(

@@ -283,6 +283,15 @@ def mission_vectors() -> list[dict[str, object]]:
     return out
 
 
+def timing_vectors() -> list[dict[str, object]]:
+    identity = {"kind": "timing", "version": 1, "bundle": "c5" * 32,
+                "milestones": {"submitted": "2026-11-30T09:00:00+00:00", "scheduled": "2026-11-30T09:00:02+00:00",
+                               "completed": "2026-11-30T09:04:12+00:00"}}  # fmt: skip
+    return [{"name": "three of the six milestones", "input": identity,
+             "expected": {"identity_canonical": ref.canonical(identity).decode(),
+                          "digest": ref.digest(identity).hex()}}]  # fmt: skip
+
+
 def main() -> None:
     for kind, vectors in (
         ("filetree", filetree_vectors()),
@@ -290,6 +299,7 @@ def main() -> None:
         ("attempt", attempt_vectors()),
         ("champion", champion_vectors()),
         ("mission", mission_vectors()),
+        ("timing", timing_vectors()),
     ):
         document = {"format": "anchor-golden-vectors", "manifest_version": 1, "kind": kind, "cases": vectors}
         (HERE / f"{kind}.json").write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
