@@ -59,3 +59,24 @@ def test_the_same_result_computed_faster_is_the_same_bundle(fresh_chain: Chain, 
     )
     after = json.loads(fresh_chain.cli("--json", "bundle", str(spec), check=True).stdout)["manifest_digest"]
     assert before == after
+
+
+def test_verify_and_the_explorer_show_what_ran_and_the_milestone_timeline(fresh_chain: Chain, anchored: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from api.app import create_app
+    from api.config import ApiConfig
+
+    text = fresh_chain.cli("verify", str(anchored / "outputs"), check=True).stdout
+    proof = json.loads((anchored / "outputs.anchor.json").read_text())
+    manifest = proof["manifest"]
+    assert f"mission     sha256 {manifest['mission_sha256']}" in text and f"image       {manifest['image']}" in text
+    with TestClient(create_app(fresh_chain.settings, ApiConfig(token_hashes=frozenset()))) as client:
+        page = client.get(
+            f"/explorer/bundle/{json.loads((anchored / 'outputs.anchor.json').read_text())['manifest_digest']}"
+        )
+    assert page.status_code == 200
+    html = page.text
+    assert manifest["data_snapshot_sha256"] in html and manifest["evaluator_policy_sha256"] in html
+    assert "anchored (timing record checked on chain)" in html
+    assert html.count("<circle ") == 2 and "completed +252 s" in html  # 09:00:00 -> 09:04:12

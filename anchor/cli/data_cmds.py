@@ -296,6 +296,7 @@ def verify(
             + (f" ({count(result.confirmations, 'confirmation')})" if result.finality in ("safe", "finalized") else "")
             + f" (read at block {result.read_at_block})",
             *_quorum_lines(result.quorum),
+            *_bundle_lines(path, result, proof if path.name.endswith(".intoto.jsonl") else (proof or find_proof(path))),
             *_milestone_lines(result),
             *(
                 ["  note: chain 31337 is this machine's local development chain: only this machine can check it"]
@@ -304,6 +305,23 @@ def verify(
             ),
         ],
     )
+
+
+def _bundle_lines(path: Path, result: Any, proof_path: Path | None) -> list[str]:
+    """For a result bundle: what ran, as its verified manifest binds it."""
+    from anchor.proof.file import load_proof
+
+    if proof_path is None or not proof_path.is_file():
+        return []
+    manifest = load_proof(proof_path).manifest
+    if manifest.get("kind") != "bundle":
+        return []
+    return [
+        f"  mission     sha256 {manifest['mission_sha256']}",
+        f"  snapshot    sha256 {manifest['data_snapshot_sha256']}",
+        f"  image       {manifest['image']}",
+        f"  policy      sha256 {manifest['evaluator_policy_sha256']}",
+    ]
 
 
 def _milestone_lines(result: Any) -> list[str]:

@@ -288,8 +288,17 @@ def pin_contract(work: Path, contract: Path, ledger: Any) -> None:
 
     pinned = work / "contract.toml"
     if not pinned.exists():
-        if ledger.entries():
-            return  # a work dir from before pinning: nothing to compare with
+        # a shared ledger (PostgreSQL) others already write to, or a work dir from before pinning: the
+        # rows say which contract they were scored under; this one must be it
+        from anchor.research.anchoring import contract_digest
+
+        scored = {e["contract_digest"] for e in ledger.entries()}
+        if scored and scored != {contract_digest(contract)}:
+            raise Conflict(
+                f"{ledger.where} was scored under another contract (digest {sorted(scored)[0][:16]}…); its values"
+                " cannot be compared across contracts. Start a new search (another --workdir or ANCHOR_LEDGER_NAME)",
+                detail={"field": "contract", "scored_under": sorted(scored)},
+            )
         work.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(contract, pinned)
         return
@@ -387,6 +396,13 @@ def verify(
         Optional[Path],  # noqa: UP045
         typer.Option("--repo", help="The repository to find the commits in (default: the one each search recorded)."),
     ] = None,
+    researcher: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--researcher",
+            help="Audit only this researcher's commits and evidence (a shared ledger: each host has its own run dirs).",
+        ),
+    ] = None,
     json: JsonFlag = False,
 ) -> None:
     """Check the ledger's hash chain, every ledger head anchored at a checkpoint (read back from the
@@ -403,7 +419,13 @@ def verify(
     path = ledger.where
     heads = check_anchored_heads(ledger, ctx.find_root().obj["settings"])
     attempts = ledger.entries()
-    checked = audit(attempts, work, repo)
+    mine = attempts if researcher is None else [e for e in attempts if e["researcher"] == researcher]
+    if researcher is not None and not mine:
+        from anchor.errors import BadInput
+
+        raise BadInput(f"--researcher {researcher}: no attempts of this researcher in {path}",
+                       detail={"field": "researcher"})  # fmt: skip
+    checked = audit(mine, work, repo)
     lines = [f"OK: {path}: {result['entries']} entries ({len(attempts)} attempts, their traces), head {result['head']}"]
     if heads.checkpoints:
         lines.append(
@@ -412,8 +434,10 @@ def verify(
         )
     else:
         lines.append("  on chain: no anchored checkpoint yet: the ledger was checked against itself only")
+    whose = "" if researcher is None else f" (researcher {researcher})"
     lines.append(
-        f"  commits: {checked.commits} found with the ledgered diff in {', '.join(sorted(set(checked.repos.values())))}"
+        f"  commits{whose}: {checked.commits} found with the ledgered diff in"
+        f" {', '.join(sorted(set(checked.repos.values())))}"
     )
     lines.append(
         f"  evidence: {checked.evidence} run dirs re-hashed to their bound evidence, metrics re-read"

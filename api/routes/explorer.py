@@ -144,7 +144,7 @@ async def batch_page(root: Hex32, request: Request, reader: ReaderDep) -> HTMLRe
 
 @router.get("/bundle/{digest}", response_class=HTMLResponse)
 async def bundle_page(digest: Hex32, settings: SettingsDep, reader: ReaderDep) -> HTMLResponse:
-    from anchor.verify.verifier import check_proof_consistency, verify_proof_on_chain
+    from anchor.verify.verifier import check_milestones, check_proof_consistency, verify_proof_on_chain
 
     body_hex = digest.lower().removeprefix("0x")
     stored = settings.proofs_dir / f"{body_hex}.json"
@@ -153,6 +153,8 @@ async def bundle_page(digest: Hex32, settings: SettingsDep, reader: ReaderDep) -
     proof = load_proof(stored)
     root = check_proof_consistency(proof)
     verification = await run_in_threadpool(verify_proof_on_chain, proof, root, settings, len(proof.files or ()))
+    # a result bundle's milestones, checked against its anchored timing record (Tampered is a 409 page)
+    verification = await run_in_threadpool(check_milestones, verification, proof, stored.parent, settings)
     files = proof.filetree()
     return _page(
         "bundle.html",
@@ -162,7 +164,25 @@ async def bundle_page(digest: Hex32, settings: SettingsDep, reader: ReaderDep) -
         verification=verification,
         digest="0x" + body_hex,
         files=files.files if files else (),
+        timeline=_timeline(verification.milestones or {}),
     )
+
+
+def _timeline(milestones: dict[str, str]) -> list[dict[str, Any]]:
+    """Each milestone with its offset from the first, in seconds and as a share of the whole: what the
+    page draws (no JavaScript, no chart library)."""
+    from datetime import datetime
+
+    if not milestones:
+        return []
+    times = {name: datetime.fromisoformat(value) for name, value in milestones.items()}
+    first, last = min(times.values()), max(times.values())
+    span = (last - first).total_seconds() or 1.0
+    return [
+        {"name": name, "at": milestones[name], "seconds": (when - first).total_seconds(),
+         "x": round(40 + 620 * (when - first).total_seconds() / span, 1)}
+        for name, when in sorted(times.items(), key=lambda item: item[1])
+    ]  # fmt: skip
 
 
 @router.get("/bundle/{digest}/proof")
