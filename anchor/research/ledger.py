@@ -163,6 +163,9 @@ class PgLedger:
                     detail={"variable": "ANCHOR_JOURNAL_URL"},
                 ) from None
             with self._conn.transaction():
+                # CREATE TABLE IF NOT EXISTS is not safe against a concurrent one (both sessions may try,
+                # and one fails on the catalog's unique index): researchers starting together lock first
+                self._conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('anchor_ledger_schema', 0))")
                 self._conn.execute("CREATE TABLE IF NOT EXISTS anchor_meta (key text PRIMARY KEY, value text NOT NULL)")
                 self._conn.execute(
                     "INSERT INTO anchor_meta VALUES ('ledger_schema', %s) ON CONFLICT (key) DO NOTHING",

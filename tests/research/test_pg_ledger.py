@@ -75,3 +75,20 @@ def test_an_unreachable_database_is_a_typed_error_naming_the_variable(tmp_path: 
     with pytest.raises(JournalError, match="cannot be reached") as info:
         ledger.rows()
     assert info.value.detail == {"variable": "ANCHOR_JOURNAL_URL"}
+
+
+OPEN = """
+import sys
+from pathlib import Path
+from anchor.research.ledger import PgLedger
+print(len(PgLedger(sys.argv[1], Path("/nonexistent"), "fresh").rows()))
+"""
+
+
+def test_many_researchers_opening_a_fresh_database_at_once_all_get_the_schema(postgres_url: str) -> None:
+    """CREATE TABLE IF NOT EXISTS races with itself in PostgreSQL; the schema is created under a lock."""
+    openers = [subprocess.Popen([sys.executable, "-c", OPEN, postgres_url], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True) for _ in range(12)]  # fmt: skip
+    results = [o.communicate(timeout=120) for o in openers]
+    assert [o.returncode for o in openers] == [0] * 12, [err[-300:] for _, err in results if err]
+    assert {out.strip() for out, _ in results} == {"0"}

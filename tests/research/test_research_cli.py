@@ -302,7 +302,7 @@ def test_four_researchers_times_25_attempts_share_one_postgres_ledger(
                 "--max-failures", "25"]  # fmt: skip
         researchers.append(subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     outputs = [r.communicate(timeout=600) for r in researchers]
-    assert [r.returncode for r in researchers] == [0, 0, 0, 0], [err[-1000:] for _, err in outputs]
+    assert [r.returncode for r in researchers] == [0, 0, 0, 0], [(out[-1000:], err[-1000:]) for out, err in outputs]
     ledger = PgLedger(postgres_url, tmp_path / "work-r0", "team")
     rows, entries = ledger.rows(), ledger.entries()
     assert [r["seq"] for r in rows] == list(range(200))  # 100 attempts, each after its own trace
