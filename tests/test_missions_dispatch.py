@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 
 from anchor.errors import ExitCode
 from anchor.manifest.mission import Mission
-from anchor.missions.dispatch import mission_sha256, submissions
+from anchor.missions.dispatch import submissions
 from api.app import create_app
 from api.config import ApiConfig
 from tests.conftest import Chain
@@ -58,7 +58,7 @@ def _anchored_bundle(chain: Chain, tmp_path: Path, image: str = IMAGE) -> str:
     (tmp_path / "out" / "result.json").write_text('{"sharpe": 1.1}')
     spec = tmp_path / "bundle.toml"
     spec.write_text(
-        f'mission_sha256 = "{mission_sha256(Mission.model_validate(DOCUMENT))}"\n'
+        f'mission_sha256 = "{Mission.model_validate(DOCUMENT).sha256()}"\n'
         f'data_snapshot_sha256 = "{SNAPSHOT}"\nevaluator_policy_sha256 = "{"44" * 32}"\n'
         f'image = "{image}"\noutput = "out"\noutput_name = "run-1"\n'
     )

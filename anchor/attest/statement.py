@@ -113,17 +113,23 @@ def _chain_anchor(proof: ProofFile, verdict: Verification) -> dict[str, Any]:
     }
 
 
-def _slsa(proof: ProofFile, verdict: Verification) -> dict[str, Any]:
-    """SLSA Provenance v1 for a result bundle: the mission, data snapshot, image and evaluator policy
-    are the resolved dependencies, the runner the builder, the anchoring the run's metadata."""
+def _slsa_dependencies(proof: ProofFile) -> list[dict[str, Any]]:
+    """The resolved dependencies a bundle manifest binds: mission, data snapshot, image, evaluator policy."""
     m = proof.manifest
     image_name, _, image_digest = str(m["image"]).partition("@")
-    dependencies = [
+    return [
         {"name": "mission", "digest": {"sha256": m["mission_sha256"]}},
         {"name": "data_snapshot", "digest": {"sha256": m["data_snapshot_sha256"]}},
         {"name": "image", "uri": f"docker://{image_name}", "digest": {"sha256": image_digest.removeprefix("sha256:")}},
         {"name": "evaluator_policy", "digest": {"sha256": m["evaluator_policy_sha256"]}},
     ]
+
+
+def _slsa(proof: ProofFile, verdict: Verification) -> dict[str, Any]:
+    """SLSA Provenance v1 for a result bundle: the mission, data snapshot, image and evaluator policy
+    are the resolved dependencies, the runner the builder, the anchoring the run's metadata."""
+    m = proof.manifest
+    dependencies = _slsa_dependencies(proof)
     external: dict[str, Any] = {"output": m["output"]}
     if "resume" in m:
         external["resume"] = m["resume"]
@@ -220,18 +226,6 @@ def _check_slsa(predicate: Any, proof: ProofFile, path: Path) -> None:
                 f"{path}: the SLSA dependency {name!r} is not the one the bundle manifest binds",
                 detail={"dependency": name},
             )
-
-
-def _slsa_dependencies(proof: ProofFile) -> list[dict[str, Any]]:
-    deps: list[dict[str, Any]] = _slsa(proof, _NO_VERDICT)["buildDefinition"]["resolvedDependencies"]
-    return deps
-
-
-class _Placeholder:
-    anchored_at = ""
-
-
-_NO_VERDICT: Any = _Placeholder()
 
 
 def write_statements(statements: list[dict[str, Any]], out: Path) -> None:

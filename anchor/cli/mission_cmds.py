@@ -36,13 +36,13 @@ def check(
 ) -> None:
     """Validate a mission and print its digest (what anchors it) and its file's SHA-256 (what a result
     bundle binds as mission_sha256)."""
+    import hashlib
+
     from anchor.manifest.mission import load_mission
-    from anchor.manifest.mission import mission_sha256 as file_sha256
-    from anchor.missions.dispatch import mission_sha256
 
     mission, raw = load_mission(path)
-    data = {"digest": "0x" + mission.digest.hex(), "sha256": mission_sha256(mission), "file_sha256": file_sha256(raw),
-            "mission": mission.identity()}  # fmt: skip
+    data = {"digest": "0x" + mission.digest.hex(), "sha256": mission.sha256(),
+            "file_sha256": hashlib.sha256(raw).hexdigest(), "mission": mission.identity()}  # fmt: skip
     covers = ", ".join(f"{k}={v}" for k, v in mission.covers.items()) or "nothing named"
     budget = f"{mission.budget.minutes} min, {mission.budget.attempts} attempts"
     emit(ctx, json, data, [

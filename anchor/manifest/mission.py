@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from anchor.errors import BadInput
 from anchor.manifest.attempt import canonical_decimal
+from anchor.manifest.canonical import canonical_json
 from anchor.manifest.identity import HasIdentity
 from anchor.manifest.validation import validated
 
@@ -80,6 +81,11 @@ class Mission(HasIdentity, BaseModel):
     def identity(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
 
+    def sha256(self) -> str:
+        """SHA-256 of its canonical JSON: the `mission_sha256` a run's result bundle binds (the same
+        mission as TOML, JSON or through the API is one mission)."""
+        return hashlib.sha256(canonical_json(self.identity())).hexdigest()
+
 
 def load_mission(path: Path) -> tuple[Mission, bytes]:
     """The mission in `path` (TOML, or JSON for a `.json` file) and the file's bytes; `BadInput` naming
@@ -99,7 +105,3 @@ def load_mission(path: Path) -> tuple[Mission, bytes]:
     if not isinstance(data, dict):
         raise BadInput(f"{path}: a mission is an object", detail={"file": str(path)})
     return validated(Mission, data, str(path)), raw
-
-
-def mission_sha256(raw: bytes) -> str:
-    return hashlib.sha256(raw).hexdigest()

@@ -36,7 +36,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from anchor.errors import BadInput, Conflict, NotAnchored, Tampered
 from anchor.files import PRIVATE_FILE, private_dir
-from anchor.manifest.canonical import canonical_json
 from anchor.manifest.mission import Mission
 from anchor.manifest.validation import validated
 
@@ -137,14 +136,14 @@ def check(
             )
         if request.resume.bundle is not None:
             pin = _hex(request.resume.digest, "resume.digest")
-            _check_pin(pin, data_dir, verify_pin, mission_sha256(mission), mission, snapshot, request.image)
+            _check_pin(pin, data_dir, verify_pin, mission.sha256(), mission, snapshot, request.image)
             resume = {"bundle": request.resume.bundle, "digest": pin}
     if _output_used(data_dir, request.output):
         raise Conflict(f"output: {request.output!r} is already the output of a submitted mission",
                        detail={"field": "output"})  # fmt: skip
     return {
         "mission": {"ref": request.mission.ref, "digest": "0x" + claimed, "document": mission.identity()},
-        "mission_sha256": mission_sha256(mission),
+        "mission_sha256": mission.sha256(),
         "snapshot": {"ref": request.snapshot.ref, "sha256": snapshot},
         "image": request.image,
         "output": request.output,
@@ -152,12 +151,6 @@ def check(
         "resume": resume,
         "evaluator_policy_sha256": mission.evaluator_policy_sha256,
     }
-
-
-def mission_sha256(mission: Mission) -> str:
-    """The mission's SHA-256 as the runner binds it in a result bundle: of its canonical JSON, so the
-    same mission sent as TOML, JSON or through the API is the same mission."""
-    return hashlib.sha256(canonical_json(mission.identity())).hexdigest()
 
 
 def _check_pin(
