@@ -212,6 +212,14 @@ class JournalBusy(JournalError):
     code = "journal_busy"
 
 
+class LeaseLost(JournalError):
+    """This replica's flush lease expired while it stalled and another replica took it over: its
+    fencing token is stale, so it must not commit (nothing it tried was)."""
+
+    http_status = 503
+    code = "lease_lost"
+
+
 class GitError(AnchorError):
     """A git command of the research harness failed (the repository is the user's: we report, never repair)."""
 

@@ -13,7 +13,8 @@ from fastapi import Depends, FastAPI, Request
 from starlette.concurrency import run_in_threadpool
 
 from anchor.errors import Unauthorized
-from anchor.journal.store import Journal, open_journal
+from anchor.journal.backends import open_journal
+from anchor.journal.store import Journal
 from anchor.settings.session import Settings
 from api.config import ApiConfig
 from api.reader import ChainReader
@@ -51,7 +52,7 @@ def thread_journal(app: FastAPI) -> Journal:
     key = (id(app), app.state.settings.data_dir)
     journal = journals.get(key)
     if journal is None or journal.closed:
-        journal = journals[key] = open_journal(app.state.settings.data_dir)
+        journal = journals[key] = open_journal(app.state.settings.data_dir, app.state.settings.journal_url)
         with _opened_lock:
             app.state.__dict__.setdefault("journals", []).append(journal)  # closed with the app
     return journal

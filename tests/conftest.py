@@ -5,6 +5,7 @@ Chain tests never skip: if anvil is missing, the fixture fails loudly.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import socket
@@ -36,14 +37,18 @@ class Chain:
     data_dir: Path
     port: int
     node: LocalChain
+    journal_url: str | None = None
+    """A postgresql:// URL: the journal lives there (the PostgreSQL backend); None: SQLite."""
 
     @property
     def settings(self) -> Settings:
-        return Settings(data_dir=self.data_dir, local_port=self.port)
+        return Settings(data_dir=self.data_dir, local_port=self.port, journal_url=self.journal_url)
 
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
         env.update(ANCHOR_DATA_DIR=str(self.data_dir), ANCHOR_LOCAL_PORT=str(self.port))
+        if self.journal_url:
+            env["ANCHOR_JOURNAL_URL"] = self.journal_url
         return env
 
     def cli(self, *args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
@@ -100,6 +105,30 @@ def postgres_url(postgres_server_url: str, request: pytest.FixtureRequest) -> st
     from tests.postgres import fresh_database
 
     return fresh_database(postgres_server_url, "t_" + uuid.uuid4().hex[:16])
+
+
+JOURNAL_BACKENDS = ("sqlite", "postgresql")
+
+
+def journal_url_for(backend: str, request: pytest.FixtureRequest) -> str | None:
+    """None for the SQLite journal; a fresh database on the session's server for PostgreSQL."""
+    if backend == "sqlite":
+        return None
+    from tests.postgres import fresh_database
+
+    return fresh_database(request.getfixturevalue("postgres_server_url"), "j_" + uuid.uuid4().hex[:16])
+
+
+@pytest.fixture(params=JOURNAL_BACKENDS)
+def journal_url(request: pytest.FixtureRequest) -> str | None:
+    """Each journal test runs on both backends: SQLite in the data dir, and a real PostgreSQL."""
+    return journal_url_for(request.param, request)
+
+
+@pytest.fixture
+def backend_chain(fresh_chain: Chain, journal_url: str | None) -> Chain:
+    """A fresh chain whose journal is on the backend under test."""
+    return dataclasses.replace(fresh_chain, journal_url=journal_url)
 
 
 @pytest.fixture

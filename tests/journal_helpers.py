@@ -11,7 +11,7 @@ from eth_hash.auto import keccak
 from anchor.batch.merkle import BatchTree
 from anchor.chain.deployment import load_deployment
 from anchor.chain.node import rpc_call
-from anchor.journal.store import open_journal
+from anchor.journal.backends import open_journal
 from anchor.journal.submit import Submission
 
 ROOT_TOPIC = "0x" + keccak(b"RootAnchored(bytes32,address)").hex()
@@ -35,9 +35,9 @@ def roots_on_chain(rpc_url: str, data_dir: Path) -> list[str]:
     return [log["topics"][1] for log in logs]
 
 
-def journal_batches(data_dir: Path) -> dict[str, list[bytes]]:
+def journal_batches(data_dir: Path, journal_url: str | None = None) -> dict[str, list[bytes]]:
     """root hex -> item digests, for every root effect in the journal."""
-    journal = open_journal(data_dir)
+    journal = open_journal(data_dir, journal_url)
     try:
         out: dict[str, list[bytes]] = {}
         for effect in journal.db.execute("SELECT id, key FROM effects WHERE kind = 'root'").fetchall():
@@ -48,16 +48,18 @@ def journal_batches(data_dir: Path) -> dict[str, list[bytes]]:
         journal.close()
 
 
-def assert_exactly_once(rpc_url: str, data_dir: Path, expected_items: int) -> dict[str, Any]:
+def assert_exactly_once(
+    rpc_url: str, data_dir: Path, expected_items: int, journal_url: str | None = None
+) -> dict[str, Any]:
     """Every journaled item confirmed, in exactly one batch, whose root is on chain exactly once, and
     no root on chain that the journal does not explain."""
-    journal = open_journal(data_dir)
+    journal = open_journal(data_dir, journal_url)
     try:
         states = dict(journal.db.execute("SELECT state, count(*) FROM items GROUP BY state").fetchall())
     finally:
         journal.close()
     assert states == ({"confirmed": expected_items} if expected_items else {}), states
-    batches = journal_batches(data_dir)
+    batches = journal_batches(data_dir, journal_url)
     on_chain = roots_on_chain(rpc_url, data_dir)
     assert len(on_chain) == len(set(on_chain)), "a root was anchored twice"
     assert set(on_chain) == set(batches), "roots on chain and batches in the journal differ"
@@ -68,9 +70,9 @@ def assert_exactly_once(rpc_url: str, data_dir: Path, expected_items: int) -> di
     return {"roots": len(on_chain), "items": len(all_items)}
 
 
-def journal_value(data_dir: Path, sql: str) -> Any:
-    """The first column of the first row of `sql` on the journal of `data_dir`."""
-    journal = open_journal(data_dir)
+def journal_value(data_dir: Path, sql: str, journal_url: str | None = None) -> Any:
+    """The first column of the first row of `sql` on the journal of `data_dir` (or at `journal_url`)."""
+    journal = open_journal(data_dir, journal_url)
     try:
         return journal.db.execute(sql).fetchone()[0]
     finally:

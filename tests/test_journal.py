@@ -1,4 +1,5 @@
-"""The journal and the effect protocol against a real anvil."""
+"""The journal and the effect protocol against a real anvil, on both backends: every test that takes
+`journal_url` or `backend_chain` runs once on SQLite and once on a real PostgreSQL (tests/postgres.py)."""
 
 from __future__ import annotations
 
@@ -12,24 +13,25 @@ import pytest
 from anchor.anchoring.service import AnchorService
 from anchor.chain.node import rpc_call
 from anchor.errors import Conflict, ExitCode, JournalError
+from anchor.journal.backends import open_journal
 from anchor.journal.effects import RunnerConfig
-from anchor.journal.store import SCHEMA_VERSION, Journal, open_journal
+from anchor.journal.store import SCHEMA_VERSION, Journal
 from anchor.journal.submit import Submission, submit
 from tests.conftest import Chain
 from tests.journal_helpers import assert_exactly_once, unique_submissions
 from tests.public_tools import cast_verify_inclusion
 
 
-def test_same_manifest_twice_is_one_record_marked_duplicate(tmp_path: Path) -> None:
-    journal = open_journal(tmp_path)
+def test_same_manifest_twice_is_one_record_marked_duplicate(tmp_path: Path, journal_url: str | None) -> None:
+    journal = open_journal(tmp_path, journal_url)
     sub = unique_submissions(1)[0]
     first, second = submit(journal, 31337, sub), submit(journal, 31337, sub)
     assert (first.duplicate, second.duplicate, first.item_id) == (False, True, second.item_id)
     assert journal.db.execute("SELECT count(*) FROM items").fetchone()[0] == 1
 
 
-def test_idempotency_key_reused_with_another_payload_is_a_conflict(tmp_path: Path) -> None:
-    journal = open_journal(tmp_path)
+def test_idempotency_key_reused_with_another_payload_is_a_conflict(tmp_path: Path, journal_url: str | None) -> None:
+    journal = open_journal(tmp_path, journal_url)
     a, b = unique_submissions(2)
     submit(journal, 31337, Submission(a.identity, a.payload, idempotency_key="run-7"))
     again = submit(journal, 31337, Submission(a.identity, a.payload, idempotency_key="run-7"))
@@ -43,7 +45,7 @@ def test_idempotency_key_reused_with_another_payload_is_a_conflict(tmp_path: Pat
 
 
 def test_journal_durability_settings_and_schema_version_are_enforced(tmp_path: Path) -> None:
-    journal = open_journal(tmp_path)
+    journal = open_journal(tmp_path)  # the SQLite journal's own settings (PostgreSQL: fsync is the server's)
     pragmas = [
         journal.db.execute(f"PRAGMA {name}").fetchone()[0] for name in ("journal_mode", "synchronous", "foreign_keys")
     ]
@@ -77,37 +79,39 @@ def test_a_version_1_journal_is_migrated_and_its_files_indexed(tmp_path: Path) -
     assert tuple(row) == (1, "a.txt")
 
 
-def test_items_are_batched_and_each_root_lands_on_chain_once(fresh_chain: Chain) -> None:
-    fresh_chain.cli("deploy", check=True)
-    service = AnchorService.open(fresh_chain.settings)
+def test_items_are_batched_and_each_root_lands_on_chain_once(backend_chain: Chain) -> None:
+    backend_chain.cli("deploy", check=True)
+    service = AnchorService.open(backend_chain.settings)
     service.submit(unique_submissions(20))
     report = service.flush(max_items=8)
     service.close()
     assert len(report.confirmed) == 3  # 8 + 8 + 4
-    counts = assert_exactly_once(fresh_chain.node.rpc_url, fresh_chain.data_dir, 20)
+    counts = assert_exactly_once(backend_chain.node.rpc_url, backend_chain.data_dir, 20, backend_chain.journal_url)
     assert counts == {"roots": 3, "items": 20}
+    # the backend under test is the one that journaled: no SQLite file beside a PostgreSQL journal
+    assert (backend_chain.data_dir / "journal.sqlite").exists() == (backend_chain.journal_url is None)
 
 
-def test_every_batched_item_gets_a_proof_that_verifies(fresh_chain: Chain, tmp_path: Path) -> None:
-    fresh_chain.cli("deploy", check=True)
+def test_every_batched_item_gets_a_proof_that_verifies(backend_chain: Chain, tmp_path: Path) -> None:
+    backend_chain.cli("deploy", check=True)
     bundles = []
     for i in range(5):
         target = tmp_path / f"b{i}"
         target.mkdir()
         (target / "result.txt").write_text(f"result {i}")
         bundles.append(str(target))
-    fresh_chain.cli("journal", "submit", *bundles, check=True)
-    flushed = json.loads(fresh_chain.cli("journal", "flush", "--batch-size", "2", "--json", check=True).stdout)
+    backend_chain.cli("journal", "submit", *bundles, check=True)
+    flushed = json.loads(backend_chain.cli("journal", "flush", "--batch-size", "2", "--json", check=True).stdout)
     assert flushed["confirmed_effects"] == 3 and flushed["items"]["confirmed"] == 5
     for bundle in bundles:
-        assert fresh_chain.cli("verify", bundle).returncode == ExitCode.OK
-    status = json.loads(fresh_chain.cli("journal", "status", "--json", check=True).stdout)
+        assert backend_chain.cli("verify", bundle).returncode == ExitCode.OK
+    status = json.loads(backend_chain.cli("journal", "status", "--json", check=True).stdout)
     assert status["effects"]["confirmed"] == 3 and status["items"]["pending"] == 0
 
 
-def test_a_lineage_effect_is_anchored_once_and_conflicting_fields_are_refused(fresh_chain: Chain) -> None:
-    fresh_chain.cli("deploy", check=True)
-    service = AnchorService.open(fresh_chain.settings)
+def test_a_lineage_effect_is_anchored_once_and_conflicting_fields_are_refused(backend_chain: Chain) -> None:
+    backend_chain.cli("deploy", check=True)
+    service = AnchorService.open(backend_chain.settings)
     commit, parent = bytes.fromhex("aa" * 20).ljust(32, b"\0"), bytes.fromhex("bb" * 20).ljust(32, b"\0")
     first = service.runner.open_lineage(commit, parent, b"\1" * 32, b"\2" * 32, True)
     assert service.runner.open_lineage(commit, parent, b"\1" * 32, b"\2" * 32, True) == first
@@ -119,10 +123,10 @@ def test_a_lineage_effect_is_anchored_once_and_conflicting_fields_are_refused(fr
     service.close()
 
 
-def test_a_transaction_stuck_below_the_fee_market_is_replaced_with_a_fee_bump(fresh_chain: Chain) -> None:
-    fresh_chain.cli("deploy", check=True)
-    url = fresh_chain.node.rpc_url
-    service = AnchorService.open(fresh_chain.settings)
+def test_a_transaction_stuck_below_the_fee_market_is_replaced_with_a_fee_bump(backend_chain: Chain) -> None:
+    backend_chain.cli("deploy", check=True)
+    url = backend_chain.node.rpc_url
+    service = AnchorService.open(backend_chain.settings)
     service.runner.config = RunnerConfig(confirmations=0, stuck_after_s=0.3)
     service.submit(unique_submissions(1))
     service.runner.open_batches(256)
@@ -152,15 +156,15 @@ def test_a_transaction_stuck_below_the_fee_market_is_replaced_with_a_fee_bump(fr
     assert report.fee_bumps == 1
     assert [r["state"] for r in rows] == ["replaced", "mined"]
     assert rows[0]["nonce"] == rows[1]["nonce"] and rows[1]["max_fee"] > rows[0]["max_fee"]
-    assert_exactly_once(url, fresh_chain.data_dir, 1)
+    assert_exactly_once(url, backend_chain.data_dir, 1, backend_chain.journal_url)
 
 
 def test_a_reorged_out_anchor_is_detected_and_anchored_again(
-    fresh_chain: Chain, monkeypatch: pytest.MonkeyPatch
+    backend_chain: Chain, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fresh_chain.cli("deploy", check=True)
-    url = fresh_chain.node.rpc_url
-    service = AnchorService.open(fresh_chain.settings)
+    backend_chain.cli("deploy", check=True)
+    url = backend_chain.node.rpc_url
+    service = AnchorService.open(backend_chain.settings)
     service.runner.config = RunnerConfig(confirmations=3)
     service.submit(unique_submissions(1))
     service.runner.open_batches(256)
@@ -180,31 +184,33 @@ def test_a_reorged_out_anchor_is_detected_and_anchored_again(
     service.close()
     assert report.reanchored == [mined["id"]]
     assert bytes(final) != bytes(mined["block_hash"])
-    assert_exactly_once(url, fresh_chain.data_dir, 1)
+    assert_exactly_once(url, backend_chain.data_dir, 1, backend_chain.journal_url)
 
 
-def test_a_batched_proof_verifies_with_only_an_rpc_url_and_with_cast_alone(fresh_chain: Chain, tmp_path: Path) -> None:
+def test_a_batched_proof_verifies_with_only_an_rpc_url_and_with_cast_alone(
+    backend_chain: Chain, tmp_path: Path
+) -> None:
     import subprocess
 
     from tests.conftest import ANCHOR_BIN
 
-    fresh_chain.cli("deploy", check=True)
+    backend_chain.cli("deploy", check=True)
     bundles = []
     for i in range(6):
         (tmp_path / f"b{i}").mkdir()
         (tmp_path / f"b{i}" / "out.txt").write_text(str(i))
         bundles.append(str(tmp_path / f"b{i}"))
-    fresh_chain.cli("journal", "submit", *bundles, check=True)
-    fresh_chain.cli("journal", "flush", check=True)
+    backend_chain.cli("journal", "submit", *bundles, check=True)
+    backend_chain.cli("journal", "flush", check=True)
     proof_path = tmp_path / "b3.anchor.json"
     proof = json.loads(proof_path.read_text())
     assert len(proof["batch"]["proof"]) >= 2  # a real Merkle path, not a batch of one
 
     # our CLI with nothing but the proof, an RPC URL and the registry the verifier chooses to trust:
     # an empty data directory, no deployment record
-    env = {k: v for k, v in fresh_chain.env().items() if k != "ANCHOR_DATA_DIR"}
+    env = {k: v for k, v in backend_chain.env().items() if k != "ANCHOR_DATA_DIR"}
     env["ANCHOR_DATA_DIR"] = str(tmp_path / "empty-data-dir")
-    argv = [str(ANCHOR_BIN), "--rpc-url", fresh_chain.node.rpc_url, "verify", bundles[3], "--json"]
+    argv = [str(ANCHOR_BIN), "--rpc-url", backend_chain.node.rpc_url, "verify", bundles[3], "--json"]
     unnamed = subprocess.run(argv, env=env, capture_output=True, text=True)
     assert unnamed.returncode == 9 and "--registry " + proof["anchor"]["registry"] in unnamed.stdout
     alone = subprocess.run(
@@ -213,25 +219,125 @@ def test_a_batched_proof_verifies_with_only_an_rpc_url_and_with_cast_alone(fresh
     assert json.loads(alone.stdout)["verified"] is True
 
     # public tools alone: cast and the registry's inclusion view
-    assert cast_verify_inclusion(proof, fresh_chain.node.rpc_url)
+    assert cast_verify_inclusion(proof, backend_chain.node.rpc_url)
 
 
 def test_the_same_content_submitted_from_several_places_gets_a_proof_in_each(
-    fresh_chain: Chain, tmp_path: Path
+    backend_chain: Chain, tmp_path: Path
 ) -> None:
     """`anchor submit A B` with B a copy of A wrote only A's proof, also after `anchor flush`."""
-    fresh_chain.cli("deploy", check=True)
+    backend_chain.cli("deploy", check=True)
     copies = []
     for name in ("a", "b", "late"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "result.txt").write_text("the same bytes")
         copies.append(tmp_path / name)
     submitted = json.loads(
-        fresh_chain.cli("journal", "submit", str(copies[0]), str(copies[1]), "--json", check=True).stdout
+        backend_chain.cli("journal", "submit", str(copies[0]), str(copies[1]), "--json", check=True).stdout
     )
     assert [row["duplicate"] for row in submitted["submitted"]] == [False, True]
-    fresh_chain.cli("journal", "flush", check=True)
+    backend_chain.cli("journal", "flush", check=True)
     for place in copies[:2]:
-        assert fresh_chain.cli("verify", str(place)).returncode == 0
-    fresh_chain.cli("journal", "submit", str(copies[2]), check=True)  # anchored long ago: its proof is written at once
-    assert fresh_chain.cli("verify", str(copies[2])).returncode == 0
+        assert backend_chain.cli("verify", str(place)).returncode == 0
+    backend_chain.cli("journal", "submit", str(copies[2]), check=True)  # anchored long ago: its proof at once
+    assert backend_chain.cli("verify", str(copies[2])).returncode == 0
+
+
+def test_a_postgresql_journal_of_a_newer_schema_is_refused(postgres_url: str, tmp_path: Path) -> None:
+    open_journal(tmp_path, postgres_url).close()
+    import psycopg
+
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("UPDATE anchor_journal.meta SET value = '99' WHERE key = 'schema_version'")
+    with pytest.raises(JournalError, match="schema version 99"):
+        open_journal(tmp_path, postgres_url)
+
+
+def test_a_journal_url_that_is_not_postgresql_is_refused_naming_the_variable(tmp_path: Path) -> None:
+    from anchor.errors import BadInput
+
+    with pytest.raises(BadInput, match="postgresql://") as refused:
+        open_journal(tmp_path, "mysql://db/anchor")
+    assert refused.value.detail == {"variable": "ANCHOR_JOURNAL_URL"}
+
+
+def test_an_unreachable_postgresql_journal_is_a_typed_error_that_never_shows_the_password(tmp_path: Path) -> None:
+    url = f"postgresql://anchor:s3cret-pw@/nowhere?host={tmp_path}"
+    with pytest.raises(JournalError) as failed:
+        open_journal(tmp_path, url)
+    assert "s3cret-pw" not in str(failed.value) and failed.value.detail == {"variable": "ANCHOR_JOURNAL_URL"}
+
+
+def test_a_replica_that_stalls_past_its_lease_cannot_commit_after_another_took_it(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """The fencing token: A holds the flush lease, stalls past its expiry, B takes it over; A's next
+    transition is refused and leaves nothing behind, B's commits."""
+    from anchor.errors import LeaseLost
+    from anchor.journal.pg import PgJournal
+
+    a, b = open_journal(tmp_path, postgres_url), open_journal(tmp_path, postgres_url)
+    assert isinstance(a, PgJournal) and isinstance(b, PgJournal)
+    submit(a, 31337, unique_submissions(1)[0])
+    with a.leased("flush:test", ttl_s=0.5) as held_by_a:
+        assert b.try_lease("flush:test", "replica-b", ttl_s=0.5) is None  # held and fresh: B waits
+        time.sleep(0.8)  # A stalls (a GC pause, a frozen VM) past its lease
+        held_by_b = b.try_lease("flush:test", "replica-b", ttl_s=30)
+        assert held_by_b is not None and held_by_b.token == held_by_a.token + 1
+        with pytest.raises(LeaseLost, match="taken over"), a.tx() as db:
+            db.execute("UPDATE items SET state = 'batched'")
+        with pytest.raises(LeaseLost):
+            a.keepalive()
+    assert a.db.execute("SELECT state FROM items").fetchone()[0] == "pending"  # A committed nothing
+    b.fence = held_by_b
+    with b.tx() as db:
+        db.execute("UPDATE items SET state = 'batched'")
+    assert a.db.execute("SELECT state FROM items").fetchone()[0] == "batched"
+    assert a.db.execute("SELECT holder FROM leases").fetchone()[0] == "replica-b"  # A's release left B's lease
+    a.close(), b.close()
+
+
+def test_the_statements_of_the_protocol_translate_to_postgresql_placeholders() -> None:
+    from anchor.journal.pg import _sql
+
+    assert _sql("SELECT x FROM items WHERE chain_id = ? AND digest = ?") == (
+        "SELECT x FROM items WHERE chain_id = %s AND digest = %s"
+    )
+    assert _sql("SELECT 1 FROM items WHERE json_extract(identity, '$.commit') = ?") == (
+        "SELECT 1 FROM items WHERE (identity::jsonb ->> 'commit') = %s"
+    )
+    assert _sql("SELECT '100%'") == "SELECT '100%%'"
+
+
+def test_a_sigkilled_replica_leaves_its_lease_to_the_next_flush_at_once(postgres_url: str, tmp_path: Path) -> None:
+    """Its database session ends with its process: the lease is orphaned, not held for 30 s."""
+    import signal
+    import subprocess
+    import sys
+
+    from anchor.journal.pg import PgJournal
+    from tests.conftest import ROOT
+
+    holder = (
+        "import sys, time; from pathlib import Path\n"
+        "from anchor.journal.backends import open_journal\n"
+        "j = open_journal(Path(sys.argv[1]), sys.argv[2])\n"
+        "lease = j.try_lease('flush:test', 'doomed', 600)\n"
+        "print(lease.token, flush=True); time.sleep(600)\n"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", holder, str(tmp_path), postgres_url], stdout=subprocess.PIPE, text=True, cwd=ROOT
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "1"
+        other = open_journal(tmp_path, postgres_url)
+        assert isinstance(other, PgJournal)
+        assert other.try_lease("flush:test", "next", 30) is None  # alive, lease fresh for 600 s: held
+    finally:
+        child.send_signal(signal.SIGKILL)  # the process we started, by its PID
+        child.wait()
+    deadline = time.monotonic() + 10
+    while (taken := other.try_lease("flush:test", "next", 30)) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert taken is not None and taken.token == 2
+    other.close()

@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 from anchor.chain.open import ChainHandle, open_chain, open_registry
 from anchor.errors import DeploymentMismatch, NotDeployed
+from anchor.journal.backends import open_journal
 from anchor.journal.effects import EffectRunner, RunnerConfig, RunReport
 from anchor.journal.status import Status, journal_status
-from anchor.journal.store import Journal, open_journal
+from anchor.journal.store import Journal
 from anchor.journal.submit import Submission, Submitted, proof_paths, submit_many
 from anchor.settings.session import Settings, env_number
 
@@ -56,7 +57,7 @@ class AnchorService:
             if not (handle.local and "no code" in exc.message):
                 raise
             registry = _redeploy_local(settings, handle)
-        service = cls(settings, handle, registry, open_journal(settings.data_dir))
+        service = cls(settings, handle, registry, open_journal(settings.data_dir, settings.journal_url))
         service.runner.reconcile_chain_identity()
         return service
 
@@ -93,17 +94,14 @@ class AnchorService:
     ) -> RunReport:
         """Batch what is pending and drive every open effect to confirmation.
 
-        One flush at a time per data directory (an exclusive flock): several API workers, CLI runs and
-        researchers share one journal without driving the same effect twice."""
-        import fcntl
-
-        with open(self.settings.data_dir / "flush.lock", "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                self.runner.open_batches(max_items, max_age_s)
-                return self.runner.run(progress=progress)
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+        One flush at a time per journal: several API workers, CLI runs and researchers share one
+        journal without driving the same effect twice. On SQLite that is an flock in the data
+        directory; on PostgreSQL a lease with a fencing token per chain and registry, so replicas on
+        several hosts take turns, and one that stalls past its lease cannot commit afterwards."""
+        name = f"flush:{self.chain_id}:{self.registry.address.lower()}"
+        with self.journal.exclusive(name, ttl_s=env_number("ANCHOR_LEASE_S", 30, float)):
+            self.runner.open_batches(max_items, max_age_s)
+            return self.runner.run(progress=progress)
 
     def item(self, digest: bytes) -> Any:
         return self.journal.db.execute(

@@ -132,12 +132,12 @@ def _proof_error_lines(errors: list[dict[str, object]]) -> list[str]:
 def status(ctx: typer.Context, json: JsonFlag = False) -> None:
     """What is pending, in flight and confirmed, with the latest transactions (read-only: no key needed)."""
     from anchor.chain.open import open_chain
+    from anchor.journal.backends import open_journal
     from anchor.journal.status import journal_status
-    from anchor.journal.store import open_journal
 
     settings = _settings(ctx)
     chain_id = open_chain(settings).chain_id
-    journal = open_journal(settings.data_dir)
+    journal = open_journal(settings.data_dir, settings.journal_url)
     try:
         state = journal_status(journal, chain_id)
     finally:
@@ -201,11 +201,11 @@ def abandon(ctx: typer.Context, effect_id: EffectId, json: JsonFlag = False) -> 
 def _on_journal(ctx: typer.Context, action, effect_id: int) -> None:  # type: ignore[no-untyped-def]
     """Run `action(journal, chain_id, effect_id)`: the journal alone, no signing key needed."""
     from anchor.chain.open import open_chain
-    from anchor.journal.store import open_journal
+    from anchor.journal.backends import open_journal
 
     settings = _settings(ctx)
     chain_id = open_chain(settings).chain_id
-    journal = open_journal(settings.data_dir)
+    journal = open_journal(settings.data_dir, settings.journal_url)
     try:
         action(journal, chain_id, effect_id)
     finally:

@@ -160,12 +160,12 @@ class EffectRunner:
             return self._insert_effect(db, "lineage", key, args)
 
     def _insert_effect(self, db: sqlite3.Connection, kind: str, key: bytes, args: dict[str, Any]) -> int:
-        cursor = db.execute(
+        inserted = db.execute(
             "INSERT INTO effects (chain_id, kind, key, args, state, registry, created_at, updated_at)"
-            " VALUES (?, ?, ?, ?, 'intent', ?, ?, ?)",
+            " VALUES (?, ?, ?, ?, 'intent', ?, ?, ?) RETURNING id",
             (self.chain_id, kind, key, json.dumps(args, sort_keys=True), self.registry.address, now(), now()),
         )
-        return int(cursor.lastrowid or 0)
+        return int(inserted.fetchone()[0])
 
     # ------------------------------------------------------------------ driving effects
 
@@ -183,6 +183,7 @@ class EffectRunner:
         deadline = time.monotonic() + deadline_s
         total = len(self.open_effects())
         while True:
+            self.journal.keepalive()  # a PostgreSQL flush lease is renewed while receipts are awaited
             effects = self.open_effects()
             if progress:
                 progress(total - len(effects), total)

@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from anchor.errors import JournalBusy, JournalError
 from anchor.files import PRIVATE_FILE, private_dir
@@ -128,7 +129,12 @@ def now() -> float:
 
 
 class Journal:
-    """One connection to the journal. Use `tx()` for every state transition."""
+    """One connection to the journal. Use `tx()` for every state transition.
+
+    This is the SQLite journal, the embedded default for one machine; `anchor.journal.pg.PgJournal`
+    is the same interface over PostgreSQL (`open_journal` in anchor.journal.backends chooses)."""
+
+    backend = "sqlite"
 
     def __init__(self, path: Path) -> None:
         private_dir(path.parent)
@@ -136,7 +142,10 @@ class Journal:
         self.closed = False
         if not path.exists():  # SQLite gives the -wal and -shm files the database file's mode
             os.close(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_NOFOLLOW, PRIVATE_FILE))
-        self.db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+        # Any: the PostgreSQL journal's `db` is an adapter with the same execute/executemany/rows
+        self.db: Any = sqlite3.connect(
+            path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+        )
         self.db.row_factory = sqlite3.Row
         self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         self.db.execute("PRAGMA journal_mode = WAL")
@@ -180,6 +189,27 @@ class Journal:
         else:
             self.db.execute("COMMIT")
 
+    @property
+    def where(self) -> str:
+        return str(self.path)
+
+    def keepalive(self) -> None:
+        """Nothing to renew on one machine: the flush lock is the kernel's, released with the process."""
+
+    @contextmanager
+    def exclusive(self, name: str, ttl_s: float = 30.0, wait_s: float = 600.0) -> Iterator[None]:
+        """One flush at a time per data directory: an exclusive flock, which the kernel releases when
+        its process dies (so a SIGKILLed flush never blocks the next). `name`, `ttl_s` and `wait_s`
+        matter to the PostgreSQL journal's lease only."""
+        import fcntl
+
+        with open(self.path.parent / "flush.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
     def meta(self, key: str) -> str | None:
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
@@ -193,7 +223,3 @@ class Journal:
     def close(self) -> None:
         self.db.close()
         self.closed = True
-
-
-def open_journal(data_dir: Path) -> Journal:
-    return Journal(data_dir / "journal.sqlite")

@@ -7,7 +7,6 @@ confirmation."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,27 +71,27 @@ def submit_many(journal: Journal, chain_id: int, submissions: Sequence[Submissio
                 _add_proof_path(db, row["id"], sub.proof_path)
                 results.append(Submitted(row["id"], digest, row["state"], True))
                 continue
-            cursor = db.execute(
+            inserted = db.execute(
                 "INSERT INTO items (chain_id, digest, kind, identity, payload, idempotency_key, state, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)",  # proof paths live in proof_paths (schema v4)
+                " VALUES (?, ?, ?, ?, ?, ?, 'pending', ?) RETURNING id",  # proof paths: proof_paths (schema v4)
                 (
                     chain_id, digest, identity["kind"], json.dumps(identity, sort_keys=True),
                     json.dumps(sub.payload, sort_keys=True), sub.idempotency_key, now(),
                 ),
             )  # fmt: skip
-            item_id = int(cursor.lastrowid or 0)
+            item_id = int(inserted.fetchone()[0])
             _add_proof_path(db, item_id, sub.proof_path)
             index_files(db, item_id, sub.payload.get("files") or [])
             results.append(Submitted(item_id, digest, "pending", False))
     return results
 
 
-def _add_proof_path(db: sqlite3.Connection, item_id: int, path: Path | None) -> None:
+def _add_proof_path(db: Any, item_id: int, path: Path | None) -> None:
     if path is not None:
-        db.execute("INSERT OR IGNORE INTO proof_paths (item_id, path) VALUES (?, ?)", (item_id, str(path)))
+        db.execute("INSERT INTO proof_paths (item_id, path) VALUES (?, ?) ON CONFLICT DO NOTHING", (item_id, str(path)))
 
 
-def proof_paths(db: sqlite3.Connection, item_ids: Sequence[int]) -> dict[int, list[Path]]:
+def proof_paths(db: Any, item_ids: Sequence[int]) -> dict[int, list[Path]]:
     """Where each item's proof is to be written, besides the data directory's own copy."""
     out: dict[int, list[Path]] = {}
     for item_id in item_ids:

@@ -6,6 +6,7 @@ reconciles and flushes. ANCHOR_FAULT (see anchor/journal/faults.py) decides wher
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -16,7 +17,8 @@ from tests.journal_helpers import unique_submissions
 
 def main() -> None:
     data, port, mode, n, batch = sys.argv[1:6]
-    service = AnchorService.open(Settings(data_dir=Path(data), local_port=int(port)))
+    url = os.environ.get("ANCHOR_JOURNAL_URL")  # the backend under test (unset: SQLite in DATA)
+    service = AnchorService.open(Settings(data_dir=Path(data), local_port=int(port), journal_url=url))
     if mode == "submit":
         service.submit(unique_submissions(int(n)))
     service.flush(max_items=int(batch))
