@@ -15,7 +15,7 @@ from anchor.anchoring.flusher import Flusher
 from anchor.ingest.untrusted_json import restore_recursion_limit
 from anchor.settings.session import Settings
 from api.config import ApiConfig
-from api.deps import close_journals, token_id
+from api.deps import close_journals, in_journal, token_id
 from api.errors import install_error_handlers
 from api.limits import RequestGuard
 from api.offload import start_decoder
@@ -55,6 +55,18 @@ def _offline_docs(app: FastAPI) -> None:
         )  # fmt: skip
 
 
+async def _open_work(app: FastAPI) -> bool:
+    """Is there work a flush would do? False when the journal cannot be read now: the service starts
+    all the same, and `/ready` says what is wrong."""
+    from anchor.errors import AnchorError
+    from anchor.journal.status import has_open_work
+
+    try:
+        return await in_journal(app, has_open_work)
+    except AnchorError:
+        return False
+
+
 def create_app(settings: Settings | None = None, config: ApiConfig | None = None) -> FastAPI:
     import web3  # noqa: F401 - imported now, so that the recursion limit it raises is lowered right away
 
@@ -67,6 +79,8 @@ def create_app(settings: Settings | None = None, config: ApiConfig | None = None
         app.state.decoder = start_decoder()
         # one background flusher per worker, started at the first submission's kick
         app.state.flusher = Flusher(reader.settings, "api-flush")
+        if app.state.config.flush_after_submit and await _open_work(app):
+            app.state.flusher.kick()  # what a replica killed mid-flush left: finished without a new submission
         yield
         refresher.cancel()
         app.state.decoder.shutdown(wait=False, cancel_futures=True)

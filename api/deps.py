@@ -7,7 +7,7 @@ import hashlib
 import hmac
 import threading
 from collections.abc import Callable
-from typing import Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 from fastapi import Depends, FastAPI, Request
 from starlette.concurrency import run_in_threadpool
@@ -18,6 +18,9 @@ from anchor.journal.store import Journal
 from anchor.settings.session import Settings
 from api.config import ApiConfig
 from api.reader import ChainReader
+
+if TYPE_CHECKING:
+    from anchor.proof.file import ProofFile
 
 T = TypeVar("T")
 
@@ -92,3 +95,16 @@ ConfigDep = Annotated[ApiConfig, Depends(get_config)]
 ReaderDep = Annotated[ChainReader, Depends(get_reader)]
 ClientDep = Annotated[str, Depends(require_token)]
 Authenticated = Depends(require_token)
+
+
+def anchored_proof(app: FastAPI, reader: ChainReader, digest: bytes) -> ProofFile | None:
+    """(In a pool thread.) The proof of manifest `digest`: this replica's proof file, else the proof
+    rebuilt from the journal, which replicas share (the batch may have been flushed by another)."""
+    from anchor.anchoring.proofs import proof_from_journal
+    from anchor.proof.file import load_proof
+
+    stored = app.state.settings.proofs_dir / f"{digest.hex()}.json"
+    if stored.is_file():
+        return load_proof(stored)
+    registry = reader.registry()
+    return proof_from_journal(thread_journal(app).db, registry.chain_id, digest, registry.code_hash)

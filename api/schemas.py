@@ -15,6 +15,18 @@ class Health(BaseModel):
     version: str
 
 
+class Ready(BaseModel):
+    """What `/ready` checked: the registry's code on chain at `block`, and the journal answering."""
+
+    model_config = _frozen
+    status: str
+    version: str
+    chain_id: int
+    registry: str
+    block: int
+    journal: str
+
+
 class ErrorPublic(BaseModel):
     """The one error shape of every 4xx and 5xx answer."""
 

@@ -19,6 +19,29 @@ def test_health_answers_without_the_chain(tmp_path: Path) -> None:
     assert response.status_code == 200 and response.json()["status"] == "ok"
 
 
+def test_readiness_checks_the_registry_code_and_the_journal_on_both_backends(
+    fresh_chain: Chain, journal_url: str | None
+) -> None:
+    """/ready is what a Deployment's readiness probe asks: 503 until the chain holds the recorded
+    registry, 200 with the block and the journal's backend once it does; 503 again when the chain is gone."""
+    import dataclasses
+
+    chain = dataclasses.replace(fresh_chain, journal_url=journal_url)
+    with TestClient(create_app(chain.settings)) as client:
+        before = client.get("/ready")
+    assert before.status_code == 502 and before.json()["code"] == "not_deployed"
+    chain.cli("deploy", check=True)
+    with TestClient(create_app(chain.settings)) as client:
+        ready = client.get("/ready")
+        assert ready.status_code == 200, ready.json()
+        body = ready.json()
+        assert body["status"] == "ready" and body["block"] >= 1 and body["chain_id"] == 31337
+        assert body["journal"] == ("sqlite" if journal_url is None else "postgresql")
+        chain.node.down()  # the chain we started, gone: not ready any more
+        gone = client.get("/ready")
+    assert gone.status_code == 503, gone.json()
+
+
 def test_verify_by_digest_is_backed_by_a_live_chain_read(deployed_chain: Chain, bundle: Path) -> None:
     anchored = json.loads(deployed_chain.cli("anchor", str(bundle), "--json", check=True).stdout)
     digest = anchored["proof"]["manifest_digest"]

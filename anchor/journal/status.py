@@ -123,3 +123,14 @@ def _failed_effect(db: Any, chain_id: int, effect_id: int, verb: str) -> Any:
         done = "abandoned" if verb == "abandon" else "retried"
         raise BadInput(f"effect #{effect_id} is {state}: only a failed effect can be {done}", detail={"field": "id"})
     return row
+
+
+def has_open_work(journal: Journal) -> bool:
+    """Anything a flush would do: an item not yet confirmed, or an effect still to drive. Read by a
+    service replica at start-up: a replica killed mid-flush leaves work that no later submission may
+    come to kick."""
+    row = journal.db.execute(
+        "SELECT EXISTS (SELECT 1 FROM items WHERE state != 'confirmed')"
+        " OR EXISTS (SELECT 1 FROM effects WHERE state != 'confirmed' AND failure IS NULL)"
+    ).fetchone()
+    return bool(row[0])

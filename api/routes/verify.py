@@ -11,9 +11,9 @@ from starlette.concurrency import run_in_threadpool
 from anchor.anchoring.prove import single_file_proof
 from anchor.errors import NotAnchored, TooLarge
 from anchor.manifest.onchain import parse_hex32
-from anchor.proof.file import ProofFile, load_proof, parse_proof
+from anchor.proof.file import ProofFile, parse_proof
 from anchor.verify.verifier import Verification, check_proof_consistency, verify_proof_on_chain
-from api.deps import ConfigDep, ReaderDep, SettingsDep, in_journal
+from api.deps import ConfigDep, ReaderDep, SettingsDep, anchored_proof, in_journal
 from api.offload import decode
 from api.schemas import ErrorPublic, FileVerification
 
@@ -44,7 +44,9 @@ def _verify(proof: ProofFile, settings: Any) -> Verification:
 
 
 @router.get("/{manifest_digest}", operation_id="verify_by_digest", response_model=Verification, responses=ERRORS)
-async def verify_by_digest(manifest_digest: Hex32, settings: SettingsDep, reader: ReaderDep) -> Response:
+async def verify_by_digest(
+    manifest_digest: Hex32, request: Request, settings: SettingsDep, reader: ReaderDep
+) -> Response:
     """Is this manifest anchored? Answered from a live registry read (cached per block), with the block."""
     digest = parse_hex32(manifest_digest, "manifest_digest").hex()
     key = f"verify:{digest}"
@@ -52,12 +54,12 @@ async def verify_by_digest(manifest_digest: Hex32, settings: SettingsDep, reader
     if hit is None:
 
         def compute() -> bytes:
-            stored = settings.proofs_dir / f"{digest}.json"
-            if not stored.is_file():
+            proof = anchored_proof(request.app, reader, bytes.fromhex(digest))
+            if proof is None:
                 raise NotAnchored(
                     f"no anchor known for manifest 0x{digest}", detail={"manifest_digest": manifest_digest}
                 )
-            return _verify(load_proof(stored), settings).model_dump_json().encode()
+            return _verify(proof, settings).model_dump_json().encode()
 
         hit = await run_in_threadpool(reader.read, key, compute)
     return Response(content=hit, media_type="application/json")
@@ -85,6 +87,7 @@ async def verify_proof(
 async def verify_file(
     request: Request,
     settings: SettingsDep,
+    reader: ReaderDep,
     file: Annotated[UploadFile, File(description="the exact file to look for")],
 ) -> FileVerification:
     """Is this exact file inside an anchored bundle? The server hashes it and returns its proof."""
@@ -103,7 +106,10 @@ async def verify_file(
             f"no anchored bundle contains a file with BLAKE3 {digest.hex()}", detail={"blake3": digest.hex()}
         )
     row = rows[0]
-    proof = single_file_proof(load_proof(settings.proofs_dir / f"{bytes(row['digest']).hex()}.json"), row["path"])
+    whole = await run_in_threadpool(anchored_proof, request.app, reader, bytes(row["digest"]))
+    if whole is None:
+        raise NotAnchored(f"no proof of manifest 0x{bytes(row['digest']).hex()} here", detail={"blake3": digest.hex()})
+    proof = single_file_proof(whole, row["path"])
     assert proof.file is not None
     if proof.file.size != size:
         raise NotAnchored("the anchored file with that hash has another size", detail={"blake3": digest.hex()})

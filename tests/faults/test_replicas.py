@@ -1,0 +1,223 @@
+"""Several hosts, simulated: three `anchor serve` replicas, each with its own data directory (no shared
+disk), one PostgreSQL journal, one chain. Thousands of submissions over HTTP are spread across them
+while random replicas are SIGKILLed (their whole process group: server and flusher) in the middle of
+flushes and restarted. Afterwards every item is in exactly one anchored root, no root on chain is
+one no item uses, and every item's proof verifies against the chain.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from anchor.anchoring.proofs import proof_from_journal
+from anchor.chain.connection import connect
+from anchor.chain.deployment import load_deployment
+from anchor.chain.registry import Registry
+from anchor.journal.backends import open_journal
+from anchor.verify.verifier import check_proof_consistency
+from tests.conftest import ROOT, Chain, free_port
+from tests.journal_helpers import assert_exactly_once
+
+REPLICAS = 3
+SUBMISSIONS = 3000
+CLIENTS = 12
+TOKEN = "replica-token"
+
+
+class Replica:
+    """One `anchor serve` (uvicorn, one worker, its flusher) in a process group of its own; stopped and
+    killed only through the group we started."""
+
+    def __init__(self, index: int, data_dir: Path, env: dict[str, str]) -> None:
+        self.index, self.data_dir, self.env = index, data_dir, env
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process: subprocess.Popen[bytes] | None = None
+        self.up = threading.Event()
+
+    def start(self) -> None:
+        log = open(self.data_dir / f"server-{time.monotonic_ns()}.log", "wb")  # noqa: SIM115 - child owns it
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "api.app:create_app", "--factory", "--port", str(self.port),
+             "--workers", "1", "--log-level", "warning"],
+            cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+        log.close()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(f"{self.url}/health", timeout=1)  # noqa: S310 - loopback
+                self.up.set()
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise AssertionError(f"replica {self.index} did not come up")
+
+    def kill(self) -> None:
+        self.up.clear()
+        assert self.process is not None
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)  # the group we started: server and flusher
+        self.process.wait()
+
+    def stop(self) -> None:
+        if self.process is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            pass
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)  # a flusher still finishing: same group
+        self.process.wait()
+
+
+def _identity(i: int) -> dict[str, Any]:
+    return {"kind": "filetree", "version": 1, "files_root": os.urandom(32).hex(), "file_count": 1, "total_size": i}
+
+
+def _post(replica: Replica, identity: dict[str, Any]) -> str:
+    request = urllib.request.Request(
+        f"{replica.url}/v1/manifests",
+        json.dumps({"manifest": identity}).encode(),
+        {"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310 - loopback
+        assert answer.status == 202
+        return str(json.loads(answer.read())["manifest_digest"])
+
+
+def _flushing_replica(journal: Any, replicas: list[Replica]) -> Replica | None:
+    """The replica whose flusher holds the flush lease now (its holder names host:pid:nonce)."""
+    row = journal.db.execute("SELECT holder FROM leases").fetchone()
+    if row is None:
+        return None
+    with contextlib.suppress(ValueError, ProcessLookupError):
+        group = os.getpgid(int(row[0].split(":")[1]))
+        return next((r for r in replicas if r.process is not None and r.process.pid == group), None)
+    return None
+
+
+def test_three_replicas_sharing_a_postgresql_journal_anchor_every_item_once_under_sigkill(
+    fresh_chain: Chain, postgres_url: str, tmp_path: Path
+) -> None:
+    fresh_chain.cli("deploy", check=True)
+    replicas = []
+    for index in range(REPLICAS):
+        data_dir = tmp_path / f"replica-{index}"
+        shutil.copytree(fresh_chain.data_dir / "deployments", data_dir / "deployments")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
+        env.update(
+            ANCHOR_DATA_DIR=str(data_dir), ANCHOR_RPC_URL=fresh_chain.node.rpc_url, ANCHOR_JOURNAL_URL=postgres_url,
+            ANCHOR_API_TOKENS="sha256:" + hashlib.sha256(TOKEN.encode()).hexdigest(), ANCHOR_LEASE_S="10",
+        )  # fmt: skip
+        replicas.append(Replica(index, data_dir, env))
+    for replica in replicas:
+        replica.start()
+
+    accepted: set[str] = set()
+    retries = 0
+    lock = threading.Lock()
+    done = threading.Event()
+    rng = random.Random(os.getpid())
+
+    def submit(i: int) -> None:
+        nonlocal retries
+        identity = _identity(i)
+        deadline = time.monotonic() + 300
+        while True:
+            live = [r for r in replicas if r.up.is_set()] or replicas
+            try:
+                digest = _post(random.choice(live), identity)  # noqa: S311 - load spreading, not crypto
+                break
+            except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+                with lock:
+                    retries += 1  # the replica died under us: the same manifest again elsewhere (idempotent)
+                assert time.monotonic() < deadline, f"submission {i} never accepted"
+                time.sleep(0.05)
+        with lock:
+            accepted.add(digest)
+
+    kills = {"total": 0, "of_the_flushing_replica": 0}
+    watcher = open_journal(tmp_path, postgres_url)
+
+    def killer() -> None:
+        while not done.wait(rng.uniform(0.3, 1.0)):
+            if sum(r.up.is_set() for r in replicas) < REPLICAS:
+                continue  # one down at a time: it is being restarted
+            flushing = _flushing_replica(watcher, replicas)
+            if flushing is None:
+                continue  # only during a flush
+            victim = flushing if rng.random() < 0.5 else rng.choice(replicas)
+            victim.kill()
+            kills["total"] += 1
+            kills["of_the_flushing_replica"] += victim is flushing
+            time.sleep(0.2)
+            victim.start()
+
+    chaos = threading.Thread(target=killer, daemon=True)
+    chaos.start()
+    started = time.monotonic()
+    try:
+        with ThreadPoolExecutor(CLIENTS) as pool:
+            list(pool.map(submit, range(SUBMISSIONS)))
+        submit_s = time.monotonic() - started
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:  # the restarted replicas finish what the dead ones left
+            open_items = watcher.db.execute("SELECT count(*) FROM items WHERE state != 'confirmed'").fetchone()[0]
+            if open_items == 0:
+                break
+            time.sleep(0.5)
+        done.set()
+        chaos.join()
+        for replica in replicas:  # proofs over HTTP from every replica, whoever flushed the batch
+            for digest in sorted(accepted)[replica.index :: 300]:
+                with urllib.request.urlopen(f"{replica.url}/v1/verify/{digest}", timeout=30) as answer:  # noqa: S310
+                    assert json.loads(answer.read())["verified"] is True, digest
+    finally:
+        done.set()
+        for replica in replicas:
+            replica.stop()
+
+    counts = assert_exactly_once(fresh_chain.node.rpc_url, fresh_chain.data_dir, SUBMISSIONS, postgres_url)
+    record = load_deployment(fresh_chain.data_dir, 31337)
+    w3, chain_id = connect(fresh_chain.node.rpc_url)
+    registry = Registry(w3, chain_id, record.address, record.code_hash, record.block_number)
+    roots_seen: dict[str, bool] = {}
+    verified = 0
+    for digest in sorted(accepted):
+        proof = proof_from_journal(watcher.db, chain_id, bytes.fromhex(digest[2:]), record.code_hash)
+        assert proof is not None, digest
+        root = check_proof_consistency(proof)  # digest -> leaf -> Merkle path -> root, recomputed
+        key = root.hex()
+        if key not in roots_seen:
+            roots_seen[key] = registry.root_record(root) is not None
+        assert roots_seen[key], f"{digest}: its root is not anchored on chain"
+        verified += 1
+    watcher.close()
+    summary = {
+        "submitted": len(accepted), "anchored": counts["items"], "roots_on_chain": counts["roots"],
+        "roots_used": len(roots_seen), "proofs_verified": verified, "kills": kills, "client_retries": retries,
+        "submit_seconds": round(submit_s, 1),
+    }  # fmt: skip
+    print("three-replica kill test:", json.dumps(summary))
+    assert len(accepted) == SUBMISSIONS and verified == SUBMISSIONS
+    assert counts["roots"] == len(roots_seen)  # no root on chain that no item uses
+    assert kills["total"] >= 4 and kills["of_the_flushing_replica"] >= 1
