@@ -8,7 +8,7 @@ ANCHOR := $(BIN)/anchor
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 DEMO_DATA := $(CURDIR)/.anchor/demo
 
-.PHONY: install demo test e2e browser sandbox postgres screenshots lock test-forge test-python lint fmt snapshot bench clean artifact wheel
+.PHONY: image install demo test e2e browser sandbox postgres screenshots lock test-forge test-python lint fmt snapshot bench clean artifact wheel
 
 install: $(VENV)/.installed node_modules/.installed
 
@@ -96,3 +96,9 @@ lock:
 
 clean:
 	rm -rf foundry/out foundry/cache .anchor/demo
+
+## The container image (Dockerfile): BASE_IMAGE must be pinned by digest (name@sha256:<64 hex>).
+image:
+	@echo "$(BASE_IMAGE)" | grep -Eq '^[a-z0-9][a-z0-9._/:-]*@sha256:[0-9a-f]{64}$$' || \
+		{ echo "make image: BASE_IMAGE=$(BASE_IMAGE) is not pinned by digest (hint: BASE_IMAGE=python:3.11-slim-bookworm@sha256:<64 hex>)" >&2; exit 2; }
+	docker build --build-arg BASE_IMAGE=$(BASE_IMAGE) -t anchor:$(shell git rev-parse --short HEAD) .

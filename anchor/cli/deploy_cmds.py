@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from anchor.cli.output import JsonFlag, emit
+from anchor.cli.output import JsonFlag, emit, write_rendered
 
 
 def register(app: typer.Typer) -> None:
@@ -79,10 +80,38 @@ def serve(
         Optional[str],  # noqa: UP045
         typer.Option("--public-url", help="The URL people reach this service at (default: http://HOST:PORT)."),
     ] = None,
+    render: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--render", help="Do not serve: render the service for a cluster (k8s: a replicated Deployment)."),
+    ] = None,
+    image: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(help="With --render: the container image, pinned by digest (name@sha256:<64 hex>)."),
+    ] = None,
+    replicas: Annotated[int, typer.Option(min=1, max=32, help="With --render: replicas of the Deployment.")] = 3,
+    chain_rpc_url: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--chain-rpc-url", help="With --render: the chain's RPC URL as the pods reach it."),
+    ] = None,
+    keys_secret: Annotated[
+        str, typer.Option(help="With --render: the Secret with ANCHOR_JOURNAL_URL, the key and ANCHOR_API_TOKENS.")
+    ] = "anchor-keys",  # noqa: S107 - the name of a Secret object
+    namespace: Annotated[Optional[str], typer.Option(help="With --render: the namespace.")] = None,  # noqa: UP045
+    out: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--out", help="With --render: write here (refuses to overwrite)."),
+    ] = None,
 ) -> None:
-    """Serve the REST verification API and the explorer pages; links printed by `anchor lookup` follow."""
+    """Serve the REST verification API and the explorer pages; links printed by `anchor lookup` follow.
+
+    With --render k8s, print (or --out) Kubernetes objects instead: replicas sharing the PostgreSQL
+    journal of the keys Secret, each with its own data directory, `/ready` as readiness probe."""
     import json
     import os
+
+    if render is not None:
+        _render_service(ctx, render, image, replicas, chain_rpc_url, public_url, keys_secret, namespace, out)
+        return
 
     import uvicorn
 
@@ -97,3 +126,46 @@ def serve(
     if settings.rpc_url:
         os.environ["ANCHOR_RPC_URL"] = settings.rpc_url
     uvicorn.run("api.app:create_app", factory=True, host=host, port=port, log_level="info")
+
+
+def _render_service(  # noqa: PLR0913 - the options of `serve --render`, passed through
+    ctx: typer.Context,
+    target: str,
+    image: str | None,
+    replicas: int,
+    rpc_url: str | None,
+    public_url: str | None,
+    keys_secret: str,
+    namespace: str | None,
+    out: Path | None,
+) -> None:
+
+    from anchor.anchoring.k8s import ServiceSpec, render_service, to_yaml
+    from anchor.chain.deployment import load_deployment
+    from anchor.errors import BadInput
+
+    if target != "k8s":
+        raise BadInput(f"--render: unknown target {target!r} (hint: anchor serve --render k8s ...)",
+                       detail={"field": "render"})  # fmt: skip
+    settings = ctx.find_root().obj["settings"]
+    missing = [name for name, value in (("--image", image), ("--chain-rpc-url", rpc_url or settings.rpc_url),
+                                        ("--public-url", public_url)) if not value]  # fmt: skip
+    if missing:
+        raise BadInput(f"serve --render k8s needs {', '.join(missing)}", detail={"field": missing[0].lstrip("-")})
+    records = sorted(p for p in (settings.data_dir / "deployments").glob("*.json") if p.stem.isdigit())
+    if len(records) != 1:
+        raise BadInput(
+            f"{settings.data_dir / 'deployments'}: {len(records)} deployment records; exactly one is rendered"
+            " (hint: `anchor deploy` on the target chain first, or ANCHOR_DATA_DIR of that deployment)",
+            detail={"field": "deployment"},
+        )
+    record = load_deployment(settings.data_dir, int(records[0].stem))  # a record every replica will accept
+    spec = ServiceSpec(
+        image=str(image), rpc_url=str(rpc_url or settings.rpc_url), deployment=record.model_dump(mode="json"),
+        public_url=str(public_url), replicas=replicas, keys_secret=keys_secret, namespace=namespace,
+    )  # fmt: skip
+    write_rendered(
+        to_yaml(render_service(spec)), out,
+        f"a ConfigMap (the deployment record), a Deployment of {replicas} replica(s) with /ready as readiness probe,"
+        f" a Service and a PodDisruptionBudget; create Secret {keys_secret!r} first (docs/deploy.md)",
+    )  # fmt: skip

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from anchor.manifest.hashing import Progress
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object for scripts.")]
@@ -93,3 +95,18 @@ def hash_progress(ctx: typer.Context, local_json: bool) -> Iterator[Progress | N
                 bar.refresh()
 
         yield update
+
+
+def write_rendered(text: str, out: Path | None, wrote: str) -> None:
+    """Rendered manifests to stdout, or to `out`, which is never overwritten; `wrote` says what the
+    file holds (on stderr, so stdout stays the manifests alone)."""
+    if out is None:
+        sys.stdout.write(text)
+        return
+    from anchor.errors import BadInput
+    from anchor.files import atomic_write
+
+    if out.exists():
+        raise BadInput(f"{out}: exists; not overwritten (choose another --out, or remove it)", detail={"field": "out"})
+    atomic_write(out, text.encode())
+    sys.stderr.write(f"wrote {out}: {wrote}\n")

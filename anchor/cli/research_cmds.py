@@ -11,7 +11,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from anchor.cli.output import JsonFlag, count, emit
+from anchor.cli.output import JsonFlag, count, emit, write_rendered
 
 app = typer.Typer(help="Run, verify and report a keep/reset research search.", no_args_is_help=True)
 
@@ -367,24 +367,11 @@ def render(
         rpc_url=rpc_url_k8s, keys_secret=keys_secret, max_attempts=max_attempts, budget_minutes=budget_minutes,
         cpu=cpu, memory=memory, namespace=namespace, ledger_claim=ledger_claim, sandbox=not no_sandbox,
     )  # fmt: skip
-    text = to_yaml(render_job(spec))
-    if out is None:
-        sys.stdout.write(text)
-        return
-    if out.exists():
-        raise BadInput(f"{out}: exists; not overwritten (choose another --out, or remove it)", detail={"field": "out"})
-    from anchor.files import atomic_write
-
-    atomic_write(out, text.encode())
-    sys.stderr.write(
-        f"wrote {out}: a ConfigMap and an Indexed Job of {researchers} researcher(s)"
-        + (
-            ""
-            if ledger_claim
-            else "; the pods share a ledger only through ANCHOR_JOURNAL_URL in the keys Secret"
-            " (PostgreSQL), or --ledger-claim"
-        )
-        + "\n"
+    shared = "" if ledger_claim else (
+        "; the pods share a ledger only through ANCHOR_JOURNAL_URL in the keys Secret (PostgreSQL), or --ledger-claim"
+    )  # fmt: skip
+    write_rendered(
+        to_yaml(render_job(spec)), out, f"a ConfigMap and an Indexed Job of {researchers} researcher(s){shared}"
     )
 
 

@@ -22,13 +22,11 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from anchor.anchoring.k8s import UID, check_image, check_name, check_quantity, to_yaml
 from anchor.errors import BadInput
 
-DIGEST_REF = re.compile(r"^[a-z0-9][a-z0-9._/:-]*@sha256:[0-9a-f]{64}$")
-NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,40}[a-z0-9])?$")
 COMMIT = re.compile(r"^([0-9a-f]{40}|[0-9a-f]{64})$")
-QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$")
-UID = 10001
+__all__ = ["JobSpec", "render_job", "to_yaml"]
 
 WAIT_READY = """import os, sys, time, urllib.request
 urls = os.environ.get("READY_URLS", "").split()
@@ -70,24 +68,17 @@ class JobSpec:
 
     def check(self) -> JobSpec:
         """Refuse what would render a Job that cannot run as asked, naming the field."""
-        if not DIGEST_REF.match(self.image):
-            raise BadInput(
-                f"image: {self.image!r} is not pinned by digest (name@sha256:<64 hex>); a tag can move",
-                detail={"field": "image"},
-            )
-        for field, value in (("name", self.name), ("keys_secret", self.keys_secret)):
-            if not NAME.match(value):
-                raise BadInput(f"{field}: {value!r} is not a DNS-1123 label of at most 42 characters",
-                               detail={"field": field})  # fmt: skip
-        if self.ledger_claim is not None and not NAME.match(self.ledger_claim):
-            raise BadInput(f"ledger_claim: {self.ledger_claim!r} is not a claim name", detail={"field": "ledger_claim"})
+        check_image(self.image)
+        check_name("name", self.name)
+        check_name("keys_secret", self.keys_secret)
+        if self.ledger_claim is not None:
+            check_name("ledger_claim", self.ledger_claim)
         if not COMMIT.match(self.baseline):
             raise BadInput(f"baseline: {self.baseline!r} is not a full commit id", detail={"field": "baseline"})
         if not 1 <= self.researchers <= 64:
             raise BadInput("researchers: between 1 and 64", detail={"field": "researchers"})
         for field, value in (("cpu", self.cpu), ("memory", self.memory)):
-            if not QUANTITY.match(value):
-                raise BadInput(f"{field}: {value!r} is not a Kubernetes quantity", detail={"field": field})
+            check_quantity(field, value)
         for url in (*self.ready_urls, *([self.rpc_url] if self.rpc_url else [])):
             if not re.match(r"^https?://[^\s]+$", url):
                 raise BadInput(f"ready_urls: {url!r} is not an http(s) URL", detail={"field": "ready_urls"})
@@ -182,15 +173,3 @@ def render_job(spec: JobSpec) -> list[dict[str, Any]]:
         },
     }  # fmt: skip
     return [config, job]
-
-
-def to_yaml(documents: list[dict[str, Any]]) -> str:
-    """Multi-document YAML, every value written out (no anchors or aliases: what a reviewer reads is
-    what runs)."""
-    import yaml
-
-    class Plain(yaml.SafeDumper):
-        def ignore_aliases(self, data: Any) -> bool:
-            return True
-
-    return "".join("---\n" + yaml.dump(doc, Dumper=Plain, sort_keys=False, width=200) for doc in documents)

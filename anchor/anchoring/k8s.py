@@ -1,0 +1,169 @@
+"""The anchoring service on Kubernetes: a replicated Deployment of `anchor serve`.
+
+What the rendered objects do:
+- every replica is `anchor serve` with a data directory of its own (an emptyDir: no shared disk);
+  they share the PostgreSQL journal named by ANCHOR_JOURNAL_URL and coordinate flushes through it (a
+  lease with a fencing token, anchor/journal/pg.py), so any number of them sign with one key;
+- the journal URL, the signing key and the API token hashes come from a Secret, never the manifest;
+- the registry's deployment record comes from a ConfigMap, so every replica checks the same code
+  hash; the readiness probe is `/ready` (the registry's code on chain and the journal answering), the
+  liveness probe `/health` (the process answers; never the chain, so a slow RPC does not restart pods);
+- a PodDisruptionBudget keeps one replica serving through voluntary disruptions.
+
+The image is pinned by digest (`name@sha256:…`); a tag is refused, as for the researchers' Job.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from anchor.errors import BadInput
+
+DIGEST_REF = re.compile(r"^[a-z0-9][a-z0-9._/:-]*@sha256:[0-9a-f]{64}$")
+NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,40}[a-z0-9])?$")
+QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$")
+HTTP_URL = re.compile(r"^https?://[^\s]+$")
+UID = 10001
+PORT = 8000
+POD_SECURITY = {"runAsNonRoot": True, "runAsUser": UID, "runAsGroup": UID, "fsGroup": UID,
+                "seccompProfile": {"type": "RuntimeDefault"}}  # fmt: skip
+CONTAINER_SECURITY = {
+    "runAsNonRoot": True, "runAsUser": UID, "runAsGroup": UID, "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+}  # fmt: skip
+
+
+def check_image(image: str) -> None:
+    if not DIGEST_REF.match(image):
+        raise BadInput(
+            f"image: {image!r} is not pinned by digest (name@sha256:<64 hex>); a tag can move",
+            detail={"field": "image"},
+        )
+
+
+def check_name(field: str, value: str) -> None:
+    if not NAME.match(value):
+        raise BadInput(f"{field}: {value!r} is not a DNS-1123 label of at most 42 characters", detail={"field": field})
+
+
+def check_quantity(field: str, value: str) -> None:
+    if not QUANTITY.match(value):
+        raise BadInput(f"{field}: {value!r} is not a Kubernetes quantity", detail={"field": field})
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceSpec:
+    image: str
+    rpc_url: str
+    deployment: dict[str, Any]
+    """The registry's deployment record (deployments/<chain id>.json), mounted into every replica."""
+    public_url: str
+    replicas: int = 3
+    name: str = "anchor"
+    keys_secret: str = "anchor-keys"  # noqa: S105 - the name of a Secret object, not a secret
+    cpu: str = "500m"
+    memory: str = "512Mi"
+    namespace: str | None = None
+
+    def check(self) -> ServiceSpec:
+        """Refuse what would render a Deployment that cannot serve as asked, naming the field."""
+        check_image(self.image)
+        check_name("name", self.name)
+        check_name("keys_secret", self.keys_secret)
+        if not 1 <= self.replicas <= 32:
+            raise BadInput("replicas: between 1 and 32", detail={"field": "replicas"})
+        for field, value in (("cpu", self.cpu), ("memory", self.memory)):
+            check_quantity(field, value)
+        for field, url in (("rpc_url", self.rpc_url), ("public_url", self.public_url)):
+            if not HTTP_URL.match(url):
+                raise BadInput(f"{field}: {url!r} is not an http(s) URL", detail={"field": field})
+        chain_id = self.deployment.get("chain_id")
+        if not isinstance(chain_id, int) or not str(self.deployment.get("code_hash", "")).startswith("0x"):
+            raise BadInput("deployment: not a deployment record (no chain_id or code_hash)",
+                           detail={"field": "deployment"})  # fmt: skip
+        return self
+
+
+def render_service(spec: ServiceSpec) -> list[dict[str, Any]]:
+    """The ConfigMap with the deployment record, the Deployment, its Service and PodDisruptionBudget."""
+    spec.check()
+    labels = {"app.kubernetes.io/name": "anchor-serve", "app.kubernetes.io/instance": spec.name}
+    meta: dict[str, Any] = {"name": spec.name, "labels": labels}
+    if spec.namespace:
+        meta["namespace"] = spec.namespace
+    record_file = f"{spec.deployment['chain_id']}.json"
+    config = {
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {**meta, "name": f"{spec.name}-deployment"},
+        "data": {record_file: json.dumps(spec.deployment, indent=2, sort_keys=True)},
+    }  # fmt: skip
+    probe = {"httpGet": {"path": "/ready", "port": PORT}, "periodSeconds": 10, "timeoutSeconds": 5,
+             "failureThreshold": 3}  # fmt: skip
+    container = {
+        "name": "serve",
+        "image": spec.image,
+        "command": ["anchor", "serve", "--host", "0.0.0.0", "--port", str(PORT), "--public-url", spec.public_url],  # noqa: S104
+        "ports": [{"name": "http", "containerPort": PORT}],
+        "env": [
+            {"name": "ANCHOR_DATA_DIR", "value": "/data"},
+            {"name": "ANCHOR_RPC_URL", "value": spec.rpc_url},
+            {"name": "HOME", "value": "/data/home"},
+        ],
+        "envFrom": [{"secretRef": {"name": spec.keys_secret}}],  # ANCHOR_JOURNAL_URL, the key, token hashes
+        "readinessProbe": probe,
+        "livenessProbe": {"httpGet": {"path": "/health", "port": PORT}, "periodSeconds": 20, "timeoutSeconds": 5},
+        "startupProbe": {"httpGet": {"path": "/health", "port": PORT}, "periodSeconds": 2, "failureThreshold": 60},
+        "volumeMounts": [
+            {"name": "data", "mountPath": "/data"},
+            {"name": "deployment", "mountPath": f"/data/deployments/{record_file}", "subPath": record_file,
+             "readOnly": True},
+        ],
+        "securityContext": CONTAINER_SECURITY,
+        "resources": {"requests": {"cpu": spec.cpu, "memory": spec.memory},
+                      "limits": {"cpu": spec.cpu, "memory": spec.memory}},
+    }  # fmt: skip
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": meta,
+        "spec": {
+            "replicas": spec.replicas,
+            "selector": {"matchLabels": labels},
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "securityContext": POD_SECURITY,
+                    "terminationGracePeriodSeconds": 60,  # a flush under way finishes (or its lease lapses)
+                    "containers": [container],
+                    "volumes": [
+                        {"name": "data", "emptyDir": {}},
+                        {"name": "deployment", "configMap": {"name": f"{spec.name}-deployment", "defaultMode": 0o444}},
+                    ],
+                },
+            },
+        },
+    }
+    service = {
+        "apiVersion": "v1", "kind": "Service", "metadata": meta,
+        "spec": {"selector": labels, "ports": [{"name": "http", "port": 80, "targetPort": "http"}]},
+    }  # fmt: skip
+    budget = {
+        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": meta,
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": labels}},
+    }  # fmt: skip
+    return [config, deployment, service, budget]
+
+
+def to_yaml(documents: list[dict[str, Any]]) -> str:
+    """Multi-document YAML, every value written out (no anchors or aliases: what a reviewer reads is
+    what runs)."""
+    import yaml
+
+    class Plain(yaml.SafeDumper):
+        def ignore_aliases(self, data: Any) -> bool:
+            return True
+
+    return "".join("---\n" + yaml.dump(doc, Dumper=Plain, sort_keys=False, width=200) for doc in documents)
