@@ -81,6 +81,7 @@ bench: install
 	$(BIN)/python benchmarks/research_overhead.py
 	$(BIN)/python benchmarks/api_bench.py
 	$(BIN)/python benchmarks/hostile_bench.py
+	$(BIN)/python benchmarks/journal_bench.py
 
 ## Rewrite the committed registry build (anchor/chain/artifacts) from a fresh compile with the pinned solc.
 artifact: install

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from tests.conftest import ROOT, free_port
 
@@ -42,3 +47,51 @@ def serving_api_process(env: dict[str, str], workers: int = 1) -> Iterator[tuple
     finally:
         server.terminate()
         server.wait()
+
+
+class Replica:
+    """One `anchor serve` (uvicorn, one worker, its flusher) in a process group of its own; stopped and
+    killed only through the group we started."""
+
+    def __init__(self, index: int, data_dir: Path, env: dict[str, str]) -> None:
+        self.index, self.data_dir, self.env = index, data_dir, env
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process: subprocess.Popen[bytes] | None = None
+        self.up = threading.Event()
+
+    def start(self) -> None:
+        log = open(self.data_dir / f"server-{time.monotonic_ns()}.log", "wb")  # noqa: SIM115 - child owns it
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "api.app:create_app", "--factory", "--port", str(self.port),
+             "--workers", "1", "--log-level", "warning"],
+            cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+        log.close()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(f"{self.url}/health", timeout=1)  # noqa: S310 - loopback
+                self.up.set()
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise AssertionError(f"replica {self.index} did not come up")
+
+    def kill(self) -> None:
+        self.up.clear()
+        assert self.process is not None
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)  # the group we started: server and flusher
+        self.process.wait()
+
+    def stop(self) -> None:
+        if self.process is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=60)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)  # a flusher still finishing: same group
+        self.process.wait()

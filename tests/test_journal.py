@@ -341,3 +341,29 @@ def test_a_sigkilled_replica_leaves_its_lease_to_the_next_flush_at_once(postgres
         time.sleep(0.05)
     assert taken is not None and taken.token == 2
     other.close()
+
+
+def test_racing_submissions_of_one_manifest_on_postgresql_are_one_record(postgres_url: str, tmp_path: Path) -> None:
+    """Submissions share the writer lock on PostgreSQL and meet at the unique constraint: 8
+    connections submitting the same manifest and the same idempotency key at once make one record."""
+    import threading
+
+    journals = [open_journal(tmp_path, postgres_url) for _ in range(8)]
+    sub = unique_submissions(1)[0]
+    keyed = Submission(sub.identity, sub.payload, idempotency_key="race-1")
+    gate = threading.Barrier(len(journals))
+    results: list[bool] = []
+
+    def race(journal: Journal) -> None:
+        gate.wait()
+        results.append(submit(journal, 31337, keyed).duplicate)
+
+    threads = [threading.Thread(target=race, args=(j,)) for j in journals]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(results) == [False] + [True] * 7
+    assert journals[0].db.execute("SELECT count(*) FROM items").fetchone()[0] == 1
+    for journal in journals:
+        journal.close()

@@ -26,6 +26,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
+
 from anchor.errors import JournalBusy, JournalError, LeaseLost
 from anchor.journal.store import SCHEMA_VERSION, Journal
 
@@ -110,6 +112,7 @@ PG_FIRST_VERSION = 5
 PG_MIGRATIONS: dict[int, str] = {}
 
 _WRITER_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('anchor_journal writer', 0))"
+_SUBMIT_LOCK = "SELECT pg_advisory_xact_lock_shared(hashtextextended('anchor_journal writer', 0))"
 _DB_NOW = "extract(epoch from clock_timestamp())::double precision"
 
 
@@ -222,6 +225,7 @@ class PgJournal(Journal):
     """The journal in a PostgreSQL database: `store.Journal`'s interface, shared across hosts."""
 
     backend = "postgresql"
+    IntegrityError = psycopg.IntegrityError
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -261,13 +265,19 @@ class PgJournal(Journal):
         return "the PostgreSQL journal"
 
     @contextmanager
-    def tx(self) -> Iterator[Any]:
-        """One transition: a transaction that first takes the writer lock (and checks the fence)."""
+    def tx(self, submission: bool = False) -> Iterator[Any]:
+        """One transition: a transaction that first takes the writer lock (and checks the fence).
+
+        A transaction that only journals submissions takes the lock shared: submissions from every
+        replica run side by side, and never beside a batch, a signature or a confirmation (those take
+        it exclusively). Two submissions of one manifest (or one idempotency key) racing meet at the
+        unique constraint; the loser gets `IntegrityError` and is retried by submit_many, and then
+        finds the winner's row: one record, as on one machine."""
         import psycopg
 
         try:
             with self.conn.transaction():
-                self.conn.execute(_WRITER_LOCK)
+                self.conn.execute(_SUBMIT_LOCK if submission else _WRITER_LOCK)
                 if self.fence is not None:
                     self._check_fence(self.fence)
                     self._renewed = time.monotonic()

@@ -135,6 +135,9 @@ class Journal:
     is the same interface over PostgreSQL (`open_journal` in anchor.journal.backends chooses)."""
 
     backend = "sqlite"
+    IntegrityError: type[Exception] = sqlite3.IntegrityError
+    """What a unique constraint raises: two submissions of one manifest racing (PostgreSQL only;
+    SQLite's single writer never lets them race)."""
 
     def __init__(self, path: Path) -> None:
         private_dir(path.parent)
@@ -173,8 +176,11 @@ class Journal:
                 self.db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
 
     @contextmanager
-    def tx(self) -> Iterator[sqlite3.Connection]:
-        """BEGIN IMMEDIATE ... COMMIT: one durable state transition, or none."""
+    def tx(self, submission: bool = False) -> Iterator[Any]:
+        """BEGIN IMMEDIATE ... COMMIT: one durable state transition, or none.
+
+        `submission`: the transaction only journals submissions (PostgreSQL lets those run side by
+        side, see pg.py; SQLite has one writer whatever it writes)."""
         try:
             self.db.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:

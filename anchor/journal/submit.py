@@ -45,8 +45,20 @@ def submit_many(journal: Journal, chain_id: int, submissions: Sequence[Submissio
         check_encodable(identity, "manifest")
         check_encodable(sub.payload.get("annotations", {}), "annotations", max_bytes=MAX_ANNOTATION_BYTES)
         prepared.append((sub, identity, manifest_digest(identity)))
+    for attempt in range(3):
+        try:
+            return _record(journal, chain_id, prepared)
+        except journal.IntegrityError:  # a concurrent submission of the same manifest (PostgreSQL)
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _record(
+    journal: Journal, chain_id: int, prepared: list[tuple[Submission, dict[str, Any], bytes]]
+) -> list[Submitted]:
     results = []
-    with journal.tx() as db:
+    with journal.tx(submission=True) as db:
         for sub, identity, digest in prepared:
             if sub.idempotency_key is not None:
                 row = db.execute(

@@ -1,0 +1,301 @@
+"""The journal on SQLite against the journal on PostgreSQL, and one `anchor serve` against three, in
+one run on this machine.
+
+1. State transitions, each one durable journal transaction, timed one by one: a submission (the
+   duplicate checks and the insert) and an effect-style state update. Submissions/s and p50/p99
+   latency per backend. Target (issue 14): PostgreSQL p99 transition <= 5 ms.
+2. End to end over HTTP: N replicas (separate data directories, one PostgreSQL journal, one anvil),
+   fresh manifests posted by wrk (one per replica, the connections split between them, a Lua script
+   making every body unique) for a fixed time; HTTP submissions/s and p99, and anchored items/s from
+   the first submission to the last item confirmed. Target: 3 replicas >= 2x
+   one replica's HTTP submissions/s, or this run shows where the bottleneck is (the CPU busy share
+   of the machine during the run is printed beside it).
+
+The PostgreSQL server is the tests' (tests/postgres.py: initdb in a temporary directory, Unix socket,
+stopped by its PID). Raw samples: benchmarks/results/journal_bench.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from anchor.journal.backends import open_journal  # noqa: E402
+from anchor.journal.submit import Submission, submit  # noqa: E402
+from tests.api_server import Replica  # noqa: E402
+from tests.postgres import fresh_database, postgres_server  # noqa: E402
+
+TOKEN = "journal-bench-token"
+
+
+def _identity(i: int) -> dict[str, Any]:
+    return {"kind": "filetree", "version": 1, "files_root": os.urandom(32).hex(), "file_count": 1, "total_size": i}
+
+
+def _percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def transitions(url: str | None, n: int, workdir: Path) -> dict[str, Any]:
+    journal = open_journal(workdir, url)
+    submits: list[float] = []
+    for i in range(n):
+        sub = Submission(_identity(i), {})
+        started = time.perf_counter()
+        submit(journal, 31337, sub)
+        submits.append((time.perf_counter() - started) * 1000)
+    ids = [row[0] for row in journal.db.execute("SELECT id FROM items ORDER BY id").fetchall()]
+    updates: list[float] = []
+    for item_id in ids:
+        started = time.perf_counter()
+        with journal.tx() as db:
+            db.execute("UPDATE items SET state = 'batched' WHERE id = ?", (item_id,))
+        updates.append((time.perf_counter() - started) * 1000)
+    journal.close()
+    return {"submit_ms": submits, "update_ms": updates}
+
+
+WRK_SCRIPT = """
+local counter = 0
+function setup(thread)
+  counter = counter + 1
+  thread:set("id", counter)
+end
+function init(args)
+  math.randomseed(tonumber(args[1]) * 1000 + id)
+end
+function request()
+  local hex = {}
+  for i = 1, 8 do hex[i] = string.format("%08x", math.random(0, 0x7fffffff)) end
+  local body = '{"manifest":{"kind":"filetree","version":1,"files_root":"' .. table.concat(hex)
+    .. '","file_count":1,"total_size":1}}'
+  return wrk.format("POST", "/v1/manifests",
+    {["Content-Type"] = "application/json", ["Authorization"] = "Bearer TOKEN"}, body)
+end
+"""
+
+
+def _wrk(url: str, connections: int, seconds: int, seed: int, script: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        ["wrk", "-t", "1", "-c", str(connections), "-d", f"{seconds}s", "--latency", "-s", str(script), url,
+         "--", str(seed)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+
+
+def _wrk_figures(output: str) -> dict[str, float]:
+    rate = re.search(r"Requests/sec:\s+([\d.]+)", output)
+    p99 = re.search(r"99%\s+([\d.]+)(us|ms|s)", output)
+    bad = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
+    scale = {"us": 0.001, "ms": 1.0, "s": 1000.0}
+    return {
+        "per_s": float(rate.group(1)) if rate else 0.0,
+        "p99_ms": float(p99.group(1)) * scale[p99.group(2)] if p99 else float("nan"),
+        "non_2xx": float(bad.group(1)) if bad else 0.0,
+    }
+
+
+def _cpu_busy() -> tuple[int, int]:
+    fields = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = fields[3] + fields[4]
+    return sum(fields) - idle, sum(fields)
+
+
+def _cpu_by_role(replicas: list[Replica]) -> dict[str, float]:
+    """CPU seconds so far of each kind of process on the machine: the replicas' servers, their
+    flushers (same process group, other PIDs), PostgreSQL and anvil; where the cores went."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    groups = {r.process.pid for r in replicas if r.process is not None}
+    out = {"servers": 0.0, "flushers": 0.0, "postgres": 0.0, "anvil": 0.0}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        comm = text[text.index("(") + 1 : text.rindex(")")]
+        fields = text[text.rindex(")") + 2 :].split()
+        pid, pgrp, cpu = int(stat.parent.name), int(fields[2]), (int(fields[11]) + int(fields[12])) / ticks
+        if pgrp in groups:
+            out["servers" if pid == pgrp else "flushers"] += cpu
+        elif comm.startswith("postgres"):
+            out["postgres"] += cpu
+        elif comm == "anvil":
+            out["anvil"] += cpu
+    return out
+
+
+class LockSampler(threading.Thread):
+    """Every 100 ms: how many database sessions wait for the journal's writer lock (an advisory lock)
+    and how many are running a statement. Sessions queueing on the lock while cores sit idle is a
+    serialized writer, not a CPU limit."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(daemon=True)
+        self.url, self.samples, self.stop = url, [], threading.Event()
+
+    def run(self) -> None:
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            while not self.stop.wait(0.1):
+                waiting, active = conn.execute(
+                    "SELECT count(*) FILTER (WHERE wait_event = 'advisory'), count(*) FILTER (WHERE state = 'active')"
+                    " FROM pg_stat_activity WHERE pid != pg_backend_pid()"
+                ).fetchone()
+                self.samples.append((int(waiting), int(active)))
+
+
+def end_to_end(replicas: int, seconds: int, connections: int, server_url: str, workdir: Path) -> dict[str, Any]:
+    """`connections` kept-alive connections in all, spread over the replicas (one wrk each), for
+    `seconds`; then the time until every accepted item is confirmed."""
+    from anchor.chain.compiler import compile_registry
+    from anchor.chain.deployment import deploy
+    from anchor.chain.keys import load_signer
+    from anchor.chain.node import LocalChain
+    from anchor.chain.open import open_chain
+    from anchor.settings.session import Settings
+    from tests.conftest import free_port
+
+    base = workdir / f"e2e-{replicas}"
+    chain_dir = base / "chain"
+    node = LocalChain(chain_dir, port=free_port())
+    node.up()
+    started_replicas: list[Replica] = []
+    script = base / "submit.lua"
+    script.write_text(WRK_SCRIPT.replace("TOKEN", TOKEN))
+    try:
+        handle = open_chain(Settings(data_dir=chain_dir, local_port=node.port))
+        compiled = compile_registry(chain_dir / "build")
+        deploy(handle.w3, handle.chain_id, load_signer(handle.chain_id), compiled, chain_dir)
+        url = fresh_database(server_url, "bench_" + uuid.uuid4().hex[:12])
+        for index in range(replicas):
+            data_dir = base / f"replica-{index}"
+            shutil.copytree(chain_dir / "deployments", data_dir / "deployments")
+            env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
+            env.update(
+                ANCHOR_DATA_DIR=str(data_dir), ANCHOR_RPC_URL=node.rpc_url, ANCHOR_JOURNAL_URL=url,
+                ANCHOR_API_TOKENS="sha256:" + hashlib.sha256(TOKEN.encode()).hexdigest(),
+            )  # fmt: skip
+            replica = Replica(index, data_dir, env)
+            replica.start()
+            started_replicas.append(replica)
+        journal = open_journal(base, url)
+        for replica in started_replicas:  # warm: each replica's flusher started and through one flush
+            request = urllib.request.Request(
+                f"{replica.url}/v1/manifests", json.dumps({"manifest": _identity(replica.index)}).encode(),
+                {"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"},
+            )  # fmt: skip
+            urllib.request.urlopen(request, timeout=60).close()  # noqa: S310 - loopback
+        while journal.db.execute("SELECT count(*) FROM items WHERE state != 'confirmed'").fetchone()[0]:
+            time.sleep(0.05)
+        before = journal.db.execute("SELECT count(*) FROM items").fetchone()[0]
+        roots_before = journal.db.execute("SELECT count(*) FROM effects WHERE kind = 'root'").fetchone()[0]
+        busy0, total0 = _cpu_busy()
+        roles0 = _cpu_by_role(started_replicas)
+        sampler = LockSampler(url)
+        sampler.start()
+        began = time.perf_counter()
+        loads = [
+            _wrk(r.url, max(1, connections // replicas), seconds, 1000 * r.index + random.randrange(999), script)
+            for r in started_replicas
+        ]
+        outputs = [load.communicate(timeout=seconds + 120)[0] for load in loads]
+        busy1, total1 = _cpu_busy()
+        roles = {k: v - roles0[k] for k, v in _cpu_by_role(started_replicas).items()}
+        sampler.stop.set()
+        sampler.join()
+        items = journal.db.execute("SELECT count(*) FROM items").fetchone()[0] - before
+        while journal.db.execute("SELECT count(*) FROM items WHERE state != 'confirmed'").fetchone()[0]:
+            time.sleep(0.05)
+            if time.perf_counter() - began > 900:
+                raise SystemExit("not every item was anchored within 900 s")
+        anchored_s = time.perf_counter() - began
+        roots = journal.db.execute("SELECT count(*) FROM effects WHERE kind = 'root'").fetchone()[0] - roots_before
+        journal.close()
+        figures = [_wrk_figures(out) for out in outputs]
+        return {
+            "replicas": replicas, "items": items, "http_submissions_per_s": sum(f["per_s"] for f in figures),
+            "anchored_items_per_s": items / anchored_s, "roots": roots, "p99_ms": max(f["p99_ms"] for f in figures),
+            "non_2xx": sum(f["non_2xx"] for f in figures), "cpu_busy": (busy1 - busy0) / max(1, total1 - total0),
+            "cpu_seconds": {**roles, "machine": (busy1 - busy0) / os.sysconf("SC_CLK_TCK"),
+                            "available": (total1 - total0) / os.sysconf("SC_CLK_TCK")},
+            "lock_waiting_mean": statistics.fmean(w for w, _ in sampler.samples) if sampler.samples else 0.0,
+            "sessions_active_mean": statistics.fmean(a for _, a in sampler.samples) if sampler.samples else 0.0,
+            "wrk": outputs,
+        }  # fmt: skip
+    finally:
+        for replica in started_replicas:
+            replica.stop()
+        node.down()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--transitions", type=int, default=2000, help="journal transactions per backend and kind")
+    parser.add_argument("--seconds", type=int, default=10, help="seconds of HTTP load per end-to-end run")
+    parser.add_argument("--connections", type=int, default=24, help="kept-alive connections in all")
+    parser.add_argument("--runs", type=int, default=2, help="end-to-end runs per replica count")
+    args = parser.parse_args()
+    random.seed(0)
+    raw: dict[str, Any] = {"transitions": {}, "end_to_end": []}
+    with tempfile.TemporaryDirectory(prefix="journal-bench-") as tmp, postgres_server() as server_url:
+        workdir = Path(tmp)
+        print(f"state transitions, {args.transitions} each, one durable transaction each")
+        print(f"{'backend':<11} {'kind':<7} {'per s':>8} {'p50 ms':>8} {'p99 ms':>8}")
+        for backend in ("sqlite", "postgresql"):
+            url = None if backend == "sqlite" else fresh_database(server_url, "tx_" + uuid.uuid4().hex[:12])
+            (workdir / backend).mkdir()
+            samples = transitions(url, args.transitions, workdir / backend)
+            raw["transitions"][backend] = samples
+            for kind in ("submit", "update"):
+                ms = samples[f"{kind}_ms"]
+                print(f"{backend:<11} {kind:<7} {1000 * len(ms) / sum(ms):>8.0f} {statistics.median(ms):>8.2f}"
+                      f" {_percentile(ms, 0.99):>8.2f}")  # fmt: skip
+        pg99 = _percentile(raw["transitions"]["postgresql"]["update_ms"], 0.99)
+        print(f"PostgreSQL p99 transition {pg99:.2f} ms (target <= 5 ms): {'met' if pg99 <= 5 else 'NOT met'}")
+        print(f"\nend to end over HTTP: wrk, {args.connections} connections over the replicas, {args.seconds} s,"
+              f" {args.runs} runs per replica count")  # fmt: skip
+        print(f"{'replicas':>8} {'items':>6} {'HTTP subs/s':>12} {'anchored/s':>11} {'roots':>6} {'p99 ms':>8}"
+              f" {'non-2xx':>8} {'CPU busy':>9}")  # fmt: skip
+        best: dict[int, float] = {}
+        for run in range(args.runs):
+            for replicas in (1, 3):
+                result = end_to_end(replicas, args.seconds, args.connections, server_url, workdir / f"run{run}")
+                raw["end_to_end"].append(result)
+                best[replicas] = max(best.get(replicas, 0.0), result["http_submissions_per_s"])
+                print(f"{replicas:>8} {result['items']:>6} {result['http_submissions_per_s']:>12.0f}"
+                      f" {result['anchored_items_per_s']:>11.0f} {result['roots']:>6} {result['p99_ms']:>8.1f}"
+                      f" {result['non_2xx']:>8.0f} {result['cpu_busy']:>8.0%}")  # fmt: skip
+                cpu = result["cpu_seconds"]
+                print(f"{'':>8} CPU s during the load: " + ", ".join(f"{k} {v:.1f}" for k, v in cpu.items()))
+                print(f"{'':>8} sessions waiting for the writer lock: {result['lock_waiting_mean']:.1f} on average,"
+                      f" of {result['sessions_active_mean']:.1f} active")  # fmt: skip
+        ratio = best[3] / best[1]
+        print(f"3 replicas / 1 replica, HTTP submissions/s (best of {args.runs}): {ratio:.2f}x (target >= 2x)")
+    results = Path(__file__).parent / "results"
+    results.mkdir(exist_ok=True)
+    (results / "journal_bench.json").write_text(json.dumps(raw))
+    print(f"raw samples: {results / 'journal_bench.json'}")
+
+
+if __name__ == "__main__":
+    main()
