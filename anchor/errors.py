@@ -27,6 +27,7 @@ class ExitCode(IntEnum):
     POLICY = 10
     NOT_FINAL = 11
     NO_QUORUM = 12
+    MISSION_FAILED = 13
 
 
 class AnchorError(Exception):
@@ -246,3 +247,11 @@ class TooLarge(AnchorError):
 
     http_status = 413
     code = "request_too_large"
+
+
+class MissionFailed(AnchorError):
+    """A mission's command failed or ran out of its budget: nothing is anchored."""
+
+    exit_code = ExitCode.MISSION_FAILED
+    http_status = 422
+    code = "mission_failed"

@@ -57,7 +57,7 @@ ALLOWED: dict[str, set[str]] = {
     "anchoring": {"errors", "files", "manifest", "batch", "proof", "chain", "journal", "verify", "settings"},
     "research": {"errors", "files", "manifest", "proof", "chain", "journal", "verify", "anchoring", "settings"},
     "attest": {"errors", "files", "ingest", "manifest", "proof", "verify", "anchoring", "settings"},
-    "missions": {"errors", "files", "manifest", "proof", "settings"},
+    "missions": {"errors", "files", "manifest", "proof", "settings", "anchoring", "research"},
     # interfaces
     "cli": {"errors", "files", "settings", "manifest", "proof", "chain", "journal", "verify", "anchoring",
             "research", "attest", "missions"},

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from anchor.errors import ChainUnreachable
 from anchor.manifest.exclude import Rules
@@ -17,6 +17,9 @@ from anchor.manifest.filetree import FileTreeManifest, hash_tree
 from anchor.manifest.hashing import Progress
 from anchor.proof.file import ProofFile, check_output_path, load_proof, write_proof
 from anchor.settings.session import Settings
+
+if TYPE_CHECKING:
+    from anchor.manifest.bundle import BundleManifest
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,3 +122,26 @@ def anchor_manifest(
         gas_used=row["gas_used"] if sent_now else None,
         file_count=0 if tree is None else len(tree.files),
     )
+
+
+def anchor_bundle(
+    manifest: BundleManifest,
+    tree: FileTreeManifest,
+    settings: Settings,
+    proof_out: Path,
+    notes: dict[str, Any] | None = None,
+) -> AnchorOutcome:
+    """Anchor a result bundle and, when it has milestones, its timing record in the same batch: the
+    milestones become tamper-evident while staying outside the bundle's identity (docs/manifest.md,
+    "Timing record"). The timing proof is written beside the bundle's (`<name>.timing.anchor.json`).
+    `notes`: annotations of the caller's (how it ran), carried in the proof, outside the identity."""
+    annotations = {**(notes or {}), **manifest.annotations()}
+    companions: tuple[tuple[dict[str, Any], Path], ...] = ()
+    if manifest.milestones is not None:
+        from anchor.manifest.timing import timing_for
+
+        timing = timing_for(manifest.digest, manifest.milestones)
+        timing_out = proof_out.with_name(proof_out.name.removesuffix(".anchor.json") + ".timing.anchor.json")
+        annotations["timing"] = {"digest": "0x" + timing.digest.hex(), "proof": timing_out.name}
+        companions = ((timing.identity(), timing_out),)
+    return anchor_manifest(manifest.identity(), tree, settings, proof_out, annotations, companions=companions)

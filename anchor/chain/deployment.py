@@ -57,6 +57,21 @@ def load_deployment(data_dir: Path, chain_id: int) -> Deployment:
         raise BadInput(f"{path}: corrupt deployment record ({exc.error_count()} errors)") from None
 
 
+def only_deployment(data_dir: Path) -> Deployment:
+    """The one deployment record of `data_dir`: what a rendered cluster object carries, so that every
+    pod checks the same code hash. `BadInput` when there is none or more than one."""
+    from anchor.errors import BadInput
+
+    records = sorted(p for p in (data_dir / "deployments").glob("*.json") if p.stem.isdigit())
+    if len(records) != 1:
+        raise BadInput(
+            f"{data_dir / 'deployments'}: {len(records)} deployment records; exactly one is rendered"
+            " (hint: `anchor deploy` on the target chain first, or ANCHOR_DATA_DIR of that deployment)",
+            detail={"field": "deployment"},
+        )
+    return load_deployment(data_dir, int(records[0].stem))
+
+
 def check_code(w3: Web3, address: str, recorded_hash: str) -> None:
     """Refuse unless the recorded hash is a registry version we know (v1 or v2) and the code at
     `address` hashes to it. Raises `DeploymentMismatch` naming the address and both hashes.

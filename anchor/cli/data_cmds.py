@@ -131,26 +131,14 @@ def bundle(
     json: JsonFlag = False,
 ) -> None:
     """Build a result-bundle manifest from SPEC (every digest computed here) and optionally anchor it."""
-    from anchor.anchoring.stamp import anchor_manifest, default_proof_path
+    from anchor.anchoring.stamp import default_proof_path
     from anchor.manifest.bundle import load_bundle_spec
 
     manifest, tree, output_dir = load_bundle_spec(spec)
     if anchor:
-        # the milestones are anchored too, as a timing record naming the bundle: tamper-evident, and
-        # still outside the bundle's identity (docs/manifest.md, "Timing record")
-        proof_out = proof or default_proof_path(output_dir)
-        annotations = manifest.annotations()
-        companions: tuple[tuple[dict[str, Any], Path], ...] = ()
-        if manifest.milestones is not None:
-            from anchor.manifest.timing import timing_for
+        from anchor.anchoring.stamp import anchor_bundle
 
-            timing = timing_for(manifest.digest, manifest.milestones)
-            timing_out = proof_out.with_name(proof_out.name.removesuffix(".anchor.json") + ".timing.anchor.json")
-            annotations["timing"] = {"digest": "0x" + timing.digest.hex(), "proof": timing_out.name}
-            companions = ((timing.identity(), timing_out),)
-        outcome = anchor_manifest(
-            manifest.identity(), tree, _settings(ctx), proof_out, annotations, companions=companions
-        )
+        outcome = anchor_bundle(manifest, tree, _settings(ctx), proof or default_proof_path(output_dir))
         _report_anchor(ctx, json, str(output_dir), outcome)
         return
     emit(
@@ -309,19 +297,20 @@ def verify(
 
 def _bundle_lines(path: Path, result: Any, proof_path: Path | None) -> list[str]:
     """For a result bundle: what ran, as its verified manifest binds it."""
-    from anchor.proof.file import load_proof
-
-    if proof_path is None or not proof_path.is_file():
+    bundle = result.bundle
+    if not bundle:
         return []
-    manifest = load_proof(proof_path).manifest
-    if manifest.get("kind") != "bundle":
-        return []
-    return [
-        f"  mission     sha256 {manifest['mission_sha256']}",
-        f"  snapshot    sha256 {manifest['data_snapshot_sha256']}",
-        f"  image       {manifest['image']}",
-        f"  policy      sha256 {manifest['evaluator_policy_sha256']}",
+    lines = [
+        f"  mission     sha256 {bundle['mission_sha256']}",
+        f"  snapshot    sha256 {bundle['data_snapshot_sha256']}",
+        f"  image       {bundle['image']}",
+        f"  policy      sha256 {bundle['evaluator_policy_sha256']}",
     ]
+    if "budget" in bundle:
+        budget, profile = bundle["budget"], bundle["profile"]
+        lines.append(f"  budget      {budget['minutes']} min, {count(budget['attempts'], 'attempt')}")
+        lines.append(f"  profile     {profile['name']} ({profile['cpu']} CPU, {profile['memory']})")
+    return lines
 
 
 def _milestone_lines(result: Any) -> list[str]:

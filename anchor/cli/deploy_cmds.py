@@ -141,7 +141,7 @@ def _render_service(  # noqa: PLR0913 - the options of `serve --render`, passed 
 ) -> None:
 
     from anchor.anchoring.k8s import ServiceSpec, render_service, to_yaml
-    from anchor.chain.deployment import load_deployment
+    from anchor.chain.deployment import only_deployment
     from anchor.errors import BadInput
 
     if target != "k8s":
@@ -152,14 +152,7 @@ def _render_service(  # noqa: PLR0913 - the options of `serve --render`, passed 
                                         ("--public-url", public_url)) if not value]  # fmt: skip
     if missing:
         raise BadInput(f"serve --render k8s needs {', '.join(missing)}", detail={"field": missing[0].lstrip("-")})
-    records = sorted(p for p in (settings.data_dir / "deployments").glob("*.json") if p.stem.isdigit())
-    if len(records) != 1:
-        raise BadInput(
-            f"{settings.data_dir / 'deployments'}: {len(records)} deployment records; exactly one is rendered"
-            " (hint: `anchor deploy` on the target chain first, or ANCHOR_DATA_DIR of that deployment)",
-            detail={"field": "deployment"},
-        )
-    record = load_deployment(settings.data_dir, int(records[0].stem))  # a record every replica will accept
+    record = only_deployment(settings.data_dir)  # a record every replica will accept
     spec = ServiceSpec(
         image=str(image), rpc_url=str(rpc_url or settings.rpc_url), deployment=record.model_dump(mode="json"),
         public_url=str(public_url), replicas=replicas, keys_secret=keys_secret, namespace=namespace,

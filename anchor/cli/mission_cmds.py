@@ -111,6 +111,95 @@ def submit(
     ])  # fmt: skip
 
 
+@missions.command("run")
+def run(
+    ctx: typer.Context,
+    output: Annotated[str, typer.Argument(help="The output identity of a dispatched mission (anchor mission submit).")],
+    no_sandbox: Annotated[
+        bool, typer.Option("--no-sandbox", help="Run the command unconfined (recorded in the proof).")
+    ] = False,
+    max_bytes: MaxBytes = None,
+    json: JsonFlag = False,
+) -> None:
+    """Run a dispatched mission against its verified snapshot, measure its six milestones, and anchor
+    the result bundle with its timing record (docs/missions.md)."""
+    import sys
+
+    from anchor.missions.runner import run_mission
+
+    def say(line: str) -> None:
+        sys.stderr.write(line + "\n")
+
+    settings = ctx.find_root().obj["settings"]
+    done = run_mission(settings, output, _cache(ctx, max_bytes), sandbox=not no_sandbox, say=None if json else say)
+    manifest, proof = done.manifest, done.outcome.proof
+    milestones = manifest.milestones.to_json() if manifest.milestones else {}
+    data = {
+        "output": done.output, "manifest_digest": "0x" + manifest.digest.hex(), "manifest": manifest.identity(),
+        "milestones": milestones, "result": str(done.result_dir), "proof": str(done.proof), "sandbox": done.sandbox,
+        "tx_hash": proof.anchor.tx_hash, "block_number": proof.anchor.block_number, "seconds": round(done.seconds, 3),
+    }  # fmt: skip
+    emit(ctx, json, data, [
+        f"mission {done.output!r} ran ({done.sandbox}) in {done.seconds:.2f} s and its result bundle is anchored",
+        f"  bundle   {data['manifest_digest']}  ({count(manifest.output.file_count, 'file')})",
+        f"  in tx    {proof.anchor.tx_hash} (block {proof.anchor.block_number})",
+        f"  result   {done.result_dir}",
+        f"  proof    {done.proof}",
+        f"  check:   anchor verify {done.result_dir}",
+    ])  # fmt: skip
+
+
+@missions.command("render")
+def render(
+    ctx: typer.Context,
+    target: Annotated[str, typer.Argument(help="What to render: k8s (a Job running the dispatched mission).")],
+    output: Annotated[str, typer.Argument(help="The output identity of a dispatched mission.")],
+    chain_rpc_url: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--chain-rpc-url", help="The chain's RPC URL as the pod reaches it (ANCHOR_RPC_URL)."),
+    ] = None,
+    keys_secret: Annotated[
+        str, typer.Option(help="The Secret with ANCHOR_JOURNAL_URL and the signing key.")
+    ] = "anchor-keys",  # noqa: S107 - the name of a Secret object
+    results_claim: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(help="A PersistentVolumeClaim the result directory is written to (else it leaves with the pod)."),
+    ] = None,
+    namespace: Annotated[Optional[str], typer.Option(help="The namespace.")] = None,  # noqa: UP045
+    out: Annotated[Optional[Path], typer.Option("--out", help="Write here (refuses to overwrite).")] = None,  # noqa: UP045
+) -> None:
+    """Render a dispatched mission for a cluster: a Kubernetes Job that fetches and verifies the snapshot,
+    runs the mission on its profile within its budget, and anchors the result bundle."""
+    from anchor.anchoring.k8s import to_yaml
+    from anchor.chain.deployment import only_deployment
+    from anchor.cli.output import write_rendered
+    from anchor.errors import BadInput, NotAnchored
+    from anchor.missions.runner import render_job
+
+    if target != "k8s":
+        raise BadInput(f"render: unknown target {target!r} (hint: anchor mission render k8s OUTPUT ...)",
+                       detail={"field": "target"})  # fmt: skip
+    settings = ctx.find_root().obj["settings"]
+    rpc_url = chain_rpc_url or settings.rpc_url
+    if not rpc_url:
+        raise BadInput("--chain-rpc-url is required (the chain as the pod reaches it)", detail={"field": "rpc_url"})
+    from anchor.missions.dispatch import dispatched
+
+    record = dispatched(settings.data_dir, output)
+    if record is None:
+        raise NotAnchored(f"output: no dispatched mission has output {output!r} (hint: anchor mission submit)",
+                          detail={"field": "output"})  # fmt: skip
+    if not record["snapshot"]["ref"].startswith(("https://", "http://")):
+        raise BadInput(
+            f"snapshot: {record['snapshot']['ref']!r} is a path on this machine; a pod fetches an http(s) URL"
+            " (submit the mission with --snapshot URL)",
+            detail={"field": "snapshot"},
+        )
+    deployment = only_deployment(settings.data_dir).model_dump(mode="json")
+    documents = render_job(record, deployment, rpc_url, keys_secret, results_claim, namespace)
+    write_rendered(to_yaml(documents), out, f"a ConfigMap and a Job for mission output {output!r}")
+
+
 def _pin_verifier(settings: Any) -> Any:
     """A resume pin is anchored when its proof verifies against a live read of the chain."""
 

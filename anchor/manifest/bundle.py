@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from anchor.errors import BadInput
 from anchor.manifest.filetree import FileTreeManifest, hash_tree
 from anchor.manifest.identity import HasIdentity
+from anchor.manifest.mission import Budget  # what the run was allowed: the mission's budget, as enforced
 from anchor.manifest.validation import validated
 
 HEX64 = r"^[0-9a-f]{64}$"
@@ -76,18 +77,42 @@ class Milestones(BaseModel):
         return {name: getattr(self, name).isoformat() for name in MILESTONES if getattr(self, name) is not None}
 
 
+class Profile(BaseModel):
+    """The resource profile it ran under: a declared name and its bounds (requests = limits)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,31}$")
+    cpu: str = Field(pattern=r"^[0-9]+(\.[0-9]+)?m?$")
+    memory: str = Field(pattern=r"^[0-9]+(Ki|Mi|Gi|Ti)?$")
+
+
 class BundleManifest(HasIdentity, BaseModel):
+    """Version 2 adds what the run was allowed (`budget`) and what it ran on (`profile`), both inside
+    the identity: the same output under another budget or profile is another result bundle."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: Literal["bundle"] = "bundle"
-    version: Literal[1] = 1
+    version: Literal[1, 2] = 1
     mission_sha256: str = Field(pattern=HEX64)
     data_snapshot_sha256: str = Field(pattern=HEX64)
     image: str
     evaluator_policy_sha256: str = Field(pattern=HEX64)
     output: OutputIdentity
     resume: ResumePin | None = None
+    budget: Budget | None = None
+    profile: Profile | None = None
     milestones: Milestones | None = None
+
+    @model_validator(mode="after")
+    def _versioned(self) -> BundleManifest:
+        extra = [name for name in ("budget", "profile") if getattr(self, name) is not None]
+        if self.version == 1 and extra:
+            raise ValueError(f"{extra[0]}: a version 2 field (a version 1 bundle has no budget or profile)")
+        if self.version == 2 and len(extra) != 2:
+            raise ValueError("a version 2 bundle records both its budget and its profile")
+        return self
 
     @field_validator("image")
     @classmethod
@@ -146,7 +171,7 @@ def read_bundle_spec(spec_path: Path) -> dict[str, Any]:
         raise BadInput(f"{spec_path}: not a TOML bundle spec ({exc})", detail={"field": "spec"}) from None
     known = {
         "mission", "mission_sha256", "data_snapshot", "data_snapshot_sha256", "image", "evaluator_policy",
-        "evaluator_policy_sha256", "output", "output_name", "resume", "milestones",
+        "evaluator_policy_sha256", "output", "output_name", "resume", "milestones", "budget", "profile",
     }  # fmt: skip
     unknown = sorted(set(spec) - known)
     if unknown:
@@ -173,5 +198,9 @@ def load_bundle_spec(spec_path: Path) -> tuple[BundleManifest, FileTreeManifest,
         "output": {"name": spec.get("output_name"), **tree.summary()},
         "resume": spec.get("resume"),
         "milestones": spec.get("milestones"),
+        "budget": spec.get("budget"),
+        "profile": spec.get("profile"),
     }
+    if data["budget"] is not None or data["profile"] is not None:
+        data["version"] = 2
     return validated(BundleManifest, data, str(spec_path)), tree, output_dir

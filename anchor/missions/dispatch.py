@@ -225,6 +225,18 @@ def submit(
         db.close()
 
 
+def dispatched(data_dir: Path, output: str) -> dict[str, Any] | None:
+    """The stored record of the mission whose output identity is `output`, if one was accepted."""
+    if not (data_dir / "missions.sqlite").exists():
+        return None
+    db = _db(data_dir)
+    try:
+        row = db.execute("SELECT record FROM missions WHERE output = ?", (output,)).fetchone()
+    finally:
+        db.close()
+    return None if row is None else dict(json.loads(row[0]))
+
+
 def submissions(data_dir: Path) -> int:
     """How many submissions are stored (what the refusal tests check stays unchanged)."""
     if not (data_dir / "missions.sqlite").exists():

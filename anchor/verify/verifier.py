@@ -67,6 +67,9 @@ class Verification(BaseModel):
     """For a single-file proof: the file's path inside the anchored bundle."""
     quorum: dict[str, Any] | None = None
     """With several read endpoints: the quorum, who agreed, and what each dissenter said."""
+    bundle: dict[str, Any] | None = None
+    """For a result bundle: what ran, as its verified identity binds it (mission, snapshot, image and
+    policy SHA-256, and for version 2 its budget and resource profile)."""
     milestones: dict[str, str] | None = None
     """A result bundle's latency milestones, as its proof shows them."""
     milestones_anchored: bool | None = None
@@ -327,7 +330,18 @@ def verify_proof_on_chain(
         safe_block=safe,
         finalized_block=finalized,
         files=files,
+        bundle=bundle_fields(proof),
     )
+
+
+BUNDLE_FIELDS = ("mission_sha256", "data_snapshot_sha256", "image", "evaluator_policy_sha256", "budget", "profile")
+
+
+def bundle_fields(proof: ProofFile) -> dict[str, Any] | None:
+    """What a result bundle says ran (None for other kinds); read from the identity just verified."""
+    if proof.manifest.get("kind") != "bundle":
+        return None
+    return {name: proof.manifest[name] for name in BUNDLE_FIELDS if name in proof.manifest}
 
 
 def block_finality(w3: object, block: int, read_at: int) -> tuple[str, int | None, int | None]:

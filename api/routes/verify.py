@@ -12,7 +12,7 @@ from anchor.anchoring.prove import single_file_proof
 from anchor.errors import NotAnchored, TooLarge
 from anchor.manifest.onchain import parse_hex32
 from anchor.proof.file import ProofFile, parse_proof
-from anchor.verify.verifier import Verification, check_proof_consistency, verify_proof_on_chain
+from anchor.verify.verifier import Verification, check_milestones, check_proof_consistency, verify_proof_on_chain
 from api.deps import ConfigDep, ReaderDep, SettingsDep, anchored_proof, in_journal
 from api.offload import decode
 from api.schemas import ErrorPublic, FileVerification
@@ -59,7 +59,9 @@ async def verify_by_digest(
                 raise NotAnchored(
                     f"no anchor known for manifest 0x{digest}", detail={"manifest_digest": manifest_digest}
                 )
-            return _verify(proof, settings).model_dump_json().encode()
+            verdict = _verify(proof, settings)
+            # a result bundle's milestones, checked against its anchored timing record (409 if edited)
+            return check_milestones(verdict, proof, settings.proofs_dir, settings).model_dump_json().encode()
 
         hit = await run_in_threadpool(reader.read, key, compute)
     return Response(content=hit, media_type="application/json")

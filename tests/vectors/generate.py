@@ -61,6 +61,11 @@ BUNDLE_CASES = [
         "output": {"name": "run-42"},
         "resume": {"bundle": "run-41", "digest": "ab" * 32},
     }),
+    ("version 2: budget and resource profile", {
+        "version": 2,
+        "budget": {"minutes": 30, "attempts": 1},
+        "profile": {"name": "small", "cpu": "1", "memory": "2Gi"},
+    }),
 ]  # fmt: skip
 
 ATTEMPT_CASES = [
@@ -156,8 +161,9 @@ def bundle_vectors() -> list[dict[str, object]]:
             "evaluator_policy_sha256": "44" * 32,
             "output": {k: output[k] for k in ("files_root", "file_count", "total_size")} | extra.get("output", {}),
         }
-        if "resume" in extra:
-            identity["resume"] = extra["resume"]
+        for field in ("version", "resume", "budget", "profile"):
+            if field in extra:
+                identity[field] = extra[field]
         out.append({
             "name": name,
             "input": {"identity": identity, "milestones": {"submitted": "2026-11-30T03:00:00+00:00",

@@ -1,0 +1,354 @@
+"""The runner: a dispatched mission in, an anchored result bundle out (`anchor mission run OUTPUT`).
+
+What it does, in order, each step timed by us (the six milestones are ours, never the caller's):
+1. `submitted`: when the dispatcher accepted the mission (its own record);
+2. `scheduled`: when this runner claimed it (one run per output identity: a second is refused);
+3. `image_ready`: the execution environment is ready. Here that is this host's sandbox: no container
+   runtime pulls the image, so the bundle's `image` is the digest the mission was dispatched with and
+   the proof says `ran_on: host` (the Kubernetes Job of `anchor mission render k8s` runs exactly that
+   image, by digest);
+4. `snapshot_ready`: the data snapshot is in the content-addressed cache and re-hashed to the
+   dispatched SHA-256 (fetched from its reference if missing or corrupt), and held so that eviction
+   passes it by;
+5. `evaluator_started`: the mission's command starts, in bubblewrap (the research sandbox: no
+   network, the data directory and keystores hidden, the snapshot read-only, only the mission's own
+   directory writable) unless `--no-sandbox`, with MISSION_SNAPSHOT, MISSION_RESULT, MISSION_OUTPUT
+   (and MISSION_RESUME) set, and `{snapshot}`, `{result}` (alias `{run_dir}`) in the command replaced
+   by those paths, shell-quoted; it is stopped, by the process group we started, when the mission's
+   budget of minutes runs out;
+6. `completed`: the command exited. On exit 0 the result directory is hashed and a version 2 result
+   bundle (mission SHA-256, snapshot SHA-256, image, evaluator policy, budget, resource profile,
+   output tree, resume pin) is anchored with its timing record in the same batch.
+
+A resumed mission starts only from the pinned bundle's result directory as this runner left it, and
+only if that directory still hashes to the output the pinned (anchored) bundle binds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shlex
+import signal
+import sqlite3
+import subprocess
+import time
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from anchor.errors import Conflict, MissionFailed, NotAnchored, Tampered
+from anchor.files import private_dir
+from anchor.missions.snapshots import _alive
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from anchor.anchoring.stamp import AnchorOutcome
+    from anchor.manifest.bundle import BundleManifest
+    from anchor.missions.snapshots import SnapshotCache
+    from anchor.settings.session import Settings
+
+
+@dataclass(frozen=True, slots=True)
+class MissionRun:
+    output: str
+    result_dir: Path
+    proof: Path
+    manifest: BundleManifest
+    outcome: AnchorOutcome
+    sandbox: str
+    seconds: float
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _db(data_dir: Path) -> sqlite3.Connection:
+    from anchor.missions.dispatch import _db as dispatch_db
+
+    db = dispatch_db(data_dir)
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS runs (output TEXT PRIMARY KEY, state TEXT NOT NULL, pid INTEGER,"
+        " bundle TEXT, result TEXT, updated_at TEXT NOT NULL)"
+    )
+    return db
+
+
+def _claim(data_dir: Path, output: str) -> tuple[dict[str, Any], datetime]:
+    """The dispatched record of `output`, claimed for this process; refuses a finished or running one."""
+    db = _db(data_dir)
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        row = db.execute("SELECT record, submitted_at FROM missions WHERE output = ?", (output,)).fetchone()
+        if row is None:
+            db.execute("ROLLBACK")
+            raise NotAnchored(f"output: no dispatched mission has output {output!r} (hint: anchor mission submit)",
+                              detail={"field": "output"})  # fmt: skip
+        run = db.execute("SELECT state, pid, bundle FROM runs WHERE output = ?", (output,)).fetchone()
+        if run is not None and run[0] == "done":
+            db.execute("ROLLBACK")
+            raise Conflict(f"output: {output!r} already ran; its bundle is 0x{run[2]}", detail={"field": "output"})
+        if run is not None and run[0] == "running" and run[1] and _alive(int(run[1])):
+            db.execute("ROLLBACK")
+            raise Conflict(f"output: {output!r} is running (pid {run[1]})", detail={"field": "output"})
+        db.execute(
+            "INSERT INTO runs (output, state, pid, updated_at) VALUES (?, 'running', ?, ?)"
+            " ON CONFLICT (output) DO UPDATE SET state = 'running', pid = excluded.pid,"
+            " updated_at = excluded.updated_at",
+            (output, os.getpid(), _now().isoformat()),
+        )
+        db.execute("COMMIT")
+        return json.loads(row[0]), datetime.fromisoformat(row[1])
+    finally:
+        db.close()
+
+
+def _finish(data_dir: Path, output: str, state: str, bundle: str | None = None, result: Path | None = None) -> None:
+    db = _db(data_dir)
+    try:
+        db.execute(
+            "UPDATE runs SET state = ?, pid = NULL, bundle = ?, result = ?, updated_at = ? WHERE output = ?",
+            (state, bundle, None if result is None else str(result), _now().isoformat(), output),
+        )
+    finally:
+        db.close()
+
+
+def _resume_dir(data_dir: Path, pin: dict[str, Any]) -> Path:
+    """The pinned bundle's result directory, as a run here left it and as its anchored bundle binds it."""
+    from anchor.manifest.filetree import hash_tree
+    from anchor.proof.file import load_proof
+
+    db = _db(data_dir)
+    try:
+        row = db.execute("SELECT result FROM runs WHERE bundle = ? AND state = 'done'", (pin["digest"],)).fetchone()
+    finally:
+        db.close()
+    if row is None or not row[0] or not Path(row[0]).is_dir():
+        raise NotAnchored(f"resume: bundle 0x{pin['digest']} was not run here; its result is not on this machine",
+                          detail={"field": "resume.digest"})  # fmt: skip
+    pinned = load_proof(data_dir / "proofs" / f"{pin['digest']}.json").manifest["output"]
+    found = hash_tree(Path(row[0])).summary()
+    if found["files_root"] != pinned["files_root"]:
+        raise Tampered(f"resume: {row[0]} no longer holds the output bundle 0x{pin['digest']} anchored",
+                       detail={"field": "resume.digest", "result": row[0]})  # fmt: skip
+    return Path(row[0])
+
+
+def _fresh_result_dir(mission_dir: Path) -> Path:
+    """`<mission dir>/result`, empty; an earlier failed run's is kept beside it, renamed (ours, but a
+    user may want to see what failed)."""
+    result = mission_dir / "result"
+    if result.exists():
+        result.rename(mission_dir / f"result.failed-{int(time.time())}")
+    result.mkdir(mode=0o700)
+    return result
+
+
+def _command(
+    record: dict[str, Any], mission_dir: Path, result: Path, snapshot: Path, resume: Path | None,
+    settings: Settings, sandbox: bool,
+) -> tuple[list[str], dict[str, str], str]:  # fmt: skip
+    import shlex
+
+    from anchor.research.sandbox import Sandbox, allowed_env
+
+    command = record["mission"]["document"]["command"]
+    for placeholder, value in (("{result}", result), ("{run_dir}", result), ("{snapshot}", snapshot)):
+        command = command.replace(placeholder, shlex.quote(str(value)))
+    mission_env = {"MISSION_SNAPSHOT": str(snapshot), "MISSION_RESULT": str(result), "MISSION_OUTPUT": record["output"]}
+    if resume is not None:
+        mission_env["MISSION_RESUME"] = str(resume)
+    if not sandbox:
+        return ["/bin/sh", "-c", command], {**allowed_env(mission_dir), **mission_env}, "none"
+    hidden = [settings.data_dir, *([settings.keystore] if settings.keystore else [])]
+    for name in ("ANCHOR_KEYSTORE", "ANCHOR_RESEARCHER_KEYSTORE"):
+        if os.environ.get(name):
+            hidden.append(Path(os.environ[name]))
+    box = Sandbox.find(mission_dir, (), tuple(hidden))
+    box = replace(box, read_only=(snapshot.resolve(), *([resume.resolve()] if resume else [])), edits=False)
+    return box.argv(command, mission_dir, extra_env=mission_env), {}, "bubblewrap"
+
+
+def _run_command(argv: list[str], env: dict[str, str], cwd: Path, budget_s: float, log: Path) -> tuple[int, bool]:
+    """Run in a process group of its own (ours, by the PID we started); (exit code, timed out)."""
+    with open(log, "wb") as out:
+        child = subprocess.Popen(
+            argv, cwd=cwd, env=env or None, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+        try:
+            return child.wait(timeout=budget_s), False
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+            return -signal.SIGKILL, True
+        except BaseException:  # Ctrl-C: nothing of the mission outlives us
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+            raise
+
+
+def run_mission(
+    settings: Settings,
+    output: str,
+    cache: SnapshotCache,
+    sandbox: bool = True,
+    say: Callable[[str], None] | None = None,
+) -> MissionRun:
+    """Run the dispatched mission of `output` and anchor its result bundle (see the module's steps)."""
+    from anchor.anchoring.stamp import anchor_bundle
+    from anchor.manifest.bundle import BundleManifest
+    from anchor.manifest.filetree import hash_tree
+    from anchor.manifest.validation import validated
+
+    say = say or (lambda _: None)
+    record, submitted = _claim(settings.data_dir, output)
+    milestones: dict[str, datetime] = {"submitted": submitted, "scheduled": _now()}
+    mission_dir = settings.data_dir / "missions" / output.replace("/", "_")
+    try:
+        private_dir(mission_dir)
+        milestones["image_ready"] = _now()  # the host's sandbox (see the module's step 3)
+        snapshot_ref = record["snapshot"]["ref"]
+        fetched = cache.fetch(record["snapshot"]["sha256"], snapshot_ref)
+        say(f"snapshot sha256:{fetched.key} {'verified in the cache' if fetched.hit else 'fetched and verified'}")
+        with cache.hold(fetched.key) as snapshot:
+            milestones["snapshot_ready"] = _now()
+            resume = _resume_dir(settings.data_dir, record["resume"]) if record.get("resume") else None
+            result = _fresh_result_dir(mission_dir)
+            argv, env, confinement = _command(record, mission_dir, result, snapshot, resume, settings, sandbox)
+            budget = record["mission"]["document"]["budget"]
+            milestones["evaluator_started"] = _now()
+            say(f"running the mission's command ({confinement}), budget {budget['minutes']} min")
+            began = time.monotonic()
+            code, timed_out = _run_command(argv, env, mission_dir, budget["minutes"] * 60.0, mission_dir / "run.log")
+            seconds = time.monotonic() - began
+            milestones["completed"] = _now()
+        if timed_out or code != 0:
+            why = f"ran out of its budget of {budget['minutes']} min" if timed_out else f"exited {code}"
+            raise MissionFailed(
+                f"the mission's command {why}; nothing anchored (log: {mission_dir / 'run.log'})",
+                detail={"exit_code": code, "timed_out": timed_out, "log": str(mission_dir / "run.log")},
+            )
+        tree = hash_tree(result)
+        manifest = validated(BundleManifest, {
+            "version": 2, "mission_sha256": record["mission_sha256"],
+            "data_snapshot_sha256": record["snapshot"]["sha256"], "image": record["image"],
+            "evaluator_policy_sha256": record["evaluator_policy_sha256"],
+            "output": {"name": output, **tree.summary()}, "resume": record.get("resume"),
+            "budget": {"minutes": budget["minutes"], "attempts": budget["attempts"]},
+            "profile": record["profile"], "milestones": {k: v.isoformat() for k, v in milestones.items()},
+        }, "mission run")  # fmt: skip
+        proof_out = mission_dir / "result.anchor.json"
+        outcome = anchor_bundle(manifest, tree, settings, proof_out, {"ran_on": "host", "sandbox": confinement})
+    except BaseException:
+        _finish(settings.data_dir, output, "failed")
+        raise
+    _finish(settings.data_dir, output, "done", manifest.digest.hex(), result)
+    return MissionRun(output, result, proof_out, manifest, outcome, confinement, seconds)
+
+
+def render_job(
+    record: dict[str, Any],
+    deployment: dict[str, Any],
+    rpc_url: str,
+    keys_secret: str = "anchor-keys",  # noqa: S107 - the name of a Secret object
+    results_claim: str | None = None,
+    namespace: str | None = None,
+) -> list[dict[str, Any]]:
+    """A dispatched mission as a Kubernetes Job (`anchor mission render k8s`): the same runner, in a
+    pod of the mission's image (by digest), on its resource profile (requests = limits), within its
+    budget (activeDeadlineSeconds).
+
+    - init `fetch-snapshot`: `anchor snapshot fetch` puts the snapshot in the pod's cache, verified
+      against its SHA-256 while it arrives (a corrupt source fails the pod before anything runs);
+    - `mission`: `anchor mission submit` (the dispatcher's checks again, in the pod) then
+      `anchor mission run --no-sandbox` (the pod is the confinement: non-root, no privilege escalation,
+      no capabilities), which re-verifies the cached snapshot, measures the milestones and anchors the
+      bundle through the journal and key of the Secret;
+    - the result directory is on `results_claim` (a PersistentVolumeClaim) when one is named, else it
+      leaves with the pod (the anchored proof stays in the shared journal)."""
+    from anchor.anchoring.k8s import CONTAINER_SECURITY, POD_SECURITY, check_image, check_name
+
+    check_image(record["image"])
+    check_name("keys_secret", keys_secret)
+    if results_claim is not None:
+        check_name("results_claim", results_claim)
+    name = "mission-" + hashlib.sha256(record["output"].encode()).hexdigest()[:12]
+    labels = {"app.kubernetes.io/name": "anchor-mission", "anchor.invalid/output-sha256": name[8:]}
+    meta: dict[str, Any] = {"name": name, "labels": labels}
+    if namespace:
+        meta["namespace"] = namespace
+    record_file = f"{deployment['chain_id']}.json"
+    config = {
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {**meta, "name": f"{name}-mission"},
+        "data": {"mission.json": json.dumps(record["mission"]["document"], sort_keys=True),
+                 record_file: json.dumps(deployment, sort_keys=True)},
+    }  # fmt: skip
+    snapshot = record["snapshot"]
+    submit = [
+        "anchor", "mission", "submit", "--mission", "/mission/mission.json",
+        "--mission-digest", record["mission"]["digest"], "--snapshot", snapshot["ref"],
+        "--snapshot-sha256", snapshot["sha256"], "--image", record["image"], "--output", record["output"],
+        "--profile", record["profile"]["name"],
+    ]  # fmt: skip
+    if record.get("resume"):
+        submit += ["--resume-bundle", record["resume"]["bundle"], "--resume-digest", record["resume"]["digest"]]
+    run = ["anchor", "mission", "run", record["output"], "--no-sandbox"]
+    script = " ".join(shlex.quote(a) for a in submit) + " && " + " ".join(shlex.quote(a) for a in run)
+    env = [{"name": "ANCHOR_DATA_DIR", "value": "/data"}, {"name": "ANCHOR_RPC_URL", "value": rpc_url},
+           {"name": "HOME", "value": "/data/home"}]  # fmt: skip
+    mounts = [
+        {"name": "data", "mountPath": "/data"},
+        {"name": "mission", "mountPath": f"/data/deployments/{record_file}", "subPath": record_file, "readOnly": True},
+    ]  # fmt: skip
+    main_mounts = [*mounts, {"name": "mission", "mountPath": "/mission", "readOnly": True}]
+    volumes: list[dict[str, Any]] = [
+        {"name": "data", "emptyDir": {}},
+        {"name": "mission", "configMap": {"name": f"{name}-mission", "defaultMode": 0o444}},
+    ]
+    if results_claim:
+        volumes.append({"name": "results", "persistentVolumeClaim": {"claimName": results_claim}})
+        main_mounts.append({"name": "results", "mountPath": "/data/missions"})
+    profile = record["profile"]
+    bounds = {"cpu": profile["cpu"], "memory": profile["memory"]}
+    small = {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"cpu": "500m", "memory": "256Mi"}}
+    minutes = int(record["mission"]["document"]["budget"]["minutes"])
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": meta,
+        "spec": {
+            "backoffLimit": 0,  # a mission runs once per output identity; a retry is a new submission
+            "activeDeadlineSeconds": minutes * 60 + 600,  # the runner stops the command at the budget
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "securityContext": POD_SECURITY,
+                    "initContainers": [
+                        {"name": "fetch-snapshot", "image": record["image"],
+                         "command": ["anchor", "snapshot", "fetch", f"sha256:{snapshot['sha256']}", "--from",
+                                     snapshot["ref"]],
+                         "env": env, "volumeMounts": mounts, "securityContext": CONTAINER_SECURITY,
+                         "resources": small},
+                    ],
+                    "containers": [
+                        {"name": "mission", "image": record["image"], "command": ["sh", "-c", script], "env": env,
+                         "envFrom": [{"secretRef": {"name": keys_secret}}], "volumeMounts": main_mounts,
+                         "securityContext": CONTAINER_SECURITY,
+                         "resources": {"requests": bounds, "limits": bounds}},
+                    ],
+                    "volumes": volumes,
+                },
+            },
+        },
+    }  # fmt: skip
+    return [config, job]

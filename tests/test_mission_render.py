@@ -1,0 +1,92 @@
+"""`anchor mission render k8s` (issue 11): a dispatched mission as a Kubernetes Job, validated offline
+against the Kubernetes schemas (kubernetes-validate, strict), and what would make a Job that cannot run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import yaml
+
+from anchor.errors import ExitCode
+from anchor.manifest.mission import Mission
+from tests.conftest import ANCHOR_BIN
+from tests.test_deploy_k8s import K8S, RECORD
+
+IMAGE = "ghcr.io/example/runner@sha256:" + "ab" * 32
+DOCUMENT = {
+    "hypothesis": "Momentum predicts next-week returns.", "covers": {"symbol": "SPY"},
+    "budget": {"minutes": 30, "attempts": 10}, "evaluator_policy_sha256": "44" * 32, "command": "python3 run.py",
+}  # fmt: skip
+
+
+def _anchor(data: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
+    return subprocess.run([str(ANCHOR_BIN), *args], env={**env, "ANCHOR_DATA_DIR": str(data)},
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+
+
+def _dispatched(tmp_path: Path, snapshot: str, output: str = "spy-momentum") -> Path:
+    data = tmp_path / "data"
+    (data / "deployments").mkdir(parents=True, exist_ok=True)
+    (data / "deployments" / "8453.json").write_text(json.dumps(RECORD))
+    mission = tmp_path / "mission.json"
+    mission.write_text(json.dumps(DOCUMENT))
+    digest = "0x" + Mission.model_validate(DOCUMENT).digest.hex()
+    submitted = _anchor(data, "mission", "submit", "--mission", str(mission), "--mission-digest", digest,
+                        "--snapshot", snapshot, "--snapshot-sha256", "22" * 32, "--image", IMAGE,
+                        "--output", output, "--profile", "medium")  # fmt: skip
+    assert submitted.returncode == 0, submitted.stderr
+    return data
+
+
+def _documents(text: str) -> list[dict[str, Any]]:
+    return [doc for doc in yaml.safe_load_all(text) if doc]
+
+
+def test_the_rendered_mission_job_validates_offline_and_binds_the_dispatched_mission(tmp_path: Path) -> None:
+    data = _dispatched(tmp_path, "https://data.example/spy.parquet")
+    rendered = _anchor(data, "mission", "render", "k8s", "spy-momentum", "--chain-rpc-url",
+                       "https://base.example/rpc", "--results-claim", "mission-results")  # fmt: skip
+    assert rendered.returncode == 0, rendered.stderr
+    config, job = _documents(rendered.stdout)
+    for doc in (config, job):
+        kubernetes_validate.validate(doc, K8S, strict=True)
+    assert (
+        json.loads(config["data"]["mission.json"]) == Mission.model_validate(DOCUMENT).identity()
+        and json.loads(config["data"]["8453.json"]) == RECORD
+    )
+    pod = job["spec"]["template"]["spec"]
+    [fetch], [main] = pod["initContainers"], pod["containers"]
+    assert fetch["command"] == ["anchor", "snapshot", "fetch", "sha256:" + "22" * 32, "--from",
+                                "https://data.example/spy.parquet"]  # fmt: skip
+    assert all(c["image"] == IMAGE for c in (fetch, main))  # by digest, as dispatched
+    assert main["resources"]["requests"] == main["resources"]["limits"] == {"cpu": "2", "memory": "8Gi"}
+    assert "anchor mission run spy-momentum --no-sandbox" in main["command"][-1]
+    assert job["spec"]["backoffLimit"] == 0 and job["spec"]["activeDeadlineSeconds"] == 30 * 60 + 600
+    assert {"name": "results", "persistentVolumeClaim": {"claimName": "mission-results"}} in pod["volumes"]
+    assert pod["securityContext"]["runAsNonRoot"] and main["securityContext"]["allowPrivilegeEscalation"] is False
+
+
+def test_a_mission_whose_snapshot_is_a_local_path_or_unknown_is_not_rendered(tmp_path: Path) -> None:
+    local = tmp_path / "snap.parquet"
+    local.write_bytes(b"x")
+    import hashlib
+
+    data = tmp_path / "data"
+    (data / "deployments").mkdir(parents=True)
+    (data / "deployments" / "8453.json").write_text(json.dumps(RECORD))
+    mission = tmp_path / "mission.json"
+    mission.write_text(json.dumps(DOCUMENT))
+    digest = "0x" + Mission.model_validate(DOCUMENT).digest.hex()
+    assert _anchor(data, "mission", "submit", "--mission", str(mission), "--mission-digest", digest,
+                   "--snapshot", str(local), "--snapshot-sha256", hashlib.sha256(b"x").hexdigest(),
+                   "--image", IMAGE, "--output", "local-one").returncode == 0  # fmt: skip
+    refused = _anchor(data, "mission", "render", "k8s", "local-one", "--chain-rpc-url", "https://base.example/rpc")
+    assert refused.returncode == ExitCode.BAD_INPUT and "http(s) URL" in refused.stderr and not refused.stdout
+    unknown = _anchor(data, "mission", "render", "k8s", "nobody", "--chain-rpc-url", "https://base.example/rpc")
+    assert unknown.returncode == ExitCode.NOT_ANCHORED and "anchor mission submit" in unknown.stderr
