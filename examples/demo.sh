@@ -2,7 +2,9 @@
 # The main job on the embedded local chain, as `make demo` runs it:
 #  1. a result bundle: hash, anchor, verify by reading the registry back, look it up;
 #  2. a real small research search (examples/research): every attempt ledgered and anchored, the
-#     champion's lineage record read back from the chain.
+#     champion's lineage record read back from the chain;
+#  3. a mission (examples/mission/demo-mission.toml): dispatched, run against its verified snapshot,
+#     its result bundle and milestones anchored and verified.
 # Run it again: the chain state is reloaded and nothing is anchored twice.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -41,6 +43,22 @@ champion="$("$anchor" --json research report | python3 -c 'import json,sys; prin
 
 step "the champion's lineage record, read back from the chain"
 "$anchor" lookup "$champion"
+
+step "a mission: dispatched, run against its verified snapshot, its result bundle anchored"
+mission="$here/mission/demo-mission.toml"
+snapshot="$here/mission/prices.csv"
+# no container runtime here: the runner runs on this host (the proof says ran_on: host), and the image
+# named is a marker for that, pinned like any image (docs/missions.md)
+image="local.invalid/this-host@sha256:$(printf 'anchor demo: ran on this host, no container image' | sha256sum | cut -c1-64)"
+result="$data/missions/demo-momentum/result"
+if [ ! -f "$data/missions/demo-momentum/result.anchor.json" ]; then
+  "$anchor" snapshot add "$snapshot"
+  digest="$("$anchor" --json mission check "$mission" | python3 -c 'import json,sys; print(json.load(sys.stdin)["digest"])')"
+  "$anchor" mission submit --mission "$mission" --mission-digest "$digest" --snapshot "$snapshot" \
+    --snapshot-sha256 "$(sha256sum "$snapshot" | cut -c1-64)" --image "$image" --output demo-momentum --profile small
+  "$anchor" mission run demo-momentum
+fi
+"$anchor" verify "$result"
 
 "$anchor" chain down
 echo

@@ -35,8 +35,11 @@ def test_demo_verifies_everything_and_a_second_run_anchors_nothing_new(tmp_path:
     first = _demo(env)
     assert "examples/bundle: anchored" in first and "OK: " in first
     assert "champion" in first and "⛓" in first and "lineage:" in first  # lineage record read back
+    assert "mission 'demo-momentum' ran (bubblewrap)" in first  # a mission end to end, after the search
+    assert "milestones  anchored: its timing record, checked on chain" in first
     head = _head(env)
     second = _demo(env)
     assert "examples/bundle: already anchored" in second
     assert "r0: measured 0" in second
+    assert "milestones  anchored: its timing record, checked on chain" in second  # verified, not run again
     assert _head(env) == head  # no new block: nothing was anchored twice

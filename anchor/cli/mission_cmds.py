@@ -44,7 +44,7 @@ def check(
     data = {"digest": "0x" + mission.digest.hex(), "sha256": mission.sha256(),
             "file_sha256": hashlib.sha256(raw).hexdigest(), "mission": mission.identity()}  # fmt: skip
     covers = ", ".join(f"{k}={v}" for k, v in mission.covers.items()) or "nothing named"
-    budget = f"{mission.budget.minutes} min, {mission.budget.attempts} attempts"
+    budget = f"{mission.budget.minutes} min, {count(mission.budget.attempts, 'attempt')}"
     emit(ctx, json, data, [
         f"OK: {path} is a mission (covers {covers}; budget {budget})",
         f"  digest  {data['digest']}",
