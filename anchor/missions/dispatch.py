@@ -211,7 +211,7 @@ def submit(
     record = check(request, data_dir, verify_pin, local_files)
     db = _db(data_dir)
     try:
-        when = datetime.now(UTC).isoformat(timespec="seconds")
+        when = datetime.now(UTC).isoformat(timespec="milliseconds")  # the `submitted` milestone
         try:
             cursor = db.execute(
                 "INSERT INTO missions (output, record, submitted_at) VALUES (?, ?, ?)",

@@ -34,6 +34,10 @@ from tests.journal_helpers import assert_exactly_once
 REPLICAS = 3
 SUBMISSIONS = 3000
 CLIENTS = 12
+PACE_S = 0.07
+"""Each client's pause between submissions: ~170 submissions/s in all."""
+KILL_EVERY = 400
+"""A replica is killed after every 400 accepted submissions: 7 kills."""
 TOKEN = "replica-token"
 
 
@@ -102,21 +106,28 @@ def test_three_replicas_sharing_a_postgresql_journal_anchor_every_item_once_unde
                 time.sleep(0.05)
         with lock:
             accepted.add(digest)
+        time.sleep(PACE_S)  # arrivals spread over ~20 s, so the kills land among them
 
-    kills = {"total": 0, "of_the_flushing_replica": 0}
+    kills = {"total": 0, "of_the_flushing_replica": 0, "during_a_flush": 0}
     watcher = open_journal(tmp_path, postgres_url)
 
     def killer() -> None:
-        while not done.wait(rng.uniform(0.3, 1.0)):
-            if sum(r.up.is_set() for r in replicas) < REPLICAS:
-                continue  # one down at a time: it is being restarted
-            flushing = _flushing_replica(watcher, replicas)
-            if flushing is None:
-                continue  # only during a flush
-            victim = flushing if rng.random() < 0.5 else rng.choice(replicas)
+        """One kill per KILL_EVERY accepted submissions, at a moment a replica is flushing (waited for,
+        up to 3 s): half the time the flushing replica itself, else a random one; each restarted before
+        the next kill (one down at a time)."""
+        for threshold in range(KILL_EVERY, SUBMISSIONS, KILL_EVERY):
+            while len(accepted) < threshold:
+                if done.wait(0.02):
+                    return
+            flushing, deadline = None, time.monotonic() + 3
+            while flushing is None and time.monotonic() < deadline:
+                flushing = _flushing_replica(watcher, replicas)
+                time.sleep(0.01)
+            victim = flushing if flushing is not None and rng.random() < 0.5 else rng.choice(replicas)
             victim.kill()
             kills["total"] += 1
             kills["of_the_flushing_replica"] += victim is flushing
+            kills["during_a_flush"] += flushing is not None
             time.sleep(0.2)
             victim.start()
 
@@ -168,4 +179,5 @@ def test_three_replicas_sharing_a_postgresql_journal_anchor_every_item_once_unde
     print("three-replica kill test:", json.dumps(summary))
     assert len(accepted) == SUBMISSIONS and verified == SUBMISSIONS
     assert counts["roots"] == len(roots_seen)  # no root on chain that no item uses
-    assert kills["total"] >= 4 and kills["of_the_flushing_replica"] >= 1
+    assert kills["total"] == SUBMISSIONS // KILL_EVERY - (SUBMISSIONS % KILL_EVERY == 0)
+    assert kills["of_the_flushing_replica"] >= 1 and kills["during_a_flush"] >= kills["total"] // 2
