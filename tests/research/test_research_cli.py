@@ -314,10 +314,14 @@ def test_four_researchers_times_25_attempts_share_one_postgres_ledger(
         )
         assert verified.returncode == ExitCode.OK, verified.stdout + verified.stderr
         assert json.loads(verified.stdout)["audit"]["evidence"] == 25
-    items = int(journal_value(fresh_chain.data_dir, "SELECT count(*) FROM items"))
-    assert_exactly_once(fresh_chain.node.rpc_url, fresh_chain.data_dir, items)
+    # ANCHOR_JOURNAL_URL puts the anchoring journal in that database too, beside the ledger
+    items = int(journal_value(fresh_chain.data_dir, "SELECT count(*) FROM items", postgres_url))
+    assert items > 0 and not (fresh_chain.data_dir / "journal.sqlite").exists()
+    assert_exactly_once(fresh_chain.node.rpc_url, fresh_chain.data_dir, items, postgres_url)
     _lineage_matches_ledger(fresh_chain, entries)
-    attempt_items = int(journal_value(fresh_chain.data_dir, "SELECT count(*) FROM items WHERE kind = 'attempt'"))
+    attempt_items = int(
+        journal_value(fresh_chain.data_dir, "SELECT count(*) FROM items WHERE kind = 'attempt'", postgres_url)
+    )
     assert attempt_items == 100  # every attempt anchored exactly once
     # read-back for the team: the service lists a researcher's attempts from the database
     import urllib.request
