@@ -138,3 +138,35 @@ def test_a_mission_that_outruns_its_budget_is_stopped_and_an_unknown_output_is_r
     assert error["detail"]["timed_out"] is True and "budget of 1 min" in error["message"]
     pid = int((chain.data_dir / "missions" / "slow" / "pid").read_text())
     assert not Path(f"/proc/{pid}").exists()  # stopped with its process group, by the PID we started
+
+
+def test_a_resumed_mission_starts_from_its_pinned_bundle_only_while_that_result_is_unchanged(
+    chain: Chain, tmp_path: Path
+) -> None:
+    """--resume-bundle/--resume-digest: the runner hands the pinned bundle's result directory to the
+    command (MISSION_RESUME, read-only) and records the pin in the new bundle; a pinned result edited
+    since it was anchored is refused before anything runs."""
+    command = (
+        'if [ -n "${MISSION_RESUME:-}" ]; then cat "$MISSION_RESUME/step"; fi > {result}/before;'
+        " echo 1 >> {result}/step"
+    )
+    _dispatch(chain, tmp_path, "part-1", command)
+    first = json.loads(chain.cli("--json", "mission", "run", "part-1", check=True).stdout)
+    pin = first["manifest_digest"]
+    mission = tmp_path / "part-1.toml"
+    digest = json.loads(chain.cli("--json", "mission", "check", str(mission), check=True).stdout)["digest"]
+    snapshot = tmp_path / "prices.csv"
+    key = json.loads(chain.cli("--json", "snapshot", "add", str(snapshot), check=True).stdout)["snapshot"][7:]
+    for output in ("part-2", "part-3"):
+        chain.cli(
+            "mission", "submit", "--mission", str(mission), "--mission-digest", digest, "--snapshot", str(snapshot),
+            "--snapshot-sha256", key, "--image", IMAGE, "--output", output, "--resume-bundle", "part-1",
+            "--resume-digest", pin, check=True,
+        )  # fmt: skip
+    second = json.loads(chain.cli("--json", "mission", "run", "part-2", check=True).stdout)
+    assert second["manifest"]["resume"] == {"bundle": "part-1", "digest": pin[2:]}
+    assert (Path(second["result"]) / "before").read_text() == "1\n"  # it saw part-1's result
+    (Path(first["result"]) / "step").write_text("1\n1\n1\n")  # part-1's result edited after anchoring
+    refused = chain.cli("--json", "mission", "run", "part-3")
+    assert refused.returncode == ExitCode.TAMPERED, refused.stdout + refused.stderr
+    assert json.loads(refused.stdout)["error"]["detail"]["field"] == "resume.digest"
