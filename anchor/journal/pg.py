@@ -314,7 +314,7 @@ class PgJournal(Journal):
         ).fetchone()
         if renewed is None:
             raise LeaseLost(
-                f"the lease {lease.name!r} (token {lease.token}) expired and was taken over: nothing committed",
+                f"the lease {lease.name!r} (token {lease.token}) expired or was taken over: nothing committed",
                 detail={"lease": lease.name, "token": lease.token},
             )
 
