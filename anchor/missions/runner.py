@@ -216,10 +216,9 @@ def run_mission(
     try:
         private_dir(mission_dir)
         milestones["image_ready"] = _now()  # the host's sandbox (see the module's step 3)
-        snapshot_ref = record["snapshot"]["ref"]
-        fetched = cache.fetch(record["snapshot"]["sha256"], snapshot_ref)
-        say(f"snapshot sha256:{fetched.key} {'verified in the cache' if fetched.hit else 'fetched and verified'}")
-        with cache.hold(fetched.key) as snapshot:
+        with cache.held(record["snapshot"]["sha256"], record["snapshot"]["ref"]) as fetched:
+            snapshot = fetched.path
+            say(f"snapshot sha256:{fetched.key} {'verified in the cache' if fetched.hit else 'fetched and verified'}")
             milestones["snapshot_ready"] = _now()
             resume = _resume_dir(settings.data_dir, record["resume"]) if record.get("resume") else None
             result = _fresh_result_dir(mission_dir)

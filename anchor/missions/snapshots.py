@@ -114,18 +114,31 @@ class SnapshotCache:
             return Fetched(done.key, done.path, done.size, hit=False, quarantined=quarantined)
 
     @contextlib.contextmanager
-    def hold(self, key: str) -> Iterator[Path]:
-        """Hold `key` while a mission uses it: eviction passes it by. Yields the verified entry."""
-        key = parse_key(key)
+    def _holding(self, key: str) -> Iterator[None]:
         marker = self.root / "holds" / f"{key}.{os.getpid()}.{start_ticks(os.getpid())}"
         marker.touch()
         try:
+            yield
+        finally:
+            marker.unlink(missing_ok=True)
+
+    @contextlib.contextmanager
+    def hold(self, key: str) -> Iterator[Path]:
+        """Hold `key` while a mission uses it: eviction passes it by. Yields the verified entry."""
+        key = parse_key(key)
+        with self._holding(key):
             path = self._usable(key)
             if path is None:
                 raise NotAnchored(f"snapshot sha256:{key} is not in the cache", detail={"snapshot": key})
             yield path
-        finally:
-            marker.unlink(missing_ok=True)
+
+    @contextlib.contextmanager
+    def held(self, key: str, source: str | None) -> Iterator[Fetched]:
+        """`fetch`, holding the entry from before the check until the block ends: verified once (a
+        cache hit re-hashes 1 GiB once, not twice), and never evicted between the check and the use."""
+        key = parse_key(key)
+        with self._holding(key):
+            yield self.fetch(key, source)
 
     def entries(self) -> list[tuple[str, int, float]]:
         """(key, size, last used) of every entry, least recently used first."""
