@@ -78,6 +78,8 @@ def test_a_mission_in_a_bundle_out_bound_anchored_and_verified_three_ways(chain:
     text = chain.cli("verify", str(result), check=True).stdout
     assert f"mission     sha256 {sent['mission_sha256']}" in text and f"image       {IMAGE}" in text
     assert "budget      5 min, 1 attempt" in text and "profile     small (1 CPU, 2Gi)" in text
+    shown = [line.split()[0] for line in text.splitlines() if line.startswith("    ") and line.split()[0] in MILESTONES]
+    assert shown == MILESTONES  # listed in the order they happened
 
     proof = json.loads(Path(done["proof"]).read_text())
     assert proof["annotations"]["ran_on"] == "host" and proof["annotations"]["sandbox"] == "bubblewrap"

@@ -321,7 +321,10 @@ def _milestone_lines(result: Any) -> list[str]:
         if result.milestones_anchored
         else "NOT anchored (no timing record): as written in the proof, unverified"
     )
-    return [f"  milestones  {how}", *(f"    {name:<18} {when}" for name, when in result.milestones.items())]
+    from anchor.manifest.bundle import MILESTONES  # in the order they happen, not alphabetical
+
+    ordered = sorted(result.milestones.items(), key=lambda item: MILESTONES.index(item[0]))
+    return [f"  milestones  {how}", *(f"    {name:<18} {when}" for name, when in ordered)]
 
 
 def attest(
