@@ -96,6 +96,17 @@ def test_a_mission_in_a_bundle_out_bound_anchored_and_verified_three_ways(chain:
     assert page.status_code == 200 and sent["snapshot"] in page.text and "snapshot_ready" in page.text
     assert page.text.count("<circle ") == 6
 
+    # a replica that did not flush this batch has no proof files: it rebuilds both from the journal
+    for name in (done["manifest_digest"][2:], proof["annotations"]["timing"]["digest"][2:]):
+        (chain.data_dir / "proofs" / f"{name}.json").unlink()
+    with TestClient(create_app(chain.settings, ApiConfig(token_hashes=frozenset()))) as client:
+        rebuilt_page = client.get(f"/explorer/bundle/{done['manifest_digest']}")
+        rebuilt = client.get(f"/v1/verify/{done['manifest_digest']}").json()
+        one_file = client.get(f"/explorer/bundle/{done['manifest_digest']}/proof", params={"path": "lines.txt"})
+    assert rebuilt_page.status_code == 200 and rebuilt_page.text.count("<circle ") == 6
+    assert rebuilt["milestones_anchored"] is True and rebuilt["bundle"] == over_http["bundle"]
+    assert one_file.status_code == 200 and one_file.json()["file"]["path"] == "lines.txt"
+
     again = chain.cli("--json", "mission", "run", "spy-lines")  # one run per output identity
     assert again.returncode == ExitCode.CONFLICT and done["manifest_digest"][2:] in again.stdout
 

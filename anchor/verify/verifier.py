@@ -8,6 +8,8 @@ answer is given), `ChainUnreachable`. It never writes anything.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -137,10 +139,17 @@ def verify_path(
 
 
 def check_milestones(
-    verdict: Verification, proof: ProofFile, beside: Path, settings: Settings, registry: str | None = None
+    verdict: Verification,
+    proof: ProofFile,
+    beside: Path,
+    settings: Settings,
+    registry: str | None = None,
+    find: Callable[[bytes], ProofFile | None] | None = None,
 ) -> Verification:
     """Compare the milestones a bundle proof shows with its anchored timing record (docs/manifest.md,
-    "Timing record"); `Tampered` names every milestone that differs."""
+    "Timing record"); `Tampered` names every milestone that differs. `find`: where else a timing
+    proof may come from when no file holds it (a service replica rebuilds it from the shared journal);
+    whatever it returns is checked exactly as a file's would be."""
     shown = proof.annotations.get("milestones")
     if proof.manifest.get("kind") != "bundle" or not isinstance(shown, dict):
         return verdict
@@ -150,16 +159,20 @@ def check_milestones(
     digest = str(link.get("digest", "")).lower().removeprefix("0x")
     candidates = [beside / str(link.get("proof", "")), settings.proofs_dir / f"{digest}.json"]
     found = next((c for c in candidates if c.name and c.is_file()), None)
-    if found is None:
+    well_formed = re.fullmatch("[0-9a-f]{64}", digest) is not None
+    rebuilt = find(bytes.fromhex(digest)) if found is None and find is not None and well_formed else None
+    if found is None and rebuilt is None:
         raise NotAnchored(
             f"the bundle's timing record 0x{digest} has no proof here ({candidates[0]})",
             detail={"field": "annotations.timing", "timing": "0x" + digest},
         )
-    timing = load_proof(found)
+    timing = load_proof(found) if found is not None else rebuilt
+    assert timing is not None
+    where = found or f"the journal's proof of 0x{digest}"
     if timing.manifest_digest.removeprefix("0x") != digest or timing.manifest.get("kind") != "timing":
-        raise Tampered(f"{found}: not the timing record the bundle names", detail={"field": "annotations.timing"})
+        raise Tampered(f"{where}: not the timing record the bundle names", detail={"field": "annotations.timing"})
     if timing.manifest.get("bundle") != proof.manifest_digest.removeprefix("0x"):
-        raise Tampered(f"{found}: times another bundle", detail={"field": "annotations.timing"})
+        raise Tampered(f"{where}: times another bundle", detail={"field": "annotations.timing"})
     anchored = timing.manifest.get("milestones") or {}
     differ = sorted(n for n in set(shown) | set(anchored) if shown.get(n) != anchored.get(n))
     if differ:

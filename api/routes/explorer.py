@@ -21,9 +21,8 @@ from starlette.concurrency import run_in_threadpool
 from anchor.anchoring.prove import single_file_proof
 from anchor.chain.explorer import links
 from anchor.errors import NotAnchored
-from anchor.manifest.onchain import commit_key
-from anchor.proof.file import load_proof
-from api.deps import ReaderDep, SettingsDep, in_journal
+from anchor.manifest.onchain import commit_key, parse_hex32
+from api.deps import ReaderDep, SettingsDep, anchored_proof, in_journal
 from api.routes.records import batch_rows
 from api.routes.research import find_attempt
 from api.routes.verify import CommitOrHex32, Hex32
@@ -143,18 +142,21 @@ async def batch_page(root: Hex32, request: Request, reader: ReaderDep) -> HTMLRe
 
 
 @router.get("/bundle/{digest}", response_class=HTMLResponse)
-async def bundle_page(digest: Hex32, settings: SettingsDep, reader: ReaderDep) -> HTMLResponse:
+async def bundle_page(digest: Hex32, request: Request, settings: SettingsDep, reader: ReaderDep) -> HTMLResponse:
     from anchor.verify.verifier import check_milestones, check_proof_consistency, verify_proof_on_chain
 
     body_hex = digest.lower().removeprefix("0x")
-    stored = settings.proofs_dir / f"{body_hex}.json"
-    if not stored.is_file():
+    # this replica's proof file, else rebuilt from the journal the replicas share
+    proof = await run_in_threadpool(anchored_proof, request.app, reader, parse_hex32(digest, "digest"))
+    if proof is None:
         raise NotAnchored(f"no anchored manifest 0x{body_hex} here", detail={"manifest_digest": digest})
-    proof = load_proof(stored)
     root = check_proof_consistency(proof)
     verification = await run_in_threadpool(verify_proof_on_chain, proof, root, settings, len(proof.files or ()))
     # a result bundle's milestones, checked against its anchored timing record (Tampered is a 409 page)
-    verification = await run_in_threadpool(check_milestones, verification, proof, stored.parent, settings)
+    verification = await run_in_threadpool(
+        lambda: check_milestones(verification, proof, settings.proofs_dir, settings,
+                                 find=lambda d: anchored_proof(request.app, reader, d))
+    )  # fmt: skip
     files = proof.filetree()
     return _page(
         "bundle.html",
@@ -186,10 +188,10 @@ def _timeline(milestones: dict[str, str]) -> list[dict[str, Any]]:
 
 
 @router.get("/bundle/{digest}/proof")
-async def file_proof(digest: Hex32, path: str, settings: SettingsDep) -> JSONResponse:
+async def file_proof(digest: Hex32, path: str, request: Request, reader: ReaderDep) -> JSONResponse:
     """The self-contained proof of one file of a bundle (what `anchor prove` writes)."""
-    stored = settings.proofs_dir / f"{digest.lower().removeprefix('0x')}.json"
-    if not stored.is_file():
+    whole = await run_in_threadpool(anchored_proof, request.app, reader, parse_hex32(digest, "digest"))
+    if whole is None:
         raise NotAnchored(f"no anchored manifest {digest} here", detail={"manifest_digest": digest})
-    single = single_file_proof(load_proof(stored), path)
+    single = single_file_proof(whole, path)
     return JSONResponse(json.loads(single.dumps()))

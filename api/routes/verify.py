@@ -61,7 +61,10 @@ async def verify_by_digest(
                 )
             verdict = _verify(proof, settings)
             # a result bundle's milestones, checked against its anchored timing record (409 if edited)
-            return check_milestones(verdict, proof, settings.proofs_dir, settings).model_dump_json().encode()
+            checked = check_milestones(
+                verdict, proof, settings.proofs_dir, settings, find=lambda d: anchored_proof(request.app, reader, d)
+            )
+            return checked.model_dump_json().encode()
 
         hit = await run_in_threadpool(reader.read, key, compute)
     return Response(content=hit, media_type="application/json")
