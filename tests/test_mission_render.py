@@ -3,6 +3,7 @@ against the Kubernetes schemas (kubernetes-validate, strict), and what would mak
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -30,7 +31,7 @@ def _anchor(data: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=120)  # fmt: skip
 
 
-def _dispatched(tmp_path: Path, snapshot: str, output: str = "spy-momentum") -> Path:
+def _dispatched(tmp_path: Path, snapshot: str, sha256: str = "22" * 32, output: str = "spy-momentum") -> Path:
     data = tmp_path / "data"
     (data / "deployments").mkdir(parents=True, exist_ok=True)
     (data / "deployments" / "8453.json").write_text(json.dumps(RECORD))
@@ -38,7 +39,7 @@ def _dispatched(tmp_path: Path, snapshot: str, output: str = "spy-momentum") -> 
     mission.write_text(json.dumps(DOCUMENT))
     digest = "0x" + Mission.model_validate(DOCUMENT).digest.hex()
     submitted = _anchor(data, "mission", "submit", "--mission", str(mission), "--mission-digest", digest,
-                        "--snapshot", snapshot, "--snapshot-sha256", "22" * 32, "--image", IMAGE,
+                        "--snapshot", snapshot, "--snapshot-sha256", sha256, "--image", IMAGE,
                         "--output", output, "--profile", "medium")  # fmt: skip
     assert submitted.returncode == 0, submitted.stderr
     return data
@@ -75,17 +76,7 @@ def test_the_rendered_mission_job_validates_offline_and_binds_the_dispatched_mis
 def test_a_mission_whose_snapshot_is_a_local_path_or_unknown_is_not_rendered(tmp_path: Path) -> None:
     local = tmp_path / "snap.parquet"
     local.write_bytes(b"x")
-    import hashlib
-
-    data = tmp_path / "data"
-    (data / "deployments").mkdir(parents=True)
-    (data / "deployments" / "8453.json").write_text(json.dumps(RECORD))
-    mission = tmp_path / "mission.json"
-    mission.write_text(json.dumps(DOCUMENT))
-    digest = "0x" + Mission.model_validate(DOCUMENT).digest.hex()
-    assert _anchor(data, "mission", "submit", "--mission", str(mission), "--mission-digest", digest,
-                   "--snapshot", str(local), "--snapshot-sha256", hashlib.sha256(b"x").hexdigest(),
-                   "--image", IMAGE, "--output", "local-one").returncode == 0  # fmt: skip
+    data = _dispatched(tmp_path, str(local), hashlib.sha256(b"x").hexdigest(), "local-one")
     refused = _anchor(data, "mission", "render", "k8s", "local-one", "--chain-rpc-url", "https://base.example/rpc")
     assert refused.returncode == ExitCode.BAD_INPUT and "http(s) URL" in refused.stderr and not refused.stdout
     unknown = _anchor(data, "mission", "render", "k8s", "nobody", "--chain-rpc-url", "https://base.example/rpc")

@@ -149,7 +149,8 @@ def test_the_size_cap_evicts_the_least_recently_used_entry_no_mission_holds(tmp_
     cache.fetch(keys[0], None)  # used again: keys[1] is now the least recently used
     third = tmp_path / "s2"
     third.write_bytes(b"\x02" * 1000)
-    with cache.hold(keys[1]):  # ... but a running mission holds it: keys[0] goes instead
+    with cache.held(keys[1], None):  # ... but a running mission holds it: keys[0] goes instead
+        os.utime(cache.path_of(keys[1]), (1, 1))  # the least recently used again (held's check touched it)
         keys.append(cache.add(third).key)
         cached = {k for k, _, _ in cache.entries()}
         assert cached == {keys[1], keys[2]}

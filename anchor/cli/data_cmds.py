@@ -284,7 +284,7 @@ def verify(
             + (f" ({count(result.confirmations, 'confirmation')})" if result.finality in ("safe", "finalized") else "")
             + f" (read at block {result.read_at_block})",
             *_quorum_lines(result.quorum),
-            *_bundle_lines(path, result, proof if path.name.endswith(".intoto.jsonl") else (proof or find_proof(path))),
+            *_bundle_lines(result),
             *_milestone_lines(result),
             *(
                 ["  note: chain 31337 is this machine's local development chain: only this machine can check it"]
@@ -295,8 +295,8 @@ def verify(
     )
 
 
-def _bundle_lines(path: Path, result: Any, proof_path: Path | None) -> list[str]:
-    """For a result bundle: what ran, as its verified manifest binds it."""
+def _bundle_lines(result: Any) -> list[str]:
+    """For a result bundle: what ran, as its verified manifest binds it (the verdict carries it)."""
     bundle = result.bundle
     if not bundle:
         return []

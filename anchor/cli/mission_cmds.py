@@ -174,7 +174,7 @@ def render(
     from anchor.chain.deployment import only_deployment
     from anchor.cli.output import write_rendered
     from anchor.errors import BadInput, NotAnchored
-    from anchor.missions.runner import render_job
+    from anchor.missions.k8s import render_job
 
     if target != "k8s":
         raise BadInput(f"render: unknown target {target!r} (hint: anchor mission render k8s OUTPUT ...)",

@@ -134,9 +134,6 @@ class Row(tuple[Any, ...]):
             return tuple.__getitem__(self, self._names[key])
         return tuple.__getitem__(self, key)
 
-    def keys(self) -> list[str]:
-        return list(self._names)
-
 
 def _row_factory(cursor: Any) -> Any:
     names = {column.name: i for i, column in enumerate(cursor.description or ())}
@@ -161,10 +158,6 @@ class _Cursor:
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self.fetchall())
-
-    @property
-    def rowcount(self) -> int:
-        return int(self.cursor.rowcount)
 
 
 class PgConnection:
@@ -259,10 +252,6 @@ class PgJournal(Journal):
         except BaseException:
             self.conn.close()
             raise
-
-    @property
-    def where(self) -> str:
-        return "the PostgreSQL journal"
 
     @contextmanager
     def tx(self, submission: bool = False) -> Iterator[Any]:

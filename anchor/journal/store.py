@@ -195,10 +195,6 @@ class Journal:
         else:
             self.db.execute("COMMIT")
 
-    @property
-    def where(self) -> str:
-        return str(self.path)
-
     def keepalive(self) -> None:
         """Nothing to renew on one machine: the flush lock is the kernel's, released with the process."""
 

@@ -10,7 +10,7 @@ other bytes than the ones it was written against. The rules, each shown by a tes
   the others find the entry when the lock is theirs;
 - entries are read-only files (0444) in a private directory (0700);
 - with a size cap, the least recently used entries are evicted first, never one that a running
-  mission holds (`hold`: a file naming the holder's PID, checked alive).
+  mission holds (`held`: a file naming the holder's PID, checked alive).
 
 Sources: a local path, or an http(s) URL. Nothing else (no file://, no ftp://).
 """
@@ -114,31 +114,17 @@ class SnapshotCache:
             return Fetched(done.key, done.path, done.size, hit=False, quarantined=quarantined)
 
     @contextlib.contextmanager
-    def _holding(self, key: str) -> Iterator[None]:
+    def held(self, key: str, source: str | None) -> Iterator[Fetched]:
+        """`fetch`, holding the entry from before the check until the block ends: verified once (a
+        cache hit re-hashes 1 GiB once, not twice), and never evicted between the check and the use.
+        The hold is a file naming the holder's PID and start time; eviction passes by a live one."""
+        key = parse_key(key)
         marker = self.root / "holds" / f"{key}.{os.getpid()}.{start_ticks(os.getpid())}"
         marker.touch()
         try:
-            yield
+            yield self.fetch(key, source)
         finally:
             marker.unlink(missing_ok=True)
-
-    @contextlib.contextmanager
-    def hold(self, key: str) -> Iterator[Path]:
-        """Hold `key` while a mission uses it: eviction passes it by. Yields the verified entry."""
-        key = parse_key(key)
-        with self._holding(key):
-            path = self._usable(key)
-            if path is None:
-                raise NotAnchored(f"snapshot sha256:{key} is not in the cache", detail={"snapshot": key})
-            yield path
-
-    @contextlib.contextmanager
-    def held(self, key: str, source: str | None) -> Iterator[Fetched]:
-        """`fetch`, holding the entry from before the check until the block ends: verified once (a
-        cache hit re-hashes 1 GiB once, not twice), and never evicted between the check and the use."""
-        key = parse_key(key)
-        with self._holding(key):
-            yield self.fetch(key, source)
 
     def entries(self) -> list[tuple[str, int, float]]:
         """(key, size, last used) of every entry, least recently used first."""
