@@ -125,6 +125,12 @@ class Underpriced(ChainUnreachable):
     code = "underpriced"
 
 
+class IndexReorgTooDeep(ChainUnreachable):
+    """The chain changed below the blocks the chain-only index keeps hashes for: rebuild the index."""
+
+    code = "reorg_too_deep"
+
+
 class DeploymentMismatch(AnchorError):
     """The code at the registry address is not the recorded registry: refuse to answer."""
 

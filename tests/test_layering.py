@@ -58,9 +58,11 @@ ALLOWED: dict[str, set[str]] = {
     "research": {"errors", "files", "manifest", "proof", "chain", "journal", "verify", "anchoring", "settings"},
     "attest": {"errors", "files", "ingest", "manifest", "proof", "verify", "anchoring", "settings"},
     "missions": {"errors", "files", "manifest", "proof", "settings", "anchoring", "research"},
+    # read-back for someone with only the chain: the registry's events, and published claims compared
+    "index": {"errors", "manifest", "chain", "research", "settings"},
     # interfaces
     "cli": {"errors", "files", "settings", "manifest", "proof", "chain", "journal", "verify", "anchoring",
-            "research", "attest", "missions"},
+            "research", "attest", "missions", "index"},
     "__main__": {"cli"},
 }  # fmt: skip
 GROUND_MODULES = {"__init__", "__main__", "errors", "files"}

@@ -146,14 +146,14 @@ class Registry:
             )
             if int(at) == 0:
                 return []
-            topics = [_topic(event), _address_topic(who), "0x" + commit.hex()]
+            topics = [event_topic(event), _address_topic(who), "0x" + commit.hex()]
             raw = scan_logs(self.w3, self.address, topics, int(at), int(at))
         else:
             if not self.researcher_bound and not self.contract.functions.exists(commit).call(block_identifier=block):
                 return []
             topics = (
-                [_topic(event), None, "0x" + commit.hex()] if self.researcher_bound  # v2: researcher, commit, parent
-                else [_topic(event), "0x" + commit.hex()]  # v1: commit, parent, researcher
+                [event_topic(event), None, "0x" + commit.hex()] if self.researcher_bound  # v2: researcher, commit
+                else [event_topic(event), "0x" + commit.hex()]  # v1: commit, parent, researcher
             )  # fmt: skip
             one = first_only or not self.researcher_bound  # v1 holds at most one record per commit
             raw = scan_logs(self.w3, self.address, topics, self.from_block, block, stop=bool if one else None)
@@ -173,7 +173,8 @@ class Registry:
         return out
 
 
-def _topic(event: Any) -> str:
+def event_topic(event: Any) -> str:
+    """topic0 of a contract event: keccak256 of its signature."""
     from eth_hash.auto import keccak
 
     abi = event.abi

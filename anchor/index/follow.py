@@ -1,0 +1,234 @@
+"""Follow a registry's events from its deployment block into the chain-only index.
+
+Why it is built this way:
+- The registry is recognised by its runtime code hash (any address that does not hold a known
+  AnchorRegistry version is refused), never by a record of ours: the auditor has none.
+- Logs are read in bounded windows (anchor/chain/logs.py: halved when a provider caps the range, backed
+  off when it throttles), and the cursor is persisted after each window, so a stopped follower resumes
+  where it was and a provider's caps never force a 0..latest query.
+- Reorgs: each window stores the hash of its last block and of every block that held an event. Before
+  reading further, the follower checks the cursor block's hash (a block hash commits to all blocks
+  below it, so one call proves the whole prefix). When it differs, or the chain is now shorter (an
+  `evm_revert`), every record of the last `confirmations` blocks is dropped and those blocks are read
+  again: what is still on the chain comes back, what was reverted does not. A changed hash below that
+  range means a deeper reorg, reported (`IndexReorgTooDeep`) instead of guessed at.
+- The RPC endpoint is trusted for what the events say: the index is a way to browse, and every page
+  says which endpoint it read. `anchor verify` and the browser check of a proof read the registry
+  itself; docs/threat-model.md says what a lying endpoint can and cannot do here.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from anchor.chain.logs import scan_logs, with_backoff
+from anchor.errors import BadInput, ChainUnreachable, DeploymentMismatch, IndexReorgTooDeep
+from anchor.index.store import IndexStore
+
+if TYPE_CHECKING:
+    from web3 import Web3
+
+DEFAULT_CONFIRMATIONS = 12
+WINDOW = 2_000
+
+
+@dataclass(frozen=True, slots=True)
+class SyncReport:
+    head: int
+    cursor: int
+    added: int
+    dropped: int
+
+
+def registry_code_hash(w3: Web3, address: str) -> str | None:
+    """keccak256 of the code at `address` if it is an AnchorRegistry version we know; None otherwise."""
+    from eth_hash.auto import keccak
+
+    from anchor.chain.artifact import version_of
+
+    code = bytes(with_backoff(lambda: w3.eth.get_code(w3.to_checksum_address(address)), "eth_getCode"))
+    digest = "0x" + keccak(code).hex()
+    return digest if code and version_of(digest) else None
+
+
+def deployment_block(w3: Web3, address: str, head: int, progress: Callable[[str], None] | None = None) -> int:
+    """The first block at which `address` holds its code, by bisection over historical eth_getCode
+    (about 25 calls at any height). An endpoint without past state (a pruned node, an anvil started
+    from a state file) cannot answer: then block 0, which is always correct (no event is older than the
+    contract), only slower; `--from-block` skips the walk."""
+    checksum = w3.to_checksum_address(address)
+    low, high = 0, head
+    try:
+        while low < high:
+            mid = (low + high) // 2
+            code = with_backoff(lambda m=mid: w3.eth.get_code(checksum, m), "eth_getCode")  # type: ignore[misc]
+            if bytes(code):
+                high = mid
+            else:
+                low = mid + 1
+    except Exception as exc:
+        if isinstance(exc, ChainUnreachable) and not isinstance(exc, BadInput):
+            raise
+        if progress:
+            progress("the endpoint keeps no past state, so the deployment block is unknown: indexing from"
+                     " block 0 (pass --from-block N to start at the deployment)")  # fmt: skip
+        return 0
+    return low
+
+
+class Follower:
+    """Keeps one IndexStore in step with one registry."""
+
+    def __init__(
+        self,
+        w3: Web3,
+        store: IndexStore,
+        address: str,
+        from_block: int | None = None,
+        confirmations: int = DEFAULT_CONFIRMATIONS,
+        progress: Callable[[str], None] | None = None,
+    ) -> None:
+        from anchor.chain.artifact import registry_abi, version_of
+
+        self.w3, self.store, self.confirmations = w3, store, max(1, confirmations)
+        self.address = w3.to_checksum_address(address)
+        code_hash = registry_code_hash(w3, self.address)
+        if code_hash is None:
+            raise DeploymentMismatch(
+                f"--registry {self.address}: no AnchorRegistry code there (not deployed, or another contract)",
+                detail={"field": "registry", "address": self.address},
+            )
+        self.code_hash = code_hash
+        self.version = version_of(code_hash) or ""
+        contract = w3.eth.contract(address=self.address, abi=registry_abi(self.version))
+        self._lineage, self._root = contract.events.LineageAnchored(), contract.events.RootAnchored()
+        self._progress = progress
+        start = store.meta("from_block")
+        if start is None:
+            start = str(
+                from_block if from_block is not None else deployment_block(w3, self.address, self._head(), progress)
+            )
+            with store.tx():
+                store.set_meta("from_block", start)
+                store.set_meta("code_hash", code_hash)
+        self.from_block = int(start)
+
+    def _head(self) -> int:
+        return int(with_backoff(lambda: self.w3.eth.block_number, "eth_blockNumber"))
+
+    def _block_hash(self, number: int) -> str | None:
+        try:
+            block = with_backoff(lambda: self.w3.eth.get_block(number), "eth_getBlockByNumber")
+        except Exception as exc:
+            if "not found" in str(exc).lower():
+                return None
+            raise
+        return "0x" + bytes(block["hash"]).hex()
+
+    def _timestamp(self, number: int) -> int:
+        return int(with_backoff(lambda: self.w3.eth.get_block(number), "eth_getBlockByNumber")["timestamp"])
+
+    def _topics(self) -> list[Any]:
+        from anchor.chain.registry import event_topic
+
+        return [[event_topic(self._lineage), event_topic(self._root)]]
+
+    def unwind(self, head: int) -> int:
+        """Drop what a reorg (or a revert) may have taken away; returns how many records went.
+
+        When the cursor block changed, the last `confirmations` blocks are read again: records there
+        that are still on the chain come back with the next window, the others stay gone. A retained
+        hash below that range that changed too means the reorg was deeper than the index can repair."""
+        cursor = self.store.cursor()
+        if cursor is None:
+            return 0
+        if cursor <= head and self._block_hash(cursor) == self._stored_hash(cursor):
+            return 0  # the cursor block is unchanged, so is every block below it
+        rewind = max(self.from_block, min(cursor, head) - self.confirmations)
+        below = self.store.db.execute(
+            "SELECT number, hash FROM blocks WHERE number < ? ORDER BY number DESC LIMIT 1", (rewind,)
+        ).fetchone()
+        if below is not None and self._block_hash(int(below["number"])) != below["hash"]:
+            raise IndexReorgTooDeep(
+                f"the chain changed more than {self.confirmations} blocks deep, below what this index can"
+                f" repair (hint: delete {self.store.path} and serve again to rebuild it from the chain)",
+                detail={"index": str(self.store.path), "cursor": cursor},
+            )
+        with self.store.tx():
+            dropped = 0
+            for table in ("lineage", "roots"):
+                dropped += self.store.db.execute(f"DELETE FROM {table} WHERE block >= ?", (rewind,)).rowcount  # noqa: S608
+            self.store.db.execute("DELETE FROM blocks WHERE number >= ?", (rewind,))
+            self.store.set_meta("cursor", str(rewind - 1))
+        return dropped
+
+    def _stored_hash(self, number: int) -> str | None:
+        row = self.store.db.execute("SELECT hash FROM blocks WHERE number = ?", (number,)).fetchone()
+        return None if row is None else str(row["hash"])
+
+    def sync(self) -> SyncReport:
+        """Bring the index to the chain's head: unwind a reorg, then read the new blocks window by window."""
+        head = self._head()
+        dropped = self.unwind(head)
+        cursor = self.store.cursor()
+        start = self.from_block if cursor is None else cursor + 1
+        added = 0
+        while start <= head:
+            end = min(head, start + WINDOW - 1)
+            logs = scan_logs(self.w3, self.address, self._topics(), start, end)
+            end_hash = self._block_hash(end)
+            if end_hash is None:  # the chain got shorter while we read: the next sync unwinds it
+                break
+            added += self._store(logs, end, end_hash, head)
+            if self._progress and head - self.from_block > WINDOW:
+                self._progress(f"indexed blocks {self.from_block}..{end} of {head} ({added} records)")
+            start = end + 1
+        cursor = self.store.cursor()
+        return SyncReport(head=head, cursor=cursor if cursor is not None else self.from_block - 1,
+                          added=added, dropped=dropped)  # fmt: skip
+
+    def _store(self, logs: list[dict[str, Any]], end: int, end_hash: str, head: int) -> int:
+        root_topic = self._topics()[0][1]
+        times: dict[int, int] = {}
+        with self.store.tx():
+            db = self.store.db
+            for log in logs:
+                block, block_hash = int(log["blockNumber"]), "0x" + bytes(log["blockHash"]).hex()
+                tx, index = "0x" + bytes(log["transactionHash"]).hex(), int(log["logIndex"])
+                if "0x" + bytes(log["topics"][0]).hex() == root_topic:
+                    a = self._root.process_log(log)["args"]
+                    if block not in times:
+                        times[block] = self._timestamp(block)
+                    db.execute(
+                        "INSERT OR REPLACE INTO roots VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (
+                            "0x" + bytes(a["root"]).hex(),
+                            a["submitter"].lower(),
+                            times[block],
+                            block,
+                            block_hash,
+                            tx,
+                            index,
+                        ),
+                    )
+                else:
+                    a = self._lineage.process_log(log)["args"]
+                    db.execute(
+                        "INSERT OR REPLACE INTO lineage VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (a["researcher"].lower(), "0x" + bytes(a["commit"]).hex(), "0x" + bytes(a["parent"]).hex(),
+                         "0x" + bytes(a["diffHash"]).hex(), "0x" + bytes(a["metricHash"]).hex(), int(a["kept"]),
+                         int(a["timestamp"]), block, block_hash, tx, index),
+                    )  # fmt: skip
+                db.execute("INSERT OR REPLACE INTO blocks VALUES (?, ?)", (block, block_hash))
+            db.execute("INSERT OR REPLACE INTO blocks VALUES (?, ?)", (end, end_hash))
+            # hashes kept for twice the depth: the repairable range, and a block below it to prove that
+            db.execute("DELETE FROM blocks WHERE number < ? AND number <> ?", (head - 2 * self.confirmations, end))
+            self.store.set_meta("cursor", str(end))
+        return len(logs)
+
+
+def progress_to_stderr(line: str) -> None:
+    sys.stderr.write(line + "\n")

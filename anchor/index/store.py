@@ -1,0 +1,176 @@
+"""The chain-only index: a registry's events copied into a SQLite file of their own.
+
+Why a store apart from the journal and the ledger: an auditor who has neither (a stranger with an RPC
+URL and a registry address) must still be able to browse every lineage record and batch root. Every
+row here came from an event log of the registry and names the block, block hash and transaction it
+came from; nothing is written by anyone but the follower (anchor/index/follow.py), and the file can be
+deleted and rebuilt from the chain at any time.
+
+One file indexes one registry on one chain (`meta` says which; another registry is refused, not mixed
+in). Hex is lowercase with `0x`; a commit is the registry's bytes32 (a SHA-1 id left-aligned).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from anchor.errors import BadInput
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS lineage (
+    researcher TEXT NOT NULL, commit_id TEXT NOT NULL, parent TEXT NOT NULL, diff_hash TEXT NOT NULL,
+    metric_hash TEXT NOT NULL, kept INTEGER NOT NULL, timestamp INTEGER NOT NULL,
+    block INTEGER NOT NULL, block_hash TEXT NOT NULL, tx TEXT NOT NULL, log_index INTEGER NOT NULL,
+    PRIMARY KEY (researcher, commit_id)
+);
+CREATE INDEX IF NOT EXISTS lineage_commit ON lineage (commit_id);
+CREATE INDEX IF NOT EXISTS lineage_tx ON lineage (tx);
+CREATE INDEX IF NOT EXISTS lineage_block ON lineage (block, log_index);
+CREATE TABLE IF NOT EXISTS roots (
+    root TEXT PRIMARY KEY, submitter TEXT NOT NULL, timestamp INTEGER NOT NULL,
+    block INTEGER NOT NULL, block_hash TEXT NOT NULL, tx TEXT NOT NULL, log_index INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS roots_tx ON roots (tx);
+CREATE INDEX IF NOT EXISTS roots_block ON roots (block, log_index);
+CREATE TABLE IF NOT EXISTS blocks (number INTEGER PRIMARY KEY, hash TEXT NOT NULL);
+"""
+
+
+def short_commit(commit: str) -> str:
+    """The git id a bytes32 commit stands for: SHA-1 ids are the first 20 bytes of a zero-padded word."""
+    body = commit.removeprefix("0x")
+    return body[:40] if body[40:] == "0" * 24 else body
+
+
+class IndexStore:
+    """Rows of one registry's events; reads for the pages, writes for the follower only."""
+
+    def __init__(self, path: Path, chain_id: int, registry: str) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self.db.row_factory = sqlite3.Row
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA busy_timeout=5000")
+        self.db.executescript(_SCHEMA)
+        self._bind(chain_id, registry.lower())
+
+    def _bind(self, chain_id: int, registry: str) -> None:
+        want = {"schema": str(SCHEMA_VERSION), "chain_id": str(chain_id), "registry": registry}
+        have = {r["key"]: r["value"] for r in self.db.execute("SELECT key, value FROM meta")}
+        for key, value in want.items():
+            if key in have and have[key] != value:
+                raise BadInput(
+                    f"--index {self.path}: this index holds {key} {have[key]}, not {value}"
+                    " (hint: give each registry its own --index file)",
+                    detail={"field": "index", key: have[key]},
+                )
+        with self.tx():
+            for key, value in want.items():
+                self.db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+    @contextmanager
+    def tx(self) -> Iterator[None]:
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    def meta(self, key: str) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row["value"])
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.db.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = ?",
+                        (key, value, value))  # fmt: skip
+
+    def cursor(self) -> int | None:
+        """The last block whose events are all here (None before the first sync)."""
+        value = self.meta("cursor")
+        return None if value is None else int(value)
+
+    def close(self) -> None:
+        self.db.close()
+
+    # ------------------------------------------------------------------ reads for the pages
+
+    def _all(self, sql: str, *args: Any) -> list[dict[str, Any]]:
+        return [dict(r) for r in self.db.execute(sql, args).fetchall()]
+
+    def counts(self) -> dict[str, int]:
+        one = self.db.execute(
+            "SELECT (SELECT count(*) FROM lineage) AS lineage, (SELECT count(*) FROM roots) AS roots,"
+            " (SELECT count(DISTINCT researcher) FROM lineage) AS researchers"
+        ).fetchone()
+        return {k: int(one[k]) for k in ("lineage", "roots", "researchers")}
+
+    def recent(self, limit: int = 20) -> list[dict[str, Any]]:
+        """The latest records of both kinds, newest first."""
+        return self._all(
+            "SELECT 'lineage' AS kind, commit_id AS key, researcher AS who, block, tx, log_index, timestamp, kept"
+            " FROM lineage UNION ALL SELECT 'root', root, submitter, block, tx, log_index, timestamp, NULL FROM roots"
+            " ORDER BY block DESC, log_index DESC LIMIT ?",
+            limit,
+        )
+
+    def researchers(self) -> list[dict[str, Any]]:
+        return self._all(
+            "SELECT researcher, count(*) AS attempts, sum(kept) AS kept, min(block) AS first_block,"
+            " max(block) AS last_block FROM lineage GROUP BY researcher ORDER BY max(block) DESC"
+        )
+
+    def attempts(self, researcher: str) -> list[dict[str, Any]]:
+        """A researcher's records in the order the chain holds them: the trial order."""
+        return self._all("SELECT * FROM lineage WHERE researcher = ? ORDER BY block, log_index", researcher.lower())
+
+    def lineage_of(self, commit: str) -> list[dict[str, Any]]:
+        return self._all("SELECT * FROM lineage WHERE commit_id = ? ORDER BY block, log_index", commit)
+
+    def root(self, root: str) -> dict[str, Any] | None:
+        rows = self._all("SELECT * FROM roots WHERE root = ?", root)
+        return rows[0] if rows else None
+
+    def search(self, text: str) -> list[dict[str, Any]]:
+        """Records a query names: a commit (full or a prefix of 7+ hex), a researcher, a root or a tx."""
+        q = text.strip().lower().removeprefix("0x")
+        if not q or len(q) > 64 or any(c not in "0123456789abcdef" for c in q):
+            return []
+        full = "0x" + q
+        found: list[dict[str, Any]] = []
+        if len(q) == 40:  # a researcher's address, or a SHA-1 commit id
+            found += [{"kind": "researcher", "key": r["researcher"], "attempts": r["attempts"]}
+                      for r in self.researchers() if r["researcher"] == full]  # fmt: skip
+        if len(q) == 64:
+            roots = self._all("SELECT root, block FROM roots WHERE root = ? OR tx = ?", full, full)
+            found += [{"kind": "root", "key": r["root"], "block": r["block"]} for r in roots]
+            by_tx = self._all("SELECT commit_id, researcher, block FROM lineage WHERE tx = ?", full)
+            found += [
+                {"kind": "lineage", "key": r["commit_id"], "who": r["researcher"], "block": r["block"]} for r in by_tx
+            ]
+        if len(q) >= 7:  # a commit: SHA-1 ids are stored left-aligned, so a prefix finds both forms
+            rows = self._all(
+                "SELECT commit_id, researcher, block FROM lineage WHERE commit_id >= ? AND commit_id < ?"
+                " ORDER BY block LIMIT 50",
+                full, full + "g",
+            )  # fmt: skip
+            found += [
+                {"kind": "lineage", "key": r["commit_id"], "who": r["researcher"], "block": r["block"]} for r in rows
+            ]
+        seen: set[tuple[str, str, str]] = set()
+        unique = []
+        for hit in found:
+            mark = (hit["kind"], hit["key"], str(hit.get("who", "")))
+            if mark not in seen:
+                seen.add(mark)
+                unique.append(hit)
+        return unique

@@ -1,0 +1,118 @@
+"""The chain-only index on a real anvil: every record of the registry found from the chain alone, the
+cursor resumed, a revert of the last blocks undone in the index, a foreign contract refused."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from anchor.chain.keys import load_signer
+from anchor.chain.open import open_chain, open_registry
+from anchor.errors import BadInput, DeploymentMismatch
+from anchor.index.follow import Follower
+from anchor.index.store import IndexStore, short_commit
+from tests.conftest import Chain
+
+
+def _write(chain: Chain, n: int, kept_every: int = 2) -> tuple[list[str], list[str]]:
+    """`n` lineage records and one root per record, straight to the registry; their keys as hex."""
+    handle = open_chain(chain.settings)
+    registry, signer = open_registry(chain.settings, handle), load_signer(handle.chain_id)
+    commits, roots = [], []
+    parent = bytes(32)
+    for i in range(n):
+        commit = os.urandom(20).ljust(32, b"\0")
+        registry.anchor_lineage(signer, commit, parent, os.urandom(32), os.urandom(32), i % kept_every == 0)
+        root = os.urandom(32)
+        registry.anchor_root(signer, root)
+        commits.append("0x" + commit.hex())
+        roots.append("0x" + root.hex())
+        parent = commit
+    return commits, roots
+
+
+def _follower(chain: Chain, path: Path, **kw: object) -> Follower:
+    handle = open_chain(chain.settings)
+    registry = open_registry(chain.settings, handle)
+    return Follower(handle.w3, IndexStore(path, handle.chain_id, registry.address), registry.address, **kw)  # type: ignore[arg-type]
+
+
+def test_every_record_is_indexed_from_the_chain_alone_and_found_by_search(fresh_chain: Chain, tmp_path: Path) -> None:
+    chain = fresh_chain
+    chain.cli("deploy", check=True)
+    commits, roots = _write(chain, 5)
+    follower = _follower(chain, tmp_path / "index.sqlite")  # no --from-block: found by bisection
+    report = follower.sync()
+    assert report.added == 10 and report.dropped == 0
+    store = follower.store
+    assert store.counts() == {"lineage": 5, "roots": 5, "researchers": 1}
+    for commit in commits:
+        [hit] = store.search(short_commit(commit)[:10])
+        assert hit["key"] == commit
+    for root in roots:
+        assert store.search(root)[0]["key"] == root
+    tx = store.root(roots[0])["tx"]  # type: ignore[index]
+    assert store.search(tx) == [{"kind": "root", "key": roots[0], "block": store.root(roots[0])["block"]}]  # type: ignore[index]
+    trial = store.attempts(store.researchers()[0]["researcher"])
+    assert [r["commit_id"] for r in trial] == commits and [r["kept"] for r in trial] == [1, 0, 1, 0, 1]
+    assert trial[1]["parent"] == commits[0]
+    # a second sync reads only what is new
+    more, _ = _write(chain, 1)
+    assert follower.sync().added == 2 and store.search(more[0][2:])[0]["key"] == more[0]
+
+
+def test_a_revert_of_the_last_blocks_drops_exactly_the_reverted_records(fresh_chain: Chain, tmp_path: Path) -> None:
+    chain = fresh_chain
+    chain.cli("deploy", check=True)
+    kept, kept_roots = _write(chain, 3)
+    handle = open_chain(chain.settings)
+    snapshot = handle.w3.provider.make_request("evm_snapshot", [])["result"]  # type: ignore[arg-type]
+    gone, gone_roots = _write(chain, 2)
+    follower = _follower(chain, tmp_path / "index.sqlite", confirmations=12)
+    assert follower.sync().added == 10
+    assert follower.store.search(gone[1][2:12])
+
+    handle.w3.provider.make_request("evm_revert", [snapshot])  # type: ignore[arg-type]
+    report = follower.sync()
+    assert report.dropped > 0
+    for key in gone + gone_roots:
+        assert follower.store.search(key) == [], key
+    for key in kept + kept_roots:
+        assert follower.store.search(key), key
+    # the chain goes on from the fork point: new blocks at the old heights are read, not skipped
+    after, _ = _write(chain, 3)
+    follower.sync()
+    assert all(follower.store.search(c) for c in after) and follower.store.counts()["lineage"] == 6
+
+
+def test_an_address_without_the_registry_code_is_refused(fresh_chain: Chain, tmp_path: Path) -> None:
+    chain = fresh_chain
+    chain.cli("deploy", check=True)
+    handle = open_chain(chain.settings)
+    signer = load_signer(handle.chain_id)
+    with pytest.raises(DeploymentMismatch, match="no AnchorRegistry code"):
+        Follower(handle.w3, IndexStore(tmp_path / "i.sqlite", handle.chain_id, signer.address), signer.address)
+
+
+def test_an_index_file_of_another_registry_is_refused_not_mixed(tmp_path: Path) -> None:
+    IndexStore(tmp_path / "i.sqlite", 31337, "0x" + "11" * 20).close()
+    with pytest.raises(BadInput, match="holds registry 0x1111"):
+        IndexStore(tmp_path / "i.sqlite", 31337, "0x" + "22" * 20)
+
+
+def test_a_reorg_deeper_than_the_checked_depth_is_reported_not_guessed(fresh_chain: Chain, tmp_path: Path) -> None:
+    from anchor.errors import IndexReorgTooDeep
+
+    chain = fresh_chain
+    chain.cli("deploy", check=True)
+    handle = open_chain(chain.settings)
+    snapshot = handle.w3.provider.make_request("evm_snapshot", [])["result"]  # type: ignore[arg-type]
+    _write(chain, 3)  # six blocks
+    follower = _follower(chain, tmp_path / "index.sqlite", confirmations=1)
+    follower.sync()
+    handle.w3.provider.make_request("evm_revert", [snapshot])  # type: ignore[arg-type]
+    _write(chain, 3)  # the same heights again, other blocks
+    with pytest.raises(IndexReorgTooDeep, match="more than 1 blocks deep"):
+        follower.sync()
