@@ -20,7 +20,7 @@ from api.errors import install_error_handlers
 from api.limits import RequestGuard
 from api.offload import start_decoder
 from api.reader import ChainReader
-from api.routes import explorer, health, missions, records, research, submit, verify
+from api.routes import browser_verify, explorer, health, missions, records, research, submit, verify
 
 MULTIPART_OVERHEAD = 64 * 1024
 """Room for a multipart envelope around an upload that has its own, smaller cap."""
@@ -100,8 +100,9 @@ def create_app(settings: Settings | None = None, config: ApiConfig | None = None
     app.state.reader = reader
     install_error_handlers(app)
 
-    for module in (health, verify, records, research, submit, missions, explorer):
+    for module in (health, verify, records, research, submit, missions, explorer, browser_verify):
         app.include_router(module.router)
+    browser_verify.mount_assets(app)
     _offline_docs(app)
     api_config: ApiConfig = app.state.config
     app.add_middleware(

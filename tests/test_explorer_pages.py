@@ -124,3 +124,18 @@ def test_the_api_docs_render_offline_from_bundled_assets(site: dict[str, Any]) -
     page = render(f"{site['url']}/docs", site["dir"] / "docs.png", script_ms=5000)
     text = " ".join(page.text)
     assert "Verify By Digest" in text and "Submit Bundle" in text and "Anchor verification API" in text
+
+
+def test_the_full_service_verifies_the_demo_bundle_in_the_browser(site: dict[str, Any]) -> None:
+    """/verify on `anchor serve` trusts the deployment record's registry and reads the local chain."""
+    from tests.cdp import chromium_page
+
+    bundle = ROOT / "examples" / "bundle"
+    with chromium_page(chromium(), CHROMIUM_FLAGS) as page:
+        page.goto(site["url"] + "/verify", ready="!!document.getElementById('check')")
+        page.set_files("#files", sorted(p for p in bundle.rglob("*") if p.is_file()))
+        page.set_files("#proof", [site["dir"] / "demo" / "bundle.anchor.json"])
+        page.evaluate("document.getElementById('check').click()")
+        status = page.wait_for("document.getElementById('verdict').dataset.status")
+        text = page.evaluate("document.getElementById('verdict').textContent")
+        assert status == "verified" and "outputs/metrics.json" in text and site["proof"]["batch"]["root"] in text

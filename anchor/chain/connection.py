@@ -14,7 +14,7 @@ import time
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from anchor.errors import ChainUnreachable
+from anchor.errors import BadInput, ChainUnreachable
 from anchor.settings.session import env_number
 
 if TYPE_CHECKING:
@@ -25,6 +25,25 @@ def redact_url(url: str) -> str:
     """scheme://host:port only: hosted RPC URLs often carry an API key in the path or query."""
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.hostname}{f':{parts.port}' if parts.port else ''}"
+
+
+def browser_rpc_url(url: str | None) -> str | None:
+    """A URL a browser may be given: without credentials, a path or a query (where hosted providers put
+    their keys). Anything else is refused with a hint rather than published on every page."""
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise BadInput(
+            f"--browser-rpc-url {url!r}: expected http(s)://host[:port]", detail={"field": "browser_rpc_url"}
+        )
+    if parts.username or parts.password or parts.path.strip("/") or parts.query:
+        raise BadInput(
+            "--browser-rpc-url: this URL has a path, query or credentials (often an API key); it would be shown"
+            " to every visitor (hint: give a public endpoint as --browser-rpc-url)",
+            detail={"field": "browser_rpc_url"},
+        )
+    return url
 
 
 def _provider_class() -> Any:

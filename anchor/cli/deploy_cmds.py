@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from anchor.cli.output import JsonFlag, emit, write_rendered
+from anchor.errors import BadInput
 
 
 def register(app: typer.Typer) -> None:
@@ -101,8 +103,56 @@ def serve(
         Optional[Path],  # noqa: UP045
         typer.Option("--out", help="With --render: write here (refuses to overwrite)."),
     ] = None,
+    index_only: Annotated[
+        bool,
+        typer.Option(
+            "--index-only", help="Serve an explorer from the chain alone: no data directory, journal or ledger."
+        ),
+    ] = False,
+    rpc_url: Annotated[Optional[str], typer.Option("--rpc-url", help="With --index-only: the chain to read.")] = None,  # noqa: UP045
+    registry: Annotated[
+        str | None, typer.Option("--registry", help="With --index-only: the registry's address.")
+    ] = None,  # noqa: UP045
+    index: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--index", help="With --index-only: the index file (default: ~/.cache/anchor/index-CHAIN-REGISTRY.sqlite)."
+        ),
+    ] = None,
+    from_block: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option(
+            "--from-block", min=0, help="With --index-only: the registry's deployment block (default: found on chain)."
+        ),
+    ] = None,
+    confirmations: Annotated[
+        int, typer.Option(min=1, max=10_000, help="With --index-only: blocks behind the head re-checked for reorgs.")
+    ] = 12,
+    browser_rpc_url: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--browser-rpc-url", help="The public RPC URL visitors' browsers read the registry through (no key in it)."
+        ),
+    ] = None,
+    claims: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--claims",
+            help="With --index-only: a published research ledger; values that hash to the chain's records are shown.",
+        ),
+    ] = None,
+    repo: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--repo",
+            help="With --index-only: a clone of the attempts' repository; diffs that hash to the records are shown.",
+        ),
+    ] = None,
 ) -> None:
     """Serve the REST verification API and the explorer pages; links printed by `anchor lookup` follow.
+
+    With --index-only, serve an explorer that needs only the chain: the registry's events, followed
+    from its deployment block into an index of its own, searchable by commit, researcher, root or tx.
 
     With --render k8s, print (or --out) Kubernetes objects instead: replicas sharing the PostgreSQL
     journal of the keys Secret, each with its own data directory, `/ready` as readiness probe."""
@@ -112,6 +162,24 @@ def serve(
     if render is not None:
         _render_service(ctx, render, image, replicas, chain_rpc_url, public_url, keys_secret, namespace, out)
         return
+    if index_only:
+        _serve_index(
+            ctx, host, port, rpc_url, registry, index, from_block, confirmations, browser_rpc_url, claims, repo
+        )
+        return
+    for name, given in (("--registry", registry), ("--index", index), ("--claims", claims), ("--repo", repo),
+                        ("--from-block", from_block)):  # fmt: skip
+        if given is not None:
+            raise BadInput(f"{name} is an option of --index-only (hint: anchor serve --index-only {name} ...)",
+                           detail={"field": name.lstrip("-")})  # fmt: skip
+    if browser_rpc_url:
+        from anchor.chain.connection import browser_rpc_url as public_url_of
+
+        os.environ["ANCHOR_BROWSER_RPC_URL"] = public_url_of(browser_rpc_url) or ""
+    if rpc_url:
+        import dataclasses
+
+        ctx.find_root().obj["settings"] = dataclasses.replace(ctx.find_root().obj["settings"], rpc_url=rpc_url)
 
     import uvicorn
 
@@ -128,6 +196,55 @@ def serve(
     uvicorn.run("api.app:create_app", factory=True, host=host, port=port, log_level="info")
 
 
+def _serve_index(  # noqa: PLR0913 - the options of `serve --index-only`, passed through
+    ctx: typer.Context,
+    host: str,
+    port: int,
+    rpc_url: str | None,
+    registry: str | None,
+    index: Path | None,
+    from_block: int | None,
+    confirmations: int,
+    public_rpc: str | None,
+    claims: Path | None,
+    repo: Path | None,
+) -> None:
+    """Check everything before serving (a bad option is exit 2, not a page of errors), index up to the
+    head with progress on stderr, then serve while following the chain."""
+    import os
+    import sys
+
+    import uvicorn
+
+    from anchor.chain.connection import redact_url
+    from anchor.index.follow import progress_to_stderr
+    from anchor.index.site import SiteOptions, open_site
+
+    url = rpc_url or ctx.find_root().obj["settings"].rpc_url
+    if not url:
+        raise BadInput("--index-only needs --rpc-url (hint: anchor serve --index-only --rpc-url URL --registry ADDR)",
+                       detail={"field": "rpc_url"})  # fmt: skip
+    if registry is None or not re.fullmatch(r"0x[0-9a-fA-F]{40}", registry):
+        raise BadInput(f"--registry: expected the registry's 0x address (40 hex), got {registry!r}",
+                       detail={"field": "registry"})  # fmt: skip
+    options = SiteOptions(rpc_url=url, registry=registry, index=index, from_block=from_block,
+                          confirmations=confirmations, browser_rpc_url=public_rpc, claims=claims,
+                          repo=repo)  # fmt: skip
+    site = open_site(options, progress=progress_to_stderr)
+    report = site.follower.sync()
+    counts = site.follower.store.counts()
+    site.follower.store.close()
+    sys.stderr.write(
+        f"index {site.path}: {counts['lineage']} lineage records, {counts['roots']} roots of registry"
+        f" {site.follower.address} on chain {site.chain_id}, to block {report.cursor} (from block"
+        f" {site.follower.from_block}; {redact_url(url)})\n"
+        f"explorer at http://{host}:{port}/ (the browser check reads"
+        f" {site.browser_rpc_url or 'nothing: pass --browser-rpc-url'})\n"
+    )
+    os.environ["ANCHOR_INDEX_SITE"] = options.model_copy(update={"index": site.path}).model_dump_json()
+    uvicorn.run("api.index_app:create_index_app_from_env", factory=True, host=host, port=port, log_level="warning")
+
+
 def _render_service(  # noqa: PLR0913 - the options of `serve --render`, passed through
     ctx: typer.Context,
     target: str,
@@ -142,7 +259,6 @@ def _render_service(  # noqa: PLR0913 - the options of `serve --render`, passed 
 
     from anchor.anchoring.k8s import ServiceSpec, render_service, to_yaml
     from anchor.chain.deployment import only_deployment
-    from anchor.errors import BadInput
 
     if target != "k8s":
         raise BadInput(f"--render: unknown target {target!r} (hint: anchor serve --render k8s ...)",

@@ -8,11 +8,8 @@ researcher is a stranger's text); the pages need no JavaScript.
 
 from __future__ import annotations
 
-import functools
 import json
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
+from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse
@@ -23,30 +20,12 @@ from anchor.chain.explorer import links
 from anchor.errors import NotAnchored
 from anchor.manifest.onchain import commit_key, parse_hex32
 from api.deps import ReaderDep, SettingsDep, anchored_proof, in_journal
+from api.pages import page
 from api.routes.records import batch_rows
 from api.routes.research import find_attempt
 from api.routes.verify import CommitOrHex32, Hex32
 
-if TYPE_CHECKING:
-    from jinja2 import Environment
-
 router = APIRouter(prefix="/explorer", tags=["explorer"], include_in_schema=False)
-
-TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
-
-
-@functools.cache
-def _templates() -> Environment:
-    """Built on the first page, not at import: Jinja2 is not on the API's start-up path."""
-    from jinja2 import Environment, FileSystemLoader, StrictUndefined
-
-    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined, auto_reload=False)
-    env.filters["q"] = lambda text: quote(str(text), safe="")  # a path segment or query value
-    return env
-
-
-def _page(template: str, title: str, block: int | None, **values: Any) -> HTMLResponse:
-    return HTMLResponse(_templates().get_template(template).render(title=title, block=block, **values))
 
 
 def _diff(settings: Any, entry: dict[str, Any]) -> str | None:
@@ -61,13 +40,13 @@ def _diff(settings: Any, entry: dict[str, Any]) -> str | None:
 
 
 @router.get("/attempt/{commit}", response_class=HTMLResponse)
-async def attempt_page(commit: CommitOrHex32, settings: SettingsDep, reader: ReaderDep) -> HTMLResponse:
+async def attemptpage(commit: CommitOrHex32, settings: SettingsDep, reader: ReaderDep) -> HTMLResponse:
     _, entry = await run_in_threadpool(find_attempt, settings, commit)
     diff = await run_in_threadpool(_diff, settings, entry)
     registry = await run_in_threadpool(reader.registry)
     record = await run_in_threadpool(registry.lineage, commit_key(entry["commit"]))
     found = links(registry.chain_id, tx_hash=record.tx_hash) if record is not None else {}
-    return _page(
+    return page(
         "attempt.html",
         f"Attempt {entry['commit'][:12]}",
         reader.head(),
@@ -79,7 +58,7 @@ async def attempt_page(commit: CommitOrHex32, settings: SettingsDep, reader: Rea
 
 
 @router.get("/lineage/{commit}", response_class=HTMLResponse)
-async def lineage_page(commit: CommitOrHex32, settings: SettingsDep, reader: ReaderDep) -> HTMLResponse:
+async def lineagepage(commit: CommitOrHex32, settings: SettingsDep, reader: ReaderDep) -> HTMLResponse:
     from anchor.research.loop import NO_PARENT
     from anchor.research.report import lineage_tree, summarise
 
@@ -89,7 +68,7 @@ async def lineage_page(commit: CommitOrHex32, settings: SettingsDep, reader: Rea
     children: dict[str, list[dict[str, Any]]] = {}
     for e in mine:
         children.setdefault(e["parent"], []).append(e)
-    return _page(
+    return page(
         "lineage.html",
         f"Lineage of {target['commit'][:12]}",
         reader.head(),
@@ -118,11 +97,11 @@ async def home(request: Request, reader: ReaderDep) -> HTMLResponse:
         {"root": "0x" + bytes(b["key"]).hex(), "items": b["items"], "state": b["state"], "block": b["block_number"]}
         for b in batches
     ]
-    return _page("home.html", "Anchor", reader.last_head(), batches=rows)
+    return page("home.html", "Anchor", reader.last_head(), batches=rows)
 
 
 @router.get("/batch/{root}", response_class=HTMLResponse)
-async def batch_page(root: Hex32, request: Request, reader: ReaderDep) -> HTMLResponse:
+async def batchpage(root: Hex32, request: Request, reader: ReaderDep) -> HTMLResponse:
     key = bytes.fromhex(root.lower().removeprefix("0x"))
     effect, items = await in_journal(request.app, lambda journal: batch_rows(journal.db, key))
     if effect is None:
@@ -130,7 +109,7 @@ async def batch_page(root: Hex32, request: Request, reader: ReaderDep) -> HTMLRe
     registry = await run_in_threadpool(reader.registry)
     record = await run_in_threadpool(registry.root_record, key)
     rows = [{"digest": "0x" + bytes(i["digest"]).hex(), "kind": i["kind"], "state": i["state"]} for i in items]
-    return _page(
+    return page(
         "batch.html",
         f"Batch 0x{key.hex()[:16]}…",
         reader.head(),
@@ -142,7 +121,7 @@ async def batch_page(root: Hex32, request: Request, reader: ReaderDep) -> HTMLRe
 
 
 @router.get("/bundle/{digest}", response_class=HTMLResponse)
-async def bundle_page(digest: Hex32, request: Request, settings: SettingsDep, reader: ReaderDep) -> HTMLResponse:
+async def bundlepage(digest: Hex32, request: Request, settings: SettingsDep, reader: ReaderDep) -> HTMLResponse:
     from anchor.verify.verifier import check_milestones, check_proof_consistency, verify_proof_on_chain
 
     body_hex = digest.lower().removeprefix("0x")
@@ -158,7 +137,7 @@ async def bundle_page(digest: Hex32, request: Request, settings: SettingsDep, re
                                  find=lambda d: anchored_proof(request.app, reader, d))
     )  # fmt: skip
     files = proof.filetree()
-    return _page(
+    return page(
         "bundle.html",
         f"Bundle {proof.manifest_digest[:18]}…",
         verification.read_at_block,

@@ -1,0 +1,85 @@
+"""One chain-only explorer's parts, opened and checked together: `open_site` is the one entry.
+
+The CLI opens a site before serving (so every mistake is a one-line error with its exit code, and the
+first sync shows progress), then hands the same options to the service process, which opens it again
+(the index already holds the deployment block and the records, so that second opening reads no history).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from anchor.errors import BadInput
+
+if TYPE_CHECKING:
+    from anchor.index.claims import ClaimedAttempt
+    from anchor.index.follow import Follower
+
+
+class SiteOptions(BaseModel):
+    """What `anchor serve --index-only` was given. The RPC URL may carry a provider's key: it is passed
+    to the service process in ANCHOR_INDEX_SITE, a variable no child process is given."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rpc_url: str
+    registry: str = Field(pattern=r"^0x[0-9a-fA-F]{40}$")
+    index: Path | None = None
+    from_block: int | None = Field(default=None, ge=0)
+    confirmations: int = Field(default=12, ge=1)
+    browser_rpc_url: str | None = None
+    claims: Path | None = None
+    repo: Path | None = None
+
+
+@dataclass
+class IndexSite:
+    follower: Follower
+    chain_id: int
+    path: Path
+    rpc_label: str
+    """The RPC endpoint, redacted to scheme://host:port (a hosted URL's path often holds its key)."""
+    browser_rpc_url: str | None
+    """The endpoint visitors' browsers read the registry through; None when none may be shown."""
+    claims: list[ClaimedAttempt] = field(default_factory=list)
+    repo: Path | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    last_error: str | None = None
+
+    def sync(self) -> None:
+        with self.lock:
+            self.follower.sync()
+
+
+def default_index(chain_id: int, registry: str) -> Path:
+    return Path.home() / ".cache" / "anchor" / f"index-{chain_id}-{registry.lower()}.sqlite"
+
+
+def open_site(options: SiteOptions, progress: Callable[[str], None] | None = None) -> IndexSite:
+    """Check every option, connect, recognise the registry by its code and open (or create) its index."""
+    from anchor.chain.connection import browser_rpc_url, connect, redact_url
+    from anchor.index.claims import check_repo, load_claims
+    from anchor.index.follow import Follower
+    from anchor.index.store import IndexStore
+
+    if options.browser_rpc_url:
+        browser = browser_rpc_url(options.browser_rpc_url)
+    else:
+        try:  # the RPC URL itself, only when it carries no key
+            browser = browser_rpc_url(options.rpc_url)
+        except BadInput:
+            browser = None
+    claims = load_claims(options.claims) if options.claims is not None else []
+    repo = check_repo(options.repo) if options.repo is not None else None
+    w3, chain_id = connect(options.rpc_url)
+    path = options.index or default_index(chain_id, options.registry)
+    store = IndexStore(path, chain_id, options.registry)
+    follower = Follower(w3, store, options.registry, options.from_block, options.confirmations, progress=progress)
+    return IndexSite(follower=follower, chain_id=chain_id, path=path, rpc_label=redact_url(options.rpc_url),
+                     browser_rpc_url=browser, claims=claims, repo=repo)  # fmt: skip

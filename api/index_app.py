@@ -1,0 +1,74 @@
+"""`anchor serve --index-only`: an explorer that needs only the chain.
+
+No data directory, journal or ledger of ours is opened: the pages read the chain-only index
+(anchor/index), which a background task keeps in step with the registry (one sync per second, each
+reorg-checked). What the chain holds only as hashes (metric values, diffs) is shown when a published
+source supplies it and it matches (anchor/index/claims.py). The browser verification page needs no
+index at all: the visitor's browser hashes the files and reads the registry itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
+
+from fastapi import FastAPI
+from starlette.concurrency import run_in_threadpool
+
+from anchor import __version__
+from anchor.errors import AnchorError
+from api.errors import install_error_handlers
+
+if TYPE_CHECKING:
+    from anchor.index.site import IndexSite
+
+SYNC_EVERY_S = 1.0
+log = logging.getLogger("anchor.index")
+
+
+def create_index_app_from_env() -> FastAPI:
+    """The factory `anchor serve --index-only` hands to uvicorn: the options it checked, from
+    ANCHOR_INDEX_SITE, removed from the environment as soon as read (it may hold a keyed RPC URL)."""
+    import os
+
+    from anchor.index.site import SiteOptions, open_site
+
+    options = SiteOptions.model_validate_json(os.environ.pop("ANCHOR_INDEX_SITE", "{}"))
+    return create_index_app(open_site(options))
+
+
+def create_index_app(site: IndexSite) -> FastAPI:
+    from api.routes import browser_verify, index_site
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async def follow() -> None:
+            while True:
+                try:
+                    await run_in_threadpool(site.sync)
+                    site.last_error = None
+                except AnchorError as exc:
+                    site.last_error = exc.message  # shown on every page; the last index stays readable
+                    log.warning("index sync failed: %s", exc.code)
+                await asyncio.sleep(SYNC_EVERY_S)
+
+        task = asyncio.create_task(follow())
+        yield
+        task.cancel()
+
+    app = FastAPI(lifespan=lifespan, title="Anchor chain-only explorer", version=__version__, docs_url=None,
+                  redoc_url=None, openapi_url=None)  # fmt: skip
+    app.state.site = site
+    app.state.verify_config = browser_verify.BrowserConfig(
+        chain_id=site.chain_id, registry=site.follower.address, code_hash=site.follower.code_hash,
+        rpc_url=site.browser_rpc_url,
+    )  # fmt: skip
+    install_error_handlers(app)
+    index_site.install_error_pages(app)
+    app.include_router(index_site.router)
+    app.include_router(browser_verify.router)
+    browser_verify.mount_assets(app)
+    return app

@@ -1,0 +1,31 @@
+"""The HTML pages' one Jinja2 environment: templates in api/templates, autoescaping on for every value (a
+file name, a researcher or a search query is a stranger's text); nothing is marked safe."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from fastapi.responses import HTMLResponse
+
+if TYPE_CHECKING:
+    from jinja2 import Environment
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+
+@functools.cache
+def templates() -> Environment:
+    """Built on the first page, not at import: Jinja2 is not on the API's start-up path."""
+    from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined, auto_reload=False)
+    env.filters["q"] = lambda text: quote(str(text), safe="")  # a path segment or query value
+    return env
+
+
+def page(template: str, title: str, block: int | None, status_code: int = 200, **values: Any) -> HTMLResponse:
+    return HTMLResponse(templates().get_template(template).render(title=title, block=block, **values),
+                        status_code=status_code)  # fmt: skip

@@ -1,0 +1,78 @@
+"""The verify-in-your-browser page: a person picks (or drops) a file or a folder and its proof file;
+the browser hashes them and reads the registry through the RPC endpoint this service names. The files
+never leave the machine: the page's only requests are JSON-RPC reads (tests/test_browser_verify.py
+watches every request Chromium makes).
+
+The hashing runs client-side: hash-wasm (npm, MIT; vendored in api/static/vendor, byte-identical to
+the npm release, which the tests check) for BLAKE3 of contents and keccak-256, and
+api/static/blake3-derive.js for BLAKE3 derive_key. Served by this service: no CDN.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import HTMLResponse
+from pydantic import BaseModel, ConfigDict
+from starlette.concurrency import run_in_threadpool
+
+from api.pages import page
+
+STATIC = Path(__file__).resolve().parents[1] / "static"
+
+router = APIRouter(include_in_schema=False)
+
+
+class BrowserConfig(BaseModel):
+    """What the page trusts: one registry, by address and code hash, on one chain, read through one URL."""
+
+    model_config = ConfigDict(frozen=True)
+
+    chain_id: int
+    registry: str
+    code_hash: str
+    rpc_url: str | None
+
+
+def mount_assets(app: FastAPI) -> None:
+    from fastapi.staticfiles import StaticFiles
+
+    app.mount("/assets", StaticFiles(directory=STATIC), name="assets")
+
+
+def _service_config(request: Request) -> BrowserConfig:
+    """The full service's registry (its deployment record) and a browser-safe RPC URL, if it has one."""
+    import os
+
+    from anchor.chain.connection import browser_rpc_url
+    from anchor.chain.node import LocalChain
+    from anchor.errors import BadInput
+
+    reader = request.app.state.reader
+    registry = reader.registry()
+    settings = reader.settings
+    url = (
+        os.environ.get("ANCHOR_BROWSER_RPC_URL")
+        or settings.rpc_url
+        or LocalChain(settings.data_dir, settings.local_port).rpc_url
+    )
+    try:
+        safe = browser_rpc_url(url)
+    except BadInput:
+        safe = None  # a keyed provider URL is never put in a page
+    return BrowserConfig(
+        chain_id=registry.chain_id, registry=registry.address, code_hash=registry.code_hash, rpc_url=safe
+    )
+
+
+@router.get("/verify", response_class=HTMLResponse)
+async def verify_page(request: Request) -> HTMLResponse:
+    config: BrowserConfig | None = getattr(request.app.state, "verify_config", None)
+    if config is None:
+        config = await run_in_threadpool(_service_config, request)
+    site = getattr(request.app.state, "site", None)
+    base = "index/base.html" if site is not None else "base.html"
+    header = {"registry": config.registry, "chain_id": config.chain_id, "rpc": config.rpc_url or "—", "error": None}
+    return page("verify.html", "Verify files in your browser", None, base=base, site=header,
+                config=config.model_dump())  # fmt: skip

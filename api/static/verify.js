@@ -1,0 +1,152 @@
+/*
+ * Verify files against an Anchor proof in the browser, without uploading them.
+ *
+ * Every step of docs/manifest.md is recomputed here from the bytes the visitor picked: file contents
+ * with hash-wasm's BLAKE3 (WebAssembly, served by this service), file leaves, the RFC 6962 file tree
+ * and the manifest digest with BLAKE3 derive_key (blake3-derive.js), the batch leaf and root with
+ * hash-wasm's keccak-256. Then the browser itself asks the configured RPC endpoint for the chain id,
+ * the registry's code hash and the root's record. The only requests this page makes are those JSON-RPC
+ * reads: no file byte and no proof leaves the machine. Nothing in the proof is taken on trust; its
+ * registry must be the one this service names (anyone can deploy a copy of the registry).
+ */
+(function () {
+  "use strict";
+  const cfg = JSON.parse(document.getElementById("anchor-config").textContent);
+  const enc = new TextEncoder();
+  const $ = (id) => document.getElementById(id);
+
+  class Verdict extends Error {
+    constructor(status, message, file) { super(message); this.status = status; this.file = file || null; }
+  }
+
+  const { hexToBytes, toHex, concat, same, canonical, H, mth, auditRoot, utf8Compare } = anchorProof;
+  anchorProof.setVerdict(Verdict);
+
+  async function blake3File(file, progress) {
+    const hasher = await hashwasm.createBLAKE3();
+    hasher.init();
+    const step = 8 * 1024 * 1024;
+    for (let at = 0; at < file.size; at += step) {
+      hasher.update(new Uint8Array(await file.slice(at, at + step).arrayBuffer()));
+      progress(file, Math.min(file.size, at + step));
+    }
+    return hasher.digest("hex");
+  }
+  async function keccak(bytes) { return hexToBytes(await hashwasm.keccak(bytes, 256)); }
+
+  async function rpc(method, params) {
+    if (!cfg.rpc_url) throw new Verdict("chain_unreachable", "this service names no RPC endpoint for browsers (anchor serve --browser-rpc-url)");
+    let answer;
+    try {
+      const response = await fetch(cfg.rpc_url, { method: "POST", headers: { "content-type": "application/json" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
+      answer = await response.json();
+    } catch (e) { throw new Verdict("chain_unreachable", "the RPC endpoint " + cfg.rpc_url + " could not be read: " + e.message); }
+    if (answer.error) throw new Verdict("chain_unreachable", method + ": " + answer.error.message);
+    return answer.result;
+  }
+
+  /* the relative path of a picked file: a folder's own name is not part of the tree */
+  const relPath = (f) => (f.webkitRelativePath ? f.webkitRelativePath.split("/").slice(1).join("/") : f.name);
+
+  async function verify(files, proofText, progress) {
+    let proof;
+    try { proof = JSON.parse(proofText); } catch (e) { throw new Verdict("bad_proof", "the proof file is not JSON"); }
+    if (!proof || proof.format !== "anchor/proof" || proof.version !== 1 || !proof.manifest || !proof.batch || !proof.anchor)
+      throw new Verdict("bad_proof", "not an Anchor proof file (format anchor/proof, version 1)");
+    if (Number(proof.anchor.chain_id) !== cfg.chain_id || !same(proof.anchor.registry, cfg.registry))
+      throw new Verdict("unknown_registry", "the proof names registry " + proof.anchor.registry + " on chain " + proof.anchor.chain_id +
+        "; this service trusts " + cfg.registry + " on chain " + cfg.chain_id);
+    const entries = proof.files ? proof.files.slice() : proof.file ? [proof.file] : null;
+    if (!entries) throw new Verdict("bad_proof", "the proof lists no files");
+    const picked = new Map(Array.from(files, (f) => [relPath(f), f]));
+    /* a file picked without its folder (a multiple-file pick) is matched by its name when that is unique */
+    const baseOf = (p) => p.split("/").pop();
+    const byName = (e) => { const base = baseOf(e.path);
+      const hits = Array.from(files).filter((f) => f.name === base && !entries.some((x) => x.path === relPath(f)));
+      return hits.length === 1 && entries.filter((x) => baseOf(x.path) === base).length === 1 ? hits[0] : null; };
+    for (const e of entries) {
+      const f = picked.get(e.path) || byName(e);
+      if (!f) throw new Verdict("tampered", "missing: " + e.path + " is in the proof but was not given", e.path);
+      const digest = await blake3File(f, progress);
+      if (digest !== e.blake3 || f.size !== e.size) throw new Verdict("tampered", "changed: " + e.path + " does not hash to the digest the proof binds", e.path);
+      picked.delete(relPath(f));
+    }
+    if (proof.files && picked.size) { const extra = picked.keys().next().value;
+      throw new Verdict("tampered", "added: " + extra + " is not in the proof", extra); }
+    const leaf = (e) => H("file-leaf", enc.encode(canonical({ blake3: e.blake3, path: e.path, size: e.size })));
+    let filesRoot;
+    if (proof.files) filesRoot = mth(entries.sort((a, b) => utf8Compare(a.path, b.path)).map(leaf));
+    else filesRoot = auditRoot(leaf(proof.file), proof.file.index, proof.file.tree_size, proof.file.audit_path || []);
+    const tree = proof.manifest.kind === "bundle" ? proof.manifest.output : proof.manifest;
+    if (!tree || !same(toHex(filesRoot), tree.files_root))
+      throw new Verdict("tampered", "the files do not make the file tree the manifest binds");
+    const digest = anchorProof.manifestDigest(proof.manifest);
+    if (!same(toHex(digest), proof.manifest_digest)) throw new Verdict("tampered", "the manifest does not hash to the proof's digest");
+    if (!same(proof.batch.item, proof.manifest_digest)) throw new Verdict("tampered", "the batch item is not the manifest digest");
+    let node = await keccak(await keccak(digest));
+    if (!same(toHex(node), proof.batch.leaf)) throw new Verdict("tampered", "the batch leaf is not the manifest's");
+    for (const sibling of (proof.batch.proof || []).map(hexToBytes)) {
+      const [a, b] = utf8Compare(toHex(node), toHex(sibling)) <= 0 ? [node, sibling] : [sibling, node];
+      node = await keccak(concat(a, b));
+    }
+    const root = "0x" + toHex(node);
+    if (!same(root, proof.batch.root)) throw new Verdict("tampered", "the batch proof does not lead to the proof's root");
+    /* the chain, read by this browser */
+    const chainId = parseInt(await rpc("eth_chainId", []), 16);
+    if (chainId !== cfg.chain_id) throw new Verdict("chain_unreachable", "the RPC endpoint serves chain " + chainId + ", not " + cfg.chain_id);
+    const block = parseInt(await rpc("eth_blockNumber", []), 16);
+    const code = await rpc("eth_getCode", [cfg.registry, "0x" + block.toString(16)]);
+    if (!same("0x" + toHex(await keccak(hexToBytes(code))), cfg.code_hash))
+      throw new Verdict("deployment_mismatch", "the code at " + cfg.registry + " is not the registry");
+    const selector = toHex((await keccak(enc.encode("rootRecord(bytes32)"))).slice(0, 4));
+    const word = (await rpc("eth_call", [{ to: cfg.registry, data: "0x" + selector + root.slice(2) }, "0x" + block.toString(16)])).slice(2);
+    const submitter = "0x" + word.slice(24, 64), when = parseInt(word.slice(64, 128), 16), at = parseInt(word.slice(128, 192), 16);
+    if (!at) throw new Verdict("not_anchored", "the root " + root + " is not anchored in the registry (read at block " + block + ")");
+    return { status: "verified", files: entries.map((e) => e.path), manifest_digest: proof.manifest_digest, root, submitter,
+      anchored_at: new Date(when * 1000).toISOString(), anchored_block: at, read_at_block: block, chain_id: chainId, registry: cfg.registry };
+  }
+
+  function show(result) {
+    const out = $("verdict");
+    out.className = "verdict " + (result.status === "verified" ? "ok" : "bad");
+    out.dataset.status = result.status;
+    out.dataset.file = result.file || "";
+    out.textContent = "";
+    const line = (text) => { const p = document.createElement("p"); p.textContent = text; out.appendChild(p); };
+    if (result.status === "verified") {
+      line("✓ verified: " + result.files.join(", "));
+      line("manifest " + result.manifest_digest + " in batch root " + result.root);
+      line("anchored at block " + result.anchored_block + " (" + result.anchored_at + ") by " + result.submitter);
+      line("read by this browser from chain " + result.chain_id + ", registry " + result.registry + ", at block " + result.read_at_block);
+    } else {
+      line((result.status === "tampered" ? "✗ tampered: " : "✗ " + result.status + ": ") + result.message);
+    }
+  }
+
+  async function run() {
+    const files = [...$("files").files, ...$("folder").files];
+    const proofFile = $("proof").files[0];
+    if (!files.length || !proofFile) { show({ status: "bad_input", message: "pick the file(s) or folder and the proof file" }); return; }
+    $("progress").textContent = "hashing…";
+    const progress = (f, done) => { $("progress").textContent = "hashing " + f.name + ": " + Math.round((100 * done) / Math.max(1, f.size)) + "%"; };
+    try { show(await verify(files, await proofFile.text(), progress)); }
+    catch (e) { show(e instanceof Verdict ? { status: e.status, message: e.message, file: e.file } : { status: "error", message: String(e) }); }
+    $("progress").textContent = "";
+  }
+
+  $("check").addEventListener("click", run);
+  const zone = $("drop");
+  zone.addEventListener("dragover", (e) => { e.preventDefault(); zone.classList.add("over"); });
+  zone.addEventListener("drop", (e) => {
+    e.preventDefault(); zone.classList.remove("over");
+    const dropped = Array.from(e.dataTransfer.files);
+    const proof = dropped.find((f) => f.name.endsWith(".anchor.json") || f.name.endsWith(".json") && dropped.length > 1 && f.name.includes("proof"));
+    const rest = new DataTransfer(), p = new DataTransfer();
+    dropped.forEach((f) => (f === proof ? p : rest).items.add(f));
+    if (proof) $("proof").files = p.files;
+    $("files").files = rest.files;
+    run();
+  });
+  window.anchorVerify = verify;
+})();
