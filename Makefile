@@ -83,6 +83,7 @@ bench: install
 	$(BIN)/python benchmarks/hostile_bench.py
 	$(BIN)/python benchmarks/journal_bench.py
 	$(BIN)/python benchmarks/missions.py
+	$(BIN)/python benchmarks/chain_only.py
 
 ## Rewrite the committed registry build (anchor/chain/artifacts) from a fresh compile with the pinned solc.
 artifact: install

@@ -126,6 +126,7 @@ def test_with_the_data_dir_gone_every_commit_and_root_is_found_from_the_chain(wo
     for root in [*world["roots"], world["late"]]:
         status, final, page = _get(f"{world['url']}/search?q={root}")
         assert status == 200 and final.endswith(f"/batch/{root}") and root in page
+        assert "anchored at 20" in page  # the registry's own record, read live
 
 
 def test_the_lineage_tree_and_the_metric_chart_come_from_the_chain_and_matching_claims(world: dict[str, Any]) -> None:

@@ -103,8 +103,8 @@ class Follower:
             )
         self.code_hash = code_hash
         self.version = version_of(code_hash) or ""
-        contract = w3.eth.contract(address=self.address, abi=registry_abi(self.version))
-        self._lineage, self._root = contract.events.LineageAnchored(), contract.events.RootAnchored()
+        self._contract = w3.eth.contract(address=self.address, abi=registry_abi(self.version))
+        self._lineage, self._root = self._contract.events.LineageAnchored(), self._contract.events.RootAnchored()
         self._progress = progress
         start = store.meta("from_block")
         if start is None:
@@ -128,8 +128,19 @@ class Follower:
             raise
         return "0x" + bytes(block["hash"]).hex()
 
-    def _timestamp(self, number: int) -> int:
-        return int(with_backoff(lambda: self.w3.eth.get_block(number), "eth_getBlockByNumber")["timestamp"])
+    def root_record(self, root: str) -> dict[str, Any] | None:
+        """The registry's own record of `root`, read live at the head (not from the index): submitter,
+        time and block; None when the chain does not hold it (now)."""
+        block = self._head()
+        submitter, timestamp, at = with_backoff(
+            lambda: self._contract.functions.rootRecord(bytes.fromhex(root.removeprefix("0x"))).call(
+                block_identifier=block
+            ),
+            "rootRecord",
+        )
+        if int(at) == 0:
+            return None
+        return {"submitter": str(submitter).lower(), "timestamp": int(timestamp), "block": int(at), "read_at": block}
 
     def _topics(self) -> list[Any]:
         from anchor.chain.registry import event_topic
@@ -192,7 +203,6 @@ class Follower:
 
     def _store(self, logs: list[dict[str, Any]], end: int, end_hash: str, head: int) -> int:
         root_topic = self._topics()[0][1]
-        times: dict[int, int] = {}
         with self.store.tx():
             db = self.store.db
             for log in logs:
@@ -200,14 +210,11 @@ class Follower:
                 tx, index = "0x" + bytes(log["transactionHash"]).hex(), int(log["logIndex"])
                 if "0x" + bytes(log["topics"][0]).hex() == root_topic:
                     a = self._root.process_log(log)["args"]
-                    if block not in times:
-                        times[block] = self._timestamp(block)
                     db.execute(
-                        "INSERT OR REPLACE INTO roots VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        "INSERT OR REPLACE INTO roots VALUES (?, ?, ?, ?, ?, ?)",
                         (
                             "0x" + bytes(a["root"]).hex(),
                             a["submitter"].lower(),
-                            times[block],
                             block,
                             block_hash,
                             tx,

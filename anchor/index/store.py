@@ -6,6 +6,9 @@ row here came from an event log of the registry and names the block, block hash 
 came from; nothing is written by anyone but the follower (anchor/index/follow.py), and the file can be
 deleted and rebuilt from the chain at any time.
 
+A root's time is not kept: the batch page reads the registry's own record of it live (one call),
+and the follower needs no block header per root.
+
 One file indexes one registry on one chain (`meta` says which; another registry is refused, not mixed
 in). Hex is lowercase with `0x`; a commit is the registry's bytes32 (a SHA-1 id left-aligned).
 """
@@ -34,8 +37,8 @@ CREATE INDEX IF NOT EXISTS lineage_commit ON lineage (commit_id);
 CREATE INDEX IF NOT EXISTS lineage_tx ON lineage (tx);
 CREATE INDEX IF NOT EXISTS lineage_block ON lineage (block, log_index);
 CREATE TABLE IF NOT EXISTS roots (
-    root TEXT PRIMARY KEY, submitter TEXT NOT NULL, timestamp INTEGER NOT NULL,
-    block INTEGER NOT NULL, block_hash TEXT NOT NULL, tx TEXT NOT NULL, log_index INTEGER NOT NULL
+    root TEXT PRIMARY KEY, submitter TEXT NOT NULL, block INTEGER NOT NULL,
+    block_hash TEXT NOT NULL, tx TEXT NOT NULL, log_index INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS roots_tx ON roots (tx);
 CREATE INDEX IF NOT EXISTS roots_block ON roots (block, log_index);
@@ -118,7 +121,7 @@ class IndexStore:
         """The latest records of both kinds, newest first."""
         return self._all(
             "SELECT 'lineage' AS kind, commit_id AS key, researcher AS who, block, tx, log_index, timestamp, kept"
-            " FROM lineage UNION ALL SELECT 'root', root, submitter, block, tx, log_index, timestamp, NULL FROM roots"
+            " FROM lineage UNION ALL SELECT 'root', root, submitter, block, tx, log_index, NULL, NULL FROM roots"
             " ORDER BY block DESC, log_index DESC LIMIT ?",
             limit,
         )
