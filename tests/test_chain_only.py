@@ -63,6 +63,20 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         (folder / "results.txt").write_text(f"accuracy 0.82 run {token}\n" * 40)
         (folder / "notes" / "README.md").write_text("how the result was obtained\n")
         proof = _stamp(env, folder, base / "results.anchor.json")
+        excluded = base / "excluded"  # a tree stamped with an exclusion rule: a browser cannot apply it
+        excluded.mkdir()
+        (excluded / "a.txt").write_text("kept\n")
+        (excluded / "scratch.log").write_text("left out by the rule\n")
+        stamp = [
+            str(ANCHOR_BIN),
+            "stamp",
+            str(excluded),
+            "--exclude",
+            "*.log",
+            "--out",
+            str(base / "excluded.anchor.json"),
+        ]
+        subprocess.run(stamp, env=env, check=True, capture_output=True, timeout=120)
         report = json.loads(subprocess.run([str(ANCHOR_BIN), "--json", "research", "report"], env=env, check=True,
                                            capture_output=True, text=True).stdout)  # fmt: skip
         registry = json.loads((data / "deployments" / "31337.json").read_text())["address"]
@@ -225,6 +239,24 @@ def test_the_browser_names_a_file_changed_by_one_byte(world: dict[str, Any], tmp
         assert page.evaluate("document.getElementById('verdict').dataset.file") == "results.txt"
         assert "changed: results.txt" in page.evaluate("document.getElementById('verdict').textContent")
         assert not any(world["token"] in b for b in page.bodies())
+
+
+def test_the_browser_says_it_cannot_apply_exclusion_rules_rather_than_calling_a_file_added(
+    world: dict[str, Any],
+) -> None:
+    excluded = world["base"] / "excluded"
+    with chromium_page(chromium(), CHROMIUM_FLAGS) as page:
+        page.goto(world["url"] + "/verify", ready="!!document.getElementById('check')")
+        page.set_files("#proof", [world["base"] / "excluded.anchor.json"])
+        verdicts = []
+        for picked in ([excluded / "a.txt", excluded / "scratch.log"], [excluded / "a.txt"]):
+            page.set_files("#files", picked)
+            page.evaluate("document.getElementById('verdict').dataset.status = ''")
+            page.evaluate("document.getElementById('check').click()")
+            status = page.wait_for("document.getElementById('verdict').dataset.status")
+            verdicts.append((status, page.evaluate("document.getElementById('verdict').textContent")))
+    assert verdicts[0][0] == "bad_input" and "scratch.log" in verdicts[0][1] and "*.log" in verdicts[0][1]
+    assert verdicts[1][0] == "verified", verdicts[1]
 
 
 def test_serve_index_only_mistakes_are_one_line_errors(world: dict[str, Any], tmp_path: Path) -> None:

@@ -72,8 +72,15 @@
       if (digest !== e.blake3 || f.size !== e.size) throw new Verdict("tampered", "changed: " + e.path + " does not hash to the digest the proof binds", e.path);
       picked.delete(relPath(f));
     }
-    if (proof.files && picked.size) { const extra = picked.keys().next().value;
-      throw new Verdict("tampered", "added: " + extra + " is not in the proof", extra); }
+    if (proof.files && picked.size) {
+      const extra = picked.keys().next().value;
+      const tree = proof.manifest.kind === "bundle" ? proof.manifest.output || {} : proof.manifest;
+      if (tree.exclude || tree.symlinks) /* rules and links a browser cannot apply: say so, never guess */
+        throw new Verdict("bad_input", extra + " is not in the proof, whose tree was made " +
+          (tree.exclude ? "with exclusion rules (" + tree.exclude.join(", ") + ")" : "with symbolic links recorded") +
+          " that a browser cannot apply: pick only the files the proof lists, or run anchor verify", extra);
+      throw new Verdict("tampered", "added: " + extra + " is not in the proof", extra);
+    }
     const leaf = (e) => H("file-leaf", enc.encode(canonical({ blake3: e.blake3, path: e.path, size: e.size })));
     let filesRoot;
     if (proof.files) filesRoot = mth(entries.sort((a, b) => utf8Compare(a.path, b.path)).map(leaf));
