@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from anchor.chain.logs import scan_logs, with_backoff
-from anchor.errors import BadInput, ChainUnreachable, DeploymentMismatch, IndexReorgTooDeep
+from anchor.errors import ChainUnreachable, DeploymentMismatch, IndexReorgTooDeep
 from anchor.index.store import IndexStore
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ def deployment_block(w3: Web3, address: str, head: int, progress: Callable[[str]
             else:
                 low = mid + 1
     except Exception as exc:
-        if isinstance(exc, ChainUnreachable) and not isinstance(exc, BadInput):
+        if isinstance(exc, ChainUnreachable):  # the endpoint is down: not a question of past state
             raise
         if progress:
             progress("the endpoint keeps no past state, so the deployment block is unknown: indexing from"
