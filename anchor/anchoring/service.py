@@ -142,7 +142,7 @@ def _redeploy_local(settings: Settings, handle: ChainHandle) -> Registry:
         handle.w3,
         handle.chain_id,
         load_signer(handle.chain_id),
-        compile_registry(settings.data_dir / "build"),
+        compile_registry(),
         settings.data_dir,
     )
     return Registry(handle.w3, handle.chain_id, record.address, record.code_hash, record.block_number)

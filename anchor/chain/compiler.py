@@ -6,6 +6,7 @@ needs to reproduce the deployed bytecode.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from dataclasses import dataclass
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from anchor.chain.artifact import CONTRACTS, LATEST
-from anchor.chain.toolchain import checkout, compiler_settings, project_root, solc_shim
+from anchor.chain.toolchain import build_cache, checkout, compiler_settings, project_root, solc_shim
 from anchor.files import PRIVATE_FILE, atomic_write, private_dir
 
 
@@ -62,16 +63,21 @@ def shipped_registry(version: str = LATEST) -> CompiledContract:
 
 
 def compile_registry(cache_dir: Path | None = None, version: str = LATEST) -> CompiledContract:
-    """Compile (or load from `cache_dir`) registry `version`; outside a checkout, the shipped build."""
+    """Compile (or load from `cache_dir`, by default the user's build cache) registry `version`;
+    outside a checkout, the shipped build. A cache entry is named by the SHA-256 of the compiler
+    version and the whole standard-JSON input, so a changed source or setting never reads an old one;
+    a cache that cannot be written only costs the compile."""
     if checkout() is None:
         return shipped_registry(version)
     source = standard_json_input()
     solc = compiler_settings().solc_version
     key = hashlib.sha256(json.dumps([solc, source], sort_keys=True).encode()).hexdigest()[:32]
-    cached = cache_dir / f"registries-v2-{key}.json" if cache_dir else None
-    if cached and cached.is_file():
+    cached = (cache_dir or build_cache()) / f"registries-v2-{key}.json"
+    try:
         output = json.loads(cached.read_text())
-    else:
+    except (OSError, ValueError):
+        output = None
+    if not isinstance(output, dict) or "contracts" not in output:
         import copy
 
         import solcx
@@ -83,7 +89,7 @@ def compile_registry(cache_dir: Path | None = None, version: str = LATEST) -> Co
             for outputs in contracts.values():
                 outputs.append("metadata")
         output = solcx.compile_standard(selecting, solc_binary=solc_shim(), allow_paths=[str(project_root())])
-        if cached:
+        with contextlib.suppress(OSError):
             private_dir(cached.parent)
             atomic_write(cached, json.dumps(output).encode(), PRIVATE_FILE)
     name = CONTRACTS[version]

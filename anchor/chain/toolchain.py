@@ -39,8 +39,19 @@ def project_root() -> Path:
 
 def user_cache() -> Path:
     """Where a toolchain installed on first use lives: $XDG_CACHE_HOME/anchor/toolchain."""
+    return _cache_home() / "toolchain"
+
+
+def build_cache() -> Path:
+    """Where compiled registries are kept, keyed by the digest of the compiler and the whole input:
+    $XDG_CACHE_HOME/anchor/build. Per user, not per data dir: every new data dir used to pay the
+    pinned solcjs compile again (about 7 s) for byte-identical output."""
+    return _cache_home() / "build"
+
+
+def _cache_home() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "anchor" / "toolchain"
+    return Path(base) / "anchor"
 
 
 def tool(name: str) -> Path:

@@ -44,7 +44,7 @@ def deploy(
     if existing is not None:
         record, verb = existing, "already deployed"
     else:
-        compiled = compile_registry(settings.data_dir / "build")
+        compiled = compile_registry()
         signer = load_signer(handle.chain_id, settings.keystore)
         record, verb = deploy_registry(handle.w3, handle.chain_id, signer, compiled, settings.data_dir), "deployed"
     from anchor.chain.artifact import CONTRACTS, LATEST, version_of
