@@ -8,7 +8,7 @@ ANCHOR := $(BIN)/anchor
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 DEMO_DATA := $(CURDIR)/.anchor/demo
 
-.PHONY: image install demo test e2e browser sandbox postgres screenshots lock test-forge test-python lint fmt snapshot bench clean artifact wheel
+.PHONY: image install demo test check e2e browser sandbox postgres screenshots lock test-forge test-python lint fmt snapshot bench clean artifact wheel
 
 install: $(VENV)/.installed node_modules/.installed
 
@@ -26,7 +26,16 @@ node_modules/.installed: package.json package-lock.json
 demo: install sandbox
 	ANCHOR_DATA_DIR=$(DEMO_DATA) bash examples/demo.sh
 
-test: install browser sandbox postgres test-forge test-python
+# forge and the Python side side by side (each target's output printed whole when it ends): forge's
+# fuzzing fills the CPU the pytest workers leave idle while they wait on chains and sleeps.
+test: install browser sandbox postgres
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-forge test-python
+
+## The fast tier: every test that touches no chain, database, browser or sandbox (tests/conftest.py marks
+## them from their fixtures), and ruff. Under a minute here; `make test` runs everything.
+check: install
+	$(BIN)/ruff check anchor api tests benchmarks
+	$(BIN)/pytest -n 2 -m "not chain and not postgres and not browser and not sandbox and not soak"
 
 ## anchor -> verify -> lookup on a real chain: ANCHOR_RPC_URL and a funded key, else it says so and exits 0.
 e2e: install
@@ -59,10 +68,14 @@ test-forge: install
 	cd foundry && forge snapshot $(SNAPSHOT_FILTER) --snap cache/gas-snapshot.current > /dev/null
 	diff -u foundry/.gas-snapshot foundry/cache/gas-snapshot.current && echo "gas snapshot: unchanged"
 
+# Three workers on two cores (many tests wait on a chain, a server or a sleep: 453 s against 489 s with two);
+# tests that share a module fixture or the demo run stay on one worker (tests/conftest.py scope_of).
+PYTEST_PARALLEL ?= -n 3 --dist loadgroup
+
 test-python: install
 	$(BIN)/ruff check anchor api tests benchmarks
 	$(BIN)/mypy anchor api
-	$(BIN)/pytest
+	$(BIN)/pytest $(PYTEST_PARALLEL)
 
 snapshot: install
 	cd foundry && forge snapshot $(SNAPSHOT_FILTER)

@@ -1,29 +1,175 @@
-"""Shared fixtures: a real anvil (through our own LocalChain), a deployed registry, CLI runners.
+"""Shared fixtures: a real anvil (through our own LocalChain), a deployed registry, CLI runners;
+the test tiers, the seed and the grouping of tests across parallel workers.
 
 Chain tests never skip: if anvil is missing, the fixture fails loudly.
+
+Tiers (docs in README "Tests"): a test is marked `chain`, `postgres`, `browser`, `sandbox` or `soak` from the
+fixtures it uses (a fixture says what it touches with `@touches(...)`), or by an explicit mark where it
+starts one itself; `make check` runs everything else, `make test` runs everything. In `make check` a
+test that starts the local chain without being marked fails at once instead of silently making the
+fast tier slow.
+
+Randomness: every random choice a test makes comes from `ANCHOR_TEST_SEED` (set it to replay a run;
+unset, one is drawn, printed in the header, and shown with every failure), through `test_rng()`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import random
+import secrets
 import shutil
 import socket
 import subprocess
-import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
 from anchor.chain.node import LocalChain
 from anchor.settings.session import Settings
+from tests.cli import ANCHOR_BIN, run_anchor, run_anchor_process
 
 ROOT = Path(__file__).resolve().parents[1]
-ANCHOR_BIN = Path(sys.executable).with_name("anchor")
+__all__ = ["ANCHOR_BIN", "ROOT", "Chain", "deployed", "free_port", "test_rng", "touches"]
+
+TIERS = ("chain", "postgres", "browser", "sandbox", "soak")
+"""What a test touches beyond this process and its temporary files; `make check` runs none of them."""
+
+F = TypeVar("F", bound=Callable[..., object])
+
+
+def touches(*tiers: str) -> Callable[[F], F]:
+    """Say what a fixture starts (an anvil, a PostgreSQL server, Chromium): every test that uses it,
+    directly or through another fixture, is marked with those tiers at collection."""
+    unknown = set(tiers) - set(TIERS)
+    assert not unknown, f"unknown tier(s) {unknown}"
+
+    def mark(fixture: F) -> F:
+        fixture.anchor_touches = frozenset(tiers)  # type: ignore[attr-defined]
+        return fixture
+
+    return mark
+
+
+# -- the seed -------------------------------------------------------------------------------------
+
+
+def _seed_from_environment() -> str:
+    return os.environ.get("ANCHOR_TEST_SEED") or secrets.token_hex(4)
+
+
+SEED = _seed_from_environment()
+os.environ["ANCHOR_TEST_SEED"] = SEED  # parallel workers start after this and inherit the same seed
+
+
+def test_rng(*scope: object) -> random.Random:
+    """A random generator for one test's choices: the same seed and scope give the same choices."""
+    return random.Random(f"{SEED}:" + ":".join(map(str, scope)))  # noqa: S311 - test choices, not crypto
+
+
+test_rng.__test__ = False  # type: ignore[attr-defined]  # a helper, not a test
+
+
+def pytest_report_header() -> str:
+    return f"ANCHOR_TEST_SEED={SEED} (set it to replay this run's random choices)"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed:
+        report.sections.append(("seed", f"ANCHOR_TEST_SEED={SEED} replays this test's random choices"))
+
+
+# -- tiers and workers ----------------------------------------------------------------------------
+
+GROUPS = {
+    # one demo run feeds these three modules (the `demo_run` fixture): one worker runs them all
+    "tests/test_demo.py": "demo", "tests/test_chain_only.py": "demo", "tests/test_explorer_pages.py": "demo",
+}  # fmt: skip
+"""Modules whose tests must share a worker with other modules."""
+
+SHARED = {"tests/test_api_routes.py", "tests/test_hostile_clients.py"}
+"""Modules whose tests share a module fixture (one deployed chain, one server): one worker each, so the
+fixture is set up once. `_mark` refuses a module fixture in a module that is in none of these sets."""
+
+SPLIT = {"tests/faults/test_crash_seams.py"}
+"""Modules with a module fixture whose tests may still run on different workers (each test is long,
+and a worker that takes one sets up the module's chain for itself)."""
+
+
+LONG_FIRST = (
+    "tests/test_chain_only.py", "tests/test_demo.py", "tests/test_explorer_pages.py", "tests/faults/test_replicas.py",
+    "tests/test_wheel.py", "tests/test_mission_run.py", "tests/test_api_fuzz.py",
+)  # fmt: skip
+"""Modules handed out first (the longest work: a worker that gets it last ends the run late)."""
+
+
+def scope_of(nodeid: str) -> str:
+    """Which tests must run on the same worker: a group's name, a module, or the test alone (any worker)."""
+    module = nodeid.split("::", 1)[0]
+    if module in GROUPS:
+        return GROUPS[module]
+    return module if module in SHARED else nodeid
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """`--dist loadgroup`, grouped by `scope_of`. (xdist's own loadgroup reads `xdist_group` marks by
+    rewriting a test's `_nodeid`, which pytest 9 no longer reads: every test would go anywhere.)"""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByScope(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return scope_of(nodeid)
+
+    return ByScope(config, log)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        found: set[str] = set()
+        for name in getattr(item, "fixturenames", ()):
+            for fixturedef in item._fixtureinfo.name2fixturedefs.get(name, ()):  # type: ignore[attr-defined]
+                found |= getattr(fixturedef.func, "anchor_touches", frozenset())
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and "postgresql" in callspec.params.values():
+            found.add("postgres")  # the PostgreSQL half of a journal-backend parametrisation
+        for tier in sorted(found):
+            item.add_marker(getattr(pytest.mark, tier))
+        module = item.nodeid.split("::", 1)[0]
+        if _uses_module_fixture(item) and module not in SHARED | SPLIT | set(GROUPS):
+            raise pytest.UsageError(f"{module} has a module fixture: add it to SHARED, SPLIT or GROUPS in conftest")
+    first = {module: rank for rank, module in enumerate(LONG_FIRST)}
+    items.sort(key=lambda item: first.get(item.nodeid.split("::", 1)[0], len(first)))  # stable: modules stay whole
+
+
+def _uses_module_fixture(item: pytest.Item) -> bool:
+    definitions = item._fixtureinfo.name2fixturedefs.values()  # type: ignore[attr-defined]
+    return any(fixturedef.scope == "module" for fixturedefs in definitions for fixturedef in fixturedefs)
+
+
+@pytest.fixture(autouse=True)
+def _unmarked_tests_start_no_chain(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fast tier stays fast: a test not marked `chain` that starts the local chain fails, naming
+    the mark it lacks (only in process; a child `anchor` that starts one is caught by the time it takes)."""
+    if request.node.get_closest_marker("chain"):
+        return
+
+    def refused(self: LocalChain, timeout: float = 30.0) -> object:
+        raise AssertionError(f"{request.node.nodeid} starts the local chain: mark it chain or use a chain fixture")
+
+    monkeypatch.setattr(LocalChain, "up", refused)
 
 
 def free_port() -> int:
@@ -52,17 +198,12 @@ class Chain:
         return env
 
     def cli(self, *args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run(
-            [str(ANCHOR_BIN), *args],
-            env=self.env(),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            stdin=subprocess.DEVNULL,
-        )
-        if check and result.returncode != 0:
-            raise AssertionError(f"anchor {' '.join(args)} -> {result.returncode}\n{result.stdout}\n{result.stderr}")
-        return result
+        """`anchor ARGS` against this chain, in this process (tests/cli.py says why that is the same)."""
+        return run_anchor(args, self.env(), check=check)
+
+    def cli_process(self, *args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
+        """`anchor ARGS` as a real child process: where the process itself is what is checked."""
+        return run_anchor_process(args, self.env(), check=check)
 
 
 def _start(data_dir: Path) -> Chain:
@@ -84,6 +225,7 @@ def deployed(data_dir: Path) -> Iterator[Chain]:
 
 
 @pytest.fixture(scope="session")
+@touches("chain")
 def deployed_chain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chain]:
     """One deployed chain shared by the read-mostly tests."""
     with deployed(tmp_path_factory.mktemp("anchor-data")) as chain:
@@ -91,6 +233,7 @@ def deployed_chain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chain]:
 
 
 @pytest.fixture(scope="session")
+@touches("postgres")
 def postgres_server_url() -> Iterator[str]:
     """One real PostgreSQL server for the session (tests/postgres.py); each test takes a database."""
     from tests.postgres import postgres_server
@@ -126,12 +269,14 @@ def journal_url(request: pytest.FixtureRequest) -> str | None:
 
 
 @pytest.fixture
+@touches("chain")
 def backend_chain(fresh_chain: Chain, journal_url: str | None) -> Chain:
     """A fresh chain whose journal is on the backend under test."""
     return dataclasses.replace(fresh_chain, journal_url=journal_url)
 
 
 @pytest.fixture
+@touches("chain")
 def fresh_chain(tmp_path: Path) -> Iterator[Chain]:
     """An anvil of its own, for tests that restart, replace code or need an empty registry."""
     chain = _start(tmp_path / "data")
@@ -146,3 +291,65 @@ def bundle(tmp_path: Path) -> Path:
     shutil.copytree(ROOT / "examples" / "bundle", target)
     (target / "run-id.txt").write_text(uuid.uuid4().hex)
     return target
+
+
+# -- the demo, once ----------------------------------------------------------------------------------
+
+
+def demo_env(data: Path) -> dict[str, str]:
+    """The environment `make demo` gives examples/demo.sh, for a data dir of the test's own."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANCHOR_", "GIT_"))}
+    env.update(ANCHOR_DATA_DIR=str(data), ANCHOR_LOCAL_PORT=str(free_port()))
+    return env
+
+
+def run_demo(env: dict[str, str]) -> str:
+    """examples/demo.sh exactly as `make demo` runs it; its stdout, or a failure showing its end."""
+    result = subprocess.run(
+        ["bash", str(ROOT / "examples" / "demo.sh")], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result.stdout
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    """One run of the demo on a fresh data dir (its chain stopped, its state saved, as the demo leaves it)."""
+
+    data: Path
+    env: dict[str, str]
+    stdout: str
+
+    def copy(self, target: Path) -> dict[str, str]:
+        """A copy of the demo's data dir at `target` (its chain's state included) with a port of its own:
+        for a test that changes or deletes what it is given. Returns the copy's environment."""
+        shutil.copytree(self.data, target, symlinks=True)
+        env = demo_env(target)
+        return env
+
+
+@pytest.fixture(scope="session")
+@touches("chain")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoRun]:
+    """The demo, run once per worker and shared by the tests that read what it made (test_demo,
+    test_explorer_pages, test_chain_only; one xdist group). Each leaves its chain stopped."""
+    data = tmp_path_factory.mktemp("demo") / "demo"
+    env = demo_env(data)
+    yield DemoRun(data, env, run_demo(env))
+    LocalChain(data).down()  # in case a reader left it running
+
+
+@pytest.fixture(scope="session")
+@touches("chain")
+def fresh_compile(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], object]:
+    """The registry sources compiled once per worker with the pinned solc, into a directory of the
+    session's own (never the user's build cache): the tests that compare a fresh compile with the
+    committed build, forge's output and the bytecode rules share it. Touches the chain's toolchain."""
+    from anchor.chain.compiler import compile_registry
+
+    build = tmp_path_factory.mktemp("fresh-compile")
+
+    def compiled(version: str) -> object:
+        return compile_registry(build, version)  # the first call compiles every version; later ones read it
+
+    return compiled

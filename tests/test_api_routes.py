@@ -20,7 +20,7 @@ from anchor.chain.node import rpc_call
 from anchor.ingest.archive import ArchiveLimits
 from api.app import create_app
 from api.config import ApiConfig
-from tests.conftest import Chain, deployed
+from tests.conftest import Chain, deployed, touches
 from tests.hostile_archives import HOSTILE, SMALL_LIMITS
 from tests.journal_helpers import journal_value
 
@@ -29,6 +29,7 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
 @pytest.fixture(scope="module")
+@touches("chain")
 def api_chain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chain]:
     with deployed(tmp_path_factory.mktemp("api-data")) as chain:
         yield chain

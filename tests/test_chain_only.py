@@ -1,9 +1,10 @@
 """Provenance for someone who has only the chain: `anchor serve --index-only` after the demo's data
 directory is deleted, and a file checked against its proof in headless Chromium without being sent.
 
-One demo run feeds the module. Before its data directory goes, the test keeps what a researcher would
-publish (the ledger, a clone of the attempts' repository) and what an auditor would be handed (a proof
-file), takes an anvil snapshot and anchors one more root; the last test reverts to the snapshot."""
+The session's one demo run (conftest.demo_run) feeds the module, through a copy of its data dir.
+Before that directory goes, the test keeps what a researcher would publish (the ledger, a clone of the
+attempts' repository) and what an auditor would be handed (a proof file); the revert test anchors
+one more root after an anvil snapshot and reverts to it."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ import pytest
 from anchor.chain.node import LocalChain, rpc_call
 from anchor.index.store import short_commit
 from tests.cdp import chromium_page
-from tests.conftest import ANCHOR_BIN, ROOT, free_port
+from tests.conftest import ANCHOR_BIN, ROOT, DemoRun, free_port, touches
 from tests.journal_helpers import journal_batches
 from tests.test_explorer_pages import CHROMIUM_FLAGS, Nodes, chromium
 
@@ -45,12 +46,12 @@ def _stamp(env: dict[str, str], folder: Path, out: Path) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+@touches("chain", "browser")
+def world(demo_run: DemoRun, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     base = tmp_path_factory.mktemp("chain-only")
-    data, port = base / "demo", free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANCHOR_", "GIT_"))}
-    env.update(ANCHOR_DATA_DIR=str(data), ANCHOR_LOCAL_PORT=str(port))
-    subprocess.run(["bash", str(ROOT / "examples" / "demo.sh")], env=env, check=True, capture_output=True, timeout=300)
+    data = base / "demo"
+    env = demo_run.copy(data)  # the session's demo (conftest.demo_run), copied: this module deletes it
+    port = int(env["ANCHOR_LOCAL_PORT"])
     subprocess.run([str(ANCHOR_BIN), "chain", "up"], env=env, check=True, capture_output=True)
     rpc = f"http://127.0.0.1:{port}"
     anvil = LocalChain(data, port).status().pid
@@ -85,10 +86,9 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         subprocess.run(
             ["git", "clone", "-q", "--mirror", str(data / "research-repo"), str(base / "repo.git")], check=True
         )
-        snapshot = rpc_call(rpc, "evm_snapshot", [])
-        (base / "late").mkdir()
-        (base / "late" / "x.txt").write_text(token)
-        late = _stamp(env, base / "late", base / "late.anchor.json")["batch"]["root"]
+        # a copy that still owns the running chain (its record names the same anvil): the revert test
+        # anchors through it after the original is gone
+        shutil.copytree(data, base / "stamper", symlinks=True)
         shutil.rmtree(data)  # no data directory, journal or ledger of ours from here on
 
         site_port = free_port()
@@ -108,8 +108,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
                     assert server.poll() is None, server.stderr.read().decode() if server.stderr else ""
                     time.sleep(0.1)
             yield {"url": url, "rpc": rpc, "registry": registry, "env": served_env, "base": base, "token": token,
-                   "folder": folder, "proof": proof, "report": report, "roots": roots, "late": late,
-                   "snapshot": snapshot}  # fmt: skip
+                   "folder": folder, "proof": proof, "report": report, "roots": roots,
+                   "stamper": {**env, "ANCHOR_DATA_DIR": str(base / "stamper")}}  # fmt: skip
         finally:
             os.killpg(server.pid, signal.SIGTERM)
             server.wait(timeout=30)
@@ -137,7 +137,7 @@ def test_with_the_data_dir_gone_every_commit_and_root_is_found_from_the_chain(wo
     assert len(world["roots"]) >= 5
     status, _, page = _get(f"{world['url']}/attempt/{'ab' * 20}")  # a person is told, in a page, what is missing
     assert status == 404 and page.startswith("<!doctype html>") and "no lineage record of commit" in page
-    for root in [*world["roots"], world["late"]]:
+    for root in world["roots"]:
         status, final, page = _get(f"{world['url']}/search?q={root}")
         assert status == 200 and final.endswith(f"/batch/{root}") and root in page
         assert "anchored at 20" in page  # the registry's own record, read live
@@ -280,12 +280,23 @@ def test_serve_index_only_mistakes_are_one_line_errors(world: dict[str, Any], tm
     assert not (tmp_path / "nope.jsonl").exists()
 
 
-def test_zz_after_evm_revert_the_index_drops_the_reverted_root(world: dict[str, Any]) -> None:
-    """Last in the module: the chain is reverted to before the late root."""
-    assert _get(f"{world['url']}/search?q={world['late']}")[0] == 200
-    assert rpc_call(world["rpc"], "evm_revert", [world["snapshot"]]) is True
+def test_after_evm_revert_the_index_drops_a_reverted_root_and_keeps_the_rest(
+    world: dict[str, Any], tmp_path: Path
+) -> None:
+    """A root anchored after a snapshot is found; once the chain is reverted to the snapshot it is
+    gone from the index, and everything anchored before is still there. The test leaves the chain as
+    it found it, so it may run in any order."""
+    snapshot = rpc_call(world["rpc"], "evm_snapshot", [])
+    (tmp_path / "late").mkdir()
+    (tmp_path / "late" / "x.txt").write_text(world["token"] + tmp_path.name)
+    late = _stamp(world["stamper"], tmp_path / "late", tmp_path / "late.anchor.json")["batch"]["root"]
     deadline = time.monotonic() + 60
-    while _get(f"{world['url']}/search?q={world['late']}")[0] != 404:
+    while _get(f"{world['url']}/search?q={late}")[0] != 200:
+        assert time.monotonic() < deadline, "the late root never reached the index"
+        time.sleep(0.5)
+    assert rpc_call(world["rpc"], "evm_revert", [snapshot]) is True
+    deadline = time.monotonic() + 60
+    while _get(f"{world['url']}/search?q={late}")[0] != 404:
         assert time.monotonic() < deadline, "the reverted root is still in the index"
         time.sleep(0.5)
     for root in world["roots"]:

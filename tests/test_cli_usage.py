@@ -13,13 +13,12 @@ import pytest
 
 from anchor import __version__
 from anchor.errors import ExitCode
-from tests.conftest import ANCHOR_BIN
+from tests.cli import ANCHOR_BIN, run_anchor, run_anchor_process
 
 
 def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(ANCHOR_BIN), *args], capture_output=True, text=True, timeout=60, env=env, stdin=subprocess.DEVNULL
-    )
+    """The installed script as a real child: this module checks exit codes and start-up as users see them."""
+    return run_anchor_process(args, env)
 
 
 def test_version_prints_the_version_and_exits_0() -> None:
@@ -63,7 +62,7 @@ def test_shell_completion_completes_commands() -> None:
 
 def test_a_malformed_variable_is_named_not_a_traceback() -> None:
     env = {**os.environ, "ANCHOR_RPC_RETRIES": "many"}
-    result = _run("--json", "--rpc-url", "http://127.0.0.1:9", "lookup", "0x" + "00" * 32, env=env)
+    result = run_anchor(["--json", "--rpc-url", "http://127.0.0.1:9", "lookup", "0x" + "00" * 32], env)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert json.loads(result.stdout)["error"]["detail"] == {"variable": "ANCHOR_RPC_RETRIES"}
 
@@ -102,6 +101,7 @@ def test_hashing_shows_files_bytes_and_throughput_on_a_terminal_and_nothing_in_a
     assert piped.returncode == 0 and piped.stderr == "" and "\x1b" not in piped.stdout
 
 
+@pytest.mark.chain  # starts a local chain of its own
 def test_out_names_every_output_and_the_old_proof_spelling_still_works_for_anchor(tmp_path: Path) -> None:
     """`--proof` is an input everywhere (verify, prove); an output is `--out`. `anchor anchor --proof`
     keeps working for one release, as the same output."""
@@ -119,7 +119,7 @@ def test_out_names_every_output_and_the_old_proof_spelling_still_works_for_ancho
             assert chain.cli("verify", str(target), "--proof", str(written)).returncode == 0
     finally:
         chain.node.down()
-    helped = _run("anchor", "--help").stdout
+    helped = run_anchor(["anchor", "--help"]).stdout
     assert "--out" in helped and "old spelling" in helped
 
 
@@ -127,11 +127,10 @@ def test_the_journal_verbs_live_under_journal_and_the_old_spellings_still_work(t
     """`anchor journal submit|flush|status` are the verbs; `anchor submit|flush|status` stay for one
     release, saying so on stderr; `anchor stamp` is the clearer name of `anchor anchor`."""
     env = {**os.environ, "ANCHOR_DATA_DIR": str(tmp_path / "d")}
-    new = subprocess.run([str(ANCHOR_BIN), "journal", "status"], env=env, capture_output=True, text=True)
-    old = subprocess.run([str(ANCHOR_BIN), "status"], env=env, capture_output=True, text=True)
+    new, old = run_anchor(["journal", "status"], env), run_anchor(["status"], env)
     assert new.returncode == old.returncode == ExitCode.CHAIN_UNREACHABLE  # no chain here: the same answer
     assert "It is now `anchor journal status`" in old.stderr and "deprecated" not in new.stderr
     for verb in ("stamp", "anchor"):
-        shown = subprocess.run([str(ANCHOR_BIN), verb, "--help"], env=env, capture_output=True, text=True)
+        shown = run_anchor([verb, "--help"], env)
         assert shown.returncode == 0 and "--out" in shown.stdout
     assert not (tmp_path / "d").exists()  # a refused command wrote nothing

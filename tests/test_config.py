@@ -10,15 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from anchor.errors import ExitCode
-from tests.conftest import ANCHOR_BIN
+from tests.cli import run_anchor
 
 
 def _show(cwd: Path, home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
-    return subprocess.run(
-        [str(ANCHOR_BIN), *args, "config", "show", "--json"], cwd=cwd, capture_output=True, text=True,
-        env={**base, "XDG_CONFIG_HOME": str(home), **env}, timeout=60,
-    )  # fmt: skip
+    return run_anchor([*args, "config", "show", "--json"], {**base, "XDG_CONFIG_HOME": str(home), **env}, cwd=cwd)
 
 
 def _settings(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:

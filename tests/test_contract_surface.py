@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
+from typing import Any
 
 import pytest
 
 from anchor.chain.artifact import CONTRACTS, registry_abi
-from anchor.chain.compiler import compile_registry
 from tests.conftest import ROOT
 
 FORBIDDEN_OPCODES = {0xF4: "DELEGATECALL", 0xFF: "SELFDESTRUCT", 0xF2: "CALLCODE", 0xF1: "CALL", 0xF0: "CREATE"}
@@ -26,9 +25,9 @@ def _opcodes(code: bytes) -> list[int]:
 
 
 @pytest.mark.parametrize("version", list(CONTRACTS))
-def test_runtime_bytecode_has_no_delegatecall_selfdestruct_or_external_call(tmp_path: Path, version: str) -> None:
+def test_runtime_bytecode_has_no_delegatecall_selfdestruct_or_external_call(fresh_compile: Any, version: str) -> None:
     """(v2's ecrecover is a STATICCALL to the precompile at 0x01: it can change no state anywhere.)"""
-    ops = set(_opcodes(compile_registry(tmp_path, version).runtime))
+    ops = set(_opcodes(fresh_compile(version).runtime))
     assert not {FORBIDDEN_OPCODES[op] for op in ops & FORBIDDEN_OPCODES.keys()}
 
 

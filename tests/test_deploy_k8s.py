@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from anchor.errors import ExitCode
-from tests.conftest import ANCHOR_BIN
+from tests.cli import run_anchor
 
 IMAGE = "registry.example/anchor@sha256:" + "cd" * 32
 K8S = "1.30"
@@ -31,10 +31,10 @@ def _render(tmp_path: Path, *extra: str, record: bool = True) -> subprocess.Comp
         (data / "deployments" / "8453.json").write_text(json.dumps(RECORD))
         (data / "deployments" / "8453.source.json").write_text("{}")  # the source record is not a deployment
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
-    return subprocess.run(
-        [str(ANCHOR_BIN), "serve", "--render", "k8s", "--image", IMAGE, "--chain-rpc-url", "https://base.example/rpc",
+    return run_anchor(
+        ["serve", "--render", "k8s", "--image", IMAGE, "--chain-rpc-url", "https://base.example/rpc",
          "--public-url", "https://anchor.example.org", *extra],
-        env={**env, "ANCHOR_DATA_DIR": str(data)}, capture_output=True, text=True, timeout=120,
+        {**env, "ANCHOR_DATA_DIR": str(data)},
     )  # fmt: skip
 
 

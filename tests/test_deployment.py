@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from eth_hash.auto import keccak
 
 from anchor.chain.artifact import CONTRACTS, registry_abi, runtime_code_hash, version_of
-from anchor.chain.compiler import compile_registry
 from anchor.chain.deployment import load_deployment, record_path
 from anchor.chain.node import rpc_call
 from anchor.chain.toolchain import compiler_settings, tool
@@ -19,35 +19,35 @@ from tests.conftest import ROOT, Chain
 
 
 @pytest.mark.parametrize("version", list(CONTRACTS))
-def test_fresh_compile_matches_the_committed_abi_and_runtime_code_hash(tmp_path: Path, version: str) -> None:
-    compiled = compile_registry(tmp_path, version)
+def test_fresh_compile_matches_the_committed_abi_and_runtime_code_hash(fresh_compile: Any, version: str) -> None:
+    compiled = fresh_compile(version)
     assert compiled.abi == registry_abi(version)
     assert "0x" + compiled.runtime_code_hash().hex() == runtime_code_hash(version)
     assert version_of(runtime_code_hash(version)) == version
 
 
 @pytest.mark.parametrize("version", list(CONTRACTS))
-def test_the_shipped_build_is_a_fresh_compile_byte_for_byte(tmp_path: Path, version: str) -> None:
+def test_the_shipped_build_is_a_fresh_compile_byte_for_byte(fresh_compile: Any, version: str) -> None:
     """What an installed `anchor` deploys without a compiler is what the pinned solc builds here; v1's
     build is kept, unchanged, so that v1 deployments stay recognisable by their code hash."""
     from anchor.chain.artifact import shipped_build
     from anchor.chain.compiler import shipped_registry
 
-    compiled, shipped = compile_registry(tmp_path, version), shipped_registry(version)
+    compiled, shipped = fresh_compile(version), shipped_registry(version)
     assert (shipped.bytecode, shipped.runtime, shipped.abi) == (compiled.bytecode, compiled.runtime, compiled.abi)
     assert shipped.standard_json_input == compiled.standard_json_input
     assert shipped_build(version)["compiler"] == compiler_settings().to_json()
 
 
 @pytest.mark.parametrize("version", list(CONTRACTS))
-def test_forge_and_py_solc_x_produce_identical_runtime_bytecode(tmp_path: Path, version: str) -> None:
+def test_forge_and_py_solc_x_produce_identical_runtime_bytecode(fresh_compile: Any, version: str) -> None:
     name = CONTRACTS[version]
     out = subprocess.run(
         [str(tool("forge")), "inspect", f"contracts/{name}.sol:{name}", "deployedBytecode"],
         cwd=ROOT / "foundry", capture_output=True, text=True, check=True,
     )  # fmt: skip
     forge_runtime = bytes.fromhex(out.stdout.strip().removeprefix("0x"))
-    assert forge_runtime == compile_registry(tmp_path, version).runtime
+    assert forge_runtime == fresh_compile(version).runtime
 
 
 def test_deployment_record_names_chain_address_code_tx_block_and_compiler(deployed_chain: Chain) -> None:

@@ -4,7 +4,6 @@ DOM assertions on what a person sees, and a screenshot of each page."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import urllib.request
@@ -16,7 +15,10 @@ from typing import Any
 import pytest
 
 from tests.api_server import serving_api
-from tests.conftest import ANCHOR_BIN, ROOT, free_port
+from tests.cli import run_anchor
+from tests.conftest import ROOT, DemoRun, touches
+
+pytestmark = pytest.mark.browser  # pages are read by headless Chromium
 
 CHROMIUM_FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
@@ -37,27 +39,45 @@ class Nodes(HTMLParser):
         super().__init__()
         self.elements: list[tuple[str, dict[str, str]]] = []
         self.text: list[str] = []
+        self.cells: dict[str, list[str]] = {}
+        """The text of every table cell, by the cell's class."""
+        self._cell: str | None = None
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.elements.append((tag, {k: v or "" for k, v in attrs}))
+        if tag == "td":
+            self._cell = dict(attrs).get("class") or ""
+            self.cells.setdefault(self._cell, []).append("")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "td":
+            self._cell = None
 
     def handle_data(self, data: str) -> None:
         self.text.append(data)
+        if self._cell is not None:
+            self.cells[self._cell][-1] += data
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    data = tmp_path_factory.mktemp("explorer")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANCHOR_", "GIT_"))}
-    env.update(ANCHOR_DATA_DIR=str(data / "demo"), ANCHOR_LOCAL_PORT=str(free_port()))
-    subprocess.run(["bash", str(ROOT / "examples" / "demo.sh")], env=env, check=True, capture_output=True, timeout=300)
-    subprocess.run([str(ANCHOR_BIN), "chain", "up"], env=env, check=True, capture_output=True)
-    report = json.loads(subprocess.run([str(ANCHOR_BIN), "--json", "research", "report"], env=env, check=True,
-                                       capture_output=True, text=True).stdout)  # fmt: skip
-    proof = json.loads((data / "demo" / "bundle.anchor.json").read_text())
-    with serving_api(env) as url:
-        yield {"url": url, "champion": report["researchers"]["r0"]["champion"], "proof": proof, "dir": data}
-    subprocess.run([str(ANCHOR_BIN), "chain", "down"], env=env, capture_output=True)
+@touches("chain")
+def site(demo_run: DemoRun, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """The API over the session's demo data dir (conftest.demo_run), its chain started for the module."""
+    env = demo_run.env
+    run_anchor(["chain", "up"], env, check=True)
+    report = json.loads(run_anchor(["--json", "research", "report"], env, check=True).stdout)
+    proof = json.loads((demo_run.data / "bundle.anchor.json").read_text())
+    try:
+        with serving_api(env) as url:
+            yield {
+                "url": url,
+                "champion": report["researchers"]["r0"]["champion"],
+                "proof": proof,
+                "dir": tmp_path_factory.mktemp("explorer"),
+                "proof_file": demo_run.data / "bundle.anchor.json",
+            }
+    finally:
+        run_anchor(["chain", "down"], env)
 
 
 def render(url: str, screenshot: Path, script_ms: int = 0) -> Nodes:
@@ -134,7 +154,7 @@ def test_the_full_service_verifies_the_demo_bundle_in_the_browser(site: dict[str
     with chromium_page(chromium(), CHROMIUM_FLAGS) as page:
         page.goto(site["url"] + "/verify", ready="!!document.getElementById('check')")
         page.set_files("#files", sorted(p for p in bundle.rglob("*") if p.is_file()))
-        page.set_files("#proof", [site["dir"] / "demo" / "bundle.anchor.json"])
+        page.set_files("#proof", [site["proof_file"]])
         page.evaluate("document.getElementById('check').click()")
         status = page.wait_for("document.getElementById('verdict').dataset.status")
         text = page.evaluate("document.getElementById('verdict').textContent")

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.api_server import serving_api_process
-from tests.conftest import Chain, deployed
+from tests.conftest import Chain, deployed, touches
 from tests.hostile_archives import directory_flood
 from tests.journal_helpers import journal_value
 
@@ -28,6 +28,7 @@ def _hash(token: str) -> str:
 
 
 @pytest.fixture(scope="module")
+@touches("chain")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Any, Chain]]:
     with deployed(tmp_path_factory.mktemp("hostile-api")) as chain:
         env = {

@@ -6,6 +6,7 @@ is in benchmarks/hostile_bench.py."""
 
 from __future__ import annotations
 
+import bz2
 import contextlib
 import io
 import json
@@ -24,7 +25,7 @@ from anchor.errors import ArchiveRefused, BadInput, ProofFormatError
 from anchor.ingest.archive import ArchiveLimits, decode_archive
 from anchor.proof.file import parse_proof
 from tests.conftest import ROOT
-from tests.hostile_archives import directory_flood, header_bomb
+from tests.hostile_archives import directory_flood, header_bomb, make_header_bomb
 
 PEAK_BYTES = 64 << 20
 """No input of this file may make a decoder allocate more than this (they are all < 1 MiB)."""
@@ -103,6 +104,19 @@ def test_a_header_bomb_is_refused_before_it_is_read() -> None:
 
     assert _peak(decode) < PEAK_BYTES
     assert refused and "header of 1073741824 bytes" in refused[0]
+
+
+def test_the_committed_header_bomb_declares_a_gib_long_name_as_the_generator_makes_it() -> None:
+    """The 1 GiB bomb is a committed file (making it takes 13 s); this keeps it honest: its first
+    header is the generator's (checked on a 2 MiB one), and it declares 1 GiB of name."""
+
+    def first_header(data: bytes) -> tarfile.TarInfo:
+        return tarfile.TarInfo.frombuf(bz2.BZ2Decompressor().decompress(data, max_length=512), "utf-8", "strict")
+
+    committed, small = first_header(header_bomb()), first_header(make_header_bomb(2 << 20))
+    assert (committed.type, committed.name) == (small.type, small.name) == (tarfile.GNUTYPE_LONGNAME, "././@LongLink")
+    assert (committed.size, small.size) == (1 << 30, 2 << 20)
+    assert len(header_bomb()) < 4096
 
 
 def test_a_zip_declaring_more_entries_than_allowed_is_refused_before_its_directory_is_parsed() -> None:

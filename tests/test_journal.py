@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -269,23 +270,30 @@ def test_an_unreachable_postgresql_journal_is_a_typed_error_that_never_shows_the
 
 
 def test_a_replica_that_stalls_past_its_lease_cannot_commit_after_another_took_it(
-    postgres_url: str, tmp_path: Path
+    postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The fencing token: A holds the flush lease, stalls past its expiry, B takes it over; A's next
-    transition is refused and leaves nothing behind, B's commits."""
+    transition is refused and leaves nothing behind, B's commits. The stall is made on the database's
+    clock (the lease's expiry moved into the past), so no assertion depends on how fast this machine is."""
+    import psycopg
+
     from anchor.errors import LeaseLost
-    from anchor.journal.pg import PgJournal
+    from anchor.journal import pg
+    from anchor.journal.pg import _DB_NOW, PgJournal
 
     a, b = open_journal(tmp_path, postgres_url), open_journal(tmp_path, postgres_url)
     assert isinstance(a, PgJournal) and isinstance(b, PgJournal)
     submit(a, 31337, unique_submissions(1)[0])
-    with a.leased("flush:test", ttl_s=0.5) as held_by_a:
-        assert b.try_lease("flush:test", "replica-b", ttl_s=0.5) is None  # held and fresh: B waits
-        time.sleep(0.8)  # A stalls (a GC pause, a frozen VM) past its lease
+    with a.leased("flush:test", ttl_s=30) as held_by_a:
+        assert b.try_lease("flush:test", "replica-b", ttl_s=30) is None  # held and fresh: B waits
+        with psycopg.connect(postgres_url, autocommit=True) as clock:  # A stalls (a GC pause, a frozen VM)
+            clock.execute(f"UPDATE anchor_journal.leases SET expires_at = {_DB_NOW} - 1")  # noqa: S608 - constant
         held_by_b = b.try_lease("flush:test", "replica-b", ttl_s=30)
         assert held_by_b is not None and held_by_b.token == held_by_a.token + 1
         with pytest.raises(LeaseLost, match="expired or was taken over"), a.tx() as db:
             db.execute("UPDATE items SET state = 'batched'")
+        later = types.SimpleNamespace(monotonic=lambda: time.monotonic() + 60, sleep=time.sleep)
+        monkeypatch.setattr(pg, "time", later)  # A's own clock, injected: its keepalive is due
         with pytest.raises(LeaseLost):
             a.keepalive()
     assert a.db.execute("SELECT state FROM items").fetchone()[0] == "pending"  # A committed nothing

@@ -7,6 +7,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from anchor.chain.node import LocalChain
 from anchor.errors import ExitCode
 from tests.conftest import ANCHOR_BIN, Chain
@@ -65,6 +67,7 @@ def test_a_recorded_pid_that_is_not_our_anvil_is_never_signalled(fresh_chain: Ch
         stranger.wait()
 
 
+@pytest.mark.chain  # an anvil of its own, as a "real" chain (84532)
 def test_status_on_a_real_chain_reads_without_a_signing_key(tmp_path: Path) -> None:
     """`anchor --rpc-url … status` demanded ANCHOR_PRIVATE_KEY although it only reads the journal."""
     from anchor.chain.node import rpc_call
@@ -95,6 +98,7 @@ def test_status_on_a_real_chain_reads_without_a_signing_key(tmp_path: Path) -> N
         node.wait()
 
 
+@pytest.mark.chain  # starts a local chain of its own
 def test_anchoring_on_a_fresh_data_dir_deploys_the_embedded_registry_first(tmp_path: Path) -> None:
     """`anchor anchor PATH` on a fresh data dir used to stop with "run `anchor deploy`": on the embedded
     local chain the registry is deployed on first use (never on a real chain)."""

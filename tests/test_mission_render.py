@@ -15,7 +15,7 @@ import yaml
 
 from anchor.errors import ExitCode
 from anchor.manifest.mission import Mission
-from tests.conftest import ANCHOR_BIN
+from tests.cli import run_anchor
 from tests.test_deploy_k8s import K8S, RECORD
 
 IMAGE = "ghcr.io/example/runner@sha256:" + "ab" * 32
@@ -27,8 +27,7 @@ DOCUMENT = {
 
 def _anchor(data: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
-    return subprocess.run([str(ANCHOR_BIN), *args], env={**env, "ANCHOR_DATA_DIR": str(data)},
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    return run_anchor(args, {**env, "ANCHOR_DATA_DIR": str(data)})
 
 
 def _dispatched(tmp_path: Path, snapshot: str, sha256: str = "22" * 32, output: str = "spy-momentum") -> Path:

@@ -19,7 +19,7 @@ import pytest
 
 from anchor.errors import BadInput, ExitCode, NotAnchored, Tampered
 from anchor.missions.snapshots import SnapshotCache
-from tests.conftest import ANCHOR_BIN
+from tests.cli import run_anchor
 
 
 class Source:
@@ -162,8 +162,7 @@ def test_the_size_cap_evicts_the_least_recently_used_entry_no_mission_holds(tmp_
 
 def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
-    return subprocess.run([str(ANCHOR_BIN), *args], env={**env, "ANCHOR_DATA_DIR": str(tmp_path / "data")},
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    return run_anchor(args, {**env, "ANCHOR_DATA_DIR": str(tmp_path / "data")})
 
 
 def test_the_snapshot_commands_add_fetch_and_refuse_by_name(tmp_path: Path) -> None:

@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT, free_port
 
 
+@pytest.mark.chain  # starts a local chain of its own
 def test_the_wheel_installed_outside_the_checkout_anchors_and_verifies(tmp_path: Path) -> None:
     dist = tmp_path / "dist"
     subprocess.run(
@@ -22,7 +25,7 @@ def test_the_wheel_installed_outside_the_checkout_anchors_and_verifies(tmp_path:
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     subprocess.run(
-        [str(venv / "bin" / "pip"), "install", "--quiet", "--disable-pip-version-check",
+        [str(venv / "bin" / "pip"), "install", "--quiet", "--disable-pip-version-check", "--no-compile",
          "-c", str(ROOT / "requirements.lock"), str(wheel)],
         check=True, capture_output=True,
     )  # fmt: skip

@@ -22,7 +22,7 @@ from anchor.chain.open import open_chain, open_registry
 from anchor.chain.toolchain import tool
 from anchor.settings.session import Settings
 from tests.api_server import serving_api
-from tests.conftest import ANCHOR_BIN, free_port
+from tests.conftest import ANCHOR_BIN, free_port, touches
 from tests.faults.rpc_proxy import FaultyProxy
 
 # generous retries: 20% of requests are throttled, each must get through
@@ -66,6 +66,7 @@ class Node:
 
 
 @pytest.fixture
+@touches("chain")
 def node(tmp_path: Path) -> Iterator[Node]:
     started = Node(tmp_path / "data")
     yield started

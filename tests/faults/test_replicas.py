@@ -1,17 +1,17 @@
 """Several hosts, simulated: three `anchor serve` replicas, each with its own data directory (no shared
 disk), one PostgreSQL journal, one chain. Thousands of submissions over HTTP are spread across them
-while random replicas are SIGKILLed (their whole process group: server and flusher) in the middle of
-flushes and restarted. Afterwards every item is in exactly one anchored root, no root on chain is
-one no item uses, and every item's proof verifies against the chain.
+while replicas (chosen from ANCHOR_TEST_SEED) are SIGKILLed (their whole process group: server and
+flusher) in the middle of flushes and restarted. Afterwards every item is in exactly one anchored
+root, no root on chain is one no item uses, and every item's proof verifies against the chain.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import http.client
 import json
 import os
-import random
 import shutil
 import threading
 import time
@@ -28,7 +28,7 @@ from anchor.chain.registry import Registry
 from anchor.journal.backends import open_journal
 from anchor.verify.verifier import check_proof_consistency
 from tests.api_server import Replica
-from tests.conftest import Chain
+from tests.conftest import Chain, test_rng
 from tests.journal_helpers import assert_exactly_once
 
 REPLICAS = 3
@@ -88,7 +88,7 @@ def test_three_replicas_sharing_a_postgresql_journal_anchor_every_item_once_unde
     retries = 0
     lock = threading.Lock()
     done = threading.Event()
-    rng = random.Random(os.getpid())
+    rng, spread = test_rng("replicas", "kills"), test_rng("replicas", "load")  # ANCHOR_TEST_SEED replays them
 
     def submit(i: int) -> None:
         nonlocal retries
@@ -97,9 +97,12 @@ def test_three_replicas_sharing_a_postgresql_journal_anchor_every_item_once_unde
         while True:
             live = [r for r in replicas if r.up.is_set()] or replicas
             try:
-                digest = _post(random.choice(live), identity)  # noqa: S311 - load spreading, not crypto
+                with lock:
+                    target = spread.choice(live)
+                digest = _post(target, identity)
                 break
-            except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+            except (urllib.error.URLError, ConnectionError, TimeoutError, OSError, http.client.HTTPException):
+                # HTTPException: killed while its answer was being read (IncompleteRead)
                 with lock:
                     retries += 1  # the replica died under us: the same manifest again elsewhere (idempotent)
                 assert time.monotonic() < deadline, f"submission {i} never accepted"

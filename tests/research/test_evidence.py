@@ -21,6 +21,8 @@ from anchor.research.ledger import Ledger
 from anchor.research.loop import Search, SearchLimits
 from tests.research.helpers import SCORE_IS_X, ScriptedProposer, contract, params_repo
 
+pytestmark = pytest.mark.sandbox  # runs attempts, proposers or evaluators as processes (bubblewrap)
+
 
 def _searched(tmp_path: Path, values: list[Any], command: str = SCORE_IS_X) -> tuple[Search, Ledger, Path]:
     repo = Repo(params_repo(tmp_path / "repo", 1))

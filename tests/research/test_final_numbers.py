@@ -21,6 +21,8 @@ from anchor.research.loop import Search, SearchLimits
 from anchor.research.sandbox import Sandbox
 from tests.research.helpers import ScriptedProposer, make_repo
 
+pytestmark = pytest.mark.sandbox  # runs attempts, proposers or evaluators as processes (bubblewrap)
+
 # score = x, plus 0.1 x i on the i-th replication (re-runs differ, as real ones do); records whether the
 # holdout file was readable from where the attempt ran
 PROBE = r"""

@@ -13,6 +13,8 @@ from anchor.research.guard import check_committed, check_fence, check_unscored
 from anchor.research.runner import TIMEOUT_STATUS, run_command
 from tests.research.helpers import params_repo
 
+pytestmark = pytest.mark.sandbox  # runs attempts, proposers or evaluators as processes (bubblewrap)
+
 
 def test_commit_before_measure_refuses_uncommitted_editable_changes(tmp_path: Path) -> None:
     repo = Repo(params_repo(tmp_path / "repo", 1))

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from anchor.errors import ExitCode
-from tests.conftest import ANCHOR_BIN
+from tests.cli import run_anchor
 
 IMAGE = "registry.example/anchor@sha256:" + "ab" * 32
 BASELINE = "c0" * 20
@@ -29,10 +29,10 @@ def _render(tmp_path: Path, *extra: str, as_json: bool = False) -> subprocess.Co
             'mode = "max"\nattempt_timeout_minutes = 1\n'
         )
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
-    return subprocess.run(
-        [str(ANCHOR_BIN), *(["--json"] if as_json else []), "research", "render", "k8s", "--image", IMAGE,
+    return run_anchor(
+        [*(["--json"] if as_json else []), "research", "render", "k8s", "--image", IMAGE,
          "--repo-url", "https://git.example/r.git", "--baseline", BASELINE, "--contract", str(contract), *extra],
-        env={**env, "ANCHOR_DATA_DIR": str(tmp_path / "data")}, capture_output=True, text=True, timeout=120,
+        {**env, "ANCHOR_DATA_DIR": str(tmp_path / "data")},
     )  # fmt: skip
 
 

@@ -14,6 +14,8 @@ from anchor.research.ledger import Ledger
 from anchor.research.loop import NO_PARENT, Search, SearchLimits
 from tests.research.helpers import ScriptedProposer, contract, params_repo
 
+pytestmark = pytest.mark.sandbox  # runs attempts, proposers or evaluators as processes (bubblewrap)
+
 
 def _search(
     tmp_path: Path, baseline: float, values: list[Any], attempts: int | None = None, **terms: Any

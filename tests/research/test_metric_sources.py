@@ -24,6 +24,8 @@ from anchor.research.sandbox import Sandbox
 from tests import reference_impl as ref
 from tests.research.helpers import ScriptedProposer, make_repo
 
+pytestmark = pytest.mark.sandbox  # runs attempts, proposers or evaluators as processes (bubblewrap)
+
 # the edited code writes predictions and, in its own metrics file, a number it would like to have
 ATTEMPT = (
     "python3 -c \"import json,sys; x=json.load(open('params.json'))['x'];"

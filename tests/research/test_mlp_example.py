@@ -11,8 +11,12 @@ import sys
 from decimal import Decimal
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ANCHOR_BIN, ROOT
 from tests.research.helpers import make_repo
+
+pytestmark = pytest.mark.sandbox  # runs attempts, proposers or evaluators as processes (bubblewrap)
 
 
 def test_the_mlp_example_is_searched_in_the_sandbox_and_scored_by_its_evaluator(tmp_path: Path) -> None:

@@ -17,6 +17,8 @@ from anchor.errors import ExitCode
 from tests.conftest import ANCHOR_BIN
 from tests.research.helpers import make_repo
 
+pytestmark = pytest.mark.sandbox  # runs attempts, proposers or evaluators as processes (bubblewrap)
+
 SLOW = "sleep 60 & wait"  # the attempt: a child that would outlive a careless harness
 
 

@@ -8,9 +8,13 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from anchor.errors import ExitCode
 from tests.conftest import ANCHOR_BIN
 from tests.research.helpers import SCORE_IS_X, make_repo
+
+pytestmark = pytest.mark.sandbox  # runs attempts, proposers or evaluators as processes (bubblewrap)
 
 
 def _env(data: Path) -> dict[str, str]:

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from eth_hash.auto import keccak
 
 from anchor.chain.deployment import load_deployment
@@ -21,6 +22,8 @@ from anchor.manifest.onchain import commit_key
 from tests.conftest import ANCHOR_BIN, Chain
 from tests.journal_helpers import assert_exactly_once, journal_value
 from tests.research.helpers import SCORE_IS_X, make_repo
+
+pytestmark = pytest.mark.sandbox  # runs attempts, proposers or evaluators as processes (bubblewrap)
 
 LINEAGE_TOPIC = "0x" + keccak(b"LineageAnchored(address,bytes32,bytes32,bytes32,bytes32,bool,uint64)").hex()
 

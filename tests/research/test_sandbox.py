@@ -17,6 +17,8 @@ from anchor.chain.node import rpc_call
 from tests.conftest import ANCHOR_BIN, Chain
 from tests.research.helpers import make_repo
 
+pytestmark = pytest.mark.sandbox  # runs attempts, proposers or evaluators as processes (bubblewrap)
+
 CANARY = "0x" + "ca" * 32  # the signing key of this search (funded below): it really signs the anchoring
 
 HOSTILE = r"""

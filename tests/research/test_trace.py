@@ -17,6 +17,8 @@ from anchor.research.ledger import Ledger
 from anchor.research.loop import Search, SearchLimits
 from tests.research.helpers import ScriptedProposer, contract, params_repo
 
+pytestmark = pytest.mark.sandbox  # runs attempts, proposers or evaluators as processes (bubblewrap)
+
 
 class HarnessDied(BaseException):
     """What the harness's death looks like from inside: nothing after this point runs."""
