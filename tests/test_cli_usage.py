@@ -134,3 +134,23 @@ def test_the_journal_verbs_live_under_journal_and_the_old_spellings_still_work(t
         shown = run_anchor([verb, "--help"], env)
         assert shown.returncode == 0 and "--out" in shown.stdout
     assert not (tmp_path / "d").exists()  # a refused command wrote nothing
+
+
+def test_verify_of_a_path_never_stamped_is_not_anchored_naming_where_it_looked(tmp_path: Path) -> None:
+    """A file never proven, a folder never stamped, a path that does not exist: exit 3 with where the
+    proof was looked for and how to make one, never "this is a bug" (`find_proof` used to call
+    `with_name` on "/")."""
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "file.txt").write_text("never proven\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
+    env["ANCHOR_DATA_DIR"] = str(tmp_path / "data")
+    for target in (tmp_path / "file.txt", tmp_path / "folder", tmp_path / "missing"):
+        text = run_anchor(["verify", str(target)], env)
+        assert text.returncode == ExitCode.NOT_ANCHORED, text.stderr
+        assert f"error[not_anchored]: no proof for {target}" in text.stderr and "bug" not in text.stderr
+        assert f"{target}.anchor.json" in text.stderr and f"`anchor stamp {target}`" in text.stderr
+        as_json = run_anchor(["--json", "verify", str(target)], env)
+        error = json.loads(as_json.stdout)["error"]
+        assert as_json.returncode == ExitCode.NOT_ANCHORED and error["code"] == "not_anchored"
+        assert error["detail"]["looked_in"][0] == f"{target}.anchor.json"
+    assert not (tmp_path / "data").exists()  # a read-only verdict wrote nothing

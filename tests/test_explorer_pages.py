@@ -94,6 +94,15 @@ def render(url: str, screenshot: Path, script_ms: int = 0) -> Nodes:
     return nodes
 
 
+def test_the_home_page_shows_a_number_of_records_for_every_batch(site: dict[str, Any]) -> None:
+    """The first page anyone sees: every "Latest batches" row counts its records (it used to show
+    "<built-in method items of dict object at 0x…>")."""
+    page = render(f"{site['url']}/explorer/", site["dir"] / "home.png")
+    counts = page.cells.get("records", [])
+    assert len(counts) >= 5 and "built-in method" not in "".join(page.text)
+    assert all(c.strip().isdigit() and int(c) >= 1 for c in counts), counts
+
+
 def test_lineage_page_highlights_the_champion_chain(site: dict[str, Any]) -> None:
     page = render(f"{site['url']}/explorer/lineage/{site['champion']}", site["dir"] / "lineage.png")
     nodes = [attrs for tag, attrs in page.elements if tag == "li" and "node" in attrs.get("class", "")]

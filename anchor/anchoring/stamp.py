@@ -51,13 +51,40 @@ def find_proof(path: Path) -> Path:
     first = default_proof_path(path)
     if first.exists():
         return first
-    here = path.resolve()
-    for ancestor in list(here.parents)[:16]:
-        candidate = ancestor.with_name(ancestor.name + ".proofs") / here.relative_to(ancestor)
-        candidate = candidate.with_name(candidate.name + ".anchor.json")
-        if ancestor.name and candidate.is_file():
+    for candidate in _proofs_beside_folders(path):
+        if candidate.is_file():
             return candidate
     return first
+
+
+def require_proof(path: Path) -> Path:
+    """`find_proof`, or `NotAnchored` (exit 3) saying where it looked and how to make one: a path that
+    was never stamped is a verdict, not an error in the program."""
+    from anchor.errors import NotAnchored
+
+    found = find_proof(path)
+    if found.is_file():
+        return found
+    places = [default_proof_path(path), *_proofs_beside_folders(path)]
+    raise NotAnchored(
+        f"no proof for {path} (looked for {places[0]}"
+        + (f" and in the .proofs/ folder beside each of its {len(places) - 1} enclosing folders" if places[1:] else "")
+        + f"); stamp it with `anchor stamp {path}`",
+        detail={"path": str(path), "looked_in": [str(p) for p in places]},
+    )
+
+
+def _proofs_beside_folders(path: Path) -> list[Path]:
+    """Where `anchor prove` leaves a file's proof: `<DIR>.proofs/<path in DIR>.anchor.json` for each of
+    up to 16 enclosing folders (the filesystem root has no name, so nothing can sit beside it)."""
+    here = path.resolve()
+    places = []
+    for ancestor in list(here.parents)[:16]:
+        if not ancestor.name:
+            continue
+        candidate = ancestor.with_name(ancestor.name + ".proofs") / here.relative_to(ancestor)
+        places.append(candidate.with_name(candidate.name + ".anchor.json"))
+    return places
 
 
 def anchor_path(

@@ -252,7 +252,7 @@ def verify(
 ) -> None:
     """Verify PATH against its proof file and a live read of the chain (read-only); PATH may also be the
     in-toto statements `anchor attest` wrote (NAME.intoto.jsonl)."""
-    from anchor.anchoring.stamp import find_proof
+    from anchor.anchoring.stamp import require_proof
     from anchor.chain.presets import chain_name
     from anchor.verify.verifier import check_bundle_spec, check_finality, check_policy, verify_path
 
@@ -261,7 +261,7 @@ def verify(
 
         result = verify_statements(path, subjects_in, _settings(ctx))
     else:
-        proof_path = proof or find_proof(path)
+        proof_path = proof or require_proof(path)
         if spec is not None:
             check_bundle_spec(proof_path, spec)
         result = verify_path(path, proof_path, _settings(ctx), registry, quorum)

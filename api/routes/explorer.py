@@ -93,8 +93,10 @@ async def home(request: Request, reader: ReaderDep) -> HTMLResponse:
             " FROM effects WHERE kind = 'root' ORDER BY id DESC LIMIT 20"
         ).fetchall(),
     )
+    # "records", not "items": in a template `b.items` is the dict's method, and the page showed
+    # "<built-in method items of dict object at 0x…>" in every row
     rows = [
-        {"root": "0x" + bytes(b["key"]).hex(), "items": b["items"], "state": b["state"], "block": b["block_number"]}
+        {"root": "0x" + bytes(b["key"]).hex(), "records": b["items"], "state": b["state"], "block": b["block_number"]}
         for b in batches
     ]
     return page("home.html", "Anchor", reader.last_head(), batches=rows)
