@@ -22,6 +22,7 @@ import secrets
 import shutil
 import socket
 import subprocess
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -63,6 +64,11 @@ def touches(*tiers: str) -> Callable[[F], F]:
 def _seed_from_environment() -> str:
     return os.environ.get("ANCHOR_TEST_SEED") or secrets.token_hex(4)
 
+
+# The venv's interpreter first on PATH, as `. .venv/bin/activate` does (README): what the tests run as
+# `python3` (attempts, evaluators, the demo's JSON one-liners: several hundred) skips the pyenv shim,
+# 130 ms a start against 40 ms here.
+os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
 
 SEED = _seed_from_environment()
 os.environ["ANCHOR_TEST_SEED"] = SEED  # parallel workers start after this and inherit the same seed
