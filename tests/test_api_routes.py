@@ -403,6 +403,11 @@ def test_a_signed_lineage_record_is_relayed_under_its_researcher_and_a_bad_one_r
     late = researcher.sign_lineage(handle.chain_id, registry.address, dataclasses.replace(fields, deadline=1))
     _error(client.post("/v1/lineage", json=late.to_json(), headers=AUTH), 422, "bad_input")
     _error(client.post("/v1/lineage", json=signed), 401, "unauthorized")
+    for field, value in [("deadline", -1), ("deadline", 1 << 256), ("deadline", 1e300), ("researcher", "zzz"),
+                         ("kept", "false")]:  # fmt: skip
+        refused = client.post("/v1/lineage", json={**signed, field: value}, headers=AUTH)
+        _error(refused, 422, "bad_input")  # never a 500
+        assert refused.json()["detail"] == {"field": field}, (field, refused.json())
     accepted = client.post("/v1/lineage", json=signed, headers=AUTH)
     assert accepted.status_code == 202 and accepted.json()["researcher"] == researcher.address
     from anchor.anchoring.service import AnchorService

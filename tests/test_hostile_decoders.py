@@ -196,3 +196,29 @@ def test_fuzzed_proof_files_parse_or_are_refused_typed_within_bounded_memory(raw
         parse_proof(nested, "fuzz")
 
     assert _peak(parse) < PEAK_BYTES
+
+
+GOOD_SIGNED = {
+    "researcher": "0x" + "ab" * 20, "commit": "11" * 32, "parent": "22" * 32, "diff_hash": "33" * 32,
+    "metric_hash": "44" * 32, "kept": False, "deadline": 2_000_000_000, "v": 27, "r": "55" * 32, "s": "66" * 32,
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("deadline", -1), ("deadline", 1 << 256), ("deadline", 1e300), ("deadline", "2000000000"), ("deadline", True),
+        ("researcher", "zzz"), ("researcher", "0x" + "ab" * 19 + " a"), ("researcher", 7),
+        ("kept", "false"), ("kept", 1), ("kept", None),
+        ("v", -1), ("v", 1 << 300), ("commit", 11), ("r", "0x" + "55" * 31), ("s", "zz" * 32),
+    ],
+)  # fmt: skip
+def test_a_signed_lineage_field_of_the_wrong_type_or_range_is_refused_naming_it(field: str, value: object) -> None:
+    """What POST /v1/lineage decodes before it recovers or encodes anything: every one of these used to
+    reach the EIP-712 encoder (a 500), or, for "kept": "false", be read as true."""
+    from anchor.chain.signed import SignedLineage
+
+    assert SignedLineage.from_json(GOOD_SIGNED).fields.kept is False  # the well-formed body decodes
+    with pytest.raises(BadInput) as refused:
+        SignedLineage.from_json({**GOOD_SIGNED, field: value})
+    assert refused.value.detail == {"field": field}

@@ -11,6 +11,7 @@ The typed data is exactly `AnchorRegistryV2.lineageDigest` (tests compare the tw
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,26 +59,45 @@ class SignedLineage:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SignedLineage:
-        """Decode (from the journal or a client); raises `BadInput` naming the field."""
+        """Decode (from the journal or a client); raises `BadInput` naming the field. Every field is
+        checked for its EIP-712 type before anything signs, recovers or encodes it: a deadline of -1,
+        2**256 or 1e300, a researcher that is no address, or "kept": "false" (which `bool()` reads as
+        true) used to reach the encoder and answer 500."""
         try:
             fields = LineageFields(
-                str(data["researcher"]), _b32(data["commit"], "commit"), _b32(data["parent"], "parent"),
-                _b32(data["diff_hash"], "diff_hash"), _b32(data["metric_hash"], "metric_hash"), bool(data["kept"]),
-                int(data["deadline"]),
+                _address(data["researcher"], "researcher"), _b32(data["commit"], "commit"),
+                _b32(data["parent"], "parent"), _b32(data["diff_hash"], "diff_hash"),
+                _b32(data["metric_hash"], "metric_hash"), _strict_bool(data["kept"], "kept"),
+                _uint(data["deadline"], "deadline", 256),
             )  # fmt: skip
-            return cls(fields, int(data["v"]), _b32(data["r"], "r"), _b32(data["s"], "s"))
+            return cls(fields, _uint(data["v"], "v", 8), _b32(data["r"], "r"), _b32(data["s"], "s"))
         except KeyError as exc:
             raise BadInput(f"signed lineage: missing field {exc.args[0]}", detail={"field": exc.args[0]}) from None
-        except (TypeError, ValueError):
-            raise BadInput("signed lineage: malformed field", detail={"field": "signature"}) from None
+
+
+def _address(value: object, field: str) -> str:
+    if not (isinstance(value, str) and re.fullmatch(r"0[xX][0-9a-fA-F]{40}", value)):
+        raise BadInput(f"signed lineage: {field} must be a 0x-prefixed 20-byte address", detail={"field": field})
+    return value
+
+
+def _strict_bool(value: object, field: str) -> bool:
+    if not isinstance(value, bool):
+        raise BadInput(f"signed lineage: {field} must be true or false", detail={"field": field})
+    return value
+
+
+def _uint(value: object, field: str, bits: int) -> int:
+    """A JSON integer that fits uint<bits> (never a bool, a float or a string of digits)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << bits:
+        raise BadInput(f"signed lineage: {field} must be an integer from 0 to 2**{bits} - 1", detail={"field": field})
+    return value
 
 
 def _b32(value: object, field: str) -> bytes:
-    text = str(value).lower().removeprefix("0x")
-    raw = bytes.fromhex(text)
-    if len(raw) != 32:
-        raise BadInput(f"signed lineage: {field} must be 32 bytes", detail={"field": field})
-    return raw
+    if not (isinstance(value, str) and re.fullmatch(r"(0[xX])?[0-9a-fA-F]{64}", value)):
+        raise BadInput(f"signed lineage: {field} must be 32 bytes of hex", detail={"field": field})
+    return bytes.fromhex(value[-64:])
 
 
 def typed_data(chain_id: int, registry: str, fields: LineageFields) -> dict[str, Any]:
