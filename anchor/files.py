@@ -21,10 +21,26 @@ PUBLIC_FILE = 0o644
 
 
 def private_dir(path: Path) -> Path:
-    """Create `path` (and missing parents) and make it 0700 whatever the umask; refuse a symlink."""
+    """Create `path` and every missing parent 0700 whatever the umask, and make `path` 0700; refuse a
+    symlink. The parents too: `private_dir(DATA/chain)` on a fresh data dir used to leave DATA itself
+    0755 under umask 022, its file names readable by every local user (`mkdir(parents=True)` gives
+    parents the umask's mode). Directories that already exist keep theirs. The XDG base-directory
+    rule is the same: a missing directory is created 0700."""
     if path.is_symlink():
         raise UnsafePath(f"{path}: the data directory is a symbolic link; refusing it", detail={"path": str(path)})
-    path.mkdir(parents=True, exist_ok=True)
+    missing = []
+    for ancestor in (path, *path.parents):
+        if ancestor.exists() or ancestor.is_symlink():
+            break
+        missing.append(ancestor)
+    for directory in reversed(missing):
+        try:
+            directory.mkdir(mode=PRIVATE_DIR)
+        except FileExistsError:
+            continue  # made meanwhile by someone else: not ours to change (`path` itself is checked below)
+        os.chmod(directory, PRIVATE_DIR)  # mkdir's mode is filtered by the umask
+    if not path.is_dir():
+        path.mkdir(parents=True, exist_ok=True)  # raises as before (a file in the way)
     if stat.S_IMODE(path.stat().st_mode) != PRIVATE_DIR:
         os.chmod(path, PRIVATE_DIR)
     return path

@@ -144,3 +144,22 @@ def test_data_files_are_private_whatever_the_umask(fresh_chain: Chain, tmp_path:
     assert stat.S_IMODE((data / "journal.sqlite").stat().st_mode) == 0o600
     for path in data.rglob("*"):  # and, behind that, nothing writable by anyone else
         assert stat.S_IMODE(path.stat().st_mode) & 0o022 == 0, path
+
+
+def test_a_new_data_dir_and_its_missing_parents_are_private_whatever_the_umask(tmp_path: Path) -> None:
+    """Under umask 022 the data dir used to be 0755 (only its subdirectories were 0700): every local
+    user could list its file names. A folder that already existed keeps its mode."""
+    import os
+    import stat
+
+    from anchor.files import private_dir
+
+    (tmp_path / "shared").mkdir(mode=0o755)
+    old = os.umask(0o022)
+    try:
+        private_dir(tmp_path / "shared" / "home" / "data" / "chain")
+    finally:
+        os.umask(old)
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in (tmp_path / "shared").rglob("*")}
+    assert modes == {"home": 0o700, "data": 0o700, "chain": 0o700}
+    assert stat.S_IMODE((tmp_path / "shared").stat().st_mode) == 0o755  # not ours to change
