@@ -154,3 +154,16 @@ def test_verify_of_a_path_never_stamped_is_not_anchored_naming_where_it_looked(t
         assert as_json.returncode == ExitCode.NOT_ANCHORED and error["code"] == "not_anchored"
         assert error["detail"]["looked_in"][0] == f"{target}.anchor.json"
     assert not (tmp_path / "data").exists()  # a read-only verdict wrote nothing
+
+
+def test_hash_says_in_words_what_it_did_with_links(tmp_path: Path) -> None:
+    """It printed "1 link follow insideed"."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "a.txt").write_text("a\n")
+    (tree / "b.txt").symlink_to("a.txt")
+    env = {**os.environ, "ANCHOR_DATA_DIR": str(tmp_path / "data")}
+    followed = run_anchor(["hash", str(tree), "--symlinks", "follow-inside"], env, check=True).stdout
+    recorded = run_anchor(["hash", str(tree), "--symlinks", "record"], env, check=True).stdout
+    assert "1 link followed (inside the tree))" in followed and "insideed" not in followed
+    assert "1 link recorded)" in recorded

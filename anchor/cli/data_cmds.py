@@ -104,10 +104,14 @@ def hash_(
         [
             f"0x{tree.digest.hex()}  {path}"
             f"  ({count(summary['file_count'], 'file')}, {count(summary['total_size'], 'byte')}"
-            + (f", {count(len(tree.links), 'link')} {symlinks.value.replace('-', ' ')}ed" if tree.links else "")
+            + (f", {count(len(tree.links), 'link')} {LINKS_DONE[symlinks.value]}" if tree.links else "")
             + ")"
         ],
     )
+
+
+LINKS_DONE = {"record": "recorded", "follow-inside": "followed (inside the tree)"}
+"""What `hash` says it did with links (it said "1 link follow insideed")."""
 
 
 def anchor_(
