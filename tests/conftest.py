@@ -34,7 +34,7 @@ import pytest
 
 from anchor.chain.node import LocalChain
 from anchor.settings.session import Settings
-from tests.cli import ANCHOR_BIN, run_anchor, run_anchor_process
+from tests.cli import ANCHOR_BIN, run_anchor
 
 ROOT = Path(__file__).resolve().parents[1]
 __all__ = ["ANCHOR_BIN", "ROOT", "Chain", "deployed", "free_port", "test_rng", "touches"]
@@ -207,10 +207,6 @@ class Chain:
         """`anchor ARGS` against this chain, in this process (tests/cli.py says why that is the same)."""
         return run_anchor(args, self.env(), check=check)
 
-    def cli_process(self, *args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
-        """`anchor ARGS` as a real child process: where the process itself is what is checked."""
-        return run_anchor_process(args, self.env(), check=check)
-
 
 def _start(data_dir: Path) -> Chain:
     port = free_port()
@@ -330,8 +326,7 @@ class DemoRun:
         """A copy of the demo's data dir at `target` (its chain's state included) with a port of its own:
         for a test that changes or deletes what it is given. Returns the copy's environment."""
         shutil.copytree(self.data, target, symlinks=True)
-        env = demo_env(target)
-        return env
+        return demo_env(target)
 
 
 @pytest.fixture(scope="session")

@@ -245,7 +245,9 @@ def test_a_researchers_attempts_are_listed_over_every_search_with_filters_pages_
         'metric = "score"\nmode = "max"\nattempt_timeout_minutes = 1\n'
     )
     for name, attempts in (("w1", "3"), ("w2", "2")):  # two searches, each in a work dir of its own
-        files = {"params.json": json.dumps({"x": 1.0, "y": 2}), "README.md": "r\n"}
+        # README differs: two repositories made in the same second with the same files have the same
+        # commits, and a diff link names only the commit (one copy is served; see the closing note)
+        files = {"params.json": json.dumps({"x": 1.0, "y": 2}), "README.md": f"r {name}\n"}
         repo = make_repo(tmp_path / f"repo-{name}", files)
         work = ["--workdir", str(tmp_path / name), "--researcher", "alice", "--max-attempts", attempts]
         api_chain.cli("research", "run", "--repo", str(repo), "--contract", str(contract), *work, check=True)
