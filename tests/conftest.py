@@ -104,7 +104,7 @@ GROUPS = {
 
 SHARED = {"tests/test_api_routes.py", "tests/test_hostile_clients.py"}
 """Modules whose tests share a module fixture (one deployed chain, one server): one worker each, so the
-fixture is set up once. `_mark` refuses a module fixture in a module that is in none of these sets."""
+fixture is set up once. Collection refuses a module fixture in a module that is in none of these sets."""
 
 SPLIT = {"tests/faults/test_crash_seams.py"}
 """Modules with a module fixture whose tests may still run on different workers (each test is long,
@@ -118,9 +118,13 @@ LONG_FIRST = (
 """Modules handed out first (the longest work: a worker that gets it last ends the run late)."""
 
 
+def _module(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
 def scope_of(nodeid: str) -> str:
     """Which tests must run on the same worker: a group's name, a module, or the test alone (any worker)."""
-    module = nodeid.split("::", 1)[0]
+    module = _module(nodeid)
     if module in GROUPS:
         return GROUPS[module]
     return module if module in SHARED else nodeid
@@ -153,11 +157,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             found.add("postgres")  # the PostgreSQL half of a journal-backend parametrisation
         for tier in sorted(found):
             item.add_marker(getattr(pytest.mark, tier))
-        module = item.nodeid.split("::", 1)[0]
+        module = _module(item.nodeid)
         if _uses_module_fixture(item) and module not in SHARED | SPLIT | set(GROUPS):
             raise pytest.UsageError(f"{module} has a module fixture: add it to SHARED, SPLIT or GROUPS in conftest")
     first = {module: rank for rank, module in enumerate(LONG_FIRST)}
-    items.sort(key=lambda item: first.get(item.nodeid.split("::", 1)[0], len(first)))  # stable: modules stay whole
+    items.sort(key=lambda item: first.get(_module(item.nodeid), len(first)))  # stable: modules stay whole
 
 
 def _uses_module_fixture(item: pytest.Item) -> bool:

@@ -209,6 +209,7 @@ GOOD_SIGNED = {
     [
         ("deadline", -1), ("deadline", 1 << 256), ("deadline", 1e300), ("deadline", "2000000000"), ("deadline", True),
         ("researcher", "zzz"), ("researcher", "0x" + "ab" * 19 + " a"), ("researcher", 7),
+        ("researcher", "0X" + "ab" * 20),
         ("kept", "false"), ("kept", 1), ("kept", None),
         ("v", -1), ("v", 1 << 300), ("commit", 11), ("r", "0x" + "55" * 31), ("s", "zz" * 32),
     ],

@@ -65,7 +65,7 @@ def require_proof(path: Path) -> Path:
     found = find_proof(path)
     if found.is_file():
         return found
-    places = [default_proof_path(path), *_proofs_beside_folders(path)]
+    places = [found, *_proofs_beside_folders(path)]  # nothing found: `found` is the default place
     raise NotAnchored(
         f"no proof for {path} (looked for {places[0]}"
         + (f" and in the .proofs/ folder beside each of its {len(places) - 1} enclosing folders" if places[1:] else "")

@@ -76,7 +76,7 @@ class SignedLineage:
 
 
 def _address(value: object, field: str) -> str:
-    if not (isinstance(value, str) and re.fullmatch(r"0[xX][0-9a-fA-F]{40}", value)):
+    if not (isinstance(value, str) and re.fullmatch(r"0x[0-9a-fA-F]{40}", value)):
         raise BadInput(f"signed lineage: {field} must be a 0x-prefixed 20-byte address", detail={"field": field})
     return value
 
