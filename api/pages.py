@@ -16,6 +16,11 @@ if TYPE_CHECKING:
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
+def counted(n: int, noun: str) -> str:
+    """A number and its noun, singular for exactly one: "1 records" reads as a bug to a newcomer."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 @functools.cache
 def templates() -> Environment:
     """Built on the first page, not at import: Jinja2 is not on the API's start-up path."""
@@ -23,6 +28,7 @@ def templates() -> Environment:
 
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined, auto_reload=False)
     env.filters["q"] = lambda text: quote(str(text), safe="")  # a path segment or query value
+    env.filters["count"] = counted  # {{ n | count("record") }} -> "1 record", "2 records"
     return env
 
 

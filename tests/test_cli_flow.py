@@ -74,6 +74,51 @@ def test_a_tamper_verdict_reads_as_a_diff_with_sizes(deployed_chain: Chain, bund
     assert "\x1b" not in stderr and "['" not in stderr  # not a terminal: no colour; no Python lists
 
 
+def test_a_rename_reads_as_one_line_and_a_single_file_tamper_as_the_same_diff(
+    deployed_chain: Chain, bundle: Path
+) -> None:
+    """A moved file is one "renamed (same content)" line, not a + and a −; `verify FILE` against its own
+    proof prints the same `~ path (a -> b bytes)` line as the folder diff, never a Python list."""
+    deployed_chain.cli("anchor", str(bundle), check=True)
+    deployed_chain.cli("prove", str(bundle / "config.toml"), "--in", str(bundle), check=True)
+    (bundle / "README.md").rename(bundle / "READ-ME.md")
+    config = bundle / "config.toml"
+    size = config.stat().st_size
+    config.write_bytes(config.read_bytes() + b"#")
+    folder = deployed_chain.cli("verify", str(bundle))
+    assert folder.returncode == ExitCode.TAMPERED
+    lines = folder.stderr.splitlines()
+    assert "  > README.md -> READ-ME.md  (renamed, same content)" in lines
+    assert not any(line.startswith(("  + READ-ME", "  - README")) for line in lines)
+    as_json = json.loads(deployed_chain.cli("verify", str(bundle), "--json").stdout)["error"]["detail"]
+    assert as_json["renamed"] == [["README.md", "READ-ME.md"]] and "README.md" in as_json["removed"]
+    one = deployed_chain.cli("verify", str(config))
+    assert one.returncode == ExitCode.TAMPERED
+    assert f"  ~ config.toml  ({size} -> {size + 1} bytes)" in one.stderr.splitlines()
+    assert "['" not in one.stderr
+
+
+def test_a_files_proof_inside_a_folder_is_left_out_of_the_folder_and_hash_says_what_it_left_out(
+    deployed_chain: Chain, bundle: Path
+) -> None:
+    """`stamp FILE` writes FILE.anchor.json beside it; stamping the folder later must not bind that proof
+    (re-stamping the file would then "tamper" the folder). The rule is recorded only when it matched."""
+    plain = json.loads(deployed_chain.cli("--json", "hash", str(bundle), check=True).stdout)
+    deployed_chain.cli("stamp", str(bundle / "config.toml"), check=True)
+    assert (bundle / "config.toml.anchor.json").is_file()
+    text = deployed_chain.cli("hash", str(bundle), check=True).stdout
+    assert "  left out (recorded in the manifest): config.toml.anchor.json" in text.splitlines()
+    listed = json.loads(deployed_chain.cli("--json", "hash", str(bundle), check=True).stdout)
+    assert listed["manifest"]["exclude"] == [".git/", "*.anchor.json"]
+    assert "config.toml.anchor.json" not in {f["path"] for f in listed["files"]}
+    deployed_chain.cli("stamp", str(bundle), check=True)
+    deployed_chain.cli("stamp", str(bundle / "config.toml"), check=True)  # the file's proof written again
+    assert deployed_chain.cli("verify", str(bundle)).returncode == ExitCode.OK
+    (bundle / "config.toml.anchor.json").unlink()
+    again = json.loads(deployed_chain.cli("--json", "hash", str(bundle), check=True).stdout)
+    assert again["manifest_digest"] == plain["manifest_digest"] and "exclude" not in again["manifest"]
+
+
 def test_added_and_removed_files_are_named(deployed_chain: Chain, bundle: Path) -> None:
     deployed_chain.cli("anchor", str(bundle), check=True)
     (bundle / "config.toml").unlink()
@@ -143,6 +188,20 @@ def test_lookup_finds_the_record_by_path_digest_and_root(deployed_chain: Chain, 
         assert (found["kind"], found["tx_hash"]) == ("batch_root", anchored["proof"]["anchor"]["tx_hash"])
     missing = deployed_chain.cli("lookup", "0x" + "42" * 32)
     assert missing.returncode == ExitCode.NOT_ANCHORED
+
+
+def test_lookup_of_a_git_checkout_finds_what_stamp_anchored_and_reads_as_words(
+    deployed_chain: Chain, bundle: Path
+) -> None:
+    """A folder with .git/ in it: `stamp` leaves .git/ out, so `lookup PATH` must too (it hashed the whole
+    folder and answered "nothing is anchored"); its text names fields in words, with one date, no Unix time."""
+    subprocess.run(["git", "init", "-q", str(bundle)], check=True)
+    anchored = json.loads(deployed_chain.cli("stamp", str(bundle), "--json", check=True).stdout)
+    text = deployed_chain.cli("lookup", str(bundle), check=True).stdout
+    assert text.splitlines()[0] == f"batch root {anchored['proof']['batch']['root']}"
+    assert f"manifest digest  {anchored['proof']['manifest_digest']}" in text
+    assert " UTC, block " in text
+    assert "timestamp" not in text and "_" not in text.split("explorer")[0]  # no snake_case field names
 
 
 def test_help_documents_every_exit_code() -> None:

@@ -123,3 +123,53 @@ def test_a_file_proof_is_written_beside_the_directory_never_inside_it(deployed_c
     assert deployed_chain.cli("verify", str(bundle)).returncode == ExitCode.OK
     single = json.loads(deployed_chain.cli("--json", "verify", str(target), check=True).stdout)
     assert single["path_in_bundle"] == "outputs/metrics.json"
+
+
+def _result_bundle(tmp_path: Path, name: str, resume: str = "", image_digest: str = "4f" * 32) -> Path:
+    """A copy of examples/result-bundle with its own output (the registry is write-once and shared),
+    optionally resuming the bundle whose digest is `resume`."""
+    target = tmp_path / name
+    shutil.copytree(Path(__file__).resolve().parent.parent / "examples" / "result-bundle", target)
+    (target / "outputs" / "run.txt").write_text(f"{name} {tmp_path}")
+    spec = target / "bundle.toml"
+    text = spec.read_text().replace("4f8c0d6e7a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5", image_digest)
+    text = text.split("[milestones]")[0]
+    if resume:
+        text += f'\n[resume]\nbundle = "part-1"\ndigest = "{resume}"\n'
+    spec.write_text(text)
+    return spec
+
+
+def test_bundle_and_verify_refuse_a_resume_pin_the_dispatcher_would_refuse(
+    deployed_chain: Chain, tmp_path: Path
+) -> None:
+    """A pin never anchored is not anchored (exit 3, `resume.digest`); a pin whose image (or mission,
+    snapshot, policy) differs is refused naming it (exit 2, `resume.image`), by `bundle` before anything
+    is anchored and by `verify` for a bundle someone anchored anyway; an agreeing, anchored pin passes."""
+    first = json.loads(deployed_chain.cli("--json", "bundle", str(_result_bundle(tmp_path, "a")), "--anchor",
+                                          check=True).stdout)  # fmt: skip
+    pin = first["proof"]["manifest_digest"][2:]
+
+    never = deployed_chain.cli("--json", "bundle", str(_result_bundle(tmp_path, "b", "77" * 32)), "--anchor")
+    assert never.returncode == ExitCode.NOT_ANCHORED
+    assert json.loads(never.stdout)["error"]["detail"]["field"] == "resume.digest"
+    assert not (tmp_path / "b" / "outputs.anchor.json").exists()
+
+    other_image = _result_bundle(tmp_path, "c", pin, image_digest="5e" * 32)
+    refused = deployed_chain.cli("--json", "bundle", str(other_image))
+    assert refused.returncode == ExitCode.BAD_INPUT
+    assert json.loads(refused.stdout)["error"]["detail"]["field"] == "resume.image"
+
+    good = deployed_chain.cli("bundle", str(_result_bundle(tmp_path, "d", pin)), "--anchor")
+    assert good.returncode == ExitCode.OK, good.stderr
+    assert deployed_chain.cli("verify", str(tmp_path / "d" / "outputs")).returncode == ExitCode.OK
+
+    # anchored by someone who skipped the check: the bytes say resume, the verifier refuses the pin
+    from anchor.anchoring.stamp import anchor_bundle
+    from anchor.manifest.bundle import load_bundle_spec
+
+    manifest, tree, out = load_bundle_spec(other_image)
+    anchor_bundle(manifest, tree, deployed_chain.settings, out.with_name("outputs.anchor.json"))
+    verdict = deployed_chain.cli("--json", "verify", str(out))
+    assert verdict.returncode == ExitCode.BAD_INPUT
+    assert json.loads(verdict.stdout)["error"]["detail"]["field"] == "resume.image"

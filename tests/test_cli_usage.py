@@ -35,8 +35,18 @@ def test_version_prints_the_version_and_exits_0() -> None:
         (["journal", "flush", "--batch-size", "zero"], "Invalid value for '--batch-size'"),
         (["research", "run"], "Missing option '--repo'"),
         (["nonsense"], "No such command 'nonsense'"),
+        # a path never stamped and no chain: the word is refused before either is looked at
+        (["verify", "/nonexistent/x", "--min-finality", "bogus"], "'bogus': expected safe, finalized, or a number"),
     ],
-    ids=["missing-argument", "unknown-option", "unknown-root-option", "bad-value", "missing-option", "no-command"],
+    ids=[
+        "missing-argument",
+        "unknown-option",
+        "unknown-root-option",
+        "bad-value",
+        "missing-option",
+        "no-command",
+        "finality-word-first",
+    ],  # fmt: skip
 )
 def test_a_usage_error_is_a_usage_line_a_hint_and_exit_2(args: list[str], says: str) -> None:
     result = _run(*args)
@@ -167,3 +177,33 @@ def test_hash_says_in_words_what_it_did_with_links(tmp_path: Path) -> None:
     recorded = run_anchor(["hash", str(tree), "--symlinks", "record"], env, check=True).stdout
     assert "1 link followed (inside the tree))" in followed and "insideed" not in followed
     assert "1 link recorded)" in recorded
+
+
+def _commands() -> list[list[str]]:
+    from anchor.cli.app import app
+    from anchor.cli.helptext import command
+
+    found: list[list[str]] = []
+
+    def walk(cmd: object, path: list[str]) -> None:
+        found.append(path)
+        for name, sub in sorted(getattr(cmd, "commands", {}).items()):
+            walk(sub, [*path, name])
+
+    walk(command(app), [])
+    return found
+
+
+def test_every_help_page_names_values_as_a_cli_does_and_reflows_its_sentences() -> None:
+    """typer 0.29 printed `<bool>` after every flag, `<list[str]>`, `<path>`, `{path}` in the usage line,
+    and kept a docstring's hard line breaks mid-sentence; every page is read here, none may."""
+    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
+    pages = {" ".join(path): run_anchor([*path, "--help"], env, check=True).stdout for path in _commands()}
+    assert len(pages) >= 40
+    for name, text in pages.items():
+        for python_type in ("<bool>", "<list[", "<path>", "<str>", "<int>", "{path}", "{key}"):
+            assert python_type not in text, f"anchor {name} --help shows {python_type}"
+    root = " ".join(pages[""].split())
+    assert "uses the embedded local chain, an anvil on 127.0.0.1 whose state" in root  # one sentence, one line
+    assert "Usage: anchor hash [OPTIONS] PATH" in pages["hash"]
+    assert "13  a mission's command failed" in pages[""]  # a \b block keeps its lines

@@ -21,7 +21,7 @@ def _head(env: dict[str, str]) -> int:
 def test_demo_verifies_everything_and_a_second_run_anchors_nothing_new(demo_run: DemoRun) -> None:
     first = demo_run.stdout  # the session's one run of the demo (conftest.demo_run), on a fresh data dir
     assert "examples/bundle: anchored" in first and "OK: " in first
-    assert "champion" in first and "⛓" in first and "lineage:" in first  # lineage record read back
+    assert "champion" in first and "⛓" in first and "lineage record of commit " in first  # read back
     assert "mission 'demo-momentum' ran (bubblewrap)" in first  # a mission end to end, after the search
     assert "milestones  anchored: its timing record, checked on chain" in first
     head = _head(demo_run.env)
@@ -30,3 +30,20 @@ def test_demo_verifies_everything_and_a_second_run_anchors_nothing_new(demo_run:
     assert "r0: measured 0" in second
     assert "milestones  anchored: its timing record, checked on chain" in second  # verified, not run again
     assert _head(demo_run.env) == head  # no new block: nothing was anchored twice
+
+
+def test_lookup_takes_a_twelve_digit_commit_prefix_and_prints_the_commit_as_git_does(demo_run: DemoRun) -> None:
+    """As the chain-only explorer does: 7+ hex digits name a commit when one record's commit starts so;
+    the answer shows the 40-hex id, not the bytes32 it is stored in (24 zeros of padding)."""
+    env = demo_run.env
+    report = json.loads(run_anchor(["--json", "research", "report"], env, check=True).stdout)
+    champion = report["researchers"]["r0"]["champion"]
+    run_anchor(["chain", "up"], env, check=True)
+    try:
+        text = run_anchor(["lookup", champion[:12]], env, check=True).stdout
+        ambiguous = run_anchor(["lookup", "0000000"], env)
+    finally:
+        run_anchor(["chain", "down"], env, check=True)
+    assert text.splitlines()[0] == f"lineage record of commit {champion}"
+    assert "0" * 24 not in text and "kept             yes" in text
+    assert ambiguous.returncode == 3  # no commit starts so: not anchored, said as such

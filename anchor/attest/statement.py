@@ -36,7 +36,7 @@ def attest(target: str, settings: Settings) -> tuple[list[dict[str, Any]], Verif
     after verifying it: a statement is never written for something that does not verify."""
     path = Path(target)
     if path.exists():
-        from anchor.anchoring.stamp import find_proof
+        from anchor.proof.locate import find_proof
 
         proof_path = find_proof(path)
         proof = load_proof(proof_path)

@@ -172,6 +172,19 @@ class Registry:
                     break
         return out
 
+    def lineage_commits(self, researcher: str | None = None) -> set[str]:
+        """Every commit (SHA-1 as 40 hex, SHA-256 as 64) with a lineage event, by `researcher` if given:
+        the one walk a commit prefix needs. Events only: the caller reads the record it picks in full."""
+        event = self.contract.events.LineageAnchored()
+        who = [_address_topic(self.w3.to_checksum_address(researcher))] if researcher and self.researcher_bound else []
+        topics: list[str | None] = [event_topic(event), *who]
+        commits = set()
+        for log in scan_logs(self.w3, self.address, topics, self.from_block, self.checked_block()):
+            args = event.process_log(log)["args"]
+            key = bytes(args["commit"]).hex()
+            commits.add(key[:40] if key.endswith("0" * 24) else key)
+        return commits
+
 
 def event_topic(event: Any) -> str:
     """topic0 of a contract event: keccak256 of its signature."""

@@ -13,11 +13,12 @@ def main() -> None:
     from typer._click.exceptions import ClickException, NoArgsIsHelpError
 
     from anchor.cli.app import app
+    from anchor.cli.helptext import command
     from anchor.errors import AnchorError, ExitCode
 
     as_json = "--json" in sys.argv[1:]
     try:
-        code = app(standalone_mode=False)
+        code = command(app)(standalone_mode=False)
     except AnchorError as exc:
         if as_json:
             print(json.dumps({"ok": False, "error": exc.to_dict()}, sort_keys=True))

@@ -18,14 +18,14 @@ def _chain(ctx: typer.Context):  # type: ignore[no-untyped-def]
 
 def _show(ctx: typer.Context, json_flag: bool, status: object) -> None:
     data = status.to_json()  # type: ignore[attr-defined]
-    state = "running" if data["running"] else "stopped"
-    block = f", block {data['block_number']}" if data["block_number"] is not None else ""
-    emit(
-        ctx,
-        json_flag,
-        {"chain": data},
-        [f"local chain {state} at {data['rpc_url']}{block}", f"state: {data['state_file']}"],
-    )
+    if data["running"]:
+        block = f", block {data['block_number']}" if data["block_number"] is not None else ""
+        first = f"local chain running at {data['rpc_url']}{block}"
+        then = "stop it with `anchor chain down` (its state is saved)"
+    else:
+        first = f"local chain stopped (`anchor chain up` starts it on {data['rpc_url']})"
+        then = "its state is kept and reloaded by the next `anchor chain up`"
+    emit(ctx, json_flag, {"chain": data}, [first, f"state: {data['state_file']}", then])
 
 
 @app.command()

@@ -83,6 +83,13 @@ def register(app: typer.Typer) -> None:
     app.command()(lookup)
 
 
+def _finality_word(value: str | None) -> str | None:
+    """Refused as a usage error before any proof is read or any chain is asked (it took 2.4 s to say so)."""
+    if value is None or value in ("safe", "finalized") or (value.isdigit() and len(value) <= 9):
+        return value
+    raise typer.BadParameter(f"{value!r}: expected safe, finalized, or a number of confirmations")
+
+
 def _settings(ctx: typer.Context):  # type: ignore[no-untyped-def]
     return ctx.find_root().obj["settings"]
 
@@ -105,9 +112,19 @@ def hash_(
             f"0x{tree.digest.hex()}  {path}"
             f"  ({count(summary['file_count'], 'file')}, {count(summary['total_size'], 'byte')}"
             + (f", {count(len(tree.links), 'link')} {LINKS_DONE[symlinks.value]}" if tree.links else "")
-            + ")"
+            + ")",
+            *_left_out_lines(tree.left_out),
         ],
     )
+
+
+def _left_out_lines(left_out: tuple[str, ...]) -> list[str]:
+    """Say what the rules left out (.git/, proof files, .anchorignore, --exclude): a digest that differs
+    from a colleague's `b3sum`-style expectation is explained before it is questioned."""
+    if not left_out:
+        return []
+    shown = ", ".join(left_out[:5]) + (f" and {len(left_out) - 5} more" if len(left_out) > 5 else "")
+    return [f"  left out (recorded in the manifest): {shown}"]
 
 
 LINKS_DONE = {"record": "recorded", "follow-inside": "followed (inside the tree)"}
@@ -135,10 +152,14 @@ def bundle(
     json: JsonFlag = False,
 ) -> None:
     """Build a result-bundle manifest from SPEC (every digest computed here) and optionally anchor it."""
-    from anchor.anchoring.stamp import default_proof_path
     from anchor.manifest.bundle import load_bundle_spec
+    from anchor.proof.locate import default_proof_path
+
+    from anchor.verify.verifier import check_resume_pin
 
     manifest, tree, output_dir = load_bundle_spec(spec)
+    # a pin the dispatcher would refuse is refused here too; its anchor is read live when anchoring
+    check_resume_pin(manifest.identity(), _settings(ctx), live=anchor)
     if anchor:
         from anchor.anchoring.stamp import anchor_bundle
 
@@ -168,8 +189,8 @@ def prove(
 ) -> None:
     """Write a self-contained proof for one FILE, checkable without the rest of the directory."""
     from anchor.anchoring.prove import prove_file
-    from anchor.anchoring.stamp import default_proof_path, file_proof_path
     from anchor.proof.file import check_output_path, write_proof
+    from anchor.proof.locate import default_proof_path, file_proof_path
 
     if out is not None:
         check_output_path(out)
@@ -245,7 +266,11 @@ def verify(
     ] = None,
     min_finality: Annotated[
         Optional[str],  # noqa: UP045
-        typer.Option("--min-finality", help="Require safe, finalized, or N confirmations (exit 11 otherwise)."),
+        typer.Option(
+            "--min-finality",
+            help="Require safe, finalized, or N confirmations (exit 11 otherwise).",
+            callback=_finality_word,
+        ),
     ] = None,
     quorum: QuorumOpt = None,
     subjects_in: Annotated[
@@ -256,8 +281,8 @@ def verify(
 ) -> None:
     """Verify PATH against its proof file and a live read of the chain (read-only); PATH may also be the
     in-toto statements `anchor attest` wrote (NAME.intoto.jsonl)."""
-    from anchor.anchoring.stamp import require_proof
     from anchor.chain.presets import chain_name
+    from anchor.proof.locate import require_proof
     from anchor.verify.verifier import check_bundle_spec, check_finality, check_policy, verify_path
 
     if path.name.endswith(".intoto.jsonl") and path.is_file():  # in-toto statements (`anchor attest`)
@@ -391,14 +416,48 @@ def lookup(
     )
     if agreement is not None:
         found = {**found, "quorum": agreement}
-    lines = [f"{found['kind']}:"]
-    for name, value in found.items():
-        if name in ("kind", "links", "quorum"):
-            continue
-        if isinstance(value, dict):
-            lines += [f"  {k}: {v}" for k, v in value.items()]
-        else:
-            lines.append(f"  {name}: {value}")
-    lines += [f"  explorer {k}: {v}" for k, v in found["links"].items()] or ["  explorer: none for this chain"]
+    lines = [*_lookup_lines(found)]
+    lines += [f"  {'explorer ' + k:<16} {v}" for k, v in found["links"].items()] or ["  explorer: none for this chain"]
     lines += _quorum_lines(found.get("quorum"))
     emit(ctx, json, found, lines)
+
+
+def _commit_text(key: str) -> str:
+    """A commit as git prints it: a SHA-1 id is stored left-aligned in a bytes32, so drop the padding."""
+    body = key.removeprefix("0x")
+    return body[:40] if body.endswith("0" * 24) else body
+
+
+def _lookup_lines(found: dict[str, Any]) -> list[str]:
+    """`lookup` for a reader: words, not field names; one date (UTC), not a Unix time beside it."""
+    from datetime import UTC, datetime
+
+    def when(timestamp: int, block: int) -> str:
+        at = datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        return f"{at}, block {block} ({found['finality']})"
+
+    rows: list[tuple[str, object]]
+    if found["kind"] == "lineage":
+        r = found["record"]
+        parent = _commit_text(r["parent"])
+        title = f"lineage record of commit {_commit_text(r['commit'])}"
+        rows = [
+            ("researcher", r["researcher"]),
+            ("parent", "none (a baseline)" if not parent.strip("0") else parent),
+            ("kept", "yes" if r["kept"] else "no (a measured trial)"),
+            ("diff hash", r["diff_hash"]),
+            ("metric hash", r["metric_hash"]),
+            ("anchored", when(r["timestamp"], r["block_number"])),
+            ("tx", r["tx_hash"]),
+        ]
+    else:
+        title = f"batch root {found['root']}"
+        rows = [
+            *([("manifest digest", found["manifest_digest"])] if found.get("manifest_digest") else []),
+            ("submitter", found["submitter"]),
+            ("anchored", when(found["timestamp"], found["block_number"])),
+            ("tx", found["tx_hash"] or "not found in the logs"),
+            ("registry", found["registry"]),
+        ]
+    rows.append(("read at block", found["read_at_block"]))
+    return [title, *(f"  {name:<16} {value}" for name, value in rows)]

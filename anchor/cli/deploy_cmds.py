@@ -49,7 +49,7 @@ def deploy(
         record, verb = deploy_registry(handle.w3, handle.chain_id, signer, compiled, settings.data_dir), "deployed"
     from anchor.chain.artifact import CONTRACTS, LATEST, version_of
     from anchor.chain.presets import chain_name, verify_contract_command
-    from anchor.chain.toolchain import compiler_settings
+    from anchor.chain.toolchain import checkout, compiler_settings
 
     name = CONTRACTS[version_of(record.code_hash) or LATEST]
     settings_ = compiler_settings()
@@ -66,11 +66,22 @@ def deploy(
             f"  code hash {record.code_hash}",
             f"  tx {record.tx_hash} (block {record.block_number})",
             *(
-                ["  publish its source on the explorer (from foundry/, with ETHERSCAN_API_KEY set):", f"    {publish}"]
+                [f"  publish its source on the explorer ({_where_to_publish(checkout())}):", f"    {publish}"]
                 if publish
                 else []
             ),
         ],
+    )
+
+
+def _where_to_publish(root: Path | None) -> str:
+    """forge needs the registry's sources and foundry.toml: a wheel has neither, so a wheel user is told
+    where to get them rather than sent to a foundry/ folder they do not have."""
+    if root is not None:
+        return f"from {root / 'foundry'}, with ETHERSCAN_API_KEY set"
+    return (
+        "needs Foundry and a clone of Anchor's source at this version:"
+        " run it from its foundry/, with ETHERSCAN_API_KEY set"
     )
 
 

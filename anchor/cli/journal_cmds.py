@@ -41,10 +41,10 @@ def submit(
 ) -> None:
     """Journal PATHS for the next batch; nothing is sent until `anchor journal flush`."""
     from anchor.anchoring.service import AnchorService
-    from anchor.anchoring.stamp import default_proof_path
     from anchor.errors import BadInput
     from anchor.journal.submit import Submission
     from anchor.manifest.filetree import hash_tree
+    from anchor.proof.locate import default_proof_path
 
     if idempotency_key is not None and len(paths) != 1:
         raise BadInput("--idempotency-key names one submission: give one PATH", detail={"field": "idempotency_key"})

@@ -34,8 +34,9 @@ def check(
     path: Annotated[Path, typer.Argument(help="A mission file (TOML, or JSON for .json).")],
     json: JsonFlag = False,
 ) -> None:
-    """Validate a mission and print its digest (what anchors it) and its file's SHA-256 (what a result
-    bundle binds as mission_sha256)."""
+    """Validate a mission and print the one identity a result bundle binds (`mission_sha256`: the SHA-256
+    of its canonical JSON, so reformatting the file changes nothing) and the digest `mission submit
+    --mission-digest` asks for."""
     import hashlib
 
     from anchor.manifest.mission import load_mission
@@ -47,9 +48,10 @@ def check(
     budget = f"{mission.budget.minutes} min, {count(mission.budget.attempts, 'attempt')}"
     emit(ctx, json, data, [
         f"OK: {path} is a mission (covers {covers}; budget {budget})",
-        f"  digest  {data['digest']}",
-        f"  sha256  {data['sha256']}  (of its canonical JSON: the mission_sha256 a run's bundle binds)",
-        f"  file    {data['file_sha256']}  (SHA-256 of {path.name} as written)",
+        f"  mission_sha256  {data['sha256']}",
+        "                  the identity its result bundles bind (SHA-256 of its canonical JSON)",
+        f"  digest          {data['digest']}",
+        "                  what `anchor mission submit --mission-digest` takes (BLAKE3, docs/manifest.md)",
     ])  # fmt: skip
 
 
@@ -146,6 +148,60 @@ def run(
         f"  result   {done.result_dir}",
         f"  proof    {done.proof}",
         f"  check:   anchor verify {done.result_dir}",
+    ])  # fmt: skip
+
+
+@missions.command("list")
+def list_missions(ctx: typer.Context, json: JsonFlag = False) -> None:
+    """Every dispatched mission in this data dir, oldest first: its output identity, state and bundle."""
+    from anchor.missions.runner import mission_states
+
+    states = mission_states(ctx.find_root().obj["settings"].data_dir)
+    lines = [
+        f"{m.output:<24} {m.state:<12} submitted {m.submitted_at}"
+        + (f"  bundle 0x{m.bundle[:16]}…" if m.bundle else "")
+        for m in states
+    ] or ["no missions dispatched here yet (anchor mission submit …)"]
+    emit(ctx, json, {"missions": [m.to_json() for m in states]}, lines)
+
+
+@missions.command("status")
+def status(
+    ctx: typer.Context,
+    output: Annotated[str, typer.Argument(help="The output identity of a dispatched mission.")],
+    json: JsonFlag = False,
+) -> None:
+    """One dispatched mission: what it binds, where its run stands, where its result and proof are."""
+    from anchor.errors import NotAnchored
+    from anchor.missions.runner import mission_states
+
+    settings = ctx.find_root().obj["settings"]
+    found = mission_states(settings.data_dir, output)
+    if not found:
+        raise NotAnchored(f"output: no dispatched mission has output {output!r} (see `anchor mission list`)",
+                          detail={"field": "output"})  # fmt: skip
+    m = found[0]
+    data = m.to_json()
+    mission_dir = settings.data_dir / "missions" / output.replace("/", "_")
+    failed = sorted(p.name for p in mission_dir.glob("result.failed-*")) if mission_dir.is_dir() else []
+    next_step = {
+        "dispatched": f"run it: anchor mission run {output}",
+        "interrupted": f"its runner stopped before the end; run it again: anchor mission run {output}",
+        "failed": f"see {mission_dir / 'run.log'}; it may run again: anchor mission run {output}",
+        "running": "it is running",
+        "done": f"check it: anchor verify {m.result}",
+    }[m.state]
+    emit(ctx, json, {**data, "failed_results": failed}, [
+        f"mission {output!r}: {m.state}" + (f" (since {m.updated_at})" if m.updated_at else ""),
+        f"  submitted       {m.submitted_at}",
+        f"  mission_sha256  {data['mission_sha256']}",
+        f"  snapshot        sha256 {data['snapshot_sha256']}",
+        f"  image           {data['image']}",
+        f"  profile         {data['profile']}",
+        *([f"  resumes         {data['resume']['digest']}"] if data["resume"] else []),
+        *([f"  bundle          {data['bundle']}", f"  result          {m.result}"] if m.bundle else []),
+        *([f"  failed runs     {', '.join(failed)} (kept in {mission_dir})"] if failed else []),
+        f"  next            {next_step}",
     ])  # fmt: skip
 
 

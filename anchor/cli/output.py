@@ -34,10 +34,15 @@ def tamper_lines(detail: dict[str, Any], color: bool) -> list[str]:
     coloured (yellow, green, red) when `color`. Names are escaped like every printed line."""
     sizes: dict[str, list[int | None]] = detail.get("sizes", {})
     links: dict[str, list[str | None]] = detail.get("links", {})
-    paint = {"~": "33", "+": "32", "-": "31"} if color else {}
+    paint = {"~": "33", "+": "32", "-": "31", ">": "36"} if color else {}
+    renamed = [tuple(pair) for pair in detail.get("renamed", [])]
+    moved = {path for pair in renamed for path in pair}
     lines = []
+    for old_path, new_path in renamed[:50]:  # a removed and an added file with the same bytes
+        text = f"  > {printable(old_path)} -> {printable(new_path)}  (renamed, same content)"
+        lines.append(f"\x1b[{paint['>']}m{text}\x1b[0m" if paint else text)
     for mark, key in (("~", "changed"), ("+", "added"), ("-", "removed")):
-        for path in detail.get(key, [])[:50]:
+        for path in [p for p in detail.get(key, []) if p not in moved][:50]:
             old, new = sizes.get(path, [None, None])
             size = f"{old} -> {new} bytes" if mark == "~" else f"{new} bytes" if mark == "+" else f"was {old} bytes"
             if path in links:  # a link (on either side) is shown by its target, not a size
@@ -45,7 +50,9 @@ def tamper_lines(detail: dict[str, Any], color: bool) -> list[str]:
                 size = f"{was} -> {now}" if mark == "~" else now if mark == "+" else f"was {was}"
             text = f"  {mark} {printable(path)}  ({printable(size)})"
             lines.append(f"\x1b[{paint[mark]}m{text}\x1b[0m" if mark in paint else text)
-    hidden = sum(len(detail.get(k, [])) for k in ("changed", "added", "removed")) - len(lines)
+    hidden = (
+        sum(len(detail.get(k, [])) for k in ("changed", "added", "removed")) - len(moved) + len(renamed) - len(lines)
+    )
     return lines + ([f"  … and {hidden} more (--json lists them all)"] if hidden > 0 else [])
 
 

@@ -6,9 +6,9 @@ are covered by the digest; a verifier applies those rules and no others (never t
 finds on disk, which is itself hashed content). When nothing was excluded the identity has no
 `exclude` field and is what it always was.
 
-Rules, in order: `.git/` (unless defaults are turned off: a repository's internals are not a result),
-the lines of `.anchorignore` at the root, and `--exclude` patterns. Pure: no web3, no I/O but reading
-the ignore file.
+Rules, in order: `.git/` and `*.anchor.json` (unless defaults are turned off: a repository's internals
+and a proof file are not a result; the second is recorded only when it matched), the lines of
+`.anchorignore` at the root, and `--exclude` patterns. Pure: no web3, no I/O but reading the ignore file.
 """
 
 from __future__ import annotations
@@ -22,7 +22,11 @@ import pathspec
 from anchor.errors import BadInput
 
 IGNORE_FILE = ".anchorignore"
-DEFAULT_EXCLUDES = (".git/",)
+PROOF_FILES = "*.anchor.json"
+"""A proof `anchor stamp FILE` wrote beside a file inside the tree: about the result, not part of it
+(stamping a file and then its folder must not bind the file's proof into the folder). Recorded only
+when it left something out, so a tree without proof files has the digest it always had."""
+DEFAULT_EXCLUDES = (".git/", PROOF_FILES)
 MAX_RULES = 1000
 MAX_RULE_CHARS = 256
 
@@ -52,6 +56,17 @@ class Rules:
 
     def excludes(self, rel: str, is_dir: bool) -> bool:
         return bool(self.patterns) and self._spec.match_file(rel + "/" if is_dir else rel)
+
+    def recorded(self, excluded: Sequence[str]) -> tuple[str, ...]:
+        """The rules a manifest records after `excluded` (as the walk named them) were left out: none if
+        nothing was; the proof-file default only if it matched one of them (see PROOF_FILES)."""
+        if not excluded:
+            return ()
+        if PROOF_FILES in self.patterns:
+            only = pathspec.GitIgnoreSpec.from_lines([PROOF_FILES])
+            if not any(only.match_file(rel) for rel in excluded):
+                return tuple(p for p in self.patterns if p != PROOF_FILES)
+        return self.patterns
 
     @classmethod
     def for_root(cls, root: Path, extra: Sequence[str] = (), defaults: bool = True) -> Rules:

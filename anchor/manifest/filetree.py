@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +131,8 @@ class FileTreeManifest:
     """(path, target) of each symbolic link met, sorted by path (recorded only if there were any)."""
     link_policy: str = "refuse"
     """How links were handled (anchor.manifest.walk): `record` or `follow-inside` when `links` is set."""
+    left_out: tuple[str, ...] = field(default=(), compare=False)
+    """What the rules left out when this tree was hashed (directories end in `/`): for people, not bound."""
 
     def leaves(self) -> list[bytes]:
         return [entry.leaf_hash() for entry in self.files]
@@ -195,6 +197,9 @@ class TreeDiff:
     changed: tuple[str, ...]
     added: tuple[str, ...]
     removed: tuple[str, ...]
+    renamed: tuple[tuple[str, str], ...] = ()
+    """(old path, new path) pairs of a removed and an added file with the same size and BLAKE3: shown as a
+    rename. Both paths stay in `removed` and `added` too: the manifest differs either way."""
 
     def __bool__(self) -> bool:
         return bool(self.changed or self.added or self.removed)
@@ -209,11 +214,26 @@ def diff(expected: FileTreeManifest, actual: FileTreeManifest) -> TreeDiff:
     new: dict[str, object] = {entry.path: entry for entry in actual.files}
     old.update((path, ("link", target)) for path, target in expected.links)
     new.update((path, ("link", target)) for path, target in actual.links)
+    added = tuple(sorted(new.keys() - old.keys()))
+    removed = tuple(sorted(old.keys() - new.keys()))
+    by_content: dict[object, list[str]] = {}
+    for path in added:
+        if isinstance(new[path], FileEntry):
+            by_content.setdefault(_content(new[path]), []).append(path)
+    renamed = []
+    for path in removed:
+        if isinstance(old[path], FileEntry) and by_content.get(_content(old[path])):
+            renamed.append((path, by_content[_content(old[path])].pop(0)))
     return TreeDiff(
         changed=tuple(sorted(p for p in old.keys() & new.keys() if old[p] != new[p])),
-        added=tuple(sorted(new.keys() - old.keys())),
-        removed=tuple(sorted(old.keys() - new.keys())),
+        added=added,
+        removed=removed,
+        renamed=tuple(renamed),
     )
+
+
+def _content(entry: object) -> tuple[int, bytes]:
+    return (entry.size, entry.blake3)  # type: ignore[attr-defined]
 
 
 def hash_tree(
@@ -239,9 +259,9 @@ def hash_tree(
     listing = walk(base, rules, excluded, symlinks, links)
     hashed = hash_files(listing, progress)
     entries = [FileEntry(rel, size, digest) for (rel, _, _), (size, digest) in zip(listing, hashed, strict=True)]
-    recorded = rules.patterns if rules is not None and excluded else ()
+    recorded = rules.recorded(excluded) if rules is not None else ()
     links.sort(key=lambda link: link[0].encode("utf-8"))
-    return FileTreeManifest(sorted_unique(entries, str(base)), recorded, tuple(links), symlinks)
+    return FileTreeManifest(sorted_unique(entries, str(base)), recorded, tuple(links), symlinks, tuple(excluded))
 
 
 def check_links(recorded: object, where: str) -> None:

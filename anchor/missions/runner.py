@@ -78,6 +78,56 @@ def _db(data_dir: Path) -> sqlite3.Connection:
     return db
 
 
+@dataclass(frozen=True, slots=True)
+class MissionState:
+    """A dispatched mission and where its run stands, as `anchor mission list|status` shows it."""
+
+    output: str
+    submitted_at: str
+    record: dict[str, Any]
+    state: str
+    """`dispatched` (never run), `running` (its process is alive), `interrupted` (its process died),
+    `failed` (its command failed or ran out of budget; it may run again) or `done` (bundle anchored)."""
+    updated_at: str | None
+    bundle: str | None
+    result: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "output": self.output, "state": self.state, "submitted_at": self.submitted_at,
+            "updated_at": self.updated_at, "bundle": None if self.bundle is None else "0x" + self.bundle,
+            "result": self.result, "mission_sha256": self.record["mission_sha256"],
+            "snapshot_sha256": self.record["snapshot"]["sha256"], "image": self.record["image"],
+            "profile": self.record["profile"]["name"], "resume": self.record.get("resume"),
+        }  # fmt: skip
+
+
+def mission_states(data_dir: Path, output: str | None = None) -> list[MissionState]:
+    """Every dispatched mission (or the one of `output`), oldest first, with its run's state. Reads only:
+    a data dir with no missions yet gives an empty list and creates nothing."""
+    if not (data_dir / "missions.sqlite").exists():
+        return []
+    db = _db(data_dir)
+    try:
+        rows = db.execute(
+            "SELECT m.output, m.submitted_at, m.record, r.state, r.pid, r.updated_at, r.bundle, r.result"
+            " FROM missions m LEFT JOIN runs r ON r.output = m.output"
+            + (" WHERE m.output = ?" if output is not None else "")
+            + " ORDER BY m.id",
+            (output,) if output is not None else (),
+        ).fetchall()
+    finally:
+        db.close()
+    states = []
+    for out, submitted, record, state, pid, updated, bundle, result in rows:
+        if state is None:
+            state = "dispatched"
+        elif state == "running" and not (pid and _alive(int(pid))):
+            state = "interrupted"
+        states.append(MissionState(out, submitted, json.loads(record), state, updated, bundle, result))
+    return states
+
+
 def _claim(data_dir: Path, output: str) -> tuple[dict[str, Any], datetime]:
     """The dispatched record of `output`, claimed for this process; refuses a finished or running one."""
     db = _db(data_dir)

@@ -33,9 +33,12 @@ def lookup(key: str, settings: Settings, researcher: str | None = None) -> dict[
     if researcher is not None:
         researcher = _address(researcher)
 
+    value: bytes | None = None
+    stored_proof: Path | None = None
     if Path(key).exists():
-        digest = hash_tree(Path(key)).digest
-        body = digest.hex()
+        stored_proof, body = _path_key(Path(key))
+    elif 7 <= len(body) < 40 and _is_hex(body):  # a commit prefix, as git and the chain-only explorer take
+        body = _commit_with_prefix(registry, body, researcher)
     if len(body) == 40:
         by_commit = registry.lineage(commit_key(body), researcher)
         if by_commit is None:
@@ -45,7 +48,7 @@ def lookup(key: str, settings: Settings, researcher: str | None = None) -> dict[
 
     value = parse_hex32(body, "key")
     root, digest_hex = value, None
-    stored = settings.proofs_dir / f"{value.hex()}.json"
+    stored = stored_proof or settings.proofs_dir / f"{value.hex()}.json"
     if stored.is_file():
         proof = load_proof(stored)
         root, digest_hex = bytes.fromhex(proof.batch.root[2:]), proof.manifest_digest
@@ -82,6 +85,39 @@ def lookup(key: str, settings: Settings, researcher: str | None = None) -> dict[
         f"nothing is anchored under {key} on chain {handle.chain_id}",
         detail={"key": key, "read_at_block": registry.checked_block()},
     )
+
+
+def _path_key(path: Path) -> tuple[Path | None, str]:
+    """A path's key: the manifest digest its proof names when it has one (the proof also says which root
+    it was batched into), else its digest under the default rules (.git/ and .anchorignore left out, as
+    `stamp` leaves them out)."""
+    from anchor.manifest.exclude import Rules
+    from anchor.proof.locate import find_proof
+
+    proof = find_proof(path)
+    if proof.is_file():
+        return proof, load_proof(proof).manifest_digest.removeprefix("0x")
+    return None, hash_tree(path, Rules.for_root(path, (), defaults=True)).digest.hex()
+
+
+def _is_hex(text: str) -> bool:
+    return all(c in "0123456789abcdef" for c in text)
+
+
+def _commit_with_prefix(registry: Registry, prefix: str, researcher: str | None) -> str:
+    """The one commit on chain whose id starts with `prefix` (7+ hex digits, as git abbreviates); a
+    prefix two commits share is refused naming both, one no record has is not anchored."""
+    from anchor.errors import BadInput
+
+    matches = sorted({c for c in registry.lineage_commits(researcher) if c.startswith(prefix)})
+    if not matches:
+        raise NotAnchored(f"no lineage record for a commit starting {prefix}", detail={"key": prefix})
+    if len(matches) > 1:
+        raise BadInput(
+            f"commit prefix {prefix} is ambiguous: {', '.join(m[:12] for m in matches[:5])}; give more digits",
+            detail={"field": "key", "matches": matches[:20]},
+        )
+    return matches[0]
 
 
 def _address(text: str) -> str:

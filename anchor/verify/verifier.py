@@ -135,7 +135,46 @@ def verify_path(
     proof = load_proof(proof_path)
     verdict = verify_with_proof(path, proof, str(proof_path), settings, registry, quorum)
     # 7. A bundle's milestones: the ones its anchored timing record binds, or said to be unverified.
-    return check_milestones(verdict, proof, proof_path.parent, settings, registry)
+    verdict = check_milestones(verdict, proof, proof_path.parent, settings, registry)
+    # 8. A resumed bundle's pin: anchored, and the same mission, snapshot, image and policy.
+    check_resume_pin(proof.manifest, settings, registry)
+    return verdict
+
+
+PIN_FIELDS = ("mission_sha256", "data_snapshot_sha256", "image", "evaluator_policy_sha256")
+"""What a resumed bundle must share with the bundle it continues: the dispatcher's rule (docs/missions.md)."""
+
+
+def check_resume_pin(
+    bundle: dict[str, Any], settings: Settings, registry: str | None = None, live: bool = True
+) -> None:
+    """Refuse a resume pin the dispatcher would refuse: the pinned bundle must be anchored (its proof in
+    the data dir's proof store, verified against a live read when `live`) and bind the same mission,
+    snapshot, image and evaluator policy. `NotAnchored` (exit 3) or `BadInput` (exit 2) naming
+    `resume.<field>`, as the dispatcher names them."""
+    pin = bundle.get("resume") if bundle.get("kind") == "bundle" else None
+    if not isinstance(pin, dict):
+        return
+    digest = str(pin.get("digest", ""))
+    stored = settings.proofs_dir / f"{digest}.json"
+    if not re.fullmatch("[0-9a-f]{64}", digest) or not stored.is_file():
+        raise NotAnchored(
+            f"resume.digest: the pinned bundle 0x{digest[:64]} is not anchored here (no proof of it in"
+            f" {settings.proofs_dir}); a resumed bundle is only as good as the bundle it continues",
+            detail={"field": "resume.digest"},
+        )
+    pinned = load_proof(stored)
+    if pinned.manifest_digest != "0x" + digest or pinned.manifest.get("kind") != "bundle":
+        raise NotAnchored(f"resume.digest: {stored} is not the proof of bundle 0x{digest}",
+                          detail={"field": "resume.digest"})  # fmt: skip
+    for field in PIN_FIELDS:
+        if pinned.manifest.get(field) != bundle.get(field):
+            raise BadInput(
+                f"resume: the pinned bundle's {field} is {pinned.manifest.get(field)}, this bundle's {bundle.get(field)}",
+                detail={"field": f"resume.{field}"},
+            )
+    if live:
+        verify_proof_on_chain(pinned, check_proof_consistency(pinned), settings, files=0, registry=registry)
 
 
 def check_milestones(
@@ -210,7 +249,12 @@ def verify_with_proof(
         if (entry.size, entry.blake3) != (proof.file.size, proof.file.blake3):
             raise Tampered(
                 f"{path}: differs from the anchored {proof.file.path}",
-                detail={"changed": [proof.file.path], "added": [], "removed": []},
+                detail={
+                    "changed": [proof.file.path],
+                    "added": [],
+                    "removed": [],
+                    "sizes": {proof.file.path: [proof.file.size, entry.size]},
+                },  # fmt: skip
             )
         files = 1
     else:
@@ -234,6 +278,7 @@ def verify_with_proof(
                     "changed": list(changes.changed),
                     "added": list(changes.added),
                     "removed": list(changes.removed),
+                    "renamed": [list(pair) for pair in changes.renamed],
                     "sizes": {p: [before.get(p), after.get(p)] for p in named[:1000]},
                     "links": {
                         p: [dict(expected.links).get(p), dict(on_disk.links).get(p)]

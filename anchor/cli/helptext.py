@@ -1,0 +1,75 @@
+"""How `--help` reads: sentences reflowed, option values named as cosign and forge name them.
+
+typer 0.29 shows every option's Python type (`<bool>` after a flag, `<list[str]>`, `<path>`), writes a
+required argument as `{path}` in the usage line and keeps the hard line breaks of a docstring's later
+paragraphs. The command tree is tidied once, before it runs; a `\\b` paragraph (the exit-code table)
+keeps its lines."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import typer
+from typer.core import TyperArgument
+
+_HARD_BREAK = re.compile(r"(?<!\n)\n(?!\n)")
+_LABELS = {"int": "INTEGER", "float": "NUMBER", "str": "TEXT", "path": "PATH", "datetime": "DATE"}
+
+
+def reflow(text: str | None) -> str | None:
+    """One line per paragraph, except a paragraph that starts with `\\b` (kept as written)."""
+    if not text:
+        return text
+    paragraphs = text.split("\n\n")
+    return "\n\n".join(p if p.lstrip(" ").startswith("\b") else _HARD_BREAK.sub(" ", p) for p in paragraphs)
+
+
+def _value_name(param: Any, ctx: Any) -> str | None:
+    if getattr(param, "is_flag", False) or getattr(param, "count", False):
+        return None  # a flag takes no value: nothing to name
+    shown = param.display_type(ctx).strip("<>")
+    inner = re.fullmatch(r"list\[(.+)\]", shown)
+    label = inner.group(1) if inner else shown
+    if "|" in label:
+        return label  # a choice: its values, as they are typed
+    return _LABELS.get(label, label.upper())
+
+
+def _name_values(param: Any) -> None:
+    def shown(ctx: Any) -> str | None:
+        return _value_name(param, ctx)
+
+    # set on this instance only: typer's classes are left as they are
+    setattr(param, "display_type_rich", shown)  # noqa: B010 - a method, replaced per instance
+    if isinstance(param, TyperArgument):
+        name = param.metavar or (param.name or "value").upper()
+        param.metavar = name
+        usage = (name if param.required else f"[{name}]") + ("..." if param.nargs != 1 else "")
+        setattr(param, "display_type_rich", lambda ctx: None)  # noqa: B010 - the name column says PATH
+        setattr(param, "_usage_display_name", lambda: usage)  # noqa: B010
+
+
+def tidy(command: Any) -> Any:
+    """Reflow every help text and name every value in `command` and its subcommands; returns it."""
+    command.help = reflow(command.help)
+    for param in command.params:
+        param.help = reflow(getattr(param, "help", None))
+        _name_values(param)
+    made = command.get_help_option
+
+    def help_option(ctx: Any) -> Any:  # made on demand by click, so named when it is made
+        option = made(ctx)
+        if option is not None:
+            _name_values(option)
+        return option
+
+    command.get_help_option = help_option
+    for sub in getattr(command, "commands", {}).values():
+        tidy(sub)
+    return command
+
+
+def command(app: typer.Typer) -> Any:
+    """The click command behind `app`, tidied: what `anchor` runs."""
+    return tidy(typer.main.get_command(app))

@@ -1,0 +1,68 @@
+"""Where proofs live, in one place: the writer (`stamp`, `prove`) and every reader (`verify`, `lookup`,
+`attest`) ask here, so a proof written is a proof found.
+
+- `<PATH>.anchor.json` beside PATH (as sigstore writes `<file>.sigstore.json`);
+- a file's proof from `anchor prove`: `<DIR>.proofs/<path in DIR>.anchor.json`, beside the anchored
+  folder and never inside it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def default_proof_path(path: Path) -> Path:
+    """`<path>.anchor.json` beside the data, as sigstore writes `<file>.sigstore.json`."""
+    return path.with_name(path.name + ".anchor.json")
+
+
+def file_proof_path(file: Path, bundle_dir: Path) -> Path:
+    """Where `anchor prove` writes a file's proof by default: `<DIR>.proofs/<path in DIR>.anchor.json`,
+    beside the anchored directory and never inside it (a proof written into DIR would make the next
+    `anchor verify DIR` report a file the tool added itself as tampering)."""
+    rel = Path(os.path.relpath(file.resolve(), bundle_dir.resolve()))
+    base = bundle_dir.resolve()
+    return base.with_name(base.name + ".proofs") / rel.with_name(rel.name + ".anchor.json")
+
+
+def find_proof(path: Path) -> Path:
+    """The proof `verify PATH` uses without --proof: `<PATH>.anchor.json` if it exists, else a file
+    proof `anchor prove` left beside an enclosing directory (`<DIR>.proofs/...`), else the first."""
+    first = default_proof_path(path)
+    if first.exists():
+        return first
+    for candidate in _proofs_beside_folders(path):
+        if candidate.is_file():
+            return candidate
+    return first
+
+
+def require_proof(path: Path) -> Path:
+    """`find_proof`, or `NotAnchored` (exit 3) saying where it looked and how to make one: a path that
+    was never stamped is a verdict, not an error in the program."""
+    from anchor.errors import NotAnchored
+
+    found = find_proof(path)
+    if found.is_file():
+        return found
+    places = [found, *_proofs_beside_folders(path)]  # nothing found: `found` is the default place
+    raise NotAnchored(
+        f"no proof for {path} (looked for {places[0]}"
+        + (f" and in the .proofs/ folder beside each of its {len(places) - 1} enclosing folders" if places[1:] else "")
+        + f"); stamp it with `anchor stamp {path}`",
+        detail={"path": str(path), "looked_in": [str(p) for p in places]},
+    )
+
+
+def _proofs_beside_folders(path: Path) -> list[Path]:
+    """Where `anchor prove` leaves a file's proof: `<DIR>.proofs/<path in DIR>.anchor.json` for each of
+    up to 16 enclosing folders (the filesystem root has no name, so nothing can sit beside it)."""
+    here = path.resolve()
+    places = []
+    for ancestor in list(here.parents)[:16]:
+        if not ancestor.name:
+            continue
+        candidate = ancestor.with_name(ancestor.name + ".proofs") / here.relative_to(ancestor)
+        places.append(candidate.with_name(candidate.name + ".anchor.json"))
+    return places
