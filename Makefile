@@ -8,7 +8,7 @@ ANCHOR := $(BIN)/anchor
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 DEMO_DATA := $(CURDIR)/.anchor/demo
 
-.PHONY: image install demo test check e2e browser sandbox postgres screenshots lock test-forge test-python lint fmt snapshot bench clean artifact wheel
+.PHONY: image install demo explore test check e2e browser sandbox postgres screenshots lock test-forge test-python lint fmt snapshot bench clean artifact wheel
 
 install: $(VENV)/.installed node_modules/.installed
 
@@ -25,6 +25,11 @@ node_modules/.installed: package.json package-lock.json
 ## The main job on the embedded local chain: bundle anchored and verified, then a research search.
 demo: install sandbox
 	ANCHOR_DATA_DIR=$(DEMO_DATA) bash examples/demo.sh
+
+## What `make demo` anchored, in the explorer: the demo's chain is started for the server and stopped
+## again when the server ends (Ctrl-C).
+explore: install
+	ANCHOR_DATA_DIR=$(DEMO_DATA) bash -c 'trap "$(BIN)/anchor chain down" EXIT; $(BIN)/anchor chain up && $(BIN)/anchor serve'
 
 # forge and the Python side side by side (each target's output printed whole when it ends): forge's
 # fuzzing fills the CPU the pytest workers leave idle while they wait on chains and sleeps.

@@ -61,5 +61,15 @@ fi
 "$anchor" verify "$result"
 
 "$anchor" chain down
-echo
-echo "Everything above was read back from the local chain. Proofs: $data/proofs/"
+cat <<NEXT
+
+Everything above was read back from the local chain. Proofs: $data/proofs/
+
+Next:
+  make explore        serve these records: the explorer at http://127.0.0.1:8000/explorer/,
+                      the REST API at http://127.0.0.1:8000/docs (Ctrl-C stops it; it starts the
+                      demo's chain and stops it again when it ends)
+  README.md's tour    the same commands one at a time, on your own data dir (.anchor/, not the
+                      demo's $data)
+  docs/quickstart-base-sepolia.md   anchor on a public test chain, and have a colleague verify it
+NEXT

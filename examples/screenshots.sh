@@ -18,9 +18,10 @@ shot() {
     --window-size=1200,"$3" --screenshot="$root/docs/screenshots/$1.png" "http://127.0.0.1:18691$2" 2>/dev/null
 }
 mkdir -p "$root/docs/screenshots"
+shot home "/explorer/" 560
 shot lineage "/explorer/lineage/$champion" 660
 shot attempt "/explorer/attempt/$champion" 560
 shot bundle "/explorer/bundle/$digest" 560
-echo "wrote $root/docs/screenshots/{lineage,attempt,bundle}.png"
+echo "wrote $root/docs/screenshots/{home,lineage,attempt,bundle}.png"
 # the chain-only explorer (anchor serve --index-only) and the verification done in the browser
 (cd "$root" && .venv/bin/python examples/screenshots_chain_only.py)

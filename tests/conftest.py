@@ -20,9 +20,11 @@ import os
 import random
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -186,6 +188,33 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+@contextmanager
+def anvil(chain_id: int, block_time: int | None) -> Iterator[str]:
+    """An anvil of the test's own on a free port (a public chain's id, its block time; None: it mines
+    no block at all); stopped by the process group started here, never by name."""
+    from anchor.chain.node import rpc_call
+    from anchor.chain.toolchain import tool
+
+    port = free_port()
+    mining = ["--block-time", str(block_time)] if block_time else ["--no-mining"]
+    node = subprocess.Popen(
+        [str(tool("anvil")), "--port", str(port), "--chain-id", str(chain_id), *mining],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(400):
+            try:
+                rpc_call(url, "eth_chainId", timeout=0.5)
+                break
+            except Exception:  # noqa: BLE001 - not up yet
+                time.sleep(0.05)
+        yield url
+    finally:
+        os.killpg(node.pid, signal.SIGTERM)
+        node.wait()
 
 
 @dataclass

@@ -7,6 +7,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -379,6 +380,19 @@ def test_the_root_leads_to_the_explorer_home_with_the_latest_batches(
     root = client.get(f"/v1/verify/{anchored['manifest_digest']}").json()["root"]
     home = client.get("/").text
     assert f"/explorer/batch/{root}" in home and "href='/docs'" in home
+
+
+def test_page_text_counts_in_words_and_a_header_without_a_block_ends_cleanly(
+    client: TestClient, anchored: dict[str, Any]
+) -> None:
+    """A batch of one said "1 records"; a page with no chain block read said "Anchor explorer ·"."""
+    root = client.get(f"/v1/verify/{anchored['manifest_digest']}").json()["root"]
+    batch = client.get(f"/explorer/batch/{root}").text
+    assert re.search(r"<h2>(1 record|[02-9]\d* records|1\d+ records)</h2>", batch), batch[:2000]
+    assert "1 records" not in batch
+    verify_page = client.get("/verify").text
+    header = verify_page.split("<header>", 1)[1].split("</header>", 1)[0]
+    assert not re.sub(r"<[^>]+>", "", header).rstrip().endswith("·"), header
 
 
 def test_a_signed_lineage_record_is_relayed_under_its_researcher_and_a_bad_one_refused(

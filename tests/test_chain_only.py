@@ -78,6 +78,13 @@ def world(demo_run: DemoRun, tmp_path_factory: pytest.TempPathFactory) -> Iterat
             str(base / "excluded.anchor.json"),
         ]
         subprocess.run(stamp, env=env, check=True, capture_output=True, timeout=120)
+        linked = base / "linked"  # a tree whose proof records a link: a file picker never hands over a link
+        linked.mkdir()
+        (linked / "a.txt").write_text("the file\n")
+        (linked / "latest").symlink_to("a.txt")
+        linked_stamp = [str(ANCHOR_BIN), "stamp", str(linked), "--symlinks", "record", "--out",
+                        str(base / "linked.anchor.json")]  # fmt: skip
+        subprocess.run(linked_stamp, env=env, check=True, capture_output=True, timeout=120)
         report = json.loads(subprocess.run([str(ANCHOR_BIN), "--json", "research", "report"], env=env, check=True,
                                            capture_output=True, text=True).stdout)  # fmt: skip
         registry = json.loads((data / "deployments" / "31337.json").read_text())["address"]
@@ -257,6 +264,20 @@ def test_the_browser_says_it_cannot_apply_exclusion_rules_rather_than_calling_a_
             verdicts.append((status, page.evaluate("document.getElementById('verdict').textContent")))
     assert verdicts[0][0] == "bad_input" and "scratch.log" in verdicts[0][1] and "*.log" in verdicts[0][1]
     assert verdicts[1][0] == "verified", verdicts[1]
+
+
+def test_the_browser_does_not_call_verified_a_folder_whose_links_it_could_not_check(world: dict[str, Any]) -> None:
+    """A proof that records a symbolic link: the page checks every file, but a picker hands over what a
+    link points to, never the link, so the verdict names the link as unchecked instead of "verified"."""
+    with chromium_page(chromium(), CHROMIUM_FLAGS) as page:
+        page.goto(world["url"] + "/verify", ready="!!document.getElementById('check')")
+        page.set_files("#proof", [world["base"] / "linked.anchor.json"])
+        page.set_files("#files", [world["base"] / "linked" / "a.txt"])
+        page.evaluate("document.getElementById('check').click()")
+        status = page.wait_for("document.getElementById('verdict').dataset.status")
+        text = page.evaluate("document.getElementById('verdict').textContent")
+    assert status == "files_verified_links_unchecked", text
+    assert "latest → a.txt" in text and "anchor verify" in text and "✓ verified" not in text
 
 
 def test_serve_index_only_mistakes_are_one_line_errors(world: dict[str, Any], tmp_path: Path) -> None:

@@ -119,6 +119,38 @@ def test_a_files_proof_inside_a_folder_is_left_out_of_the_folder_and_hash_says_w
     assert again["manifest_digest"] == plain["manifest_digest"] and "exclude" not in again["manifest"]
 
 
+def test_a_restamp_keeps_the_earlier_proof_refreshes_file_proofs_and_names_a_superseded_anchor(
+    deployed_chain: Chain, bundle: Path
+) -> None:
+    """Re-stamping a changed folder used to replace its proof silently and leave `DIR.proofs/` pointing
+    at the old anchor, so `verify FILE` said OK against it without a word."""
+    first = json.loads(deployed_chain.cli("--json", "stamp", str(bundle), check=True).stdout)
+    for name in ("config.toml", "README.md", "outputs/metrics.json"):
+        deployed_chain.cli("prove", str(bundle / name), "--in", str(bundle), check=True)
+    removed = (bundle / "README.md").read_bytes()
+    (bundle / "README.md").unlink()
+    (bundle / "config.toml").write_text("changed = true\n")
+    again = json.loads(deployed_chain.cli("--json", "stamp", str(bundle), check=True).stdout)
+    kept = Path(again["superseded_proof"])
+    assert kept.parent == bundle.with_name("bundle.anchor-history")
+    assert json.loads(kept.read_text())["manifest_digest"] == first["proof"]["manifest_digest"]
+    proofs = bundle.with_name("bundle.proofs")
+    assert sorted(again["refreshed_file_proofs"]) == sorted(
+        str(proofs / n) for n in ("config.toml.anchor.json", "outputs/metrics.json.anchor.json")
+    )
+    assert again["stale_file_proofs"] == [str(proofs / "README.md.anchor.json")]
+    text = deployed_chain.cli("stamp", str(bundle / "outputs"), check=True).stdout  # another path: no history
+    assert "previous proof" not in text
+
+    for name in ("config.toml", "outputs/metrics.json"):  # followed the new anchor: no note
+        fresh = json.loads(deployed_chain.cli("--json", "verify", str(bundle / name), check=True).stdout)
+        assert fresh["manifest_digest"] == again["proof"]["manifest_digest"] and fresh["superseded_by"] is None
+    (bundle / "README.md").write_bytes(removed)  # the stale proof still proves what the folder held then
+    old = deployed_chain.cli("verify", str(bundle / "README.md"))
+    assert old.returncode == ExitCode.OK
+    assert "a later stamp superseded this anchor" in old.stdout and again["proof"]["manifest_digest"] in old.stdout
+
+
 def test_added_and_removed_files_are_named(deployed_chain: Chain, bundle: Path) -> None:
     deployed_chain.cli("anchor", str(bundle), check=True)
     (bundle / "config.toml").unlink()

@@ -70,32 +70,13 @@ def test_a_recorded_pid_that_is_not_our_anvil_is_never_signalled(fresh_chain: Ch
 @pytest.mark.chain  # an anvil of its own, as a "real" chain (84532)
 def test_status_on_a_real_chain_reads_without_a_signing_key(tmp_path: Path) -> None:
     """`anchor --rpc-url … status` demanded ANCHOR_PRIVATE_KEY although it only reads the journal."""
-    from anchor.chain.node import rpc_call
-    from anchor.chain.toolchain import tool
-    from tests.conftest import free_port
+    from tests.conftest import anvil
 
-    port = free_port()
-    node = subprocess.Popen(
-        [str(tool("anvil")), "--port", str(port), "--chain-id", "84532"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
-    try:
-        url = f"http://127.0.0.1:{port}"
-        for _ in range(200):
-            try:
-                rpc_call(url, "eth_chainId", timeout=0.5)
-                break
-            except Exception:  # noqa: BLE001 - not up yet
-                import time
-
-                time.sleep(0.05)
+    with anvil(84532, 1) as url:
         env = {"PATH": "/usr/bin:/bin", "ANCHOR_DATA_DIR": str(tmp_path / "data"), "HOME": str(tmp_path)}
         result = _anchor(env, "--rpc-url", url, "status")
         assert result.returncode == 0, result.stderr
         assert result.stdout.startswith("chain 84532") and "pending 0" in result.stdout
-    finally:
-        node.terminate()
-        node.wait()
 
 
 @pytest.mark.chain  # starts a local chain of its own

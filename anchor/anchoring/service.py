@@ -6,6 +6,7 @@ redeployed and every effect re-checked; unfinished effects are finished by looki
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -127,7 +128,8 @@ def runner_config(chain_id: int) -> RunnerConfig:
     depth = int(env_number("ANCHOR_CONFIRMATIONS", preset.confirmations if preset else DEFAULT_CONFIRMATIONS))
     stuck = env_number("ANCHOR_STUCK_AFTER_S", 30, float)
     cap = int(env_number("ANCHOR_MAX_FEE_WEI", 0))
-    return RunnerConfig(confirmations=depth, stuck_after_s=stuck, max_fee_cap=cap or None)
+    quiet = env_number("ANCHOR_QUIET_BLOCKS_S", 20, float)
+    return RunnerConfig(confirmations=depth, stuck_after_s=stuck, max_fee_cap=cap or None, quiet_blocks_s=quiet)
 
 
 def _redeploy_local(settings: Settings, handle: ChainHandle) -> Registry:
@@ -138,6 +140,9 @@ def _redeploy_local(settings: Settings, handle: ChainHandle) -> Registry:
     from anchor.chain.keys import load_signer
     from anchor.chain.registry import Registry
 
+    logging.getLogger("anchor.progress").info(
+        f"no registry on the local chain yet: deploying one (recorded in {settings.data_dir / 'deployments'})"
+    )
     record = deploy(
         handle.w3,
         handle.chain_id,

@@ -29,6 +29,36 @@ class AnchorOutcome:
     already_anchored: bool
     gas_used: int | None
     file_count: int
+    superseded: Path | None = None
+    """Where the proof that stood at `proof_path` before (of other bytes) was kept, if there was one."""
+    refreshed: tuple[Path, ...] = ()
+    """Per-file proofs (`anchor prove`) rewritten against this anchor."""
+    stale: tuple[Path, ...] = ()
+    """Per-file proofs of files this anchor no longer holds: left as they were (they verify what the
+    folder held then, and `verify` says a later stamp superseded them)."""
+
+
+def keep_superseded(proof_out: Path, new_digest: str) -> Path | None:
+    """Before a proof of other bytes is written at `proof_out`, copy the one there into its history
+    (`<PATH>.anchor-history/<chain>-<block>-<digest>.anchor.json`): a re-stamp never silently drops the
+    record of what was anchored before. Same digest, no file, or not a proof: nothing is kept. A copy,
+    not a move: if the new anchor fails, the old proof still stands where it stood."""
+    from anchor.errors import BadInput
+    from anchor.proof.locate import history_dir
+
+    if not proof_out.is_file() or proof_out.is_symlink():
+        return None
+    try:
+        old = load_proof(proof_out)
+    except BadInput:
+        return None  # not a proof of ours: check_output_path's refusal rules apply, not ours
+    if old.manifest_digest == new_digest:
+        return None
+    history = history_dir(proof_out)
+    history.mkdir(exist_ok=True)
+    kept = history / f"{old.anchor.chain_id}-{old.anchor.block_number}-{old.manifest_digest[2:14]}.anchor.json"
+    write_proof(old, kept)
+    return kept
 
 
 def anchor_path(
@@ -43,7 +73,31 @@ def anchor_path(
     proof_out = proof_out or default_proof_path(path)
     check_output_path(proof_out)
     tree = hash_tree(path, rules, symlinks, progress)
-    return anchor_manifest(tree.identity(), tree, settings, proof_out)
+    outcome = anchor_manifest(tree.identity(), tree, settings, proof_out)
+    return _refresh_file_proofs(path, outcome) if outcome.superseded is not None else outcome
+
+
+def _refresh_file_proofs(folder: Path, outcome: AnchorOutcome) -> AnchorOutcome:
+    """After a re-stamp of `folder`, its per-file proofs (`<DIR>.proofs/`) follow the new anchor for
+    every file it still holds; the others are left, stale, and named."""
+    from dataclasses import replace
+
+    from anchor.anchoring.prove import single_file_proof
+    from anchor.proof.locate import file_proof_path
+
+    base = file_proof_path(folder / "x", folder).parent
+    if not folder.is_dir() or not base.is_dir():
+        return outcome
+    held = {entry.path for entry in (outcome.proof.filetree() or FileTreeManifest(())).files}
+    refreshed, stale = [], []
+    for old in sorted(base.rglob("*.anchor.json")):
+        rel = old.relative_to(base).as_posix().removesuffix(".anchor.json")
+        if rel in held:
+            write_proof(single_file_proof(outcome.proof, rel), old)
+            refreshed.append(old)
+        else:
+            stale.append(old)
+    return replace(outcome, refreshed=tuple(refreshed), stale=tuple(stale))
 
 
 def anchor_manifest(
@@ -70,6 +124,8 @@ def anchor_manifest(
         payload["files"] = tree.files_json()
     if annotations:
         payload["annotations"] = annotations
+    # copied before the flush, which writes the new proof in its place the moment it is confirmed
+    superseded = keep_superseded(proof_out, "0x" + manifest_digest(identity).hex())
     service = AnchorService.open(settings)
     try:
         extra = [Submission(other, {}, None, path) for other, path in companions]  # same batch: one transaction
@@ -92,6 +148,7 @@ def anchor_manifest(
         already_anchored=not sent_now,
         gas_used=row["gas_used"] if sent_now else None,
         file_count=0 if tree is None else len(tree.files),
+        superseded=superseded,
     )
 
 

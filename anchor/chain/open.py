@@ -3,6 +3,7 @@ connection. Reads never start a chain; only writes pass `start_local=True`."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -33,7 +34,13 @@ def open_chain(settings: Settings, *, start_local: bool = False) -> ChainHandle:
         w3, chain_id = connect(settings.rpc_url)
         return ChainHandle(w3, chain_id, settings.rpc_url, local=False)
     chain = LocalChain(settings.data_dir, settings.local_port)
-    status = chain.up() if start_local else chain.status()
+    status = chain.status()
+    if start_local and not status.running:
+        status = chain.up()
+        logging.getLogger("anchor.progress").info(
+            f"started the local chain at {chain.rpc_url} (state in {settings.data_dir / 'chain'});"
+            " it keeps running for the next command: stop it with `anchor chain down`"
+        )
     if not status.running:
         raise ChainUnreachable("the local chain is not running; start it with `anchor chain up`")
     w3, chain_id = connect(chain.rpc_url)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 
@@ -17,6 +18,7 @@ def main() -> None:
     from anchor.errors import AnchorError, ExitCode
 
     as_json = "--json" in sys.argv[1:]
+    _show_progress()
     try:
         code = command(app)(standalone_mode=False)
     except AnchorError as exc:
@@ -54,3 +56,22 @@ def main() -> None:
             print(f"error[internal]: {message}", file=sys.stderr)
         sys.exit(int(ExitCode.INTERNAL))
     sys.exit(code if isinstance(code, int) else 0)
+
+
+class _Stderr(logging.Handler):
+    """Writes to whatever sys.stderr is at the time (a test swaps it), one line per record."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        from anchor.cli.output import printable
+
+        sys.stderr.write(printable(self.format(record)) + "\n")
+
+
+def _show_progress() -> None:
+    """Lines from the layers below for a person waiting ("started the local chain…", "waiting for 5
+    confirmations (2/5)"): on stderr, so `--json` output on stdout stays one object."""
+    log = logging.getLogger("anchor.progress")
+    if not any(isinstance(h, _Stderr) for h in log.handlers):
+        log.addHandler(_Stderr())
+    log.setLevel(logging.INFO)
+    log.propagate = False

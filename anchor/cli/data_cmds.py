@@ -154,7 +154,6 @@ def bundle(
     """Build a result-bundle manifest from SPEC (every digest computed here) and optionally anchor it."""
     from anchor.manifest.bundle import load_bundle_spec
     from anchor.proof.locate import default_proof_path
-
     from anchor.verify.verifier import check_resume_pin
 
     manifest, tree, output_dir = load_bundle_spec(spec)
@@ -228,6 +227,9 @@ def _report_anchor(ctx: typer.Context, json: bool, shown: str, outcome: object) 
             "gas_used": outcome.gas_used,
             "proof_file": str(outcome.proof_path),
             "proof": outcome.proof.model_dump(mode="json", exclude={"files"}, exclude_none=True),
+            "superseded_proof": None if outcome.superseded is None else str(outcome.superseded),
+            "refreshed_file_proofs": [str(p) for p in outcome.refreshed],
+            "stale_file_proofs": [str(p) for p in outcome.stale],
         },
         [
             f"{shown}: {state}",
@@ -236,9 +238,26 @@ def _report_anchor(ctx: typer.Context, json: bool, shown: str, outcome: object) 
             f"  chain {a.chain_id}, registry {a.registry}, block {a.block_number}",
             f"  tx       {a.tx_hash}",
             f"  proof    {outcome.proof_path}",
+            *_restamp_lines(outcome),
             f"  look it up: anchor lookup {outcome.proof.manifest_digest}",
         ],
     )
+
+
+def _restamp_lines(outcome: Any) -> list[str]:
+    """A re-stamp of changed bytes: where the earlier proof went, which per-file proofs followed."""
+    if outcome.superseded is None:
+        return []
+    lines = [f"  previous proof (other bytes) kept as {outcome.superseded}"]
+    if outcome.refreshed:
+        lines.append(f"  {count(len(outcome.refreshed), 'per-file proof')} refreshed to this anchor")
+    if outcome.stale:
+        shown = ", ".join(str(p) for p in outcome.stale[:3]) + (" …" if len(outcome.stale) > 3 else "")
+        lines.append(
+            f"  kept, of files this anchor no longer holds: {shown}"
+            " (each still verifies the earlier anchor, and says a later stamp superseded it)"
+        )
+    return lines
 
 
 def verify(
@@ -289,18 +308,23 @@ def verify(
         from anchor.attest.statement import verify_statements
 
         result = verify_statements(path, subjects_in, _settings(ctx))
+        later = None
     else:
         proof_path = proof or require_proof(path)
         if spec is not None:
             check_bundle_spec(proof_path, spec)
         result = verify_path(path, proof_path, _settings(ctx), registry, quorum)
+        later = _superseded_by(path, proof_path, result.manifest_digest)
     check_policy(result, expect_submitter, anchored_before)
     check_finality(result, min_finality)
     inside = f" as {result.path_in_bundle} of its bundle" if result.path_in_bundle else ""
     emit(
         ctx,
         json,
-        result.to_json(),
+        {
+            **result.to_json(),
+            "superseded_by": None if later is None else {"proof": str(later[0]), "manifest_digest": later[1]},
+        },
         [
             f"OK: {path} ({count(result.files, 'file')}){inside} is anchored",
             f"  anchored at {result.anchored_at} (block {result.anchored_block}): it existed by then",
@@ -313,6 +337,14 @@ def verify(
             + (f" ({count(result.confirmations, 'confirmation')})" if result.finality in ("safe", "finalized") else "")
             + f" (read at block {result.read_at_block})",
             *_quorum_lines(result.quorum),
+            *(
+                [
+                    f"  note:       a later stamp superseded this anchor: {later[0]} now holds {later[1]}"
+                    f" (anchored in block {later[2]}); this proof shows what was there then"
+                ]
+                if later
+                else []
+            ),  # fmt: skip
             *_bundle_lines(result),
             *_milestone_lines(result),
             *(
@@ -322,6 +354,25 @@ def verify(
             ),
         ],
     )
+
+
+def _superseded_by(path: Path, proof_path: Path, digest: str) -> tuple[Path, str, int] | None:
+    """(proof, its digest, its block) when the latest stamp of what `proof_path` proves anchored other
+    bytes: a verdict on an earlier anchor is true of then, and is said to be about then."""
+    from anchor.errors import BadInput
+    from anchor.proof.file import load_proof
+    from anchor.proof.locate import current_proof_of
+
+    current = current_proof_of(path, proof_path)
+    if not current.is_file() or current.resolve() == proof_path.resolve():
+        return None
+    try:
+        latest = load_proof(current)
+    except BadInput:
+        return None
+    if latest.manifest_digest == digest or latest.file is not None:
+        return None
+    return current, latest.manifest_digest, latest.anchor.block_number
 
 
 def _bundle_lines(result: Any) -> list[str]:

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from anchor.cli.output import JsonFlag, count, emit
+from anchor.cli.output import JsonFlag, count, emit, wants_json
 
 missions = typer.Typer(help="Typed, immutable missions (docs/manifest.md, Mission).", no_args_is_help=True)
 snapshots = typer.Typer(
@@ -32,6 +32,9 @@ def register(root: typer.Typer) -> None:
 def check(
     ctx: typer.Context,
     path: Annotated[Path, typer.Argument(help="A mission file (TOML, or JSON for .json).")],
+    digest_only: Annotated[
+        bool, typer.Option("--digest-only", help="Print only the digest, for `mission submit --mission-digest`.")
+    ] = False,
     json: JsonFlag = False,
 ) -> None:
     """Validate a mission and print the one identity a result bundle binds (`mission_sha256`: the SHA-256
@@ -44,6 +47,9 @@ def check(
     mission, raw = load_mission(path)
     data = {"digest": "0x" + mission.digest.hex(), "sha256": mission.sha256(),
             "file_sha256": hashlib.sha256(raw).hexdigest(), "mission": mission.identity()}  # fmt: skip
+    if digest_only and not wants_json(ctx, json):
+        print(data["digest"])
+        return
     covers = ", ".join(f"{k}={v}" for k, v in mission.covers.items()) or "nothing named"
     budget = f"{mission.budget.minutes} min, {count(mission.budget.attempts, 'attempt')}"
     emit(ctx, json, data, [

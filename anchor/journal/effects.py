@@ -11,6 +11,7 @@ signed bytes, so it cannot anchor twice; the registry's write-once rule is the l
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,6 +40,8 @@ class RunnerConfig:
     poll_s: float = 0.02
     max_fee_cap: int | None = None
     """Never bump the max fee per gas beyond this (wei); None: no cap."""
+    quiet_blocks_s: float = 20.0
+    """No new block for this long while a transaction waits: say so, with what to do."""
 
 
 @dataclass
@@ -60,6 +63,60 @@ _INSERT_TX = (
     " ON CONFLICT (tx_hash) DO UPDATE SET effect_id = excluded.effect_id, state = 'signed',"
     " created_at = excluded.created_at"
 )
+
+
+PROGRESS = logging.getLogger("anchor.progress")
+"""Lines for a person waiting at a terminal (the CLI shows them on stderr; a server's log may)."""
+
+
+class _Watch:
+    """Says what a wait is waiting for: "tx 0x… sent", "block N: waiting for K confirmations (i/K)", and
+    a hint when no block arrives for a while. Silent when everything lands within a second (the local
+    chain mines on arrival), so quick runs print nothing extra. The head is read at most once a second."""
+
+    def __init__(self, w3: Any, config: RunnerConfig, sent: Callable[[int], bytes | None]) -> None:
+        self.w3, self.depth, self.quiet_s, self.sent = w3, config.confirmations, config.quiet_blocks_s, sent
+        self.started = time.monotonic()
+        self.said: dict[int, tuple[str, int | None]] = {}
+        self.head: int | None = None
+        self.head_seen = self.started
+        self.next_read = self.started + 1.0
+        self.hinted = False
+
+    def look(self, effects: list[sqlite3.Row]) -> None:
+        waiting = [e for e in effects if e["state"] in ("broadcast", "mined")]
+        now_ = time.monotonic()
+        if not waiting or now_ < self.next_read:
+            return
+        self.next_read = now_ + 1.0
+        head = int(self.w3.eth.block_number)
+        if head != self.head:
+            self.head, self.head_seen, self.hinted = head, now_, False
+        for effect in waiting:
+            self._say(effect, head)
+        if now_ - self.head_seen >= self.quiet_s and not self.hinted:
+            self.hinted = True
+            PROGRESS.info(
+                f"no new block for {now_ - self.head_seen:.0f} s (head {head}): is the chain producing blocks?"
+                " Everything is journaled: Ctrl-C is safe, and `anchor journal flush` resumes the wait later"
+            )
+
+    def _say(self, effect: sqlite3.Row, head: int) -> None:
+        tx = effect["tx_hash"]
+        if effect["state"] == "broadcast":
+            key: tuple[str, int | None] = ("sent", None)
+            sent = self.sent(int(effect["id"]))
+            line = f"tx 0x{(sent or b'').hex()} sent; block {head}: waiting for it to be mined"
+        else:
+            got = max(0, head - int(effect["block_number"]))
+            key = ("mined", min(got, self.depth))
+            line = (
+                f"tx 0x{bytes(tx).hex()} in block {effect['block_number']}; block {head}: waiting for"
+                f" {self.depth} confirmations ({min(got, self.depth)}/{self.depth})"
+            )
+        if self.said.get(effect["id"]) != key:
+            self.said[effect["id"]] = key
+            PROGRESS.info(line)
 
 
 def _bump(value: int) -> int:
@@ -182,6 +239,7 @@ class EffectRunner:
         collect receipts and confirm. Raises the first typed error; the journal stays consistent."""
         deadline = time.monotonic() + deadline_s
         total = len(self.open_effects())
+        watch = _Watch(self.w3, self.config, self._latest_tx_hash)
         while True:
             self.journal.keepalive()  # a PostgreSQL flush lease is renewed while receipts are awaited
             effects = self.open_effects()
@@ -198,6 +256,7 @@ class EffectRunner:
                 except (RegistryRevert, Conflict) as exc:  # this effect's own refusal: park it, go on
                     self._fail(effect, exc)
                     progressed = True
+            watch.look(self.open_effects())
             if not progressed:
                 time.sleep(self.config.poll_s)
 
@@ -333,6 +392,10 @@ class EffectRunner:
             (self.chain_id, self.signer.address),
         ).fetchone()
         return max(chain_nonce, -1 if row[0] is None else int(row[0]) + 1)
+
+    def _latest_tx_hash(self, effect_id: int) -> bytes | None:
+        sent = self._txs(effect_id)
+        return bytes(sent[-1]["tx_hash"]) if sent else None
 
     def _txs(self, effect_id: int) -> list[sqlite3.Row]:
         return self.journal.db.execute(

@@ -112,9 +112,8 @@ def mission_states(data_dir: Path, output: str | None = None) -> list[MissionSta
         rows = db.execute(
             "SELECT m.output, m.submitted_at, m.record, r.state, r.pid, r.updated_at, r.bundle, r.result"
             " FROM missions m LEFT JOIN runs r ON r.output = m.output"
-            + (" WHERE m.output = ?" if output is not None else "")
-            + " ORDER BY m.id",
-            (output,) if output is not None else (),
+            " WHERE ? IS NULL OR m.output = ? ORDER BY m.id",
+            (output, output),
         ).fetchall()
     finally:
         db.close()

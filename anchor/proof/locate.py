@@ -66,3 +66,18 @@ def _proofs_beside_folders(path: Path) -> list[Path]:
         candidate = ancestor.with_name(ancestor.name + ".proofs") / here.relative_to(ancestor)
         places.append(candidate.with_name(candidate.name + ".anchor.json"))
     return places
+
+
+def history_dir(proof_path: Path) -> Path:
+    """Where a proof goes when a later stamp of the same path supersedes it: `<PATH>.anchor-history/`
+    beside it (its files end in .anchor.json, so a folder stamp leaves them out like any proof)."""
+    return proof_path.with_name(proof_path.name.removesuffix(".anchor.json") + ".anchor-history")
+
+
+def current_proof_of(path: Path, proof_path: Path) -> Path:
+    """The proof the latest stamp left for what `proof_path` proves: for a file proof from `anchor
+    prove` (`<DIR>.proofs/…`), its folder's `<DIR>.anchor.json`; otherwise `<PATH>.anchor.json`."""
+    for ancestor in proof_path.resolve().parents:
+        if ancestor.name.endswith(".proofs") and len(ancestor.name) > len(".proofs"):
+            return ancestor.with_name(ancestor.name.removesuffix(".proofs") + ".anchor.json")
+    return default_proof_path(path)

@@ -170,7 +170,8 @@ def check_resume_pin(
     for field in PIN_FIELDS:
         if pinned.manifest.get(field) != bundle.get(field):
             raise BadInput(
-                f"resume: the pinned bundle's {field} is {pinned.manifest.get(field)}, this bundle's {bundle.get(field)}",
+                f"resume: the pinned bundle's {field} is {pinned.manifest.get(field)},"
+                f" this bundle's {bundle.get(field)}",
                 detail={"field": f"resume.{field}"},
             )
     if live:

@@ -110,19 +110,28 @@
     const word = (await rpc("eth_call", [{ to: cfg.registry, data: "0x" + selector + root.slice(2) }, "0x" + block.toString(16)])).slice(2);
     const submitter = "0x" + word.slice(24, 64), when = parseInt(word.slice(64, 128), 16), at = parseInt(word.slice(128, 192), 16);
     if (!at) throw new Verdict("not_anchored", "the root " + root + " is not anchored in the registry (read at block " + block + ")");
-    return { status: "verified", files: entries.map((e) => e.path), manifest_digest: proof.manifest_digest, root, submitter,
+    /* links the proof records: a file picker hands over what a link points to, never the link itself, so
+       they are not checked here and the verdict says so instead of "verified" */
+    const links = (tree.symlinks && tree.symlinks.links) || [];
+    return { status: links.length ? "files_verified_links_unchecked" : "verified", links,
+      files: entries.map((e) => e.path), manifest_digest: proof.manifest_digest, root, submitter,
       anchored_at: new Date(when * 1000).toISOString(), anchored_block: at, read_at_block: block, chain_id: chainId, registry: cfg.registry };
   }
 
   function show(result) {
     const out = $("verdict");
-    out.className = "verdict " + (result.status === "verified" ? "ok" : "bad");
+    const unchecked = result.status === "files_verified_links_unchecked";
+    out.className = "verdict " + (result.status === "verified" ? "ok" : unchecked ? "warn" : "bad");
     out.dataset.status = result.status;
     out.dataset.file = result.file || "";
     out.textContent = "";
     const line = (text) => { const p = document.createElement("p"); p.textContent = text; out.appendChild(p); };
-    if (result.status === "verified") {
-      line("✓ verified: " + result.files.join(", "));
+    if (result.status === "verified" || unchecked) {
+      line((unchecked ? "✓ files verified (not the links): " : "✓ verified: ") + result.files.join(", "));
+      if (unchecked)
+        line("⚠ not checked here: " + result.links.length + " symbolic link" + (result.links.length === 1 ? "" : "s") +
+          " the proof records (" + result.links.slice(0, 5).map((l) => l.path + " → " + l.target).join(", ") +
+          "): a browser cannot read a link; `anchor verify` checks them");
       line("manifest " + result.manifest_digest + " in batch root " + result.root);
       line("anchored at block " + result.anchored_block + " (" + result.anchored_at + ") by " + result.submitter);
       line("read by this browser from chain " + result.chain_id + ", registry " + result.registry + ", at block " + result.read_at_block);

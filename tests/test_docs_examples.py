@@ -1,0 +1,216 @@
+"""The examples the README and docs/ tell a newcomer to run, run here as written: a code block that
+stops working, or names a command or option that does not exist, fails a test."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, anvil, free_port
+
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def sh_blocks(doc: Path) -> list[str]:
+    """The ```sh code blocks of `doc`, in order."""
+    return re.findall(r"```sh\n(.*?)```", doc.read_text(encoding="utf-8"), flags=re.S)
+
+
+def _bash(script: str, cwd: Path, env: dict[str, str], stdin: str = "") -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script], cwd=cwd, env=env, input=stdin, text=True, capture_output=True,
+        timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, (
+        f"exit {result.returncode}\n{script}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}"
+    )
+    return result
+
+
+def _workspace(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A directory that looks like the checkout to a reader (`. .venv/bin/activate` works in it) and an
+    environment with nothing of ours in it: no ANCHOR_* variable, its own HOME and data dir."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / ".venv").symlink_to(ROOT / ".venv")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
+    env.update(HOME=str(tmp_path / "home"), PATH=f"{ROOT / 'node_modules' / '.bin'}:{env['PATH']}")
+    return work, env
+
+
+@pytest.mark.chain  # an anvil of its own, as Base Sepolia (84532) with 2 s blocks
+def test_the_base_sepolia_quickstart_runs_as_written_and_says_what_it_waits_for(tmp_path: Path) -> None:
+    """docs/quickstart-base-sepolia.md, steps 1 and 3-5, against an anvil with Base Sepolia's chain id
+    and 2 s blocks; only the RPC URL and the faucet differ (the faucet is anvil_setBalance), and the
+    registry address the colleague is told is the one step 3 printed. Step 1 once failed as written
+    (its heredoc was Python's stdin, so `input()` met EOF and no keystore was made)."""
+    from anchor.chain.node import rpc_call
+
+    doc = ROOT / "docs" / "quickstart-base-sepolia.md"
+    key, deploy, stamp, verify, _cast = sh_blocks(doc)
+    work, env = _workspace(tmp_path)
+    (work / "results").mkdir()
+    (work / "results" / "metrics.json").write_text('{"accuracy": 0.93}\n')
+    with anvil(84532, 2) as url:
+        public = "https://sepolia.base.org"
+        made = _bash(key.replace(public, url) + "\nenv -0 > step1.env\n", work, env, stdin="correct horse\n")
+        assert (work / "researcher.keystore.json").stat().st_mode & 0o777 == 0o600
+        address = re.search(r"fund this address: (0x[0-9a-fA-F]{40})", made.stdout).group(1)  # type: ignore[union-attr]
+        rpc_call(url, "anvil_setBalance", [address, hex(10**18)])  # the faucet
+        exported = dict(line.split("=", 1) for line in (work / "step1.env").read_text().split("\0") if "=" in line)
+        env.update({k: exported[k] for k in ("ANCHOR_KEYSTORE", "ANCHOR_KEYSTORE_PASSWORD", "ANCHOR_RPC_URL")})
+        assert env["ANCHOR_RPC_URL"] == url and "PRIVATE_KEY" not in " ".join(exported)
+
+        deployed = _bash(deploy, work, env)
+        assert "on Base Sepolia (84532)" in deployed.stdout
+        registry = re.search(r"registry deployed at (0x[0-9a-fA-F]{40})", deployed.stdout).group(1)  # type: ignore[union-attr]
+        stamped = _bash(stamp, work, env)
+        assert "results: anchored" in stamped.stdout and (work / "results.anchor.json").is_file()
+        waits = [line for line in stamped.stderr.splitlines() if "waiting for 5 confirmations" in line]
+        assert waits and waits[-1].endswith("(4/5)"), stamped.stderr  # it said what it waited for
+        (tmp_path / "stamp-progress.txt").write_text(stamped.stderr)
+
+        colleague = {**env, "HOME": str(tmp_path / "colleague")}  # no key, no data dir of the writer's
+        del colleague["ANCHOR_KEYSTORE"], colleague["ANCHOR_KEYSTORE_PASSWORD"]
+        documented = re.search(r"--registry (0x[0-9a-fA-F]{40})", verify).group(1)  # type: ignore[union-attr]
+        checked = _bash(verify.replace(public, url).replace(documented, registry), work, colleague)
+        assert "OK: results (1 file) is anchored" in checked.stdout
+        assert f"by          {address}" in checked.stdout and "(trusted by --registry)" in checked.stdout
+
+
+def _anchor_invocations(text: str) -> list[list[str]]:
+    """Every `anchor …` the text shows: in code blocks (comments dropped, `\\` continuations joined, each
+    command of a `&&`/`;`/`|`/`$(` chain) and in `inline code`."""
+    import shlex
+
+    found: list[list[str]] = []
+    chunks = [b.replace("\\\n", " ") for b in re.findall(r"```(?:sh)?\n(.*?)```", text, flags=re.S)]
+    lines = [line.split(" #")[0] for chunk in chunks for line in chunk.splitlines() if not line.startswith("#")]
+    lines += re.findall(r"(?<!`)`(anchor [^`]+)`", text)
+    for line in lines:
+        for part in re.split(r"&&|\|\||;|\||\$\(|\)", line):
+            try:
+                words = shlex.split(part.strip())
+            except ValueError:
+                continue
+            if words and words[0] == "anchor" and len(words) > 1:
+                found.append(words[1:])
+    return found
+
+
+def _check(words: list[str], root: object) -> str | None:
+    """None if `anchor WORDS` names a real command and only options it has (the root's options before
+    the first command word, as the parser takes them); else what is wrong."""
+    command, path = root, ["anchor"]
+    for word in words:
+        subs = getattr(command, "commands", None)
+        if word.startswith("--"):
+            name = word.split("=")[0]
+            known = {o for p in command.params for o in (*p.opts, *p.secondary_opts)} | {"--help"}  # type: ignore[attr-defined]
+            if name not in known:
+                return f"{' '.join(path)}: no option {name}"
+        elif subs is not None and re.fullmatch(r"[a-z][a-z-]*", word):
+            if word not in subs:
+                return f"{' '.join(path)}: no command {word!r}"
+            command = subs[word]
+            path.append(word)
+    return None
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+def test_every_documented_command_and_option_exists(doc: Path) -> None:
+    """A newcomer types what the docs show: a renamed command or a dropped option fails here first."""
+    from anchor.cli.app import app
+    from anchor.cli.helptext import command
+
+    root = command(app)
+    wrong = [f"`anchor {' '.join(words)}`: {why}" for words in _anchor_invocations(doc.read_text(encoding="utf-8"))
+             if (why := _check(words, root)) is not None]  # fmt: skip
+    assert not wrong, "\n".join(wrong)
+
+
+def _block_after(doc: Path, heading: str) -> str:
+    text = doc.read_text(encoding="utf-8")
+    return re.search(r"```sh\n(.*?)```", text[text.index(heading) :], flags=re.S).group(1)  # type: ignore[union-attr]
+
+
+@pytest.mark.chain
+@pytest.mark.sandbox  # the mission and the research attempts run in bubblewrap
+def test_the_readme_tour_and_the_missions_example_run_as_written_in_a_fresh_checkout(tmp_path: Path) -> None:
+    """README.md's tour, then docs/missions.md's example, every line in order, in a directory shaped
+    like a fresh clone (its examples and its .venv), with nothing of ours in the environment but a free
+    port for the embedded chain. The tour's mission once could not run (`run.py` did not exist)."""
+    import shutil
+
+    tour = _block_after(ROOT / "README.md", "## A short tour of the CLI")
+    missions = _block_after(ROOT / "docs" / "missions.md", "## An example to run")
+    work, env = _workspace(tmp_path)
+    shutil.copytree(ROOT / "examples", work / "examples")
+    env["ANCHOR_LOCAL_PORT"] = str(free_port())
+    try:
+        ran = _bash(tour, work, env)
+        example = _bash(missions, work, env)  # after the tour stopped the chain: `mission run` starts it
+    finally:
+        subprocess.run(["bash", "-c", ". .venv/bin/activate && anchor chain down"], cwd=work, env=env, check=False,
+                       capture_output=True)  # fmt: skip
+    out = ran.stdout
+    assert "examples/bundle: anchored" in out and "OK: examples/bundle (" in out
+    assert "OK: examples/result-bundle/outputs (" in out
+    assert "mission 'tour-1' ran (bubblewrap)" in out and "mission 'tour-1': done" in out
+    assert "OK: .anchor/missions/tour-1/result (1 file) is anchored" in out
+    assert json.loads((work / ".anchor" / "missions" / "tour-1" / "result" / "metrics.json").read_text())["days"] == 7
+    assert "local chain stopped" in out.splitlines()[-3]
+    assert "started the local chain at" in example.stderr and "stop it with `anchor chain down`" in example.stderr
+    assert "OK: .anchor/missions/example-1/result (1 file) is anchored" in example.stdout
+    assert re.search(r"^tour-1 +done .*\n^example-1 +done", example.stdout, flags=re.M)
+
+
+@pytest.mark.chain  # an anvil of its own that mines nothing
+def test_stamp_on_a_chain_that_mines_no_block_says_what_it_waits_for_and_what_to_do(tmp_path: Path) -> None:
+    """It once waited in silence (killed after 60 s): now the transaction is named as sent, and when
+    no block comes for ANCHOR_QUIET_BLOCKS_S it says so with what to do; stopped here by its group."""
+    from anchor.chain.compiler import compile_registry
+    from anchor.chain.connection import connect
+    from anchor.chain.deployment import deploy
+    from anchor.chain.keys import load_signer
+    from anchor.chain.node import rpc_call
+    from tests.cli import ANCHOR_BIN
+
+    work, env = _workspace(tmp_path)
+    (work / "results").mkdir()
+    (work / "results" / "a.txt").write_text("a\n")
+    dev_key = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80"  # anvil's first dev account
+    with anvil(84532, None) as url:
+        env.update(ANCHOR_RPC_URL=url, ANCHOR_PRIVATE_KEY=dev_key, ANCHOR_DATA_DIR=str(work / ".anchor"),
+                   ANCHOR_QUIET_BLOCKS_S="3")  # fmt: skip
+        w3, chain_id = connect(url)
+        rpc_call(url, "evm_setAutomine", [True])  # the registry first, then no more blocks
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("ANCHOR_PRIVATE_KEY", dev_key)
+            deploy(w3, chain_id, load_signer(chain_id), compile_registry(), work / ".anchor")
+        rpc_call(url, "evm_setAutomine", [False])
+        stamp = subprocess.Popen([str(ANCHOR_BIN), "stamp", "results"], cwd=work, env=env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+        lines: list[str] = []
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not any("no new block" in line for line in lines):
+                line = stamp.stderr.readline()  # type: ignore[union-attr]
+                if not line:
+                    break
+                lines.append(line.rstrip())
+        finally:
+            os.killpg(stamp.pid, signal.SIGTERM)
+            stamp.wait()
+    assert any(re.match(r"tx 0x[0-9a-f]{64} sent; block \d+: waiting for it to be mined", line) for line in lines), (
+        lines
+    )
+    hint = next(line for line in lines if "no new block" in line)
+    assert "is the chain producing blocks?" in hint and "anchor journal flush" in hint
