@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, anvil, free_port
+from tests.newcomer import block_after, run_block, workspace
 
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
@@ -21,28 +22,6 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 def sh_blocks(doc: Path) -> list[str]:
     """The ```sh code blocks of `doc`, in order."""
     return re.findall(r"```sh\n(.*?)```", doc.read_text(encoding="utf-8"), flags=re.S)
-
-
-def _bash(script: str, cwd: Path, env: dict[str, str], stdin: str = "") -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", script], cwd=cwd, env=env, input=stdin, text=True, capture_output=True,
-        timeout=300,
-    )  # fmt: skip
-    assert result.returncode == 0, (
-        f"exit {result.returncode}\n{script}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}"
-    )
-    return result
-
-
-def _workspace(tmp_path: Path) -> tuple[Path, dict[str, str]]:
-    """A directory that looks like the checkout to a reader (`. .venv/bin/activate` works in it) and an
-    environment with nothing of ours in it: no ANCHOR_* variable, its own HOME and data dir."""
-    work = tmp_path / "work"
-    work.mkdir()
-    (work / ".venv").symlink_to(ROOT / ".venv")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
-    env.update(HOME=str(tmp_path / "home"), PATH=f"{ROOT / 'node_modules' / '.bin'}:{env['PATH']}")
-    return work, env
 
 
 @pytest.mark.chain  # an anvil of its own, as Base Sepolia (84532) with 2 s blocks
@@ -55,12 +34,12 @@ def test_the_base_sepolia_quickstart_runs_as_written_and_says_what_it_waits_for(
 
     doc = ROOT / "docs" / "quickstart-base-sepolia.md"
     key, deploy, stamp, verify, _cast = sh_blocks(doc)
-    work, env = _workspace(tmp_path)
+    work, env = workspace(tmp_path)
     (work / "results").mkdir()
     (work / "results" / "metrics.json").write_text('{"accuracy": 0.93}\n')
     with anvil(84532, 2) as url:
         public = "https://sepolia.base.org"
-        made = _bash(key.replace(public, url) + "\nenv -0 > step1.env\n", work, env, stdin="correct horse\n")
+        made = run_block(key.replace(public, url) + "\nenv -0 > step1.env\n", work, env, stdin="correct horse\n")
         assert (work / "researcher.keystore.json").stat().st_mode & 0o777 == 0o600
         address = re.search(r"fund this address: (0x[0-9a-fA-F]{40})", made.stdout).group(1)  # type: ignore[union-attr]
         rpc_call(url, "anvil_setBalance", [address, hex(10**18)])  # the faucet
@@ -68,10 +47,10 @@ def test_the_base_sepolia_quickstart_runs_as_written_and_says_what_it_waits_for(
         env.update({k: exported[k] for k in ("ANCHOR_KEYSTORE", "ANCHOR_KEYSTORE_PASSWORD", "ANCHOR_RPC_URL")})
         assert env["ANCHOR_RPC_URL"] == url and "PRIVATE_KEY" not in " ".join(exported)
 
-        deployed = _bash(deploy, work, env)
+        deployed = run_block(deploy, work, env)
         assert "on Base Sepolia (84532)" in deployed.stdout
         registry = re.search(r"registry deployed at (0x[0-9a-fA-F]{40})", deployed.stdout).group(1)  # type: ignore[union-attr]
-        stamped = _bash(stamp, work, env)
+        stamped = run_block(stamp, work, env)
         assert "results: anchored" in stamped.stdout and (work / "results.anchor.json").is_file()
         waits = [line for line in stamped.stderr.splitlines() if "waiting for 5 confirmations" in line]
         assert waits and waits[-1].endswith("(4/5)"), stamped.stderr  # it said what it waited for
@@ -80,7 +59,7 @@ def test_the_base_sepolia_quickstart_runs_as_written_and_says_what_it_waits_for(
         colleague = {**env, "HOME": str(tmp_path / "colleague")}  # no key, no data dir of the writer's
         del colleague["ANCHOR_KEYSTORE"], colleague["ANCHOR_KEYSTORE_PASSWORD"]
         documented = re.search(r"--registry (0x[0-9a-fA-F]{40})", verify).group(1)  # type: ignore[union-attr]
-        checked = _bash(verify.replace(public, url).replace(documented, registry), work, colleague)
+        checked = run_block(verify.replace(public, url).replace(documented, registry), work, colleague)
         assert "OK: results (1 file) is anchored" in checked.stdout
         assert f"by          {address}" in checked.stdout and "(trusted by --registry)" in checked.stdout
 
@@ -136,11 +115,6 @@ def test_every_documented_command_and_option_exists(doc: Path) -> None:
     assert not wrong, "\n".join(wrong)
 
 
-def _block_after(doc: Path, heading: str) -> str:
-    text = doc.read_text(encoding="utf-8")
-    return re.search(r"```sh\n(.*?)```", text[text.index(heading) :], flags=re.S).group(1)  # type: ignore[union-attr]
-
-
 @pytest.mark.chain
 @pytest.mark.sandbox  # the mission and the research attempts run in bubblewrap
 def test_the_readme_tour_and_the_missions_example_run_as_written_in_a_fresh_checkout(tmp_path: Path) -> None:
@@ -149,14 +123,14 @@ def test_the_readme_tour_and_the_missions_example_run_as_written_in_a_fresh_chec
     port for the embedded chain. The tour's mission once could not run (`run.py` did not exist)."""
     import shutil
 
-    tour = _block_after(ROOT / "README.md", "## A short tour of the CLI")
-    missions = _block_after(ROOT / "docs" / "missions.md", "## An example to run")
-    work, env = _workspace(tmp_path)
+    tour = block_after(ROOT / "README.md", "## A short tour of the CLI")
+    missions = block_after(ROOT / "docs" / "missions.md", "## An example to run")
+    work, env = workspace(tmp_path)
     shutil.copytree(ROOT / "examples", work / "examples")
     env["ANCHOR_LOCAL_PORT"] = str(free_port())
     try:
-        ran = _bash(tour, work, env)
-        example = _bash(missions, work, env)  # after the tour stopped the chain: `mission run` starts it
+        ran = run_block(tour, work, env)
+        example = run_block(missions, work, env)  # after the tour stopped the chain: `mission run` starts it
     finally:
         subprocess.run(["bash", "-c", ". .venv/bin/activate && anchor chain down"], cwd=work, env=env, check=False,
                        capture_output=True)  # fmt: skip
@@ -183,7 +157,7 @@ def test_stamp_on_a_chain_that_mines_no_block_says_what_it_waits_for_and_what_to
     from anchor.chain.node import rpc_call
     from tests.cli import ANCHOR_BIN
 
-    work, env = _workspace(tmp_path)
+    work, env = workspace(tmp_path)
     (work / "results").mkdir()
     (work / "results" / "a.txt").write_text("a\n")
     dev_key = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80"  # anvil's first dev account

@@ -94,6 +94,7 @@ def test_anchoring_on_a_fresh_data_dir_deploys_the_embedded_registry_first(tmp_p
         first = chain.cli("anchor", str(bundle))
         assert first.returncode == 0, first.stderr
         assert (chain.data_dir / "deployments" / "31337.json").is_file()
+        assert "no registry on the local chain yet: deploying one" in first.stderr  # said, not silent
         assert chain.cli("verify", str(bundle)).returncode == 0
     finally:
         chain.node.down()
