@@ -8,6 +8,7 @@ same local adversary (symlinks planted at a predictable name, a permissive umask
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import tempfile
@@ -119,5 +120,31 @@ def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_regular(path: Path, limit: int) -> bytes:
+    """At most `limit` + 1 bytes of `path`, which must be a regular file reached without following a
+    link in its last component; `UnsafePath` otherwise. For files that untrusted code could have
+    replaced (an attempt's run dir): a link to /proc/self/fd/N, a FIFO or a device would otherwise
+    block the reading thread for good. O_NONBLOCK makes opening a FIFO return at once."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafePath(f"{path}: is a symbolic link; refusing to follow it", detail={"path": str(path)}) from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UnsafePath(f"{path}: is not a regular file", detail={"path": str(path)})
+        chunks, left = [], limit + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
     finally:
         os.close(fd)

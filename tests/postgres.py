@@ -35,10 +35,11 @@ def _as_server_user() -> tuple[list[str], int | None]:
 
 
 @contextlib.contextmanager
-def postgres_server() -> Iterator[str]:
-    """Yield the URL of a fresh server's `postgres` database (superuser `anchor`, trust on the socket)."""
+def postgres_server(under: Path | None = None) -> Iterator[str]:
+    """Yield the URL of a fresh server's `postgres` database (superuser `anchor`, trust on the socket).
+    `under`: where its directory (data and socket) is made, e.g. /var/run as on a Debian host."""
     prefix, uid = _as_server_user()
-    root = Path(tempfile.mkdtemp(prefix="anchor-pg-"))
+    root = Path(tempfile.mkdtemp(prefix="anchor-pg-", dir=under))
     data, sock = root / "data", root / "sock"
     sock.mkdir()
     if uid is not None:

@@ -275,6 +275,25 @@ def test_a_researchers_attempts_are_listed_over_every_search_with_filters_pages_
     kept_file = tmp_path / "w1" / "runs" / "alice" / second["commit"][:12] / "code.diff"
     kept_file.write_bytes(kept_file.read_bytes() + b"+ an edit after the fact\n")
     _error(client.get(second["links"]["diff"]), 409, "tampered")
+    # what an attempt can plant in its own run dir: a link to a descriptor, a link to a pipe, a pipe.
+    # Each blocked a worker thread for good (40 requests stopped the service); now each is refused at once.
+    import threading
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for plant in (lambda: kept_file.symlink_to("/proc/self/fd/0"), lambda: kept_file.symlink_to(fifo),
+                  lambda: os.mkfifo(kept_file)):  # fmt: skip
+        kept_file.unlink()
+        plant()
+        answers: list[Any] = []
+        asking = threading.Thread(
+            target=lambda got=answers: got.append(client.get(second["links"]["diff"])), daemon=True
+        )
+        asking.start()
+        asking.join(10)
+        assert answers, "the diff request blocked on what the attempt planted"
+        assert _error(answers[0], 409, "tampered")["message"].endswith("not served")
+        assert "<pre class='diff'>" not in client.get(second["links"]["page"]).text  # the page never follows it
 
 
 def test_deployment_and_source_material_rebuild_the_deployed_bytecode(client: TestClient, api_chain: Chain) -> None:

@@ -150,6 +150,40 @@ def test_a_file_that_grows_while_read_is_detected(tmp_path: Path, monkeypatch: p
         hash_tree(tmp_path)
 
 
+def test_a_file_swapped_for_a_fifo_after_the_walk_is_refused_not_waited_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The walk saw a regular file; before it is opened, it becomes a FIFO nobody writes to. Opening it
+    for reading blocked `anchor hash` for good; now it opens at once and is refused by name."""
+    import threading
+
+    from anchor.manifest import filetree
+
+    target = tmp_path / "results.csv"
+    target.write_bytes(b"a,b\n")
+    real_hash_files = filetree.hash_files
+
+    def swap_then_hash(listing: list, progress: object = None) -> list:  # type: ignore[type-arg]
+        target.unlink()
+        os.mkfifo(target)
+        return real_hash_files(listing, progress)
+
+    monkeypatch.setattr(filetree, "hash_files", swap_then_hash)
+    outcome: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            hash_tree(tmp_path)
+        except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
+            outcome.append(exc)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(10)
+    assert outcome, "hashing blocked on a FIFO swapped in after the walk"
+    assert isinstance(outcome[0], UnsafePath) and "results.csv: not a regular file" in str(outcome[0])
+
+
 def test_a_large_file_rewritten_in_place_while_mapped_is_detected(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -59,8 +59,8 @@ def hash_file(
     path: str, shown: str, threads: int | None = None, on_window: Callable[[int], None] | None = None
 ) -> tuple[int, str]:
     """(size, BLAKE3 hex) of one regular file, refusing links and detecting concurrent changes."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:  # O_NONBLOCK: a FIFO swapped in after the walk opens at once (and is refused below), never hangs
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         raise UnsafePath(f"{shown}: cannot be read ({exc.strerror})", detail={"path": shown}) from None
     try:

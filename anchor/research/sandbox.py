@@ -4,8 +4,11 @@ editable files, a private /tmp, a process namespace of its own, an allow-listed 
 Why: the attempt is code an agent wrote. Unconfined it can read the signing key from its environment
 or from `/proc/<harness>/environ`, read the keystore or the journal, rewrite the ledger or the
 evaluator, or fetch answers over the network. In the sandbox:
-- the filesystem is the host's, read-only; /tmp is private; the data directory, the search's work dir
-  and any keystore file are hidden (empty); only the run dir and the editable files are writable;
+- the filesystem is an allow-list (anchor.research.fence): the system's programs and libraries, a few
+  /etc files, the harness's Python and PATH, the repository, read-only; fresh /tmp, /var/tmp and /run;
+  no host socket is reachable (nor could one be made: AF_UNIX sockets are refused by seccomp); the
+  data directory, the search's work dir and any keystore file are hidden (empty) where they would show;
+  only the run dir and the editable files are writable;
 - network, PID, IPC and UTS namespaces are new (no interface but loopback, no host process visible);
 - the environment is cleared and only PATH, the locale, TMPDIR=/tmp, HOME=<run dir>/home and
   PYTHONDONTWRITEBYTECODE are set (`allowed_env`).
@@ -24,18 +27,6 @@ from pathlib import Path
 from anchor.errors import ToolchainMissing
 
 ALLOWED = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
-
-
-def _own_python_under_tmp() -> list[str]:
-    """The harness's own Python environment (a virtualenv), shown read-only when it lies under /tmp,
-    which the sandbox replaces with an empty tmpfs: `python3` of an activated virtualenv (numpy, the
-    project's dependencies) then works inside as outside. Anywhere else it is visible already."""
-    import sys
-
-    prefix = Path(sys.prefix).resolve()
-    if prefix.is_relative_to("/tmp") and prefix != Path("/tmp"):  # noqa: S108
-        return ["--ro-bind", str(prefix), str(prefix)]
-    return []
 
 
 def allowed_env(run_dir: Path, private_tmp: bool = False, passed: tuple[str, ...] = ()) -> dict[str, str]:
@@ -104,10 +95,12 @@ class Sandbox:
     ) -> list[str]:
         """bwrap's command line for `command` (a shell line) run in the repository; `network` keeps the
         host's network (the proposer, when told to: an agent calling its model), never for an attempt."""
+        from anchor.research.fence import fresh_tmpfs, runtime_binds, system_binds, with_filter
+
         run_dir = run_dir.resolve()
-        args = [self.bwrap, "--die-with-parent", "--unshare-all", "--ro-bind", "/", "/", "--dev", "/dev",
-                "--proc", "/proc", "--tmpfs", "/tmp"]  # noqa: S108 # fmt: skip
-        args += _own_python_under_tmp()
+        # an allow-listed root (anchor.research.fence): no host socket, no /etc secrets, no other home
+        args = [self.bwrap, "--die-with-parent", "--unshare-all", "--tmpfs", "/", *system_binds(network),
+                "--dev", "/dev", "--proc", "/proc", *fresh_tmpfs(), *runtime_binds()]  # fmt: skip
         if network:
             args.append("--share-net")
         for path in self.hidden:  # mounted before the binds below, which may lie inside them
@@ -124,7 +117,9 @@ class Sandbox:
                 args += ["--bind", str(target), str(target)]
         for path in self.read_only:
             args += ["--ro-bind", str(path), str(path)]
-        args += ["--bind", str(run_dir), str(run_dir), "--chdir", str(self.repo), "--clearenv"]
+        args += ["--bind", str(run_dir), str(run_dir)]
+        # last: the root tmpfs itself read-only (the directories made for the mounts above included)
+        args += ["--remount-ro", "/", "--chdir", str(self.repo), "--clearenv"]
         for name, value in {**allowed_env(run_dir, True, self.pass_env), **(extra_env or {})}.items():
             args += ["--setenv", name, value]
-        return [*args, "/bin/sh", "-c", command]
+        return with_filter([*args, "/bin/sh", "-c", command])

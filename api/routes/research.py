@@ -17,7 +17,8 @@ from fastapi import Path as PathParam
 from fastapi.responses import PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
-from anchor.errors import NotAnchored, Tampered
+from anchor.errors import NotAnchored, Tampered, UnsafePath
+from anchor.files import read_regular
 from anchor.settings.session import Settings
 from api.deps import SettingsDep
 from api.routes.verify import ERRORS, CommitOrHex32
@@ -124,9 +125,13 @@ def attempt_diff(settings: Settings, researcher: str, commit: str) -> bytes:
         if row["commit"] != body:
             continue
         path = evidence_dir_of(workdir, row) / "code.diff"
-        try:
-            with open(path, "rb") as handle:
-                data = handle.read(MAX_DIFF_BYTES + 1)
+        try:  # the attempt could write in its run dir: never follow what it left there, never block on it
+            data = read_regular(path, MAX_DIFF_BYTES)
+        except UnsafePath as exc:
+            raise Tampered(
+                f"the code.diff of attempt {body} is not a regular file ({exc.message}); not served",
+                detail={"commit": body, "seq": row["seq"]},
+            ) from None
         except OSError:
             raise NotAnchored(f"the code.diff of attempt {body} is not kept here", detail={"commit": body}) from None
         if len(data) > MAX_DIFF_BYTES or blake3.blake3(data).hexdigest() != row["diff_blake3"]:

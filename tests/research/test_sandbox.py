@@ -5,8 +5,10 @@ the attempt could leave it, and the ledger says the attempt ran sandboxed."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import socket
 import subprocess
 from pathlib import Path
 
@@ -188,3 +190,90 @@ def test_the_contract_names_what_else_reaches_the_attempt_and_never_an_anchor_se
     with pytest.raises(BadInput, match="pass_env") as info:
         load_contract(contract)
     assert "never reach the code under measurement" in info.value.message
+
+
+REACH = r"""
+import json, os, socket, sys
+out = {}
+for path in sys.argv[2:]:
+    try:
+        s = socket.socket(socket.AF_UNIX)
+        s.settimeout(2)
+        s.connect(path)
+        s.sendall(b"from the attempt")
+        out[path] = "connected"
+    except OSError as exc:
+        out[path] = exc.errno
+try:  # the journal on PostgreSQL over its Unix socket, and a shell outside through COPY ... TO PROGRAM
+    import psycopg
+    with psycopg.connect(sys.argv[1], connect_timeout=3) as db:
+        db.execute("COPY (SELECT 1) TO PROGRAM 'touch /var/tmp/anchor-escaped'")
+    out["postgres"] = "connected"
+except Exception as exc:  # noqa: BLE001
+    out["postgres"] = type(exc).__name__
+print(json.dumps(out))
+"""
+
+
+def _listener(path: Path) -> socket.socket:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    server.listen()
+    server.settimeout(0.2)
+    return server
+
+
+@pytest.mark.postgres
+def test_no_host_unix_socket_is_reachable_from_an_attempt_not_even_postgres_in_var_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A network namespace does not isolate path-based Unix sockets: with the host's / bound read-only an
+    attempt reached PostgreSQL in /var/run (and wrote the journal), Docker's socket, agents under /run.
+    Listeners outside (/var/run, /var/tmp, /run) and inside the repository's .git: the attempt connects
+    to none, each listener receives nothing, and a real PostgreSQL server in /var/run is not reached.
+    With the seccomp filter off, the allow-list alone hides the host's sockets; the one inside the
+    repository is why the filter is there."""
+    from anchor.research import fence
+    from anchor.research.sandbox import Sandbox
+    from tests.postgres import postgres_server
+
+    repo = make_repo(tmp_path / "repo", {"reach.py": REACH})
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    tag = f"anchor-fence-{os.getpid()}"
+    outside = [
+        Path("/var/run") / f"{tag}-pg" / ".s.PGSQL.5432",  # /var/run is /run: a directory each
+        Path("/var/tmp") / tag / "agent.sock",  # noqa: S108
+        Path("/run") / f"{tag}-docker" / "docker.sock",
+    ]
+    inside = repo / ".git" / "planted.sock"
+    listeners = [_listener(p) for p in (*outside, inside)]
+    escaped = Path("/var/tmp/anchor-escaped")  # noqa: S108
+    try:
+        with postgres_server(under=Path("/var/run")) as url:
+            box = Sandbox.find(repo, (), ())
+
+            def reach(env: dict[str, str] | None = None) -> dict[str, object]:
+                argv = box.argv(f"python3 reach.py '{url}' " + " ".join(str(p) for p in (*outside, inside)), run_dir)
+                done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+                assert done.returncode == 0, done.stderr
+                return dict(json.loads(done.stdout))
+
+            fenced = reach()
+            for server in listeners:
+                with pytest.raises(socket.timeout):
+                    server.accept()  # nothing ever arrived
+            monkeypatch.setattr(fence, "filter_program", lambda machine=None: None)
+            allow_list_only = reach()
+    finally:
+        for server, path in zip(listeners, (*outside, inside), strict=True):
+            server.close()
+            path.unlink(missing_ok=True)
+            if path.parent.name.startswith(tag):
+                path.parent.rmdir()
+    assert all(fenced[str(p)] == errno.EACCES for p in (*outside, inside)), fenced  # socket() itself refused
+    assert fenced["postgres"] == "OperationalError" and not escaped.exists()
+    assert all(allow_list_only[str(p)] == errno.ENOENT for p in outside), allow_list_only  # not there at all
+    assert allow_list_only["postgres"] == "OperationalError"
+    assert allow_list_only[str(inside)] == "connected"  # shown with the repository: the filter's job
