@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
@@ -17,6 +18,7 @@ from anchor.settings.session import Settings
 from api.config import ApiConfig
 from api.deps import close_journals, in_journal, token_id
 from api.errors import install_error_handlers
+from api.headers import SecurityHeaders, origin
 from api.limits import RequestGuard
 from api.offload import start_decoder
 from api.reader import ChainReader
@@ -24,6 +26,27 @@ from api.routes import browser_verify, explorer, health, missions, records, rese
 
 MULTIPART_OVERHEAD = 64 * 1024
 """Room for a multipart envelope around an upload that has its own, smaller cap."""
+
+
+def _browser_rpc_origins(settings: Any) -> tuple[str, ...]:
+    """The origin the /verify page reads the chain from (api.routes.browser_verify picks the URL the
+    same way): the only one besides this service a page may connect to."""
+    import os
+
+    from anchor.chain.connection import browser_rpc_url
+    from anchor.chain.node import LocalChain
+    from anchor.errors import BadInput
+
+    url = (
+        os.environ.get("ANCHOR_BROWSER_RPC_URL")
+        or settings.rpc_url
+        or LocalChain(settings.data_dir, settings.local_port).rpc_url
+    )
+    try:
+        found = origin(browser_rpc_url(url))
+    except BadInput:
+        return ()
+    return (found,) if found else ()
 
 
 def _offline_docs(app: FastAPI) -> None:
@@ -105,6 +128,7 @@ def create_app(settings: Settings | None = None, config: ApiConfig | None = None
     browser_verify.mount_assets(app)
     _offline_docs(app)
     api_config: ApiConfig = app.state.config
+    app.add_middleware(SecurityHeaders, connect=_browser_rpc_origins(reader.settings))
     app.add_middleware(
         RequestGuard,
         limit=api_config.max_request_bytes,

@@ -21,6 +21,7 @@ from starlette.concurrency import run_in_threadpool
 from anchor import __version__
 from anchor.errors import AnchorError
 from api.errors import install_error_handlers
+from api.headers import SecurityHeaders, origin
 
 if TYPE_CHECKING:
     from anchor.index.site import IndexSite
@@ -67,6 +68,8 @@ def create_index_app(site: IndexSite) -> FastAPI:
         rpc_url=site.browser_rpc_url,
     )  # fmt: skip
     install_error_handlers(app)
+    rpc_origin = origin(site.browser_rpc_url)
+    app.add_middleware(SecurityHeaders, connect=(rpc_origin,) if rpc_origin else ())
     index_site.install_error_pages(app)
     app.include_router(index_site.router)
     app.include_router(browser_verify.router)

@@ -136,6 +136,21 @@ def directory_flood(n: int) -> bytes:
     return buffer.getvalue()
 
 
+def header_chain(n: int) -> bytes:
+    """A tar.gz of `n` GNU long-name headers in a row before one file: tarfile follows each by
+    recursing, so 2,000+ of them were a RecursionError (a 500 on POST /v1/bundles)."""
+    out = io.BytesIO()
+    name = b"chained-name\0"
+    for _ in range(n):
+        header = tarfile.TarInfo("././@LongLink")
+        header.type, header.size = tarfile.GNUTYPE_LONGNAME, len(name)
+        out.write(header.tobuf(format=tarfile.GNU_FORMAT)[:512] + name.ljust(512, b"\0"))
+    member = tarfile.TarInfo("f")
+    member.size = 1
+    out.write(member.tobuf(format=tarfile.GNU_FORMAT) + b"x".ljust(512, b"\0") + b"\0" * 1024)
+    return gzip.compress(out.getvalue())
+
+
 HOSTILE: dict[str, Callable[[], bytes]] = {
     "tar: parent traversal": lambda: _tar([_reg("../escape.txt")]),
     "tar: nested traversal": lambda: _tar([_reg("a/../../escape.txt")]),
@@ -176,5 +191,6 @@ HOSTILE: dict[str, Callable[[], bytes]] = {
     "tar: a file and a directory of one name": lambda: _tar([_reg("out"), _reg("out/metrics.json")]),
     "tar: names differing only in case": lambda: _tar([_reg("Results.csv"), _reg("results.csv")]),
     "tar.bz2: long-name header bomb": header_bomb,
+    "tar.gz: 3,000 chained long-name headers": lambda: header_chain(3000),
     "tar.bz2: directory flood": lambda: directory_flood(101),
 }

@@ -401,6 +401,30 @@ def test_the_root_leads_to_the_explorer_home_with_the_latest_batches(
     assert f"/explorer/batch/{root}" in home and "href='/docs'" in home
 
 
+def test_every_html_page_carries_a_content_security_policy_and_no_page_can_be_framed(
+    client: TestClient, anchored: dict[str, Any]
+) -> None:
+    """No page had a policy, frame-ancestors or nosniff: a stranger's text on a page (a file name, a
+    researcher) had autoescaping as its only fence, and any site could frame /verify."""
+    root = client.get(f"/v1/verify/{anchored['manifest_digest']}").json()["root"]
+    pages = ["/explorer/", f"/explorer/batch/{root}", f"/explorer/bundle/{anchored['manifest_digest']}", "/verify"]
+    for path in pages:
+        answer = client.get(path)
+        assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/html"), path
+        policy = answer.headers["content-security-policy"]
+        assert "frame-ancestors 'none'" in policy and "default-src 'self'" in policy, (path, policy)
+        assert "unsafe-inline" not in policy.split("script-src")[1].split(";")[0], (path, policy)
+        assert answer.headers["x-content-type-options"] == "nosniff" and answer.headers["x-frame-options"] == "DENY"
+        assert answer.headers["referrer-policy"] == "no-referrer"
+    verify_policy = client.get("/verify").headers["content-security-policy"]
+    connect = verify_policy.split("connect-src ")[1].split(";")[0].split()
+    assert connect[0] == "'self'" and all(c.startswith("http") and c.count("/") == 2 for c in connect[1:])
+    assert "frame-ancestors 'none'" in client.get("/docs").headers["content-security-policy"]
+    json_answer = client.get("/health")
+    assert json_answer.headers["x-content-type-options"] == "nosniff"
+    assert "content-security-policy" not in json_answer.headers  # a policy is for documents
+
+
 def test_page_text_counts_in_words_and_a_header_without_a_block_ends_cleanly(
     client: TestClient, anchored: dict[str, Any]
 ) -> None:

@@ -280,6 +280,17 @@ def test_the_browser_does_not_call_verified_a_folder_whose_links_it_could_not_ch
     assert "latest → a.txt" in text and "anchor verify" in text and "✓ verified" not in text
 
 
+def test_the_chain_only_pages_carry_a_policy_that_lets_them_read_only_the_chain(world: dict[str, Any]) -> None:
+    """The explorer built from the chain alone: no framing, scripts only from itself, and connections
+    only to itself and the one RPC origin its browser check reads (the Chromium tests above pass under it)."""
+    for path in ("/", "/verify"):
+        with urllib.request.urlopen(world["url"] + path, timeout=30) as answer:  # noqa: S310 - loopback
+            policy = answer.headers["Content-Security-Policy"]
+            assert answer.headers["X-Content-Type-Options"] == "nosniff"
+        assert "frame-ancestors 'none'" in policy and "script-src 'self' 'wasm-unsafe-eval'" in policy, policy
+        assert policy.split("connect-src ")[1].split(";")[0].split() == ["'self'", world["rpc"].rstrip("/")]
+
+
 def test_serve_index_only_mistakes_are_one_line_errors(world: dict[str, Any], tmp_path: Path) -> None:
     env = world["env"]
 

@@ -124,8 +124,29 @@ def test_a_zip_declaring_more_entries_than_allowed_is_refused_before_its_directo
     with zipfile.ZipFile(buffer, "w") as archive:
         for i in range(30):
             archive.writestr(f"f{i}", b"")
-    with pytest.raises(ArchiveRefused, match="30 entries declared"):
+    with pytest.raises(ArchiveRefused, match=r"\(central directory\).*more than 20 entries"):
         decode_archive(buffer.getvalue(), ArchiveLimits(max_entries=20))
+
+
+def test_a_zip_whose_directory_holds_more_entries_than_it_declares_is_counted_before_it_is_parsed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The end record may say 1 while the central directory holds 1.2 M entries (60 MiB, 7.6 s of
+    parsing before any cap applied): the entries are counted by hopping header to header, and the
+    archive is refused before zipfile builds anything."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for i in range(30):
+            archive.writestr(f"f{i}", b"")
+    raw = bytearray(buffer.getvalue())
+    end = raw.rfind(b"PK\x05\x06")
+    raw[end + 8 : end + 12] = (1).to_bytes(2, "little") * 2  # "1 entry on this disk, 1 in all"
+    parsed: list[int] = []
+    real = zipfile.ZipFile._RealGetContents  # type: ignore[attr-defined]
+    monkeypatch.setattr(zipfile.ZipFile, "_RealGetContents", lambda self: parsed.append(1) or real(self))
+    with pytest.raises(ArchiveRefused, match=r"\(central directory\).*more than 20 entries"):
+        decode_archive(bytes(raw), ArchiveLimits(max_entries=20))
+    assert parsed == []  # refused before the directory was parsed
 
 
 # ---------------------------------------------------------------------- bounded fuzzing

@@ -4,6 +4,10 @@ never started or stopped by a read, and never a signal to a process that is not 
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import shutil
+import stat
 import subprocess
 from pathlib import Path
 
@@ -11,7 +15,7 @@ import pytest
 
 from anchor.chain.node import LocalChain
 from anchor.errors import ExitCode
-from tests.conftest import ANCHOR_BIN, Chain
+from tests.conftest import ANCHOR_BIN, Chain, free_port
 
 
 def _without_port(chain: Chain) -> dict[str, str]:
@@ -98,3 +102,33 @@ def test_anchoring_on_a_fresh_data_dir_deploys_the_embedded_registry_first(tmp_p
         assert chain.cli("verify", str(bundle)).returncode == 0
     finally:
         chain.node.down()
+
+
+@pytest.mark.chain  # starts a local chain of its own
+def test_a_fresh_data_dir_is_private_whatever_the_umask_and_status_names_one_that_is_not(tmp_path: Path) -> None:
+    """Under umask 022 `research report` made the data dir 0755 (its subdirectories were 0700): its file
+    names were readable by every local user. Every command makes it 0700; `journal status` names one
+    that was opened up (and makes it private again)."""
+    data = tmp_path / "home" / "data"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
+    env.update(ANCHOR_DATA_DIR=str(data), ANCHOR_LOCAL_PORT=str(free_port()))
+
+    def anchor(*args: str) -> subprocess.CompletedProcess[str]:
+        line = " ".join(shlex.quote(a) for a in (str(ANCHOR_BIN), *args))
+        return subprocess.run(["bash", "-c", f"umask 022; {line}"], env=env, capture_output=True, text=True)
+
+    for args in (("research", "report"), ("snapshot", "list"), ("chain", "up")):
+        anchor(*args)
+        assert stat.S_IMODE(data.stat().st_mode) == 0o700, (args, oct(data.stat().st_mode))
+        assert stat.S_IMODE(data.parent.stat().st_mode) == 0o700  # a parent it had to make, too
+        if args != ("chain", "up"):
+            shutil.rmtree(data.parent)
+    try:
+        assert "warning" not in anchor("journal", "status").stdout
+        data.chmod(0o755)
+        said = anchor("journal", "status")
+        assert said.returncode == 0, said.stderr
+        assert f"warning: the data dir {data} was 755" in said.stdout and "it is 700 now" in said.stdout
+        assert stat.S_IMODE(data.stat().st_mode) == 0o700
+    finally:
+        anchor("chain", "down")

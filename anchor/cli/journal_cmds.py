@@ -136,6 +136,7 @@ def status(ctx: typer.Context, json: JsonFlag = False) -> None:
     from anchor.journal.status import journal_status
 
     settings = _settings(ctx)
+    was = _mode(settings.data_dir)
     chain_id = open_chain(settings).chain_id
     journal = open_journal(settings.data_dir, settings.journal_url)
     try:
@@ -153,7 +154,31 @@ def status(ctx: typer.Context, json: JsonFlag = False) -> None:
     ]
     lines += _proof_error_lines(state.proof_errors)
     lines += _failed_lines(state.failed)
-    emit(ctx, json, state.to_json(), lines)
+    exposed = _exposed(settings.data_dir, was)
+    if exposed:
+        lines.append(f"  warning: {exposed}")
+    emit(ctx, json, {**state.to_json(), "data_dir_warning": exposed}, lines)
+
+
+def _mode(path: Path) -> int | None:
+    import stat
+
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        return None
+
+
+def _exposed(data_dir: Path, was: int | None) -> str | None:
+    """A data dir others could read or enter (made before data dirs were created 0700, or opened up
+    since): its journal, proofs and file names were every local user's to see. Opening the journal
+    makes it 0700 again; this says that it was not, and since when nothing says."""
+    now = _mode(data_dir)
+    if was is None or not was & 0o077:
+        return None
+    if now is not None and not now & 0o077:
+        return f"the data dir {data_dir} was {was:o} (other local users could list and read into it); it is 700 now"
+    return f"the data dir {data_dir} is {was:o}: other local users can list and read into it (chmod 700 {data_dir})"
 
 
 def _failed_lines(failed: list[dict[str, object]]) -> list[str]:

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from anchor.cli.output import JsonFlag, count, emit, write_rendered
+from anchor.files import private_dir
 
 app = typer.Typer(help="Run, verify and report a keep/reset research search.", no_args_is_help=True)
 
@@ -299,7 +300,7 @@ def pin_contract(work: Path, contract: Path, ledger: Any) -> None:
                 " cannot be compared across contracts. Start a new search (another --workdir or ANCHOR_LEDGER_NAME)",
                 detail={"field": "contract", "scored_under": sorted(scored)},
             )
-        work.mkdir(parents=True, exist_ok=True)
+        private_dir(work)
         shutil.copyfile(contract, pinned)
         return
     if pinned.read_bytes() == contract.read_bytes():

@@ -540,6 +540,16 @@ class EffectRunner:
 
     # ------------------------------------------------------------------ reconciliation
 
+    def _lost_history(self) -> bool:
+        """The chain's head is below a block that held one of our confirmed anchors: it forgot blocks.
+        A local chain restarted within the second of its first start has the same genesis hash (anvil's
+        genesis is a function of its timestamp), so the genesis alone cannot tell."""
+        row = self.journal.db.execute(
+            "SELECT max(block_number) FROM effects WHERE chain_id = ? AND state = 'confirmed'", (self.chain_id,)
+        ).fetchone()
+        highest = row[0] if row is not None else None
+        return highest is not None and int(self.w3.eth.block_number) < int(highest)
+
     def reconcile_chain_identity(self) -> bool:
         """Detect a chain that forgot its history (a reset local chain, a deep reorg of everything):
         its genesis hash differs from the one recorded. Then every effect is re-checked and nonces
@@ -548,7 +558,7 @@ class EffectRunner:
         key = f"genesis:{self.chain_id}"
         recorded = self.journal.meta(key)
         current = (genesis or b"").hex()
-        if recorded == current:
+        if recorded == current and not self._lost_history():
             return False
         with self.journal.tx() as db:
             db.execute(

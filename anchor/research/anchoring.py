@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from anchor.errors import Tampered
+from anchor.files import private_dir
 from anchor.manifest.attempt import AttemptManifest
 from anchor.manifest.filetree import hash_tree
 from anchor.manifest.onchain import commit_key
@@ -85,7 +86,7 @@ def anchor_search(
     verified = ledger.verify()
     rows = ledger.rows()
     entries = [row for row in rows if is_attempt(row)]
-    checkpoint_path(ledger, 0).parent.mkdir(parents=True, exist_ok=True)
+    private_dir(checkpoint_path(ledger, 0).parent)
     new = [row for row in rows[since:] if is_attempt(row)]  # `since` counts rows: traces are in the head
     subs = [Submission(attempt_of(e).identity(), {"annotations": {"ledger_seq": e["seq"]}}) for e in new]
     head = {"kind": "ledger", "version": 1, "head": verified["head"], "length": verified["entries"]}

@@ -17,6 +17,7 @@ from typing import Any
 import blake3
 
 from anchor.errors import BadInput, GitError, Tampered
+from anchor.files import private_dir
 from anchor.research.git import Repo
 
 
@@ -39,7 +40,7 @@ def repo_record(workdir: Path, researcher: str) -> Path:
 def remember_repo(workdir: Path, researcher: str, repo: Path) -> None:
     """Where a researcher's search runs, so that `research verify` finds its commits without being told."""
     path = repo_record(workdir, researcher)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     path.write_text(json.dumps({"path": str(repo.resolve())}))
 
 

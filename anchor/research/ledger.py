@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from anchor.errors import JournalError, Tampered
+from anchor.files import private_dir
 from anchor.manifest.canonical import canonical_json
 from anchor.manifest.domain import Domain, tagged
 
@@ -48,7 +49,7 @@ class Ledger:
         self.path = path
         self.workdir = path.parent
         """Where the search keeps its run dirs and checkpoint proofs, beside the ledger."""
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent)  # 0700 whatever the umask: the search's files are nobody else's
         path.touch(exist_ok=True)
 
     @contextmanager

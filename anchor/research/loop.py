@@ -27,6 +27,7 @@ from typing import Any
 import blake3
 
 from anchor.errors import GuardError
+from anchor.files import private_dir
 from anchor.manifest.attempt import AttemptManifest, Metric
 from anchor.research.audit import remember_repo
 from anchor.research.contract import AttemptContract
@@ -130,7 +131,7 @@ class Search:
     def begin_attempt(self, champion: str) -> set[str]:
         """Record, before anything is proposed or run, which untracked files are not ours."""
         before = self.repo.untracked()
-        self.marker.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(self.marker.parent)
         tmp = self.marker.with_suffix(".tmp")
         tmp.write_text(json.dumps({"champion": champion, "untracked_before": sorted(before)}))
         tmp.replace(self.marker)

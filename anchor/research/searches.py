@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from anchor.files import atomic_write
+from anchor.files import atomic_write, private_dir
 
 RECORD = "searches.json"
 
@@ -25,7 +25,7 @@ def default_workdir(data_dir: Path) -> Path:
 def remember_search(data_dir: Path, workdir: Path) -> None:
     """Add `workdir` to the data dir's list of searches (idempotent, under a lock)."""
     record = default_workdir(data_dir) / RECORD
-    record.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(record.parent)
     with open(record.with_suffix(".lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         known = _read(record)
