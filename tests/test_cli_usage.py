@@ -207,3 +207,21 @@ def test_every_help_page_names_values_as_a_cli_does_and_reflows_its_sentences() 
     assert "uses the embedded local chain, an anvil on 127.0.0.1 whose state" in root  # one sentence, one line
     assert "Usage: anchor hash [OPTIONS] PATH" in pages["hash"]
     assert "13  a mission's command failed" in pages[""]  # a \b block keeps its lines
+
+
+def test_a_read_only_audit_of_a_mistyped_work_dir_is_not_anchored_and_creates_nothing(tmp_path: Path) -> None:
+    """`research verify --workdir <typo>` printed "OK … 0 entries", exited 0 and created the directory;
+    `report` said "0 trials". Now each is exit 3 naming where it looked and the searches the data dir
+    knows, and nothing is created."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
+    env["ANCHOR_DATA_DIR"] = str(tmp_path / "data")
+    real = tmp_path / "data" / "research"
+    real.mkdir(parents=True)
+    (real / "ledger.jsonl").write_text("")
+    typo = tmp_path / "reserch"
+    for command in (["research", "verify"], ["research", "report"], ["lineage", "abc1234"]):
+        result = run_anchor([*command, "--workdir", str(typo)], env)
+        assert result.returncode == ExitCode.NOT_ANCHORED, (command, result.stderr)
+        assert f"no research ledger in {typo}" in result.stderr and str(real) in result.stderr
+        assert "Traceback" not in result.stderr
+    assert not typo.exists()

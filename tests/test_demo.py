@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from tests.cli import run_anchor
 from tests.conftest import DemoRun, run_demo
@@ -47,3 +48,26 @@ def test_lookup_takes_a_twelve_digit_commit_prefix_and_prints_the_commit_as_git_
     assert text.splitlines()[0] == f"lineage record of commit {champion}"
     assert "0" * 24 not in text and "kept             yes" in text
     assert ambiguous.returncode == 3  # no commit starts so: not anchored, said as such
+
+
+def test_an_edited_champion_record_is_named_by_verify_and_never_reported_as_the_searchs(
+    demo_run: DemoRun, tmp_path: Path
+) -> None:
+    """Editing the champion record's holdout value in the work dir: `research report` printed the new
+    number and `research verify` exited 0 (a proof file beside it was taken as "anchored"). The record
+    is now compared with what its proof anchored."""
+    env = demo_run.copy(tmp_path / "demo")
+    [record] = sorted((tmp_path / "demo" / "research" / "runs" / "r0").glob("champion-*-[0-9]*[0-9].json"))
+    before = run_anchor(["--json", "research", "report"], env, check=True).stdout
+    assert json.loads(before)["researchers"]["r0"]["final"]["anchored"] is True
+    data = json.loads(record.read_text())
+    data["manifest"]["holdout"]["metric"]["value"] = "0.999"
+    record.write_text(json.dumps(data))
+    run_anchor(["chain", "up"], env, check=True)
+    try:
+        audit = run_anchor(["--json", "research", "verify"], env)
+        report = run_anchor(["research", "report"], env, check=True).stdout
+    finally:
+        run_anchor(["chain", "down"], env, check=True)
+    assert audit.returncode == 4 and json.loads(audit.stdout)["error"]["detail"]["field"] == "champion_record"
+    assert "0.999" not in report and "was edited after it was anchored" in report

@@ -107,8 +107,8 @@ def test_anchoring_on_a_fresh_data_dir_deploys_the_embedded_registry_first(tmp_p
 @pytest.mark.chain  # starts a local chain of its own
 def test_a_fresh_data_dir_is_private_whatever_the_umask_and_status_names_one_that_is_not(tmp_path: Path) -> None:
     """Under umask 022 `research report` made the data dir 0755 (its subdirectories were 0700): its file
-    names were readable by every local user. Every command makes it 0700; `journal status` names one
-    that was opened up (and makes it private again)."""
+    names were readable by every local user. A read makes nothing; every command that makes the data
+    dir makes it 0700; `journal status` names one that was opened up (and makes it private again)."""
     data = tmp_path / "home" / "data"
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
     env.update(ANCHOR_DATA_DIR=str(data), ANCHOR_LOCAL_PORT=str(free_port()))
@@ -117,7 +117,9 @@ def test_a_fresh_data_dir_is_private_whatever_the_umask_and_status_names_one_tha
         line = " ".join(shlex.quote(a) for a in (str(ANCHOR_BIN), *args))
         return subprocess.run(["bash", "-c", f"umask 022; {line}"], env=env, capture_output=True, text=True)
 
-    for args in (("research", "report"), ("snapshot", "list"), ("chain", "up")):
+    assert anchor("research", "report").returncode == ExitCode.NOT_ANCHORED  # a read: nothing made
+    assert not data.parent.exists()
+    for args in (("snapshot", "list"), ("chain", "up")):
         anchor(*args)
         assert stat.S_IMODE(data.stat().st_mode) == 0o700, (args, oct(data.stat().st_mode))
         assert stat.S_IMODE(data.parent.stat().st_mode) == 0o700  # a parent it had to make, too

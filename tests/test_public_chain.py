@@ -112,3 +112,35 @@ def test_a_relayer_carries_signed_records_and_an_expired_one_fails_alone(fresh_c
     journal = service.journal.db.execute("SELECT args FROM effects WHERE id = ?", (relayed,)).fetchone()
     assert RESEARCHER_KEY[2:] not in journal["args"]  # a signature, never the key
     service.close()
+
+
+def test_a_researcher_signs_an_expired_record_again_and_it_anchors_even_after_abandon(fresh_chain: Chain) -> None:
+    """The threat model promises "the researcher signs again": a new signature of the identical record
+    was dropped (the effect kept the expired one), `retry` resent the expired one and `abandon` kept the
+    key taken. Now the later deadline replaces the stored signature and reopens the failed, even the
+    abandoned, effect; an older or equal deadline changes nothing."""
+    fresh_chain.cli("deploy", check=True)
+    service = AnchorService.open(fresh_chain.settings)
+    researcher = Signer(Account.from_key(RESEARCHER_KEY), "researcher")
+    late = _fields()
+    registry = service.registry
+
+    def signed(deadline: int):  # type: ignore[no-untyped-def]
+        return researcher.sign_lineage(registry.chain_id, registry.address,
+                                       LineageFields(researcher.address, *late, deadline))  # fmt: skip
+
+    expired = service.runner.open_lineage(*late, signed=signed(int(time.time()) - 1))
+    assert service.flush().failed == [expired]
+    service.close()
+    assert fresh_chain.cli("journal", "abandon", str(expired)).returncode == ExitCode.OK
+    service = AnchorService.open(fresh_chain.settings)
+    assert service.runner.open_lineage(*late, signed=signed(int(time.time()) - 5)) == expired  # older: ignored
+    assert service.flush().confirmed == [] and registry.lineage(late[0], researcher.address) is None
+    again = service.runner.open_lineage(*late, signed=signed(int(time.time()) + 3600))
+    assert again == expired  # the same effect, the same key: opened again with the new signature
+    report = service.flush()
+    assert report.confirmed == [expired] and not report.failed
+    record = registry.lineage(late[0], researcher.address)
+    assert record is not None and record.researcher == researcher.address
+    assert not [f for f in service.status().failed if f["id"] == expired]  # no longer failed, nor abandoned
+    service.close()

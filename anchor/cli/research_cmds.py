@@ -147,7 +147,8 @@ def run(
     if not no_anchor:
         anchor_champions(settings, work)
     lines = [
-        f"{s['researcher']}: measured {s['measured']}, rejected {s['rejected']}, stopped: {s['stopped_because']};"
+        f"{s['researcher']}: measured {s['measured']} (ran and scored), rejected {s['rejected']}"
+        f" (proposals that changed nothing or repeated a scored commit: never run), stopped: {s['stopped_because']};"
         f" champion {str(s['champion'])[:12]} ({s['champion_metric']})"
         for s in summaries
     ]
@@ -257,21 +258,65 @@ def _check_researcher(researcher: str) -> None:
         )
 
 
-def _existing_ledger(work: Path, ctx: typer.Context | None = None) -> Any:
-    """The search's ledger (a file, or PostgreSQL with ANCHOR_JOURNAL_URL), refused (not created) when
-    it holds nothing."""
-    from anchor.errors import BadInput
+def _existing_ledger(work: Path, ctx: typer.Context, explicit: bool = True) -> tuple[Any, Path]:
+    """The search's ledger (a file, or PostgreSQL with ANCHOR_JOURNAL_URL) and its work dir, for a read:
+    nothing is created. A work dir without a ledger is not anchored (exit 3), naming where it looked and
+    the searches this data dir knows; without --workdir, the one search the data dir knows is taken."""
+    from anchor.errors import NotAnchored
     from anchor.research.ledger import Ledger, open_ledger
+    from anchor.research.searches import known_searches
 
-    url = None if ctx is None else ctx.find_root().obj["settings"].journal_url
-    ledger = open_ledger(work, url)
-    if isinstance(ledger, Ledger) and not ledger.path.is_file():
-        raise BadInput(f"{ledger.path}: no research ledger here (hint: --workdir names a search's work dir)",
-                       detail={"field": "workdir"})  # fmt: skip
-    if not isinstance(ledger, Ledger) and not ledger.rows():
-        raise BadInput(f"{ledger.where}: no rows (hint: ANCHOR_LEDGER_NAME or --workdir names the search)",
-                       detail={"field": "workdir"})  # fmt: skip
-    return ledger
+    settings = ctx.find_root().obj["settings"]
+    if settings.journal_url:
+        ledger = open_ledger(work, settings.journal_url)
+        if not isinstance(ledger, Ledger):
+            if not ledger.rows():
+                raise NotAnchored(f"{ledger.where}: no rows (hint: ANCHOR_LEDGER_NAME or --workdir names the search)",
+                                  detail={"field": "workdir", "looked_for": str(ledger.where)})  # fmt: skip
+            return ledger, work
+    known = known_searches(settings.data_dir)
+    if not (work / "ledger.jsonl").is_file():
+        if not explicit and len(known) == 1:
+            work = known[0].resolve()
+        else:
+            named = ", ".join(str(k) for k in known[:10]) or "none yet (anchor research run starts one)"
+            raise NotAnchored(
+                f"no research ledger in {work} (looked for {work / 'ledger.jsonl'}); the searches this data dir"
+                f" knows: {named}" + ("; name one with --workdir" if known else ""),
+                detail={"field": "workdir", "looked_for": str(work / "ledger.jsonl"), "known": [str(k) for k in known]},
+            )
+    return Ledger(work / "ledger.jsonl"), work
+
+
+def _champion_records_hold(work: Path, entries: list[dict[str, Any]]) -> None:
+    """Every champion record that was anchored still binds the bytes its proof anchored: an edited
+    holdout or replication figure is named (exit 4), never read back as the search's."""
+    from anchor.errors import Tampered
+    from anchor.research.final import record_state
+
+    for who in sorted({e["researcher"] for e in entries}):
+        for path in sorted((work / "runs" / who).glob("champion-*-*.json")):
+            if path.name.endswith(".anchor.json") or not path.stem.rsplit("-", 1)[-1].isdigit():
+                continue
+            if record_state(path)[1] == "edited":
+                raise Tampered(f"{path}: the champion record differs from the one anchored beside it",
+                               detail={"field": "champion_record", "record": str(path)})  # fmt: skip
+
+
+def _one_contract(entries: list[dict[str, Any]], where: object) -> None:
+    """A ledger is scored under one pre-registered contract: rows under a second digest (its pinned
+    copy edited mid-search, the direction of the metric turned round) make its values incomparable,
+    and an audit names where the second contract begins (exit 4)."""
+    from anchor.errors import Tampered
+
+    first = next((e["contract_digest"] for e in entries if "contract_digest" in e), None)
+    other = next((e for e in entries if e.get("contract_digest", first) != first), None)
+    if other is not None:
+        raise Tampered(
+            f"{where}: scored under two contracts: {first[:16]}… until seq {other['seq']}, then"  # type: ignore[index]
+            f" {other['contract_digest'][:16]}…; values under different contracts cannot be compared",
+            detail={"field": "contract_digest", "seq": other["seq"], "digests": [first, other["contract_digest"]]},
+        )
 
 
 def _interrupted(signum: int, frame: object) -> None:
@@ -285,35 +330,32 @@ def pin_contract(work: Path, contract: Path, ledger: Any) -> None:
     import shutil
 
     from anchor.errors import Conflict
+    from anchor.research.anchoring import contract_digest
     from anchor.research.contract import load_contract
 
     pinned = work / "contract.toml"
-    if not pinned.exists():
-        # a shared ledger (PostgreSQL) others already write to, or a work dir from before pinning: the
-        # rows say which contract they were scored under; this one must be it
-        from anchor.research.anchoring import contract_digest
-
-        scored = {e["contract_digest"] for e in ledger.entries()}
-        if scored and scored != {contract_digest(contract)}:
-            raise Conflict(
-                f"{ledger.where} was scored under another contract (digest {sorted(scored)[0][:16]}…); its values"
-                " cannot be compared across contracts. Start a new search (another --workdir or ANCHOR_LEDGER_NAME)",
-                detail={"field": "contract", "scored_under": sorted(scored)},
-            )
+    if pinned.exists() and pinned.read_bytes() != contract.read_bytes():
+        old, _ = load_contract(pinned)
+        new, _ = load_contract(contract)
+        changed = [f for f in type(new).model_fields if getattr(old, f) != getattr(new, f)]
+        what = ", ".join(f"{f} ({getattr(old, f)!r} -> {getattr(new, f)!r})" for f in changed) or "its text"
+        raise Conflict(
+            f"this search ({work}) was scored under another contract: {what}; its values cannot be compared"
+            " across contracts. Start a new search with another --workdir",
+            detail={"changed": changed, "pinned": str(pinned)},
+        )
+    # the rows say which contract they were scored under, whatever the pinned copy says (a file in the
+    # work dir: editing it must not let a search continue under another contract)
+    scored = {e["contract_digest"] for e in ledger.entries()}
+    if scored and scored != {contract_digest(contract)}:
+        raise Conflict(
+            f"{ledger.where} was scored under another contract (digest {sorted(scored)[0][:16]}…); its values"
+            " cannot be compared across contracts. Start a new search (another --workdir or ANCHOR_LEDGER_NAME)",
+            detail={"field": "contract", "scored_under": sorted(scored)},
+        )
+    if not pinned.exists():  # a new search, a shared ledger others write to, or one from before pinning
         private_dir(work)
         shutil.copyfile(contract, pinned)
-        return
-    if pinned.read_bytes() == contract.read_bytes():
-        return
-    old, _ = load_contract(pinned)
-    new, _ = load_contract(contract)
-    changed = [f for f in type(new).model_fields if getattr(old, f) != getattr(new, f)]
-    what = ", ".join(f"{f} ({getattr(old, f)!r} -> {getattr(new, f)!r})" for f in changed) or "its text"
-    raise Conflict(
-        f"this search ({work}) was scored under another contract: {what}; its values cannot be compared"
-        " across contracts. Start a new search with another --workdir",
-        detail={"changed": changed, "pinned": str(pinned)},
-    )
 
 
 @app.command()
@@ -401,10 +443,10 @@ def verify(
     from anchor.research.audit import audit
     from anchor.research.checkpoints import check_anchored_heads
 
-    work = _workdir(ctx, workdir)
-    ledger = _existing_ledger(work, ctx)
+    ledger, work = _existing_ledger(_workdir(ctx, workdir), ctx, workdir is not None)
     result = ledger.verify()
     path = ledger.where
+    _one_contract(ledger.entries(), path)
     heads = check_anchored_heads(ledger, ctx.find_root().obj["settings"])
     attempts = ledger.entries()
     mine = attempts if researcher is None else [e for e in attempts if e["researcher"] == researcher]
@@ -414,6 +456,7 @@ def verify(
         raise BadInput(f"--researcher {researcher}: no attempts of this researcher in {path}",
                        detail={"field": "researcher"})  # fmt: skip
     checked = audit(mine, work, repo)
+    _champion_records_hold(work, mine)
     lines = [f"OK: {path}: {result['entries']} entries ({len(attempts)} attempts, their traces), head {result['head']}"]
     if heads.checkpoints:
         lines.append(
@@ -444,8 +487,7 @@ def report(ctx: typer.Context, workdir: WorkdirOpt = None, json: JsonFlag = Fals
     from anchor.research.ledger import is_attempt
     from anchor.research.report import summarise
 
-    work = _workdir(ctx, workdir)
-    ledger = _existing_ledger(work, ctx)
+    ledger, work = _existing_ledger(_workdir(ctx, workdir), ctx, workdir is not None)
     ledger.verify()
     data, lines = summarise(ledger.entries())
     _final_numbers(work, data, lines)
@@ -465,21 +507,21 @@ def report(ctx: typer.Context, workdir: WorkdirOpt = None, json: JsonFlag = Fals
 
 def _final_numbers(work: Path, data: dict[str, Any], lines: list[str]) -> None:
     """Add each researcher's champion record (replications, holdout, selection-adjusted figure)."""
-    import json as jsonlib
-
-    from anchor.manifest.champion import ChampionManifest
-    from anchor.research.final import final_line, latest_record, summary
+    from anchor.research.final import final_line, latest_record, record_state, summary
 
     for who, stats in data["researchers"].items():
         path = None if stats["champion"] is None else latest_record(work, who, stats["champion"])
         if path is None:
             stats["final"] = None
             continue
-        record = ChampionManifest.model_validate(jsonlib.loads(path.read_text())["manifest"])
+        record, state = record_state(path)
+        if state == "edited":  # never print the edited numbers as the search's: say what happened
+            stats["final"] = {"anchored": False, "edited": True, "record": str(path)}
+            lines.append(f"  final numbers: {path} was edited after it was anchored (run `anchor research verify`)")
+            continue
         stats["final"] = summary(record)
-        anchored = path.with_name(path.name.removesuffix(".json") + ".anchor.json").exists()
-        stats["final"]["anchored"] = anchored
-        lines.append(f"  {final_line(stats['final'])}" + ("" if anchored else " (not anchored yet)"))
+        stats["final"]["anchored"] = state == "anchored"
+        lines.append(f"  {final_line(stats['final'])}" + ("" if state == "anchored" else " (not anchored yet)"))
 
 
 def lineage(
@@ -491,7 +533,7 @@ def lineage(
     """Print the attempt tree around COMMIT with the champion chain marked, checked against the chain."""
     from anchor.research.report import lineage_tree
 
-    ledger = _existing_ledger(_workdir(ctx, workdir), ctx)
+    ledger, _ = _existing_ledger(_workdir(ctx, workdir), ctx, workdir is not None)
     ledger.verify()
     data, lines = lineage_tree(ledger.entries(), commit, ctx.find_root().obj["settings"])
     emit(ctx, json, data, lines)

@@ -208,13 +208,33 @@ class EffectRunner:
             if row is not None:
                 known = json.loads(row["args"])
                 known.setdefault("researcher", researcher)  # journaled before records named their researcher
-                known.pop("signed", None)  # a fresh signature (new deadline) of the same record is the same record
+                stored = known.pop(
+                    "signed", None
+                )  # a fresh signature (new deadline) of the same record is the same record
                 if known != args:
                     raise Conflict(f"commit 0x{commit.hex()} is already journaled with other lineage fields")
+                if signed is not None and (stored is None or signed.fields.deadline > int(stored["deadline"])):
+                    self._resign(db, int(row["id"]), {**args, "signed": signed.to_json()})
                 return int(row["id"])
             if signed is not None:
                 args["signed"] = signed.to_json()
             return self._insert_effect(db, "lineage", key, args)
+
+    def _resign(self, db: sqlite3.Connection, effect_id: int, args: dict[str, Any]) -> None:
+        """The researcher signed the same record again, with a later deadline (the first one expired
+        before it was relayed, say): the new signature replaces the stored one, and an effect parked as
+        failed, or abandoned, is opened again from its intent. A record already on chain is left alone:
+        the next flush adopts it (write-once), whoever relayed it; so is one already sent."""
+        row = db.execute("SELECT state, failure, abandoned_at FROM effects WHERE id = ?", (effect_id,)).fetchone()
+        parked = row["failure"] is not None or row["abandoned_at"] is not None
+        if not parked and row["state"] in ("broadcast", "mined", "confirmed"):
+            return  # on its way with the old signature, or there: a second transaction would only revert
+        db.execute("UPDATE txs SET state = 'dropped' WHERE effect_id = ? AND state != 'mined'", (effect_id,))
+        db.execute(
+            "UPDATE effects SET args = ?, state = 'intent', failure = NULL, abandoned_at = NULL, updated_at = ?"
+            " WHERE id = ?",
+            (json.dumps(args, sort_keys=True), now(), effect_id),
+        )
 
     def _insert_effect(self, db: sqlite3.Connection, kind: str, key: bytes, args: dict[str, Any]) -> int:
         inserted = db.execute(

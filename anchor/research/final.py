@@ -175,3 +175,20 @@ def final_line(final: dict[str, Any]) -> str:
     if final["holdout"] is not None:
         parts.append(f"holdout {final['holdout']}")
     return " ".join(parts).rstrip(";")
+
+
+def record_state(path: Path) -> tuple[ChampionManifest, str]:
+    """A champion record file and what vouches for it: "anchored" when its proof beside it binds exactly
+    this record (its digest recomputed here), "edited" when a proof is there but binds other bytes (the
+    file was changed after anchoring: its numbers are not the anchored ones), else "not anchored"."""
+    import json
+
+    from anchor.proof.file import load_proof
+
+    record = ChampionManifest.model_validate(json.loads(path.read_text())["manifest"])
+    proof_path = path.with_name(path.name.removesuffix(".json") + ".anchor.json")
+    if not proof_path.is_file():
+        return record, "not anchored"
+    proof = load_proof(proof_path)
+    same = proof.manifest_digest == "0x" + record.digest.hex() and proof.manifest == record.identity()
+    return record, "anchored" if same else "edited"

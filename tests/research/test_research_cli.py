@@ -94,6 +94,34 @@ def test_editing_deleting_or_reordering_a_ledger_entry_is_named(fresh_chain: Cha
     path.write_text("\n".join(original) + "\n")
 
 
+def test_a_search_cannot_continue_under_another_contract_and_an_audit_names_a_second_one(
+    fresh_chain: Chain, tmp_path: Path
+) -> None:
+    """Editing the pinned copy of the contract (metric direction max -> min) and continuing: the ledger
+    held rows under two contract digests and `research verify` exited 0. The rows decide now: the run is
+    refused (exit 7), and a ledger that holds a second digest all the same is named by the audit (exit 4)."""
+    from anchor.research.ledger import Ledger
+
+    repo, contract = _setup(tmp_path)
+    run = ["research", "run", "--repo", str(repo), "--no-anchor", "--max-attempts", "2"]
+    fresh_chain.cli(*run, "--contract", str(contract), check=True)
+    work = fresh_chain.data_dir / "research"
+    flipped = tmp_path / "flipped.toml"
+    flipped.write_text(contract.read_text().replace('mode = "max"', 'mode = "min"'))
+    (work / "contract.toml").write_text(flipped.read_text())  # the pinned copy, edited in place
+    refused = fresh_chain.cli("--json", *run, "--contract", str(flipped))
+    assert refused.returncode == ExitCode.CONFLICT, refused.stderr
+    assert json.loads(refused.stdout)["error"]["detail"]["field"] == "contract"
+
+    last = _attempts(fresh_chain)[-1]  # appended as the edited search would have: a valid hash chain
+    fields = {k: v for k, v in last.items() if k not in ("seq", "prev", "digest")}
+    Ledger(work / "ledger.jsonl").append({**fields, "contract_digest": "ab" * 32})
+    audit = fresh_chain.cli("--json", "research", "verify")
+    assert audit.returncode == ExitCode.TAMPERED, audit.stderr
+    detail = json.loads(audit.stdout)["error"]["detail"]
+    assert detail["field"] == "contract_digest" and detail["seq"] == last["seq"] + 1
+
+
 def test_a_search_killed_mid_attempt_reaps_its_orphan_and_resumes_from_anchored_checkpoints(
     fresh_chain: Chain, tmp_path: Path
 ) -> None:
