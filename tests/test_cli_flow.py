@@ -151,6 +151,38 @@ def test_a_restamp_keeps_the_earlier_proof_refreshes_file_proofs_and_names_a_sup
     assert "a later stamp superseded this anchor" in old.stdout and again["proof"]["manifest_digest"] in old.stdout
 
 
+def test_many_paths_are_verified_in_one_call_a_line_each_and_the_worst_exit_code(
+    deployed_chain: Chain, bundle: Path, tmp_path: Path
+) -> None:
+    """A CI loop verifying 1,000 files paid for a process (and web3) each: `verify A B C` and `--from`
+    check each in one process, print one line each and a summary, and exit with the highest code."""
+    import shutil
+
+    other = tmp_path / "other"
+    shutil.copytree(bundle, other)
+    (other / "run-id.txt").write_text("another run")
+    for folder in (bundle, other):
+        deployed_chain.cli("stamp", str(folder), check=True)
+    (other / "README.md").write_text("changed\n")
+    never = tmp_path / "never-stamped"
+    never.mkdir()
+    result = deployed_chain.cli("verify", str(bundle), str(other), str(never))
+    assert result.returncode == ExitCode.TAMPERED  # 4: the highest of 0, 4 and 3
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(f"OK  {bundle} (") and lines[1].startswith(f"TAMPERED  {other}: ")
+    assert (
+        lines[2].startswith(f"NOT_ANCHORED  {never}: ")
+        and lines[3] == "1 of 3 paths verified; 2 not (highest exit code 4)"
+    )
+    listing = tmp_path / "paths.txt"
+    listing.write_text(f"# what CI checks\n{bundle}\n\n{bundle / 'config.toml'}\n")
+    deployed_chain.cli("prove", str(bundle / "config.toml"), "--in", str(bundle), check=True)
+    listed = json.loads(deployed_chain.cli("--json", "verify", "--from", str(listing), check=True).stdout)
+    assert listed["ok"] is True and [r["path"] for r in listed["results"]] == [str(bundle), str(bundle / "config.toml")]
+    one_proof = deployed_chain.cli("verify", str(bundle), str(other), "--proof", str(tmp_path / "p.json"))
+    assert one_proof.returncode == ExitCode.BAD_INPUT and "give one PATH" in one_proof.stderr
+
+
 def test_added_and_removed_files_are_named(deployed_chain: Chain, bundle: Path) -> None:
     deployed_chain.cli("anchor", str(bundle), check=True)
     (bundle / "config.toml").unlink()

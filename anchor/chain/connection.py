@@ -3,13 +3,14 @@
 
 Every method is retried, eth_sendRawTransaction included: a resend carries the same signed bytes,
 which the node either already knows or mines once. Retried: refused or reset connections, timeouts,
-HTTP 429 and 5xx. Backoff doubles from ANCHOR_RPC_BACKOFF_S with jitter, capped at 2 s, for
-ANCHOR_RPC_RETRIES retries (default 4); each request times out after ANCHOR_RPC_TIMEOUT_S (10 s).
+HTTP 429 and 5xx. Backoff doubles from ANCHOR_RPC_BACKOFF_S with a jitter fixed by host, process and
+call (`jitter`), capped at 2 s, for ANCHOR_RPC_RETRIES retries (default 4); each request times out
+after ANCHOR_RPC_TIMEOUT_S (10 s). HTTP 401 and 403 (an expired key, a wrong project id) stop at once,
+naming the endpoint without its key: no retry can fix a credential.
 """
 
 from __future__ import annotations
 
-import random
 import time
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -46,6 +47,18 @@ def browser_rpc_url(url: str | None) -> str | None:
     return url
 
 
+def jitter(*what: object) -> float:
+    """A number in [0, 1) fixed by this host, this process and `what` (the call, its attempt): replicas
+    that fail together back off by different amounts, and a run replays its own waits (random.random()
+    is neither: two replicas could retry in lockstep, and a seeded one would collide everywhere)."""
+    import hashlib
+    import os
+    import socket
+
+    seed = "|".join(map(str, (socket.gethostname(), os.getpid(), *what))).encode()
+    return int.from_bytes(hashlib.blake2b(seed, digest_size=8).digest(), "big") / 2**64
+
+
 def _provider_class() -> Any:
     import requests
     from eth_typing import URI
@@ -69,11 +82,22 @@ def _provider_class() -> Any:
                     failure = type(exc).__name__
                 except requests.HTTPError as exc:
                     status = exc.response.status_code if exc.response is not None else 0
+                    if status in (401, 403):  # a key that is wrong or expired: retrying cannot help
+                        word = "unauthorized" if status == 401 else "forbidden"
+                        raise ChainUnreachable(
+                            f"{redact_url(self.url)}: HTTP {status} ({word}) for {method}: the provider refused"
+                            " the URL's credentials; check the URL's key"
+                            " (a hosted provider puts it in the path or query; it is not shown here)",
+                            detail={"rpc_url": redact_url(self.url), "method": method, "status": status},
+                        ) from None
                     if status != 429 and status < 500:
-                        raise ChainUnreachable(f"{redact_url(self.url)}: HTTP {status} for {method}") from None
+                        raise ChainUnreachable(
+                            f"{redact_url(self.url)}: HTTP {status} for {method}",
+                            detail={"rpc_url": redact_url(self.url), "method": method, "status": status},
+                        ) from None
                     failure = f"HTTP {status}"
                 if attempt < self.retries:
-                    time.sleep(min(2.0, self.backoff_s * 2**attempt) * (0.5 + random.random() / 2))  # noqa: S311
+                    time.sleep(min(2.0, self.backoff_s * 2**attempt) * (0.5 + jitter(method, attempt) / 2))
             raise ChainUnreachable(
                 f"{redact_url(self.url)}: {method} failed {self.retries + 1} times ({failure})",
                 detail={"rpc_url": redact_url(self.url), "method": method, "last_error": failure},

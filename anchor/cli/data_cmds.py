@@ -262,7 +262,14 @@ def _restamp_lines(outcome: Any) -> list[str]:
 
 def verify(
     ctx: typer.Context,
-    path: PathArg,
+    paths: Annotated[
+        Optional[list[Path]],  # noqa: UP045
+        typer.Argument(help="Files or directories (several: one line each, then a summary).", metavar="PATH"),
+    ] = None,
+    from_file: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--from", help="Also verify the paths listed in this file, one a line ('-': standard input)."),
+    ] = None,
     proof: ProofOpt = None,
     registry: Annotated[
         Optional[str],  # noqa: UP045
@@ -299,24 +306,27 @@ def verify(
     json: JsonFlag = False,
 ) -> None:
     """Verify PATH against its proof file and a live read of the chain (read-only); PATH may also be the
-    in-toto statements `anchor attest` wrote (NAME.intoto.jsonl)."""
+    in-toto statements `anchor attest` wrote (NAME.intoto.jsonl). Several paths (or --from FILE) are
+    verified in one process: one line each, a summary, and the highest exit code any of them got."""
     from anchor.chain.presets import chain_name
-    from anchor.proof.locate import require_proof
-    from anchor.verify.verifier import check_bundle_spec, check_finality, check_policy, verify_path
+    from anchor.errors import BadInput
 
-    if path.name.endswith(".intoto.jsonl") and path.is_file():  # in-toto statements (`anchor attest`)
-        from anchor.attest.statement import verify_statements
+    listed = [*(paths or []), *(_listed_paths(from_file) if from_file is not None else [])]
+    if not listed:  # a usage error, as click says it for a missing argument
+        from typer._click.exceptions import UsageError
 
-        result = verify_statements(path, subjects_in, _settings(ctx))
-        later = None
-    else:
-        proof_path = proof or require_proof(path)
-        if spec is not None:
-            check_bundle_spec(proof_path, spec)
-        result = verify_path(path, proof_path, _settings(ctx), registry, quorum)
-        later = _superseded_by(path, proof_path, result.manifest_digest)
-    check_policy(result, expect_submitter, anchored_before)
-    check_finality(result, min_finality)
+        raise UsageError("Missing argument 'PATH' (or --from FILE with one path a line).", ctx=ctx)
+    if len(listed) > 1:
+        if proof is not None or spec is not None or subjects_in is not None:
+            raise BadInput("--proof, --spec and --in name one subject: give one PATH with them",
+                           detail={"field": "path"})  # fmt: skip
+        _verify_many(ctx, json, listed, lambda one: _verify_one(
+            ctx, one, None, registry, expect_submitter, anchored_before, None, min_finality, quorum, None))  # fmt: skip
+        return
+    path = listed[0]
+    result, later = _verify_one(
+        ctx, path, proof, registry, expect_submitter, anchored_before, spec, min_finality, quorum, subjects_in
+    )
     inside = f" as {result.path_in_bundle} of its bundle" if result.path_in_bundle else ""
     emit(
         ctx,
@@ -354,6 +364,82 @@ def verify(
             ),
         ],
     )
+
+
+def _verify_one(
+    ctx: typer.Context, path: Path, proof: Path | None, registry: str | None, expect_submitter: str | None,
+    anchored_before: str | None, spec: Path | None, min_finality: str | None, quorum: int | None,
+    subjects_in: Path | None,
+) -> tuple[Any, tuple[Path, str, int] | None]:  # fmt: skip
+    """One subject's verdict (raises the typed error of its failure) and the later stamp it predates."""
+    from anchor.proof.locate import require_proof
+    from anchor.verify.verifier import check_bundle_spec, check_finality, check_policy, verify_path
+
+    if path.name.endswith(".intoto.jsonl") and path.is_file():  # in-toto statements (`anchor attest`)
+        from anchor.attest.statement import verify_statements
+
+        result = verify_statements(path, subjects_in, _settings(ctx))
+        later = None
+    else:
+        proof_path = proof or require_proof(path)
+        if spec is not None:
+            check_bundle_spec(proof_path, spec)
+        result = verify_path(path, proof_path, _settings(ctx), registry, quorum)
+        later = _superseded_by(path, proof_path, result.manifest_digest)
+    check_policy(result, expect_submitter, anchored_before)
+    check_finality(result, min_finality)
+    return result, later
+
+
+def _listed_paths(source: Path) -> list[Path]:
+    """The paths of a --from file (or standard input for '-'): one a line, blank lines and # comments
+    skipped, nothing else interpreted (a name with spaces is one path)."""
+    import sys
+
+    from anchor.errors import BadInput
+
+    try:
+        text = sys.stdin.read() if str(source) == "-" else source.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"--from {source}: cannot be read ({exc})", detail={"field": "from"}) from None
+    return [Path(line) for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def _verify_many(ctx: typer.Context, json: bool, paths: list[Path], one: Any) -> None:
+    """Each path's verdict on one line (the error's first line for a failure), then a summary; exits
+    with the highest code any path got, so a script sees the worst of them."""
+    import json as jsonlib
+
+    from anchor.cli.output import printable, wants_json
+    from anchor.errors import AnchorError
+
+    rows: list[dict[str, Any]] = []
+    for path in paths:
+        try:
+            result, later = one(path)
+        except AnchorError as exc:
+            rows.append({"path": str(path), "ok": False, "exit_code": int(exc.exit_code), "error": exc.to_dict()})
+            if not wants_json(ctx, json):
+                said = exc.message.removeprefix(f"{path}: ")
+                print(printable(f"{exc.code.upper()}  {path}: {said}"), flush=True)
+            continue
+        rows.append({"path": str(path), "ok": True, "exit_code": 0, "manifest_digest": result.manifest_digest,
+                     "anchored_block": result.anchored_block, "superseded": later is not None})  # fmt: skip
+        if not wants_json(ctx, json):
+            note = " (superseded by a later stamp)" if later else ""
+            print(printable(f"OK  {path} ({count(result.files, 'file')}), block {result.anchored_block}{note}"),
+                  flush=True)  # fmt: skip
+    failed = [r for r in rows if not r["ok"]]
+    worst = max((r["exit_code"] for r in rows), default=0)
+    summary = f"{len(rows) - len(failed)} of {count(len(rows), 'path')} verified" + (
+        f"; {len(failed)} not (highest exit code {worst})" if failed else ""
+    )
+    if wants_json(ctx, json):
+        print(jsonlib.dumps({"ok": not failed, "results": rows, "summary": summary}, sort_keys=True))
+    else:
+        print(summary)
+    if worst:
+        raise typer.Exit(worst)
 
 
 def _superseded_by(path: Path, proof_path: Path, digest: str) -> tuple[Path, str, int] | None:

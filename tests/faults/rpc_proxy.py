@@ -24,7 +24,7 @@ def _block(tag: str) -> int:
 class FaultyProxy:
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream
-        self.mode = "ok"  # ok | 503 | stall
+        self.mode = "ok"  # ok | 503 | stall | 401 | 403
         self.methods: set[str] | None = None  # None: every method
         self.fail_next = 0  # with mode ok: answer 503 to this many requests first
         self.faults = 0
@@ -70,6 +70,13 @@ class FaultyProxy:
                             "code": -32005, "message": f"query exceeds max block range {proxy.log_range_cap}",
                         }})  # fmt: skip
                         return
+                if targeted and proxy.mode in ("401", "403"):  # an expired key, a wrong project id
+                    proxy.faults += 1
+                    self.send_response(int(proxy.mode))
+                    self.send_header("Content-Type", "application/json")
+                    self.end_headers()
+                    self.wfile.write(b'{"error": "invalid project id"}')
+                    return
                 if targeted and (proxy.mode == "503" or proxy.fail_next > 0):
                     proxy.fail_next = max(0, proxy.fail_next - 1)
                     proxy.faults += 1

@@ -48,6 +48,38 @@ def test_a_few_5xx_answers_are_absorbed_by_retries(fresh_chain: Chain, proxy: Fa
     assert proxy.faults == 2
 
 
+@pytest.mark.parametrize("status", ["401", "403"])
+def test_a_refused_key_stops_at_once_naming_the_endpoint_and_never_the_key(
+    fresh_chain: Chain, proxy: FaultyProxy, bundle: Path, status: str
+) -> None:
+    """An expired key or a wrong project id is not a flaky provider: one request, exit 5, the endpoint
+    named without the path that holds the key, and what to check."""
+    proxy.mode = status
+    env = {**fresh_chain.env(), **FAST_RETRIES, "ANCHOR_RPC_URL": f"{proxy.url}/v3/SECRETKEY0123456789"}
+    import subprocess
+
+    from tests.conftest import ANCHOR_BIN
+
+    result = subprocess.run([str(ANCHOR_BIN), "stamp", str(bundle)], env=env, capture_output=True, text=True,
+                            timeout=120)  # fmt: skip
+    assert result.returncode == ExitCode.CHAIN_UNREACHABLE, result.stderr
+    assert sum(proxy.calls.values()) == 1  # never retried
+    assert f"{proxy.url}: HTTP {status}" in result.stderr and "check the URL's key" in result.stderr
+    assert "SECRETKEY" not in result.stderr + result.stdout
+
+
+def test_retry_jitter_is_fixed_by_host_process_and_call_so_replicas_spread_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from anchor.chain import connection
+
+    mine = [connection.jitter("eth_call", attempt) for attempt in range(4)]
+    assert mine == [connection.jitter("eth_call", attempt) for attempt in range(4)]  # this process replays
+    assert all(0 <= j < 1 for j in mine) and len(set(mine)) == 4
+    monkeypatch.setattr("os.getpid", lambda: 424242)  # another replica on the same host
+    assert [connection.jitter("eth_call", attempt) for attempt in range(4)] != mine
+
+
 @pytest.mark.parametrize("mode", ["503", "stall"])
 def test_a_failing_endpoint_gives_a_typed_error_then_the_next_run_finishes(
     fresh_chain: Chain, proxy: FaultyProxy, bundle: Path, mode: str
