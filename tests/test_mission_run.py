@@ -153,6 +153,42 @@ def test_a_mission_that_outruns_its_budget_is_stopped_and_an_unknown_output_is_r
     assert not Path(f"/proc/{pid}").exists()  # stopped with its process group, by the PID we started
 
 
+def test_a_runner_stopped_with_sigterm_stops_its_command_and_the_mission_reads_as_interrupted(
+    chain: Chain, tmp_path: Path
+) -> None:
+    """SIGTERM (a pod being stopped, `kill PID`) ended the runner and left its command running, in a
+    session of its own that nothing owned. The runner now stops the command's group first."""
+    import signal
+    import subprocess
+    import time
+
+    from tests.conftest import ANCHOR_BIN
+
+    _dispatch(chain, tmp_path, "term", "echo $$ > {result}/../pid; exec sleep 600")
+    pid_file = chain.data_dir / "missions" / "term" / "pid"
+    runner = subprocess.Popen([str(ANCHOR_BIN), "mission", "run", "term", "--no-sandbox"], env=chain.env(),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not (pid_file.is_file() and pid_file.read_text().strip()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        command = int(pid_file.read_text())
+        assert Path(f"/proc/{command}").exists()
+        runner.send_signal(signal.SIGTERM)  # the runner we started, by its PID
+        assert runner.wait(timeout=30) == 128 + signal.SIGTERM
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.wait()
+    for _ in range(50):  # reaped by the runner before it exited; /proc may lag a moment
+        if not Path(f"/proc/{command}").exists():
+            break
+        time.sleep(0.1)
+    assert not Path(f"/proc/{command}").exists()
+    status = json.loads(chain.cli("--json", "mission", "status", "term", check=True).stdout)
+    assert status["state"] == "interrupted"
+
+
 def test_a_resumed_mission_starts_from_its_pinned_bundle_only_while_that_result_is_unchanged(
     chain: Chain, tmp_path: Path
 ) -> None:

@@ -221,13 +221,23 @@ def _command(
     return box.argv(command, mission_dir, extra_env=mission_env), {}, "bubblewrap"
 
 
+def _terminated(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)  # unwinds through _run_command, which stops the command's group
+
+
 def _run_command(argv: list[str], env: dict[str, str], cwd: Path, budget_s: float, log: Path) -> tuple[int, bool]:
-    """Run in a process group of its own (ours, by the PID we started); (exit code, timed out)."""
+    """Run in a process group of its own (ours, by the PID we started); (exit code, timed out). A
+    SIGTERM to the runner (a pod being stopped, `kill`) stops the command's group before the runner
+    exits: the default action would end the runner alone and leave the command running, unowned."""
+    import threading
+
     with open(log, "wb") as out:
         child = subprocess.Popen(
             argv, cwd=cwd, env=env or None, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
             start_new_session=True,
         )  # fmt: skip
+        main = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGTERM, _terminated) if main else None
         try:
             return child.wait(timeout=budget_s), False
         except subprocess.TimeoutExpired:
@@ -235,11 +245,14 @@ def _run_command(argv: list[str], env: dict[str, str], cwd: Path, budget_s: floa
                 os.killpg(child.pid, signal.SIGKILL)
             child.wait()
             return -signal.SIGKILL, True
-        except BaseException:  # Ctrl-C: nothing of the mission outlives us
+        except BaseException:  # Ctrl-C, SIGTERM: nothing of the mission outlives us
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(child.pid, signal.SIGKILL)
             child.wait()
             raise
+        finally:
+            if main:
+                signal.signal(signal.SIGTERM, previous)
 
 
 def run_mission(
@@ -293,6 +306,9 @@ def run_mission(
         }, "mission run")  # fmt: skip
         proof_out = mission_dir / "result.anchor.json"
         outcome = anchor_bundle(manifest, tree, settings, proof_out, {"ran_on": "host", "sandbox": confinement})
+    except (KeyboardInterrupt, SystemExit):  # stopped from outside (Ctrl-C, SIGTERM): not its failure
+        _finish(settings.data_dir, output, "interrupted")
+        raise
     except BaseException:
         _finish(settings.data_dir, output, "failed")
         raise
