@@ -214,6 +214,34 @@ def test_annotations_no_proof_writer_can_encode_are_refused_at_submission(server
     assert journal_value(chain.data_dir, "SELECT count(*) FROM items") == before
 
 
+@pytest.mark.parametrize(
+    ("annotations", "field"),
+    [
+        ({"timing": {"digest": "0x" + "ab" * 32, "proof": "../../etc/passwd"}}, "annotations.timing.proof"),
+        ({"timing": {"digest": "0x" + "ab" * 32, "proof": "x" * 5000}}, "annotations.timing.proof"),
+        ({"timing": {"digest": "not hex"}}, "annotations.timing.digest"),
+        ({"milestones": {"submitted": "yesterday"}}, "annotations.milestones"),
+        ({"milestones": {"submitted": "2026-11-30T09:00:00"}}, "annotations.milestones"),  # no timezone
+        ({"milestones": {"lunch": "2026-11-30T12:00:00Z"}}, "annotations.milestones"),
+    ],
+    ids=["timing-proof-a-path", "timing-proof-5000-chars", "timing-digest", "milestone-not-a-time",
+         "milestone-without-timezone", "milestone-unknown"],
+)  # fmt: skip
+def test_annotations_readers_interpret_are_typed_at_submission_and_never_name_a_path(
+    server: tuple[str, Any, Chain], annotations: dict[str, Any], field: str
+) -> None:
+    """`annotations.timing.proof` was opened as a path under the proofs dir (`../../etc/passwd` answered
+    with the server's data-dir path; 5,000 characters were a 500 on a public GET) and unchecked
+    milestones made the explorer's bundle page a 500. Refused by name at the door, nothing journaled."""
+    url, _, chain = server
+    before = journal_value(chain.data_dir, "SELECT count(*) FROM items")
+    status, answer = _manifest_submission(annotations, TOKEN_A, url)
+    assert status == 422 and answer["detail"]["field"].startswith(field), answer
+    assert journal_value(chain.data_dir, "SELECT count(*) FROM items") == before
+    status, _ = _manifest_submission({"note": "display data is kept as given"}, TOKEN_A, url)
+    assert status == 202
+
+
 def test_idempotency_keys_are_scoped_per_token_and_a_conflict_reveals_nothing(server: tuple[str, Any, Chain]) -> None:
     url, _, _ = server
     key = f"key-{uuid.uuid4().hex}"

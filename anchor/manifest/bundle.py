@@ -77,6 +77,40 @@ class Milestones(BaseModel):
         return {name: getattr(self, name).isoformat() for name in MILESTONES if getattr(self, name) is not None}
 
 
+TIMING_PROOF_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}\.anchor\.json$")
+"""A timing proof's name as annotations may give it: a bare file name beside the bundle's proof, never
+a path (annotations are a submitter's display data; no reader opens a path they name)."""
+
+
+def check_annotations(annotations: object) -> None:
+    """The annotations a submitter may attach that readers interpret: `milestones` (the six names, RFC 3339
+    with a timezone, in order) and `timing` (`digest`, 0x and 64 hex; `proof`, a bare file name). Other
+    keys are display data, kept as given. Raises `BadInput` naming the field: a malformed value was a
+    500 on the explorer's bundle page, and a `timing.proof` of `../../etc/passwd` was opened as a path."""
+    from anchor.manifest.validation import validated
+
+    if not isinstance(annotations, dict):
+        raise BadInput("annotations: expected an object", detail={"field": "annotations"})
+    if "milestones" in annotations:
+        try:
+            validated(Milestones, annotations["milestones"], "annotations.milestones")
+        except BadInput as exc:
+            inner = str(exc.detail.get("field", "(root)"))
+            field = "annotations.milestones" + ("" if inner == "(root)" else f".{inner}")
+            raise BadInput(exc.message, detail={"field": field}) from None
+    if "timing" in annotations:
+        timing = annotations["timing"]
+        if not isinstance(timing, dict) or set(timing) - {"digest", "proof"} or "digest" not in timing:
+            raise BadInput("annotations.timing: expected {digest, proof}", detail={"field": "annotations.timing"})
+        if not isinstance(timing["digest"], str) or not re.fullmatch(r"0x[0-9a-f]{64}", timing["digest"]):
+            raise BadInput("annotations.timing.digest: expected 0x and 64 hex digits",
+                           detail={"field": "annotations.timing.digest"})  # fmt: skip
+        name = timing.get("proof")
+        if name is not None and (not isinstance(name, str) or not TIMING_PROOF_NAME.match(name)):
+            raise BadInput("annotations.timing.proof: a bare file name ending in .anchor.json, not a path",
+                           detail={"field": "annotations.timing.proof"})  # fmt: skip
+
+
 class Profile(BaseModel):
     """The resource profile it ran under: a declared name and its bounds (requests = limits)."""
 

@@ -196,8 +196,11 @@ def check_milestones(
     link = proof.annotations.get("timing")
     if not isinstance(link, dict):
         return verdict.model_copy(update={"milestones": shown, "milestones_anchored": False})
+    from anchor.manifest.bundle import TIMING_PROOF_NAME
+
     digest = str(link.get("digest", "")).lower().removeprefix("0x")
-    candidates = [beside / str(link.get("proof", "")), settings.proofs_dir / f"{digest}.json"]
+    named = str(link.get("proof", ""))  # display data: used only as a bare name beside the bundle's proof
+    candidates = [*([beside / named] if TIMING_PROOF_NAME.match(named) else []), settings.proofs_dir / f"{digest}.json"]
     found = next((c for c in candidates if c.name and c.is_file()), None)
     well_formed = re.fullmatch("[0-9a-f]{64}", digest) is not None
     rebuilt = find(bytes.fromhex(digest)) if found is None and find is not None and well_formed else None

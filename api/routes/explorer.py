@@ -158,14 +158,17 @@ def _timeline(milestones: dict[str, str]) -> list[dict[str, Any]]:
 
     if not milestones:
         return []
-    times = {name: datetime.fromisoformat(value) for name, value in milestones.items()}
-    first, last = min(times.values()), max(times.values())
-    span = (last - first).total_seconds() or 1.0
-    return [
-        {"name": name, "at": milestones[name], "seconds": (when - first).total_seconds(),
-         "x": round(40 + 620 * (when - first).total_seconds() / span, 1)}
-        for name, when in sorted(times.items(), key=lambda item: item[1])
-    ]  # fmt: skip
+    try:  # proofs journaled before annotations were checked may hold anything: draw nothing, never a 500
+        times = {name: datetime.fromisoformat(value) for name, value in milestones.items()}
+        first, last = min(times.values()), max(times.values())  # naive beside aware: a TypeError
+        span = (last - first).total_seconds() or 1.0
+        return [
+            {"name": name, "at": milestones[name], "seconds": (when - first).total_seconds(),
+             "x": round(40 + 620 * (when - first).total_seconds() / span, 1)}
+            for name, when in sorted(times.items(), key=lambda item: item[1])
+        ]  # fmt: skip
+    except (TypeError, ValueError):
+        return []
 
 
 @router.get("/bundle/{digest}/proof")

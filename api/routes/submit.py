@@ -17,6 +17,7 @@ from anchor.errors import BadInput, TooLarge
 from anchor.ingest.archive import decode_archive
 from anchor.ingest.untrusted_json import parse_json
 from anchor.journal.submit import Submission, submit
+from anchor.manifest.bundle import check_annotations
 from anchor.manifest.decode import tree_summary, validate_identity
 from anchor.manifest.filetree import FileTreeManifest
 from anchor.manifest.identity import manifest_digest
@@ -92,6 +93,7 @@ async def submit_manifest(
     """Journal a manifest identity (with its file listing, which must rebuild the identity's tree)."""
     body = await decode(request.app, _manifest_body, await request.body())
     identity = validate_identity(body.manifest)
+    check_annotations(body.annotations)  # what readers interpret is typed; the rest is display data
     payload: dict[str, Any] = {"annotations": body.annotations} if body.annotations else {}
     if body.files is not None:
         tree = FileTreeManifest.from_files_json(body.files)
