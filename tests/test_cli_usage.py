@@ -225,3 +225,18 @@ def test_a_read_only_audit_of_a_mistyped_work_dir_is_not_anchored_and_creates_no
         assert f"no research ledger in {typo}" in result.stderr and str(real) in result.stderr
         assert "Traceback" not in result.stderr
     assert not typo.exists()
+
+
+def test_global_options_are_taken_after_the_subcommand_too_unless_it_has_its_own(tmp_path: Path) -> None:
+    """`anchor verify PATH --rpc-url URL` said "No such option: --rpc-url": people type the global
+    options where the subcommand's are. They are moved in front of it, except where the subcommand has
+    an option of that name (`serve --index-only --rpc-url`) and after `--`."""
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}, "ANCHOR_RPC_RETRIES": "0"}
+    shown = json.loads(
+        run_anchor(["config", "show", "--data-dir", str(tmp_path / "d"), "--json"], env, check=True).stdout
+    )
+    assert shown["settings"]["data_dir"] == {"source": "--data-dir", "value": str(tmp_path / "d")}
+    reached = run_anchor(["lookup", "0x" + "00" * 32, "--rpc-url", "http://127.0.0.1:9"], env)
+    assert reached.returncode == ExitCode.CHAIN_UNREACHABLE and "http://127.0.0.1:9" in reached.stderr
+    served = run_anchor(["serve", "--index-only", "--rpc-url"], env)  # serve's own option: its own error
+    assert served.returncode == ExitCode.BAD_INPUT and "'--rpc-url' requires an argument" in served.stderr

@@ -20,7 +20,10 @@ def main() -> None:
     as_json = "--json" in sys.argv[1:]
     _show_progress()
     try:
-        code = command(app)(standalone_mode=False)
+        from anchor.cli.helptext import hoist_global_options
+
+        root = command(app)
+        code = root(args=hoist_global_options(root, sys.argv[1:]), standalone_mode=False)
     except AnchorError as exc:
         if as_json:
             print(json.dumps({"ok": False, "error": exc.to_dict()}, sort_keys=True))

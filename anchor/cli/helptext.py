@@ -73,3 +73,52 @@ def tidy(command: Any) -> Any:
 def command(app: typer.Typer) -> Any:
     """The click command behind `app`, tidied: what `anchor` runs."""
     return tidy(typer.main.get_command(app))
+
+
+GLOBAL_OPTIONS = ("--rpc-url", "--data-dir")
+"""The root's options that take a value and that people type after the subcommand as often as before."""
+
+
+def hoist_global_options(root: Any, argv: list[str]) -> list[str]:
+    """`argv` with `--rpc-url X` and `--data-dir X` given after the subcommand moved in front of it, as
+    the parser wants them (`anchor verify PATH --rpc-url URL` said "No such option"). An option the
+    subcommand has itself (`serve --rpc-url`) stays where it is; so does everything after `--`."""
+    command, depth = root, 0
+    while depth < len(argv):
+        word = argv[depth]
+        if command is root and word in GLOBAL_OPTIONS:  # the root's own, before the subcommand: its value too
+            depth += 2
+            continue
+        if command is root and word.startswith("-"):  # --json, --data-dir=X, --version, ...
+            depth += 1
+            continue
+        sub = getattr(command, "commands", {}).get(word)
+        if sub is None:
+            break
+        command, depth = sub, depth + 1
+    if command is root:
+        return argv
+    own = {o for p in command.params for o in getattr(p, "opts", ())}
+    moved: list[str] = []
+    kept: list[str] = []
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        name = word.split("=", 1)[0]
+        if word == "--":
+            kept += argv[i:]
+            break
+        if i >= depth and name in GLOBAL_OPTIONS and name not in own:
+            if "=" in word:
+                moved.append(word)
+            elif i + 1 < len(argv):
+                moved += [word, argv[i + 1]]
+                i += 1
+            else:
+                kept.append(word)  # no value: let the parser say so
+            i += 1
+            continue
+        kept.append(word)
+        i += 1
+    return [*moved, *kept]
+
