@@ -83,9 +83,9 @@ def _refresh_file_proofs(folder: Path, outcome: AnchorOutcome) -> AnchorOutcome:
     from dataclasses import replace
 
     from anchor.anchoring.prove import single_file_proof
-    from anchor.proof.locate import file_proof_path
+    from anchor.proof.locate import proofs_beside
 
-    base = file_proof_path(folder / "x", folder).parent
+    base = proofs_beside(folder)
     if not folder.is_dir() or not base.is_dir():
         return outcome
     held = {entry.path for entry in (outcome.proof.filetree() or FileTreeManifest(())).files}

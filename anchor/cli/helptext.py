@@ -121,4 +121,3 @@ def hoist_global_options(root: Any, argv: list[str]) -> list[str]:
         kept.append(word)
         i += 1
     return [*moved, *kept]
-

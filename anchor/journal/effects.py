@@ -83,12 +83,15 @@ class _Watch:
         self.next_read = self.started + 1.0
         self.hinted = False
 
-    def look(self, effects: list[sqlite3.Row]) -> None:
-        waiting = [e for e in effects if e["state"] in ("broadcast", "mined")]
+    def look(self, open_effects: Callable[[], list[sqlite3.Row]]) -> None:
+        """Called every poll; reads the journal and the head only when a second has passed."""
         now_ = time.monotonic()
-        if not waiting or now_ < self.next_read:
+        if now_ < self.next_read:
             return
         self.next_read = now_ + 1.0
+        waiting = [e for e in open_effects() if e["state"] in ("broadcast", "mined")]
+        if not waiting:
+            return
         head = int(self.w3.eth.block_number)
         if head != self.head:
             self.head, self.head_seen, self.hinted = head, now_, False
@@ -276,7 +279,7 @@ class EffectRunner:
                 except (RegistryRevert, Conflict) as exc:  # this effect's own refusal: park it, go on
                     self._fail(effect, exc)
                     progressed = True
-            watch.look(self.open_effects())
+            watch.look(self.open_effects)
             if not progressed:
                 time.sleep(self.config.poll_s)
 

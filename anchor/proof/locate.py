@@ -17,13 +17,18 @@ def default_proof_path(path: Path) -> Path:
     return path.with_name(path.name + ".anchor.json")
 
 
+def proofs_beside(folder: Path) -> Path:
+    """`<DIR>.proofs/`: where the per-file proofs of `folder` live, beside it and never inside it."""
+    base = folder.resolve()
+    return base.with_name(base.name + ".proofs")
+
+
 def file_proof_path(file: Path, bundle_dir: Path) -> Path:
     """Where `anchor prove` writes a file's proof by default: `<DIR>.proofs/<path in DIR>.anchor.json`,
     beside the anchored directory and never inside it (a proof written into DIR would make the next
     `anchor verify DIR` report a file the tool added itself as tampering)."""
     rel = Path(os.path.relpath(file.resolve(), bundle_dir.resolve()))
-    base = bundle_dir.resolve()
-    return base.with_name(base.name + ".proofs") / rel.with_name(rel.name + ".anchor.json")
+    return proofs_beside(bundle_dir) / rel.with_name(rel.name + ".anchor.json")
 
 
 def find_proof(path: Path) -> Path:
