@@ -28,6 +28,7 @@ class ExitCode(IntEnum):
     NOT_FINAL = 11
     NO_QUORUM = 12
     MISSION_FAILED = 13
+    PENDING = 14
 
 
 class AnchorError(Exception):
@@ -248,6 +249,21 @@ class Unauthorized(AnchorError):
     code = "unauthorized"
 
 
+class Forbidden(Unauthorized):
+    """An accepted token without the scope this route needs (submit, relay, admin)."""
+
+    http_status = 403
+    code = "forbidden"
+
+
+class RateLimited(AnchorError):
+    """A public calendar's per-client rate or its queue is full: retry after `Retry-After` seconds."""
+
+    exit_code = ExitCode.CHAIN_UNREACHABLE
+    http_status = 429
+    code = "too_many_requests"
+
+
 class TooLarge(AnchorError):
     """A request body past the service's limit (read no further than the limit)."""
 
@@ -261,3 +277,22 @@ class MissionFailed(AnchorError):
     exit_code = ExitCode.MISSION_FAILED
     http_status = 422
     code = "mission_failed"
+
+
+class Pending(AnchorError):
+    """Accepted by an anchoring service (a signed receipt), not anchored yet: `anchor upgrade` fetches
+    the complete proof once the service's next batch is mined. Not 0 (nothing is on chain yet) and
+    not 3 (something is on its way)."""
+
+    exit_code = ExitCode.PENDING
+    http_status = 425
+    code = "pending"
+
+
+class ServiceError(AnchorError):
+    """An anchoring service (client mode) did not take the submission: unreachable, refused the
+    token, or answered something that is not what it was asked. `detail` names the service."""
+
+    exit_code = ExitCode.CHAIN_UNREACHABLE
+    http_status = 502
+    code = "service"

@@ -22,7 +22,7 @@ from api.headers import SecurityHeaders, origin
 from api.limits import RequestGuard
 from api.offload import start_decoder
 from api.reader import ChainReader
-from api.routes import browser_verify, explorer, health, missions, records, research, submit, verify
+from api.routes import browser_verify, calendar, explorer, health, missions, records, research, submit, verify
 
 MULTIPART_OVERHEAD = 64 * 1024
 """Room for a multipart envelope around an upload that has its own, smaller cap."""
@@ -101,7 +101,7 @@ def create_app(settings: Settings | None = None, config: ApiConfig | None = None
         refresher = asyncio.create_task(reader.refresh_forever())
         app.state.decoder = start_decoder()
         # one background flusher per worker, started at the first submission's kick
-        app.state.flusher = Flusher(reader.settings, "api-flush")
+        app.state.flusher = Flusher(reader.settings, "api-flush", interval_s=app.state.config.flush_interval_s)
         if app.state.config.flush_after_submit and await _open_work(app):
             app.state.flusher.kick()  # what a replica killed mid-flush left: finished without a new submission
         yield
@@ -121,9 +121,11 @@ def create_app(settings: Settings | None = None, config: ApiConfig | None = None
     app.state.settings = reader.settings
     app.state.config = config or ApiConfig.from_env()
     app.state.reader = reader
+    app.state.funded_address = None
+    app.state.calendar_buckets = calendar.Buckets(app.state.config.calendar_rate, app.state.config.calendar_burst)
     install_error_handlers(app)
 
-    for module in (health, verify, records, research, submit, missions, explorer, browser_verify):
+    for module in (health, verify, records, research, submit, calendar, missions, explorer, browser_verify):
         app.include_router(module.router)
     browser_verify.mount_assets(app)
     _offline_docs(app)
@@ -134,6 +136,6 @@ def create_app(settings: Settings | None = None, config: ApiConfig | None = None
         limit=api_config.max_request_bytes,
         path_limits={"/v1/verify/proof": api_config.max_proof_bytes + MULTIPART_OVERHEAD},
         write_paths=frozenset(route.path for route in submit.router.routes if isinstance(route, APIRoute)),
-        authorize=lambda headers: token_id(headers, api_config),
+        authorize=lambda headers, path: token_id(headers, api_config, path),
     )
     return app

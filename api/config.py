@@ -16,7 +16,9 @@ from anchor.errors import BadInput
 from anchor.ingest.archive import ArchiveLimits
 from anchor.settings.session import env_number
 
-_HASH = re.compile(r"^sha256:[0-9a-f]{64}$")
+SCOPES = frozenset({"submit", "relay", "admin"})
+"""submit: manifests, bundles, missions; relay: signed lineage records; admin: everything."""
+_HASH = re.compile(r"^sha256:[0-9a-f]{64}(/(submit|relay|admin)(\+(submit|relay|admin))*)?$")
 
 
 class ApiConfig(BaseModel):
@@ -28,15 +30,39 @@ class ApiConfig(BaseModel):
     """An uploaded proof file (public route): ~100,000 listed files; see docs/manifest.md, Bounds."""
     archive_limits: ArchiveLimits = ArchiveLimits()
     flush_after_submit: bool = True
+    flush_interval_s: float = 0.0
+    """How long the flusher gathers submissions after a kick before it flushes (ANCHOR_API_FLUSH_INTERVAL_S):
+    0 flushes at once; a calendar under load sets it to put many items in one transaction."""
+    calendar: bool = False
+    """`anchor serve --calendar` (ANCHOR_CALENDAR=1): POST /v1/calendar takes digests without a token."""
+    calendar_rate: float = 20.0
+    calendar_burst: float = 40.0
+    calendar_queue: int = 100_000
+    """Items waiting for a batch past which the calendar answers 429 (ANCHOR_CALENDAR_QUEUE)."""
+    token_scopes: dict[str, frozenset[str]] = {}
+    """Token hash → its scopes (submit, relay, admin); a token configured without scopes has them all."""
 
     @classmethod
     def from_env(cls) -> ApiConfig:
         raw = [t.strip() for t in os.environ.get("ANCHOR_API_TOKENS", "").split(",") if t.strip()]
         bad = [t for t in raw if not _HASH.match(t)]
         if bad:
-            raise BadInput("ANCHOR_API_TOKENS takes sha256:<64 hex> hashes only, never tokens in clear")
+            raise BadInput(
+                "ANCHOR_API_TOKENS takes sha256:<64 hex> hashes only, never tokens in clear"
+                " (optionally with scopes: sha256:<64 hex>/submit+relay)"
+            )
+        scopes = {}
+        for entry in raw:
+            digest, _, named = entry.removeprefix("sha256:").partition("/")
+            scopes[digest] = frozenset(named.split("+")) if named else SCOPES
         return cls(
-            token_hashes=frozenset(t.removeprefix("sha256:") for t in raw),
+            token_hashes=frozenset(scopes),
+            token_scopes=scopes,
             max_request_bytes=int(env_number("ANCHOR_API_MAX_REQUEST_BYTES", 64 << 20)),
             flush_after_submit=os.environ.get("ANCHOR_API_FLUSH", "1") != "0",
+            flush_interval_s=env_number("ANCHOR_API_FLUSH_INTERVAL_S", 0.0, float),
+            calendar=os.environ.get("ANCHOR_CALENDAR", "0") == "1",
+            calendar_rate=env_number("ANCHOR_CALENDAR_RATE", 20.0, float),
+            calendar_burst=env_number("ANCHOR_CALENDAR_BURST", 40.0, float),
+            calendar_queue=int(env_number("ANCHOR_CALENDAR_QUEUE", 100_000)),
         )

@@ -12,14 +12,15 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 from fastapi import Depends, FastAPI, Request
 from starlette.concurrency import run_in_threadpool
 
-from anchor.errors import Unauthorized
+from anchor.errors import Forbidden, Unauthorized
 from anchor.journal.backends import open_journal
 from anchor.journal.store import Journal
 from anchor.settings.session import Settings
-from api.config import ApiConfig
+from api.config import SCOPES, ApiConfig
 from api.reader import ChainReader
 
 if TYPE_CHECKING:
+    from anchor.anchoring.receipts import ReceiptSigner
     from anchor.proof.file import ProofFile
 
 T = TypeVar("T")
@@ -73,7 +74,11 @@ async def in_journal(app: FastAPI, work: Callable[[Journal], T]) -> T:
     return await run_in_threadpool(lambda: work(thread_journal(app)))
 
 
-def token_id(headers: dict[bytes, bytes], config: ApiConfig) -> str:
+ROUTE_SCOPES = {"/v1/manifests": "submit", "/v1/bundles": "submit", "/v1/missions": "submit", "/v1/lineage": "relay"}
+"""The scope each write route needs; a token with `admin` has every scope."""
+
+
+def token_id(headers: dict[bytes, bytes], config: ApiConfig, path: str | None = None) -> str:
     """The accepted bearer token's id (the first 16 hex digits of its SHA-256, which is what the
     configuration holds), compared in constant time; raises `Unauthorized`. Used by the edge guard
     before any body is read, and by the routes to scope idempotency keys per client."""
@@ -81,13 +86,19 @@ def token_id(headers: dict[bytes, bytes], config: ApiConfig) -> str:
     if scheme.lower() != "bearer" or not token.strip():
         raise Unauthorized("a bearer token is required for this route")
     presented = hashlib.sha256(token.strip().encode("latin-1")).hexdigest()
-    if not any(hmac.compare_digest(presented, known) for known in config.token_hashes):
+    matched = [known for known in config.token_hashes if hmac.compare_digest(presented, known)]
+    if not matched:
         raise Unauthorized("the bearer token is not accepted")
+    needed = ROUTE_SCOPES.get(path or "")
+    scopes = config.token_scopes.get(matched[0], SCOPES)
+    if needed is not None and needed not in scopes and "admin" not in scopes:
+        raise Forbidden(f"this token may not {needed} (its scopes: {'+'.join(sorted(scopes))})",
+                        detail={"needed_scope": needed})  # fmt: skip
     return presented[:16]
 
 
 async def require_token(request: Request) -> str:
-    return token_id(dict(request.scope["headers"]), request.app.state.config)
+    return token_id(dict(request.scope["headers"]), request.app.state.config, request.scope["path"])
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
@@ -95,6 +106,25 @@ ConfigDep = Annotated[ApiConfig, Depends(get_config)]
 ReaderDep = Annotated[ChainReader, Depends(get_reader)]
 ClientDep = Annotated[str, Depends(require_token)]
 Authenticated = Depends(require_token)
+
+
+_signer_lock = threading.Lock()
+
+
+def receipt_signer(app: FastAPI, chain_id: int) -> ReceiptSigner:
+    """(In a pool thread.) The service's receipt signer, loaded once; also records the funded account's
+    address (the submitter a verifier will see), which the receipt key must not be."""
+    with _signer_lock:
+        signer: ReceiptSigner | None = getattr(app.state, "receipt_signer", None)
+        if signer is None:
+            from anchor.anchoring.receipts import load_receipt_signer
+            from anchor.chain.keys import load_signer
+
+            funded = load_signer(chain_id).address
+            signer = load_receipt_signer(app.state.settings, funded)
+            app.state.funded_address = funded
+            app.state.receipt_signer = signer
+        return signer
 
 
 def anchored_proof(app: FastAPI, reader: ChainReader, digest: bytes) -> ProofFile | None:

@@ -35,7 +35,7 @@ class RequestGuard:
         app: Any,
         limit: int,
         write_paths: frozenset[str],
-        authorize: Callable[[dict[bytes, bytes]], object],
+        authorize: Callable[[dict[bytes, bytes], str], object],
         path_limits: dict[str, int] | None = None,
     ) -> None:
         self.app, self.limit, self.write_paths, self.authorize = app, limit, write_paths, authorize
@@ -48,7 +48,7 @@ class RequestGuard:
         headers = dict(scope["headers"])
         if scope["method"] == "POST" and scope["path"] in self.write_paths:
             try:
-                self.authorize(headers)
+                self.authorize(headers, scope["path"])
             except AnchorError as exc:
                 await _answer(send, exc.http_status, exc.to_dict(), ((b"www-authenticate", b"Bearer"),))
                 return

@@ -132,6 +132,9 @@ class Submitted(BaseModel):
     duplicate: bool
     claimed_digest_matches: bool | None = Field(description="None when no digest was claimed")
     files: int
+    receipt: dict[str, Any] | None = Field(
+        default=None, description="the service's signed receipt (EIP-712; docs/calendar.md): acceptance, not anchoring"
+    )
 
 
 class ManifestSubmission(BaseModel):

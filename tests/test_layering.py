@@ -52,7 +52,7 @@ ALLOWED: dict[str, set[str]] = {
     "chain": {"errors", "files", "settings"},
     "journal": {"errors", "files", "manifest", "batch", "ingest", "chain"},
     # read-back: never writes, never the journal
-    "verify": {"errors", "manifest", "batch", "proof", "chain", "settings"},
+    "verify": {"errors", "ingest", "manifest", "batch", "proof", "chain", "settings"},
     # application
     "anchoring": {"errors", "files", "manifest", "batch", "proof", "chain", "journal", "verify", "settings"},
     "research": {"errors", "files", "manifest", "proof", "chain", "journal", "verify", "anchoring", "settings"},

@@ -177,3 +177,34 @@ def test_digest_is_over_the_exact_canonical_bytes_and_its_domain(
     assert tagged(Domain.FILETREE_MANIFEST, spaced).hex() != digest
     assert tagged(Domain.FILETREE_MANIFEST, reordered).hex() != digest
     assert tagged(Domain.BUNDLE_MANIFEST, canonical).hex() != digest
+
+
+def _receipt_cases() -> list[dict[str, Any]]:
+    document = json.loads((VECTORS / "receipt.json").read_text(encoding="utf-8"))
+    assert document["kind"] == "receipt" and document["receipt_version"] == 1
+    return [{**case, "key": document["key"]} for case in document["cases"]]
+
+
+@pytest.mark.parametrize("case", _receipt_cases(), ids=[c["name"] for c in _receipt_cases()])
+def test_receipt_vector_signs_to_the_bytes_cast_made_and_recovers_its_signer(case: dict[str, Any]) -> None:
+    """A service's receipt (docs/calendar.md) is byte for byte the signature Foundry's cast made over the
+    EIP-712 hash computed by hand from the standard (tests/vectors/generate_receipts.py); altering any
+    signed field makes it recover to another address."""
+    from eth_account import Account
+    from eth_account.messages import encode_typed_data
+    from eth_hash.auto import keccak
+
+    from anchor.proof.receipt import check_receipt, recover_receipt, sign_receipt
+
+    given = case["input"]
+    receipt = sign_receipt(Account.from_key(case["key"]), "http://s", given["service"], given["chain_id"],
+                           given["registry"], given["manifest_digest"], given["accepted_at"])  # fmt: skip
+    message = encode_typed_data(full_message=receipt.typed_data())
+    assert "0x" + message.header.hex() == case["domain_separator"] and "0x" + message.body.hex() == case["struct_hash"]
+    assert "0x" + keccak(b"\x19\x01" + message.header + message.body).hex() == case["signing_hash"]
+    assert receipt.signature == case["signature"] and receipt.signer == case["signer"]
+    assert recover_receipt(receipt) == case["signer"]
+    check_receipt(receipt, given["manifest_digest"], case["signer"])
+    for field, value in (("accepted_at", given["accepted_at"] + 1), ("service", given["service"] + "x"),
+                         ("chain_id", given["chain_id"] + 1)):  # fmt: skip
+        assert recover_receipt(receipt.model_copy(update={field: value})) != case["signer"]

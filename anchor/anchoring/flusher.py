@@ -24,7 +24,9 @@ class Flusher:
     for the imports and a connection (a research search: a spawned process would spend 1-2 s of CPU
     starting up, which on a short search costs more than the GIL does)."""
 
-    def __init__(self, settings: Settings, label: str = "flush", in_thread: bool = False) -> None:
+    def __init__(
+        self, settings: Settings, label: str = "flush", in_thread: bool = False, interval_s: float = 0.0
+    ) -> None:
         import multiprocessing
         import os
         import queue
@@ -34,14 +36,17 @@ class Flusher:
         if in_thread:
             self.inbox: Any = queue.Queue()
             self.process: Any = threading.Thread(
-                target=_flush_loop, args=(settings, self.inbox, None, label), name=f"anchor-{label}", daemon=True
+                target=_flush_loop,
+                args=(settings, self.inbox, None, label, interval_s),
+                name=f"anchor-{label}",
+                daemon=True,
             )
             return
         context = multiprocessing.get_context("spawn")
         self.inbox = context.Queue()
         self.process = context.Process(
             target=_flush_loop,
-            args=(settings, self.inbox, os.getpid(), label),
+            args=(settings, self.inbox, os.getpid(), label, interval_s),
             name=f"anchor-{label}",
             daemon=True,
         )
@@ -68,12 +73,15 @@ class Flusher:
         self.started = False
 
 
-def _flush_loop(settings: Settings, inbox: Any, parent: int | None, label: str) -> None:
+def _flush_loop(settings: Settings, inbox: Any, parent: int | None, label: str, interval_s: float = 0.0) -> None:
+    """`interval_s`: after a kick, wait this long for more before flushing (a calendar under load puts
+    the submissions of one interval in one transaction: the wait is what a pending receipt waits)."""
     import contextlib
     import os
     import queue
     import signal
     import sys
+    import time
 
     from anchor.anchoring.service import AnchorService
     from anchor.errors import AnchorError
@@ -93,6 +101,8 @@ def _flush_loop(settings: Settings, inbox: Any, parent: int | None, label: str) 
                 continue
             if message == "stop":
                 return  # every kick before it was taken by an earlier flush (the queue keeps order)
+            if interval_s > 0:
+                time.sleep(interval_s)
             stop = False
             with contextlib.suppress(queue.Empty):
                 while True:  # kicks that queued up during the last flush are one flush

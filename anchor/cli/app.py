@@ -34,6 +34,7 @@ Exit codes:
   11  anchored, but not yet as final as --min-finality requires
   12  the read endpoints disagree: no quorum (--quorum) backs one answer
   13  a mission's command failed or ran out of its budget (nothing anchored)
+  14  pending: a service accepted it (signed receipt), not anchored yet; run `anchor upgrade`
 """
 
 app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=True, pretty_exceptions_enable=False)

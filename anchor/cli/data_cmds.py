@@ -72,10 +72,21 @@ ProofOpt = Annotated[
 ]
 
 
+ServiceOpt = Annotated[
+    Optional[list[str]],  # noqa: UP045
+    typer.Option(
+        "--service",
+        help="Stamp through this anchoring service (repeatable; else ANCHOR_SERVICE_URLS): no key here, a pending"
+        " proof with its signed receipt at once, `anchor upgrade` later. Token: ANCHOR_SERVICE_TOKEN.",
+    ),
+]
+
+
 def register(app: typer.Typer) -> None:
     app.command("hash")(hash_)
     app.command("stamp")(anchor_)
     app.command("anchor", help="Same as `anchor stamp` (the original name, kept).")(anchor_)
+    app.command()(upgrade)
     app.command()(bundle)
     app.command()(prove)
     app.command()(verify)
@@ -133,12 +144,19 @@ LINKS_DONE = {"record": "recorded", "follow-inside": "followed (inside the tree)
 
 def anchor_(
     ctx: typer.Context, path: PathArg, proof: OutOpt = None, exclude: ExcludeOpt = None,
-    no_default_excludes: NoDefaultsOpt = False, symlinks: SymlinksOpt = Symlinks.refuse, json: JsonFlag = False,
+    no_default_excludes: NoDefaultsOpt = False, symlinks: SymlinksOpt = Symlinks.refuse, service: ServiceOpt = None,
+    json: JsonFlag = False,
 ) -> None:  # fmt: skip
-    """Anchor PATH on chain (once: the same bytes are never anchored twice) and write its proof file."""
+    """Anchor PATH on chain (once: the same bytes are never anchored twice) and write its proof file.
+    With --service, no key is needed here: the services anchor it (docs/calendar.md)."""
+    import os
+
     from anchor.anchoring.stamp import anchor_path
 
     rules = rules_for(path, exclude, no_default_excludes)
+    if service or os.environ.get("ANCHOR_SERVICE_URLS"):
+        _stamp_through(ctx, json, path, proof, rules, symlinks.value, service)
+        return
     with hash_progress(ctx, json) as progress:
         outcome = anchor_path(path, _settings(ctx), proof, rules, symlinks.value, progress)
     _report_anchor(ctx, json, str(path), outcome)
@@ -213,6 +231,87 @@ def prove(
     )
 
 
+def _stamp_through(
+    ctx: typer.Context, json: bool, path: Path, proof: Path | None, rules: Any, symlinks: str, urls: list[str] | None
+) -> None:
+    """Client mode: hash here, send the identity to every service, write the pending proof."""
+    from datetime import UTC, datetime
+
+    from anchor.anchoring.client import services_from, stamp_through
+    from anchor.manifest.filetree import hash_tree
+    from anchor.proof.file import check_output_path
+    from anchor.proof.locate import default_proof_path
+
+    services = services_from(urls)  # a bad URL or token setting is refused before anything is hashed
+    proof_out = proof or default_proof_path(path)
+    check_output_path(proof_out)
+    with hash_progress(ctx, json) as progress:
+        tree = hash_tree(path, rules, symlinks, progress)
+    outcome = stamp_through(tree.identity(), tree.files_json(), services, proof_out)
+    emit(
+        ctx,
+        json,
+        {"status": "pending", "proof_file": str(proof_out), "manifest_digest": outcome.digest,
+         "receipts": [r.model_dump(mode="json") for r in outcome.receipts], "not_taken": outcome.failed},
+        [
+            f"{path}: pending ({count(len(outcome.receipts), 'service')} took it; not anchored yet)",
+            f"  manifest {outcome.digest} ({count(outcome.file_count, 'file')})",
+            *[f"  pending  at {r.url} since {datetime.fromtimestamp(r.accepted_at, UTC).isoformat(timespec='seconds')},"
+              f" receipt signed by {r.signer} (chain {r.chain_id})" for r in outcome.receipts],
+            *[f"  skipped  {url}: {why} (submitted again by `anchor upgrade`)" for url, why in outcome.failed.items()],
+            f"  proof    {proof_out} (pending)",
+            f"  complete it after the service's next batch: anchor upgrade {proof_out}",
+        ],
+    )  # fmt: skip
+
+
+def upgrade(
+    ctx: typer.Context,
+    paths: Annotated[
+        list[Path],
+        typer.Argument(help="Proof files, or the stamped paths (their PATH.anchor.json).", metavar="PATH|PROOF"),
+    ],  # fmt: skip
+    json: JsonFlag = False,
+) -> None:
+    """Complete pending proofs: fetch each service's anchor, check it against the chain, write it in.
+
+    The file is rewritten atomically and only when an anchor was added (nothing else in it changes);
+    services that were down at stamp time are submitted to again. Exit 14 while any is still pending."""
+    from anchor.anchoring.client import upgrade as upgrade_one
+    from anchor.errors import AnchorError, ExitCode
+    from anchor.proof.locate import default_proof_path
+
+    settings = _settings(ctx)
+    rows: list[dict[str, Any]] = []
+    lines: list[str] = []
+    worst = 0
+    for given in paths:
+        proof_path = given if given.name.endswith(".anchor.json") else default_proof_path(given)
+        try:
+            done = upgrade_one(proof_path, settings)
+        except AnchorError as exc:
+            worst = max(worst, int(exc.exit_code))
+            rows.append({"proof": str(proof_path), "error": exc.to_dict()})
+            lines.append(f"{exc.code.upper()}  {proof_path}: {exc.message.removeprefix(f'{proof_path}: ')}")
+            continue
+        if not done.complete:
+            worst = max(worst, int(ExitCode.PENDING))
+        rows.append({"proof": str(proof_path), "complete": done.complete, "added": [a.service for a in done.added],
+                     "pending": list(done.still_pending), "not_reached": done.failed})  # fmt: skip
+        state = "complete" if done.complete else "pending"
+        added = "".join(
+            f"\n  added    anchor from {a.service}: chain {a.anchor.chain_id}, block {a.anchor.block_number}"
+            for a in done.added
+        )
+        waiting = "".join(f"\n  pending  {url}: not in a mined batch yet" for url in done.still_pending)
+        failed = "".join(f"\n  skipped  {url}: {why}" for url, why in done.failed.items())
+        lines.append(f"{state.upper()}  {proof_path}" + (" (unchanged)" if not done.added else "") + added + waiting
+                     + failed)  # fmt: skip
+    emit(ctx, json, {"results": rows}, lines)
+    if worst:
+        raise typer.Exit(worst)
+
+
 def _report_anchor(ctx: typer.Context, json: bool, shown: str, outcome: object) -> None:
     from anchor.anchoring.stamp import AnchorOutcome
 
@@ -272,12 +371,17 @@ def verify(
     ] = None,
     proof: ProofOpt = None,
     registry: Annotated[
-        Optional[str],  # noqa: UP045
+        Optional[list[str]],  # noqa: UP045
         typer.Option(
             "--registry",
-            help="Trust this registry address (default: the deployment recorded for the chain in the data dir).",
+            help="Trust this registry address (default: the deployment recorded for the chain in the data dir);"
+            " repeat it for a proof with anchors on several chains.",
         ),
     ] = None,
+    require: Annotated[
+        str,
+        typer.Option("--require", help="With several anchors (services): any, all, or N of them must verify."),
+    ] = "any",
     expect_submitter: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option("--expect-submitter", help="Require that this account anchored it (exit 10 otherwise)."),
@@ -310,7 +414,10 @@ def verify(
     verified in one process: one line each, a summary, and the highest exit code any of them got."""
     from anchor.chain.presets import chain_name
     from anchor.errors import BadInput
+    from anchor.verify.anchors import required_count
 
+    required_count(require, 1)  # a bad --require is exit 2 before any proof is read
+    registries = tuple(registry or ())
     listed = [*(paths or []), *(_listed_paths(from_file) if from_file is not None else [])]
     if not listed:  # a usage error, as click says it for a missing argument
         from typer._click.exceptions import UsageError
@@ -321,11 +428,22 @@ def verify(
             raise BadInput("--proof, --spec and --in name one subject: give one PATH with them",
                            detail={"field": "path"})  # fmt: skip
         _verify_many(ctx, json, listed, lambda one: _verify_one(
-            ctx, one, None, registry, expect_submitter, anchored_before, None, min_finality, quorum, None))  # fmt: skip
+            ctx, one, None, registries, expect_submitter, anchored_before, None, min_finality, quorum, None,
+            require))  # fmt: skip
         return
     path = listed[0]
     result, later = _verify_one(
-        ctx, path, proof, registry, expect_submitter, anchored_before, spec, min_finality, quorum, subjects_in
+        ctx,
+        path,
+        proof,
+        registries,
+        expect_submitter,
+        anchored_before,
+        spec,
+        min_finality,
+        quorum,
+        subjects_in,
+        require,
     )
     inside = f" as {result.path_in_bundle} of its bundle" if result.path_in_bundle else ""
     emit(
@@ -338,7 +456,7 @@ def verify(
         [
             f"OK: {path} ({count(result.files, 'file')}){inside} is anchored",
             f"  anchored at {result.anchored_at} (block {result.anchored_block}): it existed by then",
-            f"  by          {result.submitter}",
+            f"  by          {result.submitter}" + (f" (the account of {result.service})" if result.service else ""),
             f"  in          registry {result.registry} on {chain_name(result.chain_id)}"
             f" (trusted by {result.registry_trusted_by})",
             f"  manifest    {result.manifest_digest}",
@@ -347,6 +465,7 @@ def verify(
             + (f" ({count(result.confirmations, 'confirmation')})" if result.finality in ("safe", "finalized") else "")
             + f" (read at block {result.read_at_block})",
             *_quorum_lines(result.quorum),
+            *_anchors_lines(result),
             *(
                 [
                     f"  note:       a later stamp superseded this anchor: {later[0]} now holds {later[1]}"
@@ -366,14 +485,39 @@ def verify(
     )
 
 
+def _anchors_lines(result: Any) -> list[str]:
+    """Each anchor of a proof stamped through services, and each service still pending."""
+    if result.anchors is None:
+        return []
+    rows, pending = result.anchors, result.pending or []
+    ok = sum(1 for row in rows if row["ok"])
+    lines = [f"  anchors     {ok} of {len(rows) + len(pending)} verified"
+             + (f" (--require {result.required})" if result.required else "")]  # fmt: skip
+    for row in rows:
+        if row["ok"]:
+            lines.append(f"    OK       {row['service']}: chain {row['chain_id']}, registry {row['registry']},"
+                         f" by {row['submitter']} at {row['anchored_at']} (block {row['block']})"
+                         + ("; not in the file yet: `anchor upgrade` writes it" if row.get("in_file") is False
+                            else ""))  # fmt: skip
+        else:
+            lines.append(f"    FAILED   {row['service']}: chain {row['chain_id']}: {row['error']['message']}")
+    for row in pending:
+        if row["state"] == "pending":
+            lines.append(f"    PENDING  {row['service']} since {row['since']}, receipt signed by {row['signer']}")
+        else:
+            lines.append(f"    SKIPPED  {row['service']}: down at stamp time; `anchor upgrade` submits again")
+    return lines
+
+
 def _verify_one(
-    ctx: typer.Context, path: Path, proof: Path | None, registry: str | None, expect_submitter: str | None,
+    ctx: typer.Context, path: Path, proof: Path | None, registries: tuple[str, ...], expect_submitter: str | None,
     anchored_before: str | None, spec: Path | None, min_finality: str | None, quorum: int | None,
-    subjects_in: Path | None,
+    subjects_in: Path | None, require: str = "any",
 ) -> tuple[Any, tuple[Path, str, int] | None]:  # fmt: skip
     """One subject's verdict (raises the typed error of its failure) and the later stamp it predates."""
     from anchor.proof.locate import require_proof
-    from anchor.verify.verifier import check_bundle_spec, check_finality, check_policy, verify_path
+    from anchor.verify.path import verify_path
+    from anchor.verify.verifier import check_bundle_spec, check_finality, check_policy
 
     if path.name.endswith(".intoto.jsonl") and path.is_file():  # in-toto statements (`anchor attest`)
         from anchor.attest.statement import verify_statements
@@ -384,7 +528,8 @@ def _verify_one(
         proof_path = proof or require_proof(path)
         if spec is not None:
             check_bundle_spec(proof_path, spec)
-        result = verify_path(path, proof_path, _settings(ctx), registry, quorum)
+        registry = registries[0] if len(registries) == 1 else None
+        result = verify_path(path, proof_path, _settings(ctx), registry, quorum, registries, require)
         later = _superseded_by(path, proof_path, result.manifest_digest)
     check_policy(result, expect_submitter, anchored_before)
     check_finality(result, min_finality)

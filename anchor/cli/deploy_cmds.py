@@ -120,6 +120,14 @@ def serve(
             "--index-only", help="Serve an explorer from the chain alone: no data directory, journal or ledger."
         ),
     ] = False,
+    calendar: Annotated[
+        bool,
+        typer.Option(
+            "--calendar",
+            help="Also be a public calendar: anyone may stamp a manifest identity without a token (POST /v1/calendar),"
+            " rate-limited per client, the queue bounded (docs/calendar.md).",
+        ),
+    ] = False,
     rpc_url: Annotated[Optional[str], typer.Option("--rpc-url", help="With --index-only: the chain to read.")] = None,  # noqa: UP045
     registry: Annotated[
         str | None, typer.Option("--registry", help="With --index-only: the registry's address.")
@@ -204,6 +212,8 @@ def serve(
     os.environ["ANCHOR_DATA_DIR"] = str(settings.data_dir)
     if settings.rpc_url:
         os.environ["ANCHOR_RPC_URL"] = settings.rpc_url
+    if calendar:
+        os.environ["ANCHOR_CALENDAR"] = "1"
     uvicorn.run("api.app:create_app", factory=True, host=host, port=port, log_level="info")
 
 

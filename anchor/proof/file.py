@@ -15,12 +15,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from anchor.errors import BadInput, ProofFormatError
+from anchor.errors import BadInput, Pending, ProofFormatError
 from anchor.files import atomic_write
 from anchor.ingest.untrusted_json import parse_json
 from anchor.manifest.filetree import FileTreeManifest
+from anchor.proof.receipt import Receipt
 
 PROOF_FORMAT = "anchor/proof"
+PENDING_FORMAT = "anchor/pending"
+MAX_SERVICES = 16
+"""Receipts, further anchors and unreached services one proof file may name."""
 PROOF_VERSION = 1
 MAX_PROOF_BYTES = 256 * 1024 * 1024
 MAX_PATH_HASHES = 64
@@ -67,6 +71,17 @@ class ChainAnchor(BaseModel):
     block_number: int = Field(ge=0)
 
 
+class ServiceAnchor(BaseModel):
+    """A further anchor of the same manifest, got from another service (another batch, maybe another
+    chain): one proof file holds every anchor it got (docs/calendar.md)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    service: str = Field(max_length=2000)
+    batch: BatchPath
+    anchor: ChainAnchor
+
+
 class ProofFile(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -79,6 +94,22 @@ class ProofFile(BaseModel):
     manifest_digest: str = _Hex32
     batch: BatchPath
     anchor: ChainAnchor
+    service: str | None = Field(default=None, max_length=2000)
+    """The service (URL) that anchored `batch`/`anchor`, when it was stamped through one."""
+    anchors: tuple[ServiceAnchor, ...] | None = Field(default=None, max_length=MAX_SERVICES)
+    receipts: tuple[Receipt, ...] | None = Field(default=None, max_length=MAX_SERVICES)
+    unreached: tuple[str, ...] | None = Field(default=None, max_length=MAX_SERVICES)
+    """Services that were down at stamp time: `anchor upgrade` submits to them again."""
+
+    def all_anchors(self) -> list[ServiceAnchor]:
+        """Every anchor this file holds, the first one first."""
+        first = ServiceAnchor(service=self.service or "local key", batch=self.batch, anchor=self.anchor)
+        return [first, *(self.anchors or ())]
+
+    def with_anchor(self, chosen: ServiceAnchor) -> ProofFile:
+        """This proof as a single-anchor proof of `chosen` (what the chain steps of verify check)."""
+        return self.model_copy(update={"batch": chosen.batch, "anchor": chosen.anchor, "service": chosen.service,
+                                       "anchors": None})  # fmt: skip
 
     def filetree(self) -> FileTreeManifest | None:
         """The full listing, when this proof carries one (a whole-tree proof)."""
@@ -92,12 +123,74 @@ class ProofFile(BaseModel):
         return FileTreeManifest.from_files_json(list(self.files), "files", identity)
 
     def dumps(self) -> str:
-        data = self.model_dump(mode="json", exclude_none=True)
-        return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        return _dumps(self)
+
+
+class PendingProof(BaseModel):
+    """What `anchor stamp --service` writes at once: the manifest (and its listing, which never left
+    this machine), and every service's signed receipt. `anchor upgrade` turns it into a `ProofFile`
+    once a service's batch is mined; until then `verify` exits 14 (pending)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    format: Literal["anchor/pending"] = "anchor/pending"
+    version: Literal[1] = 1
+    manifest: dict[str, Any]
+    annotations: dict[str, Any] = Field(default_factory=dict)
+    files: tuple[dict[str, Any], ...] | None = Field(default=None, max_length=MAX_PROOF_FILES)
+    manifest_digest: str = _Hex32
+    receipts: tuple[Receipt, ...] = Field(default=(), max_length=MAX_SERVICES)
+    unreached: tuple[str, ...] | None = Field(default=None, max_length=MAX_SERVICES)
+
+    def filetree(self) -> FileTreeManifest | None:
+        """The full listing, as `ProofFile.filetree` reads it."""
+        return ProofFile.filetree(self)  # type: ignore[arg-type]
+
+    def dumps(self) -> str:
+        return _dumps(self)
+
+
+def _dumps(model: BaseModel) -> str:
+    """The written form of a proof, complete or pending: sorted keys, two-space indent, no nulls."""
+    return (
+        json.dumps(model.model_dump(mode="json", exclude_none=True), indent=2, sort_keys=True, ensure_ascii=False)
+        + "\n"
+    )
 
 
 def load_proof(path: Path) -> ProofFile:
-    """Read and validate a proof file. Raises `ProofFormatError` naming the file and the first bad field."""
+    """Read and validate a proof file. Raises `ProofFormatError` naming the file and the first bad field,
+    and `Pending` (exit 14) for a pending proof no service has completed yet."""
+    found = load_any(path)
+    if isinstance(found, PendingProof):
+        raise pending_error(found, str(path))
+    return found
+
+
+def pending_error(pending: PendingProof, name: str) -> Pending:
+    """The verdict on a proof that is still pending: where, since when, signed by whom."""
+    from datetime import UTC, datetime
+
+    said = (
+        "; ".join(
+            f"pending at {r.url} since {datetime.fromtimestamp(r.accepted_at, UTC).isoformat(timespec='seconds')},"
+            f" receipt signed by {r.signer}"
+            for r in pending.receipts
+        )
+        or "no service has accepted it yet"
+    )
+    return Pending(
+        f"{name}: not anchored yet: {said}; complete it with `anchor upgrade {name}` after the service's next batch",
+        detail={
+            "file": name,
+            "services": [r.url for r in pending.receipts],
+            "manifest_digest": pending.manifest_digest,
+        },
+    )
+
+
+def load_any(path: Path) -> ProofFile | PendingProof:
+    """A proof file, complete or pending (`ProofFormatError` naming the file and field)."""
     try:
         if path.stat().st_size > MAX_PROOF_BYTES:
             raise ProofFormatError(f"{path}: larger than {MAX_PROOF_BYTES} bytes", detail={"file": str(path)})
@@ -106,10 +199,18 @@ def load_proof(path: Path) -> ProofFile:
         raise BadInput(f"{path}: no such proof file", detail={"file": str(path)}) from None
     except OSError as exc:
         raise ProofFormatError(f"{path}: not a JSON proof file ({exc})", detail={"file": str(path)}) from None
-    return parse_proof(data, str(path))
+    return parse_any(data, str(path))
 
 
 def parse_proof(data: bytes, name: str) -> ProofFile:
+    """Decode a complete proof file's bytes; a pending one is `Pending` (exit 14)."""
+    found = parse_any(data, name)
+    if isinstance(found, PendingProof):
+        raise pending_error(found, name)
+    return found
+
+
+def parse_any(data: bytes, name: str) -> ProofFile | PendingProof:
     """Decode a proof file's bytes (bounded depth, bounded sizes); `name` is used in every error."""
     try:
         raw = parse_json(data, name, error=ProofFormatError)
@@ -120,8 +221,11 @@ def parse_proof(data: bytes, name: str) -> ProofFile:
         raise ProofFormatError(
             f"{path}: unsupported proof version {raw.get('version')!r}", detail={"file": path, "field": "version"}
         )
+    model: type[ProofFile] | type[PendingProof] = ProofFile
+    if isinstance(raw, dict) and raw.get("format") == PENDING_FORMAT:
+        model = PendingProof
     try:
-        return ProofFile.model_validate(raw)
+        return model.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(part) for part in first["loc"]) or "(root)"
@@ -130,7 +234,7 @@ def parse_proof(data: bytes, name: str) -> ProofFile:
         ) from None
 
 
-def write_proof(proof: ProofFile, path: Path) -> None:
+def write_proof(proof: ProofFile | PendingProof, path: Path) -> None:
     """Write atomically and durably, never through a symlink (`anchor.files.atomic_write`)."""
     atomic_write(path, proof.dumps().encode("utf-8"))
 

@@ -77,6 +77,14 @@ class Verification(BaseModel):
     milestones_anchored: bool | None = None
     """True: they are the ones its anchored timing record binds (checked on chain); False: the proof
     carries milestones but no timing record (written, not verified)."""
+    service: str | None = None
+    """The service (URL) whose anchor this verdict is about, when it was stamped through services."""
+    anchors: list[dict[str, Any]] | None = None
+    """With several anchors (docs/calendar.md): each one's chain, registry, submitter, time, or why not."""
+    pending: list[dict[str, Any]] | None = None
+    """Receipts of services that have not anchored it yet (or whose anchor is not in the file yet)."""
+    required: str | None = None
+    """The anchors policy met (`--require any|all|N`)."""
 
     def to_json(self) -> dict[str, object]:
         return self.model_dump()
@@ -121,24 +129,6 @@ def check_proof_consistency(proof: ProofFile) -> bytes:
 
 def _hex32(text: str, field: str) -> bytes:
     return parse_hex32(text, f"proof {field}", ProofFormatError)
-
-
-def verify_path(
-    path: Path, proof_path: Path, settings: Settings, registry: str | None = None, quorum: int | None = None
-) -> Verification:
-    """Verify `path` (a tree, or one file with a single-file proof) against `proof_path`.
-
-    The steps are numbered here and in `verify_proof_on_chain`; the chain steps run against every read
-    endpoint and need `quorum` of them to agree (anchor.verify.quorum).
-    """
-    # 1. Decode the proof; everything it states must follow from what it contains.
-    proof = load_proof(proof_path)
-    verdict = verify_with_proof(path, proof, str(proof_path), settings, registry, quorum)
-    # 7. A bundle's milestones: the ones its anchored timing record binds, or said to be unverified.
-    verdict = check_milestones(verdict, proof, proof_path.parent, settings, registry)
-    # 8. A resumed bundle's pin: anchored, and the same mission, snapshot, image and policy.
-    check_resume_pin(proof.manifest, settings, registry)
-    return verdict
 
 
 PIN_FIELDS = ("mission_sha256", "data_snapshot_sha256", "image", "evaluator_policy_sha256")
@@ -243,21 +233,35 @@ def verify_with_proof(
 ) -> Verification:
     """`verify_path` with the proof already decoded (from a file, or carried in an attestation)."""
     root = check_proof_consistency(proof)
+    files = check_data(path, proof, proof_name)
+    from anchor.verify.quorum import read_agreed
 
-    # 2. Recompute the data on disk and name every file that differs from what the proof binds.
+    verdict, agreement = read_agreed(
+        settings, lambda one: verify_proof_on_chain(proof, root, one, files=files, registry=registry), asserts, quorum
+    )
+    update: dict[str, Any] = {"quorum": agreement}
     if proof.file is not None:
+        update["path_in_bundle"] = proof.file.path
+    return verdict.model_copy(update=update)
+
+
+def check_data(path: Path, proof: Any, proof_name: str) -> int:
+    """Step 2: recompute the data on disk and name every file that differs from what the proof binds
+    (a complete or a pending proof); returns how many files were compared."""
+    single = getattr(proof, "file", None)
+    if single is not None:
         on_disk = hash_tree(path)
         if len(on_disk.files) != 1:
             raise BadInput(f"{path}: a single-file proof verifies one file, not a directory", detail={"field": "path"})
         entry = on_disk.files[0]
-        if (entry.size, entry.blake3) != (proof.file.size, proof.file.blake3):
+        if (entry.size, entry.blake3) != (single.size, single.blake3):
             raise Tampered(
-                f"{path}: differs from the anchored {proof.file.path}",
+                f"{path}: differs from the anchored {single.path}",
                 detail={
-                    "changed": [proof.file.path],
+                    "changed": [single.path],
                     "added": [],
                     "removed": [],
-                    "sizes": {proof.file.path: [proof.file.size, entry.size]},
+                    "sizes": {single.path: [single.size, entry.size]},
                 },  # fmt: skip
             )
         files = 1
@@ -292,15 +296,7 @@ def verify_with_proof(
                 },
             )
         files = len(expected.files)
-    from anchor.verify.quorum import read_agreed
-
-    verdict, agreement = read_agreed(
-        settings, lambda one: verify_proof_on_chain(proof, root, one, files=files, registry=registry), asserts, quorum
-    )
-    update: dict[str, Any] = {"quorum": agreement}
-    if proof.file is not None:
-        update["path_in_bundle"] = proof.file.path
-    return verdict.model_copy(update=update)
+    return files
 
 
 def asserts(verdict: Verification) -> dict[str, object]:

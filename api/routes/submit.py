@@ -53,13 +53,13 @@ def _manifest_body(raw: bytes) -> ManifestSubmission:
         raise BadInput(f"field '{field}': {first['msg']}", detail={"field": field}) from None
 
 
-def _kick(app: Any, tasks: BackgroundTasks, settings: Settings) -> None:
+def _kick(app: Any, tasks: BackgroundTasks | None, settings: Settings) -> None:
     """The worker's one background flusher takes it from here (anchor.anchoring.flusher); an app run
     without its lifespan (no flusher) flushes in a background task instead."""
     flusher = getattr(app.state, "flusher", None)
     if flusher is not None:
         flusher.kick()
-    else:
+    elif tasks is not None:
         tasks.add_task(_flush, settings)
 
 
@@ -90,7 +90,8 @@ async def submit_manifest(
     tasks: BackgroundTasks,
     idempotency_key: IdempotencyKey = None,
 ) -> Submitted:  # fmt: skip
-    """Journal a manifest identity (with its file listing, which must rebuild the identity's tree)."""
+    """Journal a manifest identity (with its file listing, which must rebuild the identity's tree);
+    the answer carries the service's signed receipt (docs/calendar.md)."""
     body = await decode(request.app, _manifest_body, await request.body())
     identity = validate_identity(body.manifest)
     check_annotations(body.annotations)  # what readers interpret is typed; the rest is display data
@@ -100,15 +101,38 @@ async def submit_manifest(
         if tree_summary(identity) != tree.summary():
             raise BadInput("files: the listing does not rebuild the manifest's files_root", detail={"field": "files"})
         payload["files"] = tree.files_json()
+    done = await accept_manifest(request, client, identity, payload, idempotency_key, settings, reader, tasks)
+    return done.model_copy(update={"claimed_digest_matches": _claim(body.claimed_digest, bytes.fromhex(
+        done.manifest_digest[2:])), "files": len(body.files or [])})  # fmt: skip
+
+
+async def accept_manifest(
+    request: Request, client: str, identity: dict[str, Any], payload: dict[str, Any], idempotency_key: str | None,
+    settings: Settings, reader: Any, tasks: BackgroundTasks | None,
+) -> Submitted:  # fmt: skip
+    """Journal one identity, kick the flusher, and sign the receipt: what this service accepted
+    (digest, chain, registry) and when it first did (a repeat gets the first time, not a later one)."""
+    from api.deps import receipt_signer
+
     digest = manifest_digest(identity)
-    chain_id = (await run_in_threadpool(reader.registry)).chain_id
+    registry = await run_in_threadpool(reader.registry)
+    chain_id = registry.chain_id
+    signer = await run_in_threadpool(receipt_signer, request.app, chain_id)  # before journaling: a bad key is 422
     sub = Submission(identity, payload, _scoped(client, idempotency_key))
-    done = await in_journal(request.app, lambda journal: submit(journal, chain_id, sub))
-    if config.flush_after_submit and not done.duplicate:
+
+    def journaled(journal: Any) -> tuple[Any, float]:
+        done = submit(journal, chain_id, sub)
+        row = journal.db.execute("SELECT created_at FROM items WHERE id = ?", (done.item_id,)).fetchone()
+        return done, float(row["created_at"])
+
+    done, accepted = await in_journal(request.app, journaled)
+    if request.app.state.config.flush_after_submit and not done.duplicate:
         _kick(request.app, tasks, settings)
+    receipt = await run_in_threadpool(signer.sign, chain_id, registry.address, "0x" + digest.hex(), int(accepted))
     return Submitted(
         manifest_digest="0x" + digest.hex(), state=done.state, duplicate=done.duplicate,
-        claimed_digest_matches=_claim(body.claimed_digest, digest), files=len(body.files or []),
+        claimed_digest_matches=None, files=len(payload.get("files", ())),
+        receipt=receipt.model_dump(mode="json", exclude={"url"}),
     )  # fmt: skip
 
 
@@ -126,16 +150,9 @@ async def submit_bundle(
         raise TooLarge(f"archive larger than {config.max_request_bytes} bytes")
     tree = await decode(request.app, decode_archive, data, config.archive_limits)  # no journal lock held
     identity = tree.identity()
-    digest = manifest_digest(identity)
-    chain_id = (await run_in_threadpool(reader.registry)).chain_id
-    sub = Submission(identity, {"files": tree.files_json()}, _scoped(client, idempotency_key))
-    done = await in_journal(request.app, lambda journal: submit(journal, chain_id, sub))
-    if config.flush_after_submit and not done.duplicate:
-        _kick(request.app, tasks, settings)
-    return Submitted(
-        manifest_digest="0x" + digest.hex(), state=done.state, duplicate=done.duplicate,
-        claimed_digest_matches=_claim(claimed_digest, digest), files=len(tree.files),
-    )  # fmt: skip
+    payload = {"files": tree.files_json()}
+    done = await accept_manifest(request, client, identity, payload, idempotency_key, settings, reader, tasks)
+    return done.model_copy(update={"claimed_digest_matches": _claim(claimed_digest, manifest_digest(identity))})
 
 
 @router.post("/lineage", operation_id="relay_lineage", status_code=202, responses=WRITE_ERRORS)

@@ -1,0 +1,247 @@
+"""Client mode: stamp through anchoring services that hold the funded key (docs/calendar.md).
+
+The file bytes and their listing never leave this machine: a service gets the manifest identity (and,
+for a bundle, its annotations) and answers with a signed receipt at once. The proof written at once is
+*pending*; `anchor upgrade` fetches each service's complete proof after its next batch and checks it
+against the chain before it writes anything. Several services give several anchors in one file; one
+that is down is skipped with a warning and submitted to again at upgrade.
+
+Every call carries an idempotency key derived from the digest, so a retry after a timeout is the same
+record, never a second one.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from anchor.errors import AnchorError, BadInput, ServiceError
+from anchor.proof.file import PendingProof, ProofFile, ServiceAnchor, load_any, write_proof
+from anchor.proof.receipt import Receipt, check_receipt, parse_receipt
+from anchor.verify.services import URL_PATTERN, Service, call, error_of, fetch_anchor, service_info
+
+log = logging.getLogger("anchor.progress")
+
+
+def services_from(urls: Sequence[str] | None) -> list[Service]:
+    """`--service URL` (repeatable), else ANCHOR_SERVICE_URLS (comma-separated). The token comes from
+    ANCHOR_SERVICE_TOKEN: one token for every service, or `URL=TOKEN` pairs separated by commas. Tokens
+    are never taken from the command line (where `ps` shows them)."""
+    given = list(urls or []) or [u.strip() for u in os.environ.get("ANCHOR_SERVICE_URLS", "").split(",") if u.strip()]
+    tokens = _tokens()
+    found = []
+    for url in given:
+        if "=" in url and not url.startswith("http"):
+            url = url.partition("=")[0]
+        if not URL_PATTERN.match(url):
+            raise BadInput(
+                f"--service {url!r}: expected an http(s) URL (hint: --service http://127.0.0.1:8000);"
+                " tokens go in ANCHOR_SERVICE_TOKEN, never on the command line",
+                detail={"field": "service"},
+            )
+        clean = url.rstrip("/")
+        found.append(Service(clean, tokens.get(clean, tokens.get("*"))))
+    if len({s.url for s in found}) != len(found):
+        raise BadInput("--service: the same service is named twice", detail={"field": "service"})
+    return found
+
+
+def _tokens() -> dict[str, str]:
+    raw = os.environ.get("ANCHOR_SERVICE_TOKEN", "").strip()
+    if not raw:
+        return {}
+    pairs = [part.strip() for part in raw.split(",") if part.strip()]
+    if len(pairs) == 1 and not re.match(r"^https?://", pairs[0]):
+        return {"*": pairs[0]}
+    tokens = {}
+    for pair in pairs:
+        url, sep, token = pair.rpartition("=")
+        if not sep or not URL_PATTERN.match(url) or not token:
+            raise BadInput("ANCHOR_SERVICE_TOKEN: one token, or URL=TOKEN pairs separated by commas",
+                           detail={"field": "ANCHOR_SERVICE_TOKEN"})  # fmt: skip
+        tokens[url.rstrip("/")] = token
+    return tokens
+
+
+def submit_to(service: Service, identity: dict[str, Any], annotations: dict[str, Any] | None = None) -> Receipt:
+    """Send one identity (never a listing) and return the checked receipt. Without a token, a public
+    calendar (`anchor serve --calendar`) takes it on /v1/calendar."""
+    from anchor.manifest.identity import manifest_digest
+
+    digest = "0x" + manifest_digest(identity).hex()
+    info = service_info(service)
+    if service.token is None and not info.get("calendar"):
+        raise ServiceError(
+            f"{service.url}: no token for this service (set ANCHOR_SERVICE_TOKEN), and it is not a public calendar",
+            detail={"service": service.url},
+        )
+    if service.token is None:
+        status, data = call(service, "POST", "/v1/calendar", {"manifest": identity}, key=f"stamp-{digest[2:]}")
+    else:
+        body: dict[str, Any] = {"manifest": identity, **({"annotations": annotations} if annotations else {})}
+        status, data = call(service, "POST", "/v1/manifests", body, key=f"stamp-{digest[2:]}", auth=True)
+    if status != 202 or not isinstance(data, dict):
+        raise error_of(service, status, data, "the submission was refused")
+    receipt = parse_receipt(data.get("receipt"), service.url)
+    check_receipt(receipt, digest, str(info["receipt_signer"]))
+    if receipt.chain_id != info.get("chain_id") or receipt.registry.lower() != str(info.get("registry")).lower():
+        raise ServiceError(f"{service.url}: the receipt names another chain or registry than /v1/service",
+                           detail={"service": service.url})  # fmt: skip
+    return receipt
+
+
+@dataclass(frozen=True, slots=True)
+class StampOutcome:
+    proof_path: Path
+    digest: str
+    receipts: tuple[Receipt, ...]
+    failed: dict[str, str]
+    """Services that did not take it now, and why (submitted to again by `anchor upgrade`)."""
+    file_count: int
+
+
+def submit_everywhere(
+    services: Sequence[Service], identity: dict[str, Any], annotations: dict[str, Any] | None = None
+) -> tuple[list[Receipt], dict[str, str]]:
+    """Every service at once; (receipts, {url: why not}) in the order the services were given."""
+
+    def one(service: Service) -> Receipt | AnchorError:
+        try:
+            return submit_to(service, identity, annotations)
+        except AnchorError as exc:
+            return exc
+
+    with ThreadPoolExecutor(max_workers=min(8, len(services))) as pool:
+        results = list(pool.map(one, services))
+    receipts = [r for r in results if isinstance(r, Receipt)]
+    failed = {s.url: r.message for s, r in zip(services, results, strict=True) if isinstance(r, AnchorError)}
+    return receipts, failed
+
+
+def stamp_through(
+    identity: dict[str, Any], files: list[dict[str, Any]] | None, services: Sequence[Service], proof_out: Path,
+    annotations: dict[str, Any] | None = None,
+) -> StampOutcome:  # fmt: skip
+    """Submit to every service and write the pending proof (or add the receipts to the proof already
+    there for the same bytes). Nothing is written unless at least one service gave a receipt."""
+    from anchor.anchoring.stamp import keep_superseded
+    from anchor.manifest.identity import manifest_digest
+    from anchor.proof.file import check_output_path
+
+    if not services:
+        raise BadInput("no service: give --service URL (or set ANCHOR_SERVICE_URLS)", detail={"field": "service"})
+    check_output_path(proof_out)
+    digest = "0x" + manifest_digest(identity).hex()
+    receipts, failed = submit_everywhere(services, identity, annotations)
+    if not receipts:
+        raise ServiceError(
+            "no service took it; nothing was written: " + "; ".join(f"{u}: {w}" for u, w in failed.items()),
+            detail={"services": failed},
+        )
+    for url, why in failed.items():
+        log.warning("warning: %s did not take it (%s); `anchor upgrade` submits to it again", url, why)
+    existing = _existing(proof_out, digest)
+    if existing is None:
+        keep_superseded(proof_out, digest)
+        written: ProofFile | PendingProof = PendingProof(
+            manifest=identity, annotations=annotations or {}, files=None if files is None else tuple(files),
+            manifest_digest=digest, receipts=tuple(receipts), unreached=tuple(failed) or None,
+        )  # fmt: skip
+    else:
+        written = _merged(existing, receipts, failed)
+    write_proof(written, proof_out)
+    return StampOutcome(proof_out, digest, tuple(receipts), failed, len(files or []))
+
+
+def _existing(proof_out: Path, digest: str) -> ProofFile | PendingProof | None:
+    if not proof_out.is_file():
+        return None
+    try:
+        found = load_any(proof_out)
+    except BadInput:
+        return None
+    return found if found.manifest_digest == digest else None
+
+
+def _merged(existing: ProofFile | PendingProof, receipts: list[Receipt], failed: dict[str, str]) -> Any:
+    """The proof already there, with these receipts instead of older ones from the same services."""
+    fresh = {r.url for r in receipts}
+    kept = [r for r in existing.receipts or () if r.url not in fresh]
+    unreached = [u for u in existing.unreached or () if u not in fresh] + [u for u in failed if u not in fresh]
+    return existing.model_copy(update={"receipts": tuple(kept + receipts),
+                                       "unreached": tuple(dict.fromkeys(unreached)) or None})  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class UpgradeOutcome:
+    proof_path: Path
+    digest: str
+    added: tuple[ServiceAnchor, ...]
+    """Anchors this upgrade added (each checked against the chain first)."""
+    still_pending: tuple[str, ...]
+    failed: dict[str, str]
+    complete: bool
+
+
+def upgrade(proof_path: Path, settings: Any, tokens: Sequence[Service] = ()) -> UpgradeOutcome:
+    """Fetch every receipt's complete proof, check it against the chain (consistency, the root on the
+    registry the receipt names, the registry's code), add it, and submit to the services that were
+    down. The file is rewritten atomically, only if something was added; nothing else in it changes."""
+    found = load_any(proof_path)
+    digest = found.manifest_digest
+    have = {a.service for a in found.all_anchors()} if isinstance(found, ProofFile) else set()
+    added: list[ServiceAnchor] = []
+    waiting: list[str] = []
+    failed: dict[str, str] = {}
+    for receipt in found.receipts or ():
+        if receipt.url in have:
+            continue
+        try:
+            anchor = fetch_anchor(receipt, found, settings)
+        except AnchorError as exc:
+            failed[receipt.url] = exc.message
+            continue
+        if anchor is None:
+            waiting.append(receipt.url)
+        else:
+            added.append(anchor)
+    new_receipts: list[Receipt] = []
+    unreached = list(found.unreached or ())
+    if unreached:
+        by_url = {s.url: s for s in tokens}
+        retry = [by_url.get(u) or Service(u, _tokens().get(u, _tokens().get("*"))) for u in unreached]
+        new_receipts, still_failed = submit_everywhere(retry, found.manifest, found.annotations or None)
+        failed.update(still_failed)
+        waiting += [r.url for r in new_receipts]
+        unreached = list(still_failed)
+    if not added and not new_receipts and unreached == list(found.unreached or ()):
+        complete = isinstance(found, ProofFile)
+        return UpgradeOutcome(proof_path, digest, (), tuple(waiting), failed, complete)
+    updated = _with_anchors(found, added, new_receipts, unreached)
+    write_proof(updated, proof_path)
+    return UpgradeOutcome(proof_path, digest, tuple(added), tuple(waiting), failed, isinstance(updated, ProofFile))
+
+
+def _with_anchors(
+    found: ProofFile | PendingProof, added: list[ServiceAnchor], receipts: list[Receipt], unreached: list[str]
+) -> ProofFile | PendingProof:
+    all_receipts = tuple(found.receipts or ()) + tuple(receipts)
+    if isinstance(found, ProofFile):
+        return found.model_copy(update={
+            "anchors": tuple(found.anchors or ()) + tuple(added) or None,
+            "receipts": all_receipts or None, "unreached": tuple(unreached) or None,
+        })  # fmt: skip
+    if not added:
+        return found.model_copy(update={"receipts": all_receipts, "unreached": tuple(unreached) or None})
+    first, *rest = added
+    return ProofFile(
+        manifest=found.manifest, annotations=found.annotations, files=found.files,
+        manifest_digest=found.manifest_digest, batch=first.batch, anchor=first.anchor, service=first.service,
+        anchors=tuple(rest) or None, receipts=all_receipts or None, unreached=tuple(unreached) or None,
+    )  # fmt: skip

@@ -1,0 +1,91 @@
+"""The service's receipt key: signs what it accepted, and is never the funded key.
+
+Why a key of its own: the funded key pays gas and must stay in one place; a receipt key only vouches
+"accepted at T". It comes from ANCHOR_RECEIPT_KEY, else `<data dir>/receipt.key` (0600, made at first
+use), and is refused if it is the funded key: a service that signed receipts with its funded key would
+put that key on every path that signs one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from anchor.errors import BadInput
+from anchor.proof.receipt import SERVICE_NAME, Receipt, sign_receipt
+from anchor.settings.session import Settings
+
+
+@dataclass(frozen=True, slots=True)
+class ReceiptSigner:
+    """Holds the receipt key privately: its repr shows the address and name only."""
+
+    _account: Any
+    address: str
+    name: str
+
+    def __repr__(self) -> str:
+        return f"ReceiptSigner(address={self.address}, name={self.name!r})"
+
+    def sign(self, chain_id: int, registry: str, digest: str, accepted_at: int) -> Receipt:
+        return sign_receipt(self._account, "", self.name, chain_id, registry, digest, accepted_at)
+
+
+def receipt_key_path(data_dir: Path) -> Path:
+    return data_dir / "receipt.key"
+
+
+def load_receipt_signer(settings: Settings, funded_address: str | None = None) -> ReceiptSigner:
+    """The service's receipt signer (made and kept in the data dir on first use). Refuses the funded key."""
+    from eth_account import Account
+
+    from anchor.files import PRIVATE_FILE, private_dir
+
+    env_key = os.environ.get("ANCHOR_RECEIPT_KEY")
+    if env_key:
+        try:
+            account = Account.from_key(env_key)
+        except Exception:  # noqa: BLE001 - any message could echo the key
+            raise BadInput("ANCHOR_RECEIPT_KEY is not a valid secp256k1 private key") from None
+    else:
+        path = receipt_key_path(settings.data_dir)
+        if not path.is_file():
+            private_dir(settings.data_dir)
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, PRIVATE_FILE)
+            except FileExistsError:  # another worker made it first (O_EXCL): read theirs
+                pass
+            else:
+                with os.fdopen(fd, "w") as out:
+                    out.write(Account.create().key.hex() + "\n")
+                    out.flush()
+                    os.fsync(out.fileno())
+        try:
+            account = Account.from_key(path.read_text().strip())
+        except Exception:  # noqa: BLE001
+            raise BadInput(f"{path}: not a receipt key (delete it to have a new one made)") from None
+    if funded_address is not None and account.address.lower() == funded_address.lower():
+        raise BadInput(
+            "the receipt key is the funded key: set ANCHOR_RECEIPT_KEY to a key of its own (receipts are"
+            " signed on every submission; the funded key must sign nothing but transactions)",
+            detail={"field": "ANCHOR_RECEIPT_KEY"},
+        )
+    return ReceiptSigner(account, account.address, service_name(settings))
+
+
+def service_name(settings: Settings) -> str:
+    """ANCHOR_SERVICE_NAME, else the public URL `anchor serve` recorded, else "anchor service"."""
+    from anchor.chain.explorer import service_record
+
+    name = os.environ.get("ANCHOR_SERVICE_NAME", "").strip()
+    if not name:
+        try:
+            name = str(json.loads(service_record(settings.data_dir).read_text())["public_url"])
+        except (OSError, ValueError, KeyError, TypeError):
+            name = "anchor service"
+    if not SERVICE_NAME.match(name):
+        raise BadInput("ANCHOR_SERVICE_NAME: 1 to 200 printable ASCII characters", detail={"field": "service_name"})
+    return name

@@ -1,0 +1,158 @@
+"""Signed receipts: what an anchoring service accepted, and when, signed at once (docs/calendar.md).
+
+Why: a client without a funded key sends its manifest to a service (a calendar, as OpenTimestamps
+calls it) and should leave with evidence at once, not after the next batch is mined. The service signs
+EIP-712 typed data binding the manifest digest, the time it accepted it and its own name, in a domain
+bound to the chain id and registry it anchors on. The receipt key is not the funded key: a leaked
+receipt key lets someone forge receipts (which prove acceptance only) and never spend gas.
+
+A receipt proves acceptance, not anchoring: a service may sign and never anchor, or anchor late.
+The complete proof (`anchor upgrade`) is checked against the chain and needs no trust in the service.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from anchor.errors import BadInput, ProofFormatError
+
+RECEIPT_DOMAIN = "Anchor receipt"
+RECEIPT_VERSION = "1"
+RECEIPT_TYPE = [
+    {"name": "manifestDigest", "type": "bytes32"},
+    {"name": "acceptedAt", "type": "uint64"},
+    {"name": "service", "type": "string"},
+]
+_HALF_ORDER = 0x7FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF5D576E7357A4501DDFE92F46681B20A0
+
+
+class Receipt(BaseModel):
+    """One service's signed acceptance of one manifest. `url` is where the client reached the service
+    (not signed: it is where `anchor upgrade` asks again); everything else is signed."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    url: str = Field(max_length=2000)
+    service: str = Field(max_length=200)
+    """The name the service signs under (ANCHOR_SERVICE_NAME)."""
+    signer: str = Field(pattern=r"^0x[0-9a-fA-F]{40}$")
+    """The receipt key's address, as the service publishes it at /v1/service."""
+    manifest_digest: str = Field(pattern=r"^0x[0-9a-f]{64}$")
+    chain_id: int = Field(gt=0, lt=1 << 64)
+    registry: str = Field(pattern=r"^0x[0-9a-fA-F]{40}$")
+    accepted_at: int = Field(ge=0, lt=1 << 64)
+    """Unix seconds: when the service first accepted this manifest."""
+    signature: str = Field(pattern=r"^0x[0-9a-f]{130}$")
+
+    def typed_data(self) -> dict[str, Any]:
+        return typed_data(self.chain_id, self.registry, self.manifest_digest, self.accepted_at, self.service)
+
+
+def typed_data(chain_id: int, registry: str, digest: str, accepted_at: int, service: str) -> dict[str, Any]:
+    """The full EIP-712 message (what `cast wallet sign --data` and wallets take)."""
+    return {
+        "types": {
+            "EIP712Domain": [
+                {"name": "name", "type": "string"},
+                {"name": "version", "type": "string"},
+                {"name": "chainId", "type": "uint256"},
+                {"name": "verifyingContract", "type": "address"},
+            ],
+            "Receipt": RECEIPT_TYPE,
+        },
+        "primaryType": "Receipt",
+        "domain": {
+            "name": RECEIPT_DOMAIN,
+            "version": RECEIPT_VERSION,
+            "chainId": chain_id,
+            "verifyingContract": registry,
+        },  # fmt: skip
+        "message": {"manifestDigest": bytes.fromhex(digest[2:]), "acceptedAt": accepted_at, "service": service},
+    }
+
+
+def sign_receipt(
+    account: Any, url: str, service: str, chain_id: int, registry: str, digest: str, accepted_at: int
+) -> Receipt:
+    """Sign with an eth-account `LocalAccount` (low s, v in {27, 28})."""
+    from eth_utils import to_checksum_address
+
+    registry = to_checksum_address(registry)
+    signed = account.sign_typed_data(full_message=typed_data(chain_id, registry, digest, accepted_at, service))
+    signature = int(signed.r).to_bytes(32, "big") + int(signed.s).to_bytes(32, "big") + bytes([int(signed.v)])
+    return Receipt(
+        url=url, service=service, signer=account.address, manifest_digest=digest, chain_id=chain_id,
+        registry=registry, accepted_at=accepted_at, signature="0x" + signature.hex(),
+    )  # fmt: skip
+
+
+def recover_receipt(receipt: Receipt) -> str:
+    """The address the receipt's signature recovers to (checksummed); a malformed or malleable
+    signature is `ProofFormatError` naming the service."""
+    from eth_account import Account
+    from eth_account.messages import encode_typed_data
+
+    raw = bytes.fromhex(receipt.signature[2:])
+    r, s, v = raw[:32], raw[32:64], raw[64]
+    if int.from_bytes(s, "big") > _HALF_ORDER or v not in (27, 28):
+        raise ProofFormatError(
+            f"receipt from {receipt.url}: malformed signature (high s or bad v)", detail=_where(receipt, "signature")
+        )
+    message = encode_typed_data(full_message=receipt.typed_data())
+    try:
+        return str(Account.recover_message(message, vrs=(v, r, s)))
+    except Exception:  # noqa: BLE001 - an unrecoverable signature is a bad receipt, whatever eth_keys says
+        raise ProofFormatError(
+            f"receipt from {receipt.url}: the signature does not recover", detail=_where(receipt, "signature")
+        ) from None
+
+
+def check_receipt(receipt: Receipt, digest: str, published_signer: str | None = None) -> None:
+    """Refuse, naming the service, a receipt for another digest, one whose signature does not recover
+    to the signer it names (altered after signing, or forged), or one signed by a key the service does
+    not publish (`published_signer`, read from its /v1/service when it answers)."""
+    if receipt.manifest_digest != digest:
+        raise ProofFormatError(
+            f"receipt from {receipt.url}: it is for manifest {receipt.manifest_digest}, not {digest}",
+            detail=_where(receipt, "manifest_digest"),
+        )
+    recovered = recover_receipt(receipt)
+    if recovered.lower() != receipt.signer.lower():
+        raise ProofFormatError(
+            f"receipt from {receipt.url}: the signature recovers to {recovered}, not the signer it names"
+            f" ({receipt.signer}): altered after signing, or forged",
+            detail=_where(receipt, "signature"),
+        )
+    if published_signer is not None and published_signer.lower() != receipt.signer.lower():
+        raise ProofFormatError(
+            f"receipt from {receipt.url}: signed by {receipt.signer}, but the service publishes {published_signer}"
+            " as its receipt key: forged",
+            detail=_where(receipt, "signer"),
+        )
+
+
+def parse_receipt(data: object, url: str) -> Receipt:
+    """A receipt as a service sent it, typed (`BadInput` naming the service and the field)."""
+    from pydantic import ValidationError
+
+    if not isinstance(data, dict):
+        raise BadInput(f"{url}: the service sent no receipt", detail={"service": url, "field": "receipt"})
+    try:
+        return Receipt.model_validate({**data, "url": url})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or "receipt"
+        raise BadInput(
+            f"{url}: receipt field '{field}': {first['msg']}", detail={"service": url, "field": field}
+        ) from None
+
+
+def _where(receipt: Receipt, field: str) -> dict[str, Any]:
+    return {"service": receipt.url, "field": f"receipts.{field}"}
+
+
+SERVICE_NAME = re.compile(r"^[\x20-\x7e]{1,200}$")
+"""A service name: printable ASCII, so a verdict line can quote it as it was signed."""

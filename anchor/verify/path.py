@@ -1,0 +1,39 @@
+"""`verify PATH`: the one entry that reads a proof file, complete or pending, with one anchor or several,
+and gives the verdict (steps 1-8; `verifier` holds the single-anchor steps, `anchors` the rest)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from anchor.proof.file import PendingProof, load_any
+from anchor.settings.session import Settings
+from anchor.verify.anchors import verify_anchors, verify_pending
+from anchor.verify.verifier import Verification, check_milestones, check_resume_pin, verify_with_proof
+
+
+def verify_path(
+    path: Path, proof_path: Path, settings: Settings, registry: str | None = None, quorum: int | None = None,
+    registries: tuple[str, ...] = (), require: str = "any",
+) -> Verification:  # fmt: skip
+    """Verify `path` (a tree, or one file with a single-file proof) against `proof_path`.
+
+    The steps are numbered here and in `verify_proof_on_chain`; the chain steps run against every read
+    endpoint and need `quorum` of them to agree (anchor.verify.quorum). A proof stamped through
+    services (receipts, several anchors) is checked anchor by anchor against `require`
+    (anchor.verify.anchors); a pending one is the `Pending` verdict (exit 14).
+    """
+    # 1. Decode the proof; everything it states must follow from what it contains.
+    found = load_any(proof_path)
+    trusted = registries or ((registry,) if registry else ())
+    if isinstance(found, PendingProof):  # raises `Pending` unless a service has it complete already
+        return verify_pending(path, found, str(proof_path), settings, trusted, quorum)
+    proof = found
+    if proof.anchors or proof.receipts or proof.service:
+        verdict = verify_anchors(path, proof, str(proof_path), settings, trusted, quorum, require)
+    else:
+        verdict = verify_with_proof(path, proof, str(proof_path), settings, registry, quorum)
+    # 7. A bundle's milestones: the ones its anchored timing record binds, or said to be unverified.
+    verdict = check_milestones(verdict, proof, proof_path.parent, settings, registry)
+    # 8. A resumed bundle's pin: anchored, and the same mission, snapshot, image and policy.
+    check_resume_pin(proof.manifest, settings, registry)
+    return verdict

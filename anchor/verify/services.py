@@ -1,0 +1,144 @@
+"""Reading from anchoring services (docs/calendar.md): who a service is, and the complete proof it
+has for a manifest, checked against the chain before anyone believes it. Reads only: submitting is
+`anchor.anchoring.client`'s, which uses the same HTTP call.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from anchor.errors import ServiceError
+from anchor.proof.file import PendingProof, ProofFile, ServiceAnchor
+from anchor.proof.receipt import Receipt
+
+MAX_ANSWER_BYTES = 64 << 20
+URL_PATTERN = re.compile(r"^https?://[^\s/@]+(:[0-9]{1,5})?(/[^\s]*)?$")
+
+
+@dataclass(frozen=True, slots=True)
+class Service:
+    """One anchoring service; `token` is never shown (repr names whether there is one)."""
+
+    url: str
+    token: str | None = field(default=None, repr=False)
+
+
+_session_lock = threading.Lock()
+_sessions: dict[int, Any] = {}
+
+
+def _session() -> Any:
+    """One requests session per thread (connections are reused; a session is not thread-safe)."""
+    import requests
+
+    key = threading.get_ident()
+    with _session_lock:
+        session = _sessions.get(key)
+        if session is None:
+            session = _sessions[key] = requests.Session()
+        return session
+
+
+def call(
+    service: Service, method: str, path: str, body: dict[str, Any] | None = None, *, key: str | None = None,
+    auth: bool = False, retries: int = 3, timeout_s: float = 10.0,
+) -> tuple[int, Any]:  # fmt: skip
+    """(status, JSON answer) of one call; connection failures, timeouts, 429 and 5xx are retried with
+    the same idempotency key. 401/403 are not retried: the token is wrong, retrying cannot help."""
+    import time
+
+    import requests
+
+    from anchor.chain.connection import jitter
+    from anchor.ingest.untrusted_json import parse_json
+
+    headers = {"Accept": "application/json"}
+    if key is not None:
+        headers["Idempotency-Key"] = key
+    if auth and service.token:
+        headers["Authorization"] = f"Bearer {service.token}"
+    failure = ""
+    for attempt in range(retries + 1):
+        try:
+            answer = _session().request(method, service.url + path, json=body, headers=headers, timeout=timeout_s)
+        except requests.RequestException as exc:
+            failure = type(exc).__name__
+        else:
+            if answer.status_code in (401, 403):
+                word = "unauthorized" if answer.status_code == 401 else "forbidden"
+                raise ServiceError(
+                    f"{service.url}: HTTP {answer.status_code} ({word}): the service refused the token;"
+                    " check ANCHOR_SERVICE_TOKEN for this service",
+                    detail={"service": service.url, "status": answer.status_code},
+                )
+            if answer.status_code != 429 and answer.status_code < 500:
+                data = parse_json(answer.content[:MAX_ANSWER_BYTES], f"{service.url}{path}") if answer.content else {}
+                return answer.status_code, data
+            failure = f"HTTP {answer.status_code}"
+            wait = answer.headers.get("Retry-After", "")
+            if answer.status_code == 429 and wait.isdigit() and attempt < retries:
+                time.sleep(min(int(wait), 5))
+                continue
+        if attempt < retries:
+            time.sleep(min(2.0, 0.1 * 2**attempt) * (0.5 + jitter(service.url, path, attempt) / 2))
+    raise ServiceError(
+        f"{service.url}: {method} {path} failed {retries + 1} times ({failure})",
+        detail={"service": service.url, "last_error": failure},
+    )
+
+
+def error_of(service: Service, status: int, data: Any, what: str) -> ServiceError:
+    said = data.get("message") if isinstance(data, dict) else None
+    return ServiceError(f"{service.url}: {what}: HTTP {status}" + (f" ({said})" if said else ""),
+                        detail={"service": service.url, "status": status})  # fmt: skip
+
+
+_infos: dict[str, dict[str, Any]] = {}
+
+
+def service_info(service: Service, retries: int = 3) -> dict[str, Any]:
+    """The service's /v1/service (its receipt key, funded account, chain and registry); once a process."""
+    if service.url not in _infos:
+        status, data = call(service, "GET", "/v1/service", retries=retries)
+        if status != 200 or not isinstance(data, dict) or "receipt_signer" not in data:
+            raise error_of(service, status, data, "not an anchoring service (no /v1/service)")
+        _infos[service.url] = data
+    return _infos[service.url]
+
+
+def fetch_anchor(receipt: Receipt, found: ProofFile | PendingProof, settings: Any) -> ServiceAnchor | None:
+    """The service's anchor for this receipt, checked against the chain; None while it is pending."""
+    from anchor.proof.file import parse_any
+
+    service = Service(receipt.url)
+    status, data = call(service, "GET", f"/v1/proofs/{found.manifest_digest}", retries=1)
+    if status == 202:
+        return None
+    if status != 200 or not isinstance(data, dict):
+        raise error_of(service, status, data, "no proof for this manifest")
+    import json
+
+    theirs = parse_any(json.dumps(data).encode(), f"{receipt.url}/v1/proofs/{found.manifest_digest}")
+    if not isinstance(theirs, ProofFile) or theirs.manifest_digest != found.manifest_digest:
+        raise ServiceError(f"{receipt.url}: the proof it sent is for another manifest", detail={"service": receipt.url})
+    anchor = ServiceAnchor(service=receipt.url, batch=theirs.batch, anchor=theirs.anchor)
+    check_anchor(found, anchor, settings, receipt.registry)
+    return anchor
+
+
+def check_anchor(found: ProofFile | PendingProof, anchor: ServiceAnchor, settings: Any, registry: str) -> Any:
+    """Our manifest and listing with the service's batch path and anchor: consistent, and the root on
+    `registry` on its chain, read live (a service that anchored something else is caught here)."""
+    from anchor.verify.endpoints import settings_for_chain
+    from anchor.verify.verifier import check_proof_consistency, verify_proof_on_chain
+
+    single = ProofFile(
+        manifest=found.manifest, annotations=found.annotations, files=found.files,
+        manifest_digest=found.manifest_digest, batch=anchor.batch, anchor=anchor.anchor, service=anchor.service,
+    )  # fmt: skip
+    root = check_proof_consistency(single)
+    chain_settings = settings_for_chain(settings, anchor.anchor.chain_id)
+    return verify_proof_on_chain(single, root, chain_settings, files=len(found.files or ()), registry=registry)

@@ -1,0 +1,147 @@
+"""The service as a calendar (docs/calendar.md): who it is, the complete proof once a batch is mined,
+and, with `anchor serve --calendar`, stamping for anyone without a token.
+
+- `GET /v1/service`: the receipt key's address, the funded account that submits, chain and registry.
+- `GET /v1/proofs/{digest}`: 200 with the complete proof; 202 while it waits for a batch; 404 unknown.
+- `POST /v1/calendar`: a manifest identity only (no listing, no annotations), unauthenticated; each
+  client (by address) gets a token bucket and the whole queue is bounded: 429 with Retry-After.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from anchor.errors import BadInput, NotAnchored, RateLimited
+from anchor.ingest.untrusted_json import parse_json
+from api.deps import ReaderDep, SettingsDep, anchored_proof, in_journal, receipt_signer
+from api.routes.verify import ERRORS
+
+router = APIRouter(prefix="/v1", tags=["calendar"])
+CALENDAR_MAX_BODY = 16 * 1024
+"""A calendar submission is one identity (a few hundred bytes); its listing never leaves the client."""
+
+
+@router.get("/service", operation_id="service_identity", responses=ERRORS)
+async def service_identity(request: Request, reader: ReaderDep, settings: SettingsDep) -> dict[str, Any]:
+    """Who signs this service's receipts and who pays for its anchors: a client checks every receipt
+    against `receipt_signer`, and a verifier finds `submitter` as the registry's recorded submitter."""
+    registry = await run_in_threadpool(reader.registry)
+    signer = await run_in_threadpool(receipt_signer, request.app, registry.chain_id)
+    config = request.app.state.config
+    return {
+        "name": signer.name,
+        "receipt_signer": signer.address,
+        "submitter": request.app.state.funded_address,
+        "chain_id": registry.chain_id,
+        "registry": registry.address,
+        "calendar": config.calendar,
+        "flush_interval_s": config.flush_interval_s,
+        "receipt": {"eip712_domain": "Anchor receipt", "version": "1", "docs": "docs/calendar.md"},
+    }
+
+
+@router.get("/proofs/{digest}", operation_id="get_proof", responses=ERRORS)
+async def get_proof(request: Request, digest: str, reader: ReaderDep) -> Response:
+    """The complete proof of a manifest this service anchored (the identity, the batch path and the
+    anchor; never the listing, which stays with the client). 202 while it waits for its batch."""
+    wanted = _digest(digest)
+    registry = await run_in_threadpool(reader.registry)
+    proof = await run_in_threadpool(anchored_proof, request.app, reader, wanted)
+    if proof is not None:
+        body = proof.model_dump(mode="json", exclude_none=True, exclude={"files"})
+        return JSONResponse(body)
+    row = await in_journal(
+        request.app,
+        lambda journal: journal.db.execute(
+            "SELECT state FROM items WHERE chain_id = ? AND digest = ?", (registry.chain_id, wanted)
+        ).fetchone(),
+    )
+    if row is None:
+        raise NotAnchored(f"manifest 0x{wanted.hex()} was never submitted here", detail={"manifest_digest": digest})
+    return JSONResponse(status_code=202, content={"manifest_digest": "0x" + wanted.hex(), "state": row["state"]})
+
+
+def _digest(text: str) -> bytes:
+    body = text.lower().removeprefix("0x")
+    if len(body) != 64 or any(c not in "0123456789abcdef" for c in body):
+        raise BadInput("manifest digest: expected 64 hex digits", detail={"field": "digest"})
+    return bytes.fromhex(body)
+
+
+class Buckets:
+    """Per-client token buckets (`rate` a second, up to `burst`), bounded in number: when full, the
+    oldest client's bucket is dropped (a new client starts full, which an attacker rotating addresses
+    already gets; the queue bound is what stops a flood of them)."""
+
+    def __init__(self, rate: float, burst: float, clients: int = 65536) -> None:
+        self.rate, self.burst, self.clients = rate, burst, clients
+        self._buckets: dict[str, tuple[float, float]] = {}
+        self._lock = threading.Lock()
+
+    def take(self, client: str) -> float:
+        """0 when allowed; else the seconds until a token is there."""
+        now = time.monotonic()
+        with self._lock:
+            tokens, last = self._buckets.pop(client, (self.burst, now))
+            tokens = min(self.burst, tokens + (now - last) * self.rate)
+            if len(self._buckets) >= self.clients:
+                self._buckets.pop(next(iter(self._buckets)))
+            if tokens >= 1:
+                self._buckets[client] = (tokens - 1, now)
+                return 0.0
+            self._buckets[client] = (tokens, now)
+            return (1 - tokens) / self.rate
+
+
+def _too_many(message: str, wait_s: float) -> JSONResponse:
+    seconds = max(1, math.ceil(wait_s))
+    return JSONResponse(
+        status_code=429,
+        content={"code": RateLimited.code, "message": message, "detail": {"retry_after_s": seconds}},
+        headers={"Retry-After": str(seconds)},
+    )
+
+
+@router.post("/calendar", operation_id="calendar_submit", status_code=202, responses=ERRORS)
+async def calendar_submit(request: Request, settings: SettingsDep, reader: ReaderDep) -> Response:
+    """Stamp without a token (`anchor serve --calendar`): `{"manifest": identity}`; the answer carries
+    the signed receipt. Rate-limited per client address; 429 with Retry-After when the client or the
+    queue is over its bound."""
+    from api.routes.submit import accept_manifest
+
+    config = request.app.state.config
+    if not config.calendar:
+        raise NotAnchored(
+            "this service is not a public calendar (anchor serve --calendar)", detail={"route": "calendar"}
+        )
+    client = request.client.host if request.client else "unknown"
+    wait = request.app.state.calendar_buckets.take(client)
+    if wait:
+        return _too_many(f"rate limit: {config.calendar_rate:g} submissions a second per client", wait)
+    raw = await request.body()
+    if len(raw) > CALENDAR_MAX_BODY:
+        raise BadInput(f"body: a calendar takes one manifest identity ({CALENDAR_MAX_BODY} bytes at most)",
+                       detail={"field": "body"})  # fmt: skip
+    body = parse_json(raw, "body")
+    if not isinstance(body, dict) or set(body) != {"manifest"} or not isinstance(body["manifest"], dict):
+        raise BadInput('body: expected {"manifest": {...}} and nothing else', detail={"field": "body"})
+    backlog = await in_journal(request.app, _backlog)
+    if backlog >= config.calendar_queue:
+        return _too_many(f"the queue holds {backlog} items waiting for a batch", config.flush_interval_s or 1.0)
+    from anchor.manifest.decode import validate_identity
+
+    identity = validate_identity(body["manifest"])
+    done = await accept_manifest(request, "calendar", identity, {}, None, settings, reader, None)
+    return JSONResponse(status_code=202, content=done.model_dump(mode="json"))
+
+
+def _backlog(journal: Any) -> int:
+    row = journal.db.execute("SELECT count(*) AS n FROM items WHERE state = 'pending'").fetchone()
+    return int(row["n"])

@@ -1,0 +1,246 @@
+"""Stamping without a key (issue 25, docs/calendar.md): a real `anchor serve` holds the funded key; the
+client's data dir holds none. The client gets a pending proof with a signed receipt at once, the
+operator's flush anchors it, `anchor upgrade` checks the service's anchor against the chain and writes
+it in, and `verify` names the service's account as submitter. Two services on two chains give one
+proof with two anchors; a service that is down is skipped and submitted to again at upgrade."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from anchor.errors import ExitCode
+from tests.api_server import Replica
+from tests.cli import run_anchor
+from tests.conftest import anvil, deployed
+
+pytestmark = pytest.mark.chain
+
+TOKEN = "calendar-test-token"  # noqa: S105 - a test's own token
+DEV_KEY = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80"  # anvil's public dev account
+DEV_ADDRESS = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"
+
+
+def _hash(token: str, scopes: str = "") -> str:
+    return "sha256:" + hashlib.sha256(token.encode()).hexdigest() + (f"/{scopes}" if scopes else "")
+
+
+def _clean_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
+
+
+@dataclass
+class Served:
+    url: str
+    rpc: str
+    registry: str
+    chain_id: int
+    replica: Replica
+    operator: dict[str, str]
+    """The operator's environment (data dir, chain, key): what `anchor journal flush` runs with."""
+
+    def flush(self) -> None:
+        run_anchor(["journal", "flush"], self.operator, check=True)
+
+
+def _serve(data_dir: Path, operator: dict[str, str], name: str, tokens: str) -> Replica:
+    env = {**operator, "ANCHOR_API_TOKENS": tokens, "ANCHOR_API_FLUSH": "0", "ANCHOR_SERVICE_NAME": name}
+    replica = Replica(0, data_dir, env)
+    replica.start()
+    return replica
+
+
+@contextmanager
+def local_service(tmp_path: Path, name: str = "service A", tokens: str | None = None) -> Iterator[Served]:
+    """A service on the embedded local chain (31337) of a data dir of its own; it flushes only when
+    its operator says so (ANCHOR_API_FLUSH=0), so the pending state can be seen."""
+    from anchor.chain.deployment import load_deployment
+
+    with deployed(tmp_path / "service-a") as chain:
+        replica = _serve(chain.data_dir, chain.env(), name, tokens or _hash(TOKEN))
+        try:
+            registry = load_deployment(chain.data_dir, 31337).address
+            yield Served(replica.url, chain.node.rpc_url, registry, 31337, replica, chain.env())
+        finally:
+            replica.stop()
+
+
+@contextmanager
+def other_chain_service(tmp_path: Path, name: str = "service B") -> Iterator[Served]:
+    """A service on an anvil of chain 31338, its registry deployed with anvil's public dev key."""
+    from anchor.chain.deployment import load_deployment
+
+    with anvil(31338, 1) as rpc:  # a block a second, as a real chain has blocks coming
+        data = tmp_path / "service-b"
+        operator = {**_clean_env(), "ANCHOR_DATA_DIR": str(data), "ANCHOR_RPC_URL": rpc, "ANCHOR_PRIVATE_KEY": DEV_KEY,
+                    "ANCHOR_CONFIRMATIONS": "1"}  # fmt: skip
+        run_anchor(["deploy"], operator, check=True)
+        replica = _serve(data, operator, name, _hash(TOKEN))
+        try:
+            yield Served(replica.url, rpc, load_deployment(data, 31338).address, 31338, replica, operator)
+        finally:
+            replica.stop()
+
+
+def _client(tmp_path: Path) -> dict[str, str]:
+    """A researcher's machine: a data dir of its own, no key of any kind, the service token only."""
+    env = {**_clean_env(), "ANCHOR_DATA_DIR": str(tmp_path / "client"), "ANCHOR_SERVICE_TOKEN": TOKEN}
+    assert not any("KEY" in k and k != "ANCHOR_SERVICE_TOKEN" for k in env if k.startswith("ANCHOR_"))
+    return env
+
+
+def _results(tmp_path: Path, name: str = "results", text: str = "0.93") -> Path:
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "metrics.json").write_text(f'{{"accuracy": {text}}}\n')
+    (folder / "model.txt").write_text("weights\n")
+    return folder
+
+
+def test_a_client_without_a_key_stamps_through_a_service_and_upgrades_to_a_proof_naming_its_account(
+    tmp_path: Path,
+) -> None:
+    client = _client(tmp_path)
+    results = _results(tmp_path)
+    with local_service(tmp_path) as service:
+        stamped = run_anchor(["stamp", str(results), "--service", service.url], client)
+        assert stamped.returncode == 0, stamped.stdout + stamped.stderr
+        assert "pending" in stamped.stdout and f"at {service.url}" in stamped.stdout
+        proof_path = tmp_path / "results.anchor.json"
+        pending = json.loads(proof_path.read_text())
+        assert pending["format"] == "anchor/pending" and len(pending["receipts"]) == 1
+        assert pending["receipts"][0]["service"] == "service A"
+        assert not (tmp_path / "client" / "chain").exists()  # no local chain was started for the client
+
+        check = ["verify", str(results), "--rpc-url", service.rpc, "--registry", service.registry]
+        waiting = run_anchor(check, client)
+        assert waiting.returncode == ExitCode.PENDING, waiting.stdout + waiting.stderr
+        signer = pending["receipts"][0]["signer"]
+        said = waiting.stdout + waiting.stderr
+        assert f"pending at {service.url} since" in said and f"receipt signed by {signer}" in said
+
+        early = run_anchor(["upgrade", str(results), "--rpc-url", service.rpc], client)
+        assert early.returncode == ExitCode.PENDING and "not in a mined batch yet" in early.stdout
+        assert json.loads(proof_path.read_text()) == pending  # nothing to add: the file is untouched
+
+        service.flush()  # the operator's flush: the only key that pays is the service's
+        upgraded = run_anchor(["upgrade", str(results), "--rpc-url", service.rpc], client)
+        assert upgraded.returncode == 0, upgraded.stdout + upgraded.stderr
+        assert f"added    anchor from {service.url}: chain 31337" in upgraded.stdout
+        complete = json.loads(proof_path.read_text())
+        assert complete["format"] == "anchor/proof" and complete["service"] == service.url
+        for kept in ("manifest", "files", "manifest_digest", "receipts"):  # nothing else in the file changed
+            assert complete[kept] == pending[kept], kept
+
+        verified = run_anchor(check, client)
+        assert verified.returncode == 0, verified.stdout + verified.stderr
+        assert f"by          {DEV_ADDRESS} (the account of {service.url})" in verified.stdout
+        assert "anchors     1 of 1 verified (--require any)" in verified.stdout
+
+
+def test_forged_and_foreign_receipts_are_refused_by_name(tmp_path: Path) -> None:
+    from eth_account import Account
+
+    from anchor.proof.receipt import Receipt, sign_receipt
+
+    client = _client(tmp_path)
+    results, other = _results(tmp_path), _results(tmp_path, "other", "0.5")
+    with local_service(tmp_path) as service:
+        for folder in (results, other):
+            run_anchor(["stamp", str(folder), "--service", service.url], client, check=True)
+        proof_path = tmp_path / "results.anchor.json"
+        good = json.loads(proof_path.read_text())
+        receipt = good["receipts"][0]
+        check = ["verify", str(results), "--rpc-url", service.rpc, "--registry", service.registry]
+
+        def verdict(receipts: list[dict[str, object]]) -> tuple[int, str]:
+            proof_path.write_text(json.dumps({**good, "receipts": receipts}))
+            done = run_anchor(check, client)
+            return done.returncode, done.stdout + done.stderr
+
+        code, said = verdict([{**receipt, "accepted_at": receipt["accepted_at"] - 86400}])  # back-dated
+        assert code == ExitCode.BAD_INPUT and f"receipt from {service.url}" in said and "altered" in said
+
+        foreign = json.loads((tmp_path / "other.anchor.json").read_text())["receipts"][0]
+        code, said = verdict([foreign])
+        assert code == ExitCode.BAD_INPUT and f"receipt from {service.url}: it is for manifest" in said
+
+        attacker = Account.create()
+        fields = Receipt.model_validate(receipt)
+        forged = sign_receipt(attacker, service.url, fields.service, fields.chain_id, fields.registry,
+                              fields.manifest_digest, fields.accepted_at - 86400)  # fmt: skip
+        code, said = verdict([forged.model_dump(mode="json")])
+        assert code == ExitCode.BAD_INPUT and "forged" in said and attacker.address in said
+
+        code, said = verdict([receipt])  # the genuine one still says pending
+        assert code == ExitCode.PENDING
+
+
+def test_two_services_on_two_chains_give_one_proof_with_two_anchors_and_a_service_down_is_caught_up(
+    tmp_path: Path,
+) -> None:
+    client = _client(tmp_path)
+    with local_service(tmp_path) as a, other_chain_service(tmp_path) as b:
+        both = ["--service", a.url, "--service", b.url]
+        read = ["--rpc-url", a.rpc, "--rpc-url", b.rpc, "--registry", a.registry, "--registry", b.registry]
+        results = _results(tmp_path)
+        run_anchor(["stamp", str(results), *both], client, check=True)
+        a.flush()
+        b.flush()
+        upgraded = run_anchor(["upgrade", str(results), "--rpc-url", a.rpc, "--rpc-url", b.rpc], client)
+        assert upgraded.returncode == 0, upgraded.stdout + upgraded.stderr
+        proof = json.loads((tmp_path / "results.anchor.json").read_text())
+        chains = sorted([proof["anchor"]["chain_id"], *(x["anchor"]["chain_id"] for x in proof["anchors"])])
+        assert chains == [31337, 31338]
+        verified = run_anchor(["verify", str(results), *read, "--require", "all"], client)
+        assert verified.returncode == 0, verified.stdout + verified.stderr
+        assert "anchors     2 of 2 verified (--require all)" in verified.stdout
+        assert re.search(rf"OK       {re.escape(b.url)}: chain 31338, registry {b.registry}", verified.stdout)
+
+        b.replica.stop()  # service B goes down: stamping still succeeds, with a warning
+        later = _results(tmp_path, "later", "0.95")
+        stamped = run_anchor(["stamp", str(later), *both], client)
+        assert stamped.returncode == 0, stamped.stdout + stamped.stderr
+        assert f"skipped  {b.url}" in stamped.stdout and "did not take it" in stamped.stderr
+        a.flush()
+        one = run_anchor(["upgrade", str(later), "--rpc-url", a.rpc, "--rpc-url", b.rpc], client)
+        assert one.returncode == 0 and f"skipped  {b.url}" in one.stdout  # A's anchor in; B still down
+        only_a = run_anchor(["verify", str(later), *read, "--require", "all"], client)
+        assert only_a.returncode == ExitCode.PENDING and "1 of 2 anchors verified, 2 needed" in only_a.stderr
+
+        b.replica.start()  # back, on the same address: upgrade submits to it now, then takes its anchor
+        resubmitted = run_anchor(["upgrade", str(later), "--rpc-url", a.rpc, "--rpc-url", b.rpc], client)
+        assert resubmitted.returncode == 0 and f"pending  {b.url}" in resubmitted.stdout
+        b.flush()
+        run_anchor(["upgrade", str(later), "--rpc-url", a.rpc, "--rpc-url", b.rpc], client, check=True)
+        final = run_anchor(["verify", str(later), *read, "--require", "2"], client)
+        assert final.returncode == 0 and "anchors     2 of 2 verified (--require 2)" in final.stdout
+
+
+def test_bad_service_input_is_named_and_leaves_the_files_untouched(tmp_path: Path) -> None:
+    from tests.conftest import free_port
+
+    results = _results(tmp_path)
+    client = _client(tmp_path)
+    dead = f"http://127.0.0.1:{free_port()}"
+    down = run_anchor(["stamp", str(results), "--service", dead], client)
+    assert (
+        down.returncode == ExitCode.CHAIN_UNREACHABLE and dead in down.stderr and "nothing was written" in down.stderr
+    )
+    typo = run_anchor(["stamp", str(results), "--service", "127.0.0.1:8000"], client)
+    assert typo.returncode == ExitCode.BAD_INPUT and "expected an http(s) URL" in typo.stderr
+    with local_service(tmp_path, tokens=f"{_hash(TOKEN, 'relay')},{_hash('other')}") as service:
+        scoped = run_anchor(["stamp", str(results), "--service", service.url], client)
+        assert scoped.returncode == ExitCode.CHAIN_UNREACHABLE and "HTTP 403 (forbidden)" in scoped.stderr
+        wrong = run_anchor(["stamp", str(results), "--service", service.url], {**client, "ANCHOR_SERVICE_TOKEN": "x"})
+        assert wrong.returncode == ExitCode.CHAIN_UNREACHABLE and "HTTP 401 (unauthorized)" in wrong.stderr
+        assert "check ANCHOR_SERVICE_TOKEN" in wrong.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results", "service-a"]  # the client wrote nothing
