@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -51,21 +52,26 @@ class Served:
         run_anchor(["journal", "flush"], self.operator, check=True)
 
 
-def _serve(data_dir: Path, operator: dict[str, str], name: str, tokens: str) -> Replica:
-    env = {**operator, "ANCHOR_API_TOKENS": tokens, "ANCHOR_API_FLUSH": "0", "ANCHOR_SERVICE_NAME": name}
+def _serve(
+    data_dir: Path, operator: dict[str, str], name: str, tokens: str, flush: bool = False, **extra: str
+) -> Replica:
+    env = {**operator, "ANCHOR_API_TOKENS": tokens, "ANCHOR_API_FLUSH": "1" if flush else "0",
+           "ANCHOR_SERVICE_NAME": name, **extra}  # fmt: skip
     replica = Replica(0, data_dir, env)
     replica.start()
     return replica
 
 
 @contextmanager
-def local_service(tmp_path: Path, name: str = "service A", tokens: str | None = None) -> Iterator[Served]:
+def local_service(
+    tmp_path: Path, name: str = "service A", tokens: str | None = None, flush: bool = False, **extra: str
+) -> Iterator[Served]:
     """A service on the embedded local chain (31337) of a data dir of its own; it flushes only when
     its operator says so (ANCHOR_API_FLUSH=0), so the pending state can be seen."""
     from anchor.chain.deployment import load_deployment
 
     with deployed(tmp_path / "service-a") as chain:
-        replica = _serve(chain.data_dir, chain.env(), name, tokens or _hash(TOKEN))
+        replica = _serve(chain.data_dir, chain.env(), name, tokens or _hash(TOKEN), flush, **extra)
         try:
             registry = load_deployment(chain.data_dir, 31337).address
             yield Served(replica.url, chain.node.rpc_url, registry, 31337, replica, chain.env())
@@ -119,6 +125,8 @@ def test_a_client_without_a_key_stamps_through_a_service_and_upgrades_to_a_proof
         assert pending["format"] == "anchor/pending" and len(pending["receipts"]) == 1
         assert pending["receipts"][0]["service"] == "service A"
         assert not (tmp_path / "client" / "chain").exists()  # no local chain was started for the client
+        again = run_anchor(["stamp", str(results), "--service", service.url], client)  # a retry: the same record
+        assert again.returncode == 0 and json.loads(proof_path.read_text()) == pending  # first acceptance time kept
 
         check = ["verify", str(results), "--rpc-url", service.rpc, "--registry", service.registry]
         waiting = run_anchor(check, client)
@@ -244,3 +252,122 @@ def test_bad_service_input_is_named_and_leaves_the_files_untouched(tmp_path: Pat
         assert wrong.returncode == ExitCode.CHAIN_UNREACHABLE and "HTTP 401 (unauthorized)" in wrong.stderr
         assert "check ANCHOR_SERVICE_TOKEN" in wrong.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results", "service-a"]  # the client wrote nothing
+
+
+def test_a_research_run_through_a_service_puts_lineage_on_chain_under_the_researchers_own_address(
+    tmp_path: Path,
+) -> None:
+    """examples/research, run with no funded key: the researcher's key signs each kept attempt's
+    record, the service relays it and pays; the run ends with every proof complete."""
+    from eth_account import Account
+
+    from tests.conftest import ROOT
+    from tests.research.helpers import make_repo
+
+    example = ROOT / "examples" / "research"
+    repo = make_repo(tmp_path / "repo", {name: (example / name).read_text() for name in ("train.py", "params.json")})
+    researcher = Account.create()
+    client = {**_client(tmp_path), "ANCHOR_RESEARCHER_KEY": researcher.key.hex(), "ANCHOR_UPGRADE_WAIT_S": "60"}
+    with local_service(tmp_path, tokens=_hash(TOKEN, "submit+relay"), flush=True) as service:
+        run = run_anchor([
+            "--rpc-url", service.rpc, "research", "run", "--repo", str(repo), "--contract",
+            str(example / "contract.toml"), "--max-attempts", "4", "--no-sandbox", "--service", service.url,
+        ], client)  # fmt: skip
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert f"lineage records signed by {researcher.address}, relayed by {service.url}" in run.stdout
+        complete = re.search(r"proofs complete: (\d+) of (\d+)", run.stdout)
+        assert complete and complete.group(1) == complete.group(2) != "0", run.stdout
+        ledger = [
+            json.loads(line) for line in (tmp_path / "client" / "research" / "ledger.jsonl").read_text().splitlines()
+        ]
+        kept = [row for row in ledger if row.get("kept")]
+        assert kept
+        # lookup and research verify trust the registry of the data dir's deployment record (they have no
+        # --registry): the researcher takes the operator's published record, as `GET /v1/deployment` gives it
+        (tmp_path / "client" / "deployments").mkdir()
+        record_file = Path(service.operator["ANCHOR_DATA_DIR"]) / "deployments" / "31337.json"
+        (tmp_path / "client" / "deployments" / "31337.json").write_bytes(record_file.read_bytes())
+        found = run_anchor(["--rpc-url", service.rpc, "--json", "lookup", kept[0]["commit"], "--researcher",
+                            researcher.address], client)  # fmt: skip
+        assert found.returncode == 0, found.stdout + found.stderr
+        record = json.loads(found.stdout)
+        assert (
+            researcher.address.lower() in json.dumps(record).lower()
+            and DEV_ADDRESS.lower() not in json.dumps(record.get("researcher", "")).lower()
+        )
+        verified = run_anchor(["--rpc-url", service.rpc, "research", "verify"], client)
+        assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+def test_a_public_calendar_stamps_without_a_token_and_bounds_each_client_and_its_queue(tmp_path: Path) -> None:
+    """`anchor serve --calendar`: no token at all on the client; a client over its rate, or anyone
+    when the queue is full, gets 429 with Retry-After; the receipt is the same as with a token."""
+    import requests
+
+    client = {k: v for k, v in _client(tmp_path).items() if k != "ANCHOR_SERVICE_TOKEN"}
+    extra = {"ANCHOR_CALENDAR": "1", "ANCHOR_CALENDAR_RATE": "0.2", "ANCHOR_CALENDAR_BURST": "3",
+             "ANCHOR_CALENDAR_QUEUE": "3"}  # fmt: skip
+    with local_service(tmp_path, **extra) as service:
+        assert requests.get(f"{service.url}/v1/service", timeout=10).json()["calendar"] is True
+        first = _results(tmp_path, "first")
+        stamped = run_anchor(["stamp", str(first), "--service", service.url], client)
+        assert stamped.returncode == 0, stamped.stdout + stamped.stderr
+        assert json.loads((tmp_path / "first.anchor.json").read_text())["receipts"][0]["service"] == "service A"
+
+        answers = [post_to(service.url, n) for n in range(1, 4)]  # the bucket held 3: one went to the stamp above
+        assert [a.status_code for a in answers[:2]] == [202, 202], [a.text for a in answers]
+        assert answers[2].status_code == 429 and int(answers[2].headers["Retry-After"]) >= 1
+        assert answers[2].json()["code"] == "too_many_requests"
+        listing = requests.post(f"{service.url}/v1/calendar", json={"manifest": {}, "files": []}, timeout=10)
+        assert listing.status_code in (422, 429)  # a listing is never taken (or the client is still over)
+        service.flush()
+    with local_service(tmp_path / "q", **{**extra, "ANCHOR_CALENDAR_RATE": "100", "ANCHOR_CALENDAR_BURST": "100",
+                                          "ANCHOR_CALENDAR_QUEUE": "2"}) as service:  # fmt: skip
+        codes = [post_to(service.url, n).status_code for n in range(1, 5)]
+        assert codes[:2] == [202, 202] and codes[2:] == [429, 429]  # the queue is full until a flush
+        service.flush()
+        assert post_to(service.url, 9).status_code == 202
+
+
+def post_to(url: str, n: int) -> Any:
+    import requests
+
+    identity = {"kind": "filetree", "version": 1, "files_root": f"{n:064x}", "file_count": 1, "total_size": 1}
+    return requests.post(f"{url}/v1/calendar", json={"manifest": identity}, timeout=10)
+
+
+def test_a_mission_run_through_a_service_holds_no_key_and_its_command_never_sees_the_token(tmp_path: Path) -> None:
+    """`mission run --service`: the bundle and its timing record go through the service; the command's
+    environment has no token; the run ends with both proofs complete and `verify` exits 0 on them."""
+    from anchor.chain.deployment import load_deployment
+
+    client = {**_client(tmp_path), "ANCHOR_UPGRADE_WAIT_S": "60"}
+    snapshot = tmp_path / "prices.csv"
+    snapshot.write_text("day,close\n1,100\n2,101\n")
+    mission = tmp_path / "m.toml"
+    mission.write_text(
+        'hypothesis = "Two days."\ncommand = "env > {result}/env.txt; wc -l < {snapshot} > {result}/lines.txt"\n'
+        f'evaluator_policy_sha256 = "{"44" * 32}"\n[covers]\nsymbol = "SPY"\n[budget]\nminutes = 5\nattempts = 1\n'
+    )
+    with local_service(tmp_path, tokens=_hash(TOKEN, "submit"), flush=True) as service:
+        client["ANCHOR_RPC_URL"] = service.rpc
+        (tmp_path / "client" / "deployments").mkdir(parents=True)
+        record = load_deployment(Path(service.operator["ANCHOR_DATA_DIR"]), 31337)
+        (tmp_path / "client" / "deployments" / "31337.json").write_text(record.model_dump_json())
+        key = json.loads(run_anchor(["--json", "snapshot", "add", str(snapshot)], client, check=True).stdout)
+        digest = json.loads(run_anchor(["--json", "mission", "check", str(mission)], client, check=True).stdout)
+        run_anchor(["mission", "submit", "--mission", str(mission), "--mission-digest", digest["digest"],
+                    "--snapshot", str(snapshot), "--snapshot-sha256", key["snapshot"].removeprefix("sha256:"),
+                    "--image", "ghcr.io/example/runner@sha256:" + "ab" * 32, "--output", "two-days",
+                    "--profile", "small"], client, check=True)  # fmt: skip
+        ran = run_anchor(["--json", "mission", "run", "two-days", "--no-sandbox", "--service", service.url], client)
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+        done = json.loads(ran.stdout)
+        assert done["complete"] is True and done["services"] == [service.url]
+        result = Path(done["result"])
+        seen = (result / "env.txt").read_text()
+        assert "ANCHOR_SERVICE_TOKEN" not in seen and TOKEN not in seen  # the command never had it
+        verified = run_anchor(["--json", "verify", str(result)], client)
+        assert verified.returncode == 0, verified.stdout + verified.stderr
+        verdict = json.loads(verified.stdout)
+        assert verdict["submitter"] == DEV_ADDRESS and verdict["milestones_anchored"] is True

@@ -86,13 +86,17 @@ def _anchor_invocations(text: str) -> list[list[str]]:
 
 def _check(words: list[str], root: object) -> str | None:
     """None if `anchor WORDS` names a real command and only options it has (the root's options before
-    the first command word, as the parser takes them); else what is wrong."""
+    the first command word, as the parser takes them, and `--rpc-url`/`--data-dir` after it, which
+    `anchor.cli.helptext.hoist_global_options` moves in front); else what is wrong."""
+    from anchor.cli.helptext import GLOBAL_OPTIONS
+
     command, path = root, ["anchor"]
     for word in words:
         subs = getattr(command, "commands", None)
         if word.startswith("--"):
             name = word.split("=")[0]
             known = {o for p in command.params for o in (*p.opts, *p.secondary_opts)} | {"--help"}  # type: ignore[attr-defined]
+            known |= set(GLOBAL_OPTIONS)
             if name not in known:
                 return f"{' '.join(path)}: no option {name}"
         elif subs is not None and re.fullmatch(r"[a-z][a-z-]*", word):

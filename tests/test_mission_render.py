@@ -51,7 +51,8 @@ def _documents(text: str) -> list[dict[str, Any]]:
 def test_the_rendered_mission_job_validates_offline_and_binds_the_dispatched_mission(tmp_path: Path) -> None:
     data = _dispatched(tmp_path, "https://data.example/spy.parquet")
     rendered = _anchor(data, "mission", "render", "k8s", "spy-momentum", "--chain-rpc-url",
-                       "https://base.example/rpc", "--results-claim", "mission-results")  # fmt: skip
+                       "https://base.example/rpc", "--results-claim", "mission-results",
+                       "--service-url", "http://anchor:8000")  # fmt: skip
     assert rendered.returncode == 0, rendered.stderr
     config, job = _documents(rendered.stdout)
     for doc in (config, job):
@@ -66,7 +67,12 @@ def test_the_rendered_mission_job_validates_offline_and_binds_the_dispatched_mis
                                 "https://data.example/spy.parquet"]  # fmt: skip
     assert all(c["image"] == IMAGE for c in (fetch, main))  # by digest, as dispatched
     assert main["resources"]["requests"] == main["resources"]["limits"] == {"cpu": "2", "memory": "8Gi"}
-    assert "anchor mission run spy-momentum --no-sandbox" in main["command"][-1]
+    assert "exec anchor mission run spy-momentum --no-sandbox --service http://anchor:8000" in main["command"][-1]
+    # issue 25: the container that runs the submitter's command holds a submit token, never a funded key
+    assert "ANCHOR_PRIVATE_KEY" not in rendered.stdout and "ANCHOR_KEYSTORE" not in rendered.stdout
+    assert "envFrom" not in rendered.stdout and "ANCHOR_JOURNAL_URL" not in rendered.stdout
+    assert {"name": "ANCHOR_SERVICE_TOKEN",
+            "valueFrom": {"secretKeyRef": {"name": "anchor-service-token", "key": "token"}}} in main["env"]  # fmt: skip
     assert job["spec"]["backoffLimit"] == 0 and job["spec"]["activeDeadlineSeconds"] == 30 * 60 + 600
     assert {"name": "results", "persistentVolumeClaim": {"claimName": "mission-results"}} in pod["volumes"]
     assert pod["securityContext"]["runAsNonRoot"] and main["securityContext"]["allowPrivilegeEscalation"] is False
@@ -76,7 +82,18 @@ def test_a_mission_whose_snapshot_is_a_local_path_or_unknown_is_not_rendered(tmp
     local = tmp_path / "snap.parquet"
     local.write_bytes(b"x")
     data = _dispatched(tmp_path, str(local), hashlib.sha256(b"x").hexdigest(), "local-one")
-    refused = _anchor(data, "mission", "render", "k8s", "local-one", "--chain-rpc-url", "https://base.example/rpc")
+    refused = _anchor(data, "mission", "render", "k8s", "local-one", "--chain-rpc-url", "https://base.example/rpc",
+                      "--service-url", "http://anchor:8000")  # fmt: skip
     assert refused.returncode == ExitCode.BAD_INPUT and "http(s) URL" in refused.stderr and not refused.stdout
-    unknown = _anchor(data, "mission", "render", "k8s", "nobody", "--chain-rpc-url", "https://base.example/rpc")
+    unknown = _anchor(data, "mission", "render", "k8s", "nobody", "--chain-rpc-url", "https://base.example/rpc",
+                      "--service-url", "http://anchor:8000")  # fmt: skip
     assert unknown.returncode == ExitCode.NOT_ANCHORED and "anchor mission submit" in unknown.stderr
+
+
+def test_a_mission_is_not_rendered_with_a_funded_key_or_without_a_service(tmp_path: Path) -> None:
+    data = _dispatched(tmp_path, "https://data.example/spy.parquet")
+    base = ["mission", "render", "k8s", "spy-momentum", "--chain-rpc-url", "https://base.example/rpc"]
+    old = _anchor(data, *base, "--keys-secret", "anchor-keys", "--service-url", "http://anchor:8000")
+    assert old.returncode == 2 and "no longer gets the funded key" in old.stderr
+    missing = _anchor(data, *base)
+    assert missing.returncode == 2 and "--service-url is required" in missing.stderr

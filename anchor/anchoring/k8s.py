@@ -49,6 +49,19 @@ def check_name(field: str, value: str) -> None:
         raise BadInput(f"{field}: {value!r} is not a DNS-1123 label of at most 42 characters", detail={"field": field})
 
 
+def check_service_url(url: str) -> None:
+    """The anchoring service's URL as the pods reach it (http or https, no credentials in it)."""
+    if not HTTP_URL.match(url) or "@" in url.split("//", 1)[-1].split("/", 1)[0]:
+        raise BadInput(f"--service-url {url!r}: an http(s) URL without credentials (the token goes in its Secret)",
+                       detail={"field": "service_url"})  # fmt: skip
+
+
+def token_env(secret: str) -> dict[str, Any]:
+    """ANCHOR_SERVICE_TOKEN from one key (`token`) of one Secret: never `envFrom` a whole Secret, which
+    would hand the pod whatever else was put in it (a funded key, a journal URL)."""
+    return {"name": "ANCHOR_SERVICE_TOKEN", "valueFrom": {"secretKeyRef": {"name": secret, "key": "token"}}}
+
+
 def check_quantity(field: str, value: str) -> None:
     if not QUANTITY.match(value):
         raise BadInput(f"{field}: {value!r} is not a Kubernetes quantity", detail={"field": field})

@@ -82,6 +82,18 @@ ServiceOpt = Annotated[
 ]
 
 
+ServiceUrlOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option("--service-url", help="The anchoring service as the pods reach it: it holds the funded key."),
+]
+"""For the rendered Jobs (research, mission): where their pods anchor (docs/calendar.md)."""
+GoneKeysSecretOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option(hidden=True, help="Gone: the funded key stays in the service (--service-url, --token-secret)."),
+]
+"""`--keys-secret` of the renders before issue 25: still parsed, to say what replaced it."""
+
+
 def register(app: typer.Typer) -> None:
     app.command("hash")(hash_)
     app.command("stamp")(anchor_)
@@ -167,6 +179,7 @@ def bundle(
     spec: Annotated[Path, typer.Argument(help="Bundle spec (TOML): mission, data snapshot, image, policy, output.")],
     anchor: Annotated[bool, typer.Option("--anchor", help="Also anchor the bundle manifest on chain.")] = False,
     proof: OutOpt = None,
+    service: ServiceOpt = None,
     json: JsonFlag = False,
 ) -> None:
     """Build a result-bundle manifest from SPEC (every digest computed here) and optionally anchor it."""
@@ -177,12 +190,24 @@ def bundle(
     manifest, tree, output_dir = load_bundle_spec(spec)
     # a pin the dispatcher would refuse is refused here too; its anchor is read live when anchoring
     check_resume_pin(manifest.identity(), _settings(ctx), live=anchor)
+    if anchor and service:
+        from anchor.anchoring.client import services_from, stamp_bundle_through
+
+        proof_out = proof or default_proof_path(output_dir)
+        done = stamp_bundle_through(manifest, tree, services_from(service), proof_out)
+        _report_pending(ctx, json, output_dir, done)
+        return
     if anchor:
         from anchor.anchoring.stamp import anchor_bundle
 
         outcome = anchor_bundle(manifest, tree, _settings(ctx), proof or default_proof_path(output_dir))
         _report_anchor(ctx, json, str(output_dir), outcome)
         return
+    if service:
+        from anchor.errors import BadInput
+
+        raise BadInput("--service anchors: give --anchor with it (hint: anchor bundle SPEC --anchor --service URL)",
+                       detail={"field": "service"})  # fmt: skip
     emit(
         ctx,
         json,
@@ -235,8 +260,6 @@ def _stamp_through(
     ctx: typer.Context, json: bool, path: Path, proof: Path | None, rules: Any, symlinks: str, urls: list[str] | None
 ) -> None:
     """Client mode: hash here, send the identity to every service, write the pending proof."""
-    from datetime import UTC, datetime
-
     from anchor.anchoring.client import services_from, stamp_through
     from anchor.manifest.filetree import hash_tree
     from anchor.proof.file import check_output_path
@@ -248,6 +271,14 @@ def _stamp_through(
     with hash_progress(ctx, json) as progress:
         tree = hash_tree(path, rules, symlinks, progress)
     outcome = stamp_through(tree.identity(), tree.files_json(), services, proof_out)
+    _report_pending(ctx, json, path, outcome)
+
+
+def _report_pending(ctx: typer.Context, json: bool, path: Path, outcome: Any) -> None:
+    """What a stamp through services did: each receipt, each service that did not take it."""
+    from datetime import UTC, datetime
+
+    proof_out = outcome.proof_path
     emit(
         ctx,
         json,

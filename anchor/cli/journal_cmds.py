@@ -5,11 +5,11 @@ for one release."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
-from anchor.cli.data_cmds import ExcludeOpt, NoDefaultsOpt, Symlinks, SymlinksOpt, rules_for
+from anchor.cli.data_cmds import ExcludeOpt, NoDefaultsOpt, ServiceOpt, Symlinks, SymlinksOpt, rules_for
 from anchor.cli.output import JsonFlag, count, emit, hash_progress
 
 
@@ -37,9 +37,11 @@ def submit(
     exclude: ExcludeOpt = None,
     no_default_excludes: NoDefaultsOpt = False,
     symlinks: SymlinksOpt = Symlinks.refuse,
+    service_urls: ServiceOpt = None,
     json: JsonFlag = False,
 ) -> None:
-    """Journal PATHS for the next batch; nothing is sent until `anchor journal flush`."""
+    """Journal PATHS for the next batch; nothing is sent until `anchor journal flush`. With --service,
+    they go to the service's journal instead (pending proofs at once; `anchor upgrade` later)."""
     from anchor.anchoring.service import AnchorService
     from anchor.errors import BadInput
     from anchor.journal.submit import Submission
@@ -48,6 +50,9 @@ def submit(
 
     if idempotency_key is not None and len(paths) != 1:
         raise BadInput("--idempotency-key names one submission: give one PATH", detail={"field": "idempotency_key"})
+    if service_urls:
+        _submit_through(ctx, json, paths, service_urls, exclude, no_default_excludes, symlinks.value)
+        return
     subs = []
     for path in paths:
         with hash_progress(ctx, json) as progress:
@@ -70,6 +75,26 @@ def submit(
         {"submitted": rows},
         [f"{r['manifest_digest']}  {r['path']}  {'duplicate, ' if r['duplicate'] else ''}{r['state']}" for r in rows],
     )
+
+
+def _submit_through(
+    ctx: typer.Context, json: bool, paths: list[Path], urls: list[str], exclude: Any, no_defaults: bool, links: str
+) -> None:
+    """`journal submit --service`: each path hashed here and stamped through the services."""
+    from anchor.anchoring.client import services_from, stamp_through
+    from anchor.manifest.filetree import hash_tree
+    from anchor.proof.locate import default_proof_path
+
+    services = services_from(urls)
+    rows = []
+    for path in paths:
+        with hash_progress(ctx, json) as progress:
+            tree = hash_tree(path, rules_for(path, exclude, no_defaults), links, progress)
+        done = stamp_through(tree.identity(), tree.files_json(), services, default_proof_path(path))
+        rows.append({"path": str(path), "manifest_digest": done.digest, "state": "pending",
+                     "services": [r.url for r in done.receipts], "not_taken": done.failed})  # fmt: skip
+    emit(ctx, json, {"submitted": rows},
+         [f"{r['manifest_digest']}  {r['path']}  pending at {', '.join(r['services'])}" for r in rows])  # fmt: skip
 
 
 def flush(

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from anchor.cli.data_cmds import GoneKeysSecretOpt, ServiceUrlOpt
 from anchor.cli.output import JsonFlag, count, emit, wants_json
 
 missions = typer.Typer(help="Typed, immutable missions (docs/manifest.md, Mission).", no_args_is_help=True)
@@ -127,19 +128,33 @@ def run(
         bool, typer.Option("--no-sandbox", help="Run the command unconfined (recorded in the proof).")
     ] = False,
     max_bytes: MaxBytes = None,
+    service: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option(
+            "--service",
+            help="Anchor the bundle through this service (repeatable; token: ANCHOR_SERVICE_TOKEN): no funded key"
+            " here, pending proofs at once, completed at the end when the service's batch is mined.",
+        ),
+    ] = None,
     json: JsonFlag = False,
 ) -> None:
     """Run a dispatched mission against its verified snapshot, measure its six milestones, and anchor
     the result bundle with its timing record (docs/missions.md)."""
     import sys
 
+    from anchor.anchoring.client import StampOutcome, services_from
     from anchor.missions.runner import run_mission
 
     def say(line: str) -> None:
         sys.stderr.write(line + "\n")
 
     settings = ctx.find_root().obj["settings"]
-    done = run_mission(settings, output, _cache(ctx, max_bytes), sandbox=not no_sandbox, say=None if json else say)
+    services = services_from(service) if service else None  # refused before the mission runs
+    cache = _cache(ctx, max_bytes)
+    done = run_mission(settings, output, cache, sandbox=not no_sandbox, say=None if json else say, services=services)
+    if isinstance(done.outcome, StampOutcome):
+        _report_through(ctx, json, done, settings)
+        return
     manifest, proof = done.manifest, done.outcome.proof
     milestones = manifest.milestones.to_json() if manifest.milestones else {}
     data = {
@@ -153,6 +168,33 @@ def run(
         f"  in tx    {proof.anchor.tx_hash} (block {proof.anchor.block_number})",
         f"  result   {done.result_dir}",
         f"  proof    {done.proof}",
+        f"  check:   anchor verify {done.result_dir}",
+    ])  # fmt: skip
+
+
+def _report_through(ctx: typer.Context, json: bool, done: Any, settings: Any) -> None:
+    """A mission stamped through services: wait for their batch (ANCHOR_UPGRADE_WAIT_S), upgrade the
+    bundle's and the timing record's proofs, and say where each stands."""
+    from anchor.anchoring.client import upgrade_when_anchored
+    from anchor.settings.session import env_number
+
+    proofs = [done.proof, *[p for p in [done.proof.with_name("result.timing.anchor.json")] if p.is_file()]]
+    results = upgrade_when_anchored(proofs, settings, env_number("ANCHOR_UPGRADE_WAIT_S", 60.0, float))
+    complete = [p for p, r in results.items() if getattr(r, "complete", False)]
+    manifest = done.manifest
+    data = {
+        "output": done.output, "manifest_digest": "0x" + manifest.digest.hex(), "manifest": manifest.identity(),
+        "result": str(done.result_dir), "proof": str(done.proof), "sandbox": done.sandbox,
+        "services": [r.url for r in done.outcome.receipts], "complete": len(complete) == len(proofs),
+        "seconds": round(done.seconds, 3),
+    }  # fmt: skip
+    state = "anchored through" if data["complete"] else "pending at"
+    emit(ctx, json, data, [
+        f"mission {done.output!r} ran ({done.sandbox}) in {done.seconds:.2f} s; its result bundle is {state}"
+        f" {', '.join(data['services'])}",
+        f"  bundle   {data['manifest_digest']}  ({count(manifest.output.file_count, 'file')})",
+        f"  result   {done.result_dir}",
+        f"  proof    {done.proof}" + ("" if data["complete"] else " (pending: anchor upgrade it later)"),
         f"  check:   anchor verify {done.result_dir}",
     ])  # fmt: skip
 
@@ -220,9 +262,11 @@ def render(
         Optional[str],  # noqa: UP045
         typer.Option("--chain-rpc-url", help="The chain's RPC URL as the pod reaches it (ANCHOR_RPC_URL)."),
     ] = None,
-    keys_secret: Annotated[
-        str, typer.Option(help="The Secret with ANCHOR_JOURNAL_URL and the signing key.")
-    ] = "anchor-keys",  # noqa: S107 - the name of a Secret object
+    service_url: ServiceUrlOpt = None,
+    token_secret: Annotated[
+        str, typer.Option(help="The Secret whose key `token` is the service token (scope: submit).")
+    ] = "anchor-service-token",  # noqa: S107 - the name of a Secret object
+    keys_secret: GoneKeysSecretOpt = None,
     results_claim: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option(help="A PersistentVolumeClaim the result directory is written to (else it leaves with the pod)."),
@@ -241,6 +285,8 @@ def render(
     if target != "k8s":
         raise BadInput(f"render: unknown target {target!r} (hint: anchor mission render k8s OUTPUT ...)",
                        detail={"field": "target"})  # fmt: skip
+    _no_funded_key(keys_secret, service_url)
+    assert service_url is not None
     settings = ctx.find_root().obj["settings"]
     rpc_url = chain_rpc_url or settings.rpc_url
     if not rpc_url:
@@ -258,8 +304,21 @@ def render(
             detail={"field": "snapshot"},
         )
     deployment = only_deployment(settings.data_dir).model_dump(mode="json")
-    documents = render_job(record, deployment, rpc_url, keys_secret, results_claim, namespace)
+    documents = render_job(record, deployment, rpc_url, service_url, token_secret, results_claim, namespace)
     write_rendered(to_yaml(documents), out, f"a ConfigMap and a Job for mission output {output!r}")
+
+
+def _no_funded_key(keys_secret: str | None, service_url: str | None) -> None:
+    """A rendered mission holds no funded key (docs/calendar.md): it anchors through the service."""
+    from anchor.errors import BadInput
+
+    if keys_secret is not None:
+        raise BadInput("--keys-secret: a mission pod no longer gets the funded key; give --service-url URL and"
+                       " --token-secret NAME (a Secret whose key `token` is a submit-only service token)",
+                       detail={"field": "keys_secret"})  # fmt: skip
+    if service_url is None:
+        raise BadInput("--service-url is required: the pod anchors through the service that holds the funded key"
+                       " (hint: --service-url http://anchor:8000)", detail={"field": "service_url"})  # fmt: skip
 
 
 def _pin_verifier(settings: Any) -> Any:

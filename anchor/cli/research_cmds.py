@@ -11,6 +11,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from anchor.cli.data_cmds import GoneKeysSecretOpt, ServiceUrlOpt
 from anchor.cli.output import JsonFlag, count, emit, write_rendered
 from anchor.files import private_dir
 
@@ -77,6 +78,14 @@ def run(
             help="A git remote (name or URL): every measured commit's refs/anchor/<researcher>/<seq> is pushed to it.",
         ),
     ] = None,
+    service: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option(
+            "--service",
+            help="Anchor through this service (repeatable): no funded key here; lineage records are signed with"
+            " ANCHOR_RESEARCHER_KEY and relayed by the service. Token: ANCHOR_SERVICE_TOKEN.",
+        ),
+    ] = None,
     json: JsonFlag = False,
 ) -> None:
     """Search: baseline, then propose → commit → measure → keep or reset, every attempt ledgered and anchored."""
@@ -95,6 +104,7 @@ def run(
     settings = ctx.find_root().obj["settings"]
     work = _workdir(ctx, workdir)
     _check_researcher(researcher)
+    services = _services(service, no_anchor)
     terms, _ = load_contract(contract)
     ledger = open_ledger(work, settings.journal_url)
     pin_contract(work, contract, ledger)  # before anything is anchored under it
@@ -104,11 +114,16 @@ def run(
     # the ledger head reaches the chain while the search runs, not only at its end (a crash, a Ctrl-C
     # or a killed machine leaves every attempt up to the last checkpoint anchored); made now, so that
     # its background flusher starts while the contract is pre-registered
-    hook = None if no_anchor or researchers > 1 else Checkpoints(settings, ledger, checkpoint_every, checkpoint_seconds)
+    hook = (
+        None if no_anchor or researchers > 1
+        else Checkpoints(settings, ledger, checkpoint_every, checkpoint_seconds, services)
+    )  # fmt: skip
     if no_anchor:
         digest = contract_digest(contract)
+    elif researchers > 1 and services and (work / "contract.anchor.json").is_file():
+        digest = contract_digest(contract)  # pre-registered by the parent; the services have it
     else:
-        digest = preregister(settings, contract.resolve(), work / "contract.anchor.json")
+        digest = preregister(settings, contract.resolve(), work / "contract.anchor.json", services)
     limits = SearchLimits(max_attempts, budget_minutes * 60, max_failures)
     if researchers == 1:
         box = None if no_sandbox else _sandbox(repo, terms, settings, work)
@@ -143,9 +158,17 @@ def run(
         summaries = [summary]
     else:
         summaries = _run_parallel(ctx, repo.resolve(), contract.resolve(), work, researchers, locals())
-    anchored = None if no_anchor else anchor_search(settings, ledger)
-    if not no_anchor:
-        anchor_champions(settings, work)
+    anchored: dict[str, Any] | None
+    if services:
+        from anchor.research.anchoring import anchor_search_through
+
+        anchored = anchor_search_through(ledger, services)
+        champions = anchor_champions(settings, work, services)
+        anchored["proofs"] = _complete(settings, work, ledger, champions)
+    else:
+        anchored = None if no_anchor else anchor_search(settings, ledger)
+        if not no_anchor:
+            anchor_champions(settings, work)
     lines = [
         f"{s['researcher']}: measured {s['measured']} (ran and scored), rejected {s['rejected']}"
         f" (proposals that changed nothing or repeated a scored commit: never run), stopped: {s['stopped_because']};"
@@ -155,12 +178,47 @@ def run(
     for s in summaries:
         if s.get("final"):
             lines.append(f"  {final_line(s['final'])}")
-    if anchored:
+    if anchored and services:
+        done = anchored["proofs"]
+        lines.append(
+            f"sent {anchored['attempts']} attempts ({anchored['kept']} kept: lineage records signed by"
+            f" {anchored['researcher']}, relayed by {', '.join(anchored['services'])}) and ledger head"
+            f" {anchored['ledger_head'][:16]}… of {anchored['ledger_length']} entries;"
+            f" proofs complete: {done['complete']} of {done['total']}"
+            + ("" if done["complete"] == done["total"] else f" (the rest: anchor upgrade {work}/checkpoints/*)")
+        )
+    elif anchored:
         lines.append(
             f"anchored {anchored['attempts']} attempts ({anchored['kept']} kept, with lineage records)"
             f" and ledger head {anchored['ledger_head'][:16]}… of {anchored['ledger_length']} entries"
         )
     emit(ctx, json, {"researchers": summaries, "anchored": anchored, "contract_digest": digest}, lines)
+
+
+def _services(urls: list[str] | None, no_anchor: bool) -> Any:
+    """The anchoring services of `--service`, checked before anything runs (None: the local key)."""
+    if not urls:
+        return None
+    from anchor.anchoring.client import services_from
+    from anchor.errors import BadInput
+
+    if no_anchor:
+        raise BadInput("--service and --no-anchor contradict each other", detail={"field": "service"})
+    return services_from(urls)
+
+
+def _complete(settings: Any, work: Path, ledger: Any, champions: list[Path]) -> dict[str, int]:
+    """At the end of a run through services: wait (ANCHOR_UPGRADE_WAIT_S, default 60 s) for the services'
+    next batch and upgrade the contract's, every checkpoint's and the champions' proofs."""
+    from anchor.anchoring.client import upgrade_when_anchored
+    from anchor.research.anchoring import checkpoint_path
+    from anchor.settings.session import env_number
+
+    heads = sorted(checkpoint_path(ledger, 0).parent.glob("*.anchor.json"))
+    proofs = [p for p in (work / "contract.anchor.json", *heads, *champions) if p.is_file()]
+    results = upgrade_when_anchored(proofs, settings, env_number("ANCHOR_UPGRADE_WAIT_S", 60.0, float))
+    complete = sum(1 for r in results.values() if getattr(r, "complete", False))
+    return {"complete": complete, "total": len(proofs)}
 
 
 def _both(*hooks: Any) -> Any:
@@ -211,6 +269,8 @@ def _run_parallel(
             argv += ["--propose", opts["propose"]]
         if opts["push"]:
             argv += ["--push", opts["push"]]
+        for url in opts["service"] or ():
+            argv += ["--service", url]
         env = {**os.environ, "ANCHOR_DATA_DIR": str(ctx.find_root().obj["settings"].data_dir)}
         children.append(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env))
     summaries = []
@@ -379,9 +439,18 @@ def render(
         Optional[str],  # noqa: UP045
         typer.Option("--chain-rpc-url", help="The chain's RPC URL as the pods reach it (ANCHOR_RPC_URL)."),
     ] = None,
-    keys_secret: Annotated[
-        str, typer.Option(help="The Secret holding ANCHOR_PRIVATE_KEY (or a keystore).")
-    ] = "anchor-keys",  # noqa: S107 - the name of a Secret object
+    service_url: ServiceUrlOpt = None,
+    token_secret: Annotated[
+        str, typer.Option(help="The Secret whose key `token` is the service token (scopes: submit+relay).")
+    ] = "anchor-service-token",  # noqa: S107 - the name of a Secret object
+    researcher_secret: Annotated[
+        str, typer.Option(help="The Secret whose key `key` is the researchers' own signing key (never funded).")
+    ] = "anchor-researcher",  # noqa: S107 - the name of a Secret object
+    ledger_secret: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(help="A Secret whose key `url` is a PostgreSQL URL for the shared ledger (not the journal)."),
+    ] = None,
+    keys_secret: GoneKeysSecretOpt = None,
     ledger_claim: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option(help="A ReadWriteMany PersistentVolumeClaim for the shared work dir and ledger."),
@@ -403,15 +472,24 @@ def render(
     if target != "k8s":
         raise BadInput(f"render: unknown target {target!r} (hint: anchor research render k8s ...)",
                        detail={"field": "target"})  # fmt: skip
+    if keys_secret is not None:
+        raise BadInput("--keys-secret: researcher pods no longer get the funded key; give --service-url URL,"
+                       " --token-secret NAME and --researcher-secret NAME",
+                       detail={"field": "keys_secret"})  # fmt: skip
+    if service_url is None:
+        raise BadInput("--service-url is required: researchers anchor through the service that holds the funded key"
+                       " (hint: --service-url http://anchor:8000)", detail={"field": "service_url"})  # fmt: skip
     load_contract(contract)  # a contract the researchers would refuse is refused here
     spec = JobSpec(
         name=name, researchers=researchers, image=image, repo_url=repo_url, baseline=baseline.lower(),
         contract=contract.read_bytes(), push=push or repo_url, ready_urls=tuple(ready_url or ()),
-        rpc_url=rpc_url_k8s, keys_secret=keys_secret, max_attempts=max_attempts, budget_minutes=budget_minutes,
+        rpc_url=rpc_url_k8s, service_url=service_url, token_secret=token_secret,
+        researcher_secret=researcher_secret, ledger_secret=ledger_secret, max_attempts=max_attempts,
+        budget_minutes=budget_minutes,
         cpu=cpu, memory=memory, namespace=namespace, ledger_claim=ledger_claim, sandbox=not no_sandbox,
     )  # fmt: skip
-    shared = "" if ledger_claim else (
-        "; the pods share a ledger only through ANCHOR_JOURNAL_URL in the keys Secret (PostgreSQL), or --ledger-claim"
+    shared = "" if ledger_claim or ledger_secret else (
+        "; the pods share a ledger only through --ledger-secret (PostgreSQL) or --ledger-claim"
     )  # fmt: skip
     write_rendered(
         to_yaml(render_job(spec)), out, f"a ConfigMap and an Indexed Job of {researchers} researcher(s){shared}"

@@ -12,7 +12,8 @@ def render_job(
     record: dict[str, Any],
     deployment: dict[str, Any],
     rpc_url: str,
-    keys_secret: str = "anchor-keys",  # noqa: S107 - the name of a Secret object
+    service_url: str,
+    token_secret: str = "anchor-service-token",  # noqa: S107 - the name of a Secret object
     results_claim: str | None = None,
     namespace: str | None = None,
 ) -> list[dict[str, Any]]:
@@ -23,14 +24,24 @@ def render_job(
       against its SHA-256 while it arrives (a corrupt source fails the pod before anything runs);
     - `mission`: `anchor mission submit` (the dispatcher's checks again, in the pod) then
       `anchor mission run --no-sandbox` (the pod is the confinement: non-root, no privilege escalation,
-      no capabilities), which re-verifies the cached snapshot, measures the milestones and anchors the
-      bundle through the journal and key of the Secret;
+      no capabilities), which re-verifies the cached snapshot, measures the milestones and stamps the
+      bundle through the anchoring service at `service_url` (docs/calendar.md) with the submit-only
+      token of `token_secret` (key `token`): no funded key, no journal URL is in the pod, and the
+      runner makes its environment unreadable to the mission's command before it starts it;
     - the result directory is on `results_claim` (a PersistentVolumeClaim) when one is named, else it
       leaves with the pod (the anchored proof stays in the shared journal)."""
-    from anchor.anchoring.k8s import CONTAINER_SECURITY, POD_SECURITY, check_image, check_name
+    from anchor.anchoring.k8s import (
+        CONTAINER_SECURITY,
+        POD_SECURITY,
+        check_image,
+        check_name,
+        check_service_url,
+        token_env,
+    )
 
     check_image(record["image"])
-    check_name("keys_secret", keys_secret)
+    check_name("token_secret", token_secret)
+    check_service_url(service_url)
     if results_claim is not None:
         check_name("results_claim", results_claim)
     name = "mission-" + hashlib.sha256(record["output"].encode()).hexdigest()[:12]
@@ -53,8 +64,9 @@ def render_job(
     ]  # fmt: skip
     if record.get("resume"):
         submit += ["--resume-bundle", record["resume"]["bundle"], "--resume-digest", record["resume"]["digest"]]
-    run = ["anchor", "mission", "run", record["output"], "--no-sandbox"]
-    script = " ".join(shlex.quote(a) for a in submit) + " && " + " ".join(shlex.quote(a) for a in run)
+    run = ["anchor", "mission", "run", record["output"], "--no-sandbox", "--service", service_url]
+    # exec: the runner replaces the shell, so no process of ours that holds the token stays readable
+    script = " ".join(shlex.quote(a) for a in submit) + " && exec " + " ".join(shlex.quote(a) for a in run)
     env = [{"name": "ANCHOR_DATA_DIR", "value": "/data"}, {"name": "ANCHOR_RPC_URL", "value": rpc_url},
            {"name": "HOME", "value": "/data/home"}]  # fmt: skip
     mounts = [
@@ -93,8 +105,8 @@ def render_job(
                          "resources": small},
                     ],
                     "containers": [
-                        {"name": "mission", "image": record["image"], "command": ["sh", "-c", script], "env": env,
-                         "envFrom": [{"secretRef": {"name": keys_secret}}], "volumeMounts": main_mounts,
+                        {"name": "mission", "image": record["image"], "command": ["sh", "-c", script],
+                         "env": [*env, token_env(token_secret)], "volumeMounts": main_mounts,
                          "securityContext": CONTAINER_SECURITY,
                          "resources": {"requests": bounds, "limits": bounds}},
                     ],

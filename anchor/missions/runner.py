@@ -46,6 +46,7 @@ from anchor.missions.snapshots import _alive
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from anchor.anchoring.client import StampOutcome
     from anchor.anchoring.stamp import AnchorOutcome
     from anchor.manifest.bundle import BundleManifest
     from anchor.missions.snapshots import SnapshotCache
@@ -58,7 +59,8 @@ class MissionRun:
     result_dir: Path
     proof: Path
     manifest: BundleManifest
-    outcome: AnchorOutcome
+    outcome: AnchorOutcome | StampOutcome
+    """Anchored with the local key, or (with services) pending at them: `StampOutcome`."""
     sandbox: str
     seconds: float
 
@@ -261,8 +263,12 @@ def run_mission(
     cache: SnapshotCache,
     sandbox: bool = True,
     say: Callable[[str], None] | None = None,
+    services: Any = None,
 ) -> MissionRun:
-    """Run the dispatched mission of `output` and anchor its result bundle (see the module's steps)."""
+    """Run the dispatched mission of `output` and anchor its result bundle (see the module's steps).
+    With `services` (anchor.anchoring.client), no key is used here: the bundle and its timing record
+    are stamped through them, and this process's environment (the service token) is made unreadable
+    to the mission's command before it starts."""
     from anchor.anchoring.stamp import anchor_bundle
     from anchor.manifest.bundle import BundleManifest
     from anchor.manifest.filetree import hash_tree
@@ -282,6 +288,10 @@ def run_mission(
             resume = _resume_dir(settings.data_dir, record["resume"]) if record.get("resume") else None
             result = _fresh_result_dir(mission_dir)
             argv, env, confinement = _command(record, mission_dir, result, snapshot, resume, settings, sandbox)
+            if services:
+                from anchor.anchoring.client import protect_environment
+
+                protect_environment()
             budget = record["mission"]["document"]["budget"]
             milestones["evaluator_started"] = _now()
             say(f"running the mission's command ({confinement}), budget {budget['minutes']} min")
@@ -305,7 +315,13 @@ def run_mission(
             "profile": record["profile"], "milestones": {k: v.isoformat() for k, v in milestones.items()},
         }, "mission run")  # fmt: skip
         proof_out = mission_dir / "result.anchor.json"
-        outcome = anchor_bundle(manifest, tree, settings, proof_out, {"ran_on": "host", "sandbox": confinement})
+        notes = {"ran_on": "host", "sandbox": confinement}
+        if services:
+            from anchor.anchoring.client import stamp_bundle_through
+
+            outcome: AnchorOutcome | StampOutcome = stamp_bundle_through(manifest, tree, services, proof_out, notes)
+        else:
+            outcome = anchor_bundle(manifest, tree, settings, proof_out, notes)
     except (KeyboardInterrupt, SystemExit):  # stopped from outside (Ctrl-C, SIGTERM): not its failure
         _finish(settings.data_dir, output, "interrupted")
         raise

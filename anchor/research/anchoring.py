@@ -29,8 +29,14 @@ def contract_digest(contract_path: Path) -> str:
     return hash_tree(contract_path).digest.hex()
 
 
-def preregister(settings: Settings, contract_path: Path, proof_out: Path) -> str:
-    """Anchor the contract before any attempt runs; returns its digest."""
+def preregister(settings: Settings, contract_path: Path, proof_out: Path, services: Any = None) -> str:
+    """Anchor the contract before any attempt runs; returns its digest. With `services`, through them:
+    the receipt (pending proof) is the pre-registration's evidence until the upgrade."""
+    if services:
+        from anchor.anchoring.client import stamp_through
+
+        tree = hash_tree(contract_path)
+        return stamp_through(tree.identity(), tree.files_json(), services, proof_out).digest[2:]
     from anchor.anchoring.stamp import anchor_path
 
     outcome = anchor_path(contract_path, settings, proof_out)
@@ -123,7 +129,48 @@ def anchor_search(
     }
 
 
-def anchor_champions(settings: Settings, workdir: Path) -> list[Path]:
+def anchor_search_through(ledger: AnyLedger, services: Any, since: int = 0) -> dict[str, Any]:
+    """`anchor_search` with no key and no journal here: every attempt's identity and the ledger head
+    go to the services (the head's pending proof beside the ledger, as a checkpoint), and each kept
+    attempt's lineage record is signed with the researcher's own key (ANCHOR_RESEARCHER_KEY) and
+    relayed by each service, which pays and never sees the key: the record is the researcher's."""
+    from anchor.anchoring.client import relay_lineage, stamp_through, submit_everywhere
+    from anchor.chain.keys import load_researcher
+    from anchor.errors import BadInput
+
+    researcher = load_researcher()
+    if researcher is None:
+        raise BadInput(
+            "research run --service: set ANCHOR_RESEARCHER_KEY (or ANCHOR_RESEARCHER_KEYSTORE): each kept attempt's"
+            " record is signed by the researcher and relayed by the service (no funded key is needed here)",
+            detail={"field": "ANCHOR_RESEARCHER_KEY"},
+        )
+    verified = ledger.verify()
+    rows = ledger.rows()
+    entries = [row for row in rows if is_attempt(row)]
+    private_dir(checkpoint_path(ledger, 0).parent)
+    for entry in (row for row in rows[since:] if is_attempt(row)):
+        _, failed = submit_everywhere(services, attempt_of(entry).identity(), {"ledger_seq": entry["seq"]})
+        if len(failed) == len(services):
+            from anchor.errors import ServiceError
+
+            raise ServiceError("no service took the attempts: " + "; ".join(f"{u}: {w}" for u, w in failed.items()),
+                               detail={"services": failed})  # fmt: skip
+    head = {"kind": "ledger", "version": 1, "head": verified["head"], "length": verified["entries"]}
+    stamp_through(head, None, services, checkpoint_path(ledger, verified["entries"]))
+    kept = [e for e in entries if e["kept"]]
+    first_kept = {e["commit"]: e for e in reversed(kept)}
+    for e in (e for e in first_kept.values() if e["seq"] >= since):
+        fields = (commit_key(e["commit"]), commit_key(e["parent"]), bytes.fromhex(e["diff_blake3"]),
+                  bytes.fromhex(e["metric_hash"]), True)  # fmt: skip
+        for service in services:
+            relay_lineage(service, researcher, fields)
+    return {"attempts": len(entries), "kept": len(kept), "ledger_head": verified["head"],
+            "ledger_length": verified["entries"], "researcher": researcher.address,
+            "services": [s.url for s in services]}  # fmt: skip
+
+
+def anchor_champions(settings: Settings, workdir: Path, services: Any = None) -> list[Path]:
     """Anchor every champion record (anchor.research.final) that has no proof beside it yet; returns the
     proofs written. Run after `anchor_search`, so the ledger head each record names is on chain too."""
     import json
@@ -140,7 +187,13 @@ def anchor_champions(settings: Settings, workdir: Path) -> list[Path]:
         if not proof.exists():
             identity = validate_identity(json.loads(path.read_text())["manifest"], str(path))
             pending.append(Submission(identity, {}, proof_path=proof))
-    if pending:
+    if pending and services:
+        from anchor.anchoring.client import stamp_through
+
+        for sub in pending:
+            assert sub.proof_path is not None
+            stamp_through(sub.identity, None, services, sub.proof_path)
+    elif pending:
         service = AnchorService.open(settings)
         try:
             service.submit(pending)

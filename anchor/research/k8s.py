@@ -4,11 +4,13 @@ What the rendered manifests do, per pod (researcher r<JOB_COMPLETION_INDEX>):
 1. `wait-ready` (init): waits until every URL in READY_URLS answers (the chain's RPC, the API's
    health route) with a status below 500, so no researcher starts against a chain that is not up;
 2. `clone` (init): clones the repository and checks out the baseline commit, detached;
-3. `researcher`: `anchor research run` on that clone, with the contract from a ConfigMap mounted
-   read-only, every measured commit pushed to the shared remote (`--push`), the signing key from a
-   Secret (never in the manifest; ANCHOR_JOURNAL_URL there puts every pod's rows in one PostgreSQL
-   ledger), or the file ledger in the shared work dir when a ReadWriteMany volume is named
-   (`ledger_claim`); with neither, in the pod (and then lost with it; the CLI says so).
+3. `researcher`: `anchor research run --service URL` on that clone, with the contract from a ConfigMap
+   mounted read-only, every measured commit pushed to the shared remote (`--push`). No funded key is
+   in the pod (docs/calendar.md): the anchoring service holds it; the pod holds a submit+relay token
+   and the researcher's own signing key, each one key of a Secret (`secretKeyRef`, never `envFrom`
+   a whole Secret). The ledger is shared through a ReadWriteMany volume (`ledger_claim`) or a
+   PostgreSQL URL of its own (`ledger_secret`, key `url`: a database for the ledger, never the
+   service's journal); with neither, it stays in the pod (and is lost with it; the CLI says so).
 
 The image is pinned by digest (`name@sha256:…`); a tag is refused: a tag can move, and the manifest
 would then run code nobody reviewed. Resource requests equal limits (a Guaranteed pod: attempts are
@@ -22,7 +24,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from anchor.anchoring.k8s import UID, check_image, check_name, check_quantity, to_yaml
+from anchor.anchoring.k8s import UID, check_image, check_name, check_quantity, check_service_url, to_yaml, token_env
 from anchor.errors import BadInput
 
 COMMIT = re.compile(r"^([0-9a-f]{40}|[0-9a-f]{64})$")
@@ -57,7 +59,10 @@ class JobSpec:
     push: str
     ready_urls: tuple[str, ...] = ()
     rpc_url: str | None = None
-    keys_secret: str = "anchor-keys"  # noqa: S105 - the name of a Secret object, not a secret
+    service_url: str = ""
+    token_secret: str = "anchor-service-token"  # noqa: S105 - the name of a Secret object, not a secret
+    researcher_secret: str = "anchor-researcher"  # noqa: S105 - the name of a Secret object
+    ledger_secret: str | None = None
     max_attempts: int = 20
     budget_minutes: float = 60.0
     cpu: str = "1"
@@ -70,7 +75,11 @@ class JobSpec:
         """Refuse what would render a Job that cannot run as asked, naming the field."""
         check_image(self.image)
         check_name("name", self.name)
-        check_name("keys_secret", self.keys_secret)
+        check_name("token_secret", self.token_secret)
+        check_name("researcher_secret", self.researcher_secret)
+        if self.ledger_secret is not None:
+            check_name("ledger_secret", self.ledger_secret)
+        check_service_url(self.service_url)
         if self.ledger_claim is not None:
             check_name("ledger_claim", self.ledger_claim)
         if not COMMIT.match(self.baseline):
@@ -104,7 +113,7 @@ def render_job(spec: JobSpec) -> list[dict[str, Any]]:
     run = [
         "anchor", "research", "run", "--repo", "/work/repo", "--contract", "/contract/contract.toml",
         "--workdir", workdir, "--push", spec.push, "--max-attempts", str(spec.max_attempts),
-        "--budget-minutes", f"{spec.budget_minutes:g}",
+        "--budget-minutes", f"{spec.budget_minutes:g}", "--service", spec.service_url,
     ]  # fmt: skip
     if not spec.sandbox:
         run.append("--no-sandbox")
@@ -130,6 +139,13 @@ def render_job(spec: JobSpec) -> list[dict[str, Any]]:
     ]
     if spec.rpc_url:
         env.append({"name": "ANCHOR_RPC_URL", "value": spec.rpc_url})
+    keys = [token_env(spec.token_secret),
+            {"name": "ANCHOR_RESEARCHER_KEY",
+             "valueFrom": {"secretKeyRef": {"name": spec.researcher_secret, "key": "key"}}}]  # fmt: skip
+    if spec.ledger_secret:
+        keys.append(
+            {"name": "ANCHOR_JOURNAL_URL", "valueFrom": {"secretKeyRef": {"name": spec.ledger_secret, "key": "url"}}}
+        )
     volumes: list[dict[str, Any]] = [
         {"name": "work", "emptyDir": {}},
         {"name": "contract", "configMap": {"name": f"{spec.name}-contract"}},
@@ -164,7 +180,7 @@ def render_job(spec: JobSpec) -> list[dict[str, Any]]:
                     ],
                     "containers": [
                         {"name": "researcher", "image": spec.image, "command": ["sh", "-c", command],
-                         "env": env, "envFrom": [{"secretRef": {"name": spec.keys_secret}}],
+                         "env": [*env, *keys],
                          "volumeMounts": main_mounts, "securityContext": security, "resources": resources},
                     ],
                     "volumes": volumes,

@@ -31,7 +31,8 @@ def _render(tmp_path: Path, *extra: str, as_json: bool = False) -> subprocess.Co
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
     return run_anchor(
         [*(["--json"] if as_json else []), "research", "render", "k8s", "--image", IMAGE,
-         "--repo-url", "https://git.example/r.git", "--baseline", BASELINE, "--contract", str(contract), *extra],
+         "--repo-url", "https://git.example/r.git", "--baseline", BASELINE, "--contract", str(contract),
+         "--service-url", "http://anchor:8000", *extra],
         {**env, "ANCHOR_DATA_DIR": str(tmp_path / "data")},
     )  # fmt: skip
 
@@ -63,10 +64,14 @@ def test_the_rendered_indexed_job_validates_offline_and_runs_one_researcher_per_
     assert {"name": "contract", "mountPath": "/contract", "readOnly": True} in main["volumeMounts"]
     assert config["data"]["contract.toml"] == (tmp_path / "contract.toml").read_text()
     assert main["resources"]["requests"] == main["resources"]["limits"] == {"cpu": "1", "memory": "2Gi"}
-    assert main["securityContext"]["runAsNonRoot"] is True and main["envFrom"] == [
-        {"secretRef": {"name": "anchor-keys"}}
-    ]
-    assert not any("PRIVATE_KEY" in str(e.get("value", "")) for e in main["env"])  # the key stays in the Secret
+    assert main["securityContext"]["runAsNonRoot"] is True and "envFrom" not in main
+    assert "--service http://anchor:8000" in main["command"][-1]
+    secrets = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in main["env"] if "valueFrom" in e}
+    assert secrets == {"ANCHOR_SERVICE_TOKEN": {"name": "anchor-service-token", "key": "token"},
+                       "ANCHOR_RESEARCHER_KEY": {"name": "anchor-researcher", "key": "key"}}  # fmt: skip
+    # issue 25: no container of the Job refers to a funded key, by name or through a whole Secret
+    assert "ANCHOR_PRIVATE_KEY" not in rendered.stdout and "ANCHOR_KEYSTORE" not in rendered.stdout
+    assert "envFrom" not in rendered.stdout and "anchor-keys" not in rendered.stdout
     assert "&id" not in rendered.stdout and "*id" not in rendered.stdout  # every value written out
 
 
@@ -93,6 +98,9 @@ def test_a_broken_job_is_caught_by_the_offline_validation(tmp_path: Path) -> Non
         (["--memory", "lots"], "memory"),
         (["--name", "Anchor_Research"], "name"),
         (["--ready-url", "chain:8545"], "ready_urls"),
+        (["--keys-secret", "anchor-keys"], "keys_secret"),
+        (["--service-url", "anchor:8000"], "service_url"),
+        (["--service-url", "https://user:pw@anchor.example"], "service_url"),
     ],
 )
 def test_what_would_render_a_job_that_cannot_run_as_asked_is_refused(

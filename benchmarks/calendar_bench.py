@@ -1,0 +1,234 @@
+"""Stamping through a service (issue 25, docs/calendar.md) against the same work with a local key, in
+the same run, on one local chain.
+
+1. stamp → pending receipt: 16 concurrent clients (4 processes × 4 threads), each `submit_to` a
+   service (one identity POSTed, the receipt's signature recovered and compared with /v1/service):
+   p50/p95 per stamp, hashing excluded. Peer: `anchor_manifest` with the local key (journal, flush,
+   receipt, proof file) for the same kind of item, one at a time (each is its own transaction).
+   Target: p95 <= 50 ms.
+2. Sustained submissions: 16 clients POST /v1/manifests for 10 s (no client-side checks: the
+   service's rate), then the flusher anchors the backlog in batches; gas per item from the journal.
+   Target: >= 1,000 submissions/s.
+3. pending → complete: one stamp, then `upgrade` polled every 50 ms; the wait printed next to the
+   flush interval (ANCHOR_API_FLUSH_INTERVAL_S).
+
+Raw samples: benchmarks/results/calendar_bench.json. This machine has 2 cores shared by the server,
+its flusher, anvil and the clients: the figures are what they are here, said as they came.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import multiprocessing
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from pathlib import Path
+
+from anchor.chain.compiler import compile_registry
+from anchor.chain.deployment import deploy
+from anchor.chain.keys import load_signer
+from anchor.chain.node import LocalChain
+from anchor.chain.open import open_chain
+from anchor.settings.session import Settings
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+TOKEN = "bench-token"
+CLIENTS, PROCESSES = 16, 4
+STAMPS_PER_CLIENT = 25
+SUSTAIN_S = 10.0
+FLUSH_INTERVAL_S = 1.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def identity(n: int, salt: str) -> dict[str, object]:
+    root = hashlib.sha256(f"{salt}:{n}".encode()).hexdigest()
+    return {"kind": "filetree", "version": 1, "files_root": root, "file_count": 1, "total_size": n}
+
+
+def stamp_latencies(url: str, first: int, threads: int, count: int) -> list[float]:
+    """(In a client process.) `threads` clients, each `count` stamps through `submit_to`."""
+    os.environ["ANCHOR_SERVICE_TOKEN"] = TOKEN
+    from anchor.anchoring.client import Service, submit_to
+
+    service = Service(url, TOKEN)
+    submit_to(service, identity(first - 1, "warm"))  # /v1/service read once, connection opened
+
+    def client(k: int) -> list[float]:
+        out = []
+        for i in range(count):
+            start = time.perf_counter()
+            submit_to(service, identity(first + k * count + i, "latency"))
+            out.append(time.perf_counter() - start)
+        return out
+
+    with ThreadPoolExecutor(threads) as pool:
+        return [s for part in pool.map(client, range(threads)) for s in part]
+
+
+def sustained(url: str, first: int, threads: int, seconds: float) -> tuple[int, int]:
+    """(In a client process.) POST as fast as the service answers for `seconds`: (202s, others)."""
+    import requests
+
+    stop = time.monotonic() + seconds
+    done = [0, 0]
+    lock = threading.Lock()
+
+    def client(k: int) -> None:
+        session = requests.Session()
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        n = first + k * 1_000_000
+        while time.monotonic() < stop:
+            n += 1
+            answer = session.post(f"{url}/v1/manifests", json={"manifest": identity(n, "sustain")}, headers=headers)
+            with lock:
+                done[0 if answer.status_code == 202 else 1] += 1
+
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(client, range(threads)))
+    return done[0], done[1]
+
+
+def local_key_latencies(settings: Settings, count: int) -> list[float]:
+    """The peer: the same item anchored with the local key (journal, flush, proof), one at a time."""
+    from anchor.anchoring.stamp import anchor_manifest
+
+    out = []
+    with tempfile.TemporaryDirectory() as proofs:
+        for i in range(count):
+            start = time.perf_counter()
+            anchor_manifest(identity(i, "local"), None, settings, Path(proofs) / f"{i}.anchor.json")
+            out.append(time.perf_counter() - start)
+    return out
+
+
+def percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def serve(port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    argv = [sys.executable, "-m", "uvicorn", "api.app:create_app", "--factory", "--host", "127.0.0.1", "--port",
+            str(port), "--workers", "1", "--log-level", "critical"]  # fmt: skip
+    server = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+            return server
+        time.sleep(0.1)
+    raise RuntimeError("the service did not come up")
+
+
+def gas_per_item(data: Path) -> tuple[int, int, float]:
+    db = sqlite3.connect(data / "journal.sqlite")
+    effects, gas = db.execute(
+        "SELECT count(*), coalesce(sum(gas_used), 0) FROM effects WHERE kind = 'root' AND state = 'confirmed'"
+    ).fetchone()
+    items = db.execute("SELECT count(*) FROM items WHERE state = 'confirmed'").fetchone()[0]
+    db.close()
+    return int(effects), int(items), (gas / items if items else float("nan"))
+
+
+def main() -> None:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    spawn = multiprocessing.get_context("spawn")
+    with tempfile.TemporaryDirectory() as tmp:
+        data, chain_port = Path(tmp) / "service", free_port()
+        local = Path(tmp) / "local"
+        settings = Settings(data_dir=data, local_port=chain_port)
+        node = LocalChain(data, chain_port)
+        node.up()
+        server = None
+        try:
+            handle = open_chain(settings, start_local=False)
+            deploy(handle.w3, handle.chain_id, load_signer(handle.chain_id), compile_registry(data / "build"), data)
+            local.mkdir()
+            (local / "deployments").mkdir()
+            for record in (data / "deployments").iterdir():
+                (local / "deployments" / record.name).write_bytes(record.read_bytes())
+            env = {**os.environ, "ANCHOR_DATA_DIR": str(data), "ANCHOR_LOCAL_PORT": str(chain_port),
+                   "ANCHOR_API_TOKENS": "sha256:" + hashlib.sha256(TOKEN.encode()).hexdigest(),
+                   "ANCHOR_API_FLUSH_INTERVAL_S": str(FLUSH_INTERVAL_S), "ANCHOR_CONFIRMATIONS": "0"}  # fmt: skip
+            port = free_port()
+            server = serve(port, env)
+            url = f"http://127.0.0.1:{port}"
+
+            per = CLIENTS // PROCESSES
+            with ProcessPoolExecutor(PROCESSES, mp_context=spawn) as pool:
+                parts = [pool.submit(stamp_latencies, url, 10_000 * (p + 1), per, STAMPS_PER_CLIENT)
+                         for p in range(PROCESSES)]  # fmt: skip
+                stamps = [s for part in parts for s in part.result()]
+            peer = local_key_latencies(Settings(data_dir=local, local_port=chain_port), 30)
+
+            with ProcessPoolExecutor(PROCESSES, mp_context=spawn) as pool:
+                parts = [pool.submit(sustained, url, 10_000_000 * (p + 1), per, SUSTAIN_S) for p in range(PROCESSES)]
+                counts = [part.result() for part in parts]
+            accepted = sum(c[0] for c in counts)
+            refused = sum(c[1] for c in counts)
+
+            os.environ["ANCHOR_SERVICE_TOKEN"] = TOKEN
+            from anchor.anchoring.client import Service, stamp_through, upgrade
+
+            # wait for the backlog to be anchored before timing one stamp's wait on its own
+            deadline = time.monotonic() + 300
+            while time.monotonic() < deadline:
+                with contextlib.closing(sqlite3.connect(data / "journal.sqlite")) as db:
+                    if db.execute("SELECT count(*) FROM items WHERE state != 'confirmed'").fetchone()[0] == 0:
+                        break
+                time.sleep(0.5)
+            effects, items, gas = gas_per_item(data)
+            proof = Path(tmp) / "one.anchor.json"
+            client_settings = Settings(data_dir=Path(tmp) / "client", local_port=chain_port)
+            stamped = time.perf_counter()
+            stamp_through(identity(1, "wait"), None, [Service(url, TOKEN)], proof)
+            while not upgrade(proof, client_settings).complete:
+                time.sleep(0.05)
+            wait = time.perf_counter() - stamped
+        finally:
+            if server is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(server.pid, 15)  # the group we started: the server and its flusher
+                server.wait()
+            node.down()
+
+    p50, p95 = percentile(stamps, 0.5) * 1e3, percentile(stamps, 0.95) * 1e3
+    l50, l95 = percentile(peer, 0.5) * 1e3, percentile(peer, 0.95) * 1e3
+    rate = accepted / SUSTAIN_S
+    print(
+        f"stamp -> pending receipt, {CLIENTS} concurrent clients, {len(stamps)} stamps:"
+        f" p50 {p50:.1f} ms, p95 {p95:.1f} ms (target p95 <= 50 ms: {'met' if p95 <= 50 else 'NOT met'})"
+    )
+    print(
+        f"  peer, the local key (journal + flush + proof, one transaction each): p50 {l50:.1f} ms,"
+        f" p95 {l95:.1f} ms; ratio p95 local/service {l95 / p95:.1f}x"
+    )
+    print(
+        f"sustained: {accepted} submissions accepted in {SUSTAIN_S:.0f} s by {CLIENTS} clients = {rate:.0f}/s"
+        f" ({refused} not 202; target >= 1,000/s: {'met' if rate >= 1000 else 'NOT met'})"
+    )
+    print(f"anchored: {items} items in {effects} transactions, {gas:,.0f} gas per item")
+    print(f"pending -> complete: {wait:.2f} s after the stamp (flush interval {FLUSH_INTERVAL_S:.1f} s)")
+    (RESULTS / "calendar_bench.json").write_text(json.dumps({
+        "stamp_seconds": stamps, "local_key_seconds": peer, "sustained": {"accepted": accepted, "refused": refused,
+        "seconds": SUSTAIN_S}, "gas": {"effects": effects, "items": items, "per_item": gas},
+        "pending_to_complete_s": wait, "flush_interval_s": FLUSH_INTERVAL_S, "cores": os.cpu_count(),
+    }, indent=1) + "\n")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
