@@ -102,6 +102,7 @@ bench: install
 	$(BIN)/python benchmarks/journal_bench.py
 	$(BIN)/python benchmarks/missions.py
 	$(BIN)/python benchmarks/chain_only.py
+	$(BIN)/python benchmarks/calendar_bench.py
 
 ## Rewrite the committed registry build (anchor/chain/artifacts) from a fresh compile with the pinned solc.
 artifact: install

@@ -134,6 +134,19 @@ def serve(port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
     raise RuntimeError("the service did not come up")
 
 
+def group_cpu_s(group: int) -> float:
+    """CPU seconds (user + system) of every process in process group `group` (the server, its flusher
+    and its decoder): what the service spent, apart from the clients and the chain."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[2]) == group:  # pgrp
+                total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / ticks
+
+
 def gas_per_item(data: Path) -> tuple[int, int, float]:
     db = sqlite3.connect(data / "journal.sqlite")
     effects, gas = db.execute(
@@ -173,11 +186,14 @@ def main() -> None:
                 parts = [pool.submit(stamp_latencies, url, 10_000 * (p + 1), per, STAMPS_PER_CLIENT)
                          for p in range(PROCESSES)]  # fmt: skip
                 stamps = [s for part in parts for s in part.result()]
-            peer = local_key_latencies(Settings(data_dir=local, local_port=chain_port), 30)
+            rpc = f"http://127.0.0.1:{chain_port}"  # the same chain, reached as any client reaches it
+            peer = local_key_latencies(Settings(data_dir=local, rpc_url=rpc), 30)
 
             with ProcessPoolExecutor(PROCESSES, mp_context=spawn) as pool:
+                cpu_before = group_cpu_s(server.pid)
                 parts = [pool.submit(sustained, url, 10_000_000 * (p + 1), per, SUSTAIN_S) for p in range(PROCESSES)]
                 counts = [part.result() for part in parts]
+                cpu_used = group_cpu_s(server.pid) - cpu_before
             accepted = sum(c[0] for c in counts)
             refused = sum(c[1] for c in counts)
 
@@ -193,7 +209,7 @@ def main() -> None:
                 time.sleep(0.5)
             effects, items, gas = gas_per_item(data)
             proof = Path(tmp) / "one.anchor.json"
-            client_settings = Settings(data_dir=Path(tmp) / "client", local_port=chain_port)
+            client_settings = Settings(data_dir=Path(tmp) / "client", rpc_url=rpc)
             stamped = time.perf_counter()
             stamp_through(identity(1, "wait"), None, [Service(url, TOKEN)], proof)
             while not upgrade(proof, client_settings).complete:
@@ -221,11 +237,17 @@ def main() -> None:
         f"sustained: {accepted} submissions accepted in {SUSTAIN_S:.0f} s by {CLIENTS} clients = {rate:.0f}/s"
         f" ({refused} not 202; target >= 1,000/s: {'met' if rate >= 1000 else 'NOT met'})"
     )
+    print(
+        f"  the service's CPU (server, flusher, decoder) in those {SUSTAIN_S:.0f} s: {cpu_used:.1f} s ="
+        f" {cpu_used / max(accepted, 1) * 1e3:.2f} ms per submission (the ceiling on one core:"
+        f" {max(accepted, 1) / max(cpu_used, 1e-9):.0f}/s; {os.cpu_count()} cores here,"
+        f" shared with {CLIENTS} clients and anvil)"
+    )
     print(f"anchored: {items} items in {effects} transactions, {gas:,.0f} gas per item")
     print(f"pending -> complete: {wait:.2f} s after the stamp (flush interval {FLUSH_INTERVAL_S:.1f} s)")
     (RESULTS / "calendar_bench.json").write_text(json.dumps({
         "stamp_seconds": stamps, "local_key_seconds": peer, "sustained": {"accepted": accepted, "refused": refused,
-        "seconds": SUSTAIN_S}, "gas": {"effects": effects, "items": items, "per_item": gas},
+        "seconds": SUSTAIN_S, "service_cpu_s": cpu_used}, "gas": {"effects": effects, "items": items, "per_item": gas},
         "pending_to_complete_s": wait, "flush_interval_s": FLUSH_INTERVAL_S, "cores": os.cpu_count(),
     }, indent=1) + "\n")  # fmt: skip
 

@@ -137,8 +137,10 @@ async def calendar_submit(request: Request, settings: SettingsDep, reader: Reade
         return _too_many(f"the queue holds {backlog} items waiting for a batch", config.flush_interval_s or 1.0)
     from anchor.manifest.decode import validate_identity
 
-    identity = validate_identity(body["manifest"])
-    done = await accept_manifest(request, "calendar", identity, {}, None, settings, reader, None)
+    manifest = body["manifest"]
+    done, _ = await accept_manifest(
+        request, "calendar", lambda: (validate_identity(manifest), {}, None), None, settings, reader, None
+    )
     return JSONResponse(status_code=202, content=done.model_dump(mode="json"))
 
 
