@@ -12,6 +12,7 @@ The complete proof (`anchor upgrade`) is checked against the chain and needs no 
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -74,14 +75,41 @@ def typed_data(chain_id: int, registry: str, digest: str, accepted_at: int, serv
     }
 
 
+_DOMAIN_TYPE_HASH = "EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)"
+_RECEIPT_TYPE_HASH = "Receipt(bytes32 manifestDigest,uint64 acceptedAt,string service)"
+
+
+@functools.lru_cache(maxsize=256)
+def _domain_separator(chain_id: int, registry: str) -> bytes:
+    from eth_hash.auto import keccak
+
+    return keccak(
+        keccak(_DOMAIN_TYPE_HASH.encode()) + keccak(RECEIPT_DOMAIN.encode()) + keccak(RECEIPT_VERSION.encode())
+        + chain_id.to_bytes(32, "big") + int(registry, 16).to_bytes(32, "big")
+    )  # fmt: skip
+
+
+def signing_hash(chain_id: int, registry: str, digest: str, accepted_at: int, service: str) -> bytes:
+    """The EIP-712 hash a receipt signs, computed from the standard's definition with the domain
+    separator cached (eth-account's generic encoder took 0.3 ms of the 0.5 a receipt cost; the golden
+    vectors check both give the same bytes, and that cast signs the same hash)."""
+    from eth_hash.auto import keccak
+
+    struct = keccak(
+        keccak(_RECEIPT_TYPE_HASH.encode()) + bytes.fromhex(digest[2:]) + accepted_at.to_bytes(32, "big")
+        + keccak(service.encode())
+    )  # fmt: skip
+    return keccak(b"\x19\x01" + _domain_separator(chain_id, registry.lower()) + struct)
+
+
 def sign_receipt(
     account: Any, url: str, service: str, chain_id: int, registry: str, digest: str, accepted_at: int
 ) -> Receipt:
-    """Sign with an eth-account `LocalAccount` (low s, v in {27, 28})."""
+    """Sign with an eth-account `LocalAccount` (low s, v in {27, 28}, as eth-account signs)."""
     from eth_utils import to_checksum_address
 
     registry = to_checksum_address(registry)
-    signed = account.sign_typed_data(full_message=typed_data(chain_id, registry, digest, accepted_at, service))
+    signed = account.unsafe_sign_hash(signing_hash(chain_id, registry, digest, accepted_at, service))
     signature = int(signed.r).to_bytes(32, "big") + int(signed.s).to_bytes(32, "big") + bytes([int(signed.v)])
     return Receipt(
         url=url, service=service, signer=account.address, manifest_digest=digest, chain_id=chain_id,
@@ -92,8 +120,7 @@ def sign_receipt(
 def recover_receipt(receipt: Receipt) -> str:
     """The address the receipt's signature recovers to (checksummed); a malformed or malleable
     signature is `ProofFormatError` naming the service."""
-    from eth_account import Account
-    from eth_account.messages import encode_typed_data
+    from eth_keys import KeyAPI
 
     raw = bytes.fromhex(receipt.signature[2:])
     r, s, v = raw[:32], raw[32:64], raw[64]
@@ -101,9 +128,11 @@ def recover_receipt(receipt: Receipt) -> str:
         raise ProofFormatError(
             f"receipt from {receipt.url}: malformed signature (high s or bad v)", detail=_where(receipt, "signature")
         )
-    message = encode_typed_data(full_message=receipt.typed_data())
+    hashed = signing_hash(receipt.chain_id, receipt.registry, receipt.manifest_digest, receipt.accepted_at,
+                          receipt.service)  # fmt: skip
     try:
-        return str(Account.recover_message(message, vrs=(v, r, s)))
+        signature = KeyAPI.Signature(vrs=(v - 27, int.from_bytes(r, "big"), int.from_bytes(s, "big")))
+        return str(signature.recover_public_key_from_msg_hash(hashed).to_checksum_address())
     except Exception:  # noqa: BLE001 - an unrecoverable signature is a bad receipt, whatever eth_keys says
         raise ProofFormatError(
             f"receipt from {receipt.url}: the signature does not recover", detail=_where(receipt, "signature")

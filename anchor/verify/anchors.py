@@ -23,6 +23,7 @@ from anchor.verify.verifier import (
     check_data,
     check_proof_consistency,
     verify_proof_on_chain,
+    weakest,
 )
 
 
@@ -71,7 +72,7 @@ def check_one_anchor(
     named = _trusted(registries, anchor.anchor.registry)
     verdict, agreement = read_agreed(
         chain_settings, lambda one: verify_proof_on_chain(single, root, one, files=files, registry=named), asserts,
-        quorum,
+        quorum, weakest,
     )  # fmt: skip
     return verdict.model_copy(update={"quorum": agreement, "service": anchor.service})
 

@@ -26,10 +26,16 @@ def read_agreed(
     read: Callable[[Settings], T],
     asserts: Callable[[T], object],
     quorum: int | None = None,
+    weakest: Callable[[list[T]], T] | None = None,
 ) -> tuple[T, dict[str, Any] | None]:
     """(the agreed answer, how it was agreed) for `read(settings-with-one-endpoint)` over every read
     endpoint. One endpoint and no quorum asked: the plain read, agreement None. An error agreed by the
-    quorum (not anchored, deployment mismatch) is raised as that error."""
+    quorum (not anchored, deployment mismatch) is raised as that error.
+
+    What endpoints may honestly differ on (how far each has synced: finality, confirmations) is not
+    voted on; `weakest` picks, among the agreeing answers, the one that claims the least of it. Taking
+    the first agreeing answer let one endpoint listed first make a 1-confirmation anchor "finalized"
+    while the verdict said every endpoint agreed."""
     endpoints: list[str | None] = list(settings.read_rpcs) or [settings.rpc_url]
     if quorum is not None and not 1 <= quorum <= 64:
         raise BadInput(f"--quorum {quorum}: expected 1 to 64", detail={"field": "quorum"})
@@ -60,6 +66,8 @@ def read_agreed(
         )
     winners = ranked[0]
     value = winners[0][1]
+    if weakest is not None and not isinstance(value, AnchorError):
+        value = weakest([answer for _, answer in winners])
     agreed = None if isinstance(value, AnchorError) else asserts(value)
     agreement = {
         "quorum": need,

@@ -237,8 +237,9 @@ def verify_with_proof(
     from anchor.verify.quorum import read_agreed
 
     verdict, agreement = read_agreed(
-        settings, lambda one: verify_proof_on_chain(proof, root, one, files=files, registry=registry), asserts, quorum
-    )
+        settings, lambda one: verify_proof_on_chain(proof, root, one, files=files, registry=registry), asserts, quorum,
+        weakest,
+    )  # fmt: skip
     update: dict[str, Any] = {"quorum": agreement}
     if proof.file is not None:
         update["path_in_bundle"] = proof.file.path
@@ -297,6 +298,13 @@ def check_data(path: Path, proof: Any, proof_name: str) -> int:
             )
         files = len(expected.files)
     return files
+
+
+def weakest(verdicts: list[Verification]) -> Verification:
+    """Of verdicts that agree on what is anchored, the one that claims the least finality: a verdict
+    is as final as the least final of the endpoints that back it."""
+    rank = {"finalized": 2, "safe": 1}
+    return min(verdicts, key=lambda v: (rank.get(v.finality, 0), v.confirmations))
 
 
 def asserts(verdict: Verification) -> dict[str, object]:

@@ -1,6 +1,7 @@
 """An HTTP JSON-RPC proxy on 127.0.0.1 whose faults the test controls: 5xx answers, stalls, refusals,
 and the habits of hosted providers: `eth_getLogs` capped at a block range (the JSON-RPC error Infura
-and Alchemy send), HTTP 429 at random, and lies (an `eth_call` result rewritten)."""
+and Alchemy send), HTTP 429 at random, and lies (an `eth_call` or `eth_getBlockByNumber` result
+rewritten)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ class FaultyProxy:
         self.throttle = 0.0  # this fraction of requests (seeded, reproducible) gets HTTP 429
         self.random = random.Random(0x429)
         self.lie: Callable[[dict[str, Any], Any], Any] | None = None  # (request, true result) -> result sent
+        self.lie_block: Callable[[dict[str, Any], Any], Any] | None = None  # the same, for eth_getBlockByNumber
         self.calls: Counter[str] = Counter()  # every request, by method
         self.served: Counter[str] = Counter()  # requests answered from upstream (not faulted)
         self.server: ThreadingHTTPServer | None = None
@@ -90,10 +92,11 @@ class FaultyProxy:
                 request = urllib.request.Request(proxy.upstream, body, {"Content-Type": "application/json"})
                 with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310 - loopback upstream
                     data = answer.read()
-                if proxy.lie is not None and method == "eth_call":
+                lie = {"eth_call": proxy.lie, "eth_getBlockByNumber": proxy.lie_block}.get(str(method))
+                if lie is not None:
                     answered = json.loads(data)
                     if "result" in answered:
-                        answered["result"] = proxy.lie(request_json, answered["result"])
+                        answered["result"] = lie(request_json, answered["result"])
                         data = json.dumps(answered).encode()
                 self._send(data)
 

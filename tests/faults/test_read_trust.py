@@ -77,3 +77,29 @@ def test_two_honest_endpoints_outvote_a_liar_and_name_it_and_the_liar_alone_gets
     finally:
         for proxy in (*honest, liar):
             proxy.stop()
+
+
+def _claim_everything_is_finalized(request: dict[str, Any], result: Any) -> Any:
+    if request["params"][0] in ("safe", "finalized") and isinstance(result, dict):
+        return {**result, "number": hex(10**9)}  # its safe and finalized heads far beyond the chain's head
+    return result
+
+
+def test_an_endpoint_listed_first_cannot_make_an_anchor_final_for_the_quorum(fresh_chain: Chain, bundle: Path) -> None:
+    """Issue 26: endpoints agree on what is anchored, and may differ on how final it is; the verdict
+    is as final as the least final endpoint that backs it. A liar listed first used to decide it."""
+    fresh_chain.cli("deploy", check=True)
+    fresh_chain.cli("anchor", str(bundle), check=True)
+    liar, honest = FaultyProxy(fresh_chain.node.rpc_url), [FaultyProxy(fresh_chain.node.rpc_url) for _ in range(2)]
+    liar.lie_block = _claim_everything_is_finalized
+    try:
+        alone = json.loads(_cli(fresh_chain, "--rpc-url", liar.url, "--json", "verify", str(bundle)).stdout)
+        assert alone["finality"] == "finalized"  # one endpoint's word is all a single read has
+        urls = [a for p in (liar, *honest) for a in ("--rpc-url", p.url)]
+        voted = _cli(fresh_chain, *urls, "verify", str(bundle), "--min-finality", "finalized")
+        assert voted.returncode == ExitCode.NOT_FINAL, voted.stdout + voted.stderr
+        verdict = json.loads(_cli(fresh_chain, *urls, "--json", "verify", str(bundle)).stdout)
+        assert verdict["finality"] != "finalized" and len(verdict["quorum"]["agreeing"]) == 3
+    finally:
+        for proxy in (liar, *honest):
+            proxy.stop()
