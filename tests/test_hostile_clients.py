@@ -280,6 +280,33 @@ def test_the_same_key_with_the_same_manifest_and_other_annotations_is_a_conflict
     assert status == 409 and other["code"] == "conflict"
 
 
+def test_a_later_submitter_with_other_annotations_gets_a_conflict_never_the_first_ones(
+    server: tuple[str, Any, Chain],
+) -> None:
+    """Issue 30: the first submitter's annotations were answered to, and shown for, every later
+    submitter of the same manifest. Now another client's other annotations are a 409 naming the field
+    (revealing nothing of the first), the same or no annotations are the same record, and the proof
+    carries the first submission's display data only."""
+    from anchor.manifest.filetree import FileTreeManifest
+
+    url, _, _ = server
+    files = [{"path": f"shared-{uuid.uuid4().hex}", "size": 3, "blake3": "ab" * 32}]
+    identity = FileTreeManifest.from_files_json(files).identity()
+
+    def post(token: str, annotations: dict[str, Any] | None) -> tuple[int, Any]:
+        body: dict[str, Any] = {"manifest": identity, **({"annotations": annotations} if annotations else {})}
+        raw = json.dumps(body).encode()
+        return _exchange(url, _headers("POST", "/v1/manifests", len(raw), Content_Type="application/json",
+                                       Authorization=f"Bearer {token}"), raw)  # fmt: skip
+
+    assert post(TOKEN_A, {"note": "by a"})[0] == 202
+    status, refused = post(TOKEN_B, {"note": "by b"})
+    assert status == 409 and refused["detail"] == {"field": "annotations"} and "by a" not in json.dumps(refused)
+    status, same = post(TOKEN_B, None)
+    assert status == 202 and same["duplicate"] is True and same["receipt"]["manifest_digest"] == same["manifest_digest"]
+    assert post(TOKEN_B, {"note": "by a"})[0] == 202  # the same display data: the same record
+
+
 def test_a_hostile_archive_does_not_hold_up_public_reads(server: tuple[str, Any, Chain]) -> None:
     """A million directory entries (here 30,000: past the default 20,000 entries) is refused by a bound
     (entries, or header bytes against the compression ratio: whichever trips first); the public search

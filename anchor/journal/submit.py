@@ -24,6 +24,9 @@ class Submission:
     payload: dict[str, Any]  # {"files": [...]} and/or {"annotations": {...}}: what proofs carry
     idempotency_key: str | None = None
     proof_path: Path | None = None
+    own_annotations: bool = False
+    """A submission from a client of the service: if the manifest is already journaled with other
+    annotations, it is refused (409) rather than answered with someone else's display data."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,8 +80,20 @@ def _record(
                     results.append(Submitted(row["id"], digest, row["state"], True))
                     continue
             row = db.execute(
-                "SELECT id, state FROM items WHERE chain_id = ? AND digest = ?", (chain_id, digest)
+                "SELECT id, state, payload FROM items WHERE chain_id = ? AND digest = ?", (chain_id, digest)
             ).fetchone()
+            given = sub.payload.get("annotations") or {}
+            if (
+                row is not None
+                and sub.own_annotations
+                and given
+                and given != json.loads(row["payload"]).get("annotations", {})
+            ):
+                raise Conflict(  # nothing of the earlier submission's annotations is revealed
+                    "this manifest was already submitted with other annotations: they stay as first given (display"
+                    " data only; the anchor is the same); submit it without annotations for its receipt",
+                    detail={"field": "annotations"},
+                )
             if row is not None:  # the same manifest from another place: its proof goes there too
                 _add_proof_path(db, row["id"], sub.proof_path)
                 results.append(Submitted(row["id"], digest, row["state"], True))

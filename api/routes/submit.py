@@ -135,7 +135,8 @@ async def accept_manifest(
         registry = reader.registry()
         signer = receipt_signer(request.app, registry.chain_id)  # before journaling: a bad key is 422
         digest = "0x" + manifest_digest(identity).hex()
-        done = submit(journal, registry.chain_id, Submission(identity, payload, _scoped(client, idempotency_key)))
+        sub = Submission(identity, payload, _scoped(client, idempotency_key), own_annotations=True)
+        done = submit(journal, registry.chain_id, sub)
         row = journal.db.execute("SELECT created_at FROM items WHERE id = ?", (done.item_id,)).fetchone()
         receipt = signer.sign(registry.chain_id, registry.address, digest, int(float(row["created_at"])))
         answer = Submitted(
