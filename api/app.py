@@ -137,5 +137,6 @@ def create_app(settings: Settings | None = None, config: ApiConfig | None = None
         path_limits={"/v1/verify/proof": api_config.max_proof_bytes + MULTIPART_OVERHEAD},
         write_paths=frozenset(route.path for route in submit.router.routes if isinstance(route, APIRoute)),
         authorize=lambda headers, path: token_id(headers, api_config, path),
+        body_timeout_s=api_config.body_timeout_s,
     )
     return app

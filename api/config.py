@@ -39,6 +39,8 @@ class ApiConfig(BaseModel):
     calendar_burst: float = 40.0
     calendar_queue: int = 100_000
     """Items waiting for a batch past which the calendar answers 429 (ANCHOR_CALENDAR_QUEUE)."""
+    body_timeout_s: float = 30.0
+    """Seconds a request body may go without a byte before the request ends with 408 (api.protocol)."""
     token_scopes: dict[str, frozenset[str]] = {}
     """Token hash → its scopes (submit, relay, admin); a token configured without scopes has them all."""
 
@@ -65,4 +67,5 @@ class ApiConfig(BaseModel):
             calendar_rate=env_number("ANCHOR_CALENDAR_RATE", 20.0, float),
             calendar_burst=env_number("ANCHOR_CALENDAR_BURST", 40.0, float),
             calendar_queue=int(env_number("ANCHOR_CALENDAR_QUEUE", 100_000)),
+            body_timeout_s=env_number("ANCHOR_API_BODY_TIMEOUT_S", 30.0, float) or 30.0,
         )

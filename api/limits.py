@@ -21,6 +21,13 @@ from anchor.errors import AnchorError
 Scope = dict[str, Any]
 
 
+class BodyTooSlow(HTTPException):
+    """Raised from `receive` when the client sends no byte of its body for the body deadline."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(408, f"no part of the request body arrived for {seconds:g} s")
+
+
 class BodyTooLarge(HTTPException):
     """Raised from `receive` once the streamed body passes the limit (FastAPI re-raises HTTPException
     from body parsing unchanged, so it reaches the error handler as a 413)."""
@@ -37,9 +44,11 @@ class RequestGuard:
         write_paths: frozenset[str],
         authorize: Callable[[dict[bytes, bytes], str], object],
         path_limits: dict[str, int] | None = None,
+        body_timeout_s: float = 30.0,
     ) -> None:
         self.app, self.limit, self.write_paths, self.authorize = app, limit, write_paths, authorize
         self.path_limits = path_limits or {}
+        self.body_timeout_s = body_timeout_s
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -60,15 +69,26 @@ class RequestGuard:
         await self.app(scope, self._counting(receive, limit), send)
 
     def _counting(self, receive: Any, limit: int) -> Any:
+        """`receive`, counting the body against `limit` and giving each part of it `body_timeout_s`
+        to arrive (a partial body held a connection open for as long as the client liked)."""
+        import asyncio
+
         seen = 0
+        complete = False
 
         async def counted() -> Any:
-            nonlocal seen
-            message = await receive()
+            nonlocal seen, complete
+            if complete:
+                return await receive()  # after the body: a disconnect is waited for as long as it takes
+            try:
+                message = await asyncio.wait_for(receive(), self.body_timeout_s)
+            except TimeoutError:
+                raise BodyTooSlow(self.body_timeout_s) from None
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > limit:
                     raise BodyTooLarge(limit)
+                complete = not message.get("more_body", False)
             return message
 
         return counted

@@ -214,7 +214,22 @@ def serve(
         os.environ["ANCHOR_RPC_URL"] = settings.rpc_url
     if calendar:
         os.environ["ANCHOR_CALENDAR"] = "1"
-    uvicorn.run("api.app:create_app", factory=True, host=host, port=port, log_level="info")
+    _raise_file_limit()  # every connection is a descriptor; the connection cap stays below the limit
+    # slow clients are bounded here, not by a proxy someone may not put in front (api/protocol.py)
+    uvicorn.run("api.app:create_app", factory=True, host=host, port=port, log_level="info",
+                http="api.protocol:DeadlineProtocol")  # fmt: skip
+
+
+def _raise_file_limit() -> None:
+    """The soft open-file limit raised to the hard one: what a server may have, and what the
+    connection cap of api/protocol.py is kept below."""
+    import contextlib
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 def _serve_index(  # noqa: PLR0913 - the options of `serve --index-only`, passed through
