@@ -22,6 +22,8 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(AnchorError)
     async def anchor_error(_: Request, exc: AnchorError) -> JSONResponse:
         headers = {"WWW-Authenticate": "Bearer"} if exc.http_status == 401 else None
+        if exc.http_status == 429:
+            headers = {"Retry-After": str(exc.detail.get("retry_after_s", 1))}
         response = _shape(exc.http_status, exc.code, exc.message, exc.detail)
         if headers:
             response.headers.update(headers)

@@ -20,7 +20,7 @@ from api.schemas import ErrorPublic, FileVerification
 router = APIRouter(prefix="/v1/verify", tags=["verify"])
 Hex32 = Annotated[str, Path(pattern=r"^(0x)?[0-9a-fA-F]{64}$", examples=["0x" + "ab" * 32])]
 CommitOrHex32 = Annotated[str, Path(pattern=r"^(0x)?([0-9a-fA-F]{40}|[0-9a-fA-F]{64})$", examples=["c0" * 20])]
-ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorPublic} for code in (404, 409, 413, 422, 502, 503)}
+ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorPublic} for code in (404, 409, 413, 422, 429, 502, 503)}
 
 
 def _hash_stream(stream: IO[bytes]) -> tuple[bytes, int]:
@@ -83,7 +83,8 @@ async def verify_proof(
     if len(raw) > config.max_proof_bytes:
         raise TooLarge(f"proof files are limited to {config.max_proof_bytes} bytes here")
 
-    parsed, root = await decode(request.app, _decode_proof, raw)
+    client = request.client.host if request.client else None  # a public route: bounded per address
+    parsed, root = await decode(request.app, _decode_proof, raw, client=client)
     files = len(parsed.files) if parsed.files is not None else 1 if parsed.file is not None else 0
     return await run_in_threadpool(verify_proof_on_chain, parsed, root, settings, files)
 
