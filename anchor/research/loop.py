@@ -343,6 +343,7 @@ class Search:
             **manifest.identity(),
             "exit_code": result.exit_code,
             "duration_ms": result.duration_ms,
+            **({"limit": result.limit} if result.limit else {}),
             "attempt_digest": manifest.digest.hex(),
         }
         if sealed.removed:

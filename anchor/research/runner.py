@@ -28,6 +28,66 @@ class RunResult:
     exit_code: int
     timed_out: bool
     duration_ms: int
+    limit: dict[str, object] | None = None
+    """The resource limit that ended the command, if one did: {"name": memory|run_dir|file_size, "bound": N}."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one command may use (issue 28): address space, the size of any one file it writes, and the
+    run dir's total size; wall time is the contract's. From ANCHOR_ATTEMPT_MEMORY_BYTES (8 GiB),
+    ANCHOR_ATTEMPT_FILE_BYTES (1 GiB) and ANCHOR_ATTEMPT_RUN_DIR_BYTES (2 GiB). Crossing one ends the
+    attempt as failed, naming the limit, and the search goes on."""
+
+    memory_bytes: int = 8 << 30
+    file_bytes: int = 1 << 30
+    run_dir_bytes: int = 2 << 30
+
+    @classmethod
+    def from_env(cls) -> Limits:
+        from anchor.settings.session import env_number
+
+        return cls(
+            int(env_number("ANCHOR_ATTEMPT_MEMORY_BYTES", 8 << 30)),
+            int(env_number("ANCHOR_ATTEMPT_FILE_BYTES", 1 << 30)),
+            int(env_number("ANCHOR_ATTEMPT_RUN_DIR_BYTES", 2 << 30)),
+        )
+
+    def apply(self) -> None:
+        """(In the child, before exec.) Bound address space and file size; inherited by bwrap and
+        everything it starts."""
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (self.memory_bytes, self.memory_bytes))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (self.file_bytes, self.file_bytes))
+
+
+_OUT_OF_MEMORY = (b"MemoryError", b"Cannot allocate memory", b"std::bad_alloc", b"out of memory")
+_SIGXFSZ_STATUS = (128 + signal.SIGXFSZ, -signal.SIGXFSZ)
+
+
+def _dir_bytes(path: Path) -> int:
+    total = 0
+    for root, _, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(root, name)).st_size
+    return total
+
+
+def _named_limit(code: int, run_dir: Path, limits: Limits) -> dict[str, object] | None:
+    """Which limit a failed command met, from what it left: a file-size signal, or an allocation
+    failure reported at the end of its stderr (under RLIMIT_AS, allocation fails rather than the
+    process being killed)."""
+    if code in _SIGXFSZ_STATUS:
+        return {"name": "file_size", "bound": limits.file_bytes}
+    if code != 0:
+        with contextlib.suppress(OSError), open(run_dir / "stderr.log", "rb") as err:
+            err.seek(max(0, os.fstat(err.fileno()).st_size - 8192))
+            tail = err.read()
+            if any(word in tail for word in _OUT_OF_MEMORY):
+                return {"name": "memory", "bound": limits.memory_bytes}
+    return None
 
 
 def run_command(
@@ -38,9 +98,14 @@ def run_command(
     grace_s: float,
     sandbox: Sandbox | None = None,
     pass_env: tuple[str, ...] = (),
+    limits: Limits | None = None,
 ) -> RunResult:
+    import threading
+
+    limits = limits or Limits.from_env()
     run_dir.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
+    over: dict[str, object] = {}
     with open(run_dir / "stdout.log", "wb") as out, open(run_dir / "stderr.log", "wb") as err:
         process = subprocess.Popen(  # noqa: S602 - the command is the researcher's own, from the contract
             command if sandbox is None else sandbox.argv(command, run_dir),
@@ -52,7 +117,20 @@ def run_command(
             stdout=out,
             stderr=err,
             start_new_session=True,
+            preexec_fn=limits.apply,  # noqa: PLW1509 - setrlimit only: no lock, no allocation of note
         )
+        stop = threading.Event()
+
+        def watch_run_dir() -> None:
+            """The run dir's size, twice a second: past its bound the group goes down, named."""
+            while not stop.wait(0.5):
+                if _dir_bytes(run_dir) > limits.run_dir_bytes:
+                    over.update(name="run_dir", bound=limits.run_dir_bytes)
+                    _signal_group(process.pid, signal.SIGKILL)
+                    return
+
+        watcher = threading.Thread(target=watch_run_dir, name="run-dir-quota", daemon=True)
+        watcher.start()
         try:
             # who owns what: the attempt's process group, recorded before we wait on it, so whoever must
             # stop it (a resumed search, a test) signals exactly this group and never a process by name
@@ -66,11 +144,19 @@ def run_command(
         except BaseException:  # Ctrl-C, or SIGTERM turned into one: the group goes down before we do
             stop_group(process, grace_s)
             raise
+        finally:
+            stop.set()
+            watcher.join()
     # the leader may be gone while grandchildren linger: sweep the group in every case, and return only
     # once it is really gone, so the next attempt never shares the machine with this one
     _signal_group(process.pid, signal.SIGKILL)
     _wait_group_gone(process.pid)
-    return RunResult(code, timed_out, int((time.monotonic() - start) * 1000))
+    if not over and _dir_bytes(run_dir) > limits.run_dir_bytes:  # written faster than the watcher looked
+        over.update(name="run_dir", bound=limits.run_dir_bytes)
+    limit = dict(over) if over else None if timed_out else _named_limit(code, run_dir, limits)
+    if limit is not None and code == 0:
+        code = 1  # the quota watcher ended it: never a success
+    return RunResult(code, timed_out, int((time.monotonic() - start) * 1000), limit)
 
 
 def stop_group(process: subprocess.Popen[bytes], grace_s: float) -> None:

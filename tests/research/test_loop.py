@@ -222,3 +222,28 @@ def test_every_measured_commit_survives_git_gc_under_refs_anchor(tmp_path: Path)
         assert found.returncode == 0, f"seq {entry['seq']} ({'kept' if entry['kept'] else 'loser'}) was collected"
     refs = subprocess.run(["git", "-C", str(repo), "for-each-ref", "refs/anchor/"], capture_output=True, text=True)
     assert len(refs.stdout.splitlines()) == len(ledger.entries())
+
+
+# x < 1.5: the attempt allocates 1 GiB; 1.5 <= x < 2.5: it writes 40 MB into its run dir; else it scores x
+GREEDY = (
+    "python3 -c \"import json,sys; x=json.load(open('params.json'))['x'];"
+    " big = bytearray(1 << 30) if x < 1.5 else None;"
+    " open(sys.argv[1]+'/fill.bin','wb').write(b'0' * 40_000_000) if x < 2.5 else None;"
+    " open(sys.argv[1]+'/metrics.jsonl','a').write(json.dumps({'score': x})+chr(10))\" {run_dir}"
+)
+
+
+def test_an_attempt_past_its_memory_or_run_dir_limit_fails_naming_it_and_the_search_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 28: no memory or disk bound held an attempt. Now each crossing ends that attempt as failed
+    with the limit named in its ledger entry, and the next attempt runs as usual."""
+    monkeypatch.setenv("ANCHOR_ATTEMPT_MEMORY_BYTES", str(512 << 20))
+    monkeypatch.setenv("ANCHOR_ATTEMPT_RUN_DIR_BYTES", str(20 << 20))
+    search, ledger = _search(tmp_path, 3, [1, 2, 4], command=GREEDY)
+    search.run()
+    entries = ledger.entries()
+    assert [e["status"] for e in entries] == ["completed", "failed", "failed", "completed"]
+    assert entries[1]["limit"] == {"name": "memory", "bound": 512 << 20}
+    assert entries[2]["limit"] == {"name": "run_dir", "bound": 20 << 20}
+    assert "limit" not in entries[3] and entries[3]["metric"]["value"] == "4" and entries[3]["kept"]
