@@ -103,6 +103,7 @@ bench: install
 	$(BIN)/python benchmarks/missions.py
 	$(BIN)/python benchmarks/chain_only.py
 	$(BIN)/python benchmarks/calendar_bench.py
+	$(BIN)/python benchmarks/research_reads.py
 
 ## Rewrite the committed registry build (anchor/chain/artifacts) from a fresh compile with the pinned solc.
 artifact: install

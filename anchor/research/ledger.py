@@ -50,7 +50,8 @@ class Ledger:
         self.workdir = path.parent
         """Where the search keeps its run dirs and checkpoint proofs, beside the ledger."""
         private_dir(path.parent)  # 0700 whatever the umask: the search's files are nobody else's
-        path.touch(exist_ok=True)
+        if not path.exists():  # never `touch` an existing ledger: a read would change its times
+            path.touch(exist_ok=True)
 
     @contextmanager
     def _locked(self) -> Iterator[Any]:
@@ -101,6 +102,12 @@ class Ledger:
     def head(self) -> tuple[str, int]:
         rows = self.rows()
         return (rows[-1]["digest"], len(rows)) if rows else (GENESIS, 0)
+
+    def stamp(self) -> tuple[object, ...]:
+        """Changes whenever the file does (ctime cannot be set back by anyone): a reader that verified
+        the ledger under one stamp need not verify it again until the stamp moves."""
+        st = os.stat(self.path)
+        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def verify_lines(lines: Iterable[tuple[int, str]], where: str, unit: str) -> dict[str, Any]:
@@ -222,6 +229,20 @@ class PgLedger:
     def head(self) -> tuple[str, int]:
         rows = self.rows()
         return (rows[-1]["digest"], len(rows)) if rows else (GENESIS, 0)
+
+    def stamp(self) -> tuple[object, ...]:
+        """The last row's seq and body digest, and the row count, in one query: what moves when a row
+        is appended or one is deleted (rows already verified are what a cache keeps serving)."""
+        row = (
+            self._db()
+            .execute(
+                "SELECT count(*), max(seq), (SELECT md5(body) FROM anchor_ledger WHERE ledger = %s ORDER BY seq DESC"
+                " LIMIT 1) FROM anchor_ledger WHERE ledger = %s",
+                (self.name, self.name),
+            )
+            .fetchone()
+        )
+        return tuple(row) if row else ()
 
     @staticmethod
     def names(url: str) -> list[str]:

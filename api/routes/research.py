@@ -7,6 +7,8 @@ Every ledger is verified (its hash chain) before any of its rows is served; a ta
 
 from __future__ import annotations
 
+import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import quote
@@ -30,18 +32,74 @@ Researcher = Annotated[str, PathParam(min_length=1, max_length=128, description=
 MAX_DIFF_BYTES = 8 * 1024 * 1024
 
 
-def searches(settings: Settings) -> list[tuple[str, Path, list[dict[str, Any]]]]:
-    """(search id, work dir, verified rows) of every search of this data dir: the file ledgers of its
-    known work dirs, and the PostgreSQL ledgers when ANCHOR_JOURNAL_URL names a database."""
+@dataclass(frozen=True, slots=True)
+class _Verified:
+    """One ledger as it was verified under `stamp`, with its rows indexed by researcher."""
+
+    stamp: tuple[object, ...]
+    search: str
+    workdir: Path
+    rows: list[dict[str, Any]]
+    by_researcher: dict[str, list[tuple[str, Path, dict[str, Any], str | None]]]
+    """researcher -> [(search id, work dir, outcome row, started_at of its trace)], in ledger order."""
+
+
+_verified: dict[str, _Verified] = {}
+_verified_lock = threading.Lock()
+
+
+def _index(
+    search: str, workdir: Path, rows: list[dict[str, Any]]
+) -> dict[str, list[tuple[str, Path, dict[str, Any], str | None]]]:
+    """researcher -> [(search, work dir, outcome row, started_at of its trace)], in ledger order."""
+    out: dict[str, list[tuple[str, Path, dict[str, Any], str | None]]] = {}
+    started: dict[tuple[str, str], str] = {}
+    for row in rows:
+        who = row.get("researcher")
+        if not isinstance(who, str):
+            continue
+        if "event" in row:
+            started[(who, row["commit"])] = row.get("started_at", "")
+        else:
+            out.setdefault(who, []).append((search, workdir, row, started.pop((who, row["commit"]), None)))
+    return out
+
+
+def _verified_searches(settings: Settings) -> list[_Verified]:
+    """Every search of this data dir (the file ledgers of its known work dirs, and the PostgreSQL
+    ledgers when ANCHOR_JOURNAL_URL names a database), each verified once per change.
+
+    Why cached: every read verified every ledger's hash chain; on a 20,000-attempt ledger one
+    anonymous page cost ~2 s of CPU. A ledger is verified again only when its stamp moves (file:
+    size, times and inode; PostgreSQL: row count, last seq and last row), so what is served was
+    verified; a ledger that fails verification is never cached and answers 409 every time."""
     from anchor.research.searches import known_ledgers
 
     found = []
     for ledger in known_ledgers(settings.data_dir, settings.journal_url):
-        ledger.verify()
-        rows = ledger.rows()
-        if rows:
-            found.append((blake3.blake3(rows[0]["digest"].encode()).hexdigest()[:12], ledger.workdir, rows))
+        key = ledger.where
+        try:
+            stamp = ledger.stamp()
+        except OSError:
+            continue  # a known work dir whose ledger is gone: nothing to serve from it
+        with _verified_lock:
+            cached = _verified.get(key)
+        if cached is None or cached.stamp != stamp:
+            ledger.verify()
+            rows = ledger.rows()
+            if not rows:
+                continue
+            search = blake3.blake3(rows[0]["digest"].encode()).hexdigest()[:12]
+            cached = _Verified(stamp, search, ledger.workdir, rows, _index(search, ledger.workdir, rows))
+            with _verified_lock:
+                _verified[key] = cached
+        found.append(cached)
     return found
+
+
+def searches(settings: Settings) -> list[tuple[str, Path, list[dict[str, Any]]]]:
+    """(search id, work dir, verified rows) of every search of this data dir."""
+    return [(v.search, v.workdir, v.rows) for v in _verified_searches(settings)]
 
 
 def find_attempt(settings: Settings, commit: str, prefix: bool = False) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -58,18 +116,10 @@ def find_attempt(settings: Settings, commit: str, prefix: bool = False) -> tuple
 
 
 def _attempts_of(settings: Settings, researcher: str) -> list[tuple[str, Path, dict[str, Any], str | None]]:
-    """(search id, work dir, outcome row, started_at of its trace) for `researcher`, in ledger order."""
-    out = []
-    for search, workdir, rows in searches(settings):
-        started: dict[str, str] = {}
-        for row in rows:
-            if row.get("researcher") != researcher:
-                continue
-            if "event" in row:
-                started[row["commit"]] = row.get("started_at", "")
-            else:
-                out.append((search, workdir, row, started.pop(row["commit"], None)))
-    return out
+    """(search id, work dir, outcome row, started_at of its trace) for `researcher`, in ledger order (the
+    cached index itself when one search has them: never copied per request; callers only read it)."""
+    parts = [v.by_researcher[researcher] for v in _verified_searches(settings) if researcher in v.by_researcher]
+    return parts[0] if len(parts) == 1 else [item for part in parts for item in part]
 
 
 def _public(search: str, researcher: str, row: dict[str, Any], started_at: str | None) -> ResearchAttempt:
@@ -100,12 +150,12 @@ async def list_attempts(
         found = _attempts_of(settings, researcher)
         if not found:
             raise NotAnchored(f"no attempts by researcher {researcher!r} here", detail={"researcher": researcher})
-        chosen = [
-            (search, row, started)
-            for search, _, row, started in found
-            if (status is None or row["status"] == status) and (kept is None or row["kept"] == kept)
-        ]
-        page = chosen[offset : offset + limit]
+        chosen = (
+            found if status is None and kept is None  # no filter: a slice of the cached index
+            else [item for item in found
+                  if (status is None or item[2]["status"] == status) and (kept is None or item[2]["kept"] == kept)]
+        )  # fmt: skip
+        page = [(search, row, started) for search, _, row, started in chosen[offset : offset + limit]]
         return ResearchAttemptPage(
             researcher=researcher, total=len(chosen), offset=offset, limit=limit,
             next_offset=offset + limit if offset + limit < len(chosen) else None,
