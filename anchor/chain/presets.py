@@ -20,19 +20,36 @@ class ChainPreset:
     confirmations: int
     etherscan_chain: str | None = None
     """`forge verify-contract --chain` name, for chains with an Etherscan-style explorer."""
+    public_rpc: str | None = None
+    """A public RPC endpoint to suggest when none is given (rate-limited; a provider's URL is better)."""
 
 
 PRESETS: dict[int, ChainPreset] = {
     p.chain_id: p
     for p in (
         ChainPreset(31337, "local development chain", None, 0),
-        ChainPreset(1, "Ethereum", "https://etherscan.io", 12, "mainnet"),
-        ChainPreset(11155111, "Sepolia", "https://sepolia.etherscan.io", 6, "sepolia"),
-        ChainPreset(8453, "Base", "https://basescan.org", 10, "base"),
-        ChainPreset(84532, "Base Sepolia", "https://sepolia.basescan.org", 5, "base-sepolia"),
+        ChainPreset(1, "Ethereum", "https://etherscan.io", 12, "mainnet", "https://ethereum-rpc.publicnode.com"),
+        ChainPreset(
+            11155111,
+            "Sepolia",
+            "https://sepolia.etherscan.io",
+            6,
+            "sepolia",
+            "https://ethereum-sepolia-rpc.publicnode.com",
+        ),
+        ChainPreset(8453, "Base", "https://basescan.org", 10, "base", "https://mainnet.base.org"),
+        ChainPreset(
+            84532, "Base Sepolia", "https://sepolia.basescan.org", 5, "base-sepolia", "https://sepolia.base.org"
+        ),
     )
 }
 DEFAULT_CONFIRMATIONS = 12
+
+
+def rpc_hint(chain_id: int) -> str:
+    """What to pass to read `chain_id`: its public endpoint when one is known, else a placeholder."""
+    preset = PRESETS.get(chain_id)
+    return f"--rpc-url {preset.public_rpc}" if preset and preset.public_rpc else "--rpc-url URL"
 
 
 def chain_name(chain_id: int) -> str:

@@ -351,13 +351,25 @@ def verify_proof_on_chain(
     proof: ProofFile, root: bytes, settings: Settings, files: int, registry: str | None = None
 ) -> Verification:
     """Steps 3–6: the trusted registry, its code, the root's existence and the inclusion, read live."""
+    # 3. Reach the chain the proof names; refuse an RPC endpoint of another chain. Without an endpoint
+    #    only this machine's local chain can be read: a proof of another chain is told so at once (and
+    #    no local chain is started to find out).
+    from anchor.chain.node import LOCAL_CHAIN_ID
+    from anchor.chain.presets import chain_name, rpc_hint
     from anchor.chain.registry import Registry
 
-    # 3. Reach the chain the proof names; refuse an RPC endpoint of another chain.
+    wanted = proof.anchor.chain_id
+    if not settings.rpc_url and not settings.read_rpcs and wanted != LOCAL_CHAIN_ID:
+        raise BadInput(
+            f"the proof is anchored on {chain_name(wanted)}; without --rpc-url only this machine's local chain"
+            f" is read (hint: anchor verify PATH {rpc_hint(wanted)}, or ANCHOR_RPC_URL)",
+            detail={"field": "rpc_url", "chain_id": wanted},
+        )
     handle = open_chain(settings)
     if handle.chain_id != proof.anchor.chain_id:
         raise BadInput(
-            f"the proof is for chain {proof.anchor.chain_id}, the RPC endpoint serves chain {handle.chain_id}",
+            f"the proof is for {chain_name(wanted)}, the RPC endpoint serves {chain_name(handle.chain_id)}"
+            f" (hint: {rpc_hint(wanted)})",
             detail={"field": "anchor.chain_id"},
         )
     # 4. The registry the proof names must be the trusted one for this chain.
