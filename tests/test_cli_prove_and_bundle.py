@@ -173,3 +173,16 @@ def test_bundle_and_verify_refuse_a_resume_pin_the_dispatcher_would_refuse(
     verdict = deployed_chain.cli("--json", "verify", str(out))
     assert verdict.returncode == ExitCode.BAD_INPUT
     assert json.loads(verdict.stdout)["error"]["detail"]["field"] == "resume.image"
+    # the service's doors say the same (issue 26: every door, the same verdict)
+    from fastapi.testclient import TestClient
+
+    from api.app import create_app
+    from api.config import ApiConfig
+
+    proof_file = out.with_name("outputs.anchor.json")
+    digest = json.loads(proof_file.read_text())["manifest_digest"]
+    with TestClient(create_app(deployed_chain.settings, ApiConfig(token_hashes=frozenset()))) as client:
+        by_digest = client.get(f"/v1/verify/{digest}")
+        uploaded = client.post("/v1/verify/proof", files={"proof": ("p.json", proof_file.read_bytes())})
+    for answer in (by_digest, uploaded):
+        assert answer.status_code == 422 and answer.json()["detail"]["field"] == "resume.image", answer.text

@@ -12,7 +12,13 @@ from anchor.anchoring.prove import single_file_proof
 from anchor.errors import NotAnchored, TooLarge
 from anchor.manifest.onchain import parse_hex32
 from anchor.proof.file import ProofFile, parse_proof
-from anchor.verify.verifier import Verification, check_milestones, check_proof_consistency, verify_proof_on_chain
+from anchor.verify.verifier import (
+    Verification,
+    check_milestones,
+    check_proof_consistency,
+    check_resume_pin,
+    verify_proof_on_chain,
+)
 from api.deps import ConfigDep, ReaderDep, SettingsDep, anchored_proof, in_journal
 from api.offload import decode
 from api.schemas import ErrorPublic, FileVerification
@@ -60,6 +66,7 @@ async def verify_by_digest(
                     f"no anchor known for manifest 0x{digest}", detail={"manifest_digest": manifest_digest}
                 )
             verdict = _verify(proof, settings)
+            check_resume_pin(proof.manifest, settings)  # a resumed bundle's pin, as `anchor verify` checks it
             # a result bundle's milestones, checked against its anchored timing record (409 if edited)
             checked = check_milestones(
                 verdict, proof, settings.proofs_dir, settings, find=lambda d: anchored_proof(request.app, reader, d)
@@ -86,7 +93,13 @@ async def verify_proof(
     client = request.client.host if request.client else None  # a public route: bounded per address
     parsed, root = await decode(request.app, _decode_proof, raw, client=client)
     files = len(parsed.files) if parsed.files is not None else 1 if parsed.file is not None else 0
-    return await run_in_threadpool(verify_proof_on_chain, parsed, root, settings, files)
+
+    def checked() -> Verification:
+        verdict = verify_proof_on_chain(parsed, root, settings, files)
+        check_resume_pin(parsed.manifest, settings)  # the same refusal as `anchor verify` and the dispatcher
+        return verdict
+
+    return await run_in_threadpool(checked)
 
 
 @router.post("/file", operation_id="verify_file", responses=ERRORS)
