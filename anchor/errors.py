@@ -29,6 +29,7 @@ class ExitCode(IntEnum):
     NO_QUORUM = 12
     MISSION_FAILED = 13
     PENDING = 14
+    STORAGE = 15
 
 
 class AnchorError(Exception):
@@ -296,3 +297,13 @@ class ServiceError(AnchorError):
     exit_code = ExitCode.CHAIN_UNREACHABLE
     http_status = 502
     code = "service"
+
+
+class StorageError(AnchorError):
+    """The disk is full, or the filesystem read-only, where Anchor had to write (a proof, the journal,
+    the ledger): nothing half-written is left and nothing journaled is lost; free space or restore write
+    access and run the same command again. `detail` names the path."""
+
+    exit_code = ExitCode.STORAGE
+    http_status = 507
+    code = "storage"

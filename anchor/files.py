@@ -14,7 +14,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from anchor.errors import UnsafePath
+from anchor.errors import StorageError, UnsafePath
 
 PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
@@ -47,6 +47,23 @@ def private_dir(path: Path) -> Path:
     return path
 
 
+_STORAGE_ERRNOS = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is used up",
+                   errno.EROFS: "the filesystem is read-only"}  # fmt: skip
+
+
+def storage_error(exc: BaseException, path: Path) -> StorageError | None:
+    """The typed error for a write that failed for want of space or write access, naming `path`
+    (None for any other failure, which keeps its own meaning)."""
+    why = _STORAGE_ERRNOS.get(getattr(exc, "errno", None) or -1)
+    if why is None:
+        return None
+    return StorageError(
+        f"{path}: {why}; nothing was half-written and nothing journaled is lost: free space (or restore write"
+        " access) and run the same command again",
+        detail={"path": str(path), "errno": errno.errorcode.get(getattr(exc, "errno", 0) or 0, "")},
+    )
+
+
 def atomic_write(path: Path, data: bytes, mode: int = PUBLIC_FILE) -> None:
     """Replace `path` with `data` so a reader sees the old file or the new one, never half of one.
 
@@ -58,8 +75,11 @@ def atomic_write(path: Path, data: bytes, mode: int = PUBLIC_FILE) -> None:
     """
     _refuse_symlink(path)
     parent = path.parent if str(path.parent) else Path(".")
-    parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
+    except OSError as exc:
+        raise storage_error(exc, path) or exc from None
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(data)
@@ -67,9 +87,12 @@ def atomic_write(path: Path, data: bytes, mode: int = PUBLIC_FILE) -> None:
             os.fchmod(out.fileno(), mode)
             os.fsync(out.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        typed = storage_error(exc, path)
+        if typed is not None:
+            raise typed from None
         raise
     _fsync_dir(parent)
 
@@ -82,6 +105,7 @@ def atomic_write_many(writes: list[tuple[Path, bytes]], mode: int = PUBLIC_FILE)
     failed: dict[int, Exception] = {}
     staged: list[tuple[int, str, Path]] = []
     for index, (path, data) in enumerate(writes):
+        tmp = None
         try:
             if path.is_symlink():
                 raise UnsafePath(
@@ -95,7 +119,10 @@ def atomic_write_many(writes: list[tuple[Path, bytes]], mode: int = PUBLIC_FILE)
                 os.fchmod(out.fileno(), mode)
             staged.append((index, tmp, path))
         except (OSError, UnsafePath) as exc:
-            failed[index] = exc
+            if tmp is not None:  # a full disk: never leave the half-written file behind
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
+            failed[index] = storage_error(exc, path) or exc
     os.sync()  # every staged file's data is on disk before any rename makes it visible
     parents = set()
     for index, tmp, path in staged:

@@ -7,6 +7,7 @@ schema version checked on open, so an old binary never writes a newer journal.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import time
@@ -186,14 +187,35 @@ class Journal:
         except sqlite3.OperationalError as exc:
             if "locked" in str(exc) or "busy" in str(exc):
                 raise JournalBusy(f"{self.path}: busy for more than {BUSY_TIMEOUT_MS} ms") from None
-            raise
+            raise self._storage(exc) or exc from None
         try:
             yield self.db
-        except BaseException:
-            self.db.execute("ROLLBACK")
+        except BaseException as exc:
+            with contextlib.suppress(sqlite3.Error):  # a full disk can refuse the rollback too: SQLite undoes it
+                self.db.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.OperationalError):
+                raise self._storage(exc) or exc from None
             raise
         else:
-            self.db.execute("COMMIT")
+            try:
+                self.db.execute("COMMIT")
+            except sqlite3.OperationalError as exc:
+                with contextlib.suppress(sqlite3.Error):
+                    self.db.execute("ROLLBACK")
+                raise self._storage(exc) or exc from None
+
+    def _storage(self, exc: sqlite3.OperationalError) -> Exception | None:
+        """SQLite's "database or disk is full" / "readonly database" as the typed storage error naming
+        the journal; the transaction was rolled back, so nothing of it is half there."""
+        import errno
+
+        from anchor.files import storage_error
+
+        text = str(exc)
+        code = errno.ENOSPC if "full" in text else errno.EROFS if "readonly" in text else None
+        if code is None:
+            return None
+        return storage_error(OSError(code, text), self.path)
 
     def keepalive(self) -> None:
         """Nothing to renew on one machine: the flush lock is the kernel's, released with the process."""
