@@ -17,6 +17,17 @@ from pathlib import Path
 from tests.conftest import ROOT, free_port
 
 
+def wait_for_health(url: str, bound_s: float = 60.0) -> None:
+    """Return once `url`/health answers (a server just started); fail after `bound_s`."""
+    deadline = time.monotonic() + bound_s
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError):
+            urllib.request.urlopen(f"{url}/health", timeout=1)  # noqa: S310 - loopback
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{url} did not come up within {bound_s:g} s")
+
+
 @contextmanager
 def serving_api(env: dict[str, str], workers: int = 1) -> Iterator[str]:
     """The base URL of the app, served until the block ends; fails if /health never answers."""

@@ -5,7 +5,6 @@ the service keeps answering, and SIGTERM stops it."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
@@ -21,6 +20,7 @@ import pytest
 from anchor.research.evidence import run_dir_of
 from anchor.research.ledger import Ledger
 from anchor.research.searches import remember_search
+from tests.api_server import wait_for_health
 from tests.conftest import ROOT, free_port
 
 COMMITS = ("a1" * 20, "b2" * 20)
@@ -68,12 +68,7 @@ def test_forty_gets_of_a_planted_diff_link_answer_4xx_quickly_and_the_server_sti
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            with contextlib.suppress(OSError):
-                urllib.request.urlopen(f"{url}/health", timeout=1)  # noqa: S310 - loopback
-                break
-            time.sleep(0.1)
+        wait_for_health(url)
         targets = [f"{url}/v1/research/r0/attempts/{c}/diff" for c in COMMITS] * 20
         with ThreadPoolExecutor(40) as pool:
             answers = list(pool.map(_status, targets))

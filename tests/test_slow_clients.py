@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.api_server import wait_for_health
 from tests.cli import ANCHOR_BIN
 from tests.conftest import Chain, free_port
 
@@ -34,12 +35,7 @@ def served(chain: Chain, **extra: str) -> Iterator[str]:
     log.close()
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            with contextlib.suppress(OSError):
-                urllib.request.urlopen(f"{url}/health", timeout=1)  # noqa: S310 - loopback
-                break
-            time.sleep(0.1)
+        wait_for_health(url)
         yield url
     finally:
         with contextlib.suppress(ProcessLookupError):
