@@ -371,3 +371,39 @@ def test_a_mission_run_through_a_service_holds_no_key_and_its_command_never_sees
         assert verified.returncode == 0, verified.stdout + verified.stderr
         verdict = json.loads(verified.stdout)
         assert verdict["submitter"] == DEV_ADDRESS and verdict["milestones_anchored"] is True
+
+
+def test_journal_submit_and_bundle_anchor_go_through_a_service_as_stamp_does(tmp_path: Path) -> None:
+    """`journal submit --service` (several paths) and `bundle SPEC --anchor --service` (the bundle and
+    its timing record) write pending proofs through the service; upgraded after its flush, each verifies."""
+    import shutil
+
+    from tests.conftest import ROOT
+
+    client = _client(tmp_path)
+    first, second = _results(tmp_path, "first"), _results(tmp_path, "second", "0.5")
+    example = tmp_path / "bundle"
+    shutil.copytree(ROOT / "examples" / "result-bundle", example)
+    (example / "outputs.anchor.json").unlink(missing_ok=True)
+    with local_service(tmp_path) as service:
+        submitted = run_anchor(["journal", "submit", str(first), str(second), "--service", service.url], client)
+        assert submitted.returncode == 0, submitted.stdout + submitted.stderr
+        assert submitted.stdout.count(f"pending at {service.url}") == 2
+        bundled = run_anchor(["bundle", str(example / "bundle.toml"), "--anchor", "--service", service.url], client)
+        assert bundled.returncode == 0, bundled.stdout + bundled.stderr
+        proofs = [tmp_path / "first.anchor.json", tmp_path / "second.anchor.json", example / "outputs.anchor.json",
+                  example / "outputs.timing.anchor.json"]  # fmt: skip
+        assert all(json.loads(p.read_text())["format"] == "anchor/pending" for p in proofs)
+        service.flush()
+        upgraded = run_anchor(["upgrade", *map(str, proofs), "--rpc-url", service.rpc], client)
+        assert upgraded.returncode == 0 and upgraded.stdout.count("COMPLETE") == 4, upgraded.stdout + upgraded.stderr
+        read = ["--rpc-url", service.rpc, "--registry", service.registry]
+        for path in (first, second, example / "outputs"):
+            verified = run_anchor(["--json", "verify", str(path), *read], client)
+            assert verified.returncode == 0, verified.stdout + verified.stderr
+        assert (
+            json.loads(run_anchor(["--json", "verify", str(example / "outputs"), *read], client).stdout)[
+                "milestones_anchored"
+            ]
+            is True
+        )

@@ -214,8 +214,8 @@ def upgrade(proof_path: Path, settings: Any, tokens: Sequence[Service] = ()) -> 
     new_receipts: list[Receipt] = []
     unreached = list(found.unreached or ())
     if unreached:
-        by_url = {s.url: s for s in tokens}
-        retry = [by_url.get(u) or Service(u, _tokens().get(u, _tokens().get("*"))) for u in unreached]
+        by_url, known = {s.url: s for s in tokens}, _tokens()
+        retry = [by_url.get(u) or Service(u, known.get(u, known.get("*"))) for u in unreached]
         new_receipts, still_failed = submit_everywhere(retry, found.manifest, found.annotations or None)
         failed.update(still_failed)
         waiting += [r.url for r in new_receipts]
@@ -240,11 +240,9 @@ def _with_anchors(
     if not added:
         return found.model_copy(update={"receipts": all_receipts, "unreached": tuple(unreached) or None})
     first, *rest = added
-    return ProofFile(
-        manifest=found.manifest, annotations=found.annotations, files=found.files,
-        manifest_digest=found.manifest_digest, batch=first.batch, anchor=first.anchor, service=first.service,
-        anchors=tuple(rest) or None, receipts=all_receipts or None, unreached=tuple(unreached) or None,
-    )  # fmt: skip
+    return found.anchored(first).model_copy(update={
+        "anchors": tuple(rest) or None, "receipts": all_receipts or None, "unreached": tuple(unreached) or None,
+    })  # fmt: skip
 
 
 def relay_lineage(service: Service, researcher: Any, fields: tuple[bytes, bytes, bytes, bytes, bool]) -> int:
@@ -300,27 +298,10 @@ def stamp_bundle_through(
     manifest: Any, tree: Any, services: Sequence[Service], proof_out: Path, notes: dict[str, Any] | None = None
 ) -> StampOutcome:
     """`anchor.anchoring.stamp.anchor_bundle` through services: the bundle's timing record (when it has
-    milestones) is stamped too, its pending proof beside the bundle's (`<name>.timing.anchor.json`)."""
-    annotations = {**(notes or {}), **manifest.annotations()}
-    if manifest.milestones is not None:
-        from anchor.manifest.timing import timing_for
+    milestones) is stamped too, its pending proof beside the bundle's (`bundle_annotations`)."""
+    from anchor.anchoring.stamp import bundle_annotations
 
-        timing = timing_for(manifest.digest, manifest.milestones)
-        timing_out = proof_out.with_name(proof_out.name.removesuffix(".anchor.json") + ".timing.anchor.json")
-        annotations["timing"] = {"digest": "0x" + timing.digest.hex(), "proof": timing_out.name}
-        stamp_through(timing.identity(), None, services, timing_out)
+    annotations, timing = bundle_annotations(manifest, proof_out, notes)
+    if timing is not None:
+        stamp_through(timing[0], None, services, timing[1])
     return stamp_through(manifest.identity(), tree.files_json(), services, proof_out, annotations)
-
-
-def protect_environment() -> None:
-    """Make this process's memory and /proc/<pid>/environ unreadable to other processes of its user
-    (PR_SET_DUMPABLE 0): a command run beside us as the same user (a mission's, in a pod) must not
-    read the service token out of our environment. Linux only; elsewhere a no-op."""
-    import ctypes
-    import sys
-
-    if not sys.platform.startswith("linux"):
-        return
-    pr_set_dumpable = 4
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(pr_set_dumpable, 0, 0, 0, 0)

@@ -152,6 +152,26 @@ def anchor_manifest(
     )
 
 
+def bundle_annotations(
+    manifest: BundleManifest, proof_out: Path, notes: dict[str, Any] | None = None
+) -> tuple[dict[str, Any], tuple[dict[str, Any], Path] | None]:
+    """(the bundle's annotations, its timing record's identity and proof path, or None without
+    milestones): one rule for anchoring with the local key and through services. The milestones become
+    tamper-evident in the timing record while staying outside the bundle's identity (docs/manifest.md,
+    "Timing record"). `notes`: annotations of the caller's (how it ran), outside the identity."""
+    from anchor.proof.locate import timing_proof_path
+
+    annotations = {**(notes or {}), **manifest.annotations()}
+    if manifest.milestones is None:
+        return annotations, None
+    from anchor.manifest.timing import timing_for
+
+    timing = timing_for(manifest.digest, manifest.milestones)
+    timing_out = timing_proof_path(proof_out)
+    annotations["timing"] = {"digest": "0x" + timing.digest.hex(), "proof": timing_out.name}
+    return annotations, (timing.identity(), timing_out)
+
+
 def anchor_bundle(
     manifest: BundleManifest,
     tree: FileTreeManifest,
@@ -159,17 +179,8 @@ def anchor_bundle(
     proof_out: Path,
     notes: dict[str, Any] | None = None,
 ) -> AnchorOutcome:
-    """Anchor a result bundle and, when it has milestones, its timing record in the same batch: the
-    milestones become tamper-evident while staying outside the bundle's identity (docs/manifest.md,
-    "Timing record"). The timing proof is written beside the bundle's (`<name>.timing.anchor.json`).
-    `notes`: annotations of the caller's (how it ran), carried in the proof, outside the identity."""
-    annotations = {**(notes or {}), **manifest.annotations()}
-    companions: tuple[tuple[dict[str, Any], Path], ...] = ()
-    if manifest.milestones is not None:
-        from anchor.manifest.timing import timing_for
-
-        timing = timing_for(manifest.digest, manifest.milestones)
-        timing_out = proof_out.with_name(proof_out.name.removesuffix(".anchor.json") + ".timing.anchor.json")
-        annotations["timing"] = {"digest": "0x" + timing.digest.hex(), "proof": timing_out.name}
-        companions = ((timing.identity(), timing_out),)
+    """Anchor a result bundle and, when it has milestones, its timing record in the same batch (one
+    transaction); the timing proof is written beside the bundle's (`bundle_annotations`)."""
+    annotations, timing = bundle_annotations(manifest, proof_out, notes)
+    companions = () if timing is None else (timing,)
     return anchor_manifest(manifest.identity(), tree, settings, proof_out, annotations, companions=companions)

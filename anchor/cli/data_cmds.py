@@ -559,8 +559,7 @@ def _verify_one(
         proof_path = proof or require_proof(path)
         if spec is not None:
             check_bundle_spec(proof_path, spec)
-        registry = registries[0] if len(registries) == 1 else None
-        result = verify_path(path, proof_path, _settings(ctx), registry, quorum, registries, require)
+        result = verify_path(path, proof_path, _settings(ctx), registries, quorum, require)
         later = _superseded_by(path, proof_path, result.manifest_digest)
     check_policy(result, expect_submitter, anchored_before)
     check_finality(result, min_finality)

@@ -176,9 +176,10 @@ def _report_through(ctx: typer.Context, json: bool, done: Any, settings: Any) ->
     """A mission stamped through services: wait for their batch (ANCHOR_UPGRADE_WAIT_S), upgrade the
     bundle's and the timing record's proofs, and say where each stands."""
     from anchor.anchoring.client import upgrade_when_anchored
+    from anchor.proof.locate import timing_proof_path
     from anchor.settings.session import env_number
 
-    proofs = [done.proof, *[p for p in [done.proof.with_name("result.timing.anchor.json")] if p.is_file()]]
+    proofs = [done.proof, *[p for p in [timing_proof_path(done.proof)] if p.is_file()]]
     results = upgrade_when_anchored(proofs, settings, env_number("ANCHOR_UPGRADE_WAIT_S", 60.0, float))
     complete = [p for p, r in results.items() if getattr(r, "complete", False)]
     manifest = done.manifest

@@ -134,3 +134,17 @@ def has_open_work(journal: Journal) -> bool:
         " OR EXISTS (SELECT 1 FROM effects WHERE state != 'confirmed' AND failure IS NULL)"
     ).fetchone()
     return bool(row[0])
+
+
+def item_state(journal: Journal, chain_id: int, digest: bytes) -> str | None:
+    """The state of the item of `digest` on `chain_id` (pending, batched, confirmed), None if unknown."""
+    row = journal.db.execute("SELECT state FROM items WHERE chain_id = ? AND digest = ?", (chain_id, digest)).fetchone()
+    return None if row is None else str(row["state"])
+
+
+def pending_items(journal: Journal, chain_id: int) -> int:
+    """Items of `chain_id` waiting for a batch: the public calendar's queue."""
+    row = journal.db.execute(
+        "SELECT count(*) AS n FROM items WHERE chain_id = ? AND state = 'pending'", (chain_id,)
+    ).fetchone()
+    return int(row["n"])

@@ -35,6 +35,8 @@ class Submitted:
     digest: bytes
     state: str
     duplicate: bool
+    created_at: float = 0.0
+    """When the item was first journaled (a repeat keeps the first time): what a receipt signs."""
 
 
 def submit_many(journal: Journal, chain_id: int, submissions: Sequence[Submission]) -> list[Submitted]:
@@ -65,7 +67,8 @@ def _record(
         for sub, identity, digest in prepared:
             if sub.idempotency_key is not None:
                 row = db.execute(
-                    "SELECT id, digest, state, payload FROM items WHERE chain_id = ? AND idempotency_key = ?",
+                    "SELECT id, digest, state, payload, created_at FROM items"
+                    " WHERE chain_id = ? AND idempotency_key = ?",
                     (chain_id, sub.idempotency_key),
                 ).fetchone()
                 if row is not None and (
@@ -77,10 +80,10 @@ def _record(
                     )
                 if row is not None:
                     _add_proof_path(db, row["id"], sub.proof_path)
-                    results.append(Submitted(row["id"], digest, row["state"], True))
+                    results.append(Submitted(row["id"], digest, row["state"], True, float(row["created_at"])))
                     continue
             row = db.execute(
-                "SELECT id, state, payload FROM items WHERE chain_id = ? AND digest = ?", (chain_id, digest)
+                "SELECT id, state, payload, created_at FROM items WHERE chain_id = ? AND digest = ?", (chain_id, digest)
             ).fetchone()
             given = sub.payload.get("annotations") or {}
             if (
@@ -96,20 +99,21 @@ def _record(
                 )
             if row is not None:  # the same manifest from another place: its proof goes there too
                 _add_proof_path(db, row["id"], sub.proof_path)
-                results.append(Submitted(row["id"], digest, row["state"], True))
+                results.append(Submitted(row["id"], digest, row["state"], True, float(row["created_at"])))
                 continue
+            created = now()
             inserted = db.execute(
                 "INSERT INTO items (chain_id, digest, kind, identity, payload, idempotency_key, state, created_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, 'pending', ?) RETURNING id",  # proof paths: proof_paths (schema v4)
                 (
                     chain_id, digest, identity["kind"], json.dumps(identity, sort_keys=True),
-                    json.dumps(sub.payload, sort_keys=True), sub.idempotency_key, now(),
+                    json.dumps(sub.payload, sort_keys=True), sub.idempotency_key, created,
                 ),
             )  # fmt: skip
             item_id = int(inserted.fetchone()[0])
             _add_proof_path(db, item_id, sub.proof_path)
             index_files(db, item_id, sub.payload.get("files") or [])
-            results.append(Submitted(item_id, digest, "pending", False))
+            results.append(Submitted(item_id, digest, "pending", False, created))
     return results
 
 

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from anchor.errors import Conflict, MissionFailed, NotAnchored, Tampered
 from anchor.files import private_dir
 from anchor.missions.snapshots import _alive
+from anchor.settings.session import protect_environment
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -289,9 +290,7 @@ def run_mission(
             result = _fresh_result_dir(mission_dir)
             argv, env, confinement = _command(record, mission_dir, result, snapshot, resume, settings, sandbox)
             if services:
-                from anchor.anchoring.client import protect_environment
-
-                protect_environment()
+                protect_environment()  # the token in our environment is not the command's to read
             budget = record["mission"]["document"]["budget"]
             milestones["evaluator_started"] = _now()
             say(f"running the mission's command ({confinement}), budget {budget['minutes']} min")

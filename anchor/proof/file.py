@@ -142,6 +142,14 @@ class PendingProof(BaseModel):
     receipts: tuple[Receipt, ...] = Field(default=(), max_length=MAX_SERVICES)
     unreached: tuple[str, ...] | None = Field(default=None, max_length=MAX_SERVICES)
 
+    def anchored(self, by: ServiceAnchor) -> ProofFile:
+        """This manifest, its listing and its receipts, with `by` as its (first) anchor."""
+        return ProofFile(
+            manifest=self.manifest, annotations=self.annotations, files=self.files,
+            manifest_digest=self.manifest_digest, batch=by.batch, anchor=by.anchor, service=by.service,
+            receipts=self.receipts or None, unreached=self.unreached,
+        )  # fmt: skip
+
     def filetree(self) -> FileTreeManifest | None:
         """The full listing, as `ProofFile.filetree` reads it."""
         return ProofFile.filetree(self)  # type: ignore[arg-type]
@@ -216,6 +224,12 @@ def parse_any(data: bytes, name: str) -> ProofFile | PendingProof:
         raw = parse_json(data, name, error=ProofFormatError)
     except BadInput as exc:
         raise ProofFormatError(f"{name}: not a JSON proof file ({exc.message})", detail={"file": name}) from None
+    return decoded_proof(raw, name)
+
+
+def decoded_proof(raw: object, name: str) -> ProofFile | PendingProof:
+    """A proof already decoded from bounded JSON (a file's, or a service's answer), typed: complete or
+    pending by its `format`; `ProofFormatError` naming `name` and the first bad field."""
     path = name
     if isinstance(raw, dict) and raw.get("format") == PROOF_FORMAT and raw.get("version") != PROOF_VERSION:
         raise ProofFormatError(

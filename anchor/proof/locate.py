@@ -17,6 +17,12 @@ def default_proof_path(path: Path) -> Path:
     return path.with_name(path.name + ".anchor.json")
 
 
+def timing_proof_path(proof_out: Path) -> Path:
+    """Where a result bundle's timing record is proven: `<name>.timing.anchor.json` beside the bundle's
+    `<name>.anchor.json` (docs/manifest.md, "Timing record")."""
+    return proof_out.with_name(proof_out.name.removesuffix(".anchor.json") + ".timing.anchor.json")
+
+
 def proofs_beside(folder: Path) -> Path:
     """`<DIR>.proofs/`: where the per-file proofs of `folder` live, beside it and never inside it."""
     base = folder.resolve()

@@ -153,7 +153,10 @@ def run_command(
     _wait_group_gone(process.pid)
     if not over and _dir_bytes(run_dir) > limits.run_dir_bytes:  # written faster than the watcher looked
         over.update(name="run_dir", bound=limits.run_dir_bytes)
-    limit = dict(over) if over else None if timed_out else _named_limit(code, run_dir, limits)
+    if over:
+        limit: dict[str, object] | None = dict(over)
+    else:  # a timeout is its own verdict; otherwise, what the failure left says which limit it met
+        limit = None if timed_out else _named_limit(code, run_dir, limits)
     if limit is not None and code == 0:
         code = 1  # the quota watcher ended it: never a success
     return RunResult(code, timed_out, int((time.monotonic() - start) * 1000), limit)

@@ -37,6 +37,20 @@ def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return {**clean, **(extra or {})}
 
 
+def protect_environment() -> None:
+    """Make this process's memory and /proc/<pid>/environ unreadable to other processes of its user
+    (PR_SET_DUMPABLE 0): a command run beside us as the same user (a mission's, in a pod) must not
+    read a secret (the service token) out of our environment, as `child_env` keeps it out of its own.
+    Linux only; elsewhere a no-op."""
+    import ctypes
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return
+    pr_set_dumpable = 4
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_dumpable, 0, 0, 0, 0)
+
+
 def start_ticks(pid: int) -> int | None:
     """A process's start time (clock ticks since boot, /proc/<pid>/stat field 22): with the pid, an
     identity that pid reuse cannot fake. None if there is no such process. Whatever we start and may

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from anchor.errors import AnchorError, BadInput, Pending, ProofFormatError
+from anchor.errors import AnchorError, BadInput, Pending
 from anchor.proof.file import PendingProof, ProofFile, ServiceAnchor, pending_error
 from anchor.proof.receipt import Receipt, check_receipt
 from anchor.settings.session import Settings
@@ -21,6 +21,7 @@ from anchor.verify.verifier import (
     Verification,
     asserts,
     check_data,
+    check_manifest_and_listing,
     check_proof_consistency,
     verify_proof_on_chain,
     weakest,
@@ -39,7 +40,7 @@ def required_count(require: str, total: int) -> int:
                    detail={"field": "require"})  # fmt: skip
 
 
-def _trusted(registries: tuple[str, ...], claimed: str) -> str | None:
+def trusted(registries: tuple[str, ...], claimed: str) -> str | None:
     """The registry to trust for an anchor: the one given that it names, else (several given, none its
     own) the first, which `trusted_registry` then refuses by name; none given: the deployment record."""
     for named in registries:
@@ -69,7 +70,7 @@ def check_one_anchor(
     single = proof.with_anchor(anchor)
     root = check_proof_consistency(single)
     chain_settings = settings_for_chain(settings, anchor.anchor.chain_id)
-    named = _trusted(registries, anchor.anchor.registry)
+    named = trusted(registries, anchor.anchor.registry)
     verdict, agreement = read_agreed(
         chain_settings, lambda one: verify_proof_on_chain(single, root, one, files=files, registry=named), asserts,
         quorum, weakest,
@@ -132,7 +133,7 @@ def verify_pending(
     from anchor.errors import ServiceError
     from anchor.verify.services import Service, fetch_anchor, service_info
 
-    _check_pending_manifest(pending)
+    check_manifest_and_listing(pending)
     check_receipts(pending.receipts, pending.manifest_digest)
     files = check_data(path, pending, proof_name)
     for receipt in pending.receipts:
@@ -141,18 +142,13 @@ def verify_pending(
         except (ServiceError, BadInput):
             continue  # down: the receipt stands on its own signature
         check_receipt(receipt, pending.manifest_digest, str(info.get("receipt_signer")))
-        try:
-            anchor = fetch_anchor(receipt, pending, settings)
+        try:  # read on chain below, under the verifier's trust, not here as well
+            anchor = fetch_anchor(receipt, pending, settings, check=False)
         except (ServiceError, BadInput):
             continue
         if anchor is None:
             continue
-        single = ProofFile(
-            manifest=pending.manifest, annotations=pending.annotations, files=pending.files,
-            manifest_digest=pending.manifest_digest, batch=anchor.batch, anchor=anchor.anchor, service=anchor.service,
-            receipts=pending.receipts,
-        )  # fmt: skip
-        verdict = check_one_anchor(single, anchor, files, settings, registries, quorum)
+        verdict = check_one_anchor(pending.anchored(anchor), anchor, files, settings, registries, quorum)
         return verdict.model_copy(update={
             "anchors": [{"service": anchor.service, "ok": True, "chain_id": verdict.chain_id,
                          "registry": verdict.registry, "submitter": verdict.submitter,
@@ -160,18 +156,3 @@ def verify_pending(
                          "in_file": False}],
         })  # fmt: skip
     raise pending_error(pending, proof_name)
-
-
-def _check_pending_manifest(pending: PendingProof) -> None:
-    """The pending file's digest is its manifest's, and its listing rebuilds the manifest's tree."""
-    from anchor.manifest.decode import tree_summary, validate_identity
-    from anchor.manifest.identity import manifest_digest
-
-    identity = validate_identity(pending.manifest, "proof manifest")
-    if "0x" + manifest_digest(identity).hex() != pending.manifest_digest:
-        raise ProofFormatError(
-            "proof: manifest_digest does not match its manifest", detail={"field": "manifest_digest"}
-        )
-    tree = pending.filetree()
-    if tree is not None and tree.summary() != tree_summary(identity):
-        raise ProofFormatError("proof: files do not rebuild the manifest's file tree", detail={"field": "files"})

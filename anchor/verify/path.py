@@ -7,29 +7,30 @@ from pathlib import Path
 
 from anchor.proof.file import PendingProof, load_any
 from anchor.settings.session import Settings
-from anchor.verify.anchors import verify_anchors, verify_pending
+from anchor.verify.anchors import trusted, verify_anchors, verify_pending
 from anchor.verify.verifier import Verification, check_milestones, check_resume_pin, verify_with_proof
 
 
 def verify_path(
-    path: Path, proof_path: Path, settings: Settings, registry: str | None = None, quorum: int | None = None,
-    registries: tuple[str, ...] = (), require: str = "any",
+    path: Path, proof_path: Path, settings: Settings, registries: tuple[str, ...] = (), quorum: int | None = None,
+    require: str = "any",
 ) -> Verification:  # fmt: skip
     """Verify `path` (a tree, or one file with a single-file proof) against `proof_path`.
 
     The steps are numbered here and in `verify_proof_on_chain`; the chain steps run against every read
-    endpoint and need `quorum` of them to agree (anchor.verify.quorum). A proof stamped through
-    services (receipts, several anchors) is checked anchor by anchor against `require`
-    (anchor.verify.anchors); a pending one is the `Pending` verdict (exit 14).
+    endpoint and need `quorum` of them to agree (anchor.verify.quorum). `registries`: the addresses
+    trusted besides the deployment records (`--registry`, repeatable), each for the anchor naming it. A
+    proof stamped through services (receipts, several anchors) is checked anchor by anchor against
+    `require` (anchor.verify.anchors); a pending one is the `Pending` verdict (exit 14).
     """
     # 1. Decode the proof; everything it states must follow from what it contains.
     found = load_any(proof_path)
-    trusted = registries or ((registry,) if registry else ())
     if isinstance(found, PendingProof):  # raises `Pending` unless a service has it complete already
-        return verify_pending(path, found, str(proof_path), settings, trusted, quorum)
+        return verify_pending(path, found, str(proof_path), settings, registries, quorum)
     proof = found
+    registry = trusted(registries, proof.anchor.registry)
     if proof.anchors or proof.receipts or proof.service:
-        verdict = verify_anchors(path, proof, str(proof_path), settings, trusted, quorum, require)
+        verdict = verify_anchors(path, proof, str(proof_path), settings, registries, quorum, require)
     else:
         verdict = verify_with_proof(path, proof, str(proof_path), settings, registry, quorum)
     # 7. A bundle's milestones: the ones its anchored timing record binds, or said to be unverified.

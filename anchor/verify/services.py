@@ -109,9 +109,13 @@ def service_info(service: Service, retries: int = 3) -> dict[str, Any]:
     return _infos[service.url]
 
 
-def fetch_anchor(receipt: Receipt, found: ProofFile | PendingProof, settings: Any) -> ServiceAnchor | None:
-    """The service's anchor for this receipt, checked against the chain; None while it is pending."""
-    from anchor.proof.file import parse_any
+def fetch_anchor(
+    receipt: Receipt, found: ProofFile | PendingProof, settings: Any, check: bool = True
+) -> ServiceAnchor | None:
+    """The service's anchor for this receipt; None while it is pending. With `check`, the anchor is
+    read against the chain first (`check_anchor`); a caller that reads it under its own trust policy
+    right after (verify) passes False rather than read the chain twice."""
+    from anchor.proof.file import decoded_proof
 
     service = Service(receipt.url)
     status, data = call(service, "GET", f"/v1/proofs/{found.manifest_digest}", retries=1)
@@ -119,13 +123,12 @@ def fetch_anchor(receipt: Receipt, found: ProofFile | PendingProof, settings: An
         return None
     if status != 200 or not isinstance(data, dict):
         raise error_of(service, status, data, "no proof for this manifest")
-    import json
-
-    theirs = parse_any(json.dumps(data).encode(), f"{receipt.url}/v1/proofs/{found.manifest_digest}")
+    theirs = decoded_proof(data, f"{receipt.url}/v1/proofs/{found.manifest_digest}")  # bounded JSON already
     if not isinstance(theirs, ProofFile) or theirs.manifest_digest != found.manifest_digest:
         raise ServiceError(f"{receipt.url}: the proof it sent is for another manifest", detail={"service": receipt.url})
     anchor = ServiceAnchor(service=receipt.url, batch=theirs.batch, anchor=theirs.anchor)
-    check_anchor(found, anchor, settings, receipt.registry)
+    if check:
+        check_anchor(found, anchor, settings, receipt.registry)
     return anchor
 
 
@@ -135,10 +138,7 @@ def check_anchor(found: ProofFile | PendingProof, anchor: ServiceAnchor, setting
     from anchor.verify.endpoints import settings_for_chain
     from anchor.verify.verifier import check_proof_consistency, verify_proof_on_chain
 
-    single = ProofFile(
-        manifest=found.manifest, annotations=found.annotations, files=found.files,
-        manifest_digest=found.manifest_digest, batch=anchor.batch, anchor=anchor.anchor, service=anchor.service,
-    )  # fmt: skip
+    single = found.with_anchor(anchor) if isinstance(found, ProofFile) else found.anchored(anchor)
     root = check_proof_consistency(single)
     chain_settings = settings_for_chain(settings, anchor.anchor.chain_id)
     return verify_proof_on_chain(single, root, chain_settings, files=len(found.files or ()), registry=registry)

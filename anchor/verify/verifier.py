@@ -97,16 +97,11 @@ def check_proof_consistency(proof: ProofFile) -> bytes:
     identity's tree, a single-file audit path must lead to its root; the batch path must lead to
     `batch.root`. Raises `ProofFormatError` (or `BadInput`) naming the first field that disagrees.
     """
-    identity = validate_identity(proof.manifest, "proof manifest")
-    digest = manifest_digest(identity)
-    if "0x" + digest.hex() != proof.manifest_digest or proof.batch.item != proof.manifest_digest:
+    digest, summary = check_manifest_and_listing(proof)
+    if proof.batch.item != proof.manifest_digest:
         raise ProofFormatError(
             "proof: manifest_digest does not match its manifest", detail={"field": "manifest_digest"}
         )
-    summary = tree_summary(identity)
-    tree = proof.filetree()
-    if tree is not None and tree.summary() != summary:
-        raise ProofFormatError("proof: files do not rebuild the manifest's file tree", detail={"field": "files"})
     if proof.file is not None:
         inclusion = proof.file
         check_relative_path(inclusion.path)
@@ -125,6 +120,22 @@ def check_proof_consistency(proof: ProofFile) -> bytes:
     if "0x" + root.hex() != proof.batch.root:
         raise ProofFormatError("proof: batch.proof does not lead to batch.root", detail={"field": "batch.proof"})
     return root
+
+
+def check_manifest_and_listing(proof: Any) -> tuple[bytes, dict[str, Any] | None]:
+    """(digest, tree summary) of a proof's manifest, complete or pending: the identity re-validated for
+    its kind, its digest the one the proof states, and its listing (if any) rebuilding its tree."""
+    identity = validate_identity(proof.manifest, "proof manifest")
+    digest = manifest_digest(identity)
+    if "0x" + digest.hex() != proof.manifest_digest:
+        raise ProofFormatError(
+            "proof: manifest_digest does not match its manifest", detail={"field": "manifest_digest"}
+        )
+    summary = tree_summary(identity)
+    tree = proof.filetree()
+    if tree is not None and tree.summary() != summary:
+        raise ProofFormatError("proof: files do not rebuild the manifest's file tree", detail={"field": "files"})
+    return digest, summary
 
 
 def _hex32(text: str, field: str) -> bytes:

@@ -20,7 +20,11 @@ from starlette.concurrency import run_in_threadpool
 
 from anchor.errors import BadInput, NotAnchored, RateLimited
 from anchor.ingest.untrusted_json import parse_json
+from anchor.journal.status import item_state, pending_items
+from anchor.manifest.decode import validate_identity
+from anchor.manifest.onchain import parse_hex32
 from api.deps import ReaderDep, SettingsDep, anchored_proof, in_journal, receipt_signer
+from api.routes.submit import accept_manifest
 from api.routes.verify import ERRORS
 
 router = APIRouter(prefix="/v1", tags=["calendar"])
@@ -51,28 +55,16 @@ async def service_identity(request: Request, reader: ReaderDep, settings: Settin
 async def get_proof(request: Request, digest: str, reader: ReaderDep) -> Response:
     """The complete proof of a manifest this service anchored (the identity, the batch path and the
     anchor; never the listing, which stays with the client). 202 while it waits for its batch."""
-    wanted = _digest(digest)
+    wanted = parse_hex32(digest, "digest")
     registry = await run_in_threadpool(reader.registry)
     proof = await run_in_threadpool(anchored_proof, request.app, reader, wanted)
     if proof is not None:
         body = proof.model_dump(mode="json", exclude_none=True, exclude={"files"})
         return JSONResponse(body)
-    row = await in_journal(
-        request.app,
-        lambda journal: journal.db.execute(
-            "SELECT state FROM items WHERE chain_id = ? AND digest = ?", (registry.chain_id, wanted)
-        ).fetchone(),
-    )
-    if row is None:
+    state = await in_journal(request.app, lambda journal: item_state(journal, registry.chain_id, wanted))
+    if state is None:
         raise NotAnchored(f"manifest 0x{wanted.hex()} was never submitted here", detail={"manifest_digest": digest})
-    return JSONResponse(status_code=202, content={"manifest_digest": "0x" + wanted.hex(), "state": row["state"]})
-
-
-def _digest(text: str) -> bytes:
-    body = text.lower().removeprefix("0x")
-    if len(body) != 64 or any(c not in "0123456789abcdef" for c in body):
-        raise BadInput("manifest digest: expected 64 hex digits", detail={"field": "digest"})
-    return bytes.fromhex(body)
+    return JSONResponse(status_code=202, content={"manifest_digest": "0x" + wanted.hex(), "state": state})
 
 
 class Buckets:
@@ -100,13 +92,9 @@ class Buckets:
             return (1 - tokens) / self.rate
 
 
-def _too_many(message: str, wait_s: float) -> JSONResponse:
-    seconds = max(1, math.ceil(wait_s))
-    return JSONResponse(
-        status_code=429,
-        content={"code": RateLimited.code, "message": message, "detail": {"retry_after_s": seconds}},
-        headers={"Retry-After": str(seconds)},
-    )
+def _too_many(message: str, wait_s: float) -> RateLimited:
+    """429 with Retry-After (the one error handler sets the header from `retry_after_s`)."""
+    return RateLimited(message, detail={"retry_after_s": max(1, math.ceil(wait_s))})
 
 
 @router.post("/calendar", operation_id="calendar_submit", status_code=202, responses=ERRORS)
@@ -114,8 +102,6 @@ async def calendar_submit(request: Request, settings: SettingsDep, reader: Reade
     """Stamp without a token (`anchor serve --calendar`): `{"manifest": identity}`; the answer carries
     the signed receipt. Rate-limited per client address; 429 with Retry-After when the client or the
     queue is over its bound."""
-    from api.routes.submit import accept_manifest
-
     config = request.app.state.config
     if not config.calendar:
         raise NotAnchored(
@@ -124,7 +110,7 @@ async def calendar_submit(request: Request, settings: SettingsDep, reader: Reade
     client = request.client.host if request.client else "unknown"
     wait = request.app.state.calendar_buckets.take(client)
     if wait:
-        return _too_many(f"rate limit: {config.calendar_rate:g} submissions a second per client", wait)
+        raise _too_many(f"rate limit: {config.calendar_rate:g} submissions a second per client", wait)
     raw = await request.body()
     if len(raw) > CALENDAR_MAX_BODY:
         raise BadInput(f"body: a calendar takes one manifest identity ({CALENDAR_MAX_BODY} bytes at most)",
@@ -132,18 +118,12 @@ async def calendar_submit(request: Request, settings: SettingsDep, reader: Reade
     body = parse_json(raw, "body")
     if not isinstance(body, dict) or set(body) != {"manifest"} or not isinstance(body["manifest"], dict):
         raise BadInput('body: expected {"manifest": {...}} and nothing else', detail={"field": "body"})
-    backlog = await in_journal(request.app, _backlog)
+    chain_id = (await run_in_threadpool(reader.registry)).chain_id
+    backlog = await in_journal(request.app, lambda journal: pending_items(journal, chain_id))
     if backlog >= config.calendar_queue:
-        return _too_many(f"the queue holds {backlog} items waiting for a batch", config.flush_interval_s or 1.0)
-    from anchor.manifest.decode import validate_identity
-
+        raise _too_many(f"the queue holds {backlog} items waiting for a batch", config.flush_interval_s or 1.0)
     manifest = body["manifest"]
     done, _ = await accept_manifest(
         request, "calendar", lambda: (validate_identity(manifest), {}, None), None, settings, reader, None
     )
     return JSONResponse(status_code=202, content=done.model_dump(mode="json"))
-
-
-def _backlog(journal: Any) -> int:
-    row = journal.db.execute("SELECT count(*) AS n FROM items WHERE state = 'pending'").fetchone()
-    return int(row["n"])

@@ -137,8 +137,7 @@ async def accept_manifest(
         digest = "0x" + manifest_digest(identity).hex()
         sub = Submission(identity, payload, _scoped(client, idempotency_key), own_annotations=True)
         done = submit(journal, registry.chain_id, sub)
-        row = journal.db.execute("SELECT created_at FROM items WHERE id = ?", (done.item_id,)).fetchone()
-        receipt = signer.sign(registry.chain_id, registry.address, digest, int(float(row["created_at"])))
+        receipt = signer.sign(registry.chain_id, registry.address, digest, int(done.created_at))
         answer = Submitted(
             manifest_digest=digest, state=done.state, duplicate=done.duplicate, claimed_digest_matches=None,
             files=len(payload.get("files", ())), receipt=receipt.model_dump(mode="json", exclude={"url"}),
