@@ -85,7 +85,7 @@ def main() -> None:
             record = deploy(
                 handle.w3, 31337, load_signer(31337), compile_registry(settings.data_dir / "build"), settings.data_dir
             )
-            registry = Registry(handle.w3, 31337, record.address, record.code_hash)
+            registry = Registry(handle.rpc, 31337, record.address, record.code_hash)
             peer_rate, peer_gas = direct(registry, settings, args.direct_items)
             print(f"{'':24}{'items/s':>10}{'gas/item':>10}{'vs direct: speed':>18}{'gas':>8}")
             print(f"{'direct anchor() per item':24}{peer_rate:10.0f}{peer_gas:10.0f}{1:17.2f}x{1:7.3f}x")

@@ -34,7 +34,6 @@ sys.path.insert(0, str(ROOT))
 from anchor.chain.keys import load_signer  # noqa: E402
 from anchor.chain.logs import scan_logs  # noqa: E402
 from anchor.chain.open import open_chain, open_registry  # noqa: E402
-from anchor.chain.registry import event_topic  # noqa: E402
 from anchor.index.follow import WINDOW, Follower  # noqa: E402
 from anchor.index.store import IndexStore  # noqa: E402
 from tests.api_server import serving_api  # noqa: E402
@@ -98,20 +97,19 @@ def index(base: Path, records: int, runs: int) -> dict[str, Any]:
             registry.anchor_lineage(signer, commit, parent, os.urandom(32), os.urandom(32), i % 3 == 0)
             registry.anchor_root(signer, os.urandom(32))
             parent = commit
-        head = handle.w3.eth.block_number
-        topics = [[event_topic(registry.contract.events.LineageAnchored()),
-                   event_topic(registry.contract.events.RootAnchored())]]  # fmt: skip
+        head = handle.rpc.block_number()
+        topics = [[registry.abi.events["LineageAnchored"].topic, registry.abi.events["RootAnchored"].topic]]
         samples: dict[str, list[float]] = {"first sync": [], "bare eth_getLogs": [], "idle sync": []}
         for run in range(runs):
             path = base / f"index-{run}.sqlite"
-            follower = Follower(handle.w3, IndexStore(path, handle.chain_id, registry.address), registry.address,
+            follower = Follower(handle.rpc, IndexStore(path, handle.chain_id, registry.address), registry.address,
                                 from_block=registry.from_block)  # fmt: skip
             start = time.perf_counter()
             report = follower.sync()
             samples["first sync"].append(time.perf_counter() - start)
             assert report.added == 2 * records, report
             start = time.perf_counter()
-            logs = scan_logs(handle.w3, registry.address, topics, registry.from_block, head, window=WINDOW)
+            logs = scan_logs(handle.rpc, registry.address, topics, registry.from_block, head, window=WINDOW)
             samples["bare eth_getLogs"].append(time.perf_counter() - start)
             assert len(logs) == 2 * records
             start = time.perf_counter()

@@ -38,7 +38,7 @@ def _commit() -> bytes:
 def measure(version: str, handle, data: Path) -> dict[str, int | None]:  # type: ignore[no-untyped-def]
     signer = load_signer(handle.chain_id)
     record = deploy(handle.w3, handle.chain_id, signer, compile_registry(data / "build", version), data)
-    registry = Registry(handle.w3, handle.chain_id, record.address, record.code_hash, record.block_number)
+    registry = Registry(handle.rpc, handle.chain_id, record.address, record.code_hash, record.block_number)
     out: dict[str, int | None] = {"deploy": None}
     receipt = handle.w3.eth.get_transaction_receipt(record.tx_hash)
     out["deploy"] = int(receipt["gasUsed"])

@@ -36,7 +36,7 @@ def _write(chain: Chain, n: int, kept_every: int = 2) -> tuple[list[str], list[s
 def _follower(chain: Chain, path: Path, **kw: object) -> Follower:
     handle = open_chain(chain.settings)
     registry = open_registry(chain.settings, handle)
-    return Follower(handle.w3, IndexStore(path, handle.chain_id, registry.address), registry.address, **kw)  # type: ignore[arg-type]
+    return Follower(handle.rpc, IndexStore(path, handle.chain_id, registry.address), registry.address, **kw)
 
 
 def test_every_record_is_indexed_from_the_chain_alone_and_found_by_search(fresh_chain: Chain, tmp_path: Path) -> None:
@@ -68,13 +68,13 @@ def test_a_revert_of_the_last_blocks_drops_exactly_the_reverted_records(fresh_ch
     chain.cli("deploy", check=True)
     kept, kept_roots = _write(chain, 3)
     handle = open_chain(chain.settings)
-    snapshot = handle.w3.provider.make_request("evm_snapshot", [])["result"]  # type: ignore[arg-type]
+    snapshot = handle.rpc.request("evm_snapshot", [])
     gone, gone_roots = _write(chain, 2)
     follower = _follower(chain, tmp_path / "index.sqlite", confirmations=12)
     assert follower.sync().added == 10
     assert follower.store.search(gone[1][2:12])
 
-    handle.w3.provider.make_request("evm_revert", [snapshot])  # type: ignore[arg-type]
+    handle.rpc.request("evm_revert", [snapshot])
     report = follower.sync()
     assert report.dropped > 0
     for key in gone + gone_roots:
@@ -93,7 +93,7 @@ def test_an_address_without_the_registry_code_is_refused(fresh_chain: Chain, tmp
     handle = open_chain(chain.settings)
     signer = load_signer(handle.chain_id)
     with pytest.raises(DeploymentMismatch, match="no AnchorRegistry code"):
-        Follower(handle.w3, IndexStore(tmp_path / "i.sqlite", handle.chain_id, signer.address), signer.address)
+        Follower(handle.rpc, IndexStore(tmp_path / "i.sqlite", handle.chain_id, signer.address), signer.address)
 
 
 def test_an_index_file_of_another_registry_is_refused_not_mixed(tmp_path: Path) -> None:
@@ -108,11 +108,11 @@ def test_a_reorg_deeper_than_the_checked_depth_is_reported_not_guessed(fresh_cha
     chain = fresh_chain
     chain.cli("deploy", check=True)
     handle = open_chain(chain.settings)
-    snapshot = handle.w3.provider.make_request("evm_snapshot", [])["result"]  # type: ignore[arg-type]
+    snapshot = handle.rpc.request("evm_snapshot", [])
     _write(chain, 3)  # six blocks
     follower = _follower(chain, tmp_path / "index.sqlite", confirmations=1)
     follower.sync()
-    handle.w3.provider.make_request("evm_revert", [snapshot])  # type: ignore[arg-type]
+    handle.rpc.request("evm_revert", [snapshot])
     _write(chain, 3)  # the same heights again, other blocks
     with pytest.raises(IndexReorgTooDeep, match="more than 1 blocks deep"):
         follower.sync()

@@ -150,4 +150,4 @@ def _redeploy_local(settings: Settings, handle: ChainHandle) -> Registry:
         compile_registry(),
         settings.data_dir,
     )
-    return Registry(handle.w3, handle.chain_id, record.address, record.code_hash, record.block_number)
+    return Registry(handle.rpc, handle.chain_id, record.address, record.code_hash, record.block_number)

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from eth_hash.auto import keccak
-
 from anchor.errors import BadInput
+from anchor.manifest.keccak import keccak256 as keccak
 
 
 def leaf_of(item: bytes) -> bytes:

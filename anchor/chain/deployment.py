@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from anchor.chain.compiler import CompiledContract
     from anchor.chain.keys import Signer
+    from anchor.chain.rpc import Rpc
 
 
 class Deployment(BaseModel):
@@ -72,11 +73,12 @@ def only_deployment(data_dir: Path) -> Deployment:
     return load_deployment(data_dir, int(records[0].stem))
 
 
-def check_code(w3: Web3, address: str, recorded_hash: str) -> None:
+def check_code(rpc: Rpc, address: str, recorded_hash: str) -> None:
     """Refuse unless the recorded hash is a registry version we know (v1 or v2) and the code at
     `address` hashes to it. Raises `DeploymentMismatch` naming the address and both hashes.
     """
-    from eth_hash.auto import keccak
+    from anchor.chain.logs import with_backoff
+    from anchor.manifest.keccak import keccak256
 
     expected = recorded_hash.lower()
     if version_of(expected) is None:
@@ -84,11 +86,11 @@ def check_code(w3: Web3, address: str, recorded_hash: str) -> None:
             "the recorded code hash is no AnchorRegistry version this anchor knows; refusing to answer",
             detail={"address": address, "recorded": recorded_hash},
         )
-    code = bytes(w3.eth.get_code(w3.to_checksum_address(address)))
-    actual = "0x" + keccak(code).hex()
+    code = with_backoff(lambda: rpc.get_code(address), "eth_getCode")
+    actual = "0x" + keccak256(code).hex()
     if actual != expected:
         reason = "no code (was the chain reset?)" if not code else "different code"
-        local = int(w3.eth.chain_id) == LOCAL_CHAIN_ID
+        local = rpc.chain_id() == LOCAL_CHAIN_ID
         hint = (
             "; a proof made on a local development chain can only be checked on the machine that holds that"
             " chain: anchor on a shared chain (--rpc-url) for others to verify"
@@ -103,12 +105,13 @@ def check_code(w3: Web3, address: str, recorded_hash: str) -> None:
 
 def deploy(w3: Web3, chain_id: int, signer: Signer, compiled: CompiledContract, data_dir: Path) -> Deployment:
     """Deploy, wait for the receipt, check the code, and write the record atomically."""
+    from anchor.chain.connection import rpc_of
     from anchor.chain.transactions import send
 
     contract = w3.eth.contract(abi=compiled.abi, bytecode=compiled.bytecode)
     receipt = send(w3, chain_id, signer, contract.constructor())
     address = receipt["contractAddress"]
-    check_code(w3, address, "0x" + compiled.runtime_code_hash().hex())
+    check_code(rpc_of(w3), address, "0x" + compiled.runtime_code_hash().hex())
     from anchor.chain.toolchain import compiler_settings
 
     deployment = Deployment(

@@ -21,7 +21,7 @@ from anchor.errors import ChainUnreachable
 from anchor.settings.session import env_number
 
 if TYPE_CHECKING:
-    from web3 import Web3
+    from anchor.chain.rpc import Rpc
 
 DEFAULT_WINDOW = 5_000
 RETRIES = 8
@@ -55,7 +55,7 @@ def with_backoff(call: Callable[[], Any], what: str, sleep: Callable[[float], No
 
 
 def scan_logs(
-    w3: Web3,
+    rpc: Rpc,
     address: str,
     topics: list[Any],
     from_block: int,
@@ -63,7 +63,8 @@ def scan_logs(
     window: int | None = None,
     stop: Callable[[list[dict[str, Any]]], bool] | None = None,
 ) -> list[dict[str, Any]]:
-    """Raw logs of `address` matching `topics` in [from_block, to_block], oldest first.
+    """Raw logs of `address` matching `topics` in [from_block, to_block], oldest first, as the node gave
+    them (hex strings; `anchor.chain.abi.Event.args` decodes one).
 
     `stop(found)` is asked after each window; True ends the walk early (a reader that needs one match).
     Raises `ChainUnreachable` when even a one-block window is refused or throttling never ends.
@@ -73,9 +74,8 @@ def scan_logs(
     start = max(0, from_block)
     while start <= to_block:
         end = min(to_block, start + size - 1)
-        query = {"address": address, "fromBlock": start, "toBlock": end, "topics": topics}
         try:
-            logs = with_backoff(lambda q=query: w3.eth.get_logs(q), "eth_getLogs")  # type: ignore[misc]
+            logs = with_backoff(lambda s=start, e=end: rpc.get_logs(address, topics, s, e), "eth_getLogs")  # type: ignore[misc]
         except Exception as exc:
             if _classify(exc) == "too_large" and size > 1:
                 size = max(1, size // 2)  # the provider's cap is below our window: halve and retry
@@ -86,7 +86,7 @@ def scan_logs(
                 f"eth_getLogs failed for blocks {start}-{end}: {str(exc)[:200]}",
                 detail={"from_block": start, "to_block": end},
             ) from None
-        found.extend(dict(log) for log in logs)
+        found.extend(logs)
         if stop is not None and stop(found):
             break
         start = end + 1

@@ -4,7 +4,7 @@ connection. Reads never start a chain; only writes pass `start_local=True`."""
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from anchor.errors import ChainUnreachable
@@ -13,26 +13,32 @@ if TYPE_CHECKING:
     from web3 import Web3
 
     from anchor.chain.registry import Registry
+    from anchor.chain.rpc import Rpc
     from anchor.settings.session import Settings
 
 
-@dataclass(frozen=True, slots=True)
 class ChainHandle:
-    w3: Web3
-    chain_id: int
-    rpc_url: str
-    local: bool
+    """One reachable chain: `rpc` reads (no web3 imported); `w3`, built on first use, writes."""
+
+    def __init__(self, rpc: Rpc, chain_id: int, rpc_url: str, local: bool) -> None:
+        self.rpc, self.chain_id, self.rpc_url, self.local = rpc, chain_id, rpc_url, local
+
+    @cached_property
+    def w3(self) -> Web3:
+        from anchor.chain.connection import web3_for
+
+        return web3_for(self.rpc)
 
 
 def open_chain(settings: Settings, *, start_local: bool = False) -> ChainHandle:
     """Connect to `settings.rpc_url`, or to the embedded anvil. Only commands that must write pass
     `start_local=True`; a read (verify, lookup, status, every GET route) never starts or stops a chain."""
-    from anchor.chain.connection import connect
+    from anchor.chain.connection import reach
     from anchor.chain.node import LocalChain
 
     if settings.rpc_url:
-        w3, chain_id = connect(settings.rpc_url)
-        return ChainHandle(w3, chain_id, settings.rpc_url, local=False)
+        rpc, chain_id = reach(settings.rpc_url)
+        return ChainHandle(rpc, chain_id, settings.rpc_url, local=False)
     chain = LocalChain(settings.data_dir, settings.local_port)
     status = chain.status()
     if start_local and not status.running:
@@ -43,8 +49,8 @@ def open_chain(settings: Settings, *, start_local: bool = False) -> ChainHandle:
         )
     if not status.running:
         raise ChainUnreachable("the local chain is not running; start it with `anchor chain up`")
-    w3, chain_id = connect(chain.rpc_url)
-    return ChainHandle(w3, chain_id, chain.rpc_url, local=True)
+    rpc, chain_id = reach(chain.rpc_url)
+    return ChainHandle(rpc, chain_id, chain.rpc_url, local=True)
 
 
 def open_registry(settings: Settings, handle: ChainHandle) -> Registry:
@@ -53,4 +59,4 @@ def open_registry(settings: Settings, handle: ChainHandle) -> Registry:
     from anchor.chain.registry import Registry
 
     deployment = load_deployment(settings.data_dir, handle.chain_id)
-    return Registry(handle.w3, handle.chain_id, deployment.address, deployment.code_hash, deployment.block_number)
+    return Registry(handle.rpc, handle.chain_id, deployment.address, deployment.code_hash, deployment.block_number)

@@ -9,17 +9,19 @@ or on v1, the commit's events are found by a bounded walk from the deployment bl
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from anchor.chain.abi import checksum_address, interface
 from anchor.chain.artifact import LATEST, registry_abi, version_of
 from anchor.chain.deployment import check_code
 from anchor.chain.logs import scan_logs, with_backoff
-from anchor.chain.transactions import send
 
 if TYPE_CHECKING:
     from web3 import Web3
 
     from anchor.chain.keys import Signer
+    from anchor.chain.rpc import Rpc
     from anchor.chain.signed import SignedLineage
 
 
@@ -56,18 +58,46 @@ def _hex(value: bytes) -> str:
 
 
 class Registry:
-    """One registry on one chain. Reads raise `DeploymentMismatch` if the code is not the registry."""
+    """One registry on one chain. Reads raise `DeploymentMismatch` if the code is not the registry.
 
-    def __init__(self, w3: Web3, chain_id: int, address: str, code_hash: str, from_block: int = 0) -> None:
-        self.w3 = w3
+    Reads go through `rpc` with the ABI encoded here (anchor.chain.abi): no web3 is imported to read.
+    Writes build their transaction with web3 (`w3`, `contract`), made on first use."""
+
+    def __init__(self, rpc: Rpc, chain_id: int, address: str, code_hash: str, from_block: int = 0) -> None:
+        self.rpc = rpc
         self.chain_id = chain_id
-        self.address = w3.to_checksum_address(address)
+        self.address = checksum_address(address)
         self.code_hash = code_hash
         self.version = version_of(code_hash) or LATEST
         self.from_block = from_block
         """The deployment block: no event of this registry is older, so no log query starts earlier."""
-        self.contract = w3.eth.contract(address=self.address, abi=registry_abi(self.version))
+        self.abi = interface(self.version)
         self._checked_at: int | None = None
+
+    @cached_property
+    def w3(self) -> Web3:
+        from anchor.chain.connection import web3_for
+
+        return web3_for(self.rpc)
+
+    @cached_property
+    def contract(self) -> Any:
+        return self.w3.eth.contract(address=self.address, abi=registry_abi(self.version))  # type: ignore[call-overload]
+
+    def _call(self, name: str, *args: Any, block: int) -> list[Any]:
+        """One view function, read at `block`, retried while the provider throttles."""
+        function = self.abi.functions[name]
+        data = function.call_data(*args)
+        answer = with_backoff(lambda: self.rpc.call(self.address, data, block), name)
+        try:
+            return function.result(answer)
+        except ValueError:
+            from anchor.errors import DeploymentMismatch
+
+            raise DeploymentMismatch(
+                f"{self.address}: {name} gave an answer that is not the registry's ({len(answer)} bytes)",
+                detail={"address": self.address, "function": name},
+            ) from None
 
     @property
     def researcher_bound(self) -> bool:
@@ -76,9 +106,9 @@ class Registry:
 
     def checked_block(self) -> int:
         """Check the code (once per block) and return the block number the following reads see."""
-        block = int(self.w3.eth.block_number)
+        block = int(with_backoff(self.rpc.block_number, "eth_blockNumber"))
         if self._checked_at != block:
-            check_code(self.w3, self.address, self.code_hash)
+            check_code(self.rpc, self.address, self.code_hash)
             self._checked_at = block
         return block
 
@@ -104,6 +134,8 @@ class Registry:
         )  # fmt: skip
 
     def _send(self, signer: Signer, call: Any) -> TxResult:
+        from anchor.chain.transactions import send
+
         self.checked_block()
         receipt = send(self.w3, self.chain_id, signer, call)
         return TxResult(_hex(receipt["transactionHash"]), int(receipt["blockNumber"]), int(receipt["gasUsed"]))
@@ -112,21 +144,20 @@ class Registry:
 
     def root_record(self, root: bytes) -> RootRecord | None:
         block = self.checked_block()
-        submitter, timestamp, block_number = self.contract.functions.rootRecord(root).call(block_identifier=block)
+        submitter, timestamp, block_number = self._call("rootRecord", root, block=block)
         if int(block_number) == 0 and int(submitter, 16) == 0:
             return None
         return RootRecord(_hex(root), submitter, int(timestamp), int(block_number))
 
     def verify_inclusion(self, root: bytes, proof: list[bytes], item: bytes) -> bool:
         block = self.checked_block()
-        return bool(self.contract.functions.verifyInclusion(root, proof, item).call(block_identifier=block))
+        return bool(self._call("verifyInclusion", root, proof, item, block=block)[0])
 
     def root_tx(self, root: bytes, block_number: int) -> str | None:
         """The hash of the transaction that anchored `root`, found by its event in `block_number`."""
-        logs = self.contract.events.RootAnchored().get_logs(
-            from_block=block_number, to_block=block_number, argument_filters={"root": root}
-        )
-        return _hex(logs[0]["transactionHash"]) if logs else None
+        topics: list[Any] = [self.abi.events["RootAnchored"].topic, "0x" + root.hex()]
+        logs = scan_logs(self.rpc, self.address, topics, block_number, block_number)
+        return str(logs[0]["transactionHash"]) if logs else None
 
     def lineage(self, commit: bytes, researcher: str | None = None) -> LineageRecord | None:
         """The lineage record of `commit` (by `researcher`, on v2), read from its event and checked
@@ -137,36 +168,34 @@ class Registry:
     def lineages(self, commit: bytes, researcher: str | None = None, first_only: bool = False) -> list[LineageRecord]:
         """Every verified lineage record of `commit` (one per researcher on v2; at most one on v1)."""
         block = self.checked_block()
-        event = self.contract.events.LineageAnchored()
+        event = self.abi.events["LineageAnchored"]
         topics: list[str | None]
         if self.researcher_bound and researcher is not None:
-            who = self.w3.to_checksum_address(researcher)
-            _, at = with_backoff(
-                lambda: self.contract.functions.lineageRecord(who, commit).call(block_identifier=block), "lineageRecord"
-            )
+            who = checksum_address(researcher)
+            _, at = self._call("lineageRecord", who, commit, block=block)
             if int(at) == 0:
                 return []
-            topics = [event_topic(event), _address_topic(who), "0x" + commit.hex()]
-            raw = scan_logs(self.w3, self.address, topics, int(at), int(at))
+            topics = [event.topic, _address_topic(who), "0x" + commit.hex()]
+            raw = scan_logs(self.rpc, self.address, topics, int(at), int(at))
         else:
-            if not self.researcher_bound and not self.contract.functions.exists(commit).call(block_identifier=block):
+            if not self.researcher_bound and not self._call("exists", commit, block=block)[0]:
                 return []
             topics = (
-                [event_topic(event), None, "0x" + commit.hex()] if self.researcher_bound  # v2: researcher, commit
-                else [event_topic(event), "0x" + commit.hex()]  # v1: commit, parent, researcher
+                [event.topic, None, "0x" + commit.hex()] if self.researcher_bound  # v2: researcher, commit
+                else [event.topic, "0x" + commit.hex()]  # v1: commit, parent, researcher
             )  # fmt: skip
             one = first_only or not self.researcher_bound  # v1 holds at most one record per commit
-            raw = scan_logs(self.w3, self.address, topics, self.from_block, block, stop=bool if one else None)
+            raw = scan_logs(self.rpc, self.address, topics, self.from_block, block, stop=bool if one else None)
         out = []
         for log in raw:
-            a = event.process_log(log)["args"]
+            a = event.args(log)
             who = a["researcher"]
             fields = (commit, a["parent"], a["diffHash"], a["metricHash"], a["kept"])
             check = (who, *fields, a["timestamp"]) if self.researcher_bound else (*fields, who, a["timestamp"])
-            if self.contract.functions.verifyLineage(*check).call(block_identifier=block):
+            if self._call("verifyLineage", *check, block=block)[0]:
                 out.append(LineageRecord(
                     _hex(commit), _hex(a["parent"]), _hex(a["diffHash"]), _hex(a["metricHash"]), bool(a["kept"]),
-                    who, int(a["timestamp"]), _hex(log["transactionHash"]), int(log["blockNumber"]),
+                    who, int(a["timestamp"]), str(log["transactionHash"]), int(str(log["blockNumber"]), 16),
                 ))  # fmt: skip
                 if first_only:
                     break
@@ -175,24 +204,14 @@ class Registry:
     def lineage_commits(self, researcher: str | None = None) -> set[str]:
         """Every commit (SHA-1 as 40 hex, SHA-256 as 64) with a lineage event, by `researcher` if given:
         the one walk a commit prefix needs. Events only: the caller reads the record it picks in full."""
-        event = self.contract.events.LineageAnchored()
-        who = [_address_topic(self.w3.to_checksum_address(researcher))] if researcher and self.researcher_bound else []
-        topics: list[str | None] = [event_topic(event), *who]
+        event = self.abi.events["LineageAnchored"]
+        who = [_address_topic(checksum_address(researcher))] if researcher and self.researcher_bound else []
+        topics: list[str | None] = [event.topic, *who]
         commits = set()
-        for log in scan_logs(self.w3, self.address, topics, self.from_block, self.checked_block()):
-            args = event.process_log(log)["args"]
-            key = bytes(args["commit"]).hex()
+        for log in scan_logs(self.rpc, self.address, topics, self.from_block, self.checked_block()):
+            key = bytes(event.args(log)["commit"]).hex()
             commits.add(key[:40] if key.endswith("0" * 24) else key)
         return commits
-
-
-def event_topic(event: Any) -> str:
-    """topic0 of a contract event: keccak256 of its signature."""
-    from eth_hash.auto import keccak
-
-    abi = event.abi
-    signature = f"{abi['name']}({','.join(i['type'] for i in abi['inputs'])})"
-    return "0x" + keccak(signature.encode()).hex()
 
 
 def _address_topic(address: str) -> str:

@@ -36,7 +36,7 @@ def deploy(
     if not force:
         try:
             existing = load_deployment(settings.data_dir, handle.chain_id)
-            check_code(handle.w3, existing.address, existing.code_hash)
+            check_code(handle.rpc, existing.address, existing.code_hash)
         except (NotDeployed, DeploymentMismatch):
             if existing is not None and not handle.local:
                 raise  # never silently replace a recorded deployment on a real chain
@@ -252,7 +252,7 @@ def _serve_index(  # noqa: PLR0913 - the options of `serve --index-only`, passed
 
     import uvicorn
 
-    from anchor.chain.connection import redact_url
+    from anchor.chain.rpc import redact_url
     from anchor.index.follow import progress_to_stderr
     from anchor.index.site import SiteOptions, open_site
 

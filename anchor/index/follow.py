@@ -29,7 +29,7 @@ from anchor.errors import ChainUnreachable, DeploymentMismatch, IndexReorgTooDee
 from anchor.index.store import IndexStore
 
 if TYPE_CHECKING:
-    from web3 import Web3
+    from anchor.chain.rpc import Rpc
 
 DEFAULT_CONFIRMATIONS = 12
 WINDOW = 2_000
@@ -43,29 +43,27 @@ class SyncReport:
     dropped: int
 
 
-def registry_code_hash(w3: Web3, address: str) -> str | None:
+def registry_code_hash(rpc: Rpc, address: str) -> str | None:
     """keccak256 of the code at `address` if it is an AnchorRegistry version we know; None otherwise."""
-    from eth_hash.auto import keccak
-
     from anchor.chain.artifact import version_of
+    from anchor.manifest.keccak import keccak256
 
-    code = bytes(with_backoff(lambda: w3.eth.get_code(w3.to_checksum_address(address)), "eth_getCode"))
-    digest = "0x" + keccak(code).hex()
+    code = with_backoff(lambda: rpc.get_code(address), "eth_getCode")
+    digest = "0x" + keccak256(code).hex()
     return digest if code and version_of(digest) else None
 
 
-def deployment_block(w3: Web3, address: str, head: int, progress: Callable[[str], None] | None = None) -> int:
+def deployment_block(rpc: Rpc, address: str, head: int, progress: Callable[[str], None] | None = None) -> int:
     """The first block at which `address` holds its code, by bisection over historical eth_getCode
     (about 25 calls at any height). An endpoint without past state (a pruned node, an anvil started
     from a state file) cannot answer: then block 0, which is always correct (no event is older than the
     contract), only slower; `--from-block` skips the walk."""
-    checksum = w3.to_checksum_address(address)
     low, high = 0, head
     try:
         while low < high:
             mid = (low + high) // 2
-            code = with_backoff(lambda m=mid: w3.eth.get_code(checksum, m), "eth_getCode")  # type: ignore[misc]
-            if bytes(code):
+            code = with_backoff(lambda m=mid: rpc.get_code(address, m), "eth_getCode")  # type: ignore[misc]
+            if code:
                 high = mid
             else:
                 low = mid + 1
@@ -84,18 +82,19 @@ class Follower:
 
     def __init__(
         self,
-        w3: Web3,
+        rpc: Rpc,
         store: IndexStore,
         address: str,
         from_block: int | None = None,
         confirmations: int = DEFAULT_CONFIRMATIONS,
         progress: Callable[[str], None] | None = None,
     ) -> None:
-        from anchor.chain.artifact import registry_abi, version_of
+        from anchor.chain.abi import checksum_address, interface
+        from anchor.chain.artifact import LATEST, version_of
 
-        self.w3, self.store, self.confirmations = w3, store, max(1, confirmations)
-        self.address = w3.to_checksum_address(address)
-        code_hash = registry_code_hash(w3, self.address)
+        self.rpc, self.store, self.confirmations = rpc, store, max(1, confirmations)
+        self.address = checksum_address(address)
+        code_hash = registry_code_hash(rpc, self.address)
         if code_hash is None:
             raise DeploymentMismatch(
                 f"--registry {self.address}: no AnchorRegistry code there (not deployed, or another contract)",
@@ -103,13 +102,13 @@ class Follower:
             )
         self.code_hash = code_hash
         self.version = version_of(code_hash) or ""
-        self._contract = w3.eth.contract(address=self.address, abi=registry_abi(self.version))
-        self._lineage, self._root = self._contract.events.LineageAnchored(), self._contract.events.RootAnchored()
+        self._abi = interface(self.version or LATEST)
+        self._lineage, self._root = self._abi.events["LineageAnchored"], self._abi.events["RootAnchored"]
         self._progress = progress
         start = store.meta("from_block")
         if start is None:
             start = str(
-                from_block if from_block is not None else deployment_block(w3, self.address, self._head(), progress)
+                from_block if from_block is not None else deployment_block(rpc, self.address, self._head(), progress)
             )
             with store.tx():
                 store.set_meta("from_block", start)
@@ -117,35 +116,27 @@ class Follower:
         self.from_block = int(start)
 
     def _head(self) -> int:
-        return int(with_backoff(lambda: self.w3.eth.block_number, "eth_blockNumber"))
+        return int(with_backoff(self.rpc.block_number, "eth_blockNumber"))
 
     def _block_hash(self, number: int) -> str | None:
-        try:
-            block = with_backoff(lambda: self.w3.eth.get_block(number), "eth_getBlockByNumber")
-        except Exception as exc:
-            if "not found" in str(exc).lower():
-                return None
-            raise
-        return "0x" + bytes(block["hash"]).hex()
+        block = with_backoff(lambda: self.rpc.get_block(number), "eth_getBlockByNumber")
+        return None if block is None else str(block["hash"]).lower()
 
     def root_record(self, root: str) -> dict[str, Any] | None:
         """The registry's own record of `root`, read live at the head (not from the index): submitter,
         time and block; None when the chain does not hold it (now)."""
         block = self._head()
-        submitter, timestamp, at = with_backoff(
-            lambda: self._contract.functions.rootRecord(bytes.fromhex(root.removeprefix("0x"))).call(
-                block_identifier=block
-            ),
-            "rootRecord",
+        function = self._abi.functions["rootRecord"]
+        data = function.call_data(bytes.fromhex(root.removeprefix("0x")))
+        submitter, timestamp, at = function.result(
+            with_backoff(lambda: self.rpc.call(self.address, data, block), "rootRecord")
         )
         if int(at) == 0:
             return None
         return {"submitter": str(submitter).lower(), "timestamp": int(timestamp), "block": int(at), "read_at": block}
 
     def _topics(self) -> list[Any]:
-        from anchor.chain.registry import event_topic
-
-        return [[event_topic(self._lineage), event_topic(self._root)]]
+        return [[self._lineage.topic, self._root.topic]]
 
     def unwind(self, head: int) -> int:
         """Drop what a reorg (or a revert) may have taken away; returns how many records went.
@@ -189,7 +180,7 @@ class Follower:
         added = 0
         while start <= head:
             end = min(head, start + WINDOW - 1)
-            logs = scan_logs(self.w3, self.address, self._topics(), start, end)
+            logs = scan_logs(self.rpc, self.address, self._topics(), start, end)
             end_hash = self._block_hash(end)
             if end_hash is None:  # the chain got shorter while we read: the next sync unwinds it
                 break
@@ -206,10 +197,10 @@ class Follower:
         with self.store.tx():
             db = self.store.db
             for log in logs:
-                block, block_hash = int(log["blockNumber"]), "0x" + bytes(log["blockHash"]).hex()
-                tx, index = "0x" + bytes(log["transactionHash"]).hex(), int(log["logIndex"])
-                if "0x" + bytes(log["topics"][0]).hex() == root_topic:
-                    a = self._root.process_log(log)["args"]
+                block, block_hash = int(str(log["blockNumber"]), 16), str(log["blockHash"]).lower()
+                tx, index = str(log["transactionHash"]).lower(), int(str(log["logIndex"]), 16)
+                if str(log["topics"][0]).lower() == root_topic:
+                    a = self._root.args(log)
                     db.execute(
                         "INSERT OR REPLACE INTO roots VALUES (?, ?, ?, ?, ?, ?)",
                         (
@@ -222,7 +213,7 @@ class Follower:
                         ),
                     )
                 else:
-                    a = self._lineage.process_log(log)["args"]
+                    a = self._lineage.args(log)
                     db.execute(
                         "INSERT OR REPLACE INTO lineage VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         (a["researcher"].lower(), "0x" + bytes(a["commit"]).hex(), "0x" + bytes(a["parent"]).hex(),

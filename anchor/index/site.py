@@ -63,7 +63,7 @@ def default_index(chain_id: int, registry: str) -> Path:
 
 def open_site(options: SiteOptions, progress: Callable[[str], None] | None = None) -> IndexSite:
     """Check every option, connect, recognise the registry by its code and open (or create) its index."""
-    from anchor.chain.connection import browser_rpc_url, connect, redact_url
+    from anchor.chain.connection import browser_rpc_url, reach, redact_url
     from anchor.index.claims import check_repo, load_claims
     from anchor.index.follow import Follower
     from anchor.index.store import IndexStore
@@ -77,9 +77,9 @@ def open_site(options: SiteOptions, progress: Callable[[str], None] | None = Non
             browser = None
     claims = load_claims(options.claims) if options.claims is not None else []
     repo = check_repo(options.repo) if options.repo is not None else None
-    w3, chain_id = connect(options.rpc_url)
+    rpc, chain_id = reach(options.rpc_url)
     path = options.index or default_index(chain_id, options.registry)
     store = IndexStore(path, chain_id, options.registry)
-    follower = Follower(w3, store, options.registry, options.from_block, options.confirmations, progress=progress)
+    follower = Follower(rpc, store, options.registry, options.from_block, options.confirmations, progress=progress)
     return IndexSite(follower=follower, chain_id=chain_id, path=path, rpc_label=redact_url(options.rpc_url),
                      browser_rpc_url=browser, claims=claims, repo=repo)  # fmt: skip

@@ -20,8 +20,8 @@ _lock = threading.Lock()
 
 def chain_id_of(url: str) -> int:
     """The chain id an endpoint serves (asked once a process)."""
-    from anchor.chain.connection import redact_url
     from anchor.chain.node import rpc_call
+    from anchor.chain.rpc import redact_url
 
     with _lock:
         if url in _ids:

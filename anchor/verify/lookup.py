@@ -68,7 +68,7 @@ def lookup(key: str, settings: Settings, researcher: str | None = None) -> dict[
             "chain_id": handle.chain_id,
             "registry": registry.address,
             "read_at_block": read_at,
-            "finality": block_finality(handle.w3, record.block_number, read_at)[0],
+            "finality": block_finality(handle.rpc, record.block_number, read_at)[0],
             "links": links(
                 handle.chain_id,
                 tx_hash=tx_hash,
@@ -135,7 +135,7 @@ def _lineage_answer(record: LineageRecord, chain_id: int, registry: Registry, da
         "kind": "lineage",
         "record": {k: getattr(record, k) for k in record.__slots__},
         "read_at_block": read_at,
-        "finality": block_finality(registry.w3, record.block_number, read_at)[0],
+        "finality": block_finality(registry.rpc, record.block_number, read_at)[0],
         "links": links(
             chain_id,
             tx_hash=record.tx_hash,

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from anchor.chain.connection import redact_url
+from anchor.chain.rpc import redact_url
 from anchor.errors import AnchorError, BadInput, ChainUnreachable, NoQuorum
 from anchor.settings.session import Settings
 

@@ -52,7 +52,7 @@ def call(
 
     import requests
 
-    from anchor.chain.connection import jitter
+    from anchor.chain.rpc import jitter
     from anchor.ingest.untrusted_json import parse_json
 
     headers = {"Accept": "application/json"}

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -35,6 +35,9 @@ from anchor.manifest.identity import manifest_digest
 from anchor.manifest.onchain import parse_hex32
 from anchor.proof.file import ProofFile, load_proof
 from anchor.settings.session import Settings
+
+if TYPE_CHECKING:
+    from anchor.chain.rpc import Rpc
 
 
 class Verification(BaseModel):
@@ -387,7 +390,7 @@ def verify_proof_on_chain(
     recorded_hash, trusted_by = trusted_registry(proof, settings, handle.chain_id, registry)
     # 5. The code at the address must be our registry: the recorded deployment's hash, and always the
     #    pinned runtime hash (checked inside Registry).
-    chain_registry = Registry(handle.w3, handle.chain_id, proof.anchor.registry, recorded_hash)
+    chain_registry = Registry(handle.rpc, handle.chain_id, proof.anchor.registry, recorded_hash)
     digest = _hex32(proof.manifest_digest[2:], "manifest_digest")
     siblings = [_hex32(p[2:], "batch.proof") for p in proof.batch.proof]
 
@@ -401,7 +404,7 @@ def verify_proof_on_chain(
         )
     if not chain_registry.verify_inclusion(root, siblings, digest):
         raise ProofFormatError("the registry rejects the inclusion proof", detail={"field": "batch.proof"})
-    finality, safe, finalized = block_finality(handle.w3, record.block_number, read_at)
+    finality, safe, finalized = block_finality(handle.rpc, record.block_number, read_at)
     confirmations = read_at - record.block_number + 1
     return Verification(
         manifest_digest=proof.manifest_digest,
@@ -433,10 +436,10 @@ def bundle_fields(proof: ProofFile) -> dict[str, Any] | None:
     return {name: proof.manifest[name] for name in BUNDLE_FIELDS if name in proof.manifest}
 
 
-def block_finality(w3: object, block: int, read_at: int) -> tuple[str, int | None, int | None]:
+def block_finality(rpc: Rpc, block: int, read_at: int) -> tuple[str, int | None, int | None]:
     """(finality, safe head, finalized head) of `block` read at `read_at`: "finalized" or "safe" once
     the chain's tagged head has reached it, else "N confirmations"."""
-    safe, finalized = _tagged_head(w3, "safe"), _tagged_head(w3, "finalized")
+    safe, finalized = _tagged_head(rpc, "safe"), _tagged_head(rpc, "finalized")
     confirmations = read_at - block + 1
     finality = (
         "finalized" if finalized is not None and finalized >= block
@@ -446,15 +449,16 @@ def block_finality(w3: object, block: int, read_at: int) -> tuple[str, int | Non
     return finality, safe, finalized
 
 
-def _tagged_head(w3: object, tag: str) -> int | None:
+def _tagged_head(rpc: Rpc, tag: str) -> int | None:
     """The number of the chain's `safe` or `finalized` block; None if the node does not know the tag."""
     from anchor.chain.logs import with_backoff
+    from anchor.chain.rpc import RpcError
 
     try:
-        block = with_backoff(lambda: w3.eth.get_block(tag), f"eth_getBlockByNumber({tag})")  # type: ignore[attr-defined]
-    except Exception:  # noqa: BLE001 - an older node without the tag: finality falls back to confirmations
+        block = with_backoff(lambda: rpc.get_block(tag), f"eth_getBlockByNumber({tag})")
+        return None if block is None else int(str(block["number"]), 16)
+    except (RpcError, KeyError, ValueError):  # a node without the tag: finality falls back to confirmations
         return None
-    return int(block["number"])
 
 
 FINALITY_ORDER = ("safe", "finalized")

@@ -28,8 +28,8 @@ async def ready(request: Request, reader: ReaderDep) -> Ready:
 
     def chain_check() -> tuple[int, str, int]:
         registry = reader.registry()
-        check_code(registry.w3, registry.address, registry.code_hash)
-        return registry.chain_id, registry.address, int(registry.w3.eth.block_number)
+        check_code(registry.rpc, registry.address, registry.code_hash)
+        return registry.chain_id, registry.address, registry.rpc.block_number()
 
     chain_id, address, block = await run_in_threadpool(chain_check)
     backend = await in_journal(

@@ -194,7 +194,7 @@ async def get_deployment(settings: SettingsDep, reader: ReaderDep) -> Deployment
     """The registry this service anchors to, with its code checked live."""
     registry = await run_in_threadpool(reader.registry)
     record = load_deployment(settings.data_dir, registry.chain_id)
-    await run_in_threadpool(check_code, registry.w3, record.address, record.code_hash)
+    await run_in_threadpool(check_code, registry.rpc, record.address, record.code_hash)
     return DeploymentPublic(
         deployment=record.model_dump(), code_matches=True, read_at_block=reader.head(),
         links=links(record.chain_id, tx_hash=record.tx_hash, block=record.block_number, address=record.address),

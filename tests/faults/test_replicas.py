@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from anchor.anchoring.proofs import proof_from_journal
-from anchor.chain.connection import connect
+from anchor.chain.connection import reach
 from anchor.chain.deployment import load_deployment
 from anchor.chain.registry import Registry
 from anchor.journal.backends import open_journal
@@ -160,8 +160,8 @@ def test_three_replicas_sharing_a_postgresql_journal_anchor_every_item_once_unde
 
     counts = assert_exactly_once(fresh_chain.node.rpc_url, fresh_chain.data_dir, SUBMISSIONS, postgres_url)
     record = load_deployment(fresh_chain.data_dir, 31337)
-    w3, chain_id = connect(fresh_chain.node.rpc_url)
-    registry = Registry(w3, chain_id, record.address, record.code_hash, record.block_number)
+    rpc, chain_id = reach(fresh_chain.node.rpc_url)
+    registry = Registry(rpc, chain_id, record.address, record.code_hash, record.block_number)
     roots_seen: dict[str, bool] = {}
     verified = 0
     for digest in sorted(accepted):

@@ -71,7 +71,7 @@ def test_a_refused_key_stops_at_once_naming_the_endpoint_and_never_the_key(
 def test_retry_jitter_is_fixed_by_host_process_and_call_so_replicas_spread_out(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from anchor.chain import connection
+    from anchor.chain import rpc as connection
 
     mine = [connection.jitter("eth_call", attempt) for attempt in range(4)]
     assert mine == [connection.jitter("eth_call", attempt) for attempt in range(4)]  # this process replays

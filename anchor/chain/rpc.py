@@ -1,0 +1,190 @@
+"""A small JSON-RPC client: every chain read, and the transport under web3 for writes.
+
+Why not web3 for reads: importing it costs about a second, more than a whole verify should take
+(issue 26). A read needs eight methods (chain id, head, code, block, call, logs, receipt); this is
+them, over one kept-alive HTTP connection per thread. Writes still build transactions with web3, whose
+provider sends through `Rpc.post` (anchor.chain.connection), so there is one retry policy:
+
+Every method is retried, eth_sendRawTransaction included: a resend carries the same signed bytes,
+which the node either already knows or mines once. Retried: refused or reset connections, timeouts,
+HTTP 429 and 5xx. Backoff doubles from ANCHOR_RPC_BACKOFF_S with a jitter fixed by host, process and
+call (`jitter`), capped at 2 s, for ANCHOR_RPC_RETRIES retries (default 4); each request times out
+after ANCHOR_RPC_TIMEOUT_S (10 s). HTTP 401 and 403 (an expired key, a wrong project id) stop at once,
+naming the endpoint without its key: no retry can fix a credential. A JSON-RPC error answer (a
+revert, a provider's "block range too large") is `RpcError`, left to the caller (anchor.chain.logs).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+import time
+from typing import Any
+from urllib.parse import urlsplit
+
+from anchor.errors import BadInput, ChainUnreachable
+from anchor.settings.session import env_number
+
+
+class RpcError(Exception):
+    """The endpoint answered with a JSON-RPC error (not a transport failure)."""
+
+    def __init__(self, method: str, code: int, message: str) -> None:
+        super().__init__(f"{method}: {message} (code {code})")
+        self.code, self.message = code, message
+
+
+def redact_url(url: str) -> str:
+    """scheme://host:port only: hosted RPC URLs often carry an API key in the path or query."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.hostname}{f':{parts.port}' if parts.port else ''}"
+
+
+def jitter(*what: object) -> float:
+    """A number in [0, 1) fixed by this host, this process and `what` (the call, its attempt): replicas
+    that fail together back off by different amounts, and a run replays its own waits (random.random()
+    is neither: two replicas could retry in lockstep, and a seeded one would collide everywhere)."""
+    import hashlib
+    import os
+    import socket
+
+    seed = "|".join(map(str, (socket.gethostname(), os.getpid(), *what))).encode()
+    return int.from_bytes(hashlib.blake2b(seed, digest_size=8).digest(), "big") / 2**64
+
+
+def _hex(number: int | str) -> str:
+    return number if isinstance(number, str) else hex(number)
+
+
+class Rpc:
+    """One endpoint. Thread-safe: each thread keeps its own connection."""
+
+    def __init__(self, url: str) -> None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise BadInput(f"RPC URL {redact_url(url)}: expected http(s)://host[:port][/path]",
+                           detail={"field": "rpc_url"})  # fmt: skip
+        self.url = url
+        self.shown = redact_url(url)
+        self._target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self._host, self._port, self._tls = parts.hostname, parts.port, parts.scheme == "https"
+        self.retries = int(env_number("ANCHOR_RPC_RETRIES", 4))
+        self.backoff_s = env_number("ANCHOR_RPC_BACKOFF_S", 0.1, float)
+        self.timeout_s = env_number("ANCHOR_RPC_TIMEOUT_S", 10, float)
+        self._local = threading.local()
+        self._ids = iter(range(1, 2**62))
+
+    # ------------------------------------------------------------------ transport
+
+    def _connection(self) -> http.client.HTTPConnection:
+        conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            cls = http.client.HTTPSConnection if self._tls else http.client.HTTPConnection
+            conn = cls(self._host, self._port, timeout=self.timeout_s)
+            self._local.conn = conn
+        return conn
+
+    def _drop(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    def _exchange(self, body: bytes) -> tuple[int, bytes]:
+        self._local.reused = getattr(self._local, "conn", None) is not None
+        conn = self._connection()
+        conn.request("POST", self._target, body, {"Content-Type": "application/json"})
+        response = conn.getresponse()
+        content = response.read()
+        if response.getheader("connection", "").lower() == "close":
+            self._drop()
+        return response.status, content
+
+    def post(self, method: str, body: bytes) -> bytes:
+        """POST one JSON-RPC request body and return the answer's bytes, with the retries above."""
+        failure = ""
+        for attempt in range(self.retries + 1):
+            try:
+                try:
+                    status, content = self._exchange(body)
+                except (ConnectionResetError, BrokenPipeError, http.client.RemoteDisconnected):
+                    if not getattr(self._local, "reused", False):
+                        raise
+                    self._drop()  # the server closed an idle kept-alive connection: one fresh try, no wait
+                    status, content = self._exchange(body)
+            except (OSError, http.client.HTTPException) as exc:
+                self._drop()
+                failure = "Timeout" if isinstance(exc, TimeoutError) else "ConnectionError"
+            else:
+                if status < 300:
+                    return content
+                if status in (401, 403):  # a key that is wrong or expired: retrying cannot help
+                    word = "unauthorized" if status == 401 else "forbidden"
+                    raise ChainUnreachable(
+                        f"{self.shown}: HTTP {status} ({word}) for {method}: the provider refused"
+                        " the URL's credentials; check the URL's key"
+                        " (a hosted provider puts it in the path or query; it is not shown here)",
+                        detail={"rpc_url": self.shown, "method": method, "status": status},
+                    )
+                if status != 429 and status < 500:
+                    raise ChainUnreachable(
+                        f"{self.shown}: HTTP {status} for {method}",
+                        detail={"rpc_url": self.shown, "method": method, "status": status},
+                    )
+                failure = f"HTTP {status}"
+            if attempt < self.retries:
+                time.sleep(min(2.0, self.backoff_s * 2**attempt) * (0.5 + jitter(method, attempt) / 2))
+        raise ChainUnreachable(
+            f"{self.shown}: {method} failed {self.retries + 1} times ({failure})",
+            detail={"rpc_url": self.shown, "method": method, "last_error": failure},
+        )
+
+    def request(self, method: str, params: list[Any]) -> Any:
+        """The `result` of one call; `RpcError` for an error answer, `ChainUnreachable` for no answer."""
+        body = json.dumps({"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": params}).encode()
+        raw = self.post(method, body)
+        try:
+            answer = json.loads(raw)
+        except ValueError:
+            raise ChainUnreachable(f"{self.shown}: {method} answered something that is not JSON",
+                                   detail={"rpc_url": self.shown, "method": method}) from None  # fmt: skip
+        if not isinstance(answer, dict):
+            raise ChainUnreachable(f"{self.shown}: {method} answered no JSON-RPC object",
+                                   detail={"rpc_url": self.shown, "method": method})  # fmt: skip
+        if "error" in answer:
+            error = answer["error"] if isinstance(answer["error"], dict) else {"message": str(answer["error"])}
+            raise RpcError(method, int(error.get("code", 0) or 0), str(error.get("message", ""))[:500])
+        return answer.get("result")
+
+    # ------------------------------------------------------------------ the methods reads need
+
+    def chain_id(self) -> int:
+        return int(self.request("eth_chainId", []), 16)
+
+    def block_number(self) -> int:
+        return int(self.request("eth_blockNumber", []), 16)
+
+    def get_code(self, address: str, block: int | str = "latest") -> bytes:
+        return bytes.fromhex(str(self.request("eth_getCode", [address, _hex(block)])).removeprefix("0x"))
+
+    def get_block(self, block: int | str) -> dict[str, Any] | None:
+        """The block header (no transactions); None when the node has no such block (or tag)."""
+        found = self.request("eth_getBlockByNumber", [_hex(block), False])
+        return found if isinstance(found, dict) else None
+
+    def call(self, to: str, data: bytes, block: int | str = "latest") -> bytes:
+        answer = self.request("eth_call", [{"to": to, "data": "0x" + data.hex()}, _hex(block)])
+        return bytes.fromhex(str(answer).removeprefix("0x"))
+
+    def get_logs(self, address: str, topics: list[Any], from_block: int, to_block: int) -> list[dict[str, Any]]:
+        query = {"address": address, "fromBlock": _hex(from_block), "toBlock": _hex(to_block), "topics": topics}
+        logs = self.request("eth_getLogs", [query])
+        return list(logs) if isinstance(logs, list) else []
+
+    def get_transaction_receipt(self, tx_hash: str) -> dict[str, Any] | None:
+        found = self.request("eth_getTransactionReceipt", [tx_hash])
+        return found if isinstance(found, dict) else None
+
+    def close(self) -> None:
+        self._drop()

@@ -1,0 +1,92 @@
+"""Reads from the command line against their peers, in one run (issue 26): `anchor verify FILE`,
+`anchor verify` of 1,000 single-file proofs in one call, `anchor lookup` and `anchor journal status`,
+beside a bare interpreter (`python -c pass`) and `b3sum` on the same file.
+
+A chain of its own (anvil on a free port, a data dir in a temporary folder), the registry deployed, 1,000
+files submitted and flushed in one batch (`journal submit` + `journal flush`), then each command run
+RUNS times end to end as a user runs it. Prints medians and ratios; raw samples in
+benchmarks/results/verify_bench.json.
+Targets: verify FILE median <= 250 ms and <= 8x the bare interpreter; 1,000 proofs in one call <= 10 s;
+lookup and journal status <= 300 ms.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+ANCHOR = str(Path(sys.executable).with_name("anchor"))
+RUNS = 15
+FILES = 1_000
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def timed(argv: list[str], env: dict[str, str], cwd: Path, runs: int = RUNS) -> list[float]:
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        samples.append(time.perf_counter() - start)
+    return samples
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="verify-bench-") as tmp:
+        work = Path(tmp)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
+        env.update(ANCHOR_DATA_DIR=str(work / ".anchor"), ANCHOR_LOCAL_PORT=str(free_port()))
+        run = lambda *a: subprocess.run([ANCHOR, *a], env=env, cwd=work, capture_output=True, text=True, check=True)  # noqa: E731
+        run("chain", "up")
+        try:
+            files = work / "results"
+            files.mkdir()
+            for n in range(FILES):
+                (files / f"r{n:04d}.txt").write_text(f"result {n}: {n * 0.001:.3f}\n")
+            paths = sorted(str(p.relative_to(work)) for p in files.glob("r*.txt"))
+            run("journal", "submit", *paths)
+            run("journal", "flush", "--batch-size", str(FILES))
+            (work / "paths.txt").write_text("\n".join(paths) + "\n")
+            one = paths[0]
+            samples = {
+                "python -c pass": timed([sys.executable, "-c", "pass"], env, work),
+                "b3sum FILE": timed([shutil.which("b3sum") or "b3sum", one], env, work),
+                "anchor verify FILE": timed([ANCHOR, "verify", one], env, work),
+                "anchor lookup FILE": timed([ANCHOR, "lookup", one], env, work),
+                "anchor journal status": timed([ANCHOR, "journal", "status"], env, work),
+                f"anchor verify --from ({FILES} proofs)": timed([ANCHOR, "verify", "--from", "paths.txt"], env, work, 3),
+            }
+        finally:
+            run("chain", "down")
+    med = {name: statistics.median(values) for name, values in samples.items()}
+    bare = med["python -c pass"]
+    for name, value in med.items():
+        print(f"{name:36s} median {value * 1000:8.1f} ms   {value / bare:5.1f}x bare interpreter")
+    verify = med["anchor verify FILE"]
+    many = med[f"anchor verify --from ({FILES} proofs)"]
+    print(f"verify FILE: {verify * 1000:.0f} ms (target <= 250 ms, <= 8x bare: {verify / bare:.1f}x);"
+          f" {verify / med['b3sum FILE']:.0f}x b3sum on the same file")  # fmt: skip
+    print(f"{FILES} proofs in one call: {many:.2f} s (target <= 10 s), {many / FILES * 1000:.1f} ms a proof;"
+          f" as {FILES} calls it would be about {verify * FILES:.0f} s")  # fmt: skip
+    print(f"lookup {med['anchor lookup FILE'] * 1000:.0f} ms, journal status"
+          f" {med['anchor journal status'] * 1000:.0f} ms (target <= 300 ms)")  # fmt: skip
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "verify_bench.json").write_text(json.dumps({"samples_s": samples, "median_s": med}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
