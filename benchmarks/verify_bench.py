@@ -68,7 +68,9 @@ def main() -> None:
                 "anchor verify FILE": timed([ANCHOR, "verify", one], env, work),
                 "anchor lookup FILE": timed([ANCHOR, "lookup", one], env, work),
                 "anchor journal status": timed([ANCHOR, "journal", "status"], env, work),
-                f"anchor verify --from ({FILES} proofs)": timed([ANCHOR, "verify", "--from", "paths.txt"], env, work, 3),
+                f"anchor verify --from ({FILES} proofs)": timed(
+                    [ANCHOR, "verify", "--from", "paths.txt"], env, work, 3
+                ),
             }
         finally:
             run("chain", "down")

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 
 class Deployment(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     chain_id: int
     address: str

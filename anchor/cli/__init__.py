@@ -22,7 +22,7 @@ def main() -> None:
     try:
         from anchor.cli.helptext import hoist_global_options
 
-        root = command(app)
+        root = command(app, sys.argv[1:])
         code = root(args=hoist_global_options(root, sys.argv[1:]), standalone_mode=False)
     except AnchorError as exc:
         if as_json:

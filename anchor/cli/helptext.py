@@ -70,9 +70,52 @@ def tidy(command: Any) -> Any:
     return command
 
 
-def command(app: typer.Typer) -> Any:
-    """The click command behind `app`, tidied: what `anchor` runs."""
+def command(app: typer.Typer, argv: list[str] | None = None) -> Any:
+    """The click command behind `app`, tidied: what `anchor` runs.
+
+    Given `argv`, only the subcommand it names is built under the root: typer reads every command's
+    signature and type hints to build it, and building all of them took about 100 ms of every call
+    (issue 26: a read's whole budget is 250 ms). Anything else (no subcommand, `--help`, a typo that
+    needs the list of names to suggest one) builds the whole tree."""
+    word = _first_word(argv or [])
+    if word is not None:
+        app = _only(app, word) or app
     return tidy(typer.main.get_command(app))
+
+
+def _first_word(argv: list[str]) -> str | None:
+    """The subcommand `argv` names: its first word that is neither a root option nor its value."""
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word in GLOBAL_OPTIONS:
+            i += 2
+        elif word.startswith("-"):
+            i += 1
+        else:
+            return word
+    return None
+
+
+def _only(app: typer.Typer, word: str) -> typer.Typer | None:
+    """A copy of `app` holding only the command or group named `word` (its callback and root options
+    kept); None when no command has that name."""
+    import copy
+
+    from typer.main import get_command_name
+
+    for info in app.registered_commands:
+        name = info.name or (get_command_name(info.callback.__name__) if info.callback else None)
+        if name == word:
+            pruned = copy.copy(app)
+            pruned.registered_commands, pruned.registered_groups = [info], []
+            return pruned
+    for group in app.registered_groups:
+        if group.name == word:
+            pruned = copy.copy(app)
+            pruned.registered_commands, pruned.registered_groups = [], [group]
+            return pruned
+    return None
 
 
 GLOBAL_OPTIONS = ("--rpc-url", "--data-dir")

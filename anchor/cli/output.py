@@ -70,11 +70,10 @@ def emit(ctx: typer.Context, local_json: bool, data: dict[str, Any], lines: list
     if wants_json(ctx, local_json):
         print(json.dumps({"ok": True, **data}, sort_keys=True, default=str))
         return
-    from rich.console import Console
-
-    console = Console(highlight=False, soft_wrap=True)
+    # plain print, not rich: the lines carry no styling, rich would turn ":smile:" in a path into an emoji,
+    # and importing it cost 20-50 ms of every command
     for line in lines:
-        console.print(printable(line), markup=False)
+        print(printable(line))
 
 
 @contextmanager

@@ -26,7 +26,7 @@ class SiteOptions(BaseModel):
     """What `anchor serve --index-only` was given. The RPC URL may carry a provider's key: it is passed
     to the service process in ANCHOR_INDEX_SITE, a variable no child process is given."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     rpc_url: str
     registry: str = Field(pattern=r"^0x[0-9a-fA-F]{40}$")

@@ -54,7 +54,7 @@ def canonical_decimal(value: object, field: str = "metric.value") -> str:
 
 
 class Metric(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     name: str = Field(min_length=1, max_length=128)
     mode: Literal["max", "min"]
@@ -87,14 +87,14 @@ class MeasuredBy(BaseModel):
     """Which metric source produced an attempt's number (`jsonl`, `json`, `regex`, `evaluator`, or a
     plug-in's name) and the digest of its definition (docs/manifest.md, "Evaluator digest")."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     source: str = Field(pattern=r"^[a-z][a-z0-9_.-]{0,63}$")
     digest: str = Field(pattern=HEX64)
 
 
 class AttemptManifest(HasIdentity, BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     kind: Literal["attempt"] = "attempt"
     version: Literal[1, 2, 3] = 1

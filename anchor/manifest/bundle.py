@@ -30,7 +30,7 @@ MILESTONES = ("submitted", "scheduled", "image_ready", "snapshot_ready", "evalua
 class ResumePin(BaseModel):
     """The earlier bundle a resumed run continues: a reference and its manifest digest, always both."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     bundle: str = Field(min_length=1, max_length=256)
     digest: str = Field(pattern=HEX64)
@@ -39,7 +39,7 @@ class ResumePin(BaseModel):
 class OutputIdentity(BaseModel):
     """The output file tree, by its root; `name` is the run's own label for it."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     name: str | None = Field(default=None, min_length=1, max_length=256)
     files_root: str = Field(pattern=HEX64)
@@ -50,7 +50,7 @@ class OutputIdentity(BaseModel):
 class Milestones(BaseModel):
     """RFC 3339 times of the six latency milestones; every one optional, none before `submitted`."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     submitted: datetime | None = None
     scheduled: datetime | None = None
@@ -114,7 +114,7 @@ def check_annotations(annotations: object) -> None:
 class Profile(BaseModel):
     """The resource profile it ran under: a declared name and its bounds (requests = limits)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,31}$")
     cpu: str = Field(pattern=r"^[0-9]+(\.[0-9]+)?m?$")
@@ -125,7 +125,7 @@ class BundleManifest(HasIdentity, BaseModel):
     """Version 2 adds what the run was allowed (`budget`) and what it ran on (`profile`), both inside
     the identity: the same output under another budget or profile is another result bundle."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     kind: Literal["bundle"] = "bundle"
     version: Literal[1, 2] = 1

@@ -28,7 +28,7 @@ MAX_REPLICATIONS = 50
 class Run(BaseModel):
     """One measurement after selection: its status, the metric the harness read, its bound run dir."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     status: Literal["completed", "failed", "timed_out"]
     metric: Metric | None = None
@@ -55,7 +55,7 @@ def statistics(values: list[str]) -> tuple[str | None, str | None]:
 
 
 class ChampionManifest(HasIdentity, BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     kind: Literal["champion"] = "champion"
     version: Literal[1] = 1

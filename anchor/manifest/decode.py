@@ -9,13 +9,35 @@ from __future__ import annotations
 from typing import Any
 
 from anchor.errors import BadInput
-from anchor.manifest.attempt import AttemptManifest
-from anchor.manifest.bundle import BundleManifest
-from anchor.manifest.champion import ChampionManifest
 from anchor.manifest.filetree import FORMAT_VERSION, check_links, is_hex64
-from anchor.manifest.mission import Mission
-from anchor.manifest.timing import TimingRecord
 from anchor.manifest.validation import validated
+
+
+def kind_model(kind: str) -> Any:
+    """The model of a model-backed kind, or None. Imported here, when an identity of that kind is
+    decoded: a file proof's verify does not build the schemas of five models it never uses (issue 26's
+    start-up budget)."""
+    if kind == "bundle":
+        from anchor.manifest.bundle import BundleManifest
+
+        return BundleManifest
+    if kind == "attempt":
+        from anchor.manifest.attempt import AttemptManifest
+
+        return AttemptManifest
+    if kind == "champion":
+        from anchor.manifest.champion import ChampionManifest
+
+        return ChampionManifest
+    if kind == "mission":
+        from anchor.manifest.mission import Mission
+
+        return Mission
+    if kind == "timing":
+        from anchor.manifest.timing import TimingRecord
+
+        return TimingRecord
+    return None
 
 
 def validate_identity(identity: object, source: str = "manifest") -> dict[str, Any]:
@@ -58,8 +80,7 @@ def validate_identity(identity: object, source: str = "manifest") -> dict[str, A
         if not isinstance(identity["length"], int) or isinstance(identity["length"], bool) or identity["length"] < 0:
             raise BadInput(f"{source}: length must be a non-negative integer", detail={"field": "manifest.length"})
         return identity
-    model: Any = {"bundle": BundleManifest, "attempt": AttemptManifest, "champion": ChampionManifest,
-                  "mission": Mission, "timing": TimingRecord}.get(str(kind))  # fmt: skip
+    model = kind_model(str(kind))
     if model is None:
         raise BadInput(f"{source}: unknown manifest kind {kind!r}", detail={"field": "manifest.kind"})
     normalized = validated(model, identity, source).identity()

@@ -31,7 +31,7 @@ MAX_MISSION_BYTES = 256 * 1024
 class Budget(BaseModel):
     """How much the mission may spend: wall-clock minutes and attempts, both required."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     minutes: int = Field(ge=1, le=7 * 24 * 60)
     attempts: int = Field(ge=1, le=1_000_000)
@@ -40,7 +40,7 @@ class Budget(BaseModel):
 class StopRule(BaseModel):
     """Stop as soon as `metric` reaches `target` in the direction `mode` (a decimal string, exact)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     metric: str = Field(min_length=1, max_length=128)
     mode: Literal["max", "min"]
@@ -53,7 +53,7 @@ class StopRule(BaseModel):
 
 
 class Mission(HasIdentity, BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     kind: Literal["mission"] = "mission"
     version: Literal[1] = 1

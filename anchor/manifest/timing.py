@@ -20,7 +20,7 @@ HEX64 = r"^[0-9a-f]{64}$"
 
 
 class TimingRecord(HasIdentity, BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     kind: Literal["timing"] = "timing"
     version: Literal[1] = 1

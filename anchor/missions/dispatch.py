@@ -51,25 +51,25 @@ PROFILES: dict[str, dict[str, str]] = {
 
 
 class Ref(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
     ref: str = Field(min_length=1, max_length=1024)
 
 
 class MissionRef(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
     ref: str = Field(min_length=1, max_length=1024)
     digest: str | None = None
     document: dict[str, Any]
 
 
 class SnapshotRef(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
     ref: str = Field(min_length=1, max_length=1024)
     sha256: str | None = None
 
 
 class ResumeRef(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
     bundle: str | None = Field(default=None, min_length=1, max_length=1024)
     digest: str | None = None
 
@@ -77,7 +77,7 @@ class ResumeRef(BaseModel):
 class SubmissionRequest(BaseModel):
     """What a client sends (the API body; the CLI builds the same)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
     mission: MissionRef
     snapshot: SnapshotRef
     image: str = Field(min_length=1, max_length=512)

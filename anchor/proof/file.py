@@ -38,7 +38,7 @@ _Hex32 = Field(pattern=r"^0x[0-9a-f]{64}$")
 class BatchPath(BaseModel):
     """The OpenZeppelin StandardMerkleTree path from the manifest digest to the anchored root."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     item: str = _Hex32
     leaf: str = _Hex32
@@ -49,7 +49,7 @@ class BatchPath(BaseModel):
 class FileInclusion(BaseModel):
     """One file's membership in the manifest's file tree: its entry and its audit path."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     path: str
     size: int = Field(ge=0)
@@ -62,7 +62,7 @@ class FileInclusion(BaseModel):
 class ChainAnchor(BaseModel):
     """Where the root is anchored."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     chain_id: int = Field(gt=0)
     registry: str = Field(pattern=r"^0x[0-9a-fA-F]{40}$")
@@ -75,7 +75,7 @@ class ServiceAnchor(BaseModel):
     """A further anchor of the same manifest, got from another service (another batch, maybe another
     chain): one proof file holds every anchor it got (docs/calendar.md)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     service: str = Field(max_length=2000)
     batch: BatchPath
@@ -83,7 +83,7 @@ class ServiceAnchor(BaseModel):
 
 
 class ProofFile(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     format: Literal["anchor/proof"] = "anchor/proof"
     version: Literal[1] = 1
@@ -131,7 +131,7 @@ class PendingProof(BaseModel):
     this machine), and every service's signed receipt. `anchor upgrade` turns it into a `ProofFile`
     once a service's batch is mined; until then `verify` exits 14 (pending)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     format: Literal["anchor/pending"] = "anchor/pending"
     version: Literal[1] = 1

@@ -34,7 +34,7 @@ class Receipt(BaseModel):
     """One service's signed acceptance of one manifest. `url` is where the client reached the service
     (not signed: it is where `anchor upgrade` asks again); everything else is signed."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     url: str = Field(max_length=2000)
     service: str = Field(max_length=200)

@@ -17,7 +17,7 @@ from anchor.manifest.validation import validated
 
 
 class AttemptContract(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     task: str = Field(min_length=1)
     command: str = Field(min_length=1, description="run with {run_dir}, {run_name}, {attempt_timeout_minutes}")

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 class Verification(BaseModel):
     """A successful verification, backed by a live chain read at `read_at_block`."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     verified: Literal[True] = True
     manifest_digest: str
