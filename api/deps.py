@@ -133,8 +133,10 @@ def anchored_proof(app: FastAPI, reader: ChainReader, digest: bytes) -> ProofFil
     from anchor.anchoring.proofs import proof_from_journal
     from anchor.proof.file import load_proof
 
+    registry = reader.registry()
     stored = app.state.settings.proofs_dir / f"{digest.hex()}.json"
     if stored.is_file():
-        return load_proof(stored)
-    registry = reader.registry()
-    return proof_from_journal(thread_journal(app).db, registry.chain_id, digest, registry.code_hash)
+        proof = load_proof(stored)
+        if proof.anchor.chain_id == registry.chain_id:  # a data dir used on two chains keeps both's proofs
+            return proof
+    return proof_from_journal(thread_journal(app), registry.chain_id, digest, registry.code_hash)

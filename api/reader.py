@@ -50,6 +50,10 @@ class ChainReader:
                 self._registry = open_registry(self.settings, self._handle)
             return self._registry
 
+    def chain_id(self) -> int:
+        """The chain this service reads and anchors on: every journal read is of this chain only."""
+        return self.registry().chain_id
+
     def _read_head(self) -> int:
         block = self.registry().checked_block()  # re-checks the registry's code whenever the block moves
         self._head = block

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
-from typing import Any
 
 from anchor.batch.merkle import BatchTree, leaf_of
 from anchor.errors import AnchorError
 from anchor.files import atomic_write_many, private_dir
+from anchor.journal.reads import confirmed_batch_rows
+from anchor.journal.store import Journal
 from anchor.proof.file import BatchPath, ChainAnchor, ProofFile
 
 
@@ -82,18 +83,15 @@ def write_batch_proofs(
     return failed
 
 
-def proof_from_journal(db: Any, chain_id: int, digest: bytes, code_hash: str) -> ProofFile | None:
+def proof_from_journal(journal: Journal, chain_id: int, digest: bytes, code_hash: str) -> ProofFile | None:
     """The proof of a confirmed item, rebuilt from the journal alone (None: not anchored here).
 
     Why: with replicas sharing a PostgreSQL journal, the proof file lands in the data directory of
     whichever replica flushed the batch; every other replica rebuilds the same proof, byte for byte,
     from the journal (the items of the batch give the Merkle path, the effect the transaction)."""
-    item = db.execute(
-        "SELECT effect_id FROM items WHERE chain_id = ? AND digest = ? AND state = 'confirmed'", (chain_id, digest)
-    ).fetchone()
-    if item is None:
+    found = confirmed_batch_rows(journal, chain_id, digest)
+    if found is None:
         return None
-    effect = db.execute("SELECT * FROM effects WHERE id = ?", (item["effect_id"],)).fetchone()
-    items = db.execute("SELECT * FROM items WHERE effect_id = ? ORDER BY id", (item["effect_id"],)).fetchall()
+    effect, items = found
     wanted = "0x" + digest.hex()
     return next(p for p in batch_proofs(effect, items, effect["registry"], code_hash) if p.manifest_digest == wanted)

@@ -14,6 +14,7 @@ from anchor.chain.open import ChainHandle, open_chain, open_registry
 from anchor.errors import DeploymentMismatch, NotDeployed
 from anchor.journal.backends import open_journal
 from anchor.journal.effects import EffectRunner, RunnerConfig, RunReport
+from anchor.journal.reads import item_with_effect, record_proof_errors
 from anchor.journal.status import Status, journal_status
 from anchor.journal.store import Journal
 from anchor.journal.submit import Submission, Submitted, proof_paths, submit_many
@@ -73,11 +74,7 @@ class AnchorService:
         failed = write_batch_proofs(
             self.settings.proofs_dir, effect, items, self.registry.address, self.registry.code_hash, paths
         )
-        with self.journal.tx() as db:
-            db.executemany(
-                "UPDATE items SET proof_error = ? WHERE id = ?",
-                [(failed.get(int(item["id"])), item["id"]) for item in items],
-            )
+        record_proof_errors(self.journal, {int(item["id"]): failed.get(int(item["id"])) for item in items})
 
     def submit(self, submissions: Sequence[Submission]) -> list[Submitted]:
         """Journal `submissions`; one already confirmed (anchored before) gets its proof file now, since
@@ -105,11 +102,7 @@ class AnchorService:
             return self.runner.run(progress=progress)
 
     def item(self, digest: bytes) -> Any:
-        return self.journal.db.execute(
-            "SELECT items.*, effects.state AS effect_state, effects.gas_used, effects.tx_hash AS effect_tx"
-            " FROM items LEFT JOIN effects ON effects.id = items.effect_id WHERE items.chain_id = ? AND digest = ?",
-            (self.chain_id, digest),
-        ).fetchone()
+        return item_with_effect(self.journal, self.chain_id, digest)
 
     def status(self, recent: int = 5) -> Status:
         return journal_status(self.journal, self.chain_id, recent)

@@ -18,10 +18,10 @@ from starlette.concurrency import run_in_threadpool
 from anchor.anchoring.prove import single_file_proof
 from anchor.chain.explorer import links
 from anchor.errors import NotAnchored
+from anchor.journal import reads
 from anchor.manifest.onchain import commit_key, parse_hex32
 from api.deps import ReaderDep, SettingsDep, anchored_proof, in_journal
 from api.pages import page
-from api.routes.records import batch_rows
 from api.routes.research import find_attempt
 from api.routes.verify import CommitOrHex32, Hex32
 
@@ -86,18 +86,11 @@ async def lineagepage(commit: CommitOrHex32, settings: SettingsDep, reader: Read
 @router.get("/", response_class=HTMLResponse)
 async def home(request: Request, reader: ReaderDep) -> HTMLResponse:
     """The latest batches of this service, and where to go next."""
-    batches = await in_journal(
-        request.app,
-        lambda journal: journal.db.execute(
-            "SELECT key, state, block_number, (SELECT count(*) FROM items WHERE effect_id = effects.id) AS items"
-            " FROM effects WHERE kind = 'root' ORDER BY id DESC LIMIT 20"
-        ).fetchall(),
-    )
+    batches = await in_journal(request.app, lambda journal: reads.recent_batches(journal, reader.chain_id(), 20))
     # "records", not "items": in a template `b.items` is the dict's method, and the page showed
     # "<built-in method items of dict object at 0x…>" in every row
     rows = [
-        {"root": "0x" + bytes(b["key"]).hex(), "records": b["items"], "state": b["state"], "block": b["block_number"]}
-        for b in batches
+        {"root": "0x" + b.root.hex(), "records": b.items, "state": b.state, "block": b.block_number} for b in batches
     ]
     return page("home.html", "Anchor", reader.last_head(), batches=rows)
 
@@ -105,19 +98,19 @@ async def home(request: Request, reader: ReaderDep) -> HTMLResponse:
 @router.get("/batch/{root}", response_class=HTMLResponse)
 async def batchpage(root: Hex32, request: Request, reader: ReaderDep) -> HTMLResponse:
     key = bytes.fromhex(root.lower().removeprefix("0x"))
-    effect, items = await in_journal(request.app, lambda journal: batch_rows(journal.db, key))
+    effect, items = await in_journal(request.app, lambda journal: reads.batch(journal, reader.chain_id(), key))
     if effect is None:
         raise NotAnchored(f"no batch with root 0x{key.hex()} here", detail={"root": root})
     registry = await run_in_threadpool(reader.registry)
     record = await run_in_threadpool(registry.root_record, key)
-    rows = [{"digest": "0x" + bytes(i["digest"]).hex(), "kind": i["kind"], "state": i["state"]} for i in items]
+    rows = [{"digest": "0x" + i.digest.hex(), "kind": i.kind, "state": i.state} for i in items]
     return page(
         "batch.html",
         f"Batch 0x{key.hex()[:16]}…",
         reader.head(),
         root="0x" + key.hex(),
         record=record,
-        tx="0x" + bytes(effect["tx_hash"] or b"").hex(),
+        tx="0x" + (effect.tx_hash or b"").hex(),
         items=rows,
     )
 

@@ -5,6 +5,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import RedirectResponse
 
 from anchor import __version__
+from anchor.journal import reads
 from api.deps import ReaderDep, in_journal
 from api.routes.verify import ERRORS
 from api.schemas import Health, Ready
@@ -32,9 +33,7 @@ async def ready(request: Request, reader: ReaderDep) -> Ready:
         return registry.chain_id, registry.address, registry.rpc.block_number()
 
     chain_id, address, block = await run_in_threadpool(chain_check)
-    backend = await in_journal(
-        request.app, lambda journal: (journal.db.execute("SELECT count(*) FROM meta").fetchone(), journal.backend)[1]
-    )
+    backend = await in_journal(request.app, reads.ping)
     return Ready(status="ready", version=__version__, chain_id=chain_id, registry=address, block=block, journal=backend)
 
 

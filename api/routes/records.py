@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -13,6 +12,8 @@ from starlette.concurrency import run_in_threadpool
 from anchor.chain.deployment import check_code, load_deployment
 from anchor.chain.explorer import links
 from anchor.errors import BadInput, NotAnchored
+from anchor.journal import reads
+from anchor.journal.store import Journal
 from anchor.manifest.onchain import commit_key, parse_hex32
 from api.deps import ReaderDep, SettingsDep, in_journal
 from api.routes.verify import ERRORS, CommitOrHex32, Hex32
@@ -40,7 +41,7 @@ async def search(key: CommitOrHex32, request: Request, reader: ReaderDep) -> Sea
     The journal says where to look; whether each record is anchored is read live from the registry."""
     body = key.lower().removeprefix("0x")
     value = commit_key(body) if len(body) == 40 else parse_hex32(key, "key")
-    found = await in_journal(request.app, lambda journal: _found(journal.db, body, value))
+    found = await in_journal(request.app, lambda journal: _found(journal, reader.chain_id(), body, value))
     if not found:
         return SearchResults(data=[], count=0, read_at_block=None)
 
@@ -66,50 +67,37 @@ async def search(key: CommitOrHex32, request: Request, reader: ReaderDep) -> Sea
 Found = list[tuple[str, str, dict[str, Any], tuple[str, bytes, str | None] | None]]
 
 
-def _found(db: Any, body: str, value: bytes) -> Found:
-    """What the journal knows under `value` (run in the thread pool)."""
+def _found(journal: Journal, chain_id: int, body: str, value: bytes) -> Found:
+    """What the journal knows under `value` on this service's chain (run in the thread pool)."""
     found: Found = []
-    root_of_item = "SELECT effects.key FROM items JOIN effects ON effects.id = items.effect_id WHERE items.digest = ?"
 
     def batch(digest: bytes) -> tuple[str, bytes, str | None] | None:
-        row = db.execute(root_of_item, (digest,)).fetchone()
-        return None if row is None else ("root", bytes(row[0]), None)
+        root = reads.root_of_item(journal, chain_id, digest)
+        return None if root is None else ("root", root, None)
 
-    for row in db.execute("SELECT digest, kind FROM items WHERE digest = ?", (value,)):
-        found.append(
-            ("manifest", _hex(row["digest"]) or "", {"manifest_kind": row["kind"]}, batch(bytes(row["digest"])))
-        )
-    for row in db.execute(
-        "SELECT files.path, items.digest FROM files JOIN items ON items.id = files.item_id WHERE blake3 = ?", (value,)
-    ):
-        detail = {"path": row["path"], "manifest_digest": _hex(row["digest"])}
-        found.append(("file", "0x" + value.hex(), detail, batch(bytes(row["digest"]))))
-    # a v2 lineage effect is keyed by keccak(researcher, commit): its commit is found in its args
-    for row in db.execute(
-        "SELECT kind, key, args, tx_hash, block_number FROM effects"
-        " WHERE key = ? OR tx_hash = ? OR json_extract(args, '$.commit') = ?",
-        (value, value, value.hex()),
-    ):
-        is_tx = row["tx_hash"] is not None and bytes(row["tx_hash"]) == value
-        kind = "transaction" if is_tx else "batch_root" if row["kind"] == "root" else "lineage"
-        args = json.loads(row["args"])
+    for item in reads.items_with_digest(journal, chain_id, value):
+        found.append(("manifest", "0x" + item.digest.hex(), {"manifest_kind": item.kind}, batch(item.digest)))
+    for hit in reads.files_with_blake3(journal, chain_id, value):
+        detail: dict[str, Any] = {"path": hit.path, "manifest_digest": "0x" + hit.digest.hex()}
+        found.append(("file", "0x" + value.hex(), detail, batch(hit.digest)))
+    for effect in reads.effects_matching(journal, chain_id, value):
+        is_tx = effect.tx_hash == value
+        kind = "transaction" if is_tx else "batch_root" if effect.kind == "root" else "lineage"
         detail = {
-            "effect": row["kind"],
-            "key": _hex(row["key"]),
-            "tx_hash": _hex(row["tx_hash"]),
-            "block_number": row["block_number"],
-            **({"researcher": args["researcher"]} if "researcher" in args else {}),
+            "effect": effect.kind,
+            "key": "0x" + effect.key.hex(),
+            "tx_hash": _hex(effect.tx_hash),
+            "block_number": effect.block_number,
+            **({"researcher": effect.args["researcher"]} if "researcher" in effect.args else {}),
         }
-        if row["kind"] == "root":
-            found.append((kind, "0x" + value.hex(), detail, ("root", bytes(row["key"]), None)))
+        if effect.kind == "root":
+            found.append((kind, "0x" + value.hex(), detail, ("root", effect.key, None)))
         else:
-            commit = bytes.fromhex(args["commit"]) if "commit" in args else bytes(row["key"])
-            found.append((kind, "0x" + value.hex(), detail, ("lineage", commit, args.get("researcher"))))
+            commit = bytes.fromhex(effect.args["commit"]) if "commit" in effect.args else effect.key
+            found.append((kind, "0x" + value.hex(), detail, ("lineage", commit, effect.args.get("researcher"))))
     if len(body) in (40, 64):
-        for row in db.execute(
-            "SELECT digest FROM items WHERE kind = 'attempt' AND json_extract(identity, '$.commit') = ?", (body,)
-        ):
-            found.append(("attempt", body, {"manifest_digest": _hex(row["digest"])}, batch(bytes(row["digest"]))))
+        for attempt in reads.attempts_of_commit(journal, chain_id, body):
+            found.append(("attempt", body, {"manifest_digest": "0x" + attempt.digest.hex()}, batch(attempt.digest)))
     return found
 
 
@@ -117,29 +105,20 @@ def _found(db: Any, body: str, value: bytes) -> Found:
 async def get_batch(root: Hex32, request: Request, reader: ReaderDep) -> BatchPublic:
     """The records of one batch, and the registry's record of its root, read live."""
     key = parse_hex32(root, "root")
-    effect, rows = await in_journal(request.app, lambda journal: batch_rows(journal.db, key))
+    effect, rows = await in_journal(request.app, lambda journal: reads.batch(journal, reader.chain_id(), key))
     if effect is None:
         raise NotAnchored(f"no batch with root 0x{key.hex()} in this service's journal", detail={"root": root})
-    items = [{"manifest_digest": _hex(r["digest"]), "kind": r["kind"], "state": r["state"]} for r in rows]
+    items = [{"manifest_digest": "0x" + r.digest.hex(), "kind": r.kind, "state": r.state} for r in rows]
     registry = await run_in_threadpool(reader.registry)
     record = await run_in_threadpool(reader.read, f"root:{key.hex()}", lambda: registry.root_record(key))
     block = reader.head()
-    tx = _hex(effect["tx_hash"])
+    tx = _hex(effect.tx_hash)
     return BatchPublic(
         root="0x" + key.hex(), anchored=record is not None, read_at_block=block,
         record=None if record is None else record.__dict__ if hasattr(record, "__dict__") else _slots(record),
         items=items, links=links(registry.chain_id, tx_hash=tx, block=None if record is None else record.block_number,
                                  address=registry.address),
     )  # fmt: skip
-
-
-def batch_rows(db: Any, key: bytes) -> tuple[Any, list[Any]]:
-    """A batch's root effect and its items, from the journal (run in the thread pool)."""
-    effect = db.execute("SELECT id, tx_hash FROM effects WHERE kind = 'root' AND key = ?", (key,)).fetchone()
-    if effect is None:
-        return None, []
-    items = db.execute("SELECT digest, kind, state FROM items WHERE effect_id = ? ORDER BY id", (effect["id"],))
-    return effect, items.fetchall()
 
 
 def _slots(obj: Any) -> dict[str, Any]:
@@ -153,15 +132,8 @@ async def get_attempt(commit: CommitOrHex32, request: Request, reader: ReaderDep
     body = commit.lower().removeprefix("0x")
     registry = await run_in_threadpool(reader.registry)
     record = await run_in_threadpool(reader.read, f"lineage:{key.hex()}", lambda: registry.lineage(key))
-    rows = await in_journal(
-        request.app,
-        lambda journal: journal.db.execute(
-            "SELECT digest, state, identity FROM items"
-            " WHERE kind = 'attempt' AND json_extract(identity, '$.commit') = ?",
-            (body,),
-        ).fetchall(),
-    )
-    manifests = [{"manifest_digest": _hex(r["digest"]), "state": r["state"], **json.loads(r["identity"])} for r in rows]
+    rows = await in_journal(request.app, lambda journal: reads.attempts_of_commit(journal, registry.chain_id, body))
+    manifests = [{"manifest_digest": "0x" + r.digest.hex(), "state": r.state, **r.identity} for r in rows]
     if record is None and not manifests:
         raise NotAnchored(f"no attempt {body} is known here or anchored on chain", detail={"commit": commit})
     return AttemptPublic(

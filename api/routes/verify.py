@@ -10,6 +10,7 @@ from starlette.concurrency import run_in_threadpool
 
 from anchor.anchoring.prove import single_file_proof
 from anchor.errors import NotAnchored, TooLarge
+from anchor.journal import reads
 from anchor.manifest.onchain import parse_hex32
 from anchor.proof.file import ProofFile, parse_proof
 from anchor.verify.verifier import (
@@ -111,24 +112,18 @@ async def verify_file(
 ) -> FileVerification:
     """Is this exact file inside an anchored bundle? The server hashes it and returns its proof."""
     digest, size = await run_in_threadpool(_hash_stream, file.file)
-    rows = await in_journal(
-        request.app,
-        lambda journal: journal.db.execute(
-            "SELECT items.id, items.digest, items.identity, items.payload, files.path FROM files"
-            " JOIN items ON items.id = files.item_id"
-            " WHERE files.blake3 = ? AND items.state = 'confirmed' ORDER BY items.id",
-            (digest,),
-        ).fetchall(),
+    hits = await in_journal(
+        request.app, lambda journal: reads.files_with_blake3(journal, reader.chain_id(), digest, confirmed=True)
     )
-    if not rows:
+    if not hits:
         raise NotAnchored(
             f"no anchored bundle contains a file with BLAKE3 {digest.hex()}", detail={"blake3": digest.hex()}
         )
-    row = rows[0]
-    whole = await run_in_threadpool(anchored_proof, request.app, reader, bytes(row["digest"]))
+    hit = hits[0]
+    whole = await run_in_threadpool(anchored_proof, request.app, reader, hit.digest)
     if whole is None:
-        raise NotAnchored(f"no proof of manifest 0x{bytes(row['digest']).hex()} here", detail={"blake3": digest.hex()})
-    proof = single_file_proof(whole, row["path"])
+        raise NotAnchored(f"no proof of manifest 0x{hit.digest.hex()} here", detail={"blake3": digest.hex()})
+    proof = single_file_proof(whole, hit.path)
     assert proof.file is not None
     if proof.file.size != size:
         raise NotAnchored("the anchored file with that hash has another size", detail={"blake3": digest.hex()})

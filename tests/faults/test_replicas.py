@@ -165,7 +165,7 @@ def test_three_replicas_sharing_a_postgresql_journal_anchor_every_item_once_unde
     roots_seen: dict[str, bool] = {}
     verified = 0
     for digest in sorted(accepted):
-        proof = proof_from_journal(watcher.db, chain_id, bytes.fromhex(digest[2:]), record.code_hash)
+        proof = proof_from_journal(watcher, chain_id, bytes.fromhex(digest[2:]), record.code_hash)
         assert proof is not None, digest
         root = check_proof_consistency(proof)  # digest -> leaf -> Merkle path -> root, recomputed
         key = root.hex()

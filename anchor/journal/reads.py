@@ -1,0 +1,193 @@
+"""What the API, the explorer and the anchoring service read from the journal, as typed rows.
+
+Why one module: the journal's tables are the store's own. Routes that wrote SQL against them (eight
+statements in the records routes alone) skipped the chain filter the journal always applies, so a data
+directory used on two chains mixed their batches, files and attempts on every page; and each such
+statement had to be rewritten for PostgreSQL by the backend's regexes without a test of its own. Here
+every query names its chain, returns frozen rows, and runs on both backends through the same tests;
+tests/test_journal_reads.py scans the rest of the package, api/ included, for SQL against these tables.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from anchor.journal.store import Journal
+
+
+@dataclass(frozen=True, slots=True)
+class ItemRef:
+    """One journaled manifest: its digest, kind and state (pending, batched, confirmed)."""
+
+    digest: bytes
+    kind: str
+    state: str
+
+
+@dataclass(frozen=True, slots=True)
+class FileHit:
+    """A file of a journaled manifest, found by its BLAKE3."""
+
+    item_id: int
+    path: str
+    digest: bytes
+    identity: dict[str, Any]
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class EffectRef:
+    """A root or lineage effect: what the registry is (to be) asked to record, and where it landed."""
+
+    kind: str
+    key: bytes
+    args: dict[str, Any]
+    tx_hash: bytes | None
+    block_number: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class BatchRef:
+    """A batch: its root effect (id, state, transaction) and how many items it holds."""
+
+    id: int
+    root: bytes
+    state: str
+    tx_hash: bytes | None
+    block_number: int | None
+    items: int
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptRow:
+    digest: bytes
+    state: str
+    identity: dict[str, Any]
+
+
+def _bytes(value: Any) -> bytes | None:
+    return None if value is None else bytes(value)
+
+
+def _json(text: str) -> dict[str, Any]:
+    value = json.loads(text)
+    return value if isinstance(value, dict) else {}
+
+
+def items_with_digest(journal: Journal, chain_id: int, digest: bytes) -> list[ItemRef]:
+    rows = journal.db.execute(
+        "SELECT digest, kind, state FROM items WHERE chain_id = ? AND digest = ?", (chain_id, digest)
+    ).fetchall()
+    return [ItemRef(bytes(r["digest"]), r["kind"], r["state"]) for r in rows]
+
+
+def root_of_item(journal: Journal, chain_id: int, digest: bytes) -> bytes | None:
+    """The root of the batch that holds manifest `digest`, once batched."""
+    row = journal.db.execute(
+        "SELECT effects.key FROM items JOIN effects ON effects.id = items.effect_id"
+        " WHERE items.chain_id = ? AND items.digest = ?",
+        (chain_id, digest),
+    ).fetchone()
+    return None if row is None else bytes(row[0])
+
+
+def files_with_blake3(journal: Journal, chain_id: int, blake3: bytes, confirmed: bool = False) -> list[FileHit]:
+    """Every file with this BLAKE3 in a manifest of `chain_id` (only anchored ones: `confirmed`), oldest first."""
+    rows = journal.db.execute(
+        "SELECT items.id, items.digest, items.identity, items.payload, files.path FROM files"
+        " JOIN items ON items.id = files.item_id WHERE files.blake3 = ? AND items.chain_id = ?"
+        " AND (items.state = 'confirmed' OR ? = 0) ORDER BY items.id",
+        (blake3, chain_id, int(confirmed)),
+    ).fetchall()
+    return [
+        FileHit(int(r["id"]), r["path"], bytes(r["digest"]), _json(r["identity"]), _json(r["payload"])) for r in rows
+    ]
+
+
+def effects_matching(journal: Journal, chain_id: int, value: bytes) -> list[EffectRef]:
+    """Effects of `chain_id` whose key or transaction is `value`, or whose commit is (a v2 lineage
+    effect is keyed by keccak(researcher, commit): its commit is in its args)."""
+    rows = journal.db.execute(
+        "SELECT kind, key, args, tx_hash, block_number FROM effects"
+        " WHERE chain_id = ? AND (key = ? OR tx_hash = ? OR json_extract(args, '$.commit') = ?)",
+        (chain_id, value, value, value.hex()),
+    ).fetchall()
+    return [
+        EffectRef(r["kind"], bytes(r["key"]), _json(r["args"]), _bytes(r["tx_hash"]), r["block_number"]) for r in rows
+    ]
+
+
+def attempts_of_commit(journal: Journal, chain_id: int, commit: str) -> list[AttemptRow]:
+    """The attempt manifests journaled for `commit` (40 or 64 hex digits, lower case)."""
+    rows = journal.db.execute(
+        "SELECT digest, state, identity FROM items"
+        " WHERE chain_id = ? AND kind = 'attempt' AND json_extract(identity, '$.commit') = ? ORDER BY id",
+        (chain_id, commit),
+    ).fetchall()
+    return [AttemptRow(bytes(r["digest"]), r["state"], _json(r["identity"])) for r in rows]
+
+
+def _batch(row: Mapping[str, Any]) -> BatchRef:
+    return BatchRef(int(row["id"]), bytes(row["key"]), row["state"], _bytes(row["tx_hash"]), row["block_number"],
+                    int(row["items"]))  # fmt: skip
+
+
+_BATCHES = (
+    "SELECT id, key, state, tx_hash, block_number,"
+    " (SELECT count(*) FROM items WHERE items.effect_id = effects.id) AS items FROM effects"
+)
+
+
+def batch(journal: Journal, chain_id: int, root: bytes) -> tuple[BatchRef | None, list[ItemRef]]:
+    """A batch of `chain_id` by its root, and its items in order; (None, []) if it is not here."""
+    row = journal.db.execute(
+        _BATCHES + " WHERE chain_id = ? AND kind = 'root' AND key = ?", (chain_id, root)
+    ).fetchone()
+    if row is None:
+        return None, []
+    items = journal.db.execute("SELECT digest, kind, state FROM items WHERE effect_id = ? ORDER BY id", (row["id"],))
+    return _batch(row), [ItemRef(bytes(r["digest"]), r["kind"], r["state"]) for r in items.fetchall()]
+
+
+def recent_batches(journal: Journal, chain_id: int, limit: int = 20) -> list[BatchRef]:
+    rows = journal.db.execute(
+        _BATCHES + " WHERE chain_id = ? AND kind = 'root' ORDER BY id DESC LIMIT ?", (chain_id, limit)
+    ).fetchall()
+    return [_batch(r) for r in rows]
+
+
+def confirmed_batch_rows(journal: Journal, chain_id: int, digest: bytes) -> tuple[Any, list[Any]] | None:
+    """The root effect and items (whole rows, as the proof writer takes them) of the confirmed batch
+    that holds manifest `digest`; None when it is not anchored here."""
+    item = journal.db.execute(
+        "SELECT effect_id FROM items WHERE chain_id = ? AND digest = ? AND state = 'confirmed'", (chain_id, digest)
+    ).fetchone()
+    if item is None:
+        return None
+    effect = journal.db.execute("SELECT * FROM effects WHERE id = ?", (item["effect_id"],)).fetchone()
+    items = journal.db.execute("SELECT * FROM items WHERE effect_id = ? ORDER BY id", (item["effect_id"],)).fetchall()
+    return effect, items
+
+
+def item_with_effect(journal: Journal, chain_id: int, digest: bytes) -> Any:
+    """The item of `digest` with its effect's state, gas and transaction (None when unknown)."""
+    return journal.db.execute(
+        "SELECT items.*, effects.state AS effect_state, effects.gas_used, effects.tx_hash AS effect_tx"
+        " FROM items LEFT JOIN effects ON effects.id = items.effect_id WHERE items.chain_id = ? AND digest = ?",
+        (chain_id, digest),
+    ).fetchone()
+
+
+def record_proof_errors(journal: Journal, errors: Mapping[int, str | None]) -> None:
+    """Why each item's proof file could not be written (None: it was)."""
+    with journal.tx() as db:
+        db.executemany("UPDATE items SET proof_error = ? WHERE id = ?", [(e, i) for i, e in errors.items()])
+
+
+def ping(journal: Journal) -> str:
+    """A round trip to the journal; its backend's name ("sqlite" or "postgresql")."""
+    journal.db.execute("SELECT count(*) FROM meta").fetchone()
+    return journal.backend
