@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -64,3 +65,44 @@ def test_every_anchor_variable_the_code_reads_is_documented_in_one_table() -> No
     }
     documented = set(re.findall(r"`(ANCHOR_[A-Z0-9_]+)`", (ROOT / "docs" / "configuration.md").read_text()))
     assert used and not used - documented
+
+
+def _documented_variables() -> list[str]:
+    import re
+
+    from tests.conftest import ROOT
+
+    text = (ROOT / "docs" / "configuration.md").read_text().split("## Every `ANCHOR_*` variable")[1]
+    return re.findall(r"^\| `(ANCHOR_[A-Z0-9_]+)` \|", text.split("Given by the harness")[0], flags=re.M)
+
+
+def test_the_variables_config_show_knows_are_the_documented_ones_and_all_the_code_reads() -> None:
+    import re
+
+    from anchor.settings.variables import GIVEN_TO_CHILDREN, VARIABLES
+    from tests.conftest import ROOT
+
+    assert len(VARIABLES) == len(set(VARIABLES)) >= 50
+    assert sorted(VARIABLES) == sorted(_documented_variables())
+    used = {name for folder in ("anchor", "api") for source in (ROOT / folder).rglob("*.py")
+            for name in re.findall(r"ANCHOR_[A-Z0-9_]+", source.read_text())}  # fmt: skip
+    assert used - set(VARIABLES) - set(GIVEN_TO_CHILDREN) == set()
+
+
+def test_config_show_lists_every_variable_with_its_source_never_a_secrets_value_and_names_a_typo(
+    tmp_path: Path,
+) -> None:
+    secret = "0x" + "ab" * 32
+    typo = {"ANCHOR_RPC_ULR": "http://127.0.0.1:1", "ANCHOR_READ_RPCS": "https://rpc.example/v2/SECRETKEY"}
+    result = _show(tmp_path, tmp_path / "home", ANCHOR_PRIVATE_KEY=secret, ANCHOR_LOG_WINDOW="500", **typo)
+    assert result.returncode == 0, result.stderr
+    variables = json.loads(result.stdout)["variables"]
+    assert set(_documented_variables()) <= set(variables)
+    assert variables["ANCHOR_LOG_WINDOW"] == {"set": True, "value": "500", "source": "environment"}
+    assert variables["ANCHOR_DEBUG"] == {"set": False, "value": None, "source": "default"}
+    assert variables["ANCHOR_PRIVATE_KEY"]["set"] is True
+    assert "did you mean ANCHOR_RPC_URL?" in variables["ANCHOR_RPC_ULR"]["source"]
+    assert secret not in result.stdout and "SECRETKEY" not in result.stdout
+    text = run_anchor(["config", "show"], {**os.environ, "ANCHOR_PRIVATE_KEY": secret}, cwd=tmp_path)
+    assert text.returncode == 0 and secret not in text.stdout
+    assert all(re.search(rf"^  {name} ", text.stdout, flags=re.M) for name in _documented_variables())

@@ -15,6 +15,7 @@ def show(ctx: typer.Context, json: JsonFlag = False) -> None:
     """Print every setting, its value and its source: an option, a variable, a file, or the default."""
     from anchor.settings.config import project_file, user_file
     from anchor.settings.session import Settings, redact_url
+    from anchor.settings.variables import variable_rows
 
     data_dir, rpc_url = ctx.find_root().obj["given"]
     settings, found = Settings.resolve(data_dir, rpc_url[0] if rpc_url else None)
@@ -30,4 +31,8 @@ def show(ctx: typer.Context, json: JsonFlag = False) -> None:
     lines = [f"{key:<11} {row['value']}  ({row['source']})" for key, row in rows.items()]
     lines += [f"files: project {files['project'] or '(none found)'}; user {files['user']}"
               + ("" if user_file().is_file() else " (absent)")]  # fmt: skip
-    emit(ctx, json, {"settings": rows, "files": files}, lines)
+    variables = variable_rows()
+    lines += ["variables (docs/configuration.md says what each does):"]
+    lines += [f"  {name:<36} {row['value'] if row['set'] else '(unset)'}  ({row['source']})"
+              for name, row in variables.items()]  # fmt: skip
+    emit(ctx, json, {"settings": rows, "files": files, "variables": variables}, lines)
