@@ -328,6 +328,23 @@ def bundle(tmp_path: Path) -> Path:
     return target
 
 
+EVAL_IMAGE = "ghcr.io/anchor/eval@sha256:" + "ab" * 32
+
+
+def result_bundle_spec(where: Path, output: str = "bundle") -> Path:
+    """A bundle.toml in `where` for the result bundle `where/<output>` (mission and policy files beside
+    it, two milestones): what `anchor bundle SPEC --anchor` anchors with its timing record."""
+    (where / "mission.md").write_text("mission")
+    (where / "policy.toml").write_text("policy")
+    spec = where / "bundle.toml"
+    spec.write_text(
+        f'mission = "mission.md"\ndata_snapshot_sha256 = "{"cd" * 32}"\nimage = "{EVAL_IMAGE}"\n'
+        f'evaluator_policy = "policy.toml"\noutput = "{output}"\noutput_name = "demo"\n'
+        "[milestones]\nsubmitted = 2026-11-30T03:00:00Z\ncompleted = 2026-11-30T03:04:00Z\n"
+    )
+    return spec
+
+
 # -- the demo, once ----------------------------------------------------------------------------------
 
 

@@ -7,9 +7,9 @@ import shutil
 from pathlib import Path
 
 from anchor.errors import ExitCode
-from tests.conftest import Chain
+from tests.conftest import EVAL_IMAGE, Chain, result_bundle_spec
 
-IMAGE = "ghcr.io/anchor/eval@sha256:" + "ab" * 32
+IMAGE = EVAL_IMAGE
 
 
 def _anchored_file_proof(chain: Chain, bundle: Path, tmp_path: Path) -> Path:
@@ -62,14 +62,7 @@ def test_a_file_proof_whose_path_climbs_out_is_refused(deployed_chain: Chain, bu
 
 
 def test_a_result_bundle_is_anchored_and_verified(deployed_chain: Chain, bundle: Path, tmp_path: Path) -> None:
-    (tmp_path / "mission.md").write_text("mission")
-    (tmp_path / "policy.toml").write_text("policy")
-    spec = tmp_path / "bundle.toml"
-    spec.write_text(
-        f'mission = "mission.md"\ndata_snapshot_sha256 = "{"cd" * 32}"\nimage = "{IMAGE}"\n'
-        f'evaluator_policy = "policy.toml"\noutput = "bundle"\noutput_name = "demo"\n'
-        "[milestones]\nsubmitted = 2026-11-30T03:00:00Z\ncompleted = 2026-11-30T03:04:00Z\n"
-    )
+    spec = result_bundle_spec(tmp_path)
     anchored = json.loads(deployed_chain.cli("bundle", str(spec), "--anchor", "--json", check=True).stdout)
     proof = anchored["proof"]
     assert proof["manifest"]["kind"] == "bundle" and proof["annotations"]["milestones"]["submitted"].startswith("2026")

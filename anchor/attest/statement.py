@@ -15,7 +15,7 @@ from typing import Any
 from anchor.errors import BadInput, Tampered
 from anchor.proof.file import ProofFile, load_proof, parse_proof
 from anchor.settings.session import Settings
-from anchor.verify.verifier import Verification, check_proof_consistency, verify_proof_on_chain, verify_with_proof
+from anchor.verify.verifier import Verification, verify_proof
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 SLSA_PROVENANCE = "https://slsa.dev/provenance/v1"
@@ -40,7 +40,7 @@ def attest(target: str, settings: Settings) -> tuple[list[dict[str, Any]], Verif
 
         proof_path = find_proof(path)
         proof = load_proof(proof_path)
-        verdict = verify_with_proof(path, proof, str(proof_path), settings)
+        verdict = verify_proof(proof, settings, data=path, proof_name=str(proof_path), beside=proof_path.parent)
         subjects = _file_subjects(proof, path)
     else:
         body = target.lower().removeprefix("0x")
@@ -53,7 +53,7 @@ def attest(target: str, settings: Settings) -> tuple[list[dict[str, Any]], Verif
         if not stored.is_file():
             raise BadInput(f"{target}: no proof of this manifest in {settings.proofs_dir}", detail={"field": "target"})
         proof = load_proof(stored)
-        verdict = verify_proof_on_chain(proof, check_proof_consistency(proof), settings, files=0)
+        verdict = verify_proof(proof, settings)
         subjects = _file_subjects(proof, None)
     statements = []
     if proof.manifest.get("kind") == "bundle":
@@ -188,10 +188,10 @@ def verify_statements(path: Path, base: Path | None, settings: Settings) -> Veri
             raise Tampered(f"{path}: predicate.{field} is not what its proof binds", detail={"field": field})
     root = base if base is not None else path.with_name(path.name.removesuffix(".intoto.jsonl"))
     if proof.files is not None or proof.file is not None:
-        verdict = verify_with_proof(root, proof, f"{path}: predicate.proof", settings)
+        verdict = verify_proof(proof, settings, data=root, proof_name=f"{path}: predicate.proof", beside=path.parent)
         expected = _file_subjects(proof, root)
     else:
-        verdict = verify_proof_on_chain(proof, check_proof_consistency(proof), settings, files=0)
+        verdict = verify_proof(proof, settings, beside=path.parent)
         expected = _file_subjects(proof, None)
     want = {s["name"]: s["digest"] for s in expected}
     for statement in statements:

@@ -8,7 +8,7 @@ from pathlib import Path
 from anchor.proof.file import PendingProof, load_any
 from anchor.settings.session import Settings
 from anchor.verify.anchors import trusted, verify_anchors, verify_pending
-from anchor.verify.verifier import Verification, check_milestones, check_resume_pin, verify_with_proof
+from anchor.verify.verifier import Verification, check_milestones, check_resume_pin, verify_proof
 
 
 def verify_path(
@@ -29,10 +29,10 @@ def verify_path(
         return verify_pending(path, found, str(proof_path), settings, registries, quorum)
     proof = found
     registry = trusted(registries, proof.anchor.registry)
-    if proof.anchors or proof.receipts or proof.service:
-        verdict = verify_anchors(path, proof, str(proof_path), settings, registries, quorum, require)
-    else:
-        verdict = verify_with_proof(path, proof, str(proof_path), settings, registry, quorum)
+    if not (proof.anchors or proof.receipts or proof.service):  # one anchor: the one verdict of every door
+        return verify_proof(proof, settings, data=path, proof_name=str(proof_path), registry=registry,
+                            quorum=quorum, beside=proof_path.parent)  # fmt: skip
+    verdict = verify_anchors(path, proof, str(proof_path), settings, registries, quorum, require)
     # 7. A bundle's milestones: the ones its anchored timing record binds, or said to be unverified.
     verdict = check_milestones(verdict, proof, proof_path.parent, settings, registry)
     # 8. A resumed bundle's pin: anchored, and the same mission, snapshot, image and policy.

@@ -237,17 +237,36 @@ def check_milestones(
     return verdict.model_copy(update={"milestones": shown, "milestones_anchored": True})
 
 
-def verify_with_proof(
-    path: Path,
+def files_in(proof: ProofFile) -> int:
+    """How many files a proof binds, by its own listing: a bundle's files, 1 for a single-file proof, 0
+    for a record that binds none (one rule: the explorer once said 0 where the API said 1)."""
+    return len(proof.files) if proof.files is not None else 1 if proof.file is not None else 0
+
+
+def verify_proof(
     proof: ProofFile,
-    proof_name: str,
     settings: Settings,
+    *,
+    data: Path | None = None,
+    proof_name: str = "proof",
     registry: str | None = None,
     quorum: int | None = None,
+    beside: Path | None = None,
+    find: Callable[[bytes], ProofFile | None] | None = None,
 ) -> Verification:
-    """`verify_path` with the proof already decoded (from a file, or carried in an attestation)."""
+    """The verdict on a single-anchor proof, whatever door it came through: `anchor verify` (with the
+    data here: `data`), an attestation, the API's three verify routes and the explorer (without it).
+
+    1. the proof is consistent (every digest and the Merkle path recomputed: `check_proof_consistency`);
+    2. the data, when here, hashes to what the proof binds (`check_data`); else the proof's own count;
+    3-6. the chain, read live under the trusted registry on every read endpoint, a quorum agreeing
+       (`verify_proof_on_chain`, `anchor.verify.quorum`);
+    7. a result bundle's milestones equal its anchored timing record (`check_milestones`; the timing
+       proof beside the bundle's proof, in the data dir's store, or from `find`);
+    8. a resumed bundle's pin is anchored and binds the same inputs (`check_resume_pin`).
+    A door renders this verdict or the typed error it raises; it adds no step and skips none."""
     root = check_proof_consistency(proof)
-    files = check_data(path, proof, proof_name)
+    files = check_data(data, proof, proof_name) if data is not None else files_in(proof)
     from anchor.verify.quorum import read_agreed
 
     verdict, agreement = read_agreed(
@@ -257,7 +276,10 @@ def verify_with_proof(
     update: dict[str, Any] = {"quorum": agreement}
     if proof.file is not None:
         update["path_in_bundle"] = proof.file.path
-    return verdict.model_copy(update=update)
+    verdict = verdict.model_copy(update=update)
+    verdict = check_milestones(verdict, proof, beside or settings.proofs_dir, settings, registry, find)
+    check_resume_pin(proof.manifest, settings, registry)
+    return verdict
 
 
 def check_data(path: Path, proof: Any, proof_name: str) -> int:

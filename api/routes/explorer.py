@@ -117,20 +117,15 @@ async def batchpage(root: Hex32, request: Request, reader: ReaderDep) -> HTMLRes
 
 @router.get("/bundle/{digest}", response_class=HTMLResponse)
 async def bundlepage(digest: Hex32, request: Request, settings: SettingsDep, reader: ReaderDep) -> HTMLResponse:
-    from anchor.verify.verifier import check_milestones, check_proof_consistency, verify_proof_on_chain
+    from api.routes.verify import verdict_of
 
     body_hex = digest.lower().removeprefix("0x")
     # this replica's proof file, else rebuilt from the journal the replicas share
     proof = await run_in_threadpool(anchored_proof, request.app, reader, parse_hex32(digest, "digest"))
     if proof is None:
         raise NotAnchored(f"no anchored manifest 0x{body_hex} here", detail={"manifest_digest": digest})
-    root = check_proof_consistency(proof)
-    verification = await run_in_threadpool(verify_proof_on_chain, proof, root, settings, len(proof.files or ()))
-    # a result bundle's milestones, checked against its anchored timing record (Tampered is a 409 page)
-    verification = await run_in_threadpool(
-        lambda: check_milestones(verification, proof, settings.proofs_dir, settings,
-                                 find=lambda d: anchored_proof(request.app, reader, d))
-    )  # fmt: skip
+    # the one verdict the API and the CLI give (a result bundle's edited milestones are a 409 page)
+    verification = await run_in_threadpool(verdict_of, proof, settings, request.app, reader)
     files = proof.filetree()
     return page(
         "bundle.html",

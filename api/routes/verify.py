@@ -13,13 +13,8 @@ from anchor.errors import NotAnchored, TooLarge
 from anchor.journal import reads
 from anchor.manifest.onchain import parse_hex32
 from anchor.proof.file import ProofFile, parse_proof
-from anchor.verify.verifier import (
-    Verification,
-    check_milestones,
-    check_proof_consistency,
-    check_resume_pin,
-    verify_proof_on_chain,
-)
+from anchor.verify import verifier
+from anchor.verify.verifier import Verification, check_proof_consistency
 from api.deps import ConfigDep, ReaderDep, SettingsDep, anchored_proof, in_journal
 from api.offload import decode
 from api.schemas import ErrorPublic, FileVerification
@@ -44,10 +39,10 @@ def _decode_proof(raw: bytes) -> tuple[ProofFile, bytes]:
     return proof, check_proof_consistency(proof)
 
 
-def _verify(proof: ProofFile, settings: Any) -> Verification:
-    root = check_proof_consistency(proof)
-    files = len(proof.files) if proof.files is not None else 1 if proof.file is not None else 0
-    return verify_proof_on_chain(proof, root, settings, files)
+def verdict_of(proof: ProofFile, settings: Any, app: Any, reader: Any) -> Verification:
+    """`verify_proof`, the one verdict of every door, with the proofs this service holds (its store,
+    else rebuilt from the journal replicas share) as where a bundle's timing record may come from."""
+    return verifier.verify_proof(proof, settings, find=lambda d: anchored_proof(app, reader, d))
 
 
 @router.get("/{manifest_digest}", operation_id="verify_by_digest", response_model=Verification, responses=ERRORS)
@@ -66,13 +61,7 @@ async def verify_by_digest(
                 raise NotAnchored(
                     f"no anchor known for manifest 0x{digest}", detail={"manifest_digest": manifest_digest}
                 )
-            verdict = _verify(proof, settings)
-            check_resume_pin(proof.manifest, settings)  # a resumed bundle's pin, as `anchor verify` checks it
-            # a result bundle's milestones, checked against its anchored timing record (409 if edited)
-            checked = check_milestones(
-                verdict, proof, settings.proofs_dir, settings, find=lambda d: anchored_proof(request.app, reader, d)
-            )
-            return checked.model_dump_json().encode()
+            return verdict_of(proof, settings, request.app, reader).model_dump_json().encode()
 
         hit = await run_in_threadpool(reader.read, key, compute)
     return Response(content=hit, media_type="application/json")
@@ -83,6 +72,7 @@ async def verify_proof(
     request: Request,
     settings: SettingsDep,
     config: ConfigDep,
+    reader: ReaderDep,
     proof: Annotated[UploadFile, File(description="an anchor proof file")],
 ) -> Verification:
     """Check an uploaded proof file: every value recomputed, then the registry read live (bounded: at
@@ -92,15 +82,8 @@ async def verify_proof(
         raise TooLarge(f"proof files are limited to {config.max_proof_bytes} bytes here")
 
     client = request.client.host if request.client else None  # a public route: bounded per address
-    parsed, root = await decode(request.app, _decode_proof, raw, client=client)
-    files = len(parsed.files) if parsed.files is not None else 1 if parsed.file is not None else 0
-
-    def checked() -> Verification:
-        verdict = verify_proof_on_chain(parsed, root, settings, files)
-        check_resume_pin(parsed.manifest, settings)  # the same refusal as `anchor verify` and the dispatcher
-        return verdict
-
-    return await run_in_threadpool(checked)
+    parsed, _ = await decode(request.app, _decode_proof, raw, client=client)  # bounded, in the decoder process
+    return await run_in_threadpool(verdict_of, parsed, settings, request.app, reader)
 
 
 @router.post("/file", operation_id="verify_file", responses=ERRORS)
@@ -127,7 +110,7 @@ async def verify_file(
     assert proof.file is not None
     if proof.file.size != size:
         raise NotAnchored("the anchored file with that hash has another size", detail={"blake3": digest.hex()})
-    verification = await run_in_threadpool(_verify, proof, settings)
+    verification = await run_in_threadpool(verdict_of, proof, settings, request.app, reader)
     return FileVerification(
         blake3=digest.hex(), size=size, path=proof.file.path,
         proof=proof.model_dump(mode="json", exclude_none=True), verification=verification.model_dump(),

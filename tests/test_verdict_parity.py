@@ -1,0 +1,113 @@
+"""One verdict from every door (issue 26): the same proofs, tampered or not, give the same verdict code
+through `anchor verify --json`, `POST /v1/verify/proof`, `GET /v1/verify/{digest}` (where the server
+holds the proof) and the explorer's bundle page."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from api.app import create_app
+from api.config import ApiConfig
+from tests.conftest import deployed, result_bundle_spec
+
+TOKEN = "a-long-random-token-for-tests"
+
+Edit = Callable[[dict[str, Any]], None]
+
+
+def _set(path: str, value: object) -> Edit:
+    def edit(proof: dict[str, Any]) -> None:
+        *parents, last = path.split(".")
+        node = proof
+        for key in parents:
+            node = node[key]
+        node[last] = value
+
+    return edit
+
+
+def _milestone(proof: dict[str, Any]) -> None:
+    proof["annotations"]["milestones"]["completed"] = "2026-11-30T03:59:00Z"  # the run "took" longer
+
+
+def _sibling(proof: dict[str, Any]) -> None:
+    proof["batch"]["proof"] = ["0x" + "11" * 32]
+
+
+CASES: list[tuple[str, Edit | None, str]] = [
+    ("valid", None, "verified"),
+    ("milestones edited in the proof", _milestone, "tampered"),
+    ("a Merkle sibling edited", _sibling, "bad_proof"),
+    ("another registry named", _set("anchor.registry", "0x" + "12" * 20), "unknown_registry"),
+    ("another chain named", _set("anchor.chain_id", 84532), "bad_input"),
+]
+
+
+SAME = ("manifest_digest", "root", "chain_id", "registry", "submitter", "anchored_block", "tx_hash", "files",
+        "milestones", "milestones_anchored", "bundle")  # fmt: skip
+"""What a verdict asserts; every door must say the same of the same proof (times of reading may differ)."""
+verdicts: dict[str, dict[str, Any]] = {}
+
+
+def _cli_code(chain: Any, bundle: Path, proof_path: Path) -> str:
+    out = json.loads(chain.cli("verify", str(bundle), "--proof", str(proof_path), "--json").stdout)
+    if out.get("verified"):
+        verdicts["cli"] = out
+    return "verified" if out.get("verified") else str(out["error"]["code"])
+
+
+def _api_code(response: Any, door: str = "api") -> str:
+    body = response.json()
+    if response.status_code == 200 and body.get("verified"):
+        verdicts[door] = body
+    return "verified" if response.status_code == 200 and body.get("verified") else str(body.get("code"))
+
+
+@pytest.mark.chain
+def test_every_door_gives_the_same_verdict_code_for_the_same_proof(tmp_path: Path) -> None:
+    with deployed(tmp_path / "data") as chain:
+        bundle = tmp_path / "bundle"
+        (bundle / "outputs").mkdir(parents=True)
+        (bundle / "outputs" / "metrics.json").write_text('{"accuracy": 0.93}\n')
+        (bundle / "README.md").write_text("results\n")
+        spec = result_bundle_spec(tmp_path)
+        chain.cli("bundle", str(spec), "--anchor", check=True)
+        original = json.loads((tmp_path / "bundle.anchor.json").read_text())
+        digest = original["manifest_digest"]
+        config = ApiConfig(token_hashes=frozenset({hashlib.sha256(TOKEN.encode()).hexdigest()}))
+        seen: dict[str, dict[str, str]] = {}
+        with TestClient(create_app(chain.settings, config)) as client:
+            for name, edit, expected in CASES:
+                proof = copy.deepcopy(original)
+                if edit is not None:
+                    edit(proof)
+                proof_path = tmp_path / f"case-{len(seen)}.anchor.json"
+                proof_path.write_text(json.dumps(proof))
+                upload = {"proof": ("p.anchor.json", proof_path.read_bytes())}
+                seen[name] = {
+                    "cli": _cli_code(chain, bundle, proof_path),
+                    "api upload": _api_code(client.post("/v1/verify/proof", files=upload), "api upload"),
+                }
+                assert set(seen[name].values()) == {expected}, (name, seen[name])
+            # the server's own copy: by digest and on the explorer; and a digest it has no proof of
+            assert _api_code(client.get(f"/v1/verify/{digest}"), "api by digest") == "verified"
+            assert set(verdicts) == {"cli", "api upload", "api by digest"}
+            shown = {door: {k: v.get(k) for k in SAME} for door, v in verdicts.items()}
+            assert shown["cli"]["files"] == 2 and shown["cli"]["milestones_anchored"] is True
+            assert shown["api upload"] == shown["cli"] == shown["api by digest"]
+            assert client.get(f"/explorer/bundle/{digest}").status_code == 200
+            unknown = "0x" + "77" * 32
+            assert _api_code(client.get(f"/v1/verify/{unknown}")) == "not_anchored"
+            assert client.get(f"/explorer/bundle/{unknown}").status_code == 404
+            never = tmp_path / "never-stamped"
+            never.mkdir()
+            cli = json.loads(chain.cli("verify", str(never), "--json").stdout)
+            assert cli["error"]["code"] == "not_anchored"
