@@ -307,3 +307,11 @@ class StorageError(AnchorError):
     exit_code = ExitCode.STORAGE
     http_status = 507
     code = "storage"
+
+
+class JournalDamaged(StorageError):
+    """The journal file is not a database any more (truncated or overwritten outside Anchor): nothing
+    is written to it; restore it from a backup, or move it aside to start an empty one."""
+
+    http_status = 503
+    code = "journal_damaged"

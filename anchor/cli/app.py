@@ -35,7 +35,7 @@ Exit codes:
   12  the read endpoints disagree: no quorum (--quorum) backs one answer
   13  a mission's command failed or ran out of its budget (nothing anchored)
   14  pending: a service accepted it (signed receipt), not anchored yet; run `anchor upgrade`
-  15  the disk is full or read-only where a file had to be written (nothing lost: free space, run it again)
+  15  the disk is full or read-only where a file had to be written, or the journal is damaged (nothing lost)
 """
 
 app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=True, pretty_exceptions_enable=False)

@@ -129,6 +129,13 @@ def now() -> float:
     return time.time()
 
 
+def _read_only_filesystem(directory: Path) -> bool:
+    try:
+        return bool(os.statvfs(directory).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
 class Journal:
     """One connection to the journal. Use `tx()` for every state transition.
 
@@ -145,17 +152,71 @@ class Journal:
         self.path = path
         self.closed = False
         if not path.exists():  # SQLite gives the -wal and -shm files the database file's mode
-            os.close(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_NOFOLLOW, PRIVATE_FILE))
+            try:
+                os.close(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_NOFOLLOW, PRIVATE_FILE))
+            except OSError as exc:
+                from anchor.files import storage_error
+
+                raise storage_error(exc, path) or exc from None
         # Any: the PostgreSQL journal's `db` is an adapter with the same execute/executemany/rows
-        self.db: Any = sqlite3.connect(
-            path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+        self.read_only = _read_only_filesystem(path.parent)
+        try:
+            if self.read_only:
+                self.db = self._open_read_only(path)
+                return
+            self.db = sqlite3.connect(
+                path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+            )
+            self.db.row_factory = sqlite3.Row
+            self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self.db.execute("PRAGMA journal_mode = WAL")
+            self.db.execute("PRAGMA synchronous = FULL")
+            self.db.execute("PRAGMA foreign_keys = ON")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise self._damaged(exc) from None
+
+    def _open_read_only(self, path: Path) -> Any:
+        """The journal on a read-only filesystem (a data dir mounted read-only for an auditor, a full
+        disk remounted ro by the kernel): readable as it is, every write a `StorageError`. Only when
+        no write-ahead log is left to replay: SQLite could not apply it here, and reading without it
+        would show an older journal as if it were the current one."""
+        import errno
+
+        from anchor.files import storage_error
+
+        wal = path.with_name(path.name + "-wal")
+        if wal.exists() and wal.stat().st_size > 0:
+            raise storage_error(OSError(errno.EROFS, "read-only"), path) or JournalError(str(path))
+        db = sqlite3.connect(f"file:{path}?immutable=1", uri=True, isolation_level=None, check_same_thread=False)
+        db.row_factory = sqlite3.Row
+        row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        if row is None or int(row[0]) != SCHEMA_VERSION:
+            raise JournalError(
+                f"{path}: journal schema version {None if row is None else row[0]} on a read-only filesystem,"
+                f" this Anchor reads {SCHEMA_VERSION} (mount it writable once so it can be brought up to date)",
+                detail={"journal": str(path)},
+            )
+        return db
+
+    def _damaged(self, exc: sqlite3.DatabaseError) -> Exception:
+        """What opening the journal failed on, as the typed error naming it and what to do."""
+        import errno
+
+        from anchor.errors import JournalDamaged
+        from anchor.files import storage_error
+
+        text = str(exc)
+        if isinstance(exc, sqlite3.OperationalError) and ("readonly" in text or "unable to open" in text):
+            return storage_error(OSError(errno.EROFS, text), self.path) or JournalError(f"{self.path}: {text}")
+        if isinstance(exc, sqlite3.OperationalError) and "full" in text:
+            return storage_error(OSError(errno.ENOSPC, text), self.path) or JournalError(f"{self.path}: {text}")
+        return JournalDamaged(
+            f"{self.path}: the journal is damaged ({text}): it was truncated or overwritten outside Anchor."
+            " Nothing was written to it. Restore it from a backup; or move it aside to start an empty"
+            " journal (what it held is then not anchored by this data dir)",
+            detail={"journal": str(self.path), "sqlite": text},
         )
-        self.db.row_factory = sqlite3.Row
-        self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        self.db.execute("PRAGMA journal_mode = WAL")
-        self.db.execute("PRAGMA synchronous = FULL")
-        self.db.execute("PRAGMA foreign_keys = ON")
-        self._migrate()
 
     def _migrate(self) -> None:
         with self.tx():
@@ -182,6 +243,12 @@ class Journal:
 
         `submission`: the transaction only journals submissions (PostgreSQL lets those run side by
         side, see pg.py; SQLite has one writer whatever it writes)."""
+        if self.read_only:
+            import errno
+
+            from anchor.files import storage_error
+
+            raise storage_error(OSError(errno.EROFS, "read-only"), self.path) or JournalError(str(self.path))
         try:
             self.db.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
@@ -227,7 +294,13 @@ class Journal:
         matter to the PostgreSQL journal's lease only."""
         import fcntl
 
-        with open(self.path.parent / "flush.lock", "a") as lock:
+        from anchor.files import storage_error
+
+        try:
+            lock = open(self.path.parent / "flush.lock", "a")  # noqa: SIM115 - closed below, on every path
+        except OSError as exc:
+            raise storage_error(exc, self.path.parent / "flush.lock") or exc from None
+        with lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
                 yield

@@ -104,3 +104,119 @@ def test_a_full_disk_under_the_journal_is_named_and_nothing_is_half_journaled(
 
     assert json.loads(status.stdout)["items"].get("pending", 0) == 0  # rolled back: nothing half there
     assert deployed_chain.cli("journal", "submit", str(results)).returncode == 0
+
+
+def _pending(env: dict[str, str]) -> int:
+    import json
+
+    from tests.cli import run_anchor
+
+    status = run_anchor(("--json", "journal", "status"), env)
+    assert status.returncode == 0, status.stdout + status.stderr
+    return int(json.loads(status.stdout)["items"].get("pending", 0))
+
+
+def _results(tmp_path: Path, n: int) -> list[Path]:
+    paths = []
+    for i in range(n):
+        (tmp_path / f"r{i}").mkdir()
+        (tmp_path / f"r{i}" / "a.txt").write_text(f"result {i} {tmp_path.name}\n")
+        paths.append(tmp_path / f"r{i}")
+    return paths
+
+
+def test_a_journal_truncated_by_an_operator_is_named_damaged_and_left_as_it_is(tmp_path: Path) -> None:
+    """Half the file cut away: one typed error naming the journal and what to do (exit 15), never "a bug",
+    the damaged file untouched (no repair that could lose more), and the backup put back holds it all."""
+    from tests.conftest import deployed
+
+    with deployed(tmp_path / "data") as chain:
+        journal = chain.data_dir / "journal.sqlite"
+        for path in _results(tmp_path, 3):
+            assert chain.cli("journal", "submit", str(path)).returncode == 0
+        assert _pending(chain.env()) == 3
+        backup = journal.read_bytes()
+        journal.write_bytes(backup[: len(backup) // 2])
+        for argv in (("journal", "status"), ("journal", "submit", str(tmp_path / "r0")), ("journal", "flush")):
+            damaged = chain.cli(*argv)
+            assert damaged.returncode == ExitCode.STORAGE, (argv, damaged.stdout + damaged.stderr)
+            assert f"error[journal_damaged]: {journal}: the journal is damaged" in damaged.stderr
+            assert "Restore it from a backup" in damaged.stderr and "bug" not in damaged.stderr
+            assert journal.read_bytes() == backup[: len(backup) // 2]  # nothing written to it
+        journal.write_bytes(backup)
+        assert _pending(chain.env()) == 3  # put back: every submission is there
+
+
+def test_a_torn_write_ahead_log_loses_no_committed_submission(tmp_path: Path) -> None:
+    """A writer killed mid-append leaves half a frame at the end of journal.sqlite-wal. The files as
+    that crash leaves them (a reader held the log open, so it was never folded into the database) are
+    opened again: every submission that was committed is there, and the next one goes in."""
+    import os
+    import shutil
+    import sqlite3
+
+    from tests.conftest import deployed
+
+    with deployed(tmp_path / "data") as chain:
+        first, *rest = _results(tmp_path, 4)
+        assert chain.cli("journal", "submit", str(first)).returncode == 0
+        reader = sqlite3.connect(chain.data_dir / "journal.sqlite", isolation_level=None)
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM items").fetchone()  # the log cannot be checkpointed away now
+        for path in rest[:2]:
+            assert chain.cli("journal", "submit", str(path)).returncode == 0
+        wal = chain.data_dir / "journal.sqlite-wal"
+        assert wal.stat().st_size > 0
+        crashed = tmp_path / "crashed"
+        shutil.copytree(chain.data_dir, crashed, ignore=shutil.ignore_patterns("chain", "*.lock"))
+        reader.close()
+        with open(crashed / "journal.sqlite-wal", "ab") as log:
+            log.write(os.urandom(24 + 2048))  # a frame header and half a page: the torn append
+        torn = {**chain.env(), "ANCHOR_DATA_DIR": str(crashed), "ANCHOR_RPC_URL": chain.node.rpc_url}
+        assert _pending(torn) == 3
+        from tests.cli import run_anchor
+
+        assert run_anchor(("journal", "submit", str(rest[2])), torn).returncode == 0
+        assert _pending(torn) == 4
+
+
+def test_a_read_only_filesystem_reads_the_journal_and_refuses_each_write_by_name(tmp_path: Path) -> None:
+    """A data dir remounted read-only (what the kernel does to a failing disk, or an auditor's mount):
+    status still answers from the journal as it is; a submit and a flush are the typed storage error
+    naming the journal (exit 15); after a remount read-write the same submit goes in."""
+    import json
+    import shutil
+
+    from tests.cli import run_anchor
+    from tests.conftest import deployed
+
+    where = tmp_path / "ro"
+    where.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(where)]).returncode != 0:
+        pytest.fail("this test mounts a tmpfs (CI runs as root): mount was refused")
+    try:
+        with deployed(tmp_path / "chain-data") as chain:
+            data = where / "data"
+            shutil.copytree(chain.data_dir / "deployments", data / "deployments")
+            env = {**chain.env(), "ANCHOR_DATA_DIR": str(data), "ANCHOR_RPC_URL": chain.node.rpc_url}
+            paths = _results(tmp_path, 2)
+            assert run_anchor(("journal", "submit", str(paths[0])), env).returncode == 0
+            subprocess.run(["mount", "-o", "remount,ro", str(where)], check=True)
+            status = run_anchor(("--json", "journal", "status"), env)
+            assert status.returncode == 0, status.stdout + status.stderr
+            assert json.loads(status.stdout)["items"]["pending"] == 1
+            journal = data / "journal.sqlite"
+            for argv in (("journal", "submit", str(paths[1])), ("journal", "flush")):
+                refused = run_anchor(argv, env)
+                assert refused.returncode == ExitCode.STORAGE, (argv, refused.stdout + refused.stderr)
+                named = (
+                    f"{journal}: " if argv[1] == "submit" else f"{data / 'flush.lock'}: "
+                )  # the file it had to write
+                assert named + "the filesystem is read-only" in refused.stderr, refused.stderr
+                assert "bug" not in refused.stderr
+            subprocess.run(["mount", "-o", "remount,rw", str(where)], check=True)
+            assert run_anchor(("journal", "submit", str(paths[1])), env).returncode == 0
+            status = run_anchor(("--json", "journal", "status"), env)
+            assert json.loads(status.stdout)["items"]["pending"] == 2
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
