@@ -71,3 +71,24 @@ def test_an_edited_champion_record_is_named_by_verify_and_never_reported_as_the_
         run_anchor(["chain", "down"], env, check=True)
     assert audit.returncode == 4 and json.loads(audit.stdout)["error"]["detail"]["field"] == "champion_record"
     assert "0.999" not in report and "was edited after it was anchored" in report
+
+
+def test_an_edited_replication_run_is_named_by_verify(demo_run: DemoRun, tmp_path: Path) -> None:
+    """A champion's replication run dir with its metrics file edited after the record was made (the
+    record and its proof untouched): `research verify` re-hashes every final run against the evidence
+    the record binds and names the run (exit 4); before, it exited 0."""
+    env = demo_run.copy(tmp_path / "demo")
+    [final] = sorted((tmp_path / "demo" / "research" / "runs" / "r0").glob("*.final-*"))
+    metrics = final / "replication-1" / "metrics.jsonl"
+    lines = metrics.read_text().splitlines()
+    row = json.loads(lines[-1])
+    row["val_accuracy"] = 0.999
+    metrics.write_text("\n".join([*lines[:-1], json.dumps(row)]) + "\n")
+    run_anchor(["chain", "up"], env, check=True)
+    try:
+        audit = run_anchor(["--json", "research", "verify"], env)
+    finally:
+        run_anchor(["chain", "down"], env, check=True)
+    assert audit.returncode == 4, audit.stdout + audit.stderr
+    error = json.loads(audit.stdout)["error"]
+    assert error["detail"]["field"] == "final_run" and "replication-1 of champion" in error["message"], error

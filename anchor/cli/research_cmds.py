@@ -348,19 +348,33 @@ def _existing_ledger(work: Path, ctx: typer.Context, explicit: bool = True) -> t
     return Ledger(work / "ledger.jsonl"), work
 
 
-def _champion_records_hold(work: Path, entries: list[dict[str, Any]]) -> None:
-    """Every champion record that was anchored still binds the bytes its proof anchored: an edited
-    holdout or replication figure is named (exit 4), never read back as the search's."""
+def _champion_records_hold(work: Path, entries: list[dict[str, Any]]) -> int:
+    """Every champion record that was anchored still binds the bytes its proof anchored, and every final
+    run it binds (replications, holdout) re-hashes to its evidence with its metric re-read: an edited
+    figure, in the record or in a run's metrics file, is named (exit 4), never read back as the
+    search's. Returns how many final run dirs were checked."""
     from anchor.errors import Tampered
-    from anchor.research.final import record_state
+    from anchor.research.contract import load_contract
+    from anchor.research.final import check_final_runs, record_state
 
+    pinned = work / "contract.toml"
+    source = load_contract(pinned)[0].metric_source if pinned.exists() else None
+    checked = 0
     for who in sorted({e["researcher"] for e in entries}):
         for path in sorted((work / "runs" / who).glob("champion-*-*.json")):
             if path.name.endswith(".anchor.json") or not path.stem.rsplit("-", 1)[-1].isdigit():
                 continue
-            if record_state(path)[1] == "edited":
+            record, state = record_state(path)
+            if state == "edited":
                 raise Tampered(f"{path}: the champion record differs from the one anchored beside it",
                                detail={"field": "champion_record", "record": str(path)})  # fmt: skip
+            if source is not None:
+                try:
+                    checked += check_final_runs(work, record, source)
+                except Tampered as exc:
+                    exc.detail = {**exc.detail, "field": "final_run", "record": str(path)}
+                    raise
+    return checked
 
 
 def _one_contract(entries: list[dict[str, Any]], where: object) -> None:
@@ -534,7 +548,7 @@ def verify(
         raise BadInput(f"--researcher {researcher}: no attempts of this researcher in {path}",
                        detail={"field": "researcher"})  # fmt: skip
     checked = audit(mine, work, repo)
-    _champion_records_hold(work, mine)
+    finals = _champion_records_hold(work, mine)
     lines = [f"OK: {path}: {result['entries']} entries ({len(attempts)} attempts, their traces), head {result['head']}"]
     if heads.checkpoints:
         lines.append(
@@ -552,8 +566,10 @@ def verify(
         f"  evidence: {checked.evidence} run dirs re-hashed to their bound evidence, metrics re-read"
         + (f"; {checked.legacy} entries from before evidence was bound (version 1)" if checked.legacy else "")
     )
+    if finals:
+        lines.append(f"  final runs: {finals} champion replication and holdout run dirs re-hashed, metrics re-read")
     data = {"ledger": str(path), **result, "anchored": asdict(heads) if heads.checkpoints else None,
-            "audit": asdict(checked)}  # fmt: skip
+            "audit": asdict(checked), "final_runs": finals}  # fmt: skip
     emit(ctx, json, data, lines)
 
 

@@ -110,22 +110,24 @@ def _remove_unbindable(run_dir: Path) -> list[str]:
     return sorted(removed)
 
 
-def check(entry: dict[str, Any], run_dir: Path, metric_source: str) -> None:
+def check(entry: dict[str, Any], run_dir: Path, metric_source: str, what: str | None = None) -> None:
     """Re-hash an entry's run dir and re-read its metric from the bound file; raises `Tampered` naming
-    the seq and what differs, or `BadInput` when the run dir is gone."""
+    the seq (or `what`: a champion's final run) and what differs, also when the run dir is gone."""
     from anchor.research.metrics import read_metric
 
     seq = entry["seq"]
+    label = what or f"seq {seq}"
     if not run_dir.is_dir():
         raise Tampered(
-            f"seq {seq}: the evidence of this attempt ({run_dir}) is missing; its metric cannot be re-read",
+            f"{label}: the evidence of this {'run' if what else 'attempt'} ({run_dir}) is missing; its metric"
+            " cannot be re-read",
             detail={"seq": seq, "run_dir": str(run_dir)},
         )
     actual = hash_tree(run_dir, symlinks=POLICY)
     if actual.digest.hex() != entry["evidence"]:
         named = _changed_files(run_dir, actual, entry["evidence"])
         raise Tampered(
-            f"seq {seq}: the run dir {run_dir} is not the one bound in the attempt manifest"
+            f"{label}: the run dir {run_dir} is not the one bound in the {'record' if what else 'attempt manifest'}"
             + (f" ({', '.join(named[:5])} changed)" if named else ""),
             detail={"seq": seq, "run_dir": str(run_dir), "files": named},
         )
@@ -136,7 +138,8 @@ def check(entry: dict[str, Any], run_dir: Path, metric_source: str) -> None:
         value = read_metric(run_dir, metric_source, metric["name"])
         if value != metric["value"]:
             raise Tampered(
-                f"seq {seq}: the bound metric file gives {metric['name']}={value}, the ledger says {metric['value']}",
+                f"{label}: the bound metric file gives {metric['name']}={value}, the"
+                f" {'record' if what else 'ledger'} says {metric['value']}",
                 detail={"seq": seq, "metric": metric["name"], "file": value, "ledger": metric["value"]},
             )
 

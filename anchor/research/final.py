@@ -177,6 +177,26 @@ def final_line(final: dict[str, Any]) -> str:
     return " ".join(parts).rstrip(";")
 
 
+def check_final_runs(workdir: Path, record: ChampionManifest, metric_source: str) -> int:
+    """Re-hash every final run of a champion record (its replications and holdout) against the evidence
+    the record binds, and re-read each metric from the bound file: a replication's metrics file edited
+    after the record was made is named (`Tampered`), never averaged into the search's figure. Returns
+    how many run dirs were checked."""
+    from anchor.research.evidence import check
+
+    runs = final_runs_dir(workdir, record.researcher, record.commit, record.trials)
+    named = [(f"replication-{i}", run) for i, run in enumerate(record.replications)]
+    named += [] if record.holdout is None else [("holdout", record.holdout)]
+    for name, run in named:
+        entry: dict[str, Any] = {"seq": name, "evidence": run.evidence}
+        if run.metric is not None:
+            entry["metric"] = {"name": run.metric.name, "value": run.metric.value}
+        check(
+            entry, runs / name, metric_source, what=f"{name} of champion {record.commit[:12]} ({record.trials} trials)"
+        )
+    return len(named)
+
+
 def record_state(path: Path) -> tuple[ChampionManifest, str]:
     """A champion record file and what vouches for it: "anchored" when its proof beside it binds exactly
     this record (its digest recomputed here), "edited" when a proof is there but binds other bytes (the
