@@ -601,12 +601,20 @@ def report(ctx: typer.Context, workdir: WorkdirOpt = None, json: JsonFlag = Fals
 
 def _final_numbers(work: Path, data: dict[str, Any], lines: list[str]) -> None:
     """Add each researcher's champion record (replications, holdout, selection-adjusted figure)."""
-    from anchor.research.final import final_line, latest_record, record_state, summary
+    from anchor.research.contract import load_contract
+    from anchor.research.final import final_line, latest_record, no_final_numbers, record_state, summary
 
+    pinned = work / "contract.toml"
+    terms = load_contract(pinned)[0] if pinned.exists() else None
+    asks_none = terms is not None and terms.replications == 0 and terms.holdout_command is None
     for who, stats in data["researchers"].items():
         path = None if stats["champion"] is None else latest_record(work, who, stats["champion"])
         if path is None:
             stats["final"] = None
+            if stats["champion"] is not None and asks_none:
+                assert terms is not None
+                stats["caveat"] = no_final_numbers(terms.metric, int(stats["attempts"]))
+                lines.append(f"  {stats['caveat']}")
             continue
         record, state = record_state(path)
         if state == "edited":  # never print the edited numbers as the search's: say what happened

@@ -134,9 +134,9 @@ def expected_max(trials: int) -> float:
 
 def selection_adjusted(manifest: ChampionManifest) -> float | None:
     """The champion's metric less what selecting it from `trials` noisy measurements is expected to
-    have added; None without a spread (fewer than two completed replications)."""
-    if manifest.stdev is None:
-        return None
+    have added; None without a spread (fewer than two completed replications, or all of them equal)."""
+    if manifest.stdev is None or float(manifest.stdev) == 0:
+        return None  # no spread: a shift of 0 would print the raw figure as if it had been adjusted
     shift = float(manifest.stdev) * expected_max(manifest.trials)
     value = float(manifest.metric.value)
     return value - shift if manifest.metric.mode == "max" else value + shift
@@ -168,10 +168,16 @@ def final_line(final: dict[str, Any]) -> str:
         f"final numbers of {final['commit'][:12]}: {name}={final['metric']} selected from {final['trials']} trials;"
     ]
     if final["replications"]:
-        spread = "" if final["stdev"] is None else f" ± {float(final['stdev']):.6g} (sample stdev)"
-        parts.append(f"replicated {len(final['replications'])}x: mean {float(final['mean']):.6g}{spread};")
+        spread = (
+            f" ± {float(final['stdev']):.6g} (sample stdev)" if final["stdev"] is not None and float(final["stdev"])
+            else " (no spread)" if final["stdev"] is not None else ""
+        )  # fmt: skip
+        mean = "no completed run" if final["mean"] is None else f"mean {float(final['mean']):.6g}{spread}"
+        parts.append(f"replicated {len(final['replications'])}x: {mean};")
         if final["selection_adjusted"] is not None:
             parts.append(f"selection-adjusted {final['selection_adjusted']:.6g};")
+        else:
+            parts.append("no selection adjustment possible (it needs two or more replications that differ);")
     if final["holdout"] is not None:
         parts.append(f"holdout {final['holdout']}")
     return " ".join(parts).rstrip(";")
@@ -195,6 +201,16 @@ def check_final_runs(workdir: Path, record: ChampionManifest, metric_source: str
             entry, runs / name, metric_source, what=f"{name} of champion {record.commit[:12]} ({record.trials} trials)"
         )
     return len(named)
+
+
+def no_final_numbers(metric: str, trials: int) -> str:
+    """What a report says of a champion whose contract asks for no replications and no holdout: its
+    figure is the best of `trials` measurements as measured, and nothing here corrects that."""
+    return (
+        f"no final numbers: the contract asks for no replications and no holdout, so {metric} is the best of"
+        f" {trials} trials as measured, not adjusted for selection (`replications = 3` in the contract"
+        " re-measures the champion; `holdout_command` scores it on data the search never saw)"
+    )
 
 
 def record_state(path: Path) -> tuple[ChampionManifest, str]:

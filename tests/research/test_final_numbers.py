@@ -121,3 +121,26 @@ def test_statistics_are_exact_decimals() -> None:
     assert mean == "0.233333333333333333"
     assert stdev is not None and float(stdev) == pytest.approx(math.sqrt(((0.1 - 7 / 30) ** 2 + (0.2 - 7 / 30) ** 2
                                                                           + (0.4 - 7 / 30) ** 2) / 2))  # fmt: skip
+
+
+def test_a_figure_with_no_spread_says_no_adjustment_is_possible_instead_of_plus_or_minus_zero() -> None:
+    """Three identical replications printed "± 0" and a "selection-adjusted" figure equal to the raw
+    one, which reads more certain than it is; now the report says in words that no adjustment can be
+    made, and the record gives none."""
+    from anchor.research.final import final_line
+
+    base = {"commit": "ab" * 20, "metric_name": "score", "metric": "0.82", "trials": 12, "holdout": None}
+    flat = final_line({**base, "replications": ["0.82"] * 3, "mean": "0.82", "stdev": "0", "selection_adjusted": None})
+    assert "± 0" not in flat and "(no spread)" in flat and "no selection adjustment possible" in flat
+    spread = final_line({**base, "replications": ["0.8", "0.82", "0.84"], "mean": "0.82", "stdev": "0.02",
+                         "selection_adjusted": 0.79})  # fmt: skip
+    assert "± 0.02" in spread and "selection-adjusted 0.79" in spread and "no selection" not in spread
+
+
+def test_the_selection_adjustment_of_a_record_without_spread_is_none(tmp_path: Path) -> None:
+    search, _ = _search(tmp_path, sandboxed=False)
+    search.run()
+    record = evaluate_champion(search, None)
+    assert record is not None and selection_adjusted(record) is not None  # 3, 3.1, 3.2: a spread
+    flat = record.model_copy(update={"stdev": "0"})
+    assert selection_adjusted(flat) is None

@@ -32,6 +32,8 @@ def test_the_mlp_example_is_searched_in_the_sandbox_and_scored_by_its_evaluator(
     finally:
         subprocess.run([str(ANCHOR_BIN), "chain", "down"], cwd=work, env=env, capture_output=True, check=False)
     assert "evaluator" in ran.stdout
+    # no replications and no holdout in this contract: the report says the figure is not adjusted
+    assert "no final numbers: the contract asks for no replications and no holdout" in ran.stdout
     ledger = work / ".anchor" / "mlp-search" / "ledger.jsonl"
     attempts = [e for e in map(json.loads, ledger.read_text().splitlines()) if "event" not in e]
     assert [e["status"] for e in attempts] == ["completed"] * 3, [e.get("evidence_removed") for e in attempts]
