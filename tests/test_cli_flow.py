@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from anchor.chain.deployment import load_deployment
 from anchor.chain.node import rpc_call
 from anchor.errors import ExitCode
@@ -343,3 +345,30 @@ def test_a_link_planted_after_anchoring_is_named_as_added_not_a_crash(deployed_c
     result = deployed_chain.cli("verify", str(bundle))
     assert result.returncode == ExitCode.TAMPERED
     assert "  + outputs/passwd  (link to /etc/passwd)" in result.stderr.splitlines()
+
+
+def test_stamp_writes_its_proof_once(deployed_chain: Chain, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The flush writes the proof where it was asked for the moment the batch confirms; `stamp` then
+    wrote the same bytes a second time (issue 26). Every atomic write is counted by target."""
+    import anchor.anchoring.proofs
+    import anchor.proof.file
+    from anchor.files import atomic_write, atomic_write_many
+
+    written: list[Path] = []
+
+    def one(path: Path, data: bytes, *args: object, **kwargs: object) -> None:
+        written.append(Path(path))
+        atomic_write(path, data, *args, **kwargs)  # type: ignore[arg-type]
+
+    def many(writes: list[tuple[Path, bytes]]) -> object:
+        written.extend(Path(p) for p, _ in writes)
+        return atomic_write_many(writes)
+
+    monkeypatch.setattr(anchor.proof.file, "atomic_write", one)
+    monkeypatch.setattr(anchor.anchoring.proofs, "atomic_write_many", many)
+    target = tmp_path / "result.txt"
+    target.write_text(f"{tmp_path.name}\n")
+    deployed_chain.cli("stamp", str(target), check=True)
+    proof_out = tmp_path / "result.txt.anchor.json"
+    assert written.count(proof_out) == 1, written
+    assert deployed_chain.cli("verify", str(target)).returncode == ExitCode.OK

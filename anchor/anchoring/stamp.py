@@ -138,7 +138,10 @@ def anchor_manifest(
     if row is None or row["state"] != "confirmed" or any(r is None or r["state"] != "confirmed" for r in rows):
         raise ChainUnreachable("the manifest is journaled but not confirmed yet; run `anchor journal flush`")
     proof = load_proof(settings.proofs_dir / f"{submitted.digest.hex()}.json")
-    write_proof(proof, proof_out)
+    # the flush wrote it at `proof_out` the moment it confirmed (or `submit` did, for a manifest anchored
+    # before): written again only when that write did not happen (a full disk), so its error is raised
+    if not _holds(proof_out, proof.dumps().encode("utf-8")):
+        write_proof(proof, proof_out)
     sent_now = row["effect_id"] in report.signed or (
         row["effect_id"] in report.confirmed and row["effect_id"] not in report.adopted and not submitted.duplicate
     )
@@ -150,6 +153,14 @@ def anchor_manifest(
         file_count=0 if tree is None else len(tree.files),
         superseded=superseded,
     )
+
+
+def _holds(path: Path, data: bytes) -> bool:
+    """Whether `path` is a regular file (not a link) with exactly `data` in it."""
+    try:
+        return not path.is_symlink() and path.is_file() and path.read_bytes() == data
+    except OSError:
+        return False
 
 
 def bundle_annotations(
