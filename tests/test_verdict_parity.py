@@ -42,13 +42,18 @@ def _sibling(proof: dict[str, Any]) -> None:
     proof["batch"]["proof"] = ["0x" + "11" * 32]
 
 
-CASES: list[tuple[str, Edit | None, str]] = [
-    ("valid", None, "verified"),
-    ("milestones edited in the proof", _milestone, "tampered"),
-    ("a Merkle sibling edited", _sibling, "bad_proof"),
-    ("another registry named", _set("anchor.registry", "0x" + "12" * 20), "unknown_registry"),
-    ("another chain named", _set("anchor.chain_id", 84532), "bad_input"),
+NOBODY = "0x" + "12" * 20
+CASES: list[tuple[str, Edit | None, dict[str, str], str]] = [
+    ("valid", None, {}, "verified"),
+    ("milestones edited in the proof", _milestone, {}, "tampered"),
+    ("a Merkle sibling edited", _sibling, {}, "bad_proof"),
+    ("another registry named", _set("anchor.registry", NOBODY), {}, "unknown_registry"),
+    ("another chain named", _set("anchor.chain_id", 84532), {}, "bad_input"),
+    ("anchored by someone else than expected", None, {"expect_submitter": NOBODY}, "policy_mismatch"),
+    ("anchored after the date required", None, {"anchored_before": "2020-01-01"}, "policy_mismatch"),
+    ("not yet as final as required", None, {"min_finality": "1000"}, "not_final"),
 ]
+"""(what, how the proof is edited, the policy asked, the verdict code every door must give)"""
 
 
 SAME = ("manifest_digest", "root", "chain_id", "registry", "submitter", "anchored_block", "tx_hash", "files",
@@ -57,8 +62,9 @@ SAME = ("manifest_digest", "root", "chain_id", "registry", "submitter", "anchore
 verdicts: dict[str, dict[str, Any]] = {}
 
 
-def _cli_code(chain: Any, bundle: Path, proof_path: Path) -> str:
-    out = json.loads(chain.cli("verify", str(bundle), "--proof", str(proof_path), "--json").stdout)
+def _cli_code(chain: Any, bundle: Path, proof_path: Path, policy: dict[str, str]) -> str:
+    options = [arg for name, value in policy.items() for arg in (f"--{name.replace('_', '-')}", value)]
+    out = json.loads(chain.cli("verify", str(bundle), "--proof", str(proof_path), *options, "--json").stdout)
     if out.get("verified"):
         verdicts["cli"] = out
     return "verified" if out.get("verified") else str(out["error"]["code"])
@@ -85,7 +91,7 @@ def test_every_door_gives_the_same_verdict_code_for_the_same_proof(tmp_path: Pat
         config = ApiConfig(token_hashes=frozenset({hashlib.sha256(TOKEN.encode()).hexdigest()}))
         seen: dict[str, dict[str, str]] = {}
         with TestClient(create_app(chain.settings, config)) as client:
-            for name, edit, expected in CASES:
+            for name, edit, policy, expected in CASES:
                 proof = copy.deepcopy(original)
                 if edit is not None:
                     edit(proof)
@@ -93,12 +99,14 @@ def test_every_door_gives_the_same_verdict_code_for_the_same_proof(tmp_path: Pat
                 proof_path.write_text(json.dumps(proof))
                 upload = {"proof": ("p.anchor.json", proof_path.read_bytes())}
                 seen[name] = {
-                    "cli": _cli_code(chain, bundle, proof_path),
-                    "api upload": _api_code(client.post("/v1/verify/proof", files=upload), "api upload"),
+                    "cli": _cli_code(chain, bundle, proof_path, policy),
+                    "api upload": _api_code(client.post("/v1/verify/proof", files=upload, params=policy), "api upload"),
                 }
+                if edit is None:  # the server's own copy of the proof, by its digest
+                    by_digest = client.get(f"/v1/verify/{digest}", params=policy)
+                    seen[name]["api by digest"] = _api_code(by_digest, "api by digest")
                 assert set(seen[name].values()) == {expected}, (name, seen[name])
             # the server's own copy: by digest and on the explorer; and a digest it has no proof of
-            assert _api_code(client.get(f"/v1/verify/{digest}"), "api by digest") == "verified"
             assert set(verdicts) == {"cli", "api upload", "api by digest"}
             shown = {door: {k: v.get(k) for k in SAME} for door, v in verdicts.items()}
             assert shown["cli"]["files"] == 2 and shown["cli"]["milestones_anchored"] is True

@@ -548,7 +548,7 @@ def _verify_one(
     """One subject's verdict (raises the typed error of its failure) and the later stamp it predates."""
     from anchor.proof.locate import require_proof
     from anchor.verify.path import verify_path
-    from anchor.verify.verifier import check_bundle_spec, check_finality, check_policy
+    from anchor.verify.verifier import Policy, check_bundle_spec
 
     if path.name.endswith(".intoto.jsonl") and path.is_file():  # in-toto statements (`anchor attest`)
         from anchor.attest.statement import verify_statements
@@ -561,8 +561,7 @@ def _verify_one(
             check_bundle_spec(proof_path, spec)
         result = verify_path(path, proof_path, _settings(ctx), registries, quorum, require)
         later = _superseded_by(path, proof_path, result.manifest_digest)
-    check_policy(result, expect_submitter, anchored_before)
-    check_finality(result, min_finality)
+    Policy(expect_submitter, anchored_before, min_finality).check(result)
     return result, later
 
 

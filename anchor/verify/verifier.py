@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -484,6 +485,22 @@ def _tagged_head(rpc: Rpc, tag: str) -> int | None:
 
 
 FINALITY_ORDER = ("safe", "finalized")
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """What a verdict must show beyond "anchored", the same wherever it is asked (`anchor verify`'s
+    options, the API's query parameters): who anchored it, by when, and how final it must be. Applied
+    to a verdict `verify_proof` gave; raises `PolicyMismatch` (exit 10, 412), `NotFinal` (exit 11, 425)
+    or `BadInput` for a requirement it cannot read."""
+
+    expect_submitter: str | None = None
+    anchored_before: str | None = None
+    min_finality: str | None = None
+
+    def check(self, verdict: Verification) -> None:
+        check_policy(verdict, self.expect_submitter, self.anchored_before)
+        check_finality(verdict, self.min_finality)
 
 
 def check_finality(verdict: Verification, required: str | None) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import IO, Annotated, Any
 
 import blake3
-from fastapi import APIRouter, File, Path, Request, Response, UploadFile
+from fastapi import APIRouter, File, Path, Query, Request, Response, UploadFile
 from starlette.concurrency import run_in_threadpool
 
 from anchor.anchoring.prove import single_file_proof
@@ -14,15 +14,29 @@ from anchor.journal import reads
 from anchor.manifest.onchain import parse_hex32
 from anchor.proof.file import ProofFile, parse_proof
 from anchor.verify import verifier
-from anchor.verify.verifier import Verification, check_proof_consistency
+from anchor.verify.verifier import Policy, Verification, check_proof_consistency
 from api.deps import ConfigDep, ReaderDep, SettingsDep, anchored_proof, in_journal
 from api.offload import decode
 from api.schemas import ErrorPublic, FileVerification
 
 router = APIRouter(prefix="/v1/verify", tags=["verify"])
+ExpectSubmitter = Annotated[
+    str | None, Query(pattern=r"^0x[0-9a-fA-F]{40}$", description="refuse (412) unless this account anchored it")
+]
+AnchoredBefore = Annotated[
+    str | None, Query(max_length=64, description="refuse (412) unless anchored before this ISO 8601 date or time")
+]
+MinFinality = Annotated[
+    str | None,
+    Query(
+        pattern=r"^(safe|finalized|[0-9]{1,9})$", description="refuse (425) until safe, finalized or N confirmations"
+    ),
+]
 Hex32 = Annotated[str, Path(pattern=r"^(0x)?[0-9a-fA-F]{64}$", examples=["0x" + "ab" * 32])]
 CommitOrHex32 = Annotated[str, Path(pattern=r"^(0x)?([0-9a-fA-F]{40}|[0-9a-fA-F]{64})$", examples=["c0" * 20])]
-ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorPublic} for code in (404, 409, 413, 422, 429, 502, 503)}
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorPublic} for code in (404, 409, 412, 413, 422, 425, 429, 502, 503)
+}
 
 
 def _hash_stream(stream: IO[bytes]) -> tuple[bytes, int]:
@@ -47,9 +61,12 @@ def verdict_of(proof: ProofFile, settings: Any, app: Any, reader: Any) -> Verifi
 
 @router.get("/{manifest_digest}", operation_id="verify_by_digest", response_model=Verification, responses=ERRORS)
 async def verify_by_digest(
-    manifest_digest: Hex32, request: Request, settings: SettingsDep, reader: ReaderDep
-) -> Response:
-    """Is this manifest anchored? Answered from a live registry read (cached per block), with the block."""
+    manifest_digest: Hex32, request: Request, settings: SettingsDep, reader: ReaderDep,
+    expect_submitter: ExpectSubmitter = None, anchored_before: AnchoredBefore = None, min_finality: MinFinality = None,
+) -> Response:  # fmt: skip
+    """Is this manifest anchored? Answered from a live registry read (cached per block), with the block;
+    with `expect_submitter`, `anchored_before`, `min_finality` it must also meet them, as `anchor verify`
+    checks its options of the same names."""
     digest = parse_hex32(manifest_digest, "manifest_digest").hex()
     key = f"verify:{digest}"
     hit = reader.cached(key)
@@ -64,6 +81,9 @@ async def verify_by_digest(
             return verdict_of(proof, settings, request.app, reader).model_dump_json().encode()
 
         hit = await run_in_threadpool(reader.read, key, compute)
+    policy = Policy(expect_submitter, anchored_before, min_finality)
+    if policy != Policy():
+        policy.check(Verification.model_validate_json(hit))  # type: ignore[arg-type]
     return Response(content=hit, media_type="application/json")
 
 
@@ -74,6 +94,9 @@ async def verify_proof(
     config: ConfigDep,
     reader: ReaderDep,
     proof: Annotated[UploadFile, File(description="an anchor proof file")],
+    expect_submitter: ExpectSubmitter = None,
+    anchored_before: AnchoredBefore = None,
+    min_finality: MinFinality = None,
 ) -> Verification:
     """Check an uploaded proof file: every value recomputed, then the registry read live (bounded: at
     most `max_proof_bytes`, nesting, listing and path lengths as in docs/manifest.md)."""
@@ -83,7 +106,9 @@ async def verify_proof(
 
     client = request.client.host if request.client else None  # a public route: bounded per address
     parsed, _ = await decode(request.app, _decode_proof, raw, client=client)  # bounded, in the decoder process
-    return await run_in_threadpool(verdict_of, parsed, settings, request.app, reader)
+    verdict = await run_in_threadpool(verdict_of, parsed, settings, request.app, reader)
+    Policy(expect_submitter, anchored_before, min_finality).check(verdict)
+    return verdict
 
 
 @router.post("/file", operation_id="verify_file", responses=ERRORS)
