@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import re
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -407,3 +408,46 @@ def test_journal_submit_and_bundle_anchor_go_through_a_service_as_stamp_does(tmp
             ]
             is True
         )
+
+
+def test_a_rotated_receipt_key_still_vouches_for_what_it_signed_while_in_use_and_nothing_after(
+    tmp_path: Path,
+) -> None:
+    """The operator rotates the receipt key (a new ANCHOR_RECEIPT_KEY). A proof made before still holds
+    a receipt signed by the old key: `verify` read it as forged (exit 2). The service now publishes its
+    past keys with the time each was in use: the old receipt stands (still pending, exit 14); a receipt
+    the old key signs dated after its retirement is forged (a leaked old key cannot sign new ones)."""
+    from eth_account import Account
+
+    from anchor.proof.receipt import Receipt, sign_receipt
+
+    client = _client(tmp_path)
+    results = _results(tmp_path)
+    with local_service(tmp_path) as service:
+        run_anchor(["stamp", str(results), "--service", service.url], client, check=True)
+        proof_path = tmp_path / "results.anchor.json"
+        before = json.loads(proof_path.read_text())
+        old_key = (tmp_path / "service-a" / "receipt.key").read_text().strip()
+        assert Account.from_key(old_key).address == before["receipts"][0]["signer"]
+        new = Account.create()
+        service.replica.stop()
+        service.replica.env = {**service.replica.env, "ANCHOR_RECEIPT_KEY": new.key.hex()}
+        service.replica.start()
+        from anchor.verify import services
+
+        services._infos.clear()  # the CLI runs in this process: a new `anchor` process asks the service anew
+        check = ["verify", str(results), "--rpc-url", service.rpc, "--registry", service.registry]
+        kept = run_anchor(check, client)
+        assert kept.returncode == ExitCode.PENDING, kept.stdout + kept.stderr  # was 2: "forged"
+        identity = json.loads(urllib.request.urlopen(f"{service.url}/v1/service", timeout=10).read())  # noqa: S310
+        assert identity["receipt_signer"] == new.address
+        old, current = identity["receipt_signers"]
+        assert old["address"] == before["receipts"][0]["signer"] and old["until"] is not None
+        assert current == {"address": new.address, "since": old["until"], "until": None}
+
+        fields = Receipt.model_validate(before["receipts"][0])
+        late = sign_receipt(Account.from_key(old_key), service.url, fields.service, fields.chain_id,
+                            fields.registry, fields.manifest_digest, old["until"] + 60)  # fmt: skip
+        proof_path.write_text(json.dumps({**before, "receipts": [late.model_dump(mode="json")]}))
+        forged = run_anchor(check, client)
+        assert forged.returncode == ExitCode.BAD_INPUT and "forged" in forged.stdout + forged.stderr

@@ -26,6 +26,10 @@ class ReceiptSigner:
     _account: Any
     address: str
     name: str
+    history: tuple[dict[str, Any], ...] = ()
+    """Every receipt key this service has signed with, oldest first: {address, since, until}; the
+    current one has until None. Published at /v1/service, so a receipt signed before a rotation is
+    still checked against the key that signed it, for the time that key was in use."""
 
     def __repr__(self) -> str:
         return f"ReceiptSigner(address={self.address}, name={self.name!r})"
@@ -73,7 +77,40 @@ def load_receipt_signer(settings: Settings, funded_address: str | None = None) -
             " signed on every submission; the funded key must sign nothing but transactions)",
             detail={"field": "ANCHOR_RECEIPT_KEY"},
         )
-    return ReceiptSigner(account, account.address, service_name(settings))
+    history = record_signer(settings.data_dir, account.address)
+    return ReceiptSigner(account, account.address, service_name(settings), tuple(history))
+
+
+def record_signer(data_dir: Path, address: str, now: int | None = None) -> list[dict[str, Any]]:
+    """The receipt keys this service has used, oldest first ({address, since, until}), with `address`
+    the current one: a new key (ANCHOR_RECEIPT_KEY changed, receipt.key replaced) closes the last entry
+    at `now` and opens its own. Kept in `<data dir>/receipt.signers.json` (public addresses only)."""
+    import time
+
+    from anchor.files import atomic_write
+
+    path = data_dir / "receipt.signers.json"
+    try:
+        history = json.loads(path.read_text())
+        valid = isinstance(history, list) and all(
+            isinstance(h, dict) and isinstance(h.get("address"), str) and isinstance(h.get("since"), int)
+            for h in history
+        )
+    except FileNotFoundError:
+        history, valid = [], True
+    except ValueError:
+        valid = False
+    if not valid:
+        raise BadInput(f"{path}: not a receipt-key history (a JSON list of {{address, since, until}})",
+                       detail={"file": str(path)})  # fmt: skip
+    if history and history[-1]["address"].lower() == address.lower():
+        return list(history)
+    at = int(time.time()) if now is None else now
+    if history:
+        history[-1]["until"] = at
+    history.append({"address": address, "since": at if history else 0, "until": None})  # the first: since ever
+    atomic_write(path, (json.dumps(history, indent=1) + "\n").encode())
+    return list(history)
 
 
 def service_name(settings: Settings) -> str:

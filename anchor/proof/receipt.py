@@ -139,10 +139,14 @@ def recover_receipt(receipt: Receipt) -> str:
         ) from None
 
 
-def check_receipt(receipt: Receipt, digest: str, published_signer: str | None = None) -> None:
+def check_receipt(
+    receipt: Receipt, digest: str, published_signer: str | None = None, history: list[dict[str, Any]] | None = None
+) -> None:
     """Refuse, naming the service, a receipt for another digest, one whose signature does not recover
     to the signer it names (altered after signing, or forged), or one signed by a key the service does
-    not publish (`published_signer`, read from its /v1/service when it answers)."""
+    not publish (`published_signer`, read from its /v1/service when it answers). A key the service
+    retired (`history`: {address, since, until}) stands for the receipts it signed while in use only:
+    a receipt it signed dated after its retirement is forged (a leaked old key cannot sign new ones)."""
     if receipt.manifest_digest != digest:
         raise ProofFormatError(
             f"receipt from {receipt.url}: it is for manifest {receipt.manifest_digest}, not {digest}",
@@ -156,11 +160,25 @@ def check_receipt(receipt: Receipt, digest: str, published_signer: str | None = 
             detail=_where(receipt, "signature"),
         )
     if published_signer is not None and published_signer.lower() != receipt.signer.lower():
+        if _retired_key_in_use(receipt, history or []):
+            return
         raise ProofFormatError(
             f"receipt from {receipt.url}: signed by {receipt.signer}, but the service publishes {published_signer}"
             " as its receipt key: forged",
             detail=_where(receipt, "signer"),
         )
+
+
+def _retired_key_in_use(receipt: Receipt, history: list[dict[str, Any]]) -> bool:
+    """Whether the receipt's signer is a key the service published as retired, and the receipt is dated
+    within the time that key was its receipt key."""
+    for entry in history:
+        if not isinstance(entry, dict) or str(entry.get("address", "")).lower() != receipt.signer.lower():
+            continue
+        since, until = entry.get("since"), entry.get("until")
+        if isinstance(since, int) and isinstance(until, int) and since <= receipt.accepted_at < until:
+            return True
+    return False
 
 
 def parse_receipt(data: object, url: str) -> Receipt:

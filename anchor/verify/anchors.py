@@ -141,7 +141,9 @@ def verify_pending(
             info = service_info(Service(receipt.url), retries=0)
         except (ServiceError, BadInput):
             continue  # down: the receipt stands on its own signature
-        check_receipt(receipt, pending.manifest_digest, str(info.get("receipt_signer")))
+        history = info.get("receipt_signers")
+        check_receipt(receipt, pending.manifest_digest, str(info.get("receipt_signer")),
+                      history if isinstance(history, list) else None)  # fmt: skip
         try:  # read on chain below, under the verifier's trust, not here as well
             anchor = fetch_anchor(receipt, pending, settings, check=False)
         except (ServiceError, BadInput):

@@ -42,6 +42,7 @@ async def service_identity(request: Request, reader: ReaderDep, settings: Settin
     return {
         "name": signer.name,
         "receipt_signer": signer.address,
+        "receipt_signers": list(signer.history),
         "submitter": request.app.state.funded_address,
         "chain_id": registry.chain_id,
         "registry": registry.address,
