@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from anchor.errors import BadInput, ChainUnreachable
+from anchor.settings.session import endpoint_of as redact_url
 from anchor.settings.session import env_number
 
 
@@ -33,12 +34,6 @@ class RpcError(Exception):
     def __init__(self, method: str, code: int, message: str) -> None:
         super().__init__(f"{method}: {message} (code {code})")
         self.code, self.message = code, message
-
-
-def redact_url(url: str) -> str:
-    """scheme://host:port only: hosted RPC URLs often carry an API key in the path or query."""
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.hostname}{f':{parts.port}' if parts.port else ''}"
 
 
 def jitter(*what: object) -> float:

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from anchor.errors import JournalBusy, JournalError
+from anchor.errors import JournalBusy, JournalError, StorageError
 from anchor.files import PRIVATE_FILE, private_dir
 
 SCHEMA_VERSION = 5
@@ -183,11 +183,9 @@ class Journal:
         would show an older journal as if it were the current one."""
         import errno
 
-        from anchor.files import storage_error
-
         wal = path.with_name(path.name + "-wal")
         if wal.exists() and wal.stat().st_size > 0:
-            raise storage_error(OSError(errno.EROFS, "read-only"), path) or JournalError(str(path))
+            raise self._refused(errno.EROFS, "read-only, with a write-ahead log left to replay")
         db = sqlite3.connect(f"file:{path}?immutable=1", uri=True, isolation_level=None, check_same_thread=False)
         db.row_factory = sqlite3.Row
         row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
@@ -200,17 +198,18 @@ class Journal:
         return db
 
     def _damaged(self, exc: sqlite3.DatabaseError) -> Exception:
-        """What opening the journal failed on, as the typed error naming it and what to do."""
+        """What opening the journal failed on, as the typed error naming it and what to do: a full or
+        read-only filesystem (the same classification as a transaction's), or a file that is not a
+        database any more; anything else as it is."""
         import errno
 
         from anchor.errors import JournalDamaged
-        from anchor.files import storage_error
 
         text = str(exc)
-        if isinstance(exc, sqlite3.OperationalError) and ("readonly" in text or "unable to open" in text):
-            return storage_error(OSError(errno.EROFS, text), self.path) or JournalError(f"{self.path}: {text}")
-        if isinstance(exc, sqlite3.OperationalError) and "full" in text:
-            return storage_error(OSError(errno.ENOSPC, text), self.path) or JournalError(f"{self.path}: {text}")
+        if isinstance(exc, sqlite3.OperationalError):
+            if "unable to open" in text:  # WAL mode could not make its -shm/-wal files beside the journal
+                return self._refused(errno.EROFS, text)
+            return self._storage(exc) or exc
         return JournalDamaged(
             f"{self.path}: the journal is damaged ({text}): it was truncated or overwritten outside Anchor."
             " Nothing was written to it. Restore it from a backup; or move it aside to start an empty"
@@ -246,9 +245,7 @@ class Journal:
         if self.read_only:
             import errno
 
-            from anchor.files import storage_error
-
-            raise storage_error(OSError(errno.EROFS, "read-only"), self.path) or JournalError(str(self.path))
+            raise self._refused(errno.EROFS, "read-only")
         try:
             self.db.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
@@ -276,13 +273,17 @@ class Journal:
         the journal; the transaction was rolled back, so nothing of it is half there."""
         import errno
 
-        from anchor.files import storage_error
-
         text = str(exc)
         code = errno.ENOSPC if "full" in text else errno.EROFS if "readonly" in text else None
-        if code is None:
-            return None
-        return storage_error(OSError(code, text), self.path)
+        return None if code is None else self._refused(code, text)
+
+    def _refused(self, code: int, text: str) -> StorageError:
+        """The storage error naming the journal, for ENOSPC or EROFS."""
+        from anchor.files import storage_error
+
+        refused = storage_error(OSError(code, text), self.path)
+        assert refused is not None  # both are storage errnos
+        return refused
 
     def keepalive(self) -> None:
         """Nothing to renew on one machine: the flush lock is the kernel's, released with the process."""

@@ -127,6 +127,15 @@ class Settings:
         return self.data_dir / "proofs"
 
 
+def endpoint_of(url: str) -> str:
+    """scheme://host:port only, how an RPC URL is shown anywhere: hosted providers carry an API key in
+    the path or query."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.hostname}{f':{parts.port}' if parts.port else ''}"
+
+
 def redact_url(url: str) -> str:
     """`url` with any password replaced by ***, for display."""
     import re

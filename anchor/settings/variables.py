@@ -71,9 +71,10 @@ def variable_rows(environ: Mapping[str, str] | None = None) -> dict[str, dict[st
 
 
 def _endpoint(url: str) -> str:
-    """scheme://host:port of an RPC URL, and "(…)" when it had more (a path, a query: often a key)."""
+    """`endpoint_of(url)`, and "/(…)" when the URL had more (a path, a query: often a key)."""
     from urllib.parse import urlsplit
 
+    from anchor.settings.session import endpoint_of
+
     parts = urlsplit(url)
-    base = f"{parts.scheme}://{parts.hostname}{f':{parts.port}' if parts.port else ''}"
-    return base + ("/(…)" if parts.path.strip("/") or parts.query or parts.username else "")
+    return endpoint_of(url) + ("/(…)" if parts.path.strip("/") or parts.query or parts.username else "")

@@ -19,12 +19,10 @@ from anchor.proof.receipt import Receipt, check_receipt
 from anchor.settings.session import Settings
 from anchor.verify.verifier import (
     Verification,
-    asserts,
+    agreed_on_chain,
     check_data,
     check_manifest_and_listing,
     check_proof_consistency,
-    verify_proof_on_chain,
-    weakest,
 )
 
 
@@ -65,17 +63,12 @@ def check_one_anchor(
 ) -> Verification:  # fmt: skip
     """One anchor of the file, read from the endpoints serving its chain."""
     from anchor.verify.endpoints import settings_for_chain
-    from anchor.verify.quorum import read_agreed
 
     single = proof.with_anchor(anchor)
-    root = check_proof_consistency(single)
     chain_settings = settings_for_chain(settings, anchor.anchor.chain_id)
     named = trusted(registries, anchor.anchor.registry)
-    verdict, agreement = read_agreed(
-        chain_settings, lambda one: verify_proof_on_chain(single, root, one, files=files, registry=named), asserts,
-        quorum, weakest,
-    )  # fmt: skip
-    return verdict.model_copy(update={"quorum": agreement, "service": anchor.service})
+    verdict = agreed_on_chain(single, check_proof_consistency(single), chain_settings, files, named, quorum)
+    return verdict.model_copy(update={"service": anchor.service})
 
 
 def verify_anchors(

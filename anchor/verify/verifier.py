@@ -238,6 +238,23 @@ def check_milestones(
     return verdict.model_copy(update={"milestones": shown, "milestones_anchored": True})
 
 
+def agreed_on_chain(
+    proof: ProofFile, root: bytes, settings: Settings, files: int, registry: str | None, quorum: int | None
+) -> Verification:
+    """Steps 3-6 on every read endpoint of `settings`, a quorum agreeing (the weakest finality among the
+    agreeing answers), with how it was agreed and, for a single-file proof, the file's path."""
+    from anchor.verify.quorum import read_agreed
+
+    verdict, agreement = read_agreed(
+        settings, lambda one: verify_proof_on_chain(proof, root, one, files=files, registry=registry), asserts, quorum,
+        weakest,
+    )  # fmt: skip
+    update: dict[str, Any] = {"quorum": agreement}
+    if proof.file is not None:
+        update["path_in_bundle"] = proof.file.path
+    return verdict.model_copy(update=update)
+
+
 def files_in(proof: ProofFile) -> int:
     """How many files a proof binds, by its own listing: a bundle's files, 1 for a single-file proof, 0
     for a record that binds none (one rule: the explorer once said 0 where the API said 1)."""
@@ -268,16 +285,7 @@ def verify_proof(
     A door renders this verdict or the typed error it raises; it adds no step and skips none."""
     root = check_proof_consistency(proof)
     files = check_data(data, proof, proof_name) if data is not None else files_in(proof)
-    from anchor.verify.quorum import read_agreed
-
-    verdict, agreement = read_agreed(
-        settings, lambda one: verify_proof_on_chain(proof, root, one, files=files, registry=registry), asserts, quorum,
-        weakest,
-    )  # fmt: skip
-    update: dict[str, Any] = {"quorum": agreement}
-    if proof.file is not None:
-        update["path_in_bundle"] = proof.file.path
-    verdict = verdict.model_copy(update=update)
+    verdict = agreed_on_chain(proof, root, settings, files, registry, quorum)
     verdict = check_milestones(verdict, proof, beside or settings.proofs_dir, settings, registry, find)
     check_resume_pin(proof.manifest, settings, registry)
     return verdict
