@@ -21,6 +21,7 @@ from api.reader import ChainReader
 
 if TYPE_CHECKING:
     from anchor.anchoring.receipts import ReceiptSigner
+    from anchor.journal.group import GroupCommit
     from anchor.proof.file import ProofFile
 
 T = TypeVar("T")
@@ -62,8 +63,29 @@ def thread_journal(app: FastAPI) -> Journal:
     return journal
 
 
+def journal_writer(app: FastAPI) -> GroupCommit:
+    """The app's one journal writer for submissions (anchor.journal.group): started at the first
+    submission, on its own connection; concurrent requests share its transactions."""
+    writer: GroupCommit | None = getattr(app.state, "journal_writer", None)
+    if writer is None:
+        from anchor.journal.group import GroupCommit
+
+        with _opened_lock:
+            writer = getattr(app.state, "journal_writer", None)
+            if writer is None:
+                settings = app.state.settings
+                writer = GroupCommit(lambda: open_journal(settings.data_dir, settings.journal_url))
+                app.state.journal_writer = writer
+    return writer
+
+
 def close_journals(app: FastAPI) -> None:
-    """At shutdown: close every thread's connection (none is in use once the server has stopped)."""
+    """At shutdown: journal what the writer holds, then close every thread's connection (none is in
+    use once the server has stopped)."""
+    writer = getattr(app.state, "journal_writer", None)
+    if writer is not None:
+        app.state.journal_writer = None
+        writer.close()
     with _opened_lock:
         for journal in app.state.__dict__.pop("journals", []):
             journal.close()

@@ -81,7 +81,8 @@ class RequestGuard:
             if complete:
                 return await receive()  # after the body: a disconnect is waited for as long as it takes
             try:
-                message = await asyncio.wait_for(receive(), self.body_timeout_s)
+                async with asyncio.timeout(self.body_timeout_s):  # no task per part, as wait_for makes
+                    message = await receive()
             except TimeoutError:
                 raise BodyTooSlow(self.body_timeout_s) from None
             if message["type"] == "http.request":

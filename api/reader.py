@@ -50,6 +50,13 @@ class ChainReader:
                 self._registry = open_registry(self.settings, self._handle)
             return self._registry
 
+    async def registry_async(self) -> Registry:
+        """The registry without a hop to the pool once it is loaded (the first call opens the chain
+        there): the write routes ask on every request."""
+        from starlette.concurrency import run_in_threadpool
+
+        return self._registry if self._registry is not None else await run_in_threadpool(self.registry)
+
     def chain_id(self) -> int:
         """The chain this service reads and anchors on: every journal read is of this chain only."""
         return self.registry().chain_id

@@ -485,21 +485,22 @@ def test_a_signed_lineage_record_is_relayed_under_its_researcher_and_a_bad_one_r
 
 def test_a_journal_write_never_holds_the_event_loop(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
     """A submission whose journal write is stuck (a busy disk, a locked database) must not stop other
-    requests: the write runs in the thread pool, so /health and verify answer while it waits. Proven
-    by order, not by timing: the write is released only after the other requests have returned."""
+    requests: the write runs in the journal writer's thread (anchor.journal.group), and the route awaits
+    it, so /health and verify answer while it waits. Proven by order, not by timing: the write is
+    released only after the other requests have returned."""
     import threading
 
-    import api.routes.submit as submit_route
+    import anchor.journal.group as group
 
     release, entered = threading.Event(), threading.Event()
-    real_submit = submit_route.submit
+    real_submit = group.submit_many
 
     def stuck(*args: Any, **kwargs: Any) -> Any:
         entered.set()
         assert release.wait(60), "never released"
         return real_submit(*args, **kwargs)
 
-    monkeypatch.setattr(submit_route, "submit", stuck)
+    monkeypatch.setattr(group, "submit_many", stuck)
     manifest = {"kind": "filetree", "version": 1, "files_root": "ab" * 32, "file_count": 1, "total_size": 1}
     result: dict[str, int] = {}
     writer = threading.Thread(

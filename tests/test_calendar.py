@@ -158,7 +158,8 @@ def test_a_client_without_a_key_stamps_through_a_service_and_upgrades_to_a_proof
 def test_forged_and_foreign_receipts_are_refused_by_name(tmp_path: Path) -> None:
     from eth_account import Account
 
-    from anchor.proof.receipt import Receipt, sign_receipt
+    from anchor.anchoring.receipts import ReceiptSigner
+    from anchor.proof.receipt import Receipt
 
     client = _client(tmp_path)
     results, other = _results(tmp_path), _results(tmp_path, "other", "0.5")
@@ -184,8 +185,9 @@ def test_forged_and_foreign_receipts_are_refused_by_name(tmp_path: Path) -> None
 
         attacker = Account.create()
         fields = Receipt.model_validate(receipt)
-        forged = sign_receipt(attacker, service.url, fields.service, fields.chain_id, fields.registry,
-                              fields.manifest_digest, fields.accepted_at - 86400)  # fmt: skip
+        forged = ReceiptSigner(attacker, attacker.address, fields.service).sign(
+            fields.chain_id, fields.registry, fields.manifest_digest, fields.accepted_at - 86400
+        ).model_copy(update={"url": service.url})  # fmt: skip
         code, said = verdict([forged.model_dump(mode="json")])
         assert code == ExitCode.BAD_INPUT and "forged" in said and attacker.address in said
 
@@ -419,7 +421,8 @@ def test_a_rotated_receipt_key_still_vouches_for_what_it_signed_while_in_use_and
     the old key signs dated after its retirement is forged (a leaked old key cannot sign new ones)."""
     from eth_account import Account
 
-    from anchor.proof.receipt import Receipt, sign_receipt
+    from anchor.anchoring.receipts import ReceiptSigner
+    from anchor.proof.receipt import Receipt
 
     client = _client(tmp_path)
     results = _results(tmp_path)
@@ -446,8 +449,10 @@ def test_a_rotated_receipt_key_still_vouches_for_what_it_signed_while_in_use_and
         assert current == {"address": new.address, "since": old["until"], "until": None}
 
         fields = Receipt.model_validate(before["receipts"][0])
-        late = sign_receipt(Account.from_key(old_key), service.url, fields.service, fields.chain_id,
-                            fields.registry, fields.manifest_digest, old["until"] + 60)  # fmt: skip
+        retired = Account.from_key(old_key)
+        late = ReceiptSigner(retired, retired.address, fields.service).sign(
+            fields.chain_id, fields.registry, fields.manifest_digest, old["until"] + 60
+        ).model_copy(update={"url": service.url})  # fmt: skip
         proof_path.write_text(json.dumps({**before, "receipts": [late.model_dump(mode="json")]}))
         forged = run_anchor(check, client)
         assert forged.returncode == ExitCode.BAD_INPUT and "forged" in forged.stdout + forged.stderr

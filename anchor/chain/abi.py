@@ -15,19 +15,12 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from anchor.manifest.keccak import keccak256
+from anchor.manifest.keccak import checksum_address, keccak256
+
+__all__ = ["checksum_address"]  # EIP-55 lives beside keccak (the proof format checks addresses too)
 
 _UINT = re.compile(r"uint(\d+)$")
 _BYTES = re.compile(r"bytes(\d+)$")
-
-
-def checksum_address(address: str) -> str:
-    """EIP-55 mixed-case form of a 20-byte hex address (what web3 returns and users paste)."""
-    body = address.lower().removeprefix("0x")
-    if len(body) != 40 or any(c not in "0123456789abcdef" for c in body):
-        raise ValueError(f"not a 20-byte address: {address!r}")
-    digest = keccak256(body.encode()).hex()
-    return "0x" + "".join(c.upper() if int(h, 16) >= 8 else c for c, h in zip(body, digest[:40], strict=True))
 
 
 def _word(kind: str, value: Any) -> bytes:

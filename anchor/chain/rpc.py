@@ -52,6 +52,62 @@ def _hex(number: int | str) -> str:
     return number if isinstance(number, str) else hex(number)
 
 
+class KeptAlive:
+    """One kept-alive HTTP(S) connection per thread to one origin: what the RPC client and the
+    anchoring-service client (anchor.verify.services) send through. A request costs about 0.1 ms of
+    CPU here, against 1.5 ms through `requests` (which re-reads the proxy variables and merges
+    settings on every call). Proxies are not used: neither the RPC client nor this one reads
+    HTTP(S)_PROXY."""
+
+    def __init__(self, host: str, port: int | None, tls: bool, timeout_s: float) -> None:
+        self._host, self._port, self._tls, self.timeout_s = host, port, tls, timeout_s
+        self._local = threading.local()
+
+    def _connection(self) -> http.client.HTTPConnection:
+        conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            cls = http.client.HTTPSConnection if self._tls else http.client.HTTPConnection
+            conn = cls(self._host, self._port, timeout=self.timeout_s)
+            self._local.conn = conn
+        return conn
+
+    def drop(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    def _once(
+        self, method: str, target: str, body: bytes | None, headers: dict[str, str], limit: int
+    ) -> tuple[int, http.client.HTTPResponse, bytes]:
+        conn = self._connection()
+        conn.request(method, target, body, headers)
+        response = conn.getresponse()
+        content = response.read(limit + 1)
+        if len(content) > limit or response.getheader("connection", "").lower() == "close":
+            self.drop()  # an answer cut at the limit leaves the rest unread: the connection is spent
+        return response.status, response, content[:limit]
+
+    def exchange(
+        self, method: str, target: str, body: bytes | None = None, headers: dict[str, str] | None = None,
+        limit: int = 1 << 30,
+    ) -> tuple[int, http.client.HTTPResponse, bytes]:  # fmt: skip
+        """(status, response for its headers, at most `limit` bytes of the answer). Raises OSError or
+        http.client.HTTPException when there is no answer; a kept-alive connection the server closed
+        while idle is retried once at once on a fresh one (not a failure)."""
+        reused = getattr(self._local, "conn", None) is not None
+        try:
+            return self._once(method, target, body, headers or {}, limit)
+        except (ConnectionResetError, BrokenPipeError, http.client.RemoteDisconnected):
+            self.drop()
+            if not reused:
+                raise
+            return self._once(method, target, body, headers or {}, limit)
+        except (OSError, http.client.HTTPException):
+            self.drop()
+            raise
+
+
 class Rpc:
     """One endpoint. Thread-safe: each thread keeps its own connection."""
 
@@ -63,53 +119,23 @@ class Rpc:
         self.url = url
         self.shown = redact_url(url)
         self._target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        self._host, self._port, self._tls = parts.hostname, parts.port, parts.scheme == "https"
         self.retries = int(env_number("ANCHOR_RPC_RETRIES", 4))
         self.backoff_s = env_number("ANCHOR_RPC_BACKOFF_S", 0.1, float)
         self.timeout_s = env_number("ANCHOR_RPC_TIMEOUT_S", 10, float)
-        self._local = threading.local()
+        self._http = KeptAlive(parts.hostname, parts.port, parts.scheme == "https", self.timeout_s)
         self._ids = iter(range(1, 2**62))
 
     # ------------------------------------------------------------------ transport
-
-    def _connection(self) -> http.client.HTTPConnection:
-        conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            cls = http.client.HTTPSConnection if self._tls else http.client.HTTPConnection
-            conn = cls(self._host, self._port, timeout=self.timeout_s)
-            self._local.conn = conn
-        return conn
-
-    def _drop(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
-
-    def _exchange(self, body: bytes) -> tuple[int, bytes]:
-        self._local.reused = getattr(self._local, "conn", None) is not None
-        conn = self._connection()
-        conn.request("POST", self._target, body, {"Content-Type": "application/json"})
-        response = conn.getresponse()
-        content = response.read()
-        if response.getheader("connection", "").lower() == "close":
-            self._drop()
-        return response.status, content
 
     def post(self, method: str, body: bytes) -> bytes:
         """POST one JSON-RPC request body and return the answer's bytes, with the retries above."""
         failure = ""
         for attempt in range(self.retries + 1):
             try:
-                try:
-                    status, content = self._exchange(body)
-                except (ConnectionResetError, BrokenPipeError, http.client.RemoteDisconnected):
-                    if not getattr(self._local, "reused", False):
-                        raise
-                    self._drop()  # the server closed an idle kept-alive connection: one fresh try, no wait
-                    status, content = self._exchange(body)
+                status, _, content = self._http.exchange(
+                    "POST", self._target, body, {"Content-Type": "application/json"}
+                )
             except (OSError, http.client.HTTPException) as exc:
-                self._drop()
                 failure = "Timeout" if isinstance(exc, TimeoutError) else "ConnectionError"
             else:
                 if status < 300:
@@ -182,4 +208,4 @@ class Rpc:
         return found if isinstance(found, dict) else None
 
     def close(self) -> None:
-        self._drop()
+        self._http.drop()

@@ -26,20 +26,23 @@ class Service:
     token: str | None = field(default=None, repr=False)
 
 
-_session_lock = threading.Lock()
-_sessions: dict[int, Any] = {}
+_origins_lock = threading.Lock()
+_origins: dict[tuple[str, int | None, bool, float], Any] = {}
 
 
-def _session() -> Any:
-    """One requests session per thread (connections are reused; a session is not thread-safe)."""
-    import requests
+def _origin(url: str, timeout_s: float) -> tuple[Any, str]:
+    """(the kept-alive connections to `url`'s origin, shared by every call in this process; the path
+    prefix the service lives under)."""
+    from urllib.parse import urlsplit
 
-    key = threading.get_ident()
-    with _session_lock:
-        session = _sessions.get(key)
-        if session is None:
-            session = _sessions[key] = requests.Session()
-        return session
+    from anchor.chain.rpc import KeptAlive
+
+    parts = urlsplit(url)
+    key = (parts.hostname or "", parts.port, parts.scheme == "https", timeout_s)
+    with _origins_lock:
+        if key not in _origins:
+            _origins[key] = KeptAlive(*key)
+        return _origins[key], parts.path.rstrip("/")
 
 
 def call(
@@ -48,9 +51,9 @@ def call(
 ) -> tuple[int, Any]:  # fmt: skip
     """(status, JSON answer) of one call; connection failures, timeouts, 429 and 5xx are retried with
     the same idempotency key. 401/403 are not retried: the token is wrong, retrying cannot help."""
+    import http.client
+    import json
     import time
-
-    import requests
 
     from anchor.chain.rpc import jitter
     from anchor.ingest.untrusted_json import parse_json
@@ -60,26 +63,30 @@ def call(
         headers["Idempotency-Key"] = key
     if auth and service.token:
         headers["Authorization"] = f"Bearer {service.token}"
+    payload = None
+    if body is not None:
+        payload = json.dumps(body).encode()
+        headers["Content-Type"] = "application/json"
+    connections, prefix = _origin(service.url, timeout_s)
     failure = ""
     for attempt in range(retries + 1):
         try:
-            answer = _session().request(method, service.url + path, json=body, headers=headers, timeout=timeout_s)
-        except requests.RequestException as exc:
-            failure = type(exc).__name__
+            status, answer, content = connections.exchange(method, prefix + path, payload, headers, MAX_ANSWER_BYTES)
+        except (OSError, http.client.HTTPException) as exc:
+            failure = "Timeout" if isinstance(exc, TimeoutError) else "ConnectionError"
         else:
-            if answer.status_code in (401, 403):
-                word = "unauthorized" if answer.status_code == 401 else "forbidden"
+            if status in (401, 403):
+                word = "unauthorized" if status == 401 else "forbidden"
                 raise ServiceError(
-                    f"{service.url}: HTTP {answer.status_code} ({word}): the service refused the token;"
+                    f"{service.url}: HTTP {status} ({word}): the service refused the token;"
                     " check ANCHOR_SERVICE_TOKEN for this service",
-                    detail={"service": service.url, "status": answer.status_code},
+                    detail={"service": service.url, "status": status},
                 )
-            if answer.status_code != 429 and answer.status_code < 500:
-                data = parse_json(answer.content[:MAX_ANSWER_BYTES], f"{service.url}{path}") if answer.content else {}
-                return answer.status_code, data
-            failure = f"HTTP {answer.status_code}"
-            wait = answer.headers.get("Retry-After", "")
-            if answer.status_code == 429 and wait.isdigit() and attempt < retries:
+            if status != 429 and status < 500:
+                return status, (parse_json(content, f"{service.url}{path}") if content else {})
+            failure = f"HTTP {status}"
+            wait = answer.getheader("Retry-After", "") or ""
+            if status == 429 and wait.isdigit() and attempt < retries:
                 time.sleep(min(int(wait), 5))
                 continue
         if attempt < retries:

@@ -125,6 +125,6 @@ async def calendar_submit(request: Request, settings: SettingsDep, reader: Reade
         raise _too_many(f"the queue holds {backlog} items waiting for a batch", config.flush_interval_s or 1.0)
     manifest = body["manifest"]
     done, _ = await accept_manifest(
-        request, "calendar", lambda: (validate_identity(manifest), {}, None), None, settings, reader, None
-    )
+        request, "calendar", lambda: (validate_identity(manifest), {}, None), None, settings, reader, None, inline=True
+    )  # the body is CALENDAR_MAX_BODY bytes at most
     return JSONResponse(status_code=202, content=done.model_dump(mode="json"))

@@ -7,8 +7,9 @@ is one record, an `Idempotency-Key` reused for other content is a 409) and ancho
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from fastapi import APIRouter, BackgroundTasks, File, Form, Header, Request, UploadFile
 from pydantic import ValidationError
@@ -17,16 +18,19 @@ from starlette.concurrency import run_in_threadpool
 from anchor.errors import BadInput, TooLarge
 from anchor.ingest.archive import decode_archive
 from anchor.ingest.untrusted_json import parse_json
-from anchor.journal.submit import Submission, submit
+from anchor.journal.submit import Submission
 from anchor.manifest.bundle import check_annotations
 from anchor.manifest.decode import tree_summary, validate_identity
 from anchor.manifest.filetree import FileTreeManifest
 from anchor.manifest.identity import manifest_digest
 from anchor.settings.session import Settings
-from api.deps import ClientDep, ConfigDep, ReaderDep, SettingsDep, in_journal
+from api.deps import ClientDep, ConfigDep, ReaderDep, SettingsDep
 from api.offload import decode
 from api.routes.verify import ERRORS
 from api.schemas import ManifestSubmission, Submitted
+
+if TYPE_CHECKING:
+    from anchor.anchoring.receipts import ReceiptSigner
 
 router = APIRouter(prefix="/v1", tags=["submit"])
 T = TypeVar("T")
@@ -95,8 +99,8 @@ async def submit_manifest(
     """Journal a manifest identity (with its file listing, which must rebuild the identity's tree);
     the answer carries the service's signed receipt (docs/calendar.md)."""
     raw = await request.body()
-    # a small body (an identity, a short listing) is decoded in the same pool thread that journals it:
-    # bounded depth and size make it cheap; a large one goes to the decoder process (api.offload)
+    # a bare identity is decoded on the event loop, a short listing in a pool thread (accept_manifest):
+    # bounded depth and size make both cheap; a large one goes to the decoder process (api.offload)
     body = None if len(raw) <= INLINE_DECODE_BYTES else await decode(request.app, _manifest_body, raw)
 
     def prepared() -> tuple[dict[str, Any], dict[str, Any], ManifestSubmission]:
@@ -112,7 +116,8 @@ async def submit_manifest(
             payload["files"] = tree.files_json()
         return identity, payload, found
 
-    done, found = await accept_manifest(request, client, prepared, idempotency_key, settings, reader, tasks)
+    done, found = await accept_manifest(request, client, prepared, idempotency_key, settings, reader, tasks,
+                                        inline=len(raw) <= INLINE_PREPARE_BYTES)  # fmt: skip
     return done.model_copy(update={"claimed_digest_matches": _claim(found.claimed_digest, bytes.fromhex(
         done.manifest_digest[2:])), "files": len(found.files or [])})  # fmt: skip
 
@@ -123,31 +128,37 @@ INLINE_DECODE_BYTES = 64 * 1024
 async def accept_manifest(
     request: Request, client: str, prepare: Callable[[], tuple[dict[str, Any], dict[str, Any], T]],
     idempotency_key: str | None, settings: Settings, reader: Any, tasks: BackgroundTasks | None,
+    inline: bool = False,
 ) -> tuple[Submitted, T]:  # fmt: skip
-    """`prepare()` (identity, payload, and whatever the route wants back), journal the identity, sign
-    the receipt: what this service accepted (digest, chain, registry) and when it first did (a repeat
-    gets the first time), all in one pool thread (each hop to the pool costs a request ~1 ms under
-    load); then kick the flusher."""
-    from api.deps import receipt_signer
+    """`prepare()` (identity, payload, and whatever the route wants back), journal the identity through
+    the app's writer (anchor.journal.group: concurrent submissions share one commit), sign the receipt:
+    what this service accepted (digest, chain, registry) and when it first did (a repeat gets the first
+    time); then kick the flusher. `inline`: `prepare` is cheap (a bare identity, a few KiB at most), so
+    it runs on the event loop and the request never takes a pool thread (a hop to the pool and back cost
+    more than the work); otherwise it runs in the pool."""
+    from api.deps import journal_writer, receipt_signer
 
-    def work(journal: Any) -> tuple[Submitted, T, bool]:
-        identity, payload, extra = prepare()
-        registry = reader.registry()
-        signer = receipt_signer(request.app, registry.chain_id)  # before journaling: a bad key is 422
-        digest = "0x" + manifest_digest(identity).hex()
-        sub = Submission(identity, payload, _scoped(client, idempotency_key), own_annotations=True)
-        done = submit(journal, registry.chain_id, sub)
-        receipt = signer.sign(registry.chain_id, registry.address, digest, int(done.created_at))
-        answer = Submitted(
-            manifest_digest=digest, state=done.state, duplicate=done.duplicate, claimed_digest_matches=None,
-            files=len(payload.get("files", ())), receipt=receipt.model_dump(mode="json", exclude={"url"}),
-        )  # fmt: skip
-        return answer, extra, done.duplicate
-
-    answer, extra, duplicate = await in_journal(request.app, work)
-    if request.app.state.config.flush_after_submit and not duplicate:
+    writer = journal_writer(request.app)
+    registry = await reader.registry_async()
+    signer: ReceiptSigner | None = getattr(request.app.state, "receipt_signer", None)
+    if signer is None:  # loaded once, before journaling: a bad key is 422
+        signer = await run_in_threadpool(receipt_signer, request.app, registry.chain_id)
+    identity, payload, extra = prepare() if inline else await run_in_threadpool(prepare)
+    digest = "0x" + manifest_digest(identity).hex()
+    sub = Submission(identity, payload, _scoped(client, idempotency_key), own_annotations=True)
+    done = await asyncio.wrap_future(writer.enqueue(registry.chain_id, sub))
+    receipt = signer.sign(registry.chain_id, registry.address, digest, int(done.created_at))
+    answer = Submitted(
+        manifest_digest=digest, state=done.state, duplicate=done.duplicate, claimed_digest_matches=None,
+        files=len(payload.get("files", ())), receipt=receipt.model_dump(mode="json", exclude={"url"}),
+    )  # fmt: skip
+    if request.app.state.config.flush_after_submit and not done.duplicate:
         _kick(request.app, tasks, settings)
     return answer, extra
+
+
+INLINE_PREPARE_BYTES = 4096
+"""A body this small is decoded and checked on the event loop (about 0.1 ms); a larger one in the pool."""
 
 
 @router.post("/bundles", operation_id="submit_bundle", status_code=202, responses=WRITE_ERRORS)
