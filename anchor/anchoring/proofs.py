@@ -15,9 +15,11 @@ from anchor.proof.file import BatchPath, ChainAnchor, ProofFile
 
 
 def batch_proofs(effect: sqlite3.Row, items: list[sqlite3.Row], registry: str, code_hash: str) -> list[ProofFile]:
-    """The proofs of every item of a mined root effect; the items must rebuild the anchored root."""
+    """The proofs of every item of a mined root effect; the items (and the batch's salt, when a
+    stranger took its first root: anchor.journal.effects) must rebuild the anchored root."""
     digests = [bytes(item["digest"]) for item in items]
-    tree = BatchTree.build(digests)
+    salt = json.loads(effect["args"] or "{}").get("salt")
+    tree = BatchTree.build(digests + ([bytes.fromhex(salt)] if salt else []))
     if tree.root != bytes(effect["key"]):
         raise AnchorError(f"journal: the items of batch {effect['id']} do not rebuild its root")
     anchor = ChainAnchor(

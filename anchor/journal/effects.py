@@ -50,6 +50,8 @@ class RunReport:
     signed: list[int] = field(default_factory=list)
     adopted: list[int] = field(default_factory=list)
     reanchored: list[int] = field(default_factory=list)
+    resalted: list[int] = field(default_factory=list)
+    """Batches whose root a stranger anchored first: re-made with a salt, anchored under our key."""
     failed: list[int] = field(default_factory=list)
     fee_bumps: int = 0
     chain_reset: bool = False
@@ -66,6 +68,16 @@ _INSERT_TX = (
 
 
 PROGRESS = logging.getLogger("anchor.progress")
+
+
+class _Squatted(Exception):
+    """The registry holds a root effect's root under another submitter (`EffectRunner._resalt`)."""
+
+    def __init__(self, submitter: str) -> None:
+        super().__init__(submitter)
+        self.submitter = submitter
+
+
 """Lines for a person waiting at a terminal (the CLI shows them on stderr; a server's log may)."""
 
 
@@ -286,15 +298,50 @@ class EffectRunner:
     def step(self, effect: sqlite3.Row) -> bool:
         """Advance one effect by at most one state; True if it moved."""
         state = effect["state"]
-        if state == "intent":
-            return self._sign(effect)
-        if state == "signed":
-            return self._broadcast(effect)
-        if state == "broadcast":
-            return self._await_receipt(effect)
-        if state == "mined":
-            return self._confirm(effect)
+        try:
+            if state == "intent":
+                return self._sign(effect)
+            if state == "signed":
+                return self._broadcast(effect)
+            if state == "broadcast":
+                return self._await_receipt(effect)
+            if state == "mined":
+                return self._confirm(effect)
+        except _Squatted as squat:
+            self._resalt(effect, squat.submitter)
+            return True
         return False
+
+    def _resalt(self, effect: sqlite3.Row, submitter: str) -> None:
+        """A stranger anchored this batch's root first. Registries v1 and v2 key roots by the root
+        alone, and a root is computable by anyone (a one-item batch's is keccak(keccak(digest)); any
+        root can be copied from the mempool), so their record is not ours and is never adopted: the
+        batch gets a fresh random salt as one more leaf, hence a root nobody has seen, and goes back
+        to intent to be anchored under our key. Its items and their proofs stay the same manifests;
+        the salt is journaled with the effect (proofs are rebuilt from it), and so is every root
+        taken from us, with who took it."""
+        import os
+
+        from anchor.batch.merkle import BatchTree
+
+        old = bytes(effect["key"])
+        salt = os.urandom(32)
+        args = json.loads(effect["args"] or "{}")
+        args["salt"] = salt.hex()
+        args["squatted"] = [*args.get("squatted", []), {"root": "0x" + old.hex(), "by": submitter}]
+        with self.journal.tx() as db:
+            rows = db.execute("SELECT digest FROM items WHERE effect_id = ? ORDER BY id", (effect["id"],)).fetchall()
+            root = BatchTree.build([bytes(r["digest"]) for r in rows] + [salt]).root
+            db.execute("UPDATE txs SET state = 'dropped' WHERE effect_id = ? AND state != 'mined'", (effect["id"],))
+            db.execute(
+                "UPDATE effects SET key = ?, args = ?, state = 'intent', updated_at = ? WHERE id = ?",
+                (root, json.dumps(args, sort_keys=True), now(), effect["id"]),
+            )
+        self.report.resalted.append(effect["id"])
+        PROGRESS.info(
+            f"a stranger ({submitter}) anchored this batch's root first (0x{old.hex()}): not ours, never adopted;"
+            f" re-made the batch with a salt, anchoring root 0x{root.hex()} under our key"
+        )
 
     def _fail(self, effect: sqlite3.Row, exc: Conflict) -> None:
         """Park `effect` as failed with its reason; every other effect keeps flowing. Nothing of it is
@@ -333,6 +380,8 @@ class EffectRunner:
             record = self.registry.root_record(key)
             if record is None:
                 return None
+            if record.submitter.lower() != self.signer.address.lower():
+                raise _Squatted(record.submitter)  # a stranger's: see _resalt
             tx_hash = self.registry.root_tx(key, record.block_number)
             return (bytes.fromhex(tx_hash[2:]) if tx_hash else b"", record.block_number)
         a = json.loads(effect["args"])
