@@ -246,3 +246,30 @@ def test_hashing_a_large_file_keeps_memory_bounded(tmp_path: Path) -> None:
     )
     out = subprocess.run([sys.executable, "-c", probe, str(big)], capture_output=True, text=True, check=True)
     assert int(out.stdout) < 200, f"peak RSS {out.stdout.strip()} MiB"
+
+
+@pytest.mark.parametrize("size", [100, 2 << 20], ids=["small file", "large file"])
+def test_a_directory_swapped_for_a_link_outside_after_the_walk_binds_nothing_from_outside(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: int
+) -> None:
+    """The walk saw results/metrics.txt; before it is hashed, `results` becomes a link to a directory
+    outside the root holding a file of the same name (as /etc holds hostname). Links are refused, yet
+    the file outside was hashed into the manifest (only the last component was opened O_NOFOLLOW).
+    Now every file must be the very file the walk listed (device and inode): a named FileChanged."""
+    from anchor.manifest import filetree
+
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    (root / "results").mkdir(parents=True)
+    outside.mkdir()
+    (root / "results" / "metrics.txt").write_bytes(b"m" * size)
+    (outside / "metrics.txt").write_bytes(b"secret" * (size // 6 + 1))
+    real_hash_files = filetree.hash_files
+
+    def swap_then_hash(listing: list, progress: object = None) -> list:  # type: ignore[type-arg]
+        (root / "results").rename(tmp_path / "moved")
+        (root / "results").symlink_to(outside)
+        return real_hash_files(listing, progress)
+
+    monkeypatch.setattr(filetree, "hash_files", swap_then_hash)
+    with pytest.raises(FileChanged, match="results/metrics.txt: not the file the walk listed"):
+        hash_tree(root)

@@ -252,13 +252,14 @@ def hash_tree(
     base = Path(root)
     if root_kind(base) == "file":
         name = component(os.fsencode(base.name), str(base))
-        size, digest = hash_files([(str(base), os.fspath(base), base.lstat().st_size)], progress)[0]
+        st = base.lstat()
+        size, digest = hash_files([(str(base), os.fspath(base), st.st_size, (st.st_dev, st.st_ino))], progress)[0]
         return FileTreeManifest((FileEntry(name, size, digest),))
     excluded: list[str] = []
     links: list[tuple[str, str]] = []
     listing = walk(base, rules, excluded, symlinks, links)
     hashed = hash_files(listing, progress)
-    entries = [FileEntry(rel, size, digest) for (rel, _, _), (size, digest) in zip(listing, hashed, strict=True)]
+    entries = [FileEntry(rel, size, digest) for (rel, *_), (size, digest) in zip(listing, hashed, strict=True)]
     recorded = rules.recorded(excluded) if rules is not None else ()
     links.sort(key=lambda link: link[0].encode("utf-8"))
     return FileTreeManifest(sorted_unique(entries, str(base)), recorded, tuple(links), symlinks, tuple(excluded))

@@ -13,7 +13,10 @@ no thread is started, so forking the workers stays safe.
 
 A file that changes while it is hashed is detected: its size, mtime and ctime are compared before
 and after, and the bytes read must equal the size; the result is `FileChanged`, never a half-old
-digest. Caveat shared with b3sum: a file *truncated* while one of its windows is mapped makes the
+digest. A file that is not the one the walk listed is refused the same way: its device and inode
+must be the walk's (a directory above it swapped for a link to /etc after the walk made the path
+open a file outside the root, although only the last component can be opened O_NOFOLLOW).
+Caveat shared with b3sum: a file *truncated* while one of its windows is mapped makes the
 kernel raise SIGBUS, which ends the process before anything is written.
 """
 
@@ -56,9 +59,11 @@ def _fingerprint(st: os.stat_result) -> tuple[int, int, int, int]:
 
 
 def hash_file(
-    path: str, shown: str, threads: int | None = None, on_window: Callable[[int], None] | None = None
-) -> tuple[int, str]:
-    """(size, BLAKE3 hex) of one regular file, refusing links and detecting concurrent changes."""
+    path: str, shown: str, threads: int | None = None, on_window: Callable[[int], None] | None = None,
+    expect: tuple[int, int] | None = None,
+) -> tuple[int, str]:  # fmt: skip
+    """(size, BLAKE3 hex) of one regular file, refusing links and detecting concurrent changes;
+    `expect`: the (device, inode) the walk saw at this path, which the opened file must have."""
     try:  # O_NONBLOCK: a FIFO swapped in after the walk opens at once (and is refused below), never hangs
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
@@ -67,6 +72,12 @@ def hash_file(
         before = os.fstat(fd)
         if not stat.S_ISREG(before.st_mode):
             raise UnsafePath(f"{shown}: not a regular file", detail={"path": shown})
+        if expect is not None and (before.st_dev, before.st_ino) != expect:
+            raise FileChanged(
+                f"{shown}: not the file the walk listed (it, or a directory above it, was replaced since);"
+                " nothing was hashed from where it leads now",
+                detail={"path": shown},
+            )
         size = before.st_size
         if size <= SMALL_FILE:
             data = os.read(fd, size + 1)  # one byte more than expected reveals a file that grew
@@ -104,34 +115,37 @@ def _hash_mapped(fd: int, size: int, threads: int | None, on_window: Callable[[i
     return offset, hasher.hexdigest()
 
 
-def _hash_chunk(chunk: Sequence[tuple[int, str, str]], slot: int = 0) -> list[Any]:
+def _hash_chunk(chunk: Sequence[tuple[int, str, str, tuple[int, int] | None]], slot: int = 0) -> list[Any]:
     """Worker body: hash a contiguous chunk; an error comes back as data (exceptions pickle poorly)."""
     out: list[Any] = []
-    for _, shown, path in chunk:
+    for _, shown, path, expect in chunk:
         try:
-            out.append(hash_file(path, shown, threads=1))
+            out.append(hash_file(path, shown, threads=1, expect=expect))
         except AnchorError as exc:
             return [("error", type(exc).__name__, exc.message, exc.detail)]
         _add(slot, 1, out[-1][0])
     return out
 
 
-def hash_files(files: Sequence[tuple[str, str, int]], progress: Progress | None = None) -> list[tuple[int, str]]:
-    """(size, BLAKE3 hex) for each (shown path, filesystem path, size hint), in order.
+def hash_files(
+    files: Sequence[tuple[str, str, int, tuple[int, int] | None]], progress: Progress | None = None
+) -> list[tuple[int, str]]:
+    """(size, BLAKE3 hex) for each (shown path, filesystem path, size hint, (device, inode) the walk saw
+    or None), in order.
 
     Large files are hashed here with every core; the rest in contiguous chunks by a few workers.
     Raises the first `UnsafePath` or `FileChanged` met. `progress`, if given, is called now and then.
     """
     global _counters
     results: list[tuple[int, str] | None] = [None] * len(files)
-    small = [(i, shown, path) for i, (shown, path, hint) in enumerate(files) if hint <= SMALL_FILE]
+    small = [(i, shown, path, expect) for i, (shown, path, hint, expect) in enumerate(files) if hint <= SMALL_FILE]
     workers = min(os.cpu_count() or 1, 4)
     report: Callable[[], None] = lambda: None  # noqa: E731
     if progress is not None:
         import multiprocessing
 
         _counters = multiprocessing.RawArray("q", 2 * (workers + 1))
-        total_bytes = sum(hint for _, _, hint in files)
+        total_bytes = sum(hint for _, _, hint, _ in files)
 
         def report() -> None:
             done = list(_counters)
@@ -143,9 +157,9 @@ def hash_files(files: Sequence[tuple[str, str, int]], progress: Progress | None 
             _add(0, 0, nbytes)
             report()
 
-        for i, (shown, path, hint) in enumerate(files):
+        for i, (shown, path, hint, expect) in enumerate(files):
             if hint > SMALL_FILE:
-                results[i] = hash_file(path, shown, on_window=window_done)
+                results[i] = hash_file(path, shown, on_window=window_done, expect=expect)
                 _add(0, 1, 0)
                 report()
         if len(small) < PARALLEL_MIN_FILES or workers < 2:
@@ -165,7 +179,7 @@ def hash_files(files: Sequence[tuple[str, str, int]], progress: Progress | None 
         report()
     finally:
         _counters = None
-    order = iter(i for i, _, _ in small)
+    order = iter(i for i, *_ in small)
     for part in parts:
         if part and part[0][0] == "error":
             _, name, message, detail = part[0]

@@ -59,8 +59,10 @@ def walk(
     excluded: list[str] | None = None,
     symlinks: str = "refuse",
     links: list[tuple[str, str]] | None = None,
-) -> list[tuple[str, str, int]]:
-    """(relative NFC path, filesystem path, size seen) of every regular file below directory `base`.
+) -> list[tuple[str, str, int, tuple[int, int]]]:
+    """(relative NFC path, filesystem path, size seen, (device, inode)) of every regular file below
+    directory `base`. The identity lets the hasher refuse a file that is not the one listed here (a
+    directory above it swapped for a link since: anchor.manifest.hashing).
 
     Paths the `rules` exclude are skipped (an excluded directory is not even entered, so whatever is
     inside it, sockets included, is never looked at); their names are appended to `excluded`.
@@ -68,7 +70,7 @@ def walk(
     if symlinks not in SYMLINK_POLICIES:
         raise BadInput(f"--symlinks must be one of {', '.join(SYMLINK_POLICIES)}, not {symlinks!r}",
                        detail={"field": "symlinks"})  # fmt: skip
-    found: list[tuple[str, str, int]] = []
+    found: list[tuple[str, str, int, tuple[int, int]]] = []
     top = os.stat(base)
     real_root = os.path.realpath(base)
     # (relative prefix, directory, (device, inode) of every directory from the root down to it): a
@@ -111,7 +113,7 @@ def walk(
                     raise UnsafePath(f"{rel}: the link leads back to a directory above it (a loop)",
                                      detail={"path": rel})  # fmt: skip
             if stat.S_ISREG(mode):
-                found.append((rel, path, st.st_size))
+                found.append((rel, path, st.st_size, (st.st_dev, st.st_ino)))
             elif stat.S_ISDIR(mode):
                 stack.append((rel + "/", path, above | {(st.st_dev, st.st_ino)}))
             else:
