@@ -4,6 +4,7 @@ and ApiConfig (ANCHOR_API_TOKENS, ANCHOR_API_MAX_REQUEST_BYTES)."""
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -94,6 +95,12 @@ def create_app(settings: Settings | None = None, config: ApiConfig | None = None
     import web3  # noqa: F401 - imported now, so that the recursion limit it raises is lowered right away
 
     restore_recursion_limit()
+    # The event loop answers every request, and pool threads do the CPU work (verdicts, pages,
+    # journal reads): it must get the GIL back within a millisecond, not CPython's default 5 ms, or a
+    # queue of busy threads holds it for a convoy of slices (/health p99 84 ms while six clients loaded
+    # bundle pages; 8 ms at 1 ms: benchmarks/hostile_bench.py --bundle-page). Process-wide, and this
+    # process is the server.
+    sys.setswitchinterval(0.001)
     reader = ChainReader(settings or Settings.from_env())
 
     @asynccontextmanager

@@ -33,14 +33,12 @@ import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
-from anchor.chain.compiler import compile_registry
-from anchor.chain.deployment import deploy
-from anchor.chain.keys import load_signer
-from anchor.chain.node import LocalChain
-from anchor.chain.open import open_chain
 from anchor.settings.session import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # benchmarks.deployed, shared with hostile_bench
+from benchmarks.deployed import deployed_chain, free_port, service_env  # noqa: E402
+
 RESULTS = ROOT / "benchmarks" / "results"
 TOKEN = "bench-token"
 CLIENTS, PROCESSES = 16, 4
@@ -48,12 +46,6 @@ STAMPS_PER_CLIENT = 25
 SUSTAIN_S = 10.0
 FLUSH_INTERVAL_S = 1.0
 WRK_SCRIPT = Path(__file__).resolve().parent / "wrk" / "submit.lua"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def identity(n: int, salt: str) -> dict[str, object]:
@@ -163,23 +155,17 @@ def gas_per_item(data: Path) -> tuple[int, int, float]:
 def main() -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     spawn = multiprocessing.get_context("spawn")
-    with tempfile.TemporaryDirectory() as tmp:
-        data, chain_port = Path(tmp) / "service", free_port()
+    with tempfile.TemporaryDirectory() as tmp, deployed_chain(Path(tmp) / "service") as settings:
+        data, chain_port = settings.data_dir, int(settings.local_port or 0)
         local = Path(tmp) / "local"
-        settings = Settings(data_dir=data, local_port=chain_port)
-        node = LocalChain(data, chain_port)
-        node.up()
         server = None
         try:
-            handle = open_chain(settings, start_local=False)
-            deploy(handle.w3, handle.chain_id, load_signer(handle.chain_id), compile_registry(data / "build"), data)
             local.mkdir()
             (local / "deployments").mkdir()
             for record in (data / "deployments").iterdir():
                 (local / "deployments" / record.name).write_bytes(record.read_bytes())
-            env = {**os.environ, "ANCHOR_DATA_DIR": str(data), "ANCHOR_LOCAL_PORT": str(chain_port),
-                   "ANCHOR_API_TOKENS": "sha256:" + hashlib.sha256(TOKEN.encode()).hexdigest(),
-                   "ANCHOR_API_FLUSH_INTERVAL_S": str(FLUSH_INTERVAL_S), "ANCHOR_CONFIRMATIONS": "0"}  # fmt: skip
+            env = service_env(settings, TOKEN, ANCHOR_API_FLUSH_INTERVAL_S=str(FLUSH_INTERVAL_S),
+                              ANCHOR_CONFIRMATIONS="0")  # fmt: skip
             port = free_port()
             server = serve(port, env)
             url = f"http://127.0.0.1:{port}"
@@ -221,7 +207,6 @@ def main() -> None:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(server.pid, 15)  # the group we started: the server and its flusher
                 server.wait()
-            node.down()
 
     p50, p95 = percentile(stamps, 0.5) * 1e3, percentile(stamps, 0.95) * 1e3
     l50, l95 = percentile(peer, 0.5) * 1e3, percentile(peer, 0.95) * 1e3

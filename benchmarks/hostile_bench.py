@@ -6,6 +6,11 @@
 2. `/health` latency while 8 clients send this issue's hostile requests in a loop, vs `/health` on
    the same server at rest. Target: p99 <= 20 ms under attack.
 
+3. `--bundle-page` (issue 30): a legitimate 200,000-file bundle anchored through the API, then
+   `/health` latency at rest and while 6 clients load its explorer page (pages of the listing in
+   turn), and each page load's time. Target: /health p99 <= 50 ms while they do. Raw samples in
+   benchmarks/results/hostile_bundle_page.json.
+
 One uvicorn process per server (1 worker), so its /proc entry is the one serving. Raw samples are
 written to benchmarks/results/hostile_bench.json.
 """
@@ -27,15 +32,9 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from anchor.chain.compiler import compile_registry
-from anchor.chain.deployment import deploy
-from anchor.chain.keys import load_signer
-from anchor.chain.node import LocalChain
-from anchor.chain.open import open_chain
-from anchor.settings.session import Settings
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the hostile corpus is shared with the test suite
+from benchmarks.deployed import deployed_chain, free_port, service_env  # noqa: E402
 from tests.hostile_archives import HOSTILE, directory_flood, header_bomb  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
@@ -43,12 +42,6 @@ TOKEN = "bench-token"
 BIG = 60 << 20
 ROUNDS = 15
 ATTACK_S = 10.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def serve(target: str, port: int, env: dict[str, str], factory: bool) -> subprocess.Popen[bytes]:
@@ -191,18 +184,10 @@ def decoder_times() -> dict[str, float]:
 def main() -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     decoding = decoder_times()
-    with tempfile.TemporaryDirectory() as tmp:
-        data, chain_port = Path(tmp), free_port()
-        settings = Settings(data_dir=data, local_port=chain_port)
-        node = LocalChain(data, chain_port)
-        node.up()
+    with tempfile.TemporaryDirectory() as tmp, deployed_chain(Path(tmp)) as settings:
         servers: list[subprocess.Popen[bytes]] = []
         try:
-            handle = open_chain(settings, start_local=False)
-            deploy(handle.w3, handle.chain_id, load_signer(handle.chain_id), compile_registry(data / "build"), data)
-            env = {**os.environ, "ANCHOR_DATA_DIR": str(data), "ANCHOR_LOCAL_PORT": str(chain_port),
-                   "ANCHOR_API_TOKENS": "sha256:" + hashlib.sha256(TOKEN.encode()).hexdigest(),
-                   "ANCHOR_API_MAX_REQUEST_BYTES": str(64 << 20), "ANCHOR_API_FLUSH": "0"}  # fmt: skip
+            env = service_env(settings, TOKEN, ANCHOR_API_MAX_REQUEST_BYTES=str(64 << 20), ANCHOR_API_FLUSH="0")
             ours_port, bare_port = free_port(), free_port()
             servers.append(serve("api.app:create_app", ours_port, env, factory=True))
             servers.append(serve("benchmarks.bare_app:app", bare_port, env, factory=False))
@@ -236,7 +221,6 @@ def main() -> None:
             for server in servers:
                 server.terminate()
                 server.wait()
-            node.down()
     (RESULTS / "hostile_bench.json").write_text(json.dumps(
         {"ours_unauthenticated_60mib": ours_big, "bare_unauthenticated_60mib": bare_big,
          "health_quiet_s": quiet, "health_under_attack_s": loaded, "attacks_sent": sum(counts),
@@ -271,5 +255,106 @@ def main() -> None:
     print(f"raw samples: {RESULTS / 'hostile_bench.json'}")
 
 
+BUNDLE_FILES = 200_000
+PAGE_CLIENTS = 6
+
+
+def bundle_listing(count: int) -> tuple[dict[str, object], list[dict[str, object]]]:
+    """A legitimate listing of `count` files (random contents' digests) and its identity."""
+    from anchor.manifest.filetree import FileTreeManifest
+
+    rows = [{"path": f"shards/{n // 1000:03d}/part-{n:06d}.bin", "size": 4096 + n,
+             "blake3": hashlib.blake2s(n.to_bytes(4, "big")).hexdigest()} for n in range(count)]  # fmt: skip
+    tree = FileTreeManifest.from_files_json(rows)
+    return tree.identity(), tree.files_json()
+
+
+def page_loads(port: int, digest: str, first_page: int, stop_at: float) -> list[float]:
+    """(In a client thread.) Load the bundle's pages in turn until `stop_at`; each load's seconds."""
+    import http.client
+
+    out, page_number = [], first_page
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    while time.monotonic() < stop_at:
+        start = time.perf_counter()
+        conn.request("GET", f"/explorer/bundle/{digest}?page={page_number}")
+        answer = conn.getresponse()
+        answer.read()
+        out.append(time.perf_counter() - start)
+        if answer.status != 200:
+            raise RuntimeError(f"page {page_number}: HTTP {answer.status}")
+        page_number = page_number % (BUNDLE_FILES // 500) + 1
+    return out
+
+
+def bundle_page() -> None:
+    import http.client
+
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp, deployed_chain(Path(tmp)) as settings:
+        server = None
+        try:
+            env = service_env(settings, TOKEN, ANCHOR_API_MAX_REQUEST_BYTES=str(64 << 20), ANCHOR_CONFIRMATIONS="0")
+            port = free_port()
+            server = serve("api.app:create_app", port, env, factory=True)
+            identity, files = bundle_listing(BUNDLE_FILES)
+            body = json.dumps({"manifest": identity, "files": files}).encode()
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+            conn.request("POST", "/v1/manifests", body, {"Content-Type": "application/json",
+                                                         "Authorization": f"Bearer {TOKEN}"})  # fmt: skip
+            answer = conn.getresponse()
+            submitted = json.loads(answer.read())
+            if answer.status != 202:
+                raise RuntimeError(f"the bundle was refused: {submitted}")
+            digest = submitted["manifest_digest"]
+            deadline = time.monotonic() + 600
+            while time.monotonic() < deadline:
+                conn.request("GET", f"/v1/verify/{digest}")
+                answer = conn.getresponse()
+                if answer.status == 200 and json.loads(answer.read()).get("verified"):
+                    break
+                answer.read()
+                time.sleep(0.5)
+            else:
+                raise RuntimeError("the bundle was not anchored within 10 minutes")
+            start = time.perf_counter()
+            conn.request("GET", f"/explorer/bundle/{digest}")
+            answer = conn.getresponse()
+            first_page = answer.read()
+            first_view = time.perf_counter() - start
+            with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as prober:
+                quiet = prober.submit(health_latencies, port, 3.0).result()
+                stop_at = time.monotonic() + ATTACK_S + 1.0
+                loads: list[list[float]] = [[] for _ in range(PAGE_CLIENTS)]
+
+                def client(k: int) -> None:
+                    loads[k] = page_loads(port, digest, 1 + 37 * k, stop_at)
+
+                threads = [threading.Thread(target=client, args=(k,)) for k in range(PAGE_CLIENTS)]
+                for thread in threads:
+                    thread.start()
+                loaded = prober.submit(health_latencies, port, ATTACK_S).result()
+                for thread in threads:
+                    thread.join(timeout=300)
+            rss = memory_kib(server.pid)
+        finally:
+            if server is not None:
+                server.terminate()
+                server.wait()
+    every = [s for part in loads for s in part]
+    (RESULTS / "hostile_bundle_page.json").write_text(json.dumps(
+        {"files": BUNDLE_FILES, "first_view_s": first_view, "first_page_bytes": len(first_page),
+         "page_load_s": every, "health_quiet_s": quiet, "health_loaded_s": loaded, "server_kib": rss},
+        indent=1))  # fmt: skip
+    print(f"explorer page of a {BUNDLE_FILES:,}-file bundle, uvicorn 1 worker, {os.cpu_count()} cores")
+    print(f"  first view (listing built, verdict read): {first_view:.2f} s, {len(first_page) / 1024:.0f} KiB")
+    print(f"  {PAGE_CLIENTS} clients loading pages for {ATTACK_S:g} s: {len(every)} loads, p50"
+          f" {p(every, 0.5) * 1000:.1f} ms, p99 {p(every, 0.99) * 1000:.1f} ms")  # fmt: skip
+    print(f"  /health at rest  p50 {p(quiet, 0.5) * 1000:6.2f} ms  p99 {p(quiet, 0.99) * 1000:6.2f} ms")
+    print(f"  /health loaded   p50 {p(loaded, 0.5) * 1000:6.2f} ms  p99 {p(loaded, 0.99) * 1000:6.2f} ms"
+          f" (target p99 <= 50 ms: {'met' if p(loaded, 0.99) <= 0.05 else 'NOT met'})")  # fmt: skip
+    print(f"  server RSS after: {rss[0] / 1024:.0f} MB (peak {rss[1] / 1024:.0f} MB)")
+
+
 if __name__ == "__main__":
-    main()
+    bundle_page() if "--bundle-page" in sys.argv[1:] else main()

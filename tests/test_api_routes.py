@@ -367,6 +367,33 @@ def test_explorer_proof_links_percent_encode_file_names(client: TestClient) -> N
     assert "path=decoy&amp;path=results.csv" not in page
 
 
+def test_a_big_bundle_page_is_paginated_and_its_listing_built_once(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 200,000-file bundle made one 52 MB page rendered on the event loop (6-7 s, /health stalled).
+    Now `PAGE_FILES` rows a page with links to the others, a page past the end is a 404, and the
+    listing is built once per digest (the second view reads the cache). (Pages of 20 here: this
+    client's archives hold 50 files at most.)"""
+    from api.routes import explorer
+
+    monkeypatch.setattr(explorer, "PAGE_FILES", 20)
+    files = {f"runs/{n:05d}.txt": str(n).encode() for n in range(2 * explorer.PAGE_FILES + 7)}
+    submitted = client.post("/v1/bundles", files={"archive": ("b.tar", _tar(files))}, headers=AUTH)
+    assert submitted.status_code == 202, submitted.json()
+    digest = submitted.json()["manifest_digest"]
+    _confirmed(client, digest)
+    first = client.get(f"/explorer/bundle/{digest}").text
+    assert first.count("/proof?path=") == explorer.PAGE_FILES
+    assert f"files 1–{explorer.PAGE_FILES} of {len(files)} · page 1 of 3" in first and "?page=2'>next" in first
+    last = client.get(f"/explorer/bundle/{digest}", params={"page": 3}).text
+    assert last.count("/proof?path=") == 7 and "runs/00046.txt" in last and "runs/00000.txt" not in last
+    assert "?page=2'>previous" in last and ">next<" not in last
+    _error(client.get(f"/explorer/bundle/{digest}", params={"page": 4}), 404, "not_anchored")
+    assert client.get(f"/explorer/bundle/{digest}", params={"page": 0}).status_code == 422
+    cached = client.app.state.bundle_listings[bytes.fromhex(digest[2:])]  # type: ignore[attr-defined]
+    assert len(cached[1]) == len(files) and cached[0].files is None  # the listing, and the proof without it
+
+
 def test_explorer_pages_escape_a_strangers_file_names(client: TestClient) -> None:
     """Autoescaped templates: a file name is text on the page, never markup."""
     files = {"<script>alert(1)</script>.txt": b"x", 'it\'s "quoted" & <b>.csv': b"y"}

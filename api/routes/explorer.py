@@ -8,10 +8,13 @@ researcher is a stranger's text); the pages need no JavaScript.
 
 from __future__ import annotations
 
+import asyncio
 import json
-from typing import Any
+import threading
+from collections import OrderedDict
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 from starlette.concurrency import run_in_threadpool
 
@@ -115,28 +118,93 @@ async def batchpage(root: Hex32, request: Request, reader: ReaderDep) -> HTMLRes
     )
 
 
-@router.get("/bundle/{digest}", response_class=HTMLResponse)
-async def bundlepage(digest: Hex32, request: Request, settings: SettingsDep, reader: ReaderDep) -> HTMLResponse:
-    from api.routes.verify import verdict_of
+PAGE_FILES = 500
+"""Files listed on one bundle page: a 200,000-file bundle made one 52 MB page that took the event
+loop 6-7 s to render (issue 30); `?page=N` walks the rest."""
 
-    body_hex = digest.lower().removeprefix("0x")
-    # this replica's proof file, else rebuilt from the journal the replicas share
-    proof = await run_in_threadpool(anchored_proof, request.app, reader, parse_hex32(digest, "digest"))
-    if proof is None:
-        raise NotAnchored(f"no anchored manifest 0x{body_hex} here", detail={"manifest_digest": digest})
-    # the one verdict the API and the CLI give (a result bundle's edited milestones are a 409 page)
-    verification = await run_in_threadpool(verdict_of, proof, settings, request.app, reader)
-    files = proof.filetree()
-    return page(
+BUNDLE_CACHE_FILES = 1_000_000
+"""Files held by the per-digest cache of bundle listings, over every bundle in it (oldest dropped)."""
+_listing_lock = threading.Lock()
+PageNumber = Annotated[int, Query(alias="page", ge=1, le=1_000_000, description="Which page of the file listing.")]
+
+
+@router.get("/bundle/{digest}", response_class=HTMLResponse)
+async def bundlepage(
+    digest: Hex32, request: Request, settings: SettingsDep, reader: ReaderDep, page_number: PageNumber = 1
+) -> HTMLResponse:
+    key = parse_hex32(digest, "digest")
+    async with _one_at_a_time(request.app):  # pages wait on the loop, holding no thread and no GIL
+        return await _bundle_page(key, request, settings, reader, page_number)
+
+
+def _one_at_a_time(app: Any) -> asyncio.Semaphore:
+    """One bundle page built at a time per process. Why: building and rendering are CPU in pool
+    threads, and the event loop needs the GIL between them: six clients loading pages at once kept
+    six threads contending with it, and /health waited 150 ms (p99). Queued page loads wait here on
+    the loop instead."""
+    slots: asyncio.Semaphore | None = getattr(app.state, "bundle_page_slots", None)
+    if slots is None:
+        slots = app.state.bundle_page_slots = asyncio.Semaphore(1)
+    return slots
+
+
+async def _bundle_page(key: bytes, request: Request, settings: Any, reader: Any, page_number: int) -> HTMLResponse:
+    from anchor.verify.verifier import Verification
+    from api.routes.verify import cached_verdict
+
+    # the proof and its listing, once per digest (immutable once anchored), built in the pool
+    header, files = await run_in_threadpool(_bundle_listing, request.app, reader, key)
+    # the one verdict the API and the CLI give, shared with /v1/verify (a result bundle's edited
+    # milestones are a 409 page)
+    verification = Verification.model_validate_json(await cached_verdict(request, settings, reader, key))
+    pages = max(1, -(-len(files) // PAGE_FILES))
+    if page_number > pages:
+        raise NotAnchored(f"page {page_number}: this bundle's listing has {pages} pages",
+                          detail={"field": "page", "pages": pages})  # fmt: skip
+    first = (page_number - 1) * PAGE_FILES
+    shown = [{"path": p, "size": n, "blake3": b} for p, n, b in files[first : first + PAGE_FILES]]
+    return await run_in_threadpool(  # rendering is CPU: off the event loop too
+        page,
         "bundle.html",
-        f"Bundle {proof.manifest_digest[:18]}…",
+        f"Bundle {header.manifest_digest[:18]}…",
         verification.read_at_block,
-        proof=proof,
+        proof=header,
         verification=verification,
-        digest="0x" + body_hex,
-        files=files.files if files else (),
+        digest="0x" + key.hex(),
+        files=shown,
+        listing={
+            "page": page_number,
+            "pages": pages,
+            "first": first + 1,
+            "last": first + len(shown),
+            "total": len(files),
+        },  # fmt: skip
         timeline=_timeline(verification.milestones or {}),
     )
+
+
+def _bundle_listing(app: Any, reader: Any, digest: bytes) -> tuple[Any, tuple[tuple[str, int, str], ...]]:
+    """(the proof without its listing, the listing as (path, size, BLAKE3) rows), from a per-digest
+    cache (app.state.bundle_listings, at most BUNDLE_CACHE_FILES files over all bundles): what a
+    bundle page shows never changes once anchored, only the verdict does (read per block)."""
+    cache: OrderedDict[bytes, Any] = app.state.__dict__.setdefault("bundle_listings", OrderedDict())
+    with _listing_lock:
+        if digest in cache:
+            cache.move_to_end(digest)
+            return cache[digest]  # type: ignore[no-any-return]
+    proof = anchored_proof(app, reader, digest)
+    if proof is None:
+        raise NotAnchored(
+            f"no anchored manifest 0x{digest.hex()} here", detail={"manifest_digest": "0x" + digest.hex()}
+        )
+    tree = proof.filetree()
+    rows = tuple((f.path, f.size, f.blake3) for f in tree.files) if tree else ()
+    entry = (proof.model_copy(update={"files": None}), rows)
+    with _listing_lock:
+        cache[digest] = entry
+        while len(cache) > 1 and sum(len(r) for _, r in cache.values()) > BUNDLE_CACHE_FILES:
+            cache.popitem(last=False)
+    return entry
 
 
 def _timeline(milestones: dict[str, str]) -> list[dict[str, Any]]:

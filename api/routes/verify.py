@@ -77,6 +77,25 @@ def verdict_of(proof: ProofFile, settings: Any, app: Any, reader: Any) -> Verifi
     return verifier.verify_proof(proof, settings, find=lambda d: anchored_proof(app, reader, d))
 
 
+async def cached_verdict(request: Request, settings: Any, reader: Any, digest: bytes) -> bytes:
+    """The verdict (JSON) on the anchored manifest `digest`, computed in the pool once per block and
+    shared by `/v1/verify/{digest}` and the explorer's bundle page."""
+    key = f"verify:{digest.hex()}"
+    hit: bytes | None = reader.cached(key)
+    if hit is not None:
+        return hit
+
+    def compute() -> bytes:
+        proof = anchored_proof(request.app, reader, digest)
+        if proof is None:
+            raise NotAnchored(f"no anchor known for manifest 0x{digest.hex()}",
+                              detail={"manifest_digest": "0x" + digest.hex()})  # fmt: skip
+        return verdict_of(proof, settings, request.app, reader).model_dump_json().encode()
+
+    found: bytes = await run_in_threadpool(reader.read, key, compute)
+    return found
+
+
 @router.get("/{manifest_digest}", operation_id="verify_by_digest", response_model=Verification, responses=ERRORS,
             openapi_extra={"parameters": POLICY_PARAMETERS})  # fmt: skip
 async def verify_by_digest(
@@ -85,20 +104,7 @@ async def verify_by_digest(
     """Is this manifest anchored? Answered from a live registry read (cached per block), with the block;
     with `expect_submitter`, `anchored_before`, `min_finality` it must also meet them, as `anchor verify`
     checks its options of the same names."""
-    digest = parse_hex32(manifest_digest, "manifest_digest").hex()
-    key = f"verify:{digest}"
-    hit = reader.cached(key)
-    if hit is None:
-
-        def compute() -> bytes:
-            proof = anchored_proof(request.app, reader, bytes.fromhex(digest))
-            if proof is None:
-                raise NotAnchored(
-                    f"no anchor known for manifest 0x{digest}", detail={"manifest_digest": manifest_digest}
-                )
-            return verdict_of(proof, settings, request.app, reader).model_dump_json().encode()
-
-        hit = await run_in_threadpool(reader.read, key, compute)
+    hit = await cached_verdict(request, settings, reader, parse_hex32(manifest_digest, "manifest_digest"))
     policy = policy_of(request)
     if policy is not None:
         policy.check(Verification.model_validate_json(hit))  # type: ignore[arg-type]
