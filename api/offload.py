@@ -49,7 +49,9 @@ def _bounds() -> tuple[int, int]:
     return int(env_number("ANCHOR_API_DECODE_QUEUE", 8)), int(env_number("ANCHOR_API_DECODE_PER_CLIENT", 2))
 
 
-async def decode(app: FastAPI, function: Callable[..., T], *args: Any, client: str | None = None) -> T:
+async def decode(
+    app: FastAPI, function: Callable[..., T], *args: Any, client: str | None = None, inline: bool = False
+) -> T:
     """`function(*args)` in the app's decoder process (in the thread pool if the app has none, e.g. an
     app used without its lifespan). Typed errors come back as raised; a dead decoder is replaced and
     the input refused.
@@ -57,22 +59,28 @@ async def decode(app: FastAPI, function: Callable[..., T], *args: Any, client: s
     The queue in front of the decoder is bounded (issue 30): 30 concurrent 13 MiB proofs, each 2.2 s of
     decoding, made an honest 0.17 s check wait 65 s. Past ANCHOR_API_DECODE_QUEUE decodes waiting or
     running, or ANCHOR_API_DECODE_PER_CLIENT from one `client` address, the answer is 429 with
-    Retry-After at once, before anything is decoded."""
+    Retry-After at once, before anything is decoded.
+
+    `inline`: the input is small (an honest proof, a few KiB): decoded in the thread pool, at once,
+    not queued behind big decodes in the one decoder process (an honest 2 KiB proof waited there for
+    whatever 13 MiB inputs were ahead of it). It counts against its client's bound, not the queue's."""
     from collections import Counter
 
     from anchor.errors import RateLimited
 
     queue, per_client = _bounds()
     state = app.state.__dict__.setdefault("decoding", {"total": 0, "by": Counter()})
-    if state["total"] >= queue or (client is not None and state["by"][client] >= per_client):
-        busy = "the decoder's queue is full" if state["total"] >= queue else "this address has decodes running"
+    full = not inline and state["total"] >= queue
+    if full or (client is not None and state["by"][client] >= per_client):
+        busy = "the decoder's queue is full" if full else "this address has decodes running"
         raise RateLimited(f"{busy}; retry later", detail={"retry_after_s": 2})
-    state["total"] += 1
+    counted = 0 if inline else 1
+    state["total"] += counted
     if client is not None:
         state["by"][client] += 1
     try:
         pool: ProcessPoolExecutor | None = getattr(app.state, "decoder", None)
-        if pool is None:
+        if pool is None or inline:
             return await run_in_threadpool(function, *args)
         try:
             return await asyncio.get_running_loop().run_in_executor(pool, function, *args)
@@ -81,7 +89,7 @@ async def decode(app: FastAPI, function: Callable[..., T], *args: Any, client: s
             pool.shutdown(wait=False, cancel_futures=True)
             raise BadInput("the input could not be decoded within the decoder's bounds", detail={}) from None
     finally:
-        state["total"] -= 1
+        state["total"] -= counted
         if client is not None:
             state["by"][client] -= 1
             if state["by"][client] <= 0:

@@ -10,7 +10,9 @@ This protocol (uvicorn's httptools one, extended) adds:
 - a **connection cap** (ANCHOR_API_MAX_CONNECTIONS, default 1,024, never above the open-file limit
   less a margin): past it, the connection that has waited longest without complete headers is
   closed to make room (an honest client's headers arrive in milliseconds, so it is the slow ones
-  that go); only if none is waiting is the new one refused.
+  that go); if none is, the one whose request body has waited longest without a byte (a client
+  that promised a body and stopped sending; an honest upload is never idle for long); only if no
+  connection waits for either is the new one refused.
 
 The body deadline (ANCHOR_API_BODY_TIMEOUT_S, default 30 s without a byte) is the edge guard's
 (api.limits.RequestGuard): it sees the body as the application reads it.
@@ -43,6 +45,8 @@ def max_connections() -> int:
 
 _waiting: OrderedDict[int, DeadlineProtocol] = OrderedDict()
 """Connections without complete request headers, oldest first (one event loop per worker)."""
+_in_body: OrderedDict[int, DeadlineProtocol] = OrderedDict()
+"""Connections whose request body is not complete, by the time of its last byte, oldest first."""
 
 
 class DeadlineProtocol(HttpToolsProtocol):
@@ -55,11 +59,11 @@ class DeadlineProtocol(HttpToolsProtocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         if len(self.connections) > self._cap:
-            oldest = next(iter(_waiting.values()), None)
+            oldest = next(iter(_waiting.values()), None) or next(iter(_in_body.values()), None)
             if oldest is None:
                 transport.close()  # every connection is busy with a request: this one waits its turn outside
                 return
-            oldest._too_slow()
+            oldest._too_slow()  # its app sees the client gone (http.disconnect), as for any dropped upload
         self._arm()
 
     def _arm(self) -> None:
@@ -72,6 +76,7 @@ class DeadlineProtocol(HttpToolsProtocol):
             self._deadline.cancel()
             self._deadline = None
         _waiting.pop(id(self), None)
+        _in_body.pop(id(self), None)
 
     def _too_slow(self) -> None:
         self._disarm()
@@ -85,6 +90,16 @@ class DeadlineProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self._disarm()
         super().on_headers_complete()
+        _in_body[id(self)] = self  # until the message is complete (a GET's is at once)
+
+    def on_body(self, body: bytes) -> None:
+        super().on_body(body)
+        if id(self) in _in_body:
+            _in_body.move_to_end(id(self))  # a byte arrived: the most recently active
+
+    def on_message_complete(self) -> None:
+        _in_body.pop(id(self), None)
+        super().on_message_complete()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()

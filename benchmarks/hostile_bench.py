@@ -11,6 +11,16 @@
    turn), and each page load's time. Target: /health p99 <= 50 ms while they do. Raw samples in
    benchmarks/results/hostile_bundle_page.json.
 
+4. `--slow-connections` (issue 30): `anchor serve` itself (its connection cap and deadlines, not a
+   proxy's) while 20,000 connections are opened by two processes, half of them sending half their
+   headers, half full headers and a promised body they never send; `/health` latency and failures
+   meanwhile. Target: /health still answers.
+
+5. `--proof-flood` (issue 30): 90 clients, each from a loopback address of its own, send 13 MiB
+   hostile proofs (200,000 Merkle siblings) to the public `/v1/verify/proof` in a loop, while an
+   honest client checks a real anchored proof there. Targets: honest p99 <= 1 s; the server's
+   resident memory <= 500 MB.
+
 One uvicorn process per server (1 worker), so its /proc entry is the one serving. Raw samples are
 written to benchmarks/results/hostile_bench.json.
 """
@@ -356,5 +366,186 @@ def bundle_page() -> None:
     print(f"  server RSS after: {rss[0] / 1024:.0f} MB (peak {rss[1] / 1024:.0f} MB)")
 
 
+SLOW_CONNECTIONS = 20_000
+
+
+def hold_slow(port: int, count: int, seconds: float) -> tuple[int, int]:
+    """(In a process of its own.) Open `count` connections, alternately half a request's headers and
+    full headers with a body promised and never sent, and keep them `seconds`: (opened, refused)."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_NOFILE, (resource.getrlimit(resource.RLIMIT_NOFILE)[1],) * 2)
+    held, refused = [], 0
+    head = b"POST /v1/verify/proof HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=b\r\n"
+    for n in range(count):
+        try:
+            conn = socket.create_connection(("127.0.0.1", port), timeout=5)
+            conn.sendall(head if n % 2 else head + b"Content-Length: 100000\r\n\r\n--b\r\n")
+            held.append(conn)
+        except OSError:
+            refused += 1
+    time.sleep(seconds)
+    for conn in held:
+        conn.close()
+    return len(held), refused
+
+
+def health_answers(port: int, seconds: float) -> tuple[list[float], int]:
+    """(latencies of the /health calls that answered 200, how many did not), for `seconds`."""
+    import http.client
+
+    out, failed, deadline = [], 0, time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        start = time.perf_counter()
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            conn.request("GET", "/health")
+            ok = conn.getresponse().status == 200
+            conn.close()
+        except OSError:
+            ok = False
+        if ok:
+            out.append(time.perf_counter() - start)
+        else:
+            failed += 1
+        time.sleep(0.05)
+    return out, failed
+
+
+def slow_connections() -> None:
+    from tests.api_server import wait_for_health
+
+    with tempfile.TemporaryDirectory() as tmp, deployed_chain(Path(tmp)) as settings:
+        port = free_port()
+        env = service_env(settings, TOKEN, ANCHOR_API_FLUSH="0")
+        server = subprocess.Popen([str(Path(sys.executable).with_name("anchor")), "serve", "--port", str(port)],
+                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  start_new_session=True)  # fmt: skip
+        try:
+            wait_for_health(f"http://127.0.0.1:{port}")
+            quiet, _ = health_answers(port, 3.0)
+            hold_s = 40.0
+            with ProcessPoolExecutor(3, mp_context=multiprocessing.get_context("spawn")) as pool:
+                holders = [pool.submit(hold_slow, port, SLOW_CONNECTIONS // 2, hold_s) for _ in range(2)]
+                time.sleep(5.0)  # the flood is being opened
+                loaded, failed = pool.submit(health_answers, port, 30.0).result()
+                opened = [h.result() for h in holders]
+            alive = server.poll() is None
+        finally:
+            os.killpg(server.pid, 15)  # the group we started
+            server.wait(timeout=120)
+    (RESULTS / "hostile_slow_connections.json").write_text(json.dumps(
+        {"connections": SLOW_CONNECTIONS, "opened_refused": opened, "health_quiet_s": quiet,
+         "health_loaded_s": loaded, "health_failed": failed}, indent=1))  # fmt: skip
+    print(f"anchor serve (1 worker, connection cap and deadlines at their defaults), {os.cpu_count()} cores")
+    print(f"  {SLOW_CONNECTIONS:,} slow connections tried by 2 processes: opened {sum(o for o, _ in opened):,},"
+          f" refused or reset at once {sum(r for _, r in opened):,}")  # fmt: skip
+    print(f"  /health at rest  p50 {p(quiet, 0.5) * 1000:6.2f} ms  p99 {p(quiet, 0.99) * 1000:6.2f} ms")
+    print(f"  /health during   {len(loaded)} answered, {failed} failed; p50 {p(loaded, 0.5) * 1000:6.2f} ms,"
+          f" p99 {p(loaded, 0.99) * 1000:6.2f} ms (target: it answers); server still up: {alive}")  # fmt: skip
+
+
+FLOOD_CLIENTS = 90
+
+
+def flood_post(port: int, source: str, head: bytes, body: bytes, stop: threading.Event, seen: list[int]) -> None:
+    """(A hostile client.) POST the same body from `source` until told to stop; counts the statuses."""
+    while not stop.is_set():
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=120, source_address=(source, 0)) as conn:
+                conn.sendall(head)
+                conn.sendall(body)
+                status = conn.recv(64).split(b" ", 2)[1]
+                seen.append(int(status))
+        except (OSError, IndexError, ValueError):
+            seen.append(0)
+
+
+def proof_flood() -> None:
+    import http.client
+
+    with tempfile.TemporaryDirectory() as tmp, deployed_chain(Path(tmp)) as settings:
+        port = free_port()
+        env = service_env(settings, TOKEN, ANCHOR_CONFIRMATIONS="0")
+        server = serve("api.app:create_app", port, env, factory=True)
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            identity = {"kind": "filetree", "version": 1, "files_root": os.urandom(32).hex(), "file_count": 1,
+                        "total_size": 1}  # fmt: skip
+            conn.request("POST", "/v1/manifests", json.dumps({"manifest": identity}),
+                         {"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"})  # fmt: skip
+            digest = json.loads(conn.getresponse().read())["manifest_digest"]
+            deadline = time.monotonic() + 120
+            while True:
+                conn.request("GET", f"/v1/proofs/{digest}")
+                answer = conn.getresponse()
+                honest_proof = answer.read()
+                if answer.status == 200:
+                    break
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the honest proof was not anchored")
+                time.sleep(0.2)
+            siblings = {"format": "anchor/proof", "version": 1, "manifest": {},
+                        "batch": {"proof": ["0x" + "44" * 32] * 200_000}}  # fmt: skip
+            hostile, hostile_type = multipart("proof", json.dumps(siblings).encode())
+            head = post_head("/v1/verify/proof", len(hostile), hostile_type)
+            honest, honest_type = multipart("proof", honest_proof)
+
+            def honest_check() -> float:
+                one = http.client.HTTPConnection("127.0.0.1", port, timeout=120, source_address=("127.0.0.250", 0))
+                start = time.perf_counter()
+                one.request("POST", "/v1/verify/proof", honest, {"Content-Type": honest_type})
+                answer = one.getresponse()
+                body = json.loads(answer.read())
+                one.close()
+                if answer.status != 200 or not body.get("verified"):
+                    raise RuntimeError(f"the honest proof did not verify: {answer.status} {body}")
+                return time.perf_counter() - start
+
+            quiet = [honest_check() for _ in range(20)]
+            stop, seen = threading.Event(), []  # type: ignore[var-annotated]
+            flood = [threading.Thread(target=flood_post, args=(port, f"127.0.1.{k + 1}", head, hostile, stop, seen),
+                                      daemon=True) for k in range(FLOOD_CLIENTS)]  # fmt: skip
+            peak = [0]
+
+            def sample_memory() -> None:
+                while not stop.is_set():
+                    peak[0] = max(peak[0], memory_kib(server.pid)[0])
+                    time.sleep(0.1)
+
+            sampler = threading.Thread(target=sample_memory, daemon=True)
+            for thread in [*flood, sampler]:
+                thread.start()
+            time.sleep(2.0)  # the flood is under way
+            loaded, until = [], time.monotonic() + ATTACK_S
+            while time.monotonic() < until:
+                loaded.append(honest_check())
+            stop.set()
+            for thread in flood:
+                thread.join(timeout=120)
+            alive = server.poll() is None
+        finally:
+            server.terminate()
+            server.wait()
+    statuses = {code: seen.count(code) for code in sorted(set(seen))}
+    (RESULTS / "hostile_proof_flood.json").write_text(json.dumps(
+        {"clients": FLOOD_CLIENTS, "hostile_bytes": len(hostile), "statuses": statuses, "honest_quiet_s": quiet,
+         "honest_loaded_s": loaded, "server_peak_rss_kib": peak[0]}, indent=1))  # fmt: skip
+    print(f"{FLOOD_CLIENTS} clients sending {len(hostile) / 2**20:.1f} MiB hostile proofs to /v1/verify/proof,"
+          f" uvicorn 1 worker, {os.cpu_count()} cores; their answers: {statuses}")  # fmt: skip
+    print(f"  honest proof at rest      p50 {p(quiet, 0.5) * 1000:7.1f} ms  p99 {p(quiet, 0.99) * 1000:7.1f} ms")
+    print(f"  honest proof under flood  p50 {p(loaded, 0.5) * 1000:7.1f} ms  p99 {p(loaded, 0.99) * 1000:7.1f} ms"
+          f" ({len(loaded)} checks; target p99 <= 1 s: {'met' if p(loaded, 0.99) <= 1 else 'NOT met'})")  # fmt: skip
+    held = "met" if peak[0] <= 500 * 1024 else "NOT met"
+    print(f"  server peak RSS {peak[0] / 1024:.0f} MB (target <= 500 MB: {held}); still up: {alive}")
+
+
 if __name__ == "__main__":
-    bundle_page() if "--bundle-page" in sys.argv[1:] else main()
+    if "--proof-flood" in sys.argv[1:]:
+        proof_flood()
+    elif "--bundle-page" in sys.argv[1:]:
+        bundle_page()
+    elif "--slow-connections" in sys.argv[1:]:
+        slow_connections()
+    else:
+        main()

@@ -56,10 +56,21 @@ def test_a_full_queue_answers_429_with_retry_after_on_the_public_proof_route(
     from api.app import create_app
     from api.config import ApiConfig
 
+    """A big upload is refused at once when the decoder's queue is full; a small one (an honest proof)
+    is not queued behind the big ones: it is decoded at once in the pool (here: 422, not a proof), and
+    only its own address's bound applies to it."""
+    from api.routes.verify import INLINE_PROOF_BYTES
+
     monkeypatch.setenv("ANCHOR_API_DECODE_QUEUE", "0")
     monkeypatch.setenv("ANCHOR_DATA_DIR", str(tmp_path))
-    app = create_app(config=ApiConfig())
-    with TestClient(app) as client:
-        answer = client.post("/v1/verify/proof", files={"proof": ("p.json", b"{}")})
+    big = b" " * INLINE_PROOF_BYTES + b"{}"
+    with TestClient(create_app(config=ApiConfig())) as client:
+        answer = client.post("/v1/verify/proof", files={"proof": ("p.json", big)})
+        small = client.post("/v1/verify/proof", files={"proof": ("p.json", b"{}")})
     assert answer.status_code == 429 and answer.headers["Retry-After"] == "2"
     assert answer.json()["code"] == "too_many_requests"
+    assert small.status_code == 422, small.json()
+    monkeypatch.setenv("ANCHOR_API_DECODE_PER_CLIENT", "0")
+    with TestClient(create_app(config=ApiConfig())) as client:
+        small = client.post("/v1/verify/proof", files={"proof": ("p.json", b"{}")})
+    assert small.status_code == 429, small.json()

@@ -83,3 +83,23 @@ def test_slow_headers_are_cut_off_and_a_flood_of_them_does_not_lock_out_health(
         said = _closed(body, 10.0)
         assert said is not None and said.startswith(b"HTTP/1.1 408"), said
         body.close()
+
+
+def test_a_flood_of_half_sent_bodies_does_not_lock_out_health(fresh_chain: Chain) -> None:
+    """Headers complete, a body promised and never sent: such connections were not evicted by the cap
+    (only header-waiting ones were), so the cap's worth of them refused every new connection until
+    the body deadline (30 s). Past the cap, the request whose body has waited longest without a byte
+    is answered 408 and closed to make room."""
+    fresh_chain.cli("deploy", check=True)
+    limits = {"ANCHOR_API_MAX_CONNECTIONS": "64", "ANCHOR_API_BODY_TIMEOUT_S": "120"}
+    with served(fresh_chain, **limits) as url:
+        port = int(url.rsplit(":", 1)[1])
+        head = b"POST /v1/verify/proof HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=b\r\n"
+        flood = [_slow(port, head + b"Content-Length: 1000\r\n\r\n--b\r\n") for _ in range(300)]
+        for _ in range(3):  # well inside the 120 s body deadline: only the cap can make room
+            with urllib.request.urlopen(f"{url}/health", timeout=10) as answer:  # noqa: S310 - loopback
+                assert answer.status == 200
+        said = _closed(flood[0], 5.0)
+        assert said is not None and (said == b"" or said.startswith(b"HTTP/1.1 408")), said
+        for conn in flood:
+            conn.close()

@@ -65,6 +65,11 @@ def _hash_stream(stream: IO[bytes]) -> tuple[bytes, int]:
     return hasher.digest(), size
 
 
+INLINE_PROOF_BYTES = 64 * 1024
+"""An uploaded proof this small (any single-file proof, a listing of a few hundred files) is decoded
+at once in the pool: a few milliseconds at most, never queued behind someone's 13 MiB upload."""
+
+
 def _decode_proof(raw: bytes) -> tuple[ProofFile, bytes]:
     """Decode an uploaded proof and recompute everything it states (in the decoder process)."""
     proof = parse_proof(raw, "proof")
@@ -126,7 +131,8 @@ async def verify_proof(
         raise TooLarge(f"proof files are limited to {config.max_proof_bytes} bytes here")
 
     client = request.client.host if request.client else None  # a public route: bounded per address
-    parsed, _ = await decode(request.app, _decode_proof, raw, client=client)  # bounded, in the decoder process
+    # bounded; a big one in the decoder process, a small one at once in the pool
+    parsed, _ = await decode(request.app, _decode_proof, raw, client=client, inline=len(raw) <= INLINE_PROOF_BYTES)
     verdict = await run_in_threadpool(verdict_of, parsed, settings, request.app, reader)
     policy = policy_of(request)
     if policy is not None:
