@@ -116,3 +116,73 @@ def test_a_reorg_deeper_than_the_checked_depth_is_reported_not_guessed(fresh_cha
     _write(chain, 3)  # the same heights again, other blocks
     with pytest.raises(IndexReorgTooDeep, match="more than 1 blocks deep"):
         follower.sync()
+
+
+def test_sybil_records_of_one_commit_are_paged_and_its_diff_is_computed_once(
+    fresh_chain: Chain, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Anyone can relay records of any commit under fresh keys: 500 of them made the attempt page
+    690 KB, 1.4-1.8 s and 500 `git diff` processes per view, and the home page listed every
+    researcher. Now both are paged, and the diff of (parent, commit) is computed once."""
+    import subprocess
+    import time
+
+    import blake3
+    from eth_account import Account
+    from fastapi.testclient import TestClient
+
+    from anchor.chain.signed import LineageFields, sign_lineage
+    from anchor.index import claims
+    from anchor.index.site import SiteOptions, open_site
+    from api.index_app import create_index_app
+    from api.routes import index_site
+
+    fresh_chain.cli("deploy", check=True)
+    repo = tmp_path / "repo"
+    git = ["git", "-C", str(repo), "-c", "user.name=a", "-c", "user.email=a@b"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "train.py").write_text("lr = 0.1\n")
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "baseline"], check=True)
+    parent = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+    (repo / "train.py").write_text("lr = 0.05\n")
+    subprocess.run([*git, "commit", "-qam", "attempt"], check=True)
+    commit = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+    diff = subprocess.run([*git, "diff", "--binary", parent, commit], check=True, capture_output=True).stdout
+
+    handle = open_chain(fresh_chain.settings)
+    registry, relayer = open_registry(fresh_chain.settings, handle), load_signer(handle.chain_id)
+    sybils = 45
+    for _ in range(sybils):
+        fresh = Account.create()
+        fields = LineageFields(fresh.address, bytes.fromhex(commit).ljust(32, b"\0"),
+                               bytes.fromhex(parent).ljust(32, b"\0"), blake3.blake3(diff).digest(), os.urandom(32),
+                               False, int(time.time()) + 3600)  # fmt: skip
+        registry.anchor_signed(relayer, sign_lineage(fresh, handle.chain_id, registry.address, fields))
+
+    diffs = []
+    real_run = claims.subprocess.run
+
+    def counted(argv: list[str], *args: object, **kwargs: object) -> object:
+        if "diff" in argv:
+            diffs.append(argv)
+        return real_run(argv, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(claims.subprocess, "run", counted)
+    monkeypatch.setattr(claims, "_diffs", {})
+    monkeypatch.setattr(index_site, "RESEARCHERS_PER_PAGE", 20)
+    options = SiteOptions(rpc_url=f"http://127.0.0.1:{fresh_chain.port}", registry=registry.address,
+                          index=tmp_path / "index.sqlite", repo=repo, confirmations=1)  # fmt: skip
+    site = open_site(options)
+    site.sync()
+    with TestClient(create_index_app(site)) as client:
+        first = client.get(f"/attempt/{commit}").text
+        assert first.count("<h2>Record by") == index_site.RECORDS_PER_PAGE
+        assert f"page 1 of 3 ({sybils} in all)" in first and "?page=2'>next" in first
+        assert "its BLAKE3 is the diff hash on chain" in first
+        last = client.get(f"/attempt/{commit}", params={"page": 3}).text
+        assert last.count("<h2>Record by") == sybils - 2 * index_site.RECORDS_PER_PAGE
+        assert client.get(f"/attempt/{commit}", params={"page": 4}).status_code == 404
+        home = client.get("/").text
+        assert home.count("<tr><td class='hash'><a href='/researcher/") == 20 and "page 1 of 3 (45 in all)" in home
+    assert len(diffs) == 1, diffs  # one (parent, commit): one git diff, for every record and page

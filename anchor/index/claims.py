@@ -13,6 +13,7 @@ A value that does not match is shown as not matching; it is never plotted or sho
 from __future__ import annotations
 
 import subprocess
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,22 +78,54 @@ def check_repo(path: Path) -> Path:
     return path
 
 
+_diffs: dict[tuple[str, str, str], bytes | None] = {}
+"""(repo, parent, commit) -> the diff between the two commits (None: too big). Immutable, since both
+are commit ids: computed once, whoever's records name the pair (500 sybil records of one commit made
+500 `git diff` processes per view). At most _DIFFS_KEPT kept."""
+_DIFFS_KEPT = 256
+_diffs_lock = threading.Lock()
+
+
 def verified_diff(repo: Path, parent: str, commit: str, diff_hash: str) -> tuple[str, bytes | None]:
     """("verified", diff) when the repo's diff hashes to `diff_hash`; ("absent"|"differs", None) otherwise."""
     import blake3
 
+    if int(parent, 16) == 0:
+        return "baseline", None
+    key = (str(repo), parent, commit)
+    with _diffs_lock:
+        known = key in _diffs
+        diff = _diffs.get(key)
+    if not known:
+        found = _git_diff(repo, parent, commit)
+        if found is _ABSENT:  # the repository may not have them yet: asked again next time
+            return "absent", None
+        diff = found if isinstance(found, bytes) else None
+        with _diffs_lock:
+            if len(_diffs) >= _DIFFS_KEPT:
+                _diffs.pop(next(iter(_diffs)))
+            _diffs[key] = diff
+    if diff is None:
+        return "absent", None
+    if "0x" + blake3.blake3(diff).hexdigest() != diff_hash:
+        return "differs", None
+    return "verified", diff
+
+
+_ABSENT = object()
+
+
+def _git_diff(repo: Path, parent: str, commit: str) -> object:
+    """The diff's bytes, None when larger than MAX_DIFF_BYTES, or _ABSENT when git has no such commits."""
+
     from anchor.index.store import short_commit
     from anchor.settings.session import child_env
 
-    if int(parent, 16) == 0:
-        return "baseline", None
     result = subprocess.run(
         ["git", "-C", str(repo), "-c", "core.quotePath=true", "diff", "--binary", short_commit(parent),
          short_commit(commit)],
         capture_output=True, timeout=30, stdin=subprocess.DEVNULL, env=child_env(),
     )  # fmt: skip
-    if result.returncode != 0 or len(result.stdout) > MAX_DIFF_BYTES:
-        return "absent", None
-    if "0x" + blake3.blake3(result.stdout).hexdigest() != diff_hash:
-        return "differs", None
-    return "verified", result.stdout
+    if result.returncode != 0:
+        return _ABSENT
+    return None if len(result.stdout) > MAX_DIFF_BYTES else result.stdout

@@ -36,6 +36,7 @@ CREATE TABLE IF NOT EXISTS lineage (
 CREATE INDEX IF NOT EXISTS lineage_commit ON lineage (commit_id);
 CREATE INDEX IF NOT EXISTS lineage_tx ON lineage (tx);
 CREATE INDEX IF NOT EXISTS lineage_block ON lineage (block, log_index);
+CREATE INDEX IF NOT EXISTS lineage_researcher_parent ON lineage (researcher, parent);
 CREATE TABLE IF NOT EXISTS roots (
     root TEXT PRIMARY KEY, submitter TEXT NOT NULL, block INTEGER NOT NULL,
     block_hash TEXT NOT NULL, tx TEXT NOT NULL, log_index INTEGER NOT NULL
@@ -126,18 +127,38 @@ class IndexStore:
             limit,
         )
 
-    def researchers(self) -> list[dict[str, Any]]:
+    def researchers(self, limit: int = -1, offset: int = 0, address: str | None = None) -> list[dict[str, Any]]:
+        """Researchers, the most recently active first (`limit` of them from `offset`; -1: all), or the
+        one with `address`. Pages are bounded: anyone can make researchers (a fresh key each)."""
         return self._all(
             "SELECT researcher, count(*) AS attempts, sum(kept) AS kept, min(block) AS first_block,"
-            " max(block) AS last_block FROM lineage GROUP BY researcher ORDER BY max(block) DESC"
-        )
+            " max(block) AS last_block FROM lineage WHERE (? IS NULL OR researcher = ?) GROUP BY researcher"
+            " ORDER BY max(block) DESC, researcher LIMIT ? OFFSET ?",
+            address, address, limit, offset,
+        )  # fmt: skip
 
     def attempts(self, researcher: str) -> list[dict[str, Any]]:
         """A researcher's records in the order the chain holds them: the trial order."""
         return self._all("SELECT * FROM lineage WHERE researcher = ? ORDER BY block, log_index", researcher.lower())
 
-    def lineage_of(self, commit: str) -> list[dict[str, Any]]:
-        return self._all("SELECT * FROM lineage WHERE commit_id = ? ORDER BY block, log_index", commit)
+    def lineage_of(self, commit: str, limit: int = -1, offset: int = 0) -> list[dict[str, Any]]:
+        """The records of `commit` (one per researcher on v2), first anchored first; `limit` from `offset`."""
+        return self._all(
+            "SELECT * FROM lineage WHERE commit_id = ? ORDER BY block, log_index LIMIT ? OFFSET ?",
+            commit,
+            limit,
+            offset,
+        )
+
+    def lineage_count(self, commit: str) -> int:
+        return int(self.db.execute("SELECT count(*) FROM lineage WHERE commit_id = ?", (commit,)).fetchone()[0])
+
+    def children(self, researcher: str, commit: str, limit: int = 50) -> list[dict[str, Any]]:
+        """A researcher's records whose parent is `commit` (the attempts built on it), at most `limit`."""
+        return self._all(
+            "SELECT * FROM lineage WHERE researcher = ? AND parent = ? ORDER BY block, log_index LIMIT ?",
+            researcher.lower(), commit, limit,
+        )  # fmt: skip
 
     def root(self, root: str) -> dict[str, Any] | None:
         rows = self._all("SELECT * FROM roots WHERE root = ?", root)
@@ -152,7 +173,7 @@ class IndexStore:
         found: list[dict[str, Any]] = []
         if len(q) == 40:  # a researcher's address, or a SHA-1 commit id
             found += [{"kind": "researcher", "key": r["researcher"], "attempts": r["attempts"]}
-                      for r in self.researchers() if r["researcher"] == full]  # fmt: skip
+                      for r in self.researchers(address=full)]  # fmt: skip
         if len(q) == 64:
             roots = self._all("SELECT root, block FROM roots WHERE root = ? OR tx = ?", full, full)
             found += [{"kind": "root", "key": r["root"], "block": r["block"]} for r in roots]

@@ -54,11 +54,32 @@ def _show(html: str, request: Request, title: str, **values: Any) -> HTMLRespons
     return page(f"index/{html}", title, info["cursor"], site=info, short=short_commit, **values)
 
 
+RESEARCHERS_PER_PAGE = 50
+RECORDS_PER_PAGE = 20
+"""Pages are bounded: anyone can make a researcher (a fresh key) and relay records of any commit under
+it. 500 sybil records of one commit made its attempt page 690 KB and 1.4-1.8 s, with 500 `git diff`
+processes per view; the home page listed every researcher."""
+PageNumber = Annotated[int, Query(alias="page", ge=1, le=1_000_000)]
+
+
+def _pages(total: int, per_page: int, page_number: int, what: str) -> dict[str, int]:
+    pages = max(1, -(-total // per_page))
+    if page_number > pages:
+        raise NotAnchored(f"page {page_number}: there are {pages} pages of {what}", detail={"page": page_number})
+    first = (page_number - 1) * per_page
+    return {"page": page_number, "pages": pages, "offset": first, "total": total}
+
+
 @router.get("/", response_class=HTMLResponse)
-async def home(request: Request) -> HTMLResponse:
+async def home(request: Request, page_number: PageNumber = 1) -> HTMLResponse:
     recent = await run_in_threadpool(_read, request, lambda s: s.recent(25))
-    researchers = await run_in_threadpool(_read, request, lambda s: s.researchers())
-    return _show("home.html", request, "Anchor · chain-only explorer", recent=recent, researchers=researchers)
+    total = (await run_in_threadpool(_read, request, lambda s: s.counts()))["researchers"]
+    listing = _pages(total, RESEARCHERS_PER_PAGE, page_number, "researchers")
+    researchers = await run_in_threadpool(
+        _read, request, lambda s: s.researchers(RESEARCHERS_PER_PAGE, listing["offset"])
+    )
+    return _show("home.html", request, "Anchor · chain-only explorer", recent=recent, researchers=researchers,
+                 listing=listing)  # fmt: skip
 
 
 @router.get("/search", response_class=HTMLResponse, response_model=None)
@@ -134,20 +155,20 @@ async def researcher(address: Address, request: Request) -> HTMLResponse:
 
 
 @router.get("/attempt/{commit}", response_class=HTMLResponse)
-async def attempt(commit: Key, request: Request) -> HTMLResponse:
+async def attempt(commit: Key, request: Request, page_number: PageNumber = 1) -> HTMLResponse:
     from anchor.index.claims import verified_diff
 
     key = _commit32(commit)
-    records = await run_in_threadpool(_read, request, lambda s: s.lineage_of(key))
-    if not records:
+    total = await run_in_threadpool(_read, request, lambda s: s.lineage_count(key))
+    if not total:
         raise NotAnchored(f"no lineage record of commit {commit} in this index", detail={"commit": commit})
+    listing = _pages(total, RECORDS_PER_PAGE, page_number, "records of this commit")
+    records = await run_in_threadpool(_read, request, lambda s: s.lineage_of(key, RECORDS_PER_PAGE, listing["offset"]))
     site = _site(request)
     claims = {c.commit: c for c in site.claims}
     shown = []
     for r in records:
-        kids = await run_in_threadpool(
-            _read, request, lambda s, r=r: [k for k in s.attempts(r["researcher"]) if k["parent"] == r["commit_id"]]
-        )
+        kids = await run_in_threadpool(_read, request, lambda s, r=r: s.children(r["researcher"], r["commit_id"]))
         diff: tuple[str, bytes | None] = ("no --repo given", None)
         if site.repo is not None:
             diff = await run_in_threadpool(verified_diff, site.repo, r["parent"], r["commit_id"], r["diff_hash"])
@@ -156,7 +177,8 @@ async def attempt(commit: Key, request: Request) -> HTMLResponse:
         text = diff[1].decode("utf-8", "replace") if diff[1] is not None else None
         shown.append({"r": r, "children": kids, "diff_state": diff[0], "diff": text, "claim": claim,
                       "claim_matches": matches})  # fmt: skip
-    return _show("attempt.html", request, f"Attempt {short_commit(key)[:12]}", key=key, shown=shown)
+    return _show("attempt.html", request, f"Attempt {short_commit(key)[:12]}", key=key, shown=shown,
+                 listing=listing, here=f"/attempt/{key}")  # fmt: skip
 
 
 @router.get("/batch/{root}", response_class=HTMLResponse)
