@@ -57,7 +57,7 @@ ALLOWED: dict[str, set[str]] = {
     "anchoring": {"errors", "files", "manifest", "batch", "proof", "chain", "journal", "verify", "settings"},
     "research": {"errors", "files", "manifest", "proof", "chain", "journal", "verify", "anchoring", "settings"},
     "attest": {"errors", "files", "ingest", "manifest", "proof", "verify", "anchoring", "settings"},
-    "missions": {"errors", "files", "manifest", "proof", "settings", "anchoring", "research"},
+    "missions": {"errors", "files", "manifest", "proof", "settings", "anchoring", "research", "journal"},
     # read-back for someone with only the chain: the registry's events, and published claims compared
     "index": {"errors", "manifest", "chain", "research", "settings"},
     # interfaces

@@ -139,3 +139,32 @@ def test_every_refusal_of_the_door_names_its_field_and_stores_nothing(
     assert answer.status_code == 201 and answer.json()["resume"] == {"bundle": "run-1", "digest": pinned[2:]}
     assert client.post("/v1/missions", json=_valid("third-run")).status_code == 401  # the door needs a token
     assert submissions(chain.data_dir) == stored + 1
+
+
+@pytest.mark.parametrize("journal_url", ["postgresql"], indirect=True)
+def test_one_output_identity_submitted_through_two_replicas_is_refused_by_the_second(
+    chain: Chain, journal_url: str | None, tmp_path: Path
+) -> None:
+    """Replicas of the service share a PostgreSQL journal, each with its data dir: an output identity
+    lived in each data dir's missions.sqlite, so the second replica accepted one the first had. Now
+    it is claimed in the journal they share, and the second is refused by name (409), its data dir
+    holding nothing."""
+    import dataclasses
+
+    config = ApiConfig(token_hashes=frozenset({hashlib.sha256(TOKEN.encode()).hexdigest()}))
+    replicas = []
+    for name in ("a", "b"):
+        data = tmp_path / name
+        data.mkdir()
+        (data / "deployments").mkdir()
+        for record in (chain.data_dir / "deployments").iterdir():  # the same chain and registry
+            (data / "deployments" / record.name).write_bytes(record.read_bytes())
+        replicas.append(dataclasses.replace(chain.settings, data_dir=data, journal_url=journal_url))
+    with TestClient(create_app(replicas[0], config)) as a, TestClient(create_app(replicas[1], config)) as b:
+        first = a.post("/v1/missions", json=_valid("spy-weekly-2026-12"), headers=AUTH)
+        assert first.status_code == 201, first.json()
+        second = b.post("/v1/missions", json=_valid("spy-weekly-2026-12"), headers=AUTH)
+        assert second.status_code == 409, second.json()
+        assert second.json()["detail"] == {"field": "output"} and "spy-weekly-2026-12" in second.json()["message"]
+        assert b.post("/v1/missions", json=_valid("spy-weekly-2026-13"), headers=AUTH).status_code == 201
+    assert submissions(replicas[0].data_dir) == 1 and submissions(replicas[1].data_dir) == 1

@@ -109,7 +109,7 @@ def submit(
         "snapshot": {"ref": snapshot, "sha256": snapshot_sha256}, "image": image, "output": output,
         "profile": profile, "resume": resume,
     })  # fmt: skip
-    record = dispatch(request, settings.data_dir, _pin_verifier(settings))
+    record = dispatch(request, settings.data_dir, _pin_verifier(settings), journal_url=settings.journal_url)
     emit(ctx, json, record, [
         f"submitted mission #{record['id']} at {record['submitted_at']}: output {record['output']!r},"
         f" profile {record['profile']['name']} ({record['profile']['cpu']} CPU, {record['profile']['memory']})",

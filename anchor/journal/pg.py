@@ -109,7 +109,16 @@ CREATE TABLE leases (
 );
 """
 PG_FIRST_VERSION = 5
-PG_MIGRATIONS: dict[int, str] = {}
+PG_MIGRATIONS: dict[int, str] = {
+    6: """
+CREATE TABLE mission_outputs (
+    output TEXT PRIMARY KEY,
+    mission_sha256 TEXT NOT NULL,
+    claimed_at DOUBLE PRECISION NOT NULL,
+    claimed_by TEXT NOT NULL
+);
+""",
+}
 
 _WRITER_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('anchor_journal writer', 0))"
 _SUBMIT_LOCK = "SELECT pg_advisory_xact_lock_shared(hashtextextended('anchor_journal writer', 0))"

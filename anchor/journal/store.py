@@ -19,7 +19,7 @@ from typing import Any
 from anchor.errors import JournalBusy, JournalError, StorageError
 from anchor.files import PRIVATE_FILE, private_dir
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 BUSY_TIMEOUT_MS = 10_000
 
 SCHEMA = """
@@ -100,6 +100,16 @@ INSERT INTO proof_paths (item_id, path) SELECT id, proof_path FROM items WHERE p
     5: """
 ALTER TABLE effects ADD COLUMN failure TEXT;
 ALTER TABLE effects ADD COLUMN abandoned_at REAL;
+""",
+    # a mission's output identity, unique wherever the journal is shared (replicas on one PostgreSQL
+    # journal, each with its own data dir): anchor.missions.dispatch claims it here
+    6: """
+CREATE TABLE mission_outputs (
+    output TEXT PRIMARY KEY,
+    mission_sha256 TEXT NOT NULL,
+    claimed_at REAL NOT NULL,
+    claimed_by TEXT NOT NULL
+);
 """,
 }
 

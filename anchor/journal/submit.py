@@ -133,3 +133,22 @@ def proof_paths(db: Any, item_ids: Sequence[int]) -> dict[int, list[Path]]:
 
 def submit(journal: Journal, chain_id: int, submission: Submission) -> Submitted:
     return submit_many(journal, chain_id, [submission])[0]
+
+
+def claim_output(journal: Journal, output: str, mission_sha256: str, by: str) -> None:
+    """Claim a mission's output identity for good; `Conflict` naming it if anyone sharing this journal
+    claimed it before (the insert is the check: two replicas racing for one cannot both win)."""
+    with journal.tx() as db:
+        taken = db.execute(
+            "INSERT INTO mission_outputs (output, mission_sha256, claimed_at, claimed_by) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (output) DO NOTHING RETURNING output",
+            (output, mission_sha256, now(), by),
+        ).fetchone()
+    if taken is None:
+        raise Conflict(f"output: {output!r} is already the output of a submitted mission", detail={"field": "output"})
+
+
+def release_output(journal: Journal, output: str) -> None:
+    """Undo `claim_output` when the submission it was for could not be stored after all."""
+    with journal.tx() as db:
+        db.execute("DELETE FROM mission_outputs WHERE output = ?", (output,))

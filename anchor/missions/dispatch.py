@@ -18,7 +18,8 @@ written, and each refusal is a typed error naming the field:
 | a resume pin that is not anchored here | `NotAnchored` field `resume.digest` |
 | a resume pin whose mission, snapshot, image or policy differs from the new submission | `BadInput` naming it |
 
-Accepted submissions are rows of `<data dir>/missions.sqlite` (the output identity unique there), the
+Accepted submissions are rows of `<data dir>/missions.sqlite`, their output identities claimed in the
+journal (unique across every replica that shares it, anchor.journal.submit.claim_output), the
 mission document kept with them.
 """
 
@@ -204,11 +205,31 @@ def _output_used(data_dir: Path, output: str) -> bool:
 
 
 def submit(
-    request: SubmissionRequest, data_dir: Path, verify_pin: Any = None, local_files: bool = True
-) -> dict[str, Any]:
-    """Check, then store: returns the stored record with its id and time. The output identity's
-    uniqueness is the table's too, so two submissions racing for one output cannot both land."""
+    request: SubmissionRequest, data_dir: Path, verify_pin: Any = None, local_files: bool = True,
+    journal_url: str | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """Check, then store: returns the stored record with its id and time. The output identity is
+    claimed first in the journal (`journal_url`, else the data dir's), which replicas of a service
+    share: unique across them, not only in this data dir; the local table's uniqueness stays too."""
+    import socket
+
+    from anchor.journal.backends import open_journal
+    from anchor.journal.submit import claim_output, release_output
+
     record = check(request, data_dir, verify_pin, local_files)
+    journal = open_journal(data_dir, journal_url)
+    try:
+        claim_output(journal, record["output"], record["mission_sha256"], f"{socket.gethostname()}:{data_dir}")
+        try:
+            return _store(data_dir, record)
+        except BaseException:
+            release_output(journal, record["output"])  # nothing of it stays claimed, or stored
+            raise
+    finally:
+        journal.close()
+
+
+def _store(data_dir: Path, record: dict[str, Any]) -> dict[str, Any]:
     db = _db(data_dir)
     try:
         when = datetime.now(UTC).isoformat(timespec="milliseconds")  # the `submitted` milestone

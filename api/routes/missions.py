@@ -41,5 +41,6 @@ async def submit_mission(request: Request, client: ClientDep, settings: Settings
 
         verify_proof_on_chain(proof, check_proof_consistency(proof), settings, files=0)
 
-    record: dict[str, Any] = await run_in_threadpool(submit, body, settings.data_dir, verify_pin, False)
+    record: dict[str, Any] = await run_in_threadpool(submit, body, settings.data_dir, verify_pin, False,
+                                                     settings.journal_url)  # fmt: skip
     return record
