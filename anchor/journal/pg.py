@@ -28,7 +28,7 @@ from typing import Any
 
 import psycopg
 
-from anchor.errors import JournalBusy, JournalError, LeaseLost
+from anchor.errors import JournalBusy, JournalError, LeaseLost, StorageError
 from anchor.journal.store import SCHEMA_VERSION, Journal
 
 PG_SCHEMA = "anchor_journal"
@@ -237,7 +237,9 @@ class PgJournal(Journal):
         self.fence: Lease | None = None
         self._renewed = 0.0
         try:
-            with self.conn.transaction():
+            if self._version() == SCHEMA_VERSION:
+                return  # up to date: nothing to write (so a read-only database still opens for reading)
+            with self._refusals(), self.conn.transaction():
                 self.conn.execute(_WRITER_LOCK)
                 self.conn.execute(f"CREATE SCHEMA IF NOT EXISTS {PG_SCHEMA}")
                 exists = self.conn.execute("SELECT to_regclass('meta') IS NOT NULL").fetchone()[0]
@@ -262,6 +264,33 @@ class PgJournal(Journal):
             self.conn.close()
             raise
 
+    def _version(self) -> int | None:
+        """The schema version the database holds (None: no journal there yet); reads only."""
+        if not self.conn.execute("SELECT to_regclass('meta') IS NOT NULL").fetchone()[0]:
+            return None
+        row = self.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        return None if row is None else int(row[0])
+
+    @contextmanager
+    def _refusals(self) -> Iterator[None]:
+        """The server's "disk full" and "read-only" as the typed storage error (exit 15, HTTP 507),
+        as the SQLite journal's are: the transaction was rolled back whole, nothing is half there."""
+        import psycopg
+
+        try:
+            yield
+        except (psycopg.errors.DiskFull, psycopg.errors.ReadOnlySqlTransaction) as exc:
+            why = (
+                "the database server's disk is full"
+                if isinstance(exc, psycopg.errors.DiskFull)
+                else "the database is read-only (a hot standby, or default_transaction_read_only)"
+            )
+            raise StorageError(
+                f"PostgreSQL journal: {why}; nothing was half-written and nothing journaled is lost: free space"
+                " (or restore write access) and run the same command again",
+                detail={"variable": "ANCHOR_JOURNAL_URL", "sqlstate": exc.sqlstate or ""},
+            ) from None
+
     @contextmanager
     def tx(self, submission: bool = False) -> Iterator[Any]:
         """One transition: a transaction that first takes the writer lock (and checks the fence).
@@ -274,7 +303,7 @@ class PgJournal(Journal):
         import psycopg
 
         try:
-            with self.conn.transaction():
+            with self._refusals(), self.conn.transaction():
                 self.conn.execute(_SUBMIT_LOCK if submission else _WRITER_LOCK)
                 if self.fence is not None:
                     self._check_fence(self.fence)

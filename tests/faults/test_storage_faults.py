@@ -220,3 +220,90 @@ def test_a_read_only_filesystem_reads_the_journal_and_refuses_each_write_by_name
             assert json.loads(status.stdout)["items"]["pending"] == 2
     finally:
         subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def _pg_items(url: str) -> int:
+    import psycopg
+
+    with psycopg.connect(url, options="-c search_path=anchor_journal") as conn:
+        return int(conn.execute("SELECT count(*) FROM items").fetchone()[0])  # type: ignore[index]
+
+
+def test_a_read_only_postgresql_journal_reads_and_refuses_each_write_by_name(
+    fresh_chain: Chain, postgres_url: str, tmp_path: Path
+) -> None:
+    """The PostgreSQL journal turned read-only (a hot standby after a failover, or the database set
+    default_transaction_read_only): status still reads it; a submission is the typed storage error
+    (exit 15) naming the PostgreSQL journal, never its URL; nothing is half there; once writable again
+    the same command completes. Before, a read-only database could not even be opened for reading."""
+    import dataclasses
+
+    import psycopg
+
+    chain = dataclasses.replace(fresh_chain, journal_url=postgres_url)
+    chain.cli("deploy", check=True)
+    first, second = _results(tmp_path, 2)
+    assert chain.cli("journal", "submit", str(first)).returncode == 0
+    from urllib.parse import urlsplit
+
+    database = urlsplit(postgres_url).path.lstrip("/")
+    server = postgres_url.replace(f"/{database}?", "/postgres?")
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(f'ALTER DATABASE "{database}" SET default_transaction_read_only = on')
+    status = chain.cli("--json", "journal", "status")
+    assert status.returncode == 0, status.stdout + status.stderr
+    refused = chain.cli("journal", "submit", str(second))
+    said = refused.stdout + refused.stderr
+    assert refused.returncode == ExitCode.STORAGE, said
+    assert "PostgreSQL journal: the database is read-only" in said and "run the same command again" in said
+    assert postgres_url not in said and "bug" not in said
+    assert _pg_items(postgres_url) == 1
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(f'ALTER DATABASE "{database}" SET default_transaction_read_only = off')
+    assert chain.cli("journal", "submit", str(second)).returncode == 0
+    assert _pg_items(postgres_url) == 2
+
+
+def test_a_full_disk_under_the_postgresql_server_is_named_and_the_submission_completes_once_freed(
+    fresh_chain: Chain, tmp_path: Path
+) -> None:
+    """The PostgreSQL server's own disk fills (a real tmpfs under its data directory, filled to the
+    last block): a submission that needs new pages is the typed storage error naming the PostgreSQL
+    journal, nothing of it is there, and the same submission completes once space is freed."""
+    import dataclasses
+    import os
+
+    from tests.postgres import fresh_database, postgres_server
+
+    if os.geteuid() != 0:
+        pytest.fail("mounting the server's small filesystem needs root (CI runs as root)")
+    import tempfile
+
+    where = Path(tempfile.mkdtemp(prefix="anchor-pgdisk-", dir="/var/tmp"))  # the server's user reaches it
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=160m,mode=1777", "tmpfs", str(where)], check=True)
+    try:
+        with postgres_server(under=where) as server_url:
+            url = fresh_database(server_url, "full")
+            chain = dataclasses.replace(fresh_chain, journal_url=url)
+            chain.cli("deploy", check=True)
+            small, big = _results(tmp_path, 2)
+            for n in range(3000):  # a listing of 3,000 files: new pages for the items and files tables
+                (big / f"part-{n:04d}.txt").write_text(f"{n}\n")
+            assert chain.cli("journal", "submit", str(small)).returncode == 0
+            filler = where / "filler"
+            with contextlib.suppress(OSError), open(filler, "wb") as out:
+                while True:
+                    out.write(b"\0" * 65536)
+                    out.flush()
+            refused = chain.cli("journal", "submit", str(big))
+            said = refused.stdout + refused.stderr
+            assert refused.returncode == ExitCode.STORAGE, said
+            assert "PostgreSQL journal: the database server's disk is full" in said and "bug" not in said
+            filler.unlink()
+            assert _pg_items(url) == 1
+            again = chain.cli("journal", "submit", str(big))
+            assert again.returncode == 0, again.stdout + again.stderr
+            assert _pg_items(url) == 2
+    finally:
+        subprocess.run(["umount", str(where)], check=False)
+        where.rmdir()
