@@ -18,16 +18,21 @@ def _shape(status: int, code: str, message: str, detail: dict[str, object] | Non
     return JSONResponse(status_code=status, content={"code": code, "message": message, "detail": detail or {}})
 
 
+def anchor_error_response(exc: AnchorError) -> JSONResponse:
+    """The answer to a typed error: its status, {code, message, detail}, and the header it implies."""
+    headers = {"WWW-Authenticate": "Bearer"} if exc.http_status == 401 else None
+    if exc.http_status == 429:
+        headers = {"Retry-After": str(exc.detail.get("retry_after_s", 1))}
+    response = _shape(exc.http_status, exc.code, exc.message, exc.detail)
+    if headers:
+        response.headers.update(headers)
+    return response
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(AnchorError)
     async def anchor_error(_: Request, exc: AnchorError) -> JSONResponse:
-        headers = {"WWW-Authenticate": "Bearer"} if exc.http_status == 401 else None
-        if exc.http_status == 429:
-            headers = {"Retry-After": str(exc.detail.get("retry_after_s", 1))}
-        response = _shape(exc.http_status, exc.code, exc.message, exc.detail)
-        if headers:
-            response.headers.update(headers)
-        return response
+        return anchor_error_response(exc)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:

@@ -60,8 +60,10 @@ def create_index_app(site: IndexSite) -> FastAPI:
         yield
         task.cancel()
 
-    app = FastAPI(lifespan=lifespan, title="Anchor chain-only explorer", version=__version__, docs_url=None,
-                  redoc_url=None, openapi_url=None)  # fmt: skip
+    from api.app import NO_TELEMETRY
+
+    app = FastAPI(lifespan=lifespan, telemetry=NO_TELEMETRY, title="Anchor chain-only explorer",
+                  version=__version__, docs_url=None, redoc_url=None, openapi_url=None)  # fmt: skip
     app.state.site = site
     app.state.verify_config = browser_verify.BrowserConfig(
         chain_id=site.chain_id, registry=site.follower.address, code_hash=site.follower.code_hash,

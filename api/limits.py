@@ -11,7 +11,7 @@ Plain ASGI (no per-request wrapping cost on the hot verify path). Two rules, in 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from starlette.exceptions import HTTPException
@@ -57,7 +57,7 @@ class RequestGuard:
         headers = dict(scope["headers"])
         if scope["method"] == "POST" and scope["path"] in self.write_paths:
             try:
-                self.authorize(headers, scope["path"])
+                scope["anchor.client"] = self.authorize(headers, scope["path"])  # the routes need not ask again
             except AnchorError as exc:
                 await _answer(send, exc.http_status, exc.to_dict(), ((b"www-authenticate", b"Bearer"),))
                 return
@@ -104,3 +104,33 @@ async def _answer(send: Any, status: int, content: dict[str, Any], extra: tuple[
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *extra]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
+
+
+class DirectRoutes:
+    """Pure ASGI: the hottest routes (POST /v1/manifests, POST /v1/calendar) served by their FastAPI
+    endpoint functions directly, skipping FastAPI's exception middleware, exit stacks, router and
+    request wrappers; every other request goes through FastAPI. Why: those layers cost about a third
+    of a submission's event-loop time, and a calendar's submissions are what a service does most
+    (benchmarks/calendar_bench.py). The endpoints take only the request (no declared parameters) and
+    return a Response, so FastAPI would add nothing; the route stays declared there for the OpenAPI
+    document and for an app used without this layer. Typed errors get the app's one answer
+    (api.errors.anchor_error_response); anything else reaches the app's 500 handler as before."""
+
+    def __init__(self, app: Any, fastapi_app: Any, routes: Mapping[str, Callable[[Any], Any]]) -> None:
+        self.app, self.fastapi_app, self.routes = app, fastapi_app, routes
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        endpoint = self.routes.get(scope["path"]) if scope["type"] == "http" and scope["method"] == "POST" else None
+        if endpoint is None:
+            await self.app(scope, receive, send)
+            return
+        from starlette.requests import Request
+
+        from api.errors import anchor_error_response
+
+        scope["app"] = self.fastapi_app  # what request.app is inside FastAPI
+        try:
+            response = await endpoint(Request(scope, receive, send))
+        except AnchorError as exc:
+            response = anchor_error_response(exc)
+        await response(scope, receive, send)

@@ -40,15 +40,21 @@ class GroupCommit:
         self._thread.start()
 
     def submit(self, chain_id: int, submission: Submission) -> Submitted:
-        return self.enqueue(chain_id, submission).result()
+        answer: Submitted = self.enqueue(chain_id, submission).result()
+        return answer
 
-    def enqueue(self, chain_id: int, submission: Submission) -> Future[Submitted]:
+    def enqueue(
+        self, chain_id: int, submission: Submission, then: Callable[[Submitted], Any] | None = None
+    ) -> Future[Any]:
         """The future answer, for a caller that waits some other way (an event loop, with
-        `asyncio.wrap_future`, holds no thread while the commit happens)."""
+        `asyncio.wrap_future`, holds no thread while the commit happens). `then(answer)`, if given,
+        runs in the writer's thread once the submission is durable, and its result is the answer: work
+        the caller would otherwise do after waking (a service signs its receipt there, and
+        libsecp256k1 and keccak run beside the event loop instead of on it)."""
         if self._closed:
             raise RuntimeError("the journal writer is closed")
-        done: Future[Submitted] = Future()
-        self._queue.put((chain_id, submission, done))
+        done: Future[Any] = Future()
+        self._queue.put((chain_id, submission, done, then))
         return done
 
     def close(self) -> None:
@@ -78,7 +84,7 @@ class GroupCommit:
                         break
                 waiting = [entry for entry in batch if entry is not _STOP]
                 if journal is None:
-                    for _, _, done in waiting:
+                    for _, _, done, _ in waiting:
                         done.set_exception(opening_failed or RuntimeError("the journal did not open"))
                 elif waiting:
                     _journal(journal, waiting)
@@ -89,20 +95,29 @@ class GroupCommit:
                 journal.close()
 
 
-def _journal(journal: Journal, waiting: list[tuple[int, Submission, Future[Submitted]]]) -> None:
+def _journal(journal: Journal, waiting: list[tuple[int, Submission, Future[Any], Any]]) -> None:
     """Each chain's submissions in one transaction; a refused transaction replayed one by one."""
-    by_chain: dict[int, list[tuple[Submission, Future[Submitted]]]] = {}
-    for chain_id, submission, done in waiting:
-        by_chain.setdefault(chain_id, []).append((submission, done))
+    by_chain: dict[int, list[tuple[Submission, Future[Any], Any]]] = {}
+    for chain_id, submission, done, then in waiting:
+        by_chain.setdefault(chain_id, []).append((submission, done, then))
     for chain_id, entries in by_chain.items():
         try:
-            answers = submit_many(journal, chain_id, [submission for submission, _ in entries])
+            answers = submit_many(journal, chain_id, [submission for submission, _, _ in entries])
         except BaseException:  # noqa: BLE001 - rolled back whole: each one again, alone, for its own answer
-            for submission, done in entries:
+            for submission, done, then in entries:
                 try:
-                    done.set_result(submit_many(journal, chain_id, [submission])[0])
+                    answer = submit_many(journal, chain_id, [submission])[0]
                 except BaseException as exc:  # noqa: BLE001
                     done.set_exception(exc)
+                else:
+                    _answer(done, then, answer)
         else:
-            for (_, done), answer in zip(entries, answers, strict=True):
-                done.set_result(answer)
+            for (_, done, then), answer in zip(entries, answers, strict=True):
+                _answer(done, then, answer)
+
+
+def _answer(done: Future[Any], then: Callable[[Submitted], Any] | None, answer: Submitted) -> None:
+    try:
+        done.set_result(answer if then is None else then(answer))
+    except BaseException as exc:  # noqa: BLE001 - the caller's own step failed: its answer, nobody else's
+        done.set_exception(exc)

@@ -99,11 +99,11 @@ def _too_many(message: str, wait_s: float) -> RateLimited:
 
 
 @router.post("/calendar", operation_id="calendar_submit", status_code=202, responses=ERRORS)
-async def calendar_submit(request: Request, settings: SettingsDep, reader: ReaderDep) -> Response:
+async def calendar_submit(request: Request) -> Response:
     """Stamp without a token (`anchor serve --calendar`): `{"manifest": identity}`; the answer carries
     the signed receipt. Rate-limited per client address; 429 with Retry-After when the client or the
-    queue is over its bound."""
-    config = request.app.state.config
+    queue is over its bound. Takes only the request: served directly (api.limits.DirectRoutes)."""
+    config, settings, reader = request.app.state.config, request.app.state.settings, request.app.state.reader
     if not config.calendar:
         raise NotAnchored(
             "this service is not a public calendar (anchor serve --calendar)", detail={"route": "calendar"}
