@@ -10,7 +10,7 @@ import pytest
 
 from anchor.errors import ExitCode
 from tests.conftest import Chain
-from tests.journal_helpers import assert_exactly_once, journal_value
+from tests.journal_helpers import assert_exactly_once
 
 
 def test_a_chain_reset_is_detected_and_everything_is_anchored_again(
@@ -21,7 +21,6 @@ def test_a_chain_reset_is_detected_and_everything_is_anchored_again(
     proof = bundle.with_name("bundle.anchor.json")
     stale = tmp_path / "stale.anchor.json"
     shutil.copy(proof, stale)
-    block_hash_before = _block_hash(fresh_chain)
     written_before = proof.stat().st_mtime_ns
 
     fresh_chain.cli("chain", "down", check=True)
@@ -37,17 +36,13 @@ def test_a_chain_reset_is_detected_and_everything_is_anchored_again(
 
     flushed = json.loads(fresh_chain.cli("journal", "flush", "--json", check=True).stdout)
     assert flushed["chain_reset"] is True and flushed["reanchored"] + flushed["confirmed_effects"] >= 1
-    # anchored again in a block of the new chain; the proof was rewritten (the signed bytes, and so the
-    # tx hash, can be identical: same key, same nonce, same fees on a fresh deterministic chain)
-    assert _block_hash(fresh_chain) != block_hash_before
+    # anchored again on the new chain: the root its new registry did not hold above is there now (verify
+    # below). Not by block hash: the signed bytes, the tx hash and, when both chains mine it within the
+    # same second, the whole block can be identical on a fresh deterministic anvil. The proof was rewritten.
     assert proof.stat().st_mtime_ns > written_before
     assert json.loads(proof.read_text())["batch"]["root"] == first["proof"]["batch"]["root"]
     assert fresh_chain.cli("verify", str(bundle)).returncode == ExitCode.OK
     assert_exactly_once(fresh_chain.node.rpc_url, fresh_chain.data_dir, 1)
-
-
-def _block_hash(chain: Chain) -> bytes:
-    return bytes(journal_value(chain.data_dir, "SELECT block_hash FROM effects"))
 
 
 def test_a_reset_within_the_second_of_the_first_start_is_detected_by_the_lost_blocks(
