@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -68,8 +69,15 @@ def _group_alive(pgid: int) -> bool:
 def test_an_interrupted_search_stops_its_running_attempt_group_before_it_exits(tmp_path: Path, sig: int) -> None:
     repo = make_repo(tmp_path / "repo", {"params.json": json.dumps({"x": 1}), "README.md": "r\n"})
     contract = _contract(tmp_path / "c.toml", SLOW)
+    # SIGINT's default action restored first, as a terminal's Ctrl-C finds it: a test run started in
+    # the background by a shell without job control inherits SIGINT ignored (and an ignored signal
+    # stays ignored across exec), and Python then never raises KeyboardInterrupt
+    default_int = (
+        "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
+    )
     search = subprocess.Popen(
-        [str(ANCHOR_BIN), "research", "run", "--repo", str(repo), "--contract", str(contract), "--no-anchor"],
+        [sys.executable, "-c", default_int, str(ANCHOR_BIN), "research", "run", "--repo", str(repo), "--contract",
+         str(contract), "--no-anchor"],
         env=_env(tmp_path / "data"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )  # fmt: skip
     runs = tmp_path / "data" / "research" / "runs"
