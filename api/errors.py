@@ -29,6 +29,12 @@ def anchor_error_response(exc: AnchorError) -> JSONResponse:
     return response
 
 
+def http_error_response(exc: StarletteHTTPException) -> JSONResponse:
+    """The answer to an HTTP-level refusal (404, 405, a body too large or too slow: api.limits)."""
+    code = {404: "not_found", 405: "method_not_allowed", 413: "request_too_large"}.get(exc.status_code, "http_error")
+    return _shape(exc.status_code, code, str(exc.detail))
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(AnchorError)
     async def anchor_error(_: Request, exc: AnchorError) -> JSONResponse:
@@ -42,10 +48,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        code = {404: "not_found", 405: "method_not_allowed", 413: "request_too_large"}.get(
-            exc.status_code, "http_error"
-        )
-        return _shape(exc.status_code, code, str(exc.detail))
+        return http_error_response(exc)
 
     @app.exception_handler(Exception)
     async def internal(_: Request, exc: Exception) -> JSONResponse:

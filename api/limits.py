@@ -113,8 +113,8 @@ class DirectRoutes:
     of a submission's event-loop time, and a calendar's submissions are what a service does most
     (benchmarks/calendar_bench.py). The endpoints take only the request (no declared parameters) and
     return a Response, so FastAPI would add nothing; the route stays declared there for the OpenAPI
-    document and for an app used without this layer. Typed errors get the app's one answer
-    (api.errors.anchor_error_response); anything else reaches the app's 500 handler as before."""
+    document and for an app used without this layer. Typed errors and HTTP refusals get the app's
+    answers (api.errors); anything else reaches the app's 500 handler as before."""
 
     def __init__(self, app: Any, fastapi_app: Any, routes: Mapping[str, Callable[[Any], Any]]) -> None:
         self.app, self.fastapi_app, self.routes = app, fastapi_app, routes
@@ -126,11 +126,13 @@ class DirectRoutes:
             return
         from starlette.requests import Request
 
-        from api.errors import anchor_error_response
+        from api.errors import anchor_error_response, http_error_response
 
         scope["app"] = self.fastapi_app  # what request.app is inside FastAPI
         try:
             response = await endpoint(Request(scope, receive, send))
         except AnchorError as exc:
             response = anchor_error_response(exc)
+        except HTTPException as exc:  # the body past its limit (413) or its deadline (408): RequestGuard's
+            response = http_error_response(exc)
         await response(scope, receive, send)

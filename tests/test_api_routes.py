@@ -542,3 +542,16 @@ def test_a_journal_write_never_holds_the_event_loop(client: TestClient, monkeypa
     release.set()
     writer.join(60)
     assert result == {"status": 202}
+
+
+def test_a_streamed_body_past_the_limit_on_a_direct_route_is_413_not_500(client: TestClient) -> None:
+    """A route served directly (api.limits.DirectRoutes) answers the edge guard's refusals as every
+    other route does: a chunked body that passes the limit while streamed is 413 in the error shape.
+    Without the mapping it escaped as a 500 "internal" (the body deadline's 408 takes the same path)."""
+
+    def chunks() -> Iterator[bytes]:
+        for _ in range(9):  # 9 MiB against this client's 8 MiB limit, with no Content-Length to refuse early
+            yield b" " * (1 << 20)
+
+    answer = client.post("/v1/manifests", content=chunks(), headers={**AUTH, "Content-Type": "application/json"})
+    _error(answer, 413, "request_too_large")

@@ -68,6 +68,7 @@ _INSERT_TX = (
 
 
 PROGRESS = logging.getLogger("anchor.progress")
+"""Lines for a person waiting at a terminal (the CLI shows them on stderr; a server's log may)."""
 
 
 class _Squatted(Exception):
@@ -76,9 +77,6 @@ class _Squatted(Exception):
     def __init__(self, submitter: str) -> None:
         super().__init__(submitter)
         self.submitter = submitter
-
-
-"""Lines for a person waiting at a terminal (the CLI shows them on stderr; a server's log may)."""
 
 
 class _Watch:
