@@ -15,8 +15,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from starlette.exceptions import HTTPException
+from starlette.requests import Request
 
 from anchor.errors import AnchorError
+from api.errors import anchor_error_response, http_error_response
 
 Scope = dict[str, Any]
 
@@ -124,10 +126,6 @@ class DirectRoutes:
         if endpoint is None:
             await self.app(scope, receive, send)
             return
-        from starlette.requests import Request
-
-        from api.errors import anchor_error_response, http_error_response
-
         scope["app"] = self.fastapi_app  # what request.app is inside FastAPI
         try:
             response = await endpoint(Request(scope, receive, send))

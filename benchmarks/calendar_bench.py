@@ -114,7 +114,7 @@ def percentile(samples: list[float], q: float) -> float:
 
 def serve(port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
     argv = [sys.executable, "-m", "uvicorn", "api.app:create_app", "--factory", "--host", "127.0.0.1", "--port",
-            str(port), "--workers", os.environ.get("BENCH_WORKERS", "1"), "--log-level", "critical"]  # fmt: skip
+            str(port), "--workers", "1", "--log-level", "critical"]  # fmt: skip
     server = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               start_new_session=True)  # fmt: skip
     deadline = time.monotonic() + 60

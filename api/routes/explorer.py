@@ -153,10 +153,11 @@ async def _bundle_page(key: bytes, request: Request, settings: Any, reader: Any,
     from api.routes.verify import cached_verdict
 
     # the proof and its listing, once per digest (immutable once anchored), built in the pool
-    header, files = await run_in_threadpool(_bundle_listing, request.app, reader, key)
+    header, files, loaded = await run_in_threadpool(_bundle_listing, request.app, reader, key)
     # the one verdict the API and the CLI give, shared with /v1/verify (a result bundle's edited
-    # milestones are a 409 page)
-    verification = Verification.model_validate_json(await cached_verdict(request, settings, reader, key))
+    # milestones are a 409 page); on a first view, from the proof the listing was just built from
+    verdict = await cached_verdict(request, settings, reader, key, loaded)
+    verification = Verification.model_validate_json(verdict)
     pages = max(1, -(-len(files) // PAGE_FILES))
     if page_number > pages:
         raise NotAnchored(f"page {page_number}: this bundle's listing has {pages} pages",
@@ -183,15 +184,17 @@ async def _bundle_page(key: bytes, request: Request, settings: Any, reader: Any,
     )
 
 
-def _bundle_listing(app: Any, reader: Any, digest: bytes) -> tuple[Any, tuple[tuple[str, int, str], ...]]:
-    """(the proof without its listing, the listing as (path, size, BLAKE3) rows), from a per-digest
-    cache (app.state.bundle_listings, at most BUNDLE_CACHE_FILES files over all bundles): what a
-    bundle page shows never changes once anchored, only the verdict does (read per block)."""
+def _bundle_listing(app: Any, reader: Any, digest: bytes) -> tuple[Any, tuple[tuple[str, int, str], ...], Any]:
+    """(the proof without its listing, the listing as (path, size, BLAKE3) rows, the whole proof when it
+    was read now else None), from a per-digest cache (app.state.bundle_listings, at most
+    BUNDLE_CACHE_FILES files over all bundles): what a bundle page shows never changes once anchored,
+    only the verdict does (read per block)."""
     cache: OrderedDict[bytes, Any] = app.state.__dict__.setdefault("bundle_listings", OrderedDict())
     with _listing_lock:
         if digest in cache:
             cache.move_to_end(digest)
-            return cache[digest]  # type: ignore[no-any-return]
+            header, rows = cache[digest]
+            return header, rows, None
     proof = anchored_proof(app, reader, digest)
     if proof is None:
         raise NotAnchored(
@@ -204,7 +207,7 @@ def _bundle_listing(app: Any, reader: Any, digest: bytes) -> tuple[Any, tuple[tu
         cache[digest] = entry
         while len(cache) > 1 and sum(len(r) for _, r in cache.values()) > BUNDLE_CACHE_FILES:
             cache.popitem(last=False)
-    return entry
+    return (*entry, proof)
 
 
 def _timeline(milestones: dict[str, str]) -> list[dict[str, Any]]:

@@ -82,16 +82,21 @@ def verdict_of(proof: ProofFile, settings: Any, app: Any, reader: Any) -> Verifi
     return verifier.verify_proof(proof, settings, find=lambda d: anchored_proof(app, reader, d))
 
 
-async def cached_verdict(request: Request, settings: Any, reader: Any, digest: bytes) -> bytes:
+async def cached_verdict(
+    request: Request, settings: Any, reader: Any, digest: bytes, loaded: ProofFile | None = None
+) -> bytes:
     """The verdict (JSON) on the anchored manifest `digest`, computed in the pool once per block and
-    shared by `/v1/verify/{digest}` and the explorer's bundle page."""
+    shared by `/v1/verify/{digest}` and the explorer's bundle page. `loaded`: the proof, when the
+    caller has just read it (not read twice); used for the first computation only, so the reader's
+    revalidation (which keeps `compute`) never holds a big proof in memory."""
     key = f"verify:{digest.hex()}"
     hit: bytes | None = reader.cached(key)
     if hit is not None:
         return hit
+    given = [] if loaded is None else [loaded]
 
     def compute() -> bytes:
-        proof = anchored_proof(request.app, reader, digest)
+        proof = given.pop() if given else anchored_proof(request.app, reader, digest)
         if proof is None:
             raise NotAnchored(f"no anchor known for manifest 0x{digest.hex()}",
                               detail={"manifest_digest": "0x" + digest.hex()})  # fmt: skip
