@@ -145,3 +145,16 @@ def replication_stats(values: list[str]) -> tuple[str | None, str | None]:
         return _to_decimal_text(mean), None
     variance = sum(((x - mean) ** 2 for x in xs), Fraction(0)) / (len(xs) - 1)
     return _to_decimal_text(mean), _isqrt_decimal(variance)
+
+
+def wilson_bounds(value: str, n: int) -> tuple[str, str]:
+    """docs/manifest.md, champion version 2: the 95% Wilson score interval of the proportion `value`
+    on `n` examples, z the standard normal's 0.975 quantile, each bound clipped to [0, 1], printed
+    with 6 decimal places (round half to even) and written as a metric value (no trailing zeros)."""
+    import math
+    from statistics import NormalDist
+
+    p, z = float(Decimal(value)), NormalDist().inv_cdf(0.975)
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return metric_value(f"{max(0.0, centre - half):.6f}"), metric_value(f"{min(1.0, centre + half):.6f}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 from tests.cli import run_anchor
@@ -31,6 +32,26 @@ def test_demo_verifies_everything_and_a_second_run_anchors_nothing_new(demo_run:
     assert "r0: measured 0" in second
     assert "milestones  anchored: its timing record, checked on chain" in second  # verified, not run again
     assert _head(demo_run.env) == head  # no new block: nothing was anchored twice
+
+
+def test_the_demo_report_gives_its_champion_a_sample_size_an_interval_and_the_adjustment_method(
+    demo_run: DemoRun,
+) -> None:
+    """examples/research declares its 150 validation rows: the champion record (version 2) carries n, a
+    Wilson interval that contains the figure, and the team's trial count; the report prints them, the
+    replications' spread and how the selection adjustment was made, or why none could be."""
+    env = demo_run.env
+    report = run_anchor(["--json", "research", "report"], env, check=True).stdout
+    r0 = json.loads(report)["researchers"]["r0"]
+    final, honest = r0["final"], r0["uncertainty"]
+    assert final["version"] == 2 and final["team_trials"] == final["trials"] == r0["attempts"]  # one researcher
+    assert (final["examples"], final["examples_source"], final["interval"]["method"]) == (150, "contract", "wilson")
+    assert float(final["interval"]["low"]) < float(final["metric"]) < float(final["interval"]["high"])
+    assert honest["from"] == "from the champion record" and honest["interval"] == final["interval"]
+    text = run_anchor(["research", "report"], env, check=True).stdout
+    assert "n=150 examples (declared in the contract; one example = 0.006667); 95% interval [" in text
+    assert "± " in text or "(no spread)" in text
+    assert "(replication stdev x E[max of N standard normals]" in text or "no selection adjustment possible" in text
 
 
 def test_lookup_takes_a_twelve_digit_commit_prefix_and_prints_the_commit_as_git_does(demo_run: DemoRun) -> None:
@@ -73,6 +94,33 @@ def test_an_edited_champion_record_is_named_by_verify_and_never_reported_as_the_
     assert "0.999" not in report and "was edited after it was anchored" in report
 
 
+def _research_verify_refuses(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`research verify --json` with the demo's chain up for it; asserts it named a tampering (exit 4)."""
+    run_anchor(["chain", "up"], env, check=True)
+    try:
+        audit = run_anchor(["--json", "research", "verify"], env)
+    finally:
+        run_anchor(["chain", "down"], env, check=True)
+    assert audit.returncode == 4, audit.stdout + audit.stderr
+    return audit
+
+
+def test_a_champion_record_claiming_more_team_trials_than_the_ledger_holds_is_named_by_verify(
+    demo_run: DemoRun, tmp_path: Path
+) -> None:
+    """A version 2 record's team count is recounted from the ledger (and its n and interval from the
+    champion's bound run dir), so a record written without anchoring, or re-anchored by whoever holds
+    the key, cannot inflate "selected from N of the team's trials" to look better searched."""
+    env = demo_run.copy(tmp_path / "demo")
+    [record] = sorted((tmp_path / "demo" / "research" / "runs" / "r0").glob("champion-*-[0-9]*[0-9].json"))
+    record.with_name(record.name.removesuffix(".json") + ".anchor.json").unlink()  # no proof: "not anchored"
+    data = json.loads(record.read_text())
+    data["manifest"]["team_trials"] = data["manifest"]["ledger_length"]  # within what a decoder can check
+    record.write_text(json.dumps(data))
+    audit = _research_verify_refuses(env)
+    assert json.loads(audit.stdout)["error"]["detail"]["field"] == "team_trials"
+
+
 def test_an_edited_replication_run_is_named_by_verify(demo_run: DemoRun, tmp_path: Path) -> None:
     """A champion's replication run dir with its metrics file edited after the record was made (the
     record and its proof untouched): `research verify` re-hashes every final run against the evidence
@@ -84,11 +132,6 @@ def test_an_edited_replication_run_is_named_by_verify(demo_run: DemoRun, tmp_pat
     row = json.loads(lines[-1])
     row["val_accuracy"] = 0.999
     metrics.write_text("\n".join([*lines[:-1], json.dumps(row)]) + "\n")
-    run_anchor(["chain", "up"], env, check=True)
-    try:
-        audit = run_anchor(["--json", "research", "verify"], env)
-    finally:
-        run_anchor(["chain", "down"], env, check=True)
-    assert audit.returncode == 4, audit.stdout + audit.stderr
+    audit = _research_verify_refuses(env)
     error = json.loads(audit.stdout)["error"]
     assert error["detail"]["field"] == "final_run" and "replication-1 of champion" in error["message"], error

@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
+from anchor.errors import BadInput
 from anchor.manifest.attempt import AttemptManifest, Metric
 from anchor.manifest.bundle import BundleManifest
 from anchor.manifest.canonical import canonical_json
-from anchor.manifest.champion import ChampionManifest
+from anchor.manifest.champion import ChampionManifest, wilson
 from anchor.manifest.decode import validate_identity
 from anchor.manifest.domain import Domain, tagged
 from anchor.manifest.exclude import Rules
@@ -99,6 +100,12 @@ def test_champion_vector_round_trips_with_the_statistics_we_compute(case: dict[s
     assert built.digest.hex() == case["expected"]["digest"]
     decoded = validate_identity(json.loads(case["expected"]["identity_canonical"]))
     assert ChampionManifest.model_validate(decoded) == built
+    if case["expected"].get("wilson"):  # version 2: the interval a decoder recomputes, as the spec gives it
+        assert built.examples is not None
+        assert list(wilson(float(built.metric.value), built.examples)) == case["expected"]["wilson"]
+        moved = {**decoded, "interval": {**decoded["interval"], "low": "0.7"}}
+        with pytest.raises(BadInput, match="Wilson bounds"):
+            validate_identity(moved)
 
 
 @pytest.mark.parametrize("case", _cases("mission"), ids=_ids("mission"))

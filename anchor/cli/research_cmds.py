@@ -348,7 +348,7 @@ def _existing_ledger(work: Path, ctx: typer.Context, explicit: bool = True) -> t
     return Ledger(work / "ledger.jsonl"), work
 
 
-def _champion_records_hold(work: Path, entries: list[dict[str, Any]]) -> int:
+def _champion_records_hold(work: Path, entries: list[dict[str, Any]], team: list[dict[str, Any]]) -> int:
     """Every champion record that was anchored still binds the bytes its proof anchored, and every final
     run it binds (replications, holdout) re-hashes to its evidence with its metric re-read: an edited
     figure, in the record or in a run's metrics file, is named (exit 4), never read back as the
@@ -358,7 +358,8 @@ def _champion_records_hold(work: Path, entries: list[dict[str, Any]]) -> int:
     from anchor.research.final import check_final_runs, record_state
 
     pinned = work / "contract.toml"
-    source = load_contract(pinned)[0].metric_source if pinned.exists() else None
+    terms = load_contract(pinned)[0] if pinned.exists() else None
+    source = None if terms is None else terms.metric_source
     checked = 0
     for who in sorted({e["researcher"] for e in entries}):
         for path in sorted((work / "runs" / who).glob("champion-*-*.json")):
@@ -368,13 +369,39 @@ def _champion_records_hold(work: Path, entries: list[dict[str, Any]]) -> int:
             if state == "edited":
                 raise Tampered(f"{path}: the champion record differs from the one anchored beside it",
                                detail={"field": "champion_record", "record": str(path)})  # fmt: skip
-            if source is not None:
+            if terms is not None and source is not None:
                 try:
                     checked += check_final_runs(work, record, source)
                 except Tampered as exc:
                     exc.detail = {**exc.detail, "field": "final_run", "record": str(path)}
                     raise
+                _uncertainty_holds(terms, work, record, team, path)
     return checked
+
+
+def _uncertainty_holds(terms: Any, work: Path, record: Any, entries: list[dict[str, Any]], path: Path) -> None:
+    """A version 2 record's sample size, interval and team count, recomputed: from the run dir the
+    champion's attempt binds (already re-hashed by the audit) and from the ledger."""
+    from anchor.errors import Tampered
+    from anchor.research.uncertainty import of_champion
+
+    if record.version < 2:
+        return
+    entry = next((e for e in entries if e.get("attempt_digest") == record.attempt_digest), None)
+    if entry is None:
+        raise Tampered(f"{path}: its champion attempt {record.attempt_digest[:16]}… is not in the ledger",
+                       detail={"field": "champion_record", "record": str(path)})  # fmt: skip
+    honest = of_champion(terms, work, entry)
+    interval = None if record.interval is None else record.interval.model_dump()
+    said = {"examples": record.examples, "examples_source": record.examples_source, "interval": interval}
+    for field, value in said.items():
+        if honest[field] != value:
+            raise Tampered(f"{path}: its {field} is {value}, but recomputed from the champion's run dir it is"
+                           f" {honest[field]}", detail={"field": field, "record": str(path)})  # fmt: skip
+    team = sum(1 for e in entries if e["seq"] < record.ledger_length)
+    if record.team_trials != team:
+        raise Tampered(f"{path}: team_trials is {record.team_trials}, but the ledger's first {record.ledger_length}"
+                       f" rows hold {team} attempts", detail={"field": "team_trials", "record": str(path)})  # fmt: skip
 
 
 def _one_contract(entries: list[dict[str, Any]], where: object) -> None:
@@ -548,7 +575,7 @@ def verify(
         raise BadInput(f"--researcher {researcher}: no attempts of this researcher in {path}",
                        detail={"field": "researcher"})  # fmt: skip
     checked = audit(mine, work, repo)
-    finals = _champion_records_hold(work, mine)
+    finals = _champion_records_hold(work, mine, attempts)
     lines = [f"OK: {path}: {result['entries']} entries ({len(attempts)} attempts, their traces), head {result['head']}"]
     if heads.checkpoints:
         lines.append(
@@ -584,7 +611,7 @@ def report(ctx: typer.Context, workdir: WorkdirOpt = None, json: JsonFlag = Fals
     ledger, work = _existing_ledger(_workdir(ctx, workdir), ctx, workdir is not None)
     ledger.verify()
     data, lines = summarise(ledger.entries())
-    _final_numbers(work, data, lines)
+    _final_numbers(work, data, lines, ledger.entries())
     try:
         heads = check_anchored_heads(ledger, ctx.find_root().obj["settings"])
         # heads count rows (attempts and their traces); a trial is an attempt row among them
@@ -599,31 +626,46 @@ def report(ctx: typer.Context, workdir: WorkdirOpt = None, json: JsonFlag = Fals
     emit(ctx, json, data, lines)
 
 
-def _final_numbers(work: Path, data: dict[str, Any], lines: list[str]) -> None:
-    """Add each researcher's champion record (replications, holdout, selection-adjusted figure)."""
+def _final_numbers(work: Path, data: dict[str, Any], lines: list[str], entries: list[dict[str, Any]]) -> None:
+    """Add each researcher's champion record (replications, holdout, selection-adjusted figure) and
+    the champion's sample size and interval: the record's (version 2), else computed here from the
+    run dir its attempt binds, and said to be."""
     from anchor.research.contract import load_contract
     from anchor.research.final import final_line, latest_record, no_final_numbers, record_state, summary
+    from anchor.research.uncertainty import describe, of_champion
 
     pinned = work / "contract.toml"
     terms = load_contract(pinned)[0] if pinned.exists() else None
     asks_none = terms is not None and terms.replications == 0 and terms.holdout_command is None
     for who, stats in data["researchers"].items():
         path = None if stats["champion"] is None else latest_record(work, who, stats["champion"])
+        final: dict[str, Any] | None = None
         if path is None:
-            stats["final"] = None
             if stats["champion"] is not None and asks_none:
                 assert terms is not None
                 stats["caveat"] = no_final_numbers(terms.metric, int(stats["attempts"]))
                 lines.append(f"  {stats['caveat']}")
+        else:
+            record, state = record_state(path)
+            if state == "edited":  # never print the edited numbers as the search's: say what happened
+                stats["final"] = {"anchored": False, "edited": True, "record": str(path)}
+                lines.append(f"  final numbers: {path} was edited after it was anchored (run `anchor research verify`)")
+                continue
+            final = summary(record)
+            final["anchored"] = state == "anchored"
+            lines.append(f"  {final_line(final)}" + ("" if state == "anchored" else " (not anchored yet)"))
+        stats["final"] = final
+        if stats["champion"] is None or terms is None:
             continue
-        record, state = record_state(path)
-        if state == "edited":  # never print the edited numbers as the search's: say what happened
-            stats["final"] = {"anchored": False, "edited": True, "record": str(path)}
-            lines.append(f"  final numbers: {path} was edited after it was anchored (run `anchor research verify`)")
-            continue
-        stats["final"] = summary(record)
-        stats["final"]["anchored"] = state == "anchored"
-        lines.append(f"  {final_line(stats['final'])}" + ("" if state == "anchored" else " (not anchored yet)"))
+        if final is not None and final["version"] >= 2:
+            honest = {k: final[k] for k in ("examples", "examples_source", "interval")} | {"caveat": None}
+            where = "from the champion record"
+        else:
+            entry = [e for e in entries if e["researcher"] == who and e["kept"]][-1]
+            honest = of_champion(terms, work, entry)
+            where = "computed now from the champion's bound run dir"
+        stats["uncertainty"] = {**honest, "from": where}
+        lines.append(f"  {stats['champion'][:12]}: " + describe(**honest) + f" ({where})")
 
 
 def lineage(

@@ -10,11 +10,19 @@ replication, 0.88 on the holdout" is one anchored record, not three claims.
 
 `mean` and `stdev` (sample, n - 1) are derived from the completed replications and checked on
 decoding: a manifest whose statistics do not follow from its values is refused.
+
+Version 2 adds what the figure's honesty needs beside it: `team_trials` (every researcher's measured
+attempts in the shared ledger, not one researcher's), the evaluation set's size `examples` with its
+source, and a 95% `interval` for the champion's metric with its method (anchor.research.uncertainty).
+A Wilson interval is recomputed on decoding; a bootstrap one by `research verify`, from the bound run
+dir of the champion's attempt.
 """
 
 from __future__ import annotations
 
+import math
 from decimal import Decimal, localcontext
+from statistics import NormalDist
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -54,11 +62,46 @@ def statistics(values: list[str]) -> tuple[str | None, str | None]:
         return canonical_decimal(mean), canonical_decimal(variance.sqrt())
 
 
+Z = NormalDist().inv_cdf(0.975)
+PLACES = 6
+"""Interval bounds are rounded to 6 decimal places: finer than any evaluation set here resolves."""
+
+
+def bound(value: float) -> str:
+    """An interval bound as the record carries it: rounded to PLACES, then canonical."""
+    return canonical_decimal(f"{value:.{PLACES}f}", "interval")
+
+
+def wilson(p: float, n: int) -> tuple[str, str]:
+    """The 95% Wilson score interval of a proportion `p` observed on `n` examples, bounds rounded
+    (docs/manifest.md gives the formula; decoders recompute it)."""
+    centre = (p + Z * Z / (2 * n)) / (1 + Z * Z / n)
+    half = Z / (1 + Z * Z / n) * math.sqrt(p * (1 - p) / n + Z * Z / (4 * n * n))
+    return bound(max(0.0, centre - half)), bound(min(1.0, centre + half))
+
+
+class Interval(BaseModel):
+    """A 95% interval of the champion's metric, bounds as canonical decimals (6 places)."""
+
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
+
+    method: Literal["wilson", "bootstrap"]
+    level: Literal["0.95"] = "0.95"
+    low: str
+    high: str
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Interval:
+        if Decimal(self.low) > Decimal(self.high):
+            raise ValueError("interval: low exceeds high")
+        return self
+
+
 class ChampionManifest(HasIdentity, BaseModel):
     model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     kind: Literal["champion"] = "champion"
-    version: Literal[1] = 1
+    version: Literal[1, 2] = 2
     researcher: str = Field(min_length=1, max_length=128)
     contract_digest: str = Field(pattern=HEX64)
     commit: str = Field(pattern=COMMIT)
@@ -74,11 +117,32 @@ class ChampionManifest(HasIdentity, BaseModel):
     mean: str | None = None
     stdev: str | None = None
     holdout: Run | None = None
+    team_trials: int | None = Field(default=None, ge=1, lt=2**53)
+    """Version 2: every researcher's measured attempts in the ledger when the search stopped."""
+    examples: int | None = Field(default=None, ge=1, le=10**9)
+    """Version 2: the evaluation set's size behind `metric`, when known."""
+    examples_source: Literal["contract", "evaluator", "attempt"] | None = None
+    interval: Interval | None = None
+    """Version 2: a 95% interval of `metric`, when one can be given."""
 
     @model_validator(mode="after")
     def _consistent(self) -> ChampionManifest:
         if self.trials > self.ledger_length:
             raise ValueError(f"trials ({self.trials}) exceed the ledger's length ({self.ledger_length})")
+        added = (self.team_trials, self.examples, self.examples_source, self.interval)
+        if self.version == 1 and any(v is not None for v in added):
+            raise ValueError("team_trials, examples, examples_source and interval are version 2 fields")
+        if self.version == 2:
+            if self.team_trials is None or not self.trials <= self.team_trials <= self.ledger_length:
+                raise ValueError("team_trials: required, between trials and ledger_length")
+            if (self.examples is None) != (self.examples_source is None):
+                raise ValueError("examples and examples_source come together")
+            if self.interval is not None and self.interval.method == "wilson":
+                p = Decimal(self.metric.value)
+                if self.examples is None or not 0 <= p <= 1:
+                    raise ValueError("a Wilson interval needs examples and a metric in [0, 1]")
+                if (self.interval.low, self.interval.high) != wilson(float(p), self.examples):
+                    raise ValueError(f"interval: the Wilson bounds are {wilson(float(p), self.examples)}")
         for run in (*self.replications, *([self.holdout] if self.holdout else [])):
             if run.metric is not None and (run.metric.name, run.metric.mode) != (self.metric.name, self.metric.mode):
                 raise ValueError("a replication or the holdout measures another metric than the champion's")

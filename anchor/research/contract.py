@@ -42,6 +42,9 @@ class AttemptContract(BaseModel):
         default=(), description="the evaluator's own files (repo-relative or absolute, never editable), digested"
     )
     evaluator_timeout_minutes: float = Field(default=10.0, gt=0, le=24 * 60)
+    eval_examples: int | None = Field(
+        default=None, ge=1, le=10**9, description="the evaluation set's size: the metric's sample size, pre-registered"
+    )
 
     @field_validator("editable")
     @classmethod

@@ -78,7 +78,13 @@ def evaluate_champion(search: Search, holdout_box: Sandbox | None) -> ChampionMa
         if terms.holdout_command is None
         else _measure(search, runs / "holdout", terms.holdout_command, holdout_box)
     )
+    from anchor.research.uncertainty import of_champion
+
+    honest = of_champion(terms, search.workdir, champion)
+    honest.pop("caveat")
     manifest = ChampionManifest.build(
+        **honest,
+        team_trials=sum(1 for e in search.ledger.entries() if e["seq"] < length),  # every researcher's, at the head
         researcher=search.researcher,
         contract_digest=search.contract_digest,
         commit=champion["commit"],
@@ -142,6 +148,9 @@ def selection_adjusted(manifest: ChampionManifest) -> float | None:
     return value - shift if manifest.metric.mode == "max" else value + shift
 
 
+ADJUSTMENT_METHOD = "replication stdev x E[max of N standard normals] (Bailey and Lopez de Prado)"
+
+
 def summary(manifest: ChampionManifest) -> dict[str, Any]:
     """What `research report` shows of a champion record."""
     return {
@@ -157,6 +166,12 @@ def summary(manifest: ChampionManifest) -> dict[str, Any]:
         if manifest.holdout is None
         else (manifest.holdout.metric.value if manifest.holdout.metric else manifest.holdout.status),
         "digest": manifest.digest.hex(),
+        "version": manifest.version,
+        "team_trials": manifest.team_trials,
+        "examples": manifest.examples,
+        "examples_source": manifest.examples_source,
+        "interval": None if manifest.interval is None else manifest.interval.model_dump(),
+        "adjustment_method": ADJUSTMENT_METHOD if selection_adjusted(manifest) is not None else None,
     }
 
 
@@ -164,8 +179,11 @@ def final_line(final: dict[str, Any]) -> str:
     """One line of a champion's final numbers, as `research run` and `research report` print them
     (6 significant digits; the exact values are in --json and in the record)."""
     name = final["metric_name"]
+    team = final.get("team_trials")
+    among = f" (the team's: {team})" if team is not None and team != final["trials"] else ""
     parts = [
-        f"final numbers of {final['commit'][:12]}: {name}={final['metric']} selected from {final['trials']} trials;"
+        f"final numbers of {final['commit'][:12]}: {name}={final['metric']} selected from"
+        f" {final['trials']} trials{among};"
     ]
     if final["replications"]:
         spread = (
@@ -175,7 +193,7 @@ def final_line(final: dict[str, Any]) -> str:
         mean = "no completed run" if final["mean"] is None else f"mean {float(final['mean']):.6g}{spread}"
         parts.append(f"replicated {len(final['replications'])}x: {mean};")
         if final["selection_adjusted"] is not None:
-            parts.append(f"selection-adjusted {final['selection_adjusted']:.6g};")
+            parts.append(f"selection-adjusted {final['selection_adjusted']:.6g} ({ADJUSTMENT_METHOD});")
         else:
             parts.append("no selection adjustment possible (it needs two or more replications that differ);")
     if final["holdout"] is not None:

@@ -113,6 +113,11 @@ def read_metric(run_dir: Path, source: str, name: str) -> str | None:
 
 
 def _from_json_file(run_dir: Path, rel: str, name: str, last_row: bool) -> Any:
+    row = _json_row(run_dir, rel, last_row)
+    return None if row is None else row.get(name)
+
+
+def _json_row(run_dir: Path, rel: str, last_row: bool) -> dict[str, Any] | None:
     text = read_run_file(run_dir, rel)
     if text is None:
         return None
@@ -124,7 +129,24 @@ def _from_json_file(run_dir: Path, rel: str, name: str, last_row: bool) -> Any:
             row = json.loads(text)
     except ValueError:
         return None
-    return row.get(name) if isinstance(row, dict) else None
+    return row if isinstance(row, dict) else None
+
+
+def metric_record(run_dir: Path, source: str) -> dict[str, Any] | None:
+    """The whole JSON object the metric is read from (the row of `jsonl:`/`json:`, the evaluator's
+    line), or None for sources that give a bare number: where an evaluator may also say how many
+    examples it scored and each one's result (anchor.research.uncertainty)."""
+    kind, _, arg = source.partition(":")
+    if kind in ("jsonl", "json"):
+        return _json_row(run_dir, arg, kind == "jsonl")
+    if kind == "evaluator":
+        text = (read_run_file(run_dir, EVALUATOR_OUT) or "").strip()
+        try:
+            value = json.loads(text) if text else None
+        except ValueError:
+            return None
+        return value if isinstance(value, dict) else None
+    return None
 
 
 def _from_stdout(run_dir: Path, pattern: str) -> Any:

@@ -67,7 +67,7 @@ def summarise(entries: list[dict[str, Any]]) -> tuple[dict[str, Any], list[str]]
         if champion is not None:
             lines.append(
                 f"  champion {champion['commit'][:12]} {champion['metric']['name']}={champion['metric']['value']}"
-                f" after {len(mine)} trials"
+                f" after {len(mine)} trials" + (f" (the team's: {len(entries)})" if len(researchers) > 1 else "")
             )
     return data, lines
 

@@ -34,6 +34,9 @@ def test_the_mlp_example_is_searched_in_the_sandbox_and_scored_by_its_evaluator(
     assert "evaluator" in ran.stdout
     # no replications and no holdout in this contract: the report says the figure is not adjusted
     assert "no final numbers: the contract asks for no replications and no holdout" in ran.stdout
+    # its evaluator prints each row's result: the champion's figure comes with n and a bootstrap interval
+    assert "n=400 examples (counted by the evaluator; one example = 0.0025); 95% interval [" in ran.stdout
+    assert "(percentile bootstrap over per-example results, 2,000 resamples)" in ran.stdout
     ledger = work / ".anchor" / "mlp-search" / "ledger.jsonl"
     attempts = [e for e in map(json.loads, ledger.read_text().splitlines()) if "event" not in e]
     assert [e["status"] for e in attempts] == ["completed"] * 3, [e.get("evidence_removed") for e in attempts]

@@ -256,6 +256,48 @@ def champion_vectors() -> list[dict[str, object]]:
     return out
 
 
+# (name, metric (mode, value), examples and their source or None, interval method or None, team trials)
+CHAMPION_V2_CASES = [
+    ("version 2: a Wilson interval on 150 declared examples, the team's trials", ("max", "0.82"),
+     (150, "contract"), "wilson", 31),
+    ("version 2: a bootstrap interval on 400 examples the evaluator counted", ("max", "0.9275"),
+     (400, "evaluator"), "bootstrap", 3),
+    ("version 2: a loss without per-example results: no interval", ("min", "0.41"), (1000, "attempt"), None, 12),
+    ("version 2: sample size unknown", ("max", "0.5"), None, None, 12),
+]  # fmt: skip
+
+
+def champion_v2_vectors() -> list[dict[str, object]]:
+    out = []
+    for name, (mode, value), sample, method, team in CHAMPION_V2_CASES:
+        metric = {"name": "val_accuracy" if mode == "max" else "loss", "mode": mode, "value": value}
+        identity: dict[str, object] = {
+            "kind": "champion", "version": 2, "researcher": "researcher-1", "contract_digest": "55" * 32,
+            "commit": "b2" * 20, "attempt_digest": "77" * 32, "metric": metric, "trials": 3, "team_trials": team,
+            "ledger_head": "99" * 32, "ledger_length": 62,
+            "replications": [{"status": "completed", "evidence": "30" * 32, "metric": {**metric, "value": value}}],
+            "mean": value,
+        }  # fmt: skip
+        if sample is not None:
+            identity["examples"], identity["examples_source"] = sample
+        expected_bounds = None
+        if method == "wilson":
+            assert sample is not None
+            low, high = ref.wilson_bounds(value, sample[0])
+            identity["interval"] = {"method": "wilson", "level": "0.95", "low": low, "high": high}
+            expected_bounds = [low, high]
+        elif method == "bootstrap":  # not recomputable from the manifest: `research verify` does, from the run dir
+            identity["interval"] = {"method": "bootstrap", "level": "0.95", "low": "0.905", "high": "0.9525"}
+        given = {k: v for k, v in identity.items() if k not in ("mean", "stdev")}
+        out.append({
+            "name": name,
+            "input": given,
+            "expected": {"identity_canonical": ref.canonical(identity).decode(), "digest": ref.digest(identity).hex(),
+                         "mean": value, "stdev": None, "wilson": expected_bounds},
+        })  # fmt: skip
+    return out
+
+
 # (name, the mission as a person writes it, the identity the spec says it has)
 MISSION_CASES = [
     ("a mission with every field", {
@@ -303,7 +345,7 @@ def main() -> None:
         ("filetree", filetree_vectors()),
         ("bundle", bundle_vectors()),
         ("attempt", attempt_vectors()),
-        ("champion", champion_vectors()),
+        ("champion", champion_vectors() + champion_v2_vectors()),
         ("mission", mission_vectors()),
         ("timing", timing_vectors()),
     ):

@@ -1,0 +1,152 @@
+"""How sure a champion's figure is: the evaluation set's size and a 95% interval, or words saying why not.
+
+Why: "0.82" on 150 validation rows is one row in 150 (0.0067) from "0.813"; a champion that beat its
+parent by one row has not shown much. A figure without its sample size and interval reads more
+certain than it is, so the report and the champion record carry both, with where each came from:
+
+- **The sample size** (`n`): the contract's `eval_examples` when it declares one (pre-registered, so
+  the search cannot shrink it); else the `examples` count in the same JSON object the metric was
+  read from (an `evaluator:` line, the `jsonl:`/`json:` row), said to be counted by the evaluator
+  (run by the harness) or reported by the attempt's own code (a claim of the code under measurement).
+- **The interval**: a percentile bootstrap (2,000 resamples, seeded by the champion's attempt digest,
+  so anyone re-running it gets the same bounds) over `per_example` results when that object gives
+  them, their count is `n` and their mean is the metric (else they are not used, and the caveat
+  says so); otherwise, for a metric between 0 and 1 with a known `n`, the Wilson score interval of a
+  binomial proportion (accuracy-like metrics: the share of examples right). A loss or a score
+  outside [0, 1] without per-example results gets no interval, in words.
+
+Pure functions of their inputs: the champion record's `interval` is recomputed by decoders (Wilson)
+and by `research verify` from the bound run dir (bootstrap).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from anchor.manifest.champion import bound, wilson
+
+if TYPE_CHECKING:
+    from anchor.research.contract import AttemptContract
+
+LEVEL = "0.95"
+RESAMPLES = 2000
+MAX_PER_EXAMPLE = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """What is known of the evaluation behind one measurement."""
+
+    examples: int | None
+    source: str | None
+    """"contract" (declared, pre-registered), "evaluator" (counted by the harness's evaluator),
+    "attempt" (reported by the code under measurement); None when unknown."""
+    per_example: tuple[float, ...] | None
+    caveat: str | None
+    """Why per-example results or a count were set aside, in words; None when nothing was."""
+
+
+def bootstrap(values: tuple[float, ...], seed: str) -> tuple[str, str]:
+    """The 95% percentile bootstrap interval of the mean of `values` (RESAMPLES resamples, the RNG
+    seeded with `seed`), bounds rounded."""
+    rng = random.Random(seed)  # noqa: S311 - reproducible resampling, not secrecy
+    n = len(values)
+    means = sorted(math.fsum(rng.choices(values, k=n)) / n for _ in range(RESAMPLES))
+    return bound(means[int(0.025 * RESAMPLES)]), bound(means[int(0.975 * RESAMPLES) - 1])
+
+
+def read_sample(terms: AttemptContract, run_dir: Path) -> Sample:
+    """The sample behind the measurement bound in `run_dir` (read from its bound files, never trusted
+    beyond the comparisons named in the module docstring)."""
+    from anchor.research.metrics import metric_record
+
+    record: dict[str, Any] = metric_record(run_dir, terms.metric_source) or {}
+    counted = record.get("examples")
+    counted = counted if isinstance(counted, int) and not isinstance(counted, bool) and counted > 0 else None
+    by = "evaluator" if terms.metric_source.startswith("evaluator:") else "attempt"
+    examples, source = (terms.eval_examples, "contract") if terms.eval_examples else (counted, by)
+    caveats = []
+    if terms.eval_examples and counted is not None and counted != terms.eval_examples:
+        caveats.append(f"the {by} counted {counted} examples where the contract declares {terms.eval_examples}")
+    per_example = _per_example(record.get("per_example"))
+    if per_example is not None:
+        metric = record.get(terms.metric)
+        if examples is None or len(per_example) != examples:
+            given = len(per_example)
+            caveats.append(f"{given} per-example results for {examples or 'an unknown number of'} examples: not used")
+            per_example = None
+        elif not isinstance(metric, int | float) or abs(math.fsum(per_example) / len(per_example) - metric) > 1e-6:
+            caveats.append("the per-example results do not average to the metric: not used")  # a claim, compared
+            per_example = None
+    caveat = "; ".join(caveats) or None
+    return Sample(examples, source if examples is not None else None, per_example, caveat)
+
+
+def _per_example(value: object) -> tuple[float, ...] | None:
+    if not isinstance(value, list) or not value or len(value) > MAX_PER_EXAMPLE:
+        return None
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in value):
+        return None
+    return tuple(float(v) for v in value)
+
+
+def interval(value: str, sample: Sample, seed: str) -> dict[str, str] | None:
+    """The champion's 95% interval as the record carries it ({method, level, low, high}), or None."""
+    if sample.per_example is not None:
+        low, high = bootstrap(sample.per_example, seed)
+        return {"method": "bootstrap", "level": LEVEL, "low": low, "high": high}
+    p = float(Decimal(value))
+    if sample.examples is not None and 0.0 <= p <= 1.0:
+        low, high = wilson(p, sample.examples)
+        return {"method": "wilson", "level": LEVEL, "low": low, "high": high}
+    return None
+
+
+METHODS = {
+    "bootstrap": f"percentile bootstrap over per-example results, {RESAMPLES:,} resamples",
+    "wilson": "Wilson score interval, binomial: the metric read as the share of examples right",
+}
+SOURCES = {
+    "contract": "declared in the contract",
+    "evaluator": "counted by the evaluator",
+    "attempt": "reported by the attempt's own code",
+}
+
+
+def describe(
+    examples: int | None, examples_source: str | None, interval: dict[str, str] | None, caveat: str | None
+) -> str:
+    """One line: n and its source, the interval and its method, or what is missing, in words."""
+    if examples is None:
+        size = "sample size unknown (declare `eval_examples` in the contract, or have the evaluator print `examples`)"
+    else:
+        where = SOURCES.get(examples_source or "", "source unknown")
+        size = f"n={examples} examples ({where}; one example = {1 / examples:.4g})"
+    if interval is None:
+        why = "no interval: " + (
+            "the metric is not a share in [0, 1] and no per-example results were given"
+            if examples is not None
+            else "the sample size is unknown"
+        )
+    else:
+        why = f"95% interval [{interval['low']}, {interval['high']}] ({METHODS[interval['method']]})"
+    return f"{size}; {why}" + (f"; note: {caveat}" if caveat else "")
+
+
+def of_champion(terms: AttemptContract, workdir: Path, entry: dict[str, Any]) -> dict[str, Any]:
+    """The champion's sample and interval, from the run dir its attempt binds: {examples,
+    examples_source, interval, caveat} (None where unknown), as the record and the report carry them."""
+    from anchor.research.evidence import evidence_dir_of
+
+    sample = read_sample(terms, evidence_dir_of(workdir, entry))
+    return {
+        "examples": sample.examples,
+        "examples_source": sample.source,
+        "interval": interval(entry["metric"]["value"], sample, entry["attempt_digest"]),
+        "caveat": sample.caveat,
+    }

@@ -1,0 +1,125 @@
+"""A champion's figure comes with its sample size and a 95% interval, or words saying why not; the
+champion record carries them and the team's trial count, and nothing there is taken on the run's say-so."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from anchor.errors import BadInput
+from anchor.manifest.champion import ChampionManifest, wilson
+from anchor.manifest.decode import validate_identity
+from anchor.research.contract import AttemptContract
+from anchor.research.uncertainty import bootstrap, describe, interval, read_sample
+
+
+def _terms(**overrides: object) -> AttemptContract:
+    fields: dict[str, object] = dict(
+        task="t", command="python3 t.py {run_dir}", editable=("p.json",), metric="acc", mode="max",
+        attempt_timeout_minutes=1,
+    )  # fmt: skip
+    return AttemptContract.model_validate(fields | overrides)
+
+
+def _run(tmp_path: Path, row: dict[str, object], name: str = "metrics.jsonl") -> Path:
+    run = tmp_path / "run"
+    run.mkdir(exist_ok=True)
+    (run / name).write_text(json.dumps(row) + "\n")
+    return run
+
+
+def test_the_wilson_interval_matches_the_textbook_values() -> None:
+    # Wilson 95% for 50/100: 0.4038-0.5962; for 150 rows at 0.82: 0.7508-0.8732
+    assert wilson(0.5, 100) == ("0.403832", "0.596168")
+    z2 = 1.959963984540054**2
+    assert wilson(0.0, 10) == ("0", f"{z2 / (10 + z2):.6f}")  # p = 0: the upper bound is z^2 / (n + z^2)
+    low, high = wilson(0.82, 150)
+    assert (float(low), float(high)) == pytest.approx((0.7508, 0.8732), abs=1e-4)
+
+
+def test_a_declared_sample_size_gives_a_wilson_interval_and_says_where_n_came_from(tmp_path: Path) -> None:
+    run = _run(tmp_path, {"acc": 0.82})
+    sample = read_sample(_terms(eval_examples=150), run)
+    assert (sample.examples, sample.source, sample.per_example) == (150, "contract", None)
+    bounds = interval("0.82", sample, "seed")
+    assert bounds == {"method": "wilson", "level": "0.95", "low": "0.750777", "high": "0.873242"}
+    line = describe(sample.examples, sample.source, bounds, sample.caveat)
+    assert "n=150 examples (declared in the contract; one example = 0.006667)" in line
+    assert "[0.750777, 0.873242] (Wilson score interval" in line
+
+
+def test_per_example_results_give_a_reproducible_bootstrap_interval(tmp_path: Path) -> None:
+    right = [1] * 371 + [0] * 29
+    random.Random(7).shuffle(right)
+    run = _run(tmp_path, {"acc": 371 / 400, "examples": 400, "per_example": right}, "evaluator.out")
+    terms = _terms(metric_source="evaluator:python3 score.py {run_dir}")
+    sample = read_sample(terms, run)
+    assert (sample.examples, sample.source, len(sample.per_example or ())) == (400, "evaluator", 400)
+    first = interval("0.9275", sample, "ab" * 32)
+    assert first is not None and first["method"] == "bootstrap"
+    assert first == interval("0.9275", sample, "ab" * 32)  # the same seed, the same bounds: anyone re-derives them
+    assert float(first["low"]) < 0.9275 < float(first["high"])
+    # binomial standard error at 0.9275 on 400 rows is 0.013: the bootstrap's 95% lies within about 2 of it
+    assert float(first["high"]) - float(first["low"]) == pytest.approx(2 * 1.96 * 0.01297, rel=0.15)
+    assert bootstrap((1.0,) * 5, "x") == ("1", "1")
+
+
+def test_per_example_results_that_do_not_add_up_to_the_metric_are_set_aside_and_said_so(tmp_path: Path) -> None:
+    terms = _terms(metric_source="evaluator:python3 score.py {run_dir}")
+    # the claimed results average 0.5, the metric says 0.9: a claim compared, not adopted
+    lying = read_sample(
+        terms, _run(tmp_path, {"acc": 0.9, "examples": 4, "per_example": [1, 0, 1, 0]}, "evaluator.out")
+    )
+    assert (
+        lying.per_example is None and lying.caveat == "the per-example results do not average to the metric: not used"
+    )
+    assert interval("0.9", lying, "s") == {
+        "method": "wilson",
+        "level": "0.95",
+        **dict(zip(("low", "high"), wilson(0.9, 4), strict=True)),
+    }
+    short = read_sample(_terms(eval_examples=10), _run(tmp_path, {"acc": 0.5, "per_example": [1, 0]}))
+    assert short.per_example is None and "2 per-example results for 10 examples: not used" in (short.caveat or "")
+    differs = read_sample(_terms(eval_examples=150), _run(tmp_path, {"acc": 0.5, "examples": 120}))
+    assert differs.examples == 150
+    assert "the attempt counted 120 examples where the contract declares 150" in (differs.caveat or "")
+
+
+def test_without_a_sample_size_or_for_a_loss_there_is_no_interval_in_words(tmp_path: Path) -> None:
+    unknown = read_sample(_terms(), _run(tmp_path, {"acc": 0.8}))
+    assert (unknown.examples, interval("0.8", unknown, "s")) == (None, None)
+    assert describe(None, None, None, None) == (
+        "sample size unknown (declare `eval_examples` in the contract, or have the evaluator print `examples`);"
+        " no interval: the sample size is unknown"
+    )
+    loss = read_sample(_terms(mode="min", eval_examples=500), _run(tmp_path, {"acc": 2.3}))
+    assert interval("2.3", loss, "s") is None
+    assert "no interval: the metric is not a share in [0, 1]" in describe(500, "contract", None, None)
+
+
+def _v2(**overrides: object) -> dict[str, object]:
+    metric = {"name": "acc", "mode": "max", "value": "0.82"}
+    identity: dict[str, object] = {
+        "kind": "champion", "version": 2, "researcher": "r0", "contract_digest": "55" * 32, "commit": "a1" * 20,
+        "attempt_digest": "88" * 32, "metric": metric, "trials": 6, "team_trials": 20, "ledger_head": "99" * 32,
+        "ledger_length": 40, "replications": [], "examples": 150, "examples_source": "contract",
+        "interval": {"method": "wilson", "level": "0.95", "low": "0.750777", "high": "0.873242"},
+    }  # fmt: skip
+    return identity | overrides
+
+
+def test_a_champion_record_whose_team_count_or_interval_does_not_follow_is_refused() -> None:
+    assert ChampionManifest.model_validate(validate_identity(_v2())).team_trials == 20
+    for bad, why in (
+        (_v2(team_trials=5), "team_trials"),  # fewer than the researcher's own
+        (_v2(team_trials=41), "team_trials"),  # more than the ledger holds
+        ({k: v for k, v in _v2().items() if k != "team_trials"}, "team_trials"),
+        (_v2(interval={"method": "wilson", "level": "0.95", "low": "0.79", "high": "0.873242"}), "Wilson bounds"),
+        (_v2(examples_source=None), "come together"),
+        (_v2(version=1), "version 2 fields"),
+    ):
+        with pytest.raises(BadInput, match=why):
+            validate_identity({k: v for k, v in bad.items() if v is not None})
