@@ -161,6 +161,9 @@ def test_the_lineage_tree_and_the_metric_chart_come_from_the_chain_and_matching_
     attempts = _ledger(world)
     assert tree == [a["commit"] for a in attempts if a["kept"]]  # the champion chain, baseline first
     assert tree[-1] == world["report"]["researchers"]["r0"]["champion"]
+    # the ledger heads' own records are counted apart from the attempts', never drawn as attempts
+    assert f"{len(tree)} lineage record" in page and " ledger checkpoint" in page
+    assert "rows (block" in page.split(" ledger checkpoint")[1].split("</p>")[0]
     circles = [a["class"] for tag, a in nodes.elements if tag == "circle"]
     assert circles.count("matches") == len(tree) and circles.count("claimed") == 12 - len(tree)
     assert "differs" not in circles and [tag for tag, _ in nodes.elements].count("polyline") == 1

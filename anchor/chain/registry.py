@@ -188,18 +188,37 @@ class Registry:
             raw = scan_logs(self.rpc, self.address, topics, self.from_block, block, stop=bool if one else None)
         out = []
         for log in raw:
-            a = event.args(log)
-            who = a["researcher"]
-            fields = (commit, a["parent"], a["diffHash"], a["metricHash"], a["kept"])
-            check = (who, *fields, a["timestamp"]) if self.researcher_bound else (*fields, who, a["timestamp"])
-            if self._call("verifyLineage", *check, block=block)[0]:
-                out.append(LineageRecord(
-                    _hex(commit), _hex(a["parent"]), _hex(a["diffHash"]), _hex(a["metricHash"]), bool(a["kept"]),
-                    who, int(a["timestamp"]), str(log["transactionHash"]), int(str(log["blockNumber"]), 16),
-                ))  # fmt: skip
+            record = self._verified(log, block)
+            if record is not None:
+                out.append(record)
                 if first_only:
                     break
         return out
+
+    def lineages_by_parent(self, parent: bytes) -> list[LineageRecord]:
+        """Every verified lineage record whose parent is `parent`, oldest first, by anyone (the caller
+        decides whose it trusts): the parent is an indexed topic, so the walk reads only those events."""
+        block = self.checked_block()
+        event = self.abi.events["LineageAnchored"]
+        topics: list[str | None] = (
+            [event.topic, None, None, "0x" + parent.hex()] if self.researcher_bound  # v2: researcher, commit, parent
+            else [event.topic, None, "0x" + parent.hex()]  # v1: commit, parent, researcher
+        )  # fmt: skip
+        raw = scan_logs(self.rpc, self.address, topics, self.from_block, block)
+        return [r for r in (self._verified(log, block) for log in raw) if r is not None]
+
+    def _verified(self, log: dict[str, Any], block: int) -> LineageRecord | None:
+        """The record one LineageAnchored log stands for, if the stored commitment confirms it."""
+        a = self.abi.events["LineageAnchored"].args(log)
+        who = a["researcher"]
+        fields = (bytes(a["commit"]), a["parent"], a["diffHash"], a["metricHash"], a["kept"])
+        check = (who, *fields, a["timestamp"]) if self.researcher_bound else (*fields, who, a["timestamp"])
+        if not self._call("verifyLineage", *check, block=block)[0]:
+            return None
+        return LineageRecord(
+            _hex(fields[0]), _hex(a["parent"]), _hex(a["diffHash"]), _hex(a["metricHash"]), bool(a["kept"]),
+            who, int(a["timestamp"]), str(log["transactionHash"]), int(str(log["blockNumber"]), 16),
+        )  # fmt: skip
 
     def lineage_commits(self, researcher: str | None = None) -> set[str]:
         """Every commit (SHA-1 as 40 hex, SHA-256 as 64) with a lineage event, by `researcher` if given:

@@ -404,6 +404,47 @@ def _uncertainty_holds(terms: Any, work: Path, record: Any, entries: list[dict[s
                        f" rows hold {team} attempts", detail={"field": "team_trials", "record": str(path)})  # fmt: skip
 
 
+def _address(text: str) -> str:
+    import re
+
+    from anchor.errors import BadInput
+
+    if not re.fullmatch(r"0x[0-9a-fA-F]{40}", text.strip()):
+        raise BadInput(f"--researcher-address {text!r}: expected 0x and 40 hex digits",
+                       detail={"field": "researcher_address"})  # fmt: skip
+    return text.strip().lower()
+
+
+def _chain_heads(ledger: Any, work: Path, settings: Any, given: list[str]) -> Any:
+    """The ledger's checkpoint records found on chain by its contract digest (the entries' and the
+    pinned contract's: a ledger rewritten under another digest is still looked up under the pinned
+    one), compared with the ledger; see anchor.research.checkpoints."""
+    from anchor.errors import NotDeployed
+    from anchor.research.anchoring import contract_digest
+    from anchor.research.checkpoints import ChainHeads, check_chain_heads, trusted_addresses
+
+    if not settings.rpc_url:  # the local chain: no registry recorded here (a --no-anchor search), no record
+        from anchor.chain.deployment import load_deployment
+        from anchor.chain.node import LOCAL_CHAIN_ID
+
+        try:
+            load_deployment(settings.data_dir, LOCAL_CHAIN_ID)
+        except NotDeployed:
+            return ChainHeads(0, 0, None, None, tuple(given), ())
+    trusted = trusted_addresses(settings, given)
+    digests = {e["contract_digest"] for e in ledger.entries()[:1] if "contract_digest" in e}
+    if (work / "contract.toml").is_file():
+        digests.add(contract_digest(work / "contract.toml"))
+    try:
+        found = [check_chain_heads(ledger, settings, digest, trusted) for digest in sorted(digests)]
+    except NotDeployed:  # no registry on this chain: no record can be there
+        found = []
+    best = max(found, key=lambda f: f.length, default=ChainHeads(0, 0, None, None, tuple(sorted(trusted)), ()))
+    return ChainHeads(sum(f.checkpoints for f in found), best.length, best.block, best.anchored_at, best.trusted,
+                      tuple(sorted({a for f in found for a in f.others})),
+                      tuple(sorted({g for f in found for g in f.other_ledgers})))  # fmt: skip
+
+
 def _one_contract(entries: list[dict[str, Any]], where: object) -> None:
     """A ledger is scored under one pre-registered contract: rows under a second digest (its pinned
     copy edited mid-search, the direction of the metric turned round) make its values incomparable,
@@ -552,11 +593,19 @@ def verify(
             help="Audit only this researcher's commits and evidence (a shared ledger: each host has its own run dirs).",
         ),
     ] = None,
+    researcher_address: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option(
+            "--researcher-address",
+            help="An address whose checkpoint records on chain bind this ledger (repeat; default: the keys set here).",
+        ),
+    ] = None,
     json: JsonFlag = False,
 ) -> None:
     """Check the ledger's hash chain, every ledger head anchored at a checkpoint (read back from the
-    chain), every measured commit and its diff, and every attempt's evidence with its metric re-read:
-    an edited, deleted, reordered or dropped entry, a collected commit or an edited run file is named (exit 4)."""
+    chain, from the proof files and, without them, from the checkpoint records found on chain), every
+    measured commit and its diff, and every attempt's evidence with its metric re-read: an edited,
+    deleted, reordered or dropped entry, a collected commit or an edited run file is named (exit 4)."""
     from dataclasses import asdict
 
     from anchor.research.audit import audit
@@ -566,7 +615,10 @@ def verify(
     result = ledger.verify()
     path = ledger.where
     _one_contract(ledger.entries(), path)
-    heads = check_anchored_heads(ledger, ctx.find_root().obj["settings"])
+    settings = ctx.find_root().obj["settings"]
+    heads = check_anchored_heads(ledger, settings)
+    found = _chain_heads(ledger, work, settings, [_address(a) for a in researcher_address or ()])
+    result_first = ledger.rows()[0]["digest"] if result["entries"] else ""
     attempts = ledger.entries()
     mine = attempts if researcher is None else [e for e in attempts if e["researcher"] == researcher]
     if researcher is not None and not mine:
@@ -582,8 +634,24 @@ def verify(
             f"  on chain: {heads.checkpoints} anchored checkpoints agree; entries 0..{heads.length - 1} were"
             f" anchored by block {heads.block} ({heads.anchored_at})"
         )
-    else:
-        lines.append("  on chain: no anchored checkpoint yet: the ledger was checked against itself only")
+    if found.checkpoints:
+        lines.append(
+            f"  on chain, found by the contract digest (no proof file needed): {found.checkpoints} checkpoint"
+            f" records by {', '.join(found.trusted)} agree; entries 0..{found.length - 1} by block {found.block}"
+        )
+    if found.others:
+        lines.append(f"  ignored: checkpoint records for this contract by addresses not trusted here:"
+                     f" {', '.join(found.others)} (trust one with --researcher-address)")  # fmt: skip
+    if not heads.checkpoints and not found.checkpoints:
+        lines.append(
+            "  on chain: no anchored checkpoint (no proof file, no record by "
+            + (", ".join(found.trusted) or "a trusted address")
+            + "): the ledger was checked against itself only"
+        )
+    if found.other_ledgers:  # a ledger rewritten from its first row is one of these, not this one
+        lines.append("  other ledgers of this contract have checkpoints on chain by these addresses: "
+                     + ", ".join(f"first row {g[:16]}… ({n} entries)" for g, n in found.other_ledgers)
+                     + f"; this ledger's first row is {result_first[:16]}…")  # fmt: skip
     whose = "" if researcher is None else f" (researcher {researcher})"
     lines.append(
         f"  commits{whose}: {checked.commits} found with the ledgered diff in"
@@ -596,7 +664,7 @@ def verify(
     if finals:
         lines.append(f"  final runs: {finals} champion replication and holdout run dirs re-hashed, metrics re-read")
     data = {"ledger": str(path), **result, "anchored": asdict(heads) if heads.checkpoints else None,
-            "audit": asdict(checked), "final_runs": finals}  # fmt: skip
+            "checkpoint_records": asdict(found), "audit": asdict(checked), "final_runs": finals}  # fmt: skip
     emit(ctx, json, data, lines)
 
 
@@ -613,12 +681,15 @@ def report(ctx: typer.Context, workdir: WorkdirOpt = None, json: JsonFlag = Fals
     data, lines = summarise(ledger.entries())
     _final_numbers(work, data, lines, ledger.entries())
     try:
-        heads = check_anchored_heads(ledger, ctx.find_root().obj["settings"])
+        settings = ctx.find_root().obj["settings"]
+        heads = check_anchored_heads(ledger, settings)
+        found = _chain_heads(ledger, work, settings, [])  # the checkpoint records: no proof file needed
+        longest = heads if heads.length >= found.length else found
         # heads count rows (attempts and their traces); a trial is an attempt row among them
-        data["anchored_trials"] = sum(1 for row in ledger.rows()[: heads.length] if is_attempt(row))
+        data["anchored_trials"] = sum(1 for row in ledger.rows()[: longest.length] if is_attempt(row))
         lines.append(
             f"{count(len(ledger.entries()), 'trial')}, of which {data['anchored_trials']} anchored"
-            + (f" up to block {heads.block} ({heads.anchored_at})" if heads.block is not None else "")
+            + (f" up to block {longest.block} ({longest.anchored_at})" if longest.block is not None else "")
         )
     except ChainUnreachable:
         data["anchored_trials"] = None

@@ -22,8 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from anchor.errors import BadInput
+from anchor.manifest.onchain import LEDGER_TAG
 
 SCHEMA_VERSION = 1
+CHECKPOINT = "0x" + LEDGER_TAG.hex()
+"""The diff_hash of a research ledger checkpoint's record, as stored here."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -131,15 +134,26 @@ class IndexStore:
         """Researchers, the most recently active first (`limit` of them from `offset`; -1: all), or the
         one with `address`. Pages are bounded: anyone can make researchers (a fresh key each)."""
         return self._all(
-            "SELECT researcher, count(*) AS attempts, sum(kept) AS kept, min(block) AS first_block,"
+            "SELECT researcher, sum(diff_hash != ?) AS attempts, sum(kept) AS kept, min(block) AS first_block,"
             " max(block) AS last_block FROM lineage WHERE (? IS NULL OR researcher = ?) GROUP BY researcher"
             " ORDER BY max(block) DESC, researcher LIMIT ? OFFSET ?",
-            address, address, limit, offset,
+            CHECKPOINT, address, address, limit, offset,
         )  # fmt: skip
 
     def attempts(self, researcher: str) -> list[dict[str, Any]]:
-        """A researcher's records in the order the chain holds them: the trial order."""
-        return self._all("SELECT * FROM lineage WHERE researcher = ? ORDER BY block, log_index", researcher.lower())
+        """A researcher's attempt records in the order the chain holds them: the trial order (its ledger
+        checkpoints' records are apart: `checkpoints`)."""
+        return self._all(
+            "SELECT * FROM lineage WHERE researcher = ? AND diff_hash != ? ORDER BY block, log_index",
+            researcher.lower(), CHECKPOINT,
+        )  # fmt: skip
+
+    def checkpoints(self, researcher: str) -> list[dict[str, Any]]:
+        """A researcher's ledger checkpoint records (anchor.research.checkpoints), oldest first."""
+        return self._all(
+            "SELECT * FROM lineage WHERE researcher = ? AND diff_hash = ? ORDER BY block, log_index",
+            researcher.lower(), CHECKPOINT,
+        )  # fmt: skip
 
     def lineage_of(self, commit: str, limit: int = -1, offset: int = 0) -> list[dict[str, Any]]:
         """The records of `commit` (one per researcher on v2), first anchored first; `limit` from `offset`."""

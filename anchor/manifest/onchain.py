@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 from anchor.errors import BadInput
+from anchor.manifest.keccak import keccak256
+
+LEDGER_TAG = keccak256(b"anchor ledger checkpoint v1")
+"""The diffHash of a research ledger checkpoint's lineage record (anchor.research.checkpoints): what
+tells it from an attempt's record, whose diffHash is the BLAKE3 of a diff."""
 
 
 def parse_hex32(text: str, field: str, error: type[BadInput] = BadInput) -> bytes:

@@ -11,7 +11,7 @@ from anchor.errors import Tampered
 from anchor.files import private_dir
 from anchor.manifest.attempt import AttemptManifest
 from anchor.manifest.filetree import hash_tree
-from anchor.manifest.onchain import commit_key
+from anchor.manifest.onchain import LEDGER_TAG, commit_key
 from anchor.research.ledger import AnyLedger, is_attempt
 from anchor.settings.session import Settings
 
@@ -116,6 +116,9 @@ def anchor_search(
             )  # fmt: skip
             signed = None if researcher is None else sign_record(researcher, service.registry, *fields)
             service.runner.open_lineage(*fields, signed=signed)
+        for fields in _checkpoint_records(rows, verified):  # found on chain even without the proof file
+            signed = None if researcher is None else sign_record(researcher, service.registry, *fields)
+            service.runner.open_lineage(*fields, signed=signed)
         if flush:
             service.flush()
     finally:
@@ -165,9 +168,32 @@ def anchor_search_through(ledger: AnyLedger, services: Any, since: int = 0) -> d
                   bytes.fromhex(e["metric_hash"]), True)  # fmt: skip
         for service in services:
             relay_lineage(service, researcher, fields)
+    for fields in _checkpoint_records(rows, verified):
+        for service in services:
+            relay_lineage(service, researcher, fields)
     return {"attempts": len(entries), "kept": len(kept), "ledger_head": verified["head"],
             "ledger_length": verified["entries"], "researcher": researcher.address,
             "services": [s.url for s in services]}  # fmt: skip
+
+
+def checkpoint_record(
+    head: str, length: int, contract_digest: str, genesis: str
+) -> tuple[bytes, bytes, bytes, bytes, bool]:
+    """(commit, parent, diffHash, metricHash, kept) of the lineage record of one ledger head; `genesis`
+    is the digest of the ledger's first row."""
+    which = bytes.fromhex(genesis)[:24] + length.to_bytes(8, "big")
+    return bytes.fromhex(head), bytes.fromhex(contract_digest), LEDGER_TAG, which, False
+
+
+def _checkpoint_records(
+    rows: list[dict[str, Any]], verified: dict[str, Any]
+) -> list[tuple[bytes, bytes, bytes, bytes, bool]]:
+    """The ledger head's own lineage record (anchor.research.checkpoints), once the ledger has an
+    attempt to name its contract."""
+    contract = next((e["contract_digest"] for e in rows if is_attempt(e) and "contract_digest" in e), None)
+    if contract is None:
+        return []
+    return [checkpoint_record(verified["head"], verified["entries"], contract, rows[0]["digest"])]
 
 
 def anchor_champions(settings: Settings, workdir: Path, services: Any = None) -> list[Path]:

@@ -8,17 +8,29 @@ while the search runs: after every `every` attempts, after `every_s` seconds, an
 `<workdir>/checkpoints/`. `research verify` reads every one of them back from the chain and refuses a
 local ledger that is shorter than an anchored head, or whose entry at that head's seq differs.
 
-What it cannot do: find a head whose proof file was deleted (the chain holds the root, but only the
-proof says what is under it). Keep or publish the checkpoint proofs, as with any proof.
+A head whose proof file was deleted is still found: each checkpoint also writes a lineage record of
+the ledger (`anchoring.checkpoint_record`: commit = the head digest, parent = the contract digest, diffHash =
+LEDGER_TAG, metricHash = the first 24 bytes of the ledger's first row digest, then the length as 8
+bytes), under the researcher's address (its own key, relayed, or the signing key). Its parent is
+an indexed topic of the event, so `research verify` finds every checkpoint of a contract from the
+chain alone (bounded log windows from the deployment block), and compares the ledger with those
+written by addresses it trusts (`--researcher-address`, the keys configured here); records by other
+addresses are listed, never trusted: anyone can write a record whose parent is a public contract
+digest. The first row tells two searches under one contract apart. A ledger rewritten from its first
+row on is another ledger with no checkpoint of its own: verify then lists the ledgers of the contract
+it did find, with their lengths, for the reader to compare (it cannot tell such a rewrite from a
+second search of the same contract).
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from anchor.errors import BadInput, Tampered
+from anchor.manifest.onchain import LEDGER_TAG
 from anchor.research.ledger import AnyLedger
 from anchor.settings.session import Settings
 
@@ -110,19 +122,90 @@ def check_anchored_heads(ledger: AnyLedger, settings: Settings) -> AnchoredHeads
         root = check_proof_consistency(proof)
         verdict = verify_proof_on_chain(proof, root, settings, files=0)
         length, head = int(proof.manifest["length"]), str(proof.manifest["head"])
-        when = f"block {verdict.anchored_block}, {verdict.anchored_at}"
-        if len(entries) < length:
-            raise Tampered(
-                f"{ledger.where}: {len(entries)} entries, but a head of {length} entries was anchored ({when}):"
-                f" seq {len(entries)} to {length - 1} are missing",
-                detail={"seq": len(entries), "anchored_length": length, "anchored_block": verdict.anchored_block},
-            )
-        if entries[length - 1]["digest"] != head:
-            raise Tampered(
-                f"{ledger.where}: the entry at seq {length - 1}, or one before it, is not the one anchored ({when}):"
-                " entries were removed, reordered or rewritten",
-                detail={"seq": length - 1, "anchored_length": length, "anchored_block": verdict.anchored_block},
-            )
+        _hold(ledger.where, entries, length, head, verdict.anchored_block, f"anchored ({verdict.anchored_at})")
         if length > best[0]:
             best = (length, verdict.anchored_block, verdict.anchored_at)
     return AnchoredHeads(len(proofs), *best)
+
+
+def _hold(where: str, entries: list[dict[str, Any]], length: int, head: str, block: int | None, said: str) -> None:
+    """The ledger holds the anchored head (`length` rows, the last one `head`), or `Tampered` naming the
+    first seq that cannot be the anchored one."""
+    if len(entries) < length:
+        raise Tampered(
+            f"{where}: {len(entries)} entries, but a head of {length} entries is {said}, block {block}:"
+            f" seq {len(entries)} to {length - 1} are missing",
+            detail={"seq": len(entries), "anchored_length": length, "anchored_block": block},
+        )
+    if length == 0 or entries[length - 1]["digest"] != head:
+        raise Tampered(
+            f"{where}: the entry at seq {length - 1}, or one before it, is not the one {said}, block {block}:"
+            " entries were removed, reordered or rewritten",
+            detail={"seq": length - 1, "anchored_length": length, "anchored_block": block},
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ChainHeads:
+    checkpoints: int
+    """Checkpoint records by trusted addresses, read from the chain and matched."""
+    length: int
+    block: int | None
+    anchored_at: str | None
+    trusted: tuple[str, ...]
+    others: tuple[str, ...]
+    """Addresses that wrote checkpoint records for this contract and were not trusted (not compared)."""
+    other_ledgers: tuple[tuple[str, int], ...] = ()
+    """Other ledgers of this contract with trusted checkpoints: (first row digest prefix, longest head)."""
+
+
+def check_chain_heads(ledger: AnyLedger, settings: Settings, contract_digest: str, trusted: set[str]) -> ChainHeads:
+    """Find the ledger's checkpoint records on chain by its contract digest (no proof file needed)
+    and compare the ledger with every one written by a `trusted` address (lower-case hex).
+
+    Raises `Tampered` naming the first seq that cannot be the anchored one; `NotDeployed` and the
+    chain errors as they are."""
+    from datetime import UTC, datetime
+
+    from anchor.chain.open import open_chain, open_registry
+
+    handle = open_chain(settings)
+    registry = open_registry(settings, handle)
+    entries = ledger.rows()
+    genesis = entries[0]["digest"][:48] if entries else ""
+    best: tuple[int, int | None, str | None] = (0, None, None)
+    matched, others, elsewhere = 0, set(), dict[str, int]()
+    for record in registry.lineages_by_parent(bytes.fromhex(contract_digest)):
+        if record.diff_hash != "0x" + LEDGER_TAG.hex():
+            continue
+        if record.researcher.lower() not in trusted:
+            others.add(record.researcher)
+            continue
+        which, head = record.metric_hash.removeprefix("0x"), record.commit.removeprefix("0x")
+        length = int(which[48:], 16)
+        if which[:48] != genesis:
+            elsewhere[which[:48]] = max(length, elsewhere.get(which[:48], 0))
+            continue
+        when = datetime.fromtimestamp(record.timestamp, UTC).isoformat()
+        said = f"on chain ({when}, by {record.researcher}, found without a proof file)"
+        _hold(ledger.where, entries, length, head, record.block_number, said)
+        matched += 1
+        if length > best[0]:
+            best = (length, record.block_number, when)
+    return ChainHeads(matched, *best, tuple(sorted(trusted)), tuple(sorted(others)), tuple(sorted(elsewhere.items())))
+
+
+def trusted_addresses(settings: Settings, given: list[str]) -> set[str]:
+    """Whose checkpoint records bind this ledger: the addresses given, the researcher key and the
+    signing key configured here (whoever wrote the records when this host ran the search)."""
+    from anchor.chain.keys import load_researcher, load_signer
+    from anchor.chain.open import open_chain
+    from anchor.errors import AnchorError
+
+    out = {a.lower() for a in given}
+    researcher = load_researcher()
+    if researcher is not None:
+        out.add(researcher.address.lower())
+    with contextlib.suppress(AnchorError):  # no signing key for this chain: the addresses given, the researcher's
+        out.add(load_signer(open_chain(settings).chain_id, settings.keystore).address.lower())
+    return out

@@ -139,7 +139,8 @@ def metric_chart(claims: list[Any], records: dict[str, dict[str, Any]]) -> dict[
 async def researcher(address: Address, request: Request) -> HTMLResponse:
     who = address.lower()
     records = await run_in_threadpool(_read, request, lambda s: s.attempts(who))
-    if not records:
+    checkpoints = await run_in_threadpool(_read, request, lambda s: s.checkpoints(who))
+    if not records and not checkpoints:
         raise NotAnchored(f"no lineage record by {address} in this index", detail={"researcher": address})
     claims, names = _claims_of(request, records)
     by_commit = {r["commit_id"]: r for r in records}
@@ -150,7 +151,8 @@ async def researcher(address: Address, request: Request) -> HTMLResponse:
     return _show(
         "researcher.html", request, f"Researcher {address}", who=who, records=records, claimed=claimed,
         names=sorted(names), chart=metric_chart(claims, by_commit), children=children, roots=children.get("", []),
-        trials=len(claims),
+        trials=len(claims), checkpoints=checkpoints,
+        longest=max((int(c["metric_hash"][-16:], 16) for c in checkpoints), default=0),
     )  # fmt: skip
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -19,12 +20,14 @@ from anchor.chain.node import rpc_call
 from anchor.chain.open import open_chain, open_registry
 from anchor.errors import ExitCode
 from anchor.manifest.onchain import commit_key
+from anchor.research.checkpoints import LEDGER_TAG
 from tests.conftest import ANCHOR_BIN, Chain
 from tests.journal_helpers import assert_exactly_once, journal_value
 from tests.research.helpers import SCORE_IS_X, make_repo
 
 pytestmark = pytest.mark.sandbox  # runs attempts, proposers or evaluators as processes (bubblewrap)
 
+STRANGER_KEY = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d"  # anvil's second account
 LINEAGE_TOPIC = "0x" + keccak(b"LineageAnchored(address,bytes32,bytes32,bytes32,bytes32,bool,uint64)").hex()
 
 
@@ -66,8 +69,12 @@ def _lineage_matches_ledger(chain: Chain, entries: list[dict[str, Any]]) -> None
     logs = rpc_call(
         chain.node.rpc_url, "eth_getLogs", [{"address": address, "fromBlock": "0x0", "topics": [LINEAGE_TOPIC]}]
     )
+    assert isinstance(logs, list)
+    # the ledger heads' own records (diffHash = LEDGER_TAG, the first word of the data) are apart from them
+    attempts = [log for log in logs if not log["data"].removeprefix("0x").startswith(LEDGER_TAG.hex())]
+    assert len(logs) - len(attempts) >= 1  # at least the final head's
     # researchers cloned from one repository share the baseline commit: one record per distinct commit
-    assert isinstance(logs, list) and len(logs) == len({e["commit"] for e in entries if e["kept"]})
+    assert len(attempts) == len({e["commit"] for e in entries if e["kept"]})
 
 
 def test_editing_deleting_or_reordering_a_ledger_entry_is_named(fresh_chain: Chain, tmp_path: Path) -> None:
@@ -271,6 +278,52 @@ def test_a_ledger_rewritten_without_its_losers_reordered_or_truncated_is_caught_
 
     path.write_text(original)
     assert fresh_chain.cli("research", "verify").returncode == ExitCode.OK
+
+
+def test_a_trial_dropped_with_every_checkpoint_proof_deleted_is_caught_from_the_chain_alone(
+    fresh_chain: Chain, tmp_path: Path
+) -> None:
+    """Deleting `checkpoints/` together with rewriting the ledger (one losing trial dropped, the hash
+    chain recomputed) passed as "checked against itself only": the proofs were the only way to the
+    anchored heads. Each head now has its own lineage record, found by the contract digest (an
+    indexed topic), so verify names the rewrite without them. A record planted by a stranger for the
+    same contract is listed as not trusted, never compared: it cannot fail an honest ledger."""
+    from eth_account import Account
+
+    from anchor.chain.keys import Signer, load_signer
+    from anchor.research.anchoring import checkpoint_record, contract_digest
+
+    fresh_chain.cli("deploy", check=True)
+    repo, contract = _setup(tmp_path)
+    fresh_chain.cli("research", "run", "--repo", str(repo), "--contract", str(contract), "--max-attempts", "6",
+                    "--checkpoint-every", "2", check=True)  # fmt: skip
+    work = fresh_chain.data_dir / "research"
+    stranger = Signer(Account.from_key(STRANGER_KEY), "stranger")
+    registry = open_registry(fresh_chain.settings, open_chain(fresh_chain.settings, start_local=False))
+    digest = contract_digest(work / "contract.toml")
+    path, original = work / "ledger.jsonl", (work / "ledger.jsonl").read_text()
+    genesis = json.loads(original.splitlines()[0])["digest"]
+    registry.anchor_lineage(stranger, *checkpoint_record("ee" * 32, 3, digest, genesis))  # a lie about this search
+    # the same operator's second search of the same contract (another first row): another ledger, not a rewrite
+    registry.anchor_lineage(load_signer(31337), *checkpoint_record("dd" * 32, 40, digest, "0c" * 32))
+    shutil.rmtree(work / "checkpoints")
+    honest = fresh_chain.cli("--json", "research", "verify")
+    assert honest.returncode == ExitCode.OK, honest.stdout + honest.stderr
+    found = json.loads(honest.stdout)["checkpoint_records"]
+    assert found["checkpoints"] >= 3 and found["length"] == len(original.splitlines())
+    assert found["others"] == [stranger.address]  # listed, not trusted
+    assert found["other_ledgers"] == [["0c" * 24, 40]]
+    assert json.loads(honest.stdout)["anchored"] is None  # no proof file left: this was the chain alone
+
+    entries = [json.loads(line) for line in original.splitlines()]
+    loser = next(i for i, e in enumerate(entries) if e.get("kept") is False and "event" not in e)
+    path.write_text(_rewritten([e for i, e in enumerate(entries) if i not in (loser - 1, loser)]))  # and its trace
+    dropped = fresh_chain.cli("--json", "research", "verify")
+    assert dropped.returncode == ExitCode.TAMPERED, dropped.stdout
+    error = json.loads(dropped.stdout)["error"]
+    assert "found without a proof file" in error["message"] and error["detail"]["seq"] <= len(entries) - 2
+    typo = fresh_chain.cli("research", "verify", "--researcher-address", "0x123")
+    assert typo.returncode == ExitCode.BAD_INPUT and "expected 0x and 40 hex digits" in typo.stderr
 
 
 def test_the_evaluators_number_is_the_one_anchored_on_chain_not_the_agents(fresh_chain: Chain, tmp_path: Path) -> None:
