@@ -163,6 +163,8 @@ class ResearchAttempt(BaseModel):
     metric: dict[str, Any] | None
     partial: dict[str, Any] | None
     measured_by: dict[str, Any] | None
+    environment: dict[str, Any] | None
+    """Version 4 attempts: interpreter, lock, host or image, input digests (docs/manifest.md, "Environment")."""
     claims_differ: bool | None
     started_at: str | None
     duration_ms: int | None

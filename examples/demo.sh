@@ -29,7 +29,7 @@ step "research search: examples/research (tiny logistic regression, keep/reset l
 repo="$data/research-repo"
 if [ ! -d "$repo/.git" ]; then  # a fixed identity and date: the same repository on every machine
   mkdir -p "$repo"
-  cp "$here/research/train.py" "$here/research/params.json" "$repo/"
+  cp "$here/research/train.py" "$here/research/params.json" "$here/research/data.csv" "$repo/"
   export GIT_AUTHOR_NAME=anchor-demo GIT_AUTHOR_EMAIL=demo@anchor.invalid
   export GIT_COMMITTER_NAME=anchor-demo GIT_COMMITTER_EMAIL=demo@anchor.invalid
   export GIT_AUTHOR_DATE=2026-01-01T00:00:00Z GIT_COMMITTER_DATE=2026-01-01T00:00:00Z

@@ -268,7 +268,9 @@ def test_a_research_run_through_a_service_puts_lineage_on_chain_under_the_resear
     from tests.research.helpers import make_repo
 
     example = ROOT / "examples" / "research"
-    repo = make_repo(tmp_path / "repo", {name: (example / name).read_text() for name in ("train.py", "params.json")})
+    repo = make_repo(
+        tmp_path / "repo", {name: (example / name).read_text() for name in ("train.py", "params.json", "data.csv")}
+    )
     researcher = Account.create()
     client = {**_client(tmp_path), "ANCHOR_RESEARCHER_KEY": researcher.key.hex(), "ANCHOR_UPGRADE_WAIT_S": "60"}
     with local_service(tmp_path, tokens=_hash(TOKEN, "submit+relay"), flush=True) as service:

@@ -121,12 +121,14 @@ def test_attempt_page_shows_the_lineage_record_read_on_chain(site: dict[str, Any
     # its code.diff, shown (escaped) because it still hashes to the diff digest its ledger row binds
     assert [tag for tag, attrs in page.elements if tag == "pre" and attrs.get("class") == "diff"] == ["pre"]
     assert "params.json" in text and "measured by" in text
+    assert "environment" in text and "CPython 3." in text and "lock (installed distributions)" in text  # version 4
 
 
 def test_a_researchers_kept_attempts_are_listed_for_the_team(site: dict[str, Any]) -> None:
     with urllib.request.urlopen(f"{site['url']}/v1/research/r0/attempts?kept=true") as answer:  # noqa: S310
         kept = json.loads(answer.read())
     assert kept["total"] >= 2 and all(a["kept"] for a in kept["attempts"])
+    assert all(a["environment"]["interpreter"].startswith("CPython 3.") for a in kept["attempts"])
     assert kept["attempts"][-1]["commit"] == site["champion"]
     lineage = render(f"{site['url']}/explorer/lineage/{site['champion']}", site["dir"] / "lineage-table.png")
     rows = [attrs for tag, attrs in lineage.elements if tag == "table" and attrs.get("class") == "researchers"]

@@ -301,7 +301,8 @@ def _sandbox(repo: Path, terms: Any, settings: Any, work: Path) -> Any:
     if settings.keystore is not None:
         keystores.append(settings.keystore)
     holdout = terms.hidden_data(repo.resolve())
-    return Sandbox.find(repo, terms.editable, (settings.data_dir, work, *keystores), holdout, terms.pass_env)
+    inputs = tuple(path for _, path in terms.input_paths(repo))
+    return Sandbox.find(repo, terms.editable, (settings.data_dir, work, *keystores), holdout, terms.pass_env, inputs)
 
 
 def _check_researcher(researcher: str) -> None:
@@ -663,6 +664,12 @@ def verify(
     )
     if finals:
         lines.append(f"  final runs: {finals} champion replication and holdout run dirs re-hashed, metrics re-read")
+    import json as jsonlib
+
+    bound = [jsonlib.dumps(e["environment"], sort_keys=True) for e in mine if "environment" in e]
+    if bound:  # each rebuilt into its attempt manifest by the audit: bound, not claimed
+        lines.append(f"  environment: bound by {len(bound)} attempts, {count(len(set(bound)), 'distinct one')}"
+                     " (`anchor research report` names each change)")  # fmt: skip
     data = {"ledger": str(path), **result, "anchored": asdict(heads) if heads.checkpoints else None,
             "checkpoint_records": asdict(found), "audit": asdict(checked), "final_runs": finals}  # fmt: skip
     emit(ctx, json, data, lines)

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from anchor.errors import BadInput
+from anchor.manifest.environment import Environment
 from anchor.manifest.identity import HasIdentity
 
 HEX64 = r"^[0-9a-f]{64}$"
@@ -97,9 +98,10 @@ class AttemptManifest(HasIdentity, BaseModel):
     model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     kind: Literal["attempt"] = "attempt"
-    version: Literal[1, 2, 3] = 1
+    version: Literal[1, 2, 3, 4] = 1
     """2 binds the evidence and how the attempt ran; 3 also what measured it (`measured_by`), a timed-out
-    attempt's last number (`partial`) and the `interrupted` status; 1 (ledgers from before) has none."""
+    attempt's last number (`partial`) and the `interrupted` status; 4 also the environment it ran in
+    (`environment`); 1 (ledgers from before) has none."""
     commit: str = Field(pattern=COMMIT)
     parent: str = Field(pattern=COMMIT)
     diff_blake3: str = Field(pattern=HEX64)
@@ -118,13 +120,17 @@ class AttemptManifest(HasIdentity, BaseModel):
     partial: Metric | None = None
     """Version 3, timed_out only: the last value the attempt wrote before its deadline; never kept, and
     not the metric (the metric hash on chain stays the zero hash)."""
+    environment: Environment | None = None
+    """Version 4: interpreter, lock, host or image, and the contract's inputs (anchor.manifest.environment)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> AttemptManifest:
         if (self.version >= 2) != (self.evidence is not None) or (self.version >= 2) != (self.sandbox is not None):
-            raise ValueError("versions 2 and 3 have evidence and sandbox; version 1 has neither")
-        if (self.version == 3) != (self.measured_by is not None):
-            raise ValueError("version 3, and only version 3, has measured_by")
+            raise ValueError("versions 2 to 4 have evidence and sandbox; version 1 has neither")
+        if (self.version >= 3) != (self.measured_by is not None):
+            raise ValueError("versions 3 and 4, and only they, have measured_by")
+        if (self.version == 4) != (self.environment is not None):
+            raise ValueError("version 4, and only version 4, has environment")
         if self.version < 3 and self.status == "interrupted":
             raise ValueError("the interrupted status is version 3")
         if self.partial is not None and self.status != "timed_out":

@@ -13,7 +13,8 @@ decoding: a manifest whose statistics do not follow from its values is refused.
 
 Version 2 adds what the figure's honesty needs beside it: `team_trials` (every researcher's measured
 attempts in the shared ledger, not one researcher's), the evaluation set's size `examples` with its
-source, and a 95% `interval` for the champion's metric with its method (anchor.research.uncertainty).
+source, a 95% `interval` for the champion's metric with its method (anchor.research.uncertainty), and
+the `environment` the final runs ran in (anchor.manifest.environment).
 A Wilson interval is recomputed on decoding; a bootstrap one by `research verify`, from the bound run
 dir of the champion's attempt.
 """
@@ -28,6 +29,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from anchor.manifest.attempt import COMMIT, HEX64, Metric, canonical_decimal
+from anchor.manifest.environment import Environment
 from anchor.manifest.identity import HasIdentity
 
 MAX_REPLICATIONS = 50
@@ -124,17 +126,21 @@ class ChampionManifest(HasIdentity, BaseModel):
     examples_source: Literal["contract", "evaluator", "attempt"] | None = None
     interval: Interval | None = None
     """Version 2: a 95% interval of `metric`, when one can be given."""
+    environment: Environment | None = None
+    """Version 2, required: where the replications and the holdout ran (anchor.manifest.environment)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> ChampionManifest:
         if self.trials > self.ledger_length:
             raise ValueError(f"trials ({self.trials}) exceed the ledger's length ({self.ledger_length})")
-        added = (self.team_trials, self.examples, self.examples_source, self.interval)
+        added = (self.team_trials, self.examples, self.examples_source, self.interval, self.environment)
         if self.version == 1 and any(v is not None for v in added):
-            raise ValueError("team_trials, examples, examples_source and interval are version 2 fields")
+            raise ValueError("team_trials, examples, examples_source, interval and environment are version 2 fields")
         if self.version == 2:
             if self.team_trials is None or not self.trials <= self.team_trials <= self.ledger_length:
                 raise ValueError("team_trials: required, between trials and ledger_length")
+            if self.environment is None:
+                raise ValueError("environment: required in version 2")
             if (self.examples is None) != (self.examples_source is None):
                 raise ValueError("examples and examples_source come together")
             if self.interval is not None and self.interval.method == "wilson":

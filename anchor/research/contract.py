@@ -42,6 +42,14 @@ class AttemptContract(BaseModel):
         default=(), description="the evaluator's own files (repo-relative or absolute, never editable), digested"
     )
     evaluator_timeout_minutes: float = Field(default=10.0, gt=0, le=24 * 60)
+    inputs: tuple[str, ...] = Field(
+        default=(), max_length=256,
+        description="data paths (repo-relative or absolute) the measurement reads: each record binds their digests",
+    )  # fmt: skip
+    lockfile: str | None = Field(
+        default=None, min_length=1, max_length=256,
+        description="the repo-relative lockfile records bind (default: the interpreter's `pip freeze --all`)",
+    )  # fmt: skip
     eval_examples: int | None = Field(
         default=None, ge=1, le=10**9, description="the evaluation set's size: the metric's sample size, pre-registered"
     )
@@ -69,7 +77,7 @@ class AttemptContract(BaseModel):
                 raise ValueError(f"{name}: Anchor's own settings and secrets never reach the code under measurement")
         return names
 
-    @field_validator("holdout_data")
+    @field_validator("holdout_data", "inputs")
     @classmethod
     def _hidden(cls, paths: tuple[str, ...]) -> tuple[str, ...]:
         for path in paths:
@@ -84,6 +92,18 @@ class AttemptContract(BaseModel):
         from anchor.research.metrics import check_source
 
         return check_source(source)
+
+    @field_validator("lockfile")
+    @classmethod
+    def _lockfile(cls, path: str | None) -> str | None:
+        parts = (path or "x").split("/")
+        if path is not None and (path.startswith("/") or any(p in ("", ".", "..") for p in parts)):
+            raise ValueError(f"{path!r} is not a relative path inside the repository")
+        return path
+
+    def input_paths(self, repo: Path) -> tuple[tuple[str, Path], ...]:
+        """Each declared input as (the contract's text, the path it names), sorted by the text."""
+        return tuple((p, Path(p) if p.startswith("/") else repo / p) for p in sorted(set(self.inputs)))
 
     @model_validator(mode="after")
     def _evaluator_apart(self) -> AttemptContract:

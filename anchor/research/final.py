@@ -85,6 +85,7 @@ def evaluate_champion(search: Search, holdout_box: Sandbox | None) -> ChampionMa
     manifest = ChampionManifest.build(
         **honest,
         team_trials=sum(1 for e in search.ledger.entries() if e["seq"] < length),  # every researcher's, at the head
+        environment=search.environment(),
         researcher=search.researcher,
         contract_digest=search.contract_digest,
         commit=champion["commit"],

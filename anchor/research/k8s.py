@@ -139,6 +139,7 @@ def render_job(spec: JobSpec) -> list[dict[str, Any]]:
     ]
     if spec.rpc_url:
         env.append({"name": "ANCHOR_RPC_URL", "value": spec.rpc_url})
+    env.append({"name": "ANCHOR_IMAGE", "value": spec.image})  # every record binds the image it ran in
     keys = [token_env(spec.token_secret),
             {"name": "ANCHOR_RESEARCHER_KEY",
              "valueFrom": {"secretKeyRef": {"name": spec.researcher_secret, "key": "key"}}}]  # fmt: skip

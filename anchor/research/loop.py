@@ -110,6 +110,10 @@ class Search:
         self.researcher, self.limits, self.on_entry = researcher, limits, on_entry
         self.sandbox = sandbox
         """Where attempts run (anchor.research.sandbox); None: unconfined, recorded as such per entry."""
+        from anchor.research.environment import Capture
+
+        self.environment = Capture(contract, repo.path)
+        """What each record binds of where it ran (anchor.manifest.environment); refuses missing inputs now."""
 
     # ------------------------------------------------------------------ state from the ledger
 
@@ -247,11 +251,11 @@ class Search:
             parent, commit = trace["parent"], trace["commit"]
             diff = b"" if parent == NO_PARENT else self.repo.diff(parent, commit, self.contract.editable)
             manifest = AttemptManifest.build(
-                version=3, commit=trace["commit"], parent=trace["parent"], diff_blake3=blake3.blake3(diff).hexdigest(),
+                version=4, commit=trace["commit"], parent=trace["parent"], diff_blake3=blake3.blake3(diff).hexdigest(),
                 metric=None, kept=False, status="interrupted", researcher=self.researcher,
                 contract_digest=self.contract_digest, evidence=sealed.manifest.digest.hex(),
                 sandbox="none" if self.sandbox is None else "bubblewrap",
-                measured_by=measured_by(self.contract, self.repo.path),
+                measured_by=measured_by(self.contract, self.repo.path), environment=self.environment(),
             )  # fmt: skip
             entry = self.ledger.append({
                 **manifest.identity(), "attempt_digest": manifest.digest.hex(), "started_seq": trace["seq"],
@@ -295,6 +299,7 @@ class Search:
             "event": STARTED, "commit": commit, "parent": parent, "researcher": self.researcher,
             "contract_digest": self.contract_digest, "started_at": _now(),
         })  # fmt: skip
+        environment = self.environment()  # the inputs as the command finds them, hashed before it runs
         result = run_command(
             self.contract.render(run_dir, run_name),
             self.repo.path,
@@ -322,7 +327,7 @@ class Search:
             or is_better(metric.value, champion["metric"]["value"], self.contract.mode, self.contract.min_improvement)
         )
         manifest = AttemptManifest.build(
-            version=3,
+            version=4,
             commit=commit,
             parent=parent,
             diff_blake3=blake3.blake3(diff).hexdigest(),
@@ -335,6 +340,7 @@ class Search:
             sandbox="none" if self.sandbox is None else "bubblewrap",
             measured_by=measured_by(self.contract, self.repo.path),
             partial=partial,
+            environment=environment,
         )
         claims = read_claims(run_dir, self.contract.metric_source, self.contract.metric)
         claimed = None if claims is None else claims.get(self.contract.metric)

@@ -64,12 +64,37 @@ def summarise(entries: list[dict[str, Any]]) -> tuple[dict[str, Any], list[str]]
         stats["measured_by"] = [{"source": src, "digest": digest} for src, digest in sources]
         if sources:
             lines.append("  measured by: " + ", ".join(f"{src} (digest {digest[:16]}…)" for src, digest in sources))
+        stats["environment"], changes = _environments(mine)
+        lines += changes
         if champion is not None:
             lines.append(
                 f"  champion {champion['commit'][:12]} {champion['metric']['name']}={champion['metric']['value']}"
                 f" after {len(mine)} trials" + (f" (the team's: {len(entries)})" if len(researchers) > 1 else "")
             )
     return data, lines
+
+
+def _environments(mine: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, list[str]]:
+    """The latest environment a researcher's attempts ran in (version 4 records) and, in words, every
+    change between two consecutive attempts (attempts numbered 1..N as the report counts them)."""
+    from anchor.manifest.environment import Environment
+
+    lines, last = [], None
+    for number, entry in enumerate(mine, start=1):
+        if "environment" not in entry:
+            continue
+        now = Environment.model_validate(entry["environment"])
+        if last is not None and now != last:
+            lines.append(f"  environment changed at attempt {number}: " + "; ".join(now.changes(last)))
+        last = now
+    if last is None:
+        return None, ["  environment: not recorded (attempts from before version 4 records)"] if mine else []
+    inputs = ", ".join(f"{i.path} {i.digest[:12]}…" for i in last.inputs) or "none declared"
+    head = (
+        f"  environment: {last.interpreter}, lock ({last.lock.source}) {last.lock.digest[:12]}…, {last.where()};"
+        f" inputs: {inputs}"
+    )
+    return last.model_dump(mode="json", exclude_none=True), [head, *lines]
 
 
 def lineage_tree(entries: list[dict[str, Any]], prefix: str, settings: Settings) -> tuple[dict[str, Any], list[str]]:

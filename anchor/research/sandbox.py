@@ -59,6 +59,9 @@ class Sandbox:
     """Shown read-only even where the rest is hidden: the attempt's outputs, to its evaluator."""
     edits: bool = True
     """Whether the editable files are writable (False for the evaluator, which only reads)."""
+    inputs: tuple[Path, ...] = ()
+    """The contract's declared inputs outside the repository, shown read-only (the allow-listed root
+    would hide them): the data the measurement reads, whose digests every record binds."""
 
     def revealing(self) -> Sandbox:
         return replace(self, shows_holdout=True)
@@ -76,6 +79,7 @@ class Sandbox:
         hidden: tuple[Path, ...],
         holdout: tuple[Path, ...] = (),
         pass_env: tuple[str, ...] = (),
+        inputs: tuple[Path, ...] = (),
     ) -> Sandbox:
         """The sandbox, or `ToolchainMissing` when bubblewrap is absent or cannot create namespaces."""
         bwrap = shutil.which("bwrap")
@@ -88,7 +92,16 @@ class Sandbox:
             raise ToolchainMissing(f"bubblewrap cannot create a sandbox here ({reason}): {hint}")
         shown = tuple(p.resolve() for p in hidden if p.exists())
         hidden_holdout = tuple(p.resolve() for p in holdout if p.exists())
-        return cls(bwrap, repo.resolve(), editable, shown, hidden_holdout, pass_env=pass_env)
+        outside = tuple(p.resolve() for p in inputs if p.exists() and not p.resolve().is_relative_to(repo.resolve()))
+        for path in outside:  # bound after the hidden ones: an input there would show what they hide
+            clash = next((h for h in shown if path.is_relative_to(h) or h.is_relative_to(path)), None)
+            if clash is not None:
+                from anchor.errors import BadInput
+
+                raise BadInput(f"inputs: {path} overlaps {clash}, which the sandbox hides from the code under"
+                               " measurement (the data dir, the work dir, a keystore)",
+                               detail={"field": "inputs", "path": str(path)})  # fmt: skip
+        return cls(bwrap, repo.resolve(), editable, shown, hidden_holdout, pass_env=pass_env, inputs=outside)
 
     def argv(
         self, command: str, run_dir: Path, network: bool = False, extra_env: dict[str, str] | None = None
@@ -106,6 +119,8 @@ class Sandbox:
         for path in self.hidden:  # mounted before the binds below, which may lie inside them
             args += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
         args += ["--ro-bind", str(self.repo), str(self.repo)]
+        for path in self.inputs:  # declared data, read-only; never the holdout (hidden below if it overlaps)
+            args += ["--ro-bind", str(path), str(path)]
         for path in self.holdout:
             if self.shows_holdout:  # bound explicitly: it may lie where the rest is hidden (/tmp, the data dir)
                 args += ["--ro-bind", str(path), str(path)]

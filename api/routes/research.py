@@ -127,7 +127,8 @@ def _public(search: str, researcher: str, row: dict[str, Any], started_at: str |
     return ResearchAttempt(
         search=search, seq=row["seq"], commit=commit, parent=row["parent"], status=row["status"], kept=row["kept"],
         metric=row.get("metric"), partial=row.get("partial"), measured_by=row.get("measured_by"),
-        claims_differ=row.get("claims_differ"), started_at=started_at, duration_ms=row.get("duration_ms"),
+        environment=row.get("environment"), claims_differ=row.get("claims_differ"), started_at=started_at,
+        duration_ms=row.get("duration_ms"),
         exit_code=row.get("exit_code"), attempt_digest=row["attempt_digest"], diff_blake3=row["diff_blake3"],
         contract_digest=row["contract_digest"], sandbox=row.get("sandbox"),
         links={"diff": f"/v1/research/{who}/attempts/{commit}/diff", "page": f"/explorer/attempt/{commit}"},

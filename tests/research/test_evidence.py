@@ -44,7 +44,7 @@ def test_every_attempt_manifest_binds_its_run_dir_and_how_it_ran(tmp_path: Path)
     _, ledger, work = _searched(tmp_path, [2, 0.5])
     for entry in ledger.entries():
         manifest = attempt_of(entry)
-        assert manifest.version == 3 and manifest.sandbox == "none"
+        assert manifest.version == 4 and manifest.sandbox == "none" and manifest.environment is not None
         run_dir = run_dir_of(work, "r0", entry["commit"])
         bound = hash_tree(run_dir, symlinks="record")
         assert manifest.evidence == bound.digest.hex()

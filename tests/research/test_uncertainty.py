@@ -107,6 +107,8 @@ def _v2(**overrides: object) -> dict[str, object]:
         "attempt_digest": "88" * 32, "metric": metric, "trials": 6, "team_trials": 20, "ledger_head": "99" * 32,
         "ledger_length": 40, "replications": [], "examples": 150, "examples_source": "contract",
         "interval": {"method": "wilson", "level": "0.95", "low": "0.750777", "high": "0.873242"},
+        "environment": {"interpreter": "CPython 3.11.7", "lock": {"source": "requirements.lock", "digest": "4c" * 32},
+                        "host": "40" * 32, "inputs": []},
     }  # fmt: skip
     return identity | overrides
 
@@ -120,6 +122,7 @@ def test_a_champion_record_whose_team_count_or_interval_does_not_follow_is_refus
         (_v2(interval={"method": "wilson", "level": "0.95", "low": "0.79", "high": "0.873242"}), "Wilson bounds"),
         (_v2(examples_source=None), "come together"),
         (_v2(version=1), "version 2 fields"),
+        ({k: v for k, v in _v2().items() if k != "environment"}, "environment: required"),
     ):
         with pytest.raises(BadInput, match=why):
             validate_identity({k: v for k, v in bad.items() if v is not None})

@@ -91,7 +91,22 @@ ATTEMPT_CASES = [
     ("version 3: interrupted", {"metric": None, "kept": False, "status": "interrupted", "version": 3,
                                 "evidence": "6a" * 32, "sandbox": "none",
                                 "measured_by": {"source": "regex", "digest": "e3" * 32}}),
+    ("version 4: the environment it ran in, on a host, with two inputs",
+     {"metric": ("val_accuracy", "max", "0.82"), "kept": True, "status": "completed", "version": 4,
+      "evidence": "6b" * 32, "sandbox": "bubblewrap", "measured_by": {"source": "jsonl", "digest": "e4" * 32},
+      "environment": {"interpreter": "CPython 3.11.7",
+                      "lock": {"source": "installed distributions", "digest": "4c" * 32}, "host": "40" * 32,
+                      "inputs": [{"path": "/srv/data/prices.csv", "digest": "d1" * 32},
+                                 {"path": "data", "digest": "d2" * 32}]}}),
+    ("version 4: in an image, a named lockfile, no inputs",
+     {"metric": None, "kept": False, "status": "failed", "version": 4, "evidence": "6c" * 32, "sandbox": "none",
+      "measured_by": {"source": "evaluator", "digest": "e5" * 32},
+      "environment": {"interpreter": "none", "lock": {"source": "requirements.lock", "digest": "4d" * 32},
+                      "image": "ghcr.io/example/research@sha256:" + "ab" * 32, "inputs": []}}),
 ]  # fmt: skip
+
+ENVIRONMENT = {"interpreter": "CPython 3.11.7", "lock": {"source": "installed distributions", "digest": "4c" * 32},
+               "host": "40" * 32, "inputs": [{"path": "data", "digest": "d2" * 32}]}  # fmt: skip
 
 # (name, replications as (status, value) pairs, holdout (status, value) or None)
 CHAMPION_CASES = [
@@ -187,10 +202,12 @@ def attempt_vectors() -> list[dict[str, object]]:
             "researcher": "researcher-0",
             "contract_digest": "55" * 32,
         }
-        if case.get("version") in (2, 3):
+        if case.get("version") in (2, 3, 4):
             identity.update(version=case["version"], evidence=case["evidence"], sandbox=case["sandbox"])
-        if case.get("version") == 3:
+        if case.get("version") in (3, 4):
             identity["measured_by"] = case["measured_by"]
+        if case.get("version") == 4:
+            identity["environment"] = case["environment"]
         if case.get("partial"):
             p_name, p_mode, p_raw = case["partial"]
             identity["partial"] = {"name": p_name, "mode": p_mode, "value": ref.metric_value(p_raw)}
@@ -274,7 +291,7 @@ def champion_v2_vectors() -> list[dict[str, object]]:
         identity: dict[str, object] = {
             "kind": "champion", "version": 2, "researcher": "researcher-1", "contract_digest": "55" * 32,
             "commit": "b2" * 20, "attempt_digest": "77" * 32, "metric": metric, "trials": 3, "team_trials": team,
-            "ledger_head": "99" * 32, "ledger_length": 62,
+            "ledger_head": "99" * 32, "ledger_length": 62, "environment": ENVIRONMENT,
             "replications": [{"status": "completed", "evidence": "30" * 32, "metric": {**metric, "value": value}}],
             "mean": value,
         }  # fmt: skip

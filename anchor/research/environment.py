@@ -1,0 +1,109 @@
+"""Capture the environment a measurement runs in (anchor.manifest.environment says what and why).
+
+The interpreter and its installed distributions are asked once per search, of the `python3` the
+measured command finds on the PATH it is given (one short subprocess: the harness's own interpreter
+may not be the one the command runs). The contract's inputs are hashed at every capture, before the
+command runs, so a data file changed between two attempts shows in their records.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import blake3
+
+from anchor.errors import BadInput
+from anchor.manifest.environment import IMAGE, Environment, Input, Lock
+
+if TYPE_CHECKING:
+    from anchor.research.contract import AttemptContract
+
+DISTRIBUTIONS = "installed distributions"
+"""The lock source when the contract names no lockfile: `name==version` of every distribution the
+interpreter sees (what `pip freeze --all` lists), sorted, one a line, hashed."""
+
+_ASK = (
+    "import importlib.metadata as m, platform\n"
+    "print(platform.python_implementation(), platform.python_version())\n"
+    "print('\\n'.join(sorted({f\"{d.metadata['Name']}=={d.version}\" for d in m.distributions()"
+    " if d.metadata['Name']})))\n"
+)
+
+
+class Capture:
+    """One search's environment capture: the interpreter and lock asked once, the inputs each time."""
+
+    def __init__(self, terms: AttemptContract, repo: Path) -> None:
+        self.terms, self.repo = terms, repo
+        self._fixed: tuple[str, Lock, str | None, str | None] | None = None
+        if terms.lockfile is not None and not (repo / terms.lockfile).is_file():
+            raise BadInput(f"lockfile: {terms.lockfile!r} ({repo / terms.lockfile}) is not a file in the repository",
+                           detail={"field": "lockfile"})  # fmt: skip
+        for text, path in terms.input_paths(repo):
+            if not path.exists():
+                raise BadInput(
+                    f"inputs: {text!r} ({path}) does not exist; the contract declares it as data the measurement"
+                    " reads, and every record binds its digest",
+                    detail={"field": "inputs", "path": text},
+                )
+
+    def __call__(self) -> Environment:
+        from anchor.manifest.filetree import hash_tree
+
+        if self._fixed is None:
+            self._fixed = (*self._interpreter_and_lock(), *_where())
+        interpreter, lock, host, image = self._fixed
+        inputs = tuple(
+            Input(path=text, digest=hash_tree(path).digest.hex()) for text, path in self.terms.input_paths(self.repo)
+        )
+        return Environment(interpreter=interpreter, lock=lock, host=host, image=image, inputs=inputs)
+
+    def _interpreter_and_lock(self) -> tuple[str, Lock]:
+        python = shutil.which("python3", path=os.environ.get("PATH", os.defpath))
+        interpreter, listing = "none", b""
+        if python is not None:
+            try:
+                asked = subprocess.run(  # noqa: S603 - the interpreter the measured command would run
+                    [python, "-I", "-c", _ASK], capture_output=True, timeout=60, check=True, env=_plain_env()
+                )
+                first, _, rest = asked.stdout.partition(b"\n")
+                interpreter, listing = first.decode("utf-8", "replace").strip()[:128] or "none", rest
+            except (OSError, subprocess.SubprocessError):
+                interpreter = "unknown"
+        if self.terms.lockfile is None:
+            return interpreter, Lock(source=DISTRIBUTIONS, digest=blake3.blake3(listing).hexdigest())
+        path = self.repo / self.terms.lockfile
+        try:
+            data = path.read_bytes()
+        except OSError:
+            raise BadInput(f"lockfile: {self.terms.lockfile!r} ({path}) cannot be read",
+                           detail={"field": "lockfile"}) from None  # fmt: skip
+        return interpreter, Lock(source=self.terms.lockfile, digest=blake3.blake3(data).hexdigest())
+
+
+def _plain_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "HOME")}
+
+
+def _where() -> tuple[str | None, str | None]:
+    """(host, image): the image the command runs in when ANCHOR_IMAGE names one, else this host."""
+    image = os.environ.get("ANCHOR_IMAGE", "")
+    if IMAGE.match(image):
+        return None, image
+    return host_identity(), None
+
+
+def host_identity() -> str:
+    """The BLAKE3 of this machine's identity: /etc/machine-id, else the host name (hashed: records are
+    public, the machine id need not be)."""
+    import socket
+
+    try:
+        ident = Path("/etc/machine-id").read_bytes().strip()
+    except OSError:
+        ident = b""
+    return blake3.blake3(b"anchor host v1\0" + (ident or socket.gethostname().encode())).hexdigest()
