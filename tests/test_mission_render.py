@@ -66,6 +66,7 @@ def test_the_rendered_mission_job_validates_offline_and_binds_the_dispatched_mis
     assert fetch["command"] == ["anchor", "snapshot", "fetch", "sha256:" + "22" * 32, "--from",
                                 "https://data.example/spy.parquet"]  # fmt: skip
     assert all(c["image"] == IMAGE for c in (fetch, main))  # by digest, as dispatched
+    assert {"name": "ANCHOR_IMAGE", "value": IMAGE} in main["env"]  # so its bundle binds the image it ran in
     assert main["resources"]["requests"] == main["resources"]["limits"] == {"cpu": "2", "memory": "8Gi"}
     assert "exec anchor mission run spy-momentum --no-sandbox --service http://anchor:8000" in main["command"][-1]
     # issue 25: the container that runs the submitter's command holds a submit token, never a funded key

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from anchor.errors import ExitCode
+from anchor.research.environment import host_identity
 from tests.conftest import Chain
 from tests.public_tools import cast_verify_inclusion
 
@@ -59,8 +60,11 @@ def test_a_mission_in_a_bundle_out_bound_anchored_and_verified_three_ways(chain:
     assert ran.returncode == ExitCode.OK, ran.stdout + ran.stderr
     done = json.loads(ran.stdout)
     manifest = done["manifest"]
-    assert manifest["version"] == 2 and manifest["mission_sha256"] == sent["mission_sha256"]
-    assert manifest["data_snapshot_sha256"] == sent["snapshot"] and manifest["image"] == IMAGE
+    assert manifest["version"] == 3 and manifest["mission_sha256"] == sent["mission_sha256"]
+    # it ran on this host: the bundle binds the host and claims no image (IMAGE was only dispatched)
+    assert manifest["data_snapshot_sha256"] == sent["snapshot"] and "image" not in manifest
+    assert manifest["environment"]["host"] == host_identity() and manifest["sandbox"] == "bubblewrap"
+    assert manifest["environment"]["interpreter"].startswith("CPython 3.")
     assert manifest["evaluator_policy_sha256"] == "44" * 32
     assert manifest["budget"] == {"minutes": 5, "attempts": 1} and manifest["profile"]["name"] == "small"
     times = [datetime.fromisoformat(done["milestones"][name]) for name in MILESTONES]  # all six, by the runner
@@ -76,13 +80,15 @@ def test_a_mission_in_a_bundle_out_bound_anchored_and_verified_three_ways(chain:
     assert verdict["verified"] is True and verdict["milestones_anchored"] is True
     assert set(verdict["milestones"]) == set(MILESTONES)
     text = chain.cli("verify", str(result), check=True).stdout
-    assert f"mission     sha256 {sent['mission_sha256']}" in text and f"image       {IMAGE}" in text
+    assert f"mission     sha256 {sent['mission_sha256']}" in text and IMAGE not in text
+    assert f"executor    host {host_identity()[:16]}… (ran on a host: no image ran, none is claimed)" in text
+    assert "sandbox     bubblewrap" in text
     assert "budget      5 min, 1 attempt" in text and "profile     small (1 CPU, 2Gi)" in text
     shown = [line.split()[0] for line in text.splitlines() if line.startswith("    ") and line.split()[0] in MILESTONES]
     assert shown == MILESTONES  # listed in the order they happened
 
     proof = json.loads(Path(done["proof"]).read_text())
-    assert proof["annotations"]["ran_on"] == "host" and proof["annotations"]["sandbox"] == "bubblewrap"
+    assert proof["annotations"]["dispatched_image"] == IMAGE  # display only: not in the identity
     assert cast_verify_inclusion(proof, chain.node.rpc_url)  # cast alone agrees
     with TestClient(create_app(chain.settings, ApiConfig(token_hashes=frozenset()))) as client:
         page = client.get(f"/explorer/bundle/{done['manifest_digest']}")
@@ -90,8 +96,10 @@ def test_a_mission_in_a_bundle_out_bound_anchored_and_verified_three_ways(chain:
     assert over_http["verified"] is True and over_http["milestones_anchored"] is True
     assert over_http["bundle"] == {
         k: manifest[k]
-        for k in ("mission_sha256", "data_snapshot_sha256", "image", "evaluator_policy_sha256", "budget", "profile")
-    }
+        for k in ("mission_sha256", "data_snapshot_sha256", "evaluator_policy_sha256", "budget", "profile",
+                  "environment", "sandbox")
+    }  # fmt: skip
+    assert "executor" in page.text and "no image is claimed" in page.text and IMAGE not in page.text
     assert set(over_http["milestones"]) == set(MILESTONES)
     assert page.status_code == 200 and sent["snapshot"] in page.text and "snapshot_ready" in page.text
     assert page.text.count("<circle ") == 6

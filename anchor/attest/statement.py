@@ -116,13 +116,16 @@ def _chain_anchor(proof: ProofFile, verdict: Verification) -> dict[str, Any]:
 def _slsa_dependencies(proof: ProofFile) -> list[dict[str, Any]]:
     """The resolved dependencies a bundle manifest binds: mission, data snapshot, image, evaluator policy."""
     m = proof.manifest
-    image_name, _, image_digest = str(m["image"]).partition("@")
-    return [
+    out = [
         {"name": "mission", "digest": {"sha256": m["mission_sha256"]}},
         {"name": "data_snapshot", "digest": {"sha256": m["data_snapshot_sha256"]}},
-        {"name": "image", "uri": f"docker://{image_name}", "digest": {"sha256": image_digest.removeprefix("sha256:")}},
-        {"name": "evaluator_policy", "digest": {"sha256": m["evaluator_policy_sha256"]}},
     ]
+    if "image" in m:  # a version 3 bundle run on a host claims no image: none is listed
+        image_name, _, image_digest = str(m["image"]).partition("@")
+        out.append({"name": "image", "uri": f"docker://{image_name}",
+                    "digest": {"sha256": image_digest.removeprefix("sha256:")}})  # fmt: skip
+    out.append({"name": "evaluator_policy", "digest": {"sha256": m["evaluator_policy_sha256"]}})
+    return out
 
 
 def _slsa(proof: ProofFile, verdict: Verification) -> dict[str, Any]:
@@ -133,10 +136,12 @@ def _slsa(proof: ProofFile, verdict: Verification) -> dict[str, Any]:
     external: dict[str, Any] = {"output": m["output"]}
     if "resume" in m:
         external["resume"] = m["resume"]
+    internal = {k: m[k] for k in ("environment", "sandbox") if k in m}  # version 3: where it ran
     return {
         "buildDefinition": {
             "buildType": BUNDLE_BUILD_TYPE,
             "externalParameters": external,
+            **({"internalParameters": internal} if internal else {}),
             "resolvedDependencies": dependencies,
         },
         "runDetails": {

@@ -640,16 +640,27 @@ def _bundle_lines(result: Any) -> list[str]:
     bundle = result.bundle
     if not bundle:
         return []
+    env = bundle.get("environment")
+    ran = (
+        f"  image       {bundle['image']}" if "image" in bundle
+        else f"  executor    host {env['host'][:16]}… (ran on a host: no image ran, none is claimed)" if env
+        else "  image       (none)"
+    )  # fmt: skip
     lines = [
         f"  mission     sha256 {bundle['mission_sha256']}",
         f"  snapshot    sha256 {bundle['data_snapshot_sha256']}",
-        f"  image       {bundle['image']}",
+        ran,
         f"  policy      sha256 {bundle['evaluator_policy_sha256']}",
     ]
     if "budget" in bundle:
         budget, profile = bundle["budget"], bundle["profile"]
         lines.append(f"  budget      {budget['minutes']} min, {count(budget['attempts'], 'attempt')}")
         lines.append(f"  profile     {profile['name']} ({profile['cpu']} CPU, {profile['memory']})")
+    if env:
+        lines.append(f"  sandbox     {bundle['sandbox']}")
+        lines.append(
+            f"  environment {env['interpreter']}, lock ({env['lock']['source']}) {env['lock']['digest'][:16]}…"
+        )
     return lines
 
 

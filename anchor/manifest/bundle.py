@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from anchor.errors import BadInput
+from anchor.manifest.environment import Environment
 from anchor.manifest.filetree import FileTreeManifest, hash_tree
 from anchor.manifest.identity import HasIdentity
 from anchor.manifest.mission import Budget  # what the run was allowed: the mission's budget, as enforced
@@ -123,35 +124,55 @@ class Profile(BaseModel):
 
 class BundleManifest(HasIdentity, BaseModel):
     """Version 2 adds what the run was allowed (`budget`) and what it ran on (`profile`), both inside
-    the identity: the same output under another budget or profile is another result bundle."""
+    the identity: the same output under another budget or profile is another result bundle.
+
+    Version 3 binds where it actually ran: `environment` (anchor.manifest.environment: interpreter,
+    lock, and the host's identity or the image it ran in) and `sandbox`. Its `image` is present only
+    when the command ran in that image (then it equals `environment.image`): a run on a host never
+    claims the image it was dispatched with."""
 
     model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     kind: Literal["bundle"] = "bundle"
-    version: Literal[1, 2] = 1
+    version: Literal[1, 2, 3] = 1
     mission_sha256: str = Field(pattern=HEX64)
     data_snapshot_sha256: str = Field(pattern=HEX64)
-    image: str
+    image: str | None = None
     evaluator_policy_sha256: str = Field(pattern=HEX64)
     output: OutputIdentity
     resume: ResumePin | None = None
     budget: Budget | None = None
     profile: Profile | None = None
+    environment: Environment | None = None
+    sandbox: Literal["bubblewrap", "none"] | None = None
     milestones: Milestones | None = None
 
     @model_validator(mode="after")
     def _versioned(self) -> BundleManifest:
         extra = [name for name in ("budget", "profile") if getattr(self, name) is not None]
+        where = [name for name in ("environment", "sandbox") if getattr(self, name) is not None]
         if self.version == 1 and extra:
             raise ValueError(f"{extra[0]}: a version 2 field (a version 1 bundle has no budget or profile)")
-        if self.version == 2 and len(extra) != 2:
-            raise ValueError("a version 2 bundle records both its budget and its profile")
+        if self.version >= 2 and len(extra) != 2:
+            raise ValueError(f"a version {self.version} bundle records both its budget and its profile")
+        if self.version < 3 and where:
+            raise ValueError(f"{where[0]}: a version 3 field")
+        if self.version < 3 and self.image is None:
+            raise ValueError("image: required before version 3")
+        if self.version == 3:
+            if len(where) != 2 or self.environment is None:
+                raise ValueError("a version 3 bundle records both its environment and its sandbox")
+            if self.image != self.environment.image:
+                raise ValueError(
+                    "image: present exactly when the command ran in that image (environment.image);"
+                    " a run on a host claims no image"
+                )
         return self
 
     @field_validator("image")
     @classmethod
-    def _pinned_image(cls, value: str) -> str:
-        if not IMAGE.match(value):
+    def _pinned_image(cls, value: str | None) -> str | None:
+        if value is not None and not IMAGE.match(value):
             raise ValueError(
                 f"{value!r} is not pinned by digest; a tag is not an execution identity, use name@sha256:<64 hex>"
             )

@@ -173,6 +173,8 @@ def _check_pin(
     pinned = proof.manifest
     for field, new in (("mission_sha256", mission_hash), ("data_snapshot_sha256", snapshot), ("image", image),
                        ("evaluator_policy_sha256", mission.evaluator_policy_sha256)):  # fmt: skip
+        if field == "image" and pinned.get("version") == 3 and "image" not in pinned:
+            continue  # it ran on a host (version 3 claims no image there): nothing to compare
         if pinned.get(field) != new:
             raise BadInput(
                 f"resume: the pinned bundle's {field} is {pinned.get(field)}, the new submission's {new}",

@@ -106,7 +106,9 @@ def render_job(
                     ],
                     "containers": [
                         {"name": "mission", "image": record["image"], "command": ["sh", "-c", script],
-                         "env": [*env, token_env(token_secret)], "volumeMounts": main_mounts,
+                         # this container is that image, by digest: the bundle binds it as where it ran
+                         "env": [*env, {"name": "ANCHOR_IMAGE", "value": record["image"]}, token_env(token_secret)],
+                         "volumeMounts": main_mounts,
                          "securityContext": CONTAINER_SECURITY,
                          "resources": {"requests": bounds, "limits": bounds}},
                     ],

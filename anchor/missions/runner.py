@@ -4,9 +4,9 @@ What it does, in order, each step timed by us (the six milestones are ours, neve
 1. `submitted`: when the dispatcher accepted the mission (its own record);
 2. `scheduled`: when this runner claimed it (one run per output identity: a second is refused);
 3. `image_ready`: the execution environment is ready. Here that is this host's sandbox: no container
-   runtime pulls the image, so the bundle's `image` is the digest the mission was dispatched with and
-   the proof says `ran_on: host` (the Kubernetes Job of `anchor mission render k8s` runs exactly that
-   image, by digest);
+   runtime pulls the image, so the version 3 bundle binds this host's identity as where it ran and
+   claims no image (in the Kubernetes Job of `anchor mission render k8s`, which runs exactly the
+   dispatched image by digest, ANCHOR_IMAGE names it and the bundle binds that image);
 4. `snapshot_ready`: the data snapshot is in the content-addressed cache and re-hashed to the
    dispatched SHA-256 (fetched from its reference if missing or corrupt), and held so that eviction
    passes it by;
@@ -16,9 +16,10 @@ What it does, in order, each step timed by us (the six milestones are ours, neve
    (and MISSION_RESUME) set, and `{snapshot}`, `{result}` (alias `{run_dir}`) in the command replaced
    by those paths, shell-quoted; it is stopped, by the process group we started, when the mission's
    budget of minutes runs out;
-6. `completed`: the command exited. On exit 0 the result directory is hashed and a version 2 result
-   bundle (mission SHA-256, snapshot SHA-256, image, evaluator policy, budget, resource profile,
-   output tree, resume pin) is anchored with its timing record in the same batch.
+6. `completed`: the command exited. On exit 0 the result directory is hashed and a version 3 result
+   bundle (mission SHA-256, snapshot SHA-256, evaluator policy, budget, resource profile, output tree,
+   resume pin, and where it ran: environment, sandbox, and the image only when it ran in one) is
+   anchored with its timing record in the same batch.
 
 A resumed mission starts only from the pinned bundle's result directory as this runner left it, and
 only if that directory still hashes to the output the pinned (anchored) bundle binds.
@@ -274,6 +275,7 @@ def run_mission(
     from anchor.manifest.bundle import BundleManifest
     from anchor.manifest.filetree import hash_tree
     from anchor.manifest.validation import validated
+    from anchor.research.environment import current as current_environment
 
     say = say or (lambda _: None)
     record, submitted = _claim(settings.data_dir, output)
@@ -305,16 +307,18 @@ def run_mission(
                 detail={"exit_code": code, "timed_out": timed_out, "log": str(mission_dir / "run.log")},
             )
         tree = hash_tree(result)
+        environment = current_environment()  # where it ran: this host, or the image ANCHOR_IMAGE names
         manifest = validated(BundleManifest, {
-            "version": 2, "mission_sha256": record["mission_sha256"],
-            "data_snapshot_sha256": record["snapshot"]["sha256"], "image": record["image"],
+            "version": 3, "mission_sha256": record["mission_sha256"],
+            "data_snapshot_sha256": record["snapshot"]["sha256"], "image": environment.image,
             "evaluator_policy_sha256": record["evaluator_policy_sha256"],
             "output": {"name": output, **tree.summary()}, "resume": record.get("resume"),
             "budget": {"minutes": budget["minutes"], "attempts": budget["attempts"]},
-            "profile": record["profile"], "milestones": {k: v.isoformat() for k, v in milestones.items()},
+            "profile": record["profile"], "environment": environment.model_dump(mode="json", exclude_none=True),
+            "sandbox": confinement, "milestones": {k: v.isoformat() for k, v in milestones.items()},
         }, "mission run")  # fmt: skip
         proof_out = mission_dir / "result.anchor.json"
-        notes = {"ran_on": "host", "sandbox": confinement}
+        notes = {"dispatched_image": record["image"]}  # what it was dispatched with: display only, not a claim
         if services:
             from anchor.anchoring.client import stamp_bundle_through
 

@@ -63,17 +63,7 @@ class Capture:
         return Environment(interpreter=interpreter, lock=lock, host=host, image=image, inputs=inputs)
 
     def _interpreter_and_lock(self) -> tuple[str, Lock]:
-        python = shutil.which("python3", path=os.environ.get("PATH", os.defpath))
-        interpreter, listing = "none", b""
-        if python is not None:
-            try:
-                asked = subprocess.run(  # noqa: S603 - the interpreter the measured command would run
-                    [python, "-I", "-c", _ASK], capture_output=True, timeout=60, check=True, env=_plain_env()
-                )
-                first, _, rest = asked.stdout.partition(b"\n")
-                interpreter, listing = first.decode("utf-8", "replace").strip()[:128] or "none", rest
-            except (OSError, subprocess.SubprocessError):
-                interpreter = "unknown"
+        interpreter, listing = ask_interpreter()
         if self.terms.lockfile is None:
             return interpreter, Lock(source=DISTRIBUTIONS, digest=blake3.blake3(listing).hexdigest())
         path = self.repo / self.terms.lockfile
@@ -83,6 +73,30 @@ class Capture:
             raise BadInput(f"lockfile: {self.terms.lockfile!r} ({path}) cannot be read",
                            detail={"field": "lockfile"}) from None  # fmt: skip
         return interpreter, Lock(source=self.terms.lockfile, digest=blake3.blake3(data).hexdigest())
+
+
+def ask_interpreter() -> tuple[str, bytes]:
+    """("<implementation> <version>", its distributions' listing) of the `python3` on PATH, asked of it."""
+    python = shutil.which("python3", path=os.environ.get("PATH", os.defpath))
+    if python is None:
+        return "none", b""
+    try:
+        asked = subprocess.run(  # noqa: S603 - the interpreter the measured command would run
+            [python, "-I", "-c", _ASK], capture_output=True, timeout=60, check=True, env=_plain_env()
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown", b""
+    first, _, rest = asked.stdout.partition(b"\n")
+    return first.decode("utf-8", "replace").strip()[:128] or "none", rest
+
+
+def current() -> Environment:
+    """The environment of a command run here with no declared inputs (a mission's: its data snapshot
+    is bound by its own digest), its lock the installed distributions."""
+    interpreter, listing = ask_interpreter()
+    host, image = _where()
+    lock = Lock(source=DISTRIBUTIONS, digest=blake3.blake3(listing).hexdigest())
+    return Environment(interpreter=interpreter, lock=lock, host=host, image=image)
 
 
 def _plain_env() -> dict[str, str]:

@@ -457,7 +457,10 @@ def verify_proof_on_chain(
     )
 
 
-BUNDLE_FIELDS = ("mission_sha256", "data_snapshot_sha256", "image", "evaluator_policy_sha256", "budget", "profile")
+BUNDLE_FIELDS = (
+    "mission_sha256", "data_snapshot_sha256", "image", "evaluator_policy_sha256", "budget", "profile", "environment",
+    "sandbox",
+)  # fmt: skip
 
 
 def bundle_fields(proof: ProofFile) -> dict[str, Any] | None:

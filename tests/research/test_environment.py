@@ -138,3 +138,22 @@ def test_an_input_that_would_show_the_data_dir_to_the_attempts_is_refused(fresh_
     )
     assert refused.returncode == ExitCode.BAD_INPUT, refused.stderr
     assert f"inputs: {fresh_chain.data_dir.resolve()} overlaps" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_a_version_3_bundle_never_claims_an_image_it_did_not_run_in() -> None:
+    """A host-run bundle bound the image it was dispatched with (`ran_on: host` was an annotation that
+    nothing showed). Version 3 binds where it ran; an image beside a host, or one that is not the one
+    it ran in, is refused by any decoder."""
+    from anchor.errors import BadInput
+    from anchor.manifest.decode import validate_identity
+
+    vectors = json.loads((Path(__file__).resolve().parents[1] / "vectors" / "bundle.json").read_text())
+    host = next(c for c in vectors["cases"] if c["name"].startswith("version 3: ran on a host"))
+    identity = json.loads(host["expected"]["identity_canonical"])
+    assert validate_identity(identity)["environment"]["host"] == "40" * 32
+    claimed = {**identity, "image": "ghcr.io/anchor/eval@sha256:" + "33" * 32}
+    with pytest.raises(BadInput, match="a run on a host claims no image"):
+        validate_identity(claimed)
+    other = {**identity, "environment": {**identity["environment"], "image": "x/y@sha256:" + "55" * 32}}
+    with pytest.raises(BadInput, match="exactly one of host and image"):
+        validate_identity(other)

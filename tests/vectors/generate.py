@@ -66,6 +66,24 @@ BUNDLE_CASES = [
         "budget": {"minutes": 30, "attempts": 1},
         "profile": {"name": "small", "cpu": "1", "memory": "2Gi"},
     }),
+    ("version 3: ran on a host, so no image is claimed", {
+        "version": 3, "image": None,
+        "budget": {"minutes": 30, "attempts": 1},
+        "profile": {"name": "small", "cpu": "1", "memory": "2Gi"},
+        "environment": {"interpreter": "CPython 3.11.7",
+                        "lock": {"source": "installed distributions", "digest": "4c" * 32}, "host": "40" * 32,
+                        "inputs": []},
+        "sandbox": "bubblewrap",
+    }),
+    ("version 3: ran in the image it binds", {
+        "version": 3,
+        "budget": {"minutes": 30, "attempts": 1},
+        "profile": {"name": "small", "cpu": "1", "memory": "2Gi"},
+        "environment": {"interpreter": "CPython 3.12.4",
+                        "lock": {"source": "installed distributions", "digest": "4e" * 32},
+                        "image": "ghcr.io/anchor/eval@sha256:" + "33" * 32, "inputs": []},
+        "sandbox": "none",
+    }),
 ]  # fmt: skip
 
 ATTEMPT_CASES = [
@@ -176,9 +194,11 @@ def bundle_vectors() -> list[dict[str, object]]:
             "evaluator_policy_sha256": "44" * 32,
             "output": {k: output[k] for k in ("files_root", "file_count", "total_size")} | extra.get("output", {}),
         }
-        for field in ("version", "resume", "budget", "profile"):
+        for field in ("version", "resume", "budget", "profile", "environment", "sandbox"):
             if field in extra:
                 identity[field] = extra[field]
+        if "image" in extra and extra["image"] is None:  # version 3 on a host: the field is absent
+            del identity["image"]
         out.append({
             "name": name,
             "input": {"identity": identity, "milestones": {"submitted": "2026-11-30T03:00:00+00:00",
