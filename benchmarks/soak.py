@@ -6,13 +6,16 @@ its flusher) on a SQLite journal takes steady submissions over HTTP while, on a 
   is from the restart to the first item confirmed after it (the first new anchor);
 - its RPC endpoint, a fault proxy in front of anvil, answers 503 to everything for 4 s
   (`--rpc-fault-every`, default 40 s);
-- its data dir, a 64 MiB tmpfs of its own, is filled to the last byte for 4 s (`--disk-full-every`,
-  default 55 s; root only, as mounting is: without root the episodes are skipped and said to be).
+- its data dir, a tmpfs of its own (64 MiB and 16 KiB per expected submission), is filled to the last
+  byte for 4 s (`--disk-full-every`, default 55 s; root only, as mounting is: without root the
+  episodes are skipped and said to be).
 Clients retry a submission until it is accepted (idempotent: the same manifest, the same key).
 Every second it samples the service's resident memory and open descriptors (its whole process
-group), the journal's size and its write-ahead log's. At the end the load stops, faults are lifted,
-the backlog drains, and every accepted digest must be confirmed in exactly one batch whose root is on
-chain exactly once, with no root the journal does not explain (tests/journal_helpers.py).
+group), the journal's size, its write-ahead log's, and what the data dir's filesystem holds (the
+journal keeps a proof file per item, so that one grows with the items, by design). At the end the
+load stops, faults are lifted, the backlog drains, and every accepted digest must be confirmed in
+exactly one batch whose root is on chain exactly once, with no root the journal does not explain
+(tests/journal_helpers.py).
 
 Prints the counts, the resource curves' start, peak and end, and recovery p50/p95; writes the raw
 samples (benchmarks/results/soak.json, or under `--out`) and the curves as a PNG (soak.png).
@@ -51,6 +54,10 @@ from tests.journal_helpers import assert_exactly_once  # noqa: E402
 
 TOKEN = "soak-token"  # noqa: S105 - a benchmark's own service token
 TMPFS_BYTES = 64 * 1024 * 1024
+"""The data dir's filesystem, plus PER_ITEM_BYTES for each submission the run expects: the journal
+keeps a proof file per item (a page of the tmpfs each), so a fixed size fills up of itself in a long
+run, and the disk-full episodes would no longer be the only ones."""
+PER_ITEM_BYTES = 16 * 1024
 EPISODE_S = 4.0
 
 
@@ -144,8 +151,10 @@ def _sample(service: Service, data: Path) -> dict[str, float]:
             rss += int(next(line for line in status.splitlines() if line.startswith("VmRSS:")).split()[1]) * 1024
             fds += len(os.listdir(f"/proc/{pid}/fd"))
     size = lambda p: p.stat().st_size if p.exists() else 0  # noqa: E731
+    disk = os.statvfs(data)
     return {"rss_mb": rss / 2**20, "fds": fds, "wal_kb": size(data / "journal.sqlite-wal") / 1024,
-            "journal_kb": size(data / "journal.sqlite") / 1024}  # fmt: skip
+            "journal_kb": size(data / "journal.sqlite") / 1024,
+            "disk_mb": (disk.f_blocks - disk.f_bfree) * disk.f_frsize / 2**20}  # fmt: skip
 
 
 def _fill(mount: Path) -> Path:
@@ -163,13 +172,15 @@ def _fill(mount: Path) -> Path:
 
 
 @contextlib.contextmanager
-def _tmpfs(path: Path, wanted: bool) -> Iterator[tuple[Path, bool]]:
-    """`path`, a TMPFS_BYTES tmpfs of its own when `wanted` (root only), unmounted on the way out."""
+def _tmpfs(path: Path, wanted: bool, items: int) -> Iterator[tuple[Path, bool]]:
+    """`path`, a tmpfs of its own sized for `items` submissions when `wanted` (root only), unmounted on
+    the way out."""
     path.mkdir()
     if not wanted:
         yield path, False
         return
-    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={TMPFS_BYTES},mode=0700", "tmpfs", str(path)], check=True)
+    size = TMPFS_BYTES + items * PER_ITEM_BYTES
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(path)], check=True)
     try:
         yield path, True
     finally:
@@ -187,7 +198,7 @@ def run(minutes: float, out: Path, rate: float, kill_every: float, rpc_every: fl
     with (
         tempfile.TemporaryDirectory() as tmp,
         deployed_chain(Path(tmp) / "chain") as chain,
-        _tmpfs(Path(tmp) / "service", root and disk_every > 0) as (data, mounted),
+        _tmpfs(Path(tmp) / "service", root and disk_every > 0, int(rate * minutes * 60)) as (data, mounted),
     ):
         proxy = FaultyProxy(f"http://127.0.0.1:{chain.local_port}")
         (data / "deployments").mkdir()
@@ -320,7 +331,7 @@ def _report(summary: dict[str, Any], samples: list[dict[str, float]], out: Path)
         f"recovery (restart to first new anchor): p50 {rec['p50']:.2f} s, p95 {rec['p95']:.2f} s,"
         f" {len(rec['samples'])} of {s['kills']} kills measured"
     )
-    for key, unit in (("rss_mb", "MB"), ("fds", ""), ("wal_kb", "KB"), ("journal_kb", "KB")):
+    for key, unit in (("rss_mb", "MB"), ("fds", ""), ("wal_kb", "KB"), ("journal_kb", "KB"), ("disk_mb", "MB")):
         values = [x[key] for x in samples if x[key]]
         if values:
             print(
@@ -343,13 +354,15 @@ GLYPHS = {  # 3x5, rows top to bottom, bits left to right
     "P": "110101110100100", "E": "111100110100111", "T": "111010010010010", "I": "111010010010111",
     "C": "111100100100111", "H": "101101111101101", "G": "111100101101111", ":": "000010000010000",
 }  # fmt: skip
-PANELS = (("rss_mb", "RSS MB"), ("fds", "FDS"), ("wal_kb", "WAL KB"), ("journal_kb", "JOURNAL KB"))
+PANELS = (("rss_mb", "RSS MB"), ("fds", "FDS"), ("wal_kb", "WAL KB"), ("journal_kb", "JOURNAL KB"),
+          ("disk_mb", "DATA DIR MB"))  # fmt: skip
 COLORS = {"kill": (200, 30, 30), "rpc_503": (230, 140, 0), "disk_full": (30, 80, 200)}
 
 
 def plot(samples: list[dict[str, float]], events: list[dict[str, Any]], path: Path) -> None:
-    """Four panels (memory, descriptors, WAL, journal) over time; a vertical line per fault: red a
-    SIGKILL, orange an RPC 503 episode, blue a full disk. Each panel is labelled with its peak."""
+    """Five panels (memory, descriptors, WAL, journal, the data dir's filesystem) over time; a vertical
+    line per fault: red a SIGKILL, orange an RPC 503 episode, blue a full disk. Each panel is labelled
+    with its peak."""
     width, panel, margin = 960, 150, 8
     height = panel * len(PANELS)
     pixels = bytearray(b"\xff" * (width * height * 3))
@@ -411,7 +424,12 @@ def plot(samples: list[dict[str, float]], events: list[dict[str, Any]], path: Pa
                      + chunk(b"IEND", b""))  # fmt: skip
 
 
+def _terminated(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)  # so the service, the mount and the chain are stopped on the way out
+
+
 def main() -> None:
+    signal.signal(signal.SIGTERM, _terminated)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--rate", type=float, default=40.0, help="submissions a second (one client)")
