@@ -650,7 +650,7 @@ def verify(
             + "): the ledger was checked against itself only"
         )
     if found.other_ledgers:  # a ledger rewritten from its first row is one of these, not this one
-        lines.append("  other ledgers of this contract have checkpoints on chain by these addresses: "
+        lines.append("  other ledgers of this contract have checkpoints on chain by trusted addresses: "
                      + ", ".join(f"first row {g[:16]}… ({n} entries)" for g, n in found.other_ledgers)
                      + f"; this ledger's first row is {result_first[:16]}…")  # fmt: skip
     whose = "" if researcher is None else f" (researcher {researcher})"
