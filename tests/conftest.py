@@ -114,8 +114,8 @@ and a worker that takes one sets up the module's chain for itself)."""
 
 
 LONG_FIRST = (
-    "tests/test_chain_only.py", "tests/test_demo.py", "tests/test_explorer_pages.py", "tests/faults/test_replicas.py",
-    "tests/test_wheel.py", "tests/test_mission_run.py", "tests/test_api_fuzz.py",
+    "tests/faults/test_soak.py", "tests/test_chain_only.py", "tests/test_demo.py", "tests/test_explorer_pages.py",
+    "tests/faults/test_replicas.py", "tests/test_wheel.py", "tests/test_mission_run.py", "tests/test_api_fuzz.py",
 )  # fmt: skip
 """Modules handed out first (the longest work: a worker that gets it last ends the run late)."""
 

@@ -11,7 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = [pytest.mark.soak, pytest.mark.chain]  # minutes of a service on anvil: `make test`, never `make check`
 
 
 def test_two_minutes_of_kills_rpc_faults_and_a_full_disk_lose_and_duplicate_nothing(tmp_path: Path) -> None:
