@@ -419,11 +419,14 @@ def _address(text: str) -> str:
 def _chain_heads(ledger: Any, work: Path, settings: Any, given: list[str]) -> Any:
     """The ledger's checkpoint records found on chain by its contract digest (the entries' and the
     pinned contract's: a ledger rewritten under another digest is still looked up under the pinned
-    one), compared with the ledger; see anchor.research.checkpoints."""
+    one), compared with the ledger; see anchor.research.checkpoints. The chain and the registry are
+    opened once, the ledger read once."""
+    from anchor.chain.open import open_chain, open_registry
     from anchor.errors import NotDeployed
     from anchor.research.anchoring import contract_digest
     from anchor.research.checkpoints import ChainHeads, check_chain_heads, trusted_addresses
 
+    nothing = ChainHeads(0, 0, None, None, tuple(given), ())
     if not settings.rpc_url:  # the local chain: no registry recorded here (a --no-anchor search), no record
         from anchor.chain.deployment import load_deployment
         from anchor.chain.node import LOCAL_CHAIN_ID
@@ -431,19 +434,23 @@ def _chain_heads(ledger: Any, work: Path, settings: Any, given: list[str]) -> An
         try:
             load_deployment(settings.data_dir, LOCAL_CHAIN_ID)
         except NotDeployed:
-            return ChainHeads(0, 0, None, None, tuple(given), ())
-    trusted = trusted_addresses(settings, given)
-    digests = {e["contract_digest"] for e in ledger.entries()[:1] if "contract_digest" in e}
+            return nothing
+    handle = open_chain(settings)
+    try:
+        registry = open_registry(settings, handle)
+    except NotDeployed:  # no registry on this chain: no record can be there
+        return nothing
+    trusted = trusted_addresses(settings, handle.chain_id, given)
+    rows = ledger.rows()
+    digests = {row["contract_digest"] for row in rows if "contract_digest" in row}  # one, once verify checked it
     if (work / "contract.toml").is_file():
         digests.add(contract_digest(work / "contract.toml"))
-    try:
-        found = [check_chain_heads(ledger, settings, digest, trusted) for digest in sorted(digests)]
-    except NotDeployed:  # no registry on this chain: no record can be there
-        found = []
+    found = [check_chain_heads(rows, ledger.where, registry, digest, trusted) for digest in sorted(digests)]
     best = max(found, key=lambda f: f.length, default=ChainHeads(0, 0, None, None, tuple(sorted(trusted)), ()))
     return ChainHeads(sum(f.checkpoints for f in found), best.length, best.block, best.anchored_at, best.trusted,
                       tuple(sorted({a for f in found for a in f.others})),
-                      tuple(sorted({g for f in found for g in f.other_ledgers})))  # fmt: skip
+                      tuple(sorted({g for f in found for g in f.other_ledgers})),
+                      rows[0]["digest"] if rows else "")  # fmt: skip
 
 
 def _one_contract(entries: list[dict[str, Any]], where: object) -> None:
@@ -619,7 +626,6 @@ def verify(
     settings = ctx.find_root().obj["settings"]
     heads = check_anchored_heads(ledger, settings)
     found = _chain_heads(ledger, work, settings, [_address(a) for a in researcher_address or ()])
-    result_first = ledger.rows()[0]["digest"] if result["entries"] else ""
     attempts = ledger.entries()
     mine = attempts if researcher is None else [e for e in attempts if e["researcher"] == researcher]
     if researcher is not None and not mine:
@@ -652,7 +658,7 @@ def verify(
     if found.other_ledgers:  # a ledger rewritten from its first row is one of these, not this one
         lines.append("  other ledgers of this contract have checkpoints on chain by trusted addresses: "
                      + ", ".join(f"first row {g[:16]}… ({n} entries)" for g, n in found.other_ledgers)
-                     + f"; this ledger's first row is {result_first[:16]}…")  # fmt: skip
+                     + f"; this ledger's first row is {found.first_row[:16]}…")  # fmt: skip
     whose = "" if researcher is None else f" (researcher {researcher})"
     lines.append(
         f"  commits{whose}: {checked.commits} found with the ledgered diff in"

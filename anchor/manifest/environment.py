@@ -8,8 +8,8 @@ carry this object (docs/manifest.md, "Environment"):
 
 - `interpreter`: the `python3` the measured command finds on its PATH, as "<implementation> <version>"
   (or "none" when there is none), asked of that interpreter itself;
-- `lock`: the digest of the named lockfile the contract gives (`lockfile`), else of `pip freeze --all`
-  as that interpreter prints it, with which of the two it is;
+- `lock`: the digest of the named lockfile the contract gives (`lockfile`), else of that interpreter's
+  installed distributions (`Name==version`, what `pip freeze --all` lists), with which of the two it is;
 - `host` or `image`: the BLAKE3 of the machine's identity (/etc/machine-id, else the host name; hashed:
   the record is public, the id need not be), or the image digest the command ran in (ANCHOR_IMAGE,
   `name@sha256:…`, set by the rendered Jobs), never both;
@@ -32,7 +32,7 @@ class Lock(BaseModel):
     model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     source: str = Field(min_length=1, max_length=256)
-    """"pip freeze --all", or the lockfile's path as the contract names it."""
+    """"installed distributions", or the lockfile's path as the contract names it."""
     digest: str = Field(pattern=HEX64)
 
 

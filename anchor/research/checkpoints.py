@@ -157,22 +157,20 @@ class ChainHeads:
     """Addresses that wrote checkpoint records for this contract and were not trusted (not compared)."""
     other_ledgers: tuple[tuple[str, int], ...] = ()
     """Other ledgers of this contract with trusted checkpoints: (first row digest prefix, longest head)."""
+    first_row: str = ""
+    """This ledger's first row digest (what tells it from the others)."""
 
 
-def check_chain_heads(ledger: AnyLedger, settings: Settings, contract_digest: str, trusted: set[str]) -> ChainHeads:
-    """Find the ledger's checkpoint records on chain by its contract digest (no proof file needed)
-    and compare the ledger with every one written by a `trusted` address (lower-case hex).
+def check_chain_heads(
+    rows: list[dict[str, Any]], where: str, registry: Any, contract_digest: str, trusted: set[str]
+) -> ChainHeads:
+    """Find a ledger's checkpoint records on chain by its contract digest (no proof file needed) and
+    compare the ledger's `rows` with every one written by a `trusted` address (lower-case hex).
 
-    Raises `Tampered` naming the first seq that cannot be the anchored one; `NotDeployed` and the
-    chain errors as they are."""
+    Raises `Tampered` naming the first seq that cannot be the anchored one; the chain errors as they are."""
     from datetime import UTC, datetime
 
-    from anchor.chain.open import open_chain, open_registry
-
-    handle = open_chain(settings)
-    registry = open_registry(settings, handle)
-    entries = ledger.rows()
-    genesis = entries[0]["digest"][:48] if entries else ""
+    genesis = rows[0]["digest"][:48] if rows else ""
     best: tuple[int, int | None, str | None] = (0, None, None)
     matched, others, elsewhere = 0, set(), dict[str, int]()
     for record in registry.lineages_by_parent(bytes.fromhex(contract_digest)):
@@ -188,18 +186,17 @@ def check_chain_heads(ledger: AnyLedger, settings: Settings, contract_digest: st
             continue
         when = datetime.fromtimestamp(record.timestamp, UTC).isoformat()
         said = f"on chain ({when}, by {record.researcher}, found without a proof file)"
-        _hold(ledger.where, entries, length, head, record.block_number, said)
+        _hold(where, rows, length, head, record.block_number, said)
         matched += 1
         if length > best[0]:
             best = (length, record.block_number, when)
     return ChainHeads(matched, *best, tuple(sorted(trusted)), tuple(sorted(others)), tuple(sorted(elsewhere.items())))
 
 
-def trusted_addresses(settings: Settings, given: list[str]) -> set[str]:
+def trusted_addresses(settings: Settings, chain_id: int, given: list[str]) -> set[str]:
     """Whose checkpoint records bind this ledger: the addresses given, the researcher key and the
-    signing key configured here (whoever wrote the records when this host ran the search)."""
+    signing key configured here for `chain_id` (whoever wrote the records when this host ran the search)."""
     from anchor.chain.keys import load_researcher, load_signer
-    from anchor.chain.open import open_chain
     from anchor.errors import AnchorError
 
     out = {a.lower() for a in given}
@@ -207,5 +204,5 @@ def trusted_addresses(settings: Settings, given: list[str]) -> set[str]:
     if researcher is not None:
         out.add(researcher.address.lower())
     with contextlib.suppress(AnchorError):  # no signing key for this chain: the addresses given, the researcher's
-        out.add(load_signer(open_chain(settings).chain_id, settings.keystore).address.lower())
+        out.add(load_signer(chain_id, settings.keystore).address.lower())
     return out

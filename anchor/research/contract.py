@@ -48,7 +48,7 @@ class AttemptContract(BaseModel):
     )  # fmt: skip
     lockfile: str | None = Field(
         default=None, min_length=1, max_length=256,
-        description="the repo-relative lockfile records bind (default: the interpreter's `pip freeze --all`)",
+        description="the repo-relative lockfile records bind (default: the interpreter's installed distributions)",
     )  # fmt: skip
     eval_examples: int | None = Field(
         default=None, ge=1, le=10**9, description="the evaluation set's size: the metric's sample size, pre-registered"

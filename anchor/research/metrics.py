@@ -140,11 +140,7 @@ def metric_record(run_dir: Path, source: str) -> dict[str, Any] | None:
     if kind in ("jsonl", "json"):
         return _json_row(run_dir, arg, kind == "jsonl")
     if kind == "evaluator":
-        text = (read_run_file(run_dir, EVALUATOR_OUT) or "").strip()
-        try:
-            value = json.loads(text) if text else None
-        except ValueError:
-            return None
+        value = _evaluator_line(run_dir)
         return value if isinstance(value, dict) else None
     return None
 
@@ -161,17 +157,19 @@ def _from_stdout(run_dir: Path, pattern: str) -> Any:
 
 
 def _from_evaluator(run_dir: Path, name: str) -> Any:
-    text = read_run_file(run_dir, EVALUATOR_OUT)
-    line = (text or "").strip()
-    if not line:
-        return None
-    try:
-        value = json.loads(line)
-    except ValueError:
-        return None
+    value = _evaluator_line(run_dir)
     if isinstance(value, dict):
         return value.get(name)
     return value if isinstance(value, int | float) else None
+
+
+def _evaluator_line(run_dir: Path) -> Any:
+    """The evaluator's last stdout line as the harness copied it, parsed as JSON; None if unreadable."""
+    line = (read_run_file(run_dir, EVALUATOR_OUT) or "").strip()
+    try:
+        return json.loads(line) if line else None
+    except ValueError:
+        return None
 
 
 def read_claims(run_dir: Path, source: str = "jsonl:metrics.jsonl", name: str = "") -> dict[str, Any] | None:

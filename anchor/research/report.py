@@ -79,11 +79,11 @@ def _environments(mine: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, li
     change between two consecutive attempts (attempts numbered 1..N as the report counts them)."""
     from anchor.manifest.environment import Environment
 
-    lines, last = [], None
+    lines, last, raw = [], None, None
     for number, entry in enumerate(mine, start=1):
-        if "environment" not in entry:
-            continue
-        now = Environment.model_validate(entry["environment"])
+        if "environment" not in entry or entry["environment"] == raw:
+            continue  # most attempts share the last one's: compared as data, built only when it changes
+        raw, now = entry["environment"], Environment.model_validate(entry["environment"])
         if last is not None and now != last:
             lines.append(f"  environment changed at attempt {number}: " + "; ".join(now.changes(last)))
         last = now

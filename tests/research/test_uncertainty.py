@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
+from statistics import NormalDist
 
 import pytest
 
 from anchor.errors import BadInput
-from anchor.manifest.champion import ChampionManifest, wilson
+from anchor.manifest.champion import ChampionManifest, Z, wilson
 from anchor.manifest.decode import validate_identity
 from anchor.research.contract import AttemptContract
 from anchor.research.uncertainty import bootstrap, describe, interval, read_sample
@@ -34,7 +35,8 @@ def _run(tmp_path: Path, row: dict[str, object], name: str = "metrics.jsonl") ->
 def test_the_wilson_interval_matches_the_textbook_values() -> None:
     # Wilson 95% for 50/100: 0.4038-0.5962; for 150 rows at 0.82: 0.7508-0.8732
     assert wilson(0.5, 100) == ("0.403832", "0.596168")
-    z2 = 1.959963984540054**2
+    assert NormalDist().inv_cdf(0.975) == Z  # the constant decoders use is the standard normal's quantile
+    z2 = NormalDist().inv_cdf(0.975) ** 2
     assert wilson(0.0, 10) == ("0", f"{z2 / (10 + z2):.6f}")  # p = 0: the upper bound is z^2 / (n + z^2)
     low, high = wilson(0.82, 150)
     assert (float(low), float(high)) == pytest.approx((0.7508, 0.8732), abs=1e-4)
@@ -126,3 +128,20 @@ def test_a_champion_record_whose_team_count_or_interval_does_not_follow_is_refus
     ):
         with pytest.raises(BadInput, match=why):
             validate_identity({k: v for k, v in bad.items() if v is not None})
+
+
+def test_past_ten_thousand_per_example_results_no_bootstrap_is_run_and_the_report_says_so(tmp_path: Path) -> None:
+    """2,000 resamples of a million results took minutes in a report or an audit (a hang to the user):
+    past MAX_PER_EXAMPLE the results are set aside, named, and a share gets the binomial interval."""
+    from anchor.research.uncertainty import MAX_PER_EXAMPLE
+
+    right = [1] * (MAX_PER_EXAMPLE + 1)
+    right[0] = 0
+    value = sum(right) / len(right)
+    run = _run(tmp_path, {"acc": value, "examples": len(right), "per_example": right}, "evaluator.out")
+    sample = read_sample(_terms(metric_source="evaluator:python3 score.py {run_dir}"), run)
+    assert sample.per_example is None and "10,001 per-example results: past 10,000, no bootstrap" in (
+        sample.caveat or ""
+    )
+    bounds = interval(repr(value), sample, "s")
+    assert bounds is not None and bounds["method"] == "wilson"
