@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from anchor.research.pids import Pids
 from anchor.research.sandbox import Sandbox, allowed_env
 from anchor.settings.session import child_env, start_ticks
 
@@ -34,14 +35,17 @@ class RunResult:
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """What one command may use (issue 28): address space, the size of any one file it writes, and the
-    run dir's total size; wall time is the contract's. From ANCHOR_ATTEMPT_MEMORY_BYTES (8 GiB),
-    ANCHOR_ATTEMPT_FILE_BYTES (1 GiB) and ANCHOR_ATTEMPT_RUN_DIR_BYTES (2 GiB). Crossing one ends the
-    attempt as failed, naming the limit, and the search goes on."""
+    """What one command may use (issue 28): address space, the size of any one file it writes, the
+    run dir's total size and how many processes run at once (anchor.research.pids: a cgroup, which
+    holds under root as RLIMIT_NPROC does not); wall time is the contract's. From
+    ANCHOR_ATTEMPT_MEMORY_BYTES (8 GiB), ANCHOR_ATTEMPT_FILE_BYTES (1 GiB), ANCHOR_ATTEMPT_RUN_DIR_BYTES
+    (2 GiB) and ANCHOR_ATTEMPT_PROCESSES (512). Crossing one ends the attempt as failed, naming the
+    limit, and the search goes on."""
 
     memory_bytes: int = 8 << 30
     file_bytes: int = 1 << 30
     run_dir_bytes: int = 2 << 30
+    processes: int = 512
 
     @classmethod
     def from_env(cls) -> Limits:
@@ -51,6 +55,7 @@ class Limits:
             int(env_number("ANCHOR_ATTEMPT_MEMORY_BYTES", 8 << 30)),
             int(env_number("ANCHOR_ATTEMPT_FILE_BYTES", 1 << 30)),
             int(env_number("ANCHOR_ATTEMPT_RUN_DIR_BYTES", 2 << 30)),
+            int(env_number("ANCHOR_ATTEMPT_PROCESSES", 512)),
         )
 
     def apply(self) -> None:
@@ -63,6 +68,7 @@ class Limits:
 
 
 _OUT_OF_MEMORY = (b"MemoryError", b"Cannot allocate memory", b"std::bad_alloc", b"out of memory")
+_NO_FORK = (b"Resource temporarily unavailable", b"BlockingIOError", b"Cannot fork", b"fork: retry")
 _SIGXFSZ_STATUS = (128 + signal.SIGXFSZ, -signal.SIGXFSZ)
 
 
@@ -75,18 +81,22 @@ def _dir_bytes(path: Path) -> int:
     return total
 
 
-def _named_limit(code: int, run_dir: Path, limits: Limits) -> dict[str, object] | None:
-    """Which limit a failed command met, from what it left: a file-size signal, or an allocation
-    failure reported at the end of its stderr (under RLIMIT_AS, allocation fails rather than the
-    process being killed)."""
+def named_limit(code: int, log: Path, limits: Limits, pids: Pids) -> dict[str, object] | None:
+    """Which limit a failed command met, from what it left: a fork the process bound refused (the
+    cgroup's own count), a file-size signal, or an allocation failure reported at the end of its
+    stderr (under RLIMIT_AS, allocation fails rather than the process being killed)."""
+    if code != 0 and pids.met():
+        return {"name": "processes", "bound": limits.processes}
     if code in _SIGXFSZ_STATUS:
         return {"name": "file_size", "bound": limits.file_bytes}
     if code != 0:
-        with contextlib.suppress(OSError), open(run_dir / "stderr.log", "rb") as err:
+        with contextlib.suppress(OSError), open(log, "rb") as err:
             err.seek(max(0, os.fstat(err.fileno()).st_size - 8192))
             tail = err.read()
             if any(word in tail for word in _OUT_OF_MEMORY):
                 return {"name": "memory", "bound": limits.memory_bytes}
+            if pids.rlimit is not None and any(word in tail for word in _NO_FORK):  # the non-root fallback
+                return {"name": "processes", "bound": limits.processes}
     return None
 
 
@@ -100,10 +110,25 @@ def run_command(
     pass_env: tuple[str, ...] = (),
     limits: Limits | None = None,
 ) -> RunResult:
-    import threading
-
     limits = limits or Limits.from_env()
     run_dir.mkdir(parents=True, exist_ok=True)
+    pids = Pids.create(limits.processes)
+    try:
+        return _run_bounded(command, cwd, run_dir, timeout_s, grace_s, sandbox, pass_env, limits, pids)
+    finally:
+        pids.close()
+
+
+def _run_bounded(
+    command: str, cwd: Path, run_dir: Path, timeout_s: float, grace_s: float, sandbox: Sandbox | None,
+    pass_env: tuple[str, ...], limits: Limits, pids: Pids,
+) -> RunResult:  # fmt: skip
+    import threading
+
+    def bound_child() -> None:
+        limits.apply()
+        pids.enter()
+
     start = time.monotonic()
     over: dict[str, object] = {}
     with open(run_dir / "stdout.log", "wb") as out, open(run_dir / "stderr.log", "wb") as err:
@@ -117,7 +142,7 @@ def run_command(
             stdout=out,
             stderr=err,
             start_new_session=True,
-            preexec_fn=limits.apply,  # noqa: PLW1509 - setrlimit only: no lock, no allocation of note
+            preexec_fn=bound_child,  # noqa: PLW1509 - setrlimit and one write: no lock, no allocation of note
         )
         stop = threading.Event()
 
@@ -156,7 +181,7 @@ def run_command(
     if over:
         limit: dict[str, object] | None = dict(over)
     else:  # a timeout is its own verdict; otherwise, what the failure left says which limit it met
-        limit = None if timed_out else _named_limit(code, run_dir, limits)
+        limit = None if timed_out else named_limit(code, run_dir / "stderr.log", limits, pids)
     if limit is not None and code == 0:
         code = 1  # the quota watcher ended it: never a success
     return RunResult(code, timed_out, int((time.monotonic() - start) * 1000), limit)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -247,3 +248,34 @@ def test_an_attempt_past_its_memory_or_run_dir_limit_fails_naming_it_and_the_sea
     assert entries[1]["limit"] == {"name": "memory", "bound": 512 << 20}
     assert entries[2]["limit"] == {"name": "run_dir", "bound": 20 << 20}
     assert "limit" not in entries[3] and entries[3]["metric"]["value"] == "4" and entries[3]["kept"]
+
+
+FORKS = (
+    "python3 -c \"import json, os, sys, time; x=json.load(open('params.json'))['x'];"
+    " children = [os.fork() or time.sleep(30) for _ in range(64)] if x < 1.5 else None;"
+    " open(sys.argv[1]+'/metrics.jsonl','a').write(json.dumps({'score': x})+chr(10))\" {run_dir}"
+)
+
+
+def test_an_attempt_past_its_process_bound_fails_naming_it_even_under_root_and_the_search_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 28: RLIMIT_NPROC does not bind root (CI, containers), so an attempt's fork flood reached the
+    host's process table. Its own pids cgroup refuses the 17th process: the attempt fails naming the
+    limit, none of its processes outlives it, and the next attempt runs as usual."""
+    from anchor.research.pids import Pids
+
+    probe = Pids.create(16)
+    probe.close()
+    if not probe.enforced:
+        pytest.skip("no writable pids cgroup and running as root: no process bound can be set here")
+    monkeypatch.setenv("ANCHOR_ATTEMPT_PROCESSES", "16")
+    search, ledger = _search(tmp_path, 3, [1, 4], command=FORKS)
+    search.run()
+    entries = ledger.entries()
+    assert [e["status"] for e in entries] == ["completed", "failed", "completed"]
+    assert entries[1]["limit"] == {"name": "processes", "bound": 16}
+    assert "limit" not in entries[2] and entries[2]["metric"]["value"] == "4" and entries[2]["kept"]
+    if probe.group is not None:
+        assert not probe.group.exists()  # and every attempt's own group is gone with it
+        assert not list(probe.group.parent.glob(f"anchor-{os.getpid()}-*"))
