@@ -276,7 +276,7 @@ def test_a_research_run_through_a_service_puts_lineage_on_chain_under_the_resear
     with local_service(tmp_path, tokens=_hash(TOKEN, "submit+relay"), flush=True) as service:
         run = run_anchor([
             "--rpc-url", service.rpc, "research", "run", "--repo", str(repo), "--contract",
-            str(example / "contract.toml"), "--max-attempts", "4", "--no-sandbox", "--service", service.url,
+            str(example / "contract.toml"), "--max-attempts", "4", "--service", service.url,
         ], client)  # fmt: skip
         assert run.returncode == 0, run.stdout + run.stderr
         assert f"lineage records signed by {researcher.address}, relayed by {service.url}" in run.stdout
@@ -365,7 +365,7 @@ def test_a_mission_run_through_a_service_holds_no_key_and_its_command_never_sees
                     "--snapshot", str(snapshot), "--snapshot-sha256", key["snapshot"].removeprefix("sha256:"),
                     "--image", "ghcr.io/example/runner@sha256:" + "ab" * 32, "--output", "two-days",
                     "--profile", "small"], client, check=True)  # fmt: skip
-        ran = run_anchor(["--json", "mission", "run", "two-days", "--no-sandbox", "--service", service.url], client)
+        ran = run_anchor(["--json", "mission", "run", "two-days", "--service", service.url], client)
         assert ran.returncode == 0, ran.stdout + ran.stderr
         done = json.loads(ran.stdout)
         assert done["complete"] is True and done["services"] == [service.url]

@@ -14,6 +14,7 @@ import pytest
 
 from anchor.errors import ExitCode
 from anchor.research.environment import host_identity
+from tests.cli import run_anchor
 from tests.conftest import Chain
 from tests.public_tools import cast_verify_inclusion
 
@@ -27,7 +28,9 @@ def chain(fresh_chain: Chain) -> Chain:
     return fresh_chain
 
 
-def _dispatch(chain: Chain, tmp_path: Path, output: str, command: str, minutes: int = 5) -> dict[str, Any]:
+def _dispatch(
+    chain: Chain, tmp_path: Path, output: str, command: str, minutes: int = 5, attempts: int = 1, rules: str = ""
+) -> dict[str, Any]:
     snapshot = tmp_path / "prices.csv"
     if not snapshot.exists():
         snapshot.write_text("day,close\n1,100\n2,101\n3,99\n")
@@ -35,7 +38,7 @@ def _dispatch(chain: Chain, tmp_path: Path, output: str, command: str, minutes: 
     mission.write_text(
         f'hypothesis = "The snapshot has three days."\ncommand = {json.dumps(command)}\n'
         f'evaluator_policy_sha256 = "{"44" * 32}"\n[covers]\nsymbol = "SPY"\n'
-        f"[budget]\nminutes = {minutes}\nattempts = 1\n"
+        f"[budget]\nminutes = {minutes}\nattempts = {attempts}\n{rules}"
     )
     added = json.loads(chain.cli("--json", "snapshot", "add", str(snapshot), check=True).stdout)
     key = added["snapshot"].removeprefix("sha256:")
@@ -97,7 +100,7 @@ def test_a_mission_in_a_bundle_out_bound_anchored_and_verified_three_ways(chain:
     assert over_http["bundle"] == {
         k: manifest[k]
         for k in ("mission_sha256", "data_snapshot_sha256", "evaluator_policy_sha256", "budget", "profile",
-                  "environment", "sandbox")
+                  "environment", "sandbox", "spent")
     }  # fmt: skip
     assert "executor" in page.text and "no image is claimed" in page.text and IMAGE not in page.text
     assert set(over_http["milestones"]) == set(MILESTONES)
@@ -227,3 +230,127 @@ def test_a_resumed_mission_starts_from_its_pinned_bundle_only_while_that_result_
     refused = chain.cli("--json", "mission", "run", "part-3")
     assert refused.returncode == ExitCode.TAMPERED, refused.stdout + refused.stderr
     assert json.loads(refused.stdout)["error"]["detail"]["field"] == "resume.digest"
+
+
+COUNT_UP = (
+    "n=$(cat {result}/n 2>/dev/null || echo 0); n=$((n + 1)); echo $n > {result}/n;"
+    ' test "$MISSION_ATTEMPT" = "$n" && test {attempt} = $n'
+    " && printf '{\"score\": %s}' $n > {result}/metrics.json"
+)
+
+
+def test_a_mission_runs_again_until_a_stop_rule_is_met_or_its_attempts_are_spent_and_the_bundle_says_which(
+    chain: Chain, tmp_path: Path
+) -> None:
+    """Issue 28: stop rules and attempt budgets were validated and hashed but never enforced (the
+    command ran once, whatever the mission said). Now each run is an attempt: the runner reads the
+    metrics the attempt left and stops at the first rule met, or when the budget's attempts are spent,
+    and the anchored bundle binds how many ran and why they stopped."""
+    rule = '[[stop_rules]]\nmetric = "score"\nmode = "max"\ntarget = 3\n'
+    _dispatch(chain, tmp_path, "to-three", COUNT_UP, attempts=10, rules=rule)
+    ran = chain.cli("--json", "mission", "run", "to-three")
+    assert ran.returncode == ExitCode.OK, ran.stdout + ran.stderr
+    spent = json.loads(ran.stdout)["manifest"]["spent"]
+    assert spent == {"attempts": 3, "stopped": "stop_rule", "rule": {"metric": "score", "mode": "max", "target": "3"}}
+    assert (Path(json.loads(ran.stdout)["result"]) / "n").read_text().strip() == "3"
+
+    _dispatch(chain, tmp_path, "never", COUNT_UP, attempts=4, rules=rule.replace("= 3", "= 99"))
+    ran = chain.cli("--json", "mission", "run", "never")
+    assert ran.returncode == ExitCode.OK, ran.stdout + ran.stderr
+    assert json.loads(ran.stdout)["manifest"]["spent"] == {"attempts": 4, "stopped": "attempts"}
+
+    _dispatch(chain, tmp_path, "once", COUNT_UP, attempts=4)  # no stop rule: nothing to run again for
+    ran = chain.cli("--json", "mission", "run", "once")
+    assert json.loads(ran.stdout)["manifest"]["spent"] == {"attempts": 1, "stopped": "one_run"}
+    shown = chain.cli("verify", json.loads(ran.stdout)["result"])
+    assert shown.returncode == ExitCode.OK and "spent       1 of 4 attempts (no stop rule: one run)" in shown.stdout
+
+
+def test_a_mission_past_its_process_bound_fails_naming_it(chain: Chain, tmp_path: Path) -> None:
+    """Issue 28: a mission's command had no process bound (and RLIMIT_NPROC does not bind root)."""
+    from anchor.research.pids import Pids
+
+    probe = Pids.create(8)
+    probe.close()
+    if not probe.enforced:
+        pytest.skip("no writable pids cgroup and running as root: no process bound can be set here")
+    _dispatch(chain, tmp_path, "forks", "for i in $(seq 64); do sleep 30 & done; wait")
+    ran = run_anchor(["--json", "mission", "run", "forks"], {**chain.env(), "ANCHOR_ATTEMPT_PROCESSES": "8"})
+    assert ran.returncode == ExitCode.MISSION_FAILED, ran.stdout + ran.stderr
+    error = json.loads(ran.stdout)["error"]
+    assert error["detail"]["limit"] == {"name": "processes", "bound": 8}, error
+    assert "met its processes limit (8)" in error["message"]
+
+
+def test_two_missions_at_once_see_and_touch_nothing_of_each_other(chain: Chain, tmp_path: Path) -> None:
+    """Issue 28: two missions run side by side on one data dir; the second one's command tries to read,
+    overwrite and list the first one's result while it runs, and neither bundle binds the other's files."""
+    import subprocess
+    import time
+
+    from tests.cli import ANCHOR_BIN
+
+    first = chain.data_dir / "missions" / "first" / "result"
+    _dispatch(chain, tmp_path, "first", "echo mine > {result}/secret && sleep 4 && cat {result}/secret > {result}/end")
+    prying = (
+        f"cat {first}/secret > {{result}}/seen 2>&1; echo planted > {first}/secret 2>> {{result}}/seen;"
+        f" ls {chain.data_dir}/missions >> {{result}}/seen 2>&1; true"
+    )
+    _dispatch(chain, tmp_path, "second", prying)
+    runner = subprocess.Popen([str(ANCHOR_BIN), "--json", "mission", "run", "first"], env=chain.env(),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not (first / "secret").is_file() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert (first / "secret").is_file(), "the first mission never started"
+        second = chain.cli("--json", "mission", "run", "second")
+        out, err = runner.communicate(timeout=120)
+    finally:
+        if runner.poll() is None:
+            runner.kill()  # the runner we started, by its PID; it takes its command's group down with it
+            runner.wait()
+    assert runner.returncode == ExitCode.OK and second.returncode == ExitCode.OK, out + err + second.stdout
+    seen = (Path(json.loads(second.stdout)["result"]) / "seen").read_text()
+    assert "mine" not in seen and "No such file" in seen, seen
+    assert "first" not in seen.splitlines()  # the listing of the missions dir: only its own is there
+    assert (first / "end").read_text() == "mine\n"  # the first one's file, unchanged to its end
+    one, two = json.loads(out)["manifest"]["output"], json.loads(second.stdout)["manifest"]["output"]
+    assert one["file_count"] == 2 and two["file_count"] == 1 and one["files_root"] != two["files_root"]
+
+
+def test_in_a_pod_prepare_and_seal_bind_the_image_the_command_ran_in_and_nothing_they_could_not_see(
+    chain: Chain, tmp_path: Path
+) -> None:
+    """Issue 28: the rendered Job's trusted steps, run here as its containers would run them: `prepare`
+    puts the verified snapshot in its volume read-only, the command runs apart (here: as its container
+    would, with the rendered command line), and `seal` anchors a bundle that names the dispatched image
+    as where it ran, `sandbox: container`, and only the milestones trusted code measured."""
+    import stat
+    import subprocess
+
+    sent = _dispatch(chain, tmp_path, "pod", "wc -l < {snapshot} > {result}/lines.txt")
+    workspace = tmp_path / "mission"
+    (workspace / "snapshot").mkdir(parents=True)
+    (workspace / "result").mkdir()
+    early = chain.cli("--json", "mission", "run", "pod", "--stage", "seal", "--workspace", str(workspace))
+    assert early.returncode == ExitCode.CONFLICT and "seal follows `--stage prepare`" in early.stdout
+    prepared = chain.cli("--json", "mission", "run", "pod", "--stage", "prepare", "--workspace", str(workspace))
+    assert prepared.returncode == ExitCode.OK, prepared.stdout + prepared.stderr
+    data = workspace / "snapshot" / "data"
+    assert data.read_text().startswith("day,close") and stat.S_IMODE(data.stat().st_mode) == 0o444
+    line = f"wc -l < {data} > {workspace / 'result' / 'lines.txt'}"
+    subprocess.run(["sh", "-c", line], check=True, env={"PATH": "/usr/bin:/bin"})  # the command's container
+    sealed = chain.cli("--json", "mission", "run", "pod", "--stage", "seal", "--workspace", str(workspace))
+    assert sealed.returncode == ExitCode.OK, sealed.stdout + sealed.stderr
+    manifest = json.loads(sealed.stdout)["manifest"]
+    assert manifest["sandbox"] == "container" and manifest["image"] == IMAGE == manifest["environment"]["image"]
+    assert "host" not in manifest["environment"] and manifest["spent"] == {"attempts": 1, "stopped": "one_run"}
+    assert manifest["mission_sha256"] == sent["mission_sha256"] and manifest["output"]["file_count"] == 1
+    assert set(json.loads(sealed.stdout)["milestones"]) == {"submitted", "scheduled", "snapshot_ready", "completed"}
+    again = chain.cli("--json", "mission", "run", "pod", "--stage", "seal", "--workspace", str(workspace))
+    assert again.returncode == ExitCode.CONFLICT  # one bundle per output identity
+    proof = json.loads(sealed.stdout)["proof"]
+    verified = chain.cli("verify", str(workspace / "result"), "--proof", proof)
+    assert verified.returncode == ExitCode.OK and f"image       {IMAGE}" in verified.stdout, verified.stdout
+    assert "sandbox     container" in verified.stdout

@@ -36,12 +36,22 @@ CONTAINER_SECURITY = {
 }  # fmt: skip
 
 
-def check_image(image: str) -> None:
+def check_image(image: str, field: str = "image") -> None:
     if not DIGEST_REF.match(image):
         raise BadInput(
-            f"image: {image!r} is not pinned by digest (name@sha256:<64 hex>); a tag can move",
-            detail={"field": "image"},
+            f"{field}: {image!r} is not pinned by digest (name@sha256:<64 hex>); a tag can move",
+            detail={"field": field},
         )
+
+
+def check_cidr(cidr: str) -> None:
+    """An egress CIDR for a NetworkPolicy (IPv4 or IPv6, host bits clear)."""
+    import ipaddress
+
+    try:
+        ipaddress.ip_network(cidr, strict=True)
+    except ValueError as exc:
+        raise BadInput(f"--egress-cidr {cidr!r}: not a CIDR ({exc})", detail={"field": "egress_cidr"}) from None
 
 
 def check_name(field: str, value: str) -> None:
@@ -103,7 +113,7 @@ class ServiceSpec:
 def render_service(spec: ServiceSpec) -> list[dict[str, Any]]:
     """The ConfigMap with the deployment record, the Deployment, its Service and PodDisruptionBudget."""
     spec.check()
-    labels = {"app.kubernetes.io/name": "anchor-serve", "app.kubernetes.io/instance": spec.name}
+    labels = {**SERVICE_PODS, "app.kubernetes.io/instance": spec.name}
     meta: dict[str, Any] = {"name": spec.name, "labels": labels}
     if spec.namespace:
         meta["namespace"] = spec.namespace
@@ -168,6 +178,27 @@ def render_service(spec: ServiceSpec) -> list[dict[str, Any]]:
         "spec": {"minAvailable": 1, "selector": {"matchLabels": labels}},
     }  # fmt: skip
     return [config, deployment, service, budget]
+
+
+SERVICE_PODS = {"app.kubernetes.io/name": "anchor-serve"}
+"""How `render_service` labels the anchoring service's pods: what a Job's NetworkPolicy lets its pods reach."""
+
+
+def network_policy(meta: dict[str, Any], pods: dict[str, str], egress_cidrs: tuple[str, ...]) -> dict[str, Any]:
+    """Nothing in; out only DNS, the anchoring service's pods and `egress_cidrs` (as the pod's trusted
+    steps need: the snapshot's host, the RPC). Shared by the mission Job and the researchers' Job."""
+    egress: list[dict[str, Any]] = [
+        {"to": [{"namespaceSelector": {}, "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
+         "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]},
+        {"to": [{"podSelector": {"matchLabels": SERVICE_PODS}}]},
+    ]  # fmt: skip
+    if egress_cidrs:
+        egress.append({"to": [{"ipBlock": {"cidr": cidr}} for cidr in egress_cidrs]})
+    return {
+        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": meta,
+        "spec": {"podSelector": {"matchLabels": pods}, "policyTypes": ["Ingress", "Egress"], "ingress": [],
+                 "egress": egress},
+    }  # fmt: skip
 
 
 def to_yaml(documents: list[dict[str, Any]]) -> str:

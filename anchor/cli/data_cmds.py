@@ -87,6 +87,15 @@ ServiceUrlOpt = Annotated[
     typer.Option("--service-url", help="The anchoring service as the pods reach it: it holds the funded key."),
 ]
 """For the rendered Jobs (research, mission): where their pods anchor (docs/calendar.md)."""
+EgressCidrOpt = Annotated[
+    Optional[list[str]],  # noqa: UP045
+    typer.Option(
+        "--egress-cidr",
+        help="A CIDR the pods may reach besides DNS and the anchoring service (the snapshot's host, the git"
+        " remote, the chain's RPC); repeatable. Their NetworkPolicy denies everything else.",
+    ),
+]
+"""For the rendered Jobs' NetworkPolicy (anchor.anchoring.k8s.network_policy)."""
 GoneKeysSecretOpt = Annotated[
     Optional[str],  # noqa: UP045
     typer.Option(hidden=True, help="Gone: the funded key stays in the service (--service-url, --token-secret)."),
@@ -656,6 +665,15 @@ def _bundle_lines(result: Any) -> list[str]:
         budget, profile = bundle["budget"], bundle["profile"]
         lines.append(f"  budget      {budget['minutes']} min, {count(budget['attempts'], 'attempt')}")
         lines.append(f"  profile     {profile['name']} ({profile['cpu']} CPU, {profile['memory']})")
+    if "spent" in bundle:
+        spent, allowed = bundle["spent"], bundle["budget"]["attempts"]
+        why = (
+            "no stop rule: one run" if spent["stopped"] == "one_run"
+            else "its attempts ran out before any stop rule was met" if spent["stopped"] == "attempts"
+            else f"stop rule met: {spent['rule']['metric']} {'>=' if spent['rule']['mode'] == 'max' else '<='}"
+                 f" {spent['rule']['target']}"
+        )  # fmt: skip
+        lines.append(f"  spent       {spent['attempts']} of {count(allowed, 'attempt')} ({why})")
     if env:
         lines.append(f"  sandbox     {bundle['sandbox']}")
         lines.append(

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from anchor.cli.data_cmds import GoneKeysSecretOpt, ServiceUrlOpt
+from anchor.cli.data_cmds import EgressCidrOpt, GoneKeysSecretOpt, ServiceUrlOpt
 from anchor.cli.output import JsonFlag, count, emit, wants_json
 
 missions = typer.Typer(help="Typed, immutable missions (docs/manifest.md, Mission).", no_args_is_help=True)
@@ -136,6 +136,18 @@ def run(
             " here, pending proofs at once, completed at the end when the service's batch is mined.",
         ),
     ] = None,
+    stage: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--stage",
+            help="In a pod (anchor mission render k8s): `prepare` (claim, snapshot into --workspace) or `seal`"
+            " (hash and anchor what the command's own container left): the command runs between them, elsewhere.",
+        ),
+    ] = None,
+    workspace: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--workspace", help="With --stage: the directory holding the snapshot/ and result/ volumes."),
+    ] = None,
     json: JsonFlag = False,
 ) -> None:
     """Run a dispatched mission against its verified snapshot, measure its six milestones, and anchor
@@ -143,15 +155,34 @@ def run(
     import sys
 
     from anchor.anchoring.client import StampOutcome, services_from
-    from anchor.missions.runner import run_mission
+    from anchor.errors import BadInput
+    from anchor.missions.runner import prepare_mission, run_mission, seal_mission
 
     def say(line: str) -> None:
         sys.stderr.write(line + "\n")
 
     settings = ctx.find_root().obj["settings"]
+    if no_sandbox:
+        from anchor.research.sandbox import refuse_unconfined
+
+        refuse_unconfined(settings)  # before the mission is claimed
+    if stage not in (None, "prepare", "seal") or (stage is None) != (workspace is None):
+        raise BadInput("--stage: `prepare` or `seal`, and only with --workspace DIR (the rendered Job's steps)",
+                       detail={"field": "stage"})  # fmt: skip
     services = services_from(service) if service else None  # refused before the mission runs
-    cache = _cache(ctx, max_bytes)
-    done = run_mission(settings, output, cache, sandbox=not no_sandbox, say=None if json else say, services=services)
+    quiet = (lambda _: None) if json else say
+    if stage == "prepare":
+        assert workspace is not None
+        prepared = prepare_mission(settings, output, _cache(ctx, max_bytes), workspace, quiet)
+        emit(ctx, json, prepared, [f"mission {output!r} prepared: snapshot {prepared['snapshot']} (read-only for the"
+                                   f" command), result {prepared['result']}"])  # fmt: skip
+        return
+    if stage == "seal":
+        assert workspace is not None
+        done = seal_mission(settings, output, workspace, services, quiet)
+    else:
+        cache = _cache(ctx, max_bytes)
+        done = run_mission(settings, output, cache, sandbox=not no_sandbox, say=quiet, services=services)
     if isinstance(done.outcome, StampOutcome):
         _report_through(ctx, json, done, settings)
         return
@@ -273,10 +304,20 @@ def render(
         typer.Option(help="A PersistentVolumeClaim the result directory is written to (else it leaves with the pod)."),
     ] = None,
     namespace: Annotated[Optional[str], typer.Option(help="The namespace.")] = None,  # noqa: UP045
+    anchor_image: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--anchor-image",
+            help="The anchor image (name@sha256:…) that prepares and seals; it alone holds"
+            " the token. The mission's command runs in the dispatched image, apart.",
+        ),
+    ] = None,
+    egress_cidr: EgressCidrOpt = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="Write here (refuses to overwrite).")] = None,  # noqa: UP045
 ) -> None:
-    """Render a dispatched mission for a cluster: a Kubernetes Job that fetches and verifies the snapshot,
-    runs the mission on its profile within its budget, and anchors the result bundle."""
+    """Render a dispatched mission for a cluster: a ConfigMap, a Job and its NetworkPolicy. Trusted steps
+    (the anchor image) fetch and verify the snapshot, then hash and anchor the result; the mission's
+    command runs between them in its own container, on its profile, with no key and no network."""
     from anchor.anchoring.k8s import to_yaml
     from anchor.chain.deployment import only_deployment
     from anchor.cli.output import write_rendered
@@ -288,6 +329,9 @@ def render(
                        detail={"field": "target"})  # fmt: skip
     _no_funded_key(keys_secret, service_url)
     assert service_url is not None
+    if anchor_image is None:
+        raise BadInput("--anchor-image is required: the anchor image (name@sha256:…) that prepares and seals the"
+                       " mission, apart from the submitter's image", detail={"field": "anchor_image"})  # fmt: skip
     settings = ctx.find_root().obj["settings"]
     rpc_url = chain_rpc_url or settings.rpc_url
     if not rpc_url:
@@ -305,8 +349,9 @@ def render(
             detail={"field": "snapshot"},
         )
     deployment = only_deployment(settings.data_dir).model_dump(mode="json")
-    documents = render_job(record, deployment, rpc_url, service_url, token_secret, results_claim, namespace)
-    write_rendered(to_yaml(documents), out, f"a ConfigMap and a Job for mission output {output!r}")
+    documents = render_job(record, deployment, rpc_url, service_url, anchor_image, token_secret, results_claim,
+                           namespace, tuple(egress_cidr or ()))  # fmt: skip
+    write_rendered(to_yaml(documents), out, f"a ConfigMap, a Job and its NetworkPolicy for mission output {output!r}")
 
 
 def _no_funded_key(keys_secret: str | None, service_url: str | None) -> None:

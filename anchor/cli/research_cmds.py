@@ -11,7 +11,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from anchor.cli.data_cmds import GoneKeysSecretOpt, ServiceUrlOpt
+from anchor.cli.data_cmds import EgressCidrOpt, GoneKeysSecretOpt, ServiceUrlOpt
 from anchor.cli.output import JsonFlag, count, emit, write_rendered
 from anchor.files import private_dir
 
@@ -104,6 +104,10 @@ def run(
     settings = ctx.find_root().obj["settings"]
     work = _workdir(ctx, workdir)
     _check_researcher(researcher)
+    if no_sandbox:
+        from anchor.research.sandbox import refuse_unconfined
+
+        refuse_unconfined(settings)  # before anything is written
     services = _services(service, no_anchor)
     terms, _ = load_contract(contract)
     ledger = open_ledger(work, settings.journal_url)
@@ -551,10 +555,22 @@ def render(
     budget_minutes: Annotated[float, typer.Option(min=0.01)] = 60.0,
     cpu: Annotated[str, typer.Option(help="CPU per researcher (requests = limits).")] = "1",
     memory: Annotated[str, typer.Option(help="Memory per researcher (requests = limits).")] = "2Gi",
-    no_sandbox: Annotated[bool, typer.Option("--no-sandbox", help="Attempts unconfined (recorded per entry).")] = False,
+    no_sandbox: Annotated[
+        bool, typer.Option("--no-sandbox", help="Refused: a researcher pod holds keys, so attempts run in the sandbox.")
+    ] = False,
+    sandbox_runtime: Annotated[
+        str,
+        typer.Option(
+            help="How the pod lets bubblewrap run: gvisor (a RuntimeClass, --runtime-class) or seccomp"
+            " (deploy/k8s/anchor-bwrap.seccomp.json on the nodes; docs/research.md)."
+        ),
+    ] = "gvisor",
+    runtime_class: Annotated[str, typer.Option(help="The RuntimeClass of --sandbox-runtime gvisor.")] = "gvisor",
+    egress_cidr: EgressCidrOpt = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="Write here (refuses to overwrite).")] = None,  # noqa: UP045
 ) -> None:
-    """Render researchers for a cluster: a Kubernetes Indexed Job (completion index = researcher id)."""
+    """Render researchers for a cluster: a ConfigMap, a Kubernetes Indexed Job (completion index =
+    researcher id) and its NetworkPolicy."""
     from anchor.errors import BadInput
     from anchor.research.contract import load_contract
     from anchor.research.k8s import JobSpec, render_job, to_yaml
@@ -569,6 +585,10 @@ def render(
     if service_url is None:
         raise BadInput("--service-url is required: researchers anchor through the service that holds the funded key"
                        " (hint: --service-url http://anchor:8000)", detail={"field": "service_url"})  # fmt: skip
+    if no_sandbox:
+        raise BadInput("--no-sandbox: a researcher pod holds the service token and the researcher's key, so its"
+                       " attempts run in bubblewrap (hint: --sandbox-runtime gvisor|seccomp, docs/research.md)",
+                       detail={"field": "no_sandbox"})  # fmt: skip
     load_contract(contract)  # a contract the researchers would refuse is refused here
     spec = JobSpec(
         name=name, researchers=researchers, image=image, repo_url=repo_url, baseline=baseline.lower(),
@@ -576,13 +596,16 @@ def render(
         rpc_url=rpc_url_k8s, service_url=service_url, token_secret=token_secret,
         researcher_secret=researcher_secret, ledger_secret=ledger_secret, max_attempts=max_attempts,
         budget_minutes=budget_minutes,
-        cpu=cpu, memory=memory, namespace=namespace, ledger_claim=ledger_claim, sandbox=not no_sandbox,
+        cpu=cpu, memory=memory, namespace=namespace, ledger_claim=ledger_claim, sandbox_runtime=sandbox_runtime,
+        runtime_class=runtime_class, egress_cidrs=tuple(egress_cidr or ()),
     )  # fmt: skip
     shared = "" if ledger_claim or ledger_secret else (
         "; the pods share a ledger only through --ledger-secret (PostgreSQL) or --ledger-claim"
     )  # fmt: skip
     write_rendered(
-        to_yaml(render_job(spec)), out, f"a ConfigMap and an Indexed Job of {researchers} researcher(s){shared}"
+        to_yaml(render_job(spec)),
+        out,
+        f"a ConfigMap, an Indexed Job of {researchers} researcher(s) and its NetworkPolicy{shared}",
     )
 
 

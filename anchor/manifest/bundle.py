@@ -20,7 +20,7 @@ from anchor.errors import BadInput
 from anchor.manifest.environment import Environment
 from anchor.manifest.filetree import FileTreeManifest, hash_tree
 from anchor.manifest.identity import HasIdentity
-from anchor.manifest.mission import Budget  # what the run was allowed: the mission's budget, as enforced
+from anchor.manifest.mission import Budget, StopRule  # what the run was allowed: the mission's budget, as enforced
 from anchor.manifest.validation import validated
 
 HEX64 = r"^[0-9a-f]{64}$"
@@ -122,6 +122,27 @@ class Profile(BaseModel):
     memory: str = Field(pattern=r"^[0-9]+(Ki|Mi|Gi|Ti)?$")
 
 
+class Spent(BaseModel):
+    """What a run used of its budget and why it stopped (version 3, written by the runner, inside the
+    identity): `attempts` runs of the command; `stopped` is `stop_rule` (the `rule` met by the
+    `metrics.json` the last attempt left), `attempts` (the budget's attempts ran out first) or
+    `one_run` (a mission without stop rules runs its command once)."""
+
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
+
+    attempts: int = Field(ge=1, le=1_000_000)
+    stopped: Literal["stop_rule", "attempts", "one_run"]
+    rule: StopRule | None = None
+
+    @model_validator(mode="after")
+    def _named(self) -> Spent:
+        if (self.stopped == "stop_rule") != (self.rule is not None):
+            raise ValueError("rule: present exactly when a stop rule ended the run")
+        if self.stopped == "one_run" and self.attempts != 1:
+            raise ValueError("attempts: a run without stop rules is one attempt")
+        return self
+
+
 class BundleManifest(HasIdentity, BaseModel):
     """Version 2 adds what the run was allowed (`budget`) and what it ran on (`profile`), both inside
     the identity: the same output under another budget or profile is another result bundle.
@@ -129,7 +150,8 @@ class BundleManifest(HasIdentity, BaseModel):
     Version 3 binds where it actually ran: `environment` (anchor.manifest.environment: interpreter,
     lock, and the host's identity or the image it ran in) and `sandbox`. Its `image` is present only
     when the command ran in that image (then it equals `environment.image`): a run on a host never
-    claims the image it was dispatched with."""
+    claims the image it was dispatched with. Its optional `spent` (`Spent`) says how many attempts
+    ran and why they stopped; absent in bundles written before it, so their digests are unchanged."""
 
     model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
@@ -144,7 +166,10 @@ class BundleManifest(HasIdentity, BaseModel):
     budget: Budget | None = None
     profile: Profile | None = None
     environment: Environment | None = None
-    sandbox: Literal["bubblewrap", "none"] | None = None
+    sandbox: Literal["bubblewrap", "container", "none"] | None = None
+    """`container`: the command ran alone in a container of its image, without keys or network (the
+    Kubernetes Job of `anchor mission render k8s`), and was measured from a separate one."""
+    spent: Spent | None = None
     milestones: Milestones | None = None
 
     @model_validator(mode="after")
@@ -155,13 +180,17 @@ class BundleManifest(HasIdentity, BaseModel):
             raise ValueError(f"{extra[0]}: a version 2 field (a version 1 bundle has no budget or profile)")
         if self.version >= 2 and len(extra) != 2:
             raise ValueError(f"a version {self.version} bundle records both its budget and its profile")
-        if self.version < 3 and where:
-            raise ValueError(f"{where[0]}: a version 3 field")
+        if self.version < 3 and (where or self.spent is not None):
+            raise ValueError(f"{(where or ['spent'])[0]}: a version 3 field")
+        if self.spent is not None and self.budget is not None and self.spent.attempts > self.budget.attempts:
+            raise ValueError(f"spent.attempts: {self.spent.attempts} is past the budget's {self.budget.attempts}")
         if self.version < 3 and self.image is None:
             raise ValueError("image: required before version 3")
         if self.version == 3:
             if len(where) != 2 or self.environment is None:
                 raise ValueError("a version 3 bundle records both its environment and its sandbox")
+            if self.sandbox == "container" and self.image is None:
+                raise ValueError("sandbox: a command that ran in a container names that container's image")
             if self.image != self.environment.image:
                 raise ValueError(
                     "image: present exactly when the command ran in that image (environment.image);"

@@ -1,4 +1,26 @@
-"""A dispatched mission on Kubernetes (`anchor mission render k8s`): the same runner, in a Job."""
+"""A dispatched mission on Kubernetes (`anchor mission render k8s`): the runner's trusted steps and
+the submitter's command in separate containers of one pod, in turn.
+
+Why three containers: the submitter's image is untrusted code. If it shares a container (or a
+process table, or a writable snapshot) with whatever holds the service token, it can read the token
+from /proc, or change the snapshot under the runner. So the pod runs, one after another:
+1. `prepare` (init, the anchor image): `anchor mission submit` (the dispatcher's checks again), then
+   `anchor mission run --stage prepare`: the snapshot fetched and verified against its SHA-256 into a
+   volume of its own, the milestones so far kept in the anchor data volume;
+2. `command` (init, the dispatched image by digest): the mission's command alone, with the snapshot
+   volume read-only, its result volume writable, and nothing else: no Secret, no environment from one,
+   no service account token (`automountServiceAccountToken: false`), no service links, on the
+   mission's resource profile (requests = limits). A command that fails fails the pod: nothing is
+   anchored, as on a host;
+3. `seal` (the anchor image): `anchor mission run --stage seal` hashes the result volume (mounted
+   read-only; links refused) and stamps the bundle through the anchoring service with the submit-only
+   token of `token_secret` (key `token`), the only container that has it.
+
+The rendered NetworkPolicy denies the pod all ingress and all egress but DNS, the anchoring service's
+pods (`app.kubernetes.io/name: anchor-serve`, as `anchor deploy render k8s` labels them) and the CIDRs
+given with `--egress-cidr` (the snapshot's host, the chain's RPC). A policy is per pod, so the command
+can reach those too, but without a token the service only answers public reads.
+"""
 
 from __future__ import annotations
 
@@ -7,41 +29,64 @@ import json
 import shlex
 from typing import Any
 
+POD_TMP = "/tmp"  # noqa: S108 - the command container's own emptyDir (1 GiB), not a shared host /tmp
+
+
+def _command_line(record: dict[str, Any]) -> tuple[str, list[dict[str, str]]]:
+    """The mission's command with its placeholders filled for the pod's paths, and its MISSION_* env."""
+    paths = {"{result}": "/mission/result", "{run_dir}": "/mission/result", "{snapshot}": "/mission/snapshot/data"}
+    command = record["mission"]["document"]["command"]
+    for placeholder, value in paths.items():
+        command = command.replace(placeholder, shlex.quote(value))
+    command = command.replace("{attempt}", "1")
+    env = [
+        {"name": "MISSION_SNAPSHOT", "value": paths["{snapshot}"]},
+        {"name": "MISSION_RESULT", "value": paths["{result}"]},
+        {"name": "MISSION_OUTPUT", "value": record["output"]}, {"name": "MISSION_ATTEMPT", "value": "1"},
+        {"name": "HOME", "value": POD_TMP},
+    ]  # fmt: skip
+    return command, env
+
 
 def render_job(
     record: dict[str, Any],
     deployment: dict[str, Any],
     rpc_url: str,
     service_url: str,
+    anchor_image: str,
     token_secret: str = "anchor-service-token",  # noqa: S107 - the name of a Secret object
     results_claim: str | None = None,
     namespace: str | None = None,
+    egress_cidrs: tuple[str, ...] = (),
 ) -> list[dict[str, Any]]:
-    """A dispatched mission as a Kubernetes Job: the same runner, in a pod of the mission's image
-    (by digest), on its resource profile (requests = limits), within its budget (activeDeadlineSeconds).
-
-    - init `fetch-snapshot`: `anchor snapshot fetch` puts the snapshot in the pod's cache, verified
-      against its SHA-256 while it arrives (a corrupt source fails the pod before anything runs);
-    - `mission`: `anchor mission submit` (the dispatcher's checks again, in the pod) then
-      `anchor mission run --no-sandbox` (the pod is the confinement: non-root, no privilege escalation,
-      no capabilities), which re-verifies the cached snapshot, measures the milestones and stamps the
-      bundle through the anchoring service at `service_url` (docs/calendar.md) with the submit-only
-      token of `token_secret` (key `token`): no funded key, no journal URL is in the pod, and the
-      runner makes its environment unreadable to the mission's command before it starts it;
-    - the result directory is on `results_claim` (a PersistentVolumeClaim) when one is named, else it
-      leaves with the pod (the anchored proof stays in the shared journal)."""
+    """The ConfigMap (the mission and the deployment record), the Job and its NetworkPolicy (see the
+    module's steps). The result volume is `results_claim` (a PersistentVolumeClaim, this mission's own
+    sub-path of it) when one is named, else an emptyDir that leaves with the pod (the anchored proof
+    stays in the service's journal)."""
     from anchor.anchoring.k8s import (
         CONTAINER_SECURITY,
         POD_SECURITY,
+        check_cidr,
         check_image,
         check_name,
         check_service_url,
+        network_policy,
         token_env,
     )
+    from anchor.missions.runner import one_attempt_only
 
     check_image(record["image"])
+    check_image(anchor_image, "anchor_image")
     check_name("token_secret", token_secret)
     check_service_url(service_url)
+    for cidr in egress_cidrs:
+        check_cidr(cidr)
+    one_attempt_only(record["mission"]["document"])
+    if record.get("resume"):
+        from anchor.errors import BadInput
+
+        raise BadInput("resume: a pod has no earlier result directory to start from; run a resumed mission on the"
+                       " host that ran the pinned bundle", detail={"field": "resume"})  # fmt: skip
     if results_claim is not None:
         check_name("results_claim", results_claim)
     name = "mission-" + hashlib.sha256(record["output"].encode()).hexdigest()[:12]
@@ -57,64 +102,75 @@ def render_job(
     }  # fmt: skip
     snapshot = record["snapshot"]
     submit = [
-        "anchor", "mission", "submit", "--mission", "/mission/mission.json",
+        "anchor", "mission", "submit", "--mission", "/mission-file/mission.json",
         "--mission-digest", record["mission"]["digest"], "--snapshot", snapshot["ref"],
         "--snapshot-sha256", snapshot["sha256"], "--image", record["image"], "--output", record["output"],
         "--profile", record["profile"]["name"],
     ]  # fmt: skip
-    if record.get("resume"):
-        submit += ["--resume-bundle", record["resume"]["bundle"], "--resume-digest", record["resume"]["digest"]]
-    run = ["anchor", "mission", "run", record["output"], "--no-sandbox", "--service", service_url]
-    # exec: the runner replaces the shell, so no process of ours that holds the token stays readable
-    script = " ".join(shlex.quote(a) for a in submit) + " && exec " + " ".join(shlex.quote(a) for a in run)
-    env = [{"name": "ANCHOR_DATA_DIR", "value": "/data"}, {"name": "ANCHOR_RPC_URL", "value": rpc_url},
-           {"name": "HOME", "value": "/data/home"}]  # fmt: skip
-    mounts = [
+    prepare = ["anchor", "mission", "run", record["output"], "--stage", "prepare", "--workspace", "/mission"]
+    seal = ["anchor", "mission", "run", record["output"], "--stage", "seal", "--workspace", "/mission",
+            "--service", service_url]  # fmt: skip
+    quoted = " ".join(shlex.quote(a) for a in submit) + " && exec " + " ".join(shlex.quote(a) for a in prepare)
+    anchor_env = [{"name": "ANCHOR_DATA_DIR", "value": "/data"}, {"name": "ANCHOR_RPC_URL", "value": rpc_url},
+                  {"name": "HOME", "value": "/data/home"}]  # fmt: skip
+    data_mounts = [
         {"name": "data", "mountPath": "/data"},
         {"name": "mission", "mountPath": f"/data/deployments/{record_file}", "subPath": record_file, "readOnly": True},
     ]  # fmt: skip
-    main_mounts = [*mounts, {"name": "mission", "mountPath": "/mission", "readOnly": True}]
+    result_mount: dict[str, Any] = {"name": "result", "mountPath": "/mission/result"}
+    if results_claim:
+        result_mount["subPath"] = name  # this mission's own part of the claim, never another's
     volumes: list[dict[str, Any]] = [
         {"name": "data", "emptyDir": {}},
+        {"name": "snapshot", "emptyDir": {}},
+        {"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}},  # the command's only writable place besides its result
+        {"name": "result", **({"persistentVolumeClaim": {"claimName": results_claim}} if results_claim
+                              else {"emptyDir": {}})},
         {"name": "mission", "configMap": {"name": f"{name}-mission", "defaultMode": 0o444}},
-    ]
-    if results_claim:
-        volumes.append({"name": "results", "persistentVolumeClaim": {"claimName": results_claim}})
-        main_mounts.append({"name": "results", "mountPath": "/data/missions"})
+    ]  # fmt: skip
     profile = record["profile"]
     bounds = {"cpu": profile["cpu"], "memory": profile["memory"]}
     small = {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"cpu": "500m", "memory": "256Mi"}}
     minutes = int(record["mission"]["document"]["budget"]["minutes"])
+    command, mission_env = _command_line(record)
     job = {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": meta,
         "spec": {
             "backoffLimit": 0,  # a mission runs once per output identity; a retry is a new submission
-            "activeDeadlineSeconds": minutes * 60 + 600,  # the runner stops the command at the budget
+            "activeDeadlineSeconds": minutes * 60 + 600,  # the budget, plus the trusted steps
             "template": {
                 "metadata": {"labels": labels},
                 "spec": {
                     "restartPolicy": "Never",
+                    "automountServiceAccountToken": False,  # no container here talks to the cluster's API
+                    "enableServiceLinks": False,  # nor learns its services from its environment
                     "securityContext": POD_SECURITY,
                     "initContainers": [
-                        {"name": "fetch-snapshot", "image": record["image"],
-                         "command": ["anchor", "snapshot", "fetch", f"sha256:{snapshot['sha256']}", "--from",
-                                     snapshot["ref"]],
-                         "env": env, "volumeMounts": mounts, "securityContext": CONTAINER_SECURITY,
-                         "resources": small},
+                        {"name": "prepare", "image": anchor_image, "command": ["sh", "-c", quoted],
+                         "env": anchor_env,
+                         "volumeMounts": [*data_mounts,
+                                          {"name": "mission", "mountPath": "/mission-file", "readOnly": True},
+                                          {"name": "snapshot", "mountPath": "/mission/snapshot"}, result_mount],
+                         "securityContext": CONTAINER_SECURITY, "resources": small},
+                        # the submitter's code: its own container, nothing of ours in it (see the module)
+                        {"name": "command", "image": record["image"], "command": ["sh", "-c", command],
+                         "workingDir": "/mission/result", "env": mission_env,
+                         "volumeMounts": [{"name": "snapshot", "mountPath": "/mission/snapshot", "readOnly": True},
+                                          result_mount, {"name": "tmp", "mountPath": POD_TMP}],
+                         "securityContext": {**CONTAINER_SECURITY, "readOnlyRootFilesystem": True},
+                         "resources": {"requests": bounds, "limits": bounds}},
                     ],
                     "containers": [
-                        {"name": "mission", "image": record["image"], "command": ["sh", "-c", script],
-                         # this container is that image, by digest: the bundle binds it as where it ran
-                         "env": [*env, {"name": "ANCHOR_IMAGE", "value": record["image"]}, token_env(token_secret)],
-                         "volumeMounts": main_mounts,
-                         "securityContext": CONTAINER_SECURITY,
-                         "resources": {"requests": bounds, "limits": bounds}},
+                        {"name": "seal", "image": anchor_image, "command": seal,
+                         "env": [*anchor_env, token_env(token_secret)],
+                         "volumeMounts": [*data_mounts, {**result_mount, "readOnly": True}],
+                         "securityContext": CONTAINER_SECURITY, "resources": small},
                     ],
                     "volumes": volumes,
                 },
             },
         },
     }  # fmt: skip
-    return [config, job]
+    return [config, job, network_policy(meta, labels, egress_cidrs)]

@@ -15,10 +15,14 @@ What it does, in order, each step timed by us (the six milestones are ours, neve
    directory writable) unless `--no-sandbox`, with MISSION_SNAPSHOT, MISSION_RESULT, MISSION_OUTPUT
    (and MISSION_RESUME) set, and `{snapshot}`, `{result}` (alias `{run_dir}`) in the command replaced
    by those paths, shell-quoted; it is stopped, by the process group we started, when the mission's
-   budget of minutes runs out;
-6. `completed`: the command exited. On exit 0 the result directory is hashed and a version 3 result
+   budget of minutes runs out. Each run is an attempt (MISSION_ATTEMPT, `{attempt}`), under the
+   attempt limits (memory, file size, processes: anchor.research.runner.Limits). A mission with stop
+   rules runs its command again, into the same result directory, until the `metrics.json` an attempt
+   leaves there meets a rule or its budget's attempts are spent; one without runs it once;
+6. `completed`: the last attempt exited. On exit 0 the result directory is hashed and a version 3 result
    bundle (mission SHA-256, snapshot SHA-256, evaluator policy, budget, resource profile, output tree,
-   resume pin, and where it ran: environment, sandbox, and the image only when it ran in one) is
+   resume pin, where it ran: environment, sandbox, and the image only when it ran in one, and what it
+   spent: attempts and why they stopped) is
    anchored with its timing record in the same batch.
 
 A resumed mission starts only from the pinned bundle's result directory as this runner left it, and
@@ -33,6 +37,7 @@ import os
 import shlex
 import signal
 import sqlite3
+import stat
 import subprocess
 import time
 from dataclasses import dataclass, replace
@@ -51,6 +56,7 @@ if TYPE_CHECKING:
     from anchor.anchoring.client import StampOutcome
     from anchor.anchoring.stamp import AnchorOutcome
     from anchor.manifest.bundle import BundleManifest
+    from anchor.manifest.environment import Environment
     from anchor.missions.snapshots import SnapshotCache
     from anchor.settings.session import Settings
 
@@ -204,14 +210,16 @@ def _fresh_result_dir(mission_dir: Path) -> Path:
 
 def _command(
     record: dict[str, Any], mission_dir: Path, result: Path, snapshot: Path, resume: Path | None,
-    settings: Settings, sandbox: bool,
+    settings: Settings, sandbox: bool, attempt: int,
 ) -> tuple[list[str], dict[str, str], str]:  # fmt: skip
     from anchor.research.sandbox import Sandbox, allowed_env
 
     command = record["mission"]["document"]["command"]
     for placeholder, value in (("{result}", result), ("{run_dir}", result), ("{snapshot}", snapshot)):
         command = command.replace(placeholder, shlex.quote(str(value)))
-    mission_env = {"MISSION_SNAPSHOT": str(snapshot), "MISSION_RESULT": str(result), "MISSION_OUTPUT": record["output"]}
+    command = command.replace("{attempt}", str(attempt))
+    mission_env = {"MISSION_SNAPSHOT": str(snapshot), "MISSION_RESULT": str(result), "MISSION_OUTPUT": record["output"],
+                   "MISSION_ATTEMPT": str(attempt)}  # fmt: skip
     if resume is not None:
         mission_env["MISSION_RESUME"] = str(resume)
     if not sandbox:
@@ -225,38 +233,134 @@ def _command(
     return box.argv(command, mission_dir, extra_env=mission_env), {}, "bubblewrap"
 
 
+METRICS_FILE = "metrics.json"
+MAX_METRICS_BYTES = 64 * 1024
+
+
+def met_rule(rules: list[dict[str, Any]], result: Path) -> tuple[dict[str, Any] | None, str]:
+    """The first stop rule that `result/metrics.json` meets (the command's own figures: a claim the
+    runner only compares, read as a regular file, never through a link), and a line saying what was
+    read. Exact decimal comparison, as the rule's target is written."""
+    from decimal import Decimal
+
+    from anchor.manifest.attempt import canonical_decimal
+
+    try:
+        fd = os.open(result / METRICS_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None, f"no {METRICS_FILE} in the result: no stop rule can be met"
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return None, f"{METRICS_FILE} is not a regular file: ignored"
+        raw = handle.read(MAX_METRICS_BYTES + 1)
+    try:
+        metrics = json.loads(raw) if len(raw) <= MAX_METRICS_BYTES else None
+    except ValueError:
+        metrics = None
+    if not isinstance(metrics, dict):
+        return None, f"{METRICS_FILE} is not a JSON object of at most {MAX_METRICS_BYTES} bytes: ignored"
+    seen = []
+    for rule in rules:
+        value = metrics.get(rule["metric"])
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            continue
+        try:
+            number = Decimal(canonical_decimal(value, rule["metric"]))
+        except Exception:  # noqa: BLE001, S112 - a value that is not a finite number meets no rule
+            continue
+        seen.append(f"{rule['metric']}={number}")
+        target = Decimal(rule["target"])
+        if (number >= target) if rule["mode"] == "max" else (number <= target):
+            return rule, f"{rule['metric']}={number} meets the stop rule ({rule['mode']} {rule['target']})"
+    return None, ("; ".join(seen) or "none of the rules' metrics") + ": no stop rule met"
+
+
 def _terminated(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)  # unwinds through _run_command, which stops the command's group
 
 
-def _run_command(argv: list[str], env: dict[str, str], cwd: Path, budget_s: float, log: Path) -> tuple[int, bool]:
-    """Run in a process group of its own (ours, by the PID we started); (exit code, timed out). A
-    SIGTERM to the runner (a pod being stopped, `kill`) stops the command's group before the runner
-    exits: the default action would end the runner alone and leave the command running, unowned."""
+def _run_command(
+    argv: list[str], env: dict[str, str], cwd: Path, budget_s: float, log: Path, attempt: int
+) -> tuple[int, bool, dict[str, object] | None]:
+    """Run in a process group of its own (ours, by the PID we started), under the attempt limits
+    (anchor.research.runner.Limits: memory, file size, processes); (exit code, timed out, the limit it
+    met). A SIGTERM to the runner (a pod being stopped, `kill`) stops the command's group before the
+    runner exits: the default action would end the runner alone and leave the command running, unowned."""
     import threading
 
-    with open(log, "wb") as out:
-        child = subprocess.Popen(
-            argv, cwd=cwd, env=env or None, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )  # fmt: skip
-        main = threading.current_thread() is threading.main_thread()
-        previous = signal.signal(signal.SIGTERM, _terminated) if main else None
-        try:
-            return child.wait(timeout=budget_s), False
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(child.pid, signal.SIGKILL)
-            child.wait()
-            return -signal.SIGKILL, True
-        except BaseException:  # Ctrl-C, SIGTERM: nothing of the mission outlives us
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(child.pid, signal.SIGKILL)
-            child.wait()
-            raise
-        finally:
-            if main:
-                signal.signal(signal.SIGTERM, previous)
+    from anchor.research.pids import Pids
+    from anchor.research.runner import Limits, named_limit
+
+    limits = Limits.from_env()
+    pids = Pids.create(limits.processes)
+
+    def bound_child() -> None:
+        limits.apply()
+        pids.enter()
+
+    try:
+        with open(log, "ab" if attempt > 1 else "wb") as out:
+            out.write(f"--- attempt {attempt} ---\n".encode())
+            out.flush()
+            child = subprocess.Popen(
+                argv, cwd=cwd, env=env or None, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True, preexec_fn=bound_child,  # noqa: PLW1509 - setrlimit and one write
+            )  # fmt: skip
+            main = threading.current_thread() is threading.main_thread()
+            previous = signal.signal(signal.SIGTERM, _terminated) if main else None
+            try:
+                code, timed_out = child.wait(timeout=max(budget_s, 0.001)), False
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(child.pid, signal.SIGKILL)
+                child.wait()
+                code, timed_out = -signal.SIGKILL, True
+            except BaseException:  # Ctrl-C, SIGTERM: nothing of the mission outlives us
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(child.pid, signal.SIGKILL)
+                child.wait()
+                raise
+            finally:
+                if main:
+                    signal.signal(signal.SIGTERM, previous)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGKILL)  # what it left behind in its group goes with it
+        return code, timed_out, None if timed_out else named_limit(code, log, limits, pids)
+    finally:
+        pids.close()
+
+
+def _seal(
+    record: dict[str, Any], output: str, result: Path, environment: Environment, confinement: str,
+    spent: dict[str, Any], milestones: dict[str, datetime], settings: Settings, services: Any,
+) -> tuple[BundleManifest, AnchorOutcome | StampOutcome, Path]:  # fmt: skip
+    """Hash the result directory and anchor the version 3 bundle that binds it (with the local key,
+    or pending at `services`), its timing record in the same batch."""
+    from anchor.anchoring.stamp import anchor_bundle
+    from anchor.manifest.bundle import BundleManifest
+    from anchor.manifest.filetree import hash_tree
+    from anchor.manifest.validation import validated
+
+    budget = record["mission"]["document"]["budget"]
+    tree = hash_tree(result)
+    manifest = validated(BundleManifest, {
+        "version": 3, "mission_sha256": record["mission_sha256"],
+        "data_snapshot_sha256": record["snapshot"]["sha256"], "image": environment.image,
+        "evaluator_policy_sha256": record["evaluator_policy_sha256"],
+        "output": {"name": output, **tree.summary()}, "resume": record.get("resume"),
+        "budget": {"minutes": budget["minutes"], "attempts": budget["attempts"]},
+        "profile": record["profile"], "environment": environment.model_dump(mode="json", exclude_none=True),
+        "sandbox": confinement, "spent": spent, "milestones": {k: v.isoformat() for k, v in milestones.items()},
+    }, "mission run")  # fmt: skip
+    proof_out = settings.data_dir / "missions" / output.replace("/", "_") / "result.anchor.json"
+    notes = {"dispatched_image": record["image"]}  # what it was dispatched with: display only, not a claim
+    if services:
+        from anchor.anchoring.client import stamp_bundle_through
+
+        outcome: AnchorOutcome | StampOutcome = stamp_bundle_through(manifest, tree, services, proof_out, notes)
+    else:
+        outcome = anchor_bundle(manifest, tree, settings, proof_out, notes)
+    return manifest, outcome, proof_out
 
 
 def run_mission(
@@ -271,10 +375,6 @@ def run_mission(
     With `services` (anchor.anchoring.client), no key is used here: the bundle and its timing record
     are stamped through them, and this process's environment (the service token) is made unreadable
     to the mission's command before it starts."""
-    from anchor.anchoring.stamp import anchor_bundle
-    from anchor.manifest.bundle import BundleManifest
-    from anchor.manifest.filetree import hash_tree
-    from anchor.manifest.validation import validated
     from anchor.research.environment import current as current_environment
 
     say = say or (lambda _: None)
@@ -290,41 +390,50 @@ def run_mission(
             milestones["snapshot_ready"] = _now()
             resume = _resume_dir(settings.data_dir, record["resume"]) if record.get("resume") else None
             result = _fresh_result_dir(mission_dir)
-            argv, env, confinement = _command(record, mission_dir, result, snapshot, resume, settings, sandbox)
             if services:
                 protect_environment()  # the token in our environment is not the command's to read
             budget = record["mission"]["document"]["budget"]
+            rules = list(record["mission"]["document"].get("stop_rules") or [])
+            allowed = budget["attempts"] if rules else 1  # without a stop rule there is nothing to run again for
             milestones["evaluator_started"] = _now()
-            say(f"running the mission's command ({confinement}), budget {budget['minutes']} min")
             began = time.monotonic()
-            code, timed_out = _run_command(argv, env, mission_dir, budget["minutes"] * 60.0, mission_dir / "run.log")
+            deadline = began + budget["minutes"] * 60.0
+            spent: dict[str, Any] = {"attempts": 0, "stopped": "attempts" if rules else "one_run"}
+            for attempt in range(1, allowed + 1):
+                argv, env, confinement = _command(
+                    record, mission_dir, result, snapshot, resume, settings, sandbox, attempt
+                )  # fmt: skip
+                say(f"attempt {attempt} of at most {allowed}: running the mission's command ({confinement}),"
+                    f" {max(0.0, deadline - time.monotonic()) / 60:.1f} of {budget['minutes']} min left")  # fmt: skip
+                code, timed_out, limit = _run_command(
+                    argv, env, mission_dir, deadline - time.monotonic(), mission_dir / "run.log", attempt
+                )  # fmt: skip
+                spent["attempts"] = attempt
+                if timed_out or code != 0:
+                    break
+                if rules:
+                    rule, line = met_rule(rules, result)
+                    say(f"attempt {attempt}: {line}")
+                    if rule is not None:
+                        spent.update(stopped="stop_rule", rule=rule)
+                        break
             seconds = time.monotonic() - began
             milestones["completed"] = _now()
         if timed_out or code != 0:
-            why = f"ran out of its budget of {budget['minutes']} min" if timed_out else f"exited {code}"
+            why = (
+                f"ran out of its budget of {budget['minutes']} min" if timed_out
+                else f"met its {limit['name']} limit ({limit['bound']})" if limit
+                else f"exited {code}"
+            )  # fmt: skip
             raise MissionFailed(
-                f"the mission's command {why}; nothing anchored (log: {mission_dir / 'run.log'})",
-                detail={"exit_code": code, "timed_out": timed_out, "log": str(mission_dir / "run.log")},
-            )
-        tree = hash_tree(result)
-        environment = current_environment()  # where it ran: this host, or the image ANCHOR_IMAGE names
-        manifest = validated(BundleManifest, {
-            "version": 3, "mission_sha256": record["mission_sha256"],
-            "data_snapshot_sha256": record["snapshot"]["sha256"], "image": environment.image,
-            "evaluator_policy_sha256": record["evaluator_policy_sha256"],
-            "output": {"name": output, **tree.summary()}, "resume": record.get("resume"),
-            "budget": {"minutes": budget["minutes"], "attempts": budget["attempts"]},
-            "profile": record["profile"], "environment": environment.model_dump(mode="json", exclude_none=True),
-            "sandbox": confinement, "milestones": {k: v.isoformat() for k, v in milestones.items()},
-        }, "mission run")  # fmt: skip
-        proof_out = mission_dir / "result.anchor.json"
-        notes = {"dispatched_image": record["image"]}  # what it was dispatched with: display only, not a claim
-        if services:
-            from anchor.anchoring.client import stamp_bundle_through
-
-            outcome: AnchorOutcome | StampOutcome = stamp_bundle_through(manifest, tree, services, proof_out, notes)
-        else:
-            outcome = anchor_bundle(manifest, tree, settings, proof_out, notes)
+                f"the mission's command {why} on attempt {spent['attempts']}; nothing anchored"
+                f" (log: {mission_dir / 'run.log'})",
+                detail={"exit_code": code, "timed_out": timed_out, "log": str(mission_dir / "run.log"),
+                        "attempt": spent["attempts"], **({"limit": limit} if limit else {})},
+            )  # fmt: skip
+        manifest, outcome, proof_out = _seal(
+            record, output, result, current_environment(), confinement, spent, milestones, settings, services
+        )  # fmt: skip
     except (KeyboardInterrupt, SystemExit):  # stopped from outside (Ctrl-C, SIGTERM): not its failure
         _finish(settings.data_dir, output, "interrupted")
         raise
@@ -333,3 +442,116 @@ def run_mission(
         raise
     _finish(settings.data_dir, output, "done", manifest.digest.hex(), result)
     return MissionRun(output, result, proof_out, manifest, outcome, confinement, seconds)
+
+
+# --- a mission in a pod (anchor mission render k8s): the trusted steps either side of the command ---
+#
+# The rendered Job runs three containers in turn: `prepare` and `seal` in the anchor image (trusted),
+# and between them the mission's command alone in the dispatched image, with no Secret, no service
+# account token and no network beyond what the NetworkPolicy lets the pod reach. The command never
+# shares a container, a process table or a writable snapshot with anything that holds the token.
+POD_SNAPSHOT = "snapshot"
+POD_RESULT = "result"
+
+
+def one_attempt_only(document: dict[str, Any]) -> None:
+    """A pod runs the command once (its container cannot be re-run by trusted code without the
+    Kubernetes API, which the pod is not given): a mission that asks to run again until a stop rule
+    is met is refused for a pod, naming the field."""
+    from anchor.errors import BadInput
+
+    if document.get("stop_rules") and document["budget"]["attempts"] > 1:
+        raise BadInput(
+            f"stop_rules: a Kubernetes Job runs the command once (one attempt, in a container without keys);"
+            f" this mission may run {document['budget']['attempts']} attempts until a stop rule is met"
+            " (hint: run it with `anchor mission run` on a host, or set its budget to 1 attempt)",
+            detail={"field": "stop_rules"},
+        )
+
+
+def prepare_mission(
+    settings: Settings, output: str, cache: SnapshotCache, workspace: Path, say: Callable[[str], None]
+) -> dict[str, Any]:
+    """`anchor mission run OUTPUT --stage prepare --workspace DIR`: claim the mission, put the verified
+    snapshot in DIR/snapshot/data (the volume the command gets read-only) and check that DIR/result
+    (the command's volume) is empty; the milestones measured so far wait in the data dir for `seal`."""
+    import shutil
+
+    record, submitted = _claim(settings.data_dir, output)
+    milestones = {"submitted": submitted, "scheduled": _now()}
+    try:
+        one_attempt_only(record["mission"]["document"])
+        if record.get("resume"):
+            raise NotAnchored("resume: a pod has no earlier result directory to start from; resume on the host"
+                              " that ran the pinned bundle", detail={"field": "resume"})  # fmt: skip
+        result = workspace / POD_RESULT
+        if not result.is_dir() or any(result.iterdir()):
+            raise Conflict(f"{result}: not an empty directory (the command's own volume)",
+                           detail={"field": "workspace"})  # fmt: skip
+        with cache.held(record["snapshot"]["sha256"], record["snapshot"]["ref"]) as fetched:
+            target = workspace / POD_SNAPSHOT / "data"
+            shutil.copyfile(fetched.path, target)
+            target.chmod(0o444)
+            say(f"snapshot sha256:{fetched.key} {'verified in the cache' if fetched.hit else 'fetched and verified'}")
+        milestones["snapshot_ready"] = _now()
+        stage = private_dir(settings.data_dir / "missions" / output.replace("/", "_")) / "stage.json"
+        stage.write_text(json.dumps({k: v.isoformat() for k, v in milestones.items()}))
+    except BaseException:
+        _finish(settings.data_dir, output, "failed")
+        raise
+    _finish(settings.data_dir, output, "prepared")
+    measured = json.loads(stage.read_text())
+    return {"output": output, "snapshot": str(target), "result": str(result), "milestones": measured}
+
+
+def seal_mission(
+    settings: Settings, output: str, workspace: Path, services: Any, say: Callable[[str], None]
+) -> MissionRun:
+    """`anchor mission run OUTPUT --stage seal --workspace DIR`, after the command's container exited 0
+    (a failed command fails the pod, and nothing is anchored): hash DIR/result, links refused, and
+    anchor the bundle. It binds the dispatched image as where the command ran (the kubelet ran exactly
+    that digest), `sandbox: container`, and the milestones measured here: `image_ready` and
+    `evaluator_started` happened in a container trusted code cannot watch, so they are left out rather
+    than guessed."""
+    from anchor.manifest.environment import Environment, Lock
+
+    db = _db(settings.data_dir)
+    try:
+        row = db.execute(
+            "SELECT m.record, r.state FROM missions m LEFT JOIN runs r ON r.output = m.output WHERE m.output = ?",
+            (output,),
+        ).fetchone()
+        if row is None or row[1] != "prepared":
+            raise Conflict(f"output: {output!r} is {'not dispatched' if row is None else row[1] or 'not prepared'};"
+                           " seal follows `--stage prepare`", detail={"field": "output"})  # fmt: skip
+        db.execute("UPDATE runs SET state = 'running', pid = ?, updated_at = ? WHERE output = ?",
+                   (os.getpid(), _now().isoformat(), output))  # fmt: skip
+    finally:
+        db.close()
+    record = json.loads(row[0])
+    mission_dir = settings.data_dir / "missions" / output.replace("/", "_")
+    try:
+        measured = json.loads((mission_dir / "stage.json").read_text())
+        milestones = {k: datetime.fromisoformat(v) for k, v in measured.items()}
+        milestones["completed"] = _now()
+        result = workspace / POD_RESULT
+        rules = list(record["mission"]["document"].get("stop_rules") or [])
+        spent: dict[str, Any] = {"attempts": 1, "stopped": "one_run"}
+        if rules:
+            rule, line = met_rule(rules, result)
+            say(f"attempt 1: {line}")
+            spent = {"attempts": 1, "stopped": "stop_rule", "rule": rule} if rule else {**spent, "stopped": "attempts"}
+        image = record["image"]
+        environment = Environment(
+            interpreter="the image's own (the command ran in it; this container only measured)",
+            lock=Lock(source="the image, by digest", digest=image.rsplit("sha256:", 1)[1]), image=image,
+        )  # fmt: skip
+        manifest, outcome, proof_out = _seal(
+            record, output, result, environment, "container", spent, milestones, settings, services
+        )  # fmt: skip
+    except BaseException:
+        _finish(settings.data_dir, output, "failed")
+        raise
+    _finish(settings.data_dir, output, "done", manifest.digest.hex(), result)
+    seconds = (milestones["completed"] - milestones["snapshot_ready"]).total_seconds()
+    return MissionRun(output, result, proof_out, manifest, outcome, "container", seconds)

@@ -4,7 +4,9 @@ What the rendered manifests do, per pod (researcher r<JOB_COMPLETION_INDEX>):
 1. `wait-ready` (init): waits until every URL in READY_URLS answers (the chain's RPC, the API's
    health route) with a status below 500, so no researcher starts against a chain that is not up;
 2. `clone` (init): clones the repository and checks out the baseline commit, detached;
-3. `researcher`: `anchor research run --service URL` on that clone, with the contract from a ConfigMap
+3. `researcher`: `anchor research run --service URL` on that clone, every attempt in bubblewrap
+   (the pod holds keys, so `--no-sandbox` is never rendered; `sandbox_runtime` says how the pod lets
+   bubblewrap run), with the contract from a ConfigMap
    mounted read-only, every measured commit pushed to the shared remote (`--push`). No funded key is
    in the pod (docs/calendar.md): the anchoring service holds it; the pod holds a submit+relay token
    and the researcher's own signing key, each one key of a Secret (`secretKeyRef`, never `envFrom`
@@ -24,7 +26,17 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from anchor.anchoring.k8s import UID, check_image, check_name, check_quantity, check_service_url, to_yaml, token_env
+from anchor.anchoring.k8s import (
+    UID,
+    check_cidr,
+    check_image,
+    check_name,
+    check_quantity,
+    check_service_url,
+    network_policy,
+    to_yaml,
+    token_env,
+)
 from anchor.errors import BadInput
 
 COMMIT = re.compile(r"^([0-9a-f]{40}|[0-9a-f]{64})$")
@@ -69,7 +81,13 @@ class JobSpec:
     memory: str = "2Gi"
     namespace: str | None = None
     ledger_claim: str | None = None
-    sandbox: bool = True
+    sandbox_runtime: str = "gvisor"
+    """How the pod lets bubblewrap make its namespaces (the runtime default seccomp profile refuses
+    them): `gvisor` (the pod runs under `runtime_class`, gVisor's runsc) or `seccomp` (the researcher
+    container under deploy/k8s/anchor-bwrap.seccomp.json, installed on the nodes, in a user-namespaced
+    pod with an unmasked /proc). Attempts never run unconfined in a pod: it holds keys."""
+    runtime_class: str = "gvisor"
+    egress_cidrs: tuple[str, ...] = ()
 
     def check(self) -> JobSpec:
         """Refuse what would render a Job that cannot run as asked, naming the field."""
@@ -82,6 +100,12 @@ class JobSpec:
         check_service_url(self.service_url)
         if self.ledger_claim is not None:
             check_name("ledger_claim", self.ledger_claim)
+        if self.sandbox_runtime not in ("gvisor", "seccomp"):
+            raise BadInput(f"sandbox_runtime: {self.sandbox_runtime!r} is neither gvisor nor seccomp",
+                           detail={"field": "sandbox_runtime"})  # fmt: skip
+        check_name("runtime_class", self.runtime_class)
+        for cidr in self.egress_cidrs:
+            check_cidr(cidr)
         if not COMMIT.match(self.baseline):
             raise BadInput(f"baseline: {self.baseline!r} is not a full commit id", detail={"field": "baseline"})
         if not 1 <= self.researchers <= 64:
@@ -97,10 +121,8 @@ class JobSpec:
 def render_job(spec: JobSpec) -> list[dict[str, Any]]:
     """The ConfigMap with the contract and the Indexed Job, as Kubernetes objects."""
     spec.check()
-    meta = {
-        "name": spec.name,
-        "labels": {"app.kubernetes.io/name": "anchor-research", "app.kubernetes.io/instance": spec.name},
-    }
+    labels = {"app.kubernetes.io/name": "anchor-research", "app.kubernetes.io/instance": spec.name}
+    meta: dict[str, Any] = {"name": spec.name, "labels": labels}
     if spec.namespace:
         meta["namespace"] = spec.namespace
     config = {
@@ -115,8 +137,6 @@ def render_job(spec: JobSpec) -> list[dict[str, Any]]:
         "--workdir", workdir, "--push", spec.push, "--max-attempts", str(spec.max_attempts),
         "--budget-minutes", f"{spec.budget_minutes:g}", "--service", spec.service_url,
     ]  # fmt: skip
-    if not spec.sandbox:
-        run.append("--no-sandbox")
     command = " ".join(shlex.quote(a) for a in run) + ' --researcher "r${JOB_COMPLETION_INDEX}"'
     clone = (
         f"git clone --quiet --no-checkout {shlex.quote(spec.repo_url)} /work/repo"
@@ -155,6 +175,17 @@ def render_job(spec: JobSpec) -> list[dict[str, Any]]:
     if spec.ledger_claim:
         volumes.append({"name": "shared", "persistentVolumeClaim": {"claimName": spec.ledger_claim}})
         main_mounts.append({"name": "shared", "mountPath": "/shared"})
+    researcher_security: dict[str, Any] = dict(security)
+    runtime: dict[str, Any] = {}
+    if spec.sandbox_runtime == "gvisor":
+        runtime["runtimeClassName"] = spec.runtime_class
+    else:
+        researcher_security.update(
+            seccompProfile={"type": "Localhost", "localhostProfile": "profiles/anchor-bwrap.json"},
+            appArmorProfile={"type": "Unconfined"},  # the runtime default AppArmor profile refuses mount
+            procMount="Unmasked",  # bubblewrap mounts a /proc of its own: a masked one may not be covered
+        )  # fmt: skip
+        runtime["hostUsers"] = False  # an unmasked /proc only in a user-namespaced pod
     job = {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -170,6 +201,9 @@ def render_job(spec: JobSpec) -> list[dict[str, Any]]:
                 "metadata": {"labels": meta["labels"]},
                 "spec": {
                     "restartPolicy": "Never",
+                    **runtime,
+                    "automountServiceAccountToken": False,  # attempts run here: no way to the cluster's API
+                    "enableServiceLinks": False,
                     "securityContext": {"runAsNonRoot": True, "runAsUser": UID, "fsGroup": UID,
                                         "seccompProfile": {"type": "RuntimeDefault"}},
                     "initContainers": [
@@ -182,11 +216,11 @@ def render_job(spec: JobSpec) -> list[dict[str, Any]]:
                     "containers": [
                         {"name": "researcher", "image": spec.image, "command": ["sh", "-c", command],
                          "env": [*env, *keys],
-                         "volumeMounts": main_mounts, "securityContext": security, "resources": resources},
+                         "volumeMounts": main_mounts, "securityContext": researcher_security, "resources": resources},
                     ],
                     "volumes": volumes,
                 },
             },
         },
     }  # fmt: skip
-    return [config, job]
+    return [config, job, network_policy(meta, labels, spec.egress_cidrs)]

@@ -138,3 +138,26 @@ class Sandbox:
         for name, value in {**allowed_env(run_dir, True, self.pass_env), **(extra_env or {})}.items():
             args += ["--setenv", name, value]
         return with_filter([*args, "/bin/sh", "-c", command])
+
+
+def refuse_unconfined(settings: object | None = None) -> None:
+    """`--no-sandbox` with a key in reach is refused (issue 28): unconfined code runs as this user, so
+    it can read a secret out of our /proc/<pid>/environ (or a keystore file) however carefully its own
+    environment was cleaned. Checked: every ANCHOR_* secret variable (anchor.settings.session.is_secret)
+    and a configured keystore. Other secrets of the shell are the caller's to keep out."""
+    from anchor.errors import BadInput
+    from anchor.settings.session import is_secret
+
+    held = sorted(k for k, v in os.environ.items() if v and k.startswith("ANCHOR_") and is_secret(k))
+    held += [name for name in ("ANCHOR_KEYSTORE", "ANCHOR_RESEARCHER_KEYSTORE") if os.environ.get(name)]
+    if getattr(settings, "keystore", None) and "ANCHOR_KEYSTORE" not in held:
+        held.append("ANCHOR_KEYSTORE")
+    if held:
+        them = "it" if len(held) == 1 else "them"
+        raise BadInput(
+            f"--no-sandbox: refused while {', '.join(held)} {'is' if len(held) == 1 else 'are'} set: unconfined code"
+            f" runs as this user and could read {them} (from /proc/{os.getpid()}/environ or the keystore file)"
+            f" (hint: drop --no-sandbox and install bubblewrap with `make sandbox`,"
+            f" or unset {them} for an unconfined run)",
+            detail={"field": "no_sandbox", "variables": held},
+        )

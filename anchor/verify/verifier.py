@@ -459,7 +459,7 @@ def verify_proof_on_chain(
 
 BUNDLE_FIELDS = (
     "mission_sha256", "data_snapshot_sha256", "image", "evaluator_policy_sha256", "budget", "profile", "environment",
-    "sandbox",
+    "sandbox", "spent",
 )  # fmt: skip
 
 

@@ -47,8 +47,8 @@ def test_the_rendered_indexed_job_validates_offline_and_runs_one_researcher_per_
         "--chain-rpc-url", "http://chain:8545", "--ledger-claim", "research-shared", "--push", "https://git.example/s.git",
     )  # fmt: skip
     assert rendered.returncode == 0, rendered.stderr
-    config, job = _documents(rendered.stdout)
-    for doc in (config, job):
+    config, job, policy = _documents(rendered.stdout)
+    for doc in (config, job, policy):
         kubernetes_validate.validate(doc, K8S, strict=True)  # raises on any schema violation
     spec = job["spec"]
     assert (spec["completionMode"], spec["completions"], spec["parallelism"]) == ("Indexed", 4, 4)
@@ -73,6 +73,40 @@ def test_the_rendered_indexed_job_validates_offline_and_runs_one_researcher_per_
     assert "ANCHOR_PRIVATE_KEY" not in rendered.stdout and "ANCHOR_KEYSTORE" not in rendered.stdout
     assert "envFrom" not in rendered.stdout and "anchor-keys" not in rendered.stdout
     assert "&id" not in rendered.stdout and "*id" not in rendered.stdout  # every value written out
+    # issue 28: attempts run in bubblewrap inside this container, never unconfined beside its keys; the
+    # pod runs under gVisor (which lets bubblewrap make namespaces), without a service account token
+    assert "--no-sandbox" not in main["command"][-1] and pod["runtimeClassName"] == "gvisor"
+    assert pod["automountServiceAccountToken"] is False and pod["enableServiceLinks"] is False
+    assert policy["kind"] == "NetworkPolicy" and policy["spec"]["ingress"] == []
+    assert policy["spec"]["podSelector"]["matchLabels"] == spec["template"]["metadata"]["labels"]
+
+
+def test_under_the_seccomp_runtime_the_researcher_gets_the_shipped_profile_that_lets_bubblewrap_run(
+    tmp_path: Path,
+) -> None:
+    import json
+
+    rendered = _render(tmp_path, "--sandbox-runtime", "seccomp", "--egress-cidr", "192.0.2.0/24")
+    assert rendered.returncode == 0, rendered.stderr
+    _, job, policy = _documents(rendered.stdout)
+    kubernetes_validate.validate(job, K8S, strict=True)
+    pod = job["spec"]["template"]["spec"]
+    [main] = pod["containers"]
+    profile = {"type": "Localhost", "localhostProfile": "profiles/anchor-bwrap.json"}
+    assert main["securityContext"]["seccompProfile"] == profile
+    assert main["securityContext"]["procMount"] == "Unmasked" and pod["hostUsers"] is False
+    assert "runtimeClassName" not in pod
+    assert {"to": [{"ipBlock": {"cidr": "192.0.2.0/24"}}]} in policy["spec"]["egress"]
+    shipped = json.loads((Path(__file__).parents[2] / "deploy" / "k8s" / "anchor-bwrap.seccomp.json").read_text())
+    denied = {name for rule in shipped["syscalls"] for name in rule["names"]}
+    assert {"unshare", "clone", "mount", "pivot_root", "umount2"}.isdisjoint(denied)  # what bubblewrap needs
+    assert {"kexec_load", "bpf", "ptrace", "init_module", "open_by_handle_at"} <= denied
+
+
+def test_a_researcher_pod_without_the_sandbox_is_refused(tmp_path: Path) -> None:
+    rendered = _render(tmp_path, "--no-sandbox")
+    assert rendered.returncode == ExitCode.BAD_INPUT and "holds the service token" in rendered.stderr
+    assert not rendered.stdout
 
 
 def test_the_wait_ready_script_is_valid_python() -> None:
@@ -84,7 +118,7 @@ def test_the_wait_ready_script_is_valid_python() -> None:
 def test_a_broken_job_is_caught_by_the_offline_validation(tmp_path: Path) -> None:
     """The validation can fail: a misspelt field is refused under the strict schema."""
     rendered = _render(tmp_path)
-    _, job = _documents(rendered.stdout)
+    _, job, _ = _documents(rendered.stdout)
     job["spec"]["completionsMode"] = job["spec"].pop("completionMode")
     with pytest.raises(kubernetes_validate.ValidationError):
         kubernetes_validate.validate(job, K8S, strict=True)
@@ -101,6 +135,8 @@ def test_a_broken_job_is_caught_by_the_offline_validation(tmp_path: Path) -> Non
         (["--keys-secret", "anchor-keys"], "keys_secret"),
         (["--service-url", "anchor:8000"], "service_url"),
         (["--service-url", "https://user:pw@anchor.example"], "service_url"),
+        (["--sandbox-runtime", "none"], "sandbox_runtime"),
+        (["--egress-cidr", "example.com"], "egress_cidr"),
     ],
 )
 def test_what_would_render_a_job_that_cannot_run_as_asked_is_refused(
@@ -118,4 +154,4 @@ def test_an_existing_output_file_is_never_overwritten(tmp_path: Path) -> None:
     rendered = _render(tmp_path, "--out", str(out))
     assert rendered.returncode == ExitCode.BAD_INPUT and out.read_text() == "mine\n"
     fresh = _render(tmp_path, "--out", str(tmp_path / "new.yaml"))
-    assert fresh.returncode == 0 and len(_documents((tmp_path / "new.yaml").read_text())) == 2
+    assert fresh.returncode == 0 and len(_documents((tmp_path / "new.yaml").read_text())) == 3
