@@ -67,7 +67,7 @@ def create_index_app(site: IndexSite) -> FastAPI:
     app.state.site = site
     app.state.verify_config = browser_verify.BrowserConfig(
         chain_id=site.chain_id, registry=site.follower.address, code_hash=site.follower.code_hash,
-        rpc_url=site.browser_rpc_url,
+        rpc_url=site.browser_rpc_url, roots_by_submitter=site.follower.version not in ("", "1.0.0", "2.0.0"),
     )  # fmt: skip
     install_error_handlers(app)
     rpc_origin = origin(site.browser_rpc_url)

@@ -2,20 +2,35 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from typing import Any
 
 from tests.conftest import ROOT
 
+CAST = str(ROOT / "node_modules" / ".bin" / "cast")
+
+
+def _cast(*args: str) -> str:
+    return subprocess.run([CAST, *args], capture_output=True, text=True, check=True).stdout.strip()
+
 
 def cast_verify_inclusion(proof: dict[str, Any], rpc_url: str) -> bool:
-    """The registry's own inclusion view, called with cast from a proof file's fields."""
-    out = subprocess.run(
-        [
-            str(ROOT / "node_modules" / ".bin" / "cast"), "call", proof["anchor"]["registry"],
-            "verifyInclusion(bytes32,bytes32[],bytes32)(bool)", proof["batch"]["root"],
-            "[" + ",".join(proof["batch"]["proof"]) + "]", proof["manifest_digest"], "--rpc-url", rpc_url,
-        ],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    return out.stdout.strip() == "true"
+    """The registry's own inclusion view, called with cast from a proof file's fields. On registry v3
+    a root is its submitter's: cast reads the submitter from the RootAnchored event in the receipt of
+    the transaction the proof names (topics: event, root, submitter)."""
+    registry, root = proof["anchor"]["registry"], proof["batch"]["root"]
+    siblings = "[" + ",".join(proof["batch"]["proof"]) + "]"
+    if _cast("call", registry, "version()(string)", "--rpc-url", rpc_url).strip('"') in ("1.0.0", "2.0.0"):
+        out = _cast("call", registry, "verifyInclusion(bytes32,bytes32[],bytes32)(bool)", root, siblings,
+                    proof["manifest_digest"], "--rpc-url", rpc_url)  # fmt: skip
+        return out == "true"
+    receipt = json.loads(_cast("receipt", proof["anchor"]["tx_hash"], "--json", "--rpc-url", rpc_url))
+    topic = _cast("keccak", "RootAnchored(bytes32,address)")
+    [submitter] = [
+        "0x" + log["topics"][2][-40:] for log in receipt["logs"]
+        if log["address"].lower() == registry.lower() and log["topics"][:2] == [topic, root.lower()]
+    ]  # fmt: skip
+    out = _cast("call", registry, "verifyInclusion(address,bytes32,bytes32[],bytes32)(bool)", submitter, root, siblings,
+                proof["manifest_digest"], "--rpc-url", rpc_url)  # fmt: skip
+    return out == "true"

@@ -230,7 +230,8 @@ def test_the_browser_verifies_a_folder_and_no_request_carries_its_bytes(world: d
         posts = [r for r in page.requests if r["method"] != "GET"]
         assert posts and all(r["url"].rstrip("/") == world["rpc"] for r in posts if r["method"] == "POST")
         methods = {json.loads(b)["method"] for b, r in zip(bodies, page.requests, strict=True) if r["method"] == "POST"}
-        assert methods == {"eth_chainId", "eth_blockNumber", "eth_getCode", "eth_call"}
+        # registry v3: the proof's transaction receipt names whose record the root is
+        assert methods == {"eth_chainId", "eth_blockNumber", "eth_getCode", "eth_getTransactionReceipt", "eth_call"}
         assert all(r["url"].startswith((world["url"], world["rpc"])) for r in page.requests)
 
 

@@ -33,7 +33,8 @@ def test_runtime_bytecode_has_no_delegatecall_selfdestruct_or_external_call(fres
 
 @pytest.mark.parametrize(
     ("version", "writers"),
-    [("1.0.0", {"anchor", "anchorRoot"}), ("2.0.0", {"anchor", "anchorBySig", "anchorRoot"})],
+    [("1.0.0", {"anchor", "anchorRoot"}), ("2.0.0", {"anchor", "anchorBySig", "anchorRoot"}),
+     ("3.0.0", {"anchor", "anchorBySig", "anchorRoot"})],  # fmt: skip
 )
 def test_the_only_state_changing_functions_are_the_write_once_anchors(version: str, writers: set[str]) -> None:
     abi = registry_abi(version)
@@ -41,10 +42,11 @@ def test_the_only_state_changing_functions_are_the_write_once_anchors(version: s
     assert not [f for f in abi if f["type"] in ("constructor", "fallback", "receive")]
 
 
-def test_v2_runtime_code_is_the_same_at_every_address_and_chain() -> None:
+@pytest.mark.parametrize("name", ["AnchorRegistryV2", "AnchorRegistryV3"])
+def test_v2_and_v3_runtime_code_is_the_same_at_every_address_and_chain(name: str) -> None:
     """No immutables: readers recognise a registry by the hash of its code, so that hash must not
     depend on where or on which chain it was deployed."""
-    lines = (ROOT / "contracts" / "AnchorRegistryV2.sol").read_text().splitlines()
+    lines = (ROOT / "contracts" / f"{name}.sol").read_text().splitlines()
     code = [line for line in lines if not line.strip().startswith("//")]
     assert not [line for line in code if re.search(r"\bimmutable\b", line)]
 

@@ -17,7 +17,7 @@ from tests.conftest import Chain
 
 LINEAGE_GAS_TARGET = 50_000  # issue 9, registry v2 (receipt gasUsed, anvil cancun, optimizer 200)
 SIGNED_GAS_TARGET = 58_000
-ROOT_GAS_TARGET = 46_000
+ROOT_GAS_TARGET = 46_500  # issue 30, registry v3: roots keyed by (submitter, root)
 RESEARCHER_KEY = "0x" + "5e" * 32  # a researcher of this test only: it never pays for anything
 
 
@@ -34,7 +34,7 @@ def _commitment(researcher: str, commit: bytes, parent: bytes, diff: bytes, metr
 
 def test_lineage_record_costs_at_most_50k_gas_and_every_field_is_checkable(deployed_chain: Chain) -> None:
     handle, registry, signer = _registry(deployed_chain)
-    assert registry.version == "2.0.0" and registry.researcher_bound
+    assert registry.version == "3.0.0" and registry.researcher_bound and registry.roots_by_submitter
     commit = bytes.fromhex("ab" * 20).ljust(32, b"\0")
     parent = bytes.fromhex("cd" * 20).ljust(32, b"\0")
     diff_hash, metric_hash = os.urandom(32), os.urandom(32)
@@ -110,15 +110,17 @@ def test_a_signature_for_another_chain_or_after_its_deadline_is_refused_with_a_t
     assert info.value.detail == {"error": "SignatureExpired", "args": [1]}
 
 
-def test_batch_root_costs_at_most_46k_gas_and_records_submitter_and_block(deployed_chain: Chain) -> None:
+def test_batch_root_costs_at_most_46500_gas_and_records_submitter_and_block(deployed_chain: Chain) -> None:
     handle, registry, signer = _registry(deployed_chain)
     root = os.urandom(32)
     sent = registry.anchor_root(signer, root)
     assert sent.gas_used <= ROOT_GAS_TARGET, sent.gas_used
-    record = registry.root_record(root)
+    record = registry.root_record(root, signer.address)
     assert record is not None
     assert (record.submitter, record.block_number) == (signer.address, sent.block_number)
     assert registry.root_tx(root, sent.block_number) == sent.tx_hash
+    assert registry.submitter_of(root, sent.tx_hash) == signer.address  # how a proof names its submitter
+    assert registry.root_record(root) == record  # without a submitter: the earliest, found by its events
 
 
 def test_second_anchor_of_a_commit_raises_typed_revert_carrying_researcher_and_commit(deployed_chain: Chain) -> None:
@@ -132,13 +134,13 @@ def test_second_anchor_of_a_commit_raises_typed_revert_carrying_researcher_and_c
     }  # fmt: skip
 
 
-def test_second_anchor_of_a_root_raises_typed_revert_carrying_the_root(deployed_chain: Chain) -> None:
+def test_second_anchor_of_a_root_raises_typed_revert_carrying_the_submitter_and_root(deployed_chain: Chain) -> None:
     _, registry, signer = _registry(deployed_chain)
     root = os.urandom(32)
     registry.anchor_root(signer, root)
     with pytest.raises(RegistryRevert) as info:
         registry.anchor_root(signer, root)
-    assert info.value.detail == {"error": "RootAlreadyAnchored", "args": ["0x" + root.hex()]}
+    assert info.value.detail == {"error": "RootAlreadyAnchored", "args": [signer.address.lower(), "0x" + root.hex()]}
 
 
 def test_evm_inclusion_check_agrees_with_the_python_tree(deployed_chain: Chain) -> None:
@@ -147,7 +149,8 @@ def test_evm_inclusion_check_agrees_with_the_python_tree(deployed_chain: Chain) 
     tree = BatchTree.build(items)
     registry.anchor_root(signer, tree.root)
     for item in items:
-        assert registry.verify_inclusion(tree.root, tree.proof(item), item)
+        assert registry.verify_inclusion(tree.root, tree.proof(item), item, signer.address)
     tampered = bytearray(items[5])
     tampered[0] ^= 1
-    assert not registry.verify_inclusion(tree.root, tree.proof(items[5]), bytes(tampered))
+    assert not registry.verify_inclusion(tree.root, tree.proof(items[5]), bytes(tampered), signer.address)
+    assert not registry.verify_inclusion(tree.root, tree.proof(items[5]), items[5], "0x" + "ba" * 20)  # not theirs

@@ -1,8 +1,10 @@
 """The registry builds, committed: ABI, runtime code hash, and the whole pinned build (creation and
 runtime bytecode, the standard-JSON input, the compiler settings, the toolchain pins), per version.
 
-Two versions are known. v2 (`AnchorRegistryV2`, researcher-bound lineage, signed records) is what
-`anchor deploy` deploys; v1 (`AnchorRegistry`) is kept so that every v1 deployment stays verifiable:
+Three versions are known. v3 (`AnchorRegistryV3`: v2's lineage, and batch roots keyed by submitter, so
+nobody can squat another's root) is what `anchor deploy` deploys; v2 (`AnchorRegistryV2`,
+researcher-bound lineage, signed records) and v1 (`AnchorRegistry`) are kept so that every earlier
+deployment stays verifiable:
 a registry is recognised by the hash of its runtime code, never by what a proof or a record says.
 
 Reads never need a compiler, and an installed `anchor` (a wheel, outside any checkout) deploys this
@@ -17,8 +19,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-LATEST = "2.0.0"
-CONTRACTS = {"1.0.0": "AnchorRegistry", "2.0.0": "AnchorRegistryV2"}
+LATEST = "3.0.0"
+CONTRACTS = {"1.0.0": "AnchorRegistry", "2.0.0": "AnchorRegistryV2", "3.0.0": "AnchorRegistryV3"}
 """Registry version -> contract name (and artifact file name, and source contracts/<name>.sol)."""
 
 

@@ -1,4 +1,8 @@
-"""Typed access to one deployed AnchorRegistry (v1 or v2, told apart by the hash of its code).
+"""Typed access to one deployed AnchorRegistry (v1, v2 or v3, told apart by the hash of its code).
+
+Roots differ by version: v1 and v2 key a batch root by the root alone (whoever anchored it first owns
+it: the squatting that journal effects re-salt around), v3 by (submitter, root), so a root is read as
+one submitter's record, and the submitters of a root are found by its events.
 
 Every read first checks the code at the address. Lineage reads differ by version: v2 keys a record by
 (researcher, commit) and keeps its block number in the slot, so a record is read with a constant
@@ -100,6 +104,11 @@ class Registry:
             ) from None
 
     @property
+    def roots_by_submitter(self) -> bool:
+        """v3: a batch root is keyed by (submitter, root): another's record of it neither blocks nor counts."""
+        return self.version not in ("1.0.0", "2.0.0")
+
+    @property
     def researcher_bound(self) -> bool:
         """v2: lineage records are keyed by (researcher, commit) and can be signed by the researcher."""
         return self.version != "1.0.0"
@@ -142,20 +151,76 @@ class Registry:
 
     # ------------------------------------------------------------------ reads
 
-    def root_record(self, root: bytes) -> RootRecord | None:
+    def root_record(self, root: bytes, submitter: str | None = None) -> RootRecord | None:
+        """The record of `root`: on v3 `submitter`'s (without one, the earliest submitter's, found by the
+        root's events); on v1 and v2 the one record there is, whoever wrote it."""
         block = self.checked_block()
-        submitter, timestamp, block_number = self._call("rootRecord", root, block=block)
-        if int(block_number) == 0 and int(submitter, 16) == 0:
+        if not self.roots_by_submitter:
+            who, timestamp, block_number = self._call("rootRecord", root, block=block)
+            if int(block_number) == 0 and int(who, 16) == 0:
+                return None
+            return RootRecord(_hex(root), who, int(timestamp), int(block_number))
+        if submitter is None:
+            records = self.root_records(root)
+            return records[0] if records else None
+        timestamp, block_number = self._call("rootRecord", checksum_address(submitter), root, block=block)
+        if int(block_number) == 0:
             return None
-        return RootRecord(_hex(root), submitter, int(timestamp), int(block_number))
+        return RootRecord(_hex(root), checksum_address(submitter), int(timestamp), int(block_number))
 
-    def verify_inclusion(self, root: bytes, proof: list[bytes], item: bytes) -> bool:
-        block = self.checked_block()
-        return bool(self._call("verifyInclusion", root, proof, item, block=block)[0])
-
-    def root_tx(self, root: bytes, block_number: int) -> str | None:
-        """The hash of the transaction that anchored `root`, found by its event in `block_number`."""
+    def root_records(self, root: bytes) -> list[RootRecord]:
+        """Every record of `root`, oldest first: one per submitter on v3 (from its events, each checked
+        against storage), at most one on v1 and v2."""
+        if not self.roots_by_submitter:
+            one = self.root_record(root)
+            return [] if one is None else [one]
         topics: list[Any] = [self.abi.events["RootAnchored"].topic, "0x" + root.hex()]
+        logs = scan_logs(self.rpc, self.address, topics, self.from_block, self.checked_block())
+        found: dict[str, RootRecord] = {}
+        for log in logs:
+            who = checksum_address("0x" + str(log["topics"][2])[-40:])
+            if who not in found and (record := self.root_record(root, who)) is not None:
+                found[who] = record
+        return sorted(found.values(), key=lambda r: r.block_number)
+
+    def submitter_of(self, root: bytes, tx_hash: str) -> str | None:
+        """Who anchored `root` in transaction `tx_hash`: the `RootAnchored` event of this registry in
+        that transaction's receipt (root and submitter indexed), or None. How a v3 proof is bound to its
+        submitter without trusting the file: the transaction it names is on chain, and only its sender's
+        record of the root is the proof's (a stranger's record of the same root is another transaction)."""
+        receipt = with_backoff(lambda: self.rpc.get_transaction_receipt(tx_hash), "eth_getTransactionReceipt")
+        if not receipt or int(str(receipt.get("status", "0x1")), 16) != 1:
+            return None
+        topic, wanted = self.abi.events["RootAnchored"].topic, "0x" + root.hex()
+        for log in receipt.get("logs") or []:
+            topics = [str(t).lower() for t in log.get("topics") or []]
+            if str(log.get("address", "")).lower() == self.address.lower() and topics[:2] == [topic.lower(), wanted]:
+                return checksum_address("0x" + topics[2][-40:]) if len(topics) > 2 else None
+        return None
+
+    def root_record_of_tx(self, root: bytes, tx_hash: str | None) -> RootRecord | None:
+        """The record of `root` that transaction `tx_hash` wrote (a journal's own batch, a proof's): on
+        v3 its sender's, never another submitter's of the same root; on v1 and v2 the only one."""
+        if not self.roots_by_submitter:
+            return self.root_record(root)
+        submitter = self.submitter_of(root, tx_hash) if tx_hash else None
+        return None if submitter is None else self.root_record(root, submitter)
+
+    def verify_inclusion(self, root: bytes, proof: list[bytes], item: bytes, submitter: str | None = None) -> bool:
+        """On v3 the root must be `submitter`'s (a proof names who anchored its root)."""
+        block = self.checked_block()
+        if not self.roots_by_submitter:
+            return bool(self._call("verifyInclusion", root, proof, item, block=block)[0])
+        if submitter is None:
+            return False
+        return bool(self._call("verifyInclusion", checksum_address(submitter), root, proof, item, block=block)[0])
+
+    def root_tx(self, root: bytes, block_number: int, submitter: str | None = None) -> str | None:
+        """The hash of the transaction that anchored `root` (as `submitter`, if given), found by its
+        event in `block_number`."""
+        topics: list[Any] = [self.abi.events["RootAnchored"].topic, "0x" + root.hex()]
+        if submitter is not None:
+            topics.append(_address_topic(checksum_address(submitter)))
         logs = scan_logs(self.rpc, self.address, topics, block_number, block_number)
         return str(logs[0]["transactionHash"]) if logs else None
 

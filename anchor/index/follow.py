@@ -122,18 +122,22 @@ class Follower:
         block = with_backoff(lambda: self.rpc.get_block(number), "eth_getBlockByNumber")
         return None if block is None else str(block["hash"]).lower()
 
-    def root_record(self, root: str) -> dict[str, Any] | None:
+    def root_record(self, root: str, submitter: str) -> dict[str, Any] | None:
         """The registry's own record of `root`, read live at the head (not from the index): submitter,
-        time and block; None when the chain does not hold it (now)."""
+        time and block; None when the chain does not hold it (now). On v3 it is `submitter`'s record
+        (the one the index holds); on v1 and v2 the root's only one, whoever wrote it."""
+        from anchor.chain.abi import checksum_address
+
         block = self._head()
         function = self._abi.functions["rootRecord"]
-        data = function.call_data(bytes.fromhex(root.removeprefix("0x")))
-        submitter, timestamp, at = function.result(
-            with_backoff(lambda: self.rpc.call(self.address, data, block), "rootRecord")
-        )
+        key = bytes.fromhex(root.removeprefix("0x"))
+        by_submitter = self.version not in ("1.0.0", "2.0.0")
+        data = function.call_data(checksum_address(submitter), key) if by_submitter else function.call_data(key)
+        answer = function.result(with_backoff(lambda: self.rpc.call(self.address, data, block), "rootRecord"))
+        who, timestamp, at = (submitter, *answer) if by_submitter else answer
         if int(at) == 0:
             return None
-        return {"submitter": str(submitter).lower(), "timestamp": int(timestamp), "block": int(at), "read_at": block}
+        return {"submitter": str(who).lower(), "timestamp": int(timestamp), "block": int(at), "read_at": block}
 
     def _topics(self) -> list[Any]:
         return [[self._lineage.topic, self._root.topic]]
@@ -201,8 +205,10 @@ class Follower:
                 tx, index = str(log["transactionHash"]).lower(), int(str(log["logIndex"]), 16)
                 if str(log["topics"][0]).lower() == root_topic:
                     a = self._root.args(log)
+                    # the first submitter of a root is kept: on v3 a later one's record of the same root
+                    # is theirs, and must never replace what this page shows as anchored first
                     db.execute(
-                        "INSERT OR REPLACE INTO roots VALUES (?, ?, ?, ?, ?, ?)",
+                        "INSERT OR IGNORE INTO roots VALUES (?, ?, ?, ?, ?, ?)",
                         (
                             "0x" + bytes(a["root"]).hex(),
                             a["submitter"].lower(),

@@ -375,12 +375,13 @@ class EffectRunner:
         """(tx hash, block) if the registry already holds this effect's record, whoever wrote it."""
         key = bytes(effect["key"])
         if effect["kind"] == "root":
-            record = self.registry.root_record(key)
+            # v3: only our own record of the root counts; v1 and v2 hold one record, maybe a stranger's
+            record = self.registry.root_record(key, self.signer.address)
             if record is None:
                 return None
             if record.submitter.lower() != self.signer.address.lower():
                 raise _Squatted(record.submitter)  # a stranger's: see _resalt
-            tx_hash = self.registry.root_tx(key, record.block_number)
+            tx_hash = self.registry.root_tx(key, record.block_number, record.submitter)
             return (bytes.fromhex(tx_hash[2:]) if tx_hash else b"", record.block_number)
         a = json.loads(effect["args"])
         commit = bytes.fromhex(a["commit"]) if "commit" in a else key

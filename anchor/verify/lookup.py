@@ -47,14 +47,16 @@ def lookup(key: str, settings: Settings, researcher: str | None = None) -> dict[
         return _lineage_answer(by_commit, handle.chain_id, registry, settings.data_dir)
 
     value = parse_hex32(body, "key")
-    root, digest_hex = value, None
+    root, digest_hex, submitter = value, None, None
     stored = stored_proof or settings.proofs_dir / f"{value.hex()}.json"
     if stored.is_file():
         proof = load_proof(stored)
         root, digest_hex = bytes.fromhex(proof.batch.root[2:]), proof.manifest_digest
-    record = registry.root_record(root)
+        if registry.roots_by_submitter:  # v3: the proof's own transaction says whose record it is
+            submitter = registry.submitter_of(root, proof.anchor.tx_hash)
+    record = registry.root_record(root, submitter)
     if record is not None:
-        tx_hash = registry.root_tx(root, record.block_number)
+        tx_hash = registry.root_tx(root, record.block_number, record.submitter)
         read_at = registry.checked_block()
         return {
             "kind": "batch_root",

@@ -425,15 +425,27 @@ def verify_proof_on_chain(
     digest = _hex32(proof.manifest_digest[2:], "manifest_digest")
     siblings = [_hex32(p[2:], "batch.proof") for p in proof.batch.proof]
 
-    # 6. The root must be anchored and the registry itself must accept the inclusion proof.
-    record = chain_registry.root_record(root)
+    # 6. The root must be anchored and the registry itself must accept the inclusion proof. On a v3
+    #    registry a root is one submitter's: the one whose transaction the proof names, found on chain.
+    submitter = None
+    if chain_registry.roots_by_submitter:
+        submitter = chain_registry.submitter_of(root, proof.anchor.tx_hash)
+        if submitter is None:
+            read_at = chain_registry.checked_block()
+            raise NotAnchored(
+                f"root {proof.batch.root} is not anchored on chain {handle.chain_id} by the transaction the proof"
+                f" names, {proof.anchor.tx_hash} (read at block {read_at}): registry v3 keys a root by its"
+                " submitter, whom that transaction names",
+                detail={"root": proof.batch.root, "tx_hash": proof.anchor.tx_hash, "read_at_block": read_at},
+            )
+    record = chain_registry.root_record(root, submitter)
     read_at = chain_registry.checked_block()
     if record is None:
         raise NotAnchored(
             f"root {proof.batch.root} is not anchored on chain {handle.chain_id} (read at block {read_at})",
             detail={"root": proof.batch.root, "read_at_block": read_at},
         )
-    if not chain_registry.verify_inclusion(root, siblings, digest):
+    if not chain_registry.verify_inclusion(root, siblings, digest, record.submitter):
         raise ProofFormatError("the registry rejects the inclusion proof", detail={"field": "batch.proof"})
     finality, safe, finalized = block_finality(handle.rpc, record.block_number, read_at)
     confirmations = read_at - record.block_number + 1
@@ -445,7 +457,7 @@ def verify_proof_on_chain(
         registry_trusted_by=trusted_by,
         submitter=record.submitter,
         anchored_at=datetime.fromtimestamp(record.timestamp, UTC).isoformat(timespec="seconds"),
-        tx_hash=chain_registry.root_tx(root, record.block_number) or proof.anchor.tx_hash,
+        tx_hash=chain_registry.root_tx(root, record.block_number, submitter) or proof.anchor.tx_hash,
         anchored_block=record.block_number,
         read_at_block=read_at,
         confirmations=confirmations,

@@ -33,6 +33,8 @@ class BrowserConfig(BaseModel):
     registry: str
     code_hash: str
     rpc_url: str | None
+    roots_by_submitter: bool = False
+    """Registry v3: the page finds a root's submitter from the proof's transaction (verify.js)."""
 
 
 def mount_assets(app: FastAPI) -> None:
@@ -62,7 +64,11 @@ def _service_config(request: Request) -> BrowserConfig:
     except BadInput:
         safe = None  # a keyed provider URL is never put in a page
     return BrowserConfig(
-        chain_id=registry.chain_id, registry=registry.address, code_hash=registry.code_hash, rpc_url=safe
+        chain_id=registry.chain_id,
+        registry=registry.address,
+        code_hash=registry.code_hash,
+        rpc_url=safe,
+        roots_by_submitter=registry.roots_by_submitter,
     )
 
 

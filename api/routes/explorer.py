@@ -105,7 +105,8 @@ async def batchpage(root: Hex32, request: Request, reader: ReaderDep) -> HTMLRes
     if effect is None:
         raise NotAnchored(f"no batch with root 0x{key.hex()} here", detail={"root": root})
     registry = await run_in_threadpool(reader.registry)
-    record = await run_in_threadpool(registry.root_record, key)
+    tx = None if effect.tx_hash is None else "0x" + bytes(effect.tx_hash).hex()
+    record = await run_in_threadpool(registry.root_record_of_tx, key, tx)
     rows = [{"digest": "0x" + i.digest.hex(), "kind": i.kind, "state": i.state} for i in items]
     return page(
         "batch.html",

@@ -189,7 +189,7 @@ async def batch(root: Annotated[str, Path(pattern=r"^(0x)?[0-9a-fA-F]{64}$")], r
     record = await run_in_threadpool(_read, request, lambda s: s.root(key))
     if record is None:
         raise NotAnchored(f"no batch root {key} in this index", detail={"root": key})
-    live = await run_in_threadpool(_site(request).follower.root_record, key)
+    live = await run_in_threadpool(_site(request).follower.root_record, key, record["submitter"])
     anchored_at = datetime.fromtimestamp(live["timestamp"], UTC).isoformat() if live else None
     return _show("batch.html", request, f"Batch root {key[:18]}…", record=record, live=live, anchored_at=anchored_at)
 

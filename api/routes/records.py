@@ -110,9 +110,9 @@ async def get_batch(root: Hex32, request: Request, reader: ReaderDep) -> BatchPu
         raise NotAnchored(f"no batch with root 0x{key.hex()} in this service's journal", detail={"root": root})
     items = [{"manifest_digest": "0x" + r.digest.hex(), "kind": r.kind, "state": r.state} for r in rows]
     registry = await run_in_threadpool(reader.registry)
-    record = await run_in_threadpool(reader.read, f"root:{key.hex()}", lambda: registry.root_record(key))
-    block = reader.head()
     tx = _hex(effect.tx_hash)
+    record = await run_in_threadpool(reader.read, f"root:{key.hex()}:{tx}", lambda: registry.root_record_of_tx(key, tx))
+    block = reader.head()
     return BatchPublic(
         root="0x" + key.hex(), anchored=record is not None, read_at_block=block,
         record=None if record is None else record.__dict__ if hasattr(record, "__dict__") else _slots(record),

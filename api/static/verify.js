@@ -106,9 +106,24 @@
     const code = await rpc("eth_getCode", [cfg.registry, "0x" + block.toString(16)]);
     if (!same("0x" + toHex(await keccak(hexToBytes(code))), cfg.code_hash))
       throw new Verdict("deployment_mismatch", "the code at " + cfg.registry + " is not the registry");
-    const selector = toHex((await keccak(enc.encode("rootRecord(bytes32)"))).slice(0, 4));
-    const word = (await rpc("eth_call", [{ to: cfg.registry, data: "0x" + selector + root.slice(2) }, "0x" + block.toString(16)])).slice(2);
-    const submitter = "0x" + word.slice(24, 64), when = parseInt(word.slice(64, 128), 16), at = parseInt(word.slice(128, 192), 16);
+    let submitter, when, at;
+    if (cfg.roots_by_submitter) {
+      /* registry v3 keys a root by its submitter: the proof's own transaction says whose record it is */
+      const receipt = await rpc("eth_getTransactionReceipt", [proof.anchor.tx_hash]);
+      const topic = "0x" + toHex(await keccak(enc.encode("RootAnchored(bytes32,address)")));
+      const log = ((receipt && receipt.logs) || []).find((l) => same(l.address, cfg.registry) &&
+        l.topics.length > 2 && same(l.topics[0], topic) && same(l.topics[1], root));
+      if (!log) throw new Verdict("not_anchored", "the proof's transaction " + proof.anchor.tx_hash + " did not anchor the root " + root);
+      submitter = "0x" + log.topics[2].slice(-40);
+      const selector = toHex((await keccak(enc.encode("rootRecord(address,bytes32)"))).slice(0, 4));
+      const word = (await rpc("eth_call", [{ to: cfg.registry, data: "0x" + selector + "0".repeat(24) + submitter.slice(2) + root.slice(2) },
+        "0x" + block.toString(16)])).slice(2);
+      when = parseInt(word.slice(0, 64), 16); at = parseInt(word.slice(64, 128), 16);
+    } else {
+      const selector = toHex((await keccak(enc.encode("rootRecord(bytes32)"))).slice(0, 4));
+      const word = (await rpc("eth_call", [{ to: cfg.registry, data: "0x" + selector + root.slice(2) }, "0x" + block.toString(16)])).slice(2);
+      submitter = "0x" + word.slice(24, 64); when = parseInt(word.slice(64, 128), 16); at = parseInt(word.slice(128, 192), 16);
+    }
     if (!at) throw new Verdict("not_anchored", "the root " + root + " is not anchored in the registry (read at block " + block + ")");
     /* links the proof records: a file picker hands over what a link points to, never the link itself, so
        they are not checked here and the verdict says so instead of "verified" */

@@ -34,6 +34,7 @@ class FaultyProxy:
         self.random = random.Random(0x429)
         self.lie: Callable[[dict[str, Any], Any], Any] | None = None  # (request, true result) -> result sent
         self.lie_block: Callable[[dict[str, Any], Any], Any] | None = None  # the same, for eth_getBlockByNumber
+        self.lie_receipt: Callable[[dict[str, Any], Any], Any] | None = None  # for eth_getTransactionReceipt
         self.calls: Counter[str] = Counter()  # every request, by method
         self.served: Counter[str] = Counter()  # requests answered from upstream (not faulted)
         self.server: ThreadingHTTPServer | None = None
@@ -92,7 +93,8 @@ class FaultyProxy:
                 request = urllib.request.Request(proxy.upstream, body, {"Content-Type": "application/json"})
                 with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310 - loopback upstream
                     data = answer.read()
-                lie = {"eth_call": proxy.lie, "eth_getBlockByNumber": proxy.lie_block}.get(str(method))
+                lie = {"eth_call": proxy.lie, "eth_getBlockByNumber": proxy.lie_block,
+                       "eth_getTransactionReceipt": proxy.lie_receipt}.get(str(method))  # fmt: skip
                 if lie is not None:
                     answered = json.loads(data)
                     if "result" in answered:

@@ -15,8 +15,11 @@ from anchor.errors import ExitCode
 from tests.conftest import ANCHOR_BIN, Chain
 from tests.faults.rpc_proxy import FaultyProxy
 
-ROOT_RECORD = "0x" + keccak(b"rootRecord(bytes32)")[:4].hex()
+ROOT_RECORD = "0x" + keccak(b"rootRecord(address,bytes32)")[:4].hex()
+INCLUSION = "0x" + keccak(b"verifyInclusion(address,bytes32,bytes32[],bytes32)")[:4].hex()
+ROOT_ANCHORED = "0x" + keccak(b"RootAnchored(bytes32,address)").hex()
 LIAR_SUBMITTER = "0x" + "00" * 12 + "ba" * 20
+OURS = "f39fd6e51aad88f6f4ce6ab8827279cfffb92266"  # anvil's first account: the local chain's funded key
 
 
 def _cli(chain: Chain, *args: str) -> subprocess.CompletedProcess[str]:
@@ -44,11 +47,29 @@ def test_min_finality_refuses_a_fresh_anchor_and_passes_once_the_chain_has_moved
     assert "finality    finalized" in late.stdout
 
 
-def _lie_about_the_submitter(request: dict[str, Any], result: Any) -> Any:
-    call = request["params"][0]
-    if str(call.get("data", call.get("input", ""))).startswith(ROOT_RECORD) and int(result, 16) != 0:
-        return LIAR_SUBMITTER + result[66:]  # the first word is the submitter
-    return result
+def _liar(upstream: str) -> FaultyProxy:
+    """An endpoint that says the root was anchored by LIAR_SUBMITTER, consistently: registry v3 finds a
+    root's submitter in the receipt of the proof's transaction, so the liar rewrites that event, and
+    answers the registry's reads of the liar's record with what the chain holds for ours."""
+    liar = FaultyProxy(upstream)
+
+    def receipt(request: dict[str, Any], result: Any) -> Any:
+        for log in (result or {}).get("logs", []):
+            if log["topics"][:1] == [ROOT_ANCHORED]:
+                log["topics"][2] = LIAR_SUBMITTER
+        return result
+
+    def call(request: dict[str, Any], result: Any) -> Any:
+        sent = dict(request["params"][0])
+        data = str(sent.get("data", sent.get("input", "")))
+        if data.startswith((ROOT_RECORD, INCLUSION)) and "ba" * 20 in data:
+            sent["data"] = data.replace("ba" * 20, OURS)
+            sent.pop("input", None)
+            return rpc_call(upstream, "eth_call", [sent, request["params"][1]])
+        return result
+
+    liar.lie, liar.lie_receipt = call, receipt
+    return liar
 
 
 def test_two_honest_endpoints_outvote_a_liar_and_name_it_and_the_liar_alone_gets_no_verdict(
@@ -57,8 +78,7 @@ def test_two_honest_endpoints_outvote_a_liar_and_name_it_and_the_liar_alone_gets
     fresh_chain.cli("deploy", check=True)
     fresh_chain.cli("anchor", str(bundle), check=True)
     honest = [FaultyProxy(fresh_chain.node.rpc_url) for _ in range(2)]
-    liar = FaultyProxy(fresh_chain.node.rpc_url)
-    liar.lie = _lie_about_the_submitter
+    liar = _liar(fresh_chain.node.rpc_url)
     try:
         alone = json.loads(_cli(fresh_chain, "--rpc-url", liar.url, "--json", "verify", str(bundle)).stdout)
         assert alone["submitter"].lower() == "0x" + "ba" * 20  # one endpoint's word is all a single read has
