@@ -33,8 +33,11 @@ def test_runtime_bytecode_has_no_delegatecall_selfdestruct_or_external_call(fres
 
 @pytest.mark.parametrize(
     ("version", "writers"),
-    [("1.0.0", {"anchor", "anchorRoot"}), ("2.0.0", {"anchor", "anchorBySig", "anchorRoot"}),
-     ("3.0.0", {"anchor", "anchorBySig", "anchorRoot"})],  # fmt: skip
+    [
+        ("1.0.0", {"anchor", "anchorRoot"}),
+        ("2.0.0", {"anchor", "anchorBySig", "anchorRoot"}),
+        ("3.0.0", {"anchor", "anchorBySig", "anchorRoot"}),
+    ],  # fmt: skip
 )
 def test_the_only_state_changing_functions_are_the_write_once_anchors(version: str, writers: set[str]) -> None:
     abi = registry_abi(version)

@@ -273,3 +273,46 @@ def test_a_directory_swapped_for_a_link_outside_after_the_walk_binds_nothing_fro
     monkeypatch.setattr(filetree, "hash_files", swap_then_hash)
     with pytest.raises(FileChanged, match="results/metrics.txt: not the file the walk listed"):
         hash_tree(root)
+
+
+def test_a_directory_swapped_for_a_link_outside_while_the_tree_is_walked_lists_nothing_from_outside(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 30: the walk listed the root and saw `results`, a directory; before it entered it,
+    `results` became a link to a directory outside (as /etc, holding hostname). The walk listed by
+    path, so it listed the outside directory, and the hash then matched what it listed: the outside
+    file was bound as results/hostname. Now each directory is opened O_NOFOLLOW and must be the one
+    listed (device and inode); the swap is a named FileChanged and nothing from outside is listed."""
+    from anchor.manifest import walk as walk_module
+
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    (root / "results").mkdir(parents=True)
+    (root / "results" / "metrics.txt").write_bytes(b"m")
+    outside.mkdir()
+    (outside / "hostname").write_bytes(b"secret host\n")
+    target = os.fsencode(root / "results")
+    swapped = []
+
+    def swap_once(path: object) -> None:
+        if not swapped and os.fsencode(path) == target:  # type: ignore[arg-type]
+            swapped.append(True)
+            (root / "results").rename(tmp_path / "moved")
+            (root / "results").symlink_to(outside)
+
+    real_open, real_scandir = os.open, os.scandir
+
+    def opening(path: object, *args: object, **kwargs: object) -> int:
+        if isinstance(path, str | bytes | os.PathLike):
+            swap_once(path)
+        return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    def listing(path: object = ".") -> object:
+        if isinstance(path, str | bytes | os.PathLike):
+            swap_once(path)
+        return real_scandir(path)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(walk_module.os, "open", opening)
+    monkeypatch.setattr(walk_module.os, "scandir", listing)
+    with pytest.raises(FileChanged, match="results: changed while the tree was walked"):
+        hash_tree(root)
+    assert swapped

@@ -15,12 +15,13 @@ Links met under `record` or `follow-inside` are appended to `links` as (path, ta
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import unicodedata
 from pathlib import Path
 
-from anchor.errors import BadInput, UnsafePath
+from anchor.errors import BadInput, FileChanged, UnsafePath
 from anchor.manifest.exclude import Rules
 
 SYMLINK_POLICIES = ("refuse", "record", "follow-inside")
@@ -64,6 +65,11 @@ def walk(
     directory `base`. The identity lets the hasher refuse a file that is not the one listed here (a
     directory above it swapped for a link since: anchor.manifest.hashing).
 
+    Each directory is opened O_DIRECTORY|O_NOFOLLOW and must be the one its parent's listing showed
+    (device and inode): it is then listed, and its entries examined, through that descriptor
+    (`fstatat`, `readlinkat`), never through a path that could have changed. A directory swapped for
+    a link to /etc between being listed and being entered is `FileChanged`, never /etc's files.
+
     Paths the `rules` exclude are skipped (an excluded directory is not even entered, so whatever is
     inside it, sockets included, is never looked at); their names are appended to `excluded`.
     Links are handled by `symlinks` (module docstring) and appended to `links`."""
@@ -71,60 +77,92 @@ def walk(
         raise BadInput(f"--symlinks must be one of {', '.join(SYMLINK_POLICIES)}, not {symlinks!r}",
                        detail={"field": "symlinks"})  # fmt: skip
     found: list[tuple[str, str, int, tuple[int, int]]] = []
-    top = os.stat(base)
+    top = os.lstat(base)
     real_root = os.path.realpath(base)
-    # (relative prefix, directory, (device, inode) of every directory from the root down to it): a
-    # followed link to one of those would walk forever.
-    stack: list[tuple[str, str, frozenset[tuple[int, int]]]] = [
-        ("", os.fspath(base), frozenset({(top.st_dev, top.st_ino)}))
+    # (relative prefix, directory, its (device, inode) as listed, (device, inode) of every directory
+    # from the root down to it): a followed link to one of those would walk forever.
+    stack: list[tuple[str, str, tuple[int, int], frozenset[tuple[int, int]]]] = [
+        ("", os.fspath(base), (top.st_dev, top.st_ino), frozenset({(top.st_dev, top.st_ino)}))
     ]
     while stack:
-        prefix, directory, above = stack.pop()
+        prefix, directory, listed, above = stack.pop()
+        fd = _open_listed(directory, prefix.rstrip("/") or directory, listed)
         try:
-            with os.scandir(os.fsencode(directory)) as it:
-                children = list(it)
-        except OSError as exc:
-            shown = prefix.rstrip("/") or directory
-            raise UnsafePath(f"{shown}: directory cannot be read ({exc.strerror})", detail={"path": shown}) from None
-        for child in children:
-            shown = prefix + child.name.decode("utf-8", "backslashreplace")
-            rel = prefix + component(child.name, shown)
-            st = child.stat(follow_symlinks=False)
-            mode = st.st_mode
-            if rules is not None and rules.excludes(rel, stat.S_ISDIR(mode)):
-                if excluded is not None:
-                    excluded.append(rel + "/" if stat.S_ISDIR(mode) else rel)
-                continue
-            path = os.fsdecode(child.path)
-            if stat.S_ISLNK(mode):
-                if symlinks == "refuse":
-                    raise UnsafePath(
-                        f"{rel}: is a symbolic link; links are refused by default"
-                        " (hint: --symlinks=record records it, --symlinks=follow-inside follows it within the root)",
-                        detail={"path": rel},
-                    )
-                if links is not None:
-                    links.append((rel, _link_target(child.path, rel)))
-                if symlinks == "record":
-                    continue
-                path, st = _inside(path, rel, real_root)
-                mode = st.st_mode
-                if stat.S_ISDIR(mode) and (st.st_dev, st.st_ino) in above:
-                    raise UnsafePath(f"{rel}: the link leads back to a directory above it (a loop)",
-                                     detail={"path": rel})  # fmt: skip
-            if stat.S_ISREG(mode):
-                found.append((rel, path, st.st_size, (st.st_dev, st.st_ino)))
-            elif stat.S_ISDIR(mode):
-                stack.append((rel + "/", path, above | {(st.st_dev, st.st_ino)}))
-            else:
-                raise UnsafePath(f"{rel}: {_kind(mode)} is not a regular file", detail={"path": rel})
+            _entries(fd, prefix, directory, real_root, above, rules, excluded, symlinks, links, found, stack)
+        finally:
+            os.close(fd)
     return found
 
 
-def _link_target(raw_path: bytes, rel: str) -> str:
+def _open_listed(directory: str, shown: str, listed: tuple[int, int]) -> int:
+    """A descriptor of `directory`, which must still be the directory listed as `listed`."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise FileChanged(f"{shown}: changed while the tree was walked (now a link or not a directory);"
+                              " nothing from where it leads was listed", detail={"path": shown}) from None  # fmt: skip
+        raise UnsafePath(f"{shown}: directory cannot be read ({exc.strerror})", detail={"path": shown}) from None
+    st = os.fstat(fd)
+    if (st.st_dev, st.st_ino) != listed:
+        os.close(fd)
+        raise FileChanged(f"{shown}: not the directory the walk listed (it, or one above it, was replaced since);"
+                          " nothing from where it leads was listed", detail={"path": shown})  # fmt: skip
+    return fd
+
+
+def _entries(
+    fd: int, prefix: str, directory: str, real_root: str, above: frozenset[tuple[int, int]], rules: Rules | None,
+    excluded: list[str] | None, symlinks: str, links: list[tuple[str, str]] | None,
+    found: list[tuple[str, str, int, tuple[int, int]]],
+    stack: list[tuple[str, str, tuple[int, int], frozenset[tuple[int, int]]]],
+) -> None:  # fmt: skip
+    """List one open directory through its descriptor: files into `found`, directories onto `stack`."""
+    try:
+        with os.scandir(fd) as it:
+            children = list(it)
+    except OSError as exc:
+        shown = prefix.rstrip("/") or directory
+        raise UnsafePath(f"{shown}: directory cannot be read ({exc.strerror})", detail={"path": shown}) from None
+    for child in children:
+        raw = os.fsencode(child.name)
+        shown = prefix + raw.decode("utf-8", "backslashreplace")
+        rel = prefix + component(raw, shown)
+        st = child.stat(follow_symlinks=False)  # fstatat, relative to the verified descriptor
+        mode = st.st_mode
+        if rules is not None and rules.excludes(rel, stat.S_ISDIR(mode)):
+            if excluded is not None:
+                excluded.append(rel + "/" if stat.S_ISDIR(mode) else rel)
+            continue
+        path = os.path.join(directory, child.name)
+        if stat.S_ISLNK(mode):
+            if symlinks == "refuse":
+                raise UnsafePath(
+                    f"{rel}: is a symbolic link; links are refused by default"
+                    " (hint: --symlinks=record records it, --symlinks=follow-inside follows it within the root)",
+                    detail={"path": rel},
+                )
+            if links is not None:
+                links.append((rel, _link_target(child.name, rel, fd)))
+            if symlinks == "record":
+                continue
+            path, st = _inside(path, rel, real_root)
+            mode = st.st_mode
+            if stat.S_ISDIR(mode) and (st.st_dev, st.st_ino) in above:
+                raise UnsafePath(f"{rel}: the link leads back to a directory above it (a loop)",
+                                 detail={"path": rel})  # fmt: skip
+        if stat.S_ISREG(mode):
+            found.append((rel, path, st.st_size, (st.st_dev, st.st_ino)))
+        elif stat.S_ISDIR(mode):
+            stack.append((rel + "/", path, (st.st_dev, st.st_ino), above | {(st.st_dev, st.st_ino)}))
+        else:
+            raise UnsafePath(f"{rel}: {_kind(mode)} is not a regular file", detail={"path": rel})
+
+
+def _link_target(name: str, rel: str, dir_fd: int) -> str:
     """The link's own text (what `readlink` prints), which is what `record` binds."""
     try:
-        raw = os.readlink(raw_path)
+        raw = os.fsencode(os.readlink(name, dir_fd=dir_fd))
     except OSError as exc:
         raise UnsafePath(f"{rel}: link cannot be read ({exc.strerror})", detail={"path": rel}) from None
     try:
