@@ -71,6 +71,7 @@ class Pids:
     def create(cls, bound: int) -> Pids:
         parent = _pids_hierarchy()
         if parent is not None:
+            _sweep(parent)
             group = parent / f"anchor-{os.getpid()}-{next(_COUNTER)}"
             try:
                 if group.parent.joinpath("cgroup.subtree_control").exists():  # v2: pids must be on below us
@@ -131,6 +132,17 @@ class Pids:
             time.sleep(0.01)
         with contextlib.suppress(OSError):
             self.group.rmdir()
+
+
+def _sweep(parent: Path) -> None:
+    """Remove the groups a harness that was killed (SIGKILL, a lost machine) left behind: ours by name,
+    its process gone, and empty (rmdir refuses a group that still holds a process)."""
+    with contextlib.suppress(OSError):
+        for stale in parent.glob("anchor-*-*"):
+            owner = stale.name.split("-")[1]
+            if owner.isdigit() and int(owner) != os.getpid() and not Path(f"/proc/{owner}").exists():
+                with contextlib.suppress(OSError):
+                    stale.rmdir()
 
 
 def _processes_of(uid: int) -> int:

@@ -279,3 +279,9 @@ def test_an_attempt_past_its_process_bound_fails_naming_it_even_under_root_and_t
     if probe.group is not None:
         assert not probe.group.exists()  # and every attempt's own group is gone with it
         assert not list(probe.group.parent.glob(f"anchor-{os.getpid()}-*"))
+        # a group a SIGKILLed harness left (its pid gone, the group empty) is removed by the next one
+        dead = next(pid for pid in range(4_194_000, 4_194_304) if not Path(f"/proc/{pid}").exists())
+        stale = probe.group.parent / f"anchor-{dead}-0"
+        stale.mkdir()
+        Pids.create(1).close()
+        assert not stale.exists()
