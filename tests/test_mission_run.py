@@ -335,6 +335,8 @@ def test_in_a_pod_prepare_and_seal_bind_the_image_the_command_ran_in_and_nothing
     (workspace / "result").mkdir()
     early = chain.cli("--json", "mission", "run", "pod", "--stage", "seal", "--workspace", str(workspace))
     assert early.returncode == ExitCode.CONFLICT and "seal follows `--stage prepare`" in early.stdout
+    typo = chain.cli("mission", "run", "pdo", "--stage", "seal", "--workspace", str(workspace))
+    assert typo.returncode == ExitCode.NOT_ANCHORED and "no dispatched mission has output 'pdo'" in typo.stderr
     prepared = chain.cli("--json", "mission", "run", "pod", "--stage", "prepare", "--workspace", str(workspace))
     assert prepared.returncode == ExitCode.OK, prepared.stdout + prepared.stderr
     data = workspace / "snapshot" / "data"

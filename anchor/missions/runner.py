@@ -515,15 +515,21 @@ def seal_mission(
     than guessed."""
     from anchor.manifest.environment import Environment, Lock
 
+    unknown = NotAnchored(f"output: no dispatched mission has output {output!r} (hint: anchor mission submit, then"
+                          " --stage prepare)", detail={"field": "output"})  # fmt: skip
+    if not (settings.data_dir / "missions.sqlite").exists():
+        raise unknown  # nothing created for a mistyped output
     db = _db(settings.data_dir)
     try:
         row = db.execute(
             "SELECT m.record, r.state FROM missions m LEFT JOIN runs r ON r.output = m.output WHERE m.output = ?",
             (output,),
         ).fetchone()
-        if row is None or row[1] != "prepared":
-            raise Conflict(f"output: {output!r} is {'not dispatched' if row is None else row[1] or 'not prepared'};"
-                           " seal follows `--stage prepare`", detail={"field": "output"})  # fmt: skip
+        if row is None:
+            raise unknown
+        if row[1] != "prepared":
+            raise Conflict(f"output: {output!r} is {row[1] or 'not prepared'}; seal follows `--stage prepare`",
+                           detail={"field": "output"})  # fmt: skip
         db.execute("UPDATE runs SET state = 'running', pid = ?, updated_at = ? WHERE output = ?",
                    (os.getpid(), _now().isoformat(), output))  # fmt: skip
     finally:

@@ -101,7 +101,11 @@ class JobSpec:
         if self.ledger_claim is not None:
             check_name("ledger_claim", self.ledger_claim)
         if self.sandbox_runtime not in ("gvisor", "seccomp"):
-            raise BadInput(f"sandbox_runtime: {self.sandbox_runtime!r} is neither gvisor nor seccomp",
+            import difflib
+
+            near = difflib.get_close_matches(self.sandbox_runtime, ("gvisor", "seccomp"), n=1)
+            hint = f" (hint: did you mean {near[0]}?)" if near else ""
+            raise BadInput(f"--sandbox-runtime: {self.sandbox_runtime!r} is neither gvisor nor seccomp{hint}",
                            detail={"field": "sandbox_runtime"})  # fmt: skip
         check_name("runtime_class", self.runtime_class)
         for cidr in self.egress_cidrs:
