@@ -1,6 +1,7 @@
 """One verdict from every door (issue 26): the same proofs, tampered or not, give the same verdict code
 through `anchor verify --json`, `POST /v1/verify/proof`, `GET /v1/verify/{digest}` (where the server
-holds the proof) and the explorer's bundle page."""
+holds the proof), the explorer's bundle page and the browser page (`/verify` in headless Chromium,
+for every case that asks no policy: the page takes none)."""
 
 from __future__ import annotations
 
@@ -77,7 +78,24 @@ def _api_code(response: Any, door: str = "api") -> str:
     return "verified" if response.status_code == 200 and body.get("verified") else str(body.get("code"))
 
 
+def _browser_codes(url: str, bundle: Path, proofs: dict[str, Path]) -> dict[str, str]:
+    """The browser page's verdict on each proof, with the bundle's files picked as a visitor would."""
+    from tests.cdp import chromium_page
+    from tests.test_explorer_pages import CHROMIUM_FLAGS, chromium
+
+    codes = {}
+    with chromium_page(chromium(), CHROMIUM_FLAGS) as page:
+        for name, proof in proofs.items():
+            page.goto(url + "/verify", ready="!!document.getElementById('check')")
+            page.set_files("#files", sorted(p for p in bundle.rglob("*") if p.is_file()))
+            page.set_files("#proof", [proof])
+            page.evaluate("document.getElementById('check').click()")
+            codes[name] = page.wait_for("document.getElementById('verdict').dataset.status")
+    return codes
+
+
 @pytest.mark.chain
+@pytest.mark.browser
 def test_every_door_gives_the_same_verdict_code_for_the_same_proof(tmp_path: Path) -> None:
     with deployed(tmp_path / "data") as chain:
         bundle = tmp_path / "bundle"
@@ -90,8 +108,9 @@ def test_every_door_gives_the_same_verdict_code_for_the_same_proof(tmp_path: Pat
         digest = original["manifest_digest"]
         config = ApiConfig(token_hashes=frozenset({hashlib.sha256(TOKEN.encode()).hexdigest()}))
         seen: dict[str, dict[str, str]] = {}
+        for_browser: dict[str, Path] = {}
         with TestClient(create_app(chain.settings, config)) as client:
-            for name, edit, policy, expected in CASES:
+            for name, edit, policy, _ in CASES:
                 proof = copy.deepcopy(original)
                 if edit is not None:
                     edit(proof)
@@ -105,6 +124,20 @@ def test_every_door_gives_the_same_verdict_code_for_the_same_proof(tmp_path: Pat
                 if edit is None:  # the server's own copy of the proof, by its digest
                     by_digest = client.get(f"/v1/verify/{digest}", params=policy)
                     seen[name]["api by digest"] = _api_code(by_digest, "api by digest")
+                if not policy:
+                    for_browser[name] = proof_path
+            # the browser page, served by the same service over the same data dir, reading the same chain
+            from tests.api_server import serving_api
+
+            with serving_api(chain.env()) as url:
+                browser = _browser_codes(url, bundle, for_browser)
+                # a subject changed after stamping: the proof is intact, a file is not
+                (bundle / "outputs" / "metrics.json").write_text('{"accuracy": 0.99}\n')
+                changed = _browser_codes(url, bundle, {"changed": tmp_path / "case-0.anchor.json"})["changed"]
+            assert changed == _cli_code(chain, bundle, tmp_path / "case-0.anchor.json", {}) == "tampered"
+            for name, code in browser.items():
+                seen[name]["browser"] = code
+            for name, _, _, expected in CASES:
                 assert set(seen[name].values()) == {expected}, (name, seen[name])
             # the server's own copy: by digest and on the explorer; and a digest it has no proof of
             assert set(verdicts) == {"cli", "api upload", "api by digest"}

@@ -6,8 +6,13 @@
  * and the manifest digest with BLAKE3 derive_key (blake3-derive.js), the batch leaf and root with
  * hash-wasm's keccak-256. Then the browser itself asks the configured RPC endpoint for the chain id,
  * the registry's code hash and the root's record. The only requests this page makes are those JSON-RPC
- * reads: no file byte and no proof leaves the machine. Nothing in the proof is taken on trust; its
+ * reads and, for a result bundle with milestones, a GET of its timing record's proof from this
+ * service: no file byte and no proof leaves the machine. Nothing in the proof is taken on trust; its
  * registry must be the one this service names (anyone can deploy a copy of the registry).
+ *
+ * The steps and their verdict codes are the CLI's and the API's (anchor/verify/verifier.py, one
+ * verdict from every door, issue 26): a proof that contradicts itself is bad_proof, files that are not
+ * the ones it binds are tampered, milestones that differ from the anchored timing record are tampered.
  */
 (function () {
   "use strict";
@@ -54,7 +59,10 @@
     try { proof = JSON.parse(proofText); } catch (e) { throw new Verdict("bad_proof", "the proof file is not JSON"); }
     if (!proof || proof.format !== "anchor/proof" || proof.version !== 1 || !proof.manifest || !proof.batch || !proof.anchor)
       throw new Verdict("bad_proof", "not an Anchor proof file (format anchor/proof, version 1)");
-    if (Number(proof.anchor.chain_id) !== cfg.chain_id || !same(proof.anchor.registry, cfg.registry))
+    if (Number(proof.anchor.chain_id) !== cfg.chain_id)
+      throw new Verdict("bad_input", "the proof is for chain " + proof.anchor.chain_id + "; this page reads chain " +
+        cfg.chain_id + " (check it with anchor verify --rpc-url on that chain)");
+    if (!same(proof.anchor.registry, cfg.registry))
       throw new Verdict("unknown_registry", "the proof names registry " + proof.anchor.registry + " on chain " + proof.anchor.chain_id +
         "; this service trusts " + cfg.registry + " on chain " + cfg.chain_id);
     const entries = proof.files ? proof.files.slice() : proof.file ? [proof.file] : null;
@@ -86,19 +94,10 @@
     if (proof.files) filesRoot = mth(entries.sort((a, b) => utf8Compare(a.path, b.path)).map(leaf));
     else filesRoot = auditRoot(leaf(proof.file), proof.file.index, proof.file.tree_size, proof.file.audit_path || []);
     const tree = proof.manifest.kind === "bundle" ? proof.manifest.output : proof.manifest;
+    /* the proof's own statements, each recomputed: one that contradicts another is a bad proof */
     if (!tree || !same(toHex(filesRoot), tree.files_root))
-      throw new Verdict("tampered", "the files do not make the file tree the manifest binds");
-    const digest = anchorProof.manifestDigest(proof.manifest);
-    if (!same(toHex(digest), proof.manifest_digest)) throw new Verdict("tampered", "the manifest does not hash to the proof's digest");
-    if (!same(proof.batch.item, proof.manifest_digest)) throw new Verdict("tampered", "the batch item is not the manifest digest");
-    let node = await keccak(await keccak(digest));
-    if (!same(toHex(node), proof.batch.leaf)) throw new Verdict("tampered", "the batch leaf is not the manifest's");
-    for (const sibling of (proof.batch.proof || []).map(hexToBytes)) {
-      const [a, b] = utf8Compare(toHex(node), toHex(sibling)) <= 0 ? [node, sibling] : [sibling, node];
-      node = await keccak(concat(a, b));
-    }
-    const root = "0x" + toHex(node);
-    if (!same(root, proof.batch.root)) throw new Verdict("tampered", "the batch proof does not lead to the proof's root");
+      throw new Verdict("bad_proof", "the proof's listing does not rebuild the file tree its manifest binds");
+    const root = await batchRoot(proof, anchorProof.manifestDigest(proof.manifest));
     /* the chain, read by this browser */
     const chainId = parseInt(await rpc("eth_chainId", []), 16);
     if (chainId !== cfg.chain_id) throw new Verdict("chain_unreachable", "the RPC endpoint serves chain " + chainId + ", not " + cfg.chain_id);
@@ -106,14 +105,42 @@
     const code = await rpc("eth_getCode", [cfg.registry, "0x" + block.toString(16)]);
     if (!same("0x" + toHex(await keccak(hexToBytes(code))), cfg.code_hash))
       throw new Verdict("deployment_mismatch", "the code at " + cfg.registry + " is not the registry");
+    const { submitter, when, at } = await rootRecord(root, proof.anchor.tx_hash, block);
+    const milestonesAnchored = await checkMilestones(proof, root, submitter, block);
+    /* links the proof records: a file picker hands over what a link points to, never the link itself, so
+       they are not checked here and the verdict says so instead of "verified" */
+    const links = (tree.symlinks && tree.symlinks.links) || [];
+    return { status: links.length ? "files_verified_links_unchecked" : "verified", links,
+      files: entries.map((e) => e.path), manifest_digest: proof.manifest_digest, root, submitter,
+      milestones_anchored: milestonesAnchored,
+      anchored_at: new Date(when * 1000).toISOString(), anchored_block: at, read_at_block: block, chain_id: chainId, registry: cfg.registry };
+  }
+
+  /* the batch root a proof's manifest digest leads to, each statement on the way checked (step 4) */
+  async function batchRoot(proof, digest) {
+    if (!same(toHex(digest), proof.manifest_digest)) throw new Verdict("bad_proof", "the manifest does not hash to the proof's digest");
+    if (!same(proof.batch.item, proof.manifest_digest)) throw new Verdict("bad_proof", "the batch item is not the manifest digest");
+    let node = await keccak(await keccak(digest));
+    if (!same(toHex(node), proof.batch.leaf)) throw new Verdict("bad_proof", "the batch leaf is not the manifest's");
+    for (const sibling of (proof.batch.proof || []).map(hexToBytes)) {
+      const [a, b] = utf8Compare(toHex(node), toHex(sibling)) <= 0 ? [node, sibling] : [sibling, node];
+      node = await keccak(concat(a, b));
+    }
+    const root = "0x" + toHex(node);
+    if (!same(root, proof.batch.root)) throw new Verdict("bad_proof", "the batch proof does not lead to the proof's root");
+    return root;
+  }
+
+  /* the registry's record of `root` (step 6): on v3 the record of the submitter the proof's transaction names */
+  async function rootRecord(root, txHash, block) {
     let submitter, when, at;
     if (cfg.roots_by_submitter) {
       /* registry v3 keys a root by its submitter: the proof's own transaction says whose record it is */
-      const receipt = await rpc("eth_getTransactionReceipt", [proof.anchor.tx_hash]);
+      const receipt = await rpc("eth_getTransactionReceipt", [txHash]);
       const topic = "0x" + toHex(await keccak(enc.encode("RootAnchored(bytes32,address)")));
       const log = ((receipt && receipt.logs) || []).find((l) => same(l.address, cfg.registry) &&
         l.topics.length > 2 && same(l.topics[0], topic) && same(l.topics[1], root));
-      if (!log) throw new Verdict("not_anchored", "the proof's transaction " + proof.anchor.tx_hash + " did not anchor the root " + root);
+      if (!log) throw new Verdict("not_anchored", "the proof's transaction " + txHash + " did not anchor the root " + root);
       submitter = "0x" + log.topics[2].slice(-40);
       const selector = toHex((await keccak(enc.encode("rootRecord(address,bytes32)"))).slice(0, 4));
       const word = (await rpc("eth_call", [{ to: cfg.registry, data: "0x" + selector + "0".repeat(24) + submitter.slice(2) + root.slice(2) },
@@ -125,12 +152,40 @@
       submitter = "0x" + word.slice(24, 64); when = parseInt(word.slice(64, 128), 16); at = parseInt(word.slice(128, 192), 16);
     }
     if (!at) throw new Verdict("not_anchored", "the root " + root + " is not anchored in the registry (read at block " + block + ")");
-    /* links the proof records: a file picker hands over what a link points to, never the link itself, so
-       they are not checked here and the verdict says so instead of "verified" */
-    const links = (tree.symlinks && tree.symlinks.links) || [];
-    return { status: links.length ? "files_verified_links_unchecked" : "verified", links,
-      files: entries.map((e) => e.path), manifest_digest: proof.manifest_digest, root, submitter,
-      anchored_at: new Date(when * 1000).toISOString(), anchored_block: at, read_at_block: block, chain_id: chainId, registry: cfg.registry };
+    return { submitter, when, at };
+  }
+
+  /* step 7: a result bundle's milestones must be those its anchored timing record binds. null: none
+     shown; false: shown, but the proof names no timing record (written, not verified); true: checked. */
+  async function checkMilestones(proof, root, submitter, block) {
+    const shown = proof.annotations && proof.annotations.milestones;
+    if (proof.manifest.kind !== "bundle" || !shown || typeof shown !== "object") return null;
+    const link = proof.annotations.timing;
+    if (!link || typeof link !== "object") return false;
+    const digest = String(link.digest || "").toLowerCase().replace(/^0x/, "");
+    let timing = null;
+    if (/^[0-9a-f]{64}$/.test(digest)) {
+      try {
+        const answer = await fetch("/v1/proofs/0x" + digest);
+        if (answer.status === 200) timing = await answer.json();
+      } catch (e) { timing = null; }
+    }
+    if (!timing || !timing.manifest || !timing.batch || !timing.anchor)
+      throw new Verdict("not_anchored", "the bundle's timing record 0x" + digest + " has no proof at this service");
+    if (!same(timing.manifest_digest, "0x" + digest) || timing.manifest.kind !== "timing")
+      throw new Verdict("tampered", "not the timing record the bundle names");
+    if (!same("0x" + timing.manifest.bundle, proof.manifest_digest)) throw new Verdict("tampered", "the timing record times another bundle");
+    const anchored = timing.manifest.milestones || {};
+    const differ = [...new Set([...Object.keys(shown), ...Object.keys(anchored)])].sort().filter((n) => shown[n] !== anchored[n]);
+    if (differ.length)
+      throw new Verdict("tampered", "milestones differ from the anchored timing record: " +
+        differ.map((n) => n + " (proof says " + shown[n] + ", anchored " + anchored[n] + ")").join(", "));
+    const timedRoot = await batchRoot(timing, anchorProof.manifestDigest(timing.manifest));
+    const timed = same(timedRoot, root) && same(timing.anchor.tx_hash, proof.anchor.tx_hash)
+      ? { submitter } : await rootRecord(timedRoot, timing.anchor.tx_hash, block);
+    if (!same(timed.submitter, submitter))
+      throw new Verdict("tampered", "the timing record was anchored by " + timed.submitter + ", the bundle by " + submitter);
+    return true;
   }
 
   function show(result) {
@@ -149,6 +204,9 @@
           "): a browser cannot read a link; `anchor verify` checks them");
       line("manifest " + result.manifest_digest + " in batch root " + result.root);
       line("anchored at block " + result.anchored_block + " (" + result.anchored_at + ") by " + result.submitter);
+      if (result.milestones_anchored !== null)
+        line(result.milestones_anchored ? "milestones: anchored (its timing record, checked on chain)"
+          : "milestones: NOT anchored (no timing record): as written in the proof, unverified");
       line("read by this browser from chain " + result.chain_id + ", registry " + result.registry + ", at block " + result.read_at_block);
     } else {
       line((result.status === "tampered" ? "✗ tampered: " : "✗ " + result.status + ": ") + result.message);
