@@ -156,7 +156,7 @@ def anchored_proof(app: FastAPI, reader: ChainReader, digest: bytes) -> ProofFil
     from anchor.proof.file import load_proof
 
     registry = reader.registry()
-    stored = app.state.settings.proofs_dir / f"{digest.hex()}.json"
+    stored = app.state.settings.layout.proof(digest)
     if stored.is_file():
         proof = load_proof(stored)
         if proof.anchor.chain_id == registry.chain_id:  # a data dir used on two chains keeps both's proofs

@@ -41,31 +41,33 @@ def test_the_cli_start_up_path_imports_no_chain_or_web_library() -> None:
 ALLOWED: dict[str, set[str]] = {
     # ground
     "errors": set(),
+    "layout": set(),  # where each thing is under the data dir (anchor/layout.py): paths only
     "files": {"errors"},
-    "settings": {"errors"},
+    "settings": {"errors", "layout"},
     # formats: the pure core, hostile decoders, the proof file
     "manifest": {"errors"},
     "batch": {"errors", "manifest"},  # manifest.keccak: the EVM's hash, one implementation
     "ingest": {"errors", "manifest"},
     "proof": {"errors", "files", "ingest", "manifest"},
     # the chain, then the journal that drives effects onto it (a store: no settings, no proof files)
-    "chain": {"errors", "files", "settings", "manifest"},  # manifest: keccak256, the core's hash
-    "journal": {"errors", "files", "manifest", "batch", "ingest", "chain"},
+    "chain": {"layout", "errors", "files", "settings", "manifest"},  # manifest: keccak256, the core's hash
+    "journal": {"layout", "errors", "files", "manifest", "batch", "ingest", "chain"},
     # read-back: never writes, never the journal
-    "verify": {"errors", "ingest", "manifest", "batch", "proof", "chain", "settings"},
+    "verify": {"layout", "errors", "ingest", "manifest", "batch", "proof", "chain", "settings"},
     # application
-    "anchoring": {"errors", "files", "manifest", "batch", "proof", "chain", "journal", "verify", "settings"},
-    "research": {"errors", "files", "manifest", "proof", "chain", "journal", "verify", "anchoring", "settings"},
-    "attest": {"errors", "files", "ingest", "manifest", "proof", "verify", "anchoring", "settings"},
-    "missions": {"errors", "files", "manifest", "proof", "settings", "anchoring", "research", "journal"},
+    "anchoring": {"layout", "errors", "files", "manifest", "batch", "proof", "chain", "journal", "verify", "settings"},
+    "research": {"layout", "errors", "files", "manifest", "proof", "chain", "journal", "verify", "anchoring",
+                 "settings"},
+    "attest": {"layout", "errors", "files", "ingest", "manifest", "proof", "verify", "anchoring", "settings"},
+    "missions": {"layout", "errors", "files", "manifest", "proof", "settings", "anchoring", "research", "journal"},
     # read-back for someone with only the chain: the registry's events, and published claims compared
-    "index": {"errors", "manifest", "chain", "research", "settings"},
+    "index": {"layout", "errors", "manifest", "chain", "research", "settings"},
     # interfaces
-    "cli": {"errors", "files", "settings", "manifest", "proof", "chain", "journal", "verify", "anchoring",
+    "cli": {"errors", "layout", "files", "settings", "manifest", "proof", "chain", "journal", "verify", "anchoring",
             "research", "attest", "missions", "index"},
     "__main__": {"cli"},
 }  # fmt: skip
-GROUND_MODULES = {"__init__", "__main__", "errors", "files"}
+GROUND_MODULES = {"__init__", "__main__", "errors", "files", "layout"}
 
 
 def _anchor_imports() -> dict[str, set[str]]:
@@ -203,3 +205,23 @@ def test_no_module_of_the_package_imports_itself_through_others() -> None:
         if module not in state:
             visit(module, [module])
     assert cycles == []
+
+
+def test_no_name_is_joined_onto_the_data_dir_outside_its_layout() -> None:
+    """Issue 26: eleven layout names were joined onto the data dir in about fifteen modules. Every path
+    under it is now anchor.layout.DataDir's: a `data_dir / "..."` or `proofs_dir / ...` anywhere else in
+    the package or the service fails here, naming the file and line."""
+    import re
+    from pathlib import Path
+
+    root = Path(anchor.manifest.__file__).parents[2]
+    joined = re.compile(r"\b(data_dir|proofs_dir)\s*/")
+    found = [
+        f"{path.relative_to(root)}:{number}: {line.strip()}"
+        for package in ("anchor", "api")
+        for path in sorted((root / package).rglob("*.py"))
+        if path.name != "layout.py"
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if joined.search(line)
+    ]
+    assert found == []

@@ -11,6 +11,7 @@ from anchor.errors import AnchorError
 from anchor.files import atomic_write_many, private_dir
 from anchor.journal.reads import confirmed_batch_rows
 from anchor.journal.store import Journal
+from anchor.layout import DataDir
 from anchor.proof.file import BatchPath, ChainAnchor, ProofFile
 
 
@@ -53,7 +54,7 @@ def batch_proofs(effect: sqlite3.Row, items: list[sqlite3.Row], registry: str, c
 
 
 def write_batch_proofs(
-    proofs_dir: Path,
+    layout: DataDir,
     effect: sqlite3.Row,
     items: list[sqlite3.Row],
     registry: str,
@@ -65,7 +66,7 @@ def write_batch_proofs(
     Why per item: the root is on chain whatever happens here, so one proof that cannot be written (a
     symlink planted at its path, a full disk, a journal row no JSON writer can encode) must fail that
     item alone; raising would leave the effect `mined` and stop every later flush behind it."""
-    private_dir(proofs_dir)
+    private_dir(layout.proofs)
     owners: list[int] = []
     writes: list[tuple[Path, bytes]] = []
     failed: dict[int, str] = {}
@@ -75,7 +76,7 @@ def write_batch_proofs(
         except ValueError as exc:  # UnicodeEncodeError: a row no UTF-8 writer can encode
             failed[int(item["id"])] = f"{type(exc).__name__}: {exc}"[:500]
             continue
-        targets = [proofs_dir / f"{proof.manifest_digest[2:]}.json", *paths.get(int(item["id"]), [])]
+        targets = [layout.proof(proof.manifest_digest), *paths.get(int(item["id"]), [])]
         for target in targets:
             owners.append(int(item["id"]))
             writes.append((target, data))

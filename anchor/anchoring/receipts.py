@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from anchor.errors import BadInput
+from anchor.layout import DataDir
 from anchor.proof.receipt import SERVICE_NAME, Receipt, signing_hash
 from anchor.settings.session import Settings
 
@@ -65,7 +66,7 @@ def _checksummed(address: str) -> str:
 
 
 def receipt_key_path(data_dir: Path) -> Path:
-    return data_dir / "receipt.key"
+    return DataDir(data_dir).receipt_key
 
 
 def load_receipt_signer(settings: Settings, funded_address: str | None = None) -> ReceiptSigner:
@@ -115,7 +116,7 @@ def record_signer(data_dir: Path, address: str, now: int | None = None) -> list[
 
     from anchor.files import atomic_write
 
-    path = data_dir / "receipt.signers.json"
+    path = DataDir(data_dir).receipt_signers
     try:
         history = json.loads(path.read_text())
         valid = isinstance(history, list) and all(

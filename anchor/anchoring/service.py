@@ -72,7 +72,7 @@ class AnchorService:
 
         paths = proof_paths(self.journal.db, [int(item["id"]) for item in items])
         failed = write_batch_proofs(
-            self.settings.proofs_dir, effect, items, self.registry.address, self.registry.code_hash, paths
+            self.settings.layout, effect, items, self.registry.address, self.registry.code_hash, paths
         )
         record_proof_errors(self.journal, {int(item["id"]): failed.get(int(item["id"])) for item in items})
 
@@ -84,7 +84,7 @@ class AnchorService:
         done = submit_many(self.journal, self.chain_id, submissions)
         for sub, result in zip(submissions, done, strict=True):
             if result.state == "confirmed" and sub.proof_path is not None:
-                write_proof(load_proof(self.settings.proofs_dir / f"{result.digest.hex()}.json"), sub.proof_path)
+                write_proof(load_proof(self.settings.layout.proof(result.digest)), sub.proof_path)
         return done
 
     def flush(
@@ -134,7 +134,7 @@ def _redeploy_local(settings: Settings, handle: ChainHandle) -> Registry:
     from anchor.chain.registry import Registry
 
     logging.getLogger("anchor.progress").info(
-        f"no registry on the local chain yet: deploying one (recorded in {settings.data_dir / 'deployments'})"
+        f"no registry on the local chain yet: deploying one (recorded in {settings.layout.deployments})"
     )
     record = deploy(
         handle.w3,

@@ -137,7 +137,7 @@ def anchor_manifest(
         service.close()
     if row is None or row["state"] != "confirmed" or any(r is None or r["state"] != "confirmed" for r in rows):
         raise ChainUnreachable("the manifest is journaled but not confirmed yet; run `anchor journal flush`")
-    proof = load_proof(settings.proofs_dir / f"{submitted.digest.hex()}.json")
+    proof = load_proof(settings.layout.proof(submitted.digest))
     # the flush wrote it at `proof_out` the moment it confirmed (or `submit` did, for a manifest anchored
     # before): written again only when that write did not happen (a full disk), so its error is raised
     if not _holds(proof_out, proof.dumps().encode("utf-8")):

@@ -49,7 +49,7 @@ def attest(target: str, settings: Settings) -> tuple[list[dict[str, Any]], Verif
                 f"{target}: no such file or directory, and not a manifest digest (0x + 64 hex)",
                 detail={"field": "target"},
             )
-        stored = settings.proofs_dir / f"{body}.json"
+        stored = settings.layout.proof(body)
         if not stored.is_file():
             raise BadInput(f"{target}: no proof of this manifest in {settings.proofs_dir}", detail={"field": "target"})
         proof = load_proof(stored)

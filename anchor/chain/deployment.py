@@ -19,6 +19,7 @@ from anchor.chain.artifact import registry_version, version_of
 from anchor.chain.node import LOCAL_CHAIN_ID
 from anchor.errors import BadInput, DeploymentMismatch, NotDeployed
 from anchor.files import atomic_write, private_dir
+from anchor.layout import DataDir
 
 if TYPE_CHECKING:
     from web3 import Web3
@@ -42,7 +43,7 @@ class Deployment(BaseModel):
 
 
 def record_path(data_dir: Path, chain_id: int) -> Path:
-    return data_dir / "deployments" / f"{chain_id}.json"
+    return DataDir(data_dir).deployment(chain_id)
 
 
 def load_deployment(data_dir: Path, chain_id: int) -> Deployment:
@@ -63,10 +64,10 @@ def only_deployment(data_dir: Path) -> Deployment:
     pod checks the same code hash. `BadInput` when there is none or more than one."""
     from anchor.errors import BadInput
 
-    records = sorted(p for p in (data_dir / "deployments").glob("*.json") if p.stem.isdigit())
+    records = sorted(p for p in DataDir(data_dir).deployments.glob("*.json") if p.stem.isdigit())
     if len(records) != 1:
         raise BadInput(
-            f"{data_dir / 'deployments'}: {len(records)} deployment records; exactly one is rendered"
+            f"{DataDir(data_dir).deployments}: {len(records)} deployment records; exactly one is rendered"
             " (hint: `anchor deploy` on the target chain first, or ANCHOR_DATA_DIR of that deployment)",
             detail={"field": "deployment"},
         )
@@ -143,7 +144,7 @@ def deploy(w3: Web3, chain_id: int, signer: Signer, compiled: CompiledContract, 
 
 
 def source_path(data_dir: Path, chain_id: int) -> Path:
-    return data_dir / "deployments" / f"{chain_id}.source.json"
+    return DataDir(data_dir).deployment_source(chain_id)
 
 
 def load_source(data_dir: Path, chain_id: int) -> dict[str, Any] | None:

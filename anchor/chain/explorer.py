@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 from anchor.chain.presets import PRESETS
+from anchor.layout import DataDir
 
 LOCAL_CHAIN_ID = 31337
 
@@ -20,7 +21,7 @@ DEFAULT_SERVICE_URL = "http://127.0.0.1:8000"
 
 
 def service_record(data_dir: Path) -> Path:
-    return data_dir / "service.json"
+    return DataDir(data_dir).service_record
 
 
 def local_explorer(data_dir: Path | None = None) -> str:

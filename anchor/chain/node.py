@@ -22,6 +22,7 @@ from pathlib import Path
 from anchor.chain.toolchain import compiler_settings, tool
 from anchor.errors import BadInput, ChainUnreachable
 from anchor.files import private_dir
+from anchor.layout import DataDir
 from anchor.settings.session import start_ticks
 
 LOCAL_CHAIN_ID = 31337
@@ -74,7 +75,7 @@ class LocalChain:
     """
 
     def __init__(self, data_dir: Path, port: int | None = None) -> None:
-        self.dir = data_dir / "chain"
+        self.dir = DataDir(data_dir).chain
         self.record_file = self.dir / "anvil.json"
         self.pid_file = self.dir / "anvil.pid"  # written by earlier versions: the pid alone
         self.state_file = self.dir / "state.json"

@@ -44,7 +44,7 @@ def open_chain(settings: Settings, *, start_local: bool = False) -> ChainHandle:
     if start_local and not status.running:
         status = chain.up()
         logging.getLogger("anchor.progress").info(
-            f"started the local chain at {chain.rpc_url} (state in {settings.data_dir / 'chain'});"
+            f"started the local chain at {chain.rpc_url} (state in {settings.layout.chain});"
             " it keeps running for the next command: stop it with `anchor chain down`"
         )
     if not status.running:

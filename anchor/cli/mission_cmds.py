@@ -262,7 +262,7 @@ def status(
                           detail={"field": "output"})  # fmt: skip
     m = found[0]
     data = m.to_json()
-    mission_dir = settings.data_dir / "missions" / output.replace("/", "_")
+    mission_dir = settings.layout.mission(output)
     failed = sorted(p.name for p in mission_dir.glob("result.failed-*")) if mission_dir.is_dir() else []
     next_step = {
         "dispatched": f"run it: anchor mission run {output}",
@@ -384,7 +384,7 @@ def _cache(ctx: typer.Context, max_bytes: int | None) -> Any:
 
     settings = ctx.find_root().obj["settings"]
     cap = max_bytes or int(env_number("ANCHOR_SNAPSHOT_CACHE_BYTES", 0)) or None
-    return SnapshotCache(settings.data_dir / "snapshots", cap)
+    return SnapshotCache(settings.layout.snapshots, cap)
 
 
 @snapshots.command("add")

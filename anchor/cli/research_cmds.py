@@ -29,7 +29,7 @@ def register(root: typer.Typer) -> None:
 
 
 def _workdir(ctx: typer.Context, workdir: Path | None) -> Path:
-    return (workdir or ctx.find_root().obj["settings"].data_dir / "research").resolve()
+    return (workdir or ctx.find_root().obj["settings"].layout.research).resolve()
 
 
 @app.command()

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from anchor.errors import BadInput
 from anchor.journal.store import Journal
+from anchor.layout import DataDir
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
@@ -15,7 +16,7 @@ POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 def open_journal(data_dir: Path, url: str | None = None) -> Journal:
     """The journal of `data_dir`, or the PostgreSQL journal at `url` (a postgresql:// URL)."""
     if not url:
-        return Journal(data_dir / "journal.sqlite")
+        return Journal(DataDir(data_dir).journal)
     if not url.startswith(POSTGRES_SCHEMES):
         raise BadInput(
             "ANCHOR_JOURNAL_URL must be a postgresql:// URL (unset: the SQLite journal in the data directory)",

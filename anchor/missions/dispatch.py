@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from anchor.errors import BadInput, Conflict, NotAnchored, Tampered
 from anchor.files import PRIVATE_FILE, private_dir
+from anchor.layout import DataDir
 from anchor.manifest.mission import Mission
 from anchor.manifest.validation import validated
 
@@ -161,7 +162,7 @@ def _check_pin(
     the same snapshot, image and evaluator policy as the new submission."""
     from anchor.proof.file import load_proof
 
-    stored = data_dir / "proofs" / f"{pin}.json"
+    stored = DataDir(data_dir).proof(pin)
     if not stored.is_file():
         raise NotAnchored(f"resume.digest: bundle 0x{pin} is not anchored here", detail={"field": "resume.digest"})
     proof = load_proof(stored)
@@ -184,7 +185,7 @@ def _check_pin(
 
 def _db(data_dir: Path) -> sqlite3.Connection:
     private_dir(data_dir)
-    path = data_dir / "missions.sqlite"
+    path = DataDir(data_dir).missions_db
     fresh = not path.exists()
     db = sqlite3.connect(path, timeout=30, isolation_level=None)
     if fresh:
@@ -197,7 +198,7 @@ def _db(data_dir: Path) -> sqlite3.Connection:
 
 
 def _output_used(data_dir: Path, output: str) -> bool:
-    if not (data_dir / "missions.sqlite").exists():
+    if not DataDir(data_dir).missions_db.exists():
         return False
     db = _db(data_dir)
     try:
@@ -250,7 +251,7 @@ def _store(data_dir: Path, record: dict[str, Any]) -> dict[str, Any]:
 
 def dispatched(data_dir: Path, output: str) -> dict[str, Any] | None:
     """The stored record of the mission whose output identity is `output`, if one was accepted."""
-    if not (data_dir / "missions.sqlite").exists():
+    if not DataDir(data_dir).missions_db.exists():
         return None
     db = _db(data_dir)
     try:
@@ -262,7 +263,7 @@ def dispatched(data_dir: Path, output: str) -> dict[str, Any] | None:
 
 def submissions(data_dir: Path) -> int:
     """How many submissions are stored (what the refusal tests check stays unchanged)."""
-    if not (data_dir / "missions.sqlite").exists():
+    if not DataDir(data_dir).missions_db.exists():
         return 0
     db = _db(data_dir)
     try:

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from anchor.errors import Conflict, MissionFailed, NotAnchored, Tampered
 from anchor.files import private_dir
+from anchor.layout import DataDir
 from anchor.missions.snapshots import _alive
 from anchor.settings.session import protect_environment
 
@@ -115,7 +116,7 @@ class MissionState:
 def mission_states(data_dir: Path, output: str | None = None) -> list[MissionState]:
     """Every dispatched mission (or the one of `output`), oldest first, with its run's state. Reads only:
     a data dir with no missions yet gives an empty list and creates nothing."""
-    if not (data_dir / "missions.sqlite").exists():
+    if not DataDir(data_dir).missions_db.exists():
         return []
     db = _db(data_dir)
     try:
@@ -190,7 +191,7 @@ def _resume_dir(data_dir: Path, pin: dict[str, Any]) -> Path:
     if row is None or not row[0] or not Path(row[0]).is_dir():
         raise NotAnchored(f"resume: bundle 0x{pin['digest']} was not run here; its result is not on this machine",
                           detail={"field": "resume.digest"})  # fmt: skip
-    pinned = load_proof(data_dir / "proofs" / f"{pin['digest']}.json").manifest["output"]
+    pinned = load_proof(DataDir(data_dir).proof(pin["digest"])).manifest["output"]
     found = hash_tree(Path(row[0])).summary()
     if found["files_root"] != pinned["files_root"]:
         raise Tampered(f"resume: {row[0]} no longer holds the output bundle 0x{pin['digest']} anchored",
@@ -352,7 +353,7 @@ def _seal(
         "profile": record["profile"], "environment": environment.model_dump(mode="json", exclude_none=True),
         "sandbox": confinement, "spent": spent, "milestones": {k: v.isoformat() for k, v in milestones.items()},
     }, "mission run")  # fmt: skip
-    proof_out = settings.data_dir / "missions" / output.replace("/", "_") / "result.anchor.json"
+    proof_out = settings.layout.mission(output) / "result.anchor.json"
     notes = {"dispatched_image": record["image"]}  # what it was dispatched with: display only, not a claim
     if services:
         from anchor.anchoring.client import stamp_bundle_through
@@ -380,7 +381,7 @@ def run_mission(
     say = say or (lambda _: None)
     record, submitted = _claim(settings.data_dir, output)
     milestones: dict[str, datetime] = {"submitted": submitted, "scheduled": _now()}
-    mission_dir = settings.data_dir / "missions" / output.replace("/", "_")
+    mission_dir = settings.layout.mission(output)
     try:
         private_dir(mission_dir)
         milestones["image_ready"] = _now()  # the host's sandbox (see the module's step 3)
@@ -494,7 +495,7 @@ def prepare_mission(
             target.chmod(0o444)
             say(f"snapshot sha256:{fetched.key} {'verified in the cache' if fetched.hit else 'fetched and verified'}")
         milestones["snapshot_ready"] = _now()
-        stage = private_dir(settings.data_dir / "missions" / output.replace("/", "_")) / "stage.json"
+        stage = private_dir(settings.layout.mission(output)) / "stage.json"
         stage.write_text(json.dumps({k: v.isoformat() for k, v in milestones.items()}))
     except BaseException:
         _finish(settings.data_dir, output, "failed")
@@ -517,7 +518,7 @@ def seal_mission(
 
     unknown = NotAnchored(f"output: no dispatched mission has output {output!r} (hint: anchor mission submit, then"
                           " --stage prepare)", detail={"field": "output"})  # fmt: skip
-    if not (settings.data_dir / "missions.sqlite").exists():
+    if not settings.layout.missions_db.exists():
         raise unknown  # nothing created for a mistyped output
     db = _db(settings.data_dir)
     try:
@@ -535,7 +536,7 @@ def seal_mission(
     finally:
         db.close()
     record = json.loads(row[0])
-    mission_dir = settings.data_dir / "missions" / output.replace("/", "_")
+    mission_dir = settings.layout.mission(output)
     try:
         measured = json.loads((mission_dir / "stage.json").read_text())
         milestones = {k: datetime.fromisoformat(v) for k, v in measured.items()}

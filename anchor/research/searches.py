@@ -14,12 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from anchor.files import atomic_write, private_dir
+from anchor.layout import DataDir
 
 RECORD = "searches.json"
 
 
 def default_workdir(data_dir: Path) -> Path:
-    return data_dir / "research"
+    return DataDir(data_dir).research
 
 
 def remember_search(data_dir: Path, workdir: Path) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from anchor.errors import BadInput
+from anchor.layout import DataDir
 
 SECRET_VARIABLES = frozenset({
     "ANCHOR_PRIVATE_KEY", "ANCHOR_KEYSTORE_PASSWORD", "ANCHOR_RESEARCHER_KEY", "ANCHOR_RESEARCHER_KEYSTORE_PASSWORD",
@@ -124,7 +125,12 @@ class Settings:
 
     @property
     def proofs_dir(self) -> Path:
-        return self.data_dir / "proofs"
+        return self.layout.proofs
+
+    @property
+    def layout(self) -> DataDir:
+        """Every path under the data dir (anchor.settings.datadir)."""
+        return DataDir(self.data_dir)
 
 
 def endpoint_of(url: str) -> str:

@@ -48,7 +48,7 @@ def lookup(key: str, settings: Settings, researcher: str | None = None) -> dict[
 
     value = parse_hex32(body, "key")
     root, digest_hex, submitter = value, None, None
-    stored = stored_proof or settings.proofs_dir / f"{value.hex()}.json"
+    stored = stored_proof or settings.layout.proof(value)
     if stored.is_file():
         proof = load_proof(stored)
         root, digest_hex = bytes.fromhex(proof.batch.root[2:]), proof.manifest_digest

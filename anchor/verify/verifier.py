@@ -161,7 +161,7 @@ def check_resume_pin(
     if not isinstance(pin, dict):
         return
     digest = str(pin.get("digest", ""))
-    stored = settings.proofs_dir / f"{digest}.json"
+    stored = settings.layout.proof(digest)
     if not re.fullmatch("[0-9a-f]{64}", digest) or not stored.is_file():
         raise NotAnchored(
             f"resume.digest: the pinned bundle 0x{digest[:64]} is not anchored here (no proof of it in"
@@ -205,7 +205,7 @@ def check_milestones(
 
     digest = str(link.get("digest", "")).lower().removeprefix("0x")
     named = str(link.get("proof", ""))  # display data: used only as a bare name beside the bundle's proof
-    candidates = [*([beside / named] if TIMING_PROOF_NAME.match(named) else []), settings.proofs_dir / f"{digest}.json"]
+    candidates = [*([beside / named] if TIMING_PROOF_NAME.match(named) else []), settings.layout.proof(digest)]
     found = next((c for c in candidates if c.name and c.is_file()), None)
     well_formed = re.fullmatch("[0-9a-f]{64}", digest) is not None
     rebuilt = find(bytes.fromhex(digest)) if found is None and find is not None and well_formed else None

@@ -1,0 +1,89 @@
+"""The data directory's layout, in one place (issue 26).
+
+Why one owner: the names under the data dir were joined onto it in fifteen modules, so a reader had to
+know where a writer put things, and a layout change meant a hunt. Every path under the data dir is a
+property or a method here; `tests/test_layering.py` refuses a name joined onto a data dir anywhere
+else. Ground layer, beside errors and files (the journal, which reads no settings, needs its file's
+name too): paths only, nothing is created or read here.
+
+    <data dir>/
+      journal.sqlite            the journal (SQLite backend)
+      proofs/<digest>.json      every proof this data dir anchored, by manifest digest
+      deployments/<chain>.json  the registry recorded for each chain (and <chain>.source.json)
+      chain/                    the embedded local chain's state and pid
+      missions.sqlite           dispatched missions and their runs
+      missions/<output>/        one mission's run: result/, run.log, stage.json, result.anchor.json
+      snapshots/                the content-addressed snapshot cache
+      research/                 the default search work dir
+      receipt.key               the calendar's receipt key (0600), receipt.signers.json its history
+      service.json              what `anchor serve` recorded about itself (its public URL)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True, slots=True)
+class DataDir:
+    root: Path
+
+    @property
+    def journal(self) -> Path:
+        return self.root / "journal.sqlite"
+
+    @property
+    def proofs(self) -> Path:
+        return self.root / "proofs"
+
+    def proof(self, digest: str | bytes) -> Path:
+        """The stored proof of a manifest: `digest` as bytes or hex, with or without 0x."""
+        body = digest.hex() if isinstance(digest, bytes) else digest.lower().removeprefix("0x")
+        return self.proofs / f"{body}.json"
+
+    @property
+    def deployments(self) -> Path:
+        return self.root / "deployments"
+
+    def deployment(self, chain_id: int) -> Path:
+        return self.deployments / f"{chain_id}.json"
+
+    def deployment_source(self, chain_id: int) -> Path:
+        return self.deployments / f"{chain_id}.source.json"
+
+    @property
+    def chain(self) -> Path:
+        return self.root / "chain"
+
+    @property
+    def missions_db(self) -> Path:
+        return self.root / "missions.sqlite"
+
+    @property
+    def missions(self) -> Path:
+        return self.root / "missions"
+
+    def mission(self, output: str) -> Path:
+        """One mission's own directory (its output identity, with `/` made `_`)."""
+        return self.missions / output.replace("/", "_")
+
+    @property
+    def snapshots(self) -> Path:
+        return self.root / "snapshots"
+
+    @property
+    def research(self) -> Path:
+        return self.root / "research"
+
+    @property
+    def receipt_key(self) -> Path:
+        return self.root / "receipt.key"
+
+    @property
+    def receipt_signers(self) -> Path:
+        return self.root / "receipt.signers.json"
+
+    @property
+    def service_record(self) -> Path:
+        return self.root / "service.json"
