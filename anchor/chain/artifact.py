@@ -24,6 +24,12 @@ CONTRACTS = {"1.0.0": "AnchorRegistry", "2.0.0": "AnchorRegistryV2", "3.0.0": "A
 """Registry version -> contract name (and artifact file name, and source contracts/<name>.sol)."""
 
 
+def roots_by_submitter(version: str | None) -> bool:
+    """Whether that registry version keys a batch root by (submitter, root): v3 on. On v1 and v2 the root
+    alone is the key, and whoever anchored it first holds it."""
+    return version not in (None, "", "1.0.0", "2.0.0")
+
+
 def artifact_path(version: str) -> Path:
     return Path(__file__).with_name("artifacts") / f"{CONTRACTS[version]}.json"
 

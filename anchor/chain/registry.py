@@ -17,7 +17,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from anchor.chain.abi import checksum_address, interface
-from anchor.chain.artifact import LATEST, registry_abi, version_of
+from anchor.chain.artifact import LATEST, registry_abi, roots_by_submitter, version_of
 from anchor.chain.deployment import check_code
 from anchor.chain.logs import scan_logs, with_backoff
 
@@ -42,6 +42,8 @@ class RootRecord:
     submitter: str
     timestamp: int
     block_number: int
+    tx_hash: str | None = None
+    """The transaction that wrote it, when the read already had it (a receipt): no log scan for it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +108,7 @@ class Registry:
     @property
     def roots_by_submitter(self) -> bool:
         """v3: a batch root is keyed by (submitter, root): another's record of it neither blocks nor counts."""
-        return self.version not in ("1.0.0", "2.0.0")
+        return roots_by_submitter(self.version)
 
     @property
     def researcher_bound(self) -> bool:
@@ -161,12 +163,17 @@ class Registry:
                 return None
             return RootRecord(_hex(root), who, int(timestamp), int(block_number))
         if submitter is None:
-            records = self.root_records(root)
+            records = self._records_by_events(root, block)
             return records[0] if records else None
-        timestamp, block_number = self._call("rootRecord", checksum_address(submitter), root, block=block)
+        return self._submitters_record(root, checksum_address(submitter), block)
+
+    def _submitters_record(
+        self, root: bytes, submitter: str, block: int, tx_hash: str | None = None
+    ) -> RootRecord | None:
+        timestamp, block_number = self._call("rootRecord", submitter, root, block=block)
         if int(block_number) == 0:
             return None
-        return RootRecord(_hex(root), checksum_address(submitter), int(timestamp), int(block_number))
+        return RootRecord(_hex(root), submitter, int(timestamp), int(block_number), tx_hash)
 
     def root_records(self, root: bytes) -> list[RootRecord]:
         """Every record of `root`, oldest first: one per submitter on v3 (from its events, each checked
@@ -174,12 +181,16 @@ class Registry:
         if not self.roots_by_submitter:
             one = self.root_record(root)
             return [] if one is None else [one]
+        return self._records_by_events(root, self.checked_block())
+
+    def _records_by_events(self, root: bytes, block: int) -> list[RootRecord]:
+        """v3: each submitter's record of `root`, found by its events up to `block` and read there."""
         topics: list[Any] = [self.abi.events["RootAnchored"].topic, "0x" + root.hex()]
-        logs = scan_logs(self.rpc, self.address, topics, self.from_block, self.checked_block())
         found: dict[str, RootRecord] = {}
-        for log in logs:
+        for log in scan_logs(self.rpc, self.address, topics, self.from_block, block):
             who = checksum_address("0x" + str(log["topics"][2])[-40:])
-            if who not in found and (record := self.root_record(root, who)) is not None:
+            tx = str(log["transactionHash"])
+            if who not in found and (record := self._submitters_record(root, who, block, tx)) is not None:
                 found[who] = record
         return sorted(found.values(), key=lambda r: r.block_number)
 
@@ -204,7 +215,9 @@ class Registry:
         if not self.roots_by_submitter:
             return self.root_record(root)
         submitter = self.submitter_of(root, tx_hash) if tx_hash else None
-        return None if submitter is None else self.root_record(root, submitter)
+        if submitter is None:
+            return None
+        return self._submitters_record(root, submitter, self.checked_block(), tx_hash)
 
     def verify_inclusion(self, root: bytes, proof: list[bytes], item: bytes, submitter: str | None = None) -> bool:
         """On v3 the root must be `submitter`'s (a proof names who anchored its root)."""

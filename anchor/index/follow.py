@@ -127,11 +127,12 @@ class Follower:
         time and block; None when the chain does not hold it (now). On v3 it is `submitter`'s record
         (the one the index holds); on v1 and v2 the root's only one, whoever wrote it."""
         from anchor.chain.abi import checksum_address
+        from anchor.chain.artifact import roots_by_submitter
 
         block = self._head()
         function = self._abi.functions["rootRecord"]
         key = bytes.fromhex(root.removeprefix("0x"))
-        by_submitter = self.version not in ("1.0.0", "2.0.0")
+        by_submitter = roots_by_submitter(self.version)
         data = function.call_data(checksum_address(submitter), key) if by_submitter else function.call_data(key)
         answer = function.result(with_backoff(lambda: self.rpc.call(self.address, data, block), "rootRecord"))
         who, timestamp, at = (submitter, *answer) if by_submitter else answer

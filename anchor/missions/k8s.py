@@ -32,22 +32,6 @@ from typing import Any
 POD_TMP = "/tmp"  # noqa: S108 - the command container's own emptyDir (1 GiB), not a shared host /tmp
 
 
-def _command_line(record: dict[str, Any]) -> tuple[str, list[dict[str, str]]]:
-    """The mission's command with its placeholders filled for the pod's paths, and its MISSION_* env."""
-    paths = {"{result}": "/mission/result", "{run_dir}": "/mission/result", "{snapshot}": "/mission/snapshot/data"}
-    command = record["mission"]["document"]["command"]
-    for placeholder, value in paths.items():
-        command = command.replace(placeholder, shlex.quote(value))
-    command = command.replace("{attempt}", "1")
-    env = [
-        {"name": "MISSION_SNAPSHOT", "value": paths["{snapshot}"]},
-        {"name": "MISSION_RESULT", "value": paths["{result}"]},
-        {"name": "MISSION_OUTPUT", "value": record["output"]}, {"name": "MISSION_ATTEMPT", "value": "1"},
-        {"name": "HOME", "value": POD_TMP},
-    ]  # fmt: skip
-    return command, env
-
-
 def render_job(
     record: dict[str, Any],
     deployment: dict[str, Any],
@@ -73,7 +57,7 @@ def render_job(
         network_policy,
         token_env,
     )
-    from anchor.missions.runner import one_attempt_only
+    from anchor.missions.runner import command_line, one_attempt_only
 
     check_image(record["image"])
     check_image(anchor_image, "anchor_image")
@@ -132,7 +116,8 @@ def render_job(
     bounds = {"cpu": profile["cpu"], "memory": profile["memory"]}
     small = {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"cpu": "500m", "memory": "256Mi"}}
     minutes = int(record["mission"]["document"]["budget"]["minutes"])
-    command, mission_env = _command_line(record)
+    command, filled = command_line(record, "/mission/result", "/mission/snapshot/data", attempt=1)
+    mission_env = [*({"name": k, "value": v} for k, v in filled.items()), {"name": "HOME", "value": POD_TMP}]
     job = {
         "apiVersion": "batch/v1",
         "kind": "Job",

@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from anchor.manifest.bundle import BundleManifest
     from anchor.manifest.environment import Environment
     from anchor.missions.snapshots import SnapshotCache
+    from anchor.research.sandbox import Sandbox
     from anchor.settings.session import Settings
 
 
@@ -209,28 +210,44 @@ def _fresh_result_dir(mission_dir: Path) -> Path:
     return result
 
 
-def _command(
-    record: dict[str, Any], mission_dir: Path, result: Path, snapshot: Path, resume: Path | None,
-    settings: Settings, sandbox: bool, attempt: int,
-) -> tuple[list[str], dict[str, str], str]:  # fmt: skip
-    from anchor.research.sandbox import Sandbox, allowed_env
+def _box(settings: Settings, mission_dir: Path, snapshot: Path, resume: Path | None) -> Sandbox:
+    """The mission's sandbox, found once per run (finding it probes bubblewrap): the data dir and the
+    keystores hidden, the snapshot (and a resumed result) read-only, only the mission's directory writable."""
+    from anchor.research.sandbox import Sandbox
 
-    command = record["mission"]["document"]["command"]
-    for placeholder, value in (("{result}", result), ("{run_dir}", result), ("{snapshot}", snapshot)):
-        command = command.replace(placeholder, shlex.quote(str(value)))
-    command = command.replace("{attempt}", str(attempt))
-    mission_env = {"MISSION_SNAPSHOT": str(snapshot), "MISSION_RESULT": str(result), "MISSION_OUTPUT": record["output"],
-                   "MISSION_ATTEMPT": str(attempt)}  # fmt: skip
-    if resume is not None:
-        mission_env["MISSION_RESUME"] = str(resume)
-    if not sandbox:
-        return ["/bin/sh", "-c", command], {**allowed_env(mission_dir), **mission_env}, "none"
     hidden = [settings.data_dir, *([settings.keystore] if settings.keystore else [])]
     for name in ("ANCHOR_KEYSTORE", "ANCHOR_RESEARCHER_KEYSTORE"):
         if os.environ.get(name):
             hidden.append(Path(os.environ[name]))
     box = Sandbox.find(mission_dir, (), tuple(hidden))
-    box = replace(box, read_only=(snapshot.resolve(), *([resume.resolve()] if resume else [])), edits=False)
+    return replace(box, read_only=(snapshot.resolve(), *([resume.resolve()] if resume else [])), edits=False)
+
+
+def command_line(
+    record: dict[str, Any], result: str, snapshot: str, attempt: int, resume: Path | None = None
+) -> tuple[str, dict[str, str]]:
+    """The mission's command with `{result}` (alias `{run_dir}`), `{snapshot}` and `{attempt}` filled in
+    (paths shell-quoted), and its MISSION_* environment: for a run here and the rendered pod alike."""
+    command = record["mission"]["document"]["command"]
+    for placeholder, value in (("{result}", result), ("{run_dir}", result), ("{snapshot}", snapshot)):
+        command = command.replace(placeholder, shlex.quote(value))
+    env = {"MISSION_SNAPSHOT": snapshot, "MISSION_RESULT": result, "MISSION_OUTPUT": record["output"],
+           "MISSION_ATTEMPT": str(attempt)}  # fmt: skip
+    if resume is not None:
+        env["MISSION_RESUME"] = str(resume)
+    return command.replace("{attempt}", str(attempt)), env
+
+
+def _command(
+    record: dict[str, Any], mission_dir: Path, result: Path, snapshot: Path, resume: Path | None,
+    box: Sandbox | None, attempt: int,
+) -> tuple[list[str], dict[str, str], str]:  # fmt: skip
+    """One attempt's argv, environment and confinement: in `box`, or unconfined when it is None."""
+    from anchor.research.sandbox import allowed_env
+
+    command, mission_env = command_line(record, str(result), str(snapshot), attempt, resume)
+    if box is None:
+        return ["/bin/sh", "-c", command], {**allowed_env(mission_dir), **mission_env}, "none"
     return box.argv(command, mission_dir, extra_env=mission_env), {}, "bubblewrap"
 
 
@@ -289,23 +306,15 @@ def _run_command(
     runner exits: the default action would end the runner alone and leave the command running, unowned."""
     import threading
 
-    from anchor.research.pids import Pids
-    from anchor.research.runner import Limits, named_limit
+    from anchor.research.runner import Limits, bounded
 
-    limits = Limits.from_env()
-    pids = Pids.create(limits.processes)
-
-    def bound_child() -> None:
-        limits.apply()
-        pids.enter()
-
-    try:
+    with bounded(Limits.from_env()) as bounds:
         with open(log, "ab" if attempt > 1 else "wb") as out:
             out.write(f"--- attempt {attempt} ---\n".encode())
             out.flush()
             child = subprocess.Popen(
                 argv, cwd=cwd, env=env or None, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                start_new_session=True, preexec_fn=bound_child,  # noqa: PLW1509 - setrlimit and one write
+                start_new_session=True, preexec_fn=bounds.preexec,  # noqa: PLW1509 - setrlimit and one write
             )  # fmt: skip
             main = threading.current_thread() is threading.main_thread()
             previous = signal.signal(signal.SIGTERM, _terminated) if main else None
@@ -326,9 +335,7 @@ def _run_command(
                     signal.signal(signal.SIGTERM, previous)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(child.pid, signal.SIGKILL)  # what it left behind in its group goes with it
-        return code, timed_out, None if timed_out else named_limit(code, log, limits, pids)
-    finally:
-        pids.close()
+        return code, timed_out, None if timed_out else bounds.met(code, log)
 
 
 def _seal(
@@ -400,10 +407,9 @@ def run_mission(
             began = time.monotonic()
             deadline = began + budget["minutes"] * 60.0
             spent: dict[str, Any] = {"attempts": 0, "stopped": "attempts" if rules else "one_run"}
+            box = _box(settings, mission_dir, snapshot, resume) if sandbox else None
             for attempt in range(1, allowed + 1):
-                argv, env, confinement = _command(
-                    record, mission_dir, result, snapshot, resume, settings, sandbox, attempt
-                )  # fmt: skip
+                argv, env, confinement = _command(record, mission_dir, result, snapshot, resume, box, attempt)
                 say(f"attempt {attempt} of at most {allowed}: running the mission's command ({confinement}),"
                     f" {max(0.0, deadline - time.monotonic()) / 60:.1f} of {budget['minutes']} min left")  # fmt: skip
                 code, timed_out, limit = _run_command(

@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,7 +82,34 @@ def _dir_bytes(path: Path) -> int:
     return total
 
 
-def named_limit(code: int, log: Path, limits: Limits, pids: Pids) -> dict[str, object] | None:
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """One command's limits in force: `preexec` for its child (the rlimits, its own pids group), `met`
+    once it ended. Made by `bounded`, for an attempt here and a mission's command alike."""
+
+    limits: Limits
+    pids: Pids
+
+    def preexec(self) -> None:
+        """(In the child, before exec.) setrlimit and one write to the group: no lock, no allocation."""
+        self.limits.apply()
+        self.pids.enter()
+
+    def met(self, code: int, log: Path) -> dict[str, object] | None:
+        return _named_limit(code, log, self.limits, self.pids)
+
+
+@contextlib.contextmanager
+def bounded(limits: Limits) -> Iterator[Bounds]:
+    """The bounds of one command; its pids group (and whatever is left in it) goes when the block ends."""
+    pids = Pids.create(limits.processes)
+    try:
+        yield Bounds(limits, pids)
+    finally:
+        pids.close()
+
+
+def _named_limit(code: int, log: Path, limits: Limits, pids: Pids) -> dict[str, object] | None:
     """Which limit a failed command met, from what it left: a fork the process bound refused (the
     cgroup's own count), a file-size signal, or an allocation failure reported at the end of its
     stderr (under RLIMIT_AS, allocation fails rather than the process being killed)."""
@@ -110,25 +138,18 @@ def run_command(
     pass_env: tuple[str, ...] = (),
     limits: Limits | None = None,
 ) -> RunResult:
-    limits = limits or Limits.from_env()
     run_dir.mkdir(parents=True, exist_ok=True)
-    pids = Pids.create(limits.processes)
-    try:
-        return _run_bounded(command, cwd, run_dir, timeout_s, grace_s, sandbox, pass_env, limits, pids)
-    finally:
-        pids.close()
+    with bounded(limits or Limits.from_env()) as bounds:
+        return _run_bounded(command, cwd, run_dir, timeout_s, grace_s, sandbox, pass_env, bounds)
 
 
 def _run_bounded(
     command: str, cwd: Path, run_dir: Path, timeout_s: float, grace_s: float, sandbox: Sandbox | None,
-    pass_env: tuple[str, ...], limits: Limits, pids: Pids,
+    pass_env: tuple[str, ...], bounds: Bounds,
 ) -> RunResult:  # fmt: skip
     import threading
 
-    def bound_child() -> None:
-        limits.apply()
-        pids.enter()
-
+    limits = bounds.limits
     start = time.monotonic()
     over: dict[str, object] = {}
     with open(run_dir / "stdout.log", "wb") as out, open(run_dir / "stderr.log", "wb") as err:
@@ -142,7 +163,7 @@ def _run_bounded(
             stdout=out,
             stderr=err,
             start_new_session=True,
-            preexec_fn=bound_child,  # noqa: PLW1509 - setrlimit and one write: no lock, no allocation of note
+            preexec_fn=bounds.preexec,  # noqa: PLW1509 - setrlimit and one write: no lock, no allocation of note
         )
         stop = threading.Event()
 
@@ -181,7 +202,7 @@ def _run_bounded(
     if over:
         limit: dict[str, object] | None = dict(over)
     else:  # a timeout is its own verdict; otherwise, what the failure left says which limit it met
-        limit = None if timed_out else named_limit(code, run_dir / "stderr.log", limits, pids)
+        limit = None if timed_out else bounds.met(code, run_dir / "stderr.log")
     if limit is not None and code == 0:
         code = 1  # the quota watcher ended it: never a success
     return RunResult(code, timed_out, int((time.monotonic() - start) * 1000), limit)

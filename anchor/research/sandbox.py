@@ -23,8 +23,12 @@ import shutil
 import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from anchor.errors import ToolchainMissing
+
+if TYPE_CHECKING:
+    from anchor.settings.session import Settings
 
 ALLOWED = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
 
@@ -140,7 +144,7 @@ class Sandbox:
         return with_filter([*args, "/bin/sh", "-c", command])
 
 
-def refuse_unconfined(settings: object | None = None) -> None:
+def refuse_unconfined(settings: Settings) -> None:
     """`--no-sandbox` with a key in reach is refused (issue 28): unconfined code runs as this user, so
     it can read a secret out of our /proc/<pid>/environ (or a keystore file) however carefully its own
     environment was cleaned. Checked: every ANCHOR_* secret variable (anchor.settings.session.is_secret)
@@ -150,7 +154,7 @@ def refuse_unconfined(settings: object | None = None) -> None:
 
     held = sorted(k for k, v in os.environ.items() if v and k.startswith("ANCHOR_") and is_secret(k))
     held += [name for name in ("ANCHOR_KEYSTORE", "ANCHOR_RESEARCHER_KEYSTORE") if os.environ.get(name)]
-    if getattr(settings, "keystore", None) and "ANCHOR_KEYSTORE" not in held:
+    if settings.keystore and "ANCHOR_KEYSTORE" not in held:
         held.append("ANCHOR_KEYSTORE")
     if held:
         them = "it" if len(held) == 1 else "them"

@@ -47,16 +47,16 @@ def lookup(key: str, settings: Settings, researcher: str | None = None) -> dict[
         return _lineage_answer(by_commit, handle.chain_id, registry, settings.data_dir)
 
     value = parse_hex32(body, "key")
-    root, digest_hex, submitter = value, None, None
+    root, digest_hex, record = value, None, None
     stored = stored_proof or settings.layout.proof(value)
     if stored.is_file():
         proof = load_proof(stored)
         root, digest_hex = bytes.fromhex(proof.batch.root[2:]), proof.manifest_digest
-        if registry.roots_by_submitter:  # v3: the proof's own transaction says whose record it is
-            submitter = registry.submitter_of(root, proof.anchor.tx_hash)
-    record = registry.root_record(root, submitter)
+        record = registry.root_record_of_tx(root, proof.anchor.tx_hash)  # v3: the proof's transaction's submitter
+    else:
+        record = registry.root_record(root)  # v3: its first submitter's, found by the root's events
     if record is not None:
-        tx_hash = registry.root_tx(root, record.block_number, record.submitter)
+        tx_hash = record.tx_hash or registry.root_tx(root, record.block_number, record.submitter)
         read_at = registry.checked_block()
         return {
             "kind": "batch_root",

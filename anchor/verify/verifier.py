@@ -426,24 +426,18 @@ def verify_proof_on_chain(
     siblings = [_hex32(p[2:], "batch.proof") for p in proof.batch.proof]
 
     # 6. The root must be anchored and the registry itself must accept the inclusion proof. On a v3
-    #    registry a root is one submitter's: the one whose transaction the proof names, found on chain.
-    submitter = None
-    if chain_registry.roots_by_submitter:
-        submitter = chain_registry.submitter_of(root, proof.anchor.tx_hash)
-        if submitter is None:
-            read_at = chain_registry.checked_block()
-            raise NotAnchored(
-                f"root {proof.batch.root} is not anchored on chain {handle.chain_id} by the transaction the proof"
-                f" names, {proof.anchor.tx_hash} (read at block {read_at}): registry v3 keys a root by its"
-                " submitter, whom that transaction names",
-                detail={"root": proof.batch.root, "tx_hash": proof.anchor.tx_hash, "read_at_block": read_at},
-            )
-    record = chain_registry.root_record(root, submitter)
+    #    registry a root is one submitter's: the one whose transaction the proof names (its receipt, read
+    #    on chain), never another's record of the same root.
+    record = chain_registry.root_record_of_tx(root, proof.anchor.tx_hash)
     read_at = chain_registry.checked_block()
     if record is None:
+        by = (
+            f" by the transaction the proof names ({proof.anchor.tx_hash}; registry v3 keys a root by its submitter)"
+            if chain_registry.roots_by_submitter else ""
+        )  # fmt: skip
         raise NotAnchored(
-            f"root {proof.batch.root} is not anchored on chain {handle.chain_id} (read at block {read_at})",
-            detail={"root": proof.batch.root, "read_at_block": read_at},
+            f"root {proof.batch.root} is not anchored on chain {handle.chain_id}{by} (read at block {read_at})",
+            detail={"root": proof.batch.root, "tx_hash": proof.anchor.tx_hash, "read_at_block": read_at},
         )
     if not chain_registry.verify_inclusion(root, siblings, digest, record.submitter):
         raise ProofFormatError("the registry rejects the inclusion proof", detail={"field": "batch.proof"})
@@ -457,7 +451,7 @@ def verify_proof_on_chain(
         registry_trusted_by=trusted_by,
         submitter=record.submitter,
         anchored_at=datetime.fromtimestamp(record.timestamp, UTC).isoformat(timespec="seconds"),
-        tx_hash=chain_registry.root_tx(root, record.block_number, submitter) or proof.anchor.tx_hash,
+        tx_hash=record.tx_hash or chain_registry.root_tx(root, record.block_number) or proof.anchor.tx_hash,
         anchored_block=record.block_number,
         read_at_block=read_at,
         confirmations=confirmations,
