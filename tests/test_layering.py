@@ -42,18 +42,19 @@ ALLOWED: dict[str, set[str]] = {
     # ground
     "errors": set(),
     "layout": set(),  # where each thing is under the data dir (anchor/layout.py): paths only
+    "record": set(),  # frozen, strictly typed records (anchor/record.py): the read path's formats
     "files": {"errors"},
     "settings": {"errors", "layout"},
     # formats: the pure core, hostile decoders, the proof file
     "manifest": {"errors"},
     "batch": {"errors", "manifest"},  # manifest.keccak: the EVM's hash, one implementation
     "ingest": {"errors", "manifest"},
-    "proof": {"errors", "files", "ingest", "manifest"},
+    "proof": {"errors", "files", "ingest", "manifest", "record"},
     # the chain, then the journal that drives effects onto it (a store: no settings, no proof files)
-    "chain": {"layout", "errors", "files", "settings", "manifest"},  # manifest: keccak256, the core's hash
+    "chain": {"layout", "errors", "files", "record", "settings", "manifest"},  # manifest: keccak256, the core's hash
     "journal": {"layout", "errors", "files", "manifest", "batch", "ingest", "chain"},
     # read-back: never writes, never the journal
-    "verify": {"layout", "errors", "ingest", "manifest", "batch", "proof", "chain", "settings"},
+    "verify": {"layout", "errors", "ingest", "manifest", "batch", "proof", "chain", "record", "settings"},
     # application
     "anchoring": {"layout", "errors", "files", "manifest", "batch", "proof", "chain", "journal", "verify", "settings"},
     "research": {"layout", "errors", "files", "manifest", "proof", "chain", "journal", "verify", "anchoring",
@@ -67,7 +68,7 @@ ALLOWED: dict[str, set[str]] = {
             "research", "attest", "missions", "index"},
     "__main__": {"cli"},
 }  # fmt: skip
-GROUND_MODULES = {"__init__", "__main__", "errors", "files", "layout"}
+GROUND_MODULES = {"__init__", "__main__", "errors", "files", "layout", "record"}
 
 
 def _anchor_imports() -> dict[str, set[str]]:

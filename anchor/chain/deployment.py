@@ -9,17 +9,17 @@ gets the deployed runtime byte for byte, metadata hash included, whatever the ch
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from pydantic import BaseModel, ConfigDict, ValidationError
 
 from anchor.chain.artifact import registry_version, version_of
 from anchor.chain.node import LOCAL_CHAIN_ID
 from anchor.errors import BadInput, DeploymentMismatch, NotDeployed
 from anchor.files import atomic_write, private_dir
 from anchor.layout import DataDir
+from anchor.record import Record, RecordError
 
 if TYPE_CHECKING:
     from web3 import Web3
@@ -29,9 +29,8 @@ if TYPE_CHECKING:
     from anchor.chain.rpc import Rpc
 
 
-class Deployment(BaseModel):
-    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
-
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Deployment(Record):
     chain_id: int
     address: str
     code_hash: str
@@ -55,8 +54,8 @@ def load_deployment(data_dir: Path, chain_id: int) -> Deployment:
             f"no registry deployment recorded for chain {chain_id}; run `anchor deploy`",
             detail={"record": str(path)},
         ) from None
-    except ValidationError as exc:
-        raise BadInput(f"{path}: corrupt deployment record ({exc.error_count()} errors)") from None
+    except (RecordError, ValueError) as exc:  # json.JSONDecodeError is a ValueError too
+        raise BadInput(f"{path}: corrupt deployment record ({exc})", detail={"file": str(path)}) from None
 
 
 def only_deployment(data_dir: Path) -> Deployment:

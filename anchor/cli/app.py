@@ -11,7 +11,16 @@ from typing import Annotated, Optional
 
 import typer
 
-from anchor.cli import chain_cmds, config_cmds, data_cmds, deploy_cmds, journal_cmds, mission_cmds, research_cmds
+from anchor.cli import (
+    chain_cmds,
+    coerce,
+    config_cmds,
+    data_cmds,
+    deploy_cmds,
+    journal_cmds,
+    mission_cmds,
+    research_cmds,
+)
 
 HELP = """Anchor: tamper-evident, on-chain-anchored provenance for research results.
 
@@ -38,6 +47,7 @@ Exit codes:
   15  the disk is full or read-only where a file had to be written, or the journal is damaged (nothing lost)
 """
 
+coerce.install()  # before any command runs: plain values converted without pydantic
 app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=True, pretty_exceptions_enable=False)
 app.add_typer(chain_cmds.app, name="chain")
 app.add_typer(config_cmds.app, name="config")

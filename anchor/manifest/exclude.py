@@ -16,10 +16,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
-
-import pathspec
+from typing import TYPE_CHECKING
 
 from anchor.errors import BadInput
+
+if TYPE_CHECKING:
+    import pathspec
 
 IGNORE_FILE = ".anchorignore"
 PROOF_FILES = "*.anchor.json"
@@ -44,6 +46,13 @@ def check_rules(rules: object, where: str) -> tuple[str, ...]:
     return tuple(rules)
 
 
+def _gitignore(patterns: Sequence[str]) -> pathspec.GitIgnoreSpec:
+    """pathspec, imported when rules are first matched: a single file's verify never does (18 ms)."""
+    import pathspec
+
+    return pathspec.GitIgnoreSpec.from_lines(patterns)
+
+
 class Rules:
     """A set of gitignore-syntax rules, matched against paths relative to the tree's root."""
 
@@ -52,7 +61,7 @@ class Rules:
 
     @cached_property
     def _spec(self) -> pathspec.GitIgnoreSpec:
-        return pathspec.GitIgnoreSpec.from_lines(self.patterns)
+        return _gitignore(self.patterns)
 
     def excludes(self, rel: str, is_dir: bool) -> bool:
         return bool(self.patterns) and self._spec.match_file(rel + "/" if is_dir else rel)
@@ -63,7 +72,7 @@ class Rules:
         if not excluded:
             return ()
         if PROOF_FILES in self.patterns:
-            only = pathspec.GitIgnoreSpec.from_lines([PROOF_FILES])
+            only = _gitignore([PROOF_FILES])
             if not any(only.match_file(rel) for rel in excluded):
                 return tuple(p for p in self.patterns if p != PROOF_FILES)
         return self.patterns

@@ -27,7 +27,7 @@ import os
 import stat
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import Any
 
 import blake3
@@ -170,6 +170,7 @@ def hash_files(
             # fork is cheap and keeps the parent's imports; it is only safe while we are the only thread.
             if threading.active_count() == 1:
                 import multiprocessing
+                from concurrent.futures import ProcessPoolExecutor  # here: importing it costs 10 ms of every read
 
                 with ProcessPoolExecutor(len(chunks), mp_context=multiprocessing.get_context("fork")) as pool:
                     parts = _gather(pool, chunks, report)

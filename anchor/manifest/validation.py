@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
-
-from pydantic import BaseModel, ValidationError
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from anchor.errors import BadInput
 
-M = TypeVar("M", bound=BaseModel)
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+M = TypeVar("M", bound="BaseModel")
 
 
 def validated(model: type[M], data: Any, source: str) -> M:
     """`model.model_validate(data)`; on failure raises `BadInput` naming `source` and the first bad field."""
+    from pydantic import ValidationError  # imported by the models that get here, never before
+
     try:
         return model.model_validate(data)
     except ValidationError as exc:

@@ -8,18 +8,20 @@ needs nothing else from us.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from typing import TYPE_CHECKING, Any, Literal
 
 from anchor.errors import BadInput, Pending, ProofFormatError
 from anchor.files import atomic_write
 from anchor.ingest.untrusted_json import parse_json
-from anchor.manifest.filetree import FileTreeManifest
 from anchor.proof.receipt import Receipt
+from anchor.record import Record, RecordError, check
+
+if TYPE_CHECKING:
+    from anchor.manifest.filetree import FileTreeManifest
 
 PROOF_FORMAT = "anchor/proof"
 PENDING_FORMAT = "anchor/pending"
@@ -32,73 +34,68 @@ MAX_PATH_HASHES = 64
 MAX_PROOF_FILES = 1_000_000
 """Listing entries in one proof file (docs/manifest.md, "Bounds")."""
 
-_Hex32 = Field(pattern=r"^0x[0-9a-f]{64}$")
+HEX32 = r"^0x[0-9a-f]{64}$"
 
 
-class BatchPath(BaseModel):
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class BatchPath(Record):
     """The OpenZeppelin StandardMerkleTree path from the manifest digest to the anchored root."""
 
-    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
-
-    item: str = _Hex32
-    leaf: str = _Hex32
-    proof: tuple[str, ...] = Field(max_length=MAX_PATH_HASHES)
-    root: str = _Hex32
+    item: str = check(pattern=HEX32)
+    leaf: str = check(pattern=HEX32)
+    proof: tuple[str, ...] = check(max_length=MAX_PATH_HASHES)
+    root: str = check(pattern=HEX32)
 
 
-class FileInclusion(BaseModel):
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FileInclusion(Record):
     """One file's membership in the manifest's file tree: its entry and its audit path."""
 
-    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
-
     path: str
-    size: int = Field(ge=0)
-    blake3: str = Field(pattern=r"^[0-9a-f]{64}$")
-    index: int = Field(ge=0)
-    tree_size: int = Field(ge=1)
-    audit_path: tuple[str, ...] = Field(max_length=MAX_PATH_HASHES)
+    size: int = check(ge=0)
+    blake3: str = check(pattern=r"^[0-9a-f]{64}$")
+    index: int = check(ge=0)
+    tree_size: int = check(ge=1)
+    audit_path: tuple[str, ...] = check(max_length=MAX_PATH_HASHES)
 
 
-class ChainAnchor(BaseModel):
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ChainAnchor(Record):
     """Where the root is anchored."""
 
-    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
-
-    chain_id: int = Field(gt=0)
-    registry: str = Field(pattern=r"^0x[0-9a-fA-F]{40}$")
-    code_hash: str = _Hex32
-    tx_hash: str = _Hex32
-    block_number: int = Field(ge=0)
+    chain_id: int = check(gt=0)
+    registry: str = check(pattern=r"^0x[0-9a-fA-F]{40}$")
+    code_hash: str = check(pattern=HEX32)
+    tx_hash: str = check(pattern=HEX32)
+    block_number: int = check(ge=0)
 
 
-class ServiceAnchor(BaseModel):
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ServiceAnchor(Record):
     """A further anchor of the same manifest, got from another service (another batch, maybe another
     chain): one proof file holds every anchor it got (docs/calendar.md)."""
 
-    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
-
-    service: str = Field(max_length=2000)
+    service: str = check(max_length=2000)
     batch: BatchPath
     anchor: ChainAnchor
 
 
-class ProofFile(BaseModel):
-    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
-
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ProofFile(Record):
     format: Literal["anchor/proof"] = "anchor/proof"
     version: Literal[1] = 1
     manifest: dict[str, Any]
-    annotations: dict[str, Any] = Field(default_factory=dict)
-    files: tuple[dict[str, Any], ...] | None = Field(default=None, max_length=MAX_PROOF_FILES)
+    annotations: dict[str, Any] = check(default_factory=dict)
+    files: tuple[dict[str, Any], ...] | None = check(default=None, max_length=MAX_PROOF_FILES)
     file: FileInclusion | None = None
-    manifest_digest: str = _Hex32
+    manifest_digest: str = check(pattern=HEX32)
     batch: BatchPath
     anchor: ChainAnchor
-    service: str | None = Field(default=None, max_length=2000)
+    service: str | None = check(default=None, max_length=2000)
     """The service (URL) that anchored `batch`/`anchor`, when it was stamped through one."""
-    anchors: tuple[ServiceAnchor, ...] | None = Field(default=None, max_length=MAX_SERVICES)
-    receipts: tuple[Receipt, ...] | None = Field(default=None, max_length=MAX_SERVICES)
-    unreached: tuple[str, ...] | None = Field(default=None, max_length=MAX_SERVICES)
+    anchors: tuple[ServiceAnchor, ...] | None = check(default=None, max_length=MAX_SERVICES)
+    receipts: tuple[Receipt, ...] | None = check(default=None, max_length=MAX_SERVICES)
+    unreached: tuple[str, ...] | None = check(default=None, max_length=MAX_SERVICES)
     """Services that were down at stamp time: `anchor upgrade` submits to them again."""
 
     def all_anchors(self) -> list[ServiceAnchor]:
@@ -120,27 +117,28 @@ class ProofFile(BaseModel):
             from anchor.manifest.decode import validate_identity
 
             identity = validate_identity(self.manifest, "proof manifest")
+        from anchor.manifest.filetree import FileTreeManifest
+
         return FileTreeManifest.from_files_json(list(self.files), "files", identity)
 
     def dumps(self) -> str:
         return _dumps(self)
 
 
-class PendingProof(BaseModel):
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PendingProof(Record):
     """What `anchor stamp --service` writes at once: the manifest (and its listing, which never left
     this machine), and every service's signed receipt. `anchor upgrade` turns it into a `ProofFile`
     once a service's batch is mined; until then `verify` exits 14 (pending)."""
 
-    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
-
     format: Literal["anchor/pending"] = "anchor/pending"
     version: Literal[1] = 1
     manifest: dict[str, Any]
-    annotations: dict[str, Any] = Field(default_factory=dict)
-    files: tuple[dict[str, Any], ...] | None = Field(default=None, max_length=MAX_PROOF_FILES)
-    manifest_digest: str = _Hex32
-    receipts: tuple[Receipt, ...] = Field(default=(), max_length=MAX_SERVICES)
-    unreached: tuple[str, ...] | None = Field(default=None, max_length=MAX_SERVICES)
+    annotations: dict[str, Any] = check(default_factory=dict)
+    files: tuple[dict[str, Any], ...] | None = check(default=None, max_length=MAX_PROOF_FILES)
+    manifest_digest: str = check(pattern=HEX32)
+    receipts: tuple[Receipt, ...] = check(default=(), max_length=MAX_SERVICES)
+    unreached: tuple[str, ...] | None = check(default=None, max_length=MAX_SERVICES)
 
     def anchored(self, by: ServiceAnchor) -> ProofFile:
         """This manifest, its listing and its receipts, with `by` as its (first) anchor."""
@@ -158,7 +156,7 @@ class PendingProof(BaseModel):
         return _dumps(self)
 
 
-def _dumps(model: BaseModel) -> str:
+def _dumps(model: Record) -> str:
     """The written form of a proof, complete or pending: sorted keys, two-space indent, no nulls."""
     return (
         json.dumps(model.model_dump(mode="json", exclude_none=True), indent=2, sort_keys=True, ensure_ascii=False)
@@ -240,11 +238,9 @@ def decoded_proof(raw: object, name: str) -> ProofFile | PendingProof:
         model = PendingProof
     try:
         return model.model_validate(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(part) for part in first["loc"]) or "(root)"
+    except RecordError as exc:
         raise ProofFormatError(
-            f"{path}: field '{field}': {first['msg']}", detail={"file": path, "field": field}
+            f"{path}: field '{exc.field}': {exc.msg}", detail={"file": path, "field": exc.field}
         ) from None
 
 

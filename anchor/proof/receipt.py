@@ -12,13 +12,13 @@ The complete proof (`anchor upgrade`) is checked against the chain and needs no 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from anchor.errors import BadInput, ProofFormatError
+from anchor.record import Record, RecordError, check
 
 RECEIPT_DOMAIN = "Anchor receipt"
 RECEIPT_VERSION = "1"
@@ -30,23 +30,22 @@ RECEIPT_TYPE = [
 _HALF_ORDER = 0x7FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF5D576E7357A4501DDFE92F46681B20A0
 
 
-class Receipt(BaseModel):
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Receipt(Record):
     """One service's signed acceptance of one manifest. `url` is where the client reached the service
     (not signed: it is where `anchor upgrade` asks again); everything else is signed."""
 
-    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
-
-    url: str = Field(max_length=2000)
-    service: str = Field(max_length=200)
+    url: str = check(max_length=2000)
+    service: str = check(max_length=200)
     """The name the service signs under (ANCHOR_SERVICE_NAME)."""
-    signer: str = Field(pattern=r"^0x[0-9a-fA-F]{40}$")
+    signer: str = check(pattern=r"^0x[0-9a-fA-F]{40}$")
     """The receipt key's address, as the service publishes it at /v1/service."""
-    manifest_digest: str = Field(pattern=r"^0x[0-9a-f]{64}$")
-    chain_id: int = Field(gt=0, lt=1 << 64)
-    registry: str = Field(pattern=r"^0x[0-9a-fA-F]{40}$")
-    accepted_at: int = Field(ge=0, lt=1 << 64)
+    manifest_digest: str = check(pattern=r"^0x[0-9a-f]{64}$")
+    chain_id: int = check(gt=0, lt=1 << 64)
+    registry: str = check(pattern=r"^0x[0-9a-fA-F]{40}$")
+    accepted_at: int = check(ge=0, lt=1 << 64)
     """Unix seconds: when the service first accepted this manifest."""
-    signature: str = Field(pattern=r"^0x[0-9a-f]{130}$")
+    signature: str = check(pattern=r"^0x[0-9a-f]{130}$")
 
     def typed_data(self) -> dict[str, Any]:
         return typed_data(self.chain_id, self.registry, self.manifest_digest, self.accepted_at, self.service)
@@ -177,18 +176,13 @@ def _retired_key_in_use(receipt: Receipt, history: list[dict[str, Any]]) -> bool
 
 def parse_receipt(data: object, url: str) -> Receipt:
     """A receipt as a service sent it, typed (`BadInput` naming the service and the field)."""
-    from pydantic import ValidationError
-
     if not isinstance(data, dict):
         raise BadInput(f"{url}: the service sent no receipt", detail={"service": url, "field": "receipt"})
     try:
         return Receipt.model_validate({**data, "url": url})
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(part) for part in first["loc"]) or "receipt"
-        raise BadInput(
-            f"{url}: receipt field '{field}': {first['msg']}", detail={"service": url, "field": field}
-        ) from None
+    except RecordError as exc:
+        field = exc.field if exc.loc else "receipt"
+        raise BadInput(f"{url}: receipt field '{field}': {exc.msg}", detail={"service": url, "field": field}) from None
 
 
 def _where(receipt: Receipt, field: str) -> dict[str, Any]:

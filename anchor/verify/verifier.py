@@ -8,14 +8,13 @@ answer is given), `ChainUnreachable`. It never writes anything.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
-
-from pydantic import BaseModel, ConfigDict
 
 from anchor.batch.merkle import leaf_of, process_proof
 from anchor.chain.open import open_chain
@@ -35,16 +34,16 @@ from anchor.manifest.filetree import FileEntry, check_relative_path, diff, hash_
 from anchor.manifest.identity import manifest_digest
 from anchor.manifest.onchain import parse_hex32
 from anchor.proof.file import ProofFile, load_proof
+from anchor.record import Record
 from anchor.settings.session import Settings
 
 if TYPE_CHECKING:
     from anchor.chain.rpc import Rpc
 
 
-class Verification(BaseModel):
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Verification(Record):
     """A successful verification, backed by a live chain read at `read_at_block`."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True)
 
     verified: Literal[True] = True
     manifest_digest: str

@@ -1,0 +1,124 @@
+"""The proof formats as `anchor.record` records (issue 26: a read without pydantic): what they accept,
+what they refuse and by which field, and that a proof reads back as it was written."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from anchor.batch.merkle import BatchTree, leaf_of
+from anchor.chain.deployment import Deployment, load_deployment
+from anchor.errors import BadInput, ProofFormatError
+from anchor.manifest.filetree import hash_tree
+from anchor.proof.file import BatchPath, ChainAnchor, ProofFile, parse_any, parse_proof
+from anchor.record import RecordError
+
+RECEIPT = {
+    "url": "http://127.0.0.1:8000", "service": "calendar", "signer": "0x" + "ab" * 20,
+    "manifest_digest": "0x" + "cd" * 32, "chain_id": 31337, "registry": "0x" + "12" * 20, "accepted_at": 1_700_000_000,
+    "signature": "0x" + "ef" * 65,
+}  # fmt: skip
+
+
+def _proof(tmp_path: Path) -> ProofFile:
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "metrics.json").write_text('{"accuracy": 0.93}\n')
+    tree = hash_tree(tmp_path / "results")
+    digest = tree.digest
+    return ProofFile(
+        manifest=tree.identity(), files=tuple(tree.files_json()), manifest_digest="0x" + digest.hex(),
+        batch=BatchPath(item="0x" + digest.hex(), leaf="0x" + leaf_of(digest).hex(), proof=("0x" + "77" * 32,),
+                        root="0x" + BatchTree.build([digest]).root.hex()),
+        anchor=ChainAnchor(chain_id=31337, registry="0x" + "12" * 20, code_hash="0x" + "34" * 32,
+                           tx_hash="0x" + "56" * 32, block_number=7),
+        receipts=({**RECEIPT, "manifest_digest": "0x" + digest.hex()},),  # type: ignore[arg-type]
+    )  # fmt: skip
+
+
+def test_a_written_proof_reads_back_equal_and_writes_the_same_bytes(tmp_path: Path) -> None:
+    proof = _proof(tmp_path)
+    text = proof.dumps()
+    again = parse_proof(text.encode(), "p.anchor.json")
+    assert again == proof and again.dumps() == text
+    assert isinstance(again.receipts[0].signer, str) and again.batch.proof == ("0x" + "77" * 32,)  # typed, nested
+    assert "service" not in json.loads(text)  # absent stays absent: nulls are not written
+
+
+def _set(document: dict[str, Any], where: str, value: Any) -> None:
+    *path, last = where.split(".")
+    for part in path:
+        document = document[int(part)] if part.isdigit() else document[part]  # type: ignore[index]
+    if value is KeyError:
+        del document[last]
+    else:
+        document[int(last) if last.isdigit() else last] = value  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "named"),
+    [
+        ("manifest_digest", "0x" + "ab" * 32 + "\n", "manifest_digest"),  # `$` before a newline is not the end
+        ("manifest_digest", "0x" + "AB" * 32, "manifest_digest"),
+        ("anchor.chain_id", True, "anchor.chain_id"),  # a boolean is not a number here
+        ("anchor.chain_id", "31337", "anchor.chain_id"),  # nor is a string of digits
+        ("anchor.chain_id", 0, "anchor.chain_id"),
+        ("anchor.block_number", -1, "anchor.block_number"),
+        ("anchor.block_number", 7.0, "anchor.block_number"),
+        ("batch.proof", ["0x" + "77" * 32] * 65, "batch.proof"),
+        ("batch.proof.0", 5, "batch.proof.0"),
+        ("batch", KeyError, "batch"),
+        ("evil", "extra", "evil"),
+        ("anchor.evil", 1, "anchor.evil"),
+        ("version", 1.0, "version"),
+        ("service", "s" * 2001, "service"),
+        ("receipts.0.signature", "0x12", "receipts.0.signature"),
+        ("receipts.0.accepted_at", 1 << 64, "receipts.0.accepted_at"),
+        ("annotations", ["not", "an", "object"], "annotations"),
+        ("files.0", "not an object", "files.0"),
+    ],
+)  # fmt: skip
+def test_a_bad_field_is_refused_naming_it(tmp_path: Path, where: str, value: Any, named: str) -> None:
+    document = json.loads(_proof(tmp_path).dumps())
+    _set(document, where, value)
+    with pytest.raises(ProofFormatError) as info:
+        parse_any(json.dumps(document).encode(), "p.anchor.json")
+    assert info.value.detail["field"] == named, info.value.message
+    assert info.value.message.startswith(f"p.anchor.json: field '{named}': ")
+
+
+def test_a_record_is_checked_when_made_in_code_and_cannot_be_changed(tmp_path: Path) -> None:
+    with pytest.raises(RecordError) as info:
+        ChainAnchor(chain_id=1, registry="0x" + "12" * 20, code_hash="0x12", tx_hash="0x" + "56" * 32, block_number=1)
+    assert info.value.loc == ("code_hash",)
+    proof = _proof(tmp_path)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        proof.manifest_digest = "0x" + "00" * 32  # type: ignore[misc]
+    with pytest.raises(RecordError):
+        proof.model_copy(update={"anchor": {"chain_id": -1}})  # a copy is checked like any record
+
+
+def test_model_dump_excludes_and_copies_as_the_callers_use_it(tmp_path: Path) -> None:
+    proof = _proof(tmp_path)
+    dumped = proof.model_dump(mode="json", exclude={"files"}, exclude_none=True)
+    assert "files" not in dumped and "anchors" not in dumped and isinstance(dumped["batch"]["proof"], list)
+    assert proof.model_dump()["batch"]["proof"] == ("0x" + "77" * 32,)  # python mode keeps tuples
+    single = proof.model_copy(update={"files": None})
+    assert single.files is None and proof.files is not None and single.anchor is proof.anchor
+
+
+def test_a_corrupt_deployment_record_is_bad_input_naming_the_file(tmp_path: Path) -> None:
+    good = {"chain_id": 31337, "address": "0x" + "12" * 20, "code_hash": "0x" + "34" * 32, "tx_hash": "0x" + "56" * 32,
+            "block_number": 1, "deployer": "0x" + "78" * 20, "registry_version": "3.0.0", "compiler": {}}  # fmt: skip
+    records = tmp_path / "deployments"
+    records.mkdir()
+    (records / "31337.json").write_text(json.dumps(good))
+    assert load_deployment(tmp_path, 31337) == Deployment(**good)
+    for broken in ("{not json", json.dumps({**good, "block_number": "1"}), json.dumps({**good, "extra": 1})):
+        (records / "31337.json").write_text(broken)
+        with pytest.raises(BadInput) as info:
+            load_deployment(tmp_path, 31337)
+        assert info.value.detail["file"].endswith("31337.json") and "corrupt deployment record" in info.value.message
