@@ -46,6 +46,9 @@ def timed(argv: list[str], env: dict[str, str], cwd: Path, runs: int = RUNS) -> 
 
 
 def main() -> None:
+    # as an installed package is: compiled (pip compiles a wheel's modules; `make install` does this too),
+    # not recompiled on every call where PYTHONDONTWRITEBYTECODE is set and a module changed since
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "anchor"), str(ROOT / "api")], check=True)
     with tempfile.TemporaryDirectory(prefix="verify-bench-") as tmp:
         work = Path(tmp)
         env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}

@@ -3,27 +3,17 @@
 from __future__ import annotations
 
 import json
-import logging
 import os
 import sys
 
 
 def main() -> None:
-    # typer bundles its own copy of click: its exceptions are not `click`'s, so catch the bundled ones
-    from typer import Abort
-    from typer._click.exceptions import ClickException, NoArgsIsHelpError
-
-    from anchor.cli.app import app
-    from anchor.cli.helptext import command
     from anchor.errors import AnchorError, ExitCode
 
-    as_json = "--json" in sys.argv[1:]
-    _show_progress()
+    argv = sys.argv[1:]
+    as_json = "--json" in argv
     try:
-        from anchor.cli.helptext import hoist_global_options
-
-        root = command(app, sys.argv[1:])
-        code = root(args=hoist_global_options(root, sys.argv[1:]), standalone_mode=False)
+        code = 0 if _run_fast(argv) else _run_typer(argv)
     except AnchorError as exc:
         if as_json:
             print(json.dumps({"ok": False, "error": exc.to_dict()}, sort_keys=True))
@@ -36,21 +26,12 @@ def main() -> None:
                 rest = tamper_lines(exc.detail, color)
             print("\n".join([f"error[{exc.code}]: {first}", *rest]), file=sys.stderr)
         sys.exit(int(exc.exit_code))
-    except NoArgsIsHelpError as exc:  # `anchor` or `anchor research` alone: the help is the answer
-        exc.show()
-        sys.exit(int(ExitCode.BAD_INPUT))
-    except ClickException as exc:  # a usage error: unknown option, missing argument, bad value
-        if as_json:
-            error = {"code": "usage", "message": exc.format_message(), "detail": {}}
-            print(json.dumps({"ok": False, "error": error}, sort_keys=True))
-        else:
-            exc.show()  # the usage line, "Try 'anchor … --help' for help." and the one-line error
-        sys.exit(int(ExitCode.BAD_INPUT))
-    except (Abort, KeyboardInterrupt):
+    except KeyboardInterrupt:
         print("aborted", file=sys.stderr)
         sys.exit(130)
-    except Exception as exc:  # a bug: say so in one line (ANCHOR_DEBUG=1 shows the traceback)
-        if os.environ.get("ANCHOR_DEBUG") == "1":
+    except Exception as exc:
+        _typer_exit(exc, as_json)  # a usage error, help, or an abort: exits
+        if os.environ.get("ANCHOR_DEBUG") == "1":  # a bug: say so in one line (ANCHOR_DEBUG=1 shows the traceback)
             raise
         message = f"unexpected {type(exc).__name__}; this is a bug in anchor (ANCHOR_DEBUG=1 shows the traceback)"
         if as_json:
@@ -61,20 +42,65 @@ def main() -> None:
     sys.exit(code if isinstance(code, int) else 0)
 
 
-class _Stderr(logging.Handler):
-    """Writes to whatever sys.stderr is at the time (a test swaps it), one line per record."""
+def _run_fast(argv: list[str]) -> bool:
+    from anchor.cli.fast import run_fast
 
-    def emit(self, record: logging.LogRecord) -> None:
-        from anchor.cli.output import printable
+    return run_fast(argv)
 
-        sys.stderr.write(printable(self.format(record)) + "\n")
+
+def _run_typer(argv: list[str]) -> object:
+    from anchor.cli.app import app
+    from anchor.cli.helptext import command, hoist_global_options
+
+    _show_progress()
+    root = command(app, argv)
+    return root(args=hoist_global_options(root, argv), standalone_mode=False)
+
+
+def _typer_exit(exc: Exception, as_json: bool) -> None:
+    """Exit as the command line should for typer's own exceptions (a usage error, `anchor` alone, an
+    abort); return for anything else. typer bundles its own copy of click: its exceptions are not
+    `click`'s. Imported only when typer ran (the fast path never loads it)."""
+    if "typer" not in sys.modules:
+        return
+    from typer import Abort
+    from typer._click.exceptions import ClickException, NoArgsIsHelpError
+
+    from anchor.errors import ExitCode
+
+    if isinstance(exc, NoArgsIsHelpError):  # `anchor` or `anchor research` alone: the help is the answer
+        exc.show()
+        sys.exit(int(ExitCode.BAD_INPUT))
+    if isinstance(exc, ClickException):  # a usage error: unknown option, missing argument, bad value
+        if as_json:
+            error = {"code": "usage", "message": exc.format_message(), "detail": {}}
+            print(json.dumps({"ok": False, "error": error}, sort_keys=True))
+        else:
+            exc.show()  # the usage line, "Try 'anchor … --help' for help." and the one-line error
+        sys.exit(int(ExitCode.BAD_INPUT))
+    if isinstance(exc, Abort):
+        print("aborted", file=sys.stderr)
+        sys.exit(130)
 
 
 def _show_progress() -> None:
     """Lines from the layers below for a person waiting ("started the local chain…", "waiting for 5
-    confirmations (2/5)"): on stderr, so `--json` output on stdout stays one object."""
+    confirmations (2/5)"): on stderr, so `--json` output on stdout stays one object. Set up for the
+    commands typer runs; the fast path logs nothing and does not load logging (9 ms)."""
+    import logging
+
+    class Stderr(logging.Handler):
+        """Writes to whatever sys.stderr is at the time (a test swaps it), one line per record."""
+
+        def emit(self, record: logging.LogRecord) -> None:
+            from anchor.cli.output import printable
+
+            sys.stderr.write(printable(self.format(record)) + "\n")
+
     log = logging.getLogger("anchor.progress")
-    if not any(isinstance(h, _Stderr) for h in log.handlers):
-        log.addHandler(_Stderr())
+    if not any(getattr(h, "anchor_progress", False) for h in log.handlers):
+        handler = Stderr()
+        handler.anchor_progress = True  # type: ignore[attr-defined]
+        log.addHandler(handler)
     log.setLevel(logging.INFO)
     log.propagate = False

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from anchor.cli.output import JsonFlag, emit
+from anchor.cli.options import JsonFlag
+from anchor.cli.output import emit
 
 app = typer.Typer(help="Start, stop or inspect the embedded local chain.", no_args_is_help=True)
 

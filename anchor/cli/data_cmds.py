@@ -8,7 +8,9 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from anchor.cli.output import JsonFlag, count, emit, hash_progress
+from anchor.cli.hashing import print_hash, rules_for
+from anchor.cli.options import JsonFlag
+from anchor.cli.output import count, emit, hash_progress, wants_json
 
 PathArg = Annotated[Path, typer.Argument(help="A file or a directory.")]
 ExcludeOpt = Annotated[
@@ -32,13 +34,6 @@ SymlinksOpt = Annotated[
         " follow-inside (hash what it points to, if inside PATH). Recorded in the manifest.",
     ),
 ]
-
-
-def rules_for(path: Path, exclude: list[str] | None, no_defaults: bool):  # type: ignore[no-untyped-def]
-    """.git/, PATH's .anchorignore and --exclude (anchor.manifest.exclude); recorded if they matter."""
-    from anchor.manifest.exclude import Rules
-
-    return Rules.for_root(path, exclude or (), defaults=not no_defaults)
 
 
 QuorumOpt = Annotated[
@@ -131,36 +126,7 @@ def hash_(
     symlinks: SymlinksOpt = Symlinks.refuse, json: JsonFlag = False,
 ) -> None:  # fmt: skip
     """Print the deterministic BLAKE3 manifest digest of PATH (no chain needed)."""
-    from anchor.manifest.filetree import hash_tree
-
-    with hash_progress(ctx, json) as progress:
-        tree = hash_tree(path, rules_for(path, exclude, no_default_excludes), symlinks.value, progress)
-    summary = tree.summary()
-    emit(
-        ctx,
-        json,
-        {"manifest_digest": "0x" + tree.digest.hex(), "manifest": tree.identity(), "files": tree.files_json()},
-        [
-            f"0x{tree.digest.hex()}  {path}"
-            f"  ({count(summary['file_count'], 'file')}, {count(summary['total_size'], 'byte')}"
-            + (f", {count(len(tree.links), 'link')} {LINKS_DONE[symlinks.value]}" if tree.links else "")
-            + ")",
-            *_left_out_lines(tree.left_out),
-        ],
-    )
-
-
-def _left_out_lines(left_out: tuple[str, ...]) -> list[str]:
-    """Say what the rules left out (.git/, proof files, .anchorignore, --exclude): a digest that differs
-    from a colleague's `b3sum`-style expectation is explained before it is questioned."""
-    if not left_out:
-        return []
-    shown = ", ".join(left_out[:5]) + (f" and {len(left_out) - 5} more" if len(left_out) > 5 else "")
-    return [f"  left out (recorded in the manifest): {shown}"]
-
-
-LINKS_DONE = {"record": "recorded", "follow-inside": "followed (inside the tree)"}
-"""What `hash` says it did with links (it said "1 link follow insideed")."""
+    print_hash(path, rules_for(path, exclude, no_default_excludes), symlinks.value, wants_json(ctx, json))
 
 
 def anchor_(
@@ -593,7 +559,7 @@ def _verify_many(ctx: typer.Context, json: bool, paths: list[Path], one: Any) ->
     with the highest code any path got, so a script sees the worst of them."""
     import json as jsonlib
 
-    from anchor.cli.output import printable, wants_json
+    from anchor.cli.output import printable
     from anchor.errors import AnchorError
 
     rows: list[dict[str, Any]] = []

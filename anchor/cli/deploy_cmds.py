@@ -8,7 +8,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from anchor.cli.output import JsonFlag, emit, write_rendered
+from anchor.cli.options import JsonFlag
+from anchor.cli.output import emit, write_rendered
 from anchor.errors import BadInput
 
 

@@ -9,8 +9,10 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from anchor.cli.data_cmds import ExcludeOpt, NoDefaultsOpt, ServiceOpt, Symlinks, SymlinksOpt, rules_for
-from anchor.cli.output import JsonFlag, count, emit, hash_progress
+from anchor.cli.data_cmds import ExcludeOpt, NoDefaultsOpt, ServiceOpt, Symlinks, SymlinksOpt
+from anchor.cli.hashing import rules_for
+from anchor.cli.options import JsonFlag
+from anchor.cli.output import count, emit, hash_progress
 
 
 def register(app: typer.Typer) -> None:

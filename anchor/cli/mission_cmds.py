@@ -8,7 +8,8 @@ from typing import Annotated, Any, Optional
 import typer
 
 from anchor.cli.data_cmds import EgressCidrOpt, GoneKeysSecretOpt, ServiceUrlOpt
-from anchor.cli.output import JsonFlag, count, emit, wants_json
+from anchor.cli.options import JsonFlag
+from anchor.cli.output import count, emit, wants_json
 
 missions = typer.Typer(help="Typed, immutable missions (docs/manifest.md, Mission).", no_args_is_help=True)
 snapshots = typer.Typer(

@@ -1,23 +1,25 @@
-"""Print a result either for people (rich) or for scripts (`--json`, one JSON object on stdout)."""
+"""Print a result either for people or for scripts (`--json`, one JSON object on stdout).
+
+No typer here: `anchor hash PATH` prints through this module without loading the command-line
+framework (anchor/cli/fast.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Annotated, Any
-
-import typer
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from anchor.manifest.hashing import Progress
+    import typer
 
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object for scripts.")]
+    from anchor.manifest.hashing import Progress
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -67,7 +69,11 @@ def wants_json(ctx: typer.Context, local: bool) -> bool:
 
 
 def emit(ctx: typer.Context, local_json: bool, data: dict[str, Any], lines: list[str]) -> None:
-    if wants_json(ctx, local_json):
+    emit_as(wants_json(ctx, local_json), data, lines)
+
+
+def emit_as(as_json: bool, data: dict[str, Any], lines: list[str]) -> None:
+    if as_json:
         print(json.dumps({"ok": True, **data}, sort_keys=True, default=str))
         return
     # plain print, not rich: the lines carry no styling, rich would turn ":smile:" in a path into an emoji,
@@ -76,11 +82,15 @@ def emit(ctx: typer.Context, local_json: bool, data: dict[str, Any], lines: list
         print(printable(line))
 
 
+def hash_progress(ctx: typer.Context, local_json: bool) -> contextlib.AbstractContextManager[Progress | None]:
+    return progress_bar(wants_json(ctx, local_json))
+
+
 @contextmanager
-def hash_progress(ctx: typer.Context, local_json: bool) -> Iterator[Progress | None]:
+def progress_bar(as_json: bool) -> Iterator[Progress | None]:
     """A progress line for hashing (files, bytes, throughput, time left) on stderr when stderr is a
     terminal and the output is not JSON; None otherwise, so pipes and logs get no escape codes."""
-    if wants_json(ctx, local_json) or not sys.stderr.isatty():
+    if as_json or not sys.stderr.isatty():
         yield None
         return
     from rich.console import Console

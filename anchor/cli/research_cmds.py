@@ -12,7 +12,8 @@ from typing import Annotated, Any, Optional
 import typer
 
 from anchor.cli.data_cmds import EgressCidrOpt, GoneKeysSecretOpt, ServiceUrlOpt
-from anchor.cli.output import JsonFlag, count, emit, write_rendered
+from anchor.cli.options import JsonFlag
+from anchor.cli.output import count, emit, write_rendered
 from anchor.files import private_dir
 
 app = typer.Typer(help="Run, verify and report a keep/reset research search.", no_args_is_help=True)

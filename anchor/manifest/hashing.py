@@ -27,7 +27,6 @@ import os
 import stat
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import Any
 
 import blake3
@@ -175,6 +174,8 @@ def hash_files(
                 with ProcessPoolExecutor(len(chunks), mp_context=multiprocessing.get_context("fork")) as pool:
                     parts = _gather(pool, chunks, report)
             else:
+                from concurrent.futures import ThreadPoolExecutor
+
                 with ThreadPoolExecutor(len(chunks)) as pool_threads:
                     parts = _gather(pool_threads, chunks, report)
         report()
@@ -192,6 +193,8 @@ def hash_files(
 
 def _gather(pool: Any, chunks: list[Any], report: Callable[[], None]) -> list[Any]:
     """Each chunk's results, in order, reporting progress every 0.1 s while the workers run."""
+    from concurrent.futures import FIRST_EXCEPTION, wait  # here: a single file's hash never needs them
+
     futures = [pool.submit(_hash_chunk, chunk, slot) for slot, chunk in enumerate(chunks, start=1)]
     while wait(futures, timeout=0.1, return_when=FIRST_EXCEPTION).not_done:
         report()

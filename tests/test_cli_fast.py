@@ -1,0 +1,76 @@
+"""`anchor hash PATH` runs without typer (anchor/cli/fast.py: issue 26's 0.8x of b3sum end to end) and
+prints exactly what the typer command prints: the same bytes on stdout and stderr, the same exit code,
+for files, folders, left-out paths, links and failures. The typer command is reached with the same
+meaning by naming the default explicitly (`--symlinks refuse`), which the fast path never takes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.cli import ANCHOR_BIN
+
+
+def _tree(root: Path) -> dict[str, Path]:
+    files = root / "results"
+    (files / "sub").mkdir(parents=True)
+    (files / "metrics.json").write_text('{"accuracy": 0.93}\n')
+    (files / "sub" / "weights.bin").write_bytes(os.urandom(3 << 20))  # a mapped (large) file too
+    (files / ".git").mkdir()
+    (files / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (files / "old.anchor.json").write_text("{}")
+    ignored = root / "ignoring"
+    ignored.mkdir()
+    (ignored / ".anchorignore").write_text("*.tmp\n")
+    (ignored / "a.tmp").write_text("left out\n")
+    (ignored / "b.txt").write_text("kept\n")
+    linked = root / "with link"
+    linked.mkdir()
+    (linked / "target.txt").write_text("x\n")
+    (linked / "link").symlink_to("target.txt")
+    (root / "empty").mkdir()
+    (root / "name with spaces.txt").write_text("0.5\n")
+    (root / "link-to-file").symlink_to(root / "name with spaces.txt")
+    return {"folder": files, "ignoring": ignored, "link inside": linked, "empty": root / "empty",
+            "file": root / "name with spaces.txt", "link itself": root / "link-to-file",
+            "missing": root / "nope"}  # fmt: skip
+
+
+def _anchor(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "ANCHOR_DATA_DIR": str(cwd / "data")}
+    return subprocess.run([str(ANCHOR_BIN), *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=120)
+
+
+@pytest.mark.parametrize("json_where", ["none", "before", "after"])
+def test_the_fast_path_prints_what_the_typer_command_prints(tmp_path: Path, json_where: str) -> None:
+    targets = _tree(tmp_path)
+    for name, target in targets.items():
+        fast, typed = ["hash", str(target)], ["hash", "--symlinks", "refuse", str(target)]
+        if json_where == "before":
+            fast, typed = ["--json", *fast], ["--json", *typed]
+        elif json_where == "after":
+            fast, typed = [*fast, "--json"], [*typed, "--json"]
+        ours, theirs = _anchor(fast, tmp_path), _anchor(typed, tmp_path)
+        assert (ours.returncode, ours.stdout, ours.stderr) == (theirs.returncode, theirs.stdout, theirs.stderr), name
+        assert "Traceback" not in ours.stderr
+    assert _anchor(["hash", str(targets["folder"])], tmp_path).stdout.count("left out") == 1  # the corpus bites
+    assert _anchor(["hash", str(targets["link inside"])], tmp_path).returncode == 2
+
+
+def test_hash_path_loads_no_typer_and_anything_else_goes_to_typer(tmp_path: Path) -> None:
+    (tmp_path / "r.txt").write_text("1\n")
+
+    def imported(args: list[str]) -> set[str]:
+        env = {**os.environ, "ANCHOR_DATA_DIR": str(tmp_path / "d")}
+        argv = [sys.executable, "-X", "importtime", "-m", "anchor", *args]
+        done = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, env=env)
+        assert done.returncode == 0, done.stderr[-1000:]
+        return {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+
+    assert "typer" not in imported(["hash", "r.txt"]) and "typer" not in imported(["hash", "r.txt", "--json"])
+    assert "typer" in imported(["hash", "--exclude", "*.tmp", "r.txt"])
+    assert "typer" in imported(["--data-dir", str(tmp_path / "d"), "hash", "r.txt"])
