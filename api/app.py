@@ -31,24 +31,11 @@ MULTIPART_OVERHEAD = 64 * 1024
 
 
 def _browser_rpc_origins(settings: Any) -> tuple[str, ...]:
-    """The origin the /verify page reads the chain from (api.routes.browser_verify picks the URL the
-    same way): the only one besides this service a page may connect to."""
-    import os
+    """The origins the /verify page reads the chain from (`browser_rpc_urls`, as the page gets them):
+    the only ones besides this service a page may connect to."""
+    from api.routes.browser_verify import browser_rpc_urls
 
-    from anchor.chain.connection import browser_rpc_url
-    from anchor.chain.node import LocalChain
-    from anchor.errors import BadInput
-
-    url = (
-        os.environ.get("ANCHOR_BROWSER_RPC_URL")
-        or settings.rpc_url
-        or LocalChain(settings.data_dir, settings.local_port).rpc_url
-    )
-    try:
-        found = origin(browser_rpc_url(url))
-    except BadInput:
-        return ()
-    return (found,) if found else ()
+    return tuple(dict.fromkeys(o for o in map(origin, browser_rpc_urls(settings)) if o))
 
 
 def _offline_docs(app: FastAPI) -> None:

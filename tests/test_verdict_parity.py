@@ -152,3 +152,62 @@ def test_every_door_gives_the_same_verdict_code_for_the_same_proof(tmp_path: Pat
             never.mkdir()
             cli = json.loads(chain.cli("verify", str(never), "--json").stdout)
             assert cli["error"]["code"] == "not_anchored"
+
+
+def _says_nothing_is_anchored(request: dict[str, Any], result: Any) -> Any:
+    """A lying endpoint: every registry read answers zeros ("no such root"), whatever the chain holds."""
+    return "0x" + "00" * 96
+
+
+@pytest.mark.chain
+@pytest.mark.browser
+def test_a_lying_endpoint_listed_first_is_outvoted_at_every_door(tmp_path: Path) -> None:
+    """Three read endpoints, the first one lying: the CLI (`--rpc-url` x3), both API routes and the
+    explorer (a service with ANCHOR_READ_RPCS) and the browser page (given the same three) each read all
+    of them, and the two honest ones outvote it: verified, the liar named. Read alone, the liar's word
+    is "not anchored" at every door, so a door that took the first endpoint's answer would fail here."""
+    import dataclasses
+
+    from tests.api_server import serving_api
+    from tests.faults.rpc_proxy import FaultyProxy
+
+    with deployed(tmp_path / "data") as chain:
+        bundle = tmp_path / "bundle"
+        (bundle / "outputs").mkdir(parents=True)
+        (bundle / "outputs" / "metrics.json").write_text('{"accuracy": 0.93}\n')
+        (bundle / "README.md").write_text("results\n")
+        chain.cli("bundle", str(result_bundle_spec(tmp_path)), "--anchor", check=True)
+        proof_path = tmp_path / "bundle.anchor.json"
+        digest = json.loads(proof_path.read_text())["manifest_digest"]
+        honest = [FaultyProxy(chain.node.rpc_url) for _ in range(2)]
+        liar = FaultyProxy(chain.node.rpc_url)
+        liar.lie = _says_nothing_is_anchored
+        urls = [liar.url, *(p.url for p in honest)]
+        try:
+            alone = json.loads(chain.cli("--rpc-url", liar.url, "verify", str(bundle), "--json").stdout)
+            assert alone["ok"] is False, alone  # the liar's word alone is not "verified"
+            seen: dict[str, str] = {}
+            told: dict[str, Any] = {}
+            cli = json.loads(chain.cli(*(a for u in urls for a in ("--rpc-url", u)), "verify", str(bundle),
+                                       "--json").stdout)  # fmt: skip
+            seen["cli"], told["cli"] = "verified" if cli.get("verified") else str(cli["error"]), cli.get("quorum")
+            config = ApiConfig(token_hashes=frozenset({hashlib.sha256(TOKEN.encode()).hexdigest()}))
+            settings = dataclasses.replace(chain.settings, read_rpcs=tuple(urls))
+            with TestClient(create_app(settings, config)) as client:
+                upload = client.post("/v1/verify/proof", files={"proof": ("p.anchor.json", proof_path.read_bytes())})
+                by_digest = client.get(f"/v1/verify/{digest}")
+                for door, answer in (("api upload", upload), ("api by digest", by_digest)):
+                    seen[door], told[door] = _api_code(answer, door), answer.json().get("quorum")
+                page = client.get(f"/explorer/bundle/{digest}")
+                shown = page.status_code == 200 and f"anchored in block {cli.get('anchored_block')}" in page.text
+                seen["explorer"] = "verified" if shown else str(page.status_code)
+            with serving_api({**chain.env(), "ANCHOR_READ_RPCS": ",".join(urls)}) as url:
+                seen["browser"] = _browser_codes(url, bundle, {"liar first": proof_path})["liar first"]
+            assert set(seen.values()) == {"verified"}, seen
+            for door, quorum in told.items():
+                assert list(quorum["disagreeing"]) == [liar.url] and len(quorum["agreeing"]) == 2, (door, quorum)
+            with serving_api({**chain.env(), "ANCHOR_BROWSER_RPC_URL": liar.url}) as url:  # the liar alone
+                assert _browser_codes(url, bundle, {"liar": proof_path})["liar"] == alone["error"]["code"]
+        finally:
+            for proxy in (*honest, liar):
+                proxy.stop()

@@ -110,7 +110,7 @@ def check_anchored_heads(ledger: AnyLedger, settings: Settings) -> AnchoredHeads
     Raises `Tampered` naming the first seq that cannot be the anchored one (missing, or differing at or
     before the head's seq); the chain errors of `verify` (not anchored, unreachable) as they are."""
     from anchor.proof.file import load_proof
-    from anchor.verify.verifier import check_proof_consistency, verify_proof_on_chain
+    from anchor.verify.verifier import agreed_on_chain, check_proof_consistency
 
     entries = ledger.rows()  # anchored heads count rows, traces included
     best: tuple[int, int | None, str | None] = (0, None, None)
@@ -120,7 +120,7 @@ def check_anchored_heads(ledger: AnyLedger, settings: Settings) -> AnchoredHeads
         if proof.manifest.get("kind") != "ledger":
             raise BadInput(f"{path}: not a ledger checkpoint proof", detail={"file": str(path)})
         root = check_proof_consistency(proof)
-        verdict = verify_proof_on_chain(proof, root, settings, files=0)
+        verdict = agreed_on_chain(proof, root, settings, 0, None, None)  # every read endpoint, a quorum agreeing
         length, head = int(proof.manifest["length"]), str(proof.manifest["head"])
         _hold(ledger.where, entries, length, head, verdict.anchored_block, f"anchored ({verdict.anchored_at})")
         if length > best[0]:

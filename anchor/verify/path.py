@@ -34,7 +34,7 @@ def verify_path(
                             quorum=quorum, beside=proof_path.parent)  # fmt: skip
     verdict = verify_anchors(path, proof, str(proof_path), settings, registries, quorum, require)
     # 7. A bundle's milestones: the ones its anchored timing record binds, or said to be unverified.
-    verdict = check_milestones(verdict, proof, proof_path.parent, settings, registry)
+    verdict = check_milestones(verdict, proof, proof_path.parent, settings, registry, quorum=quorum)
     # 8. A resumed bundle's pin: anchored, and the same mission, snapshot, image and policy.
-    check_resume_pin(proof.manifest, settings, registry)
+    check_resume_pin(proof.manifest, settings, registry, quorum=quorum)
     return verdict

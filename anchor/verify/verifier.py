@@ -150,8 +150,9 @@ PIN_FIELDS = ("mission_sha256", "data_snapshot_sha256", "image", "evaluator_poli
 
 
 def check_resume_pin(
-    bundle: dict[str, Any], settings: Settings, registry: str | None = None, live: bool = True
-) -> None:
+    bundle: dict[str, Any], settings: Settings, registry: str | None = None, live: bool = True,
+    quorum: int | None = None,
+) -> None:  # fmt: skip
     """Refuse a resume pin the dispatcher would refuse: the pinned bundle must be anchored (its proof in
     the data dir's proof store, verified against a live read when `live`) and bind the same mission,
     snapshot, image and evaluator policy. `NotAnchored` (exit 3) or `BadInput` (exit 2) naming
@@ -178,8 +179,8 @@ def check_resume_pin(
                 f" this bundle's {bundle.get(field)}",
                 detail={"field": f"resume.{field}"},
             )
-    if live:
-        verify_proof_on_chain(pinned, check_proof_consistency(pinned), settings, files=0, registry=registry)
+    if live:  # under the same quorum as the bundle's own anchor: not the first endpoint's word alone
+        agreed_on_chain(pinned, check_proof_consistency(pinned), settings, 0, registry, quorum)
 
 
 def check_milestones(
@@ -189,11 +190,14 @@ def check_milestones(
     settings: Settings,
     registry: str | None = None,
     find: Callable[[bytes], ProofFile | None] | None = None,
+    quorum: int | None = None,
 ) -> Verification:
     """Compare the milestones a bundle proof shows with its anchored timing record (docs/manifest.md,
     "Timing record"); `Tampered` names every milestone that differs. `find`: where else a timing
     proof may come from when no file holds it (a service replica rebuilds it from the shared journal);
-    whatever it returns is checked exactly as a file's would be."""
+    whatever it returns is checked exactly as a file's would be. The timing record's anchor is read
+    under the same quorum as the bundle's (read from the first endpoint alone, one lying endpoint
+    listed first made a verified bundle "not anchored")."""
     shown = proof.annotations.get("milestones")
     if proof.manifest.get("kind") != "bundle" or not isinstance(shown, dict):
         return verdict
@@ -228,7 +232,7 @@ def check_milestones(
             + ", ".join(f"{n} (proof says {shown.get(n)}, anchored {anchored.get(n)})" for n in differ),
             detail={"milestones": differ},
         )
-    timed = verify_proof_on_chain(timing, check_proof_consistency(timing), settings, files=0, registry=registry)
+    timed = agreed_on_chain(timing, check_proof_consistency(timing), settings, 0, registry, quorum)
     if timed.submitter.lower() != verdict.submitter.lower():  # the registry is open: anyone may anchor a record
         raise Tampered(
             f"the timing record was anchored by {timed.submitter}, the bundle by {verdict.submitter}",
@@ -285,8 +289,8 @@ def verify_proof(
     root = check_proof_consistency(proof)
     files = check_data(data, proof, proof_name) if data is not None else files_in(proof)
     verdict = agreed_on_chain(proof, root, settings, files, registry, quorum)
-    verdict = check_milestones(verdict, proof, beside or settings.proofs_dir, settings, registry, find)
-    check_resume_pin(proof.manifest, settings, registry)
+    verdict = check_milestones(verdict, proof, beside or settings.proofs_dir, settings, registry, find, quorum)
+    check_resume_pin(proof.manifest, settings, registry, quorum=quorum)
     return verdict
 
 

@@ -11,6 +11,7 @@ api/static/blake3-derive.js for BLAKE3 derive_key. Served by this service: no CD
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import HTMLResponse
@@ -25,7 +26,9 @@ router = APIRouter(include_in_schema=False)
 
 
 class BrowserConfig(BaseModel):
-    """What the page trusts: one registry, by address and code hash, on one chain, read through one URL."""
+    """What the page trusts: one registry, by address and code hash, on one chain, read through one URL
+    or, with several (`rpc_urls`), through all of them, a majority agreeing, as `anchor verify` reads a
+    quorum of `--rpc-url`s (anchor/verify/quorum.py; verify.js follows the same rule)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -35,6 +38,36 @@ class BrowserConfig(BaseModel):
     rpc_url: str | None
     roots_by_submitter: bool = False
     """Registry v3: the page finds a root's submitter from the proof's transaction (verify.js)."""
+    rpc_urls: tuple[str, ...] = ()
+    """Every endpoint the page reads when there are several (the service's read endpoints, or
+    ANCHOR_BROWSER_RPC_URL listing several); empty: `rpc_url` alone."""
+
+
+def browser_rpc_urls(settings: Any) -> tuple[str, ...]:
+    """The endpoints a visitor's browser reads the chain from, each safe to publish: those listed in
+    ANCHOR_BROWSER_RPC_URL (comma-separated), else the service's read endpoints (`--rpc-url` given
+    several times, ANCHOR_READ_RPCS), else its RPC URL or the local chain. A URL with a path, query or
+    credentials (a hosted provider's key) is left out, never put in a page. The page's Content-Security-
+    Policy lets it connect to exactly these (api/app.py)."""
+    import os
+
+    from anchor.chain.connection import browser_rpc_url
+    from anchor.chain.node import LocalChain
+    from anchor.errors import BadInput
+
+    listed = [u.strip() for u in os.environ.get("ANCHOR_BROWSER_RPC_URL", "").split(",") if u.strip()]
+    urls = (
+        listed
+        or list(settings.read_rpcs)
+        or [settings.rpc_url or LocalChain(settings.data_dir, settings.local_port).rpc_url]
+    )
+    safe = []
+    for url in urls:
+        try:
+            safe.append(browser_rpc_url(url))
+        except BadInput:
+            continue
+    return tuple(u for u in safe if u)
 
 
 def mount_assets(app: FastAPI) -> None:
@@ -44,31 +77,17 @@ def mount_assets(app: FastAPI) -> None:
 
 
 def _service_config(request: Request) -> BrowserConfig:
-    """The full service's registry (its deployment record) and a browser-safe RPC URL, if it has one."""
-    import os
-
-    from anchor.chain.connection import browser_rpc_url
-    from anchor.chain.node import LocalChain
-    from anchor.errors import BadInput
-
+    """The full service's registry (its deployment record) and the browser-safe RPC URLs it has."""
     reader = request.app.state.reader
     registry = reader.registry()
-    settings = reader.settings
-    url = (
-        os.environ.get("ANCHOR_BROWSER_RPC_URL")
-        or settings.rpc_url
-        or LocalChain(settings.data_dir, settings.local_port).rpc_url
-    )
-    try:
-        safe = browser_rpc_url(url)
-    except BadInput:
-        safe = None  # a keyed provider URL is never put in a page
+    urls = browser_rpc_urls(reader.settings)
     return BrowserConfig(
         chain_id=registry.chain_id,
         registry=registry.address,
         code_hash=registry.code_hash,
-        rpc_url=safe,
+        rpc_url=urls[0] if urls else None,
         roots_by_submitter=registry.roots_by_submitter,
+        rpc_urls=urls if len(urls) > 1 else (),
     )
 
 

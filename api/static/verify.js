@@ -5,7 +5,8 @@
  * with hash-wasm's BLAKE3 (WebAssembly, served by this service), file leaves, the RFC 6962 file tree
  * and the manifest digest with BLAKE3 derive_key (blake3-derive.js), the batch leaf and root with
  * hash-wasm's keccak-256. Then the browser itself asks the configured RPC endpoint for the chain id,
- * the registry's code hash and the root's record. The only requests this page makes are those JSON-RPC
+ * the registry's code hash and the root's record (with several endpoints, each of them, a majority
+ * agreeing, as `anchor verify` reads a quorum). The only requests this page makes are those JSON-RPC
  * reads and, for a result bundle with milestones, a GET of its timing record's proof from this
  * service: no file byte and no proof leaves the machine. Nothing in the proof is taken on trust; its
  * registry must be the one this service names (anyone can deploy a copy of the registry).
@@ -39,16 +40,66 @@
   }
   async function keccak(bytes) { return hexToBytes(await hashwasm.keccak(bytes, 256)); }
 
-  async function rpc(method, params) {
-    if (!cfg.rpc_url) throw new Verdict("chain_unreachable", "this service names no RPC endpoint for browsers (anchor serve --browser-rpc-url)");
+  async function rpc(url, method, params) {
     let answer;
     try {
-      const response = await fetch(cfg.rpc_url, { method: "POST", headers: { "content-type": "application/json" },
+      const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json" },
         body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
       answer = await response.json();
-    } catch (e) { throw new Verdict("chain_unreachable", "the RPC endpoint " + cfg.rpc_url + " could not be read: " + e.message); }
+    } catch (e) { throw new Verdict("chain_unreachable", "the RPC endpoint " + url + " could not be read: " + e.message); }
     if (answer.error) throw new Verdict("chain_unreachable", method + ": " + answer.error.message);
     return answer.result;
+  }
+
+  /* steps 5-7 on every endpoint the service names, a majority agreeing, as anchor/verify/quorum.py reads a
+     quorum of --rpc-urls: answers are compared on what they assert (not on how far each has synced); an
+     endpoint that cannot be read does not vote; an error a majority agrees on is the verdict; no majority
+     is no answer (no_quorum), naming what each said. With one endpoint, its word. */
+  async function agreedOnChain(proof, root) {
+    const urls = cfg.rpc_urls && cfg.rpc_urls.length ? cfg.rpc_urls : cfg.rpc_url ? [cfg.rpc_url] : [];
+    if (!urls.length) throw new Verdict("chain_unreachable", "this service names no RPC endpoint for browsers (anchor serve --browser-rpc-url)");
+    if (urls.length === 1) return onChain(urls[0], proof, root);
+    const votes = new Map(), silent = [], said = [];
+    for (const url of urls) {
+      let key, value;
+      try {
+        value = await onChain(url, proof, root);
+        key = JSON.stringify(["answer", value.chainId, value.submitter.toLowerCase(), value.when, value.at, value.milestonesAnchored]);
+        said.push(url + " says anchored by " + value.submitter + " in block " + value.at);
+      } catch (e) {
+        if (!(e instanceof Verdict)) throw e;
+        if (e.status === "chain_unreachable") { silent.push(url); continue; }
+        value = e; key = JSON.stringify(["error", e.status]);
+        said.push(url + " says " + e.status + ": " + e.message);
+      }
+      if (!votes.has(key)) votes.set(key, []);
+      votes.get(key).push({ url, value });
+    }
+    const need = Math.floor(urls.length / 2) + 1;
+    const ranked = [...votes.values()].sort((a, b) => b.length - a.length);
+    if (!ranked.length || ranked[0].length < need || (ranked.length > 1 && ranked[1].length === ranked[0].length))
+      throw new Verdict("no_quorum", "no " + need + " of " + urls.length + " endpoints agree: " + said.join("; ") +
+        (silent.length ? "; unreachable: " + silent.join(", ") : ""));
+    const winners = ranked[0];
+    if (winners[0].value instanceof Verdict) throw winners[0].value;
+    /* the least synced of the agreeing answers: a verdict is as recent as the endpoints that back it */
+    const chosen = winners.map((w) => w.value).reduce((a, b) => (b.block < a.block ? b : a));
+    chosen.agreeing = winners.map((w) => w.url);
+    chosen.disagreeing = ranked.slice(1).flat().map((w) => w.url);
+    return chosen;
+  }
+
+  /* steps 5-7 on one endpoint: the chain id, the registry's code, the root's record, the milestones */
+  async function onChain(url, proof, root) {
+    const chainId = parseInt(await rpc(url, "eth_chainId", []), 16);
+    if (chainId !== cfg.chain_id) throw new Verdict("chain_unreachable", "the RPC endpoint serves chain " + chainId + ", not " + cfg.chain_id);
+    const block = parseInt(await rpc(url, "eth_blockNumber", []), 16);
+    const code = await rpc(url, "eth_getCode", [cfg.registry, "0x" + block.toString(16)]);
+    if (!same("0x" + toHex(await keccak(hexToBytes(code))), cfg.code_hash))
+      throw new Verdict("deployment_mismatch", "the code at " + cfg.registry + " is not the registry");
+    const { submitter, when, at } = await rootRecord(url, root, proof.anchor.tx_hash, block);
+    const milestonesAnchored = await checkMilestones(url, proof, root, submitter, block);
+    return { chainId, block, submitter, when, at, milestonesAnchored };
   }
 
   /* the relative path of a picked file: a folder's own name is not part of the tree */
@@ -98,22 +149,16 @@
     if (!tree || !same(toHex(filesRoot), tree.files_root))
       throw new Verdict("bad_proof", "the proof's listing does not rebuild the file tree its manifest binds");
     const root = await batchRoot(proof, anchorProof.manifestDigest(proof.manifest));
-    /* the chain, read by this browser */
-    const chainId = parseInt(await rpc("eth_chainId", []), 16);
-    if (chainId !== cfg.chain_id) throw new Verdict("chain_unreachable", "the RPC endpoint serves chain " + chainId + ", not " + cfg.chain_id);
-    const block = parseInt(await rpc("eth_blockNumber", []), 16);
-    const code = await rpc("eth_getCode", [cfg.registry, "0x" + block.toString(16)]);
-    if (!same("0x" + toHex(await keccak(hexToBytes(code))), cfg.code_hash))
-      throw new Verdict("deployment_mismatch", "the code at " + cfg.registry + " is not the registry");
-    const { submitter, when, at } = await rootRecord(root, proof.anchor.tx_hash, block);
-    const milestonesAnchored = await checkMilestones(proof, root, submitter, block);
+    /* the chain, read by this browser (from each endpoint the service names, a majority agreeing) */
+    const { chainId, block, submitter, when, at, milestonesAnchored, agreeing, disagreeing } = await agreedOnChain(proof, root);
     /* links the proof records: a file picker hands over what a link points to, never the link itself, so
        they are not checked here and the verdict says so instead of "verified" */
     const links = (tree.symlinks && tree.symlinks.links) || [];
     return { status: links.length ? "files_verified_links_unchecked" : "verified", links,
       files: entries.map((e) => e.path), manifest_digest: proof.manifest_digest, root, submitter,
       milestones_anchored: milestonesAnchored,
-      anchored_at: new Date(when * 1000).toISOString(), anchored_block: at, read_at_block: block, chain_id: chainId, registry: cfg.registry };
+      anchored_at: new Date(when * 1000).toISOString(), anchored_block: at, read_at_block: block, chain_id: chainId, registry: cfg.registry,
+      agreeing: agreeing || null, disagreeing: disagreeing || null };
   }
 
   /* the batch root a proof's manifest digest leads to, each statement on the way checked (step 4) */
@@ -132,23 +177,23 @@
   }
 
   /* the registry's record of `root` (step 6): on v3 the record of the submitter the proof's transaction names */
-  async function rootRecord(root, txHash, block) {
+  async function rootRecord(url, root, txHash, block) {
     let submitter, when, at;
     if (cfg.roots_by_submitter) {
       /* registry v3 keys a root by its submitter: the proof's own transaction says whose record it is */
-      const receipt = await rpc("eth_getTransactionReceipt", [txHash]);
+      const receipt = await rpc(url, "eth_getTransactionReceipt", [txHash]);
       const topic = "0x" + toHex(await keccak(enc.encode("RootAnchored(bytes32,address)")));
       const log = ((receipt && receipt.logs) || []).find((l) => same(l.address, cfg.registry) &&
         l.topics.length > 2 && same(l.topics[0], topic) && same(l.topics[1], root));
       if (!log) throw new Verdict("not_anchored", "the proof's transaction " + txHash + " did not anchor the root " + root);
       submitter = "0x" + log.topics[2].slice(-40);
       const selector = toHex((await keccak(enc.encode("rootRecord(address,bytes32)"))).slice(0, 4));
-      const word = (await rpc("eth_call", [{ to: cfg.registry, data: "0x" + selector + "0".repeat(24) + submitter.slice(2) + root.slice(2) },
+      const word = (await rpc(url, "eth_call", [{ to: cfg.registry, data: "0x" + selector + "0".repeat(24) + submitter.slice(2) + root.slice(2) },
         "0x" + block.toString(16)])).slice(2);
       when = parseInt(word.slice(0, 64), 16); at = parseInt(word.slice(64, 128), 16);
     } else {
       const selector = toHex((await keccak(enc.encode("rootRecord(bytes32)"))).slice(0, 4));
-      const word = (await rpc("eth_call", [{ to: cfg.registry, data: "0x" + selector + root.slice(2) }, "0x" + block.toString(16)])).slice(2);
+      const word = (await rpc(url, "eth_call", [{ to: cfg.registry, data: "0x" + selector + root.slice(2) }, "0x" + block.toString(16)])).slice(2);
       submitter = "0x" + word.slice(24, 64); when = parseInt(word.slice(64, 128), 16); at = parseInt(word.slice(128, 192), 16);
     }
     if (!at) throw new Verdict("not_anchored", "the root " + root + " is not anchored in the registry (read at block " + block + ")");
@@ -157,7 +202,7 @@
 
   /* step 7: a result bundle's milestones must be those its anchored timing record binds. null: none
      shown; false: shown, but the proof names no timing record (written, not verified); true: checked. */
-  async function checkMilestones(proof, root, submitter, block) {
+  async function checkMilestones(url, proof, root, submitter, block) {
     const shown = proof.annotations && proof.annotations.milestones;
     if (proof.manifest.kind !== "bundle" || !shown || typeof shown !== "object") return null;
     const link = proof.annotations.timing;
@@ -182,7 +227,7 @@
         differ.map((n) => n + " (proof says " + shown[n] + ", anchored " + anchored[n] + ")").join(", "));
     const timedRoot = await batchRoot(timing, anchorProof.manifestDigest(timing.manifest));
     const timed = same(timedRoot, root) && same(timing.anchor.tx_hash, proof.anchor.tx_hash)
-      ? { submitter } : await rootRecord(timedRoot, timing.anchor.tx_hash, block);
+      ? { submitter } : await rootRecord(url, timedRoot, timing.anchor.tx_hash, block);
     if (!same(timed.submitter, submitter))
       throw new Verdict("tampered", "the timing record was anchored by " + timed.submitter + ", the bundle by " + submitter);
     return true;
@@ -208,6 +253,9 @@
         line(result.milestones_anchored ? "milestones: anchored (its timing record, checked on chain)"
           : "milestones: NOT anchored (no timing record): as written in the proof, unverified");
       line("read by this browser from chain " + result.chain_id + ", registry " + result.registry + ", at block " + result.read_at_block);
+      if (result.agreeing)
+        line("endpoints: " + result.agreeing.length + " of " + (result.agreeing.length + result.disagreeing.length) + " agree" +
+          (result.disagreeing.length ? "; DISAGREED: " + result.disagreeing.join(", ") : ""));
     } else {
       line((result.status === "tampered" ? "✗ tampered: " : "✗ " + result.status + ": ") + result.message);
     }

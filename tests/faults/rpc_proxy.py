@@ -52,6 +52,13 @@ class FaultyProxy:
             def log_message(self, *args: object) -> None:
                 pass
 
+            def do_OPTIONS(self) -> None:  # noqa: N802 - a browser's CORS preflight, answered as anvil does
+                self.send_response(204)
+                self.send_header("Access-Control-Allow-Origin", "*")
+                self.send_header("Access-Control-Allow-Methods", "POST")
+                self.send_header("Access-Control-Allow-Headers", "content-type")
+                self.end_headers()
+
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 request_json = json.loads(body) if body.startswith(b"{") else {}
@@ -109,6 +116,7 @@ class FaultyProxy:
                 try:
                     self.send_response(200)
                     self.send_header("Content-Type", "application/json")
+                    self.send_header("Access-Control-Allow-Origin", "*")  # a page may read it, as it reads anvil
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
                     self.wfile.write(data)
