@@ -37,6 +37,9 @@ def test_version_prints_the_version_and_exits_0() -> None:
         (["nonsense"], "No such command 'nonsense'"),
         # a path never stamped and no chain: the word is refused before either is looked at
         (["verify", "/nonexistent/x", "--min-finality", "bogus"], "'bogus': expected safe, finalized, or a number"),
+        # an unset shell variable: Path("") is ".", and `stamp "$F"` stamped the whole working folder
+        (["hash", ""], "an empty path (an unset shell variable?)"),
+        (["stamp", ""], "an empty path (an unset shell variable?)"),
     ],
     ids=[
         "missing-argument",
@@ -46,6 +49,8 @@ def test_version_prints_the_version_and_exits_0() -> None:
         "missing-option",
         "no-command",
         "finality-word-first",
+        "empty-path-hash",
+        "empty-path-stamp",
     ],  # fmt: skip
 )
 def test_a_usage_error_is_a_usage_line_a_hint_and_exit_2(args: list[str], says: str) -> None:

@@ -78,6 +78,9 @@ def install() -> None:
                 except ValueError as exc:
                     raise BadParameter(str(exc), ctx=ctx, param=param) from None
             if leaf is Path:
+                if value == "":  # Path("") is ".": `anchor stamp "$UNSET"` would have stamped the whole folder
+                    raise BadParameter("an empty path (an unset shell variable?); name a file or folder, or '.'",
+                                       ctx=ctx, param=param)  # fmt: skip
                 path = value if isinstance(value, Path) else Path(value)
                 info = self.parameter_info
                 return _param_types.coerce_cli_path(path, info, path_type=Path, param=param, ctx=ctx)
