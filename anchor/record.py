@@ -32,9 +32,9 @@ class RecordError(ValueError):
     """A value that does not fit its record: `loc` names the field (a path), `msg` says why."""
 
     def __init__(self, loc: tuple[str | int, ...], msg: str) -> None:
-        super().__init__(f"{'.'.join(map(str, loc)) or '(root)'}: {msg}")
         self.loc = loc
         self.msg = msg
+        super().__init__(f"{self.field}: {msg}")
 
     @property
     def field(self) -> str:

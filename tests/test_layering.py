@@ -226,3 +226,21 @@ def test_no_name_is_joined_onto_the_data_dir_outside_its_layout() -> None:
         if joined.search(line)
     ]
     assert found == []
+
+
+def test_only_the_quorum_reads_one_endpoint() -> None:
+    """Every chain read of a verdict, and of the proofs it leans on (timing record, resume pin, ledger
+    checkpoint, a service's anchor), goes through `agreed_on_chain`: a timing record read from the first
+    `--rpc-url` alone let a lying endpoint listed first make a verified bundle "not anchored"."""
+    import re
+    from pathlib import Path
+
+    root = Path(anchor.manifest.__file__).parents[2]
+    calls = [
+        (str(path.relative_to(root)), line.strip())
+        for folder in ("anchor", "api")
+        for path in (root / folder).rglob("*.py")
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if re.search(r"\b_on_one_endpoint\(", line) and not line.lstrip().startswith("def ")
+    ]
+    assert len(calls) == 1 and calls[0][0] == "anchor/verify/verifier.py" and "lambda one:" in calls[0][1], calls

@@ -110,7 +110,7 @@ def check_anchored_heads(ledger: AnyLedger, settings: Settings) -> AnchoredHeads
     Raises `Tampered` naming the first seq that cannot be the anchored one (missing, or differing at or
     before the head's seq); the chain errors of `verify` (not anchored, unreachable) as they are."""
     from anchor.proof.file import load_proof
-    from anchor.verify.verifier import agreed_on_chain, check_proof_consistency
+    from anchor.verify.verifier import leaned_on
 
     entries = ledger.rows()  # anchored heads count rows, traces included
     best: tuple[int, int | None, str | None] = (0, None, None)
@@ -119,8 +119,7 @@ def check_anchored_heads(ledger: AnyLedger, settings: Settings) -> AnchoredHeads
         proof = load_proof(path)
         if proof.manifest.get("kind") != "ledger":
             raise BadInput(f"{path}: not a ledger checkpoint proof", detail={"file": str(path)})
-        root = check_proof_consistency(proof)
-        verdict = agreed_on_chain(proof, root, settings, 0, None, None)  # every read endpoint, a quorum agreeing
+        verdict = leaned_on(proof, settings)
         length, head = int(proof.manifest["length"]), str(proof.manifest["head"])
         _hold(ledger.where, entries, length, head, verdict.anchored_block, f"anchored ({verdict.anchored_at})")
         if length > best[0]:

@@ -17,7 +17,7 @@ def verify_path(
 ) -> Verification:  # fmt: skip
     """Verify `path` (a tree, or one file with a single-file proof) against `proof_path`.
 
-    The steps are numbered here and in `verify_proof_on_chain`; the chain steps run against every read
+    The steps are numbered here and in `verifier._on_one_endpoint`; the chain steps run against every read
     endpoint and need `quorum` of them to agree (anchor.verify.quorum). `registries`: the addresses
     trusted besides the deployment records (`--registry`, repeatable), each for the anchor naming it. A
     proof stamped through services (receipts, several anchors) is checked anchor by anchor against

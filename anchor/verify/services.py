@@ -143,9 +143,7 @@ def check_anchor(found: ProofFile | PendingProof, anchor: ServiceAnchor, setting
     """Our manifest and listing with the service's batch path and anchor: consistent, and the root on
     `registry` on its chain, read live (a service that anchored something else is caught here)."""
     from anchor.verify.endpoints import settings_for_chain
-    from anchor.verify.verifier import check_proof_consistency, files_in, verify_proof_on_chain
+    from anchor.verify.verifier import files_in, leaned_on
 
     single = found.with_anchor(anchor) if isinstance(found, ProofFile) else found.anchored(anchor)
-    root = check_proof_consistency(single)
-    chain_settings = settings_for_chain(settings, anchor.anchor.chain_id)
-    return verify_proof_on_chain(single, root, chain_settings, files=files_in(single), registry=registry)
+    return leaned_on(single, settings_for_chain(settings, anchor.anchor.chain_id), registry, files=files_in(single))

@@ -180,7 +180,7 @@ def check_resume_pin(
                 detail={"field": f"resume.{field}"},
             )
     if live:  # under the same quorum as the bundle's own anchor: not the first endpoint's word alone
-        agreed_on_chain(pinned, check_proof_consistency(pinned), settings, 0, registry, quorum)
+        leaned_on(pinned, settings, registry, quorum)
 
 
 def check_milestones(
@@ -232,7 +232,7 @@ def check_milestones(
             + ", ".join(f"{n} (proof says {shown.get(n)}, anchored {anchored.get(n)})" for n in differ),
             detail={"milestones": differ},
         )
-    timed = agreed_on_chain(timing, check_proof_consistency(timing), settings, 0, registry, quorum)
+    timed = leaned_on(timing, settings, registry, quorum)
     if timed.submitter.lower() != verdict.submitter.lower():  # the registry is open: anyone may anchor a record
         raise Tampered(
             f"the timing record was anchored by {timed.submitter}, the bundle by {verdict.submitter}",
@@ -249,13 +249,23 @@ def agreed_on_chain(
     from anchor.verify.quorum import read_agreed
 
     verdict, agreement = read_agreed(
-        settings, lambda one: verify_proof_on_chain(proof, root, one, files=files, registry=registry), asserts, quorum,
+        settings, lambda one: _on_one_endpoint(proof, root, one, files=files, registry=registry), asserts, quorum,
         weakest,
     )  # fmt: skip
     update: dict[str, Any] = {"quorum": agreement}
     if proof.file is not None:
         update["path_in_bundle"] = proof.file.path
     return verdict.model_copy(update=update)
+
+
+def leaned_on(
+    proof: ProofFile, settings: Settings, registry: str | None = None, quorum: int | None = None, files: int = 0
+) -> Verification:
+    """A proof a verdict leans on (a bundle's timing record, a resume pin, a ledger checkpoint, a
+    service's anchor before it is written in): consistent, and on chain under the same quorum as any
+    verdict. The one-endpoint read is private to `agreed_on_chain`: a lying endpoint listed first once
+    made a verified bundle "not anchored" through a timing record read from that endpoint alone."""
+    return agreed_on_chain(proof, check_proof_consistency(proof), settings, files, registry, quorum)
 
 
 def files_in(proof: ProofFile) -> int:
@@ -281,7 +291,7 @@ def verify_proof(
     1. the proof is consistent (every digest and the Merkle path recomputed: `check_proof_consistency`);
     2. the data, when here, hashes to what the proof binds (`check_data`); else the proof's own count;
     3-6. the chain, read live under the trusted registry on every read endpoint, a quorum agreeing
-       (`verify_proof_on_chain`, `anchor.verify.quorum`);
+       (`agreed_on_chain`, `anchor.verify.quorum`);
     7. a result bundle's milestones equal its anchored timing record (`check_milestones`; the timing
        proof beside the bundle's proof, in the data dir's store, or from `find`);
     8. a resumed bundle's pin is anchored and binds the same inputs (`check_resume_pin`).
@@ -395,7 +405,7 @@ def trusted_registry(proof: ProofFile, settings: Settings, chain_id: int, named:
     return deployment.code_hash, "deployment record"
 
 
-def verify_proof_on_chain(
+def _on_one_endpoint(
     proof: ProofFile, root: bytes, settings: Settings, files: int, registry: str | None = None
 ) -> Verification:
     """Steps 3–6: the trusted registry, its code, the root's existence and the inclusion, read live."""
