@@ -49,9 +49,11 @@ check: install
 e2e: install
 	bash examples/e2e.sh
 
-## bubblewrap: research attempts run sandboxed (anchor/research/sandbox.py). Debian's package; needs root, as CI has.
+## bubblewrap or gVisor's runsc: research attempts and mission commands run sandboxed (anchor/research/sandbox.py),
+## their seccomp policy compiled by libseccomp2. Debian's packages; needs root, as CI has.
 sandbox:
-	command -v bwrap >/dev/null || (apt-get update -qq && apt-get install -y -qq bubblewrap)
+	(command -v bwrap && command -v runsc && ls /usr/lib/*/libseccomp.so.2) >/dev/null 2>&1 || \
+	  (apt-get update -qq && apt-get install -y -qq bubblewrap runsc libseccomp2)
 
 ## PostgreSQL 15 for the shared-ledger tests (tests/postgres.py runs initdb in a temporary directory as an
 ## unprivileged user and stops the server by its PID). Debian's package; needs root, as CI has.

@@ -351,3 +351,26 @@ def test_in_a_pod_prepare_and_seal_bind_the_image_the_command_ran_in_and_nothing
     verified = chain.cli("verify", str(workspace / "result"), "--proof", proof)
     assert verified.returncode == ExitCode.OK and f"image       {IMAGE}" in verified.stdout, verified.stdout
     assert "sandbox     container" in verified.stdout
+
+
+@pytest.mark.parametrize("runtime", ["bubblewrap", "gvisor"])
+def test_a_mission_command_holds_no_capability_and_cannot_remount_its_snapshot(
+    chain: Chain, tmp_path: Path, runtime: str
+) -> None:
+    """Issue 41: a mission's command runs through the same sandbox as an attempt, so it held every
+    capability under a root runner and could remount what it was shown read-only. Now CapEff is 0, the
+    remount is refused, the snapshot is unchanged, and the bundle records which runtime it ran in."""
+    probe = (
+        "grep CapEff /proc/self/status > {result}/caps; mount -o remount,bind,rw {snapshot} 2> /dev/null"
+        " && echo remounted > {result}/mount || echo refused > {result}/mount;"
+        " echo planted >> {snapshot} 2> /dev/null; true"
+    )
+    _dispatch(chain, tmp_path, f"caps-{runtime}", probe)
+    ran = chain.cli("--json", "mission", "run", f"caps-{runtime}", "--sandbox-runtime", runtime)
+    assert ran.returncode == ExitCode.OK, ran.stdout + ran.stderr
+    done = json.loads(ran.stdout)
+    result = Path(done["result"])
+    assert (result / "caps").read_text().split() == ["CapEff:", "0000000000000000"]
+    assert (result / "mount").read_text() == "refused\n"
+    assert (tmp_path / "prices.csv").read_text() == "day,close\n1,100\n2,101\n3,99\n"
+    assert done["sandbox"] == runtime and done["manifest"]["sandbox"] == runtime

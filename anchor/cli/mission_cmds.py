@@ -128,6 +128,9 @@ def run(
     no_sandbox: Annotated[
         bool, typer.Option("--no-sandbox", help="Run the command unconfined (recorded in the proof).")
     ] = False,
+    sandbox_runtime: Annotated[
+        str, typer.Option("--sandbox-runtime", help="bubblewrap, or gvisor (the same sandbox under gVisor's runsc).")
+    ] = "bubblewrap",
     max_bytes: MaxBytes = None,
     service: Annotated[
         Optional[list[str]],  # noqa: UP045
@@ -162,7 +165,10 @@ def run(
     def say(line: str) -> None:
         sys.stderr.write(line + "\n")
 
+    from anchor.research.sandbox import check_runtime
+
     settings = ctx.find_root().obj["settings"]
+    check_runtime(sandbox_runtime)  # before the mission is claimed
     if no_sandbox:
         from anchor.research.sandbox import refuse_unconfined
 
@@ -183,7 +189,9 @@ def run(
         done = seal_mission(settings, output, workspace, services, quiet)
     else:
         cache = _cache(ctx, max_bytes)
-        done = run_mission(settings, output, cache, sandbox=not no_sandbox, say=quiet, services=services)
+        done = run_mission(
+            settings, output, cache, sandbox=not no_sandbox, say=quiet, services=services, runtime=sandbox_runtime
+        )
     if isinstance(done.outcome, StampOutcome):
         _report_through(ctx, json, done, settings)
         return

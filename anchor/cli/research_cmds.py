@@ -72,6 +72,12 @@ def run(
             help="Run attempts unconfined (no bubblewrap): network, the whole filesystem. Recorded per ledger entry.",
         ),
     ] = False,
+    sandbox_runtime: Annotated[
+        str,
+        typer.Option(
+            "--sandbox-runtime", help="bubblewrap, or gvisor (the same sandbox under gVisor's runsc; docs/research.md)."
+        ),
+    ] = "bubblewrap",
     push: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option(
@@ -100,17 +106,22 @@ def run(
     from anchor.research.loop import Search, SearchLimits
     from anchor.research.proposers import CommandProposer, ParamSearch
     from anchor.research.push import RefPusher
+    from anchor.research.sandbox import check_runtime
     from anchor.research.searches import remember_search
 
     settings = ctx.find_root().obj["settings"]
     work = _workdir(ctx, workdir)
     _check_researcher(researcher)
+    check_runtime(sandbox_runtime)
     if no_sandbox:
         from anchor.research.sandbox import refuse_unconfined
 
         refuse_unconfined(settings)  # before anything is written
     services = _services(service, no_anchor)
     terms, _ = load_contract(contract)
+    from anchor.research.guard import check_git_config
+
+    check_git_config(Repo(repo.resolve()))  # the harness runs git on this host: no program of the repo's
     ledger = open_ledger(work, settings.journal_url)
     pin_contract(work, contract, ledger)  # before anything is anchored under it
     remember_search(settings.data_dir, work)  # read-back (the API, the explorer) lists every search
@@ -131,7 +142,7 @@ def run(
         digest = preregister(settings, contract.resolve(), work / "contract.anchor.json", services)
     limits = SearchLimits(max_attempts, budget_minutes * 60, max_failures)
     if researchers == 1:
-        box = None if no_sandbox else _sandbox(repo, terms, settings, work)
+        box = None if no_sandbox else _sandbox(repo, terms, settings, work, sandbox_runtime)
         proposer = (
             CommandProposer(
                 propose,
@@ -268,6 +279,7 @@ def _run_parallel(
         )  # fmt: skip
         if opts["no_sandbox"]:
             argv.append("--no-sandbox")
+        argv += ["--sandbox-runtime", opts["sandbox_runtime"]]
         if opts["proposer_network"]:
             argv.append("--proposer-network")
         if opts["propose"]:
@@ -296,7 +308,7 @@ def _run_parallel(
     return summaries
 
 
-def _sandbox(repo: Path, terms: Any, settings: Any, work: Path) -> Any:
+def _sandbox(repo: Path, terms: Any, settings: Any, work: Path, runtime: str = "bubblewrap") -> Any:
     """The bubblewrap sandbox for this search's attempts, hiding the data dir, the work dir (ledger,
     other runs), every keystore the environment names and the contract's holdout data;
     `ToolchainMissing` without bubblewrap."""
@@ -307,7 +319,9 @@ def _sandbox(repo: Path, terms: Any, settings: Any, work: Path) -> Any:
         keystores.append(settings.keystore)
     holdout = terms.hidden_data(repo.resolve())
     inputs = tuple(path for _, path in terms.input_paths(repo))
-    return Sandbox.find(repo, terms.editable, (settings.data_dir, work, *keystores), holdout, terms.pass_env, inputs)
+    return Sandbox.find(
+        repo, terms.editable, (settings.data_dir, work, *keystores), holdout, terms.pass_env, inputs, runtime
+    )
 
 
 def _check_researcher(researcher: str) -> None:

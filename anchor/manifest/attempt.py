@@ -113,7 +113,7 @@ class AttemptManifest(HasIdentity, BaseModel):
     contract_digest: str = Field(pattern=HEX64)
     evidence: str | None = Field(default=None, pattern=HEX64)
     """Version 2: digest of the run dir's file-tree manifest (metric file, logs, claims, code.diff)."""
-    sandbox: Literal["bubblewrap", "none"] | None = None
+    sandbox: Literal["bubblewrap", "gvisor", "none"] | None = None
     """Version 2: how the attempt ran; "none" only when the search was told to run unconfined."""
     measured_by: MeasuredBy | None = None
     """Version 3: the metric source that produced the number and the digest of its definition."""

@@ -166,7 +166,7 @@ class BundleManifest(HasIdentity, BaseModel):
     budget: Budget | None = None
     profile: Profile | None = None
     environment: Environment | None = None
-    sandbox: Literal["bubblewrap", "container", "none"] | None = None
+    sandbox: Literal["bubblewrap", "gvisor", "container", "none"] | None = None
     """`container`: the command ran alone in a container of its image, without keys or network (the
     Kubernetes Job of `anchor mission render k8s`), and was measured from a separate one."""
     spent: Spent | None = None

@@ -210,7 +210,7 @@ def _fresh_result_dir(mission_dir: Path) -> Path:
     return result
 
 
-def _box(settings: Settings, mission_dir: Path, snapshot: Path, resume: Path | None) -> Sandbox:
+def _box(settings: Settings, mission_dir: Path, snapshot: Path, resume: Path | None, runtime: str) -> Sandbox:
     """The mission's sandbox, found once per run (finding it probes bubblewrap): the data dir and the
     keystores hidden, the snapshot (and a resumed result) read-only, only the mission's directory writable."""
     from anchor.research.sandbox import Sandbox
@@ -219,7 +219,7 @@ def _box(settings: Settings, mission_dir: Path, snapshot: Path, resume: Path | N
     for name in ("ANCHOR_KEYSTORE", "ANCHOR_RESEARCHER_KEYSTORE"):
         if os.environ.get(name):
             hidden.append(Path(os.environ[name]))
-    box = Sandbox.find(mission_dir, (), tuple(hidden))
+    box = Sandbox.find(mission_dir, (), tuple(hidden), runtime=runtime)
     return replace(box, read_only=(snapshot.resolve(), *([resume.resolve()] if resume else [])), edits=False)
 
 
@@ -248,7 +248,10 @@ def _command(
     command, mission_env = command_line(record, str(result), str(snapshot), attempt, resume)
     if box is None:
         return ["/bin/sh", "-c", command], {**allowed_env(mission_dir), **mission_env}, "none"
-    return box.argv(command, mission_dir, extra_env=mission_env), {}, "bubblewrap"
+    from anchor.research.runner import Limits
+
+    processes = Limits.from_env().processes
+    return box.argv(command, mission_dir, extra_env=mission_env, processes=processes), {}, box.runtime
 
 
 METRICS_FILE = "metrics.json"
@@ -298,7 +301,7 @@ def _terminated(signum: int, frame: object) -> None:
 
 
 def _run_command(
-    argv: list[str], env: dict[str, str], cwd: Path, budget_s: float, log: Path, attempt: int
+    argv: list[str], env: dict[str, str], cwd: Path, budget_s: float, log: Path, attempt: int, runtime: str
 ) -> tuple[int, bool, dict[str, object] | None]:
     """Run in a process group of its own (ours, by the PID we started), under the attempt limits
     (anchor.research.runner.Limits: memory, file size, processes); (exit code, timed out, the limit it
@@ -308,7 +311,7 @@ def _run_command(
 
     from anchor.research.runner import Limits, bounded
 
-    with bounded(Limits.from_env()) as bounds:
+    with bounded(Limits.from_env(), None if runtime == "none" else runtime) as bounds:
         with open(log, "ab" if attempt > 1 else "wb") as out:
             out.write(f"--- attempt {attempt} ---\n".encode())
             out.flush()
@@ -378,6 +381,7 @@ def run_mission(
     sandbox: bool = True,
     say: Callable[[str], None] | None = None,
     services: Any = None,
+    runtime: str = "bubblewrap",
 ) -> MissionRun:
     """Run the dispatched mission of `output` and anchor its result bundle (see the module's steps).
     With `services` (anchor.anchoring.client), no key is used here: the bundle and its timing record
@@ -407,13 +411,13 @@ def run_mission(
             began = time.monotonic()
             deadline = began + budget["minutes"] * 60.0
             spent: dict[str, Any] = {"attempts": 0, "stopped": "attempts" if rules else "one_run"}
-            box = _box(settings, mission_dir, snapshot, resume) if sandbox else None
+            box = _box(settings, mission_dir, snapshot, resume, runtime) if sandbox else None
             for attempt in range(1, allowed + 1):
                 argv, env, confinement = _command(record, mission_dir, result, snapshot, resume, box, attempt)
                 say(f"attempt {attempt} of at most {allowed}: running the mission's command ({confinement}),"
                     f" {max(0.0, deadline - time.monotonic()) / 60:.1f} of {budget['minutes']} min left")  # fmt: skip
                 code, timed_out, limit = _run_command(
-                    argv, env, mission_dir, deadline - time.monotonic(), mission_dir / "run.log", attempt
+                    argv, env, mission_dir, deadline - time.monotonic(), mission_dir / "run.log", attempt, confinement
                 )  # fmt: skip
                 spent["attempts"] = attempt
                 if timed_out or code != 0:

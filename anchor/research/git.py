@@ -21,6 +21,13 @@ _IDENTITY = {
 }
 
 
+SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false")
+"""Every git the harness runs: no hook, no fsmonitor program, whatever the repository's config says
+(issue 41: an attempt that made `.git/config` name `core.fsmonitor = <script>` had the harness's next
+`git status` run it on the host, unconfined). `anchor.research.guard.check_git_config` refuses, before a
+search starts, a config that names any other program."""
+
+
 class Repo:
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -29,7 +36,7 @@ class Repo:
 
     def git(self, *args: str, env: dict[str, str] | None = None, check: bool = True) -> str:
         result = subprocess.run(
-            ["git", "-C", str(self.path), *args],
+            ["git", *SAFE, "-C", str(self.path), *args],
             capture_output=True,
             text=True,
             env=child_env({**(env or {}), "GIT_TERMINAL_PROMPT": "0"}),
@@ -42,7 +49,7 @@ class Repo:
 
     def has_commit(self, commit: str) -> bool:
         found = subprocess.run(
-            ["git", "-C", str(self.path), "cat-file", "-e", f"{commit}^{{commit}}"],
+            ["git", *SAFE, "-C", str(self.path), "cat-file", "-e", f"{commit}^{{commit}}"],
             capture_output=True,
             env=child_env({"GIT_TERMINAL_PROMPT": "0"}),
         )
@@ -120,8 +127,9 @@ class Repo:
         return created
 
     def diff(self, parent: str, commit: str, paths: tuple[str, ...]) -> bytes:
+        plain = ("--no-ext-diff", "--no-textconv", "--binary")  # no driver of the repository's runs
         result = subprocess.run(
-            ["git", "-C", str(self.path), "diff", "--binary", parent, commit, "--", *paths], capture_output=True
+            ["git", *SAFE, "-C", str(self.path), "diff", *plain, parent, commit, "--", *paths], capture_output=True
         )
         if result.returncode != 0:
             raise GitError(f"git diff {parent[:12]} {commit[:12]} failed", detail={"repo": str(self.path)})

@@ -254,7 +254,7 @@ class Search:
                 version=4, commit=trace["commit"], parent=trace["parent"], diff_blake3=blake3.blake3(diff).hexdigest(),
                 metric=None, kept=False, status="interrupted", researcher=self.researcher,
                 contract_digest=self.contract_digest, evidence=sealed.manifest.digest.hex(),
-                sandbox="none" if self.sandbox is None else "bubblewrap",
+                sandbox="none" if self.sandbox is None else self.sandbox.runtime,
                 measured_by=measured_by(self.contract, self.repo.path), environment=self.environment(),
             )  # fmt: skip
             entry = self.ledger.append({
@@ -337,7 +337,7 @@ class Search:
             researcher=self.researcher,
             contract_digest=self.contract_digest,
             evidence=sealed.manifest.digest.hex(),
-            sandbox="none" if self.sandbox is None else "bubblewrap",
+            sandbox="none" if self.sandbox is None else self.sandbox.runtime,
             measured_by=measured_by(self.contract, self.repo.path),
             partial=partial,
             environment=environment,
@@ -350,6 +350,8 @@ class Search:
             "exit_code": result.exit_code,
             "duration_ms": result.duration_ms,
             **({"limit": result.limit} if result.limit else {}),
+            **({"git_changed": list(result.git_changed)} if result.git_changed else {}),
+            **({"memory_bound": result.memory_bound} if result.memory_bound != "cgroup" else {}),
             "attempt_digest": manifest.digest.hex(),
         }
         if sealed.removed:

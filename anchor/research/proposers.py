@@ -76,7 +76,8 @@ class CommandProposer:
 
     def _run(self, repo: Path, attempt: int, scratch: Path) -> None:
         from anchor.errors import GuardError
-        from anchor.research.runner import stop_group
+        from anchor.research.guard import GitSeal
+        from anchor.research.runner import Limits, bounded, stop_group
         from anchor.research.sandbox import allowed_env
         from anchor.settings.session import child_env
 
@@ -87,18 +88,27 @@ class CommandProposer:
             env = {**allowed_env(scratch, passed=self.pass_env), **extra}
         else:  # bwrap clears the environment and sets the allow-list inside
             argv, env = self.sandbox.argv(self.command, scratch, self.network, extra), child_env()
-        process = subprocess.Popen(  # noqa: S602 - the researcher's own command
-            argv, shell=self.sandbox is None, cwd=repo, env=env, stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
-        )  # fmt: skip
-        try:
-            _, err = process.communicate(timeout=self.timeout_s)
-        except subprocess.TimeoutExpired:
-            stop_group(process, 1.0)
-            raise GuardError(f"the proposer timed out after {self.timeout_s:g} s") from None
-        except BaseException:
-            stop_group(process, 1.0)
-            raise
+        seal = GitSeal.take(repo)
+        runtime = None if self.sandbox is None else self.sandbox.runtime
+        with bounded(Limits.from_env(), runtime) as bounds:  # the attempts' bounds: a proposer is untrusted too
+            process = subprocess.Popen(  # noqa: S602 - the researcher's own command
+                argv, shell=self.sandbox is None, cwd=repo, env=env, stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+                preexec_fn=bounds.preexec,  # noqa: PLW1509 - setrlimit and one write per group
+            )  # fmt: skip
+            try:
+                _, err = process.communicate(timeout=self.timeout_s)
+            except subprocess.TimeoutExpired:
+                stop_group(process, 1.0)
+                raise GuardError(f"the proposer timed out after {self.timeout_s:g} s") from None
+            except BaseException:
+                stop_group(process, 1.0)
+                raise
+            finally:
+                changed = [] if seal is None else seal.broken()
+        if changed:
+            raise GuardError(f"the proposer changed {', '.join(changed)} (undone): the repository's git state is the"
+                             " harness's", detail={"paths": changed})  # fmt: skip
         if process.returncode != 0:
             tail = err.decode("utf-8", "replace").strip()[-300:]
             raise GuardError(f"the proposer exited with status {process.returncode}" + (f": {tail}" if tail else ""))

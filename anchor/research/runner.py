@@ -15,10 +15,10 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from anchor.research.pids import Pids
+from anchor.research.cgroups import CommandGroup, Limits, processes_of
 from anchor.research.sandbox import Sandbox, allowed_env
 from anchor.settings.session import child_env, start_ticks
 
@@ -32,40 +32,12 @@ class RunResult:
     duration_ms: int
     limit: dict[str, object] | None = None
     """The resource limit that ended the command, if one did: {"name": memory|run_dir|file_size, "bound": N}."""
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """What one command may use (issue 28): address space, the size of any one file it writes, the
-    run dir's total size and how many processes run at once (anchor.research.pids: a cgroup, which
-    holds under root as RLIMIT_NPROC does not); wall time is the contract's. From
-    ANCHOR_ATTEMPT_MEMORY_BYTES (8 GiB), ANCHOR_ATTEMPT_FILE_BYTES (1 GiB), ANCHOR_ATTEMPT_RUN_DIR_BYTES
-    (2 GiB) and ANCHOR_ATTEMPT_PROCESSES (512). Crossing one ends the attempt as failed, naming the
-    limit, and the search goes on."""
-
-    memory_bytes: int = 8 << 30
-    file_bytes: int = 1 << 30
-    run_dir_bytes: int = 2 << 30
-    processes: int = 512
-
-    @classmethod
-    def from_env(cls) -> Limits:
-        from anchor.settings.session import env_number
-
-        return cls(
-            int(env_number("ANCHOR_ATTEMPT_MEMORY_BYTES", 8 << 30)),
-            int(env_number("ANCHOR_ATTEMPT_FILE_BYTES", 1 << 30)),
-            int(env_number("ANCHOR_ATTEMPT_RUN_DIR_BYTES", 2 << 30)),
-            int(env_number("ANCHOR_ATTEMPT_PROCESSES", 512)),
-        )
-
-    def apply(self) -> None:
-        """(In the child, before exec.) Bound address space and file size; inherited by bwrap and
-        everything it starts."""
-        import resource
-
-        resource.setrlimit(resource.RLIMIT_AS, (self.memory_bytes, self.memory_bytes))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (self.file_bytes, self.file_bytes))
+    memory_bound: str = "cgroup"
+    """How the memory bound held: "cgroup" (every process and tmpfs page together) or "rlimit" (per
+    process: no memory cgroup could be made here; recorded in the ledger entry)."""
+    git_changed: tuple[str, ...] = ()
+    """What of the repository's .git the command changed (anchor.research.guard.GitSeal), undone: a
+    command that changed any of it failed, whatever it exited with."""
 
 
 _OUT_OF_MEMORY = (b"MemoryError", b"Cannot allocate memory", b"std::bad_alloc", b"out of memory")
@@ -84,48 +56,77 @@ def _dir_bytes(path: Path) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Bounds:
-    """One command's limits in force: `preexec` for its child (the rlimits, its own pids group), `met`
-    once it ended. Made by `bounded`, for an attempt here and a mission's command alike."""
+    """One command's limits in force: `preexec` for its child (its cgroups, and the rlimits that stand
+    in for a cgroup that could not be made), `met` once it ended. Made by `bounded`, for an attempt here
+    and a mission's command alike."""
 
     limits: Limits
-    pids: Pids
+    group: CommandGroup
+    nproc: int | None
+    """RLIMIT_NPROC for the child when no pids group could be made (non-root only: root ignores it)."""
+    forks_inside: bool = False
+    """Whether processes are bounded inside the sandbox's own kernel (gVisor's RLIMIT_NPROC), where the
+    host's pids group sees runsc's threads, not the command's processes."""
+
+    @property
+    def memory(self) -> str:
+        """How the memory bound holds: "cgroup" (every process and tmpfs page together) or "rlimit"
+        (RLIMIT_AS per process, the fallback where no memory cgroup can be made)."""
+        return "cgroup" if self.group.memory_enforced else "rlimit"
 
     def preexec(self) -> None:
-        """(In the child, before exec.) setrlimit and one write to the group: no lock, no allocation."""
-        self.limits.apply()
-        self.pids.enter()
+        """(In the child, before exec.) setrlimit and one write per group: no lock, no allocation."""
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_FSIZE, (self.limits.file_bytes, self.limits.file_bytes))
+        if not self.group.memory_enforced:
+            resource.setrlimit(resource.RLIMIT_AS, (self.limits.memory_bytes, self.limits.memory_bytes))
+        if self.nproc is not None:
+            resource.setrlimit(resource.RLIMIT_NPROC, (self.nproc, self.nproc))
+        self.group.enter()
 
     def met(self, code: int, log: Path) -> dict[str, object] | None:
-        return _named_limit(code, log, self.limits, self.pids)
-
-
-@contextlib.contextmanager
-def bounded(limits: Limits) -> Iterator[Bounds]:
-    """The bounds of one command; its pids group (and whatever is left in it) goes when the block ends."""
-    pids = Pids.create(limits.processes)
-    try:
-        yield Bounds(limits, pids)
-    finally:
-        pids.close()
-
-
-def _named_limit(code: int, log: Path, limits: Limits, pids: Pids) -> dict[str, object] | None:
-    """Which limit a failed command met, from what it left: a fork the process bound refused (the
-    cgroup's own count), a file-size signal, or an allocation failure reported at the end of its
-    stderr (under RLIMIT_AS, allocation fails rather than the process being killed)."""
-    if code != 0 and pids.met():
-        return {"name": "processes", "bound": limits.processes}
-    if code in _SIGXFSZ_STATUS:
-        return {"name": "file_size", "bound": limits.file_bytes}
-    if code != 0:
+        """Which limit a failed command met, from what it left: the kernel's own counts in its cgroups
+        (an OOM kill, a refused fork), a file-size signal, or (under the rlimit fallbacks only, where
+        allocation fails rather than the process being killed) an allocation failure at the end of its
+        stderr."""
+        if code == 0:
+            return None
+        kernel = self.group.met()
+        if kernel == "memory":
+            return {"name": "memory", "bound": self.limits.memory_bytes}
+        if kernel == "processes":
+            return {"name": "processes", "bound": self.limits.processes}
+        if code in _SIGXFSZ_STATUS:
+            return {"name": "file_size", "bound": self.limits.file_bytes}
         with contextlib.suppress(OSError), open(log, "rb") as err:
             err.seek(max(0, os.fstat(err.fileno()).st_size - 8192))
             tail = err.read()
             if any(word in tail for word in _OUT_OF_MEMORY):
-                return {"name": "memory", "bound": limits.memory_bytes}
-            if pids.rlimit is not None and any(word in tail for word in _NO_FORK):  # the non-root fallback
-                return {"name": "processes", "bound": limits.processes}
-    return None
+                return {"name": "memory", "bound": self.limits.memory_bytes}
+            if (self.nproc is not None or self.forks_inside) and any(word in tail for word in _NO_FORK):
+                return {"name": "processes", "bound": self.limits.processes}
+        return None
+
+
+GVISOR_THREADS = 256
+"""Host threads allowed runsc (its sentry, gofer and Go runtime) beside the command's own bound: under
+gVisor the command's processes are tasks of gVisor's kernel, bounded there (RLIMIT_NPROC inside)."""
+
+
+@contextlib.contextmanager
+def bounded(limits: Limits, runtime: str | None = None) -> Iterator[Bounds]:
+    """The bounds of one command (run in `runtime`: bubblewrap, gvisor, or None unconfined); its cgroups
+    (and whatever is left in them) go when the block ends."""
+    inside = runtime == "gvisor"
+    group = CommandGroup.create(limits.processes + (GVISOR_THREADS if inside else 0), limits.memory_bytes)
+    nproc = None
+    if not group.processes_enforced and os.geteuid() != 0:
+        nproc = limits.processes + processes_of(os.getuid())
+    try:
+        yield Bounds(limits, group, nproc, inside)
+    finally:
+        group.close()
 
 
 def run_command(
@@ -138,9 +139,16 @@ def run_command(
     pass_env: tuple[str, ...] = (),
     limits: Limits | None = None,
 ) -> RunResult:
+    from anchor.research.guard import GitSeal
+
     run_dir.mkdir(parents=True, exist_ok=True)
-    with bounded(limits or Limits.from_env()) as bounds:
-        return _run_bounded(command, cwd, run_dir, timeout_s, grace_s, sandbox, pass_env, bounds)
+    seal = GitSeal.take(cwd)
+    with bounded(limits or Limits.from_env(), None if sandbox is None else sandbox.runtime) as bounds:
+        result = _run_bounded(command, cwd, run_dir, timeout_s, grace_s, sandbox, pass_env, bounds)
+    changed = () if seal is None else tuple(seal.broken())
+    if changed:  # undone before any git of ours runs again; never a success
+        return replace(result, exit_code=result.exit_code or 1, git_changed=changed)
+    return result
 
 
 def _run_bounded(
@@ -154,7 +162,7 @@ def _run_bounded(
     over: dict[str, object] = {}
     with open(run_dir / "stdout.log", "wb") as out, open(run_dir / "stderr.log", "wb") as err:
         process = subprocess.Popen(  # noqa: S602 - the command is the researcher's own, from the contract
-            command if sandbox is None else sandbox.argv(command, run_dir),
+            command if sandbox is None else sandbox.argv(command, run_dir, processes=limits.processes),
             shell=sandbox is None,
             cwd=cwd,
             # bwrap clears the environment itself and sets the allow-list inside; it gets no secret either
@@ -205,7 +213,7 @@ def _run_bounded(
         limit = None if timed_out else bounds.met(code, run_dir / "stderr.log")
     if limit is not None and code == 0:
         code = 1  # the quota watcher ended it: never a success
-    return RunResult(code, timed_out, int((time.monotonic() - start) * 1000), limit)
+    return RunResult(code, timed_out, int((time.monotonic() - start) * 1000), limit, bounds.memory)
 
 
 def stop_group(process: subprocess.Popen[bytes], grace_s: float) -> None:

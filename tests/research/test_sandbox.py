@@ -232,8 +232,8 @@ def test_no_host_unix_socket_is_reachable_from_an_attempt_not_even_postgres_in_v
     attempt reached PostgreSQL in /var/run (and wrote the journal), Docker's socket, agents under /run.
     Listeners outside (/var/run, /var/tmp, /run) and inside the repository's .git: the attempt connects
     to none, each listener receives nothing, and a real PostgreSQL server in /var/run is not reached.
-    With the seccomp filter off, the allow-list alone hides the host's sockets; the one inside the
-    repository is why the filter is there."""
+    With the seccomp policy off, the allow-list alone hides the host's sockets; the one inside the
+    repository is why the policy is there."""
     from anchor.research import fence
     from anchor.research.sandbox import Sandbox
     from tests.postgres import postgres_server
@@ -264,7 +264,7 @@ def test_no_host_unix_socket_is_reachable_from_an_attempt_not_even_postgres_in_v
             for server in listeners:
                 with pytest.raises(socket.timeout):
                     server.accept()  # nothing ever arrived
-            monkeypatch.setattr(fence, "filter_program", lambda machine=None: None)
+            monkeypatch.setattr(fence, "with_filter", lambda argv: argv)
             allow_list_only = reach()
     finally:
         for server, path in zip(listeners, (*outside, inside), strict=True):
