@@ -122,6 +122,8 @@ def run(
     from anchor.research.guard import check_git_config
 
     check_git_config(Repo(repo.resolve()))  # the harness runs git on this host: no program of the repo's
+    # found (bubblewrap or runsc probed, the seccomp policy built) before anything is written
+    box = None if no_sandbox else _sandbox(repo, terms, settings, work, sandbox_runtime)
     ledger = open_ledger(work, settings.journal_url)
     pin_contract(work, contract, ledger)  # before anything is anchored under it
     remember_search(settings.data_dir, work)  # read-back (the API, the explorer) lists every search
@@ -142,7 +144,6 @@ def run(
         digest = preregister(settings, contract.resolve(), work / "contract.anchor.json", services)
     limits = SearchLimits(max_attempts, budget_minutes * 60, max_failures)
     if researchers == 1:
-        box = None if no_sandbox else _sandbox(repo, terms, settings, work, sandbox_runtime)
         proposer = (
             CommandProposer(
                 propose,

@@ -260,3 +260,27 @@ def test_research_run_in_gvisor_records_the_runtime_and_refuses_a_repository_tha
     assert refused.returncode == ExitCode.CONFLICT, refused.stdout + refused.stderr
     assert "core.fsmonitor" in refused.stdout and not (tmp_path / "other").exists()
     assert sorted(p.name for p in (tmp_path / "data" / "research").iterdir()) == before
+
+
+def test_where_user_namespaces_are_disabled_a_search_refuses_to_run_and_says_why(tmp_path: Path) -> None:
+    """A user namespace of our own, where no further one may be made (user.max_user_namespaces = 0, set
+    inside it: the kernel's own refusal, as on a host that disables them): the search stops before any
+    attempt, and before it writes anything, with exit 8, naming user namespaces and --no-sandbox."""
+    from anchor.errors import ExitCode
+    from tests.cli import ANCHOR_BIN
+
+    repo = make_repo(tmp_path / "repo", {"params.json": json.dumps({"x": 1})})
+    spec = tmp_path / "contract.toml"
+    spec.write_text(f'task = "t"\ncommand = {json.dumps(SCORE_IS_X)}\neditable = ["params.json"]\nmetric = "score"\n'
+                    'mode = "max"\nattempt_timeout_minutes = 1\ngrace_seconds = 1\n')  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
+    env["ANCHOR_DATA_DIR"] = str(tmp_path / "data")
+    script = 'echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"'
+    run = subprocess.run(
+        ["unshare", "--user", "--map-root-user", "sh", "-c", script, "sh", str(ANCHOR_BIN), "research", "run",
+         "--repo", str(repo), "--contract", str(spec), "--max-attempts", "1", "--no-anchor"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == ExitCode.TOOLCHAIN, run.stdout + run.stderr
+    assert "user namespace" in run.stderr and "--no-sandbox" in run.stderr and "Traceback" not in run.stderr
+    assert not (tmp_path / "data" / "research").exists()  # refused before anything was written
