@@ -50,7 +50,15 @@ class AnchorError(Exception):
 
     def diagnostic_lines(self) -> list[str]:
         """The message, then the detail fields, one per line (each may still hold data's own escapes)."""
-        return [self.message] + [f"  {key}: {value}" for key, value in self.detail.items()]
+        shown = []
+        for key, value in self.detail.items():
+            if isinstance(value, dict) or (isinstance(value, list | tuple) and (not value or any(
+                    isinstance(v, dict) for v in value))):  # fmt: skip
+                continue  # rows of a verdict (or none): the message says what they mean, `--json` holds them
+            if isinstance(value, list | tuple):
+                value = ", ".join(map(str, value))
+            shown.append(f"  {key}: {value}")
+        return [self.message, *shown]
 
     def diagnostics(self) -> str:
         """A human-readable explanation, with the detail fields one per line."""

@@ -43,6 +43,25 @@ def _sibling(proof: dict[str, Any]) -> None:
     proof["batch"]["proof"] = ["0x" + "11" * 32]
 
 
+def _pending(proof: dict[str, Any]) -> None:
+    """The same manifest as a pending proof: a service's genuine receipt and no anchor (issue 42: under
+    `--require all` it is pending whether or not a service has anchored it since, at every door)."""
+    import time
+
+    from eth_account import Account
+
+    from anchor.anchoring.receipts import ReceiptSigner
+    from tests.conftest import free_port
+
+    service = Account.create()
+    receipt = ReceiptSigner(service, service.address, "a service").sign(
+        proof["anchor"]["chain_id"], proof["anchor"]["registry"], proof["manifest_digest"], int(time.time())
+    ).model_copy(update={"url": f"http://127.0.0.1:{free_port()}"})  # fmt: skip
+    kept = {k: proof[k] for k in ("manifest", "annotations", "files", "manifest_digest") if k in proof}
+    proof.clear()
+    proof.update(format="anchor/pending", version=1, **kept, receipts=[receipt.model_dump(mode="json")])
+
+
 NOBODY = "0x" + "12" * 20
 CASES: list[tuple[str, Edit | None, dict[str, str], str]] = [
     ("valid", None, {}, "verified"),
@@ -53,6 +72,7 @@ CASES: list[tuple[str, Edit | None, dict[str, str], str]] = [
     ("anchored by someone else than expected", None, {"expect_submitter": NOBODY}, "policy_mismatch"),
     ("anchored after the date required", None, {"anchored_before": "2020-01-01"}, "policy_mismatch"),
     ("not yet as final as required", None, {"min_finality": "1000"}, "not_final"),
+    ("a pending proof under --require all", _pending, {"require": "all"}, "pending"),
 ]
 """(what, how the proof is edited, the policy asked, the verdict code every door must give)"""
 
@@ -124,7 +144,7 @@ def test_every_door_gives_the_same_verdict_code_for_the_same_proof(tmp_path: Pat
                 if edit is None:  # the server's own copy of the proof, by its digest
                     by_digest = client.get(f"/v1/verify/{digest}", params=policy)
                     seen[name]["api by digest"] = _api_code(by_digest, "api by digest")
-                if not policy:
+                if not policy or set(policy) == {"require"}:  # the page takes no policy; a pending proof is pending
                     for_browser[name] = proof_path
             # the browser page, served by the same service over the same data dir, reading the same chain
             from tests.api_server import serving_api

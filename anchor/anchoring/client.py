@@ -29,10 +29,11 @@ from anchor.verify.services import URL_PATTERN, Service, call, error_of, fetch_a
 log = logging.getLogger("anchor.progress")
 
 
-def services_from(urls: Sequence[str] | None) -> list[Service]:
+def services_from(urls: Sequence[str] | None, allow_insecure_token: bool = False) -> list[Service]:
     """`--service URL` (repeatable), else ANCHOR_SERVICE_URLS (comma-separated). The token comes from
-    ANCHOR_SERVICE_TOKEN: one token for every service, or `URL=TOKEN` pairs separated by commas. Tokens
-    are never taken from the command line (where `ps` shows them)."""
+    ANCHOR_SERVICE_TOKEN: one token for these configured services, or `URL=TOKEN` pairs separated by
+    commas. Tokens are never taken from the command line (where `ps` shows them), and never sent over
+    plain http to a host other than this machine unless `allow_insecure_token`."""
     given = list(urls or []) or [u.strip() for u in os.environ.get("ANCHOR_SERVICE_URLS", "").split(",") if u.strip()]
     tokens = _tokens()
     found = []
@@ -46,10 +47,43 @@ def services_from(urls: Sequence[str] | None) -> list[Service]:
                 detail={"field": "service"},
             )
         clean = url.rstrip("/")
-        found.append(Service(clean, tokens.get(clean, tokens.get("*"))))
+        token = tokens.get(clean, tokens.get("*"))
+        if token and not allow_insecure_token and not _private_way(clean):
+            raise BadInput(
+                f"--service {clean}: the token would travel in clear over plain http to another host, where anyone on"
+                " the way can read it (hint: use https://, or pass --allow-insecure-token if you accept that)",
+                detail={"field": "service", "service": clean},
+            )
+        found.append(Service(clean, token))
     if len({s.url for s in found}) != len(found):
         raise BadInput("--service: the same service is named twice", detail={"field": "service"})
     return found
+
+
+def _private_way(url: str) -> bool:
+    """Whether a token sent to `url` stays private on the way: https, or plain http to this machine."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme == "https":
+        return True
+    host = (parts.hostname or "").strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def configured_urls() -> tuple[str, ...]:
+    """The service URLs the user configured (ANCHOR_SERVICE_URLS), as `services_from` cleans them; a
+    malformed list configures none here (the writers that use it refuse it by name)."""
+    try:
+        return tuple(s.url for s in services_from(None))
+    except BadInput:
+        return ()
 
 
 def _tokens() -> dict[str, str]:
@@ -187,12 +221,19 @@ class UpgradeOutcome:
     still_pending: tuple[str, ...]
     failed: dict[str, str]
     complete: bool
+    """Every service the file names has its anchor in the file: nothing is pending any more."""
+    not_contacted: tuple[str, ...] = ()
+    """Services the file lists as down at stamp time that are not configured now: never sent a token
+    (the file is unsigned; whoever edited it could have named their own server). Printed, not contacted."""
 
 
-def upgrade(proof_path: Path, settings: Any, tokens: Sequence[Service] = ()) -> UpgradeOutcome:
+def upgrade(proof_path: Path, settings: Any, services: Sequence[Service] = ()) -> UpgradeOutcome:
     """Fetch every receipt's complete proof, check it against the chain (consistency, the root on the
-    registry the receipt names, the registry's code), add it, and submit to the services that were
-    down. The file is rewritten atomically, only if something was added; nothing else in it changes."""
+    registry the receipt names, the registry's code), add it, and submit again to the services that
+    were down, only where the user sends tokens now: `services` (configured: --service or
+    ANCHOR_SERVICE_URLS, each with its own token), or a service whose receipt the file holds (with a
+    token named for its URL only). The file is rewritten atomically, only if something was added;
+    nothing else in it changes."""
     found = load_any(proof_path)
     digest = found.manifest_digest
     have = {a.service for a in found.all_anchors()} if isinstance(found, ProofFile) else set()
@@ -213,19 +254,24 @@ def upgrade(proof_path: Path, settings: Any, tokens: Sequence[Service] = ()) -> 
             added.append(anchor)
     new_receipts: list[Receipt] = []
     unreached = list(found.unreached or ())
-    if unreached:
-        by_url, known = {s.url: s for s in tokens}, _tokens()
-        retry = [by_url.get(u) or Service(u, known.get(u, known.get("*"))) for u in unreached]
+    configured, named = {s.url: s for s in services}, _tokens()
+    held = {r.url for r in found.receipts or ()}
+    retry = [configured.get(u) or Service(u, named.get(u)) for u in unreached if u in configured or u in held]
+    ignored = tuple(u for u in unreached if u not in configured and u not in held)
+    if retry:
         new_receipts, still_failed = submit_everywhere(retry, found.manifest, found.annotations or None)
         failed.update(still_failed)
         waiting += [r.url for r in new_receipts]
-        unreached = list(still_failed)
+        unreached = [*still_failed, *ignored]
+    anchored = have | {a.service for a in added}
+    receipts = [*(found.receipts or ()), *new_receipts]
     if not added and not new_receipts and unreached == list(found.unreached or ()):
-        complete = isinstance(found, ProofFile)
-        return UpgradeOutcome(proof_path, digest, (), tuple(waiting), failed, complete)
+        complete = isinstance(found, ProofFile) and not unreached and all(r.url in anchored for r in receipts)
+        return UpgradeOutcome(proof_path, digest, (), tuple(waiting), failed, complete, ignored)
     updated = _with_anchors(found, added, new_receipts, unreached)
     write_proof(updated, proof_path)
-    return UpgradeOutcome(proof_path, digest, tuple(added), tuple(waiting), failed, isinstance(updated, ProofFile))
+    complete = isinstance(updated, ProofFile) and not unreached and all(r.url in anchored for r in receipts)
+    return UpgradeOutcome(proof_path, digest, tuple(added), tuple(waiting), failed, complete, ignored)
 
 
 def _with_anchors(
@@ -283,7 +329,7 @@ def upgrade_when_anchored(
                 results[path] = exc
                 open_.remove(path)
                 continue
-            if done.complete and not done.still_pending and not done.failed:
+            if done.complete:
                 open_.remove(path)
         if not open_ or time.monotonic() >= deadline:
             break

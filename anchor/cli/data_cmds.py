@@ -9,7 +9,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from anchor.cli.hashing import print_hash, rules_for
-from anchor.cli.options import JsonFlag
+from anchor.cli.options import InsecureTokenFlag, JsonFlag
 from anchor.cli.output import count, emit, hash_progress, wants_json
 
 PathArg = Annotated[Path, typer.Argument(help="A file or a directory.")]
@@ -132,7 +132,7 @@ def hash_(
 def anchor_(
     ctx: typer.Context, path: PathArg, proof: OutOpt = None, exclude: ExcludeOpt = None,
     no_default_excludes: NoDefaultsOpt = False, symlinks: SymlinksOpt = Symlinks.refuse, service: ServiceOpt = None,
-    json: JsonFlag = False,
+    allow_insecure_token: InsecureTokenFlag = False, json: JsonFlag = False,
 ) -> None:  # fmt: skip
     """Anchor PATH on chain (once: the same bytes are never anchored twice) and write its proof file.
     With --service, no key is needed here: the services anchor it (docs/calendar.md)."""
@@ -142,7 +142,7 @@ def anchor_(
 
     rules = rules_for(path, exclude, no_default_excludes)
     if service or os.environ.get("ANCHOR_SERVICE_URLS"):
-        _stamp_through(ctx, json, path, proof, rules, symlinks.value, service)
+        _stamp_through(ctx, json, path, proof, rules, symlinks.value, service, allow_insecure_token)
         return
     with hash_progress(ctx, json) as progress:
         outcome = anchor_path(path, _settings(ctx), proof, rules, symlinks.value, progress)
@@ -232,15 +232,16 @@ def prove(
 
 
 def _stamp_through(
-    ctx: typer.Context, json: bool, path: Path, proof: Path | None, rules: Any, symlinks: str, urls: list[str] | None
-) -> None:
+    ctx: typer.Context, json: bool, path: Path, proof: Path | None, rules: Any, symlinks: str, urls: list[str] | None,
+    allow_insecure_token: bool = False,
+) -> None:  # fmt: skip
     """Client mode: hash here, send the identity to every service, write the pending proof."""
     from anchor.anchoring.client import services_from, stamp_through
     from anchor.manifest.filetree import hash_tree
     from anchor.proof.file import check_output_path
     from anchor.proof.locate import default_proof_path
 
-    services = services_from(urls)  # a bad URL or token setting is refused before anything is hashed
+    services = services_from(urls, allow_insecure_token)  # a bad URL or token is refused before anything is hashed
     proof_out = proof or default_proof_path(path)
     check_output_path(proof_out)
     with hash_progress(ctx, json) as progress:
@@ -277,24 +278,35 @@ def upgrade(
         list[Path],
         typer.Argument(help="Proof files, or the stamped paths (their PATH.anchor.json).", metavar="PATH|PROOF"),
     ],  # fmt: skip
+    service: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option(
+            "--service",
+            help="Submit again to this service (repeatable; else ANCHOR_SERVICE_URLS) if the"
+            " proof lists it as down at stamp time. Token: ANCHOR_SERVICE_TOKEN.",
+        ),
+    ] = None,
+    allow_insecure_token: InsecureTokenFlag = False,
     json: JsonFlag = False,
 ) -> None:
     """Complete pending proofs: fetch each service's anchor, check it against the chain, write it in.
 
     The file is rewritten atomically and only when an anchor was added (nothing else in it changes);
     services that were down at stamp time are submitted to again. Exit 14 while any is still pending."""
+    from anchor.anchoring.client import services_from
     from anchor.anchoring.client import upgrade as upgrade_one
     from anchor.errors import AnchorError, ExitCode
     from anchor.proof.locate import default_proof_path
 
     settings = _settings(ctx)
+    configured = services_from(service, allow_insecure_token)  # the only services a token goes to
     rows: list[dict[str, Any]] = []
     lines: list[str] = []
     worst = 0
     for given in paths:
         proof_path = given if given.name.endswith(".anchor.json") else default_proof_path(given)
         try:
-            done = upgrade_one(proof_path, settings)
+            done = upgrade_one(proof_path, settings, configured)
         except AnchorError as exc:
             worst = max(worst, int(exc.exit_code))
             rows.append({"proof": str(proof_path), "error": exc.to_dict()})
@@ -303,16 +315,17 @@ def upgrade(
         if not done.complete:
             worst = max(worst, int(ExitCode.PENDING))
         rows.append({"proof": str(proof_path), "complete": done.complete, "added": [a.service for a in done.added],
-                     "pending": list(done.still_pending), "not_reached": done.failed})  # fmt: skip
+                     "pending": list(done.still_pending), "not_reached": done.failed,
+                     "not_contacted": list(done.not_contacted)})  # fmt: skip
         state = "complete" if done.complete else "pending"
-        added = "".join(
-            f"\n  added    anchor from {a.service}: chain {a.anchor.chain_id}, block {a.anchor.block_number}"
-            for a in done.added
-        )
-        waiting = "".join(f"\n  pending  {url}: not in a mined batch yet" for url in done.still_pending)
-        failed = "".join(f"\n  skipped  {url}: {why}" for url, why in done.failed.items())
-        lines.append(f"{state.upper()}  {proof_path}" + (" (unchanged)" if not done.added else "") + added + waiting
-                     + failed)  # fmt: skip
+        lines.append(f"{state.upper()}  {proof_path}" + (" (unchanged)" if not done.added else ""))
+        lines += [f"  added    anchor from {a.service}: chain {a.anchor.chain_id}, block {a.anchor.block_number}"
+                  for a in done.added]  # fmt: skip
+        lines += [f"  pending  {url}: not in a mined batch yet" for url in done.still_pending]
+        lines += [f"  skipped  {url}: {why}" for url, why in done.failed.items()]
+        lines += [f"  not contacted  {url}: named by the file as down at stamp time, and not configured now (no"
+                  " token goes to a URL only the file names; pass --service URL to submit to it)"
+                  for url in done.not_contacted]  # fmt: skip
     emit(ctx, json, {"results": rows}, lines)
     if worst:
         raise typer.Exit(worst)
@@ -500,19 +513,31 @@ def _anchors_lines(result: Any) -> list[str]:
     lines = [f"  anchors     {ok} of {len(rows) + len(pending)} verified"
              + (f" (--require {result.required})" if result.required else "")]  # fmt: skip
     for row in rows:
-        if row["ok"]:
-            lines.append(f"    OK       {row['service']}: chain {row['chain_id']}, registry {row['registry']},"
+        named = _named(row)
+        if not row["ok"]:
+            lines.append(f"    FAILED   {named}: chain {row['chain_id']}: {row['error']['message']}")
+        elif row.get("duplicate_of"):
+            lines.append(f"    SAME     {named}: same transaction as {row['duplicate_of']} ({row['tx_hash']}):"
+                         " counted once")  # fmt: skip
+        else:
+            lines.append(f"    OK       {named}: chain {row['chain_id']}, registry {row['registry']},"
                          f" by {row['submitter']} at {row['anchored_at']} (block {row['block']})"
+                         + ("" if row.get("confirmed") else "; unconfirmed: named in the file, counted as an anchor"
+                            f" of {row['submitter']} only")
                          + ("; not in the file yet: `anchor upgrade` writes it" if row.get("in_file") is False
                             else ""))  # fmt: skip
-        else:
-            lines.append(f"    FAILED   {row['service']}: chain {row['chain_id']}: {row['error']['message']}")
     for row in pending:
         if row["state"] == "pending":
-            lines.append(f"    PENDING  {row['service']} since {row['since']}, receipt signed by {row['signer']}")
+            lines.append(f"    PENDING  {_named(row)} since {row['since']}, receipt signed by {row['signer']}")
         else:
-            lines.append(f"    SKIPPED  {row['service']}: down at stamp time; `anchor upgrade` submits again")
+            lines.append(f"    SKIPPED  {_named(row)}: down at stamp time; `anchor upgrade` submits again")
     return lines
+
+
+def _named(row: dict[str, Any]) -> str:
+    """A service's URL, said to come from the proof file when the user did not configure it now."""
+    return str(row["service"]) + (" (named by the file)" if row.get("from_file") and row["service"] != "local key"
+                                  else "")  # fmt: skip
 
 
 def _verify_one(
@@ -534,7 +559,9 @@ def _verify_one(
         proof_path = proof or require_proof(path)
         if spec is not None:
             check_bundle_spec(proof_path, spec)
-        result = verify_path(path, proof_path, _settings(ctx), registries, quorum, require)
+        from anchor.anchoring.client import configured_urls
+
+        result = verify_path(path, proof_path, _settings(ctx), registries, quorum, require, configured_urls())
         later = _superseded_by(path, proof_path, result.manifest_digest)
     Policy(expect_submitter, anchored_before, min_finality).check(result)
     return result, later

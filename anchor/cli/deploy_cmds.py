@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -129,6 +129,14 @@ def serve(
             " rate-limited per client, the queue bounded (docs/calendar.md).",
         ),
     ] = False,
+    forwarded_allow_ips: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--forwarded-allow-ips",
+            help="Trust X-Forwarded-For / -Proto only from these proxies (comma-separated IPs or CIDRs; default:"
+            " none, so clients are told apart by their own address: docs/deploy.md).",
+        ),
+    ] = None,
     rpc_url: Annotated[Optional[str], typer.Option("--rpc-url", help="With --index-only: the chain to read.")] = None,  # noqa: UP045
     registry: Annotated[
         str | None, typer.Option("--registry", help="With --index-only: the registry's address.")
@@ -184,8 +192,9 @@ def serve(
         return
     if index_only:
         _serve_index(
-            ctx, host, port, rpc_url, registry, index, from_block, confirmations, browser_rpc_url, claims, repo
-        )
+            ctx, host, port, rpc_url, registry, index, from_block, confirmations, browser_rpc_url, claims, repo,
+            forwarded_allow_ips,
+        )  # fmt: skip
         return
     for name, given in (("--registry", registry), ("--index", index), ("--claims", claims), ("--repo", repo),
                         ("--from-block", from_block)):  # fmt: skip
@@ -218,7 +227,17 @@ def serve(
     _raise_file_limit()  # every connection is a descriptor; the connection cap stays below the limit
     # slow clients are bounded here, not by a proxy someone may not put in front (api/protocol.py)
     uvicorn.run("api.app:create_app", factory=True, host=host, port=port, log_level="info",
-                http="api.protocol:DeadlineProtocol")  # fmt: skip
+                http="api.protocol:DeadlineProtocol", **_proxies(forwarded_allow_ips))  # fmt: skip
+
+
+def _proxies(allowed: str | None) -> dict[str, Any]:
+    """uvicorn's proxy settings: forwarded headers trusted from `allowed` only. uvicorn's own default
+    trusts them from 127.0.0.1, so behind any local proxy (or any local client that sends the header)
+    each request could claim a new client address and get a fresh calendar bucket (issue 42: 150 of 150
+    accepted against 67 of 150 without the header)."""
+    if not allowed:
+        return {"proxy_headers": False}
+    return {"proxy_headers": True, "forwarded_allow_ips": allowed}
 
 
 def _raise_file_limit() -> None:
@@ -245,6 +264,7 @@ def _serve_index(  # noqa: PLR0913 - the options of `serve --index-only`, passed
     public_rpc: str | None,
     claims: Path | None,
     repo: Path | None,
+    forwarded_allow_ips: str | None = None,
 ) -> None:
     """Check everything before serving (a bad option is exit 2, not a page of errors), index up to the
     head with progress on stderr, then serve while following the chain."""
@@ -279,7 +299,8 @@ def _serve_index(  # noqa: PLR0913 - the options of `serve --index-only`, passed
         f" {site.browser_rpc_url or 'nothing: pass --browser-rpc-url'})\n"
     )
     os.environ["ANCHOR_INDEX_SITE"] = options.model_copy(update={"index": site.path}).model_dump_json()
-    uvicorn.run("api.index_app:create_index_app_from_env", factory=True, host=host, port=port, log_level="warning")
+    uvicorn.run("api.index_app:create_index_app_from_env", factory=True, host=host, port=port, log_level="warning",
+                **_proxies(forwarded_allow_ips))  # fmt: skip
 
 
 def _render_service(  # noqa: PLR0913 - the options of `serve --render`, passed through

@@ -7,3 +7,10 @@ from typing import Annotated
 import typer
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object for scripts.")]
+InsecureTokenFlag = Annotated[
+    bool,
+    typer.Option(
+        "--allow-insecure-token",
+        help="Send the service token over plain http to a host that is not this machine (it can be read on the way).",
+    ),
+]

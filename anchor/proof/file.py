@@ -196,11 +196,15 @@ def pending_error(pending: PendingProof, name: str) -> Pending:
 
 
 def load_any(path: Path) -> ProofFile | PendingProof:
-    """A proof file, complete or pending (`ProofFormatError` naming the file and field)."""
+    """A proof file, complete or pending (`ProofFormatError` naming the file and field). Read as a file
+    anyone could have replaced: a regular file, not through a link, never waited on (a FIFO at the
+    proof's path once blocked `anchor upgrade` for good; `UnsafePath` now)."""
+    from anchor.files import read_regular
+
     try:
-        if path.stat().st_size > MAX_PROOF_BYTES:
+        data = read_regular(path, MAX_PROOF_BYTES)
+        if len(data) > MAX_PROOF_BYTES:
             raise ProofFormatError(f"{path}: larger than {MAX_PROOF_BYTES} bytes", detail={"file": str(path)})
-        data = path.read_bytes()
     except FileNotFoundError:
         raise BadInput(f"{path}: no such proof file", detail={"file": str(path)}) from None
     except OSError as exc:

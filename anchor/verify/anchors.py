@@ -1,10 +1,19 @@
 """Verify a proof stamped through services: every receipt checked, every anchor read on its own chain,
-and the verdict given by a policy (`--require any|all|N`, default any; docs/calendar.md).
+and the verdict given by one counting rule (`--require any|all|N`, default any; docs/calendar.md), the
+same for a pending proof and a complete one, whether or not `anchor upgrade` ran (issue 42).
 
-A receipt proves acceptance only, so it never makes a verdict pass: an anchor does. A pending proof
-(no anchor yet) is the `Pending` verdict, exit 14, which names each service, since when and the
-receipt key, unless a service already has the complete proof: then that anchor is checked against
-the chain and the verdict says `anchor upgrade` will write it (verify itself never writes).
+The rule: `--require` counts distinct anchors, distinct (chain id, registry, transaction, root); a copy
+of an anchor under another name is listed "same transaction as ...", and counts once. An anchor
+counts for a service (for `all`, and in "the account of SERVICE") only when the file holds that
+service's receipt for this manifest and the anchor's on-chain submitter is the account the service
+publishes (`/v1/service` `submitter`); otherwise its service label is free text in an unsigned file:
+it is listed "unconfirmed: named in the file" and counts as an anchor of its submitter only. `all`
+asks every service the file names (its receipts, and those down at stamp time) for a confirmed anchor.
+
+A receipt proves acceptance only, so it never makes a verdict pass: an anchor does. A pending service
+is asked for its complete proof (read, never written: `anchor upgrade` writes it); what it answers is
+read on chain like every anchor. Short of the requirement: `Pending` (exit 14) naming each service, or
+the first failed anchor's own error.
 """
 
 from __future__ import annotations
@@ -71,83 +80,132 @@ def check_one_anchor(
     return verdict.model_copy(update={"service": anchor.service})
 
 
+def _key(verdict: Verification) -> tuple[int, str, str, str]:
+    """What makes an anchor distinct: its chain, registry, transaction and root, as read on chain."""
+    return (verdict.chain_id, verdict.registry.lower(), verdict.tx_hash.lower(), verdict.root.lower())
+
+
+def _publishes(info: dict[str, Any] | None, verdict: Verification) -> bool:
+    """Whether the service's own /v1/service names the account, chain and registry the chain shows."""
+    if info is None:
+        return False
+    submitter, registry = info.get("submitter"), info.get("registry")
+    return (isinstance(submitter, str) and submitter.lower() == verdict.submitter.lower()
+            and info.get("chain_id") == verdict.chain_id
+            and isinstance(registry, str) and registry.lower() == verdict.registry.lower())  # fmt: skip
+
+
 def verify_anchors(
-    path: Path, proof: ProofFile, proof_name: str, settings: Settings, registries: tuple[str, ...],
-    quorum: int | None, require: str,
+    path: Path, found: ProofFile | PendingProof, proof_name: str, settings: Settings, registries: tuple[str, ...],
+    quorum: int | None, require: str, configured: tuple[str, ...] = (),
 ) -> Verification:  # fmt: skip
-    """Every anchor and receipt of `proof`; passes when `require` anchors verify."""
-    check_proof_consistency(proof)  # the manifest, its listing and the first batch path
-    check_receipts(proof.receipts or (), proof.manifest_digest)
-    files = check_data(path, proof, proof_name)
-    rows: list[dict[str, Any]] = []
-    passed: list[Verification] = []
-    failures: list[AnchorError] = []
-    for anchor in proof.all_anchors():
+    """Every anchor and receipt of `found` (complete or pending); passes when `require` anchors count.
+    `configured`: the service URLs the user gave now (`--service`, ANCHOR_SERVICE_URLS); any other URL
+    came from the file, and each line naming one says so."""
+    from anchor.errors import ServiceError
+    from anchor.verify.services import Service, fetch_anchor, service_info
+
+    # 1. The file on its own: manifest, listing, batch path, every receipt's signature, the data.
+    if isinstance(found, ProofFile):
+        check_proof_consistency(found)
+    else:
+        check_manifest_and_listing(found)
+    receipts = tuple(found.receipts or ())
+    check_receipts(receipts, found.manifest_digest)
+    files = check_data(path, found, proof_name)
+    # 2. Each service the receipts name: who it is (its receipt key must have signed the receipt, its
+    #    funded account confirms its anchors), and its anchor when the file holds none from it.
+    in_file = found.all_anchors() if isinstance(found, ProofFile) else []
+    infos: dict[str, dict[str, Any] | None] = {}
+    fetched: list[ServiceAnchor] = []
+    for receipt in receipts:
         try:
-            verdict = check_one_anchor(proof, anchor, files, settings, registries, quorum)
+            info = service_info(Service(receipt.url), retries=0)
+        except (ServiceError, BadInput):
+            infos[receipt.url] = None  # down: the receipt stands on its own signature, its anchors unconfirmed
+            continue
+        history = info.get("receipt_signers")
+        check_receipt(receipt, found.manifest_digest, str(info.get("receipt_signer")),
+                      history if isinstance(history, list) else None)  # fmt: skip
+        infos[receipt.url] = info
+        if any(a.service == receipt.url for a in in_file):
+            continue
+        try:  # read on chain below, under the verifier's trust, not here as well
+            anchor = fetch_anchor(receipt, found, settings, check=False)
+        except (ServiceError, BadInput):
+            continue
+        if anchor is not None:
+            fetched.append(anchor)
+    # 3. Every anchor on its own chain, under the verifier's trust and quorum.
+    rows: list[dict[str, Any]] = []
+    counted: list[Verification] = []
+    failures: list[AnchorError] = []
+    seen: dict[tuple[int, str, str, str], str] = {}
+    confirmed: set[str] = set()
+    held = {r.url for r in receipts}
+    base = found if isinstance(found, ProofFile) else None
+    for anchor in [*in_file, *fetched]:
+        single = base if base is not None else found.anchored(anchor)  # type: ignore[union-attr]
+        row: dict[str, Any] = {"service": anchor.service, "chain_id": anchor.anchor.chain_id,
+                               "registry": anchor.anchor.registry, "in_file": anchor not in fetched,
+                               "from_file": anchor.service not in configured}  # fmt: skip
+        try:
+            verdict = check_one_anchor(single, anchor, files, settings, registries, quorum)
         except AnchorError as exc:
             failures.append(exc)
-            rows.append({"service": anchor.service, "ok": False, "chain_id": anchor.anchor.chain_id,
-                         "registry": anchor.anchor.registry, "error": exc.to_dict()})  # fmt: skip
+            rows.append({**row, "ok": False, "error": exc.to_dict()})
             continue
-        passed.append(verdict)
-        rows.append({
-            "service": anchor.service, "ok": True, "chain_id": verdict.chain_id, "registry": verdict.registry,
-            "submitter": verdict.submitter, "anchored_at": verdict.anchored_at, "block": verdict.anchored_block,
-            "finality": verdict.finality,
-        })  # fmt: skip
-    anchored = {a.service for a in proof.all_anchors()}
-    pending = [_pending_row(r) for r in proof.receipts or () if r.url not in anchored]
-    pending += [{"service": url, "state": "unreached"} for url in proof.unreached or ()]
-    needed = required_count(require, len(rows) + len(pending))
-    if len(passed) >= needed:
-        return passed[0].model_copy(update={"anchors": rows, "pending": pending or None, "required": require})
-    said = f"--require {require}: {len(passed)} of {len(rows) + len(pending)} anchors verified, {needed} needed"
+        row.update(ok=True, chain_id=verdict.chain_id, registry=verdict.registry, submitter=verdict.submitter,
+                   anchored_at=verdict.anchored_at, block=verdict.anchored_block, finality=verdict.finality,
+                   tx_hash=verdict.tx_hash)  # fmt: skip
+        # 4. Distinct anchors: a copy of one under another name counts once.
+        key = _key(verdict)
+        if key in seen:
+            rows.append({**row, "duplicate_of": seen[key], "confirmed": False})
+            continue
+        seen[key] = anchor.service
+        # 5. A service's anchor only when the file holds its receipt and the chain names its account.
+        sure = anchor.service in held and _publishes(infos.get(anchor.service), verdict)
+        if sure:
+            confirmed.add(anchor.service)
+        rows.append({**row, "confirmed": sure})
+        counted.append(verdict.model_copy(update={"service": anchor.service if sure else None}))
+    # 6. The requirement, counted over distinct anchors; `all`: every service the file names, confirmed.
+    named = list(dict.fromkeys([*(r.url for r in receipts), *(found.unreached or ())]))
+    pending = [{**_pending_row(r), "from_file": r.url not in configured} for r in receipts if r.url not in confirmed]
+    pending += [{"service": url, "state": "unreached", "from_file": url not in configured}
+                for url in found.unreached or () if url not in confirmed]  # fmt: skip
+    total = len(counted) + len(failures) + len(pending)
+    needed = required_count(require, total)
+    if require == "all":
+        met = bool(counted) and not failures and all(url in confirmed for url in named)
+        needed = max(len(named), len(counted) + len(failures), 1)
+    else:
+        met = len(counted) >= needed
+    if met:
+        first = next((v for v in counted if v.service is not None), counted[0])
+        return first.model_copy(update={"anchors": rows, "pending": pending or None, "required": require})
+    said = f"--require {require}: {len(counted)} of {total} anchors verified, {needed} needed"
     if failures:
-        first = failures[0]
-        raise type(first)(f"{first.message} ({said})", detail={**first.detail, "anchors": rows, "pending": pending})
-    raise Pending(f"{proof_name}: {said}; the others are pending: "
-                  + ", ".join(str(p["service"]) for p in pending) + f" (run `anchor upgrade {proof_name}`)",
-                  detail={"anchors": rows, "pending": pending})  # fmt: skip
+        first_failure = failures[0]
+        raise type(first_failure)(f"{first_failure.message} ({said})",
+                                  detail={**first_failure.detail, "anchors": rows, "pending": pending})  # fmt: skip
+    waiting = ", ".join(str(p["service"]) + (" (named by the file)" if p["from_file"] else "") for p in pending)
+    if not counted and isinstance(found, PendingProof):
+        error = pending_error(found, proof_name)
+        said_where = "; ".join(
+            f"pending at {p['service']}" + (" (named by the file)" if p["from_file"] else "")
+            + (f" since {p['since']}, receipt signed by {p['signer']}" if p["state"] == "pending"
+               else ", down at stamp time")
+            for p in pending
+        ) or "no service has accepted it yet"  # fmt: skip
+        raise Pending(f"{proof_name}: not anchored yet: {said_where}; complete it with `anchor upgrade {proof_name}`"
+                      " after the service's next batch",
+                      detail={**error.detail, "anchors": rows, "pending": pending})  # fmt: skip
+    raise Pending(f"{proof_name}: {said}; the others are pending: {waiting or 'none named'}"
+                  f" (run `anchor upgrade {proof_name}`)", detail={"anchors": rows, "pending": pending})  # fmt: skip
 
 
 def _pending_row(receipt: Receipt) -> dict[str, Any]:
     return {"service": receipt.url, "state": "pending", "since": _when(receipt.accepted_at), "signer": receipt.signer,
             "chain_id": receipt.chain_id, "registry": receipt.registry}  # fmt: skip
-
-
-def verify_pending(
-    path: Path, pending: PendingProof, proof_name: str, settings: Settings, registries: tuple[str, ...],
-    quorum: int | None,
-) -> Verification:  # fmt: skip
-    """A proof no upgrade has completed: the data and the receipts are checked; each service that
-    answers is asked for its signing key (a receipt signed by another key is forged) and for the
-    complete proof. Raises `Pending` (exit 14) unless one service has anchored it."""
-    from anchor.errors import ServiceError
-    from anchor.verify.services import Service, fetch_anchor, service_info
-
-    check_manifest_and_listing(pending)
-    check_receipts(pending.receipts, pending.manifest_digest)
-    files = check_data(path, pending, proof_name)
-    for receipt in pending.receipts:
-        try:
-            info = service_info(Service(receipt.url), retries=0)
-        except (ServiceError, BadInput):
-            continue  # down: the receipt stands on its own signature
-        history = info.get("receipt_signers")
-        check_receipt(receipt, pending.manifest_digest, str(info.get("receipt_signer")),
-                      history if isinstance(history, list) else None)  # fmt: skip
-        try:  # read on chain below, under the verifier's trust, not here as well
-            anchor = fetch_anchor(receipt, pending, settings, check=False)
-        except (ServiceError, BadInput):
-            continue
-        if anchor is None:
-            continue
-        verdict = check_one_anchor(pending.anchored(anchor), anchor, files, settings, registries, quorum)
-        return verdict.model_copy(update={
-            "anchors": [{"service": anchor.service, "ok": True, "chain_id": verdict.chain_id,
-                         "registry": verdict.registry, "submitter": verdict.submitter,
-                         "anchored_at": verdict.anchored_at, "block": verdict.anchored_block,
-                         "in_file": False}],
-        })  # fmt: skip
-    raise pending_error(pending, proof_name)

@@ -7,13 +7,13 @@ from pathlib import Path
 
 from anchor.proof.file import PendingProof, load_any
 from anchor.settings.session import Settings
-from anchor.verify.anchors import trusted, verify_anchors, verify_pending
+from anchor.verify.anchors import trusted, verify_anchors
 from anchor.verify.verifier import Verification, check_milestones, check_resume_pin, verify_proof
 
 
 def verify_path(
     path: Path, proof_path: Path, settings: Settings, registries: tuple[str, ...] = (), quorum: int | None = None,
-    require: str = "any",
+    require: str = "any", configured: tuple[str, ...] = (),
 ) -> Verification:  # fmt: skip
     """Verify `path` (a tree, or one file with a single-file proof) against `proof_path`.
 
@@ -21,18 +21,19 @@ def verify_path(
     endpoint and need `quorum` of them to agree (anchor.verify.quorum). `registries`: the addresses
     trusted besides the deployment records (`--registry`, repeatable), each for the anchor naming it. A
     proof stamped through services (receipts, several anchors) is checked anchor by anchor against
-    `require` (anchor.verify.anchors); a pending one is the `Pending` verdict (exit 14).
+    `require` (anchor.verify.anchors), pending or complete alike: one counting rule, whether or not
+    `anchor upgrade` ran. `configured`: the service URLs given now (any other came from the file).
     """
     # 1. Decode the proof; everything it states must follow from what it contains.
     found = load_any(proof_path)
-    if isinstance(found, PendingProof):  # raises `Pending` unless a service has it complete already
-        return verify_pending(path, found, str(proof_path), settings, registries, quorum)
+    if isinstance(found, PendingProof):  # `Pending` unless the services' anchors meet `require` already
+        return verify_anchors(path, found, str(proof_path), settings, registries, quorum, require, configured)
     proof = found
     registry = trusted(registries, proof.anchor.registry)
     if not (proof.anchors or proof.receipts or proof.service):  # one anchor: the one verdict of every door
         return verify_proof(proof, settings, data=path, proof_name=str(proof_path), registry=registry,
                             quorum=quorum, beside=proof_path.parent)  # fmt: skip
-    verdict = verify_anchors(path, proof, str(proof_path), settings, registries, quorum, require)
+    verdict = verify_anchors(path, proof, str(proof_path), settings, registries, quorum, require, configured)
     # 7. A bundle's milestones: the ones its anchored timing record binds, or said to be unverified.
     verdict = check_milestones(verdict, proof, proof_path.parent, settings, registry, quorum=quorum)
     # 8. A resumed bundle's pin: anchored, and the same mission, snapshot, image and policy.

@@ -14,7 +14,11 @@ from anchor.errors import ServiceError
 from anchor.proof.file import PendingProof, ProofFile, ServiceAnchor
 from anchor.proof.receipt import Receipt
 
-MAX_ANSWER_BYTES = 64 << 20
+MAX_ANSWER_BYTES = 64 << 10
+"""The largest answer a service call reads (issue 42: caps sized to what answers carry): a complete proof
+without its listing (the listing never left the client), a receipt, /v1/service; `INFO_BYTES` for the
+last. An answer past its cap is refused by name, never read on."""
+INFO_BYTES = 16 << 10
 URL_PATTERN = re.compile(r"^https?://[^\s/@]+(:[0-9]{1,5})?(/[^\s]*)?$")
 
 
@@ -47,10 +51,12 @@ def _origin(url: str, timeout_s: float) -> tuple[Any, str]:
 
 def call(
     service: Service, method: str, path: str, body: dict[str, Any] | None = None, *, key: str | None = None,
-    auth: bool = False, retries: int = 3, timeout_s: float = 10.0,
+    auth: bool = False, retries: int = 3, timeout_s: float = 10.0, cap: int = MAX_ANSWER_BYTES,
 ) -> tuple[int, Any]:  # fmt: skip
-    """(status, JSON answer) of one call; connection failures, timeouts, 429 and 5xx are retried with
-    the same idempotency key. 401/403 are not retried: the token is wrong, retrying cannot help."""
+    """(status, JSON answer of at most `cap` bytes) of one call; connection failures, timeouts, 429 and
+    5xx are retried with the same idempotency key. Each exchange ends by its own deadline, `timeout_s`
+    after it starts, however slowly the answer comes (anchor.chain.rpc.KeptAlive). 401/403 are not
+    retried: the token is wrong, retrying cannot help."""
     import http.client
     import json
     import time
@@ -71,10 +77,14 @@ def call(
     failure = ""
     for attempt in range(retries + 1):
         try:
-            status, answer, content = connections.exchange(method, prefix + path, payload, headers, MAX_ANSWER_BYTES)
+            status, answer, content = connections.exchange(method, prefix + path, payload, headers, cap + 1)
         except (OSError, http.client.HTTPException) as exc:
-            failure = "Timeout" if isinstance(exc, TimeoutError) else "ConnectionError"
+            failure = f"no whole answer within {timeout_s:g} s" if isinstance(exc, TimeoutError) else "ConnectionError"
         else:
+            if len(content) > cap:
+                raise ServiceError(f"{service.url}: {method} {path}: the answer is larger than {cap} bytes, more than"
+                                   " such an answer holds; not read further",
+                                   detail={"service": service.url, "cap": cap})  # fmt: skip
             if status in (401, 403):
                 word = "unauthorized" if status == 401 else "forbidden"
                 raise ServiceError(
@@ -109,7 +119,7 @@ _infos: dict[str, dict[str, Any]] = {}
 def service_info(service: Service, retries: int = 3) -> dict[str, Any]:
     """The service's /v1/service (its receipt key, funded account, chain and registry); once a process."""
     if service.url not in _infos:
-        status, data = call(service, "GET", "/v1/service", retries=retries)
+        status, data = call(service, "GET", "/v1/service", retries=retries, cap=INFO_BYTES)
         if status != 200 or not isinstance(data, dict) or "receipt_signer" not in data:
             raise error_of(service, status, data, "not an anchoring service (no /v1/service)")
         _infos[service.url] = data

@@ -108,6 +108,10 @@
   async function verify(files, proofText, progress) {
     let proof;
     try { proof = JSON.parse(proofText); } catch (e) { throw new Verdict("bad_proof", "the proof file is not JSON"); }
+    /* a pending proof holds receipts, no anchor: a receipt proves acceptance only (docs/calendar.md) */
+    if (proof && proof.format === "anchor/pending" && proof.version === 1)
+      throw new Verdict("pending", "not anchored yet: this proof holds " + ((proof.receipts || []).length) +
+        " service receipt(s) and no anchor; complete it with `anchor upgrade` after the services' next batch");
     if (!proof || proof.format !== "anchor/proof" || proof.version !== 1 || !proof.manifest || !proof.batch || !proof.anchor)
       throw new Verdict("bad_proof", "not an Anchor proof file (format anchor/proof, version 1)");
     if (Number(proof.anchor.chain_id) !== cfg.chain_id)
