@@ -13,7 +13,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -75,9 +75,11 @@ def test_one_counting_rule_for_a_pending_proof_and_after_upgrade_with_one_servic
 
 
 @contextmanager
-def _listener(answer: bytes | None = None, drip_s: float = 0.0) -> Iterator[tuple[str, list[bytes]]]:
-    """A server on loopback that records every request it gets; `answer` is sent (after headers, a
-    byte every `drip_s` when dripping). It stops by itself when the test ends."""
+def _listener(
+    answer: bytes | Callable[[bytes], bytes] | None = None, drip_s: float = 0.0
+) -> Iterator[tuple[str, list[bytes]]]:
+    """A server on loopback that records every request it gets; `answer` (or what it makes of the
+    request) is sent, then a byte every `drip_s` when dripping. It stops by itself when the test ends."""
     server = socket.create_server(("127.0.0.1", 0))
     server.settimeout(0.2)
     seen: list[bytes] = []
@@ -95,7 +97,7 @@ def _listener(answer: bytes | None = None, drip_s: float = 0.0) -> Iterator[tupl
                     seen.append(conn.recv(65536))
                     if answer is None:
                         continue
-                    conn.sendall(answer)
+                    conn.sendall(answer(seen[-1]) if callable(answer) else answer)
                     while drip_s and not stop.wait(drip_s):
                         conn.sendall(b"x")
                 except OSError:
@@ -111,9 +113,18 @@ def _listener(answer: bytes | None = None, drip_s: float = 0.0) -> Iterator[tupl
         server.close()
 
 
+def _posing_as_a_service(request: bytes) -> bytes:
+    """A hostile server: a plausible /v1/service (so a client goes on to submit), 500 for the rest."""
+    if request.startswith(b"GET /v1/service"):
+        body = json.dumps({"receipt_signer": "0x" + "11" * 20, "submitter": "0x" + "22" * 20, "chain_id": 31337,
+                           "registry": "0x" + "33" * 20, "calendar": False}).encode()  # fmt: skip
+        return b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    return b"HTTP/1.1 500 x\r\nContent-Length: 0\r\n\r\n"
+
+
 def test_the_token_goes_only_where_the_user_sent_it(tmp_path: Path) -> None:
     client = _client(tmp_path)  # ANCHOR_SERVICE_TOKEN set, bare: for the configured services only
-    with local_service(tmp_path) as a, _listener(b"HTTP/1.1 500 x\r\nContent-Length: 0\r\n\r\n") as (hostile, seen):
+    with local_service(tmp_path) as a, _listener(_posing_as_a_service) as (hostile, seen):
         results = _results(tmp_path)
         run_anchor(["stamp", str(results), "--service", a.url], client, check=True)
         proof_path = tmp_path / "results.anchor.json"
@@ -122,12 +133,12 @@ def test_the_token_goes_only_where_the_user_sent_it(tmp_path: Path) -> None:
         upgraded = run_anchor(["upgrade", str(results), "--rpc-url", a.rpc], client)
         assert upgraded.returncode == ExitCode.PENDING, upgraded.stdout + upgraded.stderr
         assert f"not contacted  {hostile}" in upgraded.stdout
-        assert seen == [], seen  # before: POST /v1/manifests with "Authorization: Bearer calendar-test-token"
+        assert seen == [], seen  # before: it got POST /v1/manifests with "Authorization: Bearer calendar-test-token"
         assert TOKEN not in proof_path.read_text()
-        # configured now, it is contacted (and it is not an anchoring service: skipped, named)
+        # configured now, it is the user's choice: it is contacted, with the token the user gave it
         asked = run_anchor(["upgrade", str(results), "--rpc-url", a.rpc, "--service", hostile], client)
         assert asked.returncode == ExitCode.PENDING and f"skipped  {hostile}" in asked.stdout
-        assert seen and all(b"Authorization" not in request for request in seen)  # /v1/service asks no token
+        assert any(request.startswith(b"POST /v1/manifests") for request in seen), seen
     insecure = run_anchor(["stamp", str(results), "--service", "http://anchor-service.invalid:8000"], client)
     assert insecure.returncode == ExitCode.BAD_INPUT and "--allow-insecure-token" in insecure.stderr
     assert "in clear over plain http" in insecure.stderr
