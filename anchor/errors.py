@@ -163,6 +163,14 @@ class Conflict(AnchorError):
     code = "conflict"
 
 
+class InsufficientFunds(Conflict):
+    """The signing account cannot pay for the transaction (issue 48). `detail` names the sender, its
+    balance and the most the transaction could cost; the journal parks the effect as failed, so nothing
+    else waits on it, until `journal retry` (after funding) or `journal abandon`."""
+
+    code = "insufficient_funds"
+
+
 class RegistryRevert(Conflict):
     """The registry reverted with one of its custom errors; `detail` carries its arguments."""
 

@@ -135,6 +135,17 @@ def anchor_manifest(
         rows = [service.item(manifest_digest(other)) for other, _ in companions]
     finally:
         service.close()
+    for waited in (row, *rows):
+        if waited is not None and waited["effect_id"] in report.errors:  # parked now: say why, nothing else waits
+            raise report.errors[waited["effect_id"]]
+        if waited is not None and waited["state"] != "confirmed" and waited["effect_failure"]:
+            from anchor.errors import Conflict
+
+            verb = "abandoned" if waited["effect_abandoned"] else "failed"
+            raise Conflict(f"the manifest is journaled in effect #{waited['effect_id']}, which {verb} earlier:"
+                           f" {waited['effect_failure']} (hint: `anchor journal retry {waited['effect_id']}` once"
+                           " the cause is fixed, or `anchor journal status`)",
+                           detail={"effect": waited["effect_id"]})  # fmt: skip
     if row is None or row["state"] != "confirmed" or any(r is None or r["state"] != "confirmed" for r in rows):
         raise ChainUnreachable("the manifest is journaled but not confirmed yet; run `anchor journal flush`")
     proof = load_proof(settings.layout.proof(submitted.digest))

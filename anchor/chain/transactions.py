@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from hexbytes import HexBytes
 
 from anchor.chain.artifact import CONTRACTS, registry_abi
-from anchor.errors import AnchorError, ChainUnreachable, NonceTooLow, RegistryRevert, Underpriced
+from anchor.errors import AnchorError, ChainUnreachable, InsufficientFunds, NonceTooLow, RegistryRevert, Underpriced
 
 if TYPE_CHECKING:
     from web3 import Web3
@@ -52,14 +52,20 @@ def send(w3: Web3, chain_id: int, signer: Signer, call: Any) -> dict[str, Any]:
     Raises `RegistryRevert` with the decoded custom error if the registry would revert,
     `ChainUnreachable` if the node stops answering.
     """
-    from web3.exceptions import ContractCustomError, ContractLogicError, TimeExhausted
+    from web3.exceptions import ContractCustomError, ContractLogicError, TimeExhausted, Web3RPCError
 
+    tx: dict[str, Any] = {}
     try:
         tx = call.build_transaction({"from": signer.address, "chainId": chain_id})
         tx["nonce"] = w3.eth.get_transaction_count(w3.to_checksum_address(signer.address), "pending")
         raw = signer.sign(tx)
         tx_hash = w3.eth.send_raw_transaction(raw)
         receipt = dict(w3.eth.wait_for_transaction_receipt(tx_hash, timeout=RECEIPT_TIMEOUT_S, poll_latency=0.05))
+    except Web3RPCError as exc:  # the node refused it: an unfunded key (issue 48: was "this is a bug")
+        if "insufficient funds" in str(exc).lower():
+            gas = int(tx.get("gas", 0) or 0)
+            raise unfunded(w3, signer.address, gas, int(tx.get("maxFeePerGas", 0) or 0), chain_id) from None
+        raise ChainUnreachable(f"the node refused the transaction: {_said(exc)}") from None
     except ContractCustomError as exc:
         decoded = decode_revert(exc.data if isinstance(exc.data, str) else None)
         raise decoded or RegistryRevert(f"the registry reverted: {exc.data}") from None
@@ -152,7 +158,40 @@ def broadcast(w3: Web3, raw: bytes) -> None:
             raise NonceTooLow("the node reports the nonce as used") from None
         if "underpriced" in text or "base fee" in text or "fee too low" in text:
             raise Underpriced(f"the node refuses the fees: {exc}") from None
-        raise ChainUnreachable(f"the node refused the transaction: {exc}") from None
+        if "insufficient funds" in text:
+            raise InsufficientFunds("the node refused the transaction: the sender cannot pay for it") from None
+        raise ChainUnreachable(f"the node refused the transaction: {_said(exc)}") from None
+
+
+def _said(exc: Exception) -> str:
+    """A node's refusal in words: its JSON-RPC `message`, not the Python repr of the error dict."""
+    arg = exc.args[0] if exc.args else None
+    if isinstance(arg, dict) and isinstance(arg.get("message"), str):
+        return f"{arg['message']} (code {arg.get('code')})"
+    return str(exc)
+
+
+def unfunded(w3: Web3, sender: str, gas: int, max_fee: int, chain_id: int, effect_id: int | None = None) -> Any:
+    """The `InsufficientFunds` verdict on `sender`: its balance now and the most the transaction costs."""
+    from anchor.errors import InsufficientFunds
+
+    balance = int(w3.eth.get_balance(w3.to_checksum_address(sender)))
+    cost = gas * max_fee
+    needs = (f"the transaction may cost up to {ether(cost)} (gas {gas} x max fee {max_fee} wei)" if cost
+             else "the transaction costs more than that")  # fmt: skip
+    then = (f"fund it, then `anchor journal retry {effect_id}` (or `anchor journal abandon {effect_id}`)"
+            if effect_id is not None else "fund it and run the same command again")  # fmt: skip
+    return InsufficientFunds(
+        f"the account {sender} cannot pay for this transaction on chain {chain_id}: it holds {ether(balance)} and"
+        f" {needs}; {then}",
+        detail={"sender": sender, "balance_wei": balance, "cost_wei": cost, "chain_id": chain_id,
+                **({"effect": effect_id} if effect_id is not None else {})},
+    )  # fmt: skip
+
+
+def ether(wei: int) -> str:
+    """An amount of wei said as ETH (the unit every chain preset's faucet and explorer use)."""
+    return f"{wei / 10**18:.6f} ETH" if wei else "0 ETH"
 
 
 def get_receipt(w3: Web3, tx_hash: bytes) -> dict[str, Any] | None:

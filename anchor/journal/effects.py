@@ -53,6 +53,8 @@ class RunReport:
     resalted: list[int] = field(default_factory=list)
     """Batches whose root a stranger anchored first: re-made with a salt, anchored under our key."""
     failed: list[int] = field(default_factory=list)
+    errors: dict[int, Exception] = field(default_factory=dict)
+    """Why each effect in `failed` was parked (what the command that waited on it says)."""
     fee_bumps: int = 0
     chain_reset: bool = False
 
@@ -348,6 +350,7 @@ class EffectRunner:
         with self.journal.tx() as db:
             db.execute("UPDATE effects SET failure = ?, updated_at = ? WHERE id = ?", (reason, now(), effect["id"]))
         self.report.failed.append(effect["id"])
+        self.report.errors[effect["id"]] = exc
 
     def _set(self, effect_id: int, state: str, **fields: Any) -> None:
         columns = "".join(f", {name} = ?" for name in fields)
@@ -459,7 +462,7 @@ class EffectRunner:
         row = db.execute(
             "SELECT max(txs.nonce) FROM txs JOIN effects ON effects.id = txs.effect_id"
             " WHERE effects.chain_id = ? AND txs.sender = ? AND effects.state IN ('signed', 'broadcast')"
-            " AND txs.state != 'dropped'",
+            " AND effects.failure IS NULL AND txs.state != 'dropped'",
             (self.chain_id, self.signer.address),
         ).fetchone()
         return max(chain_nonce, -1 if row[0] is None else int(row[0]) + 1)
@@ -482,6 +485,9 @@ class EffectRunner:
             return self._nonce_consumed(effect)
         except txs.Underpriced:
             return self._replace(effect, latest)
+        except txs.InsufficientFunds:  # parked as failed by `run`: nothing else waits on an unfunded key
+            raise txs.unfunded(self.w3, latest["sender"], int(latest["gas"]), int(latest["max_fee"]), self.chain_id,
+                               int(effect["id"])) from None  # fmt: skip
         return None
 
     def _broadcast(self, effect: sqlite3.Row) -> bool:

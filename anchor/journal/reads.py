@@ -175,7 +175,8 @@ def confirmed_batch_rows(journal: Journal, chain_id: int, digest: bytes) -> tupl
 def item_with_effect(journal: Journal, chain_id: int, digest: bytes) -> Any:
     """The item of `digest` with its effect's state, gas and transaction (None when unknown)."""
     return journal.db.execute(
-        "SELECT items.*, effects.state AS effect_state, effects.gas_used, effects.tx_hash AS effect_tx"
+        "SELECT items.*, effects.state AS effect_state, effects.gas_used, effects.tx_hash AS effect_tx,"
+        " effects.failure AS effect_failure, effects.abandoned_at AS effect_abandoned"
         " FROM items LEFT JOIN effects ON effects.id = items.effect_id WHERE items.chain_id = ? AND digest = ?",
         (chain_id, digest),
     ).fetchone()

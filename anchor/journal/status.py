@@ -45,8 +45,9 @@ def journal_status(journal: Journal, chain_id: int, recent: int = 5) -> Status:
         (chain_id, recent),
     ).fetchall()
     failed = db.execute(
-        "SELECT id, kind, key, args, failure, abandoned_at FROM effects WHERE chain_id = ? AND failure IS NOT NULL"
-        " ORDER BY id",
+        "SELECT id, kind, key, args, failure, abandoned_at,"
+        " (SELECT sender FROM txs WHERE txs.effect_id = effects.id ORDER BY txs.id DESC LIMIT 1) AS sender"
+        " FROM effects WHERE chain_id = ? AND failure IS NOT NULL ORDER BY id",
         (chain_id,),
     ).fetchall()
     unwritten = db.execute(
@@ -84,6 +85,7 @@ def journal_status(journal: Journal, chain_id: int, recent: int = 5) -> Status:
                 "key": "0x" + bytes(r["key"]).hex(),
                 "reason": r["failure"],
                 "commit": json.loads(r["args"]).get("commit"),
+                "sender": r["sender"],
                 "abandoned": r["abandoned_at"] is not None,
             }  # fmt: skip
             for r in failed
