@@ -215,8 +215,12 @@ def _failed_lines(failed: list[dict[str, object]]) -> list[str]:
         return []
     return (
         [f"  failed: {count(len(open_), 'effect')} (other items keep anchoring)"]
-        + [f"    #{f['id']} {f['kind']} {str(f.get('commit') or f['key'])[:18]}…"
-           + (f" signed by {f['sender']}" if f.get("sender") else "") + f": {f['reason']}" for f in open_[:20]]
+        + [
+            f"    #{f['id']} {f['kind']} {str(f.get('commit') or f['key'])[:18]}…"
+            + (f" signed by {f['sender']}" if f.get("sender") else "")
+            + f": {f['reason']}"
+            for f in open_[:20]
+        ]
         + ["    then: anchor journal retry ID (after fixing the cause) or anchor journal abandon ID"]
     )
 
