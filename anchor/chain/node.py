@@ -133,10 +133,7 @@ class LocalChain:
         if current.pid is not None:
             self._stop(current.pid)
         if _port_taken(self.port):
-            raise BadInput(
-                f"port {self.port} on 127.0.0.1 is used by another process; set ANCHOR_LOCAL_PORT",
-                detail={"port": self.port},
-            )
+            raise BadInput(port_taken_message(self.port), detail={"port": self.port})
         private_dir(self.dir)
         command = [
             str(tool("anvil")),
@@ -203,6 +200,51 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def port_taken_message(port: int) -> str:
+    """Who holds `port` and what to do: Anchor's own chain of another data dir is named, with the
+    command that stops it (two data dirs share the default port: the demo's chain and the tour's)."""
+    other = _anchor_chain_on(port)
+    if other is not None:
+        pid, data_dir = other
+        return (f"port {port} on 127.0.0.1 is used by the local chain of another data dir, {data_dir}"
+                f" (anvil pid {pid}): stop it with `ANCHOR_DATA_DIR={data_dir} anchor chain down`, or give this"
+                f" data dir a port of its own (ANCHOR_LOCAL_PORT={port + 1})")  # fmt: skip
+    return f"port {port} on 127.0.0.1 is used by another process; set ANCHOR_LOCAL_PORT (another free port)"
+
+
+def _anchor_chain_on(port: int) -> tuple[int, str] | None:
+    """(pid, data dir) of the anvil listening on `port` if it is an Anchor local chain (its --state
+    file is `<data dir>/chain/state.json`); None otherwise or when /proc cannot tell."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(fields[9])
+    if not inodes:
+        return None
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            held = {os.readlink(f"/proc/{entry.name}/fd/{fd}") for fd in os.listdir(f"/proc/{entry.name}/fd")}
+        except OSError:
+            continue
+        if not any(f"socket:[{inode}]" in held for inode in inodes):
+            continue
+        argv = _cmdline(int(entry.name)).split(b"\0")
+        if b"--state" in argv and argv.index(b"--state") + 1 < len(argv):
+            state = Path(os.fsdecode(argv[argv.index(b"--state") + 1]))
+            if state.name == "state.json" and state.parent.name == "chain":
+                return int(entry.name), str(state.parent.parent)
+        return None
+    return None
 
 
 def _port_taken(port: int) -> bool:

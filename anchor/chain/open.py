@@ -48,6 +48,11 @@ def open_chain(settings: Settings, *, start_local: bool = False) -> ChainHandle:
             " it keeps running for the next command: stop it with `anchor chain down`"
         )
     if not status.running:
+        from anchor.chain.node import _port_taken, port_taken_message
+
+        if _port_taken(chain.port):  # `chain up` could not work: say who holds the port
+            said = port_taken_message(chain.port)
+            raise ChainUnreachable(f"the local chain of this data dir is not running, and {said}")
         raise ChainUnreachable("the local chain is not running; start it with `anchor chain up`")
     rpc, chain_id = reach(chain.rpc_url)
     return ChainHandle(rpc, chain_id, chain.rpc_url, local=True)

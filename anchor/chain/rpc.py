@@ -49,6 +49,23 @@ def jitter(*what: object) -> float:
     return int.from_bytes(hashlib.blake2b(seed, digest_size=8).digest(), "big") / 2**64
 
 
+def failure_words(exc: BaseException, timeout_s: float, url: str) -> str:
+    """Why an exchange got no answer, in words a user can act on (a bare "ConnectionError" was all
+    `https://` to an http port said)."""
+    import ssl
+
+    if isinstance(exc, TimeoutError):
+        return f"no whole answer within {timeout_s:g} s"
+    if isinstance(exc, ssl.SSLError):
+        hint = "; is it an http:// endpoint?" if url.startswith("https://") else ""
+        return f"the TLS handshake failed ({exc.reason or type(exc).__name__}{hint})"
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused: nothing listens there"
+    if isinstance(exc, http.client.BadStatusLine | http.client.RemoteDisconnected):
+        return "the server closed the connection without an HTTP answer"
+    return type(exc).__name__
+
+
 def _hex(number: int | str) -> str:
     return number if isinstance(number, str) else hex(number)
 
@@ -161,7 +178,8 @@ class Rpc:
     def __init__(self, url: str) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise BadInput(f"RPC URL {redact_url(url)}: expected http(s)://host[:port][/path]",
+            hint = f" (did you mean http://{url}?)" if "://" not in url else ""
+            raise BadInput(f"RPC URL {redact_url(url)}: expected http(s)://host[:port][/path]{hint}",
                            detail={"field": "rpc_url"})  # fmt: skip
         self.url = url
         self.shown = redact_url(url)
@@ -183,7 +201,7 @@ class Rpc:
                     "POST", self._target, body, {"Content-Type": "application/json"}
                 )
             except (OSError, http.client.HTTPException) as exc:
-                failure = "Timeout" if isinstance(exc, TimeoutError) else "ConnectionError"
+                failure = failure_words(exc, self.timeout_s, self.url)
             else:
                 if status < 300:
                     return content

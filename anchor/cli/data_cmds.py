@@ -436,7 +436,7 @@ def verify(
     from anchor.verify.anchors import required_count
 
     required_count(require, 1)  # a bad --require is exit 2 before any proof is read
-    registries = tuple(registry or ())
+    registries = tuple(_address("--registry", r) for r in registry or ())
     listed = [*(paths or []), *(_listed_paths(from_file) if from_file is not None else [])]
     if not listed:  # a usage error, as click says it for a missing argument
         from typer._click.exceptions import UsageError
@@ -565,6 +565,18 @@ def _verify_one(
         later = _superseded_by(path, proof_path, result.manifest_digest)
     Policy(expect_submitter, anchored_before, min_finality).check(result)
     return result, later
+
+
+def _address(option: str, value: str) -> str:
+    """An address as typed: 0x and 40 hex digits, or `BadInput` naming the option (0x1234 was taken)."""
+    import re
+
+    from anchor.errors import BadInput
+
+    if not re.fullmatch(r"0x[0-9a-fA-F]{40}", value):
+        raise BadInput(f"{option} {value!r}: expected an address, 0x and 40 hex digits"
+                       f" ({len(value.removeprefix('0x'))} given)", detail={"field": option.lstrip("-")})  # fmt: skip
+    return value
 
 
 def _listed_paths(source: Path) -> list[Path]:

@@ -225,6 +225,11 @@ def serve(
     if calendar:
         os.environ["ANCHOR_CALENDAR"] = "1"
     _raise_file_limit()  # every connection is a descriptor; the connection cap stays below the limit
+    import sys
+
+    sys.stderr.write(f"serving {url}: the explorer at {url}/explorer/, the browser check at {url}/verify,"
+                     f" the API and its docs at {url}/docs (data dir {settings.data_dir}; Ctrl-C stops it)"
+                     "\n")  # fmt: skip
     # slow clients are bounded here, not by a proxy someone may not put in front (api/protocol.py)
     uvicorn.run("api.app:create_app", factory=True, host=host, port=port, log_level="info",
                 http="api.protocol:DeadlineProtocol", **_proxies(forwarded_allow_ips))  # fmt: skip

@@ -105,17 +105,20 @@ def flush(
     json: JsonFlag = False,
 ) -> None:
     """Batch every pending item, anchor the batches, and wait for their confirmation."""
-    from rich.progress import Progress
+    import sys
 
     from anchor.anchoring.service import AnchorService
     from anchor.cli.output import wants_json
 
     service = AnchorService.open(_settings(ctx))
     try:
-        if wants_json(ctx, json):
+        if wants_json(ctx, json) or not sys.stderr.isatty():  # a bar only where someone watches (it left a blank line)
             report = service.flush(batch_size)
         else:
-            with Progress(transient=True) as bar:
+            from rich.console import Console
+            from rich.progress import Progress
+
+            with Progress(transient=True, console=Console(stderr=True)) as bar:
                 task = bar.add_task("anchoring batches", total=None)
                 report = service.flush(
                     batch_size, progress=lambda done, total: bar.update(task, completed=done, total=total)

@@ -146,8 +146,13 @@ def _claim(data_dir: Path, output: str) -> tuple[dict[str, Any], datetime]:
         db.execute("BEGIN IMMEDIATE")
         row = db.execute("SELECT record, submitted_at FROM missions WHERE output = ?", (output,)).fetchone()
         if row is None:
+            import difflib
+
+            known = [str(r[0]) for r in db.execute("SELECT output FROM missions").fetchall()]
             db.execute("ROLLBACK")
-            raise NotAnchored(f"output: no dispatched mission has output {output!r} (hint: anchor mission submit)",
+            near = difflib.get_close_matches(output, known, n=1)
+            hint = f"did you mean {near[0]!r}? `anchor mission list` shows them" if near else "anchor mission submit"
+            raise NotAnchored(f"output: no dispatched mission has output {output!r} (hint: {hint})",
                               detail={"field": "output"})  # fmt: skip
         run = db.execute("SELECT state, pid, bundle FROM runs WHERE output = ?", (output,)).fetchone()
         if run is not None and run[0] == "done":
@@ -292,7 +297,8 @@ def met_rule(rules: list[dict[str, Any]], result: Path) -> tuple[dict[str, Any] 
         seen.append(f"{rule['metric']}={number}")
         target = Decimal(rule["target"])
         if (number >= target) if rule["mode"] == "max" else (number <= target):
-            return rule, f"{rule['metric']}={number} meets the stop rule ({rule['mode']} {rule['target']})"
+            wanted = ">=" if rule["mode"] == "max" else "<="  # a target reached, never read as a cap
+            return rule, f"{rule['metric']}={number} meets the stop rule {rule['metric']} {wanted} {rule['target']}"
     return None, ("; ".join(seen) or "none of the rules' metrics") + ": no stop rule met"
 
 

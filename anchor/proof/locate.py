@@ -50,20 +50,69 @@ def find_proof(path: Path) -> Path:
 
 
 def require_proof(path: Path) -> Path:
-    """`find_proof`, or `NotAnchored` (exit 3) saying where it looked and how to make one: a path that
-    was never stamped is a verdict, not an error in the program."""
-    from anchor.errors import NotAnchored
+    """`find_proof`, or the verdict a newcomer can act on: `BadInput` (exit 2) for a path that does not
+    exist (a typo, with the near name), `NotAnchored` (exit 3) for one never stamped, saying where it
+    looked and how to make one; for a file inside a stamped folder, how to prove that file from the
+    folder's proof (`anchor prove`), never to stamp it again as a record of its own."""
+    from anchor.errors import BadInput, NotAnchored
 
     found = find_proof(path)
     if found.is_file():
         return found
-    places = [found, *_proofs_beside_folders(path)]  # nothing found: `found` is the default place
+    if not path.exists() and not path.is_symlink():
+        near = _near(path)
+        raise BadInput(f"{path}: no such file or folder" + (f" (did you mean {near}?)" if near else ""),
+                       detail={"path": str(path)})  # fmt: skip
+    stamped = next((folder for folder in list(path.resolve().parents)[:16]
+                    if folder.name and default_proof_path(folder).is_file()), None)  # fmt: skip
+    if stamped is not None:
+        shown = os.path.relpath(stamped) if not path.is_absolute() else str(stamped)
+        raise NotAnchored(
+            f"no proof of its own for {path}: it is inside {shown}, which is stamped"
+            f" ({default_proof_path(Path(shown))}); prove this file from it with `anchor prove {path} --in {shown}`,"
+            " then verify it",
+            detail={"path": str(path), "stamped_folder": str(stamped)},
+        )
+    places = [found, *(p for p in _proofs_beside_folders(path) if _first_part_exists(p, path))]
     raise NotAnchored(
         f"no proof for {path} (looked for {places[0]}"
-        + (f" and in the .proofs/ folder beside each of its {len(places) - 1} enclosing folders" if places[1:] else "")
+        + (f" and in {len(places) - 1} .proofs/ folder(s) beside its enclosing folders" if places[1:] else "")
         + f"); stamp it with `anchor stamp {path}`",
         detail={"path": str(path), "looked_in": [str(p) for p in places]},
     )
+
+
+def _first_part_exists(candidate: Path, path: Path) -> bool:
+    """Whether the `<DIR>.proofs/` folder of a candidate exists (only those are worth naming)."""
+    here = path.resolve()
+    for ancestor in list(here.parents)[:16]:
+        proofs = ancestor.with_name(ancestor.name + ".proofs")
+        if ancestor.name and candidate.is_relative_to(proofs):
+            return proofs.is_dir()
+    return False
+
+
+def _near(path: Path) -> str | None:
+    """The closest existing name to a mistyped path, component by component from the first missing one."""
+    import difflib
+
+    parts = path.parts
+    base = Path(parts[0]) if path.is_absolute() else Path(".")
+    for i, part in enumerate(parts[1:] if path.is_absolute() else parts):
+        candidate = base / part
+        if not candidate.exists():
+            try:
+                names = [entry.name for entry in os.scandir(base)]
+            except OSError:
+                return None
+            match = difflib.get_close_matches(part, names, n=1, cutoff=0.7)
+            if not match:
+                return None
+            rest = parts[(i + 2 if path.is_absolute() else i + 1):]
+            fixed = base / match[0]
+            return str(fixed.joinpath(*rest)) if (fixed.joinpath(*rest)).exists() else str(fixed)
+        base = candidate
+    return None
 
 
 def _proofs_beside_folders(path: Path) -> list[Path]:

@@ -139,6 +139,8 @@ def endpoint_of(url: str) -> str:
     from urllib.parse import urlsplit
 
     parts = urlsplit(url)
+    if not parts.scheme or not parts.hostname:  # not a URL at all (`127.0.0.1:18545`): shown as typed
+        return url.split("@")[-1][:200]
     return f"{parts.scheme}://{parts.hostname}{f':{parts.port}' if parts.port else ''}"
 
 

@@ -74,7 +74,8 @@ def check_one_anchor(
     from anchor.verify.endpoints import settings_for_chain
 
     single = proof.with_anchor(anchor)
-    chain_settings = settings_for_chain(settings, anchor.anchor.chain_id)
+    chain_settings = settings_for_chain(settings, anchor.anchor.chain_id,
+                                        None if anchor.service == "local key" else anchor.service)  # fmt: skip
     named = trusted(registries, anchor.anchor.registry)
     verdict = agreed_on_chain(single, check_proof_consistency(single), chain_settings, files, named, quorum)
     return verdict.model_copy(update={"service": anchor.service})
@@ -172,7 +173,8 @@ def verify_anchors(
         counted.append(verdict.model_copy(update={"service": anchor.service if sure else None}))
     # 6. The requirement, counted over distinct anchors; `all`: every service the file names, confirmed.
     named = list(dict.fromkeys([*(r.url for r in receipts), *(found.unreached or ())]))
-    pending = [{**_pending_row(r), "from_file": r.url not in configured} for r in receipts if r.url not in confirmed]
+    pending = [{**_pending_row(r), "from_file": r.url not in configured, "answered": infos.get(r.url) is not None}
+               for r in receipts if r.url not in confirmed]  # fmt: skip
     pending += [{"service": url, "state": "unreached", "from_file": url not in configured}
                 for url in found.unreached or () if url not in confirmed]  # fmt: skip
     total = len(counted) + len(failures) + len(pending)
@@ -197,6 +199,7 @@ def verify_anchors(
             f"pending at {p['service']}" + (" (named by the file)" if p["from_file"] else "")
             + (f" since {p['since']}, receipt signed by {p['signer']}" if p["state"] == "pending"
                else ", down at stamp time")
+            + ("" if p.get("answered", True) else " (not reachable now: it could not be asked for its anchor)")
             for p in pending
         ) or "no service has accepted it yet"  # fmt: skip
         raise Pending(f"{proof_name}: not anchored yet: {said_where}; complete it with `anchor upgrade {proof_name}`"

@@ -40,16 +40,25 @@ def chain_id_of(url: str) -> int:
     return found
 
 
-def settings_for_chain(settings: Settings, chain_id: int) -> Settings:
+def settings_for_chain(settings: Settings, chain_id: int, service: str | None = None) -> Settings:
     """`settings` reading only the endpoints that serve `chain_id`; `BadInput` naming the chain when
-    none of the given ones does."""
-    from anchor.chain.node import LOCAL_CHAIN_ID
+    none of the given ones does. `service`: the anchor came from that service, so without --rpc-url
+    this data dir's own local chain is read only if it is running (a service's local chain is the
+    service's, at an address only its operator knows: `anchor chain up` here could never serve it)."""
+    from anchor.chain.node import LOCAL_CHAIN_ID, LocalChain
     from anchor.chain.presets import chain_name
 
     urls = list(settings.read_rpcs or ([settings.rpc_url] if settings.rpc_url else []))
     if not urls:
-        if chain_id == LOCAL_CHAIN_ID:
+        if chain_id == LOCAL_CHAIN_ID and (service is None or LocalChain(settings.data_dir,
+                                                                         settings.local_port).status().running):
             return settings
+        if service is not None:
+            raise BadInput(
+                f"the anchor from {service} is on {chain_name(chain_id)}, the service's chain: pass --rpc-url URL of"
+                " that chain (its operator publishes it; this machine's own local chain cannot serve it)",
+                detail={"field": "rpc_url", "chain_id": chain_id, "service": service},
+            )
         raise BadInput(
             f"no RPC endpoint for {chain_name(chain_id)}: pass --rpc-url URL of that chain",
             detail={"field": "rpc_url", "chain_id": chain_id},

@@ -61,7 +61,7 @@ def call(
     import json
     import time
 
-    from anchor.chain.rpc import jitter
+    from anchor.chain.rpc import failure_words, jitter
     from anchor.ingest.untrusted_json import parse_json
 
     headers = {"Accept": "application/json"}
@@ -79,7 +79,7 @@ def call(
         try:
             status, answer, content = connections.exchange(method, prefix + path, payload, headers, cap + 1)
         except (OSError, http.client.HTTPException) as exc:
-            failure = f"no whole answer within {timeout_s:g} s" if isinstance(exc, TimeoutError) else "ConnectionError"
+            failure = failure_words(exc, timeout_s, service.url)
         else:
             if len(content) > cap:
                 raise ServiceError(f"{service.url}: {method} {path}: the answer is larger than {cap} bytes, more than"
@@ -156,4 +156,5 @@ def check_anchor(found: ProofFile | PendingProof, anchor: ServiceAnchor, setting
     from anchor.verify.verifier import files_in, leaned_on
 
     single = found.with_anchor(anchor) if isinstance(found, ProofFile) else found.anchored(anchor)
-    return leaned_on(single, settings_for_chain(settings, anchor.anchor.chain_id), registry, files=files_in(single))
+    chain = settings_for_chain(settings, anchor.anchor.chain_id, anchor.service)
+    return leaned_on(single, chain, registry, files=files_in(single))

@@ -334,6 +334,18 @@ def check_data(path: Path, proof: Any, proof_name: str) -> int:
         policy = expected.link_policy if expected.links else "record"
         on_disk = hash_tree(path, Rules(recorded) if recorded else None, policy)
         changes = diff(expected, on_disk)
+        # not an edit but another folder's proof: most of the paths on either side are not on the other
+        shared = len({e.path for e in expected.files} & {e.path for e in on_disk.files})
+        if changes and 2 * shared < min(len(expected.files), len(on_disk.files)):
+            from anchor.manifest.identity import manifest_digest
+
+            theirs = "0x" + manifest_digest(on_disk.identity()).hex()
+            raise Tampered(
+                f"{proof_name} is for manifest {proof.manifest_digest} ({len(expected.files)} files), not this"
+                f" folder's {theirs} ({len(on_disk.files)} files): {shared} of their paths in common"
+                f" (hint: pass the proof of {path}, or verify the folder {proof_name} was made for)",
+                detail={"proof_manifest": proof.manifest_digest, "path_manifest": theirs},
+            )
         if changes:
             named = changes.named()
             before = {entry.path: entry.size for entry in expected.files}
@@ -545,9 +557,17 @@ def check_finality(verdict: Verification, required: str | None) -> None:
         reached = verdict.finality if verdict.finality in FINALITY_ORDER else None
         if reached is not None and FINALITY_ORDER.index(reached) >= FINALITY_ORDER.index(required):
             return
-        if (verdict.safe_block if required == "safe" else verdict.finalized_block) is None:
+        head = verdict.safe_block if required == "safe" else verdict.finalized_block
+        if head is None:
             raise NotFinal(f"the chain's node does not report a {required} block: cannot show {required}",
                            detail={"required": required})  # fmt: skip
+        if head == 0 and verdict.read_at_block > 0:  # anvil's safe and finalized heads never leave block 0
+            raise NotFinal(
+                f"the chain's node reports its {required} head at block 0 while its head is at block"
+                f" {verdict.read_at_block}: it never advances here (a local development chain), so later never comes"
+                f" (hint: ask for confirmations instead, --min-finality {max(1, verdict.confirmations)})",
+                detail={"required": required, "finality": verdict.finality, "anchored_block": verdict.anchored_block},
+            )
     else:
         raise BadInput(f"--min-finality {required!r}: expected safe, finalized or a number of confirmations",
                        detail={"field": "min_finality"})  # fmt: skip
