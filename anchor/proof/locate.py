@@ -108,7 +108,7 @@ def _near(path: Path) -> str | None:
             match = difflib.get_close_matches(part, names, n=1, cutoff=0.7)
             if not match:
                 return None
-            rest = parts[(i + 2 if path.is_absolute() else i + 1):]
+            rest = parts[(i + 2 if path.is_absolute() else i + 1) :]
             fixed = base / match[0]
             return str(fixed.joinpath(*rest)) if (fixed.joinpath(*rest)).exists() else str(fixed)
         base = candidate

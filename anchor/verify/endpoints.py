@@ -50,8 +50,9 @@ def settings_for_chain(settings: Settings, chain_id: int, service: str | None = 
 
     urls = list(settings.read_rpcs or ([settings.rpc_url] if settings.rpc_url else []))
     if not urls:
-        if chain_id == LOCAL_CHAIN_ID and (service is None or LocalChain(settings.data_dir,
-                                                                         settings.local_port).status().running):
+        if chain_id == LOCAL_CHAIN_ID and (
+            service is None or LocalChain(settings.data_dir, settings.local_port).status().running
+        ):
             return settings
         if service is not None:
             raise BadInput(
