@@ -16,6 +16,23 @@ if TYPE_CHECKING:
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
+def utc(when: int | str | None) -> str:
+    """A chain time (Unix seconds, or an ISO string a verdict carries) as `2026-12-02 20:57:05 UTC`:
+    for a provenance explorer the time is what people come for, and a block number alone says none."""
+    from datetime import UTC, datetime
+
+    if when is None or when == "":
+        return ""
+    if isinstance(when, int):
+        moment = datetime.fromtimestamp(when, UTC)
+    else:
+        try:
+            moment = datetime.fromisoformat(str(when).replace("Z", "+00:00")).astimezone(UTC)
+        except ValueError:
+            return str(when)
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
 def counted(n: int, noun: str) -> str:
     """A number and its noun, singular for exactly one: "1 records" reads as a bug to a newcomer."""
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
@@ -29,6 +46,7 @@ def templates() -> Environment:
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined, auto_reload=False)
     env.filters["q"] = lambda text: quote(str(text), safe="")  # a path segment or query value
     env.filters["count"] = counted  # {{ n | count("record") }} -> "1 record", "2 records"
+    env.filters["utc"] = utc
     return env
 
 

@@ -152,14 +152,16 @@ def test_the_journal_verbs_live_under_journal_and_the_old_spellings_still_work(t
 
 
 def test_verify_of_a_path_never_stamped_is_not_anchored_naming_where_it_looked(tmp_path: Path) -> None:
-    """A file never proven, a folder never stamped, a path that does not exist: exit 3 with where the
-    proof was looked for and how to make one, never "this is a bug" (`find_proof` used to call
-    `with_name` on "/")."""
+    """A file never proven, a folder never stamped: exit 3 with where the proof was looked for and how to
+    make one, never "this is a bug" (`find_proof` used to call `with_name` on "/"); a path that does not
+    exist is exit 2, "no such file or folder"."""
     (tmp_path / "folder").mkdir()
     (tmp_path / "file.txt").write_text("never proven\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
     env["ANCHOR_DATA_DIR"] = str(tmp_path / "data")
-    for target in (tmp_path / "file.txt", tmp_path / "folder", tmp_path / "missing"):
+    missing = run_anchor(["verify", str(tmp_path / "missing")], env)  # issue 48: a typo is no such path, exit 2
+    assert missing.returncode == ExitCode.BAD_INPUT and "no such file or folder" in missing.stderr, missing.stderr
+    for target in (tmp_path / "file.txt", tmp_path / "folder"):
         text = run_anchor(["verify", str(target)], env)
         assert text.returncode == ExitCode.NOT_ANCHORED, text.stderr
         assert f"error[not_anchored]: no proof for {target}" in text.stderr and "bug" not in text.stderr

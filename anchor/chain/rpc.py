@@ -91,22 +91,28 @@ class _Deadlined:
         self.sock.sendall(data)
 
     def makefile(self, mode: str, *args: Any, **kwargs: Any) -> Any:
-        return io.BufferedReader(_DeadlinedReader(self))
+        # the socket's own raw file underneath: it holds a reference, so the socket stays open for the
+        # answer's body after http.client closes the connection of a `Connection: close` answer
+        return io.BufferedReader(_DeadlinedReader(self, self.sock.makefile("rb", buffering=0)))
 
     def __getattr__(self, name: str) -> Any:  # close, settimeout, fileno, ... as the socket has them
         return getattr(self.sock, name)
 
 
 class _DeadlinedReader(io.RawIOBase):
-    def __init__(self, owner: _Deadlined) -> None:
-        self.owner = owner
+    def __init__(self, owner: _Deadlined, raw: Any) -> None:
+        self.owner, self.raw = owner, raw
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: Any) -> int:
         self.owner.sock.settimeout(self.owner.left())
-        return int(self.owner.sock.recv_into(buffer))
+        return int(self.raw.readinto(buffer) or 0)
+
+    def close(self) -> None:
+        self.raw.close()
+        super().close()
 
 
 class KeptAlive:

@@ -159,6 +159,40 @@ def recent_batches(journal: Journal, chain_id: int, limit: int = 20) -> list[Bat
     return [_batch(r) for r in rows]
 
 
+def search(journal: Journal, chain_id: int, query: str, limit: int = 50) -> dict[str, Any]:
+    """What the explorer's search finds for `query`: a manifest digest or a batch root (0x + 64 hex),
+    a submitter (0x + 40 hex: the batches its transactions anchored), else a path in any record's
+    listing (exact, or its file name). Bounded: at most `limit` of each."""
+    import re
+
+    q = query.strip()
+    found: dict[str, Any] = {"items": [], "batches": []}
+    if re.fullmatch(r"0x[0-9a-fA-F]{64}", q):
+        key = bytes.fromhex(q[2:])
+        found["items"] = [
+            dict(r)
+            for r in journal.db.execute(
+                "SELECT id, digest, kind, state FROM items WHERE chain_id = ? AND digest = ?", (chain_id, key)
+            ).fetchall()
+        ]
+        found["batches"] = [_batch(r) for r in journal.db.execute(
+            _BATCHES + " WHERE chain_id = ? AND kind = 'root' AND (key = ? OR tx_hash = ?)", (chain_id, key, key)
+        ).fetchall()]  # fmt: skip
+    elif re.fullmatch(r"0x[0-9a-fA-F]{40}", q):
+        by_sender = " WHERE chain_id = ? AND kind = 'root' AND id IN (SELECT effect_id FROM txs WHERE lower(sender)"
+        found["batches"] = [_batch(r) for r in journal.db.execute(
+            _BATCHES + by_sender + " = lower(?)) ORDER BY id DESC LIMIT ?", (chain_id, q, limit)  # noqa: S608 - fixed text
+        ).fetchall()]  # fmt: skip
+    elif q:
+        pattern = '%"path": ' + json.dumps(q).replace("%", "\\%").replace("_", "\\_") + "%"
+        name = "%/" + q.replace("%", "\\%").replace("_", "\\_") + '"%'
+        found["items"] = [dict(r) for r in journal.db.execute(
+            "SELECT id, digest, kind, state FROM items WHERE chain_id = ? AND (payload LIKE ? ESCAPE '\\'"
+            " OR payload LIKE ? ESCAPE '\\') ORDER BY id DESC LIMIT ?", (chain_id, pattern, name, limit)
+        ).fetchall()]  # fmt: skip
+    return found
+
+
 def confirmed_batch_rows(journal: Journal, chain_id: int, digest: bytes) -> tuple[Any, list[Any]] | None:
     """The root effect and items (whole rows, as the proof writer takes them) of the confirmed batch
     that holds manifest `digest`; None when it is not anchored here."""

@@ -90,12 +90,38 @@ async def lineagepage(commit: CommitOrHex32, settings: SettingsDep, reader: Read
 async def home(request: Request, reader: ReaderDep) -> HTMLResponse:
     """The latest batches of this service, and where to go next."""
     batches = await in_journal(request.app, lambda journal: reads.recent_batches(journal, reader.chain_id(), 20))
+    records = await run_in_threadpool(_anchored_records, request.app, reader, batches)
     # "records", not "items": in a template `b.items` is the dict's method, and the page showed
     # "<built-in method items of dict object at 0x…>" in every row
     rows = [
-        {"root": "0x" + b.root.hex(), "records": b.items, "state": b.state, "block": b.block_number} for b in batches
-    ]
+        {"root": "0x" + b.root.hex(), "records": b.items, "state": b.state, "block": b.block_number,
+         "anchored_at": getattr(records.get(b.id), "timestamp", None),
+         "submitter": getattr(records.get(b.id), "submitter", None)}
+        for b in batches
+    ]  # fmt: skip
     return page("home.html", "Anchor", reader.last_head(), batches=rows)
+
+
+def _anchored_records(app: Any, reader: Any, batches: list[Any]) -> dict[int, Any]:
+    """The registry's record (submitter, time) of each confirmed batch, read once and kept: the
+    registry is write-once, so a confirmed record never changes."""
+    kept: dict[tuple[bytes, bytes], Any] = app.state.__dict__.setdefault("anchored_records", {})
+    found: dict[int, Any] = {}
+    registry = None
+    for batch in batches:
+        if batch.state != "confirmed" or batch.tx_hash is None:
+            continue
+        key = (bytes(batch.root), bytes(batch.tx_hash))
+        if key not in kept:
+            registry = registry or reader.registry()
+            record = registry.root_record_of_tx(key[0], "0x" + key[1].hex())
+            if record is None:
+                continue
+            if len(kept) > 10_000:
+                kept.clear()
+            kept[key] = record
+        found[batch.id] = kept[key]
+    return found
 
 
 @router.get("/batch/{root}", response_class=HTMLResponse)
