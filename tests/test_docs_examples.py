@@ -26,14 +26,14 @@ def sh_blocks(doc: Path) -> list[str]:
 
 @pytest.mark.chain  # an anvil of its own, as Base Sepolia (84532) with 2 s blocks
 def test_the_base_sepolia_quickstart_runs_as_written_and_says_what_it_waits_for(tmp_path: Path) -> None:
-    """docs/quickstart-base-sepolia.md, steps 1 and 3-5, against an anvil with Base Sepolia's chain id
+    """docs/quickstart-base-sepolia.md, steps 1-5, against an anvil with Base Sepolia's chain id
     and 2 s blocks; only the RPC URL and the faucet differ (the faucet is anvil_setBalance), and the
     registry address the colleague is told is the one step 3 printed. Step 1 once failed as written
     (its heredoc was Python's stdin, so `input()` met EOF and no keystore was made)."""
     from anchor.chain.node import rpc_call
 
     doc = ROOT / "docs" / "quickstart-base-sepolia.md"
-    key, deploy, stamp, verify, _cast = sh_blocks(doc)
+    key, balance, deploy, stamp, verify, _cast = sh_blocks(doc)
     work, env = workspace(tmp_path)
     (work / "results").mkdir()
     (work / "results" / "metrics.json").write_text('{"accuracy": 0.93}\n')
@@ -46,6 +46,8 @@ def test_the_base_sepolia_quickstart_runs_as_written_and_says_what_it_waits_for(
         exported = dict(line.split("=", 1) for line in (work / "step1.env").read_text().split("\0") if "=" in line)
         env.update({k: exported[k] for k in ("ANCHOR_KEYSTORE", "ANCHOR_KEYSTORE_PASSWORD", "ANCHOR_RPC_URL")})
         assert env["ANCHOR_RPC_URL"] == url and "PRIVATE_KEY" not in " ".join(exported)
+        funded = run_block(balance, work, env)  # step 2: the faucet's ETH arrived (issue 48)
+        assert f"{address} holds 1.000000 ETH on Base Sepolia (84532)" in funded.stdout, funded.stdout + funded.stderr
 
         deployed = run_block(deploy, work, env)
         assert "on Base Sepolia (84532)" in deployed.stdout

@@ -1,4 +1,4 @@
-"""`anchor chain up|down|status`: the embedded local anvil."""
+"""`anchor chain up|down|status`: the embedded local anvil; `anchor chain balance`: what the signing key holds."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import typer
 from anchor.cli.options import JsonFlag
 from anchor.cli.output import emit
 
-app = typer.Typer(help="Start, stop or inspect the embedded local chain.", no_args_is_help=True)
+app = typer.Typer(
+    help="Start, stop or inspect the embedded local chain; the signing key's balance.", no_args_is_help=True
+)
 
 
 def _chain(ctx: typer.Context):  # type: ignore[no-untyped-def]
@@ -45,3 +47,29 @@ def down(ctx: typer.Context, json: JsonFlag = False) -> None:
 def status(ctx: typer.Context, json: JsonFlag = False) -> None:
     """Show whether the local chain runs, where, and at which block."""
     _show(ctx, json, _chain(ctx).status())
+
+
+@app.command()
+def balance(ctx: typer.Context, json: JsonFlag = False) -> None:
+    """The signing key's address and balance on the configured chain, and roughly how many stamps it
+    pays for at the node's fees now (before the first stamp: was the faucet's ETH received?)."""
+    from anchor.chain.connection import web3_for
+    from anchor.chain.keys import load_signer
+    from anchor.chain.open import open_chain
+    from anchor.chain.presets import chain_name
+    from anchor.chain.transactions import ether, fee_quote
+
+    settings = ctx.find_root().obj["settings"]
+    handle = open_chain(settings)
+    signer = load_signer(handle.chain_id, settings.keystore)
+    w3 = web3_for(handle.rpc)
+    held = int(w3.eth.get_balance(w3.to_checksum_address(signer.address)))
+    max_fee, _ = fee_quote(w3)
+    stamp_gas = 50_000  # one batch root with its margin (docs/quickstart-base-sepolia.md, step 2)
+    stamps = held // max(1, stamp_gas * max_fee)
+    emit(ctx, json, {"address": signer.address, "chain_id": handle.chain_id, "balance_wei": held,
+                     "max_fee_wei": max_fee, "stamps": stamps}, [
+        f"{signer.address} holds {ether(held)} on {chain_name(handle.chain_id)}",
+        f"  at the node's fees now (max {max_fee} wei a gas unit) that pays for about {stamps} stamps"
+        + ("" if held else "; fund it from a faucet before `anchor deploy` or `anchor stamp`"),
+    ])  # fmt: skip

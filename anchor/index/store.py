@@ -124,11 +124,12 @@ class IndexStore:
     def recent(self, limit: int = 20) -> list[dict[str, Any]]:
         """The latest records of both kinds, newest first."""
         return self._all(
-            "SELECT 'lineage' AS kind, commit_id AS key, researcher AS who, block, tx, log_index, timestamp, kept"
-            " FROM lineage UNION ALL SELECT 'root', root, submitter, block, tx, log_index, NULL, NULL FROM roots"
+            "SELECT CASE WHEN diff_hash = ? THEN 'checkpoint' ELSE 'lineage' END AS kind, commit_id AS key,"
+            " researcher AS who, block, tx, log_index, timestamp, kept, parent"
+            " FROM lineage UNION ALL SELECT 'root', root, submitter, block, tx, log_index, NULL, NULL, NULL FROM roots"
             " ORDER BY block DESC, log_index DESC LIMIT ?",
-            limit,
-        )
+            CHECKPOINT, limit,
+        )  # fmt: skip
 
     def researchers(self, limit: int = -1, offset: int = 0, address: str | None = None) -> list[dict[str, Any]]:
         """Researchers, the most recently active first (`limit` of them from `offset`; -1: all), or the

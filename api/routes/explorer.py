@@ -67,8 +67,8 @@ async def lineagepage(commit: CommitOrHex32, settings: SettingsDep, reader: Read
 
     entries, target = await run_in_threadpool(find_attempt, settings, commit)
     data, _ = await run_in_threadpool(lineage_tree, entries, target["commit"], settings)
-    mine = [e for e in entries if e["researcher"] == target["researcher"]]
-    children: dict[str, list[dict[str, Any]]] = {}
+    mine = [{**e, "trial": n} for n, e in enumerate((e for e in entries if e["researcher"] == target["researcher"]), 1)]
+    children: dict[str, list[dict[str, Any]]] = {}  # numbered by trial, not by ledger row (traces have rows too)
     for e in mine:
         children.setdefault(e["parent"], []).append(e)
     return page(
@@ -93,13 +93,36 @@ async def home(request: Request, reader: ReaderDep) -> HTMLResponse:
     records = await run_in_threadpool(_anchored_records, request.app, reader, batches)
     # "records", not "items": in a template `b.items` is the dict's method, and the page showed
     # "<built-in method items of dict object at 0x…>" in every row
-    rows = [
-        {"root": "0x" + b.root.hex(), "records": b.items, "state": b.state, "block": b.block_number,
-         "anchored_at": getattr(records.get(b.id), "timestamp", None),
-         "submitter": getattr(records.get(b.id), "submitter", None)}
-        for b in batches
-    ]  # fmt: skip
-    return page("home.html", "Anchor", reader.last_head(), batches=rows)
+    return page("home.html", "Anchor", reader.last_head(), batches=_batch_rows(request, batches, records))
+
+
+def _batch_rows(request: Request, batches: list[Any], records: dict[int, Any]) -> list[dict[str, Any]]:
+    """A table row per batch: its root, records, state, block, and who anchored it when, as the chain
+    says; "this service" only where the chain's submitter is the account this service signs with."""
+    ours = str(getattr(request.app.state, "funded_address", "") or "").lower()
+    rows = []
+    for b in batches:
+        record = records.get(b.id)
+        submitter = getattr(record, "submitter", None)
+        rows.append({"root": "0x" + b.root.hex(), "records": b.items, "state": b.state, "block": b.block_number,
+                     "anchored_at": getattr(record, "timestamp", None), "submitter": submitter,
+                     "ours": bool(ours) and str(submitter).lower() == ours})  # fmt: skip
+    return rows
+
+
+SearchText = Annotated[str, Query(alias="q", max_length=512, description="A digest, root, tx, address or path.")]
+
+
+@router.get("/search", response_class=HTMLResponse)
+async def searchpage(request: Request, reader: ReaderDep, q: SearchText = "") -> HTMLResponse:
+    """What was anchored here, found by manifest digest, batch root, transaction, submitter or path."""
+    found = await in_journal(request.app, lambda journal: reads.search(journal, reader.chain_id(), q))
+    records = await run_in_threadpool(_anchored_records, request.app, reader, found["batches"])
+    items = [
+        {"digest": "0x" + bytes(i["digest"]).hex(), "kind": i["kind"], "state": i["state"]} for i in found["items"]
+    ]
+    batches = _batch_rows(request, found["batches"], records)
+    return page("search.html", f"Search: {q[:60]}", reader.last_head(), q=q, items=items, batches=batches)
 
 
 def _anchored_records(app: Any, reader: Any, batches: list[Any]) -> dict[int, Any]:

@@ -73,6 +73,7 @@ def _pages(total: int, per_page: int, page_number: int, what: str) -> dict[str, 
 @router.get("/", response_class=HTMLResponse)
 async def home(request: Request, page_number: PageNumber = 1) -> HTMLResponse:
     recent = await run_in_threadpool(_read, request, lambda s: s.recent(25))
+    recent = await run_in_threadpool(_with_times, request, recent)
     total = (await run_in_threadpool(_read, request, lambda s: s.counts()))["researchers"]
     listing = _pages(total, RESEARCHERS_PER_PAGE, page_number, "researchers")
     researchers = await run_in_threadpool(
@@ -80,6 +81,25 @@ async def home(request: Request, page_number: PageNumber = 1) -> HTMLResponse:
     )
     return _show("home.html", request, "Anchor · chain-only explorer", recent=recent, researchers=researchers,
                  listing=listing)  # fmt: skip
+
+
+def _with_times(request: Request, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each record with its UTC time: a lineage record carries its own, a root gets its block's (read
+    once per block and kept: a block that stays in the index does not change its time)."""
+    site = _site(request)
+    times: dict[int, int] = request.app.state.__dict__.setdefault("block_times", {})
+    for row in rows:
+        if row.get("timestamp") is None and row.get("block") is not None:
+            number = int(row["block"])
+            if number not in times:
+                block = site.follower.rpc.get_block(number)
+                if block is None:
+                    continue
+                if len(times) > 100_000:
+                    times.clear()
+                times[number] = int(str(block["timestamp"]), 16)
+            row["timestamp"] = times[number]
+    return rows
 
 
 @router.get("/search", response_class=HTMLResponse, response_model=None)
@@ -190,7 +210,7 @@ async def batch(root: Annotated[str, Path(pattern=r"^(0x)?[0-9a-fA-F]{64}$")], r
     if record is None:
         raise NotAnchored(f"no batch root {key} in this index", detail={"root": key})
     live = await run_in_threadpool(_site(request).follower.root_record, key, record["submitter"])
-    anchored_at = datetime.fromtimestamp(live["timestamp"], UTC).isoformat() if live else None
+    anchored_at = datetime.fromtimestamp(live["timestamp"], UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if live else None
     return _show("batch.html", request, f"Batch root {key[:18]}…", record=record, live=live, anchored_at=anchored_at)
 
 
