@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import time
 import urllib.error
@@ -23,7 +24,7 @@ from typing import Any
 import pytest
 
 from anchor.chain.node import LocalChain, rpc_call
-from anchor.index.store import short_commit
+from anchor.index.store import CHECKPOINT, short_commit
 from tests.cdp import chromium_page
 from tests.conftest import ANCHOR_BIN, ROOT, DemoRun, free_port, touches
 from tests.journal_helpers import journal_batches
@@ -372,3 +373,25 @@ def test_the_vendored_hash_wasm_is_the_npm_release() -> None:
     assert json.loads((ROOT / "node_modules" / "hash-wasm" / "package.json").read_text())["version"] == "4.12.0"
     for name in ("blake3.umd.min.js", "keccak.umd.min.js"):
         assert (vendored / name).read_bytes() == (release / name).read_bytes(), name
+
+
+def test_the_chain_only_home_says_when_every_record_was_anchored_and_labels_ledger_checkpoints(
+    world: dict[str, Any],
+) -> None:
+    """Issue 48: block numbers only, and ledger checkpoints shown as `lineage` rows with a hex commit."""
+    import re
+
+    page = urllib.request.urlopen(world["url"] + "/", timeout=30).read().decode()  # noqa: S310 - loopback
+    table = page.split("<table class='recent'>")[1].split("</table>")[0]
+    rows = table.count("<tr>") - 1
+    times = re.findall(r"<td class='when'>(20\d\d-\d\d-\d\d \d\d:\d\d:\d\d UTC)</td>", table)
+    assert rows > 0 and len(times) == rows, table[:2000]
+    with sqlite3.connect(world["base"] / "index.sqlite") as db:
+        latest = db.execute(
+            "SELECT diff_hash = ? FROM (SELECT diff_hash, block, log_index FROM lineage UNION ALL"
+            " SELECT NULL, block, log_index FROM roots) ORDER BY block DESC, log_index DESC LIMIT 25",
+            (CHECKPOINT,),
+        ).fetchall()
+    checkpoints = sum(1 for (is_checkpoint,) in latest if is_checkpoint)
+    assert table.count("<td>ledger checkpoint</td>") == checkpoints and checkpoints > 0, table[:3000]
+    assert table.count("ledger head of contract") == checkpoints

@@ -75,6 +75,18 @@ def site(demo_run: DemoRun, tmp_path_factory: pytest.TempPathFactory) -> Iterato
                 "proof": proof,
                 "dir": tmp_path_factory.mktemp("explorer"),
                 "proof_file": demo_run.data / "bundle.anchor.json",
+                "proof_submitter": json.loads(
+                    run_anchor(
+                        [
+                            "--json",
+                            "verify",
+                            str(ROOT / "examples" / "bundle"),
+                            "--proof",
+                            str(demo_run.data / "bundle.anchor.json"),
+                        ],
+                        env,
+                    ).stdout
+                ).get("submitter"),  # fmt: skip
             }
     finally:
         run_anchor(["chain", "down"], env)
@@ -103,6 +115,30 @@ def test_the_home_page_shows_a_number_of_records_for_every_batch(site: dict[str,
     assert all(c.strip().isdigit() and int(c) >= 1 for c in counts), counts
 
 
+def test_every_page_says_when_and_by_whom_and_the_home_page_finds_what_was_anchored(site: dict[str, Any]) -> None:
+    """Issue 48: the explorer showed block numbers only and no submitter on the home and bundle pages,
+    though `verify` and the API had both; the home page could not be searched by what was anchored."""
+    import re
+
+    home = render(f"{site['url']}/explorer/", site["dir"] / "home-times.png")
+    times, who = home.cells.get("when", []), home.cells.get("hash", [])
+    assert times and all(re.fullmatch(r"20\d\d-\d\d-\d\d \d\d:\d\d:\d\d UTC", t) for t in times), times
+    submitter = site["proof_submitter"]
+    assert any(f"{submitter} (this service)" in cell for cell in who), who
+    assert any(tag == "form" and attrs.get("action") == "/explorer/search" for tag, attrs in home.elements)
+    digest = site["proof"]["manifest_digest"]
+    bundle = " ".join(render(f"{site['url']}/explorer/bundle/{digest}", site["dir"] / "bundle-times.png").text)
+    assert re.search(r"anchored at\s+20\d\d-\d\d-\d\d \d\d:\d\d:\d\d UTC", bundle) and submitter in bundle
+    root = site["proof"]["batch"]["root"]
+    for query, expect in ((digest, f"/explorer/bundle/{digest}"), (submitter, "/explorer/batch/0x"),
+                          ("README.md", "/explorer/bundle/0x"), (root, f"/explorer/batch/{root}")):  # fmt: skip
+        found = render(f"{site['url']}/explorer/search?q={query}", site["dir"] / "search.png")
+        links = [attrs.get("href", "") for tag, attrs in found.elements if tag == "a"]
+        assert any(link.startswith(expect) for link in links), (query, links)
+    nothing = " ".join(render(f"{site['url']}/explorer/search?q=no-such-name", site["dir"] / "none.png").text)
+    assert "Nothing anchored here matches no-such-name" in nothing
+
+
 def test_lineage_page_highlights_the_champion_chain(site: dict[str, Any]) -> None:
     page = render(f"{site['url']}/explorer/lineage/{site['champion']}", site["dir"] / "lineage.png")
     nodes = [attrs for tag, attrs in page.elements if tag == "li" and "node" in attrs.get("class", "")]
@@ -111,6 +147,10 @@ def test_lineage_page_highlights_the_champion_chain(site: dict[str, Any]) -> Non
     assert len(nodes) == 12 and current == [site["champion"]]
     assert champions[-1] == site["champion"] and len(champions) >= 2  # baseline ... champion
     assert "✓ on chain" in "".join(page.text)
+    import re
+
+    trials = [int(n) for n in re.findall(r"trial #(\d+)", " ".join(page.text))]
+    assert sorted(trials) == list(range(1, 13)), trials  # trials, not ledger rows (#1, #3, #5 ... before)
 
 
 def test_attempt_page_shows_the_lineage_record_read_on_chain(site: dict[str, Any]) -> None:

@@ -265,7 +265,8 @@ def _report_pending(ctx: typer.Context, json: bool, path: Path, outcome: Any) ->
             f"  manifest {outcome.digest} ({count(outcome.file_count, 'file')})",
             *[f"  pending  at {r.url} since {datetime.fromtimestamp(r.accepted_at, UTC).isoformat(timespec='seconds')},"
               f" receipt signed by {r.signer} (chain {r.chain_id})" for r in outcome.receipts],
-            *[f"  skipped  {url}: {why} (submitted again by `anchor upgrade`)" for url, why in outcome.failed.items()],
+            *[f"  skipped  {url}: {_without(url, why)} (submitted again by `anchor upgrade --service {url}`)"
+              for url, why in outcome.failed.items()],
             f"  proof    {proof_out} (pending)",
             f"  complete it after the service's next batch: anchor upgrade {proof_out}",
         ],
@@ -322,7 +323,7 @@ def upgrade(
         lines += [f"  added    anchor from {a.service}: chain {a.anchor.chain_id}, block {a.anchor.block_number}"
                   for a in done.added]  # fmt: skip
         lines += [f"  pending  {url}: not in a mined batch yet" for url in done.still_pending]
-        lines += [f"  skipped  {url}: {why}" for url, why in done.failed.items()]
+        lines += [f"  skipped  {url}: {_without(url, why)}" for url, why in done.failed.items()]
         lines += [f"  not contacted  {url}: named by the file as down at stamp time, and not configured now (no"
                   " token goes to a URL only the file names; pass --service URL to submit to it)"
                   for url in done.not_contacted]  # fmt: skip
@@ -336,7 +337,9 @@ def _report_anchor(ctx: typer.Context, json: bool, shown: str, outcome: object) 
 
     assert isinstance(outcome, AnchorOutcome)
     a = outcome.proof.anchor
-    state = "already anchored" if outcome.already_anchored else f"anchored (gas {outcome.gas_used})"
+    state = (f"already anchored, in block {outcome.proof.anchor.block_number} by an earlier run (a journal retry,"
+             " flush or stamp of the same bytes): nothing was sent now" if outcome.already_anchored
+             else f"anchored (gas {outcome.gas_used})")  # fmt: skip
     emit(
         ctx,
         json,
@@ -532,6 +535,11 @@ def _anchors_lines(result: Any) -> list[str]:
         else:
             lines.append(f"    SKIPPED  {_named(row)}: down at stamp time; `anchor upgrade` submits again")
     return lines
+
+
+def _without(url: str, why: str) -> str:
+    """A service's error after its URL was already said (it printed the URL twice)."""
+    return why.removeprefix(f"{url}: ")
 
 
 def _named(row: dict[str, Any]) -> str:

@@ -59,6 +59,8 @@ class BatchRef:
     tx_hash: bytes | None
     block_number: int | None
     items: int
+    sender: str | None = None
+    """Who signed its latest transaction: this journal's own key (the explorer's "this service")."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,12 +134,13 @@ def attempts_of_commit(journal: Journal, chain_id: int, commit: str) -> list[Att
 
 def _batch(row: Mapping[str, Any]) -> BatchRef:
     return BatchRef(int(row["id"]), bytes(row["key"]), row["state"], _bytes(row["tx_hash"]), row["block_number"],
-                    int(row["items"]))  # fmt: skip
+                    int(row["items"]), row["sender"])  # fmt: skip
 
 
 _BATCHES = (
     "SELECT id, key, state, tx_hash, block_number,"
-    " (SELECT count(*) FROM items WHERE items.effect_id = effects.id) AS items FROM effects"
+    " (SELECT count(*) FROM items WHERE items.effect_id = effects.id) AS items,"
+    " (SELECT sender FROM txs WHERE txs.effect_id = effects.id ORDER BY txs.id DESC LIMIT 1) AS sender FROM effects"
 )
 
 

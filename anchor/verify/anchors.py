@@ -118,12 +118,14 @@ def verify_anchors(
     #    funded account confirms its anchors), and its anchor when the file holds none from it.
     in_file = found.all_anchors() if isinstance(found, ProofFile) else []
     infos: dict[str, dict[str, Any] | None] = {}
+    silent: set[str] = set()
     fetched: list[ServiceAnchor] = []
     for receipt in receipts:
         try:
             info = service_info(Service(receipt.url), retries=0)
         except (ServiceError, BadInput):
             infos[receipt.url] = None  # down: the receipt stands on its own signature, its anchors unconfirmed
+            silent.add(receipt.url)
             continue
         history = info.get("receipt_signers")
         check_receipt(receipt, found.manifest_digest, str(info.get("receipt_signer")),
@@ -134,6 +136,7 @@ def verify_anchors(
         try:  # read on chain below, under the verifier's trust, not here as well
             anchor = fetch_anchor(receipt, found, settings, check=False)
         except (ServiceError, BadInput):
+            silent.add(receipt.url)
             continue
         if anchor is not None:
             fetched.append(anchor)
@@ -173,7 +176,7 @@ def verify_anchors(
         counted.append(verdict.model_copy(update={"service": anchor.service if sure else None}))
     # 6. The requirement, counted over distinct anchors; `all`: every service the file names, confirmed.
     named = list(dict.fromkeys([*(r.url for r in receipts), *(found.unreached or ())]))
-    pending = [{**_pending_row(r), "from_file": r.url not in configured, "answered": infos.get(r.url) is not None}
+    pending = [{**_pending_row(r), "from_file": r.url not in configured, "answered": r.url not in silent}
                for r in receipts if r.url not in confirmed]  # fmt: skip
     pending += [{"service": url, "state": "unreached", "from_file": url not in configured}
                 for url in found.unreached or () if url not in confirmed]  # fmt: skip

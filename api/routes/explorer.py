@@ -93,20 +93,20 @@ async def home(request: Request, reader: ReaderDep) -> HTMLResponse:
     records = await run_in_threadpool(_anchored_records, request.app, reader, batches)
     # "records", not "items": in a template `b.items` is the dict's method, and the page showed
     # "<built-in method items of dict object at 0x…>" in every row
-    return page("home.html", "Anchor", reader.last_head(), batches=_batch_rows(request, batches, records))
+    return page("home.html", "Anchor", reader.last_head(), batches=_batch_rows(batches, records))
 
 
-def _batch_rows(request: Request, batches: list[Any], records: dict[int, Any]) -> list[dict[str, Any]]:
+def _batch_rows(batches: list[Any], records: dict[int, Any]) -> list[dict[str, Any]]:
     """A table row per batch: its root, records, state, block, and who anchored it when, as the chain
-    says; "this service" only where the chain's submitter is the account this service signs with."""
-    ours = str(getattr(request.app.state, "funded_address", "") or "").lower()
+    says; "this service" only where the chain's submitter is the key that signed the journal's own
+    transaction for it (confirmed, never assumed)."""
     rows = []
     for b in batches:
         record = records.get(b.id)
         submitter = getattr(record, "submitter", None)
         rows.append({"root": "0x" + b.root.hex(), "records": b.items, "state": b.state, "block": b.block_number,
                      "anchored_at": getattr(record, "timestamp", None), "submitter": submitter,
-                     "ours": bool(ours) and str(submitter).lower() == ours})  # fmt: skip
+                     "ours": submitter is not None and str(submitter).lower() == str(b.sender).lower()})  # fmt: skip
     return rows
 
 
@@ -121,7 +121,7 @@ async def searchpage(request: Request, reader: ReaderDep, q: SearchText = "") ->
     items = [
         {"digest": "0x" + bytes(i["digest"]).hex(), "kind": i["kind"], "state": i["state"]} for i in found["items"]
     ]
-    batches = _batch_rows(request, found["batches"], records)
+    batches = _batch_rows(found["batches"], records)
     return page("search.html", f"Search: {q[:60]}", reader.last_head(), q=q, items=items, batches=batches)
 
 
