@@ -138,6 +138,8 @@ def test_the_token_goes_only_where_the_user_sent_it(tmp_path: Path) -> None:
         # configured now, it is the user's choice: it is contacted, with the token the user gave it
         asked = run_anchor(["upgrade", str(results), "--rpc-url", a.rpc, "--service", hostile], client)
         assert asked.returncode == ExitCode.PENDING and f"skipped  {hostile}" in asked.stdout
+        [skipped] = [line for line in asked.stdout.splitlines() if line.startswith(f"  skipped  {hostile}")]
+        assert skipped.count(hostile) == 1, skipped  # issue 48: the URL was said twice
         assert any(request.startswith(b"POST /v1/manifests") for request in seen), seen
     insecure = run_anchor(["stamp", str(results), "--service", "http://anchor-service.invalid:8000"], client)
     assert insecure.returncode == ExitCode.BAD_INPUT and "--allow-insecure-token" in insecure.stderr

@@ -91,3 +91,9 @@ def test_funding_the_key_and_retrying_anchors_the_parked_effect_once(tmp_path: P
         assert status["failed"] == [] and status["items"]["confirmed"] == 1, status
         verified = run_anchor(["verify", str(folder)], env)
         assert verified.returncode == ExitCode.OK and poor.address in verified.stdout, verified.stdout
+        again = run_anchor(["stamp", str(folder)], unfunded)  # was: a bare "already anchored"
+        assert again.returncode == ExitCode.OK and "already anchored, in block" in again.stdout, again.stdout
+        assert (
+            "by an earlier run (a journal retry, flush or stamp of the same bytes): nothing was sent now"
+            in again.stdout
+        )

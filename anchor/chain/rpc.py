@@ -148,8 +148,9 @@ class KeptAlive:
         if conn.sock is None:
             conn.timeout = max(0.001, until - time.monotonic())
             conn.connect()
-            conn.sock = _Deadlined(conn.sock)
-        conn.sock.until = until
+            conn.sock = _Deadlined(conn.sock)  # type: ignore[assignment]  # http.client only calls what it has
+        sock: Any = conn.sock
+        sock.until = until
         conn.request(method, target, body, headers)
         response = conn.getresponse()
         content = response.read(limit + 1)
