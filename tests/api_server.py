@@ -106,3 +106,30 @@ class Replica:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)  # a flusher still finishing: same group
         self.process.wait()
+
+
+@contextmanager
+def anchor_serve(args: list[str], env: dict[str, str], log: Path) -> Iterator[str]:
+    """`anchor serve ARGS --port P` as a user types it (not a bare uvicorn), in a process group of its
+    own, its output in `log`; yields its URL once it accepts connections, stops the group at the end."""
+    import socket
+
+    from tests.cli import ANCHOR_BIN
+
+    port = free_port()
+    with log.open("wb") as out:
+        server = subprocess.Popen([str(ANCHOR_BIN), "serve", *args, "--port", str(port)], env=env, stdout=out,
+                                  stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert server.poll() is None, log.read_text()
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)  # the group we started
+        server.wait(timeout=60)

@@ -21,7 +21,7 @@ import pytest
 
 from anchor.errors import ExitCode
 from tests.cli import ANCHOR_BIN, run_anchor
-from tests.conftest import deployed, free_port
+from tests.conftest import deployed
 from tests.test_calendar import TOKEN, _client, _hash, _results, local_service, other_chain_service
 
 pytestmark = pytest.mark.chain
@@ -194,28 +194,14 @@ def test_a_forwarded_header_gets_no_fresh_calendar_bucket_unless_its_proxy_is_tr
     """`anchor serve --calendar` itself (not a bare uvicorn): ten requests from one client, each claiming
     another X-Forwarded-For. By default the burst of 3 holds (uvicorn's default trusted 127.0.0.1: ten
     buckets, ten accepted); told to trust this proxy, each forwarded client has its own bucket."""
+    from tests.api_server import anchor_serve
+
     with deployed(tmp_path / "svc") as chain:
-        port = free_port()
         env = {**chain.env(), "ANCHOR_API_TOKENS": _hash(TOKEN), "ANCHOR_API_FLUSH": "0",
                "ANCHOR_CALENDAR_RATE": "0.01", "ANCHOR_CALENDAR_BURST": "3",
                "ANCHOR_CALENDAR_QUEUE": "100"}  # fmt: skip
-        argv = [str(ANCHOR_BIN), "serve", "--calendar", "--port", str(port)]
-        argv += ["--forwarded-allow-ips", trusted] if trusted else []
-        log = (tmp_path / "serve.log").open("wb")
-        server = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            url = f"http://127.0.0.1:{port}"
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                    break
-                except OSError:
-                    time.sleep(0.1)
+        args = ["--calendar", *(["--forwarded-allow-ips", trusted] if trusted else [])]
+        with anchor_serve(args, env, tmp_path / "serve.log") as url:
             codes = [_post(url, n, f"198.51.100.{n}") for n in range(1, 11)]
-        finally:
-            os.killpg(server.pid, 15)  # the group we started
-            server.wait(timeout=60)
-            log.close()
     accepted = codes.count(202)
     assert accepted == (10 if trusted else 3), codes

@@ -77,9 +77,15 @@ def test_a_service_url_or_token_setting_that_cannot_work_is_refused(monkeypatch:
             services_from([bad])
     with pytest.raises(BadInput, match="named twice"):
         services_from(["http://a:1", "http://a:1/"])
-    monkeypatch.setenv("ANCHOR_SERVICE_TOKEN", "http://a:1=t1,http://b:2=t2")
-    found = services_from(["http://a:1", "http://b:2", "http://c:3"])
+    monkeypatch.setenv("ANCHOR_SERVICE_TOKEN", "https://a:1=t1,https://b:2=t2")
+    found = services_from(["https://a:1", "https://b:2", "https://c:3"])
     assert [s.token for s in found] == ["t1", "t2", None] and "t1" not in repr(found)
+    monkeypatch.setenv("ANCHOR_SERVICE_TOKEN", "http://a:1=t1")  # issue 42: never in clear to another host
+    with pytest.raises(BadInput, match="--allow-insecure-token"):
+        services_from(["http://a:1"])
+    assert [s.token for s in services_from(["http://a:1"], allow_insecure_token=True)] == ["t1"]
+    monkeypatch.setenv("ANCHOR_SERVICE_TOKEN", "t")
+    assert [s.token for s in services_from(["http://127.0.0.1:8000", "http://localhost:1"])] == ["t", "t"]
     monkeypatch.setenv("ANCHOR_SERVICE_TOKEN", "http://a:1=t1,garbage")
     with pytest.raises(BadInput, match="ANCHOR_SERVICE_TOKEN"):
         services_from(["http://a:1"])

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from eth_account import Account
@@ -31,17 +34,23 @@ def _folder(tmp_path: Path, name: str) -> Path:
     return folder
 
 
-def test_an_unfunded_key_is_named_parked_and_cleared_and_a_funded_stamp_goes_through_meanwhile(
-    tmp_path: Path,
-) -> None:
-    poor = Account.create()
+@contextmanager
+def on_base_sepolia(tmp_path: Path, poor: Any) -> Iterator[tuple[str, dict[str, str], dict[str, str]]]:
+    """An anvil with Base Sepolia's chain id, the registry deployed by a funded key: (its RPC URL, the
+    funded environment, the same with `poor`'s unfunded key)."""
     with anvil(84532, 1) as rpc:
         env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
         env.update(ANCHOR_DATA_DIR=str(tmp_path / "data"), ANCHOR_RPC_URL=rpc, ANCHOR_PRIVATE_KEY=DEV_KEY,
                    ANCHOR_CONFIRMATIONS="1")  # fmt: skip
         run_anchor(["deploy"], env, check=True)
-        unfunded = {**env, "ANCHOR_PRIVATE_KEY": poor.key.hex()}
+        yield rpc, env, {**env, "ANCHOR_PRIVATE_KEY": poor.key.hex()}
 
+
+def test_an_unfunded_key_is_named_parked_and_cleared_and_a_funded_stamp_goes_through_meanwhile(
+    tmp_path: Path,
+) -> None:
+    poor = Account.create()
+    with on_base_sepolia(tmp_path, poor) as (rpc, env, unfunded):
         refused = run_anchor(["stamp", str(_folder(tmp_path, "results2"))], unfunded)
         said = refused.stdout + refused.stderr
         assert refused.returncode == ExitCode.CONFLICT, said
@@ -75,12 +84,7 @@ def test_funding_the_key_and_retrying_anchors_the_parked_effect_once(tmp_path: P
     from anchor.chain.node import rpc_call
 
     poor = Account.create()
-    with anvil(84532, 1) as rpc:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
-        env.update(ANCHOR_DATA_DIR=str(tmp_path / "data"), ANCHOR_RPC_URL=rpc, ANCHOR_PRIVATE_KEY=DEV_KEY,
-                   ANCHOR_CONFIRMATIONS="1")  # fmt: skip
-        run_anchor(["deploy"], env, check=True)
-        unfunded = {**env, "ANCHOR_PRIVATE_KEY": poor.key.hex()}
+    with on_base_sepolia(tmp_path, poor) as (rpc, env, unfunded):
         folder = _folder(tmp_path, "results2")
         assert run_anchor(["stamp", str(folder)], unfunded).returncode == ExitCode.CONFLICT
         [parked] = json.loads(run_anchor(["--json", "journal", "status"], env, check=True).stdout)["failed"]

@@ -561,11 +561,12 @@ def check_finality(verdict: Verification, required: str | None) -> None:
         if head is None:
             raise NotFinal(f"the chain's node does not report a {required} block: cannot show {required}",
                            detail={"required": required})  # fmt: skip
-        if head == 0 and verdict.read_at_block > 0:  # anvil's safe and finalized heads never leave block 0
+        if head == 0 and verdict.read_at_block > 0:  # anvil: safe = head - 32, finalized = head - 64
             raise NotFinal(
-                f"the chain's node reports its {required} head at block 0 while its head is at block"
-                f" {verdict.read_at_block}: it never advances here (a local development chain), so later never comes"
-                f" (hint: ask for confirmations instead, --min-finality {max(1, verdict.confirmations)})",
+                f"anchored in block {verdict.anchored_block}: not yet {required}, and the chain's node reports its"
+                f" {required} head at block 0 (its head is at block {verdict.read_at_block}): a local development"
+                " chain mines only when it is sent transactions, so later may never come on its own (hint: ask"
+                f" for confirmations instead, --min-finality {max(1, verdict.confirmations)})",
                 detail={"required": required, "finality": verdict.finality, "anchored_block": verdict.anchored_block},
             )
     else:

@@ -230,6 +230,17 @@ def test_a_repository_whose_git_config_names_a_program_is_refused_before_the_sea
     assert "git config --local --unset" in refused.value.message
 
 
+def _search_setup(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
+    """A repository, its contract and an environment with no key of any kind: (repo, contract, env)."""
+    repo = make_repo(tmp_path / "repo", {"params.json": json.dumps({"x": 1})})
+    spec = tmp_path / "contract.toml"
+    spec.write_text(f'task = "t"\ncommand = {json.dumps(SCORE_IS_X)}\neditable = ["params.json"]\nmetric = "score"\n'
+                    'mode = "max"\nattempt_timeout_minutes = 1\ngrace_seconds = 1\n')  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
+    env["ANCHOR_DATA_DIR"] = str(tmp_path / "data")
+    return repo, spec, env
+
+
 def test_research_run_in_gvisor_records_the_runtime_and_refuses_a_repository_that_names_a_program(
     tmp_path: Path,
 ) -> None:
@@ -239,12 +250,7 @@ def test_research_run_in_gvisor_records_the_runtime_and_refuses_a_repository_tha
     from anchor.errors import ExitCode
     from tests.cli import run_anchor
 
-    repo = make_repo(tmp_path / "repo", {"params.json": json.dumps({"x": 1})})
-    spec = tmp_path / "contract.toml"
-    spec.write_text(f'task = "t"\ncommand = {json.dumps(SCORE_IS_X)}\neditable = ["params.json"]\nmetric = "score"\n'
-                    'mode = "max"\nattempt_timeout_minutes = 1\ngrace_seconds = 1\n')  # fmt: skip
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
-    env["ANCHOR_DATA_DIR"] = str(tmp_path / "data")
+    repo, spec, env = _search_setup(tmp_path)
     argv = ["--json", "research", "run", "--repo", str(repo), "--contract", str(spec), "--max-attempts", "2",
             "--no-anchor"]  # fmt: skip
     typo = run_anchor([*argv, "--sandbox-runtime", "gvisr"], env)
@@ -269,12 +275,7 @@ def test_where_user_namespaces_are_disabled_a_search_refuses_to_run_and_says_why
     from anchor.errors import ExitCode
     from tests.cli import ANCHOR_BIN
 
-    repo = make_repo(tmp_path / "repo", {"params.json": json.dumps({"x": 1})})
-    spec = tmp_path / "contract.toml"
-    spec.write_text(f'task = "t"\ncommand = {json.dumps(SCORE_IS_X)}\neditable = ["params.json"]\nmetric = "score"\n'
-                    'mode = "max"\nattempt_timeout_minutes = 1\ngrace_seconds = 1\n')  # fmt: skip
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
-    env["ANCHOR_DATA_DIR"] = str(tmp_path / "data")
+    repo, spec, env = _search_setup(tmp_path)
     script = 'echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"'
     run = subprocess.run(
         ["unshare", "--user", "--map-root-user", "sh", "-c", script, "sh", str(ANCHOR_BIN), "research", "run",
