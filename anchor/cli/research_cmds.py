@@ -726,11 +726,16 @@ def report(ctx: typer.Context, workdir: WorkdirOpt = None, json: JsonFlag = Fals
     from anchor.errors import ChainUnreachable
     from anchor.research.checkpoints import check_anchored_heads
     from anchor.research.ledger import is_attempt
-    from anchor.research.report import summarise
+    from anchor.research.report import rejections_by_reason, summarise
 
     ledger, work = _existing_ledger(_workdir(ctx, workdir), ctx, workdir is not None)
     ledger.verify()
     data, lines = summarise(ledger.entries())
+    for who, reasons in rejections_by_reason(ledger.rows()).items():  # proposals turned away: no trials
+        if who in data["researchers"]:
+            data["researchers"][who]["rejected"] = reasons
+            lines.append(f"{who}: {sum(reasons.values())} proposals rejected, never measured: "
+                         + ", ".join(f"{n} {reason}" for reason, n in sorted(reasons.items())))  # fmt: skip
     _final_numbers(work, data, lines, ledger.entries())
     try:
         settings = ctx.find_root().obj["settings"]

@@ -47,6 +47,12 @@ class Repo:
             )
         return result.stdout
 
+    def git_bytes(self, *args: str) -> bytes | None:
+        """A git command's raw output (a blob), or None when it fails (no such path at that commit)."""
+        result = subprocess.run(["git", *SAFE, "-C", str(self.path), *args], capture_output=True,
+                                env=child_env({"GIT_TERMINAL_PROMPT": "0"}))  # fmt: skip
+        return result.stdout if result.returncode == 0 else None
+
     def has_commit(self, commit: str) -> bool:
         found = subprocess.run(
             ["git", *SAFE, "-C", str(self.path), "cat-file", "-e", f"{commit}^{{commit}}"],

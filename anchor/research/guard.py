@@ -128,6 +128,41 @@ def check_fence(repo: Repo, editable: tuple[str, ...]) -> list[str]:
     return dirty
 
 
+def check_changes_something(repo: Repo, dirty: list[str]) -> None:
+    """Refuse a proposal whose every change leaves the content the same (issue 47): byte-identical, or
+    the same parsed values for a JSON or TOML editable (params.json pretty-printed again). Measuring it
+    would count a trial that tried nothing, and inflate the trial count every adjustment divides by."""
+    same = []
+    for path in dirty:
+        before = repo.git_bytes("show", f"HEAD:{path}")
+        target = repo.path / path
+        if before is None or not target.is_file() or target.is_symlink():
+            return  # added or removed: a change
+        after = target.read_bytes()
+        if after != before and not _same_values(path, before, after):
+            return
+        same.append(path)
+    if same:
+        raise GuardError(f"no change: {', '.join(same)} {'holds' if len(same) == 1 else 'hold'} the same values as the"
+                         " champion (only reformatted): not a trial, never measured",
+                         detail={"paths": same, "reason": "no change"})  # fmt: skip
+
+
+def _same_values(path: str, before: bytes, after: bytes) -> bool:
+    """Whether two versions of a JSON or TOML file parse to the same values (other files: never)."""
+    import json
+    import tomllib
+
+    try:
+        if path.endswith(".json"):
+            return bool(json.loads(before) == json.loads(after))
+        if path.endswith(".toml"):
+            return bool(tomllib.loads(before.decode()) == tomllib.loads(after.decode()))
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return False
+
+
 def check_committed(repo: Repo, editable: tuple[str, ...]) -> None:
     dirty = check_fence(repo, editable)
     if dirty:

@@ -4,8 +4,9 @@ An edited, deleted or reordered entry breaks the chain at that entry, and `verif
 take an exclusive lock on the file (several researchers share one ledger) and are fsynced before the
 attempt counts as scored, so the ledger survives restarts and crashes.
 
-Two kinds of row share the chain: a `started` trace (`"event": "started"`), written before an
-attempt's command runs, and the attempt's outcome row, written after it is measured. An attempt whose
+Three kinds of row share the chain: a `started` trace (`"event": "started"`), written before an
+attempt's command runs, the attempt's outcome row, written after it is measured, and a `rejected` event
+for a proposal the guard turned away (never run, no trial). An attempt whose
 harness died in between has a trace and no outcome; the next start of that researcher's search closes
 it as `interrupted`, so every attempt that ever ran is on record, the killed ones included.
 """
@@ -35,6 +36,9 @@ def entry_digest(fields: dict[str, Any]) -> str:
 
 STARTED = "started"
 """The `event` of a trace row: an attempt's command is about to run (commit, parent, researcher, time)."""
+REJECTED = "rejected"
+"""The `event` of a rejected proposal (researcher, reason, message, time): never measured, no trial, on
+record so the report can say how many proposals were turned away and why (issue 47)."""
 
 
 def is_attempt(row: dict[str, Any]) -> bool:

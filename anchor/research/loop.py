@@ -34,8 +34,8 @@ from anchor.research.contract import AttemptContract
 from anchor.research.evaluator import evaluate, measured_by
 from anchor.research.evidence import interrupted_dir_of, run_dir_of, seal
 from anchor.research.git import Repo
-from anchor.research.guard import check_committed, check_fence, check_unscored
-from anchor.research.ledger import STARTED, AnyLedger
+from anchor.research.guard import check_changes_something, check_committed, check_fence, check_unscored
+from anchor.research.ledger import REJECTED, STARTED, AnyLedger, is_attempt
 from anchor.research.metrics import read_claims, read_metric
 from anchor.research.proposers import Proposer
 from anchor.research.runner import reap_survivors, run_command
@@ -82,6 +82,18 @@ def status_of(result: Any, value: str | None, removed: tuple[str, ...]) -> str:
     if result.timed_out:
         return "timed_out"
     return "completed" if result.exit_code == 0 and value is not None and not removed else "failed"
+
+
+def rejection_reason(exc: GuardError) -> str:
+    """A rejected proposal's reason, as the report counts it: no change, a repeat, outside the fence,
+    or the proposer itself (it failed, timed out, or changed the repository's git state)."""
+    if exc.detail.get("reason") == "no change" or exc.message.startswith("no change"):
+        return "no change"
+    if "already scored" in exc.message:
+        return "repeat of a scored commit"
+    if "outside the editable fence" in exc.message:
+        return "outside the fence"
+    return "the proposer failed"
 
 
 def is_better(candidate: str, best: str, mode: str, min_improvement: float) -> bool:
@@ -166,7 +178,7 @@ class Search:
     def run(self) -> SearchSummary:
         summary = SearchSummary(self.researcher)
         start = time.monotonic()
-        failures = 0
+        failures = rejected_in_row = 0  # the streak, and how many of it were rejected proposals
         champion = self.champion()
         # a harness killed mid-attempt (SIGKILL, a lost session) left the attempt's group running:
         # stop it, and only it, before anything else touches the repository
@@ -198,14 +210,19 @@ class Search:
                 summary.stopped_because = f"wall-clock budget ({self.limits.budget_s:g} s)"
                 break
             if failures >= self.limits.max_consecutive_failures:
-                summary.stopped_because = f"{failures} consecutive failures"
+                runs = failures - rejected_in_row
+                summary.stopped_because = (f"{failures} consecutive failures ({rejected_in_row} rejected"
+                                           f" {'proposal' if rejected_in_row == 1 else 'proposals'}, {runs} failed"
+                                           f" {'run' if runs == 1 else 'runs'})")  # fmt: skip
                 break
             scored = {e["commit"] for e in mine}
             before = self.begin_attempt(champion["commit"])
             try:
                 self.proposer.propose(self.repo.path, len(mine) + summary.rejected)
-                if not check_fence(self.repo, self.contract.editable):
-                    raise GuardError("the proposer changed nothing")
+                dirty = check_fence(self.repo, self.contract.editable)
+                if not dirty:
+                    raise GuardError("no change: the proposer changed nothing")
+                check_changes_something(self.repo, dirty)
                 commit = self.repo.commit_paths(
                     self.contract.editable, f"anchor attempt by {self.researcher}", COMMIT_DATE
                 )
@@ -214,6 +231,12 @@ class Search:
                 summary.rejected += 1
                 summary.rejections.append(exc.message)
                 failures += 1
+                rejected_in_row += 1
+                # on record, under the hash chain: a rejection is no trial, and the report counts it by reason
+                self.ledger.append({
+                    "event": REJECTED, "researcher": self.researcher, "contract_digest": self.contract_digest,
+                    "reason": rejection_reason(exc), "message": exc.message[:500], "at": _now(),
+                })  # fmt: skip
                 self.end_attempt(champion["commit"], before)
                 continue
             # the fence was checked before the commit and the commit took every editable change: the
@@ -221,6 +244,7 @@ class Search:
             entry = self.measure(commit, champion["commit"], champion, clean=True)
             summary.measured += 1
             failures = 0 if entry["status"] == "completed" else failures + 1
+            rejected_in_row = 0 if entry["status"] == "completed" else rejected_in_row
             if entry["kept"]:
                 champion = entry
             self.end_attempt(champion["commit"], before)  # losers leave nothing the attempt wrote
@@ -237,7 +261,7 @@ class Search:
                 continue
             if row.get("event") == STARTED:
                 open_[row["commit"]] = row
-            else:
+            elif is_attempt(row):
                 open_.pop(row["commit"], None)
         for trace in open_.values():
             # its run dir, as far as it got, is moved aside and bound: the commit may be measured again

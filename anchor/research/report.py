@@ -21,6 +21,16 @@ def sparkline(values: list[Decimal | None]) -> str:
     return "".join(" " if v is None else BARS[int((v - low) / span * (len(BARS) - 1))] for v in values)
 
 
+def rejections_by_reason(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """researcher -> {reason: how many proposals were rejected for it} (the ledger's `rejected` events)."""
+    found: dict[str, dict[str, int]] = {}
+    for row in rows:
+        if row.get("event") == "rejected":
+            mine = found.setdefault(str(row.get("researcher")), {})
+            mine[str(row.get("reason"))] = mine.get(str(row.get("reason")), 0) + 1
+    return found
+
+
 def summarise(entries: list[dict[str, Any]]) -> tuple[dict[str, Any], list[str]]:
     researchers = sorted({e["researcher"] for e in entries})
     data: dict[str, Any] = {"trials": len(entries), "researchers": {}}

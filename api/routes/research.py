@@ -58,9 +58,9 @@ def _index(
         who = row.get("researcher")
         if not isinstance(who, str):
             continue
-        if "event" in row:
+        if row.get("event") == "started":
             started[(who, row["commit"])] = row.get("started_at", "")
-        else:
+        elif "event" not in row:  # an outcome; other events (a rejected proposal) have no outcome
             out.setdefault(who, []).append((search, workdir, row, started.pop((who, row["commit"]), None)))
     return out
 

@@ -132,7 +132,24 @@ def test_stop_rules(tmp_path: Path, stop: str) -> None:
     else:
         search, ledger = _search(tmp_path, 1, [0.5, 0.5, 0.5, 0.5, 0.5])  # repeats are rejected: failures
         search.limits = SearchLimits(max_attempts=20, budget_s=300, max_consecutive_failures=3)
-        assert search.run().stopped_because == "3 consecutive failures"
+        assert search.run().stopped_because == "3 consecutive failures (3 rejected proposals, 0 failed runs)"
+
+
+def test_a_proposal_that_only_reformats_the_editable_is_no_trial_and_is_never_measured(tmp_path: Path) -> None:
+    """Issue 47: re-serializing params.json (same values, pretty-printed) was measured and counted as a
+    trial, inflating N; and the stop line said "5 consecutive failures" beside "0 failed"."""
+
+    def reformat(repo: Path) -> None:
+        (repo / "params.json").write_text(json.dumps({"x": 1}, indent=4, sort_keys=True) + "\n")
+
+    search, ledger = _search(tmp_path, 1, [reformat] * 3, attempts=4)
+    search.limits = SearchLimits(max_attempts=4, budget_s=300, max_consecutive_failures=3)
+    summary = search.run()
+    assert [e["parent"] for e in ledger.entries()] == [NO_PARENT]  # the baseline, alone
+    assert summary.measured == 1 and summary.rejected == 3
+    assert all(r.startswith("no change: params.json holds the same values") for r in summary.rejections)
+    assert summary.stopped_because == "3 consecutive failures (3 rejected proposals, 0 failed runs)"
+    assert not search.repo.dirty()  # the reformatted file was reset
 
 
 def test_an_external_proposer_command_edits_the_editable_and_is_fenced(tmp_path: Path) -> None:
@@ -286,3 +303,31 @@ def test_an_attempt_past_its_process_bound_fails_naming_it_even_under_root_and_t
         stale.mkdir()
         CommandGroup.create(1, 1 << 30).close()
         assert not stale.exists()
+
+
+def test_research_report_counts_the_reformatting_proposals_as_rejected_not_as_trials(tmp_path: Path) -> None:
+    """Issue 47, as a user runs it: a --propose command that only pretty-prints params.json. The ledger's
+    only measured attempt is the baseline, and `research report` names the rejections and their reason."""
+    from anchor.errors import ExitCode
+    from tests.cli import run_anchor
+    from tests.research.helpers import SCORE_IS_X
+
+    repo = params_repo(tmp_path / "repo", 1)
+    spec = tmp_path / "contract.toml"
+    spec.write_text(f'task = "t"\ncommand = {json.dumps(SCORE_IS_X)}\neditable = ["params.json"]\nmetric = "score"\n'
+                    'mode = "max"\nattempt_timeout_minutes = 1\ngrace_seconds = 1\n')  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
+    env["ANCHOR_DATA_DIR"] = str(tmp_path / "data")
+    pretty = "python3 -c \"import json; json.dump(json.load(open('params.json')), open('params.json', 'w'), indent=4)\""
+    ran = run_anchor(["--json", "research", "run", "--repo", str(repo), "--contract", str(spec), "--no-anchor",
+                      "--max-failures", "3", "--propose", pretty], env)  # fmt: skip
+    assert ran.returncode == ExitCode.OK, ran.stdout + ran.stderr
+    [summary] = json.loads(ran.stdout)["researchers"]
+    assert summary["measured"] == 1 and summary["rejected"] == 3
+    assert summary["stopped_because"] == "3 consecutive failures (3 rejected proposals, 0 failed runs)"
+    report = run_anchor(["--json", "research", "report"], env)
+    assert report.returncode == ExitCode.OK, report.stdout + report.stderr
+    mine = json.loads(report.stdout)["researchers"]["r0"]
+    assert mine["attempts"] == 1 and mine["rejected"] == {"no change": 3}
+    text = run_anchor(["research", "report"], env).stdout
+    assert "r0: 3 proposals rejected, never measured: 3 no change" in text

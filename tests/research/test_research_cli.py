@@ -210,8 +210,12 @@ def test_four_researchers_times_25_attempts_agree_with_the_chain(fresh_chain: Ch
     entries = _attempts(fresh_chain)
     assert sorted({e["researcher"] for e in entries}) == ["r0", "r1", "r2", "r3"]
     assert all(sum(e["researcher"] == r for e in entries) == 25 for r in ("r0", "r1", "r2", "r3"))
-    # one chain, nothing lost or interleaved badly: 100 attempts, each after its own trace
-    assert [e["seq"] for e in _ledger(fresh_chain)] == list(range(200))
+    # one chain, nothing lost or interleaved badly: 100 attempts, each after its own trace, and a
+    # `rejected` event for each proposal the guard turned away (repeats: never run, no trial)
+    rows = _ledger(fresh_chain)
+    assert [e["seq"] for e in rows] == list(range(len(rows)))
+    assert sum(1 for e in rows if e.get("event") != "rejected") == 200
+    assert sum(1 for e in rows if e.get("event") == "rejected") == sum(r["rejected"] for r in summary["researchers"])
     assert len({e["seq"] for e in entries}) == 100
     assert all(e["status"] != "interrupted" for e in entries)
     assert len({(e["researcher"], e["commit"]) for e in entries}) == 100
@@ -220,7 +224,7 @@ def test_four_researchers_times_25_attempts_agree_with_the_chain(fresh_chain: Ch
     items = int(journal_value(fresh_chain.data_dir, "SELECT count(*) FROM items"))
     # each researcher checkpointed the shared ledger while it ran: one head per distinct length
     heads = list((fresh_chain.data_dir / "research" / "checkpoints").glob("*.anchor.json"))
-    assert len(heads) > 4 and any(h.name == f"{200:08d}.anchor.json" for h in heads)
+    assert len(heads) > 4 and any(h.name == f"{len(rows):08d}.anchor.json" for h in heads)
     assert items == 100 + 1 + len(heads)  # attempts, pre-registered contract, ledger heads
     assert_exactly_once(fresh_chain.node.rpc_url, fresh_chain.data_dir, items)
     _lineage_matches_ledger(fresh_chain, entries)
@@ -389,7 +393,8 @@ def test_four_researchers_times_25_attempts_share_one_postgres_ledger(
     assert [r.returncode for r in researchers] == [0, 0, 0, 0], [(out[-1000:], err[-1000:]) for out, err in outputs]
     ledger = PgLedger(postgres_url, tmp_path / "work-r0", "team")
     rows, entries = ledger.rows(), ledger.entries()
-    assert [r["seq"] for r in rows] == list(range(200))  # 100 attempts, each after its own trace
+    assert [r["seq"] for r in rows] == list(range(len(rows)))  # one chain, nothing lost
+    assert sum(1 for r in rows if r.get("event") != "rejected") == 200  # 100 attempts, each after its own trace
     assert all(sum(e["researcher"] == r for e in entries) == 25 for r in ("r0", "r1", "r2", "r3"))
     assert len({(e["researcher"], e["commit"]) for e in entries}) == 100 and len({e["seq"] for e in entries}) == 100
     for k in range(4):  # each researcher's evidence is in its own work dir: its audit, with the whole chain
