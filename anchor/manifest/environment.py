@@ -14,7 +14,10 @@ carry this object (docs/manifest.md, "Environment"):
   the record is public, the id need not be), or the image digest the command ran in (ANCHOR_IMAGE,
   `name@sha256:…`, set by the rendered Jobs), never both;
 - `inputs`: each data path the contract declares as an input, with its file-tree manifest digest
-  (anchor.manifest.filetree), sorted by path.
+  (anchor.manifest.filetree), sorted by path;
+- `accelerators` (issue 47), only where an NVIDIA GPU is present: each GPU's model, memory (MiB),
+  driver and CUDA versions, as `nvidia-smi` reports them. A result on a GPU is platform-specific; on a
+  machine without one the field is absent, never faked (and a record without it keeps its digest).
 """
 
 from __future__ import annotations
@@ -45,6 +48,17 @@ class Input(BaseModel):
     """The digest of its file-tree manifest."""
 
 
+class Accelerator(BaseModel):
+    """One GPU the measured command could use, as its driver reports it."""
+
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
+
+    model: str = Field(min_length=1, max_length=128)
+    memory_mib: int = Field(ge=0, lt=1 << 32)
+    driver: str = Field(min_length=1, max_length=64)
+    cuda: str = Field(min_length=1, max_length=32)
+
+
 class Environment(BaseModel):
     model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
@@ -53,6 +67,8 @@ class Environment(BaseModel):
     host: str | None = Field(default=None, pattern=HEX64)
     image: str | None = None
     inputs: tuple[Input, ...] = Field(default=(), max_length=256)
+    accelerators: tuple[Accelerator, ...] | None = Field(default=None, min_length=1, max_length=64)
+    """Only where a GPU is present (None: absent from the record, as on every machine without one)."""
 
     @field_validator("image")
     @classmethod
@@ -84,7 +100,20 @@ class Environment(BaseModel):
             if mine.get(path) != theirs.get(path):
                 before, after = theirs.get(path, "absent"), mine.get(path, "absent")
                 out.append(f"input {path} {before[:12]}… -> {after[:12]}…")
+        if self.accelerators != other.accelerators:
+            out.append(f"accelerators {describe(other.accelerators)} -> {describe(self.accelerators)}")
         return out
 
     def where(self) -> str:
         return f"image {self.image}" if self.image else f"host {str(self.host)[:12]}…"
+
+
+def describe(gpus: tuple[Accelerator, ...] | None) -> str:
+    """GPUs in words: `1 x NVIDIA A100-SXM4-40GB (40960 MiB, driver 535.104.05, CUDA 12.2)`, or none."""
+    if not gpus:
+        return "none"
+    kinds: dict[Accelerator, int] = {}
+    for gpu in gpus:
+        kinds[gpu] = kinds.get(gpu, 0) + 1
+    return ", ".join(f"{n} x {gpu.model} ({gpu.memory_mib} MiB, driver {gpu.driver}, CUDA {gpu.cuda})"
+                     for gpu, n in kinds.items())  # fmt: skip

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import blake3
 
 from anchor.errors import BadInput
-from anchor.manifest.environment import IMAGE, Environment, Input, Lock
+from anchor.manifest.environment import IMAGE, Accelerator, Environment, Input, Lock
 
 if TYPE_CHECKING:
     from anchor.research.contract import AttemptContract
@@ -39,7 +39,7 @@ class Capture:
 
     def __init__(self, terms: AttemptContract, repo: Path) -> None:
         self.terms, self.repo = terms, repo
-        self._fixed: tuple[str, Lock, str | None, str | None] | None = None
+        self._fixed: tuple[str, Lock, str | None, str | None, tuple[Accelerator, ...] | None] | None = None
         if terms.lockfile is not None and not (repo / terms.lockfile).is_file():
             raise BadInput(f"lockfile: {terms.lockfile!r} ({repo / terms.lockfile}) is not a file in the repository",
                            detail={"field": "lockfile"})  # fmt: skip
@@ -55,12 +55,13 @@ class Capture:
         from anchor.manifest.filetree import hash_tree
 
         if self._fixed is None:
-            self._fixed = (*self._interpreter_and_lock(), *_where())
-        interpreter, lock, host, image = self._fixed
+            self._fixed = (*self._interpreter_and_lock(), *_where(), accelerators())
+        interpreter, lock, host, image, gpus = self._fixed
         inputs = tuple(
             Input(path=text, digest=hash_tree(path).digest.hex()) for text, path in self.terms.input_paths(self.repo)
         )
-        return Environment(interpreter=interpreter, lock=lock, host=host, image=image, inputs=inputs)
+        return Environment(interpreter=interpreter, lock=lock, host=host, image=image, inputs=inputs,
+                           accelerators=gpus)  # fmt: skip
 
     def _interpreter_and_lock(self) -> tuple[str, Lock]:
         interpreter, listing = ask_interpreter()
@@ -96,7 +97,34 @@ def current() -> Environment:
     interpreter, listing = ask_interpreter()
     host, image = _where()
     lock = Lock(source=DISTRIBUTIONS, digest=blake3.blake3(listing).hexdigest())
-    return Environment(interpreter=interpreter, lock=lock, host=host, image=image)
+    return Environment(interpreter=interpreter, lock=lock, host=host, image=image, accelerators=accelerators())
+
+
+def accelerators() -> tuple[Accelerator, ...] | None:
+    """The NVIDIA GPUs `nvidia-smi` (on the PATH the measured command gets) reports, or None where there
+    is none, it fails or it says something it should not: a field is absent rather than faked."""
+    smi = shutil.which("nvidia-smi", path=os.environ.get("PATH", os.defpath))
+    if smi is None:
+        return None
+    query = [smi, "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader,nounits"]
+    try:
+        listed = subprocess.run(query, capture_output=True, text=True, timeout=20, check=True, env=_plain_env())
+        detail = subprocess.run([smi, "-q"], capture_output=True, text=True, timeout=20, check=True, env=_plain_env())
+    except (OSError, subprocess.SubprocessError):
+        return None
+    cuda = next((line.split(":", 1)[1].strip() for line in detail.stdout.splitlines()
+                 if line.strip().startswith("CUDA Version") and ":" in line), "")  # fmt: skip
+    found = []
+    for line in listed.stdout.splitlines()[:64]:
+        parts = [part.strip() for part in line.split(",")]
+        if len(parts) != 3 or not parts[1].isdigit():
+            return None
+        found.append((parts[0], int(parts[1]), parts[2]))
+    try:
+        gpus = tuple(Accelerator(model=m, memory_mib=mib, driver=d, cuda=cuda) for m, mib, d in found)
+    except ValueError:
+        return None
+    return gpus or None
 
 
 def _plain_env() -> dict[str, str]:

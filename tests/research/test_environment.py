@@ -5,6 +5,7 @@ data the contract declares as inputs; a data file changed between two runs shows
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -157,3 +158,41 @@ def test_a_version_3_bundle_never_claims_an_image_it_did_not_run_in() -> None:
     other = {**identity, "environment": {**identity["environment"], "image": "x/y@sha256:" + "55" * 32}}
     with pytest.raises(BadInput, match="exactly one of host and image"):
         validate_identity(other)
+
+
+NVIDIA_SMI = """#!/bin/sh
+# a stand-in for nvidia-smi that prints what a two-GPU host's driver prints (the parsing is what is tested)
+case "$1" in
+  --query-gpu=*) printf 'NVIDIA A100-SXM4-40GB, 40960, 535.104.05\\nNVIDIA A100-SXM4-40GB, 40960, 535.104.05\\n' ;;
+  -q) printf '==============NVSMI LOG==============\\n\\nDriver Version                            : 535.104.05\\nCUDA Version                              : 12.2\\n' ;;
+  *) exit 9 ;;
+esac
+"""
+
+
+def test_a_gpu_host_binds_its_accelerators_and_a_host_without_one_binds_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 47: results on a GPU are platform-specific and no record said which GPU, driver or CUDA ran
+    them. With nvidia-smi present each record binds them; without, the field is absent, not faked, and
+    a record without it keeps the digest it had."""
+    from anchor.manifest.environment import Accelerator, describe
+    from anchor.research.environment import accelerators, current
+
+    assert accelerators() is None  # this machine has no GPU: nothing is made up
+    without = current()
+    assert "accelerators" not in without.model_dump(mode="json", exclude_none=True)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "nvidia-smi").write_text(NVIDIA_SMI)
+    (bin_dir / "nvidia-smi").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    gpus = accelerators()
+    a100 = Accelerator(model="NVIDIA A100-SXM4-40GB", memory_mib=40960, driver="535.104.05", cuda="12.2")
+    assert gpus == (a100, a100)
+    assert describe(gpus) == "2 x NVIDIA A100-SXM4-40GB (40960 MiB, driver 535.104.05, CUDA 12.2)"
+    withgpu = current()
+    assert withgpu.accelerators == gpus
+    assert withgpu.changes(without) == [f"accelerators none -> {describe(gpus)}"]
+    (bin_dir / "nvidia-smi").write_text("#!/bin/sh\necho 'NVIDIA-SMI has failed'; exit 9\n")
+    assert accelerators() is None  # a failing driver is no GPU, never a guess
