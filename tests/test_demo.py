@@ -54,6 +54,24 @@ def test_the_demo_report_gives_its_champion_a_sample_size_an_interval_and_the_ad
     assert "(replication stdev x E[max of N standard normals]" in text or "no selection adjustment possible" in text
 
 
+def test_the_report_pastes_as_a_markdown_or_latex_table_with_a_methods_sentence(demo_run: DemoRun) -> None:
+    """Issue 47, item 5: nothing was paste-ready. The table's figures are the report's own (JSON), never
+    recomputed by the renderer; a typo in --format is one line with the near name."""
+    env = demo_run.env
+    r0 = json.loads(run_anchor(["--json", "research", "report"], env, check=True).stdout)["researchers"]["r0"]
+    markdown = run_anchor(["research", "report", "--format", "markdown"], env, check=True).stdout
+    interval = r0["uncertainty"]["interval"]
+    assert "| figure | value |" in markdown and f"| trials | {r0['attempts']} measured" in markdown
+    ci = f"95% CI [{interval['low']}, {interval['high']}] (wilson)"
+    assert f"{r0['champion_metric']['value']}; n=150; {ci}" in markdown
+    assert "was pre-registered before the search" in markdown and "not counted" in markdown
+    latex = run_anchor(["research", "report", "--format", "latex"], env, check=True).stdout
+    assert "\\begin{tabular}{ll}" in latex and "\\end{tabular}" in latex and "figure & value \\\\" in latex
+    assert "_" not in latex.replace("\\_", "")  # every underscore escaped
+    typo = run_anchor(["research", "report", "--format", "markdwn"], env)
+    assert typo.returncode == 2 and "did you mean markdown?" in typo.stderr
+
+
 def test_lookup_takes_a_twelve_digit_commit_prefix_and_prints_the_commit_as_git_does(demo_run: DemoRun) -> None:
     """As the chain-only explorer does: 7+ hex digits name a commit when one record's commit starts so;
     the answer shows the 40-hex id, not the bytes32 it is stored in (24 zeros of padding)."""

@@ -721,8 +721,26 @@ def verify(
 
 
 @app.command()
-def report(ctx: typer.Context, workdir: WorkdirOpt = None, json: JsonFlag = False) -> None:
+def report(
+    ctx: typer.Context,
+    workdir: WorkdirOpt = None,
+    output_format: Annotated[
+        str, typer.Option("--format", help="text, markdown or latex (a table and a methods paragraph), or json.")
+    ] = "text",
+    json: JsonFlag = False,
+) -> None:
     """Summarise a search: attempts, kept, failures, best metric over attempts, trials behind the champion."""
+    from anchor.research.tables import FORMATS
+
+    if output_format not in FORMATS:
+        import difflib
+
+        from anchor.errors import BadInput
+
+        near = difflib.get_close_matches(output_format, FORMATS, n=1)
+        raise BadInput(f"--format {output_format!r}: expected one of {', '.join(FORMATS)}"
+                       + (f" (did you mean {near[0]}?)" if near else ""), detail={"field": "format"})  # fmt: skip
+    json = json or output_format == "json"
     from anchor.errors import ChainUnreachable
     from anchor.research.checkpoints import check_anchored_heads
     from anchor.research.ledger import is_attempt
@@ -751,6 +769,13 @@ def report(ctx: typer.Context, workdir: WorkdirOpt = None, json: JsonFlag = Fals
     except ChainUnreachable:
         data["anchored_trials"] = None
         lines.append("anchored trials: not checked (the chain is out of reach)")
+    if output_format in ("markdown", "latex") and not json:
+        from anchor.research.contract import load_contract
+        from anchor.research.tables import render
+
+        pinned = work / "contract.toml"
+        print(render(data, load_contract(pinned)[0] if pinned.exists() else None, output_format), end="")
+        return
     emit(ctx, json, data, lines)
 
 

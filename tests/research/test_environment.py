@@ -164,7 +164,8 @@ NVIDIA_SMI = """#!/bin/sh
 # a stand-in for nvidia-smi that prints what a two-GPU host's driver prints (the parsing is what is tested)
 case "$1" in
   --query-gpu=*) printf 'NVIDIA A100-SXM4-40GB, 40960, 535.104.05\\nNVIDIA A100-SXM4-40GB, 40960, 535.104.05\\n' ;;
-  -q) printf '==============NVSMI LOG==============\\n\\nDriver Version                            : 535.104.05\\nCUDA Version                              : 12.2\\n' ;;
+  -q) printf '==============NVSMI LOG==============\\n\\nDriver Version      : 535.104.05\\n'
+      printf 'CUDA Version        : 12.2\\n' ;;
   *) exit 9 ;;
 esac
 """

@@ -1,0 +1,102 @@
+"""A search's figures as a table to paste (issue 47): markdown or LaTeX, with a methods sentence made from
+the pre-registered contract.
+
+Why: a paper quotes the champion's numbers with their sample sizes and intervals, the trial count behind
+the selection and where it ran; retyping them from a report invites a slip no reviewer can catch. Every
+figure here is one `research report` computed (and `research verify` re-derives from the ledger, the
+records and their bound run dirs): the table formats, it never computes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+FORMATS = ("text", "markdown", "latex", "json")
+
+
+def rows(stats: dict[str, Any]) -> list[tuple[str, str]]:
+    """(figure, value) rows of one researcher's search, as `research report` computed them."""
+    out: list[tuple[str, str]] = []
+    metric = stats.get("champion_metric") or {}
+    final = stats.get("final") or {}
+    honest = stats.get("uncertainty") or {}
+    interval = honest.get("interval")
+    n = honest.get("examples")
+    if metric:
+        ci = f"95% CI [{interval['low']}, {interval['high']}] ({interval['method']})" if interval else "no interval"
+        out.append((f"selection metric ({metric.get('name')}, {metric.get('mode')})",
+                    f"{metric.get('value')}; n={n if n is not None else 'unknown'}; {ci}"))  # fmt: skip
+    if final.get("replications"):
+        spread = f" ± {float(final['stdev']):.6g} (sd)" if final.get("stdev") not in (None, "0") else ""
+        mean = "no completed run" if final.get("mean") is None else f"{float(final['mean']):.6g}{spread}"
+        out.append((f"replications ({len(final['replications'])})", mean))
+    if final.get("holdout") is not None:
+        out.append(("holdout", f"{final['holdout']}; no sample size or interval is recorded for the holdout"))
+    if final.get("selection_adjusted") is not None:
+        out.append(("selection-adjusted", f"{final['selection_adjusted']:.6g} ({final.get('adjustment_method')})"))
+    elif final:
+        out.append(("selection-adjusted", "none: it needs two or more replications that differ"))
+    team = final.get("team_trials")
+    trials = f"{stats.get('attempts', 0)} measured" + (f", {team} by the team" if team is not None else "")
+    rejected = stats.get("rejected") or {}
+    if rejected:
+        trials += "; rejected (never measured): " + ", ".join(f"{k} {v}" for k, v in sorted(rejected.items()))
+    out.append(("trials", trials))
+    out.append(("kept / failed / timed out", f"{stats.get('kept', 0)} / {stats.get('failed', 0)} /"
+                                             f" {stats.get('timed_out', 0)}"))  # fmt: skip
+    env = stats.get("environment")
+    if env:
+        where = f"image {env['image']}" if env.get("image") else f"host {str(env.get('host'))[:12]}…"
+        gpus = env.get("accelerators")
+        gpu = "; " + ", ".join(g["model"] for g in gpus) if gpus else "; no GPU"
+        lock = f"lock {env['lock']['digest'][:12]}… ({env['lock']['source']})"
+        out.append(("environment", f"{env['interpreter']}; {lock}; {where}{gpu}"))
+    return out
+
+
+def methods(terms: Any, stats: dict[str, Any], anchored: dict[str, Any]) -> str:
+    """One paragraph of methods, from the pre-registered contract and what the search recorded."""
+    final = stats.get("final") or {}
+    parts = [
+        f"The attempt contract ({terms.task}) was pre-registered before the search: the metric {terms.metric}"
+        f" ({'higher' if terms.mode == 'max' else 'lower'} is better), measured by {terms.metric_source}."
+    ]
+    parts.append(f"The champion was selected from {stats.get('attempts', 0)} measured trials"
+                 + (f" ({final['team_trials']} across the team)" if final.get("team_trials") is not None else "")
+                 + "; proposals that changed nothing or repeated a scored commit were rejected before measurement"
+                 " and are not counted.")  # fmt: skip
+    if getattr(terms, "replications", 0):
+        parts.append(f"It was replicated {terms.replications} times"
+                     + (" and evaluated once on held-out data" if terms.holdout_command else "") + ".")  # fmt: skip
+    if final.get("selection_adjusted") is not None:
+        parts.append(f"Its figure was adjusted for selection ({final.get('adjustment_method')}).")
+    if anchored.get("anchored_trials") is not None:
+        parts.append(f"Every attempt was recorded in a hash-chained ledger; {anchored['anchored_trials']} trials were"
+                     " anchored on chain with it, so the trial count cannot be lowered after the fact.")  # fmt: skip
+    return " ".join(parts)
+
+
+def render(data: dict[str, Any], terms: Any, fmt: str) -> str:
+    """The table(s) and methods paragraph of every researcher, in `fmt` (markdown or latex)."""
+    blocks = []
+    for who, stats in data["researchers"].items():
+        table = rows(stats)
+        text = methods(terms, stats, data) if terms is not None else ""
+        if fmt == "markdown":
+            body = "\n".join(f"| {figure} | {value} |" for figure, value in table)
+            blocks.append(f"### {who}\n\n| figure | value |\n|---|---|\n{body}\n\n{text}\n")
+        else:
+            body = "\n".join(f"{_tex(figure)} & {_tex(value)} \\\\" for figure, value in table)
+            blocks.append(f"% {who}\n\\begin{{tabular}}{{ll}}\n\\hline\nfigure & value \\\\\n\\hline\n{body}\n"
+                          f"\\hline\n\\end{{tabular}}\n\n{_tex(text)}\n")  # fmt: skip
+    return "\n".join(blocks)
+
+
+def _tex(text: str) -> str:
+    """Text safe in a LaTeX table cell: its special characters escaped."""
+    text = text.replace("\\", "\0")  # a placeholder: the braces of \textbackslash{} must not be escaped
+    for char, escaped in (("&", r"\&"), ("%", r"\%"), ("$", r"\$"), ("#", r"\#"),
+                          ("_", r"\_"), ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"),
+                          ("^", r"\textasciicircum{}"), ("±", r"$\pm$"), ("…", r"\ldots{}")):  # fmt: skip
+        text = text.replace(char, escaped)
+    return text.replace("\0", r"\textbackslash{}")
