@@ -561,12 +561,16 @@ def check_finality(verdict: Verification, required: str | None) -> None:
         if head is None:
             raise NotFinal(f"the chain's node does not report a {required} block: cannot show {required}",
                            detail={"required": required})  # fmt: skip
-        if head == 0 and verdict.read_at_block > 0:  # anvil: safe = head - 32, finalized = head - 64
+        from anchor.chain.node import LOCAL_CHAIN_ID
+
+        if verdict.chain_id == LOCAL_CHAIN_ID or (head == 0 and verdict.read_at_block > 0):
+            depth = 32 if required == "safe" else 64  # anvil: safe = head - 32, finalized = head - 64
             raise NotFinal(
-                f"anchored in block {verdict.anchored_block}: not yet {required}, and the chain's node reports its"
-                f" {required} head at block 0 (its head is at block {verdict.read_at_block}): a local development"
-                " chain mines only when it is sent transactions, so later may never come on its own (hint: ask"
-                f" for confirmations instead, --min-finality {max(1, verdict.confirmations)})",
+                f"anchored in block {verdict.anchored_block}: not yet {required}; the chain's {required} head is at"
+                f" block {head} (its head at block {verdict.read_at_block}), and a local development chain marks"
+                f" a block {required} only {depth} blocks below its head and mines only when it is sent transactions,"
+                " so later may never come on its own (hint: ask for confirmations instead,"
+                f" --min-finality {max(1, verdict.confirmations)})",
                 detail={"required": required, "finality": verdict.finality, "anchored_block": verdict.anchored_block},
             )
     else:
