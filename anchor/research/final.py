@@ -139,14 +139,45 @@ def expected_max(trials: int) -> float:
     return (1 - EULER_GAMMA) * z(1 - 1 / trials) + EULER_GAMMA * z(1 - 1 / (trials * math.e))
 
 
+def selected_from(manifest: ChampionManifest) -> int:
+    """How many trials the champion was selected from (issue 47): the team's (every researcher's on one
+    ledger: the selection ran over all of them), else this researcher's own."""
+    return manifest.team_trials if manifest.team_trials is not None else manifest.trials
+
+
 def selection_adjusted(manifest: ChampionManifest) -> float | None:
-    """The champion's metric less what selecting it from `trials` noisy measurements is expected to
-    have added; None without a spread (fewer than two completed replications, or all of them equal)."""
+    """The champion's metric less what selecting it from `selected_from` noisy measurements is expected
+    to have added; None without a spread (fewer than two completed replications, or all of them equal)."""
     if manifest.stdev is None or float(manifest.stdev) == 0:
         return None  # no spread: a shift of 0 would print the raw figure as if it had been adjusted
-    shift = float(manifest.stdev) * expected_max(manifest.trials)
+    shift = float(manifest.stdev) * expected_max(selected_from(manifest))
     value = float(manifest.metric.value)
     return value - shift if manifest.metric.mode == "max" else value + shift
+
+
+def no_adjustment(manifest: ChampionManifest) -> str | None:
+    """Why there is no selection-adjusted figure, in words (None when there is one)."""
+    if selection_adjusted(manifest) is not None:
+        return None
+    completed = sum(1 for r in manifest.replications if r.metric is not None)
+    if completed < 2:
+        return (f"no selection adjustment: it needs two or more completed replications to measure the noise, and"
+                f" this record has {completed}")  # fmt: skip
+    return "no selection adjustment: the replications do not differ, so the noise it corrects for was not measured"
+
+
+ADJUSTED_INTERVAL = "the selection metric's 95% interval, shifted by the adjustment"
+
+
+def adjusted_interval(manifest: ChampionManifest) -> dict[str, str] | None:
+    """A 95% interval of the adjusted figure: the champion's own (its n, its method) moved by the same
+    shift, so it says what the sample size allows around the adjusted value; None without either."""
+    adjusted = selection_adjusted(manifest)
+    if adjusted is None or manifest.interval is None:
+        return None
+    shift = adjusted - float(manifest.metric.value)
+    low, high = float(manifest.interval.low) + shift, float(manifest.interval.high) + shift
+    return {"low": f"{low:.6f}", "high": f"{high:.6f}", "method": ADJUSTED_INTERVAL}
 
 
 ADJUSTMENT_METHOD = "replication stdev x E[max of N standard normals] (Bailey and Lopez de Prado)"
@@ -173,6 +204,9 @@ def summary(manifest: ChampionManifest) -> dict[str, Any]:
         "examples_source": manifest.examples_source,
         "interval": None if manifest.interval is None else manifest.interval.model_dump(),
         "adjustment_method": ADJUSTMENT_METHOD if selection_adjusted(manifest) is not None else None,
+        "adjusted_over": selected_from(manifest),
+        "adjusted_interval": adjusted_interval(manifest),
+        "no_adjustment": no_adjustment(manifest),
     }
 
 
@@ -194,7 +228,11 @@ def final_line(final: dict[str, Any]) -> str:
         mean = "no completed run" if final["mean"] is None else f"mean {float(final['mean']):.6g}{spread}"
         parts.append(f"replicated {len(final['replications'])}x: {mean};")
         if final["selection_adjusted"] is not None:
-            parts.append(f"selection-adjusted {final['selection_adjusted']:.6g} ({ADJUSTMENT_METHOD});")
+            over = final.get("adjusted_over")
+            within = final.get("adjusted_interval")
+            ci = f", 95% interval [{within['low']}, {within['high']}] ({within['method']})" if within else ""
+            among = f" over {over} trials" if over is not None else ""
+            parts.append(f"selection-adjusted {final['selection_adjusted']:.6g}{among} ({ADJUSTMENT_METHOD}){ci};")
         else:
             parts.append("no selection adjustment possible (it needs two or more replications that differ);")
     if final["holdout"] is not None:

@@ -33,9 +33,12 @@ def rows(stats: dict[str, Any]) -> list[tuple[str, str]]:
     if final.get("holdout") is not None:
         out.append(("holdout", f"{final['holdout']}; no sample size or interval is recorded for the holdout"))
     if final.get("selection_adjusted") is not None:
-        out.append(("selection-adjusted", f"{final['selection_adjusted']:.6g} ({final.get('adjustment_method')})"))
+        within = final.get("adjusted_interval")
+        ci = f"; 95% CI [{within['low']}, {within['high']}] ({within['method']})" if within else "; no interval"
+        out.append(("selection-adjusted", f"{final['selection_adjusted']:.6g} over {final.get('adjusted_over')} trials"
+                                          f" ({final.get('adjustment_method')}){ci}"))  # fmt: skip
     elif final:
-        out.append(("selection-adjusted", "none: it needs two or more replications that differ"))
+        out.append(("selection-adjusted", final.get("no_adjustment") or "none"))
     team = final.get("team_trials")
     trials = f"{stats.get('attempts', 0)} measured" + (f", {team} by the team" if team is not None else "")
     rejected = stats.get("rejected") or {}

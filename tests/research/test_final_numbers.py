@@ -144,3 +144,31 @@ def test_the_selection_adjustment_of_a_record_without_spread_is_none(tmp_path: P
     assert record is not None and selection_adjusted(record) is not None  # 3, 3.1, 3.2: a spread
     flat = record.model_copy(update={"stdev": "0"})
     assert selection_adjusted(flat) is None
+
+
+def test_the_adjustment_is_over_the_teams_trials_with_its_own_interval_or_says_why_there_is_none(
+    tmp_path: Path,
+) -> None:
+    """Issue 47, item 2: the selection-adjusted figure used one researcher's trial count, not the team's
+    (`team_trials`), had no interval, and was silently absent with fewer than two replications."""
+    from anchor.manifest.champion import Interval
+    from anchor.research.final import adjusted_interval, no_adjustment, selected_from, summary
+
+    search, _ = _search(tmp_path, sandboxed=False)
+    search.run()
+    record = evaluate_champion(search, None)
+    assert record is not None and record.team_trials is not None
+    alone = record.model_copy(update={"team_trials": record.trials})
+    team = record.model_copy(update={"team_trials": record.trials * 25})  # the other researchers' trials too
+    assert selected_from(team) == record.trials * 25 and selected_from(alone) == record.trials
+    assert selection_adjusted(team) == pytest.approx(3 - 0.1 * expected_max(record.trials * 25))
+    assert selection_adjusted(team) < selection_adjusted(alone)  # more trials behind it: a larger correction
+    interval = Interval(method="wilson", low="2.9", high="3.1")
+    within = adjusted_interval(team.model_copy(update={"interval": interval}))
+    shift = selection_adjusted(team) - 3
+    assert within is not None and float(within["low"]) == pytest.approx(2.9 + shift, abs=1e-6)
+    assert float(within["high"]) == pytest.approx(3.1 + shift, abs=1e-6) and "shifted" in within["method"]
+    one = record.model_copy(update={"replications": record.replications[:1], "mean": None, "stdev": None})
+    assert no_adjustment(one) == ("no selection adjustment: it needs two or more completed replications to measure"
+                                  " the noise, and this record has 1")  # fmt: skip
+    assert summary(team)["adjusted_over"] == record.trials * 25 and summary(one)["no_adjustment"] is not None
