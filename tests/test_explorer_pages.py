@@ -135,6 +135,11 @@ def test_every_page_says_when_and_by_whom_and_the_home_page_finds_what_was_ancho
         found = render(f"{site['url']}/explorer/search?q={query}", site["dir"] / "search.png")
         links = [attrs.get("href", "") for tag, attrs in found.elements if tag == "a"]
         assert any(link.startswith(expect) for link in links), (query, links)
+    champion = site["champion"]
+    found = render(f"{site['url']}/explorer/search?q={champion[:10]}", site["dir"] / "search-commit.png")
+    assert f"/explorer/attempt/{champion}" in [attrs.get("href", "") for tag, attrs in found.elements if tag == "a"]
+    attempt = " ".join(render(f"{site['url']}/explorer/attempt/{champion}", site["dir"] / "attempt-time.png").text)
+    assert re.search(r"anchored at\s+20\d\d-\d\d-\d\d \d\d:\d\d:\d\d UTC by 0x", attempt), attempt[:2000]
     nothing = " ".join(render(f"{site['url']}/explorer/search?q=no-such-name", site["dir"] / "none.png").text)
     assert "Nothing anchored here matches no-such-name" in nothing
 

@@ -20,7 +20,7 @@ from starlette.concurrency import run_in_threadpool
 
 from anchor.anchoring.prove import single_file_proof
 from anchor.chain.explorer import links
-from anchor.errors import NotAnchored
+from anchor.errors import AnchorError, NotAnchored
 from anchor.journal import reads
 from anchor.manifest.onchain import commit_key, parse_hex32
 from api.deps import ReaderDep, SettingsDep, anchored_proof, in_journal
@@ -33,7 +33,6 @@ router = APIRouter(prefix="/explorer", tags=["explorer"], include_in_schema=Fals
 
 def _diff(settings: Any, entry: dict[str, Any]) -> str | None:
     """The attempt's code.diff if it is kept here and hashes to what its row binds; None otherwise."""
-    from anchor.errors import AnchorError
     from api.routes.research import attempt_diff
 
     try:
@@ -118,11 +117,28 @@ async def searchpage(request: Request, reader: ReaderDep, q: SearchText = "") ->
     """What was anchored here, found by manifest digest, batch root, transaction, submitter or path."""
     found = await in_journal(request.app, lambda journal: reads.search(journal, reader.chain_id(), q))
     records = await run_in_threadpool(_anchored_records, request.app, reader, found["batches"])
+    attempts = await run_in_threadpool(_attempts_of, request.app.state.settings, q)
     items = [
         {"digest": "0x" + bytes(i["digest"]).hex(), "kind": i["kind"], "state": i["state"]} for i in found["items"]
     ]
     batches = _batch_rows(found["batches"], records)
-    return page("search.html", f"Search: {q[:60]}", reader.last_head(), q=q, items=items, batches=batches)
+    return page("search.html", f"Search: {q[:60]}", reader.last_head(), q=q, items=items, batches=batches,
+                attempts=attempts)  # fmt: skip
+
+
+def _attempts_of(settings: Any, query: str) -> list[dict[str, Any]]:
+    """The research attempts of a commit (its full id or 7+ hex digits of it), over every search here."""
+    import re
+
+    body = query.strip().lower().removeprefix("0x")
+    if not re.fullmatch(r"[0-9a-f]{7,40}", body):
+        return []
+    try:
+        _, entry = find_attempt(settings, body, prefix=True)
+    except AnchorError:
+        return []
+    return [{"commit": entry["commit"], "researcher": entry["researcher"], "status": entry["status"],
+             "kept": entry["kept"], "metric": (entry.get("metric") or {}).get("value")}]  # fmt: skip
 
 
 def _anchored_records(app: Any, reader: Any, batches: list[Any]) -> dict[int, Any]:
