@@ -24,7 +24,7 @@ from typing import Any
 from anchor.errors import AnchorError, BadInput, ServiceError
 from anchor.proof.file import PendingProof, ProofFile, ServiceAnchor, load_any, write_proof
 from anchor.proof.receipt import Receipt, check_receipt, parse_receipt
-from anchor.verify.services import URL_PATTERN, Service, call, error_of, fetch_anchor, service_info
+from anchor.verify.services import URL_PATTERN, Service, call, clean_url, error_of, fetch_anchor, service_info
 
 log = logging.getLogger("anchor.progress")
 
@@ -38,15 +38,7 @@ def services_from(urls: Sequence[str] | None, allow_insecure_token: bool = False
     tokens = _tokens()
     found = []
     for url in given:
-        if "=" in url and not url.startswith("http"):
-            url = url.partition("=")[0]
-        if not URL_PATTERN.match(url):
-            raise BadInput(
-                f"--service {url!r}: expected an http(s) URL (hint: --service http://127.0.0.1:8000);"
-                " tokens go in ANCHOR_SERVICE_TOKEN, never on the command line",
-                detail={"field": "service"},
-            )
-        clean = url.rstrip("/")
+        clean = clean_url(url)
         token = tokens.get(clean, tokens.get("*"))
         if token and not allow_insecure_token and not _private_way(clean):
             raise BadInput(
@@ -75,15 +67,6 @@ def _private_way(url: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
-
-
-def configured_urls() -> tuple[str, ...]:
-    """The service URLs the user configured (ANCHOR_SERVICE_URLS), as `services_from` cleans them; a
-    malformed list configures none here (the writers that use it refuse it by name)."""
-    try:
-        return tuple(s.url for s in services_from(None))
-    except BadInput:
-        return ()
 
 
 def _tokens() -> dict[str, str]:

@@ -567,7 +567,7 @@ def _verify_one(
         proof_path = proof or require_proof(path)
         if spec is not None:
             check_bundle_spec(proof_path, spec)
-        from anchor.anchoring.client import configured_urls
+        from anchor.verify.services import configured_urls
 
         result = verify_path(path, proof_path, _settings(ctx), registries, quorum, require, configured_urls())
         later = _superseded_by(path, proof_path, result.manifest_digest)

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from anchor.cli.data_cmds import EgressCidrOpt, GoneKeysSecretOpt, ServiceUrlOpt
-from anchor.cli.options import JsonFlag
+from anchor.cli.options import JsonFlag, SandboxRuntimeOpt
 from anchor.cli.output import count, emit, wants_json
 
 missions = typer.Typer(help="Typed, immutable missions (docs/manifest.md, Mission).", no_args_is_help=True)
@@ -128,9 +128,7 @@ def run(
     no_sandbox: Annotated[
         bool, typer.Option("--no-sandbox", help="Run the command unconfined (recorded in the proof).")
     ] = False,
-    sandbox_runtime: Annotated[
-        str, typer.Option("--sandbox-runtime", help="bubblewrap, or gvisor (the same sandbox under gVisor's runsc).")
-    ] = "bubblewrap",
+    sandbox_runtime: SandboxRuntimeOpt = "bubblewrap",
     max_bytes: MaxBytes = None,
     service: Annotated[
         Optional[list[str]],  # noqa: UP045

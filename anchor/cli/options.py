@@ -14,3 +14,9 @@ InsecureTokenFlag = Annotated[
         help="Send the service token over plain http to a host that is not this machine (it can be read on the way).",
     ),
 ]
+SandboxRuntimeOpt = Annotated[
+    str,
+    typer.Option(
+        "--sandbox-runtime", help="bubblewrap, or gvisor (the same sandbox under gVisor's runsc; docs/research.md)."
+    ),
+]

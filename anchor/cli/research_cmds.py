@@ -12,7 +12,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from anchor.cli.data_cmds import EgressCidrOpt, GoneKeysSecretOpt, ServiceUrlOpt
-from anchor.cli.options import JsonFlag
+from anchor.cli.options import JsonFlag, SandboxRuntimeOpt
 from anchor.cli.output import count, emit, write_rendered
 from anchor.files import private_dir
 
@@ -72,12 +72,7 @@ def run(
             help="Run attempts unconfined (no bubblewrap): network, the whole filesystem. Recorded per ledger entry.",
         ),
     ] = False,
-    sandbox_runtime: Annotated[
-        str,
-        typer.Option(
-            "--sandbox-runtime", help="bubblewrap, or gvisor (the same sandbox under gVisor's runsc; docs/research.md)."
-        ),
-    ] = "bubblewrap",
+    sandbox_runtime: SandboxRuntimeOpt = "bubblewrap",
     push: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option(

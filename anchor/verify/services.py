@@ -5,6 +5,7 @@ has for a manifest, checked against the chain before anyone believes it. Reads o
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from dataclasses import dataclass, field
@@ -20,6 +21,37 @@ without its listing (the listing never left the client), a receipt, /v1/service;
 last. An answer past its cap is refused by name, never read on."""
 INFO_BYTES = 16 << 10
 URL_PATTERN = re.compile(r"^https?://[^\s/@]+(:[0-9]{1,5})?(/[^\s]*)?$")
+
+
+def clean_url(url: str) -> str:
+    """A service URL as given (`--service`, ANCHOR_SERVICE_URLS), checked and without a trailing `/`;
+    `BadInput` for anything else (a `URL=TOKEN` pair keeps its URL: tokens never come from here)."""
+    from anchor.errors import BadInput
+
+    if "=" in url and not url.startswith("http"):
+        url = url.partition("=")[0]
+    if not URL_PATTERN.match(url):
+        raise BadInput(
+            f"--service {url!r}: expected an http(s) URL (hint: --service http://127.0.0.1:8000);"
+            " tokens go in ANCHOR_SERVICE_TOKEN, never on the command line",
+            detail={"field": "service"},
+        )
+    return url.rstrip("/")
+
+
+def configured_urls() -> tuple[str, ...]:
+    """The service URLs the user configured (ANCHOR_SERVICE_URLS); a malformed entry configures nothing
+    here (the writers that use the list refuse it by name). What a verdict compares a file's URLs with."""
+    from anchor.errors import BadInput
+
+    found = []
+    for url in (u.strip() for u in os.environ.get("ANCHOR_SERVICE_URLS", "").split(",")):
+        if url:
+            try:
+                found.append(clean_url(url))
+            except BadInput:
+                return ()
+    return tuple(found)
 
 
 @dataclass(frozen=True, slots=True)
