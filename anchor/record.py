@@ -131,7 +131,7 @@ class Record:
             hints = typing.get_type_hints(cls)
             found = {f.name: (hints[f.name], f.metadata.get("rules", {})) for f in dataclasses.fields(cls)}
             cls._resolved = found  # type: ignore[attr-defined]
-        return found  # type: ignore[no-any-return]
+        return found
 
     def __post_init__(self) -> None:
         for name, (hint, rules) in self._fields().items():

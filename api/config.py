@@ -7,14 +7,13 @@ clear. ANCHOR_API_MAX_REQUEST_BYTES bounds every request body.
 
 from __future__ import annotations
 
-import os
 import re
 
 from pydantic import BaseModel, ConfigDict
 
 from anchor.errors import BadInput
 from anchor.ingest.archive import ArchiveLimits
-from anchor.settings.session import env_number
+from anchor.settings.env import env
 
 SCOPES = frozenset({"submit", "relay", "admin"})
 """submit: manifests, bundles, missions; relay: signed lineage records; admin: everything."""
@@ -46,7 +45,7 @@ class ApiConfig(BaseModel):
 
     @classmethod
     def from_env(cls) -> ApiConfig:
-        raw = [t.strip() for t in os.environ.get("ANCHOR_API_TOKENS", "").split(",") if t.strip()]
+        raw = list(env().api_tokens)
         bad = [t for t in raw if not _HASH.match(t)]
         if bad:
             raise BadInput(
@@ -60,12 +59,12 @@ class ApiConfig(BaseModel):
         return cls(
             token_hashes=frozenset(scopes),
             token_scopes=scopes,
-            max_request_bytes=int(env_number("ANCHOR_API_MAX_REQUEST_BYTES", 64 << 20)),
-            flush_after_submit=os.environ.get("ANCHOR_API_FLUSH", "1") != "0",
-            flush_interval_s=env_number("ANCHOR_API_FLUSH_INTERVAL_S", 0.0, float),
-            calendar=os.environ.get("ANCHOR_CALENDAR", "0") == "1",
-            calendar_rate=env_number("ANCHOR_CALENDAR_RATE", 20.0, float),
-            calendar_burst=env_number("ANCHOR_CALENDAR_BURST", 40.0, float),
-            calendar_queue=int(env_number("ANCHOR_CALENDAR_QUEUE", 100_000)),
-            body_timeout_s=env_number("ANCHOR_API_BODY_TIMEOUT_S", 30.0, float) or 30.0,
+            max_request_bytes=env().api_max_request_bytes,
+            flush_after_submit=env().api_flush,
+            flush_interval_s=env().api_flush_interval_s,
+            calendar=env().calendar,
+            calendar_rate=env().calendar_rate,
+            calendar_burst=env().calendar_burst,
+            calendar_queue=env().calendar_queue,
+            body_timeout_s=env().api_body_timeout_s,
         )

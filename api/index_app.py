@@ -31,17 +31,6 @@ SYNC_EVERY_S = 1.0
 log = logging.getLogger("anchor.index")
 
 
-def create_index_app_from_env() -> FastAPI:
-    """The factory `anchor serve --index-only` hands to uvicorn: the options it checked, from
-    ANCHOR_INDEX_SITE, removed from the environment as soon as read (it may hold a keyed RPC URL)."""
-    import os
-
-    from anchor.index.site import SiteOptions, open_site
-
-    options = SiteOptions.model_validate_json(os.environ.pop("ANCHOR_INDEX_SITE", "{}"))
-    return create_index_app(open_site(options))
-
-
 def create_index_app(site: IndexSite) -> FastAPI:
     from api.routes import browser_verify, index_site
 

@@ -44,9 +44,9 @@ def start_decoder() -> ProcessPoolExecutor:
 
 
 def _bounds() -> tuple[int, int]:
-    from anchor.settings.session import env_number
+    from anchor.settings.env import env
 
-    return int(env_number("ANCHOR_API_DECODE_QUEUE", 8)), int(env_number("ANCHOR_API_DECODE_PER_CLIENT", 2))
+    return env().api_decode
 
 
 async def decode(

@@ -27,19 +27,19 @@ from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from anchor.settings.session import env_number
+from anchor.settings.env import env
 
 _FD_MARGIN = 64
 
 
 def header_timeout_s() -> float:
-    return env_number("ANCHOR_API_HEADER_TIMEOUT_S", 10.0, float)
+    return env().api_header_timeout_s
 
 
 def max_connections() -> int:
     """The cap, never more than the open-file limit allows (each connection is a descriptor)."""
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-    wanted = int(env_number("ANCHOR_API_MAX_CONNECTIONS", 1024))
+    wanted = env().api_max_connections
     return max(16, min(wanted, soft - _FD_MARGIN)) if soft != resource.RLIM_INFINITY else wanted
 
 

@@ -28,7 +28,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from anchor.anchoring.stamp import anchor_path
+from anchor.anchoring.stamper import KeyStamper
 from anchor.chain.compiler import compile_registry
 from anchor.chain.deployment import deploy
 from anchor.chain.keys import load_signer
@@ -125,7 +125,7 @@ def main() -> None:
             deploy(handle.w3, handle.chain_id, load_signer(handle.chain_id), compile_registry(data / "build"), data)
             (data / "bundle").mkdir()
             (data / "bundle" / "metrics.json").write_text('{"acc": 0.9}')
-            digest = anchor_path(data / "bundle", settings, data / "bundle.anchor.json").proof.manifest_digest
+            digest = KeyStamper(settings).stamp(data / "bundle", out=data / "bundle.anchor.json").digest
             env = {**os.environ, "ANCHOR_DATA_DIR": str(data), "ANCHOR_LOCAL_PORT": str(chain_port),
                    "ANCHOR_API_TOKENS": "sha256:" + hashlib.sha256(TOKEN.encode()).hexdigest(),
                    "ANCHOR_API_MAX_REQUEST_BYTES": str(128 << 20)}  # fmt: skip

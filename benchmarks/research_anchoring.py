@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from anchor.anchoring.stamper import KeyStamper
 from anchor.chain.compiler import compile_registry
 from anchor.chain.deployment import deploy
 from anchor.chain.keys import load_signer
@@ -63,7 +64,7 @@ def search(root: Path, attempts: int, settings: Settings | None, watch: bool = F
     terms = AttemptContract(task="bench", command=COMMAND, editable=("params.json",), metric="score", mode="max",
                             attempt_timeout_minutes=1)  # fmt: skip
     ledger = Ledger(root / "work" / "ledger.jsonl")
-    hook = None if settings is None else Checkpoints(settings, ledger, every=10, every_s=300)
+    hook = None if settings is None else Checkpoints(KeyStamper(settings), ledger, every=10, every_s=300)
     watcher = Watcher(settings) if watch and settings is not None else None
 
     def on_entry(entry: dict[str, Any]) -> None:

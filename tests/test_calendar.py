@@ -344,30 +344,35 @@ def post_to(url: str, n: int) -> Any:
     return requests.post(f"{url}/v1/calendar", json={"manifest": identity}, timeout=10)
 
 
+def dispatch_mission(tmp_path: Path, client: dict[str, str], command: str, output: str = "two-days") -> None:
+    """A two-day snapshot added and a one-attempt mission running `command` dispatched as `output`."""
+    snapshot = tmp_path / "prices.csv"
+    snapshot.write_text("day,close\n1,100\n2,101\n")
+    mission = tmp_path / "m.toml"
+    mission.write_text(
+        f'hypothesis = "Two days."\ncommand = "{command}"\nevaluator_policy_sha256 = "{"44" * 32}"\n[covers]\n'
+        'symbol = "SPY"\n[budget]\nminutes = 5\nattempts = 1\n'
+    )
+    key = json.loads(run_anchor(["--json", "snapshot", "add", str(snapshot)], client, check=True).stdout)
+    digest = json.loads(run_anchor(["--json", "mission", "check", str(mission)], client, check=True).stdout)
+    run_anchor(["mission", "submit", "--mission", str(mission), "--mission-digest", digest["digest"],
+                "--snapshot", str(snapshot), "--snapshot-sha256", key["snapshot"].removeprefix("sha256:"),
+                "--image", "ghcr.io/example/runner@sha256:" + "ab" * 32, "--output", output,
+                "--profile", "small"], client, check=True)  # fmt: skip
+
+
 def test_a_mission_run_through_a_service_holds_no_key_and_its_command_never_sees_the_token(tmp_path: Path) -> None:
     """`mission run --service`: the bundle and its timing record go through the service; the command's
     environment has no token; the run ends with both proofs complete and `verify` exits 0 on them."""
     from anchor.chain.deployment import load_deployment
 
     client = {**_client(tmp_path), "ANCHOR_UPGRADE_WAIT_S": "60"}
-    snapshot = tmp_path / "prices.csv"
-    snapshot.write_text("day,close\n1,100\n2,101\n")
-    mission = tmp_path / "m.toml"
-    mission.write_text(
-        'hypothesis = "Two days."\ncommand = "env > {result}/env.txt; wc -l < {snapshot} > {result}/lines.txt"\n'
-        f'evaluator_policy_sha256 = "{"44" * 32}"\n[covers]\nsymbol = "SPY"\n[budget]\nminutes = 5\nattempts = 1\n'
-    )
     with local_service(tmp_path, tokens=_hash(TOKEN, "submit"), flush=True) as service:
         client["ANCHOR_RPC_URL"] = service.rpc
         (tmp_path / "client" / "deployments").mkdir(parents=True)
         record = load_deployment(Path(service.operator["ANCHOR_DATA_DIR"]), 31337)
         (tmp_path / "client" / "deployments" / "31337.json").write_text(record.model_dump_json())
-        key = json.loads(run_anchor(["--json", "snapshot", "add", str(snapshot)], client, check=True).stdout)
-        digest = json.loads(run_anchor(["--json", "mission", "check", str(mission)], client, check=True).stdout)
-        run_anchor(["mission", "submit", "--mission", str(mission), "--mission-digest", digest["digest"],
-                    "--snapshot", str(snapshot), "--snapshot-sha256", key["snapshot"].removeprefix("sha256:"),
-                    "--image", "ghcr.io/example/runner@sha256:" + "ab" * 32, "--output", "two-days",
-                    "--profile", "small"], client, check=True)  # fmt: skip
+        dispatch_mission(tmp_path, client, "env > {result}/env.txt; wc -l < {snapshot} > {result}/lines.txt")
         ran = run_anchor(["--json", "mission", "run", "two-days", "--service", service.url], client)
         assert ran.returncode == 0, ran.stdout + ran.stderr
         done = json.loads(ran.stdout)
@@ -441,7 +446,7 @@ def test_a_rotated_receipt_key_still_vouches_for_what_it_signed_while_in_use_and
         service.replica.stop()
         service.replica.env = {**service.replica.env, "ANCHOR_RECEIPT_KEY": new.key.hex()}
         service.replica.start()
-        from anchor.verify import services
+        from anchor.readback import services
 
         services._infos.clear()  # the CLI runs in this process: a new `anchor` process asks the service anew
         check = ["verify", str(results), "--rpc-url", service.rpc, "--registry", service.registry]

@@ -106,3 +106,27 @@ def test_config_show_lists_every_variable_with_its_source_never_a_secrets_value_
     text = run_anchor(["config", "show"], {**os.environ, "ANCHOR_PRIVATE_KEY": secret}, cwd=tmp_path)
     assert text.returncode == 0 and secret not in text.stdout
     assert all(re.search(rf"^  {name} ", text.stdout, flags=re.M) for name in _documented_variables())
+
+
+def test_nothing_outside_anchor_settings_reads_an_anchor_variable_from_the_environment() -> None:
+    """Issue 43: every `ANCHOR_*` variable is read in anchor/settings (typed, with its default:
+    anchor.settings.env.Env), so a setting cannot hide in the module that uses it. A read is any
+    `os.environ`/`os.getenv` expression naming one, or the old per-module `env_number(` helper; a
+    child's environment being *built* (`{**os.environ, "ANCHOR_DATA_DIR": …}`) is not a read."""
+    import ast
+
+    root = Path(__file__).resolve().parents[1]
+    reads = []
+    for path in sorted([*(root / "anchor").rglob("*.py"), *(root / "api").rglob("*.py")]):
+        rel = path.relative_to(root).as_posix()
+        if rel.startswith("anchor/settings/"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            called = ast.unparse(node.func) if isinstance(node, ast.Call) else ""
+            named = isinstance(node, ast.Call) and any("ANCHOR_" in ast.unparse(arg) for arg in node.args)
+            if called == "env_number" or called in ("os.getenv", "os.environ.get", "os.environ.pop") and named:
+                reads.append(f"{rel}:{node.lineno}: {ast.unparse(node)[:80]}")
+            if isinstance(node, ast.Subscript) and ast.unparse(node.value) == "os.environ" and isinstance(
+                node.ctx, ast.Load) and "ANCHOR_" in ast.unparse(node.slice):  # fmt: skip
+                reads.append(f"{rel}:{node.lineno}: {ast.unparse(node)[:80]}")
+    assert reads == []

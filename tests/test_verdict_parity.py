@@ -91,6 +91,38 @@ def _cli_code(chain: Any, bundle: Path, proof_path: Path, policy: dict[str, str]
     return "verified" if out.get("verified") else str(out["error"]["code"])
 
 
+def _library_code(chain: Any, subject: Path, proof_path: Path | None, policy: dict[str, str], door: str = "library",
+                  registries: tuple[str, ...] = ()) -> str:  # fmt: skip
+    """`anchor.Verifier(...).verify(...)`, the door a training script uses, with top-level names only."""
+    import anchor
+
+    rules = anchor.Policy(**{k: v for k, v in policy.items() if k != "require"})
+    try:
+        verdict = anchor.Verifier(chain.settings, registries=registries).verify(
+            subject, proof=proof_path, policy=rules, require=policy.get("require", "any")
+        )
+    except anchor.errors.AnchorError as exc:
+        return exc.code
+    verdicts[door] = verdict.to_json()
+    return "verified"
+
+
+def _statement_codes(chain: Any, statements: Path, options: list[str]) -> dict[str, str]:
+    """The in-toto statements `anchor attest` wrote, verified by the CLI and by the library: the options
+    (--registry, the policy) apply to them as to any proof (they were silently dropped)."""
+    named = dict(zip(options[::2], options[1::2], strict=True))
+    out = json.loads(chain.cli("verify", str(statements), *options, "--json").stdout)
+    if out.get("verified") and not options:
+        verdicts["statement cli"] = out
+    policy = {k.lstrip("-").replace("-", "_"): v for k, v in named.items() if k != "--registry"}
+    registries = (named["--registry"],) if "--registry" in named else ()
+    door = "statement library" if not options else "statement library (options)"
+    return {
+        "statement cli": "verified" if out.get("verified") else str(out["error"]["code"]),
+        "statement library": _library_code(chain, statements, None, policy, door, registries),
+    }
+
+
 def _api_code(response: Any, door: str = "api") -> str:
     body = response.json()
     if response.status_code == 200 and body.get("verified"):
@@ -139,6 +171,7 @@ def test_every_door_gives_the_same_verdict_code_for_the_same_proof(tmp_path: Pat
                 upload = {"proof": ("p.anchor.json", proof_path.read_bytes())}
                 seen[name] = {
                     "cli": _cli_code(chain, bundle, proof_path, policy),
+                    "library": _library_code(chain, bundle, proof_path, policy),
                     "api upload": _api_code(client.post("/v1/verify/proof", files=upload, params=policy), "api upload"),
                 }
                 if edit is None:  # the server's own copy of the proof, by its digest
@@ -146,6 +179,14 @@ def test_every_door_gives_the_same_verdict_code_for_the_same_proof(tmp_path: Pat
                     seen[name]["api by digest"] = _api_code(by_digest, "api by digest")
                 if not policy or set(policy) == {"require"}:  # the page takes no policy; a pending proof is pending
                     for_browser[name] = proof_path
+            # the statements door (`anchor attest`, then `verify NAME.intoto.jsonl`), CLI and library alike
+            chain.cli("attest", str(bundle), check=True)
+            statements = tmp_path / "bundle.intoto.jsonl"
+            for options, expected in (([], "verified"), (["--registry", NOBODY], "unknown_registry"),
+                                      (["--expect-submitter", NOBODY], "policy_mismatch"),
+                                      (["--min-finality", "1000"], "not_final")):  # fmt: skip
+                codes = _statement_codes(chain, statements, options)
+                assert set(codes.values()) == {expected}, (options, codes)
             # the browser page, served by the same service over the same data dir, reading the same chain
             from tests.api_server import serving_api
 
@@ -155,15 +196,19 @@ def test_every_door_gives_the_same_verdict_code_for_the_same_proof(tmp_path: Pat
                 (bundle / "outputs" / "metrics.json").write_text('{"accuracy": 0.99}\n')
                 changed = _browser_codes(url, bundle, {"changed": tmp_path / "case-0.anchor.json"})["changed"]
             assert changed == _cli_code(chain, bundle, tmp_path / "case-0.anchor.json", {}) == "tampered"
+            assert _library_code(chain, bundle, tmp_path / "case-0.anchor.json", {}, "tampered") == "tampered"
+            assert set(_statement_codes(chain, statements, []).values()) == {"tampered"}
             for name, code in browser.items():
                 seen[name]["browser"] = code
             for name, _, _, expected in CASES:
                 assert set(seen[name].values()) == {expected}, (name, seen[name])
             # the server's own copy: by digest and on the explorer; and a digest it has no proof of
-            assert set(verdicts) == {"cli", "api upload", "api by digest"}
+            assert set(verdicts) == {"cli", "library", "api upload", "api by digest", "statement cli",
+                                     "statement library"}  # fmt: skip
             shown = {door: {k: v.get(k) for k in SAME} for door, v in verdicts.items()}
             assert shown["cli"]["files"] == 2 and shown["cli"]["milestones_anchored"] is True
-            assert shown["api upload"] == shown["cli"] == shown["api by digest"]
+            assert shown["api upload"] == shown["cli"] == shown["api by digest"] == shown["library"]
+            assert shown["statement cli"] == shown["statement library"] == shown["cli"]
             assert client.get(f"/explorer/bundle/{digest}").status_code == 200
             unknown = "0x" + "77" * 32
             assert _api_code(client.get(f"/v1/verify/{unknown}")) == "not_anchored"
@@ -231,3 +276,61 @@ def test_a_lying_endpoint_listed_first_is_outvoted_at_every_door(tmp_path: Path)
         finally:
             for proxy in (*honest, liar):
                 proxy.stop()
+
+
+@pytest.mark.chain
+def test_anchor_service_urls_reaches_every_writer_stamp_bundle_research_and_mission(tmp_path: Path) -> None:
+    """Issue 43: with ANCHOR_SERVICE_URLS set and no --service anywhere, every writer stamps through the
+    service (`bundle --anchor`, `mission run` and `research run` once ignored it and started a local
+    chain of their own): each proof holds the service's receipt, and the client never starts a chain."""
+    import shutil
+
+    from eth_account import Account
+
+    from anchor.chain.deployment import load_deployment
+    from tests.cli import run_anchor
+    from tests.conftest import ROOT
+    from tests.research.helpers import make_repo
+    from tests.test_calendar import TOKEN, _client, _hash, _results, dispatch_mission, local_service
+
+    with local_service(tmp_path, tokens=_hash(TOKEN, "submit+relay"), flush=True) as service:
+        researcher = Account.create()
+        client = {**_client(tmp_path), "ANCHOR_SERVICE_URLS": service.url, "ANCHOR_RPC_URL": service.rpc,
+                  "ANCHOR_RESEARCHER_KEY": researcher.key.hex(), "ANCHOR_UPGRADE_WAIT_S": "60"}  # fmt: skip
+        (tmp_path / "client" / "deployments").mkdir(parents=True)  # the operator's published record
+        record = load_deployment(Path(service.operator["ANCHOR_DATA_DIR"]), 31337)
+        (tmp_path / "client" / "deployments" / "31337.json").write_text(record.model_dump_json())
+
+        def receipts_of(proof: Path) -> list[str]:
+            return [r["url"] for r in json.loads(proof.read_text()).get("receipts", [])]
+
+        # stamp
+        results = _results(tmp_path)
+        stamped = run_anchor(["stamp", str(results)], client)
+        assert stamped.returncode == 0 and "pending" in stamped.stdout, stamped.stdout + stamped.stderr
+        assert receipts_of(tmp_path / "results.anchor.json") == [service.url]
+        # bundle --anchor
+        example = tmp_path / "bundle"
+        shutil.copytree(ROOT / "examples" / "result-bundle", example)
+        (example / "outputs.anchor.json").unlink(missing_ok=True)
+        bundled = run_anchor(["bundle", str(example / "bundle.toml"), "--anchor"], client)
+        assert bundled.returncode == 0 and "pending" in bundled.stdout, bundled.stdout + bundled.stderr
+        assert receipts_of(example / "outputs.anchor.json") == [service.url]
+        # research run
+        source = ROOT / "examples" / "research"
+        repo = make_repo(
+            tmp_path / "repo", {n: (source / n).read_text() for n in ("train.py", "params.json", "data.csv")}
+        )
+        ran = run_anchor(["research", "run", "--repo", str(repo), "--contract", str(source / "contract.toml"),
+                          "--max-attempts", "3"], client)  # fmt: skip
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+        assert f"relayed by {service.url}" in ran.stdout
+        contract = tmp_path / "client" / "research" / "contract.anchor.json"
+        assert receipts_of(contract) == [service.url]
+        # mission run
+        dispatch_mission(tmp_path, client, "wc -l < {snapshot} > {result}/lines.txt")
+        done = run_anchor(["--json", "mission", "run", "two-days"], client)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert json.loads(done.stdout)["services"] == [service.url]
+        assert receipts_of(Path(json.loads(done.stdout)["proof"])) == [service.url]
+        assert not (tmp_path / "client" / "chain").exists()  # no writer started a local chain of its own

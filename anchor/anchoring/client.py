@@ -13,7 +13,6 @@ record, never a second one.
 from __future__ import annotations
 
 import logging
-import os
 import re
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -24,7 +23,7 @@ from typing import Any
 from anchor.errors import AnchorError, BadInput, ServiceError
 from anchor.proof.file import PendingProof, ProofFile, ServiceAnchor, load_any, write_proof
 from anchor.proof.receipt import Receipt, check_receipt, parse_receipt
-from anchor.verify.services import URL_PATTERN, Service, call, clean_url, error_of, fetch_anchor, service_info
+from anchor.readback.services import URL_PATTERN, Service, call, clean_url, error_of, fetch_anchor, service_info
 
 log = logging.getLogger("anchor.progress")
 
@@ -34,7 +33,9 @@ def services_from(urls: Sequence[str] | None, allow_insecure_token: bool = False
     ANCHOR_SERVICE_TOKEN: one token for these configured services, or `URL=TOKEN` pairs separated by
     commas. Tokens are never taken from the command line (where `ps` shows them), and never sent over
     plain http to a host other than this machine unless `allow_insecure_token`."""
-    given = list(urls or []) or [u.strip() for u in os.environ.get("ANCHOR_SERVICE_URLS", "").split(",") if u.strip()]
+    from anchor.settings.env import env
+
+    given = list(urls or []) or list(env().service_urls)
     tokens = _tokens()
     found = []
     for url in given:
@@ -70,7 +71,9 @@ def _private_way(url: str) -> bool:
 
 
 def _tokens() -> dict[str, str]:
-    raw = os.environ.get("ANCHOR_SERVICE_TOKEN", "").strip()
+    from anchor.settings.env import env
+
+    raw = env().service_token
     if not raw:
         return {}
     pairs = [part.strip() for part in raw.split(",") if part.strip()]
@@ -277,16 +280,11 @@ def _with_anchors(
 def relay_lineage(service: Service, researcher: Any, fields: tuple[bytes, bytes, bytes, bytes, bool]) -> int:
     """Sign one lineage record with the researcher's own key, for the service's chain and registry,
     and have the service relay it (it pays; it never sees the key). Returns the service's effect id."""
-    import time
-
-    from anchor.chain.signed import LineageFields
-    from anchor.settings.session import env_number
+    from anchor.chain.signed import signed_lineage
 
     info = service_info(service)
-    ttl = int(env_number("ANCHOR_SIGNATURE_TTL_S", 7 * 24 * 3600))
-    commit, parent, diff_hash, metric_hash, kept = fields
-    record = LineageFields(researcher.address, commit, parent, diff_hash, metric_hash, kept, int(time.time()) + ttl)
-    signed = researcher.sign_lineage(int(info["chain_id"]), str(info["registry"]), record)
+    signed = signed_lineage(researcher, int(info["chain_id"]), str(info["registry"]), fields)
+    commit = fields[0]
     status, data = call(service, "POST", "/v1/lineage", signed.to_json(), key=f"lineage-{commit.hex()}", auth=True)
     if status != 202 or not isinstance(data, dict):
         raise error_of(service, status, data, "the lineage record was not relayed")

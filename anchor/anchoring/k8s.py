@@ -206,7 +206,7 @@ def to_yaml(documents: list[dict[str, Any]]) -> str:
     what runs)."""
     import yaml
 
-    class Plain(yaml.SafeDumper):
+    class Plain(yaml.SafeDumper):  # type: ignore[misc]  # PyYAML ships no types
         def ignore_aliases(self, data: Any) -> bool:
             return True
 

@@ -18,6 +18,7 @@ from typing import Any
 from anchor.errors import BadInput
 from anchor.layout import DataDir
 from anchor.proof.receipt import SERVICE_NAME, Receipt, signing_hash
+from anchor.settings.env import env
 from anchor.settings.session import Settings
 
 
@@ -75,7 +76,7 @@ def load_receipt_signer(settings: Settings, funded_address: str | None = None) -
 
     from anchor.files import PRIVATE_FILE, private_dir
 
-    env_key = os.environ.get("ANCHOR_RECEIPT_KEY")
+    env_key = env().receipt_key
     if env_key:
         try:
             account = Account.from_key(env_key)
@@ -144,7 +145,7 @@ def service_name(settings: Settings) -> str:
     """ANCHOR_SERVICE_NAME, else the public URL `anchor serve` recorded, else "anchor service"."""
     from anchor.chain.explorer import service_record
 
-    name = os.environ.get("ANCHOR_SERVICE_NAME", "").strip()
+    name = env().service_name
     if not name:
         try:
             name = str(json.loads(service_record(settings.data_dir).read_text())["public_url"])

@@ -18,7 +18,8 @@ from anchor.journal.reads import item_with_effect, record_proof_errors
 from anchor.journal.status import Status, journal_status
 from anchor.journal.store import Journal
 from anchor.journal.submit import Submission, Submitted, proof_paths, submit_many
-from anchor.settings.session import Settings, env_number
+from anchor.settings.env import env
+from anchor.settings.session import Settings
 
 if TYPE_CHECKING:
     from anchor.chain.registry import Registry
@@ -97,7 +98,7 @@ class AnchorService:
         directory; on PostgreSQL a lease with a fencing token per chain and registry, so replicas on
         several hosts take turns, and one that stalls past its lease cannot commit afterwards."""
         name = f"flush:{self.chain_id}:{self.registry.address.lower()}"
-        with self.journal.exclusive(name, ttl_s=env_number("ANCHOR_LEASE_S", 30, float)):
+        with self.journal.exclusive(name, ttl_s=env().lease_s):
             self.runner.open_batches(max_items, max_age_s)
             return self.runner.run(progress=progress)
 
@@ -118,10 +119,11 @@ def runner_config(chain_id: int) -> RunnerConfig:
     from anchor.chain.presets import DEFAULT_CONFIRMATIONS, PRESETS
 
     preset = PRESETS.get(chain_id)
-    depth = int(env_number("ANCHOR_CONFIRMATIONS", preset.confirmations if preset else DEFAULT_CONFIRMATIONS))
-    stuck = env_number("ANCHOR_STUCK_AFTER_S", 30, float)
-    cap = int(env_number("ANCHOR_MAX_FEE_WEI", 0))
-    quiet = env_number("ANCHOR_QUIET_BLOCKS_S", 20, float)
+    given = env().confirmations
+    depth = given if given is not None else preset.confirmations if preset else DEFAULT_CONFIRMATIONS
+    stuck = env().stuck_after_s
+    cap = env().max_fee_wei
+    quiet = env().quiet_blocks_s
     return RunnerConfig(confirmations=depth, stuck_after_s=stuck, max_fee_cap=cap or None, quiet_blocks_s=quiet)
 
 

@@ -1,4 +1,5 @@
-"""Anchor one file tree or manifest now: submit it to the journal, flush, write its proof file.
+"""Anchor one manifest now with the key here: submit it to the journal, flush, write its proof file
+(`anchor.anchoring.stamper.KeyStamper`'s work; every writer goes through a Stamper).
 
 Idempotent: the journal knows every submitted digest, and the registry is write-once, so anchoring
 the same manifest again writes nothing on chain.
@@ -11,11 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from anchor.errors import ChainUnreachable
-from anchor.manifest.exclude import Rules
-from anchor.manifest.filetree import FileTreeManifest, hash_tree
-from anchor.manifest.hashing import Progress
+from anchor.manifest.filetree import FileTreeManifest
 from anchor.proof.file import ProofFile, check_output_path, load_proof, write_proof
-from anchor.proof.locate import default_proof_path
 from anchor.settings.session import Settings
 
 if TYPE_CHECKING:
@@ -61,23 +59,7 @@ def keep_superseded(proof_out: Path, new_digest: str) -> Path | None:
     return kept
 
 
-def anchor_path(
-    path: Path,
-    settings: Settings,
-    proof_out: Path | None = None,
-    rules: Rules | None = None,
-    symlinks: str = "refuse",
-    progress: Progress | None = None,
-) -> AnchorOutcome:
-    """Anchor the file-tree manifest of `path`; bad input is refused before anything is sent or written."""
-    proof_out = proof_out or default_proof_path(path)
-    check_output_path(proof_out)
-    tree = hash_tree(path, rules, symlinks, progress)
-    outcome = anchor_manifest(tree.identity(), tree, settings, proof_out)
-    return _refresh_file_proofs(path, outcome) if outcome.superseded is not None else outcome
-
-
-def _refresh_file_proofs(folder: Path, outcome: AnchorOutcome) -> AnchorOutcome:
+def refresh_file_proofs(folder: Path, outcome: AnchorOutcome) -> AnchorOutcome:
     """After a re-stamp of `folder`, its per-file proofs (`<DIR>.proofs/`) follow the new anchor for
     every file it still holds; the others are left, stale, and named."""
     from dataclasses import replace

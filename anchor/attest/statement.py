@@ -14,8 +14,8 @@ from typing import Any
 
 from anchor.errors import BadInput, Tampered
 from anchor.proof.file import ProofFile, load_proof, parse_proof
+from anchor.readback.verifier import Verification, verify_proof
 from anchor.settings.session import Settings
-from anchor.verify.verifier import Verification, verify_proof
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 SLSA_PROVENANCE = "https://slsa.dev/provenance/v1"
@@ -175,10 +175,15 @@ def read_statements(path: Path) -> list[dict[str, Any]]:
     return statements
 
 
-def verify_statements(path: Path, base: Path | None, settings: Settings) -> Verification:
+def verify_statements(
+    path: Path, base: Path | None, settings: Settings, registries: tuple[str, ...] = (), quorum: int | None = None
+) -> Verification:
     """Verify statements written by `attest`: the chain-anchor predicate's proof against the chain and
     the files (under `base`, by default the path the statements were written beside), then every
-    subject and SLSA dependency against that proof. `Tampered` names what differs."""
+    subject and SLSA dependency against that proof. `Tampered` names what differs. `registries` and
+    `quorum` as for any proof (`--registry`, `--quorum`): never dropped for a statement."""
+    from anchor.readback.anchors import trusted
+
     statements = read_statements(path)
     anchors = [s for s in statements if s["predicateType"] == CHAIN_ANCHOR]
     if len(anchors) != 1:
@@ -192,11 +197,13 @@ def verify_statements(path: Path, base: Path | None, settings: Settings) -> Veri
         if anchor["predicate"].get(field) != bound:
             raise Tampered(f"{path}: predicate.{field} is not what its proof binds", detail={"field": field})
     root = base if base is not None else path.with_name(path.name.removesuffix(".intoto.jsonl"))
+    registry = trusted(registries, proof.anchor.registry)
     if proof.files is not None or proof.file is not None:
-        verdict = verify_proof(proof, settings, data=root, proof_name=f"{path}: predicate.proof", beside=path.parent)
+        verdict = verify_proof(proof, settings, data=root, proof_name=f"{path}: predicate.proof", registry=registry,
+                               quorum=quorum, beside=path.parent)  # fmt: skip
         expected = _file_subjects(proof, root)
     else:
-        verdict = verify_proof(proof, settings, beside=path.parent)
+        verdict = verify_proof(proof, settings, registry=registry, quorum=quorum, beside=path.parent)
         expected = _file_subjects(proof, None)
     want = {s["name"]: s["digest"] for s in expected}
     for statement in statements:

@@ -8,8 +8,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from anchor.chain.rpc import Rpc, redact_url
+from anchor.chain.rpc import Rpc
 from anchor.errors import BadInput, ChainUnreachable
+from anchor.settings.session import endpoint_of as redact_url
 
 if TYPE_CHECKING:
     from web3 import Web3
@@ -40,7 +41,7 @@ def web3_for(rpc: Rpc) -> Web3:
     from eth_typing import URI
     from web3 import HTTPProvider, Web3
 
-    class RpcProvider(HTTPProvider):  # type: ignore[misc]
+    class RpcProvider(HTTPProvider):
         def __init__(self) -> None:
             super().__init__(rpc.url, exception_retry_configuration=None)
             self.url = URI(rpc.url)

@@ -6,7 +6,6 @@ http://127.0.0.1:8000."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from anchor.chain.presets import PRESETS
@@ -26,8 +25,10 @@ def service_record(data_dir: Path) -> Path:
 
 def local_explorer(data_dir: Path | None = None) -> str:
     """Where the built-in explorer pages are served for this data directory."""
-    if os.environ.get("ANCHOR_EXPLORER_URL"):
-        return os.environ["ANCHOR_EXPLORER_URL"].rstrip("/")
+    from anchor.settings.env import env
+
+    if env().explorer_url:
+        return str(env().explorer_url)
     if data_dir is not None:
         try:
             return str(json.loads(service_record(data_dir).read_text())["public_url"]).rstrip("/")

@@ -12,7 +12,6 @@ signing key above and never sees the researcher's.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -70,8 +69,10 @@ def load_researcher() -> Signer | None:
 def _from_env(key_var: str, keystore_var: str, keystore: Path | None) -> Signer | None:
     from eth_account import Account
 
-    env_key = os.environ.get(key_var)
-    keystore = keystore or (Path(os.environ[keystore_var]) if os.environ.get(keystore_var) else None)
+    from anchor.settings.env import env
+
+    env_key, configured, password = env().key_source(key_var, keystore_var)
+    keystore = keystore or configured
     if env_key:
         try:
             return Signer(Account.from_key(env_key), f"env:{key_var}")
@@ -79,7 +80,6 @@ def _from_env(key_var: str, keystore_var: str, keystore: Path | None) -> Signer 
             raise BadInput(f"{key_var} is not a valid secp256k1 private key") from None
     if keystore is not None:
         password_var = f"{keystore_var}_PASSWORD"
-        password = os.environ.get(password_var)
         if password is None:
             raise BadInput(f"{keystore}: set {password_var} to decrypt the keystore")
         try:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from anchor.errors import ChainUnreachable
-from anchor.settings.session import env_number
+from anchor.settings.env import env
 
 if TYPE_CHECKING:
     from anchor.chain.rpc import Rpc
@@ -69,7 +69,7 @@ def scan_logs(
     `stop(found)` is asked after each window; True ends the walk early (a reader that needs one match).
     Raises `ChainUnreachable` when even a one-block window is refused or throttling never ends.
     """
-    size = max(1, window or int(env_number("ANCHOR_LOG_WINDOW", DEFAULT_WINDOW)))
+    size = window or env().log_window(DEFAULT_WINDOW)
     found: list[dict[str, Any]] = []
     start = max(0, from_block)
     while start <= to_block:

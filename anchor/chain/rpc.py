@@ -25,8 +25,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from anchor.errors import BadInput, ChainUnreachable
+from anchor.settings.env import env
 from anchor.settings.session import endpoint_of as redact_url
-from anchor.settings.session import env_number
 
 
 class RpcError(Exception):
@@ -117,7 +117,7 @@ class _DeadlinedReader(io.RawIOBase):
 
 class KeptAlive:
     """One kept-alive HTTP(S) connection per thread to one origin: what the RPC client and the
-    anchoring-service client (anchor.verify.services) send through. A request costs about 0.1 ms of
+    anchoring-service client (anchor.readback.services) send through. A request costs about 0.1 ms of
     CPU here, against 1.5 ms through `requests` (which re-reads the proxy variables and merges
     settings on every call). Proxies are not used: neither the RPC client nor this one reads
     HTTP(S)_PROXY. Every exchange has one deadline, `timeout_s` after it starts (connecting, sending,
@@ -148,7 +148,7 @@ class KeptAlive:
         if conn.sock is None:
             conn.timeout = max(0.001, until - time.monotonic())
             conn.connect()
-            conn.sock = _Deadlined(conn.sock)  # type: ignore[assignment]  # http.client only calls what it has
+            conn.sock = _Deadlined(conn.sock)  # http.client only calls what it has
         sock: Any = conn.sock
         sock.until = until
         conn.request(method, target, body, headers)
@@ -191,9 +191,9 @@ class Rpc:
         self.url = url
         self.shown = redact_url(url)
         self._target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        self.retries = int(env_number("ANCHOR_RPC_RETRIES", 4))
-        self.backoff_s = env_number("ANCHOR_RPC_BACKOFF_S", 0.1, float)
-        self.timeout_s = env_number("ANCHOR_RPC_TIMEOUT_S", 10, float)
+        self.retries = env().rpc_retries
+        self.backoff_s = env().rpc_backoff_s
+        self.timeout_s = env().rpc_timeout_s
         self._http = KeptAlive(parts.hostname, parts.port, parts.scheme == "https", self.timeout_s)
         self._ids = iter(range(1, 2**62))
 

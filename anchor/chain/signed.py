@@ -153,3 +153,18 @@ def recover(chain_id: int, registry: str, signed: SignedLineage) -> str:
         return str(Account.recover_message(message, vrs=(signed.v, signed.r, signed.s)))
     except Exception:  # noqa: BLE001 - an unrecoverable signature is bad input, whatever eth_keys says
         raise BadInput("signed lineage: the signature does not recover", detail={"field": "signature"}) from None
+
+
+def signed_lineage(
+    researcher: Any, chain_id: int, registry: str, fields: tuple[bytes, bytes, bytes, bytes, bool]
+) -> Any:
+    """The researcher's EIP-712 signature over one lineage record, valid for ANCHOR_SIGNATURE_TTL_S
+    seconds (default 7 days: a record journaled now is still accepted by a flush next week)."""
+    import time
+
+    from anchor.settings.env import env
+
+    commit, parent, diff_hash, metric_hash, kept = fields
+    deadline = int(time.time()) + env().signature_ttl_s
+    record = LineageFields(researcher.address, commit, parent, diff_hash, metric_hash, kept, deadline)
+    return researcher.sign_lineage(chain_id, registry, record)

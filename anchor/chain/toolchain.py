@@ -24,8 +24,9 @@ from anchor.errors import ToolchainMissing
 def checkout() -> Path | None:
     """The source checkout holding contracts/, foundry/ and node_modules/ (override: ANCHOR_PROJECT_ROOT),
     or None for an installed package: then the committed build (anchor.chain.artifact) is used."""
-    override = os.environ.get("ANCHOR_PROJECT_ROOT")
-    root = Path(override) if override else Path(__file__).resolve().parents[2]
+    from anchor.settings.env import env
+
+    root = env().project_root or Path(__file__).resolve().parents[2]
     return root if (root / "foundry" / "foundry.toml").is_file() else None
 
 

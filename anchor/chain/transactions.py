@@ -37,7 +37,7 @@ def decode_revert(data: str | None) -> RegistryRevert | None:
     if found is None:
         return None
     name, types = found
-    from eth_abi import decode
+    from eth_abi.abi import decode
 
     values = decode(types, bytes.fromhex(data[10:]))
     args = ["0x" + v.hex() if isinstance(v, bytes) else v for v in values]

@@ -31,7 +31,7 @@ def main() -> None:
         sys.exit(130)
     except Exception as exc:
         _typer_exit(exc, as_json)  # a usage error, help, or an abort: exits
-        if os.environ.get("ANCHOR_DEBUG") == "1":  # a bug: say so in one line (ANCHOR_DEBUG=1 shows the traceback)
+        if _debug():  # a bug: say so in one line (ANCHOR_DEBUG=1 shows the traceback)
             raise
         message = f"unexpected {type(exc).__name__}; this is a bug in anchor (ANCHOR_DEBUG=1 shows the traceback)"
         if as_json:
@@ -104,3 +104,9 @@ def _show_progress() -> None:
         log.addHandler(handler)
     log.setLevel(logging.INFO)
     log.propagate = False
+
+
+def _debug() -> bool:
+    from anchor.settings.env import env
+
+    return env().debug

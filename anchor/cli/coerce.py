@@ -65,7 +65,7 @@ def install() -> None:
         return
 
     @dataclass(frozen=True)
-    class PlainRuntimeParam(RuntimeParam):  # type: ignore[misc]
+    class PlainRuntimeParam(RuntimeParam):
         leaf: Any = None
         many: bool = False
 
@@ -128,4 +128,4 @@ def install() -> None:
         )
 
     build_runtime_param._anchor_plain = True  # type: ignore[attr-defined]
-    core.build_runtime_param = build_runtime_param
+    setattr(core, "build_runtime_param", build_runtime_param)  # noqa: B010 - a name typer.core does not export

@@ -135,18 +135,15 @@ def anchor_(
     allow_insecure_token: InsecureTokenFlag = False, json: JsonFlag = False,
 ) -> None:  # fmt: skip
     """Anchor PATH on chain (once: the same bytes are never anchored twice) and write its proof file.
-    With --service, no key is needed here: the services anchor it (docs/calendar.md)."""
-    import os
-
-    from anchor.anchoring.stamp import anchor_path
+    With --service (or ANCHOR_SERVICE_URLS), no key is needed here: the services anchor it (docs/calendar.md)."""
+    from anchor.anchoring.stamper import Stamper
 
     rules = rules_for(path, exclude, no_default_excludes)
-    if service or os.environ.get("ANCHOR_SERVICE_URLS"):
-        _stamp_through(ctx, json, path, proof, rules, symlinks.value, service, allow_insecure_token)
-        return
+    # a bad URL or token is refused before anything is hashed
+    stamper = Stamper.from_settings(_settings(ctx), service, allow_insecure_token=allow_insecure_token)
     with hash_progress(ctx, json) as progress:
-        outcome = anchor_path(path, _settings(ctx), proof, rules, symlinks.value, progress)
-    _report_anchor(ctx, json, str(path), outcome)
+        stamped = stamper.stamp(path, out=proof, rules=rules, symlinks=symlinks.value, progress=progress)
+    _report_stamped(ctx, json, str(path), stamped)
 
 
 def bundle(
@@ -160,29 +157,23 @@ def bundle(
     """Build a result-bundle manifest from SPEC (every digest computed here) and optionally anchor it."""
     from anchor.manifest.bundle import load_bundle_spec
     from anchor.proof.locate import default_proof_path
-    from anchor.verify.verifier import check_resume_pin
+    from anchor.readback.verifier import check_resume_pin
 
     manifest, tree, output_dir = load_bundle_spec(spec)
     # a pin the dispatcher would refuse is refused here too; its anchor is read live when anchoring
     check_resume_pin(manifest.identity(), _settings(ctx), live=anchor)
-    if anchor and service:
-        from anchor.anchoring.client import services_from, stamp_bundle_through
-
-        proof_out = proof or default_proof_path(output_dir)
-        done = stamp_bundle_through(manifest, tree, services_from(service), proof_out)
-        _report_pending(ctx, json, output_dir, done)
-        return
-    if anchor:
-        from anchor.anchoring.stamp import anchor_bundle
-
-        outcome = anchor_bundle(manifest, tree, _settings(ctx), proof or default_proof_path(output_dir))
-        _report_anchor(ctx, json, str(output_dir), outcome)
-        return
-    if service:
+    if service and not anchor:
         from anchor.errors import BadInput
 
         raise BadInput("--service anchors: give --anchor with it (hint: anchor bundle SPEC --anchor --service URL)",
                        detail={"field": "service"})  # fmt: skip
+    if anchor:
+        from anchor.anchoring.stamper import Stamper
+
+        stamper = Stamper.from_settings(_settings(ctx), service)
+        stamped = stamper.stamp_bundle(manifest, tree, proof or default_proof_path(output_dir))
+        _report_stamped(ctx, json, str(output_dir), stamped)
+        return
     emit(
         ctx,
         json,
@@ -231,26 +222,15 @@ def prove(
     )
 
 
-def _stamp_through(
-    ctx: typer.Context, json: bool, path: Path, proof: Path | None, rules: Any, symlinks: str, urls: list[str] | None,
-    allow_insecure_token: bool = False,
-) -> None:  # fmt: skip
-    """Client mode: hash here, send the identity to every service, write the pending proof."""
-    from anchor.anchoring.client import services_from, stamp_through
-    from anchor.manifest.filetree import hash_tree
-    from anchor.proof.file import check_output_path
-    from anchor.proof.locate import default_proof_path
-
-    services = services_from(urls, allow_insecure_token)  # a bad URL or token is refused before anything is hashed
-    proof_out = proof or default_proof_path(path)
-    check_output_path(proof_out)
-    with hash_progress(ctx, json) as progress:
-        tree = hash_tree(path, rules, symlinks, progress)
-    outcome = stamp_through(tree.identity(), tree.files_json(), services, proof_out)
-    _report_pending(ctx, json, path, outcome)
+def _report_stamped(ctx: typer.Context, json: bool, shown: str, stamped: Any) -> None:
+    """What a stamp did: anchored with the key here, or pending at services."""
+    if stamped.anchored:
+        _report_anchor(ctx, json, shown, stamped)
+    else:
+        _report_pending(ctx, json, shown, stamped)
 
 
-def _report_pending(ctx: typer.Context, json: bool, path: Path, outcome: Any) -> None:
+def _report_pending(ctx: typer.Context, json: bool, path: str, outcome: Any) -> None:
     """What a stamp through services did: each receipt, each service that did not take it."""
     from datetime import UTC, datetime
 
@@ -259,14 +239,14 @@ def _report_pending(ctx: typer.Context, json: bool, path: Path, outcome: Any) ->
         ctx,
         json,
         {"status": "pending", "proof_file": str(proof_out), "manifest_digest": outcome.digest,
-         "receipts": [r.model_dump(mode="json") for r in outcome.receipts], "not_taken": outcome.failed},
+         "receipts": [r.model_dump(mode="json") for r in outcome.receipts], "not_taken": outcome.not_taken},
         [
             f"{path}: pending ({count(len(outcome.receipts), 'service')} took it; not anchored yet)",
             f"  manifest {outcome.digest} ({count(outcome.file_count, 'file')})",
             *[f"  pending  at {r.url} since {datetime.fromtimestamp(r.accepted_at, UTC).isoformat(timespec='seconds')},"
               f" receipt signed by {r.signer} (chain {r.chain_id})" for r in outcome.receipts],
             *[f"  skipped  {url}: {_without(url, why)} (submitted again by `anchor upgrade --service {url}`)"
-              for url, why in outcome.failed.items()],
+              for url, why in outcome.not_taken.items()],
             f"  proof    {proof_out} (pending)",
             f"  complete it after the service's next batch: anchor upgrade {proof_out}",
         ],
@@ -294,20 +274,19 @@ def upgrade(
 
     The file is rewritten atomically and only when an anchor was added (nothing else in it changes);
     services that were down at stamp time are submitted to again. Exit 14 while any is still pending."""
-    from anchor.anchoring.client import services_from
-    from anchor.anchoring.client import upgrade as upgrade_one
+    from anchor.anchoring.stamper import Stamper
     from anchor.errors import AnchorError, ExitCode
     from anchor.proof.locate import default_proof_path
 
-    settings = _settings(ctx)
-    configured = services_from(service, allow_insecure_token)  # the only services a token goes to
+    # the configured services (--service, else ANCHOR_SERVICE_URLS) are the only ones a token goes to
+    stamper = Stamper.from_settings(_settings(ctx), service, allow_insecure_token=allow_insecure_token)
     rows: list[dict[str, Any]] = []
     lines: list[str] = []
     worst = 0
     for given in paths:
         proof_path = given if given.name.endswith(".anchor.json") else default_proof_path(given)
         try:
-            done = upgrade_one(proof_path, settings, configured)
+            done = stamper.upgrade(proof_path)
         except AnchorError as exc:
             worst = max(worst, int(exc.exit_code))
             rows.append({"proof": str(proof_path), "error": exc.to_dict()})
@@ -332,10 +311,7 @@ def upgrade(
         raise typer.Exit(worst)
 
 
-def _report_anchor(ctx: typer.Context, json: bool, shown: str, outcome: object) -> None:
-    from anchor.anchoring.stamp import AnchorOutcome
-
-    assert isinstance(outcome, AnchorOutcome)
+def _report_anchor(ctx: typer.Context, json: bool, shown: str, outcome: Any) -> None:
     a = outcome.proof.anchor
     state = (f"already anchored, in block {outcome.proof.anchor.block_number} by an earlier run (a journal retry,"
              " flush or stamp of the same bytes): nothing was sent now" if outcome.already_anchored
@@ -436,7 +412,7 @@ def verify(
     verified in one process: one line each, a summary, and the highest exit code any of them got."""
     from anchor.chain.presets import chain_name
     from anchor.errors import BadInput
-    from anchor.verify.anchors import required_count
+    from anchor.readback.anchors import required_count
 
     required_count(require, 1)  # a bad --require is exit 2 before any proof is read
     registries = tuple(_address("--registry", r) for r in registry or ())
@@ -554,25 +530,12 @@ def _verify_one(
     subjects_in: Path | None, require: str = "any",
 ) -> tuple[Any, tuple[Path, str, int] | None]:  # fmt: skip
     """One subject's verdict (raises the typed error of its failure) and the later stamp it predates."""
-    from anchor.proof.locate import require_proof
-    from anchor.verify.path import verify_path
-    from anchor.verify.verifier import Policy, check_bundle_spec
+    from anchor.library.verifier import Policy, Verifier, superseded_by
 
-    if path.name.endswith(".intoto.jsonl") and path.is_file():  # in-toto statements (`anchor attest`)
-        from anchor.attest.statement import verify_statements
-
-        result = verify_statements(path, subjects_in, _settings(ctx))
-        later = None
-    else:
-        proof_path = proof or require_proof(path)
-        if spec is not None:
-            check_bundle_spec(proof_path, spec)
-        from anchor.verify.services import configured_urls
-
-        result = verify_path(path, proof_path, _settings(ctx), registries, quorum, require, configured_urls())
-        later = _superseded_by(path, proof_path, result.manifest_digest)
-    Policy(expect_submitter, anchored_before, min_finality).check(result)
-    return result, later
+    verifier = Verifier(_settings(ctx), registries=registries, quorum=quorum)
+    policy = Policy(expect_submitter, anchored_before, min_finality)
+    result = verifier.verify(path, proof=proof, policy=policy, spec=spec, require=require, subjects_in=subjects_in)
+    return result, superseded_by(path, proof, result.manifest_digest)
 
 
 def _address(option: str, value: str) -> str:
@@ -636,25 +599,6 @@ def _verify_many(ctx: typer.Context, json: bool, paths: list[Path], one: Any) ->
         print(summary)
     if worst:
         raise typer.Exit(worst)
-
-
-def _superseded_by(path: Path, proof_path: Path, digest: str) -> tuple[Path, str, int] | None:
-    """(proof, its digest, its block) when the latest stamp of what `proof_path` proves anchored other
-    bytes: a verdict on an earlier anchor is true of then, and is said to be about then."""
-    from anchor.errors import BadInput
-    from anchor.proof.file import load_proof
-    from anchor.proof.locate import current_proof_of
-
-    current = current_proof_of(path, proof_path)
-    if not current.is_file() or current.resolve() == proof_path.resolve():
-        return None
-    try:
-        latest = load_proof(current)
-    except BadInput:
-        return None
-    if latest.manifest_digest == digest or latest.file is not None:
-        return None
-    return current, latest.manifest_digest, latest.anchor.block_number
 
 
 def _bundle_lines(result: Any) -> list[str]:
@@ -758,8 +702,8 @@ def lookup(
     json: JsonFlag = False,
 ) -> None:
     """Print the on-chain record for KEY and where to see it on a block explorer."""
-    from anchor.verify.lookup import lookup as find
-    from anchor.verify.quorum import read_agreed
+    from anchor.readback.lookup import lookup as find
+    from anchor.readback.quorum import read_agreed
 
     found, agreement = read_agreed(
         _settings(ctx),

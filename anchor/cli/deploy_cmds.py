@@ -185,7 +185,6 @@ def serve(
     With --render k8s, print (or --out) Kubernetes objects instead: replicas sharing the PostgreSQL
     journal of the keys Secret, each with its own data directory, `/ready` as readiness probe."""
     import json
-    import os
 
     if render is not None:
         _render_service(ctx, render, image, replicas, chain_rpc_url, public_url, keys_secret, namespace, out)
@@ -201,29 +200,29 @@ def serve(
         if given is not None:
             raise BadInput(f"{name} is an option of --index-only (hint: anchor serve --index-only {name} ...)",
                            detail={"field": name.lstrip("-")})  # fmt: skip
+    import dataclasses
+
+    settings = ctx.find_root().obj["settings"]
     if browser_rpc_url:
         from anchor.chain.connection import browser_rpc_url as public_url_of
 
-        os.environ["ANCHOR_BROWSER_RPC_URL"] = public_url_of(browser_rpc_url) or ""
+        settings = dataclasses.replace(settings, browser_rpc_urls=(public_url_of(browser_rpc_url) or "",))
     if rpc_url:
-        import dataclasses
-
-        ctx.find_root().obj["settings"] = dataclasses.replace(ctx.find_root().obj["settings"], rpc_url=rpc_url)
+        settings = dataclasses.replace(settings, rpc_url=rpc_url)
 
     import uvicorn
 
     from anchor.chain.explorer import service_record
     from anchor.files import PRIVATE_FILE, atomic_write, private_dir
+    from api.app import create_app
+    from api.config import ApiConfig
 
-    settings = ctx.find_root().obj["settings"]
+    config = ApiConfig.from_env()
+    if calendar:
+        config = config.model_copy(update={"calendar": True})
     private_dir(settings.data_dir)
     url = (public_url or f"http://{host}:{port}").rstrip("/")
     atomic_write(service_record(settings.data_dir), json.dumps({"public_url": url}).encode(), PRIVATE_FILE)
-    os.environ["ANCHOR_DATA_DIR"] = str(settings.data_dir)
-    if settings.rpc_url:
-        os.environ["ANCHOR_RPC_URL"] = settings.rpc_url
-    if calendar:
-        os.environ["ANCHOR_CALENDAR"] = "1"
     _raise_file_limit()  # every connection is a descriptor; the connection cap stays below the limit
     import sys
 
@@ -231,7 +230,8 @@ def serve(
                      f" the API and its docs at {url}/docs (data dir {settings.data_dir}; Ctrl-C stops it)"
                      "\n")  # fmt: skip
     # slow clients are bounded here, not by a proxy someone may not put in front (api/protocol.py)
-    uvicorn.run("api.app:create_app", factory=True, host=host, port=port, log_level="info",
+    # the settings and the config reach the app as objects: nothing is handed over through the environment
+    uvicorn.run(create_app(settings, config), host=host, port=port, log_level="info",
                 http="api.protocol:DeadlineProtocol", **_proxies(forwarded_allow_ips))  # fmt: skip
 
 
@@ -273,14 +273,13 @@ def _serve_index(  # noqa: PLR0913 - the options of `serve --index-only`, passed
 ) -> None:
     """Check everything before serving (a bad option is exit 2, not a page of errors), index up to the
     head with progress on stderr, then serve while following the chain."""
-    import os
     import sys
 
     import uvicorn
 
-    from anchor.chain.rpc import redact_url
     from anchor.index.follow import progress_to_stderr
     from anchor.index.site import SiteOptions, open_site
+    from anchor.settings.session import endpoint_of as redact_url
 
     url = rpc_url or ctx.find_root().obj["settings"].rpc_url
     if not url:
@@ -303,8 +302,10 @@ def _serve_index(  # noqa: PLR0913 - the options of `serve --index-only`, passed
         f"explorer at http://{host}:{port}/ (the browser check reads"
         f" {site.browser_rpc_url or 'nothing: pass --browser-rpc-url'})\n"
     )
-    os.environ["ANCHOR_INDEX_SITE"] = options.model_copy(update={"index": site.path}).model_dump_json()
-    uvicorn.run("api.index_app:create_index_app_from_env", factory=True, host=host, port=port, log_level="warning",
+    from api.index_app import create_index_app
+
+    served = open_site(options.model_copy(update={"index": site.path}))  # the options as an object, not a variable
+    uvicorn.run(create_index_app(served), host=host, port=port, log_level="warning",
                 **_proxies(forwarded_allow_ips))  # fmt: skip
 
 

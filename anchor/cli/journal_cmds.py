@@ -83,18 +83,15 @@ def _submit_through(
     ctx: typer.Context, json: bool, paths: list[Path], urls: list[str], exclude: Any, no_defaults: bool, links: str
 ) -> None:
     """`journal submit --service`: each path hashed here and stamped through the services."""
-    from anchor.anchoring.client import services_from, stamp_through
-    from anchor.manifest.filetree import hash_tree
-    from anchor.proof.locate import default_proof_path
+    from anchor.anchoring.stamper import Stamper
 
-    services = services_from(urls)
+    stamper = Stamper.from_settings(ctx.find_root().obj["settings"], urls)
     rows = []
     for path in paths:
         with hash_progress(ctx, json) as progress:
-            tree = hash_tree(path, rules_for(path, exclude, no_defaults), links, progress)
-        done = stamp_through(tree.identity(), tree.files_json(), services, default_proof_path(path))
-        rows.append({"path": str(path), "manifest_digest": done.digest, "state": "pending",
-                     "services": [r.url for r in done.receipts], "not_taken": done.failed})  # fmt: skip
+            done = stamper.stamp(path, rules=rules_for(path, exclude, no_defaults), symlinks=links, progress=progress)
+        rows.append({"path": str(path), "manifest_digest": done.digest, "state": done.state,
+                     "services": [r.url for r in done.receipts], "not_taken": done.not_taken})  # fmt: skip
     emit(ctx, json, {"submitted": rows},
          [f"{r['manifest_digest']}  {r['path']}  pending at {', '.join(r['services'])}" for r in rows])  # fmt: skip
 

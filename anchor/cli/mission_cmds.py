@@ -156,7 +156,7 @@ def run(
     the result bundle with its timing record (docs/missions.md)."""
     import sys
 
-    from anchor.anchoring.client import StampOutcome, services_from
+    from anchor.anchoring.stamper import Stamper
     from anchor.errors import BadInput
     from anchor.missions.runner import prepare_mission, run_mission, seal_mission
 
@@ -174,7 +174,7 @@ def run(
     if stage not in (None, "prepare", "seal") or (stage is None) != (workspace is None):
         raise BadInput("--stage: `prepare` or `seal`, and only with --workspace DIR (the rendered Job's steps)",
                        detail={"field": "stage"})  # fmt: skip
-    services = services_from(service) if service else None  # refused before the mission runs
+    stamper = Stamper.from_settings(settings, service)  # a bad --service is refused before the mission runs
     quiet = (lambda _: None) if json else say
     if stage == "prepare":
         assert workspace is not None
@@ -184,16 +184,16 @@ def run(
         return
     if stage == "seal":
         assert workspace is not None
-        done = seal_mission(settings, output, workspace, services, quiet)
+        done = seal_mission(settings, output, workspace, stamper, quiet)
     else:
         cache = _cache(ctx, max_bytes)
         done = run_mission(
-            settings, output, cache, sandbox=not no_sandbox, say=quiet, services=services, runtime=sandbox_runtime
+            settings, output, cache, sandbox=not no_sandbox, say=quiet, stamper=stamper, runtime=sandbox_runtime
         )
-    if isinstance(done.outcome, StampOutcome):
-        _report_through(ctx, json, done, settings)
+    if not done.outcome.anchored:
+        _report_through(ctx, json, done, stamper)
         return
-    manifest, proof = done.manifest, done.outcome.proof
+    manifest, proof = done.manifest, done.outcome.anchored_proof
     milestones = manifest.milestones.to_json() if manifest.milestones else {}
     data = {
         "output": done.output, "manifest_digest": "0x" + manifest.digest.hex(), "manifest": manifest.identity(),
@@ -210,15 +210,13 @@ def run(
     ])  # fmt: skip
 
 
-def _report_through(ctx: typer.Context, json: bool, done: Any, settings: Any) -> None:
+def _report_through(ctx: typer.Context, json: bool, done: Any, stamper: Any) -> None:
     """A mission stamped through services: wait for their batch (ANCHOR_UPGRADE_WAIT_S), upgrade the
     bundle's and the timing record's proofs, and say where each stands."""
-    from anchor.anchoring.client import upgrade_when_anchored
     from anchor.proof.locate import timing_proof_path
-    from anchor.settings.session import env_number
 
     proofs = [done.proof, *[p for p in [timing_proof_path(done.proof)] if p.is_file()]]
-    results = upgrade_when_anchored(proofs, settings, env_number("ANCHOR_UPGRADE_WAIT_S", 60.0, float))
+    results = stamper.complete(proofs)
     complete = [p for p, r in results.items() if getattr(r, "complete", False)]
     manifest = done.manifest
     data = {
@@ -378,7 +376,7 @@ def _pin_verifier(settings: Any) -> Any:
     """A resume pin is anchored when its proof verifies against a live read of the chain."""
 
     def verify(proof: Any) -> None:
-        from anchor.verify.verifier import leaned_on
+        from anchor.readback.verifier import leaned_on
 
         leaned_on(proof, settings)
 
@@ -387,10 +385,10 @@ def _pin_verifier(settings: Any) -> Any:
 
 def _cache(ctx: typer.Context, max_bytes: int | None) -> Any:
     from anchor.missions.snapshots import SnapshotCache
-    from anchor.settings.session import env_number
+    from anchor.settings.env import env
 
     settings = ctx.find_root().obj["settings"]
-    cap = max_bytes or int(env_number("ANCHOR_SNAPSHOT_CACHE_BYTES", 0)) or None
+    cap = max_bytes or env().snapshot_cache_bytes or None
     return SnapshotCache(settings.layout.snapshots, cap)
 
 

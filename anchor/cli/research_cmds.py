@@ -112,7 +112,7 @@ def run(
         from anchor.research.sandbox import refuse_unconfined
 
         refuse_unconfined(settings)  # before anything is written
-    services = _services(service, no_anchor)
+    stamper = _stamper(settings, service, no_anchor)
     terms, _ = load_contract(contract)
     from anchor.research.guard import check_git_config
 
@@ -129,14 +129,14 @@ def run(
     # its background flusher starts while the contract is pre-registered
     hook = (
         None if no_anchor or researchers > 1
-        else Checkpoints(settings, ledger, checkpoint_every, checkpoint_seconds, services)
+        else Checkpoints(stamper, ledger, checkpoint_every, checkpoint_seconds)
     )  # fmt: skip
-    if no_anchor:
+    if stamper is None:
         digest = contract_digest(contract)
-    elif researchers > 1 and services and (work / "contract.anchor.json").is_file():
+    elif researchers > 1 and stamper.through_services and (work / "contract.anchor.json").is_file():
         digest = contract_digest(contract)  # pre-registered by the parent; the services have it
     else:
-        digest = preregister(settings, contract.resolve(), work / "contract.anchor.json", services)
+        digest = preregister(stamper, contract.resolve(), work / "contract.anchor.json")
     limits = SearchLimits(max_attempts, budget_minutes * 60, max_failures)
     if researchers == 1:
         proposer = (
@@ -170,17 +170,13 @@ def run(
         summaries = [summary]
     else:
         summaries = _run_parallel(ctx, repo.resolve(), contract.resolve(), work, researchers, locals())
-    anchored: dict[str, Any] | None
-    if services:
-        from anchor.research.anchoring import anchor_search_through
-
-        anchored = anchor_search_through(ledger, services)
-        champions = anchor_champions(settings, work, services)
-        anchored["proofs"] = _complete(settings, work, ledger, champions)
-    else:
-        anchored = None if no_anchor else anchor_search(settings, ledger)
-        if not no_anchor:
-            anchor_champions(settings, work)
+    anchored: dict[str, Any] | None = None
+    if stamper is not None:
+        with stamper:
+            anchored = anchor_search(stamper, ledger)
+            champions = anchor_champions(stamper, work)
+            if stamper.through_services:  # wait for the services' batch: the run ends with its proofs complete
+                anchored["proofs"] = _complete(stamper, work, ledger, champions)
     lines = [
         f"{s['researcher']}: measured {s['measured']} (ran and scored), rejected {s['rejected']}"
         f" (proposals that changed nothing or repeated a scored commit: never run), stopped: {s['stopped_because']};"
@@ -190,7 +186,7 @@ def run(
     for s in summaries:
         if s.get("final"):
             lines.append(f"  {final_line(s['final'])}")
-    if anchored and services:
+    if anchored and stamper is not None and stamper.through_services:
         done = anchored["proofs"]
         lines.append(
             f"sent {anchored['attempts']} attempts ({anchored['kept']} kept: lineage records signed by"
@@ -207,28 +203,29 @@ def run(
     emit(ctx, json, {"researchers": summaries, "anchored": anchored, "contract_digest": digest}, lines)
 
 
-def _services(urls: list[str] | None, no_anchor: bool) -> Any:
-    """The anchoring services of `--service`, checked before anything runs (None: the local key)."""
-    if not urls:
-        return None
-    from anchor.anchoring.client import services_from
-    from anchor.errors import BadInput
-
+def _stamper(settings: Any, urls: list[str] | None, no_anchor: bool) -> Any:
+    """How the search anchors (anchor.anchoring.stamper), checked before anything runs; None: not at all."""
     if no_anchor:
-        raise BadInput("--service and --no-anchor contradict each other", detail={"field": "service"})
-    return services_from(urls)
+        if urls:
+            from anchor.errors import BadInput
+
+            raise BadInput("--service and --no-anchor contradict each other", detail={"field": "service"})
+        return None
+    from anchor.anchoring.stamper import Stamper
+
+    stamper = Stamper.from_settings(settings, urls)
+    stamper.check_for_search()
+    return stamper
 
 
-def _complete(settings: Any, work: Path, ledger: Any, champions: list[Path]) -> dict[str, int]:
+def _complete(stamper: Any, work: Path, ledger: Any, champions: list[Path]) -> dict[str, int]:
     """At the end of a run through services: wait (ANCHOR_UPGRADE_WAIT_S, default 60 s) for the services'
     next batch and upgrade the contract's, every checkpoint's and the champions' proofs."""
-    from anchor.anchoring.client import upgrade_when_anchored
     from anchor.research.anchoring import checkpoint_path
-    from anchor.settings.session import env_number
 
     heads = sorted(checkpoint_path(ledger, 0).parent.glob("*.anchor.json"))
     proofs = [p for p in (work / "contract.anchor.json", *heads, *champions) if p.is_file()]
-    results = upgrade_when_anchored(proofs, settings, env_number("ANCHOR_UPGRADE_WAIT_S", 60.0, float))
+    results = stamper.complete(proofs)
     complete = sum(1 for r in results.values() if getattr(r, "complete", False))
     return {"complete": complete, "total": len(proofs)}
 
@@ -309,8 +306,9 @@ def _sandbox(repo: Path, terms: Any, settings: Any, work: Path, runtime: str = "
     other runs), every keystore the environment names and the contract's holdout data;
     `ToolchainMissing` without bubblewrap."""
     from anchor.research.sandbox import Sandbox
+    from anchor.settings.env import env
 
-    keystores = [Path(os.environ[v]) for v in ("ANCHOR_KEYSTORE", "ANCHOR_RESEARCHER_KEYSTORE") if os.environ.get(v)]
+    keystores = list(env().keystores)
     if settings.keystore is not None:
         keystores.append(settings.keystore)
     holdout = terms.hidden_data(repo.resolve())

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 class SiteOptions(BaseModel):
     """What `anchor serve --index-only` was given. The RPC URL may carry a provider's key: it is passed
-    to the service process in ANCHOR_INDEX_SITE, a variable no child process is given."""
+    to the service as this object (never through the environment, which a child process could read)."""
 
     model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
@@ -63,10 +63,11 @@ def default_index(chain_id: int, registry: str) -> Path:
 
 def open_site(options: SiteOptions, progress: Callable[[str], None] | None = None) -> IndexSite:
     """Check every option, connect, recognise the registry by its code and open (or create) its index."""
-    from anchor.chain.connection import browser_rpc_url, reach, redact_url
+    from anchor.chain.connection import browser_rpc_url, reach
     from anchor.index.claims import check_repo, load_claims
     from anchor.index.follow import Follower
     from anchor.index.store import IndexStore
+    from anchor.settings.session import endpoint_of as redact_url
 
     if options.browser_rpc_url:
         browser = browser_rpc_url(options.browser_rpc_url)

@@ -148,7 +148,7 @@ def _bounded_tarinfo(limits: ArchiveLimits) -> type[tarfile.TarInfo]:
     942-byte tar.bz2 declaring a 1 GiB name header took the server to 2.2 GB)."""
 
     class BoundedTarInfo(tarfile.TarInfo):
-        def _proc_member(self, tar: tarfile.TarFile) -> tarfile.TarInfo:  # type: ignore[override]
+        def _proc_member(self, tar: tarfile.TarFile) -> tarfile.TarInfo:
             if self.type in _LONG_HEADERS:
                 if self.size > limits.max_header_bytes:
                     raise _refuse(self.name[:80], f"a header of {self.size} bytes (limit {limits.max_header_bytes})")
@@ -160,7 +160,8 @@ def _bounded_tarinfo(limits: ArchiveLimits) -> type[tarfile.TarInfo]:
                 tar._anchor_header_chain = depth  # type: ignore[attr-defined]
             else:
                 tar._anchor_header_chain = 0  # type: ignore[attr-defined]
-            return super()._proc_member(tar)  # type: ignore[misc]
+            member: tarfile.TarInfo = super()._proc_member(tar)  # type: ignore[misc]
+            return member
 
     return BoundedTarInfo
 

@@ -18,7 +18,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from anchor.chain import transactions as txs
-from anchor.errors import BadInput, Conflict, RegistryRevert
+from anchor.errors import (
+    BadInput,
+    ChainUnreachable,
+    Conflict,
+    InsufficientFunds,
+    NonceTooLow,
+    RegistryRevert,
+    Underpriced,
+)
 from anchor.journal.faults import fault_point
 from anchor.journal.store import Journal, now
 
@@ -263,11 +271,12 @@ class EffectRunner:
 
     def open_effects(self) -> list[sqlite3.Row]:
         """Effects still to drive: not confirmed, not failed (parked until `journal retry`), not abandoned."""
-        return self.journal.db.execute(
+        rows: list[sqlite3.Row] = self.journal.db.execute(
             "SELECT * FROM effects WHERE chain_id = ? AND registry = ? AND state != 'confirmed'"
             " AND failure IS NULL ORDER BY id",
             (self.chain_id, self.registry.address),
         ).fetchall()
+        return rows
 
     def run(self, deadline_s: float = 600.0, progress: Callable[[int, int], None] | None = None) -> RunReport:
         """Drive every open effect to confirmation: sign and broadcast all first (pipelined), then
@@ -283,7 +292,7 @@ class EffectRunner:
             if not effects:
                 return self.report
             if time.monotonic() > deadline:
-                raise txs.ChainUnreachable(f"{len(effects)} effects still unconfirmed after {deadline_s:.0f}s")
+                raise ChainUnreachable(f"{len(effects)} effects still unconfirmed after {deadline_s:.0f}s")
             progressed = False
             for effect in effects:
                 try:
@@ -472,20 +481,21 @@ class EffectRunner:
         return bytes(sent[-1]["tx_hash"]) if sent else None
 
     def _txs(self, effect_id: int) -> list[sqlite3.Row]:
-        return self.journal.db.execute(
+        rows: list[sqlite3.Row] = self.journal.db.execute(
             "SELECT * FROM txs WHERE effect_id = ? AND state != 'dropped' ORDER BY id", (effect_id,)
         ).fetchall()
+        return rows
 
     def _send(self, effect: sqlite3.Row, latest: sqlite3.Row) -> bool | None:
         """Broadcast `latest`'s signed bytes: None once the node has them; on a refusal, what handling
         it did (a used nonce is reconciled, an underpriced transaction replaced)."""
         try:
             txs.broadcast(self.w3, bytes(latest["raw"]))
-        except txs.NonceTooLow:
+        except NonceTooLow:
             return self._nonce_consumed(effect)
-        except txs.Underpriced:
+        except Underpriced:
             return self._replace(effect, latest)
-        except txs.InsufficientFunds:  # parked as failed by `run`: nothing else waits on an unfunded key
+        except InsufficientFunds:  # parked as failed by `run`: nothing else waits on an unfunded key
             raise txs.unfunded(self.w3, latest["sender"], int(latest["gas"]), int(latest["max_fee"]), self.chain_id,
                                int(effect["id"])) from None  # fmt: skip
         return None

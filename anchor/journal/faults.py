@@ -10,12 +10,14 @@ from __future__ import annotations
 import os
 import signal
 
+from anchor.settings.env import env
+
 SEAMS = ("before_sign", "after_sign", "after_broadcast", "after_receipt", "during_confirmation")
 _counts: dict[str, int] = {}
 
 
 def fault_point(seam: str) -> None:
-    spec = os.environ.get("ANCHOR_FAULT")
+    spec = env().fault
     if not spec:
         return
     name, _, nth = spec.partition(":")

@@ -138,7 +138,7 @@ class Row(tuple[Any, ...]):
 
     _names: dict[str, int]
 
-    def __getitem__(self, key: Any) -> Any:  # type: ignore[override]
+    def __getitem__(self, key: Any) -> Any:
         if isinstance(key, str):
             return tuple.__getitem__(self, self._names[key])
         return tuple.__getitem__(self, key)

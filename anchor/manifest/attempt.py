@@ -78,7 +78,7 @@ class Metric(BaseModel):
             return int(Decimal(self.value).scaleb(SCALE))
 
     def hash(self) -> bytes:
-        from eth_abi import encode
+        from eth_abi.abi import encode
         from eth_hash.auto import keccak
 
         return keccak(encode(["string", "uint8", "int256"], [self.name, MODE_CODES[self.mode], self.scaled()]))

@@ -83,7 +83,7 @@ def validate_identity(identity: object, source: str = "manifest") -> dict[str, A
     model = kind_model(str(kind))
     if model is None:
         raise BadInput(f"{source}: unknown manifest kind {kind!r}", detail={"field": "manifest.kind"})
-    normalized = validated(model, identity, source).identity()
+    normalized: dict[str, Any] = validated(model, identity, source).identity()
     if normalized != identity:
         raise BadInput(f"{source}: the manifest is not in canonical form", detail={"field": "manifest"})
     return normalized

@@ -54,8 +54,7 @@ from anchor.settings.session import protect_environment
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from anchor.anchoring.client import StampOutcome
-    from anchor.anchoring.stamp import AnchorOutcome
+    from anchor.anchoring.stamper import Stamped, Stamper
     from anchor.manifest.bundle import BundleManifest
     from anchor.manifest.environment import Environment
     from anchor.missions.snapshots import SnapshotCache
@@ -69,8 +68,8 @@ class MissionRun:
     result_dir: Path
     proof: Path
     manifest: BundleManifest
-    outcome: AnchorOutcome | StampOutcome
-    """Anchored with the local key, or (with services) pending at them: `StampOutcome`."""
+    outcome: Stamped
+    """Anchored with the local key, or pending at services (`outcome.state`)."""
     sandbox: str
     seconds: float
 
@@ -253,7 +252,7 @@ def _command(
     command, mission_env = command_line(record, str(result), str(snapshot), attempt, resume)
     if box is None:
         return ["/bin/sh", "-c", command], {**allowed_env(mission_dir), **mission_env}, "none"
-    from anchor.research.runner import Limits
+    from anchor.research.cgroups import Limits
 
     processes = Limits.from_env().processes
     return box.argv(command, mission_dir, extra_env=mission_env, processes=processes), {}, box.runtime
@@ -315,7 +314,8 @@ def _run_command(
     runner exits: the default action would end the runner alone and leave the command running, unowned."""
     import threading
 
-    from anchor.research.runner import Limits, bounded
+    from anchor.research.cgroups import Limits
+    from anchor.research.runner import bounded
 
     with bounded(Limits.from_env(), None if runtime == "none" else runtime) as bounds:
         with open(log, "ab" if attempt > 1 else "wb") as out:
@@ -349,11 +349,10 @@ def _run_command(
 
 def _seal(
     record: dict[str, Any], output: str, result: Path, environment: Environment, confinement: str,
-    spent: dict[str, Any], milestones: dict[str, datetime], settings: Settings, services: Any,
-) -> tuple[BundleManifest, AnchorOutcome | StampOutcome, Path]:  # fmt: skip
+    spent: dict[str, Any], milestones: dict[str, datetime], settings: Settings, stamper: Stamper,
+) -> tuple[BundleManifest, Stamped, Path]:  # fmt: skip
     """Hash the result directory and anchor the version 3 bundle that binds it (with the local key,
-    or pending at `services`), its timing record in the same batch."""
-    from anchor.anchoring.stamp import anchor_bundle
+    or pending at services: the Stamper's), its timing record in the same batch."""
     from anchor.manifest.bundle import BundleManifest
     from anchor.manifest.filetree import hash_tree
     from anchor.manifest.validation import validated
@@ -371,12 +370,7 @@ def _seal(
     }, "mission run")  # fmt: skip
     proof_out = settings.layout.mission(output) / "result.anchor.json"
     notes = {"dispatched_image": record["image"]}  # what it was dispatched with: display only, not a claim
-    if services:
-        from anchor.anchoring.client import stamp_bundle_through
-
-        outcome: AnchorOutcome | StampOutcome = stamp_bundle_through(manifest, tree, services, proof_out, notes)
-    else:
-        outcome = anchor_bundle(manifest, tree, settings, proof_out, notes)
+    outcome = stamper.stamp_bundle(manifest, tree, proof_out, notes)
     return manifest, outcome, proof_out
 
 
@@ -386,15 +380,17 @@ def run_mission(
     cache: SnapshotCache,
     sandbox: bool = True,
     say: Callable[[str], None] | None = None,
-    services: Any = None,
+    stamper: Stamper | None = None,
     runtime: str = "bubblewrap",
 ) -> MissionRun:
     """Run the dispatched mission of `output` and anchor its result bundle (see the module's steps).
-    With `services` (anchor.anchoring.client), no key is used here: the bundle and its timing record
-    are stamped through them, and this process's environment (the service token) is made unreadable
-    to the mission's command before it starts."""
+    `stamper` (default: `Stamper.from_settings`) anchors the bundle and its timing record, with the
+    key here or through services; either way this process's environment (a key, the service token) is
+    made unreadable to the mission's command before it starts."""
+    from anchor.anchoring.stamper import Stamper
     from anchor.research.environment import current as current_environment
 
+    stamper = stamper or Stamper.from_settings(settings)  # before the mission is claimed: a bad URL is refused
     say = say or (lambda _: None)
     record, submitted = _claim(settings.data_dir, output)
     milestones: dict[str, datetime] = {"submitted": submitted, "scheduled": _now()}
@@ -408,8 +404,7 @@ def run_mission(
             milestones["snapshot_ready"] = _now()
             resume = _resume_dir(settings.data_dir, record["resume"]) if record.get("resume") else None
             result = _fresh_result_dir(mission_dir)
-            if services:
-                protect_environment()  # the token in our environment is not the command's to read
+            protect_environment()  # a token or key in our environment is not the command's to read
             budget = record["mission"]["document"]["budget"]
             rules = list(record["mission"]["document"].get("stop_rules") or [])
             allowed = budget["attempts"] if rules else 1  # without a stop rule there is nothing to run again for
@@ -449,7 +444,7 @@ def run_mission(
                         "attempt": spent["attempts"], **({"limit": limit} if limit else {})},
             )  # fmt: skip
         manifest, outcome, proof_out = _seal(
-            record, output, result, current_environment(), confinement, spent, milestones, settings, services
+            record, output, result, current_environment(), confinement, spent, milestones, settings, stamper
         )  # fmt: skip
     except (KeyboardInterrupt, SystemExit):  # stopped from outside (Ctrl-C, SIGTERM): not its failure
         _finish(settings.data_dir, output, "interrupted")
@@ -522,7 +517,7 @@ def prepare_mission(
 
 
 def seal_mission(
-    settings: Settings, output: str, workspace: Path, services: Any, say: Callable[[str], None]
+    settings: Settings, output: str, workspace: Path, stamper: Stamper, say: Callable[[str], None]
 ) -> MissionRun:
     """`anchor mission run OUTPUT --stage seal --workspace DIR`, after the command's container exited 0
     (a failed command fails the pod, and nothing is anchored): hash DIR/result, links refused, and
@@ -570,7 +565,7 @@ def seal_mission(
             lock=Lock(source="the image, by digest", digest=image.rsplit("sha256:", 1)[1]), image=image,
         )  # fmt: skip
         manifest, outcome, proof_out = _seal(
-            record, output, result, environment, "container", spent, milestones, settings, services
+            record, output, result, environment, "container", spent, milestones, settings, stamper
         )  # fmt: skip
     except BaseException:
         _finish(settings.data_dir, output, "failed")

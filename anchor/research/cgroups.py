@@ -49,14 +49,9 @@ class Limits:
 
     @classmethod
     def from_env(cls) -> Limits:
-        from anchor.settings.session import env_number
+        from anchor.settings.env import env
 
-        return cls(
-            int(env_number("ANCHOR_ATTEMPT_MEMORY_BYTES", 8 << 30)),
-            int(env_number("ANCHOR_ATTEMPT_FILE_BYTES", 1 << 30)),
-            int(env_number("ANCHOR_ATTEMPT_RUN_DIR_BYTES", 2 << 30)),
-            int(env_number("ANCHOR_ATTEMPT_PROCESSES", 512)),
-        )
+        return cls(*env().attempt_limits)
 
 
 def hierarchy(controller: str) -> Path | None:

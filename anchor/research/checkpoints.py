@@ -27,11 +27,14 @@ from __future__ import annotations
 import contextlib
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from anchor.errors import BadInput, Tampered
 from anchor.manifest.onchain import LEDGER_TAG
 from anchor.research.ledger import AnyLedger
+
+if TYPE_CHECKING:
+    from anchor.anchoring.stamper import Stamper
 from anchor.settings.session import Settings
 
 
@@ -46,52 +49,33 @@ class Checkpoints:
     at the next checkpoint; the search goes on, and the end of the run anchors everything or fails
     with the reason. `close()` waits for the last flush."""
 
-    def __init__(
-        self, settings: Settings, ledger: AnyLedger, every: int = 10, every_s: float = 300.0, services: Any = None
-    ) -> None:
-        """`services`: checkpoint through anchoring services (no journal, no key here): each checkpoint
-        sends what is new and writes the head's pending proof; the services flush on their own."""
-        self.settings, self.ledger, self.every, self.every_s = settings, ledger, every, every_s
-        self.services = services
+    def __init__(self, stamper: Stamper, ledger: AnyLedger, every: int = 10, every_s: float = 300.0) -> None:
+        """`stamper`: the key here (journaled, flushed by the background flusher) or services (each
+        checkpoint sends what is new and writes the head's pending proof; the services flush on their own)."""
+        self.stamper, self.ledger, self.every, self.every_s = stamper, ledger, every, every_s
         self.pending = 0
         self.last = time.monotonic()
         self.anchored = 0
         self.length = 0
         """Ledger entries already journaled by an earlier checkpoint of this run."""
-        self._service: Any = None
-        self._flusher: Any = None
-        if services:
-            return
-        from anchor.anchoring.flusher import Flusher
-
-        # a thread of ours (anchor.anchoring.flusher): this process has the imports and a connection already
-        self._flusher = Flusher(settings, "checkpoint", in_thread=True).start()
+        self._flusher = stamper.flusher("checkpoint")
 
     def __call__(self, entry: dict[str, Any]) -> None:
         self.pending += 1
         if entry.get("kept") or self.pending >= self.every or time.monotonic() - self.last >= self.every_s:
-            from anchor.anchoring.service import AnchorService
-            from anchor.research.anchoring import anchor_search, anchor_search_through
+            from anchor.research.anchoring import anchor_search
 
-            if self.services:
-                done = anchor_search_through(self.ledger, self.services, since=self.length)
-                self.length = done["ledger_length"]
-                self.pending, self.last, self.anchored = 0, time.monotonic(), self.anchored + 1
-                return
-            if self._service is None:
-                self._service = AnchorService.open(self.settings)
-            done = anchor_search(self.settings, self.ledger, since=self.length, service=self._service, flush=False)
+            done = anchor_search(self.stamper, self.ledger, since=self.length, flush=False)
             self.length = done["ledger_length"]
             self.pending, self.last, self.anchored = 0, time.monotonic(), self.anchored + 1
-            self._flusher.kick()
+            if self._flusher is not None:
+                self._flusher.kick()
 
     def close(self) -> None:
-        """Wait for the flusher to take the last checkpoint to the chain, then let go of the journal."""
+        """Wait for the flusher to take the last checkpoint to the chain (the stamper keeps the journal
+        open for the end of the run; its owner closes it)."""
         if self._flusher is not None:
             self._flusher.close()
-        if self._service is not None:
-            self._service.close()
-        self._service = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +94,7 @@ def check_anchored_heads(ledger: AnyLedger, settings: Settings) -> AnchoredHeads
     Raises `Tampered` naming the first seq that cannot be the anchored one (missing, or differing at or
     before the head's seq); the chain errors of `verify` (not anchored, unreachable) as they are."""
     from anchor.proof.file import load_proof
-    from anchor.verify.verifier import leaned_on
+    from anchor.readback.verifier import leaned_on
 
     entries = ledger.rows()  # anchored heads count rows, traces included
     best: tuple[int, int | None, str | None] = (0, None, None)

@@ -18,6 +18,7 @@ import blake3
 
 from anchor.errors import BadInput
 from anchor.manifest.environment import IMAGE, Accelerator, Environment, Input, Lock
+from anchor.settings.env import env
 
 if TYPE_CHECKING:
     from anchor.research.contract import AttemptContract
@@ -133,7 +134,7 @@ def _plain_env() -> dict[str, str]:
 
 def _where() -> tuple[str | None, str | None]:
     """(host, image): the image the command runs in when ANCHOR_IMAGE names one, else this host."""
-    image = os.environ.get("ANCHOR_IMAGE", "")
+    image = env().image
     if IMAGE.match(image):
         return None, image
     return host_identity(), None

@@ -25,6 +25,7 @@ from anchor.errors import JournalError, Tampered
 from anchor.files import private_dir
 from anchor.manifest.canonical import canonical_json
 from anchor.manifest.domain import Domain, tagged
+from anchor.settings.env import env
 
 GENESIS = "0" * 64
 
@@ -269,7 +270,7 @@ def open_ledger(workdir: Path, journal_url: str | None = None) -> Ledger | PgLed
     """The search's ledger: in PostgreSQL when `journal_url` (ANCHOR_JOURNAL_URL) names a database,
     else the file <workdir>/ledger.jsonl."""
     if journal_url and journal_url.startswith(("postgresql://", "postgres://")):
-        name = os.environ.get("ANCHOR_LEDGER_NAME") or workdir.name or "search"
+        name = env().ledger_name or workdir.name or "search"
         return PgLedger(journal_url, workdir, name)
     return Ledger(workdir / "ledger.jsonl")
 

@@ -76,8 +76,9 @@ class CommandProposer:
 
     def _run(self, repo: Path, attempt: int, scratch: Path) -> None:
         from anchor.errors import GuardError
+        from anchor.research.cgroups import Limits
         from anchor.research.guard import GitSeal
-        from anchor.research.runner import Limits, bounded, stop_group
+        from anchor.research.runner import bounded, stop_group
         from anchor.research.sandbox import allowed_env
         from anchor.settings.session import child_env
 

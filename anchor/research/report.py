@@ -162,7 +162,7 @@ def _descends(entry: dict[str, Any], ancestor: str, by_commit: dict[str, dict[st
         if node["commit"] == ancestor:
             return True
         node = by_commit.get(node["parent"])
-    return entry["parent"] == ancestor
+    return bool(entry["parent"] == ancestor)
 
 
 def _anchored(settings: Settings, commits: list[str]) -> dict[str, bool | None]:

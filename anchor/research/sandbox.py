@@ -298,10 +298,9 @@ def refuse_unconfined(settings: Settings) -> None:
     environment was cleaned. Checked: every ANCHOR_* secret variable (anchor.settings.session.is_secret)
     and a configured keystore. Other secrets of the shell are the caller's to keep out."""
     from anchor.errors import BadInput
-    from anchor.settings.session import is_secret
+    from anchor.settings.env import env
 
-    held = sorted(k for k, v in os.environ.items() if v and k.startswith("ANCHOR_") and is_secret(k))
-    held += [name for name in ("ANCHOR_KEYSTORE", "ANCHOR_RESEARCHER_KEYSTORE") if os.environ.get(name)]
+    held = env().held_secrets()
     if settings.keystore and "ANCHOR_KEYSTORE" not in held:
         held.append("ANCHOR_KEYSTORE")
     if held:

@@ -7,7 +7,6 @@ imports the chain (`anchor.chain.open` turns settings into a connection).
 
 from __future__ import annotations
 
-import functools
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -15,19 +14,8 @@ from typing import Any
 
 from anchor.errors import BadInput
 from anchor.layout import DataDir
-
-SECRET_VARIABLES = frozenset({
-    "ANCHOR_PRIVATE_KEY", "ANCHOR_KEYSTORE_PASSWORD", "ANCHOR_RESEARCHER_KEY", "ANCHOR_RESEARCHER_KEYSTORE_PASSWORD",
-    "ANCHOR_API_TOKENS", "ANCHOR_JOURNAL_URL", "ANCHOR_INDEX_SITE", "ANCHOR_RECEIPT_KEY", "ANCHOR_SERVICE_TOKEN",
-})  # fmt: skip
-_SECRET_WORDS = ("PRIVATE_KEY", "PASSWORD", "SECRET", "MNEMONIC", "TOKEN")
-
-
-@functools.lru_cache(maxsize=4096)
-def is_secret(name: str) -> bool:
-    """Whether an environment variable is one child_env never passes on (cached: every process the
-    harness starts asks this of each of our variables)."""
-    return name in SECRET_VARIABLES or any(word in name.upper() for word in _SECRET_WORDS)
+from anchor.settings.env import SECRET_VARIABLES as SECRET_VARIABLES  # re-exported: where callers look
+from anchor.settings.env import is_secret as is_secret
 
 
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -62,21 +50,6 @@ def start_ticks(pid: int) -> int | None:
         return None
 
 
-def env_number(name: str, default: float, kind: type[int] | type[float] = int) -> float:
-    """A numeric ANCHOR_* variable, or `BadInput` naming it (not a traceback from int())."""
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = kind(raw)
-    except ValueError:
-        raise BadInput(f"{name}={raw!r}: expected {'an integer' if kind is int else 'a number'}",
-                       detail={"variable": name}) from None  # fmt: skip
-    if value < 0:
-        raise BadInput(f"{name}={raw!r}: must not be negative", detail={"variable": name})
-    return value
-
-
 @dataclass(frozen=True, slots=True)
 class Settings:
     data_dir: Path
@@ -90,15 +63,24 @@ class Settings:
     read_rpcs: tuple[str, ...] = ()
     """Every endpoint a verdict is read from (`--rpc-url` given more than once, or ANCHOR_READ_RPCS,
     comma-separated); a verdict needs a quorum of them to agree. Empty: `rpc_url` (or the local chain)."""
+    service_urls: tuple[str, ...] = ()
+    """ANCHOR_SERVICE_URLS: the anchoring services every writer stamps through when no `--service` is
+    given (anchor.anchoring.stamper.Stamper.from_settings); empty: the key here."""
+    browser_rpc_urls: tuple[str, ...] = ()
+    """ANCHOR_BROWSER_RPC_URL (comma-separated): the endpoints the /verify page is told to read; empty:
+    the read endpoints, else the RPC URL (api.routes.browser_verify)."""
 
     @classmethod
     def from_env(cls, data_dir: Path | None = None, rpc_url: str | list[str] | None = None) -> Settings:
         """Options given on the command line, then ANCHOR_* variables, then anchor.toml files
         (`anchor.settings.config`), then defaults. Several `rpc_url`s: writes use the first, reads ask them all."""
+        from anchor.settings.env import env
+
         urls = [rpc_url] if isinstance(rpc_url, str) else list(rpc_url or [])
         settings = cls.resolve(data_dir, urls[0] if urls else None)[0]
-        if len(urls) < 2 and os.environ.get("ANCHOR_READ_RPCS"):
-            urls = [u.strip() for u in os.environ["ANCHOR_READ_RPCS"].split(",") if u.strip()]
+        settings = replace(settings, service_urls=env().service_urls, browser_rpc_urls=env().browser_rpc_urls)
+        if len(urls) < 2 and env().read_rpcs:
+            urls = list(env().read_rpcs)
             settings = replace(settings, rpc_url=settings.rpc_url or urls[0])
         return replace(settings, read_rpcs=tuple(urls)) if len(urls) > 1 else settings
 

@@ -28,7 +28,7 @@ router = APIRouter(include_in_schema=False)
 class BrowserConfig(BaseModel):
     """What the page trusts: one registry, by address and code hash, on one chain, read through one URL
     or, with several (`rpc_urls`), through all of them, a majority agreeing, as `anchor verify` reads a
-    quorum of `--rpc-url`s (anchor/verify/quorum.py; verify.js follows the same rule)."""
+    quorum of `--rpc-url`s (anchor/readback/quorum.py; verify.js follows the same rule)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -49,13 +49,12 @@ def browser_rpc_urls(settings: Any) -> tuple[str, ...]:
     several times, ANCHOR_READ_RPCS), else its RPC URL or the local chain. A URL with a path, query or
     credentials (a hosted provider's key) is left out, never put in a page. The page's Content-Security-
     Policy lets it connect to exactly these (api/app.py)."""
-    import os
 
     from anchor.chain.connection import browser_rpc_url
     from anchor.chain.node import LocalChain
     from anchor.errors import BadInput
 
-    listed = [u.strip() for u in os.environ.get("ANCHOR_BROWSER_RPC_URL", "").split(",") if u.strip()]
+    listed = list(settings.browser_rpc_urls)
     urls = (
         listed
         or list(settings.read_rpcs)

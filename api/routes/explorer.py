@@ -215,7 +215,7 @@ def _one_at_a_time(app: Any) -> asyncio.Semaphore:
 
 
 async def _bundle_page(key: bytes, request: Request, settings: Any, reader: Any, page_number: int) -> HTMLResponse:
-    from anchor.verify.verifier import Verification
+    from anchor.readback.verifier import Verification
     from api.routes.verify import cached_verdict
 
     # the proof and its listing, once per digest (immutable once anchored), built in the pool

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, FastAPI, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
@@ -138,8 +138,13 @@ def metric_chart(claims: list[Any], records: dict[str, dict[str, Any]]) -> dict[
         return None
     low, high = min(y for _, _, y in plotted), max(y for _, _, y in plotted)
     span, n = (high - low) or 1.0, len(claims)
-    sx = lambda x: round(50 + 600 * (x - 1) / max(1, n - 1), 1)  # noqa: E731
-    sy = lambda y: round(210 - 180 * (y - low) / span, 1)  # noqa: E731
+
+    def sx(x: float) -> float:
+        return round(50 + 600 * (x - 1) / max(1, n - 1), 1)
+
+    def sy(y: float) -> float:
+        return round(210 - 180 * (y - low) / span, 1)
+
     points, line, champion = [], [], None
     for x, c, y in plotted:
         record = records.get(c.commit)
@@ -214,7 +219,7 @@ async def batch(root: Annotated[str, Path(pattern=r"^(0x)?[0-9a-fA-F]{64}$")], r
     return _show("batch.html", request, f"Batch root {key[:18]}…", record=record, live=live, anchored_at=anchored_at)
 
 
-def install_error_pages(app: Any) -> None:
+def install_error_pages(app: FastAPI) -> None:
     """People browse this site: a typed error is a page saying what was not found, with its status;
     the shape and status are the ones api/errors.py gives every client."""
     from fastapi.exceptions import RequestValidationError

@@ -37,7 +37,7 @@ async def submit_mission(request: Request, client: ClientDep, settings: Settings
     body = await decode(request.app, _body, await request.body())
 
     def verify_pin(proof: Any) -> None:
-        from anchor.verify.verifier import leaned_on
+        from anchor.readback.verifier import leaned_on
 
         leaned_on(proof, settings)
 

@@ -12,10 +12,10 @@ from starlette.concurrency import run_in_threadpool
 from anchor.anchoring.prove import single_file_proof
 from anchor.errors import BadInput, NotAnchored, TooLarge
 from anchor.journal import reads
+from anchor.library.verifier import Policy, Verification, Verifier
 from anchor.manifest.onchain import parse_hex32
 from anchor.proof.file import ProofFile, parse_proof
-from anchor.verify import verifier
-from anchor.verify.verifier import Policy, Verification, check_proof_consistency
+from anchor.readback.verifier import check_proof_consistency
 from api.deps import ConfigDep, ReaderDep, SettingsDep, anchored_proof, in_journal
 from api.offload import decode
 from api.schemas import ErrorPublic, FileVerification
@@ -76,10 +76,10 @@ def _decode_proof(raw: bytes) -> tuple[ProofFile, bytes]:
     return proof, check_proof_consistency(proof)
 
 
-def verdict_of(proof: ProofFile, settings: Any, app: Any, reader: Any) -> Verification:
-    """`verify_proof`, the one verdict of every door, with the proofs this service holds (its store,
-    else rebuilt from the journal replicas share) as where a bundle's timing record may come from."""
-    return verifier.verify_proof(proof, settings, find=lambda d: anchored_proof(app, reader, d))
+def verdict_of(proof: ProofFile, settings: Any, app: Any, reader: Any, policy: Policy | None = None) -> Verification:
+    """`Verifier.verify_proof`, the one verdict of every door, with the proofs this service holds (its
+    store, else rebuilt from the journal replicas share) as where a bundle's timing record may come from."""
+    return Verifier(settings, find=lambda d: anchored_proof(app, reader, d)).verify_proof(proof, policy)
 
 
 async def cached_verdict(
@@ -114,10 +114,10 @@ async def verify_by_digest(
     """Is this manifest anchored? Answered from a live registry read (cached per block), with the block;
     with `expect_submitter`, `anchored_before`, `min_finality` it must also meet them, as `anchor verify`
     checks its options of the same names."""
+    policy = policy_of(request)  # a malformed policy is 422 before any read
     hit = await cached_verdict(request, settings, reader, parse_hex32(manifest_digest, "manifest_digest"))
-    policy = policy_of(request)
-    if policy is not None:
-        policy.check(Verification.model_validate_json(hit))  # type: ignore[arg-type]
+    if policy is not None:  # the verdict is cached per block; the policy is this request's, applied last
+        policy.check(Verification.model_validate_json(hit))
     return Response(content=hit, media_type="application/json")
 
 
@@ -138,11 +138,7 @@ async def verify_proof(
     client = request.client.host if request.client else None  # a public route: bounded per address
     # bounded; a big one in the decoder process, a small one at once in the pool
     parsed, _ = await decode(request.app, _decode_proof, raw, client=client, inline=len(raw) <= INLINE_PROOF_BYTES)
-    verdict = await run_in_threadpool(verdict_of, parsed, settings, request.app, reader)
-    policy = policy_of(request)
-    if policy is not None:
-        policy.check(verdict)
-    return verdict
+    return await run_in_threadpool(verdict_of, parsed, settings, request.app, reader, policy_of(request))
 
 
 @router.post("/file", operation_id="verify_file", responses=ERRORS)

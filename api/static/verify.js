@@ -11,7 +11,7 @@
  * service: no file byte and no proof leaves the machine. Nothing in the proof is taken on trust; its
  * registry must be the one this service names (anyone can deploy a copy of the registry).
  *
- * The steps and their verdict codes are the CLI's and the API's (anchor/verify/verifier.py, one
+ * The steps and their verdict codes are the CLI's and the API's (anchor/readback/verifier.py, one
  * verdict from every door, issue 26): a proof that contradicts itself is bad_proof, files that are not
  * the ones it binds are tampered, milestones that differ from the anchored timing record are tampered.
  */
@@ -51,7 +51,7 @@
     return answer.result;
   }
 
-  /* steps 5-7 on every endpoint the service names, a majority agreeing, as anchor/verify/quorum.py reads a
+  /* steps 5-7 on every endpoint the service names, a majority agreeing, as anchor/readback/quorum.py reads a
      quorum of --rpc-urls: answers are compared on what they assert (not on how far each has synced); an
      endpoint that cannot be read does not vote; an error a majority agrees on is the verdict; no majority
      is no answer (no_quorum), naming what each said. With one endpoint, its word. */

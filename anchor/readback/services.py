@@ -5,7 +5,6 @@ has for a manifest, checked against the chain before anyone believes it. Reads o
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 from dataclasses import dataclass, field
@@ -39,18 +38,18 @@ def clean_url(url: str) -> str:
     return url.rstrip("/")
 
 
-def configured_urls() -> tuple[str, ...]:
-    """The service URLs the user configured (ANCHOR_SERVICE_URLS); a malformed entry configures nothing
-    here (the writers that use the list refuse it by name). What a verdict compares a file's URLs with."""
+def configured_urls(settings: Any) -> tuple[str, ...]:
+    """The service URLs the user configured (`settings.service_urls`: ANCHOR_SERVICE_URLS); a malformed
+    entry configures nothing here (the writers that use the list refuse it by name). What a verdict
+    compares a file's URLs with."""
     from anchor.errors import BadInput
 
     found = []
-    for url in (u.strip() for u in os.environ.get("ANCHOR_SERVICE_URLS", "").split(",")):
-        if url:
-            try:
-                found.append(clean_url(url))
-            except BadInput:
-                return ()
+    for url in getattr(settings, "service_urls", ()):
+        try:
+            found.append(clean_url(url))
+        except BadInput:
+            return ()
     return tuple(found)
 
 
@@ -184,8 +183,8 @@ def fetch_anchor(
 def check_anchor(found: ProofFile | PendingProof, anchor: ServiceAnchor, settings: Any, registry: str) -> Any:
     """Our manifest and listing with the service's batch path and anchor: consistent, and the root on
     `registry` on its chain, read live (a service that anchored something else is caught here)."""
-    from anchor.verify.endpoints import settings_for_chain
-    from anchor.verify.verifier import files_in, leaned_on
+    from anchor.readback.endpoints import settings_for_chain
+    from anchor.readback.verifier import files_in, leaned_on
 
     single = found.with_anchor(anchor) if isinstance(found, ProofFile) else found.anchored(anchor)
     chain = settings_for_chain(settings, anchor.anchor.chain_id, anchor.service)

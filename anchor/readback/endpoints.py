@@ -21,7 +21,7 @@ _lock = threading.Lock()
 def chain_id_of(url: str) -> int:
     """The chain id an endpoint serves (asked once a process)."""
     from anchor.chain.node import rpc_call
-    from anchor.chain.rpc import redact_url
+    from anchor.settings.session import endpoint_of as redact_url
 
     with _lock:
         if url in _ids:

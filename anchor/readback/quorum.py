@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from anchor.chain.rpc import redact_url
 from anchor.errors import AnchorError, BadInput, ChainUnreachable, NoQuorum
 from anchor.settings.session import Settings
+from anchor.settings.session import endpoint_of as redact_url
 
 T = TypeVar("T")
 

@@ -25,14 +25,14 @@ from typing import Any
 from anchor.errors import AnchorError, BadInput, Pending
 from anchor.proof.file import PendingProof, ProofFile, ServiceAnchor, pending_error
 from anchor.proof.receipt import Receipt, check_receipt
-from anchor.settings.session import Settings
-from anchor.verify.verifier import (
+from anchor.readback.verifier import (
     Verification,
     agreed_on_chain,
     check_data,
     check_manifest_and_listing,
     check_proof_consistency,
 )
+from anchor.settings.session import Settings
 
 
 def required_count(require: str, total: int) -> int:
@@ -71,7 +71,7 @@ def check_one_anchor(
     quorum: int | None,
 ) -> Verification:  # fmt: skip
     """One anchor of the file, read from the endpoints serving its chain."""
-    from anchor.verify.endpoints import settings_for_chain
+    from anchor.readback.endpoints import settings_for_chain
 
     single = proof.with_anchor(anchor)
     chain_settings = settings_for_chain(settings, anchor.anchor.chain_id,
@@ -104,7 +104,7 @@ def verify_anchors(
     `configured`: the service URLs the user gave now (`--service`, ANCHOR_SERVICE_URLS); any other URL
     came from the file, and each line naming one says so."""
     from anchor.errors import ServiceError
-    from anchor.verify.services import Service, fetch_anchor, service_info
+    from anchor.readback.services import Service, fetch_anchor, service_info
 
     # 1. The file on its own: manifest, listing, batch path, every receipt's signature, the data.
     if isinstance(found, ProofFile):

@@ -17,8 +17,8 @@ from anchor.errors import NotAnchored
 from anchor.manifest.filetree import hash_tree
 from anchor.manifest.onchain import commit_key, parse_hex32
 from anchor.proof.file import load_proof
+from anchor.readback.verifier import block_finality
 from anchor.settings.session import Settings
-from anchor.verify.verifier import block_finality
 
 
 def lookup(key: str, settings: Settings, researcher: str | None = None) -> dict[str, Any]:

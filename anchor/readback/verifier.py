@@ -246,7 +246,7 @@ def agreed_on_chain(
 ) -> Verification:
     """Steps 3-6 on every read endpoint of `settings`, a quorum agreeing (the weakest finality among the
     agreeing answers), with how it was agreed and, for a single-file proof, the file's path."""
-    from anchor.verify.quorum import read_agreed
+    from anchor.readback.quorum import read_agreed
 
     verdict, agreement = read_agreed(
         settings, lambda one: _on_one_endpoint(proof, root, one, files=files, registry=registry), asserts, quorum,
@@ -291,7 +291,7 @@ def verify_proof(
     1. the proof is consistent (every digest and the Merkle path recomputed: `check_proof_consistency`);
     2. the data, when here, hashes to what the proof binds (`check_data`); else the proof's own count;
     3-6. the chain, read live under the trusted registry on every read endpoint, a quorum agreeing
-       (`agreed_on_chain`, `anchor.verify.quorum`);
+       (`agreed_on_chain`, `anchor.readback.quorum`);
     7. a result bundle's milestones equal its anchored timing record (`check_milestones`; the timing
        proof beside the bundle's proof, in the data dir's store, or from `find`);
     8. a resumed bundle's pin is anchored and binds the same inputs (`check_resume_pin`).

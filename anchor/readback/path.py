@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from anchor.proof.file import PendingProof, load_any
+from anchor.readback.anchors import trusted, verify_anchors
+from anchor.readback.verifier import Verification, check_milestones, check_resume_pin, verify_proof
 from anchor.settings.session import Settings
-from anchor.verify.anchors import trusted, verify_anchors
-from anchor.verify.verifier import Verification, check_milestones, check_resume_pin, verify_proof
 
 
 def verify_path(
@@ -18,10 +18,10 @@ def verify_path(
     """Verify `path` (a tree, or one file with a single-file proof) against `proof_path`.
 
     The steps are numbered here and in `verifier._on_one_endpoint`; the chain steps run against every read
-    endpoint and need `quorum` of them to agree (anchor.verify.quorum). `registries`: the addresses
+    endpoint and need `quorum` of them to agree (anchor.readback.quorum). `registries`: the addresses
     trusted besides the deployment records (`--registry`, repeatable), each for the anchor naming it. A
     proof stamped through services (receipts, several anchors) is checked anchor by anchor against
-    `require` (anchor.verify.anchors), pending or complete alike: one counting rule, whether or not
+    `require` (anchor.readback.anchors), pending or complete alike: one counting rule, whether or not
     `anchor upgrade` ran. `configured`: the service URLs given now (any other came from the file).
     """
     # 1. Decode the proof; everything it states must follow from what it contains.

@@ -1,0 +1,360 @@
+"""One `Stamper`, two ways to anchor: with a key here, or through anchoring services (issue 43).
+
+Why one decision: "a key here, or services" was decided in nine places and they disagreed (`anchor
+stamp` honoured ANCHOR_SERVICE_URLS, `bundle --anchor`, `mission run` and `research run` did not, and
+started a local chain of their own). `Stamper.from_settings` is the only reader of `--service` and
+ANCHOR_SERVICE_URLS (`settings.service_urls`); every writer (stamp, bundle, research, its checkpoints
+and champions, missions) takes the Stamper it returns and branches on nothing: what differs between
+the two ways is behind these methods.
+
+    stamper = Stamper.from_settings(settings)           # services if configured, else the key here
+    stamped = stamper.stamp(Path("results"))            # Stamped: state "anchored" or "pending"
+    stamper.upgrade(stamped.proof_path)                 # pending → complete once the services anchored it
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from anchor.errors import AnchorError, BadInput, ServiceError
+from anchor.settings.session import Settings
+
+if TYPE_CHECKING:
+    from anchor.anchoring.client import StampOutcome, UpgradeOutcome
+    from anchor.anchoring.flusher import Flusher
+    from anchor.anchoring.service import AnchorService
+    from anchor.anchoring.stamp import AnchorOutcome
+    from anchor.manifest.bundle import BundleManifest
+    from anchor.manifest.exclude import Rules
+    from anchor.manifest.filetree import FileTreeManifest
+    from anchor.manifest.hashing import Progress
+    from anchor.proof.file import PendingProof, ProofFile
+    from anchor.proof.receipt import Receipt
+
+    Upgraded = UpgradeOutcome
+
+Lineage = tuple[bytes, bytes, bytes, bytes, bool]
+"""(commit, parent, diffHash, metricHash, kept) of one lineage record."""
+
+
+@dataclass(frozen=True, slots=True)
+class Stamped:
+    """What a stamp did, the same shape whichever way it went."""
+
+    proof_path: Path
+    digest: str
+    """The manifest digest, 0x-prefixed."""
+    state: Literal["anchored", "pending"]
+    """anchored: the proof names its transaction now; pending: services hold it (`upgrade` later)."""
+    proof: ProofFile | PendingProof
+    file_count: int = 0
+    receipts: tuple[Receipt, ...] = ()
+    """The services' signed receipts (through services only)."""
+    not_taken: dict[str, str] = field(default_factory=dict)
+    """Services that did not take it now, and why (`upgrade` submits to them again)."""
+    already_anchored: bool = False
+    """Anchored before (same bytes): nothing was sent now."""
+    gas_used: int | None = None
+    superseded: Path | None = None
+    """Where the proof of other bytes that stood at `proof_path` was kept."""
+    refreshed: tuple[Path, ...] = ()
+    stale: tuple[Path, ...] = ()
+
+    @property
+    def anchored(self) -> bool:
+        return self.state == "anchored"
+
+    @property
+    def anchored_proof(self) -> ProofFile:
+        """The complete proof of an anchored stamp (`Pending` for a pending one: nothing to name yet)."""
+        from anchor.errors import Pending
+        from anchor.proof.file import ProofFile
+
+        if not isinstance(self.proof, ProofFile):
+            raise Pending(f"{self.proof_path}: pending at the services; `anchor upgrade` completes it",
+                          detail={"proof": str(self.proof_path)})  # fmt: skip
+        return self.proof
+
+    @classmethod
+    def of_key(cls, outcome: AnchorOutcome) -> Stamped:
+        return cls(outcome.proof_path, outcome.proof.manifest_digest, "anchored", outcome.proof, outcome.file_count,
+                   already_anchored=outcome.already_anchored, gas_used=outcome.gas_used,
+                   superseded=outcome.superseded, refreshed=outcome.refreshed, stale=outcome.stale)  # fmt: skip
+
+    @classmethod
+    def of_services(cls, outcome: StampOutcome, proof: ProofFile | PendingProof) -> Stamped:
+        return cls(outcome.proof_path, outcome.digest, "pending", proof, outcome.file_count,
+                   receipts=outcome.receipts, not_taken=dict(outcome.failed))  # fmt: skip
+
+
+class Stamper(ABC):
+    """Anchors manifests and writes their proofs; `KeyStamper` or `ServiceStamper`, chosen once by
+    `from_settings`. A context manager: `close()` lets go of what it opened (a journal)."""
+
+    settings: Settings
+    services: tuple[Any, ...] = ()
+
+    @staticmethod
+    def from_settings(
+        settings: Settings | None = None, services: Sequence[str] | None = None, *, allow_insecure_token: bool = False
+    ) -> Stamper:
+        """Services when `services` (`--service`, repeatable) or `settings.service_urls`
+        (ANCHOR_SERVICE_URLS) name any, each with its token from ANCHOR_SERVICE_TOKEN; else the key
+        here. A bad URL, or a token that would travel in clear, is refused before anything is hashed."""
+        from anchor.anchoring.client import services_from
+
+        settings = settings or Settings.from_env()
+        urls = list(services or ()) or list(settings.service_urls)
+        if not urls:
+            return KeyStamper(settings)
+        return ServiceStamper(settings, services_from(urls, allow_insecure_token))
+
+    @property
+    def through_services(self) -> bool:
+        return bool(self.services)
+
+    # -- the writes every door makes -----------------------------------------------------------------------
+    def stamp(
+        self, path: Path, *, out: Path | None = None, rules: Rules | None = None, symlinks: str = "refuse",
+        progress: Progress | None = None,
+    ) -> Stamped:  # fmt: skip
+        """Anchor the file-tree manifest of `path`; its proof at `out` (default `<PATH>.anchor.json`).
+        `rules` default to the command line's: .git/ and PATH's .anchorignore left out (and recorded)."""
+        from anchor.manifest.exclude import Rules
+        from anchor.manifest.filetree import hash_tree
+        from anchor.proof.file import check_output_path
+        from anchor.proof.locate import default_proof_path
+
+        proof_out = out or default_proof_path(path)
+        check_output_path(proof_out)
+        tree = hash_tree(path, Rules.for_root(path) if rules is None else rules, symlinks, progress)
+        return self._stamp_tree(path, tree, proof_out)
+
+    @abstractmethod
+    def _stamp_tree(self, path: Path, tree: FileTreeManifest, proof_out: Path) -> Stamped: ...
+
+    @abstractmethod
+    def stamp_identity(
+        self, identity: dict[str, Any], proof_out: Path, tree: FileTreeManifest | None = None,
+        annotations: dict[str, Any] | None = None,
+    ) -> Stamped:  # fmt: skip
+        """Anchor one manifest identity (a contract, a champion record, a ledger head)."""
+
+    @abstractmethod
+    def stamp_records(self, records: Sequence[tuple[dict[str, Any], Path]]) -> list[Path]:
+        """Anchor several identities (champion records) in one go; their proof paths."""
+
+    @abstractmethod
+    def stamp_bundle(
+        self, manifest: BundleManifest, tree: FileTreeManifest, proof_out: Path, notes: dict[str, Any] | None = None
+    ) -> Stamped:
+        """A result bundle and, when it has milestones, its timing record beside it."""
+
+    def upgrade(self, proof_path: Path) -> UpgradeOutcome:
+        """Fetch each service's anchor for a pending proof, check it against the chain, write it in
+        (anchor.anchoring.client.upgrade); the services configured here get any resubmission."""
+        from anchor.anchoring.client import upgrade
+
+        return upgrade(proof_path, self.settings, self.services)
+
+    def complete(self, proofs: Sequence[Path], wait_s: float | None = None) -> dict[Path, UpgradeOutcome | AnchorError]:
+        """Wait (up to `wait_s`, default ANCHOR_UPGRADE_WAIT_S) until these proofs are complete: what a
+        run does at its end. Proofs anchored with the key here are complete already: nothing to wait for."""
+        return {}
+
+    # -- what a search needs ------------------------------------------------------------------------------
+    def check_for_search(self) -> None:  # noqa: B027 - nothing to refuse with the key here
+        """Refuse, before a search starts, what would fail at its first checkpoint."""
+
+    @abstractmethod
+    def record_search(
+        self, attempts: Sequence[tuple[dict[str, Any], int]], head: dict[str, Any], head_proof: Path,
+        lineage: Sequence[Lineage], flush: bool = True,
+    ) -> dict[str, Any]:  # fmt: skip
+        """Anchor attempt manifests (identity, ledger seq), a ledger head (its proof at `head_proof`)
+        and lineage records; `flush=False` only journals, where there is a journal. Returns what to say
+        of it beyond the counts (who signed the records, which services relayed them)."""
+
+    def flusher(self, name: str) -> Flusher | None:
+        """A background flusher for journaled work (the key here), or None (services flush themselves)."""
+        return None
+
+    def close(self) -> None:  # noqa: B027 - a stamper that opened nothing has nothing to let go of
+        """Let go of what the stamper opened."""
+
+    def __enter__(self) -> Stamper:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class KeyStamper(Stamper):
+    """Anchors with the key here: the journal in the data dir, a flush, the proof written as it confirms."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.services = ()
+        self._journal: AnchorService | None = None
+
+    def _stamp_tree(self, path: Path, tree: FileTreeManifest, proof_out: Path) -> Stamped:
+        from anchor.anchoring.stamp import anchor_manifest, refresh_file_proofs
+
+        outcome = anchor_manifest(tree.identity(), tree, self.settings, proof_out)
+        if outcome.superseded is not None:
+            outcome = refresh_file_proofs(path, outcome)
+        return Stamped.of_key(outcome)
+
+    def stamp_identity(
+        self, identity: dict[str, Any], proof_out: Path, tree: FileTreeManifest | None = None,
+        annotations: dict[str, Any] | None = None,
+    ) -> Stamped:  # fmt: skip
+        from anchor.anchoring.stamp import anchor_manifest
+
+        return Stamped.of_key(anchor_manifest(identity, tree, self.settings, proof_out, annotations))
+
+    def stamp_records(self, records: Sequence[tuple[dict[str, Any], Path]]) -> list[Path]:
+        from anchor.journal.submit import Submission
+
+        if not records:
+            return []
+        service = self._open()
+        service.submit([Submission(identity, {}, proof_path=path) for identity, path in records])
+        service.flush()
+        return [path for _, path in records]
+
+    def stamp_bundle(
+        self, manifest: BundleManifest, tree: FileTreeManifest, proof_out: Path, notes: dict[str, Any] | None = None
+    ) -> Stamped:
+        from anchor.anchoring.stamp import anchor_bundle
+
+        return Stamped.of_key(anchor_bundle(manifest, tree, self.settings, proof_out, notes))
+
+    def record_search(
+        self, attempts: Sequence[tuple[dict[str, Any], int]], head: dict[str, Any], head_proof: Path,
+        lineage: Sequence[Lineage], flush: bool = True,
+    ) -> dict[str, Any]:  # fmt: skip
+        from anchor.chain.keys import load_researcher
+        from anchor.chain.signed import signed_lineage
+        from anchor.journal.submit import Submission
+
+        service = self._open()
+        subs = [Submission(identity, {"annotations": {"ledger_seq": seq}}) for identity, seq in attempts]
+        # the head's proof is kept beside the ledger: `research verify` reads every one back from the chain
+        service.submit([*subs, Submission(head, {}, proof_path=head_proof)])
+        # with a researcher key (ANCHOR_RESEARCHER_KEY) on a registry that binds researchers, each record
+        # is signed by the researcher and relayed: the signer, not whoever pays, is the record's researcher
+        researcher = load_researcher() if service.registry.researcher_bound else None
+        registry = service.registry
+        for fields in lineage:
+            signed = None if researcher is None else signed_lineage(researcher, registry.chain_id,
+                                                                       registry.address, fields)  # fmt: skip
+            service.runner.open_lineage(*fields, signed=signed)
+        if flush:
+            service.flush()
+        return {}
+
+    def flusher(self, name: str) -> Flusher | None:
+        from anchor.anchoring.flusher import Flusher
+
+        # a thread of ours: this process has the imports and a connection already
+        return Flusher(self.settings, name, in_thread=True).start()
+
+    def _open(self) -> AnchorService:
+        """The journal and the chain, opened once and kept until `close()` (a search's checkpoints)."""
+        from anchor.anchoring.service import AnchorService
+
+        if self._journal is None:
+            self._journal = AnchorService.open(self.settings)
+        return self._journal
+
+    def close(self) -> None:
+        if self._journal is not None:
+            self._journal.close()
+        self._journal = None
+
+
+class ServiceStamper(Stamper):
+    """Anchors through services that hold the funded key: no key, no journal, no chain here. Proofs are
+    pending at once (signed receipts) and complete after the services' next batch (`upgrade`)."""
+
+    def __init__(self, settings: Settings, services: Sequence[Any]) -> None:
+        if not services:
+            raise BadInput("no service: give --service URL (or set ANCHOR_SERVICE_URLS)", detail={"field": "service"})
+        self.settings = settings
+        self.services = tuple(services)
+
+    def _written(self, outcome: StampOutcome) -> Stamped:
+        from anchor.proof.file import load_any
+
+        return Stamped.of_services(outcome, load_any(outcome.proof_path))
+
+    def _stamp_tree(self, path: Path, tree: FileTreeManifest, proof_out: Path) -> Stamped:
+        from anchor.anchoring.client import stamp_through
+
+        return self._written(stamp_through(tree.identity(), tree.files_json(), self.services, proof_out))
+
+    def stamp_identity(
+        self, identity: dict[str, Any], proof_out: Path, tree: FileTreeManifest | None = None,
+        annotations: dict[str, Any] | None = None,
+    ) -> Stamped:  # fmt: skip
+        from anchor.anchoring.client import stamp_through
+
+        files = None if tree is None else tree.files_json()
+        return self._written(stamp_through(identity, files, self.services, proof_out, annotations))
+
+    def stamp_records(self, records: Sequence[tuple[dict[str, Any], Path]]) -> list[Path]:
+        for identity, path in records:
+            self.stamp_identity(identity, path)
+        return [path for _, path in records]
+
+    def stamp_bundle(
+        self, manifest: BundleManifest, tree: FileTreeManifest, proof_out: Path, notes: dict[str, Any] | None = None
+    ) -> Stamped:
+        from anchor.anchoring.client import stamp_bundle_through
+
+        return self._written(stamp_bundle_through(manifest, tree, self.services, proof_out, notes))
+
+    def complete(self, proofs: Sequence[Path], wait_s: float | None = None) -> dict[Path, UpgradeOutcome | AnchorError]:
+        from anchor.anchoring.client import upgrade_when_anchored
+        from anchor.settings.env import env
+
+        return upgrade_when_anchored(proofs, self.settings, env().upgrade_wait_s if wait_s is None else wait_s)
+
+    def _researcher(self) -> Any:
+        from anchor.chain.keys import load_researcher
+
+        researcher = load_researcher()
+        if researcher is None:
+            raise BadInput(
+                "research through a service: set ANCHOR_RESEARCHER_KEY (or ANCHOR_RESEARCHER_KEYSTORE): each kept"
+                " attempt's record is signed by the researcher and relayed by the service (no funded key is needed"
+                " here)",
+                detail={"field": "ANCHOR_RESEARCHER_KEY"},
+            )
+        return researcher
+
+    def check_for_search(self) -> None:
+        self._researcher()
+
+    def record_search(
+        self, attempts: Sequence[tuple[dict[str, Any], int]], head: dict[str, Any], head_proof: Path,
+        lineage: Sequence[Lineage], flush: bool = True,
+    ) -> dict[str, Any]:  # fmt: skip
+        from anchor.anchoring.client import relay_lineage, stamp_through, submit_everywhere
+
+        researcher = self._researcher()
+        for identity, seq in attempts:
+            _, failed = submit_everywhere(self.services, identity, {"ledger_seq": seq})
+            if len(failed) == len(self.services):
+                raise ServiceError("no service took the attempts: " + "; ".join(f"{u}: {w}" for u, w in failed.items()),
+                                   detail={"services": failed})  # fmt: skip
+        stamp_through(head, None, self.services, head_proof)
+        for fields in lineage:
+            for service in self.services:
+                relay_lineage(service, researcher, fields)
+        return {"researcher": researcher.address, "services": [s.url for s in self.services]}

@@ -1,0 +1,165 @@
+"""One `Verifier`: the verdict every door gives (issue 43).
+
+Why one: `anchor verify`, `POST /v1/verify/proof`, `GET /v1/verify/{digest}`, the explorer and a
+training script must say the same of the same proof. Each door used to locate the proof, pick the
+statement or the proof path, then apply the policy on its own (and the statement path silently
+dropped `--registry` and `--quorum`). Here `verify` locates the proof, loads it once, runs the
+checklist once (anchor.readback.path.verify_path: steps 1-8) and applies the policy as its last
+step; a door parses, calls, renders.
+
+    verifier = Verifier.from_settings()                     # the data dir's deployment records, the RPC
+    verdict = verifier.verify(Path("results"), policy=Policy(min_finality="safe"))
+    verdict.submitter, verdict.anchored_at                  # or a typed error: Tampered, NotAnchored, Pending …
+
+Named constructors: `Verifier.local()` (the embedded local chain of a data dir), `Verifier.preset(name)`
+and one per preset chain (`Verifier.base_sepolia()`, `Verifier.base()`, `Verifier.ethereum()`,
+`Verifier.sepolia()`), reading the chain's public endpoint unless `rpc_url` is given.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from anchor.errors import BadInput
+from anchor.readback.verifier import Policy, Verification
+from anchor.settings.session import Settings
+
+if TYPE_CHECKING:
+    from anchor.proof.file import ProofFile
+
+__all__ = ["Policy", "Verification", "Verifier", "superseded_by"]
+
+
+class Verifier:
+    """Verifies proofs against the chain `settings` read (every read endpoint, a quorum agreeing), trusting
+    the deployment records of the data dir and `registries` (`--registry`)."""
+
+    def __init__(
+        self, settings: Settings, *, registries: Sequence[str] = (), quorum: int | None = None,
+        find: Callable[[bytes], ProofFile | None] | None = None,
+    ) -> None:  # fmt: skip
+        self.settings = settings
+        self.registries = tuple(registries)
+        self.quorum = quorum
+        self.find = find
+        """Where a bundle's timing proof may come from besides the files (the API's proof store)."""
+
+    # -- named constructors ---------------------------------------------------------------------------------
+    @classmethod
+    def from_settings(
+        cls, settings: Settings | None = None, *, registries: Sequence[str] = (), quorum: int | None = None
+    ) -> Verifier:
+        """Options, ANCHOR_* variables, anchor.toml, defaults (anchor.settings)."""
+        return cls(settings or Settings.from_env(), registries=registries, quorum=quorum)
+
+    @classmethod
+    def local(cls, data_dir: Path | None = None) -> Verifier:
+        """The embedded local chain of `data_dir` (default: the configured data dir)."""
+        settings = Settings.from_env(data_dir)
+        return cls(dataclasses.replace(settings, rpc_url=None, read_rpcs=()))
+
+    @classmethod
+    def preset(
+        cls, name: str, rpc_url: str | Sequence[str] | None = None, *, registries: Sequence[str] = (),
+        data_dir: Path | None = None,
+    ) -> Verifier:  # fmt: skip
+        """A chain of anchor.chain.presets by name ("Base Sepolia", "base-sepolia", or its chain id),
+        read through `rpc_url` (several: a quorum) or the chain's public endpoint."""
+        from anchor.chain.presets import PRESETS
+
+        wanted = name.strip().lower().replace("-", " ").replace("_", " ")
+        found = next((p for p in PRESETS.values() if wanted in (p.name.lower(), str(p.chain_id))), None)
+        if found is None or found.public_rpc is None and rpc_url is None:
+            known = ", ".join(p.name for p in PRESETS.values() if p.public_rpc)
+            raise BadInput(f"no preset chain {name!r} (known: {known})", detail={"field": "chain"})
+        urls = [rpc_url] if isinstance(rpc_url, str) else list(rpc_url or [str(found.public_rpc)])
+        return cls(Settings.from_env(data_dir, urls), registries=registries)
+
+    @classmethod
+    def base(cls, rpc_url: str | Sequence[str] | None = None, **given: object) -> Verifier:
+        return cls.preset("Base", rpc_url, **given)  # type: ignore[arg-type]
+
+    @classmethod
+    def base_sepolia(cls, rpc_url: str | Sequence[str] | None = None, **given: object) -> Verifier:
+        return cls.preset("Base Sepolia", rpc_url, **given)  # type: ignore[arg-type]
+
+    @classmethod
+    def ethereum(cls, rpc_url: str | Sequence[str] | None = None, **given: object) -> Verifier:
+        return cls.preset("Ethereum", rpc_url, **given)  # type: ignore[arg-type]
+
+    @classmethod
+    def sepolia(cls, rpc_url: str | Sequence[str] | None = None, **given: object) -> Verifier:
+        return cls.preset("Sepolia", rpc_url, **given)  # type: ignore[arg-type]
+
+    # -- verdicts -------------------------------------------------------------------------------------------
+    def verify(
+        self, path: Path | str, *, proof: Path | None = None, policy: Policy | None = None, spec: Path | None = None,
+        require: str = "any", subjects_in: Path | None = None,
+    ) -> Verification:  # fmt: skip
+        """The verdict on `path`: a file tree, a bundle's output, one file with its per-file proof, the
+        in-toto statements `anchor attest` wrote (NAME.intoto.jsonl), or a pending proof's subject.
+        Raises the typed error of the first check that fails (anchor.errors); the policy is the last."""
+        from anchor.proof.locate import require_proof
+        from anchor.readback.anchors import required_count
+        from anchor.readback.path import verify_path
+        from anchor.readback.services import configured_urls
+        from anchor.readback.verifier import check_bundle_spec
+
+        path = Path(path)
+        required_count(require, 1)  # a bad `require` is refused before any proof is read
+        if path.name.endswith(".intoto.jsonl") and path.is_file():  # in-toto statements (`anchor attest`)
+            from anchor.attest.statement import verify_statements
+
+            for name, given in (("proof", proof), ("spec", spec)):
+                if given is not None:
+                    raise BadInput(
+                        f"--{name}: a statements file carries its own proof, and binds no spec: give --{name} with"
+                        " the anchored path instead", detail={"field": name},
+                    )  # fmt: skip
+            verdict = verify_statements(path, subjects_in, self.settings, self.registries, self.quorum)
+        else:
+            if subjects_in is not None:
+                raise BadInput("--in: only with a .intoto.jsonl path (where its subjects are)", detail={"field": "in"})
+            proof_path = proof or require_proof(path)
+            if spec is not None:
+                check_bundle_spec(proof_path, spec)
+            verdict = verify_path(path, proof_path, self.settings, self.registries, self.quorum, require,
+                                  configured_urls(self.settings))  # fmt: skip
+        # last: what the verdict must show beyond "anchored" (who, by when, how final)
+        (policy or Policy()).check(verdict)
+        return verdict
+
+    def verify_proof(self, proof: ProofFile, policy: Policy | None = None, *, data: Path | None = None) -> Verification:
+        """The verdict on a proof already loaded (the API's routes, the explorer): the same checklist,
+        the data checked when `data` is given, the policy last."""
+        from anchor.readback.anchors import trusted
+        from anchor.readback.verifier import verify_proof
+
+        registry = trusted(self.registries, proof.anchor.registry)
+        verdict = verify_proof(proof, self.settings, data=data, registry=registry, quorum=self.quorum, find=self.find)
+        (policy or Policy()).check(verdict)
+        return verdict
+
+
+def superseded_by(path: Path, proof_path: Path | None, digest: str) -> tuple[Path, str, int] | None:
+    """(proof, its digest, its block) when the latest stamp of `path` anchored other bytes than the
+    proof verified (`digest`): a verdict on an earlier anchor is true of then, and is said to be about then."""
+    from anchor.proof.file import load_proof
+    from anchor.proof.locate import current_proof_of, require_proof
+
+    if path.name.endswith(".intoto.jsonl"):
+        return None
+    proof_path = proof_path or require_proof(path)
+    current = current_proof_of(path, proof_path)
+    if not current.is_file() or current.resolve() == proof_path.resolve():
+        return None
+    try:
+        latest = load_proof(current)
+    except BadInput:
+        return None
+    if latest.manifest_digest == digest or latest.file is not None:
+        return None
+    return current, latest.manifest_digest, latest.anchor.block_number

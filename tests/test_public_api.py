@@ -1,0 +1,117 @@
+"""`import anchor` is the library (issue 43): a training script stamps and verifies with top-level names
+only, with a key here or through a service, and the names docs/python.md lists are the ones there are."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, deployed
+
+DOC = ROOT / "docs" / "python.md"
+
+
+def _script_block() -> str:
+    return re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.S)[0]
+
+
+def test_the_public_names_are_the_documented_ones_and_each_resolves() -> None:
+    import anchor
+
+    documented = set(re.findall(r"\| `anchor\.(\w+)", DOC.read_text(encoding="utf-8")))
+    public = set(anchor.__all__) - {"__version__"}
+    assert public == documented, (public - documented, documented - public)
+    for name in public:
+        assert getattr(anchor, name) is not None, name
+    with pytest.raises(AttributeError, match="no attribute 'stmap'"):
+        anchor.stmap  # noqa: B018 - a typo is an AttributeError naming it, as for any module
+    assert (ROOT / "anchor" / "py.typed").is_file()
+
+
+def test_the_errors_docs_python_lists_are_the_hierarchys_with_their_codes_and_exit_codes() -> None:
+    import anchor
+
+    rows = re.findall(r"\| `anchor\.errors\.(\w+)` \| `(\w+)` \| (\d+) \|", DOC.read_text(encoding="utf-8"))
+    assert len(rows) >= 8
+    for name, code, exit_code in rows:
+        error = getattr(anchor.errors, name)
+        assert issubclass(error, anchor.errors.AnchorError) and (error.code, int(error.exit_code)) == (
+            code, int(exit_code)), name  # fmt: skip
+
+
+def test_import_anchor_imports_nothing_of_the_package_until_a_name_is_used() -> None:
+    probe = "import sys, anchor; print(sorted(m for m in sys.modules if m.startswith('anchor.') or m == 'typing'))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout.replace("'", '"')) == []
+
+
+@pytest.mark.chain
+def test_a_training_script_stamps_verifies_and_sees_a_tampered_file_with_top_level_names_only(tmp_path: Path) -> None:
+    """docs/python.md's script, run as written in a fresh interpreter, on the local chain."""
+    with deployed(tmp_path / "data") as chain:
+        work = tmp_path / "job"
+        work.mkdir()
+        script = work / "train.py"
+        script.write_text(_script_block())
+        assert "from anchor." not in script.read_text() and "import anchor." not in script.read_text()
+        ran = subprocess.run([sys.executable, str(script)], cwd=work, env=chain.env(), capture_output=True, text=True,
+                             timeout=300)  # fmt: skip
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+        lines = ran.stdout.splitlines()
+        assert lines[0].startswith("anchored 0x") and lines[0].endswith(" results.anchor.json"), lines
+        verified = re.fullmatch(r"verified: (0x[0-9a-fA-F]{40}) (\S+) block (\d+)", lines[1])
+        assert verified, lines
+        assert verified.group(1) == "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"  # the local chain's dev account
+        assert lines[2].startswith("tampered: ") and "metrics.json" in lines[2], lines
+        # the verdict the library gave is the CLI's (one library, two doors)
+        (work / "results" / "metrics.json").write_text(json.dumps({"accuracy": 0.93}) + "\n")
+        cli = json.loads(chain.cli("verify", str(work / "results"), "--json").stdout)
+        assert cli["verified"] is True and cli["submitter"] == verified.group(1)
+        assert cli["anchored_at"] == verified.group(2) and cli["anchored_block"] == int(verified.group(3))
+
+
+@pytest.mark.chain
+def test_through_a_service_the_library_stamps_pending_upgrades_and_verifies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No key here: ANCHOR_SERVICE_URLS and the token are all the client has. Pending (a typed error
+    while the service holds it), then upgraded after its flush, then verified naming its account."""
+    import anchor
+    from tests.test_calendar import TOKEN, _clean_env, local_service
+
+    for name in [n for n in __import__("os").environ if n.startswith("ANCHOR_")]:
+        monkeypatch.delenv(name)
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "metrics.json").write_text('{"accuracy": 0.93}\n')
+    assert _clean_env() is not None
+    with local_service(tmp_path) as service:
+        monkeypatch.setenv("ANCHOR_DATA_DIR", str(tmp_path / "client"))
+        monkeypatch.setenv("ANCHOR_SERVICE_URLS", service.url)
+        monkeypatch.setenv("ANCHOR_SERVICE_TOKEN", TOKEN)
+        monkeypatch.setenv("ANCHOR_RPC_URL", service.rpc)
+        stamped = anchor.stamp(results)
+        assert stamped.state == "pending" and not stamped.anchored
+        assert [r.url for r in stamped.receipts] == [service.url]
+        assert not (tmp_path / "client" / "chain").exists()  # no local chain was started for the client
+        verifier = anchor.Verifier.from_settings(registries=[service.registry])
+        with pytest.raises(anchor.errors.Pending):
+            verifier.verify(results, require="all")
+        early = anchor.upgrade(results)
+        assert not early.complete and early.still_pending == (service.url,)
+        service.flush()
+        done = anchor.upgrade(stamped.proof_path)
+        assert done.complete and [a.service for a in done.added] == [service.url]
+        verdict = verifier.verify(results)
+        assert verdict.submitter == "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266" and verdict.service == service.url
+        assert verdict.anchored_at and verdict.chain_id == 31337
+        with pytest.raises(anchor.errors.PolicyMismatch):  # the policy is the verdict's last step
+            verifier.verify(results, policy=anchor.Policy(expect_submitter="0x" + "12" * 20))
+        (results / "metrics.json").write_text('{"accuracy": 0.99}\n')
+        with pytest.raises(anchor.errors.Tampered, match="metrics.json"):
+            verifier.verify(results)
