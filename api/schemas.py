@@ -185,3 +185,30 @@ class ResearchAttemptPage(BaseModel):
     limit: int
     next_offset: int | None
     attempts: list[ResearchAttempt]
+
+
+class ResearchVerdict(BaseModel):
+    """`anchor research verify` of one search (anchor.research.verdict.verify_search), as the API gives
+    it: counts and chain figures only (no path of the server's: the ledger's and the repositories'
+    locations stay on the host)."""
+
+    model_config = _frozen
+    search: str
+    """The search id (the first 12 hex of the BLAKE3 of its first row's digest)."""
+    verified: bool = True
+    entries: int
+    head: str
+    attempts: int
+    anchored_checkpoints: int
+    """Ledger heads read back from their proof files and matched."""
+    anchored_length: int
+    """The longest anchored head: rows 0..anchored_length-1 were on chain by `anchored_block`."""
+    anchored_block: int | None
+    chain_records: int
+    """Checkpoint records found on chain by the contract digest, from trusted addresses."""
+    chain_trusted: list[str]
+    chain_untrusted: list[str]
+    commits: int
+    run_dirs: int
+    legacy_entries: int
+    final_runs: int

@@ -19,12 +19,12 @@ from fastapi import Path as PathParam
 from fastapi.responses import PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
-from anchor.errors import NotAnchored, Tampered, UnsafePath
+from anchor.errors import NotAnchored, RateLimited, Tampered, UnsafePath
 from anchor.files import read_regular
 from anchor.settings.session import Settings
 from api.deps import SettingsDep
 from api.routes.verify import ERRORS, CommitOrHex32
-from api.schemas import ResearchAttempt, ResearchAttemptPage
+from api.schemas import ResearchAttempt, ResearchAttemptPage, ResearchVerdict
 
 router = APIRouter(prefix="/v1/research", tags=["research"])
 
@@ -206,3 +206,39 @@ async def get_diff(researcher: Researcher, commit: CommitOrHex32, settings: Sett
     return PlainTextResponse(
         data.decode("utf-8", "replace"), media_type="text/x-diff", headers={"X-Content-Type-Options": "nosniff"}
     )
+
+
+Search = Annotated[str, PathParam(pattern=r"^[0-9a-f]{12}$", description="a search id, as the attempts list it")]
+_auditing = threading.BoundedSemaphore(1)
+"""One search audit at a time per worker: an audit re-hashes every run dir and runs git, and the route is
+public; a second request waits up to `AUDIT_WAIT_S`, then is told to come back (429), so anonymous
+clients cannot hold every pool thread. Never cached: a run dir edited since is an edit to report."""
+AUDIT_WAIT_S = 30.0
+
+
+@router.get("/searches/{search}/verify", operation_id="verify_research_search", responses=ERRORS)
+async def verify_search_route(search: Search, settings: SettingsDep) -> ResearchVerdict:
+    """`anchor research verify` of one search this service knows: the ledger's hash chain, its anchored
+    checkpoints (proof files and the records found on chain), every commit and run dir re-hashed, the
+    champion records recomputed (anchor.research.verdict). An edit is 409 (`tampered`), naming it."""
+    from anchor.research.verdict import verify_search
+
+    def compute() -> ResearchVerdict:
+        workdir = next((w for s, w, _ in searches(settings) if s == search), None)
+        if workdir is None:
+            raise NotAnchored(f"no search {search} here", detail={"search": search})
+        if not _auditing.acquire(timeout=AUDIT_WAIT_S):
+            raise RateLimited("another search audit is running here: retry later", detail={"retry_after_s": 30})
+        try:
+            v = verify_search(settings, workdir)
+        finally:
+            _auditing.release()
+        return ResearchVerdict(
+            search=search, entries=v.entries, head=v.head, attempts=v.attempts,
+            anchored_checkpoints=v.anchored.checkpoints, anchored_length=v.anchored.length,
+            anchored_block=v.anchored.block, chain_records=v.found.checkpoints, chain_trusted=list(v.found.trusted),
+            chain_untrusted=list(v.found.others), commits=v.audit.commits, run_dirs=v.audit.evidence,
+            legacy_entries=v.audit.legacy, final_runs=v.final_runs,
+        )  # fmt: skip
+
+    return await run_in_threadpool(compute)

@@ -18,7 +18,7 @@ from eth_hash.auto import keccak
 from anchor.chain.deployment import load_deployment
 from anchor.chain.node import rpc_call
 from anchor.chain.open import open_chain, open_registry
-from anchor.errors import ExitCode
+from anchor.errors import ExitCode, Tampered
 from anchor.manifest.onchain import commit_key
 from anchor.research.checkpoints import LEDGER_TAG
 from tests.conftest import ANCHOR_BIN, Chain
@@ -260,6 +260,21 @@ def test_a_ledger_rewritten_without_its_losers_reordered_or_truncated_is_caught_
     assert len(list((path.parent / "checkpoints").glob("*.anchor.json"))) >= 3  # during the run, not only at its end
     ok = fresh_chain.cli("research", "verify")
     assert ok.returncode == ExitCode.OK and f"anchored checkpoints agree; entries 0..{len(entries) - 1}" in ok.stdout
+    # the same verdict through the API (issue 43: the research verdict is the library's, not the CLI's)
+    from fastapi.testclient import TestClient
+
+    from api.app import create_app
+
+    cli = json.loads(fresh_chain.cli("research", "verify", "--json", check=True).stdout)
+    with TestClient(create_app(fresh_chain.settings)) as client:
+        search = client.get("/v1/research/r0/attempts").json()["attempts"][0]["search"]
+        served = client.get(f"/v1/research/searches/{search}/verify")
+        assert served.status_code == 200, served.text
+        verdict = served.json()
+        assert (verdict["entries"], verdict["head"], verdict["anchored_length"], verdict["commits"]) == (
+            cli["entries"], cli["head"], cli["anchored"]["length"], cli["audit"]["commits"])  # fmt: skip
+        assert str(tmp_path) not in served.text  # no path of the server's
+        assert client.get("/v1/research/searches/000000000000/verify").status_code == 404
     report = json.loads(fresh_chain.cli("research", "report", "--json", check=True).stdout)
     assert report["anchored_trials"] == len([e for e in entries if "event" not in e])  # attempts, not traces
 
@@ -269,6 +284,11 @@ def test_a_ledger_rewritten_without_its_losers_reordered_or_truncated_is_caught_
     dropped = fresh_chain.cli("research", "verify", "--json")
     assert dropped.returncode == ExitCode.TAMPERED  # the hash chain alone would say OK
     assert json.loads(dropped.stdout)["error"]["detail"]["seq"] <= len(kept)
+    from anchor.research.verdict import verify_search
+
+    with pytest.raises(Tampered) as caught:  # the library's verdict is the CLI's
+        verify_search(fresh_chain.settings, path.parent)
+    assert caught.value.detail["seq"] == json.loads(dropped.stdout)["error"]["detail"]["seq"]
 
     path.write_text(_rewritten([entries[0], entries[2], entries[1], *entries[3:]]))
     reordered = fresh_chain.cli("research", "verify", "--json")

@@ -1,0 +1,227 @@
+"""The research verdict (issue 43): `verify_search`, what `anchor research verify` and the API's
+`GET /v1/research/searches/{search}/verify` say of a search, in the library rather than in the CLI.
+
+The checklist, each step raising the typed error of its failure (an edit is `Tampered`, exit 4, 409):
+1. the ledger's hash chain (`Ledger.verify`), scored under one contract (`one_contract`);
+2. every ledger head anchored at a checkpoint, read back from its proof file (`check_anchored_heads`);
+3. the checkpoint records found on chain by the contract digest, from trusted addresses (`chain_heads`);
+4. every measured commit with its ledgered diff, every attempt's evidence re-hashed, metrics re-read
+   (anchor.research.audit);
+5. every anchored champion record still binds what was anchored, its final runs re-hashed and its
+   sample size, interval and team count recomputed (`champion_records_hold`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from anchor.research.ledger import AnyLedger
+from anchor.settings.session import Settings
+
+
+@dataclass(frozen=True, slots=True)
+class SearchVerdict:
+    """What a search's verification found: every field computed here, none taken from the ledger's say."""
+
+    ledger: str
+    entries: int
+    head: str
+    attempts: int
+    researcher: str | None
+    anchored: Any
+    """anchor.research.checkpoints.AnchoredHeads: the heads read back from their proof files."""
+    found: Any
+    """anchor.research.checkpoints.ChainHeads: the checkpoint records found on chain by the contract."""
+    audit: Any
+    """anchor.research.audit's result: commits found, run dirs re-hashed, legacy entries."""
+    final_runs: int
+    environments: tuple[str, ...]
+    """The environment each attempt binds (canonical JSON), in ledger order."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ledger": self.ledger, "entries": self.entries, "head": self.head,
+            "anchored": asdict(self.anchored) if self.anchored.checkpoints else None,
+            "checkpoint_records": asdict(self.found), "audit": asdict(self.audit), "final_runs": self.final_runs,
+        }  # fmt: skip
+
+
+def verify_search(
+    settings: Settings, work: Path, *, repo: Path | None = None, researcher: str | None = None,
+    researcher_addresses: Sequence[str] = (), explicit: bool = True,
+) -> SearchVerdict:  # fmt: skip
+    """Steps 1-5 of the module's checklist on the search in `work` (`explicit=False`: the one search
+    the data dir knows, when `work` holds none). `researcher`: audit only this researcher's commits
+    and evidence (a shared ledger: each host has its own run dirs)."""
+    from anchor.errors import BadInput
+    from anchor.research.audit import audit
+    from anchor.research.checkpoints import check_anchored_heads
+
+    ledger, work = open_search(settings, work, explicit)
+    result = ledger.verify()
+    one_contract(ledger.entries(), ledger.where)
+    heads = check_anchored_heads(ledger, settings)
+    found = chain_heads(ledger, work, settings, [researcher_address(a) for a in researcher_addresses])
+    attempts = ledger.entries()
+    mine = attempts if researcher is None else [e for e in attempts if e["researcher"] == researcher]
+    if researcher is not None and not mine:
+        raise BadInput(f"--researcher {researcher}: no attempts of this researcher in {ledger.where}",
+                       detail={"field": "researcher"})  # fmt: skip
+    checked = audit(mine, work, repo)
+    finals = champion_records_hold(work, mine, attempts)
+    bound = tuple(json.dumps(e["environment"], sort_keys=True) for e in mine if "environment" in e)
+    return SearchVerdict(str(ledger.where), int(result["entries"]), str(result["head"]), len(attempts), researcher,
+                         heads, found, checked, finals, bound)  # fmt: skip
+
+
+def open_search(settings: Settings, work: Path, explicit: bool = True) -> tuple[AnyLedger, Path]:
+    """The search's ledger (a file, or PostgreSQL with ANCHOR_JOURNAL_URL) and its work dir, for a read:
+    nothing is created. A work dir without a ledger is not anchored (exit 3), naming where it looked and
+    the searches this data dir knows; without --workdir, the one search the data dir knows is taken."""
+    from anchor.errors import NotAnchored
+    from anchor.research.ledger import Ledger, open_ledger
+    from anchor.research.searches import known_searches
+
+    if settings.journal_url:
+        ledger = open_ledger(work, settings.journal_url)
+        if not isinstance(ledger, Ledger):
+            if not ledger.rows():
+                raise NotAnchored(f"{ledger.where}: no rows (hint: ANCHOR_LEDGER_NAME or --workdir names the search)",
+                                  detail={"field": "workdir", "looked_for": str(ledger.where)})  # fmt: skip
+            return ledger, work
+    known = known_searches(settings.data_dir)
+    if not (work / "ledger.jsonl").is_file():
+        if not explicit and len(known) == 1:
+            work = known[0].resolve()
+        else:
+            named = ", ".join(str(k) for k in known[:10]) or "none yet (anchor research run starts one)"
+            raise NotAnchored(
+                f"no research ledger in {work} (looked for {work / 'ledger.jsonl'}); the searches this data dir"
+                f" knows: {named}" + ("; name one with --workdir" if known else ""),
+                detail={"field": "workdir", "looked_for": str(work / "ledger.jsonl"), "known": [str(k) for k in known]},
+            )
+    return Ledger(work / "ledger.jsonl"), work
+
+
+def champion_records_hold(work: Path, entries: list[dict[str, Any]], team: list[dict[str, Any]]) -> int:
+    """Every champion record that was anchored still binds the bytes its proof anchored, and every final
+    run it binds (replications, holdout) re-hashes to its evidence with its metric re-read: an edited
+    figure, in the record or in a run's metrics file, is named (exit 4), never read back as the
+    search's. Returns how many final run dirs were checked."""
+    from anchor.errors import Tampered
+    from anchor.research.contract import load_contract
+    from anchor.research.final import check_final_runs, record_state
+
+    pinned = work / "contract.toml"
+    terms = load_contract(pinned)[0] if pinned.exists() else None
+    source = None if terms is None else terms.metric_source
+    checked = 0
+    for who in sorted({e["researcher"] for e in entries}):
+        for path in sorted((work / "runs" / who).glob("champion-*-*.json")):
+            if path.name.endswith(".anchor.json") or not path.stem.rsplit("-", 1)[-1].isdigit():
+                continue
+            record, state = record_state(path)
+            if state == "edited":
+                raise Tampered(f"{path}: the champion record differs from the one anchored beside it",
+                               detail={"field": "champion_record", "record": str(path)})  # fmt: skip
+            if terms is not None and source is not None:
+                try:
+                    checked += check_final_runs(work, record, source)
+                except Tampered as exc:
+                    exc.detail = {**exc.detail, "field": "final_run", "record": str(path)}
+                    raise
+                _uncertainty_holds(terms, work, record, team, path)
+    return checked
+
+
+def _uncertainty_holds(terms: Any, work: Path, record: Any, entries: list[dict[str, Any]], path: Path) -> None:
+    """A version 2 record's sample size, interval and team count, recomputed: from the run dir the
+    champion's attempt binds (already re-hashed by the audit) and from the ledger."""
+    from anchor.errors import Tampered
+    from anchor.research.uncertainty import of_champion
+
+    if record.version < 2:
+        return
+    entry = next((e for e in entries if e.get("attempt_digest") == record.attempt_digest), None)
+    if entry is None:
+        raise Tampered(f"{path}: its champion attempt {record.attempt_digest[:16]}… is not in the ledger",
+                       detail={"field": "champion_record", "record": str(path)})  # fmt: skip
+    honest = of_champion(terms, work, entry)
+    interval = None if record.interval is None else record.interval.model_dump()
+    said = {"examples": record.examples, "examples_source": record.examples_source, "interval": interval}
+    for field, value in said.items():
+        if honest[field] != value:
+            raise Tampered(f"{path}: its {field} is {value}, but recomputed from the champion's run dir it is"
+                           f" {honest[field]}", detail={"field": field, "record": str(path)})  # fmt: skip
+    team = sum(1 for e in entries if e["seq"] < record.ledger_length)
+    if record.team_trials != team:
+        raise Tampered(f"{path}: team_trials is {record.team_trials}, but the ledger's first {record.ledger_length}"
+                       f" rows hold {team} attempts", detail={"field": "team_trials", "record": str(path)})  # fmt: skip
+
+
+def researcher_address(text: str) -> str:
+    import re
+
+    from anchor.errors import BadInput
+
+    if not re.fullmatch(r"0x[0-9a-fA-F]{40}", text.strip()):
+        raise BadInput(f"--researcher-address {text!r}: expected 0x and 40 hex digits",
+                       detail={"field": "researcher_address"})  # fmt: skip
+    return text.strip().lower()
+
+
+def chain_heads(ledger: Any, work: Path, settings: Any, given: list[str]) -> Any:
+    """The ledger's checkpoint records found on chain by its contract digest (the entries' and the
+    pinned contract's: a ledger rewritten under another digest is still looked up under the pinned
+    one), compared with the ledger; see anchor.research.checkpoints. The chain and the registry are
+    opened once, the ledger read once."""
+    from anchor.chain.open import open_chain, open_registry
+    from anchor.errors import NotDeployed
+    from anchor.research.anchoring import contract_digest
+    from anchor.research.checkpoints import ChainHeads, check_chain_heads, trusted_addresses
+
+    nothing = ChainHeads(0, 0, None, None, tuple(given), ())
+    if not settings.rpc_url:  # the local chain: no registry recorded here (a --no-anchor search), no record
+        from anchor.chain.deployment import load_deployment
+        from anchor.chain.node import LOCAL_CHAIN_ID
+
+        try:
+            load_deployment(settings.data_dir, LOCAL_CHAIN_ID)
+        except NotDeployed:
+            return nothing
+    handle = open_chain(settings)
+    try:
+        registry = open_registry(settings, handle)
+    except NotDeployed:  # no registry on this chain: no record can be there
+        return nothing
+    trusted = trusted_addresses(settings, handle.chain_id, given)
+    rows = ledger.rows()
+    digests = {row["contract_digest"] for row in rows if "contract_digest" in row}  # one, once verify checked it
+    if (work / "contract.toml").is_file():
+        digests.add(contract_digest(work / "contract.toml"))
+    found = [check_chain_heads(rows, ledger.where, registry, digest, trusted) for digest in sorted(digests)]
+    best = max(found, key=lambda f: f.length, default=ChainHeads(0, 0, None, None, tuple(sorted(trusted)), ()))
+    return ChainHeads(sum(f.checkpoints for f in found), best.length, best.block, best.anchored_at, best.trusted,
+                      tuple(sorted({a for f in found for a in f.others})),
+                      tuple(sorted({g for f in found for g in f.other_ledgers})),
+                      rows[0]["digest"] if rows else "")  # fmt: skip
+
+
+def one_contract(entries: list[dict[str, Any]], where: object) -> None:
+    """A ledger is scored under one pre-registered contract: rows under a second digest (its pinned
+    copy edited mid-search, the direction of the metric turned round) make its values incomparable,
+    and an audit names where the second contract begins (exit 4)."""
+    from anchor.errors import Tampered
+
+    first = next((e["contract_digest"] for e in entries if "contract_digest" in e), None)
+    other = next((e for e in entries if e.get("contract_digest", first) != first), None)
+    if other is not None:
+        raise Tampered(
+            f"{where}: scored under two contracts: {first[:16]}… until seq {other['seq']}, then"  # type: ignore[index]
+            f" {other['contract_digest'][:16]}…; values under different contracts cannot be compared",
+            detail={"field": "contract_digest", "seq": other["seq"], "digests": [first, other["contract_digest"]]},
+        )
