@@ -106,6 +106,13 @@ def test_champion_vector_round_trips_with_the_statistics_we_compute(case: dict[s
         moved = {**decoded, "interval": {**decoded["interval"], "low": "0.7"}}
         with pytest.raises(BadInput, match="Wilson bounds"):
             validate_identity(moved)
+    if case["expected"].get("holdout_wilson"):  # version 3: the holdout's interval, recomputed the same way
+        assert built.holdout is not None and built.holdout.metric is not None and built.holdout_examples
+        assert list(wilson(float(built.holdout.metric.value), built.holdout_examples)) == case["expected"][
+            "holdout_wilson"]  # fmt: skip
+        moved = {**decoded, "holdout_interval": {**decoded["holdout_interval"], "high": "0.9"}}
+        with pytest.raises(BadInput, match="holdout_interval: the Wilson bounds"):
+            validate_identity(moved)
 
 
 @pytest.mark.parametrize("case", _cases("mission"), ids=_ids("mission"))

@@ -117,6 +117,10 @@ def run(
     from anchor.research.guard import check_git_config
 
     check_git_config(Repo(repo.resolve()))  # the harness runs git on this host: no program of the repo's
+    if terms.holdout_command and terms.holdout_data:  # the champion record digests it: refused now if missing
+        from anchor.research.uncertainty import held_out_data
+
+        held_out_data(terms, repo.resolve())
     # found (bubblewrap or runsc probed, the seccomp policy built) before anything is written
     box = None if no_sandbox else _sandbox(repo, terms, settings, work, sandbox_runtime)
     ledger = open_ledger(work, settings.journal_url)
@@ -540,6 +544,9 @@ def verify(
     if finals:
         lines.append(f"  final runs: {finals} champion replication and holdout run dirs re-hashed, metrics re-read")
     bound = verdict.environments
+    for who, rule in verdict.keep_rules.items():
+        lines.append(f"  keep rule of {who}: noise, recomputed from its {rule['replications']} bound baseline re-runs:"
+                     f" spread {rule['spread']}, threshold {rule['threshold']}; its keeps replayed")  # fmt: skip
     if bound:  # each rebuilt into its attempt manifest by the audit: bound, not claimed
         lines.append(f"  environment: bound by {len(bound)} attempts, {count(len(set(bound)), 'distinct one')}"
                      " (`anchor research report` names each change)")  # fmt: skip
@@ -581,6 +588,13 @@ def report(
             data["researchers"][who]["rejected"] = reasons
             lines.append(f"{who}: {sum(reasons.values())} proposals rejected, never measured: "
                          + ", ".join(f"{n} {reason}" for reason, n in sorted(reasons.items())))  # fmt: skip
+    from anchor.research.noise import rule_in, rule_line
+
+    for who in data["researchers"]:  # a pre-registered noise rule: its figures and its decisions
+        rule = rule_in(ledger.rows(), who)
+        if rule is not None:
+            data["researchers"][who]["keep_rule"] = rule
+            lines.append(f"{who}: {rule_line(rule, [e for e in ledger.entries() if e['researcher'] == who])}")
     _final_numbers(work, data, lines, ledger.entries())
     try:
         settings = ctx.find_root().obj["settings"]

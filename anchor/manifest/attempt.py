@@ -94,11 +94,36 @@ class MeasuredBy(BaseModel):
     digest: str = Field(pattern=HEX64)
 
 
+class KeepRule(BaseModel):
+    """Version 5 (issue 47): the pre-registered noise-aware keep rule an attempt was judged by: the
+    baseline re-measured `replications` times, their sample standard deviation `spread`, and the
+    `threshold` (`sigmas` x `spread`, at least the contract's `min_improvement`) a candidate had to beat
+    the champion by to be kept. The same figures in every attempt of the search after the calibration."""
+
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
+
+    rule: Literal["noise"] = "noise"
+    replications: int = Field(ge=2, le=50)
+    spread: str
+    sigmas: str
+    threshold: str
+
+    @model_validator(mode="after")
+    def _follows(self) -> KeepRule:
+        for name in ("spread", "sigmas", "threshold"):
+            value = getattr(self, name)
+            if canonical_decimal(value) != value or Decimal(value) < 0:
+                raise ValueError(f"keep_rule.{name}: a canonical, non-negative decimal")
+        if Decimal(self.threshold) < Decimal(self.sigmas) * Decimal(self.spread):
+            raise ValueError("keep_rule.threshold: below sigmas x spread")
+        return self
+
+
 class AttemptManifest(HasIdentity, BaseModel):
     model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     kind: Literal["attempt"] = "attempt"
-    version: Literal[1, 2, 3, 4] = 1
+    version: Literal[1, 2, 3, 4, 5] = 1
     """2 binds the evidence and how the attempt ran; 3 also what measured it (`measured_by`), a timed-out
     attempt's last number (`partial`) and the `interrupted` status; 4 also the environment it ran in
     (`environment`); 1 (ledgers from before) has none."""
@@ -122,15 +147,19 @@ class AttemptManifest(HasIdentity, BaseModel):
     not the metric (the metric hash on chain stays the zero hash)."""
     environment: Environment | None = None
     """Version 4: interpreter, lock, host or image, and the contract's inputs (anchor.manifest.environment)."""
+    keep_rule: KeepRule | None = None
+    """Version 5, required there: the noise-aware keep rule it was judged by (a `keep = "noise"` search)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> AttemptManifest:
         if (self.version >= 2) != (self.evidence is not None) or (self.version >= 2) != (self.sandbox is not None):
-            raise ValueError("versions 2 to 4 have evidence and sandbox; version 1 has neither")
+            raise ValueError("versions 2 to 5 have evidence and sandbox; version 1 has neither")
         if (self.version >= 3) != (self.measured_by is not None):
-            raise ValueError("versions 3 and 4, and only they, have measured_by")
-        if (self.version == 4) != (self.environment is not None):
-            raise ValueError("version 4, and only version 4, has environment")
+            raise ValueError("versions 3 to 5, and only they, have measured_by")
+        if (self.version >= 4) != (self.environment is not None):
+            raise ValueError("versions 4 and 5, and only they, have environment")
+        if (self.version == 5) != (self.keep_rule is not None):
+            raise ValueError("version 5, and only version 5, has keep_rule")
         if self.version < 3 and self.status == "interrupted":
             raise ValueError("the interrupted status is version 3")
         if self.partial is not None and self.status != "timed_out":

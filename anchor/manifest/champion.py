@@ -17,6 +17,11 @@ source, a 95% `interval` for the champion's metric with its method (anchor.resea
 the `environment` the final runs ran in (anchor.manifest.environment).
 A Wilson interval is recomputed on decoding; a bootstrap one by `research verify`, from the bound run
 dir of the champion's attempt.
+
+Version 3 (issue 47) gives the holdout what version 2 gave the selection metric: its sample size
+`holdout_examples` with its source, a 95% `holdout_interval`, and `holdout_data`, the file-tree
+digest of each path the contract hides from attempts and shows to the holdout: "held out on which
+data" is a digest anyone can compare with the files, not a sentence.
 """
 
 from __future__ import annotations
@@ -100,11 +105,31 @@ class Interval(BaseModel):
         return self
 
 
+class HeldOutData(BaseModel):
+    """One of the contract's `holdout_data` paths (as the contract names it) and its file-tree digest."""
+
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
+
+    path: str = Field(min_length=1, max_length=4096)
+    digest: str = Field(pattern=HEX64)
+
+
+def check_wilson(interval: Interval | None, value: str, examples: int | None, what: str) -> None:
+    """A Wilson interval follows from its value and n (recomputed here): else `ValueError` naming it."""
+    if interval is None or interval.method != "wilson":
+        return
+    p = Decimal(value)
+    if examples is None or not 0 <= p <= 1:
+        raise ValueError(f"{what}: a Wilson interval needs examples and a metric in [0, 1]")
+    if (interval.low, interval.high) != wilson(float(p), examples):
+        raise ValueError(f"{what}: the Wilson bounds are {wilson(float(p), examples)}")
+
+
 class ChampionManifest(HasIdentity, BaseModel):
     model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     kind: Literal["champion"] = "champion"
-    version: Literal[1, 2] = 2
+    version: Literal[1, 2, 3] = 3
     researcher: str = Field(min_length=1, max_length=128)
     contract_digest: str = Field(pattern=HEX64)
     commit: str = Field(pattern=COMMIT)
@@ -129,6 +154,13 @@ class ChampionManifest(HasIdentity, BaseModel):
     """Version 2: a 95% interval of `metric`, when one can be given."""
     environment: Environment | None = None
     """Version 2, required: where the replications and the holdout ran (anchor.manifest.environment)."""
+    holdout_examples: int | None = Field(default=None, ge=1, le=10**9)
+    """Version 3: the holdout's size, when known (a completed holdout only)."""
+    holdout_examples_source: Literal["contract", "evaluator", "attempt"] | None = None
+    holdout_interval: Interval | None = None
+    """Version 3: a 95% interval of the holdout's metric, when one can be given."""
+    holdout_data: tuple[HeldOutData, ...] = Field(default=(), max_length=64)
+    """Version 3: the contract's holdout data, each path with its file-tree digest, in the contract's order."""
 
     @model_validator(mode="after")
     def _consistent(self) -> ChampionManifest:
@@ -137,19 +169,29 @@ class ChampionManifest(HasIdentity, BaseModel):
         added = (self.team_trials, self.examples, self.examples_source, self.interval, self.environment)
         if self.version == 1 and any(v is not None for v in added):
             raise ValueError("team_trials, examples, examples_source, interval and environment are version 2 fields")
-        if self.version == 2:
+        held = (self.holdout_examples, self.holdout_examples_source, self.holdout_interval)
+        if self.version < 3 and (any(v is not None for v in held) or self.holdout_data):
+            raise ValueError("holdout_examples, holdout_examples_source, holdout_interval, holdout_data: version 3")
+        if self.version == 3:
+            if (self.holdout_examples is None) != (self.holdout_examples_source is None):
+                raise ValueError("holdout_examples and holdout_examples_source come together")
+            measured = self.holdout is not None and self.holdout.metric is not None
+            if not measured and (self.holdout_examples is not None or self.holdout_interval is not None):
+                raise ValueError("holdout_examples and holdout_interval describe a completed holdout only")
+            if self.holdout_data and self.holdout is None:
+                raise ValueError("holdout_data: only with a holdout")
+            if measured:
+                assert self.holdout is not None and self.holdout.metric is not None
+                check_wilson(self.holdout_interval, self.holdout.metric.value, self.holdout_examples,
+                             "holdout_interval")  # fmt: skip
+        if self.version >= 2:
             if self.team_trials is None or not self.trials <= self.team_trials <= self.ledger_length:
                 raise ValueError("team_trials: required, between trials and ledger_length")
             if self.environment is None:
                 raise ValueError("environment: required in version 2")
             if (self.examples is None) != (self.examples_source is None):
                 raise ValueError("examples and examples_source come together")
-            if self.interval is not None and self.interval.method == "wilson":
-                p = Decimal(self.metric.value)
-                if self.examples is None or not 0 <= p <= 1:
-                    raise ValueError("a Wilson interval needs examples and a metric in [0, 1]")
-                if (self.interval.low, self.interval.high) != wilson(float(p), self.examples):
-                    raise ValueError(f"interval: the Wilson bounds are {wilson(float(p), self.examples)}")
+            check_wilson(self.interval, self.metric.value, self.examples, "interval")
         for run in (*self.replications, *([self.holdout] if self.holdout else [])):
             if run.metric is not None and (run.metric.name, run.metric.mode) != (self.metric.name, self.metric.mode):
                 raise ValueError("a replication or the holdout measures another metric than the champion's")
@@ -168,4 +210,7 @@ class ChampionManifest(HasIdentity, BaseModel):
         return validated(cls, fields, "champion")
 
     def identity(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", exclude_none=True)
+        found: dict[str, Any] = self.model_dump(mode="json", exclude_none=True)
+        if not self.holdout_data:
+            found.pop("holdout_data", None)  # absent, not empty: versions 1 and 2 never had it
+        return found

@@ -25,6 +25,7 @@ ATTEMPT_FIELDS_V2 = (*ATTEMPT_FIELDS, "evidence", "sandbox")
 """Version 2 adds these; a version 1 entry may carry `sandbox` beside the manifest, outside it."""
 ATTEMPT_FIELDS_V3 = (*ATTEMPT_FIELDS_V2, "measured_by", "partial")
 ATTEMPT_FIELDS_V4 = (*ATTEMPT_FIELDS_V3, "environment")
+ATTEMPT_FIELDS_V5 = (*ATTEMPT_FIELDS_V4, "keep_rule")
 
 
 def contract_digest(contract_path: Path) -> str:
@@ -40,7 +41,7 @@ def preregister(stamper: Stamper, contract_path: Path, proof_out: Path) -> str:
 
 def attempt_of(entry: dict[str, Any]) -> AttemptManifest:
     """The attempt manifest a ledger entry stands for; its digest must be the one the entry recorded."""
-    by_version = {2: ATTEMPT_FIELDS_V2, 3: ATTEMPT_FIELDS_V3, 4: ATTEMPT_FIELDS_V4}
+    by_version = {2: ATTEMPT_FIELDS_V2, 3: ATTEMPT_FIELDS_V3, 4: ATTEMPT_FIELDS_V4, 5: ATTEMPT_FIELDS_V5}
     names = by_version.get(entry.get("version", 1), ATTEMPT_FIELDS)
     manifest = AttemptManifest.model_validate({k: entry[k] for k in names if k in entry})
     if manifest.digest.hex() != entry["attempt_digest"]:

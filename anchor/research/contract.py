@@ -53,6 +53,16 @@ class AttemptContract(BaseModel):
     eval_examples: int | None = Field(
         default=None, ge=1, le=10**9, description="the evaluation set's size: the metric's sample size, pre-registered"
     )
+    keep: Literal["improvement", "noise"] = Field(
+        default="improvement",
+        description="improvement: keep a candidate that beats the champion by more than min_improvement;"
+        " noise: also by more than noise_sigmas x the baseline's re-measured spread (anchor.research.noise)",
+    )
+    noise_replications: int = Field(default=3, ge=2, le=50, description="keep = noise: re-measurements of the baseline")
+    noise_sigmas: float = Field(default=2.0, gt=0, le=10, description="keep = noise: the threshold in spreads")
+    holdout_examples: int | None = Field(
+        default=None, ge=1, le=10**9, description="the holdout's size: its metric's sample size, pre-registered"
+    )
 
     @field_validator("editable")
     @classmethod

@@ -24,12 +24,7 @@ from pathlib import Path
 from statistics import NormalDist
 from typing import TYPE_CHECKING, Any
 
-from anchor.manifest.attempt import Metric
-from anchor.manifest.champion import ChampionManifest, Run
-from anchor.research.evaluator import evaluate
-from anchor.research.evidence import seal
-from anchor.research.metrics import read_metric
-from anchor.research.runner import run_command
+from anchor.manifest.champion import ChampionManifest
 
 if TYPE_CHECKING:
     from anchor.research.loop import Search
@@ -71,17 +66,22 @@ def evaluate_champion(search: Search, holdout_box: Sandbox | None) -> ChampionMa
     if runs.exists():  # a run that died while evaluating: its partial runs are ours and stale
         shutil.rmtree(runs)
     replications = [
-        _measure(search, runs / f"replication-{i}", terms.command, search.sandbox) for i in range(terms.replications)
+        search.measure_again(runs / f"replication-{i}", terms.command, search.sandbox)
+        for i in range(terms.replications)
     ]
     holdout = (
         None
         if terms.holdout_command is None
-        else _measure(search, runs / "holdout", terms.holdout_command, holdout_box)
+        else search.measure_again(runs / "holdout", terms.holdout_command, holdout_box)
     )
-    from anchor.research.uncertainty import of_champion
+    from anchor.research.uncertainty import held_out_data, of_champion, of_holdout
 
     honest = of_champion(terms, search.workdir, champion)
     honest.pop("caveat")
+    if holdout is not None:
+        honest.update(of_holdout(terms, runs / "holdout", holdout.model_dump(mode="json")))
+        honest.pop("holdout_caveat")
+        honest["holdout_data"] = held_out_data(terms, search.repo.path)
     manifest = ChampionManifest.build(
         **honest,
         team_trials=sum(1 for e in search.ledger.entries() if e["seq"] < length),  # every researcher's, at the head
@@ -101,34 +101,6 @@ def evaluate_champion(search: Search, holdout_box: Sandbox | None) -> ChampionMa
     tmp.write_text(json.dumps({"manifest": manifest.identity()}, sort_keys=True, indent=1))
     tmp.replace(path)
     return manifest
-
-
-def _measure(search: Search, run_dir: Path, command: str, box: Sandbox | None) -> Run:
-    terms = search.contract
-    champion = search.repo.head()
-    before = search.begin_attempt(champion)  # the same fence as an attempt: what it leaves is swept
-    try:
-        run_dir.mkdir(parents=True)
-        name = f"{search.researcher}-{champion[:12]}-{run_dir.name}"
-        result = run_command(
-            terms.render(run_dir, name, command),
-            search.repo.path,
-            run_dir,
-            terms.attempt_timeout_minutes * 60,
-            terms.grace_seconds,
-            box,
-            terms.pass_env,
-        )
-        evaluate(terms, search.repo.path, run_dir, name, box)
-        sealed = seal(run_dir)
-    finally:
-        search.end_attempt(champion, before)
-    from anchor.research.loop import status_of
-
-    value = None if result.timed_out else read_metric(run_dir, terms.metric_source, terms.metric)
-    status = status_of(result, value, sealed.removed)
-    metric = Metric.of(terms.metric, terms.mode, value) if status == "completed" else None
-    return Run.model_validate({"status": status, "metric": metric, "evidence": sealed.manifest.digest.hex()})
 
 
 def expected_max(trials: int) -> float:
@@ -167,6 +139,42 @@ def no_adjustment(manifest: ChampionManifest) -> str | None:
 
 
 ADJUSTED_INTERVAL = "the selection metric's 95% interval, shifted by the adjustment"
+T_975 = (12.706205, 4.302653, 3.182446, 2.776445, 2.570582, 2.446912, 2.364624, 2.306004, 2.262157, 2.228139,
+         2.200985, 2.178813, 2.160369, 2.144787, 2.13145, 2.119905, 2.109816, 2.100922, 2.093024, 2.085963,
+         2.079614, 2.073873, 2.068658, 2.063899, 2.059539, 2.055529, 2.051831, 2.048407, 2.04523, 2.042272)  # fmt: skip
+"""Student's t 0.975 quantile for 1..30 degrees of freedom (scipy.stats.t.ppf(0.975, df), 6 places);
+past 30, the normal's 1.959964 (the difference is below 0.09)."""
+REPLICATION_INTERVAL = "Student t interval of the replications' mean: mean ± t(0.975, k-1) · stdev / √k"
+
+
+def replication_interval(manifest: ChampionManifest) -> dict[str, str] | None:
+    """A 95% interval of the replications' mean (issue 47: replications reported like the selection
+    metric): from the record's own mean and stdev, so anyone recomputes it from the record; None with
+    fewer than two completed replications (no spread to speak of)."""
+    k = sum(1 for r in manifest.replications if r.metric is not None)
+    if k < 2 or manifest.mean is None or manifest.stdev is None:
+        return None
+    t = T_975[k - 2] if k - 1 <= len(T_975) else 1.959964
+    half = t * float(manifest.stdev) / math.sqrt(k)
+    mean = float(manifest.mean)
+    return {"low": f"{mean - half:.6f}", "high": f"{mean + half:.6f}", "method": REPLICATION_INTERVAL}
+
+
+def holdout_words(manifest: ChampionManifest) -> str | None:
+    """The holdout's n and interval in words (as the selection metric's: anchor.research.uncertainty),
+    and the data it ran on; None without a holdout."""
+    from anchor.research.uncertainty import describe
+
+    if manifest.holdout is None:
+        return None
+    if manifest.holdout.metric is None:
+        return f"the holdout {manifest.holdout.status.replace('_', ' ')}: no figure"
+    if manifest.version < 3:
+        return "n and interval not recorded (a version 2 record)"
+    interval = None if manifest.holdout_interval is None else manifest.holdout_interval.model_dump()
+    words = describe(manifest.holdout_examples, manifest.holdout_examples_source, interval, None)
+    data = ", ".join(f"{d.path} {d.digest[:16]}…" for d in manifest.holdout_data)
+    return words + ("; data " + data if data else "; no holdout_data declared: the data is not digested")
 
 
 def adjusted_interval(manifest: ChampionManifest) -> dict[str, str] | None:
@@ -207,6 +215,12 @@ def summary(manifest: ChampionManifest) -> dict[str, Any]:
         "adjusted_over": selected_from(manifest),
         "adjusted_interval": adjusted_interval(manifest),
         "no_adjustment": no_adjustment(manifest),
+        "replication_interval": replication_interval(manifest),
+        "holdout_examples": manifest.holdout_examples,
+        "holdout_examples_source": manifest.holdout_examples_source,
+        "holdout_interval": None if manifest.holdout_interval is None else manifest.holdout_interval.model_dump(),
+        "holdout_data": [d.model_dump() for d in manifest.holdout_data],
+        "holdout_words": holdout_words(manifest),
     }
 
 
@@ -226,7 +240,9 @@ def final_line(final: dict[str, Any]) -> str:
             else " (no spread)" if final["stdev"] is not None else ""
         )  # fmt: skip
         mean = "no completed run" if final["mean"] is None else f"mean {float(final['mean']):.6g}{spread}"
-        parts.append(f"replicated {len(final['replications'])}x: {mean};")
+        within = final.get("replication_interval")
+        ci = f", 95% interval [{within['low']}, {within['high']}] (Student t)" if within else ""
+        parts.append(f"replicated {len(final['replications'])}x: {mean}{ci};")
         if final["selection_adjusted"] is not None:
             over = final.get("adjusted_over")
             within = final.get("adjusted_interval")
@@ -236,7 +252,8 @@ def final_line(final: dict[str, Any]) -> str:
         else:
             parts.append("no selection adjustment possible (it needs two or more replications that differ);")
     if final["holdout"] is not None:
-        parts.append(f"holdout {final['holdout']}")
+        said = final.get("holdout_words")
+        parts.append(f"holdout {final['holdout']}" + (f" ({said})" if said else ""))
     return " ".join(parts).rstrip(";")
 
 

@@ -20,9 +20,9 @@ import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from decimal import Decimal, localcontext
+from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import blake3
 
@@ -37,9 +37,13 @@ from anchor.research.git import Repo
 from anchor.research.guard import check_changes_something, check_committed, check_fence, check_unscored
 from anchor.research.ledger import REJECTED, STARTED, AnyLedger, is_attempt
 from anchor.research.metrics import read_claims, read_metric
+from anchor.research.noise import is_better
 from anchor.research.proposers import Proposer
 from anchor.research.runner import reap_survivors, run_command
 from anchor.research.sandbox import Sandbox
+
+if TYPE_CHECKING:
+    from anchor.manifest.champion import Run
 
 NO_PARENT = "0" * 40
 """The baseline has no champion before it."""
@@ -96,13 +100,6 @@ def rejection_reason(exc: GuardError) -> str:
     return "the proposer failed"
 
 
-def is_better(candidate: str, best: str, mode: str, min_improvement: float) -> bool:
-    """Strict improvement by more than `min_improvement` in the contract's direction."""
-    new, old, margin = Decimal(candidate), Decimal(best), Decimal(repr(min_improvement))
-    with localcontext(prec=100):  # exact for any metric value (see anchor.manifest.attempt)
-        return new > old + margin if mode == "max" else new < old - margin
-
-
 class Search:
     def __init__(
         self,
@@ -126,6 +123,10 @@ class Search:
 
         self.environment = Capture(contract, repo.path)
         """What each record binds of where it ran (anchor.manifest.environment); refuses missing inputs now."""
+        from anchor.research.noise import rule_in
+
+        self.keep_rule = rule_in(ledger.rows(), researcher) if contract.keep == "noise" else None
+        """`keep = "noise"`: the calibrated rule every attempt after it is judged by (anchor.research.noise)."""
 
     # ------------------------------------------------------------------ state from the ledger
 
@@ -201,6 +202,15 @@ class Search:
             return summary
         if in_flight is not None:
             champion = self._resume(champion, summary, in_flight)
+        if self.contract.keep == "noise" and self.keep_rule is None:
+            from anchor.research.noise import calibrate
+
+            self.keep_rule = calibrate(self, champion)  # before any candidate: every one is judged by it
+            if self.keep_rule is None:
+                asked = self.contract.noise_replications
+                summary.stopped_because = f"the noise calibration: under 2 of the baseline's {asked} re-runs completed"
+                summary.champion, summary.champion_metric = champion["commit"], champion["metric"]["value"]
+                return summary
         while True:
             mine = self.mine()
             if len(mine) >= self.limits.max_attempts:
@@ -275,7 +285,8 @@ class Search:
             parent, commit = trace["parent"], trace["commit"]
             diff = b"" if parent == NO_PARENT else self.repo.diff(parent, commit, self.contract.editable)
             manifest = AttemptManifest.build(
-                version=4, commit=trace["commit"], parent=trace["parent"], diff_blake3=blake3.blake3(diff).hexdigest(),
+                version=4 if self.keep_rule is None else 5, keep_rule=self.keep_rule,
+                commit=trace["commit"], parent=trace["parent"], diff_blake3=blake3.blake3(diff).hexdigest(),
                 metric=None, kept=False, status="interrupted", researcher=self.researcher,
                 contract_digest=self.contract_digest, evidence=sealed.manifest.digest.hex(),
                 sandbox="none" if self.sandbox is None else self.sandbox.runtime,
@@ -303,6 +314,30 @@ class Search:
                 champion = entry
         self.end_attempt(champion["commit"], before)
         return champion
+
+    def measure_again(self, run_dir: Path, command: str, box: Sandbox | None) -> Run:
+        """Measure the commit checked out (the champion, the baseline) once more in `run_dir`, in the
+        same fence as an attempt: a replication, the holdout (anchor.research.final), a noise
+        calibration run (anchor.research.noise). No ledger row: the caller records the run."""
+        from anchor.manifest.champion import Run
+
+        terms = self.contract
+        champion = self.repo.head()
+        before = self.begin_attempt(champion)  # the same fence as an attempt: what it leaves is swept
+        try:
+            run_dir.mkdir(parents=True)
+            name = f"{self.researcher}-{champion[:12]}-{run_dir.name}"
+            timeout_s = terms.attempt_timeout_minutes * 60
+            result = run_command(terms.render(run_dir, name, command), self.repo.path, run_dir, timeout_s,
+                                 terms.grace_seconds, box, terms.pass_env)  # fmt: skip
+            evaluate(terms, self.repo.path, run_dir, name, box)
+            sealed = seal(run_dir)
+        finally:
+            self.end_attempt(champion, before)
+        value = None if result.timed_out else read_metric(run_dir, terms.metric_source, terms.metric)
+        status = status_of(result, value, sealed.removed)
+        metric = Metric.of(terms.metric, terms.mode, value) if status == "completed" else None
+        return Run.model_validate({"status": status, "metric": metric, "evidence": sealed.manifest.digest.hex()})
 
     # ------------------------------------------------------------------ one measurement
 
@@ -346,12 +381,13 @@ class Search:
             if status == "timed_out" and value is not None
             else None
         )
+        margin = self.contract.min_improvement if self.keep_rule is None else self.keep_rule["threshold"]
         kept = metric is not None and (
-            champion is None
-            or is_better(metric.value, champion["metric"]["value"], self.contract.mode, self.contract.min_improvement)
+            champion is None or is_better(metric.value, champion["metric"]["value"], self.contract.mode, margin)
         )
         manifest = AttemptManifest.build(
-            version=4,
+            version=4 if self.keep_rule is None else 5,
+            keep_rule=self.keep_rule,
             commit=commit,
             parent=parent,
             diff_blake3=blake3.blake3(diff).hexdigest(),

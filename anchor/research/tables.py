@@ -29,9 +29,19 @@ def rows(stats: dict[str, Any]) -> list[tuple[str, str]]:
     if final.get("replications"):
         spread = f" ± {float(final['stdev']):.6g} (sd)" if final.get("stdev") not in (None, "0") else ""
         mean = "no completed run" if final.get("mean") is None else f"{float(final['mean']):.6g}{spread}"
-        out.append((f"replications ({len(final['replications'])})", mean))
+        within = final.get("replication_interval")
+        ci = f"; 95% CI [{within['low']}, {within['high']}] (Student t)" if within else "; no interval (under 2 runs)"
+        out.append((f"replications ({len(final['replications'])})", f"{mean}; n={len(final['replications'])}{ci}"))
     if final.get("holdout") is not None:
-        out.append(("holdout", f"{final['holdout']}; no sample size or interval is recorded for the holdout"))
+        held = final.get("holdout_interval")
+        hn = final.get("holdout_examples")
+        if final.get("version", 0) < 3:
+            said = "no sample size or interval is recorded for the holdout (a version 2 record)"
+        else:
+            ci = f"95% CI [{held['low']}, {held['high']}] ({held['method']})" if held else "no interval"
+            said = f"n={hn if hn is not None else 'unknown'}; {ci}"
+        data = ", ".join(f"{d['path']} {d['digest'][:12]}…" for d in final.get("holdout_data") or [])
+        out.append(("holdout", f"{final['holdout']}; {said}" + (f"; data {data}" if data else "")))
     if final.get("selection_adjusted") is not None:
         within = final.get("adjusted_interval")
         ci = f"; 95% CI [{within['low']}, {within['high']}] ({within['method']})" if within else "; no interval"

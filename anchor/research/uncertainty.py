@@ -63,19 +63,21 @@ def bootstrap(values: tuple[float, ...], seed: str) -> tuple[str, str]:
     return bound(means[int(0.025 * RESAMPLES)]), bound(means[int(0.975 * RESAMPLES) - 1])
 
 
-def read_sample(terms: AttemptContract, run_dir: Path) -> Sample:
+def read_sample(terms: AttemptContract, run_dir: Path, holdout: bool = False) -> Sample:
     """The sample behind the measurement bound in `run_dir` (read from its bound files, never trusted
-    beyond the comparisons named in the module docstring)."""
+    beyond the comparisons named in the module docstring). `holdout`: the holdout's run, whose size
+    the contract declares as `holdout_examples` (not `eval_examples`)."""
     from anchor.research.metrics import metric_record
 
     record: dict[str, Any] = metric_record(run_dir, terms.metric_source) or {}
     counted = record.get("examples")
     counted = counted if isinstance(counted, int) and not isinstance(counted, bool) and counted > 0 else None
     by = "evaluator" if terms.metric_source.startswith("evaluator:") else "attempt"
-    examples, source = (terms.eval_examples, "contract") if terms.eval_examples else (counted, by)
+    declared = terms.holdout_examples if holdout else terms.eval_examples
+    examples, source = (declared, "contract") if declared else (counted, by)
     caveats = []
-    if terms.eval_examples and counted is not None and counted != terms.eval_examples:
-        caveats.append(f"the {by} counted {counted} examples where the contract declares {terms.eval_examples}")
+    if declared and counted is not None and counted != declared:
+        caveats.append(f"the {by} counted {counted} examples where the contract declares {declared}")
     per_example = _per_example(record.get("per_example"))
     if per_example is not None and len(per_example) > MAX_PER_EXAMPLE:
         caveats.append(f"{len(per_example):,} per-example results: past {MAX_PER_EXAMPLE:,}, no bootstrap is run")
@@ -156,3 +158,29 @@ def of_champion(terms: AttemptContract, workdir: Path, entry: dict[str, Any]) ->
         "interval": interval(entry["metric"]["value"], sample, entry["attempt_digest"]),
         "caveat": sample.caveat,
     }
+
+
+def of_holdout(terms: AttemptContract, run_dir: Path, run: dict[str, Any]) -> dict[str, Any]:
+    """The holdout's sample and interval, from its bound run dir, as the record (version 3) carries them:
+    {holdout_examples, holdout_examples_source, holdout_interval, holdout_caveat}; the interval's
+    bootstrap is seeded by the run's evidence digest. Nothing for a holdout that did not complete."""
+    if run.get("metric") is None:
+        return {"holdout_examples": None, "holdout_examples_source": None, "holdout_interval": None,
+                "holdout_caveat": "the holdout did not complete"}  # fmt: skip
+    sample = read_sample(terms, run_dir, holdout=True)
+    return {
+        "holdout_examples": sample.examples,
+        "holdout_examples_source": sample.source,
+        "holdout_interval": interval(run["metric"]["value"], sample, run["evidence"]),
+        "holdout_caveat": sample.caveat,
+    }
+
+
+def held_out_data(terms: AttemptContract, repo: Path) -> list[dict[str, str]]:
+    """Each `holdout_data` path of the contract with the file-tree digest of what is there now (the
+    digest the record binds: "held out on which data" made checkable). A path that is not there is
+    refused by name: a record must not say a holdout ran on data it cannot digest."""
+    from anchor.manifest.filetree import hash_tree
+
+    return [{"path": named, "digest": hash_tree(path).digest.hex()}
+            for named, path in zip(terms.holdout_data, terms.hidden_data(repo), strict=True)]  # fmt: skip

@@ -41,12 +41,15 @@ class SearchVerdict:
     final_runs: int
     environments: tuple[str, ...]
     """The environment each attempt binds (canonical JSON), in ledger order."""
+    keep_rules: dict[str, dict[str, Any]]
+    """researcher -> the noise-aware keep rule recomputed from its calibration (`keep = "noise"`)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
             "ledger": self.ledger, "entries": self.entries, "head": self.head,
             "anchored": asdict(self.anchored) if self.anchored.checkpoints else None,
             "checkpoint_records": asdict(self.found), "audit": asdict(self.audit), "final_runs": self.final_runs,
+            "keep_rules": self.keep_rules,
         }  # fmt: skip
 
 
@@ -72,10 +75,11 @@ def verify_search(
         raise BadInput(f"--researcher {researcher}: no attempts of this researcher in {ledger.where}",
                        detail={"field": "researcher"})  # fmt: skip
     checked = audit(mine, work, repo)
+    rules = _noise_holds(work, ledger.rows())
     finals = champion_records_hold(work, mine, attempts)
     bound = tuple(json.dumps(e["environment"], sort_keys=True) for e in mine if "environment" in e)
     return SearchVerdict(str(ledger.where), int(result["entries"]), str(result["head"]), len(attempts), researcher,
-                         heads, found, checked, finals, bound)  # fmt: skip
+                         heads, found, checked, finals, bound, rules)  # fmt: skip
 
 
 def open_search(settings: Settings, work: Path, explicit: bool = True) -> tuple[AnyLedger, Path]:
@@ -157,6 +161,8 @@ def _uncertainty_holds(terms: Any, work: Path, record: Any, entries: list[dict[s
         if honest[field] != value:
             raise Tampered(f"{path}: its {field} is {value}, but recomputed from the champion's run dir it is"
                            f" {honest[field]}", detail={"field": field, "record": str(path)})  # fmt: skip
+    if record.version >= 3 and record.holdout is not None:
+        _holdout_holds(terms, work, record, path)
     team = sum(1 for e in entries if e["seq"] < record.ledger_length)
     if record.team_trials != team:
         raise Tampered(f"{path}: team_trials is {record.team_trials}, but the ledger's first {record.ledger_length}"
@@ -225,3 +231,33 @@ def one_contract(entries: list[dict[str, Any]], where: object) -> None:
             f" {other['contract_digest'][:16]}…; values under different contracts cannot be compared",
             detail={"field": "contract_digest", "seq": other["seq"], "digests": [first, other["contract_digest"]]},
         )
+
+
+def _holdout_holds(terms: Any, work: Path, record: Any, path: Path) -> None:
+    """A version 3 record's holdout n and interval, recomputed from its bound run dir (re-hashed by
+    `check_final_runs` first): an edited figure is named (exit 4). Its data's digests stand as anchored:
+    whoever holds the data compares them (`anchor hash PATH`); data changed since is no edit of the record."""
+    from anchor.errors import Tampered
+    from anchor.research.final import final_runs_dir
+    from anchor.research.uncertainty import of_holdout
+
+    runs = final_runs_dir(work, record.researcher, record.commit, record.trials)
+    honest = of_holdout(terms, runs / "holdout", record.holdout.model_dump(mode="json"))
+    interval = None if record.holdout_interval is None else record.holdout_interval.model_dump()
+    said = {"holdout_examples": record.holdout_examples, "holdout_examples_source": record.holdout_examples_source,
+            "holdout_interval": interval}  # fmt: skip
+    for field, value in said.items():
+        if honest[field] != value:
+            raise Tampered(f"{path}: its {field} is {value}, but recomputed from the holdout's run dir it is"
+                           f" {honest[field]}", detail={"field": field, "record": str(path)})  # fmt: skip
+
+
+def _noise_holds(work: Path, rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Every noise calibration recomputed and every keep decision replayed (anchor.research.noise)."""
+    from anchor.research.contract import load_contract
+    from anchor.research.noise import NOISE, check_noise
+
+    pinned = work / "contract.toml"
+    if not any(r.get("event") == NOISE for r in rows) or not pinned.exists():
+        return {}
+    return check_noise(work, rows, load_contract(pinned)[0])

@@ -87,6 +87,74 @@ def test_the_holdout_is_hidden_from_attempts_and_the_champion_is_replicated_and_
     assert validate_identity(json.loads(path.read_text())["manifest"]) == record.identity()
 
 
+def test_the_holdout_gets_its_n_its_interval_and_its_datas_digest_in_a_version_3_record(tmp_path: Path) -> None:
+    """Issue 47, item 1: the holdout is reported as the selection metric is. Its n is the contract's
+    `holdout_examples` (else the evaluator's count), its 95% interval a Wilson one for a share, and the
+    record binds the file-tree digest of the holdout data it ran on; research verify recomputes both."""
+    from anchor.manifest.filetree import hash_tree
+    from anchor.research.final import final_line, summary
+    from anchor.research.verdict import champion_records_hold
+    from tests.reference_impl import wilson_bounds
+
+    search, _ = _search(tmp_path, sandboxed=False)
+    search.contract = search.contract.model_copy(update={"holdout_examples": 400})
+    search.run()
+    record = evaluate_champion(search, None)
+    assert record is not None and record.version == 3
+    assert (record.holdout_examples, record.holdout_examples_source) == (400, "contract")
+    assert record.holdout_interval is not None and record.holdout_interval.method == "wilson"
+    bounds = wilson_bounds("0.25", 400)  # docs/manifest.md's formula, implemented apart (tests/reference_impl.py)
+    assert (record.holdout_interval.low, record.holdout_interval.high) == bounds
+    data = tmp_path / "holdout"
+    digest = hash_tree(data).digest.hex()
+    assert [d.model_dump() for d in record.holdout_data] == [{"path": str(data), "digest": digest}]
+    said = final_line(summary(record))
+    assert "holdout 0.25 (n=400 examples (declared in the contract" in said and f"[{bounds[0]}, {bounds[1]}]" in said
+    assert "replicated 3x: mean 3.1 ± 0.1 (sample stdev), 95% interval [2.851586, 3.348414] (Student t)" in said
+    # research verify recomputes the holdout's figures from its bound run dir: a record that lies is named
+    (search.workdir / "contract.toml").write_text('task = "t"\ncommand = "x"\neditable = ["params.json"]\n'
+                                                  'metric = "score"\nmode = "max"\nattempt_timeout_minutes = 1\n'
+                                                  'holdout_examples = 400\n')  # fmt: skip
+    entries = search.ledger.entries()
+    assert champion_records_hold(search.workdir, entries, entries) == 4
+    path = latest_record(search.workdir, "r0", record.commit)
+    assert path is not None
+    lying = record.model_copy(update={"holdout_examples": 4000, "holdout_interval": None}).identity()
+    path.write_text(json.dumps({"manifest": lying}))  # no proof beside it: the record as written is checked
+    from anchor.errors import Tampered
+
+    with pytest.raises(Tampered, match="holdout_examples is 4000, but recomputed from the holdout's run dir"):
+        champion_records_hold(search.workdir, entries, entries)
+
+
+def test_a_version_3_records_holdout_fields_are_checked_on_decoding() -> None:
+    from anchor.errors import BadInput
+    from tests.reference_impl import wilson_bounds
+
+    run = {"status": "completed", "evidence": "20" * 32, "metric": {"name": "acc", "mode": "max", "value": "0.25"}}
+    low, high = wilson_bounds("0.25", 400)
+    v3 = {
+        "kind": "champion", "version": 3, "researcher": "r0", "contract_digest": "55" * 32, "commit": "a1" * 20,
+        "attempt_digest": "88" * 32, "metric": {"name": "acc", "mode": "max", "value": "0.3"}, "trials": 6,
+        "team_trials": 6, "ledger_head": "99" * 32, "ledger_length": 40, "replications": [], "holdout": run,
+        "holdout_examples": 400, "holdout_examples_source": "contract",
+        "holdout_interval": {"method": "wilson", "level": "0.95", "low": low, "high": high},
+        "holdout_data": [{"path": "holdout", "digest": "66" * 32}],
+        "environment": {"interpreter": "CPython 3.11.7", "lock": {"source": "requirements.lock", "digest": "4c" * 32},
+                        "host": "40" * 32, "inputs": []},
+    }  # fmt: skip
+    assert ChampionManifest.model_validate(validate_identity(v3)).holdout_examples == 400
+    moved = {**v3, "holdout_interval": {**v3["holdout_interval"], "low": "0.2"}}  # type: ignore[dict-item]
+    for bad, why in (
+        (moved, "holdout_interval: the Wilson bounds"),
+        ({**v3, "holdout_examples_source": None}, "come together"),
+        ({**v3, "version": 2}, "version 3"),
+        ({**v3, "holdout": {**run, "status": "failed", "metric": None}}, "completed holdout only"),
+    ):
+        with pytest.raises(BadInput, match=why):
+            validate_identity({k: v for k, v in bad.items() if v is not None})
+
+
 def test_the_selection_adjusted_figure_is_the_metric_less_the_expected_maximum_of_the_noise(tmp_path: Path) -> None:
     search, _ = _search(tmp_path, sandboxed=False)
     search.run()

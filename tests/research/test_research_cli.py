@@ -442,3 +442,58 @@ def test_four_researchers_times_25_attempts_share_one_postgres_ledger(
     assert page["total"] == 25 and {a["commit"] for a in page["attempts"]} == {
         e["commit"] for e in entries if e["researcher"] == "r2"
     }
+
+
+def test_two_researchers_on_one_ledger_adjust_over_the_teams_trials_on_either_backend(
+    backend_chain: Chain, tmp_path: Path
+) -> None:
+    """Issue 47: two researchers share one ledger (a file with the SQLite journal, PostgreSQL with
+    ANCHOR_JOURNAL_URL); each champion record's `team_trials` is every researcher's measured attempts
+    before its head, recomputed from the ledger here, and the adjusted figure is over that many."""
+    from tests.conftest import ROOT
+
+    backend_chain.cli("deploy", check=True)
+    example = ROOT / "examples" / "research"
+    repo = make_repo(tmp_path / "repo", {n: (example / n).read_text() for n in ("train.py", "params.json", "data.csv")})
+    ran = backend_chain.cli("research", "run", "--repo", str(repo), "--contract", str(example / "contract.toml"),
+                            "--researchers", "2", "--max-attempts", "3")  # fmt: skip
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    report = json.loads(backend_chain.cli("research", "report", "--json", check=True).stdout)
+    verified = json.loads(backend_chain.cli("research", "verify", "--json", check=True).stdout)
+    assert verified["entries"] >= 12 and verified["final_runs"] == 8  # 2 x (3 replications + the holdout)
+    finals = {who: stats["final"] for who, stats in report["researchers"].items()}
+    assert set(finals) == {"r0", "r1"}
+    records = {}
+    for who in finals:
+        (path,) = sorted((backend_chain.data_dir / "research" / "runs" / who).glob("champion-*-*[0-9].json"))
+        records[who] = json.loads(path.read_text())["manifest"]
+    for who, record in records.items():
+        final = finals[who]
+        assert final["team_trials"] == record["team_trials"] >= record["trials"] == 3
+        assert final["adjusted_over"] == record["team_trials"]  # the team's count, not the researcher's 3
+    later = max(records.values(), key=lambda r: r["ledger_length"])
+    assert later["team_trials"] > later["trials"]  # the other researcher's baseline came before its head
+    said = backend_chain.cli("research", "report", check=True).stdout
+    assert f"selected from 3 trials (the team's: {later['team_trials']})" in said
+
+
+def test_research_verify_recomputes_a_noise_rule_and_refuses_a_lowered_threshold(
+    fresh_chain: Chain, tmp_path: Path
+) -> None:
+    """Issue 47, item 3: a `keep = "noise"` search's report gives the calibration and each decision;
+    a ledger rewritten (its hash chain recomputed) with a lower threshold is exit 4."""
+    repo, contract = _setup(tmp_path)
+    contract.write_text(contract.read_text() + 'keep = "noise"\nnoise_replications = 3\nnoise_sigmas = 2\n')
+    ran = fresh_chain.cli("research", "run", "--repo", str(repo), "--contract", str(contract), "--max-attempts", "4",
+                          "--no-anchor")  # fmt: skip
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    report = fresh_chain.cli("research", "report", check=True).stdout
+    assert "keep rule: noise (pre-registered): the baseline re-measured 3x, spread 0 (sample stdev)" in report
+    ok = fresh_chain.cli("research", "verify")
+    assert ok.returncode == ExitCode.OK and "keep rule of r0: noise, recomputed from its 3 bound baseline" in ok.stdout
+    path = fresh_chain.data_dir / "research" / "ledger.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    path.write_text(_rewritten([{**r, "sigmas": "1"} if r.get("event") == "noise" else r for r in rows]))
+    edited = fresh_chain.cli("research", "verify", "--json")
+    assert edited.returncode == ExitCode.TAMPERED, edited.stdout
+    assert json.loads(edited.stdout)["error"]["detail"]["field"] == "keep_rule"

@@ -121,6 +121,14 @@ ATTEMPT_CASES = [
       "measured_by": {"source": "evaluator", "digest": "e5" * 32},
       "environment": {"interpreter": "none", "lock": {"source": "requirements.lock", "digest": "4d" * 32},
                       "image": "ghcr.io/example/research@sha256:" + "ab" * 32, "inputs": []}}),
+    ("version 5: judged by a pre-registered noise rule, within the noise: not kept",
+     {"metric": ("val_accuracy", "max", "0.8133"), "kept": False, "status": "completed", "version": 5,
+      "evidence": "6d" * 32, "sandbox": "bubblewrap", "measured_by": {"source": "jsonl", "digest": "e4" * 32},
+      "environment": {"interpreter": "CPython 3.11.7",
+                      "lock": {"source": "installed distributions", "digest": "4c" * 32}, "host": "40" * 32,
+                      "inputs": []},
+      "keep_rule": {"rule": "noise", "replications": 3, "spread": "0.006666500006250156", "sigmas": "2",
+                    "threshold": "0.013333000012500312"}}),
 ]  # fmt: skip
 
 ENVIRONMENT = {"interpreter": "CPython 3.11.7", "lock": {"source": "installed distributions", "digest": "4c" * 32},
@@ -222,12 +230,14 @@ def attempt_vectors() -> list[dict[str, object]]:
             "researcher": "researcher-0",
             "contract_digest": "55" * 32,
         }
-        if case.get("version") in (2, 3, 4):
+        if case.get("version") in (2, 3, 4, 5):
             identity.update(version=case["version"], evidence=case["evidence"], sandbox=case["sandbox"])
-        if case.get("version") in (3, 4):
+        if case.get("version") in (3, 4, 5):
             identity["measured_by"] = case["measured_by"]
-        if case.get("version") == 4:
+        if case.get("version") in (4, 5):
             identity["environment"] = case["environment"]
+        if case.get("version") == 5:
+            identity["keep_rule"] = case["keep_rule"]
         if case.get("partial"):
             p_name, p_mode, p_raw = case["partial"]
             identity["partial"] = {"name": p_name, "mode": p_mode, "value": ref.metric_value(p_raw)}
@@ -335,6 +345,36 @@ def champion_v2_vectors() -> list[dict[str, object]]:
     return out
 
 
+def champion_v3_vectors() -> list[dict[str, object]]:
+    """Version 3: the holdout with its n, its Wilson interval (recomputed by decoders, as the metric's)
+    and its data's digest; and a holdout that failed, which carries none of them."""
+    out = []
+    metric = {"name": "val_accuracy", "mode": "max", "value": "0.8"}
+    for name, holdout_value in (("version 3: a holdout of 1500 declared examples, its data digested", "0.781333"),
+                                ("version 3: a holdout that failed: no n, no interval", None)):  # fmt: skip
+        holdout: dict[str, object] = {"status": "completed" if holdout_value else "failed", "evidence": "21" * 32}
+        if holdout_value:
+            holdout["metric"] = {**metric, "value": holdout_value}
+        identity: dict[str, object] = {
+            "kind": "champion", "version": 3, "researcher": "r0", "contract_digest": "55" * 32, "commit": "c3" * 20,
+            "attempt_digest": "77" * 32, "metric": metric, "trials": 4, "team_trials": 4, "ledger_head": "99" * 32,
+            "ledger_length": 8, "environment": ENVIRONMENT, "replications": [], "holdout": holdout,
+            "holdout_data": [{"path": "data/holdout.csv", "digest": "6a" * 32}],
+        }  # fmt: skip
+        expected_bounds = None
+        if holdout_value:
+            low, high = ref.wilson_bounds(holdout_value, 1500)
+            interval = {"method": "wilson", "level": "0.95", "low": low, "high": high}
+            identity.update(holdout_examples=1500, holdout_examples_source="contract", holdout_interval=interval)
+            expected_bounds = [low, high]
+        out.append({
+            "name": name, "input": identity,
+            "expected": {"identity_canonical": ref.canonical(identity).decode(), "digest": ref.digest(identity).hex(),
+                         "mean": None, "stdev": None, "wilson": None, "holdout_wilson": expected_bounds},
+        })  # fmt: skip
+    return out
+
+
 # (name, the mission as a person writes it, the identity the spec says it has)
 MISSION_CASES = [
     ("a mission with every field", {
@@ -382,7 +422,7 @@ def main() -> None:
         ("filetree", filetree_vectors()),
         ("bundle", bundle_vectors()),
         ("attempt", attempt_vectors()),
-        ("champion", champion_vectors() + champion_v2_vectors()),
+        ("champion", champion_vectors() + champion_v2_vectors() + champion_v3_vectors()),
         ("mission", mission_vectors()),
         ("timing", timing_vectors()),
     ):
