@@ -42,7 +42,7 @@ def train(params, x, y, seed):
 def main():
     run_dir = Path(sys.argv[1])
     params = json.loads(Path("params.json").read_text())
-    (x_train, y_train), (x_val, y_val) = split()
+    (x_train, y_train), (x_val, y_val) = split(holdout="--holdout" in sys.argv[2:])
     predict = train(params, x_train, y_train, int(params.get("seed", 0)))
     predictions = predict(x_val)
     (run_dir / "predictions.json").write_text(json.dumps([int(p) for p in predictions]))

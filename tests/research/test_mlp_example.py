@@ -32,8 +32,11 @@ def test_the_mlp_example_is_searched_in_the_sandbox_and_scored_by_its_evaluator(
     finally:
         subprocess.run([str(ANCHOR_BIN), "chain", "down"], cwd=work, env=env, capture_output=True, check=False)
     assert "evaluator" in ran.stdout
-    # no replications and no holdout in this contract: the report says the figure is not adjusted
-    assert "no final numbers: the contract asks for no replications and no holdout" in ran.stdout
+    # a holdout and no replications: the holdout comes with its n (declared) and a bootstrap interval over the
+    # evaluator's per-example results on the 300 rows no attempt was scored on (issue 47); nothing is adjusted
+    held = [line for line in ran.stdout.splitlines() if "holdout " in line]
+    assert held and "n=300 examples (declared in the contract; one example = 0.003333); 95% interval [" in held[-1]
+    assert "(percentile bootstrap over per-example results" in held[-1]
     # its evaluator prints each row's result: the champion's figure comes with n and a bootstrap interval
     assert "n=400 examples (counted by the evaluator; one example = 0.0025); 95% interval [" in ran.stdout
     assert "(percentile bootstrap over per-example results, 2,000 resamples)" in ran.stdout
