@@ -37,14 +37,17 @@ def test_demo_verifies_everything_and_a_second_run_anchors_nothing_new(demo_run:
 def test_the_demo_report_gives_its_champion_a_sample_size_an_interval_and_the_adjustment_method(
     demo_run: DemoRun,
 ) -> None:
-    """examples/research declares its 150 validation rows: the champion record (version 2) carries n, a
+    """examples/research declares its 150 validation rows: the champion record (version 3) carries n, a
     Wilson interval that contains the figure, and the team's trial count; the report prints them, the
     replications' spread and how the selection adjustment was made, or why none could be."""
     env = demo_run.env
     report = run_anchor(["--json", "research", "report"], env, check=True).stdout
     r0 = json.loads(report)["researchers"]["r0"]
     final, honest = r0["final"], r0["uncertainty"]
-    assert final["version"] == 2 and final["team_trials"] == final["trials"] == r0["attempts"]  # one researcher
+    assert final["version"] == 3 and final["team_trials"] == final["trials"] == r0["attempts"]  # one researcher
+    # version 3 (issue 47): the holdout too, with the 1,500 rows the contract declares and a Wilson interval
+    assert (final["holdout_examples"], final["holdout_interval"]["method"]) == (1500, "wilson")
+    assert float(final["holdout_interval"]["low"]) < float(final["holdout"]) < float(final["holdout_interval"]["high"])
     assert (final["examples"], final["examples_source"], final["interval"]["method"]) == (150, "contract", "wilson")
     assert float(final["interval"]["low"]) < float(final["metric"]) < float(final["interval"]["high"])
     assert honest["from"] == "from the champion record" and honest["interval"] == final["interval"]

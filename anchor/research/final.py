@@ -293,10 +293,20 @@ def record_state(path: Path) -> tuple[ChampionManifest, str]:
     file was changed after anchoring: its numbers are not the anchored ones), else "not anchored"."""
     import json
 
+    from anchor.errors import BadInput
+    from anchor.manifest.decode import validate_identity
     from anchor.proof.file import load_proof
 
-    record = ChampionManifest.model_validate(json.loads(path.read_text())["manifest"])
     proof_path = path.with_name(path.name.removesuffix(".json") + ".anchor.json")
+    try:
+        record = ChampionManifest.model_validate(validate_identity(json.loads(path.read_text())["manifest"], str(path)))
+    except (BadInput, ValueError, KeyError, TypeError):
+        if not proof_path.is_file():
+            raise BadInput(f"{path}: not a champion record", detail={"file": str(path)}) from None
+        # an edit that breaks the record's own rules (a holdout value its Wilson interval no longer
+        # follows from): edited all the same; the anchored record is the proof's
+        anchored = load_proof(proof_path)
+        return ChampionManifest.model_validate(validate_identity(anchored.manifest, str(proof_path))), "edited"
     if not proof_path.is_file():
         return record, "not anchored"
     proof = load_proof(proof_path)

@@ -51,7 +51,7 @@ def test_the_example_search_binds_its_interpreter_lock_host_and_data_and_a_data_
     # the champion record (replications and holdout) binds it too
     [record] = (fresh_chain.data_dir / "research" / "runs" / "r0").glob("champion-*-3.json")
     manifest = json.loads(record.read_text())["manifest"]
-    assert manifest["version"] == 2 and manifest["environment"]["inputs"] == env["inputs"]
+    assert manifest["version"] == 3 and manifest["environment"]["inputs"] == env["inputs"]
     audit = fresh_chain.cli("research", "verify")  # the audit rebuilds each v4 manifest, environment included
     assert audit.returncode == ExitCode.OK and "environment: bound by 3 attempts, 1 distinct one" in audit.stdout
 
