@@ -67,8 +67,8 @@ ALLOWED: dict[str, set[str]] = {
     "index": {"layout", "errors", "manifest", "chain", "research", "settings"},
     # the library's face (issue 43): one Verifier (the Stamper is anchoring's, below research and missions,
     # which take one), and `import anchor`'s lazy names over both
-    "library": {"errors", "settings", "proof", "readback", "attest", "chain"},
-    "__init__": {"errors", "settings", "manifest", "proof", "anchoring", "library"},
+    "library": {"errors", "settings", "manifest", "proof", "readback", "attest", "chain", "anchoring"},
+    "__init__": {"errors", "settings", "anchoring", "library"},
     # interfaces
     "cli": {"errors", "layout", "files", "settings", "manifest", "proof", "chain", "journal", "readback", "anchoring",
             "research", "attest", "missions", "index", "library", "api"},  # api: `anchor serve` only (below)

@@ -1,0 +1,75 @@
+"""`anchor.hash`, `anchor.stamp`, `anchor.upgrade`, `anchor.verify`, `anchor.prove`: the module-level
+conveniences of `import anchor` (docs/python.md), each one line over `Stamper.from_settings()` or
+`Verifier.from_settings()`. Here, not in anchor/__init__.py, so that `import anchor` loads none of them
+until one is used."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from anchor.anchoring.client import UpgradeOutcome as Upgraded
+    from anchor.anchoring.stamper import Stamped
+    from anchor.library.verifier import Policy, Verification
+    from anchor.proof.file import ProofFile
+    from anchor.settings.session import Settings
+
+
+def hash(path: str | Path, *, symlinks: str = "refuse") -> str:  # noqa: A001 - anchor.hash, as `anchor hash`
+    """The manifest digest (0x…) of a file or directory, as `anchor hash PATH` prints it: no chain, no
+    settings; the default excludes (.git/) apply as on the command line."""
+    from anchor.manifest.exclude import Rules
+    from anchor.manifest.filetree import hash_tree
+
+    target = Path(path)
+    return "0x" + hash_tree(target, Rules.for_root(target), symlinks).digest.hex()
+
+
+def stamp(path: str | Path, *, out: str | Path | None = None, settings: Settings | None = None,
+          services: list[str] | None = None) -> Stamped:  # fmt: skip
+    """Anchor `path` and write its proof (`<PATH>.anchor.json`, or `out`): through the services of
+    `services` or ANCHOR_SERVICE_URLS (pending at once, `upgrade` later), else with the key here.
+    `Stamper.from_settings(settings, services).stamp(path)`."""
+    from anchor.anchoring.stamper import Stamper
+
+    with Stamper.from_settings(settings, services) as stamper:
+        return stamper.stamp(Path(path), out=None if out is None else Path(out))
+
+
+def upgrade(proof: str | Path, *, settings: Settings | None = None, services: list[str] | None = None) -> Upgraded:
+    """Complete a pending proof from its services' anchors, each checked against the chain first."""
+    from anchor.anchoring.stamper import Stamper
+    from anchor.proof.locate import default_proof_path
+
+    given = Path(proof)
+    target = given if given.name.endswith(".anchor.json") else default_proof_path(given)
+    with Stamper.from_settings(settings, services) as stamper:
+        return stamper.upgrade(target)
+
+
+def verify(path: str | Path, *, proof: str | Path | None = None, policy: Policy | None = None,
+           settings: Settings | None = None, **options: Any) -> Verification:  # fmt: skip
+    """The verdict on `path` (`Verifier.from_settings(settings).verify(...)`): a `Verification`, or a
+    typed error of anchor.errors (`Tampered`, `NotAnchored`, `Pending`, `PolicyMismatch`, …)."""
+    from anchor.library.verifier import Verifier
+
+    return Verifier.from_settings(settings).verify(
+        Path(path), proof=None if proof is None else Path(proof), policy=policy, **options
+    )
+
+
+def prove(file: str | Path, *, inside: str | Path, out: str | Path | None = None) -> ProofFile:
+    """Write the self-contained proof of one `file` of an anchored directory `inside` (as `anchor prove
+    FILE --in DIR`): checkable without the rest of the directory. Returns the proof written."""
+    from anchor.anchoring.prove import prove_file
+    from anchor.proof.file import check_output_path, write_proof
+    from anchor.proof.locate import default_proof_path, file_proof_path
+
+    folder, one = Path(inside), Path(file)
+    written = prove_file(one, folder, default_proof_path(folder))
+    target = Path(out) if out is not None else file_proof_path(one, folder)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    check_output_path(target)
+    write_proof(written, target)
+    return written
