@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from anchor.errors import BadInput
+from anchor.manifest import eip712
 
 DOMAIN_NAME = "AnchorRegistry"
 DOMAIN_VERSION = "2"
@@ -28,7 +29,6 @@ LINEAGE_TYPE = [
     {"name": "kept", "type": "bool"},
     {"name": "deadline", "type": "uint256"},
 ]
-HALF_ORDER = 0x7FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF5D576E7357A4501DDFE92F46681B20A0
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,59 +100,39 @@ def _b32(value: object, field: str) -> bytes:
     return bytes.fromhex(value[-64:])
 
 
+def _message(fields: LineageFields) -> dict[str, Any]:
+    return {
+        "researcher": fields.researcher, "commit": fields.commit, "parent": fields.parent,
+        "diffHash": fields.diff_hash, "metricHash": fields.metric_hash, "kept": fields.kept,
+        "deadline": fields.deadline,
+    }  # fmt: skip
+
+
 def typed_data(chain_id: int, registry: str, fields: LineageFields) -> dict[str, Any]:
     """The full EIP-712 message (what wallets and `cast wallet sign --data` take)."""
-    return {
-        "types": {
-            "EIP712Domain": [
-                {"name": "name", "type": "string"},
-                {"name": "version", "type": "string"},
-                {"name": "chainId", "type": "uint256"},
-                {"name": "verifyingContract", "type": "address"},
-            ],
-            "Lineage": LINEAGE_TYPE,
-        },
-        "primaryType": "Lineage",
-        "domain": {"name": DOMAIN_NAME, "version": DOMAIN_VERSION, "chainId": chain_id, "verifyingContract": registry},
-        "message": {
-            "researcher": fields.researcher,
-            "commit": fields.commit,
-            "parent": fields.parent,
-            "diffHash": fields.diff_hash,
-            "metricHash": fields.metric_hash,
-            "kept": fields.kept,
-            "deadline": fields.deadline,
-        },  # fmt: skip
-    }
+    return eip712.typed_data(DOMAIN_NAME, DOMAIN_VERSION, chain_id, registry, "Lineage", LINEAGE_TYPE,
+                             _message(fields))  # fmt: skip
 
 
 def digest(chain_id: int, registry: str, fields: LineageFields) -> bytes:
-    from eth_account.messages import encode_typed_data
-    from eth_hash.auto import keccak
-
-    message = encode_typed_data(full_message=typed_data(chain_id, registry, fields))
-    return keccak(b"\x19" + message.version + message.header + message.body)
+    """`AnchorRegistry.lineageDigest`: the EIP-712 hash a researcher signs (anchor.manifest.eip712)."""
+    return eip712.signing_hash(DOMAIN_NAME, DOMAIN_VERSION, chain_id, registry, "Lineage", LINEAGE_TYPE,
+                               _message(fields))  # fmt: skip
 
 
 def sign_lineage(account: Any, chain_id: int, registry: str, fields: LineageFields) -> SignedLineage:
-    """Sign with an eth-account `LocalAccount` (low-s, v in {27, 28}, as the registry requires)."""
-    signed = account.sign_typed_data(full_message=typed_data(chain_id, registry, fields))
+    """Sign with an eth-account `LocalAccount` (RFC 6979, low s, v in {27, 28}, as the registry requires)."""
+    signed = account.unsafe_sign_hash(digest(chain_id, registry, fields))
     return SignedLineage(fields, int(signed.v), int(signed.r).to_bytes(32, "big"), int(signed.s).to_bytes(32, "big"))
 
 
 def recover(chain_id: int, registry: str, signed: SignedLineage) -> str:
     """The address the signature recovers to; refuses malleable (high-s) or malformed signatures, as
     the registry does, so a relayer never journals a record the registry would refuse."""
-    from eth_account import Account
-    from eth_account.messages import encode_typed_data
-
-    if int.from_bytes(signed.s, "big") > HALF_ORDER or signed.v not in (27, 28):
-        raise BadInput("signed lineage: malformed signature (high s or bad v)", detail={"field": "signature"})
-    message = encode_typed_data(full_message=typed_data(chain_id, registry, signed.fields))
     try:
-        return str(Account.recover_message(message, vrs=(signed.v, signed.r, signed.s)))
-    except Exception:  # noqa: BLE001 - an unrecoverable signature is bad input, whatever eth_keys says
-        raise BadInput("signed lineage: the signature does not recover", detail={"field": "signature"}) from None
+        return eip712.recover(digest(chain_id, registry, signed.fields), signed.v, signed.r, signed.s)
+    except ValueError as exc:
+        raise BadInput(f"signed lineage: {exc}", detail={"field": "signature"}) from None
 
 
 def signed_lineage(

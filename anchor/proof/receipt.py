@@ -13,7 +13,6 @@ The complete proof (`anchor upgrade`) is checked against the chain and needs no 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import re
 from typing import Any
 
@@ -27,7 +26,6 @@ RECEIPT_TYPE = [
     {"name": "acceptedAt", "type": "uint64"},
     {"name": "service", "type": "string"},
 ]
-_HALF_ORDER = 0x7FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF5D576E7357A4501DDFE92F46681B20A0
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -51,85 +49,40 @@ class Receipt(Record):
         return typed_data(self.chain_id, self.registry, self.manifest_digest, self.accepted_at, self.service)
 
 
+def _message(digest: str, accepted_at: int, service: str) -> dict[str, Any]:
+    return {"manifestDigest": bytes.fromhex(digest[2:]), "acceptedAt": accepted_at, "service": service}
+
+
 def typed_data(chain_id: int, registry: str, digest: str, accepted_at: int, service: str) -> dict[str, Any]:
     """The full EIP-712 message (what `cast wallet sign --data` and wallets take)."""
-    return {
-        "types": {
-            "EIP712Domain": [
-                {"name": "name", "type": "string"},
-                {"name": "version", "type": "string"},
-                {"name": "chainId", "type": "uint256"},
-                {"name": "verifyingContract", "type": "address"},
-            ],
-            "Receipt": RECEIPT_TYPE,
-        },
-        "primaryType": "Receipt",
-        "domain": {
-            "name": RECEIPT_DOMAIN,
-            "version": RECEIPT_VERSION,
-            "chainId": chain_id,
-            "verifyingContract": registry,
-        },  # fmt: skip
-        "message": {"manifestDigest": bytes.fromhex(digest[2:]), "acceptedAt": accepted_at, "service": service},
-    }
+    from anchor.manifest import eip712
 
-
-_DOMAIN_TYPE_HASH = "EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)"
-_RECEIPT_TYPE_HASH = "Receipt(bytes32 manifestDigest,uint64 acceptedAt,string service)"
-
-
-@functools.lru_cache(maxsize=256)
-def _domain_separator(chain_id: int, registry: str) -> bytes:
-    from anchor.manifest.keccak import keccak256 as keccak
-
-    return keccak(
-        keccak(_DOMAIN_TYPE_HASH.encode()) + keccak(RECEIPT_DOMAIN.encode()) + keccak(RECEIPT_VERSION.encode())
-        + chain_id.to_bytes(32, "big") + int(registry, 16).to_bytes(32, "big")
-    )  # fmt: skip
+    return eip712.typed_data(RECEIPT_DOMAIN, RECEIPT_VERSION, chain_id, registry, "Receipt", RECEIPT_TYPE,
+                             _message(digest, accepted_at, service))  # fmt: skip
 
 
 def signing_hash(chain_id: int, registry: str, digest: str, accepted_at: int, service: str) -> bytes:
-    """The EIP-712 hash a receipt signs, computed from the standard's definition with what does not
-    change between receipts cached (the domain separator, the type hash, the service name's hash):
-    a service signs one on every submission (eth-account's generic encoder took 0.3 ms of the 0.5 a
-    receipt cost; the golden vectors check both give the same bytes, and that cast signs the same hash)."""
-    from anchor.manifest.keccak import keccak256 as keccak
+    """The EIP-712 hash a receipt signs (anchor.manifest.eip712, the one encoder: its domain separator
+    and type hash cached, as a service signs one on every submission; the golden vectors check the
+    bytes, and that cast signs the same hash)."""
+    from anchor.manifest import eip712
 
-    struct = keccak(
-        _hashed(_RECEIPT_TYPE_HASH) + bytes.fromhex(digest[2:]) + accepted_at.to_bytes(32, "big") + _hashed(service)
-    )
-    return keccak(b"\x19\x01" + _domain_separator(chain_id, registry.lower()) + struct)
-
-
-@functools.lru_cache(maxsize=64)
-def _hashed(text: str) -> bytes:
-    from anchor.manifest.keccak import keccak256
-
-    return keccak256(text.encode())
+    return eip712.signing_hash(RECEIPT_DOMAIN, RECEIPT_VERSION, chain_id, registry, "Receipt", RECEIPT_TYPE,
+                               _message(digest, accepted_at, service))  # fmt: skip
 
 
 def recover_receipt(receipt: Receipt) -> str:
     """The address the receipt's signature recovers to (checksummed); a malformed or malleable
     signature is `ProofFormatError` naming the service."""
+    from anchor.manifest import eip712
+
     raw = bytes.fromhex(receipt.signature[2:])
-    r, s, v = raw[:32], raw[32:64], raw[64]
-    if int.from_bytes(s, "big") > _HALF_ORDER or v not in (27, 28):
-        raise ProofFormatError(
-            f"receipt from {receipt.url}: malformed signature (high s or bad v)", detail=_where(receipt, "signature")
-        )
     hashed = signing_hash(receipt.chain_id, receipt.registry, receipt.manifest_digest, receipt.accepted_at,
                           receipt.service)  # fmt: skip
     try:
-        from coincurve import PublicKey
-
-        from anchor.manifest.keccak import checksum_address, keccak256
-
-        public = PublicKey.from_signature_and_message(r + s + bytes([v - 27]), hashed, hasher=None)
-        return checksum_address(keccak256(public.format(compressed=False)[1:])[-20:].hex())
-    except Exception:  # noqa: BLE001 - an unrecoverable signature is a bad receipt, whatever libsecp256k1 says
-        raise ProofFormatError(
-            f"receipt from {receipt.url}: the signature does not recover", detail=_where(receipt, "signature")
-        ) from None
+        return eip712.recover(hashed, raw[64], raw[:32], raw[32:64])
+    except ValueError as exc:
+        raise ProofFormatError(f"receipt from {receipt.url}: {exc}", detail=_where(receipt, "signature")) from None
 
 
 def check_receipt(
