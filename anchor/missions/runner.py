@@ -321,12 +321,27 @@ def _run_command(
         with open(log, "ab" if attempt > 1 else "wb") as out:
             out.write(f"--- attempt {attempt} ---\n".encode())
             out.flush()
-            child = subprocess.Popen(
-                argv, cwd=cwd, env=env or None, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                start_new_session=True, preexec_fn=bounds.preexec,  # noqa: PLW1509 - setrlimit and one write
-            )  # fmt: skip
             main = threading.current_thread() is threading.main_thread()
-            previous = signal.signal(signal.SIGTERM, _terminated) if main else None
+            # SIGTERM is held from before the command starts until its handler is in place, so a stop that
+            # lands in between (a loaded machine) is handled with the command known, never the default
+            # death that left it running; the command itself starts with the signal unblocked
+            held = {signal.SIGTERM}
+            if main:
+                signal.pthread_sigmask(signal.SIG_BLOCK, held)
+
+            def preexec() -> None:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
+                bounds.preexec()
+
+            try:
+                child = subprocess.Popen(
+                    argv, cwd=cwd, env=env or None, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                    start_new_session=True, preexec_fn=preexec,  # noqa: PLW1509 - setrlimit, a mask and one write
+                )  # fmt: skip
+                previous = signal.signal(signal.SIGTERM, _terminated) if main else None
+            finally:
+                if main:
+                    signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
             try:
                 code, timed_out = child.wait(timeout=max(budget_s, 0.001)), False
             except subprocess.TimeoutExpired:
