@@ -30,6 +30,7 @@ class ExitCode(IntEnum):
     MISSION_FAILED = 13
     PENDING = 14
     STORAGE = 15
+    RETRACTED = 16
 
 
 class AnchorError(Exception):
@@ -191,6 +192,16 @@ class UnknownRegistry(AnchorError):
     exit_code = ExitCode.UNKNOWN_REGISTRY
     http_status = 422
     code = "unknown_registry"
+
+
+class Retracted(AnchorError):
+    """Anchored, and since retracted on chain by whoever anchored it (its submitter, or the lineage
+    record's researcher): the record stands, its claim is withdrawn. The detail says when, by whom and
+    the reason's digest (and the reason's text where the proof file keeps it)."""
+
+    exit_code = ExitCode.RETRACTED
+    http_status = 410
+    code = "retracted"
 
 
 class NotFinal(AnchorError):

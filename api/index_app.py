@@ -19,7 +19,6 @@ from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
 from anchor import __version__
-from anchor.chain.artifact import roots_by_submitter
 from anchor.errors import AnchorError
 from api.errors import install_error_handlers
 from api.headers import SecurityHeaders, origin
@@ -57,7 +56,7 @@ def create_index_app(site: IndexSite) -> FastAPI:
     app.state.site = site
     app.state.verify_config = browser_verify.BrowserConfig(
         chain_id=site.chain_id, registry=site.follower.address, code_hash=site.follower.code_hash,
-        rpc_url=site.browser_rpc_url, roots_by_submitter=roots_by_submitter(site.follower.version),
+        rpc_url=site.browser_rpc_url,
     )  # fmt: skip
     install_error_handlers(app)
     rpc_origin = origin(site.browser_rpc_url)

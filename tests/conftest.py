@@ -191,16 +191,17 @@ def free_port() -> int:
 
 
 @contextmanager
-def anvil(chain_id: int, block_time: int | None) -> Iterator[str]:
+def anvil(chain_id: int, block_time: int | None, *extra: str) -> Iterator[str]:
     """An anvil of the test's own on a free port (a public chain's id, its block time; None: it mines
-    no block at all); stopped by the process group started here, never by name."""
+    no block at all; `extra`: more of anvil's options); stopped by the process group started here,
+    never by name."""
     from anchor.chain.node import rpc_call
     from anchor.chain.toolchain import tool
 
     port = free_port()
     mining = ["--block-time", str(block_time)] if block_time else ["--no-mining"]
     node = subprocess.Popen(
-        [str(tool("anvil")), "--port", str(port), "--chain-id", str(chain_id), *mining],
+        [str(tool("anvil")), "--port", str(port), "--chain-id", str(chain_id), *mining, *extra],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
@@ -404,3 +405,28 @@ def fresh_compile(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], o
         return compile_registry(build, version)  # the first call compiles every version; later ones read it
 
     return compiled
+
+
+STRANGER_KEY = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d"  # anvil's second account
+
+
+def lookalike_registry(rpc_url: str, key: str = STRANGER_KEY) -> tuple[str, dict[str, object]]:
+    """A byte-identical copy of the registry at another address than the canonical one (plain CREATE by
+    `key`, as anyone can): (its address, the deploying receipt)."""
+    from eth_account import Account
+
+    from anchor.chain.compiler import shipped_registry
+    from anchor.chain.connection import reach, web3_for
+
+    rpc, chain_id = reach(rpc_url)
+    w3, compiled, account = web3_for(rpc), shipped_registry(), Account.from_key(key)
+    tx = (
+        w3.eth.contract(abi=compiled.abi, bytecode=compiled.bytecode)
+        .constructor()
+        .build_transaction(
+            {"from": account.address, "nonce": w3.eth.get_transaction_count(account.address), "chainId": chain_id}
+        )
+    )
+    sent = w3.eth.send_raw_transaction(account.sign_transaction(tx).raw_transaction)
+    receipt = dict(w3.eth.wait_for_transaction_receipt(sent))
+    return str(receipt["contractAddress"]), receipt

@@ -16,15 +16,11 @@ def _cast(*args: str) -> str:
 
 
 def cast_verify_inclusion(proof: dict[str, Any], rpc_url: str) -> bool:
-    """The registry's own inclusion view, called with cast from a proof file's fields. On registry v3
-    a root is its submitter's: cast reads the submitter from the RootAnchored event in the receipt of
-    the transaction the proof names (topics: event, root, submitter)."""
+    """The registry's own inclusion view, called with cast from a proof file's fields. A root is its
+    submitter's: cast reads the submitter from the RootAnchored event in the receipt of the transaction
+    the proof names (topics: event, root, submitter)."""
     registry, root = proof["anchor"]["registry"], proof["batch"]["root"]
     siblings = "[" + ",".join(proof["batch"]["proof"]) + "]"
-    if _cast("call", registry, "version()(string)", "--rpc-url", rpc_url).strip('"') in ("1.0.0", "2.0.0"):
-        out = _cast("call", registry, "verifyInclusion(bytes32,bytes32[],bytes32)(bool)", root, siblings,
-                    proof["manifest_digest"], "--rpc-url", rpc_url)  # fmt: skip
-        return out == "true"
     receipt = json.loads(_cast("receipt", proof["anchor"]["tx_hash"], "--json", "--rpc-url", rpc_url))
     topic = _cast("keccak", "RootAnchored(bytes32,address)")
     [submitter] = [

@@ -1,5 +1,5 @@
 """The hand-written ABI codec and keccak of the read path (anchor.chain.abi, anchor.manifest.keccak) give
-the bytes eth_abi, eth_hash and eth_utils give, for every function and event of both registry versions;
+the bytes eth_abi, eth_hash and eth_utils give, for every function and event of the registry;
 and a read of the registry (verify, lookup, the journal's status) imports none of web3's stack."""
 
 from __future__ import annotations
@@ -88,18 +88,24 @@ def test_keccak_and_checksums_are_eth_hash_and_eth_utils(data: bytes, address: b
 
 
 def test_event_topics_and_arguments_match_the_abi_signatures() -> None:
-    v2 = abi.interface("2.0.0").events["LineageAnchored"]
-    assert v2.topic == "0x" + keccak(b"LineageAnchored(address,bytes32,bytes32,bytes32,bytes32,bool,uint64)").hex()
+    event = abi.interface("4.0.0").events["LineageAnchored"]
+    assert event.topic == "0x" + keccak(b"LineageAnchored(address,bytes32,bytes32,bytes32,bytes32,bool,uint64)").hex()
     who, commit, parent = to_checksum_address(os.urandom(20)), os.urandom(32), os.urandom(32)
     diff, metric = os.urandom(32), os.urandom(32)
     log = {
-        "topics": [v2.topic, "0x" + bytes(12).hex() + who[2:].lower(), "0x" + commit.hex(), "0x" + parent.hex()],
+        "topics": [event.topic, "0x" + bytes(12).hex() + who[2:].lower(), "0x" + commit.hex(), "0x" + parent.hex()],
         "data": "0x" + eth_encode(["bytes32", "bytes32", "bool", "uint64"], [diff, metric, True, 1_700_000_000]).hex(),
     }
-    assert v2.args(log) == {"researcher": who, "commit": commit, "parent": parent, "diffHash": diff,
+    assert event.args(log) == {"researcher": who, "commit": commit, "parent": parent, "diffHash": diff,
                             "metricHash": metric, "kept": True, "timestamp": 1_700_000_000}  # fmt: skip
     with pytest.raises(ValueError, match="not a RootAnchored"):
-        abi.interface("2.0.0").events["RootAnchored"].args(log)
+        abi.interface("4.0.0").events["RootAnchored"].args(log)
+    retracted = abi.interface("4.0.0").events["RootRetracted"]
+    assert retracted.topic == "0x" + keccak(b"RootRetracted(bytes32,address,bytes32)").hex()
+    reason = keccak(b"the metric leaked")
+    log = {"topics": [retracted.topic, "0x" + commit.hex(), "0x" + bytes(12).hex() + who[2:].lower()],
+           "data": "0x" + reason.hex()}  # fmt: skip
+    assert retracted.args(log) == {"root": commit, "submitter": who, "reason": reason}
 
 
 SLOW_TO_IMPORT = ("pydantic", "pydantic_core", "typer._adapters", "pathspec", "concurrent.futures.process")

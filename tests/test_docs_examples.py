@@ -26,14 +26,15 @@ def sh_blocks(doc: Path) -> list[str]:
 
 @pytest.mark.chain  # an anvil of its own, as Base Sepolia (84532) with 2 s blocks
 def test_the_base_sepolia_quickstart_runs_as_written_and_says_what_it_waits_for(tmp_path: Path) -> None:
-    """docs/quickstart-base-sepolia.md, steps 1-5, against an anvil with Base Sepolia's chain id
-    and 2 s blocks; only the RPC URL and the faucet differ (the faucet is anvil_setBalance), and the
-    registry address the colleague is told is the one step 3 printed. Step 1 once failed as written
+    """docs/quickstart-base-sepolia.md, steps 1-6, against an anvil with Base Sepolia's chain id
+    and 2 s blocks; only the RPC URL and the faucet differ (the faucet is anvil_setBalance). The
+    registry is at the address the doc prints (the canonical one, the same on every chain), and the
+    colleague verifies with the RPC URL alone, then sees the retraction. Step 1 once failed as written
     (its heredoc was Python's stdin, so `input()` met EOF and no keystore was made)."""
     from anchor.chain.node import rpc_call
 
     doc = ROOT / "docs" / "quickstart-base-sepolia.md"
-    key, balance, deploy, stamp, verify, _cast = sh_blocks(doc)
+    key, balance, deploy, code_check, stamp, verify, _cast, retract = sh_blocks(doc)
     work, env = workspace(tmp_path)
     (work / "results").mkdir()
     (work / "results" / "metrics.json").write_text('{"accuracy": 0.93}\n')
@@ -52,6 +53,9 @@ def test_the_base_sepolia_quickstart_runs_as_written_and_says_what_it_waits_for(
         deployed = run_block(deploy, work, env)
         assert "on Base Sepolia (84532)" in deployed.stdout
         registry = re.search(r"registry deployed at (0x[0-9a-fA-F]{40})", deployed.stdout).group(1)  # type: ignore[union-attr]
+        assert registry in deploy  # the documented address is the one it lands at: the canonical one
+        code = run_block(code_check.replace(public, url), work, env)
+        assert code.stdout.strip() == re.search(r"# (0x[0-9a-f]{64})", code_check).group(1)  # type: ignore[union-attr]
         stamped = run_block(stamp, work, env)
         assert "results: anchored" in stamped.stdout and (work / "results.anchor.json").is_file()
         waits = [line for line in stamped.stderr.splitlines() if "waiting for 5 confirmations" in line]
@@ -60,10 +64,16 @@ def test_the_base_sepolia_quickstart_runs_as_written_and_says_what_it_waits_for(
 
         colleague = {**env, "HOME": str(tmp_path / "colleague")}  # no key, no data dir of the writer's
         del colleague["ANCHOR_KEYSTORE"], colleague["ANCHOR_KEYSTORE_PASSWORD"]
-        documented = re.search(r"--registry (0x[0-9a-fA-F]{40})", verify).group(1)  # type: ignore[union-attr]
-        checked = run_block(verify.replace(public, url).replace(documented, registry), work, colleague)
+        colleague["ANCHOR_DATA_DIR"] = str(tmp_path / "colleague" / ".anchor")
+        assert "--registry" not in verify  # nothing handed over: the RPC URL alone
+        checked = run_block(verify.replace(public, url), work, colleague)
         assert "OK: results (1 file) is anchored" in checked.stdout
-        assert f"by          {address}" in checked.stdout and "(trusted by --registry)" in checked.stdout
+        assert f"by          {address}" in checked.stdout and "(trusted by canonical address" in checked.stdout
+        writer, reader = retract.split("\nanchor verify", 1)
+        run_block(writer, work, env)
+        withdrawn = run_block("anchor verify" + reader, work, colleague)
+        assert "error[retracted]" in withdrawn.stderr and "exit 16" in withdrawn.stdout
+        assert '"the metric was computed on the training split"' in withdrawn.stderr
 
 
 def _anchor_invocations(text: str) -> list[list[str]]:

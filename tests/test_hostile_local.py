@@ -20,13 +20,34 @@ from tests.journal_helpers import unique_submissions
 def test_a_proof_from_a_strangers_copy_of_the_registry_is_not_our_registry(
     deployed_chain: Chain, bundle: Path, tmp_path: Path
 ) -> None:
-    """A stranger deploys a byte-identical registry on the same chain and anchors there: the proof is
-    internally perfect, but its registry is not the trusted one (exit 9), unless named explicitly."""
+    """A stranger deploys a byte-identical registry on the same chain at another address (plain CREATE:
+    the canonical address can only hold the canonical deployment), records it in a data dir of theirs
+    and anchors there: the proof is internally perfect, but its registry is neither the canonical one
+    nor ours (exit 9), unless named explicitly."""
+    from eth_account import Account
+
+    from anchor.chain.artifact import runtime_code_hash
+    from anchor.chain.canonical import canonical_address
+    from anchor.chain.deployment import Deployment
+    from anchor.chain.toolchain import compiler_settings
+    from tests.conftest import STRANGER_KEY, lookalike_registry
+
+    stranger_address, receipt = lookalike_registry(deployed_chain.node.rpc_url)
+    assert stranger_address != canonical_address()
+    record = Deployment(
+        chain_id=31337, address=stranger_address, code_hash=runtime_code_hash(),
+        tx_hash="0x" + bytes(receipt["transactionHash"]).hex(), block_number=int(receipt["blockNumber"]),
+        deployer=Account.from_key(STRANGER_KEY).address, registry_version="4.0.0",
+        compiler=compiler_settings().to_json(),
+    )  # fmt: skip
+    (tmp_path / "stranger" / "deployments").mkdir(parents=True)
+    (tmp_path / "stranger" / "deployments" / "31337.json").write_text(json.dumps(record.model_dump()))
     env = {**deployed_chain.env(), "ANCHOR_DATA_DIR": str(tmp_path / "stranger"),
            "ANCHOR_RPC_URL": deployed_chain.node.rpc_url}  # fmt: skip
-    for step in (["deploy"], ["anchor", str(bundle)]):
-        subprocess.run([str(ANCHOR_BIN), *step], env=env, check=True, capture_output=True)
-    stranger_address = json.loads((tmp_path / "stranger" / "deployments" / "31337.json").read_text())["address"]
+    subprocess.run([str(ANCHOR_BIN), "anchor", str(bundle)], env=env, check=True, capture_output=True)
+    assert (
+        json.loads((bundle.parent / f"{bundle.name}.anchor.json").read_text())["anchor"]["registry"] == stranger_address
+    )
     ours = deployed_chain.cli("verify", str(bundle), "--json")
     assert ours.returncode == ExitCode.UNKNOWN_REGISTRY, ours.stderr
     error = json.loads(ours.stdout)["error"]
@@ -46,7 +67,7 @@ def test_a_verdict_says_when_by_whom_in_which_registry_and_where_in_the_bundle(
     deployment = json.loads((deployed_chain.data_dir / "deployments" / "31337.json").read_text())
     assert "anchored at 20" in text and "+00:00" in text  # ISO 8601, UTC
     assert "by          0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266" in text  # anvil's first account
-    assert f"registry {deployment['address']} on local development chain (31337) (trusted by deployment record)" in text
+    assert f"registry {deployment['address']} on local development chain (31337) (trusted by canonical address" in text
     deployed_chain.cli("prove", str(bundle / "outputs" / "metrics.json"), "--in", str(bundle), check=True)
     single = deployed_chain.cli("verify", str(bundle / "outputs" / "metrics.json"), check=True).stdout
     assert "as outputs/metrics.json of its bundle" in single

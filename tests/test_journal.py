@@ -207,13 +207,13 @@ def test_a_batched_proof_verifies_with_only_an_rpc_url_and_with_cast_alone(
     proof = json.loads(proof_path.read_text())
     assert len(proof["batch"]["proof"]) >= 2  # a real Merkle path, not a batch of one
 
-    # our CLI with nothing but the proof, an RPC URL and the registry the verifier chooses to trust:
-    # an empty data directory, no deployment record
+    # our CLI with nothing but the proof and an RPC URL: an empty data directory, no deployment record,
+    # no registry named (the canonical one is trusted by derivation); or the registry named explicitly
     env = {k: v for k, v in backend_chain.env().items() if k != "ANCHOR_DATA_DIR"}
     env["ANCHOR_DATA_DIR"] = str(tmp_path / "empty-data-dir")
     argv = [str(ANCHOR_BIN), "--rpc-url", backend_chain.node.rpc_url, "verify", bundles[3], "--json"]
-    unnamed = subprocess.run(argv, env=env, capture_output=True, text=True)
-    assert unnamed.returncode == 9 and "--registry " + proof["anchor"]["registry"] in unnamed.stdout
+    unnamed = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
+    assert json.loads(unnamed.stdout)["registry_trusted_by"].startswith("canonical address")
     alone = subprocess.run(
         [*argv, "--registry", proof["anchor"]["registry"]], env=env, capture_output=True, text=True, check=True
     )

@@ -3,17 +3,13 @@ records, and a poisoned effect that must not stop the others (docs/threat-model.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 
 from eth_account import Account
 
 from anchor.anchoring.service import AnchorService
-from anchor.chain.compiler import compile_registry
-from anchor.chain.deployment import deploy
-from anchor.chain.keys import Signer, load_signer
-from anchor.chain.open import open_chain
+from anchor.chain.keys import Signer
 from anchor.chain.signed import LineageFields
 from anchor.errors import ExitCode
 from tests.conftest import Chain
@@ -29,7 +25,7 @@ def _fields() -> tuple[bytes, bytes, bytes, bytes, bool]:
 
 
 def test_a_stranger_who_anchors_our_commit_first_takes_nothing_and_blocks_nothing(fresh_chain: Chain) -> None:
-    """On v2 a stranger's record of our commit, with our fields or with others, is the stranger's
+    """A stranger's record of our commit, with our fields or with others, is the stranger's
     own: ours still anchors under our researcher, nothing is adopted, the flush is not blocked."""
     fresh_chain.cli("deploy", check=True)
     service = AnchorService.open(fresh_chain.settings)
@@ -50,40 +46,6 @@ def test_a_stranger_who_anchors_our_commit_first_takes_nothing_and_blocks_nothin
     assert set(ours) <= set(report.confirmed)
     assert service.status().items["confirmed"] == 2
     service.close()
-
-
-def test_on_a_v1_registry_a_front_run_commit_fails_alone_and_abandon_lets_flush_finish(fresh_chain: Chain) -> None:
-    """v1 keys records by commit alone, so a stranger can take one: that effect is parked as failed
-    with its reason (never adopted: the researcher is not ours), every other item anchors, `anchor
-    status` lists it, and `anchor journal abandon` then `anchor flush` finish cleanly."""
-    handle = open_chain(fresh_chain.settings, start_local=False)
-    deploy(handle.w3, handle.chain_id, load_signer(handle.chain_id), compile_registry(version="1.0.0"),
-           fresh_chain.data_dir)  # fmt: skip
-    service = AnchorService.open(fresh_chain.settings)
-    assert not service.registry.researcher_bound
-    stranger = Signer(Account.from_key(STRANGER_KEY), "stranger")
-    taken = _fields()
-    service.registry.anchor_lineage(stranger, *taken)  # with our very fields: still not our record
-    poisoned = service.runner.open_lineage(*taken)
-    healthy = service.runner.open_lineage(*_fields())
-    service.submit(unique_submissions(3))
-    report = service.flush()
-    assert report.failed == [poisoned] and healthy in report.confirmed and not report.adopted
-    assert service.status().items["confirmed"] == 3
-    service.close()
-
-    status = json.loads(fresh_chain.cli("journal", "status", "--json", check=True).stdout)
-    assert status["effects"]["failed"] == 1
-    [failed] = status["failed"]
-    assert failed["id"] == poisoned and stranger.address in failed["reason"] and "registry v1" in failed["reason"]
-    human = fresh_chain.cli("journal", "status", check=True).stdout
-    assert f"#{poisoned} lineage" in human and "anchor journal abandon ID" in human
-    assert fresh_chain.cli("journal", "abandon", "999").returncode == ExitCode.BAD_INPUT
-    assert fresh_chain.cli("journal", "abandon", str(healthy)).returncode == ExitCode.BAD_INPUT  # not failed
-    fresh_chain.cli("journal", "abandon", str(poisoned), check=True)
-    flushed = json.loads(fresh_chain.cli("journal", "flush", "--json", check=True).stdout)
-    assert flushed["effects"]["failed"] == 0 and flushed["effects"]["abandoned"] == 1
-    assert fresh_chain.cli("journal", "retry", str(poisoned)).returncode == ExitCode.BAD_INPUT  # abandoned for good
 
 
 def test_a_relayer_carries_signed_records_and_an_expired_one_fails_alone(fresh_chain: Chain) -> None:

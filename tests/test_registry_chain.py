@@ -34,7 +34,7 @@ def _commitment(researcher: str, commit: bytes, parent: bytes, diff: bytes, metr
 
 def test_lineage_record_costs_at_most_50k_gas_and_every_field_is_checkable(deployed_chain: Chain) -> None:
     handle, registry, signer = _registry(deployed_chain)
-    assert registry.version == "3.0.0" and registry.researcher_bound and registry.roots_by_submitter
+    assert registry.version == "4.0.0"
     commit = bytes.fromhex("ab" * 20).ljust(32, b"\0")
     parent = bytes.fromhex("cd" * 20).ljust(32, b"\0")
     diff_hash, metric_hash = os.urandom(32), os.urandom(32)
@@ -46,11 +46,12 @@ def test_lineage_record_costs_at_most_50k_gas_and_every_field_is_checkable(deplo
     assert (record.parent, record.diff_hash, record.metric_hash, record.kept, record.researcher) == (
         "0x" + parent.hex(), "0x" + diff_hash.hex(), "0x" + metric_hash.hex(), True, signer.address,
     )  # fmt: skip
-    # the slot holds the commitment's high 208 bits and, beside it, the block the record was written in
+    # the slot holds the commitment's high 160 bits and, beside it, the block the record was written in
+    # (and the block of its retraction: none yet)
     expected = _commitment(signer.address, commit, parent, diff_hash, metric_hash, True, record.timestamp)
     functions = registry.contract.functions
-    stored, block = functions.lineageRecord(signer.address, commit).call()
-    assert (bytes(stored), block) == (expected[:26], sent.block_number)
+    stored, block, retracted = functions.lineageRecord(signer.address, commit).call()
+    assert (bytes(stored), block, retracted) == (expected[:20], sent.block_number, 0)
     args = (signer.address, commit, parent, diff_hash, metric_hash, True, record.timestamp)
     assert bytes(functions.lineageHash(*args).call()) == expected
     assert functions.verifyLineage(*args).call() is True

@@ -1,7 +1,8 @@
 """One verdict from every door (issue 26): the same proofs, tampered or not, give the same verdict code
 through `anchor verify --json`, `POST /v1/verify/proof`, `GET /v1/verify/{digest}` (where the server
 holds the proof), the explorer's bundle page and the browser page (`/verify` in headless Chromium,
-for every case that asks no policy: the page takes none)."""
+for every case that asks no policy: the page takes none); and `retracted` from every door once the
+root's submitter retracted it (issue 44)."""
 
 from __future__ import annotations
 
@@ -217,6 +218,44 @@ def test_every_door_gives_the_same_verdict_code_for_the_same_proof(tmp_path: Pat
             never.mkdir()
             cli = json.loads(chain.cli("verify", str(never), "--json").stdout)
             assert cli["error"]["code"] == "not_anchored"
+
+
+@pytest.mark.chain
+@pytest.mark.browser
+def test_every_door_says_retracted_of_a_root_its_submitter_retracted(tmp_path: Path) -> None:
+    """Issue 44: `anchor retract`, then the CLI, the library, the API (upload and by digest), the
+    explorer's bundle and batch pages and the browser page all say `retracted`, naming the same block."""
+    with deployed(tmp_path / "data") as chain:
+        bundle = tmp_path / "bundle"
+        (bundle / "outputs").mkdir(parents=True)
+        (bundle / "outputs" / "metrics.json").write_text('{"accuracy": 0.93}\n')
+        chain.cli("bundle", str(result_bundle_spec(tmp_path)), "--anchor", check=True)
+        proof_path = tmp_path / "bundle.anchor.json"
+        digest = json.loads(proof_path.read_text())["manifest_digest"]
+        root = json.loads(proof_path.read_text())["batch"]["root"]
+        done = json.loads(chain.cli("retract", str(proof_path), "--reason", "a leaked test split", "--json",
+                                    check=True).stdout)  # fmt: skip
+        codes = {
+            "cli": _cli_code(chain, bundle, proof_path, {}),
+            "library": _library_code(chain, bundle, proof_path, {}, "retracted library"),
+        }
+        cli = json.loads(chain.cli("verify", str(bundle), "--proof", str(proof_path), "--json").stdout)["error"]
+        assert cli["detail"]["retracted_block"] == done["block_number"]
+        assert cli["detail"]["reason"] == "a leaked test split"
+        with TestClient(create_app(chain.settings, ApiConfig())) as client:
+            upload = client.post("/v1/verify/proof", files={"proof": ("p.anchor.json", proof_path.read_bytes())})
+            codes["api upload"] = _api_code(upload, "api upload (retracted)")
+            assert upload.status_code == 410 and upload.json()["detail"]["retracted_block"] == done["block_number"]
+            codes["api by digest"] = _api_code(client.get(f"/v1/verify/{digest}"), "api by digest (retracted)")
+            page = client.get(f"/explorer/bundle/{digest}")
+            codes["explorer"] = "retracted" if page.status_code == 410 and "retracted" in page.text else page.text
+            batch = client.get(f"/explorer/batch/{root}")
+            assert batch.status_code == 200 and "retracted by its submitter" in batch.text
+        from tests.api_server import serving_api
+
+        with serving_api(chain.env()) as url:
+            codes["browser"] = _browser_codes(url, bundle, {"retracted": proof_path})["retracted"]
+        assert set(codes.values()) == {"retracted"}, codes
 
 
 def _says_nothing_is_anchored(request: dict[str, Any], result: Any) -> Any:

@@ -246,9 +246,9 @@ class KeyStamper(Stamper):
         subs = [Submission(identity, {"annotations": {"ledger_seq": seq}}) for identity, seq in attempts]
         # the head's proof is kept beside the ledger: `research verify` reads every one back from the chain
         service.submit([*subs, Submission(head, {}, proof_path=head_proof)])
-        # with a researcher key (ANCHOR_RESEARCHER_KEY) on a registry that binds researchers, each record
-        # is signed by the researcher and relayed: the signer, not whoever pays, is the record's researcher
-        researcher = load_researcher() if service.registry.researcher_bound else None
+        # with a researcher key (ANCHOR_RESEARCHER_KEY), each record is signed by the researcher and
+        # relayed: the signer, not whoever pays, is the record's researcher
+        researcher = load_researcher()
         registry = service.registry
         for fields in lineage:
             signed = None if researcher is None else signed_lineage(researcher, registry.chain_id,

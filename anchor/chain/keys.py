@@ -42,6 +42,12 @@ class Signer:
 
         return sign_lineage(self._account, chain_id, registry, fields)
 
+    def sign_retraction(self, chain_id: int, registry: str, commit: bytes, reason: bytes) -> Any:
+        """An EIP-712 signed retraction (anchor.chain.signed.SignedRetraction) of this account's record."""
+        from anchor.chain.signed import sign_retraction
+
+        return sign_retraction(self._account, chain_id, registry, commit, reason)
+
     def __repr__(self) -> str:
         return f"Signer(address={self.address}, source={self.source})"
 
@@ -61,8 +67,8 @@ def load_signer(chain_id: int, keystore: Path | None = None) -> Signer:
 
 
 def load_researcher() -> Signer | None:
-    """The researcher's own key, if one is configured; None means records are sent directly (v1 style:
-    the researcher is whoever pays)."""
+    """The researcher's own key, if one is configured; None means records are sent directly (the
+    researcher is then whoever pays)."""
     return _from_env("ANCHOR_RESEARCHER_KEY", "ANCHOR_RESEARCHER_KEYSTORE", None)
 
 

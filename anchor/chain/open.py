@@ -59,9 +59,32 @@ def open_chain(settings: Settings, *, start_local: bool = False) -> ChainHandle:
 
 
 def open_registry(settings: Settings, handle: ChainHandle) -> Registry:
-    """The recorded registry of this chain; raises `NotDeployed` if there is no record."""
+    """This chain's registry: the deployment recorded in the data dir, else the canonical one (the same
+    address on every chain, trusted by derivation: its code hash is checked before every read). Raises
+    `NotDeployed` when neither is there."""
     from anchor.chain.deployment import load_deployment
     from anchor.chain.registry import Registry
+    from anchor.errors import NotDeployed
 
-    deployment = load_deployment(settings.data_dir, handle.chain_id)
+    try:
+        deployment = load_deployment(settings.data_dir, handle.chain_id)
+    except NotDeployed:
+        registry = canonical_registry(handle)
+        if registry is None:
+            raise
+        return registry
     return Registry(handle.rpc, handle.chain_id, deployment.address, deployment.code_hash, deployment.block_number)
+
+
+def canonical_registry(handle: ChainHandle) -> Registry | None:
+    """The canonical registry on this chain, if its code is there (None: nobody deployed it here yet)."""
+    from anchor.chain.canonical import canonical_address, canonical_code_hash
+    from anchor.chain.logs import with_backoff
+    from anchor.chain.registry import Registry
+    from anchor.manifest.keccak import keccak256
+
+    address = canonical_address()
+    code = with_backoff(lambda: handle.rpc.get_code(address), "eth_getCode")
+    if not code or "0x" + keccak256(code).hex() != canonical_code_hash():
+        return None
+    return Registry(handle.rpc, handle.chain_id, address, canonical_code_hash(), 0)

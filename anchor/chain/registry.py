@@ -1,14 +1,14 @@
-"""Typed access to one deployed AnchorRegistry (v1, v2 or v3, told apart by the hash of its code).
+"""Typed access to the deployed AnchorRegistry, recognised by the hash of its code.
 
-Roots differ by version: v1 and v2 key a batch root by the root alone (whoever anchored it first owns
-it: the squatting that journal effects re-salt around), v3 by (submitter, root), so a root is read as
-one submitter's record, and the submitters of a root are found by its events.
+A batch root is keyed by (submitter, root), so a root is read as one submitter's record, and the
+submitters of a root are found by its events. A lineage record is keyed by (researcher, commit) and keeps
+its block number in its slot, so it is read with a constant number of calls at any height (slot, one
+block's logs, the commitment check); without a researcher, the commit's events are found by a bounded
+walk from the deployment block (anchor.chain.logs), never by asking for block 0 to latest.
 
-Every read first checks the code at the address. Lineage reads differ by version: v2 keys a record by
-(researcher, commit) and keeps its block number in the slot, so a record is read with a constant
-number of calls at any height (slot, one block's logs, the commitment check); without a researcher,
-or on v1, the commit's events are found by a bounded walk from the deployment block
-(anchor.chain.logs), never by asking for block 0 to latest."""
+Either kind of record may carry a retraction by its owner: its slot says in which block, and that
+block's `RootRetracted` / `LineageRetracted` event says why (a 32-byte reason digest). Every read first
+checks the code at the address."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from anchor.chain.abi import checksum_address, interface
-from anchor.chain.artifact import LATEST, registry_abi, roots_by_submitter, version_of
+from anchor.chain.artifact import LATEST, registry_abi, version_of
 from anchor.chain.deployment import check_code
 from anchor.chain.logs import scan_logs, with_backoff
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from anchor.chain.keys import Signer
     from anchor.chain.rpc import Rpc
-    from anchor.chain.signed import SignedLineage
+    from anchor.chain.signed import SignedLineage, SignedRetraction
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +37,18 @@ class TxResult:
 
 
 @dataclass(frozen=True, slots=True)
+class Retraction:
+    """A record's retraction, as the chain holds it: who, when, where and the reason's digest."""
+
+    by: str
+    reason: str
+    """0x-prefixed 32-byte digest of the reason (Anchor writes keccak256 of its UTF-8 text)."""
+    block_number: int
+    timestamp: int
+    tx_hash: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class RootRecord:
     root: str
     submitter: str
@@ -44,6 +56,9 @@ class RootRecord:
     block_number: int
     tx_hash: str | None = None
     """The transaction that wrote it, when the read already had it (a receipt): no log scan for it."""
+    retracted_block: int = 0
+    """The block of the submitter's retraction of it; 0 if it stands."""
+    retracted_at: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +72,8 @@ class LineageRecord:
     timestamp: int
     tx_hash: str
     block_number: int
+    retracted_block: int = 0
+    """The block of the researcher's retraction of it; 0 if it stands."""
 
 
 def _hex(value: bytes) -> str:
@@ -105,16 +122,6 @@ class Registry:
                 detail={"address": self.address, "function": name},
             ) from None
 
-    @property
-    def roots_by_submitter(self) -> bool:
-        """v3: a batch root is keyed by (submitter, root): another's record of it neither blocks nor counts."""
-        return roots_by_submitter(self.version)
-
-    @property
-    def researcher_bound(self) -> bool:
-        """v2: lineage records are keyed by (researcher, commit) and can be signed by the researcher."""
-        return self.version != "1.0.0"
-
     def checked_block(self) -> int:
         """Check the code (once per block) and return the block number the following reads see."""
         block = int(with_backoff(self.rpc.block_number, "eth_blockNumber"))
@@ -134,7 +141,7 @@ class Registry:
         return self._send(signer, self.contract.functions.anchor(commit, parent, diff_hash, metric_hash, kept))
 
     def anchor_signed(self, sender: Signer, signed: SignedLineage) -> TxResult:
-        """Relay a record the researcher signed (v2): `sender` pays, the signer is the researcher."""
+        """Relay a record the researcher signed: `sender` pays, the signer is the researcher."""
         return self._send(sender, self.signed_call(signed))
 
     def signed_call(self, signed: SignedLineage) -> Any:
@@ -143,6 +150,22 @@ class Registry:
             self.w3.to_checksum_address(f.researcher), f.commit, f.parent, f.diff_hash, f.metric_hash, f.kept,
             f.deadline, signed.v, signed.r, signed.s,
         )  # fmt: skip
+
+    def retract_root(self, signer: Signer, root: bytes, reason: bytes) -> TxResult:
+        """Retract `signer`'s own record of `root` (the registry refuses anyone else's)."""
+        return self._send(signer, self.contract.functions.retract(root, reason))
+
+    def retract_lineage(self, signer: Signer, commit: bytes, reason: bytes) -> TxResult:
+        """Retract `signer`'s own lineage record of `commit`, as its researcher."""
+        return self._send(signer, self.contract.functions.retractLineage(commit, reason))
+
+    def retract_signed(self, sender: Signer, signed: SignedRetraction) -> TxResult:
+        """Relay a retraction the researcher signed: `sender` pays, the signer's record is retracted."""
+        call = self.contract.functions.retractLineageBySig(
+            self.w3.to_checksum_address(signed.researcher), signed.commit, signed.reason, signed.deadline,
+            signed.v, signed.r, signed.s,
+        )  # fmt: skip
+        return self._send(sender, call)
 
     def _send(self, signer: Signer, call: Any) -> TxResult:
         from anchor.chain.transactions import send
@@ -154,14 +177,8 @@ class Registry:
     # ------------------------------------------------------------------ reads
 
     def root_record(self, root: bytes, submitter: str | None = None) -> RootRecord | None:
-        """The record of `root`: on v3 `submitter`'s (without one, the earliest submitter's, found by the
-        root's events); on v1 and v2 the one record there is, whoever wrote it."""
+        """`submitter`'s record of `root`; without one, the earliest submitter's (found by the root's events)."""
         block = self.checked_block()
-        if not self.roots_by_submitter:
-            who, timestamp, block_number = self._call("rootRecord", root, block=block)
-            if int(block_number) == 0 and int(who, 16) == 0:
-                return None
-            return RootRecord(_hex(root), who, int(timestamp), int(block_number))
         if submitter is None:
             records = self._records_by_events(root, block)
             return records[0] if records else None
@@ -170,21 +187,19 @@ class Registry:
     def _submitters_record(
         self, root: bytes, submitter: str, block: int, tx_hash: str | None = None
     ) -> RootRecord | None:
-        timestamp, block_number = self._call("rootRecord", submitter, root, block=block)
+        timestamp, block_number, retracted_at, retracted_block = self._call("rootRecord", submitter, root, block=block)
         if int(block_number) == 0:
             return None
-        return RootRecord(_hex(root), submitter, int(timestamp), int(block_number), tx_hash)
+        return RootRecord(_hex(root), submitter, int(timestamp), int(block_number), tx_hash, int(retracted_block),
+                          int(retracted_at))  # fmt: skip
 
     def root_records(self, root: bytes) -> list[RootRecord]:
-        """Every record of `root`, oldest first: one per submitter on v3 (from its events, each checked
-        against storage), at most one on v1 and v2."""
-        if not self.roots_by_submitter:
-            one = self.root_record(root)
-            return [] if one is None else [one]
+        """Every record of `root`, oldest first: one per submitter (from its events, each checked against
+        storage)."""
         return self._records_by_events(root, self.checked_block())
 
     def _records_by_events(self, root: bytes, block: int) -> list[RootRecord]:
-        """v3: each submitter's record of `root`, found by its events up to `block` and read there."""
+        """Each submitter's record of `root`, found by its events up to `block` and read there."""
         topics: list[Any] = [self.abi.events["RootAnchored"].topic, "0x" + root.hex()]
         found: dict[str, RootRecord] = {}
         for log in scan_logs(self.rpc, self.address, topics, self.from_block, block):
@@ -196,7 +211,7 @@ class Registry:
 
     def submitter_of(self, root: bytes, tx_hash: str) -> str | None:
         """Who anchored `root` in transaction `tx_hash`: the `RootAnchored` event of this registry in
-        that transaction's receipt (root and submitter indexed), or None. How a v3 proof is bound to its
+        that transaction's receipt (root and submitter indexed), or None. How a proof is bound to its
         submitter without trusting the file: the transaction it names is on chain, and only its sender's
         record of the root is the proof's (a stranger's record of the same root is another transaction)."""
         receipt = with_backoff(lambda: self.rpc.get_transaction_receipt(tx_hash), "eth_getTransactionReceipt")
@@ -210,23 +225,42 @@ class Registry:
         return None
 
     def root_record_of_tx(self, root: bytes, tx_hash: str | None) -> RootRecord | None:
-        """The record of `root` that transaction `tx_hash` wrote (a journal's own batch, a proof's): on
-        v3 its sender's, never another submitter's of the same root; on v1 and v2 the only one."""
-        if not self.roots_by_submitter:
-            return self.root_record(root)
+        """The record of `root` that transaction `tx_hash` wrote (a journal's own batch, a proof's): its
+        sender's, never another submitter's of the same root."""
         submitter = self.submitter_of(root, tx_hash) if tx_hash else None
         if submitter is None:
             return None
         return self._submitters_record(root, submitter, self.checked_block(), tx_hash)
 
     def verify_inclusion(self, root: bytes, proof: list[bytes], item: bytes, submitter: str | None = None) -> bool:
-        """On v3 the root must be `submitter`'s (a proof names who anchored its root)."""
+        """Whether `item` is under `root` as `submitter` anchored it (a proof names who anchored its root)."""
         block = self.checked_block()
-        if not self.roots_by_submitter:
-            return bool(self._call("verifyInclusion", root, proof, item, block=block)[0])
         if submitter is None:
             return False
         return bool(self._call("verifyInclusion", checksum_address(submitter), root, proof, item, block=block)[0])
+
+    def root_retraction(self, record: RootRecord) -> Retraction | None:
+        """Why and by whom `record` was retracted (its `RootRetracted` event, in the block its slot names)."""
+        if not record.retracted_block:
+            return None
+        topics: list[Any] = [self.abi.events["RootRetracted"].topic, record.root, _address_topic(record.submitter)]
+        return self._retraction("RootRetracted", topics, record.submitter, record.retracted_block, record.retracted_at)
+
+    def lineage_retraction(self, record: LineageRecord) -> Retraction | None:
+        """Why `record` was retracted (its `LineageRetracted` event, in the block its slot names)."""
+        if not record.retracted_block:
+            return None
+        topics: list[Any] = [self.abi.events["LineageRetracted"].topic, _address_topic(record.researcher),
+                             record.commit]  # fmt: skip
+        return self._retraction("LineageRetracted", topics, record.researcher, record.retracted_block, 0)
+
+    def _retraction(self, event: str, topics: list[Any], by: str, block: int, timestamp: int) -> Retraction:
+        logs = scan_logs(self.rpc, self.address, topics, block, block)
+        reason = _hex(self.abi.events[event].args(logs[0])["reason"]) if logs else "0x" + "00" * 32
+        if not timestamp:
+            header = with_backoff(lambda: self.rpc.get_block(block), "eth_getBlockByNumber") or {}
+            timestamp = int(str(header.get("timestamp", "0x0")), 16)
+        return Retraction(by, reason, block, timestamp, str(logs[0]["transactionHash"]) if logs else None)
 
     def root_tx(self, root: bytes, block_number: int, submitter: str | None = None) -> str | None:
         """The hash of the transaction that anchored `root` (as `submitter`, if given), found by its
@@ -238,32 +272,25 @@ class Registry:
         return str(logs[0]["transactionHash"]) if logs else None
 
     def lineage(self, commit: bytes, researcher: str | None = None) -> LineageRecord | None:
-        """The lineage record of `commit` (by `researcher`, on v2), read from its event and checked
-        against the stored commitment. On v2 without a researcher: the earliest record of the commit."""
+        """The lineage record of `commit` by `researcher`, read from its event and checked against the
+        stored commitment; without a researcher, the earliest record of the commit."""
         records = self.lineages(commit, researcher, first_only=True)
         return records[0] if records else None
 
     def lineages(self, commit: bytes, researcher: str | None = None, first_only: bool = False) -> list[LineageRecord]:
-        """Every verified lineage record of `commit` (one per researcher on v2; at most one on v1)."""
+        """Every verified lineage record of `commit` (one per researcher)."""
         block = self.checked_block()
         event = self.abi.events["LineageAnchored"]
-        topics: list[str | None]
-        if self.researcher_bound and researcher is not None:
+        if researcher is not None:
             who = checksum_address(researcher)
-            _, at = self._call("lineageRecord", who, commit, block=block)
+            _, at, _ = self._call("lineageRecord", who, commit, block=block)
             if int(at) == 0:
                 return []
-            topics = [event.topic, _address_topic(who), "0x" + commit.hex()]
+            topics: list[str | None] = [event.topic, _address_topic(who), "0x" + commit.hex()]
             raw = scan_logs(self.rpc, self.address, topics, int(at), int(at))
         else:
-            if not self.researcher_bound and not self._call("exists", commit, block=block)[0]:
-                return []
-            topics = (
-                [event.topic, None, "0x" + commit.hex()] if self.researcher_bound  # v2: researcher, commit
-                else [event.topic, "0x" + commit.hex()]  # v1: commit, parent, researcher
-            )  # fmt: skip
-            one = first_only or not self.researcher_bound  # v1 holds at most one record per commit
-            raw = scan_logs(self.rpc, self.address, topics, self.from_block, block, stop=bool if one else None)
+            topics = [event.topic, None, "0x" + commit.hex()]
+            raw = scan_logs(self.rpc, self.address, topics, self.from_block, block, stop=bool if first_only else None)
         out = []
         for log in raw:
             record = self._verified(log, block)
@@ -278,10 +305,7 @@ class Registry:
         decides whose it trusts): the parent is an indexed topic, so the walk reads only those events."""
         block = self.checked_block()
         event = self.abi.events["LineageAnchored"]
-        topics: list[str | None] = (
-            [event.topic, None, None, "0x" + parent.hex()] if self.researcher_bound  # v2: researcher, commit, parent
-            else [event.topic, None, "0x" + parent.hex()]  # v1: commit, parent, researcher
-        )  # fmt: skip
+        topics: list[str | None] = [event.topic, None, None, "0x" + parent.hex()]
         raw = scan_logs(self.rpc, self.address, topics, self.from_block, block)
         return [r for r in (self._verified(log, block) for log in raw) if r is not None]
 
@@ -290,19 +314,19 @@ class Registry:
         a = self.abi.events["LineageAnchored"].args(log)
         who = a["researcher"]
         fields = (bytes(a["commit"]), a["parent"], a["diffHash"], a["metricHash"], a["kept"])
-        check = (who, *fields, a["timestamp"]) if self.researcher_bound else (*fields, who, a["timestamp"])
-        if not self._call("verifyLineage", *check, block=block)[0]:
+        if not self._call("verifyLineage", who, *fields, a["timestamp"], block=block)[0]:
             return None
+        _, _, retracted = self._call("lineageRecord", who, fields[0], block=block)
         return LineageRecord(
             _hex(fields[0]), _hex(a["parent"]), _hex(a["diffHash"]), _hex(a["metricHash"]), bool(a["kept"]),
-            who, int(a["timestamp"]), str(log["transactionHash"]), int(str(log["blockNumber"]), 16),
+            who, int(a["timestamp"]), str(log["transactionHash"]), int(str(log["blockNumber"]), 16), int(retracted),
         )  # fmt: skip
 
     def lineage_commits(self, researcher: str | None = None) -> set[str]:
         """Every commit (SHA-1 as 40 hex, SHA-256 as 64) with a lineage event, by `researcher` if given:
         the one walk a commit prefix needs. Events only: the caller reads the record it picks in full."""
         event = self.abi.events["LineageAnchored"]
-        who = [_address_topic(checksum_address(researcher))] if researcher and self.researcher_bound else []
+        who = [_address_topic(checksum_address(researcher))] if researcher else []
         topics: list[str | None] = [event.topic, *who]
         commits = set()
         for log in scan_logs(self.rpc, self.address, topics, self.from_block, self.checked_block()):

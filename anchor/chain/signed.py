@@ -1,12 +1,14 @@
-"""Lineage records signed by the researcher (EIP-712), which anyone may carry to registry v2.
+"""Lineage records and their retractions, signed by the researcher (EIP-712), which anyone may carry to
+the registry.
 
-Why: on v1 the researcher was whoever paid the gas, so a service relaying writes for many researchers
-erased who they were. A signed record names its researcher by signature: the relayer (the REST API,
+Why: had the researcher been whoever paid the gas, a service relaying writes for many researchers would
+erase who they were. A signed record names its researcher by signature: the relayer (the REST API,
 `anchor journal flush`) pays and never holds the researcher's key. The domain binds chain id and registry
 address and the message a deadline, so a signature cannot be replayed on another chain, another
-registry or after its deadline; write-once storage makes a replay on the same registry a no-op.
+registry or after its deadline; write-once storage makes a replay on the same registry a no-op. A
+retraction is another primary type (`LineageRetraction`), so no lineage signature can be replayed as one.
 
-The typed data is exactly `AnchorRegistryV2.lineageDigest` (tests compare the two on anvil).
+The typed data is exactly `AnchorRegistry.lineageDigest` and `retractionDigest` (tests compare them on anvil).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from anchor.errors import BadInput
 from anchor.manifest import eip712
 
 DOMAIN_NAME = "AnchorRegistry"
-DOMAIN_VERSION = "2"
+DOMAIN_VERSION = "4"
 LINEAGE_TYPE = [
     {"name": "researcher", "type": "address"},
     {"name": "commit", "type": "bytes32"},
@@ -27,6 +29,12 @@ LINEAGE_TYPE = [
     {"name": "diffHash", "type": "bytes32"},
     {"name": "metricHash", "type": "bytes32"},
     {"name": "kept", "type": "bool"},
+    {"name": "deadline", "type": "uint256"},
+]
+RETRACTION_TYPE = [
+    {"name": "researcher", "type": "address"},
+    {"name": "commit", "type": "bytes32"},
+    {"name": "reason", "type": "bytes32"},
     {"name": "deadline", "type": "uint256"},
 ]
 
@@ -148,3 +156,37 @@ def signed_lineage(
     deadline = int(time.time()) + env().signature_ttl_s
     record = LineageFields(researcher.address, commit, parent, diff_hash, metric_hash, kept, deadline)
     return researcher.sign_lineage(chain_id, registry, record)
+
+
+@dataclass(frozen=True, slots=True)
+class SignedRetraction:
+    """A researcher's signed retraction of their lineage record of `commit`, for anyone to relay."""
+
+    researcher: str
+    commit: bytes
+    reason: bytes
+    deadline: int
+    v: int
+    r: bytes
+    s: bytes
+
+
+def retraction_digest(
+    chain_id: int, registry: str, researcher: str, commit: bytes, reason: bytes, deadline: int
+) -> bytes:
+    """`AnchorRegistry.retractionDigest`: the EIP-712 hash a researcher signs to retract a record."""
+    message = {"researcher": researcher, "commit": commit, "reason": reason, "deadline": deadline}
+    return eip712.signing_hash(DOMAIN_NAME, DOMAIN_VERSION, chain_id, registry, "LineageRetraction",
+                               RETRACTION_TYPE, message)  # fmt: skip
+
+
+def sign_retraction(account: Any, chain_id: int, registry: str, commit: bytes, reason: bytes) -> SignedRetraction:
+    """Sign a retraction with an eth-account `LocalAccount`, valid for ANCHOR_SIGNATURE_TTL_S seconds."""
+    import time
+
+    from anchor.settings.env import env
+
+    deadline = int(time.time()) + env().signature_ttl_s
+    signed = account.unsafe_sign_hash(retraction_digest(chain_id, registry, account.address, commit, reason, deadline))
+    return SignedRetraction(account.address, commit, reason, deadline, int(signed.v),
+                            int(signed.r).to_bytes(32, "big"), int(signed.s).to_bytes(32, "big"))  # fmt: skip

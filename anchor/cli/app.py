@@ -20,6 +20,7 @@ from anchor.cli import (
     journal_cmds,
     mission_cmds,
     research_cmds,
+    retract_cmds,
 )
 
 HELP = """Anchor: tamper-evident, on-chain-anchored provenance for research results.
@@ -45,6 +46,7 @@ Exit codes:
   13  a mission's command failed or ran out of its budget (nothing anchored)
   14  pending: a service accepted it (signed receipt), not anchored yet; run `anchor upgrade`
   15  the disk is full or read-only where a file had to be written, or the journal is damaged (nothing lost)
+  16  retracted: anchored, and since withdrawn on chain by whoever anchored it (`anchor retract`)
 """
 
 coerce.install()  # before any command runs: plain values converted without pydantic
@@ -56,6 +58,7 @@ data_cmds.register(app)
 journal_cmds.register(app)
 research_cmds.register(app)
 mission_cmds.register(app)
+retract_cmds.register(app)
 
 
 def _version(value: bool) -> None:

@@ -18,36 +18,32 @@ def register(app: typer.Typer) -> None:
     app.command()(serve)
 
 
-def deploy(
-    ctx: typer.Context,
-    force: Annotated[bool, typer.Option("--force", help="Deploy a new registry even if one is recorded.")] = False,
-    json: JsonFlag = False,
-) -> None:
-    """Compile the registry with the pinned solc and deploy it, unless the recorded one is live."""
+def deploy(ctx: typer.Context, json: JsonFlag = False) -> None:
+    """Put the registry at its canonical address (the same on every chain) and record it; where it
+    already is, record it and send nothing."""
+    from anchor.chain.canonical import PROXY, SALT, canonical_address, init_code
     from anchor.chain.compiler import compile_registry
     from anchor.chain.deployment import check_code, load_deployment
     from anchor.chain.deployment import deploy as deploy_registry
     from anchor.chain.keys import load_signer
     from anchor.chain.open import open_chain
     from anchor.errors import DeploymentMismatch, NotDeployed
+    from anchor.manifest.keccak import keccak256
 
     settings = ctx.find_root().obj["settings"]
     handle = open_chain(settings, start_local=True)
     existing = None
-    if not force:
-        try:
-            existing = load_deployment(settings.data_dir, handle.chain_id)
-            check_code(handle.rpc, existing.address, existing.code_hash)
-        except (NotDeployed, DeploymentMismatch):
-            if existing is not None and not handle.local:
-                raise  # never silently replace a recorded deployment on a real chain
-            existing = None
-    if existing is not None:
+    try:
+        existing = load_deployment(settings.data_dir, handle.chain_id)
+        check_code(handle.rpc, existing.address, existing.code_hash)
+    except (NotDeployed, DeploymentMismatch):
+        existing = None  # none, a reset local chain, or a retired version's: the canonical one replaces it
+    if existing is not None and existing.address == canonical_address():
         record, verb = existing, "already deployed"
     else:
-        compiled = compile_registry()
         signer = load_signer(handle.chain_id, settings.keystore)
-        record, verb = deploy_registry(handle.w3, handle.chain_id, signer, compiled, settings.data_dir), "deployed"
+        record = deploy_registry(handle.w3, handle.chain_id, signer, compile_registry(), settings.data_dir)
+        verb = "deployed" if record.tx_hash else "already on this chain (recorded; nothing sent)"
     from anchor.chain.artifact import CONTRACTS, LATEST, version_of
     from anchor.chain.presets import chain_name, verify_contract_command
     from anchor.chain.toolchain import checkout, compiler_settings
@@ -58,14 +54,20 @@ def deploy(
         record.chain_id, record.address, f"contracts/{name}.sol:{name}", settings_.solc_version,
         settings_.optimizer_runs, settings_.evm_version,
     )  # fmt: skip
+    derivation = {
+        "proxy": PROXY, "salt": "0x" + SALT.hex(), "init_code_hash": "0x" + keccak256(init_code()).hex(),
+        "address": canonical_address(),
+    }  # fmt: skip
     emit(
         ctx,
         json,
-        {"status": verb, "deployment": record.model_dump(), "verify_contract": publish},
+        {"status": verb, "deployment": record.model_dump(), "canonical": derivation, "verify_contract": publish},
         [
             f"registry {verb} at {record.address} on {chain_name(record.chain_id)} ({name} {record.registry_version})",
-            f"  code hash {record.code_hash}",
-            f"  tx {record.tx_hash} (block {record.block_number})",
+            f"  code hash {record.code_hash} (check it: cast keccak $(cast code {record.address} --rpc-url URL))",
+            f"  canonical: CREATE2 by {PROXY}, salt {derivation['salt']}, init code hash"
+            f" {derivation['init_code_hash']}: the same address on every chain",
+            *([f"  tx {record.tx_hash} (block {record.block_number})"] if record.tx_hash else []),
             *(
                 [f"  publish its source on the explorer ({_where_to_publish(checkout())}):", f"    {publish}"]
                 if publish
@@ -139,7 +141,7 @@ def serve(
     ] = None,
     rpc_url: Annotated[Optional[str], typer.Option("--rpc-url", help="With --index-only: the chain to read.")] = None,  # noqa: UP045
     registry: Annotated[
-        str | None, typer.Option("--registry", help="With --index-only: the registry's address.")
+        str | None, typer.Option("--registry", help="With --index-only: another registry than the canonical one.")
     ] = None,  # noqa: UP045
     index: Annotated[
         Optional[Path],  # noqa: UP045
@@ -283,9 +285,13 @@ def _serve_index(  # noqa: PLR0913 - the options of `serve --index-only`, passed
 
     url = rpc_url or ctx.find_root().obj["settings"].rpc_url
     if not url:
-        raise BadInput("--index-only needs --rpc-url (hint: anchor serve --index-only --rpc-url URL --registry ADDR)",
+        raise BadInput("--index-only needs --rpc-url (hint: anchor serve --index-only --rpc-url URL)",
                        detail={"field": "rpc_url"})  # fmt: skip
-    if registry is None or not re.fullmatch(r"0x[0-9a-fA-F]{40}", registry):
+    if registry is None:  # the canonical registry, the same on every chain: checked by its code hash
+        from anchor.chain.canonical import canonical_address
+
+        registry = canonical_address()
+    elif not re.fullmatch(r"0x[0-9a-fA-F]{40}", registry):
         raise BadInput(f"--registry: expected the registry's 0x address (40 hex), got {registry!r}",
                        detail={"field": "registry"})  # fmt: skip
     options = SiteOptions(rpc_url=url, registry=registry, index=index, from_block=from_block,

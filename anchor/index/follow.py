@@ -24,8 +24,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from anchor.chain.deployment import deployment_block
 from anchor.chain.logs import scan_logs, with_backoff
-from anchor.errors import ChainUnreachable, DeploymentMismatch, IndexReorgTooDeep
+from anchor.errors import DeploymentMismatch, IndexReorgTooDeep
 from anchor.index.store import IndexStore
 
 if TYPE_CHECKING:
@@ -51,30 +52,6 @@ def registry_code_hash(rpc: Rpc, address: str) -> str | None:
     code = with_backoff(lambda: rpc.get_code(address), "eth_getCode")
     digest = "0x" + keccak256(code).hex()
     return digest if code and version_of(digest) else None
-
-
-def deployment_block(rpc: Rpc, address: str, head: int, progress: Callable[[str], None] | None = None) -> int:
-    """The first block at which `address` holds its code, by bisection over historical eth_getCode
-    (about 25 calls at any height). An endpoint without past state (a pruned node, an anvil started
-    from a state file) cannot answer: then block 0, which is always correct (no event is older than the
-    contract), only slower; `--from-block` skips the walk."""
-    low, high = 0, head
-    try:
-        while low < high:
-            mid = (low + high) // 2
-            code = with_backoff(lambda m=mid: rpc.get_code(address, m), "eth_getCode")  # type: ignore[misc]
-            if code:
-                high = mid
-            else:
-                low = mid + 1
-    except Exception as exc:
-        if isinstance(exc, ChainUnreachable):  # the endpoint is down: not a question of past state
-            raise
-        if progress:
-            progress("the endpoint keeps no past state, so the deployment block is unknown: indexing from"
-                     " block 0 (pass --from-block N to start at the deployment)")  # fmt: skip
-        return 0
-    return low
 
 
 class Follower:
@@ -123,22 +100,23 @@ class Follower:
         return None if block is None else str(block["hash"]).lower()
 
     def root_record(self, root: str, submitter: str) -> dict[str, Any] | None:
-        """The registry's own record of `root`, read live at the head (not from the index): submitter,
-        time and block; None when the chain does not hold it (now). On v3 it is `submitter`'s record
-        (the one the index holds); on v1 and v2 the root's only one, whoever wrote it."""
+        """The registry's own record of `root` by `submitter` (the one the index holds), read live at the
+        head (not from the index): submitter, time, block and retraction; None when the chain does not
+        hold it (now)."""
         from anchor.chain.abi import checksum_address
-        from anchor.chain.artifact import roots_by_submitter
 
         block = self._head()
         function = self._abi.functions["rootRecord"]
         key = bytes.fromhex(root.removeprefix("0x"))
-        by_submitter = roots_by_submitter(self.version)
-        data = function.call_data(checksum_address(submitter), key) if by_submitter else function.call_data(key)
+        data = function.call_data(checksum_address(submitter), key)
         answer = function.result(with_backoff(lambda: self.rpc.call(self.address, data, block), "rootRecord"))
-        who, timestamp, at = (submitter, *answer) if by_submitter else answer
+        timestamp, at, retracted_at, retracted_block = answer
         if int(at) == 0:
             return None
-        return {"submitter": str(who).lower(), "timestamp": int(timestamp), "block": int(at), "read_at": block}
+        return {
+            "submitter": submitter.lower(), "timestamp": int(timestamp), "block": int(at), "read_at": block,
+            "retracted_at": int(retracted_at), "retracted_block": int(retracted_block),
+        }  # fmt: skip
 
     def _topics(self) -> list[Any]:
         return [[self._lineage.topic, self._root.topic]]
@@ -206,7 +184,7 @@ class Follower:
                 tx, index = str(log["transactionHash"]).lower(), int(str(log["logIndex"]), 16)
                 if str(log["topics"][0]).lower() == root_topic:
                     a = self._root.args(log)
-                    # the first submitter of a root is kept: on v3 a later one's record of the same root
+                    # the first submitter of a root is kept: a later one's record of the same root
                     # is theirs, and must never replace what this page shows as anchored first
                     db.execute(
                         "INSERT OR IGNORE INTO roots VALUES (?, ?, ?, ?, ?, ?)",

@@ -58,8 +58,6 @@ class RunReport:
     signed: list[int] = field(default_factory=list)
     adopted: list[int] = field(default_factory=list)
     reanchored: list[int] = field(default_factory=list)
-    resalted: list[int] = field(default_factory=list)
-    """Batches whose root a stranger anchored first: re-made with a salt, anchored under our key."""
     failed: list[int] = field(default_factory=list)
     errors: dict[int, Exception] = field(default_factory=dict)
     """Why each effect in `failed` was parked (what the command that waited on it says)."""
@@ -79,14 +77,6 @@ _INSERT_TX = (
 
 PROGRESS = logging.getLogger("anchor.progress")
 """Lines for a person waiting at a terminal (the CLI shows them on stderr; a server's log may)."""
-
-
-class _Squatted(Exception):
-    """The registry holds a root effect's root under another submitter (`EffectRunner._resalt`)."""
-
-    def __init__(self, submitter: str) -> None:
-        super().__init__(submitter)
-        self.submitter = submitter
 
 
 class _Watch:
@@ -201,12 +191,10 @@ class EffectRunner:
     ) -> int:
         """A direct lineage-record effect (kept and champion attempts); idempotent per (researcher, commit).
 
-        The researcher is the signer of `signed` (relayed with `anchorBySig`, registry v2), else our
-        own signing key. On a researcher-bound registry (v2) the effect's key is keccak(researcher,
-        commit), so one journal relays the same commit for several researchers."""
+        The researcher is the signer of `signed` (relayed with `anchorBySig`), else our own signing key.
+        The effect's key is keccak(researcher, commit), so one journal relays the same commit for several
+        researchers."""
         if signed is not None:
-            if not self.registry.researcher_bound:
-                raise BadInput("a signed lineage record needs registry v2; this registry is v1")
             f = signed.fields
             if (f.commit, f.parent, f.diff_hash, f.metric_hash, f.kept) != (
                 commit, parent, diff_hash, metric_hash, kept
@@ -217,12 +205,10 @@ class EffectRunner:
             "parent": parent.hex(), "diff_hash": diff_hash.hex(), "metric_hash": metric_hash.hex(), "kept": kept,
             "researcher": researcher,
         }  # fmt: skip
-        key = commit
-        if self.registry.researcher_bound:
-            from eth_hash.auto import keccak
+        from eth_hash.auto import keccak
 
-            args["commit"] = commit.hex()
-            key = keccak(bytes.fromhex(researcher[2:]) + commit)
+        args["commit"] = commit.hex()
+        key = keccak(bytes.fromhex(researcher[2:]) + commit)
         with self.journal.tx() as db:
             row = db.execute(
                 "SELECT id, args FROM effects WHERE chain_id = ? AND registry = ? AND kind = 'lineage' AND key = ?",
@@ -307,50 +293,15 @@ class EffectRunner:
     def step(self, effect: sqlite3.Row) -> bool:
         """Advance one effect by at most one state; True if it moved."""
         state = effect["state"]
-        try:
-            if state == "intent":
-                return self._sign(effect)
-            if state == "signed":
-                return self._broadcast(effect)
-            if state == "broadcast":
-                return self._await_receipt(effect)
-            if state == "mined":
-                return self._confirm(effect)
-        except _Squatted as squat:
-            self._resalt(effect, squat.submitter)
-            return True
+        if state == "intent":
+            return self._sign(effect)
+        if state == "signed":
+            return self._broadcast(effect)
+        if state == "broadcast":
+            return self._await_receipt(effect)
+        if state == "mined":
+            return self._confirm(effect)
         return False
-
-    def _resalt(self, effect: sqlite3.Row, submitter: str) -> None:
-        """A stranger anchored this batch's root first. Registries v1 and v2 key roots by the root
-        alone, and a root is computable by anyone (a one-item batch's is keccak(keccak(digest)); any
-        root can be copied from the mempool), so their record is not ours and is never adopted: the
-        batch gets a fresh random salt as one more leaf, hence a root nobody has seen, and goes back
-        to intent to be anchored under our key. Its items and their proofs stay the same manifests;
-        the salt is journaled with the effect (proofs are rebuilt from it), and so is every root
-        taken from us, with who took it."""
-        import os
-
-        from anchor.batch.merkle import BatchTree
-
-        old = bytes(effect["key"])
-        salt = os.urandom(32)
-        args = json.loads(effect["args"] or "{}")
-        args["salt"] = salt.hex()
-        args["squatted"] = [*args.get("squatted", []), {"root": "0x" + old.hex(), "by": submitter}]
-        with self.journal.tx() as db:
-            rows = db.execute("SELECT digest FROM items WHERE effect_id = ? ORDER BY id", (effect["id"],)).fetchall()
-            root = BatchTree.build([bytes(r["digest"]) for r in rows] + [salt]).root
-            db.execute("UPDATE txs SET state = 'dropped' WHERE effect_id = ? AND state != 'mined'", (effect["id"],))
-            db.execute(
-                "UPDATE effects SET key = ?, args = ?, state = 'intent', updated_at = ? WHERE id = ?",
-                (root, json.dumps(args, sort_keys=True), now(), effect["id"]),
-            )
-        self.report.resalted.append(effect["id"])
-        PROGRESS.info(
-            f"a stranger ({submitter}) anchored this batch's root first (0x{old.hex()}): not ours, never adopted;"
-            f" re-made the batch with a salt, anchoring root 0x{root.hex()} under our key"
-        )
 
     def _fail(self, effect: sqlite3.Row, exc: Conflict) -> None:
         """Park `effect` as failed with its reason; every other effect keeps flowing. Nothing of it is
@@ -387,12 +338,10 @@ class EffectRunner:
         """(tx hash, block) if the registry already holds this effect's record, whoever wrote it."""
         key = bytes(effect["key"])
         if effect["kind"] == "root":
-            # v3: only our own record of the root counts; v1 and v2 hold one record, maybe a stranger's
+            # only our own record of the root counts: a stranger's record of the same root is theirs
             record = self.registry.root_record(key, self.signer.address)
             if record is None:
                 return None
-            if record.submitter.lower() != self.signer.address.lower():
-                raise _Squatted(record.submitter)  # a stranger's: see _resalt
             tx_hash = self.registry.root_tx(key, record.block_number, record.submitter)
             return (bytes.fromhex(tx_hash[2:]) if tx_hash else b"", record.block_number)
         a = json.loads(effect["args"])
@@ -402,7 +351,7 @@ class EffectRunner:
         if lineage is None:
             return None
         # adopted only if every field, researcher included, is ours: a stranger's record of our commit
-        # is not our record (on v1, where the commit alone is the key, it can never be: the effect fails)
+        # is not our record
         mine = (lineage.parent[2:], lineage.diff_hash[2:], lineage.metric_hash[2:], lineage.kept,
                 lineage.researcher.lower())  # fmt: skip
         if mine != (a["parent"], a["diff_hash"], a["metric_hash"], a["kept"], researcher):
@@ -411,11 +360,9 @@ class EffectRunner:
                 else f"first by {lineage.researcher}, not by our researcher {researcher}"
             )  # fmt: skip
             raise Conflict(
-                f"commit {lineage.commit} was anchored {what}"
-                + ("; registry v1 keys records by commit alone (deploy v2: anchor deploy --force)"
-                   if not self.registry.researcher_bound else ""),
+                f"commit {lineage.commit} was anchored {what}",
                 detail={"tx": lineage.tx_hash, "researcher": lineage.researcher},
-            )  # fmt: skip
+            )
         return bytes.fromhex(lineage.tx_hash[2:]), lineage.block_number
 
     def _adopt(self, effect: sqlite3.Row, found: tuple[bytes, int]) -> bool:

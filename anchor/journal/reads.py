@@ -110,7 +110,7 @@ def files_with_blake3(journal: Journal, chain_id: int, blake3: bytes, confirmed:
 
 
 def effects_matching(journal: Journal, chain_id: int, value: bytes) -> list[EffectRef]:
-    """Effects of `chain_id` whose key or transaction is `value`, or whose commit is (a v2 lineage
+    """Effects of `chain_id` whose key or transaction is `value`, or whose commit is (a lineage
     effect is keyed by keccak(researcher, commit): its commit is in its args)."""
     rows = journal.db.execute(
         "SELECT kind, key, args, tx_hash, block_number FROM effects"

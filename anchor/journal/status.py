@@ -94,7 +94,7 @@ def journal_status(journal: Journal, chain_id: int, recent: int = 5) -> Status:
 
 
 def retry_effect(journal: Journal, chain_id: int, effect_id: int) -> None:
-    """Resume a failed effect from its intent (after the cause is fixed: a new signature, a v2
+    """Resume a failed effect from its intent (after the cause is fixed: a new signature, a
     registry). The next flush re-checks the chain before signing, so nothing is ever sent twice."""
     with journal.tx() as db:
         row = _failed_effect(db, chain_id, effect_id, "retry")

@@ -1,4 +1,4 @@
-"""`anchor.hash`, `anchor.stamp`, `anchor.upgrade`, `anchor.verify`, `anchor.prove`: the module-level
+"""`anchor.hash`, `anchor.stamp`, `anchor.upgrade`, `anchor.verify`, `anchor.prove`, `anchor.retract`: the module-level
 conveniences of `import anchor` (docs/python.md), each one line over `Stamper.from_settings()` or
 `Verifier.from_settings()`. Here, not in anchor/__init__.py, so that `import anchor` loads none of them
 until one is used."""
@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from anchor.anchoring.client import UpgradeOutcome as Upgraded
+    from anchor.anchoring.retraction import RetractOutcome
     from anchor.anchoring.stamper import Stamped
     from anchor.library.verifier import Policy, Verification
     from anchor.proof.file import ProofFile
@@ -73,3 +74,13 @@ def prove(file: str | Path, *, inside: str | Path, out: str | Path | None = None
     check_output_path(target)
     write_proof(written, target)
     return written
+
+
+def retract(target: str | Path, *, reason: str, settings: Settings | None = None) -> RetractOutcome:
+    """Withdraw what you anchored, on chain, without deleting it (as `anchor retract TARGET --reason`): a
+    stamped path or its proof (the root, your key's record), or a full research commit (your lineage
+    record). Every verdict on it is then `anchor.errors.Retracted` (exit 16), naming when, by whom, why."""
+    from anchor.anchoring.retraction import retract as retract_record
+    from anchor.settings.session import Settings
+
+    return retract_record(settings or Settings.from_env(), target, reason)

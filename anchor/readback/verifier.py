@@ -25,6 +25,7 @@ from anchor.errors import (
     NotFinal,
     PolicyMismatch,
     ProofFormatError,
+    Retracted,
     Tampered,
     UnknownRegistry,
 )
@@ -38,6 +39,7 @@ from anchor.record import Record
 from anchor.settings.session import Settings
 
 if TYPE_CHECKING:
+    from anchor.chain.registry import Registry, RootRecord
     from anchor.chain.rpc import Rpc
 
 
@@ -389,7 +391,10 @@ def trusted_registry(proof: ProofFile, settings: Settings, chain_id: int, named:
 
     Anyone can deploy a byte-identical copy of the registry and anchor any root there, so a proof's own
     `anchor.registry` is a claim, compared and never adopted: it must equal the address named with
-    `--registry`, or else the deployment recorded for this chain in the data directory."""
+    `--registry`, or the canonical address (CREATE2 of the committed init code through the deterministic
+    deployment proxy: only this code can be there, and the caller checks its hash), or else the
+    deployment recorded for this chain in the data directory."""
+    from anchor.chain.canonical import canonical_address, canonical_code_hash, is_canonical
     from anchor.chain.deployment import load_deployment
 
     claimed = proof.anchor.registry.lower()
@@ -400,13 +405,16 @@ def trusted_registry(proof: ProofFile, settings: Settings, chain_id: int, named:
                 detail={"proof_registry": proof.anchor.registry, "trusted": named},
             )
         return proof.anchor.code_hash, "--registry"
+    if is_canonical(claimed):
+        return canonical_code_hash(), CANONICAL_TRUST
     try:
         deployment = load_deployment(settings.data_dir, chain_id)
     except NotDeployed:
         raise UnknownRegistry(
-            f"no registry is known for chain {chain_id} here; to trust the one the proof names, pass"
-            f" --registry {proof.anchor.registry}",
-            detail={"proof_registry": proof.anchor.registry, "chain_id": chain_id},
+            f"not the canonical registry: the proof names {proof.anchor.registry}, the registry is at"
+            f" {canonical_address()} on every chain, and no other is known for chain {chain_id} here"
+            f" (hint: to trust the one the proof names, pass --registry {proof.anchor.registry})",
+            detail={"proof_registry": proof.anchor.registry, "chain_id": chain_id, "canonical": canonical_address()},
         ) from None
     if deployment.address.lower() != claimed:
         raise UnknownRegistry(
@@ -415,6 +423,57 @@ def trusted_registry(proof: ProofFile, settings: Settings, chain_id: int, named:
             detail={"proof_registry": proof.anchor.registry, "trusted": deployment.address},
         )
     return deployment.code_hash, "deployment record"
+
+
+CANONICAL_TRUST = "canonical address: the same on every chain, derived from the registry's code, code hash checked"
+"""Why a verdict trusts the canonical registry: nothing handed over, only derivation and a code hash."""
+
+
+def refuse_retired(proof: ProofFile) -> None:
+    """A proof naming a registry version retired before any public deployment (1.0.0 to 3.0.0) is told
+    so in one line, before any chain is read."""
+    from anchor.chain.artifact import retired_version
+
+    retired = retired_version(proof.anchor.code_hash)
+    if retired is not None:
+        raise UnknownRegistry(
+            f"the proof's registry {proof.anchor.registry} is AnchorRegistry {retired}, a version retired before"
+            " any public deployment: it is no longer verified (hint: stamp the files again, `anchor stamp PATH`,"
+            " to anchor them on the one registry)",
+            detail={"proof_registry": proof.anchor.registry, "retired_version": retired},
+        )
+
+
+def refuse_retracted(registry: Registry, record: RootRecord, proof: ProofFile) -> None:
+    """`Retracted` (exit 16, HTTP 410) when the record the proof stands on was retracted by its submitter:
+    when, by whom, the reason's digest, and the reason's text if the proof file keeps one that hashes to it."""
+    retraction = registry.root_retraction(record)
+    if retraction is None:
+        return
+    when = datetime.fromtimestamp(retraction.timestamp, UTC).isoformat(timespec="seconds")
+    text = reason_text(proof, retraction.reason)
+    raise Retracted(
+        f"retracted: root {proof.batch.root} was retracted by its submitter {retraction.by} at {when}"
+        f" (block {retraction.block_number})"
+        + (f': "{text}"' if text is not None else f", reason digest {retraction.reason}"),
+        detail={
+            "root": proof.batch.root, "retracted_by": retraction.by, "retracted_at": when,
+            "retracted_block": retraction.block_number, "reason_digest": retraction.reason,
+            "reason": text, "tx_hash": retraction.tx_hash, "anchored_block": record.block_number,
+        },
+    )  # fmt: skip
+
+
+def reason_text(proof: ProofFile, digest: str) -> str | None:
+    """The retraction reason the proof file's history keeps, if its keccak256 is the on-chain digest (the
+    file is anyone's to edit: a text that does not hash to the digest is not shown)."""
+    from anchor.manifest.keccak import keccak256
+
+    for entry in (proof.annotations or {}).get("retractions", []) if isinstance(proof.annotations, dict) else []:
+        text = entry.get("reason") if isinstance(entry, dict) else None
+        if isinstance(text, str) and "0x" + keccak256(text.encode()).hex() == digest.lower():
+            return text
+    return None
 
 
 def _on_one_endpoint(
@@ -428,6 +487,7 @@ def _on_one_endpoint(
     from anchor.chain.presets import chain_name, rpc_hint
     from anchor.chain.registry import Registry
 
+    refuse_retired(proof)
     wanted = proof.anchor.chain_id
     if not settings.rpc_url and not settings.read_rpcs and wanted != LOCAL_CHAIN_ID:
         raise BadInput(
@@ -450,22 +510,21 @@ def _on_one_endpoint(
     digest = _hex32(proof.manifest_digest[2:], "manifest_digest")
     siblings = [_hex32(p[2:], "batch.proof") for p in proof.batch.proof]
 
-    # 6. The root must be anchored and the registry itself must accept the inclusion proof. On a v3
-    #    registry a root is one submitter's: the one whose transaction the proof names (its receipt, read
-    #    on chain), never another's record of the same root.
+    # 6. The root must be anchored and the registry itself must accept the inclusion proof. A root is
+    #    one submitter's: the one whose transaction the proof names (its receipt, read on chain), never
+    #    another's record of the same root.
     record = chain_registry.root_record_of_tx(root, proof.anchor.tx_hash)
     read_at = chain_registry.checked_block()
     if record is None:
-        by = (
-            f" by the transaction the proof names ({proof.anchor.tx_hash}; registry v3 keys a root by its submitter)"
-            if chain_registry.roots_by_submitter else ""
-        )  # fmt: skip
+        by = f" by the transaction the proof names ({proof.anchor.tx_hash}; the registry keys a root by its submitter)"
         raise NotAnchored(
             f"root {proof.batch.root} is not anchored on chain {handle.chain_id}{by} (read at block {read_at})",
             detail={"root": proof.batch.root, "tx_hash": proof.anchor.tx_hash, "read_at_block": read_at},
         )
     if not chain_registry.verify_inclusion(root, siblings, digest, record.submitter):
         raise ProofFormatError("the registry rejects the inclusion proof", detail={"field": "batch.proof"})
+    # 7. A record its submitter retracted stands on chain, and its claim is withdrawn.
+    refuse_retracted(chain_registry, record, proof)
     finality, safe, finalized = block_finality(handle.rpc, record.block_number, read_at)
     confirmations = read_at - record.block_number + 1
     return Verification(

@@ -78,8 +78,53 @@ def verify_search(
     rules = _noise_holds(work, ledger.rows())
     finals = champion_records_hold(work, mine, attempts)
     bound = tuple(json.dumps(e["environment"], sort_keys=True) for e in mine if "environment" in e)
+    refuse_retracted_champions(settings, mine)
     return SearchVerdict(str(ledger.where), int(result["entries"]), str(result["head"]), len(attempts), researcher,
                          heads, found, checked, finals, bound, rules)  # fmt: skip
+
+
+def refuse_retracted_champions(settings: Settings, entries: list[dict[str, Any]]) -> None:
+    """Step 6: a kept attempt whose lineage record its researcher retracted on chain is named, and the
+    search's verdict is `Retracted` (exit 16): the ledger still holds, the claim that attempt made does
+    not. Read live by commit (every researcher's record of it); nothing to read without a registry."""
+    from datetime import UTC, datetime
+
+    from anchor.chain.open import open_chain, open_registry
+    from anchor.errors import NotDeployed, Retracted
+    from anchor.manifest.onchain import commit_key
+
+    kept = list(dict.fromkeys(e["commit"] for e in entries if e.get("kept")))
+    if not kept:
+        return
+    if not settings.rpc_url:  # the local chain: only where this data dir deployed (or could read) a registry
+        from anchor.chain.deployment import load_deployment
+        from anchor.chain.node import LOCAL_CHAIN_ID
+
+        try:
+            load_deployment(settings.data_dir, LOCAL_CHAIN_ID)
+        except NotDeployed:
+            return
+    handle = open_chain(settings)
+    try:
+        registry = open_registry(settings, handle)
+    except NotDeployed:
+        return
+    found = []
+    for commit in kept:
+        for record in registry.lineages(commit_key(commit)):
+            retraction = registry.lineage_retraction(record)
+            if retraction is not None:
+                when = datetime.fromtimestamp(retraction.timestamp, UTC).isoformat(timespec="seconds")
+                found.append({"commit": commit, "researcher": record.researcher, "retracted_at": when,
+                              "retracted_block": retraction.block_number, "reason_digest": retraction.reason,
+                              "tx_hash": retraction.tx_hash})  # fmt: skip
+    if found:
+        named = ", ".join(f"{f['commit'][:12]} (by {f['researcher']} at {f['retracted_at']})" for f in found)
+        raise Retracted(
+            f"retracted champion{'s' if len(found) > 1 else ''}: {named}; the ledger holds, but"
+            f" {'these records were' if len(found) > 1 else 'its record was'} withdrawn by the researcher",
+            detail={"retracted": found},
+        )
 
 
 def open_search(settings: Settings, work: Path, explicit: bool = True) -> tuple[AnyLedger, Path]:

@@ -36,8 +36,6 @@ class BrowserConfig(BaseModel):
     registry: str
     code_hash: str
     rpc_url: str | None
-    roots_by_submitter: bool = False
-    """Registry v3: the page finds a root's submitter from the proof's transaction (verify.js)."""
     rpc_urls: tuple[str, ...] = ()
     """Every endpoint the page reads when there are several (the service's read endpoints, or
     ANCHOR_BROWSER_RPC_URL listing several); empty: `rpc_url` alone."""
@@ -85,7 +83,6 @@ def _service_config(request: Request) -> BrowserConfig:
         registry=registry.address,
         code_hash=registry.code_hash,
         rpc_url=urls[0] if urls else None,
-        roots_by_submitter=registry.roots_by_submitter,
         rpc_urls=urls if len(urls) > 1 else (),
     )
 

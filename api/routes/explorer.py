@@ -172,6 +172,7 @@ async def batchpage(root: Hex32, request: Request, reader: ReaderDep) -> HTMLRes
     registry = await run_in_threadpool(reader.registry)
     tx = None if effect.tx_hash is None else "0x" + bytes(effect.tx_hash).hex()
     record = await run_in_threadpool(registry.root_record_of_tx, key, tx)
+    retraction = None if record is None else await run_in_threadpool(registry.root_retraction, record)
     rows = [{"digest": "0x" + i.digest.hex(), "kind": i.kind, "state": i.state} for i in items]
     return page(
         "batch.html",
@@ -179,6 +180,7 @@ async def batchpage(root: Hex32, request: Request, reader: ReaderDep) -> HTMLRes
         reader.head(),
         root="0x" + key.hex(),
         record=record,
+        retraction=retraction,
         tx="0x" + (effect.tx_hash or b"").hex(),
         items=rows,
     )

@@ -215,8 +215,14 @@ async def batch(root: Annotated[str, Path(pattern=r"^(0x)?[0-9a-fA-F]{64}$")], r
     if record is None:
         raise NotAnchored(f"no batch root {key} in this index", detail={"root": key})
     live = await run_in_threadpool(_site(request).follower.root_record, key, record["submitter"])
-    anchored_at = datetime.fromtimestamp(live["timestamp"], UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if live else None
-    return _show("batch.html", request, f"Batch root {key[:18]}…", record=record, live=live, anchored_at=anchored_at)
+
+    def utc(seconds: int) -> str:
+        return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+    anchored_at = utc(live["timestamp"]) if live else None
+    retracted_at = utc(live["retracted_at"]) if live and live["retracted_block"] else None
+    return _show("batch.html", request, f"Batch root {key[:18]}…", record=record, live=live, anchored_at=anchored_at,
+                 retracted_at=retracted_at)  # fmt: skip
 
 
 def install_error_pages(app: FastAPI) -> None:

@@ -225,8 +225,6 @@ async def relay_lineage(
         raise BadInput("body: expected a JSON object", detail={"field": "body"})
     signed = SignedLineage.from_json(raw)
     registry = await run_in_threadpool(reader.registry)
-    if not registry.researcher_bound:
-        raise BadInput("this service's registry is v1: it cannot relay signed records", detail={"field": "registry"})
     signer = await run_in_threadpool(recover, registry.chain_id, registry.address, signed)  # CPU: off the loop
     if signer.lower() != signed.fields.researcher.lower():
         raise BadInput("signature: does not recover to the named researcher", detail={"field": "signature"})

@@ -180,27 +180,33 @@
     return root;
   }
 
-  /* the registry's record of `root` (step 6): on v3 the record of the submitter the proof's transaction names */
+  /* the registry's record of `root` (step 6): the record of the submitter the proof's transaction names,
+     and (step 6b) its retraction, if its submitter withdrew it: the record stands, the claim does not */
   async function rootRecord(url, root, txHash, block) {
-    let submitter, when, at;
-    if (cfg.roots_by_submitter) {
-      /* registry v3 keys a root by its submitter: the proof's own transaction says whose record it is */
-      const receipt = await rpc(url, "eth_getTransactionReceipt", [txHash]);
-      const topic = "0x" + toHex(await keccak(enc.encode("RootAnchored(bytes32,address)")));
-      const log = ((receipt && receipt.logs) || []).find((l) => same(l.address, cfg.registry) &&
-        l.topics.length > 2 && same(l.topics[0], topic) && same(l.topics[1], root));
-      if (!log) throw new Verdict("not_anchored", "the proof's transaction " + txHash + " did not anchor the root " + root);
-      submitter = "0x" + log.topics[2].slice(-40);
-      const selector = toHex((await keccak(enc.encode("rootRecord(address,bytes32)"))).slice(0, 4));
-      const word = (await rpc(url, "eth_call", [{ to: cfg.registry, data: "0x" + selector + "0".repeat(24) + submitter.slice(2) + root.slice(2) },
-        "0x" + block.toString(16)])).slice(2);
-      when = parseInt(word.slice(0, 64), 16); at = parseInt(word.slice(64, 128), 16);
-    } else {
-      const selector = toHex((await keccak(enc.encode("rootRecord(bytes32)"))).slice(0, 4));
-      const word = (await rpc(url, "eth_call", [{ to: cfg.registry, data: "0x" + selector + root.slice(2) }, "0x" + block.toString(16)])).slice(2);
-      submitter = "0x" + word.slice(24, 64); when = parseInt(word.slice(64, 128), 16); at = parseInt(word.slice(128, 192), 16);
-    }
+    const receipt = await rpc(url, "eth_getTransactionReceipt", [txHash]);
+    const topic = "0x" + toHex(await keccak(enc.encode("RootAnchored(bytes32,address)")));
+    const log = ((receipt && receipt.logs) || []).find((l) => same(l.address, cfg.registry) &&
+      l.topics.length > 2 && same(l.topics[0], topic) && same(l.topics[1], root));
+    if (!log) throw new Verdict("not_anchored", "the proof's transaction " + txHash + " did not anchor the root " + root);
+    const submitter = "0x" + log.topics[2].slice(-40);
+    const selector = toHex((await keccak(enc.encode("rootRecord(address,bytes32)"))).slice(0, 4));
+    const word = (await rpc(url, "eth_call", [{ to: cfg.registry, data: "0x" + selector + "0".repeat(24) + submitter.slice(2) + root.slice(2) },
+      "0x" + block.toString(16)])).slice(2);
+    /* four words, as the CLI decodes them: a shorter answer is not the registry's (as anchor verify says) */
+    if (!/^[0-9a-fA-F]{256}/.test(word))
+      throw new Verdict("deployment_mismatch", cfg.registry + ": rootRecord gave an answer that is not the registry's (" + word.length / 2 + " bytes)");
+    const when = parseInt(word.slice(0, 64), 16), at = parseInt(word.slice(64, 128), 16);
+    const retractedAt = parseInt(word.slice(128, 192), 16), retractedBlock = parseInt(word.slice(192, 256), 16);
     if (!at) throw new Verdict("not_anchored", "the root " + root + " is not anchored in the registry (read at block " + block + ")");
+    if (retractedBlock) {
+      const retractedTopic = "0x" + toHex(await keccak(enc.encode("RootRetracted(bytes32,address,bytes32)")));
+      const n = "0x" + retractedBlock.toString(16);
+      const logs = await rpc(url, "eth_getLogs", [{ address: cfg.registry, fromBlock: n, toBlock: n,
+        topics: [retractedTopic, root, "0x" + "0".repeat(24) + submitter.slice(2)] }]);
+      const reason = logs && logs.length ? logs[0].data.slice(0, 66) : "unknown";
+      throw new Verdict("retracted", "retracted: root " + root + " was retracted by its submitter " + submitter + " at " +
+        new Date(retractedAt * 1000).toISOString().replace(".000Z", "+00:00") + " (block " + retractedBlock + "), reason digest " + reason);
+    }
     return { submitter, when, at };
   }
 

@@ -497,3 +497,25 @@ def test_research_verify_recomputes_a_noise_rule_and_refuses_a_lowered_threshold
     edited = fresh_chain.cli("research", "verify", "--json")
     assert edited.returncode == ExitCode.TAMPERED, edited.stdout
     assert json.loads(edited.stdout)["error"]["detail"]["field"] == "keep_rule"
+
+
+def test_research_verify_names_a_champion_whose_lineage_record_its_researcher_retracted(
+    fresh_chain: Chain, tmp_path: Path
+) -> None:
+    """Issue 44: `anchor retract COMMIT` withdraws a kept attempt's lineage record on chain; the ledger
+    still holds, and `research verify` says retracted (exit 16), naming the commit and its researcher."""
+    fresh_chain.cli("deploy", check=True)
+    repo, contract = _setup(tmp_path)
+    fresh_chain.cli(
+        "research", "run", "--repo", str(repo), "--contract", str(contract), "--max-attempts", "3", check=True
+    )
+    assert fresh_chain.cli("research", "verify").returncode == ExitCode.OK
+    champion = [e for e in _attempts(fresh_chain) if e["kept"]][-1]["commit"]
+    assert fresh_chain.cli("retract", champion[:12], "--reason", "x").returncode == ExitCode.BAD_INPUT  # a prefix
+    fresh_chain.cli("retract", champion, "--reason", "the evaluator read the holdout", check=True)
+    said = fresh_chain.cli("research", "verify", "--json")
+    assert said.returncode == ExitCode.RETRACTED, said.stdout
+    error = json.loads(said.stdout)["error"]
+    [retracted] = error["detail"]["retracted"]
+    assert retracted["commit"] == champion and champion[:12] in error["message"]
+    assert retracted["reason_digest"] == "0x" + keccak(b"the evaluator read the holdout").hex()

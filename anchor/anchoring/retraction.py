@@ -1,0 +1,162 @@
+"""Retract what was anchored (issue 44): a root its submitter anchored, or a lineage record of a commit
+its researcher anchored. One entry, `retract`, for every door (`anchor retract`, `anchor.retract`).
+
+Why a retraction and not a deletion: the registry is write-once, and science keeps retracted papers
+readable. A retraction marks the record on chain with the block it was written in, and its event
+carries the 32-byte digest of the reason: keccak256 of its UTF-8 text, so `cast keccak "TEXT"` checks
+it. The text itself stays off chain, in the proof file's history (`annotations.retractions`): a
+verdict shows it only when it hashes to the digest on chain (the file is anyone's to edit).
+
+Only the record's owner can retract it: the registry keys every record by its submitter or researcher,
+so a stranger's retraction reverts (tested in forge and on anvil). A root anchored through a service is
+the service's record: its operator, whose key submitted it, is the one who can retract it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from anchor.errors import BadInput, Conflict, NotAnchored
+
+if TYPE_CHECKING:
+    from anchor.settings.session import Settings
+
+MAX_REASON = 2000
+"""Characters of a reason: a sentence or a paragraph, not a paper (the proof file carries it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RetractOutcome:
+    """What `retract` wrote: which record, why, in which transaction, and where the reason's text went."""
+
+    kind: str
+    """"root" (a stamped path's batch root) or "lineage" (a research commit's record)."""
+    key: str
+    reason: str
+    reason_digest: str
+    by: str
+    chain_id: int
+    registry: str
+    tx_hash: str
+    block_number: int
+    gas_used: int
+    proof: Path | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind, "key": self.key, "reason": self.reason, "reason_digest": self.reason_digest,
+            "by": self.by, "chain_id": self.chain_id, "registry": self.registry, "tx_hash": self.tx_hash,
+            "block_number": self.block_number, "gas_used": self.gas_used,
+            "proof": None if self.proof is None else str(self.proof),
+        }  # fmt: skip
+
+
+def reason_digest(reason: str) -> bytes:
+    """keccak256 of the reason's UTF-8 text (what `cast keccak "TEXT"` prints)."""
+    from anchor.manifest.keccak import keccak256
+
+    return keccak256(reason.encode())
+
+
+def retract(settings: Settings, target: str | Path, reason: str) -> RetractOutcome:
+    """Retract the record behind `target`: a path (its proof found as `anchor verify` finds it) or a proof
+    file retracts that proof's root; a full research commit (40 or 64 hex) retracts its lineage record.
+    Raises `BadInput` (no reason, a target that is neither), `NotAnchored` (nothing on chain to retract),
+    `Conflict` (not the caller's record, or retracted already)."""
+    text = (reason or "").strip()
+    if not text:
+        raise BadInput('--reason: say why, in words (hint: anchor retract PATH --reason "the metric leaked")',
+                       detail={"field": "reason"})  # fmt: skip
+    if len(text) > MAX_REASON:
+        raise BadInput(f"--reason: at most {MAX_REASON} characters ({len(text)} given)", detail={"field": "reason"})
+    given = str(target)
+    if re.fullmatch(r"(0x)?([0-9a-fA-F]{40}|[0-9a-fA-F]{64})", given) and not Path(given).exists():
+        return _retract_lineage(settings, given.removeprefix("0x").lower(), text)
+    if re.fullmatch(r"(0x)?[0-9a-fA-F]{7,63}", given) and not Path(given).exists():
+        raise BadInput(f"{given}: a commit is retracted by its full id (40 or 64 hex), never a prefix",
+                       detail={"field": "target"})  # fmt: skip
+    return _retract_root(settings, Path(given), text)
+
+
+def _retract_root(settings: Settings, target: Path, text: str) -> RetractOutcome:
+    from anchor.chain.keys import load_signer
+    from anchor.chain.open import open_chain
+    from anchor.chain.presets import chain_name
+    from anchor.chain.registry import Registry
+    from anchor.manifest.onchain import parse_hex32
+    from anchor.proof.file import PendingProof, load_any, write_proof
+    from anchor.proof.locate import require_proof
+    from anchor.readback.verifier import refuse_retired, trusted_registry
+
+    proof_path = target if target.name.endswith(".anchor.json") and target.is_file() else require_proof(target)
+    proof = load_any(proof_path)
+    if isinstance(proof, PendingProof):
+        raise NotAnchored(f"{proof_path}: pending, nothing is on chain to retract yet (hint: anchor upgrade first)",
+                          detail={"file": str(proof_path)})  # fmt: skip
+    refuse_retired(proof)
+    handle = open_chain(settings)
+    if handle.chain_id != proof.anchor.chain_id:
+        raise BadInput(f"the proof is for {chain_name(proof.anchor.chain_id)}, the RPC endpoint serves"
+                       f" {chain_name(handle.chain_id)}", detail={"field": "anchor.chain_id"})  # fmt: skip
+    code_hash, _ = trusted_registry(proof, settings, handle.chain_id, None)
+    registry = Registry(handle.rpc, handle.chain_id, proof.anchor.registry, code_hash)
+    root = parse_hex32(proof.batch.root[2:], "batch.root")
+    record = registry.root_record_of_tx(root, proof.anchor.tx_hash)
+    if record is None:
+        raise NotAnchored(f"root {proof.batch.root} is not anchored by the transaction the proof names",
+                          detail={"root": proof.batch.root})  # fmt: skip
+    signer = load_signer(handle.chain_id, settings.keystore)
+    if record.submitter.lower() != signer.address.lower():
+        raise Conflict(
+            f"root {proof.batch.root} was anchored by {record.submitter}, and your key is {signer.address}: only"
+            " its submitter can retract it (a proof stamped through a service: ask that service's operator)",
+            detail={"submitter": record.submitter, "signer": signer.address},
+        )
+    if record.retracted_block:
+        raise Conflict(f"root {proof.batch.root} was retracted already, in block {record.retracted_block}",
+                       detail={"retracted_block": record.retracted_block})  # fmt: skip
+    digest = reason_digest(text)
+    sent = registry.retract_root(signer, root, digest)
+    outcome = RetractOutcome("root", proof.batch.root, text, "0x" + digest.hex(), signer.address, handle.chain_id,
+                             registry.address, sent.tx_hash, sent.block_number, sent.gas_used, proof_path)  # fmt: skip
+    history = list(proof.annotations.get("retractions") or []) if isinstance(proof.annotations, dict) else []
+    entry = {k: v for k, v in outcome.to_json().items() if k not in ("proof", "kind", "key", "gas_used")}
+    annotations = {**(proof.annotations or {}), "retractions": [*history, entry]}
+    write_proof(proof.model_copy(update={"annotations": annotations}), proof_path)
+    return outcome
+
+
+def _retract_lineage(settings: Settings, commit: str, text: str) -> RetractOutcome:
+    from anchor.chain.keys import load_researcher, load_signer
+    from anchor.chain.open import open_chain, open_registry
+    from anchor.manifest.onchain import commit_key
+
+    handle = open_chain(settings)
+    registry = open_registry(settings, handle)
+    signer = load_signer(handle.chain_id, settings.keystore)
+    researcher = load_researcher()
+    owner = researcher or signer
+    key = commit_key(commit)
+    record = registry.lineage(key, owner.address)
+    if record is None:
+        raise NotAnchored(f"commit {commit} has no lineage record by {owner.address} on this chain's registry"
+                          " (only its researcher can retract it)", detail={"commit": commit})  # fmt: skip
+    if record.retracted_block:
+        raise Conflict(f"commit {commit}'s record was retracted already, in block {record.retracted_block}",
+                       detail={"retracted_block": record.retracted_block})  # fmt: skip
+    digest = reason_digest(text)
+    if researcher is not None and researcher.address.lower() != signer.address.lower():
+        signed = researcher.sign_retraction(handle.chain_id, registry.address, key, digest)
+        sent = registry.retract_signed(signer, signed)  # the researcher signs, our key relays and pays
+    else:
+        sent = registry.retract_lineage(signer, key, digest)
+    return RetractOutcome("lineage", "0x" + key.hex(), text, "0x" + digest.hex(), owner.address, handle.chain_id,
+                          registry.address, sent.tx_hash, sent.block_number, sent.gas_used, None)  # fmt: skip
+
+
+def dumps(outcome: RetractOutcome) -> str:
+    return json.dumps(outcome.to_json(), indent=2, sort_keys=True)

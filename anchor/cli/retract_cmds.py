@@ -1,0 +1,44 @@
+"""`anchor retract`: withdraw what was anchored, on chain, without deleting it (anchor.anchoring.retraction)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from anchor.cli.options import JsonFlag
+from anchor.cli.output import emit
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(retract)
+
+
+def retract(
+    ctx: typer.Context,
+    target: Annotated[
+        str, typer.Argument(help="A stamped path or its proof file (its root), or a full research commit.")
+    ],
+    reason: Annotated[
+        str, typer.Option("--reason", help="Why, in words: its keccak256 goes on chain, the text into the proof.")
+    ] = "",
+    json: JsonFlag = False,
+) -> None:
+    """Retract a record you anchored: `verify` then says retracted (exit 16), naming when, by whom and why."""
+    from anchor.anchoring.retraction import retract as retract_record
+    from anchor.chain.presets import chain_name
+
+    settings = ctx.find_root().obj["settings"]
+    done = retract_record(settings, target, reason)
+    what = f"root {done.key}" if done.kind == "root" else f"lineage record of commit {done.key}"
+    emit(
+        ctx,
+        json,
+        done.to_json(),
+        [
+            f"retracted {what} on {chain_name(done.chain_id)}, registry {done.registry}",
+            f"  by {done.by} in tx {done.tx_hash} (block {done.block_number}, {done.gas_used} gas)",
+            f'  reason digest {done.reason_digest} (keccak256 of the text: cast keccak "TEXT")',
+            *([f"  reason kept in {done.proof}"] if done.proof is not None else []),
+        ],
+    )
