@@ -14,18 +14,19 @@ if TYPE_CHECKING:
     from anchor.anchoring.client import UpgradeOutcome as Upgraded
     from anchor.anchoring.retraction import RetractOutcome as Retracted
     from anchor.anchoring.stamper import Stamped, Stamper
-    from anchor.library.face import hash, prove, retract, stamp, upgrade, verify
+    from anchor.library.face import hash, prove, retract, seal, stamp, upgrade, verify
     from anchor.library.verifier import Policy, Verification, Verifier
     from anchor.settings.session import Settings
 
 __all__ = [
     "Policy", "Retracted", "Settings", "Stamped", "Stamper", "Upgraded", "Verification", "Verifier", "__version__",
-    "errors", "hash", "prove", "retract", "stamp", "upgrade", "verify",
+    "errors", "hash", "prove", "retract", "seal", "stamp", "upgrade", "verify",
 ]  # fmt: skip
 
 _LAZY = {
     "hash": "anchor.library.face", "stamp": "anchor.library.face", "upgrade": "anchor.library.face",
     "verify": "anchor.library.face", "prove": "anchor.library.face", "retract": "anchor.library.face",
+    "seal": "anchor.library.face",
     "Retracted": "anchor.anchoring.retraction:RetractOutcome",
     "Stamper": "anchor.anchoring.stamper", "Stamped": "anchor.anchoring.stamper",
     "Upgraded": "anchor.anchoring.client:UpgradeOutcome", "Settings": "anchor.settings.session",

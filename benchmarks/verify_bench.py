@@ -7,7 +7,8 @@ files submitted and flushed in one batch (`journal submit` + `journal flush`), t
 RUNS times end to end as a user runs it. Prints medians and ratios; raw samples in
 benchmarks/results/verify_bench.json.
 Targets: verify FILE median <= 250 ms and <= 8x the bare interpreter; 1,000 proofs in one call <= 10 s;
-lookup and journal status <= 300 ms.
+lookup and journal status <= 300 ms; issue 45: `verify FILE --offline` of the same proof, sealed, no
+slower than online and <= 8x the bare interpreter.
 """
 
 from __future__ import annotations
@@ -65,10 +66,15 @@ def main() -> None:
             run("journal", "flush", "--batch-size", str(FILES))
             (work / "paths.txt").write_text("\n".join(paths) + "\n")
             one = paths[0]
+            block = json.loads(run("seal", one, "--json").stdout)["sealed"][0]["blocks"][0]
+            trusted = f"{block['block']}:{block['hash']}"
             samples = {
                 "python -c pass": timed([sys.executable, "-c", "pass"], env, work),
                 "b3sum FILE": timed([shutil.which("b3sum") or "b3sum", one], env, work),
                 "anchor verify FILE": timed([ANCHOR, "verify", one], env, work),
+                "anchor verify FILE --offline": timed(
+                    [ANCHOR, "verify", one, "--offline", "--trusted-block", trusted], env, work
+                ),
                 "anchor lookup FILE": timed([ANCHOR, "lookup", one], env, work),
                 "anchor journal status": timed([ANCHOR, "journal", "status"], env, work),
                 f"anchor verify --from ({FILES} proofs)": timed(
@@ -85,6 +91,9 @@ def main() -> None:
     many = med[f"anchor verify --from ({FILES} proofs)"]
     print(f"verify FILE: {verify * 1000:.0f} ms (target <= 250 ms, <= 8x bare: {verify / bare:.1f}x);"
           f" {verify / med['b3sum FILE']:.0f}x b3sum on the same file")  # fmt: skip
+    offline = med["anchor verify FILE --offline"]
+    print(f"verify FILE --offline (sealed): {offline * 1000:.0f} ms, {offline / verify:.2f}x online,"
+          f" {offline / bare:.1f}x bare (goal: <= online, <= 8x bare)")  # fmt: skip
     print(f"{FILES} proofs in one call: {many:.2f} s (target <= 10 s), {many / FILES * 1000:.1f} ms a proof;"
           f" as {FILES} calls it would be about {verify * FILES:.0f} s")  # fmt: skip
     print(f"lookup {med['anchor lookup FILE'] * 1000:.0f} ms, journal status"

@@ -158,3 +158,104 @@ def wilson_bounds(value: str, n: int) -> tuple[str, str]:
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
     return metric_value(f"{max(0.0, centre - half):.6f}"), metric_value(f"{min(1.0, centre + half):.6f}")
+
+
+# ---------------------------------------------------------------- sealed sections (docs/manifest.md)
+# A naive RLP decoder and Merkle-Patricia proof walker, from the Yellow Paper's appendices B and D
+# (and EIP-2718 for typed receipts): no `rlp`, no `trie`, so that the production code (which uses
+# Ethereum's maintained libraries) is checked against an independent reading of the spec.
+
+
+def rlp_item(data: bytes, at: int = 0) -> tuple[object, int]:
+    """(the item starting at `at`, the offset after it): bytes, or a list of items."""
+    first = data[at]
+    if first < 0x80:
+        return data[at : at + 1], at + 1
+    if first < 0xB8:
+        size = first - 0x80
+        return data[at + 1 : at + 1 + size], at + 1 + size
+    if first < 0xC0:
+        width = first - 0xB7
+        size = int.from_bytes(data[at + 1 : at + 1 + width], "big")
+        start = at + 1 + width
+        return data[start : start + size], start + size
+    if first < 0xF8:
+        size, start = first - 0xC0, at + 1
+    else:
+        width = first - 0xF7
+        size, start = int.from_bytes(data[at + 1 : at + 1 + width], "big"), at + 1 + width
+    items, pos = [], start
+    while pos < start + size:
+        item, pos = rlp_item(data, pos)
+        items.append(item)
+    assert pos == start + size, "RLP list length"
+    return items, pos
+
+
+def rlp_decode(data: bytes) -> object:
+    item, end = rlp_item(data)
+    assert end == len(data), "trailing bytes after the RLP item"
+    return item
+
+
+def rlp_encode_uint(value: int) -> bytes:
+    body = value.to_bytes((value.bit_length() + 7) // 8, "big") if value else b""
+    if len(body) == 1 and body[0] < 0x80:
+        return body
+    return bytes([0x80 + len(body)]) + body
+
+
+def _nibbles(key: bytes) -> list[int]:
+    return [n for byte in key for n in (byte >> 4, byte & 15)]
+
+
+def mpt_get(root: bytes, key: bytes, proof: list[bytes]) -> bytes:
+    """The value under `key` in the trie whose root is `root`, walking `proof` (nodes from the root
+    down, each RLP): hashed children are looked up by keccak, short ones are inline."""
+    by_hash = {keccak(node): node for node in proof}
+    assert root in by_hash, "the proof has no node hashing to the root"
+    path, node = _nibbles(key), rlp_decode(by_hash[root])
+    while True:
+        assert isinstance(node, list)
+        if len(node) == 17:  # branch
+            if not path:
+                return node[16]  # type: ignore[return-value]
+            child, path = node[path[0]], path[1:]
+        else:  # leaf or extension: hex-prefix encoded partial path (Yellow Paper appendix C)
+            encoded = node[0]
+            assert isinstance(encoded, bytes)
+            flag, nibbles = encoded[0] >> 4, _nibbles(encoded)
+            partial = nibbles[1:] if flag & 1 else nibbles[2:]
+            assert path[: len(partial)] == partial, "the key leaves the proof's path"
+            path = path[len(partial) :]
+            if flag & 2:  # leaf
+                assert not path, "a leaf before the end of the key"
+                return node[1]  # type: ignore[return-value]
+            child = node[1]
+        if isinstance(child, list):
+            node = child
+        else:
+            assert isinstance(child, bytes) and child in by_hash, "no proof node for the path's next hash"
+            node = rlp_decode(by_hash[child])
+
+
+def sealed_anchor(sealed: dict[str, object], trusted_hash: str, root: str, registry: str) -> tuple[int, int, str]:
+    """docs/manifest.md's offline check of a sealed section: (block number, timestamp, submitter), or
+    an AssertionError naming the first step that fails."""
+    header = bytes.fromhex(str(sealed["header"])[2:])
+    assert "0x" + keccak(header).hex() == trusted_hash.lower(), "keccak(header) is not the trusted hash"
+    fields = rlp_decode(header)
+    assert isinstance(fields, list) and len(fields) >= 15
+    receipts_root, number, timestamp = fields[5], fields[8], fields[11]
+    assert isinstance(receipts_root, bytes) and isinstance(number, bytes) and isinstance(timestamp, bytes)
+    key = rlp_encode_uint(int(str(sealed["index"])))
+    nodes = [bytes.fromhex(str(n)[2:]) for n in sealed["proof"]]  # type: ignore[attr-defined]
+    receipt = bytes.fromhex(str(sealed["receipt"])[2:])
+    assert mpt_get(receipts_root, key, nodes) == receipt, "the trie does not hold the receipt at its index"
+    body = rlp_decode(receipt[1:] if receipt[0] < 0x80 else receipt)  # EIP-2718: a type byte, then RLP
+    assert isinstance(body, list) and body[0] == b"\x01", "the transaction did not succeed"
+    topic = keccak(b"RootAnchored(bytes32,address)")
+    for address, topics, _data in body[3]:  # type: ignore[misc]
+        if address == bytes.fromhex(registry[2:]) and topics[:2] == [topic, bytes.fromhex(root[2:])]:
+            return int.from_bytes(number, "big"), int.from_bytes(timestamp, "big"), "0x" + topics[2][-20:].hex()
+    raise AssertionError("no RootAnchored event of the root from the registry")

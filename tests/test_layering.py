@@ -54,8 +54,11 @@ ALLOWED: dict[str, set[str]] = {
     "chain": {"layout", "errors", "files", "record", "settings", "manifest"},  # manifest: keccak256, the core's hash
     # settings: anchor.settings.env only, for the tests' fault hook (ANCHOR_FAULT); the store reads no setting
     "journal": {"layout", "errors", "files", "manifest", "batch", "ingest", "chain", "settings"},
+    # sealed proofs (issue 45): a proof's anchors sealed from the chain, and checked with no socket
+    "sealing": {"errors", "manifest", "proof", "chain", "settings"},
     # read-back: never writes, never the journal
-    "readback": {"layout", "errors", "ingest", "manifest", "batch", "proof", "chain", "record", "settings"},
+    "readback": {"layout", "errors", "ingest", "manifest", "batch", "proof", "chain", "record", "settings",
+                 "sealing"},
     # application
     "anchoring": {"layout", "errors", "files", "manifest", "batch", "proof", "chain", "journal", "readback",
                   "settings"},
@@ -67,11 +70,11 @@ ALLOWED: dict[str, set[str]] = {
     "index": {"layout", "errors", "manifest", "chain", "research", "settings"},
     # the library's face (issue 43): one Verifier (the Stamper is anchoring's, below research and missions,
     # which take one), and `import anchor`'s lazy names over both
-    "library": {"errors", "settings", "manifest", "proof", "readback", "attest", "chain", "anchoring"},
+    "library": {"errors", "settings", "manifest", "proof", "readback", "attest", "chain", "anchoring", "sealing"},
     "__init__": {"errors", "settings", "anchoring", "library"},
     # interfaces
     "cli": {"errors", "layout", "files", "settings", "manifest", "proof", "chain", "journal", "readback", "anchoring",
-            "research", "attest", "missions", "index", "library", "api"},  # api: `anchor serve` only (below)
+            "research", "attest", "missions", "index", "library", "sealing", "api"},  # api: `anchor serve` only (below)
     "__main__": {"cli"},
 }  # fmt: skip
 GROUND_MODULES = {"__init__", "__main__", "errors", "files", "layout", "record"}

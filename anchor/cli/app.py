@@ -21,6 +21,7 @@ from anchor.cli import (
     mission_cmds,
     research_cmds,
     retract_cmds,
+    seal_cmds,
 )
 
 HELP = """Anchor: tamper-evident, on-chain-anchored provenance for research results.
@@ -59,6 +60,7 @@ journal_cmds.register(app)
 research_cmds.register(app)
 mission_cmds.register(app)
 retract_cmds.register(app)
+seal_cmds.register(app)
 
 
 def _version(value: bool) -> None:

@@ -132,10 +132,11 @@ def hash_(
 def anchor_(
     ctx: typer.Context, path: PathArg, proof: OutOpt = None, exclude: ExcludeOpt = None,
     no_default_excludes: NoDefaultsOpt = False, symlinks: SymlinksOpt = Symlinks.refuse, service: ServiceOpt = None,
-    allow_insecure_token: InsecureTokenFlag = False, json: JsonFlag = False,
+    allow_insecure_token: InsecureTokenFlag = False, seal: SealFlag = False, json: JsonFlag = False,
 ) -> None:  # fmt: skip
     """Anchor PATH on chain (once: the same bytes are never anchored twice) and write its proof file.
-    With --service (or ANCHOR_SERVICE_URLS), no key is needed here: the services anchor it (docs/calendar.md)."""
+    With --service (or ANCHOR_SERVICE_URLS), no key is needed here: the services anchor it (docs/calendar.md).
+    With --seal, the proof is also sealed for offline verification (a pending one when it is upgraded)."""
     from anchor.anchoring.stamper import Stamper
 
     rules = rules_for(path, exclude, no_default_excludes)
@@ -143,7 +144,24 @@ def anchor_(
     stamper = Stamper.from_settings(_settings(ctx), service, allow_insecure_token=allow_insecure_token)
     with hash_progress(ctx, json) as progress:
         stamped = stamper.stamp(path, out=proof, rules=rules, symlinks=symlinks.value, progress=progress)
+    if seal and stamped.anchored:
+        _seal_quietly(ctx, stamped.proof_path)
     _report_stamped(ctx, json, str(path), stamped)
+
+
+SealFlag = Annotated[
+    bool, typer.Option("--seal", help="Also seal the proof: verifiable offline (`verify --offline`), forever.")
+]
+
+
+def _seal_quietly(ctx: typer.Context, proof_path: Path) -> None:
+    """`--seal` of stamp and upgrade: the proof sealed in place, the blocks to trust said on stderr."""
+    from anchor.sealing.make import seal as seal_proof
+
+    done = seal_proof(_settings(ctx), proof_path)
+    for _, number, block_hash in done.blocks:
+        typer.echo(f"sealed {proof_path}: trust block {number} = {block_hash} (anchor verify PATH --offline"
+                   f" --trusted-block {number}:{block_hash})", err=True)  # fmt: skip
 
 
 def bundle(
@@ -268,9 +286,11 @@ def upgrade(
         ),
     ] = None,
     allow_insecure_token: InsecureTokenFlag = False,
+    seal: SealFlag = False,
     json: JsonFlag = False,
 ) -> None:
-    """Complete pending proofs: fetch each service's anchor, check it against the chain, write it in.
+    """Complete pending proofs: fetch each service's anchor, check it against the chain, write it in;
+    with --seal, seal each anchor of the chain read (for `verify --offline`).
 
     The file is rewritten atomically and only when an anchor was added (nothing else in it changes);
     services that were down at stamp time are submitted to again. Exit 14 while any is still pending."""
@@ -294,6 +314,8 @@ def upgrade(
             continue
         if not done.complete:
             worst = max(worst, int(ExitCode.PENDING))
+        elif seal:
+            _seal_quietly(ctx, proof_path)
         rows.append({"proof": str(proof_path), "complete": done.complete, "added": [a.service for a in done.added],
                      "pending": list(done.still_pending), "not_reached": done.failed,
                      "not_contacted": list(done.not_contacted)})  # fmt: skip
@@ -405,16 +427,30 @@ def verify(
         Optional[Path],  # noqa: UP045
         typer.Option("--in", help="With a .intoto.jsonl PATH: where its subjects are (default: beside it, its name)."),
     ] = None,
+    offline: Annotated[
+        bool, typer.Option("--offline", help="No network: check the proof's sealed section against trusted blocks.")
+    ] = False,
+    trusted_block: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option("--trusted-block", help="With --offline: N:HASH (or CHAIN:N:HASH), a block hash you trust."),
+    ] = None,
+    trusted_blocks: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--trusted-blocks", help="With --offline: a file of `chain_id N HASH` lines (a checkpoint list)."),
+    ] = None,
     json: JsonFlag = False,
 ) -> None:
-    """Verify PATH against its proof file and a live read of the chain (read-only); PATH may also be the
-    in-toto statements `anchor attest` wrote (NAME.intoto.jsonl). Several paths (or --from FILE) are
-    verified in one process: one line each, a summary, and the highest exit code any of them got."""
+    """Verify PATH against its proof file and a live read of the chain (read-only), or, with --offline,
+    against the proof's sealed section and a block hash you trust; PATH may also be the in-toto
+    statements `anchor attest` wrote (NAME.intoto.jsonl). Several paths (or --from FILE) are verified in
+    one process: one line each, a summary, and the highest exit code any of them got."""
     from anchor.chain.presets import chain_name
     from anchor.errors import BadInput
     from anchor.readback.anchors import required_count
 
     required_count(require, 1)  # a bad --require is exit 2 before any proof is read
+    if trusted_block or trusted_blocks is not None or offline:
+        _go_offline(ctx, offline, trusted_block or [], trusted_blocks, min_finality)
     registries = tuple(_address("--registry", r) for r in registry or ())
     listed = [*(paths or []), *(_listed_paths(from_file) if from_file is not None else [])]
     if not listed:  # a usage error, as click says it for a missing argument
@@ -462,6 +498,7 @@ def verify(
             f"  finality    {result.finality}"
             + (f" ({count(result.confirmations, 'confirmation')})" if result.finality in ("safe", "finalized") else "")
             + f" (read at block {result.read_at_block})",
+            *([f"  trusted     {result.trusted}"] if result.trusted else []),
             *_quorum_lines(result.quorum),
             *_anchors_lines(result),
             *(
@@ -481,6 +518,23 @@ def verify(
             ),
         ],
     )
+
+
+def _go_offline(
+    ctx: typer.Context, offline: bool, given: list[str], listed: Path | None, min_finality: str | None
+) -> None:
+    """`--offline` with its trusted blocks, into the settings every step reads (anchor.sealing.check)."""
+    from anchor.errors import BadInput
+    from anchor.sealing.check import offline_settings
+
+    if not offline:
+        raise BadInput("--trusted-block and --trusted-blocks go with --offline (hint: anchor verify PATH --offline"
+                       " --trusted-block N:HASH)", detail={"field": "offline"})  # fmt: skip
+    if min_finality is not None:
+        raise BadInput("--min-finality needs the chain's head: it has no meaning --offline (the trusted block is the"
+                       " finality you chose)", detail={"field": "min_finality"})  # fmt: skip
+    root = ctx.find_root().obj
+    root["settings"] = offline_settings(root["settings"], given, listed)
 
 
 def _anchors_lines(result: Any) -> list[str]:

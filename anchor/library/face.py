@@ -1,7 +1,7 @@
-"""`anchor.hash`, `anchor.stamp`, `anchor.upgrade`, `anchor.verify`, `anchor.prove`, `anchor.retract`: the module-level
-conveniences of `import anchor` (docs/python.md), each one line over `Stamper.from_settings()` or
-`Verifier.from_settings()`. Here, not in anchor/__init__.py, so that `import anchor` loads none of them
-until one is used."""
+"""`anchor.hash`, `anchor.stamp`, `anchor.upgrade`, `anchor.verify`, `anchor.prove`, `anchor.retract`,
+`anchor.seal`: the module-level conveniences of `import anchor` (docs/python.md), each one line over
+`Stamper.from_settings()` or `Verifier.from_settings()`. Here, not in anchor/__init__.py, so that
+`import anchor` loads none of them until one is used."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from anchor.anchoring.stamper import Stamped
     from anchor.library.verifier import Policy, Verification
     from anchor.proof.file import ProofFile
+    from anchor.sealing.make import SealOutcome
     from anchor.settings.session import Settings
 
 
@@ -84,3 +85,13 @@ def retract(target: str | Path, *, reason: str, settings: Settings | None = None
     from anchor.settings.session import Settings
 
     return retract_record(settings or Settings.from_env(), target, reason)
+
+
+def seal(path: str | Path, *, settings: Settings | None = None) -> SealOutcome:
+    """Write into the proof of `path` (or into the proof file given) each anchor's block header, receipt and
+    receipt-trie proof, read once from its chain, so that `Verifier.offline(...)` checks it with no network
+    (as `anchor seal PATH`). Returns what was sealed and the blocks a verifier must trust."""
+    from anchor.sealing.make import seal as seal_proof
+    from anchor.settings.session import Settings
+
+    return seal_proof(settings or Settings.from_env(), Path(path))

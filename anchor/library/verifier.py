@@ -62,6 +62,16 @@ class Verifier:
         return cls(dataclasses.replace(settings, rpc_url=None, read_rpcs=()))
 
     @classmethod
+    def offline(
+        cls, trusted_block: Sequence[str] = (), *, trusted_blocks: Path | None = None, data_dir: Path | None = None
+    ) -> Verifier:
+        """Verdicts with no network: sealed proofs (`anchor.seal`) checked against the block hashes you
+        trust (`N:HASH` each, or a `chain_id N HASH` checkpoint file); no socket is opened."""
+        from anchor.sealing.check import offline_settings
+
+        return cls(offline_settings(Settings.from_env(data_dir), trusted_block, trusted_blocks))
+
+    @classmethod
     def preset(
         cls, name: str, rpc_url: str | Sequence[str] | None = None, *, registries: Sequence[str] = (),
         data_dir: Path | None = None,

@@ -59,15 +59,32 @@ class FileInclusion(Record):
     audit_path: tuple[str, ...] = check(max_length=MAX_PATH_HASHES)
 
 
+HEX = r"^0x([0-9a-f]{2})*$"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Sealed(Record):
+    """What verifies this anchor with no network (docs/manifest.md, "Sealed proofs"): the block header
+    (RLP), the anchoring transaction's receipt (typed-receipt encoding) and the Merkle-Patricia proof of
+    the receipt under the header's receiptsRoot, keyed by the RLP of its transaction index."""
+
+    version: Literal[1] = 1
+    header: str = check(pattern=HEX, max_length=8_000)
+    receipt: str = check(pattern=HEX, max_length=200_000)
+    index: int = check(ge=0, lt=1 << 32)
+    proof: tuple[str, ...] = check(max_length=64)
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ChainAnchor(Record):
-    """Where the root is anchored."""
+    """Where the root is anchored (and, once sealed, the chain's own evidence of it)."""
 
     chain_id: int = check(gt=0)
     registry: str = check(pattern=r"^0x[0-9a-fA-F]{40}$")
     code_hash: str = check(pattern=HEX32)
     tx_hash: str = check(pattern=HEX32)
     block_number: int = check(ge=0)
+    sealed: Sealed | None = None
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

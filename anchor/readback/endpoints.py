@@ -45,6 +45,8 @@ def settings_for_chain(settings: Settings, chain_id: int, service: str | None = 
     none of the given ones does. `service`: the anchor came from that service, so without --rpc-url
     this data dir's own local chain is read only if it is running (a service's local chain is the
     service's, at an address only its operator knows: `anchor chain up` here could never serve it)."""
+    if settings.offline:  # a sealed anchor is checked against its trusted block: no endpoint is asked
+        return settings
     from anchor.chain.node import LOCAL_CHAIN_ID, LocalChain
     from anchor.chain.presets import chain_name
 

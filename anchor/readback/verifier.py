@@ -74,6 +74,9 @@ class Verification(Record):
     """For a single-file proof: the file's path inside the anchored bundle."""
     quorum: dict[str, Any] | None = None
     """With several read endpoints: the quorum, who agreed, and what each dissenter said."""
+    trusted: str | None = None
+    """Offline (`--offline`): what the verdict rests on, in words (a trusted block hash), and what it
+    cannot see (a retraction after that block)."""
     bundle: dict[str, Any] | None = None
     """For a result bundle: what ran, as its verified identity binds it (mission, snapshot, image and
     policy SHA-256, and for version 2 its budget and resource profile)."""
@@ -248,6 +251,8 @@ def agreed_on_chain(
 ) -> Verification:
     """Steps 3-6 on every read endpoint of `settings`, a quorum agreeing (the weakest finality among the
     agreeing answers), with how it was agreed and, for a single-file proof, the file's path."""
+    if settings.offline:  # the sealed section against a trusted block hash: no socket at all
+        return sealed_verdict(proof, root, settings, files, registry)
     from anchor.readback.quorum import read_agreed
 
     verdict, agreement = read_agreed(
@@ -258,6 +263,24 @@ def agreed_on_chain(
     if proof.file is not None:
         update["path_in_bundle"] = proof.file.path
     return verdict.model_copy(update=update)
+
+
+def sealed_verdict(proof: ProofFile, root: bytes, settings: Settings, files: int, registry: str | None) -> Verification:
+    """Steps 3-6 offline (`--offline`): the proof's sealed anchor against the block hash the verifier
+    trusts (anchor.sealing.check), in place of a live read; `trusted` says in words what it rests on."""
+    from anchor.sealing.check import check_sealed
+
+    refuse_retired(proof)
+    seen = check_sealed(proof.anchor, root, settings, registry)
+    return Verification(
+        manifest_digest=proof.manifest_digest, root=proof.batch.root, chain_id=proof.anchor.chain_id,
+        registry=proof.anchor.registry,
+        registry_trusted_by="canonical address, offline: its address certifies its code",
+        submitter=seen.submitter, anchored_at=datetime.fromtimestamp(seen.timestamp, UTC).isoformat(timespec="seconds"),
+        tx_hash=proof.anchor.tx_hash, anchored_block=seen.block_number, read_at_block=seen.block_number,
+        confirmations=1, finality="trusted block (offline)", files=files, bundle=bundle_fields(proof),
+        trusted=seen.trusted, path_in_bundle=proof.file.path if proof.file is not None else None,
+    )  # fmt: skip
 
 
 def leaned_on(

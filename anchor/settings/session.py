@@ -69,6 +69,18 @@ class Settings:
     browser_rpc_urls: tuple[str, ...] = ()
     """ANCHOR_BROWSER_RPC_URL (comma-separated): the endpoints the /verify page is told to read; empty:
     the read endpoints, else the RPC URL (api.routes.browser_verify)."""
+    offline: bool = False
+    """`verify --offline`: verdicts come from sealed proofs and `trusted_blocks` alone; no socket is opened."""
+    trusted_blocks: tuple[tuple[int | None, int, str], ...] = ()
+    """(chain id or None for any, block number, 0x block hash) the verifier trusts (`--trusted-block`,
+    `--trusted-blocks FILE`): the whole trust root of an offline verdict (anchor.sealing.check)."""
+
+    def trusted_block(self, chain_id: int, number: int) -> str | None:
+        """The trusted hash of block `number` of `chain_id`, if one was given."""
+        for chain, block, block_hash in self.trusted_blocks:
+            if block == number and chain in (None, chain_id):
+                return block_hash
+        return None
 
     @classmethod
     def from_env(cls, data_dir: Path | None = None, rpc_url: str | list[str] | None = None) -> Settings:
