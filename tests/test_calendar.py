@@ -466,3 +466,37 @@ def test_a_rotated_receipt_key_still_vouches_for_what_it_signed_while_in_use_and
         proof_path.write_text(json.dumps({**before, "receipts": [late.model_dump(mode="json")]}))
         forged = run_anchor(check, client)
         assert forged.returncode == ExitCode.BAD_INPUT and "forged" in forged.stdout + forged.stderr
+
+
+def test_a_proof_with_anchors_on_two_chains_is_sealed_and_verified_offline_with_two_trusted_blocks(
+    tmp_path: Path,
+) -> None:
+    """Issue 45: each chain's anchors sealed through that chain's endpoint, the services stopped, then
+    `verify --offline --require all` with one trusted block per chain, in a network namespace of its own."""
+    client = _client(tmp_path)
+    results = _results(tmp_path)
+    with local_service(tmp_path) as a, other_chain_service(tmp_path) as b:
+        run_anchor(["stamp", str(results), "--service", a.url, "--service", b.url], client, check=True)
+        a.flush()
+        b.flush()
+        run_anchor(["upgrade", str(results), "--rpc-url", a.rpc, "--rpc-url", b.rpc], client, check=True)
+        trusted = []
+        for service in (a, b):
+            done = json.loads(run_anchor(["--rpc-url", service.rpc, "seal", str(results), "--json"], client,
+                                         check=True).stdout)["sealed"][0]  # fmt: skip
+            assert done["sealed"] == 1, done
+            block = done["blocks"][0]
+            trusted.append(f"{block['chain_id']}:{block['block']}:{block['hash']}")
+    import subprocess
+
+    from tests.cli import ANCHOR_BIN
+
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "ANCHOR_DATA_DIR": client["ANCHOR_DATA_DIR"]}
+    env.update({k: v for k, v in os.environ.items() if k == "PYTHONPATH"})
+    argv = ["unshare", "--net", str(ANCHOR_BIN), "verify", str(results), "--offline", "--require", "all"]
+    one_only = subprocess.run([*argv, "--trusted-block", trusted[0]], env=env, capture_output=True, text=True)
+    assert one_only.returncode == ExitCode.BAD_INPUT and "no trusted hash for block" in one_only.stderr
+    both = subprocess.run([*argv, *(a for t in trusted for a in ("--trusted-block", t))], env=env,
+                          capture_output=True, text=True)  # fmt: skip
+    assert both.returncode == 0, both.stdout + both.stderr
+    assert "anchors     2 of 2 verified (--require all)" in both.stdout

@@ -188,3 +188,37 @@ def test_the_header_and_receipt_encodings_of_every_fork_reproduce_the_chains_own
         for receipt in rpc.request("eth_getBlockReceipts", [block["number"]]):
             tree.set(index_key(int(receipt["transactionIndex"], 16)), receipt_encoding(receipt))
         assert "0x" + bytes(tree.root_hash).hex() == block["receiptsRoot"]
+
+
+@pytest.mark.chain
+def test_the_service_serves_a_sealed_proof_that_the_library_verifies_offline(
+    deployed_chain: Chain, tmp_path: Path
+) -> None:
+    """`GET /v1/proofs/{digest}?sealed=1` (issue 45, item 5): the anchor comes with its sealed section;
+    `anchor.Verifier.offline` checks it with the block's hash alone."""
+    from fastapi.testclient import TestClient
+
+    import anchor
+    from anchor.proof.file import parse_proof
+    from api.app import create_app
+    from api.config import ApiConfig
+
+    (tmp_path / "served.txt").write_text("served\n")
+    deployed_chain.cli("journal", "submit", str(tmp_path / "served.txt"), check=True)
+    deployed_chain.cli("journal", "flush", check=True)
+    digest = json.loads(deployed_chain.cli("hash", str(tmp_path / "served.txt"), "--json", check=True).stdout)
+    with TestClient(create_app(deployed_chain.settings, ApiConfig())) as client:
+        plain = client.get(f"/v1/proofs/{digest['manifest_digest']}")
+        served = client.get(f"/v1/proofs/{digest['manifest_digest']}", params={"sealed": "1"})
+    assert plain.status_code == served.status_code == 200 and "sealed" not in plain.json()["anchor"]
+    sealed = served.json()["anchor"]["sealed"]
+    from anchor.manifest.keccak import keccak256
+
+    block_hash = "0x" + keccak256(bytes.fromhex(sealed["header"][2:])).hex()
+    number = served.json()["anchor"]["block_number"]
+    from anchor.chain.node import rpc_call
+
+    assert rpc_call(deployed_chain.node.rpc_url, "eth_getBlockByNumber", [hex(number), False])["hash"] == block_hash
+    proof = parse_proof(served.content, "served proof")
+    verdict = anchor.Verifier.offline([f"{number}:{block_hash}"]).verify_proof(proof)
+    assert verdict.anchored_block == number and verdict.trusted is not None and block_hash in verdict.trusted

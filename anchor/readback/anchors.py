@@ -173,7 +173,14 @@ def verify_anchors(
             continue
         seen[key] = anchor.service
         # 5. A service's anchor only when the file holds its receipt and the chain names its account.
-        sure = anchor.service in held and _publishes(infos.get(anchor.service), verdict)
+        #    Offline no service can be asked: its anchor counts as its own when its receipt (signature
+        #    checked above) names the chain and registry the sealed anchor shows, and the row says so.
+        sure = anchor.service in held and (
+            _publishes(infos.get(anchor.service), verdict)
+            or (settings.offline and _receipt_names(receipts, anchor.service, verdict))
+        )
+        if sure and settings.offline:
+            row["confirmed_by"] = "its signed receipt (offline: the service's own account is not asked)"
         if sure:
             confirmed.add(anchor.service)
         rows.append({**row, "confirmed": sure})
@@ -214,6 +221,12 @@ def verify_anchors(
                       detail={**error.detail, "anchors": rows, "pending": pending})  # fmt: skip
     raise Pending(f"{proof_name}: {said}; the others are pending: {waiting or 'none named'}"
                   f" (run `anchor upgrade {proof_name}`)", detail={"anchors": rows, "pending": pending})  # fmt: skip
+
+
+def _receipt_names(receipts: tuple[Receipt, ...], service: str, verdict: Verification) -> bool:
+    """Whether `service`'s receipt in the file names the chain and registry the verdict read."""
+    return any(r.url == service and r.chain_id == verdict.chain_id and r.registry.lower() == verdict.registry.lower()
+               for r in receipts)  # fmt: skip
 
 
 def _pending_row(receipt: Receipt) -> dict[str, Any]:

@@ -12,9 +12,9 @@ from __future__ import annotations
 import math
 import threading
 import time
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
@@ -53,13 +53,29 @@ async def service_identity(request: Request, reader: ReaderDep, settings: Settin
 
 
 @router.get("/proofs/{digest}", operation_id="get_proof", responses=ERRORS)
-async def get_proof(request: Request, digest: str, reader: ReaderDep) -> Response:
+async def get_proof(
+    request: Request, digest: str, reader: ReaderDep,
+    sealed: Annotated[bool, Query(description="Also the anchor's sealed section (header, receipt, trie proof):"
+                                              " verifiable offline, `anchor verify --offline`.")] = False,
+) -> Response:  # fmt: skip
     """The complete proof of a manifest this service anchored (the identity, the batch path and the
-    anchor; never the listing, which stays with the client). 202 while it waits for its batch."""
+    anchor; never the listing, which stays with the client). 202 while it waits for its batch. With
+    `sealed=1`, the anchor carries its sealed section, read from the chain (cached per block)."""
     wanted = parse_hex32(digest, "digest")
     registry = await run_in_threadpool(reader.registry)
     proof = await run_in_threadpool(anchored_proof, request.app, reader, wanted)
     if proof is not None:
+        if sealed and proof.anchor.sealed is None:
+            from anchor.sealing.make import seal_anchor
+
+            anchor = proof.anchor
+
+            def seal() -> Any:
+                section, _ = seal_anchor(registry.rpc, anchor)
+                return section
+
+            section = await run_in_threadpool(reader.read, f"sealed:{wanted.hex()}", seal)
+            proof = proof.model_copy(update={"anchor": proof.anchor.model_copy(update={"sealed": section})})
         body = proof.model_dump(mode="json", exclude_none=True, exclude={"files"})
         return JSONResponse(body)
     state = await in_journal(request.app, lambda journal: item_state(journal, registry.chain_id, wanted))
