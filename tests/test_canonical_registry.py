@@ -154,3 +154,26 @@ def test_retract_then_verify_is_retracted_and_a_strangers_retraction_reverts_and
     again = json.loads(fresh_chain.cli("verify", str(tmp_path / "mine.txt"), "--json").stdout)["error"]
     assert again["code"] == "retracted" and again["detail"]["reason"] is None
     assert fresh_chain.cli("retract", str(tmp_path / "mine.txt"), "--reason", "x").returncode == ExitCode.CONFLICT
+
+
+def test_the_address_and_code_hash_are_the_same_in_the_docs_the_presets_and_the_explorer(
+    deployed_chain: Chain,
+) -> None:
+    """Derived once (anchor.chain.canonical), said everywhere a user looks: docs/registry.md, every chain
+    preset, and the explorer's home page."""
+    from fastapi.testclient import TestClient
+
+    from anchor.chain.canonical import canonical_code_hash
+    from anchor.chain.presets import PRESETS
+    from api.app import create_app
+    from api.config import ApiConfig
+    from tests.conftest import ROOT
+
+    address, code_hash = canonical_address(), canonical_code_hash()
+    doc = (ROOT / "docs" / "registry.md").read_text()
+    assert f"| address | `{address}` |" in doc and f"`{code_hash}`" in doc
+    assert {(p.registry, p.registry_code_hash) for p in PRESETS.values()} == {(address, code_hash)}
+    with TestClient(create_app(deployed_chain.settings, ApiConfig())) as client:
+        home = client.get("/explorer/")
+    assert home.status_code == 200 and address in home.text and code_hash in home.text
+    assert "the canonical registry, at the same address on every chain" in home.text

@@ -23,6 +23,20 @@ class ChainPreset:
     public_rpc: str | None = None
     """A public RPC endpoint to suggest when none is given (rate-limited; a provider's URL is better)."""
 
+    @property
+    def registry(self) -> str:
+        """The registry's address on this chain: the canonical one, the same on every chain (docs/registry.md)."""
+        from anchor.chain.canonical import canonical_address
+
+        return canonical_address()
+
+    @property
+    def registry_code_hash(self) -> str:
+        """The runtime code hash a verifier checks at `registry` (`cast keccak $(cast code ADDRESS)`)."""
+        from anchor.chain.canonical import canonical_code_hash
+
+        return canonical_code_hash()
+
 
 PRESETS: dict[int, ChainPreset] = {
     p.chain_id: p

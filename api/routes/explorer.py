@@ -92,7 +92,12 @@ async def home(request: Request, reader: ReaderDep) -> HTMLResponse:
     records = await run_in_threadpool(_anchored_records, request.app, reader, batches)
     # "records", not "items": in a template `b.items` is the dict's method, and the page showed
     # "<built-in method items of dict object at 0x…>" in every row
-    return page("home.html", "Anchor", reader.last_head(), batches=_batch_rows(batches, records))
+    from anchor.chain.canonical import canonical_address, canonical_code_hash
+
+    registry = await run_in_threadpool(reader.registry)
+    shown = {"address": registry.address, "code_hash": registry.code_hash,
+             "canonical": registry.address == canonical_address() and registry.code_hash == canonical_code_hash()}  # fmt: skip
+    return page("home.html", "Anchor", reader.last_head(), batches=_batch_rows(batches, records), registry=shown)
 
 
 def _batch_rows(batches: list[Any], records: dict[int, Any]) -> list[dict[str, Any]]:

@@ -40,6 +40,7 @@ def _header(request: Request) -> dict[str, Any]:
         cursor, counts = store.cursor(), store.counts()
     return {"cursor": cursor, "counts": counts, "rpc": site.rpc_label, "registry": site.follower.address,
             "chain_id": site.chain_id, "code_hash": site.follower.code_hash, "version": site.follower.version,
+            "canonical": _is_canonical(site.follower.address),
             "from_block": site.follower.from_block, "error": site.last_error,
             "confirmations": site.follower.confirmations}  # fmt: skip
 
@@ -223,6 +224,12 @@ async def batch(root: Annotated[str, Path(pattern=r"^(0x)?[0-9a-fA-F]{64}$")], r
     retracted_at = utc(live["retracted_at"]) if live and live["retracted_block"] else None
     return _show("batch.html", request, f"Batch root {key[:18]}…", record=record, live=live, anchored_at=anchored_at,
                  retracted_at=retracted_at)  # fmt: skip
+
+
+def _is_canonical(address: str) -> bool:
+    from anchor.chain.canonical import is_canonical
+
+    return is_canonical(address)
 
 
 def install_error_pages(app: FastAPI) -> None:
