@@ -80,22 +80,27 @@ def only_deployment(data_dir: Path) -> Deployment:
     return load_deployment(data_dir, int(records[0].stem))
 
 
-def check_code(rpc: Rpc, address: str, recorded_hash: str) -> None:
-    """Refuse unless the recorded hash is the registry's and the code at `address` hashes to it.
-    Raises `DeploymentMismatch` naming the address and both hashes."""
+def code_hash_at(rpc: Rpc, address: str) -> str | None:
+    """0x keccak256 of the code at `address` (one eth_getCode, retried while throttled); None: no code."""
     from anchor.chain.logs import with_backoff
     from anchor.manifest.keccak import keccak256
 
+    code = with_backoff(lambda: rpc.get_code(address), "eth_getCode")
+    return "0x" + keccak256(code).hex() if code else None
+
+
+def check_code(rpc: Rpc, address: str, recorded_hash: str) -> None:
+    """Refuse unless the recorded hash is the registry's and the code at `address` hashes to it.
+    Raises `DeploymentMismatch` naming the address and both hashes."""
     expected = recorded_hash.lower()
     if version_of(expected) is None:
         raise DeploymentMismatch(
             "the recorded code hash is no AnchorRegistry version this anchor knows; refusing to answer",
             detail={"address": address, "recorded": recorded_hash},
         )
-    code = with_backoff(lambda: rpc.get_code(address), "eth_getCode")
-    actual = "0x" + keccak256(code).hex()
+    actual = code_hash_at(rpc, address)
     if actual != expected:
-        reason = "no code (was the chain reset?)" if not code else "different code"
+        reason = "no code (was the chain reset?)" if actual is None else "different code"
         local = rpc.chain_id() == LOCAL_CHAIN_ID
         hint = (
             "; a proof made on a local development chain can only be checked on the machine that holds that"
@@ -115,7 +120,6 @@ def deploy(w3: Web3, chain_id: int, signer: Signer, compiled: CompiledContract, 
     is sent: the record says so (no transaction, no deployer of ours)."""
     from anchor.chain.canonical import PROXY, SALT, canonical_address, create2_address
     from anchor.chain.connection import rpc_of
-    from anchor.manifest.keccak import keccak256
 
     rpc = rpc_of(w3)
     expected = "0x" + compiled.runtime_code_hash().hex()
@@ -128,17 +132,15 @@ def deploy(w3: Web3, chain_id: int, signer: Signer, compiled: CompiledContract, 
         )
     tx_hash: str | None = None
     deployer: str | None = None
-    code = rpc.get_code(address)
-    if not (code and "0x" + keccak256(code).hex() == expected):
-        if code:
-            check_code(rpc, address, expected)  # raises: something else is at the canonical address
+    if code_hash_at(rpc, address) is None:
         _ensure_proxy(w3, chain_id, signer)
         receipt = _send_to_proxy(w3, chain_id, signer, SALT + compiled.bytecode)
         tx_hash, deployer = "0x" + bytes(receipt["transactionHash"]).hex(), signer.address
         block_number = int(receipt["blockNumber"])
+        check_code(rpc, address, expected)
     else:
+        check_code(rpc, address, expected)  # raises when something else is at the canonical address
         block_number = deployment_block(rpc, address, int(rpc.block_number()))
-    check_code(rpc, address, expected)
     from anchor.chain.toolchain import compiler_settings
 
     deployment = Deployment(

@@ -79,12 +79,10 @@ def open_registry(settings: Settings, handle: ChainHandle) -> Registry:
 def canonical_registry(handle: ChainHandle) -> Registry | None:
     """The canonical registry on this chain, if its code is there (None: nobody deployed it here yet)."""
     from anchor.chain.canonical import canonical_address, canonical_code_hash
-    from anchor.chain.logs import with_backoff
+    from anchor.chain.deployment import code_hash_at
     from anchor.chain.registry import Registry
-    from anchor.manifest.keccak import keccak256
 
     address = canonical_address()
-    code = with_backoff(lambda: handle.rpc.get_code(address), "eth_getCode")
-    if not code or "0x" + keccak256(code).hex() != canonical_code_hash():
+    if code_hash_at(handle.rpc, address) != canonical_code_hash():
         return None
     return Registry(handle.rpc, handle.chain_id, address, canonical_code_hash(), 0)

@@ -47,11 +47,10 @@ class SyncReport:
 def registry_code_hash(rpc: Rpc, address: str) -> str | None:
     """keccak256 of the code at `address` if it is an AnchorRegistry version we know; None otherwise."""
     from anchor.chain.artifact import version_of
-    from anchor.manifest.keccak import keccak256
+    from anchor.chain.deployment import code_hash_at
 
-    code = with_backoff(lambda: rpc.get_code(address), "eth_getCode")
-    digest = "0x" + keccak256(code).hex()
-    return digest if code and version_of(digest) else None
+    digest = code_hash_at(rpc, address)
+    return digest if digest is not None and version_of(digest) else None
 
 
 class Follower:

@@ -68,7 +68,8 @@ def verify_search(
     result = ledger.verify()
     one_contract(ledger.entries(), ledger.where)
     heads = check_anchored_heads(ledger, settings)
-    found = chain_heads(ledger, work, settings, [researcher_address(a) for a in researcher_addresses])
+    opened = search_registry(settings)
+    found = chain_heads(ledger, work, settings, [researcher_address(a) for a in researcher_addresses], opened)
     attempts = ledger.entries()
     mine = attempts if researcher is None else [e for e in attempts if e["researcher"] == researcher]
     if researcher is not None and not mine:
@@ -78,37 +79,25 @@ def verify_search(
     rules = _noise_holds(work, ledger.rows())
     finals = champion_records_hold(work, mine, attempts)
     bound = tuple(json.dumps(e["environment"], sort_keys=True) for e in mine if "environment" in e)
-    refuse_retracted_champions(settings, mine)
+    refuse_retracted_champions(opened, mine)
     return SearchVerdict(str(ledger.where), int(result["entries"]), str(result["head"]), len(attempts), researcher,
                          heads, found, checked, finals, bound, rules)  # fmt: skip
 
 
-def refuse_retracted_champions(settings: Settings, entries: list[dict[str, Any]]) -> None:
+def refuse_retracted_champions(opened: tuple[Any, Any] | None, entries: list[dict[str, Any]]) -> None:
     """Step 6: a kept attempt whose lineage record its researcher retracted on chain is named, and the
     search's verdict is `Retracted` (exit 16): the ledger still holds, the claim that attempt made does
-    not. Read live by commit (every researcher's record of it); nothing to read without a registry."""
+    not. Read live by commit (every researcher's record of it) from `opened` (`search_registry`);
+    nothing to read without a registry."""
     from datetime import UTC, datetime
 
-    from anchor.chain.open import open_chain, open_registry
-    from anchor.errors import NotDeployed, Retracted
+    from anchor.errors import Retracted
     from anchor.manifest.onchain import commit_key
 
     kept = list(dict.fromkeys(e["commit"] for e in entries if e.get("kept")))
-    if not kept:
+    if not kept or opened is None:
         return
-    if not settings.rpc_url:  # the local chain: only where this data dir deployed (or could read) a registry
-        from anchor.chain.deployment import load_deployment
-        from anchor.chain.node import LOCAL_CHAIN_ID
-
-        try:
-            load_deployment(settings.data_dir, LOCAL_CHAIN_ID)
-        except NotDeployed:
-            return
-    handle = open_chain(settings)
-    try:
-        registry = open_registry(settings, handle)
-    except NotDeployed:
-        return
+    _, registry = opened
     found = []
     for commit in kept:
         for record in registry.lineages(commit_key(commit)):
@@ -225,30 +214,41 @@ def researcher_address(text: str) -> str:
     return text.strip().lower()
 
 
-def chain_heads(ledger: Any, work: Path, settings: Any, given: list[str]) -> Any:
-    """The ledger's checkpoint records found on chain by its contract digest (the entries' and the
-    pinned contract's: a ledger rewritten under another digest is still looked up under the pinned
-    one), compared with the ledger; see anchor.research.checkpoints. The chain and the registry are
-    opened once, the ledger read once."""
+def search_registry(settings: Settings) -> tuple[Any, Any] | None:
+    """(chain handle, registry) a search's records are read from, opened once per verdict; None where
+    there can be no record: the local chain of a data dir that never deployed one (a --no-anchor
+    search), or a chain without a registry."""
     from anchor.chain.open import open_chain, open_registry
     from anchor.errors import NotDeployed
-    from anchor.research.anchoring import contract_digest
-    from anchor.research.checkpoints import ChainHeads, check_chain_heads, trusted_addresses
 
-    nothing = ChainHeads(0, 0, None, None, tuple(given), ())
-    if not settings.rpc_url:  # the local chain: no registry recorded here (a --no-anchor search), no record
+    if not settings.rpc_url:
         from anchor.chain.deployment import load_deployment
         from anchor.chain.node import LOCAL_CHAIN_ID
 
         try:
             load_deployment(settings.data_dir, LOCAL_CHAIN_ID)
         except NotDeployed:
-            return nothing
+            return None
     handle = open_chain(settings)
     try:
-        registry = open_registry(settings, handle)
-    except NotDeployed:  # no registry on this chain: no record can be there
+        return handle, open_registry(settings, handle)
+    except NotDeployed:
+        return None
+
+
+def chain_heads(ledger: Any, work: Path, settings: Any, given: list[str], opened: tuple[Any, Any] | None = None) -> Any:
+    """The ledger's checkpoint records found on chain by its contract digest (the entries' and the
+    pinned contract's: a ledger rewritten under another digest is still looked up under the pinned
+    one), compared with the ledger; see anchor.research.checkpoints. The chain and the registry are
+    opened once (`opened`, else here), the ledger read once."""
+    from anchor.research.anchoring import contract_digest
+    from anchor.research.checkpoints import ChainHeads, check_chain_heads, trusted_addresses
+
+    nothing = ChainHeads(0, 0, None, None, tuple(given), ())
+    reached = opened if opened is not None else search_registry(settings)
+    if reached is None:
         return nothing
+    handle, registry = reached
     trusted = trusted_addresses(settings, handle.chain_id, given)
     rows = ledger.rows()
     digests = {row["contract_digest"] for row in rows if "contract_digest" in row}  # one, once verify checked it
