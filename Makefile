@@ -12,9 +12,11 @@ DEMO_DATA := $(CURDIR)/.anchor/demo
 
 install: $(VENV)/.installed node_modules/.installed
 
-$(VENV)/.installed: pyproject.toml requirements.lock
+# requirements-mlflow.lock: what MLflow (the `[mlflow]` extra's client, and the server the tests start) adds
+# to the venv; kept apart so that the container image (Dockerfile: requirements.lock only) does not carry it
+$(VENV)/.installed: pyproject.toml requirements.lock requirements-mlflow.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.lock -r requirements-mlflow.lock
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	# compiled once, as pip compiles a wheel it installs: with PYTHONDONTWRITEBYTECODE set (CI's images,
 	# this machine) an editable checkout would otherwise recompile every module on every call (~45 ms)
@@ -120,7 +122,12 @@ wheel: install
 
 ## Regenerate requirements.lock from the venv (--all keeps setuptools and wheel, which the editable install needs).
 lock:
-	$(BIN)/pip freeze --all --exclude-editable | grep -v -e '^-e' -e '^pip==' -e '^anchor-provenance' | sort -f > requirements.lock
+	$(BIN)/pip freeze --all --exclude-editable | grep -v -e '^-e' -e '^pip==' -e '^anchor-provenance' | sort -f > .lock.all
+	$(BIN)/python -c "import sys; name = lambda r: r.split('==')[0].lower().replace('_', '-'); \
+	  ml = {name(r) for r in open('requirements-mlflow.lock')}; rows = open('.lock.all').read().splitlines(); \
+	  open('requirements.lock', 'w').writelines(r + '\n' for r in rows if name(r) not in ml); \
+	  open('requirements-mlflow.lock', 'w').writelines(r + '\n' for r in rows if name(r) in ml)"
+	rm .lock.all
 
 clean:
 	rm -rf foundry/out foundry/cache .anchor/demo

@@ -10,7 +10,7 @@ TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing would trip
 if TYPE_CHECKING:
     from typing import Any
 
-    from anchor import errors
+    from anchor import errors, mlflow
     from anchor.anchoring.client import UpgradeOutcome as Upgraded
     from anchor.anchoring.retraction import RetractOutcome as Retracted
     from anchor.anchoring.stamper import Stamped, Stamper
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Policy", "Retracted", "Settings", "Stamped", "Stamper", "Upgraded", "Verification", "Verifier", "__version__",
-    "errors", "hash", "prove", "retract", "seal", "stamp", "upgrade", "verify",
+    "errors", "hash", "mlflow", "prove", "retract", "seal", "stamp", "upgrade", "verify",
 ]  # fmt: skip
 
 _LAZY = {
@@ -38,8 +38,8 @@ _LAZY = {
 def __getattr__(name: str) -> Any:
     import importlib
 
-    if name == "errors":
-        return importlib.import_module("anchor.errors")
+    if name in ("errors", "mlflow"):  # modules: anchor.mlflow needs the [mlflow] extra only when called
+        return importlib.import_module(f"anchor.{name}")
     if name not in _LAZY:
         raise AttributeError(f"module 'anchor' has no attribute {name!r}")
     module, _, attribute = _LAZY[name].partition(":")

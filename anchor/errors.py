@@ -326,6 +326,14 @@ class ServiceError(AnchorError):
     code = "service"
 
 
+class TrackingUnreachable(ServiceError):
+    """An MLflow tracking server (anchor.mlflow) could not be asked: down, answering 5xx, or not an MLflow
+    server at that address. Nothing was written to the run. `detail` names the server (scheme, host,
+    port: never a credential in its URL)."""
+
+    code = "tracking_unreachable"
+
+
 class StorageError(AnchorError):
     """The disk is full, or the filesystem read-only, where Anchor had to write (a proof, the journal,
     the ledger): nothing half-written is left and nothing journaled is lost; free space or restore write

@@ -17,6 +17,7 @@ name too): paths only, nothing is created or read here.
       research/                 the default search work dir
       receipt.key               the calendar's receipt key (0600), receipt.signers.json its history
       service.json              what `anchor serve` recorded about itself (its public URL)
+      mlflow/<run id>.anchor.json  the last proof of each MLflow run stamped from here (anchor.mlflow)
 """
 
 from __future__ import annotations
@@ -87,3 +88,8 @@ class DataDir:
     @property
     def service_record(self) -> Path:
         return self.root / "service.json"
+
+    def mlflow_run(self, run_id: str) -> Path:
+        """The proof of the last stamp of MLflow run `run_id` from this data dir (anchor.mlflow keeps it
+        beside the one it writes into the run: a run whose store is rewritten keeps its proof here)."""
+        return self.root / "mlflow" / f"{run_id}.anchor.json"

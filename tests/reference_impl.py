@@ -100,8 +100,69 @@ def with_links(identity: dict[str, object], links: dict[str, str], policy: str) 
 
 def digest(identity: dict[str, object]) -> bytes:
     domain = {"filetree": "filetree-manifest", "bundle": "bundle-manifest", "attempt": "attempt-manifest",
-              "champion": "champion-manifest", "mission": "mission", "timing": "timing"}  # fmt: skip
+              "champion": "champion-manifest", "mission": "mission", "timing": "timing",
+              "mlflow_run": "mlflow-run"}  # fmt: skip
     return h(domain[str(identity["kind"])], canonical(identity))
+
+
+def es_number_text(x: float) -> str:
+    """ECMAScript Number::toString (ECMA-262 6.1.6.1.20), as docs/manifest.md's MLflow run section
+    cites it: the fewest significant digits k that read back as x (found by trying k = 1..17 with %e
+    formatting, not by repr), then the layout rules by the decimal exponent n."""
+    import math
+
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    if x == 0:
+        return "-0" if math.copysign(1, x) < 0 else "0"
+    if x < 0:
+        return "-" + es_number_text(-x)
+    for k in range(1, 18):
+        text = f"{x:.{k - 1}e}"
+        if float(text) == x:
+            break
+    mantissa, exp = text.split("e")
+    digits = mantissa.replace(".", "").rstrip("0") or "0"
+    k, n = len(digits), int(exp) + 1
+    if k <= n <= 21:
+        return digits + "0" * (n - k)
+    if 0 < n <= 21:
+        return digits[:n] + "." + digits[n:]
+    if -6 < n <= 0:
+        return "0." + "0" * (-n) + digits
+    e = n - 1
+    return (digits if k == 1 else digits[0] + "." + digits[1:]) + ("e+" if e >= 0 else "e-") + str(abs(e))
+
+
+def mlflow_run_identity(run: dict[str, object], artifacts: dict[str, bytes]) -> dict[str, object]:
+    """The MLflow run identity of docs/manifest.md from a run as MLflow holds it (metric values given as
+    the hex of their IEEE 754 binary64, big-endian)."""
+    import struct
+
+    def listed(pairs: dict[str, str]) -> list[dict[str, str]]:
+        return [{"key": k, "value": pairs[k]} for k in sorted(pairs, key=lambda key: key.encode("utf-8"))]
+
+    metrics = [{"key": key, "step": step, "timestamp": ts,
+                "value": es_number_text(struct.unpack(">d", bytes.fromhex(bits))[0])}
+               for key, step, ts, bits in run["metrics"]]  # type: ignore[attr-defined]  # fmt: skip
+    metrics.sort(key=lambda m: (m["key"].encode("utf-8"), m["step"], m["timestamp"], m["value"]))  # type: ignore[union-attr]
+    _, root = tree(artifacts)
+    identity: dict[str, object] = {
+        "kind": "mlflow_run", "version": 1, "run_id": run["run_id"], "experiment_id": run["experiment_id"],
+        "status": run["status"], "start_time": run["start_time"], "params": listed(run["params"]),  # type: ignore[arg-type]
+        "metrics": metrics,
+        "tags": listed({k: v for k, v in run["tags"].items() if not k.startswith(("mlflow.", "anchor."))}),  # type: ignore[attr-defined]
+        "artifacts": {"files_root": root.hex(), "file_count": len(artifacts),
+                      "total_size": sum(len(b) for b in artifacts.values())},
+    }  # fmt: skip
+    if run.get("end_time") is not None:
+        identity["end_time"] = run["end_time"]
+    commit = run["tags"].get("mlflow.source.git.commit")  # type: ignore[attr-defined]
+    if commit:
+        identity["source_commit"] = commit
+    return identity
 
 
 def metric_value(value: str) -> str:

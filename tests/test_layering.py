@@ -72,9 +72,13 @@ ALLOWED: dict[str, set[str]] = {
     # which take one), and `import anchor`'s lazy names over both
     "library": {"errors", "settings", "manifest", "proof", "readback", "attest", "chain", "anchoring", "sealing"},
     "__init__": {"errors", "settings", "anchoring", "library"},
+    # the MLflow bridge (issue 46): a run read into a manifest, anchored by the one Stamper, verified by the one
+    # Verifier; MLflow itself imported only here
+    "mlflow": {"errors", "layout", "settings", "manifest", "proof", "anchoring", "library", "readback"},
     # interfaces
     "cli": {"errors", "layout", "files", "settings", "manifest", "proof", "chain", "journal", "readback", "anchoring",
-            "research", "attest", "missions", "index", "library", "sealing", "api"},  # api: `anchor serve` only (below)
+            "research", "attest", "missions", "index", "library", "sealing", "mlflow",
+            "api"},  # api: `anchor serve` only (below)
     "__main__": {"cli"},
 }  # fmt: skip
 GROUND_MODULES = {"__init__", "__main__", "errors", "files", "layout", "record"}

@@ -31,6 +31,9 @@ def test_the_public_names_are_the_documented_ones_and_each_resolves() -> None:
     with pytest.raises(AttributeError, match="no attribute 'stmap'"):
         anchor.stmap  # noqa: B018 - a typo is an AttributeError naming it, as for any module
     assert (ROOT / "anchor" / "py.typed").is_file()
+    # anchor.mlflow: each of its functions documented, and nothing documented that it lacks
+    bridged = set(re.findall(r"\| `anchor\.mlflow\.(\w+)", DOC.read_text(encoding="utf-8")))
+    assert bridged == {n for n in anchor.mlflow.__all__ if n[0].islower()}, bridged
 
 
 def test_the_errors_docs_python_lists_are_the_hierarchys_with_their_codes_and_exit_codes() -> None:

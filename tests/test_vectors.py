@@ -136,6 +136,55 @@ def test_timing_vector_round_trips_to_the_digest_the_spec_gives(case: dict[str, 
     assert validate_identity(json.loads(case["expected"]["identity_canonical"])) == case["input"]
 
 
+@pytest.mark.parametrize("case", _cases("mlflow_run"), ids=_ids("mlflow_run"))
+def test_mlflow_run_vector_builds_from_the_run_and_its_artifacts_to_the_digest_the_spec_gives(
+    case: dict[str, Any], tmp_path: Path
+) -> None:
+    import struct
+
+    from anchor.manifest.mlflow_run import MlflowRunManifest
+
+    run = case["input"]["run"]
+    for rel, spec in case["input"]["artifacts"].items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_bytes(_content(spec))
+    tree = hash_tree(tmp_path, Rules([]))
+    built = MlflowRunManifest.of(
+        run_id=run["run_id"], experiment_id=run["experiment_id"], status=run["status"], start_time=run["start_time"],
+        end_time=run["end_time"], params=run["params"], tags=run["tags"],
+        metrics=[(k, step, ts, struct.unpack(">d", bytes.fromhex(bits))[0]) for k, step, ts, bits in run["metrics"]],
+        source_commit=run["tags"].get("mlflow.source.git.commit"), artifacts=tree.summary(),
+    )  # fmt: skip
+    assert canonical_json(built.identity()) == case["expected"]["identity_canonical"].encode("utf-8")
+    assert built.digest.hex() == case["expected"]["digest"]
+    assert validate_identity(json.loads(case["expected"]["identity_canonical"])) == built.identity()
+
+
+def test_a_metric_value_is_written_as_javascripts_string_of_the_same_double() -> None:
+    """ECMAScript's Number::toString, checked against node's own `String(x)` on edge values and 3,000
+    random bit patterns (every double but -0, which String() writes as 0 and the manifest as -0)."""
+    import random
+    import struct
+    import subprocess
+
+    from anchor.manifest.mlflow_run import metric_text, metric_value
+
+    rng = random.Random(46)
+    values = [0.1, 0.5, -1.5, 1e21, 1e20, 123.0, 1e-6, 1e-7, 5e-324, 1.7976931348623157e308, 0.1 + 0.2, 2.0**53,
+              float("nan"), float("inf"), -float("inf"), 0.0]  # fmt: skip
+    values += [struct.unpack("<d", rng.randbytes(8))[0] for _ in range(3000)]
+    script = ("const v = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
+              "console.log(JSON.stringify(v.map(h => String(Buffer.from(h, 'hex').readDoubleLE(0)))))")  # fmt: skip
+    node = subprocess.run(["node", "-e", script], input=json.dumps([struct.pack("<d", v).hex() for v in values]),
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    theirs = json.loads(node.stdout)
+    ours = [metric_text(v) for v in values]
+    assert [(v, a, b) for v, a, b in zip(values, ours, theirs, strict=True) if a != b and a != "-0"] == []
+    assert metric_text(-0.0) == "-0" and metric_text(0.0) == "0"
+    for value, text in zip(values, ours, strict=True):  # and back: the same double (every NaN is one value)
+        assert struct.pack("<d", metric_value(text)) == struct.pack("<d", value) or value != value
+
+
 def _leaf_paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     if isinstance(value, dict):
         return [p for k, v in value.items() for p in _leaf_paths(v, (*prefix, k))]
@@ -155,7 +204,7 @@ def _mutated(value: Any) -> Any:
 
 ALL_IDENTITIES = [
     (kind, case["name"], json.loads(case["expected"]["identity_canonical"]), case["expected"]["digest"])
-    for kind in ("filetree", "bundle", "attempt", "champion", "mission", "timing")
+    for kind in ("filetree", "bundle", "attempt", "champion", "mission", "timing", "mlflow_run")
     for case in _cases(kind)
 ]
 

@@ -19,6 +19,7 @@ from anchor.cli import (
     deploy_cmds,
     journal_cmds,
     mission_cmds,
+    mlflow_cmds,
     research_cmds,
     retract_cmds,
     seal_cmds,
@@ -36,7 +37,7 @@ Exit codes:
   2  bad input (arguments, paths, files)
   3  not anchored
   4  tampered (the data differs from what was anchored)
-  5  chain unreachable
+  5  chain, anchoring service or MLflow tracking server unreachable
   6  deployment mismatch (the address does not hold the recorded registry; no answer given)
   7  conflict (the registry refused a write)
   8  toolchain missing (run `make install`)
@@ -54,6 +55,7 @@ coerce.install()  # before any command runs: plain values converted without pyda
 app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=True, pretty_exceptions_enable=False)
 app.add_typer(chain_cmds.app, name="chain")
 app.add_typer(config_cmds.app, name="config")
+app.add_typer(mlflow_cmds.app, name="mlflow")
 deploy_cmds.register(app)
 data_cmds.register(app)
 journal_cmds.register(app)

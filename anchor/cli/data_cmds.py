@@ -9,7 +9,16 @@ from typing import Annotated, Any, Optional
 import typer
 
 from anchor.cli.hashing import print_hash, rules_for
-from anchor.cli.options import InsecureTokenFlag, JsonFlag
+from anchor.cli.options import (
+    AnchoredBeforeOpt,
+    ExpectSubmitterOpt,
+    InsecureTokenFlag,
+    JsonFlag,
+    MinFinalityOpt,
+    QuorumOpt,
+    RegistryOpt,
+    RequireOpt,
+)
 from anchor.cli.output import count, emit, hash_progress, wants_json
 
 PathArg = Annotated[Path, typer.Argument(help="A file or a directory.")]
@@ -33,12 +42,6 @@ SymlinksOpt = Annotated[
         help="Symbolic links: refuse (stop, naming the link), record (bind the link itself, never follow),"
         " follow-inside (hash what it points to, if inside PATH). Recorded in the manifest.",
     ),
-]
-
-
-QuorumOpt = Annotated[
-    Optional[int],  # noqa: UP045
-    typer.Option("--quorum", help="Endpoints (of --rpc-url given several times) that must agree; default a majority."),
 ]
 
 
@@ -108,13 +111,6 @@ def register(app: typer.Typer) -> None:
     app.command()(verify)
     app.command()(attest)
     app.command()(lookup)
-
-
-def _finality_word(value: str | None) -> str | None:
-    """Refused as a usage error before any proof is read or any chain is asked (it took 2.4 s to say so)."""
-    if value is None or value in ("safe", "finalized") or (value.isdigit() and len(value) <= 9):
-        return value
-    raise typer.BadParameter(f"{value!r}: expected safe, finalized, or a number of confirmations")
 
 
 def _settings(ctx: typer.Context):  # type: ignore[no-untyped-def]
@@ -390,38 +386,15 @@ def verify(
         typer.Option("--from", help="Also verify the paths listed in this file, one a line ('-': standard input)."),
     ] = None,
     proof: ProofOpt = None,
-    registry: Annotated[
-        Optional[list[str]],  # noqa: UP045
-        typer.Option(
-            "--registry",
-            help="Trust this registry address (default: the deployment recorded for the chain in the data dir);"
-            " repeat it for a proof with anchors on several chains.",
-        ),
-    ] = None,
-    require: Annotated[
-        str,
-        typer.Option("--require", help="With several anchors (services): any, all, or N of them must verify."),
-    ] = "any",
-    expect_submitter: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option("--expect-submitter", help="Require that this account anchored it (exit 10 otherwise)."),
-    ] = None,
-    anchored_before: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option("--anchored-before", help="Require anchoring before this ISO date/time, UTC unless given."),
-    ] = None,
+    registry: RegistryOpt = None,
+    require: RequireOpt = "any",
+    expect_submitter: ExpectSubmitterOpt = None,
+    anchored_before: AnchoredBeforeOpt = None,
     spec: Annotated[
         Optional[Path],  # noqa: UP045
         typer.Option("--spec", help="A bundle spec: re-hash its mission, snapshot and policy files too."),
     ] = None,
-    min_finality: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(
-            "--min-finality",
-            help="Require safe, finalized, or N confirmations (exit 11 otherwise).",
-            callback=_finality_word,
-        ),
-    ] = None,
+    min_finality: MinFinalityOpt = None,
     quorum: QuorumOpt = None,
     subjects_in: Annotated[
         Optional[Path],  # noqa: UP045
@@ -444,7 +417,6 @@ def verify(
     against the proof's sealed section and a block hash you trust; PATH may also be the in-toto
     statements `anchor attest` wrote (NAME.intoto.jsonl). Several paths (or --from FILE) are verified in
     one process: one line each, a summary, and the highest exit code any of them got."""
-    from anchor.chain.presets import chain_name
     from anchor.errors import BadInput
     from anchor.readback.anchors import required_count
 
@@ -479,7 +451,6 @@ def verify(
         subjects_in,
         require,
     )
-    inside = f" as {result.path_in_bundle} of its bundle" if result.path_in_bundle else ""
     emit(
         ctx,
         json,
@@ -487,37 +458,46 @@ def verify(
             **result.to_json(),
             "superseded_by": None if later is None else {"proof": str(later[0]), "manifest_digest": later[1]},
         },
-        [
-            f"OK: {path} ({count(result.files, 'file')}){inside} is anchored",
-            f"  anchored at {result.anchored_at} (block {result.anchored_block}): it existed by then",
-            f"  by          {result.submitter}" + (f" (the account of {result.service})" if result.service else ""),
-            f"  in          registry {result.registry} on {chain_name(result.chain_id)}"
-            f" (trusted by {result.registry_trusted_by})",
-            f"  manifest    {result.manifest_digest}",
-            f"  root        {result.root} (tx {result.tx_hash})",
-            f"  finality    {result.finality}"
-            + (f" ({count(result.confirmations, 'confirmation')})" if result.finality in ("safe", "finalized") else "")
-            + f" (read at block {result.read_at_block})",
-            *([f"  trusted     {result.trusted}"] if result.trusted else []),
-            *_quorum_lines(result.quorum),
-            *_anchors_lines(result),
-            *(
-                [
-                    f"  note:       a later stamp superseded this anchor: {later[0]} now holds {later[1]}"
-                    f" (anchored in block {later[2]}); this proof shows what was there then"
-                ]
-                if later
-                else []
-            ),  # fmt: skip
-            *_bundle_lines(result),
-            *_milestone_lines(result),
-            *(
-                ["  note: chain 31337 is this machine's local development chain: only this machine can check it"]
-                if result.chain_id == 31337
-                else []
-            ),
-        ],
+        verdict_lines(str(path), result, later),
     )
+
+
+def verdict_lines(shown: str, result: Any, later: tuple[Path, str, int] | None = None) -> list[str]:
+    """A verdict as `anchor verify` prints it: what, when, by whom, where, how final (every door that
+    verifies on the command line prints these lines: `verify`, `mlflow verify`)."""
+    from anchor.chain.presets import chain_name
+
+    inside = f" as {result.path_in_bundle} of its bundle" if result.path_in_bundle else ""
+    return [
+        f"OK: {shown} ({count(result.files, 'file')}){inside} is anchored",
+        f"  anchored at {result.anchored_at} (block {result.anchored_block}): it existed by then",
+        f"  by          {result.submitter}" + (f" (the account of {result.service})" if result.service else ""),
+        f"  in          registry {result.registry} on {chain_name(result.chain_id)}"
+        f" (trusted by {result.registry_trusted_by})",
+        f"  manifest    {result.manifest_digest}",
+        f"  root        {result.root} (tx {result.tx_hash})",
+        f"  finality    {result.finality}"
+        + (f" ({count(result.confirmations, 'confirmation')})" if result.finality in ("safe", "finalized") else "")
+        + f" (read at block {result.read_at_block})",
+        *([f"  trusted     {result.trusted}"] if result.trusted else []),
+        *_quorum_lines(result.quorum),
+        *_anchors_lines(result),
+        *(
+            [
+                f"  note:       a later stamp superseded this anchor: {later[0]} now holds {later[1]}"
+                f" (anchored in block {later[2]}); this proof shows what was there then"
+            ]
+            if later
+            else []
+        ),  # fmt: skip
+        *_bundle_lines(result),
+        *_milestone_lines(result),
+        *(
+            ["  note: chain 31337 is this machine's local development chain: only this machine can check it"]
+            if result.chain_id == 31337
+            else []
+        ),
+    ]
 
 
 def _go_offline(

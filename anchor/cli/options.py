@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
@@ -19,4 +19,42 @@ SandboxRuntimeOpt = Annotated[
     typer.Option(
         "--sandbox-runtime", help="bubblewrap, or gvisor (the same sandbox under gVisor's runsc; docs/research.md)."
     ),
+]
+
+
+# -- what a verdict must show: `verify` and `mlflow verify` (anchor.library.verifier.Policy) ---------------
+def finality_word(value: str | None) -> str | None:
+    """Refused as a usage error before any proof is read or any chain is asked (it took 2.4 s to say so)."""
+    if value is None or value in ("safe", "finalized") or (value.isdigit() and len(value) <= 9):
+        return value
+    raise typer.BadParameter(f"{value!r}: expected safe, finalized, or a number of confirmations")
+
+
+RegistryOpt = Annotated[
+    Optional[list[str]],  # noqa: UP045 - typer needs Optional at runtime on 3.11
+    typer.Option(
+        "--registry",
+        help="Trust this registry address (default: the deployment recorded for the chain in the data dir);"
+        " repeat it for a proof with anchors on several chains.",
+    ),
+]
+RequireOpt = Annotated[
+    str, typer.Option("--require", help="With several anchors (services): any, all, or N of them must verify.")
+]
+ExpectSubmitterOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option("--expect-submitter", help="Require that this account anchored it (exit 10 otherwise)."),
+]
+AnchoredBeforeOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option("--anchored-before", help="Require anchoring before this ISO date/time, UTC unless given."),
+]
+MinFinalityOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option("--min-finality", help="Require safe, finalized, or N confirmations (exit 11 otherwise).",
+                 callback=finality_word),
+]  # fmt: skip
+QuorumOpt = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option("--quorum", help="Endpoints (of --rpc-url given several times) that must agree; default a majority."),
 ]

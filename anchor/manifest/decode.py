@@ -37,6 +37,10 @@ def kind_model(kind: str) -> Any:
         from anchor.manifest.timing import TimingRecord
 
         return TimingRecord
+    if kind == "mlflow_run":
+        from anchor.manifest.mlflow_run import MlflowRunManifest
+
+        return MlflowRunManifest
     return None
 
 
@@ -96,4 +100,6 @@ def tree_summary(identity: dict[str, Any]) -> dict[str, Any] | None:
     if identity.get("kind") == "bundle":
         output = identity["output"]
         return {k: output[k] for k in ("files_root", "file_count", "total_size")}
+    if identity.get("kind") == "mlflow_run":  # its artifacts (anchor.manifest.mlflow_run)
+        return dict(identity["artifacts"])
     return None

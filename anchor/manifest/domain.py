@@ -26,6 +26,7 @@ class Domain(StrEnum):
     METRIC_SOURCE = "anchor.manifest.v1 metric-source"
     MISSION = "anchor.manifest.v1 mission"
     TIMING = "anchor.manifest.v1 timing"
+    MLFLOW_RUN = "anchor.manifest.v1 mlflow-run"
 
 
 def tagged(domain: Domain, data: bytes) -> bytes:

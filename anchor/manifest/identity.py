@@ -21,6 +21,7 @@ _DOMAINS = {
     "champion": Domain.CHAMPION_MANIFEST,
     "mission": Domain.MISSION,
     "timing": Domain.TIMING,
+    "mlflow_run": Domain.MLFLOW_RUN,
 }
 
 

@@ -156,6 +156,12 @@ class Env:
         """How long a run through services waits for their batch before it ends with pending proofs."""
         return self.seconds("ANCHOR_UPGRADE_WAIT_S", 60.0)
 
+    @property
+    def mlflow_max_artifact_bytes(self) -> int:
+        """The largest single artifact `anchor mlflow stamp` downloads and hashes (a run holding a larger
+        one is refused by name before anything is downloaded). Default 64 GiB."""
+        return self.integer("ANCHOR_MLFLOW_MAX_ARTIFACT_BYTES", 64 << 30)
+
     # -- research and missions ----------------------------------------------------------------------------
     @property
     def attempt_limits(self) -> tuple[int, int, int, int]:

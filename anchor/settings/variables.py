@@ -34,6 +34,8 @@ VARIABLES = (
     "ANCHOR_CALENDAR", "ANCHOR_CALENDAR_RATE", "ANCHOR_CALENDAR_BURST", "ANCHOR_CALENDAR_QUEUE",
     # a client of services
     "ANCHOR_SERVICE_URLS", "ANCHOR_UPGRADE_WAIT_S", "ANCHOR_SERVICE_TOKEN",
+    # the MLflow bridge
+    "ANCHOR_MLFLOW_MAX_ARTIFACT_BYTES",
     # debugging and tests
     "ANCHOR_DEBUG", "ANCHOR_FAULT",
 )  # fmt: skip

@@ -417,6 +417,44 @@ def timing_vectors() -> list[dict[str, object]]:
                           "digest": ref.digest(identity).hex()}}]  # fmt: skip
 
 
+def _bits(value: float) -> str:
+    import struct
+
+    return struct.pack(">d", value).hex()
+
+
+MLFLOW_RUN_CASES = [
+    ("a finished run: params, a metric logged again, artifacts, MLflow's own tags dropped", {
+        "run_id": "5d4d7b6746bb483c83edffe1d2c734b3", "experiment_id": "1", "status": "FINISHED",
+        "start_time": 1796284803662, "end_time": 1796284803800,
+        "params": {"lr": "0.01", "batch-size": "32", "Optimizer Name": "adamw"},
+        "metrics": [["val_acc", 2, 1796284803737, _bits(0.8125)], ["val_acc", 0, 1796284803706, _bits(0.61)],
+                    ["val_acc", 1, 1796284803722, _bits(0.74)], ["val_acc", 2, 1796284809000, _bits(0.97)],
+                    ["loss", 0, 1796284803706, _bits(0.1 + 0.2)]],
+        "tags": {"team": "vision", "mlflow.user": "root", "mlflow.runName": "delicate-moose-119",
+                 "mlflow.source.git.commit": "ab" * 20, "anchor.state": "anchored"},
+    }, {"model/weights.bin": {"hex": "00010203"}, "model/config.json": {"utf8": '{"layers": 3}\n'}}),
+    ("a run stamped while RUNNING: no end_time, edge metric values, no artifacts", {
+        "run_id": "0123456789abcdef0123456789abcdef", "experiment_id": "0", "status": "RUNNING",
+        "start_time": 1796284803662, "end_time": None, "params": {}, "tags": {},
+        "metrics": [["m", i, 1796284803662 + i, _bits(v)] for i, v in enumerate(
+            (float("nan"), float("inf"), -float("inf"), -0.0, 0.0, 1e21, 1e20, 1e-7, 1e-6, 5e-324,
+             1.7976931348623157e308, -1.5, 123456789.125, 2.0**53))],
+    }, {}),
+]  # fmt: skip
+
+
+def mlflow_run_vectors() -> list[dict[str, object]]:
+    out = []
+    for name, run, files in MLFLOW_RUN_CASES:
+        artifacts = {path: content(spec) for path, spec in files.items()}  # type: ignore[arg-type]
+        identity = ref.mlflow_run_identity(run, artifacts)  # type: ignore[arg-type]
+        out.append({"name": name, "input": {"run": run, "artifacts": files},
+                    "expected": {"identity_canonical": ref.canonical(identity).decode(),
+                                 "digest": ref.digest(identity).hex()}})  # fmt: skip
+    return out
+
+
 def main() -> None:
     for kind, vectors in (
         ("filetree", filetree_vectors()),
@@ -425,6 +463,7 @@ def main() -> None:
         ("champion", champion_vectors() + champion_v2_vectors() + champion_v3_vectors()),
         ("mission", mission_vectors()),
         ("timing", timing_vectors()),
+        ("mlflow_run", mlflow_run_vectors()),
     ):
         document = {"format": "anchor-golden-vectors", "manifest_version": 1, "kind": kind, "cases": vectors}
         (HERE / f"{kind}.json").write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -1,0 +1,25 @@
+"""`anchor.mlflow`: anchor the runs an MLflow tracking server holds, and verify them later (docs/mlflow.md).
+
+    import anchor.mlflow
+    anchor.mlflow.stamp_run(run_id)               # the run's record and artifacts, anchored; proof into the run
+    anchor.mlflow.verify_run(run_id)              # a Verification, or Tampered naming what changed
+    with anchor.mlflow.anchored_run(run_name="lr-0.01") as run:   # mlflow.start_run, stamped when it ends
+        ...
+
+Needs the optional extra `anchor-provenance[mlflow]` (MLflow's client); the rest of anchor does not.
+The names here are the public ones; the modules inside are internal.
+"""
+
+from __future__ import annotations
+
+from anchor.mlflow.bridge import (
+    AnchoredRun,
+    RunStamped,
+    RunVerification,
+    anchored_run,
+    stamp_run,
+    upgrade_run,
+    verify_run,
+)
+
+__all__ = ["AnchoredRun", "RunStamped", "RunVerification", "anchored_run", "stamp_run", "upgrade_run", "verify_run"]

@@ -1,0 +1,347 @@
+"""Stamp and verify MLflow runs: the library behind `anchor mlflow` and `anchor.mlflow` (docs/mlflow.md).
+
+Why thin: a run read whole is a manifest like any other (anchor.mlflow.reading), anchored by the one
+`Stamper` (a key here, or services: the same choice `anchor stamp` makes) and verified by the one
+`Verifier` (the artifacts as a file tree, the anchor on chain, the policy last). What is MLflow's own
+here is where the proof goes: back into the run, as the artifact `anchor/proof.anchor.json` (left out
+of the hashed tree) and the tags `anchor.manifest_digest`, `anchor.state`, `anchor.tx`.
+
+Who could lie: whoever writes the tracking store can edit an artifact, log a metric again, change a
+param in the database, or replace the run's proof with one of their own. The first three are named by
+`verify_run` (anchor.mlflow.changes); the last is seen by its submitter (the verdict names it; policy
+`expect_submitter`), and against the copy of the proof this data dir kept when it stamped the run.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from anchor.errors import AnchorError, BadInput, NotAnchored, Tampered
+from anchor.mlflow.reading import PROOF_ARTIFACT, PROOF_FOLDER, RunRead, client_for, get_run, read_run, scratch_dir
+from anchor.settings.session import Settings
+
+if TYPE_CHECKING:
+    from anchor.anchoring.client import UpgradeOutcome
+    from anchor.anchoring.stamper import Stamped, Stamper
+    from anchor.library.verifier import Policy, Verification, Verifier
+    from anchor.manifest.hashing import Progress
+    from anchor.proof.file import PendingProof, ProofFile
+
+__all__ = ["AnchoredRun", "RunStamped", "RunVerification", "anchored_run", "stamp_run", "upgrade_run", "verify_run"]
+
+TAG_DIGEST, TAG_STATE, TAG_TX = "anchor.manifest_digest", "anchor.state", "anchor.tx"
+
+
+@dataclass(frozen=True, slots=True)
+class RunStamped:
+    """What `stamp_run` did to one run."""
+
+    run_id: str
+    digest: str
+    """The run manifest's digest, 0x-prefixed."""
+    state: Literal["anchored", "pending"]
+    unchanged: bool
+    """Stamped before with these exact contents: nothing was anchored or written now."""
+    tx_hash: str | None = None
+    block: int | None = None
+    proof: Path | None = None
+    """This data dir's copy of the proof (None when there is no data dir, or nothing was written)."""
+    stamped: Stamped | None = None
+    superseded: str | None = None
+    """The digest of the run's earlier proof, kept in the run as anchor/superseded/<digest>.anchor.json."""
+    running: bool = False
+    """Stamped while the run was RUNNING (`allow_running`): what it held then."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunVerification:
+    """The verdict on a run: the one `Verification` (artifacts, anchor, policy), and what the run is."""
+
+    run_id: str
+    verification: Verification
+    status: str
+    """The run's status as anchored (RUNNING: it was stamped before it ended)."""
+    params: int
+    metric_values: int
+    tags: int
+    proof_source: str
+    """Where the proof came from: the run's artifact, or the file given."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "status": self.status, "params": self.params, "tags": self.tags,
+                "metric_values": self.metric_values, "proof_source": self.proof_source,
+                **self.verification.to_json()}  # fmt: skip
+
+
+def _settings(settings: Settings | None) -> Settings:
+    return settings or Settings.from_env()
+
+
+def _kept(settings: Settings, run_id: str) -> Path | None:
+    """This data dir's copy of the run's proof, where a data dir exists (a training script through a
+    service, run from any folder, creates none)."""
+    return settings.layout.mlflow_run(run_id) if settings.data_dir.is_dir() else None
+
+
+def _run_proof(client: Any, run_id: str, scratch: Path) -> Path | None:
+    """The proof the run holds (anchor/proof.anchor.json), downloaded into `scratch`, or None."""
+    from anchor.mlflow.reading import translated
+
+    try:
+        names = {info.path for info in client.list_artifacts(run_id, PROOF_FOLDER)}
+        if PROOF_ARTIFACT not in names:
+            return None
+        return Path(client.download_artifacts(run_id, PROOF_ARTIFACT, str(scratch)))
+    except Exception as exc:  # noqa: BLE001 - MLflow's and requests' errors alike, typed
+        raise translated(exc, client, f"run {run_id}: its proof") from None
+
+
+def _write_back(client: Any, run_id: str, proof: ProofFile | PendingProof, proof_path: Path, superseded: Path | None
+                ) -> None:  # fmt: skip
+    """The proof into the run (the earlier one kept under anchor/superseded/), then the tags that index it."""
+    from anchor.mlflow.reading import translated
+    from anchor.proof.file import ProofFile
+
+    try:
+        if superseded is not None:
+            client.log_artifact(run_id, str(superseded), f"{PROOF_FOLDER}/superseded")
+        client.log_artifact(run_id, str(proof_path), PROOF_FOLDER)
+        anchored = isinstance(proof, ProofFile)
+        client.set_tag(run_id, TAG_DIGEST, proof.manifest_digest)
+        client.set_tag(run_id, TAG_STATE, "anchored" if anchored else "pending")
+        if isinstance(proof, ProofFile):
+            client.set_tag(run_id, TAG_TX, proof.anchor.tx_hash)
+    except Exception as exc:  # noqa: BLE001
+        raise translated(exc, client, f"run {run_id}: writing its proof back") from None
+
+
+def stamp_run(
+    run_id: str, *, tracking_uri: str | None = None, stamper: Stamper | None = None, settings: Settings | None = None,
+    services: list[str] | None = None, allow_running: bool = False, progress: Progress | None = None,
+) -> RunStamped:  # fmt: skip
+    """Anchor what run `run_id` holds now (its record and artifacts), through `stamper` (default
+    `Stamper.from_settings(settings, services)`: services if configured, else the key here), and write
+    the proof back into the run. A run stamped before with the same contents is left as it is. A run
+    still RUNNING is refused unless `allow_running` (then its manifest says RUNNING)."""
+    from anchor.anchoring.stamper import Stamper
+    from anchor.proof.file import load_any, write_proof
+
+    settings = _settings(settings)
+    client = client_for(tracking_uri)
+    run = get_run(client, run_id)
+    if run.info.status in ("RUNNING", "SCHEDULED") and not allow_running:
+        raise BadInput(f"run {run_id} is {run.info.status}: stamp it when it ends (or allow_running /"
+                       " --allow-running, said in its verdict); nothing was written",
+                       detail={"field": "run_id"})  # fmt: skip
+    if run.info.lifecycle_stage == "deleted":
+        raise BadInput(f"run {run_id} is deleted: restore it first; nothing was written", detail={"field": "run_id"})
+    bound = _max_artifact_bytes()
+    with scratch_dir() as tmp:
+        scratch = Path(tmp)
+        read = read_run(client, run_id, scratch, max_artifact_bytes=bound, progress=progress, run=run)
+        digest = "0x" + read.manifest.digest.hex()
+        (scratch / "held").mkdir()
+        held = _run_proof(client, run_id, scratch / "held")
+        earlier = load_any(held) if held is not None else None
+        if earlier is not None and earlier.manifest_digest == digest and read.tags.get(TAG_DIGEST) == digest:
+            return _unchanged(run_id, digest, earlier, _kept(settings, run_id))
+        proof_out = scratch / "out" / "proof.anchor.json"
+        proof_out.parent.mkdir()
+        own = stamper or Stamper.from_settings(settings, services)
+        try:
+            stamped = own.stamp_identity(read.manifest.identity(), proof_out, read.tree, read.annotations())
+        finally:
+            if stamper is None:
+                own.close()
+        superseded = None
+        if earlier is not None and earlier.manifest_digest != digest:
+            superseded = scratch / "held" / f"{earlier.manifest_digest}.anchor.json"
+            shutil.copyfile(held, superseded)  # type: ignore[arg-type]
+        _write_back(client, run_id, stamped.proof, proof_out, superseded)
+        kept = _kept(settings, run_id)
+        if kept is not None:
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            write_proof(stamped.proof, kept)
+    return _outcome(run_id, digest, stamped, kept, earlier, read)
+
+
+def _max_artifact_bytes() -> int:
+    from anchor.settings.env import env
+
+    return env().mlflow_max_artifact_bytes
+
+
+def _unchanged(run_id: str, digest: str, proof: ProofFile | PendingProof, kept: Path | None) -> RunStamped:
+    from anchor.proof.file import ProofFile
+
+    if isinstance(proof, ProofFile):
+        return RunStamped(run_id, digest, "anchored", True, proof.anchor.tx_hash, proof.anchor.block_number, kept,
+                          running=proof.manifest.get("status") == "RUNNING")  # fmt: skip
+    return RunStamped(run_id, digest, "pending", True, proof=kept, running=proof.manifest.get("status") == "RUNNING")
+
+
+def _outcome(
+    run_id: str, digest: str, stamped: Stamped, kept: Path | None, earlier: ProofFile | PendingProof | None,
+    read: RunRead,
+) -> RunStamped:  # fmt: skip
+    from anchor.proof.file import ProofFile
+
+    proof = stamped.proof
+    superseded = earlier.manifest_digest if earlier is not None and earlier.manifest_digest != digest else None
+    tx, block = (proof.anchor.tx_hash, proof.anchor.block_number) if isinstance(proof, ProofFile) else (None, None)
+    return RunStamped(run_id, digest, stamped.state, False, tx, block, kept, stamped, superseded,
+                      read.manifest.status == "RUNNING")  # fmt: skip
+
+
+def upgrade_run(
+    run_id: str, *, tracking_uri: str | None = None, settings: Settings | None = None,
+    services: list[str] | None = None,
+) -> UpgradeOutcome:  # fmt: skip
+    """Complete a run's pending proof from its services' anchors (each checked against the chain first)
+    and write it back into the run; `NotAnchored` if the run holds no proof."""
+    from anchor.anchoring.stamper import Stamper
+    from anchor.proof.file import load_any, write_proof
+
+    settings = _settings(settings)
+    client = client_for(tracking_uri)
+    get_run(client, run_id)
+    with scratch_dir() as tmp:
+        held = _run_proof(client, run_id, Path(tmp))
+        if held is None:
+            raise NotAnchored(f"run {run_id} holds no proof ({PROOF_ARTIFACT}): `anchor mlflow stamp {run_id}`",
+                              detail={"run_id": run_id})  # fmt: skip
+        with Stamper.from_settings(settings, services) as stamper:
+            outcome = stamper.upgrade(held)
+        if outcome.added:
+            proof = load_any(held)
+            _write_back(client, run_id, proof, held, None)
+            kept = _kept(settings, run_id)
+            if kept is not None:
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                write_proof(proof, kept)
+    return outcome
+
+
+def verify_run(
+    run_id: str, *, tracking_uri: str | None = None, proof: Path | None = None, policy: Policy | None = None,
+    verifier: Verifier | None = None, settings: Settings | None = None, require: str = "any",
+    progress: Progress | None = None,
+) -> RunVerification:  # fmt: skip
+    """The verdict on run `run_id` as it is now: re-read whole, compared with what its proof (the run's
+    own, or `proof`) anchored, every difference named (`Tampered`), then the one Verifier's checklist on
+    the artifacts and the anchor, the policy last. Raises the typed error of the first check that fails."""
+    from anchor.library.verifier import Verifier
+    from anchor.proof.file import load_any
+
+    settings = _settings(settings)
+    client = client_for(tracking_uri)
+    with scratch_dir() as tmp:
+        scratch = Path(tmp)
+        read = read_run(client, run_id, scratch, max_artifact_bytes=_max_artifact_bytes(), progress=progress)
+        (scratch / "held").mkdir()
+        proof_path = proof if proof is not None else _run_proof(client, run_id, scratch / "held")
+        if proof_path is None:
+            raise NotAnchored(f"run {run_id} holds no proof ({PROOF_ARTIFACT}) and none was given (--proof):"
+                              f" `anchor mlflow stamp {run_id}`", detail={"run_id": run_id})  # fmt: skip
+        found = load_any(proof_path)
+        if found.manifest.get("kind") != "mlflow_run":
+            raise BadInput(f"{proof_path}: a {found.manifest.get('kind')!r} proof, not an MLflow run's",
+                           detail={"field": "proof"})  # fmt: skip
+        _compare(run_id, found, read)
+        if proof is None:
+            _against_kept(settings, run_id, found)
+        verdict = (verifier or Verifier.from_settings(settings)).verify(
+            read.artifacts, proof=proof_path, policy=policy, require=require
+        )
+    return RunVerification(
+        run_id, verdict, str(found.manifest["status"]), len(found.manifest.get("params", [])),
+        len(found.manifest.get("metrics", [])), len(found.manifest.get("tags", [])),
+        "the run's anchor/proof.anchor.json" if proof is None else str(proof),
+    )  # fmt: skip
+
+
+def _compare(run_id: str, found: ProofFile | PendingProof, read: RunRead) -> None:
+    """`Tampered` naming every difference between the run now and what the proof anchored."""
+    from anchor.mlflow.changes import run_changes
+
+    now = read.manifest.identity()
+    if found.manifest == now:
+        return
+    files = getattr(found, "files", None)
+    listing = None if files is None else [dict(entry) for entry in files]
+    changes = run_changes(found.manifest, listing, now, read.tree.files_json())
+    changes = changes or ["the run's manifest differs from the anchored one"]
+    raise Tampered(
+        f"run {run_id} changed since it was stamped ({len(changes)} change{'s' if len(changes) != 1 else ''})",
+        detail={"run_id": run_id, "changes": changes, "anchored": found.manifest_digest,
+                "computed": "0x" + read.manifest.digest.hex()},
+    )  # fmt: skip
+
+
+def _against_kept(settings: Settings, run_id: str, found: ProofFile | PendingProof) -> None:
+    """The run's proof against the copy this data dir kept when it stamped the run: a run stamped again
+    elsewhere (its store rewritten, then re-stamped with another key) holds a proof that verifies, of
+    other contents; that is said, not passed over."""
+    from anchor.proof.file import load_any
+
+    kept = _kept(settings, run_id)
+    if kept is None or not kept.is_file():
+        return
+    try:
+        ours = load_any(kept)
+    except AnchorError:
+        return
+    if ours.manifest_digest != found.manifest_digest:
+        raise Tampered(
+            f"run {run_id}: the proof it holds anchors {found.manifest_digest}, but this data dir stamped"
+            f" {ours.manifest_digest} (kept at {kept}): the run was stamped again elsewhere; give --proof"
+            " to verify against either", detail={"run_id": run_id, "kept": str(kept),
+                                                 "anchored": ours.manifest_digest,
+                                                 "computed": found.manifest_digest},
+        )  # fmt: skip
+
+
+@dataclass
+class AnchoredRun:
+    """The run of an `anchored_run` block: MLflow's `ActiveRun` (`.run`, and its attributes, `.info`,
+    `.data`), and after the block, what the stamp did (`.stamped`)."""
+
+    run: Any
+    stamped: RunStamped | None = None
+    error: AnchorError | None = field(default=None)
+    """Why the stamp failed, when the block itself raised (that error is the one re-raised)."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.run, name)
+
+
+@contextmanager
+def anchored_run(
+    *, settings: Settings | None = None, services: list[str] | None = None, **start_run: Any
+) -> Iterator[AnchoredRun]:  # fmt: skip
+    """`mlflow.start_run(**start_run)`, stamped when the block ends (`stamp_run`): through services when
+    configured (pending at once: a training job never waits for confirmations; `anchor mlflow upgrade`
+    completes it), else with the key here. A block that raises ends its run FAILED, is stamped all the
+    same (a failed trial is a trial), and its own exception is the one that propagates."""
+    import mlflow
+
+    active = mlflow.start_run(**start_run)
+    handle = AnchoredRun(active)
+    uri = mlflow.get_tracking_uri()
+    failed = True
+    try:
+        yield handle
+        failed = False
+    finally:
+        mlflow.end_run("FAILED" if failed else "FINISHED")
+        try:
+            handle.stamped = stamp_run(active.info.run_id, tracking_uri=uri, settings=settings, services=services)
+        except AnchorError as exc:
+            if not failed:
+                raise
+            handle.error = exc  # the block's own exception is the one that propagates

@@ -1,0 +1,215 @@
+"""Reading a run from an MLflow tracking server into an `MlflowRunManifest` (anchor.manifest.mlflow_run).
+
+Everything bound is read through MLflow's own client (`MlflowClient`): the run's info, params and tags,
+each metric's full history (`get_metric_history`, not the latest values `run.data.metrics` shows), and
+the artifacts, downloaded into a scratch directory file by file (MLflow streams each to disk; nothing
+is held whole in memory) and hashed there as a file tree. The `anchor/` folder, where the bridge keeps
+the proof, is not downloaded and not bound.
+
+Who could lie here: the tracking server and whoever can write its store. Nothing they say is adopted:
+the digests are computed here from the bytes and values read now, and a verifier compares them with
+what was anchored (anchor.mlflow.changes names each difference).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from anchor.errors import AnchorError, BadInput, ToolchainMissing, TrackingUnreachable
+from anchor.settings.session import endpoint_of
+
+if TYPE_CHECKING:
+    from anchor.manifest.filetree import FileTreeManifest
+    from anchor.manifest.hashing import Progress
+    from anchor.manifest.mlflow_run import MlflowRunManifest
+
+PROOF_FOLDER = "anchor"
+"""The run's artifact folder the bridge writes to (the proof, superseded proofs); never bound."""
+PROOF_ARTIFACT = f"{PROOF_FOLDER}/proof.anchor.json"
+_COMMIT = re.compile(r"^([0-9a-f]{40}|[0-9a-f]{64})$")
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,255}$")
+
+
+@dataclass(frozen=True, slots=True)
+class RunRead:
+    """A run as read now: its manifest, its artifacts' tree (the listing per-file proofs come from), where
+    the artifacts were downloaded (the caller's scratch directory), and what is shown but not bound."""
+
+    manifest: MlflowRunManifest
+    tree: FileTreeManifest
+    artifacts: Path
+    run_name: str | None
+    tracking: str
+    """The tracking server as shown: scheme://host:port (a credential in the URI is never shown)."""
+    tags: dict[str, str]
+    """Every tag of the run as read, MLflow's and Anchor's own included (the bridge's state lives there)."""
+
+    def annotations(self) -> dict[str, Any]:
+        """Outside the digest: where the run was read from and its display name (both can change)."""
+        shown = {"tracking_uri": self.tracking, **({"run_name": self.run_name} if self.run_name else {})}
+        return {"mlflow": shown}
+
+
+def client_for(tracking_uri: str | None) -> Any:
+    """An `MlflowClient` for `tracking_uri` (None: MLflow's own configuration, MLFLOW_TRACKING_URI or
+    `mlflow.set_tracking_uri`), after one quick request to an http(s) server, so that a server that is
+    down is one line now, not MLflow's retries for minutes. `ToolchainMissing` without MLflow."""
+    try:
+        from mlflow.tracking import MlflowClient
+    except ImportError:
+        raise ToolchainMissing(
+            "MLflow is not installed: pip install 'anchor-provenance[mlflow]' (the MLflow client, mlflow-skinny)",
+            detail={"tool": "mlflow"},
+        ) from None
+    client = MlflowClient(tracking_uri)
+    uri = str(client.tracking_uri)
+    if uri.startswith(("http://", "https://")):
+        _check_reachable(uri)
+    return client
+
+
+def _check_reachable(uri: str) -> None:
+    import urllib.error
+    import urllib.request
+    from urllib.parse import urlsplit, urlunsplit
+
+    shown = endpoint_of(uri)
+    parts = urlsplit(uri)
+    netloc = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
+    health = urlunsplit((parts.scheme, netloc, parts.path.rstrip("/") + "/health", "", ""))
+    try:  # MLflow's server answers /health with "OK"; one try, a short timeout, no credential sent
+        with urllib.request.urlopen(health, timeout=10) as answer:  # noqa: S310 - http(s) only
+            answer.read(64)
+    except urllib.error.HTTPError as exc:
+        if exc.code >= 500:
+            raise TrackingUnreachable(f"MLflow tracking server {shown}: answered {exc.code}; nothing was read or"
+                                      " written", detail={"server": shown, "status": exc.code}) from None  # fmt: skip
+        # a 401/403/404 on /health: a proxy in front of the server; the client's own requests will say
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise TrackingUnreachable(
+            f"MLflow tracking server {shown}: unreachable ({reason}); start it, or check --tracking-uri /"
+            " MLFLOW_TRACKING_URI", detail={"server": shown},
+        ) from None  # fmt: skip
+
+
+def translated(exc: Exception, client: Any, what: str) -> AnchorError:
+    """An MLflow client failure as the typed error it is: a missing run is bad input (exit 2), anything
+    else from the server is `TrackingUnreachable` (exit 5). MLflow's message is not repeated whole: it
+    carries the request URL."""
+    from mlflow.exceptions import MlflowException
+
+    shown = endpoint_of(str(client.tracking_uri))
+    if isinstance(exc, MlflowException) and exc.error_code in ("RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE"):
+        return BadInput(f"{what}: not found at the MLflow tracking server {shown}",
+                        detail={"field": "run_id", "server": shown})  # fmt: skip
+    text = str(exc)
+    status = re.search(r"\b(5\d\d)\b", text)
+    why = f"answered {status.group(1)}" if status else "failed" if "Connection" not in text else "unreachable"
+    return TrackingUnreachable(f"MLflow tracking server {shown}: {what}: {why}; nothing was written to the run",
+                               detail={"server": shown})  # fmt: skip
+
+
+def get_run(client: Any, run_id: str) -> Any:
+    """The run, or `BadInput` naming a run id that is malformed or unknown."""
+    if not _RUN_ID.match(run_id):
+        raise BadInput(f"run id {run_id!r}: expected MLflow's run id (32 hex digits)", detail={"field": "run_id"})
+    try:
+        return client.get_run(run_id)
+    except Exception as exc:  # noqa: BLE001 - MLflow raises MlflowException and requests' errors alike
+        raise translated(exc, client, f"run {run_id}") from None
+
+
+def _listing(client: Any, run_id: str, folder: str | None, bound: int) -> list[tuple[str, int]]:
+    """Every artifact file below `folder` (path, size), the proof folder left out; `BadInput` naming the
+    first one larger than `bound` (nothing downloaded yet)."""
+    found: list[tuple[str, int]] = []
+    for info in client.list_artifacts(run_id, folder):
+        if folder is None and info.path == PROOF_FOLDER:
+            continue
+        if info.is_dir:
+            found += _listing(client, run_id, info.path, bound)
+            continue
+        size = int(info.file_size or 0)
+        if size > bound:
+            raise BadInput(
+                f"artifact {info.path} of run {run_id}: {size:,} bytes, past the bound of {bound:,}"
+                " (ANCHOR_MLFLOW_MAX_ARTIFACT_BYTES); nothing was downloaded or written",
+                detail={"field": "artifact", "artifact": info.path, "size": size, "bound": bound},
+            )  # fmt: skip
+        found.append((info.path, size))
+    return found
+
+
+def read_run(
+    client: Any, run_id: str, scratch: Path, *, max_artifact_bytes: int, progress: Progress | None = None,
+    run: Any = None,
+) -> RunRead:  # fmt: skip
+    """Read run `run_id` whole (record and artifacts) and build its manifest; artifacts go to `scratch`
+    (an empty directory the caller owns and removes)."""
+    from anchor.manifest.exclude import Rules
+    from anchor.manifest.filetree import hash_tree
+    from anchor.manifest.mlflow_run import MlflowRunManifest
+
+    run = run or get_run(client, run_id)
+    info, data = run.info, run.data
+    try:
+        histories = [(key, m.step, m.timestamp, m.value) for key in sorted(data.metrics)
+                     for m in client.get_metric_history(run_id, key)]  # fmt: skip
+        files = _listing(client, run_id, None, max_artifact_bytes)
+        root = scratch / "artifacts"
+        root.mkdir()
+        tops = sorted({path.split("/", 1)[0] for path, _ in files})
+        for top in tops:  # each top-level entry once: MLflow downloads a folder recursively
+            client.download_artifacts(run_id, top, str(root))
+    except AnchorError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - MlflowException, requests' and OSError alike: typed below
+        raise translated(exc, client, f"run {run_id}") from None
+    downloaded = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+    if downloaded != sorted(path for path, _ in files):  # the store changed between listing and download
+        raise TrackingUnreachable(f"run {run_id}: its artifacts changed while they were read; read it again",
+                                  detail={"run_id": run_id})  # fmt: skip
+    tree = hash_tree(root, Rules([]), "refuse", progress)
+    commit = data.tags.get("mlflow.source.git.commit")
+    manifest = MlflowRunManifest.of(
+        run_id=info.run_id, experiment_id=str(info.experiment_id), status=info.status,
+        start_time=int(info.start_time or 0),
+        end_time=None if info.status in ("RUNNING", "SCHEDULED") or info.end_time is None else int(info.end_time),
+        params=dict(data.params), metrics=histories, tags=dict(data.tags),
+        source_commit=commit if commit and _COMMIT.match(commit) else None, artifacts=tree.summary(),
+    )  # fmt: skip
+    return RunRead(manifest, tree, root, info.run_name or None, endpoint_of(str(client.tracking_uri)),
+                   dict(data.tags))  # fmt: skip
+
+
+def run_ids_of(client: Any, experiment: str) -> list[str]:
+    """Every run of the experiment named `experiment` (active ones; oldest first), or `BadInput`."""
+    try:
+        found = client.get_experiment_by_name(experiment)
+        if found is None:
+            raise BadInput(f"experiment {experiment!r}: not found at the MLflow tracking server"
+                           f" {endpoint_of(str(client.tracking_uri))}", detail={"field": "experiment"})  # fmt: skip
+        ids: list[str] = []
+        token = None
+        while True:
+            page = client.search_runs([found.experiment_id], max_results=1000, page_token=token,
+                                      order_by=["attributes.start_time ASC"])  # fmt: skip
+            ids += [r.info.run_id for r in page]
+            token = page.token
+            if not token:
+                return ids
+    except AnchorError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        raise translated(exc, client, f"experiment {experiment!r}") from None
+
+
+def scratch_dir() -> Any:
+    """A private scratch directory for one run's artifacts (removed with everything in it on exit)."""
+    import tempfile
+
+    return tempfile.TemporaryDirectory(prefix="anchor-mlflow-")
