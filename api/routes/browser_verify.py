@@ -39,6 +39,15 @@ class BrowserConfig(BaseModel):
     rpc_urls: tuple[str, ...] = ()
     """Every endpoint the page reads when there are several (the service's read endpoints, or
     ANCHOR_BROWSER_RPC_URL listing several); empty: `rpc_url` alone."""
+    canonical_registry: str = ""
+    """The canonical registry's address (the same on every chain): the one registry a sealed proof is
+    checked against offline, a trusted block hash typed in (issue 45: no request is made then)."""
+
+    def model_post_init(self, context: Any) -> None:
+        if not self.canonical_registry:
+            from anchor.chain.canonical import canonical_address
+
+            object.__setattr__(self, "canonical_registry", canonical_address())
 
 
 def browser_rpc_urls(settings: Any) -> tuple[str, ...]:

@@ -60,14 +60,17 @@
 
   /* the domain of each manifest kind (docs/manifest.md section 2) */
   const DOMAINS = { filetree: "filetree-manifest", bundle: "bundle-manifest", attempt: "attempt-manifest",
-    champion: "champion-manifest", mission: "mission", timing: "timing" };
+    champion: "champion-manifest", mission: "mission", timing: "timing", mlflow_run: "mlflow-run" };
   function manifestDigest(identity) {
     const domain = DOMAINS[identity && identity.kind];
     if (!domain) throw new Verdict("bad_proof", "unknown manifest kind: " + String(identity && identity.kind).slice(0, 40));
     return H(domain, enc.encode(canonical(identity)));
   }
 
-  const api = { manifestDigest, hexToBytes, toHex, concat, same, canonical, H, mth, auditRoot, utf8Compare, setVerdict };
+  /* the file tree a manifest binds: its own, a bundle's output, an MLflow run's artifacts */
+  const treeOf = (m) => (m.kind === "bundle" ? m.output : m.kind === "mlflow_run" ? m.artifacts : m);
+
+  const api = { treeOf, manifestDigest, hexToBytes, toHex, concat, same, canonical, H, mth, auditRoot, utf8Compare, setVerdict };
   if (typeof module !== "undefined" && module.exports) module.exports = api;
   else global.anchorProof = api;
 })(typeof globalThis !== "undefined" ? globalThis : this);

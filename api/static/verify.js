@@ -11,6 +11,11 @@
  * service: no file byte and no proof leaves the machine. Nothing in the proof is taken on trust; its
  * registry must be the one this service names (anyone can deploy a copy of the registry).
  *
+ * Offline (issue 45): with a block hash typed in, a sealed proof (`anchor seal`) is checked against it
+ * alone (sealed-check.js: the header hashes to it, the receipts-trie proof leads from its receiptsRoot to
+ * the receipt, the receipt holds the canonical registry's RootAnchored event of the root), and the page
+ * makes no request at all, as `anchor verify --offline --trusted-block N:HASH` opens no socket.
+ *
  * The steps and their verdict codes are the CLI's and the API's (anchor/readback/verifier.py, one
  * verdict from every door, issue 26): a proof that contradicts itself is bad_proof, files that are not
  * the ones it binds are tampered, milestones that differ from the anchored timing record are tampered.
@@ -105,7 +110,17 @@
   /* the relative path of a picked file: a folder's own name is not part of the tree */
   const relPath = (f) => (f.webkitRelativePath ? f.webkitRelativePath.split("/").slice(1).join("/") : f.name);
 
-  async function verify(files, proofText, progress) {
+  /* "HASH" or "N:HASH", as --trusted-block takes it; null when nothing was typed */
+  function trustedBlock(text) {
+    const t = String(text || "").trim();
+    if (!t) return null;
+    const m = /^(?:(\d{1,12}):)?(0x[0-9a-fA-F]{64})$/.exec(t);
+    if (!m) throw new Verdict("bad_input", "the trusted block: expected 0x and 64 hex digits, or N:0x…, got " + JSON.stringify(t.slice(0, 80)));
+    return { number: m[1] === undefined ? null : Number(m[1]), hash: m[2].toLowerCase() };
+  }
+
+  async function verify(files, proofText, progress, trustedText) {
+    const trusted = trustedBlock(trustedText);
     let proof;
     try { proof = JSON.parse(proofText); } catch (e) { throw new Verdict("bad_proof", "the proof file is not JSON"); }
     /* a pending proof holds receipts, no anchor: a receipt proves acceptance only (docs/calendar.md) */
@@ -114,10 +129,14 @@
         " service receipt(s) and no anchor; complete it with `anchor upgrade` after the services' next batch");
     if (!proof || proof.format !== "anchor/proof" || proof.version !== 1 || !proof.manifest || !proof.batch || !proof.anchor)
       throw new Verdict("bad_proof", "not an Anchor proof file (format anchor/proof, version 1)");
-    if (Number(proof.anchor.chain_id) !== cfg.chain_id)
+    if (trusted) { /* offline: the canonical registry alone, on any chain (the typed hash is the trust) */
+      if (!same(proof.anchor.registry, cfg.canonical_registry))
+        throw new Verdict("unknown_registry", "offline, only the canonical registry " + cfg.canonical_registry +
+          " is trusted (its address certifies its code); the proof names " + proof.anchor.registry);
+    } else if (Number(proof.anchor.chain_id) !== cfg.chain_id)
       throw new Verdict("bad_input", "the proof is for chain " + proof.anchor.chain_id + "; this page reads chain " +
         cfg.chain_id + " (check it with anchor verify --rpc-url on that chain)");
-    if (!same(proof.anchor.registry, cfg.registry))
+    if (!trusted && !same(proof.anchor.registry, cfg.registry))
       throw new Verdict("unknown_registry", "the proof names registry " + proof.anchor.registry + " on chain " + proof.anchor.chain_id +
         "; this service trusts " + cfg.registry + " on chain " + cfg.chain_id);
     const entries = proof.files ? proof.files.slice() : proof.file ? [proof.file] : null;
@@ -137,7 +156,7 @@
     }
     if (proof.files && picked.size) {
       const extra = picked.keys().next().value;
-      const tree = proof.manifest.kind === "bundle" ? proof.manifest.output || {} : proof.manifest;
+      const tree = anchorProof.treeOf(proof.manifest) || {};
       if (tree.exclude || tree.symlinks) /* rules and links a browser cannot apply: say so, never guess */
         throw new Verdict("bad_input", extra + " is not in the proof, whose tree was made " +
           (tree.exclude ? "with exclusion rules (" + tree.exclude.join(", ") + ")" : "with symbolic links recorded") +
@@ -148,11 +167,12 @@
     let filesRoot;
     if (proof.files) filesRoot = mth(entries.sort((a, b) => utf8Compare(a.path, b.path)).map(leaf));
     else filesRoot = auditRoot(leaf(proof.file), proof.file.index, proof.file.tree_size, proof.file.audit_path || []);
-    const tree = proof.manifest.kind === "bundle" ? proof.manifest.output : proof.manifest;
+    const tree = anchorProof.treeOf(proof.manifest);
     /* the proof's own statements, each recomputed: one that contradicts another is a bad proof */
     if (!tree || !same(toHex(filesRoot), tree.files_root))
       throw new Verdict("bad_proof", "the proof's listing does not rebuild the file tree its manifest binds");
     const root = await batchRoot(proof, anchorProof.manifestDigest(proof.manifest));
+    if (trusted) return offline(proof, root, trusted, entries, tree);
     /* the chain, read by this browser (from each endpoint the service names, a majority agreeing) */
     const { chainId, block, submitter, when, at, milestonesAnchored, agreeing, disagreeing } = await agreedOnChain(proof, root);
     /* links the proof records: a file picker hands over what a link points to, never the link itself, so
@@ -163,6 +183,26 @@
       milestones_anchored: milestonesAnchored,
       anchored_at: new Date(when * 1000).toISOString(), anchored_block: at, read_at_block: block, chain_id: chainId, registry: cfg.registry,
       agreeing: agreeing || null, disagreeing: disagreeing || null };
+  }
+
+  /* the verdict from the sealed section and the typed hash alone: no request (sealed-check.js) */
+  async function offline(proof, root, trusted, entries, tree) {
+    const { RLP } = await import("/assets/vendor/ethereumjs-rlp/index.js");
+    let found;
+    try {
+      found = await anchorSealed.sealedAnchor(proof.anchor.sealed, trusted.hash, proof.anchor, root, cfg.canonical_registry, keccak, RLP);
+    } catch (e) { throw e instanceof anchorSealed.SealedError ? new Verdict(e.status, e.message) : e; }
+    if (trusted.number !== null && trusted.number !== found.number)
+      throw new Verdict("bad_input", "the hash typed in is for block " + trusted.number + "; the proof is sealed in block " + found.number);
+    const links = (tree.symlinks && tree.symlinks.links) || [];
+    const shown = proof.annotations && proof.annotations.milestones;
+    return { status: links.length ? "files_verified_links_unchecked" : "verified", links, offline: true,
+      files: entries.map((e) => e.path), manifest_digest: proof.manifest_digest, root, submitter: found.submitter,
+      milestones_anchored: proof.manifest.kind === "bundle" && shown ? "offline" : null,
+      anchored_at: new Date(found.timestamp * 1000).toISOString(), anchored_block: found.number, chain_id: Number(proof.anchor.chain_id),
+      registry: cfg.canonical_registry,
+      trusted: "that block " + found.number + " of chain " + proof.anchor.chain_id + " is " + trusted.hash +
+        ": check it once on any explorer or node (offline, a retraction written after that block cannot be seen)" };
   }
 
   /* the batch root a proof's manifest digest leads to, each statement on the way checked (step 4) */
@@ -259,10 +299,16 @@
           "): a browser cannot read a link; `anchor verify` checks them");
       line("manifest " + result.manifest_digest + " in batch root " + result.root);
       line("anchored at block " + result.anchored_block + " (" + result.anchored_at + ") by " + result.submitter);
-      if (result.milestones_anchored !== null)
+      if (result.milestones_anchored === "offline")
+        line("milestones: not checked offline (their timing record is another proof): as written in the proof");
+      else if (result.milestones_anchored !== null)
         line(result.milestones_anchored ? "milestones: anchored (its timing record, checked on chain)"
           : "milestones: NOT anchored (no timing record): as written in the proof, unverified");
-      line("read by this browser from chain " + result.chain_id + ", registry " + result.registry + ", at block " + result.read_at_block);
+      if (result.offline) {
+        line("checked offline, no request made: the sealed header, receipt and receipts-trie proof, registry " + result.registry);
+        line("trusted: " + result.trusted);
+      } else
+        line("read by this browser from chain " + result.chain_id + ", registry " + result.registry + ", at block " + result.read_at_block);
       if (result.agreeing)
         line("endpoints: " + result.agreeing.length + " of " + (result.agreeing.length + result.disagreeing.length) + " agree" +
           (result.disagreeing.length ? "; DISAGREED: " + result.disagreeing.join(", ") : ""));
@@ -277,7 +323,7 @@
     if (!files.length || !proofFile) { show({ status: "bad_input", message: "pick the file(s) or folder and the proof file" }); return; }
     $("progress").textContent = "hashing…";
     const progress = (f, done) => { $("progress").textContent = "hashing " + f.name + ": " + Math.round((100 * done) / Math.max(1, f.size)) + "%"; };
-    try { show(await verify(files, await proofFile.text(), progress)); }
+    try { show(await verify(files, await proofFile.text(), progress, $("trusted").value)); }
     catch (e) { show(e instanceof Verdict ? { status: e.status, message: e.message, file: e.file } : { status: "error", message: String(e) }); }
     $("progress").textContent = "";
   }

@@ -1,0 +1,176 @@
+"""The browser page verifies a sealed proof offline (issue 45, item 4): a block hash typed in is the whole
+trust root, and the page makes no request. api/static/sealed-check.js is checked in node against the
+golden sealed vector (the answer tests/reference_impl.py gives, from docs/manifest.md alone) and against
+every one-byte change of the sealed section; then /verify in headless Chromium, request by request."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests import reference_impl as ref
+from tests.conftest import ROOT
+
+VECTOR = ROOT / "tests" / "vectors" / "sealed"
+VENDOR = ROOT / "api" / "static" / "vendor" / "ethereumjs-rlp"
+
+NODE = r"""
+const fs = require("fs");
+const { keccak: k256 } = require(process.env.HASH_WASM);
+const sealed = require(process.env.SEALED_CHECK);
+const fromHex = (h) => Uint8Array.from(Buffer.from(h, "hex"));
+(async () => {
+  const { RLP } = await import(process.env.RLP_URL);
+  const keccak = async (bytes) => fromHex(await k256(bytes, 256));
+  const input = JSON.parse(fs.readFileSync(0, "utf8"));
+  const out = [];
+  for (const c of input) {
+    try { out.push({ ok: await sealed.sealedAnchor(c.sealed, c.trusted, c.anchor, c.root, c.registry, keccak, RLP) }); }
+    catch (e) {
+      out.push({ error: e instanceof sealed.SealedError ? e.status : "uncaught " + e.name + ": " + e.message });
+    }
+  }
+  console.log(JSON.stringify(out));
+})();
+"""
+
+
+def _golden() -> tuple[dict[str, Any], str]:
+    proof = json.loads((VECTOR / "work.anchor.json").read_text())
+    line = next(row for row in (VECTOR / "trusted-blocks.txt").read_text().splitlines() if not row.startswith("#"))
+    return proof, line.split()[2]
+
+
+def _run_in_node(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    env = {"HASH_WASM": str(ROOT / "node_modules" / "hash-wasm"), "SEALED_CHECK": str(ROOT / "api" / "static" /
+           "sealed-check.js"), "RLP_URL": (VENDOR / "index.js").as_uri(), "PATH": "/usr/bin:/bin"}  # fmt: skip
+    done = subprocess.run(["node", "-e", NODE], input=json.dumps(cases), capture_output=True, text=True, env=env,
+                          check=True, timeout=300)  # fmt: skip
+    return list(json.loads(done.stdout))
+
+
+def _case(proof: dict[str, Any], trusted: str, **changed: Any) -> dict[str, Any]:
+    return {"sealed": changed.get("sealed", proof["anchor"]["sealed"]), "trusted": changed.get("trusted", trusted),
+            "anchor": proof["anchor"], "root": changed.get("root", proof["batch"]["root"]),
+            "registry": changed.get("registry", proof["anchor"]["registry"])}  # fmt: skip
+
+
+def _flipped(hex_text: str, at: int) -> str:
+    raw = bytearray(bytes.fromhex(hex_text[2:]))
+    raw[at] ^= 0x01
+    return "0x" + raw.hex()
+
+
+def test_the_page_check_agrees_with_the_reference_and_refuses_every_one_byte_change() -> None:
+    proof, trusted = _golden()
+    sealed = proof["anchor"]["sealed"]
+    root, registry = proof["batch"]["root"], proof["anchor"]["registry"]
+    number, timestamp, submitter = ref.sealed_anchor(sealed, trusted, root, registry)
+    cases = [_case(proof, trusted)]
+    where = []
+    for field in ("header", "receipt"):
+        for at in range(len(sealed[field]) // 2 - 1):
+            cases.append(_case(proof, trusted, sealed={**sealed, field: _flipped(sealed[field], at)}))
+            where.append(f"{field}[{at}]")
+    for i, node in enumerate(sealed["proof"]):
+        for at in range(len(node) // 2 - 1):
+            nodes = list(sealed["proof"])
+            nodes[i] = _flipped(node, at)
+            cases.append(_case(proof, trusted, sealed={**sealed, "proof": nodes}))
+            where.append(f"proof[{i}][{at}]")
+    answers = _run_in_node(cases)
+    assert answers[0] == {"ok": {"number": number, "timestamp": timestamp, "submitter": submitter.lower()}}
+    passed = [w for w, a in zip(where, answers[1:], strict=True) if "ok" in a]
+    assert passed == [], f"one-byte changes the page accepted: {passed[:10]}"
+    statuses = {a["error"] for a in answers[1:]}
+    assert statuses == {"tampered"}, statuses  # refused by name, never a crash of the page's own code
+    assert len(where) > 1000
+
+
+def test_the_page_check_refuses_another_hash_root_registry_or_index_by_name() -> None:
+    proof, trusted = _golden()
+    sealed = proof["anchor"]["sealed"]
+    cases = {
+        "another trusted hash": _case(proof, "0x" + "ab" * 32),
+        "another root": _case(proof, trusted, root="0x" + "11" * 32),
+        "another registry": _case(proof, trusted, registry="0x" + "22" * 20),
+        "another index": _case(proof, trusted, sealed={**sealed, "index": sealed["index"] + 1}),
+        "no sealed section": _case(proof, trusted, sealed=None),
+        "a proof node dropped": _case(proof, trusted, sealed={**sealed, "proof": sealed["proof"][:-1]}),
+    }
+    answers = dict(zip(cases, _run_in_node(list(cases.values())), strict=True))
+    assert answers == {
+        "another trusted hash": {"error": "tampered"}, "another root": {"error": "tampered"},
+        "another registry": {"error": "unknown_registry"}, "another index": {"error": "tampered"},
+        "no sealed section": {"error": "bad_input"}, "a proof node dropped": {"error": "tampered"},
+    }  # fmt: skip
+
+
+def test_the_vendored_rlp_decoder_is_the_npm_release() -> None:
+    release = ROOT / "node_modules" / "@ethereumjs" / "rlp"
+    assert json.loads((release / "package.json").read_text())["version"] == "10.1.3"
+    for name in ("index.js", "errors.js"):
+        assert (VENDOR / name).read_bytes() == (release / "dist" / "esm" / name).read_bytes(), name
+    assert (VENDOR / "LICENSE").read_bytes() == (release / "LICENSE").read_bytes()
+
+
+@pytest.mark.chain
+@pytest.mark.browser
+def test_the_verify_page_checks_a_sealed_proof_offline_and_makes_no_request(tmp_path: Path) -> None:
+    """The golden sealed proof and its file, picked on /verify with the trusted hash typed in: verified,
+    the block's time and submitter from the sealed header and receipt, and no JSON-RPC request at all;
+    a wrong hash or a flipped receipt byte is refused by name, still without a request."""
+    from tests.api_server import serving_api
+    from tests.cdp import chromium_page
+    from tests.conftest import deployed
+    from tests.test_explorer_pages import CHROMIUM_FLAGS, chromium
+
+    proof, trusted = _golden()
+    bad = copy.deepcopy(proof)
+    bad["anchor"]["sealed"]["receipt"] = _flipped(bad["anchor"]["sealed"]["receipt"], 40)
+    (tmp_path / "bad.anchor.json").write_text(json.dumps(bad))
+    files = sorted(p for p in (VECTOR / "work").rglob("*") if p.is_file())
+    with deployed(tmp_path / "data") as chain, serving_api(chain.env()) as url:
+        seen = {}
+        with chromium_page(chromium(), CHROMIUM_FLAGS) as page:
+            for name, proof_path, typed in (("golden", VECTOR / "work.anchor.json", trusted),
+                                            ("with its number", VECTOR / "work.anchor.json", f"2:{trusted}"),
+                                            ("wrong hash", VECTOR / "work.anchor.json", "0x" + "ab" * 32),
+                                            ("flipped receipt", tmp_path / "bad.anchor.json", trusted),
+                                            ("not a hash", VECTOR / "work.anchor.json", "0x1234")):  # fmt: skip
+                page.goto(url + "/verify", ready="!!document.getElementById('check')")
+                before = len(page.requests)
+                page.set_files("#files", files)
+                page.set_files("#proof", [proof_path])
+                page.evaluate(f"document.getElementById('trusted').value = {json.dumps(typed)}")
+                page.evaluate("document.getElementById('check').click()")
+                status = page.wait_for("document.getElementById('verdict').dataset.status")
+                text = page.evaluate("document.getElementById('verdict').textContent")
+                made = [r for r in page.requests[before:] if r["method"] != "GET" or "/assets/" not in r["url"]]
+                seen[name] = (status, text, made)
+    assert seen["golden"][0] == "verified", seen["golden"]
+    number, timestamp, submitter = ref.sealed_anchor(proof["anchor"]["sealed"], trusted, proof["batch"]["root"],
+                                                     proof["anchor"]["registry"])  # fmt: skip
+    assert f"anchored at block {number}" in seen["golden"][1] and submitter.lower() in seen["golden"][1].lower()
+    assert f"trusted: that block {number} of chain 31337 is {trusted}" in seen["golden"][1]
+    assert seen["with its number"][0] == "verified"
+    assert seen["wrong hash"][0] == seen["flipped receipt"][0] == "tampered"
+    assert seen["not a hash"][0] == "bad_input"
+    for name, (_, _, made) in seen.items():
+        assert made == [], (name, made)  # offline: not one request beyond the page's own scripts
+    # parity: `anchor verify --offline` gives the same verdict on the same proofs and hashes
+    from tests.cli import run_anchor
+
+    env = {"ANCHOR_DATA_DIR": str(tmp_path / "offline"), "PATH": "/usr/bin:/bin"}
+    for name, proof_path, typed in (("golden", VECTOR / "work.anchor.json", trusted),
+                                    ("wrong hash", VECTOR / "work.anchor.json", "0x" + "ab" * 32),
+                                    ("flipped receipt", tmp_path / "bad.anchor.json", trusted)):  # fmt: skip
+        cli = run_anchor(["verify", str(VECTOR / "work"), "--proof", str(proof_path), "--offline", "--trusted-block",
+                          f"2:{typed}", "--json"], env)  # fmt: skip
+        said = json.loads(cli.stdout)
+        assert ("verified" if said["ok"] else said["error"]["code"]) == seen[name][0], (name, said)
