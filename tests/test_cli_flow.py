@@ -12,6 +12,7 @@ import pytest
 from anchor.chain.deployment import load_deployment
 from anchor.chain.node import rpc_call
 from anchor.errors import ExitCode
+from tests.cli import run_anchor
 from tests.conftest import Chain, free_port
 from tests.public_tools import cast_verify_inclusion
 
@@ -372,3 +373,45 @@ def test_stamp_writes_its_proof_once(deployed_chain: Chain, tmp_path: Path, monk
     proof_out = tmp_path / "result.txt.anchor.json"
     assert written.count(proof_out) == 1, written
     assert deployed_chain.cli("verify", str(target)).returncode == ExitCode.OK
+
+
+def test_many_proofs_of_one_batch_read_the_chain_once_and_each_is_still_checked_on_its_own(
+    fresh_chain: Chain, tmp_path: Path
+) -> None:
+    """`verify --from` of 20 one-file proofs of one batch asks the chain what one proof's verify asks
+    (issue 49: 11 calls a proof, the same receipt read for each), and the shared read hides nothing: a
+    changed file is still tampered, an edited Merkle path still a bad proof, each on its own line."""
+    from tests.faults.rpc_proxy import FaultyProxy
+
+    work = tmp_path / "work"
+    (work / "results").mkdir(parents=True)
+    paths = []
+    for n in range(20):
+        (work / "results" / f"r{n:02d}.txt").write_text(f"result {n}\n")
+        paths.append(f"results/r{n:02d}.txt")
+    env = fresh_chain.env()
+    fresh_chain.cli("deploy", check=True)
+    run_anchor(["journal", "submit", *paths], env, cwd=work, check=True)
+    run_anchor(["journal", "flush", "--batch-size", "20"], env, cwd=work, check=True)
+    proxy = FaultyProxy(fresh_chain.node.rpc_url)
+    try:
+        through = {**env, "ANCHOR_RPC_URL": proxy.url}
+        run_anchor(["verify", paths[0]], through, cwd=work, check=True)
+        one = sum(proxy.calls.values())
+        proxy.calls.clear()
+        (work / "all.txt").write_text("\n".join(paths) + "\n")
+        listed = run_anchor(["verify", "--from", "all.txt"], through, cwd=work)
+        assert listed.returncode == 0 and listed.stdout.splitlines()[-1] == "20 of 20 paths verified"
+        assert sum(proxy.calls.values()) == one and proxy.calls["eth_getTransactionReceipt"] == 1, proxy.calls
+        # a changed file and an edited path among them: refused by name, the rest verified
+        (work / paths[3]).write_text("result 3, improved\n")
+        edited = work / f"{paths[7]}.anchor.json"
+        doc = json.loads(edited.read_text())
+        doc["batch"]["proof"][0] = "0x" + "11" * 32
+        edited.write_text(json.dumps(doc))
+        mixed = run_anchor(["verify", "--from", "all.txt"], through, cwd=work)
+        lines = mixed.stdout.splitlines()
+        assert lines[3].startswith(f"TAMPERED  {paths[3]}: ") and lines[7].startswith(f"BAD_PROOF  {paths[7]}: ")
+        assert lines[-1] == "18 of 20 paths verified; 2 not (highest exit code 4)", lines[-1]
+    finally:
+        proxy.stop()

@@ -605,23 +605,25 @@ def _verify_many(ctx: typer.Context, json: bool, paths: list[Path], one: Any) ->
 
     from anchor.cli.output import printable
     from anchor.errors import AnchorError
+    from anchor.library.verifier import Verifier
 
     rows: list[dict[str, Any]] = []
-    for path in paths:
-        try:
-            result, later = one(path)
-        except AnchorError as exc:
-            rows.append({"path": str(path), "ok": False, "exit_code": int(exc.exit_code), "error": exc.to_dict()})
+    with Verifier.reads_once():  # one chain read per root, however many proofs of it (issue 49)
+        for path in paths:
+            try:
+                result, later = one(path)
+            except AnchorError as exc:
+                rows.append({"path": str(path), "ok": False, "exit_code": int(exc.exit_code), "error": exc.to_dict()})
+                if not wants_json(ctx, json):
+                    said = exc.message.removeprefix(f"{path}: ")
+                    print(printable(f"{exc.code.upper()}  {path}: {said}"), flush=True)
+                continue
+            rows.append({"path": str(path), "ok": True, "exit_code": 0, "manifest_digest": result.manifest_digest,
+                         "anchored_block": result.anchored_block, "superseded": later is not None})  # fmt: skip
             if not wants_json(ctx, json):
-                said = exc.message.removeprefix(f"{path}: ")
-                print(printable(f"{exc.code.upper()}  {path}: {said}"), flush=True)
-            continue
-        rows.append({"path": str(path), "ok": True, "exit_code": 0, "manifest_digest": result.manifest_digest,
-                     "anchored_block": result.anchored_block, "superseded": later is not None})  # fmt: skip
-        if not wants_json(ctx, json):
-            note = " (superseded by a later stamp)" if later else ""
-            print(printable(f"OK  {path} ({count(result.files, 'file')}), block {result.anchored_block}{note}"),
-                  flush=True)  # fmt: skip
+                note = " (superseded by a later stamp)" if later else ""
+                print(printable(f"OK  {path} ({count(result.files, 'file')}), block {result.anchored_block}{note}"),
+                      flush=True)  # fmt: skip
     failed = [r for r in rows if not r["ok"]]
     worst = max((r["exit_code"] for r in rows), default=0)
     summary = f"{len(rows) - len(failed)} of {count(len(rows), 'path')} verified" + (

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -105,6 +106,15 @@ class Verifier:
         return cls.preset("Sepolia", rpc_url, **given)  # type: ignore[arg-type]
 
     # -- verdicts -------------------------------------------------------------------------------------------
+    @staticmethod
+    def reads_once() -> AbstractContextManager[None]:
+        """Verdicts given inside the block share their chain reads: one per (endpoint, chain, registry,
+        transaction, root), however many proofs of that root are verified (`anchor verify --from`); each
+        further proof is checked locally against the root read (anchor.readback.verifier.reads_once)."""
+        from anchor.readback.verifier import reads_once
+
+        return reads_once()
+
     def verify(
         self, path: Path | str, *, proof: Path | None = None, policy: Policy | None = None, spec: Path | None = None,
         require: str = "any", subjects_in: Path | None = None,
