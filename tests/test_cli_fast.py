@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli import ANCHOR_BIN
+from tests.conftest import Chain
 
 
 def _tree(root: Path) -> dict[str, Path]:
@@ -74,3 +75,45 @@ def test_hash_path_loads_no_typer_and_anything_else_goes_to_typer(tmp_path: Path
     assert "typer" not in imported(["hash", "r.txt"]) and "typer" not in imported(["hash", "r.txt", "--json"])
     assert "typer" in imported(["hash", "--exclude", "*.tmp", "r.txt"])
     assert "typer" in imported(["--data-dir", str(tmp_path / "d"), "hash", "r.txt"])
+
+
+@pytest.mark.chain
+@pytest.mark.parametrize("json_where", ["none", "after"])
+def test_verify_path_without_typer_prints_what_the_typer_command_prints(
+    fresh_chain: Chain, tmp_path: Path, json_where: str
+) -> None:
+    """`anchor verify PATH` (issue 49: typer was a third of its time) against `verify PATH --require any`,
+    which means the same and goes through typer: the same bytes and exit code for a verified folder, a
+    one-file proof, a changed file, a folder never stamped, a missing path and an intoto file."""
+    fresh_chain.cli("deploy", check=True)
+    targets = _tree(tmp_path / "work")
+    for name in ("folder", "file"):
+        fresh_chain.cli("stamp", str(targets[name]), check=True)
+    fresh_chain.cli("prove", str(targets["folder"] / "metrics.json"), "--in", str(targets["folder"]), check=True)
+    changed = tmp_path / "work" / "changed"
+    changed.mkdir()
+    (changed / "a.txt").write_text("1\n")
+    fresh_chain.cli("stamp", str(changed), check=True)
+    (changed / "a.txt").write_text("2\n")
+    cases = {"folder": targets["folder"], "one file of it": targets["folder"] / "metrics.json", "file": targets["file"],
+             "changed": changed, "never stamped": targets["empty"], "missing": targets["missing"]}  # fmt: skip
+    env = fresh_chain.env()
+    seen = {}
+    for name, target in cases.items():
+        fast, typed = ["verify", str(target)], ["verify", str(target), "--require", "any"]
+        if json_where == "after":
+            fast, typed = [*fast, "--json"], [*typed, "--json"]
+        ours = subprocess.run([str(ANCHOR_BIN), *fast], capture_output=True, text=True, env=env, timeout=120)
+        theirs = subprocess.run([str(ANCHOR_BIN), *typed], capture_output=True, text=True, env=env, timeout=120)
+        assert (ours.returncode, ours.stdout, ours.stderr) == (theirs.returncode, theirs.stdout, theirs.stderr), name
+        seen[name] = ours.returncode
+    assert seen == {"folder": 0, "one file of it": 0, "file": 0, "changed": 4, "never stamped": 3, "missing": 2}
+
+
+def test_verify_path_loads_no_typer(tmp_path: Path) -> None:
+    env = {**os.environ, "ANCHOR_DATA_DIR": str(tmp_path / "d")}
+    (tmp_path / "r.txt").write_text("1\n")
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "anchor", "verify", "r.txt"], capture_output=True,
+                          text=True, cwd=tmp_path, env=env)  # fmt: skip
+    assert done.returncode == 3, done.stderr[-500:]  # not anchored: the verdict, without the framework
+    assert "typer" not in {line.split("|")[-1].strip() for line in done.stderr.splitlines() if "import time:" in line}

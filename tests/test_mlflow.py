@@ -294,7 +294,13 @@ def test_bad_input_is_one_typed_line_and_nothing_is_written_to_the_run(chain: Ch
     assert both.returncode == ExitCode.BAD_INPUT
     never = _mlflow(chain, server, "verify", run_id)
     assert never.returncode == ExitCode.NOT_ANCHORED and "holds no proof" in never.stderr
-    for result in (unknown, down, five, bounded, no_server, both, never):
+    bare = server.url.removeprefix("http://")
+    no_scheme = run_anchor(["mlflow", "stamp", run_id, "--tracking-uri", bare], chain.env())
+    assert no_scheme.returncode == ExitCode.BAD_INPUT and f"hint: --tracking-uri {server.url}" in no_scheme.stderr
+    missing = tmp_path / "no-such" / "mlflow.db"
+    local = run_anchor(["mlflow", "stamp", run_id, "--tracking-uri", f"sqlite:///{missing}"], chain.env())
+    assert local.returncode == ExitCode.BAD_INPUT and not missing.parent.exists()  # MLflow would have made one
+    for result in (unknown, down, five, bounded, no_server, both, never, no_scheme, local):
         assert "Traceback" not in result.stderr and result.stderr.startswith("error["), result.stderr
         assert len(result.stderr.splitlines()) <= 6, result.stderr  # the line, then the fields it names
     assert _anchor_tags(server, run_id) == {} and _artifacts(server, run_id, "anchor") == []

@@ -14,8 +14,6 @@ import signal
 import socket
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,16 +47,28 @@ class ChainStatus:
 
 
 def rpc_call(url: str, method: str, params: list[object] | None = None, timeout: float = 2.0) -> object:
-    """One JSON-RPC call with the standard library; raises `ChainUnreachable` on any transport failure."""
+    """One JSON-RPC call, no retry (is the local chain up? a probe answers at once or not at all), through
+    the one HTTP transport every RPC and service call uses (anchor.chain.rpc.KeptAlive: a deadline for
+    the whole exchange); raises `ChainUnreachable` on any transport failure or error answer."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    from anchor.chain.rpc import KeptAlive
+
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params or []}).encode()
-    if not url.startswith(("http://", "https://")):
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ChainUnreachable(f"{url}: only http(s) RPC URLs are supported")
-    request = urllib.request.Request(url, body, {"Content-Type": "application/json"})  # noqa: S310 - scheme checked
+    transport = KeptAlive(parts.hostname, parts.port, parts.scheme == "https", timeout)
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - local URL
-            answer = json.loads(response.read())
-    except (urllib.error.URLError, OSError, ValueError) as exc:
+        status, _, content = transport.exchange("POST", parts.path or "/", body, {"Content-Type": "application/json"})
+        if status >= 300:
+            raise ChainUnreachable(f"{url}: HTTP {status} for {method}")
+        answer = json.loads(content)
+    except (OSError, http.client.HTTPException, ValueError) as exc:
         raise ChainUnreachable(f"{url}: no answer to {method} ({exc})") from None
+    finally:
+        transport.drop()
     if "error" in answer:
         raise ChainUnreachable(f"{url}: {method} failed: {answer['error']}")
     return answer["result"]

@@ -20,6 +20,7 @@ from anchor.cli.options import (
     RequireOpt,
 )
 from anchor.cli.output import count, emit, hash_progress, wants_json
+from anchor.cli.verdict import quorum_lines, verdict_output, without
 
 PathArg = Annotated[Path, typer.Argument(help="A file or a directory.")]
 ExcludeOpt = Annotated[
@@ -43,17 +44,6 @@ SymlinksOpt = Annotated[
         " follow-inside (hash what it points to, if inside PATH). Recorded in the manifest.",
     ),
 ]
-
-
-def _quorum_lines(agreement: dict[str, object] | None) -> list[str]:
-    if not agreement:
-        return []
-    lines = [f"  quorum      {len(agreement['agreeing'])} of {agreement['endpoints']} endpoints agree"  # type: ignore[arg-type]
-             f" (needed {agreement['quorum']})"]  # fmt: skip
-    dissent = agreement["disagreeing"]
-    assert isinstance(dissent, dict)
-    lines += [f"  DISAGREED   {endpoint}: {said}" for endpoint, said in dissent.items()]
-    return lines + [f"  unreachable {endpoint}" for endpoint in agreement["unreachable"]]  # type: ignore[attr-defined]
 
 
 OutOpt = Annotated[
@@ -259,7 +249,7 @@ def _report_pending(ctx: typer.Context, json: bool, path: str, outcome: Any) -> 
             f"  manifest {outcome.digest} ({count(outcome.file_count, 'file')})",
             *[f"  pending  at {r.url} since {datetime.fromtimestamp(r.accepted_at, UTC).isoformat(timespec='seconds')},"
               f" receipt signed by {r.signer} (chain {r.chain_id})" for r in outcome.receipts],
-            *[f"  skipped  {url}: {_without(url, why)} (submitted again by `anchor upgrade --service {url}`)"
+            *[f"  skipped  {url}: {without(url, why)} (submitted again by `anchor upgrade --service {url}`)"
               for url, why in outcome.not_taken.items()],
             f"  proof    {proof_out} (pending)",
             f"  complete it after the service's next batch: anchor upgrade {proof_out}",
@@ -320,7 +310,7 @@ def upgrade(
         lines += [f"  added    anchor from {a.service}: chain {a.anchor.chain_id}, block {a.anchor.block_number}"
                   for a in done.added]  # fmt: skip
         lines += [f"  pending  {url}: not in a mined batch yet" for url in done.still_pending]
-        lines += [f"  skipped  {url}: {_without(url, why)}" for url, why in done.failed.items()]
+        lines += [f"  skipped  {url}: {without(url, why)}" for url, why in done.failed.items()]
         lines += [f"  not contacted  {url}: named by the file as down at stamp time, and not configured now (no"
                   " token goes to a URL only the file names; pass --service URL to submit to it)"
                   for url in done.not_contacted]  # fmt: skip
@@ -451,53 +441,7 @@ def verify(
         subjects_in,
         require,
     )
-    emit(
-        ctx,
-        json,
-        {
-            **result.to_json(),
-            "superseded_by": None if later is None else {"proof": str(later[0]), "manifest_digest": later[1]},
-        },
-        verdict_lines(str(path), result, later),
-    )
-
-
-def verdict_lines(shown: str, result: Any, later: tuple[Path, str, int] | None = None) -> list[str]:
-    """A verdict as `anchor verify` prints it: what, when, by whom, where, how final (every door that
-    verifies on the command line prints these lines: `verify`, `mlflow verify`)."""
-    from anchor.chain.presets import chain_name
-
-    inside = f" as {result.path_in_bundle} of its bundle" if result.path_in_bundle else ""
-    return [
-        f"OK: {shown} ({count(result.files, 'file')}){inside} is anchored",
-        f"  anchored at {result.anchored_at} (block {result.anchored_block}): it existed by then",
-        f"  by          {result.submitter}" + (f" (the account of {result.service})" if result.service else ""),
-        f"  in          registry {result.registry} on {chain_name(result.chain_id)}"
-        f" (trusted by {result.registry_trusted_by})",
-        f"  manifest    {result.manifest_digest}",
-        f"  root        {result.root} (tx {result.tx_hash})",
-        f"  finality    {result.finality}"
-        + (f" ({count(result.confirmations, 'confirmation')})" if result.finality in ("safe", "finalized") else "")
-        + f" (read at block {result.read_at_block})",
-        *([f"  trusted     {result.trusted}"] if result.trusted else []),
-        *_quorum_lines(result.quorum),
-        *_anchors_lines(result),
-        *(
-            [
-                f"  note:       a later stamp superseded this anchor: {later[0]} now holds {later[1]}"
-                f" (anchored in block {later[2]}); this proof shows what was there then"
-            ]
-            if later
-            else []
-        ),  # fmt: skip
-        *_bundle_lines(result),
-        *_milestone_lines(result),
-        *(
-            ["  note: chain 31337 is this machine's local development chain: only this machine can check it"]
-            if result.chain_id == 31337
-            else []
-        ),
-    ]
+    emit(ctx, json, *verdict_output(path, result, later))
 
 
 def _go_offline(
@@ -515,47 +459,6 @@ def _go_offline(
                        " finality you chose)", detail={"field": "min_finality"})  # fmt: skip
     root = ctx.find_root().obj
     root["settings"] = offline_settings(root["settings"], given, listed)
-
-
-def _anchors_lines(result: Any) -> list[str]:
-    """Each anchor of a proof stamped through services, and each service still pending."""
-    if result.anchors is None:
-        return []
-    rows, pending = result.anchors, result.pending or []
-    ok = sum(1 for row in rows if row["ok"])
-    lines = [f"  anchors     {ok} of {len(rows) + len(pending)} verified"
-             + (f" (--require {result.required})" if result.required else "")]  # fmt: skip
-    for row in rows:
-        named = _named(row)
-        if not row["ok"]:
-            lines.append(f"    FAILED   {named}: chain {row['chain_id']}: {row['error']['message']}")
-        elif row.get("duplicate_of"):
-            lines.append(f"    SAME     {named}: same transaction as {row['duplicate_of']} ({row['tx_hash']}):"
-                         " counted once")  # fmt: skip
-        else:
-            lines.append(f"    OK       {named}: chain {row['chain_id']}, registry {row['registry']},"
-                         f" by {row['submitter']} at {row['anchored_at']} (block {row['block']})"
-                         + ("" if row.get("confirmed") else "; unconfirmed: named in the file, counted as an anchor"
-                            f" of {row['submitter']} only")
-                         + ("; not in the file yet: `anchor upgrade` writes it" if row.get("in_file") is False
-                            else ""))  # fmt: skip
-    for row in pending:
-        if row["state"] == "pending":
-            lines.append(f"    PENDING  {_named(row)} since {row['since']}, receipt signed by {row['signer']}")
-        else:
-            lines.append(f"    SKIPPED  {_named(row)}: down at stamp time; `anchor upgrade` submits again")
-    return lines
-
-
-def _without(url: str, why: str) -> str:
-    """A service's error after its URL was already said (it printed the URL twice)."""
-    return why.removeprefix(f"{url}: ")
-
-
-def _named(row: dict[str, Any]) -> str:
-    """A service's URL, said to come from the proof file when the user did not configure it now."""
-    return str(row["service"]) + (" (named by the file)" if row.get("from_file") and row["service"] != "local key"
-                                  else "")  # fmt: skip
 
 
 def _verify_one(
@@ -637,58 +540,6 @@ def _verify_many(ctx: typer.Context, json: bool, paths: list[Path], one: Any) ->
         raise typer.Exit(worst)
 
 
-def _bundle_lines(result: Any) -> list[str]:
-    """For a result bundle: what ran, as its verified manifest binds it (the verdict carries it)."""
-    bundle = result.bundle
-    if not bundle:
-        return []
-    env = bundle.get("environment")
-    ran = (
-        f"  image       {bundle['image']}" if "image" in bundle
-        else f"  executor    host {env['host'][:16]}… (ran on a host: no image ran, none is claimed)" if env
-        else "  image       (none)"
-    )  # fmt: skip
-    lines = [
-        f"  mission     sha256 {bundle['mission_sha256']}",
-        f"  snapshot    sha256 {bundle['data_snapshot_sha256']}",
-        ran,
-        f"  policy      sha256 {bundle['evaluator_policy_sha256']}",
-    ]
-    if "budget" in bundle:
-        budget, profile = bundle["budget"], bundle["profile"]
-        lines.append(f"  budget      {budget['minutes']} min, {count(budget['attempts'], 'attempt')}")
-        lines.append(f"  profile     {profile['name']} ({profile['cpu']} CPU, {profile['memory']})")
-    if "spent" in bundle:
-        spent, allowed = bundle["spent"], bundle["budget"]["attempts"]
-        why = (
-            "no stop rule: one run" if spent["stopped"] == "one_run"
-            else "its attempts ran out before any stop rule was met" if spent["stopped"] == "attempts"
-            else f"stop rule met: {spent['rule']['metric']} {'>=' if spent['rule']['mode'] == 'max' else '<='}"
-                 f" {spent['rule']['target']}"
-        )  # fmt: skip
-        lines.append(f"  spent       {spent['attempts']} of {count(allowed, 'attempt')} ({why})")
-    if env:
-        lines.append(f"  sandbox     {bundle['sandbox']}")
-        lines.append(
-            f"  environment {env['interpreter']}, lock ({env['lock']['source']}) {env['lock']['digest'][:16]}…"
-        )
-    return lines
-
-
-def _milestone_lines(result: Any) -> list[str]:
-    if not result.milestones:
-        return []
-    how = (
-        "anchored: its timing record, checked on chain"
-        if result.milestones_anchored
-        else "NOT anchored (no timing record): as written in the proof, unverified"
-    )
-    from anchor.manifest.bundle import MILESTONES  # in the order they happen, not alphabetical
-
-    ordered = sorted(result.milestones.items(), key=lambda item: MILESTONES.index(item[0]))
-    return [f"  milestones  {how}", *(f"    {name:<18} {when}" for name, when in ordered)]
-
-
 def attest(
     ctx: typer.Context,
     target: Annotated[str, typer.Argument(help="An anchored file or directory, or a manifest digest (0x…).")],
@@ -751,7 +602,7 @@ def lookup(
         found = {**found, "quorum": agreement}
     lines = [*_lookup_lines(found)]
     lines += [f"  {'explorer ' + k:<16} {v}" for k, v in found["links"].items()] or ["  explorer: none for this chain"]
-    lines += _quorum_lines(found.get("quorum"))
+    lines += quorum_lines(found.get("quorum"))
     emit(ctx, json, found, lines)
 
 

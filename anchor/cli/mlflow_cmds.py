@@ -143,7 +143,7 @@ def verify(
 ) -> None:
     """Re-read a run from the server and verify it against its proof: what changed is named (an
     artifact edited, added or removed; a param or tag; a metric logged again), exit codes as `verify`."""
-    from anchor.cli.data_cmds import verdict_lines
+    from anchor.cli.verdict import verdict_lines
     from anchor.library.verifier import Policy, Verifier
     from anchor.mlflow.bridge import verify_run
     from anchor.readback.anchors import required_count

@@ -64,8 +64,24 @@ def client_for(tracking_uri: str | None) -> Any:
             "MLflow is not installed: pip install 'anchor-provenance[mlflow]' (the MLflow client, mlflow-skinny)",
             detail={"tool": "mlflow"},
         ) from None
-    client = MlflowClient(tracking_uri)
-    uri = str(client.tracking_uri)
+    from mlflow.exceptions import MlflowException
+
+    if tracking_uri is not None and re.fullmatch(r"[A-Za-z0-9.-]+:\d+/?", tracking_uri):  # host:port, no scheme
+        raise BadInput(f"tracking URI {tracking_uri!r}: a server is http://HOST:PORT (hint: --tracking-uri"
+                       f" http://{tracking_uri.rstrip('/')})", detail={"field": "tracking_uri"})  # fmt: skip
+    for scheme in ("sqlite:///", "file://"):  # a local store: MLflow's client would create a missing one
+        if tracking_uri is not None and tracking_uri.startswith(scheme):
+            where = Path(tracking_uri.removeprefix(scheme).split("?")[0])
+            if not where.exists():
+                raise BadInput(f"tracking URI {tracking_uri}: no MLflow store at {where}; nothing was created",
+                               detail={"field": "tracking_uri"})  # fmt: skip
+    try:
+        client = MlflowClient(tracking_uri)
+        uri = str(client.tracking_uri)
+    except MlflowException as exc:
+        shown = endpoint_of(str(tracking_uri))
+        raise BadInput(f"tracking URI {shown}: MLflow cannot use it ({str(exc).splitlines()[0][:160]}); a server is"
+                       " http://HOST:PORT", detail={"field": "tracking_uri"}) from None  # fmt: skip
     if uri.startswith(("http://", "https://")):
         _check_reachable(uri)
     return client
