@@ -358,3 +358,20 @@ def test_every_door_gives_the_run_the_same_verdict(chain: Chain, server: Trackin
             else:
                 codes = {door_mlflow["error"]["code"], door_verify["error"]["code"], door_api["code"]}
                 assert len(codes) == 1, (door_mlflow, door_verify, door_api)
+
+
+def test_an_experiment_is_stamped_run_by_run_and_a_second_pass_anchors_nothing(
+    chain: Chain, server: TrackingServer, tmp_path: Path
+) -> None:
+    experiment = "sweep"
+    ids = [log_run(server, tmp_path, experiment) for _ in range(3)]
+    first = _mlflow(chain, server, "stamp", "--experiment", experiment, "--json")
+    assert first.returncode == 0, first.stdout + first.stderr
+    rows = json.loads(first.stdout)["runs"]
+    assert [r["run_id"] for r in rows] == ids and not any(r["unchanged"] for r in rows)  # oldest first
+    again = _mlflow(chain, server, "stamp", "--experiment", experiment)
+    assert again.returncode == 0 and again.stdout.splitlines()[-1] == "3 runs: 0 stamped (0 pending), 3 unchanged"
+    for run_id in ids:
+        assert _mlflow(chain, server, "verify", run_id).returncode == 0
+    nothing = _mlflow(chain, server, "stamp", "--experiment", "no-such-experiment")
+    assert nothing.returncode == ExitCode.BAD_INPUT and "experiment 'no-such-experiment': not found" in nothing.stderr

@@ -143,10 +143,17 @@ def test_journal_flush_prints_no_blank_first_line_and_serve_says_where_its_pages
     from tests.api_server import anchor_serve
 
     log = tmp_path / "serve.log"
+    import urllib.request
+
     with anchor_serve([], deployed_chain.env(), log) as url:
-        pass
+        urllib.request.urlopen(f"{url}/health", timeout=10).read()  # noqa: S310 - loopback
     err = log.read_text()
     assert f"the explorer at {url}/explorer/" in err and f"{url}/verify" in err and f"{url}/docs" in err, err
+    assert "GET /health" not in err  # no line per request unless asked (issue 49: a tenth of each request)
+    logged = tmp_path / "serve-logged.log"
+    with anchor_serve(["--access-log"], deployed_chain.env(), logged) as url:
+        urllib.request.urlopen(f"{url}/health", timeout=10).read()  # noqa: S310 - loopback
+    assert "GET /health" in logged.read_text()
 
 
 def test_upgrade_without_rpc_url_names_the_services_chain_and_a_silent_service_is_said_so(tmp_path: Path) -> None:
