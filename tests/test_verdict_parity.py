@@ -2,7 +2,10 @@
 through `anchor verify --json`, `POST /v1/verify/proof`, `GET /v1/verify/{digest}` (where the server
 holds the proof), the explorer's bundle page and the browser page (`/verify` in headless Chromium,
 for every case that asks no policy: the page takes none); and `retracted` from every door once the
-root's submitter retracted it (issue 44)."""
+root's submitter retracted it (issue 44). Two doors are held to the same answer where their servers are:
+`anchor mlflow verify` beside `anchor verify` and the API (tests/test_mlflow.py::
+test_every_door_gives_the_run_the_same_verdict, a real MLflow server), and the page's offline check beside
+`anchor verify --offline` (tests/test_browser_sealed.py, issue 45)."""
 
 from __future__ import annotations
 
