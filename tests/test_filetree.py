@@ -146,7 +146,11 @@ def test_iterative_root_equals_the_recursive_rfc6962_definition() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.text(min_size=1, max_size=40), st.integers(0, 2**53 - 1))
+@given(
+    st.text(min_size=1, max_size=40)
+    | st.text(st.sampled_from('ab/"\\\x00\x1f\x7f\u00e9\u2028\U0001f600'), min_size=1, max_size=12),
+    st.integers(0, 2**53 - 1),
+)
 def test_hand_written_leaf_encoding_equals_canonical_json(path: str, size: int) -> None:
     from anchor.manifest.domain import Domain, tagged
     from anchor.manifest.filetree import FileEntry
@@ -164,6 +168,50 @@ def test_many_files_hashed_by_workers_equal_the_sequential_result(tmp_path: Path
     by_path = {entry.path: entry for entry in tree.files}
     for rel, content in files.items():
         assert by_path[rel].blake3 == blake3.blake3(content).hexdigest() and by_path[rel].size == len(content)
+
+
+def test_a_tree_hashed_while_it_is_walked_equals_each_file_hashed_alone(tmp_path: Path) -> None:
+    """Issue 49: past PARALLEL_MIN_FILES the walk hands chunks to the workers as it lists, and the leaves
+    come back from them. Every file's digest and the root must be what hashing each file alone and
+    building the tree from scratch give."""
+    from anchor.manifest import hashing
+    from anchor.manifest.filetree import FileEntry, merkle_root
+
+    files = {f"d{i % 37}/e{i % 5}/f{i}.txt": os.urandom(i % 200) for i in range(3 * hashing.STREAM_CHUNK + 7)}
+    files["big.bin"] = os.urandom(hashing.SMALL_FILE + 1)
+    _write(tmp_path, files)
+    tree = hash_tree(tmp_path)
+    assert {e.path: (e.size, e.blake3) for e in tree.files} == {
+        rel: (len(content), blake3.blake3(content).hexdigest()) for rel, content in files.items()
+    }
+    ordered = sorted(files, key=lambda rel: rel.encode())
+    leaves = [FileEntry(rel, len(files[rel]), blake3.blake3(files[rel]).hexdigest()).leaf_hash() for rel in ordered]
+    assert tree.root == merkle_root(leaves)
+
+
+def test_a_file_replaced_after_it_was_listed_is_refused_by_the_worker_that_hashes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file the walk listed is replaced (another inode) before the chunk holding it reaches a worker:
+    the worker must refuse it by name, as the serial hasher does, and nothing of the tree comes back."""
+    from anchor.errors import FileChanged
+    from anchor.manifest import hashing
+
+    files = {f"d{i % 11}/f{i}.txt": b"x" * (i % 50) for i in range(2 * hashing.STREAM_CHUNK)}
+    _write(tmp_path, files)
+    victim = f"d{1000 % 11}/f1000.txt"
+    real_add = hashing.Streamed.add
+
+    def swap_then_add(self: hashing.Streamed, batch: list) -> None:  # type: ignore[type-arg]
+        if any(shown == victim for shown, *_ in batch):
+            os.link(tmp_path / victim, tmp_path.parent / f"{tmp_path.name}-kept")  # its inode stays taken
+            (tmp_path / victim).unlink()
+            (tmp_path / victim).write_bytes(b"planted")
+        real_add(self, batch)
+
+    monkeypatch.setattr(hashing.Streamed, "add", swap_then_add)
+    with pytest.raises(FileChanged, match=f"{victim}: not the file the walk listed"):
+        hash_tree(tmp_path)
 
 
 def _runs(root: Path) -> Path:
@@ -218,3 +266,41 @@ def test_a_recorded_links_list_out_of_order_is_refused(tmp_path: Path) -> None:
     identity["symlinks"]["links"] = [{"path": "z", "target": "a"}, {"path": "a", "target": "b"}]
     with pytest.raises(BadInput, match="sorted by path"):
         validate_identity(identity)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["*.log", ".git/", "build/", "/top.txt", "a/**/b", "*.anchor.json", "d?/", "[ab]*"]),
+        min_size=1,
+        max_size=4,
+    ),  # fmt: skip
+    st.lists(
+        st.sampled_from(["a", "b", "d1", ".git", "x.log", "top.txt", "build", "c.anchor.json"]), min_size=1, max_size=4
+    ),
+    st.booleans(),
+)
+def test_rules_without_a_negation_exclude_exactly_what_gitignore_does(
+    rules: list[str], parts: list[str], is_dir: bool
+) -> None:
+    """The walk's shortcut (a path is left out when any rule matches) must agree with pathspec's
+    GitIgnoreSpec, which ranks every match, on every path; with a `!rule` the spec itself decides."""
+    from anchor.manifest.exclude import Rules
+
+    path = "/".join(parts)
+    for patterns in (rules, [*rules, "!" + rules[0]]):
+        ours = Rules(patterns)
+        assert ours.excludes(path, is_dir) == bool(ours._spec.match_file(path + "/" if is_dir else path)), patterns
+
+
+def test_progress_while_the_walk_streams_counts_up_to_every_file_and_byte(tmp_path: Path) -> None:
+    """The totals grow while the walk lists; the files and bytes done never go back, and the last report
+    says every file and byte was hashed (a bar that stops at 98% or runs past 100% misleads)."""
+    from anchor.manifest import hashing
+
+    files = {f"d{i % 13}/f{i}.txt": b"y" * (i % 97) for i in range(2 * hashing.STREAM_CHUNK + 3)}
+    _write(tmp_path, files)
+    seen: list[tuple[int, int, int, int]] = []
+    hash_tree(tmp_path, progress=lambda *report: seen.append(report))
+    assert seen[-1] == (len(files), len(files), sum(map(len, files.values())), sum(map(len, files.values())))
+    assert all(a[0] <= b[0] and a[2] <= b[2] and a[1] <= b[1] for a, b in zip(seen, seen[1:], strict=False))

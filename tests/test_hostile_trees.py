@@ -157,18 +157,18 @@ def test_a_file_swapped_for_a_fifo_after_the_walk_is_refused_not_waited_on(
     for reading blocked `anchor hash` for good; now it opens at once and is refused by name."""
     import threading
 
-    from anchor.manifest import filetree
+    from anchor.manifest import hashing
 
     target = tmp_path / "results.csv"
     target.write_bytes(b"a,b\n")
-    real_hash_files = filetree.hash_files
+    real_hash_files = hashing.hash_files
 
     def swap_then_hash(listing: list, progress: object = None) -> list:  # type: ignore[type-arg]
         target.unlink()
         os.mkfifo(target)
         return real_hash_files(listing, progress)
 
-    monkeypatch.setattr(filetree, "hash_files", swap_then_hash)
+    monkeypatch.setattr(hashing, "hash_files", swap_then_hash)
     outcome: list[BaseException] = []
 
     def run() -> None:
@@ -256,21 +256,21 @@ def test_a_directory_swapped_for_a_link_outside_after_the_walk_binds_nothing_fro
     outside the root holding a file of the same name (as /etc holds hostname). Links are refused, yet
     the file outside was hashed into the manifest (only the last component was opened O_NOFOLLOW).
     Now every file must be the very file the walk listed (device and inode): a named FileChanged."""
-    from anchor.manifest import filetree
+    from anchor.manifest import hashing
 
     root, outside = tmp_path / "root", tmp_path / "outside"
     (root / "results").mkdir(parents=True)
     outside.mkdir()
     (root / "results" / "metrics.txt").write_bytes(b"m" * size)
     (outside / "metrics.txt").write_bytes(b"secret" * (size // 6 + 1))
-    real_hash_files = filetree.hash_files
+    real_hash_files = hashing.hash_files
 
     def swap_then_hash(listing: list, progress: object = None) -> list:  # type: ignore[type-arg]
         (root / "results").rename(tmp_path / "moved")
         (root / "results").symlink_to(outside)
         return real_hash_files(listing, progress)
 
-    monkeypatch.setattr(filetree, "hash_files", swap_then_hash)
+    monkeypatch.setattr(hashing, "hash_files", swap_then_hash)
     with pytest.raises(FileChanged, match="results/metrics.txt: not the file the walk listed"):
         hash_tree(root)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from anchor.errors import BadInput
 
@@ -63,8 +63,22 @@ class Rules:
     def _spec(self) -> pathspec.GitIgnoreSpec:
         return _gitignore(self.patterns)
 
+    @cached_property
+    def _any_of(self) -> tuple[Any, ...] | None:
+        """Without a negated rule (`!keep`), a path is left out exactly when some rule matches it, so the
+        rules are tried one by one, skipping GitIgnoreSpec's ranking of every match: a third of the walk's
+        time at 100,000 files (issue 49). With one, None: the spec decides."""
+        active = [pattern for pattern in self._spec.patterns if pattern.include is not None]
+        return None if any(not pattern.include for pattern in active) else tuple(p.match_file for p in active)
+
     def excludes(self, rel: str, is_dir: bool) -> bool:
-        return bool(self.patterns) and self._spec.match_file(rel + "/" if is_dir else rel)
+        if not self.patterns:
+            return False
+        path = rel + "/" if is_dir else rel
+        tried = self._any_of
+        if tried is None:
+            return bool(self._spec.match_file(path))
+        return any(match(path) is not None for match in tried)
 
     def recorded(self, excluded: Sequence[str]) -> tuple[str, ...]:
         """The rules a manifest records after `excluded` (as the walk named them) were left out: none if

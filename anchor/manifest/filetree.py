@@ -9,19 +9,28 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import blake3
+
 from anchor.errors import BadInput, UnsafePath
+from anchor.manifest import hashing
 from anchor.manifest.domain import Domain, tagged
 from anchor.manifest.exclude import Rules
-from anchor.manifest.hashing import Progress, hash_files
+from anchor.manifest.hashing import Progress
 from anchor.manifest.identity import manifest_digest
 from anchor.manifest.walk import component, root_kind, walk
 
 FORMAT_VERSION = 1
+_FILE_LEAF, _TREE_NODE = Domain.FILE_LEAF.value, Domain.TREE_NODE.value
+"""The contexts as plain strings: reading an enum member's value costs more than the hash of a leaf."""
+_PLAIN = re.compile(r'["\\\x00-\x1f\x7f]').search
+"""Finds what json.dumps would escape (ensure_ascii=False: quote, backslash, C0 controls; DEL is kept,
+but looking for it costs nothing and sends it the slow, certain way)."""
 HEX64 = frozenset("0123456789abcdef")
 
 
@@ -39,8 +48,11 @@ class FileEntry:
 
     def leaf_hash(self) -> bytes:
         # canonical_json({"blake3", "path", "size"}) written out by hand: this runs once per file.
-        path = json.dumps(self.path, ensure_ascii=False)
-        return tagged(Domain.FILE_LEAF, f'{{"blake3":"{self.blake3}","path":{path},"size":{self.size}}}'.encode())
+        # A path with nothing JSON escapes (no quote, backslash or control character) is its own JSON string.
+        path = self.path
+        text = f'"{path}"' if _PLAIN(path) is None else json.dumps(path, ensure_ascii=False)
+        return blake3.blake3(f'{{"blake3":"{self.blake3}","path":{text},"size":{self.size}}}'.encode(),
+                             derive_key_context=_FILE_LEAF).digest()  # fmt: skip
 
     def to_json(self) -> dict[str, Any]:
         return {"path": self.path, "size": self.size, "blake3": self.blake3}
@@ -64,7 +76,7 @@ class FileEntry:
 
 
 def node_hash(left: bytes, right: bytes) -> bytes:
-    return tagged(Domain.TREE_NODE, left + right)
+    return blake3.blake3(left + right, derive_key_context=_TREE_NODE).digest()  # tagged(Domain.TREE_NODE, ...)
 
 
 EMPTY_ROOT = tagged(Domain.TREE_NODE, b"")
@@ -259,16 +271,27 @@ def hash_tree(
     if root_kind(base) == "file":
         name = component(os.fsencode(base.name), str(base))
         st = base.lstat()
-        size, digest = hash_files([(str(base), os.fspath(base), st.st_size, (st.st_dev, st.st_ino))], progress)[0]
+        size, digest = hashing.hash_files([(str(base), os.fspath(base), st.st_size, (st.st_dev, st.st_ino))], progress)[
+            0
+        ]
         return FileTreeManifest((FileEntry(name, size, digest),))
     excluded: list[str] = []
     links: list[tuple[str, str]] = []
-    listing = walk(base, rules, excluded, symlinks, links)
-    hashed = hash_files(listing, progress)
-    entries = [FileEntry(rel, size, digest) for (rel, *_), (size, digest) in zip(listing, hashed, strict=True)]
+    with hashing.Streamed(FileEntry, _leaf, progress) as hashed:  # hashing starts while the walk still lists
+        walk(base, rules, excluded, symlinks, links, listed=hashed.add)
+        results = hashed.finish()
+    ordered = sorted_unique([entry for entry, _ in results], str(base))
+    leaf_of = {entry.path: leaf for entry, leaf in results}
     recorded = rules.recorded(excluded) if rules is not None else ()
     links.sort(key=lambda link: link[0].encode("utf-8"))
-    return FileTreeManifest(sorted_unique(entries, str(base)), recorded, tuple(links), symlinks, tuple(excluded))
+    tree = FileTreeManifest(ordered, recorded, tuple(links), symlinks, tuple(excluded))
+    tree._memo.append(merkle_root([leaf_of[entry.path] for entry in ordered]))  # the leaves the workers made
+    return tree
+
+
+def _leaf(path: str, size: int, digest: str) -> bytes:
+    """A file's Merkle leaf where it was hashed (anchor.manifest.hashing.Streamed's workers)."""
+    return FileEntry(path, size, digest).leaf_hash()
 
 
 def check_links(recorded: object, where: str) -> None:

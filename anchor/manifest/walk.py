@@ -19,6 +19,7 @@ import errno
 import os
 import stat
 import unicodedata
+from collections.abc import Callable
 from pathlib import Path
 
 from anchor.errors import BadInput, FileChanged, UnsafePath
@@ -26,6 +27,8 @@ from anchor.manifest.exclude import Rules
 
 SYMLINK_POLICIES = ("refuse", "record", "follow-inside")
 MAX_LINK_TARGET = 4096
+LISTED_BATCH = 256
+"""Files listed before the walk hands them on (`walk(listed=...)`)."""
 
 
 def component(raw: bytes, shown: str) -> str:
@@ -60,6 +63,7 @@ def walk(
     excluded: list[str] | None = None,
     symlinks: str = "refuse",
     links: list[tuple[str, str]] | None = None,
+    listed: Callable[[list[tuple[str, str, int, tuple[int, int]]]], None] | None = None,
 ) -> list[tuple[str, str, int, tuple[int, int]]]:
     """(relative NFC path, filesystem path, size seen, (device, inode)) of every regular file below
     directory `base`. The identity lets the hasher refuse a file that is not the one listed here (a
@@ -72,7 +76,9 @@ def walk(
 
     Paths the `rules` exclude are skipped (an excluded directory is not even entered, so whatever is
     inside it, sockets included, is never looked at); their names are appended to `excluded`.
-    Links are handled by `symlinks` (module docstring) and appended to `links`."""
+    Links are handled by `symlinks` (module docstring) and appended to `links`. `listed`, if given, is
+    handed the files found so far every `LISTED_BATCH` of them and once at the end (what the hasher
+    starts on while the walk goes on: anchor.manifest.hashing.Streamed)."""
     if symlinks not in SYMLINK_POLICIES:
         raise BadInput(f"--symlinks must be one of {', '.join(SYMLINK_POLICIES)}, not {symlinks!r}",
                        detail={"field": "symlinks"})  # fmt: skip
@@ -84,13 +90,19 @@ def walk(
     stack: list[tuple[str, str, tuple[int, int], frozenset[tuple[int, int]]]] = [
         ("", os.fspath(base), (top.st_dev, top.st_ino), frozenset({(top.st_dev, top.st_ino)}))
     ]
+    handed = 0
     while stack:
-        prefix, directory, listed, above = stack.pop()
-        fd = _open_listed(directory, prefix.rstrip("/") or directory, listed)
+        prefix, directory, seen_as, above = stack.pop()
+        fd = _open_listed(directory, prefix.rstrip("/") or directory, seen_as)
         try:
             _entries(fd, prefix, directory, real_root, above, rules, excluded, symlinks, links, found, stack)
         finally:
             os.close(fd)
+        if listed is not None and len(found) - handed >= LISTED_BATCH:
+            listed(found[handed:])
+            handed = len(found)
+    if listed is not None and len(found) > handed:
+        listed(found[handed:])
     return found
 
 
@@ -124,17 +136,22 @@ def _entries(
     except OSError as exc:
         shown = prefix.rstrip("/") or directory
         raise UnsafePath(f"{shown}: directory cannot be read ({exc.strerror})", detail={"path": shown}) from None
+    under = directory if directory.endswith("/") else directory + "/"
     for child in children:
-        raw = os.fsencode(child.name)
-        shown = prefix + raw.decode("utf-8", "backslashreplace")
-        rel = prefix + component(raw, shown)
+        name = child.name
+        if name.isascii():  # already UTF-8 and NFC (an undecodable byte is a surrogate, never ASCII)
+            rel = shown = prefix + name
+        else:
+            raw = os.fsencode(name)
+            shown = prefix + raw.decode("utf-8", "backslashreplace")
+            rel = prefix + component(raw, shown)
         st = child.stat(follow_symlinks=False)  # fstatat, relative to the verified descriptor
         mode = st.st_mode
         if rules is not None and rules.excludes(rel, stat.S_ISDIR(mode)):
             if excluded is not None:
                 excluded.append(rel + "/" if stat.S_ISDIR(mode) else rel)
             continue
-        path = os.path.join(directory, child.name)
+        path = under + name
         if stat.S_ISLNK(mode):
             if symlinks == "refuse":
                 raise UnsafePath(
