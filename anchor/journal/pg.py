@@ -118,6 +118,12 @@ CREATE TABLE mission_outputs (
     claimed_by TEXT NOT NULL
 );
 """,
+    # SQLite's version 7 also keeps per-state counts by trigger; here a counter row would be one lock
+    # every replica's submissions queue on, so `item_counts` counts on the index (items_pending)
+    7: """
+CREATE INDEX items_proof_error ON items (chain_id, id) WHERE proof_error IS NOT NULL;
+CREATE INDEX effects_failed ON effects (chain_id, id) WHERE failure IS NOT NULL;
+""",
 }
 
 _WRITER_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('anchor_journal writer', 0))"
@@ -263,6 +269,11 @@ class PgJournal(Journal):
         except BaseException:
             self.conn.close()
             raise
+
+    def item_counts(self, chain_id: int) -> dict[str, int]:
+        """Items of `chain_id` by state, counted on the index (see PG_MIGRATIONS[7])."""
+        rows = self.db.execute("SELECT state, count(*) FROM items WHERE chain_id = ? GROUP BY state", (chain_id,))
+        return {str(state): int(n) for state, n in rows.fetchall()}
 
     def _version(self) -> int | None:
         """The schema version the database holds (None: no journal there yet); reads only."""

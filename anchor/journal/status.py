@@ -33,9 +33,7 @@ class Status:
 def journal_status(journal: Journal, chain_id: int, recent: int = 5) -> Status:
     """What is pending, in flight and confirmed on `chain_id`: the journal alone, no key and no write."""
     db = journal.db
-    items = dict(
-        db.execute("SELECT state, count(*) FROM items WHERE chain_id = ? GROUP BY state", (chain_id,)).fetchall()
-    )
+    items = journal.item_counts(chain_id)
     effects = dict(
         db.execute("SELECT state, count(*) FROM effects WHERE chain_id = ? GROUP BY state", (chain_id,)).fetchall()
     )
@@ -146,7 +144,4 @@ def item_state(journal: Journal, chain_id: int, digest: bytes) -> str | None:
 
 def pending_items(journal: Journal, chain_id: int) -> int:
     """Items of `chain_id` waiting for a batch: the public calendar's queue."""
-    row = journal.db.execute(
-        "SELECT count(*) AS n FROM items WHERE chain_id = ? AND state = 'pending'", (chain_id,)
-    ).fetchone()
-    return int(row["n"])
+    return journal.item_counts(chain_id).get("pending", 0)
