@@ -6,12 +6,14 @@ them, over one kept-alive HTTP connection per thread. Writes still build transac
 provider sends through `Rpc.post` (anchor.chain.connection), so there is one retry policy:
 
 Every method is retried, eth_sendRawTransaction included: a resend carries the same signed bytes,
-which the node either already knows or mines once. Retried: refused or reset connections, timeouts,
-HTTP 429 and 5xx. Backoff doubles from ANCHOR_RPC_BACKOFF_S with a jitter fixed by host, process and
-call (`jitter`), capped at 2 s, for ANCHOR_RPC_RETRIES retries (default 4); each request times out
-after ANCHOR_RPC_TIMEOUT_S (10 s). HTTP 401 and 403 (an expired key, a wrong project id) stop at once,
-naming the endpoint without its key: no retry can fix a credential. A JSON-RPC error answer (a
-revert, a provider's "block range too large") is `RpcError`, left to the caller (anchor.chain.logs).
+which the node either already knows or mines once, by `send`, the one retry loop every HTTP exchange
+(RPC and anchoring service) goes through. Retried: refused or reset connections, timeouts, HTTP 429
+(after its Retry-After, at most 5 s) and 5xx. Backoff doubles from ANCHOR_RPC_BACKOFF_S with a jitter
+fixed by host, process and call (`jitter`), capped at 2 s, for ANCHOR_RPC_RETRIES retries (default 4);
+each request times out after ANCHOR_RPC_TIMEOUT_S (10 s). HTTP 401 and 403 (an expired key, a wrong
+project id) stop at once, naming the endpoint without its key: no retry can fix a credential. A JSON-RPC
+error answer (a revert, a provider's "block range too large") is `RpcError`, left to the caller
+(anchor.chain.logs).
 """
 
 from __future__ import annotations
@@ -179,6 +181,45 @@ class KeptAlive:
             raise
 
 
+class Exhausted(Exception):
+    """`send` got no answer it could return within its retries: the caller raises its own typed error."""
+
+    def __init__(self, attempts: int, failure: str) -> None:
+        super().__init__(failure)
+        self.attempts, self.failure = attempts, failure
+
+
+def send(
+    client: KeptAlive, method: str, target: str, body: bytes | None, headers: dict[str, str], *, url: str,
+    retries: int, backoff_s: float, why: tuple[object, ...], limit: int = 1 << 30,
+) -> tuple[int, http.client.HTTPResponse, bytes]:  # fmt: skip
+    """The one retry policy of every HTTP exchange we start, RPC and service alike: the first answer that
+    is neither 429 nor 5xx, as (status, response, at most `limit` bytes), for the caller to judge
+    (a 401 or a 4xx is never retried: no retry can fix a credential or a request).
+
+    Retried: no answer (refused, reset, timed out, no HTTP), 429 and 5xx, `retries` times. The wait
+    doubles from `backoff_s`, capped at 2 s, jittered by `why` (`jitter`); a 429 with `Retry-After: N`
+    waits N seconds instead (at most 5). Each exchange has its own deadline (`KeptAlive`). Raises
+    `Exhausted` with the last failure in words (`failure_words`) when the retries are spent."""
+    failure = ""
+    for attempt in range(retries + 1):
+        try:
+            status, response, content = client.exchange(method, target, body, headers, limit)
+        except (OSError, http.client.HTTPException) as exc:
+            failure = failure_words(exc, client.timeout_s, url)
+        else:
+            if status != 429 and status < 500:
+                return status, response, content
+            failure = f"HTTP {status}"
+            wait = response.getheader("Retry-After", "") or ""
+            if status == 429 and wait.isdigit() and attempt < retries:
+                time.sleep(min(int(wait), 5))
+                continue
+        if attempt < retries:
+            time.sleep(min(2.0, backoff_s * 2**attempt) * (0.5 + jitter(*why, attempt) / 2))
+    raise Exhausted(retries + 1, failure)
+
+
 class Rpc:
     """One endpoint. Thread-safe: each thread keeps its own connection."""
 
@@ -201,36 +242,29 @@ class Rpc:
 
     def post(self, method: str, body: bytes) -> bytes:
         """POST one JSON-RPC request body and return the answer's bytes, with the retries above."""
-        failure = ""
-        for attempt in range(self.retries + 1):
-            try:
-                status, _, content = self._http.exchange(
-                    "POST", self._target, body, {"Content-Type": "application/json"}
-                )
-            except (OSError, http.client.HTTPException) as exc:
-                failure = failure_words(exc, self.timeout_s, self.url)
-            else:
-                if status < 300:
-                    return content
-                if status in (401, 403):  # a key that is wrong or expired: retrying cannot help
-                    word = "unauthorized" if status == 401 else "forbidden"
-                    raise ChainUnreachable(
-                        f"{self.shown}: HTTP {status} ({word}) for {method}: the provider refused"
-                        " the URL's credentials; check the URL's key"
-                        " (a hosted provider puts it in the path or query; it is not shown here)",
-                        detail={"rpc_url": self.shown, "method": method, "status": status},
-                    )
-                if status != 429 and status < 500:
-                    raise ChainUnreachable(
-                        f"{self.shown}: HTTP {status} for {method}",
-                        detail={"rpc_url": self.shown, "method": method, "status": status},
-                    )
-                failure = f"HTTP {status}"
-            if attempt < self.retries:
-                time.sleep(min(2.0, self.backoff_s * 2**attempt) * (0.5 + jitter(method, attempt) / 2))
+        try:
+            status, _, content = send(
+                self._http, "POST", self._target, body, {"Content-Type": "application/json"},
+                url=self.url, retries=self.retries, backoff_s=self.backoff_s, why=(method,),
+            )  # fmt: skip
+        except Exhausted as spent:
+            raise ChainUnreachable(
+                f"{self.shown}: {method} failed {spent.attempts} times ({spent.failure})",
+                detail={"rpc_url": self.shown, "method": method, "last_error": spent.failure},
+            ) from None
+        if status < 300:
+            return content
+        if status in (401, 403):  # a key that is wrong or expired: retrying cannot help
+            word = "unauthorized" if status == 401 else "forbidden"
+            raise ChainUnreachable(
+                f"{self.shown}: HTTP {status} ({word}) for {method}: the provider refused"
+                " the URL's credentials; check the URL's key"
+                " (a hosted provider puts it in the path or query; it is not shown here)",
+                detail={"rpc_url": self.shown, "method": method, "status": status},
+            )
         raise ChainUnreachable(
-            f"{self.shown}: {method} failed {self.retries + 1} times ({failure})",
-            detail={"rpc_url": self.shown, "method": method, "last_error": failure},
+            f"{self.shown}: HTTP {status} for {method}",
+            detail={"rpc_url": self.shown, "method": method, "status": status},
         )
 
     def request(self, method: str, params: list[Any]) -> Any:

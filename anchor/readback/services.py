@@ -88,11 +88,9 @@ def call(
     5xx are retried with the same idempotency key. Each exchange ends by its own deadline, `timeout_s`
     after it starts, however slowly the answer comes (anchor.chain.rpc.KeptAlive). 401/403 are not
     retried: the token is wrong, retrying cannot help."""
-    import http.client
     import json
-    import time
 
-    from anchor.chain.rpc import failure_words, jitter
+    from anchor.chain.rpc import Exhausted, send
     from anchor.ingest.untrusted_json import parse_json
 
     headers = {"Accept": "application/json"}
@@ -105,37 +103,26 @@ def call(
         payload = json.dumps(body).encode()
         headers["Content-Type"] = "application/json"
     connections, prefix = _origin(service.url, timeout_s)
-    failure = ""
-    for attempt in range(retries + 1):
-        try:
-            status, answer, content = connections.exchange(method, prefix + path, payload, headers, cap + 1)
-        except (OSError, http.client.HTTPException) as exc:
-            failure = failure_words(exc, timeout_s, service.url)
-        else:
-            if len(content) > cap:
-                raise ServiceError(f"{service.url}: {method} {path}: the answer is larger than {cap} bytes, more than"
-                                   " such an answer holds; not read further",
-                                   detail={"service": service.url, "cap": cap})  # fmt: skip
-            if status in (401, 403):
-                word = "unauthorized" if status == 401 else "forbidden"
-                raise ServiceError(
-                    f"{service.url}: HTTP {status} ({word}): the service refused the token;"
-                    " check ANCHOR_SERVICE_TOKEN for this service",
-                    detail={"service": service.url, "status": status},
-                )
-            if status != 429 and status < 500:
-                return status, (parse_json(content, f"{service.url}{path}") if content else {})
-            failure = f"HTTP {status}"
-            wait = answer.getheader("Retry-After", "") or ""
-            if status == 429 and wait.isdigit() and attempt < retries:
-                time.sleep(min(int(wait), 5))
-                continue
-        if attempt < retries:
-            time.sleep(min(2.0, 0.1 * 2**attempt) * (0.5 + jitter(service.url, path, attempt) / 2))
-    raise ServiceError(
-        f"{service.url}: {method} {path} failed {retries + 1} times ({failure})",
-        detail={"service": service.url, "last_error": failure},
-    )
+    try:
+        status, _, content = send(connections, method, prefix + path, payload, headers, url=service.url,
+                                  retries=retries, backoff_s=0.1, why=(service.url, path), limit=cap + 1)  # fmt: skip
+    except Exhausted as spent:
+        raise ServiceError(
+            f"{service.url}: {method} {path} failed {spent.attempts} times ({spent.failure})",
+            detail={"service": service.url, "last_error": spent.failure},
+        ) from None
+    if len(content) > cap:
+        raise ServiceError(f"{service.url}: {method} {path}: the answer is larger than {cap} bytes, more than"
+                           " such an answer holds; not read further",
+                           detail={"service": service.url, "cap": cap})  # fmt: skip
+    if status in (401, 403):
+        word = "unauthorized" if status == 401 else "forbidden"
+        raise ServiceError(
+            f"{service.url}: HTTP {status} ({word}): the service refused the token;"
+            " check ANCHOR_SERVICE_TOKEN for this service",
+            detail={"service": service.url, "status": status},
+        )
+    return status, (parse_json(content, f"{service.url}{path}") if content else {})
 
 
 def error_of(service: Service, status: int, data: Any, what: str) -> ServiceError:
