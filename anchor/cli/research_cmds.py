@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -14,7 +11,6 @@ import typer
 from anchor.cli.data_cmds import EgressCidrOpt, GoneKeysSecretOpt, ServiceUrlOpt
 from anchor.cli.options import JsonFlag, SandboxRuntimeOpt
 from anchor.cli.output import count, emit, write_rendered
-from anchor.files import private_dir
 
 app = typer.Typer(help="Run, verify and report a keep/reset research search.", no_args_is_help=True)
 
@@ -91,288 +87,48 @@ def run(
     json: JsonFlag = False,
 ) -> None:
     """Search: baseline, then propose → commit → measure → keep or reset, every attempt ledgered and anchored."""
-    from anchor.research.anchoring import anchor_champions, anchor_search, contract_digest, preregister
-    from anchor.research.checkpoints import Checkpoints
-    from anchor.research.contract import load_contract
-    from anchor.research.final import evaluate_champion, final_line
-    from anchor.research.final import summary as final_summary
-    from anchor.research.git import Repo
-    from anchor.research.ledger import open_ledger
-    from anchor.research.loop import Search, SearchLimits
-    from anchor.research.proposers import CommandProposer, ParamSearch
-    from anchor.research.push import RefPusher
-    from anchor.research.sandbox import check_runtime
-    from anchor.research.searches import remember_search
+    from anchor.research.final import final_line
+    from anchor.research.session import SearchOptions, run_search
 
-    settings = ctx.find_root().obj["settings"]
-    work = _workdir(ctx, workdir)
-    _check_researcher(researcher)
-    check_runtime(sandbox_runtime)
-    if no_sandbox:
-        from anchor.research.sandbox import refuse_unconfined
-
-        refuse_unconfined(settings)  # before anything is written
-    stamper = _stamper(settings, service, no_anchor)
-    terms, _ = load_contract(contract)
-    from anchor.research.guard import check_git_config
-
-    check_git_config(Repo(repo.resolve()))  # the harness runs git on this host: no program of the repo's
-    if terms.holdout_command and terms.holdout_data:  # the champion record digests it: refused now if missing
-        from anchor.research.uncertainty import held_out_data
-
-        held_out_data(terms, repo.resolve())
-    # found (bubblewrap or runsc probed, the seccomp policy built) before anything is written
-    box = None if no_sandbox else _sandbox(repo, terms, settings, work, sandbox_runtime)
-    ledger = open_ledger(work, settings.journal_url)
-    pin_contract(work, contract, ledger)  # before anything is anchored under it
-    remember_search(settings.data_dir, work)  # read-back (the API, the explorer) lists every search
+    options = SearchOptions(
+        repo, contract, _workdir(ctx, workdir), max_attempts, budget_minutes, max_failures, seed, propose,
+        researchers, researcher, not no_anchor, checkpoint_every, checkpoint_seconds, proposer_timeout,
+        proposer_network, not no_sandbox, sandbox_runtime, push, tuple(service or ()),
+    )  # fmt: skip
     # SIGTERM takes the same path as Ctrl-C: the running attempt's process group is torn down first
     signal.signal(signal.SIGTERM, _interrupted)
-    # the ledger head reaches the chain while the search runs, not only at its end (a crash, a Ctrl-C
-    # or a killed machine leaves every attempt up to the last checkpoint anchored); made now, so that
-    # its background flusher starts while the contract is pre-registered
-    hook = (
-        None if no_anchor or researchers > 1
-        else Checkpoints(stamper, ledger, checkpoint_every, checkpoint_seconds)
-    )  # fmt: skip
-    if stamper is None:
-        digest = contract_digest(contract)
-    elif researchers > 1 and stamper.through_services and (work / "contract.anchor.json").is_file():
-        digest = contract_digest(contract)  # pre-registered by the parent; the services have it
-    else:
-        digest = preregister(stamper, contract.resolve(), work / "contract.anchor.json")
-    limits = SearchLimits(max_attempts, budget_minutes * 60, max_failures)
-    if researchers == 1:
-        proposer = (
-            CommandProposer(
-                propose,
-                terms.editable,
-                proposer_timeout,
-                work / "runs" / researcher / "proposer",
-                box,
-                proposer_network,
-                terms.pass_env,
-            )  # fmt: skip
-            if propose
-            else ParamSearch(terms.editable[0], seed, researcher)
-        )
-        git_repo = Repo(repo.resolve())
-        pusher = None if push is None else RefPusher(git_repo, push, researcher)
-        on_entry = _both(hook, pusher)
-        search = Search(git_repo, terms, digest, ledger, work, proposer, researcher, limits, on_entry, box)
-        try:
-            summary = search.run().__dict__
-        finally:
-            if hook is not None:
-                hook.close()  # the last checkpoint reaches the chain before we go on (or exit)
-        if pusher is not None:
-            pusher.finish()  # whatever failed on the way; a run that says it pushed, did
-            summary["pushed_to"] = push
-        # the final numbers, measured by the harness once the search has stopped (none if not asked for)
-        final = evaluate_champion(search, None if box is None else box.revealing())
-        summary["final"] = None if final is None else final_summary(final)
-        summaries = [summary]
-    else:
-        summaries = _run_parallel(ctx, repo.resolve(), contract.resolve(), work, researchers, locals())
-    anchored: dict[str, Any] | None = None
-    if stamper is not None:
-        with stamper:
-            anchored = anchor_search(stamper, ledger)
-            champions = anchor_champions(stamper, work)
-            if stamper.through_services:  # wait for the services' batch: the run ends with its proofs complete
-                anchored["proofs"] = _complete(stamper, work, ledger, champions)
+    done = run_search(ctx.find_root().obj["settings"], options)
     lines = [
         f"{s['researcher']}: measured {s['measured']} (ran and scored), rejected {s['rejected']}"
         f" (proposals that changed nothing or repeated a scored commit: never run), stopped: {s['stopped_because']};"
         f" champion {str(s['champion'])[:12]} ({s['champion_metric']})"
-        for s in summaries
+        for s in done.researchers
     ]
-    for s in summaries:
-        if s.get("final"):
-            lines.append(f"  {final_line(s['final'])}")
-    if anchored and stamper is not None and stamper.through_services:
-        done = anchored["proofs"]
+    lines += [f"  {final_line(s['final'])}" for s in done.researchers if s.get("final")]
+    anchored = done.anchored
+    if anchored and done.through_services:
+        proofs = anchored["proofs"]
         lines.append(
             f"sent {anchored['attempts']} attempts ({anchored['kept']} kept: lineage records signed by"
             f" {anchored['researcher']}, relayed by {', '.join(anchored['services'])}) and ledger head"
             f" {anchored['ledger_head'][:16]}… of {anchored['ledger_length']} entries;"
-            f" proofs complete: {done['complete']} of {done['total']}"
-            + ("" if done["complete"] == done["total"] else f" (the rest: anchor upgrade {work}/checkpoints/*)")
+            f" proofs complete: {proofs['complete']} of {proofs['total']}"
+            + (
+                ""
+                if proofs["complete"] == proofs["total"]
+                else f" (the rest: anchor upgrade {options.work}/checkpoints/*)"
+            )
         )
     elif anchored:
         lines.append(
             f"anchored {anchored['attempts']} attempts ({anchored['kept']} kept, with lineage records)"
             f" and ledger head {anchored['ledger_head'][:16]}… of {anchored['ledger_length']} entries"
         )
-    emit(ctx, json, {"researchers": summaries, "anchored": anchored, "contract_digest": digest}, lines)
-
-
-def _stamper(settings: Any, urls: list[str] | None, no_anchor: bool) -> Any:
-    """How the search anchors (anchor.anchoring.stamper), checked before anything runs; None: not at all."""
-    if no_anchor:
-        if urls:
-            from anchor.errors import BadInput
-
-            raise BadInput("--service and --no-anchor contradict each other", detail={"field": "service"})
-        return None
-    from anchor.anchoring.stamper import Stamper
-
-    stamper = Stamper.from_settings(settings, urls)
-    stamper.check_for_search()
-    return stamper
-
-
-def _complete(stamper: Any, work: Path, ledger: Any, champions: list[Path]) -> dict[str, int]:
-    """At the end of a run through services: wait (ANCHOR_UPGRADE_WAIT_S, default 60 s) for the services'
-    next batch and upgrade the contract's, every checkpoint's and the champions' proofs."""
-    from anchor.research.anchoring import checkpoint_path
-
-    heads = sorted(checkpoint_path(ledger, 0).parent.glob("*.anchor.json"))
-    proofs = [p for p in (work / "contract.anchor.json", *heads, *champions) if p.is_file()]
-    results = stamper.complete(proofs)
-    complete = sum(1 for r in results.values() if getattr(r, "complete", False))
-    return {"complete": complete, "total": len(proofs)}
-
-
-def _both(*hooks: Any) -> Any:
-    """One on_entry hook out of several (each may be None)."""
-    present = [h for h in hooks if h is not None]
-    if not present:
-        return None
-
-    def call(entry: dict[str, Any]) -> None:
-        for hook in present:
-            hook(entry)
-
-    return call
-
-
-def _run_parallel(
-    ctx: typer.Context, repo: Path, contract: Path, work: Path, n: int, opts: dict[str, Any]
-) -> list[Any]:
-    """N researchers, each a child process in a clean clone of `repo`, sharing one ledger."""
-    import json as jsonlib
-
-    children = []
-    for k in range(n):
-        clone = work / "clones" / f"r{k}"
-        if not clone.exists():
-            clone.parent.mkdir(parents=True, exist_ok=True)
-            subprocess.run(["git", "clone", "--quiet", str(repo), str(clone)], check=True)
-        argv = [
-            sys.executable, "-m", "anchor", "--json", "research", "run", "--repo", str(clone),
-            "--contract", str(contract), "--workdir", str(work), "--researcher", f"r{k}",
-            "--max-attempts", str(opts["max_attempts"]), "--budget-minutes", str(opts["budget_minutes"]),
-            "--max-failures", str(opts["max_failures"]), "--seed", str(opts["seed"]),
-            "--proposer-timeout", str(opts["proposer_timeout"]),
-        ]  # fmt: skip
-        # each researcher checkpoints the shared ledger itself (the journal dedups, one flush at a time),
-        # so a researcher that fails, or a killed parent, leaves every checkpointed attempt on chain
-        argv += (
-            ["--no-anchor"]
-            if opts["no_anchor"]
-            else ["--checkpoint-every", str(opts["checkpoint_every"]), "--checkpoint-seconds",
-                  str(opts["checkpoint_seconds"])]
-        )  # fmt: skip
-        if opts["no_sandbox"]:
-            argv.append("--no-sandbox")
-        argv += ["--sandbox-runtime", opts["sandbox_runtime"]]
-        if opts["proposer_network"]:
-            argv.append("--proposer-network")
-        if opts["propose"]:
-            argv += ["--propose", opts["propose"]]
-        if opts["push"]:
-            argv += ["--push", opts["push"]]
-        for url in opts["service"] or ():
-            argv += ["--service", url]
-        env = {**os.environ, "ANCHOR_DATA_DIR": str(ctx.find_root().obj["settings"].data_dir)}
-        children.append(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env))
-    summaries = []
-    try:
-        outputs = [child.communicate() for child in children]
-    except BaseException:  # interrupted: stop the researchers we started (by their PIDs), then go
-        for child in children:
-            child.send_signal(signal.SIGTERM)
-        for child in children:
-            child.wait()
-        raise
-    for child, (out, err) in zip(children, outputs, strict=True):
-        if child.returncode != 0:
-            from anchor.errors import AnchorError
-
-            raise AnchorError(f"a researcher failed ({child.returncode}): {err.decode()[-500:]}")
-        summaries += jsonlib.loads(out)["researchers"]
-    return summaries
-
-
-def _sandbox(repo: Path, terms: Any, settings: Any, work: Path, runtime: str = "bubblewrap") -> Any:
-    """The bubblewrap sandbox for this search's attempts, hiding the data dir, the work dir (ledger,
-    other runs), every keystore the environment names and the contract's holdout data;
-    `ToolchainMissing` without bubblewrap."""
-    from anchor.research.sandbox import Sandbox
-    from anchor.settings.env import env
-
-    keystores = list(env().keystores)
-    if settings.keystore is not None:
-        keystores.append(settings.keystore)
-    holdout = terms.hidden_data(repo.resolve())
-    inputs = tuple(path for _, path in terms.input_paths(repo))
-    return Sandbox.find(
-        repo, terms.editable, (settings.data_dir, work, *keystores), holdout, terms.pass_env, inputs, runtime
-    )
-
-
-def _check_researcher(researcher: str) -> None:
-    """A researcher id names directories and git refs: letters, digits, `_`, `-`, `.`, not leading."""
-    import re
-
-    from anchor.errors import BadInput
-
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", researcher):
-        raise BadInput(
-            f"--researcher {researcher!r}: use 1 to 64 letters, digits, '_', '-' or '.', starting with"
-            " a letter or digit",
-            detail={"field": "researcher"},
-        )
+    emit(ctx, json, done.to_json(), lines)
 
 
 def _interrupted(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
-
-
-def pin_contract(work: Path, contract: Path, ledger: Any) -> None:
-    """A ledger scored under one contract never continues under another: the first run keeps a copy of
-    the contract in the work dir; a later run with a different one is refused, naming what changed (a
-    new search is a new --workdir)."""
-    import shutil
-
-    from anchor.errors import Conflict
-    from anchor.research.anchoring import contract_digest
-    from anchor.research.contract import load_contract
-
-    pinned = work / "contract.toml"
-    if pinned.exists() and pinned.read_bytes() != contract.read_bytes():
-        old, _ = load_contract(pinned)
-        new, _ = load_contract(contract)
-        changed = [f for f in type(new).model_fields if getattr(old, f) != getattr(new, f)]
-        what = ", ".join(f"{f} ({getattr(old, f)!r} -> {getattr(new, f)!r})" for f in changed) or "its text"
-        raise Conflict(
-            f"this search ({work}) was scored under another contract: {what}; its values cannot be compared"
-            " across contracts. Start a new search with another --workdir",
-            detail={"changed": changed, "pinned": str(pinned)},
-        )
-    # the rows say which contract they were scored under, whatever the pinned copy says (a file in the
-    # work dir: editing it must not let a search continue under another contract)
-    scored = {e["contract_digest"] for e in ledger.entries()}
-    if scored and scored != {contract_digest(contract)}:
-        raise Conflict(
-            f"{ledger.where} was scored under another contract (digest {sorted(scored)[0][:16]}…); its values"
-            " cannot be compared across contracts. Start a new search (another --workdir or ANCHOR_LEDGER_NAME)",
-            detail={"field": "contract", "scored_under": sorted(scored)},
-        )
-    if not pinned.exists():  # a new search, a shared ledger others write to, or one from before pinning
-        private_dir(work)
-        shutil.copyfile(contract, pinned)
 
 
 @app.command()

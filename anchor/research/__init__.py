@@ -3,15 +3,19 @@ measured under identical bounds by the harness, written to a hash-chained ledger
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from anchor.research.session import SearchOptions, SearchRun, run_search
     from anchor.research.verdict import SearchVerdict, verify_search
 
-__all__ = ["SearchVerdict", "verify_search"]
+_WHERE = {"SearchVerdict": "verdict", "verify_search": "verdict",
+          "SearchOptions": "session", "SearchRun": "session", "run_search": "session"}  # fmt: skip
+__all__ = ["SearchOptions", "SearchRun", "SearchVerdict", "run_search", "verify_search"]
 
 
 def __getattr__(name: str) -> object:
-    """`anchor.research.verify_search`, imported when first used (the runtime's modules stay cheap)."""
-    if name in __all__:
-        from anchor.research import verdict
+    """`anchor.research.run_search`, `.verify_search`, ...: imported when first used (the runtime's
+    modules stay cheap)."""
+    if name in _WHERE:
+        import importlib
 
-        return getattr(verdict, name)
+        return getattr(importlib.import_module(f"anchor.research.{_WHERE[name]}"), name)
     raise AttributeError(f"module 'anchor.research' has no attribute {name!r}")
