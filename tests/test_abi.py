@@ -138,3 +138,49 @@ def test_verify_lookup_and_status_import_nothing_of_web3(deployed_chain: Chain, 
     assert verdict["verified"] is True and verdict["submitter"].startswith("0x")
     assert verdict["submitter"] == to_checksum_address(verdict["submitter"])
     assert sys.modules.get("anchor.chain.rpc") is not None
+
+
+@pytest.mark.chain
+def test_journal_submit_signs_nothing_and_imports_no_signing_library(deployed_chain: Chain, tmp_path: Path) -> None:
+    """Issue 49: `journal submit` journals a manifest and signs nothing, yet opening the service loaded the
+    signer through eth_account and web3 for the genesis check: 1.2 s of its 1.7 s was py_ecc computing
+    BLS pairing constants. Now neither is imported until a flush signs; the flush still anchors the item
+    with the key the address was derived for."""
+    from tests.cli import ANCHOR_BIN
+
+    target = tmp_path / "result.txt"
+    target.write_text("0.93\n")
+    python = str(Path(ANCHOR_BIN).with_name("python"))
+    run = subprocess.run([python, "-X", "importtime", "-m", "anchor", "journal", "submit", str(target)],
+                         env=deployed_chain.env(), capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    imported = {line.split("|")[-1].strip() for line in run.stderr.splitlines() if line.startswith("import time:")}
+    assert len(imported) > 100
+    assert sorted(m for m in imported if m.split(".")[0] in ("web3", "eth_account", "py_ecc", "eth_keyfile")) == []
+    deployed_chain.cli("journal", "flush", check=True)
+    verdict = json.loads(deployed_chain.cli("verify", str(target), "--json", check=True).stdout)
+    assert verdict["verified"] is True and verdict["submitter"] == "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 2**256 - 1))
+def test_a_keys_address_is_the_one_eth_account_derives_and_a_non_key_is_refused(number: int) -> None:
+    """The signer's address now comes from coincurve and keccak (no eth_account until it signs): it must
+    be eth_account's for every key, and what is not a secp256k1 key (0, the group order or above, not
+    32 bytes) must be refused as eth_account refuses it."""
+    from eth_account import Account
+
+    from anchor.chain.keys import address_of
+
+    secret = number.to_bytes(32, "big")
+    order = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
+    if number >= order:
+        with pytest.raises(ValueError):
+            address_of(secret)
+        with pytest.raises(Exception):  # noqa: B017, PT011 - eth_account's own error type varies
+            Account.from_key(secret)
+        return
+    assert address_of(secret) == Account.from_key(secret).address
+    for bad in (bytes(32), order.to_bytes(32, "big"), secret[:31]):
+        with pytest.raises(ValueError):
+            address_of(bad)

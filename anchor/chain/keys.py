@@ -23,14 +23,31 @@ _ANVIL_DEV_KEY = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2
 
 
 class Signer:
-    """Signs transactions for one account; its repr and str show the address only."""
+    """Signs transactions for one account; its repr and str show the address only.
 
-    __slots__ = ("_account", "address", "source")
+    Made from a key (32 bytes), it knows its address at once (coincurve and keccak, ~40 ms to import)
+    and loads eth_account only to sign: its import costs 1.2 s (eth_keyfile's py_ecc builds BLS pairing
+    tables), which a command that opens the journal but signs nothing (`journal submit`, `status`) must
+    not pay (issue 49). Made from an eth_account account, it uses that."""
+
+    __slots__ = ("_secret", "_loaded", "address", "source")
 
     def __init__(self, account: Any, source: str) -> None:
-        self._account = account
-        self.address: str = account.address
+        if isinstance(account, bytes):
+            self._secret: bytes | None = account
+            self._loaded: Any = None
+            self.address: str = address_of(account)
+        else:
+            self._secret, self._loaded, self.address = None, account, account.address
         self.source = source
+
+    @property
+    def _account(self) -> Any:
+        if self._loaded is None:
+            from eth_account import Account
+
+            self._loaded = Account.from_key(self._secret)
+        return self._loaded
 
     def sign(self, transaction: dict[str, Any]) -> bytes:
         raw: bytes = self._account.sign_transaction(transaction).raw_transaction
@@ -59,10 +76,8 @@ def load_signer(chain_id: int, keystore: Path | None = None) -> Signer:
     found = _from_env("ANCHOR_PRIVATE_KEY", "ANCHOR_KEYSTORE", keystore)
     if found is not None:
         return found
-    from eth_account import Account
-
     if chain_id == LOCAL_CHAIN_ID:
-        return Signer(Account.from_key(_ANVIL_DEV_KEY), "anvil-dev-account")
+        return Signer(bytes.fromhex(_ANVIL_DEV_KEY[2:]), "anvil-dev-account")
     raise BadInput(f"no signing key for chain {chain_id}: set ANCHOR_PRIVATE_KEY or ANCHOR_KEYSTORE")
 
 
@@ -72,19 +87,31 @@ def load_researcher() -> Signer | None:
     return _from_env("ANCHOR_RESEARCHER_KEY", "ANCHOR_RESEARCHER_KEYSTORE", None)
 
 
-def _from_env(key_var: str, keystore_var: str, keystore: Path | None) -> Signer | None:
-    from eth_account import Account
+def address_of(secret: bytes) -> str:
+    """The checksummed address of a secp256k1 private key; ValueError (naming nothing of it) if it is not one."""
+    from coincurve import PrivateKey
 
+    from anchor.manifest.keccak import checksum_address, keccak256
+
+    if len(secret) != 32:
+        raise ValueError("a private key is 32 bytes")
+    public = PrivateKey(secret).public_key.format(compressed=False)[1:]  # refuses 0 and n or more
+    return checksum_address(keccak256(public)[-20:].hex())
+
+
+def _from_env(key_var: str, keystore_var: str, keystore: Path | None) -> Signer | None:
     from anchor.settings.env import env
 
     env_key, configured, password = env().key_source(key_var, keystore_var)
     keystore = keystore or configured
     if env_key:
-        try:
-            return Signer(Account.from_key(env_key), f"env:{key_var}")
+        try:  # as eth_account reads a key: 64 hex digits, with or without 0x
+            return Signer(bytes.fromhex(env_key.removeprefix("0x")), f"env:{key_var}")
         except Exception:  # noqa: BLE001 - any message could echo the key; say only which input failed
             raise BadInput(f"{key_var} is not a valid secp256k1 private key") from None
     if keystore is not None:
+        from eth_account import Account
+
         password_var = f"{keystore_var}_PASSWORD"
         if password is None:
             raise BadInput(f"{keystore}: set {password_var} to decrypt the keystore")

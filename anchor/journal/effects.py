@@ -149,12 +149,17 @@ class EffectRunner:
     ) -> None:
         self.journal = journal
         self.registry = registry
-        self.w3 = registry.w3
         self.chain_id = registry.chain_id
         self.signer = signer
         self.config = config
         self.on_confirmed = on_confirmed
         self.report = RunReport()
+
+    @property
+    def w3(self) -> Any:
+        """web3, for what signs and sends: made on first use, so a runner that only journals (a submission,
+        `journal status`) never imports it (1.2 s: eth_account's py_ecc builds pairing tables; issue 49)."""
+        return self.registry.w3
 
     # ------------------------------------------------------------------ creating effects
 
@@ -582,16 +587,17 @@ class EffectRunner:
             "SELECT max(block_number) FROM effects WHERE chain_id = ? AND state = 'confirmed'", (self.chain_id,)
         ).fetchone()
         highest = row[0] if row is not None else None
-        return highest is not None and int(self.w3.eth.block_number) < int(highest)
+        return highest is not None and self.registry.rpc.block_number() < int(highest)
 
     def reconcile_chain_identity(self) -> bool:
         """Detect a chain that forgot its history (a reset local chain, a deep reorg of everything):
         its genesis hash differs from the one recorded. Then every effect is re-checked and nonces
         follow from the node again. Returns True if a reset was found."""
-        genesis = txs.block_hash(self.w3, 0)
+        # read through the light client: opening a service (a submission) must not cost web3's import
+        header = self.registry.rpc.get_block(0)
         key = f"genesis:{self.chain_id}"
         recorded = self.journal.meta(key)
-        current = (genesis or b"").hex()
+        current = str(header["hash"]).removeprefix("0x") if header is not None else ""
         if recorded == current and not self._lost_history():
             return False
         with self.journal.tx() as db:
