@@ -304,3 +304,83 @@ def test_progress_while_the_walk_streams_counts_up_to_every_file_and_byte(tmp_pa
     hash_tree(tmp_path, progress=lambda *report: seen.append(report))
     assert seen[-1] == (len(files), len(files), sum(map(len, files.values())), sum(map(len, files.values())))
     assert all(a[0] <= b[0] and a[2] <= b[2] and a[1] <= b[1] for a, b in zip(seen, seen[1:], strict=False))
+
+
+def _wide(root: Path, dirs: int = 60, per: int = 20) -> dict[str, bytes]:
+    """A tree wide enough that the walk hands its directories to the workers (past PARALLEL_MIN_FILES)."""
+    files = {f"g{d % 6}/d{d:03d}/f{i}.txt": f"{d}-{i}".encode() * (i % 7) for d in range(dirs) for i in range(per)}
+    _write(root, files)
+    return files
+
+
+def _serially(monkeypatch: pytest.MonkeyPatch) -> None:
+    from anchor.manifest import hashing
+
+    monkeypatch.setattr(hashing.Streamed, "hand_off", lambda self, frames, real_root: False)
+
+
+@pytest.mark.parametrize("symlinks", ["record", "follow-inside"])
+def test_subtrees_the_workers_walk_give_the_tree_one_walk_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, symlinks: str
+) -> None:
+    """Issue 49: past a few hundred files the walk hands the directories it has left to the workers,
+    which list and hash them. Rules deep in the tree (.git/, proof files, .anchorignore's), links met
+    there and every file must come out as one walk in one process makes them: the same digest, the same
+    files, what was left out and the links, in the same order."""
+    from anchor.manifest import hashing
+    from anchor.manifest.exclude import Rules
+
+    _wide(tmp_path)
+    _write(tmp_path, {"g3/d033/.git/HEAD": b"ref", "g5/d041/out.anchor.json": b"{}", "g1/d007/scratch/x.tmp": b"x"})
+    (tmp_path / ".anchorignore").write_text("scratch/\n")
+    (tmp_path / "g2" / "d050" / "latest").symlink_to("f3.txt")
+    (tmp_path / "g4" / "d010" / "up").symlink_to("../d016")
+    rules = Rules.for_root(tmp_path)
+    handed: list[int] = []
+    real = hashing.Streamed.hand_off
+
+    def counted(self: hashing.Streamed, frames: list, real_root: str) -> bool:  # type: ignore[type-arg]
+        took = real(self, frames, real_root)
+        handed.append(took)
+        return took
+
+    monkeypatch.setattr(hashing.Streamed, "hand_off", counted)
+    parallel = hash_tree(tmp_path, rules, symlinks)
+    assert any(handed), "the walk never handed a directory to the workers: the test tests nothing"
+    _serially(monkeypatch)
+    serial = hash_tree(tmp_path, Rules.for_root(tmp_path), symlinks)
+    assert parallel.digest == serial.digest and parallel.files == serial.files
+    assert parallel.links == serial.links and sorted(parallel.left_out) == sorted(serial.left_out)
+    assert {"g3/d033/.git/", "g5/d041/out.anchor.json", "g1/d007/scratch/"} <= set(parallel.left_out)
+
+
+@pytest.mark.parametrize("plant", ["fifo", "link"])
+def test_a_hostile_entry_deep_in_a_subtree_a_worker_walks_is_refused_by_name(tmp_path: Path, plant: str) -> None:
+    """The workers' part of the walk refuses what the walk refuses, naming the path: a FIFO, and a link
+    under the default policy, deep in a late subtree."""
+    _wide(tmp_path)
+    target = tmp_path / "g5" / "d059" / "trap"
+    if plant == "fifo":
+        os.mkfifo(target)
+    else:
+        target.symlink_to("/etc")
+    with pytest.raises(UnsafePath, match="g5/d059/trap: (a FIFO is not a regular file|is a symbolic link)"):
+        hash_tree(tmp_path)
+
+
+def test_a_workers_walk_of_a_subtree_refuses_a_hostile_entry_as_data_naming_it(tmp_path: Path) -> None:
+    """What a worker answers when its subtree holds a FIFO: the refusal as data, the walk's (it must come
+    before any hashing refusal), naming the path relative to the root."""
+    from anchor.manifest import hashing
+    from anchor.manifest.filetree import _leaf
+
+    _write(tmp_path, {"a/b/ok.txt": b"1"})
+    os.mkfifo(tmp_path / "a" / "b" / "trap")
+    top, sub = os.lstat(tmp_path), os.lstat(tmp_path / "a")
+    frame = ("a/", str(tmp_path / "a"), (sub.st_dev, sub.st_ino), frozenset({(top.st_dev, top.st_ino)}))
+    answer = hashing._walk_and_hash([frame], os.path.realpath(tmp_path), None, "refuse", _leaf)
+    assert answer[0][:2] == ("walk", "UnsafePath") and "a/b/trap: a FIFO is not a regular file" in answer[0][2]
+    ok = hashing._walk_and_hash([frame], os.path.realpath(tmp_path), ("trap",), "refuse", _leaf)
+    rels, sizes, digests, leaves, excluded, links = ok
+    assert (rels, sizes, digests, excluded) == ("a/b/ok.txt", [1], blake3.blake3(b"1").hexdigest(), ["a/b/trap"])
+    assert leaves == _leaf("a/b/ok.txt", 1, blake3.blake3(b"1").hexdigest())

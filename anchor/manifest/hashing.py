@@ -8,7 +8,10 @@ Three paths, chosen by size, because one does not fit all (measured in benchmark
   over its chunk (one task per file costs 3-4x more than the loop it replaces).
 `Streamed` does the last while the walk is still listing: chunks go to the workers as the walk fills
 them, so listing and hashing overlap (issue 49: at 100,000 files of 1 KiB the serial walk was 0.8 s
-of 3 s, the hashing 1.1 s after it), and each worker also computes its files' Merkle leaves.
+of 3 s, the hashing 1.1 s after it), and each worker also computes its files' Merkle leaves. Once the
+workers run, the walk hands them the directories it has left (`Streamed.hand_off`): each lists its
+subtrees with the walk's own code and checks (anchor.manifest.walk.walk_frames) and hashes what it
+finds, so the listing is no longer one process's work either.
 
 Progress (`progress(files_done, files_total, bytes_done, bytes_total)`) is reported from the calling
 thread only: workers add to shared counters, one slot each, and the caller reads them while it waits;
@@ -153,7 +156,10 @@ def _init_slot(taken: Any) -> None:
 
 def _raise(item: tuple[str, str, str, Any]) -> None:
     _, name, message, detail = item
-    raise (FileChanged if name == "FileChanged" else UnsafePath)(message, detail=detail)
+    from anchor import errors
+
+    kind = getattr(errors, name, None)
+    raise (kind if isinstance(kind, type) and issubclass(kind, AnchorError) else UnsafePath)(message, detail=detail)
 
 
 def hash_files(
@@ -249,11 +255,18 @@ class Streamed(Generic[T]):
     def __init__(self, entry: Callable[[str, int, str], T], leaf: Leaf, progress: Progress | None = None) -> None:
         self.entry, self.leaf, self.progress = entry, leaf, progress
         self.total_bytes = 0
+        self.files_walked = 0
         self.files: list[tuple[str, str, int, tuple[int, int] | None]] = []
         self.pending: list[tuple[int, str, str, tuple[int, int] | None]] = []
         self.tasks: list[tuple[list[int], Any]] = []
+        self.walks: list[Any] = []
+        """Subtrees handed to the workers to list and hash (`hand_off`), in order."""
+        self.excluded: list[str] = []
+        self.links: list[tuple[str, str]] = []
+        """What the rules left out and the links met in those subtrees, for the caller to add to its own."""
         self.workers = min(os.cpu_count() or 1, 4)
         self.pool: Any = None
+        self.walk_rules: tuple[tuple[str, ...] | None, str] = (None, "refuse")
 
     def __enter__(self) -> Streamed[T]:
         return self
@@ -280,6 +293,20 @@ class Streamed(Generic[T]):
                 del self.pending[:STREAM_CHUNK]
             self._report()
 
+    def hand_off(self, frames: list[Any], real_root: str) -> bool:
+        """`walk`'s offer of the directories it has still to list: taken once the workers run and at
+        least two are left, split into a few tasks that each list their subtrees (`walk_frames`, the
+        same descriptor checks) and hash what they find, so listing stops being one process's work
+        (issue 49: the walk was a third of `anchor hash`'s time at 100,000 files)."""
+        if self.pool is None or len(frames) < 2:
+            return False
+        parts = min(len(frames), 8 * self.workers)
+        patterns, symlinks = self.walk_rules
+        for k in range(parts):
+            chunk = frames[k::parts]
+            self.walks.append(self.pool.submit(_walk_and_hash, chunk, real_root, patterns, symlinks, self.leaf))
+        return True
+
     def _start(self) -> None:
         global _counters
         if threading.active_count() != 1:
@@ -305,7 +332,10 @@ class Streamed(Generic[T]):
     def _report(self) -> None:
         if self.progress is not None and _counters is not None:
             done = list(_counters)
-            self.progress(sum(done[0::2]), len(self.files), sum(done[1::2]), self.total_bytes)
+            files, nbytes = sum(done[0::2]), sum(done[1::2])
+            # what the workers' own listings found is known only as it is hashed: the totals grow with it
+            listed = len(self.files) + self.files_walked
+            self.progress(files, max(files, listed), nbytes, max(nbytes, self.total_bytes))
 
     def finish(self) -> list[tuple[T, bytes]]:
         """(entry, leaf) of every file added, in order; raises the first error met."""
@@ -330,25 +360,41 @@ class Streamed(Generic[T]):
                 size, digest = hash_file(path, shown, on_window=window_done, expect=expect)
                 _add(0, 1, 0)
                 results[i] = (entry(shown, size, digest), leaf(shown, size, digest))
-        remaining, errors = dict(enumerate(self.tasks)), {}
+        # each answer is unpacked as it comes, while the workers go on with the rest
+        remaining: dict[Any, tuple[str, int, list[int]]] = {
+            future: ("chunk", n, indices) for n, (indices, future) in enumerate(self.tasks)
+        }
+        remaining.update({future: ("walk", n, []) for n, future in enumerate(self.walks)})
+        refused: dict[tuple[int, int], Any] = {}  # (precedence, order) -> the refusal
+        walked: dict[int, tuple[list[tuple[T, bytes]], list[str], list[tuple[str, str]]]] = {}
         while remaining:
-            done = wait([future for _, future in remaining.values()], timeout=0.1, return_when=FIRST_COMPLETED).done
+            done = wait(list(remaining), timeout=0.1, return_when=FIRST_COMPLETED).done
             self._report()
-            for n in [n for n, (_, future) in remaining.items() if future in done]:
-                indices, future = remaining.pop(n)
+            for future in done:
+                kind, n, indices = remaining.pop(future)
                 part = future.result()
-                if isinstance(part, list):
-                    errors[n] = part[0]
-                    continue
-                sizes, digests, leaves = part
-                names = self.files
-                for k, i in enumerate(indices):
-                    results[i] = (
-                        entry(names[i][0], sizes[k], digests[64 * k : 64 * k + 64]),
-                        leaves[32 * k : 32 * k + 32],
-                    )
-        if errors:  # the first chunk's, as hash_files would have raised
-            _raise(errors[min(errors)])
+                if isinstance(part, list):  # a walk's refusal comes first, as it did before any hashing
+                    refused[(0 if part[0][0] == "walk" else 1, n if kind == "chunk" else len(self.tasks) + n)] = part[0]
+                elif kind == "chunk":
+                    sizes, digests, leaves = part
+                    for k, i in enumerate(indices):
+                        made = entry(self.files[i][0], sizes[k], digests[64 * k : 64 * k + 64])
+                        results[i] = (made, leaves[32 * k : 32 * k + 32])
+                else:
+                    rels, sizes, digests, leaves, excluded, links = part
+                    made_all = [(entry(rel, sizes[k], digests[64 * k : 64 * k + 64]), leaves[32 * k : 32 * k + 32])
+                                for k, rel in enumerate(rels.split("\0") if rels else ())]  # fmt: skip
+                    walked[n] = (made_all, excluded, links)
+                    self.files_walked += len(made_all)
+                    self.total_bytes += sum(sizes)
+        self._report()
+        if refused:
+            _raise(refused[min(refused)])
+        for n in sorted(walked):  # in the order handed off, whatever order the workers finished in
+            made_all, excluded, links = walked[n]
+            results += made_all
+            self.excluded += excluded
+            self.links += links
         return results
 
 
@@ -364,3 +410,41 @@ def _hash_packed(packed: tuple[str, str, array[int], list[bool]], leaf: Leaf) ->
     if out and out[0][0] == "error":
         return out
     return [size for size, _, _ in out], "".join(digest for _, digest, _ in out), b"".join(lf for _, _, lf in out)
+
+
+_rules_of: dict[tuple[str, ...], Any] = {}
+
+
+def _walk_and_hash(
+    frames: list[Any], real_root: str, patterns: tuple[str, ...] | None, symlinks: str, leaf: Leaf
+) -> Any:
+    """Worker body of `Streamed.hand_off`: list the subtrees of `frames` as `walk` would, then hash
+    and leaf every file found. Answered packed, as `_hash_packed` answers, with what was left out and
+    the links met; a refusal comes back as data, ("walk", ...) from the listing, ("error", ...) from
+    the hashing."""
+    from anchor.manifest.exclude import Rules
+    from anchor.manifest.walk import walk_frames
+
+    rules = None
+    if patterns is not None:
+        rules = _rules_of.setdefault(patterns, Rules(patterns))
+    found: list[tuple[str, str, int, tuple[int, int]]] = []
+    excluded: list[str] = []
+    links: list[tuple[str, str]] = []
+    try:
+        walk_frames(list(frames), real_root, rules, excluded, symlinks, links, found)
+    except AnchorError as exc:
+        return [("walk", type(exc).__name__, exc.message, exc.detail)]
+    large = [item for item in found if item[2] > SMALL_FILE]
+    out = _hash_chunk([(0, rel, path, ident) for rel, path, hint, ident in found if hint <= SMALL_FILE], None, leaf)
+    if out and out[0][0] == "error":
+        return out
+    for rel, path, _, ident in large:  # rare in a tree of many files: one thread each, as a chunk's files are
+        try:
+            size, digest = hash_file(path, rel, threads=1, expect=ident)
+        except AnchorError as exc:
+            return [("error", type(exc).__name__, exc.message, exc.detail)]
+        out.append((size, digest, leaf(rel, size, digest)))
+    rels = [rel for rel, _, hint, _ in found if hint <= SMALL_FILE] + [rel for rel, *_ in large]
+    return ("\0".join(rels), [size for size, _, _ in out], "".join(d for _, d, _ in out),
+            b"".join(lf for _, _, lf in out), excluded, links)  # fmt: skip

@@ -57,14 +57,22 @@ def root_kind(base: Path) -> str:
     raise UnsafePath(f"{base}: {_kind(mode)} is not a regular file or directory", detail={"path": str(base)})
 
 
+Frame = tuple[str, str, tuple[int, int], frozenset[tuple[int, int]]]
+"""A directory still to list: (relative prefix, its path, its (device, inode) as its parent listed it, the
+(device, inode) of every directory from the root down to it: a followed link to one of those would
+walk forever)."""
+Listed = list[tuple[str, str, int, tuple[int, int]]]
+
+
 def walk(
     base: Path,
     rules: Rules | None = None,
     excluded: list[str] | None = None,
     symlinks: str = "refuse",
     links: list[tuple[str, str]] | None = None,
-    listed: Callable[[list[tuple[str, str, int, tuple[int, int]]]], None] | None = None,
-) -> list[tuple[str, str, int, tuple[int, int]]]:
+    listed: Callable[[Listed], None] | None = None,
+    hand_off: Callable[[list[Frame], str], bool] | None = None,
+) -> Listed:
     """(relative NFC path, filesystem path, size seen, (device, inode)) of every regular file below
     directory `base`. The identity lets the hasher refuse a file that is not the one listed here (a
     directory above it swapped for a link since: anchor.manifest.hashing).
@@ -78,18 +86,26 @@ def walk(
     inside it, sockets included, is never looked at); their names are appended to `excluded`.
     Links are handled by `symlinks` (module docstring) and appended to `links`. `listed`, if given, is
     handed the files found so far every `LISTED_BATCH` of them and once at the end (what the hasher
-    starts on while the walk goes on: anchor.manifest.hashing.Streamed)."""
+    starts on while the walk goes on: anchor.manifest.hashing.Streamed). `hand_off(frames, real root)`,
+    if given, is offered the directories still to list after each one; when it takes them (True), this
+    walk ends there and whoever took them lists them with `walk_frames`, under the same checks."""
     if symlinks not in SYMLINK_POLICIES:
         raise BadInput(f"--symlinks must be one of {', '.join(SYMLINK_POLICIES)}, not {symlinks!r}",
                        detail={"field": "symlinks"})  # fmt: skip
-    found: list[tuple[str, str, int, tuple[int, int]]] = []
+    found: Listed = []
     top = os.lstat(base)
     real_root = os.path.realpath(base)
-    # (relative prefix, directory, its (device, inode) as listed, (device, inode) of every directory
-    # from the root down to it): a followed link to one of those would walk forever.
-    stack: list[tuple[str, str, tuple[int, int], frozenset[tuple[int, int]]]] = [
-        ("", os.fspath(base), (top.st_dev, top.st_ino), frozenset({(top.st_dev, top.st_ino)}))
-    ]
+    stack: list[Frame] = [("", os.fspath(base), (top.st_dev, top.st_ino), frozenset({(top.st_dev, top.st_ino)}))]
+    walk_frames(stack, real_root, rules, excluded, symlinks, links, found, listed, hand_off)
+    return found
+
+
+def walk_frames(
+    stack: list[Frame], real_root: str, rules: Rules | None, excluded: list[str] | None, symlinks: str,
+    links: list[tuple[str, str]] | None, found: Listed, listed: Callable[[Listed], None] | None = None,
+    hand_off: Callable[[list[Frame], str], bool] | None = None,
+) -> None:  # fmt: skip
+    """List the directories of `stack` and all below them into `found` (`walk`'s loop)."""
     handed = 0
     while stack:
         prefix, directory, seen_as, above = stack.pop()
@@ -101,9 +117,10 @@ def walk(
         if listed is not None and len(found) - handed >= LISTED_BATCH:
             listed(found[handed:])
             handed = len(found)
+        if hand_off is not None and stack and hand_off(stack, real_root):
+            stack.clear()
     if listed is not None and len(found) > handed:
         listed(found[handed:])
-    return found
 
 
 def _open_listed(directory: str, shown: str, listed: tuple[int, int]) -> int:
@@ -127,7 +144,7 @@ def _entries(
     fd: int, prefix: str, directory: str, real_root: str, above: frozenset[tuple[int, int]], rules: Rules | None,
     excluded: list[str] | None, symlinks: str, links: list[tuple[str, str]] | None,
     found: list[tuple[str, str, int, tuple[int, int]]],
-    stack: list[tuple[str, str, tuple[int, int], frozenset[tuple[int, int]]]],
+    stack: list[Frame],
 ) -> None:  # fmt: skip
     """List one open directory through its descriptor: files into `found`, directories onto `stack`."""
     try:
