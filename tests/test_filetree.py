@@ -313,45 +313,55 @@ def _wide(root: Path, dirs: int = 60, per: int = 20) -> dict[str, bytes]:
     return files
 
 
-def _serially(monkeypatch: pytest.MonkeyPatch) -> None:
-    from anchor.manifest import hashing
+_HANDED_OFF = """
+import json, sys
+from pathlib import Path
+from anchor.manifest import hashing
+from anchor.manifest.exclude import Rules
+from anchor.manifest.filetree import hash_tree
 
-    monkeypatch.setattr(hashing.Streamed, "hand_off", lambda self, frames, real_root: False)
+root, symlinks, parallel = Path(sys.argv[1]), sys.argv[2], sys.argv[3] == "1"
+handed = []
+real = hashing.Streamed.hand_off
+hashing.Streamed.hand_off = lambda self, frames, top: handed.append(parallel and real(self, frames, top)) or handed[-1]
+tree = hash_tree(root, Rules.for_root(root), symlinks)
+print(json.dumps({"digest": tree.digest.hex(), "files": tree.files_json(), "links": tree.links,
+                  "left_out": sorted(tree.left_out), "handed": any(handed)}))
+"""
 
 
 @pytest.mark.parametrize("symlinks", ["record", "follow-inside"])
-def test_subtrees_the_workers_walk_give_the_tree_one_walk_gives(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, symlinks: str
-) -> None:
+def test_subtrees_the_workers_walk_give_the_tree_one_walk_gives(tmp_path: Path, symlinks: str) -> None:
     """Issue 49: past a few hundred files the walk hands the directories it has left to the workers,
     which list and hash them. Rules deep in the tree (.git/, proof files, .anchorignore's), links met
     there and every file must come out as one walk in one process makes them: the same digest, the same
-    files, what was left out and the links, in the same order."""
-    from anchor.manifest import hashing
-    from anchor.manifest.exclude import Rules
+    files, what was left out and the links. Each side runs in a fresh interpreter: the workers are forked
+    only where the forking process has no other thread, which a pytest worker cannot promise."""
+    import json
+    import subprocess
+    import sys
 
-    _wide(tmp_path)
-    _write(tmp_path, {"g3/d033/.git/HEAD": b"ref", "g5/d041/out.anchor.json": b"{}", "g1/d007/scratch/x.tmp": b"x"})
-    (tmp_path / ".anchorignore").write_text("scratch/\n")
-    (tmp_path / "g2" / "d050" / "latest").symlink_to("f3.txt")
-    (tmp_path / "g4" / "d010" / "up").symlink_to("../d016")
-    rules = Rules.for_root(tmp_path)
-    handed: list[int] = []
-    real = hashing.Streamed.hand_off
-
-    def counted(self: hashing.Streamed, frames: list, real_root: str) -> bool:  # type: ignore[type-arg]
-        took = real(self, frames, real_root)
-        handed.append(took)
-        return took
-
-    monkeypatch.setattr(hashing.Streamed, "hand_off", counted)
-    parallel = hash_tree(tmp_path, rules, symlinks)
-    assert any(handed), "the walk never handed a directory to the workers: the test tests nothing"
-    _serially(monkeypatch)
-    serial = hash_tree(tmp_path, Rules.for_root(tmp_path), symlinks)
-    assert parallel.digest == serial.digest and parallel.files == serial.files
-    assert parallel.links == serial.links and sorted(parallel.left_out) == sorted(serial.left_out)
-    assert {"g3/d033/.git/", "g5/d041/out.anchor.json", "g1/d007/scratch/"} <= set(parallel.left_out)
+    root = tmp_path / "tree"
+    _wide(root)
+    _write(root, {"g3/d033/.git/HEAD": b"ref", "g5/d041/out.anchor.json": b"{}", "g1/d007/scratch/x.tmp": b"x"})
+    (root / ".anchorignore").write_text("scratch/\n")
+    (root / "g2" / "d050" / "latest").symlink_to("f3.txt")
+    (root / "g4" / "d010" / "up").symlink_to("../d016")
+    parallel, serial = (
+        json.loads(
+            subprocess.run(
+                [sys.executable, "-c", _HANDED_OFF, str(root), symlinks, flag],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+        )  # fmt: skip
+        for flag in ("1", "0")
+    )
+    assert parallel.pop("handed"), "the walk never handed a directory to the workers: the test tests nothing"
+    assert serial.pop("handed") is False
+    assert parallel == serial
+    assert {"g3/d033/.git/", "g5/d041/out.anchor.json", "g1/d007/scratch/"} <= set(parallel["left_out"])
 
 
 @pytest.mark.parametrize("plant", ["fifo", "link"])
