@@ -282,8 +282,8 @@ def hash_tree(
         return FileTreeManifest((FileEntry(name, size, digest),))
     excluded: list[str] = []
     links: list[tuple[str, str]] = []
-    with hashing.Streamed(FileEntry, _leaf, progress) as hashed:  # hashing starts while the walk still lists
-        hashed.walk_rules = (None if rules is None else rules.patterns, symlinks)
+    patterns = None if rules is None else rules.patterns
+    with hashing.Streamed(FileEntry, _leaf, progress, patterns, symlinks) as hashed:  # hashing starts as it lists
         walk(base, rules, excluded, symlinks, links, listed=hashed.add, hand_off=hashed.hand_off)
         results = hashed.finish()
         excluded += hashed.excluded  # what the workers' part of the walk left out and met

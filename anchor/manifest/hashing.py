@@ -172,7 +172,7 @@ def hash_files(
     Raises the first `UnsafePath` or `FileChanged` met. `progress`, if given, is called now and then.
     """
     global _counters
-    results: list[tuple[int, str] | None] = [None] * len(files)
+    results: dict[int, tuple[int, str]] = {}
     small = [(i, shown, path, expect) for i, (shown, path, hint, expect) in enumerate(files) if hint <= SMALL_FILE]
     workers = min(os.cpu_count() or 1, 4)
     report: Callable[[], None] = lambda: None  # noqa: E731
@@ -187,16 +187,7 @@ def hash_files(
             progress(sum(done[0::2]), len(files), sum(done[1::2]), total_bytes)
 
     try:
-
-        def window_done(nbytes: int) -> None:
-            _add(0, 0, nbytes)
-            report()
-
-        for i, (shown, path, hint, expect) in enumerate(files):
-            if hint > SMALL_FILE:
-                results[i] = hash_file(path, shown, on_window=window_done, expect=expect)
-                _add(0, 1, 0)
-                report()
+        results.update(_hash_large(files, report))
         if len(small) < PARALLEL_MIN_FILES or workers < 2:
             parts = [_hash_chunk(small)]
         else:
@@ -223,7 +214,26 @@ def hash_files(
             _raise(part[0])
         for item in part:
             results[next(order)] = item
-    return [r for r in results if r is not None]
+    return [results[i] for i in range(len(files))]
+
+
+def _hash_large(
+    files: Sequence[tuple[str, str, int, tuple[int, int] | None]], report: Callable[[], None]
+) -> dict[int, tuple[int, str]]:
+    """(size, BLAKE3 hex) of each file over `SMALL_FILE`, by position, hashed here on every core, with a
+    report after each window: what `hash_files` and `Streamed.finish` do with the large files."""
+
+    def window_done(nbytes: int) -> None:
+        _add(0, 0, nbytes)
+        report()
+
+    hashed = {}
+    for i, (shown, path, hint, expect) in enumerate(files):
+        if hint > SMALL_FILE:
+            hashed[i] = hash_file(path, shown, on_window=window_done, expect=expect)
+            _add(0, 1, 0)
+            report()
+    return hashed
 
 
 def _gather(pool: Any, chunks: list[Any], report: Callable[[], None]) -> list[Any]:
@@ -250,10 +260,16 @@ class Streamed(Generic[T]):
     The worker processes are forked when the walk has listed `PARALLEL_MIN_FILES` small files, and only
     while this is the only thread (fork is unsafe otherwise); before that, and without workers, nothing
     is hashed until `finish`, which then hands the whole listing to `hash_files`. Files over
-    `SMALL_FILE` are hashed in `finish` on every core, while the workers finish their chunks."""
+    `SMALL_FILE` that this walk listed are hashed in `finish` on every core, while the workers finish
+    their chunks; those in handed-off subtrees, by the worker that found them, on one thread."""
 
-    def __init__(self, entry: Callable[[str, int, str], T], leaf: Leaf, progress: Progress | None = None) -> None:
+    def __init__(
+        self, entry: Callable[[str, int, str], T], leaf: Leaf, progress: Progress | None = None,
+        patterns: tuple[str, ...] | None = None, symlinks: str = "refuse",
+    ) -> None:  # fmt: skip
+        """`patterns` and `symlinks`: the walk's rules and link policy, for the subtrees it hands off."""
         self.entry, self.leaf, self.progress = entry, leaf, progress
+        self.patterns, self.symlinks = patterns, symlinks
         self.total_bytes = 0
         self.files_walked = 0
         self.files: list[tuple[str, str, int, tuple[int, int] | None]] = []
@@ -266,7 +282,6 @@ class Streamed(Generic[T]):
         """What the rules left out and the links met in those subtrees, for the caller to add to its own."""
         self.workers = min(os.cpu_count() or 1, 4)
         self.pool: Any = None
-        self.walk_rules: tuple[tuple[str, ...] | None, str] = (None, "refuse")
 
     def __enter__(self) -> Streamed[T]:
         return self
@@ -301,10 +316,9 @@ class Streamed(Generic[T]):
         if self.pool is None or len(frames) < 2:
             return False
         parts = min(len(frames), 8 * self.workers)
-        patterns, symlinks = self.walk_rules
         for k in range(parts):
-            chunk = frames[k::parts]
-            self.walks.append(self.pool.submit(_walk_and_hash, chunk, real_root, patterns, symlinks, self.leaf))
+            task = (frames[k::parts], real_root, self.patterns, self.symlinks, self.leaf)
+            self.walks.append(self.pool.submit(_walk_and_hash, *task))
         return True
 
     def _start(self) -> None:
@@ -350,16 +364,9 @@ class Streamed(Generic[T]):
             self._submit(self.pending)
             self.pending = []
         results: list[Any] = [None] * len(self.files)
-
-        def window_done(nbytes: int) -> None:
-            _add(0, 0, nbytes)
-            self._report()
-
-        for i, (shown, path, hint, expect) in enumerate(self.files):
-            if hint > SMALL_FILE:
-                size, digest = hash_file(path, shown, on_window=window_done, expect=expect)
-                _add(0, 1, 0)
-                results[i] = (entry(shown, size, digest), leaf(shown, size, digest))
+        for i, (size, digest) in _hash_large(self.files, self._report).items():
+            shown = self.files[i][0]
+            results[i] = (entry(shown, size, digest), leaf(shown, size, digest))
         # each answer is unpacked as it comes, while the workers go on with the rest
         remaining: dict[Any, tuple[str, int, list[int]]] = {
             future: ("chunk", n, indices) for n, (indices, future) in enumerate(self.tasks)
@@ -406,7 +413,11 @@ def _hash_packed(packed: tuple[str, str, array[int], list[bool]], leaf: Leaf) ->
     shown, paths, ids, known = packed
     chunk = [(0, name, path, (ids[2 * k], ids[2 * k + 1]) if known[k] else None)
              for k, (name, path) in enumerate(zip(shown.split("\0"), paths.split("\0"), strict=True))]  # fmt: skip
-    out = _hash_chunk(chunk, None, leaf)
+    return _packed(_hash_chunk(chunk, None, leaf))
+
+
+def _packed(out: list[Any]) -> Any:
+    """`_hash_chunk`'s (size, digest, leaf) items as (sizes, hex digests joined, leaves joined); an error as is."""
     if out and out[0][0] == "error":
         return out
     return [size for size, _, _ in out], "".join(digest for _, digest, _ in out), b"".join(lf for _, _, lf in out)
@@ -435,16 +446,8 @@ def _walk_and_hash(
         walk_frames(list(frames), real_root, rules, excluded, symlinks, links, found)
     except AnchorError as exc:
         return [("walk", type(exc).__name__, exc.message, exc.detail)]
-    large = [item for item in found if item[2] > SMALL_FILE]
-    out = _hash_chunk([(0, rel, path, ident) for rel, path, hint, ident in found if hint <= SMALL_FILE], None, leaf)
-    if out and out[0][0] == "error":
-        return out
-    for rel, path, _, ident in large:  # rare in a tree of many files: one thread each, as a chunk's files are
-        try:
-            size, digest = hash_file(path, rel, threads=1, expect=ident)
-        except AnchorError as exc:
-            return [("error", type(exc).__name__, exc.message, exc.detail)]
-        out.append((size, digest, leaf(rel, size, digest)))
-    rels = [rel for rel, _, hint, _ in found if hint <= SMALL_FILE] + [rel for rel, *_ in large]
-    return ("\0".join(rels), [size for size, _, _ in out], "".join(d for _, d, _ in out),
-            b"".join(lf for _, _, lf in out), excluded, links)  # fmt: skip
+    # hash_file maps a large file in windows on one thread here: it is rare among many files
+    hashed = _packed(_hash_chunk([(0, rel, path, ident) for rel, path, _, ident in found], None, leaf))
+    if isinstance(hashed, list):
+        return hashed
+    return ("\0".join(rel for rel, *_ in found), *hashed, excluded, links)
