@@ -8,7 +8,10 @@ name too): paths only, nothing is created or read here.
 
     <data dir>/
       journal.sqlite            the journal (SQLite backend)
-      proofs/<digest>.json      every proof this data dir anchored, by manifest digest
+      batches/<chain>/<registry>/<root>.tree
+                                each batch this data dir anchored, once: its anchor and its Merkle tree;
+                                an item's proof is derived from it and the journal (anchor.anchoring.proofs)
+      proofs/<digest>.json      the per-item proof files of data dirs written before the batch store
       deployments/<chain>.json  the registry recorded for each chain (and <chain>.source.json)
       chain/                    the embedded local chain's state and pid
       missions.sqlite           dispatched missions and their runs
@@ -39,9 +42,18 @@ class DataDir:
         return self.root / "proofs"
 
     def proof(self, digest: str | bytes) -> Path:
-        """The stored proof of a manifest: `digest` as bytes or hex, with or without 0x."""
+        """A manifest's proof file as data dirs wrote them before the batch store (one per item); read,
+        never written now. `digest` as bytes or hex, with or without 0x."""
         body = digest.hex() if isinstance(digest, bytes) else digest.lower().removeprefix("0x")
         return self.proofs / f"{body}.json"
+
+    @property
+    def batches(self) -> Path:
+        return self.root / "batches"
+
+    def batch_tree(self, chain_id: int, registry: str, root: bytes) -> Path:
+        """One anchored batch's tree: by chain and registry, since two registries may anchor one root."""
+        return self.batches / str(chain_id) / registry.lower() / f"{root.hex()}.tree"
 
     @property
     def deployments(self) -> Path:

@@ -150,15 +150,11 @@ def receipt_signer(app: FastAPI, chain_id: int) -> ReceiptSigner:
 
 
 def anchored_proof(app: FastAPI, reader: ChainReader, digest: bytes) -> ProofFile | None:
-    """(In a pool thread.) The proof of manifest `digest`: this replica's proof file, else the proof
-    rebuilt from the journal, which replicas share (the batch may have been flushed by another)."""
-    from anchor.anchoring.proofs import proof_from_journal
-    from anchor.proof.file import load_proof
+    """(In a pool thread.) The proof of manifest `digest` on the registry's chain, from the proof store:
+    this replica's tree of the batch, else rebuilt from the journal, which replicas share (the batch may
+    have been flushed by another)."""
+    from anchor.anchoring.proofs import stored_proof
 
     registry = reader.registry()
-    stored = app.state.settings.layout.proof(digest)
-    if stored.is_file():
-        proof = load_proof(stored)
-        if proof.anchor.chain_id == registry.chain_id:  # a data dir used on two chains keeps both's proofs
-            return proof
-    return proof_from_journal(thread_journal(app), registry.chain_id, digest, registry.code_hash)
+    layout = app.state.settings.layout
+    return stored_proof(layout, thread_journal(app), digest, registry.chain_id, registry.code_hash)

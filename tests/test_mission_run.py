@@ -107,9 +107,11 @@ def test_a_mission_in_a_bundle_out_bound_anchored_and_verified_three_ways(chain:
     assert page.status_code == 200 and sent["snapshot"] in page.text and "snapshot_ready" in page.text
     assert page.text.count("<circle ") == 6
 
-    # a replica that did not flush this batch has no proof files: it rebuilds both from the journal
-    for name in (done["manifest_digest"][2:], proof["annotations"]["timing"]["digest"][2:]):
-        (chain.data_dir / "proofs" / f"{name}.json").unlink()
+    # a replica that did not flush this batch has no tree of it: it rebuilds both proofs from the journal
+    trees = list((chain.data_dir / "batches").rglob("*.tree"))
+    assert trees and not (chain.data_dir / "proofs").exists()
+    for tree in trees:
+        tree.unlink()
     with TestClient(create_app(chain.settings, ApiConfig(token_hashes=frozenset()))) as client:
         rebuilt_page = client.get(f"/explorer/bundle/{done['manifest_digest']}")
         rebuilt = client.get(f"/v1/verify/{done['manifest_digest']}").json()

@@ -18,7 +18,6 @@ from anchor.anchoring.service import AnchorService
 from anchor.batch.merkle import BatchTree
 from anchor.chain.keys import Signer
 from anchor.errors import ExitCode
-from anchor.proof.file import load_proof
 from tests.conftest import Chain
 from tests.journal_helpers import unique_submissions
 
@@ -79,7 +78,8 @@ def test_a_squatted_root_in_a_batch_of_many_goes_in_under_our_key_and_every_item
     assert report.confirmed and not report.adopted and not report.failed
     assert [r.submitter for r in service.registry.root_records(squatted)] == [stranger.address, OURS]
     for sub in submitted:
-        proof = load_proof(backend_chain.settings.proofs_dir / f"{sub.digest.hex()}.json")
+        proof = service.proof(sub.digest)  # from the batch's tree in the store
+        assert proof is not None
         rebuilt = proof_from_journal(service.journal, service.chain_id, sub.digest, service.registry.code_hash)
         assert rebuilt is not None and rebuilt.dumps() == proof.dumps()  # what another replica serves
         assert proof.batch.root == "0x" + squatted.hex() and proof.anchor.tx_hash != theirs.tx_hash

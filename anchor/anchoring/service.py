@@ -23,6 +23,7 @@ from anchor.settings.session import Settings
 
 if TYPE_CHECKING:
     from anchor.chain.registry import Registry
+    from anchor.proof.file import ProofFile
 
 DEFAULT_BATCH = 256
 
@@ -80,13 +81,21 @@ class AnchorService:
     def submit(self, submissions: Sequence[Submission]) -> list[Submitted]:
         """Journal `submissions`; one already confirmed (anchored before) gets its proof file now, since
         no later flush will write it."""
-        from anchor.proof.file import load_proof, write_proof
+        from anchor.proof.file import write_proof
 
         done = submit_many(self.journal, self.chain_id, submissions)
         for sub, result in zip(submissions, done, strict=True):
             if result.state == "confirmed" and sub.proof_path is not None:
-                write_proof(load_proof(self.settings.layout.proof(result.digest)), sub.proof_path)
+                proof = self.proof(result.digest)
+                if proof is not None:
+                    write_proof(proof, sub.proof_path)
         return done
+
+    def proof(self, digest: bytes) -> ProofFile | None:
+        """The proof of a manifest confirmed on this chain (None: not confirmed here), from the store."""
+        from anchor.anchoring.proofs import stored_proof
+
+        return stored_proof(self.settings.layout, self.journal, digest, self.chain_id, self.registry.code_hash)
 
     def flush(
         self, max_items: int = DEFAULT_BATCH, max_age_s: float = 0.0, progress: Callable[[int, int], None] | None = None

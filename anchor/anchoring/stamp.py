@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from anchor.errors import ChainUnreachable
+from anchor.errors import ChainUnreachable, JournalError
 from anchor.manifest.filetree import FileTreeManifest
 from anchor.proof.file import ProofFile, check_output_path, load_proof, write_proof
 from anchor.settings.session import Settings
@@ -115,6 +115,7 @@ def anchor_manifest(
         report = service.flush()
         row = service.item(submitted.digest)
         rows = [service.item(manifest_digest(other)) for other, _ in companions]
+        stored = service.proof(submitted.digest)
     finally:
         service.close()
     for waited in (row, *rows):
@@ -130,7 +131,9 @@ def anchor_manifest(
                            detail={"effect": waited["effect_id"]})  # fmt: skip
     if row is None or row["state"] != "confirmed" or any(r is None or r["state"] != "confirmed" for r in rows):
         raise ChainUnreachable("the manifest is journaled but not confirmed yet; run `anchor journal flush`")
-    proof = load_proof(settings.layout.proof(submitted.digest))
+    if stored is None:
+        raise JournalError("the manifest is confirmed but the proof store cannot give its proof")
+    proof = stored
     # the flush wrote it at `proof_out` the moment it confirmed (or `submit` did, for a manifest anchored
     # before): written again only when that write did not happen (a full disk), so its error is raised
     if not _holds(proof_out, proof.dumps().encode("utf-8")):

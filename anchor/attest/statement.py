@@ -49,10 +49,13 @@ def attest(target: str, settings: Settings) -> tuple[list[dict[str, Any]], Verif
                 f"{target}: no such file or directory, and not a manifest digest (0x + 64 hex)",
                 detail={"field": "target"},
             )
-        stored = settings.layout.proof(body)
-        if not stored.is_file():
-            raise BadInput(f"{target}: no proof of this manifest in {settings.proofs_dir}", detail={"field": "target"})
-        proof = load_proof(stored)
+        from anchor.anchoring.proofs import store_finder
+
+        found = store_finder(settings)(bytes.fromhex(body))
+        if found is None:
+            raise BadInput(f"{target}: no proof of this manifest in the proof store of {settings.data_dir}",
+                           detail={"field": "target"})  # fmt: skip
+        proof = found
         verdict = verify_proof(proof, settings)
         subjects = _file_subjects(proof, None)
     statements = []

@@ -159,13 +159,14 @@ def bundle(
     json: JsonFlag = False,
 ) -> None:
     """Build a result-bundle manifest from SPEC (every digest computed here) and optionally anchor it."""
+    from anchor.anchoring.proofs import store_finder
     from anchor.manifest.bundle import load_bundle_spec
     from anchor.proof.locate import default_proof_path
     from anchor.readback.verifier import check_resume_pin
 
     manifest, tree, output_dir = load_bundle_spec(spec)
     # a pin the dispatcher would refuse is refused here too; its anchor is read live when anchoring
-    check_resume_pin(manifest.identity(), _settings(ctx), live=anchor)
+    check_resume_pin(manifest.identity(), _settings(ctx), live=anchor, find=store_finder(_settings(ctx)))
     if service and not anchor:
         from anchor.errors import BadInput
 
@@ -589,12 +590,13 @@ def lookup(
     json: JsonFlag = False,
 ) -> None:
     """Print the on-chain record for KEY and where to see it on a block explorer."""
+    from anchor.anchoring.proofs import store_finder
     from anchor.readback.lookup import lookup as find
     from anchor.readback.quorum import read_agreed
 
     found, agreement = read_agreed(
         _settings(ctx),
-        lambda one: find(key, one, researcher),
+        lambda one: find(key, one, researcher, store_finder(one)),
         lambda answer: {k: v for k, v in answer.items() if k not in ("read_at_block", "links", "finality")},
         quorum,
     )

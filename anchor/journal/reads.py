@@ -229,3 +229,22 @@ def ping(journal: Journal) -> str:
     """A round trip to the journal; its backend's name ("sqlite" or "postgresql")."""
     journal.db.execute("SELECT count(*) FROM meta").fetchone()
     return journal.backend
+
+
+def confirmed_item(journal: Journal, digest: bytes, chain_id: int | None = None) -> tuple[Any, Any] | None:
+    """(root effect, item) of manifest `digest` confirmed here (on `chain_id`, else the latest on any
+    chain); None when it is not. By (chain, digest), the items' unique index, whatever the journal's size."""
+    chains = [chain_id] if chain_id is not None else [
+        row[0] for row in journal.db.execute("SELECT DISTINCT chain_id FROM effects").fetchall()
+    ]  # fmt: skip
+    found = None
+    for chain in chains:
+        item = journal.db.execute(
+            "SELECT * FROM items WHERE chain_id = ? AND digest = ? AND state = 'confirmed'", (chain, digest)
+        ).fetchone()
+        if item is not None and (found is None or item["id"] > found["id"]):
+            found = item
+    if found is None:
+        return None
+    effect = journal.db.execute("SELECT * FROM effects WHERE id = ?", (found["effect_id"],)).fetchone()
+    return effect, found

@@ -34,6 +34,18 @@ if TYPE_CHECKING:
 __all__ = ["Policy", "Verification", "Verifier", "superseded_by"]
 
 
+def _proof_store(settings: Settings) -> Callable[[bytes], ProofFile | None]:
+    """anchor.anchoring.proofs.store_finder, imported on the first digest asked (the journal's modules are
+    no part of a plain `verify FILE`'s start-up)."""
+
+    def find(digest: bytes) -> ProofFile | None:
+        from anchor.anchoring.proofs import store_finder
+
+        return store_finder(settings)(digest)
+
+    return find
+
+
 class Verifier:
     """Verifies proofs against the chain `settings` read (every read endpoint, a quorum agreeing), trusting
     the deployment records of the data dir and `registries` (`--registry`)."""
@@ -45,8 +57,9 @@ class Verifier:
         self.settings = settings
         self.registries = tuple(registries)
         self.quorum = quorum
-        self.find = find
-        """Where a bundle's timing proof may come from besides the files (the API's proof store)."""
+        self.find = find or _proof_store(settings)
+        """Where a proof named by digest comes from (a bundle's timing record, a resume pin) when no file
+        beside it holds it: this data dir's proof store, or the API's (which knows its chain)."""
 
     # -- named constructors ---------------------------------------------------------------------------------
     @classmethod
@@ -147,7 +160,7 @@ class Verifier:
             if spec is not None:
                 check_bundle_spec(proof_path, spec)
             verdict = verify_path(path, proof_path, self.settings, self.registries, self.quorum, require,
-                                  configured_urls(self.settings))  # fmt: skip
+                                  configured_urls(self.settings), self.find)  # fmt: skip
         # last: what the verdict must show beyond "anchored" (who, by when, how final)
         (policy or Policy()).check(verdict)
         return verdict

@@ -160,12 +160,12 @@ def _check_pin(
 ) -> None:
     """The pinned bundle must be anchored (its proof here, verified on chain by `verify_pin`) and bind
     the same snapshot, image and evaluator policy as the new submission."""
-    from anchor.proof.file import load_proof
+    from anchor.anchoring.proofs import store_finder
+    from anchor.settings.session import Settings
 
-    stored = DataDir(data_dir).proof(pin)
-    if not stored.is_file():
+    proof = store_finder(Settings.from_env(data_dir))(bytes.fromhex(pin))
+    if proof is None:
         raise NotAnchored(f"resume.digest: bundle 0x{pin} is not anchored here", detail={"field": "resume.digest"})
-    proof = load_proof(stored)
     if proof.manifest.get("kind") != "bundle":
         raise BadInput(f"resume.digest: 0x{pin} is a {proof.manifest.get('kind')} manifest, not a bundle",
                        detail={"field": "resume.digest"})  # fmt: skip

@@ -186,7 +186,6 @@ def _finish(data_dir: Path, output: str, state: str, bundle: str | None = None, 
 def _resume_dir(data_dir: Path, pin: dict[str, Any]) -> Path:
     """The pinned bundle's result directory, as a run here left it and as its anchored bundle binds it."""
     from anchor.manifest.filetree import hash_tree
-    from anchor.proof.file import load_proof
 
     db = _db(data_dir)
     try:
@@ -196,7 +195,14 @@ def _resume_dir(data_dir: Path, pin: dict[str, Any]) -> Path:
     if row is None or not row[0] or not Path(row[0]).is_dir():
         raise NotAnchored(f"resume: bundle 0x{pin['digest']} was not run here; its result is not on this machine",
                           detail={"field": "resume.digest"})  # fmt: skip
-    pinned = load_proof(DataDir(data_dir).proof(pin["digest"])).manifest["output"]
+    from anchor.anchoring.proofs import store_finder
+    from anchor.settings.session import Settings
+
+    stored = store_finder(Settings.from_env(data_dir))(bytes.fromhex(pin["digest"]))
+    if stored is None:
+        raise NotAnchored(f"resume: bundle 0x{pin['digest']} has no proof in the proof store of {data_dir}",
+                          detail={"field": "resume.digest"})  # fmt: skip
+    pinned = stored.manifest["output"]
     found = hash_tree(Path(row[0])).summary()
     if found["files_root"] != pinned["files_root"]:
         raise Tampered(f"resume: {row[0]} no longer holds the output bundle 0x{pin['digest']} anchored",

@@ -6,6 +6,7 @@ a manifest digest was batched into.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -16,13 +17,16 @@ from anchor.chain.registry import LineageRecord, Registry
 from anchor.errors import NotAnchored
 from anchor.manifest.filetree import hash_tree
 from anchor.manifest.onchain import commit_key, parse_hex32
-from anchor.proof.file import load_proof
+from anchor.proof.file import ProofFile, load_proof
 from anchor.readback.verifier import block_finality
 from anchor.settings.session import Settings
 
 
-def lookup(key: str, settings: Settings, researcher: str | None = None) -> dict[str, Any]:
+def lookup(
+    key: str, settings: Settings, researcher: str | None = None, find: Callable[[bytes], ProofFile | None] | None = None
+) -> dict[str, Any]:
     """A JSON-able description of the on-chain record for `key`; raises `NotAnchored` if none exists.
+    `find`: the proof store (anchor.anchoring.proofs), which tells which batch a manifest digest is in.
 
     A commit's lineage record is read by (researcher, commit) on registry v2 when `researcher` is
     given (a constant number of calls at any height); otherwise the earliest record of the commit,
@@ -49,8 +53,8 @@ def lookup(key: str, settings: Settings, researcher: str | None = None) -> dict[
     value = parse_hex32(body, "key")
     root, digest_hex, record = value, None, None
     stored = stored_proof or settings.layout.proof(value)
-    if stored.is_file():
-        proof = load_proof(stored)
+    proof = load_proof(stored) if stored.is_file() else find(value) if find is not None else None
+    if proof is not None:
         root, digest_hex = bytes.fromhex(proof.batch.root[2:]), proof.manifest_digest
         record = registry.root_record_of_tx(root, proof.anchor.tx_hash)  # v3: the proof's transaction's submitter
     else:

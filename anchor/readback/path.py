@@ -3,9 +3,10 @@ and gives the verdict (steps 1-8; `verifier` holds the single-anchor steps, `anc
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
-from anchor.proof.file import PendingProof, load_any
+from anchor.proof.file import PendingProof, ProofFile, load_any
 from anchor.readback.anchors import trusted, verify_anchors
 from anchor.readback.verifier import Verification, check_milestones, check_resume_pin, verify_proof
 from anchor.settings.session import Settings
@@ -13,7 +14,7 @@ from anchor.settings.session import Settings
 
 def verify_path(
     path: Path, proof_path: Path, settings: Settings, registries: tuple[str, ...] = (), quorum: int | None = None,
-    require: str = "any", configured: tuple[str, ...] = (),
+    require: str = "any", configured: tuple[str, ...] = (), find: Callable[[bytes], ProofFile | None] | None = None,
 ) -> Verification:  # fmt: skip
     """Verify `path` (a tree, or one file with a single-file proof) against `proof_path`.
 
@@ -23,6 +24,7 @@ def verify_path(
     proof stamped through services (receipts, several anchors) is checked anchor by anchor against
     `require` (anchor.readback.anchors), pending or complete alike: one counting rule, whether or not
     `anchor upgrade` ran. `configured`: the service URLs given now (any other came from the file).
+    `find`: the proof store, for the timing record and resume pin a bundle names.
     """
     # 1. Decode the proof; everything it states must follow from what it contains.
     found = load_any(proof_path)
@@ -32,10 +34,10 @@ def verify_path(
     registry = trusted(registries, proof.anchor.registry)
     if not (proof.anchors or proof.receipts or proof.service):  # one anchor: the one verdict of every door
         return verify_proof(proof, settings, data=path, proof_name=str(proof_path), registry=registry,
-                            quorum=quorum, beside=proof_path.parent)  # fmt: skip
+                            quorum=quorum, beside=proof_path.parent, find=find)  # fmt: skip
     verdict = verify_anchors(path, proof, str(proof_path), settings, registries, quorum, require, configured)
     # 7. A bundle's milestones: the ones its anchored timing record binds, or said to be unverified.
-    verdict = check_milestones(verdict, proof, proof_path.parent, settings, registry, quorum=quorum)
+    verdict = check_milestones(verdict, proof, proof_path.parent, settings, registry, find, quorum)
     # 8. A resumed bundle's pin: anchored, and the same mission, snapshot, image and policy.
-    check_resume_pin(proof.manifest, settings, registry, quorum=quorum)
+    check_resume_pin(proof.manifest, settings, registry, quorum=quorum, find=find)
     return verdict

@@ -158,26 +158,32 @@ PIN_FIELDS = ("mission_sha256", "data_snapshot_sha256", "image", "evaluator_poli
 
 def check_resume_pin(
     bundle: dict[str, Any], settings: Settings, registry: str | None = None, live: bool = True,
-    quorum: int | None = None,
+    quorum: int | None = None, find: Callable[[bytes], ProofFile | None] | None = None,
 ) -> None:  # fmt: skip
     """Refuse a resume pin the dispatcher would refuse: the pinned bundle must be anchored (its proof in
     the data dir's proof store, verified against a live read when `live`) and bind the same mission,
     snapshot, image and evaluator policy. `NotAnchored` (exit 3) or `BadInput` (exit 2) naming
-    `resume.<field>`, as the dispatcher names them."""
+    `resume.<field>`, as the dispatcher names them. `find`: the proof store (anchor.anchoring.proofs,
+    above this layer); without it, only a per-item proof file of an older data dir is read."""
     pin = bundle.get("resume") if bundle.get("kind") == "bundle" else None
     if not isinstance(pin, dict):
         return
     digest = str(pin.get("digest", ""))
-    stored = settings.layout.proof(digest)
-    if not re.fullmatch("[0-9a-f]{64}", digest) or not stored.is_file():
+    well_formed = re.fullmatch("[0-9a-f]{64}", digest) is not None
+    stored = settings.layout.proof(digest) if well_formed else None
+    pinned = None
+    if stored is not None and stored.is_file():
+        pinned = load_proof(stored)
+    elif well_formed and find is not None:
+        pinned = find(bytes.fromhex(digest))
+    if pinned is None:
         raise NotAnchored(
             f"resume.digest: the pinned bundle 0x{digest[:64]} is not anchored here (no proof of it in"
-            f" {settings.proofs_dir}); a resumed bundle is only as good as the bundle it continues",
+            f" the proof store of {settings.data_dir}); a resumed bundle is only as good as the bundle it continues",
             detail={"field": "resume.digest"},
         )
-    pinned = load_proof(stored)
     if pinned.manifest_digest != "0x" + digest or pinned.manifest.get("kind") != "bundle":
-        raise NotAnchored(f"resume.digest: {stored} is not the proof of bundle 0x{digest}",
+        raise NotAnchored(f"resume.digest: {stored or 'the proof store'} holds no proof of bundle 0x{digest}",
                           detail={"field": "resume.digest"})  # fmt: skip
     for field in PIN_FIELDS:
         if pinned.manifest.get(field) != bundle.get(field):
@@ -327,7 +333,7 @@ def verify_proof(
     files = check_data(data, proof, proof_name) if data is not None else files_in(proof)
     verdict = agreed_on_chain(proof, root, settings, files, registry, quorum)
     verdict = check_milestones(verdict, proof, beside or settings.proofs_dir, settings, registry, find, quorum)
-    check_resume_pin(proof.manifest, settings, registry, quorum=quorum)
+    check_resume_pin(proof.manifest, settings, registry, quorum=quorum, find=find)
     return verdict
 
 
