@@ -37,7 +37,7 @@ from anchor.settings.session import Settings
 
 TREE_FORMAT = "anchor-batch-tree/1"
 NODE = 32
-ANCHOR_FIELDS = ("chain_id", "registry", "code_hash", "tx_hash", "block_number")
+CHAIN_FIELDS = ("chain_id", "registry", "code_hash", "tx_hash", "block_number")
 
 
 def _anchor_of(effect: Any, registry: str, code_hash: str) -> ChainAnchor:
@@ -88,7 +88,7 @@ def batch_proofs(effect: Any, items: list[Any], registry: str, code_hash: str) -
 
 
 def tree_bytes(tree: BatchTree, anchor: ChainAnchor) -> bytes:
-    head = {"format": TREE_FORMAT, **{k: getattr(anchor, k) for k in ANCHOR_FIELDS}, "nodes": len(tree.tree)}
+    head = {"format": TREE_FORMAT, **{k: getattr(anchor, k) for k in CHAIN_FIELDS}, "nodes": len(tree.tree)}
     return json.dumps(head, sort_keys=True, separators=(",", ":")).encode() + b"\n" + b"".join(tree.tree)
 
 
