@@ -83,7 +83,7 @@ def _flush_loop(settings: Settings, inbox: Any, parent: int | None, label: str, 
     import sys
     import time
 
-    from anchor.anchoring.service import AnchorService
+    from anchor.anchoring.service import SERVICE_BATCH, AnchorService
     from anchor.errors import AnchorError
 
     if parent is not None:  # a process of our own (in a thread: the caller's signals stay the caller's)
@@ -109,7 +109,7 @@ def _flush_loop(settings: Settings, inbox: Any, parent: int | None, label: str, 
                     stop |= inbox.get_nowait() == "stop"
             try:
                 service = service or AnchorService.open(settings, start_local=False)
-                service.flush()
+                service.flush(SERVICE_BATCH)  # every pending item, up to the bound: batches follow the load
             except AnchorError as exc:
                 sys.stderr.write(f"{label}: not anchored yet ({exc.message}); retried at the next one\n")
             if stop:
