@@ -12,6 +12,12 @@ the same run, on one local chain.
    submissions/s.
 3. pending → complete: one stamp, then `upgrade` polled every 50 ms; the wait printed next to the
    flush interval (ANCHOR_API_FLUSH_INTERVAL_S).
+4. Gas per item at the batch size the service reaches under ~1,000 submissions/s (64 wrk connections,
+   each waiting PACE_MS before each request: benchmarks/wrk/submit_paced.lua). Target (issue 49): <= 50.
+5. Beside a bare signing route (benchmarks/bare_app.py `/v1/calendar-peer`: the token, the body parsed,
+   the identity validated and its digest computed as ours, the same EIP-712 receipt signed by
+   libsecp256k1; nothing journaled), both one uvicorn worker without access log, at 1, 16 and 64
+   connections, alternating. Targets (issue 49): >= 0.5x at 1, >= 0.8x at 16 and 64, >= 2,000/s at 64.
 
 Raw samples: benchmarks/results/calendar_bench.json. This machine has 2 cores shared by the server,
 its flusher, anvil and the clients: the figures are what they are here, said as they came.
@@ -46,6 +52,9 @@ STAMPS_PER_CLIENT = 25
 SUSTAIN_S = 10.0
 FLUSH_INTERVAL_S = 1.0
 WRK_SCRIPT = Path(__file__).resolve().parent / "wrk" / "submit.lua"
+PACE_CONNECTIONS, PACE_MS = 64, 54  # each connection waits 54 ms before each request: ~1,000 submissions/s
+COMPARE_S = 5.0
+COMPARE_CONNECTIONS = (1, 16, 64)
 
 
 def identity(n: int, salt: str) -> dict[str, object]:
@@ -73,7 +82,9 @@ def stamp_latencies(url: str, first: int, threads: int, count: int) -> list[floa
         return [s for part in pool.map(client, range(threads)) for s in part]
 
 
-def sustained(url: str, seconds: float) -> tuple[int, int, str]:
+def sustained(
+    url: str, seconds: float, connections: int = CLIENTS, route: str = "/v1/manifests", pace_ms: int | None = None
+) -> tuple[int, int, str]:
     """POST a new identity as fast as the service answers, from CLIENTS connections for `seconds`:
     wrk (benchmarks/wrk/submit.lua), so the load generator takes a few percent of a core and the
     figure is the service's, not the clients' (16 Python clients took as much CPU as the service).
@@ -84,9 +95,11 @@ def sustained(url: str, seconds: float) -> tuple[int, int, str]:
     wrk = shutil.which("wrk")
     if wrk is None:
         raise SystemExit("wrk is not installed: `make bench` installs it (apt-get install wrk)")
-    argv = [wrk, "-t2", f"-c{CLIENTS}", f"-d{seconds:.0f}s", "--latency", "-s", str(WRK_SCRIPT), url,
-            "--", TOKEN, str(time.time_ns() // 1_000_000)]  # fmt: skip
-    out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+    script = WRK_SCRIPT if pace_ms is None else WRK_SCRIPT.with_name("submit_paced.lua")
+    argv = [wrk, f"-t{min(2, connections)}", f"-c{connections}", f"-d{seconds:.0f}s", "--latency", "-s", str(script),
+            url, "--", TOKEN, str(time.time_ns() // 1_000_000), route]  # fmt: skip
+    env = {**os.environ, "PACE_MS": str(pace_ms or 0)}
+    out = subprocess.run(argv, capture_output=True, text=True, check=True, cwd=ROOT, env=env).stdout
     total = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
     others = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     refused = int(others.group(1)) if others else 0
@@ -112,9 +125,11 @@ def percentile(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def serve(port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    argv = [sys.executable, "-m", "uvicorn", "api.app:create_app", "--factory", "--host", "127.0.0.1", "--port",
-            str(port), "--workers", "1", "--log-level", "critical"]  # fmt: skip
+def serve(port: int, env: dict[str, str], app: str = "api.app:create_app") -> subprocess.Popen[bytes]:
+    """One uvicorn worker, no access log (as `anchor serve` runs by default), in a process group of its own."""
+    factory = ["--factory"] if app.endswith("create_app") else []
+    argv = [sys.executable, "-m", "uvicorn", app, *factory, "--host", "127.0.0.1", "--port",
+            str(port), "--workers", "1", "--log-level", "critical", "--no-access-log"]  # fmt: skip
     server = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               start_new_session=True)  # fmt: skip
     deadline = time.monotonic() + 60
@@ -142,12 +157,30 @@ def group_cpu_s(group: int) -> tuple[float, float]:
     return server / ticks, rest / ticks
 
 
-def gas_per_item(data: Path) -> tuple[int, int, float]:
+def wait_anchored(data: Path, bound_s: float = 300) -> None:
+    deadline = time.monotonic() + bound_s
+    while time.monotonic() < deadline:
+        with contextlib.closing(sqlite3.connect(data / "journal.sqlite")) as db:
+            if db.execute("SELECT count(*) FROM items WHERE state != 'confirmed'").fetchone()[0] == 0:
+                return
+        time.sleep(0.5)
+
+
+def last_effect(data: Path) -> int:
+    with contextlib.closing(sqlite3.connect(data / "journal.sqlite")) as db:
+        return int(db.execute("SELECT coalesce(max(id), 0) FROM effects").fetchone()[0])
+
+
+def gas_per_item(data: Path, after_effect: int = 0) -> tuple[int, int, float]:
+    """(root transactions, items, gas per item) of the batches made after effect `after_effect`."""
     db = sqlite3.connect(data / "journal.sqlite")
     effects, gas = db.execute(
         "SELECT count(*), coalesce(sum(gas_used), 0) FROM effects WHERE kind = 'root' AND state = 'confirmed'"
+        " AND id > ?",
+        (after_effect,),
     ).fetchone()
-    items = db.execute("SELECT count(*) FROM items WHERE state = 'confirmed'").fetchone()[0]
+    items = db.execute("SELECT count(*) FROM items WHERE state = 'confirmed' AND effect_id > ?",
+                       (after_effect,)).fetchone()[0]  # fmt: skip
     db.close()
     return int(effects), int(items), (gas / items if items else float("nan"))
 
@@ -158,7 +191,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, deployed_chain(Path(tmp) / "service") as settings:
         data, chain_port = settings.data_dir, int(settings.local_port or 0)
         local = Path(tmp) / "local"
-        server = None
+        server = bare_server = None
         try:
             local.mkdir()
             (local / "deployments").mkdir()
@@ -187,13 +220,7 @@ def main() -> None:
             os.environ["ANCHOR_SERVICE_TOKEN"] = TOKEN
             from anchor.anchoring.client import Service, stamp_through, upgrade
 
-            # wait for the backlog to be anchored before timing one stamp's wait on its own
-            deadline = time.monotonic() + 300
-            while time.monotonic() < deadline:
-                with contextlib.closing(sqlite3.connect(data / "journal.sqlite")) as db:
-                    if db.execute("SELECT count(*) FROM items WHERE state != 'confirmed'").fetchone()[0] == 0:
-                        break
-                time.sleep(0.5)
+            wait_anchored(data)  # the backlog anchored before timing one stamp's wait on its own
             effects, items, gas = gas_per_item(data)
             proof = Path(tmp) / "one.anchor.json"
             client_settings = Settings(data_dir=Path(tmp) / "client", rpc_url=rpc)
@@ -202,11 +229,29 @@ def main() -> None:
             while not upgrade(proof, client_settings).complete:
                 time.sleep(0.05)
             wait = time.perf_counter() - stamped
+
+            # gas per item at the batch size the service reaches under ~1,000 submissions/s
+            before = last_effect(data)
+            paced, paced_refused, _ = sustained(url, SUSTAIN_S, PACE_CONNECTIONS, pace_ms=PACE_MS)
+            wait_anchored(data)
+            paced_effects, paced_items, paced_gas = gas_per_item(data, before)
+
+            # beside a bare signing route (benchmarks/bare_app.py), at 1, 16 and 64 connections, alternating
+            peer_port = free_port()
+            bare_server = serve(peer_port, env, "benchmarks.bare_app:app")
+            peer_url = f"http://127.0.0.1:{peer_port}"
+            compared = []
+            for connections in COMPARE_CONNECTIONS:
+                ours = sustained(url, COMPARE_S, connections)
+                bare = sustained(peer_url, COMPARE_S, connections, route="/v1/calendar-peer")
+                compared.append((connections, ours[0] / COMPARE_S, bare[0] / COMPARE_S, ours[1] + bare[1]))
+                wait_anchored(data)
         finally:
-            if server is not None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(server.pid, 15)  # the group we started: the server and its flusher
-                server.wait()
+            for started in (server, bare_server):
+                if started is not None:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(started.pid, 15)  # the groups we started: a server (and its flusher)
+                    started.wait()
 
     p50, p95 = percentile(stamps, 0.5) * 1e3, percentile(stamps, 0.95) * 1e3
     l50, l95 = percentile(peer, 0.5) * 1e3, percentile(peer, 0.95) * 1e3
@@ -236,11 +281,30 @@ def main() -> None:
     )
     print(f"anchored: {items} items in {effects} transactions, {gas:,.0f} gas per item")
     print(f"pending -> complete: {wait:.2f} s after the stamp (flush interval {FLUSH_INTERVAL_S:.1f} s)")
+    print(f"paced, {PACE_CONNECTIONS} connections waiting {PACE_MS} ms before each request:"
+          f" {paced / SUSTAIN_S:.0f} submissions/s accepted"
+          f" ({paced_refused} not 202), anchored in {paced_effects} transactions, {paced_gas:,.1f} gas per item"
+          f" (target <= 50: {'met' if paced_gas <= 50 else 'NOT met'})")  # fmt: skip
+    print(
+        f"beside a bare signing route (token, parse, identity, digest, EIP-712 receipt by libsecp256k1;"
+        f" no journal), {COMPARE_S:.0f} s each:"
+    )
+    print(f"{'connections':>11} {'ours /s':>8} {'bare /s':>8} {'ratio':>6} {'target':>7}")
+    for connections, ours_rate, bare_rate, others in compared:
+        target = 0.5 if connections == 1 else 0.8
+        ratio = ours_rate / max(bare_rate, 1e-9)
+        print(f"{connections:>11} {ours_rate:>8.0f} {bare_rate:>8.0f} {ratio:>5.2f}x {target:>6.1f}x"
+              f" {'met' if ratio >= target else 'NOT met'}{f'  ({others} not 202)' if others else ''}")  # fmt: skip
+    at64 = next(o for c, o, _, _ in compared if c == 64)
+    print(f"at 64 connections: {at64:.0f} receipts/s (target >= 2,000: {'met' if at64 >= 2000 else 'NOT met'})")
     (RESULTS / "calendar_bench.json").write_text(json.dumps({
         "stamp_seconds": stamps, "local_key_seconds": peer, "sustained": {"accepted": accepted, "refused": refused,
         "seconds": SUSTAIN_S, "service_cpu_s": cpu_used, "server_cpu_s": server_cpu,
         "flusher_decoder_cpu_s": rest_cpu}, "gas": {"effects": effects, "items": items, "per_item": gas},
         "pending_to_complete_s": wait, "flush_interval_s": FLUSH_INTERVAL_S, "cores": os.cpu_count(),
+        "paced": {"accepted": paced, "refused": paced_refused, "effects": paced_effects, "items": paced_items,
+                  "gas_per_item": paced_gas, "pace_ms": PACE_MS},
+        "beside_bare": [{"connections": c, "ours_per_s": o, "bare_per_s": b, "not_202": n} for c, o, b, n in compared],
     }, indent=1) + "\n")  # fmt: skip
 
 

@@ -11,6 +11,13 @@ one run on this machine.
    one replica's HTTP submissions/s, or this run shows where the bottleneck is (the CPU busy share
    of the machine during the run is printed beside it).
 
+3. Growth (`--growth 10000,100000,1000000`): one data dir per backend filled to each size through the
+   service (submissions journaled, batches of `--batch` flushed on anvil, the proof store kept), then
+   at each size: bytes on disk per item (the journal's file or PostgreSQL relations, the proof store),
+   `anchor journal status` end to end, a submission's p50, and `GET /v1/proofs/{digest}` and
+   `GET /v1/verify/{digest}` p50 on one `anchor serve` (random confirmed items). Targets (issue 49):
+   status <= 0.3 s at 1M, the rest flat, <= 500 bytes an item.
+
 The PostgreSQL server is the tests' (tests/postgres.py: initdb in a temporary directory, Unix socket,
 stopped by its PID). Raw samples: benchmarks/results/journal_bench.json.
 """
@@ -248,13 +255,127 @@ def end_to_end(replicas: int, seconds: int, connections: int, server_url: str, w
         node.down()
 
 
+def _disk(path: Path) -> int:
+    """Bytes on disk under `path` (allocated blocks, as du counts them)."""
+    if path.is_file():
+        return path.stat().st_blocks * 512
+    return sum(f.stat().st_blocks * 512 for f in path.rglob("*") if f.is_file()) if path.exists() else 0
+
+
+def _journal_bytes(data: Path, url: str | None) -> int:
+    if url is None:
+        return sum(_disk(data / name) for name in ("journal.sqlite", "journal.sqlite-wal"))
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
+            " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'anchor_journal' AND c.relkind = 'r'"
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _get_ms(url: str, n: int) -> float:
+    samples = []
+    for _ in range(n):
+        started = time.perf_counter()
+        with urllib.request.urlopen(url, timeout=60) as answer:  # noqa: S310 - loopback
+            answer.read()
+        samples.append((time.perf_counter() - started) * 1000)
+    return statistics.median(samples)
+
+
+def growth(sizes: list[int], url: str | None, batch: int, workdir: Path) -> list[dict[str, Any]]:
+    """Fill one data dir to each of `sizes` through the service and measure it there."""
+    from dataclasses import replace
+
+    from anchor.anchoring.service import AnchorService
+    from benchmarks.deployed import deployed_chain
+
+    rows = []
+    with deployed_chain(workdir / "data") as base:
+        settings = replace(base, journal_url=url)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
+        env.update(ANCHOR_DATA_DIR=str(settings.data_dir), ANCHOR_LOCAL_PORT=str(settings.local_port),
+                   ANCHOR_API_FLUSH_INTERVAL_S="3600", **({"ANCHOR_JOURNAL_URL": url} if url else {}))  # fmt: skip
+        service = AnchorService.open(settings)
+        made = 0
+        try:
+            for size in sizes:
+                started = time.perf_counter()
+                while made < size:
+                    chunk = min(1000, size - made)
+                    service.submit([Submission(_identity(made + i), {}) for i in range(chunk)])
+                    made += chunk
+                submitted_s = time.perf_counter() - started
+                started = time.perf_counter()
+                service.flush(max_items=batch)
+                flushed_s = time.perf_counter() - started
+                one = []
+                for i in range(100):  # a submission's latency at this size (flushed with the next size)
+                    began = time.perf_counter()
+                    service.submit([Submission(_identity(10**9 + made + i), {})])
+                    one.append((time.perf_counter() - began) * 1000)
+                service.flush(max_items=batch)
+                made += 100
+                picked = [bytes(r[0]) for r in service.journal.db.execute(
+                    "SELECT digest FROM items WHERE id IN (" + ",".join(str(random.randint(1, made)) for _ in range(20))
+                    + ")").fetchall()]  # fmt: skip
+                status = []
+                for _ in range(5):
+                    began = time.perf_counter()
+                    subprocess.run([sys.executable, "-m", "anchor", "journal", "status"], env=env, check=True,
+                                   capture_output=True)  # fmt: skip
+                    status.append(time.perf_counter() - began)
+                store = _disk(settings.layout.batches) + _disk(settings.layout.proofs)
+                journal = _journal_bytes(settings.data_dir, url)
+                replica = Replica(0, settings.data_dir, env)
+                replica.start()
+                try:
+                    proofs = statistics.median(_get_ms(f"{replica.url}/v1/proofs/0x{d.hex()}", 3) for d in picked)
+                    verify = statistics.median(_get_ms(f"{replica.url}/v1/verify/0x{d.hex()}", 3) for d in picked)
+                finally:
+                    replica.stop()
+                rows.append({
+                    "backend": "sqlite" if url is None else "postgresql", "items": made,
+                    "journal_bytes": journal, "store_bytes": store, "bytes_per_item": (journal + store) / made,
+                    "status_s": statistics.median(status), "submit_p50_ms": statistics.median(one),
+                    "get_proof_ms": proofs, "get_verify_ms": verify,
+                    "fill_s": {"submit": submitted_s, "flush": flushed_s},
+                })  # fmt: skip
+                r = rows[-1]
+                print(f"{r['backend']:<11} {made:>9} {r['bytes_per_item']:>9.0f} ({journal / made:.0f} + "
+                      f"{store / made:.0f}) {r['status_s']:>8.3f} {r['submit_p50_ms']:>9.2f} {proofs:>9.2f}"
+                      f" {verify:>9.2f}   filled in {submitted_s:.0f} s + {flushed_s:.0f} s", flush=True)  # fmt: skip
+        finally:
+            service.close()
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--transitions", type=int, default=2000, help="journal transactions per backend and kind")
     parser.add_argument("--seconds", type=int, default=10, help="seconds of HTTP load per end-to-end run")
     parser.add_argument("--connections", type=int, default=24, help="kept-alive connections in all")
     parser.add_argument("--runs", type=int, default=2, help="end-to-end runs per replica count")
+    parser.add_argument("--growth", help="only the growth section, at these sizes (e.g. 10000,100000,1000000)")
+    parser.add_argument("--batch", type=int, default=4096, help="items per batch in the growth section")
+    parser.add_argument("--backends", default="sqlite,postgresql", help="the growth section's backends")
     args = parser.parse_args()
+    if args.growth:
+        sizes = [int(n) for n in args.growth.split(",")]
+        print(f"growth: batches of {args.batch}; bytes on disk per item = (journal + proof store) / items")
+        print(f"{'backend':<11} {'items':>9} {'B/item':>9} {'':>12} {'status s':>8} {'submit ms':>9}"
+              f" {'proof ms':>9} {'verify ms':>9}")  # fmt: skip
+        found: list[dict[str, Any]] = []
+        with tempfile.TemporaryDirectory(prefix="journal-growth-") as tmp, postgres_server() as server_url:
+            for backend in args.backends.split(","):
+                url = None if backend == "sqlite" else fresh_database(server_url, "growth_" + uuid.uuid4().hex[:12])
+                found += growth(sizes, url, args.batch, Path(tmp) / backend)
+        results = Path(__file__).parent / "results"
+        results.mkdir(exist_ok=True)
+        (results / "journal_growth.json").write_text(json.dumps(found, indent=1))
+        return
     random.seed(0)
     raw: dict[str, Any] = {"transitions": {}, "end_to_end": []}
     with tempfile.TemporaryDirectory(prefix="journal-bench-") as tmp, postgres_server() as server_url:

@@ -1,6 +1,7 @@
 -- POST /v1/manifests with a new manifest identity each time (benchmarks/calendar_bench.py).
 -- wrk runs one Lua state per thread: each gets its own number, so no two requests repeat an identity.
--- Arguments after `--`: the bearer token, and a salt that keeps one run's identities from another's.
+-- Arguments after `--`: the bearer token, a salt that keeps one run's identities from another's, and the
+-- route (default /v1/manifests; the bare peer's is /v1/calendar-peer).
 local made = 0
 function setup(thread)
   made = made + 1
@@ -10,6 +11,7 @@ end
 function init(args)
   token = args[1]
   salt = tonumber(args[2]) or 0
+  route = args[3] or "/v1/manifests"
   sent = 0
   wrk.method = "POST"
   wrk.headers["Content-Type"] = "application/json"
@@ -21,7 +23,7 @@ function request()
   local root = string.format("%08x%08x%016x", salt % 4294967296, id, sent) .. string.rep("0", 32)
   local body = '{"manifest":{"kind":"filetree","version":1,"files_root":"' .. root
     .. '","file_count":1,"total_size":' .. sent .. '}}'
-  return wrk.format(nil, "/v1/manifests", nil, body)
+  return wrk.format(nil, route, nil, body)
 end
 
 function response(status, headers, body)
