@@ -81,11 +81,12 @@ def test_a_version_1_journal_is_migrated_and_its_files_indexed(tmp_path: Path) -
     assert journal.item_counts(31337) == {"pending": 1}  # the counts of version 7 start from what is there
 
 
-def test_the_kept_item_counts_follow_every_way_an_item_moves(tmp_path: Path) -> None:
+def test_the_kept_item_counts_follow_every_way_an_item_moves(tmp_path: Path, journal_url: str | None) -> None:
     """`journal status` reads per-state counts that triggers keep (issue 49: counting a million items
-    took most of its 0.8 s). Each statement the effect runner moves items with, and a delete, must leave
-    the kept counts equal to counting the rows."""
-    journal = open_journal(tmp_path)
+    took most of its 0.8 s; on PostgreSQL, counting on the index took 0.4 s at 100,000). Each statement
+    the effect runner moves items with, and a delete, must leave the kept counts equal to counting the
+    rows, before and after PostgreSQL's count rows are folded (every other move here)."""
+    journal = open_journal(tmp_path, journal_url)
     for sub in unique_submissions(6):
         submit(journal, 31337, sub)
     submit(journal, 5, unique_submissions(1)[0])
@@ -106,12 +107,17 @@ def test_the_kept_item_counts_follow_every_way_an_item_moves(tmp_path: Path) -> 
         "DELETE FROM items WHERE id = 6",
     ]
     assert journal.item_counts(31337) == counted() == {"pending": 6}
-    for move in moves:
+    for index, move in enumerate(moves):
         with journal.tx() as db:
             db.execute(move)
+        if index % 2:
+            journal.compact_counts()
         kept = {state: n for state, n in journal.item_counts(31337).items() if n}
         assert kept == counted(), move
     assert journal.item_counts(5) == {"pending": 2}
+    if journal_url is not None:  # folded: one row per (chain, state) that was ever counted
+        journal.compact_counts()
+        assert journal.db.execute("SELECT count(*) FROM item_count_deltas").fetchone()[0] <= 4
 
 
 def test_items_are_batched_and_each_root_lands_on_chain_once(backend_chain: Chain) -> None:

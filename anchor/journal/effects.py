@@ -172,7 +172,8 @@ class EffectRunner:
         while True:
             with self.journal.tx() as db:
                 rows = db.execute(
-                    "SELECT id, digest, created_at FROM items WHERE chain_id = ? AND state = 'pending'"
+                    "SELECT id, digest, created_at FROM items WHERE chain_id = ? AND state != 'confirmed'"
+                    " AND state = 'pending'"  # the first term is the partial index's (anchor.journal.store, 8)
                     " ORDER BY id LIMIT ?",
                     (self.chain_id, max_items),
                 ).fetchall()
