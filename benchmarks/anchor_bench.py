@@ -1,6 +1,9 @@
 """End-to-end anchoring on the embedded chain: items per second and gas per item by batch size,
 beside the peer of anchoring each item with its own direct `anchor()` call, in one run.
 
+`CLI submit+flush`: `anchor journal submit` of 64 files, then `anchor journal flush --batch-size 1`,
+each a process as a user runs it (issue 49: >= 0.8x the direct peer).
+
 End to end = submit to the journal (256 per durable transaction) -> batch -> sign, broadcast,
 mine, confirm -> one proof file per item. Targets (issue 4): >= 1,000 items/s at batch 256;
 <= 200 gas per item at batch 256 (floor ~170) and <= 15 at batch 4096.
@@ -68,6 +71,25 @@ def direct(registry: Registry, settings: Settings, n: int) -> tuple[float, float
     return n / (time.perf_counter() - start), gas / n
 
 
+def from_cli(settings: Settings, n: int, workdir: Path) -> float:
+    """`anchor journal submit` of n files, then `anchor journal flush --batch-size 1`, as a user types them
+    (two processes, their start-up included): items/s end to end."""
+    import subprocess
+    import sys
+
+    files = []
+    for i in range(n):
+        files.append(workdir / f"item-{i}.txt")
+        files[-1].write_bytes(os.urandom(64))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
+    env.update(ANCHOR_DATA_DIR=str(settings.data_dir), ANCHOR_LOCAL_PORT=str(settings.local_port))
+    anchor = [sys.executable, "-m", "anchor"]
+    start = time.perf_counter()
+    subprocess.run([*anchor, "journal", "submit", *map(str, files)], env=env, check=True, capture_output=True)
+    subprocess.run([*anchor, "journal", "flush", "--batch-size", "1"], env=env, check=True, capture_output=True)
+    return n / (time.perf_counter() - start)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--items", type=int, default=8192, help="items per run at batch 256 and 4096")
@@ -89,6 +111,11 @@ def main() -> None:
             peer_rate, peer_gas = direct(registry, settings, args.direct_items)
             print(f"{'':24}{'items/s':>10}{'gas/item':>10}{'vs direct: speed':>18}{'gas':>8}")
             print(f"{'direct anchor() per item':24}{peer_rate:10.0f}{peer_gas:10.0f}{1:17.2f}x{1:7.3f}x")
+            cli_n = 64
+            with tempfile.TemporaryDirectory() as files:
+                rate = from_cli(settings, cli_n, Path(files))
+            label = f"CLI submit+flush, 1 ({cli_n})"
+            print(f"{label:24}{rate:10.0f}{'':>10}{rate / peer_rate:17.2f}x   (target >= 0.8x)")
             for batch in (1, 16, 256, 4096):
                 n = {1: 64, 16: 1024}.get(batch, args.items)
                 rate, gas = batched(settings, batch, n)

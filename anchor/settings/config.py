@@ -11,7 +11,6 @@ one is refused.
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,6 +49,8 @@ def user_file() -> Path:
 
 
 def _read(path: Path) -> dict[str, str]:
+    import tomllib  # only where an anchor.toml exists: most runs have none (a few ms of every verify)
+
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
