@@ -23,6 +23,7 @@ from anchor.errors import (
     ChainUnreachable,
     Conflict,
     InsufficientFunds,
+    JournalError,
     NonceTooLow,
     RegistryRevert,
     Underpriced,
@@ -181,9 +182,15 @@ class EffectRunner:
                     return created
                 root = BatchTree.build([bytes(r["digest"]) for r in rows]).root
                 effect = self._insert_effect(db, "root", root, {"items": len(rows)})
-                db.executemany(
-                    "UPDATE items SET state = 'batched', effect_id = ? WHERE id = ?", [(effect, r["id"]) for r in rows]
-                )
+                # one statement: the pending items up to the last one read are exactly `rows` (no submission
+                # commits beside this transaction: it holds the writer lock)
+                moved = db.execute(
+                    "UPDATE items SET state = 'batched', effect_id = ? WHERE chain_id = ? AND state != 'confirmed'"
+                    " AND state = 'pending' AND id <= ?",
+                    (effect, self.chain_id, rows[-1]["id"]),
+                ).rowcount
+                if moved != len(rows):
+                    raise JournalError(f"journal: batch {effect} took {moved} items where {len(rows)} were read")
                 created.append(effect)
 
     def open_lineage(
