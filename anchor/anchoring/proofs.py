@@ -208,16 +208,11 @@ def stored_proof(
         same = same and (code_hash is None or anchor is None or anchor.code_hash == code_hash)
         if anchor is not None and same and process_proof(digest, siblings) == root:
             return _proof_of(item, siblings, root, anchor)
-    rows = confirmed_batch_rows(journal, int(effect["chain_id"]), digest)
-    if rows is None:
-        return None
     if code_hash is None:
         from anchor.chain.artifact import runtime_code_hash
 
         code_hash = runtime_code_hash()
-    effect, items = rows
-    tree = _batch_tree(effect, items)
-    return _proof_of(item, tree.proof(digest), tree.root, _anchor_of(effect, effect["registry"], code_hash))
+    return proof_from_journal(journal, int(effect["chain_id"]), digest, code_hash)
 
 
 def proof_from_journal(journal: Journal, chain_id: int, digest: bytes, code_hash: str) -> ProofFile | None:
@@ -227,8 +222,9 @@ def proof_from_journal(journal: Journal, chain_id: int, digest: bytes, code_hash
     if found is None:
         return None
     effect, items = found
-    wanted = "0x" + digest.hex()
-    return next(p for p in batch_proofs(effect, items, effect["registry"], code_hash) if p.manifest_digest == wanted)
+    item = next(i for i in items if bytes(i["digest"]) == digest)
+    tree = _batch_tree(effect, items)
+    return _proof_of(item, tree.proof(digest), tree.root, _anchor_of(effect, effect["registry"], code_hash))
 
 
 def store_finder(settings: Settings) -> Callable[[bytes], ProofFile | None]:
