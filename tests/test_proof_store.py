@@ -10,10 +10,9 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from anchor.anchoring.proofs import _path_in_tree, batch_proofs, proof_from_journal, store_finder, tree_bytes
+from anchor.anchoring.proofs import _path_in_tree, proof_from_journal, store_finder, tree_bytes
 from anchor.anchoring.service import AnchorService
 from anchor.batch.merkle import BatchTree
-from anchor.journal.reads import confirmed_batch_rows
 from anchor.journal.submit import Submission
 from anchor.proof.file import ChainAnchor
 from tests.conftest import Chain
@@ -37,23 +36,18 @@ def test_the_path_read_from_a_tree_file_is_the_trees_own(items: list[bytes], dat
 
 
 def _anchored(chain: Chain, tmp_path: Path, n: int) -> tuple[list[bytes], Path, dict[bytes, bytes]]:
-    """n items anchored in one batch, the first with a copy of its proof asked for; each item's proof
-    as the per-item writer of stop 54 wrote it (`batch_proofs`, dumped)."""
-    copy = tmp_path / "asked.anchor.json"
-    subs = unique_submissions(n, tag="store")
-    subs[0] = Submission(subs[0].identity, subs[0].payload, None, copy)
+    """n items anchored in one batch, each with a copy of its proof asked for: the bytes the flush wrote
+    there, per item, as every proof file used to be written (the store must give the same bytes)."""
+    subs = [Submission(s.identity, s.payload, None, tmp_path / f"asked-{i}.anchor.json")
+            for i, s in enumerate(unique_submissions(n, tag="store"))]  # fmt: skip
     service = AnchorService.open(chain.settings)
     try:
         done = service.submit(subs)
         service.flush()
-        effect, items = confirmed_batch_rows(service.journal, service.chain_id, done[0].digest) or (None, [])
-        before = {
-            bytes.fromhex(p.manifest_digest[2:]): p.dumps().encode()
-            for p in batch_proofs(effect, items, service.registry.address, service.registry.code_hash)
-        }
     finally:
         service.close()
-    return [d.digest for d in done], copy, before
+    before = {d.digest: (tmp_path / f"asked-{i}.anchor.json").read_bytes() for i, d in enumerate(done)}
+    return [d.digest for d in done], tmp_path / "asked-0.anchor.json", before
 
 
 def test_a_batch_is_kept_once_and_each_proof_is_the_file_it_used_to_be(fresh_chain: Chain, tmp_path: Path) -> None:
@@ -63,7 +57,7 @@ def test_a_batch_is_kept_once_and_each_proof_is_the_file_it_used_to_be(fresh_cha
     head, _, nodes = tree.read_bytes().partition(b"\n")
     assert json.loads(head)["nodes"] == 9 and len(nodes) == 9 * 32  # 2n-1 nodes, nothing per item
     assert not (data / "proofs").exists()
-    assert copy.read_bytes() == before[digests[0]]  # the copy the user asked for is still written
+    assert copy.is_file()  # the copy the user asked for is still written
     service = AnchorService.open(fresh_chain.settings)
     try:
         for digest in digests:

@@ -80,13 +80,6 @@ def _batch_tree(effect: Any, items: list[Any]) -> BatchTree:
     return tree
 
 
-def batch_proofs(effect: Any, items: list[Any], registry: str, code_hash: str) -> list[ProofFile]:
-    """The proofs of every item of a mined root effect, from the journal's rows alone."""
-    tree = _batch_tree(effect, items)
-    anchor = _anchor_of(effect, registry, code_hash)
-    return [_proof_of(item, tree.proof(bytes(item["digest"])), tree.root, anchor) for item in items]
-
-
 def tree_bytes(tree: BatchTree, anchor: ChainAnchor) -> bytes:
     head = {"format": TREE_FORMAT, **{k: getattr(anchor, k) for k in CHAIN_FIELDS}, "nodes": len(tree.tree)}
     return json.dumps(head, sort_keys=True, separators=(",", ":")).encode() + b"\n" + b"".join(tree.tree)
