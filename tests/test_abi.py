@@ -141,25 +141,29 @@ def test_verify_lookup_and_status_import_nothing_of_web3(deployed_chain: Chain, 
 
 
 @pytest.mark.chain
-def test_journal_submit_signs_nothing_and_imports_no_signing_library(deployed_chain: Chain, tmp_path: Path) -> None:
+def test_journal_submit_flush_and_stamp_import_no_signing_library(deployed_chain: Chain, tmp_path: Path) -> None:
     """Issue 49: `journal submit` journals a manifest and signs nothing, yet opening the service loaded the
     signer through eth_account and web3 for the genesis check: 1.2 s of its 1.7 s was py_ecc computing
-    BLS pairing constants. Now neither is imported until a flush signs; the flush still anchors the item
-    with the key the address was derived for."""
+    BLS pairing constants. Then the flush that signs paid the same second, and so did `stamp`. Now the
+    effect protocol estimates, signs (anchor.chain.eip1559) and sends through the JSON-RPC client: none
+    of the three imports web3 or eth_account, and the flush anchors the item with the key the address
+    was derived for, verified."""
     from tests.cli import ANCHOR_BIN
 
-    target = tmp_path / "result.txt"
+    target, other = tmp_path / "result.txt", tmp_path / "other.txt"
     target.write_text("0.93\n")
+    other.write_text("0.94\n")
     python = str(Path(ANCHOR_BIN).with_name("python"))
-    run = subprocess.run([python, "-X", "importtime", "-m", "anchor", "journal", "submit", str(target)],
-                         env=deployed_chain.env(), capture_output=True, text=True, timeout=60)  # fmt: skip
-    assert run.returncode == 0, run.stderr[-2000:]
-    imported = {line.split("|")[-1].strip() for line in run.stderr.splitlines() if line.startswith("import time:")}
-    assert len(imported) > 100
-    assert sorted(m for m in imported if m.split(".")[0] in ("web3", "eth_account", "py_ecc", "eth_keyfile")) == []
-    deployed_chain.cli("journal", "flush", check=True)
-    verdict = json.loads(deployed_chain.cli("verify", str(target), "--json", check=True).stdout)
-    assert verdict["verified"] is True and verdict["submitter"] == "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"
+    for argv in (["journal", "submit", str(target)], ["journal", "flush"], ["stamp", str(other)]):
+        run = subprocess.run([python, "-X", "importtime", "-m", "anchor", *argv],
+                             env=deployed_chain.env(), capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert run.returncode == 0, (argv, run.stderr[-2000:])
+        imported = {line.split("|")[-1].strip() for line in run.stderr.splitlines() if line.startswith("import time:")}
+        assert len(imported) > 100
+        assert sorted(m for m in imported if m.split(".")[0] in WEB3_STACK) == [], argv
+    for path in (target, other):
+        verdict = json.loads(deployed_chain.cli("verify", str(path), "--json", check=True).stdout)
+        assert verdict["verified"] is True and verdict["submitter"] == "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"
 
 
 @settings(max_examples=100, deadline=None)

@@ -215,11 +215,12 @@ class _PlainCall:
         self.w3, self.to, self.data, self.value = w3, to, data, value
 
     def build_transaction(self, tx: dict[str, Any]) -> dict[str, Any]:
+        from anchor.chain.connection import rpc_of
         from anchor.chain.transactions import fee_quote
 
         built = {**tx, "to": self.w3.to_checksum_address(self.to), "data": "0x" + self.data.hex(), "value": self.value}
         built["gas"] = int(self.w3.eth.estimate_gas(built)) * 12 // 10  # type: ignore[arg-type]
-        built["maxFeePerGas"], built["maxPriorityFeePerGas"] = fee_quote(self.w3)
+        built["maxFeePerGas"], built["maxPriorityFeePerGas"] = fee_quote(rpc_of(self.w3))
         return built
 
 

@@ -26,9 +26,10 @@ class Signer:
     """Signs transactions for one account; its repr and str show the address only.
 
     Made from a key (32 bytes), it knows its address at once (coincurve and keccak, ~40 ms to import)
-    and loads eth_account only to sign: its import costs 1.2 s (eth_keyfile's py_ecc builds BLS pairing
-    tables), which a command that opens the journal but signs nothing (`journal submit`, `status`) must
-    not pay (issue 49). Made from an eth_account account, it uses that."""
+    and signs the journal's transactions with libsecp256k1 (`sign_type2`); it loads eth_account only for
+    what else it signs (EIP-712 records, a web3-built transaction): that import costs 1.2 s (eth_keyfile's
+    py_ecc builds BLS pairing tables), which a flush or a stamp must not pay (issue 49). Made from an
+    eth_account account (a keystore), it uses that."""
 
     __slots__ = ("_secret", "_loaded", "address", "source")
 
@@ -52,6 +53,23 @@ class Signer:
     def sign(self, transaction: dict[str, Any]) -> bytes:
         raw: bytes = self._account.sign_transaction(transaction).raw_transaction
         return raw
+
+    def sign_type2(
+        self, *, chain_id: int, to: str, data: bytes, gas: int, nonce: int, max_fee: int, priority_fee: int
+    ) -> tuple[bytes, bytes]:
+        """(tx hash, raw bytes) of a signed EIP-1559 call to `to`. A key loaded as bytes signs with
+        libsecp256k1 (anchor.chain.eip1559), without eth_account's import; a keystore's account (whose
+        decryption imported it already) signs through eth_account: the bytes are the same."""
+        if self._secret is not None:
+            from anchor.chain.eip1559 import signed_type2
+
+            return signed_type2(self._secret, chain_id=chain_id, nonce=nonce, priority_fee=priority_fee,
+                                max_fee=max_fee, gas=gas, to=to, data=data)  # fmt: skip
+        signed = self._account.sign_transaction({
+            "type": 2, "chainId": chain_id, "to": to, "data": "0x" + data.hex(), "value": 0, "gas": gas,
+            "nonce": nonce, "maxFeePerGas": max_fee, "maxPriorityFeePerGas": priority_fee,
+        })  # fmt: skip
+        return bytes(signed.hash), bytes(signed.raw_transaction)
 
     def sign_lineage(self, chain_id: int, registry: str, fields: Any) -> Any:
         """An EIP-712 signed lineage record (anchor.chain.signed.SignedLineage) by this account."""

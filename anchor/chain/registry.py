@@ -142,14 +142,22 @@ class Registry:
 
     def anchor_signed(self, sender: Signer, signed: SignedLineage) -> TxResult:
         """Relay a record the researcher signed: `sender` pays, the signer is the researcher."""
-        return self._send(sender, self.signed_call(signed))
-
-    def signed_call(self, signed: SignedLineage) -> Any:
         f = signed.fields
-        return self.contract.functions.anchorBySig(
+        return self._send(sender, self.contract.functions.anchorBySig(
             self.w3.to_checksum_address(f.researcher), f.commit, f.parent, f.diff_hash, f.metric_hash, f.kept,
             f.deadline, signed.v, signed.r, signed.s,
-        )  # fmt: skip
+        ))  # fmt: skip
+
+    def call_data(self, name: str, *args: Any) -> bytes:
+        """The calldata of the write `name(args)`, encoded by anchor.chain.abi (no web3: the effect
+        protocol signs and sends it itself)."""
+        return self.abi.functions[name].call_data(*args)
+
+    def signed_call_data(self, signed: SignedLineage) -> bytes:
+        """The calldata that relays `signed` (anchorBySig)."""
+        f = signed.fields
+        return self.call_data("anchorBySig", f.researcher, f.commit, f.parent, f.diff_hash, f.metric_hash, f.kept,
+                              f.deadline, signed.v, signed.r, signed.s)  # fmt: skip
 
     def retract_root(self, signer: Signer, root: bytes, reason: bytes) -> TxResult:
         """Retract `signer`'s own record of `root` (the registry refuses anyone else's)."""

@@ -34,9 +34,11 @@ from anchor.settings.session import endpoint_of as redact_url
 class RpcError(Exception):
     """The endpoint answered with a JSON-RPC error (not a transport failure)."""
 
-    def __init__(self, method: str, code: int, message: str) -> None:
+    def __init__(self, method: str, code: int, message: str, data: object = None) -> None:
         super().__init__(f"{method}: {message} (code {code})")
         self.code, self.message = code, message
+        self.data = data
+        """The error's `data`, as the node gave it: a revert's ABI-encoded reason, for one."""
 
 
 def jitter(*what: object) -> float:
@@ -281,7 +283,8 @@ class Rpc:
                                    detail={"rpc_url": self.shown, "method": method})  # fmt: skip
         if "error" in answer:
             error = answer["error"] if isinstance(answer["error"], dict) else {"message": str(answer["error"])}
-            raise RpcError(method, int(error.get("code", 0) or 0), str(error.get("message", ""))[:500])
+            raise RpcError(method, int(error.get("code", 0) or 0), str(error.get("message", ""))[:500],
+                           error.get("data"))  # fmt: skip
         return answer.get("result")
 
     # ------------------------------------------------------------------ the methods reads need

@@ -53,18 +53,16 @@ def status(ctx: typer.Context, json: JsonFlag = False) -> None:
 def balance(ctx: typer.Context, json: JsonFlag = False) -> None:
     """The signing key's address and balance on the configured chain, and roughly how many stamps it
     pays for at the node's fees now (before the first stamp: was the faucet's ETH received?)."""
-    from anchor.chain.connection import web3_for
     from anchor.chain.keys import load_signer
     from anchor.chain.open import open_chain
     from anchor.chain.presets import chain_name
-    from anchor.chain.transactions import ether, fee_quote
+    from anchor.chain.transactions import balance_of, ether, fee_quote
 
     settings = ctx.find_root().obj["settings"]
     handle = open_chain(settings)
     signer = load_signer(handle.chain_id, settings.keystore)
-    w3 = web3_for(handle.rpc)
-    held = int(w3.eth.get_balance(w3.to_checksum_address(signer.address)))
-    max_fee, _ = fee_quote(w3)
+    held = balance_of(handle.rpc, signer.address)
+    max_fee, _ = fee_quote(handle.rpc)
     stamp_gas = 50_000  # one batch root with its margin (docs/quickstart-base-sepolia.md, step 2)
     stamps = held // max(1, stamp_gas * max_fee)
     emit(ctx, json, {"address": signer.address, "chain_id": handle.chain_id, "balance_wei": held,

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
     from anchor.chain.keys import Signer
     from anchor.chain.registry import Registry
+    from anchor.chain.rpc import Rpc
     from anchor.chain.signed import SignedLineage
 
 # Default confirmation depth per chain id (anchor.chain.presets); the local chain confirms on inclusion.
@@ -85,8 +86,8 @@ class _Watch:
     a hint when no block arrives for a while. Silent when everything lands within a second (the local
     chain mines on arrival), so quick runs print nothing extra. The head is read at most once a second."""
 
-    def __init__(self, w3: Any, config: RunnerConfig, sent: Callable[[int], bytes | None]) -> None:
-        self.w3, self.depth, self.quiet_s, self.sent = w3, config.confirmations, config.quiet_blocks_s, sent
+    def __init__(self, rpc: Rpc, config: RunnerConfig, sent: Callable[[int], bytes | None]) -> None:
+        self.rpc, self.depth, self.quiet_s, self.sent = rpc, config.confirmations, config.quiet_blocks_s, sent
         self.started = time.monotonic()
         self.said: dict[int, tuple[str, int | None]] = {}
         self.head: int | None = None
@@ -103,7 +104,7 @@ class _Watch:
         waiting = [e for e in open_effects() if e["state"] in ("broadcast", "mined")]
         if not waiting:
             return
-        head = int(self.w3.eth.block_number)
+        head = self.rpc.block_number()
         if head != self.head:
             self.head, self.head_seen, self.hinted = head, now_, False
         for effect in waiting:
@@ -157,10 +158,11 @@ class EffectRunner:
         self.report = RunReport()
 
     @property
-    def w3(self) -> Any:
-        """web3, for what signs and sends: made on first use, so a runner that only journals (a submission,
-        `journal status`) never imports it (1.2 s: eth_account's py_ecc builds pairing tables; issue 49)."""
-        return self.registry.w3
+    def rpc(self) -> Rpc:
+        """The chain, as JSON-RPC: every read, estimate and broadcast of the protocol goes through it, and
+        transactions are signed by anchor.chain.eip1559, so driving effects imports neither web3 nor
+        eth_account (a second of start-up: eth_account's py_ecc builds pairing tables; issue 49)."""
+        return self.registry.rpc
 
     # ------------------------------------------------------------------ creating effects
 
@@ -282,7 +284,7 @@ class EffectRunner:
         collect receipts and confirm. Raises the first typed error; the journal stays consistent."""
         deadline = time.monotonic() + deadline_s
         total = len(self.open_effects())
-        watch = _Watch(self.w3, self.config, self._latest_tx_hash)
+        watch = _Watch(self.rpc, self.config, self._latest_tx_hash)
         while True:
             self.journal.keepalive()  # a PostgreSQL flush lease is renewed while receipts are awaited
             effects = self.open_effects()
@@ -333,19 +335,19 @@ class EffectRunner:
                 (state, now(), *fields.values(), effect_id),
             )
 
-    def _call(self, effect: sqlite3.Row) -> Any:
-        functions = self.registry.contract.functions
+    def _call_data(self, effect: sqlite3.Row) -> bytes:
+        """The registry call that writes `effect`, as calldata."""
         key = bytes(effect["key"])
         if effect["kind"] == "root":
-            return functions.anchorRoot(key)
+            return self.registry.call_data("anchorRoot", key)
         a = json.loads(effect["args"])
         if "signed" in a:
             from anchor.chain.signed import SignedLineage
 
-            return self.registry.signed_call(SignedLineage.from_json(a["signed"]))
+            return self.registry.signed_call_data(SignedLineage.from_json(a["signed"]))
         commit = bytes.fromhex(a["commit"]) if "commit" in a else key
         parent, diff_hash, metric_hash = (bytes.fromhex(a[k]) for k in ("parent", "diff_hash", "metric_hash"))
-        return functions.anchor(commit, parent, diff_hash, metric_hash, a["kept"])
+        return self.registry.call_data("anchor", commit, parent, diff_hash, metric_hash, bool(a["kept"]))
 
     def _on_chain(self, effect: sqlite3.Row) -> tuple[bytes, int] | None:
         """(tx hash, block) if the registry already holds this effect's record, whoever wrote it."""
@@ -381,13 +383,13 @@ class EffectRunner:
     def _adopt(self, effect: sqlite3.Row, found: tuple[bytes, int]) -> bool:
         tx_hash, block = found
         self.report.adopted.append(effect["id"])
-        receipt = txs.get_receipt(self.w3, tx_hash) if tx_hash else None
+        receipt = txs.get_receipt(self.rpc, tx_hash) if tx_hash else None
         self._set(
             effect["id"],
             "mined",
             tx_hash=tx_hash,
             block_number=block,
-            block_hash=txs.block_hash(self.w3, block),
+            block_hash=txs.block_hash(self.rpc, block),
             gas_used=None if receipt is None else int(receipt["gasUsed"]),
         )
         return True
@@ -397,18 +399,15 @@ class EffectRunner:
         found = self._on_chain(effect)
         if found is not None:  # anchored already (a lost journal, a concurrent writer): adopt, never resend
             return self._adopt(effect, found)
-        call = self._call(effect)
+        data = self._call_data(effect)
         try:
-            gas = txs.estimate_gas(call, self.signer.address)
+            gas = txs.estimate_gas(self.rpc, self.registry.address, data, self.signer.address)
         except RegistryRevert as exc:
             if exc.detail.get("error") in ("RootAlreadyAnchored", "LineageAlreadyAnchored"):
                 return False  # raced with another writer; the next step adopts its record
             raise
-        max_fee, priority = txs.fee_quote(self.w3)
-        data = self.registry.contract.encode_abi(call.abi_element_identifier, list(call.args))
-        chain_nonce = int(
-            self.w3.eth.get_transaction_count(self.w3.to_checksum_address(self.signer.address), "pending")
-        )
+        max_fee, priority = txs.fee_quote(self.rpc)
+        chain_nonce = txs.transaction_count(self.rpc, self.signer.address)
         with self.journal.tx() as db:
             nonce = self._next_nonce(db, chain_nonce)
             tx_hash, raw = txs.sign_tx(
@@ -450,13 +449,13 @@ class EffectRunner:
         """Broadcast `latest`'s signed bytes: None once the node has them; on a refusal, what handling
         it did (a used nonce is reconciled, an underpriced transaction replaced)."""
         try:
-            txs.broadcast(self.w3, bytes(latest["raw"]))
+            txs.broadcast(self.rpc, bytes(latest["raw"]))
         except NonceTooLow:
             return self._nonce_consumed(effect)
         except Underpriced:
             return self._replace(effect, latest)
         except InsufficientFunds:  # parked as failed by `run`: nothing else waits on an unfunded key
-            raise txs.unfunded(self.w3, latest["sender"], int(latest["gas"]), int(latest["max_fee"]), self.chain_id,
+            raise txs.unfunded(self.rpc, latest["sender"], int(latest["gas"]), int(latest["max_fee"]), self.chain_id,
                                int(effect["id"])) from None  # fmt: skip
         return None
 
@@ -483,7 +482,7 @@ class EffectRunner:
 
     def _receipt_of_any(self, effect: sqlite3.Row) -> tuple[sqlite3.Row, dict[str, Any]] | None:
         for tx in reversed(self._txs(effect["id"])):
-            receipt = txs.get_receipt(self.w3, bytes(tx["tx_hash"]))
+            receipt = txs.get_receipt(self.rpc, bytes(tx["tx_hash"]))
             if receipt is not None:
                 return tx, receipt
         return None
@@ -496,7 +495,8 @@ class EffectRunner:
         if receipt["status"] != 1:  # reverted on chain: someone anchored it first, or a real error
             found = self._on_chain(effect)
             if found is None:
-                reason = txs.replay_revert(self._call(effect), self.signer.address, int(receipt["blockNumber"]))
+                reason = txs.replay_revert(self.rpc, self.registry.address, self._call_data(effect),
+                                           self.signer.address, int(receipt["blockNumber"]))  # fmt: skip
                 raise RegistryRevert(
                     f"{reason.message} (tx 0x{bytes(tx['tx_hash']).hex()})",
                     detail={**reason.detail, "tx_hash": "0x" + bytes(tx["tx_hash"]).hex()},
@@ -517,7 +517,7 @@ class EffectRunner:
 
     def _maybe_replace(self, effect: sqlite3.Row) -> bool:
         latest = self._txs(effect["id"])[-1]
-        if not txs.is_pending(self.w3, bytes(latest["tx_hash"])):
+        if not txs.is_pending(self.rpc, bytes(latest["tx_hash"])):
             # the node forgot it (restart, eviction): resend the very same signed bytes
             refused = self._send(effect, latest)
             return False if refused is None else refused
@@ -527,7 +527,7 @@ class EffectRunner:
 
     def _replace(self, effect: sqlite3.Row, latest: sqlite3.Row) -> bool:
         """Sign a replacement at the same nonce with fees bumped past the market and the 10% rule."""
-        quote_max, quote_priority = txs.fee_quote(self.w3)
+        quote_max, quote_priority = txs.fee_quote(self.rpc)
         max_fee = max(_bump(latest["max_fee"]), quote_max)
         priority = max(_bump(latest["priority_fee"]), quote_priority)
         if self.config.max_fee_cap is not None:
@@ -535,8 +535,7 @@ class EffectRunner:
             if max_fee <= latest["max_fee"]:
                 return False  # at the cap: wait rather than overpay
         priority = min(priority, max_fee)
-        call = self._call(effect)
-        data = self.registry.contract.encode_abi(call.abi_element_identifier, list(call.args))
+        data = self._call_data(effect)
         gas = int(latest["gas"])
         tx_hash, raw = txs.sign_tx(
             self.signer, self.chain_id, self.registry.address, data, gas, latest["nonce"], max_fee, priority
@@ -553,11 +552,11 @@ class EffectRunner:
 
     def _confirm(self, effect: sqlite3.Row) -> bool:
         fault_point("during_confirmation")
-        head = int(self.w3.eth.block_number)
+        head = self.rpc.block_number()
         block = int(effect["block_number"])
         if head - block < self.config.confirmations:
             return False
-        canonical = txs.block_hash(self.w3, block)
+        canonical = txs.block_hash(self.rpc, block)
         still_there = self._on_chain(effect)
         if canonical != bytes(effect["block_hash"] or b"") or still_there is None:
             self._back_to_intent(effect["id"])  # reorged out (or the chain was reset): anchor again

@@ -55,19 +55,19 @@ def test_a_reset_within_the_second_of_the_first_start_is_detected_by_the_lost_bl
 
     fresh_chain.cli("deploy", check=True)
     fresh_chain.cli("anchor", str(bundle), check=True)
-    genesis = transactions.block_hash(_w3(fresh_chain), 0)
+    genesis = transactions.block_hash(_rpc(fresh_chain), 0)
     fresh_chain.cli("chain", "down", check=True)
     (fresh_chain.data_dir / "chain" / "state.json").unlink()
     fresh_chain.cli("chain", "up", check=True)
     real = transactions.block_hash
-    monkeypatch.setattr(transactions, "block_hash", lambda w3, n: genesis if n == 0 else real(w3, n))
+    monkeypatch.setattr(transactions, "block_hash", lambda rpc, n: genesis if n == 0 else real(rpc, n))
     fresh_chain.cli("deploy", check=True)
     flushed = json.loads(fresh_chain.cli("journal", "flush", "--json", check=True).stdout)
     assert flushed["chain_reset"] is True and flushed["reanchored"] + flushed["confirmed_effects"] >= 1
     assert fresh_chain.cli("verify", str(bundle)).returncode == ExitCode.OK
 
 
-def _w3(chain: Chain):  # type: ignore[no-untyped-def]
-    from anchor.chain.connection import connect
+def _rpc(chain: Chain):  # type: ignore[no-untyped-def]
+    from anchor.chain.connection import reach
 
-    return connect(chain.node.rpc_url)[0]
+    return reach(chain.node.rpc_url)[0]
