@@ -156,6 +156,7 @@ class EffectRunner:
         self.config = config
         self.on_confirmed = on_confirmed
         self.report = RunReport()
+        self._quote: tuple[int, int] | None = None
 
     @property
     def rpc(self) -> Rpc:
@@ -294,7 +295,7 @@ class EffectRunner:
                 return self.report
             if time.monotonic() > deadline:
                 raise ChainUnreachable(f"{len(effects)} effects still unconfirmed after {deadline_s:.0f}s")
-            progressed = False
+            progressed, self._quote = False, None
             for effect in effects:
                 try:
                     progressed |= self.step(effect)
@@ -395,18 +396,23 @@ class EffectRunner:
         return True
 
     def _sign(self, effect: sqlite3.Row) -> bool:
+        """Estimate, sign and journal the effect's transaction. A record already on chain (a lost journal,
+        a concurrent writer, a crash after broadcast) makes the estimate revert: the registry is write-once
+        per (submitter, root) and (researcher, commit). Only then is the registry read, and our record
+        adopted, never resent; a stranger's record of our commit is a `Conflict`. (Reading the registry
+        first cost every effect two or three calls for what the estimate says anyway.)"""
         fault_point("before_sign")
-        found = self._on_chain(effect)
-        if found is not None:  # anchored already (a lost journal, a concurrent writer): adopt, never resend
-            return self._adopt(effect, found)
         data = self._call_data(effect)
         try:
             gas = txs.estimate_gas(self.rpc, self.registry.address, data, self.signer.address)
         except RegistryRevert as exc:
+            found = self._on_chain(effect)
+            if found is not None:  # anchored already: adopt, never resend
+                return self._adopt(effect, found)
             if exc.detail.get("error") in ("RootAlreadyAnchored", "LineageAlreadyAnchored"):
-                return False  # raced with another writer; the next step adopts its record
+                return False  # the record is not readable yet where the estimate ran: the next pass looks again
             raise
-        max_fee, priority = txs.fee_quote(self.rpc)
+        max_fee, priority = self._fees()
         chain_nonce = txs.transaction_count(self.rpc, self.signer.address)
         with self.journal.tx() as db:
             nonce = self._next_nonce(db, chain_nonce)
@@ -421,6 +427,14 @@ class EffectRunner:
         self.report.signed.append(effect["id"])
         fault_point("after_sign")
         return True
+
+    def _fees(self) -> tuple[int, int]:
+        """The fee quote, read once per pass of `run` over the open effects: a pass signs every effect
+        that waits (64 of a flush at batch size 1), and two reads each were a fifth of its calls. A quote
+        that is stale by then is what replacement (`_replace`) exists for."""
+        if self._quote is None:
+            self._quote = txs.fee_quote(self.rpc)
+        return self._quote
 
     def _next_nonce(self, db: sqlite3.Connection, chain_nonce: int) -> int:
         """The node's pending nonce, or one past our highest transaction still in flight (signed but
@@ -556,9 +570,12 @@ class EffectRunner:
         block = int(effect["block_number"])
         if head - block < self.config.confirmations:
             return False
+        # The block that holds the record (our mined transaction's, or the one we adopted) is still the
+        # chain's at its height: a block hash commits to every block before it and to the state after it,
+        # so the record is there (the registry never deletes one). Reading the registry again here cost
+        # four calls an effect for what the hash already says.
         canonical = txs.block_hash(self.rpc, block)
-        still_there = self._on_chain(effect)
-        if canonical != bytes(effect["block_hash"] or b"") or still_there is None:
+        if canonical != bytes(effect["block_hash"] or b""):
             self._back_to_intent(effect["id"])  # reorged out (or the chain was reset): anchor again
             self.report.reanchored.append(effect["id"])
             return True
