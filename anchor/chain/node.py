@@ -10,16 +10,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import socket
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from anchor.chain.toolchain import compiler_settings, tool
 from anchor.errors import BadInput, ChainUnreachable
-from anchor.files import private_dir
 from anchor.layout import DataDir
 from anchor.settings.session import start_ticks
 
@@ -144,6 +140,11 @@ class LocalChain:
             self._stop(current.pid)
         if _port_taken(self.port):
             raise BadInput(port_taken_message(self.port), detail={"port": self.port})
+        import subprocess  # starting and stopping only: a read asks `status` (issue 49: every verify did)
+
+        from anchor.chain.toolchain import compiler_settings, tool
+        from anchor.files import private_dir
+
         private_dir(self.dir)
         command = [
             str(tool("anvil")),
@@ -180,6 +181,8 @@ class LocalChain:
         return self.status()
 
     def _stop(self, pid: int, grace: float = 15.0) -> None:
+        import signal
+
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + grace

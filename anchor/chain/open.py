@@ -3,7 +3,6 @@ connection. Reads never start a chain; only writes pass `start_local=True`."""
 
 from __future__ import annotations
 
-import logging
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -43,6 +42,8 @@ def open_chain(settings: Settings, *, start_local: bool = False) -> ChainHandle:
     status = chain.status()
     if start_local and not status.running:
         status = chain.up()
+        import logging  # a start's message only: a read never starts the chain
+
         logging.getLogger("anchor.progress").info(
             f"started the local chain at {chain.rpc_url} (state in {settings.layout.chain});"
             " it keeps running for the next command: stop it with `anchor chain down`"
