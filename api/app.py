@@ -132,6 +132,7 @@ def create_app(settings: Settings | None = None, config: ApiConfig | None = None
     app.state.reader = reader
     app.state.funded_address = None
     app.state.calendar_buckets = calendar.Buckets(app.state.config.calendar_rate, app.state.config.calendar_burst)
+    app.state.calendar_backlog = calendar.Backlog()
     install_error_handlers(app)
 
     for module in (health, verify, records, research, submit, calendar, missions, explorer, browser_verify):

@@ -198,7 +198,9 @@ def main() -> None:
             for record in (data / "deployments").iterdir():
                 (local / "deployments" / record.name).write_bytes(record.read_bytes())
             env = service_env(settings, TOKEN, ANCHOR_API_FLUSH_INTERVAL_S=str(FLUSH_INTERVAL_S),
-                              ANCHOR_CONFIRMATIONS="0")  # fmt: skip
+                              ANCHOR_CONFIRMATIONS="0", ANCHOR_CALENDAR="1", ANCHOR_CALENDAR_RATE="1000000",
+                              ANCHOR_CALENDAR_BURST="1000000", ANCHOR_CALENDAR_QUEUE="100000000")  # fmt: skip
+            # the public calendar on too, its per-client limits lifted: one wrk address is every client here
             port = free_port()
             server = serve(port, env)
             url = f"http://127.0.0.1:{port}"
@@ -241,10 +243,13 @@ def main() -> None:
             bare_server = serve(peer_port, env, "benchmarks.bare_app:app")
             peer_url = f"http://127.0.0.1:{peer_port}"
             compared = []
+            calendar_rates: list[tuple[int, float, int]] = []
             for connections in COMPARE_CONNECTIONS:
                 ours = sustained(url, COMPARE_S, connections)
                 bare = sustained(peer_url, COMPARE_S, connections, route="/v1/calendar-peer")
+                public = sustained(url, COMPARE_S, connections, route="/v1/calendar")
                 compared.append((connections, ours[0] / COMPARE_S, bare[0] / COMPARE_S, ours[1] + bare[1]))
+                calendar_rates.append((connections, public[0] / COMPARE_S, public[1]))
                 wait_anchored(data)
         finally:
             for started in (server, bare_server):
@@ -295,6 +300,11 @@ def main() -> None:
         ratio = ours_rate / max(bare_rate, 1e-9)
         print(f"{connections:>11} {ours_rate:>8.0f} {bare_rate:>8.0f} {ratio:>5.2f}x {target:>6.1f}x"
               f" {'met' if ratio >= target else 'NOT met'}{f'  ({others} not 202)' if others else ''}")  # fmt: skip
+    for connections, public_rate, others in calendar_rates:
+        bare_rate = next(b for c, _, b, _ in compared if c == connections)
+        refused = f"  ({others} not 202)" if others else ""
+        print(f"{connections:>11} {public_rate:>8.0f} {bare_rate:>8.0f} {public_rate / max(bare_rate, 1e-9):>5.2f}x"
+              f"         POST /v1/calendar (no token; per-client limits lifted){refused}")  # fmt: skip
     at64 = next(o for c, o, _, _ in compared if c == 64)
     print(f"at 64 connections: {at64:.0f} receipts/s (target >= 2,000: {'met' if at64 >= 2000 else 'NOT met'})")
     (RESULTS / "calendar_bench.json").write_text(json.dumps({
@@ -305,6 +315,7 @@ def main() -> None:
         "paced": {"accepted": paced, "refused": paced_refused, "effects": paced_effects, "items": paced_items,
                   "gas_per_item": paced_gas, "pace_ms": PACE_MS},
         "beside_bare": [{"connections": c, "ours_per_s": o, "bare_per_s": b, "not_202": n} for c, o, b, n in compared],
+        "public_calendar": [{"connections": c, "per_s": r, "not_202": n} for c, r, n in calendar_rates],
     }, indent=1) + "\n")  # fmt: skip
 
 

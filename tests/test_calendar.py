@@ -500,3 +500,39 @@ def test_a_proof_with_anchors_on_two_chains_is_sealed_and_verified_offline_with_
                           capture_output=True, text=True)  # fmt: skip
     assert both.returncode == 0, both.stdout + both.stderr
     assert "anchors     2 of 2 verified (--require all)" in both.stdout
+
+
+def test_the_calendars_queue_is_read_once_a_second_and_again_at_the_bound_never_per_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 49: every POST /v1/calendar counted the journal's pending items in the thread pool. The
+    backlog now reads the journal once a second and whenever its count reaches the bound (a flush may
+    have emptied the queue): 100 submissions under the bound are one read, and at the bound a refusal
+    is made on a fresh read, never on this process's count alone."""
+    import asyncio
+
+    import api.routes.calendar as calendar
+
+    queue = {"pending": 0, "reads": 0}
+
+    async def count(app: object, work: object) -> int:
+        queue["reads"] += 1
+        return queue["pending"]
+
+    monkeypatch.setattr(calendar, "in_journal", count)
+    backlog = calendar.Backlog(every_s=3600, recheck_s=0)
+
+    async def submit(n: int, bound: int) -> list[int | None]:
+        said = []
+        for _ in range(n):
+            full = await backlog.full(None, 31337, bound)
+            said.append(full)
+            if full is None:
+                backlog.accepted()
+                queue["pending"] += 1
+        return said
+
+    assert asyncio.run(submit(100, 1000)) == [None] * 100 and queue["reads"] == 1
+    assert asyncio.run(submit(2, 101)) == [None, 101] and queue["reads"] == 2  # at the bound: read, refused
+    queue["pending"] = 0  # a flush took every pending item into a batch
+    assert asyncio.run(submit(1, 101)) == [None] and queue["reads"] == 3  # read again at the bound: room
