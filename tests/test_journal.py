@@ -415,3 +415,39 @@ def test_racing_submissions_of_one_manifest_on_postgresql_are_one_record(postgre
     assert journals[0].db.execute("SELECT count(*) FROM items").fetchone()[0] == 1
     for journal in journals:
         journal.close()
+
+
+def test_a_wait_on_many_transactions_is_one_counted_line_a_second_not_a_line_each(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A flush at batch size 1 pipelines every root: 192 roots in flight printed 192 lines "tx 0x… sent;
+    waiting for it to be mined" a second after the flush began, most of them already mined. Many in
+    flight are now counted on one line, said again only when the counts change; a few are still named
+    one by one (what a single stamp's user watches)."""
+    import logging
+
+    from anchor.journal import effects
+
+    class Head:
+        def block_number(self) -> int:
+            return 7
+
+    clock = [100.0]
+    monkeypatch.setattr(effects.time, "monotonic", lambda: clock[0])
+    watch = effects._Watch(Head(), effects.RunnerConfig(confirmations=2), lambda _id: b"\x11" * 32)  # type: ignore[arg-type]
+    many = [{"id": n, "state": "broadcast" if n % 4 else "mined", "tx_hash": bytes([n]) * 32, "block_number": 6}
+            for n in range(40)]  # fmt: skip
+    with caplog.at_level(logging.INFO, logger="anchor.progress"):
+        for _ in range(3):  # three seconds of the same counts: said once
+            clock[0] += 1.0
+            watch.look(lambda: many)  # type: ignore[arg-type,return-value]
+        lines = [r.getMessage() for r in caplog.records]
+        assert lines == ["block 7: 40 transactions in flight: 30 sent, waiting to be mined;"
+                         " 10 mined, waiting for 2 confirmations"]  # fmt: skip
+        caplog.clear()
+        clock[0] += 1.0
+        watch.look(lambda: many[:2])  # type: ignore[arg-type,return-value]
+        assert [r.getMessage() for r in caplog.records] == [
+            "tx 0x" + "00" * 32 + " in block 6; block 7: waiting for 2 confirmations (1/2)",
+            "tx 0x" + "11" * 32 + " sent; block 7: waiting for it to be mined",
+        ]

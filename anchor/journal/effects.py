@@ -81,6 +81,10 @@ PROGRESS = logging.getLogger("anchor.progress")
 """Lines for a person waiting at a terminal (the CLI shows them on stderr; a server's log may)."""
 
 
+ONE_BY_ONE = 3
+"""Up to this many transactions in flight, the wait names each one; more, and it counts them."""
+
+
 class _Watch:
     """Says what a wait is waiting for: "tx 0x… sent", "block N: waiting for K confirmations (i/K)", and
     a hint when no block arrives for a while. Silent when everything lands within a second (the local
@@ -94,6 +98,7 @@ class _Watch:
         self.head_seen = self.started
         self.next_read = self.started + 1.0
         self.hinted = False
+        self.counts: tuple[int, int] | None = None
 
     def look(self, open_effects: Callable[[], list[sqlite3.Row]]) -> None:
         """Called every poll; reads the journal and the head only when a second has passed."""
@@ -107,14 +112,29 @@ class _Watch:
         head = self.rpc.block_number()
         if head != self.head:
             self.head, self.head_seen, self.hinted = head, now_, False
-        for effect in waiting:
-            self._say(effect, head)
+        if len(waiting) > ONE_BY_ONE:
+            self._say_all(waiting, head)
+        else:
+            for effect in waiting:
+                self._say(effect, head)
         if now_ - self.head_seen >= self.quiet_s and not self.hinted:
             self.hinted = True
             PROGRESS.info(
                 f"no new block for {now_ - self.head_seen:.0f} s (head {head}): is the chain producing blocks?"
                 " Everything is journaled: Ctrl-C is safe, and `anchor journal flush` resumes the wait later"
             )
+
+    def _say_all(self, waiting: list[sqlite3.Row], head: int) -> None:
+        """One line for many effects in flight (a flush at batch size 1 pipelines them all): said when
+        the counts change, at most once a second, not a line per transaction."""
+        sent = sum(1 for effect in waiting if effect["state"] == "broadcast")
+        mined = len(waiting) - sent
+        if (sent, mined) == self.counts:
+            return
+        self.counts = (sent, mined)
+        parts = [f"{sent} sent, waiting to be mined"] if sent else []
+        parts += [f"{mined} mined, waiting for {self.depth} confirmations"] if mined else []
+        PROGRESS.info(f"block {head}: {len(waiting)} transactions in flight: {'; '.join(parts)}")
 
     def _say(self, effect: sqlite3.Row, head: int) -> None:
         tx = effect["tx_hash"]
