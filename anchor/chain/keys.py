@@ -57,7 +57,8 @@ class Signer:
     def sign_type2(
         self, *, chain_id: int, to: str, data: bytes, gas: int, nonce: int, max_fee: int, priority_fee: int
     ) -> tuple[bytes, bytes]:
-        """(tx hash, raw bytes) of a signed EIP-1559 call to `to`. A key loaded as bytes signs with
+        """(tx hash, raw bytes) of a signed EIP-1559 call to `to`. Pure (no RPC), so the effect protocol signs
+        inside the journal transaction that records the transaction. A key loaded as bytes signs with
         libsecp256k1 (anchor.chain.eip1559), without eth_account's import; a keystore's account (whose
         decryption imported it already) signs through eth_account: the bytes are the same."""
         if self._secret is not None:

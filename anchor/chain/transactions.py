@@ -165,15 +165,6 @@ def replay_revert(rpc: Rpc, to: str, data: bytes, sender: str, block: int) -> Re
     return RegistryRevert("the anchoring transaction reverted (the replay on its block succeeds: a race)")
 
 
-def sign_tx(
-    signer: Signer, chain_id: int, to: str, data: bytes, gas: int, nonce: int, max_fee: int, priority_fee: int
-) -> tuple[bytes, bytes]:
-    """(tx hash, raw signed EIP-1559 tx). Pure: no RPC, so it can run inside a journal transaction."""
-    return signer.sign_type2(
-        chain_id=chain_id, to=to, data=data, gas=gas, nonce=nonce, max_fee=max_fee, priority_fee=priority_fee
-    )
-
-
 def broadcast(rpc: Rpc, raw: bytes) -> None:
     """Send signed bytes; the node already knowing them is success (a resend of the same tx)."""
     from anchor.chain.rpc import RpcError

@@ -432,12 +432,20 @@ class EffectRunner:
             if exc.detail.get("error") in ("RootAlreadyAnchored", "LineageAlreadyAnchored"):
                 return False  # the record is not readable yet where the estimate ran: the next pass looks again
             raise
+        except InsufficientFunds:  # the node's estimate checked the balance: said as a refused broadcast says it
+            raise txs.unfunded(self.rpc, self.signer.address, 0, 0, self.chain_id, int(effect["id"])) from None
         max_fee, priority = self._fees()
         chain_nonce = txs.transaction_count(self.rpc, self.signer.address)
         with self.journal.tx() as db:
             nonce = self._next_nonce(db, chain_nonce)
-            tx_hash, raw = txs.sign_tx(
-                self.signer, self.chain_id, self.registry.address, data, gas, nonce, max_fee, priority
+            tx_hash, raw = self.signer.sign_type2(
+                chain_id=self.chain_id,
+                to=self.registry.address,
+                data=data,
+                gas=gas,
+                nonce=nonce,
+                max_fee=max_fee,
+                priority_fee=priority,
             )
             db.execute(
                 _INSERT_TX,
@@ -571,8 +579,14 @@ class EffectRunner:
         priority = min(priority, max_fee)
         data = self._call_data(effect)
         gas = int(latest["gas"])
-        tx_hash, raw = txs.sign_tx(
-            self.signer, self.chain_id, self.registry.address, data, gas, latest["nonce"], max_fee, priority
+        tx_hash, raw = self.signer.sign_type2(
+            chain_id=self.chain_id,
+            to=self.registry.address,
+            data=data,
+            gas=gas,
+            nonce=latest["nonce"],
+            max_fee=max_fee,
+            priority_fee=priority,
         )
         with self.journal.tx() as db:
             db.execute("UPDATE txs SET state = 'replaced' WHERE id = ?", (latest["id"],))
