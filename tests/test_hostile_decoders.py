@@ -244,3 +244,38 @@ def test_a_signed_lineage_field_of_the_wrong_type_or_range_is_refused_naming_it(
     with pytest.raises(BadInput) as refused:
         SignedLineage.from_json({**GOOD_SIGNED, field: value})
     assert refused.value.detail == {"field": field}
+
+
+_TEXT = st.text(alphabet=st.sampled_from(["a", "é", "\ud800", "\udfff", "\u2028", '"', "\\", "["]), max_size=4)
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | _TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXT, inner, max_size=3),
+    max_leaves=40,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=_JSON, depth=st.integers(min_value=1, max_value=12), as_bytes=st.booleans())
+def test_parse_json_refuses_exactly_what_the_full_walk_refuses(value: Any, depth: int, as_bytes: bool) -> None:
+    """parse_json skips its walk over every string when the text cannot hold a lone surrogate or nest
+    too deep (issue 49); for generated values, surrogates and depths it must refuse exactly what the
+    walk refuses, whether the text comes as bytes or as str."""
+    from anchor.ingest.untrusted_json import check_encodable, parse_json
+
+    text = json.dumps(value, ensure_ascii=False)
+    try:
+        raw: bytes | str = text.encode("utf-8") if as_bytes else text
+    except UnicodeEncodeError:  # an unescaped lone surrogate cannot be UTF-8 bytes: escape it, as a file would
+        text = json.dumps(value)
+        raw = text.encode("utf-8") if as_bytes else text
+    walked: Exception | None = None
+    try:
+        check_encodable(json.loads(text), "x", max_depth=depth)
+    except BadInput as exc:
+        walked = exc
+    try:
+        parse_json(raw, "x", max_depth=depth)
+    except BadInput as exc:
+        assert walked is not None and str(exc) == str(walked)
+    else:
+        assert walked is None
