@@ -110,6 +110,34 @@ class ServiceSpec:
         return self
 
 
+def render_service_for(
+    settings: Any, target: str, *, image: str | None, replicas: int, rpc_url: str | None, public_url: str | None,
+    keys_secret: str, namespace: str | None,
+) -> tuple[str, str]:  # fmt: skip
+    """`anchor serve --render TARGET`: (the YAML, what it holds in words) for this data dir's one
+    deployment record, or `BadInput` naming the first option missing. `settings.rpc_url` stands in for
+    `rpc_url` (the chain as the pods reach it) when that is not given."""
+    from anchor.chain.deployment import only_deployment
+
+    if target != "k8s":
+        raise BadInput(f"--render: unknown target {target!r} (hint: anchor serve --render k8s ...)",
+                       detail={"field": "render"})  # fmt: skip
+    rpc_url = rpc_url or settings.rpc_url
+    missing = [name for name, value in (("--image", image), ("--chain-rpc-url", rpc_url),
+                                        ("--public-url", public_url)) if not value]  # fmt: skip
+    if missing:
+        raise BadInput(f"serve --render k8s needs {', '.join(missing)}", detail={"field": missing[0].lstrip("-")})
+    record = only_deployment(settings.data_dir)  # a record every replica will accept
+    spec = ServiceSpec(
+        image=str(image), rpc_url=str(rpc_url), deployment=record.model_dump(mode="json"), public_url=str(public_url),
+        replicas=replicas, keys_secret=keys_secret, namespace=namespace,
+    )  # fmt: skip
+    return to_yaml(render_service(spec)), (
+        f"a ConfigMap (the deployment record), a Deployment of {replicas} replica(s) with /ready as readiness probe,"
+        f" a Service and a PodDisruptionBudget; create Secret {keys_secret!r} first (docs/deploy.md)"
+    )
+
+
 def render_service(spec: ServiceSpec) -> list[dict[str, Any]]:
     """The ConfigMap with the deployment record, the Deployment, its Service and PodDisruptionBudget."""
     spec.check()

@@ -1,0 +1,154 @@
+"""Running the service as `anchor serve` does: what is checked before it starts, what it runs under, and
+its two forms (the API with the explorer pages over a data dir, and the explorer from the chain alone).
+
+Why here and not in the command: how the service runs (which proxies are trusted, the open-file limit
+its connection cap stays under, the slow-client protocol, where its public URL is recorded) is the
+service's own decision, made once; `anchor serve` parses its options into `ServeOptions` and calls
+`serve`, and anything else that starts the service (a container's entry point, a test) calls the same.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from anchor.errors import BadInput
+from anchor.settings.session import Settings
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServeOptions:
+    """What `anchor serve` was given (docs/api.md, docs/explorer.md, docs/deploy.md)."""
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    public_url: str | None = None
+    """The URL people reach this service at (default: http://HOST:PORT)."""
+    calendar: bool = False
+    access_log: bool = False
+    forwarded_allow_ips: str | None = None
+    rpc_url: str | None = None
+    browser_rpc_url: str | None = None
+    index_only: bool = False
+    """The explorer from the chain alone; the options below are its own."""
+    registry: str | None = None
+    index: Path | None = None
+    from_block: int | None = None
+    confirmations: int = 12
+    claims: Path | None = None
+    repo: Path | None = None
+
+
+INDEX_ONLY = ("registry", "index", "claims", "repo", "from_block")
+"""The options that only `--index-only` takes."""
+
+
+def serve(settings: Settings, options: ServeOptions) -> None:
+    """Check the options, then serve until stopped: the API and the explorer pages over `settings`' data
+    dir, or (`index_only`) the explorer from the chain alone. A bad option is `BadInput` before anything
+    starts."""
+    if options.index_only:
+        serve_index(settings, options)
+        return
+    for name in INDEX_ONLY:
+        if getattr(options, name) is not None:
+            flag = "--" + name.replace("_", "-")
+            raise BadInput(f"{flag} is an option of --index-only (hint: anchor serve --index-only {flag} ...)",
+                           detail={"field": flag.lstrip("-")})  # fmt: skip
+    if options.browser_rpc_url:
+        from anchor.chain.connection import browser_rpc_url as public_url_of
+
+        settings = dataclasses.replace(settings, browser_rpc_urls=(public_url_of(options.browser_rpc_url) or "",))
+    if options.rpc_url:
+        settings = dataclasses.replace(settings, rpc_url=options.rpc_url)
+
+    import uvicorn
+
+    from anchor.chain.explorer import service_record
+    from anchor.files import PRIVATE_FILE, atomic_write, private_dir
+    from api.app import create_app
+    from api.config import ApiConfig
+
+    config = ApiConfig.from_env()
+    if options.calendar:
+        config = config.model_copy(update={"calendar": True})
+    private_dir(settings.data_dir)
+    url = (options.public_url or f"http://{options.host}:{options.port}").rstrip("/")
+    atomic_write(service_record(settings.data_dir), json.dumps({"public_url": url}).encode(), PRIVATE_FILE)
+    raise_file_limit()  # every connection is a descriptor; the connection cap stays below the limit
+    sys.stderr.write(f"serving {url}: the explorer at {url}/explorer/, the browser check at {url}/verify,"
+                     f" the API and its docs at {url}/docs (data dir {settings.data_dir}; Ctrl-C stops it)"
+                     "\n")  # fmt: skip
+    # slow clients are bounded here, not by a proxy someone may not put in front (api/protocol.py);
+    # the settings and the config reach the app as objects: nothing is handed over through the environment
+    uvicorn.run(create_app(settings, config), host=options.host, port=options.port, log_level="info",
+                access_log=options.access_log, http="api.protocol:DeadlineProtocol",
+                **proxies(options.forwarded_allow_ips))  # fmt: skip
+
+
+def serve_index(settings: Settings, options: ServeOptions) -> None:
+    """`--index-only`: check everything before serving (a bad option is exit 2, not a page of errors),
+    index up to the head with progress on stderr, then serve while following the chain."""
+    import uvicorn
+
+    from anchor.index.follow import progress_to_stderr
+    from anchor.index.site import SiteOptions, open_site
+    from anchor.settings.session import endpoint_of as redact_url
+    from api.index_app import create_index_app
+
+    url = options.rpc_url or settings.rpc_url
+    if not url:
+        raise BadInput("--index-only needs --rpc-url (hint: anchor serve --index-only --rpc-url URL)",
+                       detail={"field": "rpc_url"})  # fmt: skip
+    registry = options.registry
+    if registry is None:  # the canonical registry, the same on every chain: checked by its code hash
+        from anchor.chain.canonical import canonical_address
+
+        registry = canonical_address()
+    elif not re.fullmatch(r"0x[0-9a-fA-F]{40}", registry):
+        raise BadInput(f"--registry: expected the registry's 0x address (40 hex), got {registry!r}",
+                       detail={"field": "registry"})  # fmt: skip
+    site_options = SiteOptions(rpc_url=url, registry=registry, index=options.index, from_block=options.from_block,
+                               confirmations=options.confirmations, browser_rpc_url=options.browser_rpc_url,
+                               claims=options.claims, repo=options.repo)  # fmt: skip
+    site = open_site(site_options, progress=progress_to_stderr)
+    report = site.follower.sync()
+    counts = site.follower.store.counts()
+    site.follower.store.close()
+    sys.stderr.write(
+        f"index {site.path}: {counts['lineage']} lineage records, {counts['roots']} roots of registry"
+        f" {site.follower.address} on chain {site.chain_id}, to block {report.cursor} (from block"
+        f" {site.follower.from_block}; {redact_url(url)})\n"
+        f"explorer at http://{options.host}:{options.port}/ (the browser check reads"
+        f" {site.browser_rpc_url or 'nothing: pass --browser-rpc-url'})\n"
+    )
+    served = open_site(site_options.model_copy(update={"index": site.path}))  # the options as an object
+    uvicorn.run(create_index_app(served), host=options.host, port=options.port, log_level="warning",
+                **proxies(options.forwarded_allow_ips))  # fmt: skip
+
+
+def proxies(allowed: str | None) -> dict[str, Any]:
+    """uvicorn's proxy settings: forwarded headers trusted from `allowed` only. uvicorn's own default
+    trusts them from 127.0.0.1, so behind any local proxy (or any local client that sends the header)
+    each request could claim a new client address and get a fresh calendar bucket (issue 42: 150 of 150
+    accepted against 67 of 150 without the header)."""
+    if not allowed:
+        return {"proxy_headers": False}
+    return {"proxy_headers": True, "forwarded_allow_ips": allowed}
+
+
+def raise_file_limit() -> None:
+    """The soft open-file limit raised to the hard one: what a server may have, and what the
+    connection cap of api/protocol.py is kept below."""
+    import contextlib
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
