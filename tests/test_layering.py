@@ -65,7 +65,8 @@ ALLOWED: dict[str, set[str]] = {
     "research": {"layout", "errors", "files", "manifest", "proof", "chain", "journal", "readback", "anchoring",
                  "settings"},
     "attest": {"layout", "errors", "files", "ingest", "manifest", "proof", "readback", "anchoring", "settings"},
-    "missions": {"layout", "errors", "files", "manifest", "proof", "settings", "anchoring", "research", "journal"},
+    "missions": {"layout", "errors", "files", "manifest", "proof", "settings", "anchoring", "research", "journal",
+                 "readback", "chain"},  # readback: a resume pin's proof; chain: the deployment a pod checks
     # read-back for someone with only the chain: the registry's events, and published claims compared
     "index": {"layout", "errors", "manifest", "chain", "research", "settings"},
     # the library's face (issue 43): one Verifier (the Stamper is anchoring's, below research and missions,

@@ -338,6 +338,9 @@ def test_in_a_pod_prepare_and_seal_bind_the_image_the_command_ran_in_and_nothing
     assert prepared.returncode == ExitCode.OK, prepared.stdout + prepared.stderr
     data = workspace / "snapshot" / "data"
     assert data.read_text().startswith("day,close") and stat.S_IMODE(data.stat().st_mode) == 0o444
+    between = chain.cli("mission", "status", "pod")  # a prepared mission is a state, not a traceback
+    assert between.returncode == ExitCode.OK and "mission 'pod': prepared" in between.stdout, between.stderr
+    assert "anchor mission run pod --stage seal --workspace DIR" in between.stdout
     line = f"wc -l < {data} > {workspace / 'result' / 'lines.txt'}"
     subprocess.run(["sh", "-c", line], check=True, env={"PATH": "/usr/bin:/bin"})  # the command's container
     sealed = chain.cli("--json", "mission", "run", "pod", "--stage", "seal", "--workspace", str(workspace))

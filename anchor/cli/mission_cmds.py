@@ -92,25 +92,13 @@ def submit(
     json: JsonFlag = False,
 ) -> None:
     """Submit a mission through the dispatcher: everything is checked before anything is stored."""
-    from anchor.errors import BadInput
-    from anchor.manifest.mission import load_mission
-    from anchor.missions.dispatch import SubmissionRequest
-    from anchor.missions.dispatch import submit as dispatch
+    from anchor.missions.dispatch import submit_mission
 
-    for field, value in (("snapshot", snapshot), ("image", image), ("output", output)):
-        if not value:
-            raise BadInput(f"--{field} is required", detail={"field": field})
-    settings = ctx.find_root().obj["settings"]
-    document, _ = load_mission(mission)
-    resume = (
-        None if resume_bundle is None and resume_digest is None else {"bundle": resume_bundle, "digest": resume_digest}
-    )
-    request = SubmissionRequest.model_validate({
-        "mission": {"ref": str(mission), "digest": mission_digest, "document": document.identity()},
-        "snapshot": {"ref": snapshot, "sha256": snapshot_sha256}, "image": image, "output": output,
-        "profile": profile, "resume": resume,
-    })  # fmt: skip
-    record = dispatch(request, settings.data_dir, _pin_verifier(settings), journal_url=settings.journal_url)
+    record = submit_mission(
+        ctx.find_root().obj["settings"], mission, mission_digest=mission_digest, snapshot=snapshot,
+        snapshot_sha256=snapshot_sha256, image=image, output=output, profile=profile, resume_bundle=resume_bundle,
+        resume_digest=resume_digest,
+    )  # fmt: skip
     emit(ctx, json, record, [
         f"submitted mission #{record['id']} at {record['submitted_at']}: output {record['output']!r},"
         f" profile {record['profile']['name']} ({record['profile']['cpu']} CPU, {record['profile']['memory']})",
@@ -157,41 +145,21 @@ def run(
     import sys
 
     from anchor.anchoring.stamper import Stamper
-    from anchor.errors import BadInput
-    from anchor.missions.runner import prepare_mission, run_mission, seal_mission
-
-    def say(line: str) -> None:
-        sys.stderr.write(line + "\n")
-
-    from anchor.research.sandbox import check_runtime
+    from anchor.missions.runner import complete_through, run_dispatched
 
     settings = ctx.find_root().obj["settings"]
-    check_runtime(sandbox_runtime)  # before the mission is claimed
-    if no_sandbox:
-        from anchor.research.sandbox import refuse_unconfined
-
-        refuse_unconfined(settings)  # before the mission is claimed
-    if stage not in (None, "prepare", "seal") or (stage is None) != (workspace is None):
-        raise BadInput("--stage: `prepare` or `seal`, and only with --workspace DIR (the rendered Job's steps)",
-                       detail={"field": "stage"})  # fmt: skip
     stamper = Stamper.from_settings(settings, service)  # a bad --service is refused before the mission runs
-    quiet = (lambda _: None) if json else say
-    if stage == "prepare":
-        assert workspace is not None
-        prepared = prepare_mission(settings, output, _cache(ctx, max_bytes), workspace, quiet)
-        emit(ctx, json, prepared, [f"mission {output!r} prepared: snapshot {prepared['snapshot']} (read-only for the"
-                                   f" command), result {prepared['result']}"])  # fmt: skip
+    say = (lambda _: None) if json else (lambda line: print(line, file=sys.stderr))
+    done = run_dispatched(
+        settings, output, stamper=stamper, say=say,
+        sandbox=not no_sandbox, runtime=sandbox_runtime, stage=stage, workspace=workspace, max_bytes=max_bytes,
+    )  # fmt: skip
+    if isinstance(done, dict):  # --stage prepare
+        emit(ctx, json, done, [f"mission {output!r} prepared: snapshot {done['snapshot']} (read-only for the"
+                               f" command), result {done['result']}"])  # fmt: skip
         return
-    if stage == "seal":
-        assert workspace is not None
-        done = seal_mission(settings, output, workspace, stamper, quiet)
-    else:
-        cache = _cache(ctx, max_bytes)
-        done = run_mission(
-            settings, output, cache, sandbox=not no_sandbox, say=quiet, stamper=stamper, runtime=sandbox_runtime
-        )
     if not done.outcome.anchored:
-        _report_through(ctx, json, done, stamper)
+        _report_through(ctx, json, done, complete_through(done, stamper))
         return
     manifest, proof = done.manifest, done.outcome.anchored_proof
     milestones = manifest.milestones.to_json() if manifest.milestones else {}
@@ -210,19 +178,13 @@ def run(
     ])  # fmt: skip
 
 
-def _report_through(ctx: typer.Context, json: bool, done: Any, stamper: Any) -> None:
-    """A mission stamped through services: wait for their batch (ANCHOR_UPGRADE_WAIT_S), upgrade the
-    bundle's and the timing record's proofs, and say where each stands."""
-    from anchor.proof.locate import timing_proof_path
-
-    proofs = [done.proof, *[p for p in [timing_proof_path(done.proof)] if p.is_file()]]
-    results = stamper.complete(proofs)
-    complete = [p for p, r in results.items() if getattr(r, "complete", False)]
+def _report_through(ctx: typer.Context, json: bool, done: Any, complete: bool) -> None:
+    """A mission stamped through services: where its proofs stand once the services' batch was awaited."""
     manifest = done.manifest
     data = {
         "output": done.output, "manifest_digest": "0x" + manifest.digest.hex(), "manifest": manifest.identity(),
         "result": str(done.result_dir), "proof": str(done.proof), "sandbox": done.sandbox,
-        "services": [r.url for r in done.outcome.receipts], "complete": len(complete) == len(proofs),
+        "services": [r.url for r in done.outcome.receipts], "complete": complete,
         "seconds": round(done.seconds, 3),
     }  # fmt: skip
     state = "anchored through" if data["complete"] else "pending at"
@@ -257,25 +219,11 @@ def status(
     json: JsonFlag = False,
 ) -> None:
     """One dispatched mission: what it binds, where its run stands, where its result and proof are."""
-    from anchor.errors import NotAnchored
-    from anchor.missions.runner import mission_states
+    from anchor.missions.runner import mission_status
 
     settings = ctx.find_root().obj["settings"]
-    found = mission_states(settings.data_dir, output)
-    if not found:
-        raise NotAnchored(f"output: no dispatched mission has output {output!r} (see `anchor mission list`)",
-                          detail={"field": "output"})  # fmt: skip
-    m = found[0]
-    data = m.to_json()
-    mission_dir = settings.layout.mission(output)
-    failed = sorted(p.name for p in mission_dir.glob("result.failed-*")) if mission_dir.is_dir() else []
-    next_step = {
-        "dispatched": f"run it: anchor mission run {output}",
-        "interrupted": f"its runner stopped before the end; run it again: anchor mission run {output}",
-        "failed": f"see {mission_dir / 'run.log'}; it may run again: anchor mission run {output}",
-        "running": "it is running",
-        "done": f"check it: anchor verify {m.result}",
-    }[m.state]
+    m, failed = mission_status(settings, output)
+    data, mission_dir = m.to_json(), settings.layout.mission(output)
     emit(ctx, json, {**data, "failed_results": failed}, [
         f"mission {output!r}: {m.state}" + (f" (since {m.updated_at})" if m.updated_at else ""),
         f"  submitted       {m.submitted_at}",
@@ -286,7 +234,7 @@ def status(
         *([f"  resumes         {data['resume']['digest']}"] if data["resume"] else []),
         *([f"  bundle          {data['bundle']}", f"  result          {m.result}"] if m.bundle else []),
         *([f"  failed runs     {', '.join(failed)} (kept in {mission_dir})"] if failed else []),
-        f"  next            {next_step}",
+        f"  next            {m.next_step(mission_dir)}",
     ])  # fmt: skip
 
 
@@ -323,73 +271,21 @@ def render(
     """Render a dispatched mission for a cluster: a ConfigMap, a Job and its NetworkPolicy. Trusted steps
     (the anchor image) fetch and verify the snapshot, then hash and anchor the result; the mission's
     command runs between them in its own container, on its profile, with no key and no network."""
-    from anchor.anchoring.k8s import to_yaml
-    from anchor.chain.deployment import only_deployment
     from anchor.cli.output import write_rendered
-    from anchor.errors import BadInput, NotAnchored
-    from anchor.missions.k8s import render_job
+    from anchor.missions.k8s import render_mission
 
-    if target != "k8s":
-        raise BadInput(f"render: unknown target {target!r} (hint: anchor mission render k8s OUTPUT ...)",
-                       detail={"field": "target"})  # fmt: skip
-    _no_funded_key(keys_secret, service_url)
-    assert service_url is not None
-    if anchor_image is None:
-        raise BadInput("--anchor-image is required: the anchor image (name@sha256:…) that prepares and seals the"
-                       " mission, apart from the submitter's image", detail={"field": "anchor_image"})  # fmt: skip
-    settings = ctx.find_root().obj["settings"]
-    rpc_url = chain_rpc_url or settings.rpc_url
-    if not rpc_url:
-        raise BadInput("--chain-rpc-url is required (the chain as the pod reaches it)", detail={"field": "rpc_url"})
-    from anchor.missions.dispatch import dispatched
-
-    record = dispatched(settings.data_dir, output)
-    if record is None:
-        raise NotAnchored(f"output: no dispatched mission has output {output!r} (hint: anchor mission submit)",
-                          detail={"field": "output"})  # fmt: skip
-    if not record["snapshot"]["ref"].startswith(("https://", "http://")):
-        raise BadInput(
-            f"snapshot: {record['snapshot']['ref']!r} is a path on this machine; a pod fetches an http(s) URL"
-            " (submit the mission with --snapshot URL)",
-            detail={"field": "snapshot"},
-        )
-    deployment = only_deployment(settings.data_dir).model_dump(mode="json")
-    documents = render_job(record, deployment, rpc_url, service_url, anchor_image, token_secret, results_claim,
-                           namespace, tuple(egress_cidr or ()))  # fmt: skip
-    write_rendered(to_yaml(documents), out, f"a ConfigMap, a Job and its NetworkPolicy for mission output {output!r}")
-
-
-def _no_funded_key(keys_secret: str | None, service_url: str | None) -> None:
-    """A rendered mission holds no funded key (docs/calendar.md): it anchors through the service."""
-    from anchor.errors import BadInput
-
-    if keys_secret is not None:
-        raise BadInput("--keys-secret: a mission pod no longer gets the funded key; give --service-url URL and"
-                       " --token-secret NAME (a Secret whose key `token` is a submit-only service token)",
-                       detail={"field": "keys_secret"})  # fmt: skip
-    if service_url is None:
-        raise BadInput("--service-url is required: the pod anchors through the service that holds the funded key"
-                       " (hint: --service-url http://anchor:8000)", detail={"field": "service_url"})  # fmt: skip
-
-
-def _pin_verifier(settings: Any) -> Any:
-    """A resume pin is anchored when its proof verifies against a live read of the chain."""
-
-    def verify(proof: Any) -> None:
-        from anchor.readback.verifier import leaned_on
-
-        leaned_on(proof, settings)
-
-    return verify
+    text, wrote = render_mission(
+        ctx.find_root().obj["settings"], target, output, rpc_url=chain_rpc_url, service_url=service_url,
+        anchor_image=anchor_image, keys_secret=keys_secret, token_secret=token_secret, results_claim=results_claim,
+        namespace=namespace, egress_cidrs=tuple(egress_cidr or ()),
+    )  # fmt: skip
+    write_rendered(text, out, wrote)
 
 
 def _cache(ctx: typer.Context, max_bytes: int | None) -> Any:
     from anchor.missions.snapshots import SnapshotCache
-    from anchor.settings.env import env
 
-    settings = ctx.find_root().obj["settings"]
-    cap = max_bytes or env().snapshot_cache_bytes or None
-    return SnapshotCache(settings.layout.snapshots, cap)
+    return SnapshotCache.for_settings(ctx.find_root().obj["settings"], max_bytes)
 
 
 @snapshots.command("add")

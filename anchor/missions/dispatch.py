@@ -29,9 +29,10 @@ import hashlib
 import json
 import re
 import sqlite3
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -40,6 +41,9 @@ from anchor.files import PRIVATE_FILE, private_dir
 from anchor.layout import DataDir
 from anchor.manifest.mission import Mission
 from anchor.manifest.validation import validated
+
+if TYPE_CHECKING:
+    from anchor.settings.session import Settings
 
 IMAGE = re.compile(r"^[a-z0-9][a-z0-9._/:-]*@sha256:[0-9a-f]{64}$")
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -230,6 +234,43 @@ def submit(
             raise
     finally:
         journal.close()
+
+
+def pin_verifier(settings: Settings) -> Callable[[Any], None]:
+    """What every door checks a resume pin with: its proof verifies against a live read of the chain,
+    under the settings' quorum (anchor.readback.verifier.leaned_on)."""
+
+    def verify(proof: Any) -> None:
+        from anchor.readback.verifier import leaned_on
+
+        leaned_on(proof, settings)
+
+    return verify
+
+
+def submit_mission(
+    settings: Settings, mission: Path, *, snapshot: str, image: str, output: str, mission_digest: str | None = None,
+    snapshot_sha256: str | None = None, profile: str = "small", resume_bundle: str | None = None,
+    resume_digest: str | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """`anchor mission submit`: the mission file read and typed, the request built from what was given
+    and checked (`submit`); returns the stored record. Raises `BadInput` naming the first field missing
+    or wrong, before anything is stored."""
+    from anchor.manifest.mission import load_mission
+
+    for field, value in (("snapshot", snapshot), ("image", image), ("output", output)):
+        if not value:
+            raise BadInput(f"--{field} is required", detail={"field": field})
+    document, _ = load_mission(mission)
+    resume = (
+        None if resume_bundle is None and resume_digest is None else {"bundle": resume_bundle, "digest": resume_digest}
+    )
+    request = SubmissionRequest.model_validate({
+        "mission": {"ref": str(mission), "digest": mission_digest, "document": document.identity()},
+        "snapshot": {"ref": snapshot, "sha256": snapshot_sha256}, "image": image, "output": output,
+        "profile": profile, "resume": resume,
+    })  # fmt: skip
+    return submit(request, settings.data_dir, pin_verifier(settings), journal_url=settings.journal_url)
 
 
 def _store(data_dir: Path, record: dict[str, Any]) -> dict[str, Any]:

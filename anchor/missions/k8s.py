@@ -27,9 +27,58 @@ from __future__ import annotations
 import hashlib
 import json
 import shlex
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from anchor.settings.session import Settings
 
 POD_TMP = "/tmp"  # noqa: S108 - the command container's own emptyDir (1 GiB), not a shared host /tmp
+
+
+def render_mission(
+    settings: Settings, target: str, output: str, *, rpc_url: str | None, service_url: str | None,
+    anchor_image: str | None, keys_secret: str | None = None, token_secret: str = "anchor-service-token",  # noqa: S107
+    results_claim: str | None = None, namespace: str | None = None, egress_cidrs: tuple[str, ...] = (),
+) -> tuple[str, str]:  # fmt: skip
+    """`anchor mission render TARGET OUTPUT`: (the YAML, what it holds in words) for the dispatched mission
+    of `output`, or the first thing missing or wrong as `BadInput` (`NotAnchored` for an unknown output).
+    `settings.rpc_url` stands in for `rpc_url` (the chain as the pod reaches it) when that is not given;
+    a pod holds no funded key (`keys_secret` is refused): it anchors through `service_url`."""
+    from anchor.anchoring.k8s import to_yaml
+    from anchor.chain.deployment import only_deployment
+    from anchor.errors import BadInput, NotAnchored
+    from anchor.missions.dispatch import dispatched
+
+    if target != "k8s":
+        raise BadInput(f"render: unknown target {target!r} (hint: anchor mission render k8s OUTPUT ...)",
+                       detail={"field": "target"})  # fmt: skip
+    if keys_secret is not None:
+        raise BadInput("--keys-secret: a mission pod no longer gets the funded key; give --service-url URL and"
+                       " --token-secret NAME (a Secret whose key `token` is a submit-only service token)",
+                       detail={"field": "keys_secret"})  # fmt: skip
+    if service_url is None:
+        raise BadInput("--service-url is required: the pod anchors through the service that holds the funded key"
+                       " (hint: --service-url http://anchor:8000)", detail={"field": "service_url"})  # fmt: skip
+    if anchor_image is None:
+        raise BadInput("--anchor-image is required: the anchor image (name@sha256:…) that prepares and seals the"
+                       " mission, apart from the submitter's image", detail={"field": "anchor_image"})  # fmt: skip
+    rpc_url = rpc_url or settings.rpc_url
+    if not rpc_url:
+        raise BadInput("--chain-rpc-url is required (the chain as the pod reaches it)", detail={"field": "rpc_url"})
+    record = dispatched(settings.data_dir, output)
+    if record is None:
+        raise NotAnchored(f"output: no dispatched mission has output {output!r} (hint: anchor mission submit)",
+                          detail={"field": "output"})  # fmt: skip
+    if not record["snapshot"]["ref"].startswith(("https://", "http://")):
+        raise BadInput(
+            f"snapshot: {record['snapshot']['ref']!r} is a path on this machine; a pod fetches an http(s) URL"
+            " (submit the mission with --snapshot URL)",
+            detail={"field": "snapshot"},
+        )
+    deployment = only_deployment(settings.data_dir).model_dump(mode="json")
+    documents = render_job(record, deployment, rpc_url, service_url, anchor_image, token_secret, results_claim,
+                           namespace, egress_cidrs)  # fmt: skip
+    return to_yaml(documents), f"a ConfigMap, a Job and its NetworkPolicy for mission output {output!r}"
 
 
 def render_job(

@@ -98,10 +98,23 @@ class MissionState:
     record: dict[str, Any]
     state: str
     """`dispatched` (never run), `running` (its process is alive), `interrupted` (its process died),
+    `prepared` (a pod's `--stage prepare` ran; its command and `--stage seal` follow there),
     `failed` (its command failed or ran out of budget; it may run again) or `done` (bundle anchored)."""
     updated_at: str | None
     bundle: str | None
     result: str | None
+
+    def next_step(self, mission_dir: Path) -> str:
+        """What to do next, in words (`anchor mission status`)."""
+        return {
+            "dispatched": f"run it: anchor mission run {self.output}",
+            "interrupted": f"its runner stopped before the end; run it again: anchor mission run {self.output}",
+            "failed": f"see {mission_dir / 'run.log'}; it may run again: anchor mission run {self.output}",
+            "prepared": f"its command runs in its pod, then: anchor mission run {self.output} --stage seal"
+            " --workspace DIR",
+            "running": "it is running",
+            "done": f"check it: anchor verify {self.result}",
+        }[self.state]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -136,6 +149,18 @@ def mission_states(data_dir: Path, output: str | None = None) -> list[MissionSta
             state = "interrupted"
         states.append(MissionState(out, submitted, json.loads(record), state, updated, bundle, result))
     return states
+
+
+def mission_status(settings: Settings, output: str) -> tuple[MissionState, list[str]]:
+    """`anchor mission status OUTPUT`: its state, and the result directories of its failed runs (kept in
+    its mission directory). `NotAnchored` naming `output` when no mission was dispatched with it."""
+    found = mission_states(settings.data_dir, output)
+    if not found:
+        raise NotAnchored(f"output: no dispatched mission has output {output!r} (see `anchor mission list`)",
+                          detail={"field": "output"})  # fmt: skip
+    mission_dir = settings.layout.mission(output)
+    failed = sorted(p.name for p in mission_dir.glob("result.failed-*")) if mission_dir.is_dir() else []
+    return found[0], failed
 
 
 def _claim(data_dir: Path, output: str) -> tuple[dict[str, Any], datetime]:
@@ -485,6 +510,44 @@ def run_mission(
 # shares a container, a process table or a writable snapshot with anything that holds the token.
 POD_SNAPSHOT = "snapshot"
 POD_RESULT = "result"
+
+
+def run_dispatched(
+    settings: Settings, output: str, *, stamper: Stamper, say: Callable[[str], None], sandbox: bool = True,
+    runtime: str = "bubblewrap", stage: str | None = None, workspace: Path | None = None,
+    max_bytes: int | None = None,
+) -> MissionRun | dict[str, Any]:  # fmt: skip
+    """`anchor mission run`: the sandbox runtime checked, and an unconfined run refused where it must be,
+    before the mission is claimed; then the whole run (`run_mission`), or one stage of the rendered Job
+    (`prepare`, `seal`) in `workspace`. `max_bytes`: the snapshot cache's cap (else its setting)."""
+    from anchor.errors import BadInput
+    from anchor.missions.snapshots import SnapshotCache
+    from anchor.research.sandbox import check_runtime, refuse_unconfined
+
+    check_runtime(runtime)
+    if not sandbox:
+        refuse_unconfined(settings)
+    if stage not in (None, "prepare", "seal") or (stage is None) != (workspace is None):
+        raise BadInput("--stage: `prepare` or `seal`, and only with --workspace DIR (the rendered Job's steps)",
+                       detail={"field": "stage"})  # fmt: skip
+    if stage == "seal":
+        assert workspace is not None
+        return seal_mission(settings, output, workspace, stamper, say)
+    cache = SnapshotCache.for_settings(settings, max_bytes)
+    if stage == "prepare":
+        assert workspace is not None
+        return prepare_mission(settings, output, cache, workspace, say)
+    return run_mission(settings, output, cache, sandbox=sandbox, say=say, stamper=stamper, runtime=runtime)
+
+
+def complete_through(done: MissionRun, stamper: Stamper) -> bool:
+    """A mission stamped through services: wait for their batch (ANCHOR_UPGRADE_WAIT_S), upgrade the
+    bundle's proof and its timing record's; True when both are complete."""
+    from anchor.proof.locate import timing_proof_path
+
+    proofs = [done.proof, *[p for p in [timing_proof_path(done.proof)] if p.is_file()]]
+    results = stamper.complete(proofs)
+    return all(getattr(results.get(p), "complete", False) for p in proofs)
 
 
 def one_attempt_only(document: dict[str, Any]) -> None:

@@ -25,11 +25,14 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from anchor.errors import BadInput, NotAnchored, Tampered
 from anchor.files import private_dir
 from anchor.settings.session import start_ticks
+
+if TYPE_CHECKING:
+    from anchor.settings.session import Settings
 
 CHUNK = 1 << 20
 READ_ONLY = 0o444
@@ -61,6 +64,13 @@ class SnapshotCache:
         for sub in ("sha256", "quarantine", "locks", "holds", "tmp"):
             (root / sub).mkdir(mode=0o700, exist_ok=True)
         self._clear_tmp()
+
+    @classmethod
+    def for_settings(cls, settings: Settings, max_bytes: int | None = None) -> SnapshotCache:
+        """The data dir's cache, capped at `max_bytes` (`--max-bytes`), else ANCHOR_SNAPSHOT_CACHE_BYTES."""
+        from anchor.settings.env import env
+
+        return cls(settings.layout.snapshots, max_bytes or env().snapshot_cache_bytes or None)
 
     def path_of(self, key: str) -> Path:
         return self.root / "sha256" / key

@@ -10,7 +10,7 @@ from starlette.concurrency import run_in_threadpool
 
 from anchor.ingest.untrusted_json import parse_json
 from anchor.manifest.validation import validated
-from anchor.missions.dispatch import SubmissionRequest, submit
+from anchor.missions.dispatch import SubmissionRequest, pin_verifier, submit
 from api.deps import ClientDep, SettingsDep
 from api.offload import decode
 from api.routes.submit import WRITE_ERRORS
@@ -36,11 +36,6 @@ async def submit_mission(request: Request, client: ClientDep, settings: Settings
     by digest, a new output identity, a declared resource profile and, optionally, a resume pin."""
     body = await decode(request.app, _body, await request.body())
 
-    def verify_pin(proof: Any) -> None:
-        from anchor.readback.verifier import leaned_on
-
-        leaned_on(proof, settings)
-
-    record: dict[str, Any] = await run_in_threadpool(submit, body, settings.data_dir, verify_pin, False,
+    record: dict[str, Any] = await run_in_threadpool(submit, body, settings.data_dir, pin_verifier(settings), False,
                                                      settings.journal_url)  # fmt: skip
     return record
