@@ -72,6 +72,24 @@ def token_env(secret: str) -> dict[str, Any]:
     return {"name": "ANCHOR_SERVICE_TOKEN", "valueFrom": {"secretKeyRef": {"name": secret, "key": "token"}}}
 
 
+def check_pods_anchor_through(
+    target: str, usage: str, keys_secret: str | None, service_url: str | None, *, pod: str, instead: str
+) -> str:
+    """What every rendered workload (researchers, a mission) is refused alike: a target other than k8s,
+    the funded key in a pod (`--keys-secret`, gone: `instead` says what replaced it), and no anchoring
+    service to anchor through. Returns the service URL. `pod` names the pods in words, `usage` the
+    command as it should be typed."""
+    if target != "k8s":
+        raise BadInput(f"render: unknown target {target!r} (hint: {usage})", detail={"field": "target"})
+    if keys_secret is not None:
+        raise BadInput(f"--keys-secret: {pod} no longer gets the funded key; give {instead}",
+                       detail={"field": "keys_secret"})  # fmt: skip
+    if service_url is None:
+        raise BadInput(f"--service-url is required: {pod} anchors through the service that holds the funded key"
+                       " (hint: --service-url http://anchor:8000)", detail={"field": "service_url"})  # fmt: skip
+    return service_url
+
+
 def check_quantity(field: str, value: str) -> None:
     if not QUANTITY.match(value):
         raise BadInput(f"{field}: {value!r} is not a Kubernetes quantity", detail={"field": field})

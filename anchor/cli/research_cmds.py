@@ -190,42 +190,17 @@ def render(
 ) -> None:
     """Render researchers for a cluster: a ConfigMap, a Kubernetes Indexed Job (completion index =
     researcher id) and its NetworkPolicy."""
-    from anchor.errors import BadInput
-    from anchor.research.contract import load_contract
-    from anchor.research.k8s import JobSpec, render_job, to_yaml
+    from anchor.research.k8s import render_researchers
 
-    if target != "k8s":
-        raise BadInput(f"render: unknown target {target!r} (hint: anchor research render k8s ...)",
-                       detail={"field": "target"})  # fmt: skip
-    if keys_secret is not None:
-        raise BadInput("--keys-secret: researcher pods no longer get the funded key; give --service-url URL,"
-                       " --token-secret NAME and --researcher-secret NAME",
-                       detail={"field": "keys_secret"})  # fmt: skip
-    if service_url is None:
-        raise BadInput("--service-url is required: researchers anchor through the service that holds the funded key"
-                       " (hint: --service-url http://anchor:8000)", detail={"field": "service_url"})  # fmt: skip
-    if no_sandbox:
-        raise BadInput("--no-sandbox: a researcher pod holds the service token and the researcher's key, so its"
-                       " attempts run in bubblewrap (hint: --sandbox-runtime gvisor|seccomp, docs/research.md)",
-                       detail={"field": "no_sandbox"})  # fmt: skip
-    load_contract(contract)  # a contract the researchers would refuse is refused here
-    spec = JobSpec(
-        name=name, researchers=researchers, image=image, repo_url=repo_url, baseline=baseline.lower(),
-        contract=contract.read_bytes(), push=push or repo_url, ready_urls=tuple(ready_url or ()),
-        rpc_url=rpc_url_k8s, service_url=service_url, token_secret=token_secret,
-        researcher_secret=researcher_secret, ledger_secret=ledger_secret, max_attempts=max_attempts,
-        budget_minutes=budget_minutes,
-        cpu=cpu, memory=memory, namespace=namespace, ledger_claim=ledger_claim, sandbox_runtime=sandbox_runtime,
-        runtime_class=runtime_class, egress_cidrs=tuple(egress_cidr or ()),
+    text, wrote = render_researchers(
+        target, contract, keys_secret=keys_secret, no_sandbox=no_sandbox, name=name, researchers=researchers,
+        image=image, repo_url=repo_url, baseline=baseline, push=push, ready_urls=tuple(ready_url or ()),
+        rpc_url=rpc_url_k8s, service_url=service_url, token_secret=token_secret, researcher_secret=researcher_secret,
+        ledger_secret=ledger_secret, max_attempts=max_attempts, budget_minutes=budget_minutes, cpu=cpu, memory=memory,
+        namespace=namespace, ledger_claim=ledger_claim, sandbox_runtime=sandbox_runtime, runtime_class=runtime_class,
+        egress_cidrs=tuple(egress_cidr or ()),
     )  # fmt: skip
-    shared = "" if ledger_claim or ledger_secret else (
-        "; the pods share a ledger only through --ledger-secret (PostgreSQL) or --ledger-claim"
-    )  # fmt: skip
-    write_rendered(
-        to_yaml(render_job(spec)),
-        out,
-        f"a ConfigMap, an Indexed Job of {researchers} researcher(s) and its NetworkPolicy{shared}",
-    )
+    write_rendered(text, out, wrote)
 
 
 @app.command()

@@ -44,21 +44,15 @@ def render_mission(
     of `output`, or the first thing missing or wrong as `BadInput` (`NotAnchored` for an unknown output).
     `settings.rpc_url` stands in for `rpc_url` (the chain as the pod reaches it) when that is not given;
     a pod holds no funded key (`keys_secret` is refused): it anchors through `service_url`."""
-    from anchor.anchoring.k8s import to_yaml
+    from anchor.anchoring.k8s import check_pods_anchor_through, to_yaml
     from anchor.chain.deployment import only_deployment
     from anchor.errors import BadInput, NotAnchored
     from anchor.missions.dispatch import dispatched
 
-    if target != "k8s":
-        raise BadInput(f"render: unknown target {target!r} (hint: anchor mission render k8s OUTPUT ...)",
-                       detail={"field": "target"})  # fmt: skip
-    if keys_secret is not None:
-        raise BadInput("--keys-secret: a mission pod no longer gets the funded key; give --service-url URL and"
-                       " --token-secret NAME (a Secret whose key `token` is a submit-only service token)",
-                       detail={"field": "keys_secret"})  # fmt: skip
-    if service_url is None:
-        raise BadInput("--service-url is required: the pod anchors through the service that holds the funded key"
-                       " (hint: --service-url http://anchor:8000)", detail={"field": "service_url"})  # fmt: skip
+    service_url = check_pods_anchor_through(
+        target, "anchor mission render k8s OUTPUT ...", keys_secret, service_url, pod="a mission pod",
+        instead="--service-url URL and --token-secret NAME (a Secret whose key `token` is a submit-only service token)",
+    )  # fmt: skip
     if anchor_image is None:
         raise BadInput("--anchor-image is required: the anchor image (name@sha256:…) that prepares and seals the"
                        " mission, apart from the submitter's image", detail={"field": "anchor_image"})  # fmt: skip

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from anchor.anchoring.k8s import (
@@ -40,7 +41,7 @@ from anchor.anchoring.k8s import (
 from anchor.errors import BadInput
 
 COMMIT = re.compile(r"^([0-9a-f]{40}|[0-9a-f]{64})$")
-__all__ = ["JobSpec", "render_job", "to_yaml"]
+__all__ = ["JobSpec", "render_job", "render_researchers", "to_yaml"]
 
 WAIT_READY = """import os, sys, time, urllib.request
 urls = os.environ.get("READY_URLS", "").split()
@@ -120,6 +121,35 @@ class JobSpec:
             if not re.match(r"^https?://[^\s]+$", url):
                 raise BadInput(f"ready_urls: {url!r} is not an http(s) URL", detail={"field": "ready_urls"})
         return self
+
+
+def render_researchers(
+    target: str, contract: Path, *, keys_secret: str | None = None, no_sandbox: bool = False, **fields: Any
+) -> tuple[str, str]:
+    """`anchor research render TARGET`: (the YAML, what it holds in words) for a `JobSpec` of `fields`
+    (`push` defaults to `repo_url`), the contract read from `contract` and refused here if the
+    researchers would refuse it. A researcher pod holds the service token and its own key: it anchors
+    through `service_url` (the funded key's `keys_secret` is refused) and never runs attempts unconfined."""
+    from anchor.anchoring.k8s import check_pods_anchor_through
+    from anchor.research.contract import load_contract
+
+    fields["service_url"] = check_pods_anchor_through(
+        target, "anchor research render k8s ...", keys_secret, fields.get("service_url"), pod="a researcher pod",
+        instead="--service-url URL, --token-secret NAME and --researcher-secret NAME",
+    )  # fmt: skip
+    if no_sandbox:
+        raise BadInput("--no-sandbox: a researcher pod holds the service token and the researcher's key, so its"
+                       " attempts run in bubblewrap (hint: --sandbox-runtime gvisor|seccomp, docs/research.md)",
+                       detail={"field": "no_sandbox"})  # fmt: skip
+    load_contract(contract)
+    spec = JobSpec(**{**fields, "contract": contract.read_bytes(), "baseline": str(fields["baseline"]).lower(),
+                      "push": fields.get("push") or fields["repo_url"]})  # fmt: skip
+    shared = "" if spec.ledger_claim or spec.ledger_secret else (
+        "; the pods share a ledger only through --ledger-secret (PostgreSQL) or --ledger-claim"
+    )  # fmt: skip
+    return to_yaml(render_job(spec)), (
+        f"a ConfigMap, an Indexed Job of {spec.researchers} researcher(s) and its NetworkPolicy{shared}"
+    )
 
 
 def render_job(spec: JobSpec) -> list[dict[str, Any]]:
