@@ -40,6 +40,27 @@ def prove_file(file: Path, bundle_dir: Path, bundle_proof: Path) -> ProofFile:
     return single_file_proof(proof, entry.path)
 
 
+def write_file_proof(
+    file: Path, bundle_dir: Path, bundle_proof: Path | None = None, out: Path | None = None
+) -> tuple[ProofFile, Path]:
+    """`anchor prove FILE --in DIR` (and `anchor.prove`): the proof of `file` from the proof of `bundle_dir`
+    (default: DIR.anchor.json beside it), written to `out` or to DIR.proofs/<FILE in DIR>.anchor.json,
+    never inside the anchored directory and never over a link. A given `out` is checked before anything is
+    hashed; returns (the proof, where it was written)."""
+    from anchor.proof.file import check_output_path, write_proof
+    from anchor.proof.locate import default_proof_path, file_proof_path
+
+    if out is not None:
+        check_output_path(out)
+    proof = prove_file(file, bundle_dir, bundle_proof or default_proof_path(bundle_dir))  # refuses first
+    target = out or file_proof_path(file, bundle_dir)
+    if out is None:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        check_output_path(target)
+    write_proof(proof, target)
+    return proof, target
+
+
 def single_file_proof(proof: ProofFile, path: str) -> ProofFile:
     """The proof of the file at `path` of a whole-tree proof: its entry and RFC 6962 audit path in place
     of the listing. Raises `BadInput` if the proof lists no files or not that path."""

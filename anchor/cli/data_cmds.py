@@ -201,18 +201,9 @@ def prove(
     json: JsonFlag = False,
 ) -> None:
     """Write a self-contained proof for one FILE, checkable without the rest of the directory."""
-    from anchor.anchoring.prove import prove_file
-    from anchor.proof.file import check_output_path, write_proof
-    from anchor.proof.locate import default_proof_path, file_proof_path
+    from anchor.anchoring.prove import write_file_proof
 
-    if out is not None:
-        check_output_path(out)
-    proof = prove_file(file, bundle_dir, bundle_proof or default_proof_path(bundle_dir))  # refuses first
-    target = out or file_proof_path(file, bundle_dir)
-    if out is None:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        check_output_path(target)
-    write_proof(proof, target)
+    proof, target = write_file_proof(file, bundle_dir, bundle_proof, out)
     assert proof.file is not None
     emit(
         ctx,
@@ -591,17 +582,9 @@ def lookup(
 ) -> None:
     """Print the on-chain record for KEY and where to see it on a block explorer."""
     from anchor.anchoring.proofs import store_finder
-    from anchor.readback.lookup import lookup as find
-    from anchor.readback.quorum import read_agreed
+    from anchor.readback.lookup import lookup_agreed
 
-    found, agreement = read_agreed(
-        _settings(ctx),
-        lambda one: find(key, one, researcher, store_finder(one)),
-        lambda answer: {k: v for k, v in answer.items() if k not in ("read_at_block", "links", "finality")},
-        quorum,
-    )
-    if agreement is not None:
-        found = {**found, "quorum": agreement}
+    found = lookup_agreed(key, _settings(ctx), researcher, quorum, store_finder)
     lines = [*_lookup_lines(found)]
     lines += [f"  {'explorer ' + k:<16} {v}" for k, v in found["links"].items()] or ["  explorer: none for this chain"]
     lines += quorum_lines(found.get("quorum"))

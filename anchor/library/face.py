@@ -64,17 +64,9 @@ def verify(path: str | Path, *, proof: str | Path | None = None, policy: Policy 
 def prove(file: str | Path, *, inside: str | Path, out: str | Path | None = None) -> ProofFile:
     """Write the self-contained proof of one `file` of an anchored directory `inside` (as `anchor prove
     FILE --in DIR`): checkable without the rest of the directory. Returns the proof written."""
-    from anchor.anchoring.prove import prove_file
-    from anchor.proof.file import check_output_path, write_proof
-    from anchor.proof.locate import default_proof_path, file_proof_path
+    from anchor.anchoring.prove import write_file_proof
 
-    folder, one = Path(inside), Path(file)
-    written = prove_file(one, folder, default_proof_path(folder))
-    target = Path(out) if out is not None else file_proof_path(one, folder)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    check_output_path(target)
-    write_proof(written, target)
-    return written
+    return write_file_proof(Path(file), Path(inside), out=None if out is None else Path(out))[0]
 
 
 def retract(target: str | Path, *, reason: str, settings: Settings | None = None) -> RetractOutcome:

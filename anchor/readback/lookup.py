@@ -93,6 +93,25 @@ def lookup(
     )
 
 
+def lookup_agreed(
+    key: str, settings: Settings, researcher: str | None = None, quorum: int | None = None,
+    find_for: Callable[[Settings], Callable[[bytes], ProofFile | None]] | None = None,
+) -> dict[str, Any]:
+    """`anchor lookup KEY`: `lookup` on every read endpoint of `settings`, `quorum` of them agreeing on the
+    record (not on how far each has synced: the read block, finality and links may differ); with several
+    endpoints, the answer says how it was agreed (`quorum`). `find_for(settings)`: the proof store each
+    endpoint's lookup may consult."""
+    from anchor.readback.quorum import read_agreed
+
+    found, agreement = read_agreed(
+        settings,
+        lambda one: lookup(key, one, researcher, find_for(one) if find_for else None),
+        lambda answer: {k: v for k, v in answer.items() if k not in ("read_at_block", "links", "finality")},
+        quorum,
+    )
+    return found if agreement is None else {**found, "quorum": agreement}
+
+
 def _path_key(path: Path) -> tuple[Path | None, str]:
     """A path's key: the manifest digest its proof names when it has one (the proof also says which root
     it was batched into), else its digest under the default rules (.git/ and .anchorignore left out, as
