@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import re
+import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -312,6 +313,8 @@ def test_a_public_calendar_stamps_without_a_token_and_bounds_each_client_and_its
     when the queue is full, gets 429 with Retry-After; the receipt is the same as with a token."""
     import requests
 
+    from api.routes.calendar import Backlog
+
     client = {k: v for k, v in _client(tmp_path).items() if k != "ANCHOR_SERVICE_TOKEN"}
     extra = {"ANCHOR_CALENDAR": "1", "ANCHOR_CALENDAR_RATE": "0.2", "ANCHOR_CALENDAR_BURST": "3",
              "ANCHOR_CALENDAR_QUEUE": "3"}  # fmt: skip
@@ -334,6 +337,7 @@ def test_a_public_calendar_stamps_without_a_token_and_bounds_each_client_and_its
         codes = [post_to(service.url, n).status_code for n in range(1, 5)]
         assert codes[:2] == [202, 202] and codes[2:] == [429, 429]  # the queue is full until a flush
         service.flush()
+        time.sleep(2 * Backlog().recheck_s)  # a read that said "full" backs refusals that long (a flush took 30 ms)
         assert post_to(service.url, 9).status_code == 202
 
 
@@ -536,3 +540,12 @@ def test_the_calendars_queue_is_read_once_a_second_and_again_at_the_bound_never_
     assert asyncio.run(submit(2, 101)) == [None, 101] and queue["reads"] == 2  # at the bound: read, refused
     queue["pending"] = 0  # a flush took every pending item into a batch
     assert asyncio.run(submit(1, 101)) == [None] and queue["reads"] == 3  # read again at the bound: room
+
+    # a read that said "full" backs refusals for recheck_s; this process's own count never does
+    backlog = calendar.Backlog(every_s=3600, recheck_s=3600)
+    queue.update(pending=0, reads=0)
+    assert asyncio.run(submit(3, 2)) == [None, None, 2] and queue["reads"] == 2  # the third: read, then refused
+    queue["pending"] = 0  # flushed
+    assert asyncio.run(submit(1, 2)) == [2] and queue["reads"] == 2  # within recheck_s of a read that said full
+    backlog.read_at -= 3600  # recheck_s later
+    assert asyncio.run(submit(1, 2)) == [None] and queue["reads"] == 3

@@ -87,26 +87,30 @@ async def get_proof(
 class Backlog:
     """The calendar's queue length, without a journal read per request: what the journal said at the
     last read plus what this process accepted since. Read again once a second (other workers and
-    replicas accept too), and whenever the count reaches the bound (a flush may have emptied the queue:
-    a refusal is never made on this process's count alone), at most every `recheck_s` while it stays
-    full. So one worker never goes past the bound; several may, by what the others accepted within a
-    second. Why: the count per request and its hop to the thread pool were 16% of a loaded calendar's
-    samples (issue 49)."""
+    replicas accept too), and before any refusal that a read has not backed: a count that reached the
+    bound through this process's own acceptances is read first (a flush may have emptied the queue),
+    and a read that said "full" backs refusals for `recheck_s` at most. So one worker never goes past
+    the bound, never refuses on its own count alone, and refuses a flood with a read every `recheck_s`;
+    several workers may pass the bound by what the others accepted within a second. Why: the count per
+    request and its hop to the thread pool were 16% of a loaded calendar's samples (issue 49)."""
 
     def __init__(self, every_s: float = 1.0, recheck_s: float = 0.05) -> None:
         self.every_s, self.recheck_s = every_s, recheck_s
         self.value, self.read_at = 0, -math.inf
+        self.since_read = 0
+        """Acceptances of this process since the last read: a count they make is not the journal's word."""
 
     async def full(self, app: Any, chain_id: int, bound: int) -> int | None:
         """The queue's length when it is at `bound` or over (refuse); None when there is room."""
         since = time.monotonic() - self.read_at
-        if since >= self.every_s or (self.value >= bound and since >= self.recheck_s):
-            self.read_at = time.monotonic()  # before the await: the requests meanwhile do not read again
+        if since >= self.every_s or (self.value >= bound and (self.since_read or since >= self.recheck_s)):
+            self.read_at, self.since_read = time.monotonic(), 0  # before the await: no second read meanwhile
             self.value = await in_journal(app, lambda journal: pending_items(journal, chain_id))
         return self.value if self.value >= bound else None
 
     def accepted(self) -> None:
         self.value += 1
+        self.since_read += 1
 
 
 class Buckets:
