@@ -324,7 +324,8 @@ def test_a_lying_endpoint_listed_first_is_outvoted_at_every_door(tmp_path: Path)
 def test_anchor_service_urls_reaches_every_writer_stamp_bundle_research_and_mission(tmp_path: Path) -> None:
     """Issue 43: with ANCHOR_SERVICE_URLS set and no --service anywhere, every writer stamps through the
     service (`bundle --anchor`, `mission run` and `research run` once ignored it and started a local
-    chain of their own): each proof holds the service's receipt, and the client never starts a chain."""
+    chain of their own; `journal submit` journaled here, for a flush that had no key): each proof holds
+    the service's receipt, and the client never starts a chain."""
     import shutil
 
     from eth_account import Account
@@ -351,6 +352,15 @@ def test_anchor_service_urls_reaches_every_writer_stamp_bundle_research_and_miss
         stamped = run_anchor(["stamp", str(results)], client)
         assert stamped.returncode == 0 and "pending" in stamped.stdout, stamped.stdout + stamped.stderr
         assert receipts_of(tmp_path / "results.anchor.json") == [service.url]
+        # journal submit: queued at the services (pending proofs at once), not in a journal here
+        queued = tmp_path / "queued"
+        queued.mkdir()
+        (queued / "a.txt").write_text("queued through the service\n")
+        submitted = run_anchor(["--json", "journal", "submit", str(queued)], client)
+        assert submitted.returncode == 0, submitted.stdout + submitted.stderr
+        assert json.loads(submitted.stdout)["submitted"][0]["services"] == [service.url]
+        assert receipts_of(tmp_path / "queued.anchor.json") == [service.url]
+        assert not (tmp_path / "client" / "journal.sqlite").exists()
         # bundle --anchor
         example = tmp_path / "bundle"
         shutil.copytree(ROOT / "examples" / "result-bundle", example)

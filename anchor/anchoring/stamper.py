@@ -91,6 +91,27 @@ class Stamped:
                    receipts=outcome.receipts, not_taken=dict(outcome.failed))  # fmt: skip
 
 
+@dataclass(frozen=True, slots=True)
+class Queued:
+    """One path `Stamper.queue` took: in the journal here, or pending at services."""
+
+    path: Path
+    digest: str
+    """The manifest digest, 0x-prefixed."""
+    state: str
+    """The journal's state for the item ("pending" until a flush batches it), or "pending" at services."""
+    duplicate: bool = False
+    """Journaled before (the same bytes, or the same idempotency key and content): nothing new was queued."""
+    services: tuple[str, ...] = ()
+    not_taken: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        row: dict[str, Any] = {"path": str(self.path), "manifest_digest": self.digest, "state": self.state}
+        if self.services or self.not_taken:
+            return {**row, "services": list(self.services), "not_taken": self.not_taken}
+        return {**row, "duplicate": self.duplicate}
+
+
 class Stamper(ABC):
     """Anchors manifests and writes their proofs; `KeyStamper` or `ServiceStamper`, chosen once by
     `from_settings`. A context manager: `close()` lets go of what it opened (a journal)."""
@@ -153,6 +174,12 @@ class Stamper(ABC):
         self, manifest: BundleManifest, tree: FileTreeManifest, proof_out: Path, notes: dict[str, Any] | None = None
     ) -> Stamped:
         """A result bundle and, when it has milestones, its timing record beside it."""
+
+    @abstractmethod
+    def queue(self, trees: Sequence[tuple[Path, FileTreeManifest]], idempotency_key: str | None = None) -> list[Queued]:
+        """`anchor journal submit`: each hashed path queued, its proof to be written beside it: in the journal
+        here (nothing is sent until a flush), or at the services (a pending proof at once). Every output path
+        is checked before anything is queued. `idempotency_key` names one submission to the journal here."""
 
     def upgrade(self, proof_path: Path) -> UpgradeOutcome:
         """Fetch each service's anchor for a pending proof, check it against the chain, write it in
@@ -234,6 +261,17 @@ class KeyStamper(Stamper):
 
         return Stamped.of_key(anchor_bundle(manifest, tree, self.settings, proof_out, notes))
 
+    def queue(self, trees: Sequence[tuple[Path, FileTreeManifest]], idempotency_key: str | None = None) -> list[Queued]:
+        from anchor.journal.submit import Submission
+
+        outs = _proof_outputs(trees, idempotency_key)
+        done = self._open().submit([
+            Submission(tree.identity(), {"files": tree.files_json()}, idempotency_key, out)
+            for (_, tree), out in zip(trees, outs, strict=True)
+        ])  # fmt: skip
+        return [Queued(path, "0x" + one.digest.hex(), one.state, one.duplicate)
+                for (path, _), one in zip(trees, done, strict=True)]  # fmt: skip
+
     def record_search(
         self, attempts: Sequence[tuple[dict[str, Any], int]], head: dict[str, Any], head_proof: Path,
         lineage: Sequence[Lineage], flush: bool = True,
@@ -298,6 +336,14 @@ class ServiceStamper(Stamper):
 
         return self._written(stamp_through(tree.identity(), tree.files_json(), self.services, proof_out))
 
+    def queue(self, trees: Sequence[tuple[Path, FileTreeManifest]], idempotency_key: str | None = None) -> list[Queued]:
+        queued = []
+        for (path, tree), out in zip(trees, _proof_outputs(trees, idempotency_key), strict=True):
+            done = self._stamp_tree(path, tree, out)  # the client keys each call by its digest (retries are one)
+            queued.append(Queued(path, done.digest, done.state, services=tuple(r.url for r in done.receipts),
+                                 not_taken=done.not_taken))  # fmt: skip
+        return queued
+
     def stamp_identity(
         self, identity: dict[str, Any], proof_out: Path, tree: FileTreeManifest | None = None,
         annotations: dict[str, Any] | None = None,
@@ -358,3 +404,16 @@ class ServiceStamper(Stamper):
             for service in self.services:
                 relay_lineage(service, researcher, fields)
         return {"researcher": researcher.address, "services": [s.url for s in self.services]}
+
+
+def _proof_outputs(trees: Sequence[tuple[Path, FileTreeManifest]], idempotency_key: str | None) -> list[Path]:
+    """Each queued path's proof, `<PATH>.anchor.json`, checked writable before anything is queued."""
+    from anchor.proof.file import check_output_path
+    from anchor.proof.locate import default_proof_path
+
+    if idempotency_key is not None and len(trees) != 1:
+        raise BadInput("--idempotency-key names one submission: give one PATH", detail={"field": "idempotency_key"})
+    outs = [default_proof_path(path) for path, _ in trees]
+    for out in outs:
+        check_output_path(out)
+    return outs

@@ -5,7 +5,7 @@ for one release."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Optional
 
 import typer
 
@@ -44,56 +44,22 @@ def submit(
 ) -> None:
     """Journal PATHS for the next batch; nothing is sent until `anchor journal flush`. With --service,
     they go to the service's journal instead (pending proofs at once; `anchor upgrade` later)."""
-    from anchor.anchoring.service import AnchorService
-    from anchor.errors import BadInput
-    from anchor.journal.submit import Submission
-    from anchor.manifest.filetree import hash_tree
-    from anchor.proof.locate import default_proof_path
-
-    if idempotency_key is not None and len(paths) != 1:
-        raise BadInput("--idempotency-key names one submission: give one PATH", detail={"field": "idempotency_key"})
-    if service_urls:
-        _submit_through(ctx, json, paths, service_urls, exclude, no_default_excludes, symlinks.value)
-        return
-    subs = []
-    for path in paths:
-        with hash_progress(ctx, json) as progress:
-            tree = hash_tree(path, rules_for(path, exclude, no_default_excludes), symlinks.value, progress)
-        subs.append(
-            Submission(tree.identity(), {"files": tree.files_json()}, idempotency_key, default_proof_path(path))
-        )
-    service = AnchorService.open(_settings(ctx))
-    try:
-        done = service.submit(subs)
-    finally:
-        service.close()
-    rows = [
-        {"path": str(p), "manifest_digest": "0x" + s.digest.hex(), "state": s.state, "duplicate": s.duplicate}
-        for p, s in zip(paths, done, strict=True)
-    ]
-    emit(
-        ctx,
-        json,
-        {"submitted": rows},
-        [f"{r['manifest_digest']}  {r['path']}  {'duplicate, ' if r['duplicate'] else ''}{r['state']}" for r in rows],
-    )
-
-
-def _submit_through(
-    ctx: typer.Context, json: bool, paths: list[Path], urls: list[str], exclude: Any, no_defaults: bool, links: str
-) -> None:
-    """`journal submit --service`: each path hashed here and stamped through the services."""
     from anchor.anchoring.stamper import Stamper
+    from anchor.manifest.filetree import hash_tree
 
-    stamper = Stamper.from_settings(ctx.find_root().obj["settings"], urls)
-    rows = []
-    for path in paths:
-        with hash_progress(ctx, json) as progress:
-            done = stamper.stamp(path, rules=rules_for(path, exclude, no_defaults), symlinks=links, progress=progress)
-        rows.append({"path": str(path), "manifest_digest": done.digest, "state": done.state,
-                     "services": [r.url for r in done.receipts], "not_taken": done.not_taken})  # fmt: skip
-    emit(ctx, json, {"submitted": rows},
-         [f"{r['manifest_digest']}  {r['path']}  pending at {', '.join(r['services'])}" for r in rows])  # fmt: skip
+    # services (--service, else ANCHOR_SERVICE_URLS) or the journal here: the Stamper's one decision
+    with Stamper.from_settings(_settings(ctx), service_urls) as stamper:
+        trees = []
+        for path in paths:
+            with hash_progress(ctx, json) as progress:
+                trees.append((path, hash_tree(path, rules_for(path, exclude, no_default_excludes), symlinks.value,
+                                              progress)))  # fmt: skip
+        rows = [q.to_json() for q in stamper.queue(trees, idempotency_key)]
+    emit(ctx, json, {"submitted": rows}, [
+        f"{r['manifest_digest']}  {r['path']}  " + (f"pending at {', '.join(r['services'])}" if "services" in r
+                                                     else f"{'duplicate, ' if r['duplicate'] else ''}{r['state']}")
+        for r in rows
+    ])  # fmt: skip
 
 
 def flush(

@@ -96,7 +96,7 @@ def lookup(
 def lookup_agreed(
     key: str, settings: Settings, researcher: str | None = None, quorum: int | None = None,
     find_for: Callable[[Settings], Callable[[bytes], ProofFile | None]] | None = None,
-) -> dict[str, Any]:
+) -> dict[str, Any]:  # fmt: skip
     """`anchor lookup KEY`: `lookup` on every read endpoint of `settings`, `quorum` of them agreeing on the
     record (not on how far each has synced: the read block, finality and links may differ); with several
     endpoints, the answer says how it was agreed (`quorum`). `find_for(settings)`: the proof store each
