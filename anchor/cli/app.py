@@ -7,7 +7,7 @@ stays fast.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -77,11 +77,11 @@ def _version(value: bool) -> None:
 def root(
     ctx: typer.Context,
     data_dir: Annotated[
-        Optional[Path],  # noqa: UP045 - typer needs Optional at runtime on 3.11
+        Path | None,
         typer.Option("--data-dir", help="Data directory (else ANCHOR_DATA_DIR, anchor.toml, ./.anchor)."),
     ] = None,
     rpc_url: Annotated[
-        Optional[list[str]],  # noqa: UP045
+        list[str] | None,
         typer.Option(
             "--rpc-url",
             help="EVM JSON-RPC URL (else ANCHOR_RPC_URL, anchor.toml, the local chain). Repeat it to read"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -24,7 +24,7 @@ from anchor.cli.verdict import quorum_lines, verdict_output, without
 
 PathArg = Annotated[Path, typer.Argument(help="A file or a directory.")]
 ExcludeOpt = Annotated[
-    Optional[list[str]],  # noqa: UP045
+    list[str] | None,
     typer.Option("--exclude", help="Leave out paths matching this gitignore-style pattern (repeatable)."),
 ]
 NoDefaultsOpt = Annotated[bool, typer.Option("--no-default-excludes", help="Hash .git/ too (left out by default).")]
@@ -47,7 +47,7 @@ SymlinksOpt = Annotated[
 
 
 OutOpt = Annotated[
-    Optional[Path],  # noqa: UP045
+    Path | None,
     typer.Option(
         "--out", "-o", "--proof",
         help="Where to write the proof (default: <PATH>.anchor.json beside PATH). --proof is the old spelling"
@@ -55,13 +55,13 @@ OutOpt = Annotated[
     ),
 ]  # fmt: skip
 ProofOpt = Annotated[
-    Optional[Path],  # noqa: UP045
+    Path | None,
     typer.Option("--proof", help="Proof file (default: <PATH>.anchor.json beside PATH)."),
 ]
 
 
 ServiceOpt = Annotated[
-    Optional[list[str]],  # noqa: UP045
+    list[str] | None,
     typer.Option(
         "--service",
         help="Stamp through this anchoring service (repeatable; else ANCHOR_SERVICE_URLS): no key here, a pending"
@@ -71,12 +71,12 @@ ServiceOpt = Annotated[
 
 
 ServiceUrlOpt = Annotated[
-    Optional[str],  # noqa: UP045
+    str | None,
     typer.Option("--service-url", help="The anchoring service as the pods reach it: it holds the funded key."),
 ]
 """For the rendered Jobs (research, mission): where their pods anchor (docs/calendar.md)."""
 EgressCidrOpt = Annotated[
-    Optional[list[str]],  # noqa: UP045
+    list[str] | None,
     typer.Option(
         "--egress-cidr",
         help="A CIDR the pods may reach besides DNS and the anchoring service (the snapshot's host, the git"
@@ -85,7 +85,7 @@ EgressCidrOpt = Annotated[
 ]
 """For the rendered Jobs' NetworkPolicy (anchor.anchoring.k8s.network_policy)."""
 GoneKeysSecretOpt = Annotated[
-    Optional[str],  # noqa: UP045
+    str | None,
     typer.Option(hidden=True, help="Gone: the funded key stays in the service (--service-url, --token-secret)."),
 ]
 """`--keys-secret` of the renders before issue 25: still parsed, to say what replaced it."""
@@ -193,7 +193,7 @@ def prove(
     bundle_dir: Annotated[Path, typer.Option("--in", help="The anchored directory FILE belongs to.")],
     bundle_proof: ProofOpt = None,
     out: Annotated[
-        Optional[Path],  # noqa: UP045
+        Path | None,
         typer.Option(
             "--out", "-o", help="Where to write the file proof (default: <DIR>.proofs/<FILE in DIR>.anchor.json)."
         ),
@@ -256,7 +256,7 @@ def upgrade(
         typer.Argument(help="Proof files, or the stamped paths (their PATH.anchor.json).", metavar="PATH|PROOF"),
     ],  # fmt: skip
     service: Annotated[
-        Optional[list[str]],  # noqa: UP045
+        list[str] | None,
         typer.Option(
             "--service",
             help="Submit again to this service (repeatable; else ANCHOR_SERVICE_URLS) if the"
@@ -360,11 +360,11 @@ def _restamp_lines(outcome: Any) -> list[str]:
 def verify(
     ctx: typer.Context,
     paths: Annotated[
-        Optional[list[Path]],  # noqa: UP045
+        list[Path] | None,
         typer.Argument(help="Files or directories (several: one line each, then a summary).", metavar="PATH"),
     ] = None,
     from_file: Annotated[
-        Optional[Path],  # noqa: UP045
+        Path | None,
         typer.Option("--from", help="Also verify the paths listed in this file, one a line ('-': standard input)."),
     ] = None,
     proof: ProofOpt = None,
@@ -373,24 +373,24 @@ def verify(
     expect_submitter: ExpectSubmitterOpt = None,
     anchored_before: AnchoredBeforeOpt = None,
     spec: Annotated[
-        Optional[Path],  # noqa: UP045
+        Path | None,
         typer.Option("--spec", help="A bundle spec: re-hash its mission, snapshot and policy files too."),
     ] = None,
     min_finality: MinFinalityOpt = None,
     quorum: QuorumOpt = None,
     subjects_in: Annotated[
-        Optional[Path],  # noqa: UP045
+        Path | None,
         typer.Option("--in", help="With a .intoto.jsonl PATH: where its subjects are (default: beside it, its name)."),
     ] = None,
     offline: Annotated[
         bool, typer.Option("--offline", help="No network: check the proof's sealed section against trusted blocks.")
     ] = False,
     trusted_block: Annotated[
-        Optional[list[str]],  # noqa: UP045
+        list[str] | None,
         typer.Option("--trusted-block", help="With --offline: N:HASH (or CHAIN:N:HASH), a block hash you trust."),
     ] = None,
     trusted_blocks: Annotated[
-        Optional[Path],  # noqa: UP045
+        Path | None,
         typer.Option("--trusted-blocks", help="With --offline: a file of `chain_id N HASH` lines (a checkpoint list)."),
     ] = None,
     json: JsonFlag = False,
@@ -536,7 +536,7 @@ def attest(
     ctx: typer.Context,
     target: Annotated[str, typer.Argument(help="An anchored file or directory, or a manifest digest (0x…).")],
     out: Annotated[
-        Optional[Path],  # noqa: UP045
+        Path | None,
         typer.Option("--out", help="Write here (default: TARGET.intoto.jsonl beside a path; stdout for a digest)."),
     ] = None,
     json: JsonFlag = False,
@@ -574,7 +574,7 @@ def lookup(
     ctx: typer.Context,
     key: Annotated[str, typer.Argument(help="A path, manifest digest, batch root or git commit.")],
     researcher: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option("--researcher", help="Whose lineage record of a commit (registry v2): read in O(1) calls."),
     ] = None,
     quorum: QuorumOpt = None,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -54,30 +54,27 @@ def serve(
     host: Annotated[str, typer.Option(help="Bind address.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port.")] = 8000,
     public_url: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option("--public-url", help="The URL people reach this service at (default: http://HOST:PORT)."),
     ] = None,
     render: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option("--render", help="Do not serve: render the service for a cluster (k8s: a replicated Deployment)."),
     ] = None,
     image: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option(help="With --render: the container image, pinned by digest (name@sha256:<64 hex>)."),
     ] = None,
     replicas: Annotated[int, typer.Option(min=1, max=32, help="With --render: replicas of the Deployment.")] = 3,
     chain_rpc_url: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option("--chain-rpc-url", help="With --render: the chain's RPC URL as the pods reach it."),
     ] = None,
     keys_secret: Annotated[
         str, typer.Option(help="With --render: the Secret with ANCHOR_JOURNAL_URL, the key and ANCHOR_API_TOKENS.")
     ] = "anchor-keys",  # noqa: S107 - the name of a Secret object
-    namespace: Annotated[Optional[str], typer.Option(help="With --render: the namespace.")] = None,  # noqa: UP045
-    out: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option("--out", help="With --render: write here (refuses to overwrite)."),
-    ] = None,
+    namespace: Annotated[str | None, typer.Option(help="With --render: the namespace.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="With --render: write here (refuses to overwrite).")] = None,
     index_only: Annotated[
         bool,
         typer.Option(
@@ -101,25 +98,25 @@ def serve(
         ),
     ] = False,
     forwarded_allow_ips: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option(
             "--forwarded-allow-ips",
             help="Trust X-Forwarded-For / -Proto only from these proxies (comma-separated IPs or CIDRs; default:"
             " none, so clients are told apart by their own address: docs/deploy.md).",
         ),
     ] = None,
-    rpc_url: Annotated[Optional[str], typer.Option("--rpc-url", help="With --index-only: the chain to read.")] = None,  # noqa: UP045
+    rpc_url: Annotated[str | None, typer.Option("--rpc-url", help="With --index-only: the chain to read.")] = None,
     registry: Annotated[
         str | None, typer.Option("--registry", help="With --index-only: another registry than the canonical one.")
-    ] = None,  # noqa: UP045
+    ] = None,
     index: Annotated[
-        Optional[Path],  # noqa: UP045
+        Path | None,
         typer.Option(
             "--index", help="With --index-only: the index file (default: ~/.cache/anchor/index-CHAIN-REGISTRY.sqlite)."
         ),
     ] = None,
     from_block: Annotated[
-        Optional[int],  # noqa: UP045
+        int | None,
         typer.Option(
             "--from-block", min=0, help="With --index-only: the registry's deployment block (default: found on chain)."
         ),
@@ -128,20 +125,20 @@ def serve(
         int, typer.Option(min=1, max=10_000, help="With --index-only: blocks behind the head re-checked for reorgs.")
     ] = 12,
     browser_rpc_url: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option(
             "--browser-rpc-url", help="The public RPC URL visitors' browsers read the registry through (no key in it)."
         ),
     ] = None,
     claims: Annotated[
-        Optional[Path],  # noqa: UP045
+        Path | None,
         typer.Option(
             "--claims",
             help="With --index-only: a published research ledger; values that hash to the chain's records are shown.",
         ),
     ] = None,
     repo: Annotated[
-        Optional[Path],  # noqa: UP045
+        Path | None,
         typer.Option(
             "--repo",
             help="With --index-only: a clone of the attempts' repository; diffs that hash to the records are shown.",

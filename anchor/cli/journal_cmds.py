@@ -5,7 +5,7 @@ for one release."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -33,7 +33,7 @@ def submit(
     ctx: typer.Context,
     paths: Annotated[list[Path], typer.Argument(help="Files or directories to journal for anchoring.")],
     idempotency_key: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option("--idempotency-key", help="Reusing a key with other content is refused."),
     ] = None,
     exclude: ExcludeOpt = None,

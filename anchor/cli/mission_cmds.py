@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -16,7 +16,7 @@ snapshots = typer.Typer(
     help="The content-addressed, read-only snapshot cache (keyed by SHA-256).", no_args_is_help=True
 )
 MaxBytes = Annotated[
-    Optional[int],  # noqa: UP045
+    int | None,
     typer.Option(
         "--max-bytes",
         min=1,
@@ -68,25 +68,22 @@ def submit(
     ctx: typer.Context,
     mission: Annotated[Path, typer.Option("--mission", help="The mission file (TOML, or JSON for .json).")],
     mission_digest: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option("--mission-digest", help="The mission's digest as you know it (0x…): compared, never adopted."),
     ] = None,
     snapshot: Annotated[str, typer.Option("--snapshot", help="The data snapshot: a path or a URL.")] = "",
-    snapshot_sha256: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option("--snapshot-sha256", help="Its SHA-256 (required)."),
-    ] = None,
+    snapshot_sha256: Annotated[str | None, typer.Option("--snapshot-sha256", help="Its SHA-256 (required).")] = None,
     image: Annotated[str, typer.Option("--image", help="The image, by digest: name@sha256:<64 hex>.")] = "",
     output: Annotated[str, typer.Option("--output", help="The output identity: never used before.")] = "",
     profile: Annotated[
         str, typer.Option("--profile", help="A declared resource profile: small, medium, large.")
     ] = "small",
     resume_bundle: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option("--resume-bundle", help="Resume from this anchored bundle (with --resume-digest)."),
     ] = None,
     resume_digest: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option("--resume-digest", help="... whose manifest digest is this (0x…)."),
     ] = None,
     json: JsonFlag = False,
@@ -119,7 +116,7 @@ def run(
     sandbox_runtime: SandboxRuntimeOpt = "bubblewrap",
     max_bytes: MaxBytes = None,
     service: Annotated[
-        Optional[list[str]],  # noqa: UP045
+        list[str] | None,
         typer.Option(
             "--service",
             help="Anchor the bundle through this service (repeatable; token: ANCHOR_SERVICE_TOKEN): no funded key"
@@ -127,7 +124,7 @@ def run(
         ),
     ] = None,
     stage: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option(
             "--stage",
             help="In a pod (anchor mission render k8s): `prepare` (claim, snapshot into --workspace) or `seal`"
@@ -135,7 +132,7 @@ def run(
         ),
     ] = None,
     workspace: Annotated[
-        Optional[Path],  # noqa: UP045
+        Path | None,
         typer.Option("--workspace", help="With --stage: the directory holding the snapshot/ and result/ volumes."),
     ] = None,
     json: JsonFlag = False,
@@ -244,7 +241,7 @@ def render(
     target: Annotated[str, typer.Argument(help="What to render: k8s (a Job running the dispatched mission).")],
     output: Annotated[str, typer.Argument(help="The output identity of a dispatched mission.")],
     chain_rpc_url: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option("--chain-rpc-url", help="The chain's RPC URL as the pod reaches it (ANCHOR_RPC_URL)."),
     ] = None,
     service_url: ServiceUrlOpt = None,
@@ -253,12 +250,12 @@ def render(
     ] = "anchor-service-token",  # noqa: S107 - the name of a Secret object
     keys_secret: GoneKeysSecretOpt = None,
     results_claim: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option(help="A PersistentVolumeClaim the result directory is written to (else it leaves with the pod)."),
     ] = None,
-    namespace: Annotated[Optional[str], typer.Option(help="The namespace.")] = None,  # noqa: UP045
+    namespace: Annotated[str | None, typer.Option(help="The namespace.")] = None,
     anchor_image: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option(
             "--anchor-image",
             help="The anchor image (name@sha256:…) that prepares and seals; it alone holds"
@@ -266,7 +263,7 @@ def render(
         ),
     ] = None,
     egress_cidr: EgressCidrOpt = None,
-    out: Annotated[Optional[Path], typer.Option("--out", help="Write here (refuses to overwrite).")] = None,  # noqa: UP045
+    out: Annotated[Path | None, typer.Option("--out", help="Write here (refuses to overwrite).")] = None,
 ) -> None:
     """Render a dispatched mission for a cluster: a ConfigMap, a Job and its NetworkPolicy. Trusted steps
     (the anchor image) fetch and verify the snapshot, then hash and anchor the result; the mission's
@@ -307,7 +304,7 @@ def fetch(
     ctx: typer.Context,
     key: Annotated[str, typer.Argument(help="sha256:<64 hex>")],
     source: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option("--from", help="Where to get it if the cache has no good copy: a path or an http(s) URL."),
     ] = None,
     max_bytes: MaxBytes = None,

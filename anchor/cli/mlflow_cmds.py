@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -24,12 +24,12 @@ app = typer.Typer(help="Anchor the runs an MLflow tracking server holds, and ver
                   no_args_is_help=True)  # fmt: skip
 
 TrackingOpt = Annotated[
-    Optional[str],  # noqa: UP045 - typer needs Optional at runtime on 3.11
+    str | None,
     typer.Option("--tracking-uri", envvar="MLFLOW_TRACKING_URI", show_envvar=True,
                  help="The MLflow tracking server (http://host:port), or a store URI MLflow reads."),
 ]  # fmt: skip
 ServicesOpt = Annotated[
-    Optional[list[str]],  # noqa: UP045
+    list[str] | None,
     typer.Option("--service", help="Stamp through this anchoring service (repeatable; else ANCHOR_SERVICE_URLS)."),
 ]
 
@@ -52,9 +52,9 @@ def _tracking(uri: str | None) -> str:
 @app.command()
 def stamp(
     ctx: typer.Context,
-    run_ids: Annotated[Optional[list[str]], typer.Argument(help="Run ids.", metavar="RUN_ID")] = None,  # noqa: UP045
+    run_ids: Annotated[list[str] | None, typer.Argument(help="Run ids.", metavar="RUN_ID")] = None,
     experiment: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option("--experiment", help="Every run of this experiment (by name), oldest first."),
     ] = None,
     tracking_uri: TrackingOpt = None,
@@ -130,7 +130,7 @@ def verify(
     run_id: Annotated[str, typer.Argument(help="The run id.", metavar="RUN_ID")],
     tracking_uri: TrackingOpt = None,
     proof: Annotated[
-        Optional[Path],  # noqa: UP045
+        Path | None,
         typer.Option("--proof", help="A proof file (default: the run's own anchor/proof.anchor.json)."),
     ] = None,
     registry: RegistryOpt = None,

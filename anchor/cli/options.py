@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -31,7 +31,7 @@ def finality_word(value: str | None) -> str | None:
 
 
 RegistryOpt = Annotated[
-    Optional[list[str]],  # noqa: UP045 - typer needs Optional at runtime on 3.11
+    list[str] | None,
     typer.Option(
         "--registry",
         help="Trust this registry address (default: the deployment recorded for the chain in the data dir);"
@@ -42,19 +42,19 @@ RequireOpt = Annotated[
     str, typer.Option("--require", help="With several anchors (services): any, all, or N of them must verify.")
 ]
 ExpectSubmitterOpt = Annotated[
-    Optional[str],  # noqa: UP045
+    str | None,
     typer.Option("--expect-submitter", help="Require that this account anchored it (exit 10 otherwise)."),
 ]
 AnchoredBeforeOpt = Annotated[
-    Optional[str],  # noqa: UP045
+    str | None,
     typer.Option("--anchored-before", help="Require anchoring before this ISO date/time, UTC unless given."),
 ]
 MinFinalityOpt = Annotated[
-    Optional[str],  # noqa: UP045
+    str | None,
     typer.Option("--min-finality", help="Require safe, finalized, or N confirmations (exit 11 otherwise).",
                  callback=finality_word),
 ]  # fmt: skip
 QuorumOpt = Annotated[
-    Optional[int],  # noqa: UP045
+    int | None,
     typer.Option("--quorum", help="Endpoints (of --rpc-url given several times) that must agree; default a majority."),
 ]

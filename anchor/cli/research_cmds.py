@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import signal
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -15,7 +15,7 @@ from anchor.cli.output import count, emit, write_rendered
 app = typer.Typer(help="Run, verify and report a keep/reset research search.", no_args_is_help=True)
 
 WorkdirOpt = Annotated[
-    Optional[Path],  # noqa: UP045
+    Path | None,
     typer.Option("--workdir", help="Ledger, runs and clones (default: <data dir>/research)."),
 ]
 
@@ -40,7 +40,7 @@ def run(
     max_failures: Annotated[int, typer.Option(min=1, help="Stop after this many consecutive failures.")] = 5,
     seed: Annotated[int, typer.Option(help="Seed of the built-in parameter search.")] = 0,
     propose: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option("--propose", help="External proposer command, run in the repo (fenced by the guard)."),
     ] = None,
     researchers: Annotated[
@@ -70,14 +70,14 @@ def run(
     ] = False,
     sandbox_runtime: SandboxRuntimeOpt = "bubblewrap",
     push: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option(
             "--push",
             help="A git remote (name or URL): every measured commit's refs/anchor/<researcher>/<seq> is pushed to it.",
         ),
     ] = None,
     service: Annotated[
-        Optional[list[str]],  # noqa: UP045
+        list[str] | None,
         typer.Option(
             "--service",
             help="Anchor through this service (repeatable): no funded key here; lineage records are signed with"
@@ -141,15 +141,15 @@ def render(
     contract: Annotated[Path, typer.Option("--contract", help="The attempt contract (TOML), mounted read-only.")],
     researchers: Annotated[int, typer.Option(min=1, max=64, help="Researchers: the Job's completions.")] = 2,
     push: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option("--push", help="The shared remote measured commits go to (default: --repo-url)."),
     ] = None,
     ready_url: Annotated[
-        Optional[list[str]],  # noqa: UP045
+        list[str] | None,
         typer.Option("--ready-url", help="A URL that must answer before researchers start (repeat; READY_URLS)."),
     ] = None,
     rpc_url_k8s: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option("--chain-rpc-url", help="The chain's RPC URL as the pods reach it (ANCHOR_RPC_URL)."),
     ] = None,
     service_url: ServiceUrlOpt = None,
@@ -160,16 +160,16 @@ def render(
         str, typer.Option(help="The Secret whose key `key` is the researchers' own signing key (never funded).")
     ] = "anchor-researcher",  # noqa: S107 - the name of a Secret object
     ledger_secret: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option(help="A Secret whose key `url` is a PostgreSQL URL for the shared ledger (not the journal)."),
     ] = None,
     keys_secret: GoneKeysSecretOpt = None,
     ledger_claim: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option(help="A ReadWriteMany PersistentVolumeClaim for the shared work dir and ledger."),
     ] = None,
     name: Annotated[str, typer.Option(help="The Job's name.")] = "anchor-research",
-    namespace: Annotated[Optional[str], typer.Option(help="The namespace.")] = None,  # noqa: UP045
+    namespace: Annotated[str | None, typer.Option(help="The namespace.")] = None,
     max_attempts: Annotated[int, typer.Option(min=1)] = 20,
     budget_minutes: Annotated[float, typer.Option(min=0.01)] = 60.0,
     cpu: Annotated[str, typer.Option(help="CPU per researcher (requests = limits).")] = "1",
@@ -186,7 +186,7 @@ def render(
     ] = "gvisor",
     runtime_class: Annotated[str, typer.Option(help="The RuntimeClass of --sandbox-runtime gvisor.")] = "gvisor",
     egress_cidr: EgressCidrOpt = None,
-    out: Annotated[Optional[Path], typer.Option("--out", help="Write here (refuses to overwrite).")] = None,  # noqa: UP045
+    out: Annotated[Path | None, typer.Option("--out", help="Write here (refuses to overwrite).")] = None,
 ) -> None:
     """Render researchers for a cluster: a ConfigMap, a Kubernetes Indexed Job (completion index =
     researcher id) and its NetworkPolicy."""
@@ -208,18 +208,18 @@ def verify(
     ctx: typer.Context,
     workdir: WorkdirOpt = None,
     repo: Annotated[
-        Optional[Path],  # noqa: UP045
+        Path | None,
         typer.Option("--repo", help="The repository to find the commits in (default: the one each search recorded)."),
     ] = None,
     researcher: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option(
             "--researcher",
             help="Audit only this researcher's commits and evidence (a shared ledger: each host has its own run dirs).",
         ),
     ] = None,
     researcher_address: Annotated[
-        Optional[list[str]],  # noqa: UP045
+        list[str] | None,
         typer.Option(
             "--researcher-address",
             help="An address whose checkpoint records on chain bind this ledger (repeat; default: the keys set here).",
