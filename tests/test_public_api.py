@@ -47,6 +47,18 @@ def test_the_errors_docs_python_lists_are_the_hierarchys_with_their_codes_and_ex
             code, int(exit_code)), name  # fmt: skip
 
 
+def test_a_verifier_refuses_a_registry_that_is_not_an_address_whatever_the_door(tmp_path: Path) -> None:
+    """`--registry 0x1234` was refused by `anchor verify` alone: `anchor mlflow verify` and a script took it,
+    and every verdict then said "not our registry". The Verifier checks it, so every door does."""
+    import anchor
+    from anchor.errors import BadInput
+
+    with pytest.raises(BadInput, match="expected an address") as refused:
+        anchor.Verifier(anchor.Settings(data_dir=tmp_path), registries=["0x1234"])
+    assert refused.value.detail == {"field": "registry"}
+    assert anchor.Verifier(anchor.Settings(data_dir=tmp_path), registries=["0x" + "ab" * 20]).registries
+
+
 def test_import_anchor_imports_nothing_of_the_package_until_a_name_is_used() -> None:
     probe = "import sys, anchor; print(sorted(m for m in sys.modules if m.startswith('anchor.') or m == 'typing'))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)

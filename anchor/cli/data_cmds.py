@@ -405,7 +405,10 @@ def verify(
     required_count(require, 1)  # a bad --require is exit 2 before any proof is read
     if trusted_block or trusted_blocks is not None or offline:
         _go_offline(ctx, offline, trusted_block or [], trusted_blocks, min_finality)
-    registries = tuple(_address("--registry", r) for r in registry or ())
+    from anchor.library.verifier import Policy, Verifier
+
+    verifier = Verifier(_settings(ctx), registries=registry or (), quorum=quorum)  # a bad --registry: exit 2 here
+    policy = Policy(expect_submitter, anchored_before, min_finality)
     listed = [*(paths or []), *(_listed_paths(from_file) if from_file is not None else [])]
     if not listed:  # a usage error, as click says it for a missing argument
         from typer._click.exceptions import UsageError
@@ -415,24 +418,10 @@ def verify(
         if proof is not None or spec is not None or subjects_in is not None:
             raise BadInput("--proof, --spec and --in name one subject: give one PATH with them",
                            detail={"field": "path"})  # fmt: skip
-        _verify_many(ctx, json, listed, lambda one: _verify_one(
-            ctx, one, None, registries, expect_submitter, anchored_before, None, min_finality, quorum, None,
-            require))  # fmt: skip
+        _verify_many(ctx, json, listed, lambda one: _verify_one(verifier, one, policy, require=require))
         return
     path = listed[0]
-    result, later = _verify_one(
-        ctx,
-        path,
-        proof,
-        registries,
-        expect_submitter,
-        anchored_before,
-        spec,
-        min_finality,
-        quorum,
-        subjects_in,
-        require,
-    )
+    result, later = _verify_one(verifier, path, policy, proof, spec, subjects_in, require)
     emit(ctx, json, *verdict_output(path, result, later))
 
 
@@ -454,29 +443,14 @@ def _go_offline(
 
 
 def _verify_one(
-    ctx: typer.Context, path: Path, proof: Path | None, registries: tuple[str, ...], expect_submitter: str | None,
-    anchored_before: str | None, spec: Path | None, min_finality: str | None, quorum: int | None,
-    subjects_in: Path | None, require: str = "any",
+    verifier: Any, path: Path, policy: Any, proof: Path | None = None, spec: Path | None = None,
+    subjects_in: Path | None = None, require: str = "any",
 ) -> tuple[Any, tuple[Path, str, int] | None]:  # fmt: skip
     """One subject's verdict (raises the typed error of its failure) and the later stamp it predates."""
-    from anchor.library.verifier import Policy, Verifier, superseded_by
+    from anchor.library.verifier import superseded_by
 
-    verifier = Verifier(_settings(ctx), registries=registries, quorum=quorum)
-    policy = Policy(expect_submitter, anchored_before, min_finality)
     result = verifier.verify(path, proof=proof, policy=policy, spec=spec, require=require, subjects_in=subjects_in)
     return result, superseded_by(path, proof, result.manifest_digest)
-
-
-def _address(option: str, value: str) -> str:
-    """An address as typed: 0x and 40 hex digits, or `BadInput` naming the option (0x1234 was taken)."""
-    import re
-
-    from anchor.errors import BadInput
-
-    if not re.fullmatch(r"0x[0-9a-fA-F]{40}", value):
-        raise BadInput(f"{option} {value!r}: expected an address, 0x and 40 hex digits"
-                       f" ({len(value.removeprefix('0x'))} given)", detail={"field": option.lstrip("-")})  # fmt: skip
-    return value
 
 
 def _listed_paths(source: Path) -> list[Path]:
