@@ -59,6 +59,18 @@ def test_a_verifier_refuses_a_registry_that_is_not_an_address_whatever_the_door(
     assert anchor.Verifier(anchor.Settings(data_dir=tmp_path), registries=["0x" + "ab" * 20]).registries
 
 
+def test_an_offline_verifier_refuses_a_finality_policy_before_reading_anything(tmp_path: Path) -> None:
+    """Offline, the trusted block is the finality: `--min-finality` was refused by `anchor verify --offline`
+    alone, and a script's `Policy(min_finality=...)` on `Verifier.offline` was checked against nothing."""
+    import anchor
+    from anchor.errors import BadInput
+
+    verifier = anchor.Verifier.offline(["5:0x" + "ab" * 32], data_dir=tmp_path)
+    with pytest.raises(BadInput, match="no meaning --offline") as refused:
+        verifier.verify(tmp_path / "never-stamped", policy=anchor.Policy(min_finality="safe"))
+    assert refused.value.detail == {"field": "min_finality"}
+
+
 def test_import_anchor_imports_nothing_of_the_package_until_a_name_is_used() -> None:
     probe = "import sys, anchor; print(sorted(m for m in sys.modules if m.startswith('anchor.') or m == 'typing'))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)

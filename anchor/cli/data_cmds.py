@@ -404,7 +404,7 @@ def verify(
 
     required_count(require, 1)  # a bad --require is exit 2 before any proof is read
     if trusted_block or trusted_blocks is not None or offline:
-        _go_offline(ctx, offline, trusted_block or [], trusted_blocks, min_finality)
+        _go_offline(ctx, offline, trusted_block or [], trusted_blocks)
     from anchor.library.verifier import Policy, Verifier
 
     verifier = Verifier(_settings(ctx), registries=registry or (), quorum=quorum)  # a bad --registry: exit 2 here
@@ -425,9 +425,7 @@ def verify(
     emit(ctx, json, *verdict_output(path, result, later))
 
 
-def _go_offline(
-    ctx: typer.Context, offline: bool, given: list[str], listed: Path | None, min_finality: str | None
-) -> None:
+def _go_offline(ctx: typer.Context, offline: bool, given: list[str], listed: Path | None) -> None:
     """`--offline` with its trusted blocks, into the settings every step reads (anchor.sealing.check)."""
     from anchor.errors import BadInput
     from anchor.sealing.check import offline_settings
@@ -435,9 +433,6 @@ def _go_offline(
     if not offline:
         raise BadInput("--trusted-block and --trusted-blocks go with --offline (hint: anchor verify PATH --offline"
                        " --trusted-block N:HASH)", detail={"field": "offline"})  # fmt: skip
-    if min_finality is not None:
-        raise BadInput("--min-finality needs the chain's head: it has no meaning --offline (the trusted block is the"
-                       " finality you chose)", detail={"field": "min_finality"})  # fmt: skip
     root = ctx.find_root().obj
     root["settings"] = offline_settings(root["settings"], given, listed)
 

@@ -143,6 +143,9 @@ class Verifier:
 
         path = Path(path)
         required_count(require, 1)  # a bad `require` is refused before any proof is read
+        if self.settings.offline and policy is not None and policy.min_finality is not None:
+            raise BadInput("--min-finality needs the chain's head: it has no meaning --offline (the trusted block is"
+                           " the finality you chose)", detail={"field": "min_finality"})  # fmt: skip
         if path.name.endswith(".intoto.jsonl") and path.is_file():  # in-toto statements (`anchor attest`)
             from anchor.attest.statement import verify_statements
 
