@@ -250,8 +250,13 @@ def test_bad_service_input_is_named_and_leaves_the_files_untouched(tmp_path: Pat
     assert (
         down.returncode == ExitCode.CHAIN_UNREACHABLE and dead in down.stderr and "nothing was written" in down.stderr
     )
+    assert f"{dead}: {dead}" not in down.stderr  # each service named once
     typo = run_anchor(["stamp", str(results), "--service", "127.0.0.1:8000"], client)
-    assert typo.returncode == ExitCode.BAD_INPUT and "expected an http(s) URL" in typo.stderr
+    assert typo.returncode == ExitCode.BAD_INPUT and "--service '127.0.0.1:8000': expected an http(s)" in typo.stderr
+    # the same mistake in the variable is named as the variable, where the user has to fix it
+    typo = run_anchor(["journal", "submit", str(results)], {**client, "ANCHOR_SERVICE_URLS": "127.0.0.1:8000"})
+    assert typo.returncode == ExitCode.BAD_INPUT and "ANCHOR_SERVICE_URLS '127.0.0.1:8000'" in typo.stderr
+    assert "(hint: ANCHOR_SERVICE_URLS=http://127.0.0.1:8000)" in typo.stderr
     with local_service(tmp_path, tokens=f"{_hash(TOKEN, 'relay')},{_hash('other')}") as service:
         scoped = run_anchor(["stamp", str(results), "--service", service.url], client)
         assert scoped.returncode == ExitCode.CHAIN_UNREACHABLE and "HTTP 403 (forbidden)" in scoped.stderr

@@ -28,7 +28,9 @@ from anchor.readback.services import URL_PATTERN, Service, call, clean_url, erro
 log = logging.getLogger("anchor.progress")
 
 
-def services_from(urls: Sequence[str] | None, allow_insecure_token: bool = False) -> list[Service]:
+def services_from(
+    urls: Sequence[str] | None, allow_insecure_token: bool = False, given_as: str | None = None
+) -> list[Service]:
     """`--service URL` (repeatable), else ANCHOR_SERVICE_URLS (comma-separated). The token comes from
     ANCHOR_SERVICE_TOKEN: one token for these configured services, or `URL=TOKEN` pairs separated by
     commas. Tokens are never taken from the command line (where `ps` shows them), and never sent over
@@ -36,14 +38,15 @@ def services_from(urls: Sequence[str] | None, allow_insecure_token: bool = False
     from anchor.settings.env import env
 
     given = list(urls or []) or list(env().service_urls)
+    given_as = given_as or ("--service" if urls else "ANCHOR_SERVICE_URLS")
     tokens = _tokens()
     found = []
     for url in given:
-        clean = clean_url(url)
+        clean = clean_url(url, given_as)
         token = tokens.get(clean, tokens.get("*"))
         if token and not allow_insecure_token and not _private_way(clean):
             raise BadInput(
-                f"--service {clean}: the token would travel in clear over plain http to another host, where anyone on"
+                f"{given_as} {clean}: the token would travel in clear over plain http to another host, where anyone on"
                 " the way can read it (hint: use https://, or pass --allow-insecure-token if you accept that)",
                 detail={"field": "service", "service": clean},
             )
@@ -161,7 +164,8 @@ def stamp_through(
     receipts, failed = submit_everywhere(services, identity, annotations)
     if not receipts:
         raise ServiceError(
-            "no service took it; nothing was written: " + "; ".join(f"{u}: {w}" for u, w in failed.items()),
+            "no service took it; nothing was written: "
+            + "; ".join(f"{u}: {w.removeprefix(f'{u}: ')}" for u, w in failed.items()),
             detail={"services": failed},
         )
     for url, why in failed.items():

@@ -132,7 +132,8 @@ class Stamper(ABC):
         urls = list(services or ()) or list(settings.service_urls)
         if not urls:
             return KeyStamper(settings)
-        return ServiceStamper(settings, services_from(urls, allow_insecure_token))
+        given_as = "--service" if services else "ANCHOR_SERVICE_URLS"  # what a refusal names
+        return ServiceStamper(settings, services_from(urls, allow_insecure_token, given_as))
 
     @property
     def through_services(self) -> bool:
