@@ -82,6 +82,15 @@ class BadInput(AnchorError):
     code = "bad_input"
 
 
+def did_you_mean(given: str, choices: Any) -> str:
+    """The hint `(did you mean X?)`, with a space before it, for the choice closest to a mistyped `given`;
+    empty when none is close. The one way a refusal of a word from a known list suggests what was meant."""
+    import difflib
+
+    near = difflib.get_close_matches(given, [str(c) for c in choices], n=1)
+    return f" (did you mean {near[0]}?)" if near else ""
+
+
 class UnsafePath(BadInput):
     """A path in a tree is a link, a device, a FIFO, escapes the root or cannot be read."""
 

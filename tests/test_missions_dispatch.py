@@ -100,6 +100,7 @@ def _refusals(tmp_path: Path, pinned: str, drifted: str) -> list[tuple[str, dict
         ("no snapshot SHA-256", variant(lambda r: r["snapshot"].pop("sha256")), 2, 422, "snapshot.sha256"),
         ("an output identity already used", variant(lambda r: r.update(output="first-run")), 7, 409, "output"),
         ("an unknown resource profile", variant(lambda r: r.update(profile="huge")), 2, 422, "profile"),
+        ("a mistyped resource profile", variant(lambda r: r.update(profile="smal")), 2, 422, "profile"),
         ("half a resume pair", variant(lambda r: r.update(resume={"bundle": "run-1"})), 2, 422, "resume"),
         ("a resume pin that is not anchored", variant(lambda r: r.update(resume={"bundle": "run-0",
          "digest": "0x" + "77" * 32})), 3, 404, "resume.digest"),
@@ -126,6 +127,9 @@ def test_every_refusal_of_the_door_names_its_field_and_stores_nothing(
         assert answer.status_code == status, (name, answer.json())
         assert set(answer.json()) == {"code", "message", "detail"} and answer.json()["detail"]["field"] == field
         assert submissions(chain.data_dir) == stored, name  # nothing written
+        if name == "a mistyped resource profile":  # both doors say what was meant
+            assert body["error"]["message"].endswith("(did you mean small?)"), body
+            assert answer.json()["message"].endswith("(did you mean small?)")
     # the local-snapshot check is the CLI's: the service never opens a path a client names
     local = tmp_path / "snap.parquet"
     request = _valid("local-snapshot")

@@ -297,13 +297,10 @@ def report(
     from anchor.research.tables import FORMATS
 
     if output_format not in FORMATS:
-        import difflib
+        from anchor.errors import BadInput, did_you_mean
 
-        from anchor.errors import BadInput
-
-        near = difflib.get_close_matches(output_format, FORMATS, n=1)
         raise BadInput(f"--format {output_format!r}: expected one of {', '.join(FORMATS)}"
-                       + (f" (did you mean {near[0]}?)" if near else ""), detail={"field": "format"})  # fmt: skip
+                       + did_you_mean(output_format, FORMATS), detail={"field": "format"})  # fmt: skip
     json = json or output_format == "json"
     from anchor.errors import ChainUnreachable
     from anchor.research.checkpoints import check_anchored_heads

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from anchor.errors import BadInput, Conflict, NotAnchored, Tampered
+from anchor.errors import BadInput, Conflict, NotAnchored, Tampered, did_you_mean
 from anchor.files import PRIVATE_FILE, private_dir
 from anchor.layout import DataDir
 from anchor.manifest.mission import Mission
@@ -131,7 +131,8 @@ def check(
             )
     if request.profile not in PROFILES:
         raise BadInput(
-            f"profile: {request.profile!r} is not a declared resource profile ({', '.join(PROFILES)})",
+            f"profile: {request.profile!r} is not a declared resource profile ({', '.join(PROFILES)})"
+            + did_you_mean(request.profile, PROFILES),
             detail={"field": "profile"},
         )
     resume = None

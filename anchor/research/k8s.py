@@ -38,7 +38,7 @@ from anchor.anchoring.k8s import (
     to_yaml,
     token_env,
 )
-from anchor.errors import BadInput
+from anchor.errors import BadInput, did_you_mean
 
 COMMIT = re.compile(r"^([0-9a-f]{40}|[0-9a-f]{64})$")
 __all__ = ["JobSpec", "render_job", "render_researchers", "to_yaml"]
@@ -102,10 +102,7 @@ class JobSpec:
         if self.ledger_claim is not None:
             check_name("ledger_claim", self.ledger_claim)
         if self.sandbox_runtime not in ("gvisor", "seccomp"):
-            import difflib
-
-            near = difflib.get_close_matches(self.sandbox_runtime, ("gvisor", "seccomp"), n=1)
-            hint = f" (hint: did you mean {near[0]}?)" if near else ""
+            hint = did_you_mean(self.sandbox_runtime, ("gvisor", "seccomp"))
             raise BadInput(f"--sandbox-runtime: {self.sandbox_runtime!r} is neither gvisor nor seccomp{hint}",
                            detail={"field": "sandbox_runtime"})  # fmt: skip
         check_name("runtime_class", self.runtime_class)

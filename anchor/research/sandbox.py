@@ -174,12 +174,9 @@ class Sandbox:
 def check_runtime(runtime: str) -> str:
     """`runtime`, or `BadInput` naming the near one (checked before a command writes anything)."""
     if runtime not in RUNTIMES:
-        import difflib
+        from anchor.errors import BadInput, did_you_mean
 
-        from anchor.errors import BadInput
-
-        near = difflib.get_close_matches(runtime, RUNTIMES, n=1)
-        hint = f" (did you mean {near[0]}?)" if near else ""
+        hint = did_you_mean(runtime, RUNTIMES)
         raise BadInput(f"--sandbox-runtime: {runtime!r} is neither bubblewrap nor gvisor{hint}",
                        detail={"field": "sandbox_runtime"})  # fmt: skip
     return runtime
