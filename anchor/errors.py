@@ -91,6 +91,34 @@ def did_you_mean(given: str, choices: Any) -> str:
     return f" (did you mean {near[0]}?)" if near else ""
 
 
+def did_you_mean_path(path: Any) -> str:
+    """The hint `(did you mean P?)`, with a space before it, for a path that does not exist: the closest
+    existing name, component by component from the first missing one (`examples/research/contract.tom`
+    -> `examples/research/contract.toml`); empty when nothing is close."""
+    import difflib
+    import os
+    from pathlib import Path
+
+    path = Path(path)
+    parts = path.parts
+    base = Path(parts[0]) if path.is_absolute() else Path(".")
+    for i, part in enumerate(parts[1:] if path.is_absolute() else parts):
+        candidate = base / part
+        if not candidate.exists():
+            try:
+                names = [entry.name for entry in os.scandir(base)]
+            except OSError:
+                return ""
+            match = difflib.get_close_matches(part, names, n=1, cutoff=0.7)
+            if not match:
+                return ""
+            rest = parts[(i + 2 if path.is_absolute() else i + 1) :]
+            fixed = base / match[0]
+            return f" (did you mean {fixed.joinpath(*rest) if fixed.joinpath(*rest).exists() else fixed}?)"
+        base = candidate
+    return ""
+
+
 class UnsafePath(BadInput):
     """A path in a tree is a link, a device, a FIFO, escapes the root or cannot be read."""
 

@@ -14,6 +14,7 @@ import pytest
 from anchor import __version__
 from anchor.errors import ExitCode
 from tests.cli import ANCHOR_BIN, run_anchor, run_anchor_process
+from tests.conftest import ROOT
 
 
 def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -171,6 +172,30 @@ def test_verify_of_a_path_never_stamped_is_not_anchored_naming_where_it_looked(t
         assert as_json.returncode == ExitCode.NOT_ANCHORED and error["code"] == "not_anchored"
         assert error["detail"]["looked_in"][0] == f"{target}.anchor.json"
     assert not (tmp_path / "data").exists()  # a read-only verdict wrote nothing
+
+
+@pytest.mark.parametrize(
+    ("args", "meant"),
+    [
+        (
+            ["research", "run", "--repo", "r", "--contract", "examples/research/contract.tom"],
+            "examples/research/contract.toml",
+        ),
+        (["mission", "check", "examples/mission/misson.toml"], "examples/mission/mission.toml"),
+        (["bundle", "examples/result-bundle/bundel.toml"], "examples/result-bundle/bundle.toml"),
+        (["snapshot", "add", "examples/mission/price.csv"], "examples/mission/prices.csv"),
+        (["hash", "examples/bundel"], "examples/bundle"),
+        (["verify", "examples/bundle/outputs/metric.json"], "examples/bundle/outputs/metrics.json"),
+    ],
+    ids=["contract", "mission", "bundle-spec", "snapshot", "hash", "verify"],
+)
+def test_a_mistyped_file_is_named_with_the_file_meant(args: list[str], meant: str, tmp_path: Path) -> None:
+    """`--contract examples/research/contract.tom` said "no such attempt contract" and stopped there; every
+    "no such ..." now names the closest existing path (anchor.errors.did_you_mean_path), exit 2."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
+    env["ANCHOR_DATA_DIR"] = str(tmp_path / "data")
+    done = run_anchor(args, env, cwd=ROOT)
+    assert done.returncode == ExitCode.BAD_INPUT and f"(did you mean {meant}?)" in done.stderr, done.stderr
 
 
 def test_hash_says_in_words_what_it_did_with_links(tmp_path: Path) -> None:

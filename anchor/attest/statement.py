@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from anchor.errors import BadInput, Tampered
+from anchor.errors import BadInput, Tampered, did_you_mean_path
 from anchor.proof.file import ProofFile, load_proof, parse_proof
 from anchor.readback.verifier import Verification, verify_proof
 from anchor.settings.session import Settings
@@ -163,7 +163,7 @@ def read_statements(path: Path) -> list[dict[str, Any]]:
             raise BadInput(f"{path}: larger than {MAX_STATEMENTS_BYTES} bytes", detail={"file": str(path)})
         lines = [line for line in path.read_bytes().splitlines() if line.strip()]
     except FileNotFoundError:
-        raise BadInput(f"{path}: no such statement file", detail={"file": str(path)}) from None
+        raise BadInput(f"{path}: no such statement file{did_you_mean_path(path)}", detail={"file": str(path)}) from None
     statements = []
     for number, line in enumerate(lines, start=1):
         item = parse_json(line, f"{path}:{number}")

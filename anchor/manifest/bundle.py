@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from anchor.errors import BadInput
+from anchor.errors import BadInput, did_you_mean_path
 from anchor.manifest.environment import Environment
 from anchor.manifest.filetree import FileTreeManifest, hash_tree
 from anchor.manifest.identity import HasIdentity
@@ -250,7 +250,9 @@ def read_bundle_spec(spec_path: Path) -> dict[str, Any]:
     try:
         spec = tomllib.loads(spec_path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise BadInput(f"{spec_path}: no such bundle spec", detail={"field": "spec"}) from None
+        raise BadInput(
+            f"{spec_path}: no such bundle spec{did_you_mean_path(spec_path)}", detail={"field": "spec"}
+        ) from None
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise BadInput(f"{spec_path}: not a TOML bundle spec ({exc})", detail={"field": "spec"}) from None
     known = {

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from anchor.errors import BadInput
+from anchor.errors import BadInput, did_you_mean_path
 from anchor.manifest.attempt import canonical_decimal
 from anchor.manifest.canonical import canonical_json
 from anchor.manifest.identity import HasIdentity
@@ -95,7 +95,7 @@ def load_mission(path: Path) -> tuple[Mission, bytes]:
             raise BadInput(f"{path}: larger than {MAX_MISSION_BYTES} bytes", detail={"file": str(path)})
         raw = path.read_bytes()
     except FileNotFoundError:
-        raise BadInput(f"{path}: no such mission file", detail={"file": str(path)}) from None
+        raise BadInput(f"{path}: no such mission file{did_you_mean_path(path)}", detail={"file": str(path)}) from None
     try:
         text = raw.decode("utf-8")
         data = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)

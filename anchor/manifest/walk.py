@@ -22,7 +22,7 @@ import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 
-from anchor.errors import BadInput, FileChanged, UnsafePath
+from anchor.errors import BadInput, FileChanged, UnsafePath, did_you_mean_path
 from anchor.manifest.exclude import Rules
 
 SYMLINK_POLICIES = ("refuse", "record", "follow-inside")
@@ -45,7 +45,9 @@ def root_kind(base: Path) -> str:
     try:
         mode = os.lstat(base).st_mode
     except FileNotFoundError:
-        raise BadInput(f"{base}: no such file or directory", detail={"path": str(base)}) from None
+        raise BadInput(
+            f"{base}: no such file or directory{did_you_mean_path(base)}", detail={"path": str(base)}
+        ) from None
     except OSError as exc:
         raise UnsafePath(f"{base}: cannot be read ({exc.strerror})", detail={"path": str(base)}) from None
     if stat.S_ISLNK(mode):

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from anchor.errors import BadInput, NotAnchored, Tampered
+from anchor.errors import BadInput, NotAnchored, Tampered, did_you_mean_path
 from anchor.files import private_dir
 from anchor.settings.session import start_ticks
 
@@ -79,6 +79,8 @@ class SnapshotCache:
 
     def add(self, source: Path) -> Fetched:
         """Copy a local file into the cache under its SHA-256."""
+        if not source.exists():
+            raise BadInput(f"{source}: no such file{did_you_mean_path(source)}", detail={"field": "path"})
         if not source.is_file():
             raise BadInput(f"{source}: not a file (a snapshot is one file: an archive, a table)",
                            detail={"field": "path"})  # fmt: skip
@@ -225,7 +227,7 @@ class SnapshotCache:
             with open(source, "rb") as handle:
                 yield handle
         except FileNotFoundError:
-            raise BadInput(f"{source}: no such file", detail={"field": "from"}) from None
+            raise BadInput(f"{source}: no such file{did_you_mean_path(source)}", detail={"field": "from"}) from None
 
     def _clear_tmp(self) -> None:
         """Remove partial downloads left by a fetch that died (its process gone)."""

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from anchor.errors import BadInput, Pending, ProofFormatError
+from anchor.errors import BadInput, Pending, ProofFormatError, did_you_mean_path
 from anchor.files import atomic_write
 from anchor.ingest.untrusted_json import parse_json
 from anchor.proof.receipt import Receipt
@@ -223,7 +223,7 @@ def load_any(path: Path) -> ProofFile | PendingProof:
         if len(data) > MAX_PROOF_BYTES:
             raise ProofFormatError(f"{path}: larger than {MAX_PROOF_BYTES} bytes", detail={"file": str(path)})
     except FileNotFoundError:
-        raise BadInput(f"{path}: no such proof file", detail={"file": str(path)}) from None
+        raise BadInput(f"{path}: no such proof file{did_you_mean_path(path)}", detail={"file": str(path)}) from None
     except OSError as exc:
         raise ProofFormatError(f"{path}: not a JSON proof file ({exc})", detail={"file": str(path)}) from None
     return parse_any(data, str(path))

@@ -54,15 +54,13 @@ def require_proof(path: Path) -> Path:
     exist (a typo, with the near name), `NotAnchored` (exit 3) for one never stamped, saying where it
     looked and how to make one; for a file inside a stamped folder, how to prove that file from the
     folder's proof (`anchor prove`), never to stamp it again as a record of its own."""
-    from anchor.errors import BadInput, NotAnchored
+    from anchor.errors import BadInput, NotAnchored, did_you_mean_path
 
     found = find_proof(path)
     if found.is_file():
         return found
     if not path.exists() and not path.is_symlink():
-        near = _near(path)
-        raise BadInput(f"{path}: no such file or folder" + (f" (did you mean {near}?)" if near else ""),
-                       detail={"path": str(path)})  # fmt: skip
+        raise BadInput(f"{path}: no such file or folder{did_you_mean_path(path)}", detail={"path": str(path)})
     stamped = next((folder for folder in list(path.resolve().parents)[:16]
                     if folder.name and default_proof_path(folder).is_file()), None)  # fmt: skip
     if stamped is not None:
@@ -90,29 +88,6 @@ def _first_part_exists(candidate: Path, path: Path) -> bool:
         if ancestor.name and candidate.is_relative_to(proofs):
             return proofs.is_dir()
     return False
-
-
-def _near(path: Path) -> str | None:
-    """The closest existing name to a mistyped path, component by component from the first missing one."""
-    import difflib
-
-    parts = path.parts
-    base = Path(parts[0]) if path.is_absolute() else Path(".")
-    for i, part in enumerate(parts[1:] if path.is_absolute() else parts):
-        candidate = base / part
-        if not candidate.exists():
-            try:
-                names = [entry.name for entry in os.scandir(base)]
-            except OSError:
-                return None
-            match = difflib.get_close_matches(part, names, n=1, cutoff=0.7)
-            if not match:
-                return None
-            rest = parts[(i + 2 if path.is_absolute() else i + 1) :]
-            fixed = base / match[0]
-            return str(fixed.joinpath(*rest)) if (fixed.joinpath(*rest)).exists() else str(fixed)
-        base = candidate
-    return None
 
 
 def _proofs_beside_folders(path: Path) -> list[Path]:

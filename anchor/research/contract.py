@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from anchor.errors import BadInput
+from anchor.errors import BadInput, did_you_mean_path
 from anchor.manifest.validation import validated
 
 
@@ -153,7 +153,9 @@ def load_contract(path: Path) -> tuple[AttemptContract, bytes]:
         raw = path.read_bytes()
         data = tomllib.loads(raw.decode("utf-8"))
     except FileNotFoundError:
-        raise BadInput(f"{path}: no such attempt contract", detail={"field": "contract"}) from None
+        raise BadInput(
+            f"{path}: no such attempt contract{did_you_mean_path(path)}", detail={"field": "contract"}
+        ) from None
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise BadInput(f"{path}: not a TOML attempt contract ({exc})", detail={"field": "contract"}) from None
     return validated(AttemptContract, data, str(path)), raw
