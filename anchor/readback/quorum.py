@@ -39,6 +39,17 @@ def read_agreed(
     endpoints: list[str | None] = list(settings.read_rpcs) or [settings.rpc_url]
     if quorum is not None and not 1 <= quorum <= 64:
         raise BadInput(f"--quorum {quorum}: expected 1 to 64", detail={"field": "quorum"})
+    seen: set[str] = set()
+    for url in endpoints:  # one endpoint is one voter: listed twice, it alone could meet a quorum of two
+        same = (url or "").rstrip("/")  # a provider's key in the path is case-sensitive: not lowered
+        if same in seen:
+            raise BadInput(f"--rpc-url {redact_url(same)} is named twice: an endpoint votes once (name each once)",
+                           detail={"field": "rpc_url"})  # fmt: skip
+        seen.add(same)
+    if quorum is not None and quorum > len(endpoints):
+        raise BadInput(f"--quorum {quorum}: only {len(endpoints)} read endpoints are given, so no answer could"
+                       f" have {quorum} behind it (hint: --quorum {len(endpoints)}, or more --rpc-url)",
+                       detail={"field": "quorum"})  # fmt: skip
     if len(endpoints) == 1 and (quorum or 1) == 1:
         return read(settings), None
     need = quorum or len(endpoints) // 2 + 1

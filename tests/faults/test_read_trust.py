@@ -91,7 +91,7 @@ def test_two_honest_endpoints_outvote_a_liar_and_name_it_and_the_liar_alone_gets
         assert sorted(verdict["quorum"]["agreeing"]) == sorted(p.url for p in honest)
         assert list(verdict["quorum"]["disagreeing"]) == [liar.url]
         refused = _cli(fresh_chain, "--rpc-url", liar.url, "verify", str(bundle), "--quorum", "2")
-        assert refused.returncode == ExitCode.NO_QUORUM, refused.stderr
+        assert refused.returncode == ExitCode.BAD_INPUT and "only 1 read endpoints" in refused.stderr  # never read
         split = _cli(fresh_chain, "--rpc-url", honest[0].url, "--rpc-url", liar.url, "verify", str(bundle))
         assert split.returncode == ExitCode.NO_QUORUM and liar.url in split.stderr  # 1 against 1: no answer
     finally:
@@ -123,3 +123,33 @@ def test_an_endpoint_listed_first_cannot_make_an_anchor_final_for_the_quorum(fre
     finally:
         for proxy in (liar, *honest):
             proxy.stop()
+
+
+def test_an_endpoint_named_twice_votes_once_and_a_quorum_no_list_can_meet_is_refused_before_any_read(
+    tmp_path: Path,
+) -> None:
+    """The same endpoint listed twice (`--rpc-url A --rpc-url A --rpc-url B`, or ANCHOR_READ_RPCS) counted
+    as two voters, so A alone met a quorum of 2 that was meant to need two parties; and `--quorum 3` with
+    two endpoints read both, then said "no quorum" (exit 12) for a list that could never give one. Both are
+    now refused as input (exit 2) before anything is read."""
+    import pytest
+
+    from anchor.errors import BadInput
+    from anchor.readback.quorum import read_agreed
+    from anchor.settings.session import Settings
+
+    reads: list[str | None] = []
+
+    def read(one: Settings) -> str:
+        reads.append(one.rpc_url)
+        return "verified"
+
+    twice = Settings(data_dir=tmp_path, read_rpcs=("http://a.example:8545", "http://a.example:8545/", "http://b:1"))
+    with pytest.raises(BadInput, match="named twice") as refused:
+        read_agreed(twice, read, lambda answer: answer, quorum=2)
+    assert refused.value.detail["field"] == "rpc_url" and reads == []
+    two = Settings(data_dir=tmp_path, read_rpcs=("http://a.example:8545", "http://b.example:8545"))
+    with pytest.raises(BadInput, match="--quorum 3: only 2 read endpoints") as refused:
+        read_agreed(two, read, lambda answer: answer, quorum=3)
+    assert refused.value.detail["field"] == "quorum" and reads == []
+    assert read_agreed(two, read, lambda answer: answer, quorum=2)[0] == "verified" and len(reads) == 2
