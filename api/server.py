@@ -66,6 +66,9 @@ def serve(settings: Settings, options: ServeOptions) -> None:
         settings = dataclasses.replace(settings, browser_rpc_urls=(public_url_of(options.browser_rpc_url) or "",))
     if options.rpc_url:
         settings = dataclasses.replace(settings, rpc_url=options.rpc_url)
+    from anchor.readback.quorum import read_endpoints
+
+    read_endpoints(settings)  # a read list that names an endpoint twice: refused now, not on every request
 
     import uvicorn
 

@@ -36,16 +36,9 @@ def read_agreed(
     voted on; `weakest` picks, among the agreeing answers, the one that claims the least of it. Taking
     the first agreeing answer let one endpoint listed first make a 1-confirmation anchor "finalized"
     while the verdict said every endpoint agreed."""
-    endpoints: list[str | None] = list(settings.read_rpcs) or [settings.rpc_url]
+    endpoints = read_endpoints(settings)
     if quorum is not None and not 1 <= quorum <= 64:
         raise BadInput(f"--quorum {quorum}: expected 1 to 64", detail={"field": "quorum"})
-    seen: set[str] = set()
-    for url in endpoints:  # one endpoint is one voter: listed twice, it alone could meet a quorum of two
-        same = (url or "").rstrip("/")  # a provider's key in the path is case-sensitive: not lowered
-        if same in seen:
-            raise BadInput(f"--rpc-url {redact_url(same)} is named twice: an endpoint votes once (name each once)",
-                           detail={"field": "rpc_url"})  # fmt: skip
-        seen.add(same)
     if quorum is not None and quorum > len(endpoints):
         raise BadInput(f"--quorum {quorum}: only {len(endpoints)} read endpoints are given, so no answer could"
                        f" have {quorum} behind it (hint: --quorum {len(endpoints)}, or more --rpc-url)",
@@ -91,6 +84,21 @@ def read_agreed(
         value.detail = {**value.detail, "quorum": agreement}
         raise value
     return value, agreement
+
+
+def read_endpoints(settings: Settings) -> list[str | None]:
+    """The endpoints a read asks (None: the local chain), each once, or `BadInput` for a list that names one
+    twice: an endpoint is one voter, and listed twice it alone could meet a quorum of two. Checked before
+    any read, and by `anchor serve` before it serves (a service with such a list would refuse every read)."""
+    endpoints: list[str | None] = list(settings.read_rpcs) or [settings.rpc_url]
+    seen: set[str] = set()
+    for url in endpoints:
+        same = (url or "").rstrip("/")  # a provider's key in the path is case-sensitive: not lowered
+        if same in seen:
+            raise BadInput(f"{redact_url(same)} is named twice among the read endpoints (--rpc-url, ANCHOR_READ_RPCS):"
+                           " an endpoint votes once, so name each once", detail={"field": "rpc_url"})  # fmt: skip
+        seen.add(same)
+    return endpoints
 
 
 def _differs(value: Any, agreed: object, asserts: Callable[[Any], object]) -> str:

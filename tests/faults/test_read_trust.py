@@ -153,3 +153,11 @@ def test_an_endpoint_named_twice_votes_once_and_a_quorum_no_list_can_meet_is_ref
         read_agreed(two, read, lambda answer: answer, quorum=3)
     assert refused.value.detail["field"] == "quorum" and reads == []
     assert read_agreed(two, read, lambda answer: answer, quorum=2)[0] == "verified" and len(reads) == 2
+    # a service configured so is refused when it starts, not on every read it would answer
+    import os
+
+    from tests.cli import run_anchor_process
+
+    env = {**os.environ, "ANCHOR_DATA_DIR": str(tmp_path / "d"), "ANCHOR_READ_RPCS": "http://a:1,http://a:1/"}
+    served = run_anchor_process(["serve", "--port", "9"], env, timeout=60)  # a child: had it served, it times out
+    assert served.returncode == ExitCode.BAD_INPUT and "named twice among the read endpoints" in served.stderr
