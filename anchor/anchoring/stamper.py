@@ -15,7 +15,7 @@ the two ways is behind these methods.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -176,11 +176,27 @@ class Stamper(ABC):
     ) -> Stamped:
         """A result bundle and, when it has milestones, its timing record beside it."""
 
+    def queue(
+        self, paths: Sequence[Path], hash_tree: Callable[[Path], FileTreeManifest], idempotency_key: str | None = None
+    ) -> list[Queued]:
+        """`anchor journal submit`: each path hashed (`hash_tree`: the door's rules and progress) and queued,
+        its proof to be written beside it: in the journal here (nothing is sent until a flush), or at the
+        services (a pending proof at once). `idempotency_key` names one submission to the journal here. The
+        arguments and every proof's output path are checked before anything is hashed."""
+        from anchor.proof.file import check_output_path
+        from anchor.proof.locate import default_proof_path
+
+        if idempotency_key is not None and len(paths) != 1:
+            raise BadInput("--idempotency-key names one submission: give one PATH", detail={"field": "idempotency_key"})
+        outs = [default_proof_path(path) for path in paths]
+        for out in outs:
+            check_output_path(out)
+        return self._queue([(path, hash_tree(path), out) for path, out in zip(paths, outs, strict=True)],
+                           idempotency_key)  # fmt: skip
+
     @abstractmethod
-    def queue(self, trees: Sequence[tuple[Path, FileTreeManifest]], idempotency_key: str | None = None) -> list[Queued]:
-        """`anchor journal submit`: each hashed path queued, its proof to be written beside it: in the journal
-        here (nothing is sent until a flush), or at the services (a pending proof at once). Every output path
-        is checked before anything is queued. `idempotency_key` names one submission to the journal here."""
+    def _queue(self, trees: Sequence[tuple[Path, FileTreeManifest, Path]], idempotency_key: str | None) -> list[Queued]:
+        """Queue each (path, tree, proof output), checked by `queue`."""
 
     def upgrade(self, proof_path: Path) -> UpgradeOutcome:
         """Fetch each service's anchor for a pending proof, check it against the chain, write it in
@@ -262,16 +278,14 @@ class KeyStamper(Stamper):
 
         return Stamped.of_key(anchor_bundle(manifest, tree, self.settings, proof_out, notes))
 
-    def queue(self, trees: Sequence[tuple[Path, FileTreeManifest]], idempotency_key: str | None = None) -> list[Queued]:
+    def _queue(self, trees: Sequence[tuple[Path, FileTreeManifest, Path]], idempotency_key: str | None) -> list[Queued]:
         from anchor.journal.submit import Submission
 
-        outs = _proof_outputs(trees, idempotency_key)
         done = self._open().submit([
-            Submission(tree.identity(), {"files": tree.files_json()}, idempotency_key, out)
-            for (_, tree), out in zip(trees, outs, strict=True)
+            Submission(tree.identity(), {"files": tree.files_json()}, idempotency_key, out) for _, tree, out in trees
         ])  # fmt: skip
         return [Queued(path, "0x" + one.digest.hex(), one.state, one.duplicate)
-                for (path, _), one in zip(trees, done, strict=True)]  # fmt: skip
+                for (path, _, _), one in zip(trees, done, strict=True)]  # fmt: skip
 
     def record_search(
         self, attempts: Sequence[tuple[dict[str, Any], int]], head: dict[str, Any], head_proof: Path,
@@ -337,9 +351,9 @@ class ServiceStamper(Stamper):
 
         return self._written(stamp_through(tree.identity(), tree.files_json(), self.services, proof_out))
 
-    def queue(self, trees: Sequence[tuple[Path, FileTreeManifest]], idempotency_key: str | None = None) -> list[Queued]:
+    def _queue(self, trees: Sequence[tuple[Path, FileTreeManifest, Path]], idempotency_key: str | None) -> list[Queued]:
         queued = []
-        for (path, tree), out in zip(trees, _proof_outputs(trees, idempotency_key), strict=True):
+        for path, tree, out in trees:
             done = self._stamp_tree(path, tree, out)  # the client keys each call by its digest (retries are one)
             queued.append(Queued(path, done.digest, done.state, services=tuple(r.url for r in done.receipts),
                                  not_taken=done.not_taken))  # fmt: skip
@@ -405,16 +419,3 @@ class ServiceStamper(Stamper):
             for service in self.services:
                 relay_lineage(service, researcher, fields)
         return {"researcher": researcher.address, "services": [s.url for s in self.services]}
-
-
-def _proof_outputs(trees: Sequence[tuple[Path, FileTreeManifest]], idempotency_key: str | None) -> list[Path]:
-    """Each queued path's proof, `<PATH>.anchor.json`, checked writable before anything is queued."""
-    from anchor.proof.file import check_output_path
-    from anchor.proof.locate import default_proof_path
-
-    if idempotency_key is not None and len(trees) != 1:
-        raise BadInput("--idempotency-key names one submission: give one PATH", detail={"field": "idempotency_key"})
-    outs = [default_proof_path(path) for path, _ in trees]
-    for out in outs:
-        check_output_path(out)
-    return outs

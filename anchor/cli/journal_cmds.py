@@ -45,16 +45,15 @@ def submit(
     """Journal PATHS for the next batch; nothing is sent until `anchor journal flush`. With --service,
     they go to the service's journal instead (pending proofs at once; `anchor upgrade` later)."""
     from anchor.anchoring.stamper import Stamper
-    from anchor.manifest.filetree import hash_tree
+    from anchor.manifest.filetree import FileTreeManifest, hash_tree
 
     # services (--service, else ANCHOR_SERVICE_URLS) or the journal here: the Stamper's one decision
+    def hashed(path: Path) -> FileTreeManifest:
+        with hash_progress(ctx, json) as progress:
+            return hash_tree(path, rules_for(path, exclude, no_default_excludes), symlinks.value, progress)
+
     with Stamper.from_settings(_settings(ctx), service_urls) as stamper:
-        trees = []
-        for path in paths:
-            with hash_progress(ctx, json) as progress:
-                trees.append((path, hash_tree(path, rules_for(path, exclude, no_default_excludes), symlinks.value,
-                                              progress)))  # fmt: skip
-        rows = [q.to_json() for q in stamper.queue(trees, idempotency_key)]
+        rows = [q.to_json() for q in stamper.queue(paths, hashed, idempotency_key)]
     emit(ctx, json, {"submitted": rows}, [
         f"{r['manifest_digest']}  {r['path']}  " + (f"pending at {', '.join(r['services'])}" if "services" in r
                                                      else f"{'duplicate, ' if r['duplicate'] else ''}{r['state']}")
