@@ -71,6 +71,19 @@ def test_an_offline_verifier_refuses_a_finality_policy_before_reading_anything(t
     assert refused.value.detail == {"field": "min_finality"}
 
 
+def test_verify_each_gives_every_path_its_verdict_or_its_error_in_turn(tmp_path: Path) -> None:
+    """`Verifier.verify_each` (what `anchor verify A B C` renders): a failure is that path's typed error,
+    yielded in its place, and the next path is still verified."""
+    import anchor
+    from anchor.errors import BadInput
+
+    (tmp_path / "here").write_text("never stamped\n")
+    verifier = anchor.Verifier(anchor.Settings(data_dir=tmp_path / "data"))
+    got = list(verifier.verify_each([tmp_path / "missing", tmp_path / "here"]))
+    assert [path.name for path, _ in got] == ["missing", "here"]
+    assert isinstance(got[0][1], BadInput) and isinstance(got[1][1], anchor.errors.NotAnchored)
+
+
 def test_import_anchor_imports_nothing_of_the_package_until_a_name_is_used() -> None:
     probe = "import sys, anchor; print(sorted(m for m in sys.modules if m.startswith('anchor.') or m == 'typing'))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)

@@ -418,7 +418,7 @@ def verify(
         if proof is not None or spec is not None or subjects_in is not None:
             raise BadInput("--proof, --spec and --in name one subject: give one PATH with them",
                            detail={"field": "path"})  # fmt: skip
-        _verify_many(ctx, json, listed, lambda one: _verify_one(verifier, one, policy, require=require))
+        _verify_many(ctx, json, verifier.verify_each(listed, policy=policy, require=require))
         return
     path = listed[0]
     result, later = _verify_one(verifier, path, policy, proof, spec, subjects_in, require)
@@ -462,32 +462,30 @@ def _listed_paths(source: Path) -> list[Path]:
     return [Path(line) for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
 
 
-def _verify_many(ctx: typer.Context, json: bool, paths: list[Path], one: Any) -> None:
+def _verify_many(ctx: typer.Context, json: bool, verdicts: Any) -> None:
     """Each path's verdict on one line (the error's first line for a failure), then a summary; exits
     with the highest code any path got, so a script sees the worst of them."""
     import json as jsonlib
 
     from anchor.cli.output import printable
     from anchor.errors import AnchorError
-    from anchor.library.verifier import Verifier
+    from anchor.library.verifier import superseded_by
 
     rows: list[dict[str, Any]] = []
-    with Verifier.reads_once():  # one chain read per root, however many proofs of it (issue 49)
-        for path in paths:
-            try:
-                result, later = one(path)
-            except AnchorError as exc:
-                rows.append({"path": str(path), "ok": False, "exit_code": int(exc.exit_code), "error": exc.to_dict()})
-                if not wants_json(ctx, json):
-                    said = exc.message.removeprefix(f"{path}: ")
-                    print(printable(f"{exc.code.upper()}  {path}: {said}"), flush=True)
-                continue
-            rows.append({"path": str(path), "ok": True, "exit_code": 0, "manifest_digest": result.manifest_digest,
-                         "anchored_block": result.anchored_block, "superseded": later is not None})  # fmt: skip
+    for path, result in verdicts:  # as each is given (Verifier.verify_each: the chain read once per root)
+        if isinstance(result, AnchorError):
+            rows.append({"path": str(path), "ok": False, "exit_code": int(result.exit_code), "error": result.to_dict()})
             if not wants_json(ctx, json):
-                note = " (superseded by a later stamp)" if later else ""
-                print(printable(f"OK  {path} ({count(result.files, 'file')}), block {result.anchored_block}{note}"),
-                      flush=True)  # fmt: skip
+                said = result.message.removeprefix(f"{path}: ")
+                print(printable(f"{result.code.upper()}  {path}: {said}"), flush=True)
+            continue
+        later = superseded_by(path, None, result.manifest_digest)
+        rows.append({"path": str(path), "ok": True, "exit_code": 0, "manifest_digest": result.manifest_digest,
+                     "anchored_block": result.anchored_block, "superseded": later is not None})  # fmt: skip
+        if not wants_json(ctx, json):
+            note = " (superseded by a later stamp)" if later else ""
+            print(printable(f"OK  {path} ({count(result.files, 'file')}), block {result.anchored_block}{note}"),
+                  flush=True)  # fmt: skip
     failed = [r for r in rows if not r["ok"]]
     worst = max((r["exit_code"] for r in rows), default=0)
     summary = f"{len(rows) - len(failed)} of {count(len(rows), 'path')} verified" + (

@@ -19,12 +19,12 @@ and one per preset chain (`Verifier.base_sepolia()`, `Verifier.base()`, `Verifie
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from anchor.errors import BadInput
+from anchor.errors import AnchorError, BadInput
 from anchor.readback.verifier import Policy, Verification
 from anchor.settings.session import Settings
 
@@ -167,6 +167,20 @@ class Verifier:
         # last: what the verdict must show beyond "anchored" (who, by when, how final)
         (policy or Policy()).check(verdict)
         return verdict
+
+    def verify_each(
+        self, paths: Iterable[Path | str], *, policy: Policy | None = None, require: str = "any"
+    ) -> Iterator[tuple[Path, Verification | AnchorError]]:
+        """Each path's verdict, or the typed error it failed with (yielded, not raised), in order, as each
+        is given: `anchor verify A B C` and `--from`. The chain is read once per root for all of them
+        (`reads_once`): 1,000 proofs of one batch are one read of it, then each is checked locally."""
+        with self.reads_once():
+            for given in paths:
+                path = Path(given)
+                try:
+                    yield path, self.verify(path, policy=policy, require=require)
+                except AnchorError as exc:
+                    yield path, exc
 
     def verify_proof(self, proof: ProofFile, policy: Policy | None = None, *, data: Path | None = None) -> Verification:
         """The verdict on a proof already loaded (the API's routes, the explorer): the same checklist,
