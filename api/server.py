@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,6 +100,7 @@ def serve_index(settings: Settings, options: ServeOptions) -> None:
 
     from anchor.index.follow import progress_to_stderr
     from anchor.index.site import SiteOptions, open_site
+    from anchor.manifest.onchain import parse_address
     from anchor.settings.session import endpoint_of as redact_url
     from api.index_app import create_index_app
 
@@ -113,9 +113,8 @@ def serve_index(settings: Settings, options: ServeOptions) -> None:
         from anchor.chain.canonical import canonical_address
 
         registry = canonical_address()
-    elif not re.fullmatch(r"0x[0-9a-fA-F]{40}", registry):
-        raise BadInput(f"--registry: expected the registry's 0x address (40 hex), got {registry!r}",
-                       detail={"field": "registry"})  # fmt: skip
+    else:
+        registry = parse_address(registry, "--registry")
     site_options = SiteOptions(rpc_url=url, registry=registry, index=options.index, from_block=options.from_block,
                                confirmations=options.confirmations, browser_rpc_url=options.browser_rpc_url,
                                claims=options.claims, repo=options.repo)  # fmt: skip

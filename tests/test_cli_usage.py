@@ -198,6 +198,22 @@ def test_a_mistyped_file_is_named_with_the_file_meant(args: list[str], meant: st
     assert done.returncode == ExitCode.BAD_INPUT and f"(did you mean {meant}?)" in done.stderr, done.stderr
 
 
+@pytest.mark.parametrize(
+    "args",
+    [["lookup", "0x" + "ab" * 20, "--researcher", "0x12"], ["verify", "examples/bundle", "--registry", "0x12"]],
+    ids=["lookup-researcher", "verify-registry"],
+)
+def test_a_mistyped_address_is_refused_before_any_chain_is_opened(args: list[str], tmp_path: Path) -> None:
+    """No chain runs here: `lookup --researcher 0x12` said "the local chain is not running" (exit 5) before
+    it looked at the address. Every option that takes one goes through one parser
+    (anchor.manifest.onchain.parse_address), ahead of any read."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
+    env["ANCHOR_DATA_DIR"] = str(tmp_path / "data")
+    done = run_anchor(args, env, cwd=ROOT)
+    assert done.returncode == ExitCode.BAD_INPUT, done.stderr
+    assert f"{args[2]} '0x12': expected an address, 0x and 40 hex digits (2 given)" in done.stderr
+
+
 def test_hash_says_in_words_what_it_did_with_links(tmp_path: Path) -> None:
     """It printed "1 link follow insideed"."""
     tree = tmp_path / "tree"

@@ -57,6 +57,15 @@ def test_a_verifier_refuses_a_registry_that_is_not_an_address_whatever_the_door(
         anchor.Verifier(anchor.Settings(data_dir=tmp_path), registries=["0x1234"])
     assert refused.value.detail == {"field": "registry"}
     assert anchor.Verifier(anchor.Settings(data_dir=tmp_path), registries=["0x" + "ab" * 20]).registries
+    # the one parser of an address as typed, for every option that takes one
+    from anchor.manifest.onchain import parse_address
+
+    typos = (("--researcher", "0x12"), ("--researcher-address", "0xzz" + "0" * 38), ("--registry", "ab" * 20))
+    for option, typed in typos:
+        with pytest.raises(BadInput, match="expected an address, 0x and 40 hex digits") as refused:
+            parse_address(typed, option)
+        assert refused.value.detail == {"field": option.lstrip("-").replace("-", "_")}
+    assert parse_address(" 0x" + "AB" * 20 + "\n", "--registry") == "0x" + "AB" * 20
 
 
 def test_an_offline_verifier_refuses_a_finality_policy_before_reading_anything(tmp_path: Path) -> None:

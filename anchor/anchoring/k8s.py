@@ -18,9 +18,12 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from anchor.errors import BadInput
+
+if TYPE_CHECKING:
+    from anchor.settings.session import Settings
 
 DIGEST_REF = re.compile(r"^[a-z0-9][a-z0-9._/:-]*@sha256:[0-9a-f]{64}$")
 NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,40}[a-z0-9])?$")
@@ -129,7 +132,7 @@ class ServiceSpec:
 
 
 def render_service_for(
-    settings: Any, target: str, *, image: str | None, replicas: int, rpc_url: str | None, public_url: str | None,
+    settings: Settings, target: str, *, image: str | None, replicas: int, rpc_url: str | None, public_url: str | None,
     keys_secret: str, namespace: str | None,
 ) -> tuple[str, str]:  # fmt: skip
     """`anchor serve --render TARGET`: (the YAML, what it holds in words) for this data dir's one

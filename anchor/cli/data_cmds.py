@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -21,6 +21,12 @@ from anchor.cli.options import (
 )
 from anchor.cli.output import count, emit, hash_progress, wants_json
 from anchor.cli.verdict import quorum_lines, verdict_output, without
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from anchor.errors import AnchorError
+    from anchor.library.verifier import Policy, Verification, Verifier
 
 PathArg = Annotated[Path, typer.Argument(help="A file or a directory.")]
 ExcludeOpt = Annotated[
@@ -438,9 +444,9 @@ def _go_offline(ctx: typer.Context, offline: bool, given: list[str], listed: Pat
 
 
 def _verify_one(
-    verifier: Any, path: Path, policy: Any, proof: Path | None = None, spec: Path | None = None,
+    verifier: Verifier, path: Path, policy: Policy, proof: Path | None = None, spec: Path | None = None,
     subjects_in: Path | None = None, require: str = "any",
-) -> tuple[Any, tuple[Path, str, int] | None]:  # fmt: skip
+) -> tuple[Verification, tuple[Path, str, int] | None]:  # fmt: skip
     """One subject's verdict (raises the typed error of its failure) and the later stamp it predates."""
     from anchor.library.verifier import superseded_by
 
@@ -462,7 +468,7 @@ def _listed_paths(source: Path) -> list[Path]:
     return [Path(line) for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
 
 
-def _verify_many(ctx: typer.Context, json: bool, verdicts: Any) -> None:
+def _verify_many(ctx: typer.Context, json: bool, verdicts: Iterable[tuple[Path, Verification | AnchorError]]) -> None:
     """Each path's verdict on one line (the error's first line for a failure), then a summary; exits
     with the highest code any path got, so a script sees the worst of them."""
     import json as jsonlib

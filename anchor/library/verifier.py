@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from anchor.errors import AnchorError, BadInput
+from anchor.manifest.onchain import parse_address
 from anchor.readback.verifier import Policy, Verification
 from anchor.settings.session import Settings
 
@@ -55,7 +56,7 @@ class Verifier:
         find: Callable[[bytes], ProofFile | None] | None = None,
     ) -> None:  # fmt: skip
         self.settings = settings
-        self.registries = tuple(_address("--registry", r) for r in registries)
+        self.registries = tuple(parse_address(r, "--registry") for r in registries)
         self.quorum = quorum
         self.find = find or _proof_store(settings)
         """Where a proof named by digest comes from (a bundle's timing record, a resume pin) when no file
@@ -192,17 +193,6 @@ class Verifier:
         verdict = verify_proof(proof, self.settings, data=data, registry=registry, quorum=self.quorum, find=self.find)
         (policy or Policy()).check(verdict)
         return verdict
-
-
-def _address(option: str, value: str) -> str:
-    """An address as typed: 0x and 40 hex digits, or `BadInput` naming the option (`0x1234` was taken for
-    an address, and every verdict then said "not our registry")."""
-    import re
-
-    if not re.fullmatch(r"0x[0-9a-fA-F]{40}", value):
-        raise BadInput(f"{option} {value!r}: expected an address, 0x and 40 hex digits"
-                       f" ({len(value.removeprefix('0x'))} given)", detail={"field": option.lstrip("-")})  # fmt: skip
-    return value
 
 
 def superseded_by(path: Path, proof_path: Path | None, digest: str) -> tuple[Path, str, int] | None:

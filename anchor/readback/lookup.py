@@ -16,7 +16,7 @@ from anchor.chain.open import open_chain, open_registry
 from anchor.chain.registry import LineageRecord, Registry
 from anchor.errors import NotAnchored
 from anchor.manifest.filetree import hash_tree
-from anchor.manifest.onchain import commit_key, parse_hex32
+from anchor.manifest.onchain import commit_key, parse_address, parse_hex32
 from anchor.proof.file import ProofFile, load_proof
 from anchor.readback.verifier import block_finality
 from anchor.settings.session import Settings
@@ -31,11 +31,11 @@ def lookup(
     A commit's lineage record is read by (researcher, commit) on registry v2 when `researcher` is
     given (a constant number of calls at any height); otherwise the earliest record of the commit,
     found by a bounded walk of the registry's events from its deployment block."""
+    if researcher is not None:  # a typo is exit 2 before any chain is opened
+        researcher = parse_address(researcher, "--researcher").lower()
     handle = open_chain(settings)
     registry = open_registry(settings, handle)
     body = key.lower().removeprefix("0x")
-    if researcher is not None:
-        researcher = _address(researcher)
 
     value: bytes | None = None
     stored_proof: Path | None = None
@@ -143,15 +143,6 @@ def _commit_with_prefix(registry: Registry, prefix: str, researcher: str | None)
             detail={"field": "key", "matches": matches[:20]},
         )
     return matches[0]
-
-
-def _address(text: str) -> str:
-    from anchor.errors import BadInput
-
-    body = text.lower().removeprefix("0x")
-    if len(body) != 40 or any(c not in "0123456789abcdef" for c in body):
-        raise BadInput(f"--researcher {text!r}: expected a 0x-prefixed 20-byte address", detail={"field": "researcher"})
-    return "0x" + body
 
 
 def _lineage_answer(record: LineageRecord, chain_id: int, registry: Registry, data_dir: Path) -> dict[str, Any]:

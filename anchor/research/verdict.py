@@ -204,14 +204,9 @@ def _uncertainty_holds(terms: Any, work: Path, record: Any, entries: list[dict[s
 
 
 def researcher_address(text: str) -> str:
-    import re
+    from anchor.manifest.onchain import parse_address
 
-    from anchor.errors import BadInput
-
-    if not re.fullmatch(r"0x[0-9a-fA-F]{40}", text.strip()):
-        raise BadInput(f"--researcher-address {text!r}: expected 0x and 40 hex digits",
-                       detail={"field": "researcher_address"})  # fmt: skip
-    return text.strip().lower()
+    return parse_address(text, "--researcher-address").lower()
 
 
 def search_registry(settings: Settings) -> tuple[Any, Any] | None:

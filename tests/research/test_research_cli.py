@@ -347,7 +347,8 @@ def test_a_trial_dropped_with_every_checkpoint_proof_deleted_is_caught_from_the_
     error = json.loads(dropped.stdout)["error"]
     assert "found without a proof file" in error["message"] and error["detail"]["seq"] <= len(entries) - 2
     typo = fresh_chain.cli("research", "verify", "--researcher-address", "0x123")
-    assert typo.returncode == ExitCode.BAD_INPUT and "expected 0x and 40 hex digits" in typo.stderr
+    assert typo.returncode == ExitCode.BAD_INPUT
+    assert "--researcher-address '0x123': expected an address, 0x and 40 hex digits" in typo.stderr
 
 
 def test_the_evaluators_number_is_the_one_anchored_on_chain_not_the_agents(fresh_chain: Chain, tmp_path: Path) -> None:
