@@ -82,10 +82,9 @@ def only_deployment(data_dir: Path) -> Deployment:
 
 def code_hash_at(rpc: Rpc, address: str) -> str | None:
     """0x keccak256 of the code at `address` (one eth_getCode, retried while throttled); None: no code."""
-    from anchor.chain.logs import with_backoff
     from anchor.manifest.keccak import keccak256
 
-    code = with_backoff(lambda: rpc.get_code(address), "eth_getCode")
+    code = rpc.get_code(address)
     return "0x" + keccak256(code).hex() if code else None
 
 
@@ -238,13 +237,12 @@ def deployment_block(rpc: Rpc, address: str, head: int, progress: Callable[[str]
     (about 25 calls at any height). An endpoint without past state (a pruned node, an anvil started
     from a state file) cannot answer: then block 0, which is always correct (no event is older than the
     contract), only slower; `--from-block` skips the walk."""
-    from anchor.chain.logs import with_backoff
 
     low, high = 0, head
     try:
         while low < high:
             mid = (low + high) // 2
-            code = with_backoff(lambda m=mid: rpc.get_code(address, m), "eth_getCode")  # type: ignore[misc]
+            code = rpc.get_code(address, mid)
             if code:
                 high = mid
             else:

@@ -4,8 +4,8 @@ Why: providers for Base and other public chains cap `eth_getLogs` (commonly 500-
 call, or 10,000 results) and answer 429 under load. A reader that asks for block 0 to latest works on
 anvil and fails everywhere else. Every scan here starts at the registry's deployment block, walks
 windows of `ANCHOR_LOG_WINDOW` blocks (default 5,000), halves the window when the provider says the
-range or result set is too large, and backs off (0.25 s doubling, 8 tries) on 429 or a rate-limit
-error before giving up with `ChainUnreachable`.
+range or result set is too large; a 429 or a rate-limit error is waited out by the RPC client itself
+(anchor.chain.rpc), as for every read, before it gives up with `ChainUnreachable`.
 
 Lookups that know a record's block (registry v2 keeps it beside the record) never scan: they ask for
 exactly that block, one call at any chain height.
@@ -13,7 +13,6 @@ exactly that block, one call at any chain height.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -24,34 +23,14 @@ if TYPE_CHECKING:
     from anchor.chain.rpc import Rpc
 
 DEFAULT_WINDOW = 5_000
-RETRIES = 8
 _TOO_LARGE = ("range", "too large", "too many", "limit exceeded", "exceed", "10000 results", "block range")
-_THROTTLED = ("429", "rate limit", "too many requests", "throttl", "capacity")
 
 
-def _classify(exc: Exception) -> str | None:
-    """'throttled', 'too_large' or None (anything else is not ours to retry)."""
-    status = getattr(getattr(exc, "response", None), "status_code", None)
+def _too_large(exc: Exception) -> bool:
+    """The provider refuses the window (its range or result cap), not the request: halve and ask again.
+    Throttling never reaches here: the RPC client waits it out (anchor.chain.rpc.throttled)."""
     text = str(exc).lower()
-    if status == 429 or any(word in text for word in _THROTTLED):
-        return "throttled"
-    if any(word in text for word in _TOO_LARGE):
-        return "too_large"
-    return None
-
-
-def with_backoff(call: Callable[[], Any], what: str, sleep: Callable[[float], None] = time.sleep) -> Any:
-    """`call()`, retried with exponential backoff while the provider throttles us."""
-    delay = 0.25
-    for attempt in range(RETRIES):
-        try:
-            return call()
-        except Exception as exc:
-            if _classify(exc) != "throttled" or attempt == RETRIES - 1:
-                raise
-            sleep(delay)
-            delay = min(delay * 2, 8.0)
-    raise ChainUnreachable(f"{what}: the provider kept throttling")  # pragma: no cover - loop always returns
+    return any(word in text for word in _TOO_LARGE)
 
 
 def scan_logs(
@@ -75,9 +54,9 @@ def scan_logs(
     while start <= to_block:
         end = min(to_block, start + size - 1)
         try:
-            logs = with_backoff(lambda s=start, e=end: rpc.get_logs(address, topics, s, e), "eth_getLogs")  # type: ignore[misc]
+            logs = rpc.get_logs(address, topics, start, end)
         except Exception as exc:
-            if _classify(exc) == "too_large" and size > 1:
+            if not isinstance(exc, ChainUnreachable) and _too_large(exc) and size > 1:
                 size = max(1, size // 2)  # the provider's cap is below our window: halve and retry
                 continue
             if isinstance(exc, ChainUnreachable):

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from anchor.chain.abi import checksum_address, interface
 from anchor.chain.artifact import LATEST, registry_abi, version_of
 from anchor.chain.deployment import check_code
-from anchor.chain.logs import scan_logs, with_backoff
+from anchor.chain.logs import scan_logs
 
 if TYPE_CHECKING:
     from web3 import Web3
@@ -108,10 +108,10 @@ class Registry:
         return self.w3.eth.contract(address=self.address, abi=registry_abi(self.version))  # type: ignore[call-overload]
 
     def _call(self, name: str, *args: Any, block: int) -> list[Any]:
-        """One view function, read at `block`, retried while the provider throttles."""
+        """One view function, read at `block` (a throttling provider is waited out by the RPC client)."""
         function = self.abi.functions[name]
         data = function.call_data(*args)
-        answer = with_backoff(lambda: self.rpc.call(self.address, data, block), name)
+        answer = self.rpc.call(self.address, data, block)
         try:
             return function.result(answer)
         except ValueError:
@@ -124,7 +124,7 @@ class Registry:
 
     def checked_block(self) -> int:
         """Check the code (once per block) and return the block number the following reads see."""
-        block = int(with_backoff(self.rpc.block_number, "eth_blockNumber"))
+        block = self.rpc.block_number()
         if self._checked_at != block:
             check_code(self.rpc, self.address, self.code_hash)
             self._checked_at = block
@@ -222,7 +222,7 @@ class Registry:
         that transaction's receipt (root and submitter indexed), or None. How a proof is bound to its
         submitter without trusting the file: the transaction it names is on chain, and only its sender's
         record of the root is the proof's (a stranger's record of the same root is another transaction)."""
-        receipt = with_backoff(lambda: self.rpc.get_transaction_receipt(tx_hash), "eth_getTransactionReceipt")
+        receipt = self.rpc.get_transaction_receipt(tx_hash)
         if not receipt or int(str(receipt.get("status", "0x1")), 16) != 1:
             return None
         topic, wanted = self.abi.events["RootAnchored"].topic, "0x" + root.hex()
@@ -266,7 +266,7 @@ class Registry:
         logs = scan_logs(self.rpc, self.address, topics, block, block)
         reason = _hex(self.abi.events[event].args(logs[0])["reason"]) if logs else "0x" + "00" * 32
         if not timestamp:
-            header = with_backoff(lambda: self.rpc.get_block(block), "eth_getBlockByNumber") or {}
+            header = self.rpc.get_block(block) or {}
             timestamp = int(str(header.get("timestamp", "0x0")), 16)
         return Retraction(by, reason, block, timestamp, str(logs[0]["transactionHash"]) if logs else None)
 

@@ -12,8 +12,8 @@ which the node either already knows or mines once, by `send`, the one retry loop
 fixed by host, process and call (`jitter`), capped at 2 s, for ANCHOR_RPC_RETRIES retries (default 4);
 each request times out after ANCHOR_RPC_TIMEOUT_S (10 s). HTTP 401 and 403 (an expired key, a wrong
 project id) stop at once, naming the endpoint without its key: no retry can fix a credential. A JSON-RPC
-error answer (a revert, a provider's "block range too large") is `RpcError`, left to the caller
-(anchor.chain.logs).
+error answer that says the provider is throttling (`throttled`) is retried the same way; any other (a
+revert, a provider's "block range too large") is `RpcError`, left to the caller (anchor.chain.logs).
 """
 
 from __future__ import annotations
@@ -39,6 +39,18 @@ class RpcError(Exception):
         self.code, self.message = code, message
         self.data = data
         """The error's `data`, as the node gave it: a revert's ABI-encoded reason, for one."""
+
+
+THROTTLE_WORDS = ("429", "rate limit", "rate exceeded", "too many requests", "throttl", "capacity")
+"""How providers word "slow down" in a JSON-RPC error answer (Infura: "project ID request rate exceeded",
+"daily request count exceeded, request rate limited"), where others answer HTTP 429."""
+
+
+def throttled(message: str) -> bool:
+    """True when a JSON-RPC error answer says the provider is throttling us (retried, then
+    `ChainUnreachable`), not that the request was wrong (an `RpcError` for the caller)."""
+    text = message.lower()
+    return any(word in text for word in THROTTLE_WORDS)
 
 
 def jitter(*what: object) -> float:
@@ -270,7 +282,24 @@ class Rpc:
         )
 
     def request(self, method: str, params: list[Any]) -> Any:
-        """The `result` of one call; `RpcError` for an error answer, `ChainUnreachable` for no answer."""
+        """The `result` of one call; `RpcError` for an error answer, `ChainUnreachable` for no answer, or
+        for a provider that still throttles after the retries (`throttled`): a rate-limit error answer is
+        waited out here, as an HTTP 429 is in `send`, for every method and every caller alike."""
+        for attempt in range(self.retries + 1):
+            try:
+                return self._request_once(method, params)
+            except RpcError as exc:
+                if not throttled(exc.message):
+                    raise
+                if attempt == self.retries:
+                    raise ChainUnreachable(
+                        f"{self.shown}: {method} was throttled {attempt + 1} times ({exc.message})",
+                        detail={"rpc_url": self.shown, "method": method, "last_error": exc.message},
+                    ) from None
+                time.sleep(min(2.0, self.backoff_s * 2**attempt) * (0.5 + jitter(method, "throttled", attempt) / 2))
+        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+    def _request_once(self, method: str, params: list[Any]) -> Any:
         body = json.dumps({"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": params}).encode()
         raw = self.post(method, body)
         try:

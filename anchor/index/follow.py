@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from anchor.chain.deployment import deployment_block
-from anchor.chain.logs import scan_logs, with_backoff
+from anchor.chain.logs import scan_logs
 from anchor.errors import DeploymentMismatch, IndexReorgTooDeep
 from anchor.index.store import IndexStore
 
@@ -92,10 +92,10 @@ class Follower:
         self.from_block = int(start)
 
     def _head(self) -> int:
-        return int(with_backoff(self.rpc.block_number, "eth_blockNumber"))
+        return self.rpc.block_number()
 
     def _block_hash(self, number: int) -> str | None:
-        block = with_backoff(lambda: self.rpc.get_block(number), "eth_getBlockByNumber")
+        block = self.rpc.get_block(number)
         return None if block is None else str(block["hash"]).lower()
 
     def root_record(self, root: str, submitter: str) -> dict[str, Any] | None:
@@ -108,7 +108,7 @@ class Follower:
         function = self._abi.functions["rootRecord"]
         key = bytes.fromhex(root.removeprefix("0x"))
         data = function.call_data(checksum_address(submitter), key)
-        answer = function.result(with_backoff(lambda: self.rpc.call(self.address, data, block), "rootRecord"))
+        answer = function.result(self.rpc.call(self.address, data, block))
         timestamp, at, retracted_at, retracted_block = answer
         if int(at) == 0:
             return None

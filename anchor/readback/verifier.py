@@ -640,11 +640,10 @@ def block_finality(rpc: Rpc, block: int, read_at: int) -> tuple[str, int | None,
 
 def _tagged_head(rpc: Rpc, tag: str) -> int | None:
     """The number of the chain's `safe` or `finalized` block; None if the node does not know the tag."""
-    from anchor.chain.logs import with_backoff
     from anchor.chain.rpc import RpcError
 
     try:
-        block = with_backoff(lambda: rpc.get_block(tag), f"eth_getBlockByNumber({tag})")
+        block = rpc.get_block(tag)
         return None if block is None else int(str(block["number"]), 16)
     except (RpcError, KeyError, ValueError):  # a node without the tag: finality falls back to confirmations
         return None

@@ -40,18 +40,17 @@ def seal_anchor(rpc: Rpc, anchor: ChainAnchor) -> tuple[Sealed, str]:
     import rlp
     from trie.hexary import HexaryTrie
 
-    from anchor.chain.logs import with_backoff
     from anchor.manifest.keccak import keccak256
     from anchor.proof.file import Sealed
     from anchor.sealing.encoding import RECEIPTS_ROOT, header_fields, header_rlp, index_key, receipt_encoding
 
-    receipt = with_backoff(lambda: rpc.get_transaction_receipt(anchor.tx_hash), "eth_getTransactionReceipt")
+    receipt = rpc.get_transaction_receipt(anchor.tx_hash)
     if not receipt:
         raise NotAnchored(
             f"transaction {anchor.tx_hash} is not on this chain: nothing to seal", detail={"tx_hash": anchor.tx_hash}
         )
     number, index = int(str(receipt["blockNumber"]), 16), int(str(receipt["transactionIndex"]), 16)
-    block = with_backoff(lambda: rpc.get_block(number), "eth_getBlockByNumber")
+    block = rpc.get_block(number)
     if not block:
         raise NotAnchored(f"block {number} is not on this chain", detail={"block": number})
     header = header_rlp(block)
@@ -78,18 +77,17 @@ def seal_anchor(rpc: Rpc, anchor: ChainAnchor) -> tuple[Sealed, str]:
 
 def _block_receipts(rpc: Rpc, number: int, block: dict[str, Any]) -> list[dict[str, Any]]:
     """Every receipt of block `number`: `eth_getBlockReceipts` where the node has it, else one by one."""
-    from anchor.chain.logs import with_backoff
     from anchor.chain.rpc import RpcError
 
     try:
-        found = with_backoff(lambda: rpc.request("eth_getBlockReceipts", [hex(number)]), "eth_getBlockReceipts")
+        found = rpc.request("eth_getBlockReceipts", [hex(number)])
         if isinstance(found, list):
             return found
     except RpcError:
         pass
     out = []
     for tx in block.get("transactions") or []:
-        one = with_backoff(lambda t=tx: rpc.get_transaction_receipt(str(t)), "eth_getTransactionReceipt")  # type: ignore[misc]
+        one = rpc.get_transaction_receipt(str(tx))
         if one:
             out.append(one)
     return out

@@ -1,7 +1,7 @@
 """An HTTP JSON-RPC proxy on 127.0.0.1 whose faults the test controls: 5xx answers, stalls, refusals,
 and the habits of hosted providers: `eth_getLogs` capped at a block range (the JSON-RPC error Infura
-and Alchemy send), HTTP 429 at random, and lies (an `eth_call` or `eth_getBlockByNumber` result
-rewritten)."""
+and Alchemy send), throttling at random (HTTP 429, or Infura's JSON-RPC rate-limit error), and lies
+(an `eth_call` or `eth_getBlockByNumber` result rewritten)."""
 
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ class FaultyProxy:
         self.faults = 0
         self.log_range_cap: int | None = None  # eth_getLogs spanning more blocks gets a JSON-RPC error
         self.throttle = 0.0  # this fraction of requests (seeded, reproducible) gets HTTP 429
+        self.throttle_as = "http"  # or "jsonrpc": HTTP 200 with Infura's rate-limit error (code -32005)
         self.random = random.Random(0x429)
         self.lie: Callable[[dict[str, Any], Any], Any] | None = None  # (request, true result) -> result sent
         self.lie_block: Callable[[dict[str, Any], Any], Any] | None = None  # the same, for eth_getBlockByNumber
@@ -67,6 +68,11 @@ class FaultyProxy:
                 targeted = proxy.methods is None or method in proxy.methods
                 if targeted and proxy.throttle and proxy.random.random() < proxy.throttle:
                     proxy.faults += 1
+                    if proxy.throttle_as == "jsonrpc":
+                        self._json({"jsonrpc": "2.0", "id": request_json.get("id"), "error": {
+                            "code": -32005, "message": "project ID request rate exceeded",
+                        }})  # fmt: skip
+                        return
                     self.send_response(429)
                     self.send_header("Retry-After", "0")
                     self.end_headers()

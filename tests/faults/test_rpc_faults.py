@@ -48,6 +48,43 @@ def test_a_few_5xx_answers_are_absorbed_by_retries(fresh_chain: Chain, proxy: Fa
     assert proxy.faults == 2
 
 
+@pytest.mark.parametrize("throttle_as", ["http", "jsonrpc"])
+def test_every_read_of_a_verify_rides_out_a_provider_that_throttles(
+    fresh_chain: Chain, proxy: FaultyProxy, bundle: Path, throttle_as: str
+) -> None:
+    """A hosted provider refuses a share of requests when it is busy, as HTTP 429 or (Infura) as an HTTP
+    200 JSON-RPC error, code -32005. Both are the same retry of the one RPC client, for every read a
+    verdict makes: the chain id, the code, the record, the receipt, the block, the tagged heads. (The
+    JSON-RPC form was retried only where a caller wrapped its read: `eth_chainId` failed the verify.)"""
+    assert _cli(fresh_chain, proxy, "stamp", str(bundle))[0] == ExitCode.OK
+    proxy.throttle, proxy.throttle_as = 0.4, throttle_as
+    env = {**fresh_chain.env(), "ANCHOR_RPC_RETRIES": "12", "ANCHOR_RPC_BACKOFF_S": "0.01", "ANCHOR_RPC_URL": proxy.url}
+    import subprocess
+
+    from tests.conftest import ANCHOR_BIN
+
+    for _ in range(3):
+        result = subprocess.run([str(ANCHOR_BIN), "verify", str(bundle), "--json"], env=env, capture_output=True,
+                                text=True, timeout=120)  # fmt: skip
+        assert result.returncode == ExitCode.OK, result.stderr
+        assert json.loads(result.stdout)["verified"] is True
+    assert proxy.faults > 3  # the throttling was really met
+    assert {"eth_chainId", "eth_getCode", "eth_call"} <= set(proxy.calls)
+
+
+def test_a_provider_that_never_stops_throttling_is_chain_unreachable_not_a_bug(
+    fresh_chain: Chain, proxy: FaultyProxy, bundle: Path
+) -> None:
+    """Retries spent on rate-limit error answers end as exit 5 naming the endpoint and the provider's
+    words; it was `error[internal]: unexpected RpcError`."""
+    assert _cli(fresh_chain, proxy, "stamp", str(bundle))[0] == ExitCode.OK
+    proxy.throttle, proxy.throttle_as = 1.0, "jsonrpc"
+    code, _, err, _ = _cli(fresh_chain, proxy, "verify", str(bundle))
+    assert code == ExitCode.CHAIN_UNREACHABLE, err
+    assert "throttled 4 times (project ID request rate exceeded)" in err
+    assert proxy.url.removeprefix("http://") in err and "internal" not in err
+
+
 @pytest.mark.parametrize("status", ["401", "403"])
 def test_a_refused_key_stops_at_once_naming_the_endpoint_and_never_the_key(
     fresh_chain: Chain, proxy: FaultyProxy, bundle: Path, status: str
