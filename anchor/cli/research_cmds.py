@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import signal
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -302,92 +302,15 @@ def report(
         raise BadInput(f"--format {output_format!r}: expected one of {', '.join(FORMATS)}"
                        + did_you_mean(output_format, FORMATS), detail={"field": "format"})  # fmt: skip
     json = json or output_format == "json"
-    from anchor.errors import ChainUnreachable
-    from anchor.research.checkpoints import check_anchored_heads
-    from anchor.research.ledger import is_attempt
-    from anchor.research.report import rejections_by_reason, summarise
-    from anchor.research.verdict import chain_heads, open_search
+    from anchor.research.report import report_search
 
-    ledger, work = open_search(ctx.find_root().obj["settings"], _workdir(ctx, workdir), workdir is not None)
-    ledger.verify()
-    data, lines = summarise(ledger.entries())
-    for who, reasons in rejections_by_reason(ledger.rows()).items():  # proposals turned away: no trials
-        if who in data["researchers"]:
-            data["researchers"][who]["rejected"] = reasons
-            lines.append(f"{who}: {sum(reasons.values())} proposals rejected, never measured: "
-                         + ", ".join(f"{n} {reason}" for reason, n in sorted(reasons.items())))  # fmt: skip
-    from anchor.research.noise import rule_in, rule_line
-
-    for who in data["researchers"]:  # a pre-registered noise rule: its figures and its decisions
-        rule = rule_in(ledger.rows(), who)
-        if rule is not None:
-            data["researchers"][who]["keep_rule"] = rule
-            lines.append(f"{who}: {rule_line(rule, [e for e in ledger.entries() if e['researcher'] == who])}")
-    _final_numbers(work, data, lines, ledger.entries())
-    try:
-        settings = ctx.find_root().obj["settings"]
-        heads = check_anchored_heads(ledger, settings)
-        found = chain_heads(ledger, work, settings, [])  # the checkpoint records: no proof file needed
-        longest = heads if heads.length >= found.length else found
-        # heads count rows (attempts and their traces); a trial is an attempt row among them
-        data["anchored_trials"] = sum(1 for row in ledger.rows()[: longest.length] if is_attempt(row))
-        lines.append(
-            f"{count(len(ledger.entries()), 'trial')}, of which {data['anchored_trials']} anchored"
-            + (f" up to block {longest.block} ({longest.anchored_at})" if longest.block is not None else "")
-        )
-    except ChainUnreachable:
-        data["anchored_trials"] = None
-        lines.append("anchored trials: not checked (the chain is out of reach)")
+    done = report_search(ctx.find_root().obj["settings"], _workdir(ctx, workdir), workdir is not None)
     if output_format in ("markdown", "latex") and not json:
-        from anchor.research.contract import load_contract
         from anchor.research.tables import render
 
-        pinned = work / "contract.toml"
-        print(render(data, load_contract(pinned)[0] if pinned.exists() else None, output_format), end="")
+        print(render(done.data, done.contract, output_format), end="")
         return
-    emit(ctx, json, data, lines)
-
-
-def _final_numbers(work: Path, data: dict[str, Any], lines: list[str], entries: list[dict[str, Any]]) -> None:
-    """Add each researcher's champion record (replications, holdout, selection-adjusted figure) and
-    the champion's sample size and interval: the record's (version 2), else computed here from the
-    run dir its attempt binds, and said to be."""
-    from anchor.research.contract import load_contract
-    from anchor.research.final import final_line, latest_record, no_final_numbers, record_state, summary
-    from anchor.research.uncertainty import describe, of_champion
-
-    pinned = work / "contract.toml"
-    terms = load_contract(pinned)[0] if pinned.exists() else None
-    asks_none = terms is not None and terms.replications == 0 and terms.holdout_command is None
-    for who, stats in data["researchers"].items():
-        path = None if stats["champion"] is None else latest_record(work, who, stats["champion"])
-        final: dict[str, Any] | None = None
-        if path is None:
-            if stats["champion"] is not None and asks_none:
-                assert terms is not None
-                stats["caveat"] = no_final_numbers(terms.metric, int(stats["attempts"]))
-                lines.append(f"  {stats['caveat']}")
-        else:
-            record, state = record_state(path)
-            if state == "edited":  # never print the edited numbers as the search's: say what happened
-                stats["final"] = {"anchored": False, "edited": True, "record": str(path)}
-                lines.append(f"  final numbers: {path} was edited after it was anchored (run `anchor research verify`)")
-                continue
-            final = summary(record)
-            final["anchored"] = state == "anchored"
-            lines.append(f"  {final_line(final)}" + ("" if state == "anchored" else " (not anchored yet)"))
-        stats["final"] = final
-        if stats["champion"] is None or terms is None:
-            continue
-        if final is not None and final["version"] >= 2:
-            honest = {k: final[k] for k in ("examples", "examples_source", "interval")} | {"caveat": None}
-            where = "from the champion record"
-        else:
-            entry = [e for e in entries if e["researcher"] == who and e["kept"]][-1]
-            honest = of_champion(terms, work, entry)
-            where = "computed now from the champion's bound run dir"
-        stats["uncertainty"] = {**honest, "from": where}
-        lines.append(f"  {stats['champion'][:12]}: " + describe(**honest) + f" ({where})")
+    emit(ctx, json, done.data, done.lines)
 
 
 def lineage(

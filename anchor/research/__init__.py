@@ -3,12 +3,21 @@ measured under identical bounds by the harness, written to a hash-chained ledger
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from anchor.research.report import SearchReport, report_search
     from anchor.research.session import SearchOptions, SearchRun, run_search
     from anchor.research.verdict import SearchVerdict, verify_search
 
-_WHERE = {"SearchVerdict": "verdict", "verify_search": "verdict",
+_WHERE = {"SearchVerdict": "verdict", "verify_search": "verdict", "SearchReport": "report", "report_search": "report",
           "SearchOptions": "session", "SearchRun": "session", "run_search": "session"}  # fmt: skip
-__all__ = ["SearchOptions", "SearchRun", "SearchVerdict", "run_search", "verify_search"]
+__all__ = [
+    "SearchOptions",
+    "SearchReport",
+    "SearchRun",
+    "SearchVerdict",
+    "report_search",
+    "run_search",
+    "verify_search",
+]
 
 
 def __getattr__(name: str) -> object:

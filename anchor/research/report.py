@@ -2,14 +2,116 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from anchor.errors import AnchorError, BadInput
 from anchor.research.loop import NO_PARENT
 from anchor.settings.session import Settings
 
+if TYPE_CHECKING:
+    from anchor.research.contract import AttemptContract
+
 BARS = "▁▂▃▄▅▆▇█"
+
+
+@dataclass(frozen=True, slots=True)
+class SearchReport:
+    """`anchor research report` of one search: its figures (`data`, the JSON a script reads), the same in
+    words (`lines`), and the pre-registered contract a table's methods sentence is made from."""
+
+    data: dict[str, Any]
+    lines: list[str]
+    contract: AttemptContract | None
+
+
+def report_search(settings: Settings, work: Path, explicit: bool = True) -> SearchReport:
+    """The figures of the search in `work`, from its verified ledger: per researcher the attempts, kept,
+    failures and best metric over attempts (`summarise`), the proposals turned away, the pre-registered
+    noise rule, the champion record's final numbers with the champion's sample size and interval, and
+    how many trials the anchored checkpoints cover (None when the chain is out of reach). Every door
+    (the CLI, a paper's table) shows these; none computes a figure of its own."""
+    from anchor.errors import ChainUnreachable
+    from anchor.research.checkpoints import check_anchored_heads
+    from anchor.research.contract import load_contract
+    from anchor.research.ledger import is_attempt
+    from anchor.research.noise import rule_in, rule_line
+    from anchor.research.verdict import chain_heads, open_search
+
+    ledger, work = open_search(settings, work, explicit)
+    ledger.verify()
+    entries, rows = ledger.entries(), ledger.rows()
+    data, lines = summarise(entries)
+    for who, reasons in rejections_by_reason(rows).items():  # proposals turned away: no trials
+        if who in data["researchers"]:
+            data["researchers"][who]["rejected"] = reasons
+            lines.append(f"{who}: {sum(reasons.values())} proposals rejected, never measured: "
+                         + ", ".join(f"{n} {reason}" for reason, n in sorted(reasons.items())))  # fmt: skip
+    for who in data["researchers"]:  # a pre-registered noise rule: its figures and its decisions
+        rule = rule_in(rows, who)
+        if rule is not None:
+            data["researchers"][who]["keep_rule"] = rule
+            lines.append(f"{who}: {rule_line(rule, [e for e in entries if e['researcher'] == who])}")
+    pinned = work / "contract.toml"
+    terms = load_contract(pinned)[0] if pinned.exists() else None
+    _final_numbers(work, terms, data, lines, entries)
+    try:
+        heads = check_anchored_heads(ledger, settings)
+        found = chain_heads(ledger, work, settings, [])  # the checkpoint records: no proof file needed
+        longest = heads if heads.length >= found.length else found
+        # heads count rows (attempts and their traces); a trial is an attempt row among them
+        data["anchored_trials"] = sum(1 for row in rows[: longest.length] if is_attempt(row))
+        lines.append(
+            f"{len(entries)} trial{'' if len(entries) == 1 else 's'}, of which {data['anchored_trials']} anchored"
+            + (f" up to block {longest.block} ({longest.anchored_at})" if longest.block is not None else "")
+        )
+    except ChainUnreachable:
+        data["anchored_trials"] = None
+        lines.append("anchored trials: not checked (the chain is out of reach)")
+    return SearchReport(data, lines, terms)
+
+
+def _final_numbers(
+    work: Path, terms: AttemptContract | None, data: dict[str, Any], lines: list[str], entries: list[dict[str, Any]]
+) -> None:
+    """Add each researcher's champion record (replications, holdout, selection-adjusted figure) and
+    the champion's sample size and interval: the record's (version 2), else computed here from the
+    run dir its attempt binds, and said to be."""
+    from anchor.research.final import final_line, latest_record, no_final_numbers, record_state, summary
+    from anchor.research.uncertainty import describe, of_champion
+
+    asks_none = terms is not None and terms.replications == 0 and terms.holdout_command is None
+    for who, stats in data["researchers"].items():
+        path = None if stats["champion"] is None else latest_record(work, who, stats["champion"])
+        final: dict[str, Any] | None = None
+        if path is None:
+            if stats["champion"] is not None and asks_none:
+                assert terms is not None
+                stats["caveat"] = no_final_numbers(terms.metric, int(stats["attempts"]))
+                lines.append(f"  {stats['caveat']}")
+        else:
+            record, state = record_state(path)
+            if state == "edited":  # never print the edited numbers as the search's: say what happened
+                stats["final"] = {"anchored": False, "edited": True, "record": str(path)}
+                lines.append(f"  final numbers: {path} was edited after it was anchored (run `anchor research verify`)")
+                continue
+            final = summary(record)
+            final["anchored"] = state == "anchored"
+            lines.append(f"  {final_line(final)}" + ("" if state == "anchored" else " (not anchored yet)"))
+        stats["final"] = final
+        if stats["champion"] is None or terms is None:
+            continue
+        if final is not None and final["version"] >= 2:
+            honest = {k: final[k] for k in ("examples", "examples_source", "interval")} | {"caveat": None}
+            where = "from the champion record"
+        else:
+            entry = [e for e in entries if e["researcher"] == who and e["kept"]][-1]
+            honest = of_champion(terms, work, entry)
+            where = "computed now from the champion's bound run dir"
+        stats["uncertainty"] = {**honest, "from": where}
+        lines.append(f"  {stats['champion'][:12]}: " + describe(**honest) + f" ({where})")
 
 
 def sparkline(values: list[Decimal | None]) -> str:

@@ -277,6 +277,9 @@ def test_a_ledger_rewritten_without_its_losers_reordered_or_truncated_is_caught_
         assert client.get("/v1/research/searches/000000000000/verify").status_code == 404
     report = json.loads(fresh_chain.cli("research", "report", "--json", check=True).stdout)
     assert report["anchored_trials"] == len([e for e in entries if "event" not in e])  # attempts, not traces
+    import anchor.research
+
+    assert {**anchor.research.report_search(fresh_chain.settings, path.parent).data, "ok": True} == report
 
     kept = [e for e in entries if e.get("kept")]
     assert len(kept) < len(entries)  # there were losers (and traces) to drop
