@@ -270,6 +270,28 @@ class Registry:
             timestamp = int(str(header.get("timestamp", "0x0")), 16)
         return Retraction(by, reason, block, timestamp, str(logs[0]["transactionHash"]) if logs else None)
 
+    def finality(self, block: int, read_at: int) -> tuple[str, int | None, int | None]:
+        """(finality, safe head, finalized head) of `block` read at `read_at`: "finalized" or "safe" once
+        the chain's tagged head has reached it, else "N confirmations"."""
+        safe, finalized = self._tagged_head("safe"), self._tagged_head("finalized")
+        confirmations = read_at - block + 1
+        finality = (
+            "finalized" if finalized is not None and finalized >= block
+            else "safe" if safe is not None and safe >= block
+            else f"{confirmations} confirmation{'s' if confirmations != 1 else ''}"
+        )  # fmt: skip
+        return finality, safe, finalized
+
+    def _tagged_head(self, tag: str) -> int | None:
+        """The number of the chain's `safe` or `finalized` block; None if the node does not know the tag."""
+        from anchor.chain.rpc import RpcError
+
+        try:
+            block = self.rpc.get_block(tag)
+            return None if block is None else int(str(block["number"]), 16)
+        except (RpcError, KeyError, ValueError):  # a node without the tag: finality falls back to confirmations
+            return None
+
     def root_tx(self, root: bytes, block_number: int, submitter: str | None = None) -> str | None:
         """The hash of the transaction that anchored `root` (as `submitter`, if given), found by its
         event in `block_number`."""

@@ -18,7 +18,6 @@ from anchor.errors import NotAnchored
 from anchor.manifest.filetree import hash_tree
 from anchor.manifest.onchain import commit_key, parse_address, parse_hex32
 from anchor.proof.file import ProofFile, load_proof
-from anchor.readback.verifier import block_finality
 from anchor.settings.session import Settings
 
 
@@ -74,7 +73,7 @@ def lookup(
             "chain_id": handle.chain_id,
             "registry": registry.address,
             "read_at_block": read_at,
-            "finality": block_finality(handle.rpc, record.block_number, read_at)[0],
+            "finality": registry.finality(record.block_number, read_at)[0],
             "links": links(
                 handle.chain_id,
                 tx_hash=tx_hash,
@@ -151,7 +150,7 @@ def _lineage_answer(record: LineageRecord, chain_id: int, registry: Registry, da
         "kind": "lineage",
         "record": {k: getattr(record, k) for k in record.__slots__},
         "read_at_block": read_at,
-        "finality": block_finality(registry.rpc, record.block_number, read_at)[0],
+        "finality": registry.finality(record.block_number, read_at)[0],
         "links": links(
             chain_id,
             tx_hash=record.tx_hash,

@@ -41,8 +41,7 @@ from anchor.record import Record
 from anchor.settings.session import Settings
 
 if TYPE_CHECKING:
-    from anchor.chain.registry import Registry, RootRecord
-    from anchor.chain.rpc import Rpc
+    from anchor.chain.registry import Retraction, RootRecord
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -475,15 +474,12 @@ def refuse_retired(proof: ProofFile) -> None:
         )
 
 
-def refuse_retracted(registry: Registry, record: RootRecord, proof: ProofFile) -> None:
-    """`Retracted` (exit 16, HTTP 410) when the record the proof stands on was retracted by its submitter:
-    when, by whom, the reason's digest, and the reason's text if the proof file keeps one that hashes to it."""
-    retraction = registry.root_retraction(record)
-    if retraction is None:
-        return
+def retracted(proof: ProofFile, record: RootRecord, retraction: Retraction) -> Retracted:
+    """The `Retracted` verdict (exit 16, HTTP 410) on a proof whose record its submitter retracted: when,
+    by whom, the reason's digest, and the reason's text if the proof file keeps one that hashes to it."""
     when = datetime.fromtimestamp(retraction.timestamp, UTC).isoformat(timespec="seconds")
     text = reason_text(proof, retraction.reason)
-    raise Retracted(
+    return Retracted(
         f"retracted: root {proof.batch.root} was retracted by its submitter {retraction.by} at {when}"
         f" (block {retraction.block_number})"
         + (f': "{text}"' if text is not None else f", reason digest {retraction.reason}"),
@@ -569,11 +565,12 @@ def _read_one_endpoint(
         )
     # 4. The registry the proof names must be the trusted one for this chain.
     recorded_hash, trusted_by = trusted_registry(proof, settings, handle.chain_id, registry)
+    bundle = bundle_fields(proof)
+    digest = _hex32(proof.manifest_digest[2:], "manifest_digest")
+    siblings = [_hex32(p[2:], "batch.proof") for p in proof.batch.proof]
     # 5. The code at the address must be our registry: the recorded deployment's hash, and always the
     #    pinned runtime hash (checked inside Registry).
     chain_registry = Registry(handle.rpc, handle.chain_id, proof.anchor.registry, recorded_hash)
-    digest = _hex32(proof.manifest_digest[2:], "manifest_digest")
-    siblings = [_hex32(p[2:], "batch.proof") for p in proof.batch.proof]
 
     # 6. The root must be anchored and the registry itself must accept the inclusion proof. A root is
     #    one submitter's: the one whose transaction the proof names (its receipt, read on chain), never
@@ -589,9 +586,11 @@ def _read_one_endpoint(
     if not chain_registry.verify_inclusion(root, siblings, digest, record.submitter):
         raise ProofFormatError("the registry rejects the inclusion proof", detail={"field": "batch.proof"})
     # 7. A record its submitter retracted stands on chain, and its claim is withdrawn.
-    refuse_retracted(chain_registry, record, proof)
-    finality, safe, finalized = block_finality(handle.rpc, record.block_number, read_at)
-    confirmations = read_at - record.block_number + 1
+    retraction = chain_registry.root_retraction(record)
+    finality, safe, finalized = chain_registry.finality(record.block_number, read_at)
+    tx_hash = record.tx_hash or chain_registry.root_tx(root, record.block_number) or proof.anchor.tx_hash
+    if retraction is not None:
+        raise retracted(proof, record, retraction)
     return Verification(
         manifest_digest=proof.manifest_digest,
         root=proof.batch.root,
@@ -600,15 +599,15 @@ def _read_one_endpoint(
         registry_trusted_by=trusted_by,
         submitter=record.submitter,
         anchored_at=datetime.fromtimestamp(record.timestamp, UTC).isoformat(timespec="seconds"),
-        tx_hash=record.tx_hash or chain_registry.root_tx(root, record.block_number) or proof.anchor.tx_hash,
+        tx_hash=tx_hash,
         anchored_block=record.block_number,
         read_at_block=read_at,
-        confirmations=confirmations,
+        confirmations=read_at - record.block_number + 1,
         finality=finality,
         safe_block=safe,
         finalized_block=finalized,
         files=files,
-        bundle=bundle_fields(proof),
+        bundle=bundle,
     )
 
 
@@ -623,30 +622,6 @@ def bundle_fields(proof: ProofFile) -> dict[str, Any] | None:
     if proof.manifest.get("kind") != "bundle":
         return None
     return {name: proof.manifest[name] for name in BUNDLE_FIELDS if name in proof.manifest}
-
-
-def block_finality(rpc: Rpc, block: int, read_at: int) -> tuple[str, int | None, int | None]:
-    """(finality, safe head, finalized head) of `block` read at `read_at`: "finalized" or "safe" once
-    the chain's tagged head has reached it, else "N confirmations"."""
-    safe, finalized = _tagged_head(rpc, "safe"), _tagged_head(rpc, "finalized")
-    confirmations = read_at - block + 1
-    finality = (
-        "finalized" if finalized is not None and finalized >= block
-        else "safe" if safe is not None and safe >= block
-        else f"{confirmations} confirmation{'s' if confirmations != 1 else ''}"
-    )  # fmt: skip
-    return finality, safe, finalized
-
-
-def _tagged_head(rpc: Rpc, tag: str) -> int | None:
-    """The number of the chain's `safe` or `finalized` block; None if the node does not know the tag."""
-    from anchor.chain.rpc import RpcError
-
-    try:
-        block = rpc.get_block(tag)
-        return None if block is None else int(str(block["number"]), 16)
-    except (RpcError, KeyError, ValueError):  # a node without the tag: finality falls back to confirmations
-        return None
 
 
 FINALITY_ORDER = ("safe", "finalized")
