@@ -6,6 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from anchor.errors import ExitCode
 from tests.conftest import EVAL_IMAGE, Chain, result_bundle_spec
 
@@ -83,9 +85,11 @@ def test_a_bundle_with_an_image_tag_exits_bad_input_naming_the_field(deployed_ch
 
 
 def test_the_shipped_example_spec_anchors_and_verify_spec_names_a_changed_mission(
-    deployed_chain: Chain, tmp_path: Path
+    deployed_chain: Chain, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """examples/result-bundle/bundle.toml, as the README uses it; then one edited input file."""
+    """examples/result-bundle/bundle.toml, as the README uses it; then one edited input file. The spec
+    and the data are checked against one reading of the proof file (it was read twice: a file replaced
+    between the two reads had the spec checked against one proof and the data against another)."""
     import shutil
     import uuid
 
@@ -97,6 +101,14 @@ def test_the_shipped_example_spec_anchors_and_verify_spec_names_a_changed_missio
     deployed_chain.cli("bundle", str(spec), "--anchor", check=True)
     ok = deployed_chain.cli("verify", str(outputs), "--spec", str(spec))
     assert ok.returncode == ExitCode.OK, ok.stderr
+    import anchor.files
+    from anchor.library.verifier import Verifier
+
+    reads: list[Path] = []
+    read_regular = anchor.files.read_regular
+    monkeypatch.setattr(anchor.files, "read_regular", lambda p, *a: reads.append(Path(p)) or read_regular(p, *a))
+    assert Verifier(deployed_chain.settings).verify(outputs, spec=spec).verified
+    assert [p.name for p in reads].count("outputs.anchor.json") == 1, reads
     mission = tmp_path / "result-bundle" / "mission.toml"
     mission.write_text(mission.read_text().replace("accuracy", "f1"))
     changed = deployed_chain.cli("verify", str(outputs), "--spec", str(spec))

@@ -136,6 +136,7 @@ class Verifier:
         """The verdict on `path`: a file tree, a bundle's output, one file with its per-file proof, the
         in-toto statements `anchor attest` wrote (NAME.intoto.jsonl), or a pending proof's subject.
         Raises the typed error of the first check that fails (anchor.errors); the policy is the last."""
+        from anchor.proof.file import load_any
         from anchor.proof.locate import require_proof
         from anchor.readback.anchors import required_count
         from anchor.readback.path import verify_path
@@ -161,9 +162,10 @@ class Verifier:
             if subjects_in is not None:
                 raise BadInput("--in: only with a .intoto.jsonl path (where its subjects are)", detail={"field": "in"})
             proof_path = proof or require_proof(path)
+            found = load_any(proof_path)  # 1. decoded once: the spec and the data are checked against it
             if spec is not None:
-                check_bundle_spec(proof_path, spec)
-            verdict = verify_path(path, proof_path, self.settings, self.registries, self.quorum, require,
+                check_bundle_spec(found, proof_path, spec)
+            verdict = verify_path(path, found, proof_path, self.settings, self.registries, self.quorum, require,
                                   configured_urls(self.settings), self.find)  # fmt: skip
         # last: what the verdict must show beyond "anchored" (who, by when, how final)
         (policy or Policy()).check(verdict)

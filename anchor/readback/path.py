@@ -6,17 +6,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from anchor.proof.file import PendingProof, ProofFile, load_any
+from anchor.proof.file import PendingProof, ProofFile
 from anchor.readback.anchors import trusted, verify_anchors
 from anchor.readback.verifier import Verification, check_milestones, check_resume_pin, verify_proof
 from anchor.settings.session import Settings
 
 
 def verify_path(
-    path: Path, proof_path: Path, settings: Settings, registries: tuple[str, ...] = (), quorum: int | None = None,
-    require: str = "any", configured: tuple[str, ...] = (), find: Callable[[bytes], ProofFile | None] | None = None,
+    path: Path, found: ProofFile | PendingProof, proof_path: Path, settings: Settings,
+    registries: tuple[str, ...] = (), quorum: int | None = None, require: str = "any",
+    configured: tuple[str, ...] = (), find: Callable[[bytes], ProofFile | None] | None = None,
 ) -> Verification:  # fmt: skip
-    """Verify `path` (a tree, or one file with a single-file proof) against `proof_path`.
+    """Verify `path` (a tree, or one file with a single-file proof) against the proof `found`, as read
+    from `proof_path` (`load_any`: decoded once, everything it states following from what it contains).
 
     The steps are numbered here and in `verifier._on_one_endpoint`; the chain steps run against every read
     endpoint and need `quorum` of them to agree (anchor.readback.quorum). `registries`: the addresses
@@ -26,8 +28,6 @@ def verify_path(
     `anchor upgrade` ran. `configured`: the service URLs given now (any other came from the file).
     `find`: the proof store, for the timing record and resume pin a bundle names.
     """
-    # 1. Decode the proof; everything it states must follow from what it contains.
-    found = load_any(proof_path)
     if isinstance(found, PendingProof):  # `Pending` unless the services' anchors meet `require` already
         return verify_anchors(path, found, str(proof_path), settings, registries, quorum, require, configured)
     proof = found

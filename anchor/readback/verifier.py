@@ -36,7 +36,7 @@ from anchor.manifest.exclude import Rules
 from anchor.manifest.filetree import FileEntry, check_relative_path, diff, hash_tree, root_from_audit_path
 from anchor.manifest.identity import manifest_digest
 from anchor.manifest.onchain import parse_hex32
-from anchor.proof.file import ProofFile, load_proof
+from anchor.proof.file import PendingProof, ProofFile, load_proof
 from anchor.record import Record
 from anchor.settings.session import Settings
 
@@ -705,14 +705,14 @@ def check_policy(verdict: Verification, expect_submitter: str | None, anchored_b
             )
 
 
-def check_bundle_spec(proof_path: Path, spec_path: Path) -> None:
+def check_bundle_spec(proof: ProofFile | PendingProof, proof_path: Path, spec_path: Path) -> None:
     """Re-hash the input files a bundle spec names (mission, snapshot, policy) and compare them, the
     image, the output name and the resume pin with the bundle identity the proof binds; raises
     `Tampered` naming each field and its file. The output tree is `verify_path`'s to check: it is
-    hashed once, there, not here again."""
+    hashed once, there, not here again; and the proof is the one loaded once for both (`proof_path`
+    names it)."""
     from anchor.manifest.bundle import bundle_inputs, read_bundle_spec
 
-    proof = load_proof(proof_path)
     if proof.manifest.get("kind") != "bundle":
         raise BadInput(f"{proof_path}: --spec needs a result-bundle proof, this one is a "
                        f"{proof.manifest.get('kind')!r} proof", detail={"field": "spec"})  # fmt: skip
