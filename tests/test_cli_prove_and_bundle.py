@@ -191,3 +191,14 @@ def test_bundle_and_verify_refuse_a_resume_pin_the_dispatcher_would_refuse(
         uploaded = client.post("/v1/verify/proof", files={"proof": ("p.json", proof_file.read_bytes())})
     for answer in (by_digest, uploaded):
         assert answer.status_code == 422 and answer.json()["detail"]["field"] == "resume.image", answer.text
+
+
+def test_a_mistyped_spec_path_is_named_before_the_proof_is_judged(deployed_chain: Chain, bundle: Path) -> None:
+    """`verify DIR --spec bundle.tom`: the missing spec file, with the name that was meant, comes first
+    (it said "--spec needs a result-bundle proof", a true statement about the wrong mistake)."""
+    deployed_chain.cli("stamp", str(bundle), check=True)
+    spec = bundle.parent / "bundle.toml"
+    spec.write_text("")
+    result = deployed_chain.cli("verify", str(bundle), "--spec", str(bundle.parent / "bundle.tom"))
+    assert result.returncode == ExitCode.BAD_INPUT
+    assert f"bundle.tom: no such bundle spec (did you mean {spec}?)" in result.stderr, result.stderr

@@ -713,10 +713,10 @@ def check_bundle_spec(proof: ProofFile | PendingProof, proof_path: Path, spec_pa
     names it)."""
     from anchor.manifest.bundle import bundle_inputs, read_bundle_spec
 
+    spec = read_bundle_spec(spec_path)  # a mistyped spec path is named first (with what was meant)
     if proof.manifest.get("kind") != "bundle":
         raise BadInput(f"{proof_path}: --spec needs a result-bundle proof, this one is a "
                        f"{proof.manifest.get('kind')!r} proof", detail={"field": "spec"})  # fmt: skip
-    spec = read_bundle_spec(spec_path)
     anchored = proof.manifest
     rebuilt = bundle_inputs(spec, spec_path.parent) | {"resume": spec.get("resume")}
     changed = [
