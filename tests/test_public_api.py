@@ -68,6 +68,20 @@ def test_a_verifier_refuses_a_registry_that_is_not_an_address_whatever_the_door(
     assert parse_address(" 0x" + "AB" * 20 + "\n", "--registry") == "0x" + "AB" * 20
 
 
+def test_a_policy_it_cannot_read_is_refused_when_it_is_made_at_every_door() -> None:
+    """A mistyped `--expect-submitter 0xabc` was `policy_mismatch` (exit 10), said after a full verify as if
+    someone else had anchored the data; a mistyped date was told only after the chain was read."""
+    import anchor
+
+    for given, field in (({"expect_submitter": "0xabc"}, "expect_submitter"),
+                         ({"anchored_before": "2026-13-01"}, "anchored_before"),
+                         ({"min_finality": "safee"}, "min_finality")):  # fmt: skip
+        with pytest.raises(anchor.errors.BadInput) as refused:
+            anchor.Policy(**given)
+        assert refused.value.detail["field"] == field
+    assert anchor.Policy(expect_submitter="0x" + "ab" * 20, anchored_before="2026-12-01", min_finality="12")
+
+
 def test_an_offline_verifier_refuses_a_finality_policy_before_reading_anything(tmp_path: Path) -> None:
     """Offline, the trusted block is the finality: `--min-finality` was refused by `anchor verify --offline`
     alone, and a script's `Policy(min_finality=...)` on `Verifier.offline` was checked against nothing."""
@@ -125,6 +139,25 @@ def test_a_training_script_stamps_verifies_and_sees_a_tampered_file_with_top_lev
 
 
 @pytest.mark.chain
+def test_a_proof_that_holds_fewer_anchors_than_required_never_verifies(tmp_path: Path) -> None:
+    """`--require 2` of a proof stamped with a key here (one anchor): it said OK, the requirement dropped
+    without a word. The proof can never meet it, so it is a policy mismatch (exit 10), at both doors."""
+    import anchor
+
+    with deployed(tmp_path / "data") as chain:
+        results = tmp_path / "results"
+        results.mkdir()
+        (results / "metrics.json").write_text('{"accuracy": 0.93}\n')
+        chain.cli("stamp", str(results), check=True)
+        verifier = anchor.Verifier(chain.settings)
+        assert verifier.verify(results, require="1").verified and verifier.verify(results, require="all").verified
+        with pytest.raises(anchor.errors.PolicyMismatch, match="the proof holds 1 anchor, 2 needed"):
+            verifier.verify(results, require="2")
+        cli = chain.cli("verify", str(results), "--require", "2", "--json")
+        assert cli.returncode == 10 and json.loads(cli.stdout)["error"]["detail"]["field"] == "require"
+
+
+@pytest.mark.chain
 def test_through_a_service_the_library_stamps_pending_upgrades_and_verifies(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -158,6 +191,8 @@ def test_through_a_service_the_library_stamps_pending_upgrades_and_verifies(
         assert done.complete and [a.service for a in done.added] == [service.url]
         verdict = verifier.verify(results)
         assert verdict.submitter == "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266" and verdict.service == service.url
+        with pytest.raises(anchor.errors.PolicyMismatch, match="the proof holds 1 anchor, 2 needed"):
+            verifier.verify(results, require="2")  # one service: a second anchor can never come
         assert verdict.anchored_at and verdict.chain_id == 31337
         with pytest.raises(anchor.errors.PolicyMismatch):  # the policy is the verdict's last step
             verifier.verify(results, policy=anchor.Policy(expect_submitter="0x" + "12" * 20))

@@ -77,6 +77,7 @@ CASES: list[tuple[str, Edit | None, dict[str, str], str]] = [
     ("anchored after the date required", None, {"anchored_before": "2020-01-01"}, "policy_mismatch"),
     ("not yet as final as required", None, {"min_finality": "1000"}, "not_final"),
     ("a pending proof under --require all", _pending, {"require": "all"}, "pending"),
+    ("a mistyped expected submitter", None, {"expect_submitter": "0xabc"}, "bad_input"),
 ]
 """(what, how the proof is edited, the policy asked, the verdict code every door must give)"""
 
@@ -100,8 +101,8 @@ def _library_code(chain: Any, subject: Path, proof_path: Path | None, policy: di
     """`anchor.Verifier(...).verify(...)`, the door a training script uses, with top-level names only."""
     import anchor
 
-    rules = anchor.Policy(**{k: v for k, v in policy.items() if k != "require"})
     try:
+        rules = anchor.Policy(**{k: v for k, v in policy.items() if k != "require"})
         verdict = anchor.Verifier(chain.settings, registries=registries).verify(
             subject, proof=proof_path, policy=rules, require=policy.get("require", "any")
         )
@@ -188,7 +189,9 @@ def test_every_door_gives_the_same_verdict_code_for_the_same_proof(tmp_path: Pat
             statements = tmp_path / "bundle.intoto.jsonl"
             for options, expected in (([], "verified"), (["--registry", NOBODY], "unknown_registry"),
                                       (["--expect-submitter", NOBODY], "policy_mismatch"),
-                                      (["--min-finality", "1000"], "not_final")):  # fmt: skip
+                                      (["--min-finality", "1000"], "not_final"),
+                                      (["--require", "2"], "bad_input"),
+                                      (["--expect-submitter", "0xabc"], "bad_input")):  # fmt: skip
                 codes = _statement_codes(chain, statements, options)
                 assert set(codes.values()) == {expected}, (options, codes)
             # the browser page, served by the same service over the same data dir, reading the same chain

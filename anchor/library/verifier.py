@@ -157,6 +157,9 @@ class Verifier:
                         f"--{name}: a statements file carries its own proof, and binds no spec: give --{name} with"
                         " the anchored path instead", detail={"field": name},
                     )  # fmt: skip
+            if require not in ("any", "all", "1"):  # never dropped unsaid: the statement door reads one anchor
+                raise BadInput(f"--require {require}: a statements file is verified by its proof's one anchor; verify"
+                               " the anchored path to count several", detail={"field": "require"})  # fmt: skip
             verdict = verify_statements(path, subjects_in, self.settings, self.registries, self.quorum)
         else:
             if subjects_in is not None:

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from anchor.errors import AnchorError, BadInput, Pending
+from anchor.errors import AnchorError, BadInput, Pending, PolicyMismatch
 from anchor.proof.file import PendingProof, ProofFile, ServiceAnchor, pending_error
 from anchor.proof.receipt import Receipt, check_receipt
 from anchor.readback.verifier import (
@@ -45,6 +45,19 @@ def required_count(require: str, total: int) -> int:
         return int(require)
     raise BadInput(f"--require {require!r}: expected any, all, or a number of anchors (1, 2, ...)",
                    detail={"field": "require"})  # fmt: skip
+
+
+def refuse_unmeetable(require: str, total: int) -> None:
+    """`PolicyMismatch` (exit 10, 412) when `--require N` asks for more anchors than the proof can ever
+    hold (`total`: verified, failed and pending together): no upgrade will bring the rest, so it is not
+    `Pending`, and never a silent OK (a key-here proof, one anchor, passed `--require 2` unremarked)."""
+    needed = required_count(require, total)
+    if require != "all" and needed > total:
+        raise PolicyMismatch(
+            f"--require {require}: the proof holds {total} anchor{'' if total == 1 else 's'}, {needed} needed"
+            " (each service stamped through gives one: stamp through more services to meet it)",
+            detail={"field": "require", "anchors": total, "needed": needed},
+        )
 
 
 def trusted(registries: tuple[str, ...], claimed: str) -> str | None:
@@ -202,6 +215,8 @@ def verify_anchors(
         first = next((v for v in counted if v.service is not None), counted[0])
         return first.model_copy(update={"anchors": rows, "pending": pending or None, "required": require})
     said = f"--require {require}: {len(counted)} of {total} anchors verified, {needed} needed"
+    if not failures:
+        refuse_unmeetable(require, total)
     if failures:
         first_failure = failures[0]
         raise type(first_failure)(f"{first_failure.message} ({said})",

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from anchor.proof.file import PendingProof, ProofFile
-from anchor.readback.anchors import trusted, verify_anchors
+from anchor.readback.anchors import refuse_unmeetable, trusted, verify_anchors
 from anchor.readback.verifier import Verification, check_milestones, check_resume_pin, verify_proof
 from anchor.settings.session import Settings
 
@@ -33,8 +33,10 @@ def verify_path(
     proof = found
     registry = trusted(registries, proof.anchor.registry)
     if not (proof.anchors or proof.receipts or proof.service):  # one anchor: the one verdict of every door
-        return verify_proof(proof, settings, data=path, proof_name=str(proof_path), registry=registry,
-                            quorum=quorum, beside=proof_path.parent, find=find)  # fmt: skip
+        verdict = verify_proof(proof, settings, data=path, proof_name=str(proof_path), registry=registry,
+                               quorum=quorum, beside=proof_path.parent, find=find)  # fmt: skip
+        refuse_unmeetable(require, 1)  # after the verdict: a tampered file is told as tampered first
+        return verdict
     verdict = verify_anchors(path, proof, str(proof_path), settings, registries, quorum, require, configured)
     # 7. A bundle's milestones: the ones its anchored timing record binds, or said to be unverified.
     verdict = check_milestones(verdict, proof, proof_path.parent, settings, registry, find, quorum)

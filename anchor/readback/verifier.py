@@ -35,7 +35,7 @@ from anchor.manifest.decode import tree_summary, validate_identity
 from anchor.manifest.exclude import Rules
 from anchor.manifest.filetree import FileEntry, check_relative_path, diff, hash_tree, root_from_audit_path
 from anchor.manifest.identity import manifest_digest
-from anchor.manifest.onchain import parse_hex32
+from anchor.manifest.onchain import parse_address, parse_hex32
 from anchor.proof.file import PendingProof, ProofFile, load_proof
 from anchor.record import Record
 from anchor.settings.session import Settings
@@ -638,6 +638,20 @@ class Policy:
     anchored_before: str | None = None
     min_finality: str | None = None
 
+    def __post_init__(self) -> None:
+        """A requirement that cannot be read is refused when the policy is made, before any proof or chain
+        is read, at every door alike: a mistyped `--expect-submitter 0xabc` was `policy_mismatch` (exit 10),
+        as if someone else had anchored the data, and a mistyped date was told only after a full verify."""
+        if self.expect_submitter is not None:
+            parse_address(self.expect_submitter, "--expect-submitter")
+        if self.anchored_before is not None:
+            _before(self.anchored_before)
+        if self.min_finality is not None and not (
+            self.min_finality in FINALITY_ORDER or (self.min_finality.isdigit() and len(self.min_finality) <= 9)
+        ):
+            raise BadInput(f"--min-finality {self.min_finality!r}: expected safe, finalized, or a number of"
+                           " confirmations", detail={"field": "min_finality"})  # fmt: skip
+
     def check(self, verdict: Verification) -> None:
         check_policy(verdict, self.expect_submitter, self.anchored_before)
         check_finality(verdict, self.min_finality)
@@ -690,19 +704,24 @@ def check_policy(verdict: Verification, expect_submitter: str | None, anchored_b
             detail={"submitter": verdict.submitter, "expected": expect_submitter},
         )
     if anchored_before is not None:
-        try:
-            limit = datetime.fromisoformat(anchored_before)
-        except ValueError:
-            raise BadInput(
-                f"--anchored-before: {anchored_before!r} is not an ISO 8601 date or time (e.g. 2026-12-01)",
-                detail={"field": "anchored_before"},
-            ) from None
-        limit = limit if limit.tzinfo else limit.replace(tzinfo=UTC)
+        limit = _before(anchored_before)
         if datetime.fromisoformat(verdict.anchored_at) >= limit:
             raise PolicyMismatch(
                 f"anchored at {verdict.anchored_at}, not before {limit.isoformat()}",
                 detail={"anchored_at": verdict.anchored_at, "required_before": limit.isoformat()},
             )
+
+
+def _before(anchored_before: str) -> datetime:
+    """`--anchored-before` as a time, UTC unless it says otherwise; `BadInput` when it is none."""
+    try:
+        limit = datetime.fromisoformat(anchored_before)
+    except ValueError:
+        raise BadInput(
+            f"--anchored-before: {anchored_before!r} is not an ISO 8601 date or time (e.g. 2026-12-01)",
+            detail={"field": "anchored_before"},
+        ) from None
+    return limit if limit.tzinfo else limit.replace(tzinfo=UTC)
 
 
 def check_bundle_spec(proof: ProofFile | PendingProof, proof_path: Path, spec_path: Path) -> None:
