@@ -394,3 +394,18 @@ def test_a_workers_walk_of_a_subtree_refuses_a_hostile_entry_as_data_naming_it(t
     rels, sizes, digests, leaves, excluded, links = ok
     assert (rels, sizes, digests, excluded) == ("a/b/ok.txt", [1], blake3.blake3(b"1").hexdigest(), ["a/b/trap"])
     assert leaves == _leaf("a/b/ok.txt", 1, blake3.blake3(b"1").hexdigest())
+
+
+def test_a_path_not_in_the_tree_is_refused_with_the_one_meant(tmp_path: Path) -> None:
+    """`anchor prove outputs/metric.json --in DIR`: the listed path closest to the typo is named."""
+    from anchor.errors import BadInput
+    from anchor.manifest.filetree import hash_tree
+
+    (tmp_path / "outputs").mkdir()
+    (tmp_path / "outputs" / "metrics.json").write_text("{}")
+    tree = hash_tree(tmp_path)
+    with pytest.raises(
+        BadInput, match=r"outputs/metric.json: not in this tree \(did you mean outputs/metrics.json\?\)"
+    ):
+        tree.entry("outputs/metric.json")
+    assert tree.entry("outputs/metrics.json")[0] == 0

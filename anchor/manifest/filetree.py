@@ -17,7 +17,7 @@ from typing import Any
 
 import blake3
 
-from anchor.errors import BadInput, UnsafePath
+from anchor.errors import BadInput, UnsafePath, did_you_mean
 from anchor.manifest import hashing
 from anchor.manifest.domain import Domain, tagged
 from anchor.manifest.exclude import Rules
@@ -190,7 +190,8 @@ class FileTreeManifest:
         for index, entry in enumerate(self.files):
             if entry.path == path:
                 return index, entry
-        raise BadInput(f"{path}: not in this tree", detail={"path": path})
+        hint = did_you_mean(path, (entry.path for entry in self.files))
+        raise BadInput(f"{path}: not in this tree{hint}", detail={"path": path})
 
     def files_json(self) -> list[dict[str, Any]]:
         return [entry.to_json() for entry in self.files]
