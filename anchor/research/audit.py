@@ -46,11 +46,11 @@ def remember_repo(workdir: Path, researcher: str, repo: Path) -> None:
 
 def audit(entries: list[dict[str, Any]], workdir: Path, repo: Path | None) -> Audit:
     """Check every entry's commit and evidence; `repo` overrides the repositories the searches recorded."""
-    from anchor.research.contract import load_contract
+    from anchor.research.contract import load_pinned
     from anchor.research.evidence import check, evidence_dir_of
 
     pinned = workdir / "contract.toml"
-    terms = load_contract(pinned)[0] if pinned.exists() else None
+    terms = load_pinned(workdir, entries)
     repos: dict[str, Repo] = {}
     commits = evidence = legacy = 0
     for entry in entries:

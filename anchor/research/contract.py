@@ -7,12 +7,13 @@ binds to it, so nobody can move the goalposts after seeing results.
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from anchor.errors import BadInput, did_you_mean_path
+from anchor.errors import BadInput, Tampered, did_you_mean_path
 from anchor.manifest.validation import validated
 
 
@@ -159,3 +160,38 @@ def load_contract(path: Path) -> tuple[AttemptContract, bytes]:
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise BadInput(f"{path}: not a TOML attempt contract ({exc})", detail={"field": "contract"}) from None
     return validated(AttemptContract, data, str(path)), raw
+
+
+def load_pinned(work: Path, rows: Iterable[dict[str, Any]]) -> AttemptContract | None:
+    """The search's pinned contract (`work/contract.toml`, None when there is none), only as the search was
+    scored under it: every reader of the pinned terms (the audit, the noise replay, the champion records,
+    the report's methods table) comes through here. The work dir is writable by whoever runs the host,
+    and an `editable` widened after the search made a commit that touched the evaluator pass the audit.
+    The pre-registration beside it (`contract.anchor.json`, anchored before any attempt ran) must
+    rebuild the digest the rows carry and list these very bytes; else `Tampered` naming the file. A
+    search run with `--no-anchor` has no pre-registration: its pinned copy is only as good as its ledger."""
+    import blake3
+
+    pinned = work / "contract.toml"
+    if not pinned.exists():
+        return None
+    terms, raw = load_contract(pinned)
+    scored = next((str(r["contract_digest"]) for r in rows if "contract_digest" in r), None)
+    registered = work / "contract.anchor.json"
+    if scored is None or not registered.is_file():
+        return terms
+    from anchor.proof.file import load_any
+
+    tree = load_any(registered).filetree()
+    listed = tree.files[0] if tree is not None and len(tree.files) == 1 else None
+    if tree is None or tree.digest.hex() != scored or listed is None:
+        raise Tampered(f"{registered}: not the pre-registration of the contract this search was scored under"
+                       f" ({scored[:16]}…)", detail={"file": str(registered), "field": "contract"})  # fmt: skip
+    if (listed.size, listed.blake3) != (len(raw), blake3.blake3(raw).hexdigest()):
+        raise Tampered(
+            f"{pinned}: edited since the search was scored under it (the pre-registered {listed.path} is"
+            f" {listed.size} bytes, BLAKE3 {listed.blake3[:16]}…, anchored before any attempt ran): a search's"
+            " terms do not change after it is scored",
+            detail={"file": str(pinned), "field": "contract", "contract_digest": scored},
+        )
+    return terms

@@ -35,7 +35,7 @@ def report_search(settings: Settings, work: Path, explicit: bool = True) -> Sear
     (the CLI, a paper's table) shows these; none computes a figure of its own."""
     from anchor.errors import ChainUnreachable
     from anchor.research.checkpoints import check_anchored_heads
-    from anchor.research.contract import load_contract
+    from anchor.research.contract import load_pinned
     from anchor.research.ledger import is_attempt
     from anchor.research.noise import rule_in, rule_line
     from anchor.research.verdict import chain_heads, open_search
@@ -54,8 +54,7 @@ def report_search(settings: Settings, work: Path, explicit: bool = True) -> Sear
         if rule is not None:
             data["researchers"][who]["keep_rule"] = rule
             lines.append(f"{who}: {rule_line(rule, [e for e in entries if e['researcher'] == who])}")
-    pinned = work / "contract.toml"
-    terms = load_contract(pinned)[0] if pinned.exists() else None
+    terms = load_pinned(work, rows)
     _final_numbers(work, terms, data, lines, entries)
     try:
         heads = check_anchored_heads(ledger, settings)

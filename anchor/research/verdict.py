@@ -151,11 +151,10 @@ def champion_records_hold(work: Path, entries: list[dict[str, Any]], team: list[
     figure, in the record or in a run's metrics file, is named (exit 4), never read back as the
     search's. Returns how many final run dirs were checked."""
     from anchor.errors import Tampered
-    from anchor.research.contract import load_contract
+    from anchor.research.contract import load_pinned
     from anchor.research.final import check_final_runs, record_state
 
-    pinned = work / "contract.toml"
-    terms = load_contract(pinned)[0] if pinned.exists() else None
+    terms = load_pinned(work, team)
     source = None if terms is None else terms.metric_source
     checked = 0
     for who in sorted({e["researcher"] for e in entries}):
@@ -294,10 +293,8 @@ def _holdout_holds(terms: Any, work: Path, record: Any, path: Path) -> None:
 
 def _noise_holds(work: Path, rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Every noise calibration recomputed and every keep decision replayed (anchor.research.noise)."""
-    from anchor.research.contract import load_contract
+    from anchor.research.contract import load_pinned
     from anchor.research.noise import NOISE, check_noise
 
-    pinned = work / "contract.toml"
-    if not any(r.get("event") == NOISE for r in rows) or not pinned.exists():
-        return {}
-    return check_noise(work, rows, load_contract(pinned)[0])
+    terms = load_pinned(work, rows) if any(r.get("event") == NOISE for r in rows) else None
+    return {} if terms is None else check_noise(work, rows, terms)

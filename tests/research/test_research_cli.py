@@ -129,6 +129,29 @@ def test_a_search_cannot_continue_under_another_contract_and_an_audit_names_a_se
     assert detail["field"] == "contract_digest" and detail["seq"] == last["seq"] + 1
 
 
+def test_the_pinned_contract_edited_after_the_search_is_named_by_the_audit_and_the_report(
+    fresh_chain: Chain, tmp_path: Path
+) -> None:
+    """Whoever can write the work dir widened the pinned contract's `editable` after the search (so a
+    commit that touched the evaluator would pass the commit audit) and `research verify` said OK: the
+    audit, the noise replay, the champion records and the report's methods table all read the pinned
+    copy without comparing it with the contract the search pre-registered (anchored before any attempt
+    ran, its digest in every row). Now each names the file."""
+    repo, contract = _setup(tmp_path)
+    fresh_chain.cli("research", "run", "--repo", str(repo), "--contract", str(contract), "--max-attempts", "2",
+                    check=True)  # fmt: skip
+    pinned = fresh_chain.data_dir / "research" / "contract.toml"
+    assert fresh_chain.cli("research", "verify").returncode == ExitCode.OK
+    assert fresh_chain.cli("research", "report", "--format", "markdown").returncode == ExitCode.OK
+    pinned.write_text(pinned.read_text().replace("editable = [", 'editable = ["evaluate.py", '))
+    for command in (["research", "verify"], ["research", "report", "--format", "markdown"]):
+        result = fresh_chain.cli("--json", *command)
+        assert result.returncode == ExitCode.TAMPERED, (command, result.stdout, result.stderr)
+        error = json.loads(result.stdout)["error"]
+        assert error["detail"]["file"] == str(pinned) and "edited since the search was scored under it" in error[
+            "message"], error  # fmt: skip
+
+
 def test_a_search_killed_mid_attempt_reaps_its_orphan_and_resumes_from_anchored_checkpoints(
     fresh_chain: Chain, tmp_path: Path
 ) -> None:
