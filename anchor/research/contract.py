@@ -168,8 +168,10 @@ def load_pinned(work: Path, rows: Iterable[dict[str, Any]]) -> AttemptContract |
     the report's methods table) comes through here. The work dir is writable by whoever runs the host,
     and an `editable` widened after the search made a commit that touched the evaluator pass the audit.
     The pre-registration beside it (`contract.anchor.json`, anchored before any attempt ran) must
-    rebuild the digest the rows carry and list these very bytes; else `Tampered` naming the file. A
-    search run with `--no-anchor` has no pre-registration: its pinned copy is only as good as its ledger."""
+    rebuild the digest the rows carry and list these very bytes; else `Tampered` naming the file. Not
+    closed: a search run with `--no-anchor` has no pre-registration, and with `contract.anchor.json`
+    deleted too the copy is read unchecked (the rows' digest also binds the contract's original file
+    name, which nothing records): docs/threat-model.md."""
     import blake3
 
     pinned = work / "contract.toml"
