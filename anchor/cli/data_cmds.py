@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from anchor.errors import AnchorError
-    from anchor.library.verifier import Policy, Verification, Verifier
+    from anchor.library.verifier import Verification
 
 PathArg = Annotated[Path, typer.Argument(help="A file or a directory.")]
 ExcludeOpt = Annotated[
@@ -427,8 +427,8 @@ def verify(
         _verify_many(ctx, json, verifier.verify_each(listed, policy=policy, require=require))
         return
     path = listed[0]
-    result, later = _verify_one(verifier, path, policy, proof, spec, subjects_in, require)
-    emit(ctx, json, *verdict_output(path, result, later))
+    result = verifier.verify(path, proof=proof, policy=policy, spec=spec, require=require, subjects_in=subjects_in)
+    emit(ctx, json, *verdict_output(path, result))
 
 
 def _go_offline(ctx: typer.Context, offline: bool, given: list[str], listed: Path | None) -> None:
@@ -441,17 +441,6 @@ def _go_offline(ctx: typer.Context, offline: bool, given: list[str], listed: Pat
                        " --trusted-block N:HASH)", detail={"field": "offline"})  # fmt: skip
     root = ctx.find_root().obj
     root["settings"] = offline_settings(root["settings"], given, listed)
-
-
-def _verify_one(
-    verifier: Verifier, path: Path, policy: Policy, proof: Path | None = None, spec: Path | None = None,
-    subjects_in: Path | None = None, require: str = "any",
-) -> tuple[Verification, tuple[Path, str, int] | None]:  # fmt: skip
-    """One subject's verdict (raises the typed error of its failure) and the later stamp it predates."""
-    from anchor.library.verifier import superseded_by
-
-    result = verifier.verify(path, proof=proof, policy=policy, spec=spec, require=require, subjects_in=subjects_in)
-    return result, superseded_by(path, proof, result.manifest_digest)
 
 
 def _listed_paths(source: Path) -> list[Path]:
@@ -475,7 +464,6 @@ def _verify_many(ctx: typer.Context, json: bool, verdicts: Iterable[tuple[Path, 
 
     from anchor.cli.output import printable
     from anchor.errors import AnchorError
-    from anchor.library.verifier import superseded_by
 
     rows: list[dict[str, Any]] = []
     for path, result in verdicts:  # as each is given (Verifier.verify_each: the chain read once per root)
@@ -485,11 +473,11 @@ def _verify_many(ctx: typer.Context, json: bool, verdicts: Iterable[tuple[Path, 
                 said = result.message.removeprefix(f"{path}: ")
                 print(printable(f"{result.code.upper()}  {path}: {said}"), flush=True)
             continue
-        later = superseded_by(path, None, result.manifest_digest)
         rows.append({"path": str(path), "ok": True, "exit_code": 0, "manifest_digest": result.manifest_digest,
-                     "anchored_block": result.anchored_block, "superseded": later is not None})  # fmt: skip
+                     "anchored_block": result.anchored_block,
+                     "superseded": result.superseded_by is not None})  # fmt: skip
         if not wants_json(ctx, json):
-            note = " (superseded by a later stamp)" if later else ""
+            note = " (superseded by a later stamp)" if result.superseded_by else ""
             print(printable(f"OK  {path} ({count(result.files, 'file')}), block {result.anchored_block}{note}"),
                   flush=True)  # fmt: skip
     failed = [r for r in rows if not r["ok"]]

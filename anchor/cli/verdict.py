@@ -10,13 +10,9 @@ from typing import Any
 from anchor.cli.output import count
 
 
-def verdict_output(path: Path, result: Any, later: tuple[Path, str, int] | None) -> tuple[dict[str, Any], list[str]]:
+def verdict_output(path: Path, result: Any) -> tuple[dict[str, Any], list[str]]:
     """What `anchor verify PATH` prints of a verdict: the JSON object (`--json`) and the lines for people."""
-    data = {
-        **result.to_json(),
-        "superseded_by": None if later is None else {"proof": str(later[0]), "manifest_digest": later[1]},
-    }
-    return data, verdict_lines(str(path), result, later)
+    return result.to_json(), verdict_lines(str(path), result)
 
 
 def verify_plain(path: Path, as_json: bool) -> None:
@@ -24,14 +20,13 @@ def verify_plain(path: Path, as_json: bool) -> None:
     import was a third of the command's time): the settings and the verdict the typer command uses, the
     same output. Raises the verdict's typed error, which `anchor.cli.main` prints as for any command."""
     from anchor.cli.output import emit_as
-    from anchor.library.verifier import Verifier, superseded_by
+    from anchor.library.verifier import Verifier
     from anchor.settings.session import Settings
 
-    result = Verifier(Settings.from_env()).verify(path)
-    emit_as(as_json, *verdict_output(path, result, superseded_by(path, None, result.manifest_digest)))
+    emit_as(as_json, *verdict_output(path, Verifier(Settings.from_env()).verify(path)))
 
 
-def verdict_lines(shown: str, result: Any, later: tuple[Path, str, int] | None = None) -> list[str]:
+def verdict_lines(shown: str, result: Any) -> list[str]:
     """A verdict as `anchor verify` prints it: what, when, by whom, where, how final (every door that
     verifies on the command line prints these lines: `verify`, `mlflow verify`)."""
     from anchor.chain.presets import chain_name
@@ -53,10 +48,11 @@ def verdict_lines(shown: str, result: Any, later: tuple[Path, str, int] | None =
         *anchors_lines(result),
         *(
             [
-                f"  note:       a later stamp superseded this anchor: {later[0]} now holds {later[1]}"
-                f" (anchored in block {later[2]}); this proof shows what was there then"
+                f"  note:       a later stamp superseded this anchor: {later['proof']} now holds"
+                f" {later['manifest_digest']} (anchored in block {later['anchored_block']}); this proof shows what"
+                " was there then"
             ]
-            if later
+            if (later := result.superseded_by)
             else []
         ),  # fmt: skip
         *bundle_lines(result),

@@ -170,6 +170,10 @@ class Verifier:
                 check_bundle_spec(found, proof_path, spec)
             verdict = verify_path(path, found, proof_path, self.settings, self.registries, self.quorum, require,
                                   configured_urls(self.settings), self.find)  # fmt: skip
+            later = superseded_by(path, proof_path, verdict.manifest_digest)
+            if later is not None:  # true of then: every door says which later stamp holds the path now
+                verdict = verdict.model_copy(update={"superseded_by": {
+                    "proof": str(later[0]), "manifest_digest": later[1], "anchored_block": later[2]}})  # fmt: skip
         # last: what the verdict must show beyond "anchored" (who, by when, how final)
         (policy or Policy()).check(verdict)
         return verdict

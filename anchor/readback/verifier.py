@@ -94,6 +94,9 @@ class Verification(Record):
     """Receipts of services that have not anchored it yet (or whose anchor is not in the file yet)."""
     required: str | None = None
     """The anchors policy met (`--require any|all|N`)."""
+    superseded_by: dict[str, Any] | None = None
+    """A later stamp of the same path anchored other bytes (`Verifier.verify` of a path): its `proof`,
+    `manifest_digest` and `anchored_block`. The verdict is true of what the path held then, and says so."""
 
     def to_json(self) -> dict[str, object]:
         return self.model_dump()
