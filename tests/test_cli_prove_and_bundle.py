@@ -202,3 +202,39 @@ def test_a_mistyped_spec_path_is_named_before_the_proof_is_judged(deployed_chain
     result = deployed_chain.cli("verify", str(bundle), "--spec", str(bundle.parent / "bundle.tom"))
     assert result.returncode == ExitCode.BAD_INPUT
     assert f"bundle.tom: no such bundle spec (did you mean {spec}?)" in result.stderr, result.stderr
+
+
+def test_a_proof_written_inside_the_folder_it_proves_is_refused_before_anything_is_sent(
+    deployed_chain: Chain, bundle: Path, tmp_path: Path
+) -> None:
+    """`anchor stamp DIR --out DIR/p.anchor.json` anchored (and paid for) a proof that every `verify DIR`
+    then called tampered ("+ p.anchor.json"): the exclusion of proof files is recorded only when it left
+    one out while hashing. stamp, prove, attest and bundle refuse such an --out (exit 2, nothing sent,
+    nothing written), unless the folder's recorded rules leave it out (.git/ here)."""
+    head = lambda: deployed_chain.cli("--json", "journal", "status").stdout  # noqa: E731 - nothing sent
+    before = head()
+    inside = deployed_chain.cli("stamp", str(bundle), "--out", str(bundle / "p.anchor.json"))
+    assert inside.returncode == ExitCode.BAD_INPUT and "inside" in inside.stderr, inside.stderr
+    assert not (bundle / "p.anchor.json").exists() and head() == before
+    deployed_chain.cli("stamp", str(bundle), check=True)
+    for args, out in (
+        (
+            ["prove", str(bundle / "outputs" / "metrics.json"), "--in", str(bundle)],
+            bundle / "outputs" / "m.anchor.json",
+        ),
+        (["attest", str(bundle)], bundle / "x.intoto.jsonl"),
+    ):
+        refused = deployed_chain.cli(*args, "--out", str(out))
+        assert refused.returncode == ExitCode.BAD_INPUT and "the folder it proves" in refused.stderr, refused.stderr
+        assert not out.exists()
+    spec = result_bundle_spec(tmp_path)  # its output folder is `bundle`
+    before = head()
+    refused = deployed_chain.cli("bundle", str(spec), "--anchor", "--out", str(bundle / "b.anchor.json"))
+    assert refused.returncode == ExitCode.BAD_INPUT and "the folder it proves" in refused.stderr, refused.stderr
+    assert not (bundle / "b.anchor.json").exists() and head() == before
+    assert deployed_chain.cli("verify", str(bundle)).returncode == ExitCode.OK
+    (bundle / ".git").mkdir()
+    (bundle / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    kept = deployed_chain.cli("stamp", str(bundle), "--out", str(bundle / ".git" / "p.anchor.json"))
+    assert kept.returncode == ExitCode.OK, kept.stderr
+    assert deployed_chain.cli("verify", str(bundle), "--proof", str(bundle / ".git" / "p.anchor.json")).returncode == 0

@@ -53,6 +53,8 @@ def write_file_proof(
     if out is not None:
         check_output_path(out)
     proof = prove_file(file, bundle_dir, bundle_proof or default_proof_path(bundle_dir))  # refuses first
+    if out is not None:  # not inside the folder, unless its recorded rules leave it out
+        check_output_path(out, proves=bundle_dir, recorded=proof.manifest.get("exclude") or ())
     target = out or file_proof_path(file, bundle_dir)
     if out is None:
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -154,6 +154,7 @@ class Stamper(ABC):
         proof_out = out or default_proof_path(path)
         check_output_path(proof_out)
         tree = hash_tree(path, Rules.for_root(path) if rules is None else rules, symlinks, progress)
+        check_output_path(proof_out, proves=path, recorded=tree.exclude)  # the rules a verify will apply
         return self._stamp_tree(path, tree, proof_out)
 
     @abstractmethod

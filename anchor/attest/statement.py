@@ -31,15 +31,22 @@ def statement_path(path: Path) -> Path:
     return path.with_name(path.name + ".intoto.jsonl")
 
 
-def attest(target: str, settings: Settings) -> tuple[list[dict[str, Any]], Verification]:
+def attest(target: str, settings: Settings, out: Path | None = None) -> tuple[list[dict[str, Any]], Verification]:
     """Statements for `target` (an anchored path, or a manifest digest whose proof this data dir keeps),
-    after verifying it: a statement is never written for something that does not verify."""
+    after verifying it: a statement is never written for something that does not verify. `out`, where
+    they will be written, is refused first if it lies inside the anchored folder (`check_output_path`)."""
+    from anchor.proof.file import check_output_path
+
     path = Path(target)
+    if out is not None:
+        check_output_path(out)
     if path.exists():
         from anchor.proof.locate import find_proof
 
         proof_path = find_proof(path)
         proof = load_proof(proof_path)
+        if out is not None:
+            check_output_path(out, proves=path, recorded=proof.manifest.get("exclude") or ())
         verdict = verify_proof(proof, settings, data=path, proof_name=str(proof_path), beside=proof_path.parent)
         subjects = _file_subjects(proof, path)
     else:

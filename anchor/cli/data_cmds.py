@@ -180,8 +180,11 @@ def bundle(
                        detail={"field": "service"})  # fmt: skip
     if anchor:
         from anchor.anchoring.stamper import Stamper
+        from anchor.proof.file import check_output_path
 
         stamper = Stamper.from_settings(_settings(ctx), service)
+        if proof is not None:  # never inside the output it proves (check_output_path)
+            check_output_path(proof, proves=output_dir, recorded=tree.exclude)
         stamped = stamper.stamp_bundle(manifest, tree, proof or default_proof_path(output_dir))
         _report_stamped(ctx, json, str(output_dir), stamped)
         return
@@ -509,7 +512,7 @@ def attest(
     from anchor.attest.statement import attest as make
     from anchor.attest.statement import statement_path, write_statements
 
-    statements, verdict = make(target, _settings(ctx))
+    statements, verdict = make(target, _settings(ctx), out)
     path = Path(target)
     destination = out if out is not None else (statement_path(path) if path.exists() else None)
     if destination is None:

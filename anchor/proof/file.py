@@ -21,6 +21,8 @@ from anchor.proof.receipt import Receipt
 from anchor.record import Record, RecordError, check
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from anchor.manifest.filetree import FileTreeManifest
 
 PROOF_FORMAT = "anchor/proof"
@@ -270,8 +272,26 @@ def write_proof(proof: ProofFile | PendingProof, path: Path) -> None:
     atomic_write(path, proof.dumps().encode("utf-8"))
 
 
-def check_output_path(path: Path) -> None:
-    """Refuse an output path we could not write, before anything is sent to the chain."""
+def check_output_path(path: Path, proves: Path | None = None, recorded: Sequence[str] = ()) -> None:
+    """Refuse an output path we could not write, before anything is sent to the chain; and one inside
+    the folder it proves (`proves`) that the manifest's `recorded` exclusion rules do not leave out:
+    written there, it is a file the anchor never bound, and every `anchor verify` of the folder names it
+    as added (`anchor stamp DIR --out DIR/p.anchor.json` paid for a proof that could never verify). A
+    rule counts only as recorded: one that excluded nothing when the folder was hashed is not recorded,
+    and does not apply when it is verified."""
+    if proves is not None and proves.is_dir():
+        try:
+            inside = path.resolve().relative_to(proves.resolve()).as_posix()
+        except ValueError:
+            inside = None
+        from anchor.manifest.exclude import Rules
+
+        if inside is not None and not Rules(recorded).excludes(inside, False):
+            raise BadInput(
+                f"{path}: inside {proves}, the folder it proves: every `anchor verify {proves}` would name it as"
+                " added (hint: write it beside the folder, the default)",
+                detail={"field": "out", "inside": str(proves)},
+            )
     if path.is_dir():
         raise BadInput(f"{path}: the proof output is a directory", detail={"field": "proof"})
     parent = path.parent if str(path.parent) else Path(".")
