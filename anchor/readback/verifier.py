@@ -260,7 +260,9 @@ def agreed_on_chain(
     proof: ProofFile, root: bytes, settings: Settings, files: int, registry: str | None, quorum: int | None
 ) -> Verification:
     """Steps 3-6 on every read endpoint of `settings`, a quorum agreeing (the weakest finality among the
-    agreeing answers), with how it was agreed and, for a single-file proof, the file's path."""
+    agreeing answers), with how it was agreed and, for a single-file proof, the file's path. A retired
+    registry is refused first, once, whatever the endpoints (`refuse_retired`: nothing to read)."""
+    refuse_retired(proof)
     if settings.offline:  # the sealed section against a trusted block hash: no socket at all
         return sealed_verdict(proof, root, settings, files, registry)
     from anchor.readback.quorum import read_agreed
@@ -280,7 +282,7 @@ def sealed_verdict(proof: ProofFile, root: bytes, settings: Settings, files: int
     trusts (anchor.sealing.check), in place of a live read; `trusted` says in words what it rests on."""
     from anchor.sealing.check import check_sealed
 
-    refuse_retired(proof)
+    bundle = bundle_fields(proof)
     seen = check_sealed(proof.anchor, root, settings, registry)
     return Verification(
         manifest_digest=proof.manifest_digest, root=proof.batch.root, chain_id=proof.anchor.chain_id,
@@ -288,7 +290,7 @@ def sealed_verdict(proof: ProofFile, root: bytes, settings: Settings, files: int
         registry_trusted_by="canonical address, offline: its address certifies its code",
         submitter=seen.submitter, anchored_at=datetime.fromtimestamp(seen.timestamp, UTC).isoformat(timespec="seconds"),
         tx_hash=proof.anchor.tx_hash, anchored_block=seen.block_number, read_at_block=seen.block_number,
-        confirmations=1, finality="trusted block (offline)", files=files, bundle=bundle_fields(proof),
+        confirmations=1, finality="trusted block (offline)", files=files, bundle=bundle,
         trusted=seen.trusted, path_in_bundle=proof.file.path if proof.file is not None else None,
     )  # fmt: skip
 
@@ -551,7 +553,6 @@ def _read_one_endpoint(
     from anchor.chain.presets import chain_name, rpc_hint
     from anchor.chain.registry import Registry
 
-    refuse_retired(proof)
     wanted = proof.anchor.chain_id
     if not settings.rpc_url and not settings.read_rpcs and wanted != LOCAL_CHAIN_ID:
         raise BadInput(
