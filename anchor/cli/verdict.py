@@ -48,9 +48,9 @@ def verdict_lines(shown: str, result: Any) -> list[str]:
         *anchors_lines(result),
         *(
             [
-                f"  note:       a later stamp superseded this anchor: {later['proof']} now holds"
-                f" {later['manifest_digest']} (anchored in block {later['anchored_block']}); this proof shows what"
-                " was there then"
+                f"  note:       a later stamp superseded this anchor: {later['proof']} says it anchored"
+                f" {later['manifest_digest']} in block {later['anchored_block']} (not verified here: `anchor verify`"
+                " without --proof checks it); this proof shows what was there then"
             ]
             if (later := result.superseded_by)
             else []

@@ -95,8 +95,10 @@ class Verification(Record):
     required: str | None = None
     """The anchors policy met (`--require any|all|N`)."""
     superseded_by: dict[str, Any] | None = None
-    """A later stamp of the same path anchored other bytes (`Verifier.verify` of a path): its `proof`,
-    `manifest_digest` and `anchored_block`. The verdict is true of what the path held then, and says so."""
+    """The path's current proof file names a later stamp of other bytes (`Verifier.verify` of a path with
+    an earlier proof): its `proof`, and the `manifest_digest` and `anchored_block` it states, as that file
+    says them (a claim this verdict does not verify; verifying the path with its current proof does).
+    The verdict is true of what the path held then, and says so."""
 
     def to_json(self) -> dict[str, object]:
         return self.model_dump()
