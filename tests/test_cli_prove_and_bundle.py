@@ -238,3 +238,19 @@ def test_a_proof_written_inside_the_folder_it_proves_is_refused_before_anything_
     kept = deployed_chain.cli("stamp", str(bundle), "--out", str(bundle / ".git" / "p.anchor.json"))
     assert kept.returncode == ExitCode.OK, kept.stderr
     assert deployed_chain.cli("verify", str(bundle), "--proof", str(bundle / ".git" / "p.anchor.json")).returncode == 0
+
+
+def test_a_folder_that_only_gained_proof_files_says_so_beside_the_tamper_verdict(
+    deployed_chain: Chain, bundle: Path
+) -> None:
+    """Stamping a folder inside an anchored one writes its proof into the outer one: `verify` of the outer
+    folder is still `tampered` (it is not what was anchored) and now says why, and that the anchored files
+    are unchanged; any other added file gets no such note."""
+    deployed_chain.cli("stamp", str(bundle), check=True)
+    deployed_chain.cli("stamp", str(bundle / "outputs"), check=True)
+    outer = deployed_chain.cli("verify", str(bundle))
+    assert outer.returncode == ExitCode.TAMPERED and "outputs.anchor.json" in outer.stderr
+    assert "only proof or statement files were added since" in outer.stderr, outer.stderr
+    (bundle / "notes.txt").write_text("added by hand\n")
+    edited = deployed_chain.cli("verify", str(bundle))
+    assert edited.returncode == ExitCode.TAMPERED and "only proof or statement files" not in edited.stderr

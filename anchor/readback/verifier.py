@@ -389,9 +389,19 @@ def check_data(path: Path, proof: Any, proof_name: str) -> int:
             named = changes.named()
             before = {entry.path: entry.size for entry in expected.files}
             after = {entry.path: entry.size for entry in on_disk.files}
+            ours = changes.added and not (changes.changed or changes.removed or changes.renamed) and all(
+                p.endswith((".anchor.json", ".intoto.jsonl")) for p in changes.added
+            )  # fmt: skip
             raise Tampered(
                 f"{path}: does not match the anchored manifest: {', '.join(named[:10])}"
-                + (f" and {len(named) - 10} more" if len(named) > 10 else ""),
+                + (f" and {len(named) - 10} more" if len(named) > 10 else "")
+                + (
+                    " (only proof or statement files were added since: written into the folder after it was"
+                    " anchored, by a stamp of a folder inside it, say; the anchored files themselves are"
+                    " unchanged)"
+                    if ours
+                    else ""
+                ),
                 detail={
                     "changed": list(changes.changed),
                     "added": list(changes.added),
