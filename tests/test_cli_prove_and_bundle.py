@@ -243,11 +243,12 @@ def test_a_proof_written_inside_the_folder_it_proves_is_refused_before_anything_
 def test_a_folder_that_only_gained_proof_files_says_so_beside_the_tamper_verdict(
     deployed_chain: Chain, bundle: Path
 ) -> None:
-    """Stamping a folder inside an anchored one writes its proof into the outer one: `verify` of the outer
-    folder is still `tampered` (it is not what was anchored) and now says why, and that the anchored files
-    are unchanged; any other added file gets no such note."""
+    """Stamping a folder inside an anchored one writes its proof into the outer one: the stamp says so
+    before it writes, and `verify` of the outer folder is still `tampered` (it is not what was anchored)
+    and now says why, and that the anchored files are unchanged; any other added file gets no such note."""
     deployed_chain.cli("stamp", str(bundle), check=True)
-    deployed_chain.cli("stamp", str(bundle / "outputs"), check=True)
+    inner = deployed_chain.cli("stamp", str(bundle / "outputs"), check=True)  # said before it is written
+    assert f"is written inside {bundle}, which has an anchor of its own" in inner.stderr, inner.stderr
     outer = deployed_chain.cli("verify", str(bundle))
     assert outer.returncode == ExitCode.TAMPERED and "outputs.anchor.json" in outer.stderr
     assert "only proof or statement files were added since" in outer.stderr, outer.stderr

@@ -155,6 +155,7 @@ class Stamper(ABC):
         check_output_path(proof_out)
         tree = hash_tree(path, Rules.for_root(path) if rules is None else rules, symlinks, progress)
         check_output_path(proof_out, proves=path, recorded=tree.exclude)  # the rules a verify will apply
+        _note_anchored_around(proof_out)
         return self._stamp_tree(path, tree, proof_out)
 
     @abstractmethod
@@ -192,6 +193,7 @@ class Stamper(ABC):
         outs = [default_proof_path(path) for path in paths]
         for out in outs:
             check_output_path(out)
+            _note_anchored_around(out)
         return self._queue([(path, hash_tree(path), out) for path, out in zip(paths, outs, strict=True)],
                            idempotency_key)  # fmt: skip
 
@@ -420,3 +422,23 @@ class ServiceStamper(Stamper):
             for service in self.services:
                 relay_lineage(service, researcher, fields)
         return {"researcher": researcher.address, "services": [s.url for s in self.services]}
+
+
+def _note_anchored_around(out: Path) -> None:
+    """Say, before it is written, that a proof lands inside a folder anchored on its own (a stamp of
+    `results/run1` beside it, inside an anchored `results/`): allowed, and that folder's next verify names
+    the file as added (anchor.proof.locate.anchored_around)."""
+    from anchor.proof.locate import anchored_around
+
+    found = anchored_around(out)
+    if found is not None:
+        import logging
+        import os
+
+        shown = os.path.relpath(found)
+        folder = found if shown.startswith("..") else Path(shown)
+
+        logging.getLogger("anchor.progress").warning(
+            f"note: {out} is written inside {folder}, which has an anchor of its own ({folder}.anchor.json):"
+            f" `anchor verify {folder}` will name it as added (hint: --out outside {folder} keeps it as anchored)"
+        )

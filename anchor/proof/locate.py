@@ -37,6 +37,31 @@ def file_proof_path(file: Path, bundle_dir: Path) -> Path:
     return proofs_beside(bundle_dir) / rel.with_name(rel.name + ".anchor.json")
 
 
+def anchored_around(out: Path) -> Path | None:
+    """The nearest folder above `out` with a proof of its own (`<DIR>.anchor.json`) whose recorded rules
+    do not leave `out` out: a file written there changes that anchored folder, and its next `anchor
+    verify` names it as added (stamping `results/run1` writes `results/run1.anchor.json` into an anchored
+    `results/`). None when there is none; an unreadable proof there is passed over."""
+    from anchor.errors import AnchorError
+    from anchor.manifest.exclude import Rules
+    from anchor.proof.file import load_any
+
+    target = out.resolve()
+    for folder in target.parents:
+        if folder == folder.parent:  # the filesystem's root: no name to put a proof beside
+            break
+        proof = default_proof_path(folder)
+        if not proof.is_file():
+            continue
+        try:
+            recorded = load_any(proof).manifest.get("exclude") or ()
+        except AnchorError:
+            continue
+        if not Rules(recorded).excludes(target.relative_to(folder).as_posix(), False):
+            return folder
+    return None
+
+
 def find_proof(path: Path) -> Path:
     """The proof `verify PATH` uses without --proof: `<PATH>.anchor.json` if it exists, else a file
     proof `anchor prove` left beside an enclosing directory (`<DIR>.proofs/...`), else the first."""
