@@ -42,6 +42,12 @@ class ServeOptions:
     claims: Path | None = None
     repo: Path | None = None
 
+    def __post_init__(self) -> None:
+        """A port no socket can take is refused, never wrapped: `--port 99999` said "serving
+        http://127.0.0.1:99999" while the socket listened on 34463 (99999 mod 65536)."""
+        if not 1 <= self.port <= 65535:
+            raise BadInput(f"--port {self.port}: expected a port number, 1 to 65535", detail={"field": "port"})
+
 
 INDEX_ONLY = ("registry", "index", "claims", "repo", "from_block")
 """The options that only `--index-only` takes."""

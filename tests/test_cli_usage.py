@@ -288,3 +288,17 @@ def test_global_options_are_taken_after_the_subcommand_too_unless_it_has_its_own
     assert reached.returncode == ExitCode.CHAIN_UNREACHABLE and "http://127.0.0.1:9" in reached.stderr
     served = run_anchor(["serve", "--index-only", "--rpc-url"], env)  # serve's own option: its own error
     assert served.returncode == ExitCode.BAD_INPUT and "'--rpc-url' requires an argument" in served.stderr
+
+
+@pytest.mark.parametrize("port", ["99999", "0", "-1"])
+def test_serve_refuses_a_port_no_socket_can_take_before_it_starts(tmp_path: Path, port: str) -> None:
+    """`anchor serve --port 99999` said "serving http://127.0.0.1:99999" and listened on 34463 (the port
+    wrapped modulo 65536). The options are the library's (api.server.ServeOptions): refused there."""
+    from anchor.errors import BadInput
+    from api.server import ServeOptions
+
+    with pytest.raises(BadInput, match="expected a port number, 1 to 65535"):
+        ServeOptions(port=int(port))
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}, "ANCHOR_DATA_DIR": str(tmp_path)}
+    result = run_anchor(["serve", "--port", port], env)
+    assert result.returncode == ExitCode.BAD_INPUT and "serving" not in result.stdout + result.stderr, result.stderr
