@@ -32,7 +32,7 @@ from anchor.settings.session import Settings
 if TYPE_CHECKING:
     from anchor.proof.file import ProofFile
 
-__all__ = ["Policy", "Verification", "Verifier", "superseded_by"]
+__all__ = ["Policy", "Verification", "Verifier"]
 
 
 def _proof_store(settings: Settings) -> Callable[[bytes], ProofFile | None]:
@@ -137,7 +137,7 @@ class Verifier:
         in-toto statements `anchor attest` wrote (NAME.intoto.jsonl), or a pending proof's subject.
         Raises the typed error of the first check that fails (anchor.errors); the policy is the last."""
         from anchor.proof.file import load_any
-        from anchor.proof.locate import require_proof
+        from anchor.proof.locate import later_stamp, require_proof
         from anchor.readback.anchors import required_count
         from anchor.readback.path import verify_path
         from anchor.readback.services import configured_urls
@@ -170,7 +170,7 @@ class Verifier:
                 check_bundle_spec(found, proof_path, spec)
             verdict = verify_path(path, found, proof_path, self.settings, self.registries, self.quorum, require,
                                   configured_urls(self.settings), self.find)  # fmt: skip
-            later = superseded_by(path, proof_path, verdict.manifest_digest)
+            later = later_stamp(path, proof_path, verdict.manifest_digest)
             if later is not None:  # true of then: every door says which later stamp holds the path now
                 verdict = verdict.model_copy(update={"superseded_by": {
                     "proof": str(later[0]), "manifest_digest": later[1], "anchored_block": later[2]}})  # fmt: skip
@@ -202,24 +202,3 @@ class Verifier:
         verdict = verify_proof(proof, self.settings, data=data, registry=registry, quorum=self.quorum, find=self.find)
         (policy or Policy()).check(verdict)
         return verdict
-
-
-def superseded_by(path: Path, proof_path: Path | None, digest: str) -> tuple[Path, str, int] | None:
-    """(proof, its digest, its block) when the latest stamp of `path` anchored other bytes than the
-    proof verified (`digest`): a verdict on an earlier anchor is true of then, and is said to be about then."""
-    from anchor.proof.file import load_proof
-    from anchor.proof.locate import current_proof_of, require_proof
-
-    if path.name.endswith(".intoto.jsonl"):
-        return None
-    proof_path = proof_path or require_proof(path)
-    current = current_proof_of(path, proof_path)
-    if not current.is_file() or current.resolve() == proof_path.resolve():
-        return None
-    try:
-        latest = load_proof(current)
-    except BadInput:
-        return None
-    if latest.manifest_digest == digest or latest.file is not None:
-        return None
-    return current, latest.manifest_digest, latest.anchor.block_number

@@ -141,3 +141,22 @@ def current_proof_of(path: Path, proof_path: Path) -> Path:
         if ancestor.name.endswith(".proofs") and len(ancestor.name) > len(".proofs"):
             return ancestor.with_name(ancestor.name.removesuffix(".proofs") + ".anchor.json")
     return default_proof_path(path)
+
+
+def later_stamp(path: Path, proof_path: Path, digest: str) -> tuple[Path, str, int] | None:
+    """(proof, the digest and block it states) when the current proof of `path` (`current_proof_of`) is
+    of other bytes than `digest`, the one `proof_path` proves: the verdict on an earlier anchor is true
+    of then, and says so (`Verification.superseded_by`). What that file states is not verified here."""
+    from anchor.errors import BadInput
+    from anchor.proof.file import load_proof
+
+    current = current_proof_of(path, proof_path)
+    if not current.is_file() or current.resolve() == proof_path.resolve():
+        return None
+    try:
+        latest = load_proof(current)
+    except BadInput:
+        return None
+    if latest.manifest_digest == digest or latest.file is not None:
+        return None
+    return current, latest.manifest_digest, latest.anchor.block_number
