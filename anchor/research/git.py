@@ -6,7 +6,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from anchor.errors import BadInput, GitError
+from anchor.errors import BadInput, GitError, did_you_mean_path
 from anchor.settings.session import child_env
 
 # Attempt commits are the harness's, not a person's: a fixed identity unless the environment sets one.
@@ -31,6 +31,8 @@ search starts, a config that names any other program."""
 class Repo:
     def __init__(self, path: Path) -> None:
         self.path = path
+        if not path.exists():
+            raise BadInput(f"{path}: no such directory{did_you_mean_path(path)}", detail={"field": "repo"})
         if not (path / ".git").exists():
             raise BadInput(f"{path}: not a git repository (no .git)", detail={"field": "repo"})
 

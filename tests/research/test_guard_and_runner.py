@@ -74,3 +74,16 @@ def test_output_is_captured_and_a_fast_command_is_not_cut(tmp_path: Path) -> Non
     assert (result.exit_code, result.timed_out) == (3, False)
     assert (tmp_path / "run" / "stdout.log").read_text() == "out\n"
     assert (tmp_path / "run" / "stderr.log").read_text() == "err\n"
+
+
+def test_a_mistyped_repository_is_named_with_the_one_meant(tmp_path: Path) -> None:
+    """`research run --repo examples/resarch` said "not a git repository (no .git)" of a folder that
+    does not exist; now it says so, with the name that was meant. A folder without .git still gets that."""
+    from anchor.errors import BadInput
+    from anchor.research.git import Repo
+
+    (tmp_path / "research").mkdir()
+    with pytest.raises(BadInput, match=r"resarch: no such directory \(did you mean .*research\?\)"):
+        Repo(tmp_path / "resarch")
+    with pytest.raises(BadInput, match=r"not a git repository \(no \.git\)"):
+        Repo(tmp_path / "research")
