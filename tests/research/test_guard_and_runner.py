@@ -80,7 +80,6 @@ def test_a_mistyped_repository_is_named_with_the_one_meant(tmp_path: Path) -> No
     """`research run --repo examples/resarch` said "not a git repository (no .git)" of a folder that
     does not exist; now it says so, with the name that was meant. A folder without .git still gets that."""
     from anchor.errors import BadInput
-    from anchor.research.git import Repo
 
     (tmp_path / "research").mkdir()
     with pytest.raises(BadInput, match=r"resarch: no such directory \(did you mean .*research\?\)"):
