@@ -302,3 +302,19 @@ def test_serve_refuses_a_port_no_socket_can_take_before_it_starts(tmp_path: Path
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}, "ANCHOR_DATA_DIR": str(tmp_path)}
     result = run_anchor(["serve", "--port", port], env)
     assert result.returncode == ExitCode.BAD_INPUT and "serving" not in result.stdout + result.stderr, result.stderr
+
+
+def test_a_mistyped_lookup_or_attest_key_names_the_file_meant_before_any_chain_is_opened(tmp_path: Path) -> None:
+    """`anchor lookup results.jsn` opened the chain first and then said "key: expected 32 bytes as 64 hex
+    digits" (or, with no chain running, that it was not running); `attest` gave no hint either."""
+    (tmp_path / "results.json").write_text("{}")
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")},
+        "ANCHOR_DATA_DIR": str(tmp_path / "d"),
+    }
+    typo = str(tmp_path / "results.jsn")
+    for command in (["lookup", typo], ["attest", typo]):
+        result = run_anchor(command, env)
+        assert result.returncode == ExitCode.BAD_INPUT, result.stderr
+        assert f"(did you mean {tmp_path / 'results.json'}?)" in result.stderr, result.stderr
+    assert not (tmp_path / "d" / "chain").exists()  # no local chain was started to find out

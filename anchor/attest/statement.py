@@ -53,9 +53,9 @@ def attest(target: str, settings: Settings, out: Path | None = None) -> tuple[li
         body = target.lower().removeprefix("0x")
         if len(body) != 64 or any(c not in "0123456789abcdef" for c in body):
             raise BadInput(
-                f"{target}: no such file or directory, and not a manifest digest (0x + 64 hex)",
-                detail={"field": "target"},
-            )
+                f"{target}: no such file or directory{did_you_mean_path(target)}, and not a manifest digest"
+                " (0x + 64 hex)", detail={"field": "target"},
+            )  # fmt: skip
         from anchor.anchoring.proofs import store_finder
 
         found = store_finder(settings)(bytes.fromhex(body))

@@ -32,9 +32,14 @@ def lookup(
     found by a bounded walk of the registry's events from its deployment block."""
     if researcher is not None:  # a typo is exit 2 before any chain is opened
         researcher = parse_address(researcher, "--researcher").lower()
+    body = key.lower().removeprefix("0x")
+    if not Path(key).exists() and not (_is_hex(body) and (7 <= len(body) <= 40 or len(body) == 64)):
+        from anchor.errors import BadInput, did_you_mean_path
+
+        raise BadInput(f"{key}: no such file or folder{did_you_mean_path(key)}, and not a digest, batch root or"
+                       " commit (hex)", detail={"field": "key"})  # fmt: skip
     handle = open_chain(settings)
     registry = open_registry(settings, handle)
-    body = key.lower().removeprefix("0x")
 
     value: bytes | None = None
     stored_proof: Path | None = None
