@@ -89,3 +89,21 @@ def test_neither_client_retries_a_refused_credential(client: object, error: type
     with scripted([(401, {}), (200, {})]) as (url, asked), pytest.raises(error, match="HTTP 401 \\(unauthorized\\)"):
         client(url)  # type: ignore[operator]
     assert len(asked) == 1
+
+
+def test_a_revert_is_never_taken_for_throttling_whatever_digits_its_data_holds() -> None:
+    """A custom error's arguments are hex: `WrongSigner(0x…4291…)` held "429" about one run in ten of
+    tests/test_registry_chain.py, and the revert was retried as a throttle, then 'throttled 5 times'. A
+    provider's "slow down" is words (or 429 standing alone); a revert is never one."""
+    from anchor.chain.rpc import throttled
+
+    assert throttled("project ID request rate exceeded") and throttled(
+        "daily request count exceeded, request rate limited"
+    )
+    assert throttled("429 Too Many Requests") and throttled(
+        "Your app has exceeded its compute units per second capacity"
+    )
+    assert not throttled("execution reverted: custom error 0x3f4b1e4c000000000000000000000000a4291b2c")
+    assert not throttled("execution reverted: rate limited by the contract")  # a contract's reason is no provider's
+    assert not throttled("invalid argument 0: hex string 0x4291 has odd length")
+    assert not throttled("query returned more than 10000 results")

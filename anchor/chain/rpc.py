@@ -21,6 +21,7 @@ from __future__ import annotations
 import http.client
 import io
 import json
+import re
 import threading
 import time
 from typing import Any
@@ -41,16 +42,32 @@ class RpcError(Exception):
         """The error's `data`, as the node gave it: a revert's ABI-encoded reason, for one."""
 
 
-THROTTLE_WORDS = ("429", "rate limit", "rate exceeded", "too many requests", "throttl", "capacity")
+THROTTLE_WORDS = re.compile(r"\b429\b|rate limit|rate exceeded|too many requests|throttl|capacity")
 """How providers word "slow down" in a JSON-RPC error answer (Infura: "project ID request rate exceeded",
-"daily request count exceeded, request rate limited"), where others answer HTTP 429."""
+"daily request count exceeded, request rate limited"), where others answer HTTP 429: words, and 429 only
+standing alone (a custom error's hex arguments hold "429" one time in ten)."""
 
 
 def throttled(message: str) -> bool:
     """True when a JSON-RPC error answer says the provider is throttling us (retried, then
-    `ChainUnreachable`), not that the request was wrong (an `RpcError` for the caller)."""
+    `ChainUnreachable`), not that the request was wrong (an `RpcError` for the caller). A revert is
+    never throttling, whatever its reason says: that is the contract's word, not the provider's."""
     text = message.lower()
-    return any(word in text for word in THROTTLE_WORDS)
+    return "revert" not in text and THROTTLE_WORDS.search(text) is not None
+
+
+def _throttled_answer(content: bytes) -> str | None:
+    """The provider's words when `content` is a JSON-RPC error answer saying it is throttling; else None
+    (parsed only when the bytes hold an error at all: every answer passes here)."""
+    if b'"error"' not in content:
+        return None
+    try:
+        answer = json.loads(content)
+    except ValueError:
+        return None
+    error = answer.get("error") if isinstance(answer, dict) else None
+    message = str(error.get("message", "")) if isinstance(error, dict) else str(error or "")
+    return message[:500] if error is not None and throttled(message) else None
 
 
 def jitter(*what: object) -> float:
@@ -255,7 +272,23 @@ class Rpc:
     # ------------------------------------------------------------------ transport
 
     def post(self, method: str, body: bytes) -> bytes:
-        """POST one JSON-RPC request body and return the answer's bytes, with the retries above."""
+        """POST one JSON-RPC request body and return the answer's bytes, with the retries above; an answer
+        that is a rate-limit error (`throttled`) is waited out the same way, so reads (`request`) and the
+        writes web3 sends through here alike; still throttled after the retries: `ChainUnreachable`."""
+        for attempt in range(self.retries + 1):
+            content = self._post_once(method, body)
+            said = _throttled_answer(content)
+            if said is None:
+                return content
+            if attempt == self.retries:
+                raise ChainUnreachable(
+                    f"{self.shown}: {method} was throttled {attempt + 1} times ({said})",
+                    detail={"rpc_url": self.shown, "method": method, "last_error": said},
+                )
+            time.sleep(min(2.0, self.backoff_s * 2**attempt) * (0.5 + jitter(method, "throttled", attempt) / 2))
+        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+    def _post_once(self, method: str, body: bytes) -> bytes:
         try:
             status, _, content = send(
                 self._http, "POST", self._target, body, {"Content-Type": "application/json"},
@@ -282,24 +315,8 @@ class Rpc:
         )
 
     def request(self, method: str, params: list[Any]) -> Any:
-        """The `result` of one call; `RpcError` for an error answer, `ChainUnreachable` for no answer, or
-        for a provider that still throttles after the retries (`throttled`): a rate-limit error answer is
-        waited out here, as an HTTP 429 is in `send`, for every method and every caller alike."""
-        for attempt in range(self.retries + 1):
-            try:
-                return self._request_once(method, params)
-            except RpcError as exc:
-                if not throttled(exc.message):
-                    raise
-                if attempt == self.retries:
-                    raise ChainUnreachable(
-                        f"{self.shown}: {method} was throttled {attempt + 1} times ({exc.message})",
-                        detail={"rpc_url": self.shown, "method": method, "last_error": exc.message},
-                    ) from None
-                time.sleep(min(2.0, self.backoff_s * 2**attempt) * (0.5 + jitter(method, "throttled", attempt) / 2))
-        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
-
-    def _request_once(self, method: str, params: list[Any]) -> Any:
+        """The `result` of one call; `RpcError` for an error answer, `ChainUnreachable` for no answer (or a
+        provider that still throttles after the retries, `post`)."""
         body = json.dumps({"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": params}).encode()
         raw = self.post(method, body)
         try:

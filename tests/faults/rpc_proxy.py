@@ -32,6 +32,7 @@ class FaultyProxy:
         self.log_range_cap: int | None = None  # eth_getLogs spanning more blocks gets a JSON-RPC error
         self.throttle = 0.0  # this fraction of requests (seeded, reproducible) gets HTTP 429
         self.throttle_as = "http"  # or "jsonrpc": HTTP 200 with Infura's rate-limit error (code -32005)
+        self.throttle_next = 0  # throttle this many (targeted) requests first, whatever `throttle` says
         self.random = random.Random(0x429)
         self.lie: Callable[[dict[str, Any], Any], Any] | None = None  # (request, true result) -> result sent
         self.lie_block: Callable[[dict[str, Any], Any], Any] | None = None  # the same, for eth_getBlockByNumber
@@ -66,7 +67,8 @@ class FaultyProxy:
                 method = request_json.get("method")
                 proxy.calls[str(method)] += 1
                 targeted = proxy.methods is None or method in proxy.methods
-                if targeted and proxy.throttle and proxy.random.random() < proxy.throttle:
+                if targeted and (proxy.throttle_next > 0 or proxy.throttle and proxy.random.random() < proxy.throttle):
+                    proxy.throttle_next = max(0, proxy.throttle_next - 1)
                     proxy.faults += 1
                     if proxy.throttle_as == "jsonrpc":
                         self._json({"jsonrpc": "2.0", "id": request_json.get("id"), "error": {

@@ -72,6 +72,31 @@ def test_every_read_of_a_verify_rides_out_a_provider_that_throttles(
     assert {"eth_chainId", "eth_getCode", "eth_call"} <= set(proxy.calls)
 
 
+def test_a_write_rides_out_a_provider_that_throttles_it_as_a_json_rpc_error(
+    fresh_chain: Chain, proxy: FaultyProxy, bundle: Path
+) -> None:
+    """Infura's rate-limit answer to eth_sendRawTransaction (HTTP 200, code -32005) is waited out as for a
+    read, whether the journal broadcasts (stamp) or web3 sends (retract): resending the same signed bytes
+    is safe. Both failed with "the node refused the transaction: project ID request rate exceeded"."""
+    proxy.methods, proxy.throttle, proxy.throttle_as = {"eth_sendRawTransaction"}, 0.5, "jsonrpc"
+    env = {**fresh_chain.env(), "ANCHOR_RPC_RETRIES": "12", "ANCHOR_RPC_BACKOFF_S": "0.01", "ANCHOR_RPC_URL": proxy.url}
+    import subprocess
+
+    from tests.conftest import ANCHOR_BIN
+
+    for n in range(3):
+        (bundle / "run-id.txt").write_text(f"write {n}")  # new bytes: a transaction each time
+        result = subprocess.run([str(ANCHOR_BIN), "stamp", str(bundle)], env=env, capture_output=True, text=True,
+                                timeout=120)  # fmt: skip
+        assert result.returncode == ExitCode.OK, result.stderr
+    # a retraction is sent by web3 (not the journal): the same transport, the same wait
+    proxy.throttle_next, faults = 2, proxy.faults
+    retracted = subprocess.run([str(ANCHOR_BIN), "retract", str(bundle), "--reason", "a test"], env=env,
+                               capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert retracted.returncode == ExitCode.OK, retracted.stderr
+    assert proxy.faults == faults + 2 and proxy.served["eth_sendRawTransaction"] >= 4
+
+
 def test_a_provider_that_never_stops_throttling_is_chain_unreachable_not_a_bug(
     fresh_chain: Chain, proxy: FaultyProxy, bundle: Path
 ) -> None:
