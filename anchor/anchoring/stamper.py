@@ -437,7 +437,6 @@ def _note_anchored_around(out: Path) -> None:
 
         shown = os.path.relpath(found)
         folder = found if shown.startswith("..") else Path(shown)
-
         logging.getLogger("anchor.progress").warning(
             f"note: {out} is written inside {folder}, which has an anchor of its own ({folder}.anchor.json):"
             f" `anchor verify {folder}` will name it as added (hint: --out outside {folder} keeps it as anchored)"

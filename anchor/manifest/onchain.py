@@ -32,7 +32,7 @@ def parse_address(text: str, option: str) -> str:
     body = value[2:] if value[:2] in ("0x", "0X") else None
     if body is None or len(body) != 40 or any(c not in "0123456789abcdefABCDEF" for c in body):
         shown = len(value.removeprefix("0x"))
-        raise BadInput(f"{option} {text!r}: expected an address, 0x and 40 hex digits ({shown} given)",
+        raise BadInput(f"{option} {text[:80]!r}: expected an address, 0x and 40 hex digits ({shown} given)",
                        detail={"field": option.lstrip("-").replace("-", "_")})  # fmt: skip
     return value
 
