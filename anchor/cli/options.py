@@ -45,7 +45,10 @@ RegistryOpt = Annotated[
     ),
 ]
 RequireOpt = Annotated[
-    str, typer.Option("--require", help="With several anchors (services): any, all, or N of them must verify.")
+    str,
+    typer.Option(
+        "--require", help="any, all, or N of the proof's anchors (services) must verify; more than it holds: exit 10."
+    ),
 ]
 ExpectSubmitterOpt = Annotated[
     str | None,
