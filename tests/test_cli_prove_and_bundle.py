@@ -232,6 +232,14 @@ def test_a_proof_written_inside_the_folder_it_proves_is_refused_before_anything_
     refused = deployed_chain.cli("bundle", str(spec), "--anchor", "--out", str(bundle / "b.anchor.json"))
     assert refused.returncode == ExitCode.BAD_INPUT and "the folder it proves" in refused.stderr, refused.stderr
     assert not (bundle / "b.anchor.json").exists() and head() == before
+    from anchor.anchoring.stamper import Stamper  # the library's refusal, for a Python caller as for the door
+    from anchor.errors import BadInput
+    from anchor.manifest.bundle import load_bundle_spec
+
+    manifest, tree, output_dir = load_bundle_spec(spec)
+    with Stamper.from_settings(deployed_chain.settings) as stamper, pytest.raises(BadInput, match="the folder it"):
+        stamper.stamp_bundle(manifest, tree, output_dir / "b.anchor.json", output=output_dir)
+    assert head() == before
     assert deployed_chain.cli("verify", str(bundle)).returncode == ExitCode.OK
     (bundle / ".git").mkdir()
     (bundle / ".git" / "HEAD").write_text("ref: refs/heads/main\n")

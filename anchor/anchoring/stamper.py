@@ -172,11 +172,22 @@ class Stamper(ABC):
     def stamp_records(self, records: Sequence[tuple[dict[str, Any], Path]]) -> list[Path]:
         """Anchor several identities (champion records) in one go; their proof paths."""
 
-    @abstractmethod
     def stamp_bundle(
-        self, manifest: BundleManifest, tree: FileTreeManifest, proof_out: Path, notes: dict[str, Any] | None = None
-    ) -> Stamped:
-        """A result bundle and, when it has milestones, its timing record beside it."""
+        self, manifest: BundleManifest, tree: FileTreeManifest, proof_out: Path, notes: dict[str, Any] | None = None,
+        *, output: Path | None = None,
+    ) -> Stamped:  # fmt: skip
+        """A result bundle and, when it has milestones, its timing record beside it. `output`: the folder
+        `tree` was hashed from; a proof inside it is refused before anything is sent (`check_output_path`)."""
+        from anchor.proof.file import check_output_path
+
+        if output is not None:
+            check_output_path(proof_out, proves=output, recorded=tree.exclude)
+        return self._stamp_bundle(manifest, tree, proof_out, notes)
+
+    @abstractmethod
+    def _stamp_bundle(
+        self, manifest: BundleManifest, tree: FileTreeManifest, proof_out: Path, notes: dict[str, Any] | None
+    ) -> Stamped: ...
 
     def queue(
         self, paths: Sequence[Path], hash_tree: Callable[[Path], FileTreeManifest], idempotency_key: str | None = None
@@ -274,8 +285,8 @@ class KeyStamper(Stamper):
         service.flush()
         return [path for _, path in records]
 
-    def stamp_bundle(
-        self, manifest: BundleManifest, tree: FileTreeManifest, proof_out: Path, notes: dict[str, Any] | None = None
+    def _stamp_bundle(
+        self, manifest: BundleManifest, tree: FileTreeManifest, proof_out: Path, notes: dict[str, Any] | None
     ) -> Stamped:
         from anchor.anchoring.stamp import anchor_bundle
 
@@ -376,8 +387,8 @@ class ServiceStamper(Stamper):
             self.stamp_identity(identity, path)
         return [path for _, path in records]
 
-    def stamp_bundle(
-        self, manifest: BundleManifest, tree: FileTreeManifest, proof_out: Path, notes: dict[str, Any] | None = None
+    def _stamp_bundle(
+        self, manifest: BundleManifest, tree: FileTreeManifest, proof_out: Path, notes: dict[str, Any] | None
     ) -> Stamped:
         from anchor.anchoring.client import stamp_bundle_through
 

@@ -180,12 +180,9 @@ def bundle(
                        detail={"field": "service"})  # fmt: skip
     if anchor:
         from anchor.anchoring.stamper import Stamper
-        from anchor.proof.file import check_output_path
 
         stamper = Stamper.from_settings(_settings(ctx), service)
-        if proof is not None:  # never inside the output it proves (check_output_path)
-            check_output_path(proof, proves=output_dir, recorded=tree.exclude)
-        stamped = stamper.stamp_bundle(manifest, tree, proof or default_proof_path(output_dir))
+        stamped = stamper.stamp_bundle(manifest, tree, proof or default_proof_path(output_dir), output=output_dir)
         _report_stamped(ctx, json, str(output_dir), stamped)
         return
     emit(

@@ -416,7 +416,7 @@ def _seal(
     }, "mission run")  # fmt: skip
     proof_out = settings.layout.mission(output) / "result.anchor.json"
     notes = {"dispatched_image": record["image"]}  # what it was dispatched with: display only, not a claim
-    outcome = stamper.stamp_bundle(manifest, tree, proof_out, notes)
+    outcome = stamper.stamp_bundle(manifest, tree, proof_out, notes, output=result)
     return manifest, outcome, proof_out
 
 
