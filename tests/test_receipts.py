@@ -35,6 +35,41 @@ def test_a_receipt_key_is_made_once_private_and_never_shown(tmp_path: Path, monk
     assert key_file.read_text().strip()[-64:] not in repr(first) and first.name == "test service"
 
 
+def test_workers_making_the_receipt_key_at_once_all_read_one_whole_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two API workers start on a fresh data dir and both make the receipt key. The one that lost the
+    race used to read the winner's file between its creation and its write: an empty file, "not a
+    receipt key", and a 422 for a good submission (seen in CI). The key must appear whole or not at all."""
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from eth_account import Account
+
+    from anchor.anchoring import receipts
+
+    monkeypatch.delenv("ANCHOR_RECEIPT_KEY", raising=False)
+    real_create = Account.create
+    started = threading.Barrier(4)
+
+    def slow_create(*args: object, **kwargs: object) -> object:
+        time.sleep(0.3)  # the winner is between creating the file and writing it
+        return real_create(*args, **kwargs)
+
+    monkeypatch.setattr(Account, "create", staticmethod(slow_create))
+
+    def load(_: int) -> str:
+        started.wait()
+        return receipts.load_receipt_signer(Settings(data_dir=tmp_path / "d"), DEV_ADDRESS).address
+
+    with ThreadPoolExecutor(4) as pool:
+        addresses = set(pool.map(load, range(4)))
+    key_file = receipts.receipt_key_path(tmp_path / "d")
+    assert len(addresses) == 1 and key_file.stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in key_file.parent.iterdir() if p.name.startswith(key_file.name + ".")] == []
+
+
 def test_token_scopes_are_parsed_and_a_plain_token_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     from anchor.errors import Forbidden, Unauthorized
     from api.config import ApiConfig

@@ -8,9 +8,11 @@ put that key on every path that signs one.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,11 +72,31 @@ def receipt_key_path(data_dir: Path) -> Path:
     return DataDir(data_dir).receipt_key
 
 
+def _make_receipt_key(path: Path, key_hex: str) -> None:
+    """Publish a new key at `path` whole or not at all: written and synced under a name of its own, then
+    hard-linked into place, which fails if another worker published first (then theirs is read). Creating
+    `path` itself and then writing it let a second worker read it empty in between ("not a receipt key"
+    for a good submission, seen with two API workers on a fresh data dir)."""
+    from anchor.files import PRIVATE_FILE
+
+    draft = path.parent / f"{path.name}.{os.getpid()}.{threading.get_ident()}"
+    fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, PRIVATE_FILE)
+    try:
+        with os.fdopen(fd, "w") as out:
+            out.write(key_hex + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+        with contextlib.suppress(FileExistsError):  # another worker published first: read theirs
+            os.link(draft, path)
+    finally:
+        draft.unlink(missing_ok=True)
+
+
 def load_receipt_signer(settings: Settings, funded_address: str | None = None) -> ReceiptSigner:
     """The service's receipt signer (made and kept in the data dir on first use). Refuses the funded key."""
     from eth_account import Account
 
-    from anchor.files import PRIVATE_FILE, private_dir
+    from anchor.files import private_dir
 
     env_key = env().receipt_key
     if env_key:
@@ -86,15 +108,7 @@ def load_receipt_signer(settings: Settings, funded_address: str | None = None) -
         path = receipt_key_path(settings.data_dir)
         if not path.is_file():
             private_dir(settings.data_dir)
-            try:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, PRIVATE_FILE)
-            except FileExistsError:  # another worker made it first (O_EXCL): read theirs
-                pass
-            else:
-                with os.fdopen(fd, "w") as out:
-                    out.write(Account.create().key.hex() + "\n")
-                    out.flush()
-                    os.fsync(out.fileno())
+            _make_receipt_key(path, Account.create().key.hex())
         try:
             account = Account.from_key(path.read_text().strip())
         except Exception:  # noqa: BLE001
