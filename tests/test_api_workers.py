@@ -53,9 +53,12 @@ def test_two_workers_share_the_journal_and_anchor_everything_once(fresh_chain: C
             request = urllib.request.Request(
                 f"{url}/v1/bundles", body, {"Content-Type": content_type, "Authorization": f"Bearer {TOKEN}"}
             )
-            with urllib.request.urlopen(request, timeout=60) as answer:  # noqa: S310 - loopback
-                assert answer.status == 202
-                return str(json.loads(answer.read())["manifest_digest"])
+            try:
+                with urllib.request.urlopen(request, timeout=60) as answer:  # noqa: S310 - loopback
+                    assert answer.status == 202
+                    return str(json.loads(answer.read())["manifest_digest"])
+            except urllib.error.HTTPError as refused:  # say why: a bare "HTTP Error 422" hid a race in CI
+                raise AssertionError(f"submission {i}: {refused.code} {refused.read().decode()}") from None
 
         with ThreadPoolExecutor(8) as pool:
             digests = list(pool.map(post, range(24)))
