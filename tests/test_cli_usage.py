@@ -186,8 +186,10 @@ def test_verify_of_a_path_never_stamped_is_not_anchored_naming_where_it_looked(t
         (["snapshot", "add", "examples/mission/price.csv"], "examples/mission/prices.csv"),
         (["hash", "examples/bundel"], "examples/bundle"),
         (["verify", "examples/bundle/outputs/metric.json"], "examples/bundle/outputs/metrics.json"),
+        (["upgrade", "examples/bundel"], "examples/bundle"),
+        (["upgrade", "examples/bundel.anchor.json"], "examples/bundle"),
     ],
-    ids=["contract", "mission", "bundle-spec", "snapshot", "hash", "verify"],
+    ids=["contract", "mission", "bundle-spec", "snapshot", "hash", "verify", "upgrade", "upgrade-proof"],
 )
 def test_a_mistyped_file_is_named_with_the_file_meant(args: list[str], meant: str, tmp_path: Path) -> None:
     """`--contract examples/research/contract.tom` said "no such attempt contract" and stopped there; every
@@ -302,6 +304,19 @@ def test_serve_refuses_a_port_no_socket_can_take_before_it_starts(tmp_path: Path
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}, "ANCHOR_DATA_DIR": str(tmp_path)}
     result = run_anchor(["serve", "--port", port], env)
     assert result.returncode == ExitCode.BAD_INPUT and "serving" not in result.stdout + result.stderr, result.stderr
+
+
+def test_upgrade_of_a_folder_never_stamped_says_where_it_looked_and_how_to_stamp_it(tmp_path: Path) -> None:
+    """`anchor upgrade results` of a folder never stamped said "BAD_INPUT  results.anchor.json: no such proof
+    file" (exit 2, as if the folder were mistyped), where `verify` and `seal` say where they looked and
+    how to stamp it (exit 3). Every command finds a path's proof through anchor.proof.locate."""
+    (tmp_path / "results").mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
+    env["ANCHOR_DATA_DIR"] = str(tmp_path / "d")
+    result = run_anchor(["upgrade", "results"], env, cwd=tmp_path)
+    assert result.returncode == ExitCode.NOT_ANCHORED, result.stderr
+    assert "stamp it with `anchor stamp results`" in result.stderr and "Traceback" not in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results"]  # nothing written, no data dir made
 
 
 def test_a_mistyped_lookup_or_attest_key_names_the_file_meant_before_any_chain_is_opened(tmp_path: Path) -> None:

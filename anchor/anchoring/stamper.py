@@ -212,12 +212,14 @@ class Stamper(ABC):
     def _queue(self, trees: Sequence[tuple[Path, FileTreeManifest, Path]], idempotency_key: str | None) -> list[Queued]:
         """Queue each (path, tree, proof output), checked by `queue`."""
 
-    def upgrade(self, proof_path: Path) -> UpgradeOutcome:
-        """Fetch each service's anchor for a pending proof, check it against the chain, write it in
+    def upgrade(self, target: Path) -> UpgradeOutcome:
+        """Fetch each service's anchor for a pending proof (`target`: the proof file, or the stamped path,
+        whose proof is found as `verify` finds it), check it against the chain, write it in
         (anchor.anchoring.client.upgrade); the services configured here get any resubmission."""
         from anchor.anchoring.client import upgrade
+        from anchor.proof.locate import proof_of
 
-        return upgrade(proof_path, self.settings, self.services)
+        return upgrade(proof_of(target), self.settings, self.services)
 
     def complete(self, proofs: Sequence[Path], wait_s: float | None = None) -> dict[Path, UpgradeOutcome | AnchorError]:
         """Wait (up to `wait_s`, default ANCHOR_UPGRADE_WAIT_S) until these proofs are complete: what a

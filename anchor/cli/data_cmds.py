@@ -280,7 +280,6 @@ def upgrade(
     services that were down at stamp time are submitted to again. Exit 14 while any is still pending."""
     from anchor.anchoring.stamper import Stamper
     from anchor.errors import AnchorError, ExitCode
-    from anchor.proof.locate import default_proof_path
 
     # the configured services (--service, else ANCHOR_SERVICE_URLS) are the only ones a token goes to
     stamper = Stamper.from_settings(_settings(ctx), service, allow_insecure_token=allow_insecure_token)
@@ -288,21 +287,23 @@ def upgrade(
     lines: list[str] = []
     worst = 0
     for given in paths:
-        proof_path = given if given.name.endswith(".anchor.json") else default_proof_path(given)
         try:
-            done = stamper.upgrade(proof_path)
+            done = stamper.upgrade(given)
         except AnchorError as exc:
+            if len(paths) == 1:  # one path: its error, as every command says one
+                raise
             worst = max(worst, int(exc.exit_code))
-            rows.append({"proof": str(proof_path), "error": exc.to_dict()})
-            lines.append(f"{exc.code.upper()}  {proof_path}: {exc.message.removeprefix(f'{proof_path}: ')}")
+            rows.append({"path": str(given), "error": exc.to_dict()})
+            lines.append(f"{exc.code.upper()}  {given}: {exc.message.removeprefix(f'{given}: ')}")
             continue
+        proof_path = done.proof_path
         if not done.complete:
             worst = max(worst, int(ExitCode.PENDING))
         elif seal:
             _seal_quietly(ctx, proof_path)
-        rows.append({"proof": str(proof_path), "complete": done.complete, "added": [a.service for a in done.added],
-                     "pending": list(done.still_pending), "not_reached": done.failed,
-                     "not_contacted": list(done.not_contacted)})  # fmt: skip
+        rows.append({"path": str(given), "proof": str(proof_path), "complete": done.complete,
+                     "added": [a.service for a in done.added], "pending": list(done.still_pending),
+                     "not_reached": done.failed, "not_contacted": list(done.not_contacted)})  # fmt: skip
         state = "complete" if done.complete else "pending"
         lines.append(f"{state.upper()}  {proof_path}" + (" (unchanged)" if not done.added else ""))
         lines += [f"  added    anchor from {a.service}: chain {a.anchor.chain_id}, block {a.anchor.block_number}"

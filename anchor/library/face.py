@@ -42,12 +42,9 @@ def stamp(path: str | Path, *, out: str | Path | None = None, settings: Settings
 def upgrade(proof: str | Path, *, settings: Settings | None = None, services: list[str] | None = None) -> Upgraded:
     """Complete a pending proof from its services' anchors, each checked against the chain first."""
     from anchor.anchoring.stamper import Stamper
-    from anchor.proof.locate import default_proof_path
 
-    given = Path(proof)
-    target = given if given.name.endswith(".anchor.json") else default_proof_path(given)
     with Stamper.from_settings(settings, services) as stamper:
-        return stamper.upgrade(target)
+        return stamper.upgrade(Path(proof))
 
 
 def verify(path: str | Path, *, proof: str | Path | None = None, policy: Policy | None = None,

@@ -74,6 +74,12 @@ def find_proof(path: Path) -> Path:
     return first
 
 
+def proof_of(target: Path) -> Path:
+    """What `upgrade` and `seal` take: a proof file named directly, or a stamped path whose proof is
+    found as `verify` finds it, with its hints (`require_proof`)."""
+    return target if target.name.endswith(".anchor.json") and target.exists() else require_proof(target)
+
+
 def require_proof(path: Path) -> Path:
     """`find_proof`, or the verdict a newcomer can act on: `BadInput` (exit 2) for a path that does not
     exist (a typo, with the near name), `NotAnchored` (exit 3) for one never stamped, saying where it
@@ -82,10 +88,12 @@ def require_proof(path: Path) -> Path:
     from anchor.errors import BadInput, NotAnchored, did_you_mean_path
 
     found = find_proof(path)
-    if found.is_file():
+    if found.exists():  # whatever is there, the reader judges (a FIFO is "not a regular file", at once)
         return found
     if not path.exists() and not path.is_symlink():
-        raise BadInput(f"{path}: no such file or folder{did_you_mean_path(path)}", detail={"path": str(path)})
+        subject = path.with_name(path.name.removesuffix(".anchor.json"))  # a proof named: hint at its subject
+        hint = (did_you_mean_path(subject) if subject != path else "") or did_you_mean_path(path)
+        raise BadInput(f"{path}: no such file or folder{hint}", detail={"path": str(path)})
     stamped = next((folder for folder in list(path.resolve().parents)[:16]
                     if folder.name and default_proof_path(folder).is_file()), None)  # fmt: skip
     if stamped is not None:

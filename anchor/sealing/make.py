@@ -100,9 +100,9 @@ def seal(settings: Settings, target: Path) -> SealOutcome:
     from anchor.chain.open import open_chain
     from anchor.chain.presets import chain_name
     from anchor.proof.file import PendingProof, load_any, write_proof
-    from anchor.proof.locate import require_proof
+    from anchor.proof.locate import proof_of
 
-    proof_path = target if target.name.endswith(".anchor.json") and target.is_file() else require_proof(target)
+    proof_path = proof_of(target)
     proof = load_any(proof_path)
     if isinstance(proof, PendingProof):
         raise NotAnchored(
