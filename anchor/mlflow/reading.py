@@ -208,7 +208,8 @@ def run_ids_of(client: Any, experiment: str) -> list[str]:
         found = client.get_experiment_by_name(experiment)
         if found is None:
             raise BadInput(f"experiment {experiment!r}: not found at the MLflow tracking server"
-                           f" {endpoint_of(str(client.tracking_uri))}", detail={"field": "experiment"})  # fmt: skip
+                           f" {endpoint_of(str(client.tracking_uri))}{_near_experiment(client, experiment)}",
+                           detail={"field": "experiment"})  # fmt: skip
         ids: list[str] = []
         token = None
         while True:
@@ -222,6 +223,15 @@ def run_ids_of(client: Any, experiment: str) -> list[str]:
         raise
     except Exception as exc:  # noqa: BLE001
         raise translated(exc, client, f"experiment {experiment!r}") from None
+
+
+def _near_experiment(client: Any, experiment: str) -> str:
+    """` (did you mean 'NAME'?)` for the server's closest experiment name, or nothing."""
+    import difflib
+
+    names = [e.name for e in client.search_experiments(max_results=1000)]
+    match = difflib.get_close_matches(experiment, names, n=1, cutoff=0.7)
+    return f" (did you mean {match[0]!r}?)" if match else ""
 
 
 def scratch_dir() -> Any:
