@@ -333,3 +333,35 @@ def test_a_mistyped_lookup_or_attest_key_names_the_file_meant_before_any_chain_i
         assert result.returncode == ExitCode.BAD_INPUT, result.stderr
         assert f"(did you mean {tmp_path / 'results.json'}?)" in result.stderr, result.stderr
     assert not (tmp_path / "d" / "chain").exists()  # no local chain was started to find out
+
+
+@pytest.mark.parametrize(
+    ("editable", "said"),
+    [
+        ("param.json", "editable 'param.json': no such file in the repository (did you mean 'params.json'?)"),
+        ("README.md", "editable 'README.md': no numeric parameter to search"),
+    ],
+    ids=["mistyped", "no-numbers"],
+)
+def test_a_search_whose_first_editable_the_built_in_proposer_cannot_tune_is_refused_before_anything_is_written(
+    editable: str, said: str, tmp_path: Path
+) -> None:
+    """`editable = ["param.json"]` (for params.json) pre-registered the contract, anchored the baseline,
+    then stopped at the first proposal with `error[internal]: unexpected FileNotFoundError`. The built-in
+    proposer tunes the first editable file: one it cannot read or tune is refused first (exit 2)."""
+    from tests.research.helpers import make_repo
+
+    score = "import json, sys\nopen(sys.argv[1] + '/metrics.jsonl', 'w').write(json.dumps({'score': 1}) + '\\n')\n"
+    repo = make_repo(tmp_path / "repo", {"params.json": '{"x": 1}', "README.md": "a search\n", "score.py": score})
+    spec = tmp_path / "contract.toml"
+    spec.write_text(
+        'task = "t"\ncommand = "python3 score.py {run_dir}"\nmetric = "score"\nmode = "max"\n'
+        f'editable = ["{editable}"]\nattempt_timeout_minutes = 1\n'
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
+    env["ANCHOR_DATA_DIR"] = str(tmp_path / "data")
+    done = run_anchor(
+        ["research", "run", "--repo", str(repo), "--contract", str(spec), "--max-attempts", "3", "--no-anchor"], env
+    )
+    assert done.returncode == ExitCode.BAD_INPUT and said in done.stderr, done.stderr
+    assert not (tmp_path / "data" / "research").exists()  # refused before anything was written

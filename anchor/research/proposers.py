@@ -32,17 +32,45 @@ class ParamSearch:
     def __init__(self, editable: str, seed: int, researcher: str) -> None:
         self.editable, self.seed, self.researcher = editable, seed, researcher
 
+    def check(self, repo: Path) -> None:
+        """Refuse, before the search writes or anchors anything, a first editable this proposer cannot
+        tune: it used to fail at the first proposal, after the baseline was measured and anchored."""
+        self._numeric(repo / self.editable)
+
     def propose(self, repo: Path, attempt: int) -> None:
         path = repo / self.editable
         params = _read(path)
-        numeric = sorted(k for k, v in params.items() if isinstance(v, (int, float)) and not isinstance(v, bool))
-        if not numeric:
-            raise BadInput(f"{self.editable}: no numeric parameter to search", detail={"field": "editable"})
+        numeric = self._numeric(path, params)
         rng = random.Random(f"{self.seed}:{self.researcher}:{attempt}")  # noqa: S311 - search, not security
         key = rng.choice(numeric)
         value = params[key] * rng.choice(self.FACTORS)
         params[key] = max(1, round(value)) if isinstance(params[key], int) else float(f"{value:.6g}")
         _write(path, params)
+
+    def _numeric(self, path: Path, params: dict[str, Any] | None = None) -> list[str]:
+        said = f"editable {self.editable!r}"
+        if params is None:
+            if not path.is_file():
+                raise BadInput(f"{said}: no such file in the repository{_near(path, self.editable)}; the built-in"
+                               " proposer tunes the numbers of the first editable file (JSON or flat TOML)",
+                               detail={"field": "editable"})  # fmt: skip
+            params = _read(path)
+        numeric = sorted(k for k, v in params.items() if isinstance(v, (int, float)) and not isinstance(v, bool))
+        if not numeric:
+            raise BadInput(f"{said}: no numeric parameter to search", detail={"field": "editable"})
+        return numeric
+
+
+def _near(path: Path, rel: str) -> str:
+    """` (did you mean 'params.json'?)`: the closest name beside a missing editable, repo-relative."""
+    import difflib
+
+    try:
+        names = [entry.name for entry in path.parent.iterdir()]
+    except OSError:
+        return ""
+    match = difflib.get_close_matches(path.name, names, n=1, cutoff=0.7)
+    return f" (did you mean {str(Path(rel).with_name(match[0]))!r}?)" if match else ""
 
 
 class CommandProposer:
@@ -116,9 +144,12 @@ class CommandProposer:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = json.loads(text) if path.suffix == ".json" else None
+    except (OSError, ValueError) as exc:  # a JSON or UTF-8 error is a ValueError
+        raise BadInput(f"{path.name}: cannot be read as parameters ({exc})", detail={"field": "editable"}) from None
     if path.suffix == ".json":
-        data = json.loads(text)
         if not isinstance(data, dict):
             raise BadInput(f"{path.name}: a JSON object is expected", detail={"field": "editable"})
         return data

@@ -65,8 +65,9 @@ def run_search(settings: Any, options: SearchOptions) -> SearchRun:
     """Baseline, then propose → commit → measure → keep or reset, every attempt ledgered and anchored.
 
     Everything that can be refused is refused before anything is written: the researcher id, the
-    sandbox runtime, running unconfined, the anchoring route, the repository's git configuration, the
-    held-out data, the sandbox itself. Then the contract is pinned and pre-registered, and the search runs."""
+    sandbox runtime, running unconfined, the anchoring route, the repository's git configuration, an
+    editable file the built-in proposer cannot tune, the held-out data, the sandbox itself. Then the
+    contract is pinned and pre-registered, and the search runs."""
     from anchor.research.anchoring import anchor_champions, anchor_search, contract_digest, preregister
     from anchor.research.checkpoints import Checkpoints
     from anchor.research.contract import load_contract
@@ -91,6 +92,8 @@ def run_search(settings: Any, options: SearchOptions) -> SearchRun:
     stamper = stamper_for(settings, list(o.services), o.anchor)
     terms, _ = load_contract(o.contract)
     check_git_config(Repo(repo))  # the harness runs git on this host: no program of the repo's
+    if not o.propose:  # the built-in proposer must be able to tune the first editable file
+        ParamSearch(terms.editable[0], o.seed, o.researcher).check(repo)
     if terms.holdout_command and terms.holdout_data:  # the champion record digests it: refused now if missing
         from anchor.research.uncertainty import held_out_data
 
