@@ -338,7 +338,7 @@ def test_a_mistyped_lookup_or_attest_key_names_the_file_meant_before_any_chain_i
 @pytest.mark.parametrize(
     ("editable", "said"),
     [
-        ("param.json", "editable 'param.json': no such file in the repository (did you mean 'params.json'?)"),
+        ("param.json", "editable 'param.json': no such file in the repository (did you mean params.json?)"),
         ("README.md", "editable 'README.md': no numeric parameter to search"),
     ],
     ids=["mistyped", "no-numbers"],
@@ -365,3 +365,32 @@ def test_a_search_whose_first_editable_the_built_in_proposer_cannot_tune_is_refu
     )
     assert done.returncode == ExitCode.BAD_INPUT and said in done.stderr, done.stderr
     assert not (tmp_path / "data" / "research").exists()  # refused before anything was written
+
+
+@pytest.mark.parametrize(
+    ("args", "source", "edit", "said"),
+    [
+        (["research", "run", "--repo", "repo", "--contract"], "examples/research/contract.toml",
+         ("metric_source", "metric_sorce"), "field 'metric_sorce': not a field (did you mean metric_source?)"),
+        (["mission", "check"], "examples/mission/mission.toml",
+         ("hypothesis =", "hypothesys ="), "field 'hypothesys': not a field (did you mean hypothesis?)"),
+        (["bundle"], "examples/result-bundle/bundle.toml",
+         ("output =", "outptu ="), "unknown field 'outptu' (did you mean output?)"),
+    ],
+    ids=["contract", "mission", "bundle-spec"],
+)  # fmt: skip
+def test_a_mistyped_key_in_a_contract_mission_or_bundle_spec_names_the_key_meant(
+    args: list[str], source: str, edit: tuple[str, str], said: str, tmp_path: Path
+) -> None:
+    """`metric_sorce = ...` in a contract said "Extra inputs are not permitted" (pydantic's words, no hint);
+    every file a user writes by hand now names the key meant, exit 2."""
+    spec = tmp_path / "examples" / source.removeprefix("examples/")
+    spec.parent.mkdir(parents=True)
+    for sibling in (ROOT / source).parent.iterdir():  # the spec's relative paths still resolve
+        if sibling.is_file():
+            (spec.parent / sibling.name).write_bytes(sibling.read_bytes())
+    spec.write_text((ROOT / source).read_text().replace(*edit, 1))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
+    env["ANCHOR_DATA_DIR"] = str(tmp_path / "data")
+    done = run_anchor([*args, str(spec)], env, cwd=tmp_path)
+    assert done.returncode == ExitCode.BAD_INPUT and said in done.stderr, done.stderr

@@ -376,4 +376,4 @@ def test_an_experiment_is_stamped_run_by_run_and_a_second_pass_anchors_nothing(
     nothing = _mlflow(chain, server, "stamp", "--experiment", "no-such-experiment")
     assert nothing.returncode == ExitCode.BAD_INPUT and "experiment 'no-such-experiment': not found" in nothing.stderr
     typo = _mlflow(chain, server, "stamp", "--experiment", "swep")  # a typo names the experiment meant
-    assert typo.returncode == ExitCode.BAD_INPUT and "(did you mean 'sweep'?)" in typo.stderr, typo.stderr
+    assert typo.returncode == ExitCode.BAD_INPUT and "(did you mean sweep?)" in typo.stderr, typo.stderr

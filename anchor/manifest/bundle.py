@@ -261,7 +261,10 @@ def read_bundle_spec(spec_path: Path) -> dict[str, Any]:
     }  # fmt: skip
     unknown = sorted(set(spec) - known)
     if unknown:
-        raise BadInput(f"{spec_path}: unknown field '{unknown[0]}'", detail={"field": unknown[0]})
+        from anchor.errors import did_you_mean
+
+        raise BadInput(f"{spec_path}: unknown field '{unknown[0]}'{did_you_mean(unknown[0], sorted(known))}",
+                       detail={"field": unknown[0]})  # fmt: skip
     if "output" not in spec:
         raise BadInput(f"{spec_path}: field 'output' (the output directory) is required", detail={"field": "output"})
     if spec.get("image") is None:

@@ -226,12 +226,10 @@ def run_ids_of(client: Any, experiment: str) -> list[str]:
 
 
 def _near_experiment(client: Any, experiment: str) -> str:
-    """` (did you mean 'NAME'?)` for the server's closest experiment name, or nothing."""
-    import difflib
+    """` (did you mean NAME?)` for the server's closest experiment name, or nothing."""
+    from anchor.errors import did_you_mean
 
-    names = [e.name for e in client.search_experiments(max_results=1000)]
-    match = difflib.get_close_matches(experiment, names, n=1, cutoff=0.7)
-    return f" (did you mean {match[0]!r}?)" if match else ""
+    return did_you_mean(experiment, [e.name for e in client.search_experiments(max_results=1000)])
 
 
 def scratch_dir() -> Any:

@@ -62,15 +62,14 @@ class ParamSearch:
 
 
 def _near(path: Path, rel: str) -> str:
-    """` (did you mean 'params.json'?)`: the closest name beside a missing editable, repo-relative."""
-    import difflib
+    """` (did you mean params.json?)`: the closest name beside a missing editable, repo-relative."""
+    from anchor.errors import did_you_mean
 
     try:
-        names = [entry.name for entry in path.parent.iterdir()]
+        names = [str(Path(rel).with_name(entry.name)) for entry in path.parent.iterdir()]
     except OSError:
         return ""
-    match = difflib.get_close_matches(path.name, names, n=1, cutoff=0.7)
-    return f" (did you mean {str(Path(rel).with_name(match[0]))!r}?)" if match else ""
+    return did_you_mean(rel, names)
 
 
 class CommandProposer:
