@@ -31,7 +31,10 @@ class ServeOptions:
     calendar: bool = False
     access_log: bool = False
     forwarded_allow_ips: str | None = None
-    rpc_url: str | None = None
+    rpc_urls: tuple[str, ...] = ()
+    """`serve --rpc-url`, repeatable: the chain to read (several: as `anchor --rpc-url A --rpc-url B`)."""
+    quorum: int | None = None
+    """With --index-only and several endpoints: how many must agree (default: a majority)."""
     browser_rpc_url: str | None = None
     index_only: bool = False
     """The explorer from the chain alone; the options below are its own."""
@@ -49,7 +52,7 @@ class ServeOptions:
             raise BadInput(f"--port {self.port}: expected a port number, 1 to 65535", detail={"field": "port"})
 
 
-INDEX_ONLY = ("registry", "index", "claims", "repo", "from_block")
+INDEX_ONLY = ("registry", "index", "claims", "repo", "from_block", "quorum")
 """The options that only `--index-only` takes."""
 
 
@@ -69,11 +72,7 @@ def serve(settings: Settings, options: ServeOptions) -> None:
         from anchor.chain.connection import browser_rpc_url as public_url_of
 
         settings = dataclasses.replace(settings, browser_rpc_urls=(public_url_of(options.browser_rpc_url) or "",))
-    if options.rpc_url:
-        settings = dataclasses.replace(settings, rpc_url=options.rpc_url)
-    from anchor.readback.quorum import read_endpoints
-
-    read_endpoints(settings)  # a read list that names an endpoint twice: refused now, not on every request
+    settings, _ = with_endpoints(settings, options)  # one named twice: refused now, not on every request
 
     import uvicorn
 
@@ -99,6 +98,17 @@ def serve(settings: Settings, options: ServeOptions) -> None:
                 **proxies(options.forwarded_allow_ips))  # fmt: skip
 
 
+def with_endpoints(settings: Settings, options: ServeOptions) -> tuple[Settings, tuple[str, ...]]:
+    """The settings with `serve --rpc-url` (repeated: several read endpoints, as `anchor --rpc-url A
+    --rpc-url B` gives), and the endpoints read; `BadInput` for a list that names one twice."""
+    from anchor.readback.quorum import read_endpoints
+
+    if options.rpc_urls:
+        several = options.rpc_urls if len(options.rpc_urls) > 1 else ()
+        settings = dataclasses.replace(settings, rpc_url=options.rpc_urls[0], read_rpcs=several)
+    return settings, tuple(url for url in read_endpoints(settings) if url)
+
+
 def serve_index(settings: Settings, options: ServeOptions) -> None:
     """`--index-only`: check everything before serving (a bad option is exit 2, not a page of errors),
     index up to the head with progress on stderr, then serve while following the chain."""
@@ -107,11 +117,10 @@ def serve_index(settings: Settings, options: ServeOptions) -> None:
     from anchor.index.follow import progress_to_stderr
     from anchor.index.site import SiteOptions, open_site
     from anchor.manifest.onchain import parse_address
-    from anchor.settings.session import endpoint_of as redact_url
     from api.index_app import create_index_app
 
-    url = options.rpc_url or settings.rpc_url
-    if not url:
+    settings, urls = with_endpoints(settings, options)
+    if not urls:
         raise BadInput("--index-only needs --rpc-url (hint: anchor serve --index-only --rpc-url URL)",
                        detail={"field": "rpc_url"})  # fmt: skip
     registry = options.registry
@@ -121,9 +130,11 @@ def serve_index(settings: Settings, options: ServeOptions) -> None:
         registry = canonical_address()
     else:
         registry = parse_address(registry, "--registry")
-    site_options = SiteOptions(rpc_url=url, registry=registry, index=options.index, from_block=options.from_block,
-                               confirmations=options.confirmations, browser_rpc_url=options.browser_rpc_url,
-                               claims=options.claims, repo=options.repo)  # fmt: skip
+    site_options = SiteOptions(
+        rpc_urls=urls, quorum=options.quorum, registry=registry, index=options.index, from_block=options.from_block,
+        confirmations=options.confirmations, browser_rpc_url=options.browser_rpc_url, claims=options.claims,
+        repo=options.repo,
+    )  # fmt: skip
     site = open_site(site_options, progress=progress_to_stderr)
     report = site.follower.sync()
     counts = site.follower.store.counts()
@@ -131,7 +142,7 @@ def serve_index(settings: Settings, options: ServeOptions) -> None:
     sys.stderr.write(
         f"index {site.path}: {counts['lineage']} lineage records, {counts['roots']} roots of registry"
         f" {site.follower.address} on chain {site.chain_id}, to block {report.cursor} (from block"
-        f" {site.follower.from_block}; {redact_url(url)})\n"
+        f" {site.follower.from_block}; {site.rpc_label})\n"
         f"explorer at http://{options.host}:{options.port}/ (the browser check reads"
         f" {site.browser_rpc_url or 'nothing: pass --browser-rpc-url'})\n"
     )

@@ -315,6 +315,13 @@ def test_serve_index_only_mistakes_are_one_line_errors(world: dict[str, Any], tm
     missing = run("--rpc-url", world["rpc"], "--registry", world["registry"], "--claims", str(tmp_path / "nope.jsonl"))
     assert missing.returncode == 2 and "--claims" in missing.stderr
     assert not (tmp_path / "nope.jsonl").exists()
+    twice = run("--rpc-url", world["rpc"], "--rpc-url", world["rpc"] + "/", "--registry", world["registry"])
+    assert twice.returncode == 2 and "named twice" in twice.stderr  # one endpoint votes once
+    unmeetable = run("--rpc-url", world["rpc"], "--quorum", "2", "--registry", world["registry"])
+    assert unmeetable.returncode == 2 and "--quorum 2: only 1 read endpoints" in unmeetable.stderr
+    api_only = subprocess.run([str(ANCHOR_BIN), "serve", "--quorum", "2"], env=env, capture_output=True, text=True,
+                              timeout=60)  # fmt: skip
+    assert api_only.returncode == 2 and "--quorum is an option of --index-only" in api_only.stderr
 
 
 def test_after_evm_revert_the_index_drops_a_reverted_root_and_keeps_the_rest(

@@ -171,7 +171,7 @@ def test_sybil_records_of_one_commit_are_paged_and_its_diff_is_computed_once(
     monkeypatch.setattr(claims.subprocess, "run", counted)
     monkeypatch.setattr(claims, "_diffs", {})
     monkeypatch.setattr(index_site, "RESEARCHERS_PER_PAGE", 20)
-    options = SiteOptions(rpc_url=f"http://127.0.0.1:{fresh_chain.port}", registry=registry.address,
+    options = SiteOptions(rpc_urls=(f"http://127.0.0.1:{fresh_chain.port}",), registry=registry.address,
                           index=tmp_path / "index.sqlite", repo=repo, confirmations=1)  # fmt: skip
     site = open_site(options)
     site.sync()
@@ -186,3 +186,58 @@ def test_sybil_records_of_one_commit_are_paged_and_its_diff_is_computed_once(
         home = client.get("/").text
         assert home.count("<tr><td class='hash'><a href='/researcher/") == 20 and "page 1 of 3 (45 in all)" in home
     assert len(diffs) == 1, diffs  # one (parent, commit): one git diff, for every record and page
+
+
+def test_a_lying_endpoint_is_outvoted_by_a_quorum_and_one_against_one_indexes_nothing(
+    fresh_chain: Chain, tmp_path: Path
+) -> None:
+    """The chain-only index read one endpoint and showed what it said: an endpoint that rewrote the roots
+    in its `eth_getLogs` answers had them indexed as anchored. Given several endpoints, every window's
+    events, block hashes and the registry's code are indexed only when a quorum (default: a majority)
+    agrees; a split is `NoQuorum` with nothing stored, and a dissenter is named."""
+    from anchor.chain.rpc import Rpc
+    from anchor.errors import NoQuorum
+    from tests.faults.rpc_proxy import FaultyProxy
+
+    chain = fresh_chain
+    chain.cli("deploy", check=True)
+    _, roots = _write(chain, 2)
+    handle = open_chain(chain.settings)
+    registry = open_registry(chain.settings, handle)
+    root_topic = Follower(handle.rpc, IndexStore(tmp_path / "t.sqlite", handle.chain_id, registry.address),
+                          registry.address)._root.topic  # fmt: skip
+    fake = "0x" + "f0" * 32
+
+    def rewrite_roots(request: dict[str, object], result: object) -> object:
+        for log in result if isinstance(result, list) else []:
+            if str(log["topics"][0]).lower() == root_topic:
+                log["topics"][1] = fake
+        return result
+
+    honest = [FaultyProxy(chain.node.rpc_url) for _ in range(2)]
+    liar = FaultyProxy(chain.node.rpc_url)
+    liar.lie_logs = rewrite_roots
+    try:
+
+        def follower(name: str, *proxies: FaultyProxy, quorum: int | None = None) -> Follower:
+            store = IndexStore(tmp_path / f"{name}.sqlite", handle.chain_id, registry.address)
+            return Follower([Rpc(p.url) for p in proxies], store, registry.address, from_block=0, quorum=quorum)
+
+        alone = follower("alone", liar)
+        alone.sync()
+        assert alone.store.root(fake) is not None  # one endpoint's word is all a single read has
+
+        voted = follower("voted", honest[0], liar, honest[1])
+        report = voted.sync()
+        assert voted.store.root(fake) is None and all(voted.store.root(r) is not None for r in roots)
+        assert list(report.disagreeing) == [liar.url]
+
+        split = follower("split", honest[0], liar)
+        with pytest.raises(NoQuorum, match=liar.url):
+            split.sync()
+        assert split.store.counts()["roots"] == 0 and split.store.cursor() is None
+        with pytest.raises(BadInput, match="--quorum 3"):
+            follower("three", honest[0], liar, quorum=3)
+    finally:
+        for proxy in (*honest, liar):
+            proxy.stop()

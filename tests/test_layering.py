@@ -68,7 +68,7 @@ ALLOWED: dict[str, set[str]] = {
     "missions": {"layout", "errors", "files", "manifest", "proof", "settings", "anchoring", "research", "journal",
                  "readback", "chain"},  # readback: a resume pin's proof; chain: the deployment a pod checks
     # read-back for someone with only the chain: the registry's events, and published claims compared
-    "index": {"layout", "errors", "manifest", "chain", "research", "settings"},
+    "index": {"layout", "errors", "manifest", "chain", "research", "settings", "readback"},  # readback: the quorum vote
     # the library's face (issue 43): one Verifier (the Stamper is anchoring's, below research and missions,
     # which take one), and `import anchor`'s lazy names over both
     "library": {"errors", "settings", "manifest", "proof", "readback", "attest", "chain", "anchoring", "sealing"},

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from anchor.cli.options import JsonFlag
+from anchor.cli.options import JsonFlag, QuorumOpt
 from anchor.cli.output import emit, write_rendered
 
 
@@ -105,7 +105,15 @@ def serve(
             " none, so clients are told apart by their own address: docs/deploy.md).",
         ),
     ] = None,
-    rpc_url: Annotated[str | None, typer.Option("--rpc-url", help="With --index-only: the chain to read.")] = None,
+    rpc_url: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--rpc-url",
+            help="The chain to read; repeated, with --index-only: index only what a quorum of"
+            " them agree on (--quorum; default a majority).",
+        ),
+    ] = None,
+    quorum: QuorumOpt = None,
     registry: Annotated[
         str | None, typer.Option("--registry", help="With --index-only: another registry than the canonical one.")
     ] = None,
@@ -167,7 +175,8 @@ def serve(
 
     run(settings, ServeOptions(
         host=host, port=port, public_url=public_url, calendar=calendar, access_log=access_log,
-        forwarded_allow_ips=forwarded_allow_ips, rpc_url=rpc_url, browser_rpc_url=browser_rpc_url,
+        forwarded_allow_ips=forwarded_allow_ips, rpc_urls=tuple(rpc_url or ()), quorum=quorum,
+        browser_rpc_url=browser_rpc_url,
         index_only=index_only, registry=registry, index=index, from_block=from_block, confirmations=confirmations,
         claims=claims, repo=repo,
     ))  # fmt: skip

@@ -12,28 +12,36 @@ Why it is built this way:
   `evm_revert`), every record of the last `confirmations` blocks is dropped and those blocks are read
   again: what is still on the chain comes back, what was reverted does not. A changed hash below that
   range means a deeper reorg, reported (`IndexReorgTooDeep`) instead of guessed at.
-- The RPC endpoint is trusted for what the events say: the index is a way to browse, and every page
-  says which endpoint it read. `anchor verify` and the browser check of a proof read the registry
-  itself; docs/threat-model.md says what a lying endpoint can and cannot do here.
+- Given one RPC endpoint, the index shows what it says, and every page names it. Given several, every
+  read the index keeps (each window's events, block hashes and times, the registry's code, a live
+  record) is kept only when a quorum of them (default: a majority) agree on it, through the vote
+  verdicts use (anchor.readback.quorum.agree): a split stores nothing and is `NoQuorum`; a dissenter is
+  named in the sync report. Only where honest endpoints may differ is there no vote: the head is the
+  highest block a quorum has reached, and the deployment block the earliest any reports (starting
+  early is only slower; starting late would hide events).
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from anchor.chain.deployment import deployment_block
 from anchor.chain.logs import scan_logs
-from anchor.errors import DeploymentMismatch, IndexReorgTooDeep
+from anchor.errors import ChainUnreachable, DeploymentMismatch, IndexReorgTooDeep, NoQuorum
 from anchor.index.store import IndexStore
+from anchor.readback.quorum import agree, needed
+from anchor.settings.session import endpoint_of as redact_url
 
 if TYPE_CHECKING:
     from anchor.chain.rpc import Rpc
 
 DEFAULT_CONFIRMATIONS = 12
 WINDOW = 2_000
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +50,8 @@ class SyncReport:
     cursor: int
     added: int
     dropped: int
+    disagreeing: dict[str, str] = field(default_factory=dict)
+    """Endpoints outvoted during this sync, and what each said."""
 
 
 def registry_code_hash(rpc: Rpc, address: str) -> str | None:
@@ -54,23 +64,28 @@ def registry_code_hash(rpc: Rpc, address: str) -> str | None:
 
 
 class Follower:
-    """Keeps one IndexStore in step with one registry."""
+    """Keeps one IndexStore in step with one registry, read from one endpoint or a quorum of several."""
 
     def __init__(
         self,
-        rpc: Rpc,
+        rpc: Rpc | Sequence[Rpc],
         store: IndexStore,
         address: str,
         from_block: int | None = None,
         confirmations: int = DEFAULT_CONFIRMATIONS,
         progress: Callable[[str], None] | None = None,
+        quorum: int | None = None,
     ) -> None:
         from anchor.chain.abi import checksum_address, interface
         from anchor.chain.artifact import LATEST, version_of
 
-        self.rpc, self.store, self.confirmations = rpc, store, max(1, confirmations)
+        self.rpcs = list(rpc) if isinstance(rpc, Sequence) else [rpc]
+        self.need = needed(quorum, len(self.rpcs))  # a quorum no list could meet: refused before any read
+        self.rpc, self.store, self.confirmations = self.rpcs[0], store, max(1, confirmations)
+        self.endpoints = [redact_url(r.url) for r in self.rpcs]
+        self._dissent: dict[str, str] = {}
         self.address = checksum_address(address)
-        code_hash = registry_code_hash(rpc, self.address)
+        code_hash = self._agreed(lambda r: registry_code_hash(r, self.address))
         if code_hash is None:
             raise DeploymentMismatch(
                 f"--registry {self.address}: no AnchorRegistry code there (not deployed, or another contract)",
@@ -83,20 +98,61 @@ class Follower:
         self._progress = progress
         start = store.meta("from_block")
         if start is None:
-            start = str(
-                from_block if from_block is not None else deployment_block(rpc, self.address, self._head(), progress)
-            )
+            start = str(from_block if from_block is not None else self._deployment_block())
             with store.tx():
                 store.set_meta("from_block", start)
                 store.set_meta("code_hash", code_hash)
         self.from_block = int(start)
 
+    def _agreed(self, read: Callable[[Rpc], T], asserts: Callable[[T], object] = repr) -> T:
+        """`read` of the one endpoint, or the answer a quorum of them agree on (dissenters noted)."""
+        if len(self.rpcs) == 1:
+            return read(self.rpc)
+        voters = [(shown, partial(read, r)) for shown, r in zip(self.endpoints, self.rpcs, strict=True)]
+        value, agreement = agree(voters, self.need, asserts)
+        self._dissent.update(agreement["disagreeing"])
+        return value
+
+    def _reachable(self, read: Callable[[Rpc], T]) -> list[T]:
+        """`read` of every endpoint that answers; `NoQuorum` when fewer than the quorum do."""
+        answers, silent = [], []
+        for shown, r in zip(self.endpoints, self.rpcs, strict=True):
+            try:
+                answers.append(read(r))
+            except ChainUnreachable:
+                silent.append(shown)
+        if len(answers) < self.need:
+            raise NoQuorum(f"only {len(answers)} of {len(self.rpcs)} endpoints answer, {self.need} must agree;"
+                           f" unreachable: {', '.join(silent)}", detail={"unreachable": silent})  # fmt: skip
+        return answers
+
+    def _deployment_block(self) -> int:
+        if len(self.rpcs) == 1:
+            return deployment_block(self.rpc, self.address, self._head(), self._progress)
+        head = self._head()
+        return min(self._reachable(lambda r: deployment_block(r, self.address, head)))
+
     def _head(self) -> int:
-        return self.rpc.block_number()
+        """The highest block a quorum of the endpoints has reached (one endpoint: its head)."""
+        if len(self.rpcs) == 1:
+            return self.rpc.block_number()
+        return sorted(self._reachable(lambda r: r.block_number()), reverse=True)[self.need - 1]
 
     def _block_hash(self, number: int) -> str | None:
-        block = self.rpc.get_block(number)
-        return None if block is None else str(block["hash"]).lower()
+        def read(rpc: Rpc) -> str | None:
+            block = rpc.get_block(number)
+            return None if block is None else str(block["hash"]).lower()
+
+        return self._agreed(read)
+
+    def block_time(self, number: int) -> int | None:
+        """The block's timestamp (a root's time on the pages), agreed like everything else kept."""
+
+        def read(rpc: Rpc) -> int | None:
+            block = rpc.get_block(number)
+            return None if block is None else int(str(block["timestamp"]), 16)
+
+        return self._agreed(read)
 
     def root_record(self, root: str, submitter: str) -> dict[str, Any] | None:
         """The registry's own record of `root` by `submitter` (the one the index holds), read live at the
@@ -108,7 +164,7 @@ class Follower:
         function = self._abi.functions["rootRecord"]
         key = bytes.fromhex(root.removeprefix("0x"))
         data = function.call_data(checksum_address(submitter), key)
-        answer = function.result(self.rpc.call(self.address, data, block))
+        answer = self._agreed(lambda rpc: function.result(rpc.call(self.address, data, block)))
         timestamp, at, retracted_at, retracted_block = answer
         if int(at) == 0:
             return None
@@ -155,6 +211,7 @@ class Follower:
 
     def sync(self) -> SyncReport:
         """Bring the index to the chain's head: unwind a reorg, then read the new blocks window by window."""
+        self._dissent = {}
         head = self._head()
         dropped = self.unwind(head)
         cursor = self.store.cursor()
@@ -162,7 +219,7 @@ class Follower:
         added = 0
         while start <= head:
             end = min(head, start + WINDOW - 1)
-            logs = scan_logs(self.rpc, self.address, self._topics(), start, end)
+            logs = self._agreed(partial(self._logs, start, end), asserts=_log_key)
             end_hash = self._block_hash(end)
             if end_hash is None:  # the chain got shorter while we read: the next sync unwinds it
                 break
@@ -172,7 +229,10 @@ class Follower:
             start = end + 1
         cursor = self.store.cursor()
         return SyncReport(head=head, cursor=cursor if cursor is not None else self.from_block - 1,
-                          added=added, dropped=dropped)  # fmt: skip
+                          added=added, dropped=dropped, disagreeing=dict(self._dissent))  # fmt: skip
+
+    def _logs(self, start: int, end: int, rpc: Rpc) -> list[dict[str, Any]]:
+        return scan_logs(rpc, self.address, self._topics(), start, end)
 
     def _store(self, logs: list[dict[str, Any]], end: int, end_hash: str, head: int) -> int:
         root_topic = self._topics()[0][1]
@@ -210,6 +270,13 @@ class Follower:
             db.execute("DELETE FROM blocks WHERE number < ? AND number <> ?", (head - 2 * self.confirmations, end))
             self.store.set_meta("cursor", str(end))
         return len(logs)
+
+
+def _log_key(logs: list[dict[str, Any]]) -> object:
+    """What a window's events assert (where, which transaction, what they say), for the vote."""
+    return [(str(log["blockNumber"]), str(log["blockHash"]).lower(), str(log["transactionHash"]).lower(),
+             str(log["logIndex"]), [str(t).lower() for t in log["topics"]], str(log["data"]).lower())
+            for log in logs]  # fmt: skip
 
 
 def progress_to_stderr(line: str) -> None:

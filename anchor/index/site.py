@@ -28,7 +28,10 @@ class SiteOptions(BaseModel):
 
     model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
-    rpc_url: str
+    rpc_urls: tuple[str, ...] = Field(min_length=1, max_length=64)
+    """One endpoint, whose word the index shows; or several, of which `quorum` (default: a majority) must
+    agree on everything the index keeps (anchor.index.follow)."""
+    quorum: int | None = None
     registry: str = Field(pattern=r"^0x[0-9a-fA-F]{40}$")
     index: Path | None = None
     from_block: int | None = Field(default=None, ge=0)
@@ -67,20 +70,31 @@ def open_site(options: SiteOptions, progress: Callable[[str], None] | None = Non
     from anchor.index.claims import check_repo, load_claims
     from anchor.index.follow import Follower
     from anchor.index.store import IndexStore
+    from anchor.readback.quorum import needed
     from anchor.settings.session import endpoint_of as redact_url
 
-    if options.browser_rpc_url:
-        browser = browser_rpc_url(options.browser_rpc_url)
-    else:
-        try:  # the RPC URL itself, only when it carries no key
-            browser = browser_rpc_url(options.rpc_url)
+    browser = browser_rpc_url(options.browser_rpc_url) if options.browser_rpc_url else None
+    for url in options.rpc_urls if browser is None else ():
+        try:  # an RPC URL itself, only when it carries no key
+            browser = browser_rpc_url(url)
+            break
         except BadInput:
-            browser = None
+            continue
     claims = load_claims(options.claims) if options.claims is not None else []
     repo = check_repo(options.repo) if options.repo is not None else None
-    rpc, chain_id = reach(options.rpc_url)
+    need = needed(options.quorum, len(options.rpc_urls))  # before any endpoint is asked
+    reached = [reach(url) for url in options.rpc_urls]
+    chain_id = reached[0][1]
+    if any(other != chain_id for _, other in reached):
+        raise BadInput("--rpc-url: the endpoints serve different chains: " + ", ".join(
+            f"{redact_url(url)} chain {c}" for url, (_, c) in zip(options.rpc_urls, reached, strict=True)
+        ), detail={"field": "rpc_url"})  # fmt: skip
     path = options.index or default_index(chain_id, options.registry)
     store = IndexStore(path, chain_id, options.registry)
-    follower = Follower(rpc, store, options.registry, options.from_block, options.confirmations, progress=progress)
-    return IndexSite(follower=follower, chain_id=chain_id, path=path, rpc_label=redact_url(options.rpc_url),
+    follower = Follower([rpc for rpc, _ in reached], store, options.registry, options.from_block,
+                        options.confirmations, progress=progress, quorum=options.quorum)  # fmt: skip
+    label = ", ".join(redact_url(url) for url in options.rpc_urls)
+    if len(options.rpc_urls) > 1:
+        label += f" ({need} of {len(options.rpc_urls)} must agree)"
+    return IndexSite(follower=follower, chain_id=chain_id, path=path, rpc_label=label,
                      browser_rpc_url=browser, claims=claims, repo=repo)  # fmt: skip

@@ -10,8 +10,9 @@ with no quorum, `NoQuorum` (exit 12) names what each one said. Unreachable endpo
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Any, TypeVar
 
 from anchor.errors import AnchorError, BadInput, ChainUnreachable, NoQuorum
@@ -37,21 +38,41 @@ def read_agreed(
     the first agreeing answer let one endpoint listed first make a 1-confirmation anchor "finalized"
     while the verdict said every endpoint agreed."""
     endpoints = read_endpoints(settings)
+    need = needed(quorum, len(endpoints))
+    if len(endpoints) == 1:
+        return read(settings), None
+    voters = [(redact_url(url) if url else "local chain", partial(read, replace(settings, rpc_url=url, read_rpcs=())))
+              for url in endpoints]  # fmt: skip
+    return agree(voters, need, asserts, weakest)
+
+
+def needed(quorum: int | None, endpoints: int) -> int:
+    """How many endpoints must agree: `quorum`, else a majority; `BadInput` (before any read) for a
+    quorum no list of `endpoints` could meet."""
     if quorum is not None and not 1 <= quorum <= 64:
         raise BadInput(f"--quorum {quorum}: expected 1 to 64", detail={"field": "quorum"})
-    if quorum is not None and quorum > len(endpoints):
-        raise BadInput(f"--quorum {quorum}: only {len(endpoints)} read endpoints are given, so no answer could"
-                       f" have {quorum} behind it (hint: --quorum {len(endpoints)}, or more --rpc-url)",
+    if quorum is not None and quorum > endpoints:
+        raise BadInput(f"--quorum {quorum}: only {endpoints} read endpoints are given, so no answer could"
+                       f" have {quorum} behind it (hint: --quorum {endpoints}, or more --rpc-url)",
                        detail={"field": "quorum"})  # fmt: skip
-    if len(endpoints) == 1 and (quorum or 1) == 1:
-        return read(settings), None
-    need = quorum or len(endpoints) // 2 + 1
+    return quorum or endpoints // 2 + 1
+
+
+def agree(
+    voters: Sequence[tuple[str, Callable[[], T]]],
+    need: int,
+    asserts: Callable[[T], object],
+    weakest: Callable[[list[T]], T] | None = None,
+) -> tuple[T, dict[str, Any]]:
+    """The vote itself, over any reads (`voters`: each endpoint's name and its read): the answer at least
+    `need` of them assert, with how it was agreed; `NoQuorum` naming what each said otherwise. An
+    unreachable endpoint does not vote; an error agreed by the quorum is raised as that error. Shared
+    by verdicts (`read_agreed`) and the chain-only index (anchor.index.follow)."""
     votes: dict[object, list[tuple[str, Any]]] = {}
     silent: list[str] = []
-    for url in endpoints:
-        shown = redact_url(url) if url else "local chain"
+    for shown, read_one in voters:
         try:
-            value: Any = read(replace(settings, rpc_url=url, read_rpcs=()))
+            value: Any = read_one()
             key: object = ("answer", repr(asserts(value)))
         except ChainUnreachable:
             silent.append(shown)
@@ -63,10 +84,10 @@ def read_agreed(
     said = {shown: _said(value) for group in ranked for shown, value in group}
     if not ranked or len(ranked[0]) < need or (len(ranked) > 1 and len(ranked[1]) == len(ranked[0])):
         raise NoQuorum(
-            f"no {need} of {len(endpoints)} endpoints agree: "
+            f"no {need} of {len(voters)} endpoints agree: "
             + "; ".join(f"{shown} says {answer}" for shown, answer in said.items())
             + (f"; unreachable: {', '.join(silent)}" if silent else ""),
-            detail={"quorum": need, "endpoints": len(endpoints), "answers": said, "unreachable": silent},
+            detail={"quorum": need, "endpoints": len(voters), "answers": said, "unreachable": silent},
         )
     winners = ranked[0]
     value = winners[0][1]
@@ -75,7 +96,7 @@ def read_agreed(
     agreed = None if isinstance(value, AnchorError) else asserts(value)
     agreement = {
         "quorum": need,
-        "endpoints": len(endpoints),
+        "endpoints": len(voters),
         "agreeing": [shown for shown, _ in winners],
         "disagreeing": {shown: _differs(other, agreed, asserts) for group in ranked[1:] for shown, other in group},
         "unreachable": silent,

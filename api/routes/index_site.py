@@ -93,12 +93,12 @@ def _with_times(request: Request, rows: list[dict[str, Any]]) -> list[dict[str, 
         if row.get("timestamp") is None and row.get("block") is not None:
             number = int(row["block"])
             if number not in times:
-                block = site.follower.rpc.get_block(number)
-                if block is None:
+                at = site.follower.block_time(number)  # agreed by the quorum, when several endpoints are read
+                if at is None:
                     continue
                 if len(times) > 100_000:
                     times.clear()
-                times[number] = int(str(block["timestamp"]), 16)
+                times[number] = at
             row["timestamp"] = times[number]
     return rows
 

@@ -1,7 +1,7 @@
 """An HTTP JSON-RPC proxy on 127.0.0.1 whose faults the test controls: 5xx answers, stalls, refusals,
 and the habits of hosted providers: `eth_getLogs` capped at a block range (the JSON-RPC error Infura
 and Alchemy send), throttling at random (HTTP 429, or Infura's JSON-RPC rate-limit error), and lies
-(an `eth_call` or `eth_getBlockByNumber` result rewritten)."""
+(an `eth_call`, `eth_getBlockByNumber`, receipt or `eth_getLogs` result rewritten)."""
 
 from __future__ import annotations
 
@@ -37,6 +37,7 @@ class FaultyProxy:
         self.lie: Callable[[dict[str, Any], Any], Any] | None = None  # (request, true result) -> result sent
         self.lie_block: Callable[[dict[str, Any], Any], Any] | None = None  # the same, for eth_getBlockByNumber
         self.lie_receipt: Callable[[dict[str, Any], Any], Any] | None = None  # for eth_getTransactionReceipt
+        self.lie_logs: Callable[[dict[str, Any], Any], Any] | None = None  # for eth_getLogs
         self.calls: Counter[str] = Counter()  # every request, by method
         self.served: Counter[str] = Counter()  # requests answered from upstream (not faulted)
         self.server: ThreadingHTTPServer | None = None
@@ -108,7 +109,7 @@ class FaultyProxy:
                 request = urllib.request.Request(proxy.upstream, body, {"Content-Type": "application/json"})
                 with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310 - loopback upstream
                     data = answer.read()
-                lie = {"eth_call": proxy.lie, "eth_getBlockByNumber": proxy.lie_block,
+                lie = {"eth_call": proxy.lie, "eth_getBlockByNumber": proxy.lie_block, "eth_getLogs": proxy.lie_logs,
                        "eth_getTransactionReceipt": proxy.lie_receipt}.get(str(method))  # fmt: skip
                 if lie is not None:
                     answered = json.loads(data)
