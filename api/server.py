@@ -145,6 +145,7 @@ def serve_index(settings: Settings, options: ServeOptions) -> None:
         f" {site.follower.from_block}; {site.rpc_label})\n"
         f"explorer at http://{options.host}:{options.port}/ (the browser check reads"
         f" {site.browser_rpc_url or 'nothing: pass --browser-rpc-url'})\n"
+        + "".join(f"  outvoted: {url} said {said}\n" for url, said in report.disagreeing.items())
     )
     served = open_site(site_options.model_copy(update={"index": site.path}))  # the options as an object
     uvicorn.run(create_index_app(served), host=options.host, port=options.port, log_level="warning",
