@@ -230,7 +230,7 @@ def test_a_lying_endpoint_is_outvoted_by_a_quorum_and_one_against_one_indexes_no
         voted = follower("voted", honest[0], liar, honest[1])
         report = voted.sync()
         assert voted.store.root(fake) is None and all(voted.store.root(r) is not None for r in roots)
-        assert list(report.disagreeing) == [liar.url]
+        assert list(report.disagreeing) == [liar.url] and "events_sha256" in report.disagreeing[liar.url]
 
         split = follower("split", honest[0], liar)
         with pytest.raises(NoQuorum, match=liar.url):

@@ -273,10 +273,14 @@ class Follower:
 
 
 def _log_key(logs: list[dict[str, Any]]) -> object:
-    """What a window's events assert (where, which transaction, what they say), for the vote."""
-    return [(str(log["blockNumber"]), str(log["blockHash"]).lower(), str(log["transactionHash"]).lower(),
+    """What a window's events assert (where, which transaction, what they say), for the vote: their
+    count and a digest of every field, so that a dissenter is shown by what differs."""
+    import hashlib
+
+    said = [(str(log["blockNumber"]), str(log["blockHash"]).lower(), str(log["transactionHash"]).lower(),
              str(log["logIndex"]), [str(t).lower() for t in log["topics"]], str(log["data"]).lower())
             for log in logs]  # fmt: skip
+    return {"events": len(said), "events_sha256": hashlib.sha256(repr(said).encode()).hexdigest()[:16]}
 
 
 def progress_to_stderr(line: str) -> None:
