@@ -394,3 +394,23 @@ def test_a_mistyped_key_in_a_contract_mission_or_bundle_spec_names_the_key_meant
     env["ANCHOR_DATA_DIR"] = str(tmp_path / "data")
     done = run_anchor([*args, str(spec)], env, cwd=tmp_path)
     assert done.returncode == ExitCode.BAD_INPUT and said in done.stderr, done.stderr
+
+
+@pytest.mark.sandbox  # the baseline runs in bubblewrap
+def test_a_proposer_command_is_told_of_an_editable_the_repository_lacks(tmp_path: Path) -> None:
+    """With `--propose CMD` (a coding agent), an editable the repository lacks may be meant to be created,
+    so it is not refused; but `param.json` for params.json wasted every attempt in silence (the agent
+    wrote a file the command never reads). The search now says so before it starts, with the near name."""
+    from tests.research.helpers import make_repo
+
+    score = "import json, sys\nopen(sys.argv[1] + '/metrics.jsonl', 'w').write(json.dumps({'score': 1}) + '\\n')\n"
+    repo = make_repo(tmp_path / "repo", {"params.json": '{"x": 1}', "score.py": score})
+    spec = tmp_path / "contract.toml"
+    spec.write_text('task = "t"\ncommand = "python3 score.py {run_dir}"\nmetric = "score"\nmode = "max"\n'
+                    'editable = ["param.json"]\nattempt_timeout_minutes = 1\n')  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
+    env["ANCHOR_DATA_DIR"] = str(tmp_path / "data")
+    done = run_anchor_process(["research", "run", "--repo", str(repo), "--contract", str(spec), "--propose", "true",
+                               "--max-attempts", "1", "--no-anchor"], env)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "editable 'param.json' is not in the repository (did you mean params.json?)" in done.stderr, done.stderr

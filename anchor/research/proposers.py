@@ -11,6 +11,7 @@ import json
 import random
 import re
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -59,6 +60,20 @@ class ParamSearch:
         if not numeric:
             raise BadInput(f"{said}: no numeric parameter to search", detail={"field": "editable"})
         return numeric
+
+
+def note_absent_editables(repo: Path, editable: Sequence[str]) -> None:
+    """Say, before a search with a proposer command starts, which editable paths the repository lacks:
+    the agent may be meant to create them, so they are not refused, but a mistyped one (`param.json` for
+    params.json) wastes every attempt in silence, the agent writing a file the command never reads."""
+    import logging
+
+    for rel in editable:
+        if not (repo / rel).exists():
+            logging.getLogger("anchor.progress").warning(
+                f"note: editable {rel!r} is not in the repository{_near(repo / rel, rel)}: the proposer may"
+                " create it; an attempt counts only if the measured command reads it"
+            )
 
 
 def _near(path: Path, rel: str) -> str:

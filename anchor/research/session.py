@@ -77,7 +77,7 @@ def run_search(settings: Any, options: SearchOptions) -> SearchRun:
     from anchor.research.guard import check_git_config
     from anchor.research.ledger import open_ledger
     from anchor.research.loop import Search, SearchLimits
-    from anchor.research.proposers import CommandProposer, ParamSearch
+    from anchor.research.proposers import CommandProposer, ParamSearch, note_absent_editables
     from anchor.research.push import RefPusher
     from anchor.research.sandbox import check_runtime
     from anchor.research.searches import remember_search
@@ -94,6 +94,8 @@ def run_search(settings: Any, options: SearchOptions) -> SearchRun:
     check_git_config(Repo(repo))  # the harness runs git on this host: no program of the repo's
     if not o.propose:  # the built-in proposer must be able to tune the first editable file
         ParamSearch(terms.editable[0], o.seed, o.researcher).check(repo)
+    else:
+        note_absent_editables(repo, terms.editable)
     if terms.holdout_command and terms.holdout_data:  # the champion record digests it: refused now if missing
         from anchor.research.uncertainty import held_out_data
 
