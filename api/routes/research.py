@@ -8,15 +8,16 @@ Every ledger is verified (its hash chain) before any of its rows is served; a ta
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 from urllib.parse import quote
 
 import blake3
 from fastapi import APIRouter, Query
 from fastapi import Path as PathParam
-from fastapi.responses import PlainTextResponse
+from fastapi.responses import JSONResponse, PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
 from anchor.errors import NotAnchored, RateLimited, Tampered, UnsafePath
@@ -25,6 +26,8 @@ from anchor.settings.session import Settings
 from api.deps import SettingsDep
 from api.routes.verify import ERRORS, CommitOrHex32
 from api.schemas import ResearchAttempt, ResearchAttemptPage, ResearchVerdict
+
+T = TypeVar("T")
 
 router = APIRouter(prefix="/v1/research", tags=["research"])
 
@@ -224,15 +227,7 @@ async def verify_search_route(search: Search, settings: SettingsDep) -> Research
     from anchor.research.verdict import verify_search
 
     def compute() -> ResearchVerdict:
-        workdir = next((w for s, w, _ in searches(settings) if s == search), None)
-        if workdir is None:
-            raise NotAnchored(f"no search {search} here", detail={"search": search})
-        if not _auditing.acquire(timeout=AUDIT_WAIT_S):
-            raise RateLimited("another search audit is running here: retry later", detail={"retry_after_s": 30})
-        try:
-            v = verify_search(settings, workdir)
-        finally:
-            _auditing.release()
+        v = _audited(settings, search, verify_search)
         return ResearchVerdict(
             search=search, entries=v.entries, head=v.head, attempts=v.attempts,
             anchored_checkpoints=v.anchored.checkpoints, anchored_length=v.anchored.length,
@@ -242,3 +237,29 @@ async def verify_search_route(search: Search, settings: SettingsDep) -> Research
         )  # fmt: skip
 
     return await run_in_threadpool(compute)
+
+
+@router.get("/searches/{search}/report", operation_id="report_research_search", responses=ERRORS)
+async def report_search_route(search: Search, settings: SettingsDep) -> JSONResponse:
+    """`anchor research report --json` of one search this service knows (anchor.research.report_search):
+    per researcher the attempts, rejections, keep rule and champion, the champion record's final numbers
+    with their sample size and intervals, and the trials the anchored checkpoints cover; from the verified
+    ledger (an edited one is 409, `tampered`)."""
+    from anchor.research import report_search
+
+    found = await run_in_threadpool(_audited, settings, search, report_search)
+    return JSONResponse(found.data)
+
+
+def _audited(settings: Settings, search: str, read: Callable[[Settings, Path], T]) -> T:
+    """`read(settings, work dir)` of the search `search` (404 if this service knows none), one audit at a
+    time per worker (`_auditing`)."""
+    workdir = next((w for s, w, _ in searches(settings) if s == search), None)
+    if workdir is None:
+        raise NotAnchored(f"no search {search} here", detail={"search": search})
+    if not _auditing.acquire(timeout=AUDIT_WAIT_S):
+        raise RateLimited("another search audit is running here: retry later", detail={"retry_after_s": 30})
+    try:
+        return read(settings, workdir)
+    finally:
+        _auditing.release()

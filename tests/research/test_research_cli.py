@@ -298,7 +298,11 @@ def test_a_ledger_rewritten_without_its_losers_reordered_or_truncated_is_caught_
             cli["entries"], cli["head"], cli["anchored"]["length"], cli["audit"]["commits"])  # fmt: skip
         assert str(tmp_path) not in served.text  # no path of the server's
         assert client.get("/v1/research/searches/000000000000/verify").status_code == 404
-    report = json.loads(fresh_chain.cli("research", "report", "--json", check=True).stdout)
+        report = json.loads(fresh_chain.cli("research", "report", "--json", check=True).stdout)
+        figures = client.get(f"/v1/research/searches/{search}/report")  # the report's door in the API
+        assert figures.status_code == 200, figures.text
+        assert {**figures.json(), "ok": True} == report and str(tmp_path) not in figures.text
+        assert client.get("/v1/research/searches/000000000000/report").status_code == 404
     assert report["anchored_trials"] == len([e for e in entries if "event" not in e])  # attempts, not traces
     import anchor.research
 
