@@ -56,11 +56,12 @@ def create_index_app(site: IndexSite) -> FastAPI:
     app.state.site = site
     app.state.verify_config = browser_verify.BrowserConfig(
         chain_id=site.chain_id, registry=site.follower.address, code_hash=site.follower.code_hash,
-        rpc_url=site.browser_rpc_url,
+        rpc_url=site.browser_rpc_urls[0] if site.browser_rpc_urls else None,
+        rpc_urls=site.browser_rpc_urls if len(site.browser_rpc_urls) > 1 else (),
     )  # fmt: skip
     install_error_handlers(app)
-    rpc_origin = origin(site.browser_rpc_url)
-    app.add_middleware(SecurityHeaders, connect=(rpc_origin,) if rpc_origin else ())
+    origins = tuple(o for o in (origin(url) for url in site.browser_rpc_urls) if o)
+    app.add_middleware(SecurityHeaders, connect=origins)
     index_site.install_error_pages(app)
     app.include_router(index_site.router)
     app.include_router(browser_verify.router)

@@ -144,7 +144,7 @@ def serve_index(settings: Settings, options: ServeOptions) -> None:
         f" {site.follower.address} on chain {site.chain_id}, to block {report.cursor} (from block"
         f" {site.follower.from_block}; {site.rpc_label})\n"
         f"explorer at http://{options.host}:{options.port}/ (the browser check reads"
-        f" {site.browser_rpc_url or 'nothing: pass --browser-rpc-url'})\n"
+        f" {', '.join(site.browser_rpc_urls) or 'nothing: pass --browser-rpc-url'})\n"
         + "".join(f"  outvoted: {url} said {said}\n" for url, said in report.disagreeing.items())
     )
     served = open_site(site_options.model_copy(update={"index": site.path}))  # the options as an object

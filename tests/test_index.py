@@ -238,6 +238,23 @@ def test_a_lying_endpoint_is_outvoted_by_a_quorum_and_one_against_one_indexes_no
         assert split.store.counts()["roots"] == 0 and split.store.cursor() is None
         with pytest.raises(BadInput, match="--quorum 3"):
             follower("three", honest[0], liar, quorum=3)
+
+        # the door: `serve --index-only` with the three names every one of them, on its pages and in the
+        # browser check, which reads them all (a majority agreeing)
+        from fastapi.testclient import TestClient
+
+        from anchor.index.site import SiteOptions, open_site
+        from api.index_app import create_index_app
+
+        urls = tuple(p.url for p in (honest[0], liar, honest[1]))
+        site = open_site(SiteOptions(rpc_urls=urls, registry=registry.address, index=tmp_path / "site.sqlite"))
+        site.sync()
+        assert site.rpc_label == ", ".join(urls) + " (2 of 3 must agree)" and site.browser_rpc_urls == urls
+        with TestClient(create_index_app(site)) as client:
+            assert site.rpc_label in client.get("/").text and client.get(f"/search?q={fake}").status_code == 404
+            page = client.get("/verify")
+            assert all(url in page.text for url in urls)
+            assert all(url in page.headers["content-security-policy"] for url in urls)
     finally:
         for proxy in (*honest, liar):
             proxy.stop()

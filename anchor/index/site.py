@@ -48,8 +48,9 @@ class IndexSite:
     path: Path
     rpc_label: str
     """The RPC endpoint, redacted to scheme://host:port (a hosted URL's path often holds its key)."""
-    browser_rpc_url: str | None
-    """The endpoint visitors' browsers read the registry through; None when none may be shown."""
+    browser_rpc_urls: tuple[str, ...]
+    """The endpoints visitors' browsers read the registry through (several: a majority must agree, as in
+    `anchor verify`); none when none may be shown (each carries a key)."""
     claims: list[ClaimedAttempt] = field(default_factory=list)
     repo: Path | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -73,13 +74,13 @@ def open_site(options: SiteOptions, progress: Callable[[str], None] | None = Non
     from anchor.readback.quorum import needed
     from anchor.settings.session import endpoint_of as redact_url
 
-    browser = browser_rpc_url(options.browser_rpc_url) if options.browser_rpc_url else None
-    for url in options.rpc_urls if browser is None else ():
-        try:  # an RPC URL itself, only when it carries no key
-            browser = browser_rpc_url(url)
-            break
+    browsers: list[str] = []  # what visitors' browsers read: --browser-rpc-url, else each RPC URL with no key
+    for url in [options.browser_rpc_url] if options.browser_rpc_url else options.rpc_urls:
+        try:
+            browsers.append(browser_rpc_url(url) or "")
         except BadInput:
-            continue
+            if options.browser_rpc_url:
+                raise
     claims = load_claims(options.claims) if options.claims is not None else []
     repo = check_repo(options.repo) if options.repo is not None else None
     need = needed(options.quorum, len(options.rpc_urls))  # before any endpoint is asked
@@ -97,4 +98,4 @@ def open_site(options: SiteOptions, progress: Callable[[str], None] | None = Non
     if len(options.rpc_urls) > 1:
         label += f" ({need} of {len(options.rpc_urls)} must agree)"
     return IndexSite(follower=follower, chain_id=chain_id, path=path, rpc_label=label,
-                     browser_rpc_url=browser, claims=claims, repo=repo)  # fmt: skip
+                     browser_rpc_urls=tuple(u for u in browsers if u), claims=claims, repo=repo)  # fmt: skip
