@@ -214,7 +214,7 @@ def test_a_lying_endpoint_is_outvoted_by_a_quorum_and_one_against_one_indexes_no
                 log["topics"][1] = fake
         return result
 
-    honest = [FaultyProxy(chain.node.rpc_url) for _ in range(2)]
+    honest = [FaultyProxy(chain.node.rpc_url) for _ in range(3)]
     liar = FaultyProxy(chain.node.rpc_url)
     liar.lie_logs = rewrite_roots
     try:
@@ -231,6 +231,14 @@ def test_a_lying_endpoint_is_outvoted_by_a_quorum_and_one_against_one_indexes_no
         report = voted.sync()
         assert voted.store.root(fake) is None and all(voted.store.root(r) is not None for r in roots)
         assert list(report.disagreeing) == [liar.url] and "events_sha256" in report.disagreeing[liar.url]
+
+        honest[1].mode = "503"  # out of reach: the other two agree; asked once a sync, not once a read
+        down = follower("down", *honest)
+        faults = honest[1].faults
+        down.sync()
+        assert all(down.store.root(r) is not None for r in roots)
+        assert honest[1].faults - faults == down.rpcs[1].retries + 1
+        honest[1].mode = "ok"
 
         split = follower("split", honest[0], liar)
         with pytest.raises(NoQuorum, match=liar.url):

@@ -84,6 +84,7 @@ class Follower:
         self.rpc, self.store, self.confirmations = self.rpcs[0], store, max(1, confirmations)
         self.endpoints = [redact_url(r.url) for r in self.rpcs]
         self._dissent: dict[str, str] = {}
+        self._down: dict[str, ChainUnreachable] = {}
         self.address = checksum_address(address)
         code_hash = self._agreed(lambda r: registry_code_hash(r, self.address))
         if code_hash is None:
@@ -108,7 +109,7 @@ class Follower:
         """`read` of the one endpoint, or the answer a quorum of them agree on (dissenters noted)."""
         if len(self.rpcs) == 1:
             return read(self.rpc)
-        voters = [(shown, partial(read, r)) for shown, r in zip(self.endpoints, self.rpcs, strict=True)]
+        voters = [(shown, partial(self._ask, read, r)) for shown, r in zip(self.endpoints, self.rpcs, strict=True)]
         value, agreement = agree(voters, self.need, asserts)
         self._dissent.update(agreement["disagreeing"])
         return value
@@ -118,13 +119,24 @@ class Follower:
         answers, silent = [], []
         for shown, r in zip(self.endpoints, self.rpcs, strict=True):
             try:
-                answers.append(read(r))
+                answers.append(self._ask(read, r))
             except ChainUnreachable:
                 silent.append(shown)
         if len(answers) < self.need:
             raise NoQuorum(f"only {len(answers)} of {len(self.rpcs)} endpoints answer, {self.need} must agree;"
                            f" unreachable: {', '.join(silent)}", detail={"unreachable": silent})  # fmt: skip
         return answers
+
+    def _ask(self, read: Callable[[Rpc], T], rpc: Rpc) -> T:
+        """`read(rpc)`, unless the endpoint was out of reach earlier in this sync: then its silence at once,
+        not its retries again on every read of the sync (a down endpoint cost each read its back-off)."""
+        if rpc.url in self._down:
+            raise self._down[rpc.url]
+        try:
+            return read(rpc)
+        except ChainUnreachable as exc:
+            self._down[rpc.url] = exc
+            raise
 
     def _deployment_block(self) -> int:
         if len(self.rpcs) == 1:
@@ -211,7 +223,7 @@ class Follower:
 
     def sync(self) -> SyncReport:
         """Bring the index to the chain's head: unwind a reorg, then read the new blocks window by window."""
-        self._dissent = {}
+        self._dissent, self._down = {}, {}
         head = self._head()
         dropped = self.unwind(head)
         cursor = self.store.cursor()
