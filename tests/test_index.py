@@ -263,6 +263,12 @@ def test_a_lying_endpoint_is_outvoted_by_a_quorum_and_one_against_one_indexes_no
             page = client.get("/verify")
             assert all(url in page.text for url in urls)
             assert all(url in page.headers["content-security-policy"] for url in urls)
+        honest[1].mode = "503"  # out of reach when the site opens: two of three still agree
+        late = open_site(SiteOptions(rpc_urls=tuple(p.url for p in honest), registry=registry.address,
+                                     index=tmp_path / "late.sqlite"))  # fmt: skip
+        late.sync()
+        assert all(late.follower.store.root(r) is not None for r in roots)
+        honest[1].mode = "ok"
     finally:
         for proxy in (*honest, liar):
             proxy.stop()

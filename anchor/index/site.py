@@ -11,11 +11,11 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from anchor.errors import BadInput
+from anchor.errors import BadInput, ChainUnreachable
 
 if TYPE_CHECKING:
     from anchor.index.claims import ClaimedAttempt
@@ -67,7 +67,7 @@ def default_index(chain_id: int, registry: str) -> Path:
 
 def open_site(options: SiteOptions, progress: Callable[[str], None] | None = None) -> IndexSite:
     """Check every option, connect, recognise the registry by its code and open (or create) its index."""
-    from anchor.chain.connection import browser_rpc_url, reach
+    from anchor.chain.connection import browser_rpc_url
     from anchor.index.claims import check_repo, load_claims
     from anchor.index.follow import Follower
     from anchor.index.store import IndexStore
@@ -84,18 +84,39 @@ def open_site(options: SiteOptions, progress: Callable[[str], None] | None = Non
     claims = load_claims(options.claims) if options.claims is not None else []
     repo = check_repo(options.repo) if options.repo is not None else None
     need = needed(options.quorum, len(options.rpc_urls))  # before any endpoint is asked
-    reached = [reach(url) for url in options.rpc_urls]
-    chain_id = reached[0][1]
-    if any(other != chain_id for _, other in reached):
+    rpcs, chains, down = _reach_enough(options.rpc_urls, need)
+    if len(set(chains.values())) > 1:
         raise BadInput("--rpc-url: the endpoints serve different chains: " + ", ".join(
-            f"{redact_url(url)} chain {c}" for url, (_, c) in zip(options.rpc_urls, reached, strict=True)
-        ), detail={"field": "rpc_url"})  # fmt: skip
+            f"{redact_url(url)} chain {c}" for url, c in chains.items()), detail={"field": "rpc_url"})  # fmt: skip
+    chain_id = next(iter(chains.values()))
+    if progress is not None and down:
+        progress(f"out of reach now, asked again at every sync: {', '.join(redact_url(u) for u in down)}")
     path = options.index or default_index(chain_id, options.registry)
     store = IndexStore(path, chain_id, options.registry)
-    follower = Follower([rpc for rpc, _ in reached], store, options.registry, options.from_block,
-                        options.confirmations, progress=progress, quorum=options.quorum)  # fmt: skip
+    follower = Follower(rpcs, store, options.registry, options.from_block, options.confirmations,
+                        progress=progress, quorum=options.quorum)  # fmt: skip
     label = ", ".join(redact_url(url) for url in options.rpc_urls)
     if len(options.rpc_urls) > 1:
         label += f" ({need} of {len(options.rpc_urls)} must agree)"
     return IndexSite(follower=follower, chain_id=chain_id, path=path, rpc_label=label,
                      browser_rpc_urls=tuple(u for u in browsers if u), claims=claims, repo=repo)  # fmt: skip
+
+
+def _reach_enough(urls: tuple[str, ...], need: int) -> tuple[list[Any], dict[str, int], list[str]]:
+    """A reader for every URL, the chain id of each that answers, and those that do not: enough must
+    answer for a quorum (one endpoint: it must), the others are asked again at every sync."""
+    from anchor.chain.connection import reach
+    from anchor.chain.rpc import Rpc
+
+    rpcs, chains, down = [], {}, []
+    failure: ChainUnreachable | None = None
+    for url in urls:
+        try:
+            rpc, chains[url] = reach(url)
+        except ChainUnreachable as exc:
+            rpc, failure = Rpc(url), exc
+            down.append(url)
+        rpcs.append(rpc)
+    if len(chains) < need and failure is not None:
+        raise failure
+    return rpcs, chains, down
