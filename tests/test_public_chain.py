@@ -20,6 +20,13 @@ STRANGER_KEY = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b7869
 RESEARCHER_KEY = "0x" + "7a" * 32  # holds no ether: it only signs
 
 
+EXPIRED_S = 3600
+"""How far in the past an expired signature's deadline lies. One second back was flaky (a fresh clone
+of bb1a569: the "expired" record was mined and confirmed, not refused): the chain's clock is anvil's,
+read when it mines and rounded to seconds, not the test's, so a deadline one second back is not
+reliably past by then. An hour is."""
+
+
 def _fields() -> tuple[bytes, bytes, bytes, bytes, bool]:
     return os.urandom(20).ljust(32, b"\0"), os.urandom(20).ljust(32, b"\0"), os.urandom(32), os.urandom(32), True
 
@@ -63,7 +70,7 @@ def test_a_relayer_carries_signed_records_and_an_expired_one_fails_alone(fresh_c
                                        LineageFields(researcher.address, *fields, deadline))  # fmt: skip
 
     relayed = service.runner.open_lineage(*good, signed=signed(good, int(time.time()) + 3600))
-    expired = service.runner.open_lineage(*late, signed=signed(late, int(time.time()) - 1))
+    expired = service.runner.open_lineage(*late, signed=signed(late, int(time.time()) - EXPIRED_S))
     report = service.flush()
     assert relayed in report.confirmed and report.failed == [expired]
     record = registry.lineage(good[0], researcher.address)
@@ -91,12 +98,13 @@ def test_a_researcher_signs_an_expired_record_again_and_it_anchors_even_after_ab
         return researcher.sign_lineage(registry.chain_id, registry.address,
                                        LineageFields(researcher.address, *late, deadline))  # fmt: skip
 
-    expired = service.runner.open_lineage(*late, signed=signed(int(time.time()) - 1))
+    expired = service.runner.open_lineage(*late, signed=signed(int(time.time()) - EXPIRED_S))
     assert service.flush().failed == [expired]
     service.close()
     assert fresh_chain.cli("journal", "abandon", str(expired)).returncode == ExitCode.OK
     service = AnchorService.open(fresh_chain.settings)
-    assert service.runner.open_lineage(*late, signed=signed(int(time.time()) - 5)) == expired  # older: ignored
+    older = signed(int(time.time()) - EXPIRED_S - 5)
+    assert service.runner.open_lineage(*late, signed=older) == expired  # older: ignored
     assert service.flush().confirmed == [] and registry.lineage(late[0], researcher.address) is None
     again = service.runner.open_lineage(*late, signed=signed(int(time.time()) + 3600))
     assert again == expired  # the same effect, the same key: opened again with the new signature
