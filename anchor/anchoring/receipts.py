@@ -12,7 +12,6 @@ import contextlib
 import functools
 import json
 import os
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,10 +76,10 @@ def _make_receipt_key(path: Path, key_hex: str) -> None:
     hard-linked into place, which fails if another worker published first (then theirs is read). Creating
     `path` itself and then writing it let a second worker read it empty in between ("not a receipt key"
     for a good submission, seen with two API workers on a fresh data dir)."""
-    from anchor.files import PRIVATE_FILE
+    import tempfile
 
-    draft = path.parent / f"{path.name}.{os.getpid()}.{threading.get_ident()}"
-    fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, PRIVATE_FILE)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)  # 0600, a fresh name (O_EXCL)
+    draft = Path(name)
     try:
         with os.fdopen(fd, "w") as out:
             out.write(key_hex + "\n")
