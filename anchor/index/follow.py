@@ -33,7 +33,7 @@ from anchor.chain.deployment import deployment_block
 from anchor.chain.logs import scan_logs
 from anchor.errors import ChainUnreachable, DeploymentMismatch, IndexReorgTooDeep, NoQuorum
 from anchor.index.store import IndexStore
-from anchor.readback.quorum import agree, needed
+from anchor.readback.quorum import agree, asked, down_once, needed
 from anchor.settings.session import endpoint_of as redact_url
 
 if TYPE_CHECKING:
@@ -84,7 +84,6 @@ class Follower:
         self.rpc, self.store, self.confirmations = self.rpcs[0], store, max(1, confirmations)
         self.endpoints = [redact_url(r.url) for r in self.rpcs]
         self._dissent: dict[str, str] = {}
-        self._down: dict[str, ChainUnreachable] = {}
         self.address = checksum_address(address)
         code_hash = self._agreed(lambda r: registry_code_hash(r, self.address))
         if code_hash is None:
@@ -128,15 +127,8 @@ class Follower:
         return answers
 
     def _ask(self, read: Callable[[Rpc], T], rpc: Rpc) -> T:
-        """`read(rpc)`, unless the endpoint was out of reach earlier in this sync: then its silence at once,
-        not its retries again on every read of the sync (a down endpoint cost each read its back-off)."""
-        if rpc.url in self._down:
-            raise self._down[rpc.url]
-        try:
-            return read(rpc)
-        except ChainUnreachable as exc:
-            self._down[rpc.url] = exc
-            raise
+        """`read(rpc)`; within a sync, an endpoint out of reach is asked once (anchor.readback.quorum.asked)."""
+        return asked(rpc.url, partial(read, rpc))()
 
     def _deployment_block(self) -> int:
         if len(self.rpcs) == 1:
@@ -222,8 +214,13 @@ class Follower:
         return None if row is None else str(row["hash"])
 
     def sync(self) -> SyncReport:
-        """Bring the index to the chain's head: unwind a reorg, then read the new blocks window by window."""
-        self._dissent, self._down = {}, {}
+        """Bring the index to the chain's head: unwind a reorg, then read the new blocks window by window.
+        An endpoint out of reach is asked once a sync, not once a read (`down_once`)."""
+        self._dissent = {}
+        with down_once():
+            return self._sync()
+
+    def _sync(self) -> SyncReport:
         head = self._head()
         dropped = self.unwind(head)
         cursor = self.store.cursor()

@@ -10,7 +10,9 @@ with no quorum, `NoQuorum` (exit 12) names what each one said. Unreachable endpo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import replace
 from functools import partial
 from typing import Any, TypeVar
@@ -41,9 +43,43 @@ def read_agreed(
     need = needed(quorum, len(endpoints))
     if len(endpoints) == 1:
         return read(settings), None
-    voters = [(redact_url(url) if url else "local chain", partial(read, replace(settings, rpc_url=url, read_rpcs=())))
+    voters = [(redact_url(url) if url else "local chain",
+               asked(url or "", partial(read, replace(settings, rpc_url=url, read_rpcs=()))))
               for url in endpoints]  # fmt: skip
     return agree(voters, need, asserts, weakest)
+
+
+_DOWN: ContextVar[dict[str, ChainUnreachable] | None] = ContextVar("anchor_endpoints_down", default=None)
+"""Within `down_once()`: each endpoint (by its full URL) that did not answer, and how it failed."""
+
+
+@contextmanager
+def down_once() -> Iterator[None]:
+    """Within the block, an endpoint out of reach (its retries and back-off spent) is asked once: its
+    silence is then given at once to every later read of the block. `verify A B C` through three
+    endpoints, one down, waited out that one's retries on every read of every path."""
+    token = _DOWN.set({})
+    try:
+        yield
+    finally:
+        _DOWN.reset(token)
+
+
+def asked(url: str, read: Callable[[], T]) -> Callable[[], T]:
+    """`read` of the endpoint `url`, remembered as down (within `down_once()`) when it does not answer."""
+
+    def once() -> T:
+        down = _DOWN.get()
+        if down is not None and url in down:
+            raise down[url]
+        try:
+            return read()
+        except ChainUnreachable as exc:
+            if down is not None:
+                down[url] = exc
+            raise
+
+    return once
 
 
 def needed(quorum: int | None, endpoints: int) -> int:

@@ -161,3 +161,31 @@ def test_an_endpoint_named_twice_votes_once_and_a_quorum_no_list_can_meet_is_ref
     env = {**os.environ, "ANCHOR_DATA_DIR": str(tmp_path / "d"), "ANCHOR_READ_RPCS": "http://a:1,http://a:1/"}
     served = run_anchor_process(["serve", "--port", "9"], env, timeout=60)  # a child: had it served, it times out
     assert served.returncode == ExitCode.BAD_INPUT and "named twice among the read endpoints" in served.stderr
+
+
+def test_an_endpoint_out_of_reach_is_asked_once_for_many_paths_and_the_other_two_agree(
+    fresh_chain: Chain, tmp_path: Path
+) -> None:
+    """`verify A B C` through three endpoints, one answering 503: each path's reads asked it again and
+    waited out its retries and back-off every time (per path, per read). Within one call it is asked
+    once; its silence is then remembered, and the two others agree on every path."""
+    fresh_chain.cli("deploy", check=True)
+    paths = []
+    for i in range(3):
+        folder = tmp_path / f"results-{i}"
+        folder.mkdir()
+        (folder / "metrics.json").write_text(f'{{"run": {i}}}')
+        fresh_chain.cli("stamp", str(folder), check=True)  # three stamps: three roots, three chain reads
+        paths.append(str(folder))
+    honest = [FaultyProxy(fresh_chain.node.rpc_url) for _ in range(2)]
+    down = FaultyProxy(fresh_chain.node.rpc_url)
+    down.mode = "503"
+    try:
+        urls = [a for p in (honest[0], down, honest[1]) for a in ("--rpc-url", p.url)]
+        done = _cli(fresh_chain, *urls, "verify", *paths)
+        assert done.returncode == ExitCode.OK, done.stdout + done.stderr
+        assert done.stdout.splitlines()[-1] == "3 of 3 paths verified"
+        assert down.faults == 2  # ANCHOR_RPC_RETRIES=1: one read, two attempts, then never asked again
+    finally:
+        for proxy in (*honest, down):
+            proxy.stop()
