@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from anchor.errors import AnchorError, BadInput
 from anchor.manifest.onchain import parse_address
+from anchor.readback.quorum import down_once
 from anchor.readback.verifier import Policy, Verification
 from anchor.settings.session import Settings
 
@@ -129,6 +130,7 @@ class Verifier:
 
         return reads_once()
 
+    @down_once()  # an endpoint out of reach is asked once a verdict (anchor.readback.quorum.down_once)
     def verify(
         self, path: Path | str, *, proof: Path | None = None, policy: Policy | None = None, spec: Path | None = None,
         require: str = "any", subjects_in: Path | None = None,

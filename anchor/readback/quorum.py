@@ -57,7 +57,11 @@ _DOWN: ContextVar[dict[str, ChainUnreachable] | None] = ContextVar("anchor_endpo
 def down_once() -> Iterator[None]:
     """Within the block, an endpoint out of reach (its retries and back-off spent) is asked once: its
     silence is then given at once to every later read of the block. `verify A B C` through three
-    endpoints, one down, waited out that one's retries on every read of every path."""
+    endpoints, one down, waited out that one's retries on every read of every path. A block inside
+    another shares the outer one's memory (a verdict within a verify of many paths)."""
+    if _DOWN.get() is not None:
+        yield
+        return
     token = _DOWN.set({})
     try:
         yield

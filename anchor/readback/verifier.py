@@ -37,6 +37,7 @@ from anchor.manifest.filetree import FileEntry, check_relative_path, diff, hash_
 from anchor.manifest.identity import manifest_digest
 from anchor.manifest.onchain import parse_address, parse_hex32
 from anchor.proof.file import PendingProof, ProofFile, load_proof
+from anchor.readback.quorum import down_once
 from anchor.record import Record
 from anchor.settings.session import Settings
 
@@ -313,6 +314,7 @@ def files_in(proof: ProofFile) -> int:
     return len(proof.files) if proof.files is not None else 1 if proof.file is not None else 0
 
 
+@down_once()  # one verdict asks an endpoint out of reach once, however many reads it makes
 def verify_proof(
     proof: ProofFile,
     settings: Settings,
@@ -531,8 +533,6 @@ def reads_once() -> Iterator[None]:
     receipt read 1,000 times (issue 49). The next proof of a root already read is checked locally: its
     Merkle path to that root (step 1, which the registry's verifyInclusion computes the same way), then
     the verdict read for the root, at the same block, with its own digest and files."""
-    from anchor.readback.quorum import down_once
-
     token = _READS.set({})
     try:
         with down_once():  # and an endpoint out of reach is asked once, not once a proof

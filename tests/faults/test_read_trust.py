@@ -189,3 +189,29 @@ def test_an_endpoint_out_of_reach_is_asked_once_for_many_paths_and_the_other_two
     finally:
         for proxy in (*honest, down):
             proxy.stop()
+
+
+def test_one_verdict_that_reads_the_chain_twice_asks_an_endpoint_out_of_reach_once(
+    fresh_chain: Chain, tmp_path: Path
+) -> None:
+    """A result bundle's verdict reads the chain for the bundle and for its timing record: through three
+    endpoints, one answering 503, each read waited out that endpoint's retries again."""
+    from tests.conftest import result_bundle_spec
+
+    fresh_chain.cli("deploy", check=True)
+    spec = result_bundle_spec(tmp_path)
+    (tmp_path / "bundle").mkdir()
+    (tmp_path / "bundle" / "metrics.json").write_text('{"sharpe": 1.2}')
+    fresh_chain.cli("bundle", str(spec), "--anchor", check=True)
+    honest = [FaultyProxy(fresh_chain.node.rpc_url) for _ in range(2)]
+    down = FaultyProxy(fresh_chain.node.rpc_url)
+    down.mode = "503"
+    try:
+        urls = [a for p in (honest[0], down, honest[1]) for a in ("--rpc-url", p.url)]
+        done = _cli(fresh_chain, *urls, "--json", "verify", str(tmp_path / "bundle"))
+        assert done.returncode == ExitCode.OK, done.stdout + done.stderr
+        assert json.loads(done.stdout)["milestones_anchored"] is True  # the timing record was read too
+        assert down.faults == 2  # ANCHOR_RPC_RETRIES=1: asked once, two attempts
+    finally:
+        for proxy in (*honest, down):
+            proxy.stop()
