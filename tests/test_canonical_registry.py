@@ -177,3 +177,27 @@ def test_the_address_and_code_hash_are_the_same_in_the_docs_the_presets_and_the_
         home = client.get("/explorer/")
     assert home.status_code == 200 and address in home.text and code_hash in home.text
     assert "the canonical registry, at the same address on every chain" in home.text
+
+
+def test_retracting_one_result_of_a_batch_is_refused_unless_the_whole_batch_is_meant(
+    fresh_chain: Chain, tmp_path: Path
+) -> None:
+    """A retraction is of a root, and a root anchors its whole batch: `journal submit runs/*; flush` put
+    two results under one root, and `anchor retract runs/a` retracted both, silently (`verify runs/b`:
+    retracted, exit 16). It is irreversible and reaches other results (a service's root: other clients'),
+    so it is refused, nothing sent, unless `--whole-batch` says that is meant."""
+    fresh_chain.cli("deploy", check=True)
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "metrics.json").write_text(f'{{"run": "{name}"}}')
+    fresh_chain.cli("journal", "submit", str(tmp_path / "a"), str(tmp_path / "b"), check=True)
+    fresh_chain.cli("journal", "flush", check=True)
+    roots = {json.loads((tmp_path / f"{n}.anchor.json").read_text())["batch"]["root"] for n in ("a", "b")}
+    assert len(roots) == 1  # one batch, one root
+    one = fresh_chain.cli("retract", str(tmp_path / "a"), "--reason", "run a leaked its test set")
+    assert one.returncode == ExitCode.BAD_INPUT, one.stdout + one.stderr
+    assert "--whole-batch" in one.stderr and "other result" in one.stderr
+    assert fresh_chain.cli("verify", str(tmp_path / "b")).returncode == ExitCode.OK  # nothing was sent
+    whole = fresh_chain.cli("retract", str(tmp_path / "a"), "--reason", "the batch's data leaked", "--whole-batch")
+    assert whole.returncode == ExitCode.OK, whole.stderr
+    assert fresh_chain.cli("verify", str(tmp_path / "b")).returncode == ExitCode.RETRACTED

@@ -62,11 +62,13 @@ def reason_digest(reason: str) -> bytes:
     return keccak256(reason.encode())
 
 
-def retract(settings: Settings, target: str | Path, reason: str) -> RetractOutcome:
+def retract(settings: Settings, target: str | Path, reason: str, whole_batch: bool = False) -> RetractOutcome:
     """Retract the record behind `target`: a path (its proof found as `anchor verify` finds it) or a proof
     file retracts that proof's root; a full research commit (40 or 64 hex) retracts its lineage record.
-    Raises `BadInput` (no reason, a target that is neither), `NotAnchored` (nothing on chain to retract),
-    `Conflict` (not the caller's record, or retracted already)."""
+    A root anchors its whole batch: when the proof's Merkle path shows other items under it, the
+    retraction reaches them too, irreversibly, so it is refused unless `whole_batch` says that is meant.
+    Raises `BadInput` (no reason, a target that is neither, a batch not meant whole), `NotAnchored`
+    (nothing on chain to retract), `Conflict` (not the caller's record, or retracted already)."""
     text = (reason or "").strip()
     if not text:
         raise BadInput('--reason: say why, in words (hint: anchor retract PATH --reason "the metric leaked")',
@@ -79,10 +81,10 @@ def retract(settings: Settings, target: str | Path, reason: str) -> RetractOutco
     if re.fullmatch(r"(0x)?[0-9a-fA-F]{7,63}", given) and not Path(given).exists():
         raise BadInput(f"{given}: a commit is retracted by its full id (40 or 64 hex), never a prefix",
                        detail={"field": "target"})  # fmt: skip
-    return _retract_root(settings, Path(given), text)
+    return _retract_root(settings, Path(given), text, whole_batch)
 
 
-def _retract_root(settings: Settings, target: Path, text: str) -> RetractOutcome:
+def _retract_root(settings: Settings, target: Path, text: str, whole_batch: bool) -> RetractOutcome:
     from anchor.chain.keys import load_signer
     from anchor.chain.open import open_chain
     from anchor.chain.presets import chain_name
@@ -98,6 +100,14 @@ def _retract_root(settings: Settings, target: Path, text: str) -> RetractOutcome
         raise NotAnchored(f"{proof_path}: pending, nothing is on chain to retract yet (hint: anchor upgrade first)",
                           detail={"file": str(proof_path)})  # fmt: skip
     refuse_retired(proof)
+    others = len(proof.batch.proof) > 1 or set(proof.batch.proof) - _companion_leaves(proof_path, proof.batch.root)
+    if others and not whole_batch:  # before any chain is opened, any key read
+        raise BadInput(
+            f"{target}: its root {proof.batch.root} anchors at least one other result of the same batch (its"
+            f" Merkle path has {len(proof.batch.proof)} sibling hashes), and a retraction is of the root: every"
+            " result in the batch would read as retracted, irreversibly (hint: --whole-batch, if that is meant)",
+            detail={"field": "whole_batch", "root": proof.batch.root},
+        )
     handle = open_chain(settings)
     if handle.chain_id != proof.anchor.chain_id:
         raise BadInput(f"the proof is for {chain_name(proof.anchor.chain_id)}, the RPC endpoint serves"
@@ -128,6 +138,22 @@ def _retract_root(settings: Settings, target: Path, text: str) -> RetractOutcome
     annotations = {**(proof.annotations or {}), "retractions": [*history, entry]}
     write_proof(proof.model_copy(update={"annotations": annotations}), proof_path)
     return outcome
+
+
+def _companion_leaves(proof_path: Path, root: str) -> set[str]:
+    """Leaves of the same result anchored beside it under the same root: a result bundle and its timing
+    record are one batch of two (`anchor bundle --anchor`), so retracting either is retracting that one
+    result. Any other sibling is another result's."""
+    from anchor.proof.file import ProofFile, load_any
+    from anchor.proof.locate import timing_proof_path
+
+    name = proof_path.name
+    other = (proof_path.with_name(name.removesuffix(".timing.anchor.json") + ".anchor.json")
+             if name.endswith(".timing.anchor.json") else timing_proof_path(proof_path))  # fmt: skip
+    if not other.is_file():
+        return set()
+    found = load_any(other)
+    return {found.batch.leaf} if isinstance(found, ProofFile) and found.batch.root == root else set()
 
 
 def _retract_lineage(settings: Settings, commit: str, text: str) -> RetractOutcome:

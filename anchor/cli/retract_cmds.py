@@ -22,6 +22,9 @@ def retract(
     reason: Annotated[
         str, typer.Option("--reason", help="Why, in words: its keccak256 goes on chain, the text into the proof.")
     ] = "",
+    whole_batch: Annotated[
+        bool, typer.Option("--whole-batch", help="Retract the root even if other results of its batch share it.")
+    ] = False,
     json: JsonFlag = False,
 ) -> None:
     """Retract a record you anchored: `verify` then says retracted (exit 16), naming when, by whom and why."""
@@ -29,7 +32,7 @@ def retract(
     from anchor.chain.presets import chain_name
 
     settings = ctx.find_root().obj["settings"]
-    done = retract_record(settings, target, reason)
+    done = retract_record(settings, target, reason, whole_batch)
     what = f"root {done.key}" if done.kind == "root" else f"lineage record of commit {done.key}"
     emit(
         ctx,

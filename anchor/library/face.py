@@ -66,14 +66,16 @@ def prove(file: str | Path, *, inside: str | Path, out: str | Path | None = None
     return write_file_proof(Path(file), Path(inside), out=None if out is None else Path(out))[0]
 
 
-def retract(target: str | Path, *, reason: str, settings: Settings | None = None) -> RetractOutcome:
+def retract(target: str | Path, *, reason: str, settings: Settings | None = None,
+            whole_batch: bool = False) -> RetractOutcome:  # fmt: skip
     """Withdraw what you anchored, on chain, without deleting it (as `anchor retract TARGET --reason`): a
     stamped path or its proof (the root, your key's record), or a full research commit (your lineage
-    record). Every verdict on it is then `anchor.errors.Retracted` (exit 16), naming when, by whom, why."""
+    record). Every verdict on it is then `anchor.errors.Retracted` (exit 16), naming when, by whom, why.
+    A root shared by other results of its batch is retracted only with `whole_batch=True`."""
     from anchor.anchoring.retraction import retract as retract_record
     from anchor.settings.session import Settings
 
-    return retract_record(settings or Settings.from_env(), target, reason)
+    return retract_record(settings or Settings.from_env(), target, reason, whole_batch)
 
 
 def seal(path: str | Path, *, settings: Settings | None = None) -> SealOutcome:
