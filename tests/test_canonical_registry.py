@@ -198,6 +198,11 @@ def test_retracting_one_result_of_a_batch_is_refused_unless_the_whole_batch_is_m
     assert one.returncode == ExitCode.BAD_INPUT, one.stdout + one.stderr
     assert "--whole-batch" in one.stderr and "other result" in one.stderr
     assert fresh_chain.cli("verify", str(tmp_path / "b")).returncode == ExitCode.OK  # nothing was sent
+    # b's genuine proof planted as a's "timing record" (a bundle's only sibling may be its own): still refused
+    (tmp_path / "a.timing.anchor.json").write_bytes((tmp_path / "b.anchor.json").read_bytes())
+    planted = fresh_chain.cli("retract", str(tmp_path / "a"), "--reason", "run a leaked its test set")
+    assert planted.returncode == ExitCode.BAD_INPUT and "--whole-batch" in planted.stderr
+    (tmp_path / "a.timing.anchor.json").unlink()
     whole = fresh_chain.cli("retract", str(tmp_path / "a"), "--reason", "the batch's data leaked", "--whole-batch")
     assert whole.returncode == ExitCode.OK, whole.stderr
     assert fresh_chain.cli("verify", str(tmp_path / "b")).returncode == ExitCode.RETRACTED

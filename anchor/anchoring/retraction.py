@@ -100,7 +100,7 @@ def _retract_root(settings: Settings, target: Path, text: str, whole_batch: bool
         raise NotAnchored(f"{proof_path}: pending, nothing is on chain to retract yet (hint: anchor upgrade first)",
                           detail={"file": str(proof_path)})  # fmt: skip
     refuse_retired(proof)
-    others = len(proof.batch.proof) > 1 or set(proof.batch.proof) - _companion_leaves(proof_path, proof.batch.root)
+    others = len(proof.batch.proof) > 1 or set(proof.batch.proof) - _companion_leaves(proof_path, proof)
     if others and not whole_batch:  # before any chain is opened, any key read
         raise BadInput(
             f"{target}: its root {proof.batch.root} anchors at least one other result of the same batch (its"
@@ -140,20 +140,29 @@ def _retract_root(settings: Settings, target: Path, text: str, whole_batch: bool
     return outcome
 
 
-def _companion_leaves(proof_path: Path, root: str) -> set[str]:
-    """Leaves of the same result anchored beside it under the same root: a result bundle and its timing
-    record are one batch of two (`anchor bundle --anchor`), so retracting either is retracting that one
-    result. Any other sibling is another result's."""
+def _companion_leaves(proof_path: Path, proof: Any) -> set[str]:
+    """Leaves of the same result anchored beside it under the same root: a result bundle and its own
+    timing record are one batch of two (`anchor bundle --anchor`), so retracting either is retracting that
+    one result. The pair is checked (the timing record binds the bundle's digest, each proof consistent),
+    so an edited file beside it cannot pass another result's leaf off as the companion."""
     from anchor.proof.file import ProofFile, load_any
     from anchor.proof.locate import timing_proof_path
+    from anchor.readback.verifier import check_proof_consistency
 
     name = proof_path.name
-    other = (proof_path.with_name(name.removesuffix(".timing.anchor.json") + ".anchor.json")
-             if name.endswith(".timing.anchor.json") else timing_proof_path(proof_path))  # fmt: skip
+    is_timing = name.endswith(".timing.anchor.json")
+    other = (proof_path.with_name(name.removesuffix(".timing.anchor.json") + ".anchor.json") if is_timing
+             else timing_proof_path(proof_path))  # fmt: skip
     if not other.is_file():
         return set()
     found = load_any(other)
-    return {found.batch.leaf} if isinstance(found, ProofFile) and found.batch.root == root else set()
+    if not isinstance(found, ProofFile) or found.batch.root != proof.batch.root:
+        return set()
+    timing, bundle = (proof, found) if is_timing else (found, proof)
+    if timing.manifest.get("kind") != "timing" or "0x" + str(timing.manifest.get("bundle")) != bundle.manifest_digest:
+        return set()
+    check_proof_consistency(found)  # its leaf is its own manifest's, on a path to this root
+    return {found.batch.leaf}
 
 
 def _retract_lineage(settings: Settings, commit: str, text: str) -> RetractOutcome:
