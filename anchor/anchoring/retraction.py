@@ -91,10 +91,10 @@ def _retract_root(settings: Settings, target: Path, text: str, whole_batch: bool
     from anchor.chain.registry import Registry
     from anchor.manifest.onchain import parse_hex32
     from anchor.proof.file import PendingProof, load_any, write_proof
-    from anchor.proof.locate import require_proof
+    from anchor.proof.locate import proof_of
     from anchor.readback.verifier import refuse_retired, trusted_registry
 
-    proof_path = target if target.name.endswith(".anchor.json") and target.is_file() else require_proof(target)
+    proof_path = proof_of(target)
     proof = load_any(proof_path)
     if isinstance(proof, PendingProof):
         raise NotAnchored(f"{proof_path}: pending, nothing is on chain to retract yet (hint: anchor upgrade first)",

@@ -11,13 +11,14 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from anchor.errors import BadInput, ChainUnreachable
 
 if TYPE_CHECKING:
+    from anchor.chain.rpc import Rpc
     from anchor.index.claims import ClaimedAttempt
     from anchor.index.follow import Follower
 
@@ -102,13 +103,15 @@ def open_site(options: SiteOptions, progress: Callable[[str], None] | None = Non
                      browser_rpc_urls=tuple(u for u in browsers if u), claims=claims, repo=repo)  # fmt: skip
 
 
-def _reach_enough(urls: tuple[str, ...], need: int) -> tuple[list[Any], dict[str, int], list[str]]:
+def _reach_enough(urls: tuple[str, ...], need: int) -> tuple[list[Rpc], dict[str, int], list[str]]:
     """A reader for every URL, the chain id of each that answers, and those that do not: enough must
     answer for a quorum (one endpoint: it must), the others are asked again at every sync."""
     from anchor.chain.connection import reach
     from anchor.chain.rpc import Rpc
 
-    rpcs, chains, down = [], {}, []
+    rpcs: list[Rpc] = []
+    chains: dict[str, int] = {}
+    down: list[str] = []
     failure: ChainUnreachable | None = None
     for url in urls:
         try:
