@@ -8,7 +8,10 @@ needs to be declared here.
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 class ExitCode(IntEnum):
@@ -49,17 +52,37 @@ class AnchorError(Exception):
         """Pickle with the detail (the API's decoder process raises these across a process boundary)."""
         return (_rebuild, (type(self), self.message, self.detail))
 
-    def diagnostic_lines(self) -> list[str]:
-        """The message, then the detail fields, one per line (each may still hold data's own escapes)."""
+    def said_as(self, name: Callable[[str], str]) -> str:
+        """The message in a door's own words. A refusal of one input the library takes (a parameter:
+        `min_finality`, `require`, `services`) names it in `detail["field"]` and opens with that name, as
+        a Python caller and the API's query string spell it; other inputs a hint names are listed in
+        `detail["inputs"]` and written as the library names them. A door whose users spell them otherwise
+        says them here, in one place (the CLI: `--min-finality`). Any other message is said as it is."""
+        import re
+
+        message = self.message
+        field = self.detail.get("field")
+        if isinstance(field, str) and field and message.startswith(field) and message[len(field) :][:1] in " :":
+            message = name(field) + message[len(field) :]
+        for other in self.detail.get("inputs", ()):
+            message = re.sub(rf"(?<![\w-]){re.escape(other)}(?![\w-])", name(other).replace("\\", r"\\"), message)
+        return message
+
+    def diagnostic_lines(self, name: Callable[[str], str] | None = None) -> list[str]:
+        """The message (said as `said_as(name)` when a door names the inputs its own way), then the detail
+        fields, one per line (each may still hold data's own escapes)."""
+        message = self.message if name is None else self.said_as(name)
         shown = []
         for key, value in self.detail.items():
-            if isinstance(value, dict) or (isinstance(value, list | tuple) and (not value or any(
+            if key == "inputs" or isinstance(value, dict) or (isinstance(value, list | tuple) and (not value or any(
                     isinstance(v, dict) for v in value))):  # fmt: skip
                 continue  # rows of a verdict (or none): the message says what they mean, `--json` holds them
             if isinstance(value, list | tuple):
                 value = ", ".join(map(str, value))
+            elif key == "field" and name is not None and message != self.message:
+                value = name(value)  # the input the message names, said as the message says it
             shown.append(f"  {key}: {value}")
-        return [self.message, *shown]
+        return [message, *shown]
 
     def diagnostics(self) -> str:
         """A human-readable explanation, with the detail fields one per line."""

@@ -129,7 +129,7 @@ def serve_index(settings: Settings, options: ServeOptions) -> None:
 
         registry = canonical_address()
     else:
-        registry = parse_address(registry, "--registry")
+        registry = parse_address(registry, "registry")
     site_options = SiteOptions(
         rpc_urls=urls, quorum=options.quorum, registry=registry, index=options.index, from_block=options.from_block,
         confirmations=options.confirmations, browser_rpc_url=options.browser_rpc_url, claims=options.claims,

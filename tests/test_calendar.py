@@ -504,7 +504,7 @@ def test_a_proof_with_anchors_on_two_chains_is_sealed_and_verified_offline_with_
     env.update({k: v for k, v in os.environ.items() if k == "PYTHONPATH"})
     argv = ["unshare", "--net", str(ANCHOR_BIN), "verify", str(results), "--offline", "--require", "all"]
     one_only = subprocess.run([*argv, "--trusted-block", trusted[0]], env=env, capture_output=True, text=True)
-    assert one_only.returncode == ExitCode.BAD_INPUT and "no trusted hash for block" in one_only.stderr
+    assert one_only.returncode == ExitCode.BAD_INPUT and "--trusted-block: none for block" in one_only.stderr
     both = subprocess.run([*argv, *(a for t in trusted for a in ("--trusted-block", t))], env=env,
                           capture_output=True, text=True)  # fmt: skip
     assert both.returncode == 0, both.stdout + both.stderr

@@ -118,7 +118,7 @@ def test_a_mission_that_must_run_again_or_without_the_anchor_image_is_not_render
     missing = _anchor(data, *base, "--service-url", "http://anchor:8000")
     assert missing.returncode == ExitCode.BAD_INPUT and "--anchor-image is required" in missing.stderr
     tagged = _anchor(data, *base, "--service-url", "http://anchor:8000", "--anchor-image", "anchor:latest")
-    assert tagged.returncode == ExitCode.BAD_INPUT and "anchor_image: 'anchor:latest' is not pinned" in tagged.stderr
+    assert tagged.returncode == ExitCode.BAD_INPUT and "--anchor-image: 'anchor:latest' is not pinned" in tagged.stderr
     bad_cidr = _anchor(data, *base, *RENDER, "--egress-cidr", "10.0.0.1/8")
     assert bad_cidr.returncode == ExitCode.BAD_INPUT and "--egress-cidr '10.0.0.1/8'" in bad_cidr.stderr
     # a mission with stop rules and many attempts: a pod runs its command once, so it is refused by name

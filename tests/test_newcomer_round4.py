@@ -169,7 +169,7 @@ def test_upgrade_without_rpc_url_names_the_services_chain_and_a_silent_service_i
         service.flush()
         bare = run_anchor(["upgrade", str(results)], client)
         assert bare.returncode == ExitCode.PENDING, bare.stdout + bare.stderr
-        assert "the service's chain: pass --rpc-url URL of that chain" in bare.stdout
+        assert "the service's chain: give --rpc-url, a URL of that chain" in bare.stdout
         assert "anchor chain up" not in bare.stdout + bare.stderr
         service.replica.stop()
         down = run_anchor(["verify", str(results)], client)

@@ -4,6 +4,7 @@ only, with a key here or through a service, and the names docs/python.md lists a
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -55,17 +56,17 @@ def test_a_verifier_refuses_a_registry_that_is_not_an_address_whatever_the_door(
 
     with pytest.raises(BadInput, match="expected an address") as refused:
         anchor.Verifier(anchor.Settings(data_dir=tmp_path), registries=["0x1234"])
-    assert refused.value.detail == {"field": "registry"}
+    assert refused.value.detail == {"field": "registries"}
     assert anchor.Verifier(anchor.Settings(data_dir=tmp_path), registries=["0x" + "ab" * 20]).registries
     # the one parser of an address as typed, for every option that takes one
     from anchor.manifest.onchain import parse_address
 
-    typos = (("--researcher", "0x12"), ("--researcher-address", "0xzz" + "0" * 38), ("--registry", "ab" * 20))
-    for option, typed in typos:
-        with pytest.raises(BadInput, match="expected an address, 0x and 40 hex digits") as refused:
-            parse_address(typed, option)
-        assert refused.value.detail == {"field": option.lstrip("-").replace("-", "_")}
-    assert parse_address(" 0x" + "AB" * 20 + "\n", "--registry") == "0x" + "AB" * 20
+    typos = (("researcher", "0x12"), ("researcher_addresses", "0xzz" + "0" * 38), ("registry", "ab" * 20))
+    for field, typed in typos:
+        with pytest.raises(BadInput, match=f"^{field} .*: expected an address, 0x and 40 hex digits") as refused:
+            parse_address(typed, field)
+        assert refused.value.detail == {"field": field}
+    assert parse_address(" 0x" + "AB" * 20 + "\n", "registry") == "0x" + "AB" * 20
 
 
 def test_a_policy_it_cannot_read_is_refused_when_it_is_made_at_every_door() -> None:
@@ -82,6 +83,44 @@ def test_a_policy_it_cannot_read_is_refused_when_it_is_made_at_every_door() -> N
     assert anchor.Policy(expect_submitter="0x" + "ab" * 20, anchored_before="2026-12-01", min_finality="12")
 
 
+def test_a_refused_input_is_named_as_each_door_spells_it(tmp_path: Path) -> None:
+    """The library named its inputs as the CLI spells them: `anchor.Policy(expect_submitter="0xabc")` said
+    "--expect-submitter '0xabc': …" to a script, and the API said it of its query parameter
+    `expect_submitter`. A refusal now opens with the library's name of the input (`detail["field"]`), and
+    the CLI alone says it as its option, in text and in `--json` alike."""
+    from fastapi.testclient import TestClient
+
+    import anchor
+    from api.app import create_app
+
+    with pytest.raises(anchor.errors.BadInput) as refused:
+        anchor.Policy(expect_submitter="0xabc")
+    assert refused.value.message.startswith("expect_submitter '0xabc': expected an address")
+    with pytest.raises(anchor.errors.BadInput) as refused:
+        anchor.verify(tmp_path, require="al", settings=anchor.Settings(data_dir=tmp_path))
+    assert refused.value.message.startswith("require 'al': expected any, all")
+    with pytest.raises(anchor.errors.BadInput) as refused:
+        anchor.Stamper.from_settings(anchor.Settings(data_dir=tmp_path), services=["calendar.example"])
+    assert refused.value.message.startswith("services 'calendar.example': expected an http(s) URL")
+
+    digest = "0x" + "ab" * 32
+    with TestClient(create_app(anchor.Settings(data_dir=tmp_path))) as client:
+        answer = client.get(f"/v1/verify/{digest}", params={"min_finality": "finalised"})
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["message"].startswith("min_finality 'finalised': expected safe, finalized")
+
+    cli = [sys.executable, "-m", "anchor", "--data-dir", str(tmp_path)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
+    for args, said in ((["verify", str(tmp_path), "--require", "al"], "--require 'al': expected any, all"),
+                       (["stamp", str(tmp_path), "--service", "calendar.example"],
+                        "--service 'calendar.example': expected an http(s) URL")):  # fmt: skip
+        text = subprocess.run([*cli, *args], capture_output=True, text=True, env=env, check=False)
+        assert text.returncode == 2 and text.stderr.startswith(f"error[bad_input]: {said}"), text.stderr
+        as_json = subprocess.run([*cli, *args, "--json"], capture_output=True, text=True, env=env, check=False)
+        error = json.loads(as_json.stdout)["error"]
+        assert error["message"].startswith(said) and error["detail"]["field"] in ("require", "services"), error
+
+
 def test_an_offline_verifier_refuses_a_finality_policy_before_reading_anything(tmp_path: Path) -> None:
     """Offline, the trusted block is the finality: `--min-finality` was refused by `anchor verify --offline`
     alone, and a script's `Policy(min_finality=...)` on `Verifier.offline` was checked against nothing."""
@@ -89,7 +128,7 @@ def test_an_offline_verifier_refuses_a_finality_policy_before_reading_anything(t
     from anchor.errors import BadInput
 
     verifier = anchor.Verifier.offline(["5:0x" + "ab" * 32], data_dir=tmp_path)
-    with pytest.raises(BadInput, match="no meaning --offline") as refused:
+    with pytest.raises(BadInput, match="no meaning offline") as refused:
         verifier.verify(tmp_path / "never-stamped", policy=anchor.Policy(min_finality="safe"))
     assert refused.value.detail == {"field": "min_finality"}
 

@@ -52,7 +52,11 @@ def test_the_golden_sealed_proof_verifies_offline_and_the_reference_implementati
 
     assert verdict["anchored_at"] == datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds")
     missing = _offline(work, "work", data=tmp_path / "d")
-    assert missing.returncode == ExitCode.BAD_INPUT and "--trusted-block 2:0x1723685d" in missing.stderr
+    assert (
+        missing.returncode == ExitCode.BAD_INPUT
+        and "error[bad_input]: --trusted-block: none for block 2" in missing.stderr
+    )
+    assert "then trust it: --trusted-block 2:0x1723685d" in missing.stderr
 
 
 def _flip(hex_text: str, at: int) -> str:

@@ -16,7 +16,7 @@ import logging
 import re
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,7 @@ def services_from(
     from anchor.settings.env import env
 
     given = list(urls or []) or list(env().service_urls)
-    given_as = given_as or ("--service" if urls else "ANCHOR_SERVICE_URLS")
+    given_as = given_as or ("services" if urls else "ANCHOR_SERVICE_URLS")
     tokens = _tokens()
     found = []
     for url in given:
@@ -47,12 +47,12 @@ def services_from(
         if token and not allow_insecure_token and not _private_way(clean):
             raise BadInput(
                 f"{given_as} {clean}: the token would travel in clear over plain http to another host, where anyone on"
-                " the way can read it (hint: use https://, or pass --allow-insecure-token if you accept that)",
-                detail={"field": "service", "service": clean},
+                " the way can read it (hint: use https://, or allow_insecure_token if you accept that)",
+                detail={"field": "services", "service": clean, "inputs": ["allow_insecure_token"]},
             )
         found.append(Service(clean, token))
     if len({s.url for s in found}) != len(found):
-        raise BadInput("--service: the same service is named twice", detail={"field": "service"})
+        raise BadInput("services: the same service is named twice", detail={"field": "services"})
     return found
 
 
@@ -158,7 +158,7 @@ def stamp_through(
     from anchor.proof.file import check_output_path
 
     if not services:
-        raise BadInput("no service: give --service URL (or set ANCHOR_SERVICE_URLS)", detail={"field": "service"})
+        raise BadInput("no service: give --service URL (or set ANCHOR_SERVICE_URLS)", detail={"field": "services"})
     check_output_path(proof_out)
     digest = "0x" + manifest_digest(identity).hex()
     receipts, failed = submit_everywhere(services, identity, annotations)
@@ -215,6 +215,8 @@ class UpgradeOutcome:
     not_contacted: tuple[str, ...] = ()
     """Services the file lists as down at stamp time that are not configured now: never sent a token
     (the file is unsigned; whoever edited it could have named their own server). Printed, not contacted."""
+    errors: dict[str, AnchorError] = field(default_factory=dict)
+    """The typed error behind each of `failed`'s words, for a door to say in its own (`said_as`)."""
 
 
 def upgrade(proof_path: Path, settings: Any, services: Sequence[Service] = ()) -> UpgradeOutcome:
@@ -230,13 +232,14 @@ def upgrade(proof_path: Path, settings: Any, services: Sequence[Service] = ()) -
     added: list[ServiceAnchor] = []
     waiting: list[str] = []
     failed: dict[str, str] = {}
+    errors: dict[str, AnchorError] = {}
     for receipt in found.receipts or ():
         if receipt.url in have:
             continue
         try:
             anchor = fetch_anchor(receipt, found, settings)
         except AnchorError as exc:
-            failed[receipt.url] = exc.message
+            failed[receipt.url], errors[receipt.url] = exc.message, exc
             continue
         if anchor is None:
             waiting.append(receipt.url)
@@ -257,11 +260,11 @@ def upgrade(proof_path: Path, settings: Any, services: Sequence[Service] = ()) -
     receipts = [*(found.receipts or ()), *new_receipts]
     if not added and not new_receipts and unreached == list(found.unreached or ()):
         complete = isinstance(found, ProofFile) and not unreached and all(r.url in anchored for r in receipts)
-        return UpgradeOutcome(proof_path, digest, (), tuple(waiting), failed, complete, ignored)
+        return UpgradeOutcome(proof_path, digest, (), tuple(waiting), failed, complete, ignored, errors)
     updated = _with_anchors(found, added, new_receipts, unreached)
     write_proof(updated, proof_path)
     complete = isinstance(updated, ProofFile) and not unreached and all(r.url in anchored for r in receipts)
-    return UpgradeOutcome(proof_path, digest, tuple(added), tuple(waiting), failed, complete, ignored)
+    return UpgradeOutcome(proof_path, digest, tuple(added), tuple(waiting), failed, complete, ignored, errors)
 
 
 def _with_anchors(

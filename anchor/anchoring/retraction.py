@@ -71,10 +71,10 @@ def retract(settings: Settings, target: str | Path, reason: str, whole_batch: bo
     (nothing on chain to retract), `Conflict` (not the caller's record, or retracted already)."""
     text = (reason or "").strip()
     if not text:
-        raise BadInput('--reason: say why, in words (hint: anchor retract PATH --reason "the metric leaked")',
+        raise BadInput('reason: say why, in words (hint: a reason such as "the metric leaked")',
                        detail={"field": "reason"})  # fmt: skip
     if len(text) > MAX_REASON:
-        raise BadInput(f"--reason: at most {MAX_REASON} characters ({len(text)} given)", detail={"field": "reason"})
+        raise BadInput(f"reason: at most {MAX_REASON} characters ({len(text)} given)", detail={"field": "reason"})
     given = str(target)
     if re.fullmatch(r"(0x)?([0-9a-fA-F]{40}|[0-9a-fA-F]{64})", given) and not Path(given).exists():
         return _retract_lineage(settings, given.removeprefix("0x").lower(), text)

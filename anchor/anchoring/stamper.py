@@ -132,7 +132,7 @@ class Stamper(ABC):
         urls = list(services or ()) or list(settings.service_urls)
         if not urls:
             return KeyStamper(settings)
-        given_as = "--service" if services else "ANCHOR_SERVICE_URLS"  # what a refusal names
+        given_as = "services" if services else "ANCHOR_SERVICE_URLS"  # what a refusal names
         return ServiceStamper(settings, services_from(urls, allow_insecure_token, given_as))
 
     @property
@@ -200,7 +200,7 @@ class Stamper(ABC):
         from anchor.proof.locate import default_proof_path
 
         if idempotency_key is not None and len(paths) != 1:
-            raise BadInput("--idempotency-key names one submission: give one PATH", detail={"field": "idempotency_key"})
+            raise BadInput("idempotency_key names one submission: give one path", detail={"field": "idempotency_key"})
         outs = [default_proof_path(path) for path in paths]
         for out in outs:
             check_output_path(out)
@@ -353,7 +353,7 @@ class ServiceStamper(Stamper):
 
     def __init__(self, settings: Settings, services: Sequence[Any]) -> None:
         if not services:
-            raise BadInput("no service: give --service URL (or set ANCHOR_SERVICE_URLS)", detail={"field": "service"})
+            raise BadInput("no service: give --service URL (or set ANCHOR_SERVICE_URLS)", detail={"field": "services"})
         self.settings = settings
         self.services = tuple(services)
 

@@ -61,9 +61,10 @@ DEFAULT_CONFIRMATIONS = 12
 
 
 def rpc_hint(chain_id: int) -> str:
-    """What to pass to read `chain_id`: its public endpoint when one is known, else a placeholder."""
+    """What to give to read `chain_id` (the input `rpc_url`, which a door says its own way): its public
+    endpoint when one is known, else a placeholder."""
     preset = PRESETS.get(chain_id)
-    return f"--rpc-url {preset.public_rpc}" if preset and preset.public_rpc else "--rpc-url URL"
+    return f"rpc_url {preset.public_rpc}" if preset and preset.public_rpc else "rpc_url URL"
 
 
 def chain_name(chain_id: int) -> str:

@@ -8,19 +8,25 @@ import sys
 
 
 def main() -> None:
+    from anchor.cli.output import RAN
     from anchor.errors import AnchorError, ExitCode
 
     argv = sys.argv[1:]
     as_json = "--json" in argv
+    RAN.clear()  # nothing built yet for this call (the tests run many calls in one process)
     try:
         code = 0 if _run_fast(argv) else _run_typer(argv)
     except AnchorError as exc:
+        from anchor.cli.output import error_json, option
+
+        if not RAN and exc.said_as(lambda name: "") != exc.message:
+            _build(argv)  # the fast path built no command, and this refusal names an input: of its options?
         if as_json:
-            print(json.dumps({"ok": False, "error": exc.to_dict()}, sort_keys=True))
+            print(json.dumps({"ok": False, "error": error_json(exc)}, sort_keys=True))
         else:
             from anchor.cli.output import printable, tamper_lines
 
-            first, *rest = map(printable, exc.diagnostic_lines())
+            first, *rest = map(printable, exc.diagnostic_lines(option))
             if "sizes" in exc.detail:  # a tamper verdict: show it as a diff, not as Python lists
                 color = sys.stderr.isatty() and "NO_COLOR" not in os.environ
                 rest = tamper_lines(exc.detail, color)
@@ -54,10 +60,21 @@ def _run_fast(argv: list[str]) -> bool:
 def _run_typer(argv: list[str]) -> object:
     from anchor.cli.app import app
     from anchor.cli.helptext import command, hoist_global_options
+    from anchor.cli.output import RAN
 
     _show_progress()
     root = command(app, argv)
+    RAN[:] = [root]  # what a refusal's input is said as (anchor.cli.output.option)
     return root(args=hoist_global_options(root, argv), standalone_mode=False)
+
+
+def _build(argv: list[str]) -> None:
+    """The command `argv` names, built (not run) for `anchor.cli.output.option` to read its options."""
+    from anchor.cli.app import app
+    from anchor.cli.helptext import command
+    from anchor.cli.output import RAN
+
+    RAN[:] = [command(app, argv)]
 
 
 def _typer_exit(exc: Exception, as_json: bool) -> None:

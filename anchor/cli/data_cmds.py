@@ -19,7 +19,7 @@ from anchor.cli.options import (
     RegistryOpt,
     RequireOpt,
 )
-from anchor.cli.output import count, emit, hash_progress, wants_json
+from anchor.cli.output import count, emit, error_json, hash_progress, option, wants_json
 from anchor.cli.verdict import quorum_lines, verdict_output, without
 
 if TYPE_CHECKING:
@@ -293,8 +293,8 @@ def upgrade(
             if len(paths) == 1:  # one path: its error, as every command says one
                 raise
             worst = max(worst, int(exc.exit_code))
-            rows.append({"path": str(given), "error": exc.to_dict()})
-            lines.append(f"{exc.code.upper()}  {given}: {exc.message.removeprefix(f'{given}: ')}")
+            rows.append({"path": str(given), "error": error_json(exc)})
+            lines.append(f"{exc.code.upper()}  {given}: {exc.said_as(option).removeprefix(f'{given}: ')}")
             continue
         proof_path = done.proof_path
         if not done.complete:
@@ -309,7 +309,8 @@ def upgrade(
         lines += [f"  added    anchor from {a.service}: chain {a.anchor.chain_id}, block {a.anchor.block_number}"
                   for a in done.added]  # fmt: skip
         lines += [f"  pending  {url}: not in a mined batch yet" for url in done.still_pending]
-        lines += [f"  skipped  {url}: {without(url, why)}" for url, why in done.failed.items()]
+        said = {url: error.said_as(option) for url, error in done.errors.items()}
+        lines += [f"  skipped  {url}: {without(url, said.get(url, why))}" for url, why in done.failed.items()]
         lines += [f"  not contacted  {url}: named by the file as down at stamp time, and not configured now (no"
                   " token goes to a URL only the file names; pass --service URL to submit to it)"
                   for url in done.not_contacted]  # fmt: skip
@@ -469,9 +470,10 @@ def _verify_many(ctx: typer.Context, json: bool, verdicts: Iterable[tuple[Path, 
     rows: list[dict[str, Any]] = []
     for path, result in verdicts:  # as each is given (Verifier.verify_each: the chain read once per root)
         if isinstance(result, AnchorError):
-            rows.append({"path": str(path), "ok": False, "exit_code": int(result.exit_code), "error": result.to_dict()})
+            rows.append({"path": str(path), "ok": False, "exit_code": int(result.exit_code),
+                         "error": error_json(result)})  # fmt: skip
             if not wants_json(ctx, json):
-                said = result.message.removeprefix(f"{path}: ")
+                said = result.said_as(option).removeprefix(f"{path}: ")
                 print(printable(f"{result.code.upper()}  {path}: {said}"), flush=True)
             continue
         rows.append({"path": str(path), "ok": True, "exit_code": 0, "manifest_digest": result.manifest_digest,

@@ -18,7 +18,7 @@ from anchor.cli.options import (
     RegistryOpt,
     RequireOpt,
 )
-from anchor.cli.output import count, emit, hash_progress, wants_json
+from anchor.cli.output import count, emit, hash_progress, option, wants_json
 
 app = typer.Typer(help="Anchor the runs an MLflow tracking server holds, and verify them (docs/mlflow.md).",
                   no_args_is_help=True)  # fmt: skip
@@ -183,7 +183,8 @@ def upgrade(
     emit(ctx, json, {"run_id": run_id, "complete": outcome.complete, "added": len(outcome.added),
                      "still_pending": list(outcome.still_pending), "failed": outcome.failed},
          [f"run {run_id}: {len(outcome.added)} anchor{'s' if len(outcome.added) != 1 else ''} added; {state}",
-          *[f"  failed      {url}: {why}" for url, why in outcome.failed.items()]])  # fmt: skip
+          *[f"  failed      {url}: {outcome.errors[url].said_as(option) if url in outcome.errors else why}"
+            for url, why in outcome.failed.items()]])  # fmt: skip
     if not outcome.complete:
         from anchor.errors import ExitCode
 

@@ -34,7 +34,7 @@ def finality_word(value: str | None) -> str | None:
     try:
         Policy(min_finality=value)
     except BadInput as exc:
-        raise typer.BadParameter(exc.message.removeprefix("--min-finality ")) from None
+        raise typer.BadParameter(exc.message.removeprefix("min_finality ")) from None
     return value
 
 

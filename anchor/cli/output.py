@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
     import typer
 
+    from anchor.errors import AnchorError
     from anchor.manifest.hashing import Progress
 
 
@@ -29,6 +30,51 @@ def printable(text: str) -> str:
     """`text` with every control character shown as an escape: a file name holding `\r\x1b[2K` could
     otherwise erase an error line and print a fake "OK" over it. Applied to every line we print."""
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+OPTION_OF_FIELD = {
+    "services": "--service",
+    "registries": "--registry",
+    "researcher_addresses": "--researcher-address",
+    "subjects_in": "--in",
+    "read_rpcs": "--rpc-url",
+}
+"""The library's inputs whose option is not `--` and the name, dashed."""
+
+
+RAN: list[Any] = []
+"""The click command `anchor` built for this call (anchor/cli/__init__.py), when typer ran it."""
+
+
+def option(field: str) -> str:
+    """How the command line says a refusal of the library's input `field` (`AnchorError.said_as`): as the
+    option that gives it (`min_finality`: `--min-finality`), typed or not (`verify --offline` without
+    `--trusted-block` is refused as `--trusted-block`). A field no option of the command that ran gives
+    (a key of a contract file) keeps the library's name: `metric_sorce` is not an option `--metric-sorce`."""
+    flag = OPTION_OF_FIELD.get(field, "--" + field.replace("_", "-"))
+    typed = any(arg == flag or arg.startswith(flag + "=") for arg in sys.argv[1:])
+    return flag if typed or flag in _options_of_command() else field
+
+
+def _options_of_command() -> set[str]:
+    """Every option of the command that ran and of the groups above it: its words followed down from
+    the root as click resolves them."""
+    if not RAN:
+        return set()
+    found: set[str] = set()
+    command = RAN[0]
+    for word in ["", *sys.argv[1:]]:
+        sub = command if word == "" else getattr(command, "commands", {}).get(word)
+        if sub is None:
+            continue  # an option or its value
+        command = sub
+        found.update(name for param in command.params for name in getattr(param, "opts", ()))
+    return found
+
+
+def error_json(exc: AnchorError) -> dict[str, Any]:
+    """An error as `--json` shows it: the typed shape the API returns, its message in the CLI's words."""
+    return exc.to_dict() | {"message": exc.said_as(option)}
 
 
 def tamper_lines(detail: dict[str, Any], color: bool) -> list[str]:

@@ -57,7 +57,7 @@ class Verifier:
         find: Callable[[bytes], ProofFile | None] | None = None,
     ) -> None:  # fmt: skip
         self.settings = settings
-        self.registries = tuple(parse_address(r, "--registry") for r in registries)
+        self.registries = tuple(parse_address(r, "registries") for r in registries)
         self.quorum = quorum
         self.find = find or _proof_store(settings)
         """Where a proof named by digest comes from (a bundle's timing record, a resume pin) when no file
@@ -148,7 +148,7 @@ class Verifier:
         path = Path(path)
         required_count(require, 1)  # a bad `require` is refused before any proof is read
         if self.settings.offline and policy is not None and policy.min_finality is not None:
-            raise BadInput("--min-finality needs the chain's head: it has no meaning --offline (the trusted block is"
+            raise BadInput("min_finality needs the chain's head: it has no meaning offline (the trusted block is"
                            " the finality you chose)", detail={"field": "min_finality"})  # fmt: skip
         if path.name.endswith(".intoto.jsonl") and path.is_file():  # in-toto statements (`anchor attest`)
             from anchor.attest.statement import verify_statements
@@ -160,12 +160,15 @@ class Verifier:
                         " the anchored path instead", detail={"field": name},
                     )  # fmt: skip
             if require not in ("any", "all", "1"):  # never dropped unsaid: the statement door reads one anchor
-                raise BadInput(f"--require {require}: a statements file is verified by its proof's one anchor; verify"
+                raise BadInput(f"require {require}: a statements file is verified by its proof's one anchor; verify"
                                " the anchored path to count several", detail={"field": "require"})  # fmt: skip
             verdict = verify_statements(path, subjects_in, self.settings, self.registries, self.quorum)
         else:
             if subjects_in is not None:
-                raise BadInput("--in: only with a .intoto.jsonl path (where its subjects are)", detail={"field": "in"})
+                raise BadInput(
+                    "subjects_in: only with a .intoto.jsonl path (where its subjects are)",
+                    detail={"field": "subjects_in"},
+                )
             proof_path = proof or require_proof(path)
             found = load_any(proof_path)  # 1. decoded once: the spec and the data are checked against it
             if spec is not None:

@@ -23,17 +23,17 @@ def parse_hex32(text: str, field: str, error: type[BadInput] = BadInput) -> byte
     return value
 
 
-def parse_address(text: str, option: str) -> str:
-    """An account or contract address as typed (`--registry`, `--researcher`…): 0x and 40 hex digits,
-    surrounding blanks dropped; else `BadInput` naming the option (`0x1234` was once taken for one, and
-    every verdict then said "not our registry"). Returned as given: checksum case is the caller's to keep
-    or drop."""
+def parse_address(text: str, field: str) -> str:
+    """An account or contract address as given (`registries`, `researcher`…): 0x and 40 hex digits,
+    surrounding blanks dropped; else `BadInput` naming the input `field` (`0x1234` was once taken for one,
+    and every verdict then said "not our registry"). Returned as given: checksum case is the caller's to
+    keep or drop."""
     value = text.strip()
     body = value[2:] if value[:2] in ("0x", "0X") else None
     if body is None or len(body) != 40 or any(c not in "0123456789abcdefABCDEF" for c in body):
         shown = len(value.removeprefix("0x"))
-        raise BadInput(f"{option} {text[:80]!r}: expected an address, 0x and 40 hex digits ({shown} given)",
-                       detail={"field": option.lstrip("-").replace("-", "_")})  # fmt: skip
+        raise BadInput(f"{field} {text[:80]!r}: expected an address, 0x and 40 hex digits ({shown} given)",
+                       detail={"field": field})  # fmt: skip
     return value
 
 

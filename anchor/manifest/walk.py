@@ -92,7 +92,7 @@ def walk(
     if given, is offered the directories still to list after each one; when it takes them (True), this
     walk ends there and whoever took them lists them with `walk_frames`, under the same checks."""
     if symlinks not in SYMLINK_POLICIES:
-        raise BadInput(f"--symlinks must be one of {', '.join(SYMLINK_POLICIES)}, not {symlinks!r}",
+        raise BadInput(f"symlinks must be one of {', '.join(SYMLINK_POLICIES)}, not {symlinks!r}",
                        detail={"field": "symlinks"})  # fmt: skip
     found: Listed = []
     top = os.lstat(base)

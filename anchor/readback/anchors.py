@@ -43,7 +43,7 @@ def required_count(require: str, total: int) -> int:
         return max(1, total)
     if require.isdigit() and int(require) >= 1:
         return int(require)
-    raise BadInput(f"--require {require!r}: expected any, all, or a number of anchors (1, 2, ...)",
+    raise BadInput(f"require {require!r}: expected any, all, or a number of anchors (1, 2, ...)",
                    detail={"field": "require"})  # fmt: skip
 
 
@@ -54,7 +54,7 @@ def refuse_unmeetable(require: str, total: int) -> None:
     needed = required_count(require, total)
     if require.isdigit() and needed > total:  # a number asked for: `any` and `all` are met by what there is
         raise PolicyMismatch(
-            f"--require {require}: the proof holds {total} anchor{'' if total == 1 else 's'}, {needed} needed"
+            f"require {require}: the proof holds {total} anchor{'' if total == 1 else 's'}, {needed} needed"
             " (each service stamped through gives one: stamp through more services to meet it)",
             detail={"field": "require", "anchors": total, "needed": needed},
         )
@@ -214,7 +214,7 @@ def verify_anchors(
     if met:
         first = next((v for v in counted if v.service is not None), counted[0])
         return first.model_copy(update={"anchors": rows, "pending": pending or None, "required": require})
-    said = f"--require {require}: {len(counted)} of {total} anchors verified, {needed} needed"
+    said = f"require {require}: {len(counted)} of {total} anchors verified, {needed} needed"
     if not failures:
         refuse_unmeetable(require, total)
     if failures:

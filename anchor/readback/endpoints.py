@@ -58,18 +58,18 @@ def settings_for_chain(settings: Settings, chain_id: int, service: str | None = 
             return settings
         if service is not None:
             raise BadInput(
-                f"the anchor from {service} is on {chain_name(chain_id)}, the service's chain: pass --rpc-url URL of"
+                f"the anchor from {service} is on {chain_name(chain_id)}, the service's chain: give rpc_url, a URL of"
                 " that chain (its operator publishes it; this machine's own local chain cannot serve it)",
-                detail={"field": "rpc_url", "chain_id": chain_id, "service": service},
+                detail={"field": "rpc_url", "chain_id": chain_id, "service": service, "inputs": ["rpc_url"]},
             )
         raise BadInput(
-            f"no RPC endpoint for {chain_name(chain_id)}: pass --rpc-url URL of that chain",
-            detail={"field": "rpc_url", "chain_id": chain_id},
+            f"no RPC endpoint for {chain_name(chain_id)}: give rpc_url, a URL of that chain",
+            detail={"field": "rpc_url", "chain_id": chain_id, "inputs": ["rpc_url"]},
         )
     matched = [url for url in urls if chain_id_of(url) == chain_id]
     if not matched:
         raise BadInput(
-            f"none of the --rpc-url endpoints serves {chain_name(chain_id)}: pass --rpc-url URL of that chain",
-            detail={"field": "rpc_url", "chain_id": chain_id},
+            f"none of the rpc_url endpoints serves {chain_name(chain_id)}: give rpc_url, a URL of that chain",
+            detail={"field": "rpc_url", "chain_id": chain_id, "inputs": ["rpc_url"]},
         )
     return replace(settings, rpc_url=matched[0], read_rpcs=tuple(matched) if len(matched) > 1 else ())

@@ -31,7 +31,7 @@ def lookup(
     given (a constant number of calls at any height); otherwise the earliest record of the commit,
     found by a bounded walk of the registry's events from its deployment block."""
     if researcher is not None:  # a typo is exit 2 before any chain is opened
-        researcher = parse_address(researcher, "--researcher").lower()
+        researcher = parse_address(researcher, "researcher").lower()
     body = key.lower().removeprefix("0x")
     if not Path(key).exists() and not (_is_hex(body) and (7 <= len(body) <= 40 or len(body) == 64)):
         from anchor.errors import BadInput, did_you_mean_path

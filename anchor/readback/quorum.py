@@ -90,11 +90,11 @@ def needed(quorum: int | None, endpoints: int) -> int:
     """How many endpoints must agree: `quorum`, else a majority; `BadInput` (before any read) for a
     quorum no list of `endpoints` could meet."""
     if quorum is not None and not 1 <= quorum <= 64:
-        raise BadInput(f"--quorum {quorum}: expected 1 to 64", detail={"field": "quorum"})
+        raise BadInput(f"quorum {quorum}: expected 1 to 64", detail={"field": "quorum"})
     if quorum is not None and quorum > endpoints:
-        raise BadInput(f"--quorum {quorum}: only {endpoints} read endpoints are given, so no answer could"
-                       f" have {quorum} behind it (hint: --quorum {endpoints}, or more --rpc-url)",
-                       detail={"field": "quorum"})  # fmt: skip
+        raise BadInput(f"quorum {quorum}: only {endpoints} read endpoints are given, so no answer could"
+                       f" have {quorum} behind it (hint: quorum {endpoints}, or more read_rpcs)",
+                       detail={"field": "quorum", "inputs": ["quorum", "read_rpcs"]})  # fmt: skip
     return quorum or endpoints // 2 + 1
 
 

@@ -22,8 +22,8 @@ INFO_BYTES = 16 << 10
 URL_PATTERN = re.compile(r"^https?://[^\s/@]+(:[0-9]{1,5})?(/[^\s]*)?$")
 
 
-def clean_url(url: str, given_as: str = "--service") -> str:
-    """A service URL as given (`--service`, ANCHOR_SERVICE_URLS: `given_as`, which the refusal names),
+def clean_url(url: str, given_as: str = "services") -> str:
+    """A service URL as given (`services`, ANCHOR_SERVICE_URLS: `given_as`, which the refusal names),
     checked and without a trailing `/`; `BadInput` for anything else (a `URL=TOKEN` pair keeps its URL:
     tokens never come from here)."""
     from anchor.errors import BadInput
@@ -31,11 +31,11 @@ def clean_url(url: str, given_as: str = "--service") -> str:
     if "=" in url and not url.startswith("http"):
         url = url.partition("=")[0]
     if not URL_PATTERN.match(url):
-        example = f"{given_as}{' ' if given_as.startswith('-') else '='}http://127.0.0.1:8000"
+        example = f"{given_as}=http://127.0.0.1:8000" if given_as.isupper() else "http://127.0.0.1:8000"
         raise BadInput(
-            f"{given_as} {url!r}: expected an http(s) URL (hint: {example});"
-            " tokens go in ANCHOR_SERVICE_TOKEN, never on the command line",
-            detail={"field": "service"},
+            f"{given_as} {url!r}: expected an http(s) URL (hint: {example}); tokens go in"
+            " ANCHOR_SERVICE_TOKEN, never with the URL",
+            detail={"field": "services"},
         )
     return url.rstrip("/")
 

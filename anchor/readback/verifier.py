@@ -462,14 +462,19 @@ def trusted_registry(proof: ProofFile, settings: Settings, chain_id: int, named:
         raise UnknownRegistry(
             f"not the canonical registry: the proof names {proof.anchor.registry}, the registry is at"
             f" {canonical_address()} on every chain, and no other is known for chain {chain_id} here"
-            f" (hint: to trust the one the proof names, pass --registry {proof.anchor.registry})",
-            detail={"proof_registry": proof.anchor.registry, "chain_id": chain_id, "canonical": canonical_address()},
+            f" (hint: to trust the one the proof names, registries {proof.anchor.registry})",
+            detail={
+                "proof_registry": proof.anchor.registry,
+                "chain_id": chain_id,
+                "canonical": canonical_address(),
+                "inputs": ["registries"],
+            },
         ) from None
     if deployment.address.lower() != claimed:
         raise UnknownRegistry(
             f"not our registry: the proof names {proof.anchor.registry}, the registry recorded for chain"
-            f" {chain_id} is {deployment.address} (pass --registry to trust another one explicitly)",
-            detail={"proof_registry": proof.anchor.registry, "trusted": deployment.address},
+            f" {chain_id} is {deployment.address} (hint: registries, to trust another one by name)",
+            detail={"proof_registry": proof.anchor.registry, "trusted": deployment.address, "inputs": ["registries"]},
         )
     return deployment.code_hash, "deployment record"
 
@@ -571,16 +576,16 @@ def _read_one_endpoint(
     wanted = proof.anchor.chain_id
     if not settings.rpc_url and not settings.read_rpcs and wanted != LOCAL_CHAIN_ID:
         raise BadInput(
-            f"the proof is anchored on {chain_name(wanted)}; without --rpc-url only this machine's local chain"
-            f" is read (hint: anchor verify PATH {rpc_hint(wanted)}, or ANCHOR_RPC_URL)",
-            detail={"field": "rpc_url", "chain_id": wanted},
+            f"the proof is anchored on {chain_name(wanted)}; without rpc_url only this machine's local chain"
+            f" is read (hint: {rpc_hint(wanted)}, or ANCHOR_RPC_URL)",
+            detail={"field": "rpc_url", "chain_id": wanted, "inputs": ["rpc_url"]},
         )
     handle = open_chain(settings)
     if handle.chain_id != proof.anchor.chain_id:
         raise BadInput(
             f"the proof is for {chain_name(wanted)}, the RPC endpoint serves {chain_name(handle.chain_id)}"
             f" (hint: {rpc_hint(wanted)})",
-            detail={"field": "anchor.chain_id"},
+            detail={"field": "anchor.chain_id", "inputs": ["rpc_url"]},
         )
     # 4. The registry the proof names must be the trusted one for this chain.
     recorded_hash, trusted_by = trusted_registry(proof, settings, handle.chain_id, registry)
@@ -662,13 +667,13 @@ class Policy:
         is read, at every door alike: a mistyped `--expect-submitter 0xabc` was `policy_mismatch` (exit 10),
         as if someone else had anchored the data, and a mistyped date was told only after a full verify."""
         if self.expect_submitter is not None:
-            parse_address(self.expect_submitter, "--expect-submitter")
+            parse_address(self.expect_submitter, "expect_submitter")
         if self.anchored_before is not None:
             _before(self.anchored_before)
         if self.min_finality is not None and not (
             self.min_finality in FINALITY_ORDER or (self.min_finality.isdigit() and len(self.min_finality) <= 9)
         ):
-            raise BadInput(f"--min-finality {self.min_finality!r}: expected safe, finalized, or a number of"
+            raise BadInput(f"min_finality {self.min_finality!r}: expected safe, finalized, or a number of"
                            " confirmations", detail={"field": "min_finality"})  # fmt: skip
 
     def check(self, verdict: Verification) -> None:
@@ -701,11 +706,16 @@ def check_finality(verdict: Verification, required: str | None) -> None:
                 f" block {head} (its head at block {verdict.read_at_block}), and a local development chain marks"
                 f" a block {required} only {depth} blocks below its head and mines only when it is sent transactions,"
                 " so later may never come on its own (hint: ask for confirmations instead,"
-                f" --min-finality {max(1, verdict.confirmations)})",
-                detail={"required": required, "finality": verdict.finality, "anchored_block": verdict.anchored_block},
+                f" min_finality {max(1, verdict.confirmations)})",
+                detail={
+                    "required": required,
+                    "finality": verdict.finality,
+                    "anchored_block": verdict.anchored_block,
+                    "inputs": ["min_finality"],
+                },
             )
     else:
-        raise BadInput(f"--min-finality {required!r}: expected safe, finalized or a number of confirmations",
+        raise BadInput(f"min_finality {required!r}: expected safe, finalized or a number of confirmations",
                        detail={"field": "min_finality"})  # fmt: skip
     raise NotFinal(
         f"anchored in block {verdict.anchored_block}, {verdict.finality} at block {verdict.read_at_block}:"
@@ -737,7 +747,7 @@ def _before(anchored_before: str) -> datetime:
         limit = datetime.fromisoformat(anchored_before)
     except ValueError:
         raise BadInput(
-            f"--anchored-before: {anchored_before!r} is not an ISO 8601 date or time (e.g. 2026-12-01)",
+            f"anchored_before {anchored_before!r}: not an ISO 8601 date or time (e.g. 2026-12-01)",
             detail={"field": "anchored_before"},
         ) from None
     return limit if limit.tzinfo else limit.replace(tzinfo=UTC)

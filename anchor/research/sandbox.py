@@ -177,7 +177,7 @@ def check_runtime(runtime: str) -> str:
         from anchor.errors import BadInput, did_you_mean
 
         hint = did_you_mean(runtime, RUNTIMES)
-        raise BadInput(f"--sandbox-runtime: {runtime!r} is neither bubblewrap nor gvisor{hint}",
+        raise BadInput(f"sandbox_runtime: {runtime!r} is neither bubblewrap nor gvisor{hint}",
                        detail={"field": "sandbox_runtime"})  # fmt: skip
     return runtime
 

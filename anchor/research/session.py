@@ -157,7 +157,8 @@ def stamper_for(settings: Any, urls: list[str] | None, anchor: bool) -> Any:
     """How the search anchors (anchor.anchoring.stamper), checked before anything runs; None: not at all."""
     if not anchor:
         if urls:
-            raise BadInput("--service and --no-anchor contradict each other", detail={"field": "service"})
+            raise BadInput("services: given, while the search is not to be anchored: they contradict each other",
+                           detail={"field": "services"})  # fmt: skip
         return None
     from anchor.anchoring.stamper import Stamper
 

@@ -73,7 +73,7 @@ def verify_search(
     attempts = ledger.entries()
     mine = attempts if researcher is None else [e for e in attempts if e["researcher"] == researcher]
     if researcher is not None and not mine:
-        raise BadInput(f"--researcher {researcher}: no attempts of this researcher in {ledger.where}",
+        raise BadInput(f"researcher {researcher}: no attempts of this researcher in {ledger.where}",
                        detail={"field": "researcher"})  # fmt: skip
     checked = audit(mine, work, repo)
     rules = _noise_holds(work, ledger.rows())
@@ -205,7 +205,7 @@ def _uncertainty_holds(terms: Any, work: Path, record: Any, entries: list[dict[s
 def researcher_address(text: str) -> str:
     from anchor.manifest.onchain import parse_address
 
-    return parse_address(text, "--researcher-address").lower()
+    return parse_address(text, "researcher_addresses").lower()
 
 
 def search_registry(settings: Settings) -> tuple[Any, Any] | None:

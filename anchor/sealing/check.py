@@ -44,11 +44,11 @@ ROOT_ANCHORED = "RootAnchored(bytes32,address)"
 
 
 def parse_trusted_block(text: str) -> tuple[int | None, int, str]:
-    """`N:HASH` (any chain) or `CHAIN:N:HASH`; `BadInput` naming the option otherwise."""
+    """`N:HASH` (any chain) or `CHAIN:N:HASH`; `BadInput` naming the input otherwise."""
     found = re.fullmatch(r"(?:(\d+):)?(\d+):(0x[0-9a-fA-F]{64})", text.strip())
     if found is None:
         raise BadInput(
-            f"--trusted-block {text!r}: expected N:HASH (a block number and its 0x hash, 64 hex), or CHAIN:N:HASH",
+            f"trusted_block {text!r}: expected N:HASH (a block number and its 0x hash, 64 hex), or CHAIN:N:HASH",
             detail={"field": "trusted_block"},
         )
     chain = int(found.group(1)) if found.group(1) else None
@@ -62,7 +62,8 @@ def read_trusted_blocks(path: Path) -> list[tuple[int | None, int, str]]:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise BadInput(
-            f"--trusted-blocks {path}: cannot read it ({type(exc).__name__})", detail={"file": str(path)}
+            f"trusted_blocks {path}: cannot read it ({type(exc).__name__})",
+            detail={"field": "trusted_blocks", "file": str(path)},
         ) from None
     out: list[tuple[int | None, int, str]] = []
     for number, line in enumerate(lines, 1):
@@ -109,13 +110,13 @@ def check_sealed(anchor: ChainAnchor, root: bytes, settings: Settings, registry:
     where = f"{chain_name(anchor.chain_id)} block {anchor.block_number}"
     if sealed is None:
         raise BadInput(
-            f"--offline: the anchor on {where} is not sealed, so it needs the network (hint: anchor seal"
-            " PATH while the chain is reachable, then verify offline)",
+            f"the anchor on {where} is not sealed, so only the network can verify it (hint: anchor seal PATH"
+            " while the chain is reachable, then verify offline)",
             detail={"field": "anchor.sealed"},
         )
     if not is_canonical(anchor.registry) or (registry is not None and registry.lower() != anchor.registry.lower()):
         raise UnknownRegistry(
-            f"--offline trusts the canonical registry {canonical_address()} alone (its address certifies its"
+            f"offline, the canonical registry {canonical_address()} alone is trusted (its address certifies its"
             f" code); the proof names {anchor.registry}, whose code only the network can show",
             detail={"proof_registry": anchor.registry, "canonical": canonical_address()},
         )
@@ -136,10 +137,11 @@ def check_sealed(anchor: ChainAnchor, root: bytes, settings: Settings, registry:
     trusted = settings.trusted_block(anchor.chain_id, number)
     if trusted is None:
         raise BadInput(
-            f"--offline: no trusted hash for block {number} of {chain_name(anchor.chain_id)}; check once, on any"
-            f" explorer or node, that block {number} is {block_hash}, then pass --trusted-block {number}:{block_hash}",
+            f"trusted_block: none for block {number} of {chain_name(anchor.chain_id)}; check once, on any explorer"
+            f" or node, that block {number} is {block_hash}, then trust it: trusted_block {number}:{block_hash}",
             detail={
                 "field": "trusted_block",
+                "inputs": ["trusted_block"],
                 "chain_id": anchor.chain_id,
                 "block": number,
                 "hash_to_check": block_hash,

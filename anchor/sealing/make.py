@@ -131,8 +131,8 @@ def seal(settings: Settings, target: Path) -> SealOutcome:
     if not done and not already:
         chains = ", ".join(chain_name(c) for c in sorted(set(elsewhere)))
         raise BadInput(f"{proof_path}: its anchors are on {chains}, the RPC endpoint serves"
-                       f" {chain_name(handle.chain_id)}: seal it with that chain's --rpc-url",
-                       detail={"field": "anchor.chain_id"})  # fmt: skip
+                       f" {chain_name(handle.chain_id)}: seal it with that chain's rpc_url",
+                       detail={"field": "anchor.chain_id", "inputs": ["rpc_url"]})  # fmt: skip
     first, rest = new[0], new[1:]
     updated = proof.model_copy(update={"anchor": first.anchor, "anchors": tuple(rest) if proof.anchors else None})
     if done:

@@ -149,7 +149,7 @@ def test_an_endpoint_named_twice_votes_once_and_a_quorum_no_list_can_meet_is_ref
         read_agreed(twice, read, lambda answer: answer, quorum=2)
     assert refused.value.detail["field"] == "rpc_url" and reads == []
     two = Settings(data_dir=tmp_path, read_rpcs=("http://a.example:8545", "http://b.example:8545"))
-    with pytest.raises(BadInput, match="--quorum 3: only 2 read endpoints") as refused:
+    with pytest.raises(BadInput, match="quorum 3: only 2 read endpoints") as refused:
         read_agreed(two, read, lambda answer: answer, quorum=3)
     assert refused.value.detail["field"] == "quorum" and reads == []
     assert read_agreed(two, read, lambda answer: answer, quorum=2)[0] == "verified" and len(reads) == 2
