@@ -101,6 +101,12 @@ class Verification(Record):
     says them (a claim this verdict does not verify; verifying the path with its current proof does).
     The verdict is true of what the path held then, and says so."""
 
+    @property
+    def ok(self) -> bool:
+        """True: a verdict is returned only when the proof holds; every other outcome is raised as its
+        typed error (`anchor.errors`), so `ok` (as `verified`) can never be False on a returned one."""
+        return self.verified
+
     def to_json(self) -> dict[str, object]:
         return self.model_dump()
 
