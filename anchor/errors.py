@@ -65,6 +65,8 @@ class AnchorError(Exception):
         if isinstance(field, str) and field and message.startswith(field) and message[len(field) :][:1] in " :":
             message = name(field) + message[len(field) :]
         for other in self.detail.get("inputs", ()):
+            if not isinstance(other, str) or not other.isidentifier():
+                continue  # the names of our own inputs, never words from data
             message = re.sub(rf"(?<![\w-]){re.escape(other)}(?![\w-])", name(other).replace("\\", r"\\"), message)
         return message
 

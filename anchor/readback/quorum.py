@@ -92,7 +92,8 @@ def needed(quorum: int | None, endpoints: int) -> int:
     if quorum is not None and not 1 <= quorum <= 64:
         raise BadInput(f"quorum {quorum}: expected 1 to 64", detail={"field": "quorum"})
     if quorum is not None and quorum > endpoints:
-        raise BadInput(f"quorum {quorum}: only {endpoints} read endpoints are given, so no answer could"
+        given = f"{endpoints} read endpoint is" if endpoints == 1 else f"{endpoints} read endpoints are"
+        raise BadInput(f"quorum {quorum}: only {given} given, so no answer could"
                        f" have {quorum} behind it (hint: quorum {endpoints}, or more read_rpcs)",
                        detail={"field": "quorum", "inputs": ["quorum", "read_rpcs"]})  # fmt: skip
     return quorum or endpoints // 2 + 1

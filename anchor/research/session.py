@@ -263,8 +263,7 @@ def check_researcher(researcher: str) -> None:
     """A researcher id names directories and git refs: letters, digits, `_`, `-`, `.`, not leading."""
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", researcher):
         raise BadInput(
-            f"--researcher {researcher!r}: use 1 to 64 letters, digits, '_', '-' or '.', starting with"
-            " a letter or digit",
+            f"researcher {researcher!r}: use 1 to 64 letters, digits, '_', '-' or '.', starting with a letter or digit",
             detail={"field": "researcher"},
         )
 
