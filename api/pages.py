@@ -50,6 +50,9 @@ def templates() -> Environment:
     return env
 
 
-def page(template: str, title: str, block: int | None, status_code: int = 200, **values: Any) -> HTMLResponse:
-    return HTMLResponse(templates().get_template(template).render(title=title, block=block, **values),
+def page(
+    template: str, title: str, block: int | None, status_code: int = 200, chain: str | None = None, **values: Any
+) -> HTMLResponse:
+    """A page read at `block` of `chain` (named in its header: what was read, and where)."""
+    return HTMLResponse(templates().get_template(template).render(title=title, block=block, chain=chain, **values),
                         status_code=status_code)  # fmt: skip

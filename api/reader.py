@@ -57,6 +57,14 @@ class ChainReader:
 
         return self._registry if self._registry is not None else await run_in_threadpool(self.registry)
 
+    def where(self) -> str | None:
+        """The chain this service reads, by name ("Base Sepolia (84532)"), once it is open (no I/O): every
+        page's header names it beside the block it was read at, for a tx hash alone names no chain."""
+        from anchor.chain.presets import chain_name
+
+        registry = self._registry
+        return None if registry is None else chain_name(registry.chain_id)
+
     def chain_id(self) -> int:
         """The chain this service reads and anchors on: every journal read is of this chain only."""
         return self.registry().chain_id

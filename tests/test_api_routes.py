@@ -452,6 +452,21 @@ def test_every_html_page_carries_a_content_security_policy_and_no_page_can_be_fr
     assert "content-security-policy" not in json_answer.headers  # a policy is for documents
 
 
+def test_every_page_names_the_chain_it_was_read_from_and_a_batch_its_registry(
+    client: TestClient, anchored: dict[str, Any]
+) -> None:
+    """The header said "read live from the chain at block 19", and a batch page gave a tx hash and a
+    submitter with no chain and no registry: on a public chain a tx hash alone says nowhere."""
+    verdict = client.get(f"/v1/verify/{anchored['manifest_digest']}").json()
+    root, registry = verdict["root"], verdict["registry"]
+    for url in ("/explorer/", f"/explorer/batch/{root}", f"/explorer/bundle/{anchored['manifest_digest']}"):
+        header = client.get(url).text.split("<header>", 1)[1].split("</header>", 1)[0]
+        assert "read live from local development chain (31337) at block" in header, (url, header)
+    batch = client.get(f"/explorer/batch/{root}").text
+    assert "<th>chain</th><td class='hash'>local development chain (31337)</td>" in batch, batch[:3000]
+    assert f"<th>registry</th><td class='hash'>{registry}</td>" in batch, batch[:3000]
+
+
 def test_page_text_counts_in_words_and_a_header_without_a_block_ends_cleanly(
     client: TestClient, anchored: dict[str, Any]
 ) -> None:

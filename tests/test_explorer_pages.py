@@ -192,6 +192,24 @@ def test_bundle_page_lists_files_with_proofs_and_the_batch_page_its_records(site
     assert digest in " ".join(batch.text)
 
 
+def test_no_explorer_page_is_wider_than_a_laptop_window(site: dict[str, Any]) -> None:
+    """At 1200 pixels the home page's table ran past the window: its last column (the block) was off
+    screen, and the screenshots, taken without scrollbars, never showed it. Every page now fits: a hash
+    wraps inside its cell before the table outgrows the page."""
+    from tests.cdp import chromium_page
+
+    digest, root = site["proof"]["manifest_digest"], site["proof"]["batch"]["root"]
+    champion = site["champion"]
+    pages = ["/explorer/", f"/explorer/batch/{root}", f"/explorer/bundle/{digest}", f"/explorer/attempt/{champion}",
+             f"/explorer/lineage/{champion}", f"/explorer/search?q={root[:10]}"]  # fmt: skip
+    with chromium_page(chromium(), CHROMIUM_FLAGS) as page:
+        page.call("Emulation.setDeviceMetricsOverride", width=1200, height=800, deviceScaleFactor=1, mobile=False)
+        for path in pages:
+            page.goto(site["url"] + path)
+            wide = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+            assert wide[0] <= wide[1], (path, wide)
+
+
 def test_the_api_docs_render_offline_from_bundled_assets(site: dict[str, Any]) -> None:
     """/docs is Swagger UI from assets the service itself serves: this machine has no internet, so a
     page that loaded its script from a CDN would show no operation at all."""

@@ -52,6 +52,7 @@ async def attemptpage(commit: CommitOrHex32, settings: SettingsDep, reader: Read
         "attempt.html",
         f"Attempt {entry['commit'][:12]}",
         reader.head(),
+        chain=reader.where(),
         e=entry,
         record=record,
         explorer_links=found,
@@ -74,6 +75,7 @@ async def lineagepage(commit: CommitOrHex32, settings: SettingsDep, reader: Read
         "lineage.html",
         f"Lineage of {target['commit'][:12]}",
         reader.head(),
+        chain=reader.where(),
         target=target,
         trials=len(mine),
         champion_chain=data["champion_chain"],
@@ -97,7 +99,8 @@ async def home(request: Request, reader: ReaderDep) -> HTMLResponse:
     registry = await run_in_threadpool(reader.registry)
     shown = {"address": registry.address, "code_hash": registry.code_hash,
              "canonical": registry.address == canonical_address() and registry.code_hash == canonical_code_hash()}  # fmt: skip
-    return page("home.html", "Anchor", reader.last_head(), batches=_batch_rows(batches, records), registry=shown)
+    return page("home.html", "Anchor", reader.last_head(), chain=reader.where(), batches=_batch_rows(batches, records),
+                registry=shown)  # fmt: skip
 
 
 def _batch_rows(batches: list[Any], records: dict[int, Any]) -> list[dict[str, Any]]:
@@ -127,7 +130,7 @@ async def searchpage(request: Request, reader: ReaderDep, q: SearchText = "") ->
         {"digest": "0x" + bytes(i["digest"]).hex(), "kind": i["kind"], "state": i["state"]} for i in found["items"]
     ]
     batches = _batch_rows(found["batches"], records)
-    return page("search.html", f"Search: {q[:60]}", reader.last_head(), q=q, items=items, batches=batches,
+    return page("search.html", f"Search: {q[:60]}", reader.last_head(), chain=reader.where(), q=q, items=items, batches=batches,
                 attempts=attempts)  # fmt: skip
 
 
@@ -183,6 +186,8 @@ async def batchpage(root: Hex32, request: Request, reader: ReaderDep) -> HTMLRes
         "batch.html",
         f"Batch 0x{key.hex()[:16]}…",
         reader.head(),
+        chain=reader.where(),
+        registry=registry.address,
         root="0x" + key.hex(),
         record=record,
         retraction=retraction,
@@ -242,6 +247,7 @@ async def _bundle_page(key: bytes, request: Request, settings: Any, reader: Any,
         "bundle.html",
         f"Bundle {header.manifest_digest[:18]}…",
         verification.read_at_block,
+        chain=reader.where(),
         proof=header,
         verification=verification,
         digest="0x" + key.hex(),
