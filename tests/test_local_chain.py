@@ -134,3 +134,41 @@ def test_a_fresh_data_dir_is_private_whatever_the_umask_and_status_names_one_tha
         assert stat.S_IMODE(data.stat().st_mode) == 0o700
     finally:
         anchor("chain", "down")
+
+
+WRAPPER = """
+import signal, subprocess, sys, os
+child = subprocess.Popen([sys.executable, "-c", sys.argv[1], sys.argv[2]])
+def forward(signum, frame):  # as @foundry-rs/anvil's bin.mjs: pass the signal on, then exit at once
+    child.send_signal(signum)
+    os._exit(0)
+signal.signal(signal.SIGTERM, forward)
+child.wait()
+"""
+SLOW_TO_SAVE = """
+import signal, sys, time
+def save(signum, frame):  # as anvil on SIGTERM: write the state file, then exit
+    time.sleep(0.8)
+    open(sys.argv[1], "w").write("saved")
+    sys.exit(0)
+signal.signal(signal.SIGTERM, save)
+while True:
+    time.sleep(0.05)
+"""
+
+
+def test_chain_down_returns_only_once_anvil_itself_has_saved_its_state_not_when_npms_wrapper_exits(
+    tmp_path: Path,
+) -> None:
+    """The anvil npm installs is a Node wrapper: on SIGTERM it forwards the signal to the real anvil and
+    exits at once, while anvil is still writing its state file. `anchor chain down` waited for the
+    wrapper alone and said "state is saved" before it was; the soak's cleanup then found files appearing
+    in a directory it was deleting. `down` now waits for every process of the group it started."""
+    import sys
+    import time
+
+    saved = tmp_path / "state.json"
+    started = subprocess.Popen([sys.executable, "-c", WRAPPER, SLOW_TO_SAVE, str(saved)], start_new_session=True)
+    time.sleep(0.5)  # both running, the handlers installed
+    LocalChain(tmp_path / "data", free_port())._stop(started.pid)
+    assert saved.read_text() == "saved"

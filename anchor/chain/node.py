@@ -181,15 +181,19 @@ class LocalChain:
         return self.status()
 
     def _stop(self, pid: int, grace: float = 15.0) -> None:
+        """SIGTERM to the anvil we started, then wait for its whole process group (`up` starts it as a
+        group of its own): npm's anvil is a Node wrapper that passes the signal to the real anvil and
+        exits at once, while anvil is still writing its state file. Past `grace`, the group is killed."""
         import signal
 
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and _alive(pid):
+        while time.monotonic() < deadline and (_alive(pid) or _group_runs(pid)):
             time.sleep(0.05)
-        if _alive(pid):
-            os.kill(pid, signal.SIGKILL)
+        if _alive(pid) or _group_runs(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)  # the group still has a member: its id is not reused yet
         self.pid_file.unlink(missing_ok=True)
         self._write_record(None)  # the port stays: the next start uses it again
 
@@ -199,6 +203,30 @@ def _cmdline(pid: int) -> bytes:
         return Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return b""
+
+
+def _group_runs(pgid: int) -> bool:
+    """Whether a process of the group `pgid` still runs. An exited one that waits for its parent to
+    reap it (a zombie) does not: a container's first process may reap late, or never."""
+    proc = Path("/proc")
+    if not proc.is_dir():  # no procfs: ask the kernel, zombies and all
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False
 
 
 def _alive(pid: int) -> bool:
