@@ -72,6 +72,14 @@ class Page:
         node = self.call("DOM.querySelector", nodeId=root, selector=selector)["nodeId"]
         self.call("DOM.setFileInputFiles", nodeId=node, files=[str(p) for p in paths])
 
+    def width_at(self, url: str, width: int = 1200) -> tuple[int, int]:
+        """The width `url` takes in a `width`-pixel window, and the window's: more than the window means
+        a part of the page is off screen (a screenshot without scrollbars never shows it)."""
+        self.call("Emulation.setDeviceMetricsOverride", width=width, height=800, deviceScaleFactor=1, mobile=False)
+        self.goto(url)
+        wide = self.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+        return int(wide[0]), int(wide[1])
+
     def screenshot(self, path: Path, width: int = 1200, height: int = 800) -> None:
         """A PNG of the page as a person sees it at `width` x `height`."""
         import base64

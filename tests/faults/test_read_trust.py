@@ -91,7 +91,7 @@ def test_two_honest_endpoints_outvote_a_liar_and_name_it_and_the_liar_alone_gets
         assert sorted(verdict["quorum"]["agreeing"]) == sorted(p.url for p in honest)
         assert list(verdict["quorum"]["disagreeing"]) == [liar.url]
         refused = _cli(fresh_chain, "--rpc-url", liar.url, "verify", str(bundle), "--quorum", "2")
-        assert refused.returncode == ExitCode.BAD_INPUT and "only 1 read endpoints" in refused.stderr  # never read
+        assert refused.returncode == ExitCode.BAD_INPUT and "only 1 read endpoint is" in refused.stderr  # never read
         split = _cli(fresh_chain, "--rpc-url", honest[0].url, "--rpc-url", liar.url, "verify", str(bundle))
         assert split.returncode == ExitCode.NO_QUORUM and liar.url in split.stderr  # 1 against 1: no answer
     finally:
