@@ -130,8 +130,8 @@ async def searchpage(request: Request, reader: ReaderDep, q: SearchText = "") ->
         {"digest": "0x" + bytes(i["digest"]).hex(), "kind": i["kind"], "state": i["state"]} for i in found["items"]
     ]
     batches = _batch_rows(found["batches"], records)
-    return page("search.html", f"Search: {q[:60]}", reader.last_head(), chain=reader.where(), q=q, items=items, batches=batches,
-                attempts=attempts)  # fmt: skip
+    return page("search.html", f"Search: {q[:60]}", reader.last_head(), chain=reader.where(), q=q, items=items,
+                batches=batches, attempts=attempts)  # fmt: skip
 
 
 def _attempts_of(settings: Any, query: str) -> list[dict[str, Any]]:
