@@ -210,11 +210,14 @@ def test_a_repository_diff_that_does_not_hash_to_the_chain_is_not_shown(world: d
     assert verified_diff(world["base"] / "repo.git", parent, commit, "0x" + "ab" * 32) == ("differs", None)
 
 
-def test_no_chain_only_page_is_wider_than_a_laptop_window(world: dict[str, Any]) -> None:
+def test_no_chain_only_page_is_wider_than_a_laptop_window_and_each_names_its_chain(world: dict[str, Any]) -> None:
     """The explorer pages' tables ran past a 1200-pixel window (a block column off screen); these pages
-    share their stylesheet, and are held to the same."""
+    share their stylesheet, and are held to the same. Their header said "on chain 31337": the chain is
+    named as every verdict names it."""
     status, _, home = _get(world["url"] + "/")
     assert status == 200
+    header = home.split("<header>", 1)[1].split("</header>", 1)[0]
+    assert "on local development chain (31337) · indexed to block" in header, header  # where, by name
     researcher = home.split("/researcher/")[1].split("'")[0]
     commit = next(a for a in _ledger(world) if a["kept"])["commit"]
     pages = [

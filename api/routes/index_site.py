@@ -38,8 +38,11 @@ def _header(request: Request) -> dict[str, Any]:
     store = site.follower.store
     with site.lock:
         cursor, counts = store.cursor(), store.counts()
+    from anchor.chain.presets import chain_name
+
     return {"cursor": cursor, "counts": counts, "rpc": site.rpc_label, "registry": site.follower.address,
-            "chain_id": site.chain_id, "code_hash": site.follower.code_hash, "version": site.follower.version,
+            "chain_id": site.chain_id, "chain": chain_name(site.chain_id), "code_hash": site.follower.code_hash,
+            "version": site.follower.version,
             "canonical": _is_canonical(site.follower.address),
             "from_block": site.follower.from_block, "error": site.last_error,
             "confirmations": site.follower.confirmations}  # fmt: skip
