@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from typing import Any
 
 
 def main() -> None:
@@ -58,23 +59,22 @@ def _run_fast(argv: list[str]) -> bool:
 
 
 def _run_typer(argv: list[str]) -> object:
-    from anchor.cli.app import app
-    from anchor.cli.helptext import command, hoist_global_options
-    from anchor.cli.output import RAN
+    from anchor.cli.helptext import hoist_global_options
 
     _show_progress()
-    root = command(app, argv)
-    RAN[:] = [root]  # what a refusal's input is said as (anchor.cli.output.option)
+    root = _build(argv)
     return root(args=hoist_global_options(root, argv), standalone_mode=False)
 
 
-def _build(argv: list[str]) -> None:
-    """The command `argv` names, built (not run) for `anchor.cli.output.option` to read its options."""
+def _build(argv: list[str]) -> Any:
+    """The command `argv` names, built (not run), and kept where `anchor.cli.output.option` reads its
+    options (what a refusal's input is said as): by `_run_typer`, and on the fast path's error only."""
     from anchor.cli.app import app
     from anchor.cli.helptext import command
     from anchor.cli.output import RAN
 
     RAN[:] = [command(app, argv)]
+    return RAN[0]
 
 
 def _typer_exit(exc: Exception, as_json: bool) -> None:
