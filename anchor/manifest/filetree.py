@@ -291,6 +291,9 @@ def hash_tree(
         links += hashed.links
     results.sort(key=lambda pair: pair[0].path.encode("utf-8"))
     ordered = tuple(entry for entry, _ in results)
+    if progress is not None:  # the last word from what was hashed, not the workers' running counters
+        size = sum(entry.size for entry in ordered)
+        progress(len(ordered), len(ordered), size, size)
     refuse_repeats(ordered, str(base))
     recorded = rules.recorded(excluded) if rules is not None else ()
     links.sort(key=lambda link: link[0].encode("utf-8"))
