@@ -414,3 +414,33 @@ def test_a_proposer_command_is_told_of_an_editable_the_repository_lacks(tmp_path
                                "--max-attempts", "1", "--no-anchor"], env)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "editable 'param.json' is not in the repository (did you mean params.json?)" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["hash", "{tree}"],  # through typer (--data-dir is given): it turns a broken pipe into exit 1 itself
+        ["hash", "{tree}", "--json"],
+        ["verify", "{tree}", "--json"],  # an error's JSON, on stdout
+        ["fast:hash", "{tree}"],  # the fast path: no typer
+        ["config", "show"],
+        ["--help"],  # rich's own handling: exit 1 after putting /dev/null in stdout's place
+    ],
+)
+def test_a_reader_that_goes_away_early_is_no_bug_report_and_no_internal_error(args: list[str], tmp_path: Path) -> None:
+    """`anchor … | head -1`, `| grep -q OK`: the reader closes the pipe and the next write fails. That
+    is no bug in anchor (it said `error[internal]: unexpected BrokenPipeError; this is a bug`, exit 1,
+    the code of an internal error): it ends quietly as a Unix tool killed by SIGPIPE does, 141."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "a.txt").write_text("a\n")
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first line is written
+    words = [a.format(tree=tree).removeprefix("fast:") for a in args]
+    fast = args[0].startswith("fast:")
+    argv = [str(ANCHOR_BIN), *([] if fast else ["--data-dir", str(tmp_path / "d")]), *words]
+    try:
+        child = subprocess.run(argv, stdout=write, stderr=subprocess.PIPE, text=True, timeout=60, check=False)
+    finally:
+        os.close(write)
+    assert (child.returncode, child.stderr) == (ExitCode.READER_GONE, "")

@@ -9,10 +9,33 @@ from typing import Any
 
 
 def main() -> None:
+    """Run the command in `sys.argv` and exit with its code. A reader of stdout that left early (`| head
+    -1`) ends it quietly with 141 wherever the failed write was met: in a command, in an error's JSON, in
+    typer's or rich's own handling (each of which exits 1 for it), or in the last flush."""
+    _keep_stdout()
+    try:
+        _answer(sys.argv[1:])
+    except SystemExit as exc:
+        try:
+            sys.stdout.flush()  # here, not in the interpreter's last flush, which would print its failure
+        except BrokenPipeError:
+            if not _reader_gone():
+                raise
+            _end_quietly()
+        if exc.code == 1 and _reader_gone():
+            _end_quietly()
+        raise
+    except BrokenPipeError:
+        if not _reader_gone():
+            raise  # a pipe to a child of ours: a bug, not a reader of ours that left
+        _end_quietly()
+
+
+def _answer(argv: list[str]) -> None:
+    """The command's answer on stdout or its error on stderr, then `sys.exit` with the code."""
     from anchor.cli.output import RAN
     from anchor.errors import AnchorError, ExitCode
 
-    argv = sys.argv[1:]
     as_json = "--json" in argv
     RAN.clear()  # nothing built yet for this call (the tests run many calls in one process)
     try:
@@ -39,6 +62,8 @@ def main() -> None:
     except KeyboardInterrupt:
         print("aborted", file=sys.stderr)
         sys.exit(130)
+    except BrokenPipeError:
+        raise  # not a bug of ours when the reader left: `main` tells which
     except Exception as exc:
         _typer_exit(exc, as_json)  # a usage error, help, or an abort: exits
         if _debug():  # a bug: say so in one line (ANCHOR_DEBUG=1 shows the traceback)
@@ -50,6 +75,50 @@ def main() -> None:
             print(f"error[internal]: {message}", file=sys.stderr)
         sys.exit(int(ExitCode.INTERNAL))
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _reader_gone() -> bool:
+    """Whether our stdout is a pipe or socket whose reader has closed it (`| head -1`, `| grep -q`):
+    its write end then polls as an error. Asked of the descriptor as it was when we started, kept in
+    `_STARTED_AS`: whichever layer met the failed write (ours, typer's, rich's) may since have put
+    /dev/null in its place."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(_STARTED_AS[0], select.POLLOUT)
+        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+    except (IndexError, OSError, ValueError):
+        return False
+
+
+_STARTED_AS: list[int] = []
+"""A duplicate of stdout's descriptor, made as `main` starts (not inherited by children)."""
+
+
+def _keep_stdout() -> None:
+    for fd in _STARTED_AS:  # the last call's, where one process runs many (the tests)
+        os.close(fd)
+    _STARTED_AS.clear()
+    try:
+        kept = os.dup(1)
+    except OSError:
+        return  # no stdout at all: nothing can break it
+    _STARTED_AS.append(kept)
+
+
+def _end_quietly() -> None:
+    """The reader left: what is left to write goes nowhere (the interpreter's last flush would fail and
+    say so), and the exit is 141, as a shell reports a Unix tool that a closed pipe stopped."""
+    from anchor.errors import ExitCode
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.close(devnull)
+    except OSError:
+        pass
+    sys.exit(int(ExitCode.READER_GONE))
 
 
 def _run_fast(argv: list[str]) -> bool:
