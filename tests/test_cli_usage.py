@@ -319,6 +319,29 @@ def test_upgrade_of_a_folder_never_stamped_says_where_it_looked_and_how_to_stamp
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results"]  # nothing written, no data dir made
 
 
+def test_prove_in_a_mistyped_or_never_stamped_folder_names_the_folder_not_a_proof_file(tmp_path: Path) -> None:
+    """`anchor prove F --in examples/bundl` said "examples/bundl.anchor.json: no such proof file (did you
+    mean examples/bundle.anchor.json?)": a file the user never typed. A folder never stamped got the same
+    exit 2, where `verify` and `upgrade` say it is not anchored and how to stamp it (exit 3)."""
+    import anchor
+    from anchor.errors import BadInput
+
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "m.json").write_text("{}")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
+    env["ANCHOR_DATA_DIR"] = str(tmp_path / "d")
+    typo = run_anchor(["prove", "results/m.json", "--in", "result"], env, cwd=tmp_path)
+    assert typo.returncode == ExitCode.BAD_INPUT, typo.stderr
+    assert typo.stderr.startswith("error[bad_input]: --in 'result': no such folder (did you mean results?)")
+    never = run_anchor(["prove", "results/m.json", "--in", "results"], env, cwd=tmp_path)
+    assert never.returncode == ExitCode.NOT_ANCHORED, never.stderr
+    assert "stamp it with `anchor stamp results`" in never.stderr
+    with pytest.raises(BadInput) as refused:  # the library names its own input
+        anchor.prove(tmp_path / "results" / "m.json", inside=tmp_path / "result")
+    assert refused.value.detail["field"] == "inside" and refused.value.message.startswith("inside ")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results"]  # nothing written, no data dir made
+
+
 def test_a_mistyped_lookup_or_attest_key_names_the_file_meant_before_any_chain_is_opened(tmp_path: Path) -> None:
     """`anchor lookup results.jsn` opened the chain first and then said "key: expected 32 bytes as 64 hex
     digits" (or, with no chain running, that it was not running); `attest` gave no hint either."""

@@ -48,11 +48,11 @@ def write_file_proof(
     never inside the anchored directory and never over a link. A given `out` is checked before anything is
     hashed; returns (the proof, where it was written)."""
     from anchor.proof.file import check_output_path, write_proof
-    from anchor.proof.locate import default_proof_path, file_proof_path
+    from anchor.proof.locate import file_proof_path
 
     if out is not None:
         check_output_path(out)
-    proof = prove_file(file, bundle_dir, bundle_proof or default_proof_path(bundle_dir))  # refuses first
+    proof = prove_file(file, bundle_dir, bundle_proof or _proof_of_folder(bundle_dir))  # refuses first
     if out is not None:  # not inside the folder, unless its recorded rules leave it out
         check_output_path(out, proves=bundle_dir, recorded=proof.manifest.get("exclude") or ())
     target = out or file_proof_path(file, bundle_dir)
@@ -61,6 +61,23 @@ def write_file_proof(
         check_output_path(target)
     write_proof(proof, target)
     return proof, target
+
+
+def _proof_of_folder(bundle_dir: Path) -> Path:
+    """`<DIR>.anchor.json`, or what a newcomer can act on: a mistyped folder named as the input it was
+    given as (`inside`, `--in`) with the near name, exit 2; a folder never stamped is not anchored (exit 3),
+    with how to stamp it, as `verify` says it."""
+    from anchor.errors import NotAnchored, did_you_mean_path
+    from anchor.proof.locate import default_proof_path
+
+    found = default_proof_path(bundle_dir)
+    if found.exists() or found.is_symlink():  # whatever is there, the reader judges
+        return found
+    if not bundle_dir.is_dir():
+        said = "not a folder" if bundle_dir.exists() else f"no such folder{did_you_mean_path(bundle_dir)}"
+        raise BadInput(f"inside {str(bundle_dir)!r}: {said}", detail={"field": "inside"})
+    raise NotAnchored(f"no proof for {bundle_dir} (looked for {found}); stamp it with `anchor stamp {bundle_dir}`,"
+                      " then prove its files", detail={"path": str(bundle_dir), "looked_in": [str(found)]})  # fmt: skip
 
 
 def single_file_proof(proof: ProofFile, path: str) -> ProofFile:

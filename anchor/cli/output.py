@@ -37,6 +37,7 @@ OPTION_OF_FIELD = {
     "registries": "--registry",
     "researcher_addresses": "--researcher-address",
     "subjects_in": "--in",
+    "inside": "--in",
     "read_rpcs": "--rpc-url",
 }
 """The library's inputs whose option is not `--` and the name, dashed."""
