@@ -177,7 +177,7 @@ def bundle(
         from anchor.errors import BadInput
 
         raise BadInput("--service anchors: give --anchor with it (hint: anchor bundle SPEC --anchor --service URL)",
-                       detail={"field": "service"})  # fmt: skip
+                       detail={"field": "services"})  # fmt: skip
     if anchor:
         from anchor.anchoring.stamper import Stamper
 
