@@ -84,9 +84,8 @@ class AnchorError(Exception):
                 continue  # rows of a verdict (or none): the message says what they mean, `--json` holds them
             if isinstance(value, list | tuple):
                 value = ", ".join(map(str, value))
-            elif key == "field" and name is not None and isinstance(value, str) and (
-                    message != self.message or message.startswith(name(value))):  # fmt: skip
-                value = name(value)  # the input the message names, said as the message says it
+            elif key == "field" and name is not None and isinstance(value, str):
+                value = name(value)  # the input refused, said as the door says it (`--repo` in the CLI)
             shown.append(f"  {key}: {value}")
         return [message, *shown]
 
