@@ -57,3 +57,19 @@ def test_a_ledger_is_verified_once_per_change_and_an_edit_after_a_cached_read_is
         research._attempts_of(settings, "r0")
     with pytest.raises(Tampered):  # never cached: refused every time
         research._attempts_of(settings, "r0")
+
+
+def test_a_lineage_prefix_that_matches_none_or_several_attempts_says_where_to_look_or_which_ones(
+    tmp_path: Path,
+) -> None:
+    """`anchor lineage 23ff` said "commit '23ff' matches 0 attempts in the ledger" and stopped; a prefix too
+    short said how many it matched (counting ledger rows, not commits), never which."""
+    from anchor.errors import BadInput
+    from anchor.research.report import lineage_tree
+
+    entries = [e for e in _ledger(tmp_path, 3).entries() if "status" in e]
+    settings = Settings.from_env(tmp_path / "d")
+    with pytest.raises(BadInput, match=r"matches no attempt in the ledger \(`anchor research report`"):
+        lineage_tree(entries, "ffff", settings)
+    with pytest.raises(BadInput, match=r"matches 3 attempts in the ledger: give more of it \(000000000000, 0000"):
+        lineage_tree(entries, "0000", settings)

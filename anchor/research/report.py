@@ -210,8 +210,15 @@ def _environments(mine: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, li
 
 def lineage_tree(entries: list[dict[str, Any]], prefix: str, settings: Settings) -> tuple[dict[str, Any], list[str]]:
     matches = [e for e in entries if e["commit"].startswith(prefix.lower())]
-    if len({e["commit"] for e in matches}) != 1:
-        raise BadInput(f"commit {prefix!r} matches {len(matches)} attempts in the ledger", detail={"field": "commit"})
+    commits = sorted({e["commit"] for e in matches})
+    if len(commits) > 1:  # a prefix too short: which ones, so the next try can be long enough
+        raise BadInput(f"commit {prefix!r} matches {len(commits)} attempts in the ledger: give more of it ("
+                       + ", ".join(c[:12] for c in commits[:5]) + (", …" if len(commits) > 5 else "") + ")",
+                       detail={"field": "commit"})  # fmt: skip
+    if not commits:
+        raise BadInput(f"commit {prefix!r} matches no attempt in the ledger (`anchor research report` names the"
+                       " champion; `git log --oneline --glob=refs/anchor` in the repository lists every measured one)",
+                       detail={"field": "commit"})  # fmt: skip
     target = matches[0]
     mine = [e for e in entries if e["researcher"] == target["researcher"]]
     by_commit = {e["commit"]: e for e in mine}

@@ -73,7 +73,11 @@ def verify_search(
     attempts = ledger.entries()
     mine = attempts if researcher is None else [e for e in attempts if e["researcher"] == researcher]
     if researcher is not None and not mine:
-        raise BadInput(f"researcher {researcher}: no attempts of this researcher in {ledger.where}",
+        from anchor.errors import did_you_mean
+
+        known = sorted({str(e["researcher"]) for e in attempts})
+        raise BadInput(f"researcher {researcher}: no attempts of this researcher in {ledger.where} (its researchers:"
+                       f" {', '.join(known) or 'none yet'}){did_you_mean(researcher, known)}",
                        detail={"field": "researcher"})  # fmt: skip
     checked = audit(mine, work, repo)
     rules = _noise_holds(work, ledger.rows())
