@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -35,6 +37,28 @@ def http_error_response(exc: StarletteHTTPException) -> JSONResponse:
     return _shape(exc.status_code, code, str(exc.detail))
 
 
+_PATTERN_WORDS = {
+    r"^(0x)?[0-9a-fA-F]{64}$": "expected 32 bytes as 64 hex digits (0x optional)",
+    r"^(0x)?([0-9a-fA-F]{40}|[0-9a-fA-F]{64})$": "expected a commit id (40 hex digits) or a 32-byte hash (64)",
+    r"^[0-9a-f]{12}$": "expected a search id, 12 lowercase hex digits, as the attempts list it",
+    r"^0x[0-9a-fA-F]{40}$": "expected an address, 0x and 40 hex digits",
+}
+"""The patterns the routes declare (api/routes), said in words: pydantic says the regular expression."""
+
+
+def refused_parameter(errors: Sequence[Any]) -> tuple[str, str]:
+    """The message and `detail.field` of a request FastAPI refused, as docs/api.md promises for every
+    refused input: it opens with the parameter as the query string, the path or the body spells it
+    (`limit`, `manifest_digest`, `manifest.files`), then the value given when it is short, then why."""
+    first: dict[str, Any] = dict(errors[0]) if errors else {"loc": (), "msg": "invalid"}
+    loc = [str(part) for part in first.get("loc", ())]
+    field = ".".join(loc[1:] if loc[:1] and loc[0] in ("path", "query", "body", "header") else loc) or "request"
+    given = first.get("input")
+    shown = f" {given!r}" if isinstance(given, str | int | float) and len(str(given)) <= 80 else ""
+    why = _PATTERN_WORDS.get(str((first.get("ctx") or {}).get("pattern")), str(first.get("msg", "invalid")))
+    return f"{field}{shown}: {why}", field
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(AnchorError)
     async def anchor_error(_: Request, exc: AnchorError) -> JSONResponse:
@@ -43,8 +67,8 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
         errors = [{"field": ".".join(str(p) for p in e["loc"]), "message": e["msg"]} for e in exc.errors()]
-        first = errors[0] if errors else {"field": "?", "message": "invalid"}
-        return _shape(422, "bad_input", f"field '{first['field']}': {first['message']}", {"errors": errors})
+        message, field = refused_parameter(exc.errors())
+        return _shape(422, "bad_input", message, {"field": field, "errors": errors})
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:

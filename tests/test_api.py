@@ -63,3 +63,18 @@ def test_unknown_digest_is_404_and_malformed_digest_is_422_with_the_error_shape(
     body = malformed.json()
     assert set(body) == {"code", "message", "detail"} and body["code"] == "bad_input"
     assert "manifest_digest" in body["message"]
+
+
+def test_a_malformed_parameter_is_named_as_the_query_string_spells_it_with_what_was_given(tmp_path: Path) -> None:
+    """docs/api.md: a refused input's message opens with its parameter and `detail.field` holds it. A
+    parameter FastAPI refused said "field 'path.manifest_digest': String should match pattern …", with no
+    `detail.field` and not the value refused. No chain is asked: the request never reaches a route."""
+    from anchor.settings.session import Settings
+
+    with TestClient(create_app(Settings(data_dir=tmp_path))) as client:
+        digest = client.get("/v1/verify/0x12").json()
+        limit = client.get("/v1/research/r0/attempts", params={"limit": "9999"}).json()
+    assert digest["code"] == "bad_input" and digest["detail"]["field"] == "manifest_digest", digest
+    assert digest["message"].startswith("manifest_digest '0x12': "), digest
+    assert limit["detail"]["field"] == "limit" and limit["message"].startswith("limit '9999': "), limit
+    assert digest["detail"]["errors"][0]["field"] == "path.manifest_digest"  # where, as before
