@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -206,3 +207,22 @@ def test_retracting_one_result_of_a_batch_is_refused_unless_the_whole_batch_is_m
     whole = fresh_chain.cli("retract", str(tmp_path / "a"), "--reason", "the batch's data leaked", "--whole-batch")
     assert whole.returncode == ExitCode.OK, whole.stderr
     assert fresh_chain.cli("verify", str(tmp_path / "b")).returncode == ExitCode.RETRACTED
+
+
+def test_lookup_of_a_retracted_record_says_when_by_whom_and_why_as_verify_does(
+    deployed_chain: Chain, tmp_path: Path
+) -> None:
+    """`anchor lookup PATH` of a retracted result printed its record as if it stood (submitter, block,
+    tx) and said nothing of the retraction, where `verify` says retracted, when, by whom and why (exit 16)."""
+    (tmp_path / "r.txt").write_text("a result withdrawn later")
+    deployed_chain.cli("stamp", str(tmp_path / "r.txt"), check=True)
+    deployed_chain.cli("retract", str(tmp_path / "r.txt"), "--reason", REASON, check=True)
+    found = json.loads(deployed_chain.cli("lookup", str(tmp_path / "r.txt"), "--json", check=True).stdout)
+    retracted = found["retracted"]
+    assert retracted["by"] == Account.from_key(KEY_A).address and retracted["reason"] == REASON
+    assert retracted["block_number"] > found["block_number"] and retracted["tx_hash"].startswith("0x")
+    assert retracted["reason_digest"] == "0x" + keccak(REASON.encode()).hex()
+    text = deployed_chain.cli("lookup", str(tmp_path / "r.txt"), check=True).stdout
+    at = datetime.fromisoformat(retracted["retracted_at"]).strftime("%Y-%m-%d %H:%M:%S UTC")  # as "anchored" is
+    assert f"  retracted        {at}, block {retracted['block_number']}" in text, text
+    assert f'by {retracted["by"]}: "{REASON}"' in text, text

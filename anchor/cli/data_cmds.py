@@ -592,5 +592,10 @@ def _lookup_lines(found: dict[str, Any]) -> list[str]:
             ("tx", found["tx_hash"] or "not found in the logs"),
             ("registry", found["registry"]),
         ]
+    if found.get("retracted"):  # as verify says it: when, by whom, why
+        gone = found["retracted"]
+        why = f': "{gone["reason"]}"' if gone["reason"] is not None else f", reason digest {gone['reason_digest']}"
+        at = datetime.fromisoformat(gone["retracted_at"]).strftime("%Y-%m-%d %H:%M:%S UTC")
+        rows.append(("retracted", f"{at}, block {gone['block_number']}, by {gone['by']}{why}"))
     rows.append(("read at block", found["read_at_block"]))
     return [title, *(f"  {name:<16} {value}" for name, value in rows)]

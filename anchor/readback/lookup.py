@@ -13,7 +13,7 @@ from typing import Any
 
 from anchor.chain.explorer import links
 from anchor.chain.open import open_chain, open_registry
-from anchor.chain.registry import LineageRecord, Registry
+from anchor.chain.registry import LineageRecord, Registry, Retraction
 from anchor.errors import NotAnchored
 from anchor.manifest.filetree import hash_tree
 from anchor.manifest.onchain import commit_key, parse_address, parse_hex32
@@ -79,6 +79,7 @@ def lookup(
             "registry": registry.address,
             "read_at_block": read_at,
             "finality": registry.finality(record.block_number, read_at)[0],
+            "retracted": _retraction(registry.root_retraction(record), proof),
             "links": links(
                 handle.chain_id,
                 tx_hash=tx_hash,
@@ -114,6 +115,23 @@ def lookup_agreed(
         quorum,
     )
     return found if agreement is None else {**found, "quorum": agreement}
+
+
+def _retraction(retraction: Retraction | None, proof: ProofFile | None) -> dict[str, Any] | None:
+    """A record's retraction as `verify` says it (anchor.readback.verifier.retracted): by whom, when, in
+    which block and tx, the reason's digest, and its text when the proof file keeps one hashing to it."""
+    if retraction is None:
+        return None
+    from anchor.readback.verifier import reason_text
+
+    return {
+        "by": retraction.by,
+        "retracted_at": datetime.fromtimestamp(retraction.timestamp, UTC).isoformat(timespec="seconds"),
+        "block_number": retraction.block_number,
+        "tx_hash": retraction.tx_hash,
+        "reason_digest": retraction.reason,
+        "reason": None if proof is None else reason_text(proof, retraction.reason),
+    }
 
 
 def _path_key(path: Path) -> tuple[Path | None, str]:
@@ -156,6 +174,7 @@ def _lineage_answer(record: LineageRecord, chain_id: int, registry: Registry, da
         "record": {k: getattr(record, k) for k in record.__slots__},
         "read_at_block": read_at,
         "finality": registry.finality(record.block_number, read_at)[0],
+        "retracted": _retraction(registry.lineage_retraction(record), None),
         "links": links(
             chain_id,
             tx_hash=record.tx_hash,
