@@ -38,6 +38,11 @@ def private_dir(path: Path) -> Path:
             directory.mkdir(mode=PRIVATE_DIR)
         except FileExistsError:
             continue  # made meanwhile by someone else: not ours to change (`path` itself is checked below)
+        except OSError as exc:  # the user's to fix (a full or read-only disk, no such place, no access)
+            from anchor.errors import BadInput
+
+            raise storage_error(exc, directory) or BadInput(f"{directory}: cannot be made ({exc.strerror})",
+                                                            detail={"path": str(directory)}) from None  # fmt: skip
         os.chmod(directory, PRIVATE_DIR)  # mkdir's mode is filtered by the umask
     if not path.is_dir():
         path.mkdir(parents=True, exist_ok=True)  # raises as before (a file in the way)

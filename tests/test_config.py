@@ -130,3 +130,25 @@ def test_nothing_outside_anchor_settings_reads_an_anchor_variable_from_the_envir
                 node.ctx, ast.Load) and "ANCHOR_" in ast.unparse(node.slice):  # fmt: skip
                 reads.append(f"{rel}:{node.lineno}: {ast.unparse(node)[:80]}")
     assert reads == []
+
+
+def test_a_data_dir_that_is_a_file_or_cannot_be_made_is_named_with_where_it_came_from_never_a_bug(
+    tmp_path: Path,
+) -> None:
+    """`anchor --data-dir results.csv stamp x` said "unexpected NotADirectoryError; this is a bug in anchor"
+    (exit 1), and a data dir that cannot be made (under /proc) "unexpected FileNotFoundError" (`stamp`,
+    `journal submit`, `snapshot add`). Each is the
+    user's to fix: exit 2, naming the directory and where the setting came from; nothing is written."""
+    (tmp_path / "x.txt").write_text("x")
+    (tmp_path / "results.csv").write_text("a,b\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
+    by_option = run_anchor(["--data-dir", "results.csv", "stamp", "x.txt"], env, cwd=tmp_path)
+    assert by_option.returncode == ExitCode.BAD_INPUT, by_option.stderr
+    assert by_option.stderr.startswith("error[bad_input]: data directory results.csv (from --data-dir): not a"
+                                       " directory (a file is in the way)"), by_option.stderr  # fmt: skip
+    by_variable = run_anchor(["stamp", "x.txt"], env | {"ANCHOR_DATA_DIR": "results.csv"}, cwd=tmp_path)
+    assert by_variable.returncode == ExitCode.BAD_INPUT and "(from ANCHOR_DATA_DIR)" in by_variable.stderr
+    cannot = run_anchor(["--data-dir", "/proc/anchor-data", "snapshot", "add", "x.txt"], env, cwd=tmp_path)
+    assert cannot.returncode == ExitCode.BAD_INPUT, cannot.stderr
+    assert cannot.stderr.startswith("error[bad_input]: /proc/anchor-data: cannot be made"), cannot.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.csv", "x.txt"]

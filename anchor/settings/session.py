@@ -89,7 +89,12 @@ class Settings:
         from anchor.settings.env import env
 
         urls = [rpc_url] if isinstance(rpc_url, str) else list(rpc_url or [])
-        settings = cls.resolve(data_dir, urls[0] if urls else None)[0]
+        settings, found = cls.resolve(data_dir, urls[0] if urls else None)
+        if settings.data_dir.exists() and not settings.data_dir.is_dir():  # `config show` still shows it
+            where = found["data_dir"]
+            raise BadInput(f"data directory {where.value} (from {where.source}): not a directory (a file is in the"
+                           " way); name a folder, made if missing", detail={"path": str(settings.data_dir),
+                           "source": where.source})  # fmt: skip
         settings = replace(settings, service_urls=env().service_urls, browser_rpc_urls=env().browser_rpc_urls)
         if len(urls) < 2 and env().read_rpcs:
             urls = list(env().read_rpcs)
