@@ -487,3 +487,31 @@ def test_a_refusal_names_its_field_as_the_command_line_spells_it(args: list[str]
     done = run_anchor(args, env, cwd=ROOT)
     assert done.returncode == ExitCode.BAD_INPUT, done.stderr
     assert f"\n  field: {flag}\n" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["stamp", "{tree}", "--out", "/proc/anchor-proof.json"],
+        ["prove", "{tree}/a.txt", "--in", "{tree}", "--out", "/proc/anchor-proof.json"],
+        ["attest", "{tree}", "--out", "/proc/anchor-statement.jsonl"],
+        ["stamp", "{tree}", "--out", "/proc/no-such-folder/p.json"],
+    ],
+    ids=["stamp", "prove", "attest", "stamp-missing-parent"],
+)
+def test_an_output_path_nothing_can_be_written_at_is_refused_before_anything_is_read_or_sent(
+    args: list[str], tmp_path: Path
+) -> None:
+    """`stamp DIR --out /proc/x.json` (as root, where `os.access` says every place is writable) anchored,
+    then said "unexpected FileNotFoundError; this is a bug in anchor" when it came to write the proof;
+    `prove` and `attest` the same. The place is tried before anything is hashed or sent: exit 2, naming
+    the output as the command spells it. No chain runs here, and none is needed to refuse it."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "a.txt").write_text("a\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
+    env["ANCHOR_DATA_DIR"] = str(tmp_path / "d")
+    done = run_anchor([a.format(tree=tree) for a in args], env, cwd=tmp_path)
+    assert done.returncode == ExitCode.BAD_INPUT, done.stderr
+    assert "cannot be written there" in done.stderr and "\n  field: --out\n" in done.stderr, done.stderr
+    assert not (tmp_path / "d").exists()  # nothing made, no chain started

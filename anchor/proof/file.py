@@ -293,7 +293,28 @@ def check_output_path(path: Path, proves: Path | None = None, recorded: Sequence
                 detail={"field": "out", "inside": str(proves)},
             )
     if path.is_dir():
-        raise BadInput(f"{path}: the proof output is a directory", detail={"field": "proof"})
+        raise BadInput(f"out {str(path)!r}: a directory, not a file to write the output to", detail={"field": "out"})
+    _try_writing_beside(path)
+
+
+def _try_writing_beside(path: Path) -> None:
+    """Make and remove a file where `path` would be written (or a folder in its nearest existing ancestor,
+    when its own folder is still to be made): the only honest answer to "can it be written there?".
+    `os.access` says yes to root everywhere, /proc included, and a stamp then anchored and failed to write
+    its proof."""
+    import tempfile
+
     parent = path.parent if str(path.parent) else Path(".")
-    if parent.exists() and not os.access(parent, os.W_OK):
-        raise BadInput(f"{parent}: not writable for the proof output", detail={"field": "proof"})
+    existing = next((p for p in (parent, *parent.parents) if p.exists()), Path("/"))
+    try:
+        if existing == parent:
+            fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe", dir=parent)
+            os.close(fd)
+            os.unlink(probe)
+        else:
+            os.rmdir(tempfile.mkdtemp(prefix=".anchor-probe.", dir=existing))
+    except OSError as exc:
+        from anchor.files import storage_error
+
+        raise storage_error(exc, path) or BadInput(f"out {str(path)!r}: cannot be written there ({exc.strerror})",
+                                                   detail={"field": "out"}) from None  # fmt: skip
