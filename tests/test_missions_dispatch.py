@@ -172,3 +172,22 @@ def test_one_output_identity_submitted_through_two_replicas_is_refused_by_the_se
         assert second.json()["detail"] == {"field": "output"} and "spy-weekly-2026-12" in second.json()["message"]
         assert b.post("/v1/missions", json=_valid("spy-weekly-2026-13"), headers=AUTH).status_code == 201
     assert submissions(replicas[0].data_dir) == 1 and submissions(replicas[1].data_dir) == 1
+
+
+def test_an_output_identity_is_one_folder_of_its_own_never_the_data_dir_or_another_missions(
+    chain: Chain, client: TestClient, tmp_path: Path
+) -> None:
+    """A mission's folder is `missions/<output>` with `/` made `_`. A client could submit output `..` (its
+    folder: the data dir itself, its `result` beside the journal) or `team_run` beside an earlier
+    `team/run`: one folder for two missions, and the second run renames the first one's finished result
+    away as "failed". Both doors refuse such an output, naming the field; nothing is stored."""
+    assert client.post("/v1/missions", json=_valid("team/run"), headers=AUTH).status_code == 201
+    stored = submissions(chain.data_dir)
+    for output, status, exit_code in ((".." , 422, 2), ("a/../b", 422, 2), ("./x", 422, 2), ("/abs", 422, 2),
+                                      ("x\ny", 422, 2), ("team_run", 409, 7)):  # fmt: skip
+        answer = client.post("/v1/missions", json=_valid(output), headers=AUTH)
+        assert answer.status_code == status and answer.json()["detail"]["field"] == "output", (output, answer.json())
+        code, body = _cli_submit(chain, tmp_path, _valid(output))
+        assert code == exit_code and body["error"]["detail"]["field"] == "output", (output, body)
+        assert submissions(chain.data_dir) == stored, output
+    assert "team/run" in client.post("/v1/missions", json=_valid("team_run"), headers=AUTH).json()["message"]

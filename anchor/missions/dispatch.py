@@ -145,8 +145,12 @@ def check(
             pin = _hex(request.resume.digest, "resume.digest")
             _check_pin(pin, data_dir, verify_pin, mission.sha256(), mission, snapshot, request.image)
             resume = {"bundle": request.resume.bundle, "digest": pin}
-    if _output_used(data_dir, request.output):
-        raise Conflict(f"output: {request.output!r} is already the output of a submitted mission",
+    _check_output(request.output)
+    taken = _output_taken(data_dir, request.output)
+    if taken is not None:
+        raise Conflict(f"output: {request.output!r} is already the output of a submitted mission"
+                       if taken == request.output else f"output: {request.output!r} would have the folder of"
+                       f" {taken!r}, the output of a submitted mission ('/' is '_' in a folder's name)",
                        detail={"field": "output"})  # fmt: skip
     return {
         "mission": {"ref": request.mission.ref, "digest": "0x" + claimed, "document": mission.identity()},
@@ -202,12 +206,24 @@ def _db(data_dir: Path) -> sqlite3.Connection:
     return db
 
 
-def _output_used(data_dir: Path, output: str) -> bool:
+def _check_output(output: str) -> None:
+    """An output identity names one folder of its own, `missions/<output>` with `/` made `_`
+    (anchor.layout): `..` would be the data dir itself, `a/../b` a name that reads as a path."""
+    if any(part in ("", ".", "..") for part in output.split("/")) or not output.isprintable():
+        raise BadInput(f"output {output!r}: expected names joined by '/', none of them empty, '.' or '..', and no"
+                       " control characters (e.g. team/run-7)", detail={"field": "output"})  # fmt: skip
+
+
+def _output_taken(data_dir: Path, output: str) -> str | None:
+    """The submitted output whose folder `output` would have (itself, or `a_b` for `a/b`), if any."""
     if not DataDir(data_dir).missions_db.exists():
-        return False
+        return None
     db = _db(data_dir)
     try:
-        return db.execute("SELECT 1 FROM missions WHERE output = ?", (output,)).fetchone() is not None
+        folder = output.replace("/", "_")
+        row = db.execute("SELECT output FROM missions WHERE output = ? OR replace(output, '/', '_') = ?"
+                         " ORDER BY output = ? DESC LIMIT 1", (output, folder, output)).fetchone()  # fmt: skip
+        return None if row is None else str(row[0])
     finally:
         db.close()
 
