@@ -188,8 +188,9 @@ def test_verify_of_a_path_never_stamped_is_not_anchored_naming_where_it_looked(t
         (["verify", "examples/bundle/outputs/metric.json"], "examples/bundle/outputs/metrics.json"),
         (["upgrade", "examples/bundel"], "examples/bundle"),
         (["upgrade", "examples/bundel.anchor.json"], "examples/bundle"),
+        (["verify", "--from", "READM.md"], "README.md"),
     ],
-    ids=["contract", "mission", "bundle-spec", "snapshot", "hash", "verify", "upgrade", "upgrade-proof"],
+    ids=["contract", "mission", "bundle-spec", "snapshot", "hash", "verify", "upgrade", "upgrade-proof", "verify-from"],
 )
 def test_a_mistyped_file_is_named_with_the_file_meant(args: list[str], meant: str, tmp_path: Path) -> None:
     """`--contract examples/research/contract.tom` said "no such attempt contract" and stopped there; every

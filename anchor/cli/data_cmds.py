@@ -450,12 +450,15 @@ def _listed_paths(source: Path) -> list[Path]:
     skipped, nothing else interpreted (a name with spaces is one path)."""
     import sys
 
-    from anchor.errors import BadInput
+    from anchor.errors import BadInput, did_you_mean_path
 
     try:
         text = sys.stdin.read() if str(source) == "-" else source.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BadInput(f"--from {source}: no such file{did_you_mean_path(source)}", detail={"field": "from"}) from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"--from {source}: cannot be read ({exc})", detail={"field": "from"}) from None
+        why = exc.strerror if isinstance(exc, OSError) else f"not UTF-8 text: {exc.reason} at byte {exc.start}"
+        raise BadInput(f"--from {source}: cannot be read ({why})", detail={"field": "from"}) from None
     return [Path(line) for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
 
 
