@@ -159,6 +159,29 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def read_document(path: Path, what: str, detail: dict[str, str], limit: int | None = None) -> tuple[str, bytes]:
+    """The UTF-8 text and the bytes of a document a user names (a mission file, a bundle spec, an attempt
+    contract), or `BadInput` saying in words what it is instead, naming it as `what` and carrying
+    `detail`: no such file (with the near name), a folder, unreadable, too large, not UTF-8. One reader,
+    so each kind of document is refused alike (a folder was a bug report for one, `[Errno 21]` for two)."""
+    from anchor.errors import BadInput, did_you_mean_path
+
+    try:
+        if path.is_dir():
+            raise BadInput(f"{path}: a folder, not a {what}", detail=detail)
+        if limit is not None and path.stat().st_size > limit:
+            raise BadInput(f"{path}: larger than {limit} bytes, too large for a {what}", detail=detail)
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise BadInput(f"{path}: no such {what}{did_you_mean_path(path)}", detail=detail) from None
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot be read ({exc.strerror})", detail=detail) from None
+    try:
+        return raw.decode("utf-8"), raw
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"{path}: not a {what}: not UTF-8 text (byte {exc.start})", detail=detail) from None
+
+
 def read_regular(path: Path, limit: int) -> bytes:
     """At most `limit` + 1 bytes of `path`, which must be a regular file reached without following a
     link in its last component; `UnsafePath` otherwise. For files that untrusted code could have

@@ -516,3 +516,29 @@ def test_an_output_path_nothing_can_be_written_at_is_refused_before_anything_is_
     assert done.returncode == ExitCode.BAD_INPUT, done.stderr
     assert "cannot be written there" in done.stderr and "\n  field: --out\n" in done.stderr, done.stderr
     assert not (tmp_path / "d").exists()  # nothing made, no chain started
+
+
+@pytest.mark.parametrize(
+    ("command", "what"),
+    [
+        (["mission", "check"], "mission file"),
+        (["bundle"], "bundle spec"),
+        (["research", "run", "--repo", ".", "--contract"], "attempt contract"),
+    ],
+    ids=["mission", "bundle-spec", "contract"],
+)
+def test_a_document_that_is_a_folder_or_not_text_is_said_in_words(
+    command: list[str], what: str, tmp_path: Path
+) -> None:
+    """`anchor mission check examples` said "unexpected IsADirectoryError; this is a bug in anchor"; a
+    bundle spec or a contract that was a folder said "([Errno 21] Is a directory: 'examples')", and a
+    binary file "('utf-8' codec can't decode byte 0xe5 in position 0: …)". One reader says each in words."""
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "binary").write_bytes(b"\xe5\x00\xff")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
+    env["ANCHOR_DATA_DIR"] = str(tmp_path / "d")
+    folder = run_anchor([*command, "folder"], env, cwd=tmp_path)
+    binary = run_anchor([*command, "binary"], env, cwd=tmp_path)
+    assert (folder.returncode, binary.returncode) == (ExitCode.BAD_INPUT, ExitCode.BAD_INPUT), folder.stderr
+    assert f"folder: a folder, not a {what}" in folder.stderr.splitlines()[0], folder.stderr
+    assert f"binary: not a {what}: not UTF-8 text (byte 0)" in binary.stderr.splitlines()[0], binary.stderr

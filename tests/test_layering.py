@@ -46,7 +46,7 @@ ALLOWED: dict[str, set[str]] = {
     "files": {"errors"},
     "settings": {"errors", "layout"},
     # formats: the pure core, hostile decoders, the proof file
-    "manifest": {"errors"},
+    "manifest": {"errors", "files"},  # files.read_document: a mission file or bundle spec a user names
     "batch": {"errors", "manifest"},  # manifest.keccak: the EVM's hash, one implementation
     "ingest": {"errors", "manifest"},
     "proof": {"errors", "files", "ingest", "manifest", "record"},

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from anchor.errors import BadInput, did_you_mean_path
+from anchor.errors import BadInput
 from anchor.manifest.environment import Environment
 from anchor.manifest.filetree import FileTreeManifest, hash_tree
 from anchor.manifest.identity import HasIdentity
@@ -247,13 +247,11 @@ INPUT_FILES = ("mission", "data_snapshot", "evaluator_policy")
 
 def read_bundle_spec(spec_path: Path) -> dict[str, Any]:
     """The TOML spec, with unknown and missing fields refused by name (nothing is hashed yet)."""
+    from anchor.files import read_document
+
     try:
-        spec = tomllib.loads(spec_path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BadInput(
-            f"{spec_path}: no such bundle spec{did_you_mean_path(spec_path)}", detail={"field": "spec"}
-        ) from None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        spec = tomllib.loads(read_document(spec_path, "bundle spec", {"field": "spec"})[0])
+    except tomllib.TOMLDecodeError as exc:
         raise BadInput(f"{spec_path}: not a TOML bundle spec ({exc})", detail={"field": "spec"}) from None
     known = {
         "mission", "mission_sha256", "data_snapshot", "data_snapshot_sha256", "image", "evaluator_policy",

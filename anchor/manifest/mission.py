@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from anchor.errors import BadInput, did_you_mean_path
+from anchor.errors import BadInput
 from anchor.manifest.attempt import canonical_decimal
 from anchor.manifest.canonical import canonical_json
 from anchor.manifest.identity import HasIdentity
@@ -90,16 +90,12 @@ class Mission(HasIdentity, BaseModel):
 def load_mission(path: Path) -> tuple[Mission, bytes]:
     """The mission in `path` (TOML, or JSON for a `.json` file) and the file's bytes; `BadInput` naming
     the file and the field."""
+    from anchor.files import read_document
+
+    text, raw = read_document(path, "mission file", {"file": str(path)}, limit=MAX_MISSION_BYTES)
     try:
-        if path.stat().st_size > MAX_MISSION_BYTES:
-            raise BadInput(f"{path}: larger than {MAX_MISSION_BYTES} bytes", detail={"file": str(path)})
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise BadInput(f"{path}: no such mission file{did_you_mean_path(path)}", detail={"file": str(path)}) from None
-    try:
-        text = raw.decode("utf-8")
         data = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
-    except (UnicodeDecodeError, ValueError) as exc:
+    except ValueError as exc:
         raise BadInput(f"{path}: not a {'JSON' if path.suffix == '.json' else 'TOML'} mission ({exc})",
                        detail={"file": str(path)}) from None  # fmt: skip
     if not isinstance(data, dict):

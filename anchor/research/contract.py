@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from anchor.errors import BadInput, Tampered, did_you_mean_path
+from anchor.errors import BadInput, Tampered
 from anchor.manifest.validation import validated
 
 
@@ -150,14 +150,12 @@ class AttemptContract(BaseModel):
 
 def load_contract(path: Path) -> tuple[AttemptContract, bytes]:
     """The contract and its bytes (what gets hashed and anchored). Raises `BadInput` naming the field."""
+    from anchor.files import read_document
+
+    text, raw = read_document(path, "attempt contract", {"field": "contract"})
     try:
-        raw = path.read_bytes()
-        data = tomllib.loads(raw.decode("utf-8"))
-    except FileNotFoundError:
-        raise BadInput(
-            f"{path}: no such attempt contract{did_you_mean_path(path)}", detail={"field": "contract"}
-        ) from None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
         raise BadInput(f"{path}: not a TOML attempt contract ({exc})", detail={"field": "contract"}) from None
     return validated(AttemptContract, data, str(path)), raw
 
