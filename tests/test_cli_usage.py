@@ -307,14 +307,18 @@ def test_serve_refuses_a_port_no_socket_can_take_before_it_starts(tmp_path: Path
     assert result.returncode == ExitCode.BAD_INPUT and "serving" not in result.stdout + result.stderr, result.stderr
 
 
-def test_upgrade_of_a_folder_never_stamped_says_where_it_looked_and_how_to_stamp_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("command", ["upgrade", "attest"])
+def test_upgrade_of_a_folder_never_stamped_says_where_it_looked_and_how_to_stamp_it(
+    command: str, tmp_path: Path
+) -> None:
     """`anchor upgrade results` of a folder never stamped said "BAD_INPUT  results.anchor.json: no such proof
     file" (exit 2, as if the folder were mistyped), where `verify` and `seal` say where they looked and
-    how to stamp it (exit 3). Every command finds a path's proof through anchor.proof.locate."""
+    how to stamp it (exit 3); `attest results` the same, with a near name for the proof. Every command
+    finds a path's proof through anchor.proof.locate."""
     (tmp_path / "results").mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
     env["ANCHOR_DATA_DIR"] = str(tmp_path / "d")
-    result = run_anchor(["upgrade", "results"], env, cwd=tmp_path)
+    result = run_anchor([command, "results"], env, cwd=tmp_path)
     assert result.returncode == ExitCode.NOT_ANCHORED, result.stderr
     assert "stamp it with `anchor stamp results`" in result.stderr and "Traceback" not in result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results"]  # nothing written, no data dir made

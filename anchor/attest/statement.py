@@ -41,9 +41,9 @@ def attest(target: str, settings: Settings, out: Path | None = None) -> tuple[li
     if out is not None:
         check_output_path(out)
     if path.exists():
-        from anchor.proof.locate import find_proof
+        from anchor.proof.locate import require_proof
 
-        proof_path = find_proof(path)
+        proof_path = require_proof(path)  # never stamped: not anchored, with how to stamp it, as verify says
         proof = load_proof(proof_path)
         if out is not None:
             check_output_path(out, proves=path, recorded=proof.manifest.get("exclude") or ())
