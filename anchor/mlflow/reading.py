@@ -105,7 +105,12 @@ def _check_reachable(uri: str) -> None:
                                       " written", detail={"server": shown, "status": exc.code}) from None  # fmt: skip
         # a 401/403/404 on /health: a proxy in front of the server; the client's own requests will say
     except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
+        from anchor.chain.rpc import failure_words
+
+        cause = getattr(exc, "reason", exc)  # URLError wraps the socket's error, or says it in words
+        reason = failure_words(cause, 10, uri) if isinstance(cause, BaseException) else cause
+        if reason == type(cause).__name__ and str(cause):
+            reason = getattr(cause, "strerror", None) or str(cause)  # a resolver's or an OS's own words
         raise TrackingUnreachable(
             f"MLflow tracking server {shown}: unreachable ({reason}); start it, or check --tracking-uri /"
             " MLFLOW_TRACKING_URI", detail={"server": shown},
