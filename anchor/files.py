@@ -166,16 +166,28 @@ def read_document(path: Path, what: str, detail: dict[str, str], limit: int | No
     so each kind of document is refused alike (a folder was a bug report for one, `[Errno 21]` for two)."""
     from anchor.errors import BadInput, did_you_mean_path
 
-    try:
-        if path.is_dir():
-            raise BadInput(f"{path}: a folder, not a {what}", detail=detail)
-        if limit is not None and path.stat().st_size > limit:
-            raise BadInput(f"{path}: larger than {limit} bytes, too large for a {what}", detail=detail)
-        raw = path.read_bytes()
+    try:  # O_NONBLOCK: a FIFO opens at once and is refused below; reading it would wait for a writer forever
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         raise BadInput(f"{path}: no such {what}{did_you_mean_path(path)}", detail=detail) from None
+    except IsADirectoryError:
+        raise BadInput(f"{path}: a folder, not a {what}", detail=detail) from None
     except OSError as exc:
         raise BadInput(f"{path}: cannot be read ({exc.strerror})", detail=detail) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise BadInput(f"{path}: a folder, not a {what}", detail=detail)
+        if not stat.S_ISREG(mode):
+            raise BadInput(f"{path}: not a regular file (a FIFO, a socket or a device), not a {what}", detail=detail)
+        if limit is not None and os.fstat(fd).st_size > limit:
+            raise BadInput(f"{path}: larger than {limit} bytes, too large for a {what}", detail=detail)
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            raw = handle.read()
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot be read ({exc.strerror})", detail=detail) from None
+    finally:
+        os.close(fd)
     try:
         return raw.decode("utf-8"), raw
     except UnicodeDecodeError as exc:

@@ -122,3 +122,21 @@ def test_an_attempt_gets_a_chain_anchor_statement_over_its_commit_and_diff(fresh
     assert fresh_chain.cli("verify", str(out)).returncode == ExitCode.TAMPERED
     unknown = fresh_chain.cli("attest", "0x" + "cd" * 32)
     assert unknown.returncode == ExitCode.BAD_INPUT and "no proof of this manifest" in unknown.stderr
+
+
+def test_a_single_stamped_file_gets_a_chain_anchor_statement_that_verifies(
+    deployed_chain: Chain, tmp_path: Path
+) -> None:
+    """`anchor attest results.csv` of a file stamped on its own said "unexpected NotADirectoryError; this is
+    a bug in anchor": its one subject's SHA-256 was read at `results.csv/results.csv`."""
+    import hashlib
+
+    data = tmp_path / "results.csv"
+    data.write_text("epoch,loss\n1,0.5\n")
+    deployed_chain.cli("stamp", str(data), check=True)
+    deployed_chain.cli("attest", str(data), check=True)
+    [statement] = _validated(tmp_path / "results.csv.intoto.jsonl")
+    [subject] = statement["subject"]
+    assert subject["name"] == "results.csv"
+    assert subject["digest"]["sha256"] == hashlib.sha256(data.read_bytes()).hexdigest()
+    assert deployed_chain.cli("verify", str(tmp_path / "results.csv.intoto.jsonl")).returncode == ExitCode.OK

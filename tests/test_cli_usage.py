@@ -536,7 +536,8 @@ def test_a_document_that_is_a_folder_or_not_text_is_said_in_words(
 ) -> None:
     """`anchor mission check examples` said "unexpected IsADirectoryError; this is a bug in anchor"; a
     bundle spec or a contract that was a folder said "([Errno 21] Is a directory: 'examples')", and a
-    binary file "('utf-8' codec can't decode byte 0xe5 in position 0: …)". One reader says each in words."""
+    binary file "('utf-8' codec can't decode byte 0xe5 in position 0: …)", and a FIFO hung. One reader
+    says each in words."""
     (tmp_path / "folder").mkdir()
     (tmp_path / "binary").write_bytes(b"\xe5\x00\xff")
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
@@ -546,3 +547,9 @@ def test_a_document_that_is_a_folder_or_not_text_is_said_in_words(
     assert (folder.returncode, binary.returncode) == (ExitCode.BAD_INPUT, ExitCode.BAD_INPUT), folder.stderr
     assert f"folder: a folder, not a {what}" in folder.stderr.splitlines()[0], folder.stderr
     assert f"binary: not a {what}: not UTF-8 text (byte 0)" in binary.stderr.splitlines()[0], binary.stderr
+    os.mkfifo(tmp_path / "fifo")  # read, it would wait for a writer for ever (`bundle FIFO` hung)
+    fifo = run_anchor([*command, "fifo"], env, cwd=tmp_path)
+    assert (
+        fifo.returncode == ExitCode.BAD_INPUT
+        and f"not a regular file (a FIFO, a socket or a device), not a {what}" in fifo.stderr
+    ), fifo.stderr

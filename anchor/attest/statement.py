@@ -93,7 +93,10 @@ def _file_subjects(proof: ProofFile, root: Path | None) -> list[dict[str, Any]]:
         if tree is None or not tree.files:
             return [{"name": "manifest", "digest": {"blake3": proof.manifest_digest[2:]}}]
         listing = [(entry.path, entry.blake3) for entry in tree.files]
-        on_disk = {p: root / p for p, _ in listing} if root is not None else {}
+        if root is not None and not root.is_dir():  # a file stamped on its own: its one entry is the file
+            on_disk = {p: root for p, _ in listing}
+        else:
+            on_disk = {p: root / p for p, _ in listing} if root is not None else {}
     subjects = []
     for rel, b3 in listing:
         digest = {"blake3": b3}
