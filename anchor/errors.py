@@ -79,9 +79,9 @@ class AnchorError(Exception):
         message = self.message if name is None else self.said_as(name)
         shown = []
         for key, value in self.detail.items():
-            if key == "inputs" or isinstance(value, dict) or (isinstance(value, list | tuple) and (not value or any(
-                    isinstance(v, dict) for v in value))):  # fmt: skip
-                continue  # rows of a verdict (or none): the message says what they mean, `--json` holds them
+            rows = isinstance(value, list | tuple) and (not value or any(isinstance(v, dict) for v in value))
+            if key == "inputs" or value is None or isinstance(value, dict) or rows:
+                continue  # rows of a verdict, or nothing known (not "reason: None"): `--json` holds them
             if isinstance(value, list | tuple):
                 value = ", ".join(map(str, value))
             elif key == "field" and name is not None and isinstance(value, str):

@@ -154,6 +154,8 @@ def test_retract_then_verify_is_retracted_and_a_strangers_retraction_reverts_and
     proof_path.write_text(json.dumps(kept))
     again = json.loads(fresh_chain.cli("verify", str(tmp_path / "mine.txt"), "--json").stdout)["error"]
     assert again["code"] == "retracted" and again["detail"]["reason"] is None
+    said = fresh_chain.cli("verify", str(tmp_path / "mine.txt")).stderr  # nothing known is not said as "None"
+    assert "reason digest 0x" in said and "None" not in said, said
     assert fresh_chain.cli("retract", str(tmp_path / "mine.txt"), "--reason", "x").returncode == ExitCode.CONFLICT
 
 
