@@ -57,7 +57,7 @@ class Repo:
 
     def has_commit(self, commit: str) -> bool:
         found = subprocess.run(
-            ["git", *SAFE, "-C", str(self.path), "cat-file", "-e", f"{commit}^{{commit}}"],
+            ["git", *SAFE, "-C", str(self.path), "cat-file", "-e", "--end-of-options", f"{commit}^{{commit}}"],
             capture_output=True,
             env=child_env({"GIT_TERMINAL_PROMPT": "0"}),
         )
@@ -137,7 +137,8 @@ class Repo:
     def diff(self, parent: str, commit: str, paths: tuple[str, ...]) -> bytes:
         plain = ("--no-ext-diff", "--no-textconv", "--binary")  # no driver of the repository's runs
         result = subprocess.run(
-            ["git", *SAFE, "-C", str(self.path), "diff", *plain, parent, commit, "--", *paths], capture_output=True
+            ["git", *SAFE, "-C", str(self.path), "diff", *plain, "--end-of-options", parent, commit, "--", *paths],
+            capture_output=True,
         )
         if result.returncode != 0:
             raise GitError(f"git diff {parent[:12]} {commit[:12]} failed", detail={"repo": str(self.path)})

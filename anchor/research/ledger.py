@@ -16,6 +16,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -68,9 +69,10 @@ class Ledger:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
     def rows(self) -> list[dict[str, Any]]:
-        """Every row of the chain, in order (row i has seq i): attempts and their `started` traces."""
+        """Every row of the chain, in order (row i has seq i): attempts and their `started` traces. A row
+        whose ids git or a path would misread is refused here too, verified or not (`unsafe_field`)."""
         lines = self.path.read_text(encoding="utf-8").splitlines()
-        return [json.loads(line) for line in lines if line.strip()]
+        return safe_rows([json.loads(line) for line in lines if line.strip()], self.where, "line")
 
     def entries(self) -> list[dict[str, Any]]:
         """The attempts: one outcome row per measured (or interrupted) attempt, without the `started`
@@ -115,8 +117,41 @@ class Ledger:
         return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
+RESEARCHER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+"""A researcher id: it names run directories and git refs (refs/anchor/<researcher>/<seq>)."""
+COMMIT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+"""A full git commit id, SHA-1 or SHA-256: what git is given, never an option or a path."""
+
+
+def unsafe_field(entry: dict[str, Any]) -> tuple[str, str] | None:
+    """(field, why) for the first field of a row that is not what it must be before it names a run dir or
+    is handed to git: the hash chain is its author's to make (a shared ledger: every researcher host's; a
+    published one: whoever published it), so a row's `parent` of `--output=FILE` would have `git diff`
+    write FILE for whoever audits it, and a researcher `../..` name run dirs outside the work dir."""
+    checks = (("researcher", RESEARCHER_ID, "a researcher id"), ("commit", COMMIT_ID, "a full commit id"),
+              ("parent", COMMIT_ID, "a full commit id"))  # fmt: skip
+    for field, pattern, what in checks:
+        value = entry.get(field)
+        if field in entry and not (isinstance(value, str) and pattern.fullmatch(value)):
+            return field, f"its {field} {str(value)[:80]!r} is not {what}"
+    return None
+
+
+def safe_rows(rows: list[dict[str, Any]], where: str, unit: str) -> list[dict[str, Any]]:
+    """`rows`, or `Tampered` naming the first whose ids are not what they must be (`unsafe_field`)."""
+    for number, row in enumerate(rows, start=1):
+        unsafe = unsafe_field(row) if isinstance(row, dict) else ("row", "not a ledger entry")
+        if unsafe is not None:
+            field, problem = unsafe
+            raise Tampered(f"{where}: entry at {unit} {number} is bad: {problem}",
+                           detail={unit: number, "seq": number - 1, "problem": problem, "field": field})  # fmt: skip
+    return rows
+
+
 def verify_lines(lines: Iterable[tuple[int, str]], where: str, unit: str) -> dict[str, Any]:
-    """Check a chain given as (position, canonical JSON) pairs; `Tampered` names the first bad one."""
+    """Check a chain given as (position, canonical JSON) pairs; `Tampered` names the first bad one: a row
+    that is not an entry, one edited, deleted or reordered, or one whose ids git or a path would take
+    for something else (`unsafe_field`)."""
     prev, count = GENESIS, 0
     for number, line in lines:
         try:
@@ -124,9 +159,12 @@ def verify_lines(lines: Iterable[tuple[int, str]], where: str, unit: str) -> dic
             ok_shape = isinstance(entry, dict) and {"seq", "prev", "digest"} <= entry.keys()
         except ValueError:
             ok_shape = False
-        problem = None
+        problem, field = None, None
+        unsafe = unsafe_field(entry) if ok_shape else None
         if not ok_shape:
             problem = "not a ledger entry"
+        elif unsafe is not None:
+            field, problem = unsafe
         elif entry_digest(entry) != entry["digest"]:
             problem = "its content does not match its digest (edited)"
         elif entry["seq"] != count:
@@ -136,7 +174,7 @@ def verify_lines(lines: Iterable[tuple[int, str]], where: str, unit: str) -> dic
         if problem is not None:
             raise Tampered(
                 f"{where}: entry at {unit} {number} is bad: {problem}",
-                detail={unit: number, "seq": count, "problem": problem},
+                detail={unit: number, "seq": count, "problem": problem, **({"field": field} if field else {})},
             )
         prev, count = entry["digest"], count + 1
     return {"entries": count, "head": prev}
@@ -203,7 +241,7 @@ class PgLedger:
             return [(int(seq), str(body)) for seq, body in found.fetchall()]
 
     def rows(self) -> list[dict[str, Any]]:
-        return [json.loads(body) for _, body in self._lines()]
+        return safe_rows([json.loads(body) for _, body in self._lines()], self.where, "row")
 
     def entries(self) -> list[dict[str, Any]]:
         return [row for row in self.rows() if is_attempt(row)]

@@ -9,7 +9,6 @@ to, one researcher or several in clean clones, the final numbers, and the proofs
 from __future__ import annotations
 
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -261,7 +260,9 @@ def sandbox_for(repo: Path, terms: Any, settings: Any, work: Path, runtime: str 
 
 def check_researcher(researcher: str) -> None:
     """A researcher id names directories and git refs: letters, digits, `_`, `-`, `.`, not leading."""
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", researcher):
+    from anchor.research.ledger import RESEARCHER_ID
+
+    if not RESEARCHER_ID.fullmatch(researcher):
         raise BadInput(
             f"researcher {researcher!r}: use 1 to 64 letters, digits, '_', '-' or '.', starting with a letter or digit",
             detail={"field": "researcher"},

@@ -550,3 +550,32 @@ def test_research_verify_names_a_champion_whose_lineage_record_its_researcher_re
     [retracted] = error["detail"]["retracted"]
     assert retracted["commit"] == champion and champion[:12] in error["message"]
     assert retracted["reason_digest"] == "0x" + keccak(b"the evaluator read the holdout").hex()
+
+
+def test_a_ledger_row_that_smuggles_a_git_option_or_a_path_is_refused_before_git_or_a_file_is_touched(
+    fresh_chain: Chain, tmp_path: Path
+) -> None:
+    """A ledger is anyone's to write (a shared PostgreSQL one: every researcher host; a published one: its
+    author), and its hash chain is the author's to make. A row whose parent was `--output=FILE` made
+    `research verify` run `git diff --output=FILE …`: a file written wherever the auditor (root, in CI)
+    may write, holding the row author's diff. A researcher `../..` or a commit `../../..` named run dirs
+    outside the work dir. Each is refused by name, exit 4, before git runs or a path is opened."""
+    from anchor.research.ledger import Ledger
+
+    repo, contract = _setup(tmp_path)
+    fresh_chain.cli("research", "run", "--repo", str(repo), "--contract", str(contract), "--no-anchor",
+                    "--max-attempts", "2", check=True)  # fmt: skip
+    work = fresh_chain.data_dir / "research"
+    original = (work / "ledger.jsonl").read_text()
+    last = _attempts(fresh_chain)[-1]
+    fields = {k: v for k, v in last.items() if k not in ("seq", "prev", "digest")}
+    planted = tmp_path / "written-by-git.txt"
+    for field, value in (("parent", f"--output={planted}"), ("researcher", "../../outside"),
+                         ("commit", "../../../../" + "0" * 28)):  # fmt: skip
+        (work / "ledger.jsonl").write_text(original)
+        Ledger(work / "ledger.jsonl").append({**fields, field: value})  # a valid hash chain: the author's
+        audit = fresh_chain.cli("--json", "research", "verify")
+        assert audit.returncode == ExitCode.TAMPERED, (field, audit.stdout, audit.stderr)
+        detail = json.loads(audit.stdout)["error"]["detail"]
+        assert detail["field"] == field and detail["seq"] == last["seq"] + 1, (field, detail)
+        assert not planted.exists(), field
