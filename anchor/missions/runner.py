@@ -189,7 +189,7 @@ def _claim(data_dir: Path, output: str) -> tuple[dict[str, Any], datetime]:
             "INSERT INTO runs (output, state, pid, updated_at) VALUES (?, 'running', ?, ?)"
             " ON CONFLICT (output) DO UPDATE SET state = 'running', pid = excluded.pid,"
             " updated_at = excluded.updated_at",
-            (output, os.getpid(), _now().isoformat()),
+            (output, os.getpid(), _now().isoformat(timespec="milliseconds")),
         )
         db.execute("COMMIT")
         return json.loads(row[0]), datetime.fromisoformat(row[1])
@@ -202,7 +202,7 @@ def _finish(data_dir: Path, output: str, state: str, bundle: str | None = None, 
     try:
         db.execute(
             "UPDATE runs SET state = ?, pid = NULL, bundle = ?, result = ?, updated_at = ? WHERE output = ?",
-            (state, bundle, None if result is None else str(result), _now().isoformat(), output),
+            (state, bundle, None if result is None else str(result), _now().isoformat(timespec="milliseconds"), output),
         )
     finally:
         db.close()
@@ -627,7 +627,7 @@ def seal_mission(
             raise Conflict(f"output: {output!r} is {row[1] or 'not prepared'}; seal follows `--stage prepare`",
                            detail={"field": "output"})  # fmt: skip
         db.execute("UPDATE runs SET state = 'running', pid = ?, updated_at = ? WHERE output = ?",
-                   (os.getpid(), _now().isoformat(), output))  # fmt: skip
+                   (os.getpid(), _now().isoformat(timespec="milliseconds"), output))  # fmt: skip
     finally:
         db.close()
     record = json.loads(row[0])
