@@ -77,6 +77,8 @@ def test_a_broken_deployment_is_caught_by_the_offline_validation(tmp_path: Path)
         (("--image", "registry.example/anchor:latest"), "image"),
         (("--keys-secret", "Not_A_Name"), "keys_secret"),
         (("--render", "helm"), "render"),
+        (("--chain-rpc-url", "base:8545"), "chain_rpc_url"),  # was said as --rpc-url, another option
+        (("--namespace", "Anchor Prod"), "namespace"),  # was rendered, for the cluster to refuse
     ],
 )
 def test_what_would_render_a_service_that_cannot_run_as_asked_is_refused(
@@ -85,6 +87,7 @@ def test_what_would_render_a_service_that_cannot_run_as_asked_is_refused(
     refused = _render(tmp_path, *extra)
     assert refused.returncode == ExitCode.BAD_INPUT and "Traceback" not in refused.stderr
     assert field.replace("_", "") in refused.stderr.replace("_", "").replace("-", "")
+    assert refused.stderr.startswith(f"error[bad_input]: {extra[0]}"), refused.stderr  # said as the option given
 
 
 def test_without_a_deployment_record_nothing_is_rendered_and_the_hint_says_deploy(tmp_path: Path) -> None:

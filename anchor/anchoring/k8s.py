@@ -62,6 +62,20 @@ def check_name(field: str, value: str) -> None:
         raise BadInput(f"{field}: {value!r} is not a DNS-1123 label of at most 42 characters", detail={"field": field})
 
 
+NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+def check_render_targets(chain_rpc_url: str | None, namespace: str | None) -> None:
+    """What every rendered workload (the service, researchers, a mission) takes alike: the chain's RPC URL
+    as the pods reach it (`--chain-rpc-url`), and the namespace, a DNS-1123 label: a name the cluster
+    would refuse (`Anchor Prod`) was rendered, to be refused at `kubectl apply`."""
+    if chain_rpc_url is not None and not HTTP_URL.match(chain_rpc_url):
+        raise BadInput(f"chain_rpc_url: {chain_rpc_url!r} is not an http(s) URL", detail={"field": "chain_rpc_url"})
+    if namespace is not None and not NAMESPACE.match(namespace):
+        raise BadInput(f"namespace: {namespace!r} is not a DNS-1123 label (lowercase letters, digits and '-',"
+                       " at most 63)", detail={"field": "namespace"})  # fmt: skip
+
+
 def check_service_url(url: str) -> None:
     """The anchoring service's URL as the pods reach it (http or https, no credentials in it)."""
     if not HTTP_URL.match(url) or "@" in url.split("//", 1)[-1].split("/", 1)[0]:
@@ -121,9 +135,9 @@ class ServiceSpec:
             raise BadInput("replicas: between 1 and 32", detail={"field": "replicas"})
         for field, value in (("cpu", self.cpu), ("memory", self.memory)):
             check_quantity(field, value)
-        for field, url in (("rpc_url", self.rpc_url), ("public_url", self.public_url)):
-            if not HTTP_URL.match(url):
-                raise BadInput(f"{field}: {url!r} is not an http(s) URL", detail={"field": field})
+        check_render_targets(self.rpc_url, self.namespace)
+        if not HTTP_URL.match(self.public_url):
+            raise BadInput(f"public_url: {self.public_url!r} is not an http(s) URL", detail={"field": "public_url"})
         chain_id = self.deployment.get("chain_id")
         if not isinstance(chain_id, int) or not str(self.deployment.get("code_hash", "")).startswith("0x"):
             raise BadInput("deployment: not a deployment record (no chain_id or code_hash)",

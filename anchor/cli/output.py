@@ -39,6 +39,7 @@ OPTION_OF_FIELD = {
     "subjects_in": "--in",
     "inside": "--in",
     "read_rpcs": "--rpc-url",
+    "ready_urls": "--ready-url",
 }
 """The library's inputs whose option is not `--` and the name, dashed."""
 

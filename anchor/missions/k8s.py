@@ -58,7 +58,7 @@ def render_mission(
                        " mission, apart from the submitter's image", detail={"field": "anchor_image"})  # fmt: skip
     rpc_url = rpc_url or settings.rpc_url
     if not rpc_url:
-        raise BadInput("--chain-rpc-url is required (the chain as the pod reaches it)", detail={"field": "rpc_url"})
+        raise BadInput("chain_rpc_url: required (the chain as the pod reaches it)", detail={"field": "chain_rpc_url"})
     record = dispatched(settings.data_dir, output)
     if record is None:
         raise NotAnchored(f"output: no dispatched mission has output {output!r} (hint: anchor mission submit)",
@@ -96,6 +96,7 @@ def render_job(
         check_cidr,
         check_image,
         check_name,
+        check_render_targets,
         check_service_url,
         network_policy,
         token_env,
@@ -105,6 +106,7 @@ def render_job(
     check_image(record["image"])
     check_image(anchor_image, "anchor_image")
     check_name("token_secret", token_secret)
+    check_render_targets(rpc_url, namespace)
     check_service_url(service_url)
     for cidr in egress_cidrs:
         check_cidr(cidr)

@@ -33,6 +33,7 @@ from anchor.anchoring.k8s import (
     check_image,
     check_name,
     check_quantity,
+    check_render_targets,
     check_service_url,
     network_policy,
     to_yaml,
@@ -114,9 +115,10 @@ class JobSpec:
             raise BadInput("researchers: between 1 and 64", detail={"field": "researchers"})
         for field, value in (("cpu", self.cpu), ("memory", self.memory)):
             check_quantity(field, value)
-        for url in (*self.ready_urls, *([self.rpc_url] if self.rpc_url else [])):
+        for url in self.ready_urls:
             if not re.match(r"^https?://[^\s]+$", url):
                 raise BadInput(f"ready_urls: {url!r} is not an http(s) URL", detail={"field": "ready_urls"})
+        check_render_targets(self.rpc_url, self.namespace)
         return self
 
 

@@ -137,6 +137,8 @@ def test_a_broken_job_is_caught_by_the_offline_validation(tmp_path: Path) -> Non
         (["--service-url", "https://user:pw@anchor.example"], "service_url"),
         (["--sandbox-runtime", "none"], "sandbox_runtime"),
         (["--egress-cidr", "example.com"], "egress_cidr"),
+        (["--chain-rpc-url", "chain:8545"], "chain_rpc_url"),  # was refused as one of the ready_urls
+        (["--namespace", "Research_Team\nkind: Secret"], "namespace"),  # was rendered, for the cluster to refuse
     ],
 )
 def test_what_would_render_a_job_that_cannot_run_as_asked_is_refused(
@@ -146,6 +148,7 @@ def test_what_would_render_a_job_that_cannot_run_as_asked_is_refused(
     assert rendered.returncode == ExitCode.BAD_INPUT and "Traceback" not in rendered.stderr
     error = json.loads(rendered.stdout)["error"]
     assert error["code"] == "bad_input" and error["detail"]["field"] == field, error
+    assert error["message"].startswith(args[0]), error  # said as the option given
 
 
 def test_an_existing_output_file_is_never_overwritten(tmp_path: Path) -> None:
