@@ -480,8 +480,27 @@ def test_a_reader_that_goes_away_early_is_no_bug_report_and_no_internal_error(ar
         (["bundle", "examples/result-bundle/bundle.toml", "--service", "http://127.0.0.1:1"], "--service"),
         (["research", "report", "--format", "markdwn"], "--format"),
         (["research", "run", "--repo", "nowhere", "--contract", "examples/research/contract.toml"], "--repo"),
+        (
+            [
+                "mission",
+                "submit",
+                "--mission",
+                "examples/mission/mission.toml",
+                "--snapshot",
+                "https://d.example/s.csv",
+                "--snapshot-sha256",
+                "ab" * 32,
+                "--image",
+                "r.example/i@sha256:" + "cd" * 32,
+                "--output",
+                "o",
+                "--profile",
+                "small",
+            ],
+            "--mission-digest",
+        ),  # the API's `mission.digest`
     ],
-    ids=["bundle-service", "report-format", "run-repo"],
+    ids=["bundle-service", "report-format", "run-repo", "submit-mission-digest"],
 )
 def test_a_refusal_names_its_field_as_the_command_line_spells_it(args: list[str], flag: str, tmp_path: Path) -> None:
     """`bundle SPEC --service URL` without --anchor said "--service anchors: give --anchor with it" and,

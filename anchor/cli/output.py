@@ -40,6 +40,9 @@ OPTION_OF_FIELD = {
     "inside": "--in",
     "read_rpcs": "--rpc-url",
     "ready_urls": "--ready-url",
+    "mission.digest": "--mission-digest",  # the submission's fields, as the API's body nests them
+    "snapshot.sha256": "--snapshot-sha256",
+    "resume.digest": "--resume-digest",
 }
 """The library's inputs whose option is not `--` and the name, dashed."""
 
