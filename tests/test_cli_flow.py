@@ -420,3 +420,25 @@ def test_many_proofs_of_one_batch_read_the_chain_once_and_each_is_still_checked_
         assert lines[-1] == "18 of 20 paths verified; 2 not (highest exit code 4)", lines[-1]
     finally:
         proxy.stop()
+
+
+def test_a_folder_named_as_dot_from_inside_it_is_stamped_verified_and_looked_up_with_its_proof_beside_it(
+    deployed_chain: Chain, tmp_path: Path
+) -> None:
+    """`cd results && anchor stamp .`, the first thing many type, said "unexpected ValueError; this is a bug
+    in anchor" (`.` has no name to put `.anchor.json` after), and so did verify, lookup, attest, seal,
+    upgrade, retract and `prove F --in .`. The folder is named by what `.` is: results.anchor.json beside it."""
+    from tests.cli import run_anchor
+
+    results = tmp_path / "results"
+    (results / "outputs").mkdir(parents=True)
+    (results / "outputs" / "metrics.json").write_text('{"acc": 0.9}')
+    env = deployed_chain.env()
+    for args in (["stamp", "."], ["verify", "."], ["lookup", "."], ["prove", "outputs/metrics.json", "--in", "."],
+                 ["verify", "outputs/metrics.json"], ["attest", "."], ["seal", "."]):  # fmt: skip
+        done = run_anchor(args, env, cwd=results)
+        assert done.returncode == ExitCode.OK, (args, done.stdout, done.stderr)
+    assert (tmp_path / "results.anchor.json").is_file() and (tmp_path / "results.proofs").is_dir()
+    assert not list(results.glob("*.anchor.json")) and not (results / ".anchor.json").exists()  # never inside
+    inside = run_anchor(["verify", ".."], env, cwd=results / "outputs")  # `..` names the folder too
+    assert inside.returncode == ExitCode.OK, inside.stderr

@@ -28,7 +28,9 @@ MAX_STATEMENTS_BYTES = 64 * 1024 * 1024
 
 def statement_path(path: Path) -> Path:
     """Where `anchor attest PATH` writes by default: beside PATH, never inside it."""
-    return path.with_name(path.name + ".intoto.jsonl")
+    from anchor.proof.locate import beside
+
+    return beside(path, ".intoto.jsonl")
 
 
 def attest(target: str, settings: Settings, out: Path | None = None) -> tuple[list[dict[str, Any]], Verification]:

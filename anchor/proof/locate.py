@@ -14,7 +14,21 @@ from pathlib import Path
 
 def default_proof_path(path: Path) -> Path:
     """`<path>.anchor.json` beside the data, as sigstore writes `<file>.sigstore.json`."""
-    return path.with_name(path.name + ".anchor.json")
+    return beside(path, ".anchor.json")
+
+
+def beside(path: Path, suffix: str) -> Path:
+    """`<path><suffix>` beside `path`. A folder named from inside it (`anchor stamp .`, `verify ..`) is
+    named by what it is: `cd results && anchor stamp .` writes results.anchor.json beside results, never
+    inside it (`.` had no name to add a suffix to: every command said "unexpected ValueError")."""
+    if path.name in ("", ".", ".."):
+        path = Path(os.path.abspath(path))  # lexically, as the shell's `cd ..` would: no link followed
+        if not path.name:
+            from anchor.errors import BadInput
+
+            raise BadInput(f"{path}: the root of the filesystem has no folder beside it to hold what is written"
+                           " of it", detail={"path": str(path)})  # fmt: skip
+    return path.with_name(path.name + suffix)
 
 
 def timing_proof_path(proof_out: Path) -> Path:
