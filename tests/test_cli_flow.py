@@ -442,3 +442,7 @@ def test_a_folder_named_as_dot_from_inside_it_is_stamped_verified_and_looked_up_
     assert not list(results.glob("*.anchor.json")) and not (results / ".anchor.json").exists()  # never inside
     inside = run_anchor(["verify", ".."], env, cwd=results / "outputs")  # `..` names the folder too
     assert inside.returncode == ExitCode.OK, inside.stderr
+    # and a confirmed effect is said to be confirmed, not only "not failed", when abandoning it is refused
+    [effect] = json.loads(deployed_chain.cli("--json", "journal", "status", check=True).stdout)["recent"][:1]
+    kept = deployed_chain.cli("journal", "abandon", str(effect["id"]))
+    assert kept.returncode == ExitCode.BAD_INPUT and f"effect #{effect['id']} is confirmed, not failed" in kept.stderr

@@ -112,14 +112,14 @@ def abandon_effect(journal: Journal, chain_id: int, effect_id: int) -> None:
 
 def _failed_effect(db: Any, chain_id: int, effect_id: int, verb: str) -> Any:
     row = db.execute(
-        "SELECT id, failure, abandoned_at FROM effects WHERE id = ? AND chain_id = ?", (effect_id, chain_id)
+        "SELECT id, failure, abandoned_at, state FROM effects WHERE id = ? AND chain_id = ?", (effect_id, chain_id)
     ).fetchone()
     if row is None:
         raise BadInput(
             f"no effect #{effect_id} on chain {chain_id} (see `anchor journal status`)", detail={"field": "id"}
         )
     if row["failure"] is None or row["abandoned_at"] is not None:
-        state = "abandoned" if row["abandoned_at"] is not None else "not failed"
+        state = "abandoned" if row["abandoned_at"] is not None else f"{row['state']}, not failed"
         done = "abandoned" if verb == "abandon" else "retried"
         raise BadInput(f"effect #{effect_id} is {state}: only a failed effect can be {done}", detail={"field": "id"})
     return row
