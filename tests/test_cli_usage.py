@@ -572,3 +572,22 @@ def test_a_document_that_is_a_folder_or_not_text_is_said_in_words(
         fifo.returncode == ExitCode.BAD_INPUT
         and f"not a regular file (a FIFO, a socket or a device), not a {what}" in fifo.stderr
     ), fifo.stderr
+
+
+@pytest.mark.parametrize("command", ["stamp", "prove"])
+def test_an_output_that_names_a_file_of_the_users_that_is_no_proof_is_never_overwritten(
+    command: str, tmp_path: Path
+) -> None:
+    """`anchor stamp f.txt --out notes.txt` replaced the user's notes with a proof, unasked (`prove` the
+    same); only a proof may be replaced (a re-stamp keeps the one it supersedes in its history). Refused
+    before anything is hashed or sent: no chain runs here."""
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "f.txt").write_text("data")
+    (tmp_path / "notes.txt").write_text("my notes")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
+    env["ANCHOR_DATA_DIR"] = str(tmp_path / "data")
+    args = ["stamp", "d"] if command == "stamp" else ["prove", "d/f.txt", "--in", "d"]
+    done = run_anchor([*args, "--out", "notes.txt"], env, cwd=tmp_path)
+    assert done.returncode == ExitCode.BAD_INPUT, done.stderr
+    assert "--out 'notes.txt': exists and is not a proof; not overwritten" in done.stderr, done.stderr
+    assert (tmp_path / "notes.txt").read_text() == "my notes"

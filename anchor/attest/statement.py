@@ -41,14 +41,14 @@ def attest(target: str, settings: Settings, out: Path | None = None) -> tuple[li
 
     path = Path(target)
     if out is not None:
-        check_output_path(out)
+        check_output_path(out, only_over_a_proof=False)  # statements: any existing file is refused when written
     if path.exists():
         from anchor.proof.locate import require_proof
 
         proof_path = require_proof(path)  # never stamped: not anchored, with how to stamp it, as verify says
         proof = load_proof(proof_path)
         if out is not None:
-            check_output_path(out, proves=path, recorded=proof.manifest.get("exclude") or ())
+            check_output_path(out, proves=path, recorded=proof.manifest.get("exclude") or (), only_over_a_proof=False)
         verdict = verify_proof(proof, settings, data=path, proof_name=str(proof_path), beside=proof_path.parent)
         subjects = _file_subjects(proof, path)
     else:

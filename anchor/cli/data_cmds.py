@@ -56,8 +56,9 @@ OutOpt = Annotated[
     Path | None,
     typer.Option(
         "--out", "-o", "--proof",
-        help="Where to write the proof (default: <PATH>.anchor.json beside PATH). --proof is the old spelling"
-        " of this output, kept for one release: --proof names an input everywhere else.",
+        help="Where to write the proof (default: <PATH>.anchor.json beside PATH; a file there that is no proof"
+        " is never replaced). --proof is the old spelling of this output, kept for one release: --proof names"
+        " an input everywhere else.",
     ),
 ]  # fmt: skip
 ProofOpt = Annotated[

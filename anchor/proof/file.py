@@ -272,13 +272,18 @@ def write_proof(proof: ProofFile | PendingProof, path: Path) -> None:
     atomic_write(path, proof.dumps().encode("utf-8"))
 
 
-def check_output_path(path: Path, proves: Path | None = None, recorded: Sequence[str] = ()) -> None:
-    """Refuse an output path we could not write, before anything is sent to the chain; and one inside
-    the folder it proves (`proves`) that the manifest's `recorded` exclusion rules do not leave out:
-    written there, it is a file the anchor never bound, and every `anchor verify` of the folder names it
-    as added (`anchor stamp DIR --out DIR/p.anchor.json` paid for a proof that could never verify). A
-    rule counts only as recorded: one that excluded nothing when the folder was hashed is not recorded,
-    and does not apply when it is verified."""
+def check_output_path(
+    path: Path, proves: Path | None = None, recorded: Sequence[str] = (), *, only_over_a_proof: bool = True
+) -> None:
+    """Refuse an output path we could not write, before anything is sent to the chain; one that holds a
+    file of the user's that is no proof (`stamp f --out notes.txt` replaced the notes, unasked: only a
+    proof is replaced, and a re-stamp keeps the one it supersedes); and one inside the folder it proves
+    (`proves`) that the manifest's `recorded` exclusion rules do not leave out: written there, it is a
+    file the anchor never bound, and every `anchor verify` of the folder names it as added (`anchor
+    stamp DIR --out DIR/p.anchor.json` paid for a proof that could never verify). A rule counts only as
+    recorded: one that excluded nothing when the folder was hashed is not recorded, and does not apply
+    when it is verified. `only_over_a_proof=False`: a writer of something else that refuses any existing
+    file itself (`attest`)."""
     if proves is not None and proves.is_dir():
         try:
             inside = path.resolve().relative_to(proves.resolve()).as_posix()
@@ -294,7 +299,26 @@ def check_output_path(path: Path, proves: Path | None = None, recorded: Sequence
             )
     if path.is_dir():
         raise BadInput(f"out {str(path)!r}: a directory, not a file to write the output to", detail={"field": "out"})
+    if path.is_symlink():  # written through, it would replace whatever it points to
+        from anchor.errors import UnsafePath
+
+        raise UnsafePath(f"out {str(path)!r}: a symbolic link; refusing to write through it",
+                         detail={"field": "out", "path": str(path)})  # fmt: skip
+    if only_over_a_proof and path.exists() and not _holds_a_proof(path):
+        raise BadInput(f"out {str(path)!r}: exists and is not a proof; not overwritten (choose another out, or"
+                       " remove it)", detail={"field": "out", "inputs": ["out"]})  # fmt: skip
     _try_writing_beside(path)
+
+
+def _holds_a_proof(path: Path) -> bool:
+    """Whether `path` is a proof file, complete or pending, read as anyone's file is (`load_any`)."""
+    from anchor.errors import AnchorError
+
+    try:
+        load_any(path)
+    except AnchorError:
+        return False
+    return True
 
 
 def _try_writing_beside(path: Path) -> None:
