@@ -8,7 +8,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from anchor.errors import AnchorError
@@ -59,22 +59,41 @@ def refused_parameter(errors: Sequence[Any]) -> tuple[str, str]:
     return f"{field}{shown}: {why}", field
 
 
+def _for_a_person(request: Request, answer: JSONResponse) -> Response:
+    """The explorer's pages are for people: a refusal there is a page with the same status and words (a
+    mistyped link showed the API's JSON in the browser). Everything else keeps the one JSON shape."""
+    if not request.url.path.startswith("/explorer"):
+        return answer
+    import json
+
+    from api.pages import page
+
+    body = json.loads(bytes(answer.body))
+    title = "Not found" if answer.status_code == 404 else "Error"  # noqa: PLR2004
+    shown = page("error.html", title, None, status_code=answer.status_code, message=body["message"],
+                 code=body["code"], status=answer.status_code)  # fmt: skip
+    for name in ("Retry-After", "WWW-Authenticate"):
+        if name in answer.headers:
+            shown.headers[name] = answer.headers[name]
+    return shown
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(AnchorError)
-    async def anchor_error(_: Request, exc: AnchorError) -> JSONResponse:
-        return anchor_error_response(exc)
+    async def anchor_error(request: Request, exc: AnchorError) -> Response:
+        return _for_a_person(request, anchor_error_response(exc))
 
     @app.exception_handler(RequestValidationError)
-    async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+    async def invalid(request: Request, exc: RequestValidationError) -> Response:
         errors = [{"field": ".".join(str(p) for p in e["loc"]), "message": e["msg"]} for e in exc.errors()]
         message, field = refused_parameter(exc.errors())
-        return _shape(422, "bad_input", message, {"field": field, "errors": errors})
+        return _for_a_person(request, _shape(422, "bad_input", message, {"field": field, "errors": errors}))
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return http_error_response(exc)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        return _for_a_person(request, http_error_response(exc))
 
     @app.exception_handler(Exception)
-    async def internal(_: Request, exc: Exception) -> JSONResponse:
+    async def internal(request: Request, exc: Exception) -> Response:
         log.error("internal error: %s", type(exc).__name__)  # never the message: it could carry input
-        return _shape(500, "internal", "internal error")
+        return _for_a_person(request, _shape(500, "internal", "internal error"))

@@ -78,3 +78,19 @@ def test_a_malformed_parameter_is_named_as_the_query_string_spells_it_with_what_
     assert digest["message"].startswith("manifest_digest '0x12': "), digest
     assert limit["detail"]["field"] == "limit" and limit["message"].startswith("limit '9999': "), limit
     assert digest["detail"]["errors"][0]["field"] == "path.manifest_digest"  # where, as before
+
+
+def test_an_explorer_link_that_fails_answers_a_person_with_a_page_and_a_client_with_json(tmp_path: Path) -> None:
+    """`/explorer/attempt/zzz` (a mistyped link) answered a person's browser with the API's JSON error; the
+    explorer is for people, so its refusals are pages, with the same status and words. `/v1/…` stays JSON."""
+    from anchor.settings.session import Settings
+
+    with TestClient(create_app(Settings(data_dir=tmp_path))) as client:
+        typo = client.get("/explorer/attempt/zzz")
+        missing = client.get("/explorer/no-such-page")
+        api = client.get("/v1/verify/0x12")
+    assert typo.status_code == 422 and typo.headers["content-type"].startswith("text/html"), typo.text[:200]
+    assert "commit &#39;zzz&#39;: expected a commit id" in typo.text and "<h1>" in typo.text
+    assert missing.status_code == 404 and missing.headers["content-type"].startswith("text/html")
+    assert "/explorer/" in missing.text  # a way back
+    assert api.status_code == 422 and api.json()["detail"]["field"] == "manifest_digest"
