@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import signal
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -99,9 +99,8 @@ def run(
     signal.signal(signal.SIGTERM, _interrupted)
     done = run_search(ctx.find_root().obj["settings"], options)
     lines = [
-        f"{s['researcher']}: measured {s['measured']} (ran and scored), rejected {s['rejected']}"
-        f" (proposals that changed nothing or repeated a scored commit: never run), stopped: {s['stopped_because']};"
-        f" champion {str(s['champion'])[:12]} ({s['champion_metric']})"
+        f"{s['researcher']}: measured {s['measured']} (ran and scored), rejected {s['rejected']}{_why_rejected(s)},"
+        f" stopped: {s['stopped_because']}; champion {str(s['champion'])[:12]} ({s['champion_metric']})"
         for s in done.researchers
     ]
     lines += [f"  {final_line(s['final'])}" for s in done.researchers if s.get("final")]
@@ -125,6 +124,18 @@ def run(
             f" and ledger head {anchored['ledger_head'][:16]}… of {anchored['ledger_length']} entries"
         )
     emit(ctx, json, done.to_json(), lines)
+
+
+def _why_rejected(summary: dict[str, Any]) -> str:
+    """` (never run: 2 no change, 1 the proposer failed; the last: …)`: by reason, as `research report`
+    counts them, with the proposer's own last words when it failed (a mistyped --propose: not found)."""
+    counts = summary.get("rejected_for") or {}
+    if not summary.get("rejected") or not counts:
+        return ""
+    said = ", ".join(f"{n} {reason}" for reason, n in counts.items())
+    last = summary.get("proposer_said")
+    tail = f"; the last: {last[:300]}" if last else ""
+    return f" (never run: {said}{tail})"
 
 
 def _interrupted(signum: int, frame: object) -> None:

@@ -67,6 +67,10 @@ class SearchSummary:
     champion: str | None = None
     champion_metric: str | None = None
     rejections: list[str] = field(default_factory=list)
+    rejected_for: dict[str, int] = field(default_factory=dict)
+    """The rejections counted by reason (`rejection_reason`), as `research report` counts them."""
+    proposer_said: str | None = None
+    """The last failure of the proposer command in its own words (a mistyped --propose: not found)."""
     interrupted: int = 0
     """Attempts a dead harness left running, closed as `interrupted` when this search started."""
 
@@ -238,14 +242,18 @@ class Search:
                 )
                 check_unscored(commit, scored, self.researcher)
             except GuardError as exc:
+                reason = rejection_reason(exc)
                 summary.rejected += 1
                 summary.rejections.append(exc.message)
+                summary.rejected_for[reason] = summary.rejected_for.get(reason, 0) + 1
+                if reason == "the proposer failed":
+                    summary.proposer_said = exc.message
                 failures += 1
                 rejected_in_row += 1
                 # on record, under the hash chain: a rejection is no trial, and the report counts it by reason
                 self.ledger.append({
                     "event": REJECTED, "researcher": self.researcher, "contract_digest": self.contract_digest,
-                    "reason": rejection_reason(exc), "message": exc.message[:500], "at": _now(),
+                    "reason": reason, "message": exc.message[:500], "at": _now(),
                 })  # fmt: skip
                 self.end_attempt(champion["commit"], before)
                 continue

@@ -331,3 +331,27 @@ def test_research_report_counts_the_reformatting_proposals_as_rejected_not_as_tr
     assert mine["attempts"] == 1 and mine["rejected"] == {"no change": 3}
     text = run_anchor(["research", "report"], env).stdout
     assert "r0: 3 proposals rejected, never measured: 3 no change" in text
+
+
+def test_research_run_says_why_its_proposals_were_rejected_a_proposer_that_cannot_start_among_them(
+    tmp_path: Path,
+) -> None:
+    """A mistyped `--propose` command (not found, exit 127) ended with "rejected 2 (proposals that changed
+    nothing or repeated a scored commit: never run)": a fixed gloss, wrong here. The run's summary counts
+    its rejections by reason, as the report does, and quotes the proposer's last failure."""
+    from anchor.errors import ExitCode
+    from tests.cli import run_anchor
+    from tests.research.helpers import SCORE_IS_X
+
+    repo = params_repo(tmp_path / "repo", 1)
+    spec = tmp_path / "contract.toml"
+    spec.write_text(f'task = "t"\ncommand = {json.dumps(SCORE_IS_X)}\neditable = ["params.json"]\nmetric = "score"\n'
+                    'mode = "max"\nattempt_timeout_minutes = 1\ngrace_seconds = 1\n')  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
+    env["ANCHOR_DATA_DIR"] = str(tmp_path / "data")
+    ran = run_anchor(["research", "run", "--repo", str(repo), "--contract", str(spec), "--no-anchor",
+                      "--max-failures", "2", "--propose", "no-such-proposer --model x"], env)  # fmt: skip
+    assert ran.returncode == ExitCode.OK, ran.stdout + ran.stderr
+    first = ran.stdout.splitlines()[0]
+    assert "rejected 2 (never run: 2 the proposer failed; the last: the proposer exited with status 127" in first, first
+    assert "no-such-proposer" in first and "changed nothing or repeated" not in first, first
