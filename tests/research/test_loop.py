@@ -305,11 +305,8 @@ def test_an_attempt_past_its_process_bound_fails_naming_it_even_under_root_and_t
         assert not stale.exists()
 
 
-def test_research_report_counts_the_reformatting_proposals_as_rejected_not_as_trials(tmp_path: Path) -> None:
-    """Issue 47, as a user runs it: a --propose command that only pretty-prints params.json. The ledger's
-    only measured attempt is the baseline, and `research report` names the rejections and their reason."""
-    from anchor.errors import ExitCode
-    from tests.cli import run_anchor
+def _cli_search(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
+    """A repository, its contract (score = x) and an environment of its own, for `anchor research run`."""
     from tests.research.helpers import SCORE_IS_X
 
     repo = params_repo(tmp_path / "repo", 1)
@@ -318,6 +315,16 @@ def test_research_report_counts_the_reformatting_proposals_as_rejected_not_as_tr
                     'mode = "max"\nattempt_timeout_minutes = 1\ngrace_seconds = 1\n')  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
     env["ANCHOR_DATA_DIR"] = str(tmp_path / "data")
+    return repo, spec, env
+
+
+def test_research_report_counts_the_reformatting_proposals_as_rejected_not_as_trials(tmp_path: Path) -> None:
+    """Issue 47, as a user runs it: a --propose command that only pretty-prints params.json. The ledger's
+    only measured attempt is the baseline, and `research report` names the rejections and their reason."""
+    from anchor.errors import ExitCode
+    from tests.cli import run_anchor
+
+    repo, spec, env = _cli_search(tmp_path)
     pretty = "python3 -c \"import json; json.dump(json.load(open('params.json')), open('params.json', 'w'), indent=4)\""
     ran = run_anchor(["--json", "research", "run", "--repo", str(repo), "--contract", str(spec), "--no-anchor",
                       "--max-failures", "3", "--propose", pretty], env)  # fmt: skip
@@ -341,14 +348,8 @@ def test_research_run_says_why_its_proposals_were_rejected_a_proposer_that_canno
     its rejections by reason, as the report does, and quotes the proposer's last failure."""
     from anchor.errors import ExitCode
     from tests.cli import run_anchor
-    from tests.research.helpers import SCORE_IS_X
 
-    repo = params_repo(tmp_path / "repo", 1)
-    spec = tmp_path / "contract.toml"
-    spec.write_text(f'task = "t"\ncommand = {json.dumps(SCORE_IS_X)}\neditable = ["params.json"]\nmetric = "score"\n'
-                    'mode = "max"\nattempt_timeout_minutes = 1\ngrace_seconds = 1\n')  # fmt: skip
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
-    env["ANCHOR_DATA_DIR"] = str(tmp_path / "data")
+    repo, spec, env = _cli_search(tmp_path)
     ran = run_anchor(["research", "run", "--repo", str(repo), "--contract", str(spec), "--no-anchor",
                       "--max-failures", "2", "--propose", "no-such-proposer --model x"], env)  # fmt: skip
     assert ran.returncode == ExitCode.OK, ran.stdout + ran.stderr
