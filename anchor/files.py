@@ -175,12 +175,12 @@ def read_document(path: Path, what: str, detail: dict[str, str], limit: int | No
     except OSError as exc:
         raise BadInput(f"{path}: cannot be read ({exc.strerror})", detail=detail) from None
     try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
+        found = os.fstat(fd)
+        if stat.S_ISDIR(found.st_mode):
             raise BadInput(f"{path}: a folder, not a {what}", detail=detail)
-        if not stat.S_ISREG(mode):
+        if not stat.S_ISREG(found.st_mode):
             raise BadInput(f"{path}: not a regular file (a FIFO, a socket or a device), not a {what}", detail=detail)
-        if limit is not None and os.fstat(fd).st_size > limit:
+        if limit is not None and found.st_size > limit:
             raise BadInput(f"{path}: larger than {limit} bytes, too large for a {what}", detail=detail)
         with os.fdopen(os.dup(fd), "rb") as handle:
             raw = handle.read()

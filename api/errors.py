@@ -31,10 +31,13 @@ def anchor_error_response(exc: AnchorError) -> JSONResponse:
     return response
 
 
+def _http_code(exc: StarletteHTTPException) -> str:
+    return {404: "not_found", 405: "method_not_allowed", 413: "request_too_large"}.get(exc.status_code, "http_error")
+
+
 def http_error_response(exc: StarletteHTTPException) -> JSONResponse:
     """The answer to an HTTP-level refusal (404, 405, a body too large or too slow: api.limits)."""
-    code = {404: "not_found", 405: "method_not_allowed", 413: "request_too_large"}.get(exc.status_code, "http_error")
-    return _shape(exc.status_code, code, str(exc.detail))
+    return _shape(exc.status_code, _http_code(exc), str(exc.detail))
 
 
 _PATTERN_WORDS = {
@@ -59,19 +62,16 @@ def refused_parameter(errors: Sequence[Any]) -> tuple[str, str]:
     return f"{field}{shown}: {why}", field
 
 
-def _for_a_person(request: Request, answer: JSONResponse) -> Response:
-    """The explorer's pages are for people: a refusal there is a page with the same status and words (a
-    mistyped link showed the API's JSON in the browser). Everything else keeps the one JSON shape."""
+def _for_a_person(request: Request, answer: JSONResponse, code: str, message: str) -> Response:
+    """The explorer's pages are for people: a refusal there is a page with the same status, code and words
+    (a mistyped link showed the API's JSON in the browser). Everything else keeps the one JSON shape."""
     if not request.url.path.startswith("/explorer"):
         return answer
-    import json
-
     from api.pages import page
 
-    body = json.loads(bytes(answer.body))
     title = "Not found" if answer.status_code == 404 else "Error"  # noqa: PLR2004
-    shown = page("error.html", title, None, status_code=answer.status_code, message=body["message"],
-                 code=body["code"], status=answer.status_code)  # fmt: skip
+    shown = page("error.html", title, None, status_code=answer.status_code, message=message, code=code,
+                 status=answer.status_code)  # fmt: skip
     for name in ("Retry-After", "WWW-Authenticate"):
         if name in answer.headers:
             shown.headers[name] = answer.headers[name]
@@ -81,19 +81,20 @@ def _for_a_person(request: Request, answer: JSONResponse) -> Response:
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(AnchorError)
     async def anchor_error(request: Request, exc: AnchorError) -> Response:
-        return _for_a_person(request, anchor_error_response(exc))
+        return _for_a_person(request, anchor_error_response(exc), exc.code, exc.message)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> Response:
         errors = [{"field": ".".join(str(p) for p in e["loc"]), "message": e["msg"]} for e in exc.errors()]
         message, field = refused_parameter(exc.errors())
-        return _for_a_person(request, _shape(422, "bad_input", message, {"field": field, "errors": errors}))
+        answer = _shape(422, "bad_input", message, {"field": field, "errors": errors})
+        return _for_a_person(request, answer, "bad_input", message)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
-        return _for_a_person(request, http_error_response(exc))
+        return _for_a_person(request, http_error_response(exc), _http_code(exc), str(exc.detail))
 
     @app.exception_handler(Exception)
     async def internal(request: Request, exc: Exception) -> Response:
         log.error("internal error: %s", type(exc).__name__)  # never the message: it could carry input
-        return _for_a_person(request, _shape(500, "internal", "internal error"))
+        return _for_a_person(request, _shape(500, "internal", "internal error"), "internal", "internal error")

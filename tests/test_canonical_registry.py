@@ -221,10 +221,10 @@ def test_lookup_of_a_retracted_record_says_when_by_whom_and_why_as_verify_does(
     deployed_chain.cli("retract", str(tmp_path / "r.txt"), "--reason", REASON, check=True)
     found = json.loads(deployed_chain.cli("lookup", str(tmp_path / "r.txt"), "--json", check=True).stdout)
     retracted = found["retracted"]
-    assert retracted["by"] == Account.from_key(KEY_A).address and retracted["reason"] == REASON
-    assert retracted["block_number"] > found["block_number"] and retracted["tx_hash"].startswith("0x")
+    assert retracted["retracted_by"] == Account.from_key(KEY_A).address and retracted["reason"] == REASON
+    assert retracted["retracted_block"] > found["block_number"] and retracted["tx_hash"].startswith("0x")
     assert retracted["reason_digest"] == "0x" + keccak(REASON.encode()).hex()
     text = deployed_chain.cli("lookup", str(tmp_path / "r.txt"), check=True).stdout
     at = datetime.fromisoformat(retracted["retracted_at"]).strftime("%Y-%m-%d %H:%M:%S UTC")  # as "anchored" is
-    assert f"  retracted        {at}, block {retracted['block_number']}" in text, text
-    assert f'by {retracted["by"]}: "{REASON}"' in text, text
+    assert f"  retracted        {at}, block {retracted['retracted_block']}" in text, text
+    assert f'by {retracted["retracted_by"]}: "{REASON}"' in text, text

@@ -600,6 +600,6 @@ def _lookup_lines(found: dict[str, Any]) -> list[str]:
         gone = found["retracted"]
         why = f': "{gone["reason"]}"' if gone["reason"] is not None else f", reason digest {gone['reason_digest']}"
         at = datetime.fromisoformat(gone["retracted_at"]).strftime("%Y-%m-%d %H:%M:%S UTC")
-        rows.append(("retracted", f"{at}, block {gone['block_number']}, by {gone['by']}{why}"))
+        rows.append(("retracted", f"{at}, block {gone['retracted_block']}, by {gone['retracted_by']}{why}"))
     rows.append(("read at block", found["read_at_block"]))
     return [title, *(f"  {name:<16} {value}" for name, value in rows)]

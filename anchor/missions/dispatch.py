@@ -215,17 +215,19 @@ def _check_output(output: str) -> None:
 
 
 def _output_taken(data_dir: Path, output: str) -> str | None:
-    """The submitted output whose folder `output` would have (itself, or `a_b` for `a/b`), if any."""
-    if not DataDir(data_dir).missions_db.exists():
+    """The submitted output whose folder (`DataDir.mission`) `output` would have: itself, or `a_b` for
+    `a/b`; None if no mission has it."""
+    layout = DataDir(data_dir)
+    if not layout.missions_db.exists():
         return None
     db = _db(data_dir)
     try:
-        folder = output.replace("/", "_")
-        row = db.execute("SELECT output FROM missions WHERE output = ? OR replace(output, '/', '_') = ?"
-                         " ORDER BY output = ? DESC LIMIT 1", (output, folder, output)).fetchone()  # fmt: skip
-        return None if row is None else str(row[0])
+        outputs = [str(row[0]) for row in db.execute("SELECT output FROM missions")]
     finally:
         db.close()
+    if output in outputs:
+        return output
+    return next((o for o in outputs if layout.mission(o) == layout.mission(output)), None)
 
 
 def submit(

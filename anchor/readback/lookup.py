@@ -118,20 +118,10 @@ def lookup_agreed(
 
 
 def _retraction(retraction: Retraction | None, proof: ProofFile | None) -> dict[str, Any] | None:
-    """A record's retraction as `verify` says it (anchor.readback.verifier.retracted): by whom, when, in
-    which block and tx, the reason's digest, and its text when the proof file keeps one hashing to it."""
-    if retraction is None:
-        return None
-    from anchor.readback.verifier import reason_text
+    """A record's retraction in the words of the `Retracted` verdict (`retraction_fields`), or None."""
+    from anchor.readback.verifier import retraction_fields
 
-    return {
-        "by": retraction.by,
-        "retracted_at": datetime.fromtimestamp(retraction.timestamp, UTC).isoformat(timespec="seconds"),
-        "block_number": retraction.block_number,
-        "tx_hash": retraction.tx_hash,
-        "reason_digest": retraction.reason,
-        "reason": None if proof is None else reason_text(proof, retraction.reason),
-    }
+    return None if retraction is None else retraction_fields(retraction, proof)
 
 
 def _path_key(path: Path) -> tuple[Path | None, str]:

@@ -507,18 +507,25 @@ def refuse_retired(proof: ProofFile) -> None:
 def retracted(proof: ProofFile, record: RootRecord, retraction: Retraction) -> Retracted:
     """The `Retracted` verdict (exit 16, HTTP 410) on a proof whose record its submitter retracted: when,
     by whom, the reason's digest, and the reason's text if the proof file keeps one that hashes to it."""
-    when = datetime.fromtimestamp(retraction.timestamp, UTC).isoformat(timespec="seconds")
-    text = reason_text(proof, retraction.reason)
+    said = retraction_fields(retraction, proof)
+    text = said["reason"]
     return Retracted(
-        f"retracted: root {proof.batch.root} was retracted by its submitter {retraction.by} at {when}"
-        f" (block {retraction.block_number})"
+        f"retracted: root {proof.batch.root} was retracted by its submitter {retraction.by} at"
+        f" {said['retracted_at']} (block {retraction.block_number})"
         + (f': "{text}"' if text is not None else f", reason digest {retraction.reason}"),
-        detail={
-            "root": proof.batch.root, "retracted_by": retraction.by, "retracted_at": when,
-            "retracted_block": retraction.block_number, "reason_digest": retraction.reason,
-            "reason": text, "tx_hash": retraction.tx_hash, "anchored_block": record.block_number,
-        },
-    )  # fmt: skip
+        detail={"root": proof.batch.root, **said, "anchored_block": record.block_number},
+    )
+
+
+def retraction_fields(retraction: Retraction, proof: ProofFile | None) -> dict[str, Any]:
+    """A retraction as every reader says it (the `Retracted` verdict, `anchor lookup`): by whom, when, in
+    which block and tx, the reason's digest, and its text when `proof` keeps one hashing to it."""
+    return {
+        "retracted_by": retraction.by,
+        "retracted_at": datetime.fromtimestamp(retraction.timestamp, UTC).isoformat(timespec="seconds"),
+        "retracted_block": retraction.block_number, "reason_digest": retraction.reason,
+        "reason": None if proof is None else reason_text(proof, retraction.reason), "tx_hash": retraction.tx_hash,
+    }  # fmt: skip
 
 
 def reason_text(proof: ProofFile, digest: str) -> str | None:
