@@ -55,11 +55,16 @@ check: install
 e2e: install
 	bash examples/e2e.sh
 
-## bubblewrap or gVisor's runsc: research attempts and mission commands run sandboxed (anchor/research/sandbox.py),
-## their seccomp policy compiled by libseccomp2. Debian's packages; needs root, as CI has.
+## gVisor's runsc or bubblewrap: research attempts and mission commands run sandboxed (anchor/fence/),
+## their seccomp policy compiled by libseccomp2. Debian's packages; needs root, as CI has. As root, untrusted
+## code runs as the unprivileged system user anchor-attempt, never as uid 0 (anchor/fence/identity.py).
 sandbox:
-	(command -v bwrap && command -v runsc && ls /usr/lib/*/libseccomp.so.2) >/dev/null 2>&1 || \
-	  (apt-get update -qq && apt-get install -y -qq bubblewrap runsc libseccomp2)
+	(command -v bwrap && command -v runsc && command -v setpriv && ls /usr/lib/*/libseccomp.so.2) >/dev/null 2>&1 || \
+	  (apt-get update -qq && apt-get install -y -qq bubblewrap runsc libseccomp2 util-linux mount)
+	@if [ "$$(id -u)" = 0 ] && ! id -u anchor-attempt >/dev/null 2>&1; then \
+	  echo "sandbox: making the system user anchor-attempt"; \
+	  useradd --system --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin anchor-attempt; \
+	fi
 
 ## PostgreSQL 15 for the shared-ledger tests (tests/postgres.py runs initdb in a temporary directory as an
 ## unprivileged user and stops the server by its PID). Debian's package; needs root, as CI has.

@@ -34,10 +34,10 @@ from anchor.chain.deployment import deploy
 from anchor.chain.keys import load_signer
 from anchor.chain.node import LocalChain
 from anchor.chain.open import open_chain, open_registry
+from anchor.fence.git import Repo
 from anchor.manifest.onchain import commit_key
 from anchor.research.checkpoints import Checkpoints
 from anchor.research.contract import AttemptContract
-from anchor.research.git import Repo
 from anchor.research.ledger import Ledger
 from anchor.research.loop import Search, SearchLimits
 from anchor.research.proposers import ParamSearch

@@ -19,8 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from anchor.fence.git import Repo
 from anchor.research.contract import AttemptContract
-from anchor.research.git import Repo
 from anchor.research.ledger import Ledger
 from anchor.research.loop import Search, SearchLimits
 from anchor.research.proposers import ParamSearch
@@ -42,7 +42,7 @@ def main() -> None:
 
 
 def run(runtime: str | None) -> dict[str, float]:
-    from anchor.research.sandbox import Sandbox
+    from anchor.fence.sandbox import Sandbox
 
     print(f"--- attempts {f'in the {runtime} sandbox' if runtime else 'unconfined'}")
     with tempfile.TemporaryDirectory() as tmp:

@@ -59,14 +59,18 @@ ALLOWED: dict[str, set[str]] = {
     # read-back: never writes, never the journal
     "readback": {"layout", "errors", "ingest", "manifest", "batch", "proof", "chain", "record", "settings",
                  "sealing"},
+    # the fence: untrusted code run on this host (attempts, proposers, evaluators, mission commands) under
+    # an unprivileged uid, a sandbox and kernel-enforced bounds; the harness's git, hardened against what
+    # that code leaves. Below every application that runs untrusted code, above nothing but the ground
+    "fence": {"errors", "files", "settings"},
     # application
     "anchoring": {"layout", "errors", "files", "manifest", "batch", "proof", "chain", "journal", "readback",
                   "settings"},
     "research": {"layout", "errors", "files", "manifest", "proof", "chain", "journal", "readback", "anchoring",
-                 "settings"},
+                 "settings", "fence"},
     "attest": {"layout", "errors", "files", "ingest", "manifest", "proof", "readback", "anchoring", "settings"},
-    "missions": {"layout", "errors", "files", "manifest", "proof", "settings", "anchoring", "research", "journal",
-                 "readback", "chain"},  # readback: a resume pin's proof; chain: the deployment a pod checks
+    "missions": {"layout", "errors", "files", "manifest", "proof", "settings", "anchoring", "research", "fence",
+                 "journal", "readback", "chain"},  # readback: a resume pin's proof; chain: the deployment a pod checks
     # read-back for someone with only the chain: the registry's events, and published claims compared
     "index": {"layout", "errors", "manifest", "chain", "research", "settings", "readback"},  # readback: the quorum vote
     # the library's face (issue 43): one Verifier (the Stamper is anchoring's, below research and missions,

@@ -68,8 +68,8 @@ def test_no_secret_reaches_the_environment_of_a_process_we_start(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The code under measurement, the proposer and git run without our keys, passwords or tokens."""
+    from anchor.fence.runner import run_command
     from anchor.research.proposers import CommandProposer
-    from anchor.research.runner import run_command
 
     secrets = {
         "ANCHOR_PRIVATE_KEY": "0x" + "11" * 32, "ANCHOR_RESEARCHER_KEY": "0x" + "22" * 32,

@@ -16,7 +16,7 @@ What it does, in order, each step timed by us (the six milestones are ours, neve
    (and MISSION_RESUME) set, and `{snapshot}`, `{result}` (alias `{run_dir}`) in the command replaced
    by those paths, shell-quoted; it is stopped, by the process group we started, when the mission's
    budget of minutes runs out. Each run is an attempt (MISSION_ATTEMPT, `{attempt}`), under the
-   attempt limits (memory, file size, processes: anchor.research.runner.Limits). A mission with stop
+   attempt limits (memory, file size, processes: anchor.fence.runner.Limits). A mission with stop
    rules runs its command again, into the same result directory, until the `metrics.json` an attempt
    leaves there meets a rule or its budget's attempts are spent; one without runs it once;
 6. `completed`: the last attempt exited. On exit 0 the result directory is hashed and a version 3 result
@@ -55,10 +55,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from anchor.anchoring.stamper import Stamped, Stamper
+    from anchor.fence.sandbox import Sandbox
     from anchor.manifest.bundle import BundleManifest
     from anchor.manifest.environment import Environment
     from anchor.missions.snapshots import SnapshotCache
-    from anchor.research.sandbox import Sandbox
     from anchor.settings.session import Settings
 
 
@@ -248,7 +248,7 @@ def _fresh_result_dir(mission_dir: Path) -> Path:
 def _box(settings: Settings, mission_dir: Path, snapshot: Path, resume: Path | None, runtime: str) -> Sandbox:
     """The mission's sandbox, found once per run (finding it probes bubblewrap): the data dir and the
     keystores hidden, the snapshot (and a resumed result) read-only, only the mission's directory writable."""
-    from anchor.research.sandbox import Sandbox
+    from anchor.fence.sandbox import Sandbox
 
     hidden = [settings.data_dir, *([settings.keystore] if settings.keystore else [])]
     for name in ("ANCHOR_KEYSTORE", "ANCHOR_RESEARCHER_KEYSTORE"):
@@ -278,15 +278,20 @@ def _command(
     box: Sandbox | None, attempt: int,
 ) -> tuple[list[str], dict[str, str], str]:  # fmt: skip
     """One attempt's argv, environment and confinement: in `box`, or unconfined when it is None."""
-    from anchor.research.sandbox import allowed_env
+    from anchor.fence.sandbox import allowed_env
 
     command, mission_env = command_line(record, str(result), str(snapshot), attempt, resume)
     if box is None:
         return ["/bin/sh", "-c", command], {**allowed_env(mission_dir), **mission_env}, "none"
-    from anchor.research.cgroups import Limits
+    from anchor.fence.cgroups import Limits
+    from anchor.fence.identity import give, give_tree
 
     processes = Limits.from_env().processes
-    return box.argv(command, mission_dir, extra_env=mission_env, processes=processes), {}, box.runtime
+    argv = box.argv(command, mission_dir, extra_env=mission_env, processes=processes)
+    give(mission_dir, box.identity)  # under a root harness the command is anchor-attempt: its folder and result are its
+    give_tree(result, box.identity)
+    give_tree(mission_dir / "home", box.identity)
+    return argv, {}, box.runtime
 
 
 METRICS_FILE = "metrics.json"
@@ -340,13 +345,13 @@ def _run_command(
     argv: list[str], env: dict[str, str], cwd: Path, budget_s: float, log: Path, attempt: int, runtime: str
 ) -> tuple[int, bool, dict[str, object] | None]:
     """Run in a process group of its own (ours, by the PID we started), under the attempt limits
-    (anchor.research.runner.Limits: memory, file size, processes); (exit code, timed out, the limit it
+    (anchor.fence.runner.Limits: memory, file size, processes); (exit code, timed out, the limit it
     met). A SIGTERM to the runner (a pod being stopped, `kill`) stops the command's group before the
     runner exits: the default action would end the runner alone and leave the command running, unowned."""
     import threading
 
-    from anchor.research.cgroups import Limits
-    from anchor.research.runner import bounded
+    from anchor.fence.cgroups import Limits
+    from anchor.fence.runner import bounded
 
     with bounded(Limits.from_env(), None if runtime == "none" else runtime) as bounds:
         with open(log, "ab" if attempt > 1 else "wb") as out:
@@ -521,8 +526,8 @@ def run_dispatched(
     before the mission is claimed; then the whole run (`run_mission`), or one stage of the rendered Job
     (`prepare`, `seal`) in `workspace`. `max_bytes`: the snapshot cache's cap (else its setting)."""
     from anchor.errors import BadInput
+    from anchor.fence.sandbox import check_runtime, refuse_unconfined
     from anchor.missions.snapshots import SnapshotCache
-    from anchor.research.sandbox import check_runtime, refuse_unconfined
 
     check_runtime(runtime)
     if not sandbox:

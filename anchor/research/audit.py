@@ -17,8 +17,8 @@ from typing import Any
 import blake3
 
 from anchor.errors import BadInput, GitError, Tampered
+from anchor.fence.git import Repo
 from anchor.files import private_dir
-from anchor.research.git import Repo
 
 
 @dataclass(frozen=True, slots=True)

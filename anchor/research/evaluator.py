@@ -20,13 +20,13 @@ from pathlib import Path
 import blake3
 
 from anchor.errors import BadInput
+from anchor.fence.runner import RunResult, run_command
+from anchor.fence.sandbox import Sandbox
 from anchor.manifest.attempt import MeasuredBy
 from anchor.manifest.canonical import canonical_json
 from anchor.manifest.domain import Domain, tagged
 from anchor.research.contract import AttemptContract
 from anchor.research.metrics import EVALUATOR_OUT, source_definition
-from anchor.research.runner import RunResult, run_command
-from anchor.research.sandbox import Sandbox
 
 MAX_OUTPUT_LINE = 4096
 

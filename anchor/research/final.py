@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 from anchor.manifest.champion import ChampionManifest
 
 if TYPE_CHECKING:
+    from anchor.fence.sandbox import Sandbox
     from anchor.research.loop import Search
-    from anchor.research.sandbox import Sandbox
 
 EULER_GAMMA = 0.5772156649015329
 

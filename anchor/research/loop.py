@@ -27,20 +27,20 @@ from typing import TYPE_CHECKING, Any
 import blake3
 
 from anchor.errors import GuardError
+from anchor.fence.git import Repo
+from anchor.fence.guard import check_changes_something, check_committed, check_fence, check_unscored
+from anchor.fence.runner import reap_survivors, run_command
+from anchor.fence.sandbox import Sandbox
 from anchor.files import private_dir
 from anchor.manifest.attempt import AttemptManifest, Metric
 from anchor.research.audit import remember_repo
 from anchor.research.contract import AttemptContract
 from anchor.research.evaluator import evaluate, measured_by
 from anchor.research.evidence import interrupted_dir_of, run_dir_of, seal
-from anchor.research.git import Repo
-from anchor.research.guard import check_changes_something, check_committed, check_fence, check_unscored
 from anchor.research.ledger import REJECTED, STARTED, AnyLedger, is_attempt
 from anchor.research.metrics import read_claims, read_metric
 from anchor.research.noise import is_better
 from anchor.research.proposers import Proposer
-from anchor.research.runner import reap_survivors, run_command
-from anchor.research.sandbox import Sandbox
 
 if TYPE_CHECKING:
     from anchor.manifest.champion import Run
@@ -94,13 +94,16 @@ def status_of(result: Any, value: str | None, removed: tuple[str, ...]) -> str:
 
 def rejection_reason(exc: GuardError) -> str:
     """A rejected proposal's reason, as the report counts it: no change, a repeat, outside the fence,
-    or the proposer itself (it failed, timed out, or changed the repository's git state)."""
+    an unsafe entry (a nested repository, a link, a device: anchor.fence.workspace), or the proposer
+    itself (it failed, timed out, or changed the repository's git state)."""
     if exc.detail.get("reason") == "no change" or exc.message.startswith("no change"):
         return "no change"
     if "already scored" in exc.message:
         return "repeat of a scored commit"
     if "outside the editable fence" in exc.message:
         return "outside the fence"
+    if exc.detail.get("reason") == "unsafe entry":
+        return "unsafe entry"
     return "the proposer failed"
 
 
@@ -122,7 +125,7 @@ class Search:
         self.ledger, self.workdir, self.proposer = ledger, workdir, proposer
         self.researcher, self.limits, self.on_entry = researcher, limits, on_entry
         self.sandbox = sandbox
-        """Where attempts run (anchor.research.sandbox); None: unconfined, recorded as such per entry."""
+        """Where attempts run (anchor.fence.sandbox); None: unconfined, recorded as such per entry."""
         from anchor.research.environment import Capture
 
         self.environment = Capture(contract, repo.path)
@@ -337,7 +340,7 @@ class Search:
             name = f"{self.researcher}-{champion[:12]}-{run_dir.name}"
             timeout_s = terms.attempt_timeout_minutes * 60
             result = run_command(terms.render(run_dir, name, command), self.repo.path, run_dir, timeout_s,
-                                 terms.grace_seconds, box, terms.pass_env)  # fmt: skip
+                                 terms.grace_seconds, box, terms.pass_env, editable=terms.editable)  # fmt: skip
             evaluate(terms, self.repo.path, run_dir, name, box)
             sealed = seal(run_dir)
         finally:
@@ -375,6 +378,7 @@ class Search:
             self.contract.grace_seconds,
             self.sandbox,
             self.contract.pass_env,
+            editable=self.contract.editable,
         )
         # the attempt's processes are gone: its evaluator (if the contract has one) reads its outputs,
         # then everything is bound and the metric read from the bound files
@@ -420,6 +424,8 @@ class Search:
             **({"limit": result.limit} if result.limit else {}),
             **({"git_changed": list(result.git_changed)} if result.git_changed else {}),
             **({"memory_bound": result.memory_bound} if result.memory_bound != "cgroup" else {}),
+            **({"refused": list(result.refused)} if result.refused else {}),
+            **({"quota": result.quota} if result.quota != "kernel" and self.sandbox is not None else {}),
             "attempt_digest": manifest.digest.hex(),
         }
         if sealed.removed:

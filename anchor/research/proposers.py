@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import random
 import re
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -18,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from anchor.errors import BadInput
 
 if TYPE_CHECKING:
-    from anchor.research.sandbox import Sandbox
+    from anchor.fence.sandbox import Sandbox
 
 _FLAT_TOML = re.compile(r"^(?P<key>[A-Za-z_][A-Za-z0-9_]*)\s*=\s*(?P<value>-?[0-9][0-9_.eE+-]*)\s*$")
 
@@ -118,43 +117,38 @@ class CommandProposer:
 
     def _run(self, repo: Path, attempt: int, scratch: Path) -> None:
         from anchor.errors import GuardError
-        from anchor.research.cgroups import Limits
-        from anchor.research.guard import GitSeal
-        from anchor.research.runner import bounded, stop_group
-        from anchor.research.sandbox import allowed_env
-        from anchor.settings.session import child_env
+        from anchor.fence.runner import run_command
 
-        scratch.mkdir(parents=True, exist_ok=True)
         extra = {"ANCHOR_EDITABLE": " ".join(self.editable), "ANCHOR_ATTEMPT": str(attempt)}
-        if self.sandbox is None:
-            argv: str | list[str] = self.command
-            env = {**allowed_env(scratch, passed=self.pass_env), **extra}
-        else:  # bwrap clears the environment and sets the allow-list inside
-            argv, env = self.sandbox.argv(self.command, scratch, self.network, extra), child_env()
-        seal = GitSeal.take(repo)
-        runtime = None if self.sandbox is None else self.sandbox.runtime
-        with bounded(Limits.from_env(), runtime) as bounds:  # the attempts' bounds: a proposer is untrusted too
-            process = subprocess.Popen(  # noqa: S602 - the researcher's own command
-                argv, shell=self.sandbox is None, cwd=repo, env=env, stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
-                preexec_fn=bounds.preexec,  # noqa: PLW1509 - setrlimit and one write per group
-            )  # fmt: skip
-            try:
-                _, err = process.communicate(timeout=self.timeout_s)
-            except subprocess.TimeoutExpired:
-                stop_group(process, 1.0)
-                raise GuardError(f"the proposer timed out after {self.timeout_s:g} s") from None
-            except BaseException:
-                stop_group(process, 1.0)
-                raise
-            finally:
-                changed = [] if seal is None else seal.broken()
-        if changed:
-            raise GuardError(f"the proposer changed {', '.join(changed)} (undone): the repository's git state is the"
-                             " harness's", detail={"paths": changed})  # fmt: skip
-        if process.returncode != 0:
-            tail = err.decode("utf-8", "replace").strip()[-300:]
-            raise GuardError(f"the proposer exited with status {process.returncode}" + (f": {tail}" if tail else ""))
+        # the attempts' bounds and fence: a proposer is untrusted too. Sandboxed, it edits copies, which
+        # are written back only once nothing in them could steer git (anchor.fence.workspace)
+        result = run_command(self.command, repo, scratch, self.timeout_s, 1.0, self.sandbox, self.pass_env,
+                             editable=self.editable, network=self.network, extra_env=extra,
+                             write_back=True)  # fmt: skip
+        if result.git_changed:
+            raise GuardError(f"the proposer changed {', '.join(result.git_changed)} (undone): the repository's git"
+                             " state is the harness's", detail={"paths": list(result.git_changed)})  # fmt: skip
+        if result.refused:
+            raise GuardError(f"the proposer left what the repository never holds: {', '.join(result.refused[:10])}"
+                             " (never written back, never given to git)",
+                             detail={"paths": list(result.refused), "reason": "unsafe entry"})  # fmt: skip
+        if result.timed_out:
+            raise GuardError(f"the proposer timed out after {self.timeout_s:g} s")
+        if result.limit is not None:
+            raise GuardError(f"the proposer met its {result.limit['name']} limit ({result.limit['bound']})")
+        if result.exit_code != 0:
+            tail = _tail(scratch / "stderr.log")
+            raise GuardError(f"the proposer exited with status {result.exit_code}" + (f": {tail}" if tail else ""))
+
+
+def _tail(log: Path) -> str:
+    try:
+        with open(log, "rb") as handle:
+            handle.seek(0, 2)
+            handle.seek(max(0, handle.tell() - 4096))
+            return handle.read().decode("utf-8", "replace").strip()[-300:]
+    except OSError:
+        return ""
 
 
 def _read(path: Path) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from anchor.errors import GitError
-from anchor.research.git import Repo
+from anchor.fence.git import Repo
 from anchor.research.loop import ref_name
 
 

@@ -67,25 +67,25 @@ def run_search(settings: Any, options: SearchOptions) -> SearchRun:
     sandbox runtime, running unconfined, the anchoring route, the repository's git configuration, an
     editable file the built-in proposer cannot tune, the held-out data, the sandbox itself. Then the
     contract is pinned and pre-registered, and the search runs."""
+    from anchor.fence.git import Repo
+    from anchor.fence.guard import check_git_config
+    from anchor.fence.sandbox import check_runtime
     from anchor.research.anchoring import anchor_champions, anchor_search, contract_digest, preregister
     from anchor.research.checkpoints import Checkpoints
     from anchor.research.contract import load_contract
     from anchor.research.final import evaluate_champion
     from anchor.research.final import summary as final_summary
-    from anchor.research.git import Repo
-    from anchor.research.guard import check_git_config
     from anchor.research.ledger import open_ledger
     from anchor.research.loop import Search, SearchLimits
     from anchor.research.proposers import CommandProposer, ParamSearch, note_absent_editables
     from anchor.research.push import RefPusher
-    from anchor.research.sandbox import check_runtime
     from anchor.research.searches import remember_search
 
     o, work, repo = options, options.work, options.repo.resolve()
     check_researcher(o.researcher)
     check_runtime(o.sandbox_runtime)
     if not o.sandbox:
-        from anchor.research.sandbox import refuse_unconfined
+        from anchor.fence.sandbox import refuse_unconfined
 
         refuse_unconfined(settings)  # before anything is written
     stamper = stamper_for(settings, list(o.services), o.anchor)
@@ -245,7 +245,7 @@ def sandbox_for(repo: Path, terms: Any, settings: Any, work: Path, runtime: str 
     """The sandbox for this search's attempts, hiding the data dir, the work dir (ledger, other runs),
     every keystore the environment names and the contract's holdout data; `ToolchainMissing` without
     the runtime."""
-    from anchor.research.sandbox import Sandbox
+    from anchor.fence.sandbox import Sandbox
     from anchor.settings.env import env
 
     keystores = list(env().keystores)

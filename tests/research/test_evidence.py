@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from anchor.errors import Tampered
+from anchor.fence.git import Repo
 from anchor.manifest.filetree import hash_tree
 from anchor.research.anchoring import attempt_of
 from anchor.research.audit import audit
 from anchor.research.evidence import run_dir_of
-from anchor.research.git import Repo
 from anchor.research.ledger import Ledger
 from anchor.research.loop import Search, SearchLimits
 from tests.research.helpers import SCORE_IS_X, ScriptedProposer, contract, params_repo

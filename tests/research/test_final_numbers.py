@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from anchor.fence.git import Repo
+from anchor.fence.sandbox import Sandbox
 from anchor.manifest.champion import ChampionManifest, statistics
 from anchor.manifest.decode import validate_identity
 from anchor.research.contract import AttemptContract
 from anchor.research.evidence import run_dir_of
 from anchor.research.final import evaluate_champion, expected_max, latest_record, selection_adjusted
-from anchor.research.git import Repo
 from anchor.research.ledger import Ledger
 from anchor.research.loop import Search, SearchLimits
-from anchor.research.sandbox import Sandbox
 from tests.research.helpers import ScriptedProposer, make_repo
 
 pytestmark = pytest.mark.sandbox  # runs attempts, proposers or evaluators as processes (bubblewrap)

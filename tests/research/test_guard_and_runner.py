@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from anchor.errors import GuardError
-from anchor.research.git import Repo
-from anchor.research.guard import check_committed, check_fence, check_unscored
-from anchor.research.runner import TIMEOUT_STATUS, run_command
+from anchor.fence.git import Repo
+from anchor.fence.guard import check_committed, check_fence, check_unscored
+from anchor.fence.runner import TIMEOUT_STATUS, run_command
 from tests.research.helpers import params_repo
 
 pytestmark = pytest.mark.sandbox  # runs attempts, proposers or evaluators as processes (bubblewrap)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from anchor.errors import GuardError
-from anchor.research.git import Repo
+from anchor.fence.git import Repo
 from anchor.research.ledger import Ledger
 from anchor.research.loop import NO_PARENT, Search, SearchLimits
 from tests.research.helpers import ScriptedProposer, contract, params_repo
@@ -254,7 +254,7 @@ GREEDY = (
 def test_an_attempt_past_its_memory_or_run_dir_limit_fails_naming_it_and_the_search_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 28: no memory or disk bound held an attempt. Now each crossing ends that attempt as failed
+    """No memory or disk bound held an attempt once. Now each crossing ends that attempt as failed
     with the limit named in its ledger entry, and the next attempt runs as usual."""
     monkeypatch.setenv("ANCHOR_ATTEMPT_MEMORY_BYTES", str(512 << 20))
     monkeypatch.setenv("ANCHOR_ATTEMPT_RUN_DIR_BYTES", str(20 << 20))
@@ -263,7 +263,7 @@ def test_an_attempt_past_its_memory_or_run_dir_limit_fails_naming_it_and_the_sea
     entries = ledger.entries()
     assert [e["status"] for e in entries] == ["completed", "failed", "failed", "completed"]
     assert entries[1]["limit"] == {"name": "memory", "bound": 512 << 20}
-    assert entries[2]["limit"] == {"name": "run_dir", "bound": 20 << 20}
+    assert entries[2]["limit"] == {"name": "disk", "bound": 20 << 20}
     assert "limit" not in entries[3] and entries[3]["metric"]["value"] == "4" and entries[3]["kept"]
 
 
@@ -280,7 +280,7 @@ def test_an_attempt_past_its_process_bound_fails_naming_it_even_under_root_and_t
     """Issue 28: RLIMIT_NPROC does not bind root (CI, containers), so an attempt's fork flood reached the
     host's process table. Its own pids cgroup refuses the 17th process: the attempt fails naming the
     limit, none of its processes outlives it, and the next attempt runs as usual."""
-    from anchor.research.cgroups import CommandGroup
+    from anchor.fence.cgroups import CommandGroup
 
     probe = CommandGroup.create(16, 1 << 30)
     probe.close()

@@ -12,15 +12,15 @@ import blake3
 import pytest
 
 from anchor.errors import BadInput, Tampered
+from anchor.fence.git import Repo
+from anchor.fence.sandbox import Sandbox
 from anchor.manifest.attempt import AttemptManifest
 from anchor.manifest.decode import validate_identity
 from anchor.manifest.validation import validated
 from anchor.research.contract import AttemptContract
 from anchor.research.evidence import check, run_dir_of
-from anchor.research.git import Repo
 from anchor.research.ledger import Ledger
 from anchor.research.loop import Search, SearchLimits
-from anchor.research.sandbox import Sandbox
 from tests import reference_impl as ref
 from tests.research.helpers import ScriptedProposer, make_repo
 

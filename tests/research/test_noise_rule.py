@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from anchor.errors import BadInput, Tampered
+from anchor.fence.git import Repo
 from anchor.manifest.attempt import KeepRule
 from anchor.research.contract import AttemptContract
-from anchor.research.git import Repo
 from anchor.research.ledger import Ledger
 from anchor.research.loop import Search, SearchLimits
 from anchor.research.noise import NOISE, check_noise, keep_rule_of

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from anchor.fence.git import Repo
 from anchor.manifest.attempt import AttemptManifest
 from anchor.research import loop
 from anchor.research.evidence import check, evidence_dir_of
-from anchor.research.git import Repo
 from anchor.research.ledger import Ledger
 from anchor.research.loop import Search, SearchLimits
 from tests.research.helpers import ScriptedProposer, contract, params_repo

@@ -1,4 +1,4 @@
-"""The fence on maintained isolation (issue 41), tried as a hostile attempt would, under a root harness
+"""The fence on maintained isolation, tried as a hostile attempt would, under a root harness
 as CI and most containers run it. Each attack below succeeded against the hand-built fence: an attempt
 held every capability (CapEff 000001fffeffffff), remounted its read-only repository writable and
 planted an fsmonitor hook that the harness's next `git status` ran on the host as root; remounted the
@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from anchor.research.git import Repo
+from anchor.fence.git import Repo
+from anchor.fence.runner import Limits, run_command
+from anchor.fence.sandbox import Sandbox
 from anchor.research.ledger import Ledger
 from anchor.research.loop import Search, SearchLimits
-from anchor.research.runner import Limits, run_command
-from anchor.research.sandbox import Sandbox
 from tests.research.helpers import SCORE_IS_X, ScriptedProposer, contract, make_repo
 
 pytestmark = pytest.mark.sandbox  # runs attempts as processes (bubblewrap, gVisor)
@@ -215,7 +215,7 @@ def test_three_children_and_the_tmpfs_together_meet_one_memory_bound(
 
 def test_a_repository_whose_git_config_names_a_program_is_refused_before_the_search_starts(tmp_path: Path) -> None:
     from anchor.errors import GuardError
-    from anchor.research.guard import check_git_config
+    from anchor.fence.guard import check_git_config
 
     repo = Repo(make_repo(tmp_path / "repo", {"params.json": "{}"}))
     check_git_config(repo)  # a plain clone passes
@@ -268,10 +268,11 @@ def test_research_run_in_gvisor_records_the_runtime_and_refuses_a_repository_tha
     assert sorted(p.name for p in (tmp_path / "data" / "research").iterdir()) == before
 
 
-def test_where_user_namespaces_are_disabled_a_search_refuses_to_run_and_says_why(tmp_path: Path) -> None:
-    """A user namespace of our own, where no further one may be made (user.max_user_namespaces = 0, set
-    inside it: the kernel's own refusal, as on a host that disables them): the search stops before any
-    attempt, and before it writes anything, with exit 8, naming user namespaces and --no-sandbox."""
+def test_a_root_harness_that_cannot_drop_to_the_attempt_user_refuses_to_run_and_says_why(tmp_path: Path) -> None:
+    """Root of a user namespace of our own that maps uid 0 alone (and where no further one may be made,
+    user.max_user_namespaces = 0): the harness cannot become anchor-attempt, and the sandbox never runs
+    the attempt as root, so the search stops before any attempt, and before it writes anything, with
+    exit 8, naming the user namespace and --no-sandbox."""
     from anchor.errors import ExitCode
     from tests.cli import ANCHOR_BIN
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 from pathlib import Path
@@ -21,11 +22,26 @@ _IDENTITY = {
 }
 
 
-SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false")
-"""Every git the harness runs: no hook, no fsmonitor program, whatever the repository's config says
-(issue 41: an attempt that made `.git/config` name `core.fsmonitor = <script>` had the harness's next
-`git status` run it on the host, unconfined). `anchor.research.guard.check_git_config` refuses, before a
-search starts, a config that names any other program."""
+SAFE = (
+    "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false",
+    "-c", "submodule.recurse=false", "-c", "protocol.ext.allow=never", "-c", "core.attributesFile=/dev/null",
+    "-c", "diff.external=", "-c", "core.sshCommand=false",
+)  # fmt: skip
+"""Every git the harness runs: no hook, no fsmonitor program, no submodule recursed into, no `ext::` transport,
+no external diff, whatever a configuration says (an attempt that made `.git/config` name
+`core.fsmonitor = <script>` had the harness's next `git status` run it on the host, unconfined; a
+nested repository's own `filter.x.clean`, reached through a gitlink, ran the same way).
+`anchor.fence.guard.check_git_config` refuses, before a search starts, a config that names any other
+program, and no system or user configuration is read at all (`GIT_ENV`)."""
+
+GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_TERMINAL_PROMPT": "0",
+           "GIT_OPTIONAL_LOCKS": "0"}  # fmt: skip
+"""Only the repository's own config, which the guard checked: /etc/gitconfig and ~/.gitconfig could name
+a program too, and are not the search's to vouch for."""
+
+
+def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    return child_env({**GIT_ENV, **(extra or {})})
 
 
 class Repo:
@@ -41,7 +57,7 @@ class Repo:
             ["git", *SAFE, "-C", str(self.path), *args],
             capture_output=True,
             text=True,
-            env=child_env({**(env or {}), "GIT_TERMINAL_PROMPT": "0"}),
+            env=_env(env),
         )
         if check and result.returncode != 0:
             raise GitError(
@@ -52,14 +68,14 @@ class Repo:
     def git_bytes(self, *args: str) -> bytes | None:
         """A git command's raw output (a blob), or None when it fails (no such path at that commit)."""
         result = subprocess.run(["git", *SAFE, "-C", str(self.path), *args], capture_output=True,
-                                env=child_env({"GIT_TERMINAL_PROMPT": "0"}))  # fmt: skip
+                                env=_env())  # fmt: skip
         return result.stdout if result.returncode == 0 else None
 
     def has_commit(self, commit: str) -> bool:
         found = subprocess.run(
             ["git", *SAFE, "-C", str(self.path), "cat-file", "-e", "--end-of-options", f"{commit}^{{commit}}"],
             capture_output=True,
-            env=child_env({"GIT_TERMINAL_PROMPT": "0"}),
+            env=_env(),
         )
         return found.returncode == 0
 
@@ -92,7 +108,7 @@ class Repo:
 
     def dirty(self) -> list[str]:
         """Every path with a change against HEAD: modified, staged, deleted or untracked."""
-        out = self.git("status", "--porcelain=v1", "-z", "--untracked-files=all")
+        out = self.git("status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=all")
         paths = []
         entries = out.split("\0")
         i = 0
@@ -114,20 +130,34 @@ class Repo:
         return self.head()
 
     def untracked(self) -> set[str]:
-        """Untracked files git does not ignore (what `git clean -fd` would have deleted)."""
-        out = self.git("ls-files", "-z", "--others", "--exclude-standard")
-        return {path for path in out.split("\0") if path}
+        """Untracked entries git does not ignore (what `git clean -fd` would have deleted): every file,
+        and every directory git lists as one entry (a nested repository, a directory holding nothing
+        git would track, an empty one), with a trailing `/`."""
+        files = self.git("ls-files", "-z", "--others", "--exclude-standard")
+        dirs = self.git("ls-files", "-z", "--others", "--exclude-standard", "--directory")
+        return {path for path in files.split("\0") if path} | {path for path in dirs.split("\0") if path.endswith("/")}
 
     def reset_to(self, commit: str, keep: set[str]) -> list[str]:
-        """Move to `commit`, undoing tracked changes, and delete the untracked files that are not in
-        `keep` — the ones an attempt created. Never `git clean`: that deleted a user's untracked
-        notes on a re-run. Returns what was deleted; empty directories left behind are removed too."""
-        self.git("reset", "--quiet", "--hard", commit)
+        """Move to `commit`, undoing tracked changes, and delete the untracked entries that are not in
+        `keep` — the ones an attempt created: files, and whole directories (a nested repository, a
+        read-only tree, thousands of empty directories) that held nothing of the user's. Never `git
+        clean`: that deleted a user's untracked notes on a re-run. Idempotent, so a reset cut short (a
+        SIGKILL) is finished by the next one. Returns what was deleted."""
+        self.git("reset", "--quiet", "--hard", "--no-recurse-submodules", commit)
         created = sorted(self.untracked() - keep)
+        kept_files = {path for path in keep if not path.endswith("/")}
         root = self.path.resolve()
         for rel in created:
-            target = self.path / rel
-            target.unlink(missing_ok=True)
+            target = self.path / rel.rstrip("/")
+            if rel.endswith("/"):
+                if any(kept.startswith(rel) for kept in kept_files):
+                    continue  # the user's untracked folder: only the files the attempt added in it go
+                remove_tree(target)
+            elif target.is_dir() and not target.is_symlink():
+                remove_tree(target)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    target.unlink()
             parent = target.parent
             while parent.resolve() != root and parent.is_dir() and not any(parent.iterdir()):
                 parent.rmdir()
@@ -135,11 +165,39 @@ class Repo:
         return created
 
     def diff(self, parent: str, commit: str, paths: tuple[str, ...]) -> bytes:
-        plain = ("--no-ext-diff", "--no-textconv", "--binary")  # no driver of the repository's runs
+        plain = ("--no-ext-diff", "--no-textconv", "--binary", "--ignore-submodules=all")  # no driver runs
         result = subprocess.run(
             ["git", *SAFE, "-C", str(self.path), "diff", *plain, "--end-of-options", parent, commit, "--", *paths],
             capture_output=True,
+            env=_env(),
         )
         if result.returncode != 0:
             raise GitError(f"git diff {parent[:12]} {commit[:12]} failed", detail={"repo": str(self.path)})
         return result.stdout
+
+
+def remove_tree(path: Path) -> None:
+    """Remove a directory tree an attempt left, whatever it did to it: read-only directories are made
+    writable first (by their owner, the harness's: nothing is followed), and nothing outside it is
+    touched."""
+    import shutil
+    import stat
+
+    def retry(function: object, failed: str, _exc: object) -> None:
+        parent = os.path.dirname(failed)
+        with contextlib.suppress(OSError):
+            os.chmod(parent, stat.S_IRWXU)
+            if not os.path.islink(failed) and os.path.isdir(failed):
+                os.chmod(failed, stat.S_IRWXU)
+                shutil.rmtree(failed, onerror=retry)
+            else:
+                os.unlink(failed)
+
+    if not os.path.lexists(path):
+        return
+    if path.is_symlink() or not path.is_dir():
+        path.unlink()
+        return
+    with contextlib.suppress(OSError):
+        os.chmod(path, stat.S_IRWXU)
+    shutil.rmtree(path, onerror=retry)

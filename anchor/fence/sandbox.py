@@ -8,9 +8,9 @@ evaluator, or fetch answers over the network. In the sandbox:
 - it runs in a user namespace of its own as an unprivileged user (uid/gid 65534) with every capability
   dropped and no way to make another user namespace (`--unshare-user --disable-userns --cap-drop ALL`),
   so CapEff is 0 even under a root harness and the read-only mounts it inherits are locked: a remount
-  (issue 41: `mount -o remount,bind,rw <repo>` made the repository writable) is refused, and the
-  seccomp policy (anchor.research.fence) refuses the mount family, namespaces and io_uring besides;
-- the filesystem is an allow-list (anchor.research.fence): the system's programs and libraries, a few
+  (`mount -o remount,bind,rw <repo>` made the repository writable) is refused, and the
+  seccomp policy (anchor.fence.policy) refuses the mount family, namespaces and io_uring besides;
+- the filesystem is an allow-list (anchor.fence.policy): the system's programs and libraries, a few
   /etc files, the harness's Python and PATH, the repository, read-only; fresh /tmp, /var/tmp and /run;
   no host socket is reachable (nor could one be made: AF_UNIX sockets are refused by seccomp); the
   data directory, the search's work dir and any keystore file are hidden (empty) where they would show;
@@ -28,17 +28,20 @@ given; the ledger entry of every attempt records how it ran (`sandbox`: "bubblew
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from anchor.errors import ToolchainMissing
+from anchor.fence.identity import ATTEMPT_USER, Identity, attempt_identity, give
+from anchor.fence.policy import Mount
 
 if TYPE_CHECKING:
-    from anchor.research.fence import Mount
     from anchor.settings.session import Settings
 
 ALLOWED = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
@@ -86,6 +89,9 @@ class Sandbox:
     runtime: str = "bubblewrap"
     tmpfs_bytes: int = 1 << 30
     """Each private tmpfs's size: at most the command's memory bound (its pages are charged to it)."""
+    identity: Identity | None = None
+    """Who the runtime and the command are on the host (anchor.fence.identity): `anchor-attempt` under a
+    root harness, None (the harness's own, unprivileged uid) otherwise. Never uid 0."""
 
     def revealing(self) -> Sandbox:
         return replace(self, shows_holdout=True)
@@ -109,15 +115,16 @@ class Sandbox:
         """The sandbox, or `ToolchainMissing` when its runtime is absent or cannot make what it needs
         here (namespaces, a user namespace, the seccomp policy)."""
         from anchor.errors import BadInput
-        from anchor.research.cgroups import Limits
-        from anchor.research.fence import TMP_BYTES, seccomp_program
+        from anchor.fence.cgroups import Limits
+        from anchor.fence.policy import TMP_BYTES, seccomp_program
 
         check_runtime(runtime)
+        identity = attempt_identity()
         if seccomp_program() is None:
             raise ToolchainMissing("libseccomp is not installed: the sandbox's system-call policy cannot be built"
                                    " (hint: apt-get install libseccomp2 and `make install`,"
                                    " or run with --no-sandbox)")  # fmt: skip
-        program = _probe(runtime)
+        program = _probe(runtime, identity)
         shown = tuple(p.resolve() for p in hidden if p.exists())
         hidden_holdout = tuple(p.resolve() for p in holdout if p.exists())
         outside = tuple(p.resolve() for p in inputs if p.exists() and not p.resolve().is_relative_to(repo.resolve()))
@@ -129,13 +136,22 @@ class Sandbox:
                                detail={"field": "inputs", "path": str(path)})  # fmt: skip
         tmpfs = min(TMP_BYTES, Limits.from_env().memory_bytes)
         return cls(program, repo.resolve(), editable, shown, hidden_holdout, pass_env=pass_env, inputs=outside,
-                   runtime=runtime, tmpfs_bytes=tmpfs)  # fmt: skip
+                   runtime=runtime, tmpfs_bytes=tmpfs, identity=identity)  # fmt: skip
 
-    def mounts(self, run_dir: Path, network: bool = False) -> list[Mount]:
-        """What the command sees, in order (anchor.research.fence.Mount): the allow-listed root, the
+    def mounts(
+        self, run_dir: Path, network: bool = False, copies: dict[str, Path] | None = None,
+        bounded_dir: Path | None = None,
+    ) -> list[Mount]:  # fmt: skip
+        """What the command sees, in order (anchor.fence.policy.Mount): the allow-listed root, the
         hidden paths, the repository read-only, the inputs, the holdout (hidden or shown), the editable
-        files, the read-only outputs, the run dir writable. The same list for both runtimes."""
-        from anchor.research.fence import Mount, runtime_mounts, system_mounts, tmpfs_mounts
+        files, the read-only outputs, the run dir writable. The same list for both runtimes.
+
+        The editable files are shown writable only as `copies` (editable path -> the harness's copy of
+        it, anchor.fence.workspace): the command never writes the user's repository; what it leaves
+        there is read back by the harness as hostile data. Without copies they are shown read-only.
+        `bounded_dir` is what is shown at the run dir's path: a filesystem of its own whose size and
+        inode count the kernel bounds (anchor.fence.quota), copied to the run dir once the command ends."""
+        from anchor.fence.policy import Mount, runtime_mounts, system_mounts, tmpfs_mounts
 
         plan = [*system_mounts(network), *tmpfs_mounts(self.tmpfs_bytes), *runtime_mounts()]
         for path in self.hidden:  # mounted before the binds below, which may lie inside them
@@ -148,27 +164,37 @@ class Sandbox:
             else:
                 plan.append(Mount("tmpfs", str(path), self.tmpfs_bytes) if path.is_dir() else Mount("null", str(path)))
         for rel in self.editable if self.edits else ():
-            target = self.repo / rel
-            if target.exists() and not _in_git_dir(self.repo, target):  # .git is never shown writable
-                plan.append(Mount("rw", str(target)))
+            target, copy = self.repo / rel, (copies or {}).get(rel)
+            if copy is not None and target.exists() and not _in_git_dir(self.repo, target):  # never .git
+                plan.append(Mount("rw", str(target), source=str(copy)))
         plan += [Mount("ro", str(path)) for path in self.read_only]
-        plan.append(Mount("rw", str(run_dir)))
+        plan.append(Mount("rw", str(run_dir), source=str(bounded_dir or run_dir)))
         return plan
 
     def argv(
         self, command: str, run_dir: Path, network: bool = False, extra_env: dict[str, str] | None = None,
-        processes: int = 512,
+        processes: int = 512, copies: dict[str, Path] | None = None, bounded_dir: Path | None = None,
     ) -> list[str]:  # fmt: skip
         """The command line running `command` (a shell line) in the repository, sandboxed; `network`
         keeps the host's network (the proposer, when told to: an agent calling its model), never for
         an attempt. `processes` is the bound gVisor's kernel holds the command to (under bubblewrap the
-        host's pids cgroup holds it: anchor.research.cgroups)."""
+        host's pids cgroup holds it: anchor.fence.cgroups).
+
+        The whole line starts from the allow-listed environment (`env -i`): the runtime's own process,
+        which is the sandbox's pid 1 under bubblewrap, holds nothing of the harness's environment for
+        `/proc/1/environ` to show. Under a root harness it then drops to `self.identity` before any
+        namespace is made (`launcher`)."""
         run_dir = run_dir.resolve()
         env = {**allowed_env(run_dir, True, self.pass_env), **(extra_env or {})}
-        plan = self.mounts(run_dir, network)
+        plan = self.mounts(run_dir, network, copies, bounded_dir)
+        staged: dict[str, str] = {}
+        if self.identity is not None:  # every bind source is reached through the launcher's staging tree
+            plan, staged = _staged(plan)
         if self.runtime == "gvisor":
-            return _runsc_argv(self.program, plan, command, self.repo, env, network, processes)
-        return _bwrap_argv(self.program, plan, command, self.repo, env, network)
+            inner = _runsc_argv(self.program, plan, command, self.repo, env, network, processes, self.identity)
+        else:
+            inner = _bwrap_argv(self.program, plan, command, self.repo, env, network)
+        return ["/usr/bin/env", "-i", *(f"{k}={v}" for k, v in env.items()), *launcher(inner, staged, self.identity)]
 
 
 def check_runtime(runtime: str) -> str:
@@ -186,22 +212,32 @@ def _in_git_dir(repo: Path, target: Path) -> bool:
     return (repo / ".git") == target or target.is_relative_to(repo / ".git")
 
 
-def _probe(runtime: str) -> str:
-    """The runtime's program, once it has shown it can run a command here as the sandbox will."""
+def _probe(runtime: str, identity: Identity | None) -> str:
+    """The runtime's program, once it has shown it can run a command here as the sandbox will: as
+    `identity` when the harness is root. Probed once per process."""
     hint = "run with --no-sandbox"
+    if identity is not None:
+        for tool in ("unshare", "setpriv", "mount"):
+            if shutil.which(tool) is None:
+                raise ToolchainMissing(f"{tool} (util-linux) is not installed: a root harness needs it to drop to"
+                                       f" {ATTEMPT_USER} before the sandbox is made (hint: apt-get install"
+                                       f" util-linux mount, or {hint})")  # fmt: skip
     if runtime == "gvisor":
         runsc = shutil.which("runsc")
         if runsc is None:
             raise ToolchainMissing("gVisor (runsc) is not installed: install it (`make sandbox`, or apt-get install"
                                    f" runsc), use --sandbox-runtime bubblewrap, or {hint}")  # fmt: skip
+        reason = _probe_once(runtime, runsc, identity)
+        if reason is not None:
+            raise ToolchainMissing(f"gVisor (runsc) cannot run a sandbox here ({reason}): use --sandbox-runtime"
+                                   f" bubblewrap, or {hint}")  # fmt: skip
         return runsc
     bwrap = shutil.which("bwrap")
     hint = f"install bubblewrap (`make sandbox`, or apt-get install bubblewrap), or {hint}"
     if bwrap is None:
         raise ToolchainMissing(f"bubblewrap (bwrap) is not installed: {hint}")
-    probe = subprocess.run([bwrap, "--ro-bind", "/", "/", "--unshare-all", *_USER, "true"], capture_output=True)
-    if probe.returncode != 0:
-        reason = probe.stderr.decode("utf-8", "replace").strip()[:200]
+    reason = _probe_once(runtime, bwrap, identity)
+    if reason is not None:
         if "namespace" in reason.lower() or "permitted" in reason.lower():
             raise ToolchainMissing(
                 f"bubblewrap cannot make a user namespace here ({reason}): the sandbox never runs code as root or"
@@ -212,16 +248,143 @@ def _probe(runtime: str) -> str:
     return bwrap
 
 
+@lru_cache(maxsize=8)
+def _probe_once(runtime: str, program: str, identity: Identity | None) -> str | None:
+    """None when `program` ran `true` in a sandbox of its kind here, else why not (its stderr's start)."""
+    if runtime == "gvisor":
+        return _probe_runsc(program, identity)
+    argv = launcher([program, "--ro-bind", "/", "/", "--unshare-all", *_USER, "true"], {}, identity)
+    probe = subprocess.run(["/usr/bin/env", "-i", *argv], capture_output=True)
+    return None if probe.returncode == 0 else probe.stderr.decode("utf-8", "replace").strip()[:200] or "failed"
+
+
+def _probe_runsc(runsc: str, identity: Identity | None) -> str | None:
+    plan = [Mount("ro-try", path) for path in ("/usr", "/bin", "/lib", "/lib64")]
+    argv = _runsc_argv(runsc, plan, "true", Path("/"), {"PATH": "/usr/bin:/bin"}, False, 16, identity)
+    try:
+        probe = subprocess.run(["/usr/bin/env", "-i", *launcher(argv, {}, identity)], capture_output=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return "it did not finish within 60 s"
+    return None if probe.returncode == 0 else probe.stderr.decode("utf-8", "replace").strip()[-200:] or "failed"
+
+
+def default_runtime() -> str:
+    """gVisor where runsc is installed and runs a sandbox here, bubblewrap otherwise: gVisor answers the
+    command's system calls with a kernel of its own, so a hole in the host's kernel is not the
+    command's to use. The choice is recorded in every attempt's ledger entry (`sandbox`)."""
+    runsc = shutil.which("runsc")
+    if runsc is None:
+        return "bubblewrap"
+    try:
+        identity = attempt_identity()
+    except ToolchainMissing:
+        return "bubblewrap"  # Sandbox.find says why, for the runtime it is asked for
+    return "gvisor" if _probe_once("gvisor", runsc, identity) is None else "bubblewrap"
+
+
 _USER = ["--unshare-user", "--disable-userns", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
          "--cap-drop", "ALL"]  # fmt: skip
 """Never root inside: a user namespace of its own, as nobody, no capability, no nested user namespace."""
+
+STAGE_ROOT = Path("/run/anchor-fence")
+"""Where a root harness's launcher mounts, in a mount namespace of its own, the tree through which the
+dropped identity reaches what it is shown (`_staged`); the run dirs' bounded filesystems live beside it
+(anchor.fence.quota). Root's, mode 0711: others may pass through to what is mounted below, never list."""
+
+_LAUNCH = r"""set -eu
+stage=$1 uid=$2 gid=$3 filter=$4 count=$5 mount=$6 setpriv=$7
+shift 7
+if [ "$count" -gt 0 ]; then
+  "$mount" -t tmpfs -o mode=0755,size=1m,nosuid,nodev anchor-fence "$stage"
+  i=0
+  while [ "$i" -lt "$count" ]; do
+    if [ -d "$1" ]; then mkdir "$stage/$i"; else : > "$stage/$i"; fi
+    "$mount" --rbind -- "$1" "$stage/$i"
+    i=$((i + 1))
+    shift
+  done
+fi
+if [ -n "$filter" ]; then exec 3<"$filter"; rm -f -- "$filter"; fi
+if [ -n "$uid" ]; then
+  exec "$setpriv" --reuid="$uid" --regid="$gid" --clear-groups --inh-caps=-all --bounding-set=-all -- "$@"
+fi
+exec "$@"
+"""
+"""The launcher, a POSIX shell script: as root, in a private mount namespace, bind each source the
+sandbox shows under a tmpfs only this namespace has (so a root-only ancestor, such as /root of a
+pyenv or pytest's 0700 temporary root, is no obstacle and no host permission is loosened); open the
+seccomp policy as descriptor 3; then drop every privilege to the attempt's identity and exec the
+runtime. Nothing of root runs past the exec."""
+
+
+def launcher(inner: list[str], staged: dict[str, str], identity: Identity | None) -> list[str]:
+    """`inner` (a runtime's command line) started by the launcher: `staged` (staging path -> source,
+    in order) bound first, the seccomp file `inner` names as `--seccomp 3` opened, then dropped to
+    `identity`. Without an identity (a harness that is not root) nothing is staged or dropped."""
+    filter_path = ""
+    if "--seccomp" in inner:
+        at = inner.index("--seccomp")
+        filter_path, inner = inner[at + 1], [*inner[:at], "--seccomp", "3", *inner[at + 2 :]]
+    uid, gid = ("", "") if identity is None else (str(identity.uid), str(identity.gid))
+    # the tools by path: the launcher's PATH is already the command's, not the harness's
+    tools = [shutil.which(tool) or f"/usr/bin/{tool}" for tool in ("mount", "setpriv")]
+    args = ["/bin/sh", "-c", _LAUNCH, "anchor-fence", str(STAGE_ROOT / "stage"), uid, gid, filter_path,
+            str(len(staged)), *tools, *staged.values(), *inner]  # fmt: skip
+    if staged:
+        _stage_root()
+        unshare = shutil.which("unshare") or "/usr/bin/unshare"
+        return [unshare, "--mount", "--propagation", "private", "--", *args]
+    return args
+
+
+def _stage_root() -> None:
+    """Make STAGE_ROOT (root's, 0711) and its `stage` mount point, refusing anything else found there."""
+    import stat
+
+    for path, mode in ((STAGE_ROOT, 0o711), (STAGE_ROOT / "stage", 0o700)):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(path, mode)
+        found = os.lstat(path)
+        if not stat.S_ISDIR(found.st_mode) or found.st_uid != 0:
+            raise ToolchainMissing(f"{path} is not a directory of root's: the sandbox's staging tree cannot be"
+                                   " made there (hint: remove it)")  # fmt: skip
+        os.chmod(path, mode)
+
+
+def _staged(plan: list[Mount]) -> tuple[list[Mount], dict[str, str]]:
+    """The plan with every bind source outside the system's world-readable paths replaced by its place
+    in the launcher's staging tree, and that tree (staging path -> source). A source that does not
+    exist is left out (an `ro-try`), or kept for the runtime to refuse (`ro`, `rw`)."""
+    from anchor.fence.policy import ETC, SYSTEM
+
+    stage = STAGE_ROOT / "stage"
+    staged: dict[str, str] = {}
+    out: list[Mount] = []
+    for mount in plan:
+        source = mount.source or mount.target
+        public = source in ETC or any(source == s or source.startswith(s + "/") for s in SYSTEM)
+        if mount.kind in ("tmpfs", "null") or public:
+            out.append(mount)
+            continue
+        if not os.path.exists(source):
+            if mount.kind != "ro-try":
+                out.append(mount)
+            continue
+        at = str(stage / str(len(staged)))
+        staged[at] = source
+        out.append(replace(mount, kind="ro" if mount.kind == "ro-try" else mount.kind, source=at))
+    return out, staged
 
 
 def _bwrap_argv(
     bwrap: str, plan: list[Mount], command: str, repo: Path, env: dict[str, str], network: bool
 ) -> list[str]:
+    """bwrap's command line, its seccomp policy named as `--seccomp FILE` (the launcher opens it)."""
     args = [bwrap, "--die-with-parent", "--new-session", "--unshare-all", *_USER, "--tmpfs", "/",
-            "--dev", "/dev", "--proc", "/proc"]  # fmt: skip
+            "--dev", "/dev", "--proc", "/proc",
+            # the host's kernel settings are never the command's to write, whoever it maps to
+            "--ro-bind", "/proc/sys", "/proc/sys",
+            "--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger"]  # fmt: skip
     if network:
         args.append("--share-net")
     for mount in plan:
@@ -231,47 +394,52 @@ def _bwrap_argv(
             args += ["--ro-bind", "/dev/null", mount.target]
         else:
             flag = {"ro": "--ro-bind", "ro-try": "--ro-bind-try", "rw": "--bind"}[mount.kind]
-            args += [flag, mount.target, mount.target]
+            args += [flag, mount.source or mount.target, mount.target]
     # last: the root tmpfs itself read-only (the directories made for the mounts above included)
     args += ["--remount-ro", "/", "--chdir", str(repo), "--clearenv"]
     for name, value in env.items():
         args += ["--setenv", name, value]
-    from anchor.research.fence import with_filter
+    from anchor.fence.policy import seccomp_file
 
-    return with_filter([*args, "/bin/sh", "-c", command])
+    return [*args[:1], "--seccomp", seccomp_file(), *args[1:], "/bin/sh", "-c", command]
 
 
 def _runsc_argv(
-    runsc: str, plan: list[Mount], command: str, repo: Path, env: dict[str, str], network: bool, processes: int
-) -> list[str]:
+    runsc: str, plan: list[Mount], command: str, repo: Path, env: dict[str, str], network: bool, processes: int,
+    identity: Identity | None,
+) -> list[str]:  # fmt: skip
     """runsc's command line for an OCI bundle written for this one command (a private directory holding
-    config.json and an empty root), removed by the shell that waits on runsc."""
+    config.json and an empty root, the identity's when the harness is root), removed by the shell that
+    waits on runsc."""
     import json
     import tempfile
 
-    from anchor.research.fence import oci_seccomp
+    from anchor.fence.policy import oci_seccomp
 
     bundle = Path(tempfile.mkdtemp(prefix="anchor-gvisor-"))
     (bundle / "root").mkdir()
     mounts: list[dict[str, object]] = [
         {"destination": "/proc", "type": "proc", "source": "proc"},
+        # runsc does not apply the OCI spec's readonlyPaths: gVisor's own /proc/sys is hidden, read-only
+        {"destination": "/proc/sys", "type": "tmpfs", "source": "tmpfs", "options": ["ro", "nosuid", "nodev",
+                                                                                      "noexec", "size=4k"]},
         {"destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "mode=755"]},
-    ]
+    ]  # fmt: skip
     for mount in plan:
-        if mount.kind == "ro-try" and not os.path.exists(mount.target):
+        if mount.kind == "ro-try" and not os.path.exists(mount.source or mount.target):
             continue
         if mount.kind == "tmpfs":
             mounts.append({"destination": mount.target, "type": "tmpfs", "source": "tmpfs",
                            "options": ["nosuid", "nodev", f"size={mount.size}"]})  # fmt: skip
         else:
-            source = "/dev/null" if mount.kind == "null" else mount.target
+            source = "/dev/null" if mount.kind == "null" else (mount.source or mount.target)
             options = ["rbind", "rw" if mount.kind == "rw" else "ro"]
             mounts.append({"destination": mount.target, "type": "bind", "source": source, "options": options})
     namespaces = [{"type": kind} for kind in ("pid", "ipc", "uts", "mount", *(() if network else ("network",)))]
     config = {
         "ociVersion": "1.0.0",
-        # uid 0 of gVisor's own kernel, with no capability: rootless runsc maps only the harness's uid, so
-        # the files the harness owns (the run dir, the editable files) are writable as that user alone
+        # uid 0 of gVisor's own kernel, with no capability: rootless runsc maps only its own host uid
+        # (the attempt's identity under a root harness), so only what that uid may write is writable
         "process": {"terminal": False, "user": {"uid": 0, "gid": 0},
                     "args": ["/bin/sh", "-c", command], "env": [f"{k}={v}" for k, v in env.items()],
                     "cwd": str(repo), "capabilities": {}, "noNewPrivileges": True,
@@ -282,6 +450,8 @@ def _runsc_argv(
         "linux": {"namespaces": namespaces, "seccomp": oci_seccomp()},
     }  # fmt: skip
     (bundle / "config.json").write_text(json.dumps(config))
+    for made in (bundle, bundle / "root", bundle / "config.json"):
+        give(made, identity)
     name = bundle.name.removeprefix("anchor-gvisor-")
     flags = ["--rootless", "--ignore-cgroups", "--oci-seccomp", "--host-uds=none", f"--root={bundle / 'state'}",
              "--network=" + ("host" if network else "none")]  # fmt: skip
@@ -290,7 +460,7 @@ def _runsc_argv(
 
 
 def refuse_unconfined(settings: Settings) -> None:
-    """`--no-sandbox` with a key in reach is refused (issue 28): unconfined code runs as this user, so
+    """`--no-sandbox` with a key in reach is refused: unconfined code runs as this user, so
     it can read a secret out of our /proc/<pid>/environ (or a keystore file) however carefully its own
     environment was cleaned. Checked: every ANCHOR_* secret variable (anchor.settings.session.is_secret)
     and a configured keystore. Other secrets of the shell are the caller's to keep out."""

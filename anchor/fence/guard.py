@@ -4,7 +4,7 @@ own git from being steered by what an attempt leaves behind.
 1. Commit before measure: nothing in the editable may be uncommitted when an attempt is measured.
 2. The fence: nothing outside the editable allowlist may be dirty, ever.
 3. Dedup by commit: a commit already scored for this researcher is never measured again.
-4. The repository's git state is the harness's (issue 41): a search whose `.git/config` names a program
+4. The repository's git state is the harness's: a search whose `.git/config` names a program
    git would run (`check_git_config`) is refused before it starts, and `.git/config`, the hooks, the
    refs and HEAD are compared before and after every command run in the repository (`GitSeal`): a
    change fails that command by name and is undone before git runs again.
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from anchor.errors import GuardError
-from anchor.research.git import Repo
+from anchor.fence.git import Repo
 
 PROGRAM_KEYS = (
     "core.fsmonitor", "core.hookspath", "core.sshcommand", "core.pager", "core.editor", "core.askpass",
@@ -129,7 +129,7 @@ def check_fence(repo: Repo, editable: tuple[str, ...]) -> list[str]:
 
 
 def check_changes_something(repo: Repo, dirty: list[str]) -> None:
-    """Refuse a proposal whose every change leaves the content the same (issue 47): byte-identical, or
+    """Refuse a proposal whose every change leaves the content the same: byte-identical, or
     the same parsed values for a JSON or TOML editable (params.json pretty-printed again). Measuring it
     would count a trial that tried nothing, and inflate the trial count every adjustment divides by."""
     same = []

@@ -1,9 +1,16 @@
-"""Run one attempt's command under the contract's wall-clock bound, in a process group of its own.
+"""Run one untrusted command (an attempt, a proposer, an evaluator) under its bounds, in a process group
+of its own: `run_command`, the fence's one entry for the research loop.
 
 On timeout the whole group gets SIGTERM, then after the grace period SIGKILL, so grandchildren that
 ignore SIGTERM die too; the attempt's exit status is then 124 (as timeout(1) reports it). Output is
 captured to run_dir/stdout.log and stderr.log. The command's environment is an allow-list (PATH, the
-locale, a HOME in the run dir: anchor.research.sandbox.allowed_env), with or without the sandbox.
+locale, a HOME in the run dir: anchor.fence.sandbox.allowed_env), with or without the sandbox.
+
+In the sandbox the command writes only its bounded filesystem (anchor.fence.quota): its run dir and its
+copies of the editable files (anchor.fence.workspace), which the harness reads back as hostile data
+once every process of the command is gone. A bound the kernel counted (an OOM kill, a refused fork, a
+full filesystem) ends the command naming that limit, whatever it exited with: a figure measured after
+a worker was killed is never a completed attempt.
 """
 
 from __future__ import annotations
@@ -18,9 +25,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from anchor.research.cgroups import CommandGroup, Limits, processes_of
-from anchor.research.sandbox import Sandbox, allowed_env
-from anchor.settings.session import child_env, start_ticks
+from anchor.fence.cgroups import CommandGroup, Limits, processes_of
+from anchor.fence.quota import BoundedDir, copy_out, regular_bytes
+from anchor.fence.sandbox import Sandbox, allowed_env
+from anchor.fence.workspace import Workspace, unsafe_entries
+from anchor.settings.session import start_ticks
 
 TIMEOUT_STATUS = 124
 
@@ -31,27 +40,28 @@ class RunResult:
     timed_out: bool
     duration_ms: int
     limit: dict[str, object] | None = None
-    """The resource limit that ended the command, if one did: {"name": memory|run_dir|file_size, "bound": N}."""
+    """The resource limit that ended the command, if one did: {"name": memory|processes|disk|inodes|file_size,
+    "bound": N}."""
     memory_bound: str = "cgroup"
     """How the memory bound held: "cgroup" (every process and tmpfs page together) or "rlimit" (per
     process: no memory cgroup could be made here; recorded in the ledger entry)."""
     git_changed: tuple[str, ...] = ()
-    """What of the repository's .git the command changed (anchor.research.guard.GitSeal), undone: a
+    """What of the repository's .git the command changed (anchor.fence.guard.GitSeal), undone: a
     command that changed any of it failed, whatever it exited with."""
+    refused: tuple[str, ...] = ()
+    """What the command left in the editable files that the repository never holds ("src/sub/.git (a
+    nested repository (.git))", a link, a device): never written back, never given to git; a command
+    that left any of it failed, whatever it exited with."""
+    written_back: tuple[str, ...] = ()
+    """The editable paths written (or removed) in the repository from the command's copies (a proposer)."""
+    quota: str = "kernel"
+    """How the run dir's bound held: "kernel" (a filesystem of its own, bytes and inodes) or "watched"
+    (regular files' bytes, counted by the harness: no filesystem could be mounted here)."""
 
 
 _OUT_OF_MEMORY = (b"MemoryError", b"Cannot allocate memory", b"std::bad_alloc", b"out of memory")
 _NO_FORK = (b"Resource temporarily unavailable", b"BlockingIOError", b"Cannot fork", b"fork: retry")
 _SIGXFSZ_STATUS = (128 + signal.SIGXFSZ, -signal.SIGXFSZ)
-
-
-def _dir_bytes(path: Path) -> int:
-    total = 0
-    for root, _, files in os.walk(path):
-        for name in files:
-            with contextlib.suppress(OSError):
-                total += os.lstat(os.path.join(root, name)).st_size
-    return total
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,17 +96,18 @@ class Bounds:
         self.group.enter()
 
     def met(self, code: int, log: Path) -> dict[str, object] | None:
-        """Which limit a failed command met, from what it left: the kernel's own counts in its cgroups
-        (an OOM kill, a refused fork), a file-size signal, or (under the rlimit fallbacks only, where
-        allocation fails rather than the process being killed) an allocation failure at the end of its
-        stderr."""
-        if code == 0:
-            return None
+        """Which limit the command met, from what it left: the kernel's own counts in its cgroups (an
+        OOM kill, a refused fork), whatever it exited with (a parent that exits 0 after a child was
+        killed met the bound all the same); then, for a failed command, a file-size signal, or (under
+        the rlimit fallbacks only, where allocation fails rather than the process being killed) an
+        allocation failure at the end of its stderr."""
         kernel = self.group.met()
         if kernel == "memory":
             return {"name": "memory", "bound": self.limits.memory_bytes}
         if kernel == "processes":
             return {"name": "processes", "bound": self.limits.processes}
+        if code == 0:
+            return None
         if code in _SIGXFSZ_STATUS:
             return {"name": "file_size", "bound": self.limits.file_bytes}
         with contextlib.suppress(OSError), open(log, "rb") as err:
@@ -138,35 +149,79 @@ def run_command(
     sandbox: Sandbox | None = None,
     pass_env: tuple[str, ...] = (),
     limits: Limits | None = None,
+    *,
+    editable: tuple[str, ...] = (),
+    network: bool = False,
+    extra_env: dict[str, str] | None = None,
+    write_back: bool = False,
 ) -> RunResult:
-    from anchor.research.guard import GitSeal
+    """Run `command` (a shell line) in `cwd` under `limits`, sandboxed unless `sandbox` is None, its
+    logs and evidence in `run_dir`. `write_back` (a proposer) writes the command's copies of the editable
+    files back to the repository once they are inspected; otherwise they are only inspected. Unconfined,
+    `editable` names the paths to inspect in the repository itself. `network` and `extra_env` are the
+    proposer's (an agent calling its model, ANCHOR_EDITABLE)."""
+    from anchor.fence.guard import GitSeal
 
     run_dir.mkdir(parents=True, exist_ok=True)
+    limits = limits or Limits.from_env()
     seal = GitSeal.take(cwd)
-    with bounded(limits or Limits.from_env(), None if sandbox is None else sandbox.runtime) as bounds:
-        result = _run_bounded(command, cwd, run_dir, timeout_s, grace_s, sandbox, pass_env, bounds)
+    if sandbox is None:
+        before = unsafe_entries(cwd, editable)
+        with bounded(limits, None) as bounds:
+            result = _run_bounded(command, cwd, run_dir, timeout_s, grace_s, None, pass_env, bounds,
+                                  None, None, network, extra_env)  # fmt: skip
+        left = {p: k for p, k in unsafe_entries(cwd, editable).items() if before.get(p) != k}
+        result = replace(result, refused=tuple(f"{p} ({k})" for p, k in sorted(left.items())), quota="watched")
+    else:
+        space = BoundedDir.make(limits.run_dir_bytes, sandbox.identity)
+        try:
+            work = (Workspace.make(sandbox.repo, sandbox.editable, space.edit, sandbox.identity)
+                    if sandbox.edits else None)  # fmt: skip
+            with bounded(limits, sandbox.runtime) as bounds:
+                result = _run_bounded(command, cwd, run_dir, timeout_s, grace_s, sandbox, pass_env, bounds,
+                                      space, work, network, extra_env)  # fmt: skip
+            copy_out(space.run, run_dir)
+            refused = {} if work is None else work.refused()
+            back: list[str] = []
+            if work is not None and write_back and not refused and result.exit_code == 0 and result.limit is None:
+                back = work.write_back()
+            result = replace(result, refused=tuple(f"{p} ({k})" for p, k in sorted(refused.items())),
+                             written_back=tuple(back), quota="kernel" if space.enforced else "watched")  # fmt: skip
+        finally:
+            space.close()
     changed = () if seal is None else tuple(seal.broken())
     if changed:  # undone before any git of ours runs again; never a success
-        return replace(result, exit_code=result.exit_code or 1, git_changed=changed)
+        result = replace(result, git_changed=changed)
+    if (changed or result.refused) and result.exit_code == 0:
+        result = replace(result, exit_code=1)
     return result
 
 
 def _run_bounded(
     command: str, cwd: Path, run_dir: Path, timeout_s: float, grace_s: float, sandbox: Sandbox | None,
-    pass_env: tuple[str, ...], bounds: Bounds,
+    pass_env: tuple[str, ...], bounds: Bounds, space: BoundedDir | None, work: Workspace | None, network: bool,
+    extra_env: dict[str, str] | None,
 ) -> RunResult:  # fmt: skip
     import threading
 
     limits = bounds.limits
     start = time.monotonic()
     over: dict[str, object] = {}
-    with open(run_dir / "stdout.log", "wb") as out, open(run_dir / "stderr.log", "wb") as err:
+    logs = run_dir if space is None else space.run  # the logs count against the bound too
+    with open(logs / "stdout.log", "wb") as out, open(logs / "stderr.log", "wb") as err:
+        if sandbox is None:
+            argv: str | list[str] = command
+            env = {**allowed_env(run_dir, passed=pass_env), **(extra_env or {})}
+        else:  # the launcher starts from the allow-list itself (`env -i`): nothing else reaches it
+            copies = {} if work is None else work.copies
+            shown = None if space is None else space.run
+            argv = sandbox.argv(command, run_dir, network, extra_env, limits.processes, copies, shown)
+            env = {}
         process = subprocess.Popen(  # noqa: S602 - the command is the researcher's own, from the contract
-            command if sandbox is None else sandbox.argv(command, run_dir, processes=limits.processes),
+            argv,
             shell=sandbox is None,
             cwd=cwd,
-            # bwrap clears the environment itself and sets the allow-list inside; it gets no secret either
-            env=allowed_env(run_dir, passed=pass_env) if sandbox is None else child_env(),
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=err,
@@ -175,15 +230,26 @@ def _run_bounded(
         )
         stop = threading.Event()
 
-        def watch_run_dir() -> None:
-            """The run dir's size, twice a second: past its bound the group goes down, named."""
-            while not stop.wait(0.5):
-                if _dir_bytes(run_dir) > limits.run_dir_bytes:
-                    over.update(name="run_dir", bound=limits.run_dir_bytes)
-                    _signal_group(process.pid, signal.SIGKILL)
-                    return
+        def watch() -> None:
+            """Every 50 ms: the kernel's count of an OOM kill in the command's group (cgroup v1 has no
+            memory.oom.group: the first kill ends the whole command here), and the run dir's bound (a
+            full filesystem, or regular files' bytes where none could be mounted). Either ends the group,
+            named."""
+            ticks = 0
+            while not stop.wait(0.05):
+                ticks += 1
+                if bounds.group.met() == "memory":
+                    over.update(name="memory", bound=limits.memory_bytes)
+                elif space is not None and (space.enforced or ticks % 10 == 0) and (full := space.full()):
+                    over.update(name=full, bound=limits.run_dir_bytes if full == "disk" else space.inodes)
+                elif space is None and ticks % 10 == 0 and regular_bytes(run_dir) > limits.run_dir_bytes:
+                    over.update(name="disk", bound=limits.run_dir_bytes)
+                else:
+                    continue
+                _signal_group(process.pid, signal.SIGKILL)
+                return
 
-        watcher = threading.Thread(target=watch_run_dir, name="run-dir-quota", daemon=True)
+        watcher = threading.Thread(target=watch, name="command-bounds", daemon=True)
         watcher.start()
         try:
             # who owns what: the attempt's process group, recorded before we wait on it, so whoever must
@@ -205,14 +271,17 @@ def _run_bounded(
     # once it is really gone, so the next attempt never shares the machine with this one
     _signal_group(process.pid, signal.SIGKILL)
     _wait_group_gone(process.pid)
-    if not over and _dir_bytes(run_dir) > limits.run_dir_bytes:  # written faster than the watcher looked
-        over.update(name="run_dir", bound=limits.run_dir_bytes)
+    if not over:  # met faster than the watcher looked
+        full = space.full() if space is not None else (
+            "disk" if regular_bytes(run_dir) > limits.run_dir_bytes else None)  # fmt: skip
+        if full is not None:
+            over.update(name=full, bound=limits.run_dir_bytes if full == "disk" else space.inodes if space else 0)
     if over:
         limit: dict[str, object] | None = dict(over)
-    else:  # a timeout is its own verdict; otherwise, what the failure left says which limit it met
-        limit = None if timed_out else bounds.met(code, run_dir / "stderr.log")
+    else:  # a timeout is its own verdict; otherwise, what the command left says which limit it met
+        limit = None if timed_out else bounds.met(code, logs / "stderr.log")
     if limit is not None and code == 0:
-        code = 1  # the quota watcher ended it: never a success
+        code = 1  # a bound ended it (or killed one of its processes): never a success
     return RunResult(code, timed_out, int((time.monotonic() - start) * 1000), limit, bounds.memory)
 
 

@@ -7,9 +7,9 @@ on the mount. So the sandbox's root is an empty, read-only tmpfs, and only what 
 is bound into it, read-only: the system's programs and libraries (/usr and its /bin, /lib links), the
 few /etc files a libc and Python read, /sys, the harness's own Python and the PATH directories it runs
 with. /tmp, /var/tmp and /run are fresh tmpfs, each no larger than the command's memory bound (their
-pages are charged to its memory cgroup: anchor.research.cgroups).
+pages are charged to its memory cgroup: anchor.fence.cgroups).
 
-Why seccomp too (issue 41): the repository, the run dir and the PATH directories are shown, and a
+Why seccomp too: the repository, the run dir and the PATH directories are shown, and a
 socket could sit in one of them (a listener in the repository's .git); and the kernel offers more ways
 around a fence than we listed by hand (io_uring's IORING_OP_SOCKET made the AF_UNIX socket our
 one-rule filter refused). `POLICY` is built with libseccomp (PyPI's pyseccomp, over the system's
@@ -17,7 +17,8 @@ libseccomp2) from the deny lists of Docker's default profile (moby/profiles/secc
 Flatpak's (flatpak-run.c, setup_seccomp): the mount family, namespaces, io_uring, keyrings, bpf,
 perf, ptrace and cross-process memory, userfaultfd, kernel modules and kexec, the clock, swap and
 reboot, TIOCSTI, personality beyond the harmless values, clone with namespace flags, clone3 (ENOSYS, so
-libc falls back to clone, whose flags the filter can see), and socket(AF_UNIX) (EACCES). A system call
+libc falls back to clone, whose flags the filter can see), and socket() of any family but AF_INET and
+AF_INET6 (EACCES: AF_UNIX, AF_NETLINK, AF_PACKET, AF_VSOCK...). A system call
 of another ABI (32-bit, x32) is refused as a whole. The same policy is rendered as OCI JSON for gVisor
 (`oci_seccomp`), so both runtimes refuse the same calls.
 """
@@ -49,7 +50,11 @@ bound: it is RAM, charged to the command's memory cgroup."""
 
 _CLONE_NAMESPACES = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000)
 """CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET: clone with any of them is refused."""
-_AF_UNIX = 1
+_AF_INET, _AF_INET6 = 2, 10
+"""The only socket families allowed: the sandbox's network namespace is empty, so they reach nothing but
+its own loopback. Every other family is refused: AF_UNIX (a host socket on a shown path), AF_NETLINK,
+AF_PACKET, AF_VSOCK (the hypervisor's side of a VM host, outside every network namespace) and the rest."""
+_LT, _GT, _EQ = 2, 6, 4
 _TIOCSTI, _TIOCLINUX = 0x5412, 0x541C
 _PER_LINUX = 0
 _MASKED_EQ, _NE = 7, 1
@@ -82,13 +87,16 @@ Rule = tuple[str, int, tuple[tuple[int, int, int, int], ...]]
 
 def policy_rules() -> list[Rule]:
     """The policy as data: (system call, errno, conditions), each condition (argument index, op, mask
-    or value, value) in libseccomp's terms: op 7 is MASKED_EQ (`arg & mask == value`), op 1 is NE. A
+    or value, value) in libseccomp's terms: op 7 is MASKED_EQ (`arg & mask == value`), 1 NE, 2 LT, 4 EQ, 6 GT. A
     call matching every condition of one rule is refused with that errno; rules for one call are
     alternatives. Rendered for bwrap by `seccomp_program` and for gVisor by `oci_seccomp`."""
     rules: list[Rule] = [(name, errno.EPERM, ()) for name in DENIED]
     rules.append(("clone3", errno.ENOSYS, ()))  # libc falls back to clone, whose flags are visible
     rules += [("clone", errno.EPERM, ((0, _MASKED_EQ, flag, flag),)) for flag in _CLONE_NAMESPACES]
-    rules.append(("socket", errno.EACCES, ((0, _MASKED_EQ, _LOW32, _AF_UNIX),)))
+    # every family but AF_INET and AF_INET6, compared on all 64 bits (a family with high bits set, which
+    # the kernel would truncate, is above AF_INET6 and refused)
+    refused = [(0, _LT, _AF_INET, 0)] + [(0, _EQ, family, 0) for family in range(_AF_INET + 1, _AF_INET6)]
+    rules += [("socket", errno.EACCES, (condition,)) for condition in (*refused, (0, _GT, _AF_INET6, 0))]
     rules += [("ioctl", errno.EPERM, ((1, _MASKED_EQ, _LOW32, request),)) for request in (_TIOCSTI, _TIOCLINUX)]
     rules.append(("personality", errno.EINVAL, ((0, _NE, _PER_LINUX, 0),)))  # Flatpak: no faked uname
     return rules
@@ -121,7 +129,8 @@ def seccomp_program() -> bytes | None:
 def oci_seccomp() -> dict[str, object]:
     """The same policy as an OCI runtime-spec `linux.seccomp` section (what gVisor's --oci-seccomp
     loads inside its sandbox)."""
-    ops = {_MASKED_EQ: "SCMP_CMP_MASKED_EQ", _NE: "SCMP_CMP_NE"}
+    ops = {_MASKED_EQ: "SCMP_CMP_MASKED_EQ", _NE: "SCMP_CMP_NE", _LT: "SCMP_CMP_LT", _GT: "SCMP_CMP_GT",
+           _EQ: "SCMP_CMP_EQ"}  # fmt: skip
     syscalls: list[dict[str, object]] = []
     for name, code, conditions in policy_rules():
         rule: dict[str, object] = {"names": [name], "action": "SCMP_ACT_ERRNO", "errnoRet": code}
@@ -134,7 +143,7 @@ def oci_seccomp() -> dict[str, object]:
 @dataclass(frozen=True, slots=True)
 class Mount:
     """One entry of what the sandbox shows, in order (a later entry may land inside an earlier one),
-    rendered as bwrap arguments or as OCI mounts for gVisor (anchor.research.sandbox)."""
+    rendered as bwrap arguments or as OCI mounts for gVisor (anchor.fence.sandbox)."""
 
     kind: str
     """"ro" (bound read-only), "ro-try" (the same, skipped when absent), "rw" (bound writable), "tmpfs"
@@ -142,6 +151,9 @@ class Mount:
     /dev/null)."""
     target: str
     size: int = 0
+    source: str = ""
+    """What is shown at `target`, when it is not `target` itself: the harness's copy of an editable
+    file, the run dir's bounded filesystem, a place in the launcher's staging tree."""
 
 
 def system_mounts(network: bool = False) -> list[Mount]:
@@ -172,9 +184,9 @@ def tmpfs_mounts(size: int) -> list[Mount]:
     return [Mount("tmpfs", path, size) for path in ("/tmp", "/var/tmp", "/run")]  # noqa: S108 - private
 
 
-def with_filter(argv: list[str]) -> list[str]:
-    """`argv` (bwrap's) with the seccomp policy loaded: written to a private temporary file, opened as
-    descriptor 3 by a shell that removes the file and execs bwrap with `--seccomp 3`."""
+def seccomp_file() -> str:
+    """The compiled policy written to a private temporary file (the launcher opens it as descriptor 3
+    for bwrap's `--seccomp 3`, then removes it)."""
     program = seccomp_program()
     if program is None:
         from anchor.errors import ToolchainMissing
@@ -184,5 +196,4 @@ def with_filter(argv: list[str]) -> list[str]:
     fd, path = tempfile.mkstemp(prefix="anchor-seccomp-", suffix=".bpf")
     with os.fdopen(fd, "wb") as out:
         out.write(program)
-    script = 'exec 3<"$1" && rm -f "$1" && shift && exec "$@"'
-    return ["/bin/sh", "-c", script, "sh", path, argv[0], "--seccomp", "3", *argv[1:]]
+    return path

@@ -1,4 +1,4 @@
-"""The code under measurement against the harness (issue 10): a hostile attempt, run by `anchor research
+"""The code under measurement against the harness: a hostile attempt, run by `anchor research
 run` with a funded key in the environment and a keystore on disk, tries to take the key, read the
 journal, reach the network and write outside its fence. Every try fails, the key's hex appears nowhere
 the attempt could leave it, and the ledger says the attempt ran sandboxed."""
@@ -170,9 +170,9 @@ def test_the_contract_names_what_else_reaches_the_attempt_and_never_an_anchor_se
     tmp_path: Path, sandboxed: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from anchor.errors import BadInput
+    from anchor.fence.runner import run_command
+    from anchor.fence.sandbox import Sandbox
     from anchor.research.contract import load_contract
-    from anchor.research.runner import run_command
-    from anchor.research.sandbox import Sandbox
 
     monkeypatch.setenv("MY_DATASET", "/srv/data")
     monkeypatch.setenv("NOT_NAMED", "x")
@@ -219,6 +219,7 @@ def _listener(path: Path) -> socket.socket:
     path.parent.mkdir(parents=True, exist_ok=True)
     server = socket.socket(socket.AF_UNIX)
     server.bind(str(path))
+    os.chmod(path, 0o777)  # anyone may connect: what stops the attempt is the fence, not the socket's mode
     server.listen()
     server.settimeout(0.2)
     return server
@@ -234,8 +235,8 @@ def test_no_host_unix_socket_is_reachable_from_an_attempt_not_even_postgres_in_v
     to none, each listener receives nothing, and a real PostgreSQL server in /var/run is not reached.
     With the seccomp policy off, the allow-list alone hides the host's sockets; the one inside the
     repository is why the policy is there."""
-    from anchor.research import fence
-    from anchor.research.sandbox import Sandbox
+    from anchor.fence import policy as fence
+    from anchor.fence.sandbox import Sandbox
     from tests.postgres import postgres_server
 
     repo = make_repo(tmp_path / "repo", {"reach.py": REACH})
@@ -264,7 +265,7 @@ def test_no_host_unix_socket_is_reachable_from_an_attempt_not_even_postgres_in_v
             for server in listeners:
                 with pytest.raises(socket.timeout):
                     server.accept()  # nothing ever arrived
-            monkeypatch.setattr(fence, "with_filter", lambda argv: argv)
+            monkeypatch.setattr(fence, "seccomp_file", _allow_everything)  # the allow-list alone
             allow_list_only = reach()
     finally:
         for server, path in zip(listeners, (*outside, inside), strict=True):
@@ -277,3 +278,15 @@ def test_no_host_unix_socket_is_reachable_from_an_attempt_not_even_postgres_in_v
     assert all(allow_list_only[str(p)] == errno.ENOENT for p in outside), allow_list_only  # not there at all
     assert allow_list_only["postgres"] == "OperationalError"
     assert allow_list_only[str(inside)] == "connected"  # shown with the repository: the filter's job
+
+
+def _allow_everything() -> str:
+    """A seccomp program that refuses nothing, compiled by libseccomp, where the policy's would be."""
+    import tempfile
+
+    import pyseccomp
+
+    fd, path = tempfile.mkstemp(prefix="allow-all-", suffix=".bpf")
+    with os.fdopen(fd, "wb") as out:
+        pyseccomp.SyscallFilter(pyseccomp.ALLOW).export_bpf(out)
+    return path

@@ -7,7 +7,7 @@ uid outside, so a fork bomb in an attempt run by a root harness (CI, most contai
 host's process table. A `pids` group of our own holds for every user: the command and all it starts
 are in it, `pids.max` refuses the fork past the bound (EAGAIN), and `pids.events` counts the refusals.
 
-Why a cgroup for memory (issue 41): RLIMIT_AS bounds one process's address space, not the command: three
+Why a cgroup for memory: RLIMIT_AS bounds one process's address space, not the command: three
 children of 700 MiB each ran under a 1 GiB rlimit, and the sandbox's tmpfs pages (RAM) were outside it.
 A `memory` group charges every page any member touches, tmpfs pages included, to one bound (v2
 `memory.max` with `memory.swap.max` 0 and `memory.oom.group`; v1 `memory.limit_in_bytes` and
@@ -16,7 +16,7 @@ command, and `memory.events` (v2) or `memory.oom_control` (v1) counts the kill, 
 named as having met the limit from the kernel's own count, never guessed at from its output.
 
 Where no hierarchy is writable (an unprivileged user without delegation) the caller falls back to
-rlimits (anchor.research.runner.Limits) and says so: `memory_enforced` / `processes_enforced` are False
+rlimits (anchor.fence.runner.Limits) and says so: `memory_enforced` / `processes_enforced` are False
 rather than pretend.
 """
 
@@ -35,7 +35,7 @@ _COUNTER = itertools.count()
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """What one command may use (issues 28, 41): memory (all its processes and the tmpfs pages they
+    """What one command may use: memory (all its processes and the tmpfs pages they
     write, together: a memory cgroup), the size of any one file it writes, the run dir's total size and
     how many processes run at once (a pids cgroup, which holds under root as RLIMIT_NPROC does not);
     wall time is the contract's. From ANCHOR_ATTEMPT_MEMORY_BYTES (8 GiB), ANCHOR_ATTEMPT_FILE_BYTES

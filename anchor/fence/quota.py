@@ -1,0 +1,180 @@
+"""Where a sandboxed command writes: a filesystem of its own whose bytes and inodes the kernel bounds.
+
+Why: a quota counted by walking the run dir for regular files' sizes missed everything that is not
+one. Under a 1 MiB bound an attempt left 80 MiB on the host disk as 20,000 empty directories and wrote
+300 MiB into a file it had unlinked, and ended `exit 0`. A tmpfs mounted with `size=` and `nr_inodes=`
+counts all of it (directories, unlinked and sparse files, links): a write past the bound fails with
+ENOSPC, whatever the file. Its pages are RAM, charged to the command's memory cgroup like the rest.
+
+Everything the command may write lives there: its run dir (shown at the run dir's path) and its copies
+of the editable files (anchor.fence.workspace). When it ends, the harness copies the run dir's part to
+the real run dir, treating every entry as hostile (no link followed, nothing but files, directories,
+links and a FIFO standing in for anything else, which the evidence seal then names), and unmounts it.
+
+Mounting needs root. A harness that is not root gets a plain directory and the old watch (bytes of
+regular files, twice a second), and says so: `enforced` is False.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from anchor.fence.identity import Identity, give
+
+_COUNTER = itertools.count()
+INODE_BYTES = 4096
+"""One inode for every 4 KiB of the bound (and at least 1,024): directories and empty files cost an
+inode each, so a flood of them meets the bound as bytes do."""
+
+
+def inodes_for(size: int) -> int:
+    return max(1024, size // INODE_BYTES)
+
+
+@dataclass(slots=True)
+class BoundedDir:
+    """One command's writable filesystem: `run` (shown at its run dir) and `edit` (the editable copies)."""
+
+    path: Path
+    size: int
+    inodes: int
+    enforced: bool
+    """Whether the kernel bounds it (a tmpfs of its own) or only the harness's watch does."""
+
+    @property
+    def run(self) -> Path:
+        return self.path / "run"
+
+    @property
+    def edit(self) -> Path:
+        return self.path / "edit"
+
+    @classmethod
+    def make(cls, size: int, identity: Identity | None) -> BoundedDir:
+        """A tmpfs of `size` bytes and `inodes_for(size)` inodes, the identity's, under a root harness;
+        a private temporary directory otherwise."""
+        inodes = inodes_for(size)
+        if os.geteuid() == 0 and identity is not None:
+            from anchor.fence.sandbox import STAGE_ROOT, _stage_root
+
+            _stage_root()
+            sweep()
+            path = STAGE_ROOT / f"run-{os.getpid()}-{next(_COUNTER)}"
+            path.mkdir(mode=0o700)
+            options = f"size={size},nr_inodes={inodes},mode=0700,uid={identity.uid},gid={identity.gid},nosuid,nodev"
+            mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "anchor-run", str(path)],
+                                     capture_output=True)  # fmt: skip
+            if mounted.returncode == 0:
+                made = cls(path, size, inodes, True)
+                made._dirs(identity)
+                return made
+            path.rmdir()  # no tmpfs here (a restricted container): the watch, said as such
+        made = cls(Path(tempfile.mkdtemp(prefix="anchor-run-")), size, inodes, False)
+        give(made.path, identity)
+        made._dirs(identity)
+        return made
+
+    def _dirs(self, identity: Identity | None) -> None:
+        for path in (self.run, self.run / "home", self.edit):
+            path.mkdir(exist_ok=True)
+            give(path, identity)
+
+    def full(self) -> str | None:
+        """ "inodes" or "disk" once the kernel's bound is reached (a write there now fails), else None."""
+        if not self.enforced:
+            return "disk" if regular_bytes(self.path) > self.size else None
+        try:
+            found = os.statvfs(self.path)
+        except OSError:
+            return None
+        if found.f_favail == 0:
+            return "inodes"
+        if found.f_bavail * found.f_frsize < 64 * 1024:  # under 16 pages left: a write past it already failed
+            return "disk"
+        return None
+
+    def close(self) -> None:
+        """Unmount (lazily: nothing of the command is left to hold it) and remove."""
+        if self.enforced:
+            subprocess.run(["umount", "--lazy", str(self.path)], capture_output=True)
+            with contextlib.suppress(OSError):
+                self.path.rmdir()
+        else:
+            shutil.rmtree(self.path, ignore_errors=True)
+
+
+def sweep() -> None:
+    """Unmount the bounded dirs a harness that was killed (SIGKILL, a lost machine) left mounted: ours by
+    name, their harness's process gone."""
+    from anchor.fence.sandbox import STAGE_ROOT
+
+    with contextlib.suppress(OSError):
+        for stale in STAGE_ROOT.glob("run-*-*"):
+            owner = stale.name.split("-")[1]
+            if owner.isdigit() and int(owner) != os.getpid() and not Path(f"/proc/{owner}").exists():
+                subprocess.run(["umount", "--lazy", str(stale)], capture_output=True)
+                with contextlib.suppress(OSError):
+                    stale.rmdir()
+
+
+def regular_bytes(path: Path) -> int:
+    """The bytes of the regular files under `path`: the watch that stands in where no bound can be mounted."""
+    total = 0
+    for root, _, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(root, name)).st_size
+    return total
+
+
+def copy_out(source: Path, target: Path) -> None:
+    """Copy what a command left in `source` into `target` (which the harness owns), as hostile data:
+    nothing followed, nothing of the harness's replaced (an entry already in `target` wins), regular
+    files copied by content, directories made, links made again with the same target (the evidence
+    records them), and anything else (a FIFO, a socket) left as a FIFO of the same name, for the
+    evidence seal to remove and name."""
+    target.mkdir(parents=True, exist_ok=True)
+    try:
+        entries = list(os.scandir(source))
+    except OSError:
+        return
+    for entry in entries:
+        here = target / entry.name
+        try:
+            found = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if os.path.lexists(here) and not (stat.S_ISDIR(found.st_mode) and here.is_dir() and not here.is_symlink()):
+            continue
+        if stat.S_ISDIR(found.st_mode):
+            copy_out(Path(entry.path), here)
+        elif stat.S_ISLNK(found.st_mode):
+            with contextlib.suppress(OSError):
+                os.symlink(os.readlink(entry.path), here)
+        elif stat.S_ISREG(found.st_mode):
+            with contextlib.suppress(OSError):
+                _copy_file(entry.path, here, found.st_mode)
+        else:
+            with contextlib.suppress(OSError):
+                os.mkfifo(here, 0o600)
+
+
+def _copy_file(source: str, target: Path, mode: int) -> None:
+    fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644 | (mode & 0o111))
+        try:
+            while chunk := os.read(fd, 1 << 20):
+                os.write(out, chunk)
+        finally:
+            os.close(out)
+    finally:
+        os.close(fd)
