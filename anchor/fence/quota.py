@@ -140,7 +140,8 @@ def copy_out(source: Path, target: Path) -> None:
     nothing followed, nothing of the harness's replaced (an entry already in `target` wins), regular
     files copied by content, directories made, links made again with the same target (the evidence
     records them), and anything else (a FIFO, a socket) left as a FIFO of the same name, for the
-    evidence seal to remove and name."""
+    evidence seal to remove and name. Directories that hold nothing but directories are not made: a
+    flood of them cost the bounded filesystem inodes, and would cost the host's disk blocks."""
     target.mkdir(parents=True, exist_ok=True)
     try:
         entries = list(os.scandir(source))
@@ -155,7 +156,8 @@ def copy_out(source: Path, target: Path) -> None:
         if os.path.lexists(here) and not (stat.S_ISDIR(found.st_mode) and here.is_dir() and not here.is_symlink()):
             continue
         if stat.S_ISDIR(found.st_mode):
-            copy_out(Path(entry.path), here)
+            if _holds_an_entry(entry.path):  # an empty directory is no evidence: never made on the host
+                copy_out(Path(entry.path), here)
         elif stat.S_ISLNK(found.st_mode):
             with contextlib.suppress(OSError):
                 os.symlink(os.readlink(entry.path), here)
@@ -165,6 +167,10 @@ def copy_out(source: Path, target: Path) -> None:
         else:
             with contextlib.suppress(OSError):
                 os.mkfifo(here, 0o600)
+
+
+def _holds_an_entry(path: str) -> bool:
+    return any(files for _, _, files in os.walk(path))  # links and FIFOs are listed among the files
 
 
 def _copy_file(source: str, target: Path, mode: int) -> None:

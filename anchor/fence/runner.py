@@ -231,18 +231,18 @@ def _run_bounded(
         stop = threading.Event()
 
         def watch() -> None:
-            """Every 50 ms: the kernel's count of an OOM kill in the command's group (cgroup v1 has no
+            """Every 10 ms (a statvfs and a small read): the kernel's count of an OOM kill in the command's group (cgroup v1 has no
             memory.oom.group: the first kill ends the whole command here), and the run dir's bound (a
             full filesystem, or regular files' bytes where none could be mounted). Either ends the group,
             named."""
             ticks = 0
-            while not stop.wait(0.05):
+            while not stop.wait(0.01):
                 ticks += 1
                 if bounds.group.met() == "memory":
                     over.update(name="memory", bound=limits.memory_bytes)
-                elif space is not None and (space.enforced or ticks % 10 == 0) and (full := space.full()):
+                elif space is not None and (space.enforced or ticks % 50 == 0) and (full := space.full()):
                     over.update(name=full, bound=limits.run_dir_bytes if full == "disk" else space.inodes)
-                elif space is None and ticks % 10 == 0 and regular_bytes(run_dir) > limits.run_dir_bytes:
+                elif space is None and ticks % 50 == 0 and regular_bytes(run_dir) > limits.run_dir_bytes:
                     over.update(name="disk", bound=limits.run_dir_bytes)
                 else:
                     continue
