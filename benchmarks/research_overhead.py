@@ -2,9 +2,9 @@
 fence, commit, dedup, diff, metric read, ledger append with fsync, reset), measured with a command
 that does almost nothing. The peer, in the same run: that command started bare with subprocess.
 
-Target (issue 5): median overhead <= 50 ms per attempt. Issue 10: the same search with every attempt
+Target: median overhead <= 50 ms per attempt. The same search with every attempt
 in the bubblewrap sandbox; the sandbox's cost is the difference in command time, and the overhead
-(with the sandbox's start-up counted as overhead) should stay <= 120 ms. Issue 41: the same under gVisor
+(with the sandbox's start-up counted as overhead) should stay <= 120 ms; the same under gVisor
 (`--sandbox-runtime gvisor`, runsc), goal <= 1.5 s. The git seal (.git compared before and after every
 command) and the cgroups (pids and memory, made and removed per command) are inside these figures.
 """

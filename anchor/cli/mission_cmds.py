@@ -113,7 +113,7 @@ def run(
     no_sandbox: Annotated[
         bool, typer.Option("--no-sandbox", help="Run the command unconfined (recorded in the proof).")
     ] = False,
-    sandbox_runtime: SandboxRuntimeOpt = "bubblewrap",
+    sandbox_runtime: SandboxRuntimeOpt = "auto",
     max_bytes: MaxBytes = None,
     service: Annotated[
         list[str] | None,

@@ -17,7 +17,8 @@ InsecureTokenFlag = Annotated[
 SandboxRuntimeOpt = Annotated[
     str,
     typer.Option(
-        "--sandbox-runtime", help="bubblewrap, or gvisor (the same sandbox under gVisor's runsc; docs/research.md)."
+        "--sandbox-runtime",
+        help="auto (gvisor where runsc runs here, else bubblewrap), gvisor, or bubblewrap (docs/research.md).",
     ),
 ]
 

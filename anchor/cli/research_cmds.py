@@ -68,7 +68,7 @@ def run(
             help="Run attempts unconfined (no bubblewrap): network, the whole filesystem. Recorded per ledger entry.",
         ),
     ] = False,
-    sandbox_runtime: SandboxRuntimeOpt = "bubblewrap",
+    sandbox_runtime: SandboxRuntimeOpt = "auto",
     push: Annotated[
         str | None,
         typer.Option(

@@ -175,8 +175,12 @@ def runtime_mounts() -> list[Mount]:
         for shown in {str(path), str(path.resolve())}:  # a link's own path and where it leads
             if shown not in seen and shown != "/" and not any(shown.startswith(s + "/") for s in SYSTEM):
                 seen.append(shown)
-    # parents first: a later, deeper bind lands inside them
-    return [Mount("ro-try", shown) for shown in sorted(seen, key=len)]
+    # parents first; a path inside one already shown is shown by it (the same files: one bind, not two)
+    kept: list[str] = []
+    for shown in sorted(seen, key=len):
+        if not any(shown.startswith(parent + "/") for parent in kept):
+            kept.append(shown)
+    return [Mount("ro-try", shown) for shown in kept]
 
 
 def tmpfs_mounts(size: int) -> list[Mount]:

@@ -22,10 +22,10 @@ import itertools
 import os
 import shutil
 import stat
-import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from anchor.fence.identity import Identity, give
 
@@ -69,10 +69,8 @@ class BoundedDir:
             sweep()
             path = STAGE_ROOT / f"run-{os.getpid()}-{next(_COUNTER)}"
             path.mkdir(mode=0o700)
-            options = f"size={size},nr_inodes={inodes},mode=0700,uid={identity.uid},gid={identity.gid},nosuid,nodev"
-            mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "anchor-run", str(path)],
-                                     capture_output=True)  # fmt: skip
-            if mounted.returncode == 0:
+            options = f"size={size},nr_inodes={inodes},mode=0700,uid={identity.uid},gid={identity.gid}"
+            if _mount_tmpfs(path, options):
                 made = cls(path, size, inodes, True)
                 made._dirs(identity)
                 return made
@@ -104,7 +102,7 @@ class BoundedDir:
     def close(self) -> None:
         """Unmount (lazily: nothing of the command is left to hold it) and remove."""
         if self.enforced:
-            subprocess.run(["umount", "--lazy", str(self.path)], capture_output=True)
+            _unmount(self.path)
             with contextlib.suppress(OSError):
                 self.path.rmdir()
         else:
@@ -120,9 +118,32 @@ def sweep() -> None:
         for stale in STAGE_ROOT.glob("run-*-*"):
             owner = stale.name.split("-")[1]
             if owner.isdigit() and int(owner) != os.getpid() and not Path(f"/proc/{owner}").exists():
-                subprocess.run(["umount", "--lazy", str(stale)], capture_output=True)
+                _unmount(stale)
                 with contextlib.suppress(OSError):
                     stale.rmdir()
+
+
+_MS_NOSUID, _MS_NODEV, _MNT_DETACH = 2, 4, 2
+
+
+def _libc() -> object:
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _mount_tmpfs(path: Path, options: str) -> bool:
+    """mount(2) of a tmpfs at `path`, nosuid and nodev: the system call itself, not a `mount` process
+    per command. False where it is refused (no CAP_SYS_ADMIN here)."""
+    libc: Any = _libc()
+    return bool(libc.mount(b"anchor-run", os.fsencode(path), b"tmpfs", _MS_NOSUID | _MS_NODEV,
+                           options.encode()) == 0)  # fmt: skip
+
+
+def _unmount(path: Path) -> None:
+    """umount2(2) with MNT_DETACH: nothing of the command is left to hold it."""
+    libc: Any = _libc()
+    libc.umount2(os.fsencode(path), _MNT_DETACH)
 
 
 def regular_bytes(path: Path) -> int:

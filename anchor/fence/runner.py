@@ -231,10 +231,10 @@ def _run_bounded(
         stop = threading.Event()
 
         def watch() -> None:
-            """Every 10 ms (a statvfs and a small read): the kernel's count of an OOM kill in the command's group (cgroup v1 has no
-            memory.oom.group: the first kill ends the whole command here), and the run dir's bound (a
-            full filesystem, or regular files' bytes where none could be mounted). Either ends the group,
-            named."""
+            """Every 10 ms (a statvfs and a small read): the kernel's count of an OOM kill in the
+            command's group (cgroup v1 has no memory.oom.group: the first kill ends the whole command
+            here), and the run dir's bound (a full filesystem, or regular files' bytes where none could
+            be mounted). Either ends the group, named."""
             ticks = 0
             while not stop.wait(0.01):
                 ticks += 1
@@ -255,7 +255,7 @@ def _run_bounded(
             # who owns what: the attempt's process group, recorded before we wait on it, so whoever must
             # stop it (a resumed search, a test) signals exactly this group and never a process by name
             (run_dir / "process.json").write_text(json.dumps(_record(process.pid)))
-            code = process.wait(timeout=timeout_s)
+            code = wait_for(process, timeout_s)
             timed_out = False
         except subprocess.TimeoutExpired:
             timed_out = True
@@ -283,6 +283,25 @@ def _run_bounded(
     if limit is not None and code == 0:
         code = 1  # a bound ended it (or killed one of its processes): never a success
     return RunResult(code, timed_out, int((time.monotonic() - start) * 1000), limit, bounds.memory)
+
+
+def wait_for(process: subprocess.Popen[bytes], timeout_s: float) -> int:
+    """`process.wait(timeout_s)` without its polling loop (sleeps of up to 50 ms between looks, which a
+    short command paid in full): the kernel says when the process ends, through a pidfd."""
+    import select
+
+    try:
+        fd = os.pidfd_open(process.pid)
+    except (AttributeError, OSError):  # not Linux 5.3+, or it is already gone
+        return process.wait(timeout=timeout_s)
+    try:
+        ready = select.poll()
+        ready.register(fd, select.POLLIN)
+        if not ready.poll(max(0.0, timeout_s) * 1000):
+            raise subprocess.TimeoutExpired(process.args, timeout_s)
+    finally:
+        os.close(fd)
+    return process.wait()
 
 
 def stop_group(process: subprocess.Popen[bytes], grace_s: float) -> None:

@@ -61,6 +61,8 @@ def allowed_env(run_dir: Path, private_tmp: bool = False, passed: tuple[str, ...
 
 
 RUNTIMES = ("bubblewrap", "gvisor")
+CHOICES = ("auto", *RUNTIMES)
+"""What a user may ask for: "auto" (the default: gVisor where it runs here, else bubblewrap: `default_runtime`)."""
 SANDBOX_UID = 65534
 """Who the command is inside: nobody, in a user namespace of its own (mapped to the harness's uid)."""
 
@@ -87,6 +89,7 @@ class Sandbox:
     """The contract's declared inputs outside the repository, shown read-only (the allow-listed root
     would hide them): the data the measurement reads, whose digests every record binds."""
     runtime: str = "bubblewrap"
+    """The runtime found ("bubblewrap" or "gvisor"), never "auto": what every record names."""
     tmpfs_bytes: int = 1 << 30
     """Each private tmpfs's size: at most the command's memory bound (its pages are charged to it)."""
     identity: Identity | None = None
@@ -110,16 +113,18 @@ class Sandbox:
         holdout: tuple[Path, ...] = (),
         pass_env: tuple[str, ...] = (),
         inputs: tuple[Path, ...] = (),
-        runtime: str = "bubblewrap",
+        runtime: str = "auto",
     ) -> Sandbox:
         """The sandbox, or `ToolchainMissing` when its runtime is absent or cannot make what it needs
-        here (namespaces, a user namespace, the seccomp policy)."""
+        here (namespaces, a user namespace, the seccomp policy). `runtime` "auto" is `default_runtime()`."""
         from anchor.errors import BadInput
         from anchor.fence.cgroups import Limits
         from anchor.fence.policy import TMP_BYTES, seccomp_program
 
         check_runtime(runtime)
         identity = attempt_identity()
+        if runtime == "auto":
+            runtime = default_runtime()
         if seccomp_program() is None:
             raise ToolchainMissing("libseccomp is not installed: the sandbox's system-call policy cannot be built"
                                    " (hint: apt-get install libseccomp2 and `make install`,"
@@ -189,7 +194,7 @@ class Sandbox:
         plan = self.mounts(run_dir, network, copies, bounded_dir)
         staged: dict[str, str] = {}
         if self.identity is not None:  # every bind source is reached through the launcher's staging tree
-            plan, staged = _staged(plan)
+            plan, staged = _staged(plan, self.identity)
         if self.runtime == "gvisor":
             inner = _runsc_argv(self.program, plan, command, self.repo, env, network, processes, self.identity)
         else:
@@ -199,11 +204,11 @@ class Sandbox:
 
 def check_runtime(runtime: str) -> str:
     """`runtime`, or `BadInput` naming the near one (checked before a command writes anything)."""
-    if runtime not in RUNTIMES:
+    if runtime not in CHOICES:
         from anchor.errors import BadInput, did_you_mean
 
-        hint = did_you_mean(runtime, RUNTIMES)
-        raise BadInput(f"sandbox_runtime: {runtime!r} is neither bubblewrap nor gvisor{hint}",
+        hint = did_you_mean(runtime, CHOICES)
+        raise BadInput(f"sandbox_runtime: {runtime!r} is neither auto, gvisor nor bubblewrap{hint}",
                        detail={"field": "sandbox_runtime"})  # fmt: skip
     return runtime
 
@@ -351,10 +356,11 @@ def _stage_root() -> None:
         os.chmod(path, mode)
 
 
-def _staged(plan: list[Mount]) -> tuple[list[Mount], dict[str, str]]:
-    """The plan with every bind source outside the system's world-readable paths replaced by its place
-    in the launcher's staging tree, and that tree (staging path -> source). A source that does not
-    exist is left out (an `ro-try`), or kept for the runtime to refuse (`ro`, `rw`)."""
+def _staged(plan: list[Mount], identity: Identity | None = None) -> tuple[list[Mount], dict[str, str]]:
+    """The plan with every bind source the identity cannot reach (a root-only ancestor: a pyenv under
+    /root, pytest's 0700 temporary root) replaced by its place in the launcher's staging tree, and that
+    tree (staging path -> source). A source that does not exist is left out (an `ro-try`), or kept for
+    the runtime to refuse (`ro`, `rw`)."""
     from anchor.fence.policy import ETC, SYSTEM
 
     stage = STAGE_ROOT / "stage"
@@ -370,10 +376,32 @@ def _staged(plan: list[Mount]) -> tuple[list[Mount], dict[str, str]]:
             if mount.kind != "ro-try":
                 out.append(mount)
             continue
+        if identity is not None and reachable(source, identity):
+            out.append(mount)  # the runtime reaches it as the identity: nothing to stage
+            continue
         at = str(stage / str(len(staged)))
         staged[at] = source
         out.append(replace(mount, kind="ro" if mount.kind == "ro-try" else mount.kind, source=at))
     return out, staged
+
+
+def reachable(path: str, identity: Identity) -> bool:
+    """Whether `identity` may pass through every directory above `path` and read it (list it, for a
+    directory), by the mode bits and owners the host has now."""
+    import stat
+
+    def allows(found: os.stat_result, bits: int) -> bool:
+        shift = 6 if found.st_uid == identity.uid else 3 if found.st_gid == identity.gid else 0
+        return (found.st_mode >> shift) & bits == bits
+
+    try:
+        target = os.stat(path)
+        parts = Path(path).parents
+        if not all(allows(os.stat(parent), 1) for parent in parts):
+            return False
+    except OSError:
+        return False
+    return allows(target, 5 if stat.S_ISDIR(target.st_mode) else 4)
 
 
 def _bwrap_argv(

@@ -432,7 +432,7 @@ def run_mission(
     sandbox: bool = True,
     say: Callable[[str], None] | None = None,
     stamper: Stamper | None = None,
-    runtime: str = "bubblewrap",
+    runtime: str = "auto",
 ) -> MissionRun:
     """Run the dispatched mission of `output` and anchor its result bundle (see the module's steps).
     `stamper` (default: `Stamper.from_settings`) anchors the bundle and its timing record, with the
@@ -519,7 +519,7 @@ POD_RESULT = "result"
 
 def run_dispatched(
     settings: Settings, output: str, *, stamper: Stamper, say: Callable[[str], None], sandbox: bool = True,
-    runtime: str = "bubblewrap", stage: str | None = None, workspace: Path | None = None,
+    runtime: str = "auto", stage: str | None = None, workspace: Path | None = None,
     max_bytes: int | None = None,
 ) -> MissionRun | dict[str, Any]:  # fmt: skip
     """`anchor mission run`: the sandbox runtime checked, and an unconfined run refused where it must be,

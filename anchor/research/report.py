@@ -175,6 +175,11 @@ def summarise(entries: list[dict[str, Any]]) -> tuple[dict[str, Any], list[str]]
         stats["measured_by"] = [{"source": src, "digest": digest} for src, digest in sources]
         if sources:
             lines.append("  measured by: " + ", ".join(f"{src} (digest {digest[:16]}…)" for src, digest in sources))
+        runtimes: dict[str, int] = {}
+        for e in mine:  # where each attempt ran, as its manifest binds it (anchor.fence: gvisor, bubblewrap, none)
+            runtimes[e.get("sandbox") or "not recorded"] = runtimes.get(e.get("sandbox") or "not recorded", 0) + 1
+        stats["sandbox"] = runtimes
+        lines.append("  ran in: " + ", ".join(f"{name} ({count})" for name, count in sorted(runtimes.items())))
         stats["environment"], changes = _environments(mine)
         lines += changes
         if champion is not None:

@@ -41,7 +41,7 @@ class SearchOptions:
     proposer_timeout: float = 600.0
     proposer_network: bool = False
     sandbox: bool = True
-    sandbox_runtime: str = "bubblewrap"
+    sandbox_runtime: str = "auto"
     push: str | None = None
     services: tuple[str, ...] = ()
 
@@ -241,7 +241,7 @@ def run_parallel(settings: Any, o: SearchOptions) -> list[dict[str, Any]]:
     return summaries
 
 
-def sandbox_for(repo: Path, terms: Any, settings: Any, work: Path, runtime: str = "bubblewrap") -> Any:
+def sandbox_for(repo: Path, terms: Any, settings: Any, work: Path, runtime: str = "auto") -> Any:
     """The sandbox for this search's attempts, hiding the data dir, the work dir (ledger, other runs),
     every keystore the environment names and the contract's holdout data; `ToolchainMissing` without
     the runtime."""
