@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from anchor.errors import ExitCode
+from anchor.fence.sandbox import default_runtime
 from anchor.research.environment import host_identity
 from tests.cli import run_anchor
 from tests.conftest import Chain
@@ -66,7 +67,7 @@ def test_a_mission_in_a_bundle_out_bound_anchored_and_verified_three_ways(chain:
     assert manifest["version"] == 3 and manifest["mission_sha256"] == sent["mission_sha256"]
     # it ran on this host: the bundle binds the host and claims no image (IMAGE was only dispatched)
     assert manifest["data_snapshot_sha256"] == sent["snapshot"] and "image" not in manifest
-    assert manifest["environment"]["host"] == host_identity() and manifest["sandbox"] == "bubblewrap"
+    assert manifest["environment"]["host"] == host_identity() and manifest["sandbox"] == default_runtime()
     assert manifest["environment"]["interpreter"].startswith("CPython 3.")
     assert manifest["evaluator_policy_sha256"] == "44" * 32
     assert manifest["budget"] == {"minutes": 5, "attempts": 1} and manifest["profile"]["name"] == "small"
@@ -75,7 +76,7 @@ def test_a_mission_in_a_bundle_out_bound_anchored_and_verified_three_ways(chain:
     result = Path(done["result"])
     assert (result / "lines.txt").read_text().strip() == "4"
     seen = (result / "seen.txt").read_text().split()
-    assert done["sandbox"] == "bubblewrap" and "journal.sqlite" not in seen  # the data dir is hidden inside
+    assert done["sandbox"] == default_runtime() and "journal.sqlite" not in seen  # the data dir is hidden inside
 
     verified = chain.cli("--json", "verify", str(result))
     assert verified.returncode == ExitCode.OK, verified.stdout

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from anchor.fence.identity import Identity, give
+from anchor.fence.identity import Identity, give, give_tree
 
 _COUNTER = itertools.count()
 INODE_BYTES = 4096
@@ -154,6 +154,27 @@ def regular_bytes(path: Path) -> int:
             with contextlib.suppress(OSError):
                 total += os.lstat(os.path.join(root, name)).st_size
     return total
+
+
+def copy_in(run_dir: Path, space: BoundedDir, identity: Identity | None) -> None:
+    """What the run dir already holds (a proposer's HOME from its last proposal, a harness's note) into
+    the command's bounded run dir, the identity's: the command sees its run dir as it was left."""
+    if any(run_dir.iterdir()):
+        copy_out(run_dir, space.run)
+        give_tree(space.run, identity)
+
+
+def replace_run_dir(space: BoundedDir, run_dir: Path, keep: tuple[str, ...]) -> None:
+    """Make `run_dir` hold what the command left in its bounded run dir (copied as hostile data), but
+    for `keep`, the harness's own files written there while it ran (its process record)."""
+    for entry in list(os.scandir(run_dir)):
+        if entry.name in keep:
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path)
+        else:
+            os.unlink(entry.path)
+    copy_out(space.run, run_dir)
 
 
 def copy_out(source: Path, target: Path) -> None:

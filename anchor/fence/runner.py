@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from anchor.fence.cgroups import CommandGroup, Limits, processes_of
-from anchor.fence.quota import BoundedDir, copy_out, regular_bytes
+from anchor.fence.quota import BoundedDir, copy_in, regular_bytes, replace_run_dir
 from anchor.fence.sandbox import Sandbox, allowed_env
 from anchor.fence.workspace import Workspace, unsafe_entries
 from anchor.settings.session import start_ticks
@@ -177,10 +177,11 @@ def run_command(
         try:
             work = (Workspace.make(sandbox.repo, sandbox.editable, space.edit, sandbox.identity)
                     if sandbox.edits else None)  # fmt: skip
+            copy_in(run_dir, space, sandbox.identity)
             with bounded(limits, sandbox.runtime) as bounds:
                 result = _run_bounded(command, cwd, run_dir, timeout_s, grace_s, sandbox, pass_env, bounds,
                                       space, work, network, extra_env)  # fmt: skip
-            copy_out(space.run, run_dir)
+            replace_run_dir(space, run_dir, keep=("process.json",))
             refused = {} if work is None else work.refused()
             back: list[str] = []
             if work is not None and write_back and not refused and result.exit_code == 0 and result.limit is None:

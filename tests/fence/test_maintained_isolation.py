@@ -29,7 +29,7 @@ RUNTIMES = ["bubblewrap", "gvisor"]
 
 
 def _box(repo: Path, runtime: str, editable: tuple[str, ...] = ("params.json",)) -> Sandbox:
-    return Sandbox.find(repo, editable, (), **({} if runtime == "bubblewrap" else {"runtime": runtime}))
+    return Sandbox.find(repo, editable, (), runtime=runtime)
 
 
 def _run(box: Sandbox | None, repo: Path, run_dir: Path, command: str, **limits: int) -> Any:

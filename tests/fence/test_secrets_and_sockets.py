@@ -16,6 +16,7 @@ import pytest
 from eth_account import Account
 
 from anchor.chain.node import rpc_call
+from anchor.fence.sandbox import default_runtime
 from tests.conftest import ANCHOR_BIN, Chain
 from tests.research.helpers import make_repo
 
@@ -99,7 +100,7 @@ def test_a_hostile_attempt_cannot_take_the_key_read_the_journal_reach_the_networ
         assert (repo / "README.md").read_text() == "r\n"
         rows = [json.loads(x) for x in (fresh_chain.data_dir / "research" / "ledger.jsonl").read_text().splitlines()]
         ledger = [row for row in rows if "event" not in row]  # the attempts, without their traces
-        assert ledger[0]["sandbox"] == "bubblewrap" and ledger[0]["status"] == "completed"
+        assert ledger[0]["sandbox"] == default_runtime() and ledger[0]["status"] == "completed"
         # the canary really signed (it paid for the anchoring) and appears nowhere the attempt could reach
         address = Account.from_key(CANARY).address
         assert int(str(rpc_call(fresh_chain.node.rpc_url, "eth_getTransactionCount", [address, "latest"])), 16) > 0

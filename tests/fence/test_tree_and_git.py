@@ -34,8 +34,8 @@ SCORE = (
 NESTED = (
     "mkdir -p src/sub && cd src/sub && git init -q . && echo data > f"
     " && git -c user.name=a -c user.email=a@b add f && git -c user.name=a -c user.email=a@b commit -qm planted"
-    " && git config filter.x.clean 'touch {marker}; cat' && echo '* filter=x' > .gitattributes && touch -d 2001-01-01 f;"
-    " cd ../..; "
+    " && git config filter.x.clean 'touch {marker}; cat' && echo '* filter=x' > .gitattributes"
+    " && touch -d 2001-01-01 f; cd ../..; "
 )
 """A nested repository whose own config names a program for git to run on any file it reads (set after
 its commit, so that the planting itself runs nothing; the file's changed time makes the next `git
@@ -79,6 +79,8 @@ def test_a_nested_repository_planted_by_a_proposer_runs_nothing_on_the_host_and_
     assert [row["reason"] for row in rejected] == ["unsafe entry"], rejected
     assert "src/sub/.git" in rejected[0]["message"]
     assert summary.measured == 3  # the baseline and two proposals after the rejected one: the search went on
+    # ANCHOR_ATTEMPT as docs/configuration.md says: 1 for the first proposal after the baseline (the
+    # rejected one), then 2 and 3, so x = 3 and 4
     assert [e["metric"]["value"] for e in ledger.entries()] == ["1", "3", "4"]
     assert _git_status(tmp_path / "repo") == "" and not (tmp_path / "repo" / "src" / "sub").exists()
     assert not marker.exists()
@@ -102,7 +104,8 @@ def test_a_nested_repository_planted_by_an_attempt_runs_nothing_on_the_host_and_
 LEAVE = {
     "a nested repository": "git init -q src/nested && echo x > src/nested/f",
     "a read-only tree": "mkdir -p src/ro/a/b && echo x > src/ro/a/b/f && chmod -R a-w src/ro",
-    "20,000 empty directories": "python3 -c \"import os; [os.makedirs(f'src/e/{i // 100}/{i}') for i in range(20000)]\"",
+    "20,000 empty directories":
+        "python3 -c \"import os; [os.makedirs(f'src/e/{i // 100}/{i}') for i in range(20000)]\"",
 }  # fmt: skip
 
 
