@@ -194,6 +194,26 @@ def read_document(path: Path, what: str, detail: dict[str, str], limit: int | No
         raise BadInput(f"{path}: not a {what}: not UTF-8 text (byte {exc.start})", detail=detail) from None
 
 
+def tail_regular(path: Path, size: int) -> bytes:
+    """The last `size` bytes of `path` if it is a regular file reached without following a link, else
+    b"": a log untrusted code could have replaced (with a link to a host file, a FIFO) is never followed,
+    waited on, or read whole."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return b""
+    try:
+        found = os.fstat(fd)
+        if not stat.S_ISREG(found.st_mode):
+            return b""
+        os.lseek(fd, max(0, found.st_size - size), os.SEEK_SET)
+        return os.read(fd, size)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
+
+
 def read_regular(path: Path, limit: int) -> bytes:
     """At most `limit` + 1 bytes of `path`, which must be a regular file reached without following a
     link in its last component; `UnsafePath` otherwise. For files that untrusted code could have

@@ -16,6 +16,7 @@ import pwd
 from dataclasses import dataclass
 
 from anchor.errors import ToolchainMissing
+from anchor.fence.walk import walk
 
 ATTEMPT_USER = "anchor-attempt"
 MAKE_IT = (
@@ -86,6 +87,6 @@ def give_tree(path: os.PathLike[str] | str, identity: Identity | None) -> None:
     if identity is None:
         return
     give(path, identity)
-    for root, dirs, files in os.walk(path):
+    for root, dirs, files in walk(path):
         for name in (*dirs, *files):
             give(os.path.join(root, name), identity)

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from anchor.fence.identity import Identity, give, give_tree
+from anchor.fence.walk import bytes_under
 
 _COUNTER = itertools.count()
 INODE_BYTES = 4096
@@ -88,7 +89,7 @@ class BoundedDir:
     def full(self) -> str | None:
         """ "inodes" or "disk" once the kernel's bound is reached (a write there now fails), else None."""
         if not self.enforced:
-            return "disk" if regular_bytes(self.path) > self.size else None
+            return "disk" if bytes_under(self.path) > self.size else None
         try:
             found = os.statvfs(self.path)
         except OSError:
@@ -146,27 +147,18 @@ def _unmount(path: Path) -> None:
     libc.umount2(os.fsencode(path), _MNT_DETACH)
 
 
-def regular_bytes(path: Path) -> int:
-    """The bytes of the regular files under `path`: the watch that stands in where no bound can be mounted."""
-    total = 0
-    for root, _, files in os.walk(path):
-        for name in files:
-            with contextlib.suppress(OSError):
-                total += os.lstat(os.path.join(root, name)).st_size
-    return total
-
-
 def copy_in(run_dir: Path, space: BoundedDir, identity: Identity | None) -> None:
     """What the run dir already holds (a proposer's HOME from its last proposal, a harness's note) into
     the command's bounded run dir, the identity's: the command sees its run dir as it was left."""
     if any(run_dir.iterdir()):
-        copy_out(run_dir, space.run)
+        copy_out(run_dir, space.run, space.size)
         give_tree(space.run, identity)
 
 
-def replace_run_dir(space: BoundedDir, run_dir: Path, keep: tuple[str, ...]) -> None:
-    """Make `run_dir` hold what the command left in its bounded run dir (copied as hostile data), but
-    for `keep`, the harness's own files written there while it ran (its process record)."""
+def replace_run_dir(space: BoundedDir, run_dir: Path, keep: tuple[str, ...]) -> bool:
+    """Make `run_dir` hold what the command left in its bounded run dir (copied as hostile data, at most
+    the bound's bytes: False when something was left behind for it), but for `keep`, the harness's own
+    files (its process record, the attempt's diff)."""
     for entry in list(os.scandir(run_dir)):
         if entry.name in keep:
             continue
@@ -174,45 +166,55 @@ def replace_run_dir(space: BoundedDir, run_dir: Path, keep: tuple[str, ...]) -> 
             shutil.rmtree(entry.path)
         else:
             os.unlink(entry.path)
-    copy_out(space.run, run_dir)
+    return copy_out(space.run, run_dir, space.size)
 
 
-def copy_out(source: Path, target: Path) -> None:
+def copy_out(source: Path, target: Path, budget: int | None = None) -> bool:
     """Copy what a command left in `source` into `target` (which the harness owns), as hostile data:
     nothing followed, nothing of the harness's replaced (an entry already in `target` wins), regular
-    files copied by content, directories made, links made again with the same target (the evidence
-    records them), and anything else (a FIFO, a socket) left as a FIFO of the same name, for the
-    evidence seal to remove and name. Directories that hold nothing but directories are not made: a
-    flood of them cost the bounded filesystem inodes, and would cost the host's disk blocks."""
+    files copied by content, links made again with the same target (the evidence records them), and
+    anything else (a FIFO, a socket) left as a FIFO of the same name, for the evidence seal to remove and
+    name. Directories are made only for what they hold (a flood of empty ones cost the bounded
+    filesystem inodes, and would cost the host's disk blocks); the walk is a loop, not a recursion, so
+    no depth overflows it. At most `budget` bytes of files are copied, counted by their size (a sparse
+    file or a thousand hard links to one file cost the bound little and the host's disk a lot): False
+    when a file was left behind for it."""
+    left = budget
+    whole = True
     target.mkdir(parents=True, exist_ok=True)
-    try:
-        entries = list(os.scandir(source))
-    except OSError:
-        return
-    for entry in entries:
-        here = target / entry.name
+    stack = [(source, target)]
+    while stack:
+        here_source, here_target = stack.pop()
         try:
-            found = entry.stat(follow_symlinks=False)
+            entries = list(os.scandir(here_source))
         except OSError:
             continue
-        if os.path.lexists(here) and not (stat.S_ISDIR(found.st_mode) and here.is_dir() and not here.is_symlink()):
-            continue
-        if stat.S_ISDIR(found.st_mode):
-            if _holds_an_entry(entry.path):  # an empty directory is no evidence: never made on the host
-                copy_out(Path(entry.path), here)
-        elif stat.S_ISLNK(found.st_mode):
+        for entry in entries:
+            here = here_target / entry.name
+            try:
+                found = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISDIR(found.st_mode):
+                if not (os.path.lexists(here) and not (here.is_dir() and not here.is_symlink())):
+                    stack.append((Path(entry.path), here))
+                continue
+            if os.path.lexists(here):
+                continue
+            if stat.S_ISREG(found.st_mode) and left is not None:
+                if found.st_size > left:
+                    whole = False
+                    continue
+                left -= found.st_size
             with contextlib.suppress(OSError):
-                os.symlink(os.readlink(entry.path), here)
-        elif stat.S_ISREG(found.st_mode):
-            with contextlib.suppress(OSError):
-                _copy_file(entry.path, here, found.st_mode)
-        else:
-            with contextlib.suppress(OSError):
-                os.mkfifo(here, 0o600)
-
-
-def _holds_an_entry(path: str) -> bool:
-    return any(files for _, _, files in os.walk(path))  # links and FIFOs are listed among the files
+                here_target.mkdir(parents=True, exist_ok=True)
+                if stat.S_ISLNK(found.st_mode):
+                    os.symlink(os.readlink(entry.path), here)
+                elif stat.S_ISREG(found.st_mode):
+                    _copy_file(entry.path, here, found.st_mode)
+                else:
+                    os.mkfifo(here, 0o600)
+    return whole
 
 
 def _copy_file(source: str, target: Path, mode: int) -> None:

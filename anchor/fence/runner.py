@@ -24,14 +24,20 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import BinaryIO
 
 from anchor.fence.cgroups import CommandGroup, Limits, processes_of
-from anchor.fence.quota import BoundedDir, copy_in, regular_bytes, replace_run_dir
+from anchor.fence.quota import BoundedDir, copy_in, replace_run_dir
 from anchor.fence.sandbox import Sandbox, allowed_env
-from anchor.fence.workspace import Workspace, unsafe_entries
+from anchor.fence.walk import bytes_under
+from anchor.fence.workspace import Workspace, said, unsafe_entries
+from anchor.files import tail_regular
 from anchor.settings.session import start_ticks
 
 TIMEOUT_STATUS = 124
+HARNESS_FILES = ("process.json", "code.diff")
+"""What the harness itself writes in a run dir (its process record, the attempt's diff from git): what
+the command leaves at these names never replaces them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,19 +116,18 @@ class Bounds:
             return None
         if code in _SIGXFSZ_STATUS:
             return {"name": "file_size", "bound": self.limits.file_bytes}
-        with contextlib.suppress(OSError), open(log, "rb") as err:
-            err.seek(max(0, os.fstat(err.fileno()).st_size - 8192))
-            tail = err.read()
-            if any(word in tail for word in _OUT_OF_MEMORY):
-                return {"name": "memory", "bound": self.limits.memory_bytes}
-            if (self.nproc is not None or self.forks_inside) and any(word in tail for word in _NO_FORK):
-                return {"name": "processes", "bound": self.limits.processes}
+        tail = tail_regular(log, 8192)  # the command's to replace: never followed, never waited on
+        if any(word in tail for word in _OUT_OF_MEMORY):
+            return {"name": "memory", "bound": self.limits.memory_bytes}
+        if (self.nproc is not None or self.forks_inside) and any(word in tail for word in _NO_FORK):
+            return {"name": "processes", "bound": self.limits.processes}
         return None
 
 
 GVISOR_THREADS = 256
 """Host threads allowed runsc (its sentry, gofer and Go runtime) beside the command's own bound: under
-gVisor the command's processes are tasks of gVisor's kernel, bounded there (RLIMIT_NPROC inside)."""
+gVisor the command's processes are tasks of gVisor's kernel, bounded there (RLIMIT_NPROC inside), and
+each may cost runsc host threads of its own (its platform's stubs): the host bound is three per task."""
 
 
 @contextlib.contextmanager
@@ -130,7 +135,8 @@ def bounded(limits: Limits, runtime: str | None = None) -> Iterator[Bounds]:
     """The bounds of one command (run in `runtime`: bubblewrap, gvisor, or None unconfined); its cgroups
     (and whatever is left in them) go when the block ends."""
     inside = runtime == "gvisor"
-    group = CommandGroup.create(limits.processes + (GVISOR_THREADS if inside else 0), limits.memory_bytes)
+    host = 3 * limits.processes + GVISOR_THREADS if inside else limits.processes
+    group = CommandGroup.create(host, limits.memory_bytes)
     nproc = None
     if not group.processes_enforced and os.geteuid() != 0:
         nproc = limits.processes + processes_of(os.getuid())
@@ -170,18 +176,21 @@ def run_command(
         with bounded(limits, None) as bounds:
             result = _run_bounded(command, cwd, run_dir, timeout_s, grace_s, None, pass_env, bounds,
                                   None, None, network, extra_env)  # fmt: skip
-        left = {p: k for p, k in unsafe_entries(cwd, editable).items() if before.get(p) != k}
+        left = {p: said(k) for p, k in unsafe_entries(cwd, editable).items() if before.get(p) != k}
         result = replace(result, refused=tuple(f"{p} ({k})" for p, k in sorted(left.items())), quota="watched")
     else:
         space = BoundedDir.make(limits.run_dir_bytes, sandbox.identity)
         try:
-            work = (Workspace.make(sandbox.repo, sandbox.editable, space.edit, sandbox.identity)
+            work = (Workspace.make(sandbox.repo, sandbox.editable, space.edit, sandbox.identity, space.size)
                     if sandbox.edits else None)  # fmt: skip
             copy_in(run_dir, space, sandbox.identity)
             with bounded(limits, sandbox.runtime) as bounds:
                 result = _run_bounded(command, cwd, run_dir, timeout_s, grace_s, sandbox, pass_env, bounds,
                                       space, work, network, extra_env)  # fmt: skip
-            replace_run_dir(space, run_dir, keep=("process.json",))
+            if not replace_run_dir(space, run_dir, keep=HARNESS_FILES) and result.limit is None:
+                # files whose sizes add up past the bound (sparse ones, hard links to one): not copied, named
+                result = replace(result, limit={"name": "disk", "bound": limits.run_dir_bytes},
+                                 exit_code=result.exit_code or 1)  # fmt: skip
             refused = {} if work is None else work.refused()
             back: list[str] = []
             if work is not None and write_back and not refused and result.exit_code == 0 and result.limit is None:
@@ -209,7 +218,7 @@ def _run_bounded(
     start = time.monotonic()
     over: dict[str, object] = {}
     logs = run_dir if space is None else space.run  # the logs count against the bound too
-    with open(logs / "stdout.log", "wb") as out, open(logs / "stderr.log", "wb") as err:
+    with _fresh_log(logs / "stdout.log") as out, _fresh_log(logs / "stderr.log") as err:
         if sandbox is None:
             argv: str | list[str] = command
             env = {**allowed_env(run_dir, passed=pass_env), **(extra_env or {})}
@@ -243,7 +252,7 @@ def _run_bounded(
                     over.update(name="memory", bound=limits.memory_bytes)
                 elif space is not None and (space.enforced or ticks % 50 == 0) and (full := space.full()):
                     over.update(name=full, bound=limits.run_dir_bytes if full == "disk" else space.inodes)
-                elif space is None and ticks % 50 == 0 and regular_bytes(run_dir) > limits.run_dir_bytes:
+                elif space is None and ticks % 50 == 0 and bytes_under(run_dir) > limits.run_dir_bytes:
                     over.update(name="disk", bound=limits.run_dir_bytes)
                 else:
                     continue
@@ -274,7 +283,7 @@ def _run_bounded(
     _wait_group_gone(process.pid)
     if not over:  # met faster than the watcher looked
         full = space.full() if space is not None else (
-            "disk" if regular_bytes(run_dir) > limits.run_dir_bytes else None)  # fmt: skip
+            "disk" if bytes_under(run_dir) > limits.run_dir_bytes else None)  # fmt: skip
         if full is not None:
             over.update(name=full, bound=limits.run_dir_bytes if full == "disk" else space.inodes if space else 0)
     if over:
@@ -284,6 +293,20 @@ def _run_bounded(
     if limit is not None and code == 0:
         code = 1  # a bound ended it (or killed one of its processes): never a success
     return RunResult(code, timed_out, int((time.monotonic() - start) * 1000), limit, bounds.memory)
+
+
+def _fresh_log(path: Path) -> BinaryIO:
+    """A new, empty log the harness owns at `path`: whatever the last command left there (a FIFO a
+    plain open would wait on for ever, a link to a host file) is removed first, never opened."""
+    with contextlib.suppress(FileNotFoundError):
+        if path.is_dir() and not path.is_symlink():
+            import shutil
+
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    return os.fdopen(fd, "wb")
 
 
 def wait_for(process: subprocess.Popen[bytes], timeout_s: float) -> int:

@@ -52,6 +52,8 @@ def allowed_env(run_dir: Path, private_tmp: bool = False, passed: tuple[str, ...
     variables the contract names (`pass_env`, never Anchor's); its temporary files in the sandbox's
     private /tmp, or unconfined in the run dir (never the shared /tmp)."""
     home, tmp = run_dir / "home", run_dir / "tmp"
+    if os.path.lexists(home) and (home.is_symlink() or not home.is_dir()):
+        home.unlink()  # the last command's doing (a link, a file): the run dir is the harness's, HOME a folder
     home.mkdir(parents=True, exist_ok=True)
     if not private_tmp:
         tmp.mkdir(parents=True, exist_ok=True)
@@ -139,6 +141,16 @@ class Sandbox:
                 raise BadInput(f"inputs: {path} overlaps {clash}, which the sandbox hides from the code under"
                                " measurement (the data dir, the work dir, a keystore)",
                                detail={"field": "inputs", "path": str(path)})  # fmt: skip
+        for path in (*shown, *hidden_holdout):  # the editable files are copied for the command: never these
+            for rel in editable:
+                target = (repo / rel).resolve()
+                # hidden inside an editable copy, or an editable inside what is hidden within the repository
+                inside = target.is_relative_to(path) and path.is_relative_to(repo.resolve())
+                if path == target or path.is_relative_to(target) or inside:
+                    field = "holdout_data" if path in hidden_holdout else "editable"
+                    raise BadInput(f"{field}: {path} overlaps the editable {rel!r}, which the command writes a copy"
+                                   " of: what is hidden from it cannot lie there",
+                                   detail={"field": field, "path": str(path)})  # fmt: skip
         tmpfs = min(TMP_BYTES, Limits.from_env().memory_bytes)
         return cls(program, repo.resolve(), editable, shown, hidden_holdout, pass_env=pass_env, inputs=outside,
                    runtime=runtime, tmpfs_bytes=tmpfs, identity=identity)  # fmt: skip
@@ -159,10 +171,18 @@ class Sandbox:
         from anchor.fence.policy import Mount, runtime_mounts, system_mounts, tmpfs_mounts
 
         plan = [*system_mounts(network), *tmpfs_mounts(self.tmpfs_bytes), *runtime_mounts()]
-        for path in self.hidden:  # mounted before the binds below, which may lie inside them
-            plan.append(Mount("tmpfs", str(path), self.tmpfs_bytes) if path.is_dir() else Mount("null", str(path)))
+
+        def hide(path: Path) -> Mount:
+            return Mount("tmpfs", str(path), self.tmpfs_bytes) if path.is_dir() else Mount("null", str(path))
+
+        # a hidden path that holds the repository is hidden before the repository is shown inside it; one
+        # that lies inside the repository (a work dir, a keystore kept there) after, or the bind of the
+        # repository would show it again
+        inside = [path for path in self.hidden if path.is_relative_to(self.repo)]
+        plan += [hide(path) for path in self.hidden if path not in inside]
         plan.append(Mount("ro", str(self.repo)))
         plan += [Mount("ro", str(path)) for path in self.inputs]  # declared data; never the holdout
+        plan += [hide(path) for path in inside]
         for path in self.holdout:
             if self.shows_holdout:  # bound explicitly: it may lie where the rest is hidden (/tmp, the data dir)
                 plan.append(Mount("ro", str(path)))
@@ -299,6 +319,8 @@ dropped identity reaches what it is shown (`_staged`); the run dirs' bounded fil
 _LAUNCH = r"""set -eu
 stage=$1 uid=$2 gid=$3 filter=$4 count=$5 mount=$6 setpriv=$7
 shift 7
+command_path=$PATH
+PATH=/usr/sbin:/usr/bin:/sbin:/bin  # what root runs here (mkdir, rm) is the system's, not from the command's PATH
 if [ "$count" -gt 0 ]; then
   "$mount" -t tmpfs -o mode=0755,size=1m,nosuid,nodev anchor-fence "$stage"
   i=0
@@ -310,6 +332,7 @@ if [ "$count" -gt 0 ]; then
   done
 fi
 if [ -n "$filter" ]; then exec 3<"$filter"; rm -f -- "$filter"; fi
+PATH=$command_path
 if [ -n "$uid" ]; then
   exec "$setpriv" --reuid="$uid" --regid="$gid" --clear-groups --inh-caps=-all --bounding-set=-all -- "$@"
 fi

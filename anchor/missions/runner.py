@@ -284,14 +284,28 @@ def _command(
     if box is None:
         return ["/bin/sh", "-c", command], {**allowed_env(mission_dir), **mission_env}, "none"
     from anchor.fence.cgroups import Limits
-    from anchor.fence.identity import give, give_tree
+    from anchor.fence.identity import give
 
     processes = Limits.from_env().processes
-    argv = box.argv(command, mission_dir, extra_env=mission_env, processes=processes)
-    give(mission_dir, box.identity)  # under a root harness the command is anchor-attempt: its folder and result are its
-    give_tree(result, box.identity)
-    give_tree(mission_dir / "home", box.identity)
+    home = mission_dir / "home"
+    fresh = not os.path.lexists(home) or home.is_symlink() or not home.is_dir()
+    argv = box.argv(command, mission_dir, extra_env=mission_env, processes=processes)  # makes a missing HOME
+    if fresh:
+        give(home, box.identity)  # made just now, empty: nothing of anyone's is given, nothing is walked
     return argv, {}, box.runtime
+
+
+def _open_to(mission_dir: Path, result: Path, box: Sandbox | None) -> None:
+    """Under a root harness the command is anchor-attempt: it may pass through the mission's folder (root's,
+    group anchor-attempt, 0710: never list it, never write there) to its fresh result folder, the only
+    one it owns, and its HOME. The runner's own files beside them (the log, the proof) stay root's."""
+    from anchor.fence.identity import give
+
+    if box is None or box.identity is None:
+        return
+    os.chown(mission_dir, 0, box.identity.gid)
+    os.chmod(mission_dir, 0o710)  # noqa: S103 - the group is anchor-attempt alone: it may pass through, not list
+    give(result, box.identity)  # empty, made by us a moment ago
 
 
 METRICS_FILE = "metrics.json"
@@ -464,6 +478,7 @@ def run_mission(
             deadline = began + budget["minutes"] * 60.0
             spent: dict[str, Any] = {"attempts": 0, "stopped": "attempts" if rules else "one_run"}
             box = _box(settings, mission_dir, snapshot, resume, runtime) if sandbox else None
+            _open_to(mission_dir, result, box)
             for attempt in range(1, allowed + 1):
                 argv, env, confinement = _command(record, mission_dir, result, snapshot, resume, box, attempt)
                 say(f"attempt {attempt} of at most {allowed}: running the mission's command ({confinement}),"

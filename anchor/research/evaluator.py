@@ -86,10 +86,10 @@ def evaluate(
 
 
 def _last_line(path: Path) -> str:
-    with open(path, "rb") as handle:
-        handle.seek(0, 2)
-        size = handle.tell()
-        handle.seek(max(0, size - 64 * 1024))
-        tail = handle.read().decode("utf-8", "replace")
+    """The evaluator's last non-empty line, its stdout read as the hostile file it may be (a link to a
+    host file, a FIFO): never followed, never waited on."""
+    from anchor.files import tail_regular
+
+    tail = tail_regular(path, 64 * 1024).decode("utf-8", "replace")
     lines = [line.strip() for line in tail.splitlines() if line.strip()]
     return lines[-1][:MAX_OUTPUT_LINE] if lines else ""

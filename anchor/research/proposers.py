@@ -142,13 +142,10 @@ class CommandProposer:
 
 
 def _tail(log: Path) -> str:
-    try:
-        with open(log, "rb") as handle:
-            handle.seek(0, 2)
-            handle.seek(max(0, handle.tell() - 4096))
-            return handle.read().decode("utf-8", "replace").strip()[-300:]
-    except OSError:
-        return ""
+    """The end of the proposer's stderr, read as the hostile file it is (anchor.files.tail_regular)."""
+    from anchor.files import tail_regular
+
+    return tail_regular(log, 4096).decode("utf-8", "replace").strip()[-300:]
 
 
 def _read(path: Path) -> dict[str, Any]:

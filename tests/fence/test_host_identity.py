@@ -134,3 +134,16 @@ def test_no_socket_family_but_inet_and_inet6_can_be_made_vsock_and_netlink_among
     assert result.exit_code == 0, (tmp_path / "run" / "stderr.log").read_text()
     made = json.loads((tmp_path / "run" / "sockets.json").read_text())
     assert {name for name, what in made.items() if what == "made"} == {"AF_INET", "AF_INET6"}, made
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_an_attempt_may_start_threads_on_every_runtime(tmp_path: Path, runtime: str) -> None:
+    """The policy refuses clone with a namespace flag, and clone3 (whose flags it cannot see) where the
+    runtime answers ENOSYS, so that glibc falls back to clone: a thread must still start. Under gVisor,
+    whose Debian build answers EPERM to every refused call, pthread_create failed (numpy's OpenBLAS)."""
+    repo = make_repo(tmp_path / "repo", {"params.json": "{}"})
+    command = (f"python3 -c \"import threading; t = threading.Thread(target=print, args=('thread',));"
+               f" t.start(); t.join()\" > {tmp_path / 'run'}/out")  # fmt: skip
+    result = run(box(repo, runtime), repo, tmp_path / "run", command)
+    assert result.exit_code == 0, (tmp_path / "run" / "stderr.log").read_text()
+    assert (tmp_path / "run" / "out").read_text() == "thread\n"
