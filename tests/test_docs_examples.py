@@ -156,7 +156,7 @@ def test_the_readme_tour_and_the_missions_example_run_as_written_in_a_fresh_chec
     assert "mission 'tour-1' ran (bubblewrap)" in out and "mission 'tour-1': done" in out
     assert "OK: .anchor/missions/tour-1/result (1 file) is anchored" in out
     assert json.loads((work / ".anchor" / "missions" / "tour-1" / "result" / "metrics.json").read_text())["days"] == 7
-    assert "local chain stopped" in out.splitlines()[-3]
+    assert "local chain stopped" in out.splitlines()[-4]
     assert "started the local chain at" in example.stderr and "stop it with `anchor chain down`" in example.stderr
     assert "OK: .anchor/missions/example-1/result (1 file) is anchored" in example.stdout
     assert re.search(r"^tour-1 +done .*\n^example-1 +done", example.stdout, flags=re.M)

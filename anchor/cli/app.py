@@ -57,6 +57,7 @@ app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=True, pretty_e
 app.add_typer(chain_cmds.app, name="chain")
 app.add_typer(config_cmds.app, name="config")
 app.add_typer(mlflow_cmds.app, name="mlflow")
+app.command("info")(config_cmds.info)
 deploy_cmds.register(app)
 data_cmds.register(app)
 journal_cmds.register(app)
@@ -79,7 +80,11 @@ def root(
     ctx: typer.Context,
     data_dir: Annotated[
         Path | None,
-        typer.Option("--data-dir", help="Data directory (else ANCHOR_DATA_DIR, anchor.toml, ./.anchor)."),
+        typer.Option(
+            "--data-dir",
+            help="Data directory (else ANCHOR_DATA_DIR, anchor.toml, the nearest .anchor/"
+            " above the working directory, ~/.local/share/anchor; `anchor info` says which).",
+        ),
     ] = None,
     rpc_url: Annotated[
         list[str] | None,

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from anchor.cli.config_cmds import settings_near
 from anchor.cli.hashing import print_hash, rules_for
 from anchor.cli.options import (
     AnchoredBeforeOpt,
@@ -412,6 +413,8 @@ def verify(
     from anchor.readback.anchors import required_count
 
     required_count(require, 1)  # a bad --require is exit 2 before any proof is read
+    if paths:
+        settings_near(ctx, paths[0])
     if trusted_block or trusted_blocks is not None or offline:
         _go_offline(ctx, offline, trusted_block or [], trusted_blocks)
     from anchor.library.verifier import Policy, Verifier
@@ -552,7 +555,8 @@ def lookup(
     from anchor.anchoring.proofs import store_finder
     from anchor.readback.lookup import lookup_agreed
 
-    found = lookup_agreed(key, _settings(ctx), researcher, quorum, store_finder)
+    settings = settings_near(ctx, Path(key)) if Path(key).exists() else _settings(ctx)
+    found = lookup_agreed(key, settings, researcher, quorum, store_finder)
     lines = [*_lookup_lines(found)]
     lines += [f"  {'explorer ' + k:<16} {v}" for k, v in found["links"].items()] or ["  explorer: none for this chain"]
     lines += quorum_lines(found.get("quorum"))

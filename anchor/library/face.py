@@ -50,10 +50,12 @@ def upgrade(proof: str | Path, *, settings: Settings | None = None, services: li
 def verify(path: str | Path, *, proof: str | Path | None = None, policy: Policy | None = None,
            settings: Settings | None = None, **options: Any) -> Verification:  # fmt: skip
     """The verdict on `path` (`Verifier.from_settings(settings).verify(...)`): a `Verification`, or a
-    typed error of anchor.errors (`Tampered`, `NotAnchored`, `Pending`, `PolicyMismatch`, …)."""
+    typed error of anchor.errors (`Tampered`, `NotAnchored`, `Pending`, `PolicyMismatch`, …). Without
+    `settings`, the data dir nearest to `path` comes first, as on the command line."""
     from anchor.library.verifier import Verifier
+    from anchor.settings.session import Settings
 
-    return Verifier.from_settings(settings).verify(
+    return Verifier.from_settings(settings or Settings.from_env(near=Path(path))).verify(
         Path(path), proof=None if proof is None else Path(proof), policy=policy, **options
     )
 
