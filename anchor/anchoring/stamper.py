@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -121,14 +121,20 @@ class Stamper(ABC):
 
     @staticmethod
     def from_settings(
-        settings: Settings | None = None, services: Sequence[str] | None = None, *, allow_insecure_token: bool = False
-    ) -> Stamper:
+        settings: Settings | None = None, services: Sequence[str] | None = None, *, allow_insecure_token: bool = False,
+        start_chain: bool = False,
+    ) -> Stamper:  # fmt: skip
         """Services when `services` (`--service`, repeatable) or `settings.service_urls`
         (ANCHOR_SERVICE_URLS) name any, each with its token from ANCHOR_SERVICE_TOKEN; else the key
-        here. A bad URL, or a token that would travel in clear, is refused before anything is hashed."""
+        here. A bad URL, or a token that would travel in clear, is refused before anything is hashed.
+        `start_chain=True`: the embedded local chain, if not running, is started and stopped when this
+        interpreter exits (`Settings.local_chain_start`); otherwise the settings say (a library call's
+        refuse: no process left behind unasked)."""
         from anchor.anchoring.client import services_from
 
         settings = settings or Settings.from_env()
+        if start_chain:
+            settings = replace(settings, local_chain_start="until_exit")
         urls = list(services or ()) or list(settings.service_urls)
         if not urls:
             return KeyStamper(settings)

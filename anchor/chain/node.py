@@ -180,6 +180,12 @@ class LocalChain:
             self._stop(pid)
         return self.status()
 
+    def stop_if_ours(self, pid: int | None) -> None:
+        """Stop the chain if the one running is still `pid` (the one a caller started): not one that
+        someone stopped and started again meanwhile, which is theirs."""
+        if pid is not None and self._pid() == pid:
+            self._stop(pid)
+
     def _stop(self, pid: int, grace: float = 15.0) -> None:
         """SIGTERM to the anvil we started, then wait for its whole process group (`up` starts it as a
         group of its own): npm's anvil is a Node wrapper that passes the signal to the real anvil and

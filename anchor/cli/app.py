@@ -28,7 +28,9 @@ from anchor.cli import (
 HELP = """Anchor: tamper-evident, on-chain-anchored provenance for research results.
 
 Without --rpc-url (or ANCHOR_RPC_URL) every command uses the embedded local chain, an anvil on
-127.0.0.1 whose state lives in the data directory.
+127.0.0.1 whose state lives in the data directory (`anchor info` says which one, and why). A command
+that writes starts it if it is not running and leaves it running for the next command, with its pid:
+stop it with `anchor chain down`.
 
 \b
 Exit codes:
@@ -99,6 +101,5 @@ def root(
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
 ) -> None:
-    from anchor.settings.session import Settings
-
-    ctx.obj = {"settings": Settings.from_env(data_dir, rpc_url), "json": json_output, "given": (data_dir, rpc_url)}
+    ctx.obj = {"settings": config_cmds.cli_settings(data_dir, rpc_url), "json": json_output,
+               "given": (data_dir, rpc_url)}  # fmt: skip

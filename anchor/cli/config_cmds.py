@@ -48,16 +48,25 @@ DATA_DIR_ORDER = ("--data-dir, ANCHOR_DATA_DIR, the project's anchor.toml, the n
 """The rule's order, as `anchor info` says it (anchor.settings.config)."""
 
 
+def cli_settings(data_dir: Path | None, rpc_url: list[str] | None, near: Path | None = None) -> Any:
+    """The settings every command runs with: the library's (anchor.settings), and the command line's one
+    difference, documented in `anchor --help`: a write starts the embedded local chain when it is not
+    running and leaves it running for the next command (a library call refuses unless asked)."""
+    import dataclasses
+
+    from anchor.settings.session import Settings
+
+    return dataclasses.replace(Settings.from_env(data_dir, rpc_url, near=near), local_chain_start="keep_running")
+
+
 def settings_near(ctx: typer.Context, path: Path) -> Any:
     """The settings for reading about `path`: with no --data-dir, the data dir nearest to `path` comes
     before the working directory's (anchor.settings.config), so `anchor verify outside/results` from
     outside's parent reads the chain that stamped it."""
-    from anchor.settings.session import Settings
-
     root = ctx.find_root().obj
     data_dir, rpc_url = root["given"]
     if data_dir is None:
-        root["settings"] = Settings.from_env(None, rpc_url, near=path)
+        root["settings"] = cli_settings(None, rpc_url, near=path)
     return root["settings"]
 
 

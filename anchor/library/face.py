@@ -29,21 +29,24 @@ def hash(path: str | Path, *, symlinks: str = "refuse") -> str:  # noqa: A001 - 
 
 
 def stamp(path: str | Path, *, out: str | Path | None = None, settings: Settings | None = None,
-          services: list[str] | None = None) -> Stamped:  # fmt: skip
+          services: list[str] | None = None, start_chain: bool = False) -> Stamped:  # fmt: skip
     """Anchor `path` and write its proof (`<PATH>.anchor.json`, or `out`): through the services of
     `services` or ANCHOR_SERVICE_URLS (pending at once, `upgrade` later), else with the key here.
-    `Stamper.from_settings(settings, services).stamp(path)`."""
+    `Stamper.from_settings(settings, services, start_chain=start_chain).stamp(path)`. On the embedded
+    local chain, a chain that is not running is started only with `start_chain=True`, and stopped when
+    this interpreter exits; without it, `anchor.errors.ChainUnreachable` says so."""
     from anchor.anchoring.stamper import Stamper
 
-    with Stamper.from_settings(settings, services) as stamper:
+    with Stamper.from_settings(settings, services, start_chain=start_chain) as stamper:
         return stamper.stamp(Path(path), out=None if out is None else Path(out))
 
 
-def upgrade(proof: str | Path, *, settings: Settings | None = None, services: list[str] | None = None) -> Upgraded:
+def upgrade(proof: str | Path, *, settings: Settings | None = None, services: list[str] | None = None,
+            start_chain: bool = False) -> Upgraded:  # fmt: skip
     """Complete a pending proof from its services' anchors, each checked against the chain first."""
     from anchor.anchoring.stamper import Stamper
 
-    with Stamper.from_settings(settings, services) as stamper:
+    with Stamper.from_settings(settings, services, start_chain=start_chain) as stamper:
         return stamper.upgrade(Path(proof))
 
 

@@ -50,6 +50,9 @@ def start_ticks(pid: int) -> int | None:
         return None
 
 
+LOCAL_CHAIN_STARTS = ("refuse", "until_exit", "keep_running")
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     data_dir: Path
@@ -74,6 +77,11 @@ class Settings:
     trusted_blocks: tuple[tuple[int | None, int, str], ...] = ()
     """(chain id or None for any, block number, 0x block hash) the verifier trusts (`--trusted-block`,
     `--trusted-blocks FILE`): the whole trust root of an offline verdict (anchor.sealing.check)."""
+    local_chain_start: str = "refuse"
+    """What a write does when the embedded local chain is not running (LOCAL_CHAIN_STARTS): "refuse" (a
+    library call's default: a chain it started would outlive the program, an orphan per batch job),
+    "until_exit" (`start_chain=True`: started, and stopped when this interpreter exits), "keep_running"
+    (the command line: started and left running for the next command, as it says)."""
     data_dir_source: str = field(default="given", compare=False)
     """The rule that chose `data_dir` (`--data-dir`, ANCHOR_DATA_DIR, an anchor.toml, the nearest
     `.anchor/`, the per-user default): what `anchor info` and `anchor chain status` say."""
