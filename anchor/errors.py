@@ -244,7 +244,8 @@ class RegistryRevert(Conflict):
 
 
 class ToolchainMissing(AnchorError):
-    """A required tool (solc shim, anvil, forge) is not installed; run `make install`."""
+    """A required tool (anvil, the solc shim, forge) is not installed: its message says how to get it where
+    anchor runs (Foundry on PATH for an installed package; `make install` in a source checkout)."""
 
     exit_code = ExitCode.TOOLCHAIN
     code = "toolchain_missing"

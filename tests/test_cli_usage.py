@@ -144,12 +144,13 @@ def test_the_journal_verbs_live_under_journal_and_the_old_spellings_still_work(t
     release, saying so on stderr; `anchor stamp` is the clearer name of `anchor anchor`."""
     env = {**os.environ, "ANCHOR_DATA_DIR": str(tmp_path / "d")}
     new, old = run_anchor(["journal", "status"], env), run_anchor(["status"], env)
-    assert new.returncode == old.returncode == ExitCode.CHAIN_UNREACHABLE  # no chain here: the same answer
+    assert new.returncode == old.returncode == ExitCode.OK  # a read of a local file: no chain needed, the same answer
+    assert new.stdout.startswith(f"no journal yet in data dir {tmp_path / 'd'} (chosen by ANCHOR_DATA_DIR)")
     assert "It is now `anchor journal status`" in old.stderr and "deprecated" not in new.stderr
     for verb in ("stamp", "anchor"):
         shown = run_anchor([verb, "--help"], env)
         assert shown.returncode == 0 and "--out" in shown.stdout
-    assert not (tmp_path / "d").exists()  # a refused command wrote nothing
+    assert not (tmp_path / "d").exists()  # a read made nothing
 
 
 def test_verify_of_a_path_never_stamped_is_not_anchored_naming_where_it_looked(tmp_path: Path) -> None:

@@ -454,9 +454,12 @@ def _note_anchored_around(out: Path) -> None:
         import logging
         import os
 
-        shown = os.path.relpath(found)
-        folder = found if shown.startswith("..") else Path(shown)
+        from anchor.proof.locate import default_proof_path
+
+        shown = os.path.relpath(found)  # from inside it, "." or "..": a name that says nothing, so the full path
+        folder = found if shown == "." or shown.startswith("..") else Path(shown)
         logging.getLogger("anchor.progress").warning(
-            f"note: {out} is written inside {folder}, which has an anchor of its own ({folder}.anchor.json):"
-            f" `anchor verify {folder}` will name it as added (hint: --out outside {folder} keeps it as anchored)"
+            f"note: {out} is written inside {folder}, which has an anchor of its own ({default_proof_path(folder)}):"
+            f" `anchor verify {folder}` will then fail with exit 4 (tampered: this proof is a file added since;"
+            f" its anchored files unchanged); hint: --out outside {folder} keeps {folder} as anchored"
         )

@@ -42,7 +42,7 @@ Exit codes:
   5  chain, anchoring service or MLflow tracking server unreachable
   6  deployment mismatch (the address does not hold the recorded registry; no answer given)
   7  conflict (the registry refused a write)
-  8  toolchain missing (run `make install`)
+  8  toolchain missing: anvil or solc (install Foundry; in a source checkout, `make install`)
   9  not our registry (the proof names a registry other than the trusted one)
   10  verified, but not as required (--expect-submitter, --anchored-before)
   11  anchored, but not yet as final as --min-finality requires

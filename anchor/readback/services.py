@@ -110,7 +110,7 @@ def call(
                                   retries=retries, backoff_s=0.1, why=(service.url, path), limit=cap + 1)  # fmt: skip
     except Exhausted as spent:
         raise ServiceError(
-            f"{service.url}: {method} {path} failed {spent.attempts} times ({spent.failure})",
+            spent.said(f"{service.url}: {method} {path}", f"--service or ANCHOR_SERVICE_URLS ({service.url})"),
             detail={"service": service.url, "last_error": spent.failure},
         ) from None
     if len(content) > cap:
