@@ -34,6 +34,8 @@ class ExitCode(IntEnum):
     PENDING = 14
     STORAGE = 15
     RETRACTED = 16
+    ABORTED = 130
+    """Ctrl-C (128 + SIGINT): `aborted` on stderr; nothing is sent after it (anchor.settings.interrupt)."""
     READER_GONE = 141
     """Whoever read the output closed it early (`| head -1`): 128 + SIGPIPE, as a shell reports a Unix
     tool that a closed pipe stopped. Not an error of anchor's, so nothing is said on stderr."""

@@ -51,6 +51,7 @@ Exit codes:
   14  pending: a service accepted it (signed receipt), not anchored yet; run `anchor upgrade`
   15  the disk is full or read-only where a file had to be written, or the journal is damaged (nothing lost)
   16  retracted: anchored, and since withdrawn on chain by whoever anchored it (`anchor retract`)
+  130  aborted (Ctrl-C): nothing is sent after it; what was sent before is in the journal
   141  the reader of the output closed it early (`| head -1`): nothing more is said
 """
 
