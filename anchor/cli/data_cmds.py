@@ -173,6 +173,7 @@ def bundle(
     from anchor.readback.verifier import check_resume_pin
 
     manifest, tree, output_dir = load_bundle_spec(spec)
+    output_dir = _as_stamp_says(output_dir)
     # a pin the dispatcher would refuse is refused here too; its anchor is read live when anchoring
     check_resume_pin(manifest.identity(), _settings(ctx), live=anchor, find=store_finder(_settings(ctx)))
     if service and not anchor:
@@ -193,6 +194,16 @@ def bundle(
         {"manifest_digest": "0x" + manifest.digest.hex(), "manifest": manifest.identity(), **manifest.annotations()},
         [f"0x{manifest.digest.hex()}  bundle {spec} (output {output_dir}, {count(len(tree.files), 'file')})"],
     )
+
+
+def _as_stamp_says(path: Path) -> Path:
+    """A path the spec resolved, said as `stamp` says a path: relative to the working directory when it
+    lies below it, in full otherwise (`bundle --anchor` printed absolute paths where `stamp` prints
+    what was typed)."""
+    import os
+
+    shown = os.path.relpath(path)
+    return path if shown.startswith("..") else Path(shown)
 
 
 def prove(

@@ -717,8 +717,9 @@ def check_finality(verdict: Verification, required: str | None) -> None:
             raise NotFinal(
                 f"anchored in block {verdict.anchored_block}: not yet {required}; the chain's {required} head is at"
                 f" block {head} (its head at block {verdict.read_at_block}), and a local development chain marks"
-                f" a block {required} only {depth} blocks below its head and mines only when it is sent transactions,"
-                " so later may never come on its own (hint: ask for confirmations instead,"
+                f" a block {required} only {depth} blocks below its head and, unless started with a block time"
+                " (anvil --block-time), mines only when it is sent transactions, so later may never come on its own"
+                " (hint: ask for confirmations instead,"
                 f" min_finality {max(1, verdict.confirmations)})",
                 detail={
                     "required": required,
