@@ -127,3 +127,29 @@ def test_stamp_in_a_folder_then_verify_it_from_the_parent_with_no_flag(tmp_path:
         finally:
             down = run_anchor(["chain", "down"], env, cwd=outside)
             assert down.returncode == ExitCode.OK, down.stderr
+
+
+def test_a_dot_anchor_that_comes_with_a_verified_path_is_no_trust_root_on_a_chain_named_by_url(tmp_path: Path) -> None:
+    """A downloaded result with a `.anchor/` beside it recording a lookalike registry for Base: the path's
+    data dir locates the local chain only; with an RPC URL the verifier's data dir is the user's own."""
+    planted = tmp_path / "download" / ".anchor"
+    (planted / "deployments").mkdir(parents=True)
+    (planted / "deployments" / "8453.json").write_text('{"address": "0x' + "66" * 20 + '"}')
+    (tmp_path / "download" / "results").mkdir()
+    by_url = _info(tmp_path, "download/results", env=_env(ANCHOR_RPC_URL="http://127.0.0.1:9"))
+    assert by_url["path"] != str(planted) and by_url["rule"].startswith("the per-user default")
+    read_rpcs = _env(ANCHOR_READ_RPCS="http://127.0.0.1:9,http://127.0.0.1:10")
+    assert _info(tmp_path, "download/results", env=read_rpcs)["path"] != str(planted)
+    assert _info(tmp_path, "download/results")["path"] == str(planted)  # the local chain it was stamped on
+
+
+def test_another_users_dot_anchor_above_is_passed_over_as_git_passes_over_another_users_git(tmp_path: Path) -> None:
+    """A `/tmp/.anchor` another local user made would otherwise hold our journal, chain and registry."""
+    theirs = tmp_path / ".anchor"
+    theirs.mkdir()
+    os.chown(theirs, 4242, 4242)
+    (tmp_path / "mine").mkdir()
+    found = _info(tmp_path / "mine")
+    assert found["path"] != str(theirs) and found["rule"].startswith("the per-user default"), found
+    (tmp_path / "mine" / ".anchor").mkdir()
+    assert _info(tmp_path / "mine")["path"] == str(tmp_path / "mine" / ".anchor")

@@ -47,14 +47,20 @@ class Setting:
 
 
 def nearest_data_dir(start: Path) -> Path | None:
-    """The nearest `.anchor/` folder in `start` (a folder, or a file's folder) or one of its parents.
-    The path is made absolute without following links: a proof lies beside the name it was given."""
+    """The nearest `.anchor/` folder in `start` (a folder, or a file's folder) or one of its parents that
+    belongs to this user. The path is made absolute without following links: a proof lies beside the name
+    it was given. One of another user's is passed over, as git passes over another user's `.git`
+    (safe.directory): a `/tmp/.anchor` someone else made must not hold our journal, chain and registry."""
     here = Path(os.path.abspath(start))
     if not here.is_dir():
         here = here.parent
     for folder in (here, *here.parents):
-        if (folder / DATA_DIR_NAME).is_dir():
-            return folder / DATA_DIR_NAME
+        candidate = folder / DATA_DIR_NAME
+        try:
+            if candidate.is_dir() and candidate.stat().st_uid == os.getuid():
+                return candidate
+        except OSError:
+            continue
     return None
 
 
@@ -72,7 +78,7 @@ def found_data_dir(project: dict[str, str], user: dict[str, str], near: Path | N
     settings (their "source" key names the file)."""
     if "data_dir" in project:
         return Setting(project["data_dir"], project["source"])
-    starts = [] if near is None else [(near, f"the nearest {DATA_DIR_NAME}/ above {near}")]
+    starts = [] if near is None else [(near, f"the nearest {DATA_DIR_NAME}/ above {near}")]  # the local chain's
     for start, rule in [*starts, (Path.cwd(), f"the nearest {DATA_DIR_NAME}/ above the working directory")]:
         found = nearest_data_dir(start)
         if found is not None:
@@ -121,7 +127,8 @@ def _read(path: Path) -> dict[str, str]:
 
 def resolve(given: dict[str, Setting] | None = None, near: Path | None = None) -> dict[str, Setting]:
     """Every setting with its source. `given` holds what the command line set (source "--data-dir" …);
-    `near`, a path being verified: its nearest `.anchor/` comes before the working directory's."""
+    `near`, a path being verified: on the local chain, its nearest `.anchor/` comes before the working
+    directory's."""
     given = given or {}
     project, user = project_file(), user_file()
     files = {
@@ -134,9 +141,13 @@ def resolve(given: dict[str, Setting] | None = None, near: Path | None = None) -
             out[key] = given[key]
         elif os.environ.get(variable):
             out[key] = Setting(os.environ[variable], variable)
-        elif key == "data_dir":
-            out[key] = found_data_dir(files["project"], files["user"], near)
-        else:
+        elif key != "data_dir":
             found = next((values for values in files.values() if key in values), None)
             out[key] = Setting(found[key], found["source"]) if found else Setting(None, "default")
-    return out
+    if "data_dir" not in out:
+        # a verified path's own data dir only locates the local chain it was stamped on (its port, its
+        # record); on a chain named by URL it would be a trust root that came with the path: a `.anchor/`
+        # beside a downloaded result, recording a lookalike registry, must not be what vouches for it
+        local = not (out["rpc_url"].value or os.environ.get("ANCHOR_READ_RPCS"))
+        out["data_dir"] = found_data_dir(files["project"], files["user"], near if local else None)
+    return {key: out[key] for key in KEYS}
