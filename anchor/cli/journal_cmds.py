@@ -127,7 +127,7 @@ def status(ctx: typer.Context, json: JsonFlag = False) -> None:
     from anchor.journal.status import journal_status
 
     settings = _settings(ctx)
-    if not settings.journal_url and not settings.layout.journal.is_file():  # a read makes nothing
+    if not settings.journal_url and not settings.data_dir.is_dir():  # a read makes no data dir
         said = (f"no journal yet in data dir {settings.data_dir} (chosen by {settings.data_dir_source}): nothing"
                 " was stamped from it; `anchor info` says which data dir a command run here uses")  # fmt: skip
         zero = {"pending": 0, "batched": 0, "confirmed": 0}

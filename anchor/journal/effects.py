@@ -490,9 +490,6 @@ class EffectRunner:
     def _send(self, effect: sqlite3.Row, latest: sqlite3.Row) -> bool | None:
         """Broadcast `latest`'s signed bytes: None once the node has them; on a refusal, what handling
         it did (a used nonce is reconciled, an underpriced transaction replaced)."""
-        from anchor.settings.interrupt import check
-
-        check()  # after Ctrl-C nothing more is sent, even where a finalizer swallowed it (signed: a later flush)
         try:
             txs.broadcast(self.rpc, bytes(latest["raw"]))
         except NonceTooLow:

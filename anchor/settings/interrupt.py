@@ -1,11 +1,11 @@
 """How this process takes Ctrl-C: one handler, which remembers the interrupt as well as raising it.
 
 Why remember it: Python raises KeyboardInterrupt wherever the main thread happens to be, and where that
-is a finalizer (`__del__`) the exception is printed as "Exception ignored in …" and
-dropped: a stamp interrupted there went on to "anchored", exit 0. With the interrupt remembered, the
-steps that cannot be undone ask `check()` first (the journal, before it broadcasts a transaction; the
-command line, before it prints a result) and the command line ends with `aborted`, exit 130, however the
-exception travelled (typer turns it into a quiet exit 130 of its own). An interrupt met inside a
+is a finalizer (`__del__`) the exception is printed as "Exception ignored in …" and dropped: a stamp
+interrupted there went on to "anchored", exit 0. With the interrupt remembered, the steps that cannot
+be undone ask `check()` first (every broadcast of a transaction, in anchor.chain.transactions; the
+command line, before it prints a result) and the command line ends with `aborted`, exit 130, however
+the exception travelled (typer turns it into a quiet exit 130 of its own). An interrupt met inside a
 finalizer is not raised there, where it would be lost, but delivered again a moment later.
 
 Installed by the command line only (`install`): a library call leaves its caller's signals alone, and
