@@ -28,7 +28,7 @@ $(VENV)/.installed: pyproject.toml requirements.lock requirements-mlflow.lock
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.lock -r requirements-mlflow.lock
 	# editable as a plain path entry (a .pth naming this checkout), not setuptools' import-hook finder: the
 	# finder is imported by every interpreter the venv starts, `python -c pass` included (32 ms against 13
-	# here: issue 49's "path-hook-free install")
+	# here: a "path-hook-free install")
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e . \
 	  --config-settings editable_mode=compat
 	# compiled once, as pip compiles a wheel it installs: with PYTHONDONTWRITEBYTECODE set (CI's images,

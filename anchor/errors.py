@@ -232,7 +232,7 @@ class Conflict(AnchorError):
 
 
 class InsufficientFunds(Conflict):
-    """The signing account cannot pay for the transaction (issue 48). `detail` names the sender, its
+    """The signing account cannot pay for the transaction. `detail` names the sender, its
     balance and the most the transaction could cost; the journal parks the effect as failed, so nothing
     else waits on it, until `journal retry` (after funding) or `journal abandon`."""
 

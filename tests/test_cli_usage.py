@@ -1,4 +1,4 @@
-"""A newcomer's first typos (issue 17): every usage mistake is one line and a hint, exit 2, never a
+"""A newcomer's first typos: every usage mistake is one line and a hint, exit 2, never a
 traceback; `--version` and shell completion work. No chain needed."""
 
 from __future__ import annotations
@@ -161,7 +161,7 @@ def test_verify_of_a_path_never_stamped_is_not_anchored_naming_where_it_looked(t
     (tmp_path / "file.txt").write_text("never proven\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
     env["ANCHOR_DATA_DIR"] = str(tmp_path / "data")
-    missing = run_anchor(["verify", str(tmp_path / "missing")], env)  # issue 48: a typo is no such path, exit 2
+    missing = run_anchor(["verify", str(tmp_path / "missing")], env)  # a typo is no such path, exit 2
     assert missing.returncode == ExitCode.BAD_INPUT and "no such file or folder" in missing.stderr, missing.stderr
     for target in (tmp_path / "file.txt", tmp_path / "folder"):
         text = run_anchor(["verify", str(target)], env)

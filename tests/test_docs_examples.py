@@ -47,7 +47,7 @@ def test_the_base_sepolia_quickstart_runs_as_written_and_says_what_it_waits_for(
         exported = dict(line.split("=", 1) for line in (work / "step1.env").read_text().split("\0") if "=" in line)
         env.update({k: exported[k] for k in ("ANCHOR_KEYSTORE", "ANCHOR_KEYSTORE_PASSWORD", "ANCHOR_RPC_URL")})
         assert env["ANCHOR_RPC_URL"] == url and "PRIVATE_KEY" not in " ".join(exported)
-        funded = run_block(balance, work, env)  # step 2: the faucet's ETH arrived (issue 48)
+        funded = run_block(balance, work, env)  # step 2: the faucet's ETH arrived
         assert f"{address} holds 1.000000 ETH on Base Sepolia (84532)" in funded.stdout, funded.stdout + funded.stderr
 
         deployed = run_block(deploy, work, env)

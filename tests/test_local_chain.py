@@ -1,4 +1,4 @@
-"""The local chain belongs to its data directory (issue 17): found again without being told its port,
+"""The local chain belongs to its data directory: found again without being told its port,
 never started or stopped by a read, and never a signal to a process that is not ours."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""An installable tool (issue 17): the wheel, installed into a fresh virtualenv outside the checkout,
+"""An installable tool: the wheel, installed into a fresh virtualenv outside the checkout,
 starts a chain, deploys, anchors and verifies, with anvil found on PATH and nothing read from the
 source tree (the registry it deploys is the committed build, tested identical to a fresh compile)."""
 

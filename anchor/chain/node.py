@@ -140,7 +140,7 @@ class LocalChain:
             self._stop(current.pid)
         if _port_taken(self.port):
             raise BadInput(port_taken_message(self.port), detail={"port": self.port})
-        import subprocess  # starting and stopping only: a read asks `status` (issue 49: every verify did)
+        import subprocess  # starting and stopping only: a read asks `status` (every verify did)
 
         from anchor.chain.toolchain import compiler_settings, tool
         from anchor.files import private_dir

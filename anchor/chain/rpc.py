@@ -1,7 +1,7 @@
 """A small JSON-RPC client: every chain read, and the transport under web3 for writes.
 
-Why not web3 for reads: importing it costs about a second, more than a whole verify should take
-(issue 26). A read needs eight methods (chain id, head, code, block, call, logs, receipt); this is
+Why not web3 for reads: importing it costs about a second, more than a whole verify should take.
+A read needs eight methods (chain id, head, code, block, call, logs, receipt); this is
 them, over one kept-alive HTTP connection per thread. Writes still build transactions with web3, whose
 provider sends through `Rpc.post` (anchor.chain.connection), so there is one retry policy:
 
@@ -122,7 +122,7 @@ def _hex(number: int | str) -> str:
 class _Deadlined:
     """A connected socket whose every send and read waits at most until `until` (monotonic): the
     socket's timeout is the time left, so one exchange, headers and body together, ends by its deadline
-    however slowly the other side drips its answer (issue 42: a server that sent `Content-Length: 100000`
+    however slowly the other side drips its answer (a server that sent `Content-Length: 100000`
     and then a byte every 5 s held `verify` past 90 s with a 10 s per-read timeout)."""
 
     def __init__(self, sock: Any) -> None:

@@ -3,8 +3,7 @@
 Two ways in. `send` takes a web3 contract call (a deploy, a retraction, a direct lineage write: the rarer
 writes, where eth_account's second of import is paid once). The step-wise primitives below are what
 the journal's effect protocol drives (every batch root and relayed record): they speak JSON-RPC through
-`anchor.chain.rpc` and sign with `anchor.chain.eip1559`, so a flush imports neither web3 nor eth_account
-(issue 49)."""
+`anchor.chain.rpc` and sign with `anchor.chain.eip1559`, so a flush imports neither web3 nor eth_account."""
 
 from __future__ import annotations
 
@@ -73,7 +72,7 @@ def send(w3: Web3, chain_id: int, signer: Signer, call: Any) -> dict[str, Any]:
         check_interrupt()  # nothing is sent after Ctrl-C (anchor.settings.interrupt)
         tx_hash = w3.eth.send_raw_transaction(raw)
         receipt = dict(w3.eth.wait_for_transaction_receipt(tx_hash, timeout=RECEIPT_TIMEOUT_S, poll_latency=0.05))
-    except Web3RPCError as exc:  # the node refused it: an unfunded key (issue 48: was "this is a bug")
+    except Web3RPCError as exc:  # the node refused it: an unfunded key (was "this is a bug")
         if "insufficient funds" in str(exc).lower():
             gas = int(tx.get("gas", 0) or 0)
             from anchor.chain.connection import rpc_of

@@ -15,7 +15,7 @@ from anchor.proof.file import PendingProof, ProofFile, ServiceAnchor
 from anchor.proof.receipt import Receipt
 
 MAX_ANSWER_BYTES = 64 << 10
-"""The largest answer a service call reads (issue 42: caps sized to what answers carry): a complete proof
+"""The largest answer a service call reads (caps sized to what answers carry): a complete proof
 without its listing (the listing never left the client), a receipt, /v1/service; `INFO_BYTES` for the
 last. An answer past its cap is refused by name, never read on."""
 INFO_BYTES = 16 << 10

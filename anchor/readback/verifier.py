@@ -548,7 +548,7 @@ _READS: ContextVar[dict[tuple[Any, ...], Verification] | None] = ContextVar("anc
 def reads_once() -> Iterator[None]:
     """Within the block, the chain is read once per (endpoint, chain, registry, transaction, root): a verify
     call of 1,000 proofs of one batch made 11 JSON-RPC calls on 2 new connections per proof, the same
-    receipt read 1,000 times (issue 49). The next proof of a root already read is checked locally: its
+    receipt read 1,000 times. The next proof of a root already read is checked locally: its
     Merkle path to that root (step 1, which the registry's verifyInclusion computes the same way), then
     the verdict read for the root, at the same block, with its own digest and files."""
     token = _READS.set({})
