@@ -7,6 +7,14 @@ BIN := $(VENV)/bin
 ANCHOR := $(BIN)/anchor
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 DEMO_DATA := $(CURDIR)/.anchor/demo
+PORT ?= 8000
+
+# What each long step does, and how long the run has taken so far: a cold `make demo` spends minutes in a
+# quiet pip install, and `make test` printed nothing until a target ended. MAKE_START is the first make's.
+MAKE_START ?= $(shell date +%s)
+export MAKE_START
+, := ,
+say = @echo "[make $@, $$(( $$(date +%s) - $(MAKE_START) )) s] $(1)"
 
 .PHONY: image install demo explore test check e2e browser sandbox postgres screenshots lock test-forge test-python lint fmt snapshot bench clean artifact wheel
 
@@ -15,41 +23,53 @@ install: $(VENV)/.installed node_modules/.installed
 # requirements-mlflow.lock: what MLflow (the `[mlflow]` extra's client, and the server the tests start) adds
 # to the venv; kept apart so that the container image (Dockerfile: requirements.lock only) does not carry it
 $(VENV)/.installed: pyproject.toml requirements.lock requirements-mlflow.lock
+	$(call say,installing $$(cat requirements.lock requirements-mlflow.lock | grep -c ==) pinned Python packages (requirements.lock$(,) requirements-mlflow.lock) into $(VENV)/: several minutes the first time$(,) quietly)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.lock -r requirements-mlflow.lock
 	# editable as a plain path entry (a .pth naming this checkout), not setuptools' import-hook finder: the
 	# finder is imported by every interpreter the venv starts, `python -c pass` included (32 ms against 13
-	# here: issue 49's "path-hook-free install")
+	# here: a "path-hook-free install")
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e . \
 	  --config-settings editable_mode=compat
 	# compiled once, as pip compiles a wheel it installs: with PYTHONDONTWRITEBYTECODE set (CI's images,
 	# this machine) an editable checkout would otherwise recompile every module on every call (~45 ms)
 	$(BIN)/python -m compileall -q anchor api
 	touch $@
+	$(call say,Python packages installed)
 
 node_modules/.installed: package.json package-lock.json
+	$(call say,installing the pinned node packages (anvil$(,) solc; package-lock.json) into node_modules/)
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
+	$(call say,node packages installed)
 
 ## The main job on the embedded local chain: bundle anchored and verified, then a research search.
 demo: install sandbox
+	$(call say,the demo: a bundle anchored and verified on the embedded chain$(,) then a research search (data in $(DEMO_DATA)))
 	ANCHOR_DATA_DIR=$(DEMO_DATA) bash examples/demo.sh
+	$(call say,demo done)
 
 ## What `make demo` anchored, in the explorer: the demo's chain is started for the server and stopped
 ## again when the server ends (Ctrl-C).
+## PORT=… serves elsewhere (default 8000): every link the pages and `anchor lookup` print then names it.
 explore: install
-	ANCHOR_DATA_DIR=$(DEMO_DATA) bash -c 'trap "$(BIN)/anchor chain down" EXIT; $(BIN)/anchor chain up && $(BIN)/anchor serve'
+	ANCHOR_DATA_DIR=$(DEMO_DATA) bash -c 'trap "$(BIN)/anchor chain down" EXIT; $(BIN)/anchor chain up && \
+	  $(BIN)/anchor serve --port $(PORT)'
 
 # forge and the Python side side by side (each target's output printed whole when it ends): forge's
 # fuzzing fills the CPU the pytest workers leave idle while they wait on chains and sleeps.
 test: install browser sandbox postgres
+	$(call say,every tier: forge (fmt$(,) build$(,) tests$(,) gas snapshot) beside pytest (fast$(,) chain$(,) postgres$(,) browser$(,) sandbox$(,) soak); each target's output is printed whole when it ends)
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-forge test-python
+	$(call say,all tests passed)
 
 ## The fast tier: every test that touches no chain, database, browser or sandbox (tests/conftest.py marks
 ## them from their fixtures), and ruff. Under a minute here; `make test` runs everything.
 check: install
+	$(call say,the fast tier: ruff$(,) then every test that touches no chain$(,) database$(,) browser or sandbox)
 	$(BIN)/ruff check anchor api tests benchmarks
 	$(BIN)/pytest -n 2 -m "not chain and not postgres and not browser and not sandbox and not soak"
+	$(call say,fast tier passed)
 
 ## anchor -> verify -> lookup on a real chain: ANCHOR_RPC_URL and a funded key, else it says so and exits 0.
 e2e: install
@@ -83,20 +103,24 @@ screenshots: install browser
 SNAPSHOT_FILTER := --no-match-test '^(testFuzz|invariant)'
 
 test-forge: install
+	$(call say,forge: fmt$(,) build$(,) the Solidity tests (fuzz and invariants)$(,) the gas snapshot)
 	cd foundry && forge fmt --check
 	cd foundry && forge build --sizes
 	cd foundry && forge test
 	cd foundry && forge snapshot $(SNAPSHOT_FILTER) --snap cache/gas-snapshot.current > /dev/null
 	diff -u foundry/.gas-snapshot foundry/cache/gas-snapshot.current && echo "gas snapshot: unchanged"
+	$(call say,forge passed)
 
 # Three workers on two cores (many tests wait on a chain, a server or a sleep: 453 s against 489 s with two);
 # tests that share a module fixture or the demo run stay on one worker (tests/conftest.py scope_of).
 PYTEST_PARALLEL ?= -n 3 --dist loadgroup
 
 test-python: install
+	$(call say,ruff$(,) mypy$(,) then pytest $(PYTEST_PARALLEL): every tier (README "Tests"))
 	$(BIN)/ruff check anchor api tests benchmarks
 	$(BIN)/mypy anchor api
 	$(BIN)/pytest $(PYTEST_PARALLEL)
+	$(call say,pytest passed)
 
 snapshot: install
 	cd foundry && forge snapshot $(SNAPSHOT_FILTER)

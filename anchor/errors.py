@@ -34,6 +34,8 @@ class ExitCode(IntEnum):
     PENDING = 14
     STORAGE = 15
     RETRACTED = 16
+    ABORTED = 130
+    """Ctrl-C (128 + SIGINT): `aborted` on stderr; nothing is sent after it (anchor.settings.interrupt)."""
     READER_GONE = 141
     """Whoever read the output closed it early (`| head -1`): 128 + SIGPIPE, as a shell reports a Unix
     tool that a closed pipe stopped. Not an error of anchor's, so nothing is said on stderr."""
@@ -230,7 +232,7 @@ class Conflict(AnchorError):
 
 
 class InsufficientFunds(Conflict):
-    """The signing account cannot pay for the transaction (issue 48). `detail` names the sender, its
+    """The signing account cannot pay for the transaction. `detail` names the sender, its
     balance and the most the transaction could cost; the journal parks the effect as failed, so nothing
     else waits on it, until `journal retry` (after funding) or `journal abandon`."""
 
@@ -244,7 +246,8 @@ class RegistryRevert(Conflict):
 
 
 class ToolchainMissing(AnchorError):
-    """A required tool (solc shim, anvil, forge) is not installed; run `make install`."""
+    """A required tool (anvil, the solc shim, forge) is not installed: its message says how to get it where
+    anchor runs (Foundry on PATH for an installed package; `make install` in a source checkout)."""
 
     exit_code = ExitCode.TOOLCHAIN
     code = "toolchain_missing"

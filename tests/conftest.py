@@ -184,6 +184,14 @@ def _unmarked_tests_start_no_chain(request: pytest.FixtureRequest, monkeypatch: 
     monkeypatch.setattr(LocalChain, "up", refused)
 
 
+@pytest.fixture(autouse=True)
+def _a_per_user_data_dir_of_its_own(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where no `.anchor/` is found, anchor uses the per-user data dir ($XDG_DATA_HOME/anchor): each
+    test gets one of its own (made only if used), never the user's ~/.local/share/anchor, which
+    another test, or a person, may be using."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg-data")))
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -29,7 +29,7 @@ def workspace(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     work = tmp_path / "work"
     work.mkdir()
     (work / ".venv").symlink_to(ROOT / ".venv")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANCHOR_", "XDG_DATA_HOME"))}
     env.update(HOME=str(tmp_path / "home"), PATH=f"{ROOT / 'node_modules' / '.bin'}:{env['PATH']}")
     return work, env
 

@@ -1,4 +1,4 @@
-"""A newcomer's first typos (issue 17): every usage mistake is one line and a hint, exit 2, never a
+"""A newcomer's first typos: every usage mistake is one line and a hint, exit 2, never a
 traceback; `--version` and shell completion work. No chain needed."""
 
 from __future__ import annotations
@@ -144,12 +144,13 @@ def test_the_journal_verbs_live_under_journal_and_the_old_spellings_still_work(t
     release, saying so on stderr; `anchor stamp` is the clearer name of `anchor anchor`."""
     env = {**os.environ, "ANCHOR_DATA_DIR": str(tmp_path / "d")}
     new, old = run_anchor(["journal", "status"], env), run_anchor(["status"], env)
-    assert new.returncode == old.returncode == ExitCode.CHAIN_UNREACHABLE  # no chain here: the same answer
+    assert new.returncode == old.returncode == ExitCode.OK  # a read of a local file: no chain needed, the same answer
+    assert new.stdout.startswith(f"no journal yet in data dir {tmp_path / 'd'} (chosen by ANCHOR_DATA_DIR)")
     assert "It is now `anchor journal status`" in old.stderr and "deprecated" not in new.stderr
     for verb in ("stamp", "anchor"):
         shown = run_anchor([verb, "--help"], env)
         assert shown.returncode == 0 and "--out" in shown.stdout
-    assert not (tmp_path / "d").exists()  # a refused command wrote nothing
+    assert not (tmp_path / "d").exists()  # a read made nothing
 
 
 def test_verify_of_a_path_never_stamped_is_not_anchored_naming_where_it_looked(tmp_path: Path) -> None:
@@ -160,7 +161,7 @@ def test_verify_of_a_path_never_stamped_is_not_anchored_naming_where_it_looked(t
     (tmp_path / "file.txt").write_text("never proven\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
     env["ANCHOR_DATA_DIR"] = str(tmp_path / "data")
-    missing = run_anchor(["verify", str(tmp_path / "missing")], env)  # issue 48: a typo is no such path, exit 2
+    missing = run_anchor(["verify", str(tmp_path / "missing")], env)  # a typo is no such path, exit 2
     assert missing.returncode == ExitCode.BAD_INPUT and "no such file or folder" in missing.stderr, missing.stderr
     for target in (tmp_path / "file.txt", tmp_path / "folder"):
         text = run_anchor(["verify", str(target)], env)

@@ -47,7 +47,7 @@ def test_the_base_sepolia_quickstart_runs_as_written_and_says_what_it_waits_for(
         exported = dict(line.split("=", 1) for line in (work / "step1.env").read_text().split("\0") if "=" in line)
         env.update({k: exported[k] for k in ("ANCHOR_KEYSTORE", "ANCHOR_KEYSTORE_PASSWORD", "ANCHOR_RPC_URL")})
         assert env["ANCHOR_RPC_URL"] == url and "PRIVATE_KEY" not in " ".join(exported)
-        funded = run_block(balance, work, env)  # step 2: the faucet's ETH arrived (issue 48)
+        funded = run_block(balance, work, env)  # step 2: the faucet's ETH arrived
         assert f"{address} holds 1.000000 ETH on Base Sepolia (84532)" in funded.stdout, funded.stdout + funded.stderr
 
         deployed = run_block(deploy, work, env)
@@ -158,7 +158,7 @@ def test_the_readme_tour_and_the_missions_example_run_as_written_in_a_fresh_chec
     assert f"mission 'tour-1' ran ({default_runtime()})" in out and "mission 'tour-1': done" in out
     assert "OK: .anchor/missions/tour-1/result (1 file) is anchored" in out
     assert json.loads((work / ".anchor" / "missions" / "tour-1" / "result" / "metrics.json").read_text())["days"] == 7
-    assert "local chain stopped" in out.splitlines()[-3]
+    assert "local chain stopped" in out.splitlines()[-4]
     assert "started the local chain at" in example.stderr and "stop it with `anchor chain down`" in example.stderr
     assert "OK: .anchor/missions/example-1/result (1 file) is anchored" in example.stdout
     assert re.search(r"^tour-1 +done .*\n^example-1 +done", example.stdout, flags=re.M)

@@ -1,4 +1,4 @@
-"""The local chain belongs to its data directory (issue 17): found again without being told its port,
+"""The local chain belongs to its data directory: found again without being told its port,
 never started or stopped by a read, and never a signal to a process that is not ours."""
 
 from __future__ import annotations
@@ -46,11 +46,14 @@ def test_read_only_commands_never_start_a_chain(fresh_chain: Chain, bundle: Path
     fresh_chain.cli("deploy", check=True)
     fresh_chain.cli("anchor", str(bundle), check=True)
     fresh_chain.node.down()
-    for args in (["verify", str(bundle)], ["lookup", str(bundle)], ["journal", "status"]):
+    for args in (["verify", str(bundle)], ["lookup", str(bundle)]):
         result = fresh_chain.cli(*args)
         assert result.returncode == ExitCode.CHAIN_UNREACHABLE, (args, result.stderr)
         assert "anchor chain up" in result.stderr
         assert not fresh_chain.node.status().running
+    status = fresh_chain.cli("journal", "status")  # a local file: answered from it, no chain needed
+    assert status.returncode == 0 and "confirmed 1" in status.stdout, status.stdout + status.stderr
+    assert not fresh_chain.node.status().running
     fresh_chain.cli("chain", "up", check=True)  # the port was kept: the same chain, found again
     assert fresh_chain.cli("verify", str(bundle)).returncode == 0
 
@@ -73,14 +76,19 @@ def test_a_recorded_pid_that_is_not_our_anvil_is_never_signalled(fresh_chain: Ch
 
 @pytest.mark.chain  # an anvil of its own, as a "real" chain (84532)
 def test_status_on_a_real_chain_reads_without_a_signing_key(tmp_path: Path) -> None:
-    """`anchor --rpc-url … status` demanded ANCHOR_PRIVATE_KEY although it only reads the journal."""
+    """`anchor --rpc-url … status` demanded ANCHOR_PRIVATE_KEY although it only reads the journal; it
+    now reads the journal alone (no key, no network): the chain it shows is the one the journal holds."""
     from tests.conftest import anvil
 
     with anvil(84532, 1) as url:
         env = {"PATH": "/usr/bin:/bin", "ANCHOR_DATA_DIR": str(tmp_path / "data"), "HOME": str(tmp_path)}
         result = _anchor(env, "--rpc-url", url, "status")
         assert result.returncode == 0, result.stderr
-        assert result.stdout.startswith("chain 84532") and "pending 0" in result.stdout
+        assert result.stdout.startswith(f"no journal yet in data dir {tmp_path / 'data'}"), result.stdout
+        (tmp_path / "data").mkdir()
+        result = _anchor(env, "--rpc-url", url, "status")
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.startswith("chain: none yet (the journal holds nothing)") and "pending 0" in result.stdout
 
 
 @pytest.mark.chain  # starts a local chain of its own

@@ -1,4 +1,4 @@
-"""An installable tool (issue 17): the wheel, installed into a fresh virtualenv outside the checkout,
+"""An installable tool: the wheel, installed into a fresh virtualenv outside the checkout,
 starts a chain, deploys, anchors and verifies, with anvil found on PATH and nothing read from the
 source tree (the registry it deploys is the committed build, tested identical to a fresh compile)."""
 
@@ -52,6 +52,8 @@ def test_the_wheel_installed_outside_the_checkout_anchors_and_verifies(tmp_path:
             result = anchor(*step)
             assert result.returncode == 0, (step, result.stdout, result.stderr)
         assert "OK: results (1 file) is anchored" in result.stdout
-        assert (elsewhere / ".anchor" / "deployments" / "31337.json").is_file()
+        # no .anchor/ above it: the per-user data dir, $HOME/.local/share/anchor
+        assert (tmp_path / "home" / ".local" / "share" / "anchor" / "deployments" / "31337.json").is_file()
+        assert not (elsewhere / ".anchor").exists()
     finally:
         anchor("chain", "down")

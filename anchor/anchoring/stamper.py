@@ -1,4 +1,4 @@
-"""One `Stamper`, two ways to anchor: with a key here, or through anchoring services (issue 43).
+"""One `Stamper`, two ways to anchor: with a key here, or through anchoring services.
 
 Why one decision: "a key here, or services" was decided in nine places and they disagreed (`anchor
 stamp` honoured ANCHOR_SERVICE_URLS, `bundle --anchor`, `mission run` and `research run` did not, and
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -121,14 +121,20 @@ class Stamper(ABC):
 
     @staticmethod
     def from_settings(
-        settings: Settings | None = None, services: Sequence[str] | None = None, *, allow_insecure_token: bool = False
-    ) -> Stamper:
+        settings: Settings | None = None, services: Sequence[str] | None = None, *, allow_insecure_token: bool = False,
+        start_chain: bool = False,
+    ) -> Stamper:  # fmt: skip
         """Services when `services` (`--service`, repeatable) or `settings.service_urls`
         (ANCHOR_SERVICE_URLS) name any, each with its token from ANCHOR_SERVICE_TOKEN; else the key
-        here. A bad URL, or a token that would travel in clear, is refused before anything is hashed."""
+        here. A bad URL, or a token that would travel in clear, is refused before anything is hashed.
+        `start_chain=True`: the embedded local chain, if not running, is started and stopped when this
+        interpreter exits (`Settings.local_chain_start`); otherwise the settings say (a library call's
+        refuse: no process left behind unasked)."""
         from anchor.anchoring.client import services_from
 
         settings = settings or Settings.from_env()
+        if start_chain:
+            settings = replace(settings, local_chain_start="until_exit")
         urls = list(services or ()) or list(settings.service_urls)
         if not urls:
             return KeyStamper(settings)
@@ -448,9 +454,12 @@ def _note_anchored_around(out: Path) -> None:
         import logging
         import os
 
-        shown = os.path.relpath(found)
-        folder = found if shown.startswith("..") else Path(shown)
+        from anchor.proof.locate import default_proof_path
+
+        shown = os.path.relpath(found)  # from inside it, "." or "..": a name that says nothing, so the full path
+        folder = found if shown == "." or shown.startswith("..") else Path(shown)
         logging.getLogger("anchor.progress").warning(
-            f"note: {out} is written inside {folder}, which has an anchor of its own ({folder}.anchor.json):"
-            f" `anchor verify {folder}` will name it as added (hint: --out outside {folder} keeps it as anchored)"
+            f"note: {out} is written inside {folder}, which has an anchor of its own ({default_proof_path(folder)}):"
+            f" `anchor verify {folder}` will then fail with exit 4 (tampered: this proof is a file added since;"
+            f" its anchored files unchanged); hint: --out outside {folder} keeps {folder} as anchored"
         )

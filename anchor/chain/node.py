@@ -140,7 +140,7 @@ class LocalChain:
             self._stop(current.pid)
         if _port_taken(self.port):
             raise BadInput(port_taken_message(self.port), detail={"port": self.port})
-        import subprocess  # starting and stopping only: a read asks `status` (issue 49: every verify did)
+        import subprocess  # starting and stopping only: a read asks `status` (every verify did)
 
         from anchor.chain.toolchain import compiler_settings, tool
         from anchor.files import private_dir
@@ -179,6 +179,12 @@ class LocalChain:
         if pid is not None:
             self._stop(pid)
         return self.status()
+
+    def stop_if_ours(self, pid: int | None) -> None:
+        """Stop the chain if the one running is still `pid` (the one a caller started): not one that
+        someone stopped and started again meanwhile, which is theirs."""
+        if pid is not None and self._pid() == pid:
+            self._stop(pid)
 
     def _stop(self, pid: int, grace: float = 15.0) -> None:
         """SIGTERM to the anvil we started, then wait for its whole process group (`up` starts it as a

@@ -11,6 +11,7 @@ from anchor.errors import ChainUnreachable
 if TYPE_CHECKING:
     from web3 import Web3
 
+    from anchor.chain.node import ChainStatus, LocalChain
     from anchor.chain.registry import Registry
     from anchor.chain.rpc import Rpc
     from anchor.settings.session import Settings
@@ -41,13 +42,7 @@ def open_chain(settings: Settings, *, start_local: bool = False) -> ChainHandle:
     chain = LocalChain(settings.data_dir, settings.local_port)
     status = chain.status()
     if start_local and not status.running:
-        status = chain.up()
-        import logging  # a start's message only: a read never starts the chain
-
-        logging.getLogger("anchor.progress").info(
-            f"started the local chain at {chain.rpc_url} (state in {settings.layout.chain});"
-            " it keeps running for the next command: stop it with `anchor chain down`"
-        )
+        status = _start(settings, chain)
     if not status.running:
         from anchor.chain.node import _port_taken, port_taken_message
 
@@ -57,6 +52,34 @@ def open_chain(settings: Settings, *, start_local: bool = False) -> ChainHandle:
         raise ChainUnreachable("the local chain is not running; start it with `anchor chain up`")
     rpc, chain_id = reach(chain.rpc_url)
     return ChainHandle(rpc, chain_id, chain.rpc_url, local=True)
+
+
+def _start(settings: Settings, chain: LocalChain) -> ChainStatus:
+    """Start the data dir's chain for a write, as `settings.local_chain_start` allows: a library call
+    refuses (unless `start_chain=True`, which stops it at interpreter exit); the command line starts it
+    and leaves it running, and says so."""
+    import logging  # a start's message only: a read never starts the chain
+
+    how = settings.local_chain_start
+    if how not in ("until_exit", "keep_running"):
+        raise ChainUnreachable(
+            f"the local chain of data dir {settings.data_dir} is not running, and a library call does not start"
+            " one unasked (it would outlive this program): pass start_chain=True (stopped when this interpreter"
+            " exits), or start one to keep with `anchor chain up`",
+            detail={"setting": "start_chain", "data_dir": str(settings.data_dir)},
+        )
+    status = chain.up()
+    said = f"started the local chain at {chain.rpc_url} (anvil pid {status.pid}, state in {settings.layout.chain})"
+    if how == "until_exit":
+        import atexit
+
+        atexit.register(chain.stop_if_ours, status.pid)
+        logging.getLogger("anchor.progress").info(f"{said}; stopped when this program exits (start_chain=True)")
+    else:
+        logging.getLogger("anchor.progress").info(
+            f"{said}; it keeps running after this command, for the next one: stop it with `anchor chain down`"
+        )
+    return status
 
 
 def open_registry(settings: Settings, handle: ChainHandle) -> Registry:

@@ -1,7 +1,7 @@
 """A small JSON-RPC client: every chain read, and the transport under web3 for writes.
 
-Why not web3 for reads: importing it costs about a second, more than a whole verify should take
-(issue 26). A read needs eight methods (chain id, head, code, block, call, logs, receipt); this is
+Why not web3 for reads: importing it costs about a second, more than a whole verify should take.
+A read needs eight methods (chain id, head, code, block, call, logs, receipt); this is
 them, over one kept-alive HTTP connection per thread. Writes still build transactions with web3, whose
 provider sends through `Rpc.post` (anchor.chain.connection), so there is one retry policy:
 
@@ -22,6 +22,7 @@ import http.client
 import io
 import json
 import re
+import socket
 import threading
 import time
 from typing import Any
@@ -96,7 +97,22 @@ def failure_words(exc: BaseException, timeout_s: float, url: str) -> str:
         return "connection refused: nothing listens there"
     if isinstance(exc, http.client.BadStatusLine | http.client.RemoteDisconnected):
         return "the server closed the connection without an HTTP answer"
-    return type(exc).__name__
+    if isinstance(exc, socket.gaierror):  # the resolver's error: its class name ("gaierror") tells nobody anything
+        return f"{UNRESOLVED} {urlsplit(url).hostname or url}"
+    said = getattr(exc, "strerror", None) or ""  # the OS's own words ("No route to host"), not the class's name
+    return said[:1].lower() + said[1:] if said else type(exc).__name__
+
+
+UNRESOLVED = "could not resolve"
+"""How `failure_words` begins for a host name the resolver does not know: offline, or a typo in the URL."""
+
+
+def never_resolves(exc: BaseException) -> bool:
+    """A host name that does not exist (not a resolver that is briefly down): no retry can fix it."""
+    return isinstance(exc, socket.gaierror) and exc.errno in _NO_SUCH_NAME
+
+
+_NO_SUCH_NAME = {socket.EAI_NONAME, getattr(socket, "EAI_NODATA", socket.EAI_NONAME)}
 
 
 def _hex(number: int | str) -> str:
@@ -106,7 +122,7 @@ def _hex(number: int | str) -> str:
 class _Deadlined:
     """A connected socket whose every send and read waits at most until `until` (monotonic): the
     socket's timeout is the time left, so one exchange, headers and body together, ends by its deadline
-    however slowly the other side drips its answer (issue 42: a server that sent `Content-Length: 100000`
+    however slowly the other side drips its answer (a server that sent `Content-Length: 100000`
     and then a byte every 5 s held `verify` past 90 s with a 10 s per-read timeout)."""
 
     def __init__(self, sock: Any) -> None:
@@ -219,6 +235,13 @@ class Exhausted(Exception):
         super().__init__(failure)
         self.attempts, self.failure = attempts, failure
 
+    def said(self, what: str, check: str) -> str:
+        """The failure as a user reads it: a name that does not resolve is a cause with a next step
+        ("could not resolve HOST: offline? check --rpc-url"), not "failed 5 times (gaierror)"."""
+        if self.failure.startswith(UNRESOLVED):
+            return f"{self.failure}: offline? check {check}"
+        return f"{what} failed {self.attempts} times ({self.failure})"
+
 
 def send(
     client: KeptAlive, method: str, target: str, body: bytes | None, headers: dict[str, str], *, url: str,
@@ -238,6 +261,8 @@ def send(
             status, response, content = client.exchange(method, target, body, headers, limit)
         except (OSError, http.client.HTTPException) as exc:
             failure = failure_words(exc, client.timeout_s, url)
+            if never_resolves(exc):
+                raise Exhausted(attempt + 1, failure) from None
         else:
             if status != 429 and status < 500:
                 return status, response, content
@@ -296,7 +321,7 @@ class Rpc:
             )  # fmt: skip
         except Exhausted as spent:
             raise ChainUnreachable(
-                f"{self.shown}: {method} failed {spent.attempts} times ({spent.failure})",
+                spent.said(f"{self.shown}: {method}", f"--rpc-url or ANCHOR_RPC_URL ({self.shown})"),
                 detail={"rpc_url": self.shown, "method": method, "last_error": spent.failure},
             ) from None
         if status < 300:

@@ -95,7 +95,7 @@ def _install_anvil(target: Path) -> Path:
 def solc_shim() -> Path:
     path = project_root() / "tools" / "solc"
     if not (project_root() / "node_modules" / "solc" / "solc.js").is_file():
-        raise ToolchainMissing("npm solc is not installed; run `make install`")
+        raise ToolchainMissing(f"npm solc is not installed in {project_root()}; run `make install` in that checkout")
     return path
 
 

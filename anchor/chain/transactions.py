@@ -3,8 +3,7 @@
 Two ways in. `send` takes a web3 contract call (a deploy, a retraction, a direct lineage write: the rarer
 writes, where eth_account's second of import is paid once). The step-wise primitives below are what
 the journal's effect protocol drives (every batch root and relayed record): they speak JSON-RPC through
-`anchor.chain.rpc` and sign with `anchor.chain.eip1559`, so a flush imports neither web3 nor eth_account
-(issue 49)."""
+`anchor.chain.rpc` and sign with `anchor.chain.eip1559`, so a flush imports neither web3 nor eth_account."""
 
 from __future__ import annotations
 
@@ -12,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from anchor.chain.artifact import CONTRACTS, registry_abi
 from anchor.errors import AnchorError, ChainUnreachable, InsufficientFunds, NonceTooLow, RegistryRevert, Underpriced
+from anchor.settings.interrupt import check as check_interrupt
 
 if TYPE_CHECKING:
     from web3 import Web3
@@ -69,9 +69,10 @@ def send(w3: Web3, chain_id: int, signer: Signer, call: Any) -> dict[str, Any]:
         tx = call.build_transaction({"from": signer.address, "chainId": chain_id})
         tx["nonce"] = w3.eth.get_transaction_count(w3.to_checksum_address(signer.address), "pending")
         raw = signer.sign(tx)
+        check_interrupt()  # nothing is sent after Ctrl-C (anchor.settings.interrupt)
         tx_hash = w3.eth.send_raw_transaction(raw)
         receipt = dict(w3.eth.wait_for_transaction_receipt(tx_hash, timeout=RECEIPT_TIMEOUT_S, poll_latency=0.05))
-    except Web3RPCError as exc:  # the node refused it: an unfunded key (issue 48: was "this is a bug")
+    except Web3RPCError as exc:  # the node refused it: an unfunded key (was "this is a bug")
         if "insufficient funds" in str(exc).lower():
             gas = int(tx.get("gas", 0) or 0)
             from anchor.chain.connection import rpc_of
@@ -166,9 +167,12 @@ def replay_revert(rpc: Rpc, to: str, data: bytes, sender: str, block: int) -> Re
 
 
 def broadcast(rpc: Rpc, raw: bytes) -> None:
-    """Send signed bytes; the node already knowing them is success (a resend of the same tx)."""
+    """Send signed bytes; the node already knowing them is success (a resend of the same tx). Never after
+    Ctrl-C, even one a finalizer swallowed: KeyboardInterrupt instead (anchor.settings.interrupt), and
+    what the journal signed waits there for the next flush."""
     from anchor.chain.rpc import RpcError
 
+    check_interrupt()
     try:
         rpc.request("eth_sendRawTransaction", ["0x" + raw.hex()])
     except RpcError as exc:

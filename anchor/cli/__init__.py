@@ -12,9 +12,14 @@ def main() -> None:
     """Run the command in `sys.argv` and exit with its code. A reader of stdout that left early (`| head
     -1`) ends it quietly with 141 wherever the failed write was met: in a command, in an error's JSON, in
     typer's or rich's own handling (each of which exits 1 for it), or in the last flush."""
+    from anchor.settings import interrupt
+
+    interrupt.install()
     _keep_stdout()
     try:
         _answer(sys.argv[1:])
+    except KeyboardInterrupt:  # met outside the command's own handling: its last words, or the flush
+        _aborted()
     except SystemExit as exc:
         try:
             sys.stdout.flush()  # here, not in the interpreter's last flush, which would print its failure
@@ -35,6 +40,7 @@ def _answer(argv: list[str]) -> None:
     """The command's answer on stdout or its error on stderr, then `sys.exit` with the code."""
     from anchor.cli.output import RAN
     from anchor.errors import AnchorError, ExitCode
+    from anchor.settings import interrupt
 
     as_json = "--json" in argv
     RAN.clear()  # nothing built yet for this call (the tests run many calls in one process)
@@ -43,6 +49,8 @@ def _answer(argv: list[str]) -> None:
     except AnchorError as exc:
         from anchor.cli.output import error_json, option
 
+        if interrupt.seen():  # what failed after Ctrl-C failed because of it
+            _aborted()
         if not RAN and exc.said_as(lambda name: "") != exc.message:
             _build(argv)  # the fast path built no command, and this refusal names an input: of its options?
         if as_json:
@@ -58,13 +66,15 @@ def _answer(argv: list[str]) -> None:
                 changed = [f"  ~ {printable(str(change))}" for change in exc.detail["changes"]]
                 rest = changed + [line for line in rest if not line.startswith("  changes: ")]
             print("\n".join([f"error[{exc.code}]: {first}", *rest]), file=sys.stderr)
+        interrupt.answered()
         sys.exit(int(exc.exit_code))
     except KeyboardInterrupt:
-        print("aborted", file=sys.stderr)
-        sys.exit(130)
+        _aborted()
     except BrokenPipeError:
         raise  # not a bug of ours when the reader left: `main` tells which
     except Exception as exc:
+        if interrupt.seen():
+            _aborted()
         _typer_exit(exc, as_json)  # a usage error, help, or an abort: exits
         if _debug():  # a bug: say so in one line (ANCHOR_DEBUG=1 shows the traceback)
             raise
@@ -74,7 +84,18 @@ def _answer(argv: list[str]) -> None:
         else:
             print(f"error[internal]: {message}", file=sys.stderr)
         sys.exit(int(ExitCode.INTERNAL))
+    if interrupt.seen():  # Ctrl-C, however it travelled: typer's quiet exit 130, or swallowed by a finalizer
+        _aborted()
+    interrupt.answered()
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _aborted() -> None:
+    """The one answer to Ctrl-C, wherever it landed: `aborted` on stderr, exit 130 (128 + SIGINT)."""
+    from anchor.errors import ExitCode
+
+    print("aborted", file=sys.stderr)
+    sys.exit(int(ExitCode.ABORTED))
 
 
 def _reader_gone() -> bool:
@@ -168,8 +189,7 @@ def _typer_exit(exc: Exception, as_json: bool) -> None:
             exc.show()  # the usage line, "Try 'anchor … --help' for help." and the one-line error
         sys.exit(int(ExitCode.BAD_INPUT))
     if isinstance(exc, Abort):
-        print("aborted", file=sys.stderr)
-        sys.exit(130)
+        _aborted()
 
 
 def _show_progress() -> None:

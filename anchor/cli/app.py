@@ -28,7 +28,9 @@ from anchor.cli import (
 HELP = """Anchor: tamper-evident, on-chain-anchored provenance for research results.
 
 Without --rpc-url (or ANCHOR_RPC_URL) every command uses the embedded local chain, an anvil on
-127.0.0.1 whose state lives in the data directory.
+127.0.0.1 whose state lives in the data directory (`anchor info` says which one, and why). A command
+that writes starts it if it is not running and leaves it running for the next command, with its pid:
+stop it with `anchor chain down`.
 
 \b
 Exit codes:
@@ -40,7 +42,7 @@ Exit codes:
   5  chain, anchoring service or MLflow tracking server unreachable
   6  deployment mismatch (the address does not hold the recorded registry; no answer given)
   7  conflict (the registry refused a write)
-  8  toolchain missing (run `make install`)
+  8  toolchain missing: anvil or solc (install Foundry; in a source checkout, `make install`)
   9  not our registry (the proof names a registry other than the trusted one)
   10  verified, but not as required (--expect-submitter, --anchored-before)
   11  anchored, but not yet as final as --min-finality requires
@@ -49,6 +51,7 @@ Exit codes:
   14  pending: a service accepted it (signed receipt), not anchored yet; run `anchor upgrade`
   15  the disk is full or read-only where a file had to be written, or the journal is damaged (nothing lost)
   16  retracted: anchored, and since withdrawn on chain by whoever anchored it (`anchor retract`)
+  130  aborted (Ctrl-C): nothing is sent after it; what was sent before is in the journal
   141  the reader of the output closed it early (`| head -1`): nothing more is said
 """
 
@@ -57,6 +60,7 @@ app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=True, pretty_e
 app.add_typer(chain_cmds.app, name="chain")
 app.add_typer(config_cmds.app, name="config")
 app.add_typer(mlflow_cmds.app, name="mlflow")
+app.command("info")(config_cmds.info)
 deploy_cmds.register(app)
 data_cmds.register(app)
 journal_cmds.register(app)
@@ -79,7 +83,11 @@ def root(
     ctx: typer.Context,
     data_dir: Annotated[
         Path | None,
-        typer.Option("--data-dir", help="Data directory (else ANCHOR_DATA_DIR, anchor.toml, ./.anchor)."),
+        typer.Option(
+            "--data-dir",
+            help="Data directory (else ANCHOR_DATA_DIR, anchor.toml, the nearest .anchor/"
+            " above the working directory, ~/.local/share/anchor; `anchor info` says which).",
+        ),
     ] = None,
     rpc_url: Annotated[
         list[str] | None,
@@ -94,6 +102,5 @@ def root(
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
 ) -> None:
-    from anchor.settings.session import Settings
-
-    ctx.obj = {"settings": Settings.from_env(data_dir, rpc_url), "json": json_output, "given": (data_dir, rpc_url)}
+    ctx.obj = {"settings": config_cmds.cli_settings(data_dir, rpc_url), "json": json_output,
+               "given": (data_dir, rpc_url)}  # fmt: skip

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 from anchor.cli.options import JsonFlag
@@ -20,15 +22,23 @@ def _chain(ctx: typer.Context):  # type: ignore[no-untyped-def]
 
 
 def _show(ctx: typer.Context, json_flag: bool, status: object) -> None:
+    """The chain's state, its data dir and the rule that chose it (a chain is its data dir's: the wrong
+    data dir is the usual reason for "not running"), and what a stop keeps, only if there is a state."""
+    settings = ctx.find_root().obj["settings"]
     data = status.to_json()  # type: ignore[attr-defined]
+    data["data_dir"] = {"path": str(settings.data_dir), "rule": settings.data_dir_source}
+    has_state = Path(data["state_file"]).is_file()
     if data["running"]:
         block = f", block {data['block_number']}" if data["block_number"] is not None else ""
         first = f"local chain running at {data['rpc_url']}{block}"
         then = "stop it with `anchor chain down` (its state is saved)"
     else:
         first = f"local chain stopped (`anchor chain up` starts it on {data['rpc_url']})"
-        then = "its state is kept and reloaded by the next `anchor chain up`"
-    emit(ctx, json_flag, {"chain": data}, [first, f"state: {data['state_file']}", then])
+        kept = "its state is kept and reloaded by the next `anchor chain up`"
+        then = kept if has_state else "no state yet: `anchor chain up` (or a stamp) starts a new chain here"
+    where = f"data dir: {settings.data_dir} (chosen by {settings.data_dir_source}; `anchor info` says more)"
+    state = f"state: {data['state_file']}" + ("" if has_state else " (none)")
+    emit(ctx, json_flag, {"chain": data}, [first, where, state, then])
 
 
 @app.command()

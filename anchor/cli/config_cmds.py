@@ -1,6 +1,10 @@
-"""`anchor config show`: the effective settings and where each one came from."""
+"""`anchor config show`: the effective settings and where each one came from; `anchor info`: which
+data dir, chain and journal a command run here uses, and the rule that chose the data dir."""
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
@@ -37,3 +41,79 @@ def show(ctx: typer.Context, json: JsonFlag = False) -> None:
     lines += [f"  {name:<36} {row['value'] if row['set'] else '(unset)'}  ({row['source']})"
               for name, row in variables.items()]  # fmt: skip
     emit(ctx, json, {"settings": rows, "files": files, "variables": variables}, lines)
+
+
+DATA_DIR_ORDER = ("--data-dir, ANCHOR_DATA_DIR, the project's anchor.toml, the nearest .anchor/ above the"
+                  " verified path or the working directory, the user's anchor.toml, ~/.local/share/anchor")  # fmt: skip
+"""The rule's order, as `anchor info` says it (anchor.settings.config)."""
+
+
+def cli_settings(data_dir: Path | None, rpc_url: list[str] | None, near: Path | None = None) -> Any:
+    """The settings every command runs with: the library's (anchor.settings), and the command line's one
+    difference, documented in `anchor --help`: a write starts the embedded local chain when it is not
+    running and leaves it running for the next command (a library call refuses unless asked)."""
+    import dataclasses
+
+    from anchor.settings.session import Settings
+
+    return dataclasses.replace(Settings.from_env(data_dir, rpc_url, near=near), local_chain_start="keep_running")
+
+
+def settings_near(ctx: typer.Context, path: Path) -> Any:
+    """The settings for reading about `path`: with no --data-dir, the data dir nearest to `path` comes
+    before the working directory's (anchor.settings.config), so `anchor verify outside/results` from
+    outside's parent reads the chain that stamped it."""
+    root = ctx.find_root().obj
+    data_dir, rpc_url = root["given"]
+    if data_dir is None:
+        root["settings"] = cli_settings(None, rpc_url, near=path)
+    return root["settings"]
+
+
+def info(
+    ctx: typer.Context,
+    path: Annotated[
+        Path | None, typer.Argument(help="The data dir a verify of PATH would use (default: a command run here).")
+    ] = None,
+    json: JsonFlag = False,
+) -> None:
+    """Which data dir a command run here uses and the rule that chose it; its chain and journal."""
+    from anchor import __version__
+    from anchor.settings.session import endpoint_of, redact_url
+
+    settings = ctx.find_root().obj["settings"] if path is None else settings_near(ctx, path)
+    exists = settings.data_dir.is_dir()
+    data = {"data_dir": {"path": str(settings.data_dir), "rule": settings.data_dir_source, "exists": exists,
+                         "order": DATA_DIR_ORDER}, "version": __version__}  # fmt: skip
+    lines = [f"data dir  {settings.data_dir}" + ("" if exists else "  (not made yet: the first write makes it)"),
+             f"  chosen by {settings.data_dir_source}", f"  (the order: {DATA_DIR_ORDER})"]  # fmt: skip
+    data["chain"], chain_line = _chain_info(settings)
+    lines.append(chain_line)
+    if settings.journal_url:
+        data["journal"] = redact_url(settings.journal_url)
+        lines.append(f"journal   {endpoint_of(settings.journal_url)} (ANCHOR_JOURNAL_URL)")
+    else:
+        journal = settings.layout.journal
+        data["journal"] = str(journal)
+        lines.append(f"journal   {journal}" + ("" if journal.is_file() else " (none yet)"))
+    lines.append(f"anchor {__version__}; every setting and its source: anchor config show")
+    emit(ctx, json, data, lines)
+
+
+def _chain_info(settings: Any) -> tuple[dict[str, Any], str]:
+    """The chain the settings name, without reaching a remote one: an RPC endpoint as configured, or the
+    data dir's local chain as its record and a probe on 127.0.0.1 find it."""
+    from anchor.chain.node import LocalChain
+    from anchor.settings.session import endpoint_of
+
+    if settings.rpc_url:
+        return {"rpc_url": endpoint_of(settings.rpc_url), "local": False}, f"chain     {endpoint_of(settings.rpc_url)}"
+    if not settings.data_dir.is_dir():
+        chain = LocalChain(settings.data_dir, settings.local_port)
+        return {"rpc_url": chain.rpc_url, "local": True, "running": False}, (
+            f"chain     the local chain of this data dir: none yet (the first stamp starts it on {chain.rpc_url})"
+        )
+    status = LocalChain(settings.data_dir, settings.local_port).status()
+    said = (f"running at {status.rpc_url} (anvil pid {status.pid}), block {status.block_number}" if status.running
+            else f"stopped (`anchor chain up` starts it on {status.rpc_url})")  # fmt: skip
+    return {**status.to_json(), "local": True}, f"chain     the local chain of this data dir: {said}"

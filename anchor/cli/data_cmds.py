@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from anchor.cli.config_cmds import settings_near
 from anchor.cli.hashing import print_hash, rules_for
 from anchor.cli.options import (
     AnchoredBeforeOpt,
@@ -95,7 +96,7 @@ GoneKeysSecretOpt = Annotated[
     str | None,
     typer.Option(hidden=True, help="Gone: the funded key stays in the service (--service-url, --token-secret)."),
 ]
-"""`--keys-secret` of the renders before issue 25: still parsed, to say what replaced it."""
+"""`--keys-secret` of the renders of earlier releases: still parsed, to say what replaced it."""
 
 
 def register(app: typer.Typer) -> None:
@@ -172,6 +173,7 @@ def bundle(
     from anchor.readback.verifier import check_resume_pin
 
     manifest, tree, output_dir = load_bundle_spec(spec)
+    output_dir = _as_stamp_says(output_dir)
     # a pin the dispatcher would refuse is refused here too; its anchor is read live when anchoring
     check_resume_pin(manifest.identity(), _settings(ctx), live=anchor, find=store_finder(_settings(ctx)))
     if service and not anchor:
@@ -192,6 +194,16 @@ def bundle(
         {"manifest_digest": "0x" + manifest.digest.hex(), "manifest": manifest.identity(), **manifest.annotations()},
         [f"0x{manifest.digest.hex()}  bundle {spec} (output {output_dir}, {count(len(tree.files), 'file')})"],
     )
+
+
+def _as_stamp_says(path: Path) -> Path:
+    """A path the spec resolved, said as `stamp` says a path: relative to the working directory when it
+    lies below it, in full otherwise (`bundle --anchor` printed absolute paths where `stamp` prints
+    what was typed)."""
+    import os
+
+    shown = os.path.relpath(path)
+    return path if shown.startswith("..") else Path(shown)
 
 
 def prove(
@@ -412,6 +424,8 @@ def verify(
     from anchor.readback.anchors import required_count
 
     required_count(require, 1)  # a bad --require is exit 2 before any proof is read
+    if paths:
+        settings_near(ctx, paths[0])
     if trusted_block or trusted_blocks is not None or offline:
         _go_offline(ctx, offline, trusted_block or [], trusted_blocks)
     from anchor.library.verifier import Policy, Verifier
@@ -552,7 +566,8 @@ def lookup(
     from anchor.anchoring.proofs import store_finder
     from anchor.readback.lookup import lookup_agreed
 
-    found = lookup_agreed(key, _settings(ctx), researcher, quorum, store_finder)
+    settings = settings_near(ctx, Path(key)) if Path(key).exists() else _settings(ctx)
+    found = lookup_agreed(key, settings, researcher, quorum, store_finder)
     lines = [*_lookup_lines(found)]
     lines += [f"  {'explorer ' + k:<16} {v}" for k, v in found["links"].items()] or ["  explorer: none for this chain"]
     lines += quorum_lines(found.get("quorum"))

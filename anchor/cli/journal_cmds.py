@@ -5,7 +5,7 @@ for one release."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -122,21 +122,25 @@ def _proof_error_lines(errors: list[dict[str, object]]) -> list[str]:
 
 
 def status(ctx: typer.Context, json: JsonFlag = False) -> None:
-    """What is pending, in flight and confirmed, with the latest transactions (read-only: no key needed)."""
-    from anchor.chain.open import open_chain
+    """What is pending, in flight and confirmed, with the latest transactions (read-only: no key, no network)."""
     from anchor.journal.backends import open_journal
     from anchor.journal.status import journal_status
 
     settings = _settings(ctx)
+    if not settings.journal_url and not settings.data_dir.is_dir():  # a read makes no data dir
+        said = (f"no journal yet in data dir {settings.data_dir} (chosen by {settings.data_dir_source}): nothing"
+                " was stamped from it; `anchor info` says which data dir a command run here uses")  # fmt: skip
+        zero = {"pending": 0, "batched": 0, "confirmed": 0}
+        emit(ctx, json, {"journal": None, "data_dir": str(settings.data_dir), "items": zero}, [said])
+        return
     was = _mode(settings.data_dir)
-    chain_id = open_chain(settings).chain_id
     journal = open_journal(settings.data_dir, settings.journal_url)
     try:
-        state = journal_status(journal, chain_id)
+        state = journal_status(journal, _journal_chain(settings, journal))
     finally:
         journal.close()
     lines = [
-        f"chain {state.chain_id}",
+        f"chain {state.chain_id}" if state.chain_id else "chain: none yet (the journal holds nothing)",
         _items_line(state.items),
         f"  effects: {', '.join(f'{k} {v}' for k, v in state.effects.items())}",
     ]
@@ -221,14 +225,29 @@ def abandon(ctx: typer.Context, effect_id: EffectId, json: JsonFlag = False) -> 
 
 
 def _on_journal(ctx: typer.Context, action, effect_id: int) -> None:  # type: ignore[no-untyped-def]
-    """Run `action(journal, chain_id, effect_id)`: the journal alone, no signing key needed."""
-    from anchor.chain.open import open_chain
+    """Run `action(journal, chain_id, effect_id)`: the journal alone, no signing key, no network."""
     from anchor.journal.backends import open_journal
 
     settings = _settings(ctx)
-    chain_id = open_chain(settings).chain_id
     journal = open_journal(settings.data_dir, settings.journal_url)
     try:
-        action(journal, chain_id, effect_id)
+        action(journal, _journal_chain(settings, journal), effect_id)
     finally:
         journal.close()
+
+
+def _journal_chain(settings: Any, journal: Any) -> int:
+    """Which chain's rows a read of the journal shows, without the network when it can be told: the local
+    chain's id on the embedded chain; with an RPC URL, the one chain the journal holds (none yet: nothing to
+    show of any). Only a journal holding several chains asks the endpoint which one it serves."""
+    from anchor.chain.node import LOCAL_CHAIN_ID
+    from anchor.journal.status import journal_chains
+
+    if not settings.rpc_url:
+        return LOCAL_CHAIN_ID
+    held = journal_chains(journal)
+    if len(held) <= 1:
+        return held[0] if held else 0
+    from anchor.chain.open import open_chain
+
+    return open_chain(settings).chain_id

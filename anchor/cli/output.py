@@ -124,6 +124,9 @@ def emit(ctx: typer.Context, local_json: bool, data: dict[str, Any], lines: list
 
 
 def emit_as(as_json: bool, data: dict[str, Any], lines: list[str]) -> None:
+    from anchor.settings.interrupt import check
+
+    check()  # Ctrl-C came (a finalizer may have swallowed it): the answer is `aborted`, not a result
     if as_json:
         print(json.dumps({"ok": True, **data}, sort_keys=True, default=str))
         return

@@ -23,7 +23,7 @@ def verify_plain(path: Path, as_json: bool) -> None:
     from anchor.library.verifier import Verifier
     from anchor.settings.session import Settings
 
-    emit_as(as_json, *verdict_output(path, Verifier(Settings.from_env()).verify(path)))
+    emit_as(as_json, *verdict_output(path, Verifier(Settings.from_env(near=path)).verify(path)))
 
 
 def verdict_lines(shown: str, result: Any) -> list[str]:

@@ -91,6 +91,15 @@ def journal_status(journal: Journal, chain_id: int, recent: int = 5) -> Status:
     )
 
 
+def journal_chains(journal: Journal) -> list[int]:
+    """The chains the journal holds items or effects of, in order: what a read of the journal alone
+    (`journal status`, `retry`, `abandon`) shows without asking any endpoint which chain it serves."""
+    rows = journal.db.execute(
+        "SELECT chain_id FROM item_counts WHERE n > 0 UNION SELECT chain_id FROM effects ORDER BY chain_id"
+    ).fetchall()
+    return [int(row[0]) for row in rows]
+
+
 def retry_effect(journal: Journal, chain_id: int, effect_id: int) -> None:
     """Resume a failed effect from its intent (after the cause is fixed: a new signature, a
     registry). The next flush re-checks the chain before signing, so nothing is ever sent twice."""

@@ -29,31 +29,36 @@ def hash(path: str | Path, *, symlinks: str = "refuse") -> str:  # noqa: A001 - 
 
 
 def stamp(path: str | Path, *, out: str | Path | None = None, settings: Settings | None = None,
-          services: list[str] | None = None) -> Stamped:  # fmt: skip
+          services: list[str] | None = None, start_chain: bool = False) -> Stamped:  # fmt: skip
     """Anchor `path` and write its proof (`<PATH>.anchor.json`, or `out`): through the services of
     `services` or ANCHOR_SERVICE_URLS (pending at once, `upgrade` later), else with the key here.
-    `Stamper.from_settings(settings, services).stamp(path)`."""
+    `Stamper.from_settings(settings, services, start_chain=start_chain).stamp(path)`. On the embedded
+    local chain, a chain that is not running is started only with `start_chain=True`, and stopped when
+    this interpreter exits; without it, `anchor.errors.ChainUnreachable` says so."""
     from anchor.anchoring.stamper import Stamper
 
-    with Stamper.from_settings(settings, services) as stamper:
+    with Stamper.from_settings(settings, services, start_chain=start_chain) as stamper:
         return stamper.stamp(Path(path), out=None if out is None else Path(out))
 
 
-def upgrade(proof: str | Path, *, settings: Settings | None = None, services: list[str] | None = None) -> Upgraded:
+def upgrade(proof: str | Path, *, settings: Settings | None = None, services: list[str] | None = None,
+            start_chain: bool = False) -> Upgraded:  # fmt: skip
     """Complete a pending proof from its services' anchors, each checked against the chain first."""
     from anchor.anchoring.stamper import Stamper
 
-    with Stamper.from_settings(settings, services) as stamper:
+    with Stamper.from_settings(settings, services, start_chain=start_chain) as stamper:
         return stamper.upgrade(Path(proof))
 
 
 def verify(path: str | Path, *, proof: str | Path | None = None, policy: Policy | None = None,
            settings: Settings | None = None, **options: Any) -> Verification:  # fmt: skip
     """The verdict on `path` (`Verifier.from_settings(settings).verify(...)`): a `Verification`, or a
-    typed error of anchor.errors (`Tampered`, `NotAnchored`, `Pending`, `PolicyMismatch`, …)."""
+    typed error of anchor.errors (`Tampered`, `NotAnchored`, `Pending`, `PolicyMismatch`, …). Without
+    `settings`, the data dir nearest to `path` comes first, as on the command line."""
     from anchor.library.verifier import Verifier
+    from anchor.settings.session import Settings
 
-    return Verifier.from_settings(settings).verify(
+    return Verifier.from_settings(settings or Settings.from_env(near=Path(path))).verify(
         Path(path), proof=None if proof is None else Path(proof), policy=policy, **options
     )
 

@@ -91,13 +91,16 @@ def find_proof(path: Path) -> Path:
 def proof_of(target: Path) -> Path:
     """What `upgrade` and `seal` take: a proof file named directly, or a stamped path whose proof is
     found as `verify` finds it, with its hints (`require_proof`)."""
-    return target if target.name.endswith(".anchor.json") and target.exists() else require_proof(target)
+    if target.name.endswith(".anchor.json") and target.exists():
+        return target
+    return require_proof(target, "name that proof file instead of the path")
 
 
-def require_proof(path: Path) -> Path:
+def require_proof(path: Path, give_proof: str = "give it with --proof FILE") -> Path:
     """`find_proof`, or the verdict a newcomer can act on: `BadInput` (exit 2) for a path that does not
-    exist (a typo, with the near name), `NotAnchored` (exit 3) for one never stamped, saying where it
-    looked and how to make one; for a file inside a stamped folder, how to prove that file from the
+    exist (a typo, with the near name), `NotAnchored` (exit 3) for one without a proof, saying where it
+    looked, how to find the proof of a moved or renamed one (`give_proof`, `anchor lookup`) and, last,
+    how to stamp it; for a file inside a stamped folder, how to prove that file from the
     folder's proof (`anchor prove`), never to stamp it again as a record of its own."""
     from anchor.errors import BadInput, NotAnchored, did_you_mean_path
 
@@ -119,10 +122,11 @@ def require_proof(path: Path) -> Path:
             detail={"path": str(path), "stamped_folder": str(stamped)},
         )
     places = [found, *(p for p in _proofs_beside_folders(path) if _first_part_exists(p, path))]
-    raise NotAnchored(
+    raise NotAnchored(  # a verifier is told first how to find an existing anchor, a new one is the last resort
         f"no proof for {path} (looked for {places[0]}"
         + (f" and in {len(places) - 1} .proofs/ folder(s) beside its enclosing folders" if places[1:] else "")
-        + f"); stamp it with `anchor stamp {path}`",
+        + f"); stamped under another name (moved, renamed)? {give_proof}, or find its record by its content"
+        f" with `anchor lookup {path}`; never stamped: stamp it with `anchor stamp {path}`",
         detail={"path": str(path), "looked_in": [str(p) for p in places]},
     )
 

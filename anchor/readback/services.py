@@ -15,7 +15,7 @@ from anchor.proof.file import PendingProof, ProofFile, ServiceAnchor
 from anchor.proof.receipt import Receipt
 
 MAX_ANSWER_BYTES = 64 << 10
-"""The largest answer a service call reads (issue 42: caps sized to what answers carry): a complete proof
+"""The largest answer a service call reads (caps sized to what answers carry): a complete proof
 without its listing (the listing never left the client), a receipt, /v1/service; `INFO_BYTES` for the
 last. An answer past its cap is refused by name, never read on."""
 INFO_BYTES = 16 << 10
@@ -110,7 +110,7 @@ def call(
                                   retries=retries, backoff_s=0.1, why=(service.url, path), limit=cap + 1)  # fmt: skip
     except Exhausted as spent:
         raise ServiceError(
-            f"{service.url}: {method} {path} failed {spent.attempts} times ({spent.failure})",
+            spent.said(f"{service.url}: {method} {path}", f"--service or ANCHOR_SERVICE_URLS ({service.url})"),
             detail={"service": service.url, "last_error": spent.failure},
         ) from None
     if len(content) > cap:

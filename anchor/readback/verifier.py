@@ -548,7 +548,7 @@ _READS: ContextVar[dict[tuple[Any, ...], Verification] | None] = ContextVar("anc
 def reads_once() -> Iterator[None]:
     """Within the block, the chain is read once per (endpoint, chain, registry, transaction, root): a verify
     call of 1,000 proofs of one batch made 11 JSON-RPC calls on 2 new connections per proof, the same
-    receipt read 1,000 times (issue 49). The next proof of a root already read is checked locally: its
+    receipt read 1,000 times. The next proof of a root already read is checked locally: its
     Merkle path to that root (step 1, which the registry's verifyInclusion computes the same way), then
     the verdict read for the root, at the same block, with its own digest and files."""
     token = _READS.set({})
@@ -717,8 +717,9 @@ def check_finality(verdict: Verification, required: str | None) -> None:
             raise NotFinal(
                 f"anchored in block {verdict.anchored_block}: not yet {required}; the chain's {required} head is at"
                 f" block {head} (its head at block {verdict.read_at_block}), and a local development chain marks"
-                f" a block {required} only {depth} blocks below its head and mines only when it is sent transactions,"
-                " so later may never come on its own (hint: ask for confirmations instead,"
+                f" a block {required} only {depth} blocks below its head and, unless started with a block time"
+                " (anvil --block-time), mines only when it is sent transactions, so later may never come on its own"
+                " (hint: ask for confirmations instead,"
                 f" min_finality {max(1, verdict.confirmations)})",
                 detail={
                     "required": required,

@@ -8,7 +8,7 @@ imports the chain (`anchor.chain.open` turns settings into a connection).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,9 @@ def start_ticks(pid: int) -> int | None:
         return None
 
 
+LOCAL_CHAIN_STARTS = ("refuse", "until_exit", "keep_running")
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     data_dir: Path
@@ -74,6 +77,14 @@ class Settings:
     trusted_blocks: tuple[tuple[int | None, int, str], ...] = ()
     """(chain id or None for any, block number, 0x block hash) the verifier trusts (`--trusted-block`,
     `--trusted-blocks FILE`): the whole trust root of an offline verdict (anchor.sealing.check)."""
+    local_chain_start: str = "refuse"
+    """What a write does when the embedded local chain is not running (LOCAL_CHAIN_STARTS): "refuse" (a
+    library call's default: a chain it started would outlive the program, an orphan per batch job),
+    "until_exit" (`start_chain=True`: started, and stopped when this interpreter exits), "keep_running"
+    (the command line: started and left running for the next command, as it says)."""
+    data_dir_source: str = field(default="given", compare=False)
+    """The rule that chose `data_dir` (`--data-dir`, ANCHOR_DATA_DIR, an anchor.toml, the nearest
+    `.anchor/`, the per-user default): what `anchor info` and `anchor chain status` say."""
 
     def trusted_block(self, chain_id: int, number: int) -> str | None:
         """The trusted hash of block `number` of `chain_id`, if one was given."""
@@ -83,13 +94,15 @@ class Settings:
         return None
 
     @classmethod
-    def from_env(cls, data_dir: Path | None = None, rpc_url: str | list[str] | None = None) -> Settings:
+    def from_env(cls, data_dir: Path | None = None, rpc_url: str | list[str] | None = None,
+                 near: Path | None = None) -> Settings:  # fmt: skip
         """Options given on the command line, then ANCHOR_* variables, then anchor.toml files
-        (`anchor.settings.config`), then defaults. Several `rpc_url`s: writes use the first, reads ask them all."""
+        (`anchor.settings.config`), then defaults. Several `rpc_url`s: writes use the first, reads ask them all.
+        `near`: a path being verified; the data dir nearest to it comes first (anchor.settings.config)."""
         from anchor.settings.env import env
 
         urls = [rpc_url] if isinstance(rpc_url, str) else list(rpc_url or [])
-        settings, found = cls.resolve(data_dir, urls[0] if urls else None)
+        settings, found = cls.resolve(data_dir, urls[0] if urls else None, near)
         if settings.data_dir.exists() and not settings.data_dir.is_dir():  # `config show` still shows it
             where = found["data_dir"]
             raise BadInput(f"data directory {where.value} (from {where.source}): not a directory (a file is in the"
@@ -102,13 +115,14 @@ class Settings:
         return replace(settings, read_rpcs=tuple(urls)) if len(urls) > 1 else settings
 
     @classmethod
-    def resolve(cls, data_dir: Path | None = None, rpc_url: str | None = None) -> tuple[Settings, dict[str, Any]]:
+    def resolve(cls, data_dir: Path | None = None, rpc_url: str | None = None,
+                near: Path | None = None) -> tuple[Settings, dict[str, Any]]:  # fmt: skip
         """The settings and, for each, its value and source (for `anchor config show`)."""
         from anchor.settings.config import Setting, resolve
 
         given = {"data_dir": Setting(None if data_dir is None else str(data_dir), "--data-dir"),
                  "rpc_url": Setting(rpc_url, "--rpc-url")}  # fmt: skip
-        found = resolve(given)
+        found = resolve(given, near)
         port = found["local_port"]
         if port.value is not None and (not port.value.isdigit() or not 0 < int(port.value) < 65536):
             raise BadInput(f"local_port={port.value!r} (from {port.source}): expected a port number",
@@ -119,6 +133,7 @@ class Settings:
             keystore=Path(found["keystore"].value) if found["keystore"].value else None,
             local_port=int(port.value) if port.value else None,
             journal_url=found["journal_url"].value or None,
+            data_dir_source=found["data_dir"].source,
         )
         return settings, found
 
