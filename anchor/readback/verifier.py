@@ -42,7 +42,8 @@ from anchor.record import Record
 from anchor.settings.session import Settings
 
 if TYPE_CHECKING:
-    from anchor.chain.registry import Retraction, RootRecord
+    from anchor.chain.registry import Registry, Retraction, RootRecord
+    from anchor.proof.file import ChainAnchor
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -548,7 +549,7 @@ _READS: ContextVar[dict[tuple[Any, ...], Verification] | None] = ContextVar("anc
 def reads_once() -> Iterator[None]:
     """Within the block, the chain is read once per (endpoint, chain, registry, transaction, root): a verify
     call of 1,000 proofs of one batch made 11 JSON-RPC calls on 2 new connections per proof, the same
-    receipt read 1,000 times (issue 49). The next proof of a root already read is checked locally: its
+    receipt read 1,000 times. The next proof of a root already read is checked locally: its
     Merkle path to that root (step 1, which the registry's verifyInclusion computes the same way), then
     the verdict read for the root, at the same block, with its own digest and files."""
     token = _READS.set({})
@@ -566,7 +567,8 @@ def _on_one_endpoint(
     per root within `reads_once()`)."""
     reads = _READS.get()
     key = (settings.rpc_url, settings.read_rpcs, settings.data_dir, settings.local_port, proof.anchor.chain_id,
-           proof.anchor.registry.lower(), registry, proof.anchor.tx_hash, root)  # fmt: skip
+           proof.anchor.registry.lower(), registry, proof.anchor.tx_hash, root, proof.anchor.block_number,
+           proof.anchor.sealed)  # fmt: skip
     if reads is not None and key in reads:
         return reads[key].model_copy(update={"manifest_digest": proof.manifest_digest, "files": files,
                                              "bundle": bundle_fields(proof)})  # fmt: skip
@@ -614,6 +616,10 @@ def _read_one_endpoint(
     #    another's record of the same root.
     record = chain_registry.root_record_of_tx(root, proof.anchor.tx_hash)
     read_at = chain_registry.checked_block()
+    # 6b. Every other field of the anchor a verdict reads (its block, and a sealed section's header,
+    #     receipt and trie proof) is the chain's, or the proof is tampered, named by the field: even where
+    #     the transaction it names is none, a sealed section shows which field was edited.
+    check_anchor_on_chain(proof.anchor, root, chain_registry, record)
     if record is None:
         by = f" by the transaction the proof names ({proof.anchor.tx_hash}; the registry keys a root by its submitter)"
         raise NotAnchored(
@@ -646,6 +652,50 @@ def _read_one_endpoint(
         files=files,
         bundle=bundle,
     )
+
+
+def check_anchor_on_chain(anchor: ChainAnchor, root: bytes, registry: Registry, record: RootRecord | None) -> None:
+    """Step 6b: what the proof's anchor states beyond its transaction, against the chain the verifier reads
+    anyway. Its `block_number` must be the block of the registry's record; a sealed section must hold
+    for the hash the chain has at that block (`check_sealed_against`, the offline check with the chain's
+    word in place of a trusted hash), be of the transaction the anchor names (the block's transaction at
+    the sealed index), and show the record's submitter and time. `Tampered` names the field: read online,
+    an edited sealed section once verified, and recipients then refused the same file offline."""
+    from anchor.chain.presets import chain_name
+
+    if record is not None and record.block_number != anchor.block_number:
+        raise Tampered(
+            f"anchor.block_number: the proof says block {anchor.block_number}, the registry's record of the root"
+            f" is in block {record.block_number}",
+            detail={"field": "anchor.block_number", "proof": anchor.block_number, "chain": record.block_number},
+        )
+    sealed = anchor.sealed
+    if sealed is None:
+        return
+    from anchor.sealing.check import check_sealed_against
+
+    block = registry.rpc.get_block(anchor.block_number)
+    if block is None:
+        raise Tampered(
+            f"anchor.block_number: {chain_name(anchor.chain_id)} has no block {anchor.block_number}",
+            detail={"field": "anchor.block_number", "proof": anchor.block_number},
+        )
+    seen = check_sealed_against(anchor, root, str(block.get("hash", "")), registry.address, "the chain's hash")
+    held = list(block.get("transactions") or [])
+    at = held[sealed.index] if sealed.index < len(held) else None
+    at_hash = str(at.get("hash") if isinstance(at, dict) else at).lower()
+    if at_hash != anchor.tx_hash.lower():
+        raise Tampered(
+            f"anchor.tx_hash: {anchor.tx_hash} is not the transaction of the sealed receipt (block"
+            f" {anchor.block_number} holds {at_hash if at is not None else 'none'} at index {sealed.index})",
+            detail={"field": "anchor.tx_hash", "proof": anchor.tx_hash},
+        )
+    if record is not None and (seen.submitter.lower(), seen.timestamp) != (record.submitter.lower(), record.timestamp):
+        raise Tampered(
+            f"anchor.sealed.receipt: shows root anchored by {seen.submitter} at {seen.timestamp}, the registry's"
+            f" record by {record.submitter} at {record.timestamp}",
+            detail={"field": "anchor.sealed.receipt"},
+        )
 
 
 BUNDLE_FIELDS = (

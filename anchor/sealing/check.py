@@ -1,4 +1,4 @@
-"""Verify a sealed anchor with no network: against one trusted block hash (issue 45).
+"""Verify a sealed anchor against one block hash: a trusted one with no network, or the chain's own.
 
 The steps, each refused by name (docs/manifest.md, "Sealed proofs"):
 1. the anchor is sealed, and names the canonical registry: its address certifies its code (CREATE2 of
@@ -10,6 +10,10 @@ The steps, each refused by name (docs/manifest.md, "Sealed proofs"):
    emitted by the canonical address;
 then the caller checks the batch path and the data as for any verdict. What offline cannot see, the
 verdict says: a retraction written after the trusted block.
+
+Online (anchor.readback.verifier.check_anchor_on_chain), steps 2-4 run against the hash the chain it reads
+has at the anchor's block, with the registry it trusts as the emitter (`check_sealed_against`): a sealed
+section is never carried along unchecked.
 """
 
 from __future__ import annotations
@@ -94,17 +98,10 @@ def offline_settings(
 
 
 def check_sealed(anchor: ChainAnchor, root: bytes, settings: Settings, registry: str | None) -> SealedEvidence:
-    """Steps 1-4 of the module's checklist for one anchor of batch root `root` (the caller, anchor.readback,
-    has checked the rest of the proof and makes the verdict)."""
-    import rlp
-    from trie.exceptions import BadTrieProof
-    from trie.hexary import HexaryTrie
-
-    from anchor.chain.abi import checksum_address
+    """Steps 1-4 of the module's checklist for one anchor of batch root `root`, offline (the caller,
+    anchor.readback, has checked the rest of the proof and makes the verdict)."""
     from anchor.chain.canonical import canonical_address, is_canonical
     from anchor.chain.presets import chain_name
-    from anchor.manifest.keccak import keccak256
-    from anchor.sealing.encoding import NUMBER, RECEIPTS_ROOT, TIMESTAMP, header_fields, index_key, receipt_logs
 
     sealed = anchor.sealed
     where = f"{chain_name(anchor.chain_id)} block {anchor.block_number}"
@@ -120,22 +117,12 @@ def check_sealed(anchor: ChainAnchor, root: bytes, settings: Settings, registry:
             f" code); the proof names {anchor.registry}, whose code only the network can show",
             detail={"proof_registry": anchor.registry, "canonical": canonical_address()},
         )
-    try:
-        header = bytes.fromhex(sealed.header[2:])
-        fields = header_fields(header)
-        number = int.from_bytes(fields[NUMBER], "big")
-        timestamp = int.from_bytes(fields[TIMESTAMP], "big")
-        receipts_root = bytes(fields[RECEIPTS_ROOT])
-    except (ValueError, rlp.exceptions.DecodingError, TypeError):
-        raise Tampered("sealed.header: not a block header (RLP)", detail={"field": "anchor.sealed.header"}) from None
-    if number != anchor.block_number:
-        raise Tampered(
-            f"sealed.header: block {number}, but the anchor names block {anchor.block_number}",
-            detail={"field": "anchor.sealed.header"},
-        )
-    block_hash = "0x" + keccak256(header).hex()
+    number = sealed_block_number(sealed.header)
     trusted = settings.trusted_block(anchor.chain_id, number)
     if trusted is None:
+        from anchor.manifest.keccak import keccak256
+
+        block_hash = "0x" + keccak256(bytes.fromhex(sealed.header[2:])).hex()
         raise BadInput(
             f"trusted_block: none for block {number} of {chain_name(anchor.chain_id)}; check once, on any explorer"
             f" or node, that block {number} is {block_hash}, then trust it: trusted_block {number}:{block_hash}",
@@ -147,10 +134,62 @@ def check_sealed(anchor: ChainAnchor, root: bytes, settings: Settings, registry:
                 "hash_to_check": block_hash,
             },
         )
-    if trusted != block_hash:
+    seen = check_sealed_against(anchor, root, trusted, canonical_address(), "the trusted hash")
+    words = (
+        f"that block {number} of {chain_name(anchor.chain_id)} is {seen.block_hash}: check it once on any explorer"
+        " or node (offline, a retraction written after that block cannot be seen)"
+    )
+    return SealedEvidence(seen.submitter, seen.block_number, seen.timestamp, seen.block_hash, words)
+
+
+def sealed_block_number(header_hex: str) -> int:
+    """The number of the block a sealed header says it is; `Tampered` naming the header if it is no header."""
+    import rlp
+
+    from anchor.sealing.encoding import NUMBER, header_fields
+
+    try:
+        return int.from_bytes(header_fields(bytes.fromhex(header_hex[2:]))[NUMBER], "big")
+    except (ValueError, rlp.exceptions.DecodingError, TypeError, IndexError):
+        raise Tampered("sealed.header: not a block header (RLP)", detail={"field": "anchor.sealed.header"}) from None
+
+
+def check_sealed_against(
+    anchor: ChainAnchor, root: bytes, block_hash: str, emitter: str, trust: str
+) -> SealedEvidence:  # fmt: skip
+    """Steps 2-4 for a sealed `anchor` of batch root `root`, given the hash its block must have: the one
+    the verifier trusts (offline), or the one the chain it reads has at that number (online). `emitter`
+    is the registry whose event counts; `trust` says in words where `block_hash` came from. `Tampered`
+    names the first field of the sealed section that disagrees."""
+    import rlp
+    from trie.exceptions import BadTrieProof
+    from trie.hexary import HexaryTrie
+
+    from anchor.chain.abi import checksum_address
+    from anchor.manifest.keccak import keccak256
+    from anchor.sealing.encoding import NUMBER, RECEIPTS_ROOT, TIMESTAMP, header_fields, index_key, receipt_logs
+
+    sealed = anchor.sealed
+    if sealed is None:
+        raise BadInput("the anchor is not sealed", detail={"field": "anchor.sealed"})
+    try:
+        header = bytes.fromhex(sealed.header[2:])
+        fields = header_fields(header)
+        number = int.from_bytes(fields[NUMBER], "big")
+        timestamp = int.from_bytes(fields[TIMESTAMP], "big")
+        receipts_root = bytes(fields[RECEIPTS_ROOT])
+    except (ValueError, rlp.exceptions.DecodingError, TypeError, IndexError):
+        raise Tampered("sealed.header: not a block header (RLP)", detail={"field": "anchor.sealed.header"}) from None
+    if number != anchor.block_number:
         raise Tampered(
-            f"sealed.header: hashes to {block_hash}, not the trusted hash {trusted} of block {number}",
-            detail={"field": "anchor.sealed.header", "trusted": trusted, "sealed": block_hash},
+            f"sealed.header: block {number}, but the anchor names block {anchor.block_number}",
+            detail={"field": "anchor.sealed.header"},
+        )
+    sealed_hash = "0x" + keccak256(header).hex()
+    if block_hash.lower() != sealed_hash:
+        raise Tampered(
+            f"sealed.header: hashes to {sealed_hash}, not {trust} {block_hash} of block {number}",
+            detail={"field": "anchor.sealed.header", "trusted": block_hash, "sealed": sealed_hash},
         )
     try:
         nodes = tuple(rlp.decode(bytes.fromhex(node[2:])) for node in sealed.proof)
@@ -172,14 +211,14 @@ def check_sealed(anchor: ChainAnchor, root: bytes, settings: Settings, registry:
         raise Tampered("sealed.receipt: not a receipt", detail={"field": "anchor.sealed.receipt"}) from None
     if status != 1:
         raise Tampered("sealed.receipt: the sealed transaction reverted", detail={"field": "anchor.sealed.receipt"})
-    topic, emitter = keccak256(ROOT_ANCHORED.encode()), bytes.fromhex(canonical_address()[2:])
-    ours = [t for address, t, _ in logs if len(t) == 3 and t[0] == topic and t[1] == root and address == emitter]
+    topic, wanted = keccak256(ROOT_ANCHORED.encode()), bytes.fromhex(emitter[2:])
+    ours = [t for address, t, _ in logs if len(t) == 3 and t[0] == topic and t[1] == root and address == wanted]
     if not ours:
         elsewhere = [a for a, t, _ in logs if len(t) == 3 and t[0] == topic and t[1] == root]
         if elsewhere:
             raise UnknownRegistry(
                 f"the sealed RootAnchored event was emitted by 0x{elsewhere[0].hex()}, not the"
-                f" canonical registry {canonical_address()}",
+                f" registry {checksum_address(emitter)}",
                 detail={"emitter": "0x" + elsewhere[0].hex()},
             )
         raise Tampered(
@@ -187,8 +226,4 @@ def check_sealed(anchor: ChainAnchor, root: bytes, settings: Settings, registry:
             detail={"field": "anchor.sealed.receipt"},
         )
     submitter = checksum_address("0x" + ours[0][2][-20:].hex())
-    words = (
-        f"that block {number} of {chain_name(anchor.chain_id)} is {block_hash}: check it once on any explorer or"
-        " node (offline, a retraction written after that block cannot be seen)"
-    )
-    return SealedEvidence(submitter, number, timestamp, block_hash, words)
+    return SealedEvidence(submitter, number, timestamp, sealed_hash, f"{trust} of block {number}")

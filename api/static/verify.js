@@ -11,13 +11,13 @@
  * service: no file byte and no proof leaves the machine. Nothing in the proof is taken on trust; its
  * registry must be the one this service names (anyone can deploy a copy of the registry).
  *
- * Offline (issue 45): with a block hash typed in, a sealed proof (`anchor seal`) is checked against it
+ * Offline: with a block hash typed in, a sealed proof (`anchor seal`) is checked against it
  * alone (sealed-check.js: the header hashes to it, the receipts-trie proof leads from its receiptsRoot to
  * the receipt, the receipt holds the canonical registry's RootAnchored event of the root), and the page
  * makes no request at all, as `anchor verify --offline --trusted-block N:HASH` opens no socket.
  *
  * The steps and their verdict codes are the CLI's and the API's (anchor/readback/verifier.py, one
- * verdict from every door, issue 26): a proof that contradicts itself is bad_proof, files that are not
+ * verdict from every door): a proof that contradicts itself is bad_proof, files that are not
  * the ones it binds are tampered, milestones that differ from the anchored timing record are tampered.
  */
 (function () {
@@ -102,9 +102,42 @@
     const code = await rpc(url, "eth_getCode", [cfg.registry, "0x" + block.toString(16)]);
     if (!same("0x" + toHex(await keccak(hexToBytes(code))), cfg.code_hash))
       throw new Verdict("deployment_mismatch", "the code at " + cfg.registry + " is not the registry");
-    const { submitter, when, at } = await rootRecord(url, root, proof.anchor.tx_hash, block);
+    let record;
+    try { record = await rootRecord(url, root, proof.anchor.tx_hash, block); }
+    catch (e) { /* a sealed section shows which field was edited, even where the transaction named is none */
+      if (e instanceof Verdict && e.status === "not_anchored" && proof.anchor.sealed) await anchorOnChain(url, proof, root, null);
+      throw e;
+    }
+    await anchorOnChain(url, proof, root, record);
+    const { submitter, when, at } = record;
     const milestonesAnchored = await checkMilestones(url, proof, root, submitter, block);
     return { chainId, block, submitter, when, at, milestonesAnchored };
+  }
+
+  /* step 6b, as anchor/readback/verifier.py check_anchor_on_chain: what the anchor states beyond its
+     transaction, against the chain this page reads anyway. Its block_number is the block of the registry's
+     record; a sealed section holds for the hash the chain has at that number (sealed-check.js, with the
+     chain's word in place of a typed hash), is of the transaction the anchor names, and shows the record's
+     submitter and time. A mismatch is tampered, naming the field. */
+  async function anchorOnChain(url, proof, root, record) {
+    const anchor = proof.anchor, number = Number(anchor.block_number);
+    if (!Number.isSafeInteger(number) || number < 0) throw new Verdict("bad_proof", "anchor.block_number: not a block number");
+    if (record && record.at !== number)
+      throw new Verdict("tampered", "anchor.block_number: the proof says block " + number + ", the registry's record of the root is in block " + record.at);
+    if (!anchor.sealed) return;
+    const block = await rpc(url, "eth_getBlockByNumber", ["0x" + number.toString(16), false]);
+    if (!block) throw new Verdict("tampered", "anchor.block_number: chain " + cfg.chain_id + " has no block " + number);
+    const { RLP } = await import("/assets/vendor/ethereumjs-rlp/index.js");
+    let found;
+    try { found = await anchorSealed.sealedAnchor(anchor.sealed, block.hash, anchor, root, cfg.registry, keccak, RLP, "the chain's hash"); }
+    catch (e) { throw e instanceof anchorSealed.SealedError ? new Verdict(e.status, e.message) : e; }
+    const held = (block.transactions || [])[anchor.sealed.index];
+    const heldHash = held && typeof held === "object" ? held.hash : held;
+    if (!heldHash || !same(heldHash, anchor.tx_hash))
+      throw new Verdict("tampered", "anchor.tx_hash: " + anchor.tx_hash + " is not the transaction of the sealed receipt (block " +
+        number + " holds " + (heldHash || "none") + " at index " + anchor.sealed.index + ")");
+    if (record && (!same(found.submitter, record.submitter) || found.timestamp !== record.when))
+      throw new Verdict("tampered", "anchor.sealed.receipt: shows the root anchored by " + found.submitter + ", the registry's record by " + record.submitter);
   }
 
   /* the relative path of a picked file: a folder's own name is not part of the tree */
