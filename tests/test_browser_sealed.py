@@ -1,4 +1,4 @@
-"""The browser page verifies a sealed proof offline (issue 45, item 4): a block hash typed in is the whole
+"""The browser page verifies a sealed proof offline: a block hash typed in is the whole
 trust root, and the page makes no request. api/static/sealed-check.js is checked in node against the
 golden sealed vector (the answer tests/reference_impl.py gives, from docs/manifest.md alone) and against
 every one-byte change of the sealed section; then /verify in headless Chromium, request by request."""
@@ -134,6 +134,10 @@ def test_the_verify_page_checks_a_sealed_proof_offline_and_makes_no_request(tmp_
     bad = copy.deepcopy(proof)
     bad["anchor"]["sealed"]["receipt"] = _flipped(bad["anchor"]["sealed"]["receipt"], 40)
     (tmp_path / "bad.anchor.json").write_text(json.dumps(bad))
+    withdrawn = copy.deepcopy(proof)  # what `anchor retract` writes into the file: outside the digest
+    withdrawn["annotations"]["retractions"] = [{"reason": "the split leaked", "block_number": 9, "chain_id": 31337,
+                                                "registry": proof["anchor"]["registry"]}]  # fmt: skip
+    (tmp_path / "withdrawn.anchor.json").write_text(json.dumps(withdrawn))
     files = sorted(p for p in (VECTOR / "work").rglob("*") if p.is_file())
     with deployed(tmp_path / "data") as chain, serving_api(chain.env()) as url:
         seen = {}
@@ -142,6 +146,7 @@ def test_the_verify_page_checks_a_sealed_proof_offline_and_makes_no_request(tmp_
                                             ("with its number", VECTOR / "work.anchor.json", f"2:{trusted}"),
                                             ("wrong hash", VECTOR / "work.anchor.json", "0x" + "ab" * 32),
                                             ("flipped receipt", tmp_path / "bad.anchor.json", trusted),
+                                            ("declares its retraction", tmp_path / "withdrawn.anchor.json", trusted),
                                             ("not a hash", VECTOR / "work.anchor.json", "0x1234")):  # fmt: skip
                 page.goto(url + "/verify", ready="!!document.getElementById('check')")
                 before = len(page.requests)
@@ -161,6 +166,8 @@ def test_the_verify_page_checks_a_sealed_proof_offline_and_makes_no_request(tmp_
     assert seen["with its number"][0] == "verified"
     assert seen["wrong hash"][0] == seen["flipped receipt"][0] == "tampered"
     assert seen["not a hash"][0] == "bad_input"
+    assert seen["declares its retraction"][0] == "retracted", seen["declares its retraction"]
+    assert "retracted by its own file (unverified)" in seen["declares its retraction"][1]
     for name, (_, _, made) in seen.items():
         assert made == [], (name, made)  # offline: not one request beyond the page's own scripts
     # parity: `anchor verify --offline` gives the same verdict on the same proofs and hashes
@@ -169,7 +176,9 @@ def test_the_verify_page_checks_a_sealed_proof_offline_and_makes_no_request(tmp_
     env = {"ANCHOR_DATA_DIR": str(tmp_path / "offline"), "PATH": "/usr/bin:/bin"}
     for name, proof_path, typed in (("golden", VECTOR / "work.anchor.json", trusted),
                                     ("wrong hash", VECTOR / "work.anchor.json", "0x" + "ab" * 32),
-                                    ("flipped receipt", tmp_path / "bad.anchor.json", trusted)):  # fmt: skip
+                                    ("flipped receipt", tmp_path / "bad.anchor.json", trusted),
+                                    ("declares its retraction", tmp_path / "withdrawn.anchor.json",
+                                     trusted)):  # fmt: skip
         cli = run_anchor(["verify", str(VECTOR / "work"), "--proof", str(proof_path), "--offline", "--trusted-block",
                           f"2:{typed}", "--json"], env)  # fmt: skip
         said = json.loads(cli.stdout)

@@ -1,4 +1,4 @@
-"""Issue 45: sealed proofs verify with no network, against one trusted block hash; every edit of the
+"""Sealed proofs verify with no network, against one trusted block hash; every edit of the
 sealed section, another transaction's receipt or another emitter is refused by name. The RLP and trie
 of the production code are Ethereum's libraries; tests/reference_impl.py reads the same bytes with a
 decoder and a trie walker written from docs/manifest.md alone."""
@@ -198,7 +198,7 @@ def test_the_header_and_receipt_encodings_of_every_fork_reproduce_the_chains_own
 def test_the_service_serves_a_sealed_proof_that_the_library_verifies_offline(
     deployed_chain: Chain, tmp_path: Path
 ) -> None:
-    """`GET /v1/proofs/{digest}?sealed=1` (issue 45, item 5): the anchor comes with its sealed section;
+    """`GET /v1/proofs/{digest}?sealed=1`: the anchor comes with its sealed section;
     `anchor.Verifier.offline` checks it with the block's hash alone."""
     from fastapi.testclient import TestClient
 
@@ -226,3 +226,20 @@ def test_the_service_serves_a_sealed_proof_that_the_library_verifies_offline(
     proof = parse_proof(served.content, "served proof")
     verdict = anchor.Verifier.offline([f"{number}:{block_hash}"]).verify_proof(proof)
     assert verdict.anchored_block == number and verdict.trusted is not None and block_hash in verdict.trusted
+
+
+@pytest.mark.chain
+def test_offline_a_file_that_records_its_own_retraction_is_never_ok(fresh_chain: Chain, tmp_path: Path) -> None:
+    """`anchor retract` writes the retraction into the proof's annotations; sealed afterwards and verified
+    offline against the anchoring block alone (which cannot show a later retraction), the verdict is the
+    file's own word, unverified: retracted, exit 16, never OK. It once said "OK: … is anchored"."""
+    fresh_chain.cli("deploy", check=True)
+    (tmp_path / "claim.txt").write_text("a result later withdrawn\n")
+    fresh_chain.cli("stamp", str(tmp_path / "claim.txt"), check=True)
+    fresh_chain.cli("retract", str(tmp_path / "claim.txt"), "--reason", "the test split leaked", check=True)
+    block = _seal(fresh_chain, tmp_path / "claim.txt")["blocks"][0]
+    fresh_chain.node.down()
+    said = _offline(tmp_path, "claim.txt", "--trusted-block", f"{block['block']}:{block['hash']}",
+                    data=tmp_path / "colleague")  # fmt: skip
+    assert said.returncode == ExitCode.RETRACTED, said.stdout + said.stderr
+    assert "retracted by its own file (unverified)" in said.stderr and "the test split leaked" in said.stderr

@@ -294,6 +294,9 @@ def sealed_verdict(proof: ProofFile, root: bytes, settings: Settings, files: int
 
     bundle = bundle_fields(proof)
     seen = check_sealed(proof.anchor, root, settings, registry)
+    declared = file_retraction(proof)
+    if declared is not None:  # the file's own word against it: never OK without the chain's word
+        raise retracted_by_file(proof, declared)
     return Verification(
         manifest_digest=proof.manifest_digest, root=proof.batch.root, chain_id=proof.anchor.chain_id,
         registry=proof.anchor.registry,
@@ -302,6 +305,41 @@ def sealed_verdict(proof: ProofFile, root: bytes, settings: Settings, files: int
         tx_hash=proof.anchor.tx_hash, anchored_block=seen.block_number, read_at_block=seen.block_number,
         confirmations=1, finality="trusted block (offline)", files=files, bundle=bundle,
         trusted=seen.trusted, path_in_bundle=proof.file.path if proof.file is not None else None,
+    )  # fmt: skip
+
+
+def file_retraction(proof: ProofFile) -> dict[str, Any] | None:
+    """The latest retraction of this proof's anchor that the file itself records (`annotations.retractions`,
+    written by `anchor retract`), as written: the file's word, unverified. An entry naming another chain or
+    registry is another anchor's; anything else there that is not a readable entry still declares one
+    (an empty dict): a file that says it was withdrawn is not read as one that says nothing."""
+    entries = proof.annotations.get("retractions") if isinstance(proof.annotations, dict) else None
+    if entries is None:
+        return None
+    if not isinstance(entries, list):
+        return {}
+    for entry in reversed(entries):
+        if not isinstance(entry, dict):
+            return {}
+        chain, named = entry.get("chain_id", proof.anchor.chain_id), str(entry.get("registry") or proof.anchor.registry)
+        if chain == proof.anchor.chain_id and named.lower() == proof.anchor.registry.lower():
+            return entry
+    return None
+
+
+def retracted_by_file(proof: ProofFile, declared: dict[str, Any]) -> Retracted:
+    """The offline verdict on a file that records its own retraction, which the trusted anchoring block
+    cannot confirm or deny: retracted (exit 16, as the chain's word would be), said to be the file's word."""
+    block, reason = declared.get("block_number"), declared.get("reason")
+    at = f" in block {block}" if isinstance(block, int) else ""
+    why = f': "{reason}"' if isinstance(reason, str) else ""
+    return Retracted(
+        f"retracted by its own file (unverified): its annotations.retractions say root {proof.batch.root} was"
+        f" retracted by its submitter{at}{why}; offline, the anchoring block cannot show whether it was (hint:"
+        " verify it online, or `anchor seal --refresh PATH` while the chain is reachable, to carry the"
+        " registry's record as of a later block)",
+        detail={"root": proof.batch.root, "source": "file", "verified": False, "retracted_block": block,
+                "reason": reason if isinstance(reason, str) else None, "retracted_by": declared.get("by")},
     )  # fmt: skip
 
 

@@ -227,6 +227,12 @@
     } catch (e) { throw e instanceof anchorSealed.SealedError ? new Verdict(e.status, e.message) : e; }
     if (trusted.number !== null && trusted.number !== found.number)
       throw new Verdict("bad_input", "the hash typed in is for block " + trusted.number + "; the proof is sealed in block " + found.number);
+    const declared = fileRetraction(proof);
+    if (declared) /* the file's own word against it, which the anchoring block cannot confirm or deny */
+      throw new Verdict("retracted", "retracted by its own file (unverified): its annotations.retractions say root " + root +
+        " was retracted by its submitter" + (Number.isInteger(declared.block_number) ? " in block " + declared.block_number : "") +
+        (typeof declared.reason === "string" ? ': "' + declared.reason + '"' : "") +
+        "; offline, the anchoring block cannot show whether it was: verify it online");
     const links = (tree.symlinks && tree.symlinks.links) || [];
     const shown = proof.annotations && proof.annotations.milestones;
     return { status: links.length ? "files_verified_links_unchecked" : "verified", links, offline: true,
@@ -236,6 +242,21 @@
       registry: cfg.canonical_registry,
       trusted: "that block " + found.number + " of chain " + proof.anchor.chain_id + " is " + trusted.hash +
         ": check it once on any explorer or node (offline, a retraction written after that block cannot be seen)" };
+  }
+
+  /* the latest retraction of this anchor the file itself records, as anchor/readback/verifier.py
+     file_retraction reads it: an entry naming another chain or registry is another anchor's; anything
+     unreadable there still declares one */
+  function fileRetraction(proof) {
+    const entries = proof.annotations && proof.annotations.retractions;
+    if (entries === undefined || entries === null) return null;
+    if (!Array.isArray(entries)) return {};
+    for (const entry of entries.slice().reverse()) {
+      if (!entry || typeof entry !== "object" || Array.isArray(entry)) return {};
+      const chain = entry.chain_id === undefined ? Number(proof.anchor.chain_id) : entry.chain_id;
+      if (chain === Number(proof.anchor.chain_id) && same(String(entry.registry || proof.anchor.registry), proof.anchor.registry)) return entry;
+    }
+    return null;
   }
 
   /* the batch root a proof's manifest digest leads to, each statement on the way checked (step 4) */
