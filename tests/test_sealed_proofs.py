@@ -51,12 +51,36 @@ def test_the_golden_sealed_proof_verifies_offline_and_the_reference_implementati
     from datetime import UTC, datetime
 
     assert verdict["anchored_at"] == datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds")
-    missing = _offline(work, "work", data=tmp_path / "d")
-    assert (
-        missing.returncode == ExitCode.BAD_INPUT
-        and "error[bad_input]: --trusted-block: none for block 2" in missing.stderr
-    )
-    assert "then trust it: --trusted-block 2:0x1723685d" in missing.stderr
+
+
+def test_without_a_trusted_block_the_hint_says_where_to_get_the_hash_and_prints_none_from_the_file(
+    tmp_path: Path,
+) -> None:
+    """The file is what is being checked: a hint that printed its own block hash, ready to paste as
+    `--trusted-block N:HASH`, made whoever pasted it trust the file they meant to check. The hint names
+    where to get the hash instead, and no 64-hex value of the file appears in what is said, in words or
+    JSON. A malformed `--trusted-block` is a one-line error naming the argument (exit 2)."""
+    import re
+
+    work = tmp_path / "v"
+    shutil.copytree(VECTORS, work)
+    from anchor.manifest.keccak import keccak256
+
+    proof = json.loads((work / "work.anchor.json").read_text())
+    from_file = {h.lower() for h in re.findall(r"[0-9a-fA-F]{64}", json.dumps(proof))}
+    from_file.add(keccak256(bytes.fromhex(proof["anchor"]["sealed"]["header"][2:])).hex())
+    for extra in ([], ["--json"]):
+        missing = _offline(work, "work", *extra, data=tmp_path / "d")
+        said = missing.stdout + missing.stderr
+        assert missing.returncode == ExitCode.BAD_INPUT, said
+        assert "--trusted-block: none for block 2" in said and "cast block 2 -f hash" in said, said
+        assert "explorer" in said and "colleague" in said, said
+        assert not {h.lower() for h in re.findall(r"[0-9a-fA-F]{64}", said)} & from_file, said
+    for typo in ("5:0xzz", "2:0x" + "1" * 63, "two:0x" + "1" * 64):
+        refused = _offline(work, "work", "--trusted-block", typo, data=tmp_path / "d")
+        assert refused.returncode == ExitCode.BAD_INPUT, refused.stderr
+        assert refused.stderr.startswith(f"error[bad_input]: --trusted-block {typo!r}: expected N:HASH"), refused.stderr
+        assert "Traceback" not in refused.stderr
 
 
 def _flip(hex_text: str, at: int) -> str:

@@ -119,21 +119,15 @@ def check_sealed(anchor: ChainAnchor, root: bytes, settings: Settings, registry:
         )
     number = sealed_block_number(sealed.header)
     trusted = settings.trusted_block(anchor.chain_id, number)
-    if trusted is None:
-        from anchor.manifest.keccak import keccak256
-
-        block_hash = "0x" + keccak256(bytes.fromhex(sealed.header[2:])).hex()
+    if trusted is None:  # where to get it, never the file's own hash: pasting that trusts the file being checked
         raise BadInput(
-            f"trusted_block: none for block {number} of {chain_name(anchor.chain_id)}; check once, on any explorer"
-            f" or node, that block {number} is {block_hash}, then trust it: trusted_block {number}:{block_hash}",
-            detail={
-                "field": "trusted_block",
-                "inputs": ["trusted_block"],
-                "chain_id": anchor.chain_id,
-                "block": number,
-                "hash_to_check": block_hash,
-            },
-        )
+            f"trusted_block: none for block {number} of {chain_name(anchor.chain_id)}; get that block's hash from"
+            f" somewhere other than this file: a block explorer of {chain_name(anchor.chain_id)}, `cast block"
+            f" {number} -f hash --rpc-url URL` against any node of it, or a colleague who has it; then give"
+            f" trusted_block {number}:HASH",
+            detail={"field": "trusted_block", "inputs": ["trusted_block"], "chain_id": anchor.chain_id,
+                    "block": number},
+        )  # fmt: skip
     seen = check_sealed_against(anchor, root, trusted, canonical_address(), "the trusted hash")
     words = (
         f"that block {number} of {chain_name(anchor.chain_id)} is {seen.block_hash}: check it once on any explorer"
