@@ -267,3 +267,58 @@ def test_offline_a_file_that_records_its_own_retraction_is_never_ok(fresh_chain:
                     data=tmp_path / "colleague")  # fmt: skip
     assert said.returncode == ExitCode.RETRACTED, said.stdout + said.stderr
     assert "retracted by its own file (unverified)" in said.stderr and "the test split leaked" in said.stderr
+
+
+def _trust(sealed: dict[str, Any]) -> list[str]:
+    """`--trusted-block N:HASH` for every block a seal said to trust (the anchoring one, then the later one)."""
+    return [arg for b in sealed["blocks"] for arg in ("--trusted-block", f"{b['block']}:{b['hash']}")]
+
+
+@pytest.mark.chain
+def test_a_refreshed_seal_shows_offline_whether_the_record_was_retracted_by_a_later_block(
+    fresh_chain: Chain, tmp_path: Path
+) -> None:
+    """`anchor seal` carries the registry's record as of the latest block (the storage proof of its slot),
+    `anchor seal --refresh` moves it on: with the chain stopped and a trusted hash of each block, offline
+    verify says "retracted at block R" of a retracted record and "not retracted as of block M" of one
+    that stands; one byte changed in either proof of that state is refused by name."""
+    from anchor.chain.node import rpc_call
+    from anchor.sealing.check import record_slot
+
+    fresh_chain.cli("deploy", check=True)
+    for name in ("withdrawn.txt", "kept.txt"):
+        (tmp_path / name).write_text(f"{name}\n")
+        fresh_chain.cli("stamp", str(tmp_path / name), check=True)
+    _seal(fresh_chain, tmp_path / "withdrawn.txt")
+    done = json.loads(fresh_chain.cli("retract", str(tmp_path / "withdrawn.txt"), "--reason", "a leaked split",
+                                      "--json", check=True).stdout)  # fmt: skip
+    kept = _seal(fresh_chain, tmp_path / "kept.txt")
+    refreshed = json.loads(fresh_chain.cli("seal", "--refresh", str(tmp_path / "withdrawn.txt"), "--json",
+                                           check=True).stdout)["sealed"][0]  # fmt: skip
+    assert refreshed["refreshed"] == 1 and [b["block"] for b in refreshed["blocks"]][1] == done["block_number"]
+    # the slot the state proves is the one the registry reads (eth_getStorageAt, at the later block)
+    proof = json.loads((tmp_path / "kept.txt.anchor.json").read_text())
+    later = kept["blocks"][1]["block"]
+    submitter = json.loads(fresh_chain.cli("verify", str(tmp_path / "kept.txt"), "--json").stdout)["submitter"]
+    slot = record_slot(submitter, bytes.fromhex(proof["batch"]["root"][2:]))
+    asked = [proof["anchor"]["registry"], "0x" + slot.hex(), hex(later)]
+    word = int(rpc_call(fresh_chain.node.rpc_url, "eth_getStorageAt", asked), 16)
+    assert (word >> 48) & (2**48 - 1) == proof["anchor"]["block_number"]
+    fresh_chain.node.down()
+    data = tmp_path / "colleague"
+    withdrawn = _offline(tmp_path, "withdrawn.txt", *_trust(refreshed), data=data)
+    assert withdrawn.returncode == ExitCode.RETRACTED, withdrawn.stdout + withdrawn.stderr
+    assert f"(block {done['block_number']}), as the registry's record shows in block" in withdrawn.stderr
+    assert '"a leaked split"' in withdrawn.stderr
+    standing = _offline(tmp_path, "kept.txt", *_trust(kept), data=data)
+    assert standing.returncode == ExitCode.OK, standing.stderr
+    assert f"not retracted as of block {later}" in standing.stdout
+    only_first = _offline(tmp_path, "kept.txt", *_trust(kept)[:2], data=data)
+    assert only_first.returncode == ExitCode.OK and f"trust the hash of block {later} as well" in only_first.stdout
+    for field in ("storage_proof", "account_proof"):
+        edited = json.loads(json.dumps(proof))
+        nodes = edited["anchor"]["sealed"]["state"][field]
+        nodes[-1] = _flip(nodes[-1], len(nodes[-1]) - 3)
+        (tmp_path / "kept.txt.anchor.json").write_text(json.dumps(edited))
+        said = _offline(tmp_path, "kept.txt", *_trust(kept), data=data)
+        assert said.returncode == ExitCode.TAMPERED and f"sealed.state.{field}" in said.stderr, said.stderr

@@ -430,6 +430,16 @@ SEALED_EDITS: list[tuple[str, Edit, str]] = [
     ("one digit of block_number", _block_digit, "anchor.block_number"),
     ("block_number 1,000 past the real one", _later_block, "anchor.block_number"),
     ("one digit of tx_hash", _flip_field("anchor.tx_hash", -1), "anchor.tx_hash"),
+    (
+        "one digit of the later state's storage proof",
+        _flip_field("anchor.sealed.state.storage_proof.-1", -6),
+        "anchor.sealed.state.storage_proof",
+    ),
+    (
+        "one digit of the later state's header",
+        _flip_field("anchor.sealed.state.header", 2 + 2 * 10),
+        "anchor.sealed.state.header",
+    ),
 ]
 """(what, how a sealed proof is edited, the field every door must name): each a field the verdict reads."""
 
@@ -450,7 +460,7 @@ def test_every_door_refuses_a_sealed_proof_with_one_field_it_reads_changed_namin
         chain.cli("stamp", str(tmp_path / "later.txt"), check=True)
         chain.cli("seal", str(subject), check=True)
         original = json.loads((tmp_path / "results.anchor.json").read_text())
-        assert "sealed" in original["anchor"]
+        assert "state" in original["anchor"]["sealed"]  # the first seal carries the record as of a later block
         seen: dict[str, dict[str, str]] = {}
         named: dict[str, str] = {}
         cases: dict[str, Path] = {}

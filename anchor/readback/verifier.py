@@ -44,6 +44,7 @@ from anchor.settings.session import Settings
 if TYPE_CHECKING:
     from anchor.chain.registry import Registry, Retraction, RootRecord
     from anchor.proof.file import ChainAnchor
+    from anchor.sealing.check import RecordState, SealedEvidence
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -290,13 +291,17 @@ def agreed_on_chain(
 def sealed_verdict(proof: ProofFile, root: bytes, settings: Settings, files: int, registry: str | None) -> Verification:
     """Steps 3-6 offline (`--offline`): the proof's sealed anchor against the block hash the verifier
     trusts (anchor.sealing.check), in place of a live read; `trusted` says in words what it rests on."""
-    from anchor.sealing.check import check_sealed
+    from anchor.sealing.check import check_sealed, later_state
 
     bundle = bundle_fields(proof)
     seen = check_sealed(proof.anchor, root, settings, registry)
+    state = later_state(proof.anchor, root, seen, settings)
     declared = file_retraction(proof)
-    if declared is not None:  # the file's own word against it: never OK without the chain's word
-        raise retracted_by_file(proof, declared)
+    if state is not None and state.retracted_block:
+        raise retracted_as_of(proof, seen.submitter, state, declared)
+    declared_at = declared.get("block_number") if declared is not None else None
+    if declared is not None and (state is None or not isinstance(declared_at, int) or declared_at > state.block_number):
+        raise retracted_by_file(proof, declared)  # the file's own word against it, which nothing here denies
     return Verification(
         manifest_digest=proof.manifest_digest, root=proof.batch.root, chain_id=proof.anchor.chain_id,
         registry=proof.anchor.registry,
@@ -304,7 +309,54 @@ def sealed_verdict(proof: ProofFile, root: bytes, settings: Settings, files: int
         submitter=seen.submitter, anchored_at=datetime.fromtimestamp(seen.timestamp, UTC).isoformat(timespec="seconds"),
         tx_hash=proof.anchor.tx_hash, anchored_block=seen.block_number, read_at_block=seen.block_number,
         confirmations=1, finality="trusted block (offline)", files=files, bundle=bundle,
-        trusted=seen.trusted, path_in_bundle=proof.file.path if proof.file is not None else None,
+        trusted=standing_words(proof.anchor, seen, state, declared),
+        path_in_bundle=proof.file.path if proof.file is not None else None,
+    )  # fmt: skip
+
+
+def standing_words(
+    anchor: ChainAnchor, seen: SealedEvidence, state: RecordState | None, declared: dict[str, Any] | None
+) -> str:  # fmt: skip
+    """What an offline verdict rests on, in words, and what it says of a retraction after the anchoring
+    block: not retracted as of the later block whose state the file carries (checked against its trusted
+    hash), or that it could not see one."""
+    from anchor.chain.presets import chain_name
+    from anchor.sealing.check import sealed_block_number
+
+    if state is None:
+        unchecked = ""
+        if anchor.sealed is not None and anchor.sealed.state is not None:
+            later = sealed_block_number(anchor.sealed.state.header, "anchor.sealed.state.header")
+            unchecked = (f"; the file also carries the registry's record as of block {later}, not checked: trust"
+                         f" the hash of block {later} as well to see whether it was retracted by then")  # fmt: skip
+        return seen.trusted + unchecked
+    when = datetime.fromtimestamp(state.timestamp, UTC).isoformat(timespec="seconds")
+    contradicted = (f"; the file's own annotations claim a retraction in block {declared.get('block_number')},"
+                    " which that state contradicts" if declared is not None else "")  # fmt: skip
+    return (
+        f"that block {seen.block_number} of {chain_name(anchor.chain_id)} is {seen.block_hash} and block"
+        f" {state.block_number} is {state.block_hash}: check them once on any explorer or node; not retracted as of"
+        f" block {state.block_number} ({when}), the registry's record in that block's state shows (a retraction"
+        f" written after it cannot be seen offline){contradicted}"
+    )
+
+
+def retracted_as_of(
+    proof: ProofFile, submitter: str, state: RecordState, declared: dict[str, Any] | None
+) -> Retracted:  # fmt: skip
+    """The offline verdict on a record whose later state (checked against a trusted hash) shows it retracted:
+    when and in which block, as the chain's state says; the reason's text only as the file gives it (the
+    digest is in the retraction's event, which a state proof does not carry)."""
+    when = datetime.fromtimestamp(state.retracted_at, UTC).isoformat(timespec="seconds")
+    reason = declared.get("reason") if declared is not None else None
+    said = f'; the file gives the reason (unverified): "{reason}"' if isinstance(reason, str) else ""
+    return Retracted(
+        f"retracted: root {proof.batch.root} was retracted by its submitter {submitter} at {when} (block"
+        f" {state.retracted_block}), as the registry's record shows in block {state.block_number}, whose hash is"
+        f" trusted{said}",
+        detail={"root": proof.batch.root, "retracted_by": submitter, "retracted_at": when,
+                "retracted_block": state.retracted_block, "as_of_block": state.block_number, "source": "state",
+                "reason": reason if isinstance(reason, str) else None, "anchored_block": proof.anchor.block_number},
     )  # fmt: skip
 
 
@@ -697,8 +749,10 @@ def check_anchor_on_chain(anchor: ChainAnchor, root: bytes, registry: Registry, 
     anyway. Its `block_number` must be the block of the registry's record; a sealed section must hold
     for the hash the chain has at that block (`check_sealed_against`, the offline check with the chain's
     word in place of a trusted hash), be of the transaction the anchor names (the block's transaction at
-    the sealed index), and show the record's submitter and time. `Tampered` names the field: read online,
-    an edited sealed section once verified, and recipients then refused the same file offline."""
+    the sealed index), and show the record's submitter and time; the record's later state it may carry
+    must hold for the chain's hash of that later block (`check_state_against`). `Tampered` names the
+    field: read online, an edited sealed section once verified, and recipients then refused the same file
+    offline."""
     from anchor.chain.presets import chain_name
 
     if record is not None and record.block_number != anchor.block_number:
@@ -734,6 +788,13 @@ def check_anchor_on_chain(anchor: ChainAnchor, root: bytes, registry: Registry, 
             f" record by {record.submitter} at {record.timestamp}",
             detail={"field": "anchor.sealed.receipt"},
         )
+    if sealed.state is not None:  # the record as of a later block: that block's state, as the chain has it
+        from anchor.sealing.check import check_state_against, sealed_block_number
+
+        later = sealed_block_number(sealed.state.header, "anchor.sealed.state.header")
+        state_block = registry.rpc.get_block(later) or {}
+        check_state_against(anchor, root, seen.submitter, seen.timestamp, str(state_block.get("hash", "none")),
+                            registry.code_hash, "the chain's hash")  # fmt: skip
 
 
 BUNDLE_FIELDS = (

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from anchor.errors import BadInput, Tampered, UnknownRegistry
 
@@ -136,8 +136,8 @@ def check_sealed(anchor: ChainAnchor, root: bytes, settings: Settings, registry:
     return SealedEvidence(seen.submitter, seen.block_number, seen.timestamp, seen.block_hash, words)
 
 
-def sealed_block_number(header_hex: str) -> int:
-    """The number of the block a sealed header says it is; `Tampered` naming the header if it is no header."""
+def sealed_block_number(header_hex: str, field: str = "anchor.sealed.header") -> int:
+    """The number of the block a sealed header says it is; `Tampered` naming `field` if it is no header."""
     import rlp
 
     from anchor.sealing.encoding import NUMBER, header_fields
@@ -145,7 +145,7 @@ def sealed_block_number(header_hex: str) -> int:
     try:
         return int.from_bytes(header_fields(bytes.fromhex(header_hex[2:]))[NUMBER], "big")
     except (ValueError, rlp.exceptions.DecodingError, TypeError, IndexError):
-        raise Tampered("sealed.header: not a block header (RLP)", detail={"field": "anchor.sealed.header"}) from None
+        raise Tampered(f"{field.removeprefix('anchor.')}: not a block header (RLP)", detail={"field": field}) from None
 
 
 def check_sealed_against(
@@ -221,3 +221,118 @@ def check_sealed_against(
         )
     submitter = checksum_address("0x" + ours[0][2][-20:].hex())
     return SealedEvidence(submitter, number, timestamp, sealed_hash, f"{trust} of block {number}")
+
+
+@dataclass(frozen=True, slots=True)
+class RecordState:
+    """The registry's record of a root as a later block's state shows it, checked against that block's hash."""
+
+    block_number: int
+    timestamp: int
+    block_hash: str
+    retracted_block: int
+    """0: not retracted as of `block_number`."""
+    retracted_at: int
+
+
+ROOTS_SLOT = 1
+"""The storage slot of the registry's `_roots` mapping (submitter => root => packed record): the second
+state variable of AnchorRegistry.sol, after `_lineage` (its base, ResearcherSignatures, has none)."""
+STATE_ROOT = 3
+"""The header's stateRoot, by its position in the header's RLP list (0-based)."""
+
+
+def record_slot(submitter: str, root: bytes) -> bytes:
+    """The storage slot of `submitter`'s record of `root`: keccak256(root ‖ keccak256(submitter ‖ slot)),
+    Solidity's layout of a mapping of mappings, each key padded to 32 bytes."""
+    from anchor.manifest.keccak import keccak256
+
+    inner = keccak256(bytes(12) + bytes.fromhex(submitter[2:]) + ROOTS_SLOT.to_bytes(32, "big"))
+    return keccak256(root + inner)
+
+
+def check_state_against(
+    anchor: ChainAnchor, root: bytes, submitter: str, anchored_at: int, block_hash: str, code_hash: str, trust: str
+) -> RecordState:
+    """The record of `root` by `submitter` as `anchor.sealed.state` shows it, given the hash its block must
+    have (trusted offline, the chain's online): the header hashes to it and is not before the anchoring
+    block; the account proof leads from its stateRoot to the registry's account, whose code hash is
+    `code_hash`; the storage proof leads from the account's storageRoot to the record's slot, which holds
+    the record the anchor shows (its block and time). `Tampered` names the field that disagrees."""
+    import rlp
+    from trie.exceptions import BadTrieProof
+    from trie.hexary import HexaryTrie
+
+    from anchor.manifest.keccak import keccak256
+    from anchor.sealing.encoding import NUMBER, TIMESTAMP, header_fields
+
+    state = anchor.sealed.state if anchor.sealed is not None else None
+    if state is None:
+        raise BadInput("the anchor carries no later state", detail={"field": "anchor.sealed.state"})
+    field = "anchor.sealed.state"
+    try:
+        header = bytes.fromhex(state.header[2:])
+        fields = header_fields(header)
+        number, timestamp = int.from_bytes(fields[NUMBER], "big"), int.from_bytes(fields[TIMESTAMP], "big")
+        state_root = bytes(fields[STATE_ROOT])
+    except (ValueError, rlp.exceptions.DecodingError, TypeError, IndexError):
+        raise Tampered("sealed.state.header: not a block header (RLP)", detail={"field": f"{field}.header"}) from None
+    if number < anchor.block_number:
+        raise Tampered(f"sealed.state.header: block {number}, before the anchoring block {anchor.block_number}",
+                       detail={"field": f"{field}.header"})  # fmt: skip
+    state_hash = "0x" + keccak256(header).hex()
+    if block_hash.lower() != state_hash:
+        raise Tampered(
+            f"sealed.state.header: hashes to {state_hash}, not {trust} {block_hash} of block {number}",
+            detail={"field": f"{field}.header", "trusted": block_hash, "sealed": state_hash},
+        )
+
+    def walk(root_hash: bytes, key: bytes, nodes: tuple[str, ...], name: str) -> list[Any]:
+        try:
+            decoded = tuple(rlp.decode(bytes.fromhex(node[2:])) for node in nodes)
+            held = HexaryTrie.get_from_proof(root_hash, keccak256(key), decoded)  # type: ignore[no-untyped-call]
+            value = rlp.decode(bytes(held)) if held else b""
+        except (BadTrieProof, ValueError, rlp.exceptions.DecodingError, TypeError, KeyError, IndexError):
+            raise Tampered(f"sealed.state.{name}: does not lead to a value under block {number}'s state",
+                           detail={"field": f"{field}.{name}"}) from None  # fmt: skip
+        if not value:
+            what = "registry" if name == "account_proof" else "record"
+            raise Tampered(f"sealed.state.{name}: holds nothing at the {what} in block {number}'s state",
+                           detail={"field": f"{field}.{name}"})  # fmt: skip
+        if isinstance(value, list) != (name == "account_proof"):
+            raise Tampered(f"sealed.state.{name}: not an {'account' if name == 'account_proof' else 'integer'}",
+                           detail={"field": f"{field}.{name}"})  # fmt: skip
+        return value if isinstance(value, list) else [value]
+
+    account = walk(state_root, bytes.fromhex(anchor.registry[2:]), state.account_proof, "account_proof")
+    if len(account) != 4 or "0x" + bytes(account[3]).hex() != code_hash.lower():
+        raise Tampered(f"sealed.state.account_proof: the account at {anchor.registry} is not the registry's code",
+                       detail={"field": f"{field}.account_proof"})  # fmt: skip
+    packed = int.from_bytes(walk(bytes(account[2]), record_slot(submitter, root), state.storage_proof,
+                                 "storage_proof")[0], "big")  # fmt: skip
+    mask = (1 << 48) - 1
+    held_at, held_block = packed & mask, (packed >> 48) & mask
+    if (held_at, held_block) != (anchored_at, anchor.block_number):
+        raise Tampered(
+            f"sealed.state.storage_proof: the slot holds a record of block {held_block}, not of the anchoring"
+            f" block {anchor.block_number}",
+            detail={"field": f"{field}.storage_proof"},
+        )
+    return RecordState(number, timestamp, state_hash, (packed >> 144) & mask, (packed >> 96) & mask)
+
+
+def later_state(anchor: ChainAnchor, root: bytes, seen: SealedEvidence, settings: Settings) -> RecordState | None:
+    """Offline: the record as of the later block the anchor carries, checked against the hash the verifier
+    trusts for that block; None when the anchor carries none, or no hash is trusted for its block (the
+    verdict then says what it could not check)."""
+    from anchor.chain.canonical import canonical_code_hash
+
+    state = anchor.sealed.state if anchor.sealed is not None else None
+    if state is None:
+        return None
+    number = sealed_block_number(state.header, "anchor.sealed.state.header")
+    trusted = settings.trusted_block(anchor.chain_id, number)
+    if trusted is None:
+        return None
+    return check_state_against(anchor, root, seen.submitter, seen.timestamp, trusted, canonical_code_hash(),
+                               "the trusted hash")  # fmt: skip

@@ -118,7 +118,48 @@
     throw new SealedError("tampered", "anchor.sealed.receipt: holds no RootAnchored event of the root " + root);
   }
 
-  const api = { sealedAnchor, trieGet, SealedError };
+  /* the registry's record of `root` by `submitter` as a later block's state shows it (sealed.state, as
+     anchor/sealing/check.py check_state_against reads it): the header hashes to `blockHash` and is not
+     before the anchoring block; the account proof leads from its stateRoot (field 3) to the registry's
+     account, whose code hash is `codeHash`; the storage proof leads from the account's storageRoot to the
+     record's slot, keccak256(root ‖ keccak256(submitter ‖ 1)), which holds the anchor's block and time.
+     {number, retractedBlock, retractedAt}, or a SealedError naming the field. */
+  async function stateRecord(state, blockHash, anchor, root, submitter, anchoredAt, codeHash, keccak, RLP, trust) {
+    const field = "anchor.sealed.state";
+    const header = fromHex(state && state.header, "state.header");
+    const fields = decodeStrict(RLP, header, field + ".header");
+    if (!Array.isArray(fields) || fields.length < 15 || !fields.every(isBytes))
+      throw new SealedError("tampered", field + ".header: not a block header");
+    const number = uint(fields[8]);
+    if (number < Number(anchor.block_number))
+      throw new SealedError("tampered", field + ".header: block " + number + ", before the anchoring block " + anchor.block_number);
+    if (toHex(await keccak(header)) !== String(blockHash).toLowerCase().replace(/^0x/, ""))
+      throw new SealedError("tampered", field + ".header: does not hash to " + (trust || "the trusted block hash") + " " + blockHash);
+    const walk = async (rootHash, key, nodes, name) => {
+      const list = (Array.isArray(nodes) ? nodes : []).map((n, i) => fromHex(n, "state." + name + "[" + i + "]"));
+      let held;
+      try { held = await trieGet(rootHash, await keccak(key), list, keccak, RLP); }
+      catch (e) { throw e instanceof SealedError ? new SealedError("tampered", field + "." + name + ": " + e.message) : e; }
+      if (!isBytes(held) || !held.length) throw new SealedError("tampered", field + "." + name + ": holds nothing there");
+      return decodeStrict(RLP, held, field + "." + name);
+    };
+    const account = await walk(fields[3], fromHex(anchor.registry.toLowerCase(), "registry"), state.account_proof, "account_proof");
+    if (!Array.isArray(account) || account.length !== 4 || !isBytes(account[3]) ||
+        toHex(account[3]) !== String(codeHash).toLowerCase().replace(/^0x/, ""))
+      throw new SealedError("tampered", field + ".account_proof: the account at " + anchor.registry + " is not the registry's code");
+    const pad = (bytes) => { const out = new Uint8Array(32); out.set(bytes, 32 - bytes.length); return out; };
+    const inner = await keccak(Uint8Array.from([...pad(fromHex(submitter.toLowerCase(), "submitter")), ...pad(Uint8Array.of(1))]));
+    const slot = await keccak(Uint8Array.from([...fromHex(String(root).toLowerCase(), "root"), ...inner]));
+    const value = await walk(account[2], slot, state.storage_proof, "storage_proof");
+    if (!isBytes(value)) throw new SealedError("tampered", field + ".storage_proof: not an integer");
+    const packed = value.reduce((n, x) => n * 256n + BigInt(x), 0n), mask = (1n << 48n) - 1n;
+    const at = Number(packed & mask), block = Number((packed >> 48n) & mask);
+    if (at !== anchoredAt || block !== Number(anchor.block_number))
+      throw new SealedError("tampered", field + ".storage_proof: the slot holds a record of block " + block + ", not of the anchoring block " + anchor.block_number);
+    return { number, retractedBlock: Number((packed >> 144n) & mask), retractedAt: Number((packed >> 96n) & mask) };
+  }
+
+  const api = { sealedAnchor, stateRecord, trieGet, SealedError };
   if (typeof module !== "undefined" && module.exports) module.exports = api;
   else global.anchorSealed = api;
 })(typeof globalThis !== "undefined" ? globalThis : this);

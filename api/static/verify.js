@@ -138,7 +138,19 @@
         number + " holds " + (heldHash || "none") + " at index " + anchor.sealed.index + ")");
     if (record && (!same(found.submitter, record.submitter) || found.timestamp !== record.when))
       throw new Verdict("tampered", "anchor.sealed.receipt: shows the root anchored by " + found.submitter + ", the registry's record by " + record.submitter);
+    const state = anchor.sealed.state;
+    if (!state) return;
+    /* the record as of a later block the file carries: that block's state, as the chain has it */
+    let later;
+    try { later = uintOf(RLP.decode(hexToBytes(state.header))[8]); } catch (e) { later = null; }
+    if (later === null) throw new Verdict("tampered", "anchor.sealed.state.header: not a block header");
+    const laterBlock = await rpc(url, "eth_getBlockByNumber", ["0x" + later.toString(16), false]);
+    try {
+      await anchorSealed.stateRecord(state, laterBlock ? laterBlock.hash : "none", anchor, root, found.submitter, found.timestamp,
+        cfg.code_hash, keccak, RLP, "the chain's hash");
+    } catch (e) { throw e instanceof anchorSealed.SealedError ? new Verdict(e.status, e.message) : e; }
   }
+  const uintOf = (bytes) => { if (!(bytes instanceof Uint8Array)) throw new Error("not bytes"); return bytes.reduce((n, x) => n * 256 + x, 0); };
 
   /* the relative path of a picked file: a folder's own name is not part of the tree */
   const relPath = (f) => (f.webkitRelativePath ? f.webkitRelativePath.split("/").slice(1).join("/") : f.name);
