@@ -317,6 +317,10 @@ def sealed_anchor(sealed: dict[str, object], trusted_hash: str, root: str, regis
     assert isinstance(body, list) and body[0] == b"\x01", "the transaction did not succeed"
     topic = keccak(b"RootAnchored(bytes32,address)")
     for address, topics, _data in body[3]:  # type: ignore[misc]
-        if address == bytes.fromhex(registry[2:]) and topics[:2] == [topic, bytes.fromhex(root[2:])]:
+        if (
+            address == bytes.fromhex(registry[2:])
+            and len(topics) == 3
+            and topics[:2] == [topic, bytes.fromhex(root[2:])]
+        ):
             return int.from_bytes(number, "big"), int.from_bytes(timestamp, "big"), "0x" + topics[2][-20:].hex()
     raise AssertionError("no RootAnchored event of the root from the registry")

@@ -322,3 +322,32 @@ def test_a_refreshed_seal_shows_offline_whether_the_record_was_retracted_by_a_la
         (tmp_path / "kept.txt.anchor.json").write_text(json.dumps(edited))
         said = _offline(tmp_path, "kept.txt", *_trust(kept), data=data)
         assert said.returncode == ExitCode.TAMPERED and f"sealed.state.{field}" in said.stderr, said.stderr
+
+
+def test_the_golden_vector_pins_what_the_spec_says_of_node_order_extra_nodes_address_case_and_policy(
+    tmp_path: Path,
+) -> None:
+    """docs/manifest.md answers what an independent implementer had to guess, and the golden vector holds
+    each answer: trie nodes are found by their hash (a repeated or extra node changes nothing), the
+    receipt is typed (its first byte, 0x02, below 0x80), the registry's address is compared whatever the
+    case of its hex digits, and a policy applies offline (`--expect-submitter` to the sealed event's
+    submitter; `--min-finality` is refused, exit 2)."""
+    work = tmp_path / "v"
+    shutil.copytree(VECTORS, work)
+    proof = json.loads((work / "work.anchor.json").read_text())
+    sealed, trusted = proof["anchor"]["sealed"], GOLDEN_BLOCK.split(":")[1]
+    assert int(sealed["receipt"][2:4], 16) < 0x80  # typed (EIP-2718), as the golden receipt is
+    _, _, submitter = ref.sealed_anchor(sealed, trusted, proof["batch"]["root"], canonical_address())
+    extra = "0x" + "c2" + "8080"  # an RLP node that no path reaches
+    edited = json.loads(json.dumps(proof))
+    edited["anchor"]["sealed"]["proof"] = [extra, *sealed["proof"], *sealed["proof"]]
+    edited["anchor"]["registry"] = "0x" + edited["anchor"]["registry"][2:].upper()
+    (work / "work.anchor.json").write_text(json.dumps(edited))
+    assert ref.sealed_anchor(edited["anchor"]["sealed"], trusted, proof["batch"]["root"], edited["anchor"]["registry"])
+    said = _offline(work, "work", "--trusted-block", GOLDEN_BLOCK, "--expect-submitter", submitter, data=tmp_path / "d")
+    assert said.returncode == ExitCode.OK, said.stderr
+    other = _offline(work, "work", "--trusted-block", GOLDEN_BLOCK, "--expect-submitter", "0x" + "12" * 20,
+                     data=tmp_path / "d")  # fmt: skip
+    assert other.returncode == ExitCode.POLICY, other.stderr
+    final = _offline(work, "work", "--trusted-block", GOLDEN_BLOCK, "--min-finality", "safe", data=tmp_path / "d")
+    assert final.returncode == ExitCode.BAD_INPUT and "min-finality" in final.stderr, final.stderr

@@ -45,6 +45,8 @@ class SealedEvidence:
 
 
 ROOT_ANCHORED = "RootAnchored(bytes32,address)"
+ROOT_ANCHORED_TOPICS = 3
+"""topic0, then the two indexed parameters (root, submitter): a log with other topics is not the event."""
 
 
 def parse_trusted_block(text: str) -> tuple[int | None, int, str]:
@@ -206,9 +208,10 @@ def check_sealed_against(
     if status != 1:
         raise Tampered("sealed.receipt: the sealed transaction reverted", detail={"field": "anchor.sealed.receipt"})
     topic, wanted = keccak256(ROOT_ANCHORED.encode()), bytes.fromhex(emitter[2:])
-    ours = [t for address, t, _ in logs if len(t) == 3 and t[0] == topic and t[1] == root and address == wanted]
+    size = ROOT_ANCHORED_TOPICS
+    ours = [t for address, t, _ in logs if len(t) == size and t[0] == topic and t[1] == root and address == wanted]
     if not ours:
-        elsewhere = [a for a, t, _ in logs if len(t) == 3 and t[0] == topic and t[1] == root]
+        elsewhere = [a for a, t, _ in logs if len(t) == size and t[0] == topic and t[1] == root]
         if elsewhere:
             raise UnknownRegistry(
                 f"the sealed RootAnchored event was emitted by 0x{elsewhere[0].hex()}, not the"
