@@ -250,6 +250,13 @@ def test_the_service_serves_a_sealed_proof_that_the_library_verifies_offline(
     proof = parse_proof(served.content, "served proof")
     verdict = anchor.Verifier.offline([f"{number}:{block_hash}"]).verify_proof(proof)
     assert verdict.anchored_block == number and verdict.trusted is not None and block_hash in verdict.trusted
+    from anchor.sealing.check import sealed_block_number
+
+    later = sealed_block_number(sealed["state"]["header"])  # served as `anchor seal` writes it: with the record
+    later_hash = "0x" + keccak256(bytes.fromhex(sealed["state"]["header"][2:])).hex()
+    assert rpc_call(deployed_chain.node.rpc_url, "eth_getBlockByNumber", [hex(later), False])["hash"] == later_hash
+    both = anchor.Verifier.offline([f"{number}:{block_hash}", f"{later}:{later_hash}"]).verify_proof(proof)
+    assert both.trusted is not None and f"not retracted as of block {later}" in both.trusted
 
 
 @pytest.mark.chain
