@@ -47,9 +47,13 @@ def _golden() -> tuple[dict[str, Any], str]:
 
 
 def _run_in_node(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return _run_in_node_script(NODE, cases)
+
+
+def _run_in_node_script(script: str, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
     env = {"HASH_WASM": str(ROOT / "node_modules" / "hash-wasm"), "SEALED_CHECK": str(ROOT / "api" / "static" /
            "sealed-check.js"), "RLP_URL": (VENDOR / "index.js").as_uri(), "PATH": "/usr/bin:/bin"}  # fmt: skip
-    done = subprocess.run(["node", "-e", NODE], input=json.dumps(cases), capture_output=True, text=True, env=env,
+    done = subprocess.run(["node", "-e", script], input=json.dumps(cases), capture_output=True, text=True, env=env,
                           check=True, timeout=300)  # fmt: skip
     return list(json.loads(done.stdout))
 
@@ -269,3 +273,82 @@ def _run_trie(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
     done = subprocess.run(["node", "-e", TRIE_NODE], input=json.dumps(cases), capture_output=True, text=True,
                           env=env, check=True, timeout=300)  # fmt: skip
     return list(json.loads(done.stdout))
+
+
+STATE_NODE = r"""
+const fs = require("fs");
+const { keccak: k256 } = require(process.env.HASH_WASM);
+const sealed = require(process.env.SEALED_CHECK);
+const fromHex = (h) => Uint8Array.from(Buffer.from(h, "hex"));
+(async () => {
+  const { RLP } = await import(process.env.RLP_URL);
+  const keccak = async (bytes) => fromHex(await k256(bytes, 256));
+  const out = [];
+  for (const c of JSON.parse(fs.readFileSync(0, "utf8"))) {
+    try {
+      const args = [c.state, c.hash, c.anchor, c.root, c.submitter, c.at, c.code, keccak, RLP];
+      out.push({ ok: await sealed.stateRecord(...args) });
+    } catch (e) { out.push({ error: e instanceof sealed.SealedError ? e.status : "uncaught " + e.message }); }
+  }
+  console.log(JSON.stringify(out));
+})();
+"""
+
+
+@pytest.mark.chain
+def test_the_page_reads_a_records_later_state_as_the_library_does_and_refuses_every_one_byte_change(
+    fresh_chain: Any, tmp_path: Path
+) -> None:
+    """A sealed proof's later state (the registry's record as of a later block: that block's header and the
+    `eth_getProof` account and storage proofs), read by api/static/sealed-check.js in node and by the
+    library (anchor.sealing.check.check_state_against): the same record of a retracted root, and every
+    one-byte change of the state refused by both."""
+    from anchor.errors import Tampered
+    from anchor.manifest.keccak import keccak256
+    from anchor.proof.file import load_proof
+    from anchor.sealing.check import check_state_against
+
+    fresh_chain.cli("deploy", check=True)
+    (tmp_path / "a.txt").write_text("a\n")
+    fresh_chain.cli("stamp", str(tmp_path / "a.txt"), check=True)
+    fresh_chain.cli("retract", str(tmp_path / "a.txt"), "--reason", "withdrawn", check=True)
+    fresh_chain.cli("seal", str(tmp_path / "a.txt"), check=True)
+    proof = load_proof(tmp_path / "a.txt.anchor.json")
+    sealed = proof.anchor.sealed
+    assert sealed is not None and sealed.state is not None
+    root, header = bytes.fromhex(proof.batch.root[2:]), bytes.fromhex(sealed.header[2:])
+    from anchor.sealing.check import check_sealed_against
+
+    seen = check_sealed_against(proof.anchor, root, "0x" + keccak256(header).hex(), proof.anchor.registry, "h")
+    later = "0x" + keccak256(bytes.fromhex(sealed.state.header[2:])).hex()
+
+    def case(state: dict[str, Any]) -> dict[str, Any]:
+        return {"state": state, "hash": later, "anchor": proof.anchor.model_dump(), "root": proof.batch.root,
+                "submitter": seen.submitter, "at": seen.timestamp, "code": proof.anchor.code_hash}  # fmt: skip
+
+    valid = sealed.state.model_dump()
+    cases, where = [case(valid)], []
+    for field in ("header", "account_proof", "storage_proof"):
+        texts = [valid[field]] if field == "header" else list(valid[field])
+        for i, text in enumerate(texts):
+            for at in range(len(text) // 2 - 1):
+                changed = _flipped(text, at)
+                state = {**valid, field: changed} if field == "header" else {
+                    **valid, field: [changed if j == i else t for j, t in enumerate(texts)]}  # fmt: skip
+                cases.append(case(state))
+                where.append((field, i, at))
+    answers = _run_in_node_script(STATE_NODE, cases)
+    held = check_state_against(proof.anchor, root, seen.submitter, seen.timestamp, later, proof.anchor.code_hash, "h")
+    assert held.retracted_block > proof.anchor.block_number
+    assert answers[0] == {"ok": {"number": held.block_number, "retractedBlock": held.retracted_block,
+                                 "retractedAt": held.retracted_at}}  # fmt: skip
+    assert [w for w, a in zip(where, answers[1:], strict=True) if "ok" in a] == []
+    assert {a["error"] for a in answers[1:]} == {"tampered"}
+    from anchor.proof.file import SealedState
+
+    for one in cases[1:]:
+        edited = proof.anchor.model_copy(update={"sealed": sealed.model_copy(update={"state": SealedState(**{
+            k: tuple(v) if isinstance(v, list) else v for k, v in one["state"].items()})})})  # fmt: skip
+        with pytest.raises(Tampered):
+            check_state_against(edited, root, seen.submitter, seen.timestamp, later, proof.anchor.code_hash, "h")
+    assert len(where) > 1000

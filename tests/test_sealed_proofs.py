@@ -358,3 +358,40 @@ def test_the_golden_vector_pins_what_the_spec_says_of_node_order_extra_nodes_add
     assert other.returncode == ExitCode.POLICY, other.stderr
     final = _offline(work, "work", "--trusted-block", GOLDEN_BLOCK, "--min-finality", "safe", data=tmp_path / "d")
     assert final.returncode == ExitCode.BAD_INPUT and "min-finality" in final.stderr, final.stderr
+
+
+def test_every_one_byte_change_of_the_golden_sealed_section_is_tampered_in_the_library_never_a_crash() -> None:
+    """Each byte of the golden header, receipt and trie node flipped in turn, checked by the library as
+    every door checks it: each is `Tampered` (or `UnknownRegistry`), none accepted, and none escapes as
+    another exception (one flipped byte of the trie node once raised the trie library's ValidationError
+    through `anchor verify --offline`, a traceback)."""
+    from anchor.errors import AnchorError, Tampered
+    from anchor.manifest.keccak import keccak256
+    from anchor.proof.file import load_proof
+    from anchor.sealing.check import check_sealed_against
+
+    proof = load_proof(VECTORS / "work.anchor.json")
+    sealed = proof.anchor.sealed
+    assert sealed is not None
+    block_hash = "0x" + keccak256(bytes.fromhex(sealed.header[2:])).hex()
+    root = bytes.fromhex(proof.batch.root[2:])
+    outcomes: dict[str, int] = {}
+    for field in ("header", "receipt", "proof"):
+        texts = list(sealed.proof) if field == "proof" else [getattr(sealed, field)]
+        for i, text in enumerate(texts):
+            raw = bytes.fromhex(text[2:])
+            for at in range(len(raw)):
+                changed = "0x" + (raw[:at] + bytes([raw[at] ^ 1]) + raw[at + 1 :]).hex()
+                value = tuple(changed if j == i else t for j, t in enumerate(texts)) if field == "proof" else changed
+                anchor = proof.anchor.model_copy(update={"sealed": sealed.model_copy(update={field: value})})
+                try:
+                    check_sealed_against(anchor, root, block_hash, canonical_address(), "the trusted hash")
+                    name = "accepted"
+                except Tampered:
+                    name = "tampered"
+                except AnchorError as exc:
+                    name = exc.code
+                except Exception as exc:  # noqa: BLE001 -- what the test looks for: anything but a typed verdict
+                    name = type(exc).__name__
+                outcomes[name] = outcomes.get(name, 0) + 1
+    assert set(outcomes) <= {"tampered", "unknown_registry"} and outcomes["tampered"] > 1000, outcomes

@@ -45,6 +45,17 @@ class SealedEvidence:
 
 
 ROOT_ANCHORED = "RootAnchored(bytes32,address)"
+
+
+def _walk_failures() -> tuple[type[BaseException], ...]:
+    """Every way the trie library and the RLP decoder refuse bytes: on a proof file's bytes, each one
+    means the proof does not lead where it says (one flipped byte of the golden trie node once ended an
+    offline verify in `trie.exceptions.ValidationError`, a traceback instead of `tampered`)."""
+    import rlp
+    from trie import exceptions
+
+    found = tuple(c for c in vars(exceptions).values() if isinstance(c, type) and issubclass(c, Exception))
+    return (*found, rlp.exceptions.DecodingError, ValueError, TypeError, KeyError, IndexError)
 ROOT_ANCHORED_TOPICS = 3
 """topic0, then the two indexed parameters (root, submitter): a log with other topics is not the event."""
 
@@ -158,7 +169,6 @@ def check_sealed_against(
     is the registry whose event counts; `trust` says in words where `block_hash` came from. `Tampered`
     names the first field of the sealed section that disagrees."""
     import rlp
-    from trie.exceptions import BadTrieProof
     from trie.hexary import HexaryTrie
 
     from anchor.chain.abi import checksum_address
@@ -190,7 +200,7 @@ def check_sealed_against(
     try:
         nodes = tuple(rlp.decode(bytes.fromhex(node[2:])) for node in sealed.proof)
         held = HexaryTrie.get_from_proof(receipts_root, index_key(sealed.index), nodes)  # type: ignore[no-untyped-call]
-    except (BadTrieProof, ValueError, rlp.exceptions.DecodingError, TypeError, KeyError, IndexError):
+    except _walk_failures():
         raise Tampered(
             "sealed.proof: does not lead from the header's receiptsRoot to a receipt",
             detail={"field": "anchor.sealed.proof"},
@@ -263,7 +273,6 @@ def check_state_against(
     `code_hash`; the storage proof leads from the account's storageRoot to the record's slot, which holds
     the record the anchor shows (its block and time). `Tampered` names the field that disagrees."""
     import rlp
-    from trie.exceptions import BadTrieProof
     from trie.hexary import HexaryTrie
 
     from anchor.manifest.keccak import keccak256
@@ -295,7 +304,7 @@ def check_state_against(
             decoded = tuple(rlp.decode(bytes.fromhex(node[2:])) for node in nodes)
             held = HexaryTrie.get_from_proof(root_hash, keccak256(key), decoded)  # type: ignore[no-untyped-call]
             value = rlp.decode(bytes(held)) if held else b""
-        except (BadTrieProof, ValueError, rlp.exceptions.DecodingError, TypeError, KeyError, IndexError):
+        except _walk_failures():
             raise Tampered(f"sealed.state.{name}: does not lead to a value under block {number}'s state",
                            detail={"field": f"{field}.{name}"}) from None  # fmt: skip
         if not value:
