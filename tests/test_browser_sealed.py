@@ -19,7 +19,12 @@ from tests.conftest import ROOT
 VECTOR = ROOT / "tests" / "vectors" / "sealed"
 VENDOR = ROOT / "api" / "static" / "vendor" / "ethereumjs-rlp"
 
-NODE = r"""
+
+def _harness(result: str) -> str:
+    """A node script that runs `result` (a JS expression of `c`, the case) over every case read from stdin,
+    with sealed-check.js, hash-wasm's keccak and the vendored RLP in scope: each case's value, or the
+    status of the SealedError it raised (anything else is reported as uncaught)."""
+    return r"""
 const fs = require("fs");
 const { keccak: k256 } = require(process.env.HASH_WASM);
 const sealed = require(process.env.SEALED_CHECK);
@@ -27,17 +32,19 @@ const fromHex = (h) => Uint8Array.from(Buffer.from(h, "hex"));
 (async () => {
   const { RLP } = await import(process.env.RLP_URL);
   const keccak = async (bytes) => fromHex(await k256(bytes, 256));
-  const input = JSON.parse(fs.readFileSync(0, "utf8"));
   const out = [];
-  for (const c of input) {
-    try { out.push({ ok: await sealed.sealedAnchor(c.sealed, c.trusted, c.anchor, c.root, c.registry, keccak, RLP) }); }
+  for (const c of JSON.parse(fs.readFileSync(0, "utf8"))) {
+    try { out.push(await (async () => (RESULT))()); }
     catch (e) {
       out.push({ error: e instanceof sealed.SealedError ? e.status : "uncaught " + e.name + ": " + e.message });
     }
   }
   console.log(JSON.stringify(out));
 })();
-"""
+""".replace("RESULT", result)
+
+
+NODE = _harness("{ ok: await sealed.sealedAnchor(c.sealed, c.trusted, c.anchor, c.root, c.registry, keccak, RLP) }")
 
 
 def _golden() -> tuple[dict[str, Any], str]:
@@ -199,24 +206,10 @@ def test_the_verify_page_checks_a_sealed_proof_offline_and_makes_no_request(tmp_
         assert ("verified" if said["ok"] else said["error"]["code"]) == seen[name][0], (name, said)
 
 
-TRIE_NODE = r"""
-const fs = require("fs");
-const { keccak: k256 } = require(process.env.HASH_WASM);
-const sealed = require(process.env.SEALED_CHECK);
-const fromHex = (h) => Uint8Array.from(Buffer.from(h, "hex"));
-(async () => {
-  const { RLP } = await import(process.env.RLP_URL);
-  const keccak = async (bytes) => fromHex(await k256(bytes, 256));
-  const out = [];
-  for (const c of JSON.parse(fs.readFileSync(0, "utf8"))) {
-    try {
-      const got = await sealed.trieGet(fromHex(c.root), fromHex(c.key), c.nodes.map(fromHex), keccak, RLP);
-      out.push({ value: Buffer.from(got).toString("hex") });
-    } catch (e) { out.push({ error: e instanceof sealed.SealedError ? e.status : "uncaught " + e.message }); }
-  }
-  console.log(JSON.stringify(out));
-})();
-"""
+TRIE_NODE = _harness(
+    "{ value: Buffer.from(await sealed.trieGet(fromHex(c.root), fromHex(c.key), c.nodes.map(fromHex), keccak, RLP))"
+    '.toString("hex") }'
+)
 
 
 def test_the_page_trie_walk_agrees_with_ethereums_trie_on_branches_extensions_and_inline_nodes() -> None:
@@ -268,31 +261,12 @@ def test_the_page_trie_walk_agrees_with_ethereums_trie_on_branches_extensions_an
 
 
 def _run_trie(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    env = {"HASH_WASM": str(ROOT / "node_modules" / "hash-wasm"), "SEALED_CHECK": str(ROOT / "api" / "static" /
-           "sealed-check.js"), "RLP_URL": (VENDOR / "index.js").as_uri(), "PATH": "/usr/bin:/bin"}  # fmt: skip
-    done = subprocess.run(["node", "-e", TRIE_NODE], input=json.dumps(cases), capture_output=True, text=True,
-                          env=env, check=True, timeout=300)  # fmt: skip
-    return list(json.loads(done.stdout))
+    return _run_in_node_script(TRIE_NODE, cases)
 
 
-STATE_NODE = r"""
-const fs = require("fs");
-const { keccak: k256 } = require(process.env.HASH_WASM);
-const sealed = require(process.env.SEALED_CHECK);
-const fromHex = (h) => Uint8Array.from(Buffer.from(h, "hex"));
-(async () => {
-  const { RLP } = await import(process.env.RLP_URL);
-  const keccak = async (bytes) => fromHex(await k256(bytes, 256));
-  const out = [];
-  for (const c of JSON.parse(fs.readFileSync(0, "utf8"))) {
-    try {
-      const args = [c.state, c.hash, c.anchor, c.root, c.submitter, c.at, c.code, keccak, RLP];
-      out.push({ ok: await sealed.stateRecord(...args) });
-    } catch (e) { out.push({ error: e instanceof sealed.SealedError ? e.status : "uncaught " + e.message }); }
-  }
-  console.log(JSON.stringify(out));
-})();
-"""
+STATE_NODE = _harness(
+    "{ ok: await sealed.stateRecord(c.state, c.hash, c.anchor, c.root, c.submitter, c.at, c.code, keccak, RLP) }"
+)
 
 
 @pytest.mark.chain

@@ -56,6 +56,8 @@ def _walk_failures() -> tuple[type[BaseException], ...]:
 
     found = tuple(c for c in vars(exceptions).values() if isinstance(c, type) and issubclass(c, Exception))
     return (*found, rlp.exceptions.DecodingError, ValueError, TypeError, KeyError, IndexError)
+
+
 ROOT_ANCHORED_TOPICS = 3
 """topic0, then the two indexed parameters (root, submitter): a log with other topics is not the event."""
 
