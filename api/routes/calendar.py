@@ -94,7 +94,7 @@ class Backlog:
     and a read that said "full" backs refusals for `recheck_s` at most. So one worker never goes past
     the bound, never refuses on its own count alone, and refuses a flood with a read every `recheck_s`;
     several workers may pass the bound by what the others accepted within a second. Why: the count per
-    request and its hop to the thread pool were 16% of a loaded calendar's samples (issue 49)."""
+    request and its hop to the thread pool were 16% of a loaded calendar's samples."""
 
     def __init__(self, every_s: float = 1.0, recheck_s: float = 0.05) -> None:
         self.every_s, self.recheck_s = every_s, recheck_s
