@@ -317,6 +317,15 @@ def test_a_refreshed_seal_shows_offline_whether_the_record_was_retracted_by_a_la
     assert withdrawn.returncode == ExitCode.RETRACTED, withdrawn.stdout + withdrawn.stderr
     assert f"(block {done['block_number']}), as the registry's record shows in block" in withdrawn.stderr
     assert '"a leaked split"' in withdrawn.stderr
+    # the reference implementation, written from docs/manifest.md alone, reads the same records
+    state = json.loads((tmp_path / "withdrawn.txt.anchor.json").read_text())
+    read = ref.record_as_of(state["anchor"]["sealed"]["state"], refreshed["blocks"][1]["hash"],
+                            state["anchor"]["registry"], state["anchor"]["code_hash"], submitter,
+                            state["batch"]["root"])  # fmt: skip
+    assert (read[0], read[2], read[4]) == (done["block_number"], state["anchor"]["block_number"], done["block_number"])
+    read = ref.record_as_of(proof["anchor"]["sealed"]["state"], kept["blocks"][1]["hash"], proof["anchor"]["registry"],
+                            proof["anchor"]["code_hash"], submitter, proof["batch"]["root"])  # fmt: skip
+    assert (read[0], read[2], read[4]) == (later, proof["anchor"]["block_number"], 0)
     standing = _offline(tmp_path, "kept.txt", *_trust(kept), data=data)
     assert standing.returncode == ExitCode.OK, standing.stderr
     assert f"not retracted as of block {later}" in standing.stdout

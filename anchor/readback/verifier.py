@@ -79,8 +79,8 @@ class Verification(Record):
     quorum: dict[str, Any] | None = None
     """With several read endpoints: the quorum, who agreed, and what each dissenter said."""
     trusted: str | None = None
-    """Offline (`--offline`): what the verdict rests on, in words (a trusted block hash), and what it
-    cannot see (a retraction after that block)."""
+    """Offline (`--offline`): what the verdict rests on, in words (a trusted block hash, and one of the later
+    block whose state the proof carries), and what it cannot see (a retraction after the last of them)."""
     bundle: dict[str, Any] | None = None
     """For a result bundle: what ran, as its verified identity binds it (mission, snapshot, image and
     policy SHA-256, and for version 2 its budget and resource profile)."""
