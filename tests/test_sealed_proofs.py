@@ -404,3 +404,33 @@ def test_every_one_byte_change_of_the_golden_sealed_section_is_tampered_in_the_l
                     name = type(exc).__name__
                 outcomes[name] = outcomes.get(name, 0) + 1
     assert set(outcomes) <= {"tampered", "unknown_registry"} and outcomes["tampered"] > 1000, outcomes
+
+
+@pytest.mark.chain
+def test_a_node_without_eth_get_proof_still_seals_and_the_seal_says_what_it_lacks(
+    fresh_chain: Chain, tmp_path: Path
+) -> None:
+    """Not every provider serves `eth_getProof`: the seal is still made (header, receipt, trie proof),
+    without the record's later state, and says so; offline it verifies against the anchoring block."""
+    from tests.faults.rpc_proxy import FaultyProxy
+
+    fresh_chain.cli("deploy", check=True)
+    (tmp_path / "a.txt").write_text("a\n")
+    fresh_chain.cli("stamp", str(tmp_path / "a.txt"), check=True)
+    proxy = FaultyProxy(fresh_chain.node.rpc_url)
+    proxy.unsupported = {"eth_getProof"}
+    try:
+        said = fresh_chain.cli("--rpc-url", proxy.url, "seal", str(tmp_path / "a.txt"))
+    finally:
+        proxy.stop()
+    assert said.returncode == ExitCode.OK and "carry no record as of a later block" in said.stdout, said.stderr
+    assert proxy.calls["eth_getProof"] == 1
+    sealed = json.loads((tmp_path / "a.txt.anchor.json").read_text())["anchor"]
+    assert "state" not in sealed["sealed"]
+    from anchor.chain.node import rpc_call
+
+    number = sealed["block_number"]
+    block_hash = rpc_call(fresh_chain.node.rpc_url, "eth_getBlockByNumber", [hex(number), False])["hash"]
+    fresh_chain.node.down()
+    ok = _offline(tmp_path, "a.txt", "--trusted-block", f"{number}:{block_hash}", data=tmp_path / "colleague")
+    assert ok.returncode == ExitCode.OK, ok.stderr

@@ -32,6 +32,8 @@ class SealOutcome:
     block: the blocks a verifier must trust."""
     refreshed: int = 0
     """Anchors sealed before whose record's state was moved on to the latest block (`refresh`)."""
+    stateless: int = 0
+    """Anchors sealed without their record's later state: the node has no `eth_getProof`."""
 
 
 def _hex(data: bytes) -> str:
@@ -78,11 +80,15 @@ def seal_anchor(rpc: Rpc, anchor: ChainAnchor) -> tuple[Sealed, str]:
     return sealed, str(block["hash"]).lower()
 
 
-def seal_state(rpc: Rpc, anchor: ChainAnchor, root: bytes, block_hash: str) -> tuple[SealedState, int, str]:
+def seal_state(
+    rpc: Rpc, anchor: ChainAnchor, root: bytes, block_hash: str
+) -> tuple[SealedState | None, int, str]:  # fmt: skip
     """The record of `root` as of the chain's latest block, for a sealed `anchor` whose block has hash
     `block_hash`: that block's header and the `eth_getProof` proofs of the record's slot; with the
     block's number and hash. Checked as a verifier will check it (`check_state_against`) before it is
-    written: a node whose proofs do not lead from the block's hash to the record is refused."""
+    written: a node whose proofs do not lead from the block's hash to the record is refused. None for
+    the state where the node has no `eth_getProof` (the seal is still made, without it)."""
+    from anchor.chain.rpc import RpcError
     from anchor.proof.file import SealedState
     from anchor.sealing.check import check_sealed_against, check_state_against, record_slot
     from anchor.sealing.encoding import header_rlp
@@ -93,7 +99,10 @@ def seal_state(rpc: Rpc, anchor: ChainAnchor, root: bytes, block_hash: str) -> t
     if not block:
         raise NotAnchored(f"block {number} is not on this chain", detail={"block": number})
     slot = record_slot(seen.submitter, root)
-    answer = rpc.request("eth_getProof", [anchor.registry, ["0x" + slot.hex()], hex(number)])
+    try:
+        answer = rpc.request("eth_getProof", [anchor.registry, ["0x" + slot.hex()], hex(number)])
+    except RpcError:
+        return None, number, str(block["hash"]).lower()
     try:
         state = SealedState(header=_hex(header_rlp(block)), account_proof=tuple(answer["accountProof"]),
                             storage_proof=tuple(answer["storageProof"][0]["proof"]))  # fmt: skip
@@ -150,7 +159,7 @@ def seal(settings: Settings, target: Path, refresh: bool = False) -> SealOutcome
         )
     handle = open_chain(settings)
     anchors = proof.all_anchors()
-    done, already, refreshed, blocks = 0, 0, 0, []
+    done, already, refreshed, stateless, blocks = 0, 0, 0, 0, []
     new: list[Any] = []
     elsewhere: list[int] = []
     for each in anchors:
@@ -172,9 +181,12 @@ def seal(settings: Settings, target: Path, refresh: bool = False) -> SealOutcome
         state, later, later_hash = seal_state(handle.rpc, anchor.model_copy(update={"sealed": sealed}), root,
                                               block_hash.lower())  # fmt: skip
         blocks.append((anchor.chain_id, anchor.block_number, block_hash.lower()))
-        if later != anchor.block_number:
+        if later != anchor.block_number and state is not None:
             blocks.append((anchor.chain_id, later, later_hash))
-        sealed = sealed.model_copy(update={"state": state})
+        if state is None:
+            stateless += 1
+        else:
+            sealed = sealed.model_copy(update={"state": state})
         new.append(each.model_copy(update={"anchor": anchor.model_copy(update={"sealed": sealed})}))
     if not done and not already:
         chains = ", ".join(chain_name(c) for c in sorted(set(elsewhere)))
@@ -185,4 +197,4 @@ def seal(settings: Settings, target: Path, refresh: bool = False) -> SealOutcome
     updated = proof.model_copy(update={"anchor": first.anchor, "anchors": tuple(rest) if proof.anchors else None})
     if done or refreshed:
         write_proof(updated, proof_path)
-    return SealOutcome(proof_path, done, already, tuple(blocks), refreshed)
+    return SealOutcome(proof_path, done, already, tuple(blocks), refreshed, stateless)
