@@ -317,6 +317,33 @@ def sealed_anchor(sealed: dict[str, object], trusted_hash: str, root: str, regis
     assert isinstance(body, list) and body[0] == b"\x01", "the transaction did not succeed"
     topic = keccak(b"RootAnchored(bytes32,address)")
     for address, topics, _data in body[3]:  # type: ignore[misc]
-        if address == bytes.fromhex(registry[2:]) and topics[:2] == [topic, bytes.fromhex(root[2:])]:
+        if (
+            address == bytes.fromhex(registry[2:])
+            and len(topics) == 3
+            and topics[:2] == [topic, bytes.fromhex(root[2:])]
+        ):
             return int.from_bytes(number, "big"), int.from_bytes(timestamp, "big"), "0x" + topics[2][-20:].hex()
     raise AssertionError("no RootAnchored event of the root from the registry")
+
+
+def record_as_of(
+    state: dict[str, object], trusted_hash: str, registry: str, code_hash: str, submitter: str, root: str
+) -> tuple[int, int, int, int, int]:
+    """docs/manifest.md's check of a sealed anchor's later state ("The record as of a later block"): (block
+    M, the record's timestamp, its block, its retraction's timestamp, its retraction's block), or an
+    AssertionError naming the first step that fails."""
+    header = bytes.fromhex(str(state["header"])[2:])
+    assert "0x" + keccak(header).hex() == trusted_hash.lower(), "keccak(header) is not the trusted hash"
+    fields = rlp_decode(header)
+    assert isinstance(fields, list) and isinstance(fields[3], bytes) and isinstance(fields[8], bytes)
+    nodes = [bytes.fromhex(str(n)[2:]) for n in state["account_proof"]]  # type: ignore[attr-defined]
+    account = rlp_decode(mpt_get(fields[3], keccak(bytes.fromhex(registry[2:])), nodes))
+    assert isinstance(account, list) and len(account) == 4, "no account at the registry's address"
+    assert "0x" + account[3].hex() == code_hash.lower(), "the account's code is not the registry's"  # type: ignore[union-attr]
+    padded = bytes(12) + bytes.fromhex(submitter[2:])
+    slot = keccak(bytes.fromhex(root[2:]) + keccak(padded + (1).to_bytes(32, "big")))
+    nodes = [bytes.fromhex(str(n)[2:]) for n in state["storage_proof"]]  # type: ignore[attr-defined]
+    value = rlp_decode(mpt_get(account[2], keccak(slot), nodes))  # type: ignore[arg-type]
+    assert isinstance(value, bytes)
+    packed, mask = int.from_bytes(value, "big"), (1 << 48) - 1
+    return (int.from_bytes(fields[8], "big"), *((packed >> shift) & mask for shift in (0, 48, 96, 144)))  # type: ignore[return-value]

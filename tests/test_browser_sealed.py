@@ -1,4 +1,4 @@
-"""The browser page verifies a sealed proof offline (issue 45, item 4): a block hash typed in is the whole
+"""The browser page verifies a sealed proof offline: a block hash typed in is the whole
 trust root, and the page makes no request. api/static/sealed-check.js is checked in node against the
 golden sealed vector (the answer tests/reference_impl.py gives, from docs/manifest.md alone) and against
 every one-byte change of the sealed section; then /verify in headless Chromium, request by request."""
@@ -19,7 +19,12 @@ from tests.conftest import ROOT
 VECTOR = ROOT / "tests" / "vectors" / "sealed"
 VENDOR = ROOT / "api" / "static" / "vendor" / "ethereumjs-rlp"
 
-NODE = r"""
+
+def _harness(result: str) -> str:
+    """A node script that runs `result` (a JS expression of `c`, the case) over every case read from stdin,
+    with sealed-check.js, hash-wasm's keccak and the vendored RLP in scope: each case's value, or the
+    status of the SealedError it raised (anything else is reported as uncaught)."""
+    return r"""
 const fs = require("fs");
 const { keccak: k256 } = require(process.env.HASH_WASM);
 const sealed = require(process.env.SEALED_CHECK);
@@ -27,17 +32,19 @@ const fromHex = (h) => Uint8Array.from(Buffer.from(h, "hex"));
 (async () => {
   const { RLP } = await import(process.env.RLP_URL);
   const keccak = async (bytes) => fromHex(await k256(bytes, 256));
-  const input = JSON.parse(fs.readFileSync(0, "utf8"));
   const out = [];
-  for (const c of input) {
-    try { out.push({ ok: await sealed.sealedAnchor(c.sealed, c.trusted, c.anchor, c.root, c.registry, keccak, RLP) }); }
+  for (const c of JSON.parse(fs.readFileSync(0, "utf8"))) {
+    try { out.push(await (async () => (RESULT))()); }
     catch (e) {
       out.push({ error: e instanceof sealed.SealedError ? e.status : "uncaught " + e.name + ": " + e.message });
     }
   }
   console.log(JSON.stringify(out));
 })();
-"""
+""".replace("RESULT", result)
+
+
+NODE = _harness("{ ok: await sealed.sealedAnchor(c.sealed, c.trusted, c.anchor, c.root, c.registry, keccak, RLP) }")
 
 
 def _golden() -> tuple[dict[str, Any], str]:
@@ -47,9 +54,13 @@ def _golden() -> tuple[dict[str, Any], str]:
 
 
 def _run_in_node(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return _run_in_node_script(NODE, cases)
+
+
+def _run_in_node_script(script: str, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
     env = {"HASH_WASM": str(ROOT / "node_modules" / "hash-wasm"), "SEALED_CHECK": str(ROOT / "api" / "static" /
            "sealed-check.js"), "RLP_URL": (VENDOR / "index.js").as_uri(), "PATH": "/usr/bin:/bin"}  # fmt: skip
-    done = subprocess.run(["node", "-e", NODE], input=json.dumps(cases), capture_output=True, text=True, env=env,
+    done = subprocess.run(["node", "-e", script], input=json.dumps(cases), capture_output=True, text=True, env=env,
                           check=True, timeout=300)  # fmt: skip
     return list(json.loads(done.stdout))
 
@@ -96,19 +107,29 @@ def test_the_page_check_refuses_another_hash_root_registry_or_index_by_name() ->
     proof, trusted = _golden()
     sealed = proof["anchor"]["sealed"]
     cases = {
+        "valid": _case(proof, trusted),
         "another trusted hash": _case(proof, "0x" + "ab" * 32),
         "another root": _case(proof, trusted, root="0x" + "11" * 32),
         "another registry": _case(proof, trusted, registry="0x" + "22" * 20),
         "another index": _case(proof, trusted, sealed={**sealed, "index": sealed["index"] + 1}),
         "no sealed section": _case(proof, trusted, sealed=None),
         "a proof node dropped": _case(proof, trusted, sealed={**sealed, "proof": sealed["proof"][:-1]}),
+        "extra and repeated nodes": _case(
+            proof, trusted, sealed={**sealed, "proof": ["0xc28080", *sealed["proof"], *sealed["proof"]]}
+        ),
+        "the registry in upper-case hex": _case(
+            proof, trusted, registry="0x" + proof["anchor"]["registry"][2:].upper()
+        ),
     }
     answers = dict(zip(cases, _run_in_node(list(cases.values())), strict=True))
     assert answers == {
+        "valid": answers["valid"],
         "another trusted hash": {"error": "tampered"}, "another root": {"error": "tampered"},
         "another registry": {"error": "unknown_registry"}, "another index": {"error": "tampered"},
         "no sealed section": {"error": "bad_input"}, "a proof node dropped": {"error": "tampered"},
+        "extra and repeated nodes": answers["valid"], "the registry in upper-case hex": answers["valid"],
     }  # fmt: skip
+    assert "ok" in answers["valid"]  # docs/manifest.md: nodes are found by hash; addresses compared as bytes
 
 
 def test_the_vendored_rlp_decoder_is_the_npm_release() -> None:
@@ -134,6 +155,10 @@ def test_the_verify_page_checks_a_sealed_proof_offline_and_makes_no_request(tmp_
     bad = copy.deepcopy(proof)
     bad["anchor"]["sealed"]["receipt"] = _flipped(bad["anchor"]["sealed"]["receipt"], 40)
     (tmp_path / "bad.anchor.json").write_text(json.dumps(bad))
+    withdrawn = copy.deepcopy(proof)  # what `anchor retract` writes into the file: outside the digest
+    withdrawn["annotations"]["retractions"] = [{"reason": "the split leaked", "block_number": 9, "chain_id": 31337,
+                                                "registry": proof["anchor"]["registry"]}]  # fmt: skip
+    (tmp_path / "withdrawn.anchor.json").write_text(json.dumps(withdrawn))
     files = sorted(p for p in (VECTOR / "work").rglob("*") if p.is_file())
     with deployed(tmp_path / "data") as chain, serving_api(chain.env()) as url:
         seen = {}
@@ -142,6 +167,7 @@ def test_the_verify_page_checks_a_sealed_proof_offline_and_makes_no_request(tmp_
                                             ("with its number", VECTOR / "work.anchor.json", f"2:{trusted}"),
                                             ("wrong hash", VECTOR / "work.anchor.json", "0x" + "ab" * 32),
                                             ("flipped receipt", tmp_path / "bad.anchor.json", trusted),
+                                            ("declares its retraction", tmp_path / "withdrawn.anchor.json", trusted),
                                             ("not a hash", VECTOR / "work.anchor.json", "0x1234")):  # fmt: skip
                 page.goto(url + "/verify", ready="!!document.getElementById('check')")
                 before = len(page.requests)
@@ -161,6 +187,8 @@ def test_the_verify_page_checks_a_sealed_proof_offline_and_makes_no_request(tmp_
     assert seen["with its number"][0] == "verified"
     assert seen["wrong hash"][0] == seen["flipped receipt"][0] == "tampered"
     assert seen["not a hash"][0] == "bad_input"
+    assert seen["declares its retraction"][0] == "retracted", seen["declares its retraction"]
+    assert "retracted by its own file (unverified)" in seen["declares its retraction"][1]
     for name, (_, _, made) in seen.items():
         assert made == [], (name, made)  # offline: not one request beyond the page's own scripts
     # parity: `anchor verify --offline` gives the same verdict on the same proofs and hashes
@@ -169,31 +197,19 @@ def test_the_verify_page_checks_a_sealed_proof_offline_and_makes_no_request(tmp_
     env = {"ANCHOR_DATA_DIR": str(tmp_path / "offline"), "PATH": "/usr/bin:/bin"}
     for name, proof_path, typed in (("golden", VECTOR / "work.anchor.json", trusted),
                                     ("wrong hash", VECTOR / "work.anchor.json", "0x" + "ab" * 32),
-                                    ("flipped receipt", tmp_path / "bad.anchor.json", trusted)):  # fmt: skip
+                                    ("flipped receipt", tmp_path / "bad.anchor.json", trusted),
+                                    ("declares its retraction", tmp_path / "withdrawn.anchor.json",
+                                     trusted)):  # fmt: skip
         cli = run_anchor(["verify", str(VECTOR / "work"), "--proof", str(proof_path), "--offline", "--trusted-block",
                           f"2:{typed}", "--json"], env)  # fmt: skip
         said = json.loads(cli.stdout)
         assert ("verified" if said["ok"] else said["error"]["code"]) == seen[name][0], (name, said)
 
 
-TRIE_NODE = r"""
-const fs = require("fs");
-const { keccak: k256 } = require(process.env.HASH_WASM);
-const sealed = require(process.env.SEALED_CHECK);
-const fromHex = (h) => Uint8Array.from(Buffer.from(h, "hex"));
-(async () => {
-  const { RLP } = await import(process.env.RLP_URL);
-  const keccak = async (bytes) => fromHex(await k256(bytes, 256));
-  const out = [];
-  for (const c of JSON.parse(fs.readFileSync(0, "utf8"))) {
-    try {
-      const got = await sealed.trieGet(fromHex(c.root), fromHex(c.key), c.nodes.map(fromHex), keccak, RLP);
-      out.push({ value: Buffer.from(got).toString("hex") });
-    } catch (e) { out.push({ error: e instanceof sealed.SealedError ? e.status : "uncaught " + e.message }); }
-  }
-  console.log(JSON.stringify(out));
-})();
-"""
+TRIE_NODE = _harness(
+    "{ value: Buffer.from(await sealed.trieGet(fromHex(c.root), fromHex(c.key), c.nodes.map(fromHex), keccak, RLP))"
+    '.toString("hex") }'
+)
 
 
 def test_the_page_trie_walk_agrees_with_ethereums_trie_on_branches_extensions_and_inline_nodes() -> None:
@@ -245,8 +261,68 @@ def test_the_page_trie_walk_agrees_with_ethereums_trie_on_branches_extensions_an
 
 
 def _run_trie(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    env = {"HASH_WASM": str(ROOT / "node_modules" / "hash-wasm"), "SEALED_CHECK": str(ROOT / "api" / "static" /
-           "sealed-check.js"), "RLP_URL": (VENDOR / "index.js").as_uri(), "PATH": "/usr/bin:/bin"}  # fmt: skip
-    done = subprocess.run(["node", "-e", TRIE_NODE], input=json.dumps(cases), capture_output=True, text=True,
-                          env=env, check=True, timeout=300)  # fmt: skip
-    return list(json.loads(done.stdout))
+    return _run_in_node_script(TRIE_NODE, cases)
+
+
+STATE_NODE = _harness(
+    "{ ok: await sealed.stateRecord(c.state, c.hash, c.anchor, c.root, c.submitter, c.at, c.code, keccak, RLP) }"
+)
+
+
+@pytest.mark.chain
+def test_the_page_reads_a_records_later_state_as_the_library_does_and_refuses_every_one_byte_change(
+    fresh_chain: Any, tmp_path: Path
+) -> None:
+    """A sealed proof's later state (the registry's record as of a later block: that block's header and the
+    `eth_getProof` account and storage proofs), read by api/static/sealed-check.js in node and by the
+    library (anchor.sealing.check.check_state_against): the same record of a retracted root, and every
+    one-byte change of the state refused by both."""
+    from anchor.errors import Tampered
+    from anchor.manifest.keccak import keccak256
+    from anchor.proof.file import load_proof
+    from anchor.sealing.check import check_state_against
+
+    fresh_chain.cli("deploy", check=True)
+    (tmp_path / "a.txt").write_text("a\n")
+    fresh_chain.cli("stamp", str(tmp_path / "a.txt"), check=True)
+    fresh_chain.cli("retract", str(tmp_path / "a.txt"), "--reason", "withdrawn", check=True)
+    fresh_chain.cli("seal", str(tmp_path / "a.txt"), check=True)
+    proof = load_proof(tmp_path / "a.txt.anchor.json")
+    sealed = proof.anchor.sealed
+    assert sealed is not None and sealed.state is not None
+    root, header = bytes.fromhex(proof.batch.root[2:]), bytes.fromhex(sealed.header[2:])
+    from anchor.sealing.check import check_sealed_against
+
+    seen = check_sealed_against(proof.anchor, root, "0x" + keccak256(header).hex(), proof.anchor.registry, "h")
+    later = "0x" + keccak256(bytes.fromhex(sealed.state.header[2:])).hex()
+
+    def case(state: dict[str, Any]) -> dict[str, Any]:
+        return {"state": state, "hash": later, "anchor": proof.anchor.model_dump(), "root": proof.batch.root,
+                "submitter": seen.submitter, "at": seen.timestamp, "code": proof.anchor.code_hash}  # fmt: skip
+
+    valid = sealed.state.model_dump()
+    cases, where = [case(valid)], []
+    for field in ("header", "account_proof", "storage_proof"):
+        texts = [valid[field]] if field == "header" else list(valid[field])
+        for i, text in enumerate(texts):
+            for at in range(len(text) // 2 - 1):
+                changed = _flipped(text, at)
+                state = {**valid, field: changed} if field == "header" else {
+                    **valid, field: [changed if j == i else t for j, t in enumerate(texts)]}  # fmt: skip
+                cases.append(case(state))
+                where.append((field, i, at))
+    answers = _run_in_node_script(STATE_NODE, cases)
+    held = check_state_against(proof.anchor, root, seen.submitter, seen.timestamp, later, proof.anchor.code_hash, "h")
+    assert held.retracted_block > proof.anchor.block_number
+    assert answers[0] == {"ok": {"number": held.block_number, "retractedBlock": held.retracted_block,
+                                 "retractedAt": held.retracted_at}}  # fmt: skip
+    assert [w for w, a in zip(where, answers[1:], strict=True) if "ok" in a] == []
+    assert {a["error"] for a in answers[1:]} == {"tampered"}
+    from anchor.proof.file import SealedState
+
+    for one in cases[1:]:
+        edited = proof.anchor.model_copy(update={"sealed": sealed.model_copy(update={"state": SealedState(**{
+            k: tuple(v) if isinstance(v, list) else v for k, v in one["state"].items()})})})  # fmt: skip
+        with pytest.raises(Tampered):
+            check_state_against(edited, root, seen.submitter, seen.timestamp, later, proof.anchor.code_hash, "h")
+    assert len(where) > 1000

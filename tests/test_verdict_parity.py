@@ -1,11 +1,11 @@
-"""One verdict from every door (issue 26): the same proofs, tampered or not, give the same verdict code
+"""One verdict from every door: the same proofs, tampered or not, give the same verdict code
 through `anchor verify --json`, `POST /v1/verify/proof`, `GET /v1/verify/{digest}` (where the server
 holds the proof), the explorer's bundle page and the browser page (`/verify` in headless Chromium,
 for every case that asks no policy: the page takes none); and `retracted` from every door once the
-root's submitter retracted it (issue 44). Two doors are held to the same answer where their servers are:
+root's submitter retracted it. Two doors are held to the same answer where their servers are:
 `anchor mlflow verify` beside `anchor verify` and the API (tests/test_mlflow.py::
 test_every_door_gives_the_run_the_same_verdict, a real MLflow server), and the page's offline check beside
-`anchor verify --offline` (tests/test_browser_sealed.py, issue 45)."""
+`anchor verify --offline` (tests/test_browser_sealed.py)."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def _sibling(proof: dict[str, Any]) -> None:
 
 
 def _pending(proof: dict[str, Any]) -> None:
-    """The same manifest as a pending proof: a service's genuine receipt and no anchor (issue 42: under
+    """The same manifest as a pending proof: a service's genuine receipt and no anchor (under
     `--require all` it is pending whether or not a service has anchored it since, at every door)."""
     import time
 
@@ -66,6 +66,36 @@ def _pending(proof: dict[str, Any]) -> None:
     proof.update(format="anchor/pending", version=1, **kept, receipts=[receipt.model_dump(mode="json")])
 
 
+def _flip(text: str, at: int) -> str:
+    """One hex digit of `text` changed (at `at`; negative from the end)."""
+    digits = list(text)
+    digits[at] = "0" if digits[at] != "0" else "1"
+    return "".join(digits)
+
+
+def _flip_field(path: str, at: int) -> Edit:
+    def edit(proof: dict[str, Any]) -> None:
+        *parents, last = path.split(".")
+        node = proof
+        for key in parents:
+            node = node[int(key)] if isinstance(node, list) else node[key]
+        if isinstance(node, list):
+            node[int(last)] = _flip(node[int(last)], at)
+        else:
+            node[last] = _flip(node[last], at)
+
+    return edit
+
+
+def _block_digit(proof: dict[str, Any]) -> None:
+    number = proof["anchor"]["block_number"]
+    proof["anchor"]["block_number"] = number - number % 10 + (number + 1) % 10
+
+
+def _later_block(proof: dict[str, Any]) -> None:
+    proof["anchor"]["block_number"] += 1000
+
+
 NOBODY = "0x" + "12" * 20
 CASES: list[tuple[str, Edit | None, dict[str, str], str]] = [
     ("valid", None, {}, "verified"),
@@ -78,6 +108,8 @@ CASES: list[tuple[str, Edit | None, dict[str, str], str]] = [
     ("not yet as final as required", None, {"min_finality": "1000"}, "not_final"),
     ("a pending proof under --require all", _pending, {"require": "all"}, "pending"),
     ("a mistyped expected submitter", None, {"expect_submitter": "0xabc"}, "bad_input"),
+    ("a block_number 1,000 past the real one", _later_block, {}, "tampered"),
+    ("a tx_hash that names no transaction", _flip_field("anchor.tx_hash", -1), {}, "not_anchored"),
 ]
 """(what, how the proof is edited, the policy asked, the verdict code every door must give)"""
 
@@ -229,7 +261,7 @@ def test_every_door_gives_the_same_verdict_code_for_the_same_proof(tmp_path: Pat
 @pytest.mark.chain
 @pytest.mark.browser
 def test_every_door_says_retracted_of_a_root_its_submitter_retracted(tmp_path: Path) -> None:
-    """Issue 44: `anchor retract`, then the CLI, the library, the API (upload and by digest), the
+    """`anchor retract`, then the CLI, the library, the API (upload and by digest), the
     explorer's bundle and batch pages and the browser page all say `retracted`, naming the same block."""
     with deployed(tmp_path / "data") as chain:
         bundle = tmp_path / "bundle"
@@ -325,7 +357,7 @@ def test_a_lying_endpoint_listed_first_is_outvoted_at_every_door(tmp_path: Path)
 
 @pytest.mark.chain
 def test_anchor_service_urls_reaches_every_writer_stamp_bundle_research_and_mission(tmp_path: Path) -> None:
-    """Issue 43: with ANCHOR_SERVICE_URLS set and no --service anywhere, every writer stamps through the
+    """With ANCHOR_SERVICE_URLS set and no --service anywhere, every writer stamps through the
     service (`bundle --anchor`, `mission run` and `research run` once ignored it and started a local
     chain of their own; `journal submit` journaled here, for a flush that had no key): each proof holds
     the service's receipt, and the client never starts a chain."""
@@ -389,3 +421,76 @@ def test_anchor_service_urls_reaches_every_writer_stamp_bundle_research_and_miss
         assert json.loads(done.stdout)["services"] == [service.url]
         assert receipts_of(Path(json.loads(done.stdout)["proof"])) == [service.url]
         assert not (tmp_path / "client" / "chain").exists()  # no writer started a local chain of its own
+
+
+SEALED_EDITS: list[tuple[str, Edit, str]] = [
+    ("one digit of the sealed header", _flip_field("anchor.sealed.header", 2 + 2 * 10), "anchor.sealed.header"),
+    ("one digit of the sealed receipt", _flip_field("anchor.sealed.receipt", -4), "anchor.sealed.receipt"),
+    ("one digit of a trie node", _flip_field("anchor.sealed.proof.0", 2 + 2 * 40), "anchor.sealed.proof"),
+    ("one digit of block_number", _block_digit, "anchor.block_number"),
+    ("block_number 1,000 past the real one", _later_block, "anchor.block_number"),
+    ("one digit of tx_hash", _flip_field("anchor.tx_hash", -1), "anchor.tx_hash"),
+    (
+        "one digit of the later state's storage proof",
+        _flip_field("anchor.sealed.state.storage_proof.-1", -6),
+        "anchor.sealed.state.storage_proof",
+    ),
+    (
+        "one digit of the later state's header",
+        _flip_field("anchor.sealed.state.header", 2 + 2 * 10),
+        "anchor.sealed.state.header",
+    ),
+]
+"""(what, how a sealed proof is edited, the field every door must name): each a field the verdict reads."""
+
+
+@pytest.mark.chain
+@pytest.mark.browser
+def test_every_door_refuses_a_sealed_proof_with_one_field_it_reads_changed_naming_the_field(tmp_path: Path) -> None:
+    """A sealed proof read online: its sealed header, receipt and trie proof are checked against the block
+    the chain has at that number, its block_number and tx_hash against the chain's record. One digit
+    changed in any of them is `tampered` at the CLI (exit 4, the field named), the library, the REST
+    upload and the browser page; online verification once ignored all of them."""
+    with deployed(tmp_path / "data") as chain:
+        subject = tmp_path / "results"
+        subject.mkdir()
+        (subject / "metrics.json").write_text('{"accuracy": 0.93}\n')
+        chain.cli("stamp", str(subject), check=True)
+        (tmp_path / "later.txt").write_text("a block on top: the next block number is a block that exists\n")
+        chain.cli("stamp", str(tmp_path / "later.txt"), check=True)
+        chain.cli("seal", str(subject), check=True)
+        original = json.loads((tmp_path / "results.anchor.json").read_text())
+        assert "state" in original["anchor"]["sealed"]  # the first seal carries the record as of a later block
+        seen: dict[str, dict[str, str]] = {}
+        named: dict[str, str] = {}
+        cases: dict[str, Path] = {}
+        with TestClient(create_app(chain.settings, ApiConfig())) as client:
+            for name, edit, field in [("intact", None, ""), *SEALED_EDITS]:
+                proof = copy.deepcopy(original)
+                if edit is not None:
+                    edit(proof)
+                proof_path = tmp_path / f"sealed-{len(cases)}.anchor.json"
+                proof_path.write_text(json.dumps(proof))
+                cases[name] = proof_path
+                said = chain.cli("verify", str(subject), "--proof", str(proof_path), "--json")
+                out = json.loads(said.stdout)
+                seen[name] = {
+                    "cli": "verified" if out.get("verified") else str(out["error"]["code"]),
+                    "library": _library_code(chain, subject, proof_path, {}, f"sealed {name}"),
+                    "api upload": _api_code(client.post(
+                        "/v1/verify/proof", files={"proof": ("p.anchor.json", proof_path.read_bytes())}), "sealed"),
+                }  # fmt: skip
+                if edit is not None:
+                    assert said.returncode == 4, (name, said.stdout)
+                    named[name] = out["error"]["detail"].get("field", "")
+                    assert field in out["error"]["message"] or field.removeprefix("anchor.") in out["error"][
+                        "message"], (name, out["error"]["message"])  # fmt: skip
+        from tests.api_server import serving_api
+
+        with serving_api(chain.env()) as url:
+            for name, code in _browser_codes(url, subject, cases).items():
+                seen[name]["browser"] = code
+        assert set(seen.pop("intact").values()) == {"verified"}
+        for name, _, field in SEALED_EDITS:
+            assert set(seen[name].values()) == {"tampered"}, (name, seen[name])
+            assert named[name] == field, (name, named[name])

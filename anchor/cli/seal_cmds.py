@@ -18,10 +18,20 @@ def register(app: typer.Typer) -> None:
 def seal(
     ctx: typer.Context,
     paths: Annotated[list[Path], typer.Argument(help="Stamped paths or their proof files.", metavar="PATH")],
+    refresh: Annotated[
+        bool,
+        typer.Option(
+            "--refresh",
+            help="For anchors sealed before: carry the registry's"
+            " record as of the latest block (was it retracted since?).",
+        ),
+    ] = False,
     json: JsonFlag = False,
 ) -> None:
-    """Seal proofs: add each anchor's block header, receipt and receipt-trie proof, so that `verify
-    --offline --trusted-block N:HASH` checks them with no network, for as long as the file exists."""
+    """Seal proofs: add each anchor's block header, receipt and receipt-trie proof, and the registry's record
+    as of the latest block (its storage proof), so that `verify --offline --trusted-block N:HASH` checks
+    them with no network, for as long as the file exists, and says whether the record was retracted by
+    then. `--refresh` moves that record on to the latest block."""
     from anchor.chain.presets import chain_name
     from anchor.proof.locate import timing_proof_path
     from anchor.sealing.make import seal as seal_proof
@@ -29,18 +39,25 @@ def seal(
     settings = ctx.find_root().obj["settings"]
     done = []
     for path in paths:
-        outcome = seal_proof(settings, path)
+        outcome = seal_proof(settings, path, refresh)
         done.append(outcome)
         timing = timing_proof_path(outcome.proof)
         if timing.is_file():  # a result bundle's timing record: its milestones are checked offline too
-            done.append(seal_proof(settings, timing))
+            done.append(seal_proof(settings, timing, refresh))
     lines = []
     for outcome in done:
         said = f"{outcome.proof}: sealed {outcome.sealed} anchor{'s' if outcome.sealed != 1 else ''}"
-        lines.append(said + (f" ({outcome.already} sealed before)" if outcome.already else ""))
+        lines.append(said + (f" ({outcome.already} sealed before" + (f", {outcome.refreshed} refreshed"
+                             if outcome.refreshed else "") + ")" if outcome.already else ""))  # fmt: skip
         lines += [f"  trust block {n} of {chain_name(c)}: {h} (check it once on any explorer or node)"
                   for c, n, h in outcome.blocks]  # fmt: skip
-        lines += [f"  then: anchor verify PATH --offline --trusted-block {n}:{h}" for _, n, h in outcome.blocks[:1]]
+        if outcome.stateless:
+            lines.append(f"  note: the node has no eth_getProof, so {outcome.stateless} anchor(s) carry no"
+                         " record as of a later block: offline cannot say whether it was retracted since")  # fmt: skip
+        first = [b for b in outcome.blocks if b[0] == outcome.blocks[0][0]][:2] if outcome.blocks else []
+        trusted = " ".join(f"--trusted-block {n}:{h}" for _, n, h in first)
+        lines += [f"  then: anchor verify PATH --offline {trusted}"] if first else []
     emit(ctx, json, {"sealed": [{"proof": str(o.proof), "sealed": o.sealed, "already": o.already,
+                                 "refreshed": o.refreshed, "stateless": o.stateless,
                                  "blocks": [{"chain_id": c, "block": n, "hash": h} for c, n, h in o.blocks]}
                                 for o in done]}, lines)  # fmt: skip

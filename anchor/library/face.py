@@ -83,11 +83,14 @@ def retract(target: str | Path, *, reason: str, settings: Settings | None = None
     return retract_record(settings or Settings.from_env(), target, reason, whole_batch)
 
 
-def seal(path: str | Path, *, settings: Settings | None = None) -> SealOutcome:
+def seal(path: str | Path, *, settings: Settings | None = None, refresh: bool = False) -> SealOutcome:
     """Write into the proof of `path` (or into the proof file given) each anchor's block header, receipt and
-    receipt-trie proof, read once from its chain, so that `Verifier.offline(...)` checks it with no network
-    (as `anchor seal PATH`). Returns what was sealed and the blocks a verifier must trust."""
+    receipt-trie proof, and the registry's record as of the latest block (its storage proof), read once
+    from its chain, so that `Verifier.offline(...)` checks it with no network and says whether the record
+    was retracted by then (as `anchor seal PATH`); `refresh=True` moves that record on to the latest
+    block for anchors sealed before (`anchor seal --refresh`). Returns what was sealed and the blocks a
+    verifier must trust."""
     from anchor.sealing.make import seal as seal_proof
     from anchor.settings.session import Settings
 
-    return seal_proof(settings or Settings.from_env(), Path(path))
+    return seal_proof(settings or Settings.from_env(), Path(path), refresh)

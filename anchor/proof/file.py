@@ -65,6 +65,19 @@ HEX = r"^0x([0-9a-f]{2})*$"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class SealedState(Record):
+    """The registry's record of the root as of a block after the anchoring one (docs/manifest.md, "The
+    record as of a later block"): that block's header (RLP), and the `eth_getProof` proofs of the
+    registry's account under the header's stateRoot and of the record's storage slot under the account's
+    storageRoot. Offline, against a trusted hash of that block, it shows whether the record was retracted
+    by then."""
+
+    header: str = check(pattern=HEX, max_length=8_000)
+    account_proof: tuple[str, ...] = check(max_length=64)
+    storage_proof: tuple[str, ...] = check(max_length=64)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Sealed(Record):
     """What verifies this anchor with no network (docs/manifest.md, "Sealed proofs"): the block header
     (RLP), the anchoring transaction's receipt (typed-receipt encoding) and the Merkle-Patricia proof of
@@ -75,6 +88,8 @@ class Sealed(Record):
     receipt: str = check(pattern=HEX, max_length=200_000)
     index: int = check(ge=0, lt=1 << 32)
     proof: tuple[str, ...] = check(max_length=64)
+    state: SealedState | None = None
+    """The record as of a later block (`anchor seal` adds it, `anchor seal --refresh` moves it on)."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -42,7 +42,9 @@ from anchor.record import Record
 from anchor.settings.session import Settings
 
 if TYPE_CHECKING:
-    from anchor.chain.registry import Retraction, RootRecord
+    from anchor.chain.registry import Registry, Retraction, RootRecord
+    from anchor.proof.file import ChainAnchor
+    from anchor.sealing.check import RecordState, SealedEvidence
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -77,8 +79,8 @@ class Verification(Record):
     quorum: dict[str, Any] | None = None
     """With several read endpoints: the quorum, who agreed, and what each dissenter said."""
     trusted: str | None = None
-    """Offline (`--offline`): what the verdict rests on, in words (a trusted block hash), and what it
-    cannot see (a retraction after that block)."""
+    """Offline (`--offline`): what the verdict rests on, in words (a trusted block hash, and one of the later
+    block whose state the proof carries), and what it cannot see (a retraction after the last of them)."""
     bundle: dict[str, Any] | None = None
     """For a result bundle: what ran, as its verified identity binds it (mission, snapshot, image and
     policy SHA-256, and for version 2 its budget and resource profile)."""
@@ -289,10 +291,17 @@ def agreed_on_chain(
 def sealed_verdict(proof: ProofFile, root: bytes, settings: Settings, files: int, registry: str | None) -> Verification:
     """Steps 3-6 offline (`--offline`): the proof's sealed anchor against the block hash the verifier
     trusts (anchor.sealing.check), in place of a live read; `trusted` says in words what it rests on."""
-    from anchor.sealing.check import check_sealed
+    from anchor.sealing.check import check_sealed, later_state
 
     bundle = bundle_fields(proof)
     seen = check_sealed(proof.anchor, root, settings, registry)
+    state = later_state(proof.anchor, root, seen, settings)
+    declared = file_retraction(proof)
+    if state is not None and state.retracted_block:
+        raise retracted_as_of(proof, seen.submitter, state, declared)
+    declared_at = declared.get("block_number") if declared is not None else None
+    if declared is not None and (state is None or not isinstance(declared_at, int) or declared_at > state.block_number):
+        raise retracted_by_file(proof, declared)  # the file's own word against it, which nothing here denies
     return Verification(
         manifest_digest=proof.manifest_digest, root=proof.batch.root, chain_id=proof.anchor.chain_id,
         registry=proof.anchor.registry,
@@ -300,7 +309,89 @@ def sealed_verdict(proof: ProofFile, root: bytes, settings: Settings, files: int
         submitter=seen.submitter, anchored_at=datetime.fromtimestamp(seen.timestamp, UTC).isoformat(timespec="seconds"),
         tx_hash=proof.anchor.tx_hash, anchored_block=seen.block_number, read_at_block=seen.block_number,
         confirmations=1, finality="trusted block (offline)", files=files, bundle=bundle,
-        trusted=seen.trusted, path_in_bundle=proof.file.path if proof.file is not None else None,
+        trusted=standing_words(proof.anchor, seen, state, declared),
+        path_in_bundle=proof.file.path if proof.file is not None else None,
+    )  # fmt: skip
+
+
+def standing_words(
+    anchor: ChainAnchor, seen: SealedEvidence, state: RecordState | None, declared: dict[str, Any] | None
+) -> str:  # fmt: skip
+    """What an offline verdict rests on, in words, and what it says of a retraction after the anchoring
+    block: not retracted as of the later block whose state the file carries (checked against its trusted
+    hash), or that it could not see one."""
+    from anchor.chain.presets import chain_name
+    from anchor.sealing.check import sealed_block_number
+
+    if state is None:
+        unchecked = ""
+        if anchor.sealed is not None and anchor.sealed.state is not None:
+            later = sealed_block_number(anchor.sealed.state.header, "anchor.sealed.state.header")
+            unchecked = (f"; the file also carries the registry's record as of block {later}, not checked: trust"
+                         f" the hash of block {later} as well to see whether it was retracted by then")  # fmt: skip
+        return seen.trusted + unchecked
+    when = datetime.fromtimestamp(state.timestamp, UTC).isoformat(timespec="seconds")
+    contradicted = (f"; the file's own annotations claim a retraction in block {declared.get('block_number')},"
+                    " which that state contradicts" if declared is not None else "")  # fmt: skip
+    return (
+        f"that block {seen.block_number} of {chain_name(anchor.chain_id)} is {seen.block_hash} and block"
+        f" {state.block_number} is {state.block_hash}: check them once on any explorer or node; not retracted as of"
+        f" block {state.block_number} ({when}), the registry's record in that block's state shows (a retraction"
+        f" written after it cannot be seen offline){contradicted}"
+    )
+
+
+def retracted_as_of(
+    proof: ProofFile, submitter: str, state: RecordState, declared: dict[str, Any] | None
+) -> Retracted:  # fmt: skip
+    """The offline verdict on a record whose later state (checked against a trusted hash) shows it retracted:
+    when and in which block, as the chain's state says; the reason's text only as the file gives it (the
+    digest is in the retraction's event, which a state proof does not carry)."""
+    when = datetime.fromtimestamp(state.retracted_at, UTC).isoformat(timespec="seconds")
+    reason = declared.get("reason") if declared is not None else None
+    said = f'; the file gives the reason (unverified): "{reason}"' if isinstance(reason, str) else ""
+    return Retracted(
+        f"retracted: root {proof.batch.root} was retracted by its submitter {submitter} at {when} (block"
+        f" {state.retracted_block}), as the registry's record shows in block {state.block_number}, whose hash is"
+        f" trusted{said}",
+        detail={"root": proof.batch.root, "retracted_by": submitter, "retracted_at": when,
+                "retracted_block": state.retracted_block, "as_of_block": state.block_number, "source": "state",
+                "reason": reason if isinstance(reason, str) else None, "anchored_block": proof.anchor.block_number},
+    )  # fmt: skip
+
+
+def file_retraction(proof: ProofFile) -> dict[str, Any] | None:
+    """The latest retraction of this proof's anchor that the file itself records (`annotations.retractions`,
+    written by `anchor retract`), as written: the file's word, unverified. An entry naming another chain or
+    registry is another anchor's; anything else there that is not a readable entry still declares one
+    (an empty dict): a file that says it was withdrawn is not read as one that says nothing."""
+    entries = proof.annotations.get("retractions") if isinstance(proof.annotations, dict) else None
+    if entries is None:
+        return None
+    if not isinstance(entries, list):
+        return {}
+    for entry in reversed(entries):
+        if not isinstance(entry, dict):
+            return {}
+        chain, named = entry.get("chain_id", proof.anchor.chain_id), str(entry.get("registry") or proof.anchor.registry)
+        if chain == proof.anchor.chain_id and named.lower() == proof.anchor.registry.lower():
+            return entry
+    return None
+
+
+def retracted_by_file(proof: ProofFile, declared: dict[str, Any]) -> Retracted:
+    """The offline verdict on a file that records its own retraction, which the trusted anchoring block
+    cannot confirm or deny: retracted (exit 16, as the chain's word would be), said to be the file's word."""
+    block, reason = declared.get("block_number"), declared.get("reason")
+    at = f" in block {block}" if isinstance(block, int) else ""
+    why = f': "{reason}"' if isinstance(reason, str) else ""
+    return Retracted(
+        f"retracted by its own file (unverified): its annotations.retractions say root {proof.batch.root} was"
+        f" retracted by its submitter{at}{why}; offline, the anchoring block cannot show whether it was (hint:"
+        " verify it online, or `anchor seal --refresh PATH` while the chain is reachable, to carry the"
+        " registry's record as of a later block)",
+        detail={"root": proof.batch.root, "source": "file", "verified": False, "retracted_block": block,
+                "reason": reason if isinstance(reason, str) else None, "retracted_by": declared.get("by")},
     )  # fmt: skip
 
 
@@ -566,7 +657,8 @@ def _on_one_endpoint(
     per root within `reads_once()`)."""
     reads = _READS.get()
     key = (settings.rpc_url, settings.read_rpcs, settings.data_dir, settings.local_port, proof.anchor.chain_id,
-           proof.anchor.registry.lower(), registry, proof.anchor.tx_hash, root)  # fmt: skip
+           proof.anchor.registry.lower(), registry, proof.anchor.tx_hash, root, proof.anchor.block_number,
+           proof.anchor.sealed)  # fmt: skip
     if reads is not None and key in reads:
         return reads[key].model_copy(update={"manifest_digest": proof.manifest_digest, "files": files,
                                              "bundle": bundle_fields(proof)})  # fmt: skip
@@ -614,6 +706,10 @@ def _read_one_endpoint(
     #    another's record of the same root.
     record = chain_registry.root_record_of_tx(root, proof.anchor.tx_hash)
     read_at = chain_registry.checked_block()
+    # 6b. Every other field of the anchor a verdict reads (its block, and a sealed section's header,
+    #     receipt and trie proof) is the chain's, or the proof is tampered, named by the field: even where
+    #     the transaction it names is none, a sealed section shows which field was edited.
+    check_anchor_on_chain(proof.anchor, root, chain_registry, record)
     if record is None:
         by = f" by the transaction the proof names ({proof.anchor.tx_hash}; the registry keys a root by its submitter)"
         raise NotAnchored(
@@ -646,6 +742,59 @@ def _read_one_endpoint(
         files=files,
         bundle=bundle,
     )
+
+
+def check_anchor_on_chain(anchor: ChainAnchor, root: bytes, registry: Registry, record: RootRecord | None) -> None:
+    """Step 6b: what the proof's anchor states beyond its transaction, against the chain the verifier reads
+    anyway. Its `block_number` must be the block of the registry's record; a sealed section must hold
+    for the hash the chain has at that block (`check_sealed_against`, the offline check with the chain's
+    word in place of a trusted hash), be of the transaction the anchor names (the block's transaction at
+    the sealed index), and show the record's submitter and time; the record's later state it may carry
+    must hold for the chain's hash of that later block (`check_state_against`). `Tampered` names the
+    field: read online, an edited sealed section once verified, and recipients then refused the same file
+    offline."""
+    from anchor.chain.presets import chain_name
+
+    if record is not None and record.block_number != anchor.block_number:
+        raise Tampered(
+            f"anchor.block_number: the proof says block {anchor.block_number}, the registry's record of the root"
+            f" is in block {record.block_number}",
+            detail={"field": "anchor.block_number", "proof": anchor.block_number, "chain": record.block_number},
+        )
+    sealed = anchor.sealed
+    if sealed is None:
+        return
+    from anchor.sealing.check import check_sealed_against
+
+    block = registry.rpc.get_block(anchor.block_number)
+    if block is None:
+        raise Tampered(
+            f"anchor.block_number: {chain_name(anchor.chain_id)} has no block {anchor.block_number}",
+            detail={"field": "anchor.block_number", "proof": anchor.block_number},
+        )
+    seen = check_sealed_against(anchor, root, str(block.get("hash", "")), registry.address, "the chain's hash")
+    held = list(block.get("transactions") or [])
+    at = held[sealed.index] if sealed.index < len(held) else None
+    at_hash = str(at.get("hash") if isinstance(at, dict) else at).lower()
+    if at_hash != anchor.tx_hash.lower():
+        raise Tampered(
+            f"anchor.tx_hash: {anchor.tx_hash} is not the transaction of the sealed receipt (block"
+            f" {anchor.block_number} holds {at_hash if at is not None else 'none'} at index {sealed.index})",
+            detail={"field": "anchor.tx_hash", "proof": anchor.tx_hash},
+        )
+    if record is not None and (seen.submitter.lower(), seen.timestamp) != (record.submitter.lower(), record.timestamp):
+        raise Tampered(
+            f"anchor.sealed.receipt: shows root anchored by {seen.submitter} at {seen.timestamp}, the registry's"
+            f" record by {record.submitter} at {record.timestamp}",
+            detail={"field": "anchor.sealed.receipt"},
+        )
+    if sealed.state is not None:  # the record as of a later block: that block's state, as the chain has it
+        from anchor.sealing.check import check_state_against, sealed_block_number
+
+        later = sealed_block_number(sealed.state.header, "anchor.sealed.state.header")
+        state_block = registry.rpc.get_block(later) or {}
+        check_state_against(anchor, root, seen.submitter, seen.timestamp, str(state_block.get("hash", "none")),
+                            registry.code_hash, "the chain's hash")  # fmt: skip
 
 
 BUNDLE_FIELDS = (

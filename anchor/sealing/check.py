@@ -1,4 +1,4 @@
-"""Verify a sealed anchor with no network: against one trusted block hash (issue 45).
+"""Verify a sealed anchor against one block hash: a trusted one with no network, or the chain's own.
 
 The steps, each refused by name (docs/manifest.md, "Sealed proofs"):
 1. the anchor is sealed, and names the canonical registry: its address certifies its code (CREATE2 of
@@ -10,6 +10,10 @@ The steps, each refused by name (docs/manifest.md, "Sealed proofs"):
    emitted by the canonical address;
 then the caller checks the batch path and the data as for any verdict. What offline cannot see, the
 verdict says: a retraction written after the trusted block.
+
+Online (anchor.readback.verifier.check_anchor_on_chain), steps 2-4 run against the hash the chain it reads
+has at the anchor's block, with the registry it trusts as the emitter (`check_sealed_against`): a sealed
+section is never carried along unchecked.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from anchor.errors import BadInput, Tampered, UnknownRegistry
 
@@ -41,6 +45,21 @@ class SealedEvidence:
 
 
 ROOT_ANCHORED = "RootAnchored(bytes32,address)"
+
+
+def _walk_failures() -> tuple[type[BaseException], ...]:
+    """Every way the trie library and the RLP decoder refuse bytes: on a proof file's bytes, each one
+    means the proof does not lead where it says (one flipped byte of the golden trie node once ended an
+    offline verify in `trie.exceptions.ValidationError`, a traceback instead of `tampered`)."""
+    import rlp
+    from trie import exceptions
+
+    found = tuple(c for c in vars(exceptions).values() if isinstance(c, type) and issubclass(c, Exception))
+    return (*found, rlp.exceptions.DecodingError, ValueError, TypeError, KeyError, IndexError)
+
+
+ROOT_ANCHORED_TOPICS = 3
+"""topic0, then the two indexed parameters (root, submitter): a log with other topics is not the event."""
 
 
 def parse_trusted_block(text: str) -> tuple[int | None, int, str]:
@@ -94,17 +113,10 @@ def offline_settings(
 
 
 def check_sealed(anchor: ChainAnchor, root: bytes, settings: Settings, registry: str | None) -> SealedEvidence:
-    """Steps 1-4 of the module's checklist for one anchor of batch root `root` (the caller, anchor.readback,
-    has checked the rest of the proof and makes the verdict)."""
-    import rlp
-    from trie.exceptions import BadTrieProof
-    from trie.hexary import HexaryTrie
-
-    from anchor.chain.abi import checksum_address
+    """Steps 1-4 of the module's checklist for one anchor of batch root `root`, offline (the caller,
+    anchor.readback, has checked the rest of the proof and makes the verdict)."""
     from anchor.chain.canonical import canonical_address, is_canonical
     from anchor.chain.presets import chain_name
-    from anchor.manifest.keccak import keccak256
-    from anchor.sealing.encoding import NUMBER, RECEIPTS_ROOT, TIMESTAMP, header_fields, index_key, receipt_logs
 
     sealed = anchor.sealed
     where = f"{chain_name(anchor.chain_id)} block {anchor.block_number}"
@@ -120,42 +132,77 @@ def check_sealed(anchor: ChainAnchor, root: bytes, settings: Settings, registry:
             f" code); the proof names {anchor.registry}, whose code only the network can show",
             detail={"proof_registry": anchor.registry, "canonical": canonical_address()},
         )
+    number = sealed_block_number(sealed.header)
+    trusted = settings.trusted_block(anchor.chain_id, number)
+    if trusted is None:  # where to get it, never the file's own hash: pasting that trusts the file being checked
+        raise BadInput(
+            f"trusted_block: none for block {number} of {chain_name(anchor.chain_id)}; get that block's hash from"
+            f" somewhere other than this file: a block explorer of {chain_name(anchor.chain_id)}, `cast block"
+            f" {number} -f hash --rpc-url URL` against any node of it, or a colleague who has it; then give"
+            f" trusted_block {number}:HASH",
+            detail={"field": "trusted_block", "inputs": ["trusted_block"], "chain_id": anchor.chain_id,
+                    "block": number},
+        )  # fmt: skip
+    seen = check_sealed_against(anchor, root, trusted, canonical_address(), "the trusted hash")
+    words = (
+        f"that block {number} of {chain_name(anchor.chain_id)} is {seen.block_hash}: check it once on any explorer"
+        " or node (offline, a retraction written after that block cannot be seen)"
+    )
+    return SealedEvidence(seen.submitter, seen.block_number, seen.timestamp, seen.block_hash, words)
+
+
+def sealed_block_number(header_hex: str, field: str = "anchor.sealed.header") -> int:
+    """The number of the block a sealed header says it is; `Tampered` naming `field` if it is no header."""
+    import rlp
+
+    from anchor.sealing.encoding import NUMBER, header_fields
+
+    try:
+        return int.from_bytes(header_fields(bytes.fromhex(header_hex[2:]))[NUMBER], "big")
+    except (ValueError, rlp.exceptions.DecodingError, TypeError, IndexError):
+        raise Tampered(f"{field.removeprefix('anchor.')}: not a block header (RLP)", detail={"field": field}) from None
+
+
+def check_sealed_against(
+    anchor: ChainAnchor, root: bytes, block_hash: str, emitter: str, trust: str
+) -> SealedEvidence:  # fmt: skip
+    """Steps 2-4 for a sealed `anchor` of batch root `root`, given the hash its block must have: the one
+    the verifier trusts (offline), or the one the chain it reads has at that number (online). `emitter`
+    is the registry whose event counts; `trust` says in words where `block_hash` came from. `Tampered`
+    names the first field of the sealed section that disagrees."""
+    import rlp
+    from trie.hexary import HexaryTrie
+
+    from anchor.chain.abi import checksum_address
+    from anchor.manifest.keccak import keccak256
+    from anchor.sealing.encoding import NUMBER, RECEIPTS_ROOT, TIMESTAMP, header_fields, index_key, receipt_logs
+
+    sealed = anchor.sealed
+    if sealed is None:
+        raise BadInput("the anchor is not sealed", detail={"field": "anchor.sealed"})
     try:
         header = bytes.fromhex(sealed.header[2:])
         fields = header_fields(header)
         number = int.from_bytes(fields[NUMBER], "big")
         timestamp = int.from_bytes(fields[TIMESTAMP], "big")
         receipts_root = bytes(fields[RECEIPTS_ROOT])
-    except (ValueError, rlp.exceptions.DecodingError, TypeError):
+    except (ValueError, rlp.exceptions.DecodingError, TypeError, IndexError):
         raise Tampered("sealed.header: not a block header (RLP)", detail={"field": "anchor.sealed.header"}) from None
     if number != anchor.block_number:
         raise Tampered(
             f"sealed.header: block {number}, but the anchor names block {anchor.block_number}",
             detail={"field": "anchor.sealed.header"},
         )
-    block_hash = "0x" + keccak256(header).hex()
-    trusted = settings.trusted_block(anchor.chain_id, number)
-    if trusted is None:
-        raise BadInput(
-            f"trusted_block: none for block {number} of {chain_name(anchor.chain_id)}; check once, on any explorer"
-            f" or node, that block {number} is {block_hash}, then trust it: trusted_block {number}:{block_hash}",
-            detail={
-                "field": "trusted_block",
-                "inputs": ["trusted_block"],
-                "chain_id": anchor.chain_id,
-                "block": number,
-                "hash_to_check": block_hash,
-            },
-        )
-    if trusted != block_hash:
+    sealed_hash = "0x" + keccak256(header).hex()
+    if block_hash.lower() != sealed_hash:
         raise Tampered(
-            f"sealed.header: hashes to {block_hash}, not the trusted hash {trusted} of block {number}",
-            detail={"field": "anchor.sealed.header", "trusted": trusted, "sealed": block_hash},
+            f"sealed.header: hashes to {sealed_hash}, not {trust} {block_hash} of block {number}",
+            detail={"field": "anchor.sealed.header", "trusted": block_hash, "sealed": sealed_hash},
         )
     try:
         nodes = tuple(rlp.decode(bytes.fromhex(node[2:])) for node in sealed.proof)
         held = HexaryTrie.get_from_proof(receipts_root, index_key(sealed.index), nodes)  # type: ignore[no-untyped-call]
-    except (BadTrieProof, ValueError, rlp.exceptions.DecodingError, TypeError, KeyError, IndexError):
+    except _walk_failures():
         raise Tampered(
             "sealed.proof: does not lead from the header's receiptsRoot to a receipt",
             detail={"field": "anchor.sealed.proof"},
@@ -172,14 +219,15 @@ def check_sealed(anchor: ChainAnchor, root: bytes, settings: Settings, registry:
         raise Tampered("sealed.receipt: not a receipt", detail={"field": "anchor.sealed.receipt"}) from None
     if status != 1:
         raise Tampered("sealed.receipt: the sealed transaction reverted", detail={"field": "anchor.sealed.receipt"})
-    topic, emitter = keccak256(ROOT_ANCHORED.encode()), bytes.fromhex(canonical_address()[2:])
-    ours = [t for address, t, _ in logs if len(t) == 3 and t[0] == topic and t[1] == root and address == emitter]
+    topic, wanted = keccak256(ROOT_ANCHORED.encode()), bytes.fromhex(emitter[2:])
+    size = ROOT_ANCHORED_TOPICS
+    ours = [t for address, t, _ in logs if len(t) == size and t[0] == topic and t[1] == root and address == wanted]
     if not ours:
-        elsewhere = [a for a, t, _ in logs if len(t) == 3 and t[0] == topic and t[1] == root]
+        elsewhere = [a for a, t, _ in logs if len(t) == size and t[0] == topic and t[1] == root]
         if elsewhere:
             raise UnknownRegistry(
                 f"the sealed RootAnchored event was emitted by 0x{elsewhere[0].hex()}, not the"
-                f" canonical registry {canonical_address()}",
+                f" registry {checksum_address(emitter)}",
                 detail={"emitter": "0x" + elsewhere[0].hex()},
             )
         raise Tampered(
@@ -187,8 +235,118 @@ def check_sealed(anchor: ChainAnchor, root: bytes, settings: Settings, registry:
             detail={"field": "anchor.sealed.receipt"},
         )
     submitter = checksum_address("0x" + ours[0][2][-20:].hex())
-    words = (
-        f"that block {number} of {chain_name(anchor.chain_id)} is {block_hash}: check it once on any explorer or"
-        " node (offline, a retraction written after that block cannot be seen)"
-    )
-    return SealedEvidence(submitter, number, timestamp, block_hash, words)
+    return SealedEvidence(submitter, number, timestamp, sealed_hash, f"{trust} of block {number}")
+
+
+@dataclass(frozen=True, slots=True)
+class RecordState:
+    """The registry's record of a root as a later block's state shows it, checked against that block's hash."""
+
+    block_number: int
+    timestamp: int
+    block_hash: str
+    retracted_block: int
+    """0: not retracted as of `block_number`."""
+    retracted_at: int
+
+
+ROOTS_SLOT = 1
+"""The storage slot of the registry's `_roots` mapping (submitter => root => packed record): the second
+state variable of AnchorRegistry.sol, after `_lineage` (its base, ResearcherSignatures, has none)."""
+STATE_ROOT = 3
+"""The header's stateRoot, by its position in the header's RLP list (0-based)."""
+
+
+def record_slot(submitter: str, root: bytes) -> bytes:
+    """The storage slot of `submitter`'s record of `root`: keccak256(root ‖ keccak256(submitter ‖ slot)),
+    Solidity's layout of a mapping of mappings, each key padded to 32 bytes."""
+    from anchor.manifest.keccak import keccak256
+
+    inner = keccak256(bytes(12) + bytes.fromhex(submitter[2:]) + ROOTS_SLOT.to_bytes(32, "big"))
+    return keccak256(root + inner)
+
+
+def check_state_against(
+    anchor: ChainAnchor, root: bytes, submitter: str, anchored_at: int, block_hash: str, code_hash: str, trust: str
+) -> RecordState:
+    """The record of `root` by `submitter` as `anchor.sealed.state` shows it, given the hash its block must
+    have (trusted offline, the chain's online): the header hashes to it and is not before the anchoring
+    block; the account proof leads from its stateRoot to the registry's account, whose code hash is
+    `code_hash`; the storage proof leads from the account's storageRoot to the record's slot, which holds
+    the record the anchor shows (its block and time). `Tampered` names the field that disagrees."""
+    import rlp
+    from trie.hexary import HexaryTrie
+
+    from anchor.manifest.keccak import keccak256
+    from anchor.sealing.encoding import NUMBER, TIMESTAMP, header_fields
+
+    state = anchor.sealed.state if anchor.sealed is not None else None
+    if state is None:
+        raise BadInput("the anchor carries no later state", detail={"field": "anchor.sealed.state"})
+    field = "anchor.sealed.state"
+    try:
+        header = bytes.fromhex(state.header[2:])
+        fields = header_fields(header)
+        number, timestamp = int.from_bytes(fields[NUMBER], "big"), int.from_bytes(fields[TIMESTAMP], "big")
+        state_root = bytes(fields[STATE_ROOT])
+    except (ValueError, rlp.exceptions.DecodingError, TypeError, IndexError):
+        raise Tampered("sealed.state.header: not a block header (RLP)", detail={"field": f"{field}.header"}) from None
+    if number < anchor.block_number:
+        raise Tampered(f"sealed.state.header: block {number}, before the anchoring block {anchor.block_number}",
+                       detail={"field": f"{field}.header"})  # fmt: skip
+    state_hash = "0x" + keccak256(header).hex()
+    if block_hash.lower() != state_hash:
+        raise Tampered(
+            f"sealed.state.header: hashes to {state_hash}, not {trust} {block_hash} of block {number}",
+            detail={"field": f"{field}.header", "trusted": block_hash, "sealed": state_hash},
+        )
+
+    def walk(root_hash: bytes, key: bytes, nodes: tuple[str, ...], name: str) -> list[Any]:
+        try:
+            decoded = tuple(rlp.decode(bytes.fromhex(node[2:])) for node in nodes)
+            held = HexaryTrie.get_from_proof(root_hash, keccak256(key), decoded)  # type: ignore[no-untyped-call]
+            value = rlp.decode(bytes(held)) if held else b""
+        except _walk_failures():
+            raise Tampered(f"sealed.state.{name}: does not lead to a value under block {number}'s state",
+                           detail={"field": f"{field}.{name}"}) from None  # fmt: skip
+        if not value:
+            what = "registry" if name == "account_proof" else "record"
+            raise Tampered(f"sealed.state.{name}: holds nothing at the {what} in block {number}'s state",
+                           detail={"field": f"{field}.{name}"})  # fmt: skip
+        if isinstance(value, list) != (name == "account_proof"):
+            raise Tampered(f"sealed.state.{name}: not an {'account' if name == 'account_proof' else 'integer'}",
+                           detail={"field": f"{field}.{name}"})  # fmt: skip
+        return value if isinstance(value, list) else [value]
+
+    account = walk(state_root, bytes.fromhex(anchor.registry[2:]), state.account_proof, "account_proof")
+    if len(account) != 4 or "0x" + bytes(account[3]).hex() != code_hash.lower():
+        raise Tampered(f"sealed.state.account_proof: the account at {anchor.registry} is not the registry's code",
+                       detail={"field": f"{field}.account_proof"})  # fmt: skip
+    packed = int.from_bytes(walk(bytes(account[2]), record_slot(submitter, root), state.storage_proof,
+                                 "storage_proof")[0], "big")  # fmt: skip
+    mask = (1 << 48) - 1
+    held_at, held_block = packed & mask, (packed >> 48) & mask
+    if (held_at, held_block) != (anchored_at, anchor.block_number):
+        raise Tampered(
+            f"sealed.state.storage_proof: the slot holds a record of block {held_block}, not of the anchoring"
+            f" block {anchor.block_number}",
+            detail={"field": f"{field}.storage_proof"},
+        )
+    return RecordState(number, timestamp, state_hash, (packed >> 144) & mask, (packed >> 96) & mask)
+
+
+def later_state(anchor: ChainAnchor, root: bytes, seen: SealedEvidence, settings: Settings) -> RecordState | None:
+    """Offline: the record as of the later block the anchor carries, checked against the hash the verifier
+    trusts for that block; None when the anchor carries none, or no hash is trusted for its block (the
+    verdict then says what it could not check)."""
+    from anchor.chain.canonical import canonical_code_hash
+
+    state = anchor.sealed.state if anchor.sealed is not None else None
+    if state is None:
+        return None
+    number = sealed_block_number(state.header, "anchor.sealed.state.header")
+    trusted = settings.trusted_block(anchor.chain_id, number)
+    if trusted is None:
+        return None
+    return check_state_against(anchor, root, seen.submitter, seen.timestamp, trusted, canonical_code_hash(),
+                               "the trusted hash")  # fmt: skip

@@ -55,8 +55,9 @@ async def service_identity(request: Request, reader: ReaderDep, settings: Settin
 @router.get("/proofs/{digest}", operation_id="get_proof", responses=ERRORS)
 async def get_proof(
     request: Request, digest: str, reader: ReaderDep,
-    sealed: Annotated[bool, Query(description="Also the anchor's sealed section (header, receipt, trie proof):"
-                                              " verifiable offline, `anchor verify --offline`.")] = False,
+    sealed: Annotated[bool, Query(description="Also the anchor's sealed section (header, receipt, trie proof,"
+                                              " and the record as of the latest block): verifiable offline,"
+                                              " `anchor verify --offline`.")] = False,
 ) -> Response:  # fmt: skip
     """The complete proof of a manifest this service anchored (the identity, the batch path and the
     anchor; never the listing, which stays with the client). 202 while it waits for its batch. With
@@ -66,13 +67,14 @@ async def get_proof(
     proof = await run_in_threadpool(anchored_proof, request.app, reader, wanted)
     if proof is not None:
         if sealed and proof.anchor.sealed is None:
-            from anchor.sealing.make import seal_anchor
+            from anchor.sealing.make import seal_anchor, seal_state
 
-            anchor = proof.anchor
+            anchor, root = proof.anchor, bytes.fromhex(proof.batch.root[2:])
 
-            def seal() -> Any:
-                section, _ = seal_anchor(registry.rpc, anchor)
-                return section
+            def seal() -> Any:  # as `anchor seal` writes it: with the record as of the latest block
+                section, block_hash = seal_anchor(registry.rpc, anchor)
+                state, _, _ = seal_state(registry.rpc, anchor.model_copy(update={"sealed": section}), root, block_hash)
+                return section.model_copy(update={"state": state})
 
             section = await run_in_threadpool(reader.read, f"sealed:{wanted.hex()}", seal)
             proof = proof.model_copy(update={"anchor": proof.anchor.model_copy(update={"sealed": section})})
@@ -92,7 +94,7 @@ class Backlog:
     and a read that said "full" backs refusals for `recheck_s` at most. So one worker never goes past
     the bound, never refuses on its own count alone, and refuses a flood with a read every `recheck_s`;
     several workers may pass the bound by what the others accepted within a second. Why: the count per
-    request and its hop to the thread pool were 16% of a loaded calendar's samples (issue 49)."""
+    request and its hop to the thread pool were 16% of a loaded calendar's samples."""
 
     def __init__(self, every_s: float = 1.0, recheck_s: float = 0.05) -> None:
         self.every_s, self.recheck_s = every_s, recheck_s

@@ -11,13 +11,13 @@
  * service: no file byte and no proof leaves the machine. Nothing in the proof is taken on trust; its
  * registry must be the one this service names (anyone can deploy a copy of the registry).
  *
- * Offline (issue 45): with a block hash typed in, a sealed proof (`anchor seal`) is checked against it
+ * Offline: with a block hash typed in, a sealed proof (`anchor seal`) is checked against it
  * alone (sealed-check.js: the header hashes to it, the receipts-trie proof leads from its receiptsRoot to
  * the receipt, the receipt holds the canonical registry's RootAnchored event of the root), and the page
  * makes no request at all, as `anchor verify --offline --trusted-block N:HASH` opens no socket.
  *
  * The steps and their verdict codes are the CLI's and the API's (anchor/readback/verifier.py, one
- * verdict from every door, issue 26): a proof that contradicts itself is bad_proof, files that are not
+ * verdict from every door): a proof that contradicts itself is bad_proof, files that are not
  * the ones it binds are tampered, milestones that differ from the anchored timing record are tampered.
  */
 (function () {
@@ -102,10 +102,55 @@
     const code = await rpc(url, "eth_getCode", [cfg.registry, "0x" + block.toString(16)]);
     if (!same("0x" + toHex(await keccak(hexToBytes(code))), cfg.code_hash))
       throw new Verdict("deployment_mismatch", "the code at " + cfg.registry + " is not the registry");
-    const { submitter, when, at } = await rootRecord(url, root, proof.anchor.tx_hash, block);
+    let record;
+    try { record = await rootRecord(url, root, proof.anchor.tx_hash, block); }
+    catch (e) { /* a sealed section shows which field was edited, even where the transaction named is none */
+      if (e instanceof Verdict && e.status === "not_anchored" && proof.anchor.sealed) await anchorOnChain(url, proof, root, null);
+      throw e;
+    }
+    await anchorOnChain(url, proof, root, record);
+    const { submitter, when, at } = record;
     const milestonesAnchored = await checkMilestones(url, proof, root, submitter, block);
     return { chainId, block, submitter, when, at, milestonesAnchored };
   }
+
+  /* step 6b, as anchor/readback/verifier.py check_anchor_on_chain: what the anchor states beyond its
+     transaction, against the chain this page reads anyway. Its block_number is the block of the registry's
+     record; a sealed section holds for the hash the chain has at that number (sealed-check.js, with the
+     chain's word in place of a typed hash), is of the transaction the anchor names, and shows the record's
+     submitter and time. A mismatch is tampered, naming the field. */
+  async function anchorOnChain(url, proof, root, record) {
+    const anchor = proof.anchor, number = Number(anchor.block_number);
+    if (!Number.isSafeInteger(number) || number < 0) throw new Verdict("bad_proof", "anchor.block_number: not a block number");
+    if (record && record.at !== number)
+      throw new Verdict("tampered", "anchor.block_number: the proof says block " + number + ", the registry's record of the root is in block " + record.at);
+    if (!anchor.sealed) return;
+    const block = await rpc(url, "eth_getBlockByNumber", ["0x" + number.toString(16), false]);
+    if (!block) throw new Verdict("tampered", "anchor.block_number: chain " + cfg.chain_id + " has no block " + number);
+    const { RLP } = await import("/assets/vendor/ethereumjs-rlp/index.js");
+    let found;
+    try { found = await anchorSealed.sealedAnchor(anchor.sealed, block.hash, anchor, root, cfg.registry, keccak, RLP, "the chain's hash"); }
+    catch (e) { throw e instanceof anchorSealed.SealedError ? new Verdict(e.status, e.message) : e; }
+    const held = (block.transactions || [])[anchor.sealed.index];
+    const heldHash = held && typeof held === "object" ? held.hash : held;
+    if (!heldHash || !same(heldHash, anchor.tx_hash))
+      throw new Verdict("tampered", "anchor.tx_hash: " + anchor.tx_hash + " is not the transaction of the sealed receipt (block " +
+        number + " holds " + (heldHash || "none") + " at index " + anchor.sealed.index + ")");
+    if (record && (!same(found.submitter, record.submitter) || found.timestamp !== record.when))
+      throw new Verdict("tampered", "anchor.sealed.receipt: shows the root anchored by " + found.submitter + ", the registry's record by " + record.submitter);
+    const state = anchor.sealed.state;
+    if (!state) return;
+    /* the record as of a later block the file carries: that block's state, as the chain has it */
+    let later;
+    try { later = uintOf(RLP.decode(hexToBytes(state.header))[8]); } catch (e) { later = null; }
+    if (later === null) throw new Verdict("tampered", "anchor.sealed.state.header: not a block header");
+    const laterBlock = await rpc(url, "eth_getBlockByNumber", ["0x" + later.toString(16), false]);
+    try {
+      await anchorSealed.stateRecord(state, laterBlock ? laterBlock.hash : "none", anchor, root, found.submitter, found.timestamp,
+        cfg.code_hash, keccak, RLP, "the chain's hash");
+    } catch (e) { throw e instanceof anchorSealed.SealedError ? new Verdict(e.status, e.message) : e; }
+  }
+  const uintOf = (bytes) => { if (!(bytes instanceof Uint8Array)) throw new Error("not bytes"); return bytes.reduce((n, x) => n * 256 + x, 0); };
 
   /* the relative path of a picked file: a folder's own name is not part of the tree */
   const relPath = (f) => (f.webkitRelativePath ? f.webkitRelativePath.split("/").slice(1).join("/") : f.name);
@@ -194,6 +239,12 @@
     } catch (e) { throw e instanceof anchorSealed.SealedError ? new Verdict(e.status, e.message) : e; }
     if (trusted.number !== null && trusted.number !== found.number)
       throw new Verdict("bad_input", "the hash typed in is for block " + trusted.number + "; the proof is sealed in block " + found.number);
+    const declared = fileRetraction(proof);
+    if (declared) /* the file's own word against it, which the anchoring block cannot confirm or deny */
+      throw new Verdict("retracted", "retracted by its own file (unverified): its annotations.retractions say root " + root +
+        " was retracted by its submitter" + (Number.isInteger(declared.block_number) ? " in block " + declared.block_number : "") +
+        (typeof declared.reason === "string" ? ': "' + declared.reason + '"' : "") +
+        "; offline, the anchoring block cannot show whether it was: verify it online");
     const links = (tree.symlinks && tree.symlinks.links) || [];
     const shown = proof.annotations && proof.annotations.milestones;
     return { status: links.length ? "files_verified_links_unchecked" : "verified", links, offline: true,
@@ -203,6 +254,21 @@
       registry: cfg.canonical_registry,
       trusted: "that block " + found.number + " of chain " + proof.anchor.chain_id + " is " + trusted.hash +
         ": check it once on any explorer or node (offline, a retraction written after that block cannot be seen)" };
+  }
+
+  /* the latest retraction of this anchor the file itself records, as anchor/readback/verifier.py
+     file_retraction reads it: an entry naming another chain or registry is another anchor's; anything
+     unreadable there still declares one */
+  function fileRetraction(proof) {
+    const entries = proof.annotations && proof.annotations.retractions;
+    if (entries === undefined || entries === null) return null;
+    if (!Array.isArray(entries)) return {};
+    for (const entry of entries.slice().reverse()) {
+      if (!entry || typeof entry !== "object" || Array.isArray(entry)) return {};
+      const chain = entry.chain_id === undefined ? Number(proof.anchor.chain_id) : entry.chain_id;
+      if (chain === Number(proof.anchor.chain_id) && same(String(entry.registry || proof.anchor.registry), proof.anchor.registry)) return entry;
+    }
+    return null;
   }
 
   /* the batch root a proof's manifest digest leads to, each statement on the way checked (step 4) */

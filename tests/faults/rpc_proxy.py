@@ -30,6 +30,7 @@ class FaultyProxy:
         self.fail_next = 0  # with mode ok: answer 503 to this many requests first
         self.faults = 0
         self.log_range_cap: int | None = None  # eth_getLogs spanning more blocks gets a JSON-RPC error
+        self.unsupported: set[str] = set()  # methods this node does not have (JSON-RPC -32601, as geth says it)
         self.throttle = 0.0  # this fraction of requests (seeded, reproducible) gets HTTP 429
         self.throttle_as = "http"  # or "jsonrpc": HTTP 200 with Infura's rate-limit error (code -32005)
         self.throttle_next = 0  # throttle this many (targeted) requests first, whatever `throttle` says
@@ -79,6 +80,11 @@ class FaultyProxy:
                     self.send_response(429)
                     self.send_header("Retry-After", "0")
                     self.end_headers()
+                    return
+                if method in proxy.unsupported:
+                    self._json({"jsonrpc": "2.0", "id": request_json.get("id"), "error": {
+                        "code": -32601, "message": f"the method {method} does not exist/is not available",
+                    }})  # fmt: skip
                     return
                 if method == "eth_getLogs" and proxy.log_range_cap is not None:
                     query = request_json["params"][0]
