@@ -86,6 +86,9 @@ class AnchoredHeads:
     """The longest anchored head: entries 0..length-1 are on chain."""
     block: int | None
     anchored_at: str | None
+    where: dict[str, Any] | None = None
+    """Where the longest head is recorded, for a reader to find it from a paper: {chain_id, chain,
+    registry, tx_hash, root, head, length} (the proof's own anchor, checked by the verdict above)."""
 
 
 def check_anchored_heads(ledger: AnyLedger, settings: Settings) -> AnchoredHeads:
@@ -97,7 +100,10 @@ def check_anchored_heads(ledger: AnyLedger, settings: Settings) -> AnchoredHeads
     from anchor.readback.verifier import leaned_on
 
     entries = ledger.rows()  # anchored heads count rows, traces included
+    from anchor.chain.presets import chain_name
+
     best: tuple[int, int | None, str | None] = (0, None, None)
+    where: dict[str, Any] | None = None
     proofs = sorted((ledger.workdir / "checkpoints").glob("*.anchor.json"))
     for path in proofs:
         proof = load_proof(path)
@@ -108,7 +114,10 @@ def check_anchored_heads(ledger: AnyLedger, settings: Settings) -> AnchoredHeads
         _hold(ledger.where, entries, length, head, verdict.anchored_block, f"anchored ({verdict.anchored_at})")
         if length > best[0]:
             best = (length, verdict.anchored_block, verdict.anchored_at)
-    return AnchoredHeads(len(proofs), *best)
+            where = {"chain_id": proof.anchor.chain_id, "chain": chain_name(proof.anchor.chain_id),
+                     "registry": proof.anchor.registry, "tx_hash": proof.anchor.tx_hash, "root": proof.batch.root,
+                     "head": head, "length": length}  # fmt: skip
+    return AnchoredHeads(len(proofs), *best, where=where)
 
 
 def _hold(where: str, entries: list[dict[str, Any]], length: int, head: str, block: int | None, said: str) -> None:

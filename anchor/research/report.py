@@ -62,12 +62,14 @@ def report_search(settings: Settings, work: Path, explicit: bool = True) -> Sear
         longest = heads if heads.length >= found.length else found
         # heads count rows (attempts and their traces); a trial is an attempt row among them
         data["anchored_trials"] = sum(1 for row in rows[: longest.length] if is_attempt(row))
+        data["anchored_at"] = heads.where if longest is heads else None
         lines.append(
             f"{len(entries)} trial{'' if len(entries) == 1 else 's'}, of which {data['anchored_trials']} anchored"
             + (f" up to block {longest.block} ({longest.anchored_at})" if longest.block is not None else "")
         )
     except ChainUnreachable:
         data["anchored_trials"] = None
+        data["anchored_at"] = None
         lines.append("anchored trials: not checked (the chain is out of reach)")
     return SearchReport(data, lines, terms)
 
@@ -98,6 +100,11 @@ def _final_numbers(
                 continue
             final = summary(record)
             final["anchored"] = state == "anchored"
+            if state == "anchored":  # where a reader finds it: the transaction its proof names
+                from anchor.proof.file import load_proof
+
+                proof = load_proof(path.with_name(path.name.removesuffix(".json") + ".anchor.json"))
+                final["record_anchor"] = {"tx_hash": proof.anchor.tx_hash, "root": proof.batch.root}
             lines.append(f"  {final_line(final)}" + ("" if state == "anchored" else " (not anchored yet)"))
         stats["final"] = final
         if stats["champion"] is None or terms is None:
@@ -110,7 +117,11 @@ def _final_numbers(
             honest = of_champion(terms, work, entry)
             where = "computed now from the champion's bound run dir"
         stats["uncertainty"] = {**honest, "from": where}
-        lines.append(f"  {stats['champion'][:12]}: " + describe(**honest) + f" ({where})")
+        seed = final["attempt_digest"] if final is not None and "attempt_digest" in final else None
+        if seed is None:
+            seed = [e for e in entries if e["researcher"] == who and e["kept"]][-1]["attempt_digest"]
+        words = describe(**honest, seed=seed, proportion=terms.is_proportion())
+        lines.append(f"  {stats['champion'][:12]}: {words} ({where})")
 
 
 def sparkline(values: list[Decimal | None]) -> str:

@@ -8,12 +8,14 @@ certain than it is, so the report and the champion record carry both, with where
   the search cannot shrink it); else the `examples` count in the same JSON object the metric was
   read from (an `evaluator:` line, the `jsonl:`/`json:` row), said to be counted by the evaluator
   (run by the harness) or reported by the attempt's own code (a claim of the code under measurement).
-- **The interval**: a percentile bootstrap (2,000 resamples, seeded by the champion's attempt digest,
-  so anyone re-running it gets the same bounds) over `per_example` results when that object gives
-  them, their count is `n` and their mean is the metric (else they are not used, and the caveat
-  says so); otherwise, for a metric between 0 and 1 with a known `n`, the Wilson score interval of a
-  binomial proportion (accuracy-like metrics: the share of examples right). A loss or a score
-  outside [0, 1] without per-example results gets no interval, in words.
+- **The interval**, fitted to what the figure is: a percentile bootstrap (2,000 resamples, seeded by
+  the champion's attempt digest, so anyone re-running it gets the same bounds; the seed is printed)
+  over `per_example` results when that object gives them, their count is `n` and their mean is the
+  metric (else they are not used, and the caveat says so); otherwise the Wilson score interval of a
+  binomial proportion, for a metric the contract declares a proportion (`metric_kind`, or a name that
+  says accuracy: `AttemptContract.is_proportion`) with a known `n`. Anything else (a macro-F1, an AUC,
+  a loss) without per-item results gets no interval over items, in words: the replications' bootstrap
+  (anchor.research.final) is then its run-to-run interval.
 
 Pure functions of their inputs: the champion record's `interval` is recomputed by decoders (Wilson)
 and by `research verify` from the bound run dir (bootstrap).
@@ -103,20 +105,22 @@ def _per_example(value: object) -> tuple[float, ...] | None:
     return tuple(float(v) for v in value)
 
 
-def interval(value: str, sample: Sample, seed: str) -> dict[str, str] | None:
-    """The champion's 95% interval as the record carries it ({method, level, low, high}), or None."""
+def interval(value: str, sample: Sample, seed: str, *, proportion: bool) -> dict[str, str] | None:
+    """The champion's 95% interval as the record carries it ({method, level, low, high}), or None.
+    `proportion`: whether the metric is a share of examples right (the only figure Wilson describes);
+    keyword-only and required, so no caller gets a binomial interval by default."""
     if sample.per_example is not None:
         low, high = bootstrap(sample.per_example, seed)
         return {"method": "bootstrap", "level": LEVEL, "low": low, "high": high}
     p = float(Decimal(value))
-    if sample.examples is not None and 0.0 <= p <= 1.0:
+    if proportion and sample.examples is not None and 0.0 <= p <= 1.0:
         low, high = wilson(p, sample.examples)
         return {"method": "wilson", "level": LEVEL, "low": low, "high": high}
     return None
 
 
 METHODS = {
-    "bootstrap": f"percentile bootstrap over per-example results, {RESAMPLES:,} resamples",
+    "bootstrap": f"percentile bootstrap over per-example results, {RESAMPLES:,} resamples",  # + n and seed
     "wilson": "Wilson score interval, binomial: the metric read as the share of examples right",
 }
 SOURCES = {
@@ -127,20 +131,33 @@ SOURCES = {
 
 
 def describe(
-    examples: int | None, examples_source: str | None, interval: dict[str, str] | None, caveat: str | None
+    examples: int | None,
+    examples_source: str | None,
+    interval: dict[str, str] | None,
+    caveat: str | None,
+    seed: str | None = None,
+    proportion: bool | None = None,
 ) -> str:
-    """One line: n and its source, the interval and its method, or what is missing, in words."""
+    """One line: n and its source, the interval and its method (a bootstrap's resamples and `seed`),
+    or what is missing, in words (`proportion` False: the metric is not a share, so it gets no Wilson)."""
     if examples is None:
         size = "sample size unknown (declare `eval_examples` in the contract, or have the evaluator print `examples`)"
     else:
         where = SOURCES.get(examples_source or "", "source unknown")
         size = f"n={examples} examples ({where}; one example = {1 / examples:.4g})"
-    if interval is None:
+    if interval is None and proportion is False:
+        why = ("no interval over items: the metric is not a proportion (a binomial interval does not describe it)"
+               " and no per-example results were kept to resample; the replications' bootstrap, where there are"
+               " replications, is its run-to-run interval")  # fmt: skip
+    elif interval is None:
         why = "no interval: " + (
             "the metric is not a share in [0, 1] and no per-example results were given"
             if examples is not None
             else "the sample size is unknown"
         )
+    elif interval["method"] == "bootstrap":
+        what = f"percentile bootstrap over {examples} per-example results, {RESAMPLES:,} resamples"
+        why = f"95% interval [{interval['low']}, {interval['high']}] ({what}" + (f", seed {seed})" if seed else ")")
     else:
         why = f"95% interval [{interval['low']}, {interval['high']}] ({METHODS[interval['method']]})"
     return f"{size}; {why}" + (f"; note: {caveat}" if caveat else "")
@@ -152,10 +169,11 @@ def of_champion(terms: AttemptContract, workdir: Path, entry: dict[str, Any]) ->
     from anchor.research.evidence import evidence_dir_of
 
     sample = read_sample(terms, evidence_dir_of(workdir, entry))
+    proportion = terms.is_proportion()
     return {
         "examples": sample.examples,
         "examples_source": sample.source,
-        "interval": interval(entry["metric"]["value"], sample, entry["attempt_digest"]),
+        "interval": interval(entry["metric"]["value"], sample, entry["attempt_digest"], proportion=proportion),
         "caveat": sample.caveat,
     }
 
@@ -171,7 +189,7 @@ def of_holdout(terms: AttemptContract, run_dir: Path, run: dict[str, Any]) -> di
     return {
         "holdout_examples": sample.examples,
         "holdout_examples_source": sample.source,
-        "holdout_interval": interval(run["metric"]["value"], sample, run["evidence"]),
+        "holdout_interval": interval(run["metric"]["value"], sample, run["evidence"], proportion=terms.is_proportion()),
         "holdout_caveat": sample.caveat,
     }
 
