@@ -58,7 +58,9 @@ def report_search(settings: Settings, work: Path, explicit: bool = True) -> Sear
     _final_numbers(work, terms, data, lines, entries)
     try:
         heads = check_anchored_heads(ledger, settings)
-        found = chain_heads(ledger, work, settings, [])  # the checkpoint records: no proof file needed
+        # the checkpoint records found by the contract digest need a live read: offline (a claim checked
+        # against a trusted block) the sealed checkpoint proofs alone count
+        found = heads if settings.offline else chain_heads(ledger, work, settings, [])
         longest = heads if heads.length >= found.length else found
         # heads count rows (attempts and their traces); a trial is an attempt row among them
         data["anchored_trials"] = sum(1 for row in rows[: longest.length] if is_attempt(row))

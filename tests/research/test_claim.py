@@ -1,0 +1,246 @@
+"""A research claim travels as one file: `research export` writes it from a search of examples/research,
+`research check` re-derives its report from it alone (with the chain stopped, in a network namespace
+with no interface, so no socket could be opened), and an editor who drops an attempt, edits a metric or
+swaps the champion, recomputing every hash they can, is refused by name."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import blake3
+import pytest
+
+from anchor.chain.node import rpc_call
+from anchor.errors import BadInput, ExitCode, Tampered
+from anchor.research.claim import check_claim
+from anchor.research.ledger import GENESIS, entry_digest
+from anchor.settings.session import Settings
+from tests.cli import ANCHOR_BIN
+from tests.conftest import ROOT, Chain
+from tests.research.helpers import make_repo
+
+pytestmark = pytest.mark.sandbox  # runs attempts as processes (bubblewrap)
+
+
+@dataclass(frozen=True)
+class Exported:
+    claim: Path
+    report: str
+    trusted: str
+    """N:HASH of the claim's last block, read from the chain while it ran (as a reader reads an explorer)."""
+
+
+def _export(chain: Chain, tmp_path: Path, name: str = "claim.anchor.tar") -> Exported:
+    chain.cli("deploy", check=True)
+    example = ROOT / "examples" / "research"
+    repo = make_repo(tmp_path / "repo", {n: (example / n).read_text() for n in ("train.py", "params.json", "data.csv")})
+    chain.cli("research", "run", "--repo", str(repo), "--contract", str(example / "contract.toml"),
+              "--max-attempts", "4", check=True)  # fmt: skip
+    report = chain.cli("research", "report", check=True).stdout
+    said = json.loads(chain.cli("--json", "research", "export", "-o", str(tmp_path / name), check=True).stdout)
+    block = rpc_call(chain.node.rpc_url, "eth_getBlockByNumber", [hex(said["trust_block"]), False])
+    assert isinstance(block, dict)
+    return Exported(tmp_path / name, report, f"{said['trust_block']}:{block['hash']}")
+
+
+def _offline_check(claim: Path, *args: str, data: Path) -> subprocess.CompletedProcess[str]:
+    """`anchor research check --offline` in a network namespace of its own with no interface up: a socket
+    to the chain (stopped anyway) or anywhere else would fail, so passing proves none was opened."""
+    env = {"PATH": "/usr/bin:/bin", "ANCHOR_DATA_DIR": str(data), "HOME": str(data)}
+    env.update({k: v for k, v in os.environ.items() if k == "PYTHONPATH"})
+    return subprocess.run(["unshare", "--net", str(ANCHOR_BIN), "research", "check", str(claim), "--offline", *args],
+                          env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+
+
+def test_an_exported_claim_reproduces_the_online_report_offline_with_no_socket(
+    fresh_chain: Chain, tmp_path: Path
+) -> None:
+    done = _export(fresh_chain, tmp_path)
+    online = fresh_chain.cli("research", "check", str(done.claim), check=True).stdout
+    assert online.startswith(done.report)  # online, the same report, re-derived from the claim and the chain
+    fresh_chain.node.down()
+    said = _offline_check(done.claim, "--trusted-block", done.trusted, data=tmp_path / "nowhere")
+    assert said.returncode == ExitCode.OK, said.stderr
+    assert said.stdout.startswith(done.report)  # the online report, byte for byte
+    assert "(offline, no socket opened)" in said.stdout and "champion of r0: " in said.stdout
+    trials = [line for line in done.report.splitlines() if "anchored up to block" in line]
+    assert trials and trials[0] in said.stdout  # the trial count, as anchored, re-derived from the sealed heads
+    # the trust root is the reader's: without it, the hint says where to get the hash and prints none of ours
+    block_hash = done.trusted.split(":")[1]
+    missing = _offline_check(done.claim, data=tmp_path / "nowhere")
+    assert missing.returncode == ExitCode.BAD_INPUT and block_hash not in missing.stderr + missing.stdout
+    assert "cast block" in missing.stderr
+    wrong = _offline_check(done.claim, "--trusted-block", done.trusted[:-1] + "0", data=tmp_path / "nowhere")
+    if done.trusted.endswith("0"):
+        wrong = _offline_check(done.claim, "--trusted-block", done.trusted[:-1] + "1", data=tmp_path / "nowhere")
+    assert wrong.returncode == ExitCode.TAMPERED and "headers.json: block" in wrong.stderr
+    assert _offline_check(done.claim, "--trusted-block", "5:0xzz", data=tmp_path / "n").returncode == 2
+
+
+# -- an editor with the claim in hand, recomputing every hash they can --------------------------------------
+
+
+def _rows(root: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (root / "ledger.jsonl").read_text().splitlines()]
+
+
+def _rewrite(root: Path, rows: list[dict[str, Any]]) -> None:
+    """The ledger rewritten with its hash chain recomputed, the attempt files rebuilt to match, and the
+    claim's index re-hashed: everything an editor without the chain can make consistent."""
+    from anchor.research.anchoring import attempt_of
+    from anchor.research.ledger import is_attempt
+
+    prev, out = GENESIS, []
+    for seq, row in enumerate(rows):
+        fields = {k: v for k, v in row.items() if k not in ("seq", "prev", "digest")}
+        entry = {**fields, "seq": seq, "prev": prev}
+        if is_attempt(entry) and "attempt_digest" in entry:
+            if "metric" in entry:
+                from anchor.manifest.attempt import Metric
+
+                entry["metric_hash"] = Metric.model_validate(entry["metric"]).hash().hex()
+            entry["attempt_digest"] = ""
+            entry["attempt_digest"] = _attempt_digest(entry)
+        entry["digest"] = entry_digest(entry)
+        prev = entry["digest"]
+        out.append(entry)
+    (root / "ledger.jsonl").write_text("".join(json.dumps(e, sort_keys=True, separators=(",", ":")) + "\n"
+                                               for e in out))  # fmt: skip
+    shutil.rmtree(root / "attempts")
+    (root / "attempts").mkdir()
+    for entry in out:
+        if is_attempt(entry):
+            (root / "attempts" / f"{entry['seq']:08d}.json").write_text(
+                json.dumps(attempt_of(entry).identity(), sort_keys=True) + "\n"
+            )
+    _reindex(root)
+
+
+def _attempt_digest(entry: dict[str, Any]) -> str:
+    from anchor.manifest.attempt import AttemptManifest
+    from anchor.research.anchoring import ATTEMPT_FIELDS_V5
+
+    return AttemptManifest.model_validate({k: entry[k] for k in ATTEMPT_FIELDS_V5 if k in entry}).digest.hex()
+
+
+def _reindex(root: Path) -> None:
+    index = json.loads((root / "claim.json").read_text())
+    index["files"] = {p.relative_to(root).as_posix(): blake3.blake3(p.read_bytes()).hexdigest()
+                      for p in sorted(root.rglob("*")) if p.is_file() and p.name != "claim.json"}  # fmt: skip
+    (root / "claim.json").write_text(json.dumps(index, sort_keys=True, indent=1) + "\n")
+
+
+@pytest.fixture
+def claim_dir(fresh_chain: Chain, tmp_path: Path) -> tuple[Path, Settings, str]:
+    """A claim exported as a directory, the chain stopped, and settings trusting its last block."""
+    done = _export(fresh_chain, tmp_path, "claim")
+    fresh_chain.node.down()
+    return done.claim, Settings(data_dir=tmp_path / "nowhere", local_port=1), done.trusted
+
+
+def _refused(claim: Path, settings: Settings, trusted: str) -> str:
+    with pytest.raises(Tampered) as refused:
+        check_claim(settings, claim, offline=True, trusted_block=[trusted])
+    return refused.value.message
+
+
+def test_dropping_an_attempt_from_the_claim_is_refused_naming_the_seq(claim_dir: Any) -> None:
+    claim, settings, trusted = claim_dir
+    assert check_claim(settings, claim, offline=True, trusted_block=[trusted]).trials == 4  # the baseline and 3
+    rows = _rows(claim)
+    loser = next(r for r in rows if r.get("kept") is False and r.get("status") == "completed")
+    trace = next(r for r in rows if r.get("event") == "started" and r["commit"] == loser["commit"])
+    _rewrite(claim, [r for r in rows if r not in (loser, trace)])
+    said = _refused(claim, settings, trusted)
+    assert "seq" in said and ("missing" in said or "removed, reordered or rewritten" in said)
+
+
+def test_editing_one_metric_is_refused_wherever_it_is_edited(claim_dir: Any) -> None:
+    claim, settings, trusted = claim_dir
+    pristine = claim.with_name("pristine")
+    shutil.copytree(claim, pristine)
+    # in the attempt's manifest alone (the index re-hashed): the ledger entry rebuilds another one
+    name = sorted((claim / "attempts").glob("*.json"))[1]
+    manifest = json.loads(name.read_text())
+    manifest["metric"]["value"] = "0.99"
+    name.write_text(json.dumps(manifest, sort_keys=True) + "\n")
+    _reindex(claim)
+    assert f"attempts/{name.name}: metric differ" in _refused(claim, settings, trusted)
+    # in the ledger, its hash chain and every attempt file recomputed: the anchored heads disagree
+    shutil.rmtree(claim)
+    shutil.copytree(pristine, claim)
+    rows = _rows(claim)
+    edited = next(r for r in rows if r.get("kept") is False and "metric" in r)
+    edited["metric"]["value"] = "0.99"
+    _rewrite(claim, rows)
+    assert "seq" in _refused(claim, settings, trusted)
+    # in the report, by a figure alone: named by its line
+    shutil.rmtree(claim)
+    shutil.copytree(pristine, claim)
+    text = (claim / "report.txt").read_text()
+    champion_line = next(line for line in text.splitlines() if "champion " in line and "val_accuracy=" in line)
+    (claim / "report.txt").write_text(
+        text.replace(champion_line, champion_line.replace("val_accuracy=0.", "val_accuracy=1."))
+    )
+    _reindex(claim)
+    assert "report.txt line" in _refused(claim, settings, trusted)
+    # without re-hashing the index, the edited file is named at once
+    (claim / "report.txt").write_text(text + "x\n")
+    assert "report.txt: edited" in _refused(claim, settings, trusted)
+
+
+def test_swapping_the_champion_is_refused_naming_what(claim_dir: Any) -> None:
+    claim, settings, trusted = claim_dir
+    pristine = claim.with_name("pristine")
+    shutil.copytree(claim, pristine)
+    # another attempt marked kept, last: the ledger's champion changes, its chain recomputed
+    rows = _rows(claim)
+    loser = [r for r in rows if r.get("kept") is False and r.get("status") == "completed"][-1]
+    loser["kept"] = True
+    _rewrite(claim, rows)
+    assert "seq" in _refused(claim, settings, trusted)
+    # the champion record rewritten to name another commit: not what its sealed proof anchored
+    shutil.rmtree(claim)
+    shutil.copytree(pristine, claim)
+    record = next(p for p in claim.glob("runs/r0/champion-*.json") if not p.name.endswith(".anchor.json"))
+    body = json.loads(record.read_text())
+    body["manifest"]["commit"] = loser["commit"]
+    record.write_text(json.dumps(body, sort_keys=True, indent=1))
+    _reindex(claim)
+    said = _refused(claim, settings, trusted)
+    assert "runs/r0/champion-" in said and "edited" in said
+    # a sealed checkpoint's header edited: refused by the sealed check, naming the field
+    shutil.rmtree(claim)
+    shutil.copytree(pristine, claim)
+    checkpoint = sorted((claim / "checkpoints").glob("*.anchor.json"))[-1]
+    proof = json.loads(checkpoint.read_text())
+    header = proof["anchor"]["sealed"]["header"]
+    proof["anchor"]["sealed"]["header"] = header[:100] + ("0" if header[100] != "0" else "1") + header[101:]
+    checkpoint.write_text(json.dumps(proof, indent=1))
+    _reindex(claim)
+    assert f"checkpoints/{checkpoint.name}: sealed.header: hashes to" in _refused(claim, settings, trusted)
+
+
+def test_a_claim_is_never_written_over_anything_and_a_tar_with_a_link_is_refused(tmp_path: Path) -> None:
+    from anchor.research.claim import export_claim
+
+    taken = tmp_path / "claim.anchor.tar"
+    taken.write_text("mine")
+    settings = Settings(data_dir=tmp_path / "d", local_port=1)
+    with pytest.raises(BadInput, match="already exists"):
+        export_claim(settings, tmp_path, taken)
+    assert taken.read_text() == "mine"
+    bad = tmp_path / "linked.tar"
+    with tarfile.open(bad, "w") as tar:
+        link = tarfile.TarInfo("ledger.jsonl")
+        link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
+        tar.addfile(link)
+    with pytest.raises(Tampered, match="ledger.jsonl is neither a file nor a directory"):
+        check_claim(settings, bad, offline=True, trusted_block=["1:0x" + "00" * 32])
