@@ -377,9 +377,10 @@ def check(
     verdict = check_claim(ctx.find_root().obj["settings"], claim, offline=offline, trusted_block=trusted_block or ())
     lines = [*verdict.lines, "", f"OK: {claim}: the report above is re-derived from the claim alone"
              + (" (offline, no socket opened)" if verdict.offline else "")]  # fmt: skip
-    lines.append(f"  {verdict.trials} trials in {verdict.rows} ledger rows, all under {verdict.checkpoints} anchored"
-                 f" checkpoints; {verdict.attempts_checked} attempt manifests and {verdict.records_checked}"
-                 " champion records checked")  # fmt: skip
+    lines.append(f"  {verdict.trials} trials in {verdict.rows} ledger rows, all under"
+                 f" {count(verdict.checkpoints, 'anchored checkpoint')};"
+                 f" {count(verdict.attempts_checked, 'attempt manifest')} and"
+                 f" {count(verdict.records_checked, 'champion record')} checked")  # fmt: skip
     for who, commit in verdict.champions.items():
         chain = " -> ".join(c[:12] for c in verdict.lineage[who])
         lines.append(f"  champion of {who}: {commit[:12]}, lineage {chain}")

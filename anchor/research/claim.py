@@ -257,25 +257,32 @@ def _tar(root: Path, out: Path) -> None:
 
 
 def check_claim(
-    settings: Settings, claim: Path, *, offline: bool = False, trusted_block: Sequence[str] = ()
+    settings: Settings,
+    claim: Path,
+    *,
+    offline: bool = False,
+    trusted_block: Sequence[str] = (),
+    name: str | None = None,
 ) -> ClaimVerdict:
     """Re-derive the claim at `claim` (a directory or a `.tar` file): see the module docstring. Offline,
-    `trusted_block` (`N:HASH`, the claim's last header or a later one of its headers) is the whole trust
-    root and no socket is opened; online, every proof is read back from the chain `settings` names."""
-    with _opened(claim) as root:
+    `trusted_block` (`N:HASH`, the claim's last header, or an earlier one of its headers) is the whole
+    trust root and no socket is opened; online, every proof is read back from the chain `settings`
+    names. `name`: what a refusal calls the claim (the API's "claim", never a path of the server's)."""
+    with _opened(claim, name or str(claim)) as root:
         try:
             return _check(settings, root, offline, trusted_block)
         except AnchorError as exc:  # name the claim's parts, never a scratch directory of ours
-            raise _renamed(exc, root, claim) from None
+            raise _renamed(exc, root, name or str(claim)) from None
 
 
-def _renamed(exc: AnchorError, root: Path, claim: Path) -> AnchorError:
-    said = exc.message.replace(str(root) + "/", f"{claim}: ").replace(str(root), str(claim))
-    detail = {k: (v.replace(str(root) + "/", "") if isinstance(v, str) else v) for k, v in exc.detail.items()}
+def _renamed(exc: AnchorError, root: Path, claim: str) -> AnchorError:
+    said = exc.message.replace(str(root) + "/", f"{claim}: ").replace(str(root), claim)
+    detail = {k: (v.replace(str(root) + "/", "").replace(str(root), claim) if isinstance(v, str) else v)
+              for k, v in exc.detail.items()}  # fmt: skip
     return type(exc)(said, detail=detail)
 
 
-def _opened(claim: Path) -> Any:
+def _opened(claim: Path, label: str) -> Any:
     """The claim as a directory: itself, or a tar extracted (regular files and directories only) into a
     scratch directory removed afterwards."""
     from contextlib import contextmanager
@@ -286,20 +293,20 @@ def _opened(claim: Path) -> Any:
             yield claim.resolve()
             return
         if not claim.is_file():
-            raise BadInput(f"{claim}: no such claim (a directory or a .tar that `anchor research export` wrote)",
-                           detail={"field": "claim", "file": str(claim)})  # fmt: skip
+            raise BadInput(f"{label}: no such claim (a directory or a .tar that `anchor research export` wrote)",
+                           detail={"field": "claim", "file": label})  # fmt: skip
         with tempfile.TemporaryDirectory(prefix="anchor-claim-") as scratch:
             try:
                 with tarfile.open(claim, "r:") as tar:
                     members = tar.getmembers()
                     odd = [m.name for m in members if not (m.isfile() or m.isdir())]
                     if odd:
-                        raise Tampered(f"{claim}: {odd[0]} is neither a file nor a directory",
+                        raise Tampered(f"{label}: {odd[0]} is neither a file nor a directory",
                                        detail={"field": "claim", "file": odd[0]})  # fmt: skip
                     tar.extractall(scratch, filter="data")
             except (tarfile.TarError, OSError) as exc:
-                raise BadInput(f"{claim}: not a claim tar ({type(exc).__name__}: {exc})",
-                               detail={"field": "claim", "file": str(claim)}) from None  # fmt: skip
+                raise BadInput(f"{label}: not a claim tar ({type(exc).__name__}: {exc})",
+                               detail={"field": "claim", "file": label}) from None  # fmt: skip
             yield Path(scratch).resolve()
 
     return opened()
@@ -461,7 +468,8 @@ def _attempts_hold(root: Path, rows: list[dict[str, Any]]) -> int:
         built = attempt_of(wanted[name]).identity()
         if said != json.loads(json.dumps(built)):
             differ = sorted(k for k in set(said) | set(built) if said.get(k) != built.get(k))
-            raise Tampered(f"attempts/{name}: {', '.join(differ)} differ from ledger seq {wanted[name]['seq']}",
+            verb = "differs" if len(differ) == 1 else "differ"
+            raise Tampered(f"attempts/{name}: {', '.join(differ)} {verb} from ledger seq {wanted[name]['seq']}",
                            detail={"file": f"attempts/{name}", "fields": differ})  # fmt: skip
     return len(wanted)
 

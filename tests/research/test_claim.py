@@ -10,44 +10,21 @@ import os
 import shutil
 import subprocess
 import tarfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import blake3
 import pytest
 
-from anchor.chain.node import rpc_call
 from anchor.errors import BadInput, ExitCode, Tampered
 from anchor.research.claim import check_claim
 from anchor.research.ledger import GENESIS, entry_digest
 from anchor.settings.session import Settings
 from tests.cli import ANCHOR_BIN
-from tests.conftest import ROOT, Chain
-from tests.research.helpers import make_repo
+from tests.conftest import Chain
+from tests.research.helpers import export_example_claim as _export
 
 pytestmark = pytest.mark.sandbox  # runs attempts as processes (bubblewrap)
-
-
-@dataclass(frozen=True)
-class Exported:
-    claim: Path
-    report: str
-    trusted: str
-    """N:HASH of the claim's last block, read from the chain while it ran (as a reader reads an explorer)."""
-
-
-def _export(chain: Chain, tmp_path: Path, name: str = "claim.anchor.tar") -> Exported:
-    chain.cli("deploy", check=True)
-    example = ROOT / "examples" / "research"
-    repo = make_repo(tmp_path / "repo", {n: (example / n).read_text() for n in ("train.py", "params.json", "data.csv")})
-    chain.cli("research", "run", "--repo", str(repo), "--contract", str(example / "contract.toml"),
-              "--max-attempts", "4", check=True)  # fmt: skip
-    report = chain.cli("research", "report", check=True).stdout
-    said = json.loads(chain.cli("--json", "research", "export", "-o", str(tmp_path / name), check=True).stdout)
-    block = rpc_call(chain.node.rpc_url, "eth_getBlockByNumber", [hex(said["trust_block"]), False])
-    assert isinstance(block, dict)
-    return Exported(tmp_path / name, report, f"{said['trust_block']}:{block['hash']}")
 
 
 def _offline_check(claim: Path, *args: str, data: Path) -> subprocess.CompletedProcess[str]:
@@ -172,7 +149,7 @@ def test_editing_one_metric_is_refused_wherever_it_is_edited(claim_dir: Any) -> 
     manifest["metric"]["value"] = "0.99"
     name.write_text(json.dumps(manifest, sort_keys=True) + "\n")
     _reindex(claim)
-    assert f"attempts/{name.name}: metric differ" in _refused(claim, settings, trusted)
+    assert f"attempts/{name.name}: metric differs from ledger seq" in _refused(claim, settings, trusted)
     # in the ledger, its hash chain and every attempt file recomputed: the anchored heads disagree
     shutil.rmtree(claim)
     shutil.copytree(pristine, claim)
@@ -244,3 +221,18 @@ def test_a_claim_is_never_written_over_anything_and_a_tar_with_a_link_is_refused
         tar.addfile(link)
     with pytest.raises(Tampered, match="ledger.jsonl is neither a file nor a directory"):
         check_claim(settings, bad, offline=True, trusted_block=["1:0x" + "00" * 32])
+
+
+def test_the_rest_door_refuses_what_is_no_claim_naming_the_upload_never_a_server_path(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from api.app import create_app
+
+    settings = Settings(data_dir=tmp_path / "d", local_port=1)
+    with TestClient(create_app(settings)) as client:
+        junk = client.post("/v1/verify/claim", files={"claim": ("c.tar", b"not a tar at all")})
+        assert junk.status_code == 422 and junk.json()["message"].startswith("claim: not a claim tar")
+        assert "/tmp" not in junk.text
+        alone = client.post("/v1/verify/claim", params={"trusted_block": "1:0x" + "00" * 32},
+                            files={"claim": ("c.tar", b"")})  # fmt: skip
+        assert alone.status_code == 422 and "offline" in alone.text
