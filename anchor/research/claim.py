@@ -9,7 +9,8 @@ paper ships. A claim holds what those figures rest on, and nothing that must be 
 - `checkpoints/*.anchor.json`, every anchored ledger head, sealed (anchor.sealing: header, receipt and
   receipt-trie proof), so the heads are checked against a block hash the reader trusts;
 - `runs/<researcher>/champion-*.json` and their sealed proofs: the champion records (replications,
-  holdout), and the champion's bound run dir where a report reads it;
+  holdout), with the champion's bound run dir and every record's final runs, re-hashed against the
+  evidence the ledger and the record bind;
 - `attempts/<seq>.json`, every attempt's manifest as the ledger entry rebuilds it;
 - `headers.json`, every block header from the first sealed block to the last, each the parent of the
   next: trusting the last block's hash (`--trusted-block N:HASH`) vouches for every earlier one;
@@ -140,24 +141,31 @@ def export_claim(settings: Settings, work: Path, out: Path, explicit: bool = Tru
 
 
 def _copy_champions(work: Path, root: Path, data: dict[str, Any]) -> None:
-    """Each researcher's champion records with their proofs, and the champion's bound run dir where the
-    report computes its n and interval from it (a record before version 2, or no record)."""
-    for who, stats in data["researchers"].items():
-        mine = root / "runs" / who
-        mine.mkdir(parents=True, exist_ok=True)
-        for record in sorted((work / "runs" / who).glob("champion-*.json")):
-            shutil.copy2(record, mine / record.name)
-        computed = str((stats.get("uncertainty") or {}).get("from", "")).startswith("computed")
-        if stats.get("champion") is not None and computed:
-            from anchor.research.evidence import run_dir_of
+    """Each researcher's champion records with their proofs, the champion's bound run dir and every
+    record's final runs (replications, holdout): what the champion's n, interval, replications and
+    holdout are re-derived from, each re-hashed against the evidence the ledger or the record binds."""
+    from anchor.research.evidence import listing_path, run_dir_of
+    from anchor.research.final import final_runs_dir, record_state
 
+    def copy(source: Path) -> None:
+        target = root / source.relative_to(work)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_dir():
+            shutil.copytree(source, target, symlinks=True)
+        elif source.is_file():
+            shutil.copy2(source, target)
+
+    for who, stats in data["researchers"].items():
+        (root / "runs" / who).mkdir(parents=True, exist_ok=True)
+        for record in sorted((work / "runs" / who).glob("champion-*.json")):
+            copy(record)
+            if not record.name.endswith(".anchor.json") and record.stem.rsplit("-", 1)[-1].isdigit():
+                manifest, _ = record_state(record)
+                copy(final_runs_dir(work, who, manifest.commit, manifest.trials))
+        if stats.get("champion") is not None:
             run = run_dir_of(work, who, stats["champion"])
-            for source in (run, run.with_name(run.name + ".evidence.json")):
-                target = mine / source.name
-                if source.is_dir():
-                    shutil.copytree(source, target, symlinks=True)
-                elif source.is_file():
-                    shutil.copy2(source, target)
+            copy(run)
+            copy(listing_path(run))
 
 
 def _write_attempts(root: Path, rows: list[dict[str, Any]]) -> None:
@@ -339,6 +347,7 @@ def _check(settings: Settings, root: Path, offline: bool, trusted_block: Sequenc
     attempts = _attempts_hold(root, rows)
     champions, lineage = _champions(rows)
     records = _records_hold(root, rows, champions, settings)
+    _champion_runs_hold(root, rows, champions)
     report = report_search(settings, root)
     exported = (root / "report.txt").read_text(encoding="utf-8").splitlines()
     for number, (said, derived) in enumerate(zip(exported, report.lines, strict=False), start=1):
@@ -493,6 +502,25 @@ def _champions(rows: list[dict[str, Any]]) -> tuple[dict[str, str], dict[str, li
             node = by_commit.get(node["parent"])
         champions[who], lineage[who] = kept[-1]["commit"], list(reversed(chain))
     return champions, lineage
+
+
+def _champion_runs_hold(root: Path, rows: list[dict[str, Any]], champions: dict[str, str]) -> None:
+    """Each champion's bound run dir re-hashes to the evidence its ledger entry binds (its metric re-read),
+    then every champion record's final runs, n, interval and team count are recomputed from the claim as
+    `research verify` recomputes them from a work dir (`champion_records_hold`)."""
+    from anchor.research.contract import load_pinned
+    from anchor.research.evidence import check, evidence_dir_of
+    from anchor.research.ledger import is_attempt
+    from anchor.research.verdict import champion_records_hold
+
+    entries = [r for r in rows if is_attempt(r)]
+    terms = load_pinned(root, rows)
+    for who, commit in champions.items():
+        entry = [e for e in entries if e["researcher"] == who and e["kept"]][-1]
+        if terms is not None and "evidence" in entry:
+            what = f"the champion of {who} ({commit[:12]})"
+            check(entry, evidence_dir_of(root, entry), terms.metric_source, what=what)
+    champion_records_hold(root, entries, entries)
 
 
 def _records_hold(root: Path, rows: list[dict[str, Any]], champions: dict[str, str], settings: Settings) -> int:

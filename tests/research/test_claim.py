@@ -236,3 +236,23 @@ def test_the_rest_door_refuses_what_is_no_claim_naming_the_upload_never_a_server
         alone = client.post("/v1/verify/claim", params={"trusted_block": "1:0x" + "00" * 32},
                             files={"claim": ("c.tar", b"")})  # fmt: skip
         assert alone.status_code == 422 and "offline" in alone.text
+
+
+def test_an_edited_replication_or_champion_run_file_in_the_claim_is_named(claim_dir: Any) -> None:
+    """The replications, the holdout and the champion's own measurement are re-read from the run dirs
+    the claim carries, each re-hashed against the evidence the record or the ledger binds."""
+    claim, settings, trusted = claim_dir
+    pristine = claim.with_name("pristine")
+    shutil.copytree(claim, pristine)
+    replication = next(claim.glob("runs/r0/*.final-*/replication-0/metrics.jsonl"))
+    replication.write_text(replication.read_text().replace("0.", "0.9", 1))
+    _reindex(claim)
+    said = _refused(claim, settings, trusted)
+    assert "replication-0 of champion" in said and "metrics.jsonl" in said
+    shutil.rmtree(claim)
+    shutil.copytree(pristine, claim)
+    record = next(claim.glob("runs/r0/champion-*.anchor.json"))  # champion-<commit12>-<trials>.anchor.json
+    champion = claim / "runs" / "r0" / record.name.split("-")[1]
+    (champion / "stdout.log").write_text("rewritten\n")
+    _reindex(claim)
+    assert "the champion of r0" in _refused(claim, settings, trusted)
