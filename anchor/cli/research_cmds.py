@@ -383,7 +383,8 @@ def check(
                  f" {count(verdict.records_checked, 'champion record')} checked")  # fmt: skip
     for who, commit in verdict.champions.items():
         chain = " -> ".join(c[:12] for c in verdict.lineage[who])
-        lines.append(f"  champion of {who}: {commit[:12]}, lineage {chain}")
+        by = ", ".join(verdict.lineage_by.get(who, [])) or "nobody"
+        lines.append(f"  champion of {who}: {commit[:12]}, lineage {chain} (sealed lineage records by {by})")
     lines.append(f"  trusted: {verdict.trusted}")
     emit(ctx, json, verdict.to_json(), lines)
 

@@ -12,6 +12,8 @@ paper ships. A claim holds what those figures rest on, and nothing that must be 
   holdout), with the champion's bound run dir and every record's final runs, re-hashed against the
   evidence the ledger and the record bind;
 - `attempts/<seq>.json`, every attempt's manifest as the ledger entry rebuilds it;
+- `lineage/<commit>.json`, each kept commit of a champion's lineage: its `LineageAnchored` record with
+  the transaction's receipt sealed as a batch root's is;
 - `headers.json`, every block header from the first sealed block to the last, each the parent of the
   next: trusting the last block's hash (`--trusted-block N:HASH`) vouches for every earlier one;
 - `report.txt` and `report.json`, the report as `research report` printed it when exported;
@@ -77,6 +79,8 @@ class ClaimVerdict:
     """researcher -> champion commit."""
     lineage: dict[str, list[str]]
     """researcher -> the champion's lineage, baseline first (kept commits)."""
+    lineage_by: dict[str, list[str]]
+    """researcher -> the addresses whose sealed lineage records (checked) hold that lineage."""
     attempts_checked: int
     records_checked: int
     offline: bool
@@ -87,6 +91,7 @@ class ClaimVerdict:
         return {
             "report": self.data, "trials": self.trials, "rows": self.rows, "anchored_rows": self.anchored_rows,
             "checkpoints": self.checkpoints, "champions": self.champions, "lineage": self.lineage,
+            "lineage_by": self.lineage_by,
             "attempts_checked": self.attempts_checked, "records_checked": self.records_checked,
             "offline": self.offline, "trusted": self.trusted,
         }  # fmt: skip
@@ -129,6 +134,7 @@ def export_claim(settings: Settings, work: Path, out: Path, explicit: bool = Tru
         _copy_champions(work, root, report.data)
         _write_attempts(root, rows)
         sealed, chain_id, blocks = _seal_all(settings, root)
+        blocks += _seal_lineage(settings, root, rows)
         _write_headers(settings, root, chain_id, blocks)
         (root / "report.txt").write_text("\n".join(report.lines) + "\n", encoding="utf-8")
         (root / "report.json").write_text(json.dumps(report.data, sort_keys=True, indent=1) + "\n", encoding="utf-8")
@@ -203,6 +209,51 @@ def _seal_all(settings: Settings, root: Path) -> tuple[int, int, list[int]]:
         raise BadInput(f"a claim rests on one chain; this search's proofs are on {sorted(chains) or 'none'}",
                        detail={"field": "chain_id"})  # fmt: skip
     return count, chains.pop(), blocks
+
+
+def _seal_lineage(settings: Settings, root: Path, rows: list[dict[str, Any]]) -> list[int]:
+    """Each champion's lineage records (one per kept commit of its lineage) as the chain holds them,
+    sealed as batch roots are (header, receipt, receipt-trie proof: anchor.sealing.make.seal_anchor), in
+    `lineage/<commit>.json`; returns their blocks. The record taken is the earliest whose fields are the
+    ledger's (anyone may anchor a record of a public commit; the check names whose it is)."""
+    import dataclasses as dc
+
+    from anchor.chain.abi import checksum_address
+    from anchor.chain.open import open_chain, open_registry
+    from anchor.manifest.onchain import commit_key
+    from anchor.proof.file import load_proof
+    from anchor.sealing.make import seal_anchor
+
+    champions, lineage = _champions(rows)
+    if not champions:
+        return []
+    handle = open_chain(settings)
+    registry = open_registry(settings, handle)
+    like = load_proof(sorted((root / "checkpoints").glob("*.anchor.json"))[-1]).anchor
+    (root / "lineage").mkdir()
+    blocks = []
+    for who in sorted(champions):
+        kept = {r["commit"]: r for r in rows if r.get("researcher") == who and r.get("kept")}
+        for commit in lineage[who]:
+            entry = kept[commit]
+            parent = "0x" + commit_key(entry["parent"]).hex()
+            wanted = (parent, "0x" + entry["diff_blake3"], "0x" + entry["metric_hash"])
+            records = registry.lineages(commit_key(commit))
+            found = [r for r in records if (r.parent, r.diff_hash, r.metric_hash) == wanted]
+            if not found:
+                raise BadInput(f"the lineage record of {commit[:12]} ({who}) is not on chain yet: run `anchor research"
+                               " run` again to anchor it, then export", detail={"commit": commit})  # fmt: skip
+            record = min(found, key=lambda r: r.block_number)
+            anchor = dc.replace(like, tx_hash=record.tx_hash, block_number=record.block_number, sealed=None)
+            sealed, _ = seal_anchor(handle.rpc, anchor)
+            body = {"chain_id": anchor.chain_id, "registry": anchor.registry, "commit": commit,
+                    "researcher": checksum_address(record.researcher), "parent": record.parent,
+                    "diff_hash": record.diff_hash, "metric_hash": record.metric_hash, "kept": record.kept,
+                    "timestamp": record.timestamp, "tx_hash": record.tx_hash, "block_number": record.block_number,
+                    "sealed": dc.asdict(sealed)}  # fmt: skip
+            (root / "lineage" / f"{commit}.json").write_text(json.dumps(body, sort_keys=True, indent=1) + "\n")
+            blocks.append(record.block_number)
+    return blocks
 
 
 def _write_headers(settings: Settings, root: Path, chain_id: int, blocks: list[int]) -> None:
@@ -348,6 +399,7 @@ def _check(settings: Settings, root: Path, offline: bool, trusted_block: Sequenc
     champions, lineage = _champions(rows)
     records = _records_hold(root, rows, champions, settings)
     _champion_runs_hold(root, rows, champions)
+    writers = _lineage_holds(root, rows, lineage, settings)
     report = report_search(settings, root)
     exported = (root / "report.txt").read_text(encoding="utf-8").splitlines()
     for number, (said, derived) in enumerate(zip(exported, report.lines, strict=False), start=1):
@@ -365,7 +417,7 @@ def _check(settings: Settings, root: Path, offline: bool, trusted_block: Sequenc
     return ClaimVerdict(
         lines=report.lines, data=report.data, trials=sum(1 for r in rows if is_attempt(r)), rows=len(rows),
         anchored_rows=heads.length, checkpoints=heads.checkpoints, champions=champions, lineage=lineage,
-        attempts_checked=attempts, records_checked=records, offline=offline, trusted=trusted,
+        lineage_by=writers, attempts_checked=attempts, records_checked=records, offline=offline, trusted=trusted,
     )  # fmt: skip
 
 
@@ -502,6 +554,114 @@ def _champions(rows: list[dict[str, Any]]) -> tuple[dict[str, str], dict[str, li
             node = by_commit.get(node["parent"])
         champions[who], lineage[who] = kept[-1]["commit"], list(reversed(chain))
     return champions, lineage
+
+
+LINEAGE_FIELDS = ("researcher", "commit", "parent", "diff_hash", "metric_hash", "kept", "timestamp")
+
+
+def _lineage_holds(
+    root: Path, rows: list[dict[str, Any]], lineage: dict[str, list[str]], settings: Settings
+) -> dict[str, list[str]]:
+    """Every kept commit of each champion's lineage has its sealed lineage record in the claim, holding
+    the ledger's fields (parent, diff, metric hash, kept), and the record is on chain: offline, in a
+    receipt of a block the trusted one vouches for, emitted by the canonical registry; online, read back.
+    Returns researcher -> the addresses that wrote its records."""
+    from anchor.manifest.onchain import commit_key
+
+    present = {p.name for p in (root / "lineage").glob("*")} if (root / "lineage").is_dir() else set()
+    wanted = {f"{c}.json": who for who, commits in lineage.items() for c in commits}
+    for name in sorted(set(wanted) | present):
+        if name not in present:
+            raise Tampered(f"lineage/{name}: missing (a kept commit of {wanted[name]}'s champion)",
+                           detail={"file": f"lineage/{name}"})  # fmt: skip
+        if name not in wanted:
+            raise Tampered(f"lineage/{name}: not a commit of a champion's lineage", detail={"file": f"lineage/{name}"})
+    writers: dict[str, list[str]] = {}
+    for name, who in sorted(wanted.items()):
+        where = f"lineage/{name}"
+        body = json.loads((root / where).read_text(encoding="utf-8"))
+        entry = next(r for r in rows if r.get("researcher") == who and r.get("kept") and f"{r['commit']}.json" == name)
+        ledger = {"commit": "0x" + commit_key(entry["commit"]).hex(),
+                  "parent": "0x" + commit_key(entry["parent"]).hex(), "diff_hash": "0x" + entry["diff_blake3"],
+                  "metric_hash": "0x" + entry["metric_hash"], "kept": True}  # fmt: skip
+        said = {k: body.get(k) for k in ledger} | {"commit": "0x" + commit_key(str(body.get("commit"))).hex()}
+        differ = sorted(k for k in ledger if said[k] != ledger[k])
+        if differ:
+            raise Tampered(f"{where}: {', '.join(differ)} not the ledger's", detail={"file": where, "fields": differ})
+        on_chain = _sealed_lineage(body, settings, where) if settings.offline else _live_lineage(body, settings, where)
+        if on_chain != {k: body.get(k) for k in LINEAGE_FIELDS} | {"commit": ledger["commit"]}:
+            raise Tampered(f"{where}: not the record its transaction holds", detail={"file": where})
+        writers.setdefault(who, [])
+        if str(body["researcher"]) not in writers[who]:
+            writers[who].append(str(body["researcher"]))
+    return writers
+
+
+def _sealed_lineage(body: dict[str, Any], settings: Settings, where: str) -> dict[str, Any]:
+    """The lineage record a sealed receipt holds, checked as anchor.sealing.check checks a root's: the
+    header is one the trusted block vouches for, the receipt is in its receipts trie, succeeded, and holds
+    the canonical registry's LineageAnchored event."""
+    import rlp
+    from trie.exceptions import BadTrieProof
+    from trie.hexary import HexaryTrie
+
+    from anchor.chain.abi import checksum_address, interface
+    from anchor.chain.artifact import LATEST
+    from anchor.chain.canonical import canonical_address
+    from anchor.manifest.keccak import keccak256
+    from anchor.manifest.onchain import commit_key
+    from anchor.sealing.encoding import NUMBER, RECEIPTS_ROOT, TIMESTAMP, header_fields, index_key, receipt_logs
+
+    try:
+        sealed = body["sealed"]
+        header, receipt = bytes.fromhex(sealed["header"][2:]), bytes.fromhex(sealed["receipt"][2:])
+        fields = header_fields(header)
+        number, timestamp = (int.from_bytes(fields[i], "big") for i in (NUMBER, TIMESTAMP))
+        nodes = tuple(rlp.decode(bytes.fromhex(node[2:])) for node in sealed["proof"])
+        key, receipts_root = index_key(int(sealed["index"])), bytes(fields[RECEIPTS_ROOT])
+        held = HexaryTrie.get_from_proof(receipts_root, key, nodes)  # type: ignore[no-untyped-call]
+        status, logs = receipt_logs(receipt)
+    except (KeyError, TypeError, ValueError, IndexError, BadTrieProof, rlp.exceptions.DecodingError):
+        raise Tampered(f"{where}: its sealed section is not a header, receipt and trie proof",
+                       detail={"file": where, "field": "sealed"}) from None  # fmt: skip
+    vouched = settings.trusted_block(int(body.get("chain_id") or 0), number)
+    if vouched != "0x" + keccak256(header).hex() or number != body.get("block_number"):
+        raise Tampered(f"{where}: sealed header of block {number} is not one the trusted block vouches for",
+                       detail={"file": where, "field": "sealed.header"})  # fmt: skip
+    if bytes(held) != receipt or status != 1:
+        raise Tampered(f"{where}: sealed receipt is not a successful one of block {number}",
+                       detail={"file": where, "field": "sealed.receipt"})  # fmt: skip
+    event = interface(LATEST).events["LineageAnchored"]
+    emitter = bytes.fromhex(canonical_address()[2:])
+    for address, topics, data in logs:
+        if address != emitter or not topics or "0x" + topics[0].hex() != event.topic:
+            continue
+        args = event.args({"topics": ["0x" + t.hex() for t in topics], "data": "0x" + data.hex()})
+        if bytes(args["commit"]) != commit_key(str(body.get("commit"))) or int(args["timestamp"]) != timestamp:
+            continue
+        return {"researcher": checksum_address(args["researcher"]), "commit": "0x" + bytes(args["commit"]).hex(),
+                "parent": "0x" + bytes(args["parent"]).hex(), "diff_hash": "0x" + bytes(args["diffHash"]).hex(),
+                "metric_hash": "0x" + bytes(args["metricHash"]).hex(), "kept": bool(args["kept"]),
+                "timestamp": int(args["timestamp"])}  # fmt: skip
+    raise Tampered(f"{where}: the sealed receipt holds no LineageAnchored event of the canonical registry for it",
+                   detail={"file": where, "field": "sealed.receipt"})  # fmt: skip
+
+
+def _live_lineage(body: dict[str, Any], settings: Settings, where: str) -> dict[str, Any]:
+    """The lineage record the chain holds for the file's commit and researcher, read back live."""
+    from anchor.chain.abi import checksum_address
+    from anchor.chain.open import open_chain, open_registry
+    from anchor.manifest.onchain import commit_key
+
+    handle = open_chain(settings)
+    key, who = commit_key(str(body.get("commit"))), str(body.get("researcher"))
+    record = open_registry(settings, handle).lineage(key, who)
+    if record is None or record.tx_hash.lower() != str(body.get("tx_hash")).lower():
+        raise Tampered(f"{where}: no such record on chain (its transaction {body.get('tx_hash')})",
+                       detail={"file": where})  # fmt: skip
+    return {"researcher": checksum_address(record.researcher), "commit": record.commit, "parent": record.parent,
+            "diff_hash": record.diff_hash, "metric_hash": record.metric_hash, "kept": record.kept,
+            "timestamp": record.timestamp}  # fmt: skip
 
 
 def _champion_runs_hold(root: Path, rows: list[dict[str, Any]], champions: dict[str, str]) -> None:

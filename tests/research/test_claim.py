@@ -256,3 +256,31 @@ def test_an_edited_replication_or_champion_run_file_in_the_claim_is_named(claim_
     (champion / "stdout.log").write_text("rewritten\n")
     _reindex(claim)
     assert "the champion of r0" in _refused(claim, settings, trusted)
+
+
+def test_the_champions_lineage_records_are_sealed_and_an_edit_of_one_is_named(claim_dir: Any) -> None:
+    """Each kept commit of the champion's lineage carries its LineageAnchored receipt, sealed as a batch
+    root's is: the record must hold the ledger's fields and be in a receipt the trusted block vouches for."""
+    claim, settings, trusted = claim_dir
+    verdict = check_claim(settings, claim, offline=True, trusted_block=[trusted])
+    lineage = verdict.lineage["r0"]
+    assert len(lineage) >= 1 and sorted(p.stem for p in (claim / "lineage").glob("*.json")) == sorted(lineage)
+    assert verdict.lineage_by["r0"] and all(a.startswith("0x") for a in verdict.lineage_by["r0"])
+    pristine = claim.with_name("pristine")
+    shutil.copytree(claim, pristine)
+    record = claim / "lineage" / f"{lineage[-1]}.json"
+    body = json.loads(record.read_text())
+    body["metric_hash"] = "0x" + "00" * 32
+    record.write_text(json.dumps(body))
+    _reindex(claim)
+    assert f"lineage/{record.name}: metric_hash not the ledger's" in _refused(claim, settings, trusted)
+    record.write_text((pristine / "lineage" / record.name).read_text())
+    body = json.loads(record.read_text())
+    receipt = body["sealed"]["receipt"]
+    body["sealed"]["receipt"] = receipt[:-4] + ("00" if receipt[-4:-2] != "00" else "11") + receipt[-2:]
+    record.write_text(json.dumps(body))
+    _reindex(claim)
+    assert f"lineage/{record.name}: sealed receipt" in _refused(claim, settings, trusted)
+    record.unlink()
+    _reindex(claim)
+    assert f"lineage/{record.name}: missing" in _refused(claim, settings, trusted)
