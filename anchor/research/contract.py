@@ -64,11 +64,12 @@ class AttemptContract(BaseModel):
     holdout_examples: int | None = Field(
         default=None, ge=1, le=10**9, description="the holdout's size: its metric's sample size, pre-registered"
     )
-    metric_kind: Literal["proportion", "mean", "statistic"] | None = Field(
+    metric_kind: Literal["proportion", "mean", "macro_f1", "auc", "statistic"] | None = Field(
         default=None,
         description="proportion: the share of examples right (a Wilson interval fits it); mean: the mean of"
-        " per-item scores; statistic: neither (macro-F1, AUC). Undeclared: a proportion when the metric's name"
-        " says accuracy, else a statistic (`proportion_by_name`)",
+        " per-item scores; macro_f1 / auc: that statistic, recomputed from per-item (label, prediction or score)"
+        " pairs and bootstrapped over items; statistic: any other (no interval over items). Undeclared: a"
+        " proportion when the metric's name says accuracy, else a statistic (`proportion_by_name`)",
     )
 
     @field_validator("editable")

@@ -166,7 +166,7 @@ def no_variance(final: dict[str, Any]) -> str | None:
     return f"no variance observed in {len(completed)} runs"
 
 
-def holdout_words(manifest: ChampionManifest) -> str | None:
+def holdout_words(manifest: ChampionManifest, statistic: str | None = None) -> str | None:
     """The holdout's n and interval in words (as the selection metric's: anchor.research.uncertainty),
     and the data it ran on; None without a holdout."""
     from anchor.research.uncertainty import describe
@@ -179,7 +179,8 @@ def holdout_words(manifest: ChampionManifest) -> str | None:
         return "n and interval not recorded (a version 2 record)"
     interval = None if manifest.holdout_interval is None else manifest.holdout_interval.model_dump()
     seed = manifest.holdout.evidence
-    words = describe(manifest.holdout_examples, manifest.holdout_examples_source, interval, None, seed=seed)
+    words = describe(manifest.holdout_examples, manifest.holdout_examples_source, interval, None, seed=seed,
+                     statistic=statistic)  # fmt: skip
     data = ", ".join(f"{d.path} {d.digest[:16]}…" for d in manifest.holdout_data)
     return words + ("; data " + data if data else "; no holdout_data declared: the data is not digested")
 
@@ -198,8 +199,9 @@ def adjusted_interval(manifest: ChampionManifest) -> dict[str, str] | None:
 ADJUSTMENT_METHOD = "replication stdev x E[max of N standard normals] (Bailey and Lopez de Prado)"
 
 
-def summary(manifest: ChampionManifest) -> dict[str, Any]:
-    """What `research report` shows of a champion record."""
+def summary(manifest: ChampionManifest, statistic: str | None = None) -> dict[str, Any]:
+    """What `research report` shows of a champion record; `statistic`: the contract's `metric_kind` when
+    its bootstrap is over items recomputing a macro_f1 or an auc (said so in the holdout's words)."""
     return {
         "commit": manifest.commit,
         "attempt_digest": manifest.attempt_digest,
@@ -228,7 +230,7 @@ def summary(manifest: ChampionManifest) -> dict[str, Any]:
         "holdout_examples_source": manifest.holdout_examples_source,
         "holdout_interval": None if manifest.holdout_interval is None else manifest.holdout_interval.model_dump(),
         "holdout_data": [d.model_dump() for d in manifest.holdout_data],
-        "holdout_words": holdout_words(manifest),
+        "holdout_words": holdout_words(manifest, statistic),
     }
 
 

@@ -100,7 +100,7 @@ def _final_numbers(
                 stats["final"] = {"anchored": False, "edited": True, "record": str(path)}
                 lines.append(f"  final numbers: {path} was edited after it was anchored (run `anchor research verify`)")
                 continue
-            final = summary(record)
+            final = summary(record, None if terms is None else terms.metric_kind)
             final["anchored"] = state == "anchored"
             if state == "anchored":  # where a reader finds it: the transaction its proof names
                 from anchor.proof.file import load_proof
@@ -122,7 +122,7 @@ def _final_numbers(
         seed = final["attempt_digest"] if final is not None and "attempt_digest" in final else None
         if seed is None:
             seed = [e for e in entries if e["researcher"] == who and e["kept"]][-1]["attempt_digest"]
-        words = describe(**honest, seed=seed, proportion=terms.is_proportion())
+        words = describe(**honest, seed=seed, proportion=terms.is_proportion(), statistic=terms.metric_kind)
         lines.append(f"  {stats['champion'][:12]}: {words} ({where})")
 
 

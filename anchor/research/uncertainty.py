@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from anchor.manifest.champion import bound, wilson
+from anchor.research.resample import STATISTICS
 
 if TYPE_CHECKING:
     from anchor.research.contract import AttemptContract
@@ -54,6 +55,11 @@ class Sample:
     per_example: tuple[float, ...] | None
     caveat: str | None
     """Why per-example results or a count were set aside, in words; None when nothing was."""
+    items: tuple[tuple[object, object], ...] | None = None
+    """Per-item (label, prediction or score) pairs of a macro_f1 or auc metric, the statistic recomputed
+    from them equal to the metric (anchor.research.resample); None otherwise."""
+    statistic: str | None = None
+    """The contract's `metric_kind` the items are resampled for ("macro_f1", "auc")."""
 
 
 def bootstrap(values: tuple[float, ...], seed: str) -> tuple[str, str]:
@@ -80,6 +86,11 @@ def read_sample(terms: AttemptContract, run_dir: Path, holdout: bool = False) ->
     caveats = []
     if declared and counted is not None and counted != declared:
         caveats.append(f"the {by} counted {counted} examples where the contract declares {declared}")
+    if terms.metric_kind in STATISTICS:  # items to recompute the statistic from, not scores to average
+        items, why = _items(terms.metric_kind, record, record.get(terms.metric), examples)
+        caveats += [why] if why else []
+        caveat = "; ".join(caveats) or None
+        return Sample(examples, source if examples is not None else None, None, caveat, items, terms.metric_kind)
     per_example = _per_example(record.get("per_example"))
     if per_example is not None and len(per_example) > MAX_PER_EXAMPLE:
         caveats.append(f"{len(per_example):,} per-example results: past {MAX_PER_EXAMPLE:,}, no bootstrap is run")
@@ -97,6 +108,28 @@ def read_sample(terms: AttemptContract, run_dir: Path, holdout: bool = False) ->
     return Sample(examples, source if examples is not None else None, per_example, caveat)
 
 
+def _items(
+    kind: str, record: dict[str, Any], metric: object, examples: int | None
+) -> tuple[tuple[tuple[object, object], ...] | None, str | None]:
+    """The per-item pairs of a macro_f1 or auc metric when they give it (recomputed here), else None and why."""
+    from anchor.research.resample import ITEMS, parse_items, statistic
+
+    if record.get("per_example") is None:
+        return None, None
+    items = parse_items(kind, record.get("per_example"))
+    if items is None:
+        return None, f"per_example is not a list of {ITEMS[kind]} pairs: not used"
+    if len(items) > MAX_PER_EXAMPLE:
+        return None, f"{len(items):,} per-item results: past {MAX_PER_EXAMPLE:,}, no bootstrap is run"
+    if examples is not None and len(items) != examples:
+        return None, f"{len(items)} per-item results for {examples} examples: not used"
+    recomputed = statistic(kind, items)
+    if not isinstance(metric, int | float) or math.isnan(recomputed) or abs(recomputed - metric) > 1e-6:
+        said = f"{STATISTICS[kind]} recomputed: {recomputed:.6g}"
+        return None, f"the per-item results do not give the metric ({said}): not used"
+    return items, None
+
+
 def _per_example(value: object) -> tuple[float, ...] | None:
     if not isinstance(value, list) or not value or len(value) > 100 * MAX_PER_EXAMPLE:
         return None  # not results at all (or too many even to count them here)
@@ -109,6 +142,11 @@ def interval(value: str, sample: Sample, seed: str, *, proportion: bool) -> dict
     """The champion's 95% interval as the record carries it ({method, level, low, high}), or None.
     `proportion`: whether the metric is a share of examples right (the only figure Wilson describes);
     keyword-only and required, so no caller gets a binomial interval by default."""
+    if sample.items is not None and sample.statistic is not None:
+        from anchor.research.resample import bootstrap_items
+
+        lowest, highest = bootstrap_items(sample.statistic, sample.items, seed, RESAMPLES)
+        return {"method": "bootstrap", "level": LEVEL, "low": bound(lowest), "high": bound(highest)}
     if sample.per_example is not None:
         low, high = bootstrap(sample.per_example, seed)
         return {"method": "bootstrap", "level": LEVEL, "low": low, "high": high}
@@ -137,6 +175,7 @@ def describe(
     caveat: str | None,
     seed: str | None = None,
     proportion: bool | None = None,
+    statistic: str | None = None,
 ) -> str:
     """One line: n and its source, the interval and its method (a bootstrap's resamples and `seed`),
     or what is missing, in words (`proportion` False: the metric is not a share, so it gets no Wilson)."""
@@ -155,6 +194,12 @@ def describe(
             if examples is not None
             else "the sample size is unknown"
         )
+    elif interval["method"] == "bootstrap" and statistic in STATISTICS:
+        from anchor.research.resample import ITEMS
+
+        what = (f"percentile bootstrap over {examples} items {ITEMS[statistic]}, {STATISTICS[statistic]} recomputed"
+                f" on each of {RESAMPLES:,} resamples")  # fmt: skip
+        why = f"95% interval [{interval['low']}, {interval['high']}] ({what}" + (f", seed {seed})" if seed else ")")
     elif interval["method"] == "bootstrap":
         what = f"percentile bootstrap over {examples} per-example results, {RESAMPLES:,} resamples"
         why = f"95% interval [{interval['low']}, {interval['high']}] ({what}" + (f", seed {seed})" if seed else ")")

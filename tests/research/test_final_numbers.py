@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -318,3 +319,47 @@ def test_a_macro_f1_search_reports_a_bootstrap_over_replications_and_no_wilson(t
     assert "Wilson" not in text and "wilson" not in json.dumps(report.data)
     assert "percentile bootstrap over 3 replications, 2,000 resamples, seed " + record.digest.hex() in text
     assert "not a proportion" in text
+
+
+ITEMS_F1 = r"""
+import json, sys
+run_dir, run_name = sys.argv[1:3]
+x = json.load(open("params.json"))["x"]
+right = min(int(40 * x), 150)  # items 0..right-1 predicted right, the rest as class 2
+pairs = [[i % 3, i % 3 if i < right else (i + 1) % 3] for i in range(150)]
+def f1(pairs):
+    out = []
+    for c in sorted({v for p in pairs for v in p}):
+        tp = sum(1 for y, p in pairs if y == c == p)
+        fp = sum(1 for y, p in pairs if p == c != y)
+        fn = sum(1 for y, p in pairs if y == c != p)
+        out.append(2 * tp / (2 * tp + fp + fn))
+    return sum(out) / len(out)
+open(run_dir + "/metrics.jsonl", "a").write(json.dumps({"macro_f1": f1(pairs), "per_example": pairs}) + "\n")
+"""
+
+
+def test_a_macro_f1_search_with_per_item_pairs_reports_a_bootstrap_over_items(tmp_path: Path) -> None:
+    from anchor.research.report import report_search
+    from anchor.settings.session import Settings
+
+    repo = make_repo(tmp_path / "repo", {"params.json": json.dumps({"x": 1}), "f1.py": ITEMS_F1})
+    text = ('task = "t"\ncommand = "python3 f1.py {run_dir} {run_name}"\neditable = ["params.json"]\n'
+            'metric = "macro_f1"\nmetric_kind = "macro_f1"\nmode = "max"\nattempt_timeout_minutes = 1\n'
+            "eval_examples = 150\n")  # fmt: skip
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "contract.toml").write_text(text)
+    terms = AttemptContract.model_validate(tomllib.loads(text))
+    search = Search(Repo(repo), terms, "ab" * 32, Ledger(work / "ledger.jsonl"), work,
+                    ScriptedProposer([2, 1.5, 3]), "r0", SearchLimits(4, 300, 5), sandbox=None)  # fmt: skip
+    search.run()
+    report = report_search(Settings(data_dir=tmp_path / "data", local_port=1), work)
+    text = "\n".join(report.lines)
+    said = report.data["researchers"]["r0"]["uncertainty"]
+    assert said["interval"]["method"] == "bootstrap" and "Wilson" not in text
+    assert (
+        "percentile bootstrap over 150 items (label, prediction), macro-F1 recomputed on each of 2,000 resamples"
+        in text
+    )
+    assert float(said["interval"]["low"]) <= float(report.data["researchers"]["r0"]["champion_metric"]["value"])

@@ -205,3 +205,56 @@ def test_the_methods_paragraph_names_the_chain_registry_transactions_and_ledger_
     assert "0x" + "cd" * 32 in latex and "anchor research check CLAIM" in latex
     # the chain out of reach: nothing is named that was not read back
     assert "registry" not in render({**data, "anchored_at": None}, terms, "markdown").split("|---|---|")[1]
+
+
+def _macro_f1_by_hand(pairs: list[tuple[int, int]]) -> float:
+    """Macro-F1 as scikit-learn's f1_score(average="macro") gives it, written apart from the code under test."""
+    classes = sorted({c for pair in pairs for c in pair})
+    scores = []
+    for c in classes:
+        tp = sum(1 for y, p in pairs if y == c and p == c)
+        fp = sum(1 for y, p in pairs if y != c and p == c)
+        fn = sum(1 for y, p in pairs if y == c and p != c)
+        scores.append(0.0 if 2 * tp + fp + fn == 0 else 2 * tp / (2 * tp + fp + fn))
+    return sum(scores) / len(scores)
+
+
+def test_a_macro_f1_with_per_item_labels_and_predictions_gets_a_bootstrap_over_items(tmp_path: Path) -> None:
+    """Per-item scores of a macro-F1 cannot average to it, so they were set aside; given each item's label
+    and prediction, the harness recomputes the macro-F1 itself (a claim compared, never adopted) and
+    resamples the items, recomputing it each time."""
+    rng = random.Random(3)
+    labels = [rng.choice([0, 1, 2]) for _ in range(300)]
+    pairs = [(y, y if rng.random() < 0.8 else rng.choice([0, 1, 2])) for y in labels]
+    f1 = round(_macro_f1_by_hand(pairs), 6)
+    record = {"macro_f1": f1, "examples": 300, "per_example": [list(p) for p in pairs]}
+    run = _run(tmp_path, record, "evaluator.out")
+    terms = _terms(metric="macro_f1", metric_kind="macro_f1", metric_source="evaluator:python3 s.py {run_dir}")
+    sample = read_sample(terms, run)
+    assert sample.caveat is None and sample.items is not None and len(sample.items) == 300
+    bounds = interval(str(f1), sample, "ef" * 32, proportion=terms.is_proportion())
+    assert bounds is not None and bounds["method"] == "bootstrap"
+    assert bounds == interval(str(f1), sample, "ef" * 32, proportion=False)  # seeded
+    assert float(bounds["low"]) < f1 < float(bounds["high"]) and float(bounds["high"]) - float(bounds["low"]) < 0.2
+    line = describe(300, "evaluator", bounds, None, seed="ef" * 32, statistic="macro_f1")
+    assert "percentile bootstrap over 300 items (label, prediction), macro-F1 recomputed on each of 2,000" in line
+    assert "seed " + "ef" * 32 in line and "Wilson" not in line
+    # a claimed figure the items do not give is set aside, and said so
+    lying = _run(tmp_path, {**record, "macro_f1": 0.99}, "evaluator.out")
+    said = read_sample(terms, lying)
+    assert said.items is None and "do not give the metric" in str(said.caveat)
+
+
+def test_an_auc_with_per_item_labels_and_scores_gets_a_bootstrap_over_items(tmp_path: Path) -> None:
+    rng = random.Random(5)
+    items = [(1, rng.gauss(1.0, 1.0)) for _ in range(120)] + [(0, rng.gauss(0.0, 1.0)) for _ in range(180)]
+    positives = [s for y, s in items if y == 1]
+    negatives = [s for y, s in items if y == 0]
+    wins = sum(1.0 if p > n else 0.5 if p == n else 0.0 for p in positives for n in negatives)
+    auc = round(wins / (len(positives) * len(negatives)), 6)
+    record = {"auc": auc, "examples": 300, "per_example": [list(i) for i in items]}
+    terms = _terms(metric="auc", metric_kind="auc", metric_source="evaluator:python3 s.py {run_dir}")
+    sample = read_sample(terms, _run(tmp_path, record, "evaluator.out"))
+    assert sample.caveat is None and sample.items is not None
+    bounds = interval(str(auc), sample, "12" * 32, proportion=False)
+    assert bounds is not None and float(bounds["low"]) < auc < float(bounds["high"])
