@@ -112,19 +112,20 @@ def export_claim(settings: Settings, work: Path, out: Path, explicit: bool = Tru
                        detail={"field": "output", "file": str(out)})  # fmt: skip
     if not out.parent.is_dir():
         raise BadInput(f"{out.parent}: no such directory", detail={"field": "output", "file": str(out)})
-    from anchor.research.ledger import Ledger
+    from anchor.errors import ChainUnreachable
+    from anchor.manifest.canonical import canonical_json
 
-    ledger, work = open_search(dataclasses.replace(settings, journal_url=None), work, explicit)
-    assert isinstance(ledger, Ledger)  # no journal_url: the work dir's file
+    ledger, work = open_search(settings, work, explicit)
     rows = ledger.rows()
     report = report_search(settings, work, explicit)
     if report.data.get("anchored_trials") is None:
-        raise BadInput("the chain is out of reach: a claim is sealed from it (start the chain, or give --rpc-url)",
-                       detail={"field": "rpc_url"})  # fmt: skip
+        raise ChainUnreachable("the chain is out of reach: a claim is sealed from it (start it with `anchor chain up`,"
+                               " or give --rpc-url)", detail={"inputs": ["rpc_url"]})  # fmt: skip
     with tempfile.TemporaryDirectory(prefix=".claim-", dir=out.parent) as scratch:
         root = Path(scratch) / "claim"
         root.mkdir()
-        shutil.copy2(ledger.path, root / "ledger.jsonl")
+        # the rows as the file holds them (a PostgreSQL ledger stores each row's canonical line too)
+        (root / "ledger.jsonl").write_bytes(b"".join(canonical_json(row) + b"\n" for row in rows))
         for name in ("contract.toml", "contract.anchor.json"):
             if (work / name).is_file():
                 shutil.copy2(work / name, root / name)
