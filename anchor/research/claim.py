@@ -343,31 +343,38 @@ def _renamed(exc: AnchorError, root: Path, claim: str) -> AnchorError:
 
 
 def _opened(claim: Path, label: str) -> Any:
-    """The claim as a directory: itself, or a tar extracted (regular files and directories only) into a
-    scratch directory removed afterwards."""
+    """The claim as a scratch directory of ours, removed afterwards: a tar extracted (Python's `data`
+    filter), a directory copied (so the check neither changes the user's directory nor reads a file
+    that changes under it). Regular files and directories only: a link or a device is refused by name."""
     from contextlib import contextmanager
 
     @contextmanager
     def opened() -> Iterator[Path]:
-        if claim.is_dir():
-            yield claim.resolve()
-            return
-        if not claim.is_file():
+        if not claim.is_dir() and not claim.is_file():
             raise BadInput(f"{label}: no such claim (a directory or a .tar that `anchor research export` wrote)",
                            detail={"field": "claim", "file": label})  # fmt: skip
         with tempfile.TemporaryDirectory(prefix="anchor-claim-") as scratch:
+            root = Path(scratch).resolve() / "claim"
             try:
-                with tarfile.open(claim, "r:") as tar:
-                    members = tar.getmembers()
-                    odd = [m.name for m in members if not (m.isfile() or m.isdir())]
-                    if odd:
-                        raise Tampered(f"{label}: {odd[0]} is neither a file nor a directory",
-                                       detail={"field": "claim", "file": odd[0]})  # fmt: skip
-                    tar.extractall(scratch, filter="data")
-            except (tarfile.TarError, OSError) as exc:
+                if claim.is_dir():
+                    shutil.copytree(claim, root, symlinks=True)
+                else:
+                    with tarfile.open(claim, "r:") as tar:
+                        members = tar.getmembers()
+                        odd_members = [m.name for m in members if not (m.isfile() or m.isdir())]
+                        if odd_members:
+                            raise Tampered(f"{label}: {odd_members[0]} is neither a file nor a directory",
+                                           detail={"field": "claim", "file": odd_members[0]})  # fmt: skip
+                        tar.extractall(root, members, filter="data")
+            except (tarfile.TarError, OSError, shutil.Error) as exc:
                 raise BadInput(f"{label}: not a claim tar ({type(exc).__name__}: {exc})",
                                detail={"field": "claim", "file": label}) from None  # fmt: skip
-            yield Path(scratch).resolve()
+            odd = sorted(p for p in root.rglob("*") if p.is_symlink() or not (p.is_file() or p.is_dir()))
+            if odd:
+                name = odd[0].relative_to(root).as_posix()
+                raise Tampered(f"{label}: {name} is neither a file nor a directory",
+                               detail={"field": "claim", "file": name})  # fmt: skip
+            yield root
 
     return opened()
 

@@ -284,3 +284,15 @@ def test_the_champions_lineage_records_are_sealed_and_an_edit_of_one_is_named(cl
     record.unlink()
     _reindex(claim)
     assert f"lineage/{record.name}: missing" in _refused(claim, settings, trusted)
+
+
+def test_a_claim_directory_with_a_link_is_refused_and_the_users_directory_is_left_as_it_was(tmp_path: Path) -> None:
+    claim = tmp_path / "claim"
+    claim.mkdir(mode=0o755)
+    (claim / "claim.json").write_text("{}")
+    (claim / "ledger.jsonl").symlink_to("/etc/hostname")
+    settings = Settings(data_dir=tmp_path / "d", local_port=1)
+    with pytest.raises(Tampered, match="ledger.jsonl is neither a file nor a directory"):
+        check_claim(settings, claim, offline=True, trusted_block=["1:0x" + "00" * 32])
+    assert claim.stat().st_mode & 0o777 == 0o755 and sorted(p.name for p in claim.iterdir()) == [
+        "claim.json", "ledger.jsonl"]  # fmt: skip
