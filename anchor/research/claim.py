@@ -501,6 +501,10 @@ def _trust_headers(
         raise BadInput(f"trusted_block: none for {chain_name(chain_id)}, the claim's chain",
                        detail={"field": "trusted_block"})  # fmt: skip
     top = max(n for _, n, _ in vouched)
+    if numbers and top < numbers[-1]:  # a later header would be trusted on the claim's word: ask for the last
+        raise BadInput(f"trusted_block: the claim's headers run to block {numbers[-1]} of {chain_name(chain_id)}; trust"
+                       f" that one: get its hash from an explorer or `cast block {numbers[-1]} -f hash` on any node",
+                       detail={"field": "trusted_block", "block": numbers[-1]})  # fmt: skip
     words = (f"that block {top} of {chain_name(chain_id)} is the hash you gave (every earlier header of the claim"
              " is its ancestor); offline, a retraction written after it cannot be seen")  # fmt: skip
     return dataclasses.replace(settings, offline=True, trusted_blocks=tuple(vouched)), words

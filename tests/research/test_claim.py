@@ -59,6 +59,17 @@ def test_an_exported_claim_reproduces_the_online_report_offline_with_no_socket(
         wrong = _offline_check(done.claim, "--trusted-block", done.trusted[:-1] + "1", data=tmp_path / "nowhere")
     assert wrong.returncode == ExitCode.TAMPERED and "headers.json: block" in wrong.stderr
     assert _offline_check(done.claim, "--trusted-block", "5:0xzz", data=tmp_path / "n").returncode == 2
+    # an earlier block of the claim, trusted: the later headers are not, and no hash of the claim's is offered
+    number = int(done.trusted.split(":")[0]) - 1
+    with tarfile.open(done.claim) as tar:
+        claim_headers = json.loads(tar.extractfile("headers.json").read())  # type: ignore[union-attr]
+    earlier = claim_headers["headers"][number - claim_headers["first"]]
+    from eth_hash.auto import keccak
+
+    earlier_hash = "0x" + keccak(bytes.fromhex(earlier[2:])).hex()
+    short = _offline_check(done.claim, "--trusted-block", f"{number}:{earlier_hash}", data=tmp_path / "n")
+    assert short.returncode == ExitCode.BAD_INPUT and f"headers run to block {number + 1}" in short.stderr
+    assert block_hash not in short.stderr
 
 
 # -- an editor with the claim in hand, recomputing every hash they can --------------------------------------
