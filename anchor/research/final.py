@@ -231,6 +231,7 @@ def summary(manifest: ChampionManifest, statistic: str | None = None) -> dict[st
         "holdout_interval": None if manifest.holdout_interval is None else manifest.holdout_interval.model_dump(),
         "holdout_data": [d.model_dump() for d in manifest.holdout_data],
         "holdout_words": holdout_words(manifest, statistic),
+        "holdout_seed": None if manifest.holdout is None else manifest.holdout.evidence,
     }
 
 

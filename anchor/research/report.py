@@ -118,10 +118,10 @@ def _final_numbers(
             entry = [e for e in entries if e["researcher"] == who and e["kept"]][-1]
             honest = of_champion(terms, work, entry)
             where = "computed now from the champion's bound run dir"
-        stats["uncertainty"] = {**honest, "from": where}
         seed = final["attempt_digest"] if final is not None and "attempt_digest" in final else None
         if seed is None:
             seed = [e for e in entries if e["researcher"] == who and e["kept"]][-1]["attempt_digest"]
+        stats["uncertainty"] = {**honest, "from": where, "seed": seed}  # a bootstrap's seed, to re-derive it
         words = describe(**honest, seed=seed, proportion=terms.is_proportion(), statistic=terms.metric_kind)
         lines.append(f"  {stats['champion'][:12]}: {words} ({where})")
 

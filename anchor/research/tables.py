@@ -23,7 +23,11 @@ def rows(stats: dict[str, Any]) -> list[tuple[str, str]]:
     interval = honest.get("interval")
     n = honest.get("examples")
     if metric:
-        ci = f"95% CI [{interval['low']}, {interval['high']}] ({interval['method']})" if interval else "no interval"
+        ci = (
+            f"95% CI [{interval['low']}, {interval['high']}] ({_named(interval, honest.get('seed'))})"
+            if interval
+            else "no interval"
+        )
         out.append((f"selection metric ({metric.get('name')}, {metric.get('mode')})",
                     f"{metric.get('value')}; n={n if n is not None else 'unknown'}; {ci}"))  # fmt: skip
     if final.get("replications"):
@@ -42,7 +46,11 @@ def rows(stats: dict[str, Any]) -> list[tuple[str, str]]:
         if final.get("version", 0) < 3:
             said = "no sample size or interval is recorded for the holdout (a version 2 record)"
         else:
-            ci = f"95% CI [{held['low']}, {held['high']}] ({held['method']})" if held else "no interval"
+            ci = (
+                f"95% CI [{held['low']}, {held['high']}] ({_named(held, final.get('holdout_seed'))})"
+                if held
+                else "no interval"
+            )
             said = f"n={hn if hn is not None else 'unknown'}; {ci}"
         data = ", ".join(f"{d['path']} {d['digest'][:12]}…" for d in final.get("holdout_data") or [])
         out.append(("holdout", f"{final['holdout']}; {said}" + (f"; data {data}" if data else "")))
@@ -69,6 +77,15 @@ def rows(stats: dict[str, Any]) -> list[tuple[str, str]]:
         lock = f"lock {env['lock']['digest'][:12]}… ({env['lock']['source']})"
         out.append(("environment", f"{env['interpreter']}; {lock}; {where}{gpu}"))
     return out
+
+
+def _named(interval: dict[str, str], seed: str | None) -> str:
+    """An interval's method as a table cell: a bootstrap with its resamples and seed (to re-derive it)."""
+    from anchor.research.uncertainty import RESAMPLES
+
+    if interval["method"] != "bootstrap":
+        return interval["method"]
+    return f"bootstrap, {RESAMPLES:,} resamples" + (f", seed {seed}" if seed else "")
 
 
 def methods(terms: Any, stats: dict[str, Any], anchored: dict[str, Any]) -> str:

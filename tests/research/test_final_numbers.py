@@ -363,3 +363,6 @@ def test_a_macro_f1_search_with_per_item_pairs_reports_a_bootstrap_over_items(tm
         in text
     )
     assert float(said["interval"]["low"]) <= float(report.data["researchers"]["r0"]["champion_metric"]["value"])
+    from anchor.research.tables import render  # the paper's table names the resamples and the seed too
+
+    assert f"(bootstrap, 2,000 resamples, seed {said['seed']})" in render(report.data, report.contract, "markdown")
