@@ -166,7 +166,9 @@ def no_variance(final: dict[str, Any]) -> str | None:
     return f"no variance observed in {len(completed)} runs"
 
 
-def holdout_words(manifest: ChampionManifest, statistic: str | None = None) -> str | None:
+def holdout_words(
+    manifest: ChampionManifest, statistic: str | None = None, proportion: bool | None = None
+) -> str | None:
     """The holdout's n and interval in words (as the selection metric's: anchor.research.uncertainty),
     and the data it ran on; None without a holdout."""
     from anchor.research.uncertainty import describe
@@ -180,7 +182,7 @@ def holdout_words(manifest: ChampionManifest, statistic: str | None = None) -> s
     interval = None if manifest.holdout_interval is None else manifest.holdout_interval.model_dump()
     seed = manifest.holdout.evidence
     words = describe(manifest.holdout_examples, manifest.holdout_examples_source, interval, None, seed=seed,
-                     statistic=statistic)  # fmt: skip
+                     statistic=statistic, proportion=proportion)  # fmt: skip
     data = ", ".join(f"{d.path} {d.digest[:16]}…" for d in manifest.holdout_data)
     return words + ("; data " + data if data else "; no holdout_data declared: the data is not digested")
 
@@ -199,9 +201,10 @@ def adjusted_interval(manifest: ChampionManifest) -> dict[str, str] | None:
 ADJUSTMENT_METHOD = "replication stdev x E[max of N standard normals] (Bailey and Lopez de Prado)"
 
 
-def summary(manifest: ChampionManifest, statistic: str | None = None) -> dict[str, Any]:
+def summary(manifest: ChampionManifest, statistic: str | None = None, proportion: bool | None = None) -> dict[str, Any]:
     """What `research report` shows of a champion record; `statistic`: the contract's `metric_kind` when
-    its bootstrap is over items recomputing a macro_f1 or an auc (said so in the holdout's words)."""
+    its bootstrap is over items recomputing a macro_f1 or an auc, `proportion`: whether the metric is one
+    (each said so in the holdout's words; None where the contract is not at hand)."""
     return {
         "commit": manifest.commit,
         "attempt_digest": manifest.attempt_digest,
@@ -230,7 +233,7 @@ def summary(manifest: ChampionManifest, statistic: str | None = None) -> dict[st
         "holdout_examples_source": manifest.holdout_examples_source,
         "holdout_interval": None if manifest.holdout_interval is None else manifest.holdout_interval.model_dump(),
         "holdout_data": [d.model_dump() for d in manifest.holdout_data],
-        "holdout_words": holdout_words(manifest, statistic),
+        "holdout_words": holdout_words(manifest, statistic, proportion),
         "holdout_seed": None if manifest.holdout is None else manifest.holdout.evidence,
     }
 

@@ -100,7 +100,8 @@ def _final_numbers(
                 stats["final"] = {"anchored": False, "edited": True, "record": str(path)}
                 lines.append(f"  final numbers: {path} was edited after it was anchored (run `anchor research verify`)")
                 continue
-            final = summary(record, None if terms is None else terms.metric_kind)
+            kind = (None, None) if terms is None else (terms.metric_kind, terms.is_proportion())
+            final = summary(record, *kind)
             final["anchored"] = state == "anchored"
             if state == "anchored":  # where a reader finds it: the transaction its proof names
                 from anchor.proof.file import load_proof

@@ -301,12 +301,14 @@ def test_a_macro_f1_search_reports_a_bootstrap_over_replications_and_no_wilson(t
     terms = AttemptContract(
         task="t", command="python3 f1.py {run_dir} {run_name}", editable=("params.json",), metric="macro_f1",
         mode="max", attempt_timeout_minutes=1, grace_seconds=0.5, replications=3, eval_examples=150,
+        holdout_command="python3 f1.py {run_dir} holdout", holdout_examples=400,
     )  # fmt: skip
     work = tmp_path / "work"
     (work).mkdir()
     (work / "contract.toml").write_text(
         'task = "t"\ncommand = "python3 f1.py {run_dir} {run_name}"\neditable = ["params.json"]\n'
         'metric = "macro_f1"\nmode = "max"\nattempt_timeout_minutes = 1\nreplications = 3\neval_examples = 150\n'
+        'holdout_command = "python3 f1.py {run_dir} holdout"\nholdout_examples = 400\n'
     )
     search = Search(Repo(repo), terms, "ab" * 32, Ledger(work / "ledger.jsonl"), work,
                     ScriptedProposer([2, 1.5, 3]), "r0", SearchLimits(4, 300, 5), sandbox=None)  # fmt: skip
@@ -319,6 +321,8 @@ def test_a_macro_f1_search_reports_a_bootstrap_over_replications_and_no_wilson(t
     assert "Wilson" not in text and "wilson" not in json.dumps(report.data)
     assert "percentile bootstrap over 3 replications, 2,000 resamples, seed " + record.digest.hex() in text
     assert "not a proportion" in text
+    holdout = text.split("holdout ", 1)[1]  # the holdout too: n, and no binomial interval around a macro-F1
+    assert "n=400 examples" in holdout and "no interval over items: the metric is not a proportion" in holdout
 
 
 ITEMS_F1 = r"""
