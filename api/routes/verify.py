@@ -168,6 +168,20 @@ async def verify_file(
     )  # fmt: skip
 
 
+def _check_upload(settings: Any, raw: bytes, offline: bool, trusted_block: tuple[str, ...]) -> dict[str, Any]:
+    """`check_claim` of an uploaded claim, written to a scratch file of ours; a refusal calls it "claim"."""
+    import tempfile
+    from pathlib import Path as FilePath
+
+    from anchor.research.claim import check_claim
+
+    with tempfile.TemporaryDirectory(prefix="anchor-claim-upload-") as scratch:
+        path = FilePath(scratch) / "claim.tar"
+        path.write_bytes(raw)
+        verdict = check_claim(settings, path, offline=offline, trusted_block=trusted_block, name="claim")
+        return verdict.to_json() | {"lines": verdict.lines}
+
+
 @router.post("/claim", operation_id="verify_claim", responses=ERRORS)
 async def verify_claim(
     request: Request,
@@ -180,23 +194,14 @@ async def verify_claim(
     ] = None,
 ) -> dict[str, Any]:
     """Re-derive an uploaded research claim as `anchor research check` does (the library's
-    `check_claim`): its report, trial count, champion and lineage, or the part that was edited (409)."""
-    import tempfile
-    from pathlib import Path as FilePath
-
-    from anchor.research.claim import check_claim
-
+    `check_claim`): its report, trial count, champion and lineage, or the part that was edited (409).
+    Bounded per client address as an uploaded proof's decoding is (a bootstrap over 10,000 items takes
+    seconds of CPU)."""
     if trusted_block and not offline:
         raise BadInput("trusted_block goes with offline=true", detail={"field": "offline"})
     raw = await claim.read(config.max_request_bytes + 1)
     if len(raw) > config.max_request_bytes:
         raise TooLarge(f"claims are limited to {config.max_request_bytes} bytes here")
-
-    def check() -> dict[str, Any]:
-        with tempfile.TemporaryDirectory(prefix="anchor-claim-upload-") as scratch:
-            path = FilePath(scratch) / "claim.tar"
-            path.write_bytes(raw)
-            verdict = check_claim(settings, path, offline=offline, trusted_block=trusted_block or (), name="claim")
-            return verdict.to_json() | {"lines": verdict.lines}
-
-    return await run_in_threadpool(check)
+    client = request.client.host if request.client else None
+    return await decode(request.app, _check_upload, settings, raw, offline, tuple(trusted_block or ()),
+                        client=client, inline=True)  # fmt: skip
