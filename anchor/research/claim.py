@@ -328,11 +328,15 @@ def check_claim(
     `trusted_block` (`N:HASH`, the claim's last header, or an earlier one of its headers) is the whole
     trust root and no socket is opened; online, every proof is read back from the chain `settings`
     names. `name`: what a refusal calls the claim (the API's "claim", never a path of the server's)."""
-    with _opened(claim, name or str(claim)) as root:
+    label = name or str(claim)
+    with _opened(claim, label) as root:
         try:
             return _check(settings, root, offline, trusted_block)
         except AnchorError as exc:  # name the claim's parts, never a scratch directory of ours
-            raise _renamed(exc, root, name or str(claim)) from None
+            raise _renamed(exc, root, label) from None
+        except (ValueError, KeyError, TypeError, IndexError, UnicodeError) as exc:  # hostile input, not a bug of ours
+            said = _renamed(Tampered(f"{type(exc).__name__}: {exc}"), root, label).message
+            raise Tampered(f"{label}: a part of it is malformed ({said[:300]})", detail={"field": "claim"}) from None
 
 
 def _renamed(exc: AnchorError, root: Path, claim: str) -> AnchorError:

@@ -182,6 +182,11 @@ def test_editing_one_metric_is_refused_wherever_it_is_edited(claim_dir: Any) -> 
     # without re-hashing the index, the edited file is named at once
     (claim / "report.txt").write_text(text + "x\n")
     assert "report.txt: edited" in _refused(claim, settings, trusted)
+    # a part that is not even JSON any more: refused as tampered, never a traceback
+    (claim / "report.txt").write_text(text)
+    name.write_text("not json")
+    _reindex(claim)
+    assert "malformed" in _refused(claim, settings, trusted)
 
 
 def test_swapping_the_champion_is_refused_naming_what(claim_dir: Any) -> None:
