@@ -155,6 +155,7 @@ def test_the_readme_tour_and_the_missions_example_run_as_written_in_a_fresh_chec
     assert "OK: examples/result-bundle/outputs (" in out
     assert "mission 'tour-1' ran (bubblewrap)" in out and "mission 'tour-1': done" in out
     assert "OK: .anchor/missions/tour-1/result (1 file) is anchored" in out
+    assert "OK: .anchor/claim.anchor.tar: the report above is re-derived from the claim alone" in out
     assert json.loads((work / ".anchor" / "missions" / "tour-1" / "result" / "metrics.json").read_text())["days"] == 7
     assert "local chain stopped" in out.splitlines()[-3]
     assert "started the local chain at" in example.stderr and "stop it with `anchor chain down`" in example.stderr
