@@ -212,6 +212,15 @@ def _seal_all(settings: Settings, root: Path) -> tuple[int, int, list[int]]:
     return count, chains.pop(), blocks
 
 
+def _first_kept(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each kept commit's first kept entry in ledger order, whoever measured it: the one its on-chain
+    lineage record holds (researchers cloned from one repository share its baseline commit, and one
+    record is written per commit: anchor.research.anchoring)."""
+    from anchor.research.ledger import is_attempt
+
+    return {r["commit"]: r for r in reversed([r for r in rows if is_attempt(r) and r.get("kept")])}
+
+
 def _seal_lineage(settings: Settings, root: Path, rows: list[dict[str, Any]]) -> list[int]:
     """Each champion's lineage records (one per kept commit of its lineage) as the chain holds them,
     sealed as batch roots are (header, receipt, receipt-trie proof: anchor.sealing.make.seal_anchor), in
@@ -233,10 +242,10 @@ def _seal_lineage(settings: Settings, root: Path, rows: list[dict[str, Any]]) ->
     like = load_proof(sorted((root / "checkpoints").glob("*.anchor.json"))[-1]).anchor
     (root / "lineage").mkdir()
     blocks = []
+    first = _first_kept(rows)
     for who in sorted(champions):
-        kept = {r["commit"]: r for r in rows if r.get("researcher") == who and r.get("kept")}
         for commit in lineage[who]:
-            entry = kept[commit]
+            entry = first[commit]
             parent = "0x" + commit_key(entry["parent"]).hex()
             wanted = (parent, "0x" + entry["diff_blake3"], "0x" + entry["metric_hash"])
             records = registry.lineages(commit_key(commit))
@@ -593,10 +602,11 @@ def _lineage_holds(
         if name not in wanted:
             raise Tampered(f"lineage/{name}: not a commit of a champion's lineage", detail={"file": f"lineage/{name}"})
     writers: dict[str, list[str]] = {}
+    first = _first_kept(rows)
     for name, who in sorted(wanted.items()):
         where = f"lineage/{name}"
         body = json.loads((root / where).read_text(encoding="utf-8"))
-        entry = next(r for r in rows if r.get("researcher") == who and r.get("kept") and f"{r['commit']}.json" == name)
+        entry = first[name.removesuffix(".json")]
         ledger = {"commit": "0x" + commit_key(entry["commit"]).hex(),
                   "parent": "0x" + commit_key(entry["parent"]).hex(), "diff_hash": "0x" + entry["diff_blake3"],
                   "metric_hash": "0x" + entry["metric_hash"], "kept": True}  # fmt: skip

@@ -312,3 +312,16 @@ def test_a_claim_directory_with_a_link_is_refused_and_the_users_directory_is_lef
         check_claim(settings, claim, offline=True, trusted_block=["1:0x" + "00" * 32])
     assert claim.stat().st_mode & 0o777 == 0o755 and sorted(p.name for p in claim.iterdir()) == [
         "claim.json", "ledger.jsonl"]  # fmt: skip
+
+
+def test_a_claim_of_two_researchers_sharing_a_baseline_checks_both_champions(
+    fresh_chain: Chain, tmp_path: Path
+) -> None:
+    """Researchers cloned from one repository share its baseline commit, and one lineage record is
+    written per commit: the claim seals that one record for both lineages, holding the first measurement."""
+    done = _export(fresh_chain, tmp_path, researchers=2)
+    fresh_chain.node.down()
+    said = _offline_check(done.claim, "--trusted-block", done.trusted, data=tmp_path / "nowhere")
+    assert said.returncode == ExitCode.OK, said.stderr
+    assert said.stdout.startswith(done.report)
+    assert "champion of r0: " in said.stdout and "champion of r1: " in said.stdout
