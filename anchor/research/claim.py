@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from anchor.errors import AnchorError, BadInput, Tampered
+from anchor.errors import AnchorError, BadInput, NotAnchored, Tampered
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -167,7 +167,10 @@ def _copy_champions(work: Path, root: Path, data: dict[str, Any]) -> None:
         for record in sorted((work / "runs" / who).glob("champion-*.json")):
             copy(record)
             if not record.name.endswith(".anchor.json") and record.stem.rsplit("-", 1)[-1].isdigit():
-                manifest, _ = record_state(record)
+                manifest, state = record_state(record)
+                if state != "anchored":  # a claim must rest on the chain: say so now, not at the reader's check
+                    raise NotAnchored(f"{record}: {state} (`anchor research run` again anchors it; `anchor research"
+                                      " verify` names an edit)", detail={"file": str(record)})  # fmt: skip
                 copy(final_runs_dir(work, who, manifest.commit, manifest.trials))
         if stats.get("champion") is not None:
             run = run_dir_of(work, who, stats["champion"])

@@ -42,6 +42,17 @@ def test_an_exported_claim_reproduces_the_online_report_offline_with_no_socket(
     done = _export(fresh_chain, tmp_path)
     online = fresh_chain.cli("research", "check", str(done.claim), check=True).stdout
     assert online.startswith(done.report)  # online, the same report, re-derived from the claim and the chain
+    # a champion record edited in the work dir is not exported: the claim would not rest on the chain
+    runs = fresh_chain.data_dir / "research" / "runs" / "r0"
+    record = next(p for p in runs.glob("champion-*.json") if not p.name.endswith(".anchor.json"))
+    kept = record.read_text()
+    body = json.loads(kept)
+    body["manifest"]["holdout"]["metric"]["value"] = "0.99"
+    record.write_text(json.dumps(body))
+    refused = fresh_chain.cli("research", "export", "-o", str(tmp_path / "second.tar"))
+    assert refused.returncode == ExitCode.NOT_ANCHORED and f"{record}: edited" in refused.stderr
+    assert not (tmp_path / "second.tar").exists()
+    record.write_text(kept)
     fresh_chain.node.down()
     said = _offline_check(done.claim, "--trusted-block", done.trusted, data=tmp_path / "nowhere")
     assert said.returncode == ExitCode.OK, said.stderr
