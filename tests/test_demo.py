@@ -48,7 +48,7 @@ def test_the_demo_report_gives_its_champion_a_sample_size_an_interval_and_the_ad
     r0 = json.loads(report)["researchers"]["r0"]
     final, honest = r0["final"], r0["uncertainty"]
     assert final["version"] == 3 and final["team_trials"] == final["trials"] == r0["attempts"]  # one researcher
-    # version 3 (issue 47): the holdout too, with the 1,500 rows the contract declares and a Wilson interval
+    # version 3: the holdout too, with the 1,500 rows the contract declares and a Wilson interval
     assert (final["holdout_examples"], final["holdout_interval"]["method"]) == (1500, "wilson")
     assert float(final["holdout_interval"]["low"]) < float(final["holdout"]) < float(final["holdout_interval"]["high"])
     assert (final["examples"], final["examples_source"], final["interval"]["method"]) == (150, "contract", "wilson")
@@ -56,12 +56,12 @@ def test_the_demo_report_gives_its_champion_a_sample_size_an_interval_and_the_ad
     assert honest["from"] == "from the champion record" and honest["interval"] == final["interval"]
     text = run_anchor(["research", "report"], env, check=True).stdout
     assert "n=150 examples (declared in the contract; one example = 0.006667); 95% interval [" in text
-    assert "± " in text or "(no spread)" in text
+    assert "± " in text or "no variance observed in" in text
     assert "(replication stdev x E[max of N standard normals]" in text or "no selection adjustment possible" in text
 
 
 def test_the_report_pastes_as_a_markdown_or_latex_table_with_a_methods_sentence(demo_run: DemoRun) -> None:
-    """Issue 47, item 5: nothing was paste-ready. The table's figures are the report's own (JSON), never
+    """Nothing was paste-ready once. The table's figures are the report's own (JSON), never
     recomputed by the renderer; a typo in --format is one line with the near name."""
     env = demo_run.env
     r0 = json.loads(run_anchor(["--json", "research", "report"], env, check=True).stdout)["researchers"]["r0"]

@@ -157,6 +157,7 @@ def test_the_readme_tour_and_the_missions_example_run_as_written_in_a_fresh_chec
 
     assert f"mission 'tour-1' ran ({default_runtime()})" in out and "mission 'tour-1': done" in out
     assert "OK: .anchor/missions/tour-1/result (1 file) is anchored" in out
+    assert "OK: .anchor/claim.anchor.tar: the report above is re-derived from the claim alone" in out
     assert json.loads((work / ".anchor" / "missions" / "tour-1" / "result" / "metrics.json").read_text())["days"] == 7
     assert "local chain stopped" in out.splitlines()[-4]
     assert "started the local chain at" in example.stderr and "stop it with `anchor chain down`" in example.stderr

@@ -66,8 +66,9 @@ ALLOWED: dict[str, set[str]] = {
     # application
     "anchoring": {"layout", "errors", "files", "manifest", "batch", "proof", "chain", "journal", "readback",
                   "settings"},
+    # sealing: a research claim's proofs and lineage receipts sealed for an offline check (anchor.research.claim)
     "research": {"layout", "errors", "files", "manifest", "proof", "chain", "journal", "readback", "anchoring",
-                 "settings", "fence"},
+                 "settings", "fence", "sealing"},
     "attest": {"layout", "errors", "files", "ingest", "manifest", "proof", "readback", "anchoring", "settings"},
     "missions": {"layout", "errors", "files", "manifest", "proof", "settings", "anchoring", "research", "fence",
                  "journal", "readback", "chain"},  # readback: a resume pin's proof; chain: the deployment a pod checks

@@ -494,3 +494,64 @@ def test_every_door_refuses_a_sealed_proof_with_one_field_it_reads_changed_namin
         for name, _, field in SEALED_EDITS:
             assert set(seen[name].values()) == {"tampered"}, (name, seen[name])
             assert named[name] == field, (name, named[name])
+
+
+def _claim_codes(chain: Any, claim: Path, offline: list[str]) -> dict[str, str]:
+    """A research claim checked by `anchor research check`, `anchor.research.check_claim` and `POST
+    /v1/verify/claim`, online or (`offline`: the trusted block) offline: "verified" or the error code."""
+    import anchor.research
+    from anchor.errors import AnchorError
+    from anchor.sealing.check import offline_settings
+
+    args = ["--offline", "--trusted-block", offline[0]] if offline else []
+    out = json.loads(chain.cli("--json", "research", "check", str(claim), *args).stdout)
+    codes = {"cli": "verified" if "report" in out else str(out["error"]["code"])}
+    settings = offline_settings(chain.settings, offline) if offline else chain.settings
+    try:
+        anchor.research.check_claim(settings, claim, offline=bool(offline), trusted_block=offline)
+        codes["library"] = "verified"
+    except AnchorError as exc:
+        codes["library"] = exc.code
+    query = {"offline": "true", "trusted_block": offline[0]} if offline else {}
+    with TestClient(create_app(chain.settings)) as client:
+        response = client.post("/v1/verify/claim", params=query, files={"claim": ("claim.tar", claim.read_bytes())})
+    body = response.json()
+    codes["api"] = "verified" if response.status_code == 200 and "report" in body else str(body.get("code"))
+    if response.status_code == 200:
+        assert body["lines"] == anchor.research.check_claim(settings, claim, offline=bool(offline),
+                                                            trusted_block=offline).lines  # fmt: skip
+    return codes
+
+
+@pytest.mark.chain
+@pytest.mark.sandbox
+def test_every_door_gives_a_research_claim_the_same_verdict_online_and_offline(
+    fresh_chain: Any, tmp_path: Path
+) -> None:
+    """`research check`, the library and the REST door, on a claim as exported and on one whose report
+    was edited (its index re-hashed): verified, then tampered, from each, with the chain and without."""
+    import tarfile
+
+    import blake3
+
+    from tests.research.helpers import export_example_claim
+
+    done = export_example_claim(fresh_chain, tmp_path)
+    edited_dir = tmp_path / "edited"
+    with tarfile.open(done.claim) as tar:
+        tar.extractall(edited_dir, filter="data")
+    report = edited_dir / "report.txt"
+    report.write_text(report.read_text().replace(" trials", " trial", 1))
+    index = json.loads((edited_dir / "claim.json").read_text())
+    index["files"]["report.txt"] = blake3.blake3(report.read_bytes()).hexdigest()
+    (edited_dir / "claim.json").write_text(json.dumps(index))
+    edited = tmp_path / "edited.tar"
+    with tarfile.open(edited, "w") as tar:
+        for path in sorted(edited_dir.rglob("*")):
+            tar.add(path, arcname=path.relative_to(edited_dir).as_posix(), recursive=False)
+    expected = {"cli": "verified", "library": "verified", "api": "verified"}
+    assert _claim_codes(fresh_chain, done.claim, []) == expected
+    assert _claim_codes(fresh_chain, edited, []) == dict.fromkeys(expected, "tampered")
+    fresh_chain.node.down()
+    assert _claim_codes(fresh_chain, done.claim, [done.trusted]) == expected
+    assert _claim_codes(fresh_chain, edited, [done.trusted]) == dict.fromkeys(expected, "tampered")

@@ -1,4 +1,4 @@
-"""`anchor research run|verify|report` and `anchor lineage`: the research runtime."""
+"""`anchor research run|verify|report|export|check` and `anchor lineage`: the research runtime."""
 
 from __future__ import annotations
 
@@ -322,6 +322,71 @@ def report(
         print(render(done.data, done.contract, output_format), end="")
         return
     emit(ctx, json, done.data, done.lines)
+
+
+@app.command()
+def export(
+    ctx: typer.Context,
+    workdir: Annotated[
+        Path | None, typer.Argument(help="The search's work dir (default: <data dir>/research).", metavar="RUN")
+    ] = None,
+    output: Annotated[
+        Path, typer.Option("-o", "--output", help="Where to write the claim: NAME.tar, else a new directory.")
+    ] = Path("claim.anchor.tar"),
+    json: JsonFlag = False,
+) -> None:
+    """Export a search as one portable claim: its ledger, the pre-registered contract, every attempt's
+    manifest, the champion records, every checkpoint and record proof sealed, the block headers they
+    rest on and the report; `anchor research check` re-derives the report from it, offline too."""
+    from anchor.chain.presets import chain_name
+    from anchor.research.claim import export_claim
+
+    done = export_claim(ctx.find_root().obj["settings"], _workdir(ctx, workdir), output, workdir is not None)
+    lines = [
+        f"{done.path}: a claim of {done.files} files, {done.sealed} proofs sealed",
+        f"  it rests on block {done.trust_block} of {chain_name(done.chain_id)}: check its hash once on any explorer"
+        f" or node (`cast block {done.trust_block} -f hash`), then:",
+        f"  anchor research check {done.path} --offline --trusted-block {done.trust_block}:HASH",
+    ]
+    emit(ctx, json, {"claim": str(done.path), "files": done.files, "sealed": done.sealed, "chain_id": done.chain_id,
+                     "trust_block": done.trust_block}, lines)  # fmt: skip
+
+
+@app.command()
+def check(
+    ctx: typer.Context,
+    claim: Annotated[Path, typer.Argument(help="A claim `anchor research export` wrote (.tar or directory).")],
+    offline: Annotated[
+        bool, typer.Option("--offline", help="No network: the sealed proofs against the block hash you trust.")
+    ] = False,
+    trusted_block: Annotated[
+        list[str] | None,
+        typer.Option("--trusted-block", help="With --offline: N:HASH, the claim's last block and its hash."),
+    ] = None,
+    json: JsonFlag = False,
+) -> None:
+    """Re-derive a research claim: the ledger's hash chain, every row under an anchored checkpoint (no
+    trial dropped), the pre-registered contract, every attempt manifest, the champion records and the
+    report, printed as `research report` printed it; any edit is refused naming what (exit 4)."""
+    from anchor.errors import BadInput
+    from anchor.research.claim import check_claim
+
+    if trusted_block and not offline:
+        raise BadInput("--trusted-block goes with --offline (hint: anchor research check CLAIM --offline"
+                       " --trusted-block N:HASH)", detail={"field": "offline"})  # fmt: skip
+    verdict = check_claim(ctx.find_root().obj["settings"], claim, offline=offline, trusted_block=trusted_block or ())
+    lines = [*verdict.lines, "", f"OK: {claim}: the report above is re-derived from the claim alone"
+             + (" (offline, no socket opened)" if verdict.offline else "")]  # fmt: skip
+    lines.append(f"  {verdict.trials} trials in {verdict.rows} ledger rows, all under"
+                 f" {count(verdict.checkpoints, 'anchored checkpoint')};"
+                 f" {count(verdict.attempts_checked, 'attempt manifest')} and"
+                 f" {count(verdict.records_checked, 'champion record')} checked")  # fmt: skip
+    for who, commit in verdict.champions.items():
+        chain = " -> ".join(c[:12] for c in verdict.lineage[who])
+        by = ", ".join(verdict.lineage_by.get(who, [])) or "nobody"
+        lines.append(f"  champion of {who}: {commit[:12]}, lineage {chain} (sealed lineage records by {by})")
+    lines.append(f"  trusted: {verdict.trusted}")
+    emit(ctx, json, verdict.to_json(), lines)
 
 
 def lineage(

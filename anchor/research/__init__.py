@@ -3,17 +3,23 @@ measured under identical bounds by the harness, written to a hash-chained ledger
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from anchor.research.claim import ClaimExport, ClaimVerdict, check_claim, export_claim
     from anchor.research.report import SearchReport, report_search
     from anchor.research.session import SearchOptions, SearchRun, run_search
     from anchor.research.verdict import SearchVerdict, verify_search
 
-_WHERE = {"SearchVerdict": "verdict", "verify_search": "verdict", "SearchReport": "report", "report_search": "report",
+_WHERE = {"ClaimExport": "claim", "ClaimVerdict": "claim", "check_claim": "claim", "export_claim": "claim",
+          "SearchVerdict": "verdict", "verify_search": "verdict", "SearchReport": "report", "report_search": "report",
           "SearchOptions": "session", "SearchRun": "session", "run_search": "session"}  # fmt: skip
 __all__ = [
+    "ClaimExport",
+    "ClaimVerdict",
     "SearchOptions",
     "SearchReport",
     "SearchRun",
     "SearchVerdict",
+    "check_claim",
+    "export_claim",
     "report_search",
     "run_search",
     "verify_search",

@@ -86,6 +86,9 @@ class AnchoredHeads:
     """The longest anchored head: entries 0..length-1 are on chain."""
     block: int | None
     anchored_at: str | None
+    where: dict[str, Any] | None = None
+    """Where the longest head is recorded, for a reader to find it from a paper: {chain_id, chain,
+    registry, tx_hash, root, head, length} (the proof's own anchor, checked by the verdict above)."""
 
 
 def check_anchored_heads(ledger: AnyLedger, settings: Settings) -> AnchoredHeads:
@@ -97,7 +100,10 @@ def check_anchored_heads(ledger: AnyLedger, settings: Settings) -> AnchoredHeads
     from anchor.readback.verifier import leaned_on
 
     entries = ledger.rows()  # anchored heads count rows, traces included
+    from anchor.chain.presets import chain_name
+
     best: tuple[int, int | None, str | None] = (0, None, None)
+    where: dict[str, Any] | None = None
     proofs = sorted((ledger.workdir / "checkpoints").glob("*.anchor.json"))
     for path in proofs:
         proof = load_proof(path)
@@ -105,15 +111,22 @@ def check_anchored_heads(ledger: AnyLedger, settings: Settings) -> AnchoredHeads
             raise BadInput(f"{path}: not a ledger checkpoint proof", detail={"file": str(path)})
         verdict = leaned_on(proof, settings)
         length, head = int(proof.manifest["length"]), str(proof.manifest["head"])
-        _hold(ledger.where, entries, length, head, verdict.anchored_block, f"anchored ({verdict.anchored_at})")
+        _hold(ledger.where, entries, length, head, verdict.anchored_block, f"anchored ({verdict.anchored_at})",
+              held=best[0])  # fmt: skip
         if length > best[0]:
             best = (length, verdict.anchored_block, verdict.anchored_at)
-    return AnchoredHeads(len(proofs), *best)
+            where = {"chain_id": proof.anchor.chain_id, "chain": chain_name(proof.anchor.chain_id),
+                     "registry": proof.anchor.registry, "tx_hash": proof.anchor.tx_hash, "root": proof.batch.root,
+                     "head": head, "length": length}  # fmt: skip
+    return AnchoredHeads(len(proofs), *best, where=where)
 
 
-def _hold(where: str, entries: list[dict[str, Any]], length: int, head: str, block: int | None, said: str) -> None:
+def _hold(
+    where: str, entries: list[dict[str, Any]], length: int, head: str, block: int | None, said: str, held: int = 0
+) -> None:
     """The ledger holds the anchored head (`length` rows, the last one `head`), or `Tampered` naming the
-    first seq that cannot be the anchored one."""
+    first seq that cannot be the anchored one; `held`: the longest shorter head already found to hold,
+    so the edit is narrowed to the rows between the two."""
     if len(entries) < length:
         raise Tampered(
             f"{where}: {len(entries)} entries, but a head of {length} entries is {said}, block {block}:"
@@ -121,8 +134,11 @@ def _hold(where: str, entries: list[dict[str, Any]], length: int, head: str, blo
             detail={"seq": len(entries), "anchored_length": length, "anchored_block": block},
         )
     if length == 0 or entries[length - 1]["digest"] != head:
+        since = (
+            f" (one of seq {held} to {length - 1}: the anchored head of {held} rows holds)" if 0 < held < length else ""
+        )
         raise Tampered(
-            f"{where}: the entry at seq {length - 1}, or one before it, is not the one {said}, block {block}:"
+            f"{where}: the entry at seq {length - 1}, or one before it{since}, is not the one {said}, block {block}:"
             " entries were removed, reordered or rewritten",
             detail={"seq": length - 1, "anchored_length": length, "anchored_block": block},
         )

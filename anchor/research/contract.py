@@ -64,6 +64,13 @@ class AttemptContract(BaseModel):
     holdout_examples: int | None = Field(
         default=None, ge=1, le=10**9, description="the holdout's size: its metric's sample size, pre-registered"
     )
+    metric_kind: Literal["proportion", "mean", "macro_f1", "auc", "statistic"] | None = Field(
+        default=None,
+        description="proportion: the share of examples right (a Wilson interval fits it); mean: the mean of"
+        " per-item scores; macro_f1 / auc: that statistic, recomputed from per-item (label, prediction or score)"
+        " pairs and bootstrapped over items; statistic: any other (no interval over items). Undeclared: a"
+        " proportion when the metric's name says accuracy, else a statistic (`proportion_by_name`)",
+    )
 
     @field_validator("editable")
     @classmethod
@@ -133,6 +140,13 @@ class AttemptContract(BaseModel):
         kind, _, command = self.metric_source.partition(":")
         return command if kind == "evaluator" else None
 
+    def is_proportion(self) -> bool:
+        """Whether the metric is a share of examples right, the one figure a binomial (Wilson) interval
+        describes: as declared in `metric_kind`, else judged from the metric's name (`proportion_by_name`)."""
+        if self.metric_kind is not None:
+            return self.metric_kind == "proportion"
+        return proportion_by_name(self.metric)
+
     def hidden_data(self, repo: Path) -> tuple[Path, ...]:
         """The holdout data as paths: what the sandbox hides from attempts."""
         return tuple(Path(p) if p.startswith("/") else repo / p for p in self.holdout_data)
@@ -146,6 +160,21 @@ class AttemptContract(BaseModel):
             .replace("{run_name}", run_name)
             .replace("{attempt_timeout_minutes}", f"{self.attempt_timeout_minutes:g}")
         )
+
+
+PROPORTION_WORDS = frozenset({"accuracy", "acc", "top1", "top5", "error_rate", "err_rate"})
+"""Words in a metric's name that say it is a share of examples right (or wrong): `val_accuracy`,
+`top1_acc`, `error_rate`. Anything else undeclared (macro_f1, auc, loss, bleu) is not one."""
+
+
+def proportion_by_name(metric: str) -> bool:
+    """Whether an undeclared metric's name says it is a proportion (its words, split on `_`, `-`, `.`,
+    `/`, or an `error_rate` whole): a guess a contract overrides with `metric_kind`."""
+    import re
+
+    name = metric.lower()
+    words = set(re.split(r"[_\-./ ]+", name))
+    return bool(words & PROPORTION_WORDS) or name.endswith("error_rate")
 
 
 def load_contract(path: Path) -> tuple[AttemptContract, bytes]:

@@ -112,7 +112,7 @@ def expected_max(trials: int) -> float:
 
 
 def selected_from(manifest: ChampionManifest) -> int:
-    """How many trials the champion was selected from (issue 47): the team's (every researcher's on one
+    """How many trials the champion was selected from: the team's (every researcher's on one
     ledger: the selection ran over all of them), else this researcher's own."""
     return manifest.team_trials if manifest.team_trials is not None else manifest.trials
 
@@ -139,28 +139,36 @@ def no_adjustment(manifest: ChampionManifest) -> str | None:
 
 
 ADJUSTED_INTERVAL = "the selection metric's 95% interval, shifted by the adjustment"
-T_975 = (12.706205, 4.302653, 3.182446, 2.776445, 2.570582, 2.446912, 2.364624, 2.306004, 2.262157, 2.228139,
-         2.200985, 2.178813, 2.160369, 2.144787, 2.13145, 2.119905, 2.109816, 2.100922, 2.093024, 2.085963,
-         2.079614, 2.073873, 2.068658, 2.063899, 2.059539, 2.055529, 2.051831, 2.048407, 2.04523, 2.042272)  # fmt: skip
-"""Student's t 0.975 quantile for 1..30 degrees of freedom (scipy.stats.t.ppf(0.975, df), 6 places);
-past 30, the normal's 1.959964 (the difference is below 0.09)."""
-REPLICATION_INTERVAL = "Student t interval of the replications' mean: mean ± t(0.975, k-1) · stdev / √k"
 
 
 def replication_interval(manifest: ChampionManifest) -> dict[str, str] | None:
-    """A 95% interval of the replications' mean (issue 47: replications reported like the selection
-    metric): from the record's own mean and stdev, so anyone recomputes it from the record; None with
-    fewer than two completed replications (no spread to speak of)."""
-    k = sum(1 for r in manifest.replications if r.metric is not None)
-    if k < 2 or manifest.mean is None or manifest.stdev is None:
+    """A 95% interval of the replications' mean: a percentile bootstrap over the completed replications
+    (RESAMPLES resampled means, the RNG seeded with the record's digest, named in `method`, so anyone
+    re-derives the bounds from the record alone). None with fewer than two completed replications, and
+    None when they are all equal: `[x, x]` would read as certainty where k runs only showed no variance
+    (`final_line` says so in words)."""
+    from anchor.research.uncertainty import RESAMPLES, bootstrap
+
+    values = tuple(float(r.metric.value) for r in manifest.replications if r.metric is not None)
+    if len(values) < 2 or len(set(values)) == 1:
         return None
-    t = T_975[k - 2] if k - 1 <= len(T_975) else 1.959964
-    half = t * float(manifest.stdev) / math.sqrt(k)
-    mean = float(manifest.mean)
-    return {"low": f"{mean - half:.6f}", "high": f"{mean + half:.6f}", "method": REPLICATION_INTERVAL}
+    seed = manifest.digest.hex()
+    low, high = bootstrap(values, seed)
+    method = f"percentile bootstrap over {len(values)} replications, {RESAMPLES:,} resamples, seed {seed}"
+    return {"low": low, "high": high, "method": method}
 
 
-def holdout_words(manifest: ChampionManifest) -> str | None:
+def no_variance(final: dict[str, Any]) -> str | None:
+    """ "no variance observed in k runs" when a record's completed replications (two or more) all agree."""
+    completed = [r for r in final["replications"] if r not in ("failed", "timed_out", "interrupted")]
+    if final.get("stdev") is None or float(final["stdev"]) != 0 or len(completed) < 2:
+        return None
+    return f"no variance observed in {len(completed)} runs"
+
+
+def holdout_words(
+    manifest: ChampionManifest, statistic: str | None = None, proportion: bool | None = None
+) -> str | None:
     """The holdout's n and interval in words (as the selection metric's: anchor.research.uncertainty),
     and the data it ran on; None without a holdout."""
     from anchor.research.uncertainty import describe
@@ -172,7 +180,9 @@ def holdout_words(manifest: ChampionManifest) -> str | None:
     if manifest.version < 3:
         return "n and interval not recorded (a version 2 record)"
     interval = None if manifest.holdout_interval is None else manifest.holdout_interval.model_dump()
-    words = describe(manifest.holdout_examples, manifest.holdout_examples_source, interval, None)
+    seed = manifest.holdout.evidence
+    words = describe(manifest.holdout_examples, manifest.holdout_examples_source, interval, None, seed=seed,
+                     statistic=statistic, proportion=proportion)  # fmt: skip
     data = ", ".join(f"{d.path} {d.digest[:16]}…" for d in manifest.holdout_data)
     return words + ("; data " + data if data else "; no holdout_data declared: the data is not digested")
 
@@ -191,10 +201,13 @@ def adjusted_interval(manifest: ChampionManifest) -> dict[str, str] | None:
 ADJUSTMENT_METHOD = "replication stdev x E[max of N standard normals] (Bailey and Lopez de Prado)"
 
 
-def summary(manifest: ChampionManifest) -> dict[str, Any]:
-    """What `research report` shows of a champion record."""
+def summary(manifest: ChampionManifest, statistic: str | None = None, proportion: bool | None = None) -> dict[str, Any]:
+    """What `research report` shows of a champion record; `statistic`: the contract's `metric_kind` when
+    its bootstrap is over items recomputing a macro_f1 or an auc, `proportion`: whether the metric is one
+    (each said so in the holdout's words; None where the contract is not at hand)."""
     return {
         "commit": manifest.commit,
+        "attempt_digest": manifest.attempt_digest,
         "metric_name": manifest.metric.name,
         "metric": manifest.metric.value,
         "trials": manifest.trials,
@@ -220,7 +233,8 @@ def summary(manifest: ChampionManifest) -> dict[str, Any]:
         "holdout_examples_source": manifest.holdout_examples_source,
         "holdout_interval": None if manifest.holdout_interval is None else manifest.holdout_interval.model_dump(),
         "holdout_data": [d.model_dump() for d in manifest.holdout_data],
-        "holdout_words": holdout_words(manifest),
+        "holdout_words": holdout_words(manifest, statistic, proportion),
+        "holdout_seed": None if manifest.holdout is None else manifest.holdout.evidence,
     }
 
 
@@ -235,13 +249,14 @@ def final_line(final: dict[str, Any]) -> str:
         f" {final['trials']} trials{among};"
     ]
     if final["replications"]:
+        flat = no_variance(final)
         spread = (
             f" ± {float(final['stdev']):.6g} (sample stdev)" if final["stdev"] is not None and float(final["stdev"])
-            else " (no spread)" if final["stdev"] is not None else ""
+            else f", {flat} (no interval)" if flat else ""
         )  # fmt: skip
         mean = "no completed run" if final["mean"] is None else f"mean {float(final['mean']):.6g}{spread}"
         within = final.get("replication_interval")
-        ci = f", 95% interval [{within['low']}, {within['high']}] (Student t)" if within else ""
+        ci = f", 95% interval [{within['low']}, {within['high']}] ({within['method']})" if within else ""
         parts.append(f"replicated {len(final['replications'])}x: {mean}{ci};")
         if final["selection_adjusted"] is not None:
             over = final.get("adjusted_over")

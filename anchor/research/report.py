@@ -58,16 +58,20 @@ def report_search(settings: Settings, work: Path, explicit: bool = True) -> Sear
     _final_numbers(work, terms, data, lines, entries)
     try:
         heads = check_anchored_heads(ledger, settings)
-        found = chain_heads(ledger, work, settings, [])  # the checkpoint records: no proof file needed
+        # the checkpoint records found by the contract digest need a live read: offline (a claim checked
+        # against a trusted block) the sealed checkpoint proofs alone count
+        found = heads if settings.offline else chain_heads(ledger, work, settings, [])
         longest = heads if heads.length >= found.length else found
         # heads count rows (attempts and their traces); a trial is an attempt row among them
         data["anchored_trials"] = sum(1 for row in rows[: longest.length] if is_attempt(row))
+        data["anchored_at"] = heads.where if longest is heads else None
         lines.append(
             f"{len(entries)} trial{'' if len(entries) == 1 else 's'}, of which {data['anchored_trials']} anchored"
             + (f" up to block {longest.block} ({longest.anchored_at})" if longest.block is not None else "")
         )
     except ChainUnreachable:
         data["anchored_trials"] = None
+        data["anchored_at"] = None
         lines.append("anchored trials: not checked (the chain is out of reach)")
     return SearchReport(data, lines, terms)
 
@@ -96,8 +100,14 @@ def _final_numbers(
                 stats["final"] = {"anchored": False, "edited": True, "record": str(path)}
                 lines.append(f"  final numbers: {path} was edited after it was anchored (run `anchor research verify`)")
                 continue
-            final = summary(record)
+            kind = (None, None) if terms is None else (terms.metric_kind, terms.is_proportion())
+            final = summary(record, *kind)
             final["anchored"] = state == "anchored"
+            if state == "anchored":  # where a reader finds it: the transaction its proof names
+                from anchor.proof.file import load_proof
+
+                proof = load_proof(path.with_name(path.name.removesuffix(".json") + ".anchor.json"))
+                final["record_anchor"] = {"tx_hash": proof.anchor.tx_hash, "root": proof.batch.root}
             lines.append(f"  {final_line(final)}" + ("" if state == "anchored" else " (not anchored yet)"))
         stats["final"] = final
         if stats["champion"] is None or terms is None:
@@ -109,8 +119,12 @@ def _final_numbers(
             entry = [e for e in entries if e["researcher"] == who and e["kept"]][-1]
             honest = of_champion(terms, work, entry)
             where = "computed now from the champion's bound run dir"
-        stats["uncertainty"] = {**honest, "from": where}
-        lines.append(f"  {stats['champion'][:12]}: " + describe(**honest) + f" ({where})")
+        seed = final["attempt_digest"] if final is not None and "attempt_digest" in final else None
+        if seed is None:
+            seed = [e for e in entries if e["researcher"] == who and e["kept"]][-1]["attempt_digest"]
+        stats["uncertainty"] = {**honest, "from": where, "seed": seed}  # a bootstrap's seed, to re-derive it
+        words = describe(**honest, seed=seed, proportion=terms.is_proportion(), statistic=terms.metric_kind)
+        lines.append(f"  {stats['champion'][:12]}: {words} ({where})")
 
 
 def sparkline(values: list[Decimal | None]) -> str:

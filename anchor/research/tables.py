@@ -1,4 +1,4 @@
-"""A search's figures as a table to paste (issue 47): markdown or LaTeX, with a methods sentence made from
+"""A search's figures as a table to paste: markdown or LaTeX, with a methods sentence made from
 the pre-registered contract.
 
 Why: a paper quotes the champion's numbers with their sample sizes and intervals, the trial count behind
@@ -23,14 +23,22 @@ def rows(stats: dict[str, Any]) -> list[tuple[str, str]]:
     interval = honest.get("interval")
     n = honest.get("examples")
     if metric:
-        ci = f"95% CI [{interval['low']}, {interval['high']}] ({interval['method']})" if interval else "no interval"
+        ci = (
+            f"95% CI [{interval['low']}, {interval['high']}] ({_named(interval, honest.get('seed'))})"
+            if interval
+            else "no interval"
+        )
         out.append((f"selection metric ({metric.get('name')}, {metric.get('mode')})",
                     f"{metric.get('value')}; n={n if n is not None else 'unknown'}; {ci}"))  # fmt: skip
     if final.get("replications"):
-        spread = f" ± {float(final['stdev']):.6g} (sd)" if final.get("stdev") not in (None, "0") else ""
+        from anchor.research.final import no_variance
+
+        flat = no_variance(final)
+        spread = f" ± {float(final['stdev']):.6g} (sd)" if final.get("stdev") is not None and not flat else ""
         mean = "no completed run" if final.get("mean") is None else f"{float(final['mean']):.6g}{spread}"
         within = final.get("replication_interval")
-        ci = f"; 95% CI [{within['low']}, {within['high']}] (Student t)" if within else "; no interval (under 2 runs)"
+        ci = (f"; 95% CI [{within['low']}, {within['high']}] ({within['method']})" if within
+              else f"; {flat}, no interval" if flat else "; no interval (under 2 runs)")  # fmt: skip
         out.append((f"replications ({len(final['replications'])})", f"{mean}; n={len(final['replications'])}{ci}"))
     if final.get("holdout") is not None:
         held = final.get("holdout_interval")
@@ -38,7 +46,11 @@ def rows(stats: dict[str, Any]) -> list[tuple[str, str]]:
         if final.get("version", 0) < 3:
             said = "no sample size or interval is recorded for the holdout (a version 2 record)"
         else:
-            ci = f"95% CI [{held['low']}, {held['high']}] ({held['method']})" if held else "no interval"
+            ci = (
+                f"95% CI [{held['low']}, {held['high']}] ({_named(held, final.get('holdout_seed'))})"
+                if held
+                else "no interval"
+            )
             said = f"n={hn if hn is not None else 'unknown'}; {ci}"
         data = ", ".join(f"{d['path']} {d['digest'][:12]}…" for d in final.get("holdout_data") or [])
         out.append(("holdout", f"{final['holdout']}; {said}" + (f"; data {data}" if data else "")))
@@ -67,6 +79,15 @@ def rows(stats: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
+def _named(interval: dict[str, str], seed: str | None) -> str:
+    """An interval's method as a table cell: a bootstrap with its resamples and seed (to re-derive it)."""
+    from anchor.research.uncertainty import RESAMPLES
+
+    if interval["method"] != "bootstrap":
+        return interval["method"]
+    return f"bootstrap, {RESAMPLES:,} resamples" + (f", seed {seed}" if seed else "")
+
+
 def methods(terms: Any, stats: dict[str, Any], anchored: dict[str, Any]) -> str:
     """One paragraph of methods, from the pre-registered contract and what the search recorded."""
     final = stats.get("final") or {}
@@ -86,7 +107,26 @@ def methods(terms: Any, stats: dict[str, Any], anchored: dict[str, Any]) -> str:
     if anchored.get("anchored_trials") is not None:
         parts.append(f"Every attempt was recorded in a hash-chained ledger; {anchored['anchored_trials']} trials were"
                      " anchored on chain with it, so the trial count cannot be lowered after the fact.")  # fmt: skip
+    parts += where_recorded(anchored.get("anchored_at"), final)
     return " ".join(parts)
+
+
+def where_recorded(at: dict[str, Any] | None, final: dict[str, Any]) -> list[str]:
+    """The sentences that take a reader from the paper to the record: the chain, the registry, the
+    transaction and batch root of the ledger head (and of the champion record), the head itself, and
+    the command that checks them; none when the head was not read back (the chain out of reach)."""
+    if not at:
+        return []
+    said = [f"The ledger head {at['head']} ({at['length']} rows) is anchored on {at['chain']} in the registry"
+            f" {at['registry']}, transaction {at['tx_hash']} (batch root {at['root']})"]  # fmt: skip
+    record = final.get("record_anchor")
+    if record and final.get("digest"):
+        said[0] += f"; the champion record 0x{final['digest']} in transaction {record['tx_hash']}"
+    said[0] += "."
+    said.append("Anyone can re-derive these figures from the exported claim with `anchor research check CLAIM"
+                " --offline --trusted-block N:HASH`, N the claim's last block and HASH its hash from any explorer"
+                " or node.")  # fmt: skip
+    return said
 
 
 def render(data: dict[str, Any], terms: Any, fmt: str) -> str:

@@ -8,12 +8,14 @@ certain than it is, so the report and the champion record carry both, with where
   the search cannot shrink it); else the `examples` count in the same JSON object the metric was
   read from (an `evaluator:` line, the `jsonl:`/`json:` row), said to be counted by the evaluator
   (run by the harness) or reported by the attempt's own code (a claim of the code under measurement).
-- **The interval**: a percentile bootstrap (2,000 resamples, seeded by the champion's attempt digest,
-  so anyone re-running it gets the same bounds) over `per_example` results when that object gives
-  them, their count is `n` and their mean is the metric (else they are not used, and the caveat
-  says so); otherwise, for a metric between 0 and 1 with a known `n`, the Wilson score interval of a
-  binomial proportion (accuracy-like metrics: the share of examples right). A loss or a score
-  outside [0, 1] without per-example results gets no interval, in words.
+- **The interval**, fitted to what the figure is: a percentile bootstrap (2,000 resamples, seeded by
+  the champion's attempt digest, so anyone re-running it gets the same bounds; the seed is printed)
+  over `per_example` results when that object gives them, their count is `n` and their mean is the
+  metric (else they are not used, and the caveat says so); otherwise the Wilson score interval of a
+  binomial proportion, for a metric the contract declares a proportion (`metric_kind`, or a name that
+  says accuracy: `AttemptContract.is_proportion`) with a known `n`. Anything else (a macro-F1, an AUC,
+  a loss) without per-item results gets no interval over items, in words: the replications' bootstrap
+  (anchor.research.final) is then its run-to-run interval.
 
 Pure functions of their inputs: the champion record's `interval` is recomputed by decoders (Wilson)
 and by `research verify` from the bound run dir (bootstrap).
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from anchor.manifest.champion import bound, wilson
+from anchor.research.resample import STATISTICS
 
 if TYPE_CHECKING:
     from anchor.research.contract import AttemptContract
@@ -52,6 +55,11 @@ class Sample:
     per_example: tuple[float, ...] | None
     caveat: str | None
     """Why per-example results or a count were set aside, in words; None when nothing was."""
+    items: tuple[tuple[object, object], ...] | None = None
+    """Per-item (label, prediction or score) pairs of a macro_f1 or auc metric, the statistic recomputed
+    from them equal to the metric (anchor.research.resample); None otherwise."""
+    statistic: str | None = None
+    """The contract's `metric_kind` the items are resampled for ("macro_f1", "auc")."""
 
 
 def bootstrap(values: tuple[float, ...], seed: str) -> tuple[str, str]:
@@ -78,6 +86,11 @@ def read_sample(terms: AttemptContract, run_dir: Path, holdout: bool = False) ->
     caveats = []
     if declared and counted is not None and counted != declared:
         caveats.append(f"the {by} counted {counted} examples where the contract declares {declared}")
+    if terms.metric_kind in STATISTICS:  # items to recompute the statistic from, not scores to average
+        items, why = _items(terms.metric_kind, record, record.get(terms.metric), examples)
+        caveats += [why] if why else []
+        caveat = "; ".join(caveats) or None
+        return Sample(examples, source if examples is not None else None, None, caveat, items, terms.metric_kind)
     per_example = _per_example(record.get("per_example"))
     if per_example is not None and len(per_example) > MAX_PER_EXAMPLE:
         caveats.append(f"{len(per_example):,} per-example results: past {MAX_PER_EXAMPLE:,}, no bootstrap is run")
@@ -95,6 +108,28 @@ def read_sample(terms: AttemptContract, run_dir: Path, holdout: bool = False) ->
     return Sample(examples, source if examples is not None else None, per_example, caveat)
 
 
+def _items(
+    kind: str, record: dict[str, Any], metric: object, examples: int | None
+) -> tuple[tuple[tuple[object, object], ...] | None, str | None]:
+    """The per-item pairs of a macro_f1 or auc metric when they give it (recomputed here), else None and why."""
+    from anchor.research.resample import ITEMS, parse_items, statistic
+
+    if record.get("per_example") is None:
+        return None, None
+    items = parse_items(kind, record.get("per_example"))
+    if items is None:
+        return None, f"per_example is not a list of {ITEMS[kind]} pairs: not used"
+    if len(items) > MAX_PER_EXAMPLE:
+        return None, f"{len(items):,} per-item results: past {MAX_PER_EXAMPLE:,}, no bootstrap is run"
+    if examples is not None and len(items) != examples:
+        return None, f"{len(items)} per-item results for {examples} examples: not used"
+    recomputed = statistic(kind, items)
+    if not isinstance(metric, int | float) or math.isnan(recomputed) or abs(recomputed - metric) > 1e-6:
+        said = f"{STATISTICS[kind]} recomputed: {recomputed:.6g}"
+        return None, f"the per-item results do not give the metric ({said}): not used"
+    return items, None
+
+
 def _per_example(value: object) -> tuple[float, ...] | None:
     if not isinstance(value, list) or not value or len(value) > 100 * MAX_PER_EXAMPLE:
         return None  # not results at all (or too many even to count them here)
@@ -103,20 +138,27 @@ def _per_example(value: object) -> tuple[float, ...] | None:
     return tuple(float(v) for v in value)
 
 
-def interval(value: str, sample: Sample, seed: str) -> dict[str, str] | None:
-    """The champion's 95% interval as the record carries it ({method, level, low, high}), or None."""
+def interval(value: str, sample: Sample, seed: str, *, proportion: bool) -> dict[str, str] | None:
+    """The champion's 95% interval as the record carries it ({method, level, low, high}), or None.
+    `proportion`: whether the metric is a share of examples right (the only figure Wilson describes);
+    keyword-only and required, so no caller gets a binomial interval by default."""
+    if sample.items is not None and sample.statistic is not None:
+        from anchor.research.resample import bootstrap_items
+
+        lowest, highest = bootstrap_items(sample.statistic, sample.items, seed, RESAMPLES)
+        return {"method": "bootstrap", "level": LEVEL, "low": bound(lowest), "high": bound(highest)}
     if sample.per_example is not None:
         low, high = bootstrap(sample.per_example, seed)
         return {"method": "bootstrap", "level": LEVEL, "low": low, "high": high}
     p = float(Decimal(value))
-    if sample.examples is not None and 0.0 <= p <= 1.0:
+    if proportion and sample.examples is not None and 0.0 <= p <= 1.0:
         low, high = wilson(p, sample.examples)
         return {"method": "wilson", "level": LEVEL, "low": low, "high": high}
     return None
 
 
 METHODS = {
-    "bootstrap": f"percentile bootstrap over per-example results, {RESAMPLES:,} resamples",
+    "bootstrap": f"percentile bootstrap over per-example results, {RESAMPLES:,} resamples",  # + n and seed
     "wilson": "Wilson score interval, binomial: the metric read as the share of examples right",
 }
 SOURCES = {
@@ -127,20 +169,40 @@ SOURCES = {
 
 
 def describe(
-    examples: int | None, examples_source: str | None, interval: dict[str, str] | None, caveat: str | None
+    examples: int | None,
+    examples_source: str | None,
+    interval: dict[str, str] | None,
+    caveat: str | None,
+    seed: str | None = None,
+    proportion: bool | None = None,
+    statistic: str | None = None,
 ) -> str:
-    """One line: n and its source, the interval and its method, or what is missing, in words."""
+    """One line: n and its source, the interval and its method (a bootstrap's resamples and `seed`),
+    or what is missing, in words (`proportion` False: the metric is not a share, so it gets no Wilson)."""
     if examples is None:
         size = "sample size unknown (declare `eval_examples` in the contract, or have the evaluator print `examples`)"
     else:
         where = SOURCES.get(examples_source or "", "source unknown")
         size = f"n={examples} examples ({where}; one example = {1 / examples:.4g})"
-    if interval is None:
+    if interval is None and proportion is False:
+        why = ("no interval over items: the metric is not a proportion (a binomial interval does not describe it)"
+               " and no per-example results were kept to resample; the replications' bootstrap, where there are"
+               " replications, is its run-to-run interval")  # fmt: skip
+    elif interval is None:
         why = "no interval: " + (
             "the metric is not a share in [0, 1] and no per-example results were given"
             if examples is not None
             else "the sample size is unknown"
         )
+    elif interval["method"] == "bootstrap" and statistic in STATISTICS:
+        from anchor.research.resample import ITEMS
+
+        what = (f"percentile bootstrap over {examples} items {ITEMS[statistic]}, {STATISTICS[statistic]} recomputed"
+                f" on each of {RESAMPLES:,} resamples")  # fmt: skip
+        why = f"95% interval [{interval['low']}, {interval['high']}] ({what}" + (f", seed {seed})" if seed else ")")
+    elif interval["method"] == "bootstrap":
+        what = f"percentile bootstrap over {examples} per-example results, {RESAMPLES:,} resamples"
+        why = f"95% interval [{interval['low']}, {interval['high']}] ({what}" + (f", seed {seed})" if seed else ")")
     else:
         why = f"95% interval [{interval['low']}, {interval['high']}] ({METHODS[interval['method']]})"
     return f"{size}; {why}" + (f"; note: {caveat}" if caveat else "")
@@ -152,10 +214,11 @@ def of_champion(terms: AttemptContract, workdir: Path, entry: dict[str, Any]) ->
     from anchor.research.evidence import evidence_dir_of
 
     sample = read_sample(terms, evidence_dir_of(workdir, entry))
+    proportion = terms.is_proportion()
     return {
         "examples": sample.examples,
         "examples_source": sample.source,
-        "interval": interval(entry["metric"]["value"], sample, entry["attempt_digest"]),
+        "interval": interval(entry["metric"]["value"], sample, entry["attempt_digest"], proportion=proportion),
         "caveat": sample.caveat,
     }
 
@@ -171,7 +234,7 @@ def of_holdout(terms: AttemptContract, run_dir: Path, run: dict[str, Any]) -> di
     return {
         "holdout_examples": sample.examples,
         "holdout_examples_source": sample.source,
-        "holdout_interval": interval(run["metric"]["value"], sample, run["evidence"]),
+        "holdout_interval": interval(run["metric"]["value"], sample, run["evidence"], proportion=terms.is_proportion()),
         "holdout_caveat": sample.caveat,
     }
 

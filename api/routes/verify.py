@@ -1,11 +1,11 @@
-"""Verification routes: by manifest digest, by uploaded proof file, by uploaded file."""
+"""Verification routes: by manifest digest, by uploaded proof file, by uploaded file, by uploaded research claim."""
 
 from __future__ import annotations
 
 from typing import IO, Annotated, Any
 
 import blake3
-from fastapi import APIRouter, File, Path, Request, Response, UploadFile
+from fastapi import APIRouter, File, Path, Query, Request, Response, UploadFile
 from starlette.concurrency import run_in_threadpool
 
 from anchor.anchoring.prove import single_file_proof
@@ -166,3 +166,42 @@ async def verify_file(
         blake3=digest.hex(), size=size, path=proof.file.path,
         proof=proof.model_dump(mode="json", exclude_none=True), verification=verification.model_dump(),
     )  # fmt: skip
+
+
+def _check_upload(settings: Any, raw: bytes, offline: bool, trusted_block: tuple[str, ...]) -> dict[str, Any]:
+    """`check_claim` of an uploaded claim, written to a scratch file of ours; a refusal calls it "claim"."""
+    import tempfile
+    from pathlib import Path as FilePath
+
+    from anchor.research.claim import check_claim
+
+    with tempfile.TemporaryDirectory(prefix="anchor-claim-upload-") as scratch:
+        path = FilePath(scratch) / "claim.tar"
+        path.write_bytes(raw)
+        verdict = check_claim(settings, path, offline=offline, trusted_block=trusted_block, name="claim")
+        return verdict.to_json() | {"lines": verdict.lines}
+
+
+@router.post("/claim", operation_id="verify_claim", responses=ERRORS)
+async def verify_claim(
+    request: Request,
+    settings: SettingsDep,
+    config: ConfigDep,
+    claim: Annotated[UploadFile, File(description="a research claim, the .tar `anchor research export` wrote")],
+    offline: Annotated[bool, Query(description="no network: the claim's sealed proofs against trusted_block")] = False,
+    trusted_block: Annotated[
+        list[str] | None, Query(description="with offline: N:HASH, a block hash you trust (the claim's last)")
+    ] = None,
+) -> dict[str, Any]:
+    """Re-derive an uploaded research claim as `anchor research check` does (the library's
+    `check_claim`): its report, trial count, champion and lineage, or the part that was edited (409).
+    Bounded per client address as an uploaded proof's decoding is (a bootstrap over 10,000 items takes
+    seconds of CPU)."""
+    if trusted_block and not offline:
+        raise BadInput("trusted_block goes with offline=true", detail={"field": "offline"})
+    raw = await claim.read(config.max_request_bytes + 1)
+    if len(raw) > config.max_request_bytes:
+        raise TooLarge(f"claims are limited to {config.max_request_bytes} bytes here")
+    client = request.client.host if request.client else None
+    return await decode(request.app, _check_upload, settings, raw, offline, tuple(trusted_block or ()),
+                        client=client, inline=True)  # fmt: skip

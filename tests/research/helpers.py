@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import json
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from anchor.research.contract import AttemptContract
+
+if TYPE_CHECKING:
+    from tests.conftest import Chain
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
@@ -63,3 +68,31 @@ class ScriptedProposer:
             value(repo)
         else:
             (repo / "params.json").write_text(json.dumps({"x": value}))
+
+
+@dataclass(frozen=True)
+class Exported:
+    claim: Path
+    report: str
+    trusted: str
+    """N:HASH of the claim's last block, read from the chain while it ran (as a reader reads an explorer)."""
+
+
+def export_example_claim(
+    chain: Chain, tmp_path: Path, name: str = "claim.anchor.tar", researchers: int = 1
+) -> Exported:
+    """examples/research searched for 4 attempts (each of `researchers`) on `chain` (deployed here), its
+    report, and its claim exported to `tmp_path/name` with the block a reader trusts."""
+    from anchor.chain.node import rpc_call
+    from tests.conftest import ROOT
+
+    chain.cli("deploy", check=True)
+    example = ROOT / "examples" / "research"
+    repo = make_repo(tmp_path / "repo", {n: (example / n).read_text() for n in ("train.py", "params.json", "data.csv")})
+    chain.cli("research", "run", "--repo", str(repo), "--contract", str(example / "contract.toml"),
+              "--max-attempts", "4", "--researchers", str(researchers), check=True)  # fmt: skip
+    report = chain.cli("research", "report", check=True).stdout
+    said = json.loads(chain.cli("--json", "research", "export", "-o", str(tmp_path / name), check=True).stdout)
+    block = rpc_call(chain.node.rpc_url, "eth_getBlockByNumber", [hex(said["trust_block"]), False])
+    assert isinstance(block, dict)
+    return Exported(tmp_path / name, report, f"{said['trust_block']}:{block['hash']}")

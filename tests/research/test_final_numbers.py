@@ -1,4 +1,4 @@
-"""Honest final numbers (issue 10, seed section 5): after the search stops, the harness re-measures the
+"""Honest final numbers: after the search stops, the harness re-measures the
 champion `replications` times and runs the holdout once; attempts never see the holdout data (in the
 sandbox), the holdout run does; the champion record binds all of it to the trials it was selected from."""
 
@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -88,7 +89,7 @@ def test_the_holdout_is_hidden_from_attempts_and_the_champion_is_replicated_and_
 
 
 def test_the_holdout_gets_its_n_its_interval_and_its_datas_digest_in_a_version_3_record(tmp_path: Path) -> None:
-    """Issue 47, item 1: the holdout is reported as the selection metric is. Its n is the contract's
+    """The holdout is reported as the selection metric is. Its n is the contract's
     `holdout_examples` (else the evaluator's count), its 95% interval a Wilson one for a share, and the
     record binds the file-tree digest of the holdout data it ran on; research verify recomputes both."""
     from anchor.manifest.filetree import hash_tree
@@ -97,7 +98,7 @@ def test_the_holdout_gets_its_n_its_interval_and_its_datas_digest_in_a_version_3
     from tests.reference_impl import wilson_bounds
 
     search, _ = _search(tmp_path, sandboxed=False)
-    search.contract = search.contract.model_copy(update={"holdout_examples": 400})
+    search.contract = search.contract.model_copy(update={"holdout_examples": 400, "metric_kind": "proportion"})
     search.run()
     record = evaluate_champion(search, None)
     assert record is not None and record.version == 3
@@ -110,11 +111,11 @@ def test_the_holdout_gets_its_n_its_interval_and_its_datas_digest_in_a_version_3
     assert [d.model_dump() for d in record.holdout_data] == [{"path": str(data), "digest": digest}]
     said = final_line(summary(record))
     assert "holdout 0.25 (n=400 examples (declared in the contract" in said and f"[{bounds[0]}, {bounds[1]}]" in said
-    assert "replicated 3x: mean 3.1 ± 0.1 (sample stdev), 95% interval [2.851586, 3.348414] (Student t)" in said
+    assert "replicated 3x: mean 3.1 ± 0.1 (sample stdev), 95% interval [3, 3.2] (percentile bootstrap over 3" in said
     # research verify recomputes the holdout's figures from its bound run dir: a record that lies is named
     (search.workdir / "contract.toml").write_text('task = "t"\ncommand = "x"\neditable = ["params.json"]\n'
                                                   'metric = "score"\nmode = "max"\nattempt_timeout_minutes = 1\n'
-                                                  'holdout_examples = 400\n')  # fmt: skip
+                                                  'holdout_examples = 400\nmetric_kind = "proportion"\n')  # fmt: skip
     entries = search.ledger.entries()
     assert champion_records_hold(search.workdir, entries, entries) == 4
     path = latest_record(search.workdir, "r0", record.commit)
@@ -198,8 +199,10 @@ def test_a_figure_with_no_spread_says_no_adjustment_is_possible_instead_of_plus_
     from anchor.research.final import final_line
 
     base = {"commit": "ab" * 20, "metric_name": "score", "metric": "0.82", "trials": 12, "holdout": None}
-    flat = final_line({**base, "replications": ["0.82"] * 3, "mean": "0.82", "stdev": "0", "selection_adjusted": None})
-    assert "± 0" not in flat and "(no spread)" in flat and "no selection adjustment possible" in flat
+    flat = final_line({**base, "replications": ["0.82"] * 3, "mean": "0.82", "stdev": "0", "selection_adjusted": None,
+                       "replication_interval": None})  # fmt: skip
+    assert "± 0" not in flat and "no variance observed in 3 runs" in flat and "no selection adjustment possible" in flat
+    assert "[" not in flat.split("no variance observed")[1].split(";")[0]  # no [x, x] beside it
     spread = final_line({**base, "replications": ["0.8", "0.82", "0.84"], "mean": "0.82", "stdev": "0.02",
                          "selection_adjusted": 0.79})  # fmt: skip
     assert "± 0.02" in spread and "selection-adjusted 0.79" in spread and "no selection" not in spread
@@ -217,7 +220,7 @@ def test_the_selection_adjustment_of_a_record_without_spread_is_none(tmp_path: P
 def test_the_adjustment_is_over_the_teams_trials_with_its_own_interval_or_says_why_there_is_none(
     tmp_path: Path,
 ) -> None:
-    """Issue 47, item 2: the selection-adjusted figure used one researcher's trial count, not the team's
+    """The selection-adjusted figure once used one researcher's trial count, not the team's
     (`team_trials`), had no interval, and was silently absent with fewer than two replications."""
     from anchor.manifest.champion import Interval
     from anchor.research.final import adjusted_interval, no_adjustment, selected_from, summary
@@ -240,3 +243,130 @@ def test_the_adjustment_is_over_the_teams_trials_with_its_own_interval_or_says_w
     assert no_adjustment(one) == ("no selection adjustment: it needs two or more completed replications to measure"
                                   " the noise, and this record has 1")  # fmt: skip
     assert summary(team)["adjusted_over"] == record.trials * 25 and summary(one)["no_adjustment"] is not None
+
+
+def test_identical_replications_get_no_interval_and_say_no_variance_was_observed(tmp_path: Path) -> None:
+    """Three equal replications printed `[x, x]` beside "(no spread)": a zero-width interval reads as
+    certainty where three runs only failed to show any variance. Now: no interval, in words, at every door."""
+    from anchor.research.final import final_line, replication_interval, summary
+    from anchor.research.tables import rows
+
+    search, _ = _search(tmp_path, sandboxed=False)
+    search.run()
+    record = evaluate_champion(search, None)
+    assert record is not None
+    same = record.replications[0]
+    flat = record.model_copy(update={"replications": (same, same, same), "mean": same.metric.value, "stdev": "0"})
+    assert replication_interval(flat) is None
+    said = final_line(summary(flat))
+    assert "no variance observed in 3 runs" in said and "(no spread)" not in said and "[3, 3]" not in said
+    table = dict(rows({"champion_metric": {"name": "score", "value": "3"}, "final": summary(flat)}))
+    assert "no variance observed in 3 runs" in table["replications (3)"] and "CI" not in table["replications (3)"]
+
+
+def test_the_replications_interval_is_a_seeded_bootstrap_that_names_its_method_resamples_and_seed(
+    tmp_path: Path,
+) -> None:
+    from anchor.research.final import replication_interval
+
+    search, _ = _search(tmp_path, sandboxed=False)
+    search.run()
+    record = evaluate_champion(search, None)
+    assert record is not None
+    within = replication_interval(record)
+    assert within is not None and within == replication_interval(record)  # seeded: the same bounds every time
+    assert (within["low"], within["high"]) == ("3", "3.2")  # resampled means of 3, 3.1, 3.2
+    seed = record.digest.hex()
+    assert within["method"] == f"percentile bootstrap over 3 replications, 2,000 resamples, seed {seed}"
+
+
+MACRO_F1 = r"""
+import json, sys
+run_dir, run_name = sys.argv[1:3]
+x = json.load(open("params.json"))["x"]
+if "replication" in run_name:
+    x += 0.01 * int(run_name[-1])
+open(run_dir + "/metrics.jsonl", "a").write(json.dumps({"macro_f1": x / 10}) + "\n")
+"""
+
+
+def test_a_macro_f1_search_reports_a_bootstrap_over_replications_and_no_wilson(tmp_path: Path) -> None:
+    """The figure is in [0, 1] and n is declared, which used to be enough for a Wilson interval; a
+    macro-F1 is no share of rows right, and per-item scores are not kept here, so the report's
+    interval is the bootstrap over the champion's replications, named with its resamples and seed."""
+    from anchor.research.report import report_search
+    from anchor.settings.session import Settings
+
+    repo = make_repo(tmp_path / "repo", {"params.json": json.dumps({"x": 1}), "f1.py": MACRO_F1})
+    terms = AttemptContract(
+        task="t", command="python3 f1.py {run_dir} {run_name}", editable=("params.json",), metric="macro_f1",
+        mode="max", attempt_timeout_minutes=1, grace_seconds=0.5, replications=3, eval_examples=150,
+        holdout_command="python3 f1.py {run_dir} holdout", holdout_examples=400,
+    )  # fmt: skip
+    work = tmp_path / "work"
+    (work).mkdir()
+    (work / "contract.toml").write_text(
+        'task = "t"\ncommand = "python3 f1.py {run_dir} {run_name}"\neditable = ["params.json"]\n'
+        'metric = "macro_f1"\nmode = "max"\nattempt_timeout_minutes = 1\nreplications = 3\neval_examples = 150\n'
+        'holdout_command = "python3 f1.py {run_dir} holdout"\nholdout_examples = 400\n'
+    )
+    search = Search(Repo(repo), terms, "ab" * 32, Ledger(work / "ledger.jsonl"), work,
+                    ScriptedProposer([2, 1.5, 3]), "r0", SearchLimits(4, 300, 5), sandbox=None)  # fmt: skip
+    search.run()
+    record = evaluate_champion(search, None)
+    assert record is not None and record.interval is None  # no Wilson in the record either
+    settings = Settings(data_dir=tmp_path / "data", local_port=1)  # no chain: the report says so, in words
+    report = report_search(settings, work)
+    text = "\n".join(report.lines)
+    assert "Wilson" not in text and "wilson" not in json.dumps(report.data)
+    assert "percentile bootstrap over 3 replications, 2,000 resamples, seed " + record.digest.hex() in text
+    assert "not a proportion" in text
+    holdout = text.split("holdout ", 1)[1]  # the holdout too: n, and no binomial interval around a macro-F1
+    assert "n=400 examples" in holdout and "no interval over items: the metric is not a proportion" in holdout
+
+
+ITEMS_F1 = r"""
+import json, sys
+run_dir, run_name = sys.argv[1:3]
+x = json.load(open("params.json"))["x"]
+right = min(int(40 * x), 150)  # items 0..right-1 predicted right, the rest as class 2
+pairs = [[i % 3, i % 3 if i < right else (i + 1) % 3] for i in range(150)]
+def f1(pairs):
+    out = []
+    for c in sorted({v for p in pairs for v in p}):
+        tp = sum(1 for y, p in pairs if y == c == p)
+        fp = sum(1 for y, p in pairs if p == c != y)
+        fn = sum(1 for y, p in pairs if y == c != p)
+        out.append(2 * tp / (2 * tp + fp + fn))
+    return sum(out) / len(out)
+open(run_dir + "/metrics.jsonl", "a").write(json.dumps({"macro_f1": f1(pairs), "per_example": pairs}) + "\n")
+"""
+
+
+def test_a_macro_f1_search_with_per_item_pairs_reports_a_bootstrap_over_items(tmp_path: Path) -> None:
+    from anchor.research.report import report_search
+    from anchor.settings.session import Settings
+
+    repo = make_repo(tmp_path / "repo", {"params.json": json.dumps({"x": 1}), "f1.py": ITEMS_F1})
+    text = ('task = "t"\ncommand = "python3 f1.py {run_dir} {run_name}"\neditable = ["params.json"]\n'
+            'metric = "macro_f1"\nmetric_kind = "macro_f1"\nmode = "max"\nattempt_timeout_minutes = 1\n'
+            "eval_examples = 150\n")  # fmt: skip
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "contract.toml").write_text(text)
+    terms = AttemptContract.model_validate(tomllib.loads(text))
+    search = Search(Repo(repo), terms, "ab" * 32, Ledger(work / "ledger.jsonl"), work,
+                    ScriptedProposer([2, 1.5, 3]), "r0", SearchLimits(4, 300, 5), sandbox=None)  # fmt: skip
+    search.run()
+    report = report_search(Settings(data_dir=tmp_path / "data", local_port=1), work)
+    text = "\n".join(report.lines)
+    said = report.data["researchers"]["r0"]["uncertainty"]
+    assert said["interval"]["method"] == "bootstrap" and "Wilson" not in text
+    assert (
+        "percentile bootstrap over 150 items (label, prediction), macro-F1 recomputed on each of 2,000 resamples"
+        in text
+    )
+    assert float(said["interval"]["low"]) <= float(report.data["researchers"]["r0"]["champion_metric"]["value"])
+    from anchor.research.tables import render  # the paper's table names the resamples and the seed too
+
+    assert f"(bootstrap, 2,000 resamples, seed {said['seed']})" in render(report.data, report.contract, "markdown")
