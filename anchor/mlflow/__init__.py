@@ -3,6 +3,8 @@
     import anchor.mlflow
     anchor.mlflow.stamp_run(run_id)               # the run's record and artifacts, anchored; proof into the run
     anchor.mlflow.verify_run(run_id)              # a Verification, or Tampered naming what changed
+    anchor.mlflow.stamp_experiment("digits-rf")   # every run, one failing never the end; and the roster
+    anchor.mlflow.verify_experiment("digits-rf")  # every run, deleted ones apart, against the roster
     with anchor.mlflow.anchored_run(run_name="lr-0.01") as run:   # mlflow.start_run, stamped when it ends
         ...
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 from anchor.mlflow.bridge import (
     AnchoredRun,
+    EarlierStamp,
     RunStamped,
     RunVerification,
     anchored_run,
@@ -21,5 +24,17 @@ from anchor.mlflow.bridge import (
     upgrade_run,
     verify_run,
 )
+from anchor.mlflow.experiment import (
+    ExperimentStamped,
+    ExperimentVerification,
+    Roster,
+    stamp_experiment,
+    stamp_runs,
+    verify_experiment,
+)
 
-__all__ = ["AnchoredRun", "RunStamped", "RunVerification", "anchored_run", "stamp_run", "upgrade_run", "verify_run"]
+__all__ = [
+    "AnchoredRun", "EarlierStamp", "ExperimentStamped", "ExperimentVerification", "Roster", "RunStamped",
+    "RunVerification", "anchored_run", "stamp_experiment", "stamp_run", "stamp_runs", "upgrade_run",
+    "verify_experiment", "verify_run",
+]  # fmt: skip
