@@ -459,15 +459,22 @@ print("RESULT", run.info.run_id, info.model_id)
 """
 
 
-def test_a_logged_model_is_bound_with_its_run_and_one_changed_byte_of_it_is_named(
-    chain: Chain, server: TrackingServer, tmp_path: Path
-) -> None:
+def _train(chain: Chain, server: TrackingServer, tmp_path: Path) -> tuple[str, str]:
+    """A scikit-learn run logged the MLflow 3 way (`log_model(name=…)`): its run id and logged model id."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     script = tmp_path / "train.py"
     script.write_text(MODEL_SCRIPT)
     ran = subprocess.run([sys.executable, str(script), server.url], capture_output=True, text=True, timeout=300,
                          env={k: v for k, v in _env(chain, server).items() if not k.startswith("ANCHOR_")})  # fmt: skip
     assert ran.returncode == 0, ran.stdout + ran.stderr
     run_id, model_id = next(line.split()[1:] for line in ran.stdout.splitlines() if line.startswith("RESULT "))
+    return run_id, model_id
+
+
+def test_a_logged_model_is_bound_with_its_run_and_one_changed_byte_of_it_is_named(
+    chain: Chain, server: TrackingServer, tmp_path: Path
+) -> None:
+    run_id, model_id = _train(chain, server, tmp_path)
     assert _artifacts(server, run_id) == []  # MLflow 3 keeps the model outside the run's artifacts
     stamped = _mlflow(chain, server, "stamp", run_id)
     assert stamped.returncode == 0, stamped.stdout + stamped.stderr
@@ -524,3 +531,54 @@ def test_a_deleted_run_is_named_in_its_verdict_and_an_experiment_reports_it_apar
     gone = _mlflow(chain, server, "verify", "--experiment", experiment, "--allow-deleted")
     assert gone.returncode == ExitCode.TAMPERED, gone.stdout + gone.stderr
     assert f"run {hidden}: anchored in the experiment's roster, gone from the store" in gone.stdout + gone.stderr
+
+
+def test_a_version_is_promoted_only_on_a_proof_and_an_alias_moved_without_one_is_named(
+    chain: Chain, server: TrackingServer, tmp_path: Path
+) -> None:
+    run_id, model_id = _train(chain, server, tmp_path)
+    unstamped = _mlflow(chain, server, "promote", "digits", "--run", run_id, "--alias", "champion")
+    assert unstamped.returncode == ExitCode.NOT_ANCHORED, unstamped.stdout + unstamped.stderr
+    assert server.client().search_registered_models() == []  # verified first: nothing registered
+    assert _mlflow(chain, server, "stamp", run_id).returncode == 0
+
+    promoted = _mlflow(chain, server, "promote", "digits", "--run", run_id, "--alias", "champion", "--json")
+    assert promoted.returncode == 0, promoted.stdout + promoted.stderr
+    said = json.loads(promoted.stdout)
+    assert said["version"] == "1" and said["previous"] is None and said["model_id"] == model_id
+    version = server.client().get_model_version_by_alias("digits", "champion")
+    digest = _anchor_tags(server, run_id)["anchor.manifest_digest"]
+    assert version.version == "1" and version.tags["anchor.run_manifest_digest"] == digest
+    assert version.tags["anchor.promotion_digest"] == said["promotion_digest"]
+    found = run_anchor(["lookup", said["promotion_digest"]], chain.env())  # the promotion is on chain
+    assert found.returncode == 0 and f"block {said['promotion_block']}" in found.stdout, found.stdout + found.stderr
+
+    verified = _mlflow(chain, server, "verify", "models:/digits@champion")
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert f"OK: models:/digits@champion is version 1 of digits, logged model {model_id}" in verified.stdout
+    assert f"  promotion   {said['promotion_digest']} (block {said['promotion_block']}); before it no version" in (
+        verified.stdout)  # fmt: skip
+    assert _mlflow(chain, server, "verify", "models:/digits/1").returncode == 0
+
+    # a second training run, registered and aliased with MLflow's own client: no promote, no proof
+    other_run, other_model = _train(chain, server, tmp_path / "again")
+    server.client().create_model_version("digits", f"models:/{other_model}", run_id=other_run, model_id=other_model)
+    server.client().set_registered_model_alias("digits", "champion", "2")
+    moved = _mlflow(chain, server, "verify", "models:/digits@champion")
+    assert moved.returncode == ExitCode.NOT_ANCHORED, moved.stdout + moved.stderr
+    assert "models:/digits@champion (version 2): registered without `anchor mlflow promote`" in moved.stderr
+
+    # promoted again: the record names the version that held the alias before
+    assert _mlflow(chain, server, "stamp", other_run).returncode == 0
+    again = json.loads(_mlflow(chain, server, "promote", "digits", "--run", other_run, "--alias", "champion",
+                               "--json").stdout)  # fmt: skip
+    assert again["version"] == "3" and again["previous"] == "2"
+    champion = json.loads(_mlflow(chain, server, "verify", "models:/digits@champion", "--json").stdout)
+    assert champion["version"] == "3" and champion["previous"] == {"model_version": "2", "promotion_digest": None}
+
+    # a byte of the registered version's model file changed
+    (pickled,) = server.artifacts.glob(f"*/models/{model_id}/artifacts/model.pkl")
+    pickled.write_bytes(pickled.read_bytes()[:-1] + b"\x00")
+    edited = _mlflow(chain, server, "verify", "models:/digits/1")
+    assert edited.returncode == ExitCode.TAMPERED, edited.stdout + edited.stderr
+    assert f"~ logged model {model_id} (model): model.pkl: edited" in edited.stderr

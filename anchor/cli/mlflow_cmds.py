@@ -235,6 +235,24 @@ def verify(
     if experiment:
         _verify_experiment(ctx, json, experiment, uri, verifier, policy, require, allow_deleted)
         return
+    if str(run_id).startswith("models:/"):
+        from anchor.mlflow.registry import verify_model
+
+        if proof is not None:
+            raise BadInput("--proof: with a RUN_ID only; a registered version's proof is its run's",
+                           detail={"field": "proof"})  # fmt: skip
+        with hash_progress(ctx, json) as progress:
+            del progress  # the version's run is read whole: its own bar would interleave
+            found = verify_model(str(run_id), tracking_uri=uri, verifier=verifier, require=require, policy=policy)
+        title = f"OK: {found.uri} is version {found.version} of {found.model}, logged model {found.model_id}"
+        before = found.previous
+        promotion = (f"{found.promotion_digest} (block {found.promotion_block}); before it "
+                     + (f"version {before['model_version']}" if before else "no version held the alias")
+                     if found.promotion_digest else "none recorded")  # fmt: skip
+        lines = [title, f"  files       {count(found.files, 'file')}, as run {found.run.run_id} anchored them",
+                 f"  promotion   {promotion}", *_run_lines(found.run)]  # fmt: skip
+        emit(ctx, json, found.to_json(), lines)
+        return
     with hash_progress(ctx, json) as progress:
         result = verify_run(str(run_id), tracking_uri=uri, proof=proof, verifier=verifier, require=require,
                             policy=policy, allow_deleted=allow_deleted, progress=progress)  # fmt: skip
@@ -318,6 +336,45 @@ def _verify_experiment(ctx: typer.Context, json: bool, experiment: str, uri: str
         print("\n".join(lines))
     if code:
         raise typer.Exit(code)
+
+
+@app.command()
+def promote(
+    ctx: typer.Context,
+    model: Annotated[str, typer.Argument(help="The registered model's name.", metavar="MODEL")],
+    run: Annotated[str, typer.Option("--run", help="The run whose logged model is promoted (verified first).")],
+    alias: Annotated[str | None, typer.Option("--alias", help="Set this alias (e.g. champion) on the version.")] = None,
+    model_id: Annotated[
+        str | None, typer.Option("--model-id", help="The run's logged model (m-…), when it has several.")
+    ] = None,
+    tracking_uri: TrackingOpt = None,
+    service: ServicesOpt = None,
+    expect_submitter: ExpectSubmitterOpt = None,
+    json: JsonFlag = False,
+) -> None:
+    """Verify a run's proof, then register its logged model as a version of MODEL (tagged with the run's
+    manifest digest and proof), anchor the promotion and set the alias: nothing is written when the run
+    does not verify."""
+    from anchor.library.verifier import Policy
+    from anchor.mlflow.registry import promote as promote_run
+
+    uri = _tracking(tracking_uri)
+    done = promote_run(model, run, alias=alias, model_id=model_id, tracking_uri=uri, services=service,
+                       settings=ctx.find_root().obj["settings"], policy=Policy(expect_submitter))  # fmt: skip
+    held = f"@{done.alias} -> version {done.version}" if done.alias else f"version {done.version}"
+    was = f" (was version {done.previous})" if done.previous else ""
+    emit(ctx, json, {"model": done.model, "version": done.version, "alias": done.alias, "run_id": done.run_id,
+                     "model_id": done.model_id, "run_manifest_digest": done.run_digest, "run_block": done.run_block,
+                     "promotion_digest": done.promotion_digest, "promotion_block": done.promotion_block,
+                     "previous": done.previous},
+         [f"{done.model} {held}{was}: run {done.run_id} verified (block {done.run_block}), logged model"
+          f" {done.model_id}",
+          f"  run         {done.run_digest}",
+          f"  promotion   {done.promotion_digest}" + (f" (block {done.promotion_block})" if done.promotion_block
+                                                       else " (pending)"),
+          f"  then        anchor mlflow verify models:/{done.model}" + (f"@{done.alias}" if done.alias
+                                                                        else f"/{done.version}"),
+          f"              anchor lookup {done.promotion_digest}"])  # fmt: skip
 
 
 @app.command()

@@ -80,6 +80,8 @@ class RunVerification:
     """How many times the run was stamped: its proof and each earlier one its re-stamps name."""
     earlier: EarlierStamp | None = None
     """The stamp this proof superseded, and what it held of what changed since."""
+    manifest: dict[str, Any] = field(default_factory=dict)
+    """The identity the proof anchors (what the run held), as verified."""
 
     def to_json(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "status": self.status, "params": self.params, "tags": self.tags,
@@ -345,7 +347,7 @@ def verify_run(
         run_id, verdict, str(found.manifest["status"]), len(found.manifest.get("params", [])),
         len(found.manifest.get("metrics", [])), len(found.manifest.get("tags", [])),
         "the run's anchor/proof.anchor.json" if proof is None else str(proof), read.lifecycle_stage,
-        len(found.manifest.get("logged_models") or []), stamps, earlier,
+        len(found.manifest.get("logged_models") or []), stamps, earlier, dict(found.manifest),
     )  # fmt: skip
     if read.lifecycle_stage == "deleted" and not allow_deleted:
         raise PolicyMismatch(

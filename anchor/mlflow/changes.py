@@ -158,3 +158,9 @@ def run_changes(
 ) -> list[str]:  # fmt: skip
     """Every difference between two run identities, one line each (`changes_between`)."""
     return [change.line for change in changes_between(anchored, anchored_files, now, now_files)]
+
+
+def file_changes(prefix: str, anchored: Sequence[dict[str, Any]], now: Sequence[dict[str, Any]]) -> list[str]:
+    """Every file that differs between two listings (file-tree entries), one line each, named after
+    `prefix` (`registered version 3: model.pkl: edited (…)`)."""
+    return [change.line for change in _files(prefix, anchored, now)]
