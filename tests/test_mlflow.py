@@ -4,9 +4,13 @@ runs logged with MLflow's own client, tampered with on disk, in the store's data
 A run is stamped (`anchor mlflow stamp`), its proof written back into the run, and verified
 (`anchor mlflow verify`); each later change is named: an artifact edited or removed, a metric logged
 again, a param rewritten in the database, the run's proof swapped for another run's or replaced by a
-re-stamp with another key. Through a keyless service it is pending at once, then upgraded and verified;
-`anchor.mlflow.anchored_run` in a training script stamps when its block ends. Bad input is one typed
-line, exit 2/3/5, and nothing is written to the run."""
+re-stamp with another key. A routine re-stamp refuses a changed run (its changes named) and an asked
+one records what it supersedes; MLflow 3's logged models are bound with their run; a deleted run fails
+its verdict unless accepted, and an experiment's roster names a run gone from the store; a registered
+version is promoted only on a proof, and an alias moved to a version without one is named. Through a
+keyless service a run is pending at once, then upgraded and verified; `anchor.mlflow.anchored_run` in a
+training script stamps when its block ends. Bad input is one typed line, exit 2/3/5, and nothing is
+written to the run."""
 
 from __future__ import annotations
 
@@ -558,7 +562,10 @@ def test_a_version_is_promoted_only_on_a_proof_and_an_alias_moved_without_one_is
     assert f"OK: models:/digits@champion is version 1 of digits, logged model {model_id}" in verified.stdout
     assert f"  promotion   {said['promotion_digest']} (block {said['promotion_block']}); before it no version" in (
         verified.stdout)  # fmt: skip
-    assert _mlflow(chain, server, "verify", "models:/digits/1").returncode == 0
+    by_version = json.loads(_mlflow(chain, server, "verify", "models:/digits/1", "--json").stdout)
+    by_run = json.loads(_mlflow(chain, server, "verify", run_id, "--json").stdout)
+    same = ("manifest_digest", "submitter", "anchored_block", "root", "registry", "chain_id", "stamps")
+    assert {k: by_version["run"][k] for k in same} == {k: by_run[k] for k in same}  # one verdict, two doors
 
     # a second training run, registered and aliased with MLflow's own client: no promote, no proof
     other_run, other_model = _train(chain, server, tmp_path / "again")

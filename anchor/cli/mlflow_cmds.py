@@ -190,7 +190,8 @@ def _stamp_details(one: Any) -> list[str]:
 def _stamp_summary(done: list[Any], refused: int) -> str:
     fresh = [one for one in done if not one.unchanged]
     pending = sum(one.state == "pending" for one in fresh)
-    said = f"{len(done) + refused} runs: {len(fresh)} stamped ({pending} pending), {len(done) - len(fresh)} unchanged"
+    said = f"{count(len(done) + refused, 'run')}: {len(fresh)} stamped ({pending} pending), {len(done) - len(fresh)}"
+    said += " unchanged"
     return said + (f", {refused} refused" if refused else "")
 
 

@@ -377,7 +377,8 @@ def _compare(run_id: str, found: ProofFile | PendingProof, read: RunRead) -> Non
     raise Tampered(
         f"run {run_id} changed since it was stamped ({_count(changes)}){_deleted_note(read)}",
         detail={"run_id": run_id, "changes": changes, "anchored": found.manifest_digest,
-                "computed": "0x" + read.manifest.digest.hex(), "lifecycle_stage": read.lifecycle_stage},
+                "computed": "0x" + read.manifest.digest.hex(),
+                **({"lifecycle_stage": "deleted"} if read.lifecycle_stage == "deleted" else {})},
     )  # fmt: skip
 
 
