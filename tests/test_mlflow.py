@@ -526,6 +526,10 @@ def test_a_deleted_run_is_named_in_its_verdict_and_an_experiment_reports_it_apar
     report = json.loads(accepted.stdout)
     assert report["runs_when_stamped"] == 2 and report["deleted"] == [hidden]
     assert sorted(r["run_id"] for r in report["runs"]) == sorted([kept, hidden])
+    alone = json.loads(_mlflow(chain, server, "verify", kept, "--json").stdout)
+    same = ("manifest_digest", "submitter", "anchored_block", "root", "registry", "chain_id", "lifecycle_stage")
+    (listed,) = [r for r in report["runs"] if r["run_id"] == kept]
+    assert {k: listed[k] for k in same} == {k: alone[k] for k in same}  # one verdict, two doors
 
     # a run removed for good (MLflow's `gc`) leaves the experiment one short of what was stamped
     with sqlite3.connect(server.store) as db:
