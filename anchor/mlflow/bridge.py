@@ -191,7 +191,7 @@ def stamp_run(
                        detail={"field": "run_id"})  # fmt: skip
     if run.info.lifecycle_stage == "deleted":
         raise BadInput(f"run {run_id} is deleted: restore it first; nothing was written", detail={"field": "run_id"})
-    bound = _max_artifact_bytes()
+    bound = max_artifact_bytes()
     with scratch_dir() as tmp:
         scratch = Path(tmp)
         read = read_run(client, run_id, scratch, max_artifact_bytes=bound, progress=progress, run=run)
@@ -247,7 +247,8 @@ def _listing_of(proof: ProofFile | PendingProof) -> list[dict[str, Any]] | None:
     return None if files is None else [dict(entry) for entry in files]
 
 
-def _max_artifact_bytes() -> int:
+def max_artifact_bytes() -> int:
+    """The bound on one artifact or model file (ANCHOR_MLFLOW_MAX_ARTIFACT_BYTES), read when used."""
     from anchor.settings.env import env
 
     return env().mlflow_max_artifact_bytes
@@ -325,7 +326,7 @@ def verify_run(
     own = verifier or Verifier.from_settings(settings)
     with scratch_dir() as tmp:
         scratch = Path(tmp)
-        read = read_run(client, run_id, scratch, max_artifact_bytes=_max_artifact_bytes(), progress=progress)
+        read = read_run(client, run_id, scratch, max_artifact_bytes=max_artifact_bytes(), progress=progress)
         (scratch / "held").mkdir()
         proof_path = proof if proof is not None else _run_proof(client, run_id, scratch / "held")
         if proof_path is None:

@@ -146,7 +146,7 @@ def get_run(client: Any, run_id: str) -> Any:
         raise translated(exc, client, f"run {run_id}") from None
 
 
-def _listing(lister: Any, owner: str, kind: str, folder: str | None, bound: int) -> list[tuple[str, int]]:
+def files_below(lister: Any, owner: str, kind: str, folder: str | None, bound: int) -> list[tuple[str, int]]:
     """Every file `lister(folder)` finds below `folder` (path, size), recursively, the run's proof folder
     left out; `BadInput` naming the first one larger than `bound` (nothing downloaded yet). `owner`,
     `kind`: how a file is named (`artifact model/w.bin of run R`, `file model.pkl of logged model m-…`)."""
@@ -155,7 +155,7 @@ def _listing(lister: Any, owner: str, kind: str, folder: str | None, bound: int)
         if folder is None and kind == "artifact" and info.path == PROOF_FOLDER:
             continue
         if info.is_dir:
-            found += _listing(lister, owner, kind, info.path, bound)
+            found += files_below(lister, owner, kind, info.path, bound)
             continue
         size = int(info.file_size or 0)
         if size > bound:
@@ -183,8 +183,8 @@ def read_run(
     try:
         histories = [(key, m.step, m.timestamp, m.value) for key in sorted(data.metrics)
                      for m in client.get_metric_history(run_id, key)]  # fmt: skip
-        files = _listing(lambda folder: client.list_artifacts(run_id, folder), f"run {run_id}", "artifact", None,
-                         max_artifact_bytes)  # fmt: skip
+        files = files_below(lambda folder: client.list_artifacts(run_id, folder), f"run {run_id}", "artifact",
+                            None, max_artifact_bytes)  # fmt: skip
         root = scratch / "artifacts"
         root.mkdir()
         tops = sorted({path.split("/", 1)[0] for path, _ in files})
@@ -194,7 +194,7 @@ def read_run(
         raise
     except Exception as exc:  # noqa: BLE001 - MlflowException, requests' and OSError alike: typed below
         raise translated(exc, client, f"run {run_id}") from None
-    _same_listing(root, files, f"run {run_id}: its artifacts")
+    check_downloaded(root, files, f"run {run_id}: its artifacts")
     tree = hash_tree(root, Rules([]), "refuse", progress)
     models = _logged_models(client, run, scratch / "models", max_artifact_bytes)
     commit = data.tags.get("mlflow.source.git.commit")
@@ -210,7 +210,9 @@ def read_run(
                    dict(data.tags), str(info.lifecycle_stage or "active"))  # fmt: skip
 
 
-def _same_listing(root: Path, files: list[tuple[str, int]], what: str) -> None:
+def check_downloaded(root: Path, files: list[tuple[str, int]], what: str) -> None:
+    """`TrackingUnreachable` unless `root` holds exactly the files listed: the store changed between
+    listing and download (a file hashed that was never listed would be bound unseen)."""
     downloaded = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
     if downloaded != sorted(path for path, _ in files):  # the store changed between listing and download
         raise TrackingUnreachable(f"{what} changed while they were read; read it again", detail={"what": what})
@@ -235,8 +237,8 @@ def _logged_models(client: Any, run: Any, scratch: Path, bound: int) -> list[dic
         models = []
         for model_id in sorted(found, key=lambda m: m.encode("utf-8")):
             model = found[model_id]
-            files = _listing(lambda folder, m=model_id: client.list_logged_model_artifacts(m, folder),
-                             f"logged model {model_id}", "file", None, bound)  # fmt: skip
+            files = files_below(lambda folder, m=model_id: client.list_logged_model_artifacts(m, folder),
+                                f"logged model {model_id}", "file", None, bound)  # fmt: skip
             root = scratch / model_id
             root.mkdir(parents=True)
             # file by file from the model's own location: a `models:/` URI would be resolved through
@@ -244,7 +246,7 @@ def _logged_models(client: Any, run: Any, scratch: Path, bound: int) -> list[dic
             store: Any = get_artifact_repository(str(model.artifact_location), tracking_uri=str(client.tracking_uri))
             for path, _ in files:
                 store.download_artifacts(path, str(root))
-            _same_listing(root, files, f"logged model {model_id}: its files")
+            check_downloaded(root, files, f"logged model {model_id}: its files")
             listing = hash_tree(root, Rules([]), "refuse").files_json()
             models.append(
                 {

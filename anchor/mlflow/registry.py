@@ -258,19 +258,19 @@ def _version_files(client: Any, name: str, version: str) -> list[dict[str, Any]]
 
     from anchor.manifest.exclude import Rules
     from anchor.manifest.filetree import hash_tree
-    from anchor.mlflow.bridge import _max_artifact_bytes
-    from anchor.mlflow.reading import _listing, _same_listing
+    from anchor.mlflow.bridge import max_artifact_bytes
+    from anchor.mlflow.reading import check_downloaded, files_below
 
     try:
         location = client.get_model_version_download_uri(name, version)
         store: Any = get_artifact_repository(str(location), tracking_uri=str(client.tracking_uri))
-        listed = _listing(store.list_artifacts, f"registered model {name} version {version}", "file", None,
-                          _max_artifact_bytes())  # fmt: skip
+        listed = files_below(store.list_artifacts, f"registered model {name} version {version}", "file", None,
+                             max_artifact_bytes())  # fmt: skip
         with scratch_dir() as tmp:
             root = Path(tmp)
             for path, _ in listed:
                 store.download_artifacts(path, str(root))
-            _same_listing(root, listed, f"registered model {name} version {version}: its files")
+            check_downloaded(root, listed, f"registered model {name} version {version}: its files")
             return [
                 {k: e[k] for k in ("path", "size", "blake3")} for e in hash_tree(root, Rules([]), "refuse").files_json()
             ]
