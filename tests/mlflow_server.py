@@ -1,4 +1,4 @@
-"""A real MLflow tracking server for the bridge's tests (issue 46): `mlflow server` with a SQLite backend
+"""A real MLflow tracking server for the bridge's tests: `mlflow server` with a SQLite backend
 store and a local artifact destination, on a free port, in a process group of its own, stopped through
 that group (never by name). Runs are logged to it with MLflow's own client."""
 

@@ -136,9 +136,12 @@ def es_number_text(x: float) -> str:
     return (digits if k == 1 else digits[0] + "." + digits[1:]) + ("e+" if e >= 0 else "e-") + str(abs(e))
 
 
-def mlflow_run_identity(run: dict[str, object], artifacts: dict[str, bytes]) -> dict[str, object]:
+def mlflow_run_identity(
+    run: dict[str, object], artifacts: dict[str, bytes], models: dict[str, dict[str, object]] | None = None
+) -> dict[str, object]:
     """The MLflow run identity of docs/manifest.md from a run as MLflow holds it (metric values given as
-    the hex of their IEEE 754 binary64, big-endian)."""
+    the hex of their IEEE 754 binary64, big-endian); `models`: its logged models by id (name,
+    source_run_id, files by path); `run["restamp"]`, when given, is the re-stamp record as is."""
     import struct
 
     def listed(pairs: dict[str, str]) -> list[dict[str, str]]:
@@ -162,6 +165,14 @@ def mlflow_run_identity(run: dict[str, object], artifacts: dict[str, bytes]) -> 
     commit = run["tags"].get("mlflow.source.git.commit")  # type: ignore[attr-defined]
     if commit:
         identity["source_commit"] = commit
+    if models:
+        identity["logged_models"] = [
+            {"model_id": model_id, "name": m["name"], "files": tree(m["files"])[0],  # type: ignore[arg-type]
+             **({"source_run_id": m["source_run_id"]} if m.get("source_run_id") else {})}
+            for model_id, m in sorted(models.items(), key=lambda item: item[0].encode("utf-8"))
+        ]  # fmt: skip
+    if run.get("restamp"):
+        identity["restamp"] = run["restamp"]
     return identity
 
 

@@ -1,12 +1,16 @@
-"""The MLflow bridge (issue 46) against a real `mlflow server` (SQLite backend store, local artifacts),
+"""The MLflow bridge against a real `mlflow server` (SQLite backend store, local artifacts),
 runs logged with MLflow's own client, tampered with on disk, in the store's database and through the API.
 
 A run is stamped (`anchor mlflow stamp`), its proof written back into the run, and verified
 (`anchor mlflow verify`); each later change is named: an artifact edited or removed, a metric logged
 again, a param rewritten in the database, the run's proof swapped for another run's or replaced by a
-re-stamp with another key. Through a keyless service it is pending at once, then upgraded and verified;
-`anchor.mlflow.anchored_run` in a training script stamps when its block ends. Bad input is one typed
-line, exit 2/3/5, and nothing is written to the run."""
+re-stamp with another key. A routine re-stamp refuses a changed run (its changes named) and an asked
+one records what it supersedes; MLflow 3's logged models are bound with their run; a deleted run fails
+its verdict unless accepted, and an experiment's roster names a run gone from the store; a registered
+version is promoted only on a proof, and an alias moved to a version without one is named. Through a
+keyless service a run is pending at once, then upgraded and verified; `anchor.mlflow.anchored_run` in a
+training script stamps when its block ends. Bad input is one typed line, exit 2/3/5, and nothing is
+written to the run."""
 
 from __future__ import annotations
 
@@ -130,8 +134,8 @@ def test_a_stamped_run_verifies_and_every_later_change_is_named(chain: Chain, se
     assert error["detail"]["changes"][0].startswith("metric val_acc: logged again at step 2: 0.97 at ")
     assert error["detail"]["changes"][0].endswith("(anchored: 0.8125)")
 
-    # stamping the changed run anchors it anew; the earlier proof is kept in the run
-    restamped = _mlflow(chain, server, "stamp", run_id)
+    # stamping the changed run anchors it anew when asked; the earlier proof is kept in the run
+    restamped = _mlflow(chain, server, "stamp", run_id, "--restamp")
     assert restamped.returncode == 0 and "earlier     " + tags["anchor.manifest_digest"] in restamped.stdout
     assert f"anchor/superseded/{tags['anchor.manifest_digest']}.anchor.json" in _artifacts(server, run_id)
     assert _mlflow(chain, server, "verify", run_id).returncode == 0
@@ -154,7 +158,7 @@ def test_a_proof_of_another_run_and_a_restamp_with_another_key_are_refused(chain
     server.artifact_file(second, "model/config.json").write_text('{"layers": 4}\n')
     forger = {"ANCHOR_DATA_DIR": str(tmp_path / "forger"), "ANCHOR_RPC_URL": chain.node.rpc_url,
               "ANCHOR_PRIVATE_KEY": STRANGER_KEY}  # fmt: skip
-    forged = run_anchor(["mlflow", "stamp", second], {**_env(chain, server), **forger})
+    forged = run_anchor(["mlflow", "stamp", second, "--restamp"], {**_env(chain, server), **forger})
     assert forged.returncode == 0, forged.stdout + forged.stderr
     caught = _mlflow(chain, server, "verify", second)  # this data dir kept the proof it stamped
     assert caught.returncode == ExitCode.TAMPERED, caught.stdout + caught.stderr
@@ -378,3 +382,214 @@ def test_an_experiment_is_stamped_run_by_run_and_a_second_pass_anchors_nothing(
     assert nothing.returncode == ExitCode.BAD_INPUT and "experiment 'no-such-experiment': not found" in nothing.stderr
     typo = _mlflow(chain, server, "stamp", "--experiment", "swep")  # a typo names the experiment meant
     assert typo.returncode == ExitCode.BAD_INPUT and "(did you mean sweep?)" in typo.stderr, typo.stderr
+
+
+def _launder(server: TrackingServer, run_id: str) -> None:
+    """What whoever writes the tracking store does to a finished run: an artifact appended to, a metric
+    logged again with a better value, a tag added, a param edited in the database."""
+    with server.artifact_file(run_id, "model/weights.bin").open("ab") as weights:
+        weights.write(b"backdoor")
+    server.client().log_metric(run_id, "val_acc", 0.999, step=2)
+    server.client().set_tag(run_id, "reviewed", "yes")
+    with sqlite3.connect(server.store) as db:
+        db.execute("UPDATE params SET value = '0.02' WHERE run_uuid = ? AND key = 'lr'", (run_id,))
+
+
+LAUNDERED = ("~ artifact model/weights.bin: edited (16,384 -> 16,392 bytes", "~ metric val_acc: logged again at step 2:"
+             " 0.999 at ", "~ tag reviewed: added ('yes')", "~ param lr: changed from '0.01' to '0.02'")  # fmt: skip
+
+
+def test_a_routine_restamp_refuses_a_changed_run_and_stamps_the_rest(chain: Chain, server: TrackingServer,
+                                                                     tmp_path: Path) -> None:  # fmt: skip
+    experiment = "laundry"
+    changed = log_run(server, tmp_path, experiment)
+    assert _mlflow(chain, server, "stamp", "--experiment", experiment).returncode == 0
+    anchored = _anchor_tags(server, changed)
+    _launder(server, changed)
+    fresh = log_run(server, tmp_path, experiment)
+    running = log_run(server, tmp_path, experiment, finish=False)  # fails for a reason of its own, after
+
+    routine = _mlflow(chain, server, "stamp", "--experiment", experiment)
+    assert routine.returncode == ExitCode.TAMPERED, routine.stdout + routine.stderr
+    assert f"error[tampered]: run {changed} changed since its last stamp (4 changes)" in routine.stderr
+    for line in LAUNDERED:
+        assert line in routine.stderr, routine.stderr
+    assert f"error[bad_input]: run {running} is RUNNING" in routine.stderr  # reported, not the end of the pass
+    assert _anchor_tags(server, changed) == anchored  # nothing anchored or written for the changed run
+    assert _anchor_tags(server, fresh)["anchor.state"] == "anchored"  # the new run is stamped all the same
+    assert routine.stdout.splitlines()[-1] == "3 runs: 1 stamped (0 pending), 0 unchanged, 2 refused"
+    as_json = json.loads(_mlflow(chain, server, "stamp", "--experiment", experiment, "--json").stdout)
+    refused = {row["run_id"]: row["error"] for row in as_json["runs"] if "error" in row}
+    assert refused[changed]["code"] == "tampered" and len(refused[changed]["detail"]["changes"]) == 4
+    single = _mlflow(chain, server, "stamp", changed)
+    assert single.returncode == ExitCode.TAMPERED and "--restamp" in single.stderr
+
+    asked = _mlflow(chain, server, "stamp", changed, "--restamp")
+    assert asked.returncode == 0, asked.stdout + asked.stderr
+    record = json.loads(server.artifact_file(changed, "anchor/proof.anchor.json").read_text())["manifest"]["restamp"]
+    assert record["supersedes"] == anchored["anchor.manifest_digest"]  # bound in the new manifest, on chain
+    assert [line.split(":")[0] for line in record["changes"]] == [
+        "artifact model/weights.bin", "param lr", "tag reviewed", "metric val_acc"]  # fmt: skip
+    verified = _mlflow(chain, server, "verify", changed)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    earlier = server.artifact_file(changed, f"anchor/superseded/{anchored['anchor.manifest_digest']}.anchor.json")
+    block = json.loads(earlier.read_text())["anchor"]["block_number"]
+    said = f"  stamped     2 times; the earlier stamp (block {block}) held "
+    assert said in verified.stdout, verified.stdout
+    held = verified.stdout.split(said)[1].splitlines()[0]
+    assert held == (
+        "artifact model/weights.bin of 16,384 bytes, param lr '0.01', no tag reviewed, val_acc 0.8125 at step 2"
+    ), held
+    in_json = json.loads(_mlflow(chain, server, "verify", changed, "--json").stdout)
+    assert in_json["stamps"] == 2 and in_json["earlier"]["manifest_digest"] == anchored["anchor.manifest_digest"]
+    assert in_json["earlier"]["anchored_block"] == block and "val_acc 0.8125 at step 2" in in_json["earlier"]["held"]
+    assert len(in_json["earlier"]["changes"]) == 4
+
+
+MODEL_SCRIPT = """
+import sys, mlflow
+from sklearn.datasets import load_digits
+from sklearn.ensemble import RandomForestClassifier
+mlflow.set_tracking_uri(sys.argv[1])
+mlflow.set_experiment("digits-rf")
+X, y = load_digits(return_X_y=True)
+with mlflow.start_run() as run:
+    model = RandomForestClassifier(n_estimators=4, random_state=0).fit(X[:300], y[:300])
+    mlflow.log_param("n_estimators", 4)
+    mlflow.log_metric("val_acc", model.score(X[300:600], y[300:600]))
+    info = mlflow.sklearn.log_model(model, name="model", pip_requirements=["scikit-learn"],
+                                   serialization_format="cloudpickle")
+print("RESULT", run.info.run_id, info.model_id)
+"""
+
+
+def _train(chain: Chain, server: TrackingServer, tmp_path: Path) -> tuple[str, str]:
+    """A scikit-learn run logged the MLflow 3 way (`log_model(name=…)`): its run id and logged model id."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    script = tmp_path / "train.py"
+    script.write_text(MODEL_SCRIPT)
+    ran = subprocess.run([sys.executable, str(script), server.url], capture_output=True, text=True, timeout=300,
+                         env={k: v for k, v in _env(chain, server).items() if not k.startswith("ANCHOR_")})  # fmt: skip
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    run_id, model_id = next(line.split()[1:] for line in ran.stdout.splitlines() if line.startswith("RESULT "))
+    return run_id, model_id
+
+
+def test_a_logged_model_is_bound_with_its_run_and_one_changed_byte_of_it_is_named(
+    chain: Chain, server: TrackingServer, tmp_path: Path
+) -> None:
+    run_id, model_id = _train(chain, server, tmp_path)
+    assert _artifacts(server, run_id) == []  # MLflow 3 keeps the model outside the run's artifacts
+    stamped = _mlflow(chain, server, "stamp", run_id)
+    assert stamped.returncode == 0, stamped.stdout + stamped.stderr
+    manifest = json.loads(server.artifact_file(run_id, "anchor/proof.anchor.json").read_text())["manifest"]
+    (model,) = manifest["logged_models"]
+    assert model["model_id"] == model_id and model["name"] == "model" and model["source_run_id"] == run_id
+    assert "model.pkl" in [f["path"] for f in model["files"]] and "MLmodel" in [f["path"] for f in model["files"]]
+    assert _mlflow(chain, server, "verify", run_id).returncode == 0
+
+    (pickled,) = server.artifacts.glob(f"*/models/{model_id}/artifacts/model.pkl")
+    data = bytearray(pickled.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    pickled.write_bytes(bytes(data))
+    edited = _mlflow(chain, server, "verify", run_id)
+    assert edited.returncode == ExitCode.TAMPERED, edited.stdout + edited.stderr
+    size = f"{len(data):,}"
+    assert f"~ logged model {model_id} (model): model.pkl: edited ({size} -> {size} bytes" in edited.stderr
+
+
+def test_a_deleted_run_is_named_in_its_verdict_and_an_experiment_reports_it_apart(
+    chain: Chain, server: TrackingServer, tmp_path: Path
+) -> None:
+    experiment = "lifecycle"
+    kept, hidden = log_run(server, tmp_path, experiment), log_run(server, tmp_path, experiment)
+    assert _mlflow(chain, server, "stamp", "--experiment", experiment).returncode == 0
+    server.client().delete_run(hidden)
+
+    deleted = _mlflow(chain, server, "verify", hidden)
+    assert deleted.returncode == ExitCode.POLICY, deleted.stdout + deleted.stderr
+    assert f"error[policy_mismatch]: run {hidden} is deleted" in deleted.stderr and "--allow-deleted" in deleted.stderr
+    allowed = _mlflow(chain, server, "verify", hidden, "--allow-deleted")
+    assert allowed.returncode == 0, allowed.stdout + allowed.stderr
+    assert "  lifecycle   deleted (accepted: --allow-deleted)" in allowed.stdout
+    assert json.loads(_mlflow(chain, server, "verify", hidden, "--allow-deleted", "--json").stdout)[
+        "lifecycle_stage"] == "deleted"  # fmt: skip
+
+    whole = _mlflow(chain, server, "verify", "--experiment", experiment)
+    assert whole.returncode == ExitCode.POLICY, whole.stdout + whole.stderr
+    assert f"OK: run {kept}" in whole.stdout
+    assert "deleted: 1 run (hidden from the experiment, still held by the store; not accepted" in whole.stdout
+    assert f"  {hidden}: verified as anchored" in whole.stdout
+    assert "the experiment held 2 runs when it was stamped" in whole.stdout
+    accepted = _mlflow(chain, server, "verify", "--experiment", experiment, "--allow-deleted", "--json")
+    assert accepted.returncode == 0, accepted.stdout
+    report = json.loads(accepted.stdout)
+    assert report["runs_when_stamped"] == 2 and report["deleted"] == [hidden]
+    assert sorted(r["run_id"] for r in report["runs"]) == sorted([kept, hidden])
+    alone = json.loads(_mlflow(chain, server, "verify", kept, "--json").stdout)
+    same = ("manifest_digest", "submitter", "anchored_block", "root", "registry", "chain_id", "lifecycle_stage")
+    (listed,) = [r for r in report["runs"] if r["run_id"] == kept]
+    assert {k: listed[k] for k in same} == {k: alone[k] for k in same}  # one verdict, two doors
+
+    # a run removed for good (MLflow's `gc`) leaves the experiment one short of what was stamped
+    with sqlite3.connect(server.store) as db:
+        for table in ("metrics", "latest_metrics", "params", "tags"):
+            db.execute(f"DELETE FROM {table} WHERE run_uuid = ?", (hidden,))  # noqa: S608 - a test's own tables
+        db.execute("DELETE FROM runs WHERE run_uuid = ?", (hidden,))
+    gone = _mlflow(chain, server, "verify", "--experiment", experiment, "--allow-deleted")
+    assert gone.returncode == ExitCode.TAMPERED, gone.stdout + gone.stderr
+    assert f"run {hidden}: anchored in the experiment's roster, gone from the store" in gone.stdout + gone.stderr
+
+
+def test_a_version_is_promoted_only_on_a_proof_and_an_alias_moved_without_one_is_named(
+    chain: Chain, server: TrackingServer, tmp_path: Path
+) -> None:
+    run_id, model_id = _train(chain, server, tmp_path)
+    unstamped = _mlflow(chain, server, "promote", "digits", "--run", run_id, "--alias", "champion")
+    assert unstamped.returncode == ExitCode.NOT_ANCHORED, unstamped.stdout + unstamped.stderr
+    assert server.client().search_registered_models() == []  # verified first: nothing registered
+    assert _mlflow(chain, server, "stamp", run_id).returncode == 0
+
+    promoted = _mlflow(chain, server, "promote", "digits", "--run", run_id, "--alias", "champion", "--json")
+    assert promoted.returncode == 0, promoted.stdout + promoted.stderr
+    said = json.loads(promoted.stdout)
+    assert said["version"] == "1" and said["previous"] is None and said["model_id"] == model_id
+    version = server.client().get_model_version_by_alias("digits", "champion")
+    digest = _anchor_tags(server, run_id)["anchor.manifest_digest"]
+    assert version.version == "1" and version.tags["anchor.run_manifest_digest"] == digest
+    assert version.tags["anchor.promotion_digest"] == said["promotion_digest"]
+    found = run_anchor(["lookup", said["promotion_digest"]], chain.env())  # the promotion is on chain
+    assert found.returncode == 0 and f"block {said['promotion_block']}" in found.stdout, found.stdout + found.stderr
+
+    verified = _mlflow(chain, server, "verify", "models:/digits@champion")
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert f"OK: models:/digits@champion is version 1 of digits, logged model {model_id}" in verified.stdout
+    assert f"  promotion   {said['promotion_digest']} (block {said['promotion_block']}); before it no version" in (
+        verified.stdout)  # fmt: skip
+    by_version = json.loads(_mlflow(chain, server, "verify", "models:/digits/1", "--json").stdout)
+    by_run = json.loads(_mlflow(chain, server, "verify", run_id, "--json").stdout)
+    same = ("manifest_digest", "submitter", "anchored_block", "root", "registry", "chain_id", "stamps")
+    assert {k: by_version["run"][k] for k in same} == {k: by_run[k] for k in same}  # one verdict, two doors
+
+    # a second training run, registered and aliased with MLflow's own client: no promote, no proof
+    other_run, other_model = _train(chain, server, tmp_path / "again")
+    server.client().create_model_version("digits", f"models:/{other_model}", run_id=other_run, model_id=other_model)
+    server.client().set_registered_model_alias("digits", "champion", "2")
+    moved = _mlflow(chain, server, "verify", "models:/digits@champion")
+    assert moved.returncode == ExitCode.NOT_ANCHORED, moved.stdout + moved.stderr
+    assert "models:/digits@champion (version 2): registered without `anchor mlflow promote`" in moved.stderr
+
+    # promoted again: the record names the version that held the alias before
+    assert _mlflow(chain, server, "stamp", other_run).returncode == 0
+    again = json.loads(_mlflow(chain, server, "promote", "digits", "--run", other_run, "--alias", "champion",
+                               "--json").stdout)  # fmt: skip
+    assert again["version"] == "3" and again["previous"] == "2"
+    champion = json.loads(_mlflow(chain, server, "verify", "models:/digits@champion", "--json").stdout)
+    assert champion["version"] == "3" and champion["previous"] == {"model_version": "2", "promotion_digest": None}
+
+    # a byte of the registered version's model file changed
+    (pickled,) = server.artifacts.glob(f"*/models/{model_id}/artifacts/model.pkl")
+    pickled.write_bytes(pickled.read_bytes()[:-1] + b"\x00")
+    edited = _mlflow(chain, server, "verify", "models:/digits/1")
+    assert edited.returncode == ExitCode.TAMPERED, edited.stdout + edited.stderr
+    assert f"~ logged model {model_id} (model): model.pkl: edited" in edited.stderr

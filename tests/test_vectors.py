@@ -149,11 +149,20 @@ def test_mlflow_run_vector_builds_from_the_run_and_its_artifacts_to_the_digest_t
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_bytes(_content(spec))
     tree = hash_tree(tmp_path, Rules([]))
+    models = []
+    for model_id, model in run.get("logged_models", {}).items():
+        folder = tmp_path.parent / f"{tmp_path.name}-{model_id}"
+        for rel, spec in model["files"].items():
+            (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+            (folder / rel).write_bytes(_content(spec))
+        models.append({"model_id": model_id, "name": model["name"], "source_run_id": model.get("source_run_id"),
+                       "files": hash_tree(folder, Rules([])).files_json()})  # fmt: skip
     built = MlflowRunManifest.of(
         run_id=run["run_id"], experiment_id=run["experiment_id"], status=run["status"], start_time=run["start_time"],
         end_time=run["end_time"], params=run["params"], tags=run["tags"],
         metrics=[(k, step, ts, struct.unpack(">d", bytes.fromhex(bits))[0]) for k, step, ts, bits in run["metrics"]],
-        source_commit=run["tags"].get("mlflow.source.git.commit"), artifacts=tree.summary(),
+        source_commit=run["tags"].get("mlflow.source.git.commit"), artifacts=tree.summary(), logged_models=models,
+        restamp=run.get("restamp"),
     )  # fmt: skip
     assert canonical_json(built.identity()) == case["expected"]["identity_canonical"].encode("utf-8")
     assert built.digest.hex() == case["expected"]["digest"]

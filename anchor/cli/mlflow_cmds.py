@@ -3,7 +3,9 @@ renders: what a run's manifest binds, how it is anchored and what "verified" mea
 
 from __future__ import annotations
 
+import json as _json
 import os
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,7 +20,7 @@ from anchor.cli.options import (
     RegistryOpt,
     RequireOpt,
 )
-from anchor.cli.output import count, emit, hash_progress, option, wants_json
+from anchor.cli.output import count, emit, error_json, hash_progress, option, wants_json
 
 app = typer.Typer(help="Anchor the runs an MLflow tracking server holds, and verify them (docs/mlflow.md).",
                   no_args_is_help=True)  # fmt: skip
@@ -49,46 +51,112 @@ def _tracking(uri: str | None) -> str:
     return uri
 
 
+RestampOpt = Annotated[
+    bool,
+    typer.Option("--restamp", help="Anchor anew a run that changed since its last stamp (the changes are printed,"
+                 " and recorded in its new manifest); without it such a run is refused, exit 4."),
+]  # fmt: skip
+AllowDeletedOpt = Annotated[
+    bool,
+    typer.Option("--allow-deleted", help="Accept a deleted run (its verdict still names the deletion); without it a"
+                 " deleted run is exit 10."),
+]  # fmt: skip
+
+
 @app.command()
 def stamp(
     ctx: typer.Context,
     run_ids: Annotated[list[str] | None, typer.Argument(help="Run ids.", metavar="RUN_ID")] = None,
     experiment: Annotated[
         str | None,
-        typer.Option("--experiment", help="Every run of this experiment (by name), oldest first."),
+        typer.Option("--experiment", help="Every run of this experiment (by name), oldest first, and its roster."),
     ] = None,
     tracking_uri: TrackingOpt = None,
     service: ServicesOpt = None,
     allow_running: Annotated[
         bool, typer.Option("--allow-running", help="Stamp a run still RUNNING as it is now (its verdict says so).")
     ] = False,
+    restamp: RestampOpt = False,
     json: JsonFlag = False,
 ) -> None:
-    """Anchor runs (record and artifacts) and write each proof back into its run: the artifact
-    anchor/proof.anchor.json and the tags anchor.manifest_digest, anchor.state, anchor.tx. A run
-    unchanged since its last stamp is left as it is."""
-    from anchor.errors import BadInput
-    from anchor.mlflow.bridge import stamp_run
-    from anchor.mlflow.reading import client_for, run_ids_of
+    """Anchor runs (record, artifacts and logged models) and write each proof back into its run: the
+    artifact anchor/proof.anchor.json and the tags anchor.manifest_digest, anchor.state, anchor.tx. A run
+    unchanged since its last stamp is left as it is; one changed since is refused, its changes named,
+    unless --restamp. A run that fails is reported and the others are still stamped."""
+    from anchor.errors import AnchorError, BadInput
+    from anchor.mlflow.experiment import stamp_experiment, stamp_runs
 
     uri = _tracking(tracking_uri)
     if bool(run_ids) == bool(experiment):
         raise BadInput("give RUN_ID (one or more) or --experiment NAME, not both (hint: anchor mlflow stamp RUN_ID"
                        " --tracking-uri http://127.0.0.1:5000)", detail={"field": "run_id"})  # fmt: skip
-    ids = list(run_ids or []) or run_ids_of(client_for(uri), str(experiment))
     settings = ctx.find_root().obj["settings"]
-    done = []
-    for run_id in ids:
+    as_json = wants_json(ctx, json)
+    outcomes: list[tuple[str, Any]] = []
+
+    many = bool(experiment) or len(run_ids or []) > 1
+
+    def said(run_id: str, outcome: Any) -> None:
+        outcomes.append((run_id, outcome))
+        if as_json or not many:
+            return
+        if isinstance(outcome, AnchorError):
+            print("\n".join(_error_lines(outcome)), file=sys.stderr, flush=True)
+        else:
+            print(_stamp_line(outcome), flush=True)
+
+    roster = None
+    if experiment:
+        done = stamp_experiment(experiment, tracking_uri=uri, settings=settings, services=service,
+                                allow_running=allow_running, restamp=restamp, on_run=said)  # fmt: skip
+        roster, code = done.roster, done.exit_code
+    else:
+        ids = list(run_ids or [])
         with hash_progress(ctx, json) as progress:
-            done.append(stamp_run(run_id, tracking_uri=uri, settings=settings, services=service,
-                                  allow_running=allow_running, progress=progress))  # fmt: skip
-        if len(ids) > 1 and not wants_json(ctx, json):
-            print(_stamp_line(done[-1]), flush=True)
-    rows = [_stamp_row(one) for one in done]
-    lines = [_stamp_line(one) for one in done] if len(ids) == 1 else [_stamp_summary(done)]
-    if len(ids) == 1:
-        lines += _stamp_details(done[0])
-    emit(ctx, json, {"runs": rows}, lines)
+            done = stamp_runs(ids, tracking_uri=uri, settings=settings, services=service, progress=progress,
+                              allow_running=allow_running, restamp=restamp, on_run=said)  # fmt: skip
+        if not many and done.refused:
+            raise done.refused[ids[0]]
+        code = done.exit_code
+    done_runs = [o for _, o in outcomes if not isinstance(o, AnchorError)]
+    refused = [(r, o) for r, o in outcomes if isinstance(o, AnchorError)]
+    rows = [_stamp_row(o) if not isinstance(o, AnchorError) else {"run_id": r, "error": error_json(o)}
+            for r, o in outcomes]  # fmt: skip
+    data: dict[str, Any] = {"runs": rows}
+    lines: list[str] = []
+    if roster is not None:
+        data["roster"] = {"manifest_digest": roster.digest, "runs": len(roster.runs), "state": roster.state,
+                          "anchored_block": roster.anchored_block, "unchanged": roster.unchanged}  # fmt: skip
+        lines.append(_roster_line(roster))
+    if many:
+        lines.append(_stamp_summary(done_runs, len(refused)))
+    elif done_runs:
+        lines += [_stamp_line(done_runs[0]), *_stamp_details(done_runs[0])]
+    if code:
+        if as_json:
+            print(_json.dumps({"ok": False, **data}, sort_keys=True, default=str))
+        else:
+            print("\n".join(lines))
+        raise typer.Exit(code)
+    emit(ctx, json, data, lines)
+
+
+def _error_lines(exc: Any) -> list[str]:
+    """A refused run as the command line says any error: the typed line, then each change."""
+    from anchor.cli.output import printable
+
+    first, *rest = map(printable, exc.diagnostic_lines(option))
+    if isinstance(exc.detail.get("changes"), list):
+        rest = [f"  ~ {printable(str(change))}" for change in exc.detail["changes"]] + [
+            line for line in rest if not line.startswith("  changes: ")]  # fmt: skip
+    return [f"error[{exc.code}]: {first}", *rest]
+
+
+def _roster_line(roster: Any) -> str:
+    if roster.unchanged:
+        return f"roster: {count(len(roster.runs), 'run')}, unchanged since its last stamp ({roster.state})"
+    where = f"anchored in block {roster.anchored_block}" if roster.state == "anchored" else "pending at the services"
+    return f"roster: {count(len(roster.runs), 'run')}, {where} (manifest {roster.digest})"
 
 
 def _stamp_row(one: Any) -> dict[str, Any]:
@@ -113,26 +181,34 @@ def _stamp_details(one: Any) -> list[str]:
              + (f", kept at {one.proof}" if one.proof else "")]  # fmt: skip
     if one.superseded:
         lines.append(f"  earlier     {one.superseded}, kept as anchor/superseded/{one.superseded}.anchor.json")
+        lines += [f"  changed     {change}" for change in one.changes]
     if one.stamped is not None and one.stamped.not_taken:
         lines += [f"  not taken   {url}: {why}" for url, why in one.stamped.not_taken.items()]
     return lines + [f"  then        anchor mlflow verify {one.run_id}"]
 
 
-def _stamp_summary(done: list[Any]) -> str:
+def _stamp_summary(done: list[Any], refused: int) -> str:
     fresh = [one for one in done if not one.unchanged]
     pending = sum(one.state == "pending" for one in fresh)
-    return f"{len(done)} runs: {len(fresh)} stamped ({pending} pending), {len(done) - len(fresh)} unchanged"
+    said = f"{count(len(done) + refused, 'run')}: {len(fresh)} stamped ({pending} pending), {len(done) - len(fresh)}"
+    said += " unchanged"
+    return said + (f", {refused} refused" if refused else "")
 
 
 @app.command()
 def verify(
     ctx: typer.Context,
-    run_id: Annotated[str, typer.Argument(help="The run id.", metavar="RUN_ID")],
+    run_id: Annotated[str | None, typer.Argument(help="The run id.", metavar="RUN_ID")] = None,
+    experiment: Annotated[
+        str | None,
+        typer.Option("--experiment", help="Every run of this experiment (by name, deleted ones too), and its roster."),
+    ] = None,
     tracking_uri: TrackingOpt = None,
     proof: Annotated[
         Path | None,
         typer.Option("--proof", help="A proof file (default: the run's own anchor/proof.anchor.json)."),
     ] = None,
+    allow_deleted: AllowDeletedOpt = False,
     registry: RegistryOpt = None,
     require: RequireOpt = "any",
     expect_submitter: ExpectSubmitterOpt = None,
@@ -142,28 +218,164 @@ def verify(
     json: JsonFlag = False,
 ) -> None:
     """Re-read a run from the server and verify it against its proof: what changed is named (an
-    artifact edited, added or removed; a param or tag; a metric logged again), exit codes as `verify`."""
-    from anchor.cli.verdict import verdict_lines
+    artifact edited, added or removed; a logged model's file; a param or tag; a metric logged again),
+    exit codes as `verify`; a deleted run is exit 10 unless --allow-deleted."""
+    from anchor.errors import BadInput
     from anchor.library.verifier import Policy, Verifier
     from anchor.mlflow.bridge import verify_run
     from anchor.readback.anchors import required_count
 
     required_count(require, 1)
     uri = _tracking(tracking_uri)
+    if bool(run_id) == bool(experiment) or (experiment and proof is not None):
+        raise BadInput("give RUN_ID or --experiment NAME, not both (--proof: with RUN_ID only) (hint: anchor mlflow"
+                       " verify RUN_ID --tracking-uri http://127.0.0.1:5000)", detail={"field": "run_id"})  # fmt: skip
     settings = ctx.find_root().obj["settings"]
     verifier = Verifier(settings, registries=tuple(registry or ()), quorum=quorum)
+    policy = Policy(expect_submitter, anchored_before, min_finality)
+    if experiment:
+        _verify_experiment(ctx, json, experiment, uri, verifier, policy, require, allow_deleted)
+        return
+    if str(run_id).startswith("models:/"):
+        from anchor.mlflow.registry import verify_model
+
+        if proof is not None:
+            raise BadInput("--proof: with a RUN_ID only; a registered version's proof is its run's",
+                           detail={"field": "proof"})  # fmt: skip
+        with hash_progress(ctx, json) as progress:
+            del progress  # the version's run is read whole: its own bar would interleave
+            found = verify_model(str(run_id), tracking_uri=uri, verifier=verifier, require=require, policy=policy)
+        title = f"OK: {found.uri} is version {found.version} of {found.model}, logged model {found.model_id}"
+        before = found.previous
+        promotion = (f"{found.promotion_digest} (block {found.promotion_block}); before it "
+                     + (f"version {before['model_version']}" if before else "no version held the alias")
+                     if found.promotion_digest else "none recorded")  # fmt: skip
+        lines = [title, f"  files       {count(found.files, 'file')}, as run {found.run.run_id} anchored them",
+                 f"  promotion   {promotion}", *_run_lines(found.run)]  # fmt: skip
+        emit(ctx, json, found.to_json(), lines)
+        return
     with hash_progress(ctx, json) as progress:
-        policy = Policy(expect_submitter, anchored_before, min_finality)
-        result = verify_run(run_id, tracking_uri=uri, proof=proof, verifier=verifier, require=require, policy=policy,
-                            progress=progress)  # fmt: skip
+        result = verify_run(str(run_id), tracking_uri=uri, proof=proof, verifier=verifier, require=require,
+                            policy=policy, allow_deleted=allow_deleted, progress=progress)  # fmt: skip
+    emit(ctx, json, result.to_json(), _run_lines(result))
+
+
+def _run_lines(result: Any) -> list[str]:
+    from anchor.cli.verdict import verdict_lines
+
     verdict = result.verification
-    lines = verdict_lines(f"run {run_id}", verdict)
-    files = verdict.files
+    lines = verdict_lines(f"run {result.run_id}", verdict)
     running = " (stamped while RUNNING: what it held then)" if result.status == "RUNNING" else ""
-    held = f"{result.params} params, {result.metric_values} metric values, {result.tags} tags and"
-    lines.insert(1, f"  run         {result.status}: its {held} {count(files, 'artifact file')} as anchored{running}")
-    lines.insert(2, f"  proof       {result.proof_source}")
-    emit(ctx, json, result.to_json(), lines)
+    held = f"{result.params} params, {result.metric_values} metric values, {result.tags} tags"
+    models = f", {count(result.logged_models, 'logged model')}" if result.logged_models else ""
+    said = [f"  run         {result.status}: its {held}{models} and {count(verdict.files, 'artifact file')} as"
+            f" anchored{running}", f"  proof       {result.proof_source}"]  # fmt: skip
+    if result.lifecycle_stage == "deleted":
+        said.append("  lifecycle   deleted (accepted: --allow-deleted)")
+    earlier = result.earlier
+    if earlier is not None:
+        when = f"block {earlier.anchored_block}" if earlier.anchored_block is not None else earlier.manifest_digest
+        if earlier.held:
+            held_then = ", ".join(earlier.held)
+            said.append(f"  stamped     {result.stamps} times; the earlier stamp ({when}) held {held_then}")
+        else:
+            said.append(f"  stamped     {result.stamps} times; the earlier stamp {earlier.manifest_digest}: its"
+                        " re-stamp recorded these changes")  # fmt: skip
+            said += [f"    ~ {change}" for change in earlier.changes]
+        if earlier.problem:
+            said.append(f"  earlier     {earlier.problem}")
+    return [lines[0], *said, *lines[1:]]
+
+
+def _verify_experiment(ctx: typer.Context, json: bool, experiment: str, uri: str, verifier: Any, policy: Any,
+                       require: str, allow_deleted: bool) -> None:  # fmt: skip
+    from anchor.errors import AnchorError
+    from anchor.mlflow.experiment import verify_experiment
+
+    found = verify_experiment(experiment, tracking_uri=uri, verifier=verifier, policy=policy, require=require,
+                              allow_deleted=allow_deleted)  # fmt: skip
+    lines: list[str] = []
+    failed = 0
+    for run_id, verdict in found.runs:
+        if run_id in found.deleted:
+            continue
+        if isinstance(verdict, AnchorError):
+            failed += 1
+            print("\n".join(_error_lines(verdict)), file=sys.stderr)
+        else:
+            lines.append(f"OK: run {run_id}: {verdict.status}, as anchored in block"
+                         f" {verdict.verification.anchored_block}" + (f" (stamped {verdict.stamps} times)"
+                                                                       if verdict.stamps > 1 else ""))  # fmt: skip
+    if found.deleted:
+        accepted = "accepted: --allow-deleted" if allow_deleted else "not accepted without --allow-deleted, exit 10"
+        lines.append(f"deleted: {count(len(found.deleted), 'run')} (hidden from the experiment, still held by the"
+                     f" store; {accepted})")  # fmt: skip
+        verdicts = dict(found.runs)
+        for run_id in found.deleted:
+            verdict = verdicts[run_id]
+            lines.append(f"  {run_id}: " + (f"{verdict.code}: {verdict.message}" if isinstance(verdict, AnchorError)
+                                             else "verified as anchored"))  # fmt: skip
+            failed += isinstance(verdict, AnchorError)
+    if found.roster is not None:
+        lines.append(f"roster: the experiment held {count(len(found.roster.runs), 'run')} when it was stamped"
+                     f" (block {found.roster.anchored_block}); it holds {len(found.runs)} now")  # fmt: skip
+        lines += [f"  run {run_id}: anchored in the experiment's roster, gone from the store" for run_id in found.gone]
+        lines += [f"  run {run_id}: not in the roster (created after the experiment was last stamped)"
+                  for run_id in found.unlisted]  # fmt: skip
+    elif found.roster_error is not None:
+        print("\n".join(_error_lines(found.roster_error)), file=sys.stderr)
+    else:
+        lines.append("roster: none (`anchor mlflow stamp --experiment` anchors one)")
+    verified = sum(not isinstance(v, AnchorError) for r, v in found.runs if r not in found.deleted)
+    gone = f", {len(found.gone)} gone" if found.gone else ""
+    lines.append(f"{count(len(found.runs), 'run')}: {verified} verified, {len(found.deleted)} deleted, {failed}"
+                 f" failed{gone}")  # fmt: skip
+    code = found.exit_code
+    if wants_json(ctx, json):
+        print(_json.dumps({"ok": code == 0, **found.to_json()}, sort_keys=True, default=str))
+    else:
+        print("\n".join(lines))
+    if code:
+        raise typer.Exit(code)
+
+
+@app.command()
+def promote(
+    ctx: typer.Context,
+    model: Annotated[str, typer.Argument(help="The registered model's name.", metavar="MODEL")],
+    run: Annotated[str, typer.Option("--run", help="The run whose logged model is promoted (verified first).")],
+    alias: Annotated[str | None, typer.Option("--alias", help="Set this alias (e.g. champion) on the version.")] = None,
+    model_id: Annotated[
+        str | None, typer.Option("--model-id", help="The run's logged model (m-…), when it has several.")
+    ] = None,
+    tracking_uri: TrackingOpt = None,
+    service: ServicesOpt = None,
+    expect_submitter: ExpectSubmitterOpt = None,
+    json: JsonFlag = False,
+) -> None:
+    """Verify a run's proof, then register its logged model as a version of MODEL (tagged with the run's
+    manifest digest and proof), anchor the promotion and set the alias: nothing is written when the run
+    does not verify."""
+    from anchor.library.verifier import Policy
+    from anchor.mlflow.registry import promote as promote_run
+
+    uri = _tracking(tracking_uri)
+    done = promote_run(model, run, alias=alias, model_id=model_id, tracking_uri=uri, services=service,
+                       settings=ctx.find_root().obj["settings"], policy=Policy(expect_submitter))  # fmt: skip
+    held = f"@{done.alias} -> version {done.version}" if done.alias else f"version {done.version}"
+    was = f" (was version {done.previous})" if done.previous else ""
+    emit(ctx, json, {"model": done.model, "version": done.version, "alias": done.alias, "run_id": done.run_id,
+                     "model_id": done.model_id, "run_manifest_digest": done.run_digest, "run_block": done.run_block,
+                     "promotion_digest": done.promotion_digest, "promotion_block": done.promotion_block,
+                     "previous": done.previous},
+         [f"{done.model} {held}{was}: run {done.run_id} verified (block {done.run_block}), logged model"
+          f" {done.model_id}",
+          f"  run         {done.run_digest}",
+          f"  promotion   {done.promotion_digest}" + (f" (block {done.promotion_block})" if done.promotion_block
+                                                       else " (pending)"),
+          f"  then        anchor mlflow verify models:/{done.model}" + (f"@{done.alias}" if done.alias
+                                                                        else f"/{done.version}"),
+          f"              anchor lookup {done.promotion_digest}"])  # fmt: skip
 
 
 @app.command()

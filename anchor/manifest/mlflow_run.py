@@ -32,6 +32,9 @@ MAX_TAGS = 10_000
 MAX_METRIC_ENTRIES = 100_000
 """Bounds on what one run's identity binds inline (a proof file stays a few MiB at most): a run past
 them is refused by name, never bound in part."""
+MAX_LOGGED_MODELS = 1_000
+MAX_MODEL_FILES = 10_000
+MAX_CHANGES = 100_000
 RUN_STATUSES = ("RUNNING", "SCHEDULED", "FINISHED", "FAILED", "KILLED")
 
 
@@ -116,6 +119,55 @@ class ArtifactTree(BaseModel):
     total_size: int = Field(ge=0, lt=2**53)
 
 
+class ModelFile(BaseModel):
+    """One file of a logged model, as a file tree's entry (docs/manifest.md section 3)."""
+
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
+
+    path: str = Field(min_length=1, max_length=4096)
+    size: int = Field(ge=0, lt=2**53)
+    blake3: str = Field(pattern=HEX64)
+
+
+class LoggedModel(BaseModel):
+    """An MLflow 3 logged model of the run (`models:/m-…`): it lives outside the run's artifact root, so
+    it is bound here by its id, its name, the run MLflow says produced it, and every file inline (few,
+    and a verifier names the one that changed)."""
+
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
+
+    model_id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,255}$")
+    name: str = Field(min_length=1, max_length=1000)
+    source_run_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,255}$")
+    files: list[ModelFile] = Field(max_length=MAX_MODEL_FILES)
+
+    @field_validator("files")
+    @classmethod
+    def _paths_sorted(cls, files: list[ModelFile]) -> list[ModelFile]:
+        paths = [f.path.encode("utf-8") for f in files]
+        if paths != sorted(set(paths)):
+            raise ValueError("files: sorted by the UTF-8 bytes of path, each once")
+        return files
+
+
+class Restamp(BaseModel):
+    """A re-stamp of a run stamped before: the digest of the proof it supersedes and every change between
+    the two, as `anchor mlflow verify` names them, bound on chain with the new contents."""
+
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
+
+    supersedes: str = Field(pattern=r"^0x[0-9a-f]{64}$")
+    changes: list[str] = Field(min_length=1, max_length=MAX_CHANGES)
+
+    @field_validator("changes")
+    @classmethod
+    def _lines(cls, changes: list[str]) -> list[str]:
+        for line in changes:
+            if not 0 < len(line) <= 8192 or "\n" in line:
+                raise ValueError("changes: one line each, 1-8192 characters")
+        return changes
+
+
 def _sorted_unique(items: list[KeyValue], what: str) -> list[KeyValue]:
     keys = [item.key.encode("utf-8") for item in items]
     if keys != sorted(keys):
@@ -144,6 +196,20 @@ class MlflowRunManifest(HasIdentity, BaseModel):
     source_commit: str | None = Field(default=None, pattern=r"^([0-9a-f]{40}|[0-9a-f]{64})$")
     """The git commit MLflow recorded for the run's source (its tag `mlflow.source.git.commit`)."""
     artifacts: ArtifactTree
+    logged_models: list[LoggedModel] | None = Field(default=None, max_length=MAX_LOGGED_MODELS)
+    """MLflow 3's logged models of the run, sorted by id; absent when it has none (a run read before
+    logged models existed keeps its digest)."""
+    restamp: Restamp | None = None
+    """Present on a re-stamp: what it supersedes and what changed since."""
+
+    @field_validator("logged_models")
+    @classmethod
+    def _models_sorted(cls, models: list[LoggedModel] | None) -> list[LoggedModel] | None:
+        if models is not None:
+            ids = [m.model_id.encode("utf-8") for m in models]
+            if not ids or ids != sorted(set(ids)):
+                raise ValueError("logged_models: sorted by the UTF-8 bytes of model_id, each once, absent when none")
+        return models
 
     @field_validator("params", "tags")
     @classmethod
@@ -182,7 +248,8 @@ class MlflowRunManifest(HasIdentity, BaseModel):
     def of(
         cls, *, run_id: str, experiment_id: str, status: str, start_time: int, end_time: int | None,
         params: dict[str, str], metrics: list[tuple[str, int, int, float]], tags: dict[str, str],
-        source_commit: str | None, artifacts: dict[str, Any],
+        source_commit: str | None, artifacts: dict[str, Any], logged_models: list[dict[str, Any]] | None = None,
+        restamp: dict[str, Any] | None = None,
     ) -> MlflowRunManifest:  # fmt: skip
         """The manifest of a run as read (anchor.mlflow): sorts, drops MLflow's and Anchor's own tags,
         writes each metric value canonically. Raises `BadInput` naming the field (a run past the bounds)."""
@@ -201,5 +268,20 @@ class MlflowRunManifest(HasIdentity, BaseModel):
             "end_time": end_time, "params": listed(params), "metrics": entries,
             "tags": listed({k: v for k, v in tags.items() if not k.startswith(("mlflow.", "anchor."))}),
             "source_commit": source_commit, "artifacts": artifacts,
+            "logged_models": sorted(logged_models or [], key=lambda m: m["model_id"].encode("utf-8")) or None,
+            "restamp": restamp,
         }  # fmt: skip
         return validated(cls, data, f"mlflow run {run_id}")
+
+    def restamped(self, supersedes: str, changes: list[str]) -> MlflowRunManifest:
+        """This run's manifest as a re-stamp of the proof `supersedes` (0x digest), `changes` recorded."""
+        from anchor.manifest.validation import validated
+
+        data = {**self.identity(), "restamp": {"supersedes": supersedes, "changes": changes}}
+        return validated(type(self), data, f"mlflow run {self.run_id}")
+
+
+def contents(identity: dict[str, Any]) -> dict[str, Any]:
+    """What a run held, from a manifest's identity: its re-stamp record left out, so that a run stamped
+    anew compares equal to the same run read again."""
+    return {k: v for k, v in identity.items() if k != "restamp"}

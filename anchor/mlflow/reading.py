@@ -46,6 +46,8 @@ class RunRead:
     """The tracking server as shown: scheme://host:port (a credential in the URI is never shown)."""
     tags: dict[str, str]
     """Every tag of the run as read, MLflow's and Anchor's own included (the bridge's state lives there)."""
+    lifecycle_stage: str = "active"
+    """`active` or `deleted` (hidden from its experiment, still in the store): not bound, part of the verdict."""
 
     def annotations(self) -> dict[str, Any]:
         """Outside the digest: where the run was read from and its display name (both can change)."""
@@ -144,20 +146,21 @@ def get_run(client: Any, run_id: str) -> Any:
         raise translated(exc, client, f"run {run_id}") from None
 
 
-def _listing(client: Any, run_id: str, folder: str | None, bound: int) -> list[tuple[str, int]]:
-    """Every artifact file below `folder` (path, size), the proof folder left out; `BadInput` naming the
-    first one larger than `bound` (nothing downloaded yet)."""
+def files_below(lister: Any, owner: str, kind: str, folder: str | None, bound: int) -> list[tuple[str, int]]:
+    """Every file `lister(folder)` finds below `folder` (path, size), recursively, the run's proof folder
+    left out; `BadInput` naming the first one larger than `bound` (nothing downloaded yet). `owner`,
+    `kind`: how a file is named (`artifact model/w.bin of run R`, `file model.pkl of logged model m-…`)."""
     found: list[tuple[str, int]] = []
-    for info in client.list_artifacts(run_id, folder):
-        if folder is None and info.path == PROOF_FOLDER:
+    for info in lister(folder):
+        if folder is None and kind == "artifact" and info.path == PROOF_FOLDER:
             continue
         if info.is_dir:
-            found += _listing(client, run_id, info.path, bound)
+            found += files_below(lister, owner, kind, info.path, bound)
             continue
         size = int(info.file_size or 0)
         if size > bound:
             raise BadInput(
-                f"artifact {info.path} of run {run_id}: {size:,} bytes, past the bound of {bound:,}"
+                f"{kind} {info.path} of {owner}: {size:,} bytes, past the bound of {bound:,}"
                 " (ANCHOR_MLFLOW_MAX_ARTIFACT_BYTES); nothing was downloaded or written",
                 detail={"field": "artifact", "artifact": info.path, "size": size, "bound": bound},
             )  # fmt: skip
@@ -180,7 +183,8 @@ def read_run(
     try:
         histories = [(key, m.step, m.timestamp, m.value) for key in sorted(data.metrics)
                      for m in client.get_metric_history(run_id, key)]  # fmt: skip
-        files = _listing(client, run_id, None, max_artifact_bytes)
+        files = files_below(lambda folder: client.list_artifacts(run_id, folder), f"run {run_id}", "artifact",
+                            None, max_artifact_bytes)  # fmt: skip
         root = scratch / "artifacts"
         root.mkdir()
         tops = sorted({path.split("/", 1)[0] for path, _ in files})
@@ -190,11 +194,9 @@ def read_run(
         raise
     except Exception as exc:  # noqa: BLE001 - MlflowException, requests' and OSError alike: typed below
         raise translated(exc, client, f"run {run_id}") from None
-    downloaded = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
-    if downloaded != sorted(path for path, _ in files):  # the store changed between listing and download
-        raise TrackingUnreachable(f"run {run_id}: its artifacts changed while they were read; read it again",
-                                  detail={"run_id": run_id})  # fmt: skip
+    check_downloaded(root, files, f"run {run_id}: its artifacts")
     tree = hash_tree(root, Rules([]), "refuse", progress)
+    models = _logged_models(client, run, scratch / "models", max_artifact_bytes)
     commit = data.tags.get("mlflow.source.git.commit")
     manifest = MlflowRunManifest.of(
         run_id=info.run_id, experiment_id=str(info.experiment_id), status=info.status,
@@ -202,28 +204,97 @@ def read_run(
         end_time=None if info.status in ("RUNNING", "SCHEDULED") or info.end_time is None else int(info.end_time),
         params=dict(data.params), metrics=histories, tags=dict(data.tags),
         source_commit=commit if commit and _COMMIT.match(commit) else None, artifacts=tree.summary(),
+        logged_models=models,
     )  # fmt: skip
     return RunRead(manifest, tree, root, info.run_name or None, endpoint_of(str(client.tracking_uri)),
-                   dict(data.tags))  # fmt: skip
+                   dict(data.tags), str(info.lifecycle_stage or "active"))  # fmt: skip
 
 
-def run_ids_of(client: Any, experiment: str) -> list[str]:
-    """Every run of the experiment named `experiment` (active ones; oldest first), or `BadInput`."""
+def check_downloaded(root: Path, files: list[tuple[str, int]], what: str) -> None:
+    """`TrackingUnreachable` unless `root` holds exactly the files listed: the store changed between
+    listing and download (a file hashed that was never listed would be bound unseen)."""
+    downloaded = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+    if downloaded != sorted(path for path, _ in files):  # the store changed between listing and download
+        raise TrackingUnreachable(f"{what} changed while they were read; read it again", detail={"what": what})
+
+
+def _logged_models(client: Any, run: Any, scratch: Path, bound: int) -> list[dict[str, Any]]:
+    """MLflow 3's logged models of the run, each with its files hashed: those MLflow says the run
+    produced (`source_run_id`) and those the run logged as its outputs. MLflow keeps them outside the
+    run's artifact root (`models:/m-…`), so a run read for its artifacts alone holds no model."""
+    from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
+
+    from anchor.manifest.exclude import Rules
+    from anchor.manifest.filetree import hash_tree
+
+    run_id, experiment_id = run.info.run_id, str(run.info.experiment_id)
+    try:
+        found = {m.model_id: m for m in _search_models(client, experiment_id, run_id)}
+        outputs = getattr(getattr(run, "outputs", None), "model_outputs", None) or []
+        for output in outputs:
+            if output.model_id not in found:
+                found[output.model_id] = client.get_logged_model(output.model_id)
+        models = []
+        for model_id in sorted(found, key=lambda m: m.encode("utf-8")):
+            model = found[model_id]
+            files = files_below(lambda folder, m=model_id: client.list_logged_model_artifacts(m, folder),
+                                f"logged model {model_id}", "file", None, bound)  # fmt: skip
+            root = scratch / model_id
+            root.mkdir(parents=True)
+            # file by file from the model's own location: a `models:/` URI would be resolved through
+            # MLflow's default tracking URI, not this client's, and adds a file of MLflow's own
+            store: Any = get_artifact_repository(str(model.artifact_location), tracking_uri=str(client.tracking_uri))
+            for path, _ in files:
+                store.download_artifacts(path, str(root))
+            check_downloaded(root, files, f"logged model {model_id}: its files")
+            listing = hash_tree(root, Rules([]), "refuse").files_json()
+            models.append(
+                {
+                    "model_id": model_id,
+                    "name": model.name,
+                    "source_run_id": model.source_run_id,
+                    "files": [{k: entry[k] for k in ("path", "size", "blake3")} for entry in listing],
+                }
+            )
+    except AnchorError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - MlflowException, requests' and OSError alike: typed below
+        raise translated(exc, client, f"run {run_id}: its logged models") from None
+    return models
+
+
+def _search_models(client: Any, experiment_id: str, run_id: str) -> list[Any]:
+    models: list[Any] = []
+    token = None
+    while True:
+        page = client.search_logged_models([experiment_id], filter_string=f"source_run_id = '{run_id}'",
+                                           max_results=100, page_token=token)  # fmt: skip
+        models += list(page)
+        token = page.token
+        if not token:
+            return models
+
+
+def runs_of(client: Any, experiment: str) -> tuple[str, list[tuple[str, str]]]:
+    """The experiment named `experiment` (its id) and every run it holds, deleted ones too, oldest first:
+    (run id, lifecycle stage) each; or `BadInput`. A deleted run is still a trial."""
+    from mlflow.entities import ViewType
+
     try:
         found = client.get_experiment_by_name(experiment)
         if found is None:
             raise BadInput(f"experiment {experiment!r}: not found at the MLflow tracking server"
                            f" {endpoint_of(str(client.tracking_uri))}{_near_experiment(client, experiment)}",
                            detail={"field": "experiment"})  # fmt: skip
-        ids: list[str] = []
+        runs: list[tuple[str, str]] = []
         token = None
         while True:
-            page = client.search_runs([found.experiment_id], max_results=1000, page_token=token,
-                                      order_by=["attributes.start_time ASC"])  # fmt: skip
-            ids += [r.info.run_id for r in page]
+            page = client.search_runs([found.experiment_id], run_view_type=ViewType.ALL, max_results=1000,
+                                      page_token=token, order_by=["attributes.start_time ASC"])  # fmt: skip
+            runs += [(r.info.run_id, str(r.info.lifecycle_stage)) for r in page]
             token = page.token
             if not token:
-                return ids
+                return str(found.experiment_id), runs
     except AnchorError:
         raise
     except Exception as exc:  # noqa: BLE001

@@ -441,6 +441,17 @@ MLFLOW_RUN_CASES = [
             (float("nan"), float("inf"), -float("inf"), -0.0, 0.0, 1e21, 1e20, 1e-7, 1e-6, 5e-324,
              1.7976931348623157e308, -1.5, 123456789.125, 2.0**53))],
     }, {}),
+    ("a re-stamp of a run with an MLflow 3 logged model: the superseded digest and the changes bound", {
+        "run_id": "71de3ef1869e467080330e62c5ec4f4e", "experiment_id": "2", "status": "FINISHED",
+        "start_time": 1796284803662, "end_time": 1796284803900, "params": {"n_estimators": "4"}, "tags": {},
+        "metrics": [["val_acc", 0, 1796284803800, _bits(0.96)], ["val_acc", 0, 1796284809000, _bits(0.999)]],
+        "restamp": {"supersedes": "0x" + "9e" * 32,
+                    "changes": ["metric val_acc: logged again at step 0: 0.999 at 2026-12-03T08:09:12Z"
+                                " (anchored: 0.96)"]},
+        "logged_models": {"m-64790733a5e54b33b1b9ba1778ef22c4": {
+            "name": "model", "source_run_id": "71de3ef1869e467080330e62c5ec4f4e",
+            "files": {"MLmodel": {"utf8": "flavors: {}\n"}, "model.pkl": {"hex": "80049500"}}}},
+    }, {}),
 ]  # fmt: skip
 
 
@@ -448,7 +459,9 @@ def mlflow_run_vectors() -> list[dict[str, object]]:
     out = []
     for name, run, files in MLFLOW_RUN_CASES:
         artifacts = {path: content(spec) for path, spec in files.items()}  # type: ignore[arg-type]
-        identity = ref.mlflow_run_identity(run, artifacts)  # type: ignore[arg-type]
+        models = {model_id: {**m, "files": {path: content(spec) for path, spec in m["files"].items()}}
+                  for model_id, m in run.get("logged_models", {}).items()}  # type: ignore[attr-defined]  # fmt: skip
+        identity = ref.mlflow_run_identity(run, artifacts, models)  # type: ignore[arg-type]
         out.append({"name": name, "input": {"run": run, "artifacts": files},
                     "expected": {"identity_canonical": ref.canonical(identity).decode(),
                                  "digest": ref.digest(identity).hex()}})  # fmt: skip
