@@ -1,11 +1,11 @@
-"""Verify a sealed anchor with no network: against one trusted block hash (issue 45).
+"""Verify a sealed anchor with no network: against one trusted block hash.
 
 The steps, each refused by name (docs/manifest.md, "Sealed proofs"):
 1. the anchor is sealed, and names the canonical registry: its address certifies its code (CREATE2 of
    the committed init code), which is what lets an offline verdict trust the event without reading it;
 2. keccak256(header) is the hash the verifier trusts for that block of that chain;
 3. the receipt is the one the header's receiptsRoot holds at the sealed index (the Merkle-Patricia proof,
-   walked by Ethereum's `trie` library);
+   walked by anchor.sealing.mpt, every node of it on the path);
 4. the receipt succeeded and holds the registry's `RootAnchored(root, submitter)` event for this root,
    emitted by the canonical address;
 then the caller checks the batch path and the data as for any verdict. What offline cannot see, the
@@ -96,15 +96,12 @@ def offline_settings(
 def check_sealed(anchor: ChainAnchor, root: bytes, settings: Settings, registry: str | None) -> SealedEvidence:
     """Steps 1-4 of the module's checklist for one anchor of batch root `root` (the caller, anchor.readback,
     has checked the rest of the proof and makes the verdict)."""
-    import rlp
-    from trie.exceptions import BadTrieProof
-    from trie.hexary import HexaryTrie
-
     from anchor.chain.abi import checksum_address
     from anchor.chain.canonical import canonical_address, is_canonical
     from anchor.chain.presets import chain_name
     from anchor.manifest.keccak import keccak256
     from anchor.sealing.encoding import NUMBER, RECEIPTS_ROOT, TIMESTAMP, header_fields, index_key, receipt_logs
+    from anchor.sealing.mpt import proof_value
 
     sealed = anchor.sealed
     where = f"{chain_name(anchor.chain_id)} block {anchor.block_number}"
@@ -126,7 +123,7 @@ def check_sealed(anchor: ChainAnchor, root: bytes, settings: Settings, registry:
         number = int.from_bytes(fields[NUMBER], "big")
         timestamp = int.from_bytes(fields[TIMESTAMP], "big")
         receipts_root = bytes(fields[RECEIPTS_ROOT])
-    except (ValueError, rlp.exceptions.DecodingError, TypeError):
+    except (ValueError, TypeError):
         raise Tampered("sealed.header: not a block header (RLP)", detail={"field": "anchor.sealed.header"}) from None
     if number != anchor.block_number:
         raise Tampered(
@@ -153,22 +150,21 @@ def check_sealed(anchor: ChainAnchor, root: bytes, settings: Settings, registry:
             detail={"field": "anchor.sealed.header", "trusted": trusted, "sealed": block_hash},
         )
     try:
-        nodes = tuple(rlp.decode(bytes.fromhex(node[2:])) for node in sealed.proof)
-        held = HexaryTrie.get_from_proof(receipts_root, index_key(sealed.index), nodes)  # type: ignore[no-untyped-call]
-    except (BadTrieProof, ValueError, rlp.exceptions.DecodingError, TypeError, KeyError, IndexError):
+        held = proof_value(receipts_root, index_key(sealed.index), [bytes.fromhex(n[2:]) for n in sealed.proof])
+    except ValueError as exc:
         raise Tampered(
-            "sealed.proof: does not lead from the header's receiptsRoot to a receipt",
+            f"sealed.proof: does not lead from the header's receiptsRoot to a receipt ({exc})",
             detail={"field": "anchor.sealed.proof"},
         ) from None
     receipt = bytes.fromhex(sealed.receipt[2:])
-    if bytes(held) != receipt:
+    if held != receipt:
         raise Tampered(
             f"sealed.receipt: not the receipt block {number} holds at index {sealed.index}",
             detail={"field": "anchor.sealed.receipt"},
         )
     try:
         status, logs = receipt_logs(receipt)
-    except (ValueError, rlp.exceptions.DecodingError, TypeError):
+    except ValueError:
         raise Tampered("sealed.receipt: not a receipt", detail={"field": "anchor.sealed.receipt"}) from None
     if status != 1:
         raise Tampered("sealed.receipt: the sealed transaction reverted", detail={"field": "anchor.sealed.receipt"})
