@@ -101,6 +101,11 @@ class DataDir:
     def service_record(self) -> Path:
         return self.root / "service.json"
 
+    @property
+    def stat_cache(self) -> Path:
+        """One stat cache per stamped root (anchor.manifest.statcache): what a re-stamp need not read."""
+        return self.root / "stat-cache"
+
     def mlflow_run(self, run_id: str) -> Path:
         """The proof of the last stamp of MLflow run `run_id` from this data dir (anchor.mlflow keeps it
         beside the one it writes into the run: a run whose store is rewritten keeps its proof here)."""

@@ -29,14 +29,15 @@ def hash(path: str | Path, *, symlinks: str = "refuse") -> str:  # noqa: A001 - 
 
 
 def stamp(path: str | Path, *, out: str | Path | None = None, settings: Settings | None = None,
-          services: list[str] | None = None) -> Stamped:  # fmt: skip
+          services: list[str] | None = None, rehash: bool = False) -> Stamped:  # fmt: skip
     """Anchor `path` and write its proof (`<PATH>.anchor.json`, or `out`): through the services of
     `services` or ANCHOR_SERVICE_URLS (pending at once, `upgrade` later), else with the key here.
+    Files unchanged since the last stamp of `path` are not read again unless `rehash`.
     `Stamper.from_settings(settings, services).stamp(path)`."""
     from anchor.anchoring.stamper import Stamper
 
     with Stamper.from_settings(settings, services) as stamper:
-        return stamper.stamp(Path(path), out=None if out is None else Path(out))
+        return stamper.stamp(Path(path), out=None if out is None else Path(out), rehash=rehash)
 
 
 def upgrade(proof: str | Path, *, settings: Settings | None = None, services: list[str] | None = None) -> Upgraded:
