@@ -156,7 +156,10 @@ class Stamper(ABC):
 
         proof_out = out or default_proof_path(path)
         check_output_path(proof_out)
-        cache = StatCache.for_root(self.settings.layout.stat_cache, path, rehash)
+        from anchor.files import private_dir
+
+        # the cache names the folder's files, as its proof does: the data dir's, readable by its owner alone
+        cache = StatCache.for_root(private_dir(self.settings.layout.stat_cache), path, rehash)
         try:
             tree = hash_tree(path, Rules.for_root(path) if rules is None else rules, symlinks, progress, cache)
             cache.save()
