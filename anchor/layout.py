@@ -1,4 +1,4 @@
-"""The data directory's layout, in one place (issue 26).
+"""The data directory's layout, in one place.
 
 Why one owner: the names under the data dir were joined onto it in fifteen modules, so a reader had to
 know where a writer put things, and a layout change meant a hunt. Every path under the data dir is a

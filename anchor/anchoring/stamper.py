@@ -1,4 +1,4 @@
-"""One `Stamper`, two ways to anchor: with a key here, or through anchoring services (issue 43).
+"""One `Stamper`, two ways to anchor: with a key here, or through anchoring services.
 
 Why one decision: "a key here, or services" was decided in nine places and they disagreed (`anchor
 stamp` honoured ANCHOR_SERVICE_URLS, `bundle --anchor`, `mission run` and `research run` did not, and

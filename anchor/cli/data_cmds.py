@@ -95,7 +95,7 @@ GoneKeysSecretOpt = Annotated[
     str | None,
     typer.Option(hidden=True, help="Gone: the funded key stays in the service (--service-url, --token-secret)."),
 ]
-"""`--keys-secret` of the renders before issue 25: still parsed, to say what replaced it."""
+"""`--keys-secret` of the earlier renders: still parsed, to say what replaced it."""
 
 
 def register(app: typer.Typer) -> None:

@@ -156,7 +156,7 @@ class FileTreeManifest:
 
     _memo: list[bytes] = field(default_factory=list, init=False, compare=False, repr=False)
     """The root, once computed (a frozen tree's root never changes): `summary()`, `digest` and
-    `identity()` each reach it, and at 100,000 files each computation was 100,000 leaf hashes (issue 49)."""
+    `identity()` each reach it, and at 100,000 files each computation was 100,000 leaf hashes."""
 
     def leaves(self) -> list[bytes]:
         return [entry.leaf_hash() for entry in self.files]

@@ -7,7 +7,7 @@ Three paths, chosen by size, because one does not fit all (measured in benchmark
 - many files are split into a few contiguous chunks, one worker process per chunk, each looping
   over its chunk (one task per file costs 3-4x more than the loop it replaces).
 `Streamed` does the last while the walk is still listing: chunks go to the workers as the walk fills
-them, so listing and hashing overlap (issue 49: at 100,000 files of 1 KiB the serial walk was 0.8 s
+them, so listing and hashing overlap (at 100,000 files of 1 KiB the serial walk was 0.8 s
 of 3 s, the hashing 1.1 s after it), and each worker also computes its files' Merkle leaves. Once the
 workers run, the walk hands them the directories it has left (`Streamed.hand_off`): each lists its
 subtrees with the walk's own code and checks (anchor.manifest.walk.walk_frames) and hashes what it
@@ -357,7 +357,7 @@ class Streamed(Generic[T]):
         """`walk`'s offer of the directories it has still to list: taken once the workers run and at
         least two are left, split into a few tasks that each list their subtrees (`walk_frames`, the
         same descriptor checks) and hash what they find, so listing stops being one process's work
-        (issue 49: the walk was a third of `anchor hash`'s time at 100,000 files)."""
+        (the walk was a third of `anchor hash`'s time at 100,000 files)."""
         if self.pool is None or len(frames) < 2:
             return False
         parts = min(len(frames), 8 * self.workers)
@@ -453,7 +453,7 @@ class Streamed(Generic[T]):
 def _hash_packed(packed: tuple[str, str, array[int], list[bool]], leaf: Leaf) -> Any:
     """Worker body of `Streamed`: `_hash_chunk` over a chunk sent as two NUL-joined strings (no path
     holds a NUL) and an array of (device, inode), answered as (sizes, hex digests joined, leaves joined):
-    one object each way instead of a tuple per file, a fifth of the hand-off's cost (issue 49). An error
+    one object each way instead of a tuple per file, a fifth of the hand-off's cost. An error
     comes back as `_hash_chunk`'s list."""
     shown, paths, ids, known = packed
     chunk = [(0, name, path, (ids[2 * k], ids[2 * k + 1]) if known[k] else None)
