@@ -1,4 +1,4 @@
-"""The data directory's layout, in one place (issue 26).
+"""The data directory's layout, in one place.
 
 Why one owner: the names under the data dir were joined onto it in fifteen modules, so a reader had to
 know where a writer put things, and a layout change meant a hunt. Every path under the data dir is a
@@ -100,6 +100,11 @@ class DataDir:
     @property
     def service_record(self) -> Path:
         return self.root / "service.json"
+
+    @property
+    def stat_cache(self) -> Path:
+        """One stat cache per stamped root (anchor.manifest.statcache): what a re-stamp need not read."""
+        return self.root / "stat-cache"
 
     def mlflow_run(self, run_id: str) -> Path:
         """The proof of the last stamp of MLflow run `run_id` from this data dir (anchor.mlflow keeps it

@@ -270,6 +270,17 @@ def rlp_decode(data: bytes) -> object:
     return item
 
 
+def rlp_nested_lists(levels: int) -> bytes:
+    """The RLP of an empty list inside `levels` lists, each holding the one before (a hostile input:
+    nothing Ethereum commits to nests more than a handful deep)."""
+    item = b"\xc0"
+    for _ in range(levels):
+        width = (len(item).bit_length() + 7) // 8
+        head = bytes([0xC0 + len(item)]) if len(item) < 56 else bytes([0xF7 + width]) + len(item).to_bytes(width, "big")
+        item = head + item
+    return item
+
+
 def rlp_encode_uint(value: int) -> bytes:
     body = value.to_bytes((value.bit_length() + 7) // 8, "big") if value else b""
     if len(body) == 1 and body[0] < 0x80:

@@ -216,7 +216,8 @@ def test_the_page_trie_walk_agrees_with_ethereums_trie_on_branches_extensions_an
     """The golden block holds one transaction (its trie is one leaf); here a trie of 300 receipts-like
     values built by Ethereum's `trie` (branches, extensions, values short enough to be inline), each
     key's proof from `HexaryTrie.get_proof`: the page's walk returns exactly the value `trie` holds, and
-    refuses a proof for another key and, for every node the walk reads, a proof with one of its bytes changed."""
+    refuses a proof for another key, a proof with a node off the path added, and, for every node the walk
+    reads, a proof with one of its bytes changed."""
     import random
 
     import rlp
@@ -236,6 +237,12 @@ def test_the_page_trie_walk_agrees_with_ethereums_trie_on_branches_extensions_an
         )
         cases.append({"root": root, "key": rlp.encode(i).hex(), "nodes": nodes})
         expected.append({"value": values[i].hex()})
+        stray = next(
+            n for n in (rlp.encode(x).hex() for x in tree.get_proof(rlp.encode((i + 150) % 300))) if n not in nodes
+        )
+        for extra in (stray, "80", nodes[-1]):  # a node of another path, an empty node, a node twice
+            cases.append({"root": root, "key": rlp.encode(i).hex(), "nodes": [*nodes, extra]})
+            expected.append("extra")
         other = (i + 1) % 300  # this key's proof, asked for another key: never its value
         cases.append({"root": root, "key": rlp.encode(other).hex(), "nodes": nodes})
         expected.append(None)
@@ -247,11 +254,13 @@ def test_the_page_trie_walk_agrees_with_ethereums_trie_on_branches_extensions_an
                 expected.append(False)
     answers = _run_trie(cases)
     for case, want, got in zip(cases, expected, answers, strict=True):
-        if want is None:  # another key: refused, or (when both keys share the proof's nodes) its own value
+        if want == "extra":  # refused, as anchor.sealing.mpt refuses it: a sealed proof is the path, no more
+            assert got == {"error": "tampered"}, (case, got)
+        elif want is None:  # another key: refused, or (when both keys share the proof's nodes) its own value
             key = rlp.decode(bytes.fromhex(case["key"]), sedes=rlp.sedes.big_endian_int)
             assert got.get("error") == "tampered" or got == {"value": values[key].hex()}, (case["key"], got)
         elif want is False:  # refused; never another value (a changed copy of a node shorter than 32 bytes,
-            # which get_proof lists though the walk reads it inline from its parent, changes nothing)
+            # which get_proof lists though the walk reads it inline from its parent, is a node off the path)
             key = rlp.decode(bytes.fromhex(case["key"]), sedes=rlp.sedes.big_endian_int)
             assert got == {"error": "tampered"} or got == {"value": values[key].hex()}, got
         else:

@@ -1,4 +1,4 @@
-"""`anchor hash PATH` runs without typer (anchor/cli/fast.py: issue 26's 0.8x of b3sum end to end) and
+"""`anchor hash PATH` runs without typer (anchor/cli/fast.py: it is compared with b3sum end to end) and
 prints exactly what the typer command prints: the same bytes on stdout and stderr, the same exit code,
 for files, folders, left-out paths, links and failures. The typer command is reached with the same
 meaning by naming the default explicitly (`--symlinks refuse`), which the fast path never takes."""
@@ -82,7 +82,7 @@ def test_hash_path_loads_no_typer_and_anything_else_goes_to_typer(tmp_path: Path
 def test_verify_path_without_typer_prints_what_the_typer_command_prints(
     fresh_chain: Chain, tmp_path: Path, json_where: str
 ) -> None:
-    """`anchor verify PATH` (issue 49: typer was a third of its time) against `verify PATH --require any`,
+    """`anchor verify PATH` (typer was a third of its time) against `verify PATH --require any`,
     which means the same and goes through typer: the same bytes and exit code for a verified folder, a
     one-file proof, a changed file, a folder never stamped, a missing path and an intoto file."""
     fresh_chain.cli("deploy", check=True)
@@ -117,3 +117,43 @@ def test_verify_path_loads_no_typer(tmp_path: Path) -> None:
                           text=True, cwd=tmp_path, env=env)  # fmt: skip
     assert done.returncode == 3, done.stderr[-500:]  # not anchored: the verdict, without the framework
     assert "typer" not in {line.split("|")[-1].strip() for line in done.stderr.splitlines() if "import time:" in line}
+
+
+SEALED = Path(__file__).parent / "vectors" / "sealed"
+GOLDEN = "2:0x1723685d556beb264e849a1430f6f1b2f57e276cc37f15fd773b42d1b28b7294"
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        ["--offline", "--trusted-blocks", "trusted-blocks.txt"],
+        ["--offline", f"--trusted-block={GOLDEN}", "--json"],
+        ["--json", "--offline", "--trusted-block", GOLDEN, "--trusted-block", "1:0x" + "ab" * 32],
+        ["--offline"],
+        ["--offline", "--trusted-block", "2:0x12"],
+        ["--offline", "--trusted-block", GOLDEN[:-1] + "5"],
+        ["--offline", "--trusted-blocks", "nowhere.txt"],
+        ["--offline", "--trusted-blocks", "trusted-blocks.txt", "--trusted-blocks", "trusted-blocks.txt"],
+        ["--trusted-block", GOLDEN],
+        ["--offline", "--trusted-block"],
+    ],
+)
+def test_offline_verify_without_typer_prints_what_the_typer_command_prints(tmp_path: Path, options: list[str]) -> None:
+    """`anchor verify PATH --offline` with its trusted blocks, which the fast path runs, against the same
+    line with `--require any`, which typer runs: the same bytes and exit code for a verdict and for
+    each refusal (no trusted block, a malformed one, a wrong hash, a missing checkpoint file, a trusted
+    block without --offline, an option without its value); and no typer import for the verdict."""
+    import shutil
+
+    shutil.copytree(SEALED, tmp_path / "v")
+    ours = _anchor(["verify", "work", *options], tmp_path / "v")
+    theirs = _anchor(["verify", "work", "--require", "any", *options], tmp_path / "v")
+    assert (ours.returncode, ours.stdout, ours.stderr) == (theirs.returncode, theirs.stdout, theirs.stderr)
+    assert "Traceback" not in ours.stderr
+    if options == ["--offline", "--trusted-blocks", "trusted-blocks.txt"]:
+        assert ours.returncode == 0, ours.stderr
+        env = {**os.environ, "ANCHOR_DATA_DIR": str(tmp_path / "d")}
+        done = subprocess.run([sys.executable, "-X", "importtime", "-m", "anchor", "verify", "work", *options],
+                              capture_output=True, text=True, cwd=tmp_path / "v", env=env)  # fmt: skip
+        modules = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if "import time:" in line}
+        assert done.returncode == 0 and not modules & {"typer", "rlp", "trie"}, done.stderr[-500:]

@@ -1,7 +1,8 @@
-"""Sealed proofs verify with no network, against one trusted block hash; every edit of the
-sealed section, another transaction's receipt or another emitter is refused by name. The RLP and trie
-of the production code are Ethereum's libraries; tests/reference_impl.py reads the same bytes with a
-decoder and a trie walker written from docs/manifest.md alone."""
+"""Sealed proofs verify with no network, against one trusted block hash; every edit of the sealed
+section, a hostile receipt proof, another transaction's receipt or another emitter is refused by name.
+The production decoder and walker (anchor.sealing.rlp, .mpt) are held to Ethereum's `rlp` and `trie` by
+tests/test_sealing_rlp.py and tests/test_sealing_mpt.py; tests/reference_impl.py reads the same bytes
+with a decoder and a trie walker written from docs/manifest.md alone."""
 
 from __future__ import annotations
 
@@ -110,6 +111,35 @@ def test_one_flipped_byte_anywhere_in_the_sealed_section_is_refused_by_name(
     assert f"sealed.{field}" in said.stderr or "sealed.header" in said.stderr, said.stderr
     with pytest.raises(AssertionError):
         ref.sealed_anchor(sealed, GOLDEN_BLOCK.split(":")[1], proof["batch"]["root"], canonical_address())
+
+
+@pytest.mark.parametrize(
+    "hostile", ["a node of another path", "an empty trie node", "a node twice", "5,000-deep nesting"]
+)
+def test_a_hostile_receipt_proof_is_refused_as_tampered_never_a_traceback(tmp_path: Path, hostile: str) -> None:
+    import rlp
+
+    work = tmp_path / "v"
+    shutil.copytree(VECTORS, work)
+    proof = json.loads((work / "work.anchor.json").read_text())
+    sealed, trusted = proof["anchor"]["sealed"], GOLDEN_BLOCK
+    if hostile == "a node of another path":
+        sealed["proof"].append("0x" + rlp.encode([b"\x20", b"another receipt"]).hex())
+    elif hostile == "an empty trie node":
+        sealed["proof"].append("0x80")
+    elif hostile == "a node twice":
+        sealed["proof"].append(sealed["proof"][-1])
+    else:  # a header the verifier is told to trust, whose receiptsRoot is the hash of a 5,000-deep list
+        deep = ref.rlp_nested_lists(5000)
+        fields = rlp.decode(bytes.fromhex(sealed["header"][2:]))
+        fields[5] = ref.keccak(deep)
+        header = rlp.encode(fields)
+        sealed["header"], sealed["proof"] = "0x" + header.hex(), ["0x" + deep.hex()]
+        trusted = f"2:0x{ref.keccak(header).hex()}"
+    (work / "work.anchor.json").write_text(json.dumps(proof))
+    said = _offline(work, "work", "--trusted-block", trusted, data=tmp_path / "d")
+    assert said.returncode == ExitCode.TAMPERED, said.stdout + said.stderr
+    assert "sealed.proof" in said.stderr and "Traceback" not in said.stderr, said.stderr
 
 
 def test_a_wrong_trusted_hash_is_refused_and_an_unsealed_proof_needs_the_network(tmp_path: Path) -> None:

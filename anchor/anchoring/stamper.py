@@ -148,18 +148,29 @@ class Stamper(ABC):
     # -- the writes every door makes -----------------------------------------------------------------------
     def stamp(
         self, path: Path, *, out: Path | None = None, rules: Rules | None = None, symlinks: str = "refuse",
-        progress: Progress | None = None,
+        progress: Progress | None = None, rehash: bool = False,
     ) -> Stamped:  # fmt: skip
         """Anchor the file-tree manifest of `path`; its proof at `out` (default `<PATH>.anchor.json`).
-        `rules` default to the command line's: .git/ and PATH's .anchorignore left out (and recorded)."""
+        `rules` default to the command line's: .git/ and PATH's .anchorignore left out (and recorded).
+        Files unchanged since the last stamp of `path` (the data dir's stat cache, git's rules:
+        anchor.manifest.statcache) are not read again; `rehash` reads every one."""
         from anchor.manifest.exclude import Rules
         from anchor.manifest.filetree import hash_tree
+        from anchor.manifest.statcache import StatCache
         from anchor.proof.file import check_output_path
         from anchor.proof.locate import default_proof_path
 
         proof_out = out or default_proof_path(path)
         check_output_path(proof_out)
-        tree = hash_tree(path, Rules.for_root(path) if rules is None else rules, symlinks, progress)
+        from anchor.files import private_dir
+
+        # the cache names the folder's files, as its proof does: the data dir's, readable by its owner alone
+        cache = StatCache.for_root(private_dir(self.settings.layout.stat_cache), path, rehash)
+        try:
+            tree = hash_tree(path, Rules.for_root(path) if rules is None else rules, symlinks, progress, cache)
+            cache.save()
+        finally:
+            cache.discard_parts()
         check_output_path(proof_out, proves=path, recorded=tree.exclude)  # the rules a verify will apply
         _note_anchored_around(proof_out)
         return self._stamp_tree(path, tree, proof_out)

@@ -126,23 +126,30 @@ def hash_(
 def anchor_(
     ctx: typer.Context, path: PathArg, proof: OutOpt = None, exclude: ExcludeOpt = None,
     no_default_excludes: NoDefaultsOpt = False, symlinks: SymlinksOpt = Symlinks.refuse, service: ServiceOpt = None,
-    allow_insecure_token: InsecureTokenFlag = False, seal: SealFlag = False, json: JsonFlag = False,
+    allow_insecure_token: InsecureTokenFlag = False, seal: SealFlag = False, rehash: RehashFlag = False,
+    json: JsonFlag = False,
 ) -> None:  # fmt: skip
     """Anchor PATH on chain (once: the same bytes are never anchored twice) and write its proof file.
     With --service (or ANCHOR_SERVICE_URLS), no key is needed here: the services anchor it (docs/calendar.md).
-    With --seal, the proof is also sealed for offline verification (a pending one when it is upgraded)."""
+    With --seal, the proof is also sealed for offline verification (a pending one when it is upgraded).
+    Files unchanged since the last stamp of PATH (same size, mtime, ctime, inode) are not read again;
+    --rehash reads them all. `anchor verify` always reads every byte."""
     from anchor.anchoring.stamper import Stamper
 
     rules = rules_for(path, exclude, no_default_excludes)
     # a bad URL or token is refused before anything is hashed
     stamper = Stamper.from_settings(_settings(ctx), service, allow_insecure_token=allow_insecure_token)
     with hash_progress(ctx, json) as progress:
-        stamped = stamper.stamp(path, out=proof, rules=rules, symlinks=symlinks.value, progress=progress)
+        stamped = stamper.stamp(path, out=proof, rules=rules, symlinks=symlinks.value, progress=progress,
+                                rehash=rehash)  # fmt: skip
     if seal and stamped.anchored:
         _seal_quietly(ctx, stamped.proof_path)
     _report_stamped(ctx, json, str(path), stamped)
 
 
+RehashFlag = Annotated[
+    bool, typer.Option("--rehash", help="Read every file again, ignoring the stat cache of the last stamp.")
+]
 SealFlag = Annotated[
     bool, typer.Option("--seal", help="Also seal the proof: verifiable offline (`verify --offline`), forever.")
 ]

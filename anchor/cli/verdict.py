@@ -15,15 +15,21 @@ def verdict_output(path: Path, result: Any) -> tuple[dict[str, Any], list[str]]:
     return result.to_json(), verdict_lines(str(path), result)
 
 
-def verify_plain(path: Path, as_json: bool) -> None:
-    """`anchor verify PATH` with no option but `--json` (anchor/cli/fast.py: the command-line framework's
-    import was a third of the command's time): the settings and the verdict the typer command uses, the
-    same output. Raises the verdict's typed error, which `anchor.cli.main` prints as for any command."""
+def verify_plain(path: Path, as_json: bool, offline: tuple[list[str], Path | None] | None = None) -> None:
+    """`anchor verify PATH` with no option but `--json`, or `--offline` with its trusted blocks (given,
+    listed in a file) (anchor/cli/fast.py: the command-line framework's import was a third of the
+    command's time): the settings and the verdict the typer command uses, the same output. Raises the
+    verdict's typed error, which `anchor.cli.main` prints as for any command."""
     from anchor.cli.output import emit_as
     from anchor.library.verifier import Verifier
     from anchor.settings.session import Settings
 
-    emit_as(as_json, *verdict_output(path, Verifier(Settings.from_env(near=path)).verify(path)))
+    settings = Settings.from_env(near=path)
+    if offline is not None:
+        from anchor.sealing.check import offline_settings
+
+        settings = offline_settings(settings, *offline)
+    emit_as(as_json, *verdict_output(path, Verifier(settings).verify(path)))
 
 
 def verdict_lines(shown: str, result: Any) -> list[str]:

@@ -29,16 +29,17 @@ def hash(path: str | Path, *, symlinks: str = "refuse") -> str:  # noqa: A001 - 
 
 
 def stamp(path: str | Path, *, out: str | Path | None = None, settings: Settings | None = None,
-          services: list[str] | None = None, start_chain: bool = False) -> Stamped:  # fmt: skip
+          services: list[str] | None = None, start_chain: bool = False, rehash: bool = False) -> Stamped:  # fmt: skip
     """Anchor `path` and write its proof (`<PATH>.anchor.json`, or `out`): through the services of
     `services` or ANCHOR_SERVICE_URLS (pending at once, `upgrade` later), else with the key here.
+    Files unchanged since the last stamp of `path` are not read again unless `rehash`.
     `Stamper.from_settings(settings, services, start_chain=start_chain).stamp(path)`. On the embedded
     local chain, a chain that is not running is started only with `start_chain=True`, and stopped when
     this interpreter exits; without it, `anchor.errors.ChainUnreachable` says so."""
     from anchor.anchoring.stamper import Stamper
 
     with Stamper.from_settings(settings, services, start_chain=start_chain) as stamper:
-        return stamper.stamp(Path(path), out=None if out is None else Path(out))
+        return stamper.stamp(Path(path), out=None if out is None else Path(out), rehash=rehash)
 
 
 def upgrade(proof: str | Path, *, settings: Settings | None = None, services: list[str] | None = None,

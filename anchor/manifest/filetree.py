@@ -13,7 +13,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import blake3
 
@@ -24,6 +24,9 @@ from anchor.manifest.exclude import Rules
 from anchor.manifest.hashing import Progress
 from anchor.manifest.identity import manifest_digest
 from anchor.manifest.walk import component, root_kind, walk
+
+if TYPE_CHECKING:
+    from anchor.manifest.statcache import StatCache
 
 FORMAT_VERSION = 1
 _LEAF_HASHER = blake3.blake3(derive_key_context=Domain.FILE_LEAF.value)
@@ -153,7 +156,7 @@ class FileTreeManifest:
 
     _memo: list[bytes] = field(default_factory=list, init=False, compare=False, repr=False)
     """The root, once computed (a frozen tree's root never changes): `summary()`, `digest` and
-    `identity()` each reach it, and at 100,000 files each computation was 100,000 leaf hashes (issue 49)."""
+    `identity()` each reach it, and at 100,000 files each computation was 100,000 leaf hashes."""
 
     def leaves(self) -> list[bytes]:
         return [entry.leaf_hash() for entry in self.files]
@@ -265,15 +268,22 @@ def hash_tree(
     rules: Rules | None = None,
     symlinks: str = "refuse",
     progress: Progress | None = None,
+    cache: StatCache | None = None,
 ) -> FileTreeManifest:
     """Hash a file or a directory. A single file becomes a tree of one entry named by its basename.
+    `cache` (a stamp's, never a verify's): files whose fstat it holds are not read again
+    (anchor.manifest.statcache), and what was met is noted in it for its `save`.
 
     `rules` (anchor.manifest.exclude) leave paths out of a directory; if they left anything out, the
     tree records them (`exclude`); `symlinks` is the link policy of anchor.manifest.walk, and links met
     are recorded with it (`symlinks`); `progress` is anchor.manifest.hashing's. On a missing root, a
     hostile entry or a file changing under us, raises `BadInput` or a subclass naming the path. Nothing is written.
     """
-    base = Path(root)
+    with hashing.using_cache(cache):
+        return _hash_tree(Path(root), rules, symlinks, progress)
+
+
+def _hash_tree(base: Path, rules: Rules | None, symlinks: str, progress: Progress | None) -> FileTreeManifest:
     if root_kind(base) == "file":
         name = component(os.fsencode(base.name), str(base))
         st = base.lstat()

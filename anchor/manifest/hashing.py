@@ -7,7 +7,7 @@ Three paths, chosen by size, because one does not fit all (measured in benchmark
 - many files are split into a few contiguous chunks, one worker process per chunk, each looping
   over its chunk (one task per file costs 3-4x more than the loop it replaces).
 `Streamed` does the last while the walk is still listing: chunks go to the workers as the walk fills
-them, so listing and hashing overlap (issue 49: at 100,000 files of 1 KiB the serial walk was 0.8 s
+them, so listing and hashing overlap (at 100,000 files of 1 KiB the serial walk was 0.8 s
 of 3 s, the hashing 1.1 s after it), and each worker also computes its files' Merkle leaves. Once the
 workers run, the walk hands them the directories it has left (`Streamed.hand_off`): each lists its
 subtrees with the walk's own code and checks (anchor.manifest.walk.walk_frames) and hashes what it
@@ -33,12 +33,16 @@ import os
 import stat
 import threading
 from array import array
-from collections.abc import Callable, Sequence
-from typing import Any, Generic, TypeVar
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import blake3
 
 from anchor.errors import AnchorError, FileChanged, UnsafePath
+
+if TYPE_CHECKING:
+    from anchor.manifest.statcache import StatCache
 
 SMALL_FILE = 1 << 20
 """Up to this size a file is read in one call and hashed on one thread."""
@@ -53,6 +57,22 @@ Progress = Callable[[int, int, int, int], None]
 
 _counters: Any = None
 """(files, bytes) per worker slot, in memory shared with forked workers; None when nobody watches."""
+
+_cache: StatCache | None = None
+"""The stat cache of the root being stamped (`using_cache`), inherited by forked workers; None for
+every other hashing, a verify's above all."""
+
+
+@contextmanager
+def using_cache(cache: StatCache | None) -> Iterator[None]:
+    """Within: `hash_file` takes a file's digest from `cache` when its fstat matches the cached one
+    (anchor.manifest.statcache) and notes every file it meets in it."""
+    global _cache
+    _cache = cache
+    try:
+        yield
+    finally:
+        _cache = None
 
 
 def _add(slot: int, files: int, nbytes: int) -> None:
@@ -71,6 +91,8 @@ def hash_file(
 ) -> tuple[int, str]:  # fmt: skip
     """(size, BLAKE3 hex) of one regular file, refusing links and detecting concurrent changes;
     `expect`: the (device, inode) the walk saw at this path, which the opened file must have."""
+    if _cache is not None and (cached := _unchanged(path, shown, expect)) is not None:
+        return cached
     try:  # O_NONBLOCK: a FIFO swapped in after the walk opens at once (and is refused below), never hangs
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
@@ -103,7 +125,28 @@ def hash_file(
         os.close(fd)
     if total != size or _fingerprint(after) != _fingerprint(before):
         raise FileChanged(f"{shown}: changed while it was being hashed", detail={"path": shown})
+    if _cache is not None:
+        _cache.record(shown, before, digest)
     return total, digest
+
+
+def _unchanged(path: str, shown: str, expect: tuple[int, int] | None) -> tuple[int, str] | None:
+    """(size, digest) from the stat cache of a regular file (not a link: lstat) that is the one the walk
+    listed and that the cache holds with the same size, mtime, ctime, inode and device, hashed before
+    the cache's hashing moment (anchor.manifest.statcache); None otherwise: then it is read. One lstat,
+    no open: what makes a re-stamp of many small files cheaper than reading them."""
+    assert _cache is not None
+    try:
+        now = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(now.st_mode) or (expect is not None and (now.st_dev, now.st_ino) != expect):
+        return None
+    cached = _cache.digest_of(shown, now)
+    if cached is None:
+        return None
+    _cache.record(shown, now, cached)
+    return now.st_size, cached
 
 
 def _hash_mapped(fd: int, size: int, threads: int | None, on_window: Callable[[int], None] | None) -> tuple[int, str]:
@@ -140,6 +183,8 @@ def _hash_chunk(
             return [("error", type(exc).__name__, exc.message, exc.detail)]
         out.append((size, digest) if leaf is None else (size, digest, leaf(shown, size, digest)))
         _add(mine, 1, size)
+    if _cache is not None:
+        _cache.flush_part()  # a forked worker's notes, for the caller's `save`
     return out
 
 
@@ -312,7 +357,7 @@ class Streamed(Generic[T]):
         """`walk`'s offer of the directories it has still to list: taken once the workers run and at
         least two are left, split into a few tasks that each list their subtrees (`walk_frames`, the
         same descriptor checks) and hash what they find, so listing stops being one process's work
-        (issue 49: the walk was a third of `anchor hash`'s time at 100,000 files)."""
+        (the walk was a third of `anchor hash`'s time at 100,000 files)."""
         if self.pool is None or len(frames) < 2:
             return False
         parts = min(len(frames), 8 * self.workers)
@@ -408,7 +453,7 @@ class Streamed(Generic[T]):
 def _hash_packed(packed: tuple[str, str, array[int], list[bool]], leaf: Leaf) -> Any:
     """Worker body of `Streamed`: `_hash_chunk` over a chunk sent as two NUL-joined strings (no path
     holds a NUL) and an array of (device, inode), answered as (sizes, hex digests joined, leaves joined):
-    one object each way instead of a tuple per file, a fifth of the hand-off's cost (issue 49). An error
+    one object each way instead of a tuple per file, a fifth of the hand-off's cost. An error
     comes back as `_hash_chunk`'s list."""
     shown, paths, ids, known = packed
     chunk = [(0, name, path, (ids[2 * k], ids[2 * k + 1]) if known[k] else None)

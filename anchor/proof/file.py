@@ -325,15 +325,32 @@ def check_output_path(
     _try_writing_beside(path)
 
 
+_PROOFS_SEEN: dict[tuple[str, int, int, int, int, int], bool] = {}
+"""`_holds_a_proof`'s answers in this process, by path and fstat: a stamp asks it of the same file up to
+three times (the output, the output inside the folder, the anchoring), and a folder's proof of 100,000
+files takes a third of a second to read and validate."""
+
+
 def _holds_a_proof(path: Path) -> bool:
-    """Whether `path` is a proof file, complete or pending, read as anyone's file is (`load_any`)."""
+    """Whether `path` is a proof file, complete or pending, read as anyone's file is (`load_any`); asked
+    again of a file whose size, mtime, ctime, inode and device did not change, the same answer."""
     from anchor.errors import AnchorError
 
     try:
+        st = path.stat()
+        seen = (str(path.absolute()), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+    except OSError:
+        seen = None
+    if seen is not None and seen in _PROOFS_SEEN:
+        return _PROOFS_SEEN[seen]
+    try:
         load_any(path)
+        holds = True
     except AnchorError:
-        return False
-    return True
+        holds = False
+    if seen is not None:
+        _PROOFS_SEEN[seen] = holds
+    return holds
 
 
 def _try_writing_beside(path: Path) -> None:

@@ -5,7 +5,7 @@ The steps, each refused by name (docs/manifest.md, "Sealed proofs"):
    the committed init code), which is what lets an offline verdict trust the event without reading it;
 2. keccak256(header) is the hash the verifier trusts for that block of that chain;
 3. the receipt is the one the header's receiptsRoot holds at the sealed index (the Merkle-Patricia proof,
-   walked by Ethereum's `trie` library);
+   walked by anchor.sealing.mpt, every node of it on the path);
 4. the receipt succeeded and holds the registry's `RootAnchored(root, submitter)` event for this root,
    emitted by the canonical address;
 then the caller checks the batch path and the data as for any verdict. What offline cannot see, the
@@ -45,19 +45,6 @@ class SealedEvidence:
 
 
 ROOT_ANCHORED = "RootAnchored(bytes32,address)"
-
-
-def _walk_failures() -> tuple[type[BaseException], ...]:
-    """Every way the trie library and the RLP decoder refuse bytes: on a proof file's bytes, each one
-    means the proof does not lead where it says (one flipped byte of the golden trie node once ended an
-    offline verify in `trie.exceptions.ValidationError`, a traceback instead of `tampered`)."""
-    import rlp
-    from trie import exceptions
-
-    found = tuple(c for c in vars(exceptions).values() if isinstance(c, type) and issubclass(c, Exception))
-    return (*found, rlp.exceptions.DecodingError, ValueError, TypeError, KeyError, IndexError)
-
-
 ROOT_ANCHORED_TOPICS = 3
 """topic0, then the two indexed parameters (root, submitter): a log with other topics is not the event."""
 
@@ -153,13 +140,11 @@ def check_sealed(anchor: ChainAnchor, root: bytes, settings: Settings, registry:
 
 def sealed_block_number(header_hex: str, field: str = "anchor.sealed.header") -> int:
     """The number of the block a sealed header says it is; `Tampered` naming `field` if it is no header."""
-    import rlp
-
     from anchor.sealing.encoding import NUMBER, header_fields
 
     try:
         return int.from_bytes(header_fields(bytes.fromhex(header_hex[2:]))[NUMBER], "big")
-    except (ValueError, rlp.exceptions.DecodingError, TypeError, IndexError):
+    except (ValueError, TypeError, IndexError):
         raise Tampered(f"{field.removeprefix('anchor.')}: not a block header (RLP)", detail={"field": field}) from None
 
 
@@ -170,12 +155,10 @@ def check_sealed_against(
     the verifier trusts (offline), or the one the chain it reads has at that number (online). `emitter`
     is the registry whose event counts; `trust` says in words where `block_hash` came from. `Tampered`
     names the first field of the sealed section that disagrees."""
-    import rlp
-    from trie.hexary import HexaryTrie
-
     from anchor.chain.abi import checksum_address
     from anchor.manifest.keccak import keccak256
     from anchor.sealing.encoding import NUMBER, RECEIPTS_ROOT, TIMESTAMP, header_fields, index_key, receipt_logs
+    from anchor.sealing.mpt import proof_value
 
     sealed = anchor.sealed
     if sealed is None:
@@ -186,7 +169,7 @@ def check_sealed_against(
         number = int.from_bytes(fields[NUMBER], "big")
         timestamp = int.from_bytes(fields[TIMESTAMP], "big")
         receipts_root = bytes(fields[RECEIPTS_ROOT])
-    except (ValueError, rlp.exceptions.DecodingError, TypeError, IndexError):
+    except (ValueError, TypeError, IndexError):
         raise Tampered("sealed.header: not a block header (RLP)", detail={"field": "anchor.sealed.header"}) from None
     if number != anchor.block_number:
         raise Tampered(
@@ -200,22 +183,21 @@ def check_sealed_against(
             detail={"field": "anchor.sealed.header", "trusted": block_hash, "sealed": sealed_hash},
         )
     try:
-        nodes = tuple(rlp.decode(bytes.fromhex(node[2:])) for node in sealed.proof)
-        held = HexaryTrie.get_from_proof(receipts_root, index_key(sealed.index), nodes)  # type: ignore[no-untyped-call]
-    except _walk_failures():
+        held = proof_value(receipts_root, index_key(sealed.index), [bytes.fromhex(n[2:]) for n in sealed.proof])
+    except (ValueError, TypeError, IndexError) as exc:
         raise Tampered(
-            "sealed.proof: does not lead from the header's receiptsRoot to a receipt",
+            f"sealed.proof: does not lead from the header's receiptsRoot to a receipt ({exc})",
             detail={"field": "anchor.sealed.proof"},
         ) from None
     receipt = bytes.fromhex(sealed.receipt[2:])
-    if bytes(held) != receipt:
+    if held != receipt:
         raise Tampered(
             f"sealed.receipt: not the receipt block {number} holds at index {sealed.index}",
             detail={"field": "anchor.sealed.receipt"},
         )
     try:
         status, logs = receipt_logs(receipt)
-    except (ValueError, rlp.exceptions.DecodingError, TypeError):
+    except ValueError:
         raise Tampered("sealed.receipt: not a receipt", detail={"field": "anchor.sealed.receipt"}) from None
     if status != 1:
         raise Tampered("sealed.receipt: the sealed transaction reverted", detail={"field": "anchor.sealed.receipt"})
@@ -274,11 +256,10 @@ def check_state_against(
     block; the account proof leads from its stateRoot to the registry's account, whose code hash is
     `code_hash`; the storage proof leads from the account's storageRoot to the record's slot, which holds
     the record the anchor shows (its block and time). `Tampered` names the field that disagrees."""
-    import rlp
-    from trie.hexary import HexaryTrie
-
     from anchor.manifest.keccak import keccak256
     from anchor.sealing.encoding import NUMBER, TIMESTAMP, header_fields
+    from anchor.sealing.mpt import proof_value
+    from anchor.sealing.rlp import decode
 
     state = anchor.sealed.state if anchor.sealed is not None else None
     if state is None:
@@ -289,7 +270,7 @@ def check_state_against(
         fields = header_fields(header)
         number, timestamp = int.from_bytes(fields[NUMBER], "big"), int.from_bytes(fields[TIMESTAMP], "big")
         state_root = bytes(fields[STATE_ROOT])
-    except (ValueError, rlp.exceptions.DecodingError, TypeError, IndexError):
+    except (ValueError, TypeError, IndexError):
         raise Tampered("sealed.state.header: not a block header (RLP)", detail={"field": f"{field}.header"}) from None
     if number < anchor.block_number:
         raise Tampered(f"sealed.state.header: block {number}, before the anchoring block {anchor.block_number}",
@@ -303,10 +284,9 @@ def check_state_against(
 
     def walk(root_hash: bytes, key: bytes, nodes: tuple[str, ...], name: str) -> list[Any]:
         try:
-            decoded = tuple(rlp.decode(bytes.fromhex(node[2:])) for node in nodes)
-            held = HexaryTrie.get_from_proof(root_hash, keccak256(key), decoded)  # type: ignore[no-untyped-call]
-            value = rlp.decode(bytes(held)) if held else b""
-        except _walk_failures():
+            held = proof_value(root_hash, keccak256(key), [bytes.fromhex(node[2:]) for node in nodes])
+            value = decode(held) if held else b""
+        except (ValueError, TypeError, IndexError, KeyError):
             raise Tampered(f"sealed.state.{name}: does not lead to a value under block {number}'s state",
                            detail={"field": f"{field}.{name}"}) from None  # fmt: skip
         if not value:

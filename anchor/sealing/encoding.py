@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from anchor.errors import BadInput
+from anchor.sealing import rlp
 
 HEADER_FIELDS = (
     ("parentHash", "bytes"),
@@ -53,8 +54,6 @@ def _int(value: object) -> int:
 def header_rlp(block: dict[str, Any]) -> bytes:
     """The RLP of a block header from `eth_getBlockByNumber`'s JSON: the fifteen fields, then each fork's
     fields for as long as the node gave them (a gap in that order is no header any fork produces)."""
-    import rlp
-
     fields: list[object] = []
     try:
         for name, kind in HEADER_FIELDS:
@@ -72,15 +71,13 @@ def header_rlp(block: dict[str, Any]) -> bytes:
         raise BadInput(
             f"block {block.get('number')}: the node's header lacks {exc}", detail={"field": "header"}
         ) from None
-    return rlp.encode(fields)  # type: ignore[no-any-return]
+    return rlp.encode(fields)
 
 
 def receipt_encoding(receipt: dict[str, Any]) -> bytes:
     """A receipt as the receipts trie stores it: rlp([status, cumulativeGasUsed, logsBloom, logs]) for a
     legacy transaction; the type byte before it for a typed one (EIP-2718); an OP-stack deposit (0x7e)
     also carries its depositNonce and depositReceiptVersion when the node reports them."""
-    import rlp
-
     kind = _int(receipt.get("type", "0x0"))
     logs = [
         [_bytes(log["address"]), [_bytes(t) for t in log["topics"]], _bytes(log["data"])]
@@ -100,24 +97,24 @@ def receipt_encoding(receipt: dict[str, Any]) -> bytes:
         body.append(_int(receipt["depositNonce"]))
         if receipt.get("depositReceiptVersion") is not None:
             body.append(_int(receipt["depositReceiptVersion"]))
-    encoded: bytes = rlp.encode(body)
+    encoded = rlp.encode(body)
     return encoded if kind == 0 else bytes([kind]) + encoded
 
 
 def header_fields(header: bytes) -> list[Any]:
-    """The decoded RLP list of a header; `ValueError` when it is not one (too few or too many fields)."""
-    import rlp
-
+    """The decoded RLP list of a header; `ValueError` when it is not one (not canonical RLP, too few or
+    too many fields)."""
     fields = rlp.decode(header)
     if not isinstance(fields, list) or not len(HEADER_FIELDS) <= len(fields) <= len(HEADER_FIELDS) + len(FORK_FIELDS):
         raise ValueError("not a block header")
+    if not all(isinstance(field, bytes) for field in fields):
+        raise ValueError("not a block header: a field is a list")
     return fields
 
 
 def receipt_logs(receipt: bytes) -> tuple[int, list[tuple[bytes, list[bytes], bytes]]]:
-    """(status, logs as (address, topics, data)) of an encoded receipt; `ValueError` if it is none."""
-    import rlp
-
+    """(status, logs as (address, topics, data)) of an encoded receipt; `ValueError` if it is none (not
+    canonical RLP, or not a receipt's shape)."""
     body = receipt[1:] if receipt and receipt[0] < 0x80 else receipt  # a type byte is below RLP's list prefix
     fields = rlp.decode(body)
     if not isinstance(fields, list) or len(fields) < 4 or not isinstance(fields[3], list):
@@ -127,12 +124,14 @@ def receipt_logs(receipt: bytes) -> tuple[int, list[tuple[bytes, list[bytes], by
     for log in fields[3]:
         if not (isinstance(log, list) and len(log) == 3 and isinstance(log[1], list)):
             raise ValueError("not a receipt log")
-        logs.append((bytes(log[0]), [bytes(t) for t in log[1]], bytes(log[2])))
+        address, listed, data = log
+        topics = [t for t in listed if isinstance(t, bytes)]
+        if not (isinstance(address, bytes) and isinstance(data, bytes) and len(topics) == len(listed)):
+            raise ValueError("not a receipt log")
+        logs.append((address, topics, data))
     return status, logs
 
 
 def index_key(index: int) -> bytes:
     """A receipt's key in the receipts trie: the RLP of its transaction index."""
-    import rlp
-
-    return rlp.encode(index)  # type: ignore[no-any-return]
+    return rlp.encode(index)

@@ -42,11 +42,11 @@ def _hex(data: bytes) -> str:
 
 def seal_anchor(rpc: Rpc, anchor: ChainAnchor) -> tuple[Sealed, str]:
     """The sealed section of one anchor, and its block's hash."""
-    import rlp
     from trie.hexary import HexaryTrie
 
     from anchor.manifest.keccak import keccak256
     from anchor.proof.file import Sealed
+    from anchor.sealing import rlp
     from anchor.sealing.encoding import RECEIPTS_ROOT, header_fields, header_rlp, index_key, receipt_encoding
 
     receipt = rpc.get_transaction_receipt(anchor.tx_hash)

@@ -38,21 +38,32 @@
   const nibbles = (bytes) => Array.from(bytes).flatMap((x) => [x >> 4, x & 15]);
 
   /* the value under `key` in the trie of root `root`, walking `nodes` (RLP each, root first): a child of
-     32 bytes is looked up by its keccak, a shorter one is inline (already decoded) */
+     32 bytes is looked up by its keccak, a shorter one is inline (already decoded). Every node given
+     must be one the walk visits (as anchor.sealing.mpt requires): an extra or repeated node is refused */
   async function trieGet(root, key, nodes, keccak, RLP) {
-    const byHash = new Map();
-    for (const node of nodes) byHash.set(toHex(await keccak(node)), node);
+    const byHash = new Map(), unused = new Set();
+    for (const node of nodes) {
+      const hash = toHex(await keccak(node));
+      if (byHash.has(hash)) throw new SealedError("tampered", "the trie proof holds node " + hash.slice(0, 16) + "… twice");
+      byHash.set(hash, node);
+      unused.add(hash);
+    }
     const fetchNode = (hash) => {
       const found = byHash.get(toHex(hash));
       if (!found) throw new SealedError("tampered", "anchor.sealed.proof: no node hashing to " + toHex(hash).slice(0, 16) + "…");
+      unused.delete(toHex(hash));
       return decodeStrict(RLP, found, "anchor.sealed.proof: a trie node");
+    };
+    const found = (value) => {
+      if (unused.size) throw new SealedError("tampered", "the trie proof holds " + unused.size + " node(s) off the receipt's path");
+      return value;
     };
     let path = nibbles(key), node = fetchNode(root);
     for (let depth = 0; depth < 128; depth++) {
       if (!Array.isArray(node)) throw new SealedError("tampered", "anchor.sealed.proof: a trie node is not a list");
       let child;
       if (node.length === 17) { /* branch */
-        if (!path.length) return node[16];
+        if (!path.length) return found(node[16]);
         child = node[path[0]];
         path = path.slice(1);
       } else if (node.length === 2 && isBytes(node[0]) && node[0].length) { /* leaf or extension, hex-prefix path */
@@ -64,11 +75,14 @@
         path = path.slice(partial.length);
         if (flag & 2) { /* leaf */
           if (path.length) throw new SealedError("tampered", "anchor.sealed.proof: a trie leaf before the end of the receipt's key");
-          return node[1];
+          return found(node[1]);
         }
         child = node[1];
       } else throw new SealedError("tampered", "anchor.sealed.proof: a trie node of " + node.length + " items");
-      if (Array.isArray(child)) node = child; /* an inline node (shorter than 32 bytes encoded) */
+      if (Array.isArray(child)) { /* an inline node (shorter than 32 bytes encoded), which a proof may also list */
+        unused.delete(toHex(await keccak(RLP.encode(child))));
+        node = child;
+      }
       else if (isBytes(child) && child.length === 32) node = fetchNode(child);
       else throw new SealedError("tampered", "anchor.sealed.proof: the receipt's key ends in an empty trie slot");
     }
