@@ -294,10 +294,20 @@ def _nibbles(key: bytes) -> list[int]:
 
 def mpt_get(root: bytes, key: bytes, proof: list[bytes]) -> bytes:
     """The value under `key` in the trie whose root is `root`, walking `proof` (nodes from the root
-    down, each RLP): hashed children are looked up by keccak, short ones are inline."""
+    down, each RLP, in any order): hashed children are looked up by keccak, short ones are inline (and
+    may also be listed). As docs/manifest.md says, every listed node must be on the path, once."""
     by_hash = {keccak(node): node for node in proof}
+    assert len(by_hash) == len(proof), "the proof lists a node twice"
+    unused = set(by_hash)
     assert root in by_hash, "the proof has no node hashing to the root"
     path, node = _nibbles(key), rlp_decode(by_hash[root])
+    unused.discard(root)
+    value = _walk(path, node, by_hash, unused)
+    assert not unused, "the proof holds a node off the key's path"
+    return value
+
+
+def _walk(path: list[int], node: object, by_hash: dict[bytes, bytes], unused: set[bytes]) -> bytes:
     while True:
         assert isinstance(node, list)
         if len(node) == 17:  # branch
@@ -317,9 +327,11 @@ def mpt_get(root: bytes, key: bytes, proof: list[bytes]) -> bytes:
             child = node[1]
         if isinstance(child, list):
             node = child
+            unused -= {h for h in unused if rlp_decode(by_hash[h]) == child}  # listed as well as embedded
         else:
             assert isinstance(child, bytes) and child in by_hash, "no proof node for the path's next hash"
             node = rlp_decode(by_hash[child])
+            unused.discard(child)
 
 
 def sealed_anchor(sealed: dict[str, object], trusted_hash: str, root: str, registry: str) -> tuple[int, int, str]:

@@ -374,7 +374,8 @@ def test_the_golden_vector_pins_what_the_spec_says_of_node_order_extra_nodes_add
     tmp_path: Path,
 ) -> None:
     """docs/manifest.md answers what an independent implementer had to guess, and the golden vector holds
-    each answer: trie nodes are found by their hash (a repeated or extra node changes nothing), the
+    each answer: trie nodes are found by their hash (their order changes nothing, but a node listed twice
+    or off the path is tampered), the
     receipt is typed (its first byte, 0x02, below 0x80), the registry's address is compared whatever the
     case of its hex digits, and a policy applies offline (`--expect-submitter` to the sealed event's
     submitter; `--min-finality` is refused, exit 2)."""
@@ -385,8 +386,16 @@ def test_the_golden_vector_pins_what_the_spec_says_of_node_order_extra_nodes_add
     assert int(sealed["receipt"][2:4], 16) < 0x80  # typed (EIP-2718), as the golden receipt is
     _, _, submitter = ref.sealed_anchor(sealed, trusted, proof["batch"]["root"], canonical_address())
     extra = "0x" + "c2" + "8080"  # an RLP node that no path reaches
+    for nodes in ([extra, *sealed["proof"]], [*sealed["proof"], *sealed["proof"]]):
+        padded = json.loads(json.dumps(proof))
+        padded["anchor"]["sealed"]["proof"] = nodes
+        (work / "work.anchor.json").write_text(json.dumps(padded))
+        with pytest.raises(AssertionError):
+            ref.sealed_anchor(padded["anchor"]["sealed"], trusted, proof["batch"]["root"], canonical_address())
+        said = _offline(work, "work", "--trusted-block", GOLDEN_BLOCK, data=tmp_path / "d")
+        assert said.returncode == ExitCode.TAMPERED and "sealed.proof" in said.stderr, said.stderr
     edited = json.loads(json.dumps(proof))
-    edited["anchor"]["sealed"]["proof"] = [extra, *sealed["proof"], *sealed["proof"]]
+    edited["anchor"]["sealed"]["proof"] = list(reversed(sealed["proof"]))
     edited["anchor"]["registry"] = "0x" + edited["anchor"]["registry"][2:].upper()
     (work / "work.anchor.json").write_text(json.dumps(edited))
     assert ref.sealed_anchor(edited["anchor"]["sealed"], trusted, proof["batch"]["root"], edited["anchor"]["registry"])
