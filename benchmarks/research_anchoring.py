@@ -1,4 +1,4 @@
-"""What anchoring during a search costs, on the embedded chain (issue 10's targets):
+"""What anchoring during a search costs, on the embedded chain:
 
 - checkpoint anchoring amortized per attempt (target <= 5 ms): the same search of ATTEMPTS attempts,
   ledger-only and with checkpoints (every 10 attempts and at every promotion, as `research run` does by

@@ -1,5 +1,5 @@
 """The layers stay layered: the pure core (manifest, batch) needs no chain, no web framework and no
-database, and the CLI starts without web3 (issue 13). Each check runs in a fresh interpreter, so what
+database, and the CLI starts without web3. Each check runs in a fresh interpreter, so what
 another test imported cannot hide a violation."""
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ ALLOWED: dict[str, set[str]] = {
     "chain": {"layout", "errors", "files", "record", "settings", "manifest"},  # manifest: keccak256, the core's hash
     # settings: anchor.settings.env only, for the tests' fault hook (ANCHOR_FAULT); the store reads no setting
     "journal": {"layout", "errors", "files", "manifest", "batch", "ingest", "chain", "settings"},
-    # sealed proofs (issue 45): a proof's anchors sealed from the chain, and checked with no socket
+    # sealed proofs: a proof's anchors sealed from the chain, and checked with no socket
     "sealing": {"errors", "manifest", "proof", "chain", "settings"},
     # read-back: never writes, never the journal
     "readback": {"layout", "errors", "ingest", "manifest", "batch", "proof", "chain", "record", "settings",
@@ -74,11 +74,11 @@ ALLOWED: dict[str, set[str]] = {
                  "journal", "readback", "chain"},  # readback: a resume pin's proof; chain: the deployment a pod checks
     # read-back for someone with only the chain: the registry's events, and published claims compared
     "index": {"layout", "errors", "manifest", "chain", "research", "settings", "readback"},  # readback: the quorum vote
-    # the library's face (issue 43): one Verifier (the Stamper is anchoring's, below research and missions,
+    # the library's face: one Verifier (the Stamper is anchoring's, below research and missions,
     # which take one), and `import anchor`'s lazy names over both
     "library": {"errors", "settings", "manifest", "proof", "readback", "attest", "chain", "anchoring", "sealing"},
     "__init__": {"errors", "settings", "anchoring", "library"},
-    # the MLflow bridge (issue 46): a run read into a manifest, anchored by the one Stamper, verified by the one
+    # the MLflow bridge: a run read into a manifest, anchored by the one Stamper, verified by the one
     # Verifier; MLflow itself imported only here
     "mlflow": {"errors", "layout", "settings", "manifest", "proof", "anchoring", "library", "readback",
                "chain"},  # chain.rpc.failure_words: why a server gave no answer, said as for every other
@@ -123,7 +123,7 @@ def test_each_layer_imports_only_the_layers_below_it() -> None:
     }
     assert wrong == {}, f"imports across the layering (docs/architecture.md): {wrong}"
     # the package never imports the service, but for `anchor serve`, which starts it (its settings and
-    # config handed over as objects, not through the environment: issue 43)
+    # config handed over as objects, not through the environment)
     assert [part for part, used in found.items() if "api" in used] == ["cli"]
     assert _importers_of("api") == ["anchor/cli/deploy_cmds.py"]
     assert _importers_of("anchor.settings", under="anchor/journal/") == ["anchor/journal/faults.py"]

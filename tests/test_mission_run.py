@@ -1,4 +1,4 @@
-"""`anchor mission run` (issue 11, the highest seam): an immutable mission in, through the dispatcher,
+"""`anchor mission run` (the highest seam): an immutable mission in, through the dispatcher,
 against a verified read-only snapshot; a version 2 result bundle out that binds the same mission,
 snapshot, image and policy, anchored with its six milestones (measured by the runner), and verified
 with `anchor verify`, with `cast` and on the explorer page."""

@@ -1,6 +1,6 @@
 """One search run, as every door starts it: `run_search(settings, SearchOptions(...)) -> SearchRun`.
 
-What a run decides lives here, not in a command (issue 43): whether and how it anchors (one Stamper,
+What a run decides lives here, not in a command: whether and how it anchors (one Stamper,
 chosen once: a key here or services), the sandbox its attempts run in, the contract a work dir is pinned
 to, one researcher or several in clean clones, the final numbers, and the proofs completed at the end.
 `anchor research run` parses its options into `SearchOptions`, calls this and renders the `SearchRun`.

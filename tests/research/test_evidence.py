@@ -1,4 +1,4 @@
-"""Evidence bound to the metric (issue 10): each attempt manifest binds its run dir, `research verify`
+"""Evidence bound to the metric: each attempt manifest binds its run dir, `research verify`
 re-hashes it and re-reads the metric from the bound file, and every measured commit is found again."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Metric sources (issue 15): an evaluator apart from the edited code, a regex over stdout, plug-ins
+"""Metric sources: an evaluator apart from the edited code, a regex over stdout, plug-ins
 through an entry point, and the last number of a timed-out attempt recorded as partial, never kept."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The second example (examples/mlp): a numpy MLP on scikit-learn's bundled digits data, searched in
-the sandbox and scored by an evaluator that is not the training code (issue 15)."""
+the sandbox and scored by an evaluator that is not the training code."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def test_the_mlp_example_is_searched_in_the_sandbox_and_scored_by_its_evaluator(
         subprocess.run([str(ANCHOR_BIN), "chain", "down"], cwd=work, env=env, capture_output=True, check=False)
     assert "evaluator" in ran.stdout
     # a holdout and no replications: the holdout comes with its n (declared) and a bootstrap interval over the
-    # evaluator's per-example results on the 300 rows no attempt was scored on (issue 47); nothing is adjusted
+    # evaluator's per-example results on the 300 rows no attempt was scored on; nothing is adjusted
     held = [line for line in ran.stdout.splitlines() if "holdout " in line]
     assert held and "n=300 examples (declared in the contract; one example = 0.003333); 95% interval [" in held[-1]
     assert "(percentile bootstrap over per-example results" in held[-1]

@@ -1,4 +1,4 @@
-"""`keep = "noise"` (issue 47, item 3): the baseline re-measured `noise_replications` times, a candidate
+"""`keep = "noise"`: the baseline re-measured `noise_replications` times, a candidate
 kept only past `noise_sigmas` x their spread; the figures in every record after the calibration, and
 `research verify` recomputing them and replaying every keep decision."""
 

@@ -1,4 +1,4 @@
-"""Every attempt leaves a trace (issue 15): a `started` row before its command runs, its outcome after;
+"""Every attempt leaves a trace: a `started` row before its command runs, its outcome after;
 an attempt whose harness died in between is closed as `interrupted` when the search starts again."""
 
 from __future__ import annotations
