@@ -108,13 +108,16 @@ def test_ctrl_c_at_random_moments_of_a_stamp_and_a_seal_aborts_and_leaves_the_pr
         took = time.monotonic() - start
         proof = Path(f"{sealed}.anchor.json")
         kept = proof.read_bytes()
-        hits, stamps = 0, []
-        for i in range(18):
+        hits, stamps, tried = 0, [], 0
+        for i in range(60):  # a loaded machine (CI beside other work) finishes some commands first: try on
+            if hits >= 12:
+                break
+            tried += 1
             command = "seal" if i % 3 == 2 else "stamp"
             folder = sealed if command == "seal" else _folder(tmp_path, f"moment-{i}")
             stamps += [folder] if command == "stamp" else []
             child = _child([command, str(folder)], env, tmp_path)
-            time.sleep(rng.uniform(0.25, max(0.3, took * 0.8)))
+            time.sleep(rng.uniform(0.05, max(0.1, took * 0.6)))
             answering = select.select([child.stdout], [], [], 0)[0]
             if child.poll() is not None or answering:  # done, or giving its answer, before the moment came
                 child.send_signal(signal.SIGINT)
@@ -128,7 +131,7 @@ def test_ctrl_c_at_random_moments_of_a_stamp_and_a_seal_aborts_and_leaves_the_pr
             if command == "seal":  # written whole or not at all: the proof before, or a sealed one
                 now = proof.read_bytes()
                 assert now == kept or b'"sealed"' in now, now[:200]
-        assert hits >= 12, f"only {hits} of 18 moments fell inside a command"
+        assert hits >= 12, f"only {hits} of {tried} moments fell inside a command"
         flushed = run_anchor(["journal", "flush"], env)
         assert flushed.returncode == 0, flushed.stderr
         for folder in stamps:

@@ -160,17 +160,24 @@ class Stamper(ABC):
         from anchor.proof.file import check_output_path
         from anchor.proof.locate import default_proof_path
 
+        from anchor.manifest.walk import root_kind
+
+        root_kind(path)  # a missing or linked root is refused before anything is made (the cache's folder)
         proof_out = out or default_proof_path(path)
         check_output_path(proof_out)
         from anchor.files import private_dir
 
-        # the cache names the folder's files, as its proof does: the data dir's, readable by its owner alone
-        cache = StatCache.for_root(private_dir(self.settings.layout.stat_cache), path, rehash)
+        # the cache names the folder's files, as its proof does: the data dir's, readable by its owner alone;
+        # kept only in a data dir that exists (a stamp that fails, through services, makes none)
+        cache = (StatCache.for_root(private_dir(self.settings.layout.stat_cache), path, rehash)
+                 if self.settings.layout.root.is_dir() else None)  # fmt: skip
         try:
             tree = hash_tree(path, Rules.for_root(path) if rules is None else rules, symlinks, progress, cache)
-            cache.save()
+            if cache is not None:
+                cache.save()
         finally:
-            cache.discard_parts()
+            if cache is not None:
+                cache.discard_parts()
         check_output_path(proof_out, proves=path, recorded=tree.exclude)  # the rules a verify will apply
         _note_anchored_around(proof_out)
         return self._stamp_tree(path, tree, proof_out)

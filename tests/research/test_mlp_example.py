@@ -36,10 +36,10 @@ def test_the_mlp_example_is_searched_in_the_sandbox_and_scored_by_its_evaluator(
     # evaluator's per-example results on the 300 rows no attempt was scored on; nothing is adjusted
     held = [line for line in ran.stdout.splitlines() if "holdout " in line]
     assert held and "n=300 examples (declared in the contract; one example = 0.003333); 95% interval [" in held[-1]
-    assert "(percentile bootstrap over per-example results" in held[-1]
+    assert "(percentile bootstrap over 300 per-example results, 2,000 resamples, seed " in held[-1]
     # its evaluator prints each row's result: the champion's figure comes with n and a bootstrap interval
     assert "n=400 examples (counted by the evaluator; one example = 0.0025); 95% interval [" in ran.stdout
-    assert "(percentile bootstrap over per-example results, 2,000 resamples)" in ran.stdout
+    assert "(percentile bootstrap over 400 per-example results, 2,000 resamples, seed " in ran.stdout
     ledger = work / ".anchor" / "mlp-search" / "ledger.jsonl"
     attempts = [e for e in map(json.loads, ledger.read_text().splitlines()) if "event" not in e]
     assert [e["status"] for e in attempts] == ["completed"] * 3, [e.get("evidence_removed") for e in attempts]
