@@ -157,10 +157,9 @@ class Stamper(ABC):
         from anchor.manifest.exclude import Rules
         from anchor.manifest.filetree import hash_tree
         from anchor.manifest.statcache import StatCache
+        from anchor.manifest.walk import root_kind
         from anchor.proof.file import check_output_path
         from anchor.proof.locate import default_proof_path
-
-        from anchor.manifest.walk import root_kind
 
         root_kind(path)  # a missing or linked root is refused before anything is made (the cache's folder)
         proof_out = out or default_proof_path(path)
