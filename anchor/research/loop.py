@@ -45,6 +45,10 @@ from anchor.research.proposers import Proposer
 if TYPE_CHECKING:
     from anchor.manifest.champion import Run
 
+LIMIT_SETTINGS = {"memory": "ANCHOR_ATTEMPT_MEMORY_BYTES", "processes": "ANCHOR_ATTEMPT_PROCESSES",
+                  "disk": "ANCHOR_ATTEMPT_RUN_DIR_BYTES", "inodes": "one per 4 KiB of ANCHOR_ATTEMPT_RUN_DIR_BYTES",
+                  "file_size": "ANCHOR_ATTEMPT_FILE_BYTES"}  # fmt: skip
+"""Which setting bounds each limit an attempt can meet (docs/configuration.md)."""
 NO_PARENT = "0" * 40
 """The baseline has no champion before it."""
 COMMIT_DATE = "2026-01-01T00:00:00+00:00"
@@ -205,7 +209,7 @@ class Search:
             self.end_attempt(baseline["commit"], before)
             in_flight = None
         if champion is None:
-            summary.stopped_because = "the baseline produced no metric"
+            summary.stopped_because = "the baseline produced no metric" + self._why_not(self.mine())
             return summary
         if in_flight is not None:
             champion = self._resume(champion, summary, in_flight)
@@ -271,6 +275,24 @@ class Search:
             self.end_attempt(champion["commit"], before)  # losers leave nothing the attempt wrote
         summary.champion, summary.champion_metric = champion["commit"], champion["metric"]["value"]
         return summary
+
+    def _why_not(self, mine: list[dict[str, Any]]) -> str:
+        """`` (failed: the disk limit of 64 MiB (ANCHOR_ATTEMPT_RUN_DIR_BYTES); its stderr: PATH)``: why the
+        last measurement has no metric, in words, and where to read what it said."""
+        if not mine:
+            return ""
+        last = mine[-1]
+        why = [str(last.get("status", "failed"))]
+        limit = last.get("limit")
+        if isinstance(limit, dict):
+            name = str(limit.get("name"))
+            why.append(f"its {name} limit of {limit.get('bound')} ({LIMIT_SETTINGS.get(name, 'its bound')})")
+        elif last.get("exit_code") not in (None, 0):
+            why.append(f"exit {last['exit_code']}")
+        if last.get("refused"):
+            why.append("it left " + ", ".join(last["refused"][:3]))
+        stderr = run_dir_of(self.workdir, self.researcher, last["commit"]) / "stderr.log"
+        return f" ({', '.join(why)}; its stderr: {stderr})"
 
     def close_interrupted(self) -> int:
         """Close every attempt of this researcher that has a `started` trace and no outcome (its harness

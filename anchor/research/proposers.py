@@ -50,6 +50,10 @@ class ParamSearch:
     def _numeric(self, path: Path, params: dict[str, Any] | None = None) -> list[str]:
         said = f"editable {self.editable!r}"
         if params is None:
+            if path.is_dir():
+                raise BadInput(f"{said}: a folder; the built-in proposer tunes the numbers of one JSON or flat TOML"
+                               " file (name that file first among the editable paths), or give --propose COMMAND"
+                               " to change a folder", detail={"field": "editable"})  # fmt: skip
             if not path.is_file():
                 raise BadInput(f"{said}: no such file in the repository{_near(path, self.editable)}; the built-in"
                                " proposer tunes the numbers of the first editable file (JSON or flat TOML)",
@@ -135,7 +139,11 @@ class CommandProposer:
         if result.timed_out:
             raise GuardError(f"the proposer timed out after {self.timeout_s:g} s")
         if result.limit is not None:
-            raise GuardError(f"the proposer met its {result.limit['name']} limit ({result.limit['bound']})")
+            from anchor.research.loop import LIMIT_SETTINGS
+
+            name = str(result.limit["name"])
+            raise GuardError(f"the proposer met its {name} limit of {result.limit['bound']}"
+                             f" ({LIMIT_SETTINGS.get(name, 'its bound')})")  # fmt: skip
         if result.exit_code != 0:
             tail = _tail(scratch / "stderr.log")
             raise GuardError(f"the proposer exited with status {result.exit_code}" + (f": {tail}" if tail else ""))

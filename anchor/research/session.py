@@ -84,6 +84,11 @@ def run_search(settings: Any, options: SearchOptions) -> SearchRun:
     o, work, repo = options, options.work, options.repo.resolve()
     check_researcher(o.researcher)
     check_runtime(o.sandbox_runtime)
+    if not o.sandbox and o.sandbox_runtime != "auto":
+        from anchor.errors import BadInput
+
+        raise BadInput(f"--sandbox-runtime {o.sandbox_runtime} with --no-sandbox: a runtime is for a sandboxed run;"
+                       " drop one of the two", detail={"field": "--sandbox-runtime"})  # fmt: skip
     if not o.sandbox:
         from anchor.fence.sandbox import refuse_unconfined
 

@@ -117,7 +117,9 @@ def test_agent_claims_are_recorded_and_flagged_but_never_the_record(tmp_path: Pa
 def test_a_timed_out_attempt_is_status_timed_out_with_124(tmp_path: Path) -> None:
     search, ledger = _search(tmp_path, 1, [2], command="sleep 30", timeout_min=0.5 / 60)
     summary = search.run()
-    assert summary.stopped_because == "the baseline produced no metric"
+    # why, in words, and where to read what it said
+    stderr = tmp_path / "work" / "runs" / "r0" / ledger.entries()[0]["commit"][:12] / "stderr.log"
+    assert summary.stopped_because == f"the baseline produced no metric (timed_out, exit 124; its stderr: {stderr})"
     entry = ledger.entries()[0]
     assert (entry["status"], entry["exit_code"], entry["kept"]) == ("timed_out", 124, False)
 
