@@ -86,3 +86,30 @@ def test_a_mistyped_repository_is_named_with_the_one_meant(tmp_path: Path) -> No
         Repo(tmp_path / "resarch")
     with pytest.raises(BadInput, match=r"not a git repository \(no \.git\)"):
         Repo(tmp_path / "research")
+
+
+def test_no_sandbox_with_a_sandbox_runtime_is_refused_as_a_contradiction_before_anything_runs(tmp_path: Path) -> None:
+    import os
+
+    from tests.cli import run_anchor
+
+    repo = params_repo(tmp_path / "repo", 1)
+    contract = Path(__file__).parents[2] / "examples" / "research" / "contract.toml"
+    env = {**os.environ, "ANCHOR_DATA_DIR": str(tmp_path / "data")}
+    env = {k: v for k, v in env.items() if k not in ("ANCHOR_PRIVATE_KEY", "ANCHOR_KEYSTORE")}
+    said = run_anchor(["research", "run", "--repo", str(repo), "--contract", str(contract), "--no-anchor",
+                       "--no-sandbox", "--sandbox-runtime", "bubblewrap"], env)  # fmt: skip
+    assert said.returncode == 2, said.stdout + said.stderr
+    assert "--sandbox-runtime bubblewrap with --no-sandbox" in said.stderr and "Traceback" not in said.stderr
+    assert not (tmp_path / "data" / "research").exists()
+
+
+def test_a_folder_given_to_the_built_in_proposer_is_said_to_be_a_folder(tmp_path: Path) -> None:
+    from anchor.errors import BadInput
+    from anchor.research.proposers import ParamSearch
+
+    repo = params_repo(tmp_path / "repo", 1)
+    (repo / "cfg").mkdir()
+    with pytest.raises(BadInput) as refused:
+        ParamSearch("cfg", 1, "r0").check(repo)
+    assert "a folder" in refused.value.message and "--propose" in refused.value.message
