@@ -54,6 +54,12 @@ class Limits:
         return cls(*env().attempt_limits)
 
 
+LIMIT_SETTINGS = {"memory": "ANCHOR_ATTEMPT_MEMORY_BYTES", "processes": "ANCHOR_ATTEMPT_PROCESSES",
+                  "disk": "ANCHOR_ATTEMPT_RUN_DIR_BYTES", "inodes": "one per 4 KiB of ANCHOR_ATTEMPT_RUN_DIR_BYTES",
+                  "file_size": "ANCHOR_ATTEMPT_FILE_BYTES"}  # fmt: skip
+"""Which setting bounds each limit a command can meet (docs/configuration.md)."""
+
+
 def hierarchy(controller: str) -> Path | None:
     """The directory of this process's own cgroup that has `controller`: v1 (a mount whose options name
     it) or v2 (a unified mount whose `cgroup.controllers` lists it), or None."""

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import blake3
 
 from anchor.errors import GuardError
+from anchor.fence.cgroups import LIMIT_SETTINGS
 from anchor.fence.git import Repo
 from anchor.fence.guard import check_changes_something, check_committed, check_fence, check_unscored
 from anchor.fence.runner import reap_survivors, run_command
@@ -45,10 +46,6 @@ from anchor.research.proposers import Proposer
 if TYPE_CHECKING:
     from anchor.manifest.champion import Run
 
-LIMIT_SETTINGS = {"memory": "ANCHOR_ATTEMPT_MEMORY_BYTES", "processes": "ANCHOR_ATTEMPT_PROCESSES",
-                  "disk": "ANCHOR_ATTEMPT_RUN_DIR_BYTES", "inodes": "one per 4 KiB of ANCHOR_ATTEMPT_RUN_DIR_BYTES",
-                  "file_size": "ANCHOR_ATTEMPT_FILE_BYTES"}  # fmt: skip
-"""Which setting bounds each limit an attempt can meet (docs/configuration.md)."""
 NO_PARENT = "0" * 40
 """The baseline has no champion before it."""
 COMMIT_DATE = "2026-01-01T00:00:00+00:00"

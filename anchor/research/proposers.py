@@ -139,7 +139,7 @@ class CommandProposer:
         if result.timed_out:
             raise GuardError(f"the proposer timed out after {self.timeout_s:g} s")
         if result.limit is not None:
-            from anchor.research.loop import LIMIT_SETTINGS
+            from anchor.fence.cgroups import LIMIT_SETTINGS
 
             name = str(result.limit["name"])
             raise GuardError(f"the proposer met its {name} limit of {result.limit['bound']}"

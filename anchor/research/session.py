@@ -240,8 +240,12 @@ def run_parallel(settings: Any, o: SearchOptions) -> list[dict[str, Any]]:
             child.wait()
         raise
     for child, (out, err) in zip(children, outputs, strict=True):
-        if child.returncode != 0:
-            raise AnchorError(f"a researcher failed ({child.returncode}): {err.decode()[-500:]}")
+        if child.returncode != 0:  # its error is JSON on its stdout (it ran with --json), or words on stderr
+            try:
+                said = str(json.loads(out)["error"]["message"])
+            except (ValueError, KeyError, TypeError):
+                said = (out + err).decode("utf-8", "replace")[-500:]
+            raise AnchorError(f"a researcher failed ({child.returncode}): {said[-500:]}")
         summaries += json.loads(out)["researchers"]
     return summaries
 
