@@ -64,9 +64,9 @@ class BoundedDir:
         a private temporary directory otherwise."""
         inodes = inodes_for(size)
         if os.geteuid() == 0 and identity is not None:
-            from anchor.fence.sandbox import STAGE_ROOT, _stage_root
+            from anchor.fence.sandbox import STAGE_ROOT, stage_root
 
-            _stage_root()
+            stage_root()
             sweep()
             path = STAGE_ROOT / f"run-{os.getpid()}-{next(_COUNTER)}"
             path.mkdir(mode=0o700)

@@ -359,13 +359,13 @@ def launcher(inner: list[str], staged: dict[str, str], identity: Identity | None
     args = ["/bin/sh", "-c", _LAUNCH, "anchor-fence", str(STAGE_ROOT / "stage"), uid, gid, filter_path,
             str(len(staged)), *tools, *staged.values(), *inner]  # fmt: skip
     if staged:
-        _stage_root()
+        stage_root()
         unshare = shutil.which("unshare") or "/usr/bin/unshare"
         return [unshare, "--mount", "--propagation", "private", "--", *args]
     return args
 
 
-def _stage_root() -> None:
+def stage_root() -> None:
     """Make STAGE_ROOT (root's, 0711) and its `stage` mount point, refusing anything else found there."""
     import stat
 
