@@ -2,7 +2,7 @@
 records, verdicts.
 
 Why not pydantic here: importing it and building these models' validators cost about 140 ms of every
-`anchor verify`, more than half of a read's budget (issue 26: 250 ms end to end). These formats need
+`anchor verify`, more than half of a read's budget (250 ms end to end). These formats need
 little of it: text (a pattern, a length), whole numbers (bounds), literals, objects of free JSON,
 nested records and bounded tuples of them, each maybe absent. A `Record` is a frozen dataclass whose
 fields say that in their annotations and `check(...)`; it is validated whenever it is made, from a
@@ -66,7 +66,7 @@ Convert = typing.Callable[[Any, tuple[str | int, ...]], Any]
 
 def _converter(hint: Any, rules: dict[str, Any]) -> Convert:
     """The checker of one field type, worked out once per field (not per value): reading a type's
-    origin and arguments at every value was most of a proof's load (issue 49: 1,000 proofs of one
+    origin and arguments at every value was most of a proof's load (1,000 proofs of one
     batch spent 0.27 s of 0.9 s in it)."""
     origin = get_origin(hint)
     if origin is Union or origin is types.UnionType:

@@ -56,7 +56,7 @@ async def decode(
     app used without its lifespan). Typed errors come back as raised; a dead decoder is replaced and
     the input refused.
 
-    The queue in front of the decoder is bounded (issue 30): 30 concurrent 13 MiB proofs, each 2.2 s of
+    The queue in front of the decoder is bounded: 30 concurrent 13 MiB proofs, each 2.2 s of
     decoding, made an honest 0.17 s check wait 65 s. Past ANCHOR_API_DECODE_QUEUE decodes waiting or
     running, or ANCHOR_API_DECODE_PER_CLIENT from one `client` address, the answer is 429 with
     Retry-After at once, before anything is decoded.

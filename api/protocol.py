@@ -1,4 +1,4 @@
-"""Slow clients, bounded in `anchor serve` itself (issue 30): the service must not depend on a proxy
+"""Slow clients, bounded in `anchor serve` itself: the service must not depend on a proxy
 in front of it to survive a slowloris.
 
 uvicorn arms no timer until a request's headers are complete, so a connection that sends half its

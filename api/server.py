@@ -155,7 +155,7 @@ def serve_index(settings: Settings, options: ServeOptions) -> None:
 def proxies(allowed: str | None) -> dict[str, Any]:
     """uvicorn's proxy settings: forwarded headers trusted from `allowed` only. uvicorn's own default
     trusts them from 127.0.0.1, so behind any local proxy (or any local client that sends the header)
-    each request could claim a new client address and get a fresh calendar bucket (issue 42: 150 of 150
+    each request could claim a new client address and get a fresh calendar bucket (150 of 150
     accepted against 67 of 150 without the header)."""
     if not allowed:
         return {"proxy_headers": False}

@@ -2,10 +2,10 @@
 beside the peer of anchoring each item with its own direct `anchor()` call, in one run.
 
 `CLI submit+flush`: `anchor journal submit` of 64 files, then `anchor journal flush --batch-size 1`,
-each a process as a user runs it (issue 49: >= 0.8x the direct peer).
+each a process as a user runs it (>= 0.8x the direct peer).
 
 End to end = submit to the journal (256 per durable transaction) -> batch -> sign, broadcast,
-mine, confirm -> one proof file per item. Targets (issue 4): >= 1,000 items/s at batch 256;
+mine, confirm -> one proof file per item. Targets: >= 1,000 items/s at batch 256;
 <= 200 gas per item at batch 256 (floor ~170) and <= 15 at batch 4096.
 """
 

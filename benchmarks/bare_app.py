@@ -26,7 +26,7 @@ async def submit(body: list[Any]) -> dict[str, object]:
     return {"items": len(body)}
 
 
-# The peer of benchmarks/calendar_bench.py (issue 49): what a submission must do at the least, on a bare
+# The peer of benchmarks/calendar_bench.py: what a submission must do at the least, on a bare
 # route: check the token, parse the body, validate the identity and compute its digest as the service does,
 # and sign the same EIP-712 receipt with libsecp256k1. No journal: nothing is kept.
 _RECEIPT_KEY = None

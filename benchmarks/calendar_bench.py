@@ -1,4 +1,4 @@
-"""Stamping through a service (issue 25, docs/calendar.md) against the same work with a local key, in
+"""Stamping through a service (docs/calendar.md) against the same work with a local key, in
 the same run, on one local chain.
 
 1. stamp → pending receipt: 16 concurrent clients (4 processes × 4 threads), each `submit_to` a
@@ -13,11 +13,11 @@ the same run, on one local chain.
 3. pending → complete: one stamp, then `upgrade` polled every 50 ms; the wait printed next to the
    flush interval (ANCHOR_API_FLUSH_INTERVAL_S).
 4. Gas per item at the batch size the service reaches under ~1,000 submissions/s (64 wrk connections,
-   each waiting PACE_MS before each request: benchmarks/wrk/submit_paced.lua). Target (issue 49): <= 50.
+   each waiting PACE_MS before each request: benchmarks/wrk/submit_paced.lua). Target: <= 50.
 5. Beside a bare signing route (benchmarks/bare_app.py `/v1/calendar-peer`: the token, the body parsed,
    the identity validated and its digest computed as ours, the same EIP-712 receipt signed by
    libsecp256k1; nothing journaled), both one uvicorn worker without access log, at 1, 16 and 64
-   connections, alternating. Targets (issue 49): >= 0.5x at 1, >= 0.8x at 16 and 64, >= 2,000/s at 64.
+   connections, alternating. Targets: >= 0.5x at 1, >= 0.8x at 16 and 64, >= 2,000/s at 64.
 
 Raw samples: benchmarks/results/calendar_bench.json. This machine has 2 cores shared by the server,
 its flusher, anvil and the clients: the figures are what they are here, said as they came.

@@ -1,6 +1,6 @@
 """`anchor --help` start-up time against its peers, in one run: a bare interpreter and `import web3`.
 
-Prints medians over N runs and the ratios. Target (issue 2): `anchor --help` under 0.5 s.
+Prints medians over N runs and the ratios. Target: `anchor --help` under 0.5 s.
 """
 
 from __future__ import annotations

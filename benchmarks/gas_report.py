@@ -1,10 +1,10 @@
 """Receipt gasUsed of real transactions on a fresh local anvil: the registry's anchors and retractions,
-against the issues' targets and the peers.
+against the design's targets and the peers.
 
-Peers, as measured on anvil (cancun, optimizer 200) in issue 2: the seed plan's struct registry 115,778
+Peers, as measured on anvil (cancun, optimizer 200) at design: the seed plan's struct registry 115,778
 gas per lineage record, one EAS attest 277,281; the floor of one batch root is 43,612 (EAS `revoke`,
 the peer of a retraction, is not measured here). Targets
-(issues 9, 30 and 44): direct lineage record <= 50,000; by signature <= 58,000; batch root <= 46,500;
+(30 and 44): direct lineage record <= 50,000; by signature <= 58,000; batch root <= 46,500;
 a retraction <= 30,000.
 """
 

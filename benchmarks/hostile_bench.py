@@ -1,4 +1,4 @@
-"""Hostile clients against the service (issue 16), with FastAPI's default behaviour as the peer.
+"""Hostile clients against the service, with FastAPI's default behaviour as the peer.
 
 1. An unauthenticated 60 MiB JSON write: time until the 401 and the server's added memory (VmRSS and
    VmHWM of the serving process before and after), ours vs a bare FastAPI route whose token check is a
@@ -6,17 +6,17 @@
 2. `/health` latency while 8 clients send this issue's hostile requests in a loop, vs `/health` on
    the same server at rest. Target: p99 <= 20 ms under attack.
 
-3. `--bundle-page` (issue 30): a legitimate 200,000-file bundle anchored through the API, then
+3. `--bundle-page`: a legitimate 200,000-file bundle anchored through the API, then
    `/health` latency at rest and while 6 clients load its explorer page (pages of the listing in
    turn), and each page load's time. Target: /health p99 <= 50 ms while they do. Raw samples in
    benchmarks/results/hostile_bundle_page.json.
 
-4. `--slow-connections` (issue 30): `anchor serve` itself (its connection cap and deadlines, not a
+4. `--slow-connections`: `anchor serve` itself (its connection cap and deadlines, not a
    proxy's) while 20,000 connections are opened by two processes, half of them sending half their
    headers, half full headers and a promised body they never send; `/health` latency and failures
    meanwhile. Target: /health still answers.
 
-5. `--proof-flood` (issue 30): 90 clients, each from a loopback address of its own, send 13 MiB
+5. `--proof-flood`: 90 clients, each from a loopback address of its own, send 13 MiB
    hostile proofs (200,000 Merkle siblings) to the public `/v1/verify/proof` in a loop, while an
    honest client checks a real anchored proof there. Targets: honest p99 <= 1 s; the server's
    resident memory <= 500 MB.

@@ -1,4 +1,4 @@
-"""Cold import time of every entry point, p95 over fresh interpreters (issue 13): the CLI, the API app
+"""Cold import time of every entry point, p95 over fresh interpreters: the CLI, the API app
 and the journal service, against a bare interpreter and FastAPI's own import (the floor under the
 API app) in the same run. Raw samples are written to
 benchmarks/results/import_time.json. Budget (the runtime plan): p95 <= 200 ms for every entry point.

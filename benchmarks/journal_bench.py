@@ -3,7 +3,7 @@ one run on this machine.
 
 1. State transitions, each one durable journal transaction, timed one by one: a submission (the
    duplicate checks and the insert) and an effect-style state update. Submissions/s and p50/p99
-   latency per backend. Target (issue 14): PostgreSQL p99 transition <= 5 ms.
+   latency per backend. Target: PostgreSQL p99 transition <= 5 ms.
 2. End to end over HTTP: N replicas (separate data directories, one PostgreSQL journal, one anvil),
    fresh manifests posted by wrk (one per replica, the connections split between them, a Lua script
    making every body unique) for a fixed time; HTTP submissions/s and p99, and anchored items/s from
@@ -16,7 +16,7 @@ one run on this machine.
    store kept, and again; PostgreSQL's autovacuum on, as a server runs by default), then
    at each size: bytes on disk per item (the journal's file or PostgreSQL relations, the proof store),
    `anchor journal status` end to end, a submission's p50, and `GET /v1/proofs/{digest}` and
-   `GET /v1/verify/{digest}` p50 on one `anchor serve` (random confirmed items). Targets (issue 49):
+   `GET /v1/verify/{digest}` p50 on one `anchor serve` (random confirmed items). Targets:
    status <= 0.3 s at 1M, the rest flat, <= 500 bytes an item.
 
 The PostgreSQL server is the tests' (tests/postgres.py: initdb in a temporary directory, Unix socket,

@@ -1,4 +1,4 @@
-"""`anchor mlflow stamp` beside `mlflow artifacts download` of the same run (issue 46), in one run.
+"""`anchor mlflow stamp` beside `mlflow artifacts download` of the same run, in one run.
 
 A real `mlflow server` (SQLite backend store, local artifact destination, proxied artifacts over HTTP)
 and the embedded local chain in a temporary folder; two runs: one with 1,000 small artifacts (1 KiB

@@ -1,4 +1,4 @@
-"""Research reads on a 20,000-attempt ledger (issue 29, item 6), with `/health` on the same server as
+"""Research reads on a 20,000-attempt ledger, with `/health` on the same server as
 the peer and the uncached read (verify the hash chain, read the rows: what every request did before)
 measured in the same run.
 

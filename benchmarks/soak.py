@@ -1,4 +1,4 @@
-"""A soak run of the anchoring service under mixed faults, then the exactly-once check (issue 32, item 3).
+"""A soak run of the anchoring service under mixed faults, then the exactly-once check.
 
 For `--minutes` (10 by default; hours on a larger machine) one `anchor serve` app (uvicorn, one worker,
 its flusher) on a SQLite journal takes steady submissions over HTTP while, on a schedule:

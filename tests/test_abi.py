@@ -115,7 +115,7 @@ option values are converted by `anchor.cli.coerce`, exclusion rules and worker p
 
 @pytest.mark.chain
 def test_verify_lookup_and_status_import_nothing_of_web3(deployed_chain: Chain, tmp_path: Path) -> None:
-    """`python -X importtime -m anchor verify FILE` (issue 26): each read in a fresh interpreter, and
+    """`python -X importtime -m anchor verify FILE`: each read in a fresh interpreter, and
     what it imported, from its own -X importtime listing: nothing of web3, and none of the libraries
     that cost a read its budget (pydantic and typer's pydantic coercion among them)."""
     from tests.cli import ANCHOR_BIN
@@ -142,7 +142,7 @@ def test_verify_lookup_and_status_import_nothing_of_web3(deployed_chain: Chain, 
 
 @pytest.mark.chain
 def test_journal_submit_flush_and_stamp_import_no_signing_library(deployed_chain: Chain, tmp_path: Path) -> None:
-    """Issue 49: `journal submit` journals a manifest and signs nothing, yet opening the service loaded the
+    """`journal submit` journals a manifest and signs nothing, yet opening the service loaded the
     signer through eth_account and web3 for the genesis check: 1.2 s of its 1.7 s was py_ecc computing
     BLS pairing constants. Then the flush that signs paid the same second, and so did `stamp`. Now the
     effect protocol estimates, signs (anchor.chain.eip1559) and sends through the JSON-RPC client: none

@@ -1,4 +1,4 @@
-"""`anchor attest` (issue 12): in-toto Statements v1 for a result bundle (SLSA Provenance v1 and our
+"""`anchor attest`: in-toto Statements v1 for a result bundle (SLSA Provenance v1 and our
 chain-anchor predicate) and for an attempt, validated with the in-toto-attestation package, and
 `anchor verify` on the statements: OK, then tampered when a subject, a digest or a dependency changes."""
 

@@ -1,4 +1,4 @@
-"""A service's batches follow its load (issue 49): the flusher puts every pending item in one root, up to
+"""A service's batches follow its load: the flusher puts every pending item in one root, up to
 the bound, so gas per item falls as submissions arrive faster (a root costs ~46,000 gas whatever it holds)."""
 
 from __future__ import annotations

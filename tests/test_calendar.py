@@ -1,4 +1,4 @@
-"""Stamping without a key (issue 25, docs/calendar.md): a real `anchor serve` holds the funded key; the
+"""Stamping without a key (docs/calendar.md): a real `anchor serve` holds the funded key; the
 client's data dir holds none. The client gets a pending proof with a signed receipt at once, the
 operator's flush anchors it, `anchor upgrade` checks the service's anchor against the chain and writes
 it in, and `verify` names the service's account as submitter. Two services on two chains give one
@@ -480,7 +480,7 @@ def test_a_rotated_receipt_key_still_vouches_for_what_it_signed_while_in_use_and
 def test_a_proof_with_anchors_on_two_chains_is_sealed_and_verified_offline_with_two_trusted_blocks(
     tmp_path: Path,
 ) -> None:
-    """Issue 45: each chain's anchors sealed through that chain's endpoint, the services stopped, then
+    """each chain's anchors sealed through that chain's endpoint, the services stopped, then
     `verify --offline --require all` with one trusted block per chain, in a network namespace of its own."""
     client = _client(tmp_path)
     results = _results(tmp_path)
@@ -514,7 +514,7 @@ def test_a_proof_with_anchors_on_two_chains_is_sealed_and_verified_offline_with_
 def test_the_calendars_queue_is_read_once_a_second_and_again_at_the_bound_never_per_request(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Issue 49: every POST /v1/calendar counted the journal's pending items in the thread pool. The
+    """every POST /v1/calendar counted the journal's pending items in the thread pool. The
     backlog now reads the journal once a second and whenever its count reaches the bound (a flush may
     have emptied the queue): 100 submissions under the bound are one read, and at the bound a refusal
     is made on a fresh read, never on this process's count alone."""

@@ -1,4 +1,4 @@
-"""A keyless client that trusts nothing it is handed (issue 42), tried as a hostile service and as someone
+"""A keyless client that trusts nothing it is handed, tried as a hostile service and as someone
 who edits a pending proof would. Two services: A anchors, B accepts and never anchors. Each case below
 passed the old client: `--require all` met by one anchor on a pending proof, a copied anchor counted
 twice, any submitter labelled as any service's account, the token sent to a URL only the file named, a
@@ -139,7 +139,7 @@ def test_the_token_goes_only_where_the_user_sent_it(tmp_path: Path) -> None:
         asked = run_anchor(["upgrade", str(results), "--rpc-url", a.rpc, "--service", hostile], client)
         assert asked.returncode == ExitCode.PENDING and f"skipped  {hostile}" in asked.stdout
         [skipped] = [line for line in asked.stdout.splitlines() if line.startswith(f"  skipped  {hostile}")]
-        assert skipped.count(hostile) == 1, skipped  # issue 48: the URL was said twice
+        assert skipped.count(hostile) == 1, skipped  # the URL was once said twice
         assert any(request.startswith(b"POST /v1/manifests") for request in seen), seen
     insecure = run_anchor(["stamp", str(results), "--service", "http://anchor-service.invalid:8000"], client)
     assert insecure.returncode == ExitCode.BAD_INPUT and "--allow-insecure-token" in insecure.stderr

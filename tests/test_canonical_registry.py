@@ -1,4 +1,4 @@
-"""Issue 44: one registry at one address on every chain, trusted by derivation, and retraction in
+"""one registry at one address on every chain, trusted by derivation, and retraction in
 every verdict. Real anvils (two chain ids, one without the deployment proxy), real `cast`."""
 
 from __future__ import annotations

@@ -408,7 +408,7 @@ def test_the_vendored_hash_wasm_is_the_npm_release() -> None:
 def test_the_chain_only_home_says_when_every_record_was_anchored_and_labels_ledger_checkpoints(
     world: dict[str, Any],
 ) -> None:
-    """Issue 48: block numbers only, and ledger checkpoints shown as `lineage` rows with a hex commit."""
+    """block numbers only, and ledger checkpoints shown as `lineage` rows with a hex commit."""
     import re
 
     page = urllib.request.urlopen(world["url"] + "/", timeout=30).read().decode()  # noqa: S310 - loopback

@@ -1,5 +1,5 @@
 """Plain option values (text, whole numbers, numbers, flags, paths, lists of them) are converted by
-anchor.cli.coerce without pydantic (issue 26: 130 ms of every call), to the same values and with the
+anchor.cli.coerce without pydantic (130 ms of every call), to the same values and with the
 same refusals as typer's own coercion; anything else still goes through typer's."""
 
 from __future__ import annotations

@@ -355,7 +355,7 @@ def test_a_link_planted_after_anchoring_is_named_as_added_not_a_crash(deployed_c
 
 def test_stamp_writes_its_proof_once(deployed_chain: Chain, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The flush writes the proof where it was asked for the moment the batch confirms; `stamp` then
-    wrote the same bytes a second time (issue 26). Every atomic write is counted by target."""
+    wrote the same bytes a second time. Every atomic write is counted by target."""
     import anchor.anchoring.proofs
     import anchor.proof.file
     from anchor.files import atomic_write, atomic_write_many
@@ -384,7 +384,7 @@ def test_many_proofs_of_one_batch_read_the_chain_once_and_each_is_still_checked_
     fresh_chain: Chain, tmp_path: Path
 ) -> None:
     """`verify --from` of 20 one-file proofs of one batch asks the chain what one proof's verify asks
-    (issue 49: 11 calls a proof, the same receipt read for each), and the shared read hides nothing: a
+    (11 calls a proof, the same receipt read for each), and the shared read hides nothing: a
     changed file is still tampered, an edited Merkle path still a bad proof, each on its own line."""
     from tests.faults.rpc_proxy import FaultyProxy
 

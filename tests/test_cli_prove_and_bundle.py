@@ -178,7 +178,7 @@ def test_bundle_and_verify_refuse_a_resume_pin_the_dispatcher_would_refuse(
     verdict = deployed_chain.cli("--json", "verify", str(out))
     assert verdict.returncode == ExitCode.BAD_INPUT
     assert json.loads(verdict.stdout)["error"]["detail"]["field"] == "resume.image"
-    # the service's doors say the same (issue 26: every door, the same verdict)
+    # the service's doors say the same (every door, the same verdict)
     from fastapi.testclient import TestClient
 
     from api.app import create_app

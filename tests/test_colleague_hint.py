@@ -1,4 +1,4 @@
-"""A colleague without --rpc-url gets a proof anchored on a public chain (issue 26, item 7): told that
+"""A colleague without --rpc-url gets a proof anchored on a public chain: told that
 chain's name and what to pass, at once, exit 2; no local chain is started to find out."""
 
 from __future__ import annotations

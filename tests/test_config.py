@@ -1,4 +1,4 @@
-"""anchor.toml (issue 17): project and user files under options and variables, every value with its
+"""anchor.toml: project and user files under options and variables, every value with its
 source in `anchor config show`, and no secret ever read from a file."""
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ def test_config_show_lists_every_variable_with_its_source_never_a_secrets_value_
 
 
 def test_nothing_outside_anchor_settings_reads_an_anchor_variable_from_the_environment() -> None:
-    """Issue 43: every `ANCHOR_*` variable is read in anchor/settings (typed, with its default:
+    """every `ANCHOR_*` variable is read in anchor/settings (typed, with its default:
     anchor.settings.env.Env), so a setting cannot hide in the module that uses it. A read is any
     `os.environ`/`os.getenv` expression naming one, or the old per-module `env_number(` helper; a
     child's environment being *built* (`{**os.environ, "ANCHOR_DATA_DIR": …}`) is not a read."""

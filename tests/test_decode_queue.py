@@ -1,4 +1,4 @@
-"""The queue in front of the decoder process is bounded (issue 30, item 3): past its size, or past
+"""The queue in front of the decoder process is bounded: past its size, or past
 a client address's share, a public upload is answered 429 with Retry-After at once, never queued
 behind everyone else's decoding."""
 

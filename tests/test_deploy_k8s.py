@@ -1,5 +1,5 @@
 """`anchor serve --render k8s`: the replicated service for a cluster, validated offline against the
-Kubernetes schemas (kubernetes-validate, strict), with the refusals that keep it honest (issue 14)."""
+Kubernetes schemas (kubernetes-validate, strict), with the refusals that keep it honest."""
 
 from __future__ import annotations
 

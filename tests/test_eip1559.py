@@ -1,5 +1,5 @@
 """Our type-2 transactions are eth_account's, byte for byte (anchor.chain.eip1559): the effect runner
-signs with them so that a flush need not import eth_account (issue 49), and a difference in one byte
+signs with them so that a flush need not import eth_account, and a difference in one byte
 would be a transaction the chain refuses or, worse, one that says something else."""
 
 from __future__ import annotations

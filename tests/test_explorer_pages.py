@@ -116,7 +116,7 @@ def test_the_home_page_shows_a_number_of_records_for_every_batch(site: dict[str,
 
 
 def test_every_page_says_when_and_by_whom_and_the_home_page_finds_what_was_anchored(site: dict[str, Any]) -> None:
-    """Issue 48: the explorer showed block numbers only and no submitter on the home and bundle pages,
+    """the explorer showed block numbers only and no submitter on the home and bundle pages,
     though `verify` and the API had both; the home page could not be searched by what was anchored."""
     import re
 

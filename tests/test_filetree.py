@@ -171,7 +171,7 @@ def test_many_files_hashed_by_workers_equal_the_sequential_result(tmp_path: Path
 
 
 def test_a_tree_hashed_while_it_is_walked_equals_each_file_hashed_alone(tmp_path: Path) -> None:
-    """Issue 49: past PARALLEL_MIN_FILES the walk hands chunks to the workers as it lists, and the leaves
+    """past PARALLEL_MIN_FILES the walk hands chunks to the workers as it lists, and the leaves
     come back from them. Every file's digest and the root must be what hashing each file alone and
     building the tree from scratch give."""
     from anchor.manifest import hashing
@@ -332,7 +332,7 @@ print(json.dumps({"digest": tree.digest.hex(), "files": tree.files_json(), "link
 
 @pytest.mark.parametrize("symlinks", ["record", "follow-inside"])
 def test_subtrees_the_workers_walk_give_the_tree_one_walk_gives(tmp_path: Path, symlinks: str) -> None:
-    """Issue 49: past a few hundred files the walk hands the directories it has left to the workers,
+    """past a few hundred files the walk hands the directories it has left to the workers,
     which list and hash them. Rules deep in the tree (.git/, proof files, .anchorignore's), links met
     there and every file must come out as one walk in one process makes them: the same digest, the same
     files, what was left out and the links. Each side runs in a fresh interpreter: the workers are forked

@@ -1,4 +1,4 @@
-"""Hostile clients against a real uvicorn server on a real chain (issue 16): each reproduction from the
+"""Hostile clients against a real uvicorn server on a real chain: each reproduction from the
 report is a test here. Over raw sockets where the order of events is the point (a 401 that arrives
 before the body was sent proves the body was never read), so no assertion depends on timing."""
 
@@ -283,7 +283,7 @@ def test_the_same_key_with_the_same_manifest_and_other_annotations_is_a_conflict
 def test_a_later_submitter_with_other_annotations_gets_a_conflict_never_the_first_ones(
     server: tuple[str, Any, Chain],
 ) -> None:
-    """Issue 30: the first submitter's annotations were answered to, and shown for, every later
+    """the first submitter's annotations were answered to, and shown for, every later
     submitter of the same manifest. Now another client's other annotations are a 409 naming the field
     (revealing nothing of the first), the same or no annotations are the same record, and the proof
     carries the first submission's display data only."""

@@ -1,4 +1,4 @@
-"""The archive decoder and the proof-file parser under hostile and fuzzed input (issue 16).
+"""The archive decoder and the proof-file parser under hostile and fuzzed input.
 
 Memory is watched with tracemalloc (Python allocations, bytes objects included: what a header bomb
 would allocate), not timed: the suite asserts no wall-clock bound on a shared machine; time per input
@@ -258,7 +258,7 @@ _JSON = st.recursive(
 @given(value=_JSON, depth=st.integers(min_value=1, max_value=12), as_bytes=st.booleans())
 def test_parse_json_refuses_exactly_what_the_full_walk_refuses(value: Any, depth: int, as_bytes: bool) -> None:
     """parse_json skips its walk over every string when the text cannot hold a lone surrogate or nest
-    too deep (issue 49); for generated values, surrogates and depths it must refuse exactly what the
+    too deep; for generated values, surrogates and depths it must refuse exactly what the
     walk refuses, whether the text comes as bytes or as str."""
     from anchor.ingest.untrusted_json import check_encodable, parse_json
 

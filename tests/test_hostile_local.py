@@ -1,4 +1,4 @@
-"""Hostile files and a hostile local user (issue 16): a stranger's registry, planted symlinks, terminal
+"""Hostile files and a hostile local user: a stranger's registry, planted symlinks, terminal
 escapes in names, a journal row no proof writer can encode, a permissive umask."""
 
 from __future__ import annotations

@@ -278,7 +278,7 @@ def test_a_directory_swapped_for_a_link_outside_after_the_walk_binds_nothing_fro
 def test_a_directory_swapped_for_a_link_outside_while_the_tree_is_walked_lists_nothing_from_outside(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 30: the walk listed the root and saw `results`, a directory; before it entered it,
+    """the walk listed the root and saw `results`, a directory; before it entered it,
     `results` became a link to a directory outside (as /etc, holding hostname). The walk listed by
     path, so it listed the outside directory, and the hash then matched what it listed: the outside
     file was bound as results/hostname. Now each directory is opened O_NOFOLLOW and must be the one

@@ -82,7 +82,7 @@ def test_a_version_1_journal_is_migrated_and_its_files_indexed(tmp_path: Path) -
 
 
 def test_the_kept_item_counts_follow_every_way_an_item_moves(tmp_path: Path, journal_url: str | None) -> None:
-    """`journal status` reads per-state counts that triggers keep (issue 49: counting a million items
+    """`journal status` reads per-state counts that triggers keep (counting a million items
     took most of its 0.8 s; on PostgreSQL, counting on the index took 0.4 s at 100,000). Each statement
     the effect runner moves items with, and a delete, must leave the kept counts equal to counting the
     rows, before and after PostgreSQL's count rows are folded (every other move here)."""
@@ -124,7 +124,7 @@ def test_recording_proof_errors_rewrites_only_the_rows_whose_error_changes(
     tmp_path: Path, journal_url: str | None
 ) -> None:
     """A flush records each item's proof error, None for most. Writing NULL over NULL made a new row
-    version of every item of the batch, a third of the items table's bloat on PostgreSQL (issue 49:
+    version of every item of the batch, a third of the items table's bloat on PostgreSQL (the table held
     1,105 bytes an item at 50,000). Only the row that gains an error and the row that loses one move."""
     from anchor.journal.reads import record_proof_errors
 

@@ -251,7 +251,7 @@ def test_no_module_of_the_package_imports_itself_through_others() -> None:
 
 
 def test_no_name_is_joined_onto_the_data_dir_outside_its_layout() -> None:
-    """Issue 26: eleven layout names were joined onto the data dir in about fifteen modules. Every path
+    """eleven layout names were joined onto the data dir in about fifteen modules. Every path
     under it is now anchor.layout.DataDir's: a `data_dir / "..."` or `proofs_dir / ...` anywhere else in
     the package or the service fails here, naming the file and line."""
     import re

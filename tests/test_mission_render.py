@@ -1,4 +1,4 @@
-"""`anchor mission render k8s` (issue 11): a dispatched mission as a Kubernetes Job, validated offline
+"""`anchor mission render k8s`: a dispatched mission as a Kubernetes Job, validated offline
 against the Kubernetes schemas (kubernetes-validate, strict), and what would make a Job that cannot run."""
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def test_the_rendered_mission_job_validates_offline_and_binds_the_dispatched_mis
     )
     pod = job["spec"]["template"]["spec"]
     [prepare, command], [seal] = pod["initContainers"], pod["containers"]
-    # issue 28: the submitter's command runs alone in its image; the anchor image prepares and seals
+    # the submitter's command runs alone in its image; the anchor image prepares and seals
     assert command["image"] == IMAGE and prepare["image"] == seal["image"] == ANCHOR_IMAGE
     assert command["command"] == ["sh", "-c", "python3 run.py"]
     assert "anchor mission submit" in prepare["command"][-1] and "--stage prepare" in prepare["command"][-1]

@@ -245,7 +245,7 @@ COUNT_UP = (
 def test_a_mission_runs_again_until_a_stop_rule_is_met_or_its_attempts_are_spent_and_the_bundle_says_which(
     chain: Chain, tmp_path: Path
 ) -> None:
-    """Issue 28: stop rules and attempt budgets were validated and hashed but never enforced (the
+    """stop rules and attempt budgets were validated and hashed but never enforced (the
     command ran once, whatever the mission said). Now each run is an attempt: the runner reads the
     metrics the attempt left and stops at the first rule met, or when the budget's attempts are spent,
     and the anchored bundle binds how many ran and why they stopped."""
@@ -270,7 +270,7 @@ def test_a_mission_runs_again_until_a_stop_rule_is_met_or_its_attempts_are_spent
 
 
 def test_a_mission_past_its_process_bound_fails_naming_it(chain: Chain, tmp_path: Path) -> None:
-    """Issue 28: a mission's command had no process bound (and RLIMIT_NPROC does not bind root). Never
+    """a mission's command had no process bound (and RLIMIT_NPROC does not bind root). Never
     skipped: where no bound can be set, the mission completes and this test fails."""
     _dispatch(chain, tmp_path, "forks", "for i in $(seq 64); do sleep 30 & done; wait")
     ran = run_anchor(["--json", "mission", "run", "forks"], {**chain.env(), "ANCHOR_ATTEMPT_PROCESSES": "8"})
@@ -281,7 +281,7 @@ def test_a_mission_past_its_process_bound_fails_naming_it(chain: Chain, tmp_path
 
 
 def test_two_missions_at_once_see_and_touch_nothing_of_each_other(chain: Chain, tmp_path: Path) -> None:
-    """Issue 28: two missions run side by side on one data dir; the second one's command tries to read,
+    """two missions run side by side on one data dir; the second one's command tries to read,
     overwrite and list the first one's result while it runs, and neither bundle binds the other's files."""
     import subprocess
     import time
@@ -320,7 +320,7 @@ def test_two_missions_at_once_see_and_touch_nothing_of_each_other(chain: Chain, 
 def test_in_a_pod_prepare_and_seal_bind_the_image_the_command_ran_in_and_nothing_they_could_not_see(
     chain: Chain, tmp_path: Path
 ) -> None:
-    """Issue 28: the rendered Job's trusted steps, run here as its containers would run them: `prepare`
+    """the rendered Job's trusted steps, run here as its containers would run them: `prepare`
     puts the verified snapshot in its volume read-only, the command runs apart (here: as its container
     would, with the rendered command line), and `seal` anchors a bundle that names the dispatched image
     as where it ran, `sandbox: container`, and only the milestones trusted code measured."""
@@ -363,7 +363,7 @@ def test_in_a_pod_prepare_and_seal_bind_the_image_the_command_ran_in_and_nothing
 def test_a_mission_command_holds_no_capability_and_cannot_remount_its_snapshot(
     chain: Chain, tmp_path: Path, runtime: str
 ) -> None:
-    """Issue 41: a mission's command runs through the same sandbox as an attempt, so it held every
+    """a mission's command runs through the same sandbox as an attempt, so it held every
     capability under a root runner and could remount what it was shown read-only. Now CapEff is 0, the
     remount is refused, the snapshot is unchanged, and the bundle records which runtime it ran in."""
     probe = (

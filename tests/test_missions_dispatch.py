@@ -1,4 +1,4 @@
-"""The dispatcher (issue 11): every refusal through the CLI and through `POST /v1/missions`, each a
+"""The dispatcher: every refusal through the CLI and through `POST /v1/missions`, each a
 typed error naming the field, and nothing stored; a resume pin that is anchored and agrees is taken."""
 
 from __future__ import annotations

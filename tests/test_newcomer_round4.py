@@ -1,4 +1,4 @@
-"""A newcomer's first hour, round four (issue 48): following the README, docs/calendar.md, docs/research.md
+"""A newcomer's first hour, round four: following the README, docs/calendar.md, docs/research.md
 and the quickstart literally, with a typo or two. Each case is what the old code said (in the test's
 docstring or comment) against what a user of cosign, ots or forge would expect."""
 
@@ -149,7 +149,7 @@ def test_journal_flush_prints_no_blank_first_line_and_serve_says_where_its_pages
         urllib.request.urlopen(f"{url}/health", timeout=10).read()  # noqa: S310 - loopback
     err = log.read_text()
     assert f"the explorer at {url}/explorer/" in err and f"{url}/verify" in err and f"{url}/docs" in err, err
-    assert "GET /health" not in err  # no line per request unless asked (issue 49: a tenth of each request)
+    assert "GET /health" not in err  # no line per request unless asked (a tenth of each request)
     logged = tmp_path / "serve-logged.log"
     with anchor_serve(["--access-log"], deployed_chain.env(), logged) as url:
         urllib.request.urlopen(f"{url}/health", timeout=10).read()  # noqa: S310 - loopback

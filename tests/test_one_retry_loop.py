@@ -1,4 +1,4 @@
-"""One retry policy for every HTTP exchange we start (issue 43): the JSON-RPC client (`Rpc.post`) and
+"""One retry policy for every HTTP exchange we start: the JSON-RPC client (`Rpc.post`) and
 the anchoring-service client (`readback.services.call`) both go through `anchor.chain.rpc.send`. A
 real HTTP server on loopback answers from a script, so each test sees what a provider that throttles,
 fails or refuses does to both clients."""

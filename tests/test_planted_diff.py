@@ -1,4 +1,4 @@
-"""An attempt replaced its run dir's code.diff with a link to `/proc/self/fd/N` (issue 28): about 40
+"""An attempt replaced its run dir's code.diff with a link to `/proc/self/fd/N`: about 40
 anonymous GETs of its diff blocked every worker thread for good, `/health` and `/v1/verify` stopped
 answering and SIGTERM did not stop the server. Against a live server: each GET is a 4xx within 5 s,
 the service keeps answering, and SIGTERM stops it."""

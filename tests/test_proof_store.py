@@ -1,4 +1,4 @@
-"""The proof store (issue 49): a batch kept once, each item's proof derived on demand, byte for byte the
+"""The proof store: a batch kept once, each item's proof derived on demand, byte for byte the
 file a data dir used to keep per item; an edited store never changes a proof it gives."""
 
 from __future__ import annotations

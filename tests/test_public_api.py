@@ -1,4 +1,4 @@
-"""`import anchor` is the library (issue 43): a training script stamps and verifies with top-level names
+"""`import anchor` is the library: a training script stamps and verifies with top-level names
 only, with a key here or through a service, and the names docs/python.md lists are the ones there are."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 9 on a real anvil: a stranger who front-runs our commit, a relayer that carries signed
+"""On a real anvil: a stranger who front-runs our commit, a relayer that carries signed
 records, and a poisoned effect that must not stop the others (docs/threat-model.md)."""
 
 from __future__ import annotations

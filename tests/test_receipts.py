@@ -115,7 +115,7 @@ def test_a_service_url_or_token_setting_that_cannot_work_is_refused(monkeypatch:
     monkeypatch.setenv("ANCHOR_SERVICE_TOKEN", "https://a:1=t1,https://b:2=t2")
     found = services_from(["https://a:1", "https://b:2", "https://c:3"])
     assert [s.token for s in found] == ["t1", "t2", None] and "t1" not in repr(found)
-    monkeypatch.setenv("ANCHOR_SERVICE_TOKEN", "http://a:1=t1")  # issue 42: never in clear to another host
+    monkeypatch.setenv("ANCHOR_SERVICE_TOKEN", "http://a:1=t1")  # never in clear to another host
     with pytest.raises(BadInput, match="allow_insecure_token if you accept"):
         services_from(["http://a:1"])
     assert [s.token for s in services_from(["http://a:1"], allow_insecure_token=True)] == ["t1"]

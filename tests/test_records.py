@@ -1,4 +1,4 @@
-"""The proof formats as `anchor.record` records (issue 26: a read without pydantic): what they accept,
+"""The proof formats as `anchor.record` records (a read without pydantic): what they accept,
 what they refuse and by which field, and that a proof reads back as it was written."""
 
 from __future__ import annotations

@@ -15,9 +15,9 @@ from anchor.chain.open import open_chain, open_registry
 from anchor.errors import RegistryRevert
 from tests.conftest import Chain
 
-LINEAGE_GAS_TARGET = 50_000  # issue 9, registry v2 (receipt gasUsed, anvil cancun, optimizer 200)
+LINEAGE_GAS_TARGET = 50_000  # registry v2 (receipt gasUsed, anvil cancun, optimizer 200)
 SIGNED_GAS_TARGET = 58_000
-ROOT_GAS_TARGET = 46_500  # issue 30, registry v3: roots keyed by (submitter, root)
+ROOT_GAS_TARGET = 46_500  # registry v3: roots keyed by (submitter, root)
 RESEARCHER_KEY = "0x" + "5e" * 32  # a researcher of this test only: it never pays for anything
 
 

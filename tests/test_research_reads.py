@@ -1,4 +1,4 @@
-"""Research reads verify a ledger once per change (issue 29, item 6): a page of a researcher's attempts
+"""Research reads verify a ledger once per change: a page of a researcher's attempts
 used to re-verify every ledger's hash chain on every request. What is served is still what was verified,
 and an edit after a cached read is a 409 on the next one."""
 

@@ -1,4 +1,4 @@
-"""Slow clients against `anchor serve` itself (issue 30, item 4): half-sent headers and half-sent
+"""Slow clients against `anchor serve` itself: half-sent headers and half-sent
 bodies held connections open for as long as the client liked, and enough of them refused everyone.
 The header deadline, the connection cap (oldest header-waiting connection closed first) and the body
 deadline are the service's own (api/protocol.py, api/limits.py), not a proxy's."""

@@ -1,4 +1,4 @@
-"""The content-addressed snapshot cache (issue 11): a hit transfers nothing, a corrupt or truncated
+"""The content-addressed snapshot cache: a hit transfers nothing, a corrupt or truncated
 entry fails closed and is fetched again, concurrent fetches download once, a size cap evicts the least
 recently used entry that no mission holds; and the mission file itself, typed and refused by field."""
 

@@ -1,10 +1,10 @@
-"""Issue 30 on a real anvil: a batch root anyone can compute (a one-item batch's root is
+"""On a real anvil: a batch root anyone can compute (a one-item batch's root is
 keccak(keccak(digest)), and the digest of a public file is public), anchored first by a stranger
 (docs/threat-model.md: a stranger who anchors first takes nothing and blocks nothing).
 
 The registry keys roots by (submitter, root): our batch goes in under our key beside the stranger's
 record, unchanged, and is never adopted from theirs. (The retired v1 and v2 keyed roots by the root
-alone, and the journal re-made such a batch with a salt; that path went with them, issue 44.)"""
+alone, and the journal re-made such a batch with a salt; that path went with them.)"""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ OURS = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"  # anvil's first: the local 
 def test_a_stranger_who_anchors_our_root_first_neither_blocks_nor_owns_it_and_our_proof_names_us(
     fresh_chain: Chain, tmp_path: Path
 ) -> None:
-    """The acceptance of issue 30: the stranger anchors our batch's root first; our stamp ends with a
+    """The stranger anchors our batch's root first; our stamp ends with a
     proof naming our address, and `verify --expect-submitter OURS` exits 0. On the retired v2 the same
     stamp said "already anchored" and adopted the stranger's record (then --expect-submitter OURS exited 10)."""
     deployed = fresh_chain.cli("deploy", check=True).stdout

@@ -1,4 +1,4 @@
-"""The timing record (issue 11): a bundle's milestones are anchored beside it, so an edited milestone
+"""The timing record: a bundle's milestones are anchored beside it, so an edited milestone
 in a proof file is tampered, naming it, while the same result computed faster keeps its identity."""
 
 from __future__ import annotations

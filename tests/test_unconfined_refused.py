@@ -1,4 +1,4 @@
-"""`--no-sandbox` with a key in reach (issue 28): unconfined code runs as the harness's user, so a key in
+"""`--no-sandbox` with a key in reach: unconfined code runs as the harness's user, so a key in
 the harness's environment is one read of /proc/<pid>/environ away. Such a run is refused before
 anything is written, naming the variables."""
 

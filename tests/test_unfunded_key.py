@@ -1,4 +1,4 @@
-"""A key without funds jams nothing (issue 48, the newcomer round's blocker), on an anvil with Base
+"""A key without funds jams nothing (the newcomer round's blocker), on an anvil with Base
 Sepolia's chain id as a newcomer following the quickstart would meet it. Before: `anchor stamp` with a
 fresh, unfunded key said `error[chain_unreachable]: the node refused the transaction: {'code': -32003,
 ...}` (a raw dict, no address), its signed transaction stayed "in flight" and was resent on every later

@@ -1,4 +1,4 @@
-"""Retract what was anchored (issue 44): a root its submitter anchored, or a lineage record of a commit
+"""Retract what was anchored: a root its submitter anchored, or a lineage record of a commit
 its researcher anchored. One entry, `retract`, for every door (`anchor retract`, `anchor.retract`).
 
 Why a retraction and not a deletion: the registry is write-once, and science keeps retracted papers

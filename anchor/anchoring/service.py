@@ -74,7 +74,7 @@ class AnchorService:
         if effect["kind"] != "root":
             return
         # imported here: proof files (pydantic models) cost ~100 ms of start-up that `journal status`
-        # and a submission never need (the import budget of issue 13)
+        # and a submission never need (the CLI's import budget)
         from anchor.anchoring.proofs import write_batch_proofs
 
         paths = proof_paths(self.journal.db, [int(item["id"]) for item in items])

@@ -1,7 +1,7 @@
 """The registry's ABI, encoded and decoded by hand: the read path's calls and events without web3.
 
 Why: `import web3` costs about a second (py_ecc builds its BLS tables at import) and `eth_abi` alone a
-quarter of one; a verify that reads three values must not pay that (issue 26). The registry's ABI is
+quarter of one; a verify that reads three values must not pay that. The registry's ABI is
 small and fixed: static words (bytesN, address, bool, uintN), one dynamic `bytes32[]` argument and
 one dynamic `string` answer. This module covers exactly those types, from the committed ABI (so a
 new function is a new ABI entry, not new code) and refuses any other with `TypeError`: a type it does

@@ -3,7 +3,7 @@ runtime bytecode, the standard-JSON input, the compiler settings, the toolchain 
 
 One registry is known: `AnchorRegistry` 4.0.0 (roots keyed by submitter, researcher-bound and signed
 lineage, write-once retraction), deployed at one CREATE2 address on every chain (anchor.chain.canonical).
-Versions 1.0.0 to 3.0.0 were retired before any public deployment (issue 44): only their runtime code
+Versions 1.0.0 to 3.0.0 were retired before any public deployment: only their runtime code
 hashes are kept, so that a proof naming one is told so in one line instead of "unknown registry".
 A registry is recognised by the hash of its runtime code, never by what a proof or a record says.
 

@@ -2,7 +2,7 @@
 
 Why not eth_account here: importing it costs about a second (eth_keyfile pulls in py_ecc, which builds
 BLS pairing tables at import), and every `anchor journal flush`, `stamp` or service flush paid it to sign
-one transaction (issue 49). A type-2 transaction is nine fields in RLP; the signature is libsecp256k1's
+one transaction. A type-2 transaction is nine fields in RLP; the signature is libsecp256k1's
 recoverable ECDSA over keccak256(0x02 || rlp(fields)), which is deterministic (RFC 6979) and low-s, as
 EIP-2 requires. `rlp` (the package) is not used because its import pulls in eth_utils (a quarter of a
 second); the encoder below covers byte strings and lists of them, the only shapes a transaction has.

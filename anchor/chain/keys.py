@@ -28,7 +28,7 @@ class Signer:
     Made from a key (32 bytes), it knows its address at once (coincurve and keccak, ~40 ms to import)
     and signs the journal's transactions with libsecp256k1 (`sign_type2`); it loads eth_account only for
     what else it signs (EIP-712 records, a web3-built transaction): that import costs 1.2 s (eth_keyfile's
-    py_ecc builds BLS pairing tables), which a flush or a stamp must not pay (issue 49). Made from an
+    py_ecc builds BLS pairing tables), which a flush or a stamp must not pay. Made from an
     eth_account account (a keystore), it uses that."""
 
     __slots__ = ("_secret", "_loaded", "address", "source")

@@ -2,7 +2,7 @@
 
 typer 0.29 coerces every option and argument through a pydantic TypeAdapter built on first use: the
 import of pydantic and the adapters' schemas cost about 130 ms of every `anchor` call, half the budget
-of a read (issue 26: `anchor verify FILE` in 250 ms). The values this CLI takes are plain: text, whole
+of a read (`anchor verify FILE` in 250 ms). The values this CLI takes are plain: text, whole
 numbers and numbers (in a range or not), flags, paths and choices, one or a list of them. Those are
 converted here, with the same checks and the same messages typer gives (a choice's without pydantic's
 "Value error, " in front); anything else (a date, a clamped range, a parser of its own) still goes to

@@ -28,7 +28,7 @@ def print_hash(path: Path, rules: Rules, symlinks: str, as_json: bool) -> None:
     with progress_bar(as_json) as progress:
         tree = hash_tree(path, rules, symlinks, progress)
     summary = tree.summary()
-    if as_json:  # the file list only when it is printed: 100,000 files' dicts cost 0.14 s (issue 49)
+    if as_json:  # the file list only when it is printed: 100,000 files' dicts cost 0.14 s
         emit_as(True, {"manifest_digest": "0x" + tree.digest.hex(), "manifest": tree.identity(),
                        "files": tree.files_json()}, [])  # fmt: skip
         return

@@ -75,7 +75,7 @@ def command(app: typer.Typer, argv: list[str] | None = None) -> Any:
 
     Given `argv`, only the subcommand it names is built under the root: typer reads every command's
     signature and type hints to build it, and building all of them took about 100 ms of every call
-    (issue 26: a read's whole budget is 250 ms). Anything else (no subcommand, `--help`, a typo that
+    (a read's whole budget is 250 ms). Anything else (no subcommand, `--help`, a typo that
     needs the list of names to suggest one) builds the whole tree."""
     word = _first_word(argv or [])
     if word is not None:

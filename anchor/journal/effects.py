@@ -182,7 +182,7 @@ class EffectRunner:
     def rpc(self) -> Rpc:
         """The chain, as JSON-RPC: every read, estimate and broadcast of the protocol goes through it, and
         transactions are signed by anchor.chain.eip1559, so driving effects imports neither web3 nor
-        eth_account (a second of start-up: eth_account's py_ecc builds pairing tables; issue 49)."""
+        eth_account (a second of start-up: eth_account's py_ecc builds pairing tables)."""
         return self.registry.rpc
 
     # ------------------------------------------------------------------ creating effects

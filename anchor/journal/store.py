@@ -111,7 +111,7 @@ CREATE TABLE mission_outputs (
     claimed_by TEXT NOT NULL
 );
 """,
-    # `journal status` at a million items (issue 49): the items of each (chain, state) counted as they
+    # `journal status` at a million items: the items of each (chain, state) counted as they
     # change, by triggers, so no path that moves an item can forget to; and the few items whose proof
     # could not be written, and the few failed effects, found by partial indexes instead of a scan
     7: """

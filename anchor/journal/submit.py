@@ -41,7 +41,7 @@ class Submitted:
 
 def submit_many(journal: Journal, chain_id: int, submissions: Sequence[Submission]) -> list[Submitted]:
     """Record submissions in one durable transaction. Raises `Conflict` on a reused idempotency key."""
-    # the kinds' models are built on first use, not at import (the import budget of issue 13)
+    # the kinds' models are built on first use, not at import (the CLI's import budget)
     from anchor.manifest.decode import validate_identity
 
     prepared = []

@@ -1,4 +1,4 @@
-"""One `Verifier`: the verdict every door gives (issue 43).
+"""One `Verifier`: the verdict every door gives.
 
 Why one: `anchor verify`, `POST /v1/verify/proof`, `GET /v1/verify/{digest}`, the explorer and a
 training script must say the same of the same proof. Each door used to locate the proof, pick the

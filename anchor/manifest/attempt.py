@@ -95,7 +95,7 @@ class MeasuredBy(BaseModel):
 
 
 class KeepRule(BaseModel):
-    """Version 5 (issue 47): the pre-registered noise-aware keep rule an attempt was judged by: the
+    """Version 5: the pre-registered noise-aware keep rule an attempt was judged by: the
     baseline re-measured `replications` times, their sample standard deviation `spread`, and the
     `threshold` (`sigmas` x `spread`, at least the contract's `min_improvement`) a candidate had to beat
     the champion by to be kept. The same figures in every attempt of the search after the calibration."""

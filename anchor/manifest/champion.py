@@ -18,7 +18,7 @@ the `environment` the final runs ran in (anchor.manifest.environment).
 A Wilson interval is recomputed on decoding; a bootstrap one by `research verify`, from the bound run
 dir of the champion's attempt.
 
-Version 3 (issue 47) gives the holdout what version 2 gave the selection metric: its sample size
+Version 3 gives the holdout what version 2 gave the selection metric: its sample size
 `holdout_examples` with its source, a 95% `holdout_interval`, and `holdout_data`, the file-tree
 digest of each path the contract hides from attempts and shows to the holdout: "held out on which
 data" is a digest anyone can compare with the files, not a sentence.

@@ -15,7 +15,7 @@ from anchor.manifest.validation import validated
 
 def kind_model(kind: str) -> Any:
     """The model of a model-backed kind, or None. Imported here, when an identity of that kind is
-    decoded: a file proof's verify does not build the schemas of five models it never uses (issue 26's
+    decoded: a file proof's verify does not build the schemas of five models it never uses (the
     start-up budget)."""
     if kind == "bundle":
         from anchor.manifest.bundle import BundleManifest

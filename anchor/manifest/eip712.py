@@ -1,4 +1,4 @@
-"""EIP-712 typed data, once (issue 43): the encoding both signed formats use, a service's receipts
+"""EIP-712 typed data, once: the encoding both signed formats use, a service's receipts
 (anchor.proof.receipt) and a researcher's lineage records (anchor.chain.signed).
 
 Why one module: the two copies differed in how they got to the same 32 bytes (one through

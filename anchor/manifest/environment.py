@@ -15,7 +15,7 @@ carry this object (docs/manifest.md, "Environment"):
   `name@sha256:…`, set by the rendered Jobs), never both;
 - `inputs`: each data path the contract declares as an input, with its file-tree manifest digest
   (anchor.manifest.filetree), sorted by path;
-- `accelerators` (issue 47), only where an NVIDIA GPU is present: each GPU's model, memory (MiB),
+- `accelerators`, only where an NVIDIA GPU is present: each GPU's model, memory (MiB),
   driver and CUDA versions, as `nvidia-smi` reports them. A result on a GPU is platform-specific; on a
   machine without one the field is absent, never faked (and a record without it keeps its digest).
 """

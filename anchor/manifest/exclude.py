@@ -67,7 +67,7 @@ class Rules:
     def _any_of(self) -> tuple[Any, ...] | None:
         """Without a negated rule (`!keep`), a path is left out exactly when some rule matches it, so the
         rules are tried one by one, skipping GitIgnoreSpec's ranking of every match: a third of the walk's
-        time at 100,000 files (issue 49). With one, None: the spec decides."""
+        time at 100,000 files. With one, None: the spec decides."""
         active = [pattern for pattern in self._spec.patterns if pattern.include is not None]
         return None if any(not pattern.include for pattern in active) else tuple(p.match_file for p in active)
 

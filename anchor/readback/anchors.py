@@ -1,6 +1,6 @@
 """Verify a proof stamped through services: every receipt checked, every anchor read on its own chain,
 and the verdict given by one counting rule (`--require any|all|N`, default any; docs/calendar.md), the
-same for a pending proof and a complete one, whether or not `anchor upgrade` ran (issue 42).
+same for a pending proof and a complete one, whether or not `anchor upgrade` ran.
 
 The rule: `--require` counts distinct anchors, distinct (chain id, registry, transaction, root); a copy
 of an anchor under another name is listed "same transaction as ...", and counts once. An anchor

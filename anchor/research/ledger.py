@@ -40,7 +40,7 @@ STARTED = "started"
 """The `event` of a trace row: an attempt's command is about to run (commit, parent, researcher, time)."""
 REJECTED = "rejected"
 """The `event` of a rejected proposal (researcher, reason, message, time): never measured, no trial, on
-record so the report can say how many proposals were turned away and why (issue 47)."""
+record so the report can say how many proposals were turned away and why."""
 
 
 def is_attempt(row: dict[str, Any]) -> bool:

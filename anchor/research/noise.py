@@ -1,4 +1,4 @@
-"""A noise-aware keep rule the contract pre-registers (issue 47, item 3): `keep = "noise"`.
+"""A noise-aware keep rule the contract pre-registers: `keep = "noise"`.
 
 Why: the default rule keeps a candidate that beats the champion by more than a static
 `min_improvement` on one measurement. When re-runs of the same code differ by more than that, the

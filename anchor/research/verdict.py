@@ -1,4 +1,4 @@
-"""The research verdict (issue 43): `verify_search`, what `anchor research verify` and the API's
+"""The research verdict: `verify_search`, what `anchor research verify` and the API's
 `GET /v1/research/searches/{search}/verify` say of a search, in the library rather than in the CLI.
 
 The checklist, each step raising the typed error of its failure (an edit is `Tampered`, exit 4, 409):

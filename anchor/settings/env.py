@@ -1,5 +1,5 @@
 """The one reader of the process environment: every `ANCHOR_*` variable anchor reads, typed, with its
-default (issue 43).
+default.
 
 Why one reader: a variable read in the module that uses it is a setting nobody can list, test or pass
 on explicitly; here each has a type, a default and a docstring, `anchor config show` lists them all

@@ -41,7 +41,7 @@ class BrowserConfig(BaseModel):
     ANCHOR_BROWSER_RPC_URL listing several); empty: `rpc_url` alone."""
     canonical_registry: str = ""
     """The canonical registry's address (the same on every chain): the one registry a sealed proof is
-    checked against offline, a trusted block hash typed in (issue 45: no request is made then)."""
+    checked against offline, a trusted block hash typed in (no request is made then)."""
 
     def model_post_init(self, context: Any) -> None:
         if not self.canonical_registry:

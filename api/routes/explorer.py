@@ -198,7 +198,7 @@ async def batchpage(root: Hex32, request: Request, reader: ReaderDep) -> HTMLRes
 
 PAGE_FILES = 500
 """Files listed on one bundle page: a 200,000-file bundle made one 52 MB page that took the event
-loop 6-7 s to render (issue 30); `?page=N` walks the rest."""
+loop 6-7 s to render; `?page=N` walks the rest."""
 
 BUNDLE_CACHE_FILES = 1_000_000
 """Files held by the per-digest cache of bundle listings, over every bundle in it (oldest dropped)."""

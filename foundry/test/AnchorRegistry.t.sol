@@ -316,7 +316,7 @@ contract AnchorRegistryTest is TestBase {
         vm.assertEq(uint256(timestamp) + uint256(blockNumber), 0, "no record of the victim's");
     }
 
-    /// @notice Issue 30: a one-item batch's root is computable from a public digest, and any root can be
+    /// @notice A one-item batch's root is computable from a public digest, and any root can be
     ///         copied from the mempool. On the retired v2 the stranger who anchored it first owned it and the
     ///         victim's anchor reverted; here the stranger's record is the stranger's, and the victim's goes in.
     function test_FrontRun_StrangerWhoAnchorsTheVictimsRootFirstNeitherBlocksNorOwnsIt() public {

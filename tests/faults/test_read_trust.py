@@ -1,5 +1,5 @@
 """A verdict says how final its block is, and does not rest on one endpoint's word: finality against
-anvil's `safe`/`finalized` tags, and a quorum of endpoints against one that lies (issue 9)."""
+anvil's `safe`/`finalized` tags, and a quorum of endpoints against one that lies."""
 
 from __future__ import annotations
 
@@ -106,7 +106,7 @@ def _claim_everything_is_finalized(request: dict[str, Any], result: Any) -> Any:
 
 
 def test_an_endpoint_listed_first_cannot_make_an_anchor_final_for_the_quorum(fresh_chain: Chain, bundle: Path) -> None:
-    """Issue 26: endpoints agree on what is anchored, and may differ on how final it is; the verdict
+    """endpoints agree on what is anchored, and may differ on how final it is; the verdict
     is as final as the least final endpoint that backs it. A liar listed first used to decide it."""
     fresh_chain.cli("deploy", check=True)
     fresh_chain.cli("anchor", str(bundle), check=True)

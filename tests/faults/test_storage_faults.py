@@ -1,4 +1,4 @@
-"""Storage faults (issue 32, item 1): a full disk where the proof, or the journal, had to be written.
+"""Storage faults: a full disk where the proof, or the journal, had to be written.
 What the user sees is one typed error naming the path and what to do (exit 15), nothing half-written,
 nothing journaled lost, and the same command completes once there is space again. The filesystem is a
 real, small tmpfs filled to the last block; where mounting is not allowed, ENOSPC is injected at the

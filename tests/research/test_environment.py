@@ -174,7 +174,7 @@ esac
 def test_a_gpu_host_binds_its_accelerators_and_a_host_without_one_binds_none(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 47: results on a GPU are platform-specific and no record said which GPU, driver or CUDA ran
+    """results on a GPU are platform-specific and no record said which GPU, driver or CUDA ran
     them. With nvidia-smi present each record binds them; without, the field is absent, not faked, and
     a record without it keeps the digest it had."""
     from anchor.manifest.environment import Accelerator, describe

@@ -1,5 +1,5 @@
 """`anchor research render k8s`: an Indexed Job per search, validated offline against the Kubernetes
-schemas (kubernetes-validate, strict), and the refusals that keep a rendered Job honest (issue 15)."""
+schemas (kubernetes-validate, strict), and the refusals that keep a rendered Job honest."""
 
 from __future__ import annotations
 
@@ -69,11 +69,11 @@ def test_the_rendered_indexed_job_validates_offline_and_runs_one_researcher_per_
     secrets = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in main["env"] if "valueFrom" in e}
     assert secrets == {"ANCHOR_SERVICE_TOKEN": {"name": "anchor-service-token", "key": "token"},
                        "ANCHOR_RESEARCHER_KEY": {"name": "anchor-researcher", "key": "key"}}  # fmt: skip
-    # issue 25: no container of the Job refers to a funded key, by name or through a whole Secret
+    # no container of the Job refers to a funded key, by name or through a whole Secret
     assert "ANCHOR_PRIVATE_KEY" not in rendered.stdout and "ANCHOR_KEYSTORE" not in rendered.stdout
     assert "envFrom" not in rendered.stdout and "anchor-keys" not in rendered.stdout
     assert "&id" not in rendered.stdout and "*id" not in rendered.stdout  # every value written out
-    # issue 28: attempts run in bubblewrap inside this container, never unconfined beside its keys; the
+    # attempts run in bubblewrap inside this container, never unconfined beside its keys; the
     # pod runs under gVisor (which lets bubblewrap make namespaces), without a service account token
     assert "--no-sandbox" not in main["command"][-1] and pod["runtimeClassName"] == "gvisor"
     assert pod["automountServiceAccountToken"] is False and pod["enableServiceLinks"] is False

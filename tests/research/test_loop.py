@@ -138,7 +138,7 @@ def test_stop_rules(tmp_path: Path, stop: str) -> None:
 
 
 def test_a_proposal_that_only_reformats_the_editable_is_no_trial_and_is_never_measured(tmp_path: Path) -> None:
-    """Issue 47: re-serializing params.json (same values, pretty-printed) was measured and counted as a
+    """re-serializing params.json (same values, pretty-printed) was measured and counted as a
     trial, inflating N; and the stop line said "5 consecutive failures" beside "0 failed"."""
 
     def reformat(repo: Path) -> None:
@@ -279,7 +279,7 @@ FORKS = (
 def test_an_attempt_past_its_process_bound_fails_naming_it_even_under_root_and_the_search_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 28: RLIMIT_NPROC does not bind root (CI, containers), so an attempt's fork flood reached the
+    """RLIMIT_NPROC does not bind root (CI, containers), so an attempt's fork flood reached the
     host's process table. Its own pids cgroup refuses the 17th process: the attempt fails naming the
     limit, none of its processes outlives it, and the next attempt runs as usual."""
     from anchor.fence.cgroups import CommandGroup
@@ -321,7 +321,7 @@ def _cli_search(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
 
 
 def test_research_report_counts_the_reformatting_proposals_as_rejected_not_as_trials(tmp_path: Path) -> None:
-    """Issue 47, as a user runs it: a --propose command that only pretty-prints params.json. The ledger's
+    """As a user runs it: a --propose command that only pretty-prints params.json. The ledger's
     only measured attempt is the baseline, and `research report` names the rejections and their reason."""
     from anchor.errors import ExitCode
     from tests.cli import run_anchor

@@ -1,4 +1,4 @@
-"""The research ledger on a real PostgreSQL (issue 15): the same chain as the file, appends from many
+"""The research ledger on a real PostgreSQL: the same chain as the file, appends from many
 processes serialized by the database, and tampering in the database named like tampering in a file."""
 
 from __future__ import annotations

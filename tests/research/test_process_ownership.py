@@ -1,6 +1,6 @@
 """What the harness starts it stops, and only that: SIGINT/SIGTERM tear the attempt's process group down
 before the harness exits; a proposer that hangs, crashes or fails is a rejected proposal; a ledger
-scored under one contract refuses another (issue 10)."""
+scored under one contract refuses another."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Measured commits pushed to a shared git remote (issue 15): every attempt's refs/anchor/<r>/<seq>,
+"""Measured commits pushed to a shared git remote: every attempt's refs/anchor/<r>/<seq>,
 losers included, so a clone of the remote is enough for `research verify --repo`."""
 
 from __future__ import annotations

@@ -283,7 +283,7 @@ def test_a_ledger_rewritten_without_its_losers_reordered_or_truncated_is_caught_
     assert len(list((path.parent / "checkpoints").glob("*.anchor.json"))) >= 3  # during the run, not only at its end
     ok = fresh_chain.cli("research", "verify")
     assert ok.returncode == ExitCode.OK and f"anchored checkpoints agree; entries 0..{len(entries) - 1}" in ok.stdout
-    # the same verdict through the API (issue 43: the research verdict is the library's, not the CLI's)
+    # the same verdict through the API (the research verdict is the library's, not the CLI's)
     from fastapi.testclient import TestClient
 
     from api.app import create_app
@@ -478,7 +478,7 @@ def test_four_researchers_times_25_attempts_share_one_postgres_ledger(
 def test_two_researchers_on_one_ledger_adjust_over_the_teams_trials_on_either_backend(
     backend_chain: Chain, tmp_path: Path
 ) -> None:
-    """Issue 47: two researchers share one ledger (a file with the SQLite journal, PostgreSQL with
+    """two researchers share one ledger (a file with the SQLite journal, PostgreSQL with
     ANCHOR_JOURNAL_URL); each champion record's `team_trials` is every researcher's measured attempts
     before its head, recomputed from the ledger here, and the adjusted figure is over that many."""
     from tests.conftest import ROOT
@@ -511,7 +511,7 @@ def test_two_researchers_on_one_ledger_adjust_over_the_teams_trials_on_either_ba
 def test_research_verify_recomputes_a_noise_rule_and_refuses_a_lowered_threshold(
     fresh_chain: Chain, tmp_path: Path
 ) -> None:
-    """Issue 47, item 3: a `keep = "noise"` search's report gives the calibration and each decision;
+    """a `keep = "noise"` search's report gives the calibration and each decision;
     a ledger rewritten (its hash chain recomputed) with a lower threshold is exit 4."""
     repo, contract = _setup(tmp_path)
     contract.write_text(contract.read_text() + 'keep = "noise"\nnoise_replications = 3\nnoise_sigmas = 2\n')
@@ -533,7 +533,7 @@ def test_research_verify_recomputes_a_noise_rule_and_refuses_a_lowered_threshold
 def test_research_verify_names_a_champion_whose_lineage_record_its_researcher_retracted(
     fresh_chain: Chain, tmp_path: Path
 ) -> None:
-    """Issue 44: `anchor retract COMMIT` withdraws a kept attempt's lineage record on chain; the ledger
+    """`anchor retract COMMIT` withdraws a kept attempt's lineage record on chain; the ledger
     still holds, and `research verify` says retracted (exit 16), naming the commit and its researcher."""
     fresh_chain.cli("deploy", check=True)
     repo, contract = _setup(tmp_path)
