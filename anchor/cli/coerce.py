@@ -6,7 +6,7 @@ of a read (`anchor verify FILE` in 250 ms). The values this CLI takes are plain:
 numbers and numbers (in a range or not), flags, paths and choices, one or a list of them. Those are
 converted here, with the same checks and the same messages typer gives (a choice's without pydantic's
 "Value error, " in front); anything else (a date, a clamped range, a parser of its own) still goes to
-typer's own coercion. tests/test_cli_coerce.py holds both to the same answers.
+typer's own coercion. tests/cli/test_cli_coerce.py holds both to the same answers.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def _plain(annotation: Any, info: Any) -> tuple[Any, bool] | None:
 
 def install() -> None:
     """Route plain parameters to the converter here. Left as it is when typer's internals are not the
-    ones this was written against (then the CLI is only slower); tests/test_cli_coerce.py notices."""
+    ones this was written against (then the CLI is only slower); tests/cli/test_cli_coerce.py notices."""
     try:
         from typer import _param_types, core
         from typer._click.exceptions import BadParameter

@@ -5,7 +5,7 @@ hash` is compared with `b3sum` end to end. For exactly `anchor hash PATH`, with 
 at all, and PATH an existing file or directory, the body the typer command runs
 (`anchor.cli.hashing.print_hash`) runs here with the command's defaults. Every other command line (an
 option, a missing path, `--help`, a typo) goes to typer, which parses it and says what is wrong;
-tests/test_cli_fast.py holds the two to the same output.
+tests/cli/test_cli_fast.py holds the two to the same output.
 
 Nothing here reads the settings for `hash`: it uses none (no data dir, no chain), so a broken
 anchor.toml does not stop it. `anchor verify PATH` (typer was about a third of its 170 ms) runs
