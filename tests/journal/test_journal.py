@@ -189,8 +189,11 @@ def test_a_lineage_effect_is_anchored_once_and_conflicting_fields_are_refused(ba
     service.runner.run()
     record = service.registry.lineage(commit)
     assert record is not None and record.kept and record.parent == "0x" + parent.hex()
-    with pytest.raises(Conflict):
+    with pytest.raises(Conflict) as refused:
         service.runner.open_lineage(commit, parent, b"\1" * 32, b"\3" * 32, True)
+    assert "whose metric_hash differs" in refused.value.message
+    assert "hint: start the new search from a commit of its own" in refused.value.message
+    assert refused.value.detail == {"effect": first, "fields": "metric_hash"}
     service.close()
 
 
