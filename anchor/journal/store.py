@@ -228,7 +228,7 @@ class Journal:
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
     def item_counts(self, chain_id: int) -> dict[str, int]:
-        """Items of `chain_id` by state, from the counts the triggers keep (schema version 7)."""
+        """Items of `chain_id` by state, from the counts its triggers keep (anchor.journal.schema)."""
         rows = self.db.execute("SELECT state, n FROM item_counts WHERE chain_id = ?", (chain_id,)).fetchall()
         return {str(state): int(n) for state, n in rows}
 
