@@ -197,7 +197,7 @@ class EffectRunner:
             with self.journal.tx() as db:
                 rows = db.execute(
                     "SELECT id, digest, created_at FROM items WHERE chain_id = ? AND state != 'confirmed'"
-                    " AND state = 'pending'"  # the first term is the partial index's (anchor.journal.store, 8)
+                    " AND state = 'pending'"  # the first term is items_open's (the partial index)
                     " ORDER BY id LIMIT ?",
                     (self.chain_id, max_items),
                 ).fetchall()
