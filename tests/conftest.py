@@ -101,6 +101,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 GROUPS = {
     # one demo run feeds these three modules (the `demo_run` fixture): one worker runs them all
     "tests/test_demo.py": "demo", "tests/test_chain_only.py": "demo", "tests/test_explorer_pages.py": "demo",
+    "tests/explorer/test_home_page.py": "demo", "tests/explorer/test_trial_numbering.py": "demo",
 }  # fmt: skip
 """Modules whose tests must share a worker with other modules."""
 
@@ -108,7 +109,7 @@ SHARED = {"tests/test_api_routes.py", "tests/test_hostile_clients.py", "tests/te
 """Modules whose tests share a module fixture (one deployed chain, one server): one worker each, so the
 fixture is set up once. Collection refuses a module fixture in a module that is in none of these sets."""
 
-SPLIT = {"tests/faults/test_crash_seams.py"}
+SPLIT = {"tests/faults/test_crash_seams.py", "tests/hostile/test_fuzzed_proofs.py"}
 """Modules with a module fixture whose tests may still run on different workers (each test is long,
 and a worker that takes one sets up the module's chain for itself)."""
 
@@ -116,6 +117,7 @@ and a worker that takes one sets up the module's chain for itself)."""
 LONG_FIRST = (
     "tests/faults/test_soak.py", "tests/test_chain_only.py", "tests/test_demo.py", "tests/test_explorer_pages.py",
     "tests/faults/test_replicas.py", "tests/test_wheel.py", "tests/test_mission_run.py", "tests/test_api_fuzz.py",
+    "tests/hostile/test_fuzzed_proofs.py",
 )  # fmt: skip
 """Modules handed out first (the longest work: a worker that gets it last ends the run late)."""
 

@@ -132,8 +132,8 @@ class Verifier:
 
     @down_once()  # an endpoint out of reach is asked once a verdict (anchor.readback.quorum.down_once)
     def verify(
-        self, path: Path | str, *, proof: Path | None = None, policy: Policy | None = None, spec: Path | None = None,
-        require: str = "any", subjects_in: Path | None = None,
+        self, path: Path | str, *, proof: Path | str | None = None, policy: Policy | None = None,
+        spec: Path | str | None = None, require: str = "any", subjects_in: Path | str | None = None,
     ) -> Verification:  # fmt: skip
         """The verdict on `path`: a file tree, a bundle's output, one file with its per-file proof, the
         in-toto statements `anchor attest` wrote (NAME.intoto.jsonl), or a pending proof's subject.
@@ -145,7 +145,9 @@ class Verifier:
         from anchor.readback.services import configured_urls
         from anchor.readback.verifier import check_bundle_spec
 
+        # a str is a path wherever one is taken, as `anchor.verify` and the CLI take it
         path = Path(path)
+        proof, spec, subjects_in = (None if p is None else Path(p) for p in (proof, spec, subjects_in))
         required_count(require, 1)  # a bad `require` is refused before any proof is read
         if self.settings.offline and policy is not None and policy.min_finality is not None:
             raise BadInput("min_finality needs the chain's head: it has no meaning offline (the trusted block is"

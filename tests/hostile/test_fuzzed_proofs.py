@@ -1,0 +1,264 @@
+"""Every door that reads a proof file answers a hostile one with a typed error: the library an
+`anchor.errors` error that is not the internal one, the CLI that error's exit code (never 1, never a
+traceback), the REST API a 4xx with its code (never a 5xx).
+
+Hypothesis makes the proofs from real ones of each form (tests/hostile/proofs.py). `make test` runs
+5,000 of them across the three doors; `make fuzz` runs ANCHOR_FUZZ_SCALE times as many, each run with
+fresh randomness (`make test` is derandomised: the same 5,000 every time). The named inputs below,
+the ones that once broke a door, run in the fast tier.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import tracemalloc
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+import anchor
+from anchor.errors import AnchorError, ExitCode
+from anchor.sealing.check import offline_settings
+from anchor.settings.session import Settings
+from tests.api_server import serving_api
+from tests.cli import run_anchor
+from tests.conftest import Chain
+from tests.hostile.proofs import GOLDEN_BLOCK, VECTORS, deep_json, deep_rlp, golden, hostile_proof_bytes, per_file_seed
+from tests.hostile.proofs import seeds as proof_seeds
+
+SCALE = int(os.environ.get("ANCHOR_FUZZ_SCALE", "1"))
+"""`make fuzz` sets it (nightly-sized runs); `make test` runs the counts below once."""
+
+LIBRARY_EXAMPLES, CLI_EXAMPLES, REST_EXAMPLES = 2_400 * SCALE, 1_200 * SCALE, 1_400 * SCALE
+"""5,000 hostile proofs in all under `make test`; the library is the cheapest door to ask."""
+
+PEAK_BYTES = 256 << 20
+"""No named hostile input may make the library allocate more than this (each is < 1 MiB on disk)."""
+
+
+def _fuzz_settings(examples: int) -> Any:
+    return settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        phases=[Phase.generate],
+        derandomize=SCALE == 1,
+        suppress_health_check=list(HealthCheck),
+    )
+
+
+@pytest.fixture(scope="module")
+def forms(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[dict[str, Any], Path]]:
+    """Each seed proof form, with the path it proves (the golden tree, or its one file)."""
+    where = tmp_path_factory.mktemp("per-file")
+    found = {name: (proof, VECTORS / "work") for name, proof in proof_seeds().items()}
+    found["per-file"] = (per_file_seed(where), where / "work" / "a.txt")
+    return found
+
+
+def _cases(forms: dict[str, tuple[dict[str, Any], Path]]) -> st.SearchStrategy[tuple[str, bytes]]:
+    return st.sampled_from(sorted(forms)).flatmap(
+        lambda name: st.tuples(st.just(name), hostile_proof_bytes(forms[name][0]))
+    )
+
+
+def _offline(data: Path) -> Settings:
+    return offline_settings(Settings.from_env(data), [GOLDEN_BLOCK], None)
+
+
+def _library_door(data: Path) -> Callable[[Path, Path], str]:
+    """`anchor.verify(path, proof=str)` offline: "ok", or the typed error's code; an untyped one raises."""
+    chosen = _offline(data)
+
+    def door(target: Path, proof: Path) -> str:
+        try:
+            anchor.verify(str(target), proof=str(proof), settings=chosen)
+        except AnchorError as exc:
+            assert exc.exit_code != ExitCode.INTERNAL, (type(exc).__name__, exc.message)
+            return exc.code
+        return "ok"
+
+    return door
+
+
+def _cli_door(data: Path) -> Callable[[Path, Path], str]:
+    """`anchor verify PATH --proof FILE --offline --trusted-block N:HASH`: its exit code, never 1 nor a
+    traceback, and one line on stderr naming the cause."""
+    env = {"PATH": os.environ["PATH"], "HOME": str(data), "ANCHOR_DATA_DIR": str(data)}
+
+    def door(target: Path, proof: Path) -> str:
+        said = run_anchor(
+            ["verify", str(target), "--proof", str(proof), "--offline", "--trusted-block", GOLDEN_BLOCK], env
+        )
+        assert said.returncode != ExitCode.INTERNAL and "Traceback" not in said.stderr, said.stderr[-2000:]
+        assert said.returncode == ExitCode.OK or said.stderr.strip(), "a refusal that says nothing"
+        return str(said.returncode)
+
+    return door
+
+
+def _fuzz(
+    door: Callable[[Path, Path], str], forms: dict[str, tuple[dict[str, Any], Path]], where: Path, examples: int
+) -> collections.Counter[str]:
+    """Feed `examples` hostile proofs to `door`; what it answered, counted."""
+    answers: collections.Counter[str] = collections.Counter()
+    proof = where / "hostile.anchor.json"
+
+    @_fuzz_settings(examples)
+    @given(_cases(forms))
+    def one(case: tuple[str, bytes]) -> None:
+        name, raw = case
+        proof.write_bytes(raw)
+        answers[door(forms[name][1], proof)] += 1
+
+    one()
+    return answers
+
+
+LOCAL_DOORS = {"library": (_library_door, LIBRARY_EXAMPLES, "ok"), "cli": (_cli_door, CLI_EXAMPLES, "0")}
+"""Each door with no server: how it is asked, how many hostile proofs it gets, and what it says when the
+proof holds (the golden one must: a door that refused everything would pass this test)."""
+
+
+@pytest.mark.soak
+@pytest.mark.parametrize("door_name", sorted(LOCAL_DOORS))
+def test_hostile_proofs_given_to_the_library_and_the_cli_are_typed_errors(
+    door_name: str, forms: dict[str, tuple[dict[str, Any], Path]], tmp_path: Path
+) -> None:
+    make, examples, verified = LOCAL_DOORS[door_name]
+    door = make(tmp_path / "data")
+    (tmp_path / "seed.anchor.json").write_text(json.dumps(golden()))
+    assert door(VECTORS / "work", tmp_path / "seed.anchor.json") == verified
+    answers = _fuzz(door, forms, tmp_path, examples)
+    print(f"{door_name}: {sum(answers.values())} hostile proofs, answered {dict(answers.most_common())}")
+    assert sum(answers.values()) >= examples and answers[verified] < sum(answers.values()) / 2, answers
+
+
+@pytest.fixture(scope="module")
+def api_url(deployed_chain: Chain) -> Iterator[str]:
+    with serving_api(deployed_chain.env()) as url:
+        yield url
+
+
+def _post_proof(url: str, raw: bytes) -> tuple[int, dict[str, Any]]:
+    """POST /v1/verify/proof with `raw` as the uploaded file: (status, JSON body)."""
+    boundary = uuid.uuid4().hex
+    body = (
+        (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="proof"; filename="p.anchor.json"\r\n'
+            "Content-Type: application/json\r\n\r\n"
+        ).encode()
+        + raw
+        + f"\r\n--{boundary}--\r\n".encode()
+    )
+    request = urllib.request.Request(
+        f"{url}/v1/verify/proof",
+        data=body,
+        method="POST",
+        headers={"Content-Type": f"multipart/form-data; boundary={boundary}"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=120) as answer:  # noqa: S310 - loopback
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as refused:
+        return refused.code, json.loads(refused.read())
+
+
+def _rest_door(url: str) -> Callable[[Path, Path], str]:
+    def door(target: Path, proof: Path) -> str:
+        status, body = _post_proof(url, proof.read_bytes())
+        assert status < 500 and (status == 200 or body.get("code")), (status, body)  # noqa: PLR2004
+        return str(status)
+
+    return door
+
+
+@pytest.mark.soak
+def test_hostile_proofs_posted_to_the_rest_api_get_a_4xx_with_a_code(
+    forms: dict[str, tuple[dict[str, Any], Path]], api_url: str, tmp_path: Path
+) -> None:
+    answers = _fuzz(_rest_door(api_url), forms, tmp_path, REST_EXAMPLES)
+    print(f"rest: {sum(answers.values())} hostile proofs, answered {dict(answers.most_common())}")
+    assert sum(answers.values()) >= REST_EXAMPLES and answers["200"] < sum(answers.values()) / 2, answers
+
+
+# -- the named inputs: each once broke a door ------------------------------------------------------------------
+
+
+def _sealed_with(edit: Callable[[dict[str, Any]], None]) -> bytes:
+    proof = golden()
+    edit(proof)
+    return json.dumps(proof).encode()
+
+
+def _node(at: int, node: str) -> bytes:
+    """The golden proof with `node` put among its receipt's trie nodes at `at`."""
+    return _sealed_with(lambda p: p["anchor"]["sealed"]["proof"].insert(at, node))
+
+
+def _sealed(**fields: Any) -> bytes:
+    return _sealed_with(lambda p: p["anchor"]["sealed"].update(fields))
+
+
+def _text(before: str, after: str) -> bytes:
+    return json.dumps(golden()).replace(before, after).encode()
+
+
+NAMED: dict[str, bytes] = {
+    "an extra empty trie node": _node(99, "0x"),
+    "an empty trie node first": _node(0, "0x80"),
+    "a trie node of RLP nested 5,000 deep": _node(99, deep_rlp(5_000)),
+    "a trie node claiming 2^64 bytes": _node(0, "0xffffffffffffffffff"),
+    "a receipt of RLP nested 5,000 deep": _sealed(receipt=deep_rlp(5_000)),
+    "a header of RLP nested 2,600 deep": _sealed(header=deep_rlp(2_600)),
+    "an odd-length hex receipt": _sealed(receipt=golden()["anchor"]["sealed"]["receipt"] + "0"),
+    "a transaction index of 2^256": _sealed(index=2**256),
+    "a proof list that is a string": _sealed(proof="0x80"),
+    "a block number of 10^400": _sealed_with(lambda p: p["anchor"].update(block_number=10**400)),
+    "a block number of 2^64": _sealed_with(lambda p: p["anchor"].update(block_number=2**64)),
+    "a sealed section that is a list": _sealed_with(lambda p: p["anchor"].update(sealed=[])),
+    "JSON nested 100,000 deep": deep_json(100_000).encode(),
+    "a number of 100,000 digits": _text('"block_number": 2', '"block_number": ' + "9" * 100_000),
+    "NaN for the block number": _text('"block_number": 2', '"block_number": NaN'),
+    "UTF-16": json.dumps(golden()).encode("utf-16"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NAMED))
+def test_named_hostile_proofs_are_typed_errors_at_the_library_and_the_cli(name: str, tmp_path: Path) -> None:
+    proof = tmp_path / "hostile.anchor.json"
+    proof.write_bytes(NAMED[name])
+    library, cli = _library_door(tmp_path / "data"), _cli_door(tmp_path / "data")
+    tracemalloc.start()
+    try:
+        said = library(VECTORS / "work", proof)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert said != "ok" and peak < PEAK_BYTES, (said, peak)
+    assert cli(VECTORS / "work", proof) in {str(int(code)) for code in (ExitCode.BAD_INPUT, ExitCode.TAMPERED)}
+
+
+@pytest.mark.parametrize("name", sorted(NAMED))
+def test_named_hostile_proofs_posted_to_the_rest_api_are_4xx(name: str, api_url: str) -> None:
+    status, body = _post_proof(api_url, NAMED[name])
+    assert 400 <= status < 500 and body["code"] not in ("internal", "http_error"), (status, body)  # noqa: PLR2004
+
+
+def test_a_str_is_taken_for_the_proof_by_the_verifier_as_by_anchor_verify(tmp_path: Path) -> None:
+    """`Verifier.verify("work", proof="x.json")` raised AttributeError ('str' has no 'parent')."""
+    from anchor.library.verifier import Verifier
+
+    verifier = Verifier(_offline(tmp_path / "data"))
+    verdict = verifier.verify(str(VECTORS / "work"), proof=str(VECTORS / "work.anchor.json"))
+    assert verdict.manifest_digest == golden()["manifest_digest"]
+    assert anchor.verify(VECTORS / "work", proof=VECTORS / "work.anchor.json", settings=verifier.settings) == verdict
