@@ -38,7 +38,7 @@ from tests.hostile.proofs import seeds as proof_seeds
 SCALE = int(os.environ.get("ANCHOR_FUZZ_SCALE", "1"))
 """`make fuzz` sets it (nightly-sized runs); `make test` runs the counts below once."""
 
-LIBRARY_EXAMPLES, CLI_EXAMPLES, REST_EXAMPLES = 2_400 * SCALE, 1_200 * SCALE, 1_400 * SCALE
+LIBRARY_EXAMPLES, CLI_EXAMPLES, REST_EXAMPLES, ONLINE_CLI_EXAMPLES = (n * SCALE for n in (2_400, 1_200, 1_000, 400))
 """5,000 hostile proofs in all under `make test`; the library is the cheapest door to ask."""
 
 PEAK_BYTES = 256 << 20
@@ -149,6 +149,25 @@ def api_url(deployed_chain: Chain) -> Iterator[str]:
         yield url
 
 
+@pytest.fixture(scope="module")
+def chain_forms(
+    deployed_chain: Chain, forms: dict[str, tuple[dict[str, Any], Path]], tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, tuple[dict[str, Any], Path]]:
+    """The seeds, and a tree anchored on this chain, plain and sealed (with the registry's record as of
+    a later block): a hostile edit of these reaches the chain reads, not only the decoder."""
+    where = tmp_path_factory.mktemp("anchored")
+    tree = where / "results"
+    (tree / "outputs").mkdir(parents=True)
+    (tree / "outputs" / "metrics.json").write_text('{"acc": 0.9}\n')
+    (tree / "README.md").write_text("a result\n")
+    deployed_chain.cli("stamp", str(tree), check=True)
+    plain = json.loads((where / "results.anchor.json").read_text())
+    deployed_chain.cli("seal", str(tree), check=True)
+    sealed = json.loads((where / "results.anchor.json").read_text())
+    assert "state" in sealed["anchor"]["sealed"], sealed["anchor"]["sealed"].keys()
+    return {**forms, "anchored": (plain, tree), "anchored-sealed": (sealed, tree)}
+
+
 def _post_proof(url: str, raw: bytes) -> tuple[int, dict[str, Any]]:
     """POST /v1/verify/proof with `raw` as the uploaded file: (status, JSON body)."""
     boundary = uuid.uuid4().hex
@@ -182,13 +201,38 @@ def _rest_door(url: str) -> Callable[[Path, Path], str]:
     return door
 
 
+def _online_cli_door(env: dict[str, str]) -> Callable[[Path, Path], str]:
+    """`anchor verify PATH --proof FILE` against the chain: never exit 1, never a traceback."""
+
+    def door(target: Path, proof: Path) -> str:
+        said = run_anchor(["verify", str(target), "--proof", str(proof)], env)
+        assert said.returncode != ExitCode.INTERNAL and "Traceback" not in said.stderr, said.stderr[-2000:]
+        assert said.returncode == ExitCode.OK or said.stderr.strip(), "a refusal that says nothing"
+        return str(said.returncode)
+
+    return door
+
+
 @pytest.mark.soak
-def test_hostile_proofs_posted_to_the_rest_api_get_a_4xx_with_a_code(
-    forms: dict[str, tuple[dict[str, Any], Path]], api_url: str, tmp_path: Path
+@pytest.mark.parametrize("door_name", ["cli, online", "rest"])
+def test_hostile_proofs_read_against_the_chain_by_the_cli_and_the_rest_api_are_typed_errors(
+    door_name: str,
+    chain_forms: dict[str, tuple[dict[str, Any], Path]],
+    deployed_chain: Chain,
+    api_url: str,
+    tmp_path: Path,
 ) -> None:
-    answers = _fuzz(_rest_door(api_url), forms, tmp_path, REST_EXAMPLES)
-    print(f"rest: {sum(answers.values())} hostile proofs, answered {dict(answers.most_common())}")
-    assert sum(answers.values()) >= REST_EXAMPLES and answers["200"] < sum(answers.values()) / 2, answers
+    door, examples, verified = (
+        (_rest_door(api_url), REST_EXAMPLES, "200")
+        if door_name == "rest"
+        else (_online_cli_door(deployed_chain.env()), ONLINE_CLI_EXAMPLES, "0")
+    )
+    seed, tree = chain_forms["anchored-sealed"]
+    (tmp_path / "seed.anchor.json").write_text(json.dumps(seed))
+    assert door(tree, tmp_path / "seed.anchor.json") == verified
+    answers = _fuzz(door, chain_forms, tmp_path, examples)
+    print(f"{door_name}: {sum(answers.values())} hostile proofs, answered {dict(answers.most_common())}")
+    assert sum(answers.values()) >= examples and answers[verified] < sum(answers.values()) / 2, answers
 
 
 # -- the named inputs: each once broke a door ------------------------------------------------------------------
