@@ -283,14 +283,24 @@ def mutated_json(draw: st.DrawFn, seed: dict[str, Any]) -> Any:
     return value
 
 
+STATEMENTS = "statements"
+"""The key of a statements seed (`anchor attest`'s NAME.intoto.jsonl): its lines, one JSON object each."""
+
+
 @st.composite
-def hostile_proof_bytes(draw: st.DrawFn, seed: dict[str, Any]) -> bytes:
+def hostile_proof_bytes(draw: st.DrawFn, seed: dict[str, Any], indent: int | None = 2) -> bytes:
     """The bytes of a hostile proof file: a structurally mutated seed, or the seed's text truncated,
-    flipped, spliced, nested deep or made of numbers no parser should widen."""
+    flipped, spliced, nested deep or made of numbers no parser should widen. A statements seed has one
+    of its lines made hostile (`indent` None: the others stay one a line)."""
+    if STATEMENTS in seed:
+        lines = [json.dumps(line) for line in seed[STATEMENTS]]
+        at = draw(st.integers(0, len(lines) - 1))
+        lines[at] = draw(hostile_proof_bytes(seed[STATEMENTS][at], indent=None)).decode("utf-8", "replace")
+        return ("\n".join(lines) + "\n").encode()
     kind = draw(st.integers(0, 9))
-    text = json.dumps(seed, indent=2)
+    text = json.dumps(seed, indent=indent)
     if kind <= 5:
-        return json.dumps(draw(mutated_json(seed)), indent=2).encode()
+        return json.dumps(draw(mutated_json(seed)), indent=indent).encode()
     if kind == 6:  # truncated, or a byte changed
         raw = bytearray(text.encode())
         at = draw(st.integers(0, len(raw) - 1))

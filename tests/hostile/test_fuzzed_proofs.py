@@ -32,7 +32,16 @@ from anchor.settings.session import Settings
 from tests.api_server import serving_api
 from tests.cli import run_anchor
 from tests.conftest import Chain
-from tests.hostile.proofs import GOLDEN_BLOCK, VECTORS, deep_json, deep_rlp, golden, hostile_proof_bytes, per_file_seed
+from tests.hostile.proofs import (
+    GOLDEN_BLOCK,
+    STATEMENTS,
+    VECTORS,
+    deep_json,
+    deep_rlp,
+    golden,
+    hostile_proof_bytes,
+    per_file_seed,
+)
 from tests.hostile.proofs import seeds as proof_seeds
 
 SCALE = int(os.environ.get("ANCHOR_FUZZ_SCALE", "1"))
@@ -75,13 +84,13 @@ def _offline(data: Path) -> Settings:
     return offline_settings(Settings.from_env(data), [GOLDEN_BLOCK], None)
 
 
-def _library_door(data: Path) -> Callable[[Path, Path], str]:
+def _library_door(data: Path) -> Callable[[Path, Path | None], str]:
     """`anchor.verify(path, proof=str)` offline: "ok", or the typed error's code; an untyped one raises."""
     chosen = _offline(data)
 
-    def door(target: Path, proof: Path) -> str:
+    def door(target: Path, proof: Path | None) -> str:
         try:
-            anchor.verify(str(target), proof=str(proof), settings=chosen)
+            anchor.verify(str(target), proof=None if proof is None else str(proof), settings=chosen)
         except AnchorError as exc:
             assert exc.exit_code != ExitCode.INTERNAL, (type(exc).__name__, exc.message)
             return exc.code
@@ -90,15 +99,12 @@ def _library_door(data: Path) -> Callable[[Path, Path], str]:
     return door
 
 
-def _cli_door(data: Path) -> Callable[[Path, Path], str]:
-    """`anchor verify PATH --proof FILE --offline --trusted-block N:HASH`: its exit code, never 1 nor a
-    traceback, and one line on stderr naming the cause."""
-    env = {"PATH": os.environ["PATH"], "HOME": str(data), "ANCHOR_DATA_DIR": str(data)}
+def _cli_door(env: dict[str, str], *options: str) -> Callable[[Path, Path | None], str]:
+    """`anchor verify PATH [--proof FILE] OPTIONS`: its exit code, never 1 nor a traceback, and a line
+    on stderr naming the cause of a refusal."""
 
-    def door(target: Path, proof: Path) -> str:
-        said = run_anchor(
-            ["verify", str(target), "--proof", str(proof), "--offline", "--trusted-block", GOLDEN_BLOCK], env
-        )
+    def door(target: Path, proof: Path | None) -> str:
+        said = run_anchor(["verify", str(target), *([] if proof is None else ["--proof", str(proof)]), *options], env)
         assert said.returncode != ExitCode.INTERNAL and "Traceback" not in said.stderr, said.stderr[-2000:]
         assert said.returncode == ExitCode.OK or said.stderr.strip(), "a refusal that says nothing"
         return str(said.returncode)
@@ -106,8 +112,14 @@ def _cli_door(data: Path) -> Callable[[Path, Path], str]:
     return door
 
 
+def _offline_cli_door(data: Path) -> Callable[[Path, Path | None], str]:
+    """`anchor verify PATH --proof FILE --offline --trusted-block N:HASH`, in a data dir of its own."""
+    env = {"PATH": os.environ["PATH"], "HOME": str(data), "ANCHOR_DATA_DIR": str(data)}
+    return _cli_door(env, "--offline", "--trusted-block", GOLDEN_BLOCK)
+
+
 def _fuzz(
-    door: Callable[[Path, Path], str], forms: dict[str, tuple[dict[str, Any], Path]], where: Path, examples: int
+    door: Callable[[Path, Path | None], str], forms: dict[str, tuple[dict[str, Any], Path]], where: Path, examples: int
 ) -> collections.Counter[str]:
     """Feed `examples` hostile proofs to `door`; what it answered, counted."""
     answers: collections.Counter[str] = collections.Counter()
@@ -117,6 +129,10 @@ def _fuzz(
     @given(_cases(forms))
     def one(case: tuple[str, bytes]) -> None:
         name, raw = case
+        if name == STATEMENTS:  # the statements file is the path verified: it carries its own proof
+            forms[name][1].write_bytes(raw)
+            answers[door(forms[name][1], None)] += 1
+            return
         proof.write_bytes(raw)
         answers[door(forms[name][1], proof)] += 1
 
@@ -124,7 +140,7 @@ def _fuzz(
     return answers
 
 
-LOCAL_DOORS = {"library": (_library_door, LIBRARY_EXAMPLES, "ok"), "cli": (_cli_door, CLI_EXAMPLES, "0")}
+LOCAL_DOORS = {"library": (_library_door, LIBRARY_EXAMPLES, "ok"), "cli": (_offline_cli_door, CLI_EXAMPLES, "0")}
 """Each door with no server: how it is asked, how many hostile proofs it gets, and what it says when the
 proof holds (the golden one must: a door that refused everything would pass this test)."""
 
@@ -165,7 +181,15 @@ def chain_forms(
     deployed_chain.cli("seal", str(tree), check=True)
     sealed = json.loads((where / "results.anchor.json").read_text())
     assert "state" in sealed["anchor"]["sealed"], sealed["anchor"]["sealed"].keys()
-    return {**forms, "anchored": (plain, tree), "anchored-sealed": (sealed, tree)}
+    deployed_chain.cli("attest", str(tree), check=True)
+    statements = where / "results.intoto.jsonl"
+    lines = [json.loads(line) for line in statements.read_text().splitlines() if line.strip()]
+    return {
+        **forms,
+        "anchored": (plain, tree),
+        "anchored-sealed": (sealed, tree),
+        STATEMENTS: ({STATEMENTS: lines}, statements),
+    }
 
 
 def _post_proof(url: str, raw: bytes) -> tuple[int, dict[str, Any]]:
@@ -192,23 +216,11 @@ def _post_proof(url: str, raw: bytes) -> tuple[int, dict[str, Any]]:
         return refused.code, json.loads(refused.read())
 
 
-def _rest_door(url: str) -> Callable[[Path, Path], str]:
-    def door(target: Path, proof: Path) -> str:
-        status, body = _post_proof(url, proof.read_bytes())
+def _rest_door(url: str) -> Callable[[Path, Path | None], str]:
+    def door(target: Path, proof: Path | None) -> str:
+        status, body = _post_proof(url, (proof or target).read_bytes())
         assert status < 500 and (status == 200 or body.get("code")), (status, body)  # noqa: PLR2004
         return str(status)
-
-    return door
-
-
-def _online_cli_door(env: dict[str, str]) -> Callable[[Path, Path], str]:
-    """`anchor verify PATH --proof FILE` against the chain: never exit 1, never a traceback."""
-
-    def door(target: Path, proof: Path) -> str:
-        said = run_anchor(["verify", str(target), "--proof", str(proof)], env)
-        assert said.returncode != ExitCode.INTERNAL and "Traceback" not in said.stderr, said.stderr[-2000:]
-        assert said.returncode == ExitCode.OK or said.stderr.strip(), "a refusal that says nothing"
-        return str(said.returncode)
 
     return door
 
@@ -225,11 +237,13 @@ def test_hostile_proofs_read_against_the_chain_by_the_cli_and_the_rest_api_are_t
     door, examples, verified = (
         (_rest_door(api_url), REST_EXAMPLES, "200")
         if door_name == "rest"
-        else (_online_cli_door(deployed_chain.env()), ONLINE_CLI_EXAMPLES, "0")
+        else (_cli_door(deployed_chain.env()), ONLINE_CLI_EXAMPLES, "0")
     )
     seed, tree = chain_forms["anchored-sealed"]
     (tmp_path / "seed.anchor.json").write_text(json.dumps(seed))
     assert door(tree, tmp_path / "seed.anchor.json") == verified
+    if door_name != "rest":  # the API verifies proof files; a statements file is the CLI's path to verify
+        assert door(chain_forms[STATEMENTS][1], None) == verified
     answers = _fuzz(door, chain_forms, tmp_path, examples)
     print(f"{door_name}: {sum(answers.values())} hostile proofs, answered {dict(answers.most_common())}")
     assert sum(answers.values()) >= examples and answers[verified] < sum(answers.values()) / 2, answers
@@ -281,7 +295,7 @@ NAMED: dict[str, bytes] = {
 def test_named_hostile_proofs_are_typed_errors_at_the_library_and_the_cli(name: str, tmp_path: Path) -> None:
     proof = tmp_path / "hostile.anchor.json"
     proof.write_bytes(NAMED[name])
-    library, cli = _library_door(tmp_path / "data"), _cli_door(tmp_path / "data")
+    library, cli = _library_door(tmp_path / "data"), _offline_cli_door(tmp_path / "data")
     tracemalloc.start()
     try:
         said = library(VECTORS / "work", proof)
