@@ -79,13 +79,16 @@ class Verifier:
 
     @classmethod
     def offline(
-        cls, trusted_block: Sequence[str] = (), *, trusted_blocks: Path | None = None, data_dir: Path | None = None
-    ) -> Verifier:
+        cls, trusted_block: Sequence[str] = (), *, trusted_blocks: Path | str | None = None,
+        data_dir: Path | str | None = None,
+    ) -> Verifier:  # fmt: skip
         """Verdicts with no network: sealed proofs (`anchor.seal`) checked against the block hashes you
         trust (`N:HASH` each, or a `chain_id N HASH` checkpoint file); no socket is opened."""
         from anchor.sealing.check import offline_settings
 
-        return cls(offline_settings(Settings.from_env(data_dir), trusted_block, trusted_blocks))
+        listed = None if trusted_blocks is None else Path(trusted_blocks)
+        return cls(offline_settings(Settings.from_env(None if data_dir is None else Path(data_dir)), trusted_block,
+                                    listed))  # fmt: skip
 
     @classmethod
     def preset(

@@ -312,11 +312,14 @@ def test_named_hostile_proofs_posted_to_the_rest_api_are_4xx(name: str, api_url:
     assert 400 <= status < 500 and body["code"] not in ("internal", "http_error"), (status, body)  # noqa: PLR2004
 
 
-def test_a_str_is_taken_for_the_proof_by_the_verifier_as_by_anchor_verify(tmp_path: Path) -> None:
-    """`Verifier.verify("work", proof="x.json")` raised AttributeError ('str' has no 'parent')."""
+def test_a_str_is_taken_for_every_path_by_the_verifier_as_by_anchor_verify(tmp_path: Path) -> None:
+    """`Verifier.verify("work", proof="x.json")` raised AttributeError ('str' has no 'parent'), and
+    `Verifier.offline(trusted_blocks="file")` ('str' has no 'read_text')."""
     from anchor.library.verifier import Verifier
 
     verifier = Verifier(_offline(tmp_path / "data"))
     verdict = verifier.verify(str(VECTORS / "work"), proof=str(VECTORS / "work.anchor.json"))
     assert verdict.manifest_digest == golden()["manifest_digest"]
     assert anchor.verify(VECTORS / "work", proof=VECTORS / "work.anchor.json", settings=verifier.settings) == verdict
+    listed = Verifier.offline(trusted_blocks=str(VECTORS / "trusted-blocks.txt"), data_dir=str(tmp_path / "data"))
+    assert listed.verify(str(VECTORS / "work")).manifest_digest == verdict.manifest_digest
