@@ -99,10 +99,11 @@ screenshots: install browser
 	bash examples/screenshots.sh
 
 ## Hostile proof files, nightly-sized: FUZZ_SCALE (default 20) times the 5,000 that `make test` feeds to the
-## library, the CLI and the REST API (tests/hostile/test_fuzzed_proofs.py), with fresh randomness each run.
+## library, the CLI and the REST API, and the 1,000 sealed sections given to the browser's check
+## (tests/hostile/test_fuzzed_proofs.py), with fresh randomness each run.
 FUZZ_SCALE ?= 20
 fuzz: install
-	$(call say,hostile proofs: $$(( $(FUZZ_SCALE) * 5000 )) of them to the library$(,) the CLI and the REST API)
+	$(call say,hostile proofs: $$(( $(FUZZ_SCALE) * 5000 )) to the library$(,) the CLI and the REST API$(,) $$(( $(FUZZ_SCALE) * 1000 )) to the browser's check)
 	ANCHOR_FUZZ_SCALE=$(FUZZ_SCALE) $(BIN)/pytest -n 2 -q tests/hostile/test_fuzzed_proofs.py
 	$(call say,fuzz passed: every hostile proof was a typed error)
 

@@ -1,11 +1,14 @@
 """Every door that reads a proof file answers a hostile one with a typed error: the library an
 `anchor.errors` error that is not the internal one, the CLI that error's exit code (never 1, never a
-traceback), the REST API a 4xx with its code (never a 5xx).
+traceback), the REST API a 4xx with its code (never a 5xx), the browser's sealed check its own
+`SealedError` (never an uncaught exception).
 
-Hypothesis makes the proofs from real ones of each form (tests/hostile/proofs.py). `make test` runs
-5,000 of them across the three doors; `make fuzz` runs ANCHOR_FUZZ_SCALE times as many, each run with
-fresh randomness (`make test` is derandomised: the same 5,000 every time). The named inputs below,
-the ones that once broke a door, run in the fast tier.
+Hypothesis makes the proofs from real ones of each form (tests/hostile/proofs.py): the library and the
+CLI offline against the golden sealed proof, the CLI online and the REST API against a tree anchored and
+sealed on the test's chain. `make test` runs 5,000 proofs across those doors, and 1,000 sealed sections
+through the browser's check; `make fuzz` runs ANCHOR_FUZZ_SCALE times as many, each run with fresh
+randomness (`make test` is derandomised: the same ones every time). The named inputs below, the ones
+that once broke a door, run in the fast tier.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from tests.hostile.proofs import (
     deep_rlp,
     golden,
     hostile_proof_bytes,
+    mutated_json,
     per_file_seed,
 )
 from tests.hostile.proofs import seeds as proof_seeds
@@ -323,3 +327,41 @@ def test_a_str_is_taken_for_every_path_by_the_verifier_as_by_anchor_verify(tmp_p
     assert anchor.verify(VECTORS / "work", proof=VECTORS / "work.anchor.json", settings=verifier.settings) == verdict
     listed = Verifier.offline(trusted_blocks=str(VECTORS / "trusted-blocks.txt"), data_dir=str(tmp_path / "data"))
     assert listed.verify(str(VECTORS / "work")).manifest_digest == verdict.manifest_digest
+
+
+# -- the browser's check ---------------------------------------------------------------------------------------
+
+BROWSER_EXAMPLES = 1_000 * SCALE
+
+
+def test_hostile_sealed_sections_given_to_the_browsers_check_are_its_typed_refusals() -> None:
+    """/verify's offline check (api/static/sealed-check.js, the code the page runs, in node as
+    tests/test_browser_sealed.py runs it) given hostile sealed sections: each is a `SealedError` with its
+    status, or the verdict the golden one gets; never an uncaught exception, which would leave the page's
+    verdict unsaid."""
+    from tests.test_browser_sealed import _case, _golden, _run_in_node
+
+    proof, trusted = _golden()
+    seed = {
+        "sealed": proof["anchor"]["sealed"],
+        "root": proof["batch"]["root"],
+        "registry": proof["anchor"]["registry"],
+    }
+    cases: list[dict[str, Any]] = []
+
+    @_fuzz_settings(BROWSER_EXAMPLES)
+    @given(mutated_json(seed))
+    def collect(hostile: Any) -> None:
+        fields = hostile if isinstance(hostile, dict) else {"sealed": hostile}
+        cases.append(
+            _case(proof, trusted, **{k: fields.get(k) for k in ("sealed", "root", "registry")})
+        )  # dropped: null
+
+    collect()
+    answers = _run_in_node([_case(proof, trusted), *cases])
+    assert "ok" in answers[0], answers[0]  # the check verifies what is sound
+    uncaught = [(case, answer) for case, answer in zip(cases, answers[1:], strict=True) if "uncaught" in str(answer)]
+    assert not uncaught, uncaught[:3]
+    refused = collections.Counter(str(a.get("error", "ok")) for a in answers[1:])
+    print(f"browser check: {len(cases)} hostile sealed sections, answered {dict(refused.most_common())}")
+    assert len(cases) >= BROWSER_EXAMPLES and refused["ok"] < len(cases) / 2, refused
