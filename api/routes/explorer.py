@@ -107,7 +107,7 @@ async def home(request: Request, reader: ReaderDep, settings: SettingsDep) -> HT
     items, holding, batches = await in_journal(request.app, latest)
     records = await run_in_threadpool(_anchored_records, request.app, reader, [*batches, *holding])
     research = await run_in_threadpool(_research_of, settings)
-    anchored = [_described(i, records.get(i.batch_id) if i.batch_id is not None else None, research["trials"])
+    anchored = [_described(i, records.get(i.batch_id) if i.batch_id is not None else None, research)
                 for i in items]  # fmt: skip
     # "records", not "items": in a template `b.items` is the dict's method, and the page showed
     # "<built-in method items of dict object at 0x…>" in every row
@@ -138,6 +138,7 @@ def _research_of(settings: Any) -> dict[str, Any]:
     from api.routes.research import searches
 
     trials: dict[tuple[str, int], int] = {}
+    heads: dict[str, tuple[str, str]] = {}
     found = []
     try:
         known = searches(settings)
@@ -152,10 +153,12 @@ def _research_of(settings: Any) -> dict[str, Any]:
             found.append({"search": search, "researcher": who, "attempts": stats["attempts"], "kept": stats["kept"],
                           "champion": stats["champion"], "metric": stats["champion_metric"],
                           "lineage": stats["champion"] or last["commit"]})  # fmt: skip
-    return {"searches": found, "trials": trials}
+        if found and found[-1]["search"] == search:  # a checkpoint of this ledger leads to its lineage
+            heads.update({str(row.get("digest")): (search, found[-1]["lineage"]) for row in rows})
+    return {"searches": found, "trials": trials, "heads": heads}
 
 
-def _described(item: Any, record: Any, trials: dict[tuple[str, int], int]) -> dict[str, Any]:
+def _described(item: Any, record: Any, research: dict[str, Any]) -> dict[str, Any]:
     """One row of the home page: what the record is, its name, commit, when and by whom, and where to go."""
     ident, kind = item.identity, item.kind
     digest = "0x" + item.digest.hex()
@@ -174,7 +177,7 @@ def _described(item: Any, record: Any, trials: dict[tuple[str, int], int]) -> di
         row["name"], row["detail"] = str(output.get("name", "")), _count(output.get("file_count"), "output file")
     elif kind == "attempt":
         commit = str(ident.get("commit", ""))
-        trial = trials.get((commit, int(item.annotations.get("ledger_seq", -1))))
+        trial = research["trials"].get((commit, int(item.annotations.get("ledger_seq", -1))))
         row["name"] = f"{ident.get('researcher')}, trial #{trial}" if trial else str(ident.get("researcher", ""))
         row["detail"] = f"{said or ident.get('status')}, {'kept' if ident.get('kept') else 'not kept'}"
         row.update(commit=commit, lineage=commit, page=f"/explorer/attempt/{quote(commit, safe='')}")
@@ -184,7 +187,9 @@ def _described(item: Any, record: Any, trials: dict[tuple[str, int], int]) -> di
         row["detail"] = f"{said} after {ident.get('trials')} trials" if said else ""
         row.update(commit=commit, lineage=commit)
     elif kind == "ledger":
-        row["name"], row["detail"] = "a search's ledger", f"its first {ident.get('length')} rows"
+        search, lineage = research["heads"].get(str(ident.get("head")), (None, None))
+        row["name"] = f"ledger of search {search}" if search else "a search's ledger"
+        row["detail"], row["lineage"] = f"its first {ident.get('length')} rows", lineage
     elif kind == "mlflow_run":
         row["name"] = f"run {ident.get('run_id')}"
         row["detail"] = f"experiment {ident.get('experiment_id')}, {ident.get('status', '').lower()}"

@@ -66,6 +66,9 @@ def test_the_home_page_says_what_each_record_is_and_leads_to_the_lineage(
     assert all(f"/explorer/lineage/{r['links'][0].rsplit('/', 1)[1]}" in r["links"] for r in attempts)
     assert all(re.fullmatch(r"20\d\d-\d\d-\d\d \d\d:\d\d:\d\d UTC", r["at"]) for r in rows), [r["at"] for r in rows]
     assert all(re.fullmatch(r"0x[0-9a-fA-F]{40}", r["by"]) for r in rows)
+    checkpoints = [r for r in rows if r["kind"] == "research ledger checkpoint"]  # each leads to its search
+    assert checkpoints and all(f"/explorer/lineage/{site['champion']}" in r["links"] for r in checkpoints)
+    assert all(r["name"].startswith("ledger of search ") for r in checkpoints), [r["name"] for r in checkpoints]
     champion = [r for r in rows if r["kind"] == "champion record"]
     assert champion and champion[0]["commit"] == site["champion"][:12]
     # the lineage page, the best one, is reached from the home page: the search's row leads to its champion's
