@@ -365,3 +365,24 @@ def test_hostile_sealed_sections_given_to_the_browsers_check_are_its_typed_refus
     refused = collections.Counter(str(a.get("error", "ok")) for a in answers[1:])
     print(f"browser check: {len(cases)} hostile sealed sections, answered {dict(refused.most_common())}")
     assert len(cases) >= BROWSER_EXAMPLES and refused["ok"] < len(cases) / 2, refused
+
+
+STATEMENT_EDITS: dict[str, Callable[[dict[str, Any]], None]] = {
+    "a null predicate": lambda s: s.update(predicate=None),
+    "a subject named by a number": lambda s: s["subject"][0].update(name=7),
+    "a subject that is a string": lambda s: s.update(subject=["a.txt"]),
+    "a predicate type that is a list": lambda s: s.update(predicateType=[]),
+}
+"""Statements lines the fuzz found raising TypeError or AttributeError (exit 1) before they were typed."""
+
+
+@pytest.mark.parametrize("name", sorted(STATEMENT_EDITS))
+def test_named_hostile_statements_are_bad_input_naming_the_line_and_field(
+    name: str, chain_forms: dict[str, tuple[dict[str, Any], Path]], deployed_chain: Chain, tmp_path: Path
+) -> None:
+    lines = [json.loads(json.dumps(line)) for line in chain_forms[STATEMENTS][0][STATEMENTS]]
+    STATEMENT_EDITS[name](lines[0])
+    statements = tmp_path / "results.intoto.jsonl"
+    statements.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    said = run_anchor(["verify", str(statements)], deployed_chain.env())
+    assert said.returncode == ExitCode.BAD_INPUT and f"{statements}:1: " in said.stderr, said.stderr
