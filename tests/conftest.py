@@ -104,7 +104,11 @@ GROUPS = {
 }  # fmt: skip
 """Modules whose tests must share a worker with other modules."""
 
-SHARED = {"tests/test_api_routes.py", "tests/test_hostile_clients.py", "tests/test_mlflow.py"}
+SHARED = {
+    "tests/test_api_routes.py", "tests/test_hostile_clients.py", "tests/test_mlflow.py",
+    "tests/mlflow/test_promotion_lineage.py", "tests/mlflow/test_promotion_page.py",
+    "tests/mlflow/test_research_runs.py",
+}  # fmt: skip
 """Modules whose tests share a module fixture (one deployed chain, one server): one worker each, so the
 fixture is set up once. Collection refuses a module fixture in a module that is in none of these sets."""
 
