@@ -347,6 +347,13 @@ def _verified_promotion(
     history = promotion_history(registry, fields[1])
     research = record.get("research")
     if isinstance(research, dict):
+        # the version's tags are what the MLflow UI shows: each must say what the anchored record binds
+        bound = {TAG_LEDGER_HEAD: research.get("ledger_head"), TAG_TRIALS: str(research.get("trials")),
+                 TAG_COMMIT: research.get("commit")}  # fmt: skip
+        off = [f"{k} {tags.get(k)!r} (anchored: {v!r})" for k, v in bound.items() if tags.get(k) != v]
+        if off:
+            raise Tampered(f"models:/{name}/{version}: its tags are not its anchored promotion's: {', '.join(off)}",
+                           detail={"model": name, "version": version, "changes": off})  # fmt: skip
         research = {**research, **_ledger_head_on_chain(registry, research, f"models:/{name}/{version}")}
     return {"promotion_digest": digest, "promotion_block": mine.block_number, "previous": previous,
             "promoted_by": mine.researcher, "promotion_tx": mine.tx_hash, "alias": record.get("alias"),
@@ -461,8 +468,6 @@ def read_promotion(registry: Registry, digest: bytes, kept: Path | None = None) 
     if not found:
         raise NotAnchored(f"no model promotion 0x{digest.hex()} on chain",
                           detail={"promotion_digest": "0x" + digest.hex()})  # fmt: skip
-    record = min(found, key=lambda r: r.block_number)
-    later = [r for r in registry.lineages_by_parent(digest) if r.diff_hash == tag]
     body, problem = None, None
     if kept is not None and kept.is_file():
         with scratch_dir() as tmp:
@@ -473,10 +478,19 @@ def read_promotion(registry: Registry, digest: bytes, kept: Path | None = None) 
                 body = json.loads((tree / PROMOTION_FILE).read_bytes())
             except ValueError:
                 body = None
-            if record_digest(tree) != record.commit or not isinstance(body, dict):
+            if record_digest(tree) != "0x" + digest.hex() or not isinstance(body, dict):
                 body, problem = None, "the record kept here does not hash to this digest: not shown"
-            elif str(body.get("run_manifest_digest")).lower() != record.metric_hash:
-                body, problem = None, "the record kept here names another run than the chain does: not shown"
+    if body is not None:  # the record that counts is the one `verify_model` takes: its fields the body's
+        previous = body.get("previous") if isinstance(body.get("previous"), dict) else None
+        fields = lineage_fields("0x" + digest.hex(), None if previous is None else previous.get("promotion_digest"),
+                                str(body.get("run_manifest_digest")))  # fmt: skip
+        matching = [r for r in found if _fields_of(r) == fields]
+        if matching:
+            found = matching
+        else:
+            body, problem = None, "the record kept here names another run or parent than the chain does: not shown"
+    record = min(found, key=lambda r: r.block_number)
+    later = [r for r in registry.lineages_by_parent(digest) if r.diff_hash == tag]
     research = body.get("research") if body is not None else None
     if isinstance(research, dict):
         try:
