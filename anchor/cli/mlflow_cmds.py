@@ -48,6 +48,9 @@ def _tracking(uri: str | None) -> str:
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1")
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")
+    # MLflow's client writes "View run … at: URL" to stdout as a run ends (a research search's runs):
+    # a command's stdout is its output, JSON with --json
+    os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
     return uri
 
 

@@ -112,3 +112,24 @@ def test_a_promotion_anchored_by_a_strangers_key_is_named_and_fails_an_expected_
     held = _mlflow(chain, server, "verify", "models:/stranger@champion", "--expect-submitter", DEPLOYER)
     assert held.returncode == ExitCode.POLICY, held.stdout + held.stderr
     assert f"its promotion was anchored by {STRANGER}, not by {DEPLOYER}" in held.stderr
+
+
+def test_the_chain_only_index_lists_a_promotion_as_a_promotion_not_as_an_attempt(
+    chain: Chain, server: TrackingServer, tmp_path: Path
+) -> None:
+    """The index (`anchor serve --index-only`) follows every lineage record: a promotion's is its own
+    kind, never one of the promoter's research attempts (its chart, its trial count)."""
+    from anchor.chain.open import open_chain, open_registry
+    from anchor.index.follow import Follower
+    from anchor.index.store import IndexStore
+
+    run_id, _ = _stamped_run(chain, server, tmp_path)
+    done = _promote(chain, server, "indexed", run_id, "champion")
+    handle = open_chain(chain.settings)
+    registry = open_registry(chain.settings, handle)
+    follower = Follower(handle.rpc, IndexStore(tmp_path / "index.sqlite", handle.chain_id, registry.address),
+                        registry.address)  # fmt: skip
+    follower.sync()
+    recent = {r["key"]: r["kind"] for r in follower.store.recent(1000)}
+    assert recent[done["promotion_digest"]] == "promotion"
+    assert done["promotion_digest"] not in {a["commit_id"] for a in follower.store.attempts(DEPLOYER)}

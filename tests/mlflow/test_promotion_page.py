@@ -74,6 +74,12 @@ def test_the_promotion_page_links_the_version_its_run_its_proof_and_the_history_
         # the history, read from the chain: the previous promotion is a link a reader follows back
         before = page.evaluate("document.querySelector('li.before a').getAttribute('href')")
         assert before == f"/explorer/promotion/{first['promotion_digest']}"
+        # one answer at both doors: the page and `anchor mlflow verify models:/…` read the same records
+        verdict = json.loads(run_anchor(["mlflow", "verify", "models:/digits@champion", "--json"],
+                                        {**chain.env(), "MLFLOW_TRACKING_URI": server.url}).stdout)  # fmt: skip
+        assert (verdict["promotion_digest"], verdict["promoted_by"], verdict["run"]["manifest_digest"]) == (
+            _text(page, "td.digest"), _text(page, "td.by"), _text(page, "td.runproof"))  # fmt: skip
+        assert [f"/explorer/promotion/{h['promotion_digest']}" for h in verdict["history"]] == [before]
         page.evaluate("document.querySelector('li.before a').click()")
         page.wait_for(f"location.pathname === {json.dumps(before)} && !!document.querySelector('td.run')")
         assert _text(page, "td.run") == first_run

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 import subprocess
+import urllib.request
 from pathlib import Path
 
 import pytest
 
 from anchor.errors import ExitCode
 from anchor.research.ledger import is_attempt, open_ledger
+from tests.api_server import serving_api
 from tests.cli import run_anchor
 from tests.conftest import ROOT, Chain
 from tests.mlflow_server import TrackingServer
@@ -35,14 +37,14 @@ def _search(chain: Chain, server: TrackingServer, tmp_path: Path, *extra: str) -
 def test_a_search_leaves_a_run_per_trial_and_a_champion_whose_trial_count_the_chain_gives(
     chain: Chain, server: TrackingServer, tmp_path: Path
 ) -> None:
-    searched = _search(chain, server, tmp_path, "--mlflow", "example-search")
+    searched = _search(chain, server, tmp_path, "--mlflow", "example-search", "--json")
     assert searched.returncode == 0, searched.stdout + searched.stderr
     ledger = open_ledger(tmp_path / "work")
     rows = ledger.rows()
     attempts = [row for row in rows if is_attempt(row)]
     head = ledger.verify()["head"]
-    assert f"mlflow: experiment example-search: {len(attempts)} trials as runs ({len(attempts)} logged now)" in (
-        searched.stdout)  # fmt: skip
+    said = json.loads(searched.stdout)["mlflow"]  # stdout is the command's JSON alone, MLflow's own lines kept out
+    assert said["trials"] == said["logged"] == len(attempts) and said["promoted"]["alias"] == "champion"
 
     client = server.client()
     experiment = client.get_experiment_by_name("example-search")
@@ -64,6 +66,13 @@ def test_a_search_leaves_a_run_per_trial_and_a_champion_whose_trial_count_the_ch
     text = run_anchor(["mlflow", "verify", "models:/example-search@champion"],
                       {**chain.env(), "MLFLOW_TRACKING_URI": server.url}).stdout  # fmt: skip
     assert f"  research    champion {kept[-1]['commit'][:12]} of {len(attempts)} trials (r0); ledger head" in text
+
+    # the explorer's promotion page names the search behind the version, its lineage a link away
+    with serving_api(chain.env()) as url:
+        page = urllib.request.urlopen(f"{url}/explorer/promotion/{version.tags['anchor.promotion_digest']}").read()  # noqa: S310
+    html = page.decode()
+    assert f"<td class='hash trials'>{len(attempts)}</td>" in html
+    assert f"href='/explorer/lineage/{kept[-1]['commit']}'" in html and "<span class='ok'>✓</span> block" in html
 
     # the trial count the MLflow UI shows, raised on the version: the anchored record says otherwise
     client.set_model_version_tag("example-search", version.version, "anchor.research.trials", "1")
