@@ -247,7 +247,9 @@ def verify(
                            detail={"field": "proof"})  # fmt: skip
         with hash_progress(ctx, json) as progress:
             del progress  # the version's run is read whole: its own bar would interleave
-            found = verify_model(str(run_id), tracking_uri=uri, verifier=verifier, require=require, policy=policy)
+            found = verify_model(
+                str(run_id), tracking_uri=uri, verifier=verifier, require=require, policy=policy, settings=settings
+            )
         lines = _model_lines(found)
         emit(ctx, json, found.to_json(), lines)
         return

@@ -191,6 +191,7 @@ def promote(
     client = client_for(tracking_uri)
     digest = verdict.verification.manifest_digest
     own = stamper or Stamper.from_settings(settings, services)
+    own.check_for_search()  # through services, no researcher key to sign the promotion: refused before any write
     try:
         previous = None
         if alias is not None:
@@ -260,7 +261,7 @@ def verify_model(
     if found is None:
         raise BadInput(f"{uri!r}: expected models:/NAME@ALIAS or models:/NAME/VERSION", detail={"field": "model"})
     name, alias, number = found["name"], found["alias"], found["version"]
-    settings = _settings(settings)
+    settings = _settings(settings or (verifier.settings if verifier is not None else None))  # the chain it reads
     client = client_for(tracking_uri)
     try:
         version = client.get_model_version_by_alias(name, alias) if alias else client.get_model_version(name, number)

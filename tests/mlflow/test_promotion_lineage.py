@@ -11,10 +11,14 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from anchor.errors import ExitCode
 from tests.cli import run_anchor
 from tests.conftest import STRANGER_KEY, Chain
 from tests.mlflow_server import TrackingServer, train_model
+
+pytestmark = pytest.mark.chain  # the service test starts a chain of its own (tests/test_calendar.py)
 
 DEPLOYER = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"
 STRANGER = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
@@ -133,3 +137,34 @@ def test_the_chain_only_index_lists_a_promotion_as_a_promotion_not_as_an_attempt
     recent = {r["key"]: r["kind"] for r in follower.store.recent(1000)}
     assert recent[done["promotion_digest"]] == "promotion"
     assert done["promotion_digest"] not in {a["commit_id"] for a in follower.store.attempts(DEPLOYER)}
+
+
+def test_a_promotion_through_a_service_is_signed_by_the_researcher_and_pending_until_its_batch(
+    server: TrackingServer, tmp_path: Path
+) -> None:
+    """No funded key here: the promotion's record is signed with the researcher's own key and relayed
+    by the service; without that key nothing is registered."""
+    from tests.test_calendar import _client, local_service
+
+    with local_service(tmp_path) as service:
+        client = {**_client(tmp_path), "MLFLOW_TRACKING_URI": server.url}
+        on = ["--rpc-url", service.rpc]
+        run_id, _ = train_model(server, tmp_path / "train", client)
+        assert run_anchor(["mlflow", "stamp", run_id, "--service", service.url], client).returncode == 0
+        service.flush()
+        assert run_anchor(["mlflow", "upgrade", run_id, *on], client).returncode == 0
+        promote = ["mlflow", "promote", "served", "--run", run_id, "--alias", "champion", "--service", service.url, *on]
+        keyless = run_anchor(promote, client)
+        assert keyless.returncode == ExitCode.BAD_INPUT and "ANCHOR_RESEARCHER_KEY" in keyless.stderr, keyless.stderr
+        assert server.client().search_registered_models(filter_string="name = 'served'") == []  # nothing written
+
+        signed = run_anchor([*promote, "--json"], {**client, "ANCHOR_RESEARCHER_KEY": STRANGER_KEY})
+        assert signed.returncode == 0, signed.stdout + signed.stderr
+        said = json.loads(signed.stdout)
+        assert said["promoted_by"] == STRANGER and said["promotion_block"] is None  # relayed, not mined yet
+        early = run_anchor(["mlflow", "verify", "models:/served@champion", *on], client)
+        assert early.returncode == ExitCode.NOT_ANCHORED and "is not on chain" in early.stderr, early.stderr
+        service.flush()
+        verified = run_anchor(["mlflow", "verify", "models:/served@champion", "--json", *on], client)
+        assert verified.returncode == 0, verified.stdout + verified.stderr
+        assert json.loads(verified.stdout)["promoted_by"] == STRANGER
