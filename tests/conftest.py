@@ -108,7 +108,14 @@ GROUPS = {
 }
 """Modules whose tests must share a worker with other modules."""
 
-SHARED = {"tests/api/test_api_routes.py", "tests/hostile/test_hostile_clients.py", "tests/mlflow/test_mlflow.py"}
+SHARED = {
+    "tests/api/test_api_routes.py",
+    "tests/hostile/test_hostile_clients.py",
+    "tests/mlflow/test_mlflow.py",
+    "tests/mlflow/test_promotion_lineage.py",
+    "tests/mlflow/test_promotion_page.py",
+    "tests/mlflow/test_research_runs.py",
+}
 """Modules whose tests share a module fixture (one deployed chain, one server): one worker each, so the
 fixture is set up once. Collection refuses a module fixture in a module that is in none of these sets."""
 

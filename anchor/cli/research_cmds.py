@@ -84,6 +84,16 @@ def run(
             " ANCHOR_RESEARCHER_KEY and relayed by the service. Token: ANCHOR_SERVICE_TOKEN.",
         ),
     ] = None,
+    mlflow: Annotated[
+        str | None,
+        typer.Option(
+            "--mlflow",
+            metavar="NAME",
+            help="Log every attempt as a run of MLflow experiment NAME and"
+            " promote the champion to NAME@champion, with its proof and lineage (MLFLOW_TRACKING_URI;"
+            " docs/mlflow.md).",
+        ),
+    ] = None,
     json: JsonFlag = False,
 ) -> None:
     """Search: baseline, then propose → commit → measure → keep or reset, every attempt ledgered and anchored."""
@@ -95,6 +105,10 @@ def run(
         researchers, researcher, not no_anchor, checkpoint_every, checkpoint_seconds, proposer_timeout,
         proposer_network, not no_sandbox, sandbox_runtime, push, tuple(service or ()),
     )  # fmt: skip
+    if mlflow is not None:  # refused before the search runs: the server, and a champion with a proof
+        from anchor.cli.mlflow_cmds import research_tracking
+
+        tracking = research_tracking(mlflow, no_anchor)
     # SIGTERM takes the same path as Ctrl-C: the running attempt's process group is torn down first
     signal.signal(signal.SIGTERM, _interrupted)
     done = run_search(ctx.find_root().obj["settings"], options)
@@ -123,7 +137,12 @@ def run(
             f"anchored {anchored['attempts']} attempts ({anchored['kept']} kept, with lineage records)"
             f" and ledger head {anchored['ledger_head'][:16]}… of {anchored['ledger_length']} entries"
         )
-    emit(ctx, json, done.to_json(), lines)
+    data = done.to_json()
+    if mlflow is not None:
+        from anchor.cli.mlflow_cmds import log_research
+
+        data["mlflow"] = log_research(ctx, options, mlflow, tracking, lines)
+    emit(ctx, json, data, lines)
 
 
 def _why_rejected(summary: dict[str, Any]) -> str:

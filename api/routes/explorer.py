@@ -430,3 +430,23 @@ async def file_proof(digest: Hex32, path: str, request: Request, reader: ReaderD
         raise NotAnchored(f"no anchored manifest {digest} here", detail={"manifest_digest": digest})
     single = single_file_proof(whole, path)
     return JSONResponse(json.loads(single.dumps()))
+
+
+@router.get("/promotion/{digest}", response_class=HTMLResponse)
+async def promotionpage(digest: Hex32, settings: SettingsDep, reader: ReaderDep) -> HTMLResponse:
+    """A model's promotion (anchor mlflow promote): its lineage record, the run it stands on, what it
+    promoted where this service's data dir kept the record, and the history of the alias on chain."""
+    from anchor.mlflow.registry import read_promotion
+
+    key = parse_hex32(digest, "digest")
+    registry = await run_in_threadpool(reader.registry)
+    found = await run_in_threadpool(read_promotion, registry, key, settings.layout.mlflow_promotion(key.hex()))
+    record = found["record"]
+    return page(
+        "promotion.html",
+        f"Promotion {found['digest'][:18]}…",
+        reader.head(),
+        chain=reader.where(),
+        explorer_links=links(registry.chain_id, tx_hash=record.tx_hash),
+        **found,
+    )
