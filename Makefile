@@ -149,7 +149,7 @@ bench: install
 artifact: install
 	$(BIN)/python -m anchor.chain.compiler
 
-## Build the wheel (dist/): an `anchor` that works outside this checkout (tests/test_wheel.py installs it).
+## Build the wheel (dist/): an `anchor` that works outside this checkout (tests/project/test_wheel.py installs it).
 wheel: install
 	$(BIN)/pip wheel --quiet --disable-pip-version-check --no-deps --no-build-isolation -w dist .
 

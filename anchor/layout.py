@@ -2,7 +2,7 @@
 
 Why one owner: the names under the data dir were joined onto it in fifteen modules, so a reader had to
 know where a writer put things, and a layout change meant a hunt. Every path under the data dir is a
-property or a method here; `tests/test_layering.py` refuses a name joined onto a data dir anywhere
+property or a method here; `tests/project/test_layering.py` refuses a name joined onto a data dir anywhere
 else. Ground layer, beside errors and files (the journal, which reads no settings, needs its file's
 name too): paths only, nothing is created or read here.
 

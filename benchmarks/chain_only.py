@@ -39,7 +39,7 @@ from anchor.index.store import IndexStore  # noqa: E402
 from tests.api_server import serving_api  # noqa: E402
 from tests.cdp import chromium_page  # noqa: E402
 from tests.conftest import ANCHOR_BIN, deployed  # noqa: E402
-from tests.test_explorer_pages import CHROMIUM_FLAGS, chromium  # noqa: E402
+from tests.explorer.test_explorer_pages import CHROMIUM_FLAGS, chromium  # noqa: E402
 
 
 def _median(samples: list[float]) -> float:

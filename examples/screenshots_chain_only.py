@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.cdp import chromium_page  # noqa: E402
 from tests.conftest import free_port  # noqa: E402
-from tests.test_explorer_pages import CHROMIUM_FLAGS, chromium  # noqa: E402
+from tests.explorer.test_explorer_pages import CHROMIUM_FLAGS, chromium  # noqa: E402
 
 
 def main() -> None:

@@ -100,11 +100,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 GROUPS = {
     # one demo run feeds these three modules (the `demo_run` fixture): one worker runs them all
-    "tests/test_demo.py": "demo", "tests/test_chain_only.py": "demo", "tests/test_explorer_pages.py": "demo",
-}  # fmt: skip
+    "tests/project/test_demo.py": "demo",
+    "tests/explorer/test_chain_only.py": "demo",
+    "tests/explorer/test_explorer_pages.py": "demo",
+}
 """Modules whose tests must share a worker with other modules."""
 
-SHARED = {"tests/test_api_routes.py", "tests/test_hostile_clients.py", "tests/test_mlflow.py"}
+SHARED = {"tests/api/test_api_routes.py", "tests/hostile/test_hostile_clients.py", "tests/mlflow/test_mlflow.py"}
 """Modules whose tests share a module fixture (one deployed chain, one server): one worker each, so the
 fixture is set up once. Collection refuses a module fixture in a module that is in none of these sets."""
 
@@ -114,9 +116,15 @@ and a worker that takes one sets up the module's chain for itself)."""
 
 
 LONG_FIRST = (
-    "tests/faults/test_soak.py", "tests/test_chain_only.py", "tests/test_demo.py", "tests/test_explorer_pages.py",
-    "tests/faults/test_replicas.py", "tests/test_wheel.py", "tests/test_mission_run.py", "tests/test_api_fuzz.py",
-)  # fmt: skip
+    "tests/faults/test_soak.py",
+    "tests/explorer/test_chain_only.py",
+    "tests/project/test_demo.py",
+    "tests/explorer/test_explorer_pages.py",
+    "tests/faults/test_replicas.py",
+    "tests/project/test_wheel.py",
+    "tests/missions/test_mission_run.py",
+    "tests/api/test_api_fuzz.py",
+)
 """Modules handed out first (the longest work: a worker that gets it last ends the run late)."""
 
 

@@ -108,7 +108,7 @@ HEADER_BOMB_FILE = Path(__file__).with_name("hostile") / "longname-header-bomb-1
 def header_bomb(declared: int = 1 << 30) -> bytes:
     """Under 4 KiB of tar.bz2 whose GNU long-name header declares `declared` bytes (tarfile would read
     it into memory whole): took the server to 2.2 GB. The 1 GiB one is read from HEADER_BOMB_FILE
-    (tests/test_hostile_decoders.py checks it declares what its name says)."""
+    (tests/hostile/test_hostile_decoders.py checks it declares what its name says)."""
     if declared == 1 << 30:
         return HEADER_BOMB_FILE.read_bytes()
     return make_header_bomb(declared)

@@ -10,7 +10,7 @@ confirmed batch leaves one file, `<data dir>/batches/<chain>/<registry>/<root>.t
 
 An item's proof is its journal row, the header's anchor and its Merkle path read from those nodes
 (the leaves are sorted, so a binary search finds it): byte for byte the file the store used to write
-(tests/test_proof_store.py compares them). Nothing here is trusted more than a proof file was: a path
+(tests/anchoring/test_proof_store.py compares them). Nothing here is trusted more than a proof file was: a path
 that does not lead from the item to the journal's root is not used (the proof is rebuilt from the
 journal's items of the batch instead), and every proof is checked against the chain when verified.
 A data dir from before keeps its per-item files; they are still read, first.

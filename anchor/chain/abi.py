@@ -5,7 +5,7 @@ quarter of one; a verify that reads three values must not pay that. The registry
 small and fixed: static words (bytesN, address, bool, uintN), one dynamic `bytes32[]` argument and
 one dynamic `string` answer. This module covers exactly those types, from the committed ABI (so a
 new function is a new ABI entry, not new code) and refuses any other with `TypeError`: a type it does
-not know is a bug here, never guessed. tests/test_abi.py compares every encoding with eth_abi.
+not know is a bug here, never guessed. tests/registry/test_abi.py compares every encoding with eth_abi.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ hashes are kept, so that a proof naming one is told so in one line instead of "u
 A registry is recognised by the hash of its runtime code, never by what a proof or a record says.
 
 Reads never need a compiler, and an installed `anchor` (a wheel, outside any checkout) deploys this
-exact build. `tests/test_deployment.py` recompiles the sources with the pinned solc and fails if
+exact build. `tests/registry/test_deployment.py` recompiles the sources with the pinned solc and fails if
 anything here drifts (`make artifact` rewrites it).
 """
 

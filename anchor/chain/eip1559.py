@@ -7,7 +7,7 @@ recoverable ECDSA over keccak256(0x02 || rlp(fields)), which is deterministic (R
 EIP-2 requires. `rlp` (the package) is not used because its import pulls in eth_utils (a quarter of a
 second); the encoder below covers byte strings and lists of them, the only shapes a transaction has.
 
-tests/test_eip1559.py holds the bytes to eth_account's: the same raw transaction, byte for byte, for
+tests/chain/test_eip1559.py holds the bytes to eth_account's: the same raw transaction, byte for byte, for
 generated fields, and Ethereum's `rlp` decoding it back."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Named crash seams for the fault tests (tests/faults/): `ANCHOR_FAULT=seam:n` SIGKILLs this
 process the n-th time it reaches `seam`; `seam:n:int` sends it Ctrl-C (SIGINT) there instead, and
 `seam:n:int-in-del` sends it while a finalizer (`__del__`) runs, where Python drops the exception it
-raises (tests/test_interrupts.py). Unset (always, outside those tests) it costs one dict lookup.
+raises (tests/cli/test_interrupts.py). Unset (always, outside those tests) it costs one dict lookup.
 
 Why in the code: a crash test is only convincing if it can stop the process exactly between two
 effects (after signing and before broadcast, after the receipt and before the journal commit...).

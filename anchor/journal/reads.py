@@ -5,7 +5,7 @@ statements in the records routes alone) skipped the chain filter the journal alw
 directory used on two chains mixed their batches, files and attempts on every page; and each such
 statement had to be rewritten for PostgreSQL by the backend's regexes without a test of its own. Here
 every query names its chain, returns frozen rows, and runs on both backends through the same tests;
-tests/test_journal_reads.py scans the rest of the package, api/ included, for SQL against these tables.
+tests/journal/test_journal_reads.py scans the rest of the package, api/ included, for SQL against these tables.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Why not `eth_hash.auto`: it picks a backend at import and costs ~60 ms of start-
 (`anchor verify`, `lookup`, the API's GET routes) must start fast. Why not pycryptodome (eth_hash's
 backend here): its ctypes wrapper costs 10.5 us a call against 1.8 us, and a service hashes five
 times per anchored item (Merkle leaves and nodes) and twice per receipt. The bytes are the same;
-tests/test_vectors.py pins them, and tests/test_abi.py compares with eth_hash."""
+tests/manifest/test_vectors.py pins them, and tests/registry/test_abi.py compares with eth_hash."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ under a key, from the nodes of one path, with nothing else trusted.
 
 Why our own: `trie.hexary.HexaryTrie.get_from_proof` answers the same question, but importing it costs
 a quarter of a second (`rlp`, `eth_utils`, `hexbytes`), more than the rest of an offline verdict. The
-walk is thirty lines; tests/test_sealing_mpt.py holds it to py-trie on more than ten thousand random
+walk is thirty lines; tests/sealing/test_sealing_mpt.py holds it to py-trie on more than ten thousand random
 tries (branch, extension and leaf nodes, embedded nodes, absent keys, wrong roots, extra nodes).
 
 Where py-trie is lax this walk refuses, because a sealed proof is evidence and evidence has one form:

@@ -6,7 +6,7 @@ offline verdict (which decodes a few hundred bytes) would spend on nothing else.
 page, decodes iteratively (a hostile 5,000-deep list is refused by depth, never a RecursionError) and
 refuses every non-canonical form `rlp.decode` refuses: a single byte below 0x80 wrapped in a string
 prefix, a long form for a short payload, a length with leading zero bytes, trailing bytes.
-tests/test_sealing_rlp.py holds it to Ethereum's package on random items and random bytes both ways."""
+tests/sealing/test_sealing_rlp.py holds it to Ethereum's package on random items and random bytes both ways."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@
  * RLP is decoded by @ethereumjs/rlp (npm, MPL-2.0; vendored in api/static/vendor/ethereumjs-rlp,
  * byte-identical to its release, which refuses non-canonical encodings); keccak-256 by hash-wasm. The
  * trie walk (Yellow Paper appendix D) is ours: no maintained Merkle-Patricia library runs in a page
- * without a bundler. tests/test_browser_sealed.py runs it in node against the golden sealed vector and
+ * without a bundler. tests/explorer/test_browser_sealed.py runs it in node against the golden sealed vector and
  * against every single-byte change of the sealed section.
  */
 (function (global) {

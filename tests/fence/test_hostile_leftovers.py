@@ -36,7 +36,7 @@ def _limits(attempts: int, failures: int) -> SearchLimits:
 @pytest.mark.chain
 def test_a_mission_command_cannot_make_the_harness_write_or_give_away_a_host_file(fresh_chain: Chain,
                                                                                    tmp_path: Path) -> None:  # fmt: skip
-    from tests.test_mission_run import _dispatch
+    from tests.missions.test_mission_run import _dispatch
 
     fresh_chain.cli("deploy", check=True)
     target = tmp_path / "root-only.txt"

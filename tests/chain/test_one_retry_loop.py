@@ -93,7 +93,7 @@ def test_neither_client_retries_a_refused_credential(client: object, error: type
 
 def test_a_revert_is_never_taken_for_throttling_whatever_digits_its_data_holds() -> None:
     """A custom error's arguments are hex: `WrongSigner(0x…4291…)` held "429" about one run in ten of
-    tests/test_registry_chain.py, and the revert was retried as a throttle, then 'throttled 5 times'. A
+    tests/registry/test_registry_chain.py, and the revert was retried as a throttle, then 'throttled 5 times'. A
     provider's "slow down" is words (or 429 standing alone); a revert is never one."""
     from anchor.chain.rpc import throttled
 

@@ -1,7 +1,7 @@
 """Sealed proofs verify with no network, against one trusted block hash; every edit of the sealed
 section, a hostile receipt proof, another transaction's receipt or another emitter is refused by name.
 The production decoder and walker (anchor.sealing.rlp, .mpt) are held to Ethereum's `rlp` and `trie` by
-tests/test_sealing_rlp.py and tests/test_sealing_mpt.py; tests/reference_impl.py reads the same bytes
+tests/sealing/test_sealing_rlp.py and tests/sealing/test_sealing_mpt.py; tests/reference_impl.py reads the same bytes
 with a decoder and a trie walker written from docs/manifest.md alone."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from tests import reference_impl as ref
 from tests.cli import ANCHOR_BIN
 from tests.conftest import Chain, anvil, lookalike_registry
 
-VECTORS = Path(__file__).parent / "vectors" / "sealed"
+VECTORS = Path(__file__).parents[1] / "vectors" / "sealed"
 GOLDEN_BLOCK = "2:0x1723685d556beb264e849a1430f6f1b2f57e276cc37f15fd773b42d1b28b7294"
 
 

@@ -203,7 +203,7 @@ def test_through_a_service_the_library_stamps_pending_upgrades_and_verifies(
     """No key here: ANCHOR_SERVICE_URLS and the token are all the client has. Pending (a typed error
     while the service holds it), then upgraded after its flush, then verified naming its account."""
     import anchor
-    from tests.test_calendar import TOKEN, _clean_env, local_service
+    from tests.calendar.test_calendar import TOKEN, _clean_env, local_service
 
     for name in [n for n in __import__("os").environ if n.startswith("ANCHOR_")]:
         monkeypatch.delenv(name)

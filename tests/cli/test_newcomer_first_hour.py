@@ -121,7 +121,7 @@ def test_a_stop_rule_reads_as_a_target_and_a_mistyped_mission_gets_the_near_name
     """Was: "sharpe=13.93 meets the stop rule (max 1.5)", which reads as an upper bound; `mission run
     exmaple-1` had no did-you-mean."""
     from anchor.missions.runner import met_rule
-    from tests.test_mission_run import _dispatch
+    from tests.missions.test_mission_run import _dispatch
 
     result = tmp_path / "result"
     result.mkdir()
@@ -160,7 +160,7 @@ def test_upgrade_without_rpc_url_names_the_services_chain_and_a_silent_service_i
     """Was: `anchor upgrade results/` as docs/calendar.md wrote it said "the local chain is not
     running; start it with `anchor chain up`", and doing so failed too; `verify` of a pending proof
     while the service was down said only "pending"."""
-    from tests.test_calendar import _client, _results, local_service
+    from tests.calendar.test_calendar import _client, _results, local_service
 
     client = _client(tmp_path)
     with local_service(tmp_path) as service:
@@ -183,7 +183,7 @@ def test_the_calendar_docs_token_recipe_makes_a_hash_the_service_accepts(tmp_pat
     import hashlib
     import re
 
-    doc = (Path(__file__).resolve().parents[1] / "docs" / "calendar.md").read_text()
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "calendar.md").read_text()
     block = re.search(r"```sh\n(.*?)```", doc, flags=re.S).group(1)  # type: ignore[union-attr]
     recipe = "\n".join(line for line in block.splitlines() if line.startswith("export "))[:2000]
     assert "printf %s" in recipe and "echo" not in recipe
@@ -194,7 +194,7 @@ def test_the_calendar_docs_token_recipe_makes_a_hash_the_service_accepts(tmp_pat
     token, hashed = made.stdout.splitlines()
     assert hashed == "sha256:" + hashlib.sha256(token.encode()).hexdigest() + "/submit"
     with deployed(tmp_path / "svc") as chain:
-        from tests.test_calendar import Replica  # the service, with the documented hash
+        from tests.calendar.test_calendar import Replica  # the service, with the documented hash
 
         replica = Replica(0, chain.data_dir, {**chain.env(), "ANCHOR_API_TOKENS": hashed, "ANCHOR_API_FLUSH": "0"})
         replica.start()

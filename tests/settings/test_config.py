@@ -115,7 +115,7 @@ def test_nothing_outside_anchor_settings_reads_an_anchor_variable_from_the_envir
     child's environment being *built* (`{**os.environ, "ANCHOR_DATA_DIR": …}`) is not a read."""
     import ast
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     reads = []
     for path in sorted([*(root / "anchor").rglob("*.py"), *(root / "api").rglob("*.py")]):
         rel = path.relative_to(root).as_posix()

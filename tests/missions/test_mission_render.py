@@ -16,7 +16,7 @@ import yaml
 from anchor.errors import ExitCode
 from anchor.manifest.mission import Mission
 from tests.cli import run_anchor
-from tests.test_deploy_k8s import K8S, RECORD
+from tests.missions.test_deploy_k8s import K8S, RECORD
 
 IMAGE = "ghcr.io/example/runner@sha256:" + "ab" * 32
 DOCUMENT = {

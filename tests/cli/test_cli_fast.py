@@ -119,7 +119,7 @@ def test_verify_path_loads_no_typer(tmp_path: Path) -> None:
     assert "typer" not in {line.split("|")[-1].strip() for line in done.stderr.splitlines() if "import time:" in line}
 
 
-SEALED = Path(__file__).parent / "vectors" / "sealed"
+SEALED = Path(__file__).parents[1] / "vectors" / "sealed"
 GOLDEN = "2:0x1723685d556beb264e849a1430f6f1b2f57e276cc37f15fd773b42d1b28b7294"
 
 

@@ -23,7 +23,7 @@ from anchor.manifest.exclude import Rules
 from anchor.manifest.filetree import FileTreeManifest, hash_tree
 from anchor.manifest.identity import manifest_digest
 
-VECTORS = Path(__file__).parent / "vectors"
+VECTORS = Path(__file__).parents[1] / "vectors"
 
 
 def _cases(kind: str) -> list[dict[str, Any]]:

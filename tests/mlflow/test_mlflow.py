@@ -171,7 +171,7 @@ def test_a_proof_of_another_run_and_a_restamp_with_another_key_are_refused(chain
 
 def test_a_keyless_service_leaves_the_run_pending_then_upgrade_completes_it(server: TrackingServer,
                                                                            tmp_path: Path) -> None:  # fmt: skip
-    from tests.test_calendar import TOKEN, _client, local_service
+    from tests.calendar.test_calendar import TOKEN, _client, local_service
 
     run_id = log_run(server, tmp_path)
     client = {**_client(tmp_path), "MLFLOW_TRACKING_URI": server.url}
@@ -217,7 +217,7 @@ except RuntimeError as exc:
 def test_anchored_run_in_a_training_script_stamps_when_the_block_ends_through_a_service(
     server: TrackingServer, tmp_path: Path
 ) -> None:
-    from tests.test_calendar import _client, local_service
+    from tests.calendar.test_calendar import _client, local_service
 
     script = tmp_path / "train.py"
     script.write_text(TRAINING_SCRIPT)
@@ -329,7 +329,7 @@ def test_a_credential_in_the_tracking_uri_reaches_no_proof_tag_or_output(chain: 
 
 
 def test_every_door_gives_the_run_the_same_verdict(chain: Chain, server: TrackingServer, tmp_path: Path) -> None:
-    """Parity (tests/test_verdict_parity.py): `anchor mlflow verify`, `anchor verify` of the downloaded
+    """Parity (tests/readback/test_verdict_parity.py): `anchor mlflow verify`, `anchor verify` of the downloaded
     artifacts with the run's proof, and the API's `POST /v1/verify/proof` agree, intact and tampered."""
     import hashlib
 

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from anchor.errors import ExitCode
+from tests.calendar.test_calendar import TOKEN, _client, _hash, _results, local_service, other_chain_service
 from tests.cli import ANCHOR_BIN, run_anchor
 from tests.conftest import deployed
-from tests.test_calendar import TOKEN, _client, _hash, _results, local_service, other_chain_service
 
 pytestmark = pytest.mark.chain
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from anchor.batch.merkle import BatchTree, process_proof
 from anchor.errors import BadInput
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _items(n: int, salt: int = 0) -> list[bytes]:

@@ -3,9 +3,9 @@ through `anchor verify --json`, `POST /v1/verify/proof`, `GET /v1/verify/{digest
 holds the proof), the explorer's bundle page and the browser page (`/verify` in headless Chromium,
 for every case that asks no policy: the page takes none); and `retracted` from every door once the
 root's submitter retracted it. Two doors are held to the same answer where their servers are:
-`anchor mlflow verify` beside `anchor verify` and the API (tests/test_mlflow.py::
+`anchor mlflow verify` beside `anchor verify` and the API (tests/mlflow/test_mlflow.py::
 test_every_door_gives_the_run_the_same_verdict, a real MLflow server), and the page's offline check beside
-`anchor verify --offline` (tests/test_browser_sealed.py)."""
+`anchor verify --offline` (tests/explorer/test_browser_sealed.py)."""
 
 from __future__ import annotations
 
@@ -170,7 +170,7 @@ def _api_code(response: Any, door: str = "api") -> str:
 def _browser_codes(url: str, bundle: Path, proofs: dict[str, Path]) -> dict[str, str]:
     """The browser page's verdict on each proof, with the bundle's files picked as a visitor would."""
     from tests.cdp import chromium_page
-    from tests.test_explorer_pages import CHROMIUM_FLAGS, chromium
+    from tests.explorer.test_explorer_pages import CHROMIUM_FLAGS, chromium
 
     codes = {}
     with chromium_page(chromium(), CHROMIUM_FLAGS) as page:
@@ -366,10 +366,10 @@ def test_anchor_service_urls_reaches_every_writer_stamp_bundle_research_and_miss
     from eth_account import Account
 
     from anchor.chain.deployment import load_deployment
+    from tests.calendar.test_calendar import TOKEN, _client, _hash, _results, dispatch_mission, local_service
     from tests.cli import run_anchor
     from tests.conftest import ROOT
     from tests.research.helpers import make_repo
-    from tests.test_calendar import TOKEN, _client, _hash, _results, dispatch_mission, local_service
 
     with local_service(tmp_path, tokens=_hash(TOKEN, "submit+relay"), flush=True) as service:
         researcher = Account.create()

@@ -134,7 +134,7 @@ def _result_bundle(tmp_path: Path, name: str, resume: str = "", image_digest: st
     """A copy of examples/result-bundle with its own output (the registry is write-once and shared),
     optionally resuming the bundle whose digest is `resume`."""
     target = tmp_path / name
-    shutil.copytree(Path(__file__).resolve().parent.parent / "examples" / "result-bundle", target)
+    shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "result-bundle", target)
     (target / "outputs" / "run.txt").write_text(f"{name} {tmp_path}")
     spec = target / "bundle.toml"
     text = spec.read_text().replace("4f8c0d6e7a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5", image_digest)

@@ -48,6 +48,17 @@ def test_a_written_proof_reads_back_equal_and_writes_the_same_bytes(tmp_path: Pa
     assert "service" not in json.loads(text)  # absent stays absent: nulls are not written
 
 
+def test_a_proof_is_written_as_the_standard_librarys_indented_sorted_json(tmp_path: Path) -> None:
+    """The fast writer's bytes are the documented form (`json.dumps(indent=2, sort_keys=True,
+    ensure_ascii=False)`), names outside ASCII and annotations included; an integer past 64 bits, which
+    the fast writer refuses, is still written, by the standard library."""
+    proof = dataclasses.replace(_proof(tmp_path), annotations={"note": 'é \u2028 \\ "', "step": 2**63 - 1})
+    document = proof.model_dump(mode="json", exclude_none=True)
+    assert proof.dumps() == json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    huge = dataclasses.replace(proof, annotations={"step": 2**70})
+    assert json.loads(huge.dumps())["annotations"]["step"] == 2**70
+
+
 def _set(document: dict[str, Any], where: str, value: Any) -> None:
     *path, last = where.split(".")
     for part in path:

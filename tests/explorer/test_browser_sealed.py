@@ -149,7 +149,7 @@ def test_the_verify_page_checks_a_sealed_proof_offline_and_makes_no_request(tmp_
     from tests.api_server import serving_api
     from tests.cdp import chromium_page
     from tests.conftest import deployed
-    from tests.test_explorer_pages import CHROMIUM_FLAGS, chromium
+    from tests.explorer.test_explorer_pages import CHROMIUM_FLAGS, chromium
 
     proof, trusted = _golden()
     bad = copy.deepcopy(proof)

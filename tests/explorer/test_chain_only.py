@@ -27,8 +27,8 @@ from anchor.chain.node import LocalChain, rpc_call
 from anchor.index.store import CHECKPOINT, short_commit
 from tests.cdp import chromium_page
 from tests.conftest import ANCHOR_BIN, ROOT, DemoRun, free_port, touches
+from tests.explorer.test_explorer_pages import CHROMIUM_FLAGS, Nodes, chromium
 from tests.journal_helpers import journal_batches
-from tests.test_explorer_pages import CHROMIUM_FLAGS, Nodes, chromium
 
 
 def _get(url: str) -> tuple[int, str, str]:
