@@ -61,6 +61,17 @@ class LazyGroup(AnchorGroup):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted([*super().list_commands(ctx), *self.lazy])
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """As click resolves it; a name that is no command suggests the nearest of all of them, the
+        ones not imported yet included (`stmap`: did you mean `stamp`?)."""
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.NoSuchCommand as exc:
+            raise click.exceptions.NoSuchCommand(exc.command_name, possibilities=self.list_commands(ctx),
+                                                 ctx=ctx) from None  # fmt: skip
+
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         where = self.lazy.get(cmd_name)
         if where is None:
