@@ -1,4 +1,4 @@
-"""A newcomer's first hour, round four: following the README, docs/calendar.md, docs/research.md
+"""A newcomer's first hour: following the README, docs/calendar.md, docs/research.md
 and the quickstart literally, with a typo or two. Each case is what the old code said (in the test's
 docstring or comment) against what a user of cosign, ots or forge would expect."""
 
