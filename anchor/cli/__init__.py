@@ -146,7 +146,6 @@ def _run(argv: list[str]) -> object:
     from anchor.cli.app import app
     from anchor.cli.output import RAN
 
-    _show_progress()
     RAN[:] = [app]  # where `anchor.cli.output.option` finds the options of the command that ran
     try:
         return app.main(args=argv, prog_name="anchor", standalone_mode=False)
@@ -175,28 +174,6 @@ def _usage_exit(exc: Exception, as_json: bool) -> None:
         sys.exit(int(ExitCode.BAD_INPUT))
     if isinstance(exc, click.Abort):
         _aborted()
-
-
-def _show_progress() -> None:
-    """Lines from the layers below for a person waiting ("started the local chain…", "waiting for 5
-    confirmations (2/5)"): on stderr, so `--json` output on stdout stays one object."""
-    import logging
-
-    class Stderr(logging.Handler):
-        """Writes to whatever sys.stderr is at the time (a test swaps it), one line per record."""
-
-        def emit(self, record: logging.LogRecord) -> None:
-            from anchor.cli.output import printable
-
-            sys.stderr.write(printable(self.format(record)) + "\n")
-
-    log = logging.getLogger("anchor.progress")
-    if not any(getattr(h, "anchor_progress", False) for h in log.handlers):
-        handler = Stderr()
-        handler.anchor_progress = True  # type: ignore[attr-defined]
-        log.addHandler(handler)
-    log.setLevel(logging.INFO)
-    log.propagate = False
 
 
 def _debug() -> bool:

@@ -21,15 +21,23 @@ from anchor.cli.options import ROOT_OPTIONS
 class AnchorCommand(click.Command):
     """A command that also takes the root's `--data-dir` and `--rpc-url` after its own name, where
     people type them as often as before it (`anchor verify PATH --rpc-url URL`), unless it has an
-    option of that name itself (`serve --rpc-url`)."""
+    option of that name itself (`serve --rpc-url`); and that says the progress of what it waits for on
+    stderr, unless it is a read (`reads=True`: `verify`, `hash`, `lookup`, which start and wait for
+    nothing)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, reads: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.reads = reads
         own = {name for param in self.params for name in getattr(param, "opts", ())}
         for make in ROOT_OPTIONS:
             shared = make(expose_value=False, callback=_given_late)
             if not own.intersection(shared.opts):
                 self.params.append(shared)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        if not self.reads:
+            show_progress()
+        return super().invoke(ctx)
 
 
 def _given_late(ctx: click.Context, param: click.Parameter, value: Any) -> None:
@@ -40,6 +48,30 @@ def _given_late(ctx: click.Context, param: click.Parameter, value: Any) -> None:
     root = ctx.find_root().obj
     if root is not None:
         root.give(param.name, value)
+
+
+def show_progress() -> None:
+    """Lines from the layers below for a person waiting ("started the local chain…", "waiting for 5
+    confirmations (2/5)"): on stderr, so `--json` output on stdout stays one object. Set up for every
+    command but the reads, which start nothing and wait for nothing (and so do not load logging)."""
+    import logging
+    import sys
+
+    class Stderr(logging.Handler):
+        """Writes to whatever sys.stderr is at the time (a test swaps it), one line per record."""
+
+        def emit(self, record: logging.LogRecord) -> None:
+            from anchor.cli.output import printable
+
+            sys.stderr.write(printable(self.format(record)) + "\n")
+
+    log = logging.getLogger("anchor.progress")
+    if not any(getattr(h, "anchor_progress", False) for h in log.handlers):
+        handler = Stderr()
+        handler.anchor_progress = True  # type: ignore[attr-defined]
+        log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
 
 
 class AnchorGroup(click.Group):

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from anchor.cli.commands import AnchorCommand, command
-from anchor.cli.config_cmds import settings_near
 from anchor.cli.hashing import print_hash, rules_for
 from anchor.cli.options import (
     PATH,
@@ -23,7 +22,6 @@ from anchor.cli.options import (
     symlinks_option,
 )
 from anchor.cli.output import count, emit, error_json, hash_progress, option, wants_json
-from anchor.cli.verdict import quorum_lines, verdict_output, without
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -57,7 +55,7 @@ def _settings(ctx: click.Context):  # type: ignore[no-untyped-def]
     return ctx.find_root().obj["settings"]
 
 
-@command("hash")
+@command("hash", reads=True)
 @path_argument
 @exclude_option
 @no_defaults_option
@@ -223,6 +221,8 @@ def _report_pending(ctx: click.Context, json: bool, path: str, outcome: Any) -> 
     """What a stamp through services did: each receipt, each service that did not take it."""
     from datetime import UTC, datetime
 
+    from anchor.cli.verdict import without
+
     proof_out = outcome.proof_path
     emit(
         ctx,
@@ -271,6 +271,7 @@ def upgrade(
     The file is rewritten atomically and only when an anchor was added (nothing else in it changes);
     services that were down at stamp time are submitted to again. Exit 14 while any is still pending."""
     from anchor.anchoring.stamper import Stamper
+    from anchor.cli.verdict import without
     from anchor.errors import AnchorError, ExitCode
 
     # the configured services (--service, else ANCHOR_SERVICE_URLS) are the only ones a token goes to
@@ -357,7 +358,7 @@ def _restamp_lines(outcome: Any) -> list[str]:
     return lines
 
 
-@command("verify")
+@command("verify", reads=True)
 @click.argument(
     "paths", type=PATH, nargs=-1, metavar="PATH", help="Files or directories (several: one line each, then a summary)."
 )
@@ -417,6 +418,8 @@ def verify(
     against the proof's sealed section and a block hash you trust; PATH may also be the in-toto
     statements `anchor attest` wrote (NAME.intoto.jsonl). Several paths (or --from FILE) are verified in
     one process: one line each, a summary, and the highest exit code any of them got."""
+    from anchor.cli.config_cmds import settings_near
+    from anchor.cli.verdict import verdict_output
     from anchor.errors import BadInput
     from anchor.readback.anchors import required_count
 
@@ -546,7 +549,7 @@ def attest(ctx: click.Context, target: str, out: Path | None, json: bool) -> Non
     )
 
 
-@command("lookup")
+@command("lookup", reads=True)
 @click.argument("key", help="A path, manifest digest, batch root or git commit.")
 @click.option("--researcher", "researcher", help="Whose lineage record of a commit (registry v2): read in O(1) calls.")
 @quorum_option
@@ -555,6 +558,8 @@ def attest(ctx: click.Context, target: str, out: Path | None, json: bool) -> Non
 def lookup(ctx: click.Context, key: str, researcher: str | None, quorum: int | None, json: bool) -> None:
     """Print the on-chain record for KEY and where to see it on a block explorer."""
     from anchor.anchoring.proofs import store_finder
+    from anchor.cli.config_cmds import settings_near
+    from anchor.cli.verdict import quorum_lines
     from anchor.readback.lookup import lookup_agreed
 
     settings = settings_near(ctx, Path(key)) if Path(key).exists() else _settings(ctx)
