@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from anchor.cli.commands import command
-from anchor.cli.options import PATH, json_option, options_of
+from anchor.cli.options import PATH, chain_rpc_url_option, json_option, options_of
 from anchor.cli.output import emit, write_rendered
 from api.server import IndexOptions, ServeOptions
 
@@ -79,7 +79,7 @@ def index(ctx: click.Context, /, **given: Any) -> None:
 @click.option("--image", help="The container image, pinned by digest (name@sha256:<64 hex>).")
 @click.option("--replicas", type=click.IntRange(min=1, max=32), default=3, show_default=True,
               help="Replicas of the Deployment.")  # fmt: skip
-@click.option("--chain-rpc-url", help="The chain's RPC URL as the pods reach it.")
+@chain_rpc_url_option
 @click.option("--public-url", help="The URL people reach the service at.")
 @click.option("--keys-secret", default="anchor-keys", show_default=True,
               help="The Secret with ANCHOR_JOURNAL_URL, the key and ANCHOR_API_TOKENS.")  # fmt: skip

@@ -10,6 +10,7 @@ import click
 from anchor.cli.commands import AnchorGroup
 from anchor.cli.options import (
     PATH,
+    chain_rpc_url_option,
     egress_cidr_option,
     gone_keys_secret_option,
     json_option,
@@ -241,7 +242,7 @@ def status(ctx: click.Context, output: str, json: bool) -> None:
 @missions.command("render")
 @click.argument("target", help="What to render: k8s (a Job running the dispatched mission).")
 @click.argument("output", help="The output identity of a dispatched mission.")
-@click.option("--chain-rpc-url", "chain_rpc_url", help="The chain's RPC URL as the pod reaches it (ANCHOR_RPC_URL).")
+@chain_rpc_url_option
 @service_url_option
 @click.option(
     "--token-secret",

@@ -175,6 +175,9 @@ sandbox_runtime_option = click.option(
 
 # -- the cluster renders: `anchor render`, `research render`, `mission render` ------------------------------
 
+chain_rpc_url_option = click.option(
+    "--chain-rpc-url", "chain_rpc_url", help="The chain's RPC URL as the pods reach it (their ANCHOR_RPC_URL)."
+)
 service_url_option = click.option(
     "--service-url", "service_url", help="The anchoring service as the pods reach it: it holds the funded key."
 )

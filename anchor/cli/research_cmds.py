@@ -11,6 +11,7 @@ import click
 from anchor.cli.commands import AnchorGroup, command
 from anchor.cli.options import (
     PATH,
+    chain_rpc_url_option,
     egress_cidr_option,
     gone_keys_secret_option,
     json_option,
@@ -215,7 +216,7 @@ def _interrupted(signum: int, frame: object) -> None:
     multiple=True,
     help="A URL that must answer before researchers start (repeat; READY_URLS).",
 )
-@click.option("--chain-rpc-url", "rpc_url_k8s", help="The chain's RPC URL as the pods reach it (ANCHOR_RPC_URL).")
+@chain_rpc_url_option
 @service_url_option
 @click.option(
     "--token-secret",
@@ -273,7 +274,7 @@ def render(
     researchers: int,
     push: str | None,
     ready_url: list[str] | None,
-    rpc_url_k8s: str | None,
+    chain_rpc_url: str | None,
     service_url: str | None,
     token_secret: str,
     researcher_secret: str,
@@ -299,7 +300,7 @@ def render(
     text, wrote = render_researchers(
         target, contract, keys_secret=keys_secret, no_sandbox=no_sandbox, name=name, researchers=researchers,
         image=image, repo_url=repo_url, baseline=baseline, push=push, ready_urls=tuple(ready_url or ()),
-        rpc_url=rpc_url_k8s, service_url=service_url, token_secret=token_secret, researcher_secret=researcher_secret,
+        rpc_url=chain_rpc_url, service_url=service_url, token_secret=token_secret, researcher_secret=researcher_secret,
         ledger_secret=ledger_secret, max_attempts=max_attempts, budget_minutes=budget_minutes, cpu=cpu, memory=memory,
         namespace=namespace, ledger_claim=ledger_claim, sandbox_runtime=sandbox_runtime, runtime_class=runtime_class,
         egress_cidrs=tuple(egress_cidr or ()),
