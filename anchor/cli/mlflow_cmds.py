@@ -25,7 +25,11 @@ from anchor.cli.output import count, emit, error_json, hash_progress, option, wa
 app = AnchorGroup("mlflow", help="Anchor the runs an MLflow tracking server holds, and verify them (docs/mlflow.md).")
 
 tracking_option = click.option(
-    "--tracking-uri", "tracking_uri", help="The MLflow tracking server (http://host:port), or a store URI MLflow reads."
+    "--tracking-uri",
+    "tracking_uri",
+    envvar="MLFLOW_TRACKING_URI",
+    show_envvar=True,
+    help="The MLflow tracking server (http://host:port), or a store URI MLflow reads.",
 )
 services_option = click.option(
     "--service",
