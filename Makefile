@@ -16,7 +16,7 @@ export MAKE_START
 , := ,
 say = @echo "[make $@, $$(( $$(date +%s) - $(MAKE_START) )) s] $(1)"
 
-.PHONY: image install demo explore test check e2e browser sandbox postgres screenshots fuzz lock test-forge test-python lint fmt snapshot bench clean artifact wheel
+.PHONY: image install demo explore test check e2e browser sandbox postgres screenshots fuzz lock test-forge test-python lint fmt snapshot bench clean artifact wheel docs-cli
 
 install: $(VENV)/.installed node_modules/.installed
 
@@ -133,6 +133,11 @@ test-python: install
 
 snapshot: install
 	cd foundry && forge snapshot $(SNAPSHOT_FILTER)
+
+## docs/cli.md and the `anchor --help` in README.md, written from the CLI (anchor/cli/reference.py);
+## tests/cli/test_cli_reference.py fails when they differ from it.
+docs-cli: install
+	$(BIN)/python -m anchor.cli.reference
 
 fmt: install
 	cd foundry && forge fmt

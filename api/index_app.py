@@ -1,4 +1,4 @@
-"""`anchor serve --index-only`: an explorer that needs only the chain.
+"""`anchor index`: an explorer that needs only the chain.
 
 No data directory, journal or ledger of ours is opened: the pages read the chain-only index
 (anchor/index), which a background task keeps in step with the registry (one sync per second, each

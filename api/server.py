@@ -1,10 +1,12 @@
 """Running the service as `anchor serve` does: what is checked before it starts, what it runs under, and
-its two forms (the API with the explorer pages over a data dir, and the explorer from the chain alone).
+its two forms (`anchor serve`: the API with the explorer pages over a data dir; `anchor index`: the
+explorer from the chain alone).
 
 Why here and not in the command: how the service runs (which proxies are trusted, the open-file limit
 its connection cap stays under, the slow-client protocol, where its public URL is recorded) is the
-service's own decision, made once; `anchor serve` parses its options into `ServeOptions` and calls
-`serve`, and anything else that starts the service (a container's entry point, a test) calls the same.
+service's own decision, made once; `anchor serve` parses its options into `ServeOptions` (its options
+are made from that model's fields) and calls `serve`, `anchor index` likewise with `IndexOptions`, and
+anything else that starts the service (a container's entry point, a test) calls the same.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,30 +22,33 @@ from anchor.errors import BadInput
 from anchor.settings.session import Settings
 
 
-@dataclass(frozen=True, kw_only=True)
-class ServeOptions:
-    """What `anchor serve` was given (docs/api.md, docs/explorer.md, docs/deploy.md)."""
+def _given(default: Any, help: str, **cli: Any) -> Any:
+    """A field of the options, with what `anchor serve` and `anchor index` say of it in `--help` (and the
+    bounds and spelling of its option): the command line's options are made from these fields
+    (anchor.cli.options.options_of), so each is declared here, once."""
+    return field(default=default, metadata={"help": help, **cli})
 
-    host: str = "127.0.0.1"
-    port: int = 8000
-    public_url: str | None = None
-    """The URL people reach this service at (default: http://HOST:PORT)."""
-    calendar: bool = False
-    access_log: bool = False
-    forwarded_allow_ips: str | None = None
-    rpc_urls: tuple[str, ...] = ()
-    """`serve --rpc-url`, repeatable: the chain to read (several: as `anchor --rpc-url A --rpc-url B`)."""
-    quorum: int | None = None
-    """With --index-only and several endpoints: how many must agree (default: a majority)."""
-    browser_rpc_url: str | None = None
-    index_only: bool = False
-    """The explorer from the chain alone; the options below are its own."""
-    registry: str | None = None
-    index: Path | None = None
-    from_block: int | None = None
-    confirmations: int = 12
-    claims: Path | None = None
-    repo: Path | None = None
+
+@dataclass(frozen=True, kw_only=True)
+class Listen:
+    """What both forms of the service take: where it listens, which proxies it trusts, the chain it reads."""
+
+    host: str = _given("127.0.0.1", "Bind address.")
+    port: int = _given(8000, "Port.")
+    forwarded_allow_ips: str | None = _given(
+        None,
+        "Trust X-Forwarded-For / -Proto only from these proxies (comma-separated IPs or CIDRs; default: none, so"
+        " clients are told apart by their own address: docs/deploy.md).",
+    )
+    rpc_urls: tuple[str, ...] = _given(
+        (),
+        "The chain to read (else the root's --rpc-url); repeated, several endpoints, as `anchor --rpc-url A"
+        " --rpc-url B` gives.",
+        flag="--rpc-url",
+    )
+    browser_rpc_url: str | None = _given(
+        None, "The public RPC URL visitors' browsers read the registry through (no key in it)."
+    )
 
     def __post_init__(self) -> None:
         """A port no socket can take is refused, never wrapped: `--port 99999` said "serving
@@ -52,22 +57,43 @@ class ServeOptions:
             raise BadInput(f"--port {self.port}: expected a port number, 1 to 65535", detail={"field": "port"})
 
 
-INDEX_ONLY = ("registry", "index", "claims", "repo", "from_block", "quorum")
-"""The options that only `--index-only` takes."""
+@dataclass(frozen=True, kw_only=True)
+class ServeOptions(Listen):
+    """What `anchor serve` was given (docs/api.md, docs/deploy.md): the API and the explorer pages over a
+    data dir."""
+
+    public_url: str | None = _given(None, "The URL people reach this service at (default: http://HOST:PORT).")
+    calendar: bool = _given(
+        False,
+        "Also be a public calendar: anyone may stamp a manifest identity without a token (POST /v1/calendar),"
+        " rate-limited per client, the queue bounded (docs/calendar.md).",
+    )
+    access_log: bool = _given(
+        False,
+        "Log one line per request (off by default: under load, formatting it cost a tenth of each request's time).",
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class IndexOptions(Listen):
+    """What `anchor index` was given (docs/explorer.md): the explorer from the chain alone."""
+
+    quorum: int | None = _given(
+        None, "Endpoints (of --rpc-url given several times) that must agree; default a majority."
+    )
+    registry: str | None = _given(None, "Another registry than the canonical one.")
+    index: Path | None = _given(None, "The index file (default: ~/.cache/anchor/index-CHAIN-REGISTRY.sqlite).")
+    from_block: int | None = _given(None, "The registry's deployment block (default: found on chain).", min=0)
+    confirmations: int = _given(12, "Blocks behind the head re-checked for reorgs.", min=1, max=10_000)
+    claims: Path | None = _given(
+        None, "A published research ledger; values that hash to the chain's records are shown."
+    )
+    repo: Path | None = _given(None, "A clone of the attempts' repository; diffs that hash to the records are shown.")
 
 
 def serve(settings: Settings, options: ServeOptions) -> None:
-    """Check the options, then serve until stopped: the API and the explorer pages over `settings`' data
-    dir, or (`index_only`) the explorer from the chain alone. A bad option is `BadInput` before anything
-    starts."""
-    if options.index_only:
-        serve_index(settings, options)
-        return
-    for name in INDEX_ONLY:
-        if getattr(options, name) is not None:
-            flag = "--" + name.replace("_", "-")
-            raise BadInput(f"{flag} is an option of --index-only (hint: anchor serve --index-only {flag} ...)",
-                           detail={"field": flag.lstrip("-")})  # fmt: skip
+    """Check the options, then serve the API and the explorer pages over `settings`' data dir until
+    stopped. A bad option is `BadInput` before anything starts."""
     if options.browser_rpc_url:
         from anchor.chain.connection import browser_rpc_url as public_url_of
 
@@ -98,7 +124,7 @@ def serve(settings: Settings, options: ServeOptions) -> None:
                 **proxies(options.forwarded_allow_ips))  # fmt: skip
 
 
-def with_endpoints(settings: Settings, options: ServeOptions) -> tuple[Settings, tuple[str, ...]]:
+def with_endpoints(settings: Settings, options: Listen) -> tuple[Settings, tuple[str, ...]]:
     """The settings with `serve --rpc-url` (repeated: several read endpoints, as `anchor --rpc-url A
     --rpc-url B` gives), and the endpoints read; `BadInput` for a list that names one twice."""
     from anchor.readback.quorum import read_endpoints
@@ -109,9 +135,10 @@ def with_endpoints(settings: Settings, options: ServeOptions) -> tuple[Settings,
     return settings, tuple(url for url in read_endpoints(settings) if url)
 
 
-def serve_index(settings: Settings, options: ServeOptions) -> None:
-    """`--index-only`: check everything before serving (a bad option is exit 2, not a page of errors),
-    index up to the head with progress on stderr, then serve while following the chain."""
+def serve_index(settings: Settings, options: IndexOptions) -> None:
+    """The explorer from the chain alone (`anchor index`): check everything before serving (a bad option
+    is exit 2, not a page of errors), index up to the head with progress on stderr, then serve while
+    following the chain."""
     import uvicorn
 
     from anchor.index.follow import progress_to_stderr
@@ -121,7 +148,7 @@ def serve_index(settings: Settings, options: ServeOptions) -> None:
 
     settings, urls = with_endpoints(settings, options)
     if not urls:
-        raise BadInput("--index-only needs --rpc-url (hint: anchor serve --index-only --rpc-url URL)",
+        raise BadInput("`anchor index` needs --rpc-url (hint: anchor index --rpc-url URL)",
                        detail={"field": "rpc_url"})  # fmt: skip
     registry = options.registry
     if registry is None:  # the canonical registry, the same on every chain: checked by its code hash

@@ -23,5 +23,5 @@ shot lineage "/explorer/lineage/$champion" 660
 shot attempt "/explorer/attempt/$champion" 560
 shot bundle "/explorer/bundle/$digest" 560
 echo "wrote $root/docs/screenshots/{home,lineage,attempt,bundle}.png"
-# the chain-only explorer (anchor serve --index-only) and the verification done in the browser
+# the chain-only explorer (anchor index) and the verification done in the browser
 (cd "$root" && .venv/bin/python examples/screenshots_chain_only.py)

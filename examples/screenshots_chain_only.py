@@ -1,7 +1,7 @@
 """The chain-only explorer and the browser verification, as headless Chromium shows them, for the README.
 
 Run by examples/screenshots.sh after the demo (the chain up, ANCHOR_DATA_DIR set): serves
-`anchor serve --index-only` against the demo chain with the demo's ledger and repository as published
+`anchor index` against the demo chain with the demo's ledger and repository as published
 claims, then drives Chromium over the DevTools protocol (tests/cdp.py): the home page, a researcher's
 page with the metric chart, and the verification of examples/bundle against its proof, done in the
 browser.
@@ -33,7 +33,7 @@ def main() -> None:
     registry = json.loads((data / "deployments" / "31337.json").read_text())["address"]
     port = free_port()
     server = subprocess.Popen(
-        [str(ROOT / ".venv" / "bin" / "anchor"), "serve", "--index-only", "--rpc-url", rpc, "--registry", registry,
+        [str(ROOT / ".venv" / "bin" / "anchor"), "index", "--rpc-url", rpc, "--registry", registry,
          "--index", str(data / "index.sqlite"), "--claims", str(data / "research" / "ledger.jsonl"),
          "--repo", str(data / "research-repo"), "--port", str(port)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,

@@ -149,19 +149,18 @@ def render_service_for(
     settings: Settings, target: str, *, image: str | None, replicas: int, rpc_url: str | None, public_url: str | None,
     keys_secret: str, namespace: str | None,
 ) -> tuple[str, str]:  # fmt: skip
-    """`anchor serve --render TARGET`: (the YAML, what it holds in words) for this data dir's one
+    """`anchor render TARGET`: (the YAML, what it holds in words) for this data dir's one
     deployment record, or `BadInput` naming the first option missing. `settings.rpc_url` stands in for
     `rpc_url` (the chain as the pods reach it) when that is not given."""
     from anchor.chain.deployment import only_deployment
 
     if target != "k8s":
-        raise BadInput(f"--render: unknown target {target!r} (hint: anchor serve --render k8s ...)",
-                       detail={"field": "render"})  # fmt: skip
+        raise BadInput(f"render: unknown target {target!r} (hint: anchor render k8s ...)", detail={"field": "target"})
     rpc_url = rpc_url or settings.rpc_url
     missing = [name for name, value in (("--image", image), ("--chain-rpc-url", rpc_url),
                                         ("--public-url", public_url)) if not value]  # fmt: skip
     if missing:
-        raise BadInput(f"serve --render k8s needs {', '.join(missing)}", detail={"field": missing[0].lstrip("-")})
+        raise BadInput(f"render k8s needs {', '.join(missing)}", detail={"field": missing[0].lstrip("-")})
     record = only_deployment(settings.data_dir)  # a record every replica will accept
     spec = ServiceSpec(
         image=str(image), rpc_url=str(rpc_url), deployment=record.model_dump(mode="json"), public_url=str(public_url),

@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any
 
 
 def main() -> None:
     """Run the command in `sys.argv` and exit with its code. A reader of stdout that left early (`| head
     -1`) ends it quietly with 141 wherever the failed write was met: in a command, in an error's JSON, in
-    typer's or rich's own handling (each of which exits 1 for it), or in the last flush."""
+    click's or rich's own handling (each of which exits 1 for it), or in the last flush."""
     from anchor.settings import interrupt
 
     interrupt.install()
@@ -43,16 +42,14 @@ def _answer(argv: list[str]) -> None:
     from anchor.settings import interrupt
 
     as_json = "--json" in argv
-    RAN.clear()  # nothing built yet for this call (the tests run many calls in one process)
+    RAN.clear()  # nothing run yet for this call (the tests run many calls in one process)
     try:
-        code = 0 if _run_fast(argv) else _run_typer(argv)
+        code = _run(argv)
     except AnchorError as exc:
         from anchor.cli.output import error_json, option
 
         if interrupt.seen():  # what failed after Ctrl-C failed because of it
             _aborted()
-        if not RAN and exc.said_as(lambda name: "") != exc.message:
-            _build(argv)  # the fast path built no command, and this refusal names an input: of its options?
         if as_json:
             print(json.dumps({"ok": False, "error": error_json(exc)}, sort_keys=True))
         else:
@@ -75,7 +72,7 @@ def _answer(argv: list[str]) -> None:
     except Exception as exc:
         if interrupt.seen():
             _aborted()
-        _typer_exit(exc, as_json)  # a usage error, help, or an abort: exits
+        _usage_exit(exc, as_json)  # a usage error, help, or an abort: exits
         if _debug():  # a bug: say so in one line (ANCHOR_DEBUG=1 shows the traceback)
             raise
         message = f"unexpected {type(exc).__name__}; this is a bug in anchor (ANCHOR_DEBUG=1 shows the traceback)"
@@ -84,7 +81,7 @@ def _answer(argv: list[str]) -> None:
         else:
             print(f"error[internal]: {message}", file=sys.stderr)
         sys.exit(int(ExitCode.INTERNAL))
-    if interrupt.seen():  # Ctrl-C, however it travelled: typer's quiet exit 130, or swallowed by a finalizer
+    if interrupt.seen():  # Ctrl-C, however it travelled: click's Abort, or swallowed by a finalizer
         _aborted()
     interrupt.answered()
     sys.exit(code if isinstance(code, int) else 0)
@@ -101,7 +98,7 @@ def _aborted() -> None:
 def _reader_gone() -> bool:
     """Whether our stdout is a pipe or socket whose reader has closed it (`| head -1`, `| grep -q`):
     its write end then polls as an error. Asked of the descriptor as it was when we started, kept in
-    `_STARTED_AS`: whichever layer met the failed write (ours, typer's, rich's) may since have put
+    `_STARTED_AS`: whichever layer met the failed write (ours, click's, rich's) may since have put
     /dev/null in its place."""
     import select
 
@@ -142,77 +139,41 @@ def _end_quietly() -> None:
     sys.exit(int(ExitCode.READER_GONE))
 
 
-def _run_fast(argv: list[str]) -> bool:
-    from anchor.cli.fast import run_fast
+def _run(argv: list[str]) -> object:
+    """Run the command `argv` names; its exit code (click returns it for `ctx.exit(code)`)."""
+    import click
 
-    return run_fast(argv)
-
-
-def _run_typer(argv: list[str]) -> object:
-    from anchor.cli.helptext import hoist_global_options
-
-    _show_progress()
-    root = _build(argv)
-    return root(args=hoist_global_options(root, argv), standalone_mode=False)
-
-
-def _build(argv: list[str]) -> Any:
-    """The command `argv` names, built (not run), and kept where `anchor.cli.output.option` reads its
-    options (what a refusal's input is said as): by `_run_typer`, and on the fast path's error only."""
     from anchor.cli.app import app
-    from anchor.cli.helptext import command
     from anchor.cli.output import RAN
 
-    RAN[:] = [command(app, argv)]
-    return RAN[0]
+    RAN[:] = [app]  # where `anchor.cli.output.option` finds the options of the command that ran
+    try:
+        return app.main(args=argv, prog_name="anchor", standalone_mode=False)
+    except click.exceptions.Exit as done:  # raised outside a command's context (`--version`)
+        return done.exit_code
 
 
-def _typer_exit(exc: Exception, as_json: bool) -> None:
-    """Exit as the command line should for typer's own exceptions (a usage error, `anchor` alone, an
-    abort); return for anything else. typer bundles its own copy of click: its exceptions are not
-    `click`'s. Imported only when typer ran (the fast path never loads it)."""
-    if "typer" not in sys.modules:
+def _usage_exit(exc: Exception, as_json: bool) -> None:
+    """Exit as the command line should for click's own exceptions (a usage error, `anchor` alone, an
+    abort); return for anything else."""
+    if "click" not in sys.modules:
         return
-    from typer import Abort
-    from typer._click.exceptions import ClickException, NoArgsIsHelpError
+    import click
 
     from anchor.errors import ExitCode
 
-    if isinstance(exc, NoArgsIsHelpError):  # `anchor` or `anchor research` alone: the help is the answer
+    if isinstance(exc, click.exceptions.NoArgsIsHelpError):  # `anchor` or `anchor research` alone: the help
         exc.show()
         sys.exit(int(ExitCode.BAD_INPUT))
-    if isinstance(exc, ClickException):  # a usage error: unknown option, missing argument, bad value
+    if isinstance(exc, click.ClickException):  # a usage error: unknown option, missing argument, bad value
         if as_json:
             error = {"code": "usage", "message": exc.format_message(), "detail": {}}
             print(json.dumps({"ok": False, "error": error}, sort_keys=True))
         else:
             exc.show()  # the usage line, "Try 'anchor … --help' for help." and the one-line error
         sys.exit(int(ExitCode.BAD_INPUT))
-    if isinstance(exc, Abort):
+    if isinstance(exc, click.Abort):
         _aborted()
-
-
-def _show_progress() -> None:
-    """Lines from the layers below for a person waiting ("started the local chain…", "waiting for 5
-    confirmations (2/5)"): on stderr, so `--json` output on stdout stays one object. Set up for the
-    commands typer runs; the fast path logs nothing and does not load logging (9 ms)."""
-    import logging
-
-    class Stderr(logging.Handler):
-        """Writes to whatever sys.stderr is at the time (a test swaps it), one line per record."""
-
-        def emit(self, record: logging.LogRecord) -> None:
-            from anchor.cli.output import printable
-
-            sys.stderr.write(printable(self.format(record)) + "\n")
-
-    log = logging.getLogger("anchor.progress")
-    if not any(getattr(h, "anchor_progress", False) for h in log.handlers):
-        handler = Stderr()
-        handler.anchor_progress = True  # type: ignore[attr-defined]
-        log.addHandler(handler)
-    log.setLevel(logging.INFO)
-    log.propagate = False
 
 
 def _debug() -> bool:

@@ -1,29 +1,18 @@
-"""Root of the `anchor` CLI: global options and the command groups, each in its own module.
+"""Root of the `anchor` CLI: the global options and where each command lives.
 
-Heavy imports (web3, solcx, pydantic) happen inside the commands that need them, so `--help`
-stays fast.
+Each command is imported when it is named (anchor.cli.commands.LazyGroup): `anchor verify FILE` loads
+the verify command and the library it calls, not the research runtime, MLflow or the server. Heavy
+imports (web3, solcx, pydantic) happen inside the commands that need them, so `--help` stays fast too.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated
+from typing import Any
 
-import typer
+import click
 
-from anchor.cli import (
-    chain_cmds,
-    coerce,
-    config_cmds,
-    data_cmds,
-    deploy_cmds,
-    journal_cmds,
-    mission_cmds,
-    mlflow_cmds,
-    research_cmds,
-    retract_cmds,
-    seal_cmds,
-)
+from anchor.cli.commands import LazyGroup
+from anchor.cli.options import data_dir, json_option, rpc_url
 
 HELP = """Anchor: tamper-evident, on-chain-anchored provenance for research results.
 
@@ -57,52 +46,92 @@ Exit codes:
   141  the reader of the output closed it early (`| head -1`): nothing more is said
 """
 
-coerce.install()  # before any command runs: plain values converted without pydantic
-app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=True, pretty_exceptions_enable=False)
-app.add_typer(chain_cmds.app, name="chain")
-app.add_typer(config_cmds.app, name="config")
-app.add_typer(mlflow_cmds.app, name="mlflow")
-app.command("info")(config_cmds.info)
-deploy_cmds.register(app)
-data_cmds.register(app)
-journal_cmds.register(app)
-research_cmds.register(app)
-mission_cmds.register(app)
-retract_cmds.register(app)
-seal_cmds.register(app)
+COMMANDS = {
+    "anchor": "anchor.cli.data_cmds:anchor_alias",
+    "attest": "anchor.cli.data_cmds:attest",
+    "bundle": "anchor.cli.data_cmds:bundle",
+    "chain": "anchor.cli.chain_cmds:app",
+    "config": "anchor.cli.config_cmds:app",
+    "deploy": "anchor.cli.deploy_cmds:deploy",
+    "flush": "anchor.cli.journal_cmds:old_flush",
+    "hash": "anchor.cli.data_cmds:hash_",
+    "index": "anchor.cli.deploy_cmds:index",
+    "info": "anchor.cli.config_cmds:info",
+    "journal": "anchor.cli.journal_cmds:journal_app",
+    "lineage": "anchor.cli.research_cmds:lineage",
+    "lookup": "anchor.cli.data_cmds:lookup",
+    "mission": "anchor.cli.mission_cmds:missions",
+    "mlflow": "anchor.cli.mlflow_cmds:app",
+    "prove": "anchor.cli.data_cmds:prove",
+    "render": "anchor.cli.deploy_cmds:render",
+    "research": "anchor.cli.research_cmds:app",
+    "retract": "anchor.cli.retract_cmds:retract",
+    "seal": "anchor.cli.seal_cmds:seal",
+    "serve": "anchor.cli.deploy_cmds:serve",
+    "snapshot": "anchor.cli.mission_cmds:snapshots",
+    "stamp": "anchor.cli.data_cmds:stamp",
+    "status": "anchor.cli.journal_cmds:old_status",
+    "submit": "anchor.cli.journal_cmds:old_submit",
+    "upgrade": "anchor.cli.data_cmds:upgrade",
+    "verify": "anchor.cli.data_cmds:verify",
+}
+"""Every command of the root, as `module:attribute` (imported when named)."""
 
 
-def _version(value: bool) -> None:
+class Session(dict[str, Any]):
+    """What the root passes down (`ctx.obj`): the root options as given (`given`), `--json`, and the
+    settings, resolved on first use, so a command that needs none (`hash`) is not stopped by a broken
+    anchor.toml, and a `--data-dir` given after the subcommand is seen."""
+
+    def __missing__(self, key: str) -> Any:
+        if key != "settings":
+            raise KeyError(key)
+        from anchor.cli.config_cmds import cli_settings
+
+        data_dir, rpc_urls = self["given"]
+        self["settings"] = cli_settings(data_dir, rpc_urls)
+        return self["settings"]
+
+    def give(self, name: str, value: Any) -> None:
+        """A root option given after the subcommand (anchor.cli.commands.AnchorCommand)."""
+        data_dir, rpc_urls = self["given"]
+        if name == "data_dir":
+            data_dir = value
+        else:
+            rpc_urls = [*(rpc_urls or []), *value]
+        self["given"] = (data_dir, rpc_urls)
+        self.pop("settings", None)
+
+
+class Root(LazyGroup):
+    """The root group: `serve`'s mode flags of earlier releases sent to the command each is now."""
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name, found, rest = super().resolve_command(ctx, args)
+        if name == "serve":
+            from anchor.cli.deploy_cmds import renamed
+
+            now = renamed(rest)
+            if now is not None:
+                return now[0], self.get_command(ctx, now[0]), now[1]
+        return name, found, rest
+
+
+def _version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     if value:
         from anchor import __version__
 
-        print(f"anchor {__version__}")
-        raise typer.Exit()
+        click.echo(f"anchor {__version__}")
+        ctx.exit()
 
 
-@app.callback()
-def root(
-    ctx: typer.Context,
-    data_dir: Annotated[
-        Path | None,
-        typer.Option(
-            "--data-dir",
-            help="Data directory (else ANCHOR_DATA_DIR, anchor.toml, the nearest .anchor/"
-            " above the working directory, ~/.local/share/anchor; `anchor info` says which).",
-        ),
-    ] = None,
-    rpc_url: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--rpc-url",
-            help="EVM JSON-RPC URL (else ANCHOR_RPC_URL, anchor.toml, the local chain). Repeat it to read"
-            " verdicts from several endpoints: verify and lookup then need a quorum of them to agree.",
-        ),
-    ] = None,
-    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON object for scripts.")] = False,
-    version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
-    ] = False,
-) -> None:
-    ctx.obj = {"settings": config_cmds.cli_settings(data_dir, rpc_url), "json": json_output,
-               "given": (data_dir, rpc_url)}  # fmt: skip
+@click.group("anchor", cls=Root, lazy=COMMANDS, help=HELP, params=[data_dir(), rpc_url()],
+             context_settings={"max_content_width": 100, "show_default": True})  # fmt: skip
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_version,
+              help="Print the version and exit.")  # fmt: skip
+@json_option
+@click.pass_context
+def app(ctx: click.Context, /, json: bool, **given: Any) -> None:
+    ctx.obj = Session(given=(given["data_dir"], list(given["rpc_url"]) or None), json=json)

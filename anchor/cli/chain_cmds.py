@@ -4,24 +4,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import typer
+import click
 
-from anchor.cli.options import JsonFlag
+from anchor.cli.commands import AnchorGroup
+from anchor.cli.options import json_option
 from anchor.cli.output import emit
 
-app = typer.Typer(
-    help="Start, stop or inspect the embedded local chain; the signing key's balance.", no_args_is_help=True
-)
+app = AnchorGroup("chain", help="Start, stop or inspect the embedded local chain; the signing key's balance.")
 
 
-def _chain(ctx: typer.Context):  # type: ignore[no-untyped-def]
+def _chain(ctx: click.Context):  # type: ignore[no-untyped-def]
     from anchor.chain.node import LocalChain
 
     settings = ctx.find_root().obj["settings"]
     return LocalChain(settings.data_dir, settings.local_port)
 
 
-def _show(ctx: typer.Context, json_flag: bool, status: object) -> None:
+def _show(ctx: click.Context, json_flag: bool, status: object) -> None:
     """The chain's state, its data dir and the rule that chose it (a chain is its data dir's: the wrong
     data dir is the usual reason for "not running"), and what a stop keeps, only if there is a state."""
     settings = ctx.find_root().obj["settings"]
@@ -42,25 +41,33 @@ def _show(ctx: typer.Context, json_flag: bool, status: object) -> None:
 
 
 @app.command()
-def up(ctx: typer.Context, json: JsonFlag = False) -> None:
+@json_option
+@click.pass_context
+def up(ctx: click.Context, json: bool) -> None:
     """Start the local chain (reloading its saved state) unless it is running."""
     _show(ctx, json, _chain(ctx).up())
 
 
 @app.command()
-def down(ctx: typer.Context, json: JsonFlag = False) -> None:
+@json_option
+@click.pass_context
+def down(ctx: click.Context, json: bool) -> None:
     """Stop the local chain; its state is saved to the data directory."""
     _show(ctx, json, _chain(ctx).down())
 
 
 @app.command()
-def status(ctx: typer.Context, json: JsonFlag = False) -> None:
+@json_option
+@click.pass_context
+def status(ctx: click.Context, json: bool) -> None:
     """Show whether the local chain runs, where, and at which block."""
     _show(ctx, json, _chain(ctx).status())
 
 
 @app.command()
-def balance(ctx: typer.Context, json: JsonFlag = False) -> None:
+@json_option
+@click.pass_context
+def balance(ctx: click.Context, json: bool) -> None:
     """The signing key's address and balance on the configured chain, and roughly how many stamps it
     pays for at the node's fees now (before the first stamp: was the faucet's ETH received?)."""
     from anchor.chain.keys import load_signer

@@ -4,19 +4,21 @@ data dir, chain and journal a command run here uses, and the rule that chose the
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-import typer
+import click
 
-from anchor.cli.options import JsonFlag
+from anchor.cli.commands import AnchorGroup, command
+from anchor.cli.options import PATH, json_option
 from anchor.cli.output import emit
 
-app = typer.Typer(help="Show the effective settings (command line, ANCHOR_* variables, anchor.toml files).",
-                  no_args_is_help=True)  # fmt: skip
+app = AnchorGroup("config", help="Show the effective settings (command line, ANCHOR_* variables, anchor.toml files).")
 
 
 @app.command()
-def show(ctx: typer.Context, json: JsonFlag = False) -> None:
+@json_option
+@click.pass_context
+def show(ctx: click.Context, json: bool) -> None:
     """Print every setting, its value and its source: an option, a variable, a file, or the default."""
     from anchor.settings.config import project_file, user_file
     from anchor.settings.session import Settings, redact_url
@@ -59,7 +61,7 @@ def cli_settings(data_dir: Path | None, rpc_url: list[str] | None, near: Path | 
     return dataclasses.replace(Settings.from_env(data_dir, rpc_url, near=near), local_chain_start="keep_running")
 
 
-def settings_near(ctx: typer.Context, path: Path) -> Any:
+def settings_near(ctx: click.Context, path: Path) -> Any:
     """The settings for reading about `path`: with no --data-dir, the data dir nearest to `path` comes
     before the working directory's (anchor.settings.config), so `anchor verify outside/results` from
     outside's parent reads the chain that stamped it."""
@@ -70,13 +72,13 @@ def settings_near(ctx: typer.Context, path: Path) -> Any:
     return root["settings"]
 
 
-def info(
-    ctx: typer.Context,
-    path: Annotated[
-        Path | None, typer.Argument(help="The data dir a verify of PATH would use (default: a command run here).")
-    ] = None,
-    json: JsonFlag = False,
-) -> None:
+@command("info")
+@click.argument(
+    "path", type=PATH, required=False, help="The data dir a verify of PATH would use (default: a command run here)."
+)
+@json_option
+@click.pass_context
+def info(ctx: click.Context, path: Path | None, json: bool) -> None:
     """Which data dir a command run here uses and the rule that chose it; its chain and journal."""
     from anchor import __version__
     from anchor.settings.session import endpoint_of, redact_url

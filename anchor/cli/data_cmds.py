@@ -2,26 +2,26 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
-import typer
+import click
 
-from anchor.cli.config_cmds import settings_near
+from anchor.cli.commands import AnchorCommand, command
 from anchor.cli.hashing import print_hash, rules_for
 from anchor.cli.options import (
-    AnchoredBeforeOpt,
-    ExpectSubmitterOpt,
-    InsecureTokenFlag,
-    JsonFlag,
-    MinFinalityOpt,
-    QuorumOpt,
-    RegistryOpt,
-    RequireOpt,
+    PATH,
+    exclude_option,
+    insecure_token_option,
+    json_option,
+    no_defaults_option,
+    policy_options,
+    quorum_option,
+    registry_option,
+    service_option,
+    symlinks_option,
 )
 from anchor.cli.output import count, emit, error_json, hash_progress, option, wants_json
-from anchor.cli.verdict import quorum_lines, verdict_output, without
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -29,106 +29,71 @@ if TYPE_CHECKING:
     from anchor.errors import AnchorError
     from anchor.library.verifier import Verification
 
-PathArg = Annotated[Path, typer.Argument(help="A file or a directory.")]
-ExcludeOpt = Annotated[
-    list[str] | None,
-    typer.Option("--exclude", help="Leave out paths matching this gitignore-style pattern (repeatable)."),
-]
-NoDefaultsOpt = Annotated[bool, typer.Option("--no-default-excludes", help="Hash .git/ too (left out by default).")]
+path_argument = click.argument("path", type=PATH, help="A file or a directory.")
+out_option = click.option(
+    "--out",
+    "-o",
+    "--proof",
+    "proof",
+    type=PATH,
+    help="Where to write the proof (default: <PATH>.anchor.json beside PATH; a file there that is no proof"
+    " is never replaced). --proof is the old spelling of this output, kept for one release: --proof names"
+    " an input everywhere else.",
+)
+proof_option = click.option("--proof", "proof", type=PATH, help="Proof file (default: <PATH>.anchor.json beside PATH).")
 
 
-class Symlinks(StrEnum):
-    refuse = "refuse"
-    record = "record"
-    follow_inside = "follow-inside"
+rehash_option = click.option(
+    "--rehash", "rehash", is_flag=True, help="Read every file again, ignoring the stat cache of the last stamp."
+)
+seal_option = click.option(
+    "--seal", "seal", is_flag=True, help="Also seal the proof: verifiable offline (`verify --offline`), forever."
+)
 
 
-SymlinksOpt = Annotated[
-    Symlinks,
-    typer.Option(
-        "--symlinks",
-        help="Symbolic links: refuse (stop, naming the link), record (bind the link itself, never follow),"
-        " follow-inside (hash what it points to, if inside PATH). Recorded in the manifest.",
-    ),
-]
-
-
-OutOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--out", "-o", "--proof",
-        help="Where to write the proof (default: <PATH>.anchor.json beside PATH; a file there that is no proof"
-        " is never replaced). --proof is the old spelling of this output, kept for one release: --proof names"
-        " an input everywhere else.",
-    ),
-]  # fmt: skip
-ProofOpt = Annotated[
-    Path | None,
-    typer.Option("--proof", help="Proof file (default: <PATH>.anchor.json beside PATH)."),
-]
-
-
-ServiceOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--service",
-        help="Stamp through this anchoring service (repeatable; else ANCHOR_SERVICE_URLS): no key here, a pending"
-        " proof with its signed receipt at once, `anchor upgrade` later. Token: ANCHOR_SERVICE_TOKEN.",
-    ),
-]
-
-
-ServiceUrlOpt = Annotated[
-    str | None,
-    typer.Option("--service-url", help="The anchoring service as the pods reach it: it holds the funded key."),
-]
-"""For the rendered Jobs (research, mission): where their pods anchor (docs/calendar.md)."""
-EgressCidrOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--egress-cidr",
-        help="A CIDR the pods may reach besides DNS and the anchoring service (the snapshot's host, the git"
-        " remote, the chain's RPC); repeatable. Their NetworkPolicy denies everything else.",
-    ),
-]
-"""For the rendered Jobs' NetworkPolicy (anchor.anchoring.k8s.network_policy)."""
-GoneKeysSecretOpt = Annotated[
-    str | None,
-    typer.Option(hidden=True, help="Gone: the funded key stays in the service (--service-url, --token-secret)."),
-]
-"""`--keys-secret` of the renders of earlier releases: still parsed, to say what replaced it."""
-
-
-def register(app: typer.Typer) -> None:
-    app.command("hash")(hash_)
-    app.command("stamp")(anchor_)
-    app.command("anchor", help="Same as `anchor stamp` (the original name, kept).")(anchor_)
-    app.command()(upgrade)
-    app.command()(bundle)
-    app.command()(prove)
-    app.command()(verify)
-    app.command()(attest)
-    app.command()(lookup)
-
-
-def _settings(ctx: typer.Context):  # type: ignore[no-untyped-def]
+def _settings(ctx: click.Context):  # type: ignore[no-untyped-def]
     return ctx.find_root().obj["settings"]
 
 
+@command("hash", reads=True)
+@path_argument
+@exclude_option
+@no_defaults_option
+@symlinks_option
+@json_option
+@click.pass_context
 def hash_(
-    ctx: typer.Context, path: PathArg, exclude: ExcludeOpt = None, no_default_excludes: NoDefaultsOpt = False,
-    symlinks: SymlinksOpt = Symlinks.refuse, json: JsonFlag = False,
-) -> None:  # fmt: skip
+    ctx: click.Context, path: Path, exclude: list[str] | None, no_default_excludes: bool, symlinks: str, json: bool
+) -> None:
     """Print the deterministic BLAKE3 manifest digest of PATH (no chain needed)."""
-    print_hash(path, rules_for(path, exclude, no_default_excludes), symlinks.value, wants_json(ctx, json))
+    print_hash(path, rules_for(path, exclude, no_default_excludes), symlinks, wants_json(ctx, json))
 
 
-def anchor_(
-    ctx: typer.Context, path: PathArg, proof: OutOpt = None, exclude: ExcludeOpt = None,
-    no_default_excludes: NoDefaultsOpt = False, symlinks: SymlinksOpt = Symlinks.refuse, service: ServiceOpt = None,
-    allow_insecure_token: InsecureTokenFlag = False, seal: SealFlag = False, rehash: RehashFlag = False,
-    json: JsonFlag = False,
-) -> None:  # fmt: skip
+@command("stamp")
+@path_argument
+@out_option
+@exclude_option
+@no_defaults_option
+@symlinks_option
+@service_option
+@insecure_token_option
+@seal_option
+@rehash_option
+@json_option
+@click.pass_context
+def stamp(
+    ctx: click.Context,
+    path: Path,
+    proof: Path | None,
+    exclude: list[str] | None,
+    no_default_excludes: bool,
+    symlinks: str,
+    service: list[str] | None,
+    allow_insecure_token: bool,
+    seal: bool,
+    rehash: bool,
+    json: bool,
+) -> None:
     """Anchor PATH on chain (once: the same bytes are never anchored twice) and write its proof file.
     With --service (or ANCHOR_SERVICE_URLS), no key is needed here: the services anchor it (docs/calendar.md).
     With --seal, the proof is also sealed for offline verification (a pending one when it is upgraded).
@@ -140,38 +105,37 @@ def anchor_(
     # a bad URL or token is refused before anything is hashed
     stamper = Stamper.from_settings(_settings(ctx), service, allow_insecure_token=allow_insecure_token)
     with hash_progress(ctx, json) as progress:
-        stamped = stamper.stamp(path, out=proof, rules=rules, symlinks=symlinks.value, progress=progress,
+        stamped = stamper.stamp(path, out=proof, rules=rules, symlinks=symlinks, progress=progress,
                                 rehash=rehash)  # fmt: skip
     if seal and stamped.anchored:
         _seal_quietly(ctx, stamped.proof_path)
     _report_stamped(ctx, json, str(path), stamped)
 
 
-RehashFlag = Annotated[
-    bool, typer.Option("--rehash", help="Read every file again, ignoring the stat cache of the last stamp.")
-]
-SealFlag = Annotated[
-    bool, typer.Option("--seal", help="Also seal the proof: verifiable offline (`verify --offline`), forever.")
-]
+anchor_alias = AnchorCommand(
+    "anchor", params=stamp.params, callback=stamp.callback, help="Same as `anchor stamp` (the original name, kept)."
+)
 
 
-def _seal_quietly(ctx: typer.Context, proof_path: Path) -> None:
+def _seal_quietly(ctx: click.Context, proof_path: Path) -> None:
     """`--seal` of stamp and upgrade: the proof sealed in place, the blocks to trust said on stderr."""
     from anchor.sealing.make import seal as seal_proof
 
     done = seal_proof(_settings(ctx), proof_path)
     for _, number, block_hash in done.blocks:
-        typer.echo(f"sealed {proof_path}: trust block {number} = {block_hash} (anchor verify PATH --offline"
+        click.echo(f"sealed {proof_path}: trust block {number} = {block_hash} (anchor verify PATH --offline"
                    f" --trusted-block {number}:{block_hash})", err=True)  # fmt: skip
 
 
+@command("bundle")
+@click.argument("spec", type=PATH, help="Bundle spec (TOML): mission, data snapshot, image, policy, output.")
+@click.option("--anchor", "anchor", is_flag=True, help="Also anchor the bundle manifest on chain.")
+@out_option
+@service_option
+@json_option
+@click.pass_context
 def bundle(
-    ctx: typer.Context,
-    spec: Annotated[Path, typer.Argument(help="Bundle spec (TOML): mission, data snapshot, image, policy, output.")],
-    anchor: Annotated[bool, typer.Option("--anchor", help="Also anchor the bundle manifest on chain.")] = False,
-    proof: OutOpt = None,
-    service: ServiceOpt = None,
-    json: JsonFlag = False,
+    ctx: click.Context, spec: Path, anchor: bool, proof: Path | None, service: list[str] | None, json: bool
 ) -> None:
     """Build a result-bundle manifest from SPEC (every digest computed here) and optionally anchor it."""
     from anchor.anchoring.proofs import store_finder
@@ -213,38 +177,39 @@ def _as_stamp_says(path: Path) -> Path:
     return path if shown.startswith("..") else Path(shown)
 
 
-def prove(
-    ctx: typer.Context,
-    file: Annotated[Path, typer.Argument(help="One file inside an anchored directory.")],
-    bundle_dir: Annotated[Path, typer.Option("--in", help="The anchored directory FILE belongs to.")],
-    bundle_proof: ProofOpt = None,
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            "--out", "-o", help="Where to write the file proof (default: <DIR>.proofs/<FILE in DIR>.anchor.json)."
-        ),
-    ] = None,
-    json: JsonFlag = False,
-) -> None:
+@command("prove")
+@click.argument("file", type=PATH, help="One file inside an anchored directory.")
+@click.option("--in", "bundle_dir", type=PATH, required=True, help="The anchored directory FILE belongs to.")
+@proof_option
+@click.option(
+    "--out",
+    "-o",
+    "out",
+    type=PATH,
+    help="Where to write the file proof (default: <DIR>.proofs/<FILE in DIR>.anchor.json).",
+)
+@json_option
+@click.pass_context
+def prove(ctx: click.Context, file: Path, bundle_dir: Path, proof: Path | None, out: Path | None, json: bool) -> None:
     """Write a self-contained proof for one FILE, checkable without the rest of the directory."""
     from anchor.anchoring.prove import write_file_proof
 
-    proof, target = write_file_proof(file, bundle_dir, bundle_proof, out)
-    assert proof.file is not None
+    made, target = write_file_proof(file, bundle_dir, proof, out)
+    assert made.file is not None
     emit(
         ctx,
         json,
-        {"proof_file": str(target), "file": proof.file.model_dump(), "manifest_digest": proof.manifest_digest},
+        {"proof_file": str(target), "file": made.file.model_dump(), "manifest_digest": made.manifest_digest},
         [
             f"{file}: proof written to {target}",
-            f"  {proof.file.path} is leaf {proof.file.index} of {proof.file.tree_size}"
-            f" ({len(proof.file.audit_path)} sibling hashes)",
-            f"  manifest {proof.manifest_digest}, root {proof.batch.root}",
+            f"  {made.file.path} is leaf {made.file.index} of {made.file.tree_size}"
+            f" ({len(made.file.audit_path)} sibling hashes)",
+            f"  manifest {made.manifest_digest}, root {made.batch.root}",
         ],
     )
 
 
-def _report_stamped(ctx: typer.Context, json: bool, shown: str, stamped: Any) -> None:
+def _report_stamped(ctx: click.Context, json: bool, shown: str, stamped: Any) -> None:
     """What a stamp did: anchored with the key here, or pending at services."""
     if stamped.anchored:
         _report_anchor(ctx, json, shown, stamped)
@@ -252,9 +217,11 @@ def _report_stamped(ctx: typer.Context, json: bool, shown: str, stamped: Any) ->
         _report_pending(ctx, json, shown, stamped)
 
 
-def _report_pending(ctx: typer.Context, json: bool, path: str, outcome: Any) -> None:
+def _report_pending(ctx: click.Context, json: bool, path: str, outcome: Any) -> None:
     """What a stamp through services did: each receipt, each service that did not take it."""
     from datetime import UTC, datetime
+
+    from anchor.cli.verdict import without
 
     proof_out = outcome.proof_path
     emit(
@@ -275,23 +242,28 @@ def _report_pending(ctx: typer.Context, json: bool, path: str, outcome: Any) -> 
     )  # fmt: skip
 
 
+@command("upgrade")
+@click.argument(
+    "paths",
+    type=PATH,
+    nargs=-1,
+    required=True,
+    metavar="PATH|PROOF",
+    help="Proof files, or the stamped paths (their PATH.anchor.json).",
+)
+@click.option(
+    "--service",
+    "service",
+    multiple=True,
+    help="Submit again to this service (repeatable; else ANCHOR_SERVICE_URLS) if the"
+    " proof lists it as down at stamp time. Token: ANCHOR_SERVICE_TOKEN.",
+)
+@insecure_token_option
+@seal_option
+@json_option
+@click.pass_context
 def upgrade(
-    ctx: typer.Context,
-    paths: Annotated[
-        list[Path],
-        typer.Argument(help="Proof files, or the stamped paths (their PATH.anchor.json).", metavar="PATH|PROOF"),
-    ],  # fmt: skip
-    service: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--service",
-            help="Submit again to this service (repeatable; else ANCHOR_SERVICE_URLS) if the"
-            " proof lists it as down at stamp time. Token: ANCHOR_SERVICE_TOKEN.",
-        ),
-    ] = None,
-    allow_insecure_token: InsecureTokenFlag = False,
-    seal: SealFlag = False,
-    json: JsonFlag = False,
+    ctx: click.Context, paths: list[Path], service: list[str] | None, allow_insecure_token: bool, seal: bool, json: bool
 ) -> None:
     """Complete pending proofs: fetch each service's anchor, check it against the chain, write it in;
     with --seal, seal each anchor of the chain read (for `verify --offline`).
@@ -299,6 +271,7 @@ def upgrade(
     The file is rewritten atomically and only when an anchor was added (nothing else in it changes);
     services that were down at stamp time are submitted to again. Exit 14 while any is still pending."""
     from anchor.anchoring.stamper import Stamper
+    from anchor.cli.verdict import without
     from anchor.errors import AnchorError, ExitCode
 
     # the configured services (--service, else ANCHOR_SERVICE_URLS) are the only ones a token goes to
@@ -336,10 +309,10 @@ def upgrade(
                   for url in done.not_contacted]  # fmt: skip
     emit(ctx, json, {"results": rows}, lines)
     if worst:
-        raise typer.Exit(worst)
+        ctx.exit(worst)
 
 
-def _report_anchor(ctx: typer.Context, json: bool, shown: str, outcome: Any) -> None:
+def _report_anchor(ctx: click.Context, json: bool, shown: str, outcome: Any) -> None:
     a = outcome.proof.anchor
     state = (f"already anchored, in block {outcome.proof.anchor.block_number} by an earlier run (a journal retry,"
              " flush or stamp of the same bytes): nothing was sent now" if outcome.already_anchored
@@ -385,48 +358,68 @@ def _restamp_lines(outcome: Any) -> list[str]:
     return lines
 
 
+@command("verify", reads=True)
+@click.argument(
+    "paths", type=PATH, nargs=-1, metavar="PATH", help="Files or directories (several: one line each, then a summary)."
+)
+@click.option(
+    "--from",
+    "from_file",
+    type=PATH,
+    help="Also verify the paths listed in this file, one a line ('-': standard input).",
+)
+@proof_option
+@registry_option
+@quorum_option
+@policy_options
+@click.option("--spec", "spec", type=PATH, help="A bundle spec: re-hash its mission, snapshot and policy files too.")
+@click.option(
+    "--in",
+    "subjects_in",
+    type=PATH,
+    help="With a .intoto.jsonl PATH: where its subjects are (default: beside it, its name).",
+)
+@click.option(
+    "--offline", "offline", is_flag=True, help="No network: check the proof's sealed section against trusted blocks."
+)
+@click.option(
+    "--trusted-block",
+    "trusted_block",
+    multiple=True,
+    help="With --offline: N:HASH (or CHAIN:N:HASH), a block hash you trust.",
+)
+@click.option(
+    "--trusted-blocks",
+    "trusted_blocks",
+    type=PATH,
+    help="With --offline: a file of `chain_id N HASH` lines (a checkpoint list).",
+)
+@json_option
+@click.pass_context
 def verify(
-    ctx: typer.Context,
-    paths: Annotated[
-        list[Path] | None,
-        typer.Argument(help="Files or directories (several: one line each, then a summary).", metavar="PATH"),
-    ] = None,
-    from_file: Annotated[
-        Path | None,
-        typer.Option("--from", help="Also verify the paths listed in this file, one a line ('-': standard input)."),
-    ] = None,
-    proof: ProofOpt = None,
-    registry: RegistryOpt = None,
-    require: RequireOpt = "any",
-    expect_submitter: ExpectSubmitterOpt = None,
-    anchored_before: AnchoredBeforeOpt = None,
-    spec: Annotated[
-        Path | None,
-        typer.Option("--spec", help="A bundle spec: re-hash its mission, snapshot and policy files too."),
-    ] = None,
-    min_finality: MinFinalityOpt = None,
-    quorum: QuorumOpt = None,
-    subjects_in: Annotated[
-        Path | None,
-        typer.Option("--in", help="With a .intoto.jsonl PATH: where its subjects are (default: beside it, its name)."),
-    ] = None,
-    offline: Annotated[
-        bool, typer.Option("--offline", help="No network: check the proof's sealed section against trusted blocks.")
-    ] = False,
-    trusted_block: Annotated[
-        list[str] | None,
-        typer.Option("--trusted-block", help="With --offline: N:HASH (or CHAIN:N:HASH), a block hash you trust."),
-    ] = None,
-    trusted_blocks: Annotated[
-        Path | None,
-        typer.Option("--trusted-blocks", help="With --offline: a file of `chain_id N HASH` lines (a checkpoint list)."),
-    ] = None,
-    json: JsonFlag = False,
+    ctx: click.Context,
+    paths: list[Path] | None,
+    from_file: Path | None,
+    proof: Path | None,
+    registry: list[str] | None,
+    quorum: int | None,
+    require: str,
+    expect_submitter: str | None,
+    anchored_before: str | None,
+    min_finality: str | None,
+    spec: Path | None,
+    subjects_in: Path | None,
+    offline: bool,
+    trusted_block: list[str] | None,
+    trusted_blocks: Path | None,
+    json: bool,
 ) -> None:
     """Verify PATH against its proof file and a live read of the chain (read-only), or, with --offline,
     against the proof's sealed section and a block hash you trust; PATH may also be the in-toto
     statements `anchor attest` wrote (NAME.intoto.jsonl). Several paths (or --from FILE) are verified in
     one process: one line each, a summary, and the highest exit code any of them got."""
+    from anchor.cli.config_cmds import settings_near
+    from anchor.cli.verdict import verdict_output
     from anchor.errors import BadInput
     from anchor.readback.anchors import required_count
 
@@ -441,9 +434,7 @@ def verify(
     policy = Policy(expect_submitter, anchored_before, min_finality)
     listed = [*(paths or []), *(_listed_paths(from_file) if from_file is not None else [])]
     if not listed:  # a usage error, as click says it for a missing argument
-        from typer._click.exceptions import UsageError
-
-        raise UsageError("Missing argument 'PATH' (or --from FILE with one path a line).", ctx=ctx)
+        raise click.UsageError("Missing argument 'PATH' (or --from FILE with one path a line).", ctx=ctx)
     if len(listed) > 1:
         if proof is not None or spec is not None or subjects_in is not None:
             raise BadInput("--proof, --spec and --in name one subject: give one PATH with them",
@@ -455,7 +446,7 @@ def verify(
     emit(ctx, json, *verdict_output(path, result))
 
 
-def _go_offline(ctx: typer.Context, offline: bool, given: list[str], listed: Path | None) -> None:
+def _go_offline(ctx: click.Context, offline: bool, given: list[str], listed: Path | None) -> None:
     """`--offline` with its trusted blocks, into the settings every step reads (anchor.sealing.check)."""
     from anchor.errors import BadInput
     from anchor.sealing.check import offline_settings
@@ -484,7 +475,7 @@ def _listed_paths(source: Path) -> list[Path]:
     return [Path(line) for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
 
 
-def _verify_many(ctx: typer.Context, json: bool, verdicts: Iterable[tuple[Path, Verification | AnchorError]]) -> None:
+def _verify_many(ctx: click.Context, json: bool, verdicts: Iterable[tuple[Path, Verification | AnchorError]]) -> None:
     """Each path's verdict on one line (the error's first line for a failure), then a summary; exits
     with the highest code any path got, so a script sees the worst of them."""
     import json as jsonlib
@@ -518,18 +509,17 @@ def _verify_many(ctx: typer.Context, json: bool, verdicts: Iterable[tuple[Path, 
     else:
         print(summary)
     if worst:
-        raise typer.Exit(worst)
+        ctx.exit(worst)
 
 
-def attest(
-    ctx: typer.Context,
-    target: Annotated[str, typer.Argument(help="An anchored file or directory, or a manifest digest (0x…).")],
-    out: Annotated[
-        Path | None,
-        typer.Option("--out", help="Write here (default: TARGET.intoto.jsonl beside a path; stdout for a digest)."),
-    ] = None,
-    json: JsonFlag = False,
-) -> None:
+@command("attest")
+@click.argument("target", help="An anchored file or directory, or a manifest digest (0x…).")
+@click.option(
+    "--out", "out", type=PATH, help="Write here (default: TARGET.intoto.jsonl beside a path; stdout for a digest)."
+)
+@json_option
+@click.pass_context
+def attest(ctx: click.Context, target: str, out: Path | None, json: bool) -> None:
     """In-toto statements for an anchored result, after verifying it: SLSA provenance for a result
     bundle, and the chain anchor (with its proof) for everything (docs/attestations.md)."""
     import sys
@@ -559,18 +549,17 @@ def attest(
     )
 
 
-def lookup(
-    ctx: typer.Context,
-    key: Annotated[str, typer.Argument(help="A path, manifest digest, batch root or git commit.")],
-    researcher: Annotated[
-        str | None,
-        typer.Option("--researcher", help="Whose lineage record of a commit (registry v2): read in O(1) calls."),
-    ] = None,
-    quorum: QuorumOpt = None,
-    json: JsonFlag = False,
-) -> None:
+@command("lookup", reads=True)
+@click.argument("key", help="A path, manifest digest, batch root or git commit.")
+@click.option("--researcher", "researcher", help="Whose lineage record of a commit (registry v2): read in O(1) calls.")
+@quorum_option
+@json_option
+@click.pass_context
+def lookup(ctx: click.Context, key: str, researcher: str | None, quorum: int | None, json: bool) -> None:
     """Print the on-chain record for KEY and where to see it on a block explorer."""
     from anchor.anchoring.proofs import store_finder
+    from anchor.cli.config_cmds import settings_near
+    from anchor.cli.verdict import quorum_lines
     from anchor.readback.lookup import lookup_agreed
 
     settings = settings_near(ctx, Path(key)) if Path(key).exists() else _settings(ctx)

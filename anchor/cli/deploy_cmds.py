@@ -1,22 +1,22 @@
-"""`anchor deploy` and `anchor serve`."""
+"""`anchor deploy`, and the service: `anchor serve`, `anchor index`, `anchor render`."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Any
 
-import typer
+import click
 
-from anchor.cli.options import JsonFlag, QuorumOpt
+from anchor.cli.commands import command
+from anchor.cli.options import PATH, chain_rpc_url_option, json_option, options_of
 from anchor.cli.output import emit, write_rendered
+from api.server import IndexOptions, ServeOptions
 
 
-def register(app: typer.Typer) -> None:
-    app.command()(deploy)
-    app.command()(serve)
-
-
-def deploy(ctx: typer.Context, json: JsonFlag = False) -> None:
+@command("deploy")
+@json_option
+@click.pass_context
+def deploy(ctx: click.Context, json: bool) -> None:
     """Put the registry at its canonical address (the same on every chain) and record it; where it
     already is, record it and send nothing."""
     from anchor.anchoring.deploy import deploy as put_registry
@@ -49,134 +49,75 @@ def _where_to_publish(root: Path | None) -> str:
     )
 
 
-def serve(
-    ctx: typer.Context,
-    host: Annotated[str, typer.Option(help="Bind address.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port.")] = 8000,
-    public_url: Annotated[
-        str | None,
-        typer.Option("--public-url", help="The URL people reach this service at (default: http://HOST:PORT)."),
-    ] = None,
-    render: Annotated[
-        str | None,
-        typer.Option("--render", help="Do not serve: render the service for a cluster (k8s: a replicated Deployment)."),
-    ] = None,
-    image: Annotated[
-        str | None,
-        typer.Option(help="With --render: the container image, pinned by digest (name@sha256:<64 hex>)."),
-    ] = None,
-    replicas: Annotated[int, typer.Option(min=1, max=32, help="With --render: replicas of the Deployment.")] = 3,
-    chain_rpc_url: Annotated[
-        str | None,
-        typer.Option("--chain-rpc-url", help="With --render: the chain's RPC URL as the pods reach it."),
-    ] = None,
-    keys_secret: Annotated[
-        str, typer.Option(help="With --render: the Secret with ANCHOR_JOURNAL_URL, the key and ANCHOR_API_TOKENS.")
-    ] = "anchor-keys",  # noqa: S107 - the name of a Secret object
-    namespace: Annotated[str | None, typer.Option(help="With --render: the namespace.")] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="With --render: write here (refuses to overwrite).")] = None,
-    index_only: Annotated[
-        bool,
-        typer.Option(
-            "--index-only", help="Serve an explorer from the chain alone: no data directory, journal or ledger."
-        ),
-    ] = False,
-    calendar: Annotated[
-        bool,
-        typer.Option(
-            "--calendar",
-            help="Also be a public calendar: anyone may stamp a manifest identity without a token (POST /v1/calendar),"
-            " rate-limited per client, the queue bounded (docs/calendar.md).",
-        ),
-    ] = False,
-    access_log: Annotated[
-        bool,
-        typer.Option(
-            "--access-log",
-            help="Log one line per request (off by default: under load, formatting it cost a"
-            " tenth of each request's time).",
-        ),
-    ] = False,
-    forwarded_allow_ips: Annotated[
-        str | None,
-        typer.Option(
-            "--forwarded-allow-ips",
-            help="Trust X-Forwarded-For / -Proto only from these proxies (comma-separated IPs or CIDRs; default:"
-            " none, so clients are told apart by their own address: docs/deploy.md).",
-        ),
-    ] = None,
-    rpc_url: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--rpc-url",
-            help="The chain to read; repeated, with --index-only: index only what a quorum of"
-            " them agree on (--quorum; default a majority).",
-        ),
-    ] = None,
-    quorum: QuorumOpt = None,
-    registry: Annotated[
-        str | None, typer.Option("--registry", help="With --index-only: another registry than the canonical one.")
-    ] = None,
-    index: Annotated[
-        Path | None,
-        typer.Option(
-            "--index", help="With --index-only: the index file (default: ~/.cache/anchor/index-CHAIN-REGISTRY.sqlite)."
-        ),
-    ] = None,
-    from_block: Annotated[
-        int | None,
-        typer.Option(
-            "--from-block", min=0, help="With --index-only: the registry's deployment block (default: found on chain)."
-        ),
-    ] = None,
-    confirmations: Annotated[
-        int, typer.Option(min=1, max=10_000, help="With --index-only: blocks behind the head re-checked for reorgs.")
-    ] = 12,
-    browser_rpc_url: Annotated[
-        str | None,
-        typer.Option(
-            "--browser-rpc-url", help="The public RPC URL visitors' browsers read the registry through (no key in it)."
-        ),
-    ] = None,
-    claims: Annotated[
-        Path | None,
-        typer.Option(
-            "--claims",
-            help="With --index-only: a published research ledger; values that hash to the chain's records are shown.",
-        ),
-    ] = None,
-    repo: Annotated[
-        Path | None,
-        typer.Option(
-            "--repo",
-            help="With --index-only: a clone of the attempts' repository; diffs that hash to the records are shown.",
-        ),
-    ] = None,
-) -> None:
+@command("serve")
+@options_of(ServeOptions)
+@click.pass_context
+def serve(ctx: click.Context, /, **given: Any) -> None:
     """Serve the REST verification API and the explorer pages; links printed by `anchor lookup` follow.
 
-    With --index-only, serve an explorer that needs only the chain: the registry's events, followed
-    from its deployment block into an index of its own, searchable by commit, researcher, root or tx.
-
-    With --render k8s, print (or --out) Kubernetes objects instead: replicas sharing the PostgreSQL
-    journal of the keys Secret, each with its own data directory, `/ready` as readiness probe."""
-    settings = ctx.find_root().obj["settings"]
-    if render is not None:
-        from anchor.anchoring.k8s import render_service_for
-
-        text, wrote = render_service_for(
-            settings, render, image=image, replicas=replicas, rpc_url=chain_rpc_url, public_url=public_url,
-            keys_secret=keys_secret, namespace=namespace,
-        )  # fmt: skip
-        write_rendered(text, out, wrote)
-        return
-    from api.server import ServeOptions
+    `anchor index` serves an explorer from the chain alone; `anchor render k8s` renders this service for
+    a cluster."""
     from api.server import serve as run
 
-    run(settings, ServeOptions(
-        host=host, port=port, public_url=public_url, calendar=calendar, access_log=access_log,
-        forwarded_allow_ips=forwarded_allow_ips, rpc_urls=tuple(rpc_url or ()), quorum=quorum,
-        browser_rpc_url=browser_rpc_url,
-        index_only=index_only, registry=registry, index=index, from_block=from_block, confirmations=confirmations,
-        claims=claims, repo=repo,
-    ))  # fmt: skip
+    run(ctx.find_root().obj["settings"], ServeOptions(**given))
+
+
+@command("index")
+@options_of(IndexOptions)
+@click.pass_context
+def index(ctx: click.Context, /, **given: Any) -> None:
+    """Serve an explorer that needs only the chain: no data directory, journal or ledger. The registry's
+    events are followed from its deployment block into an index of its own, searchable by commit,
+    researcher, root or tx."""
+    from api.server import serve_index
+
+    serve_index(ctx.find_root().obj["settings"], IndexOptions(**given))
+
+
+@command("render")
+@click.argument("target", help="What to render: k8s (a replicated Deployment).")
+@click.option("--image", help="The container image, pinned by digest (name@sha256:<64 hex>).")
+@click.option("--replicas", type=click.IntRange(min=1, max=32), default=3, show_default=True,
+              help="Replicas of the Deployment.")  # fmt: skip
+@chain_rpc_url_option
+@click.option("--public-url", help="The URL people reach the service at.")
+@click.option("--keys-secret", default="anchor-keys", show_default=True,
+              help="The Secret with ANCHOR_JOURNAL_URL, the key and ANCHOR_API_TOKENS.")  # fmt: skip
+@click.option("--namespace", help="The namespace.")
+@click.option("--out", type=PATH, help="Write here (refuses to overwrite).")
+@click.pass_context
+def render(
+    ctx: click.Context, target: str, image: str | None, replicas: int, chain_rpc_url: str | None,
+    public_url: str | None, keys_secret: str, namespace: str | None, out: Path | None,
+) -> None:  # fmt: skip
+    """Render the service for a cluster: Kubernetes objects (k8s), printed or written to --out: replicas
+    sharing the PostgreSQL journal of the keys Secret, each with its own data directory, `/ready` as
+    readiness probe."""
+    from anchor.anchoring.k8s import render_service_for
+
+    text, wrote = render_service_for(
+        ctx.find_root().obj["settings"], target, image=image, replicas=replicas, rpc_url=chain_rpc_url,
+        public_url=public_url, keys_secret=keys_secret, namespace=namespace,
+    )  # fmt: skip
+    write_rendered(text, out, wrote)
+
+
+RENAMED = {"--index-only": "index", "--render": "render"}
+"""`serve`'s mode flags of earlier releases, and the command each is now (kept for one release)."""
+
+
+def renamed(args: list[str]) -> tuple[str, list[str]] | None:
+    """`serve --index-only …` as `index …`, `serve --render k8s …` as `render k8s …`: the command and its
+    words, with a one-line note on stderr; None for a `serve` of this release."""
+    words = args[: args.index("--")] if "--" in args else args
+    for flag, name in RENAMED.items():
+        for at, word in enumerate(words):
+            if word == flag or word.startswith(flag + "="):
+                rest = [*args[:at], *args[at + 1 :]]
+                if name == "render":
+                    value = word.partition("=")[2] or (rest.pop(at) if at < len(rest) else "")
+                    rest.insert(0, value)
+                click.echo(f"note: `anchor serve {flag}` is now `anchor {name}`; this spelling works until the"
+                           " next release", err=True)  # fmt: skip
+                return name, rest
+    return None

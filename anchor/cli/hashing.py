@@ -1,7 +1,6 @@
 """`anchor hash`, the body: PATH's manifest digest printed, for people or as JSON.
 
-No typer here: the typer command (`data_cmds.hash_`) and the fast path (`anchor/cli/fast.py`) both
-run this, so both print the same thing."""
+Apart from the command (`data_cmds.hash_`) so that the digest is printed one way, whoever asks."""
 
 from __future__ import annotations
 

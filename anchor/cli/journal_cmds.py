@@ -5,42 +5,44 @@ for one release."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-import typer
+import click
 
-from anchor.cli.data_cmds import ExcludeOpt, NoDefaultsOpt, ServiceOpt, Symlinks, SymlinksOpt
+from anchor.cli.commands import AnchorCommand, AnchorGroup
 from anchor.cli.hashing import rules_for
-from anchor.cli.options import JsonFlag
+from anchor.cli.options import PATH, exclude_option, json_option, no_defaults_option, service_option, symlinks_option
 from anchor.cli.output import count, emit, hash_progress
 
-
-def register(app: typer.Typer) -> None:
-    for name, command in (("submit", submit), ("flush", flush), ("status", status)):
-        journal_app.command(name)(command)
-        note = f"It is now `anchor journal {name}`; this spelling works until the next release."
-        app.command(name, deprecated=note, help=f"Old spelling of `anchor journal {name}` (kept for one release).")(  # type: ignore[arg-type]
-            command
-        )
-    app.add_typer(journal_app, name="journal")
+journal_app = AnchorGroup(
+    "journal",
+    help="The journal: submit many results, flush them in few transactions, see what is where; retry or"
+    " abandon an effect the registry refused.",
+)
 
 
-def _settings(ctx: typer.Context):  # type: ignore[no-untyped-def]
+def _settings(ctx: click.Context):  # type: ignore[no-untyped-def]
     return ctx.find_root().obj["settings"]
 
 
+@journal_app.command("submit")
+@click.argument("paths", type=PATH, nargs=-1, required=True, help="Files or directories to journal for anchoring.")
+@click.option("--idempotency-key", "idempotency_key", help="Reusing a key with other content is refused.")
+@exclude_option
+@no_defaults_option
+@symlinks_option
+@service_option
+@json_option
+@click.pass_context
 def submit(
-    ctx: typer.Context,
-    paths: Annotated[list[Path], typer.Argument(help="Files or directories to journal for anchoring.")],
-    idempotency_key: Annotated[
-        str | None,
-        typer.Option("--idempotency-key", help="Reusing a key with other content is refused."),
-    ] = None,
-    exclude: ExcludeOpt = None,
-    no_default_excludes: NoDefaultsOpt = False,
-    symlinks: SymlinksOpt = Symlinks.refuse,
-    service_urls: ServiceOpt = None,
-    json: JsonFlag = False,
+    ctx: click.Context,
+    paths: list[Path],
+    idempotency_key: str | None,
+    exclude: list[str] | None,
+    no_default_excludes: bool,
+    symlinks: str,
+    service: list[str] | None,
+    json: bool,
 ) -> None:
     """Journal PATHS for the next batch; nothing is sent until `anchor journal flush`. With --service,
     they go to the service's journal instead (pending proofs at once; `anchor upgrade` later)."""
@@ -50,9 +52,9 @@ def submit(
     # services (--service, else ANCHOR_SERVICE_URLS) or the journal here: the Stamper's one decision
     def hashed(path: Path) -> FileTreeManifest:
         with hash_progress(ctx, json) as progress:
-            return hash_tree(path, rules_for(path, exclude, no_default_excludes), symlinks.value, progress)
+            return hash_tree(path, rules_for(path, exclude, no_default_excludes), symlinks, progress)
 
-    with Stamper.from_settings(_settings(ctx), service_urls) as stamper:
+    with Stamper.from_settings(_settings(ctx), service) as stamper:
         rows = [q.to_json() for q in stamper.queue(paths, hashed, idempotency_key)]
     emit(ctx, json, {"submitted": rows}, [
         f"{r['manifest_digest']}  {r['path']}  " + (f"pending at {', '.join(r['services'])}" if "services" in r
@@ -61,11 +63,13 @@ def submit(
     ])  # fmt: skip
 
 
-def flush(
-    ctx: typer.Context,
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1, max=65536, help="Items per batch root.")] = 256,
-    json: JsonFlag = False,
-) -> None:
+@journal_app.command("flush")
+@click.option(
+    "--batch-size", "batch_size", type=click.IntRange(min=1, max=65536), default=256, help="Items per batch root."
+)
+@json_option
+@click.pass_context
+def flush(ctx: click.Context, batch_size: int, json: bool) -> None:
     """Batch every pending item, anchor the batches, and wait for their confirmation."""
     import sys
 
@@ -121,7 +125,10 @@ def _proof_error_lines(errors: list[dict[str, object]]) -> list[str]:
     ]
 
 
-def status(ctx: typer.Context, json: JsonFlag = False) -> None:
+@journal_app.command("status")
+@json_option
+@click.pass_context
+def status(ctx: click.Context, json: bool) -> None:
     """What is pending, in flight and confirmed, with the latest transactions (read-only: no key, no network)."""
     from anchor.journal.backends import open_journal
     from anchor.journal.status import journal_status
@@ -194,16 +201,16 @@ def _failed_lines(failed: list[dict[str, object]]) -> list[str]:
     )
 
 
-journal_app = typer.Typer(
-    help="The journal: submit many results, flush them in few transactions, see what is where; retry or"
-    " abandon an effect the registry refused.",
-    no_args_is_help=True,
+effect_id_option = click.argument(
+    "effect_id", type=click.IntRange(min=1), help="The effect's id, as `anchor journal status` lists it."
 )
-EffectId = Annotated[int, typer.Argument(help="The effect's id, as `anchor journal status` lists it.", min=1)]
 
 
 @journal_app.command("retry")
-def retry(ctx: typer.Context, effect_id: EffectId, json: JsonFlag = False) -> None:
+@effect_id_option
+@json_option
+@click.pass_context
+def retry(ctx: click.Context, effect_id: int, json: bool) -> None:
     """Resume a failed effect with the next flush; the chain is checked again first, so nothing is sent twice."""
     from anchor.journal.status import retry_effect
 
@@ -214,7 +221,10 @@ def retry(ctx: typer.Context, effect_id: EffectId, json: JsonFlag = False) -> No
 
 
 @journal_app.command("abandon")
-def abandon(ctx: typer.Context, effect_id: EffectId, json: JsonFlag = False) -> None:
+@effect_id_option
+@json_option
+@click.pass_context
+def abandon(ctx: click.Context, effect_id: int, json: bool) -> None:
     """Close a failed effect for good (kept in the journal, never sent)."""
     from anchor.journal.status import abandon_effect
 
@@ -224,7 +234,7 @@ def abandon(ctx: typer.Context, effect_id: EffectId, json: JsonFlag = False) -> 
     )
 
 
-def _on_journal(ctx: typer.Context, action, effect_id: int) -> None:  # type: ignore[no-untyped-def]
+def _on_journal(ctx: click.Context, action, effect_id: int) -> None:  # type: ignore[no-untyped-def]
     """Run `action(journal, chain_id, effect_id)`: the journal alone, no signing key, no network."""
     from anchor.journal.backends import open_journal
 
@@ -251,3 +261,17 @@ def _journal_chain(settings: Any, journal: Any) -> int:
     from anchor.chain.open import open_chain
 
     return open_chain(settings).chain_id
+
+
+def _old_spelling(command: click.Command) -> AnchorCommand:
+    """`anchor submit|flush|status`: the journal's commands at the top, as earlier releases had them."""
+    name = command.name
+    return AnchorCommand(
+        name, params=command.params, callback=command.callback,
+        help=f"Old spelling of `anchor journal {name}` (kept for one release).",
+        hidden=True,
+        deprecated=f"It is now `anchor journal {name}`; this spelling works until the next release.",
+    )  # fmt: skip
+
+
+old_submit, old_flush, old_status = (_old_spelling(c) for c in (submit, flush, status))

@@ -3,42 +3,40 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-import typer
+import click
 
-from anchor.cli.data_cmds import EgressCidrOpt, GoneKeysSecretOpt, ServiceUrlOpt
-from anchor.cli.options import JsonFlag, SandboxRuntimeOpt
+from anchor.cli.commands import AnchorGroup
+from anchor.cli.options import (
+    PATH,
+    chain_rpc_url_option,
+    egress_cidr_option,
+    gone_keys_secret_option,
+    json_option,
+    sandbox_runtime_option,
+    service_url_option,
+)
 from anchor.cli.output import count, emit, wants_json
 
-missions = typer.Typer(help="Typed, immutable missions (docs/manifest.md, Mission).", no_args_is_help=True)
-snapshots = typer.Typer(
-    help="The content-addressed, read-only snapshot cache (keyed by SHA-256).", no_args_is_help=True
+missions = AnchorGroup("mission", help="Typed, immutable missions (docs/manifest.md, Mission).")
+snapshots = AnchorGroup("snapshot", help="The content-addressed, read-only snapshot cache (keyed by SHA-256).")
+max_bytes_option = click.option(
+    "--max-bytes",
+    "max_bytes",
+    type=click.IntRange(min=1),
+    help="Cache size cap; least recently used entries go first (else ANCHOR_SNAPSHOT_CACHE_BYTES).",
 )
-MaxBytes = Annotated[
-    int | None,
-    typer.Option(
-        "--max-bytes",
-        min=1,
-        help="Cache size cap; least recently used entries go first (else ANCHOR_SNAPSHOT_CACHE_BYTES).",
-    ),
-]
-
-
-def register(root: typer.Typer) -> None:
-    root.add_typer(missions, name="mission")
-    root.add_typer(snapshots, name="snapshot")
 
 
 @missions.command("check")
-def check(
-    ctx: typer.Context,
-    path: Annotated[Path, typer.Argument(help="A mission file (TOML, or JSON for .json).")],
-    digest_only: Annotated[
-        bool, typer.Option("--digest-only", help="Print only the digest, for `mission submit --mission-digest`.")
-    ] = False,
-    json: JsonFlag = False,
-) -> None:
+@click.argument("path", type=PATH, help="A mission file (TOML, or JSON for .json).")
+@click.option(
+    "--digest-only", "digest_only", is_flag=True, help="Print only the digest, for `mission submit --mission-digest`."
+)
+@json_option
+@click.pass_context
+def check(ctx: click.Context, path: Path, digest_only: bool, json: bool) -> None:
     """Validate a mission and print the one identity a result bundle binds (`mission_sha256`: the SHA-256
     of its canonical JSON, so reformatting the file changes nothing) and the digest `mission submit
     --mission-digest` asks for."""
@@ -64,29 +62,31 @@ def check(
 
 
 @missions.command("submit")
+@click.option("--mission", "mission", type=PATH, required=True, help="The mission file (TOML, or JSON for .json).")
+@click.option(
+    "--mission-digest", "mission_digest", help="The mission's digest as you know it (0x…): compared, never adopted."
+)
+@click.option("--snapshot", "snapshot", default="", help="The data snapshot: a path or a URL.")
+@click.option("--snapshot-sha256", "snapshot_sha256", help="Its SHA-256 (required).")
+@click.option("--image", "image", default="", help="The image, by digest: name@sha256:<64 hex>.")
+@click.option("--output", "output", default="", help="The output identity: never used before.")
+@click.option("--profile", "profile", default="small", help="A declared resource profile: small, medium, large.")
+@click.option("--resume-bundle", "resume_bundle", help="Resume from this anchored bundle (with --resume-digest).")
+@click.option("--resume-digest", "resume_digest", help="... whose manifest digest is this (0x…).")
+@json_option
+@click.pass_context
 def submit(
-    ctx: typer.Context,
-    mission: Annotated[Path, typer.Option("--mission", help="The mission file (TOML, or JSON for .json).")],
-    mission_digest: Annotated[
-        str | None,
-        typer.Option("--mission-digest", help="The mission's digest as you know it (0x…): compared, never adopted."),
-    ] = None,
-    snapshot: Annotated[str, typer.Option("--snapshot", help="The data snapshot: a path or a URL.")] = "",
-    snapshot_sha256: Annotated[str | None, typer.Option("--snapshot-sha256", help="Its SHA-256 (required).")] = None,
-    image: Annotated[str, typer.Option("--image", help="The image, by digest: name@sha256:<64 hex>.")] = "",
-    output: Annotated[str, typer.Option("--output", help="The output identity: never used before.")] = "",
-    profile: Annotated[
-        str, typer.Option("--profile", help="A declared resource profile: small, medium, large.")
-    ] = "small",
-    resume_bundle: Annotated[
-        str | None,
-        typer.Option("--resume-bundle", help="Resume from this anchored bundle (with --resume-digest)."),
-    ] = None,
-    resume_digest: Annotated[
-        str | None,
-        typer.Option("--resume-digest", help="... whose manifest digest is this (0x…)."),
-    ] = None,
-    json: JsonFlag = False,
+    ctx: click.Context,
+    mission: Path,
+    mission_digest: str | None,
+    snapshot: str,
+    snapshot_sha256: str | None,
+    image: str,
+    output: str,
+    profile: str,
+    resume_bundle: str | None,
+    resume_digest: str | None,
+    json: bool,
 ) -> None:
     """Submit a mission through the dispatcher: everything is checked before anything is stored."""
     from anchor.missions.dispatch import submit_mission
@@ -107,35 +107,38 @@ def submit(
 
 
 @missions.command("run")
+@click.argument("output", help="The output identity of a dispatched mission (anchor mission submit).")
+@click.option("--no-sandbox", "no_sandbox", is_flag=True, help="Run the command unconfined (recorded in the proof).")
+@sandbox_runtime_option
+@max_bytes_option
+@click.option(
+    "--service",
+    "service",
+    multiple=True,
+    help="Anchor the bundle through this service (repeatable; token: ANCHOR_SERVICE_TOKEN): no funded key"
+    " here, pending proofs at once, completed at the end when the service's batch is mined.",
+)
+@click.option(
+    "--stage",
+    "stage",
+    help="In a pod (anchor mission render k8s): `prepare` (claim, snapshot into --workspace) or `seal`"
+    " (hash and anchor what the command's own container left): the command runs between them, elsewhere.",
+)
+@click.option(
+    "--workspace", "workspace", type=PATH, help="With --stage: the directory holding the snapshot/ and result/ volumes."
+)
+@json_option
+@click.pass_context
 def run(
-    ctx: typer.Context,
-    output: Annotated[str, typer.Argument(help="The output identity of a dispatched mission (anchor mission submit).")],
-    no_sandbox: Annotated[
-        bool, typer.Option("--no-sandbox", help="Run the command unconfined (recorded in the proof).")
-    ] = False,
-    sandbox_runtime: SandboxRuntimeOpt = "auto",
-    max_bytes: MaxBytes = None,
-    service: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--service",
-            help="Anchor the bundle through this service (repeatable; token: ANCHOR_SERVICE_TOKEN): no funded key"
-            " here, pending proofs at once, completed at the end when the service's batch is mined.",
-        ),
-    ] = None,
-    stage: Annotated[
-        str | None,
-        typer.Option(
-            "--stage",
-            help="In a pod (anchor mission render k8s): `prepare` (claim, snapshot into --workspace) or `seal`"
-            " (hash and anchor what the command's own container left): the command runs between them, elsewhere.",
-        ),
-    ] = None,
-    workspace: Annotated[
-        Path | None,
-        typer.Option("--workspace", help="With --stage: the directory holding the snapshot/ and result/ volumes."),
-    ] = None,
-    json: JsonFlag = False,
+    ctx: click.Context,
+    output: str,
+    no_sandbox: bool,
+    sandbox_runtime: str,
+    max_bytes: int | None,
+    service: list[str] | None,
+    stage: str | None,
+    workspace: Path | None,
+    json: bool,
 ) -> None:
     """Run a dispatched mission against its verified snapshot, measure its six milestones, and anchor
     the result bundle with its timing record (docs/missions.md)."""
@@ -175,7 +178,7 @@ def run(
     ])  # fmt: skip
 
 
-def _report_through(ctx: typer.Context, json: bool, done: Any, complete: bool) -> None:
+def _report_through(ctx: click.Context, json: bool, done: Any, complete: bool) -> None:
     """A mission stamped through services: where its proofs stand once the services' batch was awaited."""
     manifest = done.manifest
     data = {
@@ -196,7 +199,9 @@ def _report_through(ctx: typer.Context, json: bool, done: Any, complete: bool) -
 
 
 @missions.command("list")
-def list_missions(ctx: typer.Context, json: JsonFlag = False) -> None:
+@json_option
+@click.pass_context
+def list_missions(ctx: click.Context, json: bool) -> None:
     """Every dispatched mission in this data dir, oldest first: its output identity, state and bundle."""
     from anchor.missions.runner import mission_states
 
@@ -210,11 +215,10 @@ def list_missions(ctx: typer.Context, json: JsonFlag = False) -> None:
 
 
 @missions.command("status")
-def status(
-    ctx: typer.Context,
-    output: Annotated[str, typer.Argument(help="The output identity of a dispatched mission.")],
-    json: JsonFlag = False,
-) -> None:
+@click.argument("output", help="The output identity of a dispatched mission.")
+@json_option
+@click.pass_context
+def status(ctx: click.Context, output: str, json: bool) -> None:
     """One dispatched mission: what it binds, where its run stands, where its result and proof are."""
     from anchor.missions.runner import mission_status
 
@@ -236,34 +240,45 @@ def status(
 
 
 @missions.command("render")
+@click.argument("target", help="What to render: k8s (a Job running the dispatched mission).")
+@click.argument("output", help="The output identity of a dispatched mission.")
+@chain_rpc_url_option
+@service_url_option
+@click.option(
+    "--token-secret",
+    "token_secret",
+    default="anchor-service-token",
+    help="The Secret whose key `token` is the service token (scope: submit).",
+)
+@gone_keys_secret_option
+@click.option(
+    "--results-claim",
+    "results_claim",
+    help="A PersistentVolumeClaim the result directory is written to (else it leaves with the pod).",
+)
+@click.option("--namespace", "namespace", help="The namespace.")
+@click.option(
+    "--anchor-image",
+    "anchor_image",
+    help="The anchor image (name@sha256:…) that prepares and seals; it alone holds"
+    " the token. The mission's command runs in the dispatched image, apart.",
+)
+@egress_cidr_option
+@click.option("--out", "out", type=PATH, help="Write here (refuses to overwrite).")
+@click.pass_context
 def render(
-    ctx: typer.Context,
-    target: Annotated[str, typer.Argument(help="What to render: k8s (a Job running the dispatched mission).")],
-    output: Annotated[str, typer.Argument(help="The output identity of a dispatched mission.")],
-    chain_rpc_url: Annotated[
-        str | None,
-        typer.Option("--chain-rpc-url", help="The chain's RPC URL as the pod reaches it (ANCHOR_RPC_URL)."),
-    ] = None,
-    service_url: ServiceUrlOpt = None,
-    token_secret: Annotated[
-        str, typer.Option(help="The Secret whose key `token` is the service token (scope: submit).")
-    ] = "anchor-service-token",  # noqa: S107 - the name of a Secret object
-    keys_secret: GoneKeysSecretOpt = None,
-    results_claim: Annotated[
-        str | None,
-        typer.Option(help="A PersistentVolumeClaim the result directory is written to (else it leaves with the pod)."),
-    ] = None,
-    namespace: Annotated[str | None, typer.Option(help="The namespace.")] = None,
-    anchor_image: Annotated[
-        str | None,
-        typer.Option(
-            "--anchor-image",
-            help="The anchor image (name@sha256:…) that prepares and seals; it alone holds"
-            " the token. The mission's command runs in the dispatched image, apart.",
-        ),
-    ] = None,
-    egress_cidr: EgressCidrOpt = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Write here (refuses to overwrite).")] = None,
+    ctx: click.Context,
+    target: str,
+    output: str,
+    chain_rpc_url: str | None,
+    service_url: str | None,
+    token_secret: str,
+    keys_secret: str | None,
+    results_claim: str | None,
+    namespace: str | None,
+    anchor_image: str | None,
+    egress_cidr: list[str] | None,
+    out: Path | None,
 ) -> None:
     """Render a dispatched mission for a cluster: a ConfigMap, a Job and its NetworkPolicy. Trusted steps
     (the anchor image) fetch and verify the snapshot, then hash and anchor the result; the mission's
@@ -279,19 +294,18 @@ def render(
     write_rendered(text, out, wrote)
 
 
-def _cache(ctx: typer.Context, max_bytes: int | None) -> Any:
+def _cache(ctx: click.Context, max_bytes: int | None) -> Any:
     from anchor.missions.snapshots import SnapshotCache
 
     return SnapshotCache.for_settings(ctx.find_root().obj["settings"], max_bytes)
 
 
 @snapshots.command("add")
-def add(
-    ctx: typer.Context,
-    path: Annotated[Path, typer.Argument(help="A snapshot file (an archive, a table).")],
-    max_bytes: MaxBytes = None,
-    json: JsonFlag = False,
-) -> None:
+@click.argument("path", type=PATH, help="A snapshot file (an archive, a table).")
+@max_bytes_option
+@json_option
+@click.pass_context
+def add(ctx: click.Context, path: Path, max_bytes: int | None, json: bool) -> None:
     """Put a local file in the cache under its SHA-256 (read-only)."""
     done = _cache(ctx, max_bytes).add(path)
     emit(ctx, json, {"snapshot": f"sha256:{done.key}", "path": str(done.path), "size": done.size, "hit": done.hit},
@@ -300,16 +314,12 @@ def add(
 
 
 @snapshots.command("fetch")
-def fetch(
-    ctx: typer.Context,
-    key: Annotated[str, typer.Argument(help="sha256:<64 hex>")],
-    source: Annotated[
-        str | None,
-        typer.Option("--from", help="Where to get it if the cache has no good copy: a path or an http(s) URL."),
-    ] = None,
-    max_bytes: MaxBytes = None,
-    json: JsonFlag = False,
-) -> None:
+@click.argument("key", help="sha256:<64 hex>")
+@click.option("--from", "source", help="Where to get it if the cache has no good copy: a path or an http(s) URL.")
+@max_bytes_option
+@json_option
+@click.pass_context
+def fetch(ctx: click.Context, key: str, source: str | None, max_bytes: int | None, json: bool) -> None:
     """The snapshot for KEY: the cached copy if it still hashes to KEY, else fetched and verified."""
     done = _cache(ctx, max_bytes).fetch(key, source)
     state = "hit: verified, nothing transferred" if done.hit else f"fetched {count(done.size, 'byte')}, verified"
@@ -321,7 +331,9 @@ def fetch(
 
 
 @snapshots.command("list")
-def list_(ctx: typer.Context, json: JsonFlag = False) -> None:
+@json_option
+@click.pass_context
+def list_(ctx: click.Context, json: bool) -> None:
     """The cached snapshots, least recently used first."""
     entries = _cache(ctx, None).entries()
     emit(ctx, json, {"snapshots": [{"snapshot": f"sha256:{k}", "size": s, "last_used": t} for k, s, t in entries]},

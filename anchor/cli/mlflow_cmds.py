@@ -7,33 +7,36 @@ import json as _json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-import typer
+import click
 
+from anchor.cli.commands import AnchorGroup
 from anchor.cli.options import (
-    AnchoredBeforeOpt,
-    ExpectSubmitterOpt,
-    JsonFlag,
-    MinFinalityOpt,
-    QuorumOpt,
-    RegistryOpt,
-    RequireOpt,
+    PATH,
+    expect_submitter_option,
+    json_option,
+    policy_options,
+    quorum_option,
+    registry_option,
 )
 from anchor.cli.output import count, emit, error_json, hash_progress, option, wants_json
 
-app = typer.Typer(help="Anchor the runs an MLflow tracking server holds, and verify them (docs/mlflow.md).",
-                  no_args_is_help=True)  # fmt: skip
+app = AnchorGroup("mlflow", help="Anchor the runs an MLflow tracking server holds, and verify them (docs/mlflow.md).")
 
-TrackingOpt = Annotated[
-    str | None,
-    typer.Option("--tracking-uri", envvar="MLFLOW_TRACKING_URI", show_envvar=True,
-                 help="The MLflow tracking server (http://host:port), or a store URI MLflow reads."),
-]  # fmt: skip
-ServicesOpt = Annotated[
-    list[str] | None,
-    typer.Option("--service", help="Stamp through this anchoring service (repeatable; else ANCHOR_SERVICE_URLS)."),
-]
+tracking_option = click.option(
+    "--tracking-uri",
+    "tracking_uri",
+    envvar="MLFLOW_TRACKING_URI",
+    show_envvar=True,
+    help="The MLflow tracking server (http://host:port), or a store URI MLflow reads.",
+)
+services_option = click.option(
+    "--service",
+    "service",
+    multiple=True,
+    help="Stamp through this anchoring service (repeatable; else ANCHOR_SERVICE_URLS).",
+)
 
 
 def _tracking(uri: str | None) -> str:
@@ -54,33 +57,46 @@ def _tracking(uri: str | None) -> str:
     return uri
 
 
-RestampOpt = Annotated[
-    bool,
-    typer.Option("--restamp", help="Anchor anew a run that changed since its last stamp (the changes are printed,"
-                 " and recorded in its new manifest); without it such a run is refused, exit 4."),
-]  # fmt: skip
-AllowDeletedOpt = Annotated[
-    bool,
-    typer.Option("--allow-deleted", help="Accept a deleted run (its verdict still names the deletion); without it a"
-                 " deleted run is exit 10."),
-]  # fmt: skip
+restamp_option = click.option(
+    "--restamp",
+    "restamp",
+    is_flag=True,
+    help="Anchor anew a run that changed since its last stamp (the changes are printed,"
+    " and recorded in its new manifest); without it such a run is refused, exit 4.",
+)
+allow_deleted_option = click.option(
+    "--allow-deleted",
+    "allow_deleted",
+    is_flag=True,
+    help="Accept a deleted run (its verdict still names the deletion); without it a deleted run is exit 10.",
+)
 
 
 @app.command()
+@click.argument("run_ids", nargs=-1, metavar="RUN_ID", help="Run ids.")
+@click.option(
+    "--experiment", "experiment", help="Every run of this experiment (by name), oldest first, and its roster."
+)
+@tracking_option
+@services_option
+@click.option(
+    "--allow-running",
+    "allow_running",
+    is_flag=True,
+    help="Stamp a run still RUNNING as it is now (its verdict says so).",
+)
+@restamp_option
+@json_option
+@click.pass_context
 def stamp(
-    ctx: typer.Context,
-    run_ids: Annotated[list[str] | None, typer.Argument(help="Run ids.", metavar="RUN_ID")] = None,
-    experiment: Annotated[
-        str | None,
-        typer.Option("--experiment", help="Every run of this experiment (by name), oldest first, and its roster."),
-    ] = None,
-    tracking_uri: TrackingOpt = None,
-    service: ServicesOpt = None,
-    allow_running: Annotated[
-        bool, typer.Option("--allow-running", help="Stamp a run still RUNNING as it is now (its verdict says so).")
-    ] = False,
-    restamp: RestampOpt = False,
-    json: JsonFlag = False,
+    ctx: click.Context,
+    run_ids: list[str] | None,
+    experiment: str | None,
+    tracking_uri: str | None,
+    service: list[str] | None,
+    allow_running: bool,
+    restamp: bool,
+    json: bool,
 ) -> None:
     """Anchor runs (record, artifacts and logged models) and write each proof back into its run: the
     artifact anchor/proof.anchor.json and the tags anchor.manifest_digest, anchor.state, anchor.tx. A run
@@ -140,7 +156,7 @@ def stamp(
             print(_json.dumps({"ok": False, **data}, sort_keys=True, default=str))
         else:
             print("\n".join(lines))
-        raise typer.Exit(code)
+        ctx.exit(code)
     emit(ctx, json, data, lines)
 
 
@@ -199,26 +215,32 @@ def _stamp_summary(done: list[Any], refused: int) -> str:
 
 
 @app.command()
+@click.argument("run_id", required=False, metavar="RUN_ID", help="The run id.")
+@click.option(
+    "--experiment", "experiment", help="Every run of this experiment (by name, deleted ones too), and its roster."
+)
+@tracking_option
+@click.option("--proof", "proof", type=PATH, help="A proof file (default: the run's own anchor/proof.anchor.json).")
+@allow_deleted_option
+@registry_option
+@quorum_option
+@policy_options
+@json_option
+@click.pass_context
 def verify(
-    ctx: typer.Context,
-    run_id: Annotated[str | None, typer.Argument(help="The run id.", metavar="RUN_ID")] = None,
-    experiment: Annotated[
-        str | None,
-        typer.Option("--experiment", help="Every run of this experiment (by name, deleted ones too), and its roster."),
-    ] = None,
-    tracking_uri: TrackingOpt = None,
-    proof: Annotated[
-        Path | None,
-        typer.Option("--proof", help="A proof file (default: the run's own anchor/proof.anchor.json)."),
-    ] = None,
-    allow_deleted: AllowDeletedOpt = False,
-    registry: RegistryOpt = None,
-    require: RequireOpt = "any",
-    expect_submitter: ExpectSubmitterOpt = None,
-    anchored_before: AnchoredBeforeOpt = None,
-    min_finality: MinFinalityOpt = None,
-    quorum: QuorumOpt = None,
-    json: JsonFlag = False,
+    ctx: click.Context,
+    run_id: str | None,
+    experiment: str | None,
+    tracking_uri: str | None,
+    proof: Path | None,
+    allow_deleted: bool,
+    registry: list[str] | None,
+    quorum: int | None,
+    require: str,
+    expect_submitter: str | None,
+    anchored_before: str | None,
+    min_finality: str | None,
+    json: bool,
 ) -> None:
     """Re-read a run from the server and verify it against its proof: what changed is named (an
     artifact edited, added or removed; a logged model's file; a param or tag; a metric logged again),
@@ -313,7 +335,7 @@ def _run_lines(result: Any) -> list[str]:
     return [lines[0], *said, *lines[1:]]
 
 
-def _verify_experiment(ctx: typer.Context, json: bool, experiment: str, uri: str, verifier: Any, policy: Any,
+def _verify_experiment(ctx: click.Context, json: bool, experiment: str, uri: str, verifier: Any, policy: Any,
                        require: str, allow_deleted: bool) -> None:  # fmt: skip
     from anchor.errors import AnchorError
     from anchor.mlflow.experiment import verify_experiment
@@ -362,22 +384,29 @@ def _verify_experiment(ctx: typer.Context, json: bool, experiment: str, uri: str
     else:
         print("\n".join(lines))
     if code:
-        raise typer.Exit(code)
+        ctx.exit(code)
 
 
 @app.command()
+@click.argument("model", metavar="MODEL", help="The registered model's name.")
+@click.option("--run", "run", required=True, help="The run whose logged model is promoted (verified first).")
+@click.option("--alias", "alias", help="Set this alias (e.g. champion) on the version.")
+@click.option("--model-id", "model_id", help="The run's logged model (m-…), when it has several.")
+@tracking_option
+@services_option
+@expect_submitter_option
+@json_option
+@click.pass_context
 def promote(
-    ctx: typer.Context,
-    model: Annotated[str, typer.Argument(help="The registered model's name.", metavar="MODEL")],
-    run: Annotated[str, typer.Option("--run", help="The run whose logged model is promoted (verified first).")],
-    alias: Annotated[str | None, typer.Option("--alias", help="Set this alias (e.g. champion) on the version.")] = None,
-    model_id: Annotated[
-        str | None, typer.Option("--model-id", help="The run's logged model (m-…), when it has several.")
-    ] = None,
-    tracking_uri: TrackingOpt = None,
-    service: ServicesOpt = None,
-    expect_submitter: ExpectSubmitterOpt = None,
-    json: JsonFlag = False,
+    ctx: click.Context,
+    model: str,
+    run: str,
+    alias: str | None,
+    model_id: str | None,
+    tracking_uri: str | None,
+    service: list[str] | None,
+    expect_submitter: str | None,
+    json: bool,
 ) -> None:
     """Verify a run's proof, then register its logged model as a version of MODEL (tagged with the run's
     manifest digest and proof), anchor the promotion and set the alias: nothing is written when the run
@@ -410,13 +439,12 @@ def promote(
 
 
 @app.command()
-def upgrade(
-    ctx: typer.Context,
-    run_id: Annotated[str, typer.Argument(help="The run id.", metavar="RUN_ID")],
-    tracking_uri: TrackingOpt = None,
-    service: ServicesOpt = None,
-    json: JsonFlag = False,
-) -> None:
+@click.argument("run_id", metavar="RUN_ID", help="The run id.")
+@tracking_option
+@services_option
+@json_option
+@click.pass_context
+def upgrade(ctx: click.Context, run_id: str, tracking_uri: str | None, service: list[str] | None, json: bool) -> None:
     """Complete a run's pending proof once its services anchored it, and write it back into the run."""
     from anchor.mlflow.bridge import upgrade_run
 
@@ -431,7 +459,7 @@ def upgrade(
     if not outcome.complete:
         from anchor.errors import ExitCode
 
-        raise typer.Exit(int(ExitCode.PENDING))
+        ctx.exit(int(ExitCode.PENDING))
 
 
 def research_tracking(name: str, no_anchor: bool) -> str:
@@ -450,7 +478,7 @@ def research_tracking(name: str, no_anchor: bool) -> str:
     return uri
 
 
-def log_research(ctx: typer.Context, options: Any, name: str, tracking: str, lines: list[str]) -> dict[str, Any]:
+def log_research(ctx: click.Context, options: Any, name: str, tracking: str, lines: list[str]) -> dict[str, Any]:
     """After `anchor research run --mlflow NAME`: the search logged and its champion promoted
     (anchor.mlflow.research); adds its lines to `lines` and returns its JSON."""
     from anchor.mlflow.research import log_search

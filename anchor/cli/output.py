@@ -1,7 +1,6 @@
 """Print a result either for people or for scripts (`--json`, one JSON object on stdout).
 
-No typer here: `anchor hash PATH` prints through this module without loading the command-line
-framework (anchor/cli/fast.py)."""
+Nothing here needs the command-line framework but the context a command passes in (`ctx`)."""
 
 from __future__ import annotations
 
@@ -17,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pathlib import Path
 
-    import typer
+    import click
 
     from anchor.errors import AnchorError
     from anchor.manifest.hashing import Progress
@@ -48,7 +47,7 @@ OPTION_OF_FIELD = {
 
 
 RAN: list[Any] = []
-"""The click command `anchor` built for this call (anchor/cli/__init__.py), when typer ran it."""
+"""The root command this call ran (anchor/cli/__init__.py), whose options `option` looks up."""
 
 
 def option(field: str) -> str:
@@ -66,13 +65,16 @@ def _options_of_command() -> set[str]:
     the root as click resolves them."""
     if not RAN:
         return set()
+    import click
+
     found: set[str] = set()
     command = RAN[0]
     for word in ["", *sys.argv[1:]]:
-        sub = command if word == "" else getattr(command, "commands", {}).get(word)
-        if sub is None:
-            continue  # an option or its value
-        command = sub
+        if word:
+            names = command.list_commands(click.Context(command)) if isinstance(command, click.Group) else []
+            if word not in names:
+                continue  # an option or its value
+            command = command.get_command(click.Context(command), word)
         found.update(name for param in command.params for name in getattr(param, "opts", ()))
     return found
 
@@ -114,12 +116,12 @@ def count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
-def wants_json(ctx: typer.Context, local: bool) -> bool:
+def wants_json(ctx: click.Context, local: bool) -> bool:
     root = ctx.find_root()
     return local or bool(root.obj and root.obj.get("json"))
 
 
-def emit(ctx: typer.Context, local_json: bool, data: dict[str, Any], lines: list[str]) -> None:
+def emit(ctx: click.Context, local_json: bool, data: dict[str, Any], lines: list[str]) -> None:
     emit_as(wants_json(ctx, local_json), data, lines)
 
 
@@ -136,7 +138,7 @@ def emit_as(as_json: bool, data: dict[str, Any], lines: list[str]) -> None:
         print(printable(line))
 
 
-def hash_progress(ctx: typer.Context, local_json: bool) -> contextlib.AbstractContextManager[Progress | None]:
+def hash_progress(ctx: click.Context, local_json: bool) -> contextlib.AbstractContextManager[Progress | None]:
     return progress_bar(wants_json(ctx, local_json))
 
 

@@ -4,97 +4,147 @@ from __future__ import annotations
 
 import signal
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-import typer
+import click
 
-from anchor.cli.data_cmds import EgressCidrOpt, GoneKeysSecretOpt, ServiceUrlOpt
-from anchor.cli.options import JsonFlag, SandboxRuntimeOpt
+from anchor.cli.commands import AnchorGroup, command
+from anchor.cli.options import (
+    PATH,
+    chain_rpc_url_option,
+    egress_cidr_option,
+    gone_keys_secret_option,
+    json_option,
+    sandbox_runtime_option,
+    service_url_option,
+)
 from anchor.cli.output import count, emit, write_rendered
 
-app = typer.Typer(help="Run, verify and report a keep/reset research search.", no_args_is_help=True)
+app = AnchorGroup("research", help="Run, verify and report a keep/reset research search.")
 
-WorkdirOpt = Annotated[
-    Path | None,
-    typer.Option("--workdir", help="Ledger, runs and clones (default: <data dir>/research)."),
-]
-
-
-def register(root: typer.Typer) -> None:
-    root.add_typer(app, name="research")
-    root.command()(lineage)
+workdir_option = click.option(
+    "--workdir", "workdir", type=PATH, help="Ledger, runs and clones (default: <data dir>/research)."
+)
 
 
-def _workdir(ctx: typer.Context, workdir: Path | None) -> Path:
+def _workdir(ctx: click.Context, workdir: Path | None) -> Path:
     return (workdir or ctx.find_root().obj["settings"].layout.research).resolve()
 
 
 @app.command()
+@click.option("--repo", "repo", type=PATH, required=True, help="The git repository to search in.")
+@click.option("--contract", "contract", type=PATH, required=True, help="The attempt contract (TOML).")
+@workdir_option
+@click.option(
+    "--max-attempts",
+    "max_attempts",
+    type=click.IntRange(min=1),
+    default=20,
+    help="Stop after this many attempts (baseline included).",
+)
+@click.option(
+    "--budget-minutes",
+    "budget_minutes",
+    type=click.FloatRange(min=0.01),
+    default=60.0,
+    help="Stop after this much wall-clock time.",
+)
+@click.option(
+    "--max-failures",
+    "max_failures",
+    type=click.IntRange(min=1),
+    default=5,
+    help="Stop after this many consecutive failures.",
+)
+@click.option("--seed", "seed", type=int, default=0, help="Seed of the built-in parameter search.")
+@click.option("--propose", "propose", help="External proposer command, run in the repo (fenced by the guard).")
+@click.option(
+    "--researchers",
+    "researchers",
+    type=click.IntRange(min=1, max=64),
+    default=1,
+    help="Researchers in parallel, each in its own clone.",
+)
+@click.option("--researcher", "researcher", default="r0", help="This researcher's id.")
+@click.option("--no-anchor", "no_anchor", is_flag=True, help="Only run and ledger; anchor later.")
+@click.option(
+    "--checkpoint-every",
+    "checkpoint_every",
+    type=click.IntRange(min=1),
+    default=10,
+    help="Anchor the ledger head after this many attempts (and at every promotion).",
+)
+@click.option(
+    "--checkpoint-seconds",
+    "checkpoint_seconds",
+    type=click.FloatRange(min=1),
+    default=300.0,
+    help="... and at least this often, in seconds.",
+)
+@click.option(
+    "--proposer-timeout",
+    "proposer_timeout",
+    type=click.FloatRange(min=0.1),
+    default=600.0,
+    help="Seconds a --propose command may take; past it, a rejected proposal.",
+)
+@click.option(
+    "--proposer-network",
+    "proposer_network",
+    is_flag=True,
+    help="Let a --propose command reach the network (an agent calling its model).",
+)
+@click.option(
+    "--no-sandbox",
+    "no_sandbox",
+    is_flag=True,
+    help="Run attempts unconfined (no bubblewrap): network, the whole filesystem. Recorded per ledger entry.",
+)
+@sandbox_runtime_option
+@click.option(
+    "--push",
+    "push",
+    help="A git remote (name or URL): every measured commit's refs/anchor/<researcher>/<seq> is pushed to it.",
+)
+@click.option(
+    "--service",
+    "service",
+    multiple=True,
+    help="Anchor through this service (repeatable): no funded key here; lineage records are signed with"
+    " ANCHOR_RESEARCHER_KEY and relayed by the service. Token: ANCHOR_SERVICE_TOKEN.",
+)
+@click.option(
+    "--mlflow",
+    "mlflow",
+    metavar="NAME",
+    help="Log every attempt as a run of MLflow experiment NAME and promote the champion to NAME@champion, with"
+    " its proof and lineage (MLFLOW_TRACKING_URI; docs/mlflow.md).",
+)
+@json_option
+@click.pass_context
 def run(
-    ctx: typer.Context,
-    repo: Annotated[Path, typer.Option("--repo", help="The git repository to search in.")],
-    contract: Annotated[Path, typer.Option("--contract", help="The attempt contract (TOML).")],
-    workdir: WorkdirOpt = None,
-    max_attempts: Annotated[int, typer.Option(min=1, help="Stop after this many attempts (baseline included).")] = 20,
-    budget_minutes: Annotated[float, typer.Option(min=0.01, help="Stop after this much wall-clock time.")] = 60.0,
-    max_failures: Annotated[int, typer.Option(min=1, help="Stop after this many consecutive failures.")] = 5,
-    seed: Annotated[int, typer.Option(help="Seed of the built-in parameter search.")] = 0,
-    propose: Annotated[
-        str | None,
-        typer.Option("--propose", help="External proposer command, run in the repo (fenced by the guard)."),
-    ] = None,
-    researchers: Annotated[
-        int, typer.Option(min=1, max=64, help="Researchers in parallel, each in its own clone.")
-    ] = 1,
-    researcher: Annotated[str, typer.Option(help="This researcher's id.")] = "r0",
-    no_anchor: Annotated[bool, typer.Option("--no-anchor", help="Only run and ledger; anchor later.")] = False,
-    checkpoint_every: Annotated[
-        int, typer.Option(min=1, help="Anchor the ledger head after this many attempts (and at every promotion).")
-    ] = 10,
-    checkpoint_seconds: Annotated[float, typer.Option(min=1, help="... and at least this often, in seconds.")] = 300.0,
-    proposer_timeout: Annotated[
-        float, typer.Option(min=0.1, help="Seconds a --propose command may take; past it, a rejected proposal.")
-    ] = 600.0,
-    proposer_network: Annotated[
-        bool,
-        typer.Option(
-            "--proposer-network", help="Let a --propose command reach the network (an agent calling its model)."
-        ),
-    ] = False,
-    no_sandbox: Annotated[
-        bool,
-        typer.Option(
-            "--no-sandbox",
-            help="Run attempts unconfined (no bubblewrap): network, the whole filesystem. Recorded per ledger entry.",
-        ),
-    ] = False,
-    sandbox_runtime: SandboxRuntimeOpt = "auto",
-    push: Annotated[
-        str | None,
-        typer.Option(
-            "--push",
-            help="A git remote (name or URL): every measured commit's refs/anchor/<researcher>/<seq> is pushed to it.",
-        ),
-    ] = None,
-    service: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--service",
-            help="Anchor through this service (repeatable): no funded key here; lineage records are signed with"
-            " ANCHOR_RESEARCHER_KEY and relayed by the service. Token: ANCHOR_SERVICE_TOKEN.",
-        ),
-    ] = None,
-    mlflow: Annotated[
-        str | None,
-        typer.Option(
-            "--mlflow",
-            metavar="NAME",
-            help="Log every attempt as a run of MLflow experiment NAME and"
-            " promote the champion to NAME@champion, with its proof and lineage (MLFLOW_TRACKING_URI;"
-            " docs/mlflow.md).",
-        ),
-    ] = None,
-    json: JsonFlag = False,
+    ctx: click.Context,
+    repo: Path,
+    contract: Path,
+    workdir: Path | None,
+    max_attempts: int,
+    budget_minutes: float,
+    max_failures: int,
+    seed: int,
+    propose: str | None,
+    researchers: int,
+    researcher: str,
+    no_anchor: bool,
+    checkpoint_every: int,
+    checkpoint_seconds: float,
+    proposer_timeout: float,
+    proposer_network: bool,
+    no_sandbox: bool,
+    sandbox_runtime: str,
+    push: str | None,
+    service: list[str] | None,
+    mlflow: str | None,
+    json: bool,
 ) -> None:
     """Search: baseline, then propose → commit → measure → keep or reset, every attempt ledgered and anchored."""
     from anchor.research.final import final_line
@@ -162,61 +212,103 @@ def _interrupted(signum: int, frame: object) -> None:
 
 
 @app.command()
+@click.argument("target", help="What to render: k8s (an Indexed Job, one pod per researcher).")
+@click.option("--image", "image", required=True, help="The container image, pinned by digest: name@sha256:<64 hex>.")
+@click.option("--repo-url", "repo_url", required=True, help="The git repository each researcher clones.")
+@click.option("--baseline", "baseline", required=True, help="The full commit id every researcher starts from.")
+@click.option(
+    "--contract", "contract", type=PATH, required=True, help="The attempt contract (TOML), mounted read-only."
+)
+@click.option(
+    "--researchers",
+    "researchers",
+    type=click.IntRange(min=1, max=64),
+    default=2,
+    help="Researchers: the Job's completions.",
+)
+@click.option("--push", "push", help="The shared remote measured commits go to (default: --repo-url).")
+@click.option(
+    "--ready-url",
+    "ready_url",
+    multiple=True,
+    help="A URL that must answer before researchers start (repeat; READY_URLS).",
+)
+@chain_rpc_url_option
+@service_url_option
+@click.option(
+    "--token-secret",
+    "token_secret",
+    default="anchor-service-token",
+    help="The Secret whose key `token` is the service token (scopes: submit+relay).",
+)
+@click.option(
+    "--researcher-secret",
+    "researcher_secret",
+    default="anchor-researcher",
+    help="The Secret whose key `key` is the researchers' own signing key (never funded).",
+)
+@click.option(
+    "--ledger-secret",
+    "ledger_secret",
+    help="A Secret whose key `url` is a PostgreSQL URL for the shared ledger (not the journal).",
+)
+@gone_keys_secret_option
+@click.option(
+    "--ledger-claim", "ledger_claim", help="A ReadWriteMany PersistentVolumeClaim for the shared work dir and ledger."
+)
+@click.option("--name", "name", default="anchor-research", help="The Job's name.")
+@click.option("--namespace", "namespace", help="The namespace.")
+@click.option("--max-attempts", "max_attempts", type=click.IntRange(min=1), default=20)
+@click.option("--budget-minutes", "budget_minutes", type=click.FloatRange(min=0.01), default=60.0)
+@click.option("--cpu", "cpu", default="1", help="CPU per researcher (requests = limits).")
+@click.option("--memory", "memory", default="2Gi", help="Memory per researcher (requests = limits).")
+@click.option(
+    "--no-sandbox",
+    "no_sandbox",
+    is_flag=True,
+    help="Refused: a researcher pod holds keys, so attempts run in the sandbox.",
+)
+@click.option(
+    "--sandbox-runtime",
+    "sandbox_runtime",
+    default="gvisor",
+    help="How the pod lets bubblewrap run: gvisor (a RuntimeClass, --runtime-class) or seccomp"
+    " (deploy/k8s/anchor-bwrap.seccomp.json on the nodes; docs/research.md).",
+)
+@click.option(
+    "--runtime-class", "runtime_class", default="gvisor", help="The RuntimeClass of --sandbox-runtime gvisor."
+)
+@egress_cidr_option
+@click.option("--out", "out", type=PATH, help="Write here (refuses to overwrite).")
+@click.pass_context
 def render(
-    ctx: typer.Context,
-    target: Annotated[str, typer.Argument(help="What to render: k8s (an Indexed Job, one pod per researcher).")],
-    image: Annotated[str, typer.Option(help="The container image, pinned by digest: name@sha256:<64 hex>.")],
-    repo_url: Annotated[str, typer.Option("--repo-url", help="The git repository each researcher clones.")],
-    baseline: Annotated[str, typer.Option(help="The full commit id every researcher starts from.")],
-    contract: Annotated[Path, typer.Option("--contract", help="The attempt contract (TOML), mounted read-only.")],
-    researchers: Annotated[int, typer.Option(min=1, max=64, help="Researchers: the Job's completions.")] = 2,
-    push: Annotated[
-        str | None,
-        typer.Option("--push", help="The shared remote measured commits go to (default: --repo-url)."),
-    ] = None,
-    ready_url: Annotated[
-        list[str] | None,
-        typer.Option("--ready-url", help="A URL that must answer before researchers start (repeat; READY_URLS)."),
-    ] = None,
-    rpc_url_k8s: Annotated[
-        str | None,
-        typer.Option("--chain-rpc-url", help="The chain's RPC URL as the pods reach it (ANCHOR_RPC_URL)."),
-    ] = None,
-    service_url: ServiceUrlOpt = None,
-    token_secret: Annotated[
-        str, typer.Option(help="The Secret whose key `token` is the service token (scopes: submit+relay).")
-    ] = "anchor-service-token",  # noqa: S107 - the name of a Secret object
-    researcher_secret: Annotated[
-        str, typer.Option(help="The Secret whose key `key` is the researchers' own signing key (never funded).")
-    ] = "anchor-researcher",  # noqa: S107 - the name of a Secret object
-    ledger_secret: Annotated[
-        str | None,
-        typer.Option(help="A Secret whose key `url` is a PostgreSQL URL for the shared ledger (not the journal)."),
-    ] = None,
-    keys_secret: GoneKeysSecretOpt = None,
-    ledger_claim: Annotated[
-        str | None,
-        typer.Option(help="A ReadWriteMany PersistentVolumeClaim for the shared work dir and ledger."),
-    ] = None,
-    name: Annotated[str, typer.Option(help="The Job's name.")] = "anchor-research",
-    namespace: Annotated[str | None, typer.Option(help="The namespace.")] = None,
-    max_attempts: Annotated[int, typer.Option(min=1)] = 20,
-    budget_minutes: Annotated[float, typer.Option(min=0.01)] = 60.0,
-    cpu: Annotated[str, typer.Option(help="CPU per researcher (requests = limits).")] = "1",
-    memory: Annotated[str, typer.Option(help="Memory per researcher (requests = limits).")] = "2Gi",
-    no_sandbox: Annotated[
-        bool, typer.Option("--no-sandbox", help="Refused: a researcher pod holds keys, so attempts run in the sandbox.")
-    ] = False,
-    sandbox_runtime: Annotated[
-        str,
-        typer.Option(
-            help="How the pod lets bubblewrap run: gvisor (a RuntimeClass, --runtime-class) or seccomp"
-            " (deploy/k8s/anchor-bwrap.seccomp.json on the nodes; docs/research.md)."
-        ),
-    ] = "gvisor",
-    runtime_class: Annotated[str, typer.Option(help="The RuntimeClass of --sandbox-runtime gvisor.")] = "gvisor",
-    egress_cidr: EgressCidrOpt = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Write here (refuses to overwrite).")] = None,
+    ctx: click.Context,
+    target: str,
+    image: str,
+    repo_url: str,
+    baseline: str,
+    contract: Path,
+    researchers: int,
+    push: str | None,
+    ready_url: list[str] | None,
+    chain_rpc_url: str | None,
+    service_url: str | None,
+    token_secret: str,
+    researcher_secret: str,
+    ledger_secret: str | None,
+    keys_secret: str | None,
+    ledger_claim: str | None,
+    name: str,
+    namespace: str | None,
+    max_attempts: int,
+    budget_minutes: float,
+    cpu: str,
+    memory: str,
+    no_sandbox: bool,
+    sandbox_runtime: str,
+    runtime_class: str,
+    egress_cidr: list[str] | None,
+    out: Path | None,
 ) -> None:
     """Render researchers for a cluster: a ConfigMap, a Kubernetes Indexed Job (completion index =
     researcher id) and its NetworkPolicy."""
@@ -225,7 +317,7 @@ def render(
     text, wrote = render_researchers(
         target, contract, keys_secret=keys_secret, no_sandbox=no_sandbox, name=name, researchers=researchers,
         image=image, repo_url=repo_url, baseline=baseline, push=push, ready_urls=tuple(ready_url or ()),
-        rpc_url=rpc_url_k8s, service_url=service_url, token_secret=token_secret, researcher_secret=researcher_secret,
+        rpc_url=chain_rpc_url, service_url=service_url, token_secret=token_secret, researcher_secret=researcher_secret,
         ledger_secret=ledger_secret, max_attempts=max_attempts, budget_minutes=budget_minutes, cpu=cpu, memory=memory,
         namespace=namespace, ledger_claim=ledger_claim, sandbox_runtime=sandbox_runtime, runtime_class=runtime_class,
         egress_cidrs=tuple(egress_cidr or ()),
@@ -234,28 +326,30 @@ def render(
 
 
 @app.command()
+@workdir_option
+@click.option(
+    "--repo", "repo", type=PATH, help="The repository to find the commits in (default: the one each search recorded)."
+)
+@click.option(
+    "--researcher",
+    "researcher",
+    help="Audit only this researcher's commits and evidence (a shared ledger: each host has its own run dirs).",
+)
+@click.option(
+    "--researcher-address",
+    "researcher_address",
+    multiple=True,
+    help="An address whose checkpoint records on chain bind this ledger (repeat; default: the keys set here).",
+)
+@json_option
+@click.pass_context
 def verify(
-    ctx: typer.Context,
-    workdir: WorkdirOpt = None,
-    repo: Annotated[
-        Path | None,
-        typer.Option("--repo", help="The repository to find the commits in (default: the one each search recorded)."),
-    ] = None,
-    researcher: Annotated[
-        str | None,
-        typer.Option(
-            "--researcher",
-            help="Audit only this researcher's commits and evidence (a shared ledger: each host has its own run dirs).",
-        ),
-    ] = None,
-    researcher_address: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--researcher-address",
-            help="An address whose checkpoint records on chain bind this ledger (repeat; default: the keys set here).",
-        ),
-    ] = None,
-    json: JsonFlag = False,
+    ctx: click.Context,
+    workdir: Path | None,
+    repo: Path | None,
+    researcher: str | None,
+    researcher_address: list[str] | None,
+    json: bool,
 ) -> None:
     """Check the ledger's hash chain, every ledger head anchored at a checkpoint (read back from the
     chain, from the proof files and, without them, from the checkpoint records found on chain), every
@@ -315,14 +409,16 @@ def verify(
 
 
 @app.command()
-def report(
-    ctx: typer.Context,
-    workdir: WorkdirOpt = None,
-    output_format: Annotated[
-        str, typer.Option("--format", help="text, markdown or latex (a table and a methods paragraph), or json.")
-    ] = "text",
-    json: JsonFlag = False,
-) -> None:
+@workdir_option
+@click.option(
+    "--format",
+    "output_format",
+    default="text",
+    help="text, markdown or latex (a table and a methods paragraph), or json.",
+)
+@json_option
+@click.pass_context
+def report(ctx: click.Context, workdir: Path | None, output_format: str, json: bool) -> None:
     """Summarise a search: attempts, kept, failures, best metric over attempts, trials behind the champion."""
     from anchor.research.tables import FORMATS
 
@@ -344,16 +440,20 @@ def report(
 
 
 @app.command()
-def export(
-    ctx: typer.Context,
-    workdir: Annotated[
-        Path | None, typer.Argument(help="The search's work dir (default: <data dir>/research).", metavar="RUN")
-    ] = None,
-    output: Annotated[
-        Path, typer.Option("-o", "--output", help="Where to write the claim: NAME.tar, else a new directory.")
-    ] = Path("claim.anchor.tar"),
-    json: JsonFlag = False,
-) -> None:
+@click.argument(
+    "workdir", type=PATH, required=False, metavar="RUN", help="The search's work dir (default: <data dir>/research)."
+)
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    type=PATH,
+    default=Path("claim.anchor.tar"),
+    help="Where to write the claim: NAME.tar, else a new directory.",
+)
+@json_option
+@click.pass_context
+def export(ctx: click.Context, workdir: Path | None, output: Path, json: bool) -> None:
     """Export a search as one portable claim: its ledger, the pre-registered contract, every attempt's
     manifest, the champion records, every checkpoint and record proof sealed, the block headers they
     rest on and the report; `anchor research check` re-derives the report from it, offline too."""
@@ -372,18 +472,19 @@ def export(
 
 
 @app.command()
-def check(
-    ctx: typer.Context,
-    claim: Annotated[Path, typer.Argument(help="A claim `anchor research export` wrote (.tar or directory).")],
-    offline: Annotated[
-        bool, typer.Option("--offline", help="No network: the sealed proofs against the block hash you trust.")
-    ] = False,
-    trusted_block: Annotated[
-        list[str] | None,
-        typer.Option("--trusted-block", help="With --offline: N:HASH, the claim's last block and its hash."),
-    ] = None,
-    json: JsonFlag = False,
-) -> None:
+@click.argument("claim", type=PATH, help="A claim `anchor research export` wrote (.tar or directory).")
+@click.option(
+    "--offline", "offline", is_flag=True, help="No network: the sealed proofs against the block hash you trust."
+)
+@click.option(
+    "--trusted-block",
+    "trusted_block",
+    multiple=True,
+    help="With --offline: N:HASH, the claim's last block and its hash.",
+)
+@json_option
+@click.pass_context
+def check(ctx: click.Context, claim: Path, offline: bool, trusted_block: list[str] | None, json: bool) -> None:
     """Re-derive a research claim: the ledger's hash chain, every row under an anchored checkpoint (no
     trial dropped), the pre-registered contract, every attempt manifest, the champion records and the
     report, printed as `research report` printed it; any edit is refused naming what (exit 4)."""
@@ -408,12 +509,12 @@ def check(
     emit(ctx, json, verdict.to_json(), lines)
 
 
-def lineage(
-    ctx: typer.Context,
-    commit: Annotated[str, typer.Argument(help="An attempt commit (a unique prefix is enough).")],
-    workdir: WorkdirOpt = None,
-    json: JsonFlag = False,
-) -> None:
+@command("lineage")
+@click.argument("commit", help="An attempt commit (a unique prefix is enough).")
+@workdir_option
+@json_option
+@click.pass_context
+def lineage(ctx: click.Context, commit: str, workdir: Path | None, json: bool) -> None:
     """Print the attempt tree around COMMIT with the champion chain marked, checked against the chain."""
     from anchor.research.report import lineage_tree
     from anchor.research.verdict import open_search

@@ -2,31 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import click
 
-import typer
-
-from anchor.cli.options import JsonFlag
+from anchor.cli.commands import command
+from anchor.cli.options import json_option
 from anchor.cli.output import emit
 
 
-def register(app: typer.Typer) -> None:
-    app.command()(retract)
-
-
-def retract(
-    ctx: typer.Context,
-    target: Annotated[
-        str, typer.Argument(help="A stamped path or its proof file (its root), or a full research commit.")
-    ],
-    reason: Annotated[
-        str, typer.Option("--reason", help="Why, in words: its keccak256 goes on chain, the text into the proof.")
-    ] = "",
-    whole_batch: Annotated[
-        bool, typer.Option("--whole-batch", help="Retract the root even if other results of its batch share it.")
-    ] = False,
-    json: JsonFlag = False,
-) -> None:
+@command("retract")
+@click.argument("target", help="A stamped path or its proof file (its root), or a full research commit.")
+@click.option(
+    "--reason", "reason", default="", help="Why, in words: its keccak256 goes on chain, the text into the proof."
+)
+@click.option(
+    "--whole-batch", "whole_batch", is_flag=True, help="Retract the root even if other results of its batch share it."
+)
+@json_option
+@click.pass_context
+def retract(ctx: click.Context, target: str, reason: str, whole_batch: bool, json: bool) -> None:
     """Retract a record you anchored: `verify` then says retracted (exit 16), naming when, by whom and why."""
     from anchor.anchoring.retraction import retract as retract_record
     from anchor.chain.presets import chain_name

@@ -3,31 +3,25 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
 
-import typer
+import click
 
-from anchor.cli.options import JsonFlag
+from anchor.cli.commands import command
+from anchor.cli.options import PATH, json_option
 from anchor.cli.output import emit
 
 
-def register(app: typer.Typer) -> None:
-    app.command()(seal)
-
-
-def seal(
-    ctx: typer.Context,
-    paths: Annotated[list[Path], typer.Argument(help="Stamped paths or their proof files.", metavar="PATH")],
-    refresh: Annotated[
-        bool,
-        typer.Option(
-            "--refresh",
-            help="For anchors sealed before: carry the registry's"
-            " record as of the latest block (was it retracted since?).",
-        ),
-    ] = False,
-    json: JsonFlag = False,
-) -> None:
+@command("seal")
+@click.argument("paths", type=PATH, nargs=-1, required=True, metavar="PATH", help="Stamped paths or their proof files.")
+@click.option(
+    "--refresh",
+    "refresh",
+    is_flag=True,
+    help="For anchors sealed before: carry the registry's record as of the latest block (was it retracted since?).",
+)
+@json_option
+@click.pass_context
+def seal(ctx: click.Context, paths: list[Path], refresh: bool, json: bool) -> None:
     """Seal proofs: add each anchor's block header, receipt and receipt-trie proof, and the registry's record
     as of the latest block (its storage proof), so that `verify --offline --trusted-block N:HASH` checks
     them with no network, for as long as the file exists, and says whether the record was retracted by

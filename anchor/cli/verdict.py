@@ -1,6 +1,6 @@
 """A verdict as the command line prints it: what, when, by whom, where, how final (every door that
 verifies on the command line prints these lines: `verify`, `mlflow verify`, the fast path of
-`anchor verify PATH`). No typer here (anchor/cli/fast.py prints through it without the framework)."""
+`anchor verify PATH`)."""
 
 from __future__ import annotations
 
@@ -13,23 +13,6 @@ from anchor.cli.output import count
 def verdict_output(path: Path, result: Any) -> tuple[dict[str, Any], list[str]]:
     """What `anchor verify PATH` prints of a verdict: the JSON object (`--json`) and the lines for people."""
     return result.to_json(), verdict_lines(str(path), result)
-
-
-def verify_plain(path: Path, as_json: bool, offline: tuple[list[str], Path | None] | None = None) -> None:
-    """`anchor verify PATH` with no option but `--json`, or `--offline` with its trusted blocks (given,
-    listed in a file) (anchor/cli/fast.py: the command-line framework's import was a third of the
-    command's time): the settings and the verdict the typer command uses, the same output. Raises the
-    verdict's typed error, which `anchor.cli.main` prints as for any command."""
-    from anchor.cli.output import emit_as
-    from anchor.library.verifier import Verifier
-    from anchor.settings.session import Settings
-
-    settings = Settings.from_env(near=path)
-    if offline is not None:
-        from anchor.sealing.check import offline_settings
-
-        settings = offline_settings(settings, *offline)
-    emit_as(as_json, *verdict_output(path, Verifier(settings).verify(path)))
 
 
 def verdict_lines(shown: str, result: Any) -> list[str]:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 
 class SiteOptions(BaseModel):
-    """What `anchor serve --index-only` was given. The RPC URL may carry a provider's key: it is passed
+    """What `anchor index` was given. The RPC URL may carry a provider's key: it is passed
     to the service as this object (never through the environment, which a child process could read)."""
 
     model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")

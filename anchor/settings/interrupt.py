@@ -5,7 +5,7 @@ is a finalizer (`__del__`) the exception is printed as "Exception ignored in …
 interrupted there went on to "anchored", exit 0. With the interrupt remembered, the steps that cannot
 be undone ask `check()` first (every broadcast of a transaction, in anchor.chain.transactions; the
 command line, before it prints a result) and the command line ends with `aborted`, exit 130, however
-the exception travelled (typer turns it into a quiet exit 130 of its own). An interrupt met inside a
+the exception travelled (click turns it into an Abort of its own). An interrupt met inside a
 finalizer is not raised there, where it would be lost, but delivered again a moment later.
 
 Installed by the command line only (`install`): a library call leaves its caller's signals alone, and

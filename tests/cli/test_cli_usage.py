@@ -31,8 +31,8 @@ def test_version_prints_the_version_and_exits_0() -> None:
     ("args", "says"),
     [
         (["verify"], "Missing argument"),
-        (["verify", "--bogus"], "No such option: --bogus"),
-        (["--bogus"], "No such option: --bogus"),
+        (["verify", "--bogus"], "No such option '--bogus'"),
+        (["--bogus"], "No such option '--bogus'"),
         (["journal", "flush", "--batch-size", "zero"], "Invalid value for '--batch-size'"),
         (["research", "run"], "Missing option '--repo'"),
         (["nonsense"], "No such command 'nonsense'"),
@@ -69,10 +69,11 @@ def test_a_usage_error_under_json_is_one_json_error_object() -> None:
 
 
 def test_shell_completion_completes_commands() -> None:
-    env = {**os.environ, "_ANCHOR_COMPLETE": "complete_bash", "COMP_WORDS": "anchor ver", "COMP_CWORD": "1"}
+    """click's completion: `eval "$(_ANCHOR_COMPLETE=bash_source anchor)"` in ~/.bashrc (docs/cli.md)."""
+    env = {**os.environ, "_ANCHOR_COMPLETE": "bash_complete", "COMP_WORDS": "anchor ver", "COMP_CWORD": "1"}
     result = _run(env=env)
-    assert result.returncode == 0 and result.stdout.split() == ["verify"]
-    script = _run("--show-completion", "bash")
+    assert result.returncode == 0 and result.stdout.split() == ["plain,verify"]
+    script = _run(env={**os.environ, "_ANCHOR_COMPLETE": "bash_source"})
     assert script.returncode == 0 and "_anchor_completion" in script.stdout
 
 
@@ -232,23 +233,27 @@ def test_hash_says_in_words_what_it_did_with_links(tmp_path: Path) -> None:
 
 
 def _commands() -> list[list[str]]:
+    import click
+
     from anchor.cli.app import app
-    from anchor.cli.helptext import command
 
     found: list[list[str]] = []
 
-    def walk(cmd: object, path: list[str]) -> None:
+    def walk(cmd: click.Command, path: list[str]) -> None:
         found.append(path)
-        for name, sub in sorted(getattr(cmd, "commands", {}).items()):
-            walk(sub, [*path, name])
+        if isinstance(cmd, click.Group):
+            for name in cmd.list_commands(click.Context(cmd)):
+                sub = cmd.get_command(click.Context(cmd), name)
+                assert sub is not None
+                walk(sub, [*path, name])
 
-    walk(command(app), [])
+    walk(app, [])
     return found
 
 
 def test_every_help_page_names_values_as_a_cli_does_and_reflows_its_sentences() -> None:
-    """typer 0.29 printed `<bool>` after every flag, `<list[str]>`, `<path>`, `{path}` in the usage line,
-    and kept a docstring's hard line breaks mid-sentence; every page is read here, none may."""
+    """No page shows a Python type (`<bool>` after a flag, `<list[str]>`, `<path>`, `{path}` in the usage
+    line, as typer 0.29 printed them) or breaks a sentence where its docstring's line ended."""
     env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
     pages = {" ".join(path): run_anchor([*path, "--help"], env, check=True).stdout for path in _commands()}
     assert len(pages) >= 40
@@ -282,7 +287,7 @@ def test_a_read_only_audit_of_a_mistyped_work_dir_is_not_anchored_and_creates_no
 def test_global_options_are_taken_after_the_subcommand_too_unless_it_has_its_own(tmp_path: Path) -> None:
     """`anchor verify PATH --rpc-url URL` said "No such option: --rpc-url": people type the global
     options where the subcommand's are. They are moved in front of it, except where the subcommand has
-    an option of that name (`serve --index-only --rpc-url`) and after `--`."""
+    an option of that name (`index --rpc-url`: the chain it serves)."""
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}, "ANCHOR_RPC_RETRIES": "0"}
     shown = json.loads(
         run_anchor(["config", "show", "--data-dir", str(tmp_path / "d"), "--json"], env, check=True).stdout
@@ -290,7 +295,7 @@ def test_global_options_are_taken_after_the_subcommand_too_unless_it_has_its_own
     assert shown["settings"]["data_dir"] == {"source": "--data-dir", "value": str(tmp_path / "d")}
     reached = run_anchor(["lookup", "0x" + "00" * 32, "--rpc-url", "http://127.0.0.1:9"], env)
     assert reached.returncode == ExitCode.CHAIN_UNREACHABLE and "http://127.0.0.1:9" in reached.stderr
-    served = run_anchor(["serve", "--index-only", "--rpc-url"], env)  # serve's own option: its own error
+    served = run_anchor(["index", "--rpc-url"], env)  # index's own option: its own error
     assert served.returncode == ExitCode.BAD_INPUT and "'--rpc-url' requires an argument" in served.stderr
 
 

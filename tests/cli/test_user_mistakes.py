@@ -87,7 +87,7 @@ MISTAKES = [
     Mistake("a typo of research run", ["research", "rn"], ExitCode.BAD_INPUT,
             "Error: No such command 'rn'. Did you mean 'run'?"),
     Mistake("a typo of an option of verify", ["verify", "results", "--proff", "p.json"], ExitCode.BAD_INPUT,
-            "Error: No such option: --proff (Possible options: --from, --offline, --proof)"),
+            "Error: No such option '--proff'. (Did you mean one of: '--from', '--offline', '--proof'?)"),
     Mistake("a typo of a path to stamp", ["stamp", "resluts"], ExitCode.BAD_INPUT,
             "error[bad_input]: resluts: no such file or directory (did you mean results?)"),
     Mistake("a typo of a path to verify", ["verify", "resluts"], ExitCode.BAD_INPUT,

@@ -1,4 +1,4 @@
-"""Provenance for someone who has only the chain: `anchor serve --index-only` after the demo's data
+"""Provenance for someone who has only the chain: `anchor index` after the demo's data
 directory is deleted, and a file checked against its proof in headless Chromium without being sent.
 
 The session's one demo run (conftest.demo_run) feeds the module, through a copy of its data dir.
@@ -101,7 +101,7 @@ def world(demo_run: DemoRun, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 
         site_port = free_port()
         served_env = {**env, "ANCHOR_DATA_DIR": str(base / "absent")}
-        command = [str(ANCHOR_BIN), "serve", "--index-only", "--rpc-url", rpc, "--registry", registry,
+        command = [str(ANCHOR_BIN), "index", "--rpc-url", rpc, "--registry", registry,
                    "--index", str(base / "index.sqlite"), "--claims", str(base / "ledger.jsonl"),
                    "--repo", str(base / "repo.git"), "--port", str(site_port)]  # fmt: skip
         server = subprocess.Popen(command, env=served_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -319,11 +319,11 @@ def test_the_chain_only_pages_carry_a_policy_that_lets_them_read_only_the_chain(
         assert policy.split("connect-src ")[1].split(";")[0].split() == ["'self'", world["rpc"].rstrip("/")]
 
 
-def test_serve_index_only_mistakes_are_one_line_errors(world: dict[str, Any], tmp_path: Path) -> None:
+def test_index_mistakes_are_one_line_errors(world: dict[str, Any], tmp_path: Path) -> None:
     env = world["env"]
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(ANCHOR_BIN), "serve", "--index-only", *args], env=env, capture_output=True,
+        return subprocess.run([str(ANCHOR_BIN), "index", *args], env=env, capture_output=True,
                               text=True, timeout=60)  # fmt: skip
 
     no_rpc = run("--registry", world["registry"])
@@ -344,7 +344,7 @@ def test_serve_index_only_mistakes_are_one_line_errors(world: dict[str, Any], tm
     assert unmeetable.returncode == 2 and "--quorum 2: only 1 read endpoint is given" in unmeetable.stderr
     api_only = subprocess.run([str(ANCHOR_BIN), "serve", "--quorum", "2"], env=env, capture_output=True, text=True,
                               timeout=60)  # fmt: skip
-    assert api_only.returncode == 2 and "--quorum is an option of --index-only" in api_only.stderr
+    assert api_only.returncode == 2 and "No such option '--quorum'" in api_only.stderr  # the API's serve has none
 
 
 def test_after_evm_revert_the_index_drops_a_reverted_root_and_keeps_the_rest(

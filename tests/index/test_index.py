@@ -247,7 +247,7 @@ def test_a_lying_endpoint_is_outvoted_by_a_quorum_and_one_against_one_indexes_no
         with pytest.raises(BadInput, match="quorum 3"):
             follower("three", honest[0], liar, quorum=3)
 
-        # the door: `serve --index-only` with the three names every one of them, on its pages and in the
+        # the door: `anchor index` with the three names every one of them, on its pages and in the
         # browser check, which reads them all (a majority agreeing)
         from fastapi.testclient import TestClient
 

@@ -1,4 +1,4 @@
-"""`anchor serve --render k8s`: the replicated service for a cluster, validated offline against the
+"""`anchor render k8s`: the replicated service for a cluster, validated offline against the
 Kubernetes schemas (kubernetes-validate, strict), with the refusals that keep it honest."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ RECORD = {
 }  # fmt: skip
 
 
-def _render(tmp_path: Path, *extra: str, record: bool = True) -> subprocess.CompletedProcess[str]:
+def _render(tmp_path: Path, *extra: str, record: bool = True, target: str = "k8s") -> subprocess.CompletedProcess[str]:
     data = tmp_path / "data"
     if record and not (data / "deployments" / "8453.json").exists():
         (data / "deployments").mkdir(parents=True)
@@ -32,7 +32,7 @@ def _render(tmp_path: Path, *extra: str, record: bool = True) -> subprocess.Comp
         (data / "deployments" / "8453.source.json").write_text("{}")  # the source record is not a deployment
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
     return run_anchor(
-        ["serve", "--render", "k8s", "--image", IMAGE, "--chain-rpc-url", "https://base.example/rpc",
+        ["render", target, "--image", IMAGE, "--chain-rpc-url", "https://base.example/rpc",
          "--public-url", "https://anchor.example.org", *extra],
         {**env, "ANCHOR_DATA_DIR": str(data)},
     )  # fmt: skip
@@ -76,7 +76,6 @@ def test_a_broken_deployment_is_caught_by_the_offline_validation(tmp_path: Path)
     [
         (("--image", "registry.example/anchor:latest"), "image"),
         (("--keys-secret", "Not_A_Name"), "keys_secret"),
-        (("--render", "helm"), "render"),
         (("--chain-rpc-url", "base:8545"), "chain_rpc_url"),  # was said as --rpc-url, another option
         (("--namespace", "Anchor Prod"), "namespace"),  # was rendered, for the cluster to refuse
     ],
@@ -88,6 +87,12 @@ def test_what_would_render_a_service_that_cannot_run_as_asked_is_refused(
     assert refused.returncode == ExitCode.BAD_INPUT and "Traceback" not in refused.stderr
     assert field.replace("_", "") in refused.stderr.replace("_", "").replace("-", "")
     assert refused.stderr.startswith(f"error[bad_input]: {extra[0]}"), refused.stderr  # said as the option given
+
+
+def test_a_target_other_than_k8s_is_refused_naming_the_one_there_is(tmp_path: Path) -> None:
+    refused = _render(tmp_path, target="helm")
+    assert refused.returncode == ExitCode.BAD_INPUT and not refused.stdout
+    assert refused.stderr.startswith("error[bad_input]: render: unknown target 'helm' (hint: anchor render k8s ...)")
 
 
 def test_without_a_deployment_record_nothing_is_rendered_and_the_hint_says_deploy(tmp_path: Path) -> None:

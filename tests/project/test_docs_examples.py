@@ -98,23 +98,22 @@ def _anchor_invocations(text: str) -> list[list[str]]:
 
 def _check(words: list[str], root: object) -> str | None:
     """None if `anchor WORDS` names a real command and only options it has (the root's options before
-    the first command word, as the parser takes them, and `--rpc-url`/`--data-dir` after it, which
-    `anchor.cli.helptext.hoist_global_options` moves in front); else what is wrong."""
-    from anchor.cli.helptext import GLOBAL_OPTIONS
+    the first command word, as the parser takes them, and `--rpc-url`/`--data-dir` after it, which every
+    command takes too: anchor.cli.commands.AnchorCommand); else what is wrong."""
+    import click
 
     command, path = root, ["anchor"]
     for word in words:
-        subs = getattr(command, "commands", None)
         if word.startswith("--"):
             name = word.split("=")[0]
             known = {o for p in command.params for o in (*p.opts, *p.secondary_opts)} | {"--help"}  # type: ignore[attr-defined]
-            known |= set(GLOBAL_OPTIONS)
             if name not in known:
                 return f"{' '.join(path)}: no option {name}"
-        elif subs is not None and re.fullmatch(r"[a-z][a-z-]*", word):
-            if word not in subs:
+        elif isinstance(command, click.Group) and re.fullmatch(r"[a-z][a-z-]*", word):
+            sub = command.get_command(click.Context(command), word)
+            if sub is None:
                 return f"{' '.join(path)}: no command {word!r}"
-            command = subs[word]
+            command = sub
             path.append(word)
     return None
 
@@ -123,11 +122,9 @@ def _check(words: list[str], root: object) -> str | None:
 def test_every_documented_command_and_option_exists(doc: Path) -> None:
     """A newcomer types what the docs show: a renamed command or a dropped option fails here first."""
     from anchor.cli.app import app
-    from anchor.cli.helptext import command
 
-    root = command(app)
     wrong = [f"`anchor {' '.join(words)}`: {why}" for words in _anchor_invocations(doc.read_text(encoding="utf-8"))
-             if (why := _check(words, root)) is not None]  # fmt: skip
+             if (why := _check(words, app)) is not None]  # fmt: skip
     assert not wrong, "\n".join(wrong)
 
 

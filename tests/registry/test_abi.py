@@ -108,16 +108,16 @@ def test_event_topics_and_arguments_match_the_abi_signatures() -> None:
     assert retracted.args(log) == {"root": commit, "submitter": who, "reason": reason}
 
 
-SLOW_TO_IMPORT = ("pydantic", "pydantic_core", "typer._adapters", "pathspec", "concurrent.futures.process")
-"""Not web3, but 10-140 ms each of a read's 250 ms: the proof formats are `anchor.record` records, plain
-option values are converted by `anchor.cli.coerce`, exclusion rules and worker pools load when used."""
+SLOW_TO_IMPORT = ("pydantic", "pydantic_core", "typer", "pathspec", "concurrent.futures.process")
+"""Not web3, but 10-140 ms each of a read's 250 ms: the proof formats are `anchor.record` records, option
+values are converted by click (no validation library), exclusion rules and worker pools load when used."""
 
 
 @pytest.mark.chain
 def test_verify_lookup_and_status_import_nothing_of_web3(deployed_chain: Chain, tmp_path: Path) -> None:
     """`python -X importtime -m anchor verify FILE`: each read in a fresh interpreter, and
     what it imported, from its own -X importtime listing: nothing of web3, and none of the libraries
-    that cost a read its budget (pydantic and typer's pydantic coercion among them)."""
+    that cost a read its budget (pydantic among them)."""
     from tests.cli import ANCHOR_BIN
 
     target = tmp_path / "result.txt"
