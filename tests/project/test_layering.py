@@ -80,8 +80,10 @@ ALLOWED: dict[str, set[str]] = {
     "__init__": {"errors", "settings", "anchoring", "library"},
     # the MLflow bridge: a run read into a manifest, anchored by the one Stamper, verified by the one
     # Verifier; MLflow itself imported only here
+    # chain.rpc.failure_words: why a server gave no answer, said as for every other; research: a search's
+    # trials logged as runs and its champion promoted (`anchor research run --mlflow`); files: atomic writes
     "mlflow": {"errors", "layout", "settings", "manifest", "proof", "anchoring", "library", "readback",
-               "chain"},  # chain.rpc.failure_words: why a server gave no answer, said as for every other
+               "chain", "research", "files"},
     # interfaces
     "cli": {"errors", "layout", "files", "settings", "manifest", "proof", "chain", "journal", "readback", "anchoring",
             "research", "attest", "missions", "index", "library", "sealing", "mlflow",
