@@ -53,7 +53,7 @@ def submit(
             return hash_tree(path, rules_for(path, exclude, no_default_excludes), symlinks.value, progress)
 
     with Stamper.from_settings(_settings(ctx), service_urls) as stamper:
-        rows = [q.to_json() for q in stamper.queue(paths, hashed, idempotency_key)]
+        rows = [q.to_json() for q in stamper._queue(paths, hashed, idempotency_key)]
     emit(ctx, json, {"submitted": rows}, [
         f"{r['manifest_digest']}  {r['path']}  " + (f"pending at {', '.join(r['services'])}" if "services" in r
                                                      else f"{'duplicate, ' if r['duplicate'] else ''}{r['state']}")

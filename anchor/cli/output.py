@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     import typer
 
-    from anchor.errors import AnchorError
+    from anchor.errors import AnchorError, ErrorJson
     from anchor.manifest.hashing import Progress
 
 
@@ -77,7 +77,7 @@ def _options_of_command() -> set[str]:
     return found
 
 
-def error_json(exc: AnchorError) -> dict[str, Any]:
+def error_json(exc: AnchorError) -> ErrorJson:
     """An error as `--json` shows it: the typed shape the API returns, its message in the CLI's words."""
     return exc.to_dict() | {"message": exc.said_as(option)}
 

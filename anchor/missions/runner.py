@@ -228,6 +228,9 @@ def _resume_dir(data_dir: Path, pin: dict[str, Any]) -> Path:
         raise NotAnchored(f"resume: bundle 0x{pin['digest']} has no proof in the proof store of {data_dir}",
                           detail={"field": "resume.digest"})  # fmt: skip
     pinned = stored.manifest["output"]
+    if not isinstance(pinned, dict):
+        raise Tampered(f"resume: the proof of bundle 0x{pin['digest']} names no output",
+                       detail={"field": "resume.digest"})  # fmt: skip
     found = hash_tree(Path(row[0])).summary()
     if found["files_root"] != pinned["files_root"]:
         raise Tampered(f"resume: {row[0]} no longer holds the output bundle 0x{pin['digest']} anchored",
@@ -435,7 +438,7 @@ def _seal(
     }, "mission run")  # fmt: skip
     proof_out = settings.layout.mission(output) / "result.anchor.json"
     notes = {"dispatched_image": record["image"]}  # what it was dispatched with: display only, not a claim
-    outcome = stamper.stamp_bundle(manifest, tree, proof_out, notes, output=result)
+    outcome = stamper._stamp_bundle(manifest, tree, proof_out, notes, output=result)
     return manifest, outcome, proof_out
 
 
