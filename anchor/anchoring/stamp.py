@@ -113,11 +113,11 @@ def anchor_manifest(
     one whose batch root the registry already holds.
     """
     from anchor.anchoring.service import AnchorService
-    from anchor.journal.submit import Submission
+    from anchor.journal.submit import Payload, Submission
     from anchor.manifest.identity import manifest_digest
 
     check_output_path(proof_out)
-    payload: dict[str, Any] = {}
+    payload: Payload = {}
     if tree is not None:
         payload["files"] = tree.files_json()
     if annotations:

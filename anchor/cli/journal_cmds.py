@@ -4,6 +4,7 @@ for one release."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -112,7 +113,7 @@ def _items_line(items: dict[str, int]) -> str:
     return f"  items:   pending {items['pending']}, in flight {items['batched']}, confirmed {items['confirmed']}"
 
 
-def _proof_error_lines(errors: list[dict[str, object]]) -> list[str]:
+def _proof_error_lines(errors: Sequence[Mapping[str, object]]) -> list[str]:
     """Anchored items whose proof file could not be written: on chain all the same, but say so."""
     if not errors:
         return []
@@ -177,7 +178,7 @@ def _exposed(data_dir: Path, was: int | None) -> str | None:
     return f"the data dir {data_dir} is {was:o}: other local users can list and read into it (chmod 700 {data_dir})"
 
 
-def _failed_lines(failed: list[dict[str, object]]) -> list[str]:
+def _failed_lines(failed: Sequence[Mapping[str, object]]) -> list[str]:
     """Effects the registry refused: each with its reason and what to do about it."""
     open_ = [f for f in failed if not f["abandoned"]]
     if not open_:
