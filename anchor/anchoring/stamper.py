@@ -145,9 +145,13 @@ class Stamper(ABC):
 
     # -- the writes every door makes -----------------------------------------------------------------------
     def stamp(
-        self, path: Path, *, out: Path | None = None, symlinks: Literal["refuse", "record", "follow-inside"] = "refuse",
+        self,
+        path: Path,
+        *,
+        out: Path | None = None,
+        symlinks: Literal["refuse", "record", "follow-inside"] = "refuse",
         rehash: bool = False,
-    ) -> Stamped:  # fmt: skip
+    ) -> Stamped:
         """Anchor the file-tree manifest of `path`; its proof at `out` (default `<PATH>.anchor.json`),
         .git/ and PATH's .anchorignore left out (and recorded), as on the command line. Files unchanged
         since the last stamp of `path` (the data dir's stat cache, git's rules: anchor.manifest.statcache)

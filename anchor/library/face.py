@@ -52,10 +52,15 @@ def upgrade(proof: str | Path, *, settings: Settings | None = None, services: li
 
 
 def verify(
-    path: str | Path, *, proof: str | Path | None = None, policy: Policy | None = None,
-    settings: Settings | None = None, spec: str | Path | None = None, require: str = "any",
+    path: str | Path,
+    *,
+    proof: str | Path | None = None,
+    policy: Policy | None = None,
+    settings: Settings | None = None,
+    spec: str | Path | None = None,
+    require: str = "any",
     subjects_in: str | Path | None = None,
-) -> Verification:  # fmt: skip
+) -> Verification:
     """The verdict on `path` (`Verifier.from_settings(settings).verify(...)`): a `Verification`, whose
     `status` says what it rests on, or a typed error of anchor.errors (`Tampered`, `NotAnchored`,
     `Pending`, `Retracted`, `PolicyMismatch`, …). `policy` is what the verdict must show beyond
@@ -70,9 +75,13 @@ def verify(
         return None if value is None else Path(value)
 
     return Verifier.from_settings(settings or Settings.from_env(near=Path(path))).verify(
-        Path(path), proof=given(proof), policy=policy, spec=given(spec), require=require,
+        Path(path),
+        proof=given(proof),
+        policy=policy,
+        spec=given(spec),
+        require=require,
         subjects_in=given(subjects_in),
-    )  # fmt: skip
+    )
 
 
 def prove(file: str | Path, *, inside: str | Path, out: str | Path | None = None) -> ProofFile:

@@ -230,8 +230,9 @@ def _resume_dir(data_dir: Path, pin: ResumePin) -> Path:
                           detail={"field": "resume.digest"})  # fmt: skip
     pinned = stored.manifest["output"]
     if not isinstance(pinned, dict):
-        raise Tampered(f"resume: the proof of bundle 0x{pin['digest']} names no output",
-                       detail={"field": "resume.digest"})  # fmt: skip
+        raise Tampered(
+            f"resume: the proof of bundle 0x{pin['digest']} names no output", detail={"field": "resume.digest"}
+        )
     found = hash_tree(Path(row[0])).summary()
     if found["files_root"] != pinned["files_root"]:
         raise Tampered(f"resume: {row[0]} no longer holds the output bundle 0x{pin['digest']} anchored",

@@ -413,8 +413,12 @@ def _history(
         raise translated(exc, client, f"run {run_id}: its earlier proofs") from None
     stamps, first, seen = 1, None, set()
     current: ProofFile | PendingProof | None = found
-    while (current is not None and isinstance(record := current.manifest.get("restamp"), dict) and record
-           and record["supersedes"] not in seen):  # fmt: skip
+    while (
+        current is not None
+        and isinstance(record := current.manifest.get("restamp"), dict)
+        and record
+        and record["supersedes"] not in seen
+    ):
         digest = record["supersedes"]
         seen.add(digest)
         stamps += 1

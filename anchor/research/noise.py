@@ -90,8 +90,13 @@ def rule_in(rows: list[LedgerRow], researcher: str) -> KeepRuleJson | None:
     row = next((r for r in rows if r.get("event") == NOISE and r.get("researcher") == researcher), None)
     if row is None:
         return None
-    return {"rule": "noise", "replications": row["replications"], "spread": row["spread"], "sigmas": row["sigmas"],
-            "threshold": row["threshold"]}  # fmt: skip
+    return {
+        "rule": "noise",
+        "replications": row["replications"],
+        "spread": row["spread"],
+        "sigmas": row["sigmas"],
+        "threshold": row["threshold"],
+    }
 
 
 def check_noise(work: Path, rows: list[LedgerRow], terms: AttemptContract) -> dict[str, KeepRuleJson]:

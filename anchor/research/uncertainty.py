@@ -219,8 +219,9 @@ def of_champion(terms: AttemptContract, workdir: Path, entry: LedgerRow) -> dict
     proportion = terms.is_proportion()
     metric = entry["metric"]
     if metric is None:
-        raise BadInput(f"ledger entry {entry['seq']}: a champion with no metric has no interval",
-                       detail={"seq": entry["seq"]})  # fmt: skip
+        raise BadInput(
+            f"ledger entry {entry['seq']}: a champion with no metric has no interval", detail={"seq": entry["seq"]}
+        )
     return {
         "examples": sample.examples,
         "examples_source": sample.source,
