@@ -87,11 +87,13 @@ class RunVerification:
     """The identity the proof anchors (what the run held), as verified."""
 
     def to_json(self) -> dict[str, object]:
+        """The run's fields and its verdict's; `status` is the run's (MLflow's), `verdict_status` the verdict's."""
+        verdict = self.verification.to_json()
+        verdict["verdict_status"] = verdict.pop("status")
         return {"run_id": self.run_id, "status": self.status, "params": self.params, "tags": self.tags,
                 "metric_values": self.metric_values, "proof_source": self.proof_source,
                 "lifecycle_stage": self.lifecycle_stage, "logged_models": self.logged_models, "stamps": self.stamps,
-                "earlier": None if self.earlier is None else self.earlier.to_json(),
-                **self.verification.to_json()}  # fmt: skip
+                "earlier": None if self.earlier is None else self.earlier.to_json(), **verdict}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
