@@ -8,10 +8,55 @@ needs to be declared here.
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
+
+__all__ = [
+    "AnchorError",
+    "ArchiveRefused",
+    "BadInput",
+    "ChainUnreachable",
+    "Conflict",
+    "DeploymentMismatch",
+    "ErrorJson",
+    "ExitCode",
+    "FileChanged",
+    "Forbidden",
+    "GitError",
+    "GuardError",
+    "IndexReorgTooDeep",
+    "InsufficientFunds",
+    "JournalBusy",
+    "JournalDamaged",
+    "JournalError",
+    "LeaseLost",
+    "MissionFailed",
+    "NoQuorum",
+    "NonceTooLow",
+    "NotAnchored",
+    "NotDeployed",
+    "NotFinal",
+    "Pending",
+    "PolicyMismatch",
+    "ProofFormatError",
+    "RateLimited",
+    "RegistryRevert",
+    "Retracted",
+    "ServiceError",
+    "StorageError",
+    "Tampered",
+    "TooLarge",
+    "ToolchainMissing",
+    "TrackingUnreachable",
+    "Unauthorized",
+    "Underpriced",
+    "UnknownRegistry",
+    "UnsafePath",
+]
+"""Public (docs/python.md): the exit codes and the hierarchy. The helpers below that build a hint
+(`did_you_mean`, …) are internal."""
 
 
 class ExitCode(IntEnum):
@@ -57,10 +102,11 @@ class AnchorError(Exception):
     http_status: int = 500
     code: str = "internal"
 
-    def __init__(self, message: str, *, detail: dict[str, Any] | None = None) -> None:
+    def __init__(self, message: str, *, detail: Mapping[str, object] | None = None) -> None:
         super().__init__(message)
         self.message = message
-        self.detail: dict[str, Any] = detail or {}
+        self.detail: dict[str, object] = detail if isinstance(detail, dict) else dict(detail or {})
+        """What the failure names (the field, the files, the block…): JSON values, a door renders them."""
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle with the detail (the API's decoder process raises these across a process boundary)."""
@@ -78,7 +124,8 @@ class AnchorError(Exception):
         field = self.detail.get("field")
         if isinstance(field, str) and field and message.startswith(field) and message[len(field) :][:1] in " :":
             message = name(field) + message[len(field) :]
-        for other in self.detail.get("inputs", ()):
+        inputs = self.detail.get("inputs")
+        for other in inputs if isinstance(inputs, list | tuple) else ():
             if not isinstance(other, str) or not other.isidentifier():
                 continue  # the names of our own inputs, never words from data
             message = re.sub(rf"(?<![\w-]){re.escape(other)}(?![\w-])", name(other).replace("\\", r"\\"), message)
@@ -104,12 +151,20 @@ class AnchorError(Exception):
         """A human-readable explanation, with the detail fields one per line."""
         return "\n".join(self.diagnostic_lines())
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ErrorJson:
         """The typed error shape shared by `--json` output and the API: code, message, detail."""
         return {"code": self.code, "message": self.message, "detail": self.detail}
 
 
-def _rebuild(cls: type[AnchorError], message: str, detail: dict[str, Any]) -> AnchorError:
+class ErrorJson(TypedDict):
+    """The typed error as JSON (`--json`, the API's error body)."""
+
+    code: str
+    message: str
+    detail: dict[str, object]
+
+
+def _rebuild(cls: type[AnchorError], message: str, detail: dict[str, object]) -> AnchorError:
     return cls(message, detail=detail)
 
 

@@ -23,7 +23,10 @@ import json
 import re
 import types
 import typing
-from typing import Any, Literal, TypeVar, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union, get_args, get_origin, is_typeddict
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 R = TypeVar("R", bound="Record")
 
@@ -86,8 +89,10 @@ def _converter(hint: Any, rules: dict[str, Any]) -> Convert:
             return value
 
         return literal
-    if hint is Any:
+    if hint is Any or hint is object:
         return lambda value, loc: value
+    if is_typeddict(hint):  # a JSON object of a known shape: its decoder checks the keys, as for a listing row
+        return _mapping(lambda value, loc: value, True)
     if hint is str:
         return _text(rules.get("max_length"), rules.get("pattern"))
     if hint is int:
@@ -103,7 +108,7 @@ def _converter(hint: Any, rules: dict[str, Any]) -> Convert:
     if origin is tuple or origin is list:
         return _sequence(origin, _converter(get_args(hint)[0], {}), rules.get("max_length"))
     if origin is dict:
-        return _mapping(_converter(get_args(hint)[1], {}), get_args(hint)[1] is Any)
+        return _mapping(_converter(get_args(hint)[1], {}), get_args(hint)[1] in (Any, object))
     if isinstance(hint, type) and issubclass(hint, Record):
         return _nested(hint)
     raise TypeError(f"a record field's type must be plain JSON or a Record, not {hint!r}")  # a bug
@@ -191,7 +196,7 @@ class Record:
             object.__setattr__(self, name, convert(getattr(self, name), (name,)))
 
     @classmethod
-    def model_validate(cls: type[R], raw: Any) -> R:
+    def model_validate(cls: type[R], raw: object) -> R:
         """A record from decoded JSON: an object with every required field and no other."""
         if isinstance(raw, cls):
             return raw
@@ -213,9 +218,9 @@ class Record:
 
     def model_dump(
         self, *, mode: str = "python", exclude: set[str] | None = None, exclude_none: bool = False
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         """The record as plain JSON values (tuples as lists in mode "json"), nested records included."""
-        out: dict[str, Any] = {}
+        out: dict[str, object] = {}
         for f in dataclasses.fields(self):
             if exclude and f.name in exclude:
                 continue
@@ -228,7 +233,7 @@ class Record:
     def model_dump_json(self) -> str:
         return json.dumps(self.model_dump(mode="json"), separators=(",", ":"), ensure_ascii=False)
 
-    def model_copy(self: R, *, update: dict[str, Any] | None = None) -> R:
+    def model_copy(self: R, *, update: Mapping[str, object] | None = None) -> R:
         """A copy with `update`'s fields replaced and checked, as any record's are when it is made.
 
         Only those fields are checked again: the others were checked when this record was made, and a

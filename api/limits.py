@@ -101,7 +101,9 @@ def _too_large(limit: int) -> dict[str, Any]:
     return {"code": "request_too_large", "message": f"request bodies are limited to {limit} bytes", "detail": {}}
 
 
-async def _answer(send: Any, status: int, content: dict[str, Any], extra: tuple[tuple[bytes, bytes], ...] = ()) -> None:
+async def _answer(
+    send: Any, status: int, content: Mapping[str, object], extra: tuple[tuple[bytes, bytes], ...] = ()
+) -> None:
     body = json.dumps(content).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *extra]
     await send({"type": "http.response.start", "status": status, "headers": headers})

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import types
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from anchor.library.verifier import Verification
 
 _frozen = ConfigDict(frozen=True)
 
@@ -163,10 +167,10 @@ class ResearchAttempt(BaseModel):
     parent: str
     status: str
     kept: bool
-    metric: dict[str, Any] | None
-    partial: dict[str, Any] | None
-    measured_by: dict[str, Any] | None
-    environment: dict[str, Any] | None
+    metric: Mapping[str, object] | None
+    partial: Mapping[str, object] | None
+    measured_by: Mapping[str, str] | None
+    environment: Mapping[str, object] | None
     """Version 4 attempts: interpreter, lock, host or image, input digests (docs/manifest.md, "Environment")."""
     claims_differ: bool | None
     started_at: str | None
@@ -215,3 +219,44 @@ class ResearchVerdict(BaseModel):
     run_dirs: int
     legacy_entries: int
     final_runs: int
+
+
+def _twin(hint: object) -> object:
+    """`hint` with each `typing.TypedDict` in it made again with `typing_extensions.TypedDict`, the one
+    pydantic reads on Python 3.11 (the library keeps the stdlib's: typing_extensions would cost every
+    `anchor verify` its import)."""
+    import typing
+
+    import typing_extensions
+
+    if typing.is_typeddict(hint):
+        fields = {name: _twin(inner) for name, inner in typing.get_type_hints(hint).items()}
+        return typing_extensions.TypedDict(hint.__name__, fields, total=hint.__total__)  # type: ignore[attr-defined,operator]
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is None or not args:
+        return hint
+    if origin in (typing.Union, types.UnionType):
+        return typing.Union[tuple(_twin(a) for a in args)]  # noqa: UP007 - made from a runtime tuple
+    if origin is typing.Literal:
+        return hint
+    return origin[tuple(_twin(a) for a in args)]
+
+
+def schema_of(record: type) -> type[BaseModel]:
+    """The pydantic model of a library record (a frozen dataclass), field for field, for the API's schema
+    and its answers: the same fields, defaults and types, nothing described twice."""
+    import dataclasses
+    import typing
+
+    from pydantic import create_model
+
+    hints = typing.get_type_hints(record)
+    fields: dict[str, Any] = {
+        f.name: (_twin(hints[f.name]), ... if f.default is dataclasses.MISSING else f.default)
+        for f in dataclasses.fields(record)
+    }
+    return create_model(record.__name__, __config__=_frozen, __doc__=record.__doc__, **fields)
+
+
+VerificationPublic = schema_of(Verification)
+"""`anchor.Verification` as the API answers it."""

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from anchor.errors import AnchorError, BadInput, ServiceError
+from anchor.manifest.listed import ListedFile
 from anchor.proof.file import PendingProof, ProofFile, ServiceAnchor, load_any, write_proof
 from anchor.proof.receipt import Receipt, check_receipt, parse_receipt
 from anchor.readback.services import URL_PATTERN, Service, call, clean_url, error_of, fetch_anchor, service_info
@@ -148,7 +149,7 @@ def submit_everywhere(
 
 
 def stamp_through(
-    identity: dict[str, Any], files: list[dict[str, Any]] | None, services: Sequence[Service], proof_out: Path,
+    identity: dict[str, Any], files: list[ListedFile] | None, services: Sequence[Service], proof_out: Path,
     annotations: dict[str, Any] | None = None,
 ) -> StampOutcome:  # fmt: skip
     """Submit to every service and write the pending proof (or add the receipts to the proof already
@@ -203,7 +204,7 @@ def _merged(existing: ProofFile | PendingProof, receipts: list[Receipt], failed:
 
 
 @dataclass(frozen=True, slots=True)
-class UpgradeOutcome:
+class Upgraded:
     proof_path: Path
     digest: str
     added: tuple[ServiceAnchor, ...]
@@ -219,7 +220,7 @@ class UpgradeOutcome:
     """The typed error behind each of `failed`'s words, for a door to say in its own (`said_as`)."""
 
 
-def upgrade(proof_path: Path, settings: Any, services: Sequence[Service] = ()) -> UpgradeOutcome:
+def upgrade(proof_path: Path, settings: Any, services: Sequence[Service] = ()) -> Upgraded:
     """Fetch every receipt's complete proof, check it against the chain (consistency, the root on the
     registry the receipt names, the registry's code), add it, and submit again to the services that
     were down, only where the user sends tokens now: `services` (configured: --service or
@@ -260,11 +261,11 @@ def upgrade(proof_path: Path, settings: Any, services: Sequence[Service] = ()) -
     receipts = [*(found.receipts or ()), *new_receipts]
     if not added and not new_receipts and unreached == list(found.unreached or ()):
         complete = isinstance(found, ProofFile) and not unreached and all(r.url in anchored for r in receipts)
-        return UpgradeOutcome(proof_path, digest, (), tuple(waiting), failed, complete, ignored, errors)
+        return Upgraded(proof_path, digest, (), tuple(waiting), failed, complete, ignored, errors)
     updated = _with_anchors(found, added, new_receipts, unreached)
     write_proof(updated, proof_path)
     complete = isinstance(updated, ProofFile) and not unreached and all(r.url in anchored for r in receipts)
-    return UpgradeOutcome(proof_path, digest, tuple(added), tuple(waiting), failed, complete, ignored, errors)
+    return Upgraded(proof_path, digest, tuple(added), tuple(waiting), failed, complete, ignored, errors)
 
 
 def _with_anchors(
@@ -300,13 +301,13 @@ def relay_lineage(service: Service, researcher: Any, fields: tuple[bytes, bytes,
 
 def upgrade_when_anchored(
     proofs: Sequence[Path], settings: Any, wait_s: float, poll_s: float = 1.0
-) -> dict[Path, UpgradeOutcome | AnchorError]:
+) -> dict[Path, Upgraded | AnchorError]:
     """`upgrade` each proof until it is complete or `wait_s` has passed (saying once what it waits for):
     what a run does at its end, so that its proofs are complete when it says it is done."""
     import time
 
     deadline = time.monotonic() + wait_s
-    results: dict[Path, UpgradeOutcome | AnchorError] = {}
+    results: dict[Path, Upgraded | AnchorError] = {}
     open_ = list(proofs)
     said = False
     while open_:

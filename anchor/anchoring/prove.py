@@ -23,7 +23,7 @@ def prove_file(file: Path, bundle_dir: Path, bundle_proof: Path) -> ProofFile:
     """
     proof = load_proof(bundle_proof)
     check_proof_consistency(proof)
-    tree = proof.filetree()
+    tree = proof._filetree()
     if tree is None:
         raise BadInput(f"{bundle_proof}: not a whole-tree proof (it lists no files)", detail={"field": "files"})
     try:
@@ -47,14 +47,14 @@ def write_file_proof(
     (default: DIR.anchor.json beside it), written to `out` or to DIR.proofs/<FILE in DIR>.anchor.json,
     never inside the anchored directory and never over a link. A given `out` is checked before anything is
     hashed; returns (the proof, where it was written)."""
-    from anchor.proof.file import check_output_path, write_proof
+    from anchor.proof.file import check_output_path, excluded_by, write_proof
     from anchor.proof.locate import file_proof_path
 
     if out is not None:
         check_output_path(out)
     proof = prove_file(file, bundle_dir, bundle_proof or _proof_of_folder(bundle_dir))  # refuses first
     if out is not None:  # not inside the folder, unless its recorded rules leave it out
-        check_output_path(out, proves=bundle_dir, recorded=proof.manifest.get("exclude") or ())
+        check_output_path(out, proves=bundle_dir, recorded=excluded_by(proof))
     target = out or file_proof_path(file, bundle_dir)
     if out is None:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -83,7 +83,7 @@ def _proof_of_folder(bundle_dir: Path) -> Path:
 def single_file_proof(proof: ProofFile, path: str) -> ProofFile:
     """The proof of the file at `path` of a whole-tree proof: its entry and RFC 6962 audit path in place
     of the listing. Raises `BadInput` if the proof lists no files or not that path."""
-    tree = proof.filetree()
+    tree = proof._filetree()
     if tree is None:
         raise BadInput("not a whole-tree proof (it lists no files)", detail={"field": "files"})
     index, entry = tree.entry(path)

@@ -30,7 +30,7 @@ MAX_REASON = 2000
 
 
 @dataclass(frozen=True, slots=True)
-class RetractOutcome:
+class Retraction:
     """What `retract` wrote: which record, why, in which transaction, and where the reason's text went."""
 
     kind: str
@@ -46,7 +46,7 @@ class RetractOutcome:
     gas_used: int
     proof: Path | None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "kind": self.kind, "key": self.key, "reason": self.reason, "reason_digest": self.reason_digest,
             "by": self.by, "chain_id": self.chain_id, "registry": self.registry, "tx_hash": self.tx_hash,
@@ -62,7 +62,7 @@ def reason_digest(reason: str) -> bytes:
     return keccak256(reason.encode())
 
 
-def retract(settings: Settings, target: str | Path, reason: str, whole_batch: bool = False) -> RetractOutcome:
+def retract(settings: Settings, target: str | Path, reason: str, whole_batch: bool = False) -> Retraction:
     """Retract the record behind `target`: a path (its proof found as `anchor verify` finds it) or a proof
     file retracts that proof's root; a full research commit (40 or 64 hex) retracts its lineage record.
     A root anchors its whole batch: when the proof's Merkle path shows other items under it, the
@@ -84,7 +84,7 @@ def retract(settings: Settings, target: str | Path, reason: str, whole_batch: bo
     return _retract_root(settings, Path(given), text, whole_batch)
 
 
-def _retract_root(settings: Settings, target: Path, text: str, whole_batch: bool) -> RetractOutcome:
+def _retract_root(settings: Settings, target: Path, text: str, whole_batch: bool) -> Retraction:
     from anchor.chain.keys import load_signer
     from anchor.chain.open import open_chain
     from anchor.chain.presets import chain_name
@@ -131,9 +131,10 @@ def _retract_root(settings: Settings, target: Path, text: str, whole_batch: bool
                        detail={"retracted_block": record.retracted_block})  # fmt: skip
     digest = reason_digest(text)
     sent = registry.retract_root(signer, root, digest)
-    outcome = RetractOutcome("root", proof.batch.root, text, "0x" + digest.hex(), signer.address, handle.chain_id,
+    outcome = Retraction("root", proof.batch.root, text, "0x" + digest.hex(), signer.address, handle.chain_id,
                              registry.address, sent.tx_hash, sent.block_number, sent.gas_used, proof_path)  # fmt: skip
-    history = list(proof.annotations.get("retractions") or []) if isinstance(proof.annotations, dict) else []
+    recorded = proof.annotations.get("retractions")
+    history = list(recorded) if isinstance(recorded, list) else []
     entry = {k: v for k, v in outcome.to_json().items() if k not in ("proof", "kind", "key", "gas_used")}
     annotations = {**(proof.annotations or {}), "retractions": [*history, entry]}
     write_proof(proof.model_copy(update={"annotations": annotations}), proof_path)
@@ -165,7 +166,7 @@ def _companion_leaves(proof_path: Path, proof: Any) -> set[str]:
     return {found.batch.leaf}
 
 
-def _retract_lineage(settings: Settings, commit: str, text: str) -> RetractOutcome:
+def _retract_lineage(settings: Settings, commit: str, text: str) -> Retraction:
     from anchor.chain.keys import load_researcher, load_signer
     from anchor.chain.open import open_chain, open_registry
     from anchor.manifest.onchain import commit_key
@@ -189,9 +190,9 @@ def _retract_lineage(settings: Settings, commit: str, text: str) -> RetractOutco
         sent = registry.retract_signed(signer, signed)  # the researcher signs, our key relays and pays
     else:
         sent = registry.retract_lineage(signer, key, digest)
-    return RetractOutcome("lineage", "0x" + key.hex(), text, "0x" + digest.hex(), owner.address, handle.chain_id,
+    return Retraction("lineage", "0x" + key.hex(), text, "0x" + digest.hex(), owner.address, handle.chain_id,
                           registry.address, sent.tx_hash, sent.block_number, sent.gas_used, None)  # fmt: skip
 
 
-def dumps(outcome: RetractOutcome) -> str:
+def dumps(outcome: Retraction) -> str:
     return json.dumps(outcome.to_json(), indent=2, sort_keys=True)

@@ -86,7 +86,7 @@ def refresh_file_proofs(folder: Path, outcome: AnchorOutcome) -> AnchorOutcome:
     base = proofs_beside(folder)
     if not folder.is_dir() or not base.is_dir():
         return outcome
-    held = {entry.path for entry in (outcome.proof.filetree() or FileTreeManifest(())).files}
+    held = {entry.path for entry in (outcome.proof._filetree() or FileTreeManifest(())).files}
     refreshed, stale = [], []
     for old in sorted(base.rglob("*.anchor.json")):
         rel = old.relative_to(base).as_posix().removesuffix(".anchor.json")
@@ -113,11 +113,11 @@ def anchor_manifest(
     one whose batch root the registry already holds.
     """
     from anchor.anchoring.service import AnchorService
-    from anchor.journal.submit import Submission
+    from anchor.journal.submit import Payload, Submission
     from anchor.manifest.identity import manifest_digest
 
     check_output_path(proof_out)
-    payload: dict[str, Any] = {}
+    payload: Payload = {}
     if tree is not None:
         payload["files"] = tree.files_json()
     if annotations:

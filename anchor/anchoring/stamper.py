@@ -24,7 +24,7 @@ from anchor.errors import AnchorError, BadInput, ServiceError
 from anchor.settings.session import Settings
 
 if TYPE_CHECKING:
-    from anchor.anchoring.client import StampOutcome, UpgradeOutcome
+    from anchor.anchoring.client import StampOutcome, Upgraded
     from anchor.anchoring.flusher import Flusher
     from anchor.anchoring.service import AnchorService
     from anchor.anchoring.stamp import AnchorOutcome
@@ -34,8 +34,6 @@ if TYPE_CHECKING:
     from anchor.manifest.hashing import Progress
     from anchor.proof.file import PendingProof, ProofFile
     from anchor.proof.receipt import Receipt
-
-    Upgraded = UpgradeOutcome
 
 Lineage = tuple[bytes, bytes, bytes, bytes, bool]
 """(commit, parent, diffHash, metricHash, kept) of one lineage record."""
@@ -90,13 +88,13 @@ class Stamped:
         return self.proof
 
     @classmethod
-    def of_key(cls, outcome: AnchorOutcome) -> Stamped:
+    def _of_key(cls, outcome: AnchorOutcome) -> Stamped:
         return cls(outcome.proof_path, outcome.proof.manifest_digest, "anchored", outcome.proof, outcome.file_count,
                    already_anchored=outcome.already_anchored, gas_used=outcome.gas_used,
                    superseded=outcome.superseded, refreshed=outcome.refreshed, stale=outcome.stale)  # fmt: skip
 
     @classmethod
-    def of_services(cls, outcome: StampOutcome, proof: ProofFile | PendingProof) -> Stamped:
+    def _of_services(cls, outcome: StampOutcome, proof: ProofFile | PendingProof) -> Stamped:
         return cls(outcome.proof_path, outcome.digest, "pending", proof, outcome.file_count,
                    receipts=outcome.receipts, not_taken=dict(outcome.failed))  # fmt: skip
 
@@ -157,13 +155,25 @@ class Stamper(ABC):
 
     # -- the writes every door makes -----------------------------------------------------------------------
     def stamp(
+        self,
+        path: Path,
+        *,
+        out: Path | None = None,
+        symlinks: Literal["refuse", "record", "follow-inside"] = "refuse",
+        rehash: bool = False,
+    ) -> Stamped:
+        """Anchor the file-tree manifest of `path`; its proof at `out` (default `<PATH>.anchor.json`),
+        .git/ and PATH's .anchorignore left out (and recorded), as on the command line. Files unchanged
+        since the last stamp of `path` (the data dir's stat cache, git's rules: anchor.manifest.statcache)
+        are not read again; `rehash` reads every one."""
+        return self._stamp(path, out=out, symlinks=symlinks, rehash=rehash)
+
+    def _stamp(
         self, path: Path, *, out: Path | None = None, rules: Rules | None = None, symlinks: str = "refuse",
         progress: Progress | None = None, rehash: bool = False,
     ) -> Stamped:  # fmt: skip
-        """Anchor the file-tree manifest of `path`; its proof at `out` (default `<PATH>.anchor.json`).
-        `rules` default to the command line's: .git/ and PATH's .anchorignore left out (and recorded).
-        Files unchanged since the last stamp of `path` (the data dir's stat cache, git's rules:
-        anchor.manifest.statcache) are not read again; `rehash` reads every one."""
+        """`stamp`, with the exclusion `rules` and a `progress` report a door chooses (the command line's
+        options, an MLflow run's tree, which excludes nothing)."""
         from anchor.manifest.exclude import Rules
         from anchor.manifest.filetree import hash_tree
         from anchor.manifest.statcache import StatCache
@@ -195,17 +205,17 @@ class Stamper(ABC):
     def _stamp_tree(self, path: Path, tree: FileTreeManifest, proof_out: Path) -> Stamped: ...
 
     @abstractmethod
-    def stamp_identity(
+    def _stamp_identity(
         self, identity: dict[str, Any], proof_out: Path, tree: FileTreeManifest | None = None,
         annotations: dict[str, Any] | None = None,
     ) -> Stamped:  # fmt: skip
         """Anchor one manifest identity (a contract, a champion record, a ledger head)."""
 
     @abstractmethod
-    def stamp_records(self, records: Sequence[tuple[dict[str, Any], Path]]) -> list[Path]:
+    def _stamp_records(self, records: Sequence[tuple[dict[str, Any], Path]]) -> list[Path]:
         """Anchor several identities (champion records) in one go; their proof paths."""
 
-    def stamp_bundle(
+    def _stamp_bundle(
         self, manifest: BundleManifest, tree: FileTreeManifest, proof_out: Path, notes: dict[str, Any] | None = None,
         *, output: Path | None = None,
     ) -> Stamped:  # fmt: skip
@@ -215,14 +225,14 @@ class Stamper(ABC):
 
         if output is not None:
             check_output_path(proof_out, proves=output, recorded=tree.exclude)
-        return self._stamp_bundle(manifest, tree, proof_out, notes)
+        return self._write_bundle(manifest, tree, proof_out, notes)
 
     @abstractmethod
-    def _stamp_bundle(
+    def _write_bundle(
         self, manifest: BundleManifest, tree: FileTreeManifest, proof_out: Path, notes: dict[str, Any] | None
     ) -> Stamped: ...
 
-    def queue(
+    def _queue(
         self, paths: Sequence[Path], hash_tree: Callable[[Path], FileTreeManifest], idempotency_key: str | None = None
     ) -> list[Queued]:
         """`anchor journal submit`: each path hashed (`hash_tree`: the door's rules and progress) and queued,
@@ -238,14 +248,16 @@ class Stamper(ABC):
         for out in outs:
             check_output_path(out)
             _note_anchored_around(out)
-        return self._queue([(path, hash_tree(path), out) for path, out in zip(paths, outs, strict=True)],
+        return self._enqueue([(path, hash_tree(path), out) for path, out in zip(paths, outs, strict=True)],
                            idempotency_key)  # fmt: skip
 
     @abstractmethod
-    def _queue(self, trees: Sequence[tuple[Path, FileTreeManifest, Path]], idempotency_key: str | None) -> list[Queued]:
-        """Queue each (path, tree, proof output), checked by `queue`."""
+    def _enqueue(
+        self, trees: Sequence[tuple[Path, FileTreeManifest, Path]], idempotency_key: str | None
+    ) -> list[Queued]:
+        """Queue each (path, tree, proof output), checked by `_queue`."""
 
-    def upgrade(self, target: Path) -> UpgradeOutcome:
+    def upgrade(self, target: Path) -> Upgraded:
         """Fetch each service's anchor for a pending proof (`target`: the proof file, or the stamped path,
         whose proof is found as `verify` finds it), check it against the chain, write it in
         (anchor.anchoring.client.upgrade); the services configured here get any resubmission."""
@@ -254,17 +266,17 @@ class Stamper(ABC):
 
         return upgrade(proof_of(target), self.settings, self.services)
 
-    def complete(self, proofs: Sequence[Path], wait_s: float | None = None) -> dict[Path, UpgradeOutcome | AnchorError]:
+    def complete(self, proofs: Sequence[Path], wait_s: float | None = None) -> dict[Path, Upgraded | AnchorError]:
         """Wait (up to `wait_s`, default ANCHOR_UPGRADE_WAIT_S) until these proofs are complete: what a
         run does at its end. Proofs anchored with the key here are complete already: nothing to wait for."""
         return {}
 
     # -- what a search needs ------------------------------------------------------------------------------
-    def check_for_search(self) -> None:  # noqa: B027 - nothing to refuse with the key here
+    def _check_for_search(self) -> None:  # noqa: B027 - nothing to refuse with the key here
         """Refuse, before a search starts, what would fail at its first checkpoint."""
 
     @abstractmethod
-    def record_search(
+    def _record_search(
         self, attempts: Sequence[tuple[dict[str, Any], int]], head: dict[str, Any], head_proof: Path,
         lineage: Sequence[Lineage], flush: bool = True,
     ) -> dict[str, Any]:  # fmt: skip
@@ -278,7 +290,7 @@ class Stamper(ABC):
         here, journaled and flushed (signed by ANCHOR_RESEARCHER_KEY when set, else ours); through
         services, signed by the researcher's own key and relayed."""
 
-    def flusher(self, name: str) -> Flusher | None:
+    def _flusher(self, name: str) -> Flusher | None:
         """A background flusher for journaled work (the key here), or None (services flush themselves)."""
         return None
 
@@ -306,17 +318,17 @@ class KeyStamper(Stamper):
         outcome = anchor_manifest(tree.identity(), tree, self.settings, proof_out)
         if outcome.superseded is not None:
             outcome = refresh_file_proofs(path, outcome)
-        return Stamped.of_key(outcome)
+        return Stamped._of_key(outcome)
 
-    def stamp_identity(
+    def _stamp_identity(
         self, identity: dict[str, Any], proof_out: Path, tree: FileTreeManifest | None = None,
         annotations: dict[str, Any] | None = None,
     ) -> Stamped:  # fmt: skip
         from anchor.anchoring.stamp import anchor_manifest
 
-        return Stamped.of_key(anchor_manifest(identity, tree, self.settings, proof_out, annotations))
+        return Stamped._of_key(anchor_manifest(identity, tree, self.settings, proof_out, annotations))
 
-    def stamp_records(self, records: Sequence[tuple[dict[str, Any], Path]]) -> list[Path]:
+    def _stamp_records(self, records: Sequence[tuple[dict[str, Any], Path]]) -> list[Path]:
         from anchor.journal.submit import Submission
 
         if not records:
@@ -326,14 +338,16 @@ class KeyStamper(Stamper):
         service.flush()
         return [path for _, path in records]
 
-    def _stamp_bundle(
+    def _write_bundle(
         self, manifest: BundleManifest, tree: FileTreeManifest, proof_out: Path, notes: dict[str, Any] | None
     ) -> Stamped:
         from anchor.anchoring.stamp import anchor_bundle
 
-        return Stamped.of_key(anchor_bundle(manifest, tree, self.settings, proof_out, notes))
+        return Stamped._of_key(anchor_bundle(manifest, tree, self.settings, proof_out, notes))
 
-    def _queue(self, trees: Sequence[tuple[Path, FileTreeManifest, Path]], idempotency_key: str | None) -> list[Queued]:
+    def _enqueue(
+        self, trees: Sequence[tuple[Path, FileTreeManifest, Path]], idempotency_key: str | None
+    ) -> list[Queued]:
         from anchor.journal.submit import Submission
 
         done = self._open().submit([
@@ -342,7 +356,7 @@ class KeyStamper(Stamper):
         return [Queued(path, "0x" + one.digest.hex(), one.state, one.duplicate)
                 for (path, _, _), one in zip(trees, done, strict=True)]  # fmt: skip
 
-    def record_search(
+    def _record_search(
         self, attempts: Sequence[tuple[dict[str, Any], int]], head: dict[str, Any], head_proof: Path,
         lineage: Sequence[Lineage], flush: bool = True,
     ) -> dict[str, Any]:  # fmt: skip
@@ -389,7 +403,7 @@ class KeyStamper(Stamper):
                           detail={"commit": "0x" + fields[0].hex()})  # fmt: skip
         return LineageWritten(record.researcher, record.tx_hash, record.block_number)
 
-    def flusher(self, name: str) -> Flusher | None:
+    def _flusher(self, name: str) -> Flusher | None:
         from anchor.anchoring.flusher import Flusher
 
         # a thread of ours: this process has the imports and a connection already
@@ -422,14 +436,16 @@ class ServiceStamper(Stamper):
     def _written(self, outcome: StampOutcome) -> Stamped:
         from anchor.proof.file import load_any
 
-        return Stamped.of_services(outcome, load_any(outcome.proof_path))
+        return Stamped._of_services(outcome, load_any(outcome.proof_path))
 
     def _stamp_tree(self, path: Path, tree: FileTreeManifest, proof_out: Path) -> Stamped:
         from anchor.anchoring.client import stamp_through
 
         return self._written(stamp_through(tree.identity(), tree.files_json(), self.services, proof_out))
 
-    def _queue(self, trees: Sequence[tuple[Path, FileTreeManifest, Path]], idempotency_key: str | None) -> list[Queued]:
+    def _enqueue(
+        self, trees: Sequence[tuple[Path, FileTreeManifest, Path]], idempotency_key: str | None
+    ) -> list[Queued]:
         queued = []
         for path, tree, out in trees:
             done = self._stamp_tree(path, tree, out)  # the client keys each call by its digest (retries are one)
@@ -437,7 +453,7 @@ class ServiceStamper(Stamper):
                                  not_taken=done.not_taken))  # fmt: skip
         return queued
 
-    def stamp_identity(
+    def _stamp_identity(
         self, identity: dict[str, Any], proof_out: Path, tree: FileTreeManifest | None = None,
         annotations: dict[str, Any] | None = None,
     ) -> Stamped:  # fmt: skip
@@ -446,19 +462,19 @@ class ServiceStamper(Stamper):
         files = None if tree is None else tree.files_json()
         return self._written(stamp_through(identity, files, self.services, proof_out, annotations))
 
-    def stamp_records(self, records: Sequence[tuple[dict[str, Any], Path]]) -> list[Path]:
+    def _stamp_records(self, records: Sequence[tuple[dict[str, Any], Path]]) -> list[Path]:
         for identity, path in records:
-            self.stamp_identity(identity, path)
+            self._stamp_identity(identity, path)
         return [path for _, path in records]
 
-    def _stamp_bundle(
+    def _write_bundle(
         self, manifest: BundleManifest, tree: FileTreeManifest, proof_out: Path, notes: dict[str, Any] | None
     ) -> Stamped:
         from anchor.anchoring.client import stamp_bundle_through
 
         return self._written(stamp_bundle_through(manifest, tree, self.services, proof_out, notes))
 
-    def complete(self, proofs: Sequence[Path], wait_s: float | None = None) -> dict[Path, UpgradeOutcome | AnchorError]:
+    def complete(self, proofs: Sequence[Path], wait_s: float | None = None) -> dict[Path, Upgraded | AnchorError]:
         from anchor.anchoring.client import upgrade_when_anchored
         from anchor.settings.env import env
 
@@ -477,10 +493,10 @@ class ServiceStamper(Stamper):
             )
         return researcher
 
-    def check_for_search(self) -> None:
+    def _check_for_search(self) -> None:
         self._researcher()
 
-    def record_search(
+    def _record_search(
         self, attempts: Sequence[tuple[dict[str, Any], int]], head: dict[str, Any], head_proof: Path,
         lineage: Sequence[Lineage], flush: bool = True,
     ) -> dict[str, Any]:  # fmt: skip

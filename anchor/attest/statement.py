@@ -37,7 +37,7 @@ def attest(target: str, settings: Settings, out: Path | None = None) -> tuple[li
     """Statements for `target` (an anchored path, or a manifest digest whose proof this data dir keeps),
     after verifying it: a statement is never written for something that does not verify. `out`, where
     they will be written, is refused first if it lies inside the anchored folder (`check_output_path`)."""
-    from anchor.proof.file import check_output_path
+    from anchor.proof.file import check_output_path, excluded_by
 
     path = Path(target)
     if out is not None:
@@ -48,7 +48,7 @@ def attest(target: str, settings: Settings, out: Path | None = None) -> tuple[li
         proof_path = require_proof(path)  # never stamped: not anchored, with how to stamp it, as verify says
         proof = load_proof(proof_path)
         if out is not None:
-            check_output_path(out, proves=path, recorded=proof.manifest.get("exclude") or (), only_over_a_proof=False)
+            check_output_path(out, proves=path, recorded=excluded_by(proof), only_over_a_proof=False)
         verdict = verify_proof(proof, settings, data=path, proof_name=str(proof_path), beside=proof_path.parent)
         subjects = _file_subjects(proof, path)
     else:
@@ -91,7 +91,7 @@ def _file_subjects(proof: ProofFile, root: Path | None) -> list[dict[str, Any]]:
         listing = [(proof.file.path, proof.file.blake3)]
         on_disk = {proof.file.path: root} if root is not None else {}
     else:
-        tree = proof.filetree()
+        tree = proof._filetree()
         if tree is None or not tree.files:
             return [{"name": "manifest", "digest": {"blake3": proof.manifest_digest[2:]}}]
         listing = [(entry.path, entry.blake3) for entry in tree.files]

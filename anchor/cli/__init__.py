@@ -59,8 +59,8 @@ def _answer(argv: list[str]) -> None:
             if "sizes" in exc.detail:  # a tamper verdict: show it as a diff, not as Python lists
                 color = sys.stderr.isatty() and "NO_COLOR" not in os.environ
                 rest = tamper_lines(exc.detail, color)
-            elif isinstance(exc.detail.get("changes"), list):  # a run's changes (anchor.mlflow): one a line
-                changed = [f"  ~ {printable(str(change))}" for change in exc.detail["changes"]]
+            elif isinstance(changes := exc.detail.get("changes"), list):  # a run's changes (anchor.mlflow): one a line
+                changed = [f"  ~ {printable(str(change))}" for change in changes]
                 rest = changed + [line for line in rest if not line.startswith("  changes: ")]
             print("\n".join([f"error[{exc.code}]: {first}", *rest]), file=sys.stderr)
         interrupt.answered()

@@ -25,7 +25,7 @@ def show(ctx: click.Context, json: bool) -> None:
     from anchor.settings.variables import variable_rows
 
     data_dir, rpc_url = ctx.find_root().obj["given"]
-    settings, found = Settings.resolve(data_dir, rpc_url[0] if rpc_url else None)
+    settings, found = Settings._resolve(data_dir, rpc_url[0] if rpc_url else None)
     effective = {
         "data_dir": str(settings.data_dir), "rpc_url": settings.rpc_url or "(the local chain)",
         "local_port": found["local_port"].value or "(18545, or the port recorded in the data directory)",

@@ -105,7 +105,7 @@ def stamp(
     # a bad URL or token is refused before anything is hashed
     stamper = Stamper.from_settings(_settings(ctx), service, allow_insecure_token=allow_insecure_token)
     with hash_progress(ctx, json) as progress:
-        stamped = stamper.stamp(path, out=proof, rules=rules, symlinks=symlinks, progress=progress,
+        stamped = stamper._stamp(path, out=proof, rules=rules, symlinks=symlinks, progress=progress,
                                 rehash=rehash)  # fmt: skip
     if seal and stamped.anchored:
         _seal_quietly(ctx, stamped.proof_path)
@@ -156,7 +156,7 @@ def bundle(
         from anchor.anchoring.stamper import Stamper
 
         stamper = Stamper.from_settings(_settings(ctx), service)
-        stamped = stamper.stamp_bundle(manifest, tree, proof or default_proof_path(output_dir), output=output_dir)
+        stamped = stamper._stamp_bundle(manifest, tree, proof or default_proof_path(output_dir), output=output_dir)
         _report_stamped(ctx, json, str(output_dir), stamped)
         return
     emit(

@@ -4,6 +4,7 @@ for one release."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,7 @@ def submit(
             return hash_tree(path, rules_for(path, exclude, no_default_excludes), symlinks, progress)
 
     with Stamper.from_settings(_settings(ctx), service) as stamper:
-        rows = [q.to_json() for q in stamper.queue(paths, hashed, idempotency_key)]
+        rows = [q.to_json() for q in stamper._queue(paths, hashed, idempotency_key)]
     emit(ctx, json, {"submitted": rows}, [
         f"{r['manifest_digest']}  {r['path']}  " + (f"pending at {', '.join(r['services'])}" if "services" in r
                                                      else f"{'duplicate, ' if r['duplicate'] else ''}{r['state']}")
@@ -116,7 +117,7 @@ def _items_line(items: dict[str, int]) -> str:
     return f"  items:   pending {items['pending']}, in flight {items['batched']}, confirmed {items['confirmed']}"
 
 
-def _proof_error_lines(errors: list[dict[str, object]]) -> list[str]:
+def _proof_error_lines(errors: Sequence[Mapping[str, object]]) -> list[str]:
     """Anchored items whose proof file could not be written: on chain all the same, but say so."""
     if not errors:
         return []
@@ -184,7 +185,7 @@ def _exposed(data_dir: Path, was: int | None) -> str | None:
     return f"the data dir {data_dir} is {was:o}: other local users can list and read into it (chmod 700 {data_dir})"
 
 
-def _failed_lines(failed: list[dict[str, object]]) -> list[str]:
+def _failed_lines(failed: Sequence[Mapping[str, object]]) -> list[str]:
     """Effects the registry refused: each with its reason and what to do about it."""
     open_ = [f for f in failed if not f["abandoned"]]
     if not open_:

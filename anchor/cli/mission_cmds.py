@@ -96,7 +96,7 @@ def submit(
         snapshot_sha256=snapshot_sha256, image=image, output=output, profile=profile, resume_bundle=resume_bundle,
         resume_digest=resume_digest,
     )  # fmt: skip
-    emit(ctx, json, record, [
+    emit(ctx, json, dict(record), [
         f"submitted mission #{record['id']} at {record['submitted_at']}: output {record['output']!r},"
         f" profile {record['profile']['name']} ({record['profile']['cpu']} CPU, {record['profile']['memory']})",
         f"  mission  {record['mission']['digest']}",

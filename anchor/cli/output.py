@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     import click
 
-    from anchor.errors import AnchorError
+    from anchor.errors import AnchorError, ErrorJson
     from anchor.manifest.hashing import Progress
 
 
@@ -79,7 +79,7 @@ def _options_of_command() -> set[str]:
     return found
 
 
-def error_json(exc: AnchorError) -> dict[str, Any]:
+def error_json(exc: AnchorError) -> ErrorJson:
     """An error as `--json` shows it: the typed shape the API returns, its message in the CLI's words."""
     return exc.to_dict() | {"message": exc.said_as(option)}
 

@@ -19,7 +19,7 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from anchor.errors import BadInput
 from anchor.manifest.onchain import LEDGER_TAG, PROMOTION_TAG
@@ -50,6 +50,65 @@ CREATE INDEX IF NOT EXISTS roots_tx ON roots (tx);
 CREATE INDEX IF NOT EXISTS roots_block ON roots (block, log_index);
 CREATE TABLE IF NOT EXISTS blocks (number INTEGER PRIMARY KEY, hash TEXT NOT NULL);
 """
+
+
+class LineageRow(TypedDict):
+    """A row of `lineage`: one lineage record (or ledger checkpoint) as the registry's event gave it."""
+
+    researcher: str
+    commit_id: str
+    parent: str
+    diff_hash: str
+    metric_hash: str
+    kept: int
+    timestamp: int
+    block: int
+    block_hash: str
+    tx: str
+    log_index: int
+
+
+class RootRow(TypedDict):
+    """A row of `roots`: one anchored batch root."""
+
+    root: str
+    submitter: str
+    block: int
+    block_hash: str
+    tx: str
+    log_index: int
+
+
+class RecentRow(TypedDict):
+    """A record of either kind in `recent`'s union: `kind` is checkpoint, lineage or root."""
+
+    kind: str
+    key: str
+    who: str
+    block: int
+    tx: str
+    log_index: int
+    timestamp: int | None
+    kept: int | None
+    parent: str | None
+
+
+class ResearcherRow(TypedDict):
+    researcher: str
+    attempts: int
+    kept: int
+    first_block: int
+    last_block: int
+
+
+class SearchHit(TypedDict, total=False):
+    """What a query names: `kind` (researcher, root, lineage), `key`, and what else the page shows."""
+
+    kind: str
+    key: str
+    who: str
+    block: int
+    attempts: int
 
 
 def short_commit(commit: str) -> str:
@@ -113,7 +172,8 @@ class IndexStore:
 
     # ------------------------------------------------------------------ reads for the pages
 
-    def _all(self, sql: str, *args: Any) -> list[dict[str, Any]]:
+    def _all(self, sql: str, *args: Any) -> list[Any]:
+        """The rows as dicts: each caller names their shape (the columns its query selects)."""
         return [dict(r) for r in self.db.execute(sql, args).fetchall()]
 
     def counts(self) -> dict[str, int]:
@@ -123,7 +183,7 @@ class IndexStore:
         ).fetchone()
         return {k: int(one[k]) for k in ("lineage", "roots", "researchers")}
 
-    def recent(self, limit: int = 20) -> list[dict[str, Any]]:
+    def recent(self, limit: int = 20) -> list[RecentRow]:
         """The latest records of both kinds, newest first."""
         return self._all(
             "SELECT CASE WHEN diff_hash = ? THEN 'checkpoint' WHEN diff_hash = ? THEN 'promotion' ELSE 'lineage' END"
@@ -134,7 +194,7 @@ class IndexStore:
             CHECKPOINT, PROMOTION, limit,
         )  # fmt: skip
 
-    def researchers(self, limit: int = -1, offset: int = 0, address: str | None = None) -> list[dict[str, Any]]:
+    def researchers(self, limit: int = -1, offset: int = 0, address: str | None = None) -> list[ResearcherRow]:
         """Researchers, the most recently active first (`limit` of them from `offset`; -1: all), or the
         one with `address`. Pages are bounded: anyone can make researchers (a fresh key each)."""
         return self._all(
@@ -144,7 +204,7 @@ class IndexStore:
             CHECKPOINT, PROMOTION, address, address, limit, offset,
         )  # fmt: skip
 
-    def attempts(self, researcher: str) -> list[dict[str, Any]]:
+    def attempts(self, researcher: str) -> list[LineageRow]:
         """A researcher's attempt records in the order the chain holds them: the trial order (its ledger
         checkpoints' records are apart: `checkpoints`; a model promotion's record is no attempt)."""
         return self._all(
@@ -152,14 +212,14 @@ class IndexStore:
             researcher.lower(), CHECKPOINT, PROMOTION,
         )  # fmt: skip
 
-    def checkpoints(self, researcher: str) -> list[dict[str, Any]]:
+    def checkpoints(self, researcher: str) -> list[LineageRow]:
         """A researcher's ledger checkpoint records (anchor.research.checkpoints), oldest first."""
         return self._all(
             "SELECT * FROM lineage WHERE researcher = ? AND diff_hash = ? ORDER BY block, log_index",
             researcher.lower(), CHECKPOINT,
         )  # fmt: skip
 
-    def lineage_of(self, commit: str, limit: int = -1, offset: int = 0) -> list[dict[str, Any]]:
+    def lineage_of(self, commit: str, limit: int = -1, offset: int = 0) -> list[LineageRow]:
         """The records of `commit` (one per researcher on v2), first anchored first; `limit` from `offset`."""
         return self._all(
             "SELECT * FROM lineage WHERE commit_id = ? ORDER BY block, log_index LIMIT ? OFFSET ?",
@@ -171,24 +231,24 @@ class IndexStore:
     def lineage_count(self, commit: str) -> int:
         return int(self.db.execute("SELECT count(*) FROM lineage WHERE commit_id = ?", (commit,)).fetchone()[0])
 
-    def children(self, researcher: str, commit: str, limit: int = 50) -> list[dict[str, Any]]:
+    def children(self, researcher: str, commit: str, limit: int = 50) -> list[LineageRow]:
         """A researcher's records whose parent is `commit` (the attempts built on it), at most `limit`."""
         return self._all(
             "SELECT * FROM lineage WHERE researcher = ? AND parent = ? ORDER BY block, log_index LIMIT ?",
             researcher.lower(), commit, limit,
         )  # fmt: skip
 
-    def root(self, root: str) -> dict[str, Any] | None:
-        rows = self._all("SELECT * FROM roots WHERE root = ?", root)
+    def root(self, root: str) -> RootRow | None:
+        rows: list[RootRow] = self._all("SELECT * FROM roots WHERE root = ?", root)
         return rows[0] if rows else None
 
-    def search(self, text: str) -> list[dict[str, Any]]:
+    def search(self, text: str) -> list[SearchHit]:
         """Records a query names: a commit (full or a prefix of 7+ hex), a researcher, a root or a tx."""
         q = text.strip().lower().removeprefix("0x")
         if not q or len(q) > 64 or any(c not in "0123456789abcdef" for c in q):
             return []
         full = "0x" + q
-        found: list[dict[str, Any]] = []
+        found: list[SearchHit] = []
         if len(q) == 40:  # a researcher's address, or a SHA-1 commit id
             found += [{"kind": "researcher", "key": r["researcher"], "attempts": r["attempts"]}
                       for r in self.researchers(address=full)]  # fmt: skip

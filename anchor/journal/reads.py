@@ -13,9 +13,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from anchor.journal.store import Journal
+
+if TYPE_CHECKING:
+    from anchor.journal.submit import Payload
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +38,7 @@ class FileHit:
     path: str
     digest: bytes
     identity: dict[str, Any]
-    payload: dict[str, Any]
+    payload: Payload
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +108,8 @@ def files_with_blake3(journal: Journal, chain_id: int, blake3: bytes, confirmed:
         (blake3, chain_id, int(confirmed)),
     ).fetchall()
     return [
-        FileHit(int(r["id"]), r["path"], bytes(r["digest"]), _json(r["identity"]), _json(r["payload"])) for r in rows
+        FileHit(int(r["id"]), r["path"], bytes(r["digest"]), _json(r["identity"]), cast("Payload", _json(r["payload"])))
+        for r in rows
     ]
 
 

@@ -7,10 +7,42 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from anchor.errors import BadInput
 from anchor.journal.store import Journal, now
+
+
+class RecentEffect(TypedDict):
+    """One of the latest effects (a root or a lineage record the registry is asked to write)."""
+
+    id: int
+    kind: str
+    key: str
+    state: str
+    tx_hash: str | None
+    block_number: int | None
+    gas_used: int | None
+
+
+class ProofError(TypedDict):
+    """An item anchored whose proof file could not be written, and why."""
+
+    item: int
+    manifest_digest: str
+    error: str
+
+
+class FailedEffect(TypedDict):
+    """An effect the registry refused: its reason, who sent it, whether it was abandoned."""
+
+    id: int
+    kind: str
+    key: str
+    reason: str
+    commit: str | None
+    sender: str | None
+    abandoned: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,12 +50,12 @@ class Status:
     chain_id: int
     items: dict[str, int]
     effects: dict[str, int]
-    recent: list[dict[str, Any]]
-    proof_errors: list[dict[str, Any]]
-    failed: list[dict[str, Any]]
+    recent: list[RecentEffect]
+    proof_errors: list[ProofError]
+    failed: list[FailedEffect]
     """Effects the registry refused, parked with their reason until `journal retry` or `abandon`."""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "chain_id": self.chain_id, "items": self.items, "effects": self.effects, "recent": self.recent,
             "proof_errors": self.proof_errors, "failed": self.failed,

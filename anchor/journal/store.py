@@ -11,7 +11,7 @@ import contextlib
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,7 @@ def _backfill_files(db: sqlite3.Connection) -> None:
         index_files(db, item[0], json.loads(item[1]).get("files") or [])
 
 
-def index_files(db: sqlite3.Connection, item_id: int, files: list[dict[str, object]]) -> None:
+def index_files(db: sqlite3.Connection, item_id: int, files: Sequence[Mapping[str, object]]) -> None:
     """Index an item's files by content hash (search and verify-by-upload)."""
     db.executemany(
         "INSERT INTO files (item_id, blake3, path) VALUES (?, ?, ?)",

@@ -10,18 +10,28 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from anchor.errors import Conflict
 from anchor.ingest.untrusted_json import MAX_ANNOTATION_BYTES, check_encodable
 from anchor.journal.store import Journal, index_files, now
 from anchor.manifest.identity import manifest_digest
+from anchor.manifest.listed import ListedFile
+
+
+class Payload(TypedDict, total=False):
+    """What a journaled manifest's proofs will carry beside it (the `items.payload` JSON)."""
+
+    files: list[ListedFile]
+    """The listing, when the manifest is a file tree's."""
+    annotations: dict[str, object]
+    """What the submitter asked to be written beside the manifest, bound to nothing."""
 
 
 @dataclass(frozen=True, slots=True)
 class Submission:
     identity: dict[str, Any]
-    payload: dict[str, Any]  # {"files": [...]} and/or {"annotations": {...}}: what proofs carry
+    payload: Payload
     idempotency_key: str | None = None
     proof_path: Path | None = None
     own_annotations: bool = False

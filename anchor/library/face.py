@@ -6,15 +6,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from anchor.anchoring.client import UpgradeOutcome as Upgraded
-    from anchor.anchoring.retraction import RetractOutcome
+    from anchor.anchoring.client import Upgraded
+    from anchor.anchoring.retraction import Retraction
     from anchor.anchoring.stamper import Stamped
     from anchor.library.verifier import Policy, Verification
     from anchor.proof.file import ProofFile
-    from anchor.sealing.make import SealOutcome
+    from anchor.sealing.make import SealedProof
     from anchor.settings.session import Settings
 
 
@@ -51,16 +51,36 @@ def upgrade(proof: str | Path, *, settings: Settings | None = None, services: li
         return stamper.upgrade(Path(proof))
 
 
-def verify(path: str | Path, *, proof: str | Path | None = None, policy: Policy | None = None,
-           settings: Settings | None = None, **options: Any) -> Verification:  # fmt: skip
-    """The verdict on `path` (`Verifier.from_settings(settings).verify(...)`): a `Verification`, or a
-    typed error of anchor.errors (`Tampered`, `NotAnchored`, `Pending`, `PolicyMismatch`, …). Without
-    `settings`, the data dir nearest to `path` comes first, as on the command line."""
+def verify(
+    path: str | Path,
+    *,
+    proof: str | Path | None = None,
+    policy: Policy | None = None,
+    settings: Settings | None = None,
+    spec: str | Path | None = None,
+    require: str = "any",
+    subjects_in: str | Path | None = None,
+) -> Verification:
+    """The verdict on `path` (`Verifier.from_settings(settings).verify(...)`): a `Verification`, whose
+    `status` says what it rests on, or a typed error of anchor.errors (`Tampered`, `NotAnchored`,
+    `Pending`, `Retracted`, `PolicyMismatch`, …). `policy` is what the verdict must show beyond
+    "anchored" (who, by when, how final); `require` how many of a proof's anchors must verify (`any`,
+    `all` or a number); `spec` the bundle spec a result bundle must match; `subjects_in` where an
+    in-toto statements file's subjects are. Without `settings`, the data dir nearest to `path` comes
+    first, as on the command line."""
     from anchor.library.verifier import Verifier
     from anchor.settings.session import Settings
 
+    def given(value: str | Path | None) -> Path | None:
+        return None if value is None else Path(value)
+
     return Verifier.from_settings(settings or Settings.from_env(near=Path(path))).verify(
-        Path(path), proof=None if proof is None else Path(proof), policy=policy, **options
+        Path(path),
+        proof=given(proof),
+        policy=policy,
+        spec=given(spec),
+        require=require,
+        subjects_in=given(subjects_in),
     )
 
 
@@ -73,7 +93,7 @@ def prove(file: str | Path, *, inside: str | Path, out: str | Path | None = None
 
 
 def retract(target: str | Path, *, reason: str, settings: Settings | None = None,
-            whole_batch: bool = False) -> RetractOutcome:  # fmt: skip
+            whole_batch: bool = False) -> Retraction:  # fmt: skip
     """Withdraw what you anchored, on chain, without deleting it (as `anchor retract TARGET --reason`): a
     stamped path or its proof (the root, your key's record), or a full research commit (your lineage
     record). Every verdict on it is then `anchor.errors.Retracted` (exit 16), naming when, by whom, why.
@@ -84,7 +104,7 @@ def retract(target: str | Path, *, reason: str, settings: Settings | None = None
     return retract_record(settings or Settings.from_env(), target, reason, whole_batch)
 
 
-def seal(path: str | Path, *, settings: Settings | None = None, refresh: bool = False) -> SealOutcome:
+def seal(path: str | Path, *, settings: Settings | None = None, refresh: bool = False) -> SealedProof:
     """Write into the proof of `path` (or into the proof file given) each anchor's block header, receipt and
     receipt-trie proof, and the registry's record as of the latest block (its storage proof), read once
     from its chain, so that `Verifier.offline(...)` checks it with no network and says whether the record

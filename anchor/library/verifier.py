@@ -27,13 +27,13 @@ from typing import TYPE_CHECKING
 from anchor.errors import AnchorError, BadInput
 from anchor.manifest.onchain import parse_address
 from anchor.readback.quorum import down_once
-from anchor.readback.verifier import Policy, Verification
+from anchor.readback.verifier import Policy, VerdictStatus, Verification
 from anchor.settings.session import Settings
 
 if TYPE_CHECKING:
     from anchor.proof.file import ProofFile
 
-__all__ = ["Policy", "Verification", "Verifier"]
+__all__ = ["Policy", "VerdictStatus", "Verification", "Verifier"]
 
 
 def _proof_store(settings: Settings) -> Callable[[bytes], ProofFile | None]:

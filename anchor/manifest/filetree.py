@@ -26,6 +26,7 @@ from anchor.manifest.identity import manifest_digest
 from anchor.manifest.walk import component, root_kind, walk
 
 if TYPE_CHECKING:
+    from anchor.manifest.listed import ListedFile
     from anchor.manifest.statcache import StatCache
 
 FORMAT_VERSION = 1
@@ -60,7 +61,7 @@ class FileEntry:
         hasher.update(f'{{"blake3":"{self.blake3}","path":{text},"size":{self.size}}}'.encode())
         return hasher.digest()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ListedFile:
         return {"path": self.path, "size": self.size, "blake3": self.blake3}
 
     @classmethod
@@ -196,7 +197,7 @@ class FileTreeManifest:
         hint = did_you_mean(path, (entry.path for entry in self.files))
         raise BadInput(f"{path}: not in this tree{hint}", detail={"path": path})
 
-    def files_json(self) -> list[dict[str, Any]]:
+    def files_json(self) -> list[ListedFile]:
         return [entry.to_json() for entry in self.files]
 
     @classmethod

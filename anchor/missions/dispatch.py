@@ -32,7 +32,7 @@ import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -54,6 +54,73 @@ PROFILES: dict[str, dict[str, str]] = {
     "large": {"cpu": "4", "memory": "16Gi"},
 }
 """The declared resource profiles: requests = limits, so every run of a profile has the same bounds."""
+
+
+class BudgetJson(TypedDict):
+    minutes: int
+    attempts: int
+
+
+class StopRuleJson(TypedDict):
+    metric: str
+    mode: Literal["max", "min"]
+    target: str
+
+
+class MissionDocument(TypedDict):
+    """A mission file's identity (anchor.manifest.mission.Mission, as JSON): validated when it was read."""
+
+    kind: Literal["mission"]
+    version: int
+    hypothesis: str
+    covers: dict[str, str]
+    budget: BudgetJson
+    stop_rules: list[StopRuleJson]
+    evaluator_policy_sha256: str
+    command: str
+
+
+class MissionPart(TypedDict):
+    """The mission as a record holds it: where it came from, its digest, and its document (its manifest's
+    identity, anchor.manifest.mission)."""
+
+    ref: str
+    digest: str
+    document: MissionDocument
+
+
+class SnapshotPart(TypedDict):
+    ref: str
+    sha256: str
+
+
+class ResumePin(TypedDict):
+    """The result bundle a mission resumes from, and the digest its proof must show."""
+
+    bundle: str | None
+    digest: str
+
+
+class MissionRecord(TypedDict):
+    """What `check` accepts and `submit` stores (JSON in the missions table): everything a runner needs,
+    each digest computed or checked here, never adopted."""
+
+    mission: MissionPart
+    mission_sha256: str
+    snapshot: SnapshotPart
+    image: str
+    output: str
+    profile: dict[str, str]
+    """The resource profile's name and its bounds (`PROFILES`)."""
+    resume: ResumePin | None
+    evaluator_policy_sha256: str
+
+
+class StoredMission(MissionRecord):
+    """A stored record, with the row's id and when it was submitted (the `submitted` milestone)."""
+
+    id: int
+    submitted_at: str
 
 
 class Ref(BaseModel):
@@ -103,7 +170,7 @@ def _hex(value: str | None, field: str) -> str:
 
 def check(
     request: SubmissionRequest, data_dir: Path, verify_pin: Any = None, local_files: bool = True
-) -> dict[str, Any]:
+) -> MissionRecord:
     """Every check of the door, in order; returns the record to store. Writes nothing. `local_files`:
     a snapshot reference that is a local file is hashed and compared (the CLI); the service never
     opens a path a client names (it would leak which files exist, and their digests)."""
@@ -135,7 +202,7 @@ def check(
             + did_you_mean(request.profile, PROFILES),
             detail={"field": "profile"},
         )
-    resume = None
+    resume: ResumePin | None = None
     if request.resume is not None:
         if (request.resume.bundle is None) != (request.resume.digest is None):
             raise BadInput(
@@ -152,8 +219,9 @@ def check(
                        if taken == request.output else f"output: {request.output!r} would have the folder of"
                        f" {taken!r}, the output of a submitted mission ('/' is '_' in a folder's name)",
                        detail={"field": "output"})  # fmt: skip
+    document = cast("MissionDocument", mission.identity())  # the Mission just validated, as JSON
     return {
-        "mission": {"ref": request.mission.ref, "digest": "0x" + claimed, "document": mission.identity()},
+        "mission": {"ref": request.mission.ref, "digest": "0x" + claimed, "document": document},
         "mission_sha256": mission.sha256(),
         "snapshot": {"ref": request.snapshot.ref, "sha256": snapshot},
         "image": request.image,
@@ -233,7 +301,7 @@ def _output_taken(data_dir: Path, output: str) -> str | None:
 def submit(
     request: SubmissionRequest, data_dir: Path, verify_pin: Any = None, local_files: bool = True,
     journal_url: str | None = None,
-) -> dict[str, Any]:  # fmt: skip
+) -> StoredMission:  # fmt: skip
     """Check, then store: returns the stored record with its id and time. The output identity is
     claimed first in the journal (`journal_url`, else the data dir's), which replicas of a service
     share: unique across them, not only in this data dir; the local table's uniqueness stays too."""
@@ -271,7 +339,7 @@ def submit_mission(
     settings: Settings, mission: Path, *, snapshot: str, image: str, output: str, mission_digest: str | None = None,
     snapshot_sha256: str | None = None, profile: str = "small", resume_bundle: str | None = None,
     resume_digest: str | None = None,
-) -> dict[str, Any]:  # fmt: skip
+) -> StoredMission:  # fmt: skip
     """`anchor mission submit`: the mission file read and typed, the request built from what was given
     and checked (`submit`); returns the stored record. Raises `BadInput` naming the first field missing
     or wrong, before anything is stored."""
@@ -292,7 +360,7 @@ def submit_mission(
     return submit(request, settings.data_dir, pin_verifier(settings), journal_url=settings.journal_url)
 
 
-def _store(data_dir: Path, record: dict[str, Any]) -> dict[str, Any]:
+def _store(data_dir: Path, record: MissionRecord) -> StoredMission:
     db = _db(data_dir)
     try:
         when = datetime.now(UTC).isoformat(timespec="milliseconds")  # the `submitted` milestone
@@ -304,12 +372,13 @@ def _store(data_dir: Path, record: dict[str, Any]) -> dict[str, Any]:
         except sqlite3.IntegrityError:
             raise Conflict(f"output: {record['output']!r} is already the output of a submitted mission",
                            detail={"field": "output"}) from None  # fmt: skip
+        assert cursor.lastrowid is not None  # an INSERT's row
         return {"id": cursor.lastrowid, "submitted_at": when, **record}
     finally:
         db.close()
 
 
-def dispatched(data_dir: Path, output: str) -> dict[str, Any] | None:
+def dispatched(data_dir: Path, output: str) -> MissionRecord | None:
     """The stored record of the mission whose output identity is `output`, if one was accepted."""
     if not DataDir(data_dir).missions_db.exists():
         return None
@@ -318,7 +387,7 @@ def dispatched(data_dir: Path, output: str) -> dict[str, Any] | None:
         row = db.execute("SELECT record FROM missions WHERE output = ?", (output,)).fetchone()
     finally:
         db.close()
-    return None if row is None else dict(json.loads(row[0]))
+    return None if row is None else cast("MissionRecord", json.loads(row[0]))  # as `_store` wrote it
 
 
 def submissions(data_dir: Path) -> int:

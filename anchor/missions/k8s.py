@@ -30,6 +30,7 @@ import shlex
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from anchor.missions.dispatch import MissionRecord
     from anchor.settings.session import Settings
 
 POD_TMP = "/tmp"  # noqa: S108 - the command container's own emptyDir (1 GiB), not a shared host /tmp
@@ -76,7 +77,7 @@ def render_mission(
 
 
 def render_job(
-    record: dict[str, Any],
+    record: MissionRecord,
     deployment: dict[str, Any],
     rpc_url: str,
     service_url: str,

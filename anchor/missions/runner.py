@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from anchor.fence.sandbox import Sandbox
     from anchor.manifest.bundle import BundleManifest
     from anchor.manifest.environment import Environment
+    from anchor.missions.dispatch import MissionDocument, MissionRecord, ResumePin, StopRuleJson
     from anchor.missions.snapshots import SnapshotCache
     from anchor.settings.session import Settings
 
@@ -95,7 +96,7 @@ class MissionState:
 
     output: str
     submitted_at: str
-    record: dict[str, Any]
+    record: MissionRecord
     state: str
     """`dispatched` (never run), `running` (its process is alive), `interrupted` (its process died),
     `prepared` (a pod's `--stage prepare` ran; its command and `--stage seal` follow there),
@@ -163,7 +164,7 @@ def mission_status(settings: Settings, output: str) -> tuple[MissionState, list[
     return found[0], failed
 
 
-def _claim(data_dir: Path, output: str) -> tuple[dict[str, Any], datetime]:
+def _claim(data_dir: Path, output: str) -> tuple[MissionRecord, datetime]:
     """The dispatched record of `output`, claimed for this process; refuses a finished or running one."""
     db = _db(data_dir)
     try:
@@ -208,7 +209,7 @@ def _finish(data_dir: Path, output: str, state: str, bundle: str | None = None, 
         db.close()
 
 
-def _resume_dir(data_dir: Path, pin: dict[str, Any]) -> Path:
+def _resume_dir(data_dir: Path, pin: ResumePin) -> Path:
     """The pinned bundle's result directory, as a run here left it and as its anchored bundle binds it."""
     from anchor.manifest.filetree import hash_tree
 
@@ -228,6 +229,10 @@ def _resume_dir(data_dir: Path, pin: dict[str, Any]) -> Path:
         raise NotAnchored(f"resume: bundle 0x{pin['digest']} has no proof in the proof store of {data_dir}",
                           detail={"field": "resume.digest"})  # fmt: skip
     pinned = stored.manifest["output"]
+    if not isinstance(pinned, dict):
+        raise Tampered(
+            f"resume: the proof of bundle 0x{pin['digest']} names no output", detail={"field": "resume.digest"}
+        )
     found = hash_tree(Path(row[0])).summary()
     if found["files_root"] != pinned["files_root"]:
         raise Tampered(f"resume: {row[0]} no longer holds the output bundle 0x{pin['digest']} anchored",
@@ -259,7 +264,7 @@ def _box(settings: Settings, mission_dir: Path, snapshot: Path, resume: Path | N
 
 
 def command_line(
-    record: dict[str, Any], result: str, snapshot: str, attempt: int, resume: Path | None = None
+    record: MissionRecord, result: str, snapshot: str, attempt: int, resume: Path | None = None
 ) -> tuple[str, dict[str, str]]:
     """The mission's command with `{result}` (alias `{run_dir}`), `{snapshot}` and `{attempt}` filled in
     (paths shell-quoted), and its MISSION_* environment: for a run here and the rendered pod alike."""
@@ -274,7 +279,7 @@ def command_line(
 
 
 def _command(
-    record: dict[str, Any], mission_dir: Path, result: Path, snapshot: Path, resume: Path | None,
+    record: MissionRecord, mission_dir: Path, result: Path, snapshot: Path, resume: Path | None,
     box: Sandbox | None, attempt: int,
 ) -> tuple[list[str], dict[str, str], str]:  # fmt: skip
     """One attempt's argv, environment and confinement: in `box`, or unconfined when it is None."""
@@ -312,7 +317,7 @@ METRICS_FILE = "metrics.json"
 MAX_METRICS_BYTES = 64 * 1024
 
 
-def met_rule(rules: list[dict[str, Any]], result: Path) -> tuple[dict[str, Any] | None, str]:
+def met_rule(rules: list[StopRuleJson], result: Path) -> tuple[StopRuleJson | None, str]:
     """The first stop rule that `result/metrics.json` meets (the command's own figures: a claim the
     runner only compares, read as a regular file, never through a link), and a line saying what was
     read. Exact decimal comparison, as the rule's target is written."""
@@ -413,7 +418,7 @@ def _run_command(
 
 
 def _seal(
-    record: dict[str, Any], output: str, result: Path, environment: Environment, confinement: str,
+    record: MissionRecord, output: str, result: Path, environment: Environment, confinement: str,
     spent: dict[str, Any], milestones: dict[str, datetime], settings: Settings, stamper: Stamper,
 ) -> tuple[BundleManifest, Stamped, Path]:  # fmt: skip
     """Hash the result directory and anchor the version 3 bundle that binds it (with the local key,
@@ -435,7 +440,7 @@ def _seal(
     }, "mission run")  # fmt: skip
     proof_out = settings.layout.mission(output) / "result.anchor.json"
     notes = {"dispatched_image": record["image"]}  # what it was dispatched with: display only, not a claim
-    outcome = stamper.stamp_bundle(manifest, tree, proof_out, notes, output=result)
+    outcome = stamper._stamp_bundle(manifest, tree, proof_out, notes, output=result)
     return manifest, outcome, proof_out
 
 
@@ -467,7 +472,8 @@ def run_mission(
             snapshot = fetched.path
             say(f"snapshot sha256:{fetched.key} {'verified in the cache' if fetched.hit else 'fetched and verified'}")
             milestones["snapshot_ready"] = _now()
-            resume = _resume_dir(settings.data_dir, record["resume"]) if record.get("resume") else None
+            pin = record.get("resume")
+            resume = _resume_dir(settings.data_dir, pin) if pin else None
             result = _fresh_result_dir(mission_dir)
             protect_environment()  # a token or key in our environment is not the command's to read
             budget = record["mission"]["document"]["budget"]
@@ -570,7 +576,7 @@ def complete_through(done: MissionRun, stamper: Stamper) -> bool:
     return all(getattr(results.get(p), "complete", False) for p in proofs)
 
 
-def one_attempt_only(document: dict[str, Any]) -> None:
+def one_attempt_only(document: MissionDocument) -> None:
     """A pod runs the command once (its container cannot be re-run by trusted code without the
     Kubernetes API, which the pod is not given): a mission that asks to run again until a stop rule
     is met is refused for a pod, naming the field."""

@@ -15,7 +15,7 @@ param in the database, or replace the run's proof with one of their own. The fir
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,10 +26,13 @@ from anchor.mlflow.reading import PROOF_ARTIFACT, PROOF_FOLDER, RunRead, client_
 from anchor.settings.session import Settings
 
 if TYPE_CHECKING:
-    from anchor.anchoring.client import UpgradeOutcome
+    from mlflow import ActiveRun
+
+    from anchor.anchoring.client import Upgraded
     from anchor.anchoring.stamper import Stamped, Stamper
     from anchor.library.verifier import Policy, Verification, Verifier
     from anchor.manifest.hashing import Progress
+    from anchor.manifest.listed import ListedFile
     from anchor.proof.file import PendingProof, ProofFile
 
 __all__ = ["AnchoredRun", "RunStamped", "RunVerification", "anchored_run", "stamp_run", "upgrade_run", "verify_run"]
@@ -80,15 +83,17 @@ class RunVerification:
     """How many times the run was stamped: its proof and each earlier one its re-stamps name."""
     earlier: EarlierStamp | None = None
     """The stamp this proof superseded, and what it held of what changed since."""
-    manifest: dict[str, Any] = field(default_factory=dict)
+    manifest: dict[str, object] = field(default_factory=dict)
     """The identity the proof anchors (what the run held), as verified."""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
+        """The run's fields and its verdict's; `status` is the run's (MLflow's), `verdict_status` the verdict's."""
+        verdict = self.verification.to_json()
+        verdict["verdict_status"] = verdict.pop("status")
         return {"run_id": self.run_id, "status": self.status, "params": self.params, "tags": self.tags,
                 "metric_values": self.metric_values, "proof_source": self.proof_source,
                 "lifecycle_stage": self.lifecycle_stage, "logged_models": self.logged_models, "stamps": self.stamps,
-                "earlier": None if self.earlier is None else self.earlier.to_json(),
-                **self.verification.to_json()}  # fmt: skip
+                "earlier": None if self.earlier is None else self.earlier.to_json(), **verdict}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +112,7 @@ class EarlierStamp:
     problem: str | None = None
     """Why the earlier proof could not be shown (gone, not the one bound, its anchor did not verify)."""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "manifest_digest": self.manifest_digest,
             "changes": list(self.changes),
@@ -222,7 +227,7 @@ def stamp_run(
         proof_out.parent.mkdir()
         own = stamper or Stamper.from_settings(settings, services)
         try:
-            stamped = own.stamp_identity(manifest.identity(), proof_out, read.tree, read.annotations())
+            stamped = own._stamp_identity(manifest.identity(), proof_out, read.tree, read.annotations())
         finally:
             if stamper is None:
                 own.close()
@@ -242,9 +247,8 @@ def _count(changes: list[str] | tuple[str, ...]) -> str:
     return f"{len(changes)} change{'s' if len(changes) != 1 else ''}"
 
 
-def _listing_of(proof: ProofFile | PendingProof) -> list[dict[str, Any]] | None:
-    files = getattr(proof, "files", None)
-    return None if files is None else [dict(entry) for entry in files]
+def _listing_of(proof: ProofFile | PendingProof) -> list[ListedFile] | None:
+    return None if proof.files is None else list(proof.files)
 
 
 def max_artifact_bytes() -> int:
@@ -280,7 +284,7 @@ def _outcome(
 def upgrade_run(
     run_id: str, *, tracking_uri: str | None = None, settings: Settings | None = None,
     services: list[str] | None = None,
-) -> UpgradeOutcome:  # fmt: skip
+) -> Upgraded:  # fmt: skip
     """Complete a run's pending proof from its services' anchors (each checked against the chain first)
     and write it back into the run; `NotAnchored` if the run holds no proof."""
     from anchor.anchoring.stamper import Stamper
@@ -344,11 +348,15 @@ def verify_run(
             _against_kept(settings, run_id, found)
         verdict = own.verify(read.artifacts, proof=proof_path, policy=policy, require=require)
         stamps, earlier = _history(client, run_id, found, scratch / "history", own)
+
+    def count(part: str) -> int:
+        listed = found.manifest.get(part)
+        return len(listed) if isinstance(listed, list) else 0
+
     result = RunVerification(
-        run_id, verdict, str(found.manifest["status"]), len(found.manifest.get("params", [])),
-        len(found.manifest.get("metrics", [])), len(found.manifest.get("tags", [])),
+        run_id, verdict, str(found.manifest["status"]), count("params"), count("metrics"), count("tags"),
         "the run's anchor/proof.anchor.json" if proof is None else str(proof), read.lifecycle_stage,
-        len(found.manifest.get("logged_models") or []), stamps, earlier, dict(found.manifest),
+        count("logged_models"), stamps, earlier, dict(found.manifest),
     )  # fmt: skip
     if read.lifecycle_stage == "deleted" and not allow_deleted:
         raise PolicyMismatch(
@@ -407,7 +415,12 @@ def _history(
         raise translated(exc, client, f"run {run_id}: its earlier proofs") from None
     stamps, first, seen = 1, None, set()
     current: ProofFile | PendingProof | None = found
-    while current is not None and (record := current.manifest.get("restamp")) and record["supersedes"] not in seen:
+    while (
+        current is not None
+        and isinstance(record := current.manifest.get("restamp"), dict)
+        and record
+        and record["supersedes"] not in seen
+    ):
         digest = record["supersedes"]
         seen.add(digest)
         stamps += 1
@@ -477,7 +490,7 @@ class AnchoredRun:
     """The run of an `anchored_run` block: MLflow's `ActiveRun` (`.run`, and its attributes, `.info`,
     `.data`), and after the block, what the stamp did (`.stamped`)."""
 
-    run: Any
+    run: ActiveRun
     stamped: RunStamped | None = None
     error: AnchorError | None = field(default=None)
     """Why the stamp failed, when the block itself raised (that error is the one re-raised)."""
@@ -488,15 +501,28 @@ class AnchoredRun:
 
 @contextmanager
 def anchored_run(
-    *, settings: Settings | None = None, services: list[str] | None = None, **start_run: Any
+    *, settings: Settings | None = None, services: list[str] | None = None, run_id: str | None = None,
+    experiment_id: str | None = None, run_name: str | None = None, nested: bool = False,
+    parent_run_id: str | None = None, tags: Mapping[str, str] | None = None, description: str | None = None,
+    log_system_metrics: bool | None = None,
 ) -> Iterator[AnchoredRun]:  # fmt: skip
-    """`mlflow.start_run(**start_run)`, stamped when the block ends (`stamp_run`): through services when
-    configured (pending at once: a training job never waits for confirmations; `anchor mlflow upgrade`
-    completes it), else with the key here. A block that raises ends its run FAILED, is stamped all the
-    same (a failed trial is a trial), and its own exception is the one that propagates."""
+    """`mlflow.start_run(...)` with the same keyword arguments, stamped when the block ends (`stamp_run`):
+    through services when configured (pending at once: a training job never waits for confirmations;
+    `anchor mlflow upgrade` completes it), else with the key here. A block that raises ends its run
+    FAILED, is stamped all the same (a failed trial is a trial), and its own exception is the one that
+    propagates."""
     import mlflow
 
-    active = mlflow.start_run(**start_run)
+    active = mlflow.start_run(
+        run_id=run_id,
+        experiment_id=experiment_id,
+        run_name=run_name,
+        nested=nested,
+        parent_run_id=parent_run_id,
+        tags=None if tags is None else dict(tags),
+        description=description,
+        log_system_metrics=log_system_metrics,
+    )
     handle = AnchoredRun(active)
     uri = mlflow.get_tracking_uri()
     failed = True

@@ -13,7 +13,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from anchor.manifest.listed import ListedFile
 
 
 class Change(NamedTuple):
@@ -72,7 +75,7 @@ def _metrics(anchored: Sequence[dict[str, Any]], now: Sequence[dict[str, Any]]) 
     return found
 
 
-def _files(kind: str, anchored: Sequence[dict[str, Any]], now: Sequence[dict[str, Any]]) -> list[Change]:
+def _files(kind: str, anchored: Sequence[ListedFile], now: Sequence[ListedFile]) -> list[Change]:
     """`kind`: how a file is named (`artifact model/x` or `logged model m-… (model): x`)."""
     old = {item["path"]: item for item in anchored}
     new = {item["path"]: item for item in now}
@@ -113,8 +116,8 @@ def _models(anchored: Sequence[dict[str, Any]], now: Sequence[dict[str, Any]]) -
 
 
 def changes_between(
-    anchored: dict[str, Any], anchored_files: Sequence[dict[str, Any]] | None, now: dict[str, Any],
-    now_files: Sequence[dict[str, Any]] | None,
+    anchored: dict[str, Any], anchored_files: Sequence[ListedFile] | None, now: dict[str, Any],
+    now_files: Sequence[ListedFile] | None,
 ) -> list[Change]:  # fmt: skip
     """Every difference between two run identities, the run's identity first (a proof of another run),
     then artifacts, logged models, params, tags, metrics and times. `anchored_files`: the proof's listing
@@ -153,14 +156,14 @@ def changes_between(
 
 
 def run_changes(
-    anchored: dict[str, Any], anchored_files: Sequence[dict[str, Any]] | None, now: dict[str, Any],
-    now_files: Sequence[dict[str, Any]],
+    anchored: dict[str, Any], anchored_files: Sequence[ListedFile] | None, now: dict[str, Any],
+    now_files: Sequence[ListedFile],
 ) -> list[str]:  # fmt: skip
     """Every difference between two run identities, one line each (`changes_between`)."""
     return [change.line for change in changes_between(anchored, anchored_files, now, now_files)]
 
 
-def file_changes(prefix: str, anchored: Sequence[dict[str, Any]], now: Sequence[dict[str, Any]]) -> list[str]:
+def file_changes(prefix: str, anchored: Sequence[ListedFile], now: Sequence[ListedFile]) -> list[str]:
     """Every file that differs between two listings (file-tree entries), one line each, named after
     `prefix` (`registered version 3: model.pkl: edited (…)`)."""
     return [change.line for change in _files(prefix, anchored, now)]

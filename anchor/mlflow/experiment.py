@@ -114,7 +114,7 @@ class ExperimentVerification:
             return worst_exit(failures)
         return int(ExitCode.POLICY) if self.deleted and not self.allow_deleted else 0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "experiment": self.experiment, "experiment_id": self.experiment_id,
             "runs": [verdict.to_json() if isinstance(verdict, RunVerification)
@@ -236,7 +236,7 @@ def _stamp_roster(client: Any, experiment_id: str, runs: list[tuple[str, str]], 
             tree.mkdir(parents=True)
             (tree / "roster.json").write_bytes(body)
             out = Path(tmp) / "new" / "roster.anchor.json"
-            stamped = stamper.stamp(tree, out=out, rules=Rules([]))
+            stamped = stamper._stamp(tree, out=out, rules=Rules([]))
             store.log_artifact(str(tree / "roster.json"))
             store.log_artifact(str(out))
             client.set_experiment_tag(experiment_id, "anchor.roster_digest", stamped.proof.manifest_digest)

@@ -29,7 +29,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 
 from anchor.errors import AnchorError, BadInput, NotAnchored, PolicyMismatch, Tampered
 from anchor.mlflow.bridge import RunVerification, _settings, verify_run
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from anchor.anchoring.stamper import Stamper
     from anchor.chain.registry import LineageRecord, Registry
     from anchor.library.verifier import Policy, Verifier
+    from anchor.manifest.listed import ListedFile
     from anchor.settings.session import Settings
 
 __all__ = ["ModelVerification", "Promoted", "SearchChampion", "promote", "promotion_record", "verify_model"]
@@ -111,7 +112,7 @@ class ModelVerification:
     promotion_digest: str | None
     """The promotion record's digest, its lineage record read from the chain (None: no record)."""
     promotion_block: int | None = None
-    previous: dict[str, Any] | None = None
+    previous: dict[str, object] | None = None
     """The version that held the alias before, as the promotion record names it."""
     promoted_by: str | None = None
     promotion_tx: str | None = None
@@ -122,7 +123,7 @@ class ModelVerification:
     research: dict[str, Any] | None = None
     """A research champion's ledger head and trial count, the head's checkpoint record read from the chain."""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"uri": self.uri, "model": self.model, "version": self.version, "model_id": self.model_id,
                 "files": self.files, "promotion_digest": self.promotion_digest,
                 "promotion_block": self.promotion_block, "promotion_tx": self.promotion_tx,
@@ -157,6 +158,21 @@ def lineage_fields(digest: str, previous: str | None, run_digest: str) -> tuple[
     return parse_hex32(digest, "promotion"), parent, PROMOTION_TAG, parse_hex32(run_digest, "run digest"), True
 
 
+class _AnchoredModel(TypedDict):
+    """A logged model as the run's identity binds it (anchor.manifest.mlflow_run.LoggedModel)."""
+
+    model_id: str
+    name: str
+    source_run_id: NotRequired[str | None]
+    files: list[ListedFile]
+
+
+def _anchored_models(run: RunVerification) -> list[_AnchoredModel]:
+    """The logged models of a verified run: its identity was validated, field by field, when its proof was
+    (anchor.manifest.mlflow_run), so its entries have this shape."""
+    return cast("list[_AnchoredModel]", run.manifest.get("logged_models") or [])
+
+
 def _mlflow_error(exc: Exception, code: str) -> bool:
     return getattr(exc, "error_code", None) == code
 
@@ -180,7 +196,7 @@ def promote(
     if alias is not None and not re.fullmatch(r"[A-Za-z0-9_-]{1,256}", alias):
         raise BadInput(f"alias {alias!r}: letters, digits, '_' and '-'", detail={"field": "alias"})
     verdict = verify_run(run_id, tracking_uri=tracking_uri, verifier=verifier, settings=settings, policy=policy)
-    models = [m["model_id"] for m in verdict.manifest.get("logged_models") or []]
+    models = [m["model_id"] for m in _anchored_models(verdict)]
     if model_id is None and len(models) != 1:
         raise BadInput(f"run {run_id} has {len(models)} logged models anchored ({', '.join(models) or 'none'}):"
                        " name one (--model-id)", detail={"field": "model_id"})  # fmt: skip
@@ -191,7 +207,7 @@ def promote(
     client = client_for(tracking_uri)
     digest = verdict.verification.manifest_digest
     own = stamper or Stamper.from_settings(settings, services)
-    own.check_for_search()  # through services, no researcher key to sign the promotion: refused before any write
+    own._check_for_search()  # through services, no researcher key to sign the promotion: refused before any write
     try:
         previous = None
         if alias is not None:
@@ -280,7 +296,7 @@ def verify_model(
             f"{shown}: its tag names proof {tags[TAG_DIGEST]}, the run's proof is {run.verification.manifest_digest}",
             detail={"model": name, "version": str(version.version)},
         )
-    anchored = {m["model_id"]: m for m in run.manifest.get("logged_models") or []}
+    anchored = {m["model_id"]: m for m in _anchored_models(run)}
     model_id = tags.get(TAG_MODEL) or str(version.model_id or "")
     if model_id not in anchored:
         raise Tampered(f"{shown}: logged model {model_id or 'none'} is not among run {run.run_id}'s anchored"
@@ -428,7 +444,7 @@ def _ledger_head_on_chain(registry: Registry, research: dict[str, Any], shown: s
                                 "length": int(record.metric_hash[-16:], 16)}}  # fmt: skip
 
 
-def _version_files(client: Any, name: str, version: str) -> list[dict[str, Any]]:
+def _version_files(client: Any, name: str, version: str) -> list[ListedFile]:
     """The registered version's files as MLflow serves them (its download location), hashed here."""
     from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
 
@@ -447,9 +463,7 @@ def _version_files(client: Any, name: str, version: str) -> list[dict[str, Any]]
             for path, _ in listed:
                 store.download_artifacts(path, str(root))
             check_downloaded(root, listed, f"registered model {name} version {version}: its files")
-            return [
-                {k: e[k] for k in ("path", "size", "blake3")} for e in hash_tree(root, Rules([]), "refuse").files_json()
-            ]
+            return hash_tree(root, Rules([]), "refuse").files_json()
     except AnchorError:
         raise
     except Exception as exc:  # noqa: BLE001

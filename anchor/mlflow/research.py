@@ -36,6 +36,7 @@ from anchor.mlflow.registry import Promoted, SearchChampion, promote
 
 if TYPE_CHECKING:
     from anchor.anchoring.stamper import Stamper
+    from anchor.research.ledger import LedgerRow
     from anchor.settings.session import Settings
 
 __all__ = ["SearchLogged", "log_search"]
@@ -117,18 +118,19 @@ def log_search(
     return SearchLogged(name, experiment_id, new, len(attempts) - new, len(attempts), run_id, stamped, promoted)
 
 
-def _champion(attempts: list[dict[str, Any]]) -> dict[str, Any]:
+def _champion(attempts: list[LedgerRow]) -> LedgerRow:
     """The search's champion: each researcher's last kept attempt, the best of them by the contract's
     mode (the metric rows carry it)."""
-    last: dict[str, dict[str, Any]] = {}
+    last: dict[str, LedgerRow] = {}
     for row in attempts:
         if row["kept"]:
             last[row["researcher"]] = row
     if not last:
         raise BadInput("the search kept no attempt: there is no champion to register", detail={"field": "champion"})
     rows = list(last.values())
-    best = max if (rows[0].get("metric") or {}).get("mode", "max") == "max" else min
-    return best(rows, key=lambda r: float((r.get("metric") or {}).get("value", 0.0)))
+    first = rows[0].get("metric")
+    best = max if first is None or first["mode"] == "max" else min
+    return best(rows, key=lambda r: float(m["value"]) if (m := r.get("metric")) is not None else 0.0)
 
 
 def _experiment(client: Any, name: str) -> str:
@@ -153,7 +155,7 @@ def _logged(client: Any, experiment_id: str) -> dict[str, str]:
             return found
 
 
-def _log_attempt(client: Any, experiment_id: str, row: dict[str, Any], trial: int) -> str:
+def _log_attempt(client: Any, experiment_id: str, row: LedgerRow, trial: int) -> str:
     """One attempt as a finished run: its ledger entry's ids as tags (bound by a stamp), its metric."""
     tags = {
         TAG_DIGEST: row["attempt_digest"], "research.commit": row["commit"], "research.parent": row["parent"],
@@ -170,9 +172,7 @@ def _log_attempt(client: Any, experiment_id: str, row: dict[str, Any], trial: in
     return run_id
 
 
-def _champion_run(
-    client: Any, experiment_id: str, run_id: str, champion: dict[str, Any], repo: Path, workdir: Path
-) -> bool:
+def _champion_run(client: Any, experiment_id: str, run_id: str, champion: LedgerRow, repo: Path, workdir: Path) -> bool:
     """Give the champion's run its logged model (the editable files at the champion commit) and the
     champion record as artifacts, once; True when it had them already (promoted before)."""
     run = client.get_run(run_id)

@@ -12,11 +12,12 @@ import dataclasses
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from anchor.errors import BadInput, Pending, ProofFormatError, did_you_mean_path
 from anchor.files import atomic_write
 from anchor.ingest.untrusted_json import parse_json
+from anchor.manifest.listed import ListedFile
 from anchor.proof.receipt import Receipt
 from anchor.record import Record, RecordError, check
 
@@ -120,9 +121,12 @@ class ServiceAnchor(Record):
 class ProofFile(Record):
     format: Literal["anchor/proof"] = "anchor/proof"
     version: Literal[1] = 1
-    manifest: dict[str, Any]
-    annotations: dict[str, Any] = check(default_factory=dict)
-    files: tuple[dict[str, Any], ...] | None = check(default=None, max_length=MAX_PROOF_FILES)
+    manifest: dict[str, object]
+    """The canonical manifest JSON object; its fields depend on its `kind` (docs/manifest.md)."""
+    annotations: dict[str, object] = check(default_factory=dict)
+    """What the file says beside the manifest and binds to nothing (retractions it recorded, notes)."""
+    files: tuple[ListedFile, ...] | None = check(default=None, max_length=MAX_PROOF_FILES)
+    """The listing: every file's path, size and BLAKE3 (a whole-tree proof only)."""
     file: FileInclusion | None = None
     manifest_digest: str = check(pattern=HEX32)
     batch: BatchPath
@@ -144,7 +148,7 @@ class ProofFile(Record):
         return self.model_copy(update={"batch": chosen.batch, "anchor": chosen.anchor, "service": chosen.service,
                                        "anchors": None})  # fmt: skip
 
-    def filetree(self) -> FileTreeManifest | None:
+    def _filetree(self) -> FileTreeManifest | None:
         """The full listing, when this proof carries one (a whole-tree proof)."""
         if self.files is None:
             return None
@@ -169,9 +173,12 @@ class PendingProof(Record):
 
     format: Literal["anchor/pending"] = "anchor/pending"
     version: Literal[1] = 1
-    manifest: dict[str, Any]
-    annotations: dict[str, Any] = check(default_factory=dict)
-    files: tuple[dict[str, Any], ...] | None = check(default=None, max_length=MAX_PROOF_FILES)
+    manifest: dict[str, object]
+    """The canonical manifest JSON object; its fields depend on its `kind` (docs/manifest.md)."""
+    annotations: dict[str, object] = check(default_factory=dict)
+    """What the file says beside the manifest and binds to nothing (retractions it recorded, notes)."""
+    files: tuple[ListedFile, ...] | None = check(default=None, max_length=MAX_PROOF_FILES)
+    """The listing: every file's path, size and BLAKE3 (a whole-tree proof only)."""
     manifest_digest: str = check(pattern=HEX32)
     receipts: tuple[Receipt, ...] = check(default=(), max_length=MAX_SERVICES)
     unreached: tuple[str, ...] | None = check(default=None, max_length=MAX_SERVICES)
@@ -184,12 +191,19 @@ class PendingProof(Record):
             receipts=self.receipts or None, unreached=self.unreached,
         )  # fmt: skip
 
-    def filetree(self) -> FileTreeManifest | None:
+    def _filetree(self) -> FileTreeManifest | None:
         """The full listing, as `ProofFile.filetree` reads it."""
-        return ProofFile.filetree(self)  # type: ignore[arg-type]
+        return ProofFile._filetree(self)  # type: ignore[arg-type]
 
     def dumps(self) -> str:
         return _dumps(self)
+
+
+def excluded_by(proof: ProofFile | PendingProof) -> tuple[str, ...]:
+    """The exclusion rules a proof's manifest recorded when its folder was hashed (none when it has no
+    such field): what a proof written inside that folder must be left out by."""
+    recorded = proof.manifest.get("exclude")
+    return tuple(str(rule) for rule in recorded) if isinstance(recorded, list | tuple) else ()
 
 
 def _dumps(model: Record) -> str:

@@ -58,7 +58,7 @@ def anchored_around(out: Path) -> Path | None:
     `results/`). None when there is none; an unreadable proof there is passed over."""
     from anchor.errors import AnchorError
     from anchor.manifest.exclude import Rules
-    from anchor.proof.file import load_any
+    from anchor.proof.file import excluded_by, load_any
 
     target = out.resolve()
     for folder in target.parents:
@@ -68,7 +68,7 @@ def anchored_around(out: Path) -> Path | None:
         if not proof.is_file():
             continue
         try:
-            recorded = load_any(proof).manifest.get("exclude") or ()
+            recorded = excluded_by(load_any(proof))
         except AnchorError:
             continue
         if not Rules(recorded).excludes(target.relative_to(folder).as_posix(), False):

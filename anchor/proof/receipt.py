@@ -45,7 +45,7 @@ class Receipt(Record):
     """Unix seconds: when the service first accepted this manifest."""
     signature: str = check(pattern=r"^0x[0-9a-f]{130}$")
 
-    def typed_data(self) -> dict[str, Any]:
+    def _typed_data(self) -> dict[str, Any]:
         return typed_data(self.chain_id, self.registry, self.manifest_digest, self.accepted_at, self.service)
 
 

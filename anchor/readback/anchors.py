@@ -25,6 +25,7 @@ from typing import Any
 from anchor.errors import AnchorError, BadInput, Pending, PolicyMismatch
 from anchor.proof.file import PendingProof, ProofFile, ServiceAnchor, pending_error
 from anchor.proof.receipt import Receipt, check_receipt
+from anchor.readback.verdict_json import AnchorRow, PendingRow
 from anchor.readback.verifier import (
     Verification,
     agreed_on_chain,
@@ -158,7 +159,7 @@ def verify_anchors(
         if anchor is not None:
             fetched.append(anchor)
     # 3. Every anchor on its own chain, under the verifier's trust and quorum.
-    rows: list[dict[str, Any]] = []
+    rows: list[AnchorRow] = []
     counted: list[Verification] = []
     failures: list[AnchorError] = []
     seen: dict[tuple[int, str, str, str], str] = {}
@@ -167,7 +168,7 @@ def verify_anchors(
     base = found if isinstance(found, ProofFile) else None
     for anchor in [*in_file, *fetched]:
         single = base if base is not None else found.anchored(anchor)  # type: ignore[union-attr]
-        row: dict[str, Any] = {"service": anchor.service, "chain_id": anchor.anchor.chain_id,
+        row: AnchorRow = {"service": anchor.service, "chain_id": anchor.anchor.chain_id,
                                "registry": anchor.anchor.registry, "in_file": anchor not in fetched,
                                "from_file": anchor.service not in configured}  # fmt: skip
         try:
@@ -176,9 +177,9 @@ def verify_anchors(
             failures.append(exc)
             rows.append({**row, "ok": False, "error": exc.to_dict()})
             continue
-        row.update(ok=True, chain_id=verdict.chain_id, registry=verdict.registry, submitter=verdict.submitter,
-                   anchored_at=verdict.anchored_at, block=verdict.anchored_block, finality=verdict.finality,
-                   tx_hash=verdict.tx_hash)  # fmt: skip
+        row.update({"ok": True, "chain_id": verdict.chain_id, "registry": verdict.registry,
+                    "submitter": verdict.submitter, "anchored_at": verdict.anchored_at, "block": verdict.anchored_block,
+                    "finality": verdict.finality, "tx_hash": verdict.tx_hash})  # fmt: skip
         # 4. Distinct anchors: a copy of one under another name counts once.
         key = _key(verdict)
         if key in seen:
@@ -244,6 +245,6 @@ def _receipt_names(receipts: tuple[Receipt, ...], service: str, verdict: Verific
                for r in receipts)  # fmt: skip
 
 
-def _pending_row(receipt: Receipt) -> dict[str, Any]:
+def _pending_row(receipt: Receipt) -> PendingRow:
     return {"service": receipt.url, "state": "pending", "since": _when(receipt.accepted_at), "signer": receipt.signer,
             "chain_id": receipt.chain_id, "registry": receipt.registry}  # fmt: skip

@@ -18,6 +18,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from anchor.errors import AnchorError, BadInput, ChainUnreachable, NoQuorum
+from anchor.readback.verdict_json import Quorum
 from anchor.settings.session import Settings
 from anchor.settings.session import endpoint_of as redact_url
 
@@ -30,7 +31,7 @@ def read_agreed(
     asserts: Callable[[T], object],
     quorum: int | None = None,
     weakest: Callable[[list[T]], T] | None = None,
-) -> tuple[T, dict[str, Any] | None]:
+) -> tuple[T, Quorum | None]:
     """(the agreed answer, how it was agreed) for `read(settings-with-one-endpoint)` over every read
     endpoint. One endpoint and no quorum asked: the plain read, agreement None. An error agreed by the
     quorum (not anchored, deployment mismatch) is raised as that error.
@@ -104,7 +105,7 @@ def agree(
     need: int,
     asserts: Callable[[T], object],
     weakest: Callable[[list[T]], T] | None = None,
-) -> tuple[T, dict[str, Any]]:
+) -> tuple[T, Quorum]:
     """The vote itself, over any reads (`voters`: each endpoint's name and its read): the answer at least
     `need` of them assert, with how it was agreed; `NoQuorum` naming what each said otherwise. An
     unreachable endpoint does not vote; an error agreed by the quorum is raised as that error. Shared
@@ -135,7 +136,7 @@ def agree(
     if weakest is not None and not isinstance(value, AnchorError):
         value = weakest([answer for _, answer in winners])
     agreed = None if isinstance(value, AnchorError) else asserts(value)
-    agreement = {
+    agreement: Quorum = {
         "quorum": need,
         "endpoints": len(voters),
         "agreeing": [shown for shown, _ in winners],

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from anchor.batch.merkle import leaf_of, process_proof
 from anchor.chain.open import open_chain
@@ -38,6 +38,7 @@ from anchor.manifest.identity import manifest_digest
 from anchor.manifest.onchain import parse_address, parse_hex32
 from anchor.proof.file import PendingProof, ProofFile, load_proof
 from anchor.readback.quorum import down_once
+from anchor.readback.verdict_json import AnchorRow, BundleRan, LaterStamp, PendingRow, Quorum
 from anchor.record import Record
 from anchor.settings.session import Settings
 
@@ -47,11 +48,23 @@ if TYPE_CHECKING:
     from anchor.sealing.check import RecordState, SealedEvidence
 
 
+VerdictStatus = Literal["verified", "verified_offline", "partly_pending", "superseded"]
+"""What a returned verdict rests on, the first that holds: "superseded" (true of what the path held then:
+its current proof names a later stamp, `superseded_by`), "partly_pending" (the anchors `require` asks
+for are verified, other services' receipts are still pending: `pending`, `anchor.upgrade` later),
+"verified_offline" (against the blocks you trust, with no network: `trusted` says what it cannot see),
+"verified" (read live from the chain, nothing pending). A check that fails is never a status: it is
+raised as its typed error, whose `code` says it (`pending`, `retracted`, `tampered`, …)."""
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Verification(Record):
-    """A successful verification, backed by a live chain read at `read_at_block`."""
+    """A successful verification, backed by a live chain read at `read_at_block` (or, offline, by the
+    blocks trusted); `status` says which, and what is still open."""
 
     verified: Literal[True] = True
+    status: VerdictStatus = "verified"
+    """Derived from the fields below whenever a verdict is made or copied (a value given is replaced)."""
     manifest_digest: str
     root: str
     chain_id: int
@@ -76,12 +89,12 @@ class Verification(Record):
     files: int
     path_in_bundle: str | None = None
     """For a single-file proof: the file's path inside the anchored bundle."""
-    quorum: dict[str, Any] | None = None
+    quorum: Quorum | None = None
     """With several read endpoints: the quorum, who agreed, and what each dissenter said."""
     trusted: str | None = None
     """Offline (`--offline`): what the verdict rests on, in words (a trusted block hash, and one of the later
     block whose state the proof carries), and what it cannot see (a retraction after the last of them)."""
-    bundle: dict[str, Any] | None = None
+    bundle: BundleRan | None = None
     """For a result bundle: what ran, as its verified identity binds it (mission, snapshot, image and
     policy SHA-256, and for version 2 its budget and resource profile)."""
     milestones: dict[str, str] | None = None
@@ -91,23 +104,40 @@ class Verification(Record):
     carries milestones but no timing record (written, not verified)."""
     service: str | None = None
     """The service (URL) whose anchor this verdict is about, when it was stamped through services."""
-    anchors: list[dict[str, Any]] | None = None
+    anchors: list[AnchorRow] | None = None
     """With several anchors (docs/calendar.md): each one's chain, registry, submitter, time, or why not."""
-    pending: list[dict[str, Any]] | None = None
+    pending: list[PendingRow] | None = None
     """Receipts of services that have not anchored it yet (or whose anchor is not in the file yet)."""
     required: str | None = None
     """The anchors policy met (`--require any|all|N`)."""
-    superseded_by: dict[str, Any] | None = None
+    superseded_by: LaterStamp | None = None
     """The path's current proof file names a later stamp of other bytes (`Verifier.verify` of a path with
     an earlier proof): its `proof`, and the `manifest_digest` and `anchored_block` it states, as that file
     says them (a claim this verdict does not verify; verifying the path with its current proof does).
     The verdict is true of what the path held then, and says so."""
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "status", self._status())
+
+    def model_copy(self, *, update: Mapping[str, object] | None = None) -> Verification:
+        copied = super().model_copy(update=update)
+        object.__setattr__(copied, "status", copied._status())
+        return copied
+
+    def _status(self) -> VerdictStatus:
+        if self.superseded_by is not None:
+            return "superseded"
+        if self.pending:
+            return "partly_pending"
+        return "verified_offline" if self.trusted is not None else "verified"
+
     @property
     def ok(self) -> bool:
-        """True: a verdict is returned only when the proof holds; every other outcome is raised as its
-        typed error (`anchor.errors`), so `ok` (as `verified`) can never be False on a returned one."""
-        return self.verified
+        """True only when nothing is left open (`status` "verified" or "verified_offline"): a proof whose
+        path has moved on to a later stamp, or with receipts still pending, is verified but not ok.
+        What fails is raised as its typed error (`anchor.errors`), never returned."""
+        return self.status in ("verified", "verified_offline")
 
     def to_json(self) -> dict[str, object]:
         return self.model_dump()
@@ -155,7 +185,7 @@ def check_manifest_and_listing(proof: Any) -> tuple[bytes, dict[str, Any] | None
             "proof: manifest_digest does not match its manifest", detail={"field": "manifest_digest"}
         )
     summary = tree_summary(identity)
-    tree = proof.filetree()
+    tree = proof._filetree()
     if tree is not None and tree.summary() != summary:
         raise ProofFormatError("proof: files do not rebuild the manifest's file tree", detail={"field": "files"})
     return digest, summary
@@ -251,6 +281,8 @@ def check_milestones(
     if timing.manifest.get("bundle") != proof.manifest_digest.removeprefix("0x"):
         raise Tampered(f"{where}: times another bundle", detail={"field": "annotations.timing"})
     anchored = timing.manifest.get("milestones") or {}
+    if not isinstance(anchored, dict):  # validated when the record was anchored: a dict of names to times
+        raise Tampered(f"{where}: its milestones are not a record of times", detail={"field": "annotations.timing"})
     differ = sorted(n for n in set(shown) | set(anchored) if shown.get(n) != anchored.get(n))
     if differ:
         raise Tampered(
@@ -463,7 +495,7 @@ def check_data(path: Path, proof: Any, proof_name: str) -> int:
             )
         files = 1
     else:
-        expected = proof.filetree()
+        expected = proof._filetree()
         if expected is None:
             raise BadInput(f"{proof_name}: this proof binds no files to compare with {path}", detail={"field": "files"})
         recorded = proof.manifest.get("exclude")  # bound to the digest: these rules and no others
@@ -624,7 +656,8 @@ def reason_text(proof: ProofFile, digest: str) -> str | None:
     file is anyone's to edit: a text that does not hash to the digest is not shown)."""
     from anchor.manifest.keccak import keccak256
 
-    for entry in (proof.annotations or {}).get("retractions", []) if isinstance(proof.annotations, dict) else []:
+    retractions = proof.annotations.get("retractions")
+    for entry in retractions if isinstance(retractions, list) else []:
         text = entry.get("reason") if isinstance(entry, dict) else None
         if isinstance(text, str) and "0x" + keccak256(text.encode()).hex() == digest.lower():
             return text
@@ -803,11 +836,11 @@ BUNDLE_FIELDS = (
 )  # fmt: skip
 
 
-def bundle_fields(proof: ProofFile) -> dict[str, Any] | None:
+def bundle_fields(proof: ProofFile) -> BundleRan | None:
     """What a result bundle says ran (None for other kinds); read from the identity just verified."""
     if proof.manifest.get("kind") != "bundle":
         return None
-    return {name: proof.manifest[name] for name in BUNDLE_FIELDS if name in proof.manifest}
+    return cast("BundleRan", {name: proof.manifest[name] for name in BUNDLE_FIELDS if name in proof.manifest})
 
 
 FINALITY_ORDER = ("safe", "finalized")
@@ -929,13 +962,14 @@ def check_bundle_spec(proof: ProofFile | PendingProof, proof_path: Path, spec_pa
         raise BadInput(f"{proof_path}: --spec needs a result-bundle proof, this one is a "
                        f"{proof.manifest.get('kind')!r} proof", detail={"field": "spec"})  # fmt: skip
     anchored = proof.manifest
+    output = anchored.get("output")
     rebuilt = bundle_inputs(spec, spec_path.parent) | {"resume": spec.get("resume")}
     changed = [
         f"{field} ({spec[field.removesuffix('_sha256')]})" if field.removesuffix("_sha256") in spec else field
         for field, value in rebuilt.items()
         if value != anchored.get(field)
     ]
-    if spec.get("output_name") != anchored["output"].get("name"):
+    if not isinstance(output, dict) or spec.get("output_name") != output.get("name"):
         changed.append("output.name")
     if changed:
         raise Tampered(

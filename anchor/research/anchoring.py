@@ -4,6 +4,7 @@ length proves how many trials stand behind the champion."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -12,7 +13,7 @@ from anchor.files import private_dir
 from anchor.manifest.attempt import AttemptManifest
 from anchor.manifest.filetree import hash_tree
 from anchor.manifest.onchain import LEDGER_TAG, commit_key
-from anchor.research.ledger import AnyLedger, is_attempt
+from anchor.research.ledger import AnyLedger, LedgerRow, is_attempt
 
 if TYPE_CHECKING:
     from anchor.anchoring.stamper import Stamper
@@ -39,11 +40,12 @@ def preregister(stamper: Stamper, contract_path: Path, proof_out: Path) -> str:
     return stamper.stamp(contract_path, out=proof_out).digest[2:]
 
 
-def attempt_of(entry: dict[str, Any]) -> AttemptManifest:
+def attempt_of(entry: LedgerRow) -> AttemptManifest:
     """The attempt manifest a ledger entry stands for; its digest must be the one the entry recorded."""
     by_version = {2: ATTEMPT_FIELDS_V2, 3: ATTEMPT_FIELDS_V3, 4: ATTEMPT_FIELDS_V4, 5: ATTEMPT_FIELDS_V5}
     names = by_version.get(entry.get("version", 1), ATTEMPT_FIELDS)
-    manifest = AttemptManifest.model_validate({k: entry[k] for k in names if k in entry})
+    fields: Mapping[str, object] = entry
+    manifest = AttemptManifest.model_validate({k: fields[k] for k in names if k in fields})
     if manifest.digest.hex() != entry["attempt_digest"]:
         raise Tampered(
             f"ledger entry {entry['seq']}: attempt_digest does not match its fields", detail={"seq": entry["seq"]}
@@ -83,7 +85,7 @@ def anchor_search(stamper: Stamper, ledger: AnyLedger, since: int = 0, flush: bo
         for e in first_kept.values() if e["seq"] >= since
     ]  # fmt: skip
     lineage += _checkpoint_records(rows, verified)  # found on chain even without the proof file
-    said = stamper.record_search(attempts, head, checkpoint_path(ledger, verified["entries"]), lineage, flush)
+    said = stamper._record_search(attempts, head, checkpoint_path(ledger, verified["entries"]), lineage, flush)
     return {"attempts": len(entries), "kept": len(kept), "ledger_head": verified["head"],
             "ledger_length": verified["entries"], **said}  # fmt: skip
 
@@ -98,7 +100,7 @@ def checkpoint_record(
 
 
 def _checkpoint_records(
-    rows: list[dict[str, Any]], verified: dict[str, Any]
+    rows: list[LedgerRow], verified: dict[str, Any]
 ) -> list[tuple[bytes, bytes, bytes, bytes, bool]]:
     """The ledger head's own lineage record (anchor.research.checkpoints), once the ledger has an
     attempt to name its contract."""
@@ -122,4 +124,4 @@ def anchor_champions(stamper: Stamper, workdir: Path) -> list[Path]:
         proof = path.with_name(path.name.removesuffix(".json") + ".anchor.json")
         if not proof.exists():
             pending.append((validate_identity(json.loads(path.read_text())["manifest"], str(path)), proof))
-    return stamper.stamp_records(pending)
+    return stamper._stamp_records(pending)

@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import blake3
 
 from anchor.errors import BadInput, GitError, Tampered
 from anchor.fence.git import Repo
 from anchor.files import private_dir
+from anchor.research.ledger import LedgerRow
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +44,7 @@ def remember_repo(workdir: Path, researcher: str, repo: Path) -> None:
     path.write_text(json.dumps({"path": str(repo.resolve())}))
 
 
-def audit(entries: list[dict[str, Any]], workdir: Path, repo: Path | None) -> Audit:
+def audit(entries: list[LedgerRow], workdir: Path, repo: Path | None) -> Audit:
     """Check every entry's commit and evidence; `repo` overrides the repositories the searches recorded."""
     from anchor.research.contract import load_pinned
     from anchor.research.evidence import check, evidence_dir_of
@@ -88,7 +88,7 @@ def _repo_of(workdir: Path, researcher: str, given: Path | None) -> Repo:
     return Repo(path)
 
 
-def _check_commit(repo: Repo, entry: dict[str, Any], editable: tuple[str, ...]) -> None:
+def _check_commit(repo: Repo, entry: LedgerRow, editable: tuple[str, ...]) -> None:
     seq, commit, parent = entry["seq"], entry["commit"], entry["parent"]
     if not repo.has_commit(commit):
         raise Tampered(

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from anchor.errors import BadInput, Tampered
 from anchor.manifest.onchain import LEDGER_TAG
-from anchor.research.ledger import AnyLedger
+from anchor.research.ledger import AnyLedger, LedgerRow
 
 if TYPE_CHECKING:
     from anchor.anchoring.stamper import Stamper
@@ -58,9 +58,9 @@ class Checkpoints:
         self.anchored = 0
         self.length = 0
         """Ledger entries already journaled by an earlier checkpoint of this run."""
-        self._flusher = stamper.flusher("checkpoint")
+        self._flusher = stamper._flusher("checkpoint")
 
-    def __call__(self, entry: dict[str, Any]) -> None:
+    def __call__(self, entry: LedgerRow) -> None:
         self.pending += 1
         if entry.get("kept") or self.pending >= self.every or time.monotonic() - self.last >= self.every_s:
             from anchor.research.anchoring import anchor_search
@@ -110,7 +110,9 @@ def check_anchored_heads(ledger: AnyLedger, settings: Settings) -> AnchoredHeads
         if proof.manifest.get("kind") != "ledger":
             raise BadInput(f"{path}: not a ledger checkpoint proof", detail={"file": str(path)})
         verdict = leaned_on(proof, settings)
-        length, head = int(proof.manifest["length"]), str(proof.manifest["head"])
+        length, head = proof.manifest["length"], str(proof.manifest["head"])
+        if not isinstance(length, int):
+            raise BadInput(f"{path}: its ledger length is not a number", detail={"file": str(path)})
         _hold(ledger.where, entries, length, head, verdict.anchored_block, f"anchored ({verdict.anchored_at})",
               held=best[0])  # fmt: skip
         if length > best[0]:
@@ -122,7 +124,7 @@ def check_anchored_heads(ledger: AnyLedger, settings: Settings) -> AnchoredHeads
 
 
 def _hold(
-    where: str, entries: list[dict[str, Any]], length: int, head: str, block: int | None, said: str, held: int = 0
+    where: str, entries: list[LedgerRow], length: int, head: str, block: int | None, said: str, held: int = 0
 ) -> None:
     """The ledger holds the anchored head (`length` rows, the last one `head`), or `Tampered` naming the
     first seq that cannot be the anchored one; `held`: the longest shorter head already found to hold,
@@ -161,7 +163,7 @@ class ChainHeads:
 
 
 def check_chain_heads(
-    rows: list[dict[str, Any]], where: str, registry: Any, contract_digest: str, trusted: set[str]
+    rows: list[LedgerRow], where: str, registry: Any, contract_digest: str, trusted: set[str]
 ) -> ChainHeads:
     """Find a ledger's checkpoint records on chain by its contract digest (no proof file needed) and
     compare the ledger's `rows` with every one written by a `trusted` address (lower-case hex).

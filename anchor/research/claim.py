@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from anchor.errors import AnchorError, BadInput, NotAnchored, Tampered
+from anchor.research.ledger import LedgerRow
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -178,7 +179,7 @@ def _copy_champions(work: Path, root: Path, data: dict[str, Any]) -> None:
             copy(listing_path(run))
 
 
-def _write_attempts(root: Path, rows: list[dict[str, Any]]) -> None:
+def _write_attempts(root: Path, rows: list[LedgerRow]) -> None:
     from anchor.research.anchoring import attempt_of
     from anchor.research.ledger import is_attempt
 
@@ -215,7 +216,7 @@ def _seal_all(settings: Settings, root: Path) -> tuple[int, int, list[int]]:
     return count, chains.pop(), blocks
 
 
-def _first_kept(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def _first_kept(rows: list[LedgerRow]) -> dict[str, LedgerRow]:
     """Each kept commit's first kept entry in ledger order, whoever measured it: the one its on-chain
     lineage record holds (researchers cloned from one repository share its baseline commit, and one
     record is written per commit: anchor.research.anchoring)."""
@@ -224,7 +225,7 @@ def _first_kept(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {r["commit"]: r for r in reversed([r for r in rows if is_attempt(r) and r.get("kept")])}
 
 
-def _seal_lineage(settings: Settings, root: Path, rows: list[dict[str, Any]]) -> list[int]:
+def _seal_lineage(settings: Settings, root: Path, rows: list[LedgerRow]) -> list[int]:
     """Each champion's lineage records (one per kept commit of its lineage) as the chain holds them,
     sealed as batch roots are (header, receipt, receipt-trie proof: anchor.sealing.make.seal_anchor), in
     `lineage/<commit>.json`; returns their blocks. The record taken is the earliest whose fields are the
@@ -539,7 +540,7 @@ def _leaned_on(path: Path, settings: Settings, name: str) -> Any:
         raise type(exc)(f"{name}: {exc.message}", detail={**exc.detail, "file": name}) from None
 
 
-def _attempts_hold(root: Path, rows: list[dict[str, Any]]) -> int:
+def _attempts_hold(root: Path, rows: list[LedgerRow]) -> int:
     """Every attempt's manifest in the claim is the one its ledger entry rebuilds, and there is one for
     each: an edited metric, a dropped or an added attempt file is named."""
     from anchor.research.anchoring import attempt_of
@@ -563,7 +564,7 @@ def _attempts_hold(root: Path, rows: list[dict[str, Any]]) -> int:
     return len(wanted)
 
 
-def _champions(rows: list[dict[str, Any]]) -> tuple[dict[str, str], dict[str, list[str]]]:
+def _champions(rows: list[LedgerRow]) -> tuple[dict[str, str], dict[str, list[str]]]:
     """Each researcher's champion (their last kept attempt) and its lineage through kept parents, from
     the verified ledger."""
     from anchor.research.ledger import is_attempt
@@ -576,7 +577,7 @@ def _champions(rows: list[dict[str, Any]]) -> tuple[dict[str, str], dict[str, li
             continue
         by_commit = {r["commit"]: r for r in kept}
         chain: list[str] = []
-        node: dict[str, Any] | None = kept[-1]
+        node: LedgerRow | None = kept[-1]
         while node is not None and node["commit"] not in chain:
             chain.append(node["commit"])
             node = by_commit.get(node["parent"])
@@ -588,7 +589,7 @@ LINEAGE_FIELDS = ("researcher", "commit", "parent", "diff_hash", "metric_hash", 
 
 
 def _lineage_holds(
-    root: Path, rows: list[dict[str, Any]], lineage: dict[str, list[str]], settings: Settings
+    root: Path, rows: list[LedgerRow], lineage: dict[str, list[str]], settings: Settings
 ) -> dict[str, list[str]]:
     """Every kept commit of each champion's lineage has its sealed lineage record in the claim, holding
     the ledger's fields (parent, diff, metric hash, kept), and the record is on chain: offline, in a
@@ -693,7 +694,7 @@ def _live_lineage(body: dict[str, Any], settings: Settings, where: str) -> dict[
             "timestamp": record.timestamp}  # fmt: skip
 
 
-def _champion_runs_hold(root: Path, rows: list[dict[str, Any]], champions: dict[str, str]) -> None:
+def _champion_runs_hold(root: Path, rows: list[LedgerRow], champions: dict[str, str]) -> None:
     """Each champion's bound run dir re-hashes to the evidence its ledger entry binds (its metric re-read),
     then every champion record's final runs, n, interval and team count are recomputed from the claim as
     `research verify` recomputes them from a work dir (`champion_records_hold`)."""
@@ -712,7 +713,7 @@ def _champion_runs_hold(root: Path, rows: list[dict[str, Any]], champions: dict[
     champion_records_hold(root, entries, entries)
 
 
-def _records_hold(root: Path, rows: list[dict[str, Any]], champions: dict[str, str], settings: Settings) -> int:
+def _records_hold(root: Path, rows: list[LedgerRow], champions: dict[str, str], settings: Settings) -> int:
     """Every champion record is the one its sealed proof anchored (checked on chain or against the
     trusted block), names the ledger's champion and a head the ledger holds."""
     from anchor.research.final import record_state

@@ -9,12 +9,13 @@ from __future__ import annotations
 import tomllib
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from anchor.errors import BadInput, Tampered
 from anchor.manifest.validation import validated
+from anchor.research.ledger import LedgerRow
 
 
 class AttemptContract(BaseModel):
@@ -189,7 +190,7 @@ def load_contract(path: Path) -> tuple[AttemptContract, bytes]:
     return validated(AttemptContract, data, str(path)), raw
 
 
-def load_pinned(work: Path, rows: Iterable[dict[str, Any]]) -> AttemptContract | None:
+def load_pinned(work: Path, rows: Iterable[LedgerRow]) -> AttemptContract | None:
     """The search's pinned contract (`work/contract.toml`, None when there is none), only as the search was
     scored under it: every reader of the pinned terms (the audit, the noise replay, the champion records,
     the report's methods table) comes through here. The work dir is writable by whoever runs the host,
@@ -211,7 +212,7 @@ def load_pinned(work: Path, rows: Iterable[dict[str, Any]]) -> AttemptContract |
         return terms
     from anchor.proof.file import load_any
 
-    tree = load_any(registered).filetree()
+    tree = load_any(registered)._filetree()
     listed = tree.files[0] if tree is not None and len(tree.files) == 1 else None
     if tree is None or tree.digest.hex() != scored or listed is None:
         raise Tampered(f"{registered}: not the pre-registration of the contract this search was scored under"

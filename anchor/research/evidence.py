@@ -22,11 +22,11 @@ import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from anchor.errors import BadInput, Tampered
 from anchor.manifest.filetree import FileTreeManifest, diff, hash_tree
 from anchor.manifest.walk import MAX_LINK_TARGET
+from anchor.research.ledger import LedgerRow
 
 POLICY = "record"
 
@@ -48,7 +48,7 @@ def interrupted_dir_of(workdir: Path, researcher: str, commit: str, started_seq:
     return workdir / "runs" / researcher / f"{commit[:12]}.interrupted-{started_seq}"
 
 
-def evidence_dir_of(workdir: Path, entry: dict[str, Any]) -> Path:
+def evidence_dir_of(workdir: Path, entry: LedgerRow) -> Path:
     """The run dir an attempt row binds."""
     if entry.get("status") == "interrupted":
         return interrupted_dir_of(workdir, entry["researcher"], entry["commit"], entry["started_seq"])
@@ -110,7 +110,7 @@ def _remove_unbindable(run_dir: Path) -> list[str]:
     return sorted(removed)
 
 
-def check(entry: dict[str, Any], run_dir: Path, metric_source: str, what: str | None = None) -> None:
+def check(entry: LedgerRow, run_dir: Path, metric_source: str, what: str | None = None) -> None:
     """Re-hash an entry's run dir and re-read its metric from the bound file; raises `Tampered` naming
     the seq (or `what`: a champion's final run) and what differs, also when the run dir is gone."""
     from anchor.research.metrics import read_metric
@@ -135,6 +135,8 @@ def check(entry: dict[str, Any], run_dir: Path, metric_source: str, what: str | 
         if key not in entry:
             continue
         metric = entry[key]
+        if metric is None:  # never written (a row holds a manifest's identity, its empty fields left out)
+            continue
         value = read_metric(run_dir, metric_source, metric["name"])
         if value != metric["value"]:
             raise Tampered(

@@ -22,9 +22,10 @@ import math
 import shutil
 from pathlib import Path
 from statistics import NormalDist
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from anchor.manifest.champion import ChampionManifest
+from anchor.research.ledger import LedgerRow
 
 if TYPE_CHECKING:
     from anchor.fence.sandbox import Sandbox
@@ -292,11 +293,14 @@ def check_final_runs(workdir: Path, record: ChampionManifest, metric_source: str
     named = [(f"replication-{i}", run) for i, run in enumerate(record.replications)]
     named += [] if record.holdout is None else [("holdout", record.holdout)]
     for name, run in named:
-        entry: dict[str, Any] = {"seq": name, "evidence": run.evidence}
+        entry: dict[str, object] = {"seq": name, "evidence": run.evidence}  # named, not numbered: not a row
         if run.metric is not None:
             entry["metric"] = {"name": run.metric.name, "value": run.metric.value}
         check(
-            entry, runs / name, metric_source, what=f"{name} of champion {record.commit[:12]} ({record.trials} trials)"
+            cast("LedgerRow", entry),
+            runs / name,
+            metric_source,
+            what=f"{name} of champion {record.commit[:12]} ({record.trials} trials)",
         )
     return len(named)
 

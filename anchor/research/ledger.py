@@ -17,10 +17,10 @@ import fcntl
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypedDict, cast
 
 from anchor.errors import JournalError, Tampered
 from anchor.files import private_dir
@@ -31,7 +31,99 @@ from anchor.settings.env import env
 GENESIS = "0" * 64
 
 
-def entry_digest(fields: dict[str, Any]) -> str:
+class MetricJson(TypedDict):
+    """A measured metric as a row holds it (anchor.manifest.attempt.Metric): the value a canonical decimal."""
+
+    name: str
+    mode: Literal["max", "min"]
+    value: str
+
+
+class KeepRuleJson(TypedDict):
+    """A noise calibration's keep rule (anchor.manifest.attempt.KeepRule), as an attempt binds it."""
+
+    rule: Literal["noise"]
+    replications: int
+    spread: str
+    sigmas: str
+    threshold: str
+
+
+class NoiseRun(TypedDict, total=False):
+    """One re-measurement of the baseline in a noise calibration's row: its bound evidence and metric."""
+
+    evidence: str
+    metric: MetricJson
+    status: str
+    exit_code: int
+    duration_ms: int
+
+
+class LedgerRow(TypedDict, total=False):
+    """One row of the hash chain, every key a row of any kind may hold: the chain's own (`seq`, `prev`,
+    `digest`); a trace or an event's (`event`: `started`, `rejected`, `noise`); an attempt's outcome (its
+    manifest's identity, anchor.manifest.attempt.AttemptManifest, and how its command ran). Rows are read
+    back through `safe_rows` and `verify_lines`, which refuse what is not an entry; the keys a kind does
+    not write are absent."""
+
+    seq: int
+    prev: str
+    digest: str
+    event: str
+    at: str
+    started_at: str
+    reason: str
+    message: str
+    runs: list[NoiseRun]
+    kind: str
+    version: int
+    commit: str
+    parent: str
+    diff_blake3: str
+    metric: MetricJson | None
+    metric_hash: str
+    kept: bool
+    status: str
+    researcher: str
+    contract_digest: str
+    evidence: str
+    sandbox: str
+    measured_by: dict[str, str]
+    partial: MetricJson
+    environment: dict[str, object]
+    keep_rule: KeepRuleJson
+    exit_code: int
+    duration_ms: int
+    limit: dict[str, object]
+    git_changed: list[str]
+    memory_bound: str
+    refused: list[str]
+    quota: str
+    attempt_digest: str
+    evidence_removed: list[str]
+    claims: str
+    claims_differ: bool
+    started_seq: int
+    closed_at: str
+    replications: int
+    spread: str
+    sigmas: str
+    threshold: str
+
+
+def row_of(identity: Mapping[str, object]) -> LedgerRow:
+    """An attempt manifest's identity (anchor.manifest.attempt.AttemptManifest, as JSON) as the fields of
+    its ledger row: the manifest's fields are keys of `LedgerRow`, their values checked when it was built."""
+    return cast("LedgerRow", dict(identity))
+
+
+def value_of(entry: LedgerRow) -> str | None:
+    """The measured value of a row (None: it measured nothing)."""
+    metric = entry.get("metric")
+    return None if metric is None else metric["value"]
+
+
+def entry_digest(fields: Mapping[str, object]) -> str:
     body = {k: v for k, v in fields.items() if k != "digest"}
     return tagged(Domain.LEDGER_ENTRY, canonical_json(body)).hex()
 
@@ -43,7 +135,7 @@ REJECTED = "rejected"
 record so the report can say how many proposals were turned away and why."""
 
 
-def is_attempt(row: dict[str, Any]) -> bool:
+def is_attempt(row: LedgerRow) -> bool:
     """An outcome row (an attempt's record); trace rows carry an `event`."""
     return "event" not in row
 
@@ -68,24 +160,24 @@ class Ledger:
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
-    def rows(self) -> list[dict[str, Any]]:
+    def rows(self) -> list[LedgerRow]:
         """Every row of the chain, in order (row i has seq i): attempts and their `started` traces. A row
         whose ids git or a path would misread is refused here too, verified or not (`unsafe_field`)."""
         lines = self.path.read_text(encoding="utf-8").splitlines()
         return safe_rows([json.loads(line) for line in lines if line.strip()], self.where, "line")
 
-    def entries(self) -> list[dict[str, Any]]:
+    def entries(self) -> list[LedgerRow]:
         """The attempts: one outcome row per measured (or interrupted) attempt, without the `started`
         rows written before each command ran (`rows()` has both)."""
         return [row for row in self.rows() if is_attempt(row)]
 
-    def append(self, fields: dict[str, Any]) -> dict[str, Any]:
+    def append(self, fields: LedgerRow) -> LedgerRow:
         """Chain `fields` onto the ledger under the lock; returns the entry with seq, prev and digest."""
         with self._locked() as handle:
             handle.seek(0)
             lines = [line for line in handle.read().decode("utf-8").splitlines() if line.strip()]
             last = json.loads(lines[-1]) if lines else None
-            entry = {
+            entry: LedgerRow = {
                 **fields,
                 "seq": 0 if last is None else last["seq"] + 1,
                 "prev": GENESIS if last is None else last["digest"],
@@ -123,7 +215,7 @@ COMMIT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 """A full git commit id, SHA-1 or SHA-256: what git is given, never an option or a path."""
 
 
-def unsafe_field(entry: dict[str, Any]) -> tuple[str, str] | None:
+def unsafe_field(entry: LedgerRow) -> tuple[str, str] | None:
     """(field, why) for the first field of a row that is not what it must be before it names a run dir or
     is handed to git: the hash chain is its author's to make (a shared ledger: every researcher host's; a
     published one: whoever published it), so a row's `parent` of `--output=FILE` would have `git diff`
@@ -137,7 +229,7 @@ def unsafe_field(entry: dict[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-def safe_rows(rows: list[dict[str, Any]], where: str, unit: str) -> list[dict[str, Any]]:
+def safe_rows(rows: list[LedgerRow], where: str, unit: str) -> list[LedgerRow]:
     """`rows`, or `Tampered` naming the first whose ids are not what they must be (`unsafe_field`)."""
     for number, row in enumerate(rows, start=1):
         unsafe = unsafe_field(row) if isinstance(row, dict) else ("row", "not a ledger entry")
@@ -240,13 +332,13 @@ class PgLedger:
             found = db.execute("SELECT seq, body FROM anchor_ledger WHERE ledger = %s ORDER BY seq", (self.name,))
             return [(int(seq), str(body)) for seq, body in found.fetchall()]
 
-    def rows(self) -> list[dict[str, Any]]:
+    def rows(self) -> list[LedgerRow]:
         return safe_rows([json.loads(body) for _, body in self._lines()], self.where, "row")
 
-    def entries(self) -> list[dict[str, Any]]:
+    def entries(self) -> list[LedgerRow]:
         return [row for row in self.rows() if is_attempt(row)]
 
-    def append(self, fields: dict[str, Any]) -> dict[str, Any]:
+    def append(self, fields: LedgerRow) -> LedgerRow:
         db = self._db()
         with db.transaction():
             db.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"anchor_ledger:{self.name}",))
@@ -254,7 +346,7 @@ class PgLedger:
                 "SELECT body FROM anchor_ledger WHERE ledger = %s ORDER BY seq DESC LIMIT 1", (self.name,)
             ).fetchone()
             previous = json.loads(last[0]) if last else None
-            entry = {
+            entry: LedgerRow = {
                 **fields,
                 "seq": 0 if previous is None else previous["seq"] + 1,
                 "prev": GENESIS if previous is None else previous["digest"],

@@ -38,7 +38,7 @@ from anchor.research.audit import remember_repo
 from anchor.research.contract import AttemptContract
 from anchor.research.evaluator import evaluate, measured_by
 from anchor.research.evidence import interrupted_dir_of, run_dir_of, seal
-from anchor.research.ledger import REJECTED, STARTED, AnyLedger, is_attempt
+from anchor.research.ledger import REJECTED, STARTED, AnyLedger, LedgerRow, is_attempt, row_of, value_of
 from anchor.research.metrics import read_claims, read_metric
 from anchor.research.noise import is_better
 from anchor.research.proposers import Proposer
@@ -119,7 +119,7 @@ class Search:
         proposer: Proposer,
         researcher: str,
         limits: SearchLimits,
-        on_entry: Callable[[dict[str, Any]], None] | None = None,
+        on_entry: Callable[[LedgerRow], None] | None = None,
         sandbox: Sandbox | None = None,
     ) -> None:
         self.repo, self.contract, self.contract_digest = repo, contract, contract_digest
@@ -138,10 +138,10 @@ class Search:
 
     # ------------------------------------------------------------------ state from the ledger
 
-    def mine(self) -> list[dict[str, Any]]:
+    def mine(self) -> list[LedgerRow]:
         return [e for e in self.ledger.entries() if e["researcher"] == self.researcher]
 
-    def champion(self) -> dict[str, Any] | None:
+    def champion(self) -> LedgerRow | None:
         kept = [e for e in self.mine() if e["kept"]]
         return kept[-1] if kept else None
 
@@ -166,7 +166,7 @@ class Search:
         self.repo.reset_to(champion, keep=before)
         self.marker.unlink(missing_ok=True)
 
-    def _check_start(self, champion: dict[str, Any] | None) -> set[str] | None:
+    def _check_start(self, champion: LedgerRow | None) -> set[str] | None:
         """Refuse to start on anything the user left in the repository; returns the untracked set of
         the attempt a crashed run left in flight, or None if there was none."""
         if self.marker.exists():
@@ -217,7 +217,7 @@ class Search:
             if self.keep_rule is None:
                 asked = self.contract.noise_replications
                 summary.stopped_because = f"the noise calibration: under 2 of the baseline's {asked} re-runs completed"
-                summary.champion, summary.champion_metric = champion["commit"], champion["metric"]["value"]
+                summary.champion, summary.champion_metric = champion["commit"], value_of(champion)
                 return summary
         while True:
             mine = self.mine()
@@ -270,10 +270,10 @@ class Search:
             if entry["kept"]:
                 champion = entry
             self.end_attempt(champion["commit"], before)  # losers leave nothing the attempt wrote
-        summary.champion, summary.champion_metric = champion["commit"], champion["metric"]["value"]
+        summary.champion, summary.champion_metric = champion["commit"], value_of(champion)
         return summary
 
-    def _why_not(self, mine: list[dict[str, Any]]) -> str:
+    def _why_not(self, mine: list[LedgerRow]) -> str:
         """`` (failed: the disk limit of 64 MiB (ANCHOR_ATTEMPT_RUN_DIR_BYTES); its stderr: PATH)``: why the
         last measurement has no metric, in words, and where to read what it said."""
         if not mine:
@@ -295,7 +295,7 @@ class Search:
         """Close every attempt of this researcher that has a `started` trace and no outcome (its harness
         died while it ran) with an outcome row of status `interrupted`: no metric, never kept, its run
         dir as far as it got bound as evidence. Returns how many were closed."""
-        open_: dict[str, dict[str, Any]] = {}
+        open_: dict[str, LedgerRow] = {}
         for row in self.ledger.rows():
             if row["researcher"] != self.researcher:
                 continue
@@ -323,7 +323,7 @@ class Search:
                 measured_by=measured_by(self.contract, self.repo.path), environment=self.environment(),
             )  # fmt: skip
             entry = self.ledger.append({
-                **manifest.identity(), "attempt_digest": manifest.digest.hex(), "started_seq": trace["seq"],
+                **row_of(manifest.identity()), "attempt_digest": manifest.digest.hex(), "started_seq": trace["seq"],
                 "closed_at": _now(),
             })  # fmt: skip
             self.repo.set_ref(f"refs/anchor/{ref_name(self.researcher)}/{entry['seq']}", trace["commit"])
@@ -331,7 +331,7 @@ class Search:
                 self.on_entry(entry)
         return len(open_)
 
-    def _resume(self, champion: dict[str, Any], summary: SearchSummary, before: set[str]) -> dict[str, Any]:
+    def _resume(self, champion: LedgerRow, summary: SearchSummary, before: set[str]) -> LedgerRow:
         """After a crash mid-attempt: measure the unscored attempt left checked out on the champion (once
         the attempt's own stray files are swept), or reset; either way only the attempt's files go."""
         head = self.repo.head()
@@ -371,7 +371,7 @@ class Search:
 
     # ------------------------------------------------------------------ one measurement
 
-    def measure(self, commit: str, parent: str, champion: dict[str, Any] | None, clean: bool = False) -> dict[str, Any]:
+    def measure(self, commit: str, parent: str, champion: LedgerRow | None, clean: bool = False) -> LedgerRow:
         """Run the contract's command on `commit` and append the ledger entry. The harness reads the
         metric itself; claims the agent wrote are recorded beside it and flagged, never adopted."""
         if not clean:
@@ -413,8 +413,9 @@ class Search:
             else None
         )
         margin = self.contract.min_improvement if self.keep_rule is None else self.keep_rule["threshold"]
+        best = None if champion is None else champion["metric"]
         kept = metric is not None and (
-            champion is None or is_better(metric.value, champion["metric"]["value"], self.contract.mode, margin)
+            best is None or is_better(metric.value, best["value"], self.contract.mode, margin)
         )
         manifest = AttemptManifest.build(
             version=4 if self.keep_rule is None else 5,
@@ -436,17 +437,22 @@ class Search:
         claims = read_claims(run_dir, self.contract.metric_source, self.contract.metric)
         claimed = None if claims is None else claims.get(self.contract.metric)
         differ = claims is not None and (metric is None or _as_decimal(claimed) != Decimal(metric.value))
-        fields = {
-            **manifest.identity(),
+        fields: LedgerRow = {
+            **row_of(manifest.identity()),
             "exit_code": result.exit_code,
             "duration_ms": result.duration_ms,
-            **({"limit": result.limit} if result.limit else {}),
-            **({"git_changed": list(result.git_changed)} if result.git_changed else {}),
-            **({"memory_bound": result.memory_bound} if result.memory_bound != "cgroup" else {}),
-            **({"refused": list(result.refused)} if result.refused else {}),
-            **({"quota": result.quota} if result.quota != "kernel" and self.sandbox is not None else {}),
             "attempt_digest": manifest.digest.hex(),
         }
+        if result.limit:
+            fields["limit"] = result.limit
+        if result.git_changed:
+            fields["git_changed"] = list(result.git_changed)
+        if result.memory_bound != "cgroup":
+            fields["memory_bound"] = result.memory_bound
+        if result.refused:
+            fields["refused"] = list(result.refused)
+        if result.quota != "kernel" and self.sandbox is not None:
+            fields["quota"] = result.quota
         if sealed.removed:
             fields["evidence_removed"] = list(sealed.removed[:64])
         if claims is not None:

@@ -21,10 +21,11 @@ from __future__ import annotations
 import shutil
 from decimal import Decimal, localcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from anchor.errors import Tampered
 from anchor.manifest.attempt import canonical_decimal
+from anchor.research.ledger import KeepRuleJson, LedgerRow, NoiseRun, value_of
 
 if TYPE_CHECKING:
     from anchor.research.contract import AttemptContract
@@ -38,7 +39,7 @@ def noise_dir(workdir: Path, researcher: str, commit: str) -> Path:
     return workdir / "runs" / researcher / f"{commit}.noise"
 
 
-def keep_rule_of(values: list[str], terms: AttemptContract) -> dict[str, Any]:
+def keep_rule_of(values: list[str], terms: AttemptContract) -> KeepRuleJson:
     """The rule's figures from the baseline's re-measured values (canonical decimals): the spread is
     their sample standard deviation (exact, then canonical, as a champion record's `stdev`), the
     threshold `noise_sigmas` x spread, at least `min_improvement`."""
@@ -52,7 +53,7 @@ def keep_rule_of(values: list[str], terms: AttemptContract) -> dict[str, Any]:
             "threshold": canonical_decimal(threshold)}  # fmt: skip
 
 
-def calibrate(search: Search, baseline: dict[str, Any]) -> dict[str, Any] | None:
+def calibrate(search: Search, baseline: LedgerRow) -> KeepRuleJson | None:
     """Re-measure the baseline `noise_replications` times and append the calibration row; returns the
     rule, or None when fewer than two runs completed (the search then stops: a rule it cannot apply
     is not silently replaced by another)."""
@@ -66,10 +67,11 @@ def calibrate(search: Search, baseline: dict[str, Any]) -> dict[str, Any] | None
     if len(values) < 2:
         return None
     rule = keep_rule_of(values, terms)
+    measured = [cast("NoiseRun", run.model_dump(mode="json", exclude_none=True)) for run in runs]
     search.ledger.append({
         "event": NOISE, "researcher": search.researcher, "contract_digest": search.contract_digest,
-        "commit": baseline["commit"], "runs": [run.model_dump(mode="json", exclude_none=True) for run in runs],
-        **{k: v for k, v in rule.items() if k != "rule"},
+        "commit": baseline["commit"], "runs": measured, "replications": rule["replications"],
+        "spread": rule["spread"], "sigmas": rule["sigmas"], "threshold": rule["threshold"],
     })  # fmt: skip
     return rule
 
@@ -83,29 +85,37 @@ def is_better(candidate: str, best: str, mode: str, min_improvement: float | str
         return new > old + margin if mode == "max" else new < old - margin
 
 
-def rule_in(rows: list[dict[str, Any]], researcher: str) -> dict[str, Any] | None:
+def rule_in(rows: list[LedgerRow], researcher: str) -> KeepRuleJson | None:
     """The researcher's calibrated rule from its ledger row (the first: a resumed search keeps it)."""
     row = next((r for r in rows if r.get("event") == NOISE and r.get("researcher") == researcher), None)
     if row is None:
         return None
-    return {"rule": "noise", **{k: row[k] for k in ("replications", "spread", "sigmas", "threshold")}}
+    return {
+        "rule": "noise",
+        "replications": row["replications"],
+        "spread": row["spread"],
+        "sigmas": row["sigmas"],
+        "threshold": row["threshold"],
+    }
 
 
-def check_noise(work: Path, rows: list[dict[str, Any]], terms: AttemptContract) -> dict[str, dict[str, Any]]:
+def check_noise(work: Path, rows: list[LedgerRow], terms: AttemptContract) -> dict[str, KeepRuleJson]:
     """`research verify` of every calibration in the ledger: run dirs re-hashed and their metrics re-read,
     the spread and threshold recomputed, every version 5 record's rule compared, every keep decision
     replayed. Returns {researcher: rule} of the calibrations that hold; raises `Tampered` naming the
     first that does not."""
     from anchor.research.evidence import check
 
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, KeepRuleJson] = {}
     for row in (r for r in rows if r.get("event") == NOISE):
         who, seq = row["researcher"], row["seq"]
         if who in found:
             continue  # a resumed search calibrates once; a second row is never read
         runs_dir = noise_dir(work, who, row["commit"])
         for i, run in enumerate(row["runs"]):
-            entry = {"seq": seq, "evidence": run["evidence"], **({"metric": run["metric"]} if "metric" in run else {})}
+            entry: LedgerRow = {"seq": seq, "evidence": run["evidence"]}
+            if "metric" in run:
+                entry["metric"] = run["metric"]
             check(entry, runs_dir / f"noise-{i}", terms.metric_source, what=f"noise run {i} of seq {seq}")
         values = [run["metric"]["value"] for run in row["runs"] if "metric" in run]
         honest = keep_rule_of(values, terms)
@@ -118,20 +128,24 @@ def check_noise(work: Path, rows: list[dict[str, Any]], terms: AttemptContract) 
                 detail={"seq": seq, "field": "keep_rule", "recomputed": honest},
             )
         found[who] = honest
-        champion = None
+        champion: LedgerRow | None = None
         for entry in (r for r in rows if "event" not in r and r["researcher"] == who):
             if entry["seq"] > seq and entry.get("keep_rule") != honest:
                 raise Tampered(f"seq {entry['seq']}: judged after the noise calibration (seq {seq}), but its"
                                f" keep_rule is {entry.get('keep_rule')}", detail={"seq": entry["seq"],
                                                                                    "field": "keep_rule"})  # fmt: skip
             if entry["seq"] > seq and champion is not None:
-                beats = entry["status"] == "completed" and is_better(
-                    entry["metric"]["value"], champion["metric"]["value"], terms.mode, honest["threshold"]
+                now, best = value_of(entry), value_of(champion)
+                beats = (
+                    entry["status"] == "completed"
+                    and now is not None
+                    and best is not None
+                    and is_better(now, best, terms.mode, honest["threshold"])
                 )
                 if beats != entry["kept"]:
                     raise Tampered(
                         f"seq {entry['seq']}: kept is {entry['kept']}, but against champion"
-                        f" {champion['metric']['value']} and threshold {honest['threshold']} it"
+                        f" {best} and threshold {honest['threshold']} it"
                         f" {'beats' if beats else 'does not beat'} the noise",
                         detail={"seq": entry["seq"], "field": "kept"},
                     )  # fmt: skip
@@ -140,7 +154,7 @@ def check_noise(work: Path, rows: list[dict[str, Any]], terms: AttemptContract) 
     return found
 
 
-def rule_line(rule: dict[str, Any], attempts: list[dict[str, Any]]) -> str:
+def rule_line(rule: KeepRuleJson, attempts: list[LedgerRow]) -> str:
     """The report's line for a noise-rule researcher: the calibration's figures and its decisions."""
     judged = [e for e in attempts if e.get("keep_rule") == rule]
     kept = sum(1 for e in judged if e["kept"])

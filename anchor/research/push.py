@@ -10,10 +10,10 @@ push at the end, which fails the run if it cannot complete: a search that says i
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 from anchor.errors import GitError
 from anchor.fence.git import Repo
+from anchor.research.ledger import LedgerRow
 from anchor.research.loop import ref_name
 
 
@@ -30,7 +30,7 @@ class RefPusher:
                 detail={"field": "push", "remote": remote},
             ) from None
 
-    def __call__(self, entry: dict[str, Any]) -> None:
+    def __call__(self, entry: LedgerRow) -> None:
         ref = f"{self.prefix}/{entry['seq']}"
         try:
             self.repo.git("push", "--quiet", self.remote, f"{ref}:{ref}")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from anchor.errors import AnchorError, BadInput
+from anchor.research.ledger import LedgerRow
 from anchor.research.loop import NO_PARENT
 from anchor.settings.session import Settings
 
@@ -77,7 +79,7 @@ def report_search(settings: Settings, work: Path, explicit: bool = True) -> Sear
 
 
 def _final_numbers(
-    work: Path, terms: AttemptContract | None, data: dict[str, Any], lines: list[str], entries: list[dict[str, Any]]
+    work: Path, terms: AttemptContract | None, data: dict[str, Any], lines: list[str], entries: list[LedgerRow]
 ) -> None:
     """Add each researcher's champion record (replications, holdout, selection-adjusted figure) and
     the champion's sample size and interval: the record's (version 2), else computed here from the
@@ -136,7 +138,7 @@ def sparkline(values: list[Decimal | None]) -> str:
     return "".join(" " if v is None else BARS[int((v - low) / span * (len(BARS) - 1))] for v in values)
 
 
-def rejections_by_reason(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+def rejections_by_reason(rows: list[LedgerRow]) -> dict[str, dict[str, int]]:
     """researcher -> {reason: how many proposals were rejected for it} (the ledger's `rejected` events)."""
     found: dict[str, dict[str, int]] = {}
     for row in rows:
@@ -146,14 +148,15 @@ def rejections_by_reason(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]
     return found
 
 
-def summarise(entries: list[dict[str, Any]]) -> tuple[dict[str, Any], list[str]]:
+def summarise(entries: list[LedgerRow]) -> tuple[dict[str, Any], list[str]]:
     researchers = sorted({e["researcher"] for e in entries})
     data: dict[str, Any] = {"trials": len(entries), "researchers": {}}
     lines = [f"{len(entries)} trials in the ledger, {len(researchers)} researcher(s)"]
     for who in researchers:
         mine = [e for e in entries if e["researcher"] == who]
-        mode = next((e["metric"]["mode"] for e in mine if "metric" in e), "max")
-        values = [Decimal(e["metric"]["value"]) if "metric" in e else None for e in mine]
+        measured = [e.get("metric") for e in mine]
+        mode = next((m["mode"] for m in measured if m is not None), "max")
+        values = [None if m is None else Decimal(m["value"]) for m in measured]
         best: list[Decimal | None] = []
         for v in values:
             prev = best[-1] if best else None
@@ -165,7 +168,7 @@ def summarise(entries: list[dict[str, Any]]) -> tuple[dict[str, Any], list[str]]
                 best.append(max(prev, v) if mode == "max" else min(prev, v))
         kept = [e for e in mine if e["kept"]]
         champion = kept[-1] if kept else None
-        stats = {
+        stats: dict[str, object] = {
             "attempts": len(mine),
             "kept": len(kept),
             "failed": sum(e["status"] == "failed" for e in mine),
@@ -196,15 +199,15 @@ def summarise(entries: list[dict[str, Any]]) -> tuple[dict[str, Any], list[str]]
         lines.append("  ran in: " + ", ".join(f"{name} ({count})" for name, count in sorted(runtimes.items())))
         stats["environment"], changes = _environments(mine)
         lines += changes
-        if champion is not None:
+        if champion is not None and (won := champion.get("metric")) is not None:
             lines.append(
-                f"  champion {champion['commit'][:12]} {champion['metric']['name']}={champion['metric']['value']}"
+                f"  champion {champion['commit'][:12]} {won['name']}={won['value']}"
                 f" after {len(mine)} trials" + (f" (the team's: {len(entries)})" if len(researchers) > 1 else "")
             )
     return data, lines
 
 
-def _environments(mine: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, list[str]]:
+def _environments(mine: list[LedgerRow]) -> tuple[dict[str, Any] | None, list[str]]:
     """The latest environment a researcher's attempts ran in (version 4 records) and, in words, every
     change between two consecutive attempts (attempts numbered 1..N as the report counts them)."""
     from anchor.manifest.environment import Environment
@@ -227,7 +230,7 @@ def _environments(mine: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, li
     return last.model_dump(mode="json", exclude_none=True), [head, *lines]
 
 
-def trial_numbers(entries: list[dict[str, Any]]) -> dict[int, int]:
+def trial_numbers(entries: Sequence[LedgerRow]) -> dict[int, int]:
     """Each attempt's trial number, by its ledger seq: 1 for a researcher's first attempt in the search,
     then one more for each attempt of theirs after it. Every door numbers trials with this.
 
@@ -245,7 +248,7 @@ def trial_numbers(entries: list[dict[str, Any]]) -> dict[int, int]:
     return numbers
 
 
-def lineage_tree(entries: list[dict[str, Any]], prefix: str, settings: Settings) -> tuple[dict[str, Any], list[str]]:
+def lineage_tree(entries: list[LedgerRow], prefix: str, settings: Settings) -> tuple[dict[str, Any], list[str]]:
     matches = [e for e in entries if e["commit"].startswith(prefix.lower())]
     commits = sorted({e["commit"] for e in matches})
     if len(commits) > 1:  # a prefix too short: which ones, so the next try can be long enough
@@ -260,7 +263,7 @@ def lineage_tree(entries: list[dict[str, Any]], prefix: str, settings: Settings)
     mine = [e for e in entries if e["researcher"] == target["researcher"]]
     trial = trial_numbers(entries)
     by_commit = {e["commit"]: e for e in mine}
-    children: dict[str, list[dict[str, Any]]] = {}
+    children: dict[str, list[LedgerRow]] = {}
     for e in mine:
         children.setdefault(e["parent"], []).append(e)
     kept = [e for e in mine if e["kept"]]
@@ -279,8 +282,9 @@ def lineage_tree(entries: list[dict[str, Any]], prefix: str, settings: Settings)
         f"lineage of {target['commit'][:12]} ({target['researcher']}); ★ champion chain, ⛓ lineage record on chain"
     ]
 
-    def walk(entry: dict[str, Any], depth: int) -> None:
-        metric = f"{entry['metric']['name']}={entry['metric']['value']}" if "metric" in entry else entry["status"]
+    def walk(entry: LedgerRow, depth: int) -> None:
+        measured = entry.get("metric")
+        metric = entry["status"] if measured is None else f"{measured['name']}={measured['value']}"
         marks = " ★" if entry["commit"] in champion_chain else ""
         marks += " ⛓" if on_chain.get(entry["commit"]) else ""
         marks += "  ← this attempt" if entry["commit"] == target["commit"] else ""
@@ -304,7 +308,7 @@ def lineage_tree(entries: list[dict[str, Any]], prefix: str, settings: Settings)
     return data, lines
 
 
-def _descends(entry: dict[str, Any], ancestor: str, by_commit: dict[str, dict[str, Any]]) -> bool:
+def _descends(entry: LedgerRow, ancestor: str, by_commit: dict[str, LedgerRow]) -> bool:
     node = by_commit.get(entry["parent"])
     while node is not None:
         if node["commit"] == ancestor:

@@ -19,6 +19,7 @@ from typing import Any
 
 from anchor.errors import BadInput, Conflict, ResearcherFailed
 from anchor.files import private_dir
+from anchor.research.ledger import LedgerRow
 
 
 @dataclass(frozen=True)
@@ -167,7 +168,7 @@ def stamper_for(settings: Any, urls: list[str] | None, anchor: bool) -> Any:
     from anchor.anchoring.stamper import Stamper
 
     stamper = Stamper.from_settings(settings, urls)
-    stamper.check_for_search()
+    stamper._check_for_search()
     return stamper
 
 
@@ -183,13 +184,13 @@ def complete_proofs(stamper: Any, work: Path, ledger: Any, champions: list[Path]
     return {"complete": complete, "total": len(proofs)}
 
 
-def both(*hooks: Any) -> Callable[[dict[str, Any]], None] | None:
+def both(*hooks: Any) -> Callable[[LedgerRow], None] | None:
     """One on_entry hook out of several (each may be None)."""
     present = [h for h in hooks if h is not None]
     if not present:
         return None
 
-    def call(entry: dict[str, Any]) -> None:
+    def call(entry: LedgerRow) -> None:
         for hook in present:
             hook(entry)
 

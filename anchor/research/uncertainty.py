@@ -30,7 +30,9 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from anchor.errors import BadInput
 from anchor.manifest.champion import bound, wilson
+from anchor.research.ledger import LedgerRow
 from anchor.research.resample import STATISTICS
 
 if TYPE_CHECKING:
@@ -208,17 +210,22 @@ def describe(
     return f"{size}; {why}" + (f"; note: {caveat}" if caveat else "")
 
 
-def of_champion(terms: AttemptContract, workdir: Path, entry: dict[str, Any]) -> dict[str, Any]:
+def of_champion(terms: AttemptContract, workdir: Path, entry: LedgerRow) -> dict[str, Any]:
     """The champion's sample and interval, from the run dir its attempt binds: {examples,
     examples_source, interval, caveat} (None where unknown), as the record and the report carry them."""
     from anchor.research.evidence import evidence_dir_of
 
     sample = read_sample(terms, evidence_dir_of(workdir, entry))
     proportion = terms.is_proportion()
+    metric = entry["metric"]
+    if metric is None:
+        raise BadInput(
+            f"ledger entry {entry['seq']}: a champion with no metric has no interval", detail={"seq": entry["seq"]}
+        )
     return {
         "examples": sample.examples,
         "examples_source": sample.source,
-        "interval": interval(entry["metric"]["value"], sample, entry["attempt_digest"], proportion=proportion),
+        "interval": interval(metric["value"], sample, entry["attempt_digest"], proportion=proportion),
         "caveat": sample.caveat,
     }
 

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from anchor.research.ledger import AnyLedger
+from anchor.research.ledger import AnyLedger, KeepRuleJson, LedgerRow
 from anchor.settings.session import Settings
 
 
@@ -41,7 +41,7 @@ class SearchVerdict:
     final_runs: int
     environments: tuple[str, ...]
     """The environment each attempt binds (canonical JSON), in ledger order."""
-    keep_rules: dict[str, dict[str, Any]]
+    keep_rules: dict[str, KeepRuleJson]
     """researcher -> the noise-aware keep rule recomputed from its calibration (`keep = "noise"`)."""
 
     def to_json(self) -> dict[str, Any]:
@@ -88,7 +88,7 @@ def verify_search(
                          heads, found, checked, finals, bound, rules)  # fmt: skip
 
 
-def refuse_retracted_champions(opened: tuple[Any, Any] | None, entries: list[dict[str, Any]]) -> None:
+def refuse_retracted_champions(opened: tuple[Any, Any] | None, entries: list[LedgerRow]) -> None:
     """Step 6: a kept attempt whose lineage record its researcher retracted on chain is named, and the
     search's verdict is `Retracted` (exit 16): the ledger still holds, the claim that attempt made does
     not. Read live by commit (every researcher's record of it) from `opened` (`search_registry`);
@@ -149,7 +149,7 @@ def open_search(settings: Settings, work: Path, explicit: bool = True) -> tuple[
     return Ledger(work / "ledger.jsonl"), work
 
 
-def champion_records_hold(work: Path, entries: list[dict[str, Any]], team: list[dict[str, Any]]) -> int:
+def champion_records_hold(work: Path, entries: list[LedgerRow], team: list[LedgerRow]) -> int:
     """Every champion record that was anchored still binds the bytes its proof anchored, and every final
     run it binds (replications, holdout) re-hashes to its evidence with its metric re-read: an edited
     figure, in the record or in a run's metrics file, is named (exit 4), never read back as the
@@ -179,7 +179,7 @@ def champion_records_hold(work: Path, entries: list[dict[str, Any]], team: list[
     return checked
 
 
-def _uncertainty_holds(terms: Any, work: Path, record: Any, entries: list[dict[str, Any]], path: Path) -> None:
+def _uncertainty_holds(terms: Any, work: Path, record: Any, entries: list[LedgerRow], path: Path) -> None:
     """A version 2 record's sample size, interval and team count, recomputed: from the run dir the
     champion's attempt binds (already re-hashed by the audit) and from the ledger."""
     from anchor.errors import Tampered
@@ -260,7 +260,7 @@ def chain_heads(ledger: Any, work: Path, settings: Any, given: list[str], opened
                       rows[0]["digest"] if rows else "")  # fmt: skip
 
 
-def one_contract(entries: list[dict[str, Any]], where: object) -> None:
+def one_contract(entries: list[LedgerRow], where: object) -> None:
     """A ledger is scored under one pre-registered contract: rows under a second digest (its pinned
     copy edited mid-search, the direction of the metric turned round) make its values incomparable,
     and an audit names where the second contract begins (exit 4)."""
@@ -295,7 +295,7 @@ def _holdout_holds(terms: Any, work: Path, record: Any, path: Path) -> None:
                            f" {honest[field]}", detail={"field": field, "record": str(path)})  # fmt: skip
 
 
-def _noise_holds(work: Path, rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def _noise_holds(work: Path, rows: list[LedgerRow]) -> dict[str, KeepRuleJson]:
     """Every noise calibration recomputed and every keep decision replayed (anchor.research.noise)."""
     from anchor.research.contract import load_pinned
     from anchor.research.noise import NOISE, check_noise

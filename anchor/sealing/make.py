@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True, slots=True)
-class SealOutcome:
+class SealedProof:
     proof: Path
     sealed: int
     """Anchors sealed now."""
@@ -139,7 +139,7 @@ def _block_receipts(rpc: Rpc, number: int, block: dict[str, Any]) -> list[dict[s
     return out
 
 
-def seal(settings: Settings, target: Path, refresh: bool = False) -> SealOutcome:
+def seal(settings: Settings, target: Path, refresh: bool = False) -> SealedProof:
     """Seal every anchor of the proof of `target` (a path, or the proof file itself), reading the chain
     each names (its `--rpc-url`, or the local chain); the proof is rewritten atomically, and nothing but
     each anchor's `sealed` section changes. Each seal carries the registry's record as of the latest block
@@ -197,4 +197,4 @@ def seal(settings: Settings, target: Path, refresh: bool = False) -> SealOutcome
     updated = proof.model_copy(update={"anchor": first.anchor, "anchors": tuple(rest) if proof.anchors else None})
     if done or refreshed:
         write_proof(updated, proof_path)
-    return SealOutcome(proof_path, done, already, tuple(blocks), refreshed, stateless)
+    return SealedProof(proof_path, done, already, tuple(blocks), refreshed, stateless)

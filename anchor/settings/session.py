@@ -102,7 +102,7 @@ class Settings:
         from anchor.settings.env import env
 
         urls = [rpc_url] if isinstance(rpc_url, str) else list(rpc_url or [])
-        settings, found = cls.resolve(data_dir, urls[0] if urls else None, near)
+        settings, found = cls._resolve(data_dir, urls[0] if urls else None, near)
         if settings.data_dir.exists() and not settings.data_dir.is_dir():  # `config show` still shows it
             where = found["data_dir"]
             raise BadInput(f"data directory {where.value} (from {where.source}): not a directory (a file is in the"
@@ -115,7 +115,7 @@ class Settings:
         return replace(settings, read_rpcs=tuple(urls)) if len(urls) > 1 else settings
 
     @classmethod
-    def resolve(cls, data_dir: Path | None = None, rpc_url: str | None = None,
+    def _resolve(cls, data_dir: Path | None = None, rpc_url: str | None = None,
                 near: Path | None = None) -> tuple[Settings, dict[str, Any]]:  # fmt: skip
         """The settings and, for each, its value and source (for `anchor config show`)."""
         from anchor.settings.config import Setting, resolve

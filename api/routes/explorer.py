@@ -24,6 +24,7 @@ from anchor.chain.explorer import links
 from anchor.errors import AnchorError, NotAnchored
 from anchor.journal import reads
 from anchor.manifest.onchain import commit_key, parse_hex32
+from anchor.research.ledger import LedgerRow, value_of
 from api.deps import ReaderDep, SettingsDep, anchored_proof, in_journal
 from api.pages import counted, page
 from api.routes.research import find_attempt
@@ -32,7 +33,7 @@ from api.routes.verify import CommitOrHex32, Hex32
 router = APIRouter(prefix="/explorer", tags=["explorer"], include_in_schema=False)
 
 
-def _diff(settings: Any, entry: dict[str, Any]) -> str | None:
+def _diff(settings: Any, entry: LedgerRow) -> str | None:
     """The attempt's code.diff if it is kept here and hashes to what its row binds; None otherwise."""
     from api.routes.research import attempt_diff
 
@@ -75,7 +76,7 @@ async def lineagepage(commit: CommitOrHex32, settings: SettingsDep, reader: Read
     mine = [{**e, "trial": trial[e["seq"]]} for e in entries if e["researcher"] == target["researcher"]]
     children: dict[str, list[dict[str, Any]]] = {}
     for e in mine:
-        children.setdefault(e["parent"], []).append(e)
+        children.setdefault(str(e["parent"]), []).append(e)
     return page(
         "lineage.html",
         f"Lineage of {target['commit'][:12]}",
@@ -259,7 +260,7 @@ def _attempts_of(settings: Any, query: str) -> list[dict[str, Any]]:
     except AnchorError:
         return []
     return [{"commit": entry["commit"], "researcher": entry["researcher"], "status": entry["status"],
-             "kept": entry["kept"], "metric": (entry.get("metric") or {}).get("value")}]  # fmt: skip
+             "kept": entry["kept"], "metric": value_of(entry)}]  # fmt: skip
 
 
 def _anchored_records(app: Any, reader: Any, batches: list[Any]) -> dict[int, Any]:
@@ -392,7 +393,7 @@ def _bundle_listing(app: Any, reader: Any, digest: bytes) -> tuple[Any, tuple[tu
         raise NotAnchored(
             f"no anchored manifest 0x{digest.hex()} here", detail={"manifest_digest": "0x" + digest.hex()}
         )
-    tree = proof.filetree()
+    tree = proof._filetree()
     rows = tuple((f.path, f.size, f.blake3) for f in tree.files) if tree else ()
     entry = (proof.model_copy(update={"files": None}), rows)
     with _listing_lock:

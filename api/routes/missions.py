@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 
 from anchor.ingest.untrusted_json import parse_json
 from anchor.manifest.validation import validated
-from anchor.missions.dispatch import SubmissionRequest, pin_verifier, submit
+from anchor.missions.dispatch import StoredMission, SubmissionRequest, pin_verifier, submit
 from api.deps import ClientDep, SettingsDep
 from api.offload import decode
 from api.routes.submit import WRITE_ERRORS
@@ -31,11 +31,11 @@ def _body(raw: bytes) -> SubmissionRequest:
 
 
 @router.post("/missions", operation_id="submit_mission", status_code=201, responses=WRITE_ERRORS, openapi_extra=_BODY)
-async def submit_mission(request: Request, client: ClientDep, settings: SettingsDep) -> dict[str, Any]:
+async def submit_mission(request: Request, client: ClientDep, settings: SettingsDep) -> Mapping[str, object]:
     """Submit a mission: its document and claimed digest, the snapshot (reference and SHA-256), the image
     by digest, a new output identity, a declared resource profile and, optionally, a resume pin."""
     body = await decode(request.app, _body, await request.body())
 
-    record: dict[str, Any] = await run_in_threadpool(submit, body, settings.data_dir, pin_verifier(settings), False,
+    record: StoredMission = await run_in_threadpool(submit, body, settings.data_dir, pin_verifier(settings), False,
                                                      settings.journal_url)  # fmt: skip
     return record

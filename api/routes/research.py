@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Literal, TypeVar
 from urllib.parse import quote
 
 import blake3
@@ -22,6 +22,7 @@ from starlette.concurrency import run_in_threadpool
 
 from anchor.errors import NotAnchored, RateLimited, Tampered, UnsafePath
 from anchor.files import read_regular
+from anchor.research.ledger import LedgerRow
 from anchor.settings.session import Settings
 from api.deps import SettingsDep
 from api.routes.verify import ERRORS, CommitOrHex32
@@ -42,8 +43,8 @@ class _Verified:
     stamp: tuple[object, ...]
     search: str
     workdir: Path
-    rows: list[dict[str, Any]]
-    by_researcher: dict[str, list[tuple[str, Path, dict[str, Any], str | None]]]
+    rows: list[LedgerRow]
+    by_researcher: dict[str, list[tuple[str, Path, LedgerRow, str | None]]]
     """researcher -> [(search id, work dir, outcome row, started_at of its trace)], in ledger order."""
 
 
@@ -52,10 +53,10 @@ _verified_lock = threading.Lock()
 
 
 def _index(
-    search: str, workdir: Path, rows: list[dict[str, Any]]
-) -> dict[str, list[tuple[str, Path, dict[str, Any], str | None]]]:
+    search: str, workdir: Path, rows: list[LedgerRow]
+) -> dict[str, list[tuple[str, Path, LedgerRow, str | None]]]:
     """researcher -> [(search, work dir, outcome row, started_at of its trace)], in ledger order."""
-    out: dict[str, list[tuple[str, Path, dict[str, Any], str | None]]] = {}
+    out: dict[str, list[tuple[str, Path, LedgerRow, str | None]]] = {}
     started: dict[tuple[str, str], str] = {}
     for row in rows:
         who = row.get("researcher")
@@ -100,12 +101,12 @@ def _verified_searches(settings: Settings) -> list[_Verified]:
     return found
 
 
-def searches(settings: Settings) -> list[tuple[str, Path, list[dict[str, Any]]]]:
+def searches(settings: Settings) -> list[tuple[str, Path, list[LedgerRow]]]:
     """(search id, work dir, verified rows) of every search of this data dir."""
     return [(v.search, v.workdir, v.rows) for v in _verified_searches(settings)]
 
 
-def find_attempt(settings: Settings, commit: str, prefix: bool = False) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def find_attempt(settings: Settings, commit: str, prefix: bool = False) -> tuple[list[LedgerRow], LedgerRow]:
     """The attempts of the search that has `commit` (or, with `prefix`, a commit starting with it), over
     every search this service knows, ledgers verified, and its row: the last one for that commit (an
     interrupted baseline measured again)."""
@@ -118,14 +119,14 @@ def find_attempt(settings: Settings, commit: str, prefix: bool = False) -> tuple
     raise NotAnchored(f"no attempt {body} in the research ledger", detail={"commit": commit})
 
 
-def _attempts_of(settings: Settings, researcher: str) -> list[tuple[str, Path, dict[str, Any], str | None]]:
+def _attempts_of(settings: Settings, researcher: str) -> list[tuple[str, Path, LedgerRow, str | None]]:
     """(search id, work dir, outcome row, started_at of its trace) for `researcher`, in ledger order (the
     cached index itself when one search has them: never copied per request; callers only read it)."""
     parts = [v.by_researcher[researcher] for v in _verified_searches(settings) if researcher in v.by_researcher]
     return parts[0] if len(parts) == 1 else [item for part in parts for item in part]
 
 
-def _public(search: str, researcher: str, row: dict[str, Any], started_at: str | None, trial: int) -> ResearchAttempt:
+def _public(search: str, researcher: str, row: LedgerRow, started_at: str | None, trial: int) -> ResearchAttempt:
     who, commit = quote(researcher, safe=""), row["commit"]
     return ResearchAttempt(
         search=search, seq=row["seq"], trial=trial, commit=commit, parent=row["parent"], status=row["status"],
@@ -172,11 +173,11 @@ async def list_attempts(
     return await run_in_threadpool(compute)
 
 
-def _trials(found: list[tuple[str, Path, dict[str, Any], str | None]]) -> dict[tuple[str, int], int]:
+def _trials(found: list[tuple[str, Path, LedgerRow, str | None]]) -> dict[tuple[str, int], int]:
     """The trial number of each (search, ledger seq) of one researcher's attempts (anchor.research.report)."""
     from anchor.research.report import trial_numbers
 
-    by_search: dict[str, list[dict[str, Any]]] = {}
+    by_search: dict[str, list[LedgerRow]] = {}
     for search, _, row, _ in found:
         by_search.setdefault(search, []).append(row)
     return {(search, seq): n for search, rows in by_search.items() for seq, n in trial_numbers(rows).items()}

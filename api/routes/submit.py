@@ -19,7 +19,7 @@ from starlette.concurrency import run_in_threadpool
 from anchor.errors import BadInput, TooLarge
 from anchor.ingest.archive import decode_archive
 from anchor.ingest.untrusted_json import parse_json
-from anchor.journal.submit import Submission
+from anchor.journal.submit import Payload, Submission
 from anchor.manifest.bundle import check_annotations
 from anchor.manifest.decode import tree_summary, validate_identity
 from anchor.manifest.filetree import FileTreeManifest
@@ -123,11 +123,11 @@ async def submit_manifest(request: Request) -> Response:
     # bounded depth and size make both cheap; a large one goes to the decoder process (api.offload)
     body = None if len(raw) <= INLINE_DECODE_BYTES else await decode(app, _manifest_body, raw)
 
-    def prepared() -> tuple[dict[str, Any], dict[str, Any], ManifestSubmission]:
+    def prepared() -> tuple[dict[str, Any], Payload, ManifestSubmission]:
         found = body or _manifest_body(raw)
         identity = validate_identity(found.manifest)
         check_annotations(found.annotations)  # what readers interpret is typed; the rest is display data
-        payload: dict[str, Any] = {"annotations": found.annotations} if found.annotations else {}
+        payload: Payload = {"annotations": found.annotations} if found.annotations else {}
         if found.files is not None:
             tree = FileTreeManifest.from_files_json(found.files)
             if tree_summary(identity) != tree.summary():
@@ -149,7 +149,7 @@ INLINE_DECODE_BYTES = 64 * 1024
 
 
 async def accept_manifest(
-    request: Request, client: str, prepare: Callable[[], tuple[dict[str, Any], dict[str, Any], T]],
+    request: Request, client: str, prepare: Callable[[], tuple[dict[str, Any], Payload, T]],
     idempotency_key: str | None, settings: Settings, reader: Any, tasks: BackgroundTasks | None,
     inline: bool = False,
 ) -> tuple[Submitted, T]:  # fmt: skip
@@ -201,7 +201,7 @@ async def submit_bundle(
         raise TooLarge(f"archive larger than {config.max_request_bytes} bytes")
     tree = await decode(request.app, decode_archive, data, config.archive_limits)  # no journal lock held
     identity = tree.identity()
-    payload = {"files": tree.files_json()}
+    payload: Payload = {"files": tree.files_json()}
     done, _ = await accept_manifest(
         request, client, lambda: (identity, payload, None), idempotency_key, settings, reader, tasks
     )

@@ -17,7 +17,7 @@ from anchor.proof.file import ProofFile, parse_proof
 from anchor.readback.verifier import check_proof_consistency
 from api.deps import ConfigDep, ReaderDep, SettingsDep, anchored_proof, in_journal
 from api.offload import decode
-from api.schemas import ErrorPublic, FileVerification
+from api.schemas import ErrorPublic, FileVerification, VerificationPublic
 
 router = APIRouter(prefix="/v1/verify", tags=["verify"])
 POLICY_PARAMETERS = [
@@ -102,7 +102,7 @@ async def cached_verdict(
     return found
 
 
-@router.get("/{manifest_digest}", operation_id="verify_by_digest", response_model=Verification, responses=ERRORS,
+@router.get("/{manifest_digest}", operation_id="verify_by_digest", response_model=VerificationPublic, responses=ERRORS,
             openapi_extra={"parameters": POLICY_PARAMETERS})  # fmt: skip
 async def verify_by_digest(
     manifest_digest: Hex32, request: Request, settings: SettingsDep, reader: ReaderDep
@@ -117,7 +117,13 @@ async def verify_by_digest(
     return Response(content=hit, media_type="application/json")
 
 
-@router.post("/proof", operation_id="verify_proof", responses=ERRORS, openapi_extra={"parameters": POLICY_PARAMETERS})
+@router.post(
+    "/proof",
+    operation_id="verify_proof",
+    response_model=VerificationPublic,
+    responses=ERRORS,
+    openapi_extra={"parameters": POLICY_PARAMETERS},
+)
 async def verify_proof(
     request: Request,
     settings: SettingsDep,

@@ -238,7 +238,7 @@ def test_a_proof_written_inside_the_folder_it_proves_is_refused_before_anything_
 
     manifest, tree, output_dir = load_bundle_spec(spec)
     with Stamper.from_settings(deployed_chain.settings) as stamper, pytest.raises(BadInput, match="the folder it"):
-        stamper.stamp_bundle(manifest, tree, output_dir / "b.anchor.json", output=output_dir)
+        stamper._stamp_bundle(manifest, tree, output_dir / "b.anchor.json", output=output_dir)
     assert head() == before
     assert deployed_chain.cli("verify", str(bundle)).returncode == ExitCode.OK
     (bundle / ".git").mkdir()

@@ -273,7 +273,7 @@ def test_receipt_vector_signs_to_the_bytes_cast_made_and_recovers_its_signer(cas
     account = Account.from_key(case["key"])
     signer = ReceiptSigner(account, account.address, given["service"])
     receipt = signer.sign(given["chain_id"], given["registry"], given["manifest_digest"], given["accepted_at"])
-    message = encode_typed_data(full_message=receipt.typed_data())
+    message = encode_typed_data(full_message=receipt._typed_data())
     assert "0x" + message.header.hex() == case["domain_separator"] and "0x" + message.body.hex() == case["struct_hash"]
     assert "0x" + keccak(b"\x19\x01" + message.header + message.body).hex() == case["signing_hash"]
     assert receipt.signature == case["signature"] and receipt.signer == case["signer"]

@@ -77,7 +77,9 @@ ALLOWED: dict[str, set[str]] = {
     # the library's face: one Verifier (the Stamper is anchoring's, below research and missions,
     # which take one), and `import anchor`'s lazy names over both
     "library": {"errors", "settings", "manifest", "proof", "readback", "attest", "chain", "anchoring", "sealing"},
-    "__init__": {"errors", "settings", "anchoring", "library"},
+    # the public face re-exports, lazily, each public type where it is defined (one object everywhere):
+    # the proof file's records, a verdict's parts, what seal wrote, where a data dir keeps what
+    "__init__": {"errors", "settings", "anchoring", "library", "proof", "readback", "sealing", "layout"},
     # the MLflow bridge: a run read into a manifest, anchored by the one Stamper, verified by the one
     # Verifier; MLflow itself imported only here
     # chain.rpc.failure_words: why a server gave no answer, said as for every other; research: a search's
