@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from anchor.cli.options import JsonFlag
-from anchor.cli.output import emit
+from anchor.cli.output import emit, environment
 
 app = typer.Typer(help="Show the effective settings (command line, ANCHOR_* variables, anchor.toml files).",
                   no_args_is_help=True)  # fmt: skip
@@ -23,7 +23,7 @@ def show(ctx: typer.Context, json: JsonFlag = False) -> None:
     from anchor.settings.variables import variable_rows
 
     data_dir, rpc_url = ctx.find_root().obj["given"]
-    settings, found = Settings.resolve(data_dir, rpc_url[0] if rpc_url else None)
+    settings, found = Settings.resolve(data_dir, rpc_url[0] if rpc_url else None, env=environment())
     effective = {
         "data_dir": str(settings.data_dir), "rpc_url": settings.rpc_url or "(the local chain)",
         "local_port": found["local_port"].value or "(18545, or the port recorded in the data directory)",
@@ -36,7 +36,7 @@ def show(ctx: typer.Context, json: JsonFlag = False) -> None:
     lines = [f"{key:<11} {row['value']}  ({row['source']})" for key, row in rows.items()]
     lines += [f"files: project {files['project'] or '(none found)'}; user {files['user']}"
               + ("" if user_file().is_file() else " (absent)")]  # fmt: skip
-    variables = variable_rows()
+    variables = variable_rows(environment())
     lines += ["variables (docs/configuration.md says what each does):"]
     lines += [f"  {name:<36} {row['value'] if row['set'] else '(unset)'}  ({row['source']})"
               for name, row in variables.items()]  # fmt: skip
@@ -56,7 +56,8 @@ def cli_settings(data_dir: Path | None, rpc_url: list[str] | None, near: Path | 
 
     from anchor.settings.session import Settings
 
-    return dataclasses.replace(Settings.from_env(data_dir, rpc_url, near=near), local_chain_start="keep_running")
+    settings = Settings.load(data_dir, rpc_url, near=near, env=environment())
+    return dataclasses.replace(settings, local_chain_start="keep_running")
 
 
 def settings_near(ctx: typer.Context, path: Path) -> Any:

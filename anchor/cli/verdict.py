@@ -20,11 +20,11 @@ def verify_plain(path: Path, as_json: bool, offline: tuple[list[str], Path | Non
     listed in a file) (anchor/cli/fast.py: the command-line framework's import was a third of the
     command's time): the settings and the verdict the typer command uses, the same output. Raises the
     verdict's typed error, which `anchor.cli.main` prints as for any command."""
-    from anchor.cli.output import emit_as
+    from anchor.cli.output import emit_as, environment
     from anchor.library.verifier import Verifier
     from anchor.settings.session import Settings
 
-    settings = Settings.from_env(near=path)
+    settings = Settings.load(near=path, env=environment())
     if offline is not None:
         from anchor.sealing.check import offline_settings
 

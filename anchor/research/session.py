@@ -8,7 +8,6 @@ to, one researcher or several in clean clones, the final numbers, and the proofs
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from typing import Any
 
 from anchor.errors import AnchorError, BadInput, Conflict
 from anchor.files import private_dir
+from anchor.settings.session import own_environment
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,7 @@ def run_search(settings: Any, options: SearchOptions) -> SearchRun:
         held_out_data(terms, repo)
     # found (bubblewrap or runsc probed, the seccomp policy built) before anything is written
     box = sandbox_for(o.repo, terms, settings, work, o.sandbox_runtime) if o.sandbox else None
-    ledger = open_ledger(work, settings.journal_url)
+    ledger = open_ledger(work, settings.journal_url, settings.env.ledger_name)
     pin_contract(work, o.contract, ledger)  # before anything is anchored under it
     remember_search(settings.data_dir, work)  # read-back (the API, the explorer) lists every search
     # the ledger head reaches the chain while the search runs, not only at its end (a crash, a Ctrl-C
@@ -228,7 +228,7 @@ def run_parallel(settings: Any, o: SearchOptions) -> list[dict[str, Any]]:
         argv += ["--push", o.push] if o.push else []
         for url in o.services:
             argv += ["--service", url]
-        env = {**os.environ, "ANCHOR_DATA_DIR": str(settings.data_dir)}
+        env = own_environment({"ANCHOR_DATA_DIR": str(settings.data_dir)})
         children.append(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env))
     summaries: list[dict[str, Any]] = []
     try:
@@ -255,9 +255,8 @@ def sandbox_for(repo: Path, terms: Any, settings: Any, work: Path, runtime: str 
     every keystore the environment names and the contract's holdout data; `ToolchainMissing` without
     the runtime."""
     from anchor.fence.sandbox import Sandbox
-    from anchor.settings.env import env
 
-    keystores = list(env().keystores)
+    keystores = list(settings.env.secret_files)
     if settings.keystore is not None:
         keystores.append(settings.keystore)
     holdout = terms.hidden_data(repo.resolve())
