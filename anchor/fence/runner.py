@@ -32,7 +32,6 @@ from anchor.fence.sandbox import Sandbox, allowed_environment
 from anchor.fence.walk import bytes_under
 from anchor.fence.workspace import Workspace, said, unsafe_entries
 from anchor.files import tail_regular
-from anchor.settings.model import Environment
 from anchor.settings.session import start_ticks
 
 TIMEOUT_STATUS = 124
@@ -170,7 +169,7 @@ def run_command(
     from anchor.fence.guard import GitSeal
 
     run_dir.mkdir(parents=True, exist_ok=True)
-    limits = limits or Limits.from_environment(Environment.load())  # the research loop passes none yet
+    limits = limits or Limits()  # the defaults: a caller with settings passes Limits.from_environment
     seal = GitSeal.take(cwd)
     if sandbox is None:
         before = unsafe_entries(cwd, editable)

@@ -40,10 +40,10 @@ from typing import TYPE_CHECKING
 from anchor.errors import ToolchainMissing
 from anchor.fence.identity import ATTEMPT_USER, Identity, attempt_identity, give
 from anchor.fence.policy import Mount
-from anchor.settings.model import Environment
 from anchor.settings.session import inherited
 
 if TYPE_CHECKING:
+    from anchor.fence.cgroups import Limits
     from anchor.settings.session import Settings
 
 ALLOWED = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
@@ -118,9 +118,12 @@ class Sandbox:
         pass_env: tuple[str, ...] = (),
         inputs: tuple[Path, ...] = (),
         runtime: str = "auto",
+        limits: Limits | None = None,
     ) -> Sandbox:
         """The sandbox, or `ToolchainMissing` when its runtime is absent or cannot make what it needs
-        here (namespaces, a user namespace, the seccomp policy). `runtime` "auto" is `default_runtime()`."""
+        here (namespaces, a user namespace, the seccomp policy). `runtime` "auto" is `default_runtime()`;
+        `limits` the attempts' (its private /tmp is no larger than their memory bound; the defaults when
+        None)."""
         from anchor.errors import BadInput
         from anchor.fence.cgroups import Limits
         from anchor.fence.policy import TMP_BYTES, seccomp_program
@@ -153,7 +156,7 @@ class Sandbox:
                     raise BadInput(f"{field}: {path} overlaps the editable {rel!r}, which the command writes a copy"
                                    " of: what is hidden from it cannot lie there",
                                    detail={"field": field, "path": str(path)})  # fmt: skip
-        tmpfs = min(TMP_BYTES, Limits.from_environment(Environment.load()).memory_bytes)  # as the runner's
+        tmpfs = min(TMP_BYTES, (limits or Limits()).memory_bytes)
         return cls(program, repo.resolve(), editable, shown, hidden_holdout, pass_env=pass_env, inputs=outside,
                    runtime=runtime, tmpfs_bytes=tmpfs, identity=identity)  # fmt: skip
 

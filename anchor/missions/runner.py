@@ -252,7 +252,7 @@ def _box(settings: Settings, mission_dir: Path, snapshot: Path, resume: Path | N
     from anchor.fence.sandbox import Sandbox
 
     hidden = [settings.data_dir, *([settings.keystore] if settings.keystore else []), *settings.env.secret_files]
-    box = Sandbox.find(mission_dir, (), tuple(hidden), runtime=runtime)
+    box = Sandbox.find(mission_dir, (), tuple(hidden), runtime=runtime, limits=Limits.from_environment(settings.env))
     return replace(box, read_only=(snapshot.resolve(), *([resume.resolve()] if resume else [])), edits=False)
 
 

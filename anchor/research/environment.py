@@ -37,12 +37,8 @@ _ASK = (
 class Capture:
     """One search's environment capture: the interpreter and lock asked once, the inputs each time."""
 
-    def __init__(self, terms: AttemptContract, repo: Path, image: str | None = None) -> None:
-        """`image`: ANCHOR_IMAGE, the image the command runs in (None: as this process's settings say)."""
-        if image is None:  # the research loop is not handed the settings model yet
-            from anchor.settings.model import Environment as SettingsModel
-
-            image = SettingsModel.load().image
+    def __init__(self, terms: AttemptContract, repo: Path, image: str = "") -> None:
+        """`image`: ANCHOR_IMAGE, the image the command runs in (empty: this host)."""
         self.terms, self.repo, self.image = terms, repo, image
         self._fixed: tuple[str, Lock, str | None, str | None, tuple[Accelerator, ...] | None] | None = None
         if terms.lockfile is not None and not (repo / terms.lockfile).is_file():

@@ -67,6 +67,7 @@ def run_search(settings: Any, options: SearchOptions) -> SearchRun:
     sandbox runtime, running unconfined, the anchoring route, the repository's git configuration, an
     editable file the built-in proposer cannot tune, the held-out data, the sandbox itself. Then the
     contract is pinned and pre-registered, and the search runs."""
+    from anchor.fence.cgroups import Limits
     from anchor.fence.git import Repo
     from anchor.fence.guard import check_git_config
     from anchor.fence.sandbox import check_runtime
@@ -125,14 +126,16 @@ def run_search(settings: Any, options: SearchOptions) -> SearchRun:
     if o.researchers == 1:
         proposer = (
             CommandProposer(o.propose, terms.editable, o.proposer_timeout, work / "runs" / o.researcher / "proposer",
-                            box, o.proposer_network, terms.pass_env)
+                            box, o.proposer_network, terms.pass_env, Limits.from_environment(settings.env))
             if o.propose
             else ParamSearch(terms.editable[0], o.seed, o.researcher)
         )  # fmt: skip
         git_repo = Repo(repo)
         pusher = None if o.push is None else RefPusher(git_repo, o.push, o.researcher)
         limits = SearchLimits(o.max_attempts, o.budget_minutes * 60, o.max_failures)
-        search = Search(git_repo, terms, digest, ledger, work, proposer, o.researcher, limits, both(hook, pusher), box)
+        search = Search(
+            git_repo, terms, digest, ledger, work, proposer, o.researcher, limits, both(hook, pusher), box, settings.env
+        )
         try:
             summary = search.run().__dict__
         finally:
@@ -254,6 +257,7 @@ def sandbox_for(repo: Path, terms: Any, settings: Any, work: Path, runtime: str 
     """The sandbox for this search's attempts, hiding the data dir, the work dir (ledger, other runs),
     every keystore the environment names and the contract's holdout data; `ToolchainMissing` without
     the runtime."""
+    from anchor.fence.cgroups import Limits
     from anchor.fence.sandbox import Sandbox
 
     keystores = list(settings.env.secret_files)
@@ -262,7 +266,14 @@ def sandbox_for(repo: Path, terms: Any, settings: Any, work: Path, runtime: str 
     holdout = terms.hidden_data(repo.resolve())
     inputs = tuple(path for _, path in terms.input_paths(repo))
     return Sandbox.find(
-        repo, terms.editable, (settings.data_dir, work, *keystores), holdout, terms.pass_env, inputs, runtime
+        repo,
+        terms.editable,
+        (settings.data_dir, work, *keystores),
+        holdout,
+        terms.pass_env,
+        inputs,
+        runtime,
+        Limits.from_environment(settings.env),
     )
 
 
