@@ -220,5 +220,9 @@ def _show_progress() -> None:
 
 def _debug() -> bool:
     from anchor.cli.output import environment
+    from anchor.errors import AnchorError
 
-    return bool(environment().debug)
+    try:
+        return bool(environment().debug)
+    except AnchorError:  # a malformed .env or ANCHOR_DEBUG: said where it was first read, not here
+        return False

@@ -153,7 +153,8 @@ def resolve(given: dict[str, Setting] | None = None, near: Path | None = None,
         if key in given and given[key].value is not None:
             out[key] = given[key]
         elif env.raw(variable):
-            out[key] = Setting(str(env.raw(variable)), variable)
+            where = env.source(variable)  # the environment, or a .env file: named
+            out[key] = Setting(str(env.raw(variable)), variable if where == "environment" else f"{variable} in {where}")
         elif key != "data_dir":
             found = next((values for values in files.values() if key in values), None)
             out[key] = Setting(found[key], found["source"]) if found else Setting(None, "default")

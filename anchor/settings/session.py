@@ -77,23 +77,22 @@ LOCAL_CHAIN_STARTS = ("refuse", "until_exit", "keep_running")
 
 @dataclass(frozen=True, slots=True)
 class Settings:
+    """Where a command works, resolved from the command line, the settings model (`env`) and the
+    anchor.toml files: what each `ANCHOR_*` variable means is said once, in anchor.settings.model."""
+
     data_dir: Path
     rpc_url: str | None = None
     keystore: Path | None = None
     local_port: int | None = None
     journal_url: str | None = field(default=None, repr=False)
-    """ANCHOR_JOURNAL_URL: a postgresql:// URL puts the research ledger in PostgreSQL, shared by
-    researchers on many hosts; unset, the ledger is a file in the search's work dir. May carry a
-    password: a secret (never shown, never given to a child process)."""
+    """May carry a password: a secret, never in a repr (ANCHOR_JOURNAL_URL)."""
     read_rpcs: tuple[str, ...] = ()
-    """Every endpoint a verdict is read from (`--rpc-url` given more than once, or ANCHOR_READ_RPCS,
-    comma-separated); a verdict needs a quorum of them to agree. Empty: `rpc_url` (or the local chain)."""
+    """Every endpoint a verdict is read from (`--rpc-url` given more than once, or ANCHOR_READ_RPCS);
+    empty: `rpc_url` (or the local chain)."""
     service_urls: tuple[str, ...] = ()
-    """ANCHOR_SERVICE_URLS: the anchoring services every writer stamps through when no `--service` is
-    given (anchor.anchoring.stamper.Stamper.from_settings); empty: the key here."""
+    """The services every writer stamps through (ANCHOR_SERVICE_URLS; anchor.anchoring.stamper)."""
     browser_rpc_urls: tuple[str, ...] = ()
-    """ANCHOR_BROWSER_RPC_URL (comma-separated): the endpoints the /verify page is told to read; empty:
-    the read endpoints, else the RPC URL (api.routes.browser_verify)."""
+    """The endpoints the /verify page is told to read (ANCHOR_BROWSER_RPC_URL; api.routes.browser_verify)."""
     offline: bool = False
     """`verify --offline`: verdicts come from sealed proofs and `trusted_blocks` alone; no socket is opened."""
     trusted_blocks: tuple[tuple[int | None, int, str], ...] = ()

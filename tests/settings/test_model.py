@@ -34,11 +34,18 @@ def test_the_environment_beats_a_dotenv_file_which_beats_the_default(tmp_path: P
 
 
 def test_config_show_names_a_dotenv_file_as_the_source_of_its_values(tmp_path: Path) -> None:
-    (tmp_path / ".env").write_text("ANCHOR_LOG_WINDOW=500\nANCHOR_RPC_URL=http://dotenv:8545\n")
+    """The order, first match wins: an option, the environment, a `.env` file, an anchor.toml, the default."""
+    dotenv = (tmp_path / ".env").resolve()
+    dotenv.write_text("ANCHOR_LOG_WINDOW=500\nANCHOR_RPC_URL=http://dotenv:8545\nANCHOR_LOCAL_PORT=19001\n")
+    (tmp_path / "anchor.toml").write_text('rpc_url = "http://file:8545"\nlocal_port = 19002\nkeystore = "k.json"\n')
     env = _clean(XDG_CONFIG_HOME=str(tmp_path / "home"), ANCHOR_RPC_URL="http://env:8545")
     result = run_anchor(["config", "show", "--json"], env, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     shown = json.loads(result.stdout)
+    assert shown["settings"]["local_port"] == {"value": "19001", "source": f"ANCHOR_LOCAL_PORT in {dotenv}"}
+    assert shown["settings"]["keystore"]["source"] == str((tmp_path / "anchor.toml").resolve())
+    flag = run_anchor(["--rpc-url", "http://flag:8545", "config", "show", "--json"], env, cwd=tmp_path)
+    assert json.loads(flag.stdout)["settings"]["rpc_url"] == {"value": "http://flag:8545", "source": "--rpc-url"}
     assert shown["variables"]["ANCHOR_LOG_WINDOW"] == {
         "set": True,
         "value": "500",
