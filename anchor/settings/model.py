@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, Generic, TypeVar, cast, overload
 
 from anchor.errors import BadInput
 
@@ -626,7 +626,7 @@ class Environment:
     ) -> None:
         self._raw = {k: v for k, v in (values or {}).items() if k.startswith(PREFIX)}
         self._sources = dict(sources or {})
-        self._parsed: dict[str, Any] = {}
+        self._parsed: dict[str, object] = {}
         self.dotenv = dotenv
         """The `.env` file these values were read from in part, if any."""
         self.no_color = False
@@ -663,7 +663,7 @@ class Environment:
     def value(self, field: Var[T]) -> T:
         """`field`'s value here (parsed once, on first use): its default when unset."""
         if field.name in self._parsed:
-            return self._parsed[field.name]  # type: ignore[no-any-return]
+            return cast(T, self._parsed[field.name])
         raw = self._raw.get(field.variable)
         parsed = field.default if raw is None or raw == "" and not field.empty else field.parse(field.variable, raw)
         self._parsed[field.name] = parsed
