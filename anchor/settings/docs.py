@@ -25,7 +25,9 @@ _CHILD_MEANINGS = {
 KINDS = {
     "text": "text",
     "stripped": "text",
+    "url": "URL",
     "url_base": "URL",
+    "port": "port",
     "path": "path",
     "listed": "list (comma-separated)",
     "secret": "secret",

@@ -83,6 +83,16 @@ def path(variable: str, raw: str) -> Path:
     return Path(raw)
 
 
+def url(variable: str, raw: str) -> str:
+    return raw
+
+
+def port(variable: str, raw: str) -> int:
+    if not raw.isdigit() or not 0 < int(raw) < 65536:
+        raise BadInput(f"{variable}={raw!r}: expected a port number", detail={"variable": variable})
+    return int(raw)
+
+
 def listed(variable: str, raw: str) -> tuple[str, ...]:
     """A comma-separated list, blanks dropped."""
     return tuple(part.strip() for part in raw.split(",") if part.strip())
@@ -171,8 +181,8 @@ class Environment:
     __slots__ = ("_raw", "_sources", "_parsed", "dotenv", "no_color")
 
     # -- where: the data dir, the chain, the journal
-    data_dir: Var[str | None] = Var(
-        text,
+    data_dir: Var[Path | None] = Var(
+        path,
         None,
         "CLI, API",
         "data directory: journal, deployments, proofs, the local chain (`--data-dir`)",
@@ -182,7 +192,7 @@ class Environment:
         ),
     )
     rpc_url: Var[str | None] = Var(
-        text,
+        url,
         None,
         "CLI, API",
         "an EVM JSON-RPC URL (`--rpc-url`); unset: the embedded local chain",
@@ -198,8 +208,8 @@ class Environment:
         ),
         shown="unset: one endpoint",
     )
-    local_port: Var[str | None] = Var(
-        text,
+    local_port: Var[int | None] = Var(
+        port,
         None,
         "CLI, API",
         "port for a *new* start of the local chain; a running one is found through its record in the data directory",

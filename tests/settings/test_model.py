@@ -102,6 +102,8 @@ def test_a_dotenv_line_that_is_not_an_assignment_is_refused_with_its_file_and_li
         ("ANCHOR_LEDGER_NAME", "", None),
         ("ANCHOR_ATTEMPT_PROCESSES", "64", 64),
         ("ANCHOR_PROJECT_ROOT", "/src", Path("/src")),
+        ("ANCHOR_LOCAL_PORT", "18545", 18545),
+        ("ANCHOR_DATA_DIR", "d", Path("d")),
     ],
 )
 def test_each_variable_reads_as_it_did_before_the_model(variable: str, raw: str, expected: object) -> None:
