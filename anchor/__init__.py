@@ -36,13 +36,14 @@ if TYPE_CHECKING:
     from anchor.proof.receipt import Receipt
     from anchor.readback.verdict_json import AnchorRow, BundleRan, LaterStamp, PendingRow, Quorum
     from anchor.sealing.make import SealedProof
+    from anchor.settings.model import Environment
     from anchor.settings.session import Settings
 
 __all__ = [
     # what a script calls
     "hash", "prove", "retract", "seal", "stamp", "upgrade", "verify",
     # what it makes and what it gets back
-    "DataDir", "PendingProof", "Policy", "ProofFile", "Receipt", "Retraction", "SealedProof", "Settings", "Stamped",
+    "DataDir", "Environment", "PendingProof", "Policy", "ProofFile", "Receipt", "Retraction", "SealedProof", "Settings", "Stamped",
     "Stamper", "Upgraded", "VerdictStatus", "Verification", "Verifier",
     # the parts of a verdict (`Verification`'s JSON fields)
     "AnchorRow", "BundleRan", "LaterStamp", "PendingRow", "Quorum",
@@ -62,7 +63,7 @@ _LAZY = {
     "Upgraded": "anchor.anchoring.client", "Settings": "anchor.settings.session",
     "Verifier": "anchor.library.verifier", "Policy": "anchor.library.verifier",
     "Verification": "anchor.library.verifier", "VerdictStatus": "anchor.library.verifier",
-    "DataDir": "anchor.layout",
+    "DataDir": "anchor.layout", "Environment": "anchor.settings.model",
     **dict.fromkeys(("AnchorRow", "BundleRan", "LaterStamp", "PendingRow", "Quorum"), "anchor.readback.verdict_json"),
     "ProofFile": "anchor.proof.file", "PendingProof": "anchor.proof.file", "Receipt": "anchor.proof.receipt",
     **dict.fromkeys(("AnchorError", "BadInput", "ChainUnreachable", "NotAnchored", "NotFinal", "Pending",

@@ -95,7 +95,7 @@ def create_app(settings: Settings | None = None, config: ApiConfig | None = None
     # bundle pages; 8 ms at 1 ms: benchmarks/hostile_bench.py --bundle-page). Process-wide, and this
     # process is the server.
     sys.setswitchinterval(0.001)
-    reader = ChainReader(settings or Settings.from_env())
+    reader = ChainReader(settings or Settings.load())
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -128,7 +128,7 @@ def create_app(settings: Settings | None = None, config: ApiConfig | None = None
         description="Verify anchored research results against a live chain read; submit manifests for anchoring.",
     )
     app.state.settings = reader.settings
-    app.state.config = config or ApiConfig.from_env()
+    app.state.config = config or ApiConfig.from_environment(reader.settings.env)
     app.state.reader = reader
     app.state.funded_address = None
     app.state.calendar_buckets = calendar.Buckets(app.state.config.calendar_rate, app.state.config.calendar_burst)

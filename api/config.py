@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict
 
 from anchor.errors import BadInput
 from anchor.ingest.archive import ArchiveLimits
-from anchor.settings.env import env
+from anchor.settings.model import Environment
 
 SCOPES = frozenset({"submit", "relay", "admin"})
 """submit: manifests, bundles, missions; relay: signed lineage records; admin: everything."""
@@ -42,10 +42,19 @@ class ApiConfig(BaseModel):
     """Seconds a request body may go without a byte before the request ends with 408 (api.protocol)."""
     token_scopes: dict[str, frozenset[str]] = {}
     """Token hash → its scopes (submit, relay, admin); a token configured without scopes has them all."""
+    header_timeout_s: float = 10.0
+    """Seconds a connection may take to send a request's headers (api.protocol)."""
+    max_connections: int = 1024
+    """Open connections before the slowest is closed (api.protocol; kept below the open-file limit)."""
+    decode_queue: int = 8
+    decode_per_client: int = 2
+    """Decodes queued in all, and per client address, before 429 (api.offload)."""
 
     @classmethod
-    def from_env(cls) -> ApiConfig:
-        raw = list(env().api_tokens)
+    def from_environment(cls, env: Environment) -> ApiConfig:
+        """The service's configuration from the settings model (anchor.settings.model), which the door
+        that starts the service read once."""
+        raw = list(env.api_tokens)
         bad = [t for t in raw if not _HASH.match(t)]
         if bad:
             raise BadInput(
@@ -56,15 +65,15 @@ class ApiConfig(BaseModel):
         for entry in raw:
             digest, _, named = entry.removeprefix("sha256:").partition("/")
             scopes[digest] = frozenset(named.split("+")) if named else SCOPES
-        return cls(
-            token_hashes=frozenset(scopes),
-            token_scopes=scopes,
-            max_request_bytes=env().api_max_request_bytes,
-            flush_after_submit=env().api_flush,
-            flush_interval_s=env().api_flush_interval_s,
-            calendar=env().calendar,
-            calendar_rate=env().calendar_rate,
-            calendar_burst=env().calendar_burst,
-            calendar_queue=env().calendar_queue,
-            body_timeout_s=env().api_body_timeout_s,
-        )
+        given = {field: getattr(env, setting) for field, setting in FROM_SETTINGS.items()}
+        return cls(token_hashes=frozenset(scopes), token_scopes=scopes, **given)
+
+
+FROM_SETTINGS = {
+    "max_request_bytes": "api_max_request_bytes", "flush_after_submit": "api_flush",
+    "flush_interval_s": "api_flush_interval_s", "calendar": "calendar", "calendar_rate": "calendar_rate",
+    "calendar_burst": "calendar_burst", "calendar_queue": "calendar_queue", "body_timeout_s": "api_body_timeout_s",
+    "header_timeout_s": "api_header_timeout_s", "max_connections": "api_max_connections",
+    "decode_queue": "api_decode_queue", "decode_per_client": "api_decode_per_client",
+}  # fmt: skip
+"""Each field of the configuration and the setting (anchor.settings.model.Environment) it is read from."""

@@ -142,7 +142,7 @@ def receipt_signer(app: FastAPI, chain_id: int) -> ReceiptSigner:
             from anchor.anchoring.receipts import load_receipt_signer
             from anchor.chain.keys import load_signer
 
-            funded = load_signer(chain_id).address
+            funded = load_signer(chain_id, None, app.state.settings.env).address
             signer = load_receipt_signer(app.state.settings, funded)
             app.state.funded_address = funded
             app.state.receipt_signer = signer

@@ -43,10 +43,13 @@ def start_decoder() -> ProcessPoolExecutor:
     )
 
 
-def _bounds() -> tuple[int, int]:
-    from anchor.settings.env import env
+def _bounds(app: FastAPI) -> tuple[int, int]:
+    """(decodes queued in all, per client) before 429: the app's configuration (api.config), or its
+    defaults for an app made without one."""
+    from api.config import ApiConfig
 
-    return env().api_decode
+    config = getattr(app.state, "config", None) or ApiConfig()
+    return config.decode_queue, config.decode_per_client
 
 
 async def decode(
@@ -68,7 +71,7 @@ async def decode(
 
     from anchor.errors import RateLimited
 
-    queue, per_client = _bounds()
+    queue, per_client = _bounds(app)
     state = app.state.__dict__.setdefault("decoding", {"total": 0, "by": Counter()})
     full = not inline and state["total"] >= queue
     if full or (client is not None and state["by"][client] >= per_client):

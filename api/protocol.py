@@ -27,19 +27,21 @@ from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from anchor.settings.env import env
-
 _FD_MARGIN = 64
 
 
-def header_timeout_s() -> float:
-    return env().api_header_timeout_s
+def _config(app: Any) -> Any:
+    """The served app's configuration (api.config.ApiConfig, which `create_app` built from the settings
+    model), or its defaults for an app made without one: uvicorn makes this protocol from a name, so
+    the configuration comes with the app it serves, not as an argument."""
+    from api.config import ApiConfig
+
+    return getattr(getattr(app, "state", None), "config", None) or ApiConfig()
 
 
-def max_connections() -> int:
+def max_connections(wanted: int) -> int:
     """The cap, never more than the open-file limit allows (each connection is a descriptor)."""
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-    wanted = env().api_max_connections
     return max(16, min(wanted, soft - _FD_MARGIN)) if soft != resource.RLIM_INFINITY else wanted
 
 
@@ -53,8 +55,9 @@ class DeadlineProtocol(HttpToolsProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._deadline: asyncio.TimerHandle | None = None
-        self._header_s = header_timeout_s()
-        self._cap = max_connections()
+        config = _config(self.config.app)
+        self._header_s = float(config.header_timeout_s)
+        self._cap = max_connections(config.max_connections)
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)

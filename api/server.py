@@ -107,7 +107,7 @@ def serve(settings: Settings, options: ServeOptions) -> None:
     from api.app import create_app
     from api.config import ApiConfig
 
-    config = ApiConfig.from_env()
+    config = ApiConfig.from_environment(settings.env)
     if options.calendar:
         config = config.model_copy(update={"calendar": True})
     private_dir(settings.data_dir)
@@ -162,7 +162,7 @@ def serve_index(settings: Settings, options: IndexOptions) -> None:
         confirmations=options.confirmations, browser_rpc_url=options.browser_rpc_url, claims=options.claims,
         repo=options.repo,
     )  # fmt: skip
-    site = open_site(site_options, progress=progress_to_stderr)
+    site = open_site(site_options, progress=progress_to_stderr, env=settings.env)
     report = site.follower.sync()
     counts = site.follower.store.counts()
     site.follower.store.close()
@@ -174,7 +174,9 @@ def serve_index(settings: Settings, options: IndexOptions) -> None:
         f" {', '.join(site.browser_rpc_urls) or 'nothing: pass --browser-rpc-url'})\n"
         + "".join(f"  outvoted: {url} said {said}\n" for url, said in report.disagreeing.items())
     )
-    served = open_site(site_options.model_copy(update={"index": site.path}))  # the options as an object
+    served = open_site(
+        site_options.model_copy(update={"index": site.path}), env=settings.env
+    )  # the options as an object
     uvicorn.run(create_index_app(served), host=options.host, port=options.port, log_level="warning",
                 **proxies(options.forwarded_allow_ips))  # fmt: skip
 

@@ -25,22 +25,26 @@ from anchor.manifest.listed import ListedFile
 from anchor.proof.file import PendingProof, ProofFile, ServiceAnchor, load_any, write_proof
 from anchor.proof.receipt import Receipt, check_receipt, parse_receipt
 from anchor.readback.services import URL_PATTERN, Service, call, clean_url, error_of, fetch_anchor, service_info
+from anchor.settings.model import Environment
 
 log = logging.getLogger("anchor.progress")
 
 
 def services_from(
-    urls: Sequence[str] | None, allow_insecure_token: bool = False, given_as: str | None = None
+    urls: Sequence[str] | None,
+    allow_insecure_token: bool = False,
+    given_as: str | None = None,
+    env: Environment | None = None,
 ) -> list[Service]:
     """`--service URL` (repeatable), else ANCHOR_SERVICE_URLS (comma-separated). The token comes from
     ANCHOR_SERVICE_TOKEN: one token for these configured services, or `URL=TOKEN` pairs separated by
     commas. Tokens are never taken from the command line (where `ps` shows them), and never sent over
-    plain http to a host other than this machine unless `allow_insecure_token`."""
-    from anchor.settings.env import env
-
-    given = list(urls or []) or list(env().service_urls)
+    plain http to a host other than this machine unless `allow_insecure_token`. `env`: the settings
+    model these variables come from (the defaults when None)."""
+    env = Environment() if env is None else env
+    given = list(urls or []) or list(env.service_urls)
     given_as = given_as or ("services" if urls else "ANCHOR_SERVICE_URLS")
-    tokens = _tokens()
+    tokens = _tokens(env)
     found = []
     for url in given:
         clean = clean_url(url, given_as)
@@ -74,12 +78,11 @@ def _private_way(url: str) -> bool:
         return False
 
 
-def _tokens() -> dict[str, str]:
-    from anchor.settings.env import env
-
-    raw = env().service_token
-    if not raw:
+def _tokens(env: Environment) -> dict[str, str]:
+    """ANCHOR_SERVICE_TOKEN, by service URL ("*": one token for every configured service)."""
+    if env.service_token is None:
         return {}
+    raw = env.service_token.get_secret_value()
     pairs = [part.strip() for part in raw.split(",") if part.strip()]
     if len(pairs) == 1 and not re.match(r"^https?://", pairs[0]):
         return {"*": pairs[0]}
@@ -248,7 +251,7 @@ def upgrade(proof_path: Path, settings: Any, services: Sequence[Service] = ()) -
             added.append(anchor)
     new_receipts: list[Receipt] = []
     unreached = list(found.unreached or ())
-    configured, named = {s.url: s for s in services}, _tokens()
+    configured, named = {s.url: s for s in services}, _tokens(settings.env)
     held = {r.url for r in found.receipts or ()}
     retry = [configured.get(u) or Service(u, named.get(u)) for u in unreached if u in configured or u in held]
     ignored = tuple(u for u in unreached if u not in configured and u not in held)

@@ -57,7 +57,7 @@ def deploy(settings: Settings) -> Deployed:
     if existing is not None and existing.address == canonical_address():
         record, status = existing, "already deployed"
     else:
-        signer = load_signer(handle.chain_id, settings.keystore)
+        signer = load_signer(handle.chain_id, settings.keystore, settings.env)
         record = deploy_registry(handle.w3, handle.chain_id, signer, compile_registry(), settings.data_dir)
         status = "deployed" if record.tx_hash else "already on this chain (recorded; nothing sent)"
     name = CONTRACTS[version_of(record.code_hash) or LATEST]

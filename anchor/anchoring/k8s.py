@@ -83,7 +83,7 @@ def check_service_url(url: str) -> None:
                        detail={"field": "service_url"})  # fmt: skip
 
 
-def token_env(secret: str) -> dict[str, Any]:
+def token_variable(secret: str) -> dict[str, Any]:
     """ANCHOR_SERVICE_TOKEN from one key (`token`) of one Secret: never `envFrom` a whole Secret, which
     would hand the pod whatever else was put in it (a funded key, a journal URL)."""
     return {"name": "ANCHOR_SERVICE_TOKEN", "valueFrom": {"secretKeyRef": {"name": secret, "key": "token"}}}

@@ -19,7 +19,6 @@ from typing import Any
 from anchor.errors import BadInput
 from anchor.layout import DataDir
 from anchor.proof.receipt import SERVICE_NAME, Receipt, signing_hash
-from anchor.settings.env import env
 from anchor.settings.session import Settings
 
 
@@ -97,10 +96,10 @@ def load_receipt_signer(settings: Settings, funded_address: str | None = None) -
 
     from anchor.files import private_dir
 
-    env_key = env().receipt_key
+    env_key = settings.env.receipt_key
     if env_key:
         try:
-            account = Account.from_key(env_key)
+            account = Account.from_key(env_key.get_secret_value())
         except Exception:  # noqa: BLE001 - any message could echo the key
             raise BadInput("ANCHOR_RECEIPT_KEY is not a valid secp256k1 private key") from None
     else:
@@ -158,7 +157,7 @@ def service_name(settings: Settings) -> str:
     """ANCHOR_SERVICE_NAME, else the public URL `anchor serve` recorded, else "anchor service"."""
     from anchor.chain.explorer import service_record
 
-    name = env().service_name
+    name = settings.env.service_name
     if not name:
         try:
             name = str(json.loads(service_record(settings.data_dir).read_text())["public_url"])

@@ -119,7 +119,7 @@ def _retract_root(settings: Settings, target: Path, text: str, whole_batch: bool
     if record is None:
         raise NotAnchored(f"root {proof.batch.root} is not anchored by the transaction the proof names",
                           detail={"root": proof.batch.root})  # fmt: skip
-    signer = load_signer(handle.chain_id, settings.keystore)
+    signer = load_signer(handle.chain_id, settings.keystore, settings.env)
     if record.submitter.lower() != signer.address.lower():
         raise Conflict(
             f"root {proof.batch.root} was anchored by {record.submitter}, and your key is {signer.address}: only"
@@ -173,8 +173,8 @@ def _retract_lineage(settings: Settings, commit: str, text: str) -> Retraction:
 
     handle = open_chain(settings)
     registry = open_registry(settings, handle)
-    signer = load_signer(handle.chain_id, settings.keystore)
-    researcher = load_researcher()
+    signer = load_signer(handle.chain_id, settings.keystore, settings.env)
+    researcher = load_researcher(settings.env)
     owner = researcher or signer
     key = commit_key(commit)
     record = registry.lineage(key, owner.address)

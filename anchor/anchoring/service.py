@@ -18,7 +18,6 @@ from anchor.journal.reads import item_with_effect, record_proof_errors
 from anchor.journal.status import Status, journal_status
 from anchor.journal.store import Journal
 from anchor.journal.submit import Submission, Submitted, proof_paths, submit_many
-from anchor.settings.env import env
 from anchor.settings.session import Settings
 
 if TYPE_CHECKING:
@@ -45,8 +44,8 @@ class AnchorService:
         self.runner = EffectRunner(
             journal,
             registry,
-            load_signer(handle.chain_id, settings.keystore),
-            runner_config(handle.chain_id),
+            load_signer(handle.chain_id, settings.keystore, settings.env),
+            runner_config(handle.chain_id, settings),
             on_confirmed=self._write_proofs,
         )
 
@@ -112,7 +111,7 @@ class AnchorService:
         directory; on PostgreSQL a lease with a fencing token per chain and registry, so replicas on
         several hosts take turns, and one that stalls past its lease cannot commit afterwards."""
         name = f"flush:{self.chain_id}:{self.registry.address.lower()}"
-        with self.journal.exclusive(name, ttl_s=env().lease_s):
+        with self.journal.exclusive(name, ttl_s=self.settings.env.lease_s):
             self.runner.open_batches(max_items, max_age_s)
             report = self.runner.run(progress=progress)
         self.journal.compact_counts()  # PostgreSQL's count rows, one per state again (anchor.journal.pg)
@@ -128,18 +127,17 @@ class AnchorService:
         self.journal.close()
 
 
-def runner_config(chain_id: int) -> RunnerConfig:
+def runner_config(chain_id: int, settings: Settings) -> RunnerConfig:
     """The effect runner's knobs for `chain_id`: the chain preset's confirmation depth unless
     ANCHOR_CONFIRMATIONS says otherwise, the stuck-transaction delay and the fee cap. Read here, not in
     the journal, so that the store never reads settings."""
     from anchor.chain.presets import DEFAULT_CONFIRMATIONS, PRESETS
 
     preset = PRESETS.get(chain_id)
-    given = env().confirmations
+    env = settings.env
+    given = env.confirmations
     depth = given if given is not None else preset.confirmations if preset else DEFAULT_CONFIRMATIONS
-    stuck = env().stuck_after_s
-    cap = env().max_fee_wei
-    quiet = env().quiet_blocks_s
+    stuck, cap, quiet = env.stuck_after_s, env.max_fee_wei, env.quiet_blocks_s
     return RunnerConfig(confirmations=depth, stuck_after_s=stuck, max_fee_cap=cap or None, quiet_blocks_s=quiet)
 
 
@@ -157,7 +155,7 @@ def _redeploy_local(settings: Settings, handle: ChainHandle) -> Registry:
     record = deploy(
         handle.w3,
         handle.chain_id,
-        load_signer(handle.chain_id),
+        load_signer(handle.chain_id, None, settings.env),
         compile_registry(),
         settings.data_dir,
     )

@@ -140,14 +140,14 @@ class Stamper(ABC):
         refuse: no process left behind unasked)."""
         from anchor.anchoring.client import services_from
 
-        settings = settings or Settings.from_env()
+        settings = settings or Settings.load()
         if start_chain:
             settings = replace(settings, local_chain_start="until_exit")
         urls = list(services or ()) or list(settings.service_urls)
         if not urls:
             return KeyStamper(settings)
         given_as = "services" if services else "ANCHOR_SERVICE_URLS"  # what a refusal names
-        return ServiceStamper(settings, services_from(urls, allow_insecure_token, given_as))
+        return ServiceStamper(settings, services_from(urls, allow_insecure_token, given_as, settings.env))
 
     @property
     def through_services(self) -> bool:
@@ -370,7 +370,7 @@ class KeyStamper(Stamper):
         service.submit([*subs, Submission(head, {}, proof_path=head_proof)])
         # with a researcher key (ANCHOR_RESEARCHER_KEY), each record is signed by the researcher and
         # relayed: the signer, not whoever pays, is the record's researcher
-        researcher = load_researcher()
+        researcher = load_researcher(self.settings.env)
         registry = service.registry
         for fields in lineage:
             signed = None if researcher is None else signed_lineage(researcher, registry.chain_id,
@@ -386,7 +386,7 @@ class KeyStamper(Stamper):
 
         service = self._open()
         registry = service.registry
-        researcher = load_researcher()
+        researcher = load_researcher(self.settings.env)
         signed = None if researcher is None else signed_lineage(researcher, registry.chain_id, registry.address, fields)
         effect = service.runner.open_lineage(*fields, signed=signed)
         report = service.flush()
@@ -476,14 +476,14 @@ class ServiceStamper(Stamper):
 
     def complete(self, proofs: Sequence[Path], wait_s: float | None = None) -> dict[Path, Upgraded | AnchorError]:
         from anchor.anchoring.client import upgrade_when_anchored
-        from anchor.settings.env import env
 
-        return upgrade_when_anchored(proofs, self.settings, env().upgrade_wait_s if wait_s is None else wait_s)
+        wait_s = self.settings.env.upgrade_wait_s if wait_s is None else wait_s
+        return upgrade_when_anchored(proofs, self.settings, wait_s)
 
     def _researcher(self) -> Any:
         from anchor.chain.keys import load_researcher
 
-        researcher = load_researcher()
+        researcher = load_researcher(self.settings.env)
         if researcher is None:
             raise BadInput(
                 "research through a service: set ANCHOR_RESEARCHER_KEY (or ANCHOR_RESEARCHER_KEYSTORE): each kept"

@@ -15,6 +15,8 @@ from anchor.settings.session import endpoint_of as redact_url
 if TYPE_CHECKING:
     from web3 import Web3
 
+    from anchor.settings.model import Environment
+
 
 def browser_rpc_url(url: str | None) -> str | None:
     """A URL a browser may be given: without credentials, a path or a query (where hosted providers put
@@ -59,9 +61,10 @@ def rpc_of(w3: Web3) -> Rpc:
     return rpc
 
 
-def reach(rpc_url: str) -> tuple[Rpc, int]:
-    """(reader, chain id) for `rpc_url`; raises `ChainUnreachable` if it does not answer."""
-    rpc = Rpc(rpc_url)
+def reach(rpc_url: str, env: Environment | None = None) -> tuple[Rpc, int]:
+    """(reader, chain id) for `rpc_url`, its retries and timeouts from `env` (anchor.settings.model; the
+    defaults when None); raises `ChainUnreachable` if it does not answer."""
+    rpc = Rpc(rpc_url, env)
     try:
         chain_id = rpc.chain_id()
     except ChainUnreachable:
@@ -74,7 +77,7 @@ def reach(rpc_url: str) -> tuple[Rpc, int]:
     return rpc, chain_id
 
 
-def connect(rpc_url: str) -> tuple[Web3, int]:
+def connect(rpc_url: str, env: Environment | None = None) -> tuple[Web3, int]:
     """(web3, chain id) for `rpc_url`, for writes; raises `ChainUnreachable` if it does not answer."""
-    rpc, chain_id = reach(rpc_url)
+    rpc, chain_id = reach(rpc_url, env)
     return web3_for(rpc), chain_id

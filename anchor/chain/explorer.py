@@ -23,12 +23,11 @@ def service_record(data_dir: Path) -> Path:
     return DataDir(data_dir).service_record
 
 
-def local_explorer(data_dir: Path | None = None) -> str:
-    """Where the built-in explorer pages are served for this data directory."""
-    from anchor.settings.env import env
-
-    if env().explorer_url:
-        return str(env().explorer_url)
+def local_explorer(data_dir: Path | None = None, explorer_url: str | None = None) -> str:
+    """Where the built-in explorer pages are served for this data directory: `explorer_url`
+    (ANCHOR_EXPLORER_URL) when given, else the public URL `anchor serve` recorded, else the default."""
+    if explorer_url:
+        return explorer_url
     if data_dir is not None:
         try:
             return str(json.loads(service_record(data_dir).read_text())["public_url"]).rstrip("/")
@@ -45,10 +44,12 @@ def links(
     address: str | None = None,
     page: str | None = None,
     data_dir: Path | None = None,
+    explorer_url: str | None = None,
 ) -> dict[str, str]:
-    """Explorer URLs for the given tx, block and address; on the local chain, the built-in `page`."""
+    """Explorer URLs for the given tx, block and address; on the local chain, the built-in `page`
+    (served at `explorer_url`, ANCHOR_EXPLORER_URL, or where `anchor serve` recorded)."""
     if chain_id == LOCAL_CHAIN_ID:
-        return {"page": f"{local_explorer(data_dir)}{page}"} if page else {}
+        return {"page": f"{local_explorer(data_dir, explorer_url)}{page}"} if page else {}
     base = EXPLORERS.get(chain_id)
     if base is None:
         return {}

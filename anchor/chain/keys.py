@@ -17,6 +17,9 @@ from typing import Any
 
 from anchor.chain.node import LOCAL_CHAIN_ID
 from anchor.errors import BadInput
+from anchor.settings.model import Environment
+
+SIGNATURE_TTL_S = Environment.signature_ttl_s.default
 
 # anvil's first development account: published in anvil's own banner, worthless on any real chain.
 _ANVIL_DEV_KEY = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80"
@@ -31,9 +34,9 @@ class Signer:
     py_ecc builds BLS pairing tables), which a flush or a stamp must not pay. Made from an
     eth_account account (a keystore), it uses that."""
 
-    __slots__ = ("_secret", "_loaded", "address", "source")
+    __slots__ = ("_secret", "_loaded", "address", "source", "ttl_s")
 
-    def __init__(self, account: Any, source: str) -> None:
+    def __init__(self, account: Any, source: str, ttl_s: int = SIGNATURE_TTL_S) -> None:
         if isinstance(account, bytes):
             self._secret: bytes | None = account
             self._loaded: Any = None
@@ -41,6 +44,8 @@ class Signer:
         else:
             self._secret, self._loaded, self.address = None, account, account.address
         self.source = source
+        self.ttl_s = ttl_s
+        """How long what it signs stays valid (ANCHOR_SIGNATURE_TTL_S): its EIP-712 deadline."""
 
     @property
     def _account(self) -> Any:
@@ -82,7 +87,7 @@ class Signer:
         """An EIP-712 signed retraction (anchor.chain.signed.SignedRetraction) of this account's record."""
         from anchor.chain.signed import sign_retraction
 
-        return sign_retraction(self._account, chain_id, registry, commit, reason)
+        return sign_retraction(self._account, chain_id, registry, commit, reason, self.ttl_s)
 
     def __repr__(self) -> str:
         return f"Signer(address={self.address}, source={self.source})"
@@ -90,20 +95,23 @@ class Signer:
     __str__ = __repr__
 
 
-def load_signer(chain_id: int, keystore: Path | None = None) -> Signer:
-    """The signer for `chain_id`. On a malformed key or keystore raises `BadInput` without the secret."""
-    found = _from_env("ANCHOR_PRIVATE_KEY", "ANCHOR_KEYSTORE", keystore)
+def load_signer(chain_id: int, keystore: Path | None = None, env: Environment | None = None) -> Signer:
+    """The signer for `chain_id` as `env` configures it (ANCHOR_PRIVATE_KEY, or `keystore` or
+    ANCHOR_KEYSTORE with its password; None: no key configured). On a malformed key or keystore raises
+    `BadInput` without the secret."""
+    env = Environment() if env is None else env
+    found = _configured(env, "private_key", keystore)
     if found is not None:
         return found
     if chain_id == LOCAL_CHAIN_ID:
-        return Signer(bytes.fromhex(_ANVIL_DEV_KEY[2:]), "anvil-dev-account")
+        return Signer(bytes.fromhex(_ANVIL_DEV_KEY[2:]), "anvil-dev-account", env.signature_ttl_s)
     raise BadInput(f"no signing key for chain {chain_id}: set ANCHOR_PRIVATE_KEY or ANCHOR_KEYSTORE")
 
 
-def load_researcher() -> Signer | None:
-    """The researcher's own key, if one is configured; None means records are sent directly (the
+def load_researcher(env: Environment) -> Signer | None:
+    """The researcher's own key, if `env` configures one; None means records are sent directly (the
     researcher is then whoever pays)."""
-    return _from_env("ANCHOR_RESEARCHER_KEY", "ANCHOR_RESEARCHER_KEYSTORE", None)
+    return _configured(env, "researcher_key", None)
 
 
 def address_of(secret: bytes) -> str:
@@ -118,20 +126,19 @@ def address_of(secret: bytes) -> str:
     return checksum_address(keccak256(public)[-20:].hex())
 
 
-def _from_env(key_var: str, keystore_var: str, keystore: Path | None) -> Signer | None:
-    from anchor.settings.env import env
-
-    env_key, configured, password = env().key_source(key_var, keystore_var)
+def _configured(env: Environment, key: str, keystore: Path | None) -> Signer | None:
+    given, configured, secret, key_var, password_var = env._key_source(key)
     keystore = keystore or configured
-    if env_key:
+    password = None if secret is None else secret.get_secret_value()
+    if given:
         try:  # as eth_account reads a key: 64 hex digits, with or without 0x
-            return Signer(bytes.fromhex(env_key.removeprefix("0x")), f"env:{key_var}")
+            value = given.get_secret_value()
+            return Signer(bytes.fromhex(value.removeprefix("0x")), f"env:{key_var}", env.signature_ttl_s)
         except Exception:  # noqa: BLE001 - any message could echo the key; say only which input failed
             raise BadInput(f"{key_var} is not a valid secp256k1 private key") from None
     if keystore is not None:
         from eth_account import Account
 
-        password_var = f"{keystore_var}_PASSWORD"
         if password is None:
             raise BadInput(f"{keystore}: set {password_var} to decrypt the keystore")
         try:
@@ -139,7 +146,8 @@ def _from_env(key_var: str, keystore_var: str, keystore: Path | None) -> Signer 
         except (OSError, ValueError):
             raise BadInput(f"{keystore}: not a readable keystore JSON file") from None
         try:
-            return Signer(Account.from_key(Account.decrypt(encrypted, password)), f"keystore:{keystore}")
+            account = Account.from_key(Account.decrypt(encrypted, password))
+            return Signer(account, f"keystore:{keystore}", env.signature_ttl_s)
         except Exception:  # noqa: BLE001
             raise BadInput(f"{keystore}: wrong password or corrupt keystore") from None
     return None

@@ -17,7 +17,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from anchor.errors import ChainUnreachable
-from anchor.settings.env import env
 
 if TYPE_CHECKING:
     from anchor.chain.rpc import Rpc
@@ -48,7 +47,7 @@ def scan_logs(
     `stop(found)` is asked after each window; True ends the walk early (a reader that needs one match).
     Raises `ChainUnreachable` when even a one-block window is refused or throttling never ends.
     """
-    size = window or env().log_window(DEFAULT_WINDOW)
+    size = window or (DEFAULT_WINDOW if rpc.log_window is None else max(1, rpc.log_window))
     found: list[dict[str, Any]] = []
     start = max(0, from_block)
     while start <= to_block:

@@ -37,7 +37,7 @@ def open_chain(settings: Settings, *, start_local: bool = False) -> ChainHandle:
     from anchor.chain.node import LocalChain
 
     if settings.rpc_url:
-        rpc, chain_id = reach(settings.rpc_url)
+        rpc, chain_id = reach(settings.rpc_url, settings.env)
         return ChainHandle(rpc, chain_id, settings.rpc_url, local=False)
     chain = LocalChain(settings.data_dir, settings.local_port)
     status = chain.status()
@@ -50,7 +50,7 @@ def open_chain(settings: Settings, *, start_local: bool = False) -> ChainHandle:
             said = port_taken_message(chain.port)
             raise ChainUnreachable(f"the local chain of this data dir is not running, and {said}")
         raise ChainUnreachable("the local chain is not running; start it with `anchor chain up`")
-    rpc, chain_id = reach(chain.rpc_url)
+    rpc, chain_id = reach(chain.rpc_url, settings.env)
     return ChainHandle(rpc, chain_id, chain.rpc_url, local=True)
 
 

@@ -29,7 +29,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from anchor.errors import BadInput, ChainUnreachable
-from anchor.settings.env import env
+from anchor.settings.model import Environment
 from anchor.settings.session import endpoint_of as redact_url
 
 
@@ -279,7 +279,10 @@ def send(
 class Rpc:
     """One endpoint. Thread-safe: each thread keeps its own connection."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, env: Environment | None = None) -> None:
+        """`env`: the settings its retries, backoff, timeout and log window come from (the defaults when
+        None)."""
+        env = Environment() if env is None else env
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             hint = f" (did you mean http://{url}?)" if "://" not in url else ""
@@ -288,9 +291,10 @@ class Rpc:
         self.url = url
         self.shown = redact_url(url)
         self._target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        self.retries = env().rpc_retries
-        self.backoff_s = env().rpc_backoff_s
-        self.timeout_s = env().rpc_timeout_s
+        self.retries = env.rpc_retries
+        self.backoff_s = env.rpc_backoff_s
+        self.timeout_s = env.rpc_timeout_s
+        self.log_window = env.log_window
         self._http = KeptAlive(parts.hostname, parts.port, parts.scheme == "https", self.timeout_s)
         self._ids = iter(range(1, 2**62))
 

@@ -146,14 +146,12 @@ def recover(chain_id: int, registry: str, signed: SignedLineage) -> str:
 def signed_lineage(
     researcher: Any, chain_id: int, registry: str, fields: tuple[bytes, bytes, bytes, bytes, bool]
 ) -> Any:
-    """The researcher's EIP-712 signature over one lineage record, valid for ANCHOR_SIGNATURE_TTL_S
-    seconds (default 7 days: a record journaled now is still accepted by a flush next week)."""
+    """The researcher's EIP-712 signature over one lineage record, valid for the signer's `ttl_s`
+    (ANCHOR_SIGNATURE_TTL_S, default 7 days: a record journaled now is still accepted by a flush next week)."""
     import time
 
-    from anchor.settings.env import env
-
     commit, parent, diff_hash, metric_hash, kept = fields
-    deadline = int(time.time()) + env().signature_ttl_s
+    deadline = int(time.time()) + researcher.ttl_s
     record = LineageFields(researcher.address, commit, parent, diff_hash, metric_hash, kept, deadline)
     return researcher.sign_lineage(chain_id, registry, record)
 
@@ -180,13 +178,13 @@ def retraction_digest(
                                RETRACTION_TYPE, message)  # fmt: skip
 
 
-def sign_retraction(account: Any, chain_id: int, registry: str, commit: bytes, reason: bytes) -> SignedRetraction:
-    """Sign a retraction with an eth-account `LocalAccount`, valid for ANCHOR_SIGNATURE_TTL_S seconds."""
+def sign_retraction(
+    account: Any, chain_id: int, registry: str, commit: bytes, reason: bytes, ttl_s: int
+) -> SignedRetraction:
+    """Sign a retraction with an eth-account `LocalAccount`, valid for `ttl_s` (ANCHOR_SIGNATURE_TTL_S)."""
     import time
 
-    from anchor.settings.env import env
-
-    deadline = int(time.time()) + env().signature_ttl_s
+    deadline = int(time.time()) + ttl_s
     signed = account.unsafe_sign_hash(retraction_digest(chain_id, registry, account.address, commit, reason, deadline))
     return SignedRetraction(account.address, commit, reason, deadline, int(signed.v),
                             int(signed.r).to_bytes(32, "big"), int(signed.s).to_bytes(32, "big"))  # fmt: skip

@@ -8,7 +8,6 @@ bytecode. The solc version is the npm `solc` package pinned in package-lock.json
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -24,9 +23,9 @@ from anchor.errors import ToolchainMissing
 def checkout() -> Path | None:
     """The source checkout holding contracts/, foundry/ and node_modules/ (override: ANCHOR_PROJECT_ROOT),
     or None for an installed package: then the committed build (anchor.chain.artifact) is used."""
-    from anchor.settings.env import env
+    from anchor.settings.model import Environment  # a toolchain lookup, before any settings are made
 
-    root = env().project_root or Path(__file__).resolve().parents[2]
+    root = Environment.load().project_root or Path(__file__).resolve().parents[2]
     return root if (root / "foundry" / "foundry.toml").is_file() else None
 
 
@@ -51,8 +50,9 @@ def build_cache() -> Path:
 
 
 def _cache_home() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "anchor"
+    from anchor.settings.config import cache_home
+
+    return cache_home() / "anchor"
 
 
 def tool(name: str) -> Path:

@@ -37,12 +37,13 @@ def main() -> None:
 
 def _answer(argv: list[str]) -> None:
     """The command's answer on stdout or its error on stderr, then `sys.exit` with the code."""
-    from anchor.cli.output import RAN
+    from anchor.cli.output import ENVIRONMENT, RAN
     from anchor.errors import AnchorError, ExitCode
     from anchor.settings import interrupt
 
     as_json = "--json" in argv
-    RAN.clear()  # nothing run yet for this call (the tests run many calls in one process)
+    RAN.clear()  # nothing built yet for this call (the tests run many calls in one process)
+    ENVIRONMENT.clear()  # nor any setting read
     try:
         code = _run(argv)
     except AnchorError as exc:
@@ -57,7 +58,9 @@ def _answer(argv: list[str]) -> None:
 
             first, *rest = map(printable, exc.diagnostic_lines(option))
             if "sizes" in exc.detail:  # a tamper verdict: show it as a diff, not as Python lists
-                color = sys.stderr.isatty() and "NO_COLOR" not in os.environ
+                from anchor.cli.output import environment
+
+                color = sys.stderr.isatty() and not environment().no_color
                 rest = tamper_lines(exc.detail, color)
             elif isinstance(changes := exc.detail.get("changes"), list):  # a run's changes (anchor.mlflow): one a line
                 changed = [f"  ~ {printable(str(change))}" for change in changes]
@@ -177,6 +180,10 @@ def _usage_exit(exc: Exception, as_json: bool) -> None:
 
 
 def _debug() -> bool:
-    from anchor.settings.env import env
+    from anchor.cli.output import environment
+    from anchor.errors import AnchorError
 
-    return env().debug
+    try:
+        return bool(environment().debug)
+    except AnchorError:  # a malformed .env or ANCHOR_DEBUG: said where it was first read, not here
+        return False

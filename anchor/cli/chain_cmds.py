@@ -77,7 +77,7 @@ def balance(ctx: click.Context, json: bool) -> None:
 
     settings = ctx.find_root().obj["settings"]
     handle = open_chain(settings)
-    signer = load_signer(handle.chain_id, settings.keystore)
+    signer = load_signer(handle.chain_id, settings.keystore, settings.env)
     held = balance_of(handle.rpc, signer.address)
     max_fee, _ = fee_quote(handle.rpc)
     stamp_gas = 50_000  # one batch root with its margin (docs/quickstart-base-sepolia.md, step 2)

@@ -10,7 +10,7 @@ import click
 
 from anchor.cli.commands import AnchorGroup, command
 from anchor.cli.options import PATH, json_option
-from anchor.cli.output import emit
+from anchor.cli.output import emit, environment
 
 app = AnchorGroup("config", help="Show the effective settings (command line, ANCHOR_* variables, anchor.toml files).")
 
@@ -25,7 +25,7 @@ def show(ctx: click.Context, json: bool) -> None:
     from anchor.settings.variables import variable_rows
 
     data_dir, rpc_url = ctx.find_root().obj["given"]
-    settings, found = Settings._resolve(data_dir, rpc_url[0] if rpc_url else None)
+    settings, found = Settings._resolve(data_dir, rpc_url[0] if rpc_url else None, env=environment())
     effective = {
         "data_dir": str(settings.data_dir), "rpc_url": settings.rpc_url or "(the local chain)",
         "local_port": found["local_port"].value or "(18545, or the port recorded in the data directory)",
@@ -38,7 +38,7 @@ def show(ctx: click.Context, json: bool) -> None:
     lines = [f"{key:<11} {row['value']}  ({row['source']})" for key, row in rows.items()]
     lines += [f"files: project {files['project'] or '(none found)'}; user {files['user']}"
               + ("" if user_file().is_file() else " (absent)")]  # fmt: skip
-    variables = variable_rows()
+    variables = variable_rows(environment())
     lines += ["variables (docs/configuration.md says what each does):"]
     lines += [f"  {name:<36} {row['value'] if row['set'] else '(unset)'}  ({row['source']})"
               for name, row in variables.items()]  # fmt: skip
@@ -58,7 +58,8 @@ def cli_settings(data_dir: Path | None, rpc_url: list[str] | None, near: Path | 
 
     from anchor.settings.session import Settings
 
-    return dataclasses.replace(Settings.from_env(data_dir, rpc_url, near=near), local_chain_start="keep_running")
+    settings = Settings.load(data_dir, rpc_url, near=near, env=environment())
+    return dataclasses.replace(settings, local_chain_start="keep_running")
 
 
 def settings_near(ctx: click.Context, path: Path) -> Any:

@@ -49,6 +49,19 @@ OPTION_OF_FIELD = {
 RAN: list[Any] = []
 """The root command this call ran (anchor/cli/__init__.py), whose options `option` looks up."""
 
+ENVIRONMENT: list[Any] = []
+"""The settings model this call read (`environment()`); emptied at the start of each call."""
+
+
+def environment() -> Any:
+    """The `ANCHOR_*` settings this call of the command line runs with (anchor.settings.model): read
+    from the environment and `.env` once per call, then handed to every setting-reading step."""
+    if not ENVIRONMENT:
+        from anchor.settings.model import Environment
+
+        ENVIRONMENT.append(Environment.load())
+    return ENVIRONMENT[0]
+
 
 def option(field: str) -> str:
     """How the command line says a refusal of the library's input `field` (`AnchorError.said_as`): as the

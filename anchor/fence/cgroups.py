@@ -29,6 +29,10 @@ import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from anchor.settings.model import Environment
 
 _COUNTER = itertools.count()
 
@@ -48,10 +52,9 @@ class Limits:
     processes: int = 512
 
     @classmethod
-    def from_env(cls) -> Limits:
-        from anchor.settings.env import env
-
-        return cls(*env().attempt_limits)
+    def from_environment(cls, env: Environment) -> Limits:
+        """The limits the settings model (anchor.settings.model) gives."""
+        return cls(*env.attempt_limits)
 
 
 LIMIT_SETTINGS = {"memory": "ANCHOR_ATTEMPT_MEMORY_BYTES", "processes": "ANCHOR_ATTEMPT_PROCESSES",

@@ -8,11 +8,11 @@ import subprocess
 from pathlib import Path
 
 from anchor.errors import BadInput, GitError, did_you_mean_path
-from anchor.settings.session import child_env
+from anchor.settings.session import child_environment, inherited
 
 # Attempt commits are the harness's, not a person's: a fixed identity unless the environment sets one.
 _IDENTITY = {
-    name: os.environ.get(name, value)
+    name: inherited((name,)).get(name, value)
     for name, value in (
         ("GIT_AUTHOR_NAME", "anchor-research"),
         ("GIT_AUTHOR_EMAIL", "research@anchor.invalid"),
@@ -40,8 +40,8 @@ GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_TE
 a program too, and are not the search's to vouch for."""
 
 
-def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    return child_env({**GIT_ENV, **(extra or {})})
+def _child(extra: dict[str, str] | None = None) -> dict[str, str]:
+    return child_environment({**GIT_ENV, **(extra or {})})
 
 
 class Repo:
@@ -58,7 +58,7 @@ class Repo:
             capture_output=True,
             encoding="utf-8",
             errors="surrogateescape",  # a name that is not UTF-8 is a path all the same, never a crash
-            env=_env(env),
+            env=_child(env),
         )
         if check and result.returncode != 0:
             raise GitError(
@@ -69,14 +69,14 @@ class Repo:
     def git_bytes(self, *args: str) -> bytes | None:
         """A git command's raw output (a blob), or None when it fails (no such path at that commit)."""
         result = subprocess.run(["git", *SAFE, "-C", str(self.path), *args], capture_output=True,
-                                env=_env())  # fmt: skip
+                                env=_child())  # fmt: skip
         return result.stdout if result.returncode == 0 else None
 
     def has_commit(self, commit: str) -> bool:
         found = subprocess.run(
             ["git", *SAFE, "-C", str(self.path), "cat-file", "-e", "--end-of-options", f"{commit}^{{commit}}"],
             capture_output=True,
-            env=_env(),
+            env=_child(),
         )
         return found.returncode == 0
 
@@ -170,7 +170,7 @@ class Repo:
         result = subprocess.run(
             ["git", *SAFE, "-C", str(self.path), "diff", *plain, "--end-of-options", parent, commit, "--", *paths],
             capture_output=True,
-            env=_env(),
+            env=_child(),
         )
         if result.returncode != 0:
             raise GitError(f"git diff {parent[:12]} {commit[:12]} failed", detail={"repo": str(self.path)})

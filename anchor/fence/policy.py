@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from anchor.settings.session import search_path
+
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/sys")
 """Bound read-only when present (/bin and /lib are links into /usr on merged-/usr systems)."""
 ETC = (
@@ -171,7 +173,7 @@ def runtime_mounts() -> list[Mount]:
     directories, so `python3` and the tools on PATH resolve inside as they do outside. A `shims`
     directory (pyenv's layout) brings its parent, where the shims find the interpreters."""
     wanted: list[Path] = [Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent.parent]
-    for entry in os.environ.get("PATH", "").split(os.pathsep):
+    for entry in search_path("").split(os.pathsep):
         if entry and os.path.isabs(entry):
             path = Path(entry)
             wanted.append(path.parent if path.name == "shims" else path)

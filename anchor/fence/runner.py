@@ -4,7 +4,7 @@ of its own: `run_command`, the fence's one entry for the research loop.
 On timeout the whole group gets SIGTERM, then after the grace period SIGKILL, so grandchildren that
 ignore SIGTERM die too; the attempt's exit status is then 124 (as timeout(1) reports it). Output is
 captured to run_dir/stdout.log and stderr.log. The command's environment is an allow-list (PATH, the
-locale, a HOME in the run dir: anchor.fence.sandbox.allowed_env), with or without the sandbox.
+locale, a HOME in the run dir: anchor.fence.sandbox.allowed_environment), with or without the sandbox.
 
 In the sandbox the command writes only its bounded filesystem (anchor.fence.quota): its run dir and its
 copies of the editable files (anchor.fence.workspace), which the harness reads back as hostile data
@@ -28,7 +28,7 @@ from typing import BinaryIO
 
 from anchor.fence.cgroups import CommandGroup, Limits, processes_of
 from anchor.fence.quota import BoundedDir, copy_in, replace_run_dir
-from anchor.fence.sandbox import Sandbox, allowed_env
+from anchor.fence.sandbox import Sandbox, allowed_environment
 from anchor.fence.walk import bytes_under
 from anchor.fence.workspace import Workspace, said, unsafe_entries
 from anchor.files import tail_regular
@@ -169,7 +169,7 @@ def run_command(
     from anchor.fence.guard import GitSeal
 
     run_dir.mkdir(parents=True, exist_ok=True)
-    limits = limits or Limits.from_env()
+    limits = limits or Limits()  # the defaults: a caller with settings passes Limits.from_environment
     seal = GitSeal.take(cwd)
     if sandbox is None:
         before = unsafe_entries(cwd, editable)
@@ -221,7 +221,7 @@ def _run_bounded(
     with _fresh_log(logs / "stdout.log") as out, _fresh_log(logs / "stderr.log") as err:
         if sandbox is None:
             argv: str | list[str] = command
-            env = {**allowed_env(run_dir, passed=pass_env), **(extra_env or {})}
+            env = {**allowed_environment(run_dir, passed=pass_env), **(extra_env or {})}
         else:  # the launcher starts from the allow-list itself (`env -i`): nothing else reaches it
             copies = {} if work is None else work.copies
             shown = None if space is None else space.run

@@ -18,7 +18,7 @@ evaluator, or fetch answers over the network. In the sandbox:
 - network, PID, IPC, UTS and cgroup namespaces are new (no interface but loopback, no host process
   visible), it is a session of its own (no terminal to push input into), and it dies with the harness;
 - the environment is cleared and only PATH, the locale, TMPDIR=/tmp, HOME=<run dir>/home and
-  PYTHONDONTWRITEBYTECODE are set (`allowed_env`).
+  PYTHONDONTWRITEBYTECODE are set (`allowed_environment`).
 `runtime="gvisor"` runs the same command with the same mounts and the same policy under gVisor's runsc
 (rootless, `--network=none`, no host Unix socket): the system calls are answered by gVisor's own kernel.
 Without bubblewrap (or user namespaces, or libseccomp) a search refuses to run unless `--no-sandbox` is
@@ -40,14 +40,16 @@ from typing import TYPE_CHECKING
 from anchor.errors import ToolchainMissing
 from anchor.fence.identity import ATTEMPT_USER, Identity, attempt_identity, give
 from anchor.fence.policy import Mount
+from anchor.settings.session import inherited
 
 if TYPE_CHECKING:
+    from anchor.fence.cgroups import Limits
     from anchor.settings.session import Settings
 
 ALLOWED = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
 
 
-def allowed_env(run_dir: Path, private_tmp: bool = False, passed: tuple[str, ...] = ()) -> dict[str, str]:
+def allowed_environment(run_dir: Path, private_tmp: bool = False, passed: tuple[str, ...] = ()) -> dict[str, str]:
     """The attempt's (or proposer's) whole environment: nothing of ours but PATH, the locale and the
     variables the contract names (`pass_env`, never Anchor's); its temporary files in the sandbox's
     private /tmp, or unconfined in the run dir (never the shared /tmp)."""
@@ -57,7 +59,7 @@ def allowed_env(run_dir: Path, private_tmp: bool = False, passed: tuple[str, ...
     home.mkdir(parents=True, exist_ok=True)
     if not private_tmp:
         tmp.mkdir(parents=True, exist_ok=True)
-    env = {k: os.environ[k] for k in (*ALLOWED, *passed) if k in os.environ}
+    env = inherited((*ALLOWED, *passed))
     tmpdir = "/tmp" if private_tmp else str(tmp)  # noqa: S108 - inside the sandbox /tmp is a private tmpfs
     return {**env, "HOME": str(home), "TMPDIR": tmpdir, "PYTHONDONTWRITEBYTECODE": "1"}
 
@@ -116,9 +118,12 @@ class Sandbox:
         pass_env: tuple[str, ...] = (),
         inputs: tuple[Path, ...] = (),
         runtime: str = "auto",
+        limits: Limits | None = None,
     ) -> Sandbox:
         """The sandbox, or `ToolchainMissing` when its runtime is absent or cannot make what it needs
-        here (namespaces, a user namespace, the seccomp policy). `runtime` "auto" is `default_runtime()`."""
+        here (namespaces, a user namespace, the seccomp policy). `runtime` "auto" is `default_runtime()`;
+        `limits` the attempts' (its private /tmp is no larger than their memory bound; the defaults when
+        None)."""
         from anchor.errors import BadInput
         from anchor.fence.cgroups import Limits
         from anchor.fence.policy import TMP_BYTES, seccomp_program
@@ -151,7 +156,7 @@ class Sandbox:
                     raise BadInput(f"{field}: {path} overlaps the editable {rel!r}, which the command writes a copy"
                                    " of: what is hidden from it cannot lie there",
                                    detail={"field": field, "path": str(path)})  # fmt: skip
-        tmpfs = min(TMP_BYTES, Limits.from_env().memory_bytes)
+        tmpfs = min(TMP_BYTES, (limits or Limits()).memory_bytes)
         return cls(program, repo.resolve(), editable, shown, hidden_holdout, pass_env=pass_env, inputs=outside,
                    runtime=runtime, tmpfs_bytes=tmpfs, identity=identity)  # fmt: skip
 
@@ -210,7 +215,7 @@ class Sandbox:
         `/proc/1/environ` to show. Under a root harness it then drops to `self.identity` before any
         namespace is made (`launcher`)."""
         run_dir = run_dir.resolve()
-        env = {**allowed_env(run_dir, True, self.pass_env), **(extra_env or {})}
+        env = {**allowed_environment(run_dir, True, self.pass_env), **(extra_env or {})}
         plan = self.mounts(run_dir, network, copies, bounded_dir)
         staged: dict[str, str] = {}
         if self.identity is not None:  # every bind source is reached through the launcher's staging tree
@@ -516,9 +521,8 @@ def refuse_unconfined(settings: Settings) -> None:
     environment was cleaned. Checked: every ANCHOR_* secret variable (anchor.settings.session.is_secret)
     and a configured keystore. Other secrets of the shell are the caller's to keep out."""
     from anchor.errors import BadInput
-    from anchor.settings.env import env
 
-    held = env().held_secrets()
+    held = settings.env.held_secrets()
     if settings.keystore and "ANCHOR_KEYSTORE" not in held:
         held.append("ANCHOR_KEYSTORE")
     if held:

@@ -124,12 +124,12 @@ def _git_diff(repo: Path, parent: str, commit: str) -> object:
     """The diff's bytes, None when larger than MAX_DIFF_BYTES, or _ABSENT when git has no such commits."""
 
     from anchor.index.store import short_commit
-    from anchor.settings.session import child_env
+    from anchor.settings.session import child_environment
 
     result = subprocess.run(
         ["git", "-C", str(repo), "-c", "core.quotePath=true", "diff", "--binary", short_commit(parent),
          short_commit(commit)],
-        capture_output=True, timeout=30, stdin=subprocess.DEVNULL, env=child_env(),
+        capture_output=True, timeout=30, stdin=subprocess.DEVNULL, env=child_environment(),
     )  # fmt: skip
     if result.returncode != 0:
         return _ABSENT

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from anchor.chain.rpc import Rpc
     from anchor.index.claims import ClaimedAttempt
     from anchor.index.follow import Follower
+    from anchor.settings.model import Environment
 
 
 class SiteOptions(BaseModel):
@@ -66,7 +67,9 @@ def default_index(chain_id: int, registry: str) -> Path:
     return Path.home() / ".cache" / "anchor" / f"index-{chain_id}-{registry.lower()}.sqlite"
 
 
-def open_site(options: SiteOptions, progress: Callable[[str], None] | None = None) -> IndexSite:
+def open_site(
+    options: SiteOptions, progress: Callable[[str], None] | None = None, env: Environment | None = None
+) -> IndexSite:
     """Check every option, connect, recognise the registry by its code and open (or create) its index."""
     from anchor.chain.connection import browser_rpc_url
     from anchor.index.claims import check_repo, load_claims
@@ -85,7 +88,7 @@ def open_site(options: SiteOptions, progress: Callable[[str], None] | None = Non
     claims = load_claims(options.claims) if options.claims is not None else []
     repo = check_repo(options.repo) if options.repo is not None else None
     need = needed(options.quorum, len(options.rpc_urls))  # before any endpoint is asked
-    rpcs, chains, down = _reach_enough(options.rpc_urls, need)
+    rpcs, chains, down = _reach_enough(options.rpc_urls, need, env)
     if len(set(chains.values())) > 1:
         raise BadInput("--rpc-url: the endpoints serve different chains: " + ", ".join(
             f"{redact_url(url)} chain {c}" for url, c in chains.items()), detail={"field": "rpc_url"})  # fmt: skip
@@ -103,7 +106,9 @@ def open_site(options: SiteOptions, progress: Callable[[str], None] | None = Non
                      browser_rpc_urls=tuple(u for u in browsers if u), claims=claims, repo=repo)  # fmt: skip
 
 
-def _reach_enough(urls: tuple[str, ...], need: int) -> tuple[list[Rpc], dict[str, int], list[str]]:
+def _reach_enough(
+    urls: tuple[str, ...], need: int, env: Environment | None
+) -> tuple[list[Rpc], dict[str, int], list[str]]:
     """A reader for every URL, the chain id of each that answers, and those that do not: enough must
     answer for a quorum (one endpoint: it must), the others are asked again at every sync."""
     from anchor.chain.connection import reach
@@ -115,9 +120,9 @@ def _reach_enough(urls: tuple[str, ...], need: int) -> tuple[list[Rpc], dict[str
     failure: ChainUnreachable | None = None
     for url in urls:
         try:
-            rpc, chains[url] = reach(url)
+            rpc, chains[url] = reach(url, env)
         except ChainUnreachable as exc:
-            rpc, failure = Rpc(url), exc
+            rpc, failure = Rpc(url, env), exc
             down.append(url)
         rpcs.append(rpc)
     if len(chains) < need and failure is not None:

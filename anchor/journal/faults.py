@@ -12,14 +12,14 @@ from __future__ import annotations
 import os
 import signal
 
-from anchor.settings.env import env
+from anchor.settings.model import fault_spec
 
 SEAMS = ("before_sign", "after_sign", "after_broadcast", "after_receipt", "during_confirmation")
 _counts: dict[str, int] = {}
 
 
 def fault_point(seam: str) -> None:
-    spec = env().fault
+    spec = fault_spec()
     if not spec:
         return
     name, _, rest = spec.partition(":")

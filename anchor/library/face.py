@@ -74,7 +74,7 @@ def verify(
     def given(value: str | Path | None) -> Path | None:
         return None if value is None else Path(value)
 
-    return Verifier.from_settings(settings or Settings.from_env(near=Path(path))).verify(
+    return Verifier.from_settings(settings or Settings.load(near=Path(path))).verify(
         Path(path),
         proof=given(proof),
         policy=policy,
@@ -101,7 +101,7 @@ def retract(target: str | Path, *, reason: str, settings: Settings | None = None
     from anchor.anchoring.retraction import retract as retract_record
     from anchor.settings.session import Settings
 
-    return retract_record(settings or Settings.from_env(), target, reason, whole_batch)
+    return retract_record(settings or Settings.load(), target, reason, whole_batch)
 
 
 def seal(path: str | Path, *, settings: Settings | None = None, refresh: bool = False) -> SealedProof:
@@ -114,4 +114,4 @@ def seal(path: str | Path, *, settings: Settings | None = None, refresh: bool = 
     from anchor.sealing.make import seal as seal_proof
     from anchor.settings.session import Settings
 
-    return seal_proof(settings or Settings.from_env(), Path(path), refresh)
+    return seal_proof(settings or Settings.load(), Path(path), refresh)

@@ -69,12 +69,12 @@ class Verifier:
         cls, settings: Settings | None = None, *, registries: Sequence[str] = (), quorum: int | None = None
     ) -> Verifier:
         """Options, ANCHOR_* variables, anchor.toml, defaults (anchor.settings)."""
-        return cls(settings or Settings.from_env(), registries=registries, quorum=quorum)
+        return cls(settings or Settings.load(), registries=registries, quorum=quorum)
 
     @classmethod
     def local(cls, data_dir: Path | None = None) -> Verifier:
         """The embedded local chain of `data_dir` (default: the configured data dir)."""
-        settings = Settings.from_env(data_dir)
+        settings = Settings.load(data_dir)
         return cls(dataclasses.replace(settings, rpc_url=None, read_rpcs=()))
 
     @classmethod
@@ -87,7 +87,7 @@ class Verifier:
         from anchor.sealing.check import offline_settings
 
         listed = None if trusted_blocks is None else Path(trusted_blocks)
-        return cls(offline_settings(Settings.from_env(None if data_dir is None else Path(data_dir)), trusted_block,
+        return cls(offline_settings(Settings.load(None if data_dir is None else Path(data_dir)), trusted_block,
                                     listed))  # fmt: skip
 
     @classmethod
@@ -105,7 +105,7 @@ class Verifier:
             known = ", ".join(p.name for p in PRESETS.values() if p.public_rpc)
             raise BadInput(f"no preset chain {name!r} (known: {known})", detail={"field": "chain"})
         urls = [rpc_url] if isinstance(rpc_url, str) else list(rpc_url or [str(found.public_rpc)])
-        return cls(Settings.from_env(data_dir, urls), registries=registries)
+        return cls(Settings.load(data_dir, urls), registries=registries)
 
     @classmethod
     def base(cls, rpc_url: str | Sequence[str] | None = None, **given: object) -> Verifier:

@@ -169,7 +169,8 @@ def _hex(value: str | None, field: str) -> str:
 
 
 def check(
-    request: SubmissionRequest, data_dir: Path, verify_pin: Any = None, local_files: bool = True
+    request: SubmissionRequest, data_dir: Path, verify_pin: Any = None, local_files: bool = True,
+    journal_url: str | None = None,
 ) -> MissionRecord:
     """Every check of the door, in order; returns the record to store. Writes nothing. `local_files`:
     a snapshot reference that is a local file is hashed and compared (the CLI); the service never
@@ -210,7 +211,10 @@ def check(
             )
         if request.resume.bundle is not None:
             pin = _hex(request.resume.digest, "resume.digest")
-            _check_pin(pin, data_dir, verify_pin, mission.sha256(), mission, snapshot, request.image)
+            from anchor.settings.session import Settings
+
+            stored = Settings(data_dir=data_dir, journal_url=journal_url)  # where a pinned bundle's proof is kept
+            _check_pin(pin, stored, verify_pin, mission.sha256(), mission, snapshot, request.image)
             resume = {"bundle": request.resume.bundle, "digest": pin}
     _check_output(request.output)
     taken = _output_taken(data_dir, request.output)
@@ -233,14 +237,13 @@ def check(
 
 
 def _check_pin(
-    pin: str, data_dir: Path, verify_pin: Any, mission_hash: str, mission: Mission, snapshot: str, image: str
+    pin: str, settings: Settings, verify_pin: Any, mission_hash: str, mission: Mission, snapshot: str, image: str
 ) -> None:
     """The pinned bundle must be anchored (its proof here, verified on chain by `verify_pin`) and bind
     the same snapshot, image and evaluator policy as the new submission."""
     from anchor.anchoring.proofs import store_finder
-    from anchor.settings.session import Settings
 
-    proof = store_finder(Settings.from_env(data_dir))(bytes.fromhex(pin))
+    proof = store_finder(settings)(bytes.fromhex(pin))
     if proof is None:
         raise NotAnchored(f"resume.digest: bundle 0x{pin} is not anchored here", detail={"field": "resume.digest"})
     if proof.manifest.get("kind") != "bundle":
@@ -310,7 +313,7 @@ def submit(
     from anchor.journal.backends import open_journal
     from anchor.journal.submit import claim_output, release_output
 
-    record = check(request, data_dir, verify_pin, local_files)
+    record = check(request, data_dir, verify_pin, local_files, journal_url)
     journal = open_journal(data_dir, journal_url)
     try:
         claim_output(journal, record["output"], record["mission_sha256"], f"{socket.gethostname()}:{data_dir}")

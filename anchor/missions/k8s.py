@@ -100,7 +100,7 @@ def render_job(
         check_render_targets,
         check_service_url,
         network_policy,
-        token_env,
+        token_variable,
     )
     from anchor.missions.runner import command_line, one_attempt_only
 
@@ -195,7 +195,7 @@ def render_job(
                     ],
                     "containers": [
                         {"name": "seal", "image": anchor_image, "command": seal,
-                         "env": [*anchor_env, token_env(token_secret)],
+                         "env": [*anchor_env, token_variable(token_secret)],
                          "volumeMounts": [*data_mounts, {**result_mount, "readOnly": True}],
                          "securityContext": CONTAINER_SECURITY, "resources": small},
                     ],

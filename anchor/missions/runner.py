@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from anchor.errors import Conflict, MissionFailed, NotAnchored, Tampered
+from anchor.fence.cgroups import Limits
 from anchor.files import private_dir
 from anchor.layout import DataDir
 from anchor.missions.snapshots import _alive
@@ -209,10 +210,11 @@ def _finish(data_dir: Path, output: str, state: str, bundle: str | None = None, 
         db.close()
 
 
-def _resume_dir(data_dir: Path, pin: ResumePin) -> Path:
+def _resume_dir(settings: Settings, pin: ResumePin) -> Path:
     """The pinned bundle's result directory, as a run here left it and as its anchored bundle binds it."""
     from anchor.manifest.filetree import hash_tree
 
+    data_dir = settings.data_dir
     db = _db(data_dir)
     try:
         row = db.execute("SELECT result FROM runs WHERE bundle = ? AND state = 'done'", (pin["digest"],)).fetchone()
@@ -222,9 +224,8 @@ def _resume_dir(data_dir: Path, pin: ResumePin) -> Path:
         raise NotAnchored(f"resume: bundle 0x{pin['digest']} was not run here; its result is not on this machine",
                           detail={"field": "resume.digest"})  # fmt: skip
     from anchor.anchoring.proofs import store_finder
-    from anchor.settings.session import Settings
 
-    stored = store_finder(Settings.from_env(data_dir))(bytes.fromhex(pin["digest"]))
+    stored = store_finder(settings)(bytes.fromhex(pin["digest"]))
     if stored is None:
         raise NotAnchored(f"resume: bundle 0x{pin['digest']} has no proof in the proof store of {data_dir}",
                           detail={"field": "resume.digest"})  # fmt: skip
@@ -255,11 +256,8 @@ def _box(settings: Settings, mission_dir: Path, snapshot: Path, resume: Path | N
     keystores hidden, the snapshot (and a resumed result) read-only, only the mission's directory writable."""
     from anchor.fence.sandbox import Sandbox
 
-    hidden = [settings.data_dir, *([settings.keystore] if settings.keystore else [])]
-    for name in ("ANCHOR_KEYSTORE", "ANCHOR_RESEARCHER_KEYSTORE"):
-        if os.environ.get(name):
-            hidden.append(Path(os.environ[name]))
-    box = Sandbox.find(mission_dir, (), tuple(hidden), runtime=runtime)
+    hidden = [settings.data_dir, *([settings.keystore] if settings.keystore else []), *settings.env.secret_files]
+    box = Sandbox.find(mission_dir, (), tuple(hidden), runtime=runtime, limits=Limits.from_environment(settings.env))
     return replace(box, read_only=(snapshot.resolve(), *([resume.resolve()] if resume else [])), edits=False)
 
 
@@ -280,18 +278,17 @@ def command_line(
 
 def _command(
     record: MissionRecord, mission_dir: Path, result: Path, snapshot: Path, resume: Path | None,
-    box: Sandbox | None, attempt: int,
+    box: Sandbox | None, attempt: int, limits: Limits,
 ) -> tuple[list[str], dict[str, str], str]:  # fmt: skip
     """One attempt's argv, environment and confinement: in `box`, or unconfined when it is None."""
-    from anchor.fence.sandbox import allowed_env
+    from anchor.fence.sandbox import allowed_environment
 
     command, mission_env = command_line(record, str(result), str(snapshot), attempt, resume)
     if box is None:
-        return ["/bin/sh", "-c", command], {**allowed_env(mission_dir), **mission_env}, "none"
-    from anchor.fence.cgroups import Limits
+        return ["/bin/sh", "-c", command], {**allowed_environment(mission_dir), **mission_env}, "none"
     from anchor.fence.identity import give
 
-    processes = Limits.from_env().processes
+    processes = limits.processes
     home = mission_dir / "home"
     fresh = not os.path.lexists(home) or home.is_symlink() or not home.is_dir()
     argv = box.argv(command, mission_dir, extra_env=mission_env, processes=processes)  # makes a missing HOME
@@ -361,18 +358,18 @@ def _terminated(signum: int, frame: object) -> None:
 
 
 def _run_command(
-    argv: list[str], env: dict[str, str], cwd: Path, budget_s: float, log: Path, attempt: int, runtime: str
-) -> tuple[int, bool, dict[str, object] | None]:
+    argv: list[str], env: dict[str, str], cwd: Path, budget_s: float, log: Path, attempt: int, runtime: str,
+    limits: Limits,
+) -> tuple[int, bool, dict[str, object] | None]:  # fmt: skip
     """Run in a process group of its own (ours, by the PID we started), under the attempt limits
     (anchor.fence.runner.Limits: memory, file size, processes); (exit code, timed out, the limit it
     met). A SIGTERM to the runner (a pod being stopped, `kill`) stops the command's group before the
     runner exits: the default action would end the runner alone and leave the command running, unowned."""
     import threading
 
-    from anchor.fence.cgroups import Limits
     from anchor.fence.runner import bounded
 
-    with bounded(Limits.from_env(), None if runtime == "none" else runtime) as bounds:
+    with bounded(limits, None if runtime == "none" else runtime) as bounds:
         with open(log, "ab" if attempt > 1 else "wb") as out:
             out.write(f"--- attempt {attempt} ---\n".encode())
             out.flush()
@@ -473,7 +470,7 @@ def run_mission(
             say(f"snapshot sha256:{fetched.key} {'verified in the cache' if fetched.hit else 'fetched and verified'}")
             milestones["snapshot_ready"] = _now()
             pin = record.get("resume")
-            resume = _resume_dir(settings.data_dir, pin) if pin else None
+            resume = _resume_dir(settings, pin) if pin else None
             result = _fresh_result_dir(mission_dir)
             protect_environment()  # a token or key in our environment is not the command's to read
             budget = record["mission"]["document"]["budget"]
@@ -486,11 +483,13 @@ def run_mission(
             box = _box(settings, mission_dir, snapshot, resume, runtime) if sandbox else None
             _open_to(mission_dir, result, box)
             for attempt in range(1, allowed + 1):
-                argv, env, confinement = _command(record, mission_dir, result, snapshot, resume, box, attempt)
+                limits = Limits.from_environment(settings.env)
+                argv, env, confinement = _command(record, mission_dir, result, snapshot, resume, box, attempt, limits)
                 say(f"attempt {attempt} of at most {allowed}: running the mission's command ({confinement}),"
                     f" {max(0.0, deadline - time.monotonic()) / 60:.1f} of {budget['minutes']} min left")  # fmt: skip
                 code, timed_out, limit = _run_command(
-                    argv, env, mission_dir, deadline - time.monotonic(), mission_dir / "run.log", attempt, confinement
+                    argv, env, mission_dir, deadline - time.monotonic(), mission_dir / "run.log", attempt, confinement,
+                    limits,
                 )  # fmt: skip
                 spent["attempts"] = attempt
                 if timed_out or code != 0:
@@ -515,8 +514,9 @@ def run_mission(
                 detail={"exit_code": code, "timed_out": timed_out, "log": str(mission_dir / "run.log"),
                         "attempt": spent["attempts"], **({"limit": limit} if limit else {})},
             )  # fmt: skip
+        ran_in = current_environment(settings.env.image)
         manifest, outcome, proof_out = _seal(
-            record, output, result, current_environment(), confinement, spent, milestones, settings, stamper
+            record, output, result, ran_in, confinement, spent, milestones, settings, stamper
         )  # fmt: skip
     except (KeyboardInterrupt, SystemExit):  # stopped from outside (Ctrl-C, SIGTERM): not its failure
         _finish(settings.data_dir, output, "interrupted")

@@ -68,9 +68,7 @@ class SnapshotCache:
     @classmethod
     def for_settings(cls, settings: Settings, max_bytes: int | None = None) -> SnapshotCache:
         """The data dir's cache, capped at `max_bytes` (`--max-bytes`), else ANCHOR_SNAPSHOT_CACHE_BYTES."""
-        from anchor.settings.env import env
-
-        return cls(settings.layout.snapshots, max_bytes or env().snapshot_cache_bytes or None)
+        return cls(settings.layout.snapshots, max_bytes or settings.env.snapshot_cache_bytes or None)
 
     def path_of(self, key: str) -> Path:
         return self.root / "sha256" / key

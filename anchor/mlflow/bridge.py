@@ -124,7 +124,7 @@ class EarlierStamp:
 
 
 def _settings(settings: Settings | None) -> Settings:
-    return settings or Settings.from_env()
+    return settings or Settings.load()
 
 
 def _kept(settings: Settings, run_id: str) -> Path | None:
@@ -252,10 +252,11 @@ def _listing_of(proof: ProofFile | PendingProof) -> list[ListedFile] | None:
 
 
 def max_artifact_bytes() -> int:
-    """The bound on one artifact or model file (ANCHOR_MLFLOW_MAX_ARTIFACT_BYTES), read when used."""
-    from anchor.settings.env import env
+    """The bound on one artifact or model file (ANCHOR_MLFLOW_MAX_ARTIFACT_BYTES), read when used (the
+    bridge is not handed the settings model yet)."""
+    from anchor.settings.model import Environment
 
-    return env().mlflow_max_artifact_bytes
+    return Environment.load().mlflow_max_artifact_bytes
 
 
 def _unchanged(run_id: str, proof: ProofFile | PendingProof, kept: Path | None) -> RunStamped:

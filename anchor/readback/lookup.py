@@ -52,7 +52,7 @@ def lookup(
         if by_commit is None:
             by = f" by {researcher}" if researcher else ""
             raise NotAnchored(f"no lineage record for commit {body}{by}", detail={"key": key})
-        return _lineage_answer(by_commit, handle.chain_id, registry, settings.data_dir)
+        return _lineage_answer(by_commit, handle.chain_id, registry, settings)
 
     value = parse_hex32(body, "key")
     root, digest_hex, record = value, None, None
@@ -87,11 +87,12 @@ def lookup(
                 address=registry.address,
                 page=f"/explorer/bundle/{digest_hex}" if digest_hex else f"/explorer/batch/{record.root}",
                 data_dir=settings.data_dir,
+                explorer_url=settings.env.explorer_url,
             ),
         }
     lineage = registry.lineage(value, researcher)
     if lineage is not None:
-        return _lineage_answer(lineage, handle.chain_id, registry, settings.data_dir)
+        return _lineage_answer(lineage, handle.chain_id, registry, settings)
     raise NotAnchored(
         f"nothing is anchored under {key} on chain {handle.chain_id}",
         detail={"key": key, "read_at_block": registry.checked_block()},
@@ -157,7 +158,7 @@ def _commit_with_prefix(registry: Registry, prefix: str, researcher: str | None)
     return matches[0]
 
 
-def _lineage_answer(record: LineageRecord, chain_id: int, registry: Registry, data_dir: Path) -> dict[str, Any]:
+def _lineage_answer(record: LineageRecord, chain_id: int, registry: Registry, settings: Settings) -> dict[str, Any]:
     from anchor.manifest.onchain import PROMOTION_TAG
 
     read_at = registry.checked_block()
@@ -177,6 +178,7 @@ def _lineage_answer(record: LineageRecord, chain_id: int, registry: Registry, da
             block=record.block_number,
             address=registry.address,
             page=page,
-            data_dir=data_dir,
+            data_dir=settings.data_dir,
+            explorer_url=settings.env.explorer_url,
         ),
     }

@@ -201,9 +201,9 @@ def trusted_addresses(settings: Settings, chain_id: int, given: list[str]) -> se
     from anchor.errors import AnchorError
 
     out = {a.lower() for a in given}
-    researcher = load_researcher()
+    researcher = load_researcher(settings.env)
     if researcher is not None:
         out.add(researcher.address.lower())
     with contextlib.suppress(AnchorError):  # no signing key for this chain: the addresses given, the researcher's
-        out.add(load_signer(chain_id, settings.keystore).address.lower())
+        out.add(load_signer(chain_id, settings.keystore, settings.env).address.lower())
     return out

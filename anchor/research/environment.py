@@ -8,7 +8,6 @@ command runs, so a data file changed between two attempts shows in their records
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -18,7 +17,7 @@ import blake3
 
 from anchor.errors import BadInput
 from anchor.manifest.environment import IMAGE, Accelerator, Environment, Input, Lock
-from anchor.settings.env import env
+from anchor.settings.session import inherited, search_path
 
 if TYPE_CHECKING:
     from anchor.research.contract import AttemptContract
@@ -38,8 +37,9 @@ _ASK = (
 class Capture:
     """One search's environment capture: the interpreter and lock asked once, the inputs each time."""
 
-    def __init__(self, terms: AttemptContract, repo: Path) -> None:
-        self.terms, self.repo = terms, repo
+    def __init__(self, terms: AttemptContract, repo: Path, image: str = "") -> None:
+        """`image`: ANCHOR_IMAGE, the image the command runs in (empty: this host)."""
+        self.terms, self.repo, self.image = terms, repo, image
         self._fixed: tuple[str, Lock, str | None, str | None, tuple[Accelerator, ...] | None] | None = None
         if terms.lockfile is not None and not (repo / terms.lockfile).is_file():
             raise BadInput(f"lockfile: {terms.lockfile!r} ({repo / terms.lockfile}) is not a file in the repository",
@@ -56,7 +56,7 @@ class Capture:
         from anchor.manifest.filetree import hash_tree
 
         if self._fixed is None:
-            self._fixed = (*self._interpreter_and_lock(), *_where(), accelerators())
+            self._fixed = (*self._interpreter_and_lock(), *_where(self.image), accelerators())
         interpreter, lock, host, image, gpus = self._fixed
         inputs = tuple(
             Input(path=text, digest=hash_tree(path).digest.hex()) for text, path in self.terms.input_paths(self.repo)
@@ -79,12 +79,12 @@ class Capture:
 
 def ask_interpreter() -> tuple[str, bytes]:
     """("<implementation> <version>", its distributions' listing) of the `python3` on PATH, asked of it."""
-    python = shutil.which("python3", path=os.environ.get("PATH", os.defpath))
+    python = shutil.which("python3", path=search_path())
     if python is None:
         return "none", b""
     try:
         asked = subprocess.run(  # noqa: S603 - the interpreter the measured command would run
-            [python, "-I", "-c", _ASK], capture_output=True, timeout=60, check=True, env=_plain_env()
+            [python, "-I", "-c", _ASK], capture_output=True, timeout=60, check=True, env=_plain_environment()
         )
     except (OSError, subprocess.SubprocessError):
         return "unknown", b""
@@ -92,25 +92,27 @@ def ask_interpreter() -> tuple[str, bytes]:
     return first.decode("utf-8", "replace").strip()[:128] or "none", rest
 
 
-def current() -> Environment:
+def current(image: str = "") -> Environment:
     """The environment of a command run here with no declared inputs (a mission's: its data snapshot
     is bound by its own digest), its lock the installed distributions."""
     interpreter, listing = ask_interpreter()
-    host, image = _where()
+    host, ran_in = _where(image)
     lock = Lock(source=DISTRIBUTIONS, digest=blake3.blake3(listing).hexdigest())
-    return Environment(interpreter=interpreter, lock=lock, host=host, image=image, accelerators=accelerators())
+    return Environment(interpreter=interpreter, lock=lock, host=host, image=ran_in, accelerators=accelerators())
 
 
 def accelerators() -> tuple[Accelerator, ...] | None:
     """The NVIDIA GPUs `nvidia-smi` (on the PATH the measured command gets) reports, or None where there
     is none, it fails or it says something it should not: a field is absent rather than faked."""
-    smi = shutil.which("nvidia-smi", path=os.environ.get("PATH", os.defpath))
+    smi = shutil.which("nvidia-smi", path=search_path())
     if smi is None:
         return None
     query = [smi, "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader,nounits"]
     try:
-        listed = subprocess.run(query, capture_output=True, text=True, timeout=20, check=True, env=_plain_env())
-        detail = subprocess.run([smi, "-q"], capture_output=True, text=True, timeout=20, check=True, env=_plain_env())
+        listed = subprocess.run(query, capture_output=True, text=True, timeout=20, check=True, env=_plain_environment())
+        detail = subprocess.run(
+            [smi, "-q"], capture_output=True, text=True, timeout=20, check=True, env=_plain_environment()
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     cuda = next((line.split(":", 1)[1].strip() for line in detail.stdout.splitlines()
@@ -128,13 +130,12 @@ def accelerators() -> tuple[Accelerator, ...] | None:
     return gpus or None
 
 
-def _plain_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "HOME")}
+def _plain_environment() -> dict[str, str]:
+    return inherited(("PATH", "LANG", "LC_ALL", "HOME"))
 
 
-def _where() -> tuple[str | None, str | None]:
-    """(host, image): the image the command runs in when ANCHOR_IMAGE names one, else this host."""
-    image = env().image
+def _where(image: str) -> tuple[str | None, str | None]:
+    """(host, image): the image the command runs in when `image` (ANCHOR_IMAGE) names one, else this host."""
     if IMAGE.match(image):
         return None, image
     return host_identity(), None

@@ -20,6 +20,7 @@ from pathlib import Path
 import blake3
 
 from anchor.errors import BadInput
+from anchor.fence.cgroups import Limits
 from anchor.fence.runner import RunResult, run_command
 from anchor.fence.sandbox import Sandbox
 from anchor.manifest.attempt import MeasuredBy
@@ -52,10 +53,15 @@ def eval_dir_of(run_dir: Path) -> Path:
 
 
 def evaluate(
-    contract: AttemptContract, repo: Path, run_dir: Path, run_name: str, sandbox: Sandbox | None
+    contract: AttemptContract,
+    repo: Path,
+    run_dir: Path,
+    run_name: str,
+    sandbox: Sandbox | None,
+    limits: Limits | None = None,
 ) -> RunResult | None:
-    """Run the contract's evaluator on the attempt in `run_dir` (its processes gone) and copy its answer
-    to run_dir/evaluator.out; None when the contract has no evaluator."""
+    """Run the contract's evaluator on the attempt in `run_dir` (its processes gone), under the attempts'
+    `limits`, and copy its answer to run_dir/evaluator.out; None when the contract has no evaluator."""
     command = contract.evaluator_command()
     if command is None:
         return None
@@ -71,6 +77,7 @@ def evaluate(
         contract.grace_seconds,
         None if sandbox is None else sandbox.evaluating(run_dir),
         contract.pass_env,
+        limits=limits,
     )
     # the attempt may have left anything at this name (a link, a FIFO, a directory): ours replaces it
     out = run_dir / EVALUATOR_OUT

@@ -37,7 +37,7 @@ from anchor.anchoring.k8s import (
     check_service_url,
     network_policy,
     to_yaml,
-    token_env,
+    token_variable,
 )
 from anchor.errors import BadInput, did_you_mean
 
@@ -193,7 +193,7 @@ def render_job(spec: JobSpec) -> list[dict[str, Any]]:
     if spec.rpc_url:
         env.append({"name": "ANCHOR_RPC_URL", "value": spec.rpc_url})
     env.append({"name": "ANCHOR_IMAGE", "value": spec.image})  # every record binds the image it ran in
-    keys = [token_env(spec.token_secret),
+    keys = [token_variable(spec.token_secret),
             {"name": "ANCHOR_RESEARCHER_KEY",
              "valueFrom": {"secretKeyRef": {"name": spec.researcher_secret, "key": "key"}}}]  # fmt: skip
     if spec.ledger_secret:

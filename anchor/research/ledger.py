@@ -26,7 +26,6 @@ from anchor.errors import JournalError, Tampered
 from anchor.files import private_dir
 from anchor.manifest.canonical import canonical_json
 from anchor.manifest.domain import Domain, tagged
-from anchor.settings.env import env
 
 GENESIS = "0" * 64
 
@@ -396,11 +395,11 @@ class PgLedger:
             self._conn = None
 
 
-def open_ledger(workdir: Path, journal_url: str | None = None) -> Ledger | PgLedger:
-    """The search's ledger: in PostgreSQL when `journal_url` (ANCHOR_JOURNAL_URL) names a database,
-    else the file <workdir>/ledger.jsonl."""
+def open_ledger(workdir: Path, journal_url: str | None = None, name: str | None = None) -> Ledger | PgLedger:
+    """The search's ledger: in PostgreSQL when `journal_url` (ANCHOR_JOURNAL_URL) names a database, as
+    the ledger `name` (ANCHOR_LEDGER_NAME, else the work dir's name), else the file <workdir>/ledger.jsonl."""
     if journal_url and journal_url.startswith(("postgresql://", "postgres://")):
-        name = env().ledger_name or workdir.name or "search"
+        name = name or workdir.name or "search"
         return PgLedger(journal_url, workdir, name)
     return Ledger(workdir / "ledger.jsonl")
 

@@ -45,6 +45,7 @@ from anchor.research.proposers import Proposer
 
 if TYPE_CHECKING:
     from anchor.manifest.champion import Run
+    from anchor.settings.model import Environment
 
 NO_PARENT = "0" * 40
 """The baseline has no champion before it."""
@@ -121,15 +122,22 @@ class Search:
         limits: SearchLimits,
         on_entry: Callable[[LedgerRow], None] | None = None,
         sandbox: Sandbox | None = None,
+        env: Environment | None = None,
     ) -> None:
         self.repo, self.contract, self.contract_digest = repo, contract, contract_digest
         self.ledger, self.workdir, self.proposer = ledger, workdir, proposer
         self.researcher, self.limits, self.on_entry = researcher, limits, on_entry
         self.sandbox = sandbox
         """Where attempts run (anchor.fence.sandbox); None: unconfined, recorded as such per entry."""
+        from anchor.fence.cgroups import Limits
         from anchor.research.environment import Capture
+        from anchor.settings.model import Environment
 
-        self.environment = Capture(contract, repo.path)
+        env = Environment() if env is None else env
+        self.attempt_limits = Limits.from_environment(env)
+        """What an attempt, its evaluator and the proposer may use: memory, file size, run dir and processes
+        (anchor.fence.cgroups.Limits, from the settings model)."""
+        self.environment = Capture(contract, repo.path, env.image)
         """What each record binds of where it ran (anchor.manifest.environment); refuses missing inputs now."""
         from anchor.research.noise import rule_in
 
@@ -359,8 +367,9 @@ class Search:
             name = f"{self.researcher}-{champion[:12]}-{run_dir.name}"
             timeout_s = terms.attempt_timeout_minutes * 60
             result = run_command(terms.render(run_dir, name, command), self.repo.path, run_dir, timeout_s,
-                                 terms.grace_seconds, box, terms.pass_env, editable=terms.editable)  # fmt: skip
-            evaluate(terms, self.repo.path, run_dir, name, box)
+                                 terms.grace_seconds, box, terms.pass_env, editable=terms.editable,
+                                 limits=self.attempt_limits)  # fmt: skip
+            evaluate(terms, self.repo.path, run_dir, name, box, self.attempt_limits)
             sealed = seal(run_dir)
         finally:
             self.end_attempt(champion, before)
@@ -398,10 +407,11 @@ class Search:
             self.sandbox,
             self.contract.pass_env,
             editable=self.contract.editable,
+            limits=self.attempt_limits,
         )
         # the attempt's processes are gone: its evaluator (if the contract has one) reads its outputs,
         # then everything is bound and the metric read from the bound files
-        evaluate(self.contract, self.repo.path, run_dir, run_name, self.sandbox)
+        evaluate(self.contract, self.repo.path, run_dir, run_name, self.sandbox, self.attempt_limits)
         sealed = seal(run_dir)
         value = read_metric(run_dir, self.contract.metric_source, self.contract.metric)
         status = status_of(result, value, sealed.removed)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from anchor.errors import BadInput
 
 if TYPE_CHECKING:
+    from anchor.fence.cgroups import Limits
     from anchor.fence.sandbox import Sandbox
 
 _FLAT_TOML = re.compile(r"^(?P<key>[A-Za-z_][A-Za-z0-9_]*)\s*=\s*(?P<value>-?[0-9][0-9_.eE+-]*)\s*$")
@@ -104,9 +105,12 @@ class CommandProposer:
         sandbox: Sandbox | None = None,
         network: bool = False,
         pass_env: tuple[str, ...] = (),
+        limits: Limits | None = None,
     ) -> None:
         self.command, self.editable, self.timeout_s = command, editable, timeout_s
         self.scratch, self.sandbox, self.network, self.pass_env = scratch, sandbox, network, pass_env
+        self.limits = limits
+        """The attempts' bounds, which the proposer runs under too (anchor.fence.cgroups; None: the defaults)."""
 
     def propose(self, repo: Path, attempt: int) -> None:
         """Run the proposer in its own process group. One that hangs past `timeout_s`, crashes or exits
@@ -128,7 +132,7 @@ class CommandProposer:
         # are written back only once nothing in them could steer git (anchor.fence.workspace)
         result = run_command(self.command, repo, scratch, self.timeout_s, 1.0, self.sandbox, self.pass_env,
                              editable=self.editable, network=self.network, extra_env=extra,
-                             write_back=True)  # fmt: skip
+                             write_back=True, limits=self.limits)  # fmt: skip
         if result.git_changed:
             raise GuardError(f"the proposer changed {', '.join(result.git_changed)} (undone): the repository's git"
                              " state is the harness's", detail={"paths": list(result.git_changed)})  # fmt: skip

@@ -328,7 +328,7 @@ def _anchored(settings: Settings, commits: list[str]) -> dict[str, bool | None]:
         from anchor.chain.keys import load_researcher, load_signer
 
         # ours: the researcher key's record when there is one, else the signing key's (who sends directly)
-        who = load_researcher() or load_signer(handle.chain_id, settings.keystore)
+        who = load_researcher(settings.env) or load_signer(handle.chain_id, settings.keystore, settings.env)
         return {c: registry.lineage(commit_key(c), who.address) is not None for c in commits}
     except AnchorError:
         return dict.fromkeys(commits)

@@ -8,7 +8,6 @@ to, one researcher or several in clean clones, the final numbers, and the proofs
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from typing import Any
 from anchor.errors import BadInput, Conflict, ResearcherFailed
 from anchor.files import private_dir
 from anchor.research.ledger import LedgerRow
+from anchor.settings.session import own_environment
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,7 @@ def run_search(settings: Any, options: SearchOptions) -> SearchRun:
     sandbox runtime, running unconfined, the anchoring route, the repository's git configuration, an
     editable file the built-in proposer cannot tune, the held-out data, the sandbox itself. Then the
     contract is pinned and pre-registered, and the search runs."""
+    from anchor.fence.cgroups import Limits
     from anchor.fence.git import Repo
     from anchor.fence.guard import check_git_config
     from anchor.fence.sandbox import check_runtime
@@ -107,7 +108,7 @@ def run_search(settings: Any, options: SearchOptions) -> SearchRun:
         held_out_data(terms, repo)
     # found (bubblewrap or runsc probed, the seccomp policy built) before anything is written
     box = sandbox_for(o.repo, terms, settings, work, o.sandbox_runtime) if o.sandbox else None
-    ledger = open_ledger(work, settings.journal_url)
+    ledger = open_ledger(work, settings.journal_url, settings.env.ledger_name)
     pin_contract(work, o.contract, ledger)  # before anything is anchored under it
     remember_search(settings.data_dir, work)  # read-back (the API, the explorer) lists every search
     # the ledger head reaches the chain while the search runs, not only at its end (a crash, a Ctrl-C
@@ -126,14 +127,16 @@ def run_search(settings: Any, options: SearchOptions) -> SearchRun:
     if o.researchers == 1:
         proposer = (
             CommandProposer(o.propose, terms.editable, o.proposer_timeout, work / "runs" / o.researcher / "proposer",
-                            box, o.proposer_network, terms.pass_env)
+                            box, o.proposer_network, terms.pass_env, Limits.from_environment(settings.env))
             if o.propose
             else ParamSearch(terms.editable[0], o.seed, o.researcher)
         )  # fmt: skip
         git_repo = Repo(repo)
         pusher = None if o.push is None else RefPusher(git_repo, o.push, o.researcher)
         limits = SearchLimits(o.max_attempts, o.budget_minutes * 60, o.max_failures)
-        search = Search(git_repo, terms, digest, ledger, work, proposer, o.researcher, limits, both(hook, pusher), box)
+        search = Search(
+            git_repo, terms, digest, ledger, work, proposer, o.researcher, limits, both(hook, pusher), box, settings.env
+        )
         try:
             summary = search.run().__dict__
         finally:
@@ -229,7 +232,7 @@ def run_parallel(settings: Any, o: SearchOptions) -> list[dict[str, Any]]:
         argv += ["--push", o.push] if o.push else []
         for url in o.services:
             argv += ["--service", url]
-        env = {**os.environ, "ANCHOR_DATA_DIR": str(settings.data_dir)}
+        env = own_environment({"ANCHOR_DATA_DIR": str(settings.data_dir)})
         children.append(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env))
     summaries: list[dict[str, Any]] = []
     try:
@@ -257,16 +260,23 @@ def sandbox_for(repo: Path, terms: Any, settings: Any, work: Path, runtime: str 
     """The sandbox for this search's attempts, hiding the data dir, the work dir (ledger, other runs),
     every keystore the environment names and the contract's holdout data; `ToolchainMissing` without
     the runtime."""
+    from anchor.fence.cgroups import Limits
     from anchor.fence.sandbox import Sandbox
-    from anchor.settings.env import env
 
-    keystores = list(env().keystores)
+    keystores = list(settings.env.secret_files)
     if settings.keystore is not None:
         keystores.append(settings.keystore)
     holdout = terms.hidden_data(repo.resolve())
     inputs = tuple(path for _, path in terms.input_paths(repo))
     return Sandbox.find(
-        repo, terms.editable, (settings.data_dir, work, *keystores), holdout, terms.pass_env, inputs, runtime
+        repo,
+        terms.editable,
+        (settings.data_dir, work, *keystores),
+        holdout,
+        terms.pass_env,
+        inputs,
+        runtime,
+        Limits.from_environment(settings.env),
     )
 
 

@@ -129,7 +129,7 @@ def open_search(settings: Settings, work: Path, explicit: bool = True) -> tuple[
     from anchor.research.searches import known_searches
 
     if settings.journal_url:
-        ledger = open_ledger(work, settings.journal_url)
+        ledger = open_ledger(work, settings.journal_url, settings.env.ledger_name)
         if not isinstance(ledger, Ledger):
             if not ledger.rows():
                 raise NotAnchored(f"{ledger.where}: no rows (hint: ANCHOR_LEDGER_NAME or --workdir names the search)",

@@ -20,8 +20,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from anchor.errors import BadInput
+
+if TYPE_CHECKING:
+    from anchor.settings.model import Environment
 
 FILE_NAME = "anchor.toml"
 KEYS = {
@@ -97,6 +101,11 @@ def project_file(start: Path | None = None) -> Path | None:
     return None
 
 
+def cache_home() -> Path:
+    """$XDG_CACHE_HOME, else ~/.cache: where a toolchain installed on first use and compiled builds live."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache"))
+
+
 def user_file() -> Path:
     base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     return Path(base) / "anchor" / FILE_NAME
@@ -125,11 +134,15 @@ def _read(path: Path) -> dict[str, str]:
     return out
 
 
-def resolve(given: dict[str, Setting] | None = None, near: Path | None = None) -> dict[str, Setting]:
+def resolve(given: dict[str, Setting] | None = None, near: Path | None = None,
+            env: Environment | None = None) -> dict[str, Setting]:  # fmt: skip
     """Every setting with its source. `given` holds what the command line set (source "--data-dir" …);
-    `near`, a path being verified: on the local chain, its nearest `.anchor/` comes before the working
-    directory's."""
+    `env`, the `ANCHOR_*` variables (anchor.settings.model; the process's when None); `near`, a path
+    being verified: on the local chain, its nearest `.anchor/` comes before the working directory's."""
+    from anchor.settings.model import Environment
+
     given = given or {}
+    env = Environment.load() if env is None else env
     project, user = project_file(), user_file()
     files = {
         "project": {} if project is None else {**_read(project), "source": str(project)},
@@ -139,8 +152,9 @@ def resolve(given: dict[str, Setting] | None = None, near: Path | None = None) -
     for key, variable in KEYS.items():
         if key in given and given[key].value is not None:
             out[key] = given[key]
-        elif os.environ.get(variable):
-            out[key] = Setting(os.environ[variable], variable)
+        elif env.raw(variable):
+            where = env.source(variable)  # the environment, or a .env file: named
+            out[key] = Setting(str(env.raw(variable)), variable if where == "environment" else f"{variable} in {where}")
         elif key != "data_dir":
             found = next((values for values in files.values() if key in values), None)
             out[key] = Setting(found[key], found["source"]) if found else Setting(None, "default")
@@ -148,6 +162,6 @@ def resolve(given: dict[str, Setting] | None = None, near: Path | None = None) -
         # a verified path's own data dir only locates the local chain it was stamped on (its port, its
         # record); on a chain named by URL it would be a trust root that came with the path: a `.anchor/`
         # beside a downloaded result, recording a lookalike registry, must not be what vouches for it
-        local = not (out["rpc_url"].value or os.environ.get("ANCHOR_READ_RPCS"))
+        local = not (out["rpc_url"].value or env.read_rpcs)
         out["data_dir"] = found_data_dir(files["project"], files["user"], near if local else None)
     return {key: out[key] for key in KEYS}

@@ -14,22 +14,44 @@ from typing import Any
 
 from anchor.errors import BadInput
 from anchor.layout import DataDir
-from anchor.settings.env import SECRET_VARIABLES as SECRET_VARIABLES  # re-exported: where callers look
-from anchor.settings.env import is_secret as is_secret
+from anchor.settings.model import SECRET_VARIABLES as SECRET_VARIABLES  # re-exported: where callers look
+from anchor.settings.model import Environment
+from anchor.settings.model import is_secret as is_secret
 
 
-def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+def child_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment for a process we start (the code under measurement, a proposer, git): ours
     without any secret. A signing key, a keystore password or an API token in a child's environment
-    would be readable by the very code being measured."""
+    would be readable by the very code being measured.
+
+    Why from the process environment as it is now and not from the settings model: a child inherits
+    the caller's PATH, HOME, locale and its own tools' variables, which are none of anchor's settings;
+    the model decides only what is withheld (`is_secret`)."""
     clean = {k: v for k, v in os.environ.items() if not is_secret(k)}
     return {**clean, **(extra or {})}
+
+
+def own_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for a process of anchor's own that acts for this one (a researcher `research
+    run --researchers` starts): ours whole, secrets included, since it signs as we would."""
+    return {**os.environ, **(extra or {})}
+
+
+def inherited(names: tuple[str, ...]) -> dict[str, str]:
+    """Those of `names` set in the process environment: what an allow-listed child environment (the
+    fence's, a probe's) takes from ours."""
+    return {name: os.environ[name] for name in names if name in os.environ}
+
+
+def search_path(default: str = os.defpath) -> str:
+    """The PATH a tool we start is looked up on (`default` where none is set)."""
+    return os.environ.get("PATH", default)
 
 
 def protect_environment() -> None:
     """Make this process's memory and /proc/<pid>/environ unreadable to other processes of its user
     (PR_SET_DUMPABLE 0): a command run beside us as the same user (a mission's, in a pod) must not
-    read a secret (the service token) out of our environment, as `child_env` keeps it out of its own.
+    read a secret (the service token) out of our environment, as `child_environment` keeps it out of its own.
     Linux only; elsewhere a no-op."""
     import ctypes
     import sys
@@ -55,23 +77,22 @@ LOCAL_CHAIN_STARTS = ("refuse", "until_exit", "keep_running")
 
 @dataclass(frozen=True, slots=True)
 class Settings:
+    """Where a command works, resolved from the command line, the settings model (`env`) and the
+    anchor.toml files: what each `ANCHOR_*` variable means is said once, in anchor.settings.model."""
+
     data_dir: Path
     rpc_url: str | None = None
     keystore: Path | None = None
     local_port: int | None = None
-    journal_url: str | None = None
-    """ANCHOR_JOURNAL_URL: a postgresql:// URL puts the research ledger in PostgreSQL, shared by
-    researchers on many hosts; unset, the ledger is a file in the search's work dir. May carry a
-    password: a secret (never shown, never given to a child process)."""
+    journal_url: str | None = field(default=None, repr=False)
+    """May carry a password: a secret, never in a repr (ANCHOR_JOURNAL_URL)."""
     read_rpcs: tuple[str, ...] = ()
-    """Every endpoint a verdict is read from (`--rpc-url` given more than once, or ANCHOR_READ_RPCS,
-    comma-separated); a verdict needs a quorum of them to agree. Empty: `rpc_url` (or the local chain)."""
+    """Every endpoint a verdict is read from (`--rpc-url` given more than once, or ANCHOR_READ_RPCS);
+    empty: `rpc_url` (or the local chain)."""
     service_urls: tuple[str, ...] = ()
-    """ANCHOR_SERVICE_URLS: the anchoring services every writer stamps through when no `--service` is
-    given (anchor.anchoring.stamper.Stamper.from_settings); empty: the key here."""
+    """The services every writer stamps through (ANCHOR_SERVICE_URLS; anchor.anchoring.stamper)."""
     browser_rpc_urls: tuple[str, ...] = ()
-    """ANCHOR_BROWSER_RPC_URL (comma-separated): the endpoints the /verify page is told to read; empty:
-    the read endpoints, else the RPC URL (api.routes.browser_verify)."""
+    """The endpoints the /verify page is told to read (ANCHOR_BROWSER_RPC_URL; api.routes.browser_verify)."""
     offline: bool = False
     """`verify --offline`: verdicts come from sealed proofs and `trusted_blocks` alone; no socket is opened."""
     trusted_blocks: tuple[tuple[int | None, int, str], ...] = ()
@@ -82,6 +103,9 @@ class Settings:
     library call's default: a chain it started would outlive the program, an orphan per batch job),
     "until_exit" (`start_chain=True`: started, and stopped when this interpreter exits), "keep_running"
     (the command line: started and left running for the next command, as it says)."""
+    env: Environment = field(default_factory=Environment, compare=False, repr=False)
+    """Every `ANCHOR_*` setting (anchor.settings.model), read once by the door that made these settings
+    and passed down with them: the RPC retries, the runner's knobs, the service's limits."""
     data_dir_source: str = field(default="given", compare=False)
     """The rule that chose `data_dir` (`--data-dir`, ANCHOR_DATA_DIR, an anchor.toml, the nearest
     `.anchor/`, the per-user default): what `anchor info` and `anchor chain status` say."""
@@ -94,35 +118,39 @@ class Settings:
         return None
 
     @classmethod
-    def from_env(cls, data_dir: Path | None = None, rpc_url: str | list[str] | None = None,
-                 near: Path | None = None) -> Settings:  # fmt: skip
-        """Options given on the command line, then ANCHOR_* variables, then anchor.toml files
+    def load(cls, data_dir: Path | None = None, rpc_url: str | list[str] | None = None,
+                 near: Path | None = None, env: Environment | None = None) -> Settings:  # fmt: skip
+        """Options given on the command line, then ANCHOR_* variables (`env`, else the process
+        environment and its `.env`: anchor.settings.model), then anchor.toml files
         (`anchor.settings.config`), then defaults. Several `rpc_url`s: writes use the first, reads ask them all.
         `near`: a path being verified; the data dir nearest to it comes first (anchor.settings.config)."""
-        from anchor.settings.env import env
-
+        env = Environment.load() if env is None else env
         urls = [rpc_url] if isinstance(rpc_url, str) else list(rpc_url or [])
-        settings, found = cls._resolve(data_dir, urls[0] if urls else None, near)
+        settings, found = cls._resolve(data_dir, urls[0] if urls else None, near, env)
         if settings.data_dir.exists() and not settings.data_dir.is_dir():  # `config show` still shows it
             where = found["data_dir"]
             raise BadInput(f"data directory {where.value} (from {where.source}): not a directory (a file is in the"
                            " way); name a folder, made if missing", detail={"path": str(settings.data_dir),
                            "source": where.source})  # fmt: skip
-        settings = replace(settings, service_urls=env().service_urls, browser_rpc_urls=env().browser_rpc_urls)
-        if len(urls) < 2 and env().read_rpcs:
-            urls = list(env().read_rpcs)
+        settings = replace(settings, service_urls=env.service_urls, browser_rpc_urls=env.browser_rpc_url)
+        if len(urls) < 2 and env.read_rpcs:
+            urls = list(env.read_rpcs)
             settings = replace(settings, rpc_url=settings.rpc_url or urls[0])
         return replace(settings, read_rpcs=tuple(urls)) if len(urls) > 1 else settings
 
+    from_env = load
+    """The name `load` had before the settings were one model; kept for callers of the library."""
+
     @classmethod
-    def _resolve(cls, data_dir: Path | None = None, rpc_url: str | None = None,
-                near: Path | None = None) -> tuple[Settings, dict[str, Any]]:  # fmt: skip
+    def _resolve(cls, data_dir: Path | None = None, rpc_url: str | None = None, near: Path | None = None,
+                 env: Environment | None = None) -> tuple[Settings, dict[str, Any]]:  # fmt: skip
         """The settings and, for each, its value and source (for `anchor config show`)."""
         from anchor.settings.config import Setting, resolve
 
+        env = Environment.load() if env is None else env
         given = {"data_dir": Setting(None if data_dir is None else str(data_dir), "--data-dir"),
                  "rpc_url": Setting(rpc_url, "--rpc-url")}  # fmt: skip
-        found = resolve(given, near)
+        found = resolve(given, near, env)
         port = found["local_port"]
         if port.value is not None and (not port.value.isdigit() or not 0 < int(port.value) < 65536):
             raise BadInput(f"local_port={port.value!r} (from {port.source}): expected a port number",
@@ -133,6 +161,7 @@ class Settings:
             keystore=Path(found["keystore"].value) if found["keystore"].value else None,
             local_port=int(port.value) if port.value else None,
             journal_url=found["journal_url"].value or None,
+            env=env,
             data_dir_source=found["data_dir"].source,
         )
         return settings, found

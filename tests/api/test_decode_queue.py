@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from anchor.errors import RateLimited
+from anchor.settings.model import Environment
 
 
 def _slow(seconds: float) -> str:
@@ -20,12 +21,14 @@ def _slow(seconds: float) -> str:
     return "decoded"
 
 
-def test_past_the_queue_or_a_clients_share_the_answer_is_429_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_past_the_queue_or_a_clients_share_the_answer_is_429_at_once() -> None:
+    from api.config import ApiConfig
     from api.offload import decode
 
-    monkeypatch.setenv("ANCHOR_API_DECODE_QUEUE", "2")
-    monkeypatch.setenv("ANCHOR_API_DECODE_PER_CLIENT", "1")
-    app: Any = SimpleNamespace(state=SimpleNamespace())  # no decoder process: the thread pool decodes
+    config = ApiConfig.from_environment(
+        Environment({"ANCHOR_API_DECODE_QUEUE": "2", "ANCHOR_API_DECODE_PER_CLIENT": "1"})
+    )
+    app: Any = SimpleNamespace(state=SimpleNamespace(config=config))  # no decoder process: the thread pool decodes
 
     async def run() -> list[object]:
         first = asyncio.create_task(decode(app, _slow, 0.5, client="10.0.0.1"))
@@ -61,16 +64,14 @@ def test_a_full_queue_answers_429_with_retry_after_on_the_public_proof_route(
     only its own address's bound applies to it."""
     from api.routes.verify import INLINE_PROOF_BYTES
 
-    monkeypatch.setenv("ANCHOR_API_DECODE_QUEUE", "0")
     monkeypatch.setenv("ANCHOR_DATA_DIR", str(tmp_path))
     big = b" " * INLINE_PROOF_BYTES + b"{}"
-    with TestClient(create_app(config=ApiConfig())) as client:
+    with TestClient(create_app(config=ApiConfig(decode_queue=0))) as client:
         answer = client.post("/v1/verify/proof", files={"proof": ("p.json", big)})
         small = client.post("/v1/verify/proof", files={"proof": ("p.json", b"{}")})
     assert answer.status_code == 429 and answer.headers["Retry-After"] == "2"
     assert answer.json()["code"] == "too_many_requests"
     assert small.status_code == 422, small.json()
-    monkeypatch.setenv("ANCHOR_API_DECODE_PER_CLIENT", "0")
-    with TestClient(create_app(config=ApiConfig())) as client:
+    with TestClient(create_app(config=ApiConfig(decode_queue=0, decode_per_client=0))) as client:
         small = client.post("/v1/verify/proof", files={"proof": ("p.json", b"{}")})
     assert small.status_code == 429, small.json()

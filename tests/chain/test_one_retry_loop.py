@@ -15,6 +15,7 @@ import pytest
 from anchor.chain.rpc import Rpc
 from anchor.errors import ChainUnreachable, ServiceError
 from anchor.readback.services import Service, call
+from anchor.settings.model import Environment
 
 
 @contextlib.contextmanager
@@ -59,7 +60,7 @@ def _quick_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _chain_id(url: str) -> int:
-    return Rpc(url).chain_id()
+    return Rpc(url, Environment.load()).chain_id()  # the fixture set its retries in the environment
 
 
 def _service(url: str) -> int:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from anchor.chain.explorer import links
+from anchor.settings.model import Environment
 
 TX = "0x" + "ab" * 32
 ADDRESS = "0x5FbDB2315678afecb367f032d93F642f64180aa3"
@@ -23,17 +24,16 @@ def test_public_chains_link_tx_block_and_registry(chain_id: int, base: str) -> N
     }  # fmt: skip
 
 
-def test_the_local_chain_links_to_the_built_in_pages(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ANCHOR_EXPLORER_URL", "http://127.0.0.1:9000/")
-    assert links(31337, tx_hash=TX, page="/explorer/batch/0x01") == {
+def test_the_local_chain_links_to_the_built_in_pages() -> None:
+    explorer_url = Environment({"ANCHOR_EXPLORER_URL": "http://127.0.0.1:9000/"}).explorer_url
+    assert links(31337, tx_hash=TX, page="/explorer/batch/0x01", explorer_url=explorer_url) == {
         "page": "http://127.0.0.1:9000/explorer/batch/0x01"
     }
     assert links(31337, tx_hash=TX) == {}
     assert links(999, tx_hash=TX) == {}  # an unknown chain: no guess
 
 
-def test_local_links_follow_the_url_anchor_serve_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("ANCHOR_EXPLORER_URL", raising=False)
+def test_local_links_follow_the_url_anchor_serve_recorded(tmp_path: Path) -> None:
     assert links(31337, page="/explorer/batch/0x01", data_dir=tmp_path) == {
         "page": "http://127.0.0.1:8000/explorer/batch/0x01"
     }
@@ -41,5 +41,5 @@ def test_local_links_follow_the_url_anchor_serve_recorded(tmp_path: Path, monkey
     assert links(31337, page="/explorer/batch/0x01", data_dir=tmp_path) == {
         "page": "https://anchor.example.org/explorer/batch/0x01"
     }
-    monkeypatch.setenv("ANCHOR_EXPLORER_URL", "http://127.0.0.1:9000")  # the variable still wins
-    assert links(31337, page="/x", data_dir=tmp_path) == {"page": "http://127.0.0.1:9000/x"}
+    given = Environment({"ANCHOR_EXPLORER_URL": "http://127.0.0.1:9000"}).explorer_url  # the variable still wins
+    assert links(31337, page="/x", data_dir=tmp_path, explorer_url=given) == {"page": "http://127.0.0.1:9000/x"}

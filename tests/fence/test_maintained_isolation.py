@@ -200,12 +200,9 @@ sys.exit(0 if codes == [0, 0, 0] else 1)
 
 
 @pytest.mark.parametrize("runtime", RUNTIMES)
-def test_three_children_and_the_tmpfs_together_meet_one_memory_bound(
-    tmp_path: Path, runtime: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_three_children_and_the_tmpfs_together_meet_one_memory_bound(tmp_path: Path, runtime: str) -> None:
     """3 x 700 MiB children and 600 MiB written to /tmp under a 1 GiB bound: under RLIMIT_AS each child
     fitted and the tmpfs was outside, so the attempt was measured. One memory cgroup holds them all."""
-    monkeypatch.setenv("ANCHOR_ATTEMPT_MEMORY_BYTES", str(1 << 30))
     repo = make_repo(tmp_path / "repo", {"params.json": "{}", "hungry.py": HUNGRY})
     run_dir = tmp_path / "run"
     result = _run(_box(repo, runtime), repo, run_dir, "python3 hungry.py", memory_bytes=1 << 30)

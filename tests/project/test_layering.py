@@ -52,7 +52,7 @@ ALLOWED: dict[str, set[str]] = {
     "proof": {"errors", "files", "ingest", "manifest", "record"},
     # the chain, then the journal that drives effects onto it (a store: no settings, no proof files)
     "chain": {"layout", "errors", "files", "record", "settings", "manifest"},  # manifest: keccak256, the core's hash
-    # settings: anchor.settings.env only, for the tests' fault hook (ANCHOR_FAULT); the store reads no setting
+    # settings: anchor.settings.model only, for the tests' fault hook (ANCHOR_FAULT); the store reads no setting
     "journal": {"layout", "errors", "files", "manifest", "batch", "ingest", "chain", "settings"},
     # sealed proofs: a proof's anchors sealed from the chain, and checked with no socket
     "sealing": {"errors", "manifest", "proof", "chain", "settings"},
@@ -131,7 +131,7 @@ def test_each_layer_imports_only_the_layers_below_it() -> None:
     assert [part for part, used in found.items() if "api" in used] == ["cli"]
     assert _importers_of("api") == ["anchor/cli/deploy_cmds.py"]
     assert _importers_of("anchor.settings", under="anchor/journal/") == ["anchor/journal/faults.py"]
-    assert _importers_of("anchor.settings.env", under="anchor/journal/") == ["anchor/journal/faults.py"]
+    assert _importers_of("anchor.settings.model", under="anchor/journal/") == ["anchor/journal/faults.py"]
 
 
 def _importers_of(module: str, under: str = "anchor/") -> list[str]:

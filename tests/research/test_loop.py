@@ -13,6 +13,7 @@ from anchor.errors import GuardError
 from anchor.fence.git import Repo
 from anchor.research.ledger import Ledger
 from anchor.research.loop import NO_PARENT, Search, SearchLimits
+from anchor.settings.model import Environment
 from tests.research.helpers import ScriptedProposer, contract, params_repo
 
 pytestmark = pytest.mark.sandbox  # runs attempts, proposers or evaluators as processes (bubblewrap)
@@ -27,6 +28,7 @@ def _search(
     search = Search(
         repo, contract(**terms), "ab" * 32, ledger, tmp_path / "work", ScriptedProposer(values), "r0",
         SearchLimits(max_attempts=attempts or len(values) + 1, budget_s=300, max_consecutive_failures=10),
+        env=Environment.load(),  # as a door reads it: a test's ANCHOR_ATTEMPT_* bounds apply
     )  # fmt: skip
     return search, ledger
 

@@ -68,7 +68,7 @@ def test_a_lineage_prefix_that_matches_none_or_several_attempts_says_where_to_lo
     from anchor.research.report import lineage_tree
 
     entries = [e for e in _ledger(tmp_path, 3).entries() if "status" in e]
-    settings = Settings.from_env(tmp_path / "d")
+    settings = Settings.load(tmp_path / "d")
     with pytest.raises(BadInput, match=r"matches no attempt in the ledger \(`anchor research report`"):
         lineage_tree(entries, "ffff", settings)
     with pytest.raises(BadInput, match=r"matches 3 attempts in the ledger: give more of it \(000000000000, 0000"):

@@ -110,7 +110,7 @@ def test_config_show_lists_every_variable_with_its_source_never_a_secrets_value_
 
 def test_nothing_outside_anchor_settings_reads_an_anchor_variable_from_the_environment() -> None:
     """every `ANCHOR_*` variable is read in anchor/settings (typed, with its default:
-    anchor.settings.env.Env), so a setting cannot hide in the module that uses it. A read is any
+    anchor.settings.model.Environment), so a setting cannot hide in the module that uses it. A read is any
     `os.environ`/`os.getenv` expression naming one, or the old per-module `env_number(` helper; a
     child's environment being *built* (`{**os.environ, "ANCHOR_DATA_DIR": …}`) is not a read."""
     import ast

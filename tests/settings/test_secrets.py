@@ -10,6 +10,7 @@ import pytest
 from anchor.chain.keys import load_signer
 from anchor.chain.node import rpc_call
 from anchor.errors import BadInput, ExitCode
+from anchor.settings.model import Environment
 from tests.conftest import Chain
 
 
@@ -40,28 +41,24 @@ def test_a_funded_env_key_signs_but_appears_nowhere(
     assert key_hex not in haystack.lower()
 
 
-def test_malformed_key_error_does_not_echo_it(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_malformed_key_error_does_not_echo_it() -> None:
     secret = "0x" + "ab" * 31  # one byte short
-    monkeypatch.setenv("ANCHOR_PRIVATE_KEY", secret)
     with pytest.raises(BadInput) as info:
-        load_signer(1)
+        load_signer(1, None, Environment({"ANCHOR_PRIVATE_KEY": secret}))
     assert "ab" * 31 not in str(info.value) + info.value.diagnostics()
     # raised `from None`: a traceback never shows the underlying error, whose text could echo the key
     assert info.value.__cause__ is None and info.value.__suppress_context__
 
 
-def test_signer_repr_shows_only_the_address(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_signer_repr_shows_only_the_address() -> None:
     key = os.urandom(32).hex()
-    monkeypatch.setenv("ANCHOR_PRIVATE_KEY", key)
-    signer = load_signer(1)
+    signer = load_signer(1, None, Environment({"ANCHOR_PRIVATE_KEY": key}))
     assert key not in repr(signer) and signer.address in repr(signer)
 
 
-def test_a_real_chain_without_a_key_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("ANCHOR_PRIVATE_KEY", raising=False)
-    monkeypatch.delenv("ANCHOR_KEYSTORE", raising=False)
+def test_a_real_chain_without_a_key_is_refused() -> None:
     with pytest.raises(BadInput, match="no signing key for chain 8453"):
-        load_signer(8453)
+        load_signer(8453, None, Environment())
 
 
 def test_no_secret_reaches_the_environment_of_a_process_we_start(
