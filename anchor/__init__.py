@@ -43,8 +43,8 @@ __all__ = [
     # what a script calls
     "hash", "prove", "retract", "seal", "stamp", "upgrade", "verify",
     # what it makes and what it gets back
-    "DataDir", "Environment", "PendingProof", "Policy", "ProofFile", "Receipt", "Retraction", "SealedProof", "Settings", "Stamped",
-    "Stamper", "Upgraded", "VerdictStatus", "Verification", "Verifier",
+    "DataDir", "Environment", "PendingProof", "Policy", "ProofFile", "Receipt", "Retraction", "SealedProof",
+    "Settings", "Stamped", "Stamper", "Upgraded", "VerdictStatus", "Verification", "Verifier",
     # the parts of a verdict (`Verification`'s JSON fields)
     "AnchorRow", "BundleRan", "LaterStamp", "PendingRow", "Quorum",
     # the errors a verdict raises (each is anchor.errors' own class; the rest of the hierarchy is there)

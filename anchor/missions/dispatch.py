@@ -169,7 +169,10 @@ def _hex(value: str | None, field: str) -> str:
 
 
 def check(
-    request: SubmissionRequest, data_dir: Path, verify_pin: Any = None, local_files: bool = True,
+    request: SubmissionRequest,
+    data_dir: Path,
+    verify_pin: Any = None,
+    local_files: bool = True,
     journal_url: str | None = None,
 ) -> MissionRecord:
     """Every check of the door, in order; returns the record to store. Writes nothing. `local_files`:
