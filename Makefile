@@ -16,7 +16,7 @@ export MAKE_START
 , := ,
 say = @echo "[make $@, $$(( $$(date +%s) - $(MAKE_START) )) s] $(1)"
 
-.PHONY: image install demo explore test check e2e browser sandbox postgres screenshots lock test-forge test-python lint fmt snapshot bench clean artifact wheel docs-cli
+.PHONY: image install demo explore test check e2e browser sandbox postgres screenshots fuzz lock test-forge test-python lint fmt snapshot bench clean artifact wheel docs-cli
 
 install: $(VENV)/.installed node_modules/.installed
 
@@ -97,6 +97,15 @@ browser:
 
 screenshots: install browser
 	bash examples/screenshots.sh
+
+## Hostile proof files, nightly-sized: FUZZ_SCALE (default 20) times the 5,000 that `make test` feeds to the
+## library, the CLI and the REST API, and the 1,000 sealed sections given to the browser's check
+## (tests/hostile/test_fuzzed_proofs.py), with fresh randomness each run.
+FUZZ_SCALE ?= 20
+fuzz: install
+	$(call say,hostile proofs: $$(( $(FUZZ_SCALE) * 5000 )) to the library$(,) the CLI and the REST API$(,) $$(( $(FUZZ_SCALE) * 1000 )) to the browser's check)
+	ANCHOR_FUZZ_SCALE=$(FUZZ_SCALE) $(BIN)/pytest -n 2 -q tests/hostile/test_fuzzed_proofs.py
+	$(call say,fuzz passed: every hostile proof was a typed error)
 
 # Gas snapshot: unit tests only (fuzz and invariant figures vary between runs), compared with our
 # own diff because `forge snapshot --check` 1.7.1 prints a mismatch yet exits 0.

@@ -19,6 +19,8 @@ class ExitCode(IntEnum):
 
     OK = 0
     INTERNAL = 1
+    """A bug in anchor, and only that: an exception no part of anchor raised on purpose. Every
+    `AnchorError` carries a code of its own (a test holds every class to it)."""
     BAD_INPUT = 2
     NOT_ANCHORED = 3
     TAMPERED = 4
@@ -34,6 +36,12 @@ class ExitCode(IntEnum):
     PENDING = 14
     STORAGE = 15
     RETRACTED = 16
+    JOURNAL = 17
+    """The journal cannot be used as it is: another writer held it past the timeout, it is of a schema
+    this anchor does not speak, PostgreSQL cannot be reached, a replica's flush lease was taken over,
+    or its rows disagree (a batch's items do not rebuild its root). Nothing was half-written."""
+    GIT = 18
+    """A git command of the research harness failed in the user's repository (left as it was)."""
     ABORTED = 130
     """Ctrl-C (128 + SIGINT): `aborted` on stderr; nothing is sent after it (anchor.settings.interrupt)."""
     READER_GONE = 141
@@ -42,7 +50,8 @@ class ExitCode(IntEnum):
 
 
 class AnchorError(Exception):
-    """Root of every error Anchor raises on purpose."""
+    """Root of every error Anchor raises on purpose. Raise one of its kinds, never the root itself: its
+    exit code (1) is the one kept for bugs."""
 
     exit_code: ExitCode = ExitCode.INTERNAL
     http_status: int = 500
@@ -303,9 +312,11 @@ class ArchiveRefused(BadInput):
 
 
 class JournalError(AnchorError):
-    """The journal cannot be used as it is (locked too long, or of another schema version)."""
+    """The journal cannot be used as it is (locked too long, of another schema version, unreachable, or
+    its rows disagree with each other)."""
 
-    exit_code = ExitCode.INTERNAL
+    exit_code = ExitCode.JOURNAL
+    http_status = 503
     code = "journal"
 
 
@@ -327,6 +338,7 @@ class LeaseLost(JournalError):
 class GitError(AnchorError):
     """A git command of the research harness failed (the repository is the user's: we report, never repair)."""
 
+    exit_code = ExitCode.GIT
     code = "git"
 
 
@@ -339,8 +351,10 @@ class GuardError(AnchorError):
 
 
 class Unauthorized(AnchorError):
-    """A write to the REST service without an accepted bearer token."""
+    """A write to the REST service without an accepted bearer token. (The service's own refusal of a
+    request: the CLI, a client of services, says a service's 401 as `ChainUnreachable`.)"""
 
+    exit_code = ExitCode.BAD_INPUT
     http_status = 401
     code = "unauthorized"
 
@@ -363,8 +377,21 @@ class RateLimited(AnchorError):
 class TooLarge(AnchorError):
     """A request body past the service's limit (read no further than the limit)."""
 
+    exit_code = ExitCode.BAD_INPUT
     http_status = 413
     code = "request_too_large"
+
+
+class ResearcherFailed(AnchorError):
+    """One researcher of a session (its own `anchor research run` process) failed: the session ends
+    with that researcher's exit code (`detail["exit_code"]`), and its message."""
+
+    code = "researcher_failed"
+
+    def __init__(self, message: str, *, detail: dict[str, Any] | None = None) -> None:
+        super().__init__(message, detail=detail)
+        said = self.detail.get("exit_code")
+        self.exit_code = ExitCode(said) if isinstance(said, int) and said in list(ExitCode) else ExitCode.INTERNAL
 
 
 class MissionFailed(AnchorError):

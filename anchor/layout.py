@@ -21,6 +21,7 @@ name too): paths only, nothing is created or read here.
       receipt.key               the calendar's receipt key (0600), receipt.signers.json its history
       service.json              what `anchor serve` recorded about itself (its public URL)
       mlflow/<run id>.anchor.json  the last proof of each MLflow run stamped from here (anchor.mlflow)
+      mlflow/promotions/<digest>.json  each model promotion made from here, its record (anchor.mlflow)
 """
 
 from __future__ import annotations
@@ -110,3 +111,8 @@ class DataDir:
         """The proof of the last stamp of MLflow run `run_id` from this data dir (anchor.mlflow keeps it
         beside the one it writes into the run: a run whose store is rewritten keeps its proof here)."""
         return self.root / "mlflow" / f"{run_id}.anchor.json"
+
+    def mlflow_promotion(self, digest: str) -> Path:
+        """A model promotion's record (anchor.mlflow.registry), kept by the data dir that promoted it:
+        what the explorer's promotion page shows of it (the chain holds its digest)."""
+        return self.root / "mlflow" / "promotions" / f"{digest.lower().removeprefix('0x')}.json"

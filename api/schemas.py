@@ -156,6 +156,9 @@ class ResearchAttempt(BaseModel):
     search: str
     """The search it belongs to: 12 hex of the BLAKE3 of its ledger's first row digest (stable, reveals no path)."""
     seq: int
+    """Its row in the ledger (the `started` rows, proposals turned away and other researchers' rows count too)."""
+    trial: int
+    """Its trial number: 1 for the researcher's first attempt in the search (as the CLI and explorer say)."""
     commit: str
     parent: str
     status: str

@@ -18,7 +18,7 @@ shot() {
     --window-size=1200,"$3" --screenshot="$root/docs/screenshots/$1.png" "http://127.0.0.1:18691$2" 2>/dev/null
 }
 mkdir -p "$root/docs/screenshots"
-shot home "/explorer/" 560
+shot home "/explorer/" 1100
 shot lineage "/explorer/lineage/$champion" 660
 shot attempt "/explorer/attempt/$champion" 560
 shot bundle "/explorer/bundle/$digest" 560

@@ -103,14 +103,23 @@ GROUPS = {
     "tests/project/test_demo.py": "demo",
     "tests/explorer/test_chain_only.py": "demo",
     "tests/explorer/test_explorer_pages.py": "demo",
+    "tests/explorer/test_home_page.py": "demo",
+    "tests/explorer/test_trial_numbering.py": "demo",
 }
 """Modules whose tests must share a worker with other modules."""
 
-SHARED = {"tests/api/test_api_routes.py", "tests/hostile/test_hostile_clients.py", "tests/mlflow/test_mlflow.py"}
+SHARED = {
+    "tests/api/test_api_routes.py",
+    "tests/hostile/test_hostile_clients.py",
+    "tests/mlflow/test_mlflow.py",
+    "tests/mlflow/test_promotion_lineage.py",
+    "tests/mlflow/test_promotion_page.py",
+    "tests/mlflow/test_research_runs.py",
+}
 """Modules whose tests share a module fixture (one deployed chain, one server): one worker each, so the
 fixture is set up once. Collection refuses a module fixture in a module that is in none of these sets."""
 
-SPLIT = {"tests/faults/test_crash_seams.py"}
+SPLIT = {"tests/faults/test_crash_seams.py", "tests/hostile/test_fuzzed_proofs.py"}
 """Modules with a module fixture whose tests may still run on different workers (each test is long,
 and a worker that takes one sets up the module's chain for itself)."""
 

@@ -1,6 +1,8 @@
-"""A real MLflow tracking server for the bridge's tests: `mlflow server` with a SQLite backend
-store and a local artifact destination, on a free port, in a process group of its own, stopped through
-that group (never by name). Runs are logged to it with MLflow's own client."""
+"""A real MLflow tracking server for the bridge's tests: `mlflow server` with a SQLite or a PostgreSQL
+backend store (MLflow's two database tiers; `BACKENDS` parametrises a module's server over both) and a
+local artifact destination, on a free port, in a process group of its own, stopped through that group
+(never by name). Runs are logged to it with MLflow's own client; `TrackingServer.sql` edits its
+database directly, as whoever can write the store would."""
 
 from __future__ import annotations
 
@@ -19,14 +21,31 @@ from typing import Any
 
 from tests.conftest import free_port
 
+BACKENDS = ("sqlite", "postgresql")
+"""The backend stores a module's `server` fixture is parametrised over (the PostgreSQL half is marked
+`postgres` by tests/conftest.py, from the parameter)."""
+
 
 @dataclass(frozen=True)
 class TrackingServer:
     url: str
-    store: Path
-    """The SQLite backend store (the runs' params, metrics, tags)."""
+    store: str
+    """The backend store's URI (the runs' params, metrics, tags): sqlite:///… or postgresql+psycopg://…"""
     artifacts: Path
     """The artifact destination: <experiment id>/<run id>/artifacts/… on disk."""
+
+    def sql(self, statement: str, *params: str) -> None:
+        """Run one statement on the backend store's database (`?` placeholders), committed."""
+        if self.store.startswith("sqlite:///"):
+            import sqlite3
+
+            with sqlite3.connect(self.store.removeprefix("sqlite:///")) as db:
+                db.execute(statement, params)
+            return
+        import psycopg
+
+        with psycopg.connect(self.store.replace("postgresql+psycopg://", "postgresql://"), autocommit=True) as db:
+            db.execute(statement.replace("?", "%s"), params)  # type: ignore[arg-type] - a test's own statement
 
     def client(self) -> Any:
         from mlflow.tracking import MlflowClient
@@ -40,13 +59,17 @@ class TrackingServer:
 
 
 @contextmanager
-def mlflow_server(where: Path) -> Iterator[TrackingServer]:
+def mlflow_server(where: Path, database: str | None = None) -> Iterator[TrackingServer]:
+    """`database`: a postgresql:// URL (tests/postgres.py) for MLflow's PostgreSQL backend store; None:
+    a SQLite file in `where`."""
     where.mkdir(parents=True, exist_ok=True)
     port = free_port()
-    store, artifacts = where / "mlflow.sqlite", where / "artifacts"
+    store = (f"sqlite:///{where / 'mlflow.sqlite'}" if database is None
+             else database.replace("postgresql://", "postgresql+psycopg://", 1))  # fmt: skip
+    artifacts = where / "artifacts"
     log = open(where / "server.log", "wb")  # noqa: SIM115 - the child owns it
     server = subprocess.Popen(
-        [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{store}",
+        [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", store,
          "--artifacts-destination", str(artifacts), "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
         cwd=where, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         env={k: v for k, v in os.environ.items() if not k.startswith(("ANCHOR_", "MLFLOW_"))},
@@ -94,3 +117,48 @@ def log_run(server: TrackingServer, tmp: Path, experiment: str = "anchor-tests",
     if finish:
         client.set_terminated(run_id)
     return run_id
+
+
+@contextmanager
+def backend_server(backend: str, where: Path, request: Any) -> Iterator[TrackingServer]:
+    """A server over `backend` (one of BACKENDS): PostgreSQL takes a fresh database of the session's
+    server (tests/conftest.py `postgres_server_url`)."""
+    database = None
+    if backend == "postgresql":
+        import uuid
+
+        from tests.postgres import fresh_database
+
+        database = fresh_database(request.getfixturevalue("postgres_server_url"), "m_" + uuid.uuid4().hex[:16])
+    with mlflow_server(where, database) as served:
+        yield served
+
+
+MODEL_SCRIPT = """
+import sys, mlflow
+from sklearn.datasets import load_digits
+from sklearn.ensemble import RandomForestClassifier
+mlflow.set_tracking_uri(sys.argv[1])
+mlflow.set_experiment("digits-rf")
+X, y = load_digits(return_X_y=True)
+with mlflow.start_run() as run:
+    model = RandomForestClassifier(n_estimators=4, random_state=0).fit(X[:300], y[:300])
+    mlflow.log_param("n_estimators", 4)
+    mlflow.log_metric("val_acc", model.score(X[300:600], y[300:600]))
+    info = mlflow.sklearn.log_model(model, name="model", pip_requirements=["scikit-learn"],
+                                   serialization_format="cloudpickle")
+print("RESULT", run.info.run_id, info.model_id)
+"""
+
+
+def train_model(server: TrackingServer, tmp_path: Path, env: dict[str, str]) -> tuple[str, str]:
+    """A scikit-learn run logged the MLflow 3 way (`log_model(name=…)`), by a training script of its own:
+    its run id and logged model id. `env`: the script's environment (ANCHOR_* dropped)."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    script = tmp_path / "train.py"
+    script.write_text(MODEL_SCRIPT)
+    ran = subprocess.run([sys.executable, str(script), server.url], capture_output=True, text=True, timeout=300,
+                         env={k: v for k, v in env.items() if not k.startswith("ANCHOR_")})  # fmt: skip
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    run_id, model_id = next(line.split()[1:] for line in ran.stdout.splitlines() if line.startswith("RESULT "))
+    return run_id, model_id

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from anchor.batch.merkle import BatchTree, leaf_of, process_proof
-from anchor.errors import AnchorError
+from anchor.errors import AnchorError, JournalError
 from anchor.files import atomic_write_many, private_dir
 from anchor.journal.reads import confirmed_batch_rows, confirmed_item
 from anchor.journal.store import Journal
@@ -76,7 +76,7 @@ def _batch_tree(effect: Any, items: list[Any]) -> BatchTree:
     salt = json.loads(effect["args"] or "{}").get("salt")
     tree = BatchTree.build([bytes(item["digest"]) for item in items] + ([bytes.fromhex(salt)] if salt else []))
     if tree.root != bytes(effect["key"]):
-        raise AnchorError(f"journal: the items of batch {effect['id']} do not rebuild its root")
+        raise JournalError(f"journal: the items of batch {effect['id']} do not rebuild its root")
     return tree
 
 

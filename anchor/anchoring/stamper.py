@@ -42,6 +42,16 @@ Lineage = tuple[bytes, bytes, bytes, bytes, bool]
 
 
 @dataclass(frozen=True, slots=True)
+class LineageWritten:
+    """One lineage record sent: whose it is, and where it landed (None: relayed, not mined yet)."""
+
+    researcher: str
+    tx_hash: str | None = None
+    block: int | None = None
+    services: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Stamped:
     """What a stamp did, the same shape whichever way it went."""
 
@@ -262,6 +272,12 @@ class Stamper(ABC):
         and lineage records; `flush=False` only journals, where there is a journal. Returns what to say
         of it beyond the counts (who signed the records, which services relayed them)."""
 
+    @abstractmethod
+    def record_lineage(self, fields: Lineage) -> LineageWritten:
+        """Anchor one lineage record outside a search (a model's promotion, anchor.mlflow): with the key
+        here, journaled and flushed (signed by ANCHOR_RESEARCHER_KEY when set, else ours); through
+        services, signed by the researcher's own key and relayed."""
+
     def flusher(self, name: str) -> Flusher | None:
         """A background flusher for journaled work (the key here), or None (services flush themselves)."""
         return None
@@ -349,6 +365,29 @@ class KeyStamper(Stamper):
         if flush:
             service.flush()
         return {}
+
+    def record_lineage(self, fields: Lineage) -> LineageWritten:
+        from anchor.chain.keys import load_researcher
+        from anchor.chain.signed import signed_lineage
+
+        service = self._open()
+        registry = service.registry
+        researcher = load_researcher()
+        signed = None if researcher is None else signed_lineage(researcher, registry.chain_id, registry.address, fields)
+        effect = service.runner.open_lineage(*fields, signed=signed)
+        report = service.flush()
+        if effect in report.errors:  # parked (a conflicting record, the chain out of reach): its own words
+            error = report.errors[effect]
+            raise error if isinstance(error, AnchorError) else ServiceError(f"lineage record 0x{fields[0].hex()}:"
+                                                                            f" {error}")  # fmt: skip
+        who = signed.fields.researcher if signed is not None else service.runner.signer.address
+        record = registry.lineage(fields[0], who)
+        if record is None:
+            from anchor.errors import Pending
+
+            raise Pending(f"lineage record 0x{fields[0].hex()}: journaled, not on chain yet; `anchor flush` sends it",
+                          detail={"commit": "0x" + fields[0].hex()})  # fmt: skip
+        return LineageWritten(record.researcher, record.tx_hash, record.block_number)
 
     def flusher(self, name: str) -> Flusher | None:
         from anchor.anchoring.flusher import Flusher
@@ -458,6 +497,14 @@ class ServiceStamper(Stamper):
             for service in self.services:
                 relay_lineage(service, researcher, fields)
         return {"researcher": researcher.address, "services": [s.url for s in self.services]}
+
+    def record_lineage(self, fields: Lineage) -> LineageWritten:
+        from anchor.anchoring.client import relay_lineage
+
+        researcher = self._researcher()
+        for service in self.services:
+            relay_lineage(service, researcher, fields)
+        return LineageWritten(researcher.address, services=tuple(s.url for s in self.services))
 
 
 def _note_anchored_around(out: Path) -> None:

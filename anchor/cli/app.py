@@ -24,7 +24,7 @@ stop it with `anchor chain down`.
 \b
 Exit codes:
   0  OK / verified
-  1  internal error
+  1  internal error: a bug in anchor, and nothing else (ANCHOR_DEBUG=1 shows the traceback)
   2  bad input (arguments, paths, files)
   3  not anchored
   4  tampered (the data differs from what was anchored)
@@ -40,6 +40,8 @@ Exit codes:
   14  pending: a service accepted it (signed receipt), not anchored yet; run `anchor upgrade`
   15  the disk is full or read-only where a file had to be written, or the journal is damaged (nothing lost)
   16  retracted: anchored, and since withdrawn on chain by whoever anchored it (`anchor retract`)
+  17  the journal cannot be used as it is: busy past the timeout, of another schema, unreachable
+  18  a git command of the research harness failed in your repository (left as it was)
   130  aborted (Ctrl-C): nothing is sent after it; what was sent before is in the journal
   141  the reader of the output closed it early (`| head -1`): nothing more is said
 """

@@ -588,16 +588,26 @@ def _lookup_lines(found: dict[str, Any]) -> list[str]:
     if found["kind"] == "lineage":
         r = found["record"]
         parent = _commit_text(r["parent"])
-        title = f"lineage record of commit {_commit_text(r['commit'])}"
-        rows = [
-            ("researcher", r["researcher"]),
-            ("parent", "none (a baseline)" if not parent.strip("0") else parent),
-            ("kept", "yes" if r["kept"] else "no (a measured trial)"),
-            ("diff hash", r["diff_hash"]),
-            ("metric hash", r["metric_hash"]),
-            ("anchored", when(r["timestamp"], r["block_number"])),
-            ("tx", r["tx_hash"]),
-        ]
+        if found.get("what") == "model promotion":  # anchor.mlflow: its parent and metric hash are digests
+            title = f"lineage record of model promotion {r['commit']}"
+            rows = [
+                ("promoted by", r["researcher"]),
+                ("previous", "none (the alias was new)" if not r["parent"][2:].strip("0") else r["parent"]),
+                ("run manifest", r["metric_hash"]),
+                ("anchored", when(r["timestamp"], r["block_number"])),
+                ("tx", r["tx_hash"]),
+            ]
+        else:
+            title = f"lineage record of commit {_commit_text(r['commit'])}"
+            rows = [
+                ("researcher", r["researcher"]),
+                ("parent", "none (a baseline)" if not parent.strip("0") else parent),
+                ("kept", "yes" if r["kept"] else "no (a measured trial)"),
+                ("diff hash", r["diff_hash"]),
+                ("metric hash", r["metric_hash"]),
+                ("anchored", when(r["timestamp"], r["block_number"])),
+                ("tx", r["tx_hash"]),
+            ]
     else:
         title = f"batch root {found['root']}"
         rows = [

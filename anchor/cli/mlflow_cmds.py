@@ -51,6 +51,9 @@ def _tracking(uri: str | None) -> str:
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1")
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")
+    # MLflow's client writes "View run … at: URL" to stdout as a run ends (a research search's runs):
+    # a command's stdout is its output, JSON with --json
+    os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
     return uri
 
 
@@ -266,20 +269,43 @@ def verify(
                            detail={"field": "proof"})  # fmt: skip
         with hash_progress(ctx, json) as progress:
             del progress  # the version's run is read whole: its own bar would interleave
-            found = verify_model(str(run_id), tracking_uri=uri, verifier=verifier, require=require, policy=policy)
-        title = f"OK: {found.uri} is version {found.version} of {found.model}, logged model {found.model_id}"
-        before = found.previous
-        promotion = (f"{found.promotion_digest} (block {found.promotion_block}); before it "
-                     + (f"version {before['model_version']}" if before else "no version held the alias")
-                     if found.promotion_digest else "none recorded")  # fmt: skip
-        lines = [title, f"  files       {count(found.files, 'file')}, as run {found.run.run_id} anchored them",
-                 f"  promotion   {promotion}", *_run_lines(found.run)]  # fmt: skip
+            found = verify_model(
+                str(run_id), tracking_uri=uri, verifier=verifier, require=require, policy=policy, settings=settings
+            )
+        lines = _model_lines(found)
         emit(ctx, json, found.to_json(), lines)
         return
     with hash_progress(ctx, json) as progress:
         result = verify_run(str(run_id), tracking_uri=uri, proof=proof, verifier=verifier, require=require,
                             policy=policy, allow_deleted=allow_deleted, progress=progress)  # fmt: skip
     emit(ctx, json, result.to_json(), _run_lines(result))
+
+
+def _model_lines(found: Any) -> list[str]:
+    """A registered version's verdict: the version, its files, its promotion as the chain holds it (and
+    the promotions before it), a research champion's ledger head, then its run's verdict."""
+    before = found.previous
+    alias = f"to @{found.alias} " if found.alias else ""
+    was = (f"version {before['model_version']}" + ("" if before.get("promotion_digest") else " (never promoted)")
+           if before else "no version held the alias")  # fmt: skip
+    lines = [f"OK: {found.uri} is version {found.version} of {found.model}, logged model {found.model_id}",
+             f"  files       {count(found.files, 'file')}, as run {found.run.run_id} anchored them",
+             f"  promotion   {alias}{found.promotion_digest}: lineage record in block {found.promotion_block} by"
+             f" {found.promoted_by}; before it {was}"]  # fmt: skip
+    if found.history:
+        on_chain = [h for h in found.history if h["on_chain"]]
+        lines.append(f"  history     {count(len(found.history) + 1, 'promotion')} on chain, newest first: this one, "
+                     + ", ".join(f"{h['promotion_digest'][:18]}… (block {h['block']})" for h in on_chain)
+                     + ("" if len(on_chain) == len(found.history)
+                        else f", then {found.history[-1]['promotion_digest']}: not on chain"))  # fmt: skip
+    research = found.research
+    if research:
+        chain = research.get("ledger_on_chain") or {}
+        lines.append(f"  research    champion {research['commit'][:12]} of {count(research['trials'], 'trial')}"
+                     f" ({research['researcher']}); ledger head {research['ledger_head'][:16]}… of"
+                     f" {research['ledger_length']} entries, checkpointed on chain in block {chain.get('block')} by"
+                     f" {chain.get('researcher')}")  # fmt: skip
+    return [*lines, *_run_lines(found.run)]
 
 
 def _run_lines(result: Any) -> list[str]:
@@ -393,15 +419,20 @@ def promote(
                        settings=ctx.find_root().obj["settings"], policy=Policy(expect_submitter))  # fmt: skip
     held = f"@{done.alias} -> version {done.version}" if done.alias else f"version {done.version}"
     was = f" (was version {done.previous})" if done.previous else ""
+    where = (
+        f"lineage record in block {done.promotion_block} (tx {done.promotion_tx}) by {done.promoted_by}"
+        if done.promotion_block is not None
+        else f"lineage record signed by {done.promoted_by}, relayed (pending)"
+    )
     emit(ctx, json, {"model": done.model, "version": done.version, "alias": done.alias, "run_id": done.run_id,
                      "model_id": done.model_id, "run_manifest_digest": done.run_digest, "run_block": done.run_block,
                      "promotion_digest": done.promotion_digest, "promotion_block": done.promotion_block,
-                     "previous": done.previous},
+                     "promotion_tx": done.promotion_tx, "promoted_by": done.promoted_by, "previous": done.previous,
+                     "research": done.research},
          [f"{done.model} {held}{was}: run {done.run_id} verified (block {done.run_block}), logged model"
           f" {done.model_id}",
           f"  run         {done.run_digest}",
-          f"  promotion   {done.promotion_digest}" + (f" (block {done.promotion_block})" if done.promotion_block
-                                                       else " (pending)"),
+          f"  promotion   {done.promotion_digest}: {where}",
           f"  then        anchor mlflow verify models:/{done.model}" + (f"@{done.alias}" if done.alias
                                                                         else f"/{done.version}"),
           f"              anchor lookup {done.promotion_digest}"])  # fmt: skip
@@ -429,3 +460,40 @@ def upgrade(ctx: click.Context, run_id: str, tracking_uri: str | None, service: 
         from anchor.errors import ExitCode
 
         ctx.exit(int(ExitCode.PENDING))
+
+
+def research_tracking(name: str, no_anchor: bool) -> str:
+    """`anchor research run --mlflow NAME`, checked before the search runs: a champion is promoted on its
+    proof (so the search is anchored), and the tracking server answers now, not after an hour of search."""
+    from anchor.errors import BadInput
+    from anchor.mlflow.reading import client_for
+
+    if no_anchor:
+        raise BadInput("--mlflow with --no-anchor: the champion is promoted on its proof; drop one of the two",
+                       detail={"field": "--mlflow"})  # fmt: skip
+    if not name.strip() or "/" in name or "@" in name:
+        raise BadInput(f"--mlflow {name!r}: an experiment and model name, no '/' or '@'", detail={"field": "--mlflow"})
+    uri = _tracking(os.environ.get("MLFLOW_TRACKING_URI"))
+    client_for(uri)
+    return uri
+
+
+def log_research(ctx: click.Context, options: Any, name: str, tracking: str, lines: list[str]) -> dict[str, Any]:
+    """After `anchor research run --mlflow NAME`: the search logged and its champion promoted
+    (anchor.mlflow.research); adds its lines to `lines` and returns its JSON."""
+    from anchor.mlflow.research import log_search
+
+    done = log_search(options.work, options.repo, name, tracking_uri=tracking,
+                      settings=ctx.find_root().obj["settings"], services=list(options.services) or None)  # fmt: skip
+    lines.append(f"mlflow: experiment {done.experiment}: {count(done.trials, 'trial')} as runs ({done.logged} logged"
+                 f" now); champion run {done.champion_run} stamped ({done.stamped.state})")  # fmt: skip
+    if done.promoted is not None:
+        p = done.promoted
+        lines.append(
+            f"  {p.model} @{p.alias} -> version {p.version}, promotion {p.promotion_digest}"
+            + (f" (block {p.promotion_block})" if p.promotion_block is not None else " (pending)")
+        )
+        lines.append(f"  then        anchor mlflow verify models:/{p.model}@{p.alias}")
+    else:
+        lines.append("  the champion of this ledger head was promoted before: nothing registered")
+    return done.to_json()

@@ -113,6 +113,13 @@ def _workdir(ctx: click.Context, workdir: Path | None) -> Path:
     help="Anchor through this service (repeatable): no funded key here; lineage records are signed with"
     " ANCHOR_RESEARCHER_KEY and relayed by the service. Token: ANCHOR_SERVICE_TOKEN.",
 )
+@click.option(
+    "--mlflow",
+    "mlflow",
+    metavar="NAME",
+    help="Log every attempt as a run of MLflow experiment NAME and promote the champion to NAME@champion, with"
+    " its proof and lineage (MLFLOW_TRACKING_URI; docs/mlflow.md).",
+)
 @json_option
 @click.pass_context
 def run(
@@ -136,6 +143,7 @@ def run(
     sandbox_runtime: str,
     push: str | None,
     service: list[str] | None,
+    mlflow: str | None,
     json: bool,
 ) -> None:
     """Search: baseline, then propose → commit → measure → keep or reset, every attempt ledgered and anchored."""
@@ -147,6 +155,10 @@ def run(
         researchers, researcher, not no_anchor, checkpoint_every, checkpoint_seconds, proposer_timeout,
         proposer_network, not no_sandbox, sandbox_runtime, push, tuple(service or ()),
     )  # fmt: skip
+    if mlflow is not None:  # refused before the search runs: the server, and a champion with a proof
+        from anchor.cli.mlflow_cmds import research_tracking
+
+        tracking = research_tracking(mlflow, no_anchor)
     # SIGTERM takes the same path as Ctrl-C: the running attempt's process group is torn down first
     signal.signal(signal.SIGTERM, _interrupted)
     done = run_search(ctx.find_root().obj["settings"], options)
@@ -175,7 +187,12 @@ def run(
             f"anchored {anchored['attempts']} attempts ({anchored['kept']} kept, with lineage records)"
             f" and ledger head {anchored['ledger_head'][:16]}… of {anchored['ledger_length']} entries"
         )
-    emit(ctx, json, done.to_json(), lines)
+    data = done.to_json()
+    if mlflow is not None:
+        from anchor.cli.mlflow_cmds import log_research
+
+        data["mlflow"] = log_research(ctx, options, mlflow, tracking, lines)
+    emit(ctx, json, data, lines)
 
 
 def _why_rejected(summary: dict[str, Any]) -> str:

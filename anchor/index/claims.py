@@ -25,6 +25,9 @@ MAX_DIFF_BYTES = 4 * 1024 * 1024
 @dataclass(frozen=True, slots=True)
 class ClaimedAttempt:
     seq: int
+    """Its row in the ledger."""
+    trial: int
+    """Its researcher's trial number in the search (anchor.research.report.trial_numbers), as every door says it."""
     commit: str
     """bytes32 hex with 0x, as the registry keys it."""
     researcher: str
@@ -43,6 +46,7 @@ def load_claims(path: Path) -> list[ClaimedAttempt]:
     from anchor.manifest.attempt import ZERO_HASH, Metric
     from anchor.manifest.onchain import commit_key
     from anchor.research.ledger import Ledger, is_attempt
+    from anchor.research.report import trial_numbers
 
     if not path.is_file():
         raise BadInput(f"--claims {path}: no such file (hint: a research ledger, e.g. research/ledger.jsonl)",
@@ -53,16 +57,17 @@ def load_claims(path: Path) -> list[ClaimedAttempt]:
     except Tampered as exc:
         raise Tampered(f"--claims: {exc.message}", detail={"field": "claims", **exc.detail}) from None
     out = []
-    for row in ledger.rows():
-        if not is_attempt(row):
-            continue
+    rows = [row for row in ledger.rows() if is_attempt(row)]
+    trials = trial_numbers([row for row in rows if isinstance(row.get("researcher"), str)])
+    for row in rows:
         try:
             metric = Metric.model_validate(row["metric"]) if row.get("metric") else None
             commit = "0x" + commit_key(str(row["commit"])).hex()
         except (ValueError, KeyError, BadInput):
             continue  # a row this reader cannot use shows nothing; the chain's record stands alone
         out.append(ClaimedAttempt(
-            seq=int(row["seq"]), commit=commit, researcher=str(row.get("researcher", "")),
+            seq=int(row["seq"]), trial=trials.get(int(row["seq"]), 0), commit=commit,
+            researcher=str(row.get("researcher", "")),
             metric_name=metric.name if metric else None, metric_mode=metric.mode if metric else None,
             metric_value=metric.value if metric else None,
             metric_hash="0x" + (metric.hash().hex() if metric else ZERO_HASH), kept=bool(row.get("kept")),

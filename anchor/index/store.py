@@ -22,11 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from anchor.errors import BadInput
-from anchor.manifest.onchain import LEDGER_TAG
+from anchor.manifest.onchain import LEDGER_TAG, PROMOTION_TAG
 
 SCHEMA_VERSION = 1
 CHECKPOINT = "0x" + LEDGER_TAG.hex()
 """The diff_hash of a research ledger checkpoint's record, as stored here."""
+PROMOTION = "0x" + PROMOTION_TAG.hex()
+"""The diff_hash of a model promotion's record (anchor.mlflow.registry): a lineage record, not an attempt."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -124,29 +126,30 @@ class IndexStore:
     def recent(self, limit: int = 20) -> list[dict[str, Any]]:
         """The latest records of both kinds, newest first."""
         return self._all(
-            "SELECT CASE WHEN diff_hash = ? THEN 'checkpoint' ELSE 'lineage' END AS kind, commit_id AS key,"
+            "SELECT CASE WHEN diff_hash = ? THEN 'checkpoint' WHEN diff_hash = ? THEN 'promotion' ELSE 'lineage' END"
+            " AS kind, commit_id AS key,"
             " researcher AS who, block, tx, log_index, timestamp, kept, parent"
             " FROM lineage UNION ALL SELECT 'root', root, submitter, block, tx, log_index, NULL, NULL, NULL FROM roots"
             " ORDER BY block DESC, log_index DESC LIMIT ?",
-            CHECKPOINT, limit,
+            CHECKPOINT, PROMOTION, limit,
         )  # fmt: skip
 
     def researchers(self, limit: int = -1, offset: int = 0, address: str | None = None) -> list[dict[str, Any]]:
         """Researchers, the most recently active first (`limit` of them from `offset`; -1: all), or the
         one with `address`. Pages are bounded: anyone can make researchers (a fresh key each)."""
         return self._all(
-            "SELECT researcher, sum(diff_hash != ?) AS attempts, sum(kept) AS kept, min(block) AS first_block,"
+            "SELECT researcher, sum(diff_hash NOT IN (?, ?)) AS attempts, sum(kept) AS kept, min(block) AS first_block,"
             " max(block) AS last_block FROM lineage WHERE (? IS NULL OR researcher = ?) GROUP BY researcher"
             " ORDER BY max(block) DESC, researcher LIMIT ? OFFSET ?",
-            CHECKPOINT, address, address, limit, offset,
+            CHECKPOINT, PROMOTION, address, address, limit, offset,
         )  # fmt: skip
 
     def attempts(self, researcher: str) -> list[dict[str, Any]]:
         """A researcher's attempt records in the order the chain holds them: the trial order (its ledger
-        checkpoints' records are apart: `checkpoints`)."""
+        checkpoints' records are apart: `checkpoints`; a model promotion's record is no attempt)."""
         return self._all(
-            "SELECT * FROM lineage WHERE researcher = ? AND diff_hash != ? ORDER BY block, log_index",
-            researcher.lower(), CHECKPOINT,
+            "SELECT * FROM lineage WHERE researcher = ? AND diff_hash NOT IN (?, ?) ORDER BY block, log_index",
+            researcher.lower(), CHECKPOINT, PROMOTION,
         )  # fmt: skip
 
     def checkpoints(self, researcher: str) -> list[dict[str, Any]]:

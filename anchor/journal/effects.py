@@ -197,7 +197,7 @@ class EffectRunner:
             with self.journal.tx() as db:
                 rows = db.execute(
                     "SELECT id, digest, created_at FROM items WHERE chain_id = ? AND state != 'confirmed'"
-                    " AND state = 'pending'"  # the first term is the partial index's (anchor.journal.store, 8)
+                    " AND state = 'pending'"  # the first term is items_open's (the partial index)
                     " ORDER BY id LIMIT ?",
                     (self.chain_id, max_items),
                 ).fetchall()
@@ -257,7 +257,16 @@ class EffectRunner:
                     "signed", None
                 )  # a fresh signature (new deadline) of the same record is the same record
                 if known != args:
-                    raise Conflict(f"commit 0x{commit.hex()} is already journaled with other lineage fields")
+                    differ = ", ".join(k for k in sorted(args) if known.get(k) != args[k])
+                    raise Conflict(
+                        f"commit 0x{commit.hex()} already has a lineage record of this researcher (effect"
+                        f" #{row['id']}) whose {differ} differs: a record is written once per researcher and"
+                        " commit, so a second search that measures the same commit with another result (a noisy"
+                        " metric, another contract) cannot record it (hint: start the new search from a commit"
+                        " of its own, e.g. `git commit --allow-empty -m 'a new search'`, or continue the earlier"
+                        " search in its own --workdir)",
+                        detail={"effect": int(row["id"]), "fields": differ},
+                    )
                 if signed is not None and (stored is None or signed.fields.deadline > int(stored["deadline"])):
                     self._resign(db, int(row["id"]), {**args, "signed": signed.to_json()})
                 return int(row["id"])

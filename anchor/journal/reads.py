@@ -113,8 +113,8 @@ def effects_matching(journal: Journal, chain_id: int, value: bytes) -> list[Effe
     """Effects of `chain_id` whose key or transaction is `value`, or whose commit is (a lineage
     effect is keyed by keccak(researcher, commit): its commit is in its args)."""
     rows = journal.db.execute(
-        "SELECT kind, key, args, tx_hash, block_number FROM effects"
-        " WHERE chain_id = ? AND (key = ? OR tx_hash = ? OR json_extract(args, '$.commit') = ?)",
+        "SELECT kind, key, args, tx_hash, block_number FROM effects"  # noqa: S608 - the dialect's words, no data
+        f" WHERE chain_id = ? AND (key = ? OR tx_hash = ? OR {journal.dialect.json('args', 'commit')} = ?)",
         (chain_id, value, value, value.hex()),
     ).fetchall()
     return [
@@ -125,8 +125,8 @@ def effects_matching(journal: Journal, chain_id: int, value: bytes) -> list[Effe
 def attempts_of_commit(journal: Journal, chain_id: int, commit: str) -> list[AttemptRow]:
     """The attempt manifests journaled for `commit` (40 or 64 hex digits, lower case)."""
     rows = journal.db.execute(
-        "SELECT digest, state, identity FROM items"
-        " WHERE chain_id = ? AND kind = 'attempt' AND json_extract(identity, '$.commit') = ? ORDER BY id",
+        "SELECT digest, state, identity FROM items"  # noqa: S608 - the dialect's words, no data
+        f" WHERE chain_id = ? AND kind = 'attempt' AND {journal.dialect.json('identity', 'commit')} = ? ORDER BY id",
         (chain_id, commit),
     ).fetchall()
     return [AttemptRow(bytes(r["digest"]), r["state"], _json(r["identity"])) for r in rows]
@@ -155,11 +155,49 @@ def batch(journal: Journal, chain_id: int, root: bytes) -> tuple[BatchRef | None
     return _batch(row), [ItemRef(bytes(r["digest"]), r["kind"], r["state"]) for r in items.fetchall()]
 
 
+def batches_by_id(journal: Journal, chain_id: int, ids: set[int]) -> list[BatchRef]:
+    """The root batches of `chain_id` among the effects `ids` (what holds each of a page's items)."""
+    if not ids:
+        return []
+    where = f" WHERE chain_id = ? AND kind = 'root' AND id IN ({', '.join('?' * len(ids))})"  # noqa: S608 - marks only
+    rows = journal.db.execute(_BATCHES + where, (chain_id, *sorted(ids))).fetchall()
+    return [_batch(r) for r in rows]
+
+
 def recent_batches(journal: Journal, chain_id: int, limit: int = 20) -> list[BatchRef]:
     rows = journal.db.execute(
         _BATCHES + " WHERE chain_id = ? AND kind = 'root' ORDER BY id DESC LIMIT ?", (chain_id, limit)
     ).fetchall()
     return [_batch(r) for r in rows]
+
+
+@dataclass(frozen=True, slots=True)
+class RecentItem:
+    """A journaled manifest as the explorer's home lists it: what it is (its identity), where its proof
+    was written, which batch holds it and when it was journaled. Never its listing (a tree of 200,000
+    files is megabytes): only the payload's annotations."""
+
+    digest: bytes
+    kind: str
+    state: str
+    identity: dict[str, Any]
+    annotations: dict[str, Any]
+    proof_path: str | None
+    batch_id: int | None
+    created_at: float
+
+
+def recent_items(journal: Journal, chain_id: int, limit: int = 30) -> list[RecentItem]:
+    """The `limit` manifests journaled last on `chain_id`, newest first."""
+    rows = journal.db.execute(
+        "SELECT digest, kind, state, identity, json_extract(payload, '$.annotations') AS annotations, effect_id,"
+        " created_at, (SELECT min(path) FROM proof_paths WHERE proof_paths.item_id = items.id) AS proof_path"
+        " FROM items WHERE chain_id = ? ORDER BY id DESC LIMIT ?",
+        (chain_id, limit),
+    ).fetchall()
+    return [RecentItem(bytes(r["digest"]), r["kind"], r["state"], _json(r["identity"]),
+                       _json(r["annotations"]) if r["annotations"] else {}, r["proof_path"], r["effect_id"],
+                       float(r["created_at"])) for r in rows]  # fmt: skip
 
 
 def search(journal: Journal, chain_id: int, query: str, limit: int = 50) -> dict[str, Any]:

@@ -18,145 +18,10 @@ from typing import Any
 
 from anchor.errors import JournalBusy, JournalError, StorageError
 from anchor.files import PRIVATE_FILE, private_dir
+from anchor.journal.schema import SCHEMA_VERSION as SCHEMA_VERSION  # where the rest of anchor reads it
+from anchor.journal.schema import SQLITE, migrations, statements
 
-SCHEMA_VERSION = 8
 BUSY_TIMEOUT_MS = 10_000
-
-SCHEMA = """
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE items (
-    id INTEGER PRIMARY KEY,
-    chain_id INTEGER NOT NULL,
-    digest BLOB NOT NULL CHECK (length(digest) = 32),
-    kind TEXT NOT NULL,
-    identity TEXT NOT NULL,
-    payload TEXT NOT NULL,
-    idempotency_key TEXT,
-    proof_path TEXT,
-    state TEXT NOT NULL CHECK (state IN ('pending', 'batched', 'confirmed')),
-    effect_id INTEGER REFERENCES effects(id),
-    created_at REAL NOT NULL,
-    UNIQUE (chain_id, digest),
-    UNIQUE (chain_id, idempotency_key)
-);
-CREATE INDEX items_pending ON items (chain_id, state, id);
-CREATE INDEX items_effect ON items (effect_id);
-CREATE TABLE effects (
-    id INTEGER PRIMARY KEY,
-    chain_id INTEGER NOT NULL,
-    kind TEXT NOT NULL CHECK (kind IN ('root', 'lineage')),
-    key BLOB NOT NULL CHECK (length(key) = 32),
-    args TEXT NOT NULL,
-    state TEXT NOT NULL CHECK (state IN ('intent', 'signed', 'broadcast', 'mined', 'confirmed')),
-    registry TEXT NOT NULL,
-    tx_hash BLOB,
-    block_number INTEGER,
-    block_hash BLOB,
-    gas_used INTEGER,
-    created_at REAL NOT NULL,
-    updated_at REAL NOT NULL,
-    UNIQUE (chain_id, registry, kind, key)
-);
-CREATE INDEX effects_open ON effects (chain_id, state);
-CREATE TABLE txs (
-    id INTEGER PRIMARY KEY,
-    effect_id INTEGER NOT NULL REFERENCES effects(id),
-    sender TEXT NOT NULL,
-    nonce INTEGER NOT NULL,
-    tx_hash BLOB NOT NULL UNIQUE,
-    raw BLOB NOT NULL,
-    gas INTEGER NOT NULL,
-    max_fee INTEGER NOT NULL,
-    priority_fee INTEGER NOT NULL,
-    state TEXT NOT NULL CHECK (state IN ('signed', 'broadcast', 'replaced', 'dropped', 'mined')),
-    created_at REAL NOT NULL
-);
-CREATE INDEX txs_effect ON txs (effect_id);
-"""
-
-# Each migration brings a journal from version n-1 to n, inside the opening transaction.
-MIGRATIONS: dict[int, str] = {
-    2: """
-CREATE TABLE files (
-    item_id INTEGER NOT NULL REFERENCES items(id),
-    blake3 BLOB NOT NULL CHECK (length(blake3) = 32),
-    path TEXT NOT NULL
-);
-CREATE INDEX files_blake3 ON files (blake3);
-""",
-    # why an item's proof file could not be written (the item is anchored all the same; see proofs.py)
-    3: "ALTER TABLE items ADD COLUMN proof_error TEXT",
-    # every path a proof must be written to: one manifest submitted from two places has two
-    4: """
-CREATE TABLE proof_paths (
-    item_id INTEGER NOT NULL REFERENCES items(id),
-    path TEXT NOT NULL,
-    UNIQUE (item_id, path)
-);
-INSERT INTO proof_paths (item_id, path) SELECT id, proof_path FROM items WHERE proof_path IS NOT NULL;
-""",
-    # fault isolation: an effect the registry refuses is parked with its reason (failed) and stops
-    # nothing else; `anchor journal retry` clears it, `anchor journal abandon` closes it for good
-    5: """
-ALTER TABLE effects ADD COLUMN failure TEXT;
-ALTER TABLE effects ADD COLUMN abandoned_at REAL;
-""",
-    # a mission's output identity, unique wherever the journal is shared (replicas on one PostgreSQL
-    # journal, each with its own data dir): anchor.missions.dispatch claims it here
-    6: """
-CREATE TABLE mission_outputs (
-    output TEXT PRIMARY KEY,
-    mission_sha256 TEXT NOT NULL,
-    claimed_at REAL NOT NULL,
-    claimed_by TEXT NOT NULL
-);
-""",
-    # `journal status` at a million items: the items of each (chain, state) counted as they
-    # change, by triggers, so no path that moves an item can forget to; and the few items whose proof
-    # could not be written, and the few failed effects, found by partial indexes instead of a scan
-    7: """
-CREATE TABLE item_counts (
-    chain_id INTEGER NOT NULL,
-    state TEXT NOT NULL,
-    n INTEGER NOT NULL,
-    PRIMARY KEY (chain_id, state)
-) WITHOUT ROWID;
-INSERT INTO item_counts (chain_id, state, n) SELECT chain_id, state, count(*) FROM items GROUP BY chain_id, state;
-CREATE TRIGGER items_counted_in AFTER INSERT ON items BEGIN
-    INSERT INTO item_counts (chain_id, state, n) VALUES (NEW.chain_id, NEW.state, 1)
-        ON CONFLICT (chain_id, state) DO UPDATE SET n = n + 1;
-END;
-CREATE TRIGGER items_counted_moved AFTER UPDATE OF chain_id, state ON items
-    WHEN OLD.chain_id != NEW.chain_id OR OLD.state != NEW.state BEGIN
-    UPDATE item_counts SET n = n - 1 WHERE chain_id = OLD.chain_id AND state = OLD.state;
-    INSERT INTO item_counts (chain_id, state, n) VALUES (NEW.chain_id, NEW.state, 1)
-        ON CONFLICT (chain_id, state) DO UPDATE SET n = n + 1;
-END;
-CREATE TRIGGER items_counted_out AFTER DELETE ON items BEGIN
-    UPDATE item_counts SET n = n - 1 WHERE chain_id = OLD.chain_id AND state = OLD.state;
-END;
-CREATE INDEX items_proof_error ON items (chain_id, id) WHERE proof_error IS NOT NULL;
-CREATE INDEX effects_failed ON effects (chain_id, id) WHERE failure IS NOT NULL;
-""",
-    # the open items only: an index over every item's state was the largest index at scale (and every
-    # item stays confirmed for good); what looks for open items (the next batch, a replica's start-up
-    # check) names `state != 'confirmed'`, the partial index's own term, so both engines take it
-    8: """
-DROP INDEX items_pending;
-CREATE INDEX items_open ON items (chain_id, id) WHERE state != 'confirmed';
-""",
-}
-
-
-def _run(db: sqlite3.Connection, script: str) -> None:
-    """Each statement of `script` in turn; a trigger's body (`BEGIN ...; ...; END`) is one statement."""
-    statement = ""
-    for part in script.split(";"):
-        statement += part + ";"
-        if sqlite3.complete_statement(statement):
-            if statement.strip(" \n;"):
-                db.execute(statement)
-            statement = ""
 
 
 def _backfill_files(db: sqlite3.Connection) -> None:
@@ -192,6 +57,8 @@ class Journal:
     is the same interface over PostgreSQL (`open_journal` in anchor.journal.backends chooses)."""
 
     backend = "sqlite"
+    dialect = SQLITE
+    """What this engine's SQL says differently (anchor.journal.schema): a JSON field, for one."""
     IntegrityError: type[Exception] = sqlite3.IntegrityError
     """What a unique constraint raises: two submissions of one manifest racing (PostgreSQL only;
     SQLite's single writer never lets them race)."""
@@ -269,9 +136,10 @@ class Journal:
     def _migrate(self) -> None:
         with self.tx():
             exists = self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone()
-            if not exists:
-                _run(self.db, SCHEMA)
-                self.db.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+            if not exists:  # a new journal: the tables as they are now (anchor.journal.schema)
+                for statement in statements(SQLITE):
+                    self.db.execute(statement)
+                self.db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
             row = self.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
             found = None if row is None else int(row[0])
             if found is None or found > SCHEMA_VERSION:
@@ -279,8 +147,10 @@ class Journal:
                     f"{self.path}: journal schema version {found}, this Anchor speaks {SCHEMA_VERSION}",
                     detail={"journal": str(self.path)},
                 )
+            steps = migrations(SQLITE)
             for version in range(found + 1, SCHEMA_VERSION + 1):
-                _run(self.db, MIGRATIONS[version])
+                for statement in steps[version]:
+                    self.db.execute(statement)
                 if version == 2:
                     _backfill_files(self.db)
                 self.db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
@@ -358,7 +228,7 @@ class Journal:
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
     def item_counts(self, chain_id: int) -> dict[str, int]:
-        """Items of `chain_id` by state, from the counts the triggers keep (schema version 7)."""
+        """Items of `chain_id` by state, from the counts its triggers keep (anchor.journal.schema)."""
         rows = self.db.execute("SELECT state, n FROM item_counts WHERE chain_id = ?", (chain_id,)).fetchall()
         return {str(state): int(n) for state, n in rows}
 

@@ -104,7 +104,7 @@ def _record(
             created = now()
             inserted = db.execute(
                 "INSERT INTO items (chain_id, digest, kind, identity, payload, idempotency_key, state, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, 'pending', ?) RETURNING id",  # proof paths: proof_paths (schema v4)
+                " VALUES (?, ?, ?, ?, ?, ?, 'pending', ?) RETURNING id",  # proof paths: the proof_paths table
                 (
                     chain_id, digest, identity["kind"], json.dumps(identity, sort_keys=True),
                     json.dumps(sub.payload, sort_keys=True), sub.idempotency_key, created,

@@ -79,13 +79,16 @@ class Verifier:
 
     @classmethod
     def offline(
-        cls, trusted_block: Sequence[str] = (), *, trusted_blocks: Path | None = None, data_dir: Path | None = None
-    ) -> Verifier:
+        cls, trusted_block: Sequence[str] = (), *, trusted_blocks: Path | str | None = None,
+        data_dir: Path | str | None = None,
+    ) -> Verifier:  # fmt: skip
         """Verdicts with no network: sealed proofs (`anchor.seal`) checked against the block hashes you
         trust (`N:HASH` each, or a `chain_id N HASH` checkpoint file); no socket is opened."""
         from anchor.sealing.check import offline_settings
 
-        return cls(offline_settings(Settings.from_env(data_dir), trusted_block, trusted_blocks))
+        listed = None if trusted_blocks is None else Path(trusted_blocks)
+        return cls(offline_settings(Settings.from_env(None if data_dir is None else Path(data_dir)), trusted_block,
+                                    listed))  # fmt: skip
 
     @classmethod
     def preset(
@@ -132,8 +135,8 @@ class Verifier:
 
     @down_once()  # an endpoint out of reach is asked once a verdict (anchor.readback.quorum.down_once)
     def verify(
-        self, path: Path | str, *, proof: Path | None = None, policy: Policy | None = None, spec: Path | None = None,
-        require: str = "any", subjects_in: Path | None = None,
+        self, path: Path | str, *, proof: Path | str | None = None, policy: Policy | None = None,
+        spec: Path | str | None = None, require: str = "any", subjects_in: Path | str | None = None,
     ) -> Verification:  # fmt: skip
         """The verdict on `path`: a file tree, a bundle's output, one file with its per-file proof, the
         in-toto statements `anchor attest` wrote (NAME.intoto.jsonl), or a pending proof's subject.
@@ -145,7 +148,9 @@ class Verifier:
         from anchor.readback.services import configured_urls
         from anchor.readback.verifier import check_bundle_spec
 
+        # a str is a path wherever one is taken, as `anchor.verify` and the CLI take it
         path = Path(path)
+        proof, spec, subjects_in = (None if p is None else Path(p) for p in (proof, spec, subjects_in))
         required_count(require, 1)  # a bad `require` is refused before any proof is read
         if self.settings.offline and policy is not None and policy.min_finality is not None:
             raise BadInput("min_finality needs the chain's head: it has no meaning offline (the trusted block is"

@@ -10,6 +10,12 @@ LEDGER_TAG = keccak256(b"anchor ledger checkpoint v1")
 tells it from an attempt's record, whose diffHash is the BLAKE3 of a diff."""
 
 
+PROMOTION_TAG = keccak256(b"anchor mlflow promotion v1")
+"""The diffHash of a model promotion's lineage record (anchor.mlflow.registry): commit = the promotion
+record's digest, parent = the previous promotion's digest (zero: the alias was new), metricHash = the
+manifest digest of the run the version came from."""
+
+
 def parse_hex32(text: str, field: str, error: type[BadInput] = BadInput) -> bytes:
     """A 32-byte value given as 64 hex digits, with or without 0x. Raises `error` (a `BadInput`)
     naming `field`."""

@@ -6,7 +6,8 @@
     anchor.mlflow.stamp_experiment("digits-rf")   # every run, one failing never the end; and the roster
     anchor.mlflow.verify_experiment("digits-rf")  # every run, deleted ones apart, against the roster
     anchor.mlflow.promote("digits", run_id, alias="champion")   # verified first, then registered
-    anchor.mlflow.verify_model("models:/digits@champion")       # the version, its run, its files
+    anchor.mlflow.verify_model("models:/digits@champion")       # the version, its run, its files, its promotion
+    anchor.mlflow.log_search(workdir, repo, "digits")           # a research search: runs, champion promoted
     with anchor.mlflow.anchored_run(run_name="lr-0.01") as run:   # mlflow.start_run, stamped when it ends
         ...
 
@@ -34,10 +35,19 @@ from anchor.mlflow.experiment import (
     stamp_runs,
     verify_experiment,
 )
-from anchor.mlflow.registry import ModelVerification, Promoted, promote, verify_model
+from anchor.mlflow.registry import (
+    ModelVerification,
+    Promoted,
+    SearchChampion,
+    promote,
+    read_promotion,
+    verify_model,
+)
+from anchor.mlflow.research import SearchLogged, log_search
 
 __all__ = [
     "AnchoredRun", "EarlierStamp", "ExperimentStamped", "ExperimentVerification", "ModelVerification", "Promoted",
-    "Roster", "RunStamped", "RunVerification", "anchored_run", "promote", "stamp_experiment", "stamp_run",
-    "stamp_runs", "upgrade_run", "verify_experiment", "verify_model", "verify_run",
+    "Roster", "RunStamped", "RunVerification", "SearchChampion", "SearchLogged", "anchored_run", "log_search",
+    "promote", "read_promotion", "stamp_experiment", "stamp_run", "stamp_runs", "upgrade_run", "verify_experiment",
+    "verify_model", "verify_run",
 ]  # fmt: skip

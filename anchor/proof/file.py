@@ -96,11 +96,13 @@ class Sealed(Record):
 class ChainAnchor(Record):
     """Where the root is anchored (and, once sealed, the chain's own evidence of it)."""
 
-    chain_id: int = check(gt=0)
+    chain_id: int = check(gt=0, lt=1 << 64)
     registry: str = check(pattern=r"^0x[0-9a-fA-F]{40}$")
     code_hash: str = check(pattern=HEX32)
     tx_hash: str = check(pattern=HEX32)
-    block_number: int = check(ge=0)
+    block_number: int = check(ge=0, lt=1 << 63)
+    """Bounded as a node's block number is: a wider one went to eth_getBlockByNumber, whose refusal was
+    an internal error (exit 1, a 500) where the file's own field is at fault."""
     sealed: Sealed | None = None
 
 

@@ -158,9 +158,15 @@ def _commit_with_prefix(registry: Registry, prefix: str, researcher: str | None)
 
 
 def _lineage_answer(record: LineageRecord, chain_id: int, registry: Registry, data_dir: Path) -> dict[str, Any]:
+    from anchor.manifest.onchain import PROMOTION_TAG
+
     read_at = registry.checked_block()
+    # a model's promotion (anchor.mlflow) is a lineage record too, told apart by its diffHash
+    promotion = record.diff_hash == "0x" + PROMOTION_TAG.hex()
+    page = f"/explorer/promotion/{record.commit}" if promotion else f"/explorer/attempt/{record.commit[2:42]}"
     return {
         "kind": "lineage",
+        "what": "model promotion" if promotion else "attempt",
         "record": {k: getattr(record, k) for k in record.__slots__},
         "read_at_block": read_at,
         "finality": registry.finality(record.block_number, read_at)[0],
@@ -170,7 +176,7 @@ def _lineage_answer(record: LineageRecord, chain_id: int, registry: Registry, da
             tx_hash=record.tx_hash,
             block=record.block_number,
             address=registry.address,
-            page=f"/explorer/attempt/{record.commit[2:42]}",
+            page=page,
             data_dir=data_dir,
         ),
     }

@@ -268,8 +268,17 @@ def final_line(final: dict[str, Any]) -> str:
             parts.append("no selection adjustment possible (it needs two or more replications that differ);")
     if final["holdout"] is not None:
         said = final.get("holdout_words")
-        parts.append(f"holdout {final['holdout']}" + (f" ({said})" if said else ""))
+        parts.append(f"holdout {_figure(final['holdout'])}" + (f" ({said})" if said else ""))
     return " ".join(parts).rstrip(";")
+
+
+def _figure(value: str) -> str:
+    """A measured value as the line's other figures are printed (6 significant digits: `0.903333`, not
+    `0.9033333333333333` beside them); a status (`failed`) as it is. The JSON keeps the exact value."""
+    try:
+        return f"{float(value):.6g}"
+    except ValueError:
+        return value
 
 
 def check_final_runs(workdir: Path, record: ChampionManifest, metric_source: str) -> int:

@@ -177,6 +177,12 @@ def _read(path: Path) -> dict[str, Any]:
 
 def _write(path: Path, params: dict[str, Any]) -> None:
     if path.suffix == ".json":
+        # a one-line file stays one line, its keys in their order: pretty-printing it made every
+        # proposal's diff the whole file; a file laid out over lines is written as before
+        before = path.read_text(encoding="utf-8").strip() if path.exists() else ""
+        if before and "\n" not in before:
+            path.write_text(json.dumps(params) + "\n", encoding="utf-8")
+            return
         path.write_text(json.dumps(params, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         return
     lines = []

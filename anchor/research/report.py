@@ -227,6 +227,24 @@ def _environments(mine: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, li
     return last.model_dump(mode="json", exclude_none=True), [head, *lines]
 
 
+def trial_numbers(entries: list[dict[str, Any]]) -> dict[int, int]:
+    """Each attempt's trial number, by its ledger seq: 1 for a researcher's first attempt in the search,
+    then one more for each attempt of theirs after it. Every door numbers trials with this.
+
+    Why not the ledger seq: the ledger also holds the `started` row of every attempt, the proposals
+    turned away and every other researcher's rows, so the fourth trial was "#9" on the command line and
+    "trial #4" in the explorer. A trial number is what the report counts ("12 trials"): the last trial
+    of a researcher is numbered as many as they ran. The seq stays what a ledger row is called."""
+    counts: dict[str, int] = {}
+    numbers = {}
+    for entry in entries:
+        if "event" in entry:  # a trace row: no trial of its own
+            continue
+        counts[entry["researcher"]] = counts.get(entry["researcher"], 0) + 1
+        numbers[int(entry["seq"])] = counts[entry["researcher"]]
+    return numbers
+
+
 def lineage_tree(entries: list[dict[str, Any]], prefix: str, settings: Settings) -> tuple[dict[str, Any], list[str]]:
     matches = [e for e in entries if e["commit"].startswith(prefix.lower())]
     commits = sorted({e["commit"] for e in matches})
@@ -238,8 +256,9 @@ def lineage_tree(entries: list[dict[str, Any]], prefix: str, settings: Settings)
         raise BadInput(f"commit {prefix!r} matches no attempt in the ledger (`anchor research report` names the"
                        " champion; `git log --oneline --glob=refs/anchor` in the repository lists every measured one)",
                        detail={"field": "commit"})  # fmt: skip
-    target = matches[0]
+    target = matches[-1]  # the last row of that commit: an interrupted baseline measured again
     mine = [e for e in entries if e["researcher"] == target["researcher"]]
+    trial = trial_numbers(entries)
     by_commit = {e["commit"]: e for e in mine}
     children: dict[str, list[dict[str, Any]]] = {}
     for e in mine:
@@ -266,7 +285,7 @@ def lineage_tree(entries: list[dict[str, Any]], prefix: str, settings: Settings)
         marks += " ⛓" if on_chain.get(entry["commit"]) else ""
         marks += "  ← this attempt" if entry["commit"] == target["commit"] else ""
         state = "kept" if entry["kept"] else entry["status"] if entry["status"] != "completed" else "reset"
-        lines.append(f"{'  ' * depth}{entry['commit'][:12]} #{entry['seq']} {state} {metric}{marks}")
+        lines.append(f"{'  ' * depth}{entry['commit'][:12]} trial #{trial[entry['seq']]} {state} {metric}{marks}")
         for child in children.get(entry["commit"], []):
             walk(child, depth + 1)
 
@@ -275,6 +294,8 @@ def lineage_tree(entries: list[dict[str, Any]], prefix: str, settings: Settings)
     data = {
         "commit": target["commit"],
         "researcher": target["researcher"],
+        "trial": trial[target["seq"]],
+        "trials": [{"trial": trial[e["seq"]], "commit": e["commit"], "ledger_seq": e["seq"]} for e in mine],
         "ancestors": ancestors,
         "descendants": [e["commit"] for e in mine if _descends(e, target["commit"], by_commit)],
         "champion_chain": list(reversed(champion_chain)),

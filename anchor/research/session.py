@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from anchor.errors import AnchorError, BadInput, Conflict
+from anchor.errors import BadInput, Conflict, ResearcherFailed
 from anchor.files import private_dir
 
 
@@ -245,7 +245,9 @@ def run_parallel(settings: Any, o: SearchOptions) -> list[dict[str, Any]]:
                 said = str(json.loads(out)["error"]["message"])
             except (ValueError, KeyError, TypeError):
                 said = (out + err).decode("utf-8", "replace")[-500:]
-            raise AnchorError(f"a researcher failed ({child.returncode}): {said[-500:]}")
+            raise ResearcherFailed(
+                f"a researcher failed ({child.returncode}): {said[-500:]}", detail={"exit_code": child.returncode}
+            )
         summaries += json.loads(out)["researchers"]
     return summaries
 

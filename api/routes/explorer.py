@@ -13,6 +13,7 @@ import json
 import threading
 from collections import OrderedDict
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse
@@ -24,7 +25,7 @@ from anchor.errors import AnchorError, NotAnchored
 from anchor.journal import reads
 from anchor.manifest.onchain import commit_key, parse_hex32
 from api.deps import ReaderDep, SettingsDep, anchored_proof, in_journal
-from api.pages import page
+from api.pages import counted, page
 from api.routes.research import find_attempt
 from api.routes.verify import CommitOrHex32, Hex32
 
@@ -43,7 +44,9 @@ def _diff(settings: Any, entry: dict[str, Any]) -> str | None:
 
 @router.get("/attempt/{commit}", response_class=HTMLResponse)
 async def attemptpage(commit: CommitOrHex32, settings: SettingsDep, reader: ReaderDep) -> HTMLResponse:
-    _, entry = await run_in_threadpool(find_attempt, settings, commit)
+    from anchor.research.report import trial_numbers
+
+    entries, entry = await run_in_threadpool(find_attempt, settings, commit)
     diff = await run_in_threadpool(_diff, settings, entry)
     registry = await run_in_threadpool(reader.registry)
     record = await run_in_threadpool(registry.lineage, commit_key(entry["commit"]))
@@ -54,6 +57,7 @@ async def attemptpage(commit: CommitOrHex32, settings: SettingsDep, reader: Read
         reader.head(),
         chain=reader.where(),
         e=entry,
+        trial=trial_numbers(entries)[entry["seq"]],
         record=record,
         explorer_links=found,
         diff=diff,
@@ -63,12 +67,13 @@ async def attemptpage(commit: CommitOrHex32, settings: SettingsDep, reader: Read
 @router.get("/lineage/{commit}", response_class=HTMLResponse)
 async def lineagepage(commit: CommitOrHex32, settings: SettingsDep, reader: ReaderDep) -> HTMLResponse:
     from anchor.research.loop import NO_PARENT
-    from anchor.research.report import lineage_tree, summarise
+    from anchor.research.report import lineage_tree, summarise, trial_numbers
 
     entries, target = await run_in_threadpool(find_attempt, settings, commit)
     data, _ = await run_in_threadpool(lineage_tree, entries, target["commit"], settings)
-    mine = [{**e, "trial": n} for n, e in enumerate((e for e in entries if e["researcher"] == target["researcher"]), 1)]
-    children: dict[str, list[dict[str, Any]]] = {}  # numbered by trial, not by ledger row (traces have rows too)
+    trial = trial_numbers(entries)  # as the CLI and the API number them, not by ledger row
+    mine = [{**e, "trial": trial[e["seq"]]} for e in entries if e["researcher"] == target["researcher"]]
+    children: dict[str, list[dict[str, Any]]] = {}
     for e in mine:
         children.setdefault(e["parent"], []).append(e)
     return page(
@@ -88,10 +93,22 @@ async def lineagepage(commit: CommitOrHex32, settings: SettingsDep, reader: Read
 
 
 @router.get("/", response_class=HTMLResponse)
-async def home(request: Request, reader: ReaderDep) -> HTMLResponse:
-    """The latest batches of this service, and where to go next."""
-    batches = await in_journal(request.app, lambda journal: reads.recent_batches(journal, reader.chain_id(), 20))
-    records = await run_in_threadpool(_anchored_records, request.app, reader, batches)
+async def home(request: Request, reader: ReaderDep, settings: SettingsDep) -> HTMLResponse:
+    """What was anchored here last, each said as what it is (a file tree and its name, a research attempt
+    and its trial, a champion, an MLflow run…) with its commit, when and by whom, and links to its page
+    and to the research lineage; the searches and their champions; the latest batches."""
+    chain_id = reader.chain_id()
+
+    def latest(journal: Any) -> tuple[list[Any], list[Any], list[Any]]:
+        items = reads.recent_items(journal, chain_id, RECENT_ITEMS)
+        holding = reads.batches_by_id(journal, chain_id, {i.batch_id for i in items if i.batch_id is not None})
+        return items, holding, reads.recent_batches(journal, chain_id, 20)
+
+    items, holding, batches = await in_journal(request.app, latest)
+    records = await run_in_threadpool(_anchored_records, request.app, reader, [*batches, *holding])
+    research = await run_in_threadpool(_research_of, settings)
+    anchored = [_described(i, records.get(i.batch_id) if i.batch_id is not None else None, research)
+                for i in items]  # fmt: skip
     # "records", not "items": in a template `b.items` is the dict's method, and the page showed
     # "<built-in method items of dict object at 0x…>" in every row
     from anchor.chain.canonical import canonical_address, canonical_code_hash
@@ -100,7 +117,103 @@ async def home(request: Request, reader: ReaderDep) -> HTMLResponse:
     shown = {"address": registry.address, "code_hash": registry.code_hash,
              "canonical": registry.address == canonical_address() and registry.code_hash == canonical_code_hash()}  # fmt: skip
     return page("home.html", "Anchor", reader.last_head(), chain=reader.where(), batches=_batch_rows(batches, records),
-                registry=shown)  # fmt: skip
+                registry=shown, anchored=anchored, searches=research["searches"])  # fmt: skip
+
+
+RECENT_ITEMS = 30
+"""Records listed on the explorer's home, newest first (the search finds the rest)."""
+
+KINDS = {
+    "filetree": "file tree", "bundle": "result bundle", "attempt": "research attempt", "champion": "champion record",
+    "ledger": "research ledger checkpoint", "timing": "timing record", "mlflow_run": "MLflow run", "mission": "mission",
+}  # fmt: skip
+"""Each manifest kind in words (docs/manifest.md)."""
+
+
+def _research_of(settings: Any) -> dict[str, Any]:
+    """Every search this service knows: per researcher the champion, its metric and the attempts, with
+    the trial number of each attempt by (commit, ledger seq). A ledger that fails verification is left
+    out here (its own pages say why)."""
+    from anchor.research.report import summarise, trial_numbers
+    from api.routes.research import searches
+
+    trials: dict[tuple[str, int], int] = {}
+    heads: dict[str, tuple[str, str]] = {}
+    found = []
+    try:
+        known = searches(settings)
+    except AnchorError:
+        known = []
+    for search, _, rows in known:
+        entries = [row for row in rows if "event" not in row]
+        numbers = trial_numbers(entries)
+        trials.update({(e["commit"], int(e["seq"])): numbers[int(e["seq"])] for e in entries})
+        for who, stats in summarise(entries)[0]["researchers"].items():
+            last = next(e for e in reversed(entries) if e["researcher"] == who)
+            found.append({"search": search, "researcher": who, "attempts": stats["attempts"], "kept": stats["kept"],
+                          "champion": stats["champion"], "metric": stats["champion_metric"],
+                          "lineage": stats["champion"] or last["commit"]})  # fmt: skip
+        if found and found[-1]["search"] == search:  # a checkpoint of this ledger leads to its lineage
+            heads.update({str(row.get("digest")): (search, found[-1]["lineage"]) for row in rows})
+    return {"searches": found, "trials": trials, "heads": heads}
+
+
+def _described(item: Any, record: Any, research: dict[str, Any]) -> dict[str, Any]:
+    """One row of the home page: what the record is, its name, commit, when and by whom, and where to go."""
+    ident, kind = item.identity, item.kind
+    digest = "0x" + item.digest.hex()
+    row: dict[str, Any] = {
+        "digest": digest, "kind": KINDS.get(kind, kind), "name": "", "detail": "", "commit": None, "lineage": None,
+        "page": f"/explorer/bundle/{digest}", "state": item.state, "journaled_at": item.created_at,
+        "anchored_at": getattr(record, "timestamp", None), "submitter": getattr(record, "submitter", None),
+    }  # fmt: skip
+    metric = ident.get("metric") if isinstance(ident.get("metric"), dict) else None
+    said = f"{metric.get('name')} = {metric.get('value')}" if metric else ""
+    if kind == "filetree":
+        row["name"] = _stamped_name(item.proof_path)
+        row["detail"] = f"{_count(ident.get('file_count'), 'file')}, {_count(ident.get('total_size'), 'byte')}"
+    elif kind == "bundle":
+        output = ident.get("output") or {}
+        row["name"], row["detail"] = str(output.get("name", "")), _count(output.get("file_count"), "output file")
+    elif kind == "attempt":
+        commit = str(ident.get("commit", ""))
+        trial = research["trials"].get((commit, int(item.annotations.get("ledger_seq", -1))))
+        row["name"] = f"{ident.get('researcher')}, trial #{trial}" if trial else str(ident.get("researcher", ""))
+        row["detail"] = f"{said or ident.get('status')}, {'kept' if ident.get('kept') else 'not kept'}"
+        row.update(commit=commit, lineage=commit, page=f"/explorer/attempt/{quote(commit, safe='')}")
+    elif kind == "champion":
+        commit = str(ident.get("commit", ""))
+        row["name"] = f"champion of {ident.get('researcher')}"
+        row["detail"] = f"{said} after {ident.get('trials')} trials" if said else ""
+        row.update(commit=commit, lineage=commit)
+    elif kind == "ledger":
+        search, lineage = research["heads"].get(str(ident.get("head")), (None, None))
+        row["name"] = f"ledger of search {search}" if search else "a search's ledger"
+        row["detail"], row["lineage"] = f"its first {ident.get('length')} rows", lineage
+    elif kind == "mlflow_run":
+        row["name"] = f"run {ident.get('run_id')}"
+        row["detail"] = f"experiment {ident.get('experiment_id')}, {ident.get('status', '').lower()}"
+        row["commit"] = ident.get("source_commit")
+    elif kind == "timing":
+        row["name"], row["detail"] = "milestones of a result bundle", f"bundle 0x{str(ident.get('bundle', ''))[:12]}…"
+    elif kind == "mission":
+        hypothesis = str(ident.get("hypothesis", ""))
+        row["name"] = hypothesis[:80] + ("…" if len(hypothesis) > 80 else "")
+    return row
+
+
+def _count(n: object, noun: str) -> str:
+    return counted(n, noun) if isinstance(n, int) else f"{n} {noun}s"
+
+
+def _stamped_name(proof_path: str | None) -> str:
+    """The name a tree was stamped under, from its proof file's (`results.anchor.json`: "results");
+    never the directories above it, which are this server's own layout."""
+    if not proof_path:
+        return ""
+    from pathlib import PurePath
+
+    return PurePath(proof_path).name.removesuffix(".anchor.json")
 
 
 def _batch_rows(batches: list[Any], records: dict[int, Any]) -> list[dict[str, Any]]:
@@ -317,3 +430,23 @@ async def file_proof(digest: Hex32, path: str, request: Request, reader: ReaderD
         raise NotAnchored(f"no anchored manifest {digest} here", detail={"manifest_digest": digest})
     single = single_file_proof(whole, path)
     return JSONResponse(json.loads(single.dumps()))
+
+
+@router.get("/promotion/{digest}", response_class=HTMLResponse)
+async def promotionpage(digest: Hex32, settings: SettingsDep, reader: ReaderDep) -> HTMLResponse:
+    """A model's promotion (anchor mlflow promote): its lineage record, the run it stands on, what it
+    promoted where this service's data dir kept the record, and the history of the alias on chain."""
+    from anchor.mlflow.registry import read_promotion
+
+    key = parse_hex32(digest, "digest")
+    registry = await run_in_threadpool(reader.registry)
+    found = await run_in_threadpool(read_promotion, registry, key, settings.layout.mlflow_promotion(key.hex()))
+    record = found["record"]
+    return page(
+        "promotion.html",
+        f"Promotion {found['digest'][:18]}…",
+        reader.head(),
+        chain=reader.where(),
+        explorer_links=links(registry.chain_id, tx_hash=record.tx_hash),
+        **found,
+    )

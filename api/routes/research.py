@@ -125,10 +125,11 @@ def _attempts_of(settings: Settings, researcher: str) -> list[tuple[str, Path, d
     return parts[0] if len(parts) == 1 else [item for part in parts for item in part]
 
 
-def _public(search: str, researcher: str, row: dict[str, Any], started_at: str | None) -> ResearchAttempt:
+def _public(search: str, researcher: str, row: dict[str, Any], started_at: str | None, trial: int) -> ResearchAttempt:
     who, commit = quote(researcher, safe=""), row["commit"]
     return ResearchAttempt(
-        search=search, seq=row["seq"], commit=commit, parent=row["parent"], status=row["status"], kept=row["kept"],
+        search=search, seq=row["seq"], trial=trial, commit=commit, parent=row["parent"], status=row["status"],
+        kept=row["kept"],
         metric=row.get("metric"), partial=row.get("partial"), measured_by=row.get("measured_by"),
         environment=row.get("environment"), claims_differ=row.get("claims_differ"), started_at=started_at,
         duration_ms=row.get("duration_ms"),
@@ -159,14 +160,26 @@ async def list_attempts(
             else [item for item in found
                   if (status is None or item[2]["status"] == status) and (kept is None or item[2]["kept"] == kept)]
         )  # fmt: skip
+        trial = _trials(found)
         page = [(search, row, started) for search, _, row, started in chosen[offset : offset + limit]]
         return ResearchAttemptPage(
             researcher=researcher, total=len(chosen), offset=offset, limit=limit,
             next_offset=offset + limit if offset + limit < len(chosen) else None,
-            attempts=[_public(search, researcher, row, started) for search, row, started in page],
+            attempts=[_public(search, researcher, row, started, trial[search, row["seq"]])
+                      for search, row, started in page],
         )  # fmt: skip
 
     return await run_in_threadpool(compute)
+
+
+def _trials(found: list[tuple[str, Path, dict[str, Any], str | None]]) -> dict[tuple[str, int], int]:
+    """The trial number of each (search, ledger seq) of one researcher's attempts (anchor.research.report)."""
+    from anchor.research.report import trial_numbers
+
+    by_search: dict[str, list[dict[str, Any]]] = {}
+    for search, _, row, _ in found:
+        by_search.setdefault(search, []).append(row)
+    return {(search, seq): n for search, rows in by_search.items() for seq, n in trial_numbers(rows).items()}
 
 
 def attempt_diff(settings: Settings, researcher: str, commit: str) -> bytes:

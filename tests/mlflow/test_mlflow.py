@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import http.server
 import json
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -29,16 +28,17 @@ import pytest
 from anchor.errors import ExitCode
 from tests.cli import run_anchor
 from tests.conftest import STRANGER_KEY, Chain, deployed, free_port
-from tests.mlflow_server import TrackingServer, log_run, mlflow_server
+from tests.mlflow_server import BACKENDS, TrackingServer, backend_server, log_run, train_model
 
 pytestmark = pytest.mark.chain
 
 STRANGER = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrackingServer]:
-    with mlflow_server(tmp_path_factory.mktemp("mlflow")) as served:
+@pytest.fixture(scope="module", params=BACKENDS)
+def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrackingServer]:
+    """One tracking server per backend store: every test runs against SQLite and against PostgreSQL."""
+    with backend_server(request.param, tmp_path_factory.mktemp("mlflow"), request) as served:
         yield served
 
 
@@ -117,13 +117,11 @@ def test_a_stamped_run_verifies_and_every_later_change_is_named(chain: Chain, se
     config.write_bytes(kept)
 
     # a param rewritten in the backend store's database (MLflow's API refuses to change a param)
-    with sqlite3.connect(server.store) as db:
-        db.execute("UPDATE params SET value = '0.02' WHERE run_uuid = ? AND key = 'lr'", (run_id,))
+    server.sql("UPDATE params SET value = '0.02' WHERE run_uuid = ? AND key = 'lr'", run_id)
     rewritten = _mlflow(chain, server, "verify", run_id)
     assert rewritten.returncode == ExitCode.TAMPERED
     assert "~ param lr: changed from '0.01' to '0.02'" in rewritten.stderr
-    with sqlite3.connect(server.store) as db:
-        db.execute("UPDATE params SET value = '0.01' WHERE run_uuid = ? AND key = 'lr'", (run_id,))
+    server.sql("UPDATE params SET value = '0.01' WHERE run_uuid = ? AND key = 'lr'", run_id)
 
     # a metric logged again, through the API, with a better value at a step already logged
     server.client().log_metric(run_id, "val_acc", 0.97, step=2)
@@ -391,8 +389,7 @@ def _launder(server: TrackingServer, run_id: str) -> None:
         weights.write(b"backdoor")
     server.client().log_metric(run_id, "val_acc", 0.999, step=2)
     server.client().set_tag(run_id, "reviewed", "yes")
-    with sqlite3.connect(server.store) as db:
-        db.execute("UPDATE params SET value = '0.02' WHERE run_uuid = ? AND key = 'lr'", (run_id,))
+    server.sql("UPDATE params SET value = '0.02' WHERE run_uuid = ? AND key = 'lr'", run_id)
 
 
 LAUNDERED = ("~ artifact model/weights.bin: edited (16,384 -> 16,392 bytes", "~ metric val_acc: logged again at step 2:"
@@ -446,33 +443,9 @@ def test_a_routine_restamp_refuses_a_changed_run_and_stamps_the_rest(chain: Chai
     assert len(in_json["earlier"]["changes"]) == 4
 
 
-MODEL_SCRIPT = """
-import sys, mlflow
-from sklearn.datasets import load_digits
-from sklearn.ensemble import RandomForestClassifier
-mlflow.set_tracking_uri(sys.argv[1])
-mlflow.set_experiment("digits-rf")
-X, y = load_digits(return_X_y=True)
-with mlflow.start_run() as run:
-    model = RandomForestClassifier(n_estimators=4, random_state=0).fit(X[:300], y[:300])
-    mlflow.log_param("n_estimators", 4)
-    mlflow.log_metric("val_acc", model.score(X[300:600], y[300:600]))
-    info = mlflow.sklearn.log_model(model, name="model", pip_requirements=["scikit-learn"],
-                                   serialization_format="cloudpickle")
-print("RESULT", run.info.run_id, info.model_id)
-"""
-
-
 def _train(chain: Chain, server: TrackingServer, tmp_path: Path) -> tuple[str, str]:
     """A scikit-learn run logged the MLflow 3 way (`log_model(name=…)`): its run id and logged model id."""
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    script = tmp_path / "train.py"
-    script.write_text(MODEL_SCRIPT)
-    ran = subprocess.run([sys.executable, str(script), server.url], capture_output=True, text=True, timeout=300,
-                         env={k: v for k, v in _env(chain, server).items() if not k.startswith("ANCHOR_")})  # fmt: skip
-    assert ran.returncode == 0, ran.stdout + ran.stderr
-    run_id, model_id = next(line.split()[1:] for line in ran.stdout.splitlines() if line.startswith("RESULT "))
-    return run_id, model_id
+    return train_model(server, tmp_path, _env(chain, server))
 
 
 def test_a_logged_model_is_bound_with_its_run_and_one_changed_byte_of_it_is_named(
@@ -532,10 +505,8 @@ def test_a_deleted_run_is_named_in_its_verdict_and_an_experiment_reports_it_apar
     assert {k: listed[k] for k in same} == {k: alone[k] for k in same}  # one verdict, two doors
 
     # a run removed for good (MLflow's `gc`) leaves the experiment one short of what was stamped
-    with sqlite3.connect(server.store) as db:
-        for table in ("metrics", "latest_metrics", "params", "tags"):
-            db.execute(f"DELETE FROM {table} WHERE run_uuid = ?", (hidden,))  # noqa: S608 - a test's own tables
-        db.execute("DELETE FROM runs WHERE run_uuid = ?", (hidden,))
+    for table in ("metrics", "latest_metrics", "params", "tags", "runs"):
+        server.sql(f"DELETE FROM {table} WHERE run_uuid = ?", hidden)  # noqa: S608 - a test's own tables
     gone = _mlflow(chain, server, "verify", "--experiment", experiment, "--allow-deleted")
     assert gone.returncode == ExitCode.TAMPERED, gone.stdout + gone.stderr
     assert f"run {hidden}: anchored in the experiment's roster, gone from the store" in gone.stdout + gone.stderr
@@ -564,8 +535,8 @@ def test_a_version_is_promoted_only_on_a_proof_and_an_alias_moved_without_one_is
     verified = _mlflow(chain, server, "verify", "models:/digits@champion")
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert f"OK: models:/digits@champion is version 1 of digits, logged model {model_id}" in verified.stdout
-    assert f"  promotion   {said['promotion_digest']} (block {said['promotion_block']}); before it no version" in (
-        verified.stdout)  # fmt: skip
+    assert (f"  promotion   to @champion {said['promotion_digest']}: lineage record in block {said['promotion_block']}"
+            f" by {said['promoted_by']}; before it no version held the alias") in verified.stdout  # fmt: skip
     by_version = json.loads(_mlflow(chain, server, "verify", "models:/digits/1", "--json").stdout)
     by_run = json.loads(_mlflow(chain, server, "verify", run_id, "--json").stdout)
     same = ("manifest_digest", "submitter", "anchored_block", "root", "registry", "chain_id", "stamps")

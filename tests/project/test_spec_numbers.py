@@ -60,9 +60,3 @@ def test_the_documented_storage_slots_are_the_contracts_declaration_order() -> N
     assert "Storage slot 0 is `_lineage`" in REGISTRY and "storage slot 1 is `_roots`" in REGISTRY
     assert f"`_roots` mapping is storage slot {check.ROOTS_SLOT}" in MANIFEST
     assert declared.index("_roots") == check.ROOTS_SLOT
-
-
-def test_the_readme_shows_no_retired_registry_call() -> None:
-    readme = (ROOT / "README.md").read_text()
-    assert "verifyInclusion(bytes32,bytes32[],bytes32)" not in readme
-    assert "verifyInclusion(address,bytes32,bytes32[],bytes32)" in readme
