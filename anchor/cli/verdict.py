@@ -1,6 +1,5 @@
 """A verdict as the command line prints it: what, when, by whom, where, how final (every door that
-verifies on the command line prints these lines: `verify`, `mlflow verify`, the fast path of
-`anchor verify PATH`)."""
+verifies on the command line prints these lines: `verify`, `mlflow verify`)."""
 
 from __future__ import annotations
 

@@ -121,7 +121,7 @@ def test_a_promotion_anchored_by_a_strangers_key_is_named_and_fails_an_expected_
 def test_the_chain_only_index_lists_a_promotion_as_a_promotion_not_as_an_attempt(
     chain: Chain, server: TrackingServer, tmp_path: Path
 ) -> None:
-    """The index (`anchor serve --index-only`) follows every lineage record: a promotion's is its own
+    """The index (`anchor index`) follows every lineage record: a promotion's is its own
     kind, never one of the promoter's research attempts (its chart, its trial count)."""
     from anchor.chain.open import open_chain, open_registry
     from anchor.index.follow import Follower
