@@ -1,5 +1,6 @@
-"""The MLflow bridge against a real `mlflow server` (SQLite backend store, local artifacts),
-runs logged with MLflow's own client, tampered with on disk, in the store's database and through the API.
+"""The MLflow bridge against a real `mlflow server` (each test over a SQLite and a PostgreSQL backend
+store, local artifacts), runs logged with MLflow's own client, tampered with on disk, in the store's
+database and through the API.
 
 A run is stamped (`anchor mlflow stamp`), its proof written back into the run, and verified
 (`anchor mlflow verify`); each later change is named: an artifact edited or removed, a metric logged

@@ -82,8 +82,8 @@ ALLOWED: dict[str, set[str]] = {
     "__init__": {"errors", "settings", "anchoring", "library", "proof", "readback", "sealing", "layout"},
     # the MLflow bridge: a run read into a manifest, anchored by the one Stamper, verified by the one
     # Verifier; MLflow itself imported only here
-    # chain.rpc.failure_words: why a server gave no answer, said as for every other; research: a search's
-    # trials logged as runs and its champion promoted (`anchor research run --mlflow`); files: atomic writes
+    # chain: rpc.failure_words (why a server gave no answer) and a promotion's lineage record read back;
+    # research: a search's ledger logged as runs (anchor.mlflow.research); files: a promotion record kept
     "mlflow": {"errors", "layout", "settings", "manifest", "proof", "anchoring", "library", "readback",
                "chain", "research", "files"},
     # interfaces

@@ -4,8 +4,9 @@ holds the proof), the explorer's bundle page and the browser page (`/verify` in 
 for every case that asks no policy: the page takes none); and `retracted` from every door once the
 root's submitter retracted it. Two doors are held to the same answer where their servers are:
 `anchor mlflow verify` beside `anchor verify` and the API (tests/mlflow/test_mlflow.py::
-test_every_door_gives_the_run_the_same_verdict, a real MLflow server), and the page's offline check beside
-`anchor verify --offline` (tests/explorer/test_browser_sealed.py)."""
+test_every_door_gives_the_run_the_same_verdict, a real MLflow server), a model promotion's record on
+the explorer's promotion page beside `anchor mlflow verify models:/…` (tests/mlflow/test_promotion_page.py),
+and the page's offline check beside `anchor verify --offline` (tests/explorer/test_browser_sealed.py)."""
 
 from __future__ import annotations
 
