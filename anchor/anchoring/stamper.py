@@ -285,7 +285,7 @@ class Stamper(ABC):
         of it beyond the counts (who signed the records, which services relayed them)."""
 
     @abstractmethod
-    def record_lineage(self, fields: Lineage) -> LineageWritten:
+    def _record_lineage(self, fields: Lineage) -> LineageWritten:
         """Anchor one lineage record outside a search (a model's promotion, anchor.mlflow): with the key
         here, journaled and flushed (signed by ANCHOR_RESEARCHER_KEY when set, else ours); through
         services, signed by the researcher's own key and relayed."""
@@ -380,7 +380,7 @@ class KeyStamper(Stamper):
             service.flush()
         return {}
 
-    def record_lineage(self, fields: Lineage) -> LineageWritten:
+    def _record_lineage(self, fields: Lineage) -> LineageWritten:
         from anchor.chain.keys import load_researcher
         from anchor.chain.signed import signed_lineage
 
@@ -514,7 +514,7 @@ class ServiceStamper(Stamper):
                 relay_lineage(service, researcher, fields)
         return {"researcher": researcher.address, "services": [s.url for s in self.services]}
 
-    def record_lineage(self, fields: Lineage) -> LineageWritten:
+    def _record_lineage(self, fields: Lineage) -> LineageWritten:
         from anchor.anchoring.client import relay_lineage
 
         researcher = self._researcher()

@@ -462,7 +462,7 @@ def upgrade(ctx: click.Context, run_id: str, tracking_uri: str | None, service: 
         ctx.exit(int(ExitCode.PENDING))
 
 
-def research_tracking(name: str, no_anchor: bool) -> str:
+def research_tracking(name: str, no_anchor: bool, tracking_uri: str | None) -> str:
     """`anchor research run --mlflow NAME`, checked before the search runs: a champion is promoted on its
     proof (so the search is anchored), and the tracking server answers now, not after an hour of search."""
     from anchor.errors import BadInput
@@ -473,7 +473,7 @@ def research_tracking(name: str, no_anchor: bool) -> str:
                        detail={"field": "--mlflow"})  # fmt: skip
     if not name.strip() or "/" in name or "@" in name:
         raise BadInput(f"--mlflow {name!r}: an experiment and model name, no '/' or '@'", detail={"field": "--mlflow"})
-    uri = _tracking(os.environ.get("MLFLOW_TRACKING_URI"))
+    uri = _tracking(tracking_uri)
     client_for(uri)
     return uri
 

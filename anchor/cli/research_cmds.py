@@ -118,7 +118,14 @@ def _workdir(ctx: click.Context, workdir: Path | None) -> Path:
     "mlflow",
     metavar="NAME",
     help="Log every attempt as a run of MLflow experiment NAME and promote the champion to NAME@champion, with"
-    " its proof and lineage (MLFLOW_TRACKING_URI; docs/mlflow.md).",
+    " its proof and lineage (docs/mlflow.md).",
+)
+@click.option(
+    "--mlflow-tracking-uri",
+    "mlflow_tracking_uri",
+    envvar="MLFLOW_TRACKING_URI",
+    show_envvar=True,
+    help="The MLflow tracking server of --mlflow (http://host:port).",
 )
 @json_option
 @click.pass_context
@@ -144,6 +151,7 @@ def run(
     push: str | None,
     service: list[str] | None,
     mlflow: str | None,
+    mlflow_tracking_uri: str | None,
     json: bool,
 ) -> None:
     """Search: baseline, then propose → commit → measure → keep or reset, every attempt ledgered and anchored."""
@@ -158,7 +166,7 @@ def run(
     if mlflow is not None:  # refused before the search runs: the server, and a champion with a proof
         from anchor.cli.mlflow_cmds import research_tracking
 
-        tracking = research_tracking(mlflow, no_anchor)
+        tracking = research_tracking(mlflow, no_anchor, mlflow_tracking_uri)
     # SIGTERM takes the same path as Ctrl-C: the running attempt's process group is torn down first
     signal.signal(signal.SIGTERM, _interrupted)
     done = run_search(ctx.find_root().obj["settings"], options)

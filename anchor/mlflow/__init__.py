@@ -40,7 +40,6 @@ from anchor.mlflow.registry import (
     Promoted,
     SearchChampion,
     promote,
-    read_promotion,
     verify_model,
 )
 from anchor.mlflow.research import SearchLogged, log_search
@@ -48,6 +47,6 @@ from anchor.mlflow.research import SearchLogged, log_search
 __all__ = [
     "AnchoredRun", "EarlierStamp", "ExperimentStamped", "ExperimentVerification", "ModelVerification", "Promoted",
     "Roster", "RunStamped", "RunVerification", "SearchChampion", "SearchLogged", "anchored_run", "log_search",
-    "promote", "read_promotion", "stamp_experiment", "stamp_run", "stamp_runs", "upgrade_run", "verify_experiment",
+    "promote", "stamp_experiment", "stamp_run", "stamp_runs", "upgrade_run", "verify_experiment",
     "verify_model", "verify_run",
 ]  # fmt: skip

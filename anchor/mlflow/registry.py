@@ -68,7 +68,7 @@ class SearchChampion:
     """Rows of the ledger at that head (attempts and traces): what its checkpoint record on chain holds."""
     contract_digest: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"commit": self.commit, "researcher": self.researcher, "trials": self.trials,
                 "ledger_head": self.ledger_head, "ledger_length": self.ledger_length,
                 "contract_digest": self.contract_digest}  # fmt: skip
@@ -95,7 +95,7 @@ class Promoted:
     promoted_by: str = ""
     """The lineage record's researcher: the address that signed the promotion."""
     promotion_tx: str | None = None
-    research: dict[str, Any] | None = None
+    research: dict[str, object] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,9 +118,9 @@ class ModelVerification:
     promotion_tx: str | None = None
     alias: str | None = None
     """The alias the promotion anchored (None: a version promoted without one)."""
-    history: list[dict[str, Any]] = field(default_factory=list)
+    history: list[dict[str, object]] = field(default_factory=list)
     """The promotions before this one, newest first, each read from the chain through its parent."""
-    research: dict[str, Any] | None = None
+    research: dict[str, object] | None = None
     """A research champion's ledger head and trial count, the head's checkpoint record read from the chain."""
 
     def to_json(self) -> dict[str, object]:
@@ -247,7 +247,7 @@ def promote(
                 kept.parent.mkdir(parents=True, exist_ok=True)
                 atomic_write(kept, (tree / PROMOTION_FILE).read_bytes())
         parent = None if before is None else before["promotion_digest"]
-        written = own.record_lineage(lineage_fields(promotion, parent, digest))
+        written = own._record_lineage(lineage_fields(promotion, parent, digest))
         client.set_model_version_tag(model, number, TAG_PROMOTION, promotion)
         if alias is not None:
             client.set_registered_model_alias(model, alias, number)

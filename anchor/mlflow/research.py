@@ -62,7 +62,7 @@ class SearchLogged:
     promoted: Promoted | None
     """None when this ledger head's champion was promoted before."""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         promoted = self.promoted
         return {"experiment": self.experiment, "experiment_id": self.experiment_id, "logged": self.logged,
                 "already": self.already, "trials": self.trials, "champion_run": self.champion_run,
