@@ -206,17 +206,17 @@ class Stamper(ABC):
 
     @abstractmethod
     def _stamp_identity(
-        self, identity: dict[str, Any], proof_out: Path, tree: FileTreeManifest | None = None,
-        annotations: dict[str, Any] | None = None,
+        self, identity: dict[str, object], proof_out: Path, tree: FileTreeManifest | None = None,
+        annotations: dict[str, object] | None = None,
     ) -> Stamped:  # fmt: skip
         """Anchor one manifest identity (a contract, a champion record, a ledger head)."""
 
     @abstractmethod
-    def _stamp_records(self, records: Sequence[tuple[dict[str, Any], Path]]) -> list[Path]:
+    def _stamp_records(self, records: Sequence[tuple[dict[str, object], Path]]) -> list[Path]:
         """Anchor several identities (champion records) in one go; their proof paths."""
 
     def _stamp_bundle(
-        self, manifest: BundleManifest, tree: FileTreeManifest, proof_out: Path, notes: dict[str, Any] | None = None,
+        self, manifest: BundleManifest, tree: FileTreeManifest, proof_out: Path, notes: dict[str, object] | None = None,
         *, output: Path | None = None,
     ) -> Stamped:  # fmt: skip
         """A result bundle and, when it has milestones, its timing record beside it. `output`: the folder
@@ -229,7 +229,7 @@ class Stamper(ABC):
 
     @abstractmethod
     def _write_bundle(
-        self, manifest: BundleManifest, tree: FileTreeManifest, proof_out: Path, notes: dict[str, Any] | None
+        self, manifest: BundleManifest, tree: FileTreeManifest, proof_out: Path, notes: dict[str, object] | None
     ) -> Stamped: ...
 
     def _queue(
@@ -277,9 +277,9 @@ class Stamper(ABC):
 
     @abstractmethod
     def _record_search(
-        self, attempts: Sequence[tuple[dict[str, Any], int]], head: dict[str, Any], head_proof: Path,
+        self, attempts: Sequence[tuple[dict[str, object], int]], head: dict[str, object], head_proof: Path,
         lineage: Sequence[Lineage], flush: bool = True,
-    ) -> dict[str, Any]:  # fmt: skip
+    ) -> dict[str, object]:  # fmt: skip
         """Anchor attempt manifests (identity, ledger seq), a ledger head (its proof at `head_proof`)
         and lineage records; `flush=False` only journals, where there is a journal. Returns what to say
         of it beyond the counts (who signed the records, which services relayed them)."""
@@ -321,14 +321,14 @@ class KeyStamper(Stamper):
         return Stamped._of_key(outcome)
 
     def _stamp_identity(
-        self, identity: dict[str, Any], proof_out: Path, tree: FileTreeManifest | None = None,
-        annotations: dict[str, Any] | None = None,
+        self, identity: dict[str, object], proof_out: Path, tree: FileTreeManifest | None = None,
+        annotations: dict[str, object] | None = None,
     ) -> Stamped:  # fmt: skip
         from anchor.anchoring.stamp import anchor_manifest
 
         return Stamped._of_key(anchor_manifest(identity, tree, self.settings, proof_out, annotations))
 
-    def _stamp_records(self, records: Sequence[tuple[dict[str, Any], Path]]) -> list[Path]:
+    def _stamp_records(self, records: Sequence[tuple[dict[str, object], Path]]) -> list[Path]:
         from anchor.journal.submit import Submission
 
         if not records:
@@ -339,7 +339,7 @@ class KeyStamper(Stamper):
         return [path for _, path in records]
 
     def _write_bundle(
-        self, manifest: BundleManifest, tree: FileTreeManifest, proof_out: Path, notes: dict[str, Any] | None
+        self, manifest: BundleManifest, tree: FileTreeManifest, proof_out: Path, notes: dict[str, object] | None
     ) -> Stamped:
         from anchor.anchoring.stamp import anchor_bundle
 
@@ -357,9 +357,9 @@ class KeyStamper(Stamper):
                 for (path, _, _), one in zip(trees, done, strict=True)]  # fmt: skip
 
     def _record_search(
-        self, attempts: Sequence[tuple[dict[str, Any], int]], head: dict[str, Any], head_proof: Path,
+        self, attempts: Sequence[tuple[dict[str, object], int]], head: dict[str, object], head_proof: Path,
         lineage: Sequence[Lineage], flush: bool = True,
-    ) -> dict[str, Any]:  # fmt: skip
+    ) -> dict[str, object]:  # fmt: skip
         from anchor.chain.keys import load_researcher
         from anchor.chain.signed import signed_lineage
         from anchor.journal.submit import Submission
@@ -454,21 +454,21 @@ class ServiceStamper(Stamper):
         return queued
 
     def _stamp_identity(
-        self, identity: dict[str, Any], proof_out: Path, tree: FileTreeManifest | None = None,
-        annotations: dict[str, Any] | None = None,
+        self, identity: dict[str, object], proof_out: Path, tree: FileTreeManifest | None = None,
+        annotations: dict[str, object] | None = None,
     ) -> Stamped:  # fmt: skip
         from anchor.anchoring.client import stamp_through
 
         files = None if tree is None else tree.files_json()
         return self._written(stamp_through(identity, files, self.services, proof_out, annotations))
 
-    def _stamp_records(self, records: Sequence[tuple[dict[str, Any], Path]]) -> list[Path]:
+    def _stamp_records(self, records: Sequence[tuple[dict[str, object], Path]]) -> list[Path]:
         for identity, path in records:
             self._stamp_identity(identity, path)
         return [path for _, path in records]
 
     def _write_bundle(
-        self, manifest: BundleManifest, tree: FileTreeManifest, proof_out: Path, notes: dict[str, Any] | None
+        self, manifest: BundleManifest, tree: FileTreeManifest, proof_out: Path, notes: dict[str, object] | None
     ) -> Stamped:
         from anchor.anchoring.client import stamp_bundle_through
 
@@ -497,9 +497,9 @@ class ServiceStamper(Stamper):
         self._researcher()
 
     def _record_search(
-        self, attempts: Sequence[tuple[dict[str, Any], int]], head: dict[str, Any], head_proof: Path,
+        self, attempts: Sequence[tuple[dict[str, object], int]], head: dict[str, object], head_proof: Path,
         lineage: Sequence[Lineage], flush: bool = True,
-    ) -> dict[str, Any]:  # fmt: skip
+    ) -> dict[str, object]:  # fmt: skip
         from anchor.anchoring.client import relay_lineage, stamp_through, submit_everywhere
 
         researcher = self._researcher()

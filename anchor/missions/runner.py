@@ -436,7 +436,9 @@ def _seal(
         "sandbox": confinement, "spent": spent, "milestones": {k: v.isoformat() for k, v in milestones.items()},
     }, "mission run")  # fmt: skip
     proof_out = settings.layout.mission(output) / "result.anchor.json"
-    notes = {"dispatched_image": record["image"]}  # what it was dispatched with: display only, not a claim
+    notes: dict[str, object] = {
+        "dispatched_image": record["image"]
+    }  # what it was dispatched with: display only, not a claim
     outcome = stamper._stamp_bundle(manifest, tree, proof_out, notes, output=result)
     return manifest, outcome, proof_out
 
