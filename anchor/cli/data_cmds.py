@@ -177,7 +177,7 @@ def bundle(
     from anchor.anchoring.proofs import store_finder
     from anchor.manifest.bundle import load_bundle_spec
     from anchor.proof.locate import default_proof_path
-    from anchor.readback.verifier import check_resume_pin
+    from anchor.readback.checklist import check_resume_pin
 
     manifest, tree, output_dir = load_bundle_spec(spec)
     output_dir = _as_stamp_says(output_dir)
@@ -428,7 +428,7 @@ def verify(
     statements `anchor attest` wrote (NAME.intoto.jsonl). Several paths (or --from FILE) are verified in
     one process: one line each, a summary, and the highest exit code any of them got."""
     from anchor.errors import BadInput
-    from anchor.readback.anchors import required_count
+    from anchor.readback.checklist import required_count
 
     required_count(require, 1)  # a bad --require is exit 2 before any proof is read
     if paths:
