@@ -142,14 +142,13 @@ class Verifier:
         from anchor.readback import forms
         from anchor.readback.checklist import required_count, run
         from anchor.readback.services import configured_urls
-        from anchor.readback.statements import SUFFIX, is_statements
 
         path = Path(path)
         required_count(require, 1)  # a bad `require` is refused before any proof is read
         if self.settings.offline and policy is not None and policy.min_finality is not None:
             raise BadInput("min_finality needs the chain's head: it has no meaning offline (the trusted block is"
                            " the finality you chose)", detail={"field": "min_finality"})  # fmt: skip
-        if is_statements(path):  # in-toto statements (`anchor attest`): a proof form of their own
+        if forms.is_statements(path):  # in-toto statements (`anchor attest`): a proof form of their own
             for name, given in (("proof", proof), ("spec", spec)):
                 if given is not None:
                     raise BadInput(
@@ -161,7 +160,8 @@ class Verifier:
                                " the anchored path to count several", detail={"field": "require"})  # fmt: skip
             decoded = forms.from_statements(path)
             listed = decoded.file is not None and (decoded.file.files is not None or decoded.file.file is not None)
-            under = subjects_in if subjects_in is not None else path.with_name(path.name.removesuffix(SUFFIX))
+            beside_it = path.with_name(path.name.removesuffix(forms.STATEMENTS_SUFFIX))  # what `attest` was given
+            under = subjects_in if subjects_in is not None else beside_it
             return run(decoded, self.settings, data=under if listed else None, registries=self.registries,
                        quorum=self.quorum, beside=path.parent, find=self.find, policy=policy or Policy())  # fmt: skip
         if subjects_in is not None:

@@ -2,9 +2,10 @@
 
 Why one module: a proof is verified by the same steps whatever its form (anchor.readback.forms) and
 whichever door it came through (`anchor verify`, the API, the explorer, a statements file, a Python
-caller). Steps 1-4 read the proof and the data alone; steps 5-10 run once per anchor, on every read
-endpoint of its chain with a quorum agreeing (anchor.readback.quorum), or offline against a trusted
-block hash; steps 11-14 run once. `STEPS` is the list docs/manifest.md ("The checklist") and the
+caller), as sigstore-python verifies a signing certificate once for an artifact or a DSSE envelope.
+Steps 1-4 check the proof, the data and the services' receipts; steps 5-10 run once per anchor, on
+every read endpoint of its chain with a quorum agreeing (anchor.readback.quorum), or offline against a
+trusted block hash; steps 11-14 run once. `STEPS` is the list docs/manifest.md ("The checklist") and the
 browser's api/static/verify.js number by; a test holds them to it. An error a step raises carries its
 number (`AnchorError.step`): what failed is named by the step, not guessed from the message.
 
@@ -68,33 +69,77 @@ class Step(NamedTuple):
 
 
 STEPS: tuple[Step, ...] = (
-    Step(1, "consistent", "the proof recomputes: its manifest's digest, its listing's tree, a single file's"
-         " audit path and each anchor's batch path to its root", (ProofFormatError,)),
-    Step(2, "data", "the data, when it is here, hashes to what the proof binds (and a bundle spec's inputs to"
-         " what the bundle binds)", (Tampered, BadInput)),
-    Step(3, "statements", "a statements file's subjects and SLSA dependencies are what its proof binds",
-         (Tampered,)),
-    Step(4, "receipts", "every service receipt is for this manifest and signed by the key it names, the one"
-         " its service publishes when it answers", (ProofFormatError,)),
-    Step(5, "chain", "the anchor's chain is reached: a quorum of read endpoints serving that chain; offline,"
-         " a sealed anchor", (ChainUnreachable, NoQuorum, BadInput)),
-    Step(6, "registry", "the registry the anchor names is the one trusted for that chain (the canonical"
-         " address, a deployment record, or --registry; offline the canonical one alone)", (UnknownRegistry,)),
+    Step(
+        1,
+        "consistent",
+        "the proof recomputes: its manifest's digest, its listing's tree, a single file's"
+        " audit path and each anchor's batch path to its root",
+        (ProofFormatError,),
+    ),
+    Step(
+        2,
+        "data",
+        "the data, when it is here, hashes to what the proof binds (and a bundle spec's inputs to"
+        " what the bundle binds)",
+        (Tampered, BadInput),
+    ),
+    Step(3, "statements", "a statements file's subjects and SLSA dependencies are what its proof binds", (Tampered,)),
+    Step(
+        4,
+        "receipts",
+        "every service receipt is for this manifest and signed by the key it names, the one"
+        " its service publishes when it answers",
+        (ProofFormatError,),
+    ),
+    Step(
+        5,
+        "chain",
+        "the anchor's chain is reached: a quorum of read endpoints serving that chain; offline, a sealed anchor",
+        (ChainUnreachable, NoQuorum, BadInput),
+    ),
+    Step(
+        6,
+        "registry",
+        "the registry the anchor names is the one trusted for that chain (the canonical"
+        " address, a deployment record, or --registry; offline the canonical one alone)",
+        (UnknownRegistry,),
+    ),
     Step(7, "code", "the code at the registry's address is the registry's", (DeploymentMismatch,)),
-    Step(8, "anchor", "the anchor's block, and its sealed section, are the chain's (offline: the sealed"
-         " header hashes to the trusted block hash and its receipt holds the registry's event)",
-         (Tampered, UnknownRegistry, BadInput)),
-    Step(9, "anchored", "the root is anchored by the transaction the anchor names, and the registry accepts"
-         " the inclusion proof", (NotAnchored, ProofFormatError)),
-    Step(10, "retraction", "the record is not retracted by its submitter (offline: as of the later block whose"
-         " state the file carries, and by the file's own word)", (Retracted, Tampered)),
+    Step(
+        8,
+        "anchor",
+        "the anchor's block, and its sealed section, are the chain's (offline: the sealed"
+        " header hashes to the trusted block hash and its receipt holds the registry's event)",
+        (Tampered, UnknownRegistry, BadInput),
+    ),
+    Step(
+        9,
+        "anchored",
+        "the root is anchored by the transaction the anchor names, and the registry accepts the inclusion proof",
+        (NotAnchored, ProofFormatError),
+    ),
+    Step(
+        10,
+        "retraction",
+        "the record is not retracted by its submitter (offline: as of the later block whose"
+        " state the file carries, and by the file's own word)",
+        (Retracted, Tampered),
+    ),
     Step(11, "requirement", "enough distinct anchors hold (--require any, all or N)", (Pending, PolicyMismatch)),
-    Step(12, "milestones", "a result bundle's milestones are those its anchored timing record binds",
-         (Tampered, NotAnchored)),
+    Step(
+        12,
+        "milestones",
+        "a result bundle's milestones are those its anchored timing record binds",
+        (Tampered, NotAnchored),
+    ),
     Step(13, "pin", "a resumed bundle's pin is anchored and binds the same inputs", (NotAnchored, BadInput)),
-    Step(14, "policy", "who anchored it, by when, and how final (--expect-submitter, --anchored-before,"
-         " --min-finality)", (PolicyMismatch, NotFinal)),
-)  # fmt: skip
+    Step(
+        14,
+        "policy",
+        "who anchored it, by when, and how final (--expect-submitter, --anchored-before, --min-finality)",
+        (PolicyMismatch, NotFinal),
+    ),
+)
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -127,10 +172,19 @@ def step(number: int, *, whole: bool = False) -> Callable[[Callable[P, T]], Call
 
 @down_once()  # one verdict asks an endpoint out of reach once, however many reads it makes
 def run(
-    proof: Proof, settings: Settings, *, data: Path | None = None, registries: tuple[str, ...] = (),
-    quorum: int | None = None, require: str = "any", configured: tuple[str, ...] = (), beside: Path | None = None,
-    find: Callable[[bytes], ProofFile | None] | None = None, policy: Policy | None = None, spec: Path | None = None,
-) -> Verification:  # fmt: skip
+    proof: Proof,
+    settings: Settings,
+    *,
+    data: Path | None = None,
+    registries: tuple[str, ...] = (),
+    quorum: int | None = None,
+    require: str = "any",
+    configured: tuple[str, ...] = (),
+    beside: Path | None = None,
+    find: Callable[[bytes], ProofFile | None] | None = None,
+    policy: Policy | None = None,
+    spec: Path | None = None,
+) -> Verification:
     """The verdict on `proof`, every step in its order, whatever the form: the proof and the data (1-4),
     each anchor on its chain (5-10), then the requirement, the milestones, the pin and the policy (11-14).
 
@@ -242,7 +296,7 @@ def check_data(path: Path, proof: Any, proof_name: str) -> int:
                     "added": [],
                     "removed": [],
                     "sizes": {single.path: [single.size, entry.size]},
-                },  # fmt: skip
+                },
             )
         files = 1
     else:
@@ -271,9 +325,11 @@ def check_data(path: Path, proof: Any, proof_name: str) -> int:
             named = changes.named()
             before = {entry.path: entry.size for entry in expected.files}
             after = {entry.path: entry.size for entry in on_disk.files}
-            ours = changes.added and not (changes.changed or changes.removed or changes.renamed) and all(
-                p.endswith((".anchor.json", ".intoto.jsonl")) for p in changes.added
-            )  # fmt: skip
+            ours = (
+                changes.added
+                and not (changes.changed or changes.removed or changes.renamed)
+                and all(p.endswith((".anchor.json", ".intoto.jsonl")) for p in changes.added)
+            )
             raise Tampered(
                 f"{path}: does not match the anchored manifest: {', '.join(named[:10])}"
                 + (f" and {len(named) - 10} more" if len(named) > 10 else "")
@@ -311,8 +367,10 @@ def check_bundle_spec(proof: ProofFile | PendingProof, proof_path: str, spec_pat
 
     spec = read_bundle_spec(spec_path)  # a mistyped spec path is named first (with what was meant)
     if proof.manifest.get("kind") != "bundle":
-        raise BadInput(f"{proof_path}: --spec needs a result-bundle proof, this one is a "
-                       f"{proof.manifest.get('kind')!r} proof", detail={"field": "spec"})  # fmt: skip
+        raise BadInput(
+            f"{proof_path}: --spec needs a result-bundle proof, this one is a {proof.manifest.get('kind')!r} proof",
+            detail={"field": "spec"},
+        )
     anchored = proof.manifest
     rebuilt = bundle_inputs(spec, spec_path.parent) | {"resume": spec.get("resume")}
     changed = [
@@ -373,8 +431,12 @@ def services_asked(
             silent.add(receipt.url)
             continue
         history = info.get("receipt_signers")
-        check_receipt(receipt, found.manifest_digest, str(info.get("receipt_signer")),
-                      history if isinstance(history, list) else None)  # fmt: skip
+        check_receipt(
+            receipt,
+            found.manifest_digest,
+            str(info.get("receipt_signer")),
+            history if isinstance(history, list) else None,
+        )
         infos[receipt.url] = info
         if any(a.service == receipt.url for a in in_file):
             continue
@@ -465,12 +527,23 @@ def _on_one_endpoint(
     """Steps 3–6: the trusted registry, its code, the root's existence and the inclusion, read live (once
     per root within `reads_once()`)."""
     reads = _READS.get()
-    key = (settings.rpc_url, settings.read_rpcs, settings.data_dir, settings.local_port, proof.anchor.chain_id,
-           proof.anchor.registry.lower(), registry, proof.anchor.tx_hash, root, proof.anchor.block_number,
-           proof.anchor.sealed)  # fmt: skip
+    key = (
+        settings.rpc_url,
+        settings.read_rpcs,
+        settings.data_dir,
+        settings.local_port,
+        proof.anchor.chain_id,
+        proof.anchor.registry.lower(),
+        registry,
+        proof.anchor.tx_hash,
+        root,
+        proof.anchor.block_number,
+        proof.anchor.sealed,
+    )
     if reads is not None and key in reads:
-        return reads[key].model_copy(update={"manifest_digest": proof.manifest_digest, "files": files,
-                                             "bundle": bundle_fields(proof)})  # fmt: skip
+        return reads[key].model_copy(
+            update={"manifest_digest": proof.manifest_digest, "files": files, "bundle": bundle_fields(proof)}
+        )
     verdict = _read_one_endpoint(proof, root, settings, files, registry)
     if reads is not None:
         reads[key] = verdict
@@ -672,8 +745,15 @@ def check_anchor_on_chain(anchor: ChainAnchor, root: bytes, registry: Registry, 
 
         later = sealed_block_number(sealed.state.header, "anchor.sealed.state.header")
         state_block = registry.rpc.get_block(later) or {}
-        check_state_against(anchor, root, seen.submitter, seen.timestamp, str(state_block.get("hash", "none")),
-                            registry.code_hash, "the chain's hash")  # fmt: skip
+        check_state_against(
+            anchor,
+            root,
+            seen.submitter,
+            seen.timestamp,
+            str(state_block.get("hash", "none")),
+            registry.code_hash,
+            "the chain's hash",
+        )
 
 
 @step(9)
@@ -712,15 +792,23 @@ def sealed_verdict(proof: ProofFile, root: bytes, settings: Settings, files: int
     seen = sealed_offline(proof.anchor, root, settings, registry)
     state, declared = retraction_offline(proof, root, seen, settings)
     return Verification(
-        manifest_digest=proof.manifest_digest, root=proof.batch.root, chain_id=proof.anchor.chain_id,
+        manifest_digest=proof.manifest_digest,
+        root=proof.batch.root,
+        chain_id=proof.anchor.chain_id,
         registry=proof.anchor.registry,
         registry_trusted_by="canonical address, offline: its address certifies its code",
-        submitter=seen.submitter, anchored_at=datetime.fromtimestamp(seen.timestamp, UTC).isoformat(timespec="seconds"),
-        tx_hash=proof.anchor.tx_hash, anchored_block=seen.block_number, read_at_block=seen.block_number,
-        confirmations=1, finality="trusted block (offline)", files=files, bundle=bundle_fields(proof),
+        submitter=seen.submitter,
+        anchored_at=datetime.fromtimestamp(seen.timestamp, UTC).isoformat(timespec="seconds"),
+        tx_hash=proof.anchor.tx_hash,
+        anchored_block=seen.block_number,
+        read_at_block=seen.block_number,
+        confirmations=1,
+        finality="trusted block (offline)",
+        files=files,
+        bundle=bundle_fields(proof),
         trusted=standing_words(proof.anchor, seen, state, declared),
         path_in_bundle=proof.file.path if proof.file is not None else None,
-    )  # fmt: skip
+    )
 
 
 def sealed_offline(anchor: ChainAnchor, root: bytes, settings: Settings, registry: str | None) -> SealedEvidence:
@@ -765,8 +853,9 @@ def required_count(require: str, total: int) -> int:
         return max(1, total)
     if require.isdigit() and int(require) >= 1:
         return int(require)
-    raise BadInput(f"require {require!r}: expected any, all, or a number of anchors (1, 2, ...)",
-                   detail={"field": "require"})  # fmt: skip
+    raise BadInput(
+        f"require {require!r}: expected any, all, or a number of anchors (1, 2, ...)", detail={"field": "require"}
+    )
 
 
 @step(11)
@@ -793,9 +882,14 @@ def trusted(registries: tuple[str, ...], claimed: str) -> str | None:
 
 
 def counted(
-    proof: Proof, files: int, settings: Settings, registries: tuple[str, ...], quorum: int | None, require: str,
+    proof: Proof,
+    files: int,
+    settings: Settings,
+    registries: tuple[str, ...],
+    quorum: int | None,
+    require: str,
     configured: tuple[str, ...],
-) -> Verification:  # fmt: skip
+) -> Verification:
     """A proof stamped through services (receipts, several anchors, or pending): steps 4-10 for every anchor
     the file holds or its services now give, then step 11 over them, one counting rule (docs/calendar.md).
 
@@ -806,7 +900,7 @@ def counted(
     service label is free text in an unsigned file: it counts as an anchor of its submitter only. A
     receipt proves acceptance only, so it never makes a verdict pass: an anchor does."""
     found = proof.subject
-    receipts = tuple(a.receipt for a in proof.anchors if a.receipt is not None)
+    receipts = tuple(found.receipts or ())  # as the file lists them: the first that fails is named first
     check_receipts(receipts, found.manifest_digest)
     in_file = found.all_anchors() if isinstance(found, ProofFile) else []
     infos, silent, fetched = services_asked(found, receipts, settings, in_file)
@@ -818,18 +912,29 @@ def counted(
     held = {r.url for r in receipts}
     for anchor in [*in_file, *fetched]:
         single = found.with_anchor(anchor) if isinstance(found, ProofFile) else found.anchored(anchor)
-        row: dict[str, Any] = {"service": anchor.service, "chain_id": anchor.anchor.chain_id,
-                               "registry": anchor.anchor.registry, "in_file": anchor not in fetched,
-                               "from_file": anchor.service not in configured}  # fmt: skip
+        row: dict[str, Any] = {
+            "service": anchor.service,
+            "chain_id": anchor.anchor.chain_id,
+            "registry": anchor.anchor.registry,
+            "in_file": anchor not in fetched,
+            "from_file": anchor.service not in configured,
+        }
         try:
             verdict = one_anchor(single, anchor, files, settings, registries, quorum)
         except AnchorError as exc:
             failures.append(exc)
             rows.append({**row, "ok": False, "error": exc.to_dict()})
             continue
-        row.update(ok=True, chain_id=verdict.chain_id, registry=verdict.registry, submitter=verdict.submitter,
-                   anchored_at=verdict.anchored_at, block=verdict.anchored_block, finality=verdict.finality,
-                   tx_hash=verdict.tx_hash)  # fmt: skip
+        row.update(
+            ok=True,
+            chain_id=verdict.chain_id,
+            registry=verdict.registry,
+            submitter=verdict.submitter,
+            anchored_at=verdict.anchored_at,
+            block=verdict.anchored_block,
+            finality=verdict.finality,
+            tx_hash=verdict.tx_hash,
+        )
         key = (verdict.chain_id, verdict.registry.lower(), verdict.tx_hash.lower(), verdict.root.lower())
         if key in seen:  # a copy of one anchor under another name counts once
             rows.append({**row, "duplicate_of": seen[key], "confirmed": False})
@@ -852,15 +957,20 @@ def counted(
 
 
 def one_anchor(
-    proof: ProofFile, anchor: ServiceAnchor, files: int, settings: Settings, registries: tuple[str, ...],
+    proof: ProofFile,
+    anchor: ServiceAnchor,
+    files: int,
+    settings: Settings,
+    registries: tuple[str, ...],
     quorum: int | None,
-) -> Verification:  # fmt: skip
+) -> Verification:
     """Steps 1 and 5-10 for one anchor of the file (its batch path, then its chain), read from the
     endpoints serving its chain."""
     from anchor.readback.endpoints import settings_for_chain
 
-    chain_settings = settings_for_chain(settings, anchor.anchor.chain_id,
-                                        None if anchor.service == "local key" else anchor.service)  # fmt: skip
+    chain_settings = settings_for_chain(
+        settings, anchor.anchor.chain_id, None if anchor.service == "local key" else anchor.service
+    )
     named = trusted(registries, anchor.anchor.registry)
     verdict = agreed_on_chain(proof, consistent(proof) or b"", chain_settings, files, named, quorum)
     return verdict.model_copy(update={"service": anchor.service})
@@ -868,18 +978,30 @@ def one_anchor(
 
 @step(11)
 def requirement_counted(
-    proof: Proof, require: str, rows: list[dict[str, Any]], verified: list[Verification],
-    failures: list[AnchorError], confirmed: set[str], silent: set[str], configured: tuple[str, ...],
-) -> Verification:  # fmt: skip
+    proof: Proof,
+    require: str,
+    rows: list[dict[str, Any]],
+    verified: list[Verification],
+    failures: list[AnchorError],
+    confirmed: set[str],
+    silent: set[str],
+    configured: tuple[str, ...],
+) -> Verification:
     """The requirement, counted over distinct anchors; `all`: every service the file names, confirmed.
     Short of it: the first failed anchor's own error (its step kept), else `Pending` naming each service."""
     found, proof_name = proof.subject, proof.name
-    receipts = tuple(a.receipt for a in proof.anchors if a.receipt is not None)
+    receipts = tuple(found.receipts or ())  # as the file lists them: the first that fails is named first
     named = list(dict.fromkeys([*(r.url for r in receipts), *(found.unreached or ())]))
-    pending = [{**_pending_row(r), "from_file": r.url not in configured, "answered": r.url not in silent}
-               for r in receipts if r.url not in confirmed]  # fmt: skip
-    pending += [{"service": url, "state": "unreached", "from_file": url not in configured}
-                for url in found.unreached or () if url not in confirmed]  # fmt: skip
+    pending = [
+        {**_pending_row(r), "from_file": r.url not in configured, "answered": r.url not in silent}
+        for r in receipts
+        if r.url not in confirmed
+    ]
+    pending += [
+        {"service": url, "state": "unreached", "from_file": url not in configured}
+        for url in found.unreached or ()
+        if url not in confirmed
+    ]
     total = len(verified) + len(failures) + len(pending)
     needed = required_count(require, total)
     if require == "all":
@@ -895,25 +1017,37 @@ def requirement_counted(
         requirement_met(require, total)
     if failures:
         first_failure = failures[0]
-        again = type(first_failure)(f"{first_failure.message} ({said})",
-                                    detail={**first_failure.detail, "anchors": rows, "pending": pending})  # fmt: skip
+        again = type(first_failure)(
+            f"{first_failure.message} ({said})", detail={**first_failure.detail, "anchors": rows, "pending": pending}
+        )
         again.step = first_failure.step
         raise again
     waiting = ", ".join(str(p["service"]) + (" (named by the file)" if p["from_file"] else "") for p in pending)
     if not verified and isinstance(found, PendingProof):
         error = pending_error(found, proof_name)
-        said_where = "; ".join(
-            f"pending at {p['service']}" + (" (named by the file)" if p["from_file"] else "")
-            + (f" since {p['since']}, receipt signed by {p['signer']}" if p["state"] == "pending"
-               else ", down at stamp time")
-            + ("" if p.get("answered", True) else " (not reachable now: it could not be asked for its anchor)")
-            for p in pending
-        ) or "no service has accepted it yet"  # fmt: skip
-        raise Pending(f"{proof_name}: not anchored yet: {said_where}; complete it with `anchor upgrade {proof_name}`"
-                      " after the service's next batch",
-                      detail={**error.detail, "anchors": rows, "pending": pending})  # fmt: skip
-    raise Pending(f"{proof_name}: {said}; the others are pending: {waiting or 'none named'}"
-                  f" (run `anchor upgrade {proof_name}`)", detail={"anchors": rows, "pending": pending})  # fmt: skip
+        said_where = (
+            "; ".join(
+                f"pending at {p['service']}"
+                + (" (named by the file)" if p["from_file"] else "")
+                + (
+                    f" since {p['since']}, receipt signed by {p['signer']}"
+                    if p["state"] == "pending"
+                    else ", down at stamp time"
+                )
+                + ("" if p.get("answered", True) else " (not reachable now: it could not be asked for its anchor)")
+                for p in pending
+            )
+            or "no service has accepted it yet"
+        )
+        raise Pending(
+            f"{proof_name}: not anchored yet: {said_where}; complete it with `anchor upgrade {proof_name}`"
+            " after the service's next batch",
+            detail={**error.detail, "anchors": rows, "pending": pending},
+        )
+    raise Pending(
+        f"{proof_name}: {said}; the others are pending: {waiting or 'none named'} (run `anchor upgrade {proof_name}`)",
+        detail={"anchors": rows, "pending": pending},
+    )
 
 
 def _publishes(info: dict[str, Any] | None, verdict: Verification) -> bool:
@@ -921,21 +1055,33 @@ def _publishes(info: dict[str, Any] | None, verdict: Verification) -> bool:
     if info is None:
         return False
     submitter, registry = info.get("submitter"), info.get("registry")
-    return (isinstance(submitter, str) and submitter.lower() == verdict.submitter.lower()
-            and info.get("chain_id") == verdict.chain_id
-            and isinstance(registry, str) and registry.lower() == verdict.registry.lower())  # fmt: skip
+    return (
+        isinstance(submitter, str)
+        and submitter.lower() == verdict.submitter.lower()
+        and info.get("chain_id") == verdict.chain_id
+        and isinstance(registry, str)
+        and registry.lower() == verdict.registry.lower()
+    )
 
 
 def _receipt_names(receipts: tuple[Receipt, ...], service: str, verdict: Verification) -> bool:
     """Whether `service`'s receipt in the file names the chain and registry the verdict read."""
-    return any(r.url == service and r.chain_id == verdict.chain_id and r.registry.lower() == verdict.registry.lower()
-               for r in receipts)  # fmt: skip
+    return any(
+        r.url == service and r.chain_id == verdict.chain_id and r.registry.lower() == verdict.registry.lower()
+        for r in receipts
+    )
 
 
 def _pending_row(receipt: Receipt) -> dict[str, Any]:
     when = datetime.fromtimestamp(receipt.accepted_at, UTC).isoformat(timespec="seconds")
-    return {"service": receipt.url, "state": "pending", "since": when, "signer": receipt.signer,
-            "chain_id": receipt.chain_id, "registry": receipt.registry}  # fmt: skip
+    return {
+        "service": receipt.url,
+        "state": "pending",
+        "since": when,
+        "signer": receipt.signer,
+        "chain_id": receipt.chain_id,
+        "registry": receipt.registry,
+    }
 
 
 @step(12, whole=True)
@@ -999,9 +1145,13 @@ def check_milestones(
 
 @step(13, whole=True)
 def check_resume_pin(
-    bundle: dict[str, Any], settings: Settings, registry: str | None = None, live: bool = True,
-    quorum: int | None = None, find: Callable[[bytes], ProofFile | None] | None = None,
-) -> None:  # fmt: skip
+    bundle: dict[str, Any],
+    settings: Settings,
+    registry: str | None = None,
+    live: bool = True,
+    quorum: int | None = None,
+    find: Callable[[bytes], ProofFile | None] | None = None,
+) -> None:
     """Refuse a resume pin the dispatcher would refuse: the pinned bundle must be anchored (its proof in
     the data dir's proof store, verified against a live read when `live`) and bind the same mission,
     snapshot, image and evaluator policy. `NotAnchored` (exit 3) or `BadInput` (exit 2) naming
@@ -1025,8 +1175,10 @@ def check_resume_pin(
             detail={"field": "resume.digest"},
         )
     if pinned.manifest_digest != "0x" + digest or pinned.manifest.get("kind") != "bundle":
-        raise NotAnchored(f"resume.digest: {stored or 'the proof store'} holds no proof of bundle 0x{digest}",
-                          detail={"field": "resume.digest"})  # fmt: skip
+        raise NotAnchored(
+            f"resume.digest: {stored or 'the proof store'} holds no proof of bundle 0x{digest}",
+            detail={"field": "resume.digest"},
+        )
     for field in PIN_FIELDS:
         if pinned.manifest.get(field) != bundle.get(field):
             raise BadInput(

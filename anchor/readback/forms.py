@@ -29,6 +29,14 @@ from anchor.proof.file import (
 from anchor.proof.receipt import Receipt
 
 Form = Literal["single", "multi", "pending", "statements"]
+STATEMENTS_SUFFIX = ".intoto.jsonl"
+"""How a statements file is named (`anchor attest` writes NAME.intoto.jsonl beside NAME)."""
+
+
+def is_statements(path: Path) -> bool:
+    """Whether `path` is a statements file rather than data with a proof beside it (its decoder,
+    anchor.readback.statements, is imported only for one)."""
+    return path.name.endswith(STATEMENTS_SUFFIX) and path.is_file()
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,12 +93,20 @@ def from_file(found: ProofFile | PendingProof, name: str) -> Proof:
         receipts = tuple(Anchor(service=r.url, receipt=r) for r in found.receipts)
         return Proof(subject=found, anchors=receipts, form="pending", name=name)
     if not (found.anchors or found.receipts or found.service):
-        return Proof(subject=found, anchors=(Anchor(service=None, batch=found.batch, chain=found.anchor),),
-                     form="single", name=name)  # fmt: skip
-    signed = {r.url: r for r in found.receipts or ()}
-    held = [Anchor(service=a.service, batch=a.batch, chain=a.anchor, receipt=signed.get(a.service))
-            for a in found.all_anchors()]  # fmt: skip
-    waiting = [Anchor(service=url, receipt=r) for url, r in signed.items() if all(a.service != url for a in held)]
+        return Proof(
+            subject=found,
+            anchors=(Anchor(service=None, batch=found.batch, chain=found.anchor),),
+            form="single",
+            name=name,
+        )
+    unclaimed = list(found.receipts or ())  # each receipt once: with the first anchor of its service, or alone
+    held: list[Anchor] = []
+    for each in found.all_anchors():
+        receipt = next((r for r in unclaimed if r.url == each.service), None)
+        if receipt is not None:
+            unclaimed.remove(receipt)
+        held.append(Anchor(service=each.service, batch=each.batch, chain=each.anchor, receipt=receipt))
+    waiting = [Anchor(service=r.url, receipt=r) for r in unclaimed]
     return Proof(subject=found, anchors=(*held, *waiting), form="multi", name=name)
 
 
@@ -113,21 +129,30 @@ def from_statements(path: Path) -> Proof:
         )
     predicate = anchors[0]["predicate"]
     if not isinstance(predicate, dict):
-        raise BadInput(f"{path}: the {CHAIN_ANCHOR} predicate is not an object",
-                       detail={"file": str(path), "field": "predicate"})  # fmt: skip
+        raise BadInput(
+            f"{path}: the {CHAIN_ANCHOR} predicate is not an object", detail={"file": str(path), "field": "predicate"}
+        )
     proof = parse_proof(json.dumps(predicate.get("proof")).encode(), f"{path}: predicate.proof")
-    for field, bound in (("manifestDigest", proof.manifest_digest), ("batchRoot", proof.batch.root),
-                         ("manifest", proof.manifest)):  # fmt: skip
+    for field, bound in (
+        ("manifestDigest", proof.manifest_digest),
+        ("batchRoot", proof.batch.root),
+        ("manifest", proof.manifest),
+    ):
         if predicate.get(field) != bound:
             raise Tampered(f"{path}: predicate.{field} is not what its proof binds", detail={"field": field})
     single = from_file(proof, f"{path}: predicate.proof")
-    return Proof(subject=proof, anchors=single.anchors[:1], form="statements", name=single.name,
-                 statements=tuple(statements))  # fmt: skip
+    return Proof(
+        subject=proof, anchors=single.anchors[:1], form="statements", name=single.name, statements=tuple(statements)
+    )
 
 
 def by_first_anchor(found: ProofFile, name: str) -> Proof:
     """A complete proof read by its first anchor alone, as a proof already loaded is verified by the API's
     routes and the explorer, and before `anchor attest` writes statements of it: one anchor, the one
     `anchor` names, whatever else the file holds."""
-    return Proof(subject=found, anchors=(Anchor(service=found.service, batch=found.batch, chain=found.anchor),),
-                 form="single", name=name)  # fmt: skip
+    return Proof(
+        subject=found,
+        anchors=(Anchor(service=found.service, batch=found.batch, chain=found.anchor),),
+        form="single",
+        name=name,
+    )

@@ -21,13 +21,6 @@ SLSA_PROVENANCE = "https://slsa.dev/provenance/v1"
 CHAIN_ANCHOR = "https://anchor-provenance.invalid/chain-anchor/v1"
 """Our predicate (docs/attestations.md). The project has no public domain yet: `.invalid` says so."""
 MAX_STATEMENTS_BYTES = 64 * 1024 * 1024
-SUFFIX = ".intoto.jsonl"
-"""How a statements file is named (`anchor attest` writes NAME.intoto.jsonl beside NAME)."""
-
-
-def is_statements(path: Path) -> bool:
-    """Whether `path` is a statements file rather than data with a proof beside it."""
-    return path.name.endswith(SUFFIX) and path.is_file()
 
 
 def read_statements(path: Path) -> list[dict[str, Any]]:
@@ -98,8 +91,13 @@ def slsa_dependencies(proof: ProofFile) -> list[dict[str, Any]]:
     ]
     if "image" in m:  # a version 3 bundle run on a host claims no image: none is listed
         image_name, _, image_digest = str(m["image"]).partition("@")
-        out.append({"name": "image", "uri": f"docker://{image_name}",
-                    "digest": {"sha256": image_digest.removeprefix("sha256:")}})  # fmt: skip
+        out.append(
+            {
+                "name": "image",
+                "uri": f"docker://{image_name}",
+                "digest": {"sha256": image_digest.removeprefix("sha256:")},
+            }
+        )
     out.append({"name": "evaluator_policy", "digest": {"sha256": m["evaluator_policy_sha256"]}})
     return out
 

@@ -112,11 +112,18 @@ def test_RevertIf_a_statement_names_a_subject_its_proof_does_not_bind(stamped: S
 
 def test_RevertIf_a_service_receipt_is_for_another_manifest(stamped: Stamped, tmp_path: Path) -> None:
     def edit(proof: dict[str, Any]) -> None:
-        proof["receipts"] = [{
-            "url": "http://127.0.0.1:9", "service": "a calendar", "signer": ANOTHER_ACCOUNT,
-            "manifest_digest": "0x" + "00" * 32, "chain_id": proof["anchor"]["chain_id"],
-            "registry": proof["anchor"]["registry"], "accepted_at": 1_700_000_000, "signature": "0x" + "11" * 65,
-        }]  # fmt: skip
+        proof["receipts"] = [
+            {
+                "url": "http://127.0.0.1:9",
+                "service": "a calendar",
+                "signer": ANOTHER_ACCOUNT,
+                "manifest_digest": "0x" + "00" * 32,
+                "chain_id": proof["anchor"]["chain_id"],
+                "registry": proof["anchor"]["registry"],
+                "accepted_at": 1_700_000_000,
+                "signature": "0x" + "11" * 65,
+            }
+        ]
 
     edited = stamped.edited(tmp_path, edit)
     error = refused(4, ProofFormatError, lambda: Verifier(stamped.chain.settings).verify(stamped.data, proof=edited))
