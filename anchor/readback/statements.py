@@ -108,11 +108,15 @@ def check_subjects(statements: tuple[dict[str, Any], ...], proof: ProofFile, roo
     want = {s["name"]: s["digest"] for s in file_subjects(proof, root)}
     for statement in statements:
         subject = statement["subject"]
-        got = (
-            {s.get("name"): s.get("digest") for s in subject if isinstance(s, dict)}
-            if isinstance(subject, list)
-            else {}
-        )
+        listed = subject if isinstance(subject, list) else []
+        named = [s for s in listed if isinstance(s, dict) and isinstance(s.get("name"), str)]
+        got = {s["name"]: s.get("digest") for s in named}
+        if not isinstance(subject, list) or len(got) != len(subject):  # one entry a reader could take two ways
+            raise Tampered(
+                f"{path}: the subjects of the {statement['predicateType']} statement are not one named entry per"
+                " subject (an entry of no name, or a name twice)",
+                detail={"field": "subject"},
+            )
         if got != want:
             differ = sorted(str(n) for n in set(got) | set(want) if got.get(n) != want.get(n))
             raise Tampered(

@@ -141,3 +141,23 @@ def test_every_receipt_of_the_file_is_one_anchors_evidence_even_two_of_one_servi
     kept = [a.receipt.accepted_at for a in proof.anchors if a.receipt is not None]
     assert sorted(kept) == [1_700_000_000, 1_800_000_000]
     assert [a.evidence for a in proof.anchors] == [("chain", "sealed", "receipt"), ("receipt",)]
+
+
+@pytest.mark.parametrize(
+    "subjects",
+    [
+        "not a list",
+        [{"name": ["a"], "digest": {}}],
+        [{"name": "metrics.json", "digest": {"blake3": "00"}}, {"name": "metrics.json", "digest": {"blake3": "11"}}],
+    ],
+)
+def test_subjects_a_reader_could_take_two_ways_are_tampered_not_a_crash(tmp_path: Path, subjects: Any) -> None:
+    """Subjects are compared with what the proof binds only when each is one named entry: a list-valued name
+    raised TypeError, and a name listed twice let the first say one digest while the second matched."""
+    from anchor.proof.file import load_proof
+    from anchor.readback.statements import check_subjects
+
+    statement = {"_type": STATEMENT_TYPE, "subject": subjects, "predicateType": CHAIN_ANCHOR, "predicate": {}}
+    with pytest.raises(Tampered) as caught:
+        check_subjects((statement,), load_proof(VECTOR), None, tmp_path / "work.intoto.jsonl")
+    assert caught.value.detail == {"field": "subject"}
