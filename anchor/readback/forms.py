@@ -11,9 +11,8 @@ differs, and decoding is where a malformed file is refused, with its field named
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from anchor.errors import BadInput, Tampered
 from anchor.proof.file import (
@@ -39,8 +38,7 @@ def is_statements(path: Path) -> bool:
     return path.name.endswith(STATEMENTS_SUFFIX) and path.is_file()
 
 
-@dataclass(frozen=True, slots=True)
-class Anchor:
+class Anchor(NamedTuple):
     """One anchor of a proof and the evidence it carries: a chain anchor (read live through the quorum of
     read endpoints, or offline through its sealed header and receipt proof, and the registry's later
     storage proof), and a service's signed receipt. A pending anchor is a receipt with no chain anchor."""
@@ -68,8 +66,7 @@ class Anchor:
         return tuple(kind for kind, held in kinds if held is not None)
 
 
-@dataclass(frozen=True, slots=True)
-class Proof:
+class Proof(NamedTuple):
     """A proof as the checklist reads it: what is anchored (`subject`: the manifest identity, its digest
     and its listing, as the file holds them) and every anchor of it."""
 
