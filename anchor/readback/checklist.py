@@ -556,8 +556,7 @@ def _read_one_endpoint(
     """Steps 5-10 on one read endpoint, live."""
     handle = reached(proof, settings)
     recorded_hash, trusted_by = trusted_registry(proof, settings, handle.chain_id, registry)
-    chain_registry = registry_code(proof, handle, recorded_hash)
-    read_at = chain_registry.checked_block()
+    chain_registry, read_at = registry_code(proof, handle, recorded_hash)
     record = anchor_on_chain(proof.anchor, root, chain_registry)
     record = root_anchored(proof, root, chain_registry, record, read_at)
     not_retracted(proof, record, chain_registry)
@@ -675,14 +674,14 @@ def refuse_retired(proof: ProofFile) -> None:
 
 
 @step(7)
-def registry_code(proof: ProofFile, handle: ChainHandle, code_hash: str) -> Registry:
-    """The registry at the proof's address, its code checked: the recorded deployment's hash, and always
-    the pinned runtime hash (anchor.chain.registry.check_code), at the block the reads that follow see."""
+def registry_code(proof: ProofFile, handle: ChainHandle, code_hash: str) -> tuple[Registry, int]:
+    """The registry at the proof's address, its code checked (the recorded deployment's hash, and always
+    the pinned runtime hash: anchor.chain.registry.check_code), and the block the verdict is read at: the
+    chain's head when the code was checked, which the reads that follow see or pass."""
     from anchor.chain.registry import Registry
 
     chain_registry = Registry(handle.rpc, handle.chain_id, proof.anchor.registry, code_hash)
-    chain_registry.checked_block()
-    return chain_registry
+    return chain_registry, chain_registry.checked_block()
 
 
 @step(8)
