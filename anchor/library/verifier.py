@@ -141,7 +141,6 @@ class Verifier:
         from anchor.proof.locate import later_stamp, require_proof
         from anchor.readback import forms
         from anchor.readback.checklist import required_count, run
-        from anchor.readback.services import configured_urls
 
         path = Path(path)
         required_count(require, 1)  # a bad `require` is refused before any proof is read
@@ -168,9 +167,10 @@ class Verifier:
             raise BadInput("subjects_in: only with a .intoto.jsonl path (where its subjects are)",
                            detail={"field": "subjects_in"})  # fmt: skip
         proof_path = proof or require_proof(path)
-        verdict = run(forms.load(proof_path), self.settings, data=path, registries=self.registries, quorum=self.quorum,
-                      require=require, configured=configured_urls(self.settings), beside=proof_path.parent,
-                      find=self.find, spec=spec, policy=policy or Policy())  # fmt: skip
+        verdict = run(
+            forms.load(proof_path), self.settings, data=path, registries=self.registries, quorum=self.quorum,
+            require=require, beside=proof_path.parent, find=self.find, spec=spec, policy=policy or Policy(),
+        )  # fmt: skip
         later = later_stamp(path, proof_path, verdict.manifest_digest)
         if later is not None:  # true of then: every door says which later stamp holds the path now
             verdict = verdict.model_copy(update={"superseded_by": {

@@ -179,7 +179,7 @@ def run(
     registries: tuple[str, ...] = (),
     quorum: int | None = None,
     require: str = "any",
-    configured: tuple[str, ...] = (),
+    configured: tuple[str, ...] | None = None,
     beside: Path | None = None,
     find: Callable[[bytes], ProofFile | None] | None = None,
     policy: Policy | None = None,
@@ -191,7 +191,8 @@ def run(
     `data`: the files, when they are here (`spec`: the bundle spec whose inputs they were made from);
     `registries`: the addresses trusted besides the deployment records (`--registry`), each for the
     anchor naming it; `configured`: the service URLs given now (any
-    other came from the file); `beside`: where a timing record's proof may lie; `find`: the proof store,
+    other came from the file; None: the ones `settings` configures, read only for a proof stamped
+    through services); `beside`: where a timing record's proof may lie; `find`: the proof store,
     for the timing record and resume pin a bundle names. A door renders this verdict or the typed error
     it raises; it adds no step and skips none."""
     subject = proof.subject
@@ -207,6 +208,10 @@ def run(
         verdict = agreed_on_chain(subject, root, settings, files, registry, quorum)
         requirement_met(require, 1)
     else:
+        if configured is None:
+            from anchor.readback.services import configured_urls
+
+            configured = configured_urls(settings)
         verdict = counted(proof, files, settings, registries, quorum, require, configured)
     if isinstance(subject, ProofFile):
         registry = trusted(registries, subject.anchor.registry)
