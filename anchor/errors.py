@@ -101,6 +101,9 @@ class AnchorError(Exception):
     exit_code: ExitCode = ExitCode.INTERNAL
     http_status: int = 500
     code: str = "internal"
+    step: int | None = None
+    """The verification checklist's step that raised it (anchor.readback.checklist.STEPS), None elsewhere:
+    which check failed, said by its number rather than guessed from the message."""
 
     def __init__(self, message: str, *, detail: Mapping[str, object] | None = None) -> None:
         super().__init__(message)

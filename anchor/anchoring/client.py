@@ -232,6 +232,8 @@ def upgrade(proof_path: Path, settings: Any, services: Sequence[Service] = ()) -
     nothing else in it changes."""
     found = load_any(proof_path)
     digest = found.manifest_digest
+    from anchor.readback.checklist import check_service_anchor
+
     have = {a.service for a in found.all_anchors()} if isinstance(found, ProofFile) else set()
     added: list[ServiceAnchor] = []
     waiting: list[str] = []
@@ -242,6 +244,8 @@ def upgrade(proof_path: Path, settings: Any, services: Sequence[Service] = ()) -
             continue
         try:
             anchor = fetch_anchor(receipt, found, settings)
+            if anchor is not None:  # read on chain before it is written in
+                check_service_anchor(found, anchor, settings, receipt.registry)
         except AnchorError as exc:
             failed[receipt.url], errors[receipt.url] = exc.message, exc
             continue

@@ -14,7 +14,7 @@ from pathlib import Path
 from anchor.errors import BadInput, Tampered
 from anchor.manifest.filetree import audit_path, hash_tree
 from anchor.proof.file import FileInclusion, ProofFile, load_proof
-from anchor.readback.verifier import check_proof_consistency
+from anchor.readback.checklist import check_proof_consistency
 
 
 def prove_file(file: Path, bundle_dir: Path, bundle_proof: Path) -> ProofFile:

@@ -92,7 +92,7 @@ def _retract_root(settings: Settings, target: Path, text: str, whole_batch: bool
     from anchor.manifest.onchain import parse_hex32
     from anchor.proof.file import PendingProof, load_any, write_proof
     from anchor.proof.locate import proof_of
-    from anchor.readback.verifier import refuse_retired, trusted_registry
+    from anchor.readback.checklist import refuse_retired, trusted_registry
 
     proof_path = proof_of(target)
     proof = load_any(proof_path)
@@ -148,7 +148,7 @@ def _companion_leaves(proof_path: Path, proof: Any) -> set[str]:
     so an edited file beside it cannot pass another result's leaf off as the companion."""
     from anchor.proof.file import ProofFile, load_any
     from anchor.proof.locate import timing_proof_path
-    from anchor.readback.verifier import check_proof_consistency
+    from anchor.readback.checklist import check_proof_consistency
 
     name = proof_path.name
     is_timing = name.endswith(".timing.anchor.json")

@@ -2,6 +2,6 @@
 
 `attest` turns an anchored, verified path or manifest digest into statements: SLSA Provenance v1 for
 result bundles, and for everything our chain-anchor predicate, which carries the proof itself.
-`verify_statements` checks such statements back: the embedded proof against a live chain read and the
-files on disk, and every subject and dependency named in them against what the proof binds.
+Reading them back is a proof form of the read-back layer (anchor.readback.statements): the embedded
+proof verified like any proof, every subject and dependency named in them against what it binds.
 """

@@ -141,7 +141,7 @@ def bundle(
     from anchor.anchoring.proofs import store_finder
     from anchor.manifest.bundle import load_bundle_spec
     from anchor.proof.locate import default_proof_path
-    from anchor.readback.verifier import check_resume_pin
+    from anchor.readback.checklist import check_resume_pin
 
     manifest, tree, output_dir = load_bundle_spec(spec)
     output_dir = _as_stamp_says(output_dir)
@@ -421,7 +421,7 @@ def verify(
     from anchor.cli.config_cmds import settings_near
     from anchor.cli.verdict import verdict_output
     from anchor.errors import BadInput
-    from anchor.readback.anchors import required_count
+    from anchor.readback.checklist import required_count
 
     required_count(require, 1)  # a bad --require is exit 2 before any proof is read
     if paths:

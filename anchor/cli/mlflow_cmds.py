@@ -248,7 +248,7 @@ def verify(
     from anchor.errors import BadInput
     from anchor.library.verifier import Policy, Verifier
     from anchor.mlflow.bridge import verify_run
-    from anchor.readback.anchors import required_count
+    from anchor.readback.checklist import required_count
 
     required_count(require, 1)
     uri = _tracking(tracking_uri)

@@ -3,9 +3,9 @@
 Why one: `anchor verify`, `POST /v1/verify/proof`, `GET /v1/verify/{digest}`, the explorer and a
 training script must say the same of the same proof. Each door used to locate the proof, pick the
 statement or the proof path, then apply the policy on its own (and the statement path silently
-dropped `--registry` and `--quorum`). Here `verify` locates the proof, loads it once, runs the
-checklist once (anchor.readback.path.verify_path: steps 1-8) and applies the policy as its last
-step; a door parses, calls, renders.
+dropped `--registry` and `--quorum`). Here `verify` locates the proof, decodes it once whatever its
+form (anchor.readback.forms) and runs the checklist once (anchor.readback.checklist), the policy its
+last step; a door parses, calls, renders.
 
     verifier = Verifier.from_settings()                     # the data dir's deployment records, the RPC
     verdict = verifier.verify(Path("results"), policy=Policy(min_finality="safe"))
@@ -128,8 +128,8 @@ class Verifier:
     def reads_once() -> AbstractContextManager[None]:
         """Verdicts given inside the block share their chain reads: one per (endpoint, chain, registry,
         transaction, root), however many proofs of that root are verified (`anchor verify --from`); each
-        further proof is checked locally against the root read (anchor.readback.verifier.reads_once)."""
-        from anchor.readback.verifier import reads_once
+        further proof is checked locally against the root read (anchor.readback.checklist.reads_once)."""
+        from anchor.readback.checklist import reads_once
 
         return reads_once()
 
@@ -141,12 +141,9 @@ class Verifier:
         """The verdict on `path`: a file tree, a bundle's output, one file with its per-file proof, the
         in-toto statements `anchor attest` wrote (NAME.intoto.jsonl), or a pending proof's subject.
         Raises the typed error of the first check that fails (anchor.errors); the policy is the last."""
-        from anchor.proof.file import load_any
         from anchor.proof.locate import later_stamp, require_proof
-        from anchor.readback.anchors import required_count
-        from anchor.readback.path import verify_path
-        from anchor.readback.services import configured_urls
-        from anchor.readback.verifier import check_bundle_spec
+        from anchor.readback import forms
+        from anchor.readback.checklist import required_count, run
 
         # a str is a path wherever one is taken, as `anchor.verify` and the CLI take it
         path = Path(path)
@@ -155,9 +152,7 @@ class Verifier:
         if self.settings.offline and policy is not None and policy.min_finality is not None:
             raise BadInput("min_finality needs the chain's head: it has no meaning offline (the trusted block is"
                            " the finality you chose)", detail={"field": "min_finality"})  # fmt: skip
-        if path.name.endswith(".intoto.jsonl") and path.is_file():  # in-toto statements (`anchor attest`)
-            from anchor.attest.statement import verify_statements
-
+        if forms.is_statements(path):  # in-toto statements (`anchor attest`): a proof form of their own
             for name, given in (("proof", proof), ("spec", spec)):
                 if given is not None:
                     raise BadInput(
@@ -167,25 +162,24 @@ class Verifier:
             if require not in ("any", "all", "1"):  # never dropped unsaid: the statement door reads one anchor
                 raise BadInput(f"require {require}: a statements file is verified by its proof's one anchor; verify"
                                " the anchored path to count several", detail={"field": "require"})  # fmt: skip
-            verdict = verify_statements(path, subjects_in, self.settings, self.registries, self.quorum)
-        else:
-            if subjects_in is not None:
-                raise BadInput(
-                    "subjects_in: only with a .intoto.jsonl path (where its subjects are)",
-                    detail={"field": "subjects_in"},
-                )
-            proof_path = proof or require_proof(path)
-            found = load_any(proof_path)  # 1. decoded once: the spec and the data are checked against it
-            if spec is not None:
-                check_bundle_spec(found, proof_path, spec)
-            verdict = verify_path(path, found, proof_path, self.settings, self.registries, self.quorum, require,
-                                  configured_urls(self.settings), self.find)  # fmt: skip
-            later = later_stamp(path, proof_path, verdict.manifest_digest)
-            if later is not None:  # true of then: every door says which later stamp holds the path now
-                verdict = verdict.model_copy(update={"superseded_by": {
-                    "proof": str(later[0]), "manifest_digest": later[1], "anchored_block": later[2]}})  # fmt: skip
-        # last: what the verdict must show beyond "anchored" (who, by when, how final)
-        (policy or Policy()).check(verdict)
+            decoded = forms.from_statements(path)
+            listed = decoded.file is not None and (decoded.file.files is not None or decoded.file.file is not None)
+            beside_it = path.with_name(path.name.removesuffix(forms.STATEMENTS_SUFFIX))  # what `attest` was given
+            under = subjects_in if subjects_in is not None else beside_it
+            return run(decoded, self.settings, data=under if listed else None, registries=self.registries,
+                       quorum=self.quorum, beside=path.parent, find=self.find, policy=policy or Policy())  # fmt: skip
+        if subjects_in is not None:
+            raise BadInput("subjects_in: only with a .intoto.jsonl path (where its subjects are)",
+                           detail={"field": "subjects_in"})  # fmt: skip
+        proof_path = proof or require_proof(path)
+        verdict = run(
+            forms.load(proof_path), self.settings, data=path, registries=self.registries, quorum=self.quorum,
+            require=require, beside=proof_path.parent, find=self.find, spec=spec, policy=policy or Policy(),
+        )  # fmt: skip
+        later = later_stamp(path, proof_path, verdict.manifest_digest)
+        if later is not None:  # true of then: every door says which later stamp holds the path now
+            verdict = verdict.model_copy(update={"superseded_by": {
+                "proof": str(later[0]), "manifest_digest": later[1], "anchored_block": later[2]}})  # fmt: skip
         return verdict
 
     def verify_each(
@@ -205,10 +199,8 @@ class Verifier:
     def verify_proof(self, proof: ProofFile, policy: Policy | None = None, *, data: Path | None = None) -> Verification:
         """The verdict on a proof already loaded (the API's routes, the explorer): the same checklist,
         the data checked when `data` is given, the policy last."""
-        from anchor.readback.anchors import trusted
-        from anchor.readback.verifier import verify_proof
+        from anchor.readback.checklist import run
+        from anchor.readback.forms import by_first_anchor
 
-        registry = trusted(self.registries, proof.anchor.registry)
-        verdict = verify_proof(proof, self.settings, data=data, registry=registry, quorum=self.quorum, find=self.find)
-        (policy or Policy()).check(verdict)
-        return verdict
+        return run(by_first_anchor(proof, "proof"), self.settings, data=data, registries=self.registries,
+                   quorum=self.quorum, find=self.find, policy=policy or Policy())  # fmt: skip

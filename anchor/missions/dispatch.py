@@ -331,10 +331,10 @@ def submit(
 
 def pin_verifier(settings: Settings) -> Callable[[Any], None]:
     """What every door checks a resume pin with: its proof verifies against a live read of the chain,
-    under the settings' quorum (anchor.readback.verifier.leaned_on)."""
+    under the settings' quorum (anchor.readback.checklist.leaned_on)."""
 
     def verify(proof: Any) -> None:
-        from anchor.readback.verifier import leaned_on
+        from anchor.readback.checklist import leaned_on
 
         leaned_on(proof, settings)
 

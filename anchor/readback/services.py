@@ -146,12 +146,10 @@ def service_info(service: Service, retries: int = 3) -> dict[str, Any]:
     return _infos[service.url]
 
 
-def fetch_anchor(
-    receipt: Receipt, found: ProofFile | PendingProof, settings: Any, check: bool = True
-) -> ServiceAnchor | None:
-    """The service's anchor for this receipt; None while it is pending. With `check`, the anchor is
-    read against the chain first (`check_anchor`); a caller that reads it under its own trust policy
-    right after (verify) passes False rather than read the chain twice."""
+def fetch_anchor(receipt: Receipt, found: ProofFile | PendingProof, settings: Any) -> ServiceAnchor | None:
+    """The service's anchor for this receipt, as it sends it (None while it is pending): nothing of it is
+    believed until it is read on chain, by the caller, under its own trust (the verification checklist's
+    chain steps, or `check_service_anchor` before `anchor upgrade` writes it in)."""
     from anchor.proof.file import decoded_proof
 
     service = Service(receipt.url)
@@ -163,18 +161,4 @@ def fetch_anchor(
     theirs = decoded_proof(data, f"{receipt.url}/v1/proofs/{found.manifest_digest}")  # bounded JSON already
     if not isinstance(theirs, ProofFile) or theirs.manifest_digest != found.manifest_digest:
         raise ServiceError(f"{receipt.url}: the proof it sent is for another manifest", detail={"service": receipt.url})
-    anchor = ServiceAnchor(service=receipt.url, batch=theirs.batch, anchor=theirs.anchor)
-    if check:
-        check_anchor(found, anchor, settings, receipt.registry)
-    return anchor
-
-
-def check_anchor(found: ProofFile | PendingProof, anchor: ServiceAnchor, settings: Any, registry: str) -> Any:
-    """Our manifest and listing with the service's batch path and anchor: consistent, and the root on
-    `registry` on its chain, read live (a service that anchored something else is caught here)."""
-    from anchor.readback.endpoints import settings_for_chain
-    from anchor.readback.verifier import files_in, leaned_on
-
-    single = found.with_anchor(anchor) if isinstance(found, ProofFile) else found.anchored(anchor)
-    chain = settings_for_chain(settings, anchor.anchor.chain_id, anchor.service)
-    return leaned_on(single, chain, registry, files=files_in(single))
+    return ServiceAnchor(service=receipt.url, batch=theirs.batch, anchor=theirs.anchor)

@@ -97,7 +97,7 @@ def check_anchored_heads(ledger: AnyLedger, settings: Settings) -> AnchoredHeads
     Raises `Tampered` naming the first seq that cannot be the anchored one (missing, or differing at or
     before the head's seq); the chain errors of `verify` (not anchored, unreachable) as they are."""
     from anchor.proof.file import load_proof
-    from anchor.readback.verifier import leaned_on
+    from anchor.readback.checklist import leaned_on
 
     entries = ledger.rows()  # anchored heads count rows, traces included
     from anchor.chain.presets import chain_name

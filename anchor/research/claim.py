@@ -530,7 +530,7 @@ def _trust_headers(
 def _leaned_on(path: Path, settings: Settings, name: str) -> Any:
     """The proof at `path` verified as any verdict leans on one; a refusal names the claim's file."""
     from anchor.proof.file import load_proof
-    from anchor.readback.verifier import leaned_on
+    from anchor.readback.checklist import leaned_on
 
     try:
         return leaned_on(load_proof(path), settings)

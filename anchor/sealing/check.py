@@ -1,18 +1,16 @@
 """Verify a sealed anchor against one block hash: a trusted one with no network, or the chain's own.
 
-The steps, each refused by name (docs/manifest.md, "Sealed proofs"):
-1. the anchor is sealed, and names the canonical registry: its address certifies its code (CREATE2 of
-   the committed init code), which is what lets an offline verdict trust the event without reading it;
-2. keccak256(header) is the hash the verifier trusts for that block of that chain;
-3. the receipt is the one the header's receiptsRoot holds at the sealed index (the Merkle-Patricia proof,
-   walked by anchor.sealing.mpt, every node of it on the path);
-4. the receipt succeeded and holds the registry's `RootAnchored(root, submitter)` event for this root,
-   emitted by the canonical address;
-then the caller checks the batch path and the data as for any verdict. What offline cannot see, the
-verdict says: a retraction written after the trusted block.
+What is checked, each refused by the field it names (docs/manifest.md, "Sealed proofs"): the anchor
+is sealed (`check_sealed_present`) and names the canonical registry, whose address certifies its code
+(`check_canonical`); keccak256(header) is the hash trusted for that block of that chain; the receipt is
+the one the header's receiptsRoot holds at the sealed index (the Merkle-Patricia proof, walked by
+anchor.sealing.mpt, every node of it on the path); the receipt succeeded and holds the registry's
+`RootAnchored(root, submitter)` event for this root (`check_sealed_against`). The read-back checklist
+(anchor.readback.checklist) numbers these among its own steps and checks the rest of the proof; what
+offline cannot see, the verdict says: a retraction written after the trusted block.
 
-Online (anchor.readback.verifier.check_anchor_on_chain), steps 2-4 run against the hash the chain it reads
-has at the anchor's block, with the registry it trusts as the emitter (`check_sealed_against`): a sealed
+Online (anchor.readback.checklist.check_anchor_on_chain), the same section is checked against the hash
+the chain it reads has at the anchor's block, with the registry it trusts as the emitter: a sealed
 section is never carried along unchecked.
 """
 
@@ -99,27 +97,39 @@ def offline_settings(
     return dataclasses.replace(settings, offline=True, trusted_blocks=tuple(blocks))
 
 
-def check_sealed(anchor: ChainAnchor, root: bytes, settings: Settings, registry: str | None) -> SealedEvidence:
-    """Steps 1-4 of the module's checklist for one anchor of batch root `root`, offline (the caller,
-    anchor.readback, has checked the rest of the proof and makes the verdict)."""
-    from anchor.chain.canonical import canonical_address, is_canonical
+def check_sealed_present(anchor: ChainAnchor) -> None:
+    """Offline the anchor must be sealed: with no socket its sealed section is the only chain there is."""
     from anchor.chain.presets import chain_name
 
-    sealed = anchor.sealed
-    where = f"{chain_name(anchor.chain_id)} block {anchor.block_number}"
-    if sealed is None:
+    if anchor.sealed is None:
         raise BadInput(
-            f"the anchor on {where} is not sealed, so only the network can verify it (hint: anchor seal PATH"
-            " while the chain is reachable, then verify offline)",
+            f"the anchor on {chain_name(anchor.chain_id)} block {anchor.block_number} is not sealed, so only the"
+            " network can verify it (hint: anchor seal PATH while the chain is reachable, then verify offline)",
             detail={"field": "anchor.sealed"},
         )
+
+
+def check_canonical(anchor: ChainAnchor, registry: str | None) -> None:
+    """Offline the canonical registry alone is trusted: its address certifies its code (CREATE2 of the
+    committed init code), which is what lets an offline verdict trust the event without reading it."""
+    from anchor.chain.canonical import canonical_address, is_canonical
+
     if not is_canonical(anchor.registry) or (registry is not None and registry.lower() != anchor.registry.lower()):
         raise UnknownRegistry(
             f"offline, the canonical registry {canonical_address()} alone is trusted (its address certifies its"
             f" code); the proof names {anchor.registry}, whose code only the network can show",
             detail={"proof_registry": anchor.registry, "canonical": canonical_address()},
         )
-    number = sealed_block_number(sealed.header)
+
+
+def check_sealed_trusted(anchor: ChainAnchor, root: bytes, settings: Settings) -> SealedEvidence:
+    """The sealed section holds under the hash the verifier trusts for its block (`check_sealed_against`);
+    `BadInput` naming `trusted_block` when none is given for it."""
+    from anchor.chain.canonical import canonical_address
+    from anchor.chain.presets import chain_name
+
+    assert anchor.sealed is not None
+    number = sealed_block_number(anchor.sealed.header)
     trusted = settings.trusted_block(anchor.chain_id, number)
     if trusted is None:  # where to get it, never the file's own hash: pasting that trusts the file being checked
         raise BadInput(
@@ -151,7 +161,7 @@ def sealed_block_number(header_hex: str, field: str = "anchor.sealed.header") ->
 def check_sealed_against(
     anchor: ChainAnchor, root: bytes, block_hash: str, emitter: str, trust: str
 ) -> SealedEvidence:  # fmt: skip
-    """Steps 2-4 for a sealed `anchor` of batch root `root`, given the hash its block must have: the one
+    """A sealed `anchor` of batch root `root`, given the hash its block must have: the one
     the verifier trusts (offline), or the one the chain it reads has at that number (online). `emitter`
     is the registry whose event counts; `trust` says in words where `block_hash` came from. `Tampered`
     names the first field of the sealed section that disagrees."""

@@ -14,7 +14,7 @@ from anchor.journal import reads
 from anchor.library.verifier import Policy, Verification, Verifier
 from anchor.manifest.onchain import parse_hex32
 from anchor.proof.file import ProofFile, parse_proof
-from anchor.readback.verifier import check_proof_consistency
+from anchor.readback.checklist import check_proof_consistency
 from api.deps import ConfigDep, ReaderDep, SettingsDep, anchored_proof, in_journal
 from api.offload import decode
 from api.schemas import ErrorPublic, FileVerification, VerificationPublic

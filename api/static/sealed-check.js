@@ -1,5 +1,6 @@
 /*
- * The check of a sealed anchor (docs/manifest.md, "Sealed proofs"), steps 2-4, in the browser and in node
+ * The check of a sealed anchor (docs/manifest.md, "Sealed proofs"), step 8 (anchor) of the checklist
+ * (anchor/readback/checklist.py), in the browser and in node
  * alike: no DOM, no I/O. Given the block hash the visitor trusts (offline) or the one the chain has at that
  * number (online), the sealed header must hash to it; the receipts-trie proof must lead from the header's receiptsRoot to exactly the sealed receipt; the
  * receipt must hold the registry's RootAnchored event of the batch root. The block's number, time and the
@@ -93,9 +94,9 @@
     try { return RLP.decode(bytes); } catch (e) { throw new SealedError("tampered", what + ": not RLP (" + e.message + ")"); }
   }
 
-  /* steps 2-4: {number, timestamp, submitter}, or a SealedError naming the first field that fails. `trust`
+  /* step 8 (anchor): {number, timestamp, submitter}, or a SealedError naming the first field that fails. `trust`
      says where the block hash came from: typed in by the visitor (offline), or the chain's own word for that
-     block number (online, as anchor/readback/verifier.py check_anchor_on_chain) */
+     block number (online, as anchor/readback/checklist.py check_anchor_on_chain) */
   async function sealedAnchor(sealed, trustedHash, anchor, root, registry, keccak, RLP, trust) {
     const source = trust || "the trusted block hash";
     if (!sealed || sealed.version !== 1) throw new SealedError("bad_input", "this proof has no sealed section: `anchor seal` it, or verify it online");

@@ -16,8 +16,8 @@
  * the receipt, the receipt holds the canonical registry's RootAnchored event of the root), and the page
  * makes no request at all, as `anchor verify --offline --trusted-block N:HASH` opens no socket.
  *
- * The steps and their verdict codes are the CLI's and the API's (anchor/readback/verifier.py, one
- * verdict from every door): a proof that contradicts itself is bad_proof, files that are not
+ * The steps and their verdict codes are the CLI's and the API's (anchor/readback/checklist.py, whose
+ * STEPS number them: every step number below is its own, and a test holds them to it): a proof that contradicts itself is bad_proof, files that are not
  * the ones it binds are tampered, milestones that differ from the anchored timing record are tampered.
  */
 (function () {
@@ -56,7 +56,7 @@
     return answer.result;
   }
 
-  /* steps 5-7 on every endpoint the service names, a majority agreeing, as anchor/readback/quorum.py reads a
+  /* step 5 (chain) on every endpoint the service names, a majority agreeing, as anchor/readback/quorum.py reads a
      quorum of --rpc-urls: answers are compared on what they assert (not on how far each has synced); an
      endpoint that cannot be read does not vote; an error a majority agrees on is the verdict; no majority
      is no answer (no_quorum), naming what each said. With one endpoint, its word. */
@@ -94,7 +94,8 @@
     return chosen;
   }
 
-  /* steps 5-7 on one endpoint: the chain id, the registry's code, the root's record, the milestones */
+  /* on one endpoint: step 5 (chain) the chain id, step 7 (code) the registry's code, step 8 (anchor) and
+     step 9 (anchored) the root's record, step 12 (milestones) */
   async function onChain(url, proof, root) {
     const chainId = parseInt(await rpc(url, "eth_chainId", []), 16);
     if (chainId !== cfg.chain_id) throw new Verdict("chain_unreachable", "the RPC endpoint serves chain " + chainId + ", not " + cfg.chain_id);
@@ -114,7 +115,7 @@
     return { chainId, block, submitter, when, at, milestonesAnchored };
   }
 
-  /* step 6b, as anchor/readback/verifier.py check_anchor_on_chain: what the anchor states beyond its
+  /* step 8 (anchor), as anchor/readback/checklist.py check_anchor_on_chain: what the anchor states beyond its
      transaction, against the chain this page reads anyway. Its block_number is the block of the registry's
      record; a sealed section holds for the hash the chain has at that number (sealed-check.js, with the
      chain's word in place of a typed hash), is of the transaction the anchor names, and shows the record's
@@ -174,7 +175,9 @@
         " service receipt(s) and no anchor; complete it with `anchor upgrade` after the services' next batch");
     if (!proof || proof.format !== "anchor/proof" || proof.version !== 1 || !proof.manifest || !proof.batch || !proof.anchor)
       throw new Verdict("bad_proof", "not an Anchor proof file (format anchor/proof, version 1)");
-    if (trusted) { /* offline: the canonical registry alone, on any chain (the typed hash is the trust) */
+    /* step 6 (registry): the one this service names; offline, the canonical registry alone, on any chain (the
+       typed hash is the trust) */
+    if (trusted) {
       if (!same(proof.anchor.registry, cfg.canonical_registry))
         throw new Verdict("unknown_registry", "offline, only the canonical registry " + cfg.canonical_registry +
           " is trusted (its address certifies its code); the proof names " + proof.anchor.registry);
@@ -192,7 +195,7 @@
     const byName = (e) => { const base = baseOf(e.path);
       const hits = Array.from(files).filter((f) => f.name === base && !entries.some((x) => x.path === relPath(f)));
       return hits.length === 1 && entries.filter((x) => baseOf(x.path) === base).length === 1 ? hits[0] : null; };
-    for (const e of entries) {
+    for (const e of entries) { /* step 2 (data): every file the proof binds, hashed here */
       const f = picked.get(e.path) || byName(e);
       if (!f) throw new Verdict("tampered", "missing: " + e.path + " is in the proof but was not given", e.path);
       const digest = await blake3File(f, progress);
@@ -213,7 +216,7 @@
     if (proof.files) filesRoot = mth(entries.sort((a, b) => utf8Compare(a.path, b.path)).map(leaf));
     else filesRoot = auditRoot(leaf(proof.file), proof.file.index, proof.file.tree_size, proof.file.audit_path || []);
     const tree = anchorProof.treeOf(proof.manifest);
-    /* the proof's own statements, each recomputed: one that contradicts another is a bad proof */
+    /* step 1 (consistent): the proof's own statements, each recomputed: one that contradicts another is a bad proof */
     if (!tree || !same(toHex(filesRoot), tree.files_root))
       throw new Verdict("bad_proof", "the proof's listing does not rebuild the file tree its manifest binds");
     const root = await batchRoot(proof, anchorProof.manifestDigest(proof.manifest));
@@ -230,7 +233,8 @@
       agreeing: agreeing || null, disagreeing: disagreeing || null };
   }
 
-  /* the verdict from the sealed section and the typed hash alone: no request (sealed-check.js) */
+  /* the verdict from the sealed section and the typed hash alone, no request: step 8 (anchor) offline
+     (sealed-check.js), then step 10 (retraction) by the file's own word */
   async function offline(proof, root, trusted, entries, tree) {
     const { RLP } = await import("/assets/vendor/ethereumjs-rlp/index.js");
     let found;
@@ -271,7 +275,7 @@
     return null;
   }
 
-  /* the batch root a proof's manifest digest leads to, each statement on the way checked (step 4) */
+  /* the batch root a proof's manifest digest leads to, each statement on the way checked: step 1 (consistent) */
   async function batchRoot(proof, digest) {
     if (!same(toHex(digest), proof.manifest_digest)) throw new Verdict("bad_proof", "the manifest does not hash to the proof's digest");
     if (!same(proof.batch.item, proof.manifest_digest)) throw new Verdict("bad_proof", "the batch item is not the manifest digest");
@@ -286,8 +290,9 @@
     return root;
   }
 
-  /* the registry's record of `root` (step 6): the record of the submitter the proof's transaction names,
-     and (step 6b) its retraction, if its submitter withdrew it: the record stands, the claim does not */
+  /* the registry's record of `root`, step 9 (anchored): the record of the submitter the proof's transaction
+     names, and step 10 (retraction): its retraction, if its submitter withdrew it: the record stands, the
+     claim does not */
   async function rootRecord(url, root, txHash, block) {
     const receipt = await rpc(url, "eth_getTransactionReceipt", [txHash]);
     const topic = "0x" + toHex(await keccak(enc.encode("RootAnchored(bytes32,address)")));
@@ -316,7 +321,7 @@
     return { submitter, when, at };
   }
 
-  /* step 7: a result bundle's milestones must be those its anchored timing record binds. null: none
+  /* step 12 (milestones): a result bundle's milestones must be those its anchored timing record binds. null: none
      shown; false: shown, but the proof names no timing record (written, not verified); true: checked. */
   async function checkMilestones(url, proof, root, submitter, block) {
     const shown = proof.annotations && proof.annotations.milestones;

@@ -26,7 +26,7 @@ from anchor.chain.connection import reach
 from anchor.chain.deployment import load_deployment
 from anchor.chain.registry import Registry
 from anchor.journal.backends import open_journal
-from anchor.readback.verifier import check_proof_consistency
+from anchor.readback.checklist import check_proof_consistency
 from tests.api_server import Replica
 from tests.conftest import Chain, test_rng
 from tests.journal_helpers import assert_exactly_once

@@ -76,7 +76,7 @@ ALLOWED: dict[str, set[str]] = {
     "index": {"layout", "errors", "manifest", "chain", "research", "settings", "readback"},  # readback: the quorum vote
     # the library's face: one Verifier (the Stamper is anchoring's, below research and missions,
     # which take one), and `import anchor`'s lazy names over both
-    "library": {"errors", "settings", "manifest", "proof", "readback", "attest", "chain", "anchoring", "sealing"},
+    "library": {"errors", "settings", "manifest", "proof", "readback", "chain", "anchoring", "sealing"},
     # the public face re-exports, lazily, each public type where it is defined (one object everywhere):
     # the proof file's records, a verdict's parts, what seal wrote, where a data dir keeps what
     "__init__": {"errors", "settings", "anchoring", "library", "proof", "readback", "sealing", "layout"},
@@ -132,6 +132,18 @@ def test_each_layer_imports_only_the_layers_below_it() -> None:
     assert _importers_of("api") == ["anchor/cli/deploy_cmds.py"]
     assert _importers_of("anchor.settings", under="anchor/journal/") == ["anchor/journal/faults.py"]
     assert _importers_of("anchor.settings.model", under="anchor/journal/") == ["anchor/journal/faults.py"]
+
+
+def test_read_back_imports_nothing_above_it() -> None:
+    """Every proof form is decoded and verified in the read-back layer: the in-toto statements and sealed
+    forms are its adapters, and the checklist calls nothing above it (the statements' verification once
+    lived in anchor.attest, beside their writing, and the library picked the form by calling up into it).
+    Whoever picks a form, the library included, does so by read-back's own decoder."""
+    found = _anchor_imports()
+    above = {"anchoring", "research", "attest", "missions", "index", "library", "mlflow", "cli", "api", "journal"}
+    assert found["readback"] & above == set()
+    assert found["readback"] <= ALLOWED["readback"]
+    assert "attest" not in found["library"] and "attest" not in ALLOWED["library"]
 
 
 def _importers_of(module: str, under: str = "anchor/") -> list[str]:
@@ -289,4 +301,4 @@ def test_only_the_quorum_reads_one_endpoint() -> None:
         for line in path.read_text(encoding="utf-8").splitlines()
         if re.search(r"\b_on_one_endpoint\(", line) and not line.lstrip().startswith("def ")
     ]
-    assert len(calls) == 1 and calls[0][0] == "anchor/readback/verifier.py" and "lambda one:" in calls[0][1], calls
+    assert len(calls) == 1 and calls[0][0] == "anchor/readback/checklist.py" and "lambda one:" in calls[0][1], calls
