@@ -40,6 +40,7 @@ __all__ = [
     "NotFinal",
     "Pending",
     "PolicyMismatch",
+    "ProofContradicted",
     "ProofFormatError",
     "RateLimited",
     "RegistryRevert",
@@ -248,6 +249,16 @@ class Tampered(AnchorError):
     exit_code = ExitCode.TAMPERED
     http_status = 409
     code = "tampered"
+
+
+class ProofContradicted(Tampered):
+    """A field of the proof file itself (its anchor's block or transaction, a sealed header, receipt, trie
+    node or later state) is not what the chain holds, or not what the trusted block hash leads to: the
+    file was edited. Tampered as any edit (exit 4, code `tampered`, the field named), but answered 422
+    over HTTP: what is refused is the document the client sent, which proves nothing as it stands, where
+    409 says the data differs from a proof that holds."""
+
+    http_status = 422
 
 
 class ChainUnreachable(AnchorError):

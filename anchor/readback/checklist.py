@@ -36,6 +36,7 @@ from anchor.errors import (
     NotFinal,
     Pending,
     PolicyMismatch,
+    ProofContradicted,
     ProofFormatError,
     Retracted,
     Tampered,
@@ -714,7 +715,7 @@ def check_anchor_on_chain(anchor: ChainAnchor, root: bytes, registry: Registry, 
     from anchor.chain.presets import chain_name
 
     if record is not None and record.block_number != anchor.block_number:
-        raise Tampered(
+        raise ProofContradicted(
             f"anchor.block_number: the proof says block {anchor.block_number}, the registry's record of the root"
             f" is in block {record.block_number}",
             detail={"field": "anchor.block_number", "proof": anchor.block_number, "chain": record.block_number},
@@ -726,7 +727,7 @@ def check_anchor_on_chain(anchor: ChainAnchor, root: bytes, registry: Registry, 
 
     block = registry.rpc.get_block(anchor.block_number)
     if block is None:
-        raise Tampered(
+        raise ProofContradicted(
             f"anchor.block_number: {chain_name(anchor.chain_id)} has no block {anchor.block_number}",
             detail={"field": "anchor.block_number", "proof": anchor.block_number},
         )
@@ -735,13 +736,13 @@ def check_anchor_on_chain(anchor: ChainAnchor, root: bytes, registry: Registry, 
     at = held[sealed.index] if sealed.index < len(held) else None
     at_hash = str(at.get("hash") if isinstance(at, dict) else at).lower()
     if at_hash != anchor.tx_hash.lower():
-        raise Tampered(
+        raise ProofContradicted(
             f"anchor.tx_hash: {anchor.tx_hash} is not the transaction of the sealed receipt (block"
             f" {anchor.block_number} holds {at_hash if at is not None else 'none'} at index {sealed.index})",
             detail={"field": "anchor.tx_hash", "proof": anchor.tx_hash},
         )
     if record is not None and (seen.submitter.lower(), seen.timestamp) != (record.submitter.lower(), record.timestamp):
-        raise Tampered(
+        raise ProofContradicted(
             f"anchor.sealed.receipt: shows root anchored by {seen.submitter} at {seen.timestamp}, the registry's"
             f" record by {record.submitter} at {record.timestamp}",
             detail={"field": "anchor.sealed.receipt"},

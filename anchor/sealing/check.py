@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from anchor.errors import BadInput, Tampered, UnknownRegistry
+from anchor.errors import BadInput, ProofContradicted, UnknownRegistry
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -40,6 +40,8 @@ class SealedEvidence:
     timestamp: int
     block_hash: str
     trusted: str
+    unbound: str = ""
+    """What the verdict shows that the trusted hash does not bind (the chain, the transaction hash), in words."""
 
 
 ROOT_ANCHORED = "RootAnchored(bytes32,address)"
@@ -137,15 +139,28 @@ def check_sealed_trusted(anchor: ChainAnchor, root: bytes, settings: Settings) -
             f" somewhere other than this file: a block explorer of {chain_name(anchor.chain_id)}, `cast block"
             f" {number} -f hash --rpc-url URL` against any node of it, or a colleague who has it; then give"
             f" trusted_block {number}:HASH",
-            detail={"field": "trusted_block", "inputs": ["trusted_block"], "chain_id": anchor.chain_id,
-                    "block": number},
-        )  # fmt: skip
+            detail={
+                "field": "trusted_block",
+                "inputs": ["trusted_block"],
+                "chain_id": anchor.chain_id,
+                "block": number,
+            },
+        )
     seen = check_sealed_against(anchor, root, trusted, canonical_address(), "the trusted hash")
+    # a block hash names no chain and a receipt proof no transaction hash: what the file says of them is
+    # its word, said as such (an edited chain id once printed "OK ... on Base" for an anvil block)
+    named = any(chain == anchor.chain_id and block == number for chain, block, _ in settings.trusted_blocks)
+    unbound = (
+        f"its transaction hash {anchor.tx_hash} is the file's word (a receipt proof shows its index only)"
+        if named
+        else f"its chain ({chain_name(anchor.chain_id)}, as the file says: your trusted block names none; give"
+        f" {anchor.chain_id}:{number}:HASH to bind it) and its transaction hash {anchor.tx_hash} are the file's word"
+    )
     words = (
         f"that block {number} of {chain_name(anchor.chain_id)} is {seen.block_hash}: check it once on any explorer"
-        " or node (offline, a retraction written after that block cannot be seen)"
+        f" or node (offline, a retraction written after that block cannot be seen); {unbound}"
     )
-    return SealedEvidence(seen.submitter, seen.block_number, seen.timestamp, seen.block_hash, words)
+    return SealedEvidence(seen.submitter, seen.block_number, seen.timestamp, seen.block_hash, words, unbound)
 
 
 def sealed_block_number(header_hex: str, field: str = "anchor.sealed.header") -> int:
@@ -155,12 +170,12 @@ def sealed_block_number(header_hex: str, field: str = "anchor.sealed.header") ->
     try:
         return int.from_bytes(header_fields(bytes.fromhex(header_hex[2:]))[NUMBER], "big")
     except (ValueError, TypeError, IndexError):
-        raise Tampered(f"{field.removeprefix('anchor.')}: not a block header (RLP)", detail={"field": field}) from None
+        raise ProofContradicted(
+            f"{field.removeprefix('anchor.')}: not a block header (RLP)", detail={"field": field}
+        ) from None
 
 
-def check_sealed_against(
-    anchor: ChainAnchor, root: bytes, block_hash: str, emitter: str, trust: str
-) -> SealedEvidence:  # fmt: skip
+def check_sealed_against(anchor: ChainAnchor, root: bytes, block_hash: str, emitter: str, trust: str) -> SealedEvidence:
     """A sealed `anchor` of batch root `root`, given the hash its block must have: the one
     the verifier trusts (offline), or the one the chain it reads has at that number (online). `emitter`
     is the registry whose event counts; `trust` says in words where `block_hash` came from. `Tampered`
@@ -180,37 +195,41 @@ def check_sealed_against(
         timestamp = int.from_bytes(fields[TIMESTAMP], "big")
         receipts_root = bytes(fields[RECEIPTS_ROOT])
     except (ValueError, TypeError, IndexError):
-        raise Tampered("sealed.header: not a block header (RLP)", detail={"field": "anchor.sealed.header"}) from None
+        raise ProofContradicted(
+            "sealed.header: not a block header (RLP)", detail={"field": "anchor.sealed.header"}
+        ) from None
     if number != anchor.block_number:
-        raise Tampered(
+        raise ProofContradicted(
             f"sealed.header: block {number}, but the anchor names block {anchor.block_number}",
             detail={"field": "anchor.sealed.header"},
         )
     sealed_hash = "0x" + keccak256(header).hex()
     if block_hash.lower() != sealed_hash:
-        raise Tampered(
+        raise ProofContradicted(
             f"sealed.header: hashes to {sealed_hash}, not {trust} {block_hash} of block {number}",
             detail={"field": "anchor.sealed.header", "trusted": block_hash, "sealed": sealed_hash},
         )
     try:
         held = proof_value(receipts_root, index_key(sealed.index), [bytes.fromhex(n[2:]) for n in sealed.proof])
     except (ValueError, TypeError, IndexError) as exc:
-        raise Tampered(
+        raise ProofContradicted(
             f"sealed.proof: does not lead from the header's receiptsRoot to a receipt ({exc})",
             detail={"field": "anchor.sealed.proof"},
         ) from None
     receipt = bytes.fromhex(sealed.receipt[2:])
     if held != receipt:
-        raise Tampered(
+        raise ProofContradicted(
             f"sealed.receipt: not the receipt block {number} holds at index {sealed.index}",
             detail={"field": "anchor.sealed.receipt"},
         )
     try:
         status, logs = receipt_logs(receipt)
     except ValueError:
-        raise Tampered("sealed.receipt: not a receipt", detail={"field": "anchor.sealed.receipt"}) from None
+        raise ProofContradicted("sealed.receipt: not a receipt", detail={"field": "anchor.sealed.receipt"}) from None
     if status != 1:
-        raise Tampered("sealed.receipt: the sealed transaction reverted", detail={"field": "anchor.sealed.receipt"})
+        raise ProofContradicted(
+            "sealed.receipt: the sealed transaction reverted", detail={"field": "anchor.sealed.receipt"}
+        )
     topic, wanted = keccak256(ROOT_ANCHORED.encode()), bytes.fromhex(emitter[2:])
     size = ROOT_ANCHORED_TOPICS
     ours = [t for address, t, _ in logs if len(t) == size and t[0] == topic and t[1] == root and address == wanted]
@@ -222,7 +241,7 @@ def check_sealed_against(
                 f" registry {checksum_address(emitter)}",
                 detail={"emitter": "0x" + elsewhere[0].hex()},
             )
-        raise Tampered(
+        raise ProofContradicted(
             f"sealed.receipt: holds no RootAnchored event of root 0x{root.hex()}",
             detail={"field": "anchor.sealed.receipt"},
         )
@@ -281,13 +300,17 @@ def check_state_against(
         number, timestamp = int.from_bytes(fields[NUMBER], "big"), int.from_bytes(fields[TIMESTAMP], "big")
         state_root = bytes(fields[STATE_ROOT])
     except (ValueError, TypeError, IndexError):
-        raise Tampered("sealed.state.header: not a block header (RLP)", detail={"field": f"{field}.header"}) from None
+        raise ProofContradicted(
+            "sealed.state.header: not a block header (RLP)", detail={"field": f"{field}.header"}
+        ) from None
     if number < anchor.block_number:
-        raise Tampered(f"sealed.state.header: block {number}, before the anchoring block {anchor.block_number}",
-                       detail={"field": f"{field}.header"})  # fmt: skip
+        raise ProofContradicted(
+            f"sealed.state.header: block {number}, before the anchoring block {anchor.block_number}",
+            detail={"field": f"{field}.header"},
+        )
     state_hash = "0x" + keccak256(header).hex()
     if block_hash.lower() != state_hash:
-        raise Tampered(
+        raise ProofContradicted(
             f"sealed.state.header: hashes to {state_hash}, not {trust} {block_hash} of block {number}",
             detail={"field": f"{field}.header", "trusted": block_hash, "sealed": state_hash},
         )
@@ -297,27 +320,36 @@ def check_state_against(
             held = proof_value(root_hash, keccak256(key), [bytes.fromhex(node[2:]) for node in nodes])
             value = decode(held) if held else b""
         except (ValueError, TypeError, IndexError, KeyError):
-            raise Tampered(f"sealed.state.{name}: does not lead to a value under block {number}'s state",
-                           detail={"field": f"{field}.{name}"}) from None  # fmt: skip
+            raise ProofContradicted(
+                f"sealed.state.{name}: does not lead to a value under block {number}'s state",
+                detail={"field": f"{field}.{name}"},
+            ) from None
         if not value:
             what = "registry" if name == "account_proof" else "record"
-            raise Tampered(f"sealed.state.{name}: holds nothing at the {what} in block {number}'s state",
-                           detail={"field": f"{field}.{name}"})  # fmt: skip
+            raise ProofContradicted(
+                f"sealed.state.{name}: holds nothing at the {what} in block {number}'s state",
+                detail={"field": f"{field}.{name}"},
+            )
         if isinstance(value, list) != (name == "account_proof"):
-            raise Tampered(f"sealed.state.{name}: not an {'account' if name == 'account_proof' else 'integer'}",
-                           detail={"field": f"{field}.{name}"})  # fmt: skip
+            raise ProofContradicted(
+                f"sealed.state.{name}: not an {'account' if name == 'account_proof' else 'integer'}",
+                detail={"field": f"{field}.{name}"},
+            )
         return value if isinstance(value, list) else [value]
 
     account = walk(state_root, bytes.fromhex(anchor.registry[2:]), state.account_proof, "account_proof")
     if len(account) != 4 or "0x" + bytes(account[3]).hex() != code_hash.lower():
-        raise Tampered(f"sealed.state.account_proof: the account at {anchor.registry} is not the registry's code",
-                       detail={"field": f"{field}.account_proof"})  # fmt: skip
-    packed = int.from_bytes(walk(bytes(account[2]), record_slot(submitter, root), state.storage_proof,
-                                 "storage_proof")[0], "big")  # fmt: skip
+        raise ProofContradicted(
+            f"sealed.state.account_proof: the account at {anchor.registry} is not the registry's code",
+            detail={"field": f"{field}.account_proof"},
+        )
+    packed = int.from_bytes(
+        walk(bytes(account[2]), record_slot(submitter, root), state.storage_proof, "storage_proof")[0], "big"
+    )
     mask = (1 << 48) - 1
     held_at, held_block = packed & mask, (packed >> 48) & mask
     if (held_at, held_block) != (anchored_at, anchor.block_number):
-        raise Tampered(
+        raise ProofContradicted(
             f"sealed.state.storage_proof: the slot holds a record of block {held_block}, not of the anchoring"
             f" block {anchor.block_number}",
             detail={"field": f"{field}.storage_proof"},
@@ -338,5 +370,6 @@ def later_state(anchor: ChainAnchor, root: bytes, seen: SealedEvidence, settings
     trusted = settings.trusted_block(anchor.chain_id, number)
     if trusted is None:
         return None
-    return check_state_against(anchor, root, seen.submitter, seen.timestamp, trusted, canonical_code_hash(),
-                               "the trusted hash")  # fmt: skip
+    return check_state_against(
+        anchor, root, seen.submitter, seen.timestamp, trusted, canonical_code_hash(), "the trusted hash"
+    )

@@ -451,7 +451,8 @@ def test_every_door_refuses_a_sealed_proof_with_one_field_it_reads_changed_namin
     """A sealed proof read online: its sealed header, receipt and trie proof are checked against the block
     the chain has at that number, its block_number and tx_hash against the chain's record. One digit
     changed in any of them is `tampered` at the CLI (exit 4, the field named), the library, the REST
-    upload and the browser page; online verification once ignored all of them."""
+    upload (422: the document sent proves nothing as it stands) and the browser page; online
+    verification once ignored all of them."""
     with deployed(tmp_path / "data") as chain:
         subject = tmp_path / "results"
         subject.mkdir()
@@ -475,14 +476,16 @@ def test_every_door_refuses_a_sealed_proof_with_one_field_it_reads_changed_namin
                 cases[name] = proof_path
                 said = chain.cli("verify", str(subject), "--proof", str(proof_path), "--json")
                 out = json.loads(said.stdout)
+                uploaded = client.post("/v1/verify/proof", files={"proof": ("p.anchor.json", proof_path.read_bytes())})
                 seen[name] = {
                     "cli": "verified" if out.get("verified") else str(out["error"]["code"]),
                     "library": _library_code(chain, subject, proof_path, {}, f"sealed {name}"),
-                    "api upload": _api_code(client.post(
-                        "/v1/verify/proof", files={"proof": ("p.anchor.json", proof_path.read_bytes())}), "sealed"),
-                }  # fmt: skip
+                    "api upload": _api_code(uploaded, "sealed"),
+                }
                 if edit is not None:
                     assert said.returncode == 4, (name, said.stdout)
+                    # the document sent is what is refused: 422, where 409 is data differing from a proof that holds
+                    assert uploaded.status_code == 422, (name, uploaded.status_code)
                     named[name] = out["error"]["detail"].get("field", "")
                     assert field in out["error"]["message"] or field.removeprefix("anchor.") in out["error"][
                         "message"], (name, out["error"]["message"])  # fmt: skip

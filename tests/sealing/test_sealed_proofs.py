@@ -54,6 +54,27 @@ def test_the_golden_sealed_proof_verifies_offline_and_the_reference_implementati
     assert verdict["anchored_at"] == datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds")
 
 
+def test_offline_the_chain_and_transaction_a_trusted_hash_does_not_bind_are_said_to_be_the_files_word(
+    tmp_path: Path,
+) -> None:
+    """A block hash names no chain, and a receipt proof no transaction hash: the golden proof with its
+    chain id edited to Base's verifies offline against the anvil block's hash given as N:HASH (the hash
+    is that block's), but the verdict says the chain is the file's word, never "verified on Base"; given
+    as CHAIN:N:HASH, the chain is bound and only the transaction hash stays the file's word."""
+    work = tmp_path / "v"
+    shutil.copytree(VECTORS, work)
+    proof = json.loads((work / "work.anchor.json").read_text())
+    proof["anchor"]["chain_id"] = 8453
+    (work / "work.anchor.json").write_text(json.dumps(proof))
+    said = _offline(work, "work", "--trusted-block", GOLDEN_BLOCK, "--json", data=tmp_path / "d")
+    trusted = json.loads(said.stdout)["trusted"]
+    assert "its chain (Base (8453), as the file says: your trusted block names none; give 8453:2:HASH" in trusted
+    assert f"transaction hash {proof['anchor']['tx_hash']} are the file's word" in trusted
+    bound = _offline(work, "work", "--trusted-block", "8453:" + GOLDEN_BLOCK, "--json", data=tmp_path / "d")
+    trusted = json.loads(bound.stdout)["trusted"]
+    assert "as the file says" not in trusted and "is the file's word (a receipt proof shows its index only)" in trusted
+
+
 def test_without_a_trusted_block_the_hint_says_where_to_get_the_hash_and_prints_none_from_the_file(
     tmp_path: Path,
 ) -> None:
