@@ -63,7 +63,8 @@ fi
 "$anchor" chain down
 cat <<NEXT
 
-Everything above was read back from the local chain. Proofs: $data/proofs/
+Everything above was read back from the local chain. Proofs: $proof (the bundle),
+$data/missions/demo-momentum/result.anchor.json (the mission).
 
 Next:
   make explore        serve these records: the explorer at http://127.0.0.1:8000/explorer/,

@@ -85,13 +85,13 @@ class AnchorService:
     def submit(self, submissions: Sequence[Submission]) -> list[Submitted]:
         """Journal `submissions`; one already confirmed (anchored before) gets its proof file now, since
         no later flush will write it."""
-        from anchor.proof.file import write_proof
+        from anchor.proof.file import holds_it_sealed, write_proof
 
         done = submit_many(self.journal, self.chain_id, submissions)
         for sub, result in zip(submissions, done, strict=True):
             if result.state == "confirmed" and sub.proof_path is not None:
                 proof = self.proof(result.digest)
-                if proof is not None:
+                if proof is not None and not holds_it_sealed(sub.proof_path, proof):  # a seal is kept
                     write_proof(proof, sub.proof_path)
         return done
 

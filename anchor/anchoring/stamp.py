@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from anchor.errors import ChainUnreachable, JournalError
 from anchor.manifest.filetree import FileTreeManifest
-from anchor.proof.file import ProofFile, check_output_path, write_proof
+from anchor.proof.file import ProofFile, check_output_path, holds_it_sealed, write_proof
 from anchor.settings.session import Settings
 
 if TYPE_CHECKING:
@@ -152,7 +152,7 @@ def anchor_manifest(
     proof = stored
     # the flush wrote it at `proof_out` the moment it confirmed (or `submit` did, for a manifest anchored
     # before): written again only when that write did not happen (a full disk), so its error is raised
-    if not _holds(proof_out, proof.dumps().encode("utf-8")):
+    if not _holds(proof_out, proof.dumps().encode("utf-8")) and not holds_it_sealed(proof_out, proof):
         write_proof(proof, proof_out)
     sent_now = row["effect_id"] in report.signed or (
         row["effect_id"] in report.confirmed and row["effect_id"] not in report.adopted and not submitted.duplicate

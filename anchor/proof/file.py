@@ -308,6 +308,28 @@ def decoded_proof(raw: object, name: str) -> ProofFile | PendingProof:
         ) from None
 
 
+def holds_it_sealed(path: Path, proof: ProofFile) -> bool:
+    """Whether `path` already holds this proof's anchor (same manifest, chain, registry, transaction and
+    block) with a sealed section: the same record, made checkable offline by `anchor seal`. A re-stamp
+    of unchanged data must leave such a file alone; writing the store's copy over it once dropped the
+    seal, with no copy kept (the digest is the same, so nothing went to the history)."""
+    try:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_PROOF_BYTES:
+            return False
+        found = json.loads(path.read_bytes())
+        held = found["anchor"]
+        same = (
+            found["manifest_digest"] == proof.manifest_digest
+            and held["chain_id"] == proof.anchor.chain_id
+            and str(held["registry"]).lower() == proof.anchor.registry.lower()
+            and str(held["tx_hash"]).lower() == proof.anchor.tx_hash.lower()
+            and held["block_number"] == proof.anchor.block_number
+        )
+        return bool(same and isinstance(held.get("sealed"), dict))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False
+
+
 def write_proof(proof: ProofFile | PendingProof, path: Path) -> None:
     """Write atomically and durably, never through a symlink (`anchor.files.atomic_write`)."""
     atomic_write(path, proof.dumps().encode("utf-8"))

@@ -27,6 +27,12 @@ def test_version_prints_the_version_and_exits_0() -> None:
     assert result.returncode == 0 and result.stdout.strip() == f"anchor {__version__}"
 
 
+@pytest.mark.parametrize("args", [["-h"], ["verify", "-h"], ["research", "run", "-h"], ["mlflow", "stamp", "-h"]])
+def test_dash_h_is_help_as_git_cosign_and_forge_take_it(args: list[str]) -> None:
+    result = _run(*args)
+    assert result.returncode == 0 and result.stdout.startswith(f"Usage: anchor {' '.join(args[:-1])}".rstrip())
+
+
 @pytest.mark.parametrize(
     ("args", "says"),
     [

@@ -182,6 +182,27 @@ def _seal(chain: Chain, path: Path) -> dict[str, Any]:
 
 
 @pytest.mark.chain
+def test_a_restamp_of_unchanged_data_keeps_its_sealed_proof_byte_for_byte(fresh_chain: Chain, tmp_path: Path) -> None:
+    """`anchor stamp` of data already anchored once wrote the store's copy of its proof over the file,
+    and a proof `anchor seal` had sealed lost its seal, with no copy kept (same digest: nothing went to
+    the history). The sealed file is the same record, checkable offline: it stays as it is, a folder's
+    and a single file's alike."""
+    fresh_chain.cli("deploy", check=True)
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "metrics.json").write_text('{"accuracy": 0.93}\n')
+    (tmp_path / "model.txt").write_text("weights\n")
+    for name in ("results", "model.txt"):
+        fresh_chain.cli("stamp", str(tmp_path / name), check=True)
+        _seal(fresh_chain, tmp_path / name)
+        sealed = (tmp_path / f"{name}.anchor.json").read_bytes()
+        assert b'"sealed"' in sealed
+        again = fresh_chain.cli("stamp", str(tmp_path / name), check=True)
+        assert "already anchored" in again.stdout + again.stderr
+        assert (tmp_path / f"{name}.anchor.json").read_bytes() == sealed, name
+        assert not (tmp_path / f"{name}.anchor-history").exists()
+
+
+@pytest.mark.chain
 def test_stamp_seal_chain_down_then_offline_and_another_receipt_or_emitter_is_refused(
     fresh_chain: Chain, tmp_path: Path
 ) -> None:
