@@ -75,7 +75,10 @@ def settings_near(ctx: click.Context, path: Path) -> Any:
 
 @command("info")
 @click.argument(
-    "path", type=PATH, required=False, help="The data dir a verify of PATH would use (default: a command run here)."
+    "path",
+    type=PATH,
+    required=False,
+    help="The data dir a stamp or verify of PATH would use (default: a command run here).",
 )
 @json_option
 @click.pass_context

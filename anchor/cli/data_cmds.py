@@ -100,10 +100,14 @@ def stamp(
     Files unchanged since the last stamp of PATH (same size, mtime, ctime, inode) are not read again;
     --rehash reads them all. `anchor verify` always reads every byte."""
     from anchor.anchoring.stamper import Stamper
+    from anchor.cli.config_cmds import settings_near
 
     rules = rules_for(path, exclude, no_default_excludes)
+    # the data dir a verify of PATH will read (the nearest .anchor/ above PATH first, as `anchor info PATH`
+    # says): from another directory a stamp once anchored on another chain than verify then read
+    settings = settings_near(ctx, path)
     # a bad URL or token is refused before anything is hashed
-    stamper = Stamper.from_settings(_settings(ctx), service, allow_insecure_token=allow_insecure_token)
+    stamper = Stamper.from_settings(settings, service, allow_insecure_token=allow_insecure_token)
     with hash_progress(ctx, json) as progress:
         stamped = stamper._stamp(path, out=proof, rules=rules, symlinks=symlinks, progress=progress,
                                 rehash=rehash)  # fmt: skip

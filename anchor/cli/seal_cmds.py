@@ -27,10 +27,11 @@ def seal(ctx: click.Context, paths: list[Path], refresh: bool, json: bool) -> No
     them with no network, for as long as the file exists, and says whether the record was retracted by
     then. `--refresh` moves that record on to the latest block."""
     from anchor.chain.presets import chain_name
+    from anchor.cli.config_cmds import settings_near
     from anchor.proof.locate import timing_proof_path
     from anchor.sealing.make import seal as seal_proof
 
-    settings = ctx.find_root().obj["settings"]
+    settings = settings_near(ctx, paths[0])  # the data dir a verify of the path reads, as for stamp
     done = []
     for path in paths:
         outcome = seal_proof(settings, path, refresh)

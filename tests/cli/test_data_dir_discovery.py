@@ -129,6 +129,32 @@ def test_stamp_in_a_folder_then_verify_it_from_the_parent_with_no_flag(tmp_path:
             assert down.returncode == ExitCode.OK, down.stderr
 
 
+@pytest.mark.chain
+def test_a_stamp_from_another_directory_uses_the_data_dir_its_verify_and_info_name(tmp_path: Path) -> None:
+    """`anchor stamp /abs/proj/results` run from elsewhere anchored on the working directory's (here the
+    per-user) data dir and chain, while `anchor info PATH` and `anchor verify PATH` named the project's
+    `.anchor/`: the stamp's own verify said "not anchored". A stamp of PATH takes the data dir nearest to
+    PATH first, as verify does."""
+    project = tmp_path / "proj"
+    (project / "results").mkdir(parents=True)
+    (project / "results" / "metrics.json").write_text('{"accuracy": 0.91}\n')
+    (project / ".anchor").mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = _env(ANCHOR_LOCAL_PORT=str(free_port()), XDG_DATA_HOME=str(tmp_path / "xdg"))
+    try:
+        assert _info(elsewhere, str(project / "results"), env=env)["path"] == str(project / ".anchor")
+        stamped = run_anchor(["stamp", str(project / "results")], env, cwd=elsewhere)
+        assert stamped.returncode == 0, stamped.stderr
+        assert (project / ".anchor" / "journal.sqlite").is_file() and not (tmp_path / "xdg" / "anchor").exists()
+        for cwd in (elsewhere, project):
+            checked = run_anchor(["verify", str(project / "results")], env, cwd=cwd)
+            assert checked.returncode == 0, (cwd, checked.stderr)
+    finally:
+        down = run_anchor(["chain", "down"], env, cwd=project)
+        assert down.returncode == ExitCode.OK, down.stderr
+
+
 def test_a_dot_anchor_that_comes_with_a_verified_path_is_no_trust_root_on_a_chain_named_by_url(tmp_path: Path) -> None:
     """A downloaded result with a `.anchor/` beside it recording a lookalike registry for Base: the path's
     data dir locates the local chain only; with an RPC URL the verifier's data dir is the user's own."""
