@@ -11,6 +11,7 @@ anything else that starts the service (a container's entry point, a test) calls 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import sys
@@ -110,18 +111,45 @@ def serve(settings: Settings, options: ServeOptions) -> None:
     config = ApiConfig.from_environment(settings.env)
     if options.calendar:
         config = config.model_copy(update={"calendar": True})
+    check_listenable(options.host, options.port)  # before a URL is recorded that nothing would serve
     private_dir(settings.data_dir)
     url = (options.public_url or f"http://{options.host}:{options.port}").rstrip("/")
-    atomic_write(service_record(settings.data_dir), json.dumps({"public_url": url}).encode(), PRIVATE_FILE)
+    record = json.dumps({"public_url": url}).encode()
+    atomic_write(service_record(settings.data_dir), record, PRIVATE_FILE)
     raise_file_limit()  # every connection is a descriptor; the connection cap stays below the limit
     sys.stderr.write(f"serving {url}: the explorer at {url}/explorer/, the browser check at {url}/verify,"
                      f" the API and its docs at {url}/docs (data dir {settings.data_dir}; Ctrl-C stops it)"
                      "\n")  # fmt: skip
     # slow clients are bounded here, not by a proxy someone may not put in front (api/protocol.py);
     # the settings and the config reach the app as objects: nothing is handed over through the environment
-    uvicorn.run(create_app(settings, config), host=options.host, port=options.port, log_level="info",
-                access_log=options.access_log, http="api.protocol:DeadlineProtocol",
-                **proxies(options.forwarded_allow_ips))  # fmt: skip
+    try:
+        uvicorn.run(create_app(settings, config), host=options.host, port=options.port, log_level="info",
+                    access_log=options.access_log, http="api.protocol:DeadlineProtocol",
+                    **proxies(options.forwarded_allow_ips))  # fmt: skip
+    finally:  # stopped: `anchor lookup` links to no page nothing serves (unless another serve wrote its own)
+        with contextlib.suppress(OSError):
+            if service_record(settings.data_dir).read_bytes() == record:
+                service_record(settings.data_dir).unlink()
+
+
+def check_listenable(host: str, port: int) -> None:
+    """`BadInput` naming --host or --port when the server could not listen there: uvicorn says so in a
+    log line and exits 3, which is `not anchored` in our table, after `serve` had said it was serving."""
+    import socket
+
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        raise BadInput(f"--host {host}: not an address this machine can listen on ({exc})",
+                       detail={"field": "--host"}) from None  # fmt: skip
+    family, kind, proto, _, address = found[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is no owner
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise BadInput(f"--port {port}: cannot listen on {host}:{port} ({exc.strerror}) (hint: another server"
+                           " holds it? give --port N)", detail={"field": "--port"}) from None  # fmt: skip
 
 
 def with_endpoints(settings: Settings, options: Listen) -> tuple[Settings, tuple[str, ...]]:
@@ -150,6 +178,7 @@ def serve_index(settings: Settings, options: IndexOptions) -> None:
     if not urls:
         raise BadInput("`anchor index` needs --rpc-url (hint: anchor index --rpc-url URL)",
                        detail={"field": "rpc_url"})  # fmt: skip
+    check_listenable(options.host, options.port)  # before the chain is indexed, not after
     registry = options.registry
     if registry is None:  # the canonical registry, the same on every chain: checked by its code hash
         from anchor.chain.canonical import canonical_address

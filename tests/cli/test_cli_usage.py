@@ -603,3 +603,24 @@ def test_an_output_that_names_a_file_of_the_users_that_is_no_proof_is_never_over
     assert done.returncode == ExitCode.BAD_INPUT, done.stderr
     assert "--out 'notes.txt': exists and is not a proof; not overwritten" in done.stderr, done.stderr
     assert (tmp_path / "notes.txt").read_text() == "my notes"
+
+
+@pytest.mark.parametrize("where", ["a port another server holds", "a host that does not resolve"])
+def test_serve_where_it_cannot_listen_is_exit_2_naming_the_option_and_records_no_url(
+    tmp_path: Path, where: str
+) -> None:
+    """uvicorn said "address already in use" in a log line and exited 3 (`not anchored` in our table),
+    after `serve` had printed that it was serving and recorded its URL, which `anchor lookup` then
+    linked to: refused first, naming --port or --host, nothing recorded."""
+    import socket
+
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}, "ANCHOR_DATA_DIR": str(tmp_path)}
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = str(held.getsockname()[1])
+        args = ["--port", port] if where.startswith("a port") else ["--host", "999.1.1.1", "--port", port]
+        result = _run("serve", *args, env=env)
+    assert result.returncode == ExitCode.BAD_INPUT, result.stderr
+    assert ("field: --port" if where.startswith("a port") else "field: --host") in result.stderr
+    assert "serving" not in result.stderr and not (tmp_path / "service.json").exists()
