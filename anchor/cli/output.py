@@ -59,8 +59,27 @@ def environment() -> Any:
     if not ENVIRONMENT:
         from anchor.settings.model import Environment
 
-        ENVIRONMENT.append(Environment.load())
+        loaded = Environment.load()
+        ENVIRONMENT.append(loaded)
+        _note_unknown_in_dotenv(loaded)
     return ENVIRONMENT[0]
+
+
+def _note_unknown_in_dotenv(env: Any) -> None:
+    """A `.env` line naming no setting of anchor's (a typo of a name) is ignored, as anchor.toml's
+    would not be; said once on stderr, so the typo does not go unseen while the default is used."""
+    import difflib
+
+    import click
+
+    from anchor.settings.model import Environment
+
+    for name in env.unknown():
+        if env.source(name) in ("environment", "default"):
+            continue  # the process environment holds many tools' variables; `anchor config show` lists it
+        near = difflib.get_close_matches(name, Environment.variables(), n=1)
+        click.echo(f"note: {env.source(name)}: {name} is no setting of anchor's, ignored"
+                   + (f" (did you mean {near[0]}?)" if near else ""), err=True)  # fmt: skip
 
 
 def option(field: str) -> str:

@@ -759,8 +759,10 @@ def fault_spec() -> str | None:
 
 def read_dotenv(file: Path) -> dict[str, str]:
     """The `ANCHOR_*` assignments of a `.env` file (`NAME=value`, an optional `export `, `#` comments,
-    values in single or double quotes or bare); other names are the file's other users' business. A
-    line that is not an assignment is refused with the file and line, as a malformed anchor.toml is."""
+    values in single or double quotes or bare). Every other line is the file's other users' business and
+    is not read at all (another tool's multi-line quoted value once stopped every anchor command); a line
+    that names an `ANCHOR_*` variable but is no assignment is refused with the file and line, as a
+    malformed anchor.toml is."""
     try:
         lines = file.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
@@ -772,6 +774,8 @@ def read_dotenv(file: Path) -> dict[str, str]:
             continue
         name, eq, value = line.removeprefix("export ").partition("=")
         name, value = name.strip(), value.strip()
+        if not name.startswith(PREFIX):
+            continue
         if not eq or not name.replace("_", "").isalnum():
             raise BadInput(f"{file}:{number}: expected NAME=value", detail={"file": str(file), "line": number})
         if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":

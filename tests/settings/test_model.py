@@ -73,12 +73,26 @@ def test_a_bad_value_in_a_dotenv_file_is_exit_2_naming_the_variable_never_a_trac
     assert json.loads(result.stdout)["error"]["detail"] == {"variable": "ANCHOR_RPC_RETRIES"}
 
 
-def test_a_dotenv_line_that_is_not_an_assignment_is_refused_with_its_file_and_line(tmp_path: Path) -> None:
-    (tmp_path / ".env").write_text("ANCHOR_DEBUG=1\nthis is not a setting\n")
+def test_a_dotenv_line_of_ours_that_is_not_an_assignment_is_refused_with_its_file_and_line(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("ANCHOR_DEBUG=1\nANCHOR_RPC_URL http://127.0.0.1:8545\n")
     with pytest.raises(BadInput, match=r"\.env:2: expected NAME=value"):
         read_dotenv(tmp_path / ".env")
     result = run_anchor(["--json", "config", "show"], _clean(), cwd=tmp_path)
     assert result.returncode == ExitCode.BAD_INPUT and "Traceback" not in result.stderr
+
+
+def test_another_tools_dotenv_lines_are_not_read_and_a_typo_of_ours_is_said_once(tmp_path: Path) -> None:
+    """A `.env` shared with other tools: their lines (a multi-line quoted PEM among them) once stopped every
+    anchor command with "expected NAME=value"; they are not read. A name of ours that no setting has is
+    ignored, as before, but said on stderr with the nearest name, so the typo does not pass unseen."""
+    (tmp_path / ".env").write_text(
+        'PRIVATE_PEM="-----BEGIN KEY-----\nMIIB...\n-----END KEY-----"\nDATABASE_URL=x y z\n'
+        "ANCHOR_RPC_ULR=http://127.0.0.1:9\nANCHOR_RPC_RETRIES=2\n"
+    )
+    assert read_dotenv(tmp_path / ".env") == {"ANCHOR_RPC_ULR": "http://127.0.0.1:9", "ANCHOR_RPC_RETRIES": "2"}
+    result = run_anchor(["--json", "config", "show"], _clean(), cwd=tmp_path)
+    assert result.returncode == ExitCode.OK, result.stderr
+    assert "ANCHOR_RPC_ULR is no setting of anchor's, ignored (did you mean ANCHOR_RPC_URL?)" in result.stderr
 
 
 @pytest.mark.parametrize(
