@@ -206,7 +206,8 @@ def check_sealed_against(anchor: ChainAnchor, root: bytes, block_hash: str, emit
     sealed_hash = "0x" + keccak256(header).hex()
     if block_hash.lower() != sealed_hash:
         raise ProofContradicted(
-            f"sealed.header: hashes to {sealed_hash}, not {trust} {block_hash} of block {number}",
+            f"sealed.header: hashes to {sealed_hash}, not {trust} {block_hash} of block {number}"
+            f" ({_which_is_wrong(trust)})",
             detail={"field": "anchor.sealed.header", "trusted": block_hash, "sealed": sealed_hash},
         )
     try:
@@ -311,7 +312,8 @@ def check_state_against(
     state_hash = "0x" + keccak256(header).hex()
     if block_hash.lower() != state_hash:
         raise ProofContradicted(
-            f"sealed.state.header: hashes to {state_hash}, not {trust} {block_hash} of block {number}",
+            f"sealed.state.header: hashes to {state_hash}, not {trust} {block_hash} of block {number}"
+            f" ({_which_is_wrong(trust)})",
             detail={"field": f"{field}.header", "trusted": block_hash, "sealed": state_hash},
         )
 
@@ -373,3 +375,11 @@ def later_state(anchor: ChainAnchor, root: bytes, seen: SealedEvidence, settings
     return check_state_against(
         anchor, root, seen.submitter, seen.timestamp, trusted, canonical_code_hash(), "the trusted hash"
     )
+
+
+def _which_is_wrong(trust: str) -> str:
+    """What a header that does not hash to the expected hash can mean besides an edited file: the check
+    cannot tell them apart, so the verdict names each (a mistyped trusted hash read as "tampered" alone)."""
+    if trust == "the trusted hash":
+        return "the file was edited, or the trusted hash is not that block's: check the hash you gave"
+    return "the file was edited, or the endpoint serves another chain with the same chain id: check --rpc-url"
