@@ -41,8 +41,9 @@ def private_dir(path: Path) -> Path:
         except OSError as exc:  # the user's to fix (a full or read-only disk, no such place, no access)
             from anchor.errors import BadInput
 
-            raise storage_error(exc, directory) or BadInput(f"{directory}: cannot be made ({exc.strerror})",
-                                                            detail={"path": str(directory)}) from None  # fmt: skip
+            raise storage_error(exc, directory) or BadInput(
+                f"{directory}: cannot be made ({exc.strerror})", detail={"path": str(directory)}
+            ) from None
         os.chmod(directory, PRIVATE_DIR)  # mkdir's mode is filtered by the umask
     if not path.is_dir():
         path.mkdir(parents=True, exist_ok=True)  # raises as before (a file in the way)
@@ -51,8 +52,11 @@ def private_dir(path: Path) -> Path:
     return path
 
 
-_STORAGE_ERRNOS = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is used up",
-                   errno.EROFS: "the filesystem is read-only"}  # fmt: skip
+_STORAGE_ERRNOS = {
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is used up",
+    errno.EROFS: "the filesystem is read-only",
+}
 
 
 def storage_error(exc: BaseException, path: Path) -> StorageError | None:

@@ -55,8 +55,13 @@ def check(
     default_factory: Any = dataclasses.MISSING,
 ) -> Any:
     """A field with constraints: `pattern` (text), `max_length` (text or tuple), bounds (integers)."""
-    rules = {"pattern": re.compile(pattern) if pattern else None, "max_length": max_length, "ge": ge, "gt": gt,
-             "lt": lt}  # fmt: skip
+    rules = {
+        "pattern": re.compile(pattern) if pattern else None,
+        "max_length": max_length,
+        "ge": ge,
+        "gt": gt,
+        "lt": lt,
+    }
     return dataclasses.field(default=default, default_factory=default_factory, metadata={"rules": rules})
 
 
@@ -128,8 +133,11 @@ def _text(max_length: int | None, pattern: re.Pattern[str] | None) -> Convert:
 
 
 def _whole(rules: dict[str, Any]) -> Convert:
-    known = (("ge", int.__ge__, "greater than or equal to"), ("gt", int.__gt__, "greater than"),
-             ("lt", int.__lt__, "less than"))  # fmt: skip
+    known = (
+        ("ge", int.__ge__, "greater than or equal to"),
+        ("gt", int.__gt__, "greater than"),
+        ("lt", int.__lt__, "less than"),
+    )
     bounds = [(rules[name], ok, says) for name, ok, says in known if rules.get(name) is not None]
 
     def whole(value: Any, loc: tuple[str | int, ...]) -> Any:

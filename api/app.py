@@ -54,17 +54,21 @@ def _offline_docs(app: FastAPI) -> None:
     @app.get("/docs", include_in_schema=False)
     async def swagger() -> HTMLResponse:
         return get_swagger_ui_html(
-            openapi_url="/openapi.json", title=f"{app.title} · docs",
-            swagger_js_url="/docs-assets/swagger-ui-bundle.js", swagger_css_url="/docs-assets/swagger-ui.css",
+            openapi_url="/openapi.json",
+            title=f"{app.title} · docs",
+            swagger_js_url="/docs-assets/swagger-ui-bundle.js",
+            swagger_css_url="/docs-assets/swagger-ui.css",
             swagger_favicon_url="/docs-assets/favicon.png",
-        )  # fmt: skip
+        )
 
     @app.get("/redoc", include_in_schema=False)
     async def redoc() -> HTMLResponse:
         return get_redoc_html(
-            openapi_url="/openapi.json", title=f"{app.title} · reference",
-            redoc_js_url="/docs-assets/redoc.standalone.js", redoc_favicon_url="/docs-assets/favicon.png",
-        )  # fmt: skip
+            openapi_url="/openapi.json",
+            title=f"{app.title} · reference",
+            redoc_js_url="/docs-assets/redoc.standalone.js",
+            redoc_favicon_url="/docs-assets/favicon.png",
+        )
 
 
 async def _open_work(app: FastAPI) -> bool:

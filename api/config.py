@@ -70,10 +70,17 @@ class ApiConfig(BaseModel):
 
 
 FROM_SETTINGS = {
-    "max_request_bytes": "api_max_request_bytes", "flush_after_submit": "api_flush",
-    "flush_interval_s": "api_flush_interval_s", "calendar": "calendar", "calendar_rate": "calendar_rate",
-    "calendar_burst": "calendar_burst", "calendar_queue": "calendar_queue", "body_timeout_s": "api_body_timeout_s",
-    "header_timeout_s": "api_header_timeout_s", "max_connections": "api_max_connections",
-    "decode_queue": "api_decode_queue", "decode_per_client": "api_decode_per_client",
-}  # fmt: skip
+    "max_request_bytes": "api_max_request_bytes",
+    "flush_after_submit": "api_flush",
+    "flush_interval_s": "api_flush_interval_s",
+    "calendar": "calendar",
+    "calendar_rate": "calendar_rate",
+    "calendar_burst": "calendar_burst",
+    "calendar_queue": "calendar_queue",
+    "body_timeout_s": "api_body_timeout_s",
+    "header_timeout_s": "api_header_timeout_s",
+    "max_connections": "api_max_connections",
+    "decode_queue": "api_decode_queue",
+    "decode_per_client": "api_decode_per_client",
+}
 """Each field of the configuration and the setting (anchor.settings.model.Environment) it is read from."""

@@ -114,8 +114,9 @@ def token_id(headers: dict[bytes, bytes], config: ApiConfig, path: str | None = 
     needed = ROUTE_SCOPES.get(path or "")
     scopes = config.token_scopes.get(matched[0], SCOPES)
     if needed is not None and needed not in scopes and "admin" not in scopes:
-        raise Forbidden(f"this token may not {needed} (its scopes: {'+'.join(sorted(scopes))})",
-                        detail={"needed_scope": needed})  # fmt: skip
+        raise Forbidden(
+            f"this token may not {needed} (its scopes: {'+'.join(sorted(scopes))})", detail={"needed_scope": needed}
+        )
     return presented[:16]
 
 

@@ -70,8 +70,9 @@ def _for_a_person(request: Request, answer: JSONResponse, code: str, message: st
     from api.pages import page
 
     title = "Not found" if answer.status_code == 404 else "Error"  # noqa: PLR2004
-    shown = page("error.html", title, None, status_code=answer.status_code, message=message, code=code,
-                 status=answer.status_code)  # fmt: skip
+    shown = page(
+        "error.html", title, None, status_code=answer.status_code, message=message, code=code, status=answer.status_code
+    )
     for name in ("Retry-After", "WWW-Authenticate"):
         if name in answer.headers:
             shown.headers[name] = answer.headers[name]

@@ -28,11 +28,19 @@ def origin(url: str | None) -> str | None:
 def content_security_policy(connect: tuple[str, ...], inline_scripts: bool = False) -> str:
     scripts = "'self' 'unsafe-inline'" if inline_scripts else "'self' 'wasm-unsafe-eval'"
     reads = " ".join(("'self'", *connect))
-    return "; ".join((
-        "default-src 'self'", f"script-src {scripts}", "style-src 'self' 'unsafe-inline'",
-        "img-src 'self' data:", f"connect-src {reads}", "object-src 'none'",
-        "base-uri 'none'", "form-action 'self'", "frame-ancestors 'none'",
-    ))  # fmt: skip
+    return "; ".join(
+        (
+            "default-src 'self'",
+            f"script-src {scripts}",
+            "style-src 'self' 'unsafe-inline'",
+            "img-src 'self' data:",
+            f"connect-src {reads}",
+            "object-src 'none'",
+            "base-uri 'none'",
+            "form-action 'self'",
+            "frame-ancestors 'none'",
+        )
+    )
 
 
 class SecurityHeaders:
@@ -57,8 +65,10 @@ class SecurityHeaders:
                 headers += [(b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"no-referrer")]
                 kind = next((v for k, v in headers if k.lower() == b"content-type"), b"")
                 if kind.startswith(b"text/html"):
-                    headers += [(b"content-security-policy", self.docs_policy if docs else self.policy),
-                                (b"x-frame-options", b"DENY")]  # fmt: skip
+                    headers += [
+                        (b"content-security-policy", self.docs_policy if docs else self.policy),
+                        (b"x-frame-options", b"DENY"),
+                    ]
                 message = {**message, "headers": headers}
             await send(message)
 

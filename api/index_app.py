@@ -51,14 +51,23 @@ def create_index_app(site: IndexSite) -> FastAPI:
 
     from api.app import NO_TELEMETRY
 
-    app = FastAPI(lifespan=lifespan, telemetry=NO_TELEMETRY, title="Anchor chain-only explorer",
-                  version=__version__, docs_url=None, redoc_url=None, openapi_url=None)  # fmt: skip
+    app = FastAPI(
+        lifespan=lifespan,
+        telemetry=NO_TELEMETRY,
+        title="Anchor chain-only explorer",
+        version=__version__,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
     app.state.site = site
     app.state.verify_config = browser_verify.BrowserConfig(
-        chain_id=site.chain_id, registry=site.follower.address, code_hash=site.follower.code_hash,
+        chain_id=site.chain_id,
+        registry=site.follower.address,
+        code_hash=site.follower.code_hash,
         rpc_url=site.browser_rpc_urls[0] if site.browser_rpc_urls else None,
         rpc_urls=site.browser_rpc_urls if len(site.browser_rpc_urls) > 1 else (),
-    )  # fmt: skip
+    )
     install_error_handlers(app)
     origins = tuple(o for o in (origin(url) for url in site.browser_rpc_urls) if o)
     app.add_middleware(SecurityHeaders, connect=origins)

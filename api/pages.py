@@ -54,5 +54,7 @@ def page(
     template: str, title: str, block: int | None, status_code: int = 200, chain: str | None = None, **values: Any
 ) -> HTMLResponse:
     """A page read at `block` of `chain` (named in its header: what was read, and where)."""
-    return HTMLResponse(templates().get_template(template).render(title=title, block=block, chain=chain, **values),
-                        status_code=status_code)  # fmt: skip
+    return HTMLResponse(
+        templates().get_template(template).render(title=title, block=block, chain=chain, **values),
+        status_code=status_code,
+    )

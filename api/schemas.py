@@ -128,9 +128,18 @@ class SourceMaterial(BaseModel):
 class Submitted(BaseModel):
     model_config = ConfigDict(
         frozen=True,
-        json_schema_extra={"examples": [{"manifest_digest": "0x…", "state": "pending", "duplicate": False,
-                                         "claimed_digest_matches": None, "files": 3}]},
-    )  # fmt: skip
+        json_schema_extra={
+            "examples": [
+                {
+                    "manifest_digest": "0x…",
+                    "state": "pending",
+                    "duplicate": False,
+                    "claimed_digest_matches": None,
+                    "files": 3,
+                }
+            ]
+        },
+    )
     manifest_digest: str
     state: str
     duplicate: bool

@@ -117,15 +117,23 @@ def serve(settings: Settings, options: ServeOptions) -> None:
     record = json.dumps({"public_url": url}).encode()
     atomic_write(service_record(settings.data_dir), record, PRIVATE_FILE)
     raise_file_limit()  # every connection is a descriptor; the connection cap stays below the limit
-    sys.stderr.write(f"serving {url}: the explorer at {url}/explorer/, the browser check at {url}/verify,"
-                     f" the API and its docs at {url}/docs (data dir {settings.data_dir}; Ctrl-C stops it)"
-                     "\n")  # fmt: skip
+    sys.stderr.write(
+        f"serving {url}: the explorer at {url}/explorer/, the browser check at {url}/verify,"
+        f" the API and its docs at {url}/docs (data dir {settings.data_dir}; Ctrl-C stops it)"
+        "\n"
+    )
     # slow clients are bounded here, not by a proxy someone may not put in front (api/protocol.py);
     # the settings and the config reach the app as objects: nothing is handed over through the environment
     try:
-        uvicorn.run(create_app(settings, config), host=options.host, port=options.port, log_level="info",
-                    access_log=options.access_log, http="api.protocol:DeadlineProtocol",
-                    **proxies(options.forwarded_allow_ips))  # fmt: skip
+        uvicorn.run(
+            create_app(settings, config),
+            host=options.host,
+            port=options.port,
+            log_level="info",
+            access_log=options.access_log,
+            http="api.protocol:DeadlineProtocol",
+            **proxies(options.forwarded_allow_ips),
+        )
     finally:  # stopped: `anchor lookup` links to no page nothing serves (unless another serve wrote its own)
         with contextlib.suppress(OSError):
             if service_record(settings.data_dir).read_bytes() == record:
@@ -140,16 +148,20 @@ def check_listenable(host: str, port: int) -> None:
     try:
         found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError) as exc:
-        raise BadInput(f"--host {host}: not an address this machine can listen on ({exc})",
-                       detail={"field": "--host"}) from None  # fmt: skip
+        raise BadInput(
+            f"--host {host}: not an address this machine can listen on ({exc})", detail={"field": "--host"}
+        ) from None
     family, kind, proto, _, address = found[0]
     with socket.socket(family, kind, proto) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is no owner
         try:
             probe.bind(address)
         except OSError as exc:
-            raise BadInput(f"--port {port}: cannot listen on {host}:{port} ({exc.strerror}) (hint: another server"
-                           " holds it? give --port N)", detail={"field": "--port"}) from None  # fmt: skip
+            raise BadInput(
+                f"--port {port}: cannot listen on {host}:{port} ({exc.strerror}) (hint: another server"
+                " holds it? give --port N)",
+                detail={"field": "--port"},
+            ) from None
 
 
 def with_endpoints(settings: Settings, options: Listen) -> tuple[Settings, tuple[str, ...]]:
@@ -176,8 +188,7 @@ def serve_index(settings: Settings, options: IndexOptions) -> None:
 
     settings, urls = with_endpoints(settings, options)
     if not urls:
-        raise BadInput("`anchor index` needs --rpc-url (hint: anchor index --rpc-url URL)",
-                       detail={"field": "rpc_url"})  # fmt: skip
+        raise BadInput("`anchor index` needs --rpc-url (hint: anchor index --rpc-url URL)", detail={"field": "rpc_url"})
     check_listenable(options.host, options.port)  # before the chain is indexed, not after
     registry = options.registry
     if registry is None:  # the canonical registry, the same on every chain: checked by its code hash
@@ -187,10 +198,16 @@ def serve_index(settings: Settings, options: IndexOptions) -> None:
     else:
         registry = parse_address(registry, "registry")
     site_options = SiteOptions(
-        rpc_urls=urls, quorum=options.quorum, registry=registry, index=options.index, from_block=options.from_block,
-        confirmations=options.confirmations, browser_rpc_url=options.browser_rpc_url, claims=options.claims,
+        rpc_urls=urls,
+        quorum=options.quorum,
+        registry=registry,
+        index=options.index,
+        from_block=options.from_block,
+        confirmations=options.confirmations,
+        browser_rpc_url=options.browser_rpc_url,
+        claims=options.claims,
         repo=options.repo,
-    )  # fmt: skip
+    )
     site = open_site(site_options, progress=progress_to_stderr, env=settings.env)
     report = site.follower.sync()
     counts = site.follower.store.counts()
@@ -206,8 +223,13 @@ def serve_index(settings: Settings, options: IndexOptions) -> None:
     served = open_site(
         site_options.model_copy(update={"index": site.path}), env=settings.env
     )  # the options as an object
-    uvicorn.run(create_index_app(served), host=options.host, port=options.port, log_level="warning",
-                **proxies(options.forwarded_allow_ips))  # fmt: skip
+    uvicorn.run(
+        create_index_app(served),
+        host=options.host,
+        port=options.port,
+        log_level="warning",
+        **proxies(options.forwarded_allow_ips),
+    )
 
 
 def proxies(allowed: str | None) -> dict[str, Any]:

@@ -48,8 +48,24 @@ def free_port() -> int:
 
 
 def serve(target: str, port: int, env: dict[str, str], factory: bool) -> subprocess.Popen[bytes]:
-    argv = [sys.executable, "-m", "uvicorn", target, "--host", "127.0.0.1", "--port", str(port), "--workers", "2",
-            "--loop", "uvloop", "--http", "httptools", "--log-level", "warning"]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        target,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        "2",
+        "--loop",
+        "uvloop",
+        "--http",
+        "httptools",
+        "--log-level",
+        "warning",
+    ]
     if factory:
         argv.append("--factory")
     return subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -101,9 +117,11 @@ def paced(url: str, rate: float = 200.0, seconds: float = 10.0) -> tuple[float, 
 
 def load(url: str, connections: int = 32) -> tuple[float, float]:
     out = subprocess.run(
-        ["wrk", "-t2", f"-c{connections}", f"-d{DURATION}", "--latency", url], capture_output=True, text=True,
+        ["wrk", "-t2", f"-c{connections}", f"-d{DURATION}", "--latency", url],
+        capture_output=True,
+        text=True,
         check=True,
-    )  # fmt: skip
+    )
     RAW.append(f"# {url} -c{connections}\n{out.stdout}")
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out.stdout).group(1))  # type: ignore[union-attr]
     value, unit = re.search(r"99%\s+([\d.]+)(us|ms|s)", out.stdout).groups()  # type: ignore[union-attr]
@@ -126,9 +144,13 @@ def main() -> None:
             (data / "bundle").mkdir()
             (data / "bundle" / "metrics.json").write_text('{"acc": 0.9}')
             digest = KeyStamper(settings).stamp(data / "bundle", out=data / "bundle.anchor.json").digest
-            env = {**os.environ, "ANCHOR_DATA_DIR": str(data), "ANCHOR_LOCAL_PORT": str(chain_port),
-                   "ANCHOR_API_TOKENS": "sha256:" + hashlib.sha256(TOKEN.encode()).hexdigest(),
-                   "ANCHOR_API_MAX_REQUEST_BYTES": str(128 << 20)}  # fmt: skip
+            env = {
+                **os.environ,
+                "ANCHOR_DATA_DIR": str(data),
+                "ANCHOR_LOCAL_PORT": str(chain_port),
+                "ANCHOR_API_TOKENS": "sha256:" + hashlib.sha256(TOKEN.encode()).hexdigest(),
+                "ANCHOR_API_MAX_REQUEST_BYTES": str(128 << 20),
+            }
             ours_port, bare_port = free_port(), free_port()
             servers.append(serve("api.app:create_app", ours_port, env, factory=True))
             servers.append(serve("benchmarks.bare_app:app", bare_port, env, factory=False))
@@ -170,8 +192,12 @@ def under_load(settings: Settings, port: int, url: str, data: Path) -> tuple[flo
     from anchor.journal.submit import Submission
 
     service = AnchorService.open(settings, start_local=False)
-    items = [Submission({"kind": "filetree", "version": 1, "files_root": os.urandom(32).hex(), "file_count": 1,
-                         "total_size": 1}, {}) for _ in range(4096)]  # fmt: skip
+    items = [
+        Submission(
+            {"kind": "filetree", "version": 1, "files_root": os.urandom(32).hex(), "file_count": 1, "total_size": 1}, {}
+        )
+        for _ in range(4096)
+    ]
     for i in range(0, len(items), 256):
         service.submit(items[i : i + 256])
     service.close()
@@ -197,8 +223,13 @@ def under_load(settings: Settings, port: int, url: str, data: Path) -> tuple[flo
         times[key] = time.perf_counter() - start
 
     def flushed() -> None:  # a submission kicks the worker's flusher; wait for the journal to drain
-        manifest = {"kind": "filetree", "version": 1, "files_root": os.urandom(32).hex(), "file_count": 1,
-                    "total_size": 1}  # fmt: skip
+        manifest = {
+            "kind": "filetree",
+            "version": 1,
+            "files_root": os.urandom(32).hex(),
+            "file_count": 1,
+            "total_size": 1,
+        }
         start = time.perf_counter()
         post("/v1/manifests", json.dumps({"manifest": manifest}).encode(), "application/json", "kick")
         while _pending(data) > 0:
@@ -222,8 +253,10 @@ def under_load(settings: Settings, port: int, url: str, data: Path) -> tuple[flo
 
 def _multipart(archive: bytes) -> tuple[bytes, str]:
     boundary = "anchorbench" + os.urandom(8).hex()
-    head = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"archive\"; filename=\"big.tar\"\r\n"
-            "Content-Type: application/x-tar\r\n\r\n").encode()  # fmt: skip
+    head = (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="archive"; filename="big.tar"\r\n'
+        "Content-Type: application/x-tar\r\n\r\n"
+    ).encode()
     return head + archive + f"\r\n--{boundary}--\r\n".encode(), boundary
 
 

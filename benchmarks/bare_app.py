@@ -51,9 +51,21 @@ async def calendar_peer(request: Request) -> JSONResponse:
     _RECEIPT_KEY = _RECEIPT_KEY or PrivateKey(bytes(range(1, 33)))
     raw = _RECEIPT_KEY.sign_recoverable(signing_hash(31337, REGISTRY, digest, accepted_at, "peer"), hasher=None)
     signature = "0x" + (raw[:64] + bytes([raw[64] + 27])).hex()
-    return JSONResponse({"state": "pending", "manifest_digest": digest, "receipt": {
-        "service": "peer", "manifest_digest": digest, "chain_id": 31337, "registry": REGISTRY,
-        "accepted_at": accepted_at, "signature": signature}}, status_code=202)  # fmt: skip
+    return JSONResponse(
+        {
+            "state": "pending",
+            "manifest_digest": digest,
+            "receipt": {
+                "service": "peer",
+                "manifest_digest": digest,
+                "chain_id": 31337,
+                "registry": REGISTRY,
+                "accepted_at": accepted_at,
+                "signature": signature,
+            },
+        },
+        status_code=202,
+    )
 
 
 # The durable floor of benchmarks/calendar_bench.py: the bare signing route above, and the receipt kept

@@ -100,8 +100,20 @@ def sustained(
     if wrk is None:
         raise SystemExit("wrk is not installed: `make bench` installs it (apt-get install wrk)")
     script = WRK_SCRIPT if pace_ms is None else WRK_SCRIPT.with_name("submit_paced.lua")
-    argv = [wrk, f"-t{min(2, connections)}", f"-c{connections}", f"-d{seconds:.0f}s", "--latency", "-s", str(script),
-            url, "--", TOKEN, str(time.time_ns() // 1_000_000), route]  # fmt: skip
+    argv = [
+        wrk,
+        f"-t{min(2, connections)}",
+        f"-c{connections}",
+        f"-d{seconds:.0f}s",
+        "--latency",
+        "-s",
+        str(script),
+        url,
+        "--",
+        TOKEN,
+        str(time.time_ns() // 1_000_000),
+        route,
+    ]
     env = {**os.environ, "PACE_MS": str(pace_ms or 0)}
     out = subprocess.run(argv, capture_output=True, text=True, check=True, cwd=ROOT, env=env).stdout
     total = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
@@ -132,10 +144,25 @@ def percentile(samples: list[float], q: float) -> float:
 def serve(port: int, env: dict[str, str], app: str = "api.app:create_app") -> subprocess.Popen[bytes]:
     """One uvicorn worker, no access log (as `anchor serve` runs by default), in a process group of its own."""
     factory = ["--factory"] if app.endswith("create_app") else []
-    argv = [sys.executable, "-m", "uvicorn", app, *factory, "--host", "127.0.0.1", "--port",
-            str(port), "--workers", "1", "--log-level", "critical", "--no-access-log"]  # fmt: skip
-    server = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              start_new_session=True)  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        app,
+        *factory,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        "1",
+        "--log-level",
+        "critical",
+        "--no-access-log",
+    ]
+    server = subprocess.Popen(
+        argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
@@ -183,8 +210,9 @@ def gas_per_item(data: Path, after_effect: int = 0) -> tuple[int, int, float]:
         " AND id > ?",
         (after_effect,),
     ).fetchone()
-    items = db.execute("SELECT count(*) FROM items WHERE state = 'confirmed' AND effect_id > ?",
-                       (after_effect,)).fetchone()[0]  # fmt: skip
+    items = db.execute(
+        "SELECT count(*) FROM items WHERE state = 'confirmed' AND effect_id > ?", (after_effect,)
+    ).fetchone()[0]
     db.close()
     return int(effects), int(items), (gas / items if items else float("nan"))
 
@@ -201,9 +229,16 @@ def main() -> None:
             (local / "deployments").mkdir()
             for record in (data / "deployments").iterdir():
                 (local / "deployments" / record.name).write_bytes(record.read_bytes())
-            env = service_env(settings, TOKEN, ANCHOR_API_FLUSH_INTERVAL_S=str(FLUSH_INTERVAL_S),
-                              ANCHOR_CONFIRMATIONS="0", ANCHOR_CALENDAR="1", ANCHOR_CALENDAR_RATE="1000000",
-                              ANCHOR_CALENDAR_BURST="1000000", ANCHOR_CALENDAR_QUEUE="100000000")  # fmt: skip
+            env = service_env(
+                settings,
+                TOKEN,
+                ANCHOR_API_FLUSH_INTERVAL_S=str(FLUSH_INTERVAL_S),
+                ANCHOR_CONFIRMATIONS="0",
+                ANCHOR_CALENDAR="1",
+                ANCHOR_CALENDAR_RATE="1000000",
+                ANCHOR_CALENDAR_BURST="1000000",
+                ANCHOR_CALENDAR_QUEUE="100000000",
+            )
             # the public calendar on too, its per-client limits lifted: one wrk address is every client here
             port = free_port()
             server = serve(port, env)
@@ -211,8 +246,10 @@ def main() -> None:
 
             per = CLIENTS // PROCESSES
             with ProcessPoolExecutor(PROCESSES, mp_context=spawn) as pool:
-                parts = [pool.submit(stamp_latencies, url, 10_000 * (p + 1), per, STAMPS_PER_CLIENT)
-                         for p in range(PROCESSES)]  # fmt: skip
+                parts = [
+                    pool.submit(stamp_latencies, url, 10_000 * (p + 1), per, STAMPS_PER_CLIENT)
+                    for p in range(PROCESSES)
+                ]
                 stamps = [s for part in parts for s in part.result()]
             rpc = f"http://127.0.0.1:{chain_port}"  # the same chain, reached as any client reaches it
             peer = local_key_latencies(Settings(data_dir=local, rpc_url=rpc), 30)
@@ -294,10 +331,12 @@ def main() -> None:
     )
     print(f"anchored: {items} items in {effects} transactions, {gas:,.0f} gas per item")
     print(f"pending -> complete: {wait:.2f} s after the stamp (flush interval {FLUSH_INTERVAL_S:.1f} s)")
-    print(f"paced, {PACE_CONNECTIONS} connections waiting {PACE_MS} ms before each request:"
-          f" {paced / SUSTAIN_S:.0f} submissions/s accepted"
-          f" ({paced_refused} not 202), anchored in {paced_effects} transactions, {paced_gas:,.1f} gas per item"
-          f" (target <= 50: {'met' if paced_gas <= 50 else 'NOT met'})")  # fmt: skip
+    print(
+        f"paced, {PACE_CONNECTIONS} connections waiting {PACE_MS} ms before each request:"
+        f" {paced / SUSTAIN_S:.0f} submissions/s accepted"
+        f" ({paced_refused} not 202), anchored in {paced_effects} transactions, {paced_gas:,.1f} gas per item"
+        f" (target <= 50: {'met' if paced_gas <= 50 else 'NOT met'})"
+    )
     print(
         f"beside a bare signing route (token, parse, identity, digest, EIP-712 receipt by libsecp256k1;"
         f" no journal), {COMPARE_S:.0f} s each:"
@@ -306,34 +345,64 @@ def main() -> None:
     for connections, ours_rate, bare_rate, others in compared:
         target = 0.5 if connections == 1 else 0.8
         ratio = ours_rate / max(bare_rate, 1e-9)
-        print(f"{connections:>11} {ours_rate:>8.0f} {bare_rate:>8.0f} {ratio:>5.2f}x {target:>6.1f}x"
-              f" {'met' if ratio >= target else 'NOT met'}{f'  ({others} not 202)' if others else ''}")  # fmt: skip
+        print(
+            f"{connections:>11} {ours_rate:>8.0f} {bare_rate:>8.0f} {ratio:>5.2f}x {target:>6.1f}x"
+            f" {'met' if ratio >= target else 'NOT met'}{f'  ({others} not 202)' if others else ''}"
+        )
     for connections, public_rate, others in calendar_rates:
         bare_rate = next(b for c, _, b, _ in compared if c == connections)
         refused = f"  ({others} not 202)" if others else ""
-        print(f"{connections:>11} {public_rate:>8.0f} {bare_rate:>8.0f} {public_rate / max(bare_rate, 1e-9):>5.2f}x"
-              f"         POST /v1/calendar (no token; per-client limits lifted){refused}")  # fmt: skip
+        print(
+            f"{connections:>11} {public_rate:>8.0f} {bare_rate:>8.0f} {public_rate / max(bare_rate, 1e-9):>5.2f}x"
+            f"         POST /v1/calendar (no token; per-client limits lifted){refused}"
+        )
     print("beside the durable floor (the bare route, and each receipt committed to SQLite as the journal commits):")
     print(f"{'connections':>11} {'ours /s':>8} {'floor /s':>8} {'ratio':>6} {'target':>7}")
     for connections, floor_rate, others in durable_rates:
         ours_rate = next(o for c, o, _, _ in compared if c == connections)
         ratio = ours_rate / max(floor_rate, 1e-9)
         refused = f"  ({others} not 202)" if others else ""
-        print(f"{connections:>11} {ours_rate:>8.0f} {floor_rate:>8.0f} {ratio:>5.2f}x {0.8:>6.1f}x"
-              f" {'met' if ratio >= 0.8 else 'NOT met'}{refused}")  # fmt: skip
+        print(
+            f"{connections:>11} {ours_rate:>8.0f} {floor_rate:>8.0f} {ratio:>5.2f}x {0.8:>6.1f}x"
+            f" {'met' if ratio >= 0.8 else 'NOT met'}{refused}"
+        )
     at64 = next(o for c, o, _, _ in compared if c == 64)
     print(f"at 64 connections: {at64:.0f} receipts/s (target >= 2,000: {'met' if at64 >= 2000 else 'NOT met'})")
-    (RESULTS / "calendar_bench.json").write_text(json.dumps({
-        "stamp_seconds": stamps, "local_key_seconds": peer, "sustained": {"accepted": accepted, "refused": refused,
-        "seconds": SUSTAIN_S, "service_cpu_s": cpu_used, "server_cpu_s": server_cpu,
-        "flusher_decoder_cpu_s": rest_cpu}, "gas": {"effects": effects, "items": items, "per_item": gas},
-        "pending_to_complete_s": wait, "flush_interval_s": FLUSH_INTERVAL_S, "cores": os.cpu_count(),
-        "paced": {"accepted": paced, "refused": paced_refused, "effects": paced_effects, "items": paced_items,
-                  "gas_per_item": paced_gas, "pace_ms": PACE_MS},
-        "beside_bare": [{"connections": c, "ours_per_s": o, "bare_per_s": b, "not_202": n} for c, o, b, n in compared],
-        "public_calendar": [{"connections": c, "per_s": r, "not_202": n} for c, r, n in calendar_rates],
-        "durable_floor": [{"connections": c, "per_s": r, "not_202": n} for c, r, n in durable_rates],
-    }, indent=1) + "\n")  # fmt: skip
+    (RESULTS / "calendar_bench.json").write_text(
+        json.dumps(
+            {
+                "stamp_seconds": stamps,
+                "local_key_seconds": peer,
+                "sustained": {
+                    "accepted": accepted,
+                    "refused": refused,
+                    "seconds": SUSTAIN_S,
+                    "service_cpu_s": cpu_used,
+                    "server_cpu_s": server_cpu,
+                    "flusher_decoder_cpu_s": rest_cpu,
+                },
+                "gas": {"effects": effects, "items": items, "per_item": gas},
+                "pending_to_complete_s": wait,
+                "flush_interval_s": FLUSH_INTERVAL_S,
+                "cores": os.cpu_count(),
+                "paced": {
+                    "accepted": paced,
+                    "refused": paced_refused,
+                    "effects": paced_effects,
+                    "items": paced_items,
+                    "gas_per_item": paced_gas,
+                    "pace_ms": PACE_MS,
+                },
+                "beside_bare": [
+                    {"connections": c, "ours_per_s": o, "bare_per_s": b, "not_202": n} for c, o, b, n in compared
+                ],
+                "public_calendar": [{"connections": c, "per_s": r, "not_202": n} for c, r, n in calendar_rates],
+                "durable_floor": [{"connections": c, "per_s": r, "not_202": n} for c, r, n in durable_rates],
+            },
+            indent=1,
+        )
+        + "\n"
+    )
 
 
 if __name__ == "__main__":

@@ -102,8 +102,12 @@ def index(base: Path, records: int, runs: int) -> dict[str, Any]:
         samples: dict[str, list[float]] = {"first sync": [], "bare eth_getLogs": [], "idle sync": []}
         for run in range(runs):
             path = base / f"index-{run}.sqlite"
-            follower = Follower(handle.rpc, IndexStore(path, handle.chain_id, registry.address), registry.address,
-                                from_block=registry.from_block)  # fmt: skip
+            follower = Follower(
+                handle.rpc,
+                IndexStore(path, handle.chain_id, registry.address),
+                registry.address,
+                from_block=registry.from_block,
+            )
             start = time.perf_counter()
             report = follower.sync()
             samples["first sync"].append(time.perf_counter() - start)
@@ -119,8 +123,10 @@ def index(base: Path, records: int, runs: int) -> dict[str, Any]:
     medians = {k: _median(v) for k, v in samples.items()}
     print(f"index of {2 * records} events over {head} blocks (median of {runs}):")
     print(f"  first sync       {medians['first sync']:.3f} s  ({2 * records / medians['first sync']:.0f} events/s)")
-    print(f"  bare eth_getLogs {medians['bare eth_getLogs']:.3f} s  "
-          f"(the sync takes {medians['first sync'] / medians['bare eth_getLogs']:.2f}x the logs alone)")  # fmt: skip
+    print(
+        f"  bare eth_getLogs {medians['bare eth_getLogs']:.3f} s  "
+        f"(the sync takes {medians['first sync'] / medians['bare eth_getLogs']:.2f}x the logs alone)"
+    )
     print(f"  idle sync        {medians['idle sync'] * 1000:.1f} ms (each second while serving)")
     return {"records": records, "blocks": head, "samples": samples, "medians": medians}
 

@@ -92,8 +92,10 @@ def main() -> None:
             cpu, wall = zip(*samples[(name, tree)], strict=True)
             row[tree] = (statistics.median(cpu), statistics.median(wall))
             print(f"anchor {name:24s} {tree:5s}  cpu {row[tree][0] * 1000:7.1f} ms  wall {row[tree][1] * 1000:7.1f} ms")
-        print(f"anchor {name:24s} this/other: cpu {row['this'][0] / row['other'][0]:.2f}x,"
-              f" wall {row['this'][1] / row['other'][1]:.2f}x")  # fmt: skip
+        print(
+            f"anchor {name:24s} this/other: cpu {row['this'][0] / row['other'][0]:.2f}x,"
+            f" wall {row['this'][1] / row['other'][1]:.2f}x"
+        )
 
 
 if __name__ == "__main__":

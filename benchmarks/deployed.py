@@ -46,8 +46,13 @@ def deployed_chain(data: Path) -> Iterator[Settings]:
 
 def service_env(settings: Settings, token: str, **extra: str) -> dict[str, str]:
     """This process's environment, pointed at `settings`' data dir and chain, accepting `token`."""
-    return {**os.environ, "ANCHOR_DATA_DIR": str(settings.data_dir), "ANCHOR_LOCAL_PORT": str(settings.local_port),
-            "ANCHOR_API_TOKENS": "sha256:" + hashlib.sha256(token.encode()).hexdigest(), **extra}  # fmt: skip
+    return {
+        **os.environ,
+        "ANCHOR_DATA_DIR": str(settings.data_dir),
+        "ANCHOR_LOCAL_PORT": str(settings.local_port),
+        "ANCHOR_API_TOKENS": "sha256:" + hashlib.sha256(token.encode()).hexdigest(),
+        **extra,
+    }
 
 
 @contextmanager

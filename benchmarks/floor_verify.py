@@ -44,8 +44,15 @@ def checked(path: str) -> dict[str, Any] | None:
 def inclusion(submitter: str, proof: dict[str, Any]) -> str:
     """The calldata of verifyInclusion(submitter, root, path, item) for `proof`."""
     siblings = [s[2:] for s in proof["batch"]["proof"]]
-    return "0x" + (SELECTOR + submitter.rjust(64, "0") + proof["batch"]["root"][2:] + f"{128:064x}"
-                   + proof["manifest_digest"][2:] + f"{len(siblings):064x}" + "".join(siblings))  # fmt: skip
+    return "0x" + (
+        SELECTOR
+        + submitter.rjust(64, "0")
+        + proof["batch"]["root"][2:]
+        + f"{128:064x}"
+        + proof["manifest_digest"][2:]
+        + f"{len(siblings):064x}"
+        + "".join(siblings)
+    )
 
 
 SELECTOR = keccak_256(b"verifyInclusion(address,bytes32,bytes32[],bytes32)").hexdigest()[:8]

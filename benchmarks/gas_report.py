@@ -47,10 +47,12 @@ def measure(handle, data: Path) -> dict[str, int | None]:  # type: ignore[no-unt
     root = os.urandom(32)
     out["root"] = registry.anchor_root(signer, root).gas_used
     researcher = Signer(Account.from_key(os.urandom(32)), "bench")
-    fields = LineageFields(researcher.address, _commit(), _commit(), os.urandom(32), os.urandom(32), True,
-                           int(time.time()) + 3600)  # fmt: skip
-    out["signed"] = registry.anchor_signed(signer, researcher.sign_lineage(handle.chain_id, registry.address,
-                                                                           fields)).gas_used  # fmt: skip
+    fields = LineageFields(
+        researcher.address, _commit(), _commit(), os.urandom(32), os.urandom(32), True, int(time.time()) + 3600
+    )
+    out["signed"] = registry.anchor_signed(
+        signer, researcher.sign_lineage(handle.chain_id, registry.address, fields)
+    ).gas_used
     reason = os.urandom(32)
     out["retract"] = registry.retract_root(signer, root, reason).gas_used
     out["retract_lineage"] = registry.retract_lineage(signer, commit, reason).gas_used
@@ -87,8 +89,9 @@ def main() -> None:
         value = got[key]
         print(f"{label:34} {value if value is None else f'{value:>9,}'} {target}  {peers}")
     lineage = got["lineage"] or 0
-    print(f"direct lineage vs struct registry {lineage / STRUCT_REGISTRY:.2f}x,"
-          f" vs EAS attest {lineage / EAS_ATTEST:.2f}x")  # fmt: skip
+    print(
+        f"direct lineage vs struct registry {lineage / STRUCT_REGISTRY:.2f}x, vs EAS attest {lineage / EAS_ATTEST:.2f}x"
+    )
     for key, target in TARGETS.items():
         value = got[key]
         print(f"{key:16} {value:,} <= {target:,}: {'yes' if value is not None and value <= target else 'NO'}")

@@ -172,16 +172,17 @@ def end_to_end(data: Path, runs: int) -> None:
             warm(path)
             for _ in range(runs):
                 ours_run = partial(subprocess.run, ours_cmd, stdout=subprocess.DEVNULL, check=True)
-                for tool, run in (("anchor", ours_run),
-                                  ("b3sum", peer)):  # fmt: skip
+                for tool, run in (("anchor", ours_run), ("b3sum", peer)):
                     if cache == "cold":
                         evict(path)
                     start = time.perf_counter()
                     run()
                     samples[key][tool].append(time.perf_counter() - start)
             ours, theirs = statistics.median(samples[key]["anchor"]), statistics.median(samples[key]["b3sum"])
-            print(f"  {key:<22} anchor {ours:6.2f} s ({size / ours / 1e9:5.2f} GB/s)   b3sum {theirs:6.2f} s"
-                  f" ({size / theirs / 1e9:5.2f} GB/s)   ratio {theirs / ours:4.2f}x (target >= 0.90)")  # fmt: skip
+            print(
+                f"  {key:<22} anchor {ours:6.2f} s ({size / ours / 1e9:5.2f} GB/s)   b3sum {theirs:6.2f} s"
+                f" ({size / theirs / 1e9:5.2f} GB/s)   ratio {theirs / ours:4.2f}x (target >= 0.90)"
+            )
     results = Path(__file__).parent / "results"
     results.mkdir(exist_ok=True)
     (results / "hash_end_to_end.json").write_text(json.dumps(samples, indent=1))
@@ -194,8 +195,11 @@ def typed(data: dict[str, Path], runs: int) -> None:
     anchor = str(Path(sys.executable).with_name("anchor"))
     samples: dict[str, dict[str, list[float]]] = {}
     print(f"`anchor hash` as typed vs its peer, {os.cpu_count()} cores, median of {runs} alternating runs, warm")
-    goals = {"big": ("1 GiB file, b3sum", 1 / 0.9), "tree": ("10,000 files, find | xargs b3sum", 1.2),
-             "small": ("100,000 x 1 KiB, find | xargs b3sum", 1.3)}  # fmt: skip
+    goals = {
+        "big": ("1 GiB file, b3sum", 1 / 0.9),
+        "tree": ("10,000 files, find | xargs b3sum", 1.2),
+        "small": ("100,000 x 1 KiB, find | xargs b3sum", 1.3),
+    }
     for name, (label, most) in goals.items():
         path = data[name]
         warm(path)

@@ -55,8 +55,20 @@ ATTACK_S = 10.0
 
 
 def serve(target: str, port: int, env: dict[str, str], factory: bool) -> subprocess.Popen[bytes]:
-    argv = [sys.executable, "-m", "uvicorn", target, "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
-            "--log-level", "critical"]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        target,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        "1",
+        "--log-level",
+        "critical",
+    ]
     if factory:
         argv.append("--factory")
     server = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -124,15 +136,17 @@ def big_unauthenticated(port: int, pid: int, path: str, samples: list[dict[str, 
         rss0, _ = memory_kib(pid)
         status, seconds = exchange(port, head, body)
         rss1, hwm = memory_kib(pid)
-        samples.append({"status": status, "seconds": seconds, "rss_before_kib": rss0, "rss_after_kib": rss1,
-                        "hwm_kib": hwm})  # fmt: skip
+        samples.append(
+            {"status": status, "seconds": seconds, "rss_before_kib": rss0, "rss_after_kib": rss1, "hwm_kib": hwm}
+        )
 
 
 def hostile_requests() -> list[tuple[bytes, bytes]]:
     deep = b"[" * 100_000 + b"]" * 100_000
     proof_body, proof_type = multipart("proof", deep)
-    siblings = json.dumps({"format": "anchor/proof", "version": 1, "manifest": {},
-                           "batch": {"proof": ["0x" + "44" * 32] * 900_000}}).encode()  # fmt: skip
+    siblings = json.dumps(
+        {"format": "anchor/proof", "version": 1, "manifest": {}, "batch": {"proof": ["0x" + "44" * 32] * 900_000}}
+    ).encode()
     sib_body, sib_type = multipart("proof", siblings)
     dirs_body, dirs_type = multipart("archive", directory_flood(30_000))
     bomb_body, bomb_type = multipart("archive", header_bomb())
@@ -181,9 +195,12 @@ def decoder_times() -> dict[str, float]:
         with contextlib.suppress(BadInput):
             decode_archive(data)
         times[name] = time.perf_counter() - start
-    for name, raw in {"proof: [ x 100,000": b"[" * 100_000 + b"]" * 100_000,
-                      "proof: 900,000 siblings": json.dumps({"format": "anchor/proof", "version": 1,
-                      "batch": {"proof": ["0x" + "44" * 32] * 900_000}}).encode()}.items():  # fmt: skip
+    for name, raw in {
+        "proof: [ x 100,000": b"[" * 100_000 + b"]" * 100_000,
+        "proof: 900,000 siblings": json.dumps(
+            {"format": "anchor/proof", "version": 1, "batch": {"proof": ["0x" + "44" * 32] * 900_000}}
+        ).encode(),
+    }.items():
         start = time.perf_counter()
         with contextlib.suppress(BadInput):
             parse_proof(raw, "bench")
@@ -231,10 +248,19 @@ def main() -> None:
             for server in servers:
                 server.terminate()
                 server.wait()
-    (RESULTS / "hostile_bench.json").write_text(json.dumps(
-        {"ours_unauthenticated_60mib": ours_big, "bare_unauthenticated_60mib": bare_big,
-         "health_quiet_s": quiet, "health_under_attack_s": loaded, "attacks_sent": sum(counts),
-         "decode_s": decoding}, indent=1))  # fmt: skip
+    (RESULTS / "hostile_bench.json").write_text(
+        json.dumps(
+            {
+                "ours_unauthenticated_60mib": ours_big,
+                "bare_unauthenticated_60mib": bare_big,
+                "health_quiet_s": quiet,
+                "health_under_attack_s": loaded,
+                "attacks_sent": sum(counts),
+                "decode_s": decoding,
+            },
+            indent=1,
+        )
+    )
 
     def summary(samples: list[dict[str, float]]) -> tuple[float, float, float]:
         ms = [s["seconds"] * 1000 for s in samples]
@@ -260,8 +286,10 @@ def main() -> None:
         f"  ({len(loaded)} samples; target p99 <= 20 ms); server still up: {alive}"
     )
     slowest = sorted(decoding.items(), key=lambda kv: -kv[1])[:3]
-    print(f"decoding {len(decoding)} hostile inputs (default limits): max {slowest[0][1] * 1000:.0f} ms per input;"
-          f" slowest: " + ", ".join(f"{name} {seconds * 1000:.0f} ms" for name, seconds in slowest))  # fmt: skip
+    print(
+        f"decoding {len(decoding)} hostile inputs (default limits): max {slowest[0][1] * 1000:.0f} ms per input;"
+        f" slowest: " + ", ".join(f"{name} {seconds * 1000:.0f} ms" for name, seconds in slowest)
+    )
     print(f"raw samples: {RESULTS / 'hostile_bench.json'}")
 
 
@@ -273,8 +301,14 @@ def bundle_listing(count: int) -> tuple[dict[str, object], list[dict[str, object
     """A legitimate listing of `count` files (random contents' digests) and its identity."""
     from anchor.manifest.filetree import FileTreeManifest
 
-    rows = [{"path": f"shards/{n // 1000:03d}/part-{n:06d}.bin", "size": 4096 + n,
-             "blake3": hashlib.blake2s(n.to_bytes(4, "big")).hexdigest()} for n in range(count)]  # fmt: skip
+    rows = [
+        {
+            "path": f"shards/{n // 1000:03d}/part-{n:06d}.bin",
+            "size": 4096 + n,
+            "blake3": hashlib.blake2s(n.to_bytes(4, "big")).hexdigest(),
+        }
+        for n in range(count)
+    ]
     tree = FileTreeManifest.from_files_json(rows)
     return tree.identity(), tree.files_json()
 
@@ -310,8 +344,9 @@ def bundle_page() -> None:
             identity, files = bundle_listing(BUNDLE_FILES)
             body = json.dumps({"manifest": identity, "files": files}).encode()
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
-            conn.request("POST", "/v1/manifests", body, {"Content-Type": "application/json",
-                                                         "Authorization": f"Bearer {TOKEN}"})  # fmt: skip
+            conn.request(
+                "POST", "/v1/manifests", body, {"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"}
+            )
             answer = conn.getresponse()
             submitted = json.loads(answer.read())
             if answer.status != 202:
@@ -352,17 +387,31 @@ def bundle_page() -> None:
                 server.terminate()
                 server.wait()
     every = [s for part in loads for s in part]
-    (RESULTS / "hostile_bundle_page.json").write_text(json.dumps(
-        {"files": BUNDLE_FILES, "first_view_s": first_view, "first_page_bytes": len(first_page),
-         "page_load_s": every, "health_quiet_s": quiet, "health_loaded_s": loaded, "server_kib": rss},
-        indent=1))  # fmt: skip
+    (RESULTS / "hostile_bundle_page.json").write_text(
+        json.dumps(
+            {
+                "files": BUNDLE_FILES,
+                "first_view_s": first_view,
+                "first_page_bytes": len(first_page),
+                "page_load_s": every,
+                "health_quiet_s": quiet,
+                "health_loaded_s": loaded,
+                "server_kib": rss,
+            },
+            indent=1,
+        )
+    )
     print(f"explorer page of a {BUNDLE_FILES:,}-file bundle, uvicorn 1 worker, {os.cpu_count()} cores")
     print(f"  first view (listing built, verdict read): {first_view:.2f} s, {len(first_page) / 1024:.0f} KiB")
-    print(f"  {PAGE_CLIENTS} clients loading pages for {ATTACK_S:g} s: {len(every)} loads, p50"
-          f" {p(every, 0.5) * 1000:.1f} ms, p99 {p(every, 0.99) * 1000:.1f} ms")  # fmt: skip
+    print(
+        f"  {PAGE_CLIENTS} clients loading pages for {ATTACK_S:g} s: {len(every)} loads, p50"
+        f" {p(every, 0.5) * 1000:.1f} ms, p99 {p(every, 0.99) * 1000:.1f} ms"
+    )
     print(f"  /health at rest  p50 {p(quiet, 0.5) * 1000:6.2f} ms  p99 {p(quiet, 0.99) * 1000:6.2f} ms")
-    print(f"  /health loaded   p50 {p(loaded, 0.5) * 1000:6.2f} ms  p99 {p(loaded, 0.99) * 1000:6.2f} ms"
-          f" (target p99 <= 50 ms: {'met' if p(loaded, 0.99) <= 0.05 else 'NOT met'})")  # fmt: skip
+    print(
+        f"  /health loaded   p50 {p(loaded, 0.5) * 1000:6.2f} ms  p99 {p(loaded, 0.99) * 1000:6.2f} ms"
+        f" (target p99 <= 50 ms: {'met' if p(loaded, 0.99) <= 0.05 else 'NOT met'})"
+    )
     print(f"  server RSS after: {rss[0] / 1024:.0f} MB (peak {rss[1] / 1024:.0f} MB)")
 
 
@@ -418,9 +467,13 @@ def slow_connections() -> None:
     with tempfile.TemporaryDirectory() as tmp, deployed_chain(Path(tmp)) as settings:
         port = free_port()
         env = service_env(settings, TOKEN, ANCHOR_API_FLUSH="0")
-        server = subprocess.Popen([str(Path(sys.executable).with_name("anchor")), "serve", "--port", str(port)],
-                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                  start_new_session=True)  # fmt: skip
+        server = subprocess.Popen(
+            [str(Path(sys.executable).with_name("anchor")), "serve", "--port", str(port)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         try:
             wait_for_health(f"http://127.0.0.1:{port}")
             quiet, _ = health_answers(port, 3.0)
@@ -434,15 +487,28 @@ def slow_connections() -> None:
         finally:
             os.killpg(server.pid, 15)  # the group we started
             server.wait(timeout=120)
-    (RESULTS / "hostile_slow_connections.json").write_text(json.dumps(
-        {"connections": SLOW_CONNECTIONS, "opened_refused": opened, "health_quiet_s": quiet,
-         "health_loaded_s": loaded, "health_failed": failed}, indent=1))  # fmt: skip
+    (RESULTS / "hostile_slow_connections.json").write_text(
+        json.dumps(
+            {
+                "connections": SLOW_CONNECTIONS,
+                "opened_refused": opened,
+                "health_quiet_s": quiet,
+                "health_loaded_s": loaded,
+                "health_failed": failed,
+            },
+            indent=1,
+        )
+    )
     print(f"anchor serve (1 worker, connection cap and deadlines at their defaults), {os.cpu_count()} cores")
-    print(f"  {SLOW_CONNECTIONS:,} slow connections tried by 2 processes: opened {sum(o for o, _ in opened):,},"
-          f" refused or reset at once {sum(r for _, r in opened):,}")  # fmt: skip
+    print(
+        f"  {SLOW_CONNECTIONS:,} slow connections tried by 2 processes: opened {sum(o for o, _ in opened):,},"
+        f" refused or reset at once {sum(r for _, r in opened):,}"
+    )
     print(f"  /health at rest  p50 {p(quiet, 0.5) * 1000:6.2f} ms  p99 {p(quiet, 0.99) * 1000:6.2f} ms")
-    print(f"  /health during   {len(loaded)} answered, {failed} failed; p50 {p(loaded, 0.5) * 1000:6.2f} ms,"
-          f" p99 {p(loaded, 0.99) * 1000:6.2f} ms (target: it answers); server still up: {alive}")  # fmt: skip
+    print(
+        f"  /health during   {len(loaded)} answered, {failed} failed; p50 {p(loaded, 0.5) * 1000:6.2f} ms,"
+        f" p99 {p(loaded, 0.99) * 1000:6.2f} ms (target: it answers); server still up: {alive}"
+    )
 
 
 FLOOD_CLIENTS = 90
@@ -470,10 +536,19 @@ def proof_flood() -> None:
         server = serve("api.app:create_app", port, env, factory=True)
         try:
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-            identity = {"kind": "filetree", "version": 1, "files_root": os.urandom(32).hex(), "file_count": 1,
-                        "total_size": 1}  # fmt: skip
-            conn.request("POST", "/v1/manifests", json.dumps({"manifest": identity}),
-                         {"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"})  # fmt: skip
+            identity = {
+                "kind": "filetree",
+                "version": 1,
+                "files_root": os.urandom(32).hex(),
+                "file_count": 1,
+                "total_size": 1,
+            }
+            conn.request(
+                "POST",
+                "/v1/manifests",
+                json.dumps({"manifest": identity}),
+                {"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"},
+            )
             digest = json.loads(conn.getresponse().read())["manifest_digest"]
             deadline = time.monotonic() + 120
             while True:
@@ -485,8 +560,12 @@ def proof_flood() -> None:
                 if time.monotonic() > deadline:
                     raise RuntimeError("the honest proof was not anchored")
                 time.sleep(0.2)
-            siblings = {"format": "anchor/proof", "version": 1, "manifest": {},
-                        "batch": {"proof": ["0x" + "44" * 32] * 200_000}}  # fmt: skip
+            siblings = {
+                "format": "anchor/proof",
+                "version": 1,
+                "manifest": {},
+                "batch": {"proof": ["0x" + "44" * 32] * 200_000},
+            }
             hostile, hostile_type = multipart("proof", json.dumps(siblings).encode())
             head = post_head("/v1/verify/proof", len(hostile), hostile_type)
             honest, honest_type = multipart("proof", honest_proof)
@@ -504,8 +583,12 @@ def proof_flood() -> None:
 
             quiet = [honest_check() for _ in range(20)]
             stop, seen = threading.Event(), []  # type: ignore[var-annotated]
-            flood = [threading.Thread(target=flood_post, args=(port, f"127.0.1.{k + 1}", head, hostile, stop, seen),
-                                      daemon=True) for k in range(FLOOD_CLIENTS)]  # fmt: skip
+            flood = [
+                threading.Thread(
+                    target=flood_post, args=(port, f"127.0.1.{k + 1}", head, hostile, stop, seen), daemon=True
+                )
+                for k in range(FLOOD_CLIENTS)
+            ]
             peak = [0]
 
             def sample_memory() -> None:
@@ -528,14 +611,28 @@ def proof_flood() -> None:
             server.terminate()
             server.wait()
     statuses = {code: seen.count(code) for code in sorted(set(seen))}
-    (RESULTS / "hostile_proof_flood.json").write_text(json.dumps(
-        {"clients": FLOOD_CLIENTS, "hostile_bytes": len(hostile), "statuses": statuses, "honest_quiet_s": quiet,
-         "honest_loaded_s": loaded, "server_peak_rss_kib": peak[0]}, indent=1))  # fmt: skip
-    print(f"{FLOOD_CLIENTS} clients sending {len(hostile) / 2**20:.1f} MiB hostile proofs to /v1/verify/proof,"
-          f" uvicorn 1 worker, {os.cpu_count()} cores; their answers: {statuses}")  # fmt: skip
+    (RESULTS / "hostile_proof_flood.json").write_text(
+        json.dumps(
+            {
+                "clients": FLOOD_CLIENTS,
+                "hostile_bytes": len(hostile),
+                "statuses": statuses,
+                "honest_quiet_s": quiet,
+                "honest_loaded_s": loaded,
+                "server_peak_rss_kib": peak[0],
+            },
+            indent=1,
+        )
+    )
+    print(
+        f"{FLOOD_CLIENTS} clients sending {len(hostile) / 2**20:.1f} MiB hostile proofs to /v1/verify/proof,"
+        f" uvicorn 1 worker, {os.cpu_count()} cores; their answers: {statuses}"
+    )
     print(f"  honest proof at rest      p50 {p(quiet, 0.5) * 1000:7.1f} ms  p99 {p(quiet, 0.99) * 1000:7.1f} ms")
-    print(f"  honest proof under flood  p50 {p(loaded, 0.5) * 1000:7.1f} ms  p99 {p(loaded, 0.99) * 1000:7.1f} ms"
-          f" ({len(loaded)} checks; target p99 <= 1 s: {'met' if p(loaded, 0.99) <= 1 else 'NOT met'})")  # fmt: skip
+    print(
+        f"  honest proof under flood  p50 {p(loaded, 0.5) * 1000:7.1f} ms  p99 {p(loaded, 0.99) * 1000:7.1f} ms"
+        f" ({len(loaded)} checks; target p99 <= 1 s: {'met' if p(loaded, 0.99) <= 1 else 'NOT met'})"
+    )
     held = "met" if peak[0] <= 500 * 1024 else "NOT met"
     print(f"  server peak RSS {peak[0] / 1024:.0f} MB (target <= 500 MB: {held}); still up: {alive}")
 

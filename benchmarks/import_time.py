@@ -49,8 +49,10 @@ def main() -> None:
     for name, values in samples.items():
         peer = name == "bare interpreter" or name.startswith("peer:")
         verdict = "" if peer else ("  within" if p95(values) <= BUDGET_MS else "  OVER") + " budget"
-        print(f"  {name:42} median {statistics.median(values):7.1f}  p95 {p95(values):7.1f}"
-              f"  ({statistics.median(values) / base:4.1f}x bare){verdict}")  # fmt: skip
+        print(
+            f"  {name:42} median {statistics.median(values):7.1f}  p95 {p95(values):7.1f}"
+            f"  ({statistics.median(values) / base:4.1f}x bare){verdict}"
+        )
     out = Path(__file__).with_name("results") / "import_time.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps({"budget_ms": BUDGET_MS, "samples_ms": samples}, indent=1))

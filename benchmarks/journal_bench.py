@@ -104,10 +104,25 @@ end
 
 def _wrk(url: str, connections: int, seconds: int, seed: int, script: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        ["wrk", "-t", "1", "-c", str(connections), "-d", f"{seconds}s", "--latency", "-s", str(script), url,
-         "--", str(seed)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        [
+            "wrk",
+            "-t",
+            "1",
+            "-c",
+            str(connections),
+            "-d",
+            f"{seconds}s",
+            "--latency",
+            "-s",
+            str(script),
+            url,
+            "--",
+            str(seed),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def _wrk_figures(output: str) -> dict[str, float]:
@@ -200,18 +215,21 @@ def end_to_end(replicas: int, seconds: int, connections: int, server_url: str, w
             shutil.copytree(chain_dir / "deployments", data_dir / "deployments")
             env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
             env.update(
-                ANCHOR_DATA_DIR=str(data_dir), ANCHOR_RPC_URL=node.rpc_url, ANCHOR_JOURNAL_URL=url,
+                ANCHOR_DATA_DIR=str(data_dir),
+                ANCHOR_RPC_URL=node.rpc_url,
+                ANCHOR_JOURNAL_URL=url,
                 ANCHOR_API_TOKENS="sha256:" + hashlib.sha256(TOKEN.encode()).hexdigest(),
-            )  # fmt: skip
+            )
             replica = Replica(index, data_dir, env)
             replica.start()
             started_replicas.append(replica)
         journal = open_journal(base, url)
         for replica in started_replicas:  # warm: each replica's flusher started and through one flush
             request = urllib.request.Request(
-                f"{replica.url}/v1/manifests", json.dumps({"manifest": _identity(replica.index)}).encode(),
+                f"{replica.url}/v1/manifests",
+                json.dumps({"manifest": _identity(replica.index)}).encode(),
                 {"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"},
-            )  # fmt: skip
+            )
             urllib.request.urlopen(request, timeout=60).close()  # noqa: S310 - loopback
         while journal.db.execute("SELECT count(*) FROM items WHERE state != 'confirmed'").fetchone()[0]:
             time.sleep(0.05)
@@ -241,15 +259,23 @@ def end_to_end(replicas: int, seconds: int, connections: int, server_url: str, w
         journal.close()
         figures = [_wrk_figures(out) for out in outputs]
         return {
-            "replicas": replicas, "items": items, "http_submissions_per_s": sum(f["per_s"] for f in figures),
-            "anchored_items_per_s": items / anchored_s, "roots": roots, "p99_ms": max(f["p99_ms"] for f in figures),
-            "non_2xx": sum(f["non_2xx"] for f in figures), "cpu_busy": (busy1 - busy0) / max(1, total1 - total0),
-            "cpu_seconds": {**roles, "machine": (busy1 - busy0) / os.sysconf("SC_CLK_TCK"),
-                            "available": (total1 - total0) / os.sysconf("SC_CLK_TCK")},
+            "replicas": replicas,
+            "items": items,
+            "http_submissions_per_s": sum(f["per_s"] for f in figures),
+            "anchored_items_per_s": items / anchored_s,
+            "roots": roots,
+            "p99_ms": max(f["p99_ms"] for f in figures),
+            "non_2xx": sum(f["non_2xx"] for f in figures),
+            "cpu_busy": (busy1 - busy0) / max(1, total1 - total0),
+            "cpu_seconds": {
+                **roles,
+                "machine": (busy1 - busy0) / os.sysconf("SC_CLK_TCK"),
+                "available": (total1 - total0) / os.sysconf("SC_CLK_TCK"),
+            },
             "lock_waiting_mean": statistics.fmean(w for w, _ in sampler.samples) if sampler.samples else 0.0,
             "sessions_active_mean": statistics.fmean(a for _, a in sampler.samples) if sampler.samples else 0.0,
             "wrk": outputs,
-        }  # fmt: skip
+        }
     finally:
         for replica in started_replicas:
             replica.stop()
@@ -301,8 +327,12 @@ def growth(sizes: list[int], url: str | None, batch: int, workdir: Path) -> list
     with deployed_chain(workdir / "data") as base:
         settings = replace(base, journal_url=url)
         env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
-        env.update(ANCHOR_DATA_DIR=str(settings.data_dir), ANCHOR_LOCAL_PORT=str(settings.local_port),
-                   ANCHOR_API_FLUSH_INTERVAL_S="3600", **({"ANCHOR_JOURNAL_URL": url} if url else {}))  # fmt: skip
+        env.update(
+            ANCHOR_DATA_DIR=str(settings.data_dir),
+            ANCHOR_LOCAL_PORT=str(settings.local_port),
+            ANCHOR_API_FLUSH_INTERVAL_S="3600",
+            **({"ANCHOR_JOURNAL_URL": url} if url else {}),
+        )
         service = AnchorService.open(settings)
         made = 0
         try:
@@ -325,14 +355,20 @@ def growth(sizes: list[int], url: str | None, batch: int, workdir: Path) -> list
                     one.append((time.perf_counter() - began) * 1000)
                 service.flush(max_items=batch)
                 made += 100
-                picked = [bytes(r[0]) for r in service.journal.db.execute(
-                    "SELECT digest FROM items WHERE id IN (" + ",".join(str(random.randint(1, made)) for _ in range(20))
-                    + ")").fetchall()]  # fmt: skip
+                picked = [
+                    bytes(r[0])
+                    for r in service.journal.db.execute(
+                        "SELECT digest FROM items WHERE id IN ("
+                        + ",".join(str(random.randint(1, made)) for _ in range(20))
+                        + ")"
+                    ).fetchall()
+                ]
                 status = []
                 for _ in range(5):
                     began = time.perf_counter()
-                    subprocess.run([sys.executable, "-m", "anchor", "journal", "status"], env=env, check=True,
-                                   capture_output=True)  # fmt: skip
+                    subprocess.run(
+                        [sys.executable, "-m", "anchor", "journal", "status"], env=env, check=True, capture_output=True
+                    )
                     status.append(time.perf_counter() - began)
                 store = _disk(settings.layout.batches) + _disk(settings.layout.proofs)
                 journal = _journal_bytes(settings.data_dir, url)
@@ -343,17 +379,27 @@ def growth(sizes: list[int], url: str | None, batch: int, workdir: Path) -> list
                     verify = statistics.median(_get_ms(f"{replica.url}/v1/verify/0x{d.hex()}", 3) for d in picked)
                 finally:
                     replica.stop()
-                rows.append({
-                    "backend": "sqlite" if url is None else "postgresql", "items": made,
-                    "journal_bytes": journal, "store_bytes": store, "bytes_per_item": (journal + store) / made,
-                    "status_s": statistics.median(status), "submit_p50_ms": statistics.median(one),
-                    "get_proof_ms": proofs, "get_verify_ms": verify,
-                    "fill_s": {"submit": submitted_s, "flush": flushed_s},
-                })  # fmt: skip
+                rows.append(
+                    {
+                        "backend": "sqlite" if url is None else "postgresql",
+                        "items": made,
+                        "journal_bytes": journal,
+                        "store_bytes": store,
+                        "bytes_per_item": (journal + store) / made,
+                        "status_s": statistics.median(status),
+                        "submit_p50_ms": statistics.median(one),
+                        "get_proof_ms": proofs,
+                        "get_verify_ms": verify,
+                        "fill_s": {"submit": submitted_s, "flush": flushed_s},
+                    }
+                )
                 r = rows[-1]
-                print(f"{r['backend']:<11} {made:>9} {r['bytes_per_item']:>9.0f} ({journal / made:.0f} + "
-                      f"{store / made:.0f}) {r['status_s']:>8.3f} {r['submit_p50_ms']:>9.2f} {proofs:>9.2f}"
-                      f" {verify:>9.2f}   filled in {submitted_s:.0f} s + {flushed_s:.0f} s", flush=True)  # fmt: skip
+                print(
+                    f"{r['backend']:<11} {made:>9} {r['bytes_per_item']:>9.0f} ({journal / made:.0f} + "
+                    f"{store / made:.0f}) {r['status_s']:>8.3f} {r['submit_p50_ms']:>9.2f} {proofs:>9.2f}"
+                    f" {verify:>9.2f}   filled in {submitted_s:.0f} s + {flushed_s:.0f} s",
+                    flush=True,
+                )
         finally:
             service.close()
     return rows
@@ -372,8 +418,10 @@ def main() -> None:
     if args.growth:
         sizes = [int(n) for n in args.growth.split(",")]
         print(f"growth: batches of {args.batch}; bytes on disk per item = (journal + proof store) / items")
-        print(f"{'backend':<11} {'items':>9} {'B/item':>9} {'':>12} {'status s':>8} {'submit ms':>9}"
-              f" {'proof ms':>9} {'verify ms':>9}")  # fmt: skip
+        print(
+            f"{'backend':<11} {'items':>9} {'B/item':>9} {'':>12} {'status s':>8} {'submit ms':>9}"
+            f" {'proof ms':>9} {'verify ms':>9}"
+        )
         found: list[dict[str, Any]] = []
         with tempfile.TemporaryDirectory(prefix="journal-growth-") as tmp, postgres_server() as server_url:
             for backend in args.backends.split(","):
@@ -396,27 +444,37 @@ def main() -> None:
             raw["transitions"][backend] = samples
             for kind in ("submit", "update"):
                 ms = samples[f"{kind}_ms"]
-                print(f"{backend:<11} {kind:<7} {1000 * len(ms) / sum(ms):>8.0f} {statistics.median(ms):>8.2f}"
-                      f" {_percentile(ms, 0.99):>8.2f}")  # fmt: skip
+                print(
+                    f"{backend:<11} {kind:<7} {1000 * len(ms) / sum(ms):>8.0f} {statistics.median(ms):>8.2f}"
+                    f" {_percentile(ms, 0.99):>8.2f}"
+                )
         pg99 = _percentile(raw["transitions"]["postgresql"]["update_ms"], 0.99)
         print(f"PostgreSQL p99 transition {pg99:.2f} ms (target <= 5 ms): {'met' if pg99 <= 5 else 'NOT met'}")
-        print(f"\nend to end over HTTP: wrk, {args.connections} connections over the replicas, {args.seconds} s,"
-              f" {args.runs} runs per replica count")  # fmt: skip
-        print(f"{'replicas':>8} {'items':>6} {'HTTP subs/s':>12} {'anchored/s':>11} {'roots':>6} {'p99 ms':>8}"
-              f" {'non-2xx':>8} {'CPU busy':>9}")  # fmt: skip
+        print(
+            f"\nend to end over HTTP: wrk, {args.connections} connections over the replicas, {args.seconds} s,"
+            f" {args.runs} runs per replica count"
+        )
+        print(
+            f"{'replicas':>8} {'items':>6} {'HTTP subs/s':>12} {'anchored/s':>11} {'roots':>6} {'p99 ms':>8}"
+            f" {'non-2xx':>8} {'CPU busy':>9}"
+        )
         best: dict[int, float] = {}
         for run in range(args.runs):
             for replicas in (1, 3):
                 result = end_to_end(replicas, args.seconds, args.connections, server_url, workdir / f"run{run}")
                 raw["end_to_end"].append(result)
                 best[replicas] = max(best.get(replicas, 0.0), result["http_submissions_per_s"])
-                print(f"{replicas:>8} {result['items']:>6} {result['http_submissions_per_s']:>12.0f}"
-                      f" {result['anchored_items_per_s']:>11.0f} {result['roots']:>6} {result['p99_ms']:>8.1f}"
-                      f" {result['non_2xx']:>8.0f} {result['cpu_busy']:>8.0%}")  # fmt: skip
+                print(
+                    f"{replicas:>8} {result['items']:>6} {result['http_submissions_per_s']:>12.0f}"
+                    f" {result['anchored_items_per_s']:>11.0f} {result['roots']:>6} {result['p99_ms']:>8.1f}"
+                    f" {result['non_2xx']:>8.0f} {result['cpu_busy']:>8.0%}"
+                )
                 cpu = result["cpu_seconds"]
                 print(f"{'':>8} CPU s during the load: " + ", ".join(f"{k} {v:.1f}" for k, v in cpu.items()))
-                print(f"{'':>8} sessions waiting for the writer lock: {result['lock_waiting_mean']:.1f} on average,"
-                      f" of {result['sessions_active_mean']:.1f} active")  # fmt: skip
+                print(
+                    f"{'':>8} sessions waiting for the writer lock: {result['lock_waiting_mean']:.1f} on average,"
+                    f" of {result['sessions_active_mean']:.1f} active"
+                )
         ratio = best[3] / best[1]
         print(f"3 replicas / 1 replica, HTTP submissions/s (best of {args.runs}): {ratio:.2f}x (target >= 2x)")
     results = Path(__file__).parent / "results"

@@ -46,13 +46,22 @@ from anchor.settings.session import Settings  # noqa: E402
 from tests.conftest import free_port  # noqa: E402
 
 IMAGE = "local.invalid/this-host@sha256:" + hashlib.sha256(b"benchmarks/missions.py").hexdigest()
-GAPS = [("submitted", "scheduled"), ("scheduled", "snapshot_ready"), ("snapshot_ready", "evaluator_started"),
-        ("evaluator_started", "completed"), ("submitted", "evaluator_started")]  # fmt: skip
+GAPS = [
+    ("submitted", "scheduled"),
+    ("scheduled", "snapshot_ready"),
+    ("snapshot_ready", "evaluator_started"),
+    ("evaluator_started", "completed"),
+    ("submitted", "evaluator_started"),
+]
 
 
 def _document() -> dict[str, Any]:
-    return {"hypothesis": "The snapshot is readable.", "budget": {"minutes": 5, "attempts": 1},
-            "evaluator_policy_sha256": "44" * 32, "command": "head -c 1 {snapshot} > {result}/first"}  # fmt: skip
+    return {
+        "hypothesis": "The snapshot is readable.",
+        "budget": {"minutes": 5, "attempts": 1},
+        "evaluator_policy_sha256": "44" * 32,
+        "command": "head -c 1 {snapshot} > {result}/first",
+    }
 
 
 def _drop(path: Path) -> None:
@@ -68,10 +77,15 @@ def one(settings: Settings, snapshot: Path, key: str, output: str) -> dict[str, 
     """Dispatch and run one mission; the gaps between its milestones, in seconds."""
     document = _document()
     mission = Mission.model_validate(document)
-    request = SubmissionRequest.model_validate({
-        "mission": {"ref": "bench", "digest": "0x" + mission.digest.hex(), "document": document},
-        "snapshot": {"ref": str(snapshot), "sha256": key}, "image": IMAGE, "output": output, "profile": "small",
-    })  # fmt: skip
+    request = SubmissionRequest.model_validate(
+        {
+            "mission": {"ref": "bench", "digest": "0x" + mission.digest.hex(), "document": document},
+            "snapshot": {"ref": str(snapshot), "sha256": key},
+            "image": IMAGE,
+            "output": output,
+            "profile": "small",
+        }
+    )
     submit(request, settings.data_dir, local_files=False)
     run = run_mission(settings, output, SnapshotCache(settings.data_dir / "snapshots"), sandbox=True)
     assert run.manifest.milestones is not None
@@ -120,8 +134,11 @@ def main() -> None:
                         snapshot.read_bytes()
                     n += 1
                     samples[case].append(one(settings, snapshot, key, f"m{n}"))
-                    print(f"{case:<13} run {len(samples[case])}: submitted->evaluator_started"
-                          f" {samples[case][-1]['submitted->evaluator_started']:.3f} s", flush=True)  # fmt: skip
+                    print(
+                        f"{case:<13} run {len(samples[case])}: submitted->evaluator_started"
+                        f" {samples[case][-1]['submitted->evaluator_started']:.3f} s",
+                        flush=True,
+                    )
             cache.fetch(key, str(snapshot))
             for _ in range(args.runs):
                 n += 1
@@ -153,11 +170,15 @@ def main() -> None:
             cells.append(f"{statistics.median(values):>10.3f} / {_pct(values, 0.95):>10.3f}")
         print(f"{case:<13} {len(runs):>3} " + " ".join(f"{c:>24}" for c in cells))
     hit95 = _pct([r["submitted->evaluator_started"] for r in samples["hit"]], 0.95)
-    print(f"cache hit: submitted -> evaluator_started p95 {hit95:.3f} s (target <= 1 s):"
-          f" {'met' if hit95 <= 1 else 'NOT met'}")  # fmt: skip
+    print(
+        f"cache hit: submitted -> evaluator_started p95 {hit95:.3f} s (target <= 1 s):"
+        f" {'met' if hit95 <= 1 else 'NOT met'}"
+    )
     ratio = min(peer) / min(ours)
-    print(f"cache-hit verification: SHA-256 {size / min(ours) / 1e9:.2f} GB/s, b3sum {size / min(peer) / 1e9:.2f} GB/s:"
-          f" {ratio:.2f}x b3sum (target >= 0.9x)")  # fmt: skip
+    print(
+        f"cache-hit verification: SHA-256 {size / min(ours) / 1e9:.2f} GB/s, b3sum {size / min(peer) / 1e9:.2f} GB/s:"
+        f" {ratio:.2f}x b3sum (target >= 0.9x)"
+    )
     results = Path(__file__).parent / "results"
     results.mkdir(exist_ok=True)
     (results / "missions.json").write_text(

@@ -53,8 +53,11 @@ def main() -> None:
                 for name, folder in (("1,000 x 1 KiB", small), (f"1 x {big >> 20} MiB", large)):
                     report[name] = _compare(server, folder, work, env)
                     shown = report[name]
-                    print(f"{name:>16}: download {shown['download_s']:.2f} s, stamp {shown['stamp_s']:.2f} s,"
-                          f" ratio {shown['ratio']:.2f} (goal <= 1.3)", flush=True)  # fmt: skip
+                    print(
+                        f"{name:>16}: download {shown['download_s']:.2f} s, stamp {shown['stamp_s']:.2f} s,"
+                        f" ratio {shown['ratio']:.2f} (goal <= 1.3)",
+                        flush=True,
+                    )
         finally:
             subprocess.run([str(BIN / "anchor"), "chain", "down"], env=env, check=False, capture_output=True)
     RESULTS.mkdir(exist_ok=True)
@@ -71,16 +74,25 @@ def _compare(server: object, folder: Path, work: Path, env: dict[str, str]) -> d
         client.set_terminated(run_id)
         target = work / f"download-{run_id}"
         start = time.perf_counter()
-        subprocess.run([str(BIN / "mlflow"), "artifacts", "download", "-r", run_id, "-d", str(target)],
-                       env=env, check=True, capture_output=True)  # fmt: skip
+        subprocess.run(
+            [str(BIN / "mlflow"), "artifacts", "download", "-r", run_id, "-d", str(target)],
+            env=env,
+            check=True,
+            capture_output=True,
+        )
         downloads.append(time.perf_counter() - start)
         start = time.perf_counter()
         subprocess.run([str(BIN / "anchor"), "mlflow", "stamp", run_id], env=env, check=True, capture_output=True)
         stamps.append(time.perf_counter() - start)
         subprocess.run(["rm", "-rf", str(target)], check=True)
     download, stamp = statistics.median(downloads), statistics.median(stamps)
-    return {"download_s": download, "stamp_s": stamp, "ratio": stamp / download, "downloads": downloads,
-            "stamps": stamps}  # fmt: skip
+    return {
+        "download_s": download,
+        "stamp_s": stamp,
+        "ratio": stamp / download,
+        "downloads": downloads,
+        "stamps": stamps,
+    }
 
 
 if __name__ == "__main__":

@@ -61,8 +61,9 @@ def search(root: Path, attempts: int, settings: Settings | None, watch: bool = F
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     subprocess.run([*git, "add", "-A"], check=True)
     subprocess.run([*git, "commit", "-qm", "start"], check=True)
-    terms = AttemptContract(task="bench", command=COMMAND, editable=("params.json",), metric="score", mode="max",
-                            attempt_timeout_minutes=1)  # fmt: skip
+    terms = AttemptContract(
+        task="bench", command=COMMAND, editable=("params.json",), metric="score", mode="max", attempt_timeout_minutes=1
+    )
     ledger = Ledger(root / "work" / "ledger.jsonl")
     hook = None if settings is None else Checkpoints(KeyStamper(settings), ledger, every=10, every_s=300)
     watcher = Watcher(settings) if watch and settings is not None else None
@@ -76,17 +77,31 @@ def search(root: Path, attempts: int, settings: Settings | None, watch: bool = F
             in_hook.append(time.perf_counter() - start)
 
     in_hook: list[float] = []
-    run = Search(Repo(repo), terms, "00" * 32, ledger, root / "work", ParamSearch("params.json", 3, "bench"),
-                 "bench", SearchLimits(attempts, 3600, attempts), on_entry=on_entry)  # fmt: skip
+    run = Search(
+        Repo(repo),
+        terms,
+        "00" * 32,
+        ledger,
+        root / "work",
+        ParamSearch("params.json", 3, "bench"),
+        "bench",
+        SearchLimits(attempts, 3600, attempts),
+        on_entry=on_entry,
+    )
     start = time.perf_counter()
     summary = run.run()
     wall = time.perf_counter() - start  # what the search itself took, checkpoints journaled on the way
     if hook is not None:
         hook.close()
     lags = [] if watcher is None else watcher.stop()
-    return {"wall_s": wall, "measured": summary.measured, "kept": sum(e["kept"] for e in ledger.entries()),
-            "checkpoints": 0 if hook is None else hook.anchored, "lags": lags,
-            "in_hook_s": sum(in_hook)}  # fmt: skip
+    return {
+        "wall_s": wall,
+        "measured": summary.measured,
+        "kept": sum(e["kept"] for e in ledger.entries()),
+        "checkpoints": 0 if hook is None else hook.anchored,
+        "lags": lags,
+        "in_hook_s": sum(in_hook),
+    }
 
 
 class Watcher(threading.Thread):
@@ -137,8 +152,9 @@ def main() -> None:
         node.up()
         try:
             handle = open_chain(settings, start_local=False)
-            deploy(handle.w3, 31337, load_signer(31337), compile_registry(settings.data_dir / "build"),
-                   settings.data_dir)  # fmt: skip
+            deploy(
+                handle.w3, 31337, load_signer(31337), compile_registry(settings.data_dir / "build"), settings.data_dir
+            )
             # alternated, so that a drift in the machine's load hits both the same; the faster round of each
             plains, anchoreds = [], []
             for k in range(args.rounds):
@@ -161,15 +177,26 @@ def main() -> None:
         f" of it, in the hook (journaling): {anchored['in_hook_s'] / anchored['measured'] * 1000:.1f} ms"
     )
     median = statistics.median(lags) * 1000 if lags else float("nan")
-    print(f"attempt -> lineage record read back from the registry, kept attempts: n={len(lags)}"
-          f" median {median:.0f} ms, p95 {p95 * 1000:.0f} ms   (target p95 <= 1000 ms)")  # fmt: skip
+    print(
+        f"attempt -> lineage record read back from the registry, kept attempts: n={len(lags)}"
+        f" median {median:.0f} ms, p95 {p95 * 1000:.0f} ms   (target p95 <= 1000 ms)"
+    )
     out = Path(__file__).parent / "results" / "research_anchoring.json"
     out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps({"plain_walls_s": [r["wall_s"] for r in plains],
-                               "anchored_walls_s": [r["wall_s"] for r in anchoreds],
-                               "plain": {k: v for k, v in plain.items() if k != "lags"},
-                               "anchored": {**{k: v for k, v in anchored.items() if k != "lags"},
-                                            "lags_s": [lag for _, lag in watched["lags"]]}}, indent=1))  # fmt: skip
+    out.write_text(
+        json.dumps(
+            {
+                "plain_walls_s": [r["wall_s"] for r in plains],
+                "anchored_walls_s": [r["wall_s"] for r in anchoreds],
+                "plain": {k: v for k, v in plain.items() if k != "lags"},
+                "anchored": {
+                    **{k: v for k, v in anchored.items() if k != "lags"},
+                    "lags_s": [lag for _, lag in watched["lags"]],
+                },
+            },
+            indent=1,
+        )
+    )
     print(f"raw samples: {out}")
 
 

@@ -37,8 +37,10 @@ def main() -> None:
         boxed = run(runtime)
         extra = boxed["command_ms"] - plain["command_ms"]
         print(f"{runtime} start-up per attempt {extra:7.1f} ms (command time in {runtime} minus unconfined)")
-        print(f"overhead with {runtime}    {plain['overhead_ms'] + extra:7.1f} ms   (goal <= {goal} ms)"
-              f"   ratio to the bare subprocess {boxed['wall_ms'] / plain['bare_ms']:5.1f}x")  # fmt: skip
+        print(
+            f"overhead with {runtime}    {plain['overhead_ms'] + extra:7.1f} ms   (goal <= {goal} ms)"
+            f"   ratio to the bare subprocess {boxed['wall_ms'] / plain['bare_ms']:5.1f}x"
+        )
 
 
 def run(runtime: str | None) -> dict[str, float]:
@@ -55,16 +57,26 @@ def run(runtime: str | None) -> dict[str, float]:
         subprocess.run(["git", "-C", str(repo_path), "add", "-A"], check=True)
         subprocess.run(["git", *env, "-C", str(repo_path), "commit", "-qm", "start"], check=True)
         contract = AttemptContract(
-            task="overhead", command=COMMAND, editable=("params.json",), metric="score", mode="max",
+            task="overhead",
+            command=COMMAND,
+            editable=("params.json",),
+            metric="score",
+            mode="max",
             attempt_timeout_minutes=1,
-        )  # fmt: skip
+        )
         stamps: list[float] = []
         search = Search(
-            Repo(repo_path), contract, "00" * 32, Ledger(root / "work" / "ledger.jsonl"), root / "work",
-            ParamSearch("params.json", 7, "bench"), "bench", SearchLimits(ATTEMPTS, 600, ATTEMPTS),
+            Repo(repo_path),
+            contract,
+            "00" * 32,
+            Ledger(root / "work" / "ledger.jsonl"),
+            root / "work",
+            ParamSearch("params.json", 7, "bench"),
+            "bench",
+            SearchLimits(ATTEMPTS, 600, ATTEMPTS),
             on_entry=lambda entry: stamps.append(time.perf_counter()),
             sandbox=Sandbox.find(repo_path, ("params.json",), (root / "work",), runtime=runtime) if runtime else None,
-        )  # fmt: skip
+        )
         summary = search.run()
         entries = search.mine()
         print(f"stopped: {summary.stopped_because}; rejected proposals: {summary.rejected}")

@@ -45,10 +45,18 @@ def write_ledger(path: Path, attempts: int) -> None:
         commit = f"{n:040x}"
         for fields in (
             {"event": "started", "commit": commit, "researcher": "r0", "started_at": "2026-12-01T00:00:00+00:00"},
-            {"commit": commit, "parent": "0" * 40, "researcher": "r0", "status": "completed", "kept": n == 0,
-             "attempt_digest": "ab" * 32, "diff_blake3": "cd" * 32, "contract_digest": "ef" * 32,
-             "metric": {"name": "score", "value": str(n), "mode": "max"}},
-        ):  # fmt: skip
+            {
+                "commit": commit,
+                "parent": "0" * 40,
+                "researcher": "r0",
+                "status": "completed",
+                "kept": n == 0,
+                "attempt_digest": "ab" * 32,
+                "diff_blake3": "cd" * 32,
+                "contract_digest": "ef" * 32,
+                "metric": {"name": "score", "value": str(n), "mode": "max"},
+            },
+        ):
             entry = {**fields, "seq": seq, "prev": prev}
             entry["digest"] = entry_digest(entry)
             lines.append(canonical_json(entry))
@@ -86,10 +94,23 @@ def main() -> None:
         port = free_port()
         env = {**os.environ, "ANCHOR_DATA_DIR": str(data), "ANCHOR_LOCAL_PORT": str(free_port())}
         server = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "api.app:create_app", "--factory", "--port", str(port), "--log-level",
-             "critical"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "api.app:create_app",
+                "--factory",
+                "--port",
+                str(port),
+                "--log-level",
+                "critical",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
             start_new_session=True,
-        )  # fmt: skip
+        )
         url = f"http://127.0.0.1:{port}"
         try:
             deadline = time.monotonic() + 60
@@ -119,9 +140,19 @@ def main() -> None:
         f"/health on the same server: p50 {pct(health, 0.5):.1f} ms, p95 {pct(health, 0.95):.1f} ms;"
         f" ratio p95 read/health {pct(reads, 0.95) / pct(health, 0.95):.1f}x"
     )
-    (RESULTS / "research_reads.json").write_text(json.dumps({
-        "attempts": ATTEMPTS, "uncached_s": uncached, "first_s": first, "reads_s": reads, "health_s": health,
-    }, indent=1) + "\n")  # fmt: skip
+    (RESULTS / "research_reads.json").write_text(
+        json.dumps(
+            {
+                "attempts": ATTEMPTS,
+                "uncached_s": uncached,
+                "first_s": first,
+                "reads_s": reads,
+                "health_s": health,
+            },
+            indent=1,
+        )
+        + "\n"
+    )
 
 
 if __name__ == "__main__":

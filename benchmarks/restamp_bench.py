@@ -61,8 +61,11 @@ def main() -> None:
         subprocess.run([*git, "init", "-q"], check=True)
         subprocess.run([*git, "add", "-A"], check=True)
         run("stamp", "tree")  # the first stamp: the proof and the cache a re-stamp starts from
-        samples: dict[str, list[float]] = {"anchor stamp (one changed)": [], "anchor stamp --rehash": [],
-                                           "git status": []}  # fmt: skip
+        samples: dict[str, list[float]] = {
+            "anchor stamp (one changed)": [],
+            "anchor stamp --rehash": [],
+            "git status": [],
+        }
         for k in range(runs):
             folder = tree / f"d{k % (files // 1000 or 1):03d}"
             with open(folder / f"f{2 * (k // 100):04d}.bin", "ab") as changed:
@@ -79,11 +82,14 @@ def main() -> None:
         print(f"{name:28s} median (min-max) s: {spread(values)}")
     warm, cold, git_status = samples.values()
     print(f"re-stamp / cold stamp, per pair: {spread([w / c for w, c in zip(warm, cold, strict=True)])} (goal <= 0.2)")
-    print(f"re-stamp / git status, per pair: {spread([w / g for w, g in zip(warm, git_status, strict=True)])}"
-          " (goal <= 3)")  # fmt: skip
-    print(f"CPU s, median (min-max): re-stamp {spread(CPU['warm'])}, cold {spread(CPU['cold'])},"
-          f" git status {spread(CPU['git'])}; per pair re-stamp/cold"
-          f" {spread([w / c for w, c in zip(CPU['warm'], CPU['cold'], strict=True)])}")  # fmt: skip
+    print(
+        f"re-stamp / git status, per pair: {spread([w / g for w, g in zip(warm, git_status, strict=True)])} (goal <= 3)"
+    )
+    print(
+        f"CPU s, median (min-max): re-stamp {spread(CPU['warm'])}, cold {spread(CPU['cold'])},"
+        f" git status {spread(CPU['git'])}; per pair re-stamp/cold"
+        f" {spread([w / c for w, c in zip(CPU['warm'], CPU['cold'], strict=True)])}"
+    )
 
 
 if __name__ == "__main__":

@@ -72,11 +72,25 @@ class Service:
 
     def start(self) -> float:
         """Start it; returns the monotonic time it was spawned."""
-        argv = [sys.executable, "-m", "uvicorn", "api.app:create_app", "--factory", "--host", "127.0.0.1",
-                "--port", str(self.port), "--workers", "1", "--log-level", "critical"]  # fmt: skip
+        argv = [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "api.app:create_app",
+            "--factory",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--workers",
+            "1",
+            "--log-level",
+            "critical",
+        ]
         spawned = time.monotonic()
-        self.process = subprocess.Popen(argv, cwd=ROOT, env=self.env, stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+        self.process = subprocess.Popen(
+            argv, cwd=ROOT, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), timeout=1):
@@ -121,9 +135,10 @@ def _identity(i: int) -> dict[str, Any]:
 
 def _submit(url: str, i: int) -> tuple[int, str | None]:
     request = urllib.request.Request(
-        f"{url}/v1/manifests", json.dumps({"manifest": _identity(i)}).encode(),
+        f"{url}/v1/manifests",
+        json.dumps({"manifest": _identity(i)}).encode(),
         {"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}", "Idempotency-Key": f"soak-{i}"},
-    )  # fmt: skip
+    )
     try:
         with urllib.request.urlopen(request, timeout=10) as answer:  # noqa: S310 - loopback
             return answer.status, str(json.loads(answer.read())["manifest_digest"])
@@ -152,9 +167,13 @@ def _sample(service: Service, data: Path) -> dict[str, float]:
             fds += len(os.listdir(f"/proc/{pid}/fd"))
     size = lambda p: p.stat().st_size if p.exists() else 0  # noqa: E731
     disk = os.statvfs(data)
-    return {"rss_mb": rss / 2**20, "fds": fds, "wal_kb": size(data / "journal.sqlite-wal") / 1024,
-            "journal_kb": size(data / "journal.sqlite") / 1024,
-            "disk_mb": (disk.f_blocks - disk.f_bfree) * disk.f_frsize / 2**20}  # fmt: skip
+    return {
+        "rss_mb": rss / 2**20,
+        "fds": fds,
+        "wal_kb": size(data / "journal.sqlite-wal") / 1024,
+        "journal_kb": size(data / "journal.sqlite") / 1024,
+        "disk_mb": (disk.f_blocks - disk.f_bfree) * disk.f_frsize / 2**20,
+    }
 
 
 def _fill(mount: Path) -> Path:
@@ -204,8 +223,15 @@ def run(minutes: float, out: Path, rate: float, kill_every: float, rpc_every: fl
         (data / "deployments").mkdir()
         for record in (chain.data_dir / "deployments").iterdir():
             (data / "deployments" / record.name).write_bytes(record.read_bytes())
-        env = service_env(chain, TOKEN, ANCHOR_DATA_DIR=str(data), ANCHOR_RPC_URL=proxy.url, ANCHOR_CONFIRMATIONS="0",
-                          ANCHOR_RPC_RETRIES="2", ANCHOR_RPC_BACKOFF_S="0.2")  # fmt: skip
+        env = service_env(
+            chain,
+            TOKEN,
+            ANCHOR_DATA_DIR=str(data),
+            ANCHOR_RPC_URL=proxy.url,
+            ANCHOR_CONFIRMATIONS="0",
+            ANCHOR_RPC_RETRIES="2",
+            ANCHOR_RPC_BACKOFF_S="0.2",
+        )
         service = Service(env)
         journal = data / "journal.sqlite"
         accepted: dict[int, str] = {}
@@ -249,8 +275,11 @@ def run(minutes: float, out: Path, rate: float, kill_every: float, rpc_every: fl
         for thread in threads:
             thread.start()
         end = started + minutes * 60
-        due = {"kill": started + kill_every, "rpc": started + rpc_every,
-               "disk": started + disk_every if mounted else float("inf")}  # fmt: skip
+        due = {
+            "kill": started + kill_every,
+            "rpc": started + rpc_every,
+            "disk": started + disk_every if mounted else float("inf"),
+        }
         try:
             while time.monotonic() < end:
                 now = time.monotonic()
@@ -302,14 +331,24 @@ def run(minutes: float, out: Path, rate: float, kill_every: float, rpc_every: fl
         proxy.stop()
 
     summary = {
-        "minutes": minutes, "submitted_per_s": rate, "accepted": len(accepted), "answers": answers,
-        "anchored": counts.get("items"), "roots": counts.get("roots"), "failure": lost_or_duplicated or None,
-        "kills": sum(e["kind"] == "kill" for e in events), "rpc_faults": sum(e["kind"] == "rpc_503" for e in events),
-        "disk_full": sum(e["kind"] == "disk_full" for e in events), "disk_full_skipped": not mounted,
-        "recovery_s": {"samples": [round(r, 3) for r in recoveries], "p50": _percentile(recoveries, 0.5),
-                       "p95": _percentile(recoveries, 0.95)},
+        "minutes": minutes,
+        "submitted_per_s": rate,
+        "accepted": len(accepted),
+        "answers": answers,
+        "anchored": counts.get("items"),
+        "roots": counts.get("roots"),
+        "failure": lost_or_duplicated or None,
+        "kills": sum(e["kind"] == "kill" for e in events),
+        "rpc_faults": sum(e["kind"] == "rpc_503" for e in events),
+        "disk_full": sum(e["kind"] == "disk_full" for e in events),
+        "disk_full_skipped": not mounted,
+        "recovery_s": {
+            "samples": [round(r, 3) for r in recoveries],
+            "p50": _percentile(recoveries, 0.5),
+            "p95": _percentile(recoveries, 0.95),
+        },
         "drain_s": round(drain_s, 2),
-    }  # fmt: skip
+    }
     (out / "soak.json").write_text(json.dumps({"summary": summary, "samples": samples, "events": events}, indent=1))
     plot(samples, events, out / "soak.png")
     _report(summary, samples, out)
@@ -318,9 +357,11 @@ def run(minutes: float, out: Path, rate: float, kill_every: float, rpc_every: fl
 
 def _report(summary: dict[str, Any], samples: list[dict[str, float]], out: Path) -> None:
     s = summary
-    print(f"soak: {s['minutes']:g} min at {s['submitted_per_s']:g} submissions/s; {s['kills']} SIGKILLs,"
-          f" {s['rpc_faults']} RPC 503 episodes, {s['disk_full']} disk-full episodes"
-          + (" (skipped: not root)" if s["disk_full_skipped"] else ""))  # fmt: skip
+    print(
+        f"soak: {s['minutes']:g} min at {s['submitted_per_s']:g} submissions/s; {s['kills']} SIGKILLs,"
+        f" {s['rpc_faults']} RPC 503 episodes, {s['disk_full']} disk-full episodes"
+        + (" (skipped: not root)" if s["disk_full_skipped"] else "")
+    )
     print(
         f"accepted {s['accepted']}, anchored {s['anchored']} in {s['roots']} roots:"
         + (" 0 lost, 0 duplicated" if not s["failure"] else f" FAILED: {s['failure']}")
@@ -344,18 +385,50 @@ def _report(summary: dict[str, Any], samples: list[dict[str, float]], out: Path)
 # ---------------------------------------------------------------------- a PNG without a plotting library
 
 GLYPHS = {  # 3x5, rows top to bottom, bits left to right
-    "0": "111101101101111", "1": "010110010010111", "2": "111001111100111", "3": "111001111001111",
-    "4": "101101111001001", "5": "111100111001111", "6": "111100111101111", "7": "111001010010010",
-    "8": "111101111101111", "9": "111101111001111", ".": "000000000000010", " ": "000000000000000",
-    "A": "010101111101101", "B": "110101110101110", "D": "110101101101110", "F": "111100110100100",
-    "J": "001001001101111", "K": "101101110101101", "L": "100100100100111", "M": "101111111101101",
-    "N": "110101101101101", "O": "111101101101111", "R": "110101110101101", "S": "111100111001111",
-    "U": "101101101101111", "W": "101101111111101", "X": "101101010101101", "/": "001001010100100",
-    "P": "110101110100100", "E": "111100110100111", "T": "111010010010010", "I": "111010010010111",
-    "C": "111100100100111", "H": "101101111101101", "G": "111100101101111", ":": "000010000010000",
-}  # fmt: skip
-PANELS = (("rss_mb", "RSS MB"), ("fds", "FDS"), ("wal_kb", "WAL KB"), ("journal_kb", "JOURNAL KB"),
-          ("disk_mb", "DATA DIR MB"))  # fmt: skip
+    "0": "111101101101111",
+    "1": "010110010010111",
+    "2": "111001111100111",
+    "3": "111001111001111",
+    "4": "101101111001001",
+    "5": "111100111001111",
+    "6": "111100111101111",
+    "7": "111001010010010",
+    "8": "111101111101111",
+    "9": "111101111001111",
+    ".": "000000000000010",
+    " ": "000000000000000",
+    "A": "010101111101101",
+    "B": "110101110101110",
+    "D": "110101101101110",
+    "F": "111100110100100",
+    "J": "001001001101111",
+    "K": "101101110101101",
+    "L": "100100100100111",
+    "M": "101111111101101",
+    "N": "110101101101101",
+    "O": "111101101101111",
+    "R": "110101110101101",
+    "S": "111100111001111",
+    "U": "101101101101111",
+    "W": "101101111111101",
+    "X": "101101010101101",
+    "/": "001001010100100",
+    "P": "110101110100100",
+    "E": "111100110100111",
+    "T": "111010010010010",
+    "I": "111010010010111",
+    "C": "111100100100111",
+    "H": "101101111101101",
+    "G": "111100101101111",
+    ":": "000010000010000",
+}
+PANELS = (
+    ("rss_mb", "RSS MB"),
+    ("fds", "FDS"),
+    ("wal_kb", "WAL KB"),
+    ("journal_kb", "JOURNAL KB"),
+    ("disk_mb", "DATA DIR MB"),
+)
 COLORS = {"kill": (200, 30, 30), "rpc_503": (230, 140, 0), "disk_full": (30, 80, 200)}
 
 
@@ -420,8 +493,9 @@ def plot(samples: list[dict[str, float]], events: list[dict[str, Any]], path: Pa
         return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
 
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw, 9))
-                     + chunk(b"IEND", b""))  # fmt: skip
+    path.write_bytes(
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b"")
+    )
 
 
 def _terminated(signum: int, frame: object) -> None:

@@ -112,20 +112,30 @@ def main() -> None:
         print(f"{name:36s} median {value * 1000:8.1f} ms   {value / bare:5.1f}x bare interpreter")
     verify = med["anchor verify FILE"]
     many = med[f"anchor verify --from ({FILES} proofs)"]
-    print(f"verify FILE: {verify * 1000:.0f} ms (target <= 250 ms, <= 8x bare: {verify / bare:.1f}x);"
-          f" {verify / med['b3sum FILE']:.0f}x b3sum on the same file")  # fmt: skip
+    print(
+        f"verify FILE: {verify * 1000:.0f} ms (target <= 250 ms, <= 8x bare: {verify / bare:.1f}x);"
+        f" {verify / med['b3sum FILE']:.0f}x b3sum on the same file"
+    )
     offline = med["anchor verify FILE --offline"]
-    print(f"verify FILE --offline (sealed): {offline * 1000:.0f} ms, {offline / verify:.2f}x online,"
-          f" {offline / bare:.1f}x bare (goal: <= online, <= 8x bare)")  # fmt: skip
+    print(
+        f"verify FILE --offline (sealed): {offline * 1000:.0f} ms, {offline / verify:.2f}x online,"
+        f" {offline / bare:.1f}x bare (goal: <= online, <= 8x bare)"
+    )
     floor, floor_one = med[f"floor verifier ({FILES} proofs)"], med["floor verifier (1 proof)"]
     per_root = med[f"once-per-root floor ({FILES} proofs)"]
-    print(f"{FILES} proofs in one call: {many:.2f} s, {many / FILES * 1000:.1f} ms a proof; the once-per-root"
-          f" floor {per_root:.2f} s: {many / per_root:.2f}x (goal <= 1.5x); the per-proof floor {floor:.2f} s:"
-          f" {many / floor:.2f}x")  # fmt: skip
-    print(f"verify FILE: {verify / floor_one:.2f}x the floor verifier of one proof ({floor_one * 1000:.0f} ms;"
-          f" goal <= 1.3x), {verify / bare:.1f}x bare (goal <= 3x)")  # fmt: skip
-    print(f"lookup {med['anchor lookup FILE'] * 1000:.0f} ms, journal status"
-          f" {med['anchor journal status'] * 1000:.0f} ms (target <= 300 ms)")  # fmt: skip
+    print(
+        f"{FILES} proofs in one call: {many:.2f} s, {many / FILES * 1000:.1f} ms a proof; the once-per-root"
+        f" floor {per_root:.2f} s: {many / per_root:.2f}x (goal <= 1.5x); the per-proof floor {floor:.2f} s:"
+        f" {many / floor:.2f}x"
+    )
+    print(
+        f"verify FILE: {verify / floor_one:.2f}x the floor verifier of one proof ({floor_one * 1000:.0f} ms;"
+        f" goal <= 1.3x), {verify / bare:.1f}x bare (goal <= 3x)"
+    )
+    print(
+        f"lookup {med['anchor lookup FILE'] * 1000:.0f} ms, journal status"
+        f" {med['anchor journal status'] * 1000:.0f} ms (target <= 300 ms)"
+    )
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "verify_bench.json").write_text(json.dumps({"samples_s": samples, "median_s": med}, indent=1) + "\n")
 

@@ -40,10 +40,24 @@ def serving_api_process(env: dict[str, str], workers: int = 1) -> Iterator[tuple
     """`serving_api`, with the server process itself (to check it is still the one serving)."""
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "api.app:create_app", "--factory", "--port", str(port),
-         "--workers", str(workers), "--log-level", "warning"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "api.app:create_app",
+            "--factory",
+            "--port",
+            str(port),
+            "--workers",
+            str(workers),
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         for _ in range(150):
@@ -74,10 +88,25 @@ class Replica:
     def start(self) -> None:
         log = open(self.data_dir / f"server-{time.monotonic_ns()}.log", "wb")  # noqa: SIM115 - child owns it
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "api.app:create_app", "--factory", "--port", str(self.port),
-             "--workers", "1", "--log-level", "warning"],
-            cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "api.app:create_app",
+                "--factory",
+                "--port",
+                str(self.port),
+                "--workers",
+                "1",
+                "--log-level",
+                "warning",
+            ],
+            cwd=ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         log.close()
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -118,8 +147,13 @@ def anchor_serve(args: list[str], env: dict[str, str], log: Path) -> Iterator[st
 
     port = free_port()
     with log.open("wb") as out:
-        server = subprocess.Popen([str(ANCHOR_BIN), "serve", *args, "--port", str(port)], env=env, stdout=out,
-                                  stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+        server = subprocess.Popen(
+            [str(ANCHOR_BIN), "serve", *args, "--port", str(port)],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:

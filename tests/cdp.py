@@ -32,8 +32,9 @@ class Page:
             body = request.get("postData", "")
             if request.get("hasPostData") and not body:
                 body = "<unread>"
-            self.requests.append({"url": request["url"], "method": request["method"], "body": body,
-                                  "id": message["params"]["requestId"]})  # fmt: skip
+            self.requests.append(
+                {"url": request["url"], "method": request["method"], "body": body, "id": message["params"]["requestId"]}
+            )
 
     def call(self, method: str, **params: Any) -> dict[str, Any]:
         self._id += 1
@@ -105,8 +106,10 @@ def chromium_page(browser: str, flags: list[str]) -> Iterator[Page]:
     with tempfile.TemporaryDirectory() as profile:
         process = subprocess.Popen(
             [browser, *flags, f"--remote-debugging-port={port}", f"--user-data-dir={profile}", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-        )  # fmt: skip
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         try:
             deadline = time.monotonic() + 30
             targets: list[dict[str, Any]] = []

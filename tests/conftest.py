@@ -227,8 +227,10 @@ def anvil(chain_id: int, block_time: int | None, *extra: str) -> Iterator[str]:
     mining = ["--block-time", str(block_time)] if block_time else ["--no-mining"]
     node = subprocess.Popen(
         [str(tool("anvil")), "--port", str(port), "--chain-id", str(chain_id), *mining, *extra],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         for _ in range(400):

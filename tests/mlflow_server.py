@@ -64,16 +64,36 @@ def mlflow_server(where: Path, database: str | None = None) -> Iterator[Tracking
     a SQLite file in `where`."""
     where.mkdir(parents=True, exist_ok=True)
     port = free_port()
-    store = (f"sqlite:///{where / 'mlflow.sqlite'}" if database is None
-             else database.replace("postgresql://", "postgresql+psycopg://", 1))  # fmt: skip
+    store = (
+        f"sqlite:///{where / 'mlflow.sqlite'}"
+        if database is None
+        else database.replace("postgresql://", "postgresql+psycopg://", 1)
+    )
     artifacts = where / "artifacts"
     log = open(where / "server.log", "wb")  # noqa: SIM115 - the child owns it
     server = subprocess.Popen(
-        [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", store,
-         "--artifacts-destination", str(artifacts), "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
-        cwd=where, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "mlflow",
+            "server",
+            "--backend-store-uri",
+            store,
+            "--artifacts-destination",
+            str(artifacts),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+        ],
+        cwd=where,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
         env={k: v for k, v in os.environ.items() if not k.startswith(("ANCHOR_", "MLFLOW_"))},
-    )  # fmt: skip
+    )
     log.close()
     url = f"http://127.0.0.1:{port}"
     try:
@@ -157,8 +177,13 @@ def train_model(server: TrackingServer, tmp_path: Path, env: dict[str, str]) -> 
     tmp_path.mkdir(parents=True, exist_ok=True)
     script = tmp_path / "train.py"
     script.write_text(MODEL_SCRIPT)
-    ran = subprocess.run([sys.executable, str(script), server.url], capture_output=True, text=True, timeout=300,
-                         env={k: v for k, v in env.items() if not k.startswith("ANCHOR_")})  # fmt: skip
+    ran = subprocess.run(
+        [sys.executable, str(script), server.url],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={k: v for k, v in env.items() if not k.startswith("ANCHOR_")},
+    )
     assert ran.returncode == 0, ran.stdout + ran.stderr
     run_id, model_id = next(line.split()[1:] for line in ran.stdout.splitlines() if line.startswith("RESULT "))
     return run_id, model_id

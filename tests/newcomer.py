@@ -14,9 +14,14 @@ from tests.conftest import ROOT
 def run_block(script: str, cwd: Path, env: dict[str, str], stdin: str = "") -> subprocess.CompletedProcess[str]:
     """`script` in bash with -euo pipefail, as a reader pasting it would see it fail; the whole output on failure."""
     result = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", script], cwd=cwd, env=env, input=stdin, text=True, capture_output=True,
+        ["bash", "-euo", "pipefail", "-c", script],
+        cwd=cwd,
+        env=env,
+        input=stdin,
+        text=True,
+        capture_output=True,
         timeout=300,
-    )  # fmt: skip
+    )
     assert result.returncode == 0, (
         f"exit {result.returncode}\n{script}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}"
     )

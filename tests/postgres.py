@@ -45,14 +45,29 @@ def postgres_server(under: Path | None = None) -> Iterator[str]:
     if uid is not None:
         for path in (root, sock):
             os.chown(path, uid, -1)
-    subprocess.run([*prefix, _bin("initdb"), "-D", str(data), "-U", "anchor", "-A", "trust", "-E", "UTF8",
-                    "--no-instructions"], check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [*prefix, _bin("initdb"), "-D", str(data), "-U", "anchor", "-A", "trust", "-E", "UTF8", "--no-instructions"],
+        check=True,
+        capture_output=True,
+    )
     log = open(root / "server.log", "wb")  # noqa: SIM115 - closed below, after the server stops
     server = subprocess.Popen(
-        [*prefix, _bin("postgres"), "-D", str(data), "-k", str(sock), "-c", "listen_addresses=",
-         "-c", "max_connections=200"],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
+        [
+            *prefix,
+            _bin("postgres"),
+            "-D",
+            str(data),
+            "-k",
+            str(sock),
+            "-c",
+            "listen_addresses=",
+            "-c",
+            "max_connections=200",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     url = f"postgresql://anchor@/postgres?host={sock}"
     try:
         _wait_ready(url, server, root / "server.log")

@@ -24,9 +24,19 @@ def cast_verify_inclusion(proof: dict[str, Any], rpc_url: str) -> bool:
     receipt = json.loads(_cast("receipt", proof["anchor"]["tx_hash"], "--json", "--rpc-url", rpc_url))
     topic = _cast("keccak", "RootAnchored(bytes32,address)")
     [submitter] = [
-        "0x" + log["topics"][2][-40:] for log in receipt["logs"]
+        "0x" + log["topics"][2][-40:]
+        for log in receipt["logs"]
         if log["address"].lower() == registry.lower() and log["topics"][:2] == [topic, root.lower()]
-    ]  # fmt: skip
-    out = _cast("call", registry, "verifyInclusion(address,bytes32,bytes32[],bytes32)(bool)", submitter, root, siblings,
-                proof["manifest_digest"], "--rpc-url", rpc_url)  # fmt: skip
+    ]
+    out = _cast(
+        "call",
+        registry,
+        "verifyInclusion(address,bytes32,bytes32[],bytes32)(bool)",
+        submitter,
+        root,
+        siblings,
+        proof["manifest_digest"],
+        "--rpc-url",
+        rpc_url,
+    )
     return out == "true"

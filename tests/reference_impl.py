@@ -99,9 +99,15 @@ def with_links(identity: dict[str, object], links: dict[str, str], policy: str) 
 
 
 def digest(identity: dict[str, object]) -> bytes:
-    domain = {"filetree": "filetree-manifest", "bundle": "bundle-manifest", "attempt": "attempt-manifest",
-              "champion": "champion-manifest", "mission": "mission", "timing": "timing",
-              "mlflow_run": "mlflow-run"}  # fmt: skip
+    domain = {
+        "filetree": "filetree-manifest",
+        "bundle": "bundle-manifest",
+        "attempt": "attempt-manifest",
+        "champion": "champion-manifest",
+        "mission": "mission",
+        "timing": "timing",
+        "mlflow_run": "mlflow-run",
+    }
     return h(domain[str(identity["kind"])], canonical(identity))
 
 
@@ -147,19 +153,33 @@ def mlflow_run_identity(
     def listed(pairs: dict[str, str]) -> list[dict[str, str]]:
         return [{"key": k, "value": pairs[k]} for k in sorted(pairs, key=lambda key: key.encode("utf-8"))]
 
-    metrics = [{"key": key, "step": step, "timestamp": ts,
-                "value": es_number_text(struct.unpack(">d", bytes.fromhex(bits))[0])}
-               for key, step, ts, bits in run["metrics"]]  # type: ignore[attr-defined]  # fmt: skip
+    metrics = [
+        {
+            "key": key,
+            "step": step,
+            "timestamp": ts,
+            "value": es_number_text(struct.unpack(">d", bytes.fromhex(bits))[0]),
+        }
+        for key, step, ts, bits in run["metrics"]
+    ]  # type: ignore[attr-defined]
     metrics.sort(key=lambda m: (m["key"].encode("utf-8"), m["step"], m["timestamp"], m["value"]))  # type: ignore[union-attr]
     _, root = tree(artifacts)
     identity: dict[str, object] = {
-        "kind": "mlflow_run", "version": 1, "run_id": run["run_id"], "experiment_id": run["experiment_id"],
-        "status": run["status"], "start_time": run["start_time"], "params": listed(run["params"]),  # type: ignore[arg-type]
+        "kind": "mlflow_run",
+        "version": 1,
+        "run_id": run["run_id"],
+        "experiment_id": run["experiment_id"],
+        "status": run["status"],
+        "start_time": run["start_time"],
+        "params": listed(run["params"]),  # type: ignore[arg-type]
         "metrics": metrics,
         "tags": listed({k: v for k, v in run["tags"].items() if not k.startswith(("mlflow.", "anchor."))}),  # type: ignore[attr-defined]
-        "artifacts": {"files_root": root.hex(), "file_count": len(artifacts),
-                      "total_size": sum(len(b) for b in artifacts.values())},
-    }  # fmt: skip
+        "artifacts": {
+            "files_root": root.hex(),
+            "file_count": len(artifacts),
+            "total_size": sum(len(b) for b in artifacts.values()),
+        },
+    }
     if run.get("end_time") is not None:
         identity["end_time"] = run["end_time"]
     commit = run["tags"].get("mlflow.source.git.commit")  # type: ignore[attr-defined]
@@ -167,10 +187,14 @@ def mlflow_run_identity(
         identity["source_commit"] = commit
     if models:
         identity["logged_models"] = [
-            {"model_id": model_id, "name": m["name"], "files": tree(m["files"])[0],  # type: ignore[arg-type]
-             **({"source_run_id": m["source_run_id"]} if m.get("source_run_id") else {})}
+            {
+                "model_id": model_id,
+                "name": m["name"],
+                "files": tree(m["files"])[0],  # type: ignore[arg-type]
+                **({"source_run_id": m["source_run_id"]} if m.get("source_run_id") else {}),
+            }
             for model_id, m in sorted(models.items(), key=lambda item: item[0].encode("utf-8"))
-        ]  # fmt: skip
+        ]
     if run.get("restamp"):
         identity["restamp"] = run["restamp"]
     return identity

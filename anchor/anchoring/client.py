@@ -90,8 +90,10 @@ def _tokens(env: Environment) -> dict[str, str]:
     for pair in pairs:
         url, sep, token = pair.rpartition("=")
         if not sep or not URL_PATTERN.match(url) or not token:
-            raise BadInput("ANCHOR_SERVICE_TOKEN: one token, or URL=TOKEN pairs separated by commas",
-                           detail={"field": "ANCHOR_SERVICE_TOKEN"})  # fmt: skip
+            raise BadInput(
+                "ANCHOR_SERVICE_TOKEN: one token, or URL=TOKEN pairs separated by commas",
+                detail={"field": "ANCHOR_SERVICE_TOKEN"},
+            )
         tokens[url.rstrip("/")] = token
     return tokens
 
@@ -118,8 +120,10 @@ def submit_to(service: Service, identity: dict[str, Any], annotations: dict[str,
     receipt = parse_receipt(data.get("receipt"), service.url)
     check_receipt(receipt, digest, str(info["receipt_signer"]))
     if receipt.chain_id != info.get("chain_id") or receipt.registry.lower() != str(info.get("registry")).lower():
-        raise ServiceError(f"{service.url}: the receipt names another chain or registry than /v1/service",
-                           detail={"service": service.url})  # fmt: skip
+        raise ServiceError(
+            f"{service.url}: the receipt names another chain or registry than /v1/service",
+            detail={"service": service.url},
+        )
     return receipt
 
 
@@ -152,9 +156,12 @@ def submit_everywhere(
 
 
 def stamp_through(
-    identity: dict[str, Any], files: list[ListedFile] | None, services: Sequence[Service], proof_out: Path,
+    identity: dict[str, Any],
+    files: list[ListedFile] | None,
+    services: Sequence[Service],
+    proof_out: Path,
     annotations: dict[str, Any] | None = None,
-) -> StampOutcome:  # fmt: skip
+) -> StampOutcome:
     """Submit to every service and write the pending proof (or add the receipts to the proof already
     there for the same bytes). Nothing is written unless at least one service gave a receipt."""
     from anchor.anchoring.stamp import keep_superseded
@@ -178,9 +185,13 @@ def stamp_through(
     if existing is None:
         keep_superseded(proof_out, digest)
         written: ProofFile | PendingProof = PendingProof(
-            manifest=identity, annotations=annotations or {}, files=None if files is None else tuple(files),
-            manifest_digest=digest, receipts=tuple(receipts), unreached=tuple(failed) or None,
-        )  # fmt: skip
+            manifest=identity,
+            annotations=annotations or {},
+            files=None if files is None else tuple(files),
+            manifest_digest=digest,
+            receipts=tuple(receipts),
+            unreached=tuple(failed) or None,
+        )
     else:
         written = _merged(existing, receipts, failed)
     write_proof(written, proof_out)
@@ -202,8 +213,9 @@ def _merged(existing: ProofFile | PendingProof, receipts: list[Receipt], failed:
     fresh = {r.url for r in receipts}
     kept = [r for r in existing.receipts or () if r.url not in fresh]
     unreached = [u for u in existing.unreached or () if u not in fresh] + [u for u in failed if u not in fresh]
-    return existing.model_copy(update={"receipts": tuple(kept + receipts),
-                                       "unreached": tuple(dict.fromkeys(unreached)) or None})  # fmt: skip
+    return existing.model_copy(
+        update={"receipts": tuple(kept + receipts), "unreached": tuple(dict.fromkeys(unreached)) or None}
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,16 +292,23 @@ def _with_anchors(
 ) -> ProofFile | PendingProof:
     all_receipts = tuple(found.receipts or ()) + tuple(receipts)
     if isinstance(found, ProofFile):
-        return found.model_copy(update={
-            "anchors": tuple(found.anchors or ()) + tuple(added) or None,
-            "receipts": all_receipts or None, "unreached": tuple(unreached) or None,
-        })  # fmt: skip
+        return found.model_copy(
+            update={
+                "anchors": tuple(found.anchors or ()) + tuple(added) or None,
+                "receipts": all_receipts or None,
+                "unreached": tuple(unreached) or None,
+            }
+        )
     if not added:
         return found.model_copy(update={"receipts": all_receipts, "unreached": tuple(unreached) or None})
     first, *rest = added
-    return found.anchored(first).model_copy(update={
-        "anchors": tuple(rest) or None, "receipts": all_receipts or None, "unreached": tuple(unreached) or None,
-    })  # fmt: skip
+    return found.anchored(first).model_copy(
+        update={
+            "anchors": tuple(rest) or None,
+            "receipts": all_receipts or None,
+            "unreached": tuple(unreached) or None,
+        }
+    )
 
 
 def relay_lineage(service: Service, researcher: Any, fields: tuple[bytes, bytes, bytes, bytes, bool]) -> int:

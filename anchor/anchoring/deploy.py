@@ -63,11 +63,17 @@ def deploy(settings: Settings) -> Deployed:
     name = CONTRACTS[version_of(record.code_hash) or LATEST]
     compiler = compiler_settings()
     publish = verify_contract_command(
-        record.chain_id, record.address, f"contracts/{name}.sol:{name}", compiler.solc_version,
-        compiler.optimizer_runs, compiler.evm_version,
-    )  # fmt: skip
+        record.chain_id,
+        record.address,
+        f"contracts/{name}.sol:{name}",
+        compiler.solc_version,
+        compiler.optimizer_runs,
+        compiler.evm_version,
+    )
     derivation = {
-        "proxy": PROXY, "salt": "0x" + SALT.hex(), "init_code_hash": "0x" + keccak256(init_code()).hex(),
+        "proxy": PROXY,
+        "salt": "0x" + SALT.hex(),
+        "init_code_hash": "0x" + keccak256(init_code()).hex(),
         "address": canonical_address(),
-    }  # fmt: skip
+    }
     return Deployed(record, status, name, derivation, publish)

@@ -31,12 +31,20 @@ QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$")
 HTTP_URL = re.compile(r"^https?://[^\s]+$")
 UID = 10001
 PORT = 8000
-POD_SECURITY = {"runAsNonRoot": True, "runAsUser": UID, "runAsGroup": UID, "fsGroup": UID,
-                "seccompProfile": {"type": "RuntimeDefault"}}  # fmt: skip
+POD_SECURITY = {
+    "runAsNonRoot": True,
+    "runAsUser": UID,
+    "runAsGroup": UID,
+    "fsGroup": UID,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
 CONTAINER_SECURITY = {
-    "runAsNonRoot": True, "runAsUser": UID, "runAsGroup": UID, "allowPrivilegeEscalation": False,
+    "runAsNonRoot": True,
+    "runAsUser": UID,
+    "runAsGroup": UID,
+    "allowPrivilegeEscalation": False,
     "capabilities": {"drop": ["ALL"]},
-}  # fmt: skip
+}
 
 
 def check_image(image: str, field: str = "image") -> None:
@@ -72,15 +80,19 @@ def check_render_targets(chain_rpc_url: str | None, namespace: str | None) -> No
     if chain_rpc_url is not None and not HTTP_URL.match(chain_rpc_url):
         raise BadInput(f"chain_rpc_url: {chain_rpc_url!r} is not an http(s) URL", detail={"field": "chain_rpc_url"})
     if namespace is not None and not NAMESPACE.match(namespace):
-        raise BadInput(f"namespace: {namespace!r} is not a DNS-1123 label (lowercase letters, digits and '-',"
-                       " at most 63)", detail={"field": "namespace"})  # fmt: skip
+        raise BadInput(
+            f"namespace: {namespace!r} is not a DNS-1123 label (lowercase letters, digits and '-', at most 63)",
+            detail={"field": "namespace"},
+        )
 
 
 def check_service_url(url: str) -> None:
     """The anchoring service's URL as the pods reach it (http or https, no credentials in it)."""
     if not HTTP_URL.match(url) or "@" in url.split("//", 1)[-1].split("/", 1)[0]:
-        raise BadInput(f"--service-url {url!r}: an http(s) URL without credentials (the token goes in its Secret)",
-                       detail={"field": "service_url"})  # fmt: skip
+        raise BadInput(
+            f"--service-url {url!r}: an http(s) URL without credentials (the token goes in its Secret)",
+            detail={"field": "service_url"},
+        )
 
 
 def token_variable(secret: str) -> dict[str, Any]:
@@ -99,11 +111,15 @@ def check_pods_anchor_through(
     if target != "k8s":
         raise BadInput(f"render: unknown target {target!r} (hint: {usage})", detail={"field": "target"})
     if keys_secret is not None:
-        raise BadInput(f"--keys-secret: {pod} no longer gets the funded key; give {instead}",
-                       detail={"field": "keys_secret"})  # fmt: skip
+        raise BadInput(
+            f"--keys-secret: {pod} no longer gets the funded key; give {instead}", detail={"field": "keys_secret"}
+        )
     if service_url is None:
-        raise BadInput(f"--service-url is required: {pod} anchors through the service that holds the funded key"
-                       " (hint: --service-url http://anchor:8000)", detail={"field": "service_url"})  # fmt: skip
+        raise BadInput(
+            f"--service-url is required: {pod} anchors through the service that holds the funded key"
+            " (hint: --service-url http://anchor:8000)",
+            detail={"field": "service_url"},
+        )
     return service_url
 
 
@@ -140,15 +156,23 @@ class ServiceSpec:
             raise BadInput(f"public_url: {self.public_url!r} is not an http(s) URL", detail={"field": "public_url"})
         chain_id = self.deployment.get("chain_id")
         if not isinstance(chain_id, int) or not str(self.deployment.get("code_hash", "")).startswith("0x"):
-            raise BadInput("deployment: not a deployment record (no chain_id or code_hash)",
-                           detail={"field": "deployment"})  # fmt: skip
+            raise BadInput(
+                "deployment: not a deployment record (no chain_id or code_hash)", detail={"field": "deployment"}
+            )
         return self
 
 
 def render_service_for(
-    settings: Settings, target: str, *, image: str | None, replicas: int, rpc_url: str | None, public_url: str | None,
-    keys_secret: str, namespace: str | None,
-) -> tuple[str, str]:  # fmt: skip
+    settings: Settings,
+    target: str,
+    *,
+    image: str | None,
+    replicas: int,
+    rpc_url: str | None,
+    public_url: str | None,
+    keys_secret: str,
+    namespace: str | None,
+) -> tuple[str, str]:
     """`anchor render TARGET`: (the YAML, what it holds in words) for this data dir's one
     deployment record, or `BadInput` naming the first option missing. `settings.rpc_url` stands in for
     `rpc_url` (the chain as the pods reach it) when that is not given."""
@@ -157,15 +181,23 @@ def render_service_for(
     if target != "k8s":
         raise BadInput(f"render: unknown target {target!r} (hint: anchor render k8s ...)", detail={"field": "target"})
     rpc_url = rpc_url or settings.rpc_url
-    missing = [name for name, value in (("--image", image), ("--chain-rpc-url", rpc_url),
-                                        ("--public-url", public_url)) if not value]  # fmt: skip
+    missing = [
+        name
+        for name, value in (("--image", image), ("--chain-rpc-url", rpc_url), ("--public-url", public_url))
+        if not value
+    ]
     if missing:
         raise BadInput(f"render k8s needs {', '.join(missing)}", detail={"field": missing[0].lstrip("-")})
     record = only_deployment(settings.data_dir)  # a record every replica will accept
     spec = ServiceSpec(
-        image=str(image), rpc_url=str(rpc_url), deployment=record.model_dump(mode="json"), public_url=str(public_url),
-        replicas=replicas, keys_secret=keys_secret, namespace=namespace,
-    )  # fmt: skip
+        image=str(image),
+        rpc_url=str(rpc_url),
+        deployment=record.model_dump(mode="json"),
+        public_url=str(public_url),
+        replicas=replicas,
+        keys_secret=keys_secret,
+        namespace=namespace,
+    )
     return to_yaml(render_service(spec)), (
         f"a ConfigMap (the deployment record), a Deployment of {replicas} replica(s) with /ready as readiness probe,"
         f" a Service and a PodDisruptionBudget; create Secret {keys_secret!r} first (docs/deploy.md)"
@@ -181,11 +213,17 @@ def render_service(spec: ServiceSpec) -> list[dict[str, Any]]:
         meta["namespace"] = spec.namespace
     record_file = f"{spec.deployment['chain_id']}.json"
     config = {
-        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {**meta, "name": f"{spec.name}-deployment"},
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {**meta, "name": f"{spec.name}-deployment"},
         "data": {record_file: json.dumps(spec.deployment, indent=2, sort_keys=True)},
-    }  # fmt: skip
-    probe = {"httpGet": {"path": "/ready", "port": PORT}, "periodSeconds": 10, "timeoutSeconds": 5,
-             "failureThreshold": 3}  # fmt: skip
+    }
+    probe = {
+        "httpGet": {"path": "/ready", "port": PORT},
+        "periodSeconds": 10,
+        "timeoutSeconds": 5,
+        "failureThreshold": 3,
+    }
     container = {
         "name": "serve",
         "image": spec.image,
@@ -202,13 +240,19 @@ def render_service(spec: ServiceSpec) -> list[dict[str, Any]]:
         "startupProbe": {"httpGet": {"path": "/health", "port": PORT}, "periodSeconds": 2, "failureThreshold": 60},
         "volumeMounts": [
             {"name": "data", "mountPath": "/data"},
-            {"name": "deployment", "mountPath": f"/data/deployments/{record_file}", "subPath": record_file,
-             "readOnly": True},
+            {
+                "name": "deployment",
+                "mountPath": f"/data/deployments/{record_file}",
+                "subPath": record_file,
+                "readOnly": True,
+            },
         ],
         "securityContext": CONTAINER_SECURITY,
-        "resources": {"requests": {"cpu": spec.cpu, "memory": spec.memory},
-                      "limits": {"cpu": spec.cpu, "memory": spec.memory}},
-    }  # fmt: skip
+        "resources": {
+            "requests": {"cpu": spec.cpu, "memory": spec.memory},
+            "limits": {"cpu": spec.cpu, "memory": spec.memory},
+        },
+    }
     deployment = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -232,13 +276,17 @@ def render_service(spec: ServiceSpec) -> list[dict[str, Any]]:
         },
     }
     service = {
-        "apiVersion": "v1", "kind": "Service", "metadata": meta,
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": meta,
         "spec": {"selector": labels, "ports": [{"name": "http", "port": 80, "targetPort": "http"}]},
-    }  # fmt: skip
+    }
     budget = {
-        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": meta,
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": meta,
         "spec": {"minAvailable": 1, "selector": {"matchLabels": labels}},
-    }  # fmt: skip
+    }
     return [config, deployment, service, budget]
 
 
@@ -250,17 +298,25 @@ def network_policy(meta: dict[str, Any], pods: dict[str, str], egress_cidrs: tup
     """Nothing in; out only DNS, the anchoring service's pods and `egress_cidrs` (as the pod's trusted
     steps need: the snapshot's host, the RPC). Shared by the mission Job and the researchers' Job."""
     egress: list[dict[str, Any]] = [
-        {"to": [{"namespaceSelector": {}, "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
-         "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]},
+        {
+            "to": [{"namespaceSelector": {}, "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
+            "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
+        },
         {"to": [{"podSelector": {"matchLabels": SERVICE_PODS}}]},
-    ]  # fmt: skip
+    ]
     if egress_cidrs:
         egress.append({"to": [{"ipBlock": {"cidr": cidr}} for cidr in egress_cidrs]})
     return {
-        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": meta,
-        "spec": {"podSelector": {"matchLabels": pods}, "policyTypes": ["Ingress", "Egress"], "ingress": [],
-                 "egress": egress},
-    }  # fmt: skip
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": meta,
+        "spec": {
+            "podSelector": {"matchLabels": pods},
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": [],
+            "egress": egress,
+        },
+    }
 
 
 def to_yaml(documents: list[dict[str, Any]]) -> str:

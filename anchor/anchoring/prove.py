@@ -76,8 +76,11 @@ def _proof_of_folder(bundle_dir: Path) -> Path:
     if not bundle_dir.is_dir():
         said = "not a folder" if bundle_dir.exists() else f"no such folder{did_you_mean_path(bundle_dir)}"
         raise BadInput(f"inside {str(bundle_dir)!r}: {said}", detail={"field": "inside"})
-    raise NotAnchored(f"no proof for {bundle_dir} (looked for {found}); stamp it with `anchor stamp {bundle_dir}`,"
-                      " then prove its files", detail={"path": str(bundle_dir), "looked_in": [str(found)]})  # fmt: skip
+    raise NotAnchored(
+        f"no proof for {bundle_dir} (looked for {found}); stamp it with `anchor stamp {bundle_dir}`,"
+        " then prove its files",
+        detail={"path": str(bundle_dir), "looked_in": [str(found)]},
+    )
 
 
 def single_file_proof(proof: ProofFile, path: str) -> ProofFile:

@@ -54,9 +54,15 @@ class ReceiptSigner:
         hashed = signing_hash(chain_id, registry, digest, accepted_at, self.name)
         raw = self._secp256k1.sign_recoverable(hashed, hasher=None)
         return Receipt(
-            url="", service=self.name, signer=self.address, manifest_digest=digest, chain_id=chain_id,
-            registry=registry, accepted_at=accepted_at, signature="0x" + (raw[:64] + bytes([raw[64] + 27])).hex(),
-        )  # fmt: skip
+            url="",
+            service=self.name,
+            signer=self.address,
+            manifest_digest=digest,
+            chain_id=chain_id,
+            registry=registry,
+            accepted_at=accepted_at,
+            signature="0x" + (raw[:64] + bytes([raw[64] + 27])).hex(),
+        )
 
 
 @functools.lru_cache(maxsize=64)
@@ -141,8 +147,9 @@ def record_signer(data_dir: Path, address: str, now: int | None = None) -> list[
     except ValueError:
         valid = False
     if not valid:
-        raise BadInput(f"{path}: not a receipt-key history (a JSON list of {{address, since, until}})",
-                       detail={"file": str(path)})  # fmt: skip
+        raise BadInput(
+            f"{path}: not a receipt-key history (a JSON list of {{address, since, until}})", detail={"file": str(path)}
+        )
     if history and history[-1]["address"].lower() == address.lower():
         return list(history)
     at = int(time.time()) if now is None else now

@@ -48,11 +48,18 @@ class Retraction:
 
     def to_json(self) -> dict[str, object]:
         return {
-            "kind": self.kind, "key": self.key, "reason": self.reason, "reason_digest": self.reason_digest,
-            "by": self.by, "chain_id": self.chain_id, "registry": self.registry, "tx_hash": self.tx_hash,
-            "block_number": self.block_number, "gas_used": self.gas_used,
+            "kind": self.kind,
+            "key": self.key,
+            "reason": self.reason,
+            "reason_digest": self.reason_digest,
+            "by": self.by,
+            "chain_id": self.chain_id,
+            "registry": self.registry,
+            "tx_hash": self.tx_hash,
+            "block_number": self.block_number,
+            "gas_used": self.gas_used,
             "proof": None if self.proof is None else str(self.proof),
-        }  # fmt: skip
+        }
 
 
 def reason_digest(reason: str) -> bytes:
@@ -71,16 +78,18 @@ def retract(settings: Settings, target: str | Path, reason: str, whole_batch: bo
     (nothing on chain to retract), `Conflict` (not the caller's record, or retracted already)."""
     text = (reason or "").strip()
     if not text:
-        raise BadInput('reason: say why, in words (hint: a reason such as "the metric leaked")',
-                       detail={"field": "reason"})  # fmt: skip
+        raise BadInput(
+            'reason: say why, in words (hint: a reason such as "the metric leaked")', detail={"field": "reason"}
+        )
     if len(text) > MAX_REASON:
         raise BadInput(f"reason: at most {MAX_REASON} characters ({len(text)} given)", detail={"field": "reason"})
     given = str(target)
     if re.fullmatch(r"(0x)?([0-9a-fA-F]{40}|[0-9a-fA-F]{64})", given) and not Path(given).exists():
         return _retract_lineage(settings, given.removeprefix("0x").lower(), text)
     if re.fullmatch(r"(0x)?[0-9a-fA-F]{7,63}", given) and not Path(given).exists():
-        raise BadInput(f"{given}: a commit is retracted by its full id (40 or 64 hex), never a prefix",
-                       detail={"field": "target"})  # fmt: skip
+        raise BadInput(
+            f"{given}: a commit is retracted by its full id (40 or 64 hex), never a prefix", detail={"field": "target"}
+        )
     return _retract_root(settings, Path(given), text, whole_batch)
 
 
@@ -97,8 +106,10 @@ def _retract_root(settings: Settings, target: Path, text: str, whole_batch: bool
     proof_path = proof_of(target)
     proof = load_any(proof_path)
     if isinstance(proof, PendingProof):
-        raise NotAnchored(f"{proof_path}: pending, nothing is on chain to retract yet (hint: anchor upgrade first)",
-                          detail={"file": str(proof_path)})  # fmt: skip
+        raise NotAnchored(
+            f"{proof_path}: pending, nothing is on chain to retract yet (hint: anchor upgrade first)",
+            detail={"file": str(proof_path)},
+        )
     refuse_retired(proof)
     others = len(proof.batch.proof) > 1 or set(proof.batch.proof) - _companion_leaves(proof_path, proof)
     if others and not whole_batch:  # before any chain is opened, any key read
@@ -110,15 +121,20 @@ def _retract_root(settings: Settings, target: Path, text: str, whole_batch: bool
         )
     handle = open_chain(settings)
     if handle.chain_id != proof.anchor.chain_id:
-        raise BadInput(f"the proof is for {chain_name(proof.anchor.chain_id)}, the RPC endpoint serves"
-                       f" {chain_name(handle.chain_id)}", detail={"field": "anchor.chain_id"})  # fmt: skip
+        raise BadInput(
+            f"the proof is for {chain_name(proof.anchor.chain_id)}, the RPC endpoint serves"
+            f" {chain_name(handle.chain_id)}",
+            detail={"field": "anchor.chain_id"},
+        )
     code_hash, _ = trusted_registry(proof, settings, handle.chain_id, None)
     registry = Registry(handle.rpc, handle.chain_id, proof.anchor.registry, code_hash)
     root = parse_hex32(proof.batch.root[2:], "batch.root")
     record = registry.root_record_of_tx(root, proof.anchor.tx_hash)
     if record is None:
-        raise NotAnchored(f"root {proof.batch.root} is not anchored by the transaction the proof names",
-                          detail={"root": proof.batch.root})  # fmt: skip
+        raise NotAnchored(
+            f"root {proof.batch.root} is not anchored by the transaction the proof names",
+            detail={"root": proof.batch.root},
+        )
     signer = load_signer(handle.chain_id, settings.keystore, settings.env)
     if record.submitter.lower() != signer.address.lower():
         raise Conflict(
@@ -127,12 +143,25 @@ def _retract_root(settings: Settings, target: Path, text: str, whole_batch: bool
             detail={"submitter": record.submitter, "signer": signer.address},
         )
     if record.retracted_block:
-        raise Conflict(f"root {proof.batch.root} was retracted already, in block {record.retracted_block}",
-                       detail={"retracted_block": record.retracted_block})  # fmt: skip
+        raise Conflict(
+            f"root {proof.batch.root} was retracted already, in block {record.retracted_block}",
+            detail={"retracted_block": record.retracted_block},
+        )
     digest = reason_digest(text)
     sent = registry.retract_root(signer, root, digest)
-    outcome = Retraction("root", proof.batch.root, text, "0x" + digest.hex(), signer.address, handle.chain_id,
-                             registry.address, sent.tx_hash, sent.block_number, sent.gas_used, proof_path)  # fmt: skip
+    outcome = Retraction(
+        "root",
+        proof.batch.root,
+        text,
+        "0x" + digest.hex(),
+        signer.address,
+        handle.chain_id,
+        registry.address,
+        sent.tx_hash,
+        sent.block_number,
+        sent.gas_used,
+        proof_path,
+    )
     recorded = proof.annotations.get("retractions")
     history = list(recorded) if isinstance(recorded, list) else []
     entry = {k: v for k, v in outcome.to_json().items() if k not in ("proof", "kind", "key", "gas_used")}
@@ -152,8 +181,11 @@ def _companion_leaves(proof_path: Path, proof: Any) -> set[str]:
 
     name = proof_path.name
     is_timing = name.endswith(".timing.anchor.json")
-    other = (proof_path.with_name(name.removesuffix(".timing.anchor.json") + ".anchor.json") if is_timing
-             else timing_proof_path(proof_path))  # fmt: skip
+    other = (
+        proof_path.with_name(name.removesuffix(".timing.anchor.json") + ".anchor.json")
+        if is_timing
+        else timing_proof_path(proof_path)
+    )
     if not other.is_file():
         return set()
     found = load_any(other)
@@ -179,19 +211,35 @@ def _retract_lineage(settings: Settings, commit: str, text: str) -> Retraction:
     key = commit_key(commit)
     record = registry.lineage(key, owner.address)
     if record is None:
-        raise NotAnchored(f"commit {commit} has no lineage record by {owner.address} on this chain's registry"
-                          " (only its researcher can retract it)", detail={"commit": commit})  # fmt: skip
+        raise NotAnchored(
+            f"commit {commit} has no lineage record by {owner.address} on this chain's registry"
+            " (only its researcher can retract it)",
+            detail={"commit": commit},
+        )
     if record.retracted_block:
-        raise Conflict(f"commit {commit}'s record was retracted already, in block {record.retracted_block}",
-                       detail={"retracted_block": record.retracted_block})  # fmt: skip
+        raise Conflict(
+            f"commit {commit}'s record was retracted already, in block {record.retracted_block}",
+            detail={"retracted_block": record.retracted_block},
+        )
     digest = reason_digest(text)
     if researcher is not None and researcher.address.lower() != signer.address.lower():
         signed = researcher.sign_retraction(handle.chain_id, registry.address, key, digest)
         sent = registry.retract_signed(signer, signed)  # the researcher signs, our key relays and pays
     else:
         sent = registry.retract_lineage(signer, key, digest)
-    return Retraction("lineage", "0x" + key.hex(), text, "0x" + digest.hex(), owner.address, handle.chain_id,
-                          registry.address, sent.tx_hash, sent.block_number, sent.gas_used, None)  # fmt: skip
+    return Retraction(
+        "lineage",
+        "0x" + key.hex(),
+        text,
+        "0x" + digest.hex(),
+        owner.address,
+        handle.chain_id,
+        registry.address,
+        sent.tx_hash,
+        sent.block_number,
+        sent.gas_used,
+        None,
+    )
 
 
 def dumps(outcome: Retraction) -> str:

@@ -141,10 +141,12 @@ def anchor_manifest(
             from anchor.errors import Conflict
 
             verb = "abandoned" if waited["effect_abandoned"] else "failed"
-            raise Conflict(f"the manifest is journaled in effect #{waited['effect_id']}, which {verb} earlier:"
-                           f" {waited['effect_failure']} (hint: `anchor journal retry {waited['effect_id']}` once"
-                           " the cause is fixed, or `anchor journal status`)",
-                           detail={"effect": waited["effect_id"]})  # fmt: skip
+            raise Conflict(
+                f"the manifest is journaled in effect #{waited['effect_id']}, which {verb} earlier:"
+                f" {waited['effect_failure']} (hint: `anchor journal retry {waited['effect_id']}` once"
+                " the cause is fixed, or `anchor journal status`)",
+                detail={"effect": waited["effect_id"]},
+            )
     if row is None or row["state"] != "confirmed" or any(r is None or r["state"] != "confirmed" for r in rows):
         raise ChainUnreachable("the manifest is journaled but not confirmed yet; run `anchor journal flush`")
     if stored is None:

@@ -83,20 +83,38 @@ class Stamped:
         from anchor.proof.file import ProofFile
 
         if not isinstance(self.proof, ProofFile):
-            raise Pending(f"{self.proof_path}: pending at the services; `anchor upgrade` completes it",
-                          detail={"proof": str(self.proof_path)})  # fmt: skip
+            raise Pending(
+                f"{self.proof_path}: pending at the services; `anchor upgrade` completes it",
+                detail={"proof": str(self.proof_path)},
+            )
         return self.proof
 
     @classmethod
     def _of_key(cls, outcome: AnchorOutcome) -> Stamped:
-        return cls(outcome.proof_path, outcome.proof.manifest_digest, "anchored", outcome.proof, outcome.file_count,
-                   already_anchored=outcome.already_anchored, gas_used=outcome.gas_used,
-                   superseded=outcome.superseded, refreshed=outcome.refreshed, stale=outcome.stale)  # fmt: skip
+        return cls(
+            outcome.proof_path,
+            outcome.proof.manifest_digest,
+            "anchored",
+            outcome.proof,
+            outcome.file_count,
+            already_anchored=outcome.already_anchored,
+            gas_used=outcome.gas_used,
+            superseded=outcome.superseded,
+            refreshed=outcome.refreshed,
+            stale=outcome.stale,
+        )
 
     @classmethod
     def _of_services(cls, outcome: StampOutcome, proof: ProofFile | PendingProof) -> Stamped:
-        return cls(outcome.proof_path, outcome.digest, "pending", proof, outcome.file_count,
-                   receipts=outcome.receipts, not_taken=dict(outcome.failed))  # fmt: skip
+        return cls(
+            outcome.proof_path,
+            outcome.digest,
+            "pending",
+            proof,
+            outcome.file_count,
+            receipts=outcome.receipts,
+            not_taken=dict(outcome.failed),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,9 +147,12 @@ class Stamper(ABC):
 
     @staticmethod
     def from_settings(
-        settings: Settings | None = None, services: Sequence[str] | None = None, *, allow_insecure_token: bool = False,
+        settings: Settings | None = None,
+        services: Sequence[str] | None = None,
+        *,
+        allow_insecure_token: bool = False,
         start_chain: bool = False,
-    ) -> Stamper:  # fmt: skip
+    ) -> Stamper:
         """Services when `services` (`--service`, repeatable) or `settings.service_urls`
         (ANCHOR_SERVICE_URLS) name any, each with its token from ANCHOR_SERVICE_TOKEN; else the key
         here. A bad URL, or a token that would travel in clear, is refused before anything is hashed.
@@ -169,9 +190,15 @@ class Stamper(ABC):
         return self._stamp(path, out=out, symlinks=symlinks, rehash=rehash)
 
     def _stamp(
-        self, path: Path, *, out: Path | None = None, rules: Rules | None = None, symlinks: str = "refuse",
-        progress: Progress | None = None, rehash: bool = False,
-    ) -> Stamped:  # fmt: skip
+        self,
+        path: Path,
+        *,
+        out: Path | None = None,
+        rules: Rules | None = None,
+        symlinks: str = "refuse",
+        progress: Progress | None = None,
+        rehash: bool = False,
+    ) -> Stamped:
         """`stamp`, with the exclusion `rules` and a `progress` report a door chooses (the command line's
         options, an MLflow run's tree, which excludes nothing)."""
         from anchor.manifest.exclude import Rules
@@ -188,8 +215,11 @@ class Stamper(ABC):
 
         # the cache names the folder's files, as its proof does: the data dir's, readable by its owner alone;
         # kept only in a data dir that exists (a stamp that fails, through services, makes none)
-        cache = (StatCache.for_root(private_dir(self.settings.layout.stat_cache), path, rehash)
-                 if self.settings.layout.root.is_dir() else None)  # fmt: skip
+        cache = (
+            StatCache.for_root(private_dir(self.settings.layout.stat_cache), path, rehash)
+            if self.settings.layout.root.is_dir()
+            else None
+        )
         try:
             tree = hash_tree(path, Rules.for_root(path) if rules is None else rules, symlinks, progress, cache)
             if cache is not None:
@@ -206,9 +236,12 @@ class Stamper(ABC):
 
     @abstractmethod
     def _stamp_identity(
-        self, identity: dict[str, object], proof_out: Path, tree: FileTreeManifest | None = None,
+        self,
+        identity: dict[str, object],
+        proof_out: Path,
+        tree: FileTreeManifest | None = None,
         annotations: dict[str, object] | None = None,
-    ) -> Stamped:  # fmt: skip
+    ) -> Stamped:
         """Anchor one manifest identity (a contract, a champion record, a ledger head)."""
 
     @abstractmethod
@@ -216,9 +249,14 @@ class Stamper(ABC):
         """Anchor several identities (champion records) in one go; their proof paths."""
 
     def _stamp_bundle(
-        self, manifest: BundleManifest, tree: FileTreeManifest, proof_out: Path, notes: dict[str, object] | None = None,
-        *, output: Path | None = None,
-    ) -> Stamped:  # fmt: skip
+        self,
+        manifest: BundleManifest,
+        tree: FileTreeManifest,
+        proof_out: Path,
+        notes: dict[str, object] | None = None,
+        *,
+        output: Path | None = None,
+    ) -> Stamped:
         """A result bundle and, when it has milestones, its timing record beside it. `output`: the folder
         `tree` was hashed from; a proof inside it is refused before anything is sent (`check_output_path`)."""
         from anchor.proof.file import check_output_path
@@ -248,8 +286,9 @@ class Stamper(ABC):
         for out in outs:
             check_output_path(out)
             _note_anchored_around(out)
-        return self._enqueue([(path, hash_tree(path), out) for path, out in zip(paths, outs, strict=True)],
-                           idempotency_key)  # fmt: skip
+        return self._enqueue(
+            [(path, hash_tree(path), out) for path, out in zip(paths, outs, strict=True)], idempotency_key
+        )
 
     @abstractmethod
     def _enqueue(
@@ -277,9 +316,13 @@ class Stamper(ABC):
 
     @abstractmethod
     def _record_search(
-        self, attempts: Sequence[tuple[dict[str, object], int]], head: dict[str, object], head_proof: Path,
-        lineage: Sequence[Lineage], flush: bool = True,
-    ) -> dict[str, object]:  # fmt: skip
+        self,
+        attempts: Sequence[tuple[dict[str, object], int]],
+        head: dict[str, object],
+        head_proof: Path,
+        lineage: Sequence[Lineage],
+        flush: bool = True,
+    ) -> dict[str, object]:
         """Anchor attempt manifests (identity, ledger seq), a ledger head (its proof at `head_proof`)
         and lineage records; `flush=False` only journals, where there is a journal. Returns what to say
         of it beyond the counts (who signed the records, which services relayed them)."""
@@ -321,9 +364,12 @@ class KeyStamper(Stamper):
         return Stamped._of_key(outcome)
 
     def _stamp_identity(
-        self, identity: dict[str, object], proof_out: Path, tree: FileTreeManifest | None = None,
+        self,
+        identity: dict[str, object],
+        proof_out: Path,
+        tree: FileTreeManifest | None = None,
         annotations: dict[str, object] | None = None,
-    ) -> Stamped:  # fmt: skip
+    ) -> Stamped:
         from anchor.anchoring.stamp import anchor_manifest
 
         return Stamped._of_key(anchor_manifest(identity, tree, self.settings, proof_out, annotations))
@@ -350,16 +396,22 @@ class KeyStamper(Stamper):
     ) -> list[Queued]:
         from anchor.journal.submit import Submission
 
-        done = self._open().submit([
-            Submission(tree.identity(), {"files": tree.files_json()}, idempotency_key, out) for _, tree, out in trees
-        ])  # fmt: skip
-        return [Queued(path, "0x" + one.digest.hex(), one.state, one.duplicate)
-                for (path, _, _), one in zip(trees, done, strict=True)]  # fmt: skip
+        done = self._open().submit(
+            [Submission(tree.identity(), {"files": tree.files_json()}, idempotency_key, out) for _, tree, out in trees]
+        )
+        return [
+            Queued(path, "0x" + one.digest.hex(), one.state, one.duplicate)
+            for (path, _, _), one in zip(trees, done, strict=True)
+        ]
 
     def _record_search(
-        self, attempts: Sequence[tuple[dict[str, object], int]], head: dict[str, object], head_proof: Path,
-        lineage: Sequence[Lineage], flush: bool = True,
-    ) -> dict[str, object]:  # fmt: skip
+        self,
+        attempts: Sequence[tuple[dict[str, object], int]],
+        head: dict[str, object],
+        head_proof: Path,
+        lineage: Sequence[Lineage],
+        flush: bool = True,
+    ) -> dict[str, object]:
         from anchor.chain.keys import load_researcher
         from anchor.chain.signed import signed_lineage
         from anchor.journal.submit import Submission
@@ -373,8 +425,9 @@ class KeyStamper(Stamper):
         researcher = load_researcher(self.settings.env)
         registry = service.registry
         for fields in lineage:
-            signed = None if researcher is None else signed_lineage(researcher, registry.chain_id,
-                                                                       registry.address, fields)  # fmt: skip
+            signed = (
+                None if researcher is None else signed_lineage(researcher, registry.chain_id, registry.address, fields)
+            )
             service.runner.open_lineage(*fields, signed=signed)
         if flush:
             service.flush()
@@ -392,15 +445,20 @@ class KeyStamper(Stamper):
         report = service.flush()
         if effect in report.errors:  # parked (a conflicting record, the chain out of reach): its own words
             error = report.errors[effect]
-            raise error if isinstance(error, AnchorError) else ServiceError(f"lineage record 0x{fields[0].hex()}:"
-                                                                            f" {error}")  # fmt: skip
+            raise (
+                error
+                if isinstance(error, AnchorError)
+                else ServiceError(f"lineage record 0x{fields[0].hex()}: {error}")
+            )
         who = signed.fields.researcher if signed is not None else service.runner.signer.address
         record = registry.lineage(fields[0], who)
         if record is None:
             from anchor.errors import Pending
 
-            raise Pending(f"lineage record 0x{fields[0].hex()}: journaled, not on chain yet; `anchor flush` sends it",
-                          detail={"commit": "0x" + fields[0].hex()})  # fmt: skip
+            raise Pending(
+                f"lineage record 0x{fields[0].hex()}: journaled, not on chain yet; `anchor flush` sends it",
+                detail={"commit": "0x" + fields[0].hex()},
+            )
         return LineageWritten(record.researcher, record.tx_hash, record.block_number)
 
     def _flusher(self, name: str) -> Flusher | None:
@@ -449,14 +507,24 @@ class ServiceStamper(Stamper):
         queued = []
         for path, tree, out in trees:
             done = self._stamp_tree(path, tree, out)  # the client keys each call by its digest (retries are one)
-            queued.append(Queued(path, done.digest, done.state, services=tuple(r.url for r in done.receipts),
-                                 not_taken=done.not_taken))  # fmt: skip
+            queued.append(
+                Queued(
+                    path,
+                    done.digest,
+                    done.state,
+                    services=tuple(r.url for r in done.receipts),
+                    not_taken=done.not_taken,
+                )
+            )
         return queued
 
     def _stamp_identity(
-        self, identity: dict[str, object], proof_out: Path, tree: FileTreeManifest | None = None,
+        self,
+        identity: dict[str, object],
+        proof_out: Path,
+        tree: FileTreeManifest | None = None,
         annotations: dict[str, object] | None = None,
-    ) -> Stamped:  # fmt: skip
+    ) -> Stamped:
         from anchor.anchoring.client import stamp_through
 
         files = None if tree is None else tree.files_json()
@@ -497,17 +565,23 @@ class ServiceStamper(Stamper):
         self._researcher()
 
     def _record_search(
-        self, attempts: Sequence[tuple[dict[str, object], int]], head: dict[str, object], head_proof: Path,
-        lineage: Sequence[Lineage], flush: bool = True,
-    ) -> dict[str, object]:  # fmt: skip
+        self,
+        attempts: Sequence[tuple[dict[str, object], int]],
+        head: dict[str, object],
+        head_proof: Path,
+        lineage: Sequence[Lineage],
+        flush: bool = True,
+    ) -> dict[str, object]:
         from anchor.anchoring.client import relay_lineage, stamp_through, submit_everywhere
 
         researcher = self._researcher()
         for identity, seq in attempts:
             _, failed = submit_everywhere(self.services, identity, {"ledger_seq": seq})
             if len(failed) == len(self.services):
-                raise ServiceError("no service took the attempts: " + "; ".join(f"{u}: {w}" for u, w in failed.items()),
-                                   detail={"services": failed})  # fmt: skip
+                raise ServiceError(
+                    "no service took the attempts: " + "; ".join(f"{u}: {w}" for u, w in failed.items()),
+                    detail={"services": failed},
+                )
         stamp_through(head, None, self.services, head_proof)
         for fields in lineage:
             for service in self.services:

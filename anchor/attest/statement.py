@@ -53,14 +53,17 @@ def attest(target: str, settings: Settings, out: Path | None = None) -> tuple[li
         if len(body) != 64 or any(c not in "0123456789abcdef" for c in body):
             raise BadInput(
                 f"{target}: no such file or directory{did_you_mean_path(target)}, and not a manifest digest"
-                " (0x + 64 hex)", detail={"field": "target"},
-            )  # fmt: skip
+                " (0x + 64 hex)",
+                detail={"field": "target"},
+            )
         from anchor.anchoring.proofs import store_finder
 
         found = store_finder(settings)(bytes.fromhex(body))
         if found is None:
-            raise BadInput(f"{target}: no proof of this manifest in the proof store of {settings.data_dir}",
-                           detail={"field": "target"})  # fmt: skip
+            raise BadInput(
+                f"{target}: no proof of this manifest in the proof store of {settings.data_dir}",
+                detail={"field": "target"},
+            )
         proof = found
         verdict = run(by_first_anchor(proof, "proof"), settings)
         subjects = file_subjects(proof, None)

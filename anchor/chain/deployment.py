@@ -251,8 +251,10 @@ def deployment_block(rpc: Rpc, address: str, head: int, progress: Callable[[str]
         if isinstance(exc, ChainUnreachable):  # the endpoint is down: not a question of past state
             raise
         if progress:
-            progress("the endpoint keeps no past state, so the deployment block is unknown: indexing from"
-                     " block 0 (pass --from-block N to start at the deployment)")  # fmt: skip
+            progress(
+                "the endpoint keeps no past state, so the deployment block is unknown: indexing from"
+                " block 0 (pass --from-block N to start at the deployment)"
+            )
         return 0
     return low
 

@@ -42,9 +42,17 @@ def _int(value: int) -> bytes:
 
 
 def signed_type2(
-    secret: bytes, *, chain_id: int, nonce: int, priority_fee: int, max_fee: int, gas: int, to: str,
-    data: bytes, value: int = 0,
-) -> tuple[bytes, bytes]:  # fmt: skip
+    secret: bytes,
+    *,
+    chain_id: int,
+    nonce: int,
+    priority_fee: int,
+    max_fee: int,
+    gas: int,
+    to: str,
+    data: bytes,
+    value: int = 0,
+) -> tuple[bytes, bytes]:
     """(tx hash, raw signed transaction) of an EIP-1559 transaction with an empty access list."""
     from coincurve import PrivateKey
 
@@ -52,8 +60,16 @@ def signed_type2(
     if len(address) != 20:
         raise ValueError("a transaction's `to` is a 20-byte address")
     fields: list[bytes | list[bytes]] = [
-        _int(chain_id), _int(nonce), _int(priority_fee), _int(max_fee), _int(gas), address, _int(value), data, [],
-    ]  # fmt: skip
+        _int(chain_id),
+        _int(nonce),
+        _int(priority_fee),
+        _int(max_fee),
+        _int(gas),
+        address,
+        _int(value),
+        data,
+        [],
+    ]
     signature = PrivateKey(secret).sign_recoverable(keccak256(b"\x02" + _rlp(fields)), hasher=None)
     r, s, parity = signature[:32], signature[32:64], signature[64]
     raw = b"\x02" + _rlp([*fields, _int(parity), _int(int.from_bytes(r, "big")), _int(int.from_bytes(s, "big"))])

@@ -69,12 +69,29 @@ class Signer:
         if self._secret is not None:
             from anchor.chain.eip1559 import signed_type2
 
-            return signed_type2(self._secret, chain_id=chain_id, nonce=nonce, priority_fee=priority_fee,
-                                max_fee=max_fee, gas=gas, to=to, data=data)  # fmt: skip
-        signed = self._account.sign_transaction({
-            "type": 2, "chainId": chain_id, "to": to, "data": "0x" + data.hex(), "value": 0, "gas": gas,
-            "nonce": nonce, "maxFeePerGas": max_fee, "maxPriorityFeePerGas": priority_fee,
-        })  # fmt: skip
+            return signed_type2(
+                self._secret,
+                chain_id=chain_id,
+                nonce=nonce,
+                priority_fee=priority_fee,
+                max_fee=max_fee,
+                gas=gas,
+                to=to,
+                data=data,
+            )
+        signed = self._account.sign_transaction(
+            {
+                "type": 2,
+                "chainId": chain_id,
+                "to": to,
+                "data": "0x" + data.hex(),
+                "value": 0,
+                "gas": gas,
+                "nonce": nonce,
+                "maxFeePerGas": max_fee,
+                "maxPriorityFeePerGas": priority_fee,
+            }
+        )
         return bytes(signed.hash), bytes(signed.raw_transaction)
 
     def sign_lineage(self, chain_id: int, registry: str, fields: Any) -> Any:

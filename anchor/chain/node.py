@@ -148,13 +148,19 @@ class LocalChain:
         private_dir(self.dir)
         command = [
             str(tool("anvil")),
-            "--host", "127.0.0.1",
-            "--port", str(self.port),
-            "--chain-id", str(LOCAL_CHAIN_ID),
-            "--hardfork", compiler_settings().evm_version,
-            "--state", str(self.state_file),
-            "--state-interval", "1",
-        ]  # fmt: skip
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--chain-id",
+            str(LOCAL_CHAIN_ID),
+            "--hardfork",
+            compiler_settings().evm_version,
+            "--state",
+            str(self.state_file),
+            "--state-interval",
+            "1",
+        ]
         with open(self.log_file, "ab") as log:
             process = subprocess.Popen(  # noqa: S603 - fixed argv, no shell
                 command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
@@ -255,9 +261,11 @@ def port_taken_message(port: int) -> str:
     other = _anchor_chain_on(port)
     if other is not None:
         pid, data_dir = other
-        return (f"port {port} on 127.0.0.1 is used by the local chain of another data dir, {data_dir}"
-                f" (anvil pid {pid}): stop it with `ANCHOR_DATA_DIR={data_dir} anchor chain down`, or give this"
-                f" data dir a port of its own (ANCHOR_LOCAL_PORT={port + 1})")  # fmt: skip
+        return (
+            f"port {port} on 127.0.0.1 is used by the local chain of another data dir, {data_dir}"
+            f" (anvil pid {pid}): stop it with `ANCHOR_DATA_DIR={data_dir} anchor chain down`, or give this"
+            f" data dir a port of its own (ANCHOR_LOCAL_PORT={port + 1})"
+        )
     return f"port {port} on 127.0.0.1 is used by another process; set ANCHOR_LOCAL_PORT (another free port)"
 
 

@@ -143,10 +143,21 @@ class Registry:
     def anchor_signed(self, sender: Signer, signed: SignedLineage) -> TxResult:
         """Relay a record the researcher signed: `sender` pays, the signer is the researcher."""
         f = signed.fields
-        return self._send(sender, self.contract.functions.anchorBySig(
-            self.w3.to_checksum_address(f.researcher), f.commit, f.parent, f.diff_hash, f.metric_hash, f.kept,
-            f.deadline, signed.v, signed.r, signed.s,
-        ))  # fmt: skip
+        return self._send(
+            sender,
+            self.contract.functions.anchorBySig(
+                self.w3.to_checksum_address(f.researcher),
+                f.commit,
+                f.parent,
+                f.diff_hash,
+                f.metric_hash,
+                f.kept,
+                f.deadline,
+                signed.v,
+                signed.r,
+                signed.s,
+            ),
+        )
 
     def call_data(self, name: str, *args: Any) -> bytes:
         """The calldata of the write `name(args)`, encoded by anchor.chain.abi (no web3: the effect
@@ -156,8 +167,19 @@ class Registry:
     def signed_call_data(self, signed: SignedLineage) -> bytes:
         """The calldata that relays `signed` (anchorBySig)."""
         f = signed.fields
-        return self.call_data("anchorBySig", f.researcher, f.commit, f.parent, f.diff_hash, f.metric_hash, f.kept,
-                              f.deadline, signed.v, signed.r, signed.s)  # fmt: skip
+        return self.call_data(
+            "anchorBySig",
+            f.researcher,
+            f.commit,
+            f.parent,
+            f.diff_hash,
+            f.metric_hash,
+            f.kept,
+            f.deadline,
+            signed.v,
+            signed.r,
+            signed.s,
+        )
 
     def retract_root(self, signer: Signer, root: bytes, reason: bytes) -> TxResult:
         """Retract `signer`'s own record of `root` (the registry refuses anyone else's)."""
@@ -170,9 +192,14 @@ class Registry:
     def retract_signed(self, sender: Signer, signed: SignedRetraction) -> TxResult:
         """Relay a retraction the researcher signed: `sender` pays, the signer's record is retracted."""
         call = self.contract.functions.retractLineageBySig(
-            self.w3.to_checksum_address(signed.researcher), signed.commit, signed.reason, signed.deadline,
-            signed.v, signed.r, signed.s,
-        )  # fmt: skip
+            self.w3.to_checksum_address(signed.researcher),
+            signed.commit,
+            signed.reason,
+            signed.deadline,
+            signed.v,
+            signed.r,
+            signed.s,
+        )
         return self._send(sender, call)
 
     def _send(self, signer: Signer, call: Any) -> TxResult:
@@ -198,8 +225,9 @@ class Registry:
         timestamp, block_number, retracted_at, retracted_block = self._call("rootRecord", submitter, root, block=block)
         if int(block_number) == 0:
             return None
-        return RootRecord(_hex(root), submitter, int(timestamp), int(block_number), tx_hash, int(retracted_block),
-                          int(retracted_at))  # fmt: skip
+        return RootRecord(
+            _hex(root), submitter, int(timestamp), int(block_number), tx_hash, int(retracted_block), int(retracted_at)
+        )
 
     def root_records(self, root: bytes) -> list[RootRecord]:
         """Every record of `root`, oldest first: one per submitter (from its events, each checked against
@@ -258,8 +286,11 @@ class Registry:
         """Why `record` was retracted (its `LineageRetracted` event, in the block its slot names)."""
         if not record.retracted_block:
             return None
-        topics: list[Any] = [self.abi.events["LineageRetracted"].topic, _address_topic(record.researcher),
-                             record.commit]  # fmt: skip
+        topics: list[Any] = [
+            self.abi.events["LineageRetracted"].topic,
+            _address_topic(record.researcher),
+            record.commit,
+        ]
         return self._retraction("LineageRetracted", topics, record.researcher, record.retracted_block, 0)
 
     def _retraction(self, event: str, topics: list[Any], by: str, block: int, timestamp: int) -> Retraction:
@@ -276,10 +307,12 @@ class Registry:
         safe, finalized = self._tagged_head("safe"), self._tagged_head("finalized")
         confirmations = read_at - block + 1
         finality = (
-            "finalized" if finalized is not None and finalized >= block
-            else "safe" if safe is not None and safe >= block
+            "finalized"
+            if finalized is not None and finalized >= block
+            else "safe"
+            if safe is not None and safe >= block
             else f"{confirmations} confirmation{'s' if confirmations != 1 else ''}"
-        )  # fmt: skip
+        )
         return finality, safe, finalized
 
     def _tagged_head(self, tag: str) -> int | None:
@@ -348,9 +381,17 @@ class Registry:
             return None
         _, _, retracted = self._call("lineageRecord", who, fields[0], block=block)
         return LineageRecord(
-            _hex(fields[0]), _hex(a["parent"]), _hex(a["diffHash"]), _hex(a["metricHash"]), bool(a["kept"]),
-            who, int(a["timestamp"]), str(log["transactionHash"]), int(str(log["blockNumber"]), 16), int(retracted),
-        )  # fmt: skip
+            _hex(fields[0]),
+            _hex(a["parent"]),
+            _hex(a["diffHash"]),
+            _hex(a["metricHash"]),
+            bool(a["kept"]),
+            who,
+            int(a["timestamp"]),
+            str(log["transactionHash"]),
+            int(str(log["blockNumber"]), 16),
+            int(retracted),
+        )
 
     def lineage_commits(self, researcher: str | None = None) -> set[str]:
         """Every commit (SHA-1 as 40 hex, SHA-256 as 64) with a lineage event, by `researcher` if given:

@@ -208,9 +208,13 @@ class KeptAlive:
         return response.status, response, content[:limit]
 
     def exchange(
-        self, method: str, target: str, body: bytes | None = None, headers: dict[str, str] | None = None,
+        self,
+        method: str,
+        target: str,
+        body: bytes | None = None,
+        headers: dict[str, str] | None = None,
         limit: int = 1 << 30,
-    ) -> tuple[int, http.client.HTTPResponse, bytes]:  # fmt: skip
+    ) -> tuple[int, http.client.HTTPResponse, bytes]:
         """(status, response for its headers, at most `limit` bytes of the answer). Raises OSError or
         http.client.HTTPException when there is no answer; a kept-alive connection the server closed
         while idle is retried once at once on a fresh one (not a failure)."""
@@ -244,9 +248,18 @@ class Exhausted(Exception):
 
 
 def send(
-    client: KeptAlive, method: str, target: str, body: bytes | None, headers: dict[str, str], *, url: str,
-    retries: int, backoff_s: float, why: tuple[object, ...], limit: int = 1 << 30,
-) -> tuple[int, http.client.HTTPResponse, bytes]:  # fmt: skip
+    client: KeptAlive,
+    method: str,
+    target: str,
+    body: bytes | None,
+    headers: dict[str, str],
+    *,
+    url: str,
+    retries: int,
+    backoff_s: float,
+    why: tuple[object, ...],
+    limit: int = 1 << 30,
+) -> tuple[int, http.client.HTTPResponse, bytes]:
     """The one retry policy of every HTTP exchange we start, RPC and service alike: the first answer that
     is neither 429 nor 5xx, as (status, response, at most `limit` bytes), for the caller to judge
     (a 401 or a 4xx is never retried: no retry can fix a credential or a request).
@@ -286,8 +299,9 @@ class Rpc:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             hint = f" (did you mean http://{url}?)" if "://" not in url else ""
-            raise BadInput(f"RPC URL {redact_url(url)}: expected http(s)://host[:port][/path]{hint}",
-                           detail={"field": "rpc_url"})  # fmt: skip
+            raise BadInput(
+                f"RPC URL {redact_url(url)}: expected http(s)://host[:port][/path]{hint}", detail={"field": "rpc_url"}
+            )
         self.url = url
         self.shown = redact_url(url)
         self._target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
@@ -320,9 +334,16 @@ class Rpc:
     def _post_once(self, method: str, body: bytes) -> bytes:
         try:
             status, _, content = send(
-                self._http, "POST", self._target, body, {"Content-Type": "application/json"},
-                url=self.url, retries=self.retries, backoff_s=self.backoff_s, why=(method,),
-            )  # fmt: skip
+                self._http,
+                "POST",
+                self._target,
+                body,
+                {"Content-Type": "application/json"},
+                url=self.url,
+                retries=self.retries,
+                backoff_s=self.backoff_s,
+                why=(method,),
+            )
         except Exhausted as spent:
             raise ChainUnreachable(
                 spent.said(f"{self.shown}: {method}", f"--rpc-url or ANCHOR_RPC_URL ({self.shown})"),
@@ -351,15 +372,19 @@ class Rpc:
         try:
             answer = json.loads(raw)
         except ValueError:
-            raise ChainUnreachable(f"{self.shown}: {method} answered something that is not JSON",
-                                   detail={"rpc_url": self.shown, "method": method}) from None  # fmt: skip
+            raise ChainUnreachable(
+                f"{self.shown}: {method} answered something that is not JSON",
+                detail={"rpc_url": self.shown, "method": method},
+            ) from None
         if not isinstance(answer, dict):
-            raise ChainUnreachable(f"{self.shown}: {method} answered no JSON-RPC object",
-                                   detail={"rpc_url": self.shown, "method": method})  # fmt: skip
+            raise ChainUnreachable(
+                f"{self.shown}: {method} answered no JSON-RPC object", detail={"rpc_url": self.shown, "method": method}
+            )
         if "error" in answer:
             error = answer["error"] if isinstance(answer["error"], dict) else {"message": str(answer["error"])}
-            raise RpcError(method, int(error.get("code", 0) or 0), str(error.get("message", ""))[:500],
-                           error.get("data"))  # fmt: skip
+            raise RpcError(
+                method, int(error.get("code", 0) or 0), str(error.get("message", ""))[:500], error.get("data")
+            )
         return answer.get("result")
 
     # ------------------------------------------------------------------ the methods reads need

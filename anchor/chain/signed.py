@@ -60,10 +60,17 @@ class SignedLineage:
     def to_json(self) -> dict[str, Any]:
         f = self.fields
         return {
-            "researcher": f.researcher, "commit": f.commit.hex(), "parent": f.parent.hex(),
-            "diff_hash": f.diff_hash.hex(), "metric_hash": f.metric_hash.hex(), "kept": f.kept,
-            "deadline": f.deadline, "v": self.v, "r": self.r.hex(), "s": self.s.hex(),
-        }  # fmt: skip
+            "researcher": f.researcher,
+            "commit": f.commit.hex(),
+            "parent": f.parent.hex(),
+            "diff_hash": f.diff_hash.hex(),
+            "metric_hash": f.metric_hash.hex(),
+            "kept": f.kept,
+            "deadline": f.deadline,
+            "v": self.v,
+            "r": self.r.hex(),
+            "s": self.s.hex(),
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SignedLineage:
@@ -73,11 +80,14 @@ class SignedLineage:
         true) used to reach the encoder and answer 500."""
         try:
             fields = LineageFields(
-                _address(data["researcher"], "researcher"), _b32(data["commit"], "commit"),
-                _b32(data["parent"], "parent"), _b32(data["diff_hash"], "diff_hash"),
-                _b32(data["metric_hash"], "metric_hash"), _strict_bool(data["kept"], "kept"),
+                _address(data["researcher"], "researcher"),
+                _b32(data["commit"], "commit"),
+                _b32(data["parent"], "parent"),
+                _b32(data["diff_hash"], "diff_hash"),
+                _b32(data["metric_hash"], "metric_hash"),
+                _strict_bool(data["kept"], "kept"),
                 _uint(data["deadline"], "deadline", 256),
-            )  # fmt: skip
+            )
             return cls(fields, _uint(data["v"], "v", 8), _b32(data["r"], "r"), _b32(data["s"], "s"))
         except KeyError as exc:
             raise BadInput(f"signed lineage: missing field {exc.args[0]}", detail={"field": exc.args[0]}) from None
@@ -110,22 +120,26 @@ def _b32(value: object, field: str) -> bytes:
 
 def _message(fields: LineageFields) -> dict[str, Any]:
     return {
-        "researcher": fields.researcher, "commit": fields.commit, "parent": fields.parent,
-        "diffHash": fields.diff_hash, "metricHash": fields.metric_hash, "kept": fields.kept,
+        "researcher": fields.researcher,
+        "commit": fields.commit,
+        "parent": fields.parent,
+        "diffHash": fields.diff_hash,
+        "metricHash": fields.metric_hash,
+        "kept": fields.kept,
         "deadline": fields.deadline,
-    }  # fmt: skip
+    }
 
 
 def typed_data(chain_id: int, registry: str, fields: LineageFields) -> dict[str, Any]:
     """The full EIP-712 message (what wallets and `cast wallet sign --data` take)."""
-    return eip712.typed_data(DOMAIN_NAME, DOMAIN_VERSION, chain_id, registry, "Lineage", LINEAGE_TYPE,
-                             _message(fields))  # fmt: skip
+    return eip712.typed_data(DOMAIN_NAME, DOMAIN_VERSION, chain_id, registry, "Lineage", LINEAGE_TYPE, _message(fields))
 
 
 def digest(chain_id: int, registry: str, fields: LineageFields) -> bytes:
     """`AnchorRegistry.lineageDigest`: the EIP-712 hash a researcher signs (anchor.manifest.eip712)."""
-    return eip712.signing_hash(DOMAIN_NAME, DOMAIN_VERSION, chain_id, registry, "Lineage", LINEAGE_TYPE,
-                               _message(fields))  # fmt: skip
+    return eip712.signing_hash(
+        DOMAIN_NAME, DOMAIN_VERSION, chain_id, registry, "Lineage", LINEAGE_TYPE, _message(fields)
+    )
 
 
 def sign_lineage(account: Any, chain_id: int, registry: str, fields: LineageFields) -> SignedLineage:
@@ -174,8 +188,9 @@ def retraction_digest(
 ) -> bytes:
     """`AnchorRegistry.retractionDigest`: the EIP-712 hash a researcher signs to retract a record."""
     message = {"researcher": researcher, "commit": commit, "reason": reason, "deadline": deadline}
-    return eip712.signing_hash(DOMAIN_NAME, DOMAIN_VERSION, chain_id, registry, "LineageRetraction",
-                               RETRACTION_TYPE, message)  # fmt: skip
+    return eip712.signing_hash(
+        DOMAIN_NAME, DOMAIN_VERSION, chain_id, registry, "LineageRetraction", RETRACTION_TYPE, message
+    )
 
 
 def sign_retraction(
@@ -186,5 +201,12 @@ def sign_retraction(
 
     deadline = int(time.time()) + ttl_s
     signed = account.unsafe_sign_hash(retraction_digest(chain_id, registry, account.address, commit, reason, deadline))
-    return SignedRetraction(account.address, commit, reason, deadline, int(signed.v),
-                            int(signed.r).to_bytes(32, "big"), int(signed.s).to_bytes(32, "big"))  # fmt: skip
+    return SignedRetraction(
+        account.address,
+        commit,
+        reason,
+        deadline,
+        int(signed.v),
+        int(signed.r).to_bytes(32, "big"),
+        int(signed.s).to_bytes(32, "big"),
+    )

@@ -85,8 +85,9 @@ def _install_anvil(target: Path) -> Path:
     sys.stderr.write(f"anchor: anvil not found on PATH; installing {package} into {user_cache()} (once)\n")
     done = subprocess.run(
         [npm, "install", "--prefix", str(user_cache()), "--no-audit", "--no-fund", "--loglevel=error", package],
-        capture_output=True, text=True,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0 or not target.exists():
         raise ToolchainMissing(f"installing {package} failed: {done.stderr.strip()[-300:]}")
     return target

@@ -49,8 +49,10 @@ def decode_revert(data: str | None) -> RegistryRevert | None:
     except ValueError:  # a selector of ours with arguments that are not: not our registry's error
         return None
     # as eth_abi decoded them (what callers and journaled failures carry): bytes as 0x-hex, addresses lower-case
-    args = ["0x" + v.hex() if isinstance(v, bytes) else v.lower() if kind == "address" else v
-            for kind, v in zip(types, values, strict=True)]  # fmt: skip
+    args = [
+        "0x" + v.hex() if isinstance(v, bytes) else v.lower() if kind == "address" else v
+        for kind, v in zip(types, values, strict=True)
+    ]
     return RegistryRevert(
         f"the registry refused: {name}({', '.join(map(str, args))})", detail={"error": name, "args": args}
     )
@@ -211,16 +213,27 @@ def unfunded(rpc: Rpc, sender: str, gas: int, max_fee: int, chain_id: int, effec
 
     balance = balance_of(rpc, sender)
     cost = gas * max_fee
-    needs = (f"the transaction may cost up to {ether(cost)} (gas {gas} x max fee {max_fee} wei)" if cost
-             else "the transaction costs more than that")  # fmt: skip
-    then = (f"fund it, then `anchor journal retry {effect_id}` (or `anchor journal abandon {effect_id}`)"
-            if effect_id is not None else "fund it and run the same command again")  # fmt: skip
+    needs = (
+        f"the transaction may cost up to {ether(cost)} (gas {gas} x max fee {max_fee} wei)"
+        if cost
+        else "the transaction costs more than that"
+    )
+    then = (
+        f"fund it, then `anchor journal retry {effect_id}` (or `anchor journal abandon {effect_id}`)"
+        if effect_id is not None
+        else "fund it and run the same command again"
+    )
     return InsufficientFunds(
         f"the account {sender} cannot pay for this transaction on chain {chain_id}: it holds {ether(balance)} and"
         f" {needs}; {then}",
-        detail={"sender": sender, "balance_wei": balance, "cost_wei": cost, "chain_id": chain_id,
-                **({"effect": effect_id} if effect_id is not None else {})},
-    )  # fmt: skip
+        detail={
+            "sender": sender,
+            "balance_wei": balance,
+            "cost_wei": cost,
+            "chain_id": chain_id,
+            **({"effect": effect_id} if effect_id is not None else {}),
+        },
+    )
 
 
 def balance_of(rpc: Rpc, address: str) -> int:

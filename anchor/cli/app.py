@@ -127,11 +127,17 @@ def _version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
         ctx.exit()
 
 
-@click.group("anchor", cls=Root, lazy=COMMANDS, help=HELP, params=[data_dir(), rpc_url()],
-             context_settings={"max_content_width": 100, "show_default": True,
-                               "help_option_names": ["-h", "--help"]})  # fmt: skip
-@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_version,
-              help="Print the version and exit.")  # fmt: skip
+@click.group(
+    "anchor",
+    cls=Root,
+    lazy=COMMANDS,
+    help=HELP,
+    params=[data_dir(), rpc_url()],
+    context_settings={"max_content_width": 100, "show_default": True, "help_option_names": ["-h", "--help"]},
+)
+@click.option(
+    "--version", is_flag=True, expose_value=False, is_eager=True, callback=_version, help="Print the version and exit."
+)
 @json_option
 @click.pass_context
 def app(ctx: click.Context, /, json: bool, **given: Any) -> None:

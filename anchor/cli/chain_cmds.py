@@ -82,9 +82,19 @@ def balance(ctx: click.Context, json: bool) -> None:
     max_fee, _ = fee_quote(handle.rpc)
     stamp_gas = 50_000  # one batch root with its margin (docs/quickstart-base-sepolia.md, step 2)
     stamps = held // max(1, stamp_gas * max_fee)
-    emit(ctx, json, {"address": signer.address, "chain_id": handle.chain_id, "balance_wei": held,
-                     "max_fee_wei": max_fee, "stamps": stamps}, [
-        f"{signer.address} holds {ether(held)} on {chain_name(handle.chain_id)}",
-        f"  at the node's fees now (max {max_fee} wei a gas unit) that pays for about {stamps} stamps"
-        + ("" if held else "; fund it from a faucet before `anchor deploy` or `anchor stamp`"),
-    ])  # fmt: skip
+    emit(
+        ctx,
+        json,
+        {
+            "address": signer.address,
+            "chain_id": handle.chain_id,
+            "balance_wei": held,
+            "max_fee_wei": max_fee,
+            "stamps": stamps,
+        },
+        [
+            f"{signer.address} holds {ether(held)} on {chain_name(handle.chain_id)}",
+            f"  at the node's fees now (max {max_fee} wei a gas unit) that pays for about {stamps} stamps"
+            + ("" if held else "; fund it from a faucet before `anchor deploy` or `anchor stamp`"),
+        ],
+    )

@@ -101,8 +101,9 @@ class LazyGroup(AnchorGroup):
         try:
             return super().resolve_command(ctx, args)
         except click.exceptions.NoSuchCommand as exc:
-            raise click.exceptions.NoSuchCommand(exc.command_name, possibilities=self.list_commands(ctx),
-                                                 ctx=ctx) from None  # fmt: skip
+            raise click.exceptions.NoSuchCommand(
+                exc.command_name, possibilities=self.list_commands(ctx), ctx=ctx
+            ) from None
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         where = self.lazy.get(cmd_name)

@@ -27,26 +27,33 @@ def show(ctx: click.Context, json: bool) -> None:
     data_dir, rpc_url = ctx.find_root().obj["given"]
     settings, found = Settings._resolve(data_dir, rpc_url[0] if rpc_url else None, env=environment())
     effective = {
-        "data_dir": str(settings.data_dir), "rpc_url": settings.rpc_url or "(the local chain)",
+        "data_dir": str(settings.data_dir),
+        "rpc_url": settings.rpc_url or "(the local chain)",
         "local_port": found["local_port"].value or "(18545, or the port recorded in the data directory)",
         "keystore": found["keystore"].value or "(none: ANCHOR_PRIVATE_KEY, or the dev key on the local chain)",
         "journal_url": redact_url(settings.journal_url) if settings.journal_url else "(none: the ledger is a file)",
-    }  # fmt: skip
+    }
     rows = {key: {"value": effective[key], "source": found[key].source} for key in effective}
     project = project_file()
     files = {"project": None if project is None else str(project), "user": str(user_file())}
     lines = [f"{key:<11} {row['value']}  ({row['source']})" for key, row in rows.items()]
-    lines += [f"files: project {files['project'] or '(none found)'}; user {files['user']}"
-              + ("" if user_file().is_file() else " (absent)")]  # fmt: skip
+    lines += [
+        f"files: project {files['project'] or '(none found)'}; user {files['user']}"
+        + ("" if user_file().is_file() else " (absent)")
+    ]
     variables = variable_rows(environment())
     lines += ["variables (docs/configuration.md says what each does):"]
-    lines += [f"  {name:<36} {row['value'] if row['set'] else '(unset)'}  ({row['source']})"
-              for name, row in variables.items()]  # fmt: skip
+    lines += [
+        f"  {name:<36} {row['value'] if row['set'] else '(unset)'}  ({row['source']})"
+        for name, row in variables.items()
+    ]
     emit(ctx, json, {"settings": rows, "files": files, "variables": variables}, lines)
 
 
-DATA_DIR_ORDER = ("--data-dir, ANCHOR_DATA_DIR, the project's anchor.toml, the nearest .anchor/ above the"
-                  " verified path or the working directory, the user's anchor.toml, ~/.local/share/anchor")  # fmt: skip
+DATA_DIR_ORDER = (
+    "--data-dir, ANCHOR_DATA_DIR, the project's anchor.toml, the nearest .anchor/ above the"
+    " verified path or the working directory, the user's anchor.toml, ~/.local/share/anchor"
+)
 """The rule's order, as `anchor info` says it (anchor.settings.config)."""
 
 
@@ -89,10 +96,20 @@ def info(ctx: click.Context, path: Path | None, json: bool) -> None:
 
     settings = ctx.find_root().obj["settings"] if path is None else settings_near(ctx, path)
     exists = settings.data_dir.is_dir()
-    data = {"data_dir": {"path": str(settings.data_dir), "rule": settings.data_dir_source, "exists": exists,
-                         "order": DATA_DIR_ORDER}, "version": __version__}  # fmt: skip
-    lines = [f"data dir  {settings.data_dir}" + ("" if exists else "  (not made yet: the first write makes it)"),
-             f"  chosen by {settings.data_dir_source}", f"  (the order: {DATA_DIR_ORDER})"]  # fmt: skip
+    data = {
+        "data_dir": {
+            "path": str(settings.data_dir),
+            "rule": settings.data_dir_source,
+            "exists": exists,
+            "order": DATA_DIR_ORDER,
+        },
+        "version": __version__,
+    }
+    lines = [
+        f"data dir  {settings.data_dir}" + ("" if exists else "  (not made yet: the first write makes it)"),
+        f"  chosen by {settings.data_dir_source}",
+        f"  (the order: {DATA_DIR_ORDER})",
+    ]
     data["chain"], chain_line = _chain_info(settings)
     lines.append(chain_line)
     if settings.journal_url:
@@ -120,6 +137,9 @@ def _chain_info(settings: Any) -> tuple[dict[str, Any], str]:
             f"chain     the local chain of this data dir: none yet (the first stamp starts it on {chain.rpc_url})"
         )
     status = LocalChain(settings.data_dir, settings.local_port).status()
-    said = (f"running at {status.rpc_url} (anvil pid {status.pid}), block {status.block_number}" if status.running
-            else f"stopped (`anchor chain up` starts it on {status.rpc_url})")  # fmt: skip
+    said = (
+        f"running at {status.rpc_url} (anvil pid {status.pid}), block {status.block_number}"
+        if status.running
+        else f"stopped (`anchor chain up` starts it on {status.rpc_url})"
+    )
     return {**status.to_json(), "local": True}, f"chain     the local chain of this data dir: {said}"

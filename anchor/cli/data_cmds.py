@@ -109,8 +109,7 @@ def stamp(
     # a bad URL or token is refused before anything is hashed
     stamper = Stamper.from_settings(settings, service, allow_insecure_token=allow_insecure_token)
     with hash_progress(ctx, json) as progress:
-        stamped = stamper._stamp(path, out=proof, rules=rules, symlinks=symlinks, progress=progress,
-                                rehash=rehash)  # fmt: skip
+        stamped = stamper._stamp(path, out=proof, rules=rules, symlinks=symlinks, progress=progress, rehash=rehash)
     if seal and stamped.anchored:
         _seal_quietly(ctx, stamped.proof_path)
     _report_stamped(ctx, json, str(path), stamped)
@@ -127,8 +126,11 @@ def _seal_quietly(ctx: click.Context, proof_path: Path) -> None:
 
     done = seal_proof(_settings(ctx), proof_path)
     for _, number, block_hash in done.blocks:
-        click.echo(f"sealed {proof_path}: trust block {number} = {block_hash} (anchor verify PATH --offline"
-                   f" --trusted-block {number}:{block_hash})", err=True)  # fmt: skip
+        click.echo(
+            f"sealed {proof_path}: trust block {number} = {block_hash} (anchor verify PATH --offline"
+            f" --trusted-block {number}:{block_hash})",
+            err=True,
+        )
 
 
 @command("bundle")
@@ -154,8 +156,10 @@ def bundle(
     if service and not anchor:
         from anchor.errors import BadInput
 
-        raise BadInput("--service anchors: give --anchor with it (hint: anchor bundle SPEC --anchor --service URL)",
-                       detail={"field": "services"})  # fmt: skip
+        raise BadInput(
+            "--service anchors: give --anchor with it (hint: anchor bundle SPEC --anchor --service URL)",
+            detail={"field": "services"},
+        )
     if anchor:
         from anchor.anchoring.stamper import Stamper
 
@@ -231,19 +235,30 @@ def _report_pending(ctx: click.Context, json: bool, path: str, outcome: Any) -> 
     emit(
         ctx,
         json,
-        {"status": "pending", "proof_file": str(proof_out), "manifest_digest": outcome.digest,
-         "receipts": [r.model_dump(mode="json") for r in outcome.receipts], "not_taken": outcome.not_taken},
+        {
+            "status": "pending",
+            "proof_file": str(proof_out),
+            "manifest_digest": outcome.digest,
+            "receipts": [r.model_dump(mode="json") for r in outcome.receipts],
+            "not_taken": outcome.not_taken,
+        },
         [
             f"{path}: pending ({count(len(outcome.receipts), 'service')} took it; not anchored yet)",
             f"  manifest {outcome.digest} ({count(outcome.file_count, 'file')})",
-            *[f"  pending  at {r.url} since {datetime.fromtimestamp(r.accepted_at, UTC).isoformat(timespec='seconds')},"
-              f" receipt signed by {r.signer} (chain {r.chain_id})" for r in outcome.receipts],
-            *[f"  skipped  {url}: {without(url, why)} (submitted again by `anchor upgrade --service {url}`)"
-              for url, why in outcome.not_taken.items()],
+            *[
+                f"  pending  at {r.url} since"
+                f" {datetime.fromtimestamp(r.accepted_at, UTC).isoformat(timespec='seconds')},"
+                f" receipt signed by {r.signer} (chain {r.chain_id})"
+                for r in outcome.receipts
+            ],
+            *[
+                f"  skipped  {url}: {without(url, why)} (submitted again by `anchor upgrade --service {url}`)"
+                for url, why in outcome.not_taken.items()
+            ],
             f"  proof    {proof_out} (pending)",
             f"  complete it after the service's next batch: anchor upgrade {proof_out}",
         ],
-    )  # fmt: skip
+    )
 
 
 @command("upgrade")
@@ -298,19 +313,31 @@ def upgrade(
             worst = max(worst, int(ExitCode.PENDING))
         elif seal:
             _seal_quietly(ctx, proof_path)
-        rows.append({"path": str(given), "proof": str(proof_path), "complete": done.complete,
-                     "added": [a.service for a in done.added], "pending": list(done.still_pending),
-                     "not_reached": done.failed, "not_contacted": list(done.not_contacted)})  # fmt: skip
+        rows.append(
+            {
+                "path": str(given),
+                "proof": str(proof_path),
+                "complete": done.complete,
+                "added": [a.service for a in done.added],
+                "pending": list(done.still_pending),
+                "not_reached": done.failed,
+                "not_contacted": list(done.not_contacted),
+            }
+        )
         state = "complete" if done.complete else "pending"
         lines.append(f"{state.upper()}  {proof_path}" + (" (unchanged)" if not done.added else ""))
-        lines += [f"  added    anchor from {a.service}: chain {a.anchor.chain_id}, block {a.anchor.block_number}"
-                  for a in done.added]  # fmt: skip
+        lines += [
+            f"  added    anchor from {a.service}: chain {a.anchor.chain_id}, block {a.anchor.block_number}"
+            for a in done.added
+        ]
         lines += [f"  pending  {url}: not in a mined batch yet" for url in done.still_pending]
         said = {url: error.said_as(option) for url, error in done.errors.items()}
         lines += [f"  skipped  {url}: {without(url, said.get(url, why))}" for url, why in done.failed.items()]
-        lines += [f"  not contacted  {url}: named by the file as down at stamp time, and not configured now (no"
-                  " token goes to a URL only the file names; pass --service URL to submit to it)"
-                  for url in done.not_contacted]  # fmt: skip
+        lines += [
+            f"  not contacted  {url}: named by the file as down at stamp time, and not configured now (no"
+            " token goes to a URL only the file names; pass --service URL to submit to it)"
+            for url in done.not_contacted
+        ]
     emit(ctx, json, {"results": rows}, lines)
     if worst:
         ctx.exit(worst)
@@ -318,9 +345,12 @@ def upgrade(
 
 def _report_anchor(ctx: click.Context, json: bool, shown: str, outcome: Any) -> None:
     a = outcome.proof.anchor
-    state = (f"already anchored, in block {outcome.proof.anchor.block_number} by an earlier run (a journal retry,"
-             " flush or stamp of the same bytes): nothing was sent now" if outcome.already_anchored
-             else f"anchored (gas {outcome.gas_used})")  # fmt: skip
+    state = (
+        f"already anchored, in block {outcome.proof.anchor.block_number} by an earlier run (a journal retry,"
+        " flush or stamp of the same bytes): nothing was sent now"
+        if outcome.already_anchored
+        else f"anchored (gas {outcome.gas_used})"
+    )
     emit(
         ctx,
         json,
@@ -441,8 +471,9 @@ def verify(
         raise click.UsageError("Missing argument 'PATH' (or --from FILE with one path a line).", ctx=ctx)
     if len(listed) > 1:
         if proof is not None or spec is not None or subjects_in is not None:
-            raise BadInput("--proof, --spec and --in name one subject: give one PATH with them",
-                           detail={"field": "path"})  # fmt: skip
+            raise BadInput(
+                "--proof, --spec and --in name one subject: give one PATH with them", detail={"field": "path"}
+            )
         _verify_many(ctx, json, verifier.verify_each(listed, policy=policy, require=require))
         return
     path = listed[0]
@@ -456,8 +487,11 @@ def _go_offline(ctx: click.Context, offline: bool, given: list[str], listed: Pat
     from anchor.sealing.check import offline_settings
 
     if not offline:
-        raise BadInput("--trusted-block and --trusted-blocks go with --offline (hint: anchor verify PATH --offline"
-                       " --trusted-block N:HASH)", detail={"field": "offline"})  # fmt: skip
+        raise BadInput(
+            "--trusted-block and --trusted-blocks go with --offline (hint: anchor verify PATH --offline"
+            " --trusted-block N:HASH)",
+            detail={"field": "offline"},
+        )
     root = ctx.find_root().obj
     root["settings"] = offline_settings(root["settings"], given, listed)
 
@@ -490,19 +524,29 @@ def _verify_many(ctx: click.Context, json: bool, verdicts: Iterable[tuple[Path, 
     rows: list[dict[str, Any]] = []
     for path, result in verdicts:  # as each is given (Verifier.verify_each: the chain read once per root)
         if isinstance(result, AnchorError):
-            rows.append({"path": str(path), "ok": False, "exit_code": int(result.exit_code),
-                         "error": error_json(result)})  # fmt: skip
+            rows.append(
+                {"path": str(path), "ok": False, "exit_code": int(result.exit_code), "error": error_json(result)}
+            )
             if not wants_json(ctx, json):
                 said = result.said_as(option).removeprefix(f"{path}: ")
                 print(printable(f"{result.code.upper()}  {path}: {said}"), flush=True)
             continue
-        rows.append({"path": str(path), "ok": True, "exit_code": 0, "manifest_digest": result.manifest_digest,
-                     "anchored_block": result.anchored_block,
-                     "superseded": result.superseded_by is not None})  # fmt: skip
+        rows.append(
+            {
+                "path": str(path),
+                "ok": True,
+                "exit_code": 0,
+                "manifest_digest": result.manifest_digest,
+                "anchored_block": result.anchored_block,
+                "superseded": result.superseded_by is not None,
+            }
+        )
         if not wants_json(ctx, json):
             note = " (superseded by a later stamp)" if result.superseded_by else ""
-            print(printable(f"OK  {path} ({count(result.files, 'file')}), block {result.anchored_block}{note}"),
-                  flush=True)  # fmt: skip
+            print(
+                printable(f"OK  {path} ({count(result.files, 'file')}), block {result.anchored_block}{note}"),
+                flush=True,
+            )
     failed = [r for r in rows if not r["ok"]]
     worst = max((r["exit_code"] for r in rows), default=0)
     summary = f"{len(rows) - len(failed)} of {count(len(rows), 'path')} verified" + (

@@ -25,17 +25,32 @@ def deploy(ctx: click.Context, json: bool) -> None:
 
     done = put_registry(ctx.find_root().obj["settings"])
     record, derivation = done.record, done.derivation
-    emit(ctx, json, {"status": done.status, "deployment": record.model_dump(), "canonical": derivation,
-                     "verify_contract": done.verify_contract}, [
-        f"registry {done.status} at {record.address} on {chain_name(record.chain_id)} ({done.contract}"
-        f" {record.registry_version})",
-        f"  code hash {record.code_hash} (check it: cast keccak $(cast code {record.address} --rpc-url URL))",
-        f"  canonical: CREATE2 by {derivation['proxy']}, salt {derivation['salt']}, init code hash"
-        f" {derivation['init_code_hash']}: the same address on every chain",
-        *([f"  tx {record.tx_hash} (block {record.block_number})"] if record.tx_hash else []),
-        *([f"  publish its source on the explorer ({_where_to_publish(checkout())}):", f"    {done.verify_contract}"]
-          if done.verify_contract else []),
-    ])  # fmt: skip
+    emit(
+        ctx,
+        json,
+        {
+            "status": done.status,
+            "deployment": record.model_dump(),
+            "canonical": derivation,
+            "verify_contract": done.verify_contract,
+        },
+        [
+            f"registry {done.status} at {record.address} on {chain_name(record.chain_id)} ({done.contract}"
+            f" {record.registry_version})",
+            f"  code hash {record.code_hash} (check it: cast keccak $(cast code {record.address} --rpc-url URL))",
+            f"  canonical: CREATE2 by {derivation['proxy']}, salt {derivation['salt']}, init code hash"
+            f" {derivation['init_code_hash']}: the same address on every chain",
+            *([f"  tx {record.tx_hash} (block {record.block_number})"] if record.tx_hash else []),
+            *(
+                [
+                    f"  publish its source on the explorer ({_where_to_publish(checkout())}):",
+                    f"    {done.verify_contract}",
+                ]
+                if done.verify_contract
+                else []
+            ),
+        ],
+    )
 
 
 def _where_to_publish(root: Path | None) -> str:
@@ -77,28 +92,46 @@ def index(ctx: click.Context, /, **given: Any) -> None:
 @command("render")
 @click.argument("target", help="What to render: k8s (a replicated Deployment).")
 @click.option("--image", help="The container image, pinned by digest (name@sha256:<64 hex>).")
-@click.option("--replicas", type=click.IntRange(min=1, max=32), default=3, show_default=True,
-              help="Replicas of the Deployment.")  # fmt: skip
+@click.option(
+    "--replicas", type=click.IntRange(min=1, max=32), default=3, show_default=True, help="Replicas of the Deployment."
+)
 @chain_rpc_url_option
 @click.option("--public-url", help="The URL people reach the service at.")
-@click.option("--keys-secret", default="anchor-keys", show_default=True,
-              help="The Secret with ANCHOR_JOURNAL_URL, the key and ANCHOR_API_TOKENS.")  # fmt: skip
+@click.option(
+    "--keys-secret",
+    default="anchor-keys",
+    show_default=True,
+    help="The Secret with ANCHOR_JOURNAL_URL, the key and ANCHOR_API_TOKENS.",
+)
 @click.option("--namespace", help="The namespace.")
 @click.option("--out", type=PATH, help="Write here (refuses to overwrite).")
 @click.pass_context
 def render(
-    ctx: click.Context, target: str, image: str | None, replicas: int, chain_rpc_url: str | None,
-    public_url: str | None, keys_secret: str, namespace: str | None, out: Path | None,
-) -> None:  # fmt: skip
+    ctx: click.Context,
+    target: str,
+    image: str | None,
+    replicas: int,
+    chain_rpc_url: str | None,
+    public_url: str | None,
+    keys_secret: str,
+    namespace: str | None,
+    out: Path | None,
+) -> None:
     """Render the service for a cluster: Kubernetes objects (k8s), printed or written to --out: replicas
     sharing the PostgreSQL journal of the keys Secret, each with its own data directory, `/ready` as
     readiness probe."""
     from anchor.anchoring.k8s import render_service_for
 
     text, wrote = render_service_for(
-        ctx.find_root().obj["settings"], target, image=image, replicas=replicas, rpc_url=chain_rpc_url,
-        public_url=public_url, keys_secret=keys_secret, namespace=namespace,
-    )  # fmt: skip
+        ctx.find_root().obj["settings"],
+        target,
+        image=image,
+        replicas=replicas,
+        rpc_url=chain_rpc_url,
+        public_url=public_url,
+        keys_secret=keys_secret,
+        namespace=namespace,
+    )
     write_rendered(text, out, wrote)
 
 
@@ -117,7 +150,9 @@ def renamed(args: list[str]) -> tuple[str, list[str]] | None:
                 if name == "render":
                     value = word.partition("=")[2] or (rest.pop(at) if at < len(rest) else "")
                     rest.insert(0, value)
-                click.echo(f"note: `anchor serve {flag}` is now `anchor {name}`; this spelling works until the"
-                           " next release", err=True)  # fmt: skip
+                click.echo(
+                    f"note: `anchor serve {flag}` is now `anchor {name}`; this spelling works until the next release",
+                    err=True,
+                )
                 return name, rest
     return None

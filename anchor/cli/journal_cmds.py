@@ -57,11 +57,20 @@ def submit(
 
     with Stamper.from_settings(_settings(ctx), service) as stamper:
         rows = [q.to_json() for q in stamper._queue(paths, hashed, idempotency_key)]
-    emit(ctx, json, {"submitted": rows}, [
-        f"{r['manifest_digest']}  {r['path']}  " + (f"pending at {', '.join(r['services'])}" if "services" in r
-                                                     else f"{'duplicate, ' if r['duplicate'] else ''}{r['state']}")
-        for r in rows
-    ])  # fmt: skip
+    emit(
+        ctx,
+        json,
+        {"submitted": rows},
+        [
+            f"{r['manifest_digest']}  {r['path']}  "
+            + (
+                f"pending at {', '.join(r['services'])}"
+                if "services" in r
+                else f"{'duplicate, ' if r['duplicate'] else ''}{r['state']}"
+            )
+            for r in rows
+        ],
+    )
 
 
 @journal_app.command("flush")
@@ -136,8 +145,10 @@ def status(ctx: click.Context, json: bool) -> None:
 
     settings = _settings(ctx)
     if not settings.journal_url and not settings.data_dir.is_dir():  # a read makes no data dir
-        said = (f"no journal yet in data dir {settings.data_dir} (chosen by {settings.data_dir_source}): nothing"
-                " was stamped from it; `anchor info` says which data dir a command run here uses")  # fmt: skip
+        said = (
+            f"no journal yet in data dir {settings.data_dir} (chosen by {settings.data_dir_source}): nothing"
+            " was stamped from it; `anchor info` says which data dir a command run here uses"
+        )
         zero = {"pending": 0, "batched": 0, "confirmed": 0}
         emit(ctx, json, {"journal": None, "data_dir": str(settings.data_dir), "items": zero}, [said])
         return
@@ -268,11 +279,13 @@ def _old_spelling(command: click.Command) -> AnchorCommand:
     """`anchor submit|flush|status`: the journal's commands at the top, as earlier releases had them."""
     name = command.name
     return AnchorCommand(
-        name, params=command.params, callback=command.callback,
+        name,
+        params=command.params,
+        callback=command.callback,
         help=f"Old spelling of `anchor journal {name}` (kept for one release).",
         hidden=True,
         deprecated=f"It is now `anchor journal {name}`; this spelling works until the next release.",
-    )  # fmt: skip
+    )
 
 
 old_submit, old_flush, old_status = (_old_spelling(c) for c in (submit, flush, status))

@@ -45,20 +45,29 @@ def check(ctx: click.Context, path: Path, digest_only: bool, json: bool) -> None
     from anchor.manifest.mission import load_mission
 
     mission, raw = load_mission(path)
-    data = {"digest": "0x" + mission.digest.hex(), "sha256": mission.sha256(),
-            "file_sha256": hashlib.sha256(raw).hexdigest(), "mission": mission.identity()}  # fmt: skip
+    data = {
+        "digest": "0x" + mission.digest.hex(),
+        "sha256": mission.sha256(),
+        "file_sha256": hashlib.sha256(raw).hexdigest(),
+        "mission": mission.identity(),
+    }
     if digest_only and not wants_json(ctx, json):
         print(data["digest"])
         return
     covers = ", ".join(f"{k}={v}" for k, v in mission.covers.items()) or "nothing named"
     budget = f"{mission.budget.minutes} min, {count(mission.budget.attempts, 'attempt')}"
-    emit(ctx, json, data, [
-        f"OK: {path} is a mission (covers {covers}; budget {budget})",
-        f"  mission_sha256  {data['sha256']}",
-        "                  the identity its result bundles bind (SHA-256 of its canonical JSON)",
-        f"  digest          {data['digest']}",
-        "                  what `anchor mission submit --mission-digest` takes (BLAKE3, docs/manifest.md)",
-    ])  # fmt: skip
+    emit(
+        ctx,
+        json,
+        data,
+        [
+            f"OK: {path} is a mission (covers {covers}; budget {budget})",
+            f"  mission_sha256  {data['sha256']}",
+            "                  the identity its result bundles bind (SHA-256 of its canonical JSON)",
+            f"  digest          {data['digest']}",
+            "                  what `anchor mission submit --mission-digest` takes (BLAKE3, docs/manifest.md)",
+        ],
+    )
 
 
 @missions.command("submit")
@@ -92,18 +101,34 @@ def submit(
     from anchor.missions.dispatch import submit_mission
 
     record = submit_mission(
-        ctx.find_root().obj["settings"], mission, mission_digest=mission_digest, snapshot=snapshot,
-        snapshot_sha256=snapshot_sha256, image=image, output=output, profile=profile, resume_bundle=resume_bundle,
+        ctx.find_root().obj["settings"],
+        mission,
+        mission_digest=mission_digest,
+        snapshot=snapshot,
+        snapshot_sha256=snapshot_sha256,
+        image=image,
+        output=output,
+        profile=profile,
+        resume_bundle=resume_bundle,
         resume_digest=resume_digest,
-    )  # fmt: skip
-    emit(ctx, json, dict(record), [
-        f"submitted mission #{record['id']} at {record['submitted_at']}: output {record['output']!r},"
-        f" profile {record['profile']['name']} ({record['profile']['cpu']} CPU, {record['profile']['memory']})",
-        f"  mission  {record['mission']['digest']}",
-        f"  snapshot sha256:{record['snapshot']['sha256']}",
-        f"  image    {record['image']}",
-        *( [f"  resumes  {record['resume']['bundle']} (0x{record['resume']['digest']})"] if record["resume"] else []),
-    ])  # fmt: skip
+    )
+    emit(
+        ctx,
+        json,
+        dict(record),
+        [
+            f"submitted mission #{record['id']} at {record['submitted_at']}: output {record['output']!r},"
+            f" profile {record['profile']['name']} ({record['profile']['cpu']} CPU, {record['profile']['memory']})",
+            f"  mission  {record['mission']['digest']}",
+            f"  snapshot sha256:{record['snapshot']['sha256']}",
+            f"  image    {record['image']}",
+            *(
+                [f"  resumes  {record['resume']['bundle']} (0x{record['resume']['digest']})"]
+                if record["resume"]
+                else []
+            ),
+        ],
+    )
 
 
 @missions.command("run")
@@ -151,12 +176,26 @@ def run(
     stamper = Stamper.from_settings(settings, service)  # a bad --service is refused before the mission runs
     say = (lambda _: None) if json else (lambda line: print(line, file=sys.stderr))
     done = run_dispatched(
-        settings, output, stamper=stamper, say=say,
-        sandbox=not no_sandbox, runtime=sandbox_runtime, stage=stage, workspace=workspace, max_bytes=max_bytes,
-    )  # fmt: skip
+        settings,
+        output,
+        stamper=stamper,
+        say=say,
+        sandbox=not no_sandbox,
+        runtime=sandbox_runtime,
+        stage=stage,
+        workspace=workspace,
+        max_bytes=max_bytes,
+    )
     if isinstance(done, dict):  # --stage prepare
-        emit(ctx, json, done, [f"mission {output!r} prepared: snapshot {done['snapshot']} (read-only for the"
-                               f" command), result {done['result']}"])  # fmt: skip
+        emit(
+            ctx,
+            json,
+            done,
+            [
+                f"mission {output!r} prepared: snapshot {done['snapshot']} (read-only for the"
+                f" command), result {done['result']}"
+            ],
+        )
         return
     if not done.outcome.anchored:
         _report_through(ctx, json, done, complete_through(done, stamper))
@@ -164,38 +203,60 @@ def run(
     manifest, proof = done.manifest, done.outcome.anchored_proof
     milestones = manifest.milestones.to_json() if manifest.milestones else {}
     data = {
-        "output": done.output, "manifest_digest": "0x" + manifest.digest.hex(), "manifest": manifest.identity(),
-        "milestones": milestones, "result": str(done.result_dir), "proof": str(done.proof), "sandbox": done.sandbox,
-        "tx_hash": proof.anchor.tx_hash, "block_number": proof.anchor.block_number, "seconds": round(done.seconds, 3),
-    }  # fmt: skip
-    emit(ctx, json, data, [
-        f"mission {done.output!r} ran ({done.sandbox}) in {done.seconds:.2f} s and its result bundle is anchored",
-        f"  bundle   {data['manifest_digest']}  ({count(manifest.output.file_count, 'file')})",
-        f"  in tx    {proof.anchor.tx_hash} (block {proof.anchor.block_number})",
-        f"  result   {done.result_dir}",
-        f"  proof    {done.proof}",
-        f"  check:   anchor verify {done.result_dir}",
-    ])  # fmt: skip
+        "output": done.output,
+        "manifest_digest": "0x" + manifest.digest.hex(),
+        "manifest": manifest.identity(),
+        "milestones": milestones,
+        "result": str(done.result_dir),
+        "proof": str(done.proof),
+        "sandbox": done.sandbox,
+        "tx_hash": proof.anchor.tx_hash,
+        "block_number": proof.anchor.block_number,
+        "seconds": round(done.seconds, 3),
+    }
+    emit(
+        ctx,
+        json,
+        data,
+        [
+            f"mission {done.output!r} ran ({done.sandbox}) in {done.seconds:.2f} s and its result bundle is anchored",
+            f"  bundle   {data['manifest_digest']}  ({count(manifest.output.file_count, 'file')})",
+            f"  in tx    {proof.anchor.tx_hash} (block {proof.anchor.block_number})",
+            f"  result   {done.result_dir}",
+            f"  proof    {done.proof}",
+            f"  check:   anchor verify {done.result_dir}",
+        ],
+    )
 
 
 def _report_through(ctx: click.Context, json: bool, done: Any, complete: bool) -> None:
     """A mission stamped through services: where its proofs stand once the services' batch was awaited."""
     manifest = done.manifest
     data = {
-        "output": done.output, "manifest_digest": "0x" + manifest.digest.hex(), "manifest": manifest.identity(),
-        "result": str(done.result_dir), "proof": str(done.proof), "sandbox": done.sandbox,
-        "services": [r.url for r in done.outcome.receipts], "complete": complete,
+        "output": done.output,
+        "manifest_digest": "0x" + manifest.digest.hex(),
+        "manifest": manifest.identity(),
+        "result": str(done.result_dir),
+        "proof": str(done.proof),
+        "sandbox": done.sandbox,
+        "services": [r.url for r in done.outcome.receipts],
+        "complete": complete,
         "seconds": round(done.seconds, 3),
-    }  # fmt: skip
+    }
     state = "anchored through" if data["complete"] else "pending at"
-    emit(ctx, json, data, [
-        f"mission {done.output!r} ran ({done.sandbox}) in {done.seconds:.2f} s; its result bundle is {state}"
-        f" {', '.join(data['services'])}",
-        f"  bundle   {data['manifest_digest']}  ({count(manifest.output.file_count, 'file')})",
-        f"  result   {done.result_dir}",
-        f"  proof    {done.proof}" + ("" if data["complete"] else " (pending: anchor upgrade it later)"),
-        f"  check:   anchor verify {done.result_dir}",
-    ])  # fmt: skip
+    emit(
+        ctx,
+        json,
+        data,
+        [
+            f"mission {done.output!r} ran ({done.sandbox}) in {done.seconds:.2f} s; its result bundle is {state}"
+            f" {', '.join(data['services'])}",
+            f"  bundle   {data['manifest_digest']}  ({count(manifest.output.file_count, 'file')})",
+            f"  result   {done.result_dir}",
+            f"  proof    {done.proof}" + ("" if data["complete"] else " (pending: anchor upgrade it later)"),
+            f"  check:   anchor verify {done.result_dir}",
+        ],
+    )
 
 
 @missions.command("list")
@@ -225,18 +286,23 @@ def status(ctx: click.Context, output: str, json: bool) -> None:
     settings = ctx.find_root().obj["settings"]
     m, failed = mission_status(settings, output)
     data, mission_dir = m.to_json(), settings.layout.mission(output)
-    emit(ctx, json, {**data, "failed_results": failed}, [
-        f"mission {output!r}: {m.state}" + (f" (since {m.updated_at})" if m.updated_at else ""),
-        f"  submitted       {m.submitted_at}",
-        f"  mission_sha256  {data['mission_sha256']}",
-        f"  snapshot        sha256 {data['snapshot_sha256']}",
-        f"  image           {data['image']}",
-        f"  profile         {data['profile']}",
-        *([f"  resumes         {data['resume']['digest']}"] if data["resume"] else []),
-        *([f"  bundle          {data['bundle']}", f"  result          {m.result}"] if m.bundle else []),
-        *([f"  failed runs     {', '.join(failed)} (kept in {mission_dir})"] if failed else []),
-        f"  next            {m.next_step(mission_dir)}",
-    ])  # fmt: skip
+    emit(
+        ctx,
+        json,
+        {**data, "failed_results": failed},
+        [
+            f"mission {output!r}: {m.state}" + (f" (since {m.updated_at})" if m.updated_at else ""),
+            f"  submitted       {m.submitted_at}",
+            f"  mission_sha256  {data['mission_sha256']}",
+            f"  snapshot        sha256 {data['snapshot_sha256']}",
+            f"  image           {data['image']}",
+            f"  profile         {data['profile']}",
+            *([f"  resumes         {data['resume']['digest']}"] if data["resume"] else []),
+            *([f"  bundle          {data['bundle']}", f"  result          {m.result}"] if m.bundle else []),
+            *([f"  failed runs     {', '.join(failed)} (kept in {mission_dir})"] if failed else []),
+            f"  next            {m.next_step(mission_dir)}",
+        ],
+    )
 
 
 @missions.command("render")
@@ -287,10 +353,18 @@ def render(
     from anchor.missions.k8s import render_mission
 
     text, wrote = render_mission(
-        ctx.find_root().obj["settings"], target, output, rpc_url=chain_rpc_url, service_url=service_url,
-        anchor_image=anchor_image, keys_secret=keys_secret, token_secret=token_secret, results_claim=results_claim,
-        namespace=namespace, egress_cidrs=tuple(egress_cidr or ()),
-    )  # fmt: skip
+        ctx.find_root().obj["settings"],
+        target,
+        output,
+        rpc_url=chain_rpc_url,
+        service_url=service_url,
+        anchor_image=anchor_image,
+        keys_secret=keys_secret,
+        token_secret=token_secret,
+        results_claim=results_claim,
+        namespace=namespace,
+        egress_cidrs=tuple(egress_cidr or ()),
+    )
     write_rendered(text, out, wrote)
 
 
@@ -308,9 +382,15 @@ def _cache(ctx: click.Context, max_bytes: int | None) -> Any:
 def add(ctx: click.Context, path: Path, max_bytes: int | None, json: bool) -> None:
     """Put a local file in the cache under its SHA-256 (read-only)."""
     done = _cache(ctx, max_bytes).add(path)
-    emit(ctx, json, {"snapshot": f"sha256:{done.key}", "path": str(done.path), "size": done.size, "hit": done.hit},
-         [f"sha256:{done.key}  {path} ({count(done.size, 'byte')}){' (already cached)' if done.hit else ''}",
-          f"  cached at {done.path} (read-only)"])  # fmt: skip
+    emit(
+        ctx,
+        json,
+        {"snapshot": f"sha256:{done.key}", "path": str(done.path), "size": done.size, "hit": done.hit},
+        [
+            f"sha256:{done.key}  {path} ({count(done.size, 'byte')}){' (already cached)' if done.hit else ''}",
+            f"  cached at {done.path} (read-only)",
+        ],
+    )
 
 
 @snapshots.command("fetch")
@@ -326,8 +406,18 @@ def fetch(ctx: click.Context, key: str, source: str | None, max_bytes: int | Non
     lines = [f"sha256:{done.key}  {state}", f"  at {done.path} (read-only)"]
     if done.quarantined is not None:
         lines.insert(1, f"  the cached copy did not hash to its key: moved to {done.quarantined}")
-    emit(ctx, json, {"snapshot": f"sha256:{done.key}", "path": str(done.path), "size": done.size, "hit": done.hit,
-                     "quarantined": None if done.quarantined is None else str(done.quarantined)}, lines)  # fmt: skip
+    emit(
+        ctx,
+        json,
+        {
+            "snapshot": f"sha256:{done.key}",
+            "path": str(done.path),
+            "size": done.size,
+            "hit": done.hit,
+            "quarantined": None if done.quarantined is None else str(done.quarantined),
+        },
+        lines,
+    )
 
 
 @snapshots.command("list")
@@ -336,5 +426,9 @@ def fetch(ctx: click.Context, key: str, source: str | None, max_bytes: int | Non
 def list_(ctx: click.Context, json: bool) -> None:
     """The cached snapshots, least recently used first."""
     entries = _cache(ctx, None).entries()
-    emit(ctx, json, {"snapshots": [{"snapshot": f"sha256:{k}", "size": s, "last_used": t} for k, s, t in entries]},
-         [f"sha256:{k}  {count(s, 'byte')}" for k, s, _ in entries] or ["(the cache is empty)"])  # fmt: skip
+    emit(
+        ctx,
+        json,
+        {"snapshots": [{"snapshot": f"sha256:{k}", "size": s, "last_used": t} for k, s, t in entries]},
+        [f"sha256:{k}  {count(s, 'byte')}" for k, s, _ in entries] or ["(the cache is empty)"],
+    )

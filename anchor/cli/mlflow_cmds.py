@@ -44,8 +44,10 @@ def _tracking(uri: str | None) -> str:
     from anchor.errors import BadInput
 
     if not uri:
-        raise BadInput("no MLflow tracking server: give --tracking-uri http://HOST:PORT (or set MLFLOW_TRACKING_URI)",
-                       detail={"field": "tracking_uri"})  # fmt: skip
+        raise BadInput(
+            "no MLflow tracking server: give --tracking-uri http://HOST:PORT (or set MLFLOW_TRACKING_URI)",
+            detail={"field": "tracking_uri"},
+        )
     # a command waits on one request, not on MLflow's default seven retries with back-off (minutes):
     # the user's own setting wins (these are MLflow's variables, read by its client)
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
@@ -107,8 +109,11 @@ def stamp(
 
     uri = _tracking(tracking_uri)
     if bool(run_ids) == bool(experiment):
-        raise BadInput("give RUN_ID (one or more) or --experiment NAME, not both (hint: anchor mlflow stamp RUN_ID"
-                       " --tracking-uri http://127.0.0.1:5000)", detail={"field": "run_id"})  # fmt: skip
+        raise BadInput(
+            "give RUN_ID (one or more) or --experiment NAME, not both (hint: anchor mlflow stamp RUN_ID"
+            " --tracking-uri http://127.0.0.1:5000)",
+            detail={"field": "run_id"},
+        )
     settings = ctx.find_root().obj["settings"]
     as_json = wants_json(ctx, json)
     outcomes: list[tuple[str, Any]] = []
@@ -126,26 +131,47 @@ def stamp(
 
     roster = None
     if experiment:
-        done = stamp_experiment(experiment, tracking_uri=uri, settings=settings, services=service,
-                                allow_running=allow_running, restamp=restamp, on_run=said)  # fmt: skip
+        done = stamp_experiment(
+            experiment,
+            tracking_uri=uri,
+            settings=settings,
+            services=service,
+            allow_running=allow_running,
+            restamp=restamp,
+            on_run=said,
+        )
         roster, code = done.roster, done.exit_code
     else:
         ids = list(run_ids or [])
         with hash_progress(ctx, json) as progress:
-            done = stamp_runs(ids, tracking_uri=uri, settings=settings, services=service, progress=progress,
-                              allow_running=allow_running, restamp=restamp, on_run=said)  # fmt: skip
+            done = stamp_runs(
+                ids,
+                tracking_uri=uri,
+                settings=settings,
+                services=service,
+                progress=progress,
+                allow_running=allow_running,
+                restamp=restamp,
+                on_run=said,
+            )
         if not many and done.refused:
             raise done.refused[ids[0]]
         code = done.exit_code
     done_runs = [o for _, o in outcomes if not isinstance(o, AnchorError)]
     refused = [(r, o) for r, o in outcomes if isinstance(o, AnchorError)]
-    rows = [_stamp_row(o) if not isinstance(o, AnchorError) else {"run_id": r, "error": error_json(o)}
-            for r, o in outcomes]  # fmt: skip
+    rows = [
+        _stamp_row(o) if not isinstance(o, AnchorError) else {"run_id": r, "error": error_json(o)} for r, o in outcomes
+    ]
     data: dict[str, Any] = {"runs": rows}
     lines: list[str] = []
     if roster is not None:
-        data["roster"] = {"manifest_digest": roster.digest, "runs": len(roster.runs), "state": roster.state,
-                          "anchored_block": roster.anchored_block, "unchanged": roster.unchanged}  # fmt: skip
+        data["roster"] = {
+            "manifest_digest": roster.digest,
+            "runs": len(roster.runs),
+            "state": roster.state,
+            "anchored_block": roster.anchored_block,
+            "unchanged": roster.unchanged,
+        }
         lines.append(_roster_line(roster))
     if many:
         lines.append(_stamp_summary(done_runs, len(refused)))
@@ -167,7 +193,8 @@ def _error_lines(exc: Any) -> list[str]:
     first, *rest = map(printable, exc.diagnostic_lines(option))
     if isinstance(exc.detail.get("changes"), list):
         rest = [f"  ~ {printable(str(change))}" for change in exc.detail["changes"]] + [
-            line for line in rest if not line.startswith("  changes: ")]  # fmt: skip
+            line for line in rest if not line.startswith("  changes: ")
+        ]
     return [f"error[{exc.code}]: {first}", *rest]
 
 
@@ -179,9 +206,17 @@ def _roster_line(roster: Any) -> str:
 
 
 def _stamp_row(one: Any) -> dict[str, Any]:
-    return {"run_id": one.run_id, "manifest_digest": one.digest, "state": one.state, "unchanged": one.unchanged,
-            "tx_hash": one.tx_hash, "block": one.block, "proof": None if one.proof is None else str(one.proof),
-            "superseded": one.superseded, "running": one.running}  # fmt: skip
+    return {
+        "run_id": one.run_id,
+        "manifest_digest": one.digest,
+        "state": one.state,
+        "unchanged": one.unchanged,
+        "tx_hash": one.tx_hash,
+        "block": one.block,
+        "proof": None if one.proof is None else str(one.proof),
+        "superseded": one.superseded,
+        "running": one.running,
+    }
 
 
 def _stamp_line(one: Any) -> str:
@@ -196,8 +231,11 @@ def _stamp_line(one: Any) -> str:
 
 
 def _stamp_details(one: Any) -> list[str]:
-    lines = [f"  manifest    {one.digest}", f"  proof       {one.run_id}'s artifact anchor/proof.anchor.json"
-             + (f", kept at {one.proof}" if one.proof else "")]  # fmt: skip
+    lines = [
+        f"  manifest    {one.digest}",
+        f"  proof       {one.run_id}'s artifact anchor/proof.anchor.json"
+        + (f", kept at {one.proof}" if one.proof else ""),
+    ]
     if one.superseded:
         lines.append(f"  earlier     {one.superseded}, kept as anchor/superseded/{one.superseded}.anchor.json")
         lines += [f"  changed     {change}" for change in one.changes]
@@ -253,8 +291,11 @@ def verify(
     required_count(require, 1)
     uri = _tracking(tracking_uri)
     if bool(run_id) == bool(experiment) or (experiment and proof is not None):
-        raise BadInput("give RUN_ID or --experiment NAME, not both (--proof: with RUN_ID only) (hint: anchor mlflow"
-                       " verify RUN_ID --tracking-uri http://127.0.0.1:5000)", detail={"field": "run_id"})  # fmt: skip
+        raise BadInput(
+            "give RUN_ID or --experiment NAME, not both (--proof: with RUN_ID only) (hint: anchor mlflow"
+            " verify RUN_ID --tracking-uri http://127.0.0.1:5000)",
+            detail={"field": "run_id"},
+        )
     settings = ctx.find_root().obj["settings"]
     verifier = Verifier(settings, registries=tuple(registry or ()), quorum=quorum)
     policy = Policy(expect_submitter, anchored_before, min_finality)
@@ -265,8 +306,9 @@ def verify(
         from anchor.mlflow.registry import verify_model
 
         if proof is not None:
-            raise BadInput("--proof: with a RUN_ID only; a registered version's proof is its run's",
-                           detail={"field": "proof"})  # fmt: skip
+            raise BadInput(
+                "--proof: with a RUN_ID only; a registered version's proof is its run's", detail={"field": "proof"}
+            )
         with hash_progress(ctx, json) as progress:
             del progress  # the version's run is read whole: its own bar would interleave
             found = verify_model(
@@ -276,8 +318,16 @@ def verify(
         emit(ctx, json, found.to_json(), lines)
         return
     with hash_progress(ctx, json) as progress:
-        result = verify_run(str(run_id), tracking_uri=uri, proof=proof, verifier=verifier, require=require,
-                            policy=policy, allow_deleted=allow_deleted, progress=progress)  # fmt: skip
+        result = verify_run(
+            str(run_id),
+            tracking_uri=uri,
+            proof=proof,
+            verifier=verifier,
+            require=require,
+            policy=policy,
+            allow_deleted=allow_deleted,
+            progress=progress,
+        )
     emit(ctx, json, result.to_json(), _run_lines(result))
 
 
@@ -286,25 +336,37 @@ def _model_lines(found: Any) -> list[str]:
     the promotions before it), a research champion's ledger head, then its run's verdict."""
     before = found.previous
     alias = f"to @{found.alias} " if found.alias else ""
-    was = (f"version {before['model_version']}" + ("" if before.get("promotion_digest") else " (never promoted)")
-           if before else "no version held the alias")  # fmt: skip
-    lines = [f"OK: {found.uri} is version {found.version} of {found.model}, logged model {found.model_id}",
-             f"  files       {count(found.files, 'file')}, as run {found.run.run_id} anchored them",
-             f"  promotion   {alias}{found.promotion_digest}: lineage record in block {found.promotion_block} by"
-             f" {found.promoted_by}; before it {was}"]  # fmt: skip
+    was = (
+        f"version {before['model_version']}" + ("" if before.get("promotion_digest") else " (never promoted)")
+        if before
+        else "no version held the alias"
+    )
+    lines = [
+        f"OK: {found.uri} is version {found.version} of {found.model}, logged model {found.model_id}",
+        f"  files       {count(found.files, 'file')}, as run {found.run.run_id} anchored them",
+        f"  promotion   {alias}{found.promotion_digest}: lineage record in block {found.promotion_block} by"
+        f" {found.promoted_by}; before it {was}",
+    ]
     if found.history:
         on_chain = [h for h in found.history if h["on_chain"]]
-        lines.append(f"  history     {count(len(found.history) + 1, 'promotion')} on chain, newest first: this one, "
-                     + ", ".join(f"{h['promotion_digest'][:18]}… (block {h['block']})" for h in on_chain)
-                     + ("" if len(on_chain) == len(found.history)
-                        else f", then {found.history[-1]['promotion_digest']}: not on chain"))  # fmt: skip
+        lines.append(
+            f"  history     {count(len(found.history) + 1, 'promotion')} on chain, newest first: this one, "
+            + ", ".join(f"{h['promotion_digest'][:18]}… (block {h['block']})" for h in on_chain)
+            + (
+                ""
+                if len(on_chain) == len(found.history)
+                else f", then {found.history[-1]['promotion_digest']}: not on chain"
+            )
+        )
     research = found.research
     if research:
         chain = research.get("ledger_on_chain") or {}
-        lines.append(f"  research    champion {research['commit'][:12]} of {count(research['trials'], 'trial')}"
-                     f" ({research['researcher']}); ledger head {research['ledger_head'][:16]}… of"
-                     f" {research['ledger_length']} entries, checkpointed on chain in block {chain.get('block')} by"
-                     f" {chain.get('researcher')}")  # fmt: skip
+        lines.append(
+            f"  research    champion {research['commit'][:12]} of {count(research['trials'], 'trial')}"
+            f" ({research['researcher']}); ledger head {research['ledger_head'][:16]}… of"
+            f" {research['ledger_length']} entries, checkpointed on chain in block {chain.get('block')} by"
+            f" {chain.get('researcher')}"
+        )
     return [*lines, *_run_lines(found.run)]
 
 
@@ -316,8 +378,11 @@ def _run_lines(result: Any) -> list[str]:
     running = " (stamped while RUNNING: what it held then)" if result.status == "RUNNING" else ""
     held = f"{result.params} params, {result.metric_values} metric values, {result.tags} tags"
     models = f", {count(result.logged_models, 'logged model')}" if result.logged_models else ""
-    said = [f"  run         {result.status}: its {held}{models} and {count(verdict.files, 'artifact file')} as"
-            f" anchored{running}", f"  proof       {result.proof_source}"]  # fmt: skip
+    said = [
+        f"  run         {result.status}: its {held}{models} and {count(verdict.files, 'artifact file')} as"
+        f" anchored{running}",
+        f"  proof       {result.proof_source}",
+    ]
     if result.lifecycle_stage == "deleted":
         said.append("  lifecycle   deleted (accepted: --allow-deleted)")
     earlier = result.earlier
@@ -327,21 +392,32 @@ def _run_lines(result: Any) -> list[str]:
             held_then = ", ".join(earlier.held)
             said.append(f"  stamped     {result.stamps} times; the earlier stamp ({when}) held {held_then}")
         else:
-            said.append(f"  stamped     {result.stamps} times; the earlier stamp {earlier.manifest_digest}: its"
-                        " re-stamp recorded these changes")  # fmt: skip
+            said.append(
+                f"  stamped     {result.stamps} times; the earlier stamp {earlier.manifest_digest}: its"
+                " re-stamp recorded these changes"
+            )
             said += [f"    ~ {change}" for change in earlier.changes]
         if earlier.problem:
             said.append(f"  earlier     {earlier.problem}")
     return [lines[0], *said, *lines[1:]]
 
 
-def _verify_experiment(ctx: click.Context, json: bool, experiment: str, uri: str, verifier: Any, policy: Any,
-                       require: str, allow_deleted: bool) -> None:  # fmt: skip
+def _verify_experiment(
+    ctx: click.Context,
+    json: bool,
+    experiment: str,
+    uri: str,
+    verifier: Any,
+    policy: Any,
+    require: str,
+    allow_deleted: bool,
+) -> None:
     from anchor.errors import AnchorError
     from anchor.mlflow.experiment import verify_experiment
 
-    found = verify_experiment(experiment, tracking_uri=uri, verifier=verifier, policy=policy, require=require,
-                              allow_deleted=allow_deleted)  # fmt: skip
+    found = verify_experiment(
+        experiment, tracking_uri=uri, verifier=verifier, policy=policy, require=require, allow_deleted=allow_deleted
+    )
     lines: list[str] = []
     failed = 0
     for run_id, verdict in found.runs:
@@ -351,33 +427,44 @@ def _verify_experiment(ctx: click.Context, json: bool, experiment: str, uri: str
             failed += 1
             print("\n".join(_error_lines(verdict)), file=sys.stderr)
         else:
-            lines.append(f"OK: run {run_id}: {verdict.status}, as anchored in block"
-                         f" {verdict.verification.anchored_block}" + (f" (stamped {verdict.stamps} times)"
-                                                                       if verdict.stamps > 1 else ""))  # fmt: skip
+            lines.append(
+                f"OK: run {run_id}: {verdict.status}, as anchored in block"
+                f" {verdict.verification.anchored_block}"
+                + (f" (stamped {verdict.stamps} times)" if verdict.stamps > 1 else "")
+            )
     if found.deleted:
         accepted = "accepted: --allow-deleted" if allow_deleted else "not accepted without --allow-deleted, exit 10"
-        lines.append(f"deleted: {count(len(found.deleted), 'run')} (hidden from the experiment, still held by the"
-                     f" store; {accepted})")  # fmt: skip
+        lines.append(
+            f"deleted: {count(len(found.deleted), 'run')} (hidden from the experiment, still held by the"
+            f" store; {accepted})"
+        )
         verdicts = dict(found.runs)
         for run_id in found.deleted:
             verdict = verdicts[run_id]
-            lines.append(f"  {run_id}: " + (f"{verdict.code}: {verdict.message}" if isinstance(verdict, AnchorError)
-                                             else "verified as anchored"))  # fmt: skip
+            lines.append(
+                f"  {run_id}: "
+                + (f"{verdict.code}: {verdict.message}" if isinstance(verdict, AnchorError) else "verified as anchored")
+            )
             failed += isinstance(verdict, AnchorError)
     if found.roster is not None:
-        lines.append(f"roster: the experiment held {count(len(found.roster.runs), 'run')} when it was stamped"
-                     f" (block {found.roster.anchored_block}); it holds {len(found.runs)} now")  # fmt: skip
+        lines.append(
+            f"roster: the experiment held {count(len(found.roster.runs), 'run')} when it was stamped"
+            f" (block {found.roster.anchored_block}); it holds {len(found.runs)} now"
+        )
         lines += [f"  run {run_id}: anchored in the experiment's roster, gone from the store" for run_id in found.gone]
-        lines += [f"  run {run_id}: not in the roster (created after the experiment was last stamped)"
-                  for run_id in found.unlisted]  # fmt: skip
+        lines += [
+            f"  run {run_id}: not in the roster (created after the experiment was last stamped)"
+            for run_id in found.unlisted
+        ]
     elif found.roster_error is not None:
         print("\n".join(_error_lines(found.roster_error)), file=sys.stderr)
     else:
         lines.append("roster: none (`anchor mlflow stamp --experiment` anchors one)")
     verified = sum(not isinstance(v, AnchorError) for r, v in found.runs if r not in found.deleted)
     gone = f", {len(found.gone)} gone" if found.gone else ""
-    lines.append(f"{count(len(found.runs), 'run')}: {verified} verified, {len(found.deleted)} deleted, {failed}"
-                 f" failed{gone}")  # fmt: skip
+    lines.append(
+        f"{count(len(found.runs), 'run')}: {verified} verified, {len(found.deleted)} deleted, {failed} failed{gone}"
+    )
     code = found.exit_code
     if wants_json(ctx, json):
         print(_json.dumps({"ok": code == 0, **found.to_json()}, sort_keys=True, default=str))
@@ -415,8 +502,16 @@ def promote(
     from anchor.mlflow.registry import promote as promote_run
 
     uri = _tracking(tracking_uri)
-    done = promote_run(model, run, alias=alias, model_id=model_id, tracking_uri=uri, services=service,
-                       settings=ctx.find_root().obj["settings"], policy=Policy(expect_submitter))  # fmt: skip
+    done = promote_run(
+        model,
+        run,
+        alias=alias,
+        model_id=model_id,
+        tracking_uri=uri,
+        services=service,
+        settings=ctx.find_root().obj["settings"],
+        policy=Policy(expect_submitter),
+    )
     held = f"@{done.alias} -> version {done.version}" if done.alias else f"version {done.version}"
     was = f" (was version {done.previous})" if done.previous else ""
     where = (
@@ -424,18 +519,34 @@ def promote(
         if done.promotion_block is not None
         else f"lineage record signed by {done.promoted_by}, relayed (pending)"
     )
-    emit(ctx, json, {"model": done.model, "version": done.version, "alias": done.alias, "run_id": done.run_id,
-                     "model_id": done.model_id, "run_manifest_digest": done.run_digest, "run_block": done.run_block,
-                     "promotion_digest": done.promotion_digest, "promotion_block": done.promotion_block,
-                     "promotion_tx": done.promotion_tx, "promoted_by": done.promoted_by, "previous": done.previous,
-                     "research": done.research},
-         [f"{done.model} {held}{was}: run {done.run_id} verified (block {done.run_block}), logged model"
-          f" {done.model_id}",
-          f"  run         {done.run_digest}",
-          f"  promotion   {done.promotion_digest}: {where}",
-          f"  then        anchor mlflow verify models:/{done.model}" + (f"@{done.alias}" if done.alias
-                                                                        else f"/{done.version}"),
-          f"              anchor lookup {done.promotion_digest}"])  # fmt: skip
+    emit(
+        ctx,
+        json,
+        {
+            "model": done.model,
+            "version": done.version,
+            "alias": done.alias,
+            "run_id": done.run_id,
+            "model_id": done.model_id,
+            "run_manifest_digest": done.run_digest,
+            "run_block": done.run_block,
+            "promotion_digest": done.promotion_digest,
+            "promotion_block": done.promotion_block,
+            "promotion_tx": done.promotion_tx,
+            "promoted_by": done.promoted_by,
+            "previous": done.previous,
+            "research": done.research,
+        },
+        [
+            f"{done.model} {held}{was}: run {done.run_id} verified (block {done.run_block}), logged model"
+            f" {done.model_id}",
+            f"  run         {done.run_digest}",
+            f"  promotion   {done.promotion_digest}: {where}",
+            f"  then        anchor mlflow verify models:/{done.model}"
+            + (f"@{done.alias}" if done.alias else f"/{done.version}"),
+            f"              anchor lookup {done.promotion_digest}",
+        ],
+    )
 
 
 @app.command()
@@ -451,11 +562,24 @@ def upgrade(ctx: click.Context, run_id: str, tracking_uri: str | None, service: 
     uri = _tracking(tracking_uri)
     outcome = upgrade_run(run_id, tracking_uri=uri, settings=ctx.find_root().obj["settings"], services=service)
     state = "complete" if outcome.complete else "still pending at " + ", ".join(outcome.still_pending)
-    emit(ctx, json, {"run_id": run_id, "complete": outcome.complete, "added": len(outcome.added),
-                     "still_pending": list(outcome.still_pending), "failed": outcome.failed},
-         [f"run {run_id}: {len(outcome.added)} anchor{'s' if len(outcome.added) != 1 else ''} added; {state}",
-          *[f"  failed      {url}: {outcome.errors[url].said_as(option) if url in outcome.errors else why}"
-            for url, why in outcome.failed.items()]])  # fmt: skip
+    emit(
+        ctx,
+        json,
+        {
+            "run_id": run_id,
+            "complete": outcome.complete,
+            "added": len(outcome.added),
+            "still_pending": list(outcome.still_pending),
+            "failed": outcome.failed,
+        },
+        [
+            f"run {run_id}: {len(outcome.added)} anchor{'s' if len(outcome.added) != 1 else ''} added; {state}",
+            *[
+                f"  failed      {url}: {outcome.errors[url].said_as(option) if url in outcome.errors else why}"
+                for url, why in outcome.failed.items()
+            ],
+        ],
+    )
     if not outcome.complete:
         from anchor.errors import ExitCode
 
@@ -469,8 +593,10 @@ def research_tracking(name: str, no_anchor: bool, tracking_uri: str | None) -> s
     from anchor.mlflow.reading import client_for
 
     if no_anchor:
-        raise BadInput("--mlflow with --no-anchor: the champion is promoted on its proof; drop one of the two",
-                       detail={"field": "--mlflow"})  # fmt: skip
+        raise BadInput(
+            "--mlflow with --no-anchor: the champion is promoted on its proof; drop one of the two",
+            detail={"field": "--mlflow"},
+        )
     if not name.strip() or "/" in name or "@" in name:
         raise BadInput(f"--mlflow {name!r}: an experiment and model name, no '/' or '@'", detail={"field": "--mlflow"})
     uri = _tracking(tracking_uri)
@@ -483,10 +609,18 @@ def log_research(ctx: click.Context, options: Any, name: str, tracking: str, lin
     (anchor.mlflow.research); adds its lines to `lines` and returns its JSON."""
     from anchor.mlflow.research import log_search
 
-    done = log_search(options.work, options.repo, name, tracking_uri=tracking,
-                      settings=ctx.find_root().obj["settings"], services=list(options.services) or None)  # fmt: skip
-    lines.append(f"mlflow: experiment {done.experiment}: {count(done.trials, 'trial')} as runs ({done.logged} logged"
-                 f" now); champion run {done.champion_run} stamped ({done.stamped.state})")  # fmt: skip
+    done = log_search(
+        options.work,
+        options.repo,
+        name,
+        tracking_uri=tracking,
+        settings=ctx.find_root().obj["settings"],
+        services=list(options.services) or None,
+    )
+    lines.append(
+        f"mlflow: experiment {done.experiment}: {count(done.trials, 'trial')} as runs ({done.logged} logged"
+        f" now); champion run {done.champion_run} stamped ({done.stamped.state})"
+    )
     if done.promoted is not None:
         p = done.promoted
         lines.append(

@@ -78,8 +78,11 @@ def _note_unknown_in_dotenv(env: Any) -> None:
         if env.source(name) in ("environment", "default"):
             continue  # the process environment holds many tools' variables; `anchor config show` lists it
         near = difflib.get_close_matches(name, Environment.variables(), n=1)
-        click.echo(f"note: {env.source(name)}: {name} is no setting of anchor's, ignored"
-                   + (f" (did you mean {near[0]}?)" if near else ""), err=True)  # fmt: skip
+        click.echo(
+            f"note: {env.source(name)}: {name} is no setting of anchor's, ignored"
+            + (f" (did you mean {near[0]}?)" if near else ""),
+            err=True,
+        )
 
 
 def option(field: str) -> str:
@@ -185,8 +188,13 @@ def progress_bar(as_json: bool) -> Iterator[Progress | None]:
     from rich.progress import BarColumn, DownloadColumn, TextColumn, TimeRemainingColumn, TransferSpeedColumn
     from rich.progress import Progress as Bar
 
-    columns = (TextColumn("hashing {task.fields[files]} files"), BarColumn(), DownloadColumn(),
-               TransferSpeedColumn(), TimeRemainingColumn())  # fmt: skip
+    columns = (
+        TextColumn("hashing {task.fields[files]} files"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+    )
     last = [0.0]
     with Bar(*columns, console=Console(stderr=True), transient=True, auto_refresh=False) as bar:
         task = bar.add_task("hash", total=None, files="0")

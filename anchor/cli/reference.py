@@ -24,7 +24,12 @@ def pages(
 ) -> Iterator[tuple[str, str]]:
     """(the command line, its `--help`) for `command` and every command below it, in the order
     `--help` lists them; hidden ones (the old spellings kept for a release) left out."""
-    ctx = click.Context(command, info_name=name, parent=parent, terminal_width=WIDTH, max_content_width=WIDTH)
+    # the help option as the command line names it (`-h`, `--help`: the root's settings, which a context
+    # made here does not read, and click keeps the option it made first for every later page)
+    names = command.context_settings.get("help_option_names") if parent is None else None
+    ctx = click.Context(
+        command, info_name=name, parent=parent, terminal_width=WIDTH, max_content_width=WIDTH, help_option_names=names
+    )
     yield ctx.command_path, command.get_help(ctx)
     if isinstance(command, click.Group):
         for sub_name in command.list_commands(ctx):

@@ -159,10 +159,26 @@ def run(
     from anchor.research.session import SearchOptions, run_search
 
     options = SearchOptions(
-        repo, contract, _workdir(ctx, workdir), max_attempts, budget_minutes, max_failures, seed, propose,
-        researchers, researcher, not no_anchor, checkpoint_every, checkpoint_seconds, proposer_timeout,
-        proposer_network, not no_sandbox, sandbox_runtime, push, tuple(service or ()),
-    )  # fmt: skip
+        repo,
+        contract,
+        _workdir(ctx, workdir),
+        max_attempts,
+        budget_minutes,
+        max_failures,
+        seed,
+        propose,
+        researchers,
+        researcher,
+        not no_anchor,
+        checkpoint_every,
+        checkpoint_seconds,
+        proposer_timeout,
+        proposer_network,
+        not no_sandbox,
+        sandbox_runtime,
+        push,
+        tuple(service or ()),
+    )
     if mlflow is not None:  # refused before the search runs: the server, and a champion with a proof
         from anchor.cli.mlflow_cmds import research_tracking
 
@@ -323,13 +339,32 @@ def render(
     from anchor.research.k8s import render_researchers
 
     text, wrote = render_researchers(
-        target, contract, keys_secret=keys_secret, no_sandbox=no_sandbox, name=name, researchers=researchers,
-        image=image, repo_url=repo_url, baseline=baseline, push=push, ready_urls=tuple(ready_url or ()),
-        rpc_url=chain_rpc_url, service_url=service_url, token_secret=token_secret, researcher_secret=researcher_secret,
-        ledger_secret=ledger_secret, max_attempts=max_attempts, budget_minutes=budget_minutes, cpu=cpu, memory=memory,
-        namespace=namespace, ledger_claim=ledger_claim, sandbox_runtime=sandbox_runtime, runtime_class=runtime_class,
+        target,
+        contract,
+        keys_secret=keys_secret,
+        no_sandbox=no_sandbox,
+        name=name,
+        researchers=researchers,
+        image=image,
+        repo_url=repo_url,
+        baseline=baseline,
+        push=push,
+        ready_urls=tuple(ready_url or ()),
+        rpc_url=chain_rpc_url,
+        service_url=service_url,
+        token_secret=token_secret,
+        researcher_secret=researcher_secret,
+        ledger_secret=ledger_secret,
+        max_attempts=max_attempts,
+        budget_minutes=budget_minutes,
+        cpu=cpu,
+        memory=memory,
+        namespace=namespace,
+        ledger_claim=ledger_claim,
+        sandbox_runtime=sandbox_runtime,
+        runtime_class=runtime_class,
         egress_cidrs=tuple(egress_cidr or ()),
-    )  # fmt: skip
+    )
     write_rendered(text, out, wrote)
 
 
@@ -366,9 +401,13 @@ def verify(
     from anchor.research.verdict import verify_search
 
     verdict = verify_search(
-        ctx.find_root().obj["settings"], _workdir(ctx, workdir), repo=repo, researcher=researcher,
-        researcher_addresses=researcher_address or (), explicit=workdir is not None,
-    )  # fmt: skip
+        ctx.find_root().obj["settings"],
+        _workdir(ctx, workdir),
+        repo=repo,
+        researcher=researcher,
+        researcher_addresses=researcher_address or (),
+        explicit=workdir is not None,
+    )
     path, heads, found, checked = verdict.ledger, verdict.anchored, verdict.found, verdict.audit
     result, finals, attempts = {"entries": verdict.entries, "head": verdict.head}, verdict.final_runs, verdict.attempts
     lines = [f"OK: {path}: {result['entries']} entries ({attempts} attempts, their traces), head {result['head']}"]
@@ -383,8 +422,10 @@ def verify(
             f" records by {', '.join(found.trusted)} agree; entries 0..{found.length - 1} by block {found.block}"
         )
     if found.others:
-        lines.append(f"  ignored: checkpoint records for this contract by addresses not trusted here:"
-                     f" {', '.join(found.others)} (trust one with --researcher-address)")  # fmt: skip
+        lines.append(
+            f"  ignored: checkpoint records for this contract by addresses not trusted here:"
+            f" {', '.join(found.others)} (trust one with --researcher-address)"
+        )
     if not heads.checkpoints and not found.checkpoints:
         lines.append(
             "  on chain: no anchored checkpoint (no proof file, no record by "
@@ -392,9 +433,11 @@ def verify(
             + "): the ledger was checked against itself only"
         )
     if found.other_ledgers:  # a ledger rewritten from its first row is one of these, not this one
-        lines.append("  other ledgers of this contract have checkpoints on chain by trusted addresses: "
-                     + ", ".join(f"first row {g[:16]}… ({n} entries)" for g, n in found.other_ledgers)
-                     + f"; this ledger's first row is {found.first_row[:16]}…")  # fmt: skip
+        lines.append(
+            "  other ledgers of this contract have checkpoints on chain by trusted addresses: "
+            + ", ".join(f"first row {g[:16]}… ({n} entries)" for g, n in found.other_ledgers)
+            + f"; this ledger's first row is {found.first_row[:16]}…"
+        )
     whose = "" if researcher is None else f" (researcher {researcher})"
     lines.append(
         f"  commits{whose}: {checked.commits} found with the ledgered diff in"
@@ -408,11 +451,15 @@ def verify(
         lines.append(f"  final runs: {finals} champion replication and holdout run dirs re-hashed, metrics re-read")
     bound = verdict.environments
     for who, rule in verdict.keep_rules.items():
-        lines.append(f"  keep rule of {who}: noise, recomputed from its {rule['replications']} bound baseline re-runs:"
-                     f" spread {rule['spread']}, threshold {rule['threshold']}; its keeps replayed")  # fmt: skip
+        lines.append(
+            f"  keep rule of {who}: noise, recomputed from its {rule['replications']} bound baseline re-runs:"
+            f" spread {rule['spread']}, threshold {rule['threshold']}; its keeps replayed"
+        )
     if bound:  # each rebuilt into its attempt manifest by the audit: bound, not claimed
-        lines.append(f"  environment: bound by {len(bound)} attempts, {count(len(set(bound)), 'distinct one')}"
-                     " (`anchor research report` names each change)")  # fmt: skip
+        lines.append(
+            f"  environment: bound by {len(bound)} attempts, {count(len(set(bound)), 'distinct one')}"
+            " (`anchor research report` names each change)"
+        )
     emit(ctx, json, verdict.to_json(), lines)
 
 
@@ -433,8 +480,10 @@ def report(ctx: click.Context, workdir: Path | None, output_format: str, json: b
     if output_format not in FORMATS:
         from anchor.errors import BadInput, did_you_mean
 
-        raise BadInput(f"--format {output_format!r}: expected one of {', '.join(FORMATS)}"
-                       + did_you_mean(output_format, FORMATS), detail={"field": "format"})  # fmt: skip
+        raise BadInput(
+            f"--format {output_format!r}: expected one of {', '.join(FORMATS)}" + did_you_mean(output_format, FORMATS),
+            detail={"field": "format"},
+        )
     json = json or output_format == "json"
     from anchor.research.report import report_search
 
@@ -475,8 +524,18 @@ def export(ctx: click.Context, workdir: Path | None, output: Path, json: bool) -
         f" or node (`cast block {done.trust_block} -f hash`), then:",
         f"  anchor research check {done.path} --offline --trusted-block {done.trust_block}:HASH",
     ]
-    emit(ctx, json, {"claim": str(done.path), "files": done.files, "sealed": done.sealed, "chain_id": done.chain_id,
-                     "trust_block": done.trust_block}, lines)  # fmt: skip
+    emit(
+        ctx,
+        json,
+        {
+            "claim": str(done.path),
+            "files": done.files,
+            "sealed": done.sealed,
+            "chain_id": done.chain_id,
+            "trust_block": done.trust_block,
+        },
+        lines,
+    )
 
 
 @app.command()
@@ -500,15 +559,23 @@ def check(ctx: click.Context, claim: Path, offline: bool, trusted_block: list[st
     from anchor.research.claim import check_claim
 
     if trusted_block and not offline:
-        raise BadInput("--trusted-block goes with --offline (hint: anchor research check CLAIM --offline"
-                       " --trusted-block N:HASH)", detail={"field": "offline"})  # fmt: skip
+        raise BadInput(
+            "--trusted-block goes with --offline (hint: anchor research check CLAIM --offline --trusted-block N:HASH)",
+            detail={"field": "offline"},
+        )
     verdict = check_claim(ctx.find_root().obj["settings"], claim, offline=offline, trusted_block=trusted_block or ())
-    lines = [*verdict.lines, "", f"OK: {claim}: the report above is re-derived from the claim alone"
-             + (" (offline, no socket opened)" if verdict.offline else "")]  # fmt: skip
-    lines.append(f"  {verdict.trials} trials in {verdict.rows} ledger rows, all under"
-                 f" {count(verdict.checkpoints, 'anchored checkpoint')};"
-                 f" {count(verdict.attempts_checked, 'attempt manifest')} and"
-                 f" {count(verdict.records_checked, 'champion record')} checked")  # fmt: skip
+    lines = [
+        *verdict.lines,
+        "",
+        f"OK: {claim}: the report above is re-derived from the claim alone"
+        + (" (offline, no socket opened)" if verdict.offline else ""),
+    ]
+    lines.append(
+        f"  {verdict.trials} trials in {verdict.rows} ledger rows, all under"
+        f" {count(verdict.checkpoints, 'anchored checkpoint')};"
+        f" {count(verdict.attempts_checked, 'attempt manifest')} and"
+        f" {count(verdict.records_checked, 'champion record')} checked"
+    )
     for who, commit in verdict.champions.items():
         chain = " -> ".join(c[:12] for c in verdict.lineage[who])
         by = ", ".join(verdict.lineage_by.get(who, [])) or "nobody"

@@ -42,17 +42,43 @@ def seal(ctx: click.Context, paths: list[Path], refresh: bool, json: bool) -> No
     lines = []
     for outcome in done:
         said = f"{outcome.proof}: sealed {outcome.sealed} anchor{'s' if outcome.sealed != 1 else ''}"
-        lines.append(said + (f" ({outcome.already} sealed before" + (f", {outcome.refreshed} refreshed"
-                             if outcome.refreshed else "") + ")" if outcome.already else ""))  # fmt: skip
-        lines += [f"  trust block {n} of {chain_name(c)}: {h} (check it once on any explorer or node)"
-                  for c, n, h in outcome.blocks]  # fmt: skip
+        lines.append(
+            said
+            + (
+                f" ({outcome.already} sealed before"
+                + (f", {outcome.refreshed} refreshed" if outcome.refreshed else "")
+                + ")"
+                if outcome.already
+                else ""
+            )
+        )
+        lines += [
+            f"  trust block {n} of {chain_name(c)}: {h} (check it once on any explorer or node)"
+            for c, n, h in outcome.blocks
+        ]
         if outcome.stateless:
-            lines.append(f"  note: the node has no eth_getProof, so {outcome.stateless} anchor(s) carry no"
-                         " record as of a later block: offline cannot say whether it was retracted since")  # fmt: skip
+            lines.append(
+                f"  note: the node has no eth_getProof, so {outcome.stateless} anchor(s) carry no"
+                " record as of a later block: offline cannot say whether it was retracted since"
+            )
         first = [b for b in outcome.blocks if b[0] == outcome.blocks[0][0]][:2] if outcome.blocks else []
         trusted = " ".join(f"--trusted-block {n}:{h}" for _, n, h in first)
         lines += [f"  then: anchor verify PATH --offline {trusted}"] if first else []
-    emit(ctx, json, {"sealed": [{"proof": str(o.proof), "sealed": o.sealed, "already": o.already,
-                                 "refreshed": o.refreshed, "stateless": o.stateless,
-                                 "blocks": [{"chain_id": c, "block": n, "hash": h} for c, n, h in o.blocks]}
-                                for o in done]}, lines)  # fmt: skip
+    emit(
+        ctx,
+        json,
+        {
+            "sealed": [
+                {
+                    "proof": str(o.proof),
+                    "sealed": o.sealed,
+                    "already": o.already,
+                    "refreshed": o.refreshed,
+                    "stateless": o.stateless,
+                    "blocks": [{"chain_id": c, "block": n, "hash": h} for c, n, h in o.blocks],
+                }
+                for o in done
+            ]
+        },
+        lines,
+    )

@@ -42,7 +42,7 @@ def verdict_lines(shown: str, result: Any) -> list[str]:
             ]
             if (later := result.superseded_by)
             else []
-        ),  # fmt: skip
+        ),
         *bundle_lines(result),
         *milestone_lines(result),
         *(
@@ -56,8 +56,10 @@ def verdict_lines(shown: str, result: Any) -> list[str]:
 def quorum_lines(agreement: dict[str, object] | None) -> list[str]:
     if not agreement:
         return []
-    lines = [f"  quorum      {len(agreement['agreeing'])} of {agreement['endpoints']} endpoints agree"  # type: ignore[arg-type]
-             f" (needed {agreement['quorum']})"]  # fmt: skip
+    lines = [
+        f"  quorum      {len(agreement['agreeing'])} of {agreement['endpoints']} endpoints agree"  # type: ignore[arg-type]
+        f" (needed {agreement['quorum']})"
+    ]
     dissent = agreement["disagreeing"]
     assert isinstance(dissent, dict)
     lines += [f"  DISAGREED   {endpoint}: {said}" for endpoint, said in dissent.items()]
@@ -70,22 +72,29 @@ def anchors_lines(result: Any) -> list[str]:
         return []
     rows, pending = result.anchors, result.pending or []
     ok = sum(1 for row in rows if row["ok"])
-    lines = [f"  anchors     {ok} of {len(rows) + len(pending)} verified"
-             + (f" (--require {result.required})" if result.required else "")]  # fmt: skip
+    lines = [
+        f"  anchors     {ok} of {len(rows) + len(pending)} verified"
+        + (f" (--require {result.required})" if result.required else "")
+    ]
     for row in rows:
         named = named_service(row)
         if not row["ok"]:
             lines.append(f"    FAILED   {named}: chain {row['chain_id']}: {row['error']['message']}")
         elif row.get("duplicate_of"):
-            lines.append(f"    SAME     {named}: same transaction as {row['duplicate_of']} ({row['tx_hash']}):"
-                         " counted once")  # fmt: skip
+            lines.append(
+                f"    SAME     {named}: same transaction as {row['duplicate_of']} ({row['tx_hash']}): counted once"
+            )
         else:
-            lines.append(f"    OK       {named}: chain {row['chain_id']}, registry {row['registry']},"
-                         f" by {row['submitter']} at {row['anchored_at']} (block {row['block']})"
-                         + ("" if row.get("confirmed") else "; unconfirmed: named in the file, counted as an anchor"
-                            f" of {row['submitter']} only")
-                         + ("; not in the file yet: `anchor upgrade` writes it" if row.get("in_file") is False
-                            else ""))  # fmt: skip
+            lines.append(
+                f"    OK       {named}: chain {row['chain_id']}, registry {row['registry']},"
+                f" by {row['submitter']} at {row['anchored_at']} (block {row['block']})"
+                + (
+                    ""
+                    if row.get("confirmed")
+                    else f"; unconfirmed: named in the file, counted as an anchor of {row['submitter']} only"
+                )
+                + ("; not in the file yet: `anchor upgrade` writes it" if row.get("in_file") is False else "")
+            )
     for row in pending:
         if row["state"] == "pending":
             lines.append(f"    PENDING  {named_service(row)} since {row['since']}, receipt signed by {row['signer']}")
@@ -101,8 +110,9 @@ def without(url: str, why: str) -> str:
 
 def named_service(row: dict[str, Any]) -> str:
     """A service's URL, said to come from the proof file when the user did not configure it now."""
-    return str(row["service"]) + (" (named by the file)" if row.get("from_file") and row["service"] != "local key"
-                                  else "")  # fmt: skip
+    return str(row["service"]) + (
+        " (named by the file)" if row.get("from_file") and row["service"] != "local key" else ""
+    )
 
 
 def bundle_lines(result: Any) -> list[str]:
@@ -112,10 +122,12 @@ def bundle_lines(result: Any) -> list[str]:
         return []
     env = bundle.get("environment")
     ran = (
-        f"  image       {bundle['image']}" if "image" in bundle
-        else f"  executor    host {env['host'][:16]}… (ran on a host: no image ran, none is claimed)" if env
+        f"  image       {bundle['image']}"
+        if "image" in bundle
+        else f"  executor    host {env['host'][:16]}… (ran on a host: no image ran, none is claimed)"
+        if env
         else "  image       (none)"
-    )  # fmt: skip
+    )
     lines = [
         f"  mission     sha256 {bundle['mission_sha256']}",
         f"  snapshot    sha256 {bundle['data_snapshot_sha256']}",
@@ -129,11 +141,13 @@ def bundle_lines(result: Any) -> list[str]:
     if "spent" in bundle:
         spent, allowed = bundle["spent"], bundle["budget"]["attempts"]
         why = (
-            "no stop rule: one run" if spent["stopped"] == "one_run"
-            else "its attempts ran out before any stop rule was met" if spent["stopped"] == "attempts"
+            "no stop rule: one run"
+            if spent["stopped"] == "one_run"
+            else "its attempts ran out before any stop rule was met"
+            if spent["stopped"] == "attempts"
             else f"stop rule met: {spent['rule']['metric']} {'>=' if spent['rule']['mode'] == 'max' else '<='}"
-                 f" {spent['rule']['target']}"
-        )  # fmt: skip
+            f" {spent['rule']['target']}"
+        )
         lines.append(f"  spent       {spent['attempts']} of {count(allowed, 'attempt')} ({why})")
     if env:
         lines.append(f"  sandbox     {bundle['sandbox']}")

@@ -57,9 +57,13 @@ class Limits:
         return cls(*env.attempt_limits)
 
 
-LIMIT_SETTINGS = {"memory": "ANCHOR_ATTEMPT_MEMORY_BYTES", "processes": "ANCHOR_ATTEMPT_PROCESSES",
-                  "disk": "ANCHOR_ATTEMPT_RUN_DIR_BYTES", "inodes": "one per 4 KiB of ANCHOR_ATTEMPT_RUN_DIR_BYTES",
-                  "file_size": "ANCHOR_ATTEMPT_FILE_BYTES"}  # fmt: skip
+LIMIT_SETTINGS = {
+    "memory": "ANCHOR_ATTEMPT_MEMORY_BYTES",
+    "processes": "ANCHOR_ATTEMPT_PROCESSES",
+    "disk": "ANCHOR_ATTEMPT_RUN_DIR_BYTES",
+    "inodes": "one per 4 KiB of ANCHOR_ATTEMPT_RUN_DIR_BYTES",
+    "file_size": "ANCHOR_ATTEMPT_FILE_BYTES",
+}
 """Which setting bounds each limit a command can meet (docs/configuration.md)."""
 
 

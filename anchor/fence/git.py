@@ -23,10 +23,23 @@ _IDENTITY = {
 
 
 SAFE = (
-    "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false",
-    "-c", "submodule.recurse=false", "-c", "protocol.ext.allow=never", "-c", "core.attributesFile=/dev/null",
-    "-c", "diff.external=", "-c", "core.sshCommand=false",
-)  # fmt: skip
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.untrackedCache=false",
+    "-c",
+    "submodule.recurse=false",
+    "-c",
+    "protocol.ext.allow=never",
+    "-c",
+    "core.attributesFile=/dev/null",
+    "-c",
+    "diff.external=",
+    "-c",
+    "core.sshCommand=false",
+)
 """Every git the harness runs: no hook, no fsmonitor program, no submodule recursed into, no `ext::` transport,
 no external diff, whatever a configuration says (an attempt that made `.git/config` name
 `core.fsmonitor = <script>` had the harness's next `git status` run it on the host, unconfined; a
@@ -34,8 +47,12 @@ nested repository's own `filter.x.clean`, reached through a gitlink, ran the sam
 `anchor.fence.guard.check_git_config` refuses, before a search starts, a config that names any other
 program, and no system or user configuration is read at all (`GIT_ENV`)."""
 
-GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_TERMINAL_PROMPT": "0",
-           "GIT_OPTIONAL_LOCKS": "0"}  # fmt: skip
+GIT_ENV = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_OPTIONAL_LOCKS": "0",
+}
 """Only the repository's own config, which the guard checked: /etc/gitconfig and ~/.gitconfig could name
 a program too, and are not the search's to vouch for."""
 
@@ -68,8 +85,7 @@ class Repo:
 
     def git_bytes(self, *args: str) -> bytes | None:
         """A git command's raw output (a blob), or None when it fails (no such path at that commit)."""
-        result = subprocess.run(["git", *SAFE, "-C", str(self.path), *args], capture_output=True,
-                                env=_child())  # fmt: skip
+        result = subprocess.run(["git", *SAFE, "-C", str(self.path), *args], capture_output=True, env=_child())
         return result.stdout if result.returncode == 0 else None
 
     def has_commit(self, commit: str) -> bool:

@@ -23,14 +23,41 @@ from anchor.errors import GuardError
 from anchor.fence.git import Repo
 
 PROGRAM_KEYS = (
-    "core.fsmonitor", "core.hookspath", "core.sshcommand", "core.pager", "core.editor", "core.askpass",
-    "core.gitproxy", "core.alternaterefscommand", "sequence.editor", "diff.external", "credential.helper",
-    "credential.*.helper", "gpg.program", "gpg.*.program", "uploadpack.packobjectshook", "web.browser",
-    "include.path", "includeif.*.path", "filter.*.clean", "filter.*.smudge", "filter.*.process",
-    "diff.*.textconv", "diff.*.command", "merge.*.driver", "difftool.*.cmd", "mergetool.*.cmd",
-    "remote.*.uploadpack", "remote.*.receivepack", "browser.*.cmd", "man.*.cmd",
-    "pager.*", "ssh.variant", "sendemail.*cmd", "sendemail.sendmailcmd",
-)  # fmt: skip
+    "core.fsmonitor",
+    "core.hookspath",
+    "core.sshcommand",
+    "core.pager",
+    "core.editor",
+    "core.askpass",
+    "core.gitproxy",
+    "core.alternaterefscommand",
+    "sequence.editor",
+    "diff.external",
+    "credential.helper",
+    "credential.*.helper",
+    "gpg.program",
+    "gpg.*.program",
+    "uploadpack.packobjectshook",
+    "web.browser",
+    "include.path",
+    "includeif.*.path",
+    "filter.*.clean",
+    "filter.*.smudge",
+    "filter.*.process",
+    "diff.*.textconv",
+    "diff.*.command",
+    "merge.*.driver",
+    "difftool.*.cmd",
+    "mergetool.*.cmd",
+    "remote.*.uploadpack",
+    "remote.*.receivepack",
+    "browser.*.cmd",
+    "man.*.cmd",
+    "pager.*",
+    "ssh.variant",
+    "sendemail.*cmd",
+    "sendemail.sendmailcmd",
+)
 """Configuration keys (git-config(1)) whose value is a program git runs, or a file of more config."""
 
 
@@ -101,9 +128,15 @@ def _read_watched(git_dir: Path) -> dict[str, bytes]:
     found: dict[str, bytes] = {}
     for name in WATCHED:
         top = git_dir / name
-        paths = [top] if not top.is_dir() or top.is_symlink() else [
-            Path(root) / leaf for root, dirs, files in os.walk(top) for leaf in (*files, *(d for d in dirs
-            if os.path.islink(os.path.join(root, d))))]  # fmt: skip
+        paths = (
+            [top]
+            if not top.is_dir() or top.is_symlink()
+            else [
+                Path(root) / leaf
+                for root, dirs, files in os.walk(top)
+                for leaf in (*files, *(d for d in dirs if os.path.islink(os.path.join(root, d))))
+            ]
+        )
         for path in paths:
             if path.is_relative_to(git_dir / "refs" / "anchor"):
                 continue
@@ -143,9 +176,11 @@ def check_changes_something(repo: Repo, dirty: list[str]) -> None:
             return
         same.append(path)
     if same:
-        raise GuardError(f"no change: {', '.join(same)} {'holds' if len(same) == 1 else 'hold'} the same values as the"
-                         " champion (only reformatted): not a trial, never measured",
-                         detail={"paths": same, "reason": "no change"})  # fmt: skip
+        raise GuardError(
+            f"no change: {', '.join(same)} {'holds' if len(same) == 1 else 'hold'} the same values as the"
+            " champion (only reformatted): not a trial, never measured",
+            detail={"paths": same, "reason": "no change"},
+        )
 
 
 def _same_values(path: str, before: bytes, after: bytes) -> bool:

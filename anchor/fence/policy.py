@@ -38,11 +38,25 @@ from anchor.settings.session import search_path
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/sys")
 """Bound read-only when present (/bin and /lib are links into /usr on merged-/usr systems)."""
 ETC = (
-    "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/passwd", "/etc/group",
-    "/etc/nsswitch.conf", "/etc/localtime", "/etc/timezone", "/etc/hosts", "/etc/host.conf",
-    "/etc/ssl", "/etc/ca-certificates", "/etc/alternatives", "/etc/mime.types", "/etc/os-release",
-    "/etc/locale.alias", "/etc/python3", "/etc/matplotlibrc",
-)  # fmt: skip
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/nsswitch.conf",
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/hosts",
+    "/etc/host.conf",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/alternatives",
+    "/etc/mime.types",
+    "/etc/os-release",
+    "/etc/locale.alias",
+    "/etc/python3",
+    "/etc/matplotlibrc",
+)
 """What a libc, Python and common libraries read from /etc; not /etc itself (shadow, secrets, sockets)."""
 NETWORK_ETC = ("/etc/resolv.conf", "/etc/gai.conf")
 """Only for a proposer told to use the network (an agent calling its model)."""
@@ -64,24 +78,73 @@ _LOW32 = 0xFFFFFFFF
 
 DENIED = (
     # the mount family: a new mount, a remount, a detached tree, the new mount API
-    "mount", "umount", "umount2", "pivot_root", "move_mount", "fsopen", "fsmount", "fsconfig", "fspick",
-    "open_tree", "mount_setattr", "chroot",
+    "mount",
+    "umount",
+    "umount2",
+    "pivot_root",
+    "move_mount",
+    "fsopen",
+    "fsmount",
+    "fsconfig",
+    "fspick",
+    "open_tree",
+    "mount_setattr",
+    "chroot",
     # namespaces: no new one, no entering another
-    "unshare", "setns",
+    "unshare",
+    "setns",
     # io_uring: its opcodes (IORING_OP_SOCKET, OPENAT...) are not system calls a filter sees
-    "io_uring_setup", "io_uring_enter", "io_uring_register",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
     # kernel keyrings, eBPF, perf, another process's memory, userfaultfd
-    "keyctl", "add_key", "request_key", "bpf", "perf_event_open", "ptrace", "process_vm_readv",
-    "process_vm_writev", "userfaultfd", "pidfd_getfd", "kcmp",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "bpf",
+    "perf_event_open",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "userfaultfd",
+    "pidfd_getfd",
+    "kcmp",
     # the kernel itself: modules, kexec, reboot, swap, accounting, quotas, the clock, raw I/O ports
-    "init_module", "finit_module", "delete_module", "create_module", "kexec_load", "kexec_file_load",
-    "reboot", "swapon", "swapoff", "acct", "quotactl", "quotactl_fd", "settimeofday", "clock_settime",
-    "clock_adjtime", "adjtimex", "stime", "iopl", "ioperm", "syslog", "vhangup", "nfsservctl",
-    "lookup_dcookie", "get_kernel_syms", "query_module", "uselib", "_sysctl", "ustat", "sysfs",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "create_module",
+    "kexec_load",
+    "kexec_file_load",
+    "reboot",
+    "swapon",
+    "swapoff",
+    "acct",
+    "quotactl",
+    "quotactl_fd",
+    "settimeofday",
+    "clock_settime",
+    "clock_adjtime",
+    "adjtimex",
+    "stime",
+    "iopl",
+    "ioperm",
+    "syslog",
+    "vhangup",
+    "nfsservctl",
+    "lookup_dcookie",
+    "get_kernel_syms",
+    "query_module",
+    "uselib",
+    "_sysctl",
+    "ustat",
+    "sysfs",
     # file handles bypass the mount namespace (the "shocker" escape)
-    "open_by_handle_at", "name_to_handle_at",
-    "sethostname", "setdomainname",
-)  # fmt: skip
+    "open_by_handle_at",
+    "name_to_handle_at",
+    "sethostname",
+    "setdomainname",
+)
 """Refused with EPERM, whatever their arguments."""
 
 Rule = tuple[str, int, tuple[tuple[int, int, int, int], ...]]
@@ -134,8 +197,13 @@ def oci_seccomp() -> dict[str, object]:
     EPERM whatever `errnoRet` says, and glibc falls back from clone3 to clone only on ENOSYS: every
     thread a program started failed (numpy's OpenBLAS, Python's threading). A namespace clone3 could
     make is one of gVisor's own kernel, under no capability: no way out of gVisor."""
-    ops = {_MASKED_EQ: "SCMP_CMP_MASKED_EQ", _NE: "SCMP_CMP_NE", _LT: "SCMP_CMP_LT", _GT: "SCMP_CMP_GT",
-           _EQ: "SCMP_CMP_EQ"}  # fmt: skip
+    ops = {
+        _MASKED_EQ: "SCMP_CMP_MASKED_EQ",
+        _NE: "SCMP_CMP_NE",
+        _LT: "SCMP_CMP_LT",
+        _GT: "SCMP_CMP_GT",
+        _EQ: "SCMP_CMP_EQ",
+    }
     syscalls: list[dict[str, object]] = []
     for name, code, conditions in policy_rules():
         if name == "clone3":
@@ -202,8 +270,10 @@ def seccomp_file() -> str:
     if program is None:
         from anchor.errors import ToolchainMissing
 
-        raise ToolchainMissing("libseccomp is not installed: the sandbox's system-call policy cannot be built"
-                               " (hint: apt-get install libseccomp2, then `make install`)")  # fmt: skip
+        raise ToolchainMissing(
+            "libseccomp is not installed: the sandbox's system-call policy cannot be built"
+            " (hint: apt-get install libseccomp2, then `make install`)"
+        )
     fd, path = tempfile.mkstemp(prefix="anchor-seccomp-", suffix=".bpf")
     with os.fdopen(fd, "wb") as out:
         out.write(program)

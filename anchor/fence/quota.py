@@ -137,8 +137,7 @@ def _mount_tmpfs(path: Path, options: str) -> bool:
     """mount(2) of a tmpfs at `path`, nosuid and nodev: the system call itself, not a `mount` process
     per command. False where it is refused (no CAP_SYS_ADMIN here)."""
     libc: Any = _libc()
-    return bool(libc.mount(b"anchor-run", os.fsencode(path), b"tmpfs", _MS_NOSUID | _MS_NODEV,
-                           options.encode()) == 0)  # fmt: skip
+    return bool(libc.mount(b"anchor-run", os.fsencode(path), b"tmpfs", _MS_NOSUID | _MS_NODEV, options.encode()) == 0)
 
 
 def _unmount(path: Path) -> None:

@@ -174,29 +174,50 @@ def run_command(
     if sandbox is None:
         before = unsafe_entries(cwd, editable)
         with bounded(limits, None) as bounds:
-            result = _run_bounded(command, cwd, run_dir, timeout_s, grace_s, None, pass_env, bounds,
-                                  None, None, network, extra_env)  # fmt: skip
+            result = _run_bounded(
+                command, cwd, run_dir, timeout_s, grace_s, None, pass_env, bounds, None, None, network, extra_env
+            )
         left = {p: said(k) for p, k in unsafe_entries(cwd, editable).items() if before.get(p) != k}
         result = replace(result, refused=tuple(f"{p} ({k})" for p, k in sorted(left.items())), quota="watched")
     else:
         space = BoundedDir.make(limits.run_dir_bytes, sandbox.identity)
         try:
-            work = (Workspace.make(sandbox.repo, sandbox.editable, space.edit, sandbox.identity, space.size)
-                    if sandbox.edits else None)  # fmt: skip
+            work = (
+                Workspace.make(sandbox.repo, sandbox.editable, space.edit, sandbox.identity, space.size)
+                if sandbox.edits
+                else None
+            )
             copy_in(run_dir, space, sandbox.identity)
             with bounded(limits, sandbox.runtime) as bounds:
-                result = _run_bounded(command, cwd, run_dir, timeout_s, grace_s, sandbox, pass_env, bounds,
-                                      space, work, network, extra_env)  # fmt: skip
+                result = _run_bounded(
+                    command,
+                    cwd,
+                    run_dir,
+                    timeout_s,
+                    grace_s,
+                    sandbox,
+                    pass_env,
+                    bounds,
+                    space,
+                    work,
+                    network,
+                    extra_env,
+                )
             if not replace_run_dir(space, run_dir, keep=HARNESS_FILES) and result.limit is None:
                 # files whose sizes add up past the bound (sparse ones, hard links to one): not copied, named
-                result = replace(result, limit={"name": "disk", "bound": limits.run_dir_bytes},
-                                 exit_code=result.exit_code or 1)  # fmt: skip
+                result = replace(
+                    result, limit={"name": "disk", "bound": limits.run_dir_bytes}, exit_code=result.exit_code or 1
+                )
             refused = {} if work is None else work.refused()
             back: list[str] = []
             if work is not None and write_back and not refused and result.exit_code == 0 and result.limit is None:
                 back = work.write_back()
-            result = replace(result, refused=tuple(f"{p} ({k})" for p, k in sorted(refused.items())),
-                             written_back=tuple(back), quota="kernel" if space.enforced else "watched")  # fmt: skip
+            result = replace(
+                result,
+                refused=tuple(f"{p} ({k})" for p, k in sorted(refused.items())),
+                written_back=tuple(back),
+                quota="kernel" if space.enforced else "watched",
+            )
         finally:
             space.close()
     changed = () if seal is None else tuple(seal.broken())
@@ -208,10 +229,19 @@ def run_command(
 
 
 def _run_bounded(
-    command: str, cwd: Path, run_dir: Path, timeout_s: float, grace_s: float, sandbox: Sandbox | None,
-    pass_env: tuple[str, ...], bounds: Bounds, space: BoundedDir | None, work: Workspace | None, network: bool,
+    command: str,
+    cwd: Path,
+    run_dir: Path,
+    timeout_s: float,
+    grace_s: float,
+    sandbox: Sandbox | None,
+    pass_env: tuple[str, ...],
+    bounds: Bounds,
+    space: BoundedDir | None,
+    work: Workspace | None,
+    network: bool,
     extra_env: dict[str, str] | None,
-) -> RunResult:  # fmt: skip
+) -> RunResult:
     import threading
 
     limits = bounds.limits
@@ -282,8 +312,7 @@ def _run_bounded(
     _signal_group(process.pid, signal.SIGKILL)
     _wait_group_gone(process.pid)
     if not over:  # met faster than the watcher looked
-        full = space.full() if space is not None else (
-            "disk" if bytes_under(run_dir) > limits.run_dir_bytes else None)  # fmt: skip
+        full = space.full() if space is not None else ("disk" if bytes_under(run_dir) > limits.run_dir_bytes else None)
         if full is not None:
             over.update(name=full, bound=limits.run_dir_bytes if full == "disk" else space.inodes if space else 0)
     if over:

@@ -133,9 +133,11 @@ class Sandbox:
         if runtime == "auto":
             runtime = default_runtime()
         if seccomp_program() is None:
-            raise ToolchainMissing("libseccomp is not installed: the sandbox's system-call policy cannot be built"
-                                   " (hint: apt-get install libseccomp2 and `make install`,"
-                                   " or run with --no-sandbox)")  # fmt: skip
+            raise ToolchainMissing(
+                "libseccomp is not installed: the sandbox's system-call policy cannot be built"
+                " (hint: apt-get install libseccomp2 and `make install`,"
+                " or run with --no-sandbox)"
+            )
         program = _probe(runtime, identity)
         shown = tuple(p.resolve() for p in hidden if p.exists())
         hidden_holdout = tuple(p.resolve() for p in holdout if p.exists())
@@ -143,9 +145,11 @@ class Sandbox:
         for path in outside:  # bound after the hidden ones: an input there would show what they hide
             clash = next((h for h in shown if path.is_relative_to(h) or h.is_relative_to(path)), None)
             if clash is not None:
-                raise BadInput(f"inputs: {path} overlaps {clash}, which the sandbox hides from the code under"
-                               " measurement (the data dir, the work dir, a keystore)",
-                               detail={"field": "inputs", "path": str(path)})  # fmt: skip
+                raise BadInput(
+                    f"inputs: {path} overlaps {clash}, which the sandbox hides from the code under"
+                    " measurement (the data dir, the work dir, a keystore)",
+                    detail={"field": "inputs", "path": str(path)},
+                )
         for path in (*shown, *hidden_holdout):  # the editable files are copied for the command: never these
             for rel in editable:
                 target = (repo / rel).resolve()
@@ -153,17 +157,32 @@ class Sandbox:
                 inside = target.is_relative_to(path) and path.is_relative_to(repo.resolve())
                 if path == target or path.is_relative_to(target) or inside:
                     field = "holdout_data" if path in hidden_holdout else "editable"
-                    raise BadInput(f"{field}: {path} overlaps the editable {rel!r}, which the command writes a copy"
-                                   " of: what is hidden from it cannot lie there",
-                                   detail={"field": field, "path": str(path)})  # fmt: skip
+                    raise BadInput(
+                        f"{field}: {path} overlaps the editable {rel!r}, which the command writes a copy"
+                        " of: what is hidden from it cannot lie there",
+                        detail={"field": field, "path": str(path)},
+                    )
         tmpfs = min(TMP_BYTES, (limits or Limits()).memory_bytes)
-        return cls(program, repo.resolve(), editable, shown, hidden_holdout, pass_env=pass_env, inputs=outside,
-                   runtime=runtime, tmpfs_bytes=tmpfs, identity=identity)  # fmt: skip
+        return cls(
+            program,
+            repo.resolve(),
+            editable,
+            shown,
+            hidden_holdout,
+            pass_env=pass_env,
+            inputs=outside,
+            runtime=runtime,
+            tmpfs_bytes=tmpfs,
+            identity=identity,
+        )
 
     def mounts(
-        self, run_dir: Path, network: bool = False, copies: dict[str, Path] | None = None,
+        self,
+        run_dir: Path,
+        network: bool = False,
+        copies: dict[str, Path] | None = None,
         bounded_dir: Path | None = None,
-    ) -> list[Mount]:  # fmt: skip
+    ) -> list[Mount]:
         """What the command sees, in order (anchor.fence.policy.Mount): the allow-listed root, the
         hidden paths, the repository read-only, the inputs, the holdout (hidden or shown), the editable
         files, the read-only outputs, the run dir writable. The same list for both runtimes.
@@ -202,9 +221,15 @@ class Sandbox:
         return plan
 
     def argv(
-        self, command: str, run_dir: Path, network: bool = False, extra_env: dict[str, str] | None = None,
-        processes: int = 512, copies: dict[str, Path] | None = None, bounded_dir: Path | None = None,
-    ) -> list[str]:  # fmt: skip
+        self,
+        command: str,
+        run_dir: Path,
+        network: bool = False,
+        extra_env: dict[str, str] | None = None,
+        processes: int = 512,
+        copies: dict[str, Path] | None = None,
+        bounded_dir: Path | None = None,
+    ) -> list[str]:
         """The command line running `command` (a shell line) in the repository, sandboxed; `network`
         keeps the host's network (the proposer, when told to: an agent calling its model), never for
         an attempt. `processes` is the bound gVisor's kernel holds the command to (under bubblewrap the
@@ -233,8 +258,10 @@ def check_runtime(runtime: str) -> str:
         from anchor.errors import BadInput, did_you_mean
 
         hint = did_you_mean(runtime, CHOICES)
-        raise BadInput(f"sandbox_runtime: {runtime!r} is neither auto, gvisor nor bubblewrap{hint}",
-                       detail={"field": "sandbox_runtime"})  # fmt: skip
+        raise BadInput(
+            f"sandbox_runtime: {runtime!r} is neither auto, gvisor nor bubblewrap{hint}",
+            detail={"field": "sandbox_runtime"},
+        )
     return runtime
 
 
@@ -249,18 +276,23 @@ def _probe(runtime: str, identity: Identity | None) -> str:
     if identity is not None:
         for tool in ("unshare", "setpriv", "mount"):
             if shutil.which(tool) is None:
-                raise ToolchainMissing(f"{tool} (util-linux) is not installed: a root harness needs it to drop to"
-                                       f" {ATTEMPT_USER} before the sandbox is made (hint: apt-get install"
-                                       f" util-linux mount, or {hint})")  # fmt: skip
+                raise ToolchainMissing(
+                    f"{tool} (util-linux) is not installed: a root harness needs it to drop to"
+                    f" {ATTEMPT_USER} before the sandbox is made (hint: apt-get install"
+                    f" util-linux mount, or {hint})"
+                )
     if runtime == "gvisor":
         runsc = shutil.which("runsc")
         if runsc is None:
-            raise ToolchainMissing("gVisor (runsc) is not installed: install it (`make sandbox`, or apt-get install"
-                                   f" runsc), use --sandbox-runtime bubblewrap, or {hint}")  # fmt: skip
+            raise ToolchainMissing(
+                "gVisor (runsc) is not installed: install it (`make sandbox`, or apt-get install"
+                f" runsc), use --sandbox-runtime bubblewrap, or {hint}"
+            )
         reason = _probe_once(runtime, runsc, identity)
         if reason is not None:
-            raise ToolchainMissing(f"gVisor (runsc) cannot run a sandbox here ({reason}): use --sandbox-runtime"
-                                   f" bubblewrap, or {hint}")  # fmt: skip
+            raise ToolchainMissing(
+                f"gVisor (runsc) cannot run a sandbox here ({reason}): use --sandbox-runtime bubblewrap, or {hint}"
+            )
         return runsc
     bwrap = shutil.which("bwrap")
     hint = f"install bubblewrap (`make sandbox`, or apt-get install bubblewrap), or {hint}"
@@ -273,7 +305,8 @@ def _probe(runtime: str, identity: Identity | None) -> str:
                 f"bubblewrap cannot make a user namespace here ({reason}): the sandbox never runs code as root or"
                 " with a capability, and without a user namespace it could not drop them (hint: enable user"
                 " namespaces, sysctl user.max_user_namespaces=15000 or kernel.unprivileged_userns_clone=1,"
-                f" or {hint.split(', or ')[-1]})")  # fmt: skip
+                f" or {hint.split(', or ')[-1]})"
+            )
         raise ToolchainMissing(f"bubblewrap cannot create a sandbox here ({reason}): {hint}")
     return bwrap
 
@@ -312,8 +345,16 @@ def default_runtime() -> str:
     return "gvisor" if _probe_once("gvisor", runsc, identity) is None else "bubblewrap"
 
 
-_USER = ["--unshare-user", "--disable-userns", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
-         "--cap-drop", "ALL"]  # fmt: skip
+_USER = [
+    "--unshare-user",
+    "--disable-userns",
+    "--uid",
+    str(SANDBOX_UID),
+    "--gid",
+    str(SANDBOX_UID),
+    "--cap-drop",
+    "ALL",
+]
 """Never root inside: a user namespace of its own, as nobody, no capability, no nested user namespace."""
 
 STAGE_ROOT = Path("/run/anchor-fence")
@@ -361,8 +402,20 @@ def launcher(inner: list[str], staged: dict[str, str], identity: Identity | None
     uid, gid = ("", "") if identity is None else (str(identity.uid), str(identity.gid))
     # the tools by path: the launcher's PATH is already the command's, not the harness's
     tools = [shutil.which(tool) or f"/usr/bin/{tool}" for tool in ("mount", "setpriv")]
-    args = ["/bin/sh", "-c", _LAUNCH, "anchor-fence", str(STAGE_ROOT / "stage"), uid, gid, filter_path,
-            str(len(staged)), *tools, *staged.values(), *inner]  # fmt: skip
+    args = [
+        "/bin/sh",
+        "-c",
+        _LAUNCH,
+        "anchor-fence",
+        str(STAGE_ROOT / "stage"),
+        uid,
+        gid,
+        filter_path,
+        str(len(staged)),
+        *tools,
+        *staged.values(),
+        *inner,
+    ]
     if staged:
         stage_root()
         unshare = shutil.which("unshare") or "/usr/bin/unshare"
@@ -379,8 +432,10 @@ def stage_root() -> None:
             os.mkdir(path, mode)
         found = os.lstat(path)
         if not stat.S_ISDIR(found.st_mode) or found.st_uid != 0:
-            raise ToolchainMissing(f"{path} is not a directory of root's: the sandbox's staging tree cannot be"
-                                   " made there (hint: remove it)")  # fmt: skip
+            raise ToolchainMissing(
+                f"{path} is not a directory of root's: the sandbox's staging tree cannot be"
+                " made there (hint: remove it)"
+            )
         os.chmod(path, mode)
 
 
@@ -436,11 +491,26 @@ def _bwrap_argv(
     bwrap: str, plan: list[Mount], command: str, repo: Path, env: dict[str, str], network: bool
 ) -> list[str]:
     """bwrap's command line, its seccomp policy named as `--seccomp FILE` (the launcher opens it)."""
-    args = [bwrap, "--die-with-parent", "--new-session", "--unshare-all", *_USER, "--tmpfs", "/",
-            "--dev", "/dev", "--proc", "/proc",
-            # the host's kernel settings are never the command's to write, whoever it maps to
-            "--ro-bind", "/proc/sys", "/proc/sys",
-            "--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger"]  # fmt: skip
+    args = [
+        bwrap,
+        "--die-with-parent",
+        "--new-session",
+        "--unshare-all",
+        *_USER,
+        "--tmpfs",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        # the host's kernel settings are never the command's to write, whoever it maps to
+        "--ro-bind",
+        "/proc/sys",
+        "/proc/sys",
+        "--ro-bind-try",
+        "/proc/sysrq-trigger",
+        "/proc/sysrq-trigger",
+    ]
     if network:
         args.append("--share-net")
     for mount in plan:
@@ -461,9 +531,15 @@ def _bwrap_argv(
 
 
 def _runsc_argv(
-    runsc: str, plan: list[Mount], command: str, repo: Path, env: dict[str, str], network: bool, processes: int,
+    runsc: str,
+    plan: list[Mount],
+    command: str,
+    repo: Path,
+    env: dict[str, str],
+    network: bool,
+    processes: int,
     identity: Identity | None,
-) -> list[str]:  # fmt: skip
+) -> list[str]:
     """runsc's command line for an OCI bundle written for this one command (a private directory holding
     config.json and an empty root, the identity's when the harness is root), removed by the shell that
     waits on runsc."""
@@ -477,16 +553,26 @@ def _runsc_argv(
     mounts: list[dict[str, object]] = [
         {"destination": "/proc", "type": "proc", "source": "proc"},
         # runsc does not apply the OCI spec's readonlyPaths: gVisor's own /proc/sys is hidden, read-only
-        {"destination": "/proc/sys", "type": "tmpfs", "source": "tmpfs", "options": ["ro", "nosuid", "nodev",
-                                                                                      "noexec", "size=4k"]},
+        {
+            "destination": "/proc/sys",
+            "type": "tmpfs",
+            "source": "tmpfs",
+            "options": ["ro", "nosuid", "nodev", "noexec", "size=4k"],
+        },
         {"destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "mode=755"]},
-    ]  # fmt: skip
+    ]
     for mount in plan:
         if mount.kind == "ro-try" and not os.path.exists(mount.source or mount.target):
             continue
         if mount.kind == "tmpfs":
-            mounts.append({"destination": mount.target, "type": "tmpfs", "source": "tmpfs",
-                           "options": ["nosuid", "nodev", f"size={mount.size}"]})  # fmt: skip
+            mounts.append(
+                {
+                    "destination": mount.target,
+                    "type": "tmpfs",
+                    "source": "tmpfs",
+                    "options": ["nosuid", "nodev", f"size={mount.size}"],
+                }
+            )
         else:
             source = "/dev/null" if mount.kind == "null" else (mount.source or mount.target)
             options = ["rbind", "rw" if mount.kind == "rw" else "ro"]
@@ -496,21 +582,33 @@ def _runsc_argv(
         "ociVersion": "1.0.0",
         # uid 0 of gVisor's own kernel, with no capability: rootless runsc maps only its own host uid
         # (the attempt's identity under a root harness), so only what that uid may write is writable
-        "process": {"terminal": False, "user": {"uid": 0, "gid": 0},
-                    "args": ["/bin/sh", "-c", command], "env": [f"{k}={v}" for k, v in env.items()],
-                    "cwd": str(repo), "capabilities": {}, "noNewPrivileges": True,
-                    "rlimits": [{"type": "RLIMIT_NPROC", "hard": processes, "soft": processes}]},
+        "process": {
+            "terminal": False,
+            "user": {"uid": 0, "gid": 0},
+            "args": ["/bin/sh", "-c", command],
+            "env": [f"{k}={v}" for k, v in env.items()],
+            "cwd": str(repo),
+            "capabilities": {},
+            "noNewPrivileges": True,
+            "rlimits": [{"type": "RLIMIT_NPROC", "hard": processes, "soft": processes}],
+        },
         "root": {"path": "root", "readonly": True},
         "hostname": "sandbox",
         "mounts": mounts,
         "linux": {"namespaces": namespaces, "seccomp": oci_seccomp()},
-    }  # fmt: skip
+    }
     (bundle / "config.json").write_text(json.dumps(config))
     for made in (bundle, bundle / "root", bundle / "config.json"):
         give(made, identity)
     name = bundle.name.removeprefix("anchor-gvisor-")
-    flags = ["--rootless", "--ignore-cgroups", "--oci-seccomp", "--host-uds=none", f"--root={bundle / 'state'}",
-             "--network=" + ("host" if network else "none")]  # fmt: skip
+    flags = [
+        "--rootless",
+        "--ignore-cgroups",
+        "--oci-seccomp",
+        "--host-uds=none",
+        f"--root={bundle / 'state'}",
+        "--network=" + ("host" if network else "none"),
+    ]
     script = '"$@"; code=$?; rm -rf "$0"; exit $code'
     return ["/bin/sh", "-c", script, str(bundle), runsc, *flags, "run", "--bundle", str(bundle), name]
 

@@ -145,9 +145,11 @@ class Workspace:
             try:
                 _copy_in(source, copy, identity)
             except OSError as exc:
-                raise BadInput(f"editable {rel!r}: cannot be copied for the command ({exc.strerror}): what is"
-                               " editable must fit ANCHOR_ATTEMPT_RUN_DIR_BYTES beside the run dir",
-                               detail={"field": "editable", "path": rel}) from None  # fmt: skip
+                raise BadInput(
+                    f"editable {rel!r}: cannot be copied for the command ({exc.strerror}): what is"
+                    " editable must fit ANCHOR_ATTEMPT_RUN_DIR_BYTES beside the run dir",
+                    detail={"field": "editable", "path": rel},
+                ) from None
             made.copies[rel] = copy
         made.before = unsafe_entries(repo, tuple(made.copies))
         return made
@@ -174,8 +176,10 @@ class Workspace:
             try:
                 changed += _mirror(copy, self.repo / rel, rel)
             except OSError as exc:
-                raise GuardError(f"the proposer's {rel} could not be written back ({exc.strerror}: {exc.filename})",
-                                 detail={"paths": [rel], "reason": "unsafe entry"}) from None  # fmt: skip
+                raise GuardError(
+                    f"the proposer's {rel} could not be written back ({exc.strerror}: {exc.filename})",
+                    detail={"paths": [rel], "reason": "unsafe entry"},
+                ) from None
         return changed
 
 
@@ -191,8 +195,9 @@ def _copy_in(source: Path, copy: Path, identity: Identity | None) -> None:
         copy.mkdir(mode=0o755)
         give(copy, identity)
         for entry in os.scandir(source):
-            if entry.name not in STEERING_NAMES and (entry.is_dir(follow_symlinks=False) or
-                                                     entry.is_file(follow_symlinks=False)):  # fmt: skip
+            if entry.name not in STEERING_NAMES and (
+                entry.is_dir(follow_symlinks=False) or entry.is_file(follow_symlinks=False)
+            ):
                 _copy_in(Path(entry.path), copy / entry.name, identity)
 
 

@@ -49,8 +49,10 @@ def load_claims(path: Path) -> list[ClaimedAttempt]:
     from anchor.research.report import trial_numbers
 
     if not path.is_file():
-        raise BadInput(f"--claims {path}: no such file (hint: a research ledger, e.g. research/ledger.jsonl)",
-                       detail={"field": "claims", "path": str(path)})  # fmt: skip
+        raise BadInput(
+            f"--claims {path}: no such file (hint: a research ledger, e.g. research/ledger.jsonl)",
+            detail={"field": "claims", "path": str(path)},
+        )
     ledger = Ledger(path)
     try:
         ledger.verify()
@@ -65,21 +67,29 @@ def load_claims(path: Path) -> list[ClaimedAttempt]:
             commit = "0x" + commit_key(str(row["commit"])).hex()
         except (ValueError, KeyError, BadInput):
             continue  # a row this reader cannot use shows nothing; the chain's record stands alone
-        out.append(ClaimedAttempt(
-            seq=int(row["seq"]), trial=trials.get(int(row["seq"]), 0), commit=commit,
-            researcher=str(row.get("researcher", "")),
-            metric_name=metric.name if metric else None, metric_mode=metric.mode if metric else None,
-            metric_value=metric.value if metric else None,
-            metric_hash="0x" + (metric.hash().hex() if metric else ZERO_HASH), kept=bool(row.get("kept")),
-            status=str(row.get("status", "")),
-        ))  # fmt: skip
+        out.append(
+            ClaimedAttempt(
+                seq=int(row["seq"]),
+                trial=trials.get(int(row["seq"]), 0),
+                commit=commit,
+                researcher=str(row.get("researcher", "")),
+                metric_name=metric.name if metric else None,
+                metric_mode=metric.mode if metric else None,
+                metric_value=metric.value if metric else None,
+                metric_hash="0x" + (metric.hash().hex() if metric else ZERO_HASH),
+                kept=bool(row.get("kept")),
+                status=str(row.get("status", "")),
+            )
+        )
     return out
 
 
 def check_repo(path: Path) -> Path:
     if not (path / ".git").exists() and not (path / "HEAD").is_file():
-        raise BadInput(f"--repo {path}: not a git repository (hint: a clone of the remote the attempts were pushed to)",
-                       detail={"field": "repo", "path": str(path)})  # fmt: skip
+        raise BadInput(
+            f"--repo {path}: not a git repository (hint: a clone of the remote the attempts were pushed to)",
+            detail={"field": "repo", "path": str(path)},
+        )
     return path
 
 
@@ -127,10 +137,22 @@ def _git_diff(repo: Path, parent: str, commit: str) -> object:
     from anchor.settings.session import child_environment
 
     result = subprocess.run(
-        ["git", "-C", str(repo), "-c", "core.quotePath=true", "diff", "--binary", short_commit(parent),
-         short_commit(commit)],
-        capture_output=True, timeout=30, stdin=subprocess.DEVNULL, env=child_environment(),
-    )  # fmt: skip
+        [
+            "git",
+            "-C",
+            str(repo),
+            "-c",
+            "core.quotePath=true",
+            "diff",
+            "--binary",
+            short_commit(parent),
+            short_commit(commit),
+        ],
+        capture_output=True,
+        timeout=30,
+        stdin=subprocess.DEVNULL,
+        env=child_environment(),
+    )
     if result.returncode != 0:
         return _ABSENT
     return None if len(result.stdout) > MAX_DIFF_BYTES else result.stdout

@@ -122,8 +122,11 @@ class Follower:
             except ChainUnreachable:
                 silent.append(shown)
         if len(answers) < self.need:
-            raise NoQuorum(f"only {len(answers)} of {len(self.rpcs)} endpoints answer, {self.need} must agree;"
-                           f" unreachable: {', '.join(silent)}", detail={"unreachable": silent})  # fmt: skip
+            raise NoQuorum(
+                f"only {len(answers)} of {len(self.rpcs)} endpoints answer, {self.need} must agree;"
+                f" unreachable: {', '.join(silent)}",
+                detail={"unreachable": silent},
+            )
         return answers
 
     def _ask(self, read: Callable[[Rpc], T], rpc: Rpc) -> T:
@@ -173,9 +176,13 @@ class Follower:
         if int(at) == 0:
             return None
         return {
-            "submitter": submitter.lower(), "timestamp": int(timestamp), "block": int(at), "read_at": block,
-            "retracted_at": int(retracted_at), "retracted_block": int(retracted_block),
-        }  # fmt: skip
+            "submitter": submitter.lower(),
+            "timestamp": int(timestamp),
+            "block": int(at),
+            "read_at": block,
+            "retracted_at": int(retracted_at),
+            "retracted_block": int(retracted_block),
+        }
 
     def _topics(self) -> list[Any]:
         return [[self._lineage.topic, self._root.topic]]
@@ -237,8 +244,13 @@ class Follower:
                 self._progress(f"indexed blocks {self.from_block}..{end} of {head} ({added} records)")
             start = end + 1
         cursor = self.store.cursor()
-        return SyncReport(head=head, cursor=cursor if cursor is not None else self.from_block - 1,
-                          added=added, dropped=dropped, disagreeing=dict(self._dissent))  # fmt: skip
+        return SyncReport(
+            head=head,
+            cursor=cursor if cursor is not None else self.from_block - 1,
+            added=added,
+            dropped=dropped,
+            disagreeing=dict(self._dissent),
+        )
 
     def _logs(self, start: int, end: int, rpc: Rpc) -> list[dict[str, Any]]:
         return scan_logs(rpc, self.address, self._topics(), start, end)
@@ -269,10 +281,20 @@ class Follower:
                     a = self._lineage.args(log)
                     db.execute(
                         "INSERT OR REPLACE INTO lineage VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        (a["researcher"].lower(), "0x" + bytes(a["commit"]).hex(), "0x" + bytes(a["parent"]).hex(),
-                         "0x" + bytes(a["diffHash"]).hex(), "0x" + bytes(a["metricHash"]).hex(), int(a["kept"]),
-                         int(a["timestamp"]), block, block_hash, tx, index),
-                    )  # fmt: skip
+                        (
+                            a["researcher"].lower(),
+                            "0x" + bytes(a["commit"]).hex(),
+                            "0x" + bytes(a["parent"]).hex(),
+                            "0x" + bytes(a["diffHash"]).hex(),
+                            "0x" + bytes(a["metricHash"]).hex(),
+                            int(a["kept"]),
+                            int(a["timestamp"]),
+                            block,
+                            block_hash,
+                            tx,
+                            index,
+                        ),
+                    )
                 db.execute("INSERT OR REPLACE INTO blocks VALUES (?, ?)", (block, block_hash))
             db.execute("INSERT OR REPLACE INTO blocks VALUES (?, ?)", (end, end_hash))
             # hashes kept for twice the depth: the repairable range, and a block below it to prove that
@@ -286,9 +308,17 @@ def _log_key(logs: list[dict[str, Any]]) -> object:
     count and a digest of every field, so that a dissenter is shown by what differs."""
     import hashlib
 
-    said = [(str(log["blockNumber"]), str(log["blockHash"]).lower(), str(log["transactionHash"]).lower(),
-             str(log["logIndex"]), [str(t).lower() for t in log["topics"]], str(log["data"]).lower())
-            for log in logs]  # fmt: skip
+    said = [
+        (
+            str(log["blockNumber"]),
+            str(log["blockHash"]).lower(),
+            str(log["transactionHash"]).lower(),
+            str(log["logIndex"]),
+            [str(t).lower() for t in log["topics"]],
+            str(log["data"]).lower(),
+        )
+        for log in logs
+    ]
     return {"events": len(said), "events_sha256": hashlib.sha256(repr(said).encode()).hexdigest()[:16]}
 
 

@@ -90,20 +90,37 @@ def open_site(
     need = needed(options.quorum, len(options.rpc_urls))  # before any endpoint is asked
     rpcs, chains, down = _reach_enough(options.rpc_urls, need, env)
     if len(set(chains.values())) > 1:
-        raise BadInput("--rpc-url: the endpoints serve different chains: " + ", ".join(
-            f"{redact_url(url)} chain {c}" for url, c in chains.items()), detail={"field": "rpc_url"})  # fmt: skip
+        raise BadInput(
+            "--rpc-url: the endpoints serve different chains: "
+            + ", ".join(f"{redact_url(url)} chain {c}" for url, c in chains.items()),
+            detail={"field": "rpc_url"},
+        )
     chain_id = next(iter(chains.values()))
     if progress is not None and down:
         progress(f"out of reach now, asked again at every sync: {', '.join(redact_url(u) for u in down)}")
     path = options.index or default_index(chain_id, options.registry)
     store = IndexStore(path, chain_id, options.registry)
-    follower = Follower(rpcs, store, options.registry, options.from_block, options.confirmations,
-                        progress=progress, quorum=options.quorum)  # fmt: skip
+    follower = Follower(
+        rpcs,
+        store,
+        options.registry,
+        options.from_block,
+        options.confirmations,
+        progress=progress,
+        quorum=options.quorum,
+    )
     label = ", ".join(redact_url(url) for url in options.rpc_urls)
     if len(options.rpc_urls) > 1:
         label += f" ({need} of {len(options.rpc_urls)} must agree)"
-    return IndexSite(follower=follower, chain_id=chain_id, path=path, rpc_label=label,
-                     browser_rpc_urls=tuple(u for u in browsers if u), claims=claims, repo=repo)  # fmt: skip
+    return IndexSite(
+        follower=follower,
+        chain_id=chain_id,
+        path=path,
+        rpc_label=label,
+        browser_rpc_urls=tuple(u for u in browsers if u),
+        claims=claims,
+        repo=repo,
+    )
 
 
 def _reach_enough(

@@ -159,8 +159,9 @@ class IndexStore:
         return None if row is None else str(row["value"])
 
     def set_meta(self, key: str, value: str) -> None:
-        self.db.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = ?",
-                        (key, value, value))  # fmt: skip
+        self.db.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = ?", (key, value, value)
+        )
 
     def cursor(self) -> int | None:
         """The last block whose events are all here (None before the first sync)."""
@@ -191,8 +192,10 @@ class IndexStore:
             " researcher AS who, block, tx, log_index, timestamp, kept, parent"
             " FROM lineage UNION ALL SELECT 'root', root, submitter, block, tx, log_index, NULL, NULL, NULL FROM roots"
             " ORDER BY block DESC, log_index DESC LIMIT ?",
-            CHECKPOINT, PROMOTION, limit,
-        )  # fmt: skip
+            CHECKPOINT,
+            PROMOTION,
+            limit,
+        )
 
     def researchers(self, limit: int = -1, offset: int = 0, address: str | None = None) -> list[ResearcherRow]:
         """Researchers, the most recently active first (`limit` of them from `offset`; -1: all), or the
@@ -201,23 +204,31 @@ class IndexStore:
             "SELECT researcher, sum(diff_hash NOT IN (?, ?)) AS attempts, sum(kept) AS kept, min(block) AS first_block,"
             " max(block) AS last_block FROM lineage WHERE (? IS NULL OR researcher = ?) GROUP BY researcher"
             " ORDER BY max(block) DESC, researcher LIMIT ? OFFSET ?",
-            CHECKPOINT, PROMOTION, address, address, limit, offset,
-        )  # fmt: skip
+            CHECKPOINT,
+            PROMOTION,
+            address,
+            address,
+            limit,
+            offset,
+        )
 
     def attempts(self, researcher: str) -> list[LineageRow]:
         """A researcher's attempt records in the order the chain holds them: the trial order (its ledger
         checkpoints' records are apart: `checkpoints`; a model promotion's record is no attempt)."""
         return self._all(
             "SELECT * FROM lineage WHERE researcher = ? AND diff_hash NOT IN (?, ?) ORDER BY block, log_index",
-            researcher.lower(), CHECKPOINT, PROMOTION,
-        )  # fmt: skip
+            researcher.lower(),
+            CHECKPOINT,
+            PROMOTION,
+        )
 
     def checkpoints(self, researcher: str) -> list[LineageRow]:
         """A researcher's ledger checkpoint records (anchor.research.checkpoints), oldest first."""
         return self._all(
             "SELECT * FROM lineage WHERE researcher = ? AND diff_hash = ? ORDER BY block, log_index",
-            researcher.lower(), CHECKPOINT,
-        )  # fmt: skip
+            researcher.lower(),
+            CHECKPOINT,
+        )
 
     def lineage_of(self, commit: str, limit: int = -1, offset: int = 0) -> list[LineageRow]:
         """The records of `commit` (one per researcher on v2), first anchored first; `limit` from `offset`."""
@@ -235,8 +246,10 @@ class IndexStore:
         """A researcher's records whose parent is `commit` (the attempts built on it), at most `limit`."""
         return self._all(
             "SELECT * FROM lineage WHERE researcher = ? AND parent = ? ORDER BY block, log_index LIMIT ?",
-            researcher.lower(), commit, limit,
-        )  # fmt: skip
+            researcher.lower(),
+            commit,
+            limit,
+        )
 
     def root(self, root: str) -> RootRow | None:
         rows: list[RootRow] = self._all("SELECT * FROM roots WHERE root = ?", root)
@@ -250,8 +263,10 @@ class IndexStore:
         full = "0x" + q
         found: list[SearchHit] = []
         if len(q) == 40:  # a researcher's address, or a SHA-1 commit id
-            found += [{"kind": "researcher", "key": r["researcher"], "attempts": r["attempts"]}
-                      for r in self.researchers(address=full)]  # fmt: skip
+            found += [
+                {"kind": "researcher", "key": r["researcher"], "attempts": r["attempts"]}
+                for r in self.researchers(address=full)
+            ]
         if len(q) == 64:
             roots = self._all("SELECT root, block FROM roots WHERE root = ? OR tx = ?", full, full)
             found += [{"kind": "root", "key": r["root"], "block": r["block"]} for r in roots]
@@ -263,8 +278,9 @@ class IndexStore:
             rows = self._all(
                 "SELECT commit_id, researcher, block FROM lineage WHERE commit_id >= ? AND commit_id < ?"
                 " ORDER BY block LIMIT 50",
-                full, full + "g",
-            )  # fmt: skip
+                full,
+                full + "g",
+            )
             found += [
                 {"kind": "lineage", "key": r["commit_id"], "who": r["researcher"], "block": r["block"]} for r in rows
             ]

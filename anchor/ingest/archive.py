@@ -192,8 +192,10 @@ def _tar(data: bytes, limits: ArchiveLimits, dirs: set[str]) -> list[FileEntry]:
     except UnicodeError:
         raise ArchiveRefused("archive: a member name is not valid UTF-8", detail={"reason": "non-UTF-8 name"}) from None
     except (tarfile.TarError, EOFError, OSError, ValueError) as exc:
-        raise ArchiveRefused(f"archive: not a readable tar or zip ({type(exc).__name__}: {exc})"[:300],
-                             detail={"reason": "corrupt or truncated"}) from None  # fmt: skip
+        raise ArchiveRefused(
+            f"archive: not a readable tar or zip ({type(exc).__name__}: {exc})"[:300],
+            detail={"reason": "corrupt or truncated"},
+        ) from None
     return entries
 
 
@@ -253,6 +255,8 @@ def _zip(data: bytes, limits: ArchiveLimits, dirs: set[str]) -> list[FileEntry]:
                     size, digest = budget.hash(name, stream)
                 entries.append(FileEntry(name, size, digest))
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError) as exc:
-        raise ArchiveRefused(f"archive: not a readable zip ({type(exc).__name__}: {exc})"[:300],
-                             detail={"reason": "corrupt or truncated"}) from None  # fmt: skip
+        raise ArchiveRefused(
+            f"archive: not a readable zip ({type(exc).__name__}: {exc})"[:300],
+            detail={"reason": "corrupt or truncated"},
+        ) from None
     return entries

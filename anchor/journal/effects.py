@@ -233,14 +233,21 @@ class EffectRunner:
         if signed is not None:
             f = signed.fields
             if (f.commit, f.parent, f.diff_hash, f.metric_hash, f.kept) != (
-                commit, parent, diff_hash, metric_hash, kept
-            ):  # fmt: skip
+                commit,
+                parent,
+                diff_hash,
+                metric_hash,
+                kept,
+            ):
                 raise BadInput("the signed lineage record is not the one being journaled")
         researcher = (signed.fields.researcher if signed is not None else self.signer.address).lower()
         args: dict[str, Any] = {
-            "parent": parent.hex(), "diff_hash": diff_hash.hex(), "metric_hash": metric_hash.hex(), "kept": kept,
+            "parent": parent.hex(),
+            "diff_hash": diff_hash.hex(),
+            "metric_hash": metric_hash.hex(),
+            "kept": kept,
             "researcher": researcher,
-        }  # fmt: skip
+        }
         from eth_hash.auto import keccak
 
         args["commit"] = commit.hex()
@@ -397,13 +404,19 @@ class EffectRunner:
             return None
         # adopted only if every field, researcher included, is ours: a stranger's record of our commit
         # is not our record
-        mine = (lineage.parent[2:], lineage.diff_hash[2:], lineage.metric_hash[2:], lineage.kept,
-                lineage.researcher.lower())  # fmt: skip
+        mine = (
+            lineage.parent[2:],
+            lineage.diff_hash[2:],
+            lineage.metric_hash[2:],
+            lineage.kept,
+            lineage.researcher.lower(),
+        )
         if mine != (a["parent"], a["diff_hash"], a["metric_hash"], a["kept"], researcher):
             what = (
-                "with other lineage fields" if lineage.researcher.lower() == researcher
+                "with other lineage fields"
+                if lineage.researcher.lower() == researcher
                 else f"first by {lineage.researcher}, not by our researcher {researcher}"
-            )  # fmt: skip
+            )
             raise Conflict(
                 f"commit {lineage.commit} was anchored {what}",
                 detail={"tx": lineage.tx_hash, "researcher": lineage.researcher},
@@ -506,8 +519,9 @@ class EffectRunner:
         except Underpriced:
             return self._replace(effect, latest)
         except InsufficientFunds:  # parked as failed by `run`: nothing else waits on an unfunded key
-            raise txs.unfunded(self.rpc, latest["sender"], int(latest["gas"]), int(latest["max_fee"]), self.chain_id,
-                               int(effect["id"])) from None  # fmt: skip
+            raise txs.unfunded(
+                self.rpc, latest["sender"], int(latest["gas"]), int(latest["max_fee"]), self.chain_id, int(effect["id"])
+            ) from None
         return None
 
     def _broadcast(self, effect: sqlite3.Row) -> bool:
@@ -546,8 +560,13 @@ class EffectRunner:
         if receipt["status"] != 1:  # reverted on chain: someone anchored it first, or a real error
             found = self._on_chain(effect)
             if found is None:
-                reason = txs.replay_revert(self.rpc, self.registry.address, self._call_data(effect),
-                                           self.signer.address, int(receipt["blockNumber"]))  # fmt: skip
+                reason = txs.replay_revert(
+                    self.rpc,
+                    self.registry.address,
+                    self._call_data(effect),
+                    self.signer.address,
+                    int(receipt["blockNumber"]),
+                )
                 raise RegistryRevert(
                     f"{reason.message} (tx 0x{bytes(tx['tx_hash']).hex()})",
                     detail={**reason.detail, "tx_hash": "0x" + bytes(tx["tx_hash"]).hex()},
@@ -560,10 +579,14 @@ class EffectRunner:
                 "UPDATE effects SET state = 'mined', tx_hash = ?, block_number = ?, block_hash = ?, gas_used = ?,"
                 " updated_at = ? WHERE id = ?",
                 (
-                    bytes(receipt["transactionHash"]), int(receipt["blockNumber"]), bytes(receipt["blockHash"]),
-                    int(receipt["gasUsed"]), now(), effect["id"],
+                    bytes(receipt["transactionHash"]),
+                    int(receipt["blockNumber"]),
+                    bytes(receipt["blockHash"]),
+                    int(receipt["gasUsed"]),
+                    now(),
+                    effect["id"],
                 ),
-            )  # fmt: skip
+            )
         return True
 
     def _maybe_replace(self, effect: sqlite3.Row) -> bool:

@@ -137,8 +137,15 @@ def attempts_of_commit(journal: Journal, chain_id: int, commit: str) -> list[Att
 
 
 def _batch(row: Mapping[str, Any]) -> BatchRef:
-    return BatchRef(int(row["id"]), bytes(row["key"]), row["state"], _bytes(row["tx_hash"]), row["block_number"],
-                    int(row["items"]), row["sender"])  # fmt: skip
+    return BatchRef(
+        int(row["id"]),
+        bytes(row["key"]),
+        row["state"],
+        _bytes(row["tx_hash"]),
+        row["block_number"],
+        int(row["items"]),
+        row["sender"],
+    )
 
 
 _BATCHES = (
@@ -199,9 +206,19 @@ def recent_items(journal: Journal, chain_id: int, limit: int = 30) -> list[Recen
         " FROM items WHERE chain_id = ? ORDER BY id DESC LIMIT ?",
         (chain_id, limit),
     ).fetchall()
-    return [RecentItem(bytes(r["digest"]), r["kind"], r["state"], _json(r["identity"]),
-                       _json(r["annotations"]) if r["annotations"] else {}, r["proof_path"], r["effect_id"],
-                       float(r["created_at"])) for r in rows]  # fmt: skip
+    return [
+        RecentItem(
+            bytes(r["digest"]),
+            r["kind"],
+            r["state"],
+            _json(r["identity"]),
+            _json(r["annotations"]) if r["annotations"] else {},
+            r["proof_path"],
+            r["effect_id"],
+            float(r["created_at"]),
+        )
+        for r in rows
+    ]
 
 
 def search(journal: Journal, chain_id: int, query: str, limit: int = 50) -> dict[str, Any]:
@@ -220,21 +237,32 @@ def search(journal: Journal, chain_id: int, query: str, limit: int = 50) -> dict
                 "SELECT id, digest, kind, state FROM items WHERE chain_id = ? AND digest = ?", (chain_id, key)
             ).fetchall()
         ]
-        found["batches"] = [_batch(r) for r in journal.db.execute(
-            _BATCHES + " WHERE chain_id = ? AND kind = 'root' AND (key = ? OR tx_hash = ?)", (chain_id, key, key)
-        ).fetchall()]  # fmt: skip
+        found["batches"] = [
+            _batch(r)
+            for r in journal.db.execute(
+                _BATCHES + " WHERE chain_id = ? AND kind = 'root' AND (key = ? OR tx_hash = ?)", (chain_id, key, key)
+            ).fetchall()
+        ]
     elif re.fullmatch(r"0x[0-9a-fA-F]{40}", q):
         by_sender = " WHERE chain_id = ? AND kind = 'root' AND id IN (SELECT effect_id FROM txs WHERE lower(sender)"
-        found["batches"] = [_batch(r) for r in journal.db.execute(
-            _BATCHES + by_sender + " = lower(?)) ORDER BY id DESC LIMIT ?", (chain_id, q, limit)  # noqa: S608 - fixed text
-        ).fetchall()]  # fmt: skip
+        found["batches"] = [
+            _batch(r)
+            for r in journal.db.execute(
+                _BATCHES + by_sender + " = lower(?)) ORDER BY id DESC LIMIT ?",
+                (chain_id, q, limit),  # noqa: S608 - fixed text
+            ).fetchall()
+        ]
     elif q:
         pattern = '%"path": ' + json.dumps(q).replace("%", "\\%").replace("_", "\\_") + "%"
         name = "%/" + q.replace("%", "\\%").replace("_", "\\_") + '"%'
-        found["items"] = [dict(r) for r in journal.db.execute(
-            "SELECT id, digest, kind, state FROM items WHERE chain_id = ? AND (payload LIKE ? ESCAPE '\\'"
-            " OR payload LIKE ? ESCAPE '\\') ORDER BY id DESC LIMIT ?", (chain_id, pattern, name, limit)
-        ).fetchall()]  # fmt: skip
+        found["items"] = [
+            dict(r)
+            for r in journal.db.execute(
+                "SELECT id, digest, kind, state FROM items WHERE chain_id = ? AND (payload LIKE ? ESCAPE '\\'"
+                " OR payload LIKE ? ESCAPE '\\') ORDER BY id DESC LIMIT ?",
+                (chain_id, pattern, name, limit),
+            ).fetchall()
+        ]
     return found
 
 
@@ -287,9 +315,11 @@ def ping(journal: Journal) -> str:
 def confirmed_item(journal: Journal, digest: bytes, chain_id: int | None = None) -> tuple[Any, Any] | None:
     """(root effect, item) of manifest `digest` confirmed here (on `chain_id`, else the latest on any
     chain); None when it is not. By (chain, digest), the items' unique index, whatever the journal's size."""
-    chains = [chain_id] if chain_id is not None else [
-        row[0] for row in journal.db.execute("SELECT DISTINCT chain_id FROM effects").fetchall()
-    ]  # fmt: skip
+    chains = (
+        [chain_id]
+        if chain_id is not None
+        else [row[0] for row in journal.db.execute("SELECT DISTINCT chain_id FROM effects").fetchall()]
+    )
     found = None
     for chain in chains:
         item = journal.db.execute(

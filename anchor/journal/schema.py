@@ -233,8 +233,13 @@ _TABLES = (
 
 
 def _said(dialect: Dialect, statements: tuple[str, ...]) -> tuple[str, ...]:
-    words = {"key": dialect.key, "integer": dialect.integer, "real": dialect.real, "blob": dialect.blob,
-             "row_order": dialect.row_order}  # fmt: skip
+    words = {
+        "key": dialect.key,
+        "integer": dialect.integer,
+        "real": dialect.real,
+        "blob": dialect.blob,
+        "row_order": dialect.row_order,
+    }
     return tuple(statement.format(**words) for statement in statements)
 
 

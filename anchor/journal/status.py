@@ -57,9 +57,13 @@ class Status:
 
     def to_json(self) -> dict[str, object]:
         return {
-            "chain_id": self.chain_id, "items": self.items, "effects": self.effects, "recent": self.recent,
-            "proof_errors": self.proof_errors, "failed": self.failed,
-        }  # fmt: skip
+            "chain_id": self.chain_id,
+            "items": self.items,
+            "effects": self.effects,
+            "recent": self.recent,
+            "proof_errors": self.proof_errors,
+            "failed": self.failed,
+        }
 
 
 def journal_status(journal: Journal, chain_id: int, recent: int = 5) -> Status:
@@ -117,7 +121,7 @@ def journal_status(journal: Journal, chain_id: int, recent: int = 5) -> Status:
                 "commit": json.loads(r["args"]).get("commit"),
                 "sender": r["sender"],
                 "abandoned": r["abandoned_at"] is not None,
-            }  # fmt: skip
+            }
             for r in failed
         ],
     )

@@ -116,10 +116,15 @@ def _record(
                 "INSERT INTO items (chain_id, digest, kind, identity, payload, idempotency_key, state, created_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, 'pending', ?) RETURNING id",  # proof paths: the proof_paths table
                 (
-                    chain_id, digest, identity["kind"], json.dumps(identity, sort_keys=True),
-                    json.dumps(sub.payload, sort_keys=True), sub.idempotency_key, created,
+                    chain_id,
+                    digest,
+                    identity["kind"],
+                    json.dumps(identity, sort_keys=True),
+                    json.dumps(sub.payload, sort_keys=True),
+                    sub.idempotency_key,
+                    created,
                 ),
-            )  # fmt: skip
+            )
             item_id = int(inserted.fetchone()[0])
             _add_proof_path(db, item_id, sub.proof_path)
             index_files(db, item_id, sub.payload.get("files") or [])

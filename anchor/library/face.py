@@ -28,8 +28,15 @@ def hash(path: str | Path, *, symlinks: str = "refuse") -> str:  # noqa: A001 - 
     return "0x" + hash_tree(target, Rules.for_root(target), symlinks).digest.hex()
 
 
-def stamp(path: str | Path, *, out: str | Path | None = None, settings: Settings | None = None,
-          services: list[str] | None = None, start_chain: bool = False, rehash: bool = False) -> Stamped:  # fmt: skip
+def stamp(
+    path: str | Path,
+    *,
+    out: str | Path | None = None,
+    settings: Settings | None = None,
+    services: list[str] | None = None,
+    start_chain: bool = False,
+    rehash: bool = False,
+) -> Stamped:
     """Anchor `path` and write its proof (`<PATH>.anchor.json`, or `out`): through the services of
     `services` or ANCHOR_SERVICE_URLS (pending at once, `upgrade` later), else with the key here.
     Files unchanged since the last stamp of `path` are not read again unless `rehash`.
@@ -42,8 +49,9 @@ def stamp(path: str | Path, *, out: str | Path | None = None, settings: Settings
         return stamper.stamp(Path(path), out=None if out is None else Path(out), rehash=rehash)
 
 
-def upgrade(proof: str | Path, *, settings: Settings | None = None, services: list[str] | None = None,
-            start_chain: bool = False) -> Upgraded:  # fmt: skip
+def upgrade(
+    proof: str | Path, *, settings: Settings | None = None, services: list[str] | None = None, start_chain: bool = False
+) -> Upgraded:
     """Complete a pending proof from its services' anchors, each checked against the chain first."""
     from anchor.anchoring.stamper import Stamper
 
@@ -92,8 +100,9 @@ def prove(file: str | Path, *, inside: str | Path, out: str | Path | None = None
     return write_file_proof(Path(file), Path(inside), out=None if out is None else Path(out))[0]
 
 
-def retract(target: str | Path, *, reason: str, settings: Settings | None = None,
-            whole_batch: bool = False) -> Retraction:  # fmt: skip
+def retract(
+    target: str | Path, *, reason: str, settings: Settings | None = None, whole_batch: bool = False
+) -> Retraction:
     """Withdraw what you anchored, on chain, without deleting it (as `anchor retract TARGET --reason`): a
     stamped path or its proof (the root, your key's record), or a full research commit (your lineage
     record). Every verdict on it is then `anchor.errors.Retracted` (exit 16), naming when, by whom, why.

@@ -53,9 +53,13 @@ class Verifier:
     the deployment records of the data dir and `registries` (`--registry`)."""
 
     def __init__(
-        self, settings: Settings, *, registries: Sequence[str] = (), quorum: int | None = None,
+        self,
+        settings: Settings,
+        *,
+        registries: Sequence[str] = (),
+        quorum: int | None = None,
         find: Callable[[bytes], ProofFile | None] | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.settings = settings
         self.registries = tuple(parse_address(r, "registries") for r in registries)
         self.quorum = quorum
@@ -79,22 +83,28 @@ class Verifier:
 
     @classmethod
     def offline(
-        cls, trusted_block: Sequence[str] = (), *, trusted_blocks: Path | str | None = None,
+        cls,
+        trusted_block: Sequence[str] = (),
+        *,
+        trusted_blocks: Path | str | None = None,
         data_dir: Path | str | None = None,
-    ) -> Verifier:  # fmt: skip
+    ) -> Verifier:
         """Verdicts with no network: sealed proofs (`anchor.seal`) checked against the block hashes you
         trust (`N:HASH` each, or a `chain_id N HASH` checkpoint file); no socket is opened."""
         from anchor.sealing.check import offline_settings
 
         listed = None if trusted_blocks is None else Path(trusted_blocks)
-        return cls(offline_settings(Settings.load(None if data_dir is None else Path(data_dir)), trusted_block,
-                                    listed))  # fmt: skip
+        return cls(offline_settings(Settings.load(None if data_dir is None else Path(data_dir)), trusted_block, listed))
 
     @classmethod
     def preset(
-        cls, name: str, rpc_url: str | Sequence[str] | None = None, *, registries: Sequence[str] = (),
+        cls,
+        name: str,
+        rpc_url: str | Sequence[str] | None = None,
+        *,
+        registries: Sequence[str] = (),
         data_dir: Path | None = None,
-    ) -> Verifier:  # fmt: skip
+    ) -> Verifier:
         """A chain of anchor.chain.presets by name ("Base Sepolia", "base-sepolia", or its chain id),
         read through `rpc_url` (several: a quorum) or the chain's public endpoint."""
         from anchor.chain.presets import PRESETS
@@ -135,9 +145,15 @@ class Verifier:
 
     @down_once()  # an endpoint out of reach is asked once a verdict (anchor.readback.quorum.down_once)
     def verify(
-        self, path: Path | str, *, proof: Path | str | None = None, policy: Policy | None = None,
-        spec: Path | str | None = None, require: str = "any", subjects_in: Path | str | None = None,
-    ) -> Verification:  # fmt: skip
+        self,
+        path: Path | str,
+        *,
+        proof: Path | str | None = None,
+        policy: Policy | None = None,
+        spec: Path | str | None = None,
+        require: str = "any",
+        subjects_in: Path | str | None = None,
+    ) -> Verification:
         """The verdict on `path`: a file tree, a bundle's output, one file with its per-file proof, the
         in-toto statements `anchor attest` wrote (NAME.intoto.jsonl), or a pending proof's subject.
         Raises the typed error of the first check that fails (anchor.errors); the policy is the last."""
@@ -150,36 +166,63 @@ class Verifier:
         proof, spec, subjects_in = (None if p is None else Path(p) for p in (proof, spec, subjects_in))
         required_count(require, 1)  # a bad `require` is refused before any proof is read
         if self.settings.offline and policy is not None and policy.min_finality is not None:
-            raise BadInput("min_finality needs the chain's head: it has no meaning offline (the trusted block is"
-                           " the finality you chose)", detail={"field": "min_finality"})  # fmt: skip
+            raise BadInput(
+                "min_finality needs the chain's head: it has no meaning offline (the trusted block is"
+                " the finality you chose)",
+                detail={"field": "min_finality"},
+            )
         if forms.is_statements(path):  # in-toto statements (`anchor attest`): a proof form of their own
             for name, given in (("proof", proof), ("spec", spec)):
                 if given is not None:
                     raise BadInput(
                         f"--{name}: a statements file carries its own proof, and binds no spec: give --{name} with"
-                        " the anchored path instead", detail={"field": name},
-                    )  # fmt: skip
+                        " the anchored path instead",
+                        detail={"field": name},
+                    )
             if require not in ("any", "all", "1"):  # never dropped unsaid: the statement door reads one anchor
-                raise BadInput(f"require {require}: a statements file is verified by its proof's one anchor; verify"
-                               " the anchored path to count several", detail={"field": "require"})  # fmt: skip
+                raise BadInput(
+                    f"require {require}: a statements file is verified by its proof's one anchor; verify"
+                    " the anchored path to count several",
+                    detail={"field": "require"},
+                )
             decoded = forms.from_statements(path)
             listed = decoded.file is not None and (decoded.file.files is not None or decoded.file.file is not None)
             beside_it = path.with_name(path.name.removesuffix(forms.STATEMENTS_SUFFIX))  # what `attest` was given
             under = subjects_in if subjects_in is not None else beside_it
-            return run(decoded, self.settings, data=under if listed else None, registries=self.registries,
-                       quorum=self.quorum, beside=path.parent, find=self.find, policy=policy or Policy())  # fmt: skip
+            return run(
+                decoded,
+                self.settings,
+                data=under if listed else None,
+                registries=self.registries,
+                quorum=self.quorum,
+                beside=path.parent,
+                find=self.find,
+                policy=policy or Policy(),
+            )
         if subjects_in is not None:
-            raise BadInput("subjects_in: only with a .intoto.jsonl path (where its subjects are)",
-                           detail={"field": "subjects_in"})  # fmt: skip
+            raise BadInput(
+                "subjects_in: only with a .intoto.jsonl path (where its subjects are)", detail={"field": "subjects_in"}
+            )
         proof_path = proof or require_proof(path)
         verdict = run(
-            forms.load(proof_path), self.settings, data=path, registries=self.registries, quorum=self.quorum,
-            require=require, beside=proof_path.parent, find=self.find, spec=spec, policy=policy or Policy(),
-        )  # fmt: skip
+            forms.load(proof_path),
+            self.settings,
+            data=path,
+            registries=self.registries,
+            quorum=self.quorum,
+            require=require,
+            beside=proof_path.parent,
+            find=self.find,
+            spec=spec,
+            policy=policy or Policy(),
+        )
         later = later_stamp(path, proof_path, verdict.manifest_digest)
         if later is not None:  # true of then: every door says which later stamp holds the path now
-            verdict = verdict.model_copy(update={"superseded_by": {
-                "proof": str(later[0]), "manifest_digest": later[1], "anchored_block": later[2]}})  # fmt: skip
+            verdict = verdict.model_copy(
+                update={
+                    "superseded_by": {"proof": str(later[0]), "manifest_digest": later[1], "anchored_block": later[2]}
+                }
+            )
         return verdict
 
     def verify_each(
@@ -202,5 +245,12 @@ class Verifier:
         from anchor.readback.checklist import run
         from anchor.readback.forms import by_first_anchor
 
-        return run(by_first_anchor(proof, "proof"), self.settings, data=data, registries=self.registries,
-                   quorum=self.quorum, find=self.find, policy=policy or Policy())  # fmt: skip
+        return run(
+            by_first_anchor(proof, "proof"),
+            self.settings,
+            data=data,
+            registries=self.registries,
+            quorum=self.quorum,
+            find=self.find,
+            policy=policy or Policy(),
+        )

@@ -104,12 +104,16 @@ def check_annotations(annotations: object) -> None:
         if not isinstance(timing, dict) or set(timing) - {"digest", "proof"} or "digest" not in timing:
             raise BadInput("annotations.timing: expected {digest, proof}", detail={"field": "annotations.timing"})
         if not isinstance(timing["digest"], str) or not re.fullmatch(r"0x[0-9a-f]{64}", timing["digest"]):
-            raise BadInput("annotations.timing.digest: expected 0x and 64 hex digits",
-                           detail={"field": "annotations.timing.digest"})  # fmt: skip
+            raise BadInput(
+                "annotations.timing.digest: expected 0x and 64 hex digits",
+                detail={"field": "annotations.timing.digest"},
+            )
         name = timing.get("proof")
         if name is not None and (not isinstance(name, str) or not TIMING_PROOF_NAME.match(name)):
-            raise BadInput("annotations.timing.proof: a bare file name ending in .anchor.json, not a path",
-                           detail={"field": "annotations.timing.proof"})  # fmt: skip
+            raise BadInput(
+                "annotations.timing.proof: a bare file name ending in .anchor.json, not a path",
+                detail={"field": "annotations.timing.proof"},
+            )
 
 
 class Profile(BaseModel):
@@ -254,15 +258,28 @@ def read_bundle_spec(spec_path: Path) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as exc:
         raise BadInput(f"{spec_path}: not a TOML bundle spec ({exc})", detail={"field": "spec"}) from None
     known = {
-        "mission", "mission_sha256", "data_snapshot", "data_snapshot_sha256", "image", "evaluator_policy",
-        "evaluator_policy_sha256", "output", "output_name", "resume", "milestones", "budget", "profile",
-    }  # fmt: skip
+        "mission",
+        "mission_sha256",
+        "data_snapshot",
+        "data_snapshot_sha256",
+        "image",
+        "evaluator_policy",
+        "evaluator_policy_sha256",
+        "output",
+        "output_name",
+        "resume",
+        "milestones",
+        "budget",
+        "profile",
+    }
     unknown = sorted(set(spec) - known)
     if unknown:
         from anchor.errors import did_you_mean
 
-        raise BadInput(f"{spec_path}: unknown field '{unknown[0]}'{did_you_mean(unknown[0], sorted(known))}",
-                       detail={"field": unknown[0]})  # fmt: skip
+        raise BadInput(
+            f"{spec_path}: unknown field '{unknown[0]}'{did_you_mean(unknown[0], sorted(known))}",
+            detail={"field": unknown[0]},
+        )
     if "output" not in spec:
         raise BadInput(f"{spec_path}: field 'output' (the output directory) is required", detail={"field": "output"})
     if spec.get("image") is None:

@@ -182,8 +182,9 @@ class ChampionManifest(HasIdentity, BaseModel):
                 raise ValueError("holdout_data: only with a holdout")
             if measured:
                 assert self.holdout is not None and self.holdout.metric is not None
-                check_wilson(self.holdout_interval, self.holdout.metric.value, self.holdout_examples,
-                             "holdout_interval")  # fmt: skip
+                check_wilson(
+                    self.holdout_interval, self.holdout.metric.value, self.holdout_examples, "holdout_interval"
+                )
         if self.version >= 2:
             if self.team_trials is None or not self.trials <= self.team_trials <= self.ledger_length:
                 raise ValueError("team_trials: required, between trials and ledger_length")

@@ -64,15 +64,30 @@ def domain_separator(name: str, version: str, chain_id: int, registry: str) -> b
     return struct_hash("EIP712Domain", DOMAIN_TYPE, domain)
 
 
-def signing_hash(name: str, version: str, chain_id: int, registry: str, primary: str,
-                 fields: list[dict[str, str]], message: dict[str, Any]) -> bytes:  # fmt: skip
+def signing_hash(
+    name: str,
+    version: str,
+    chain_id: int,
+    registry: str,
+    primary: str,
+    fields: list[dict[str, str]],
+    message: dict[str, Any],
+) -> bytes:
     """The 32 bytes a signer signs: keccak(0x19 0x01 ‖ domainSeparator ‖ hashStruct(message))."""
-    return keccak256(b"\x19\x01" + domain_separator(name, version, chain_id, registry)
-                     + struct_hash(primary, fields, message))  # fmt: skip
+    return keccak256(
+        b"\x19\x01" + domain_separator(name, version, chain_id, registry) + struct_hash(primary, fields, message)
+    )
 
 
-def typed_data(name: str, version: str, chain_id: int, registry: str, primary: str,
-               fields: list[dict[str, str]], message: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+def typed_data(
+    name: str,
+    version: str,
+    chain_id: int,
+    registry: str,
+    primary: str,
+    fields: list[dict[str, str]],
+    message: dict[str, Any],
+) -> dict[str, Any]:
     """The full message, as wallets and `cast wallet sign --data` take it."""
     return {
         "types": {"EIP712Domain": DOMAIN_TYPE, primary: fields},

@@ -115,5 +115,6 @@ def describe(gpus: tuple[Accelerator, ...] | None) -> str:
     kinds: dict[Accelerator, int] = {}
     for gpu in gpus:
         kinds[gpu] = kinds.get(gpu, 0) + 1
-    return ", ".join(f"{n} x {gpu.model} ({gpu.memory_mib} MiB, driver {gpu.driver}, CUDA {gpu.cuda})"
-                     for gpu, n in kinds.items())  # fmt: skip
+    return ", ".join(
+        f"{n} x {gpu.model} ({gpu.memory_mib} MiB, driver {gpu.driver}, CUDA {gpu.cuda})" for gpu, n in kinds.items()
+    )

@@ -37,12 +37,14 @@ def check_rules(rules: object, where: str) -> tuple[str, ...]:
     """Rules as recorded in a manifest: a list of one-line, bounded strings, in their order (in gitignore
     syntax order matters: `*.tmp` then `!keep.tmp` keeps keep.tmp, the other way round does not)."""
     if not isinstance(rules, list) or not rules or len(rules) > MAX_RULES:
-        raise BadInput(f"{where}: exclude must be a non-empty list of at most {MAX_RULES} rules",
-                       detail={"field": where})  # fmt: skip
+        raise BadInput(
+            f"{where}: exclude must be a non-empty list of at most {MAX_RULES} rules", detail={"field": where}
+        )
     for rule in rules:
         if not isinstance(rule, str) or not 0 < len(rule) <= MAX_RULE_CHARS or any(c in rule for c in "\0\n\r"):
-            raise BadInput(f"{where}: {rule!r} is not a rule (1-{MAX_RULE_CHARS} chars, one line)",
-                           detail={"field": where})  # fmt: skip
+            raise BadInput(
+                f"{where}: {rule!r} is not a rule (1-{MAX_RULE_CHARS} chars, one line)", detail={"field": where}
+            )
     return tuple(rules)
 
 
@@ -104,6 +106,8 @@ class Rules:
             lines += [line.rstrip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
         lines += list(extra)
         if len(lines) > MAX_RULES or any(len(line) > MAX_RULE_CHARS for line in lines):
-            raise BadInput(f"{root}: more than {MAX_RULES} exclude rules, or one longer than {MAX_RULE_CHARS} chars",
-                           detail={"path": str(root)})  # fmt: skip
+            raise BadInput(
+                f"{root}: more than {MAX_RULES} exclude rules, or one longer than {MAX_RULE_CHARS} chars",
+                detail={"path": str(root)},
+            )
         return cls(lines)

@@ -86,9 +86,12 @@ def _fingerprint(st: os.stat_result) -> tuple[int, int, int, int]:
 
 
 def hash_file(
-    path: str, shown: str, threads: int | None = None, on_window: Callable[[int], None] | None = None,
+    path: str,
+    shown: str,
+    threads: int | None = None,
+    on_window: Callable[[int], None] | None = None,
     expect: tuple[int, int] | None = None,
-) -> tuple[int, str]:  # fmt: skip
+) -> tuple[int, str]:
     """(size, BLAKE3 hex) of one regular file, refusing links and detecting concurrent changes;
     `expect`: the (device, inode) the walk saw at this path, which the opened file must have."""
     if _cache is not None and (cached := _unchanged(path, shown, expect)) is not None:
@@ -309,9 +312,13 @@ class Streamed(Generic[T]):
     their chunks; those in handed-off subtrees, by the worker that found them, on one thread."""
 
     def __init__(
-        self, entry: Callable[[str, int, str], T], leaf: Leaf, progress: Progress | None = None,
-        patterns: tuple[str, ...] | None = None, symlinks: str = "refuse",
-    ) -> None:  # fmt: skip
+        self,
+        entry: Callable[[str, int, str], T],
+        leaf: Leaf,
+        progress: Progress | None = None,
+        patterns: tuple[str, ...] | None = None,
+        symlinks: str = "refuse",
+    ) -> None:
         """`patterns` and `symlinks`: the walk's rules and link policy, for the subtrees it hands off."""
         self.entry, self.leaf, self.progress = entry, leaf, progress
         self.patterns, self.symlinks = patterns, symlinks
@@ -377,15 +384,20 @@ class Streamed(Generic[T]):
         if self.progress is not None:
             _counters = multiprocessing.RawArray("q", 2 * (self.workers + 1))
         # the workers fork here, before the pool's own thread starts, while we are the only thread
-        self.pool = ProcessPoolExecutor(self.workers, mp_context=fork, initializer=_init_slot,
-                                        initargs=(fork.Value("i", 0),))  # fmt: skip
+        self.pool = ProcessPoolExecutor(
+            self.workers, mp_context=fork, initializer=_init_slot, initargs=(fork.Value("i", 0),)
+        )
 
     def _submit(self, chunk: list[tuple[int, str, str, tuple[int, int] | None]]) -> None:
         ids = array("Q")
         for *_, expect in chunk:
             ids.extend(expect or (0, 0))
-        packed = ("\0".join(shown for _, shown, _, _ in chunk), "\0".join(path for _, _, path, _ in chunk), ids,
-                  [expect is not None for *_, expect in chunk])  # fmt: skip
+        packed = (
+            "\0".join(shown for _, shown, _, _ in chunk),
+            "\0".join(path for _, _, path, _ in chunk),
+            ids,
+            [expect is not None for *_, expect in chunk],
+        )
         self.tasks.append(([i for i, *_ in chunk], self.pool.submit(_hash_packed, packed, self.leaf)))
 
     def _report(self) -> None:
@@ -401,8 +413,10 @@ class Streamed(Generic[T]):
         entry, leaf = self.entry, self.leaf
         if self.pool is None:
             hashed = hash_files(self.files, self.progress)
-            return [(entry(f[0], size, digest), leaf(f[0], size, digest))
-                    for f, (size, digest) in zip(self.files, hashed, strict=True)]  # fmt: skip
+            return [
+                (entry(f[0], size, digest), leaf(f[0], size, digest))
+                for f, (size, digest) in zip(self.files, hashed, strict=True)
+            ]
         from concurrent.futures import FIRST_COMPLETED, wait
 
         if self.pending:
@@ -434,8 +448,10 @@ class Streamed(Generic[T]):
                         results[i] = (made, leaves[32 * k : 32 * k + 32])
                 else:
                     rels, sizes, digests, leaves, excluded, links = part
-                    made_all = [(entry(rel, sizes[k], digests[64 * k : 64 * k + 64]), leaves[32 * k : 32 * k + 32])
-                                for k, rel in enumerate(rels.split("\0") if rels else ())]  # fmt: skip
+                    made_all = [
+                        (entry(rel, sizes[k], digests[64 * k : 64 * k + 64]), leaves[32 * k : 32 * k + 32])
+                        for k, rel in enumerate(rels.split("\0") if rels else ())
+                    ]
                     walked[n] = (made_all, excluded, links)
                     self.files_walked += len(made_all)
                     self.total_bytes += sum(sizes)
@@ -456,8 +472,10 @@ def _hash_packed(packed: tuple[str, str, array[int], list[bool]], leaf: Leaf) ->
     one object each way instead of a tuple per file, a fifth of the hand-off's cost. An error
     comes back as `_hash_chunk`'s list."""
     shown, paths, ids, known = packed
-    chunk = [(0, name, path, (ids[2 * k], ids[2 * k + 1]) if known[k] else None)
-             for k, (name, path) in enumerate(zip(shown.split("\0"), paths.split("\0"), strict=True))]  # fmt: skip
+    chunk = [
+        (0, name, path, (ids[2 * k], ids[2 * k + 1]) if known[k] else None)
+        for k, (name, path) in enumerate(zip(shown.split("\0"), paths.split("\0"), strict=True))
+    ]
     return _packed(_hash_chunk(chunk, None, leaf))
 
 

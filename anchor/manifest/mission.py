@@ -96,8 +96,9 @@ def load_mission(path: Path) -> tuple[Mission, bytes]:
     try:
         data = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
     except ValueError as exc:
-        raise BadInput(f"{path}: not a {'JSON' if path.suffix == '.json' else 'TOML'} mission ({exc})",
-                       detail={"file": str(path)}) from None  # fmt: skip
+        raise BadInput(
+            f"{path}: not a {'JSON' if path.suffix == '.json' else 'TOML'} mission ({exc})", detail={"file": str(path)}
+        ) from None
     if not isinstance(data, dict):
         raise BadInput(f"{path}: a mission is an object", detail={"file": str(path)})
     return validated(Mission, data, str(path)), raw

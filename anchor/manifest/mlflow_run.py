@@ -246,31 +246,51 @@ class MlflowRunManifest(HasIdentity, BaseModel):
 
     @classmethod
     def of(
-        cls, *, run_id: str, experiment_id: str, status: str, start_time: int, end_time: int | None,
-        params: dict[str, str], metrics: list[tuple[str, int, int, float]], tags: dict[str, str],
-        source_commit: str | None, artifacts: dict[str, Any], logged_models: list[dict[str, Any]] | None = None,
+        cls,
+        *,
+        run_id: str,
+        experiment_id: str,
+        status: str,
+        start_time: int,
+        end_time: int | None,
+        params: dict[str, str],
+        metrics: list[tuple[str, int, int, float]],
+        tags: dict[str, str],
+        source_commit: str | None,
+        artifacts: dict[str, Any],
+        logged_models: list[dict[str, Any]] | None = None,
         restamp: dict[str, Any] | None = None,
-    ) -> MlflowRunManifest:  # fmt: skip
+    ) -> MlflowRunManifest:
         """The manifest of a run as read (anchor.mlflow): sorts, drops MLflow's and Anchor's own tags,
         writes each metric value canonically. Raises `BadInput` naming the field (a run past the bounds)."""
         from anchor.manifest.validation import validated
 
-        ordered = sorted((key.encode("utf-8"), step, timestamp, metric_text(float(value)), key)
-                         for key, step, timestamp, value in metrics)  # fmt: skip
-        entries = [{"key": key, "step": step, "timestamp": timestamp, "value": text}
-                   for _, step, timestamp, text, key in ordered]  # fmt: skip
+        ordered = sorted(
+            (key.encode("utf-8"), step, timestamp, metric_text(float(value)), key)
+            for key, step, timestamp, value in metrics
+        )
+        entries = [
+            {"key": key, "step": step, "timestamp": timestamp, "value": text}
+            for _, step, timestamp, text, key in ordered
+        ]
 
         def listed(mapping: dict[str, str]) -> list[dict[str, str]]:
             return [{"key": k, "value": v} for k, v in sorted(mapping.items(), key=lambda kv: kv[0].encode("utf-8"))]
 
         data = {
-            "run_id": run_id, "experiment_id": experiment_id, "status": status, "start_time": start_time,
-            "end_time": end_time, "params": listed(params), "metrics": entries,
+            "run_id": run_id,
+            "experiment_id": experiment_id,
+            "status": status,
+            "start_time": start_time,
+            "end_time": end_time,
+            "params": listed(params),
+            "metrics": entries,
             "tags": listed({k: v for k, v in tags.items() if not k.startswith(("mlflow.", "anchor."))}),
-            "source_commit": source_commit, "artifacts": artifacts,
+            "source_commit": source_commit,
+            "artifacts": artifacts,
             "logged_models": sorted(logged_models or [], key=lambda m: m["model_id"].encode("utf-8")) or None,
             "restamp": restamp,
-        }  # fmt: skip
+        }
         return validated(cls, data, f"mlflow run {run_id}")
 
     def restamped(self, supersedes: str, changes: list[str]) -> MlflowRunManifest:

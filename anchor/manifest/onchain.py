@@ -38,8 +38,9 @@ def parse_address(text: str, field: str) -> str:
     body = value[2:] if value[:2] in ("0x", "0X") else None
     if body is None or len(body) != 40 or any(c not in "0123456789abcdefABCDEF" for c in body):
         shown = len(value.removeprefix("0x"))
-        raise BadInput(f"{field} {text[:80]!r}: expected an address, 0x and 40 hex digits ({shown} given)",
-                       detail={"field": field})  # fmt: skip
+        raise BadInput(
+            f"{field} {text[:80]!r}: expected an address, 0x and 40 hex digits ({shown} given)", detail={"field": field}
+        )
     return value
 
 

@@ -92,8 +92,9 @@ def walk(
     if given, is offered the directories still to list after each one; when it takes them (True), this
     walk ends there and whoever took them lists them with `walk_frames`, under the same checks."""
     if symlinks not in SYMLINK_POLICIES:
-        raise BadInput(f"symlinks must be one of {', '.join(SYMLINK_POLICIES)}, not {symlinks!r}",
-                       detail={"field": "symlinks"})  # fmt: skip
+        raise BadInput(
+            f"symlinks must be one of {', '.join(SYMLINK_POLICIES)}, not {symlinks!r}", detail={"field": "symlinks"}
+        )
     found: Listed = []
     top = os.lstat(base)
     real_root = os.path.realpath(base)
@@ -103,10 +104,16 @@ def walk(
 
 
 def walk_frames(
-    stack: list[Frame], real_root: str, rules: Rules | None, excluded: list[str] | None, symlinks: str,
-    links: list[tuple[str, str]] | None, found: Listed, listed: Callable[[Listed], None] | None = None,
+    stack: list[Frame],
+    real_root: str,
+    rules: Rules | None,
+    excluded: list[str] | None,
+    symlinks: str,
+    links: list[tuple[str, str]] | None,
+    found: Listed,
+    listed: Callable[[Listed], None] | None = None,
     hand_off: Callable[[list[Frame], str], bool] | None = None,
-) -> None:  # fmt: skip
+) -> None:
     """List the directories of `stack` and all below them into `found` (`walk`'s loop)."""
     handed = 0
     while stack:
@@ -131,23 +138,36 @@ def _open_listed(directory: str, shown: str, listed: tuple[int, int]) -> int:
         fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-            raise FileChanged(f"{shown}: changed while the tree was walked (now a link or not a directory);"
-                              " nothing from where it leads was listed", detail={"path": shown}) from None  # fmt: skip
+            raise FileChanged(
+                f"{shown}: changed while the tree was walked (now a link or not a directory);"
+                " nothing from where it leads was listed",
+                detail={"path": shown},
+            ) from None
         raise UnsafePath(f"{shown}: directory cannot be read ({exc.strerror})", detail={"path": shown}) from None
     st = os.fstat(fd)
     if (st.st_dev, st.st_ino) != listed:
         os.close(fd)
-        raise FileChanged(f"{shown}: not the directory the walk listed (it, or one above it, was replaced since);"
-                          " nothing from where it leads was listed", detail={"path": shown})  # fmt: skip
+        raise FileChanged(
+            f"{shown}: not the directory the walk listed (it, or one above it, was replaced since);"
+            " nothing from where it leads was listed",
+            detail={"path": shown},
+        )
     return fd
 
 
 def _entries(
-    fd: int, prefix: str, directory: str, real_root: str, above: frozenset[tuple[int, int]], rules: Rules | None,
-    excluded: list[str] | None, symlinks: str, links: list[tuple[str, str]] | None,
+    fd: int,
+    prefix: str,
+    directory: str,
+    real_root: str,
+    above: frozenset[tuple[int, int]],
+    rules: Rules | None,
+    excluded: list[str] | None,
+    symlinks: str,
+    links: list[tuple[str, str]] | None,
     found: list[tuple[str, str, int, tuple[int, int]]],
     stack: list[Frame],
-) -> None:  # fmt: skip
+) -> None:
     """List one open directory through its descriptor: files into `found`, directories onto `stack`."""
     try:
         with os.scandir(fd) as it:
@@ -185,8 +205,7 @@ def _entries(
             path, st = _inside(path, rel, real_root)
             mode = st.st_mode
             if stat.S_ISDIR(mode) and (st.st_dev, st.st_ino) in above:
-                raise UnsafePath(f"{rel}: the link leads back to a directory above it (a loop)",
-                                 detail={"path": rel})  # fmt: skip
+                raise UnsafePath(f"{rel}: the link leads back to a directory above it (a loop)", detail={"path": rel})
         if stat.S_ISREG(mode):
             found.append((rel, path, st.st_size, (st.st_dev, st.st_ino)))
         elif stat.S_ISDIR(mode):
@@ -216,8 +235,7 @@ def _inside(path: str, rel: str, real_root: str) -> tuple[str, os.stat_result]:
     The resolved path has no link left in it, so hashing opens it with O_NOFOLLOW as any other file."""
     resolved = os.path.realpath(path)
     if resolved != real_root and not resolved.startswith(real_root.rstrip("/") + "/"):
-        raise UnsafePath(f"{rel}: the link leads outside the root ({resolved}); not followed",
-                         detail={"path": rel})  # fmt: skip
+        raise UnsafePath(f"{rel}: the link leads outside the root ({resolved}); not followed", detail={"path": rel})
     try:
         return resolved, os.stat(resolved, follow_symlinks=False)
     except OSError:

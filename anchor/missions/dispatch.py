@@ -222,10 +222,13 @@ def check(
     _check_output(request.output)
     taken = _output_taken(data_dir, request.output)
     if taken is not None:
-        raise Conflict(f"output: {request.output!r} is already the output of a submitted mission"
-                       if taken == request.output else f"output: {request.output!r} would have the folder of"
-                       f" {taken!r}, the output of a submitted mission ('/' is '_' in a folder's name)",
-                       detail={"field": "output"})  # fmt: skip
+        raise Conflict(
+            f"output: {request.output!r} is already the output of a submitted mission"
+            if taken == request.output
+            else f"output: {request.output!r} would have the folder of"
+            f" {taken!r}, the output of a submitted mission ('/' is '_' in a folder's name)",
+            detail={"field": "output"},
+        )
     document = cast("MissionDocument", mission.identity())  # the Mission just validated, as JSON
     return {
         "mission": {"ref": request.mission.ref, "digest": "0x" + claimed, "document": document},
@@ -250,13 +253,19 @@ def _check_pin(
     if proof is None:
         raise NotAnchored(f"resume.digest: bundle 0x{pin} is not anchored here", detail={"field": "resume.digest"})
     if proof.manifest.get("kind") != "bundle":
-        raise BadInput(f"resume.digest: 0x{pin} is a {proof.manifest.get('kind')} manifest, not a bundle",
-                       detail={"field": "resume.digest"})  # fmt: skip
+        raise BadInput(
+            f"resume.digest: 0x{pin} is a {proof.manifest.get('kind')} manifest, not a bundle",
+            detail={"field": "resume.digest"},
+        )
     if verify_pin is not None:
         verify_pin(proof)  # NotAnchored / Tampered from a live chain read
     pinned = proof.manifest
-    for field, new in (("mission_sha256", mission_hash), ("data_snapshot_sha256", snapshot), ("image", image),
-                       ("evaluator_policy_sha256", mission.evaluator_policy_sha256)):  # fmt: skip
+    for field, new in (
+        ("mission_sha256", mission_hash),
+        ("data_snapshot_sha256", snapshot),
+        ("image", image),
+        ("evaluator_policy_sha256", mission.evaluator_policy_sha256),
+    ):
         if field == "image" and pinned.get("version") == 3 and "image" not in pinned:
             continue  # it ran on a host (version 3 claims no image there): nothing to compare
         if pinned.get(field) != new:
@@ -284,8 +293,11 @@ def _check_output(output: str) -> None:
     """An output identity names one folder of its own, `missions/<output>` with `/` made `_`
     (anchor.layout): `..` would be the data dir itself, `a/../b` a name that reads as a path."""
     if any(part in ("", ".", "..") for part in output.split("/")) or not output.isprintable():
-        raise BadInput(f"output {output!r}: expected names joined by '/', none of them empty, '.' or '..', and no"
-                       " control characters (e.g. team/run-7)", detail={"field": "output"})  # fmt: skip
+        raise BadInput(
+            f"output {output!r}: expected names joined by '/', none of them empty, '.' or '..', and no"
+            " control characters (e.g. team/run-7)",
+            detail={"field": "output"},
+        )
 
 
 def _output_taken(data_dir: Path, output: str) -> str | None:
@@ -305,9 +317,12 @@ def _output_taken(data_dir: Path, output: str) -> str | None:
 
 
 def submit(
-    request: SubmissionRequest, data_dir: Path, verify_pin: Any = None, local_files: bool = True,
+    request: SubmissionRequest,
+    data_dir: Path,
+    verify_pin: Any = None,
+    local_files: bool = True,
     journal_url: str | None = None,
-) -> StoredMission:  # fmt: skip
+) -> StoredMission:
     """Check, then store: returns the stored record with its id and time. The output identity is
     claimed first in the journal (`journal_url`, else the data dir's), which replicas of a service
     share: unique across them, not only in this data dir; the local table's uniqueness stays too."""
@@ -342,10 +357,18 @@ def pin_verifier(settings: Settings) -> Callable[[Any], None]:
 
 
 def submit_mission(
-    settings: Settings, mission: Path, *, snapshot: str, image: str, output: str, mission_digest: str | None = None,
-    snapshot_sha256: str | None = None, profile: str = "small", resume_bundle: str | None = None,
+    settings: Settings,
+    mission: Path,
+    *,
+    snapshot: str,
+    image: str,
+    output: str,
+    mission_digest: str | None = None,
+    snapshot_sha256: str | None = None,
+    profile: str = "small",
+    resume_bundle: str | None = None,
     resume_digest: str | None = None,
-) -> StoredMission:  # fmt: skip
+) -> StoredMission:
     """`anchor mission submit`: the mission file read and typed, the request built from what was given
     and checked (`submit`); returns the stored record. Raises `BadInput` naming the first field missing
     or wrong, before anything is stored."""
@@ -358,11 +381,16 @@ def submit_mission(
     resume = (
         None if resume_bundle is None and resume_digest is None else {"bundle": resume_bundle, "digest": resume_digest}
     )
-    request = SubmissionRequest.model_validate({
-        "mission": {"ref": str(mission), "digest": mission_digest, "document": document.identity()},
-        "snapshot": {"ref": snapshot, "sha256": snapshot_sha256}, "image": image, "output": output,
-        "profile": profile, "resume": resume,
-    })  # fmt: skip
+    request = SubmissionRequest.model_validate(
+        {
+            "mission": {"ref": str(mission), "digest": mission_digest, "document": document.identity()},
+            "snapshot": {"ref": snapshot, "sha256": snapshot_sha256},
+            "image": image,
+            "output": output,
+            "profile": profile,
+            "resume": resume,
+        }
+    )
     return submit(request, settings.data_dir, pin_verifier(settings), journal_url=settings.journal_url)
 
 
@@ -376,8 +404,9 @@ def _store(data_dir: Path, record: MissionRecord) -> StoredMission:
                 (record["output"], json.dumps(record, sort_keys=True), when),
             )
         except sqlite3.IntegrityError:
-            raise Conflict(f"output: {record['output']!r} is already the output of a submitted mission",
-                           detail={"field": "output"}) from None  # fmt: skip
+            raise Conflict(
+                f"output: {record['output']!r} is already the output of a submitted mission", detail={"field": "output"}
+            ) from None
         assert cursor.lastrowid is not None  # an INSERT's row
         return {"id": cursor.lastrowid, "submitted_at": when, **record}
     finally:

@@ -37,10 +37,19 @@ POD_TMP = "/tmp"  # noqa: S108 - the command container's own emptyDir (1 GiB), n
 
 
 def render_mission(
-    settings: Settings, target: str, output: str, *, rpc_url: str | None, service_url: str | None,
-    anchor_image: str | None, keys_secret: str | None = None, token_secret: str = "anchor-service-token",  # noqa: S107
-    results_claim: str | None = None, namespace: str | None = None, egress_cidrs: tuple[str, ...] = (),
-) -> tuple[str, str]:  # fmt: skip
+    settings: Settings,
+    target: str,
+    output: str,
+    *,
+    rpc_url: str | None,
+    service_url: str | None,
+    anchor_image: str | None,
+    keys_secret: str | None = None,
+    token_secret: str = "anchor-service-token",  # noqa: S107
+    results_claim: str | None = None,
+    namespace: str | None = None,
+    egress_cidrs: tuple[str, ...] = (),
+) -> tuple[str, str]:
     """`anchor mission render TARGET OUTPUT`: (the YAML, what it holds in words) for the dispatched mission
     of `output`, or the first thing missing or wrong as `BadInput` (`NotAnchored` for an unknown output).
     `settings.rpc_url` stands in for `rpc_url` (the chain as the pod reaches it) when that is not given;
@@ -51,19 +60,28 @@ def render_mission(
     from anchor.missions.dispatch import dispatched
 
     service_url = check_pods_anchor_through(
-        target, "anchor mission render k8s OUTPUT ...", keys_secret, service_url, pod="a mission pod",
+        target,
+        "anchor mission render k8s OUTPUT ...",
+        keys_secret,
+        service_url,
+        pod="a mission pod",
         instead="--service-url URL and --token-secret NAME (a Secret whose key `token` is a submit-only service token)",
-    )  # fmt: skip
+    )
     if anchor_image is None:
-        raise BadInput("--anchor-image is required: the anchor image (name@sha256:…) that prepares and seals the"
-                       " mission, apart from the submitter's image", detail={"field": "anchor_image"})  # fmt: skip
+        raise BadInput(
+            "--anchor-image is required: the anchor image (name@sha256:…) that prepares and seals the"
+            " mission, apart from the submitter's image",
+            detail={"field": "anchor_image"},
+        )
     rpc_url = rpc_url or settings.rpc_url
     if not rpc_url:
         raise BadInput("chain_rpc_url: required (the chain as the pod reaches it)", detail={"field": "chain_rpc_url"})
     record = dispatched(settings.data_dir, output)
     if record is None:
-        raise NotAnchored(f"output: no dispatched mission has output {output!r} (hint: anchor mission submit)",
-                          detail={"field": "output"})  # fmt: skip
+        raise NotAnchored(
+            f"output: no dispatched mission has output {output!r} (hint: anchor mission submit)",
+            detail={"field": "output"},
+        )
     if not record["snapshot"]["ref"].startswith(("https://", "http://")):
         raise BadInput(
             f"snapshot: {record['snapshot']['ref']!r} is a path on this machine; a pod fetches an http(s) URL"
@@ -71,8 +89,9 @@ def render_mission(
             detail={"field": "snapshot"},
         )
     deployment = only_deployment(settings.data_dir).model_dump(mode="json")
-    documents = render_job(record, deployment, rpc_url, service_url, anchor_image, token_secret, results_claim,
-                           namespace, egress_cidrs)  # fmt: skip
+    documents = render_job(
+        record, deployment, rpc_url, service_url, anchor_image, token_secret, results_claim, namespace, egress_cidrs
+    )
     return to_yaml(documents), f"a ConfigMap, a Job and its NetworkPolicy for mission output {output!r}"
 
 
@@ -115,8 +134,11 @@ def render_job(
     if record.get("resume"):
         from anchor.errors import BadInput
 
-        raise BadInput("resume: a pod has no earlier result directory to start from; run a resumed mission on the"
-                       " host that ran the pinned bundle", detail={"field": "resume"})  # fmt: skip
+        raise BadInput(
+            "resume: a pod has no earlier result directory to start from; run a resumed mission on the"
+            " host that ran the pinned bundle",
+            detail={"field": "resume"},
+        )
     if results_claim is not None:
         check_name("results_claim", results_claim)
     name = "mission-" + hashlib.sha256(record["output"].encode()).hexdigest()[:12]
@@ -126,27 +148,57 @@ def render_job(
         meta["namespace"] = namespace
     record_file = f"{deployment['chain_id']}.json"
     config = {
-        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {**meta, "name": f"{name}-mission"},
-        "data": {"mission.json": json.dumps(record["mission"]["document"], sort_keys=True),
-                 record_file: json.dumps(deployment, sort_keys=True)},
-    }  # fmt: skip
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {**meta, "name": f"{name}-mission"},
+        "data": {
+            "mission.json": json.dumps(record["mission"]["document"], sort_keys=True),
+            record_file: json.dumps(deployment, sort_keys=True),
+        },
+    }
     snapshot = record["snapshot"]
     submit = [
-        "anchor", "mission", "submit", "--mission", "/mission-file/mission.json",
-        "--mission-digest", record["mission"]["digest"], "--snapshot", snapshot["ref"],
-        "--snapshot-sha256", snapshot["sha256"], "--image", record["image"], "--output", record["output"],
-        "--profile", record["profile"]["name"],
-    ]  # fmt: skip
+        "anchor",
+        "mission",
+        "submit",
+        "--mission",
+        "/mission-file/mission.json",
+        "--mission-digest",
+        record["mission"]["digest"],
+        "--snapshot",
+        snapshot["ref"],
+        "--snapshot-sha256",
+        snapshot["sha256"],
+        "--image",
+        record["image"],
+        "--output",
+        record["output"],
+        "--profile",
+        record["profile"]["name"],
+    ]
     prepare = ["anchor", "mission", "run", record["output"], "--stage", "prepare", "--workspace", "/mission"]
-    seal = ["anchor", "mission", "run", record["output"], "--stage", "seal", "--workspace", "/mission",
-            "--service", service_url]  # fmt: skip
+    seal = [
+        "anchor",
+        "mission",
+        "run",
+        record["output"],
+        "--stage",
+        "seal",
+        "--workspace",
+        "/mission",
+        "--service",
+        service_url,
+    ]
     quoted = " ".join(shlex.quote(a) for a in submit) + " && exec " + " ".join(shlex.quote(a) for a in prepare)
-    anchor_env = [{"name": "ANCHOR_DATA_DIR", "value": "/data"}, {"name": "ANCHOR_RPC_URL", "value": rpc_url},
-                  {"name": "HOME", "value": "/data/home"}]  # fmt: skip
+    anchor_env = [
+        {"name": "ANCHOR_DATA_DIR", "value": "/data"},
+        {"name": "ANCHOR_RPC_URL", "value": rpc_url},
+        {"name": "HOME", "value": "/data/home"},
+    ]
     data_mounts = [
         {"name": "data", "mountPath": "/data"},
         {"name": "mission", "mountPath": f"/data/deployments/{record_file}", "subPath": record_file, "readOnly": True},
-    ]  # fmt: skip
+    ]
     result_mount: dict[str, Any] = {"name": "result", "mountPath": "/mission/result"}
     if results_claim:
         result_mount["subPath"] = name  # this mission's own part of the claim, never another's
@@ -154,10 +206,12 @@ def render_job(
         {"name": "data", "emptyDir": {}},
         {"name": "snapshot", "emptyDir": {}},
         {"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}},  # the command's only writable place besides its result
-        {"name": "result", **({"persistentVolumeClaim": {"claimName": results_claim}} if results_claim
-                              else {"emptyDir": {}})},
+        {
+            "name": "result",
+            **({"persistentVolumeClaim": {"claimName": results_claim}} if results_claim else {"emptyDir": {}}),
+        },
         {"name": "mission", "configMap": {"name": f"{name}-mission", "defaultMode": 0o444}},
-    ]  # fmt: skip
+    ]
     profile = record["profile"]
     bounds = {"cpu": profile["cpu"], "memory": profile["memory"]}
     small = {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"cpu": "500m", "memory": "256Mi"}}
@@ -179,29 +233,50 @@ def render_job(
                     "enableServiceLinks": False,  # nor learns its services from its environment
                     "securityContext": POD_SECURITY,
                     "initContainers": [
-                        {"name": "prepare", "image": anchor_image, "command": ["sh", "-c", quoted],
-                         "env": anchor_env,
-                         "volumeMounts": [*data_mounts,
-                                          {"name": "mission", "mountPath": "/mission-file", "readOnly": True},
-                                          {"name": "snapshot", "mountPath": "/mission/snapshot"}, result_mount],
-                         "securityContext": CONTAINER_SECURITY, "resources": small},
+                        {
+                            "name": "prepare",
+                            "image": anchor_image,
+                            "command": ["sh", "-c", quoted],
+                            "env": anchor_env,
+                            "volumeMounts": [
+                                *data_mounts,
+                                {"name": "mission", "mountPath": "/mission-file", "readOnly": True},
+                                {"name": "snapshot", "mountPath": "/mission/snapshot"},
+                                result_mount,
+                            ],
+                            "securityContext": CONTAINER_SECURITY,
+                            "resources": small,
+                        },
                         # the submitter's code: its own container, nothing of ours in it (see the module)
-                        {"name": "command", "image": record["image"], "command": ["sh", "-c", command],
-                         "workingDir": "/mission/result", "env": mission_env,
-                         "volumeMounts": [{"name": "snapshot", "mountPath": "/mission/snapshot", "readOnly": True},
-                                          result_mount, {"name": "tmp", "mountPath": POD_TMP}],
-                         "securityContext": {**CONTAINER_SECURITY, "readOnlyRootFilesystem": True},
-                         "resources": {"requests": bounds, "limits": bounds}},
+                        {
+                            "name": "command",
+                            "image": record["image"],
+                            "command": ["sh", "-c", command],
+                            "workingDir": "/mission/result",
+                            "env": mission_env,
+                            "volumeMounts": [
+                                {"name": "snapshot", "mountPath": "/mission/snapshot", "readOnly": True},
+                                result_mount,
+                                {"name": "tmp", "mountPath": POD_TMP},
+                            ],
+                            "securityContext": {**CONTAINER_SECURITY, "readOnlyRootFilesystem": True},
+                            "resources": {"requests": bounds, "limits": bounds},
+                        },
                     ],
                     "containers": [
-                        {"name": "seal", "image": anchor_image, "command": seal,
-                         "env": [*anchor_env, token_variable(token_secret)],
-                         "volumeMounts": [*data_mounts, {**result_mount, "readOnly": True}],
-                         "securityContext": CONTAINER_SECURITY, "resources": small},
+                        {
+                            "name": "seal",
+                            "image": anchor_image,
+                            "command": seal,
+                            "env": [*anchor_env, token_variable(token_secret)],
+                            "volumeMounts": [*data_mounts, {**result_mount, "readOnly": True}],
+                            "securityContext": CONTAINER_SECURITY,
+                            "resources": small,
+                        },
                     ],
                     "volumes": volumes,
                 },
             },
         },
-    }  # fmt: skip
+    }
     return [config, job, network_policy(meta, labels, egress_cidrs)]

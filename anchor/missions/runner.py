@@ -120,12 +120,18 @@ class MissionState:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "output": self.output, "state": self.state, "submitted_at": self.submitted_at,
-            "updated_at": self.updated_at, "bundle": None if self.bundle is None else "0x" + self.bundle,
-            "result": self.result, "mission_sha256": self.record["mission_sha256"],
-            "snapshot_sha256": self.record["snapshot"]["sha256"], "image": self.record["image"],
-            "profile": self.record["profile"]["name"], "resume": self.record.get("resume"),
-        }  # fmt: skip
+            "output": self.output,
+            "state": self.state,
+            "submitted_at": self.submitted_at,
+            "updated_at": self.updated_at,
+            "bundle": None if self.bundle is None else "0x" + self.bundle,
+            "result": self.result,
+            "mission_sha256": self.record["mission_sha256"],
+            "snapshot_sha256": self.record["snapshot"]["sha256"],
+            "image": self.record["image"],
+            "profile": self.record["profile"]["name"],
+            "resume": self.record.get("resume"),
+        }
 
 
 def mission_states(data_dir: Path, output: str | None = None) -> list[MissionState]:
@@ -158,8 +164,10 @@ def mission_status(settings: Settings, output: str) -> tuple[MissionState, list[
     its mission directory). `NotAnchored` naming `output` when no mission was dispatched with it."""
     found = mission_states(settings.data_dir, output)
     if not found:
-        raise NotAnchored(f"output: no dispatched mission has output {output!r} (see `anchor mission list`)",
-                          detail={"field": "output"})  # fmt: skip
+        raise NotAnchored(
+            f"output: no dispatched mission has output {output!r} (see `anchor mission list`)",
+            detail={"field": "output"},
+        )
     mission_dir = settings.layout.mission(output)
     failed = sorted(p.name for p in mission_dir.glob("result.failed-*")) if mission_dir.is_dir() else []
     return found[0], failed
@@ -178,8 +186,9 @@ def _claim(data_dir: Path, output: str) -> tuple[MissionRecord, datetime]:
             db.execute("ROLLBACK")
             near = difflib.get_close_matches(output, known, n=1)
             hint = f"did you mean {near[0]!r}? `anchor mission list` shows them" if near else "anchor mission submit"
-            raise NotAnchored(f"output: no dispatched mission has output {output!r} (hint: {hint})",
-                              detail={"field": "output"})  # fmt: skip
+            raise NotAnchored(
+                f"output: no dispatched mission has output {output!r} (hint: {hint})", detail={"field": "output"}
+            )
         run = db.execute("SELECT state, pid, bundle FROM runs WHERE output = ?", (output,)).fetchone()
         if run is not None and run[0] == "done":
             db.execute("ROLLBACK")
@@ -221,14 +230,18 @@ def _resume_dir(settings: Settings, pin: ResumePin) -> Path:
     finally:
         db.close()
     if row is None or not row[0] or not Path(row[0]).is_dir():
-        raise NotAnchored(f"resume: bundle 0x{pin['digest']} was not run here; its result is not on this machine",
-                          detail={"field": "resume.digest"})  # fmt: skip
+        raise NotAnchored(
+            f"resume: bundle 0x{pin['digest']} was not run here; its result is not on this machine",
+            detail={"field": "resume.digest"},
+        )
     from anchor.anchoring.proofs import store_finder
 
     stored = store_finder(settings)(bytes.fromhex(pin["digest"]))
     if stored is None:
-        raise NotAnchored(f"resume: bundle 0x{pin['digest']} has no proof in the proof store of {data_dir}",
-                          detail={"field": "resume.digest"})  # fmt: skip
+        raise NotAnchored(
+            f"resume: bundle 0x{pin['digest']} has no proof in the proof store of {data_dir}",
+            detail={"field": "resume.digest"},
+        )
     pinned = stored.manifest["output"]
     if not isinstance(pinned, dict):
         raise Tampered(
@@ -236,8 +249,10 @@ def _resume_dir(settings: Settings, pin: ResumePin) -> Path:
         )
     found = hash_tree(Path(row[0])).summary()
     if found["files_root"] != pinned["files_root"]:
-        raise Tampered(f"resume: {row[0]} no longer holds the output bundle 0x{pin['digest']} anchored",
-                       detail={"field": "resume.digest", "result": row[0]})  # fmt: skip
+        raise Tampered(
+            f"resume: {row[0]} no longer holds the output bundle 0x{pin['digest']} anchored",
+            detail={"field": "resume.digest", "result": row[0]},
+        )
     return Path(row[0])
 
 
@@ -269,17 +284,27 @@ def command_line(
     command = record["mission"]["document"]["command"]
     for placeholder, value in (("{result}", result), ("{run_dir}", result), ("{snapshot}", snapshot)):
         command = command.replace(placeholder, shlex.quote(value))
-    env = {"MISSION_SNAPSHOT": snapshot, "MISSION_RESULT": result, "MISSION_OUTPUT": record["output"],
-           "MISSION_ATTEMPT": str(attempt)}  # fmt: skip
+    env = {
+        "MISSION_SNAPSHOT": snapshot,
+        "MISSION_RESULT": result,
+        "MISSION_OUTPUT": record["output"],
+        "MISSION_ATTEMPT": str(attempt),
+    }
     if resume is not None:
         env["MISSION_RESUME"] = str(resume)
     return command.replace("{attempt}", str(attempt)), env
 
 
 def _command(
-    record: MissionRecord, mission_dir: Path, result: Path, snapshot: Path, resume: Path | None,
-    box: Sandbox | None, attempt: int, limits: Limits,
-) -> tuple[list[str], dict[str, str], str]:  # fmt: skip
+    record: MissionRecord,
+    mission_dir: Path,
+    result: Path,
+    snapshot: Path,
+    resume: Path | None,
+    box: Sandbox | None,
+    attempt: int,
+    limits: Limits,
+) -> tuple[list[str], dict[str, str], str]:
     """One attempt's argv, environment and confinement: in `box`, or unconfined when it is None."""
     from anchor.fence.sandbox import allowed_environment
 
@@ -358,9 +383,15 @@ def _terminated(signum: int, frame: object) -> None:
 
 
 def _run_command(
-    argv: list[str], env: dict[str, str], cwd: Path, budget_s: float, log: Path, attempt: int, runtime: str,
+    argv: list[str],
+    env: dict[str, str],
+    cwd: Path,
+    budget_s: float,
+    log: Path,
+    attempt: int,
+    runtime: str,
     limits: Limits,
-) -> tuple[int, bool, dict[str, object] | None]:  # fmt: skip
+) -> tuple[int, bool, dict[str, object] | None]:
     """Run in a process group of its own (ours, by the PID we started), under the attempt limits
     (anchor.fence.runner.Limits: memory, file size, processes); (exit code, timed out, the limit it
     met). A SIGTERM to the runner (a pod being stopped, `kill`) stops the command's group before the
@@ -387,9 +418,15 @@ def _run_command(
 
             try:
                 child = subprocess.Popen(
-                    argv, cwd=cwd, env=env or None, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                    start_new_session=True, preexec_fn=preexec,  # noqa: PLW1509 - setrlimit, a mask and one write
-                )  # fmt: skip
+                    argv,
+                    cwd=cwd,
+                    env=env or None,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    preexec_fn=preexec,  # noqa: PLW1509 - setrlimit, a mask and one write
+                )
                 previous = signal.signal(signal.SIGTERM, _terminated) if main else None
             finally:
                 if main:
@@ -415,9 +452,16 @@ def _run_command(
 
 
 def _seal(
-    record: MissionRecord, output: str, result: Path, environment: Environment, confinement: str,
-    spent: dict[str, Any], milestones: dict[str, datetime], settings: Settings, stamper: Stamper,
-) -> tuple[BundleManifest, Stamped, Path]:  # fmt: skip
+    record: MissionRecord,
+    output: str,
+    result: Path,
+    environment: Environment,
+    confinement: str,
+    spent: dict[str, Any],
+    milestones: dict[str, datetime],
+    settings: Settings,
+    stamper: Stamper,
+) -> tuple[BundleManifest, Stamped, Path]:
     """Hash the result directory and anchor the version 3 bundle that binds it (with the local key,
     or pending at services: the Stamper's), its timing record in the same batch."""
     from anchor.manifest.bundle import BundleManifest
@@ -426,15 +470,25 @@ def _seal(
 
     budget = record["mission"]["document"]["budget"]
     tree = hash_tree(result)
-    manifest = validated(BundleManifest, {
-        "version": 3, "mission_sha256": record["mission_sha256"],
-        "data_snapshot_sha256": record["snapshot"]["sha256"], "image": environment.image,
-        "evaluator_policy_sha256": record["evaluator_policy_sha256"],
-        "output": {"name": output, **tree.summary()}, "resume": record.get("resume"),
-        "budget": {"minutes": budget["minutes"], "attempts": budget["attempts"]},
-        "profile": record["profile"], "environment": environment.model_dump(mode="json", exclude_none=True),
-        "sandbox": confinement, "spent": spent, "milestones": {k: v.isoformat() for k, v in milestones.items()},
-    }, "mission run")  # fmt: skip
+    manifest = validated(
+        BundleManifest,
+        {
+            "version": 3,
+            "mission_sha256": record["mission_sha256"],
+            "data_snapshot_sha256": record["snapshot"]["sha256"],
+            "image": environment.image,
+            "evaluator_policy_sha256": record["evaluator_policy_sha256"],
+            "output": {"name": output, **tree.summary()},
+            "resume": record.get("resume"),
+            "budget": {"minutes": budget["minutes"], "attempts": budget["attempts"]},
+            "profile": record["profile"],
+            "environment": environment.model_dump(mode="json", exclude_none=True),
+            "sandbox": confinement,
+            "spent": spent,
+            "milestones": {k: v.isoformat() for k, v in milestones.items()},
+        },
+        "mission run",
+    )
     proof_out = settings.layout.mission(output) / "result.anchor.json"
     notes: dict[str, object] = {
         "dispatched_image": record["image"]
@@ -487,12 +541,20 @@ def run_mission(
             for attempt in range(1, allowed + 1):
                 limits = Limits.from_environment(settings.env)
                 argv, env, confinement = _command(record, mission_dir, result, snapshot, resume, box, attempt, limits)
-                say(f"attempt {attempt} of at most {allowed}: running the mission's command ({confinement}),"
-                    f" {max(0.0, deadline - time.monotonic()) / 60:.1f} of {budget['minutes']} min left")  # fmt: skip
+                say(
+                    f"attempt {attempt} of at most {allowed}: running the mission's command ({confinement}),"
+                    f" {max(0.0, deadline - time.monotonic()) / 60:.1f} of {budget['minutes']} min left"
+                )
                 code, timed_out, limit = _run_command(
-                    argv, env, mission_dir, deadline - time.monotonic(), mission_dir / "run.log", attempt, confinement,
+                    argv,
+                    env,
+                    mission_dir,
+                    deadline - time.monotonic(),
+                    mission_dir / "run.log",
+                    attempt,
+                    confinement,
                     limits,
-                )  # fmt: skip
+                )
                 spent["attempts"] = attempt
                 if timed_out or code != 0:
                     break
@@ -506,20 +568,27 @@ def run_mission(
             milestones["completed"] = _now()
         if timed_out or code != 0:
             why = (
-                f"ran out of its budget of {budget['minutes']} min" if timed_out
-                else f"met its {limit['name']} limit ({limit['bound']})" if limit
+                f"ran out of its budget of {budget['minutes']} min"
+                if timed_out
+                else f"met its {limit['name']} limit ({limit['bound']})"
+                if limit
                 else f"exited {code}"
-            )  # fmt: skip
+            )
             raise MissionFailed(
                 f"the mission's command {why} on attempt {spent['attempts']}; nothing anchored"
                 f" (log: {mission_dir / 'run.log'})",
-                detail={"exit_code": code, "timed_out": timed_out, "log": str(mission_dir / "run.log"),
-                        "attempt": spent["attempts"], **({"limit": limit} if limit else {})},
-            )  # fmt: skip
+                detail={
+                    "exit_code": code,
+                    "timed_out": timed_out,
+                    "log": str(mission_dir / "run.log"),
+                    "attempt": spent["attempts"],
+                    **({"limit": limit} if limit else {}),
+                },
+            )
         ran_in = current_environment(settings.env.image)
         manifest, outcome, proof_out = _seal(
             record, output, result, ran_in, confinement, spent, milestones, settings, stamper
-        )  # fmt: skip
+        )
     except (KeyboardInterrupt, SystemExit):  # stopped from outside (Ctrl-C, SIGTERM): not its failure
         _finish(settings.data_dir, output, "interrupted")
         raise
@@ -541,10 +610,17 @@ POD_RESULT = "result"
 
 
 def run_dispatched(
-    settings: Settings, output: str, *, stamper: Stamper, say: Callable[[str], None], sandbox: bool = True,
-    runtime: str = "auto", stage: str | None = None, workspace: Path | None = None,
+    settings: Settings,
+    output: str,
+    *,
+    stamper: Stamper,
+    say: Callable[[str], None],
+    sandbox: bool = True,
+    runtime: str = "auto",
+    stage: str | None = None,
+    workspace: Path | None = None,
     max_bytes: int | None = None,
-) -> MissionRun | dict[str, Any]:  # fmt: skip
+) -> MissionRun | dict[str, Any]:
     """`anchor mission run`: the sandbox runtime checked, and an unconfined run refused where it must be,
     before the mission is claimed; then the whole run (`run_mission`), or one stage of the rendered Job
     (`prepare`, `seal`) in `workspace`. `max_bytes`: the snapshot cache's cap (else its setting)."""
@@ -556,8 +632,10 @@ def run_dispatched(
     if not sandbox:
         refuse_unconfined(settings)
     if stage not in (None, "prepare", "seal") or (stage is None) != (workspace is None):
-        raise BadInput("--stage: `prepare` or `seal`, and only with --workspace DIR (the rendered Job's steps)",
-                       detail={"field": "stage"})  # fmt: skip
+        raise BadInput(
+            "--stage: `prepare` or `seal`, and only with --workspace DIR (the rendered Job's steps)",
+            detail={"field": "stage"},
+        )
     if stage == "seal":
         assert workspace is not None
         return seal_mission(settings, output, workspace, stamper, say)
@@ -606,12 +684,16 @@ def prepare_mission(
     try:
         one_attempt_only(record["mission"]["document"])
         if record.get("resume"):
-            raise NotAnchored("resume: a pod has no earlier result directory to start from; resume on the host"
-                              " that ran the pinned bundle", detail={"field": "resume"})  # fmt: skip
+            raise NotAnchored(
+                "resume: a pod has no earlier result directory to start from; resume on the host"
+                " that ran the pinned bundle",
+                detail={"field": "resume"},
+            )
         result = workspace / POD_RESULT
         if not result.is_dir() or any(result.iterdir()):
-            raise Conflict(f"{result}: not an empty directory (the command's own volume)",
-                           detail={"field": "workspace"})  # fmt: skip
+            raise Conflict(
+                f"{result}: not an empty directory (the command's own volume)", detail={"field": "workspace"}
+            )
         with cache.held(record["snapshot"]["sha256"], record["snapshot"]["ref"]) as fetched:
             target = workspace / POD_SNAPSHOT / "data"
             shutil.copyfile(fetched.path, target)
@@ -639,8 +721,10 @@ def seal_mission(
     than guessed."""
     from anchor.manifest.environment import Environment, Lock
 
-    unknown = NotAnchored(f"output: no dispatched mission has output {output!r} (hint: anchor mission submit, then"
-                          " --stage prepare)", detail={"field": "output"})  # fmt: skip
+    unknown = NotAnchored(
+        f"output: no dispatched mission has output {output!r} (hint: anchor mission submit, then --stage prepare)",
+        detail={"field": "output"},
+    )
     if not settings.layout.missions_db.exists():
         raise unknown  # nothing created for a mistyped output
     db = _db(settings.data_dir)
@@ -652,10 +736,14 @@ def seal_mission(
         if row is None:
             raise unknown
         if row[1] != "prepared":
-            raise Conflict(f"output: {output!r} is {row[1] or 'not prepared'}; seal follows `--stage prepare`",
-                           detail={"field": "output"})  # fmt: skip
-        db.execute("UPDATE runs SET state = 'running', pid = ?, updated_at = ? WHERE output = ?",
-                   (os.getpid(), _now().isoformat(timespec="milliseconds"), output))  # fmt: skip
+            raise Conflict(
+                f"output: {output!r} is {row[1] or 'not prepared'}; seal follows `--stage prepare`",
+                detail={"field": "output"},
+            )
+        db.execute(
+            "UPDATE runs SET state = 'running', pid = ?, updated_at = ? WHERE output = ?",
+            (os.getpid(), _now().isoformat(timespec="milliseconds"), output),
+        )
     finally:
         db.close()
     record = json.loads(row[0])
@@ -674,11 +762,12 @@ def seal_mission(
         image = record["image"]
         environment = Environment(
             interpreter="the image's own (the command ran in it; this container only measured)",
-            lock=Lock(source="the image, by digest", digest=image.rsplit("sha256:", 1)[1]), image=image,
-        )  # fmt: skip
+            lock=Lock(source="the image, by digest", digest=image.rsplit("sha256:", 1)[1]),
+            image=image,
+        )
         manifest, outcome, proof_out = _seal(
             record, output, result, environment, "container", spent, milestones, settings, stamper
-        )  # fmt: skip
+        )
     except BaseException:
         _finish(settings.data_dir, output, "failed")
         raise

@@ -80,8 +80,9 @@ class SnapshotCache:
         if not source.exists():
             raise BadInput(f"{source}: no such file{did_you_mean_path(source)}", detail={"field": "path"})
         if not source.is_file():
-            raise BadInput(f"{source}: not a file (a snapshot is one file: an archive, a table)",
-                           detail={"field": "path"})  # fmt: skip
+            raise BadInput(
+                f"{source}: not a file (a snapshot is one file: an archive, a table)", detail={"field": "path"}
+            )
         digest = hashlib.sha256()
         tmp = self._tmp()
         try:
@@ -196,8 +197,9 @@ class SnapshotCache:
                 out.write(chunk)
                 total += len(chunk)
                 if self.max_bytes is not None and total > self.max_bytes:
-                    raise BadInput(f"{source}: larger than the cache ({self.max_bytes} bytes)",
-                                   detail={"field": "from"})  # fmt: skip
+                    raise BadInput(
+                        f"{source}: larger than the cache ({self.max_bytes} bytes)", detail={"field": "from"}
+                    )
                 if progress is not None:
                     progress(total)
         if digest.hexdigest() != key:

@@ -45,8 +45,25 @@ from anchor.mlflow.registry import (
 from anchor.mlflow.research import SearchLogged, log_search
 
 __all__ = [
-    "AnchoredRun", "EarlierStamp", "ExperimentStamped", "ExperimentVerification", "ModelVerification", "Promoted",
-    "Roster", "RunStamped", "RunVerification", "SearchChampion", "SearchLogged", "anchored_run", "log_search",
-    "promote", "stamp_experiment", "stamp_run", "stamp_runs", "upgrade_run", "verify_experiment",
-    "verify_model", "verify_run",
-]  # fmt: skip
+    "AnchoredRun",
+    "EarlierStamp",
+    "ExperimentStamped",
+    "ExperimentVerification",
+    "ModelVerification",
+    "Promoted",
+    "Roster",
+    "RunStamped",
+    "RunVerification",
+    "SearchChampion",
+    "SearchLogged",
+    "anchored_run",
+    "log_search",
+    "promote",
+    "stamp_experiment",
+    "stamp_run",
+    "stamp_runs",
+    "upgrade_run",
+    "verify_experiment",
+    "verify_model",
+    "verify_run",
+]

@@ -90,10 +90,19 @@ class RunVerification:
         """The run's fields and its verdict's; `status` is the run's (MLflow's), `verdict_status` the verdict's."""
         verdict = self.verification.to_json()
         verdict["verdict_status"] = verdict.pop("status")
-        return {"run_id": self.run_id, "status": self.status, "params": self.params, "tags": self.tags,
-                "metric_values": self.metric_values, "proof_source": self.proof_source,
-                "lifecycle_stage": self.lifecycle_stage, "logged_models": self.logged_models, "stamps": self.stamps,
-                "earlier": None if self.earlier is None else self.earlier.to_json(), **verdict}  # fmt: skip
+        return {
+            "run_id": self.run_id,
+            "status": self.status,
+            "params": self.params,
+            "tags": self.tags,
+            "metric_values": self.metric_values,
+            "proof_source": self.proof_source,
+            "lifecycle_stage": self.lifecycle_stage,
+            "logged_models": self.logged_models,
+            "stamps": self.stamps,
+            "earlier": None if self.earlier is None else self.earlier.to_json(),
+            **verdict,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +157,7 @@ def _run_proof(client: Any, run_id: str, scratch: Path) -> Path | None:
 
 def _write_back(
     client: Any, run_id: str, proof: ProofFile | PendingProof, proof_path: Path | None, superseded: Path | None
-) -> None:  # fmt: skip
+) -> None:
     """The proof into the run (the earlier one kept under anchor/superseded/), then the tags that index it
     (`proof_path` None: the run holds the proof already, its tags only are written)."""
     from anchor.mlflow.reading import translated
@@ -169,10 +178,16 @@ def _write_back(
 
 
 def stamp_run(
-    run_id: str, *, tracking_uri: str | None = None, stamper: Stamper | None = None, settings: Settings | None = None,
-    services: list[str] | None = None, allow_running: bool = False, restamp: bool = False,
+    run_id: str,
+    *,
+    tracking_uri: str | None = None,
+    stamper: Stamper | None = None,
+    settings: Settings | None = None,
+    services: list[str] | None = None,
+    allow_running: bool = False,
+    restamp: bool = False,
     progress: Progress | None = None,
-) -> RunStamped:  # fmt: skip
+) -> RunStamped:
     """Anchor what run `run_id` holds now (its record, artifacts and logged models), through `stamper`
     (default `Stamper.from_settings(settings, services)`: services if configured, else the key here),
     and write the proof back into the run. A run stamped before with the same contents is left as it is.
@@ -191,9 +206,11 @@ def stamp_run(
     client = client_for(tracking_uri)
     run = get_run(client, run_id)
     if run.info.status in ("RUNNING", "SCHEDULED") and not allow_running:
-        raise BadInput(f"run {run_id} is {run.info.status}: stamp it when it ends (or allow_running /"
-                       " --allow-running, said in its verdict); nothing was written",
-                       detail={"field": "run_id"})  # fmt: skip
+        raise BadInput(
+            f"run {run_id} is {run.info.status}: stamp it when it ends (or allow_running /"
+            " --allow-running, said in its verdict); nothing was written",
+            detail={"field": "run_id"},
+        )
     if run.info.lifecycle_stage == "deleted":
         raise BadInput(f"run {run_id} is deleted: restore it first; nothing was written", detail={"field": "run_id"})
     bound = max_artifact_bytes()
@@ -218,9 +235,13 @@ def stamp_run(
                     f"run {run_id} changed since its last stamp ({_count(changes)}); nothing was anchored or"
                     f" written: `anchor mlflow stamp {run_id} --restamp` (restamp=True) anchors it anew, these"
                     " changes recorded in its manifest",
-                    detail={"run_id": run_id, "changes": changes, "anchored": earlier.manifest_digest,
-                            "computed": "0x" + manifest.digest.hex()},
-                )  # fmt: skip
+                    detail={
+                        "run_id": run_id,
+                        "changes": changes,
+                        "anchored": earlier.manifest_digest,
+                        "computed": "0x" + manifest.digest.hex(),
+                    },
+                )
             manifest = manifest.restamped(earlier.manifest_digest, changes)
         digest = "0x" + manifest.digest.hex()
         proof_out = scratch / "out" / "proof.anchor.json"
@@ -264,28 +285,55 @@ def _unchanged(run_id: str, proof: ProofFile | PendingProof, kept: Path | None) 
 
     digest = proof.manifest_digest
     if isinstance(proof, ProofFile):
-        return RunStamped(run_id, digest, "anchored", True, proof.anchor.tx_hash, proof.anchor.block_number, kept,
-                          running=proof.manifest.get("status") == "RUNNING")  # fmt: skip
+        return RunStamped(
+            run_id,
+            digest,
+            "anchored",
+            True,
+            proof.anchor.tx_hash,
+            proof.anchor.block_number,
+            kept,
+            running=proof.manifest.get("status") == "RUNNING",
+        )
     return RunStamped(run_id, digest, "pending", True, proof=kept, running=proof.manifest.get("status") == "RUNNING")
 
 
 def _outcome(
-    run_id: str, digest: str, stamped: Stamped, kept: Path | None, earlier: ProofFile | PendingProof | None,
-    read: RunRead, changes: tuple[str, ...],
-) -> RunStamped:  # fmt: skip
+    run_id: str,
+    digest: str,
+    stamped: Stamped,
+    kept: Path | None,
+    earlier: ProofFile | PendingProof | None,
+    read: RunRead,
+    changes: tuple[str, ...],
+) -> RunStamped:
     from anchor.proof.file import ProofFile
 
     proof = stamped.proof
     superseded = earlier.manifest_digest if earlier is not None else None
     tx, block = (proof.anchor.tx_hash, proof.anchor.block_number) if isinstance(proof, ProofFile) else (None, None)
-    return RunStamped(run_id, digest, stamped.state, False, tx, block, kept, stamped, superseded,
-                      read.manifest.status == "RUNNING", changes)  # fmt: skip
+    return RunStamped(
+        run_id,
+        digest,
+        stamped.state,
+        False,
+        tx,
+        block,
+        kept,
+        stamped,
+        superseded,
+        read.manifest.status == "RUNNING",
+        changes,
+    )
 
 
 def upgrade_run(
-    run_id: str, *, tracking_uri: str | None = None, settings: Settings | None = None,
+    run_id: str,
+    *,
+    tracking_uri: str | None = None,
+    settings: Settings | None = None,
     services: list[str] | None = None,
-) -> Upgraded:  # fmt: skip
+) -> Upgraded:
     """Complete a run's pending proof from its services' anchors (each checked against the chain first)
     and write it back into the run; `NotAnchored` if the run holds no proof."""
     from anchor.anchoring.stamper import Stamper
@@ -297,8 +345,10 @@ def upgrade_run(
     with scratch_dir() as tmp:
         held = _run_proof(client, run_id, Path(tmp))
         if held is None:
-            raise NotAnchored(f"run {run_id} holds no proof ({PROOF_ARTIFACT}): `anchor mlflow stamp {run_id}`",
-                              detail={"run_id": run_id})  # fmt: skip
+            raise NotAnchored(
+                f"run {run_id} holds no proof ({PROOF_ARTIFACT}): `anchor mlflow stamp {run_id}`",
+                detail={"run_id": run_id},
+            )
         with Stamper.from_settings(settings, services) as stamper:
             outcome = stamper.upgrade(held)
         if outcome.added:
@@ -312,10 +362,17 @@ def upgrade_run(
 
 
 def verify_run(
-    run_id: str, *, tracking_uri: str | None = None, proof: Path | None = None, policy: Policy | None = None,
-    verifier: Verifier | None = None, settings: Settings | None = None, require: str = "any",
-    allow_deleted: bool = False, progress: Progress | None = None,
-) -> RunVerification:  # fmt: skip
+    run_id: str,
+    *,
+    tracking_uri: str | None = None,
+    proof: Path | None = None,
+    policy: Policy | None = None,
+    verifier: Verifier | None = None,
+    settings: Settings | None = None,
+    require: str = "any",
+    allow_deleted: bool = False,
+    progress: Progress | None = None,
+) -> RunVerification:
     """The verdict on run `run_id` as it is now: re-read whole, compared with what its proof (the run's
     own, or `proof`) anchored, every difference named (`Tampered`), then the one Verifier's checklist on
     the artifacts and the anchor, the policy last. Raises the typed error of the first check that fails.
@@ -342,8 +399,9 @@ def verify_run(
             )
         found = load_any(proof_path)
         if found.manifest.get("kind") != "mlflow_run":
-            raise BadInput(f"{proof_path}: a {found.manifest.get('kind')!r} proof, not an MLflow run's",
-                           detail={"field": "proof"})  # fmt: skip
+            raise BadInput(
+                f"{proof_path}: a {found.manifest.get('kind')!r} proof, not an MLflow run's", detail={"field": "proof"}
+            )
         _compare(run_id, found, read)
         if proof is None:
             _against_kept(settings, run_id, found)
@@ -355,17 +413,26 @@ def verify_run(
         return len(listed) if isinstance(listed, list) else 0
 
     result = RunVerification(
-        run_id, verdict, str(found.manifest["status"]), count("params"), count("metrics"), count("tags"),
-        "the run's anchor/proof.anchor.json" if proof is None else str(proof), read.lifecycle_stage,
-        count("logged_models"), stamps, earlier, dict(found.manifest),
-    )  # fmt: skip
+        run_id,
+        verdict,
+        str(found.manifest["status"]),
+        count("params"),
+        count("metrics"),
+        count("tags"),
+        "the run's anchor/proof.anchor.json" if proof is None else str(proof),
+        read.lifecycle_stage,
+        count("logged_models"),
+        stamps,
+        earlier,
+        dict(found.manifest),
+    )
     if read.lifecycle_stage == "deleted" and not allow_deleted:
         raise PolicyMismatch(
             f"run {run_id} is deleted (hidden from its experiment; the store still holds it): its proof holds,"
             f" {result.status} as anchored in block {verdict.anchored_block}, but a deleted run is not accepted"
             " unless --allow-deleted (allow_deleted=True)",
             detail={"run_id": run_id, "lifecycle_stage": "deleted", "anchored_block": verdict.anchored_block},
-        )  # fmt: skip
+        )
     return result
 
 
@@ -386,15 +453,19 @@ def _compare(run_id: str, found: ProofFile | PendingProof, read: RunRead) -> Non
     changes = changes or ["the run's manifest differs from the anchored one"]
     raise Tampered(
         f"run {run_id} changed since it was stamped ({_count(changes)}){_deleted_note(read)}",
-        detail={"run_id": run_id, "changes": changes, "anchored": found.manifest_digest,
-                "computed": "0x" + read.manifest.digest.hex(),
-                **({"lifecycle_stage": "deleted"} if read.lifecycle_stage == "deleted" else {})},
-    )  # fmt: skip
+        detail={
+            "run_id": run_id,
+            "changes": changes,
+            "anchored": found.manifest_digest,
+            "computed": "0x" + read.manifest.digest.hex(),
+            **({"lifecycle_stage": "deleted"} if read.lifecycle_stage == "deleted" else {}),
+        },
+    )
 
 
 def _history(
     client: Any, run_id: str, found: ProofFile | PendingProof, scratch: Path, verifier: Verifier
-) -> tuple[int, EarlierStamp | None]:  # fmt: skip
+) -> tuple[int, EarlierStamp | None]:
     """How many times the run was stamped (this proof, and each earlier one a re-stamp record names), and
     the stamp this one superseded: its block from its own proof (kept in the run, its digest the one
     bound, its anchor checked on chain), and what it held of each change recorded."""
@@ -457,8 +528,9 @@ def _history(
                     )
                 )
             )
-            first = EarlierStamp(digest, tuple(record["changes"]), held, block,
-                                 None if earlier is None else where, problem)  # fmt: skip
+            first = EarlierStamp(
+                digest, tuple(record["changes"]), held, block, None if earlier is None else where, problem
+            )
         current = earlier
     return stamps, first
 
@@ -480,10 +552,14 @@ def _against_kept(settings: Settings, run_id: str, found: ProofFile | PendingPro
         raise Tampered(
             f"run {run_id}: the proof it holds anchors {found.manifest_digest}, but this data dir stamped"
             f" {ours.manifest_digest} (kept at {kept}): the run was stamped again elsewhere; give --proof"
-            " to verify against either", detail={"run_id": run_id, "kept": str(kept),
-                                                 "anchored": ours.manifest_digest,
-                                                 "computed": found.manifest_digest},
-        )  # fmt: skip
+            " to verify against either",
+            detail={
+                "run_id": run_id,
+                "kept": str(kept),
+                "anchored": ours.manifest_digest,
+                "computed": found.manifest_digest,
+            },
+        )
 
 
 @dataclass
@@ -502,11 +578,18 @@ class AnchoredRun:
 
 @contextmanager
 def anchored_run(
-    *, settings: Settings | None = None, services: list[str] | None = None, run_id: str | None = None,
-    experiment_id: str | None = None, run_name: str | None = None, nested: bool = False,
-    parent_run_id: str | None = None, tags: Mapping[str, str] | None = None, description: str | None = None,
+    *,
+    settings: Settings | None = None,
+    services: list[str] | None = None,
+    run_id: str | None = None,
+    experiment_id: str | None = None,
+    run_name: str | None = None,
+    nested: bool = False,
+    parent_run_id: str | None = None,
+    tags: Mapping[str, str] | None = None,
+    description: str | None = None,
     log_system_metrics: bool | None = None,
-) -> Iterator[AnchoredRun]:  # fmt: skip
+) -> Iterator[AnchoredRun]:
     """`mlflow.start_run(...)` with the same keyword arguments, stamped when the block ends (`stamp_run`):
     through services when configured (pending at once: a training job never waits for confirmations;
     `anchor mlflow upgrade` completes it), else with the key here. A block that raises ends its run

@@ -42,13 +42,20 @@ def _keyed(kind: str, anchored: dict[str, str], now: dict[str, str]) -> list[Cha
     found = []
     for key in sorted(anchored.keys() | now.keys()):
         if key not in now:
-            found.append(Change(f"{kind} {key}: removed (was {_quoted(anchored[key])})",
-                                f"{kind} {key} {_quoted(anchored[key])}"))  # fmt: skip
+            found.append(
+                Change(
+                    f"{kind} {key}: removed (was {_quoted(anchored[key])})", f"{kind} {key} {_quoted(anchored[key])}"
+                )
+            )
         elif key not in anchored:
             found.append(Change(f"{kind} {key}: added ({_quoted(now[key])})", f"no {kind} {key}"))
         elif anchored[key] != now[key]:
-            found.append(Change(f"{kind} {key}: changed from {_quoted(anchored[key])} to {_quoted(now[key])}",
-                                f"{kind} {key} {_quoted(anchored[key])}"))  # fmt: skip
+            found.append(
+                Change(
+                    f"{kind} {key}: changed from {_quoted(anchored[key])} to {_quoted(now[key])}",
+                    f"{kind} {key} {_quoted(anchored[key])}",
+                )
+            )
     return found
 
 
@@ -70,8 +77,12 @@ def _metrics(anchored: Sequence[dict[str, Any]], now: Sequence[dict[str, Any]]) 
         held = f"{key} {', '.join(was)} at step {step}" if was else f"no {key} at step {step}"
         found.append(Change(f"metric {key}: {again}: {value} at {_when(timestamp)}{shown}", held))
     for key, step, timestamp, value in sorted(before - after):
-        found.append(Change(f"metric {key}: the value {value} at step {step} ({_when(timestamp)}) is gone from its"
-                            " history", f"{key} {value} at step {step}"))  # fmt: skip
+        found.append(
+            Change(
+                f"metric {key}: the value {value} at step {step} ({_when(timestamp)}) is gone from its history",
+                f"{key} {value} at step {step}",
+            )
+        )
     return found
 
 
@@ -87,9 +98,13 @@ def _files(kind: str, anchored: Sequence[ListedFile], now: Sequence[ListedFile])
         elif path not in old:
             found.append(Change(f"{kind}{path}: added ({new[path]['size']:,} bytes)", f"no {kind}{path}"))
         elif old[path]["blake3"] != new[path]["blake3"]:
-            found.append(Change(f"{kind}{path}: edited ({old[path]['size']:,} -> {new[path]['size']:,} bytes,"
-                                f" blake3 {old[path]['blake3'][:16]}… -> {new[path]['blake3'][:16]}…)",
-                                f"{kind}{path} of {old[path]['size']:,} bytes"))  # fmt: skip
+            found.append(
+                Change(
+                    f"{kind}{path}: edited ({old[path]['size']:,} -> {new[path]['size']:,} bytes,"
+                    f" blake3 {old[path]['blake3'][:16]}… -> {new[path]['blake3'][:16]}…)",
+                    f"{kind}{path} of {old[path]['size']:,} bytes",
+                )
+            )
     return found
 
 
@@ -108,28 +123,41 @@ def _models(anchored: Sequence[dict[str, Any]], now: Sequence[dict[str, Any]]) -
         else:
             for field in ("name", "source_run_id"):
                 if old[model_id].get(field) != new[model_id].get(field):
-                    found.append(Change(f"{named}: {field} changed from {old[model_id].get(field)} to"
-                                        f" {new[model_id].get(field)}",
-                                        f"{named} with {field} {old[model_id].get(field)}"))  # fmt: skip
+                    found.append(
+                        Change(
+                            f"{named}: {field} changed from {old[model_id].get(field)} to {new[model_id].get(field)}",
+                            f"{named} with {field} {old[model_id].get(field)}",
+                        )
+                    )
             found += _files(f"{named}: ", old[model_id]["files"], new[model_id]["files"])
     return found
 
 
 def changes_between(
-    anchored: dict[str, Any], anchored_files: Sequence[ListedFile] | None, now: dict[str, Any],
+    anchored: dict[str, Any],
+    anchored_files: Sequence[ListedFile] | None,
+    now: dict[str, Any],
     now_files: Sequence[ListedFile] | None,
-) -> list[Change]:  # fmt: skip
+) -> list[Change]:
     """Every difference between two run identities, the run's identity first (a proof of another run),
     then artifacts, logged models, params, tags, metrics and times. `anchored_files`: the proof's listing
     and `now_files` (None when one holds none: then only the artifacts' root can be compared). A re-stamp record (the
     identity's `restamp`) is not a difference: it says what the stamp was, not what the run held."""
     if anchored.get("run_id") != now.get("run_id"):
-        return [Change(f"run_id: the proof is of run {anchored.get('run_id')}, not of run {now.get('run_id')}",
-                       f"run {anchored.get('run_id')}")]  # fmt: skip
+        return [
+            Change(
+                f"run_id: the proof is of run {anchored.get('run_id')}, not of run {now.get('run_id')}",
+                f"run {anchored.get('run_id')}",
+            )
+        ]
     found = []
     if anchored.get("experiment_id") != now.get("experiment_id"):
-        found.append(Change(f"experiment_id: changed from {anchored.get('experiment_id')} to"
-                            f" {now.get('experiment_id')}", f"experiment {anchored.get('experiment_id')}"))  # fmt: skip
+        found.append(
+            Change(
+                f"experiment_id: changed from {anchored.get('experiment_id')} to {now.get('experiment_id')}",
+                f"experiment {anchored.get('experiment_id')}",
+            )
+        )
     if anchored["artifacts"] != now["artifacts"]:
         listed = anchored_files is not None and now_files is not None
         named = _files("artifact ", anchored_files or [], now_files or []) if listed else []
@@ -148,17 +176,26 @@ def changes_between(
         was, is_now = anchored.get(field), now.get(field)
         if was != is_now:
             shown = {k: _when(v) if isinstance(v, int) else v for k, v in (("was", was), ("now", is_now))}
-            note = " (it was stamped while RUNNING)" if field in ("status", "end_time") and \
-                anchored.get("status") == "RUNNING" else ""  # fmt: skip
-            found.append(Change(f"{field}: changed from {shown['was'] or 'none'} to {shown['now'] or 'none'}{note}",
-                                f"{field} {shown['was'] or 'none'}"))  # fmt: skip
+            note = (
+                " (it was stamped while RUNNING)"
+                if field in ("status", "end_time") and anchored.get("status") == "RUNNING"
+                else ""
+            )
+            found.append(
+                Change(
+                    f"{field}: changed from {shown['was'] or 'none'} to {shown['now'] or 'none'}{note}",
+                    f"{field} {shown['was'] or 'none'}",
+                )
+            )
     return found
 
 
 def run_changes(
-    anchored: dict[str, Any], anchored_files: Sequence[ListedFile] | None, now: dict[str, Any],
+    anchored: dict[str, Any],
+    anchored_files: Sequence[ListedFile] | None,
+    now: dict[str, Any],
     now_files: Sequence[ListedFile],
-) -> list[str]:  # fmt: skip
+) -> list[str]:
     """Every difference between two run identities, one line each (`changes_between`)."""
     return [change.line for change in changes_between(anchored, anchored_files, now, now_files)]
 

@@ -116,16 +116,28 @@ class ExperimentVerification:
 
     def to_json(self) -> dict[str, object]:
         return {
-            "experiment": self.experiment, "experiment_id": self.experiment_id,
-            "runs": [verdict.to_json() if isinstance(verdict, RunVerification)
-                     else {"run_id": run_id, "error": verdict.to_dict()} for run_id, verdict in self.runs],
-            "deleted": self.deleted, "allow_deleted": self.allow_deleted, "gone": self.gone,
-            "unlisted": self.unlisted, "runs_when_stamped": self.runs_when_stamped,
-            "roster": None if self.roster is None else {"manifest_digest": self.roster.digest,
-                                                        "anchored_block": self.roster.anchored_block,
-                                                        "runs": len(self.roster.runs)},
+            "experiment": self.experiment,
+            "experiment_id": self.experiment_id,
+            "runs": [
+                verdict.to_json()
+                if isinstance(verdict, RunVerification)
+                else {"run_id": run_id, "error": verdict.to_dict()}
+                for run_id, verdict in self.runs
+            ],
+            "deleted": self.deleted,
+            "allow_deleted": self.allow_deleted,
+            "gone": self.gone,
+            "unlisted": self.unlisted,
+            "runs_when_stamped": self.runs_when_stamped,
+            "roster": None
+            if self.roster is None
+            else {
+                "manifest_digest": self.roster.digest,
+                "anchored_block": self.roster.anchored_block,
+                "runs": len(self.roster.runs),
+            },
             "roster_error": None if self.roster_error is None else self.roster_error.to_dict(),
-        }  # fmt: skip
+        }
 
 
 def worst_exit(failures: list[AnchorError]) -> int:
@@ -137,11 +149,17 @@ def worst_exit(failures: list[AnchorError]) -> int:
 
 
 def stamp_runs(
-    run_ids: list[str], *, tracking_uri: str | None = None, stamper: Stamper | None = None,
-    settings: Settings | None = None, services: list[str] | None = None, allow_running: bool = False,
-    restamp: bool = False, on_run: Callable[[str, RunStamped | AnchorError], None] | None = None,
+    run_ids: list[str],
+    *,
+    tracking_uri: str | None = None,
+    stamper: Stamper | None = None,
+    settings: Settings | None = None,
+    services: list[str] | None = None,
+    allow_running: bool = False,
+    restamp: bool = False,
+    on_run: Callable[[str, RunStamped | AnchorError], None] | None = None,
     progress: Progress | None = None,
-) -> ExperimentStamped:  # fmt: skip
+) -> ExperimentStamped:
     """Stamp each run (`stamp_run`) through one stamper, in order; a run that fails is reported
     (`refused`, and `on_run` as each ends), never the end of the pass."""
     from anchor.anchoring.stamper import Stamper
@@ -153,8 +171,15 @@ def stamp_runs(
         for run_id in run_ids:
             outcome: RunStamped | AnchorError
             try:
-                outcome = stamp_run(run_id, tracking_uri=tracking_uri, stamper=own, settings=settings,
-                                    allow_running=allow_running, restamp=restamp, progress=progress)  # fmt: skip
+                outcome = stamp_run(
+                    run_id,
+                    tracking_uri=tracking_uri,
+                    stamper=own,
+                    settings=settings,
+                    allow_running=allow_running,
+                    restamp=restamp,
+                    progress=progress,
+                )
                 done.stamped.append(outcome)
             except AnchorError as exc:
                 outcome = done.refused.setdefault(run_id, exc)
@@ -167,10 +192,16 @@ def stamp_runs(
 
 
 def stamp_experiment(
-    experiment: str, *, tracking_uri: str | None = None, stamper: Stamper | None = None,
-    settings: Settings | None = None, services: list[str] | None = None, allow_running: bool = False,
-    restamp: bool = False, on_run: Callable[[str, RunStamped | AnchorError], None] | None = None,
-) -> ExperimentStamped:  # fmt: skip
+    experiment: str,
+    *,
+    tracking_uri: str | None = None,
+    stamper: Stamper | None = None,
+    settings: Settings | None = None,
+    services: list[str] | None = None,
+    allow_running: bool = False,
+    restamp: bool = False,
+    on_run: Callable[[str, RunStamped | AnchorError], None] | None = None,
+) -> ExperimentStamped:
     """Stamp every active run of `experiment` (by name), oldest first (`stamp_runs`: a changed run is
     refused unless `restamp`, a failing run never ends the pass), then its roster."""
     from anchor.anchoring.stamper import Stamper
@@ -181,8 +212,15 @@ def stamp_experiment(
     own = stamper or Stamper.from_settings(settings, services)
     try:
         active = [run_id for run_id, stage in runs if stage != "deleted"]
-        done = stamp_runs(active, tracking_uri=tracking_uri, stamper=own, settings=settings,
-                          allow_running=allow_running, restamp=restamp, on_run=on_run)  # fmt: skip
+        done = stamp_runs(
+            active,
+            tracking_uri=tracking_uri,
+            stamper=own,
+            settings=settings,
+            allow_running=allow_running,
+            restamp=restamp,
+            on_run=on_run,
+        )
         roster = _stamp_roster(client, experiment_id, runs, own)
     finally:
         if stamper is None:
@@ -251,10 +289,15 @@ def _stamp_roster(client: Any, experiment_id: str, runs: list[tuple[str, str]], 
 
 
 def verify_experiment(
-    experiment: str, *, tracking_uri: str | None = None, policy: Policy | None = None,
-    verifier: Verifier | None = None, settings: Settings | None = None, require: str = "any",
+    experiment: str,
+    *,
+    tracking_uri: str | None = None,
+    policy: Policy | None = None,
+    verifier: Verifier | None = None,
+    settings: Settings | None = None,
+    require: str = "any",
     allow_deleted: bool = False,
-) -> ExperimentVerification:  # fmt: skip
+) -> ExperimentVerification:
     """Every run of `experiment` (deleted ones too) verified (`verify_run`), each failure kept with its
     run; the deleted runs apart (not accepted unless `allow_deleted`); and the roster the experiment was
     last stamped with, verified like any file tree, against the runs the store holds now."""
@@ -268,8 +311,15 @@ def verify_experiment(
     for run_id, _ in runs:
         verdict: RunVerification | AnchorError
         try:
-            verdict = verify_run(run_id, tracking_uri=tracking_uri, policy=policy, verifier=own, settings=settings,
-                                 require=require, allow_deleted=True)  # fmt: skip
+            verdict = verify_run(
+                run_id,
+                tracking_uri=tracking_uri,
+                policy=policy,
+                verifier=own,
+                settings=settings,
+                require=require,
+                allow_deleted=True,
+            )
         except AnchorError as exc:
             verdict = exc
         verdicts.append((run_id, verdict))
@@ -282,12 +332,14 @@ def verify_experiment(
     now = {run_id for run_id, _ in runs}
     gone = [run_id for run_id, _ in roster.runs if run_id not in now] if roster else []
     unlisted = [run_id for run_id, _ in runs if roster and run_id not in {r for r, _ in roster.runs}]
-    return ExperimentVerification(experiment, experiment_id, verdicts, deleted, allow_deleted, roster, roster_error,
-                                  gone, unlisted)  # fmt: skip
+    return ExperimentVerification(
+        experiment, experiment_id, verdicts, deleted, allow_deleted, roster, roster_error, gone, unlisted
+    )
 
 
-def _verified_roster(client: Any, experiment_id: str, verifier: Verifier, policy: Policy | None, require: str
-                     ) -> Roster | None:  # fmt: skip
+def _verified_roster(
+    client: Any, experiment_id: str, verifier: Verifier, policy: Policy | None, require: str
+) -> Roster | None:
     """The roster the experiment holds, verified (the file tree against its proof, the anchor on chain,
     the policy), or None when it holds none."""
     try:
@@ -305,10 +357,13 @@ def _verified_roster(client: Any, experiment_id: str, verifier: Verifier, policy
     try:
         data = json.loads(body[:MAX_ROSTER_BYTES])
         if data.get("experiment_id") != experiment_id:
-            raise Tampered(f"experiment {experiment_id}: its roster is of experiment {data.get('experiment_id')}",
-                           detail={"experiment_id": experiment_id})  # fmt: skip
+            raise Tampered(
+                f"experiment {experiment_id}: its roster is of experiment {data.get('experiment_id')}",
+                detail={"experiment_id": experiment_id},
+            )
         listed = tuple(sorted((str(r["run_id"]), str(r["lifecycle_stage"])) for r in data["runs"]))
     except (ValueError, KeyError, TypeError, AttributeError):
-        raise BadInput(f"experiment {experiment_id}: its roster.json is not a roster", detail={"field": "roster"}
-                       ) from None  # fmt: skip
+        raise BadInput(
+            f"experiment {experiment_id}: its roster.json is not a roster", detail={"field": "roster"}
+        ) from None
     return Roster(verdict.manifest_digest, listed, "anchored", verdict.anchored_block)

@@ -69,21 +69,29 @@ def client_for(tracking_uri: str | None) -> Any:
     from mlflow.exceptions import MlflowException
 
     if tracking_uri is not None and re.fullmatch(r"[A-Za-z0-9.-]+:\d+/?", tracking_uri):  # host:port, no scheme
-        raise BadInput(f"tracking URI {tracking_uri!r}: a server is http://HOST:PORT (hint: --tracking-uri"
-                       f" http://{tracking_uri.rstrip('/')})", detail={"field": "tracking_uri"})  # fmt: skip
+        raise BadInput(
+            f"tracking URI {tracking_uri!r}: a server is http://HOST:PORT (hint: --tracking-uri"
+            f" http://{tracking_uri.rstrip('/')})",
+            detail={"field": "tracking_uri"},
+        )
     for scheme in ("sqlite:///", "file://"):  # a local store: MLflow's client would create a missing one
         if tracking_uri is not None and tracking_uri.startswith(scheme):
             where = Path(tracking_uri.removeprefix(scheme).split("?")[0])
             if not where.exists():
-                raise BadInput(f"tracking URI {tracking_uri}: no MLflow store at {where}; nothing was created",
-                               detail={"field": "tracking_uri"})  # fmt: skip
+                raise BadInput(
+                    f"tracking URI {tracking_uri}: no MLflow store at {where}; nothing was created",
+                    detail={"field": "tracking_uri"},
+                )
     try:
         client = MlflowClient(tracking_uri)
         uri = str(client.tracking_uri)
     except MlflowException as exc:
         shown = endpoint_of(str(tracking_uri))
-        raise BadInput(f"tracking URI {shown}: MLflow cannot use it ({str(exc).splitlines()[0][:160]}); a server is"
-                       " http://HOST:PORT", detail={"field": "tracking_uri"}) from None  # fmt: skip
+        raise BadInput(
+            f"tracking URI {shown}: MLflow cannot use it ({str(exc).splitlines()[0][:160]}); a server is"
+            " http://HOST:PORT",
+            detail={"field": "tracking_uri"},
+        ) from None
     if uri.startswith(("http://", "https://")):
         _check_reachable(uri)
     return client
@@ -103,8 +111,10 @@ def _check_reachable(uri: str) -> None:
             answer.read(64)
     except urllib.error.HTTPError as exc:
         if exc.code >= 500:
-            raise TrackingUnreachable(f"MLflow tracking server {shown}: answered {exc.code}; nothing was read or"
-                                      " written", detail={"server": shown, "status": exc.code}) from None  # fmt: skip
+            raise TrackingUnreachable(
+                f"MLflow tracking server {shown}: answered {exc.code}; nothing was read or written",
+                detail={"server": shown, "status": exc.code},
+            ) from None
         # a 401/403/404 on /health: a proxy in front of the server; the client's own requests will say
     except (urllib.error.URLError, OSError) as exc:
         from anchor.chain.rpc import failure_words
@@ -115,8 +125,9 @@ def _check_reachable(uri: str) -> None:
             reason = getattr(cause, "strerror", None) or str(cause)  # a resolver's or an OS's own words
         raise TrackingUnreachable(
             f"MLflow tracking server {shown}: unreachable ({reason}); start it, or check --tracking-uri /"
-            " MLFLOW_TRACKING_URI", detail={"server": shown},
-        ) from None  # fmt: skip
+            " MLFLOW_TRACKING_URI",
+            detail={"server": shown},
+        ) from None
 
 
 def translated(exc: Exception, client: Any, what: str) -> AnchorError:
@@ -127,13 +138,15 @@ def translated(exc: Exception, client: Any, what: str) -> AnchorError:
 
     shown = endpoint_of(str(client.tracking_uri))
     if isinstance(exc, MlflowException) and exc.error_code in ("RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE"):
-        return BadInput(f"{what}: not found at the MLflow tracking server {shown}",
-                        detail={"field": "run_id", "server": shown})  # fmt: skip
+        return BadInput(
+            f"{what}: not found at the MLflow tracking server {shown}", detail={"field": "run_id", "server": shown}
+        )
     text = str(exc)
     status = re.search(r"\b(5\d\d)\b", text)
     why = f"answered {status.group(1)}" if status else "failed" if "Connection" not in text else "unreachable"
-    return TrackingUnreachable(f"MLflow tracking server {shown}: {what}: {why}; nothing was written to the run",
-                               detail={"server": shown})  # fmt: skip
+    return TrackingUnreachable(
+        f"MLflow tracking server {shown}: {what}: {why}; nothing was written to the run", detail={"server": shown}
+    )
 
 
 def get_run(client: Any, run_id: str) -> Any:
@@ -163,15 +176,20 @@ def files_below(lister: Any, owner: str, kind: str, folder: str | None, bound: i
                 f"{kind} {info.path} of {owner}: {size:,} bytes, past the bound of {bound:,}"
                 " (ANCHOR_MLFLOW_MAX_ARTIFACT_BYTES); nothing was downloaded or written",
                 detail={"field": "artifact", "artifact": info.path, "size": size, "bound": bound},
-            )  # fmt: skip
+            )
         found.append((info.path, size))
     return found
 
 
 def read_run(
-    client: Any, run_id: str, scratch: Path, *, max_artifact_bytes: int, progress: Progress | None = None,
+    client: Any,
+    run_id: str,
+    scratch: Path,
+    *,
+    max_artifact_bytes: int,
+    progress: Progress | None = None,
     run: Any = None,
-) -> RunRead:  # fmt: skip
+) -> RunRead:
     """Read run `run_id` whole (record and artifacts) and build its manifest; artifacts go to `scratch`
     (an empty directory the caller owns and removes)."""
     from anchor.manifest.exclude import Rules
@@ -181,10 +199,14 @@ def read_run(
     run = run or get_run(client, run_id)
     info, data = run.info, run.data
     try:
-        histories = [(key, m.step, m.timestamp, m.value) for key in sorted(data.metrics)
-                     for m in client.get_metric_history(run_id, key)]  # fmt: skip
-        files = files_below(lambda folder: client.list_artifacts(run_id, folder), f"run {run_id}", "artifact",
-                            None, max_artifact_bytes)  # fmt: skip
+        histories = [
+            (key, m.step, m.timestamp, m.value)
+            for key in sorted(data.metrics)
+            for m in client.get_metric_history(run_id, key)
+        ]
+        files = files_below(
+            lambda folder: client.list_artifacts(run_id, folder), f"run {run_id}", "artifact", None, max_artifact_bytes
+        )
         root = scratch / "artifacts"
         root.mkdir()
         tops = sorted({path.split("/", 1)[0] for path, _ in files})
@@ -199,15 +221,27 @@ def read_run(
     models = _logged_models(client, run, scratch / "models", max_artifact_bytes)
     commit = data.tags.get("mlflow.source.git.commit")
     manifest = MlflowRunManifest.of(
-        run_id=info.run_id, experiment_id=str(info.experiment_id), status=info.status,
+        run_id=info.run_id,
+        experiment_id=str(info.experiment_id),
+        status=info.status,
         start_time=int(info.start_time or 0),
         end_time=None if info.status in ("RUNNING", "SCHEDULED") or info.end_time is None else int(info.end_time),
-        params=dict(data.params), metrics=histories, tags=dict(data.tags),
-        source_commit=commit if commit and _COMMIT.match(commit) else None, artifacts=tree.summary(),
+        params=dict(data.params),
+        metrics=histories,
+        tags=dict(data.tags),
+        source_commit=commit if commit and _COMMIT.match(commit) else None,
+        artifacts=tree.summary(),
         logged_models=models,
-    )  # fmt: skip
-    return RunRead(manifest, tree, root, info.run_name or None, endpoint_of(str(client.tracking_uri)),
-                   dict(data.tags), str(info.lifecycle_stage or "active"))  # fmt: skip
+    )
+    return RunRead(
+        manifest,
+        tree,
+        root,
+        info.run_name or None,
+        endpoint_of(str(client.tracking_uri)),
+        dict(data.tags),
+        str(info.lifecycle_stage or "active"),
+    )
 
 
 def check_downloaded(root: Path, files: list[tuple[str, int]], what: str) -> None:
@@ -237,8 +271,13 @@ def _logged_models(client: Any, run: Any, scratch: Path, bound: int) -> list[dic
         models = []
         for model_id in sorted(found, key=lambda m: m.encode("utf-8")):
             model = found[model_id]
-            files = files_below(lambda folder, m=model_id: client.list_logged_model_artifacts(m, folder),
-                                f"logged model {model_id}", "file", None, bound)  # fmt: skip
+            files = files_below(
+                lambda folder, m=model_id: client.list_logged_model_artifacts(m, folder),
+                f"logged model {model_id}",
+                "file",
+                None,
+                bound,
+            )
             root = scratch / model_id
             root.mkdir(parents=True)
             # file by file from the model's own location: a `models:/` URI would be resolved through
@@ -267,8 +306,9 @@ def _search_models(client: Any, experiment_id: str, run_id: str) -> list[Any]:
     models: list[Any] = []
     token = None
     while True:
-        page = client.search_logged_models([experiment_id], filter_string=f"source_run_id = '{run_id}'",
-                                           max_results=100, page_token=token)  # fmt: skip
+        page = client.search_logged_models(
+            [experiment_id], filter_string=f"source_run_id = '{run_id}'", max_results=100, page_token=token
+        )
         models += list(page)
         token = page.token
         if not token:
@@ -283,14 +323,21 @@ def runs_of(client: Any, experiment: str) -> tuple[str, list[tuple[str, str]]]:
     try:
         found = client.get_experiment_by_name(experiment)
         if found is None:
-            raise BadInput(f"experiment {experiment!r}: not found at the MLflow tracking server"
-                           f" {endpoint_of(str(client.tracking_uri))}{_near_experiment(client, experiment)}",
-                           detail={"field": "experiment"})  # fmt: skip
+            raise BadInput(
+                f"experiment {experiment!r}: not found at the MLflow tracking server"
+                f" {endpoint_of(str(client.tracking_uri))}{_near_experiment(client, experiment)}",
+                detail={"field": "experiment"},
+            )
         runs: list[tuple[str, str]] = []
         token = None
         while True:
-            page = client.search_runs([found.experiment_id], run_view_type=ViewType.ALL, max_results=1000,
-                                      page_token=token, order_by=["attributes.start_time ASC"])  # fmt: skip
+            page = client.search_runs(
+                [found.experiment_id],
+                run_view_type=ViewType.ALL,
+                max_results=1000,
+                page_token=token,
+                order_by=["attributes.start_time ASC"],
+            )
             runs += [(r.info.run_id, str(r.info.lifecycle_stage)) for r in page]
             token = page.token
             if not token:

@@ -69,9 +69,14 @@ class SearchChampion:
     contract_digest: str
 
     def to_json(self) -> dict[str, object]:
-        return {"commit": self.commit, "researcher": self.researcher, "trials": self.trials,
-                "ledger_head": self.ledger_head, "ledger_length": self.ledger_length,
-                "contract_digest": self.contract_digest}  # fmt: skip
+        return {
+            "commit": self.commit,
+            "researcher": self.researcher,
+            "trials": self.trials,
+            "ledger_head": self.ledger_head,
+            "ledger_length": self.ledger_length,
+            "contract_digest": self.contract_digest,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,21 +129,47 @@ class ModelVerification:
     """A research champion's ledger head and trial count, the head's checkpoint record read from the chain."""
 
     def to_json(self) -> dict[str, object]:
-        return {"uri": self.uri, "model": self.model, "version": self.version, "model_id": self.model_id,
-                "files": self.files, "promotion_digest": self.promotion_digest,
-                "promotion_block": self.promotion_block, "promotion_tx": self.promotion_tx,
-                "promoted_by": self.promoted_by, "alias": self.alias, "previous": self.previous,
-                "history": self.history, "research": self.research, "run": self.run.to_json()}  # fmt: skip
+        return {
+            "uri": self.uri,
+            "model": self.model,
+            "version": self.version,
+            "model_id": self.model_id,
+            "files": self.files,
+            "promotion_digest": self.promotion_digest,
+            "promotion_block": self.promotion_block,
+            "promotion_tx": self.promotion_tx,
+            "promoted_by": self.promoted_by,
+            "alias": self.alias,
+            "previous": self.previous,
+            "history": self.history,
+            "research": self.research,
+            "run": self.run.to_json(),
+        }
 
 
 def promotion_record(
-    model: str, version: str, alias: str | None, run_id: str, run_digest: str, model_id: str,
-    previous: dict[str, Any] | None, research: SearchChampion | None,
-) -> dict[str, Any]:  # fmt: skip
+    model: str,
+    version: str,
+    alias: str | None,
+    run_id: str,
+    run_digest: str,
+    model_id: str,
+    previous: dict[str, Any] | None,
+    research: SearchChampion | None,
+) -> dict[str, Any]:
     """The promotion record as `promote` writes it (its digest is the lineage record's commit)."""
-    return {"kind": "anchor.mlflow.promotion", "version": 2, "model": model, "model_version": version,
-            "alias": alias, "run_id": run_id, "run_manifest_digest": run_digest, "model_id": model_id,
-            "previous": previous, "research": None if research is None else research.to_json()}  # fmt: skip
+    return {
+        "kind": "anchor.mlflow.promotion",
+        "version": 2,
+        "model": model,
+        "model_version": version,
+        "alias": alias,
+        "run_id": run_id,
+        "run_manifest_digest": run_digest,
+        "model_id": model_id,
+        "previous": previous,
+        "research": None if research is None else research.to_json(),
+    }
 
 
 def record_digest(folder: Path) -> str:
@@ -178,11 +209,19 @@ def _mlflow_error(exc: Exception, code: str) -> bool:
 
 
 def promote(
-    model: str, run_id: str, *, alias: str | None = None, model_id: str | None = None,
-    tracking_uri: str | None = None, settings: Settings | None = None, verifier: Verifier | None = None,
-    stamper: Stamper | None = None, services: list[str] | None = None, policy: Policy | None = None,
+    model: str,
+    run_id: str,
+    *,
+    alias: str | None = None,
+    model_id: str | None = None,
+    tracking_uri: str | None = None,
+    settings: Settings | None = None,
+    verifier: Verifier | None = None,
+    stamper: Stamper | None = None,
+    services: list[str] | None = None,
+    policy: Policy | None = None,
     research: SearchChampion | None = None,
-) -> Promoted:  # fmt: skip
+) -> Promoted:
     """Verify run `run_id` (raises the typed error of the first check that fails: nothing is written),
     then register its logged model (`model_id`, or its only one) as a version of `model`, tag the version
     with the run's manifest digest, anchor the promotion as a lineage record (its parent the promotion
@@ -198,12 +237,17 @@ def promote(
     verdict = verify_run(run_id, tracking_uri=tracking_uri, verifier=verifier, settings=settings, policy=policy)
     models = [m["model_id"] for m in _anchored_models(verdict)]
     if model_id is None and len(models) != 1:
-        raise BadInput(f"run {run_id} has {len(models)} logged models anchored ({', '.join(models) or 'none'}):"
-                       " name one (--model-id)", detail={"field": "model_id"})  # fmt: skip
+        raise BadInput(
+            f"run {run_id} has {len(models)} logged models anchored ({', '.join(models) or 'none'}):"
+            " name one (--model-id)",
+            detail={"field": "model_id"},
+        )
     chosen = model_id or models[0]
     if chosen not in models:
-        raise BadInput(f"logged model {chosen}: not among run {run_id}'s anchored models ({', '.join(models)})",
-                       detail={"field": "model_id"})  # fmt: skip
+        raise BadInput(
+            f"logged model {chosen}: not among run {run_id}'s anchored models ({', '.join(models)})",
+            detail={"field": "model_id"},
+        )
     client = client_for(tracking_uri)
     digest = verdict.verification.manifest_digest
     own = stamper or Stamper.from_settings(settings, services)
@@ -215,7 +259,8 @@ def promote(
                 previous = client.get_model_version_by_alias(model, alias)
             except Exception as exc:  # noqa: BLE001 - no such model or alias yet
                 if not _mlflow_error(exc, "RESOURCE_DOES_NOT_EXIST") and not _mlflow_error(
-                        exc, "INVALID_PARAMETER_VALUE"):  # fmt: skip
+                    exc, "INVALID_PARAMETER_VALUE"
+                ):
                     raise
         try:
             client.create_registered_model(model)
@@ -224,15 +269,21 @@ def promote(
                 raise
         tags = {TAG_RUN: run_id, TAG_DIGEST: digest, TAG_MODEL: chosen, TAG_TX: verdict.verification.tx_hash}
         if research is not None:
-            tags |= {TAG_LEDGER_HEAD: research.ledger_head, TAG_TRIALS: str(research.trials),
-                     TAG_COMMIT: research.commit}  # fmt: skip
-        version = client.create_model_version(model, source=f"models:/{chosen}", run_id=run_id, tags=tags,
-                                              model_id=chosen)  # fmt: skip
+            tags |= {
+                TAG_LEDGER_HEAD: research.ledger_head,
+                TAG_TRIALS: str(research.trials),
+                TAG_COMMIT: research.commit,
+            }
+        version = client.create_model_version(
+            model, source=f"models:/{chosen}", run_id=run_id, tags=tags, model_id=chosen
+        )
         number = str(version.version)
         before = None
         if previous is not None:
-            before = {"model_version": str(previous.version),
-                      "promotion_digest": (previous.tags or {}).get(TAG_PROMOTION)}  # fmt: skip
+            before = {
+                "model_version": str(previous.version),
+                "promotion_digest": (previous.tags or {}).get(TAG_PROMOTION),
+            }
         record = promotion_record(model, number, alias, run_id, digest, chosen, before, research)
         with scratch_dir() as tmp:
             tree = Path(tmp) / "promotion"
@@ -258,15 +309,32 @@ def promote(
     finally:
         if stamper is None:
             own.close()
-    return Promoted(model, number, alias, run_id, chosen, digest, verdict.verification.anchored_block, promotion,
-                    written.block, None if previous is None else str(previous.version), written.researcher,
-                    written.tx_hash, record["research"])  # fmt: skip
+    return Promoted(
+        model,
+        number,
+        alias,
+        run_id,
+        chosen,
+        digest,
+        verdict.verification.anchored_block,
+        promotion,
+        written.block,
+        None if previous is None else str(previous.version),
+        written.researcher,
+        written.tx_hash,
+        record["research"],
+    )
 
 
 def verify_model(
-    uri: str, *, tracking_uri: str | None = None, policy: Policy | None = None, verifier: Verifier | None = None,
-    settings: Settings | None = None, require: str = "any",
-) -> ModelVerification:  # fmt: skip
+    uri: str,
+    *,
+    tracking_uri: str | None = None,
+    policy: Policy | None = None,
+    verifier: Verifier | None = None,
+    settings: Settings | None = None,
+    require: str = "any",
+) -> ModelVerification:
     """The verdict on `models:/NAME@ALIAS` or `models:/NAME/VERSION`: the version resolved, refused when
     it carries no proof (`NotAnchored`: registered without `promote`), its run verified (`verify_run`),
     the version's digest tag compared with the run's proof, and the version's own files with the
@@ -286,11 +354,15 @@ def verify_model(
     shown = f"{uri} (version {version.version})" if alias else uri
     tags = dict(version.tags or {})
     if TAG_DIGEST not in tags or TAG_RUN not in tags:
-        raise NotAnchored(f"{shown}: registered without `anchor mlflow promote`: the version carries no proof"
-                          f" (run {version.run_id or 'none'}, source {version.source}); promote a verified run"
-                          " instead", detail={"model": name, "version": str(version.version)})  # fmt: skip
-    run = verify_run(tags[TAG_RUN], tracking_uri=tracking_uri, policy=policy, verifier=verifier, settings=settings,
-                     require=require)  # fmt: skip
+        raise NotAnchored(
+            f"{shown}: registered without `anchor mlflow promote`: the version carries no proof"
+            f" (run {version.run_id or 'none'}, source {version.source}); promote a verified run"
+            " instead",
+            detail={"model": name, "version": str(version.version)},
+        )
+    run = verify_run(
+        tags[TAG_RUN], tracking_uri=tracking_uri, policy=policy, verifier=verifier, settings=settings, require=require
+    )
     if run.verification.manifest_digest != tags[TAG_DIGEST]:
         raise Tampered(
             f"{shown}: its tag names proof {tags[TAG_DIGEST]}, the run's proof is {run.verification.manifest_digest}",
@@ -299,28 +371,39 @@ def verify_model(
     anchored = {m["model_id"]: m for m in _anchored_models(run)}
     model_id = tags.get(TAG_MODEL) or str(version.model_id or "")
     if model_id not in anchored:
-        raise Tampered(f"{shown}: logged model {model_id or 'none'} is not among run {run.run_id}'s anchored"
-                       " models", detail={"model": name, "version": str(version.version)})  # fmt: skip
+        raise Tampered(
+            f"{shown}: logged model {model_id or 'none'} is not among run {run.run_id}'s anchored models",
+            detail={"model": name, "version": str(version.version)},
+        )
     files = _version_files(client, name, str(version.version))
     expected = anchored[model_id]["files"]
     changes = file_changes(f"registered version {version.version}: ", expected, files)
     if changes:
-        raise Tampered(f"{shown}: its files differ from logged model {model_id} as run {run.run_id} anchored it"
-                       f" ({len(changes)} change{'s' if len(changes) != 1 else ''})",
-                       detail={"model": name, "version": str(version.version), "changes": changes})  # fmt: skip
+        raise Tampered(
+            f"{shown}: its files differ from logged model {model_id} as run {run.run_id} anchored it"
+            f" ({len(changes)} change{'s' if len(changes) != 1 else ''})",
+            detail={"model": name, "version": str(version.version), "changes": changes},
+        )
     promotion = _verified_promotion(client, run.run_id, name, str(version.version), tags, settings, policy)
     if alias is not None and promotion.get("alias") != alias:
         said = f"to @{promotion['alias']}" if promotion.get("alias") else "without an alias"
-        raise NotAnchored(f"{shown}: its anchored promotion ({promotion['promotion_digest']}) is {said}, not"
-                          f" @{alias}: the alias was moved to it without `anchor mlflow promote`",
-                          detail={"model": name, "version": str(version.version), "alias": alias})  # fmt: skip
+        raise NotAnchored(
+            f"{shown}: its anchored promotion ({promotion['promotion_digest']}) is {said}, not"
+            f" @{alias}: the alias was moved to it without `anchor mlflow promote`",
+            detail={"model": name, "version": str(version.version), "alias": alias},
+        )
     return ModelVerification(uri, name, str(version.version), run, model_id, len(files), **promotion)
 
 
 def _verified_promotion(
-    client: Any, run_id: str, name: str, version: str, tags: dict[str, str], settings: Settings,
+    client: Any,
+    run_id: str,
+    name: str,
+    version: str,
+    tags: dict[str, str],
+    settings: Settings,
     policy: Policy | None,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """The promotion record the version's tag names, read from its run, its digest recomputed here and
     its fields held to this version; its lineage record read from the chain (by the expected submitter,
     when the policy names one), the promotions before it walked through their parents, and a research
@@ -331,17 +414,21 @@ def _verified_promotion(
     digest = tags.get(TAG_PROMOTION)
     where = f"{PROOF_FOLDER}/promotions/{name}/{version}"
     if digest is None:
-        raise NotAnchored(f"models:/{name}/{version}: registered by `anchor mlflow promote`, but its promotion was"
-                          " never anchored (no tag anchor.promotion_digest): promote the run again",
-                          detail={"model": name, "version": version})  # fmt: skip
+        raise NotAnchored(
+            f"models:/{name}/{version}: registered by `anchor mlflow promote`, but its promotion was"
+            " never anchored (no tag anchor.promotion_digest): promote the run again",
+            detail={"model": name, "version": version},
+        )
     with scratch_dir() as tmp:
         tree = Path(tmp) / "promotion"
         tree.mkdir()
         try:
             names = {Path(info.path).name for info in client.list_artifacts(run_id, where)}
             if PROMOTION_FILE not in names:
-                raise Tampered(f"models:/{name}/{version}: its promotion record {digest} is not in run {run_id}"
-                               f" ({where})", detail={"model": name, "version": version})  # fmt: skip
+                raise Tampered(
+                    f"models:/{name}/{version}: its promotion record {digest} is not in run {run_id} ({where})",
+                    detail={"model": name, "version": version},
+                )
             client.download_artifacts(run_id, f"{where}/{PROMOTION_FILE}", str(tree))
         except AnchorError:
             raise
@@ -352,29 +439,44 @@ def _verified_promotion(
     said = {"model": name, "model_version": version, "run_id": run_id, "run_manifest_digest": tags.get(TAG_DIGEST)}
     wrong = [f"{k} {record.get(k)!r} (the version says {v!r})" for k, v in said.items() if record.get(k) != v]
     if found != digest.lower() or wrong or not isinstance(record, dict):
-        raise Tampered(f"models:/{name}/{version}: its promotion record is not this version's: "
-                       + (", ".join(wrong) or f"it hashes to {found}, the tag names {digest}"),
-                       detail={"model": name, "version": version})  # fmt: skip
+        raise Tampered(
+            f"models:/{name}/{version}: its promotion record is not this version's: "
+            + (", ".join(wrong) or f"it hashes to {found}, the tag names {digest}"),
+            detail={"model": name, "version": version},
+        )
     previous = record.get("previous") if isinstance(record.get("previous"), dict) else None
     registry = open_registry(settings, open_chain(settings))
     expected = policy.expect_submitter if policy is not None else None
-    fields = lineage_fields(digest, None if previous is None else previous.get("promotion_digest"),
-                            record["run_manifest_digest"])  # fmt: skip
+    fields = lineage_fields(
+        digest, None if previous is None else previous.get("promotion_digest"), record["run_manifest_digest"]
+    )
     mine = _promotion_on_chain(registry, fields, f"models:/{name}/{version}", expected)
     history = promotion_history(registry, fields[1])
     research = record.get("research")
     if isinstance(research, dict):
         # the version's tags are what the MLflow UI shows: each must say what the anchored record binds
-        bound = {TAG_LEDGER_HEAD: research.get("ledger_head"), TAG_TRIALS: str(research.get("trials")),
-                 TAG_COMMIT: research.get("commit")}  # fmt: skip
+        bound = {
+            TAG_LEDGER_HEAD: research.get("ledger_head"),
+            TAG_TRIALS: str(research.get("trials")),
+            TAG_COMMIT: research.get("commit"),
+        }
         off = [f"{k} {tags.get(k)!r} (anchored: {v!r})" for k, v in bound.items() if tags.get(k) != v]
         if off:
-            raise Tampered(f"models:/{name}/{version}: its tags are not its anchored promotion's: {', '.join(off)}",
-                           detail={"model": name, "version": version, "changes": off})  # fmt: skip
+            raise Tampered(
+                f"models:/{name}/{version}: its tags are not its anchored promotion's: {', '.join(off)}",
+                detail={"model": name, "version": version, "changes": off},
+            )
         research = {**research, **_ledger_head_on_chain(registry, research, f"models:/{name}/{version}")}
-    return {"promotion_digest": digest, "promotion_block": mine.block_number, "previous": previous,
-            "promoted_by": mine.researcher, "promotion_tx": mine.tx_hash, "alias": record.get("alias"),
-            "history": history, "research": research if isinstance(research, dict) else None}  # fmt: skip
+    return {
+        "promotion_digest": digest,
+        "promotion_block": mine.block_number,
+        "previous": previous,
+        "promoted_by": mine.researcher,
+        "promotion_tx": mine.tx_hash,
+        "alias": record.get("alias"),
+        "history": history,
+        "research": research if isinstance(research, dict) else None,
+    }
 
 
 def _promotion_on_chain(
@@ -387,23 +489,34 @@ def _promotion_on_chain(
         theirs = [r.researcher for r in records]
         records = [r for r in records if r.researcher.lower() == expected.lower()]
         if not records and theirs:
-            raise PolicyMismatch(f"{shown}: its promotion was anchored by {', '.join(theirs)}, not by {expected}",
-                                 detail={"promoted_by": theirs, "expected": expected})  # fmt: skip
+            raise PolicyMismatch(
+                f"{shown}: its promotion was anchored by {', '.join(theirs)}, not by {expected}",
+                detail={"promoted_by": theirs, "expected": expected},
+            )
     if not records:
-        raise NotAnchored(f"{shown}: its promotion 0x{fields[0].hex()} is not on chain (relayed through a service"
-                          " and not mined yet, or never sent): `anchor lookup` it later",
-                          detail={"promotion_digest": "0x" + fields[0].hex()})  # fmt: skip
+        raise NotAnchored(
+            f"{shown}: its promotion 0x{fields[0].hex()} is not on chain (relayed through a service"
+            " and not mined yet, or never sent): `anchor lookup` it later",
+            detail={"promotion_digest": "0x" + fields[0].hex()},
+        )
     if records[0].retracted_block:
         from anchor.errors import Retracted
 
-        raise Retracted(f"{shown}: its promotion was retracted in block {records[0].retracted_block} by"
-                        f" {records[0].researcher}", detail={"promotion_digest": "0x" + fields[0].hex()})  # fmt: skip
+        raise Retracted(
+            f"{shown}: its promotion was retracted in block {records[0].retracted_block} by {records[0].researcher}",
+            detail={"promotion_digest": "0x" + fields[0].hex()},
+        )
     return min(records, key=lambda r: r.block_number)
 
 
 def _fields_of(record: LineageRecord) -> tuple[bytes, bytes, bytes, bytes, bool]:
-    return (bytes.fromhex(record.commit[2:]), bytes.fromhex(record.parent[2:]), bytes.fromhex(record.diff_hash[2:]),
-            bytes.fromhex(record.metric_hash[2:]), record.kept)  # fmt: skip
+    return (
+        bytes.fromhex(record.commit[2:]),
+        bytes.fromhex(record.parent[2:]),
+        bytes.fromhex(record.diff_hash[2:]),
+        bytes.fromhex(record.metric_hash[2:]),
+        record.kept,
+    )
 
 
 def promotion_history(registry: Registry, parent: bytes) -> list[dict[str, Any]]:
@@ -418,9 +531,16 @@ def promotion_history(registry: Registry, parent: bytes) -> list[dict[str, Any]]
             history.append({"promotion_digest": "0x" + parent.hex(), "on_chain": False})
             break
         record = min(found, key=lambda r: r.block_number)
-        history.append({"promotion_digest": record.commit, "on_chain": True, "block": record.block_number,
-                        "promoted_by": record.researcher, "run_manifest_digest": record.metric_hash,
-                        "tx": record.tx_hash})  # fmt: skip
+        history.append(
+            {
+                "promotion_digest": record.commit,
+                "on_chain": True,
+                "block": record.block_number,
+                "promoted_by": record.researcher,
+                "run_manifest_digest": record.metric_hash,
+                "tx": record.tx_hash,
+            }
+        )
         parent = bytes.fromhex(record.parent[2:])
     return history
 
@@ -433,15 +553,28 @@ def _ledger_head_on_chain(registry: Registry, research: dict[str, Any], shown: s
 
     head = parse_hex32(str(research.get("ledger_head")), "ledger_head")
     contract = "0x" + str(research.get("contract_digest", "")).lower().removeprefix("0x")
-    found = [r for r in registry.lineages(head) if r.diff_hash == "0x" + LEDGER_TAG.hex() and r.parent == contract
-             and int(r.metric_hash[-16:], 16) == int(research.get("ledger_length", -1))]  # fmt: skip
+    found = [
+        r
+        for r in registry.lineages(head)
+        if r.diff_hash == "0x" + LEDGER_TAG.hex()
+        and r.parent == contract
+        and int(r.metric_hash[-16:], 16) == int(research.get("ledger_length", -1))
+    ]
     if not found:
-        raise NotAnchored(f"{shown}: the ledger head {head.hex()[:16]}… its research champion names (length"
-                          f" {research.get('ledger_length')}) has no checkpoint record on chain",
-                          detail={"ledger_head": head.hex()})  # fmt: skip
+        raise NotAnchored(
+            f"{shown}: the ledger head {head.hex()[:16]}… its research champion names (length"
+            f" {research.get('ledger_length')}) has no checkpoint record on chain",
+            detail={"ledger_head": head.hex()},
+        )
     record = min(found, key=lambda r: r.block_number)
-    return {"ledger_on_chain": {"block": record.block_number, "researcher": record.researcher, "tx": record.tx_hash,
-                                "length": int(record.metric_hash[-16:], 16)}}  # fmt: skip
+    return {
+        "ledger_on_chain": {
+            "block": record.block_number,
+            "researcher": record.researcher,
+            "tx": record.tx_hash,
+            "length": int(record.metric_hash[-16:], 16),
+        }
+    }
 
 
 def _version_files(client: Any, name: str, version: str) -> list[ListedFile]:
@@ -456,8 +589,9 @@ def _version_files(client: Any, name: str, version: str) -> list[ListedFile]:
     try:
         location = client.get_model_version_download_uri(name, version)
         store: Any = get_artifact_repository(str(location), tracking_uri=str(client.tracking_uri))
-        listed = files_below(store.list_artifacts, f"registered model {name} version {version}", "file", None,
-                             max_artifact_bytes())  # fmt: skip
+        listed = files_below(
+            store.list_artifacts, f"registered model {name} version {version}", "file", None, max_artifact_bytes()
+        )
         with scratch_dir() as tmp:
             root = Path(tmp)
             for path, _ in listed:
@@ -481,8 +615,9 @@ def read_promotion(registry: Registry, digest: bytes, kept: Path | None = None) 
     tag = "0x" + PROMOTION_TAG.hex()
     found = [r for r in registry.lineages(digest) if r.diff_hash == tag]
     if not found:
-        raise NotAnchored(f"no model promotion 0x{digest.hex()} on chain",
-                          detail={"promotion_digest": "0x" + digest.hex()})  # fmt: skip
+        raise NotAnchored(
+            f"no model promotion 0x{digest.hex()} on chain", detail={"promotion_digest": "0x" + digest.hex()}
+        )
     body, problem = None, None
     if kept is not None and kept.is_file():
         with scratch_dir() as tmp:
@@ -497,8 +632,11 @@ def read_promotion(registry: Registry, digest: bytes, kept: Path | None = None) 
                 body, problem = None, "the record kept here does not hash to this digest: not shown"
     if body is not None:  # the record that counts is the one `verify_model` takes: its fields the body's
         previous = body.get("previous") if isinstance(body.get("previous"), dict) else None
-        fields = lineage_fields("0x" + digest.hex(), None if previous is None else previous.get("promotion_digest"),
-                                str(body.get("run_manifest_digest")))  # fmt: skip
+        fields = lineage_fields(
+            "0x" + digest.hex(),
+            None if previous is None else previous.get("promotion_digest"),
+            str(body.get("run_manifest_digest")),
+        )
         matching = [r for r in found if _fields_of(r) == fields]
         if matching:
             found = matching
@@ -513,8 +651,12 @@ def read_promotion(registry: Registry, digest: bytes, kept: Path | None = None) 
         except AnchorError as exc:
             research = {**research, "ledger_problem": exc.message}
     return {
-        "digest": record.commit, "record": record, "others": [r for r in found if r is not record],
+        "digest": record.commit,
+        "record": record,
+        "others": [r for r in found if r is not record],
         "history": promotion_history(registry, bytes.fromhex(record.parent[2:])),
         "later": [{"promotion_digest": r.commit, "block": r.block_number, "promoted_by": r.researcher} for r in later],
-        "promotion": body, "problem": problem, "research": research if isinstance(research, dict) else None,
-    }  # fmt: skip
+        "promotion": body,
+        "problem": problem,
+        "research": research if isinstance(research, dict) else None,
+    }

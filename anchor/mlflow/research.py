@@ -64,19 +64,37 @@ class SearchLogged:
 
     def to_json(self) -> dict[str, object]:
         promoted = self.promoted
-        return {"experiment": self.experiment, "experiment_id": self.experiment_id, "logged": self.logged,
-                "already": self.already, "trials": self.trials, "champion_run": self.champion_run,
-                "champion_manifest_digest": self.stamped.digest,
-                "promoted": None if promoted is None else {
-                    "model": promoted.model, "version": promoted.version, "alias": promoted.alias,
-                    "promotion_digest": promoted.promotion_digest,
-                    "promotion_block": promoted.promotion_block}}  # fmt: skip
+        return {
+            "experiment": self.experiment,
+            "experiment_id": self.experiment_id,
+            "logged": self.logged,
+            "already": self.already,
+            "trials": self.trials,
+            "champion_run": self.champion_run,
+            "champion_manifest_digest": self.stamped.digest,
+            "promoted": None
+            if promoted is None
+            else {
+                "model": promoted.model,
+                "version": promoted.version,
+                "alias": promoted.alias,
+                "promotion_digest": promoted.promotion_digest,
+                "promotion_block": promoted.promotion_block,
+            },
+        }
 
 
 def log_search(
-    workdir: Path, repo: Path, name: str, *, tracking_uri: str | None = None, alias: str = "champion",
-    settings: Settings | None = None, stamper: Stamper | None = None, services: list[str] | None = None,
-) -> SearchLogged:  # fmt: skip
+    workdir: Path,
+    repo: Path,
+    name: str,
+    *,
+    tracking_uri: str | None = None,
+    alias: str = "champion",
+    settings: Settings | None = None,
+    stamper: Stamper | None = None,
+    services: list[str] | None = None,
+) -> SearchLogged:
     """Log the search in `workdir` (its ledger verified first) to MLflow experiment `name`, and promote
     its champion (the best researcher's last kept attempt) as `name@alias`. `repo`: the git repository
     the search ran in (the champion's files are read at its commit)."""
@@ -108,12 +126,26 @@ def log_search(
     except Exception as exc:  # noqa: BLE001 - MLflow's and requests' errors alike, typed
         raise translated(exc, client, f"experiment {name}") from None
     stamped = stamp_run(run_id, tracking_uri=tracking_uri, settings=settings, stamper=stamper, services=services)
-    research = SearchChampion(champion["commit"], champion["researcher"], len(attempts), head["head"],
-                              head["entries"], champion["contract_digest"])  # fmt: skip
+    research = SearchChampion(
+        champion["commit"],
+        champion["researcher"],
+        len(attempts),
+        head["head"],
+        head["entries"],
+        champion["contract_digest"],
+    )
     promoted = None
     if not done:
-        promoted = promote(name, run_id, alias=alias, tracking_uri=tracking_uri, settings=settings, stamper=stamper,
-                           services=services, research=research)  # fmt: skip
+        promoted = promote(
+            name,
+            run_id,
+            alias=alias,
+            tracking_uri=tracking_uri,
+            settings=settings,
+            stamper=stamper,
+            services=services,
+            research=research,
+        )
         client.set_tag(run_id, "anchor.research.promoted_at_head", head["head"])
     return SearchLogged(name, experiment_id, new, len(attempts) - new, len(attempts), run_id, stamped, promoted)
 
@@ -158,11 +190,17 @@ def _logged(client: Any, experiment_id: str) -> dict[str, str]:
 def _log_attempt(client: Any, experiment_id: str, row: LedgerRow, trial: int) -> str:
     """One attempt as a finished run: its ledger entry's ids as tags (bound by a stamp), its metric."""
     tags = {
-        TAG_DIGEST: row["attempt_digest"], "research.commit": row["commit"], "research.parent": row["parent"],
-        "research.researcher": row["researcher"], "research.ledger_seq": str(row["seq"]),
-        "research.trial": str(trial), "research.status": row["status"], "research.kept": str(bool(row["kept"])).lower(),
-        "research.contract_digest": row["contract_digest"], "mlflow.runName": f"{row['researcher']} trial {trial}",
-    }  # fmt: skip
+        TAG_DIGEST: row["attempt_digest"],
+        "research.commit": row["commit"],
+        "research.parent": row["parent"],
+        "research.researcher": row["researcher"],
+        "research.ledger_seq": str(row["seq"]),
+        "research.trial": str(trial),
+        "research.status": row["status"],
+        "research.kept": str(bool(row["kept"])).lower(),
+        "research.contract_digest": row["contract_digest"],
+        "mlflow.runName": f"{row['researcher']} trial {trial}",
+    }
     run = client.create_run(experiment_id, tags=tags)
     run_id = str(run.info.run_id)
     metric = row.get("metric")
@@ -187,16 +225,19 @@ def _champion_run(client: Any, experiment_id: str, run_id: str, champion: Ledger
         files = Path(tmp) / "model"
         files.mkdir()
         for path in editable:
-            shown = subprocess.run(["git", "-C", str(repo), "show", f"{champion['commit']}:{path}"],
-                                   capture_output=True, check=False)  # fmt: skip
+            shown = subprocess.run(
+                ["git", "-C", str(repo), "show", f"{champion['commit']}:{path}"], capture_output=True, check=False
+            )
             if shown.returncode == 0:
                 target = files / path
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(shown.stdout)
         if not any(files.rglob("*")):
-            raise BadInput(f"the champion {champion['commit'][:12]}: none of the contract's editable files"
-                           f" ({', '.join(editable) or 'none'}) is in {repo} at that commit",
-                           detail={"field": "repo"})  # fmt: skip
+            raise BadInput(
+                f"the champion {champion['commit'][:12]}: none of the contract's editable files"
+                f" ({', '.join(editable) or 'none'}) is in {repo} at that commit",
+                detail={"field": "repo"},
+            )
         model = client.create_logged_model(experiment_id, name=CHAMPION_MODEL_NAME, source_run_id=run_id)
         client.log_model_artifacts(model.model_id, str(files))
         client.finalize_logged_model(model.model_id, "READY")

@@ -26,9 +26,18 @@ if TYPE_CHECKING:
     from anchor.proof.receipt import Receipt
 
 __all__ = [
-    "BatchPath", "ChainAnchor", "FileInclusion", "ListedFile", "PendingProof", "ProofFile", "Receipt", "Sealed",
-    "SealedState", "ServiceAnchor", "load",
-]  # fmt: skip
+    "BatchPath",
+    "ChainAnchor",
+    "FileInclusion",
+    "ListedFile",
+    "PendingProof",
+    "ProofFile",
+    "Receipt",
+    "Sealed",
+    "SealedState",
+    "ServiceAnchor",
+    "load",
+]
 
 _FROM = {
     "Receipt": "anchor.proof.receipt:Receipt",

@@ -145,8 +145,9 @@ class ProofFile(Record):
 
     def with_anchor(self, chosen: ServiceAnchor) -> ProofFile:
         """This proof as a single-anchor proof of `chosen` (what the chain steps of verify check)."""
-        return self.model_copy(update={"batch": chosen.batch, "anchor": chosen.anchor, "service": chosen.service,
-                                       "anchors": None})  # fmt: skip
+        return self.model_copy(
+            update={"batch": chosen.batch, "anchor": chosen.anchor, "service": chosen.service, "anchors": None}
+        )
 
     def _filetree(self) -> FileTreeManifest | None:
         """The full listing, when this proof carries one (a whole-tree proof)."""
@@ -186,10 +187,16 @@ class PendingProof(Record):
     def anchored(self, by: ServiceAnchor) -> ProofFile:
         """This manifest, its listing and its receipts, with `by` as its (first) anchor."""
         return ProofFile(
-            manifest=self.manifest, annotations=self.annotations, files=self.files,
-            manifest_digest=self.manifest_digest, batch=by.batch, anchor=by.anchor, service=by.service,
-            receipts=self.receipts or None, unreached=self.unreached,
-        )  # fmt: skip
+            manifest=self.manifest,
+            annotations=self.annotations,
+            files=self.files,
+            manifest_digest=self.manifest_digest,
+            batch=by.batch,
+            anchor=by.anchor,
+            service=by.service,
+            receipts=self.receipts or None,
+            unreached=self.unreached,
+        )
 
     def _filetree(self) -> FileTreeManifest | None:
         """The full listing, as `ProofFile.filetree` reads it."""
@@ -365,11 +372,15 @@ def check_output_path(
     if path.is_symlink():  # written through, it would replace whatever it points to
         from anchor.errors import UnsafePath
 
-        raise UnsafePath(f"out {str(path)!r}: a symbolic link; refusing to write through it",
-                         detail={"field": "out", "path": str(path)})  # fmt: skip
+        raise UnsafePath(
+            f"out {str(path)!r}: a symbolic link; refusing to write through it",
+            detail={"field": "out", "path": str(path)},
+        )
     if only_over_a_proof and path.exists() and not _holds_a_proof(path):
-        raise BadInput(f"out {str(path)!r}: exists and is not a proof; not overwritten (choose another out, or"
-                       " remove it)", detail={"field": "out", "inputs": ["out"]})  # fmt: skip
+        raise BadInput(
+            f"out {str(path)!r}: exists and is not a proof; not overwritten (choose another out, or remove it)",
+            detail={"field": "out", "inputs": ["out"]},
+        )
     _try_writing_beside(path)
 
 
@@ -420,5 +431,6 @@ def _try_writing_beside(path: Path) -> None:
     except OSError as exc:
         from anchor.files import storage_error
 
-        raise storage_error(exc, path) or BadInput(f"out {str(path)!r}: cannot be written there ({exc.strerror})",
-                                                   detail={"field": "out"}) from None  # fmt: skip
+        raise storage_error(exc, path) or BadInput(
+            f"out {str(path)!r}: cannot be written there ({exc.strerror})", detail={"field": "out"}
+        ) from None

@@ -26,8 +26,10 @@ def beside(path: Path, suffix: str) -> Path:
         if not path.name:
             from anchor.errors import BadInput
 
-            raise BadInput(f"{path}: the root of the filesystem has no folder beside it to hold what is written"
-                           " of it", detail={"path": str(path)})  # fmt: skip
+            raise BadInput(
+                f"{path}: the root of the filesystem has no folder beside it to hold what is written of it",
+                detail={"path": str(path)},
+            )
     return path.with_name(path.name + suffix)
 
 
@@ -111,8 +113,14 @@ def require_proof(path: Path, give_proof: str = "give it with --proof FILE") -> 
         subject = path.with_name(path.name.removesuffix(".anchor.json"))  # a proof named: hint at its subject
         hint = (did_you_mean_path(subject) if subject != path else "") or did_you_mean_path(path)
         raise BadInput(f"{path}: no such file or folder{hint}", detail={"path": str(path)})
-    stamped = next((folder for folder in list(path.resolve().parents)[:16]
-                    if folder.name and default_proof_path(folder).is_file()), None)  # fmt: skip
+    stamped = next(
+        (
+            folder
+            for folder in list(path.resolve().parents)[:16]
+            if folder.name and default_proof_path(folder).is_file()
+        ),
+        None,
+    )
     if stamped is not None:
         shown = os.path.relpath(stamped) if not path.is_absolute() else str(stamped)
         raise NotAnchored(

@@ -57,8 +57,15 @@ def typed_data(chain_id: int, registry: str, digest: str, accepted_at: int, serv
     """The full EIP-712 message (what `cast wallet sign --data` and wallets take)."""
     from anchor.manifest import eip712
 
-    return eip712.typed_data(RECEIPT_DOMAIN, RECEIPT_VERSION, chain_id, registry, "Receipt", RECEIPT_TYPE,
-                             _message(digest, accepted_at, service))  # fmt: skip
+    return eip712.typed_data(
+        RECEIPT_DOMAIN,
+        RECEIPT_VERSION,
+        chain_id,
+        registry,
+        "Receipt",
+        RECEIPT_TYPE,
+        _message(digest, accepted_at, service),
+    )
 
 
 def signing_hash(chain_id: int, registry: str, digest: str, accepted_at: int, service: str) -> bytes:
@@ -67,8 +74,15 @@ def signing_hash(chain_id: int, registry: str, digest: str, accepted_at: int, se
     bytes, and that cast signs the same hash)."""
     from anchor.manifest import eip712
 
-    return eip712.signing_hash(RECEIPT_DOMAIN, RECEIPT_VERSION, chain_id, registry, "Receipt", RECEIPT_TYPE,
-                               _message(digest, accepted_at, service))  # fmt: skip
+    return eip712.signing_hash(
+        RECEIPT_DOMAIN,
+        RECEIPT_VERSION,
+        chain_id,
+        registry,
+        "Receipt",
+        RECEIPT_TYPE,
+        _message(digest, accepted_at, service),
+    )
 
 
 def recover_receipt(receipt: Receipt) -> str:
@@ -77,8 +91,9 @@ def recover_receipt(receipt: Receipt) -> str:
     from anchor.manifest import eip712
 
     raw = bytes.fromhex(receipt.signature[2:])
-    hashed = signing_hash(receipt.chain_id, receipt.registry, receipt.manifest_digest, receipt.accepted_at,
-                          receipt.service)  # fmt: skip
+    hashed = signing_hash(
+        receipt.chain_id, receipt.registry, receipt.manifest_digest, receipt.accepted_at, receipt.service
+    )
     try:
         return eip712.recover(hashed, raw[64], raw[:32], raw[32:64])
     except ValueError as exc:

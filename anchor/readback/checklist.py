@@ -50,7 +50,7 @@ from anchor.proof.file import PendingProof, ProofFile, ServiceAnchor, load_proof
 from anchor.proof.receipt import Receipt, check_receipt
 from anchor.readback.forms import Proof
 from anchor.readback.quorum import down_once
-from anchor.readback.verdict_json import Quorum
+from anchor.readback.verdict_json import AnchorRow, PendingRow, Quorum
 from anchor.readback.verifier import PIN_FIELDS, Policy, Verification, _hex32, asserts, bundle_fields, files_in, weakest
 from anchor.settings.session import Settings
 
@@ -911,7 +911,7 @@ def counted(
     check_receipts(receipts, found.manifest_digest)
     in_file = found.all_anchors() if isinstance(found, ProofFile) else []
     infos, silent, fetched = services_asked(found, receipts, settings, in_file)
-    rows: list[dict[str, Any]] = []
+    rows: list[AnchorRow] = []
     verified: list[Verification] = []
     failures: list[AnchorError] = []
     seen: dict[tuple[int, str, str, str], str] = {}
@@ -919,7 +919,7 @@ def counted(
     held = {r.url for r in receipts}
     for anchor in [*in_file, *fetched]:
         single = found.with_anchor(anchor) if isinstance(found, ProofFile) else found.anchored(anchor)
-        row: dict[str, Any] = {
+        row: AnchorRow = {
             "service": anchor.service,
             "chain_id": anchor.anchor.chain_id,
             "registry": anchor.anchor.registry,
@@ -933,14 +933,16 @@ def counted(
             rows.append({**row, "ok": False, "error": exc.to_dict()})
             continue
         row.update(
-            ok=True,
-            chain_id=verdict.chain_id,
-            registry=verdict.registry,
-            submitter=verdict.submitter,
-            anchored_at=verdict.anchored_at,
-            block=verdict.anchored_block,
-            finality=verdict.finality,
-            tx_hash=verdict.tx_hash,
+            {
+                "ok": True,
+                "chain_id": verdict.chain_id,
+                "registry": verdict.registry,
+                "submitter": verdict.submitter,
+                "anchored_at": verdict.anchored_at,
+                "block": verdict.anchored_block,
+                "finality": verdict.finality,
+                "tx_hash": verdict.tx_hash,
+            }
         )
         key = (verdict.chain_id, verdict.registry.lower(), verdict.tx_hash.lower(), verdict.root.lower())
         if key in seen:  # a copy of one anchor under another name counts once
@@ -987,7 +989,7 @@ def one_anchor(
 def requirement_counted(
     proof: Proof,
     require: str,
-    rows: list[dict[str, Any]],
+    rows: list[AnchorRow],
     verified: list[Verification],
     failures: list[AnchorError],
     confirmed: set[str],
@@ -1079,7 +1081,7 @@ def _receipt_names(receipts: tuple[Receipt, ...], service: str, verdict: Verific
     )
 
 
-def _pending_row(receipt: Receipt) -> dict[str, Any]:
+def _pending_row(receipt: Receipt) -> PendingRow:
     when = datetime.fromtimestamp(receipt.accepted_at, UTC).isoformat(timespec="seconds")
     return {
         "service": receipt.url,

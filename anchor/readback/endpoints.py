@@ -29,8 +29,9 @@ def chain_id_of(url: str) -> int:
     try:
         found = int(str(rpc_call(url, "eth_chainId", timeout=5.0)), 16)
     except ChainUnreachable:
-        raise ChainUnreachable(f"{redact_url(url)}: the endpoint did not answer eth_chainId",
-                               detail={"rpc_url": redact_url(url)}) from None  # fmt: skip
+        raise ChainUnreachable(
+            f"{redact_url(url)}: the endpoint did not answer eth_chainId", detail={"rpc_url": redact_url(url)}
+        ) from None
     except ValueError:
         raise ChainUnreachable(
             f"{redact_url(url)}: eth_chainId is not a number", detail={"rpc_url": redact_url(url)}

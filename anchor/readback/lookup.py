@@ -36,8 +36,10 @@ def lookup(
     if not Path(key).exists() and not (_is_hex(body) and (7 <= len(body) <= 40 or len(body) == 64)):
         from anchor.errors import BadInput, did_you_mean_path
 
-        raise BadInput(f"{key}: no such file or folder{did_you_mean_path(key)}, and not a digest, batch root or"
-                       " commit (hex)", detail={"field": "key"})  # fmt: skip
+        raise BadInput(
+            f"{key}: no such file or folder{did_you_mean_path(key)}, and not a digest, batch root or commit (hex)",
+            detail={"field": "key"},
+        )
     handle = open_chain(settings)
     registry = open_registry(settings, handle)
 
@@ -100,9 +102,12 @@ def lookup(
 
 
 def lookup_agreed(
-    key: str, settings: Settings, researcher: str | None = None, quorum: int | None = None,
+    key: str,
+    settings: Settings,
+    researcher: str | None = None,
+    quorum: int | None = None,
     find_for: Callable[[Settings], Callable[[bytes], ProofFile | None]] | None = None,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """`anchor lookup KEY`: `lookup` on every read endpoint of `settings`, `quorum` of them agreeing on the
     record (not on how far each has synced: the read block, finality and links may differ); with several
     endpoints, the answer says how it was agreed (`quorum`). `find_for(settings)`: the proof store each

@@ -44,9 +44,13 @@ def read_agreed(
     need = needed(quorum, len(endpoints))
     if len(endpoints) == 1:
         return read(settings), None
-    voters = [(redact_url(url) if url else "local chain",
-               asked(url or "", partial(read, replace(settings, rpc_url=url, read_rpcs=()))))
-              for url in endpoints]  # fmt: skip
+    voters = [
+        (
+            redact_url(url) if url else "local chain",
+            asked(url or "", partial(read, replace(settings, rpc_url=url, read_rpcs=()))),
+        )
+        for url in endpoints
+    ]
     return agree(voters, need, asserts, weakest)
 
 
@@ -94,9 +98,11 @@ def needed(quorum: int | None, endpoints: int) -> int:
         raise BadInput(f"quorum {quorum}: expected 1 to 64", detail={"field": "quorum"})
     if quorum is not None and quorum > endpoints:
         given = f"{endpoints} read endpoint is" if endpoints == 1 else f"{endpoints} read endpoints are"
-        raise BadInput(f"quorum {quorum}: only {given} given, so no answer could"
-                       f" have {quorum} behind it (hint: quorum {endpoints}, or more read_rpcs)",
-                       detail={"field": "quorum", "inputs": ["quorum", "read_rpcs"]})  # fmt: skip
+        raise BadInput(
+            f"quorum {quorum}: only {given} given, so no answer could"
+            f" have {quorum} behind it (hint: quorum {endpoints}, or more read_rpcs)",
+            detail={"field": "quorum", "inputs": ["quorum", "read_rpcs"]},
+        )
     return quorum or endpoints // 2 + 1
 
 
@@ -158,8 +164,11 @@ def read_endpoints(settings: Settings) -> list[str | None]:
     for url in endpoints:
         same = (url or "").rstrip("/")  # a provider's key in the path is case-sensitive: not lowered
         if same in seen:
-            raise BadInput(f"{redact_url(same)} is named twice among the read endpoints (--rpc-url, ANCHOR_READ_RPCS):"
-                           " an endpoint votes once, so name each once", detail={"field": "rpc_url"})  # fmt: skip
+            raise BadInput(
+                f"{redact_url(same)} is named twice among the read endpoints (--rpc-url, ANCHOR_READ_RPCS):"
+                " an endpoint votes once, so name each once",
+                detail={"field": "rpc_url"},
+            )
         seen.add(same)
     return endpoints
 

@@ -83,9 +83,17 @@ def _origin(url: str, timeout_s: float) -> tuple[Any, str]:
 
 
 def call(
-    service: Service, method: str, path: str, body: dict[str, Any] | None = None, *, key: str | None = None,
-    auth: bool = False, retries: int = 3, timeout_s: float = 10.0, cap: int = MAX_ANSWER_BYTES,
-) -> tuple[int, Any]:  # fmt: skip
+    service: Service,
+    method: str,
+    path: str,
+    body: dict[str, Any] | None = None,
+    *,
+    key: str | None = None,
+    auth: bool = False,
+    retries: int = 3,
+    timeout_s: float = 10.0,
+    cap: int = MAX_ANSWER_BYTES,
+) -> tuple[int, Any]:
     """(status, JSON answer of at most `cap` bytes) of one call; connection failures, timeouts, 429 and
     5xx are retried with the same idempotency key. Each exchange ends by its own deadline, `timeout_s`
     after it starts, however slowly the answer comes (anchor.chain.rpc.KeptAlive). 401/403 are not
@@ -106,17 +114,29 @@ def call(
         headers["Content-Type"] = "application/json"
     connections, prefix = _origin(service.url, timeout_s)
     try:
-        status, _, content = send(connections, method, prefix + path, payload, headers, url=service.url,
-                                  retries=retries, backoff_s=0.1, why=(service.url, path), limit=cap + 1)  # fmt: skip
+        status, _, content = send(
+            connections,
+            method,
+            prefix + path,
+            payload,
+            headers,
+            url=service.url,
+            retries=retries,
+            backoff_s=0.1,
+            why=(service.url, path),
+            limit=cap + 1,
+        )
     except Exhausted as spent:
         raise ServiceError(
             spent.said(f"{service.url}: {method} {path}", f"--service or ANCHOR_SERVICE_URLS ({service.url})"),
             detail={"service": service.url, "last_error": spent.failure},
         ) from None
     if len(content) > cap:
-        raise ServiceError(f"{service.url}: {method} {path}: the answer is larger than {cap} bytes, more than"
-                           " such an answer holds; not read further",
-                           detail={"service": service.url, "cap": cap})  # fmt: skip
+        raise ServiceError(
+            f"{service.url}: {method} {path}: the answer is larger than {cap} bytes, more than"
+            " such an answer holds; not read further",
+            detail={"service": service.url, "cap": cap},
+        )
     if status in (401, 403):
         word = "unauthorized" if status == 401 else "forbidden"
         raise ServiceError(
@@ -129,8 +149,10 @@ def call(
 
 def error_of(service: Service, status: int, data: Any, what: str) -> ServiceError:
     said = data.get("message") if isinstance(data, dict) else None
-    return ServiceError(f"{service.url}: {what}: HTTP {status}" + (f" ({said})" if said else ""),
-                        detail={"service": service.url, "status": status})  # fmt: skip
+    return ServiceError(
+        f"{service.url}: {what}: HTTP {status}" + (f" ({said})" if said else ""),
+        detail={"service": service.url, "status": status},
+    )
 
 
 _infos: dict[str, dict[str, Any]] = {}

@@ -45,15 +45,25 @@ def read_statements(path: Path) -> list[dict[str, Any]]:
         # name) meets only what it expects: a null predicate or a subject named by a number was a
         # TypeError, exit 1 "internal error", where the file is at fault
         subjects = item["subject"]
-        shapes = (("predicateType", isinstance(item["predicateType"], str), "a string"),
-                  ("predicate", isinstance(item["predicate"], dict), "an object"),
-                  ("subject", isinstance(subjects, list) and all(
-                      isinstance(s, dict) and isinstance(s.get("name"), str) and isinstance(s.get("digest"), dict)
-                      for s in subjects), "a list of {name, digest} objects"))  # fmt: skip
+        shapes = (
+            ("predicateType", isinstance(item["predicateType"], str), "a string"),
+            ("predicate", isinstance(item["predicate"], dict), "an object"),
+            (
+                "subject",
+                isinstance(subjects, list)
+                and all(
+                    isinstance(s, dict) and isinstance(s.get("name"), str) and isinstance(s.get("digest"), dict)
+                    for s in subjects
+                ),
+                "a list of {name, digest} objects",
+            ),
+        )
         for field, fits, expected in shapes:
             if not fits:
-                raise BadInput(f"{path}:{number}: {field} is not {expected}",
-                               detail={"file": str(path), "line": number, "field": field})  # fmt: skip
+                raise BadInput(
+                    f"{path}:{number}: {field} is not {expected}",
+                    detail={"file": str(path), "line": number, "field": field},
+                )
         statements.append(item)
     if not statements:
         raise BadInput(f"{path}: no statements", detail={"file": str(path)})

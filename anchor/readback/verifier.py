@@ -136,9 +136,16 @@ PIN_FIELDS = ("mission_sha256", "data_snapshot_sha256", "image", "evaluator_poli
 
 
 BUNDLE_FIELDS = (
-    "mission_sha256", "data_snapshot_sha256", "image", "evaluator_policy_sha256", "budget", "profile", "environment",
-    "sandbox", "spent",
-)  # fmt: skip
+    "mission_sha256",
+    "data_snapshot_sha256",
+    "image",
+    "evaluator_policy_sha256",
+    "budget",
+    "profile",
+    "environment",
+    "sandbox",
+    "spent",
+)
 
 
 def bundle_fields(proof: ProofFile) -> BundleRan | None:
@@ -171,7 +178,7 @@ def asserts(verdict: Verification) -> dict[str, object]:
 
 def standing_words(
     anchor: ChainAnchor, seen: SealedEvidence, state: RecordState | None, declared: dict[str, Any] | None
-) -> str:  # fmt: skip
+) -> str:
     """What an offline verdict rests on, in words, and what it says of a retraction after the anchoring
     block: not retracted as of the later block whose state the file carries (checked against its trusted
     hash), or that it could not see one."""
@@ -182,12 +189,18 @@ def standing_words(
         unchecked = ""
         if anchor.sealed is not None and anchor.sealed.state is not None:
             later = sealed_block_number(anchor.sealed.state.header, "anchor.sealed.state.header")
-            unchecked = (f"; the file also carries the registry's record as of block {later}, not checked: trust"
-                         f" the hash of block {later} as well to see whether it was retracted by then")  # fmt: skip
+            unchecked = (
+                f"; the file also carries the registry's record as of block {later}, not checked: trust"
+                f" the hash of block {later} as well to see whether it was retracted by then"
+            )
         return seen.trusted + unchecked
     when = datetime.fromtimestamp(state.timestamp, UTC).isoformat(timespec="seconds")
-    contradicted = (f"; the file's own annotations claim a retraction in block {declared.get('block_number')},"
-                    " which that state contradicts" if declared is not None else "")  # fmt: skip
+    contradicted = (
+        f"; the file's own annotations claim a retraction in block {declared.get('block_number')},"
+        " which that state contradicts"
+        if declared is not None
+        else ""
+    )
     return (
         f"that block {seen.block_number} of {chain_name(anchor.chain_id)} is {seen.block_hash} and block"
         f" {state.block_number} is {state.block_hash}: check them once on any explorer or node; not retracted as of"
@@ -196,9 +209,7 @@ def standing_words(
     )
 
 
-def retracted_as_of(
-    proof: ProofFile, submitter: str, state: RecordState, declared: dict[str, Any] | None
-) -> Retracted:  # fmt: skip
+def retracted_as_of(proof: ProofFile, submitter: str, state: RecordState, declared: dict[str, Any] | None) -> Retracted:
     """The offline verdict on a record whose later state (checked against a trusted hash) shows it retracted:
     when and in which block, as the chain's state says; the reason's text only as the file gives it (the
     digest is in the retraction's event, which a state proof does not carry)."""
@@ -209,10 +220,17 @@ def retracted_as_of(
         f"retracted: root {proof.batch.root} was retracted by its submitter {submitter} at {when} (block"
         f" {state.retracted_block}), as the registry's record shows in block {state.block_number}, whose hash is"
         f" trusted{said}",
-        detail={"root": proof.batch.root, "retracted_by": submitter, "retracted_at": when,
-                "retracted_block": state.retracted_block, "as_of_block": state.block_number, "source": "state",
-                "reason": reason if isinstance(reason, str) else None, "anchored_block": proof.anchor.block_number},
-    )  # fmt: skip
+        detail={
+            "root": proof.batch.root,
+            "retracted_by": submitter,
+            "retracted_at": when,
+            "retracted_block": state.retracted_block,
+            "as_of_block": state.block_number,
+            "source": "state",
+            "reason": reason if isinstance(reason, str) else None,
+            "anchored_block": proof.anchor.block_number,
+        },
+    )
 
 
 def file_retraction(proof: ProofFile) -> dict[str, Any] | None:
@@ -245,9 +263,15 @@ def retracted_by_file(proof: ProofFile, declared: dict[str, Any]) -> Retracted:
         f" retracted by its submitter{at}{why}; offline, the anchoring block cannot show whether it was (hint:"
         " verify it online, or `anchor seal --refresh PATH` while the chain is reachable, to carry the"
         " registry's record as of a later block)",
-        detail={"root": proof.batch.root, "source": "file", "verified": False, "retracted_block": block,
-                "reason": reason if isinstance(reason, str) else None, "retracted_by": declared.get("by")},
-    )  # fmt: skip
+        detail={
+            "root": proof.batch.root,
+            "source": "file",
+            "verified": False,
+            "retracted_block": block,
+            "reason": reason if isinstance(reason, str) else None,
+            "retracted_by": declared.get("by"),
+        },
+    )
 
 
 def retracted(proof: ProofFile, record: RootRecord, retraction: Retraction) -> Retracted:
@@ -269,9 +293,11 @@ def retraction_fields(retraction: Retraction, proof: ProofFile | None) -> dict[s
     return {
         "retracted_by": retraction.by,
         "retracted_at": datetime.fromtimestamp(retraction.timestamp, UTC).isoformat(timespec="seconds"),
-        "retracted_block": retraction.block_number, "reason_digest": retraction.reason,
-        "reason": None if proof is None else reason_text(proof, retraction.reason), "tx_hash": retraction.tx_hash,
-    }  # fmt: skip
+        "retracted_block": retraction.block_number,
+        "reason_digest": retraction.reason,
+        "reason": None if proof is None else reason_text(proof, retraction.reason),
+        "tx_hash": retraction.tx_hash,
+    }
 
 
 def reason_text(proof: ProofFile, digest: str) -> str | None:
@@ -312,8 +338,10 @@ class Policy:
         if self.min_finality is not None and not (
             self.min_finality in FINALITY_ORDER or (self.min_finality.isdigit() and len(self.min_finality) <= 9)
         ):
-            raise BadInput(f"min_finality {self.min_finality!r}: expected safe, finalized, or a number of"
-                           " confirmations", detail={"field": "min_finality"})  # fmt: skip
+            raise BadInput(
+                f"min_finality {self.min_finality!r}: expected safe, finalized, or a number of confirmations",
+                detail={"field": "min_finality"},
+            )
 
     def check(self, verdict: Verification) -> None:
         check_policy(verdict, self.expect_submitter, self.anchored_before)
@@ -334,8 +362,10 @@ def check_finality(verdict: Verification, required: str | None) -> None:
             return
         head = verdict.safe_block if required == "safe" else verdict.finalized_block
         if head is None:
-            raise NotFinal(f"the chain's node does not report a {required} block: cannot show {required}",
-                           detail={"required": required})  # fmt: skip
+            raise NotFinal(
+                f"the chain's node does not report a {required} block: cannot show {required}",
+                detail={"required": required},
+            )
         from anchor.chain.node import LOCAL_CHAIN_ID
 
         if verdict.chain_id == LOCAL_CHAIN_ID or (head == 0 and verdict.read_at_block > 0):
@@ -355,8 +385,10 @@ def check_finality(verdict: Verification, required: str | None) -> None:
                 },
             )
     else:
-        raise BadInput(f"min_finality {required!r}: expected safe, finalized or a number of confirmations",
-                       detail={"field": "min_finality"})  # fmt: skip
+        raise BadInput(
+            f"min_finality {required!r}: expected safe, finalized or a number of confirmations",
+            detail={"field": "min_finality"},
+        )
     raise NotFinal(
         f"anchored in block {verdict.anchored_block}, {verdict.finality} at block {verdict.read_at_block}:"
         f" not yet {required if not required.isdigit() else required + ' confirmations'}; try again later",

@@ -8,9 +8,19 @@ if TYPE_CHECKING:
     from anchor.research.session import SearchOptions, SearchRun, run_search
     from anchor.research.verdict import SearchVerdict, verify_search
 
-_WHERE = {"ClaimExport": "claim", "ClaimVerdict": "claim", "check_claim": "claim", "export_claim": "claim",
-          "SearchVerdict": "verdict", "verify_search": "verdict", "SearchReport": "report", "report_search": "report",
-          "SearchOptions": "session", "SearchRun": "session", "run_search": "session"}  # fmt: skip
+_WHERE = {
+    "ClaimExport": "claim",
+    "ClaimVerdict": "claim",
+    "check_claim": "claim",
+    "export_claim": "claim",
+    "SearchVerdict": "verdict",
+    "verify_search": "verdict",
+    "SearchReport": "report",
+    "report_search": "report",
+    "SearchOptions": "session",
+    "SearchRun": "session",
+    "run_search": "session",
+}
 __all__ = [
     "ClaimExport",
     "ClaimVerdict",

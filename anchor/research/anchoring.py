@@ -19,9 +19,18 @@ if TYPE_CHECKING:
     from anchor.anchoring.stamper import Stamper
 
 ATTEMPT_FIELDS = (
-    "kind", "version", "commit", "parent", "diff_blake3", "metric", "metric_hash", "kept", "status", "researcher",
+    "kind",
+    "version",
+    "commit",
+    "parent",
+    "diff_blake3",
+    "metric",
+    "metric_hash",
+    "kept",
+    "status",
+    "researcher",
     "contract_digest",
-)  # fmt: skip
+)
 ATTEMPT_FIELDS_V2 = (*ATTEMPT_FIELDS, "evidence", "sandbox")
 """Version 2 adds these; a version 1 entry may carry `sandbox` beside the manifest, outside it."""
 ATTEMPT_FIELDS_V3 = (*ATTEMPT_FIELDS_V2, "measured_by", "partial")
@@ -80,14 +89,25 @@ def anchor_search(stamper: Stamper, ledger: AnyLedger, since: int = 0, flush: bo
     # the first measurement in ledger order is the on-chain record, every one stays an attempt manifest
     first_kept = {e["commit"]: e for e in reversed(kept)}
     lineage = [
-        (commit_key(e["commit"]), commit_key(e["parent"]), bytes.fromhex(e["diff_blake3"]),
-         bytes.fromhex(e["metric_hash"]), True)
-        for e in first_kept.values() if e["seq"] >= since
-    ]  # fmt: skip
+        (
+            commit_key(e["commit"]),
+            commit_key(e["parent"]),
+            bytes.fromhex(e["diff_blake3"]),
+            bytes.fromhex(e["metric_hash"]),
+            True,
+        )
+        for e in first_kept.values()
+        if e["seq"] >= since
+    ]
     lineage += _checkpoint_records(rows, verified)  # found on chain even without the proof file
     said = stamper._record_search(attempts, head, checkpoint_path(ledger, verified["entries"]), lineage, flush)
-    return {"attempts": len(entries), "kept": len(kept), "ledger_head": verified["head"],
-            "ledger_length": verified["entries"], **said}  # fmt: skip
+    return {
+        "attempts": len(entries),
+        "kept": len(kept),
+        "ledger_head": verified["head"],
+        "ledger_length": verified["entries"],
+        **said,
+    }
 
 
 def checkpoint_record(

@@ -113,13 +113,26 @@ def check_anchored_heads(ledger: AnyLedger, settings: Settings) -> AnchoredHeads
         length, head = proof.manifest["length"], str(proof.manifest["head"])
         if not isinstance(length, int):
             raise BadInput(f"{path}: its ledger length is not a number", detail={"file": str(path)})
-        _hold(ledger.where, entries, length, head, verdict.anchored_block, f"anchored ({verdict.anchored_at})",
-              held=best[0])  # fmt: skip
+        _hold(
+            ledger.where,
+            entries,
+            length,
+            head,
+            verdict.anchored_block,
+            f"anchored ({verdict.anchored_at})",
+            held=best[0],
+        )
         if length > best[0]:
             best = (length, verdict.anchored_block, verdict.anchored_at)
-            where = {"chain_id": proof.anchor.chain_id, "chain": chain_name(proof.anchor.chain_id),
-                     "registry": proof.anchor.registry, "tx_hash": proof.anchor.tx_hash, "root": proof.batch.root,
-                     "head": head, "length": length}  # fmt: skip
+            where = {
+                "chain_id": proof.anchor.chain_id,
+                "chain": chain_name(proof.anchor.chain_id),
+                "registry": proof.anchor.registry,
+                "tx_hash": proof.anchor.tx_hash,
+                "root": proof.batch.root,
+                "head": head,
+                "length": length,
+            }
     return AnchoredHeads(len(proofs), *best, where=where)
 
 

@@ -90,12 +90,19 @@ class ClaimVerdict:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "report": self.data, "trials": self.trials, "rows": self.rows, "anchored_rows": self.anchored_rows,
-            "checkpoints": self.checkpoints, "champions": self.champions, "lineage": self.lineage,
+            "report": self.data,
+            "trials": self.trials,
+            "rows": self.rows,
+            "anchored_rows": self.anchored_rows,
+            "checkpoints": self.checkpoints,
+            "champions": self.champions,
+            "lineage": self.lineage,
             "lineage_by": self.lineage_by,
-            "attempts_checked": self.attempts_checked, "records_checked": self.records_checked,
-            "offline": self.offline, "trusted": self.trusted,
-        }  # fmt: skip
+            "attempts_checked": self.attempts_checked,
+            "records_checked": self.records_checked,
+            "offline": self.offline,
+            "trusted": self.trusted,
+        }
 
 
 # -- export ---------------------------------------------------------------------------------------------
@@ -109,8 +116,10 @@ def export_claim(settings: Settings, work: Path, out: Path, explicit: bool = Tru
     from anchor.research.verdict import open_search
 
     if out.exists() or out.is_symlink():
-        raise BadInput(f"{out}: already exists; a claim is written only where nothing is (choose another -o)",
-                       detail={"field": "output", "file": str(out)})  # fmt: skip
+        raise BadInput(
+            f"{out}: already exists; a claim is written only where nothing is (choose another -o)",
+            detail={"field": "output", "file": str(out)},
+        )
     if not out.parent.is_dir():
         raise BadInput(f"{out.parent}: no such directory", detail={"field": "output", "file": str(out)})
     from anchor.errors import ChainUnreachable
@@ -120,8 +129,10 @@ def export_claim(settings: Settings, work: Path, out: Path, explicit: bool = Tru
     rows = ledger.rows()
     report = report_search(settings, work, explicit)
     if report.data.get("anchored_trials") is None:
-        raise ChainUnreachable("the chain is out of reach: a claim is sealed from it (start it with `anchor chain up`,"
-                               " or give --rpc-url)", detail={"inputs": ["rpc_url"]})  # fmt: skip
+        raise ChainUnreachable(
+            "the chain is out of reach: a claim is sealed from it (start it with `anchor chain up`, or give --rpc-url)",
+            detail={"inputs": ["rpc_url"]},
+        )
     with tempfile.TemporaryDirectory(prefix=".claim-", dir=out.parent) as scratch:
         root = Path(scratch) / "claim"
         root.mkdir()
@@ -170,8 +181,11 @@ def _copy_champions(work: Path, root: Path, data: dict[str, Any]) -> None:
             if not record.name.endswith(".anchor.json") and record.stem.rsplit("-", 1)[-1].isdigit():
                 manifest, state = record_state(record)
                 if state != "anchored":  # a claim must rest on the chain: say so now, not at the reader's check
-                    raise NotAnchored(f"{record}: {state} (`anchor research run` again anchors it; `anchor research"
-                                      " verify` names an edit)", detail={"file": str(record)})  # fmt: skip
+                    raise NotAnchored(
+                        f"{record}: {state} (`anchor research run` again anchors it; `anchor research"
+                        " verify` names an edit)",
+                        detail={"file": str(record)},
+                    )
                 copy(final_runs_dir(work, who, manifest.commit, manifest.trials))
         if stats.get("champion") is not None:
             run = run_dir_of(work, who, stats["champion"])
@@ -211,8 +225,10 @@ def _seal_all(settings: Settings, root: Path) -> tuple[int, int, list[int]]:
             blocks.append(each.anchor.block_number)
         count += 1
     if len(chains) != 1:
-        raise BadInput(f"a claim rests on one chain; this search's proofs are on {sorted(chains) or 'none'}",
-                       detail={"field": "chain_id"})  # fmt: skip
+        raise BadInput(
+            f"a claim rests on one chain; this search's proofs are on {sorted(chains) or 'none'}",
+            detail={"field": "chain_id"},
+        )
     return count, chains.pop(), blocks
 
 
@@ -255,16 +271,28 @@ def _seal_lineage(settings: Settings, root: Path, rows: list[LedgerRow]) -> list
             records = registry.lineages(commit_key(commit))
             found = [r for r in records if (r.parent, r.diff_hash, r.metric_hash) == wanted]
             if not found:
-                raise BadInput(f"the lineage record of {commit[:12]} ({who}) is not on chain yet: run `anchor research"
-                               " run` again to anchor it, then export", detail={"commit": commit})  # fmt: skip
+                raise BadInput(
+                    f"the lineage record of {commit[:12]} ({who}) is not on chain yet: run `anchor research"
+                    " run` again to anchor it, then export",
+                    detail={"commit": commit},
+                )
             record = min(found, key=lambda r: r.block_number)
             anchor = dc.replace(like, tx_hash=record.tx_hash, block_number=record.block_number, sealed=None)
             sealed, _ = seal_anchor(handle.rpc, anchor)
-            body = {"chain_id": anchor.chain_id, "registry": anchor.registry, "commit": commit,
-                    "researcher": checksum_address(record.researcher), "parent": record.parent,
-                    "diff_hash": record.diff_hash, "metric_hash": record.metric_hash, "kept": record.kept,
-                    "timestamp": record.timestamp, "tx_hash": record.tx_hash, "block_number": record.block_number,
-                    "sealed": dc.asdict(sealed)}  # fmt: skip
+            body = {
+                "chain_id": anchor.chain_id,
+                "registry": anchor.registry,
+                "commit": commit,
+                "researcher": checksum_address(record.researcher),
+                "parent": record.parent,
+                "diff_hash": record.diff_hash,
+                "metric_hash": record.metric_hash,
+                "kept": record.kept,
+                "timestamp": record.timestamp,
+                "tx_hash": record.tx_hash,
+                "block_number": record.block_number,
+                "sealed": dc.asdict(sealed),
+            }
             (root / "lineage" / f"{commit}.json").write_text(json.dumps(body, sort_keys=True, indent=1) + "\n")
             blocks.append(record.block_number)
     return blocks
@@ -285,8 +313,9 @@ def _write_headers(settings: Settings, root: Path, chain_id: int, blocks: list[i
             raise BadInput(f"block {number} is not on this chain: not exported", detail={"block": number})
         header = header_rlp(block)
         if "0x" + keccak256(header).hex() != str(block["hash"]).lower():
-            raise BadInput(f"block {number}: its header does not re-encode to its hash: not exported",
-                           detail={"block": number})  # fmt: skip
+            raise BadInput(
+                f"block {number}: its header does not re-encode to its hash: not exported", detail={"block": number}
+            )
         headers.append("0x" + header.hex())
     (root / "headers.json").write_text(
         json.dumps({"chain_id": chain_id, "first": min(blocks), "headers": headers}, indent=1) + "\n"
@@ -354,8 +383,10 @@ def check_claim(
 
 def _renamed(exc: AnchorError, root: Path, claim: str) -> AnchorError:
     said = exc.message.replace(str(root) + "/", f"{claim}: ").replace(str(root), claim)
-    detail = {k: (v.replace(str(root) + "/", "").replace(str(root), claim) if isinstance(v, str) else v)
-              for k, v in exc.detail.items()}  # fmt: skip
+    detail = {
+        k: (v.replace(str(root) + "/", "").replace(str(root), claim) if isinstance(v, str) else v)
+        for k, v in exc.detail.items()
+    }
     return type(exc)(said, detail=detail)
 
 
@@ -368,8 +399,10 @@ def _opened(claim: Path, label: str) -> Any:
     @contextmanager
     def opened() -> Iterator[Path]:
         if not claim.is_dir() and not claim.is_file():
-            raise BadInput(f"{label}: no such claim (a directory or a .tar that `anchor research export` wrote)",
-                           detail={"field": "claim", "file": label})  # fmt: skip
+            raise BadInput(
+                f"{label}: no such claim (a directory or a .tar that `anchor research export` wrote)",
+                detail={"field": "claim", "file": label},
+            )
         with tempfile.TemporaryDirectory(prefix="anchor-claim-") as scratch:
             root = Path(scratch).resolve() / "claim"
             try:
@@ -380,17 +413,21 @@ def _opened(claim: Path, label: str) -> Any:
                         members = tar.getmembers()
                         odd_members = [m.name for m in members if not (m.isfile() or m.isdir())]
                         if odd_members:
-                            raise Tampered(f"{label}: {odd_members[0]} is neither a file nor a directory",
-                                           detail={"field": "claim", "file": odd_members[0]})  # fmt: skip
+                            raise Tampered(
+                                f"{label}: {odd_members[0]} is neither a file nor a directory",
+                                detail={"field": "claim", "file": odd_members[0]},
+                            )
                         tar.extractall(root, members, filter="data")
             except (tarfile.TarError, OSError, shutil.Error) as exc:
-                raise BadInput(f"{label}: not a claim tar ({type(exc).__name__}: {exc})",
-                               detail={"field": "claim", "file": label}) from None  # fmt: skip
+                raise BadInput(
+                    f"{label}: not a claim tar ({type(exc).__name__}: {exc})", detail={"field": "claim", "file": label}
+                ) from None
             odd = sorted(p for p in root.rglob("*") if p.is_symlink() or not (p.is_file() or p.is_dir()))
             if odd:
                 name = odd[0].relative_to(root).as_posix()
-                raise Tampered(f"{label}: {name} is neither a file nor a directory",
-                               detail={"field": "claim", "file": name})  # fmt: skip
+                raise Tampered(
+                    f"{label}: {name} is neither a file nor a directory", detail={"field": "claim", "file": name}
+                )
             yield root
 
     return opened()
@@ -429,21 +466,37 @@ def _check(settings: Settings, root: Path, offline: bool, trusted_block: Sequenc
     exported = (root / "report.txt").read_text(encoding="utf-8").splitlines()
     for number, (said, derived) in enumerate(zip(exported, report.lines, strict=False), start=1):
         if said != derived:
-            raise Tampered(f"report.txt line {number}: says {said!r}, the claim re-derives {derived!r}",
-                           detail={"file": "report.txt", "line": number})  # fmt: skip
+            raise Tampered(
+                f"report.txt line {number}: says {said!r}, the claim re-derives {derived!r}",
+                detail={"file": "report.txt", "line": number},
+            )
     if len(exported) != len(report.lines):
-        raise Tampered(f"report.txt: {len(exported)} lines, the claim re-derives {len(report.lines)}",
-                       detail={"file": "report.txt"})  # fmt: skip
+        raise Tampered(
+            f"report.txt: {len(exported)} lines, the claim re-derives {len(report.lines)}",
+            detail={"file": "report.txt"},
+        )
     exported_data = json.loads((root / "report.json").read_text(encoding="utf-8"))
     if exported_data != json.loads(json.dumps(report.data)):
         differ = sorted(k for k in set(exported_data) | set(report.data) if exported_data.get(k) != report.data.get(k))
-        raise Tampered(f"report.json: {', '.join(differ) or 'its figures'} differ from what the claim re-derives",
-                       detail={"file": "report.json", "fields": differ})  # fmt: skip
+        raise Tampered(
+            f"report.json: {', '.join(differ) or 'its figures'} differ from what the claim re-derives",
+            detail={"file": "report.json", "fields": differ},
+        )
     return ClaimVerdict(
-        lines=report.lines, data=report.data, trials=sum(1 for r in rows if is_attempt(r)), rows=len(rows),
-        anchored_rows=heads.length, checkpoints=heads.checkpoints, champions=champions, lineage=lineage,
-        lineage_by=writers, attempts_checked=attempts, records_checked=records, offline=offline, trusted=trusted,
-    )  # fmt: skip
+        lines=report.lines,
+        data=report.data,
+        trials=sum(1 for r in rows if is_attempt(r)),
+        rows=len(rows),
+        anchored_rows=heads.length,
+        checkpoints=heads.checkpoints,
+        champions=champions,
+        lineage=lineage,
+        lineage_by=writers,
+        attempts_checked=attempts,
+        records_checked=records,
+        offline=offline,
+        trusted=trusted,
+    )
 
 
 def _read_index(root: Path) -> dict[str, Any]:
@@ -452,8 +505,9 @@ def _read_index(root: Path) -> dict[str, Any]:
     try:
         index = json.loads((root / INDEX).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        raise BadInput(f"{INDEX}: missing or not JSON: not a claim `anchor research export` wrote",
-                       detail={"file": INDEX}) from None  # fmt: skip
+        raise BadInput(
+            f"{INDEX}: missing or not JSON: not a claim `anchor research export` wrote", detail={"file": INDEX}
+        ) from None
     if not isinstance(index, dict) or index.get("format") != FORMAT or index.get("version") != VERSION:
         raise BadInput(f"{INDEX}: not a version {VERSION} {FORMAT}", detail={"file": INDEX})
     listed, found = index.get("files") or {}, _digests(root)
@@ -482,18 +536,22 @@ def _trust_headers(
     given = [parse_trusted_block(text) for text in trusted_block]
     if not given:
         last = index.get("trust_block")
-        raise BadInput(f"trusted_block: an offline check rests on a block hash you trust; this claim's last block is"
-                       f" {last} of {chain_name(chain_id)}: get its hash from an explorer, from `cast block {last}"
-                       f" -f hash` on any node of that chain, or from a colleague, then give --trusted-block"
-                       f" {last}:HASH", detail={"field": "trusted_block", "block": last})  # fmt: skip
+        raise BadInput(
+            f"trusted_block: an offline check rests on a block hash you trust; this claim's last block is"
+            f" {last} of {chain_name(chain_id)}: get its hash from an explorer, from `cast block {last}"
+            f" -f hash` on any node of that chain, or from a colleague, then give --trusted-block"
+            f" {last}:HASH",
+            detail={"field": "trusted_block", "block": last},
+        )
     try:
         listing = json.loads((root / "headers.json").read_text(encoding="utf-8"))
         headers = [bytes.fromhex(h[2:]) for h in listing["headers"]]
         numbers = [int.from_bytes(header_fields(h)[NUMBER], "big") for h in headers]
         parents = [bytes(header_fields(h)[0]) for h in headers]
     except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
-        raise Tampered(f"headers.json: not a list of block headers ({type(exc).__name__})",
-                       detail={"file": "headers.json"}) from None  # fmt: skip
+        raise Tampered(
+            f"headers.json: not a list of block headers ({type(exc).__name__})", detail={"file": "headers.json"}
+        ) from None
     hashes = [keccak256(h) for h in headers]
     by_number = {n: i for i, n in enumerate(numbers)}
     vouched: list[tuple[int | None, int, str]] = []
@@ -502,28 +560,39 @@ def _trust_headers(
             continue
         if number not in by_number:
             span = f"{numbers[0]}..{numbers[-1]}" if numbers else "none"
-            raise BadInput(f"trusted_block: block {number} is not among the claim's headers ({span}): trust the last",
-                           detail={"field": "trusted_block", "block": number})  # fmt: skip
+            raise BadInput(
+                f"trusted_block: block {number} is not among the claim's headers ({span}): trust the last",
+                detail={"field": "trusted_block", "block": number},
+            )
         at = by_number[number]
         if "0x" + hashes[at].hex() != block_hash:
-            raise Tampered(f"headers.json: block {number} hashes to 0x{hashes[at].hex()}, not the trusted {block_hash}",
-                           detail={"file": "headers.json", "block": number})  # fmt: skip
+            raise Tampered(
+                f"headers.json: block {number} hashes to 0x{hashes[at].hex()}, not the trusted {block_hash}",
+                detail={"file": "headers.json", "block": number},
+            )
         vouched.append((chain_id, number, block_hash))
         for i in range(at, 0, -1):  # each earlier header is the parent of the one after it
             if parents[i] != hashes[i - 1] or numbers[i] != numbers[i - 1] + 1:
-                raise Tampered(f"headers.json: block {numbers[i - 1]} is not the parent of block {numbers[i]}",
-                               detail={"file": "headers.json", "block": numbers[i - 1]})  # fmt: skip
+                raise Tampered(
+                    f"headers.json: block {numbers[i - 1]} is not the parent of block {numbers[i]}",
+                    detail={"file": "headers.json", "block": numbers[i - 1]},
+                )
             vouched.append((chain_id, numbers[i - 1], "0x" + hashes[i - 1].hex()))
     if not vouched:
-        raise BadInput(f"trusted_block: none for {chain_name(chain_id)}, the claim's chain",
-                       detail={"field": "trusted_block"})  # fmt: skip
+        raise BadInput(
+            f"trusted_block: none for {chain_name(chain_id)}, the claim's chain", detail={"field": "trusted_block"}
+        )
     top = max(n for _, n, _ in vouched)
     if numbers and top < numbers[-1]:  # a later header would be trusted on the claim's word: ask for the last
-        raise BadInput(f"trusted_block: the claim's headers run to block {numbers[-1]} of {chain_name(chain_id)}; trust"
-                       f" that one: get its hash from an explorer or `cast block {numbers[-1]} -f hash` on any node",
-                       detail={"field": "trusted_block", "block": numbers[-1]})  # fmt: skip
-    words = (f"that block {top} of {chain_name(chain_id)} is the hash you gave (every earlier header of the claim"
-             " is its ancestor); offline, a retraction written after it cannot be seen")  # fmt: skip
+        raise BadInput(
+            f"trusted_block: the claim's headers run to block {numbers[-1]} of {chain_name(chain_id)}; trust"
+            f" that one: get its hash from an explorer or `cast block {numbers[-1]} -f hash` on any node",
+            detail={"field": "trusted_block", "block": numbers[-1]},
+        )
+    words = (
+        f"that block {top} of {chain_name(chain_id)} is the hash you gave (every earlier header of the claim"
+        " is its ancestor); offline, a retraction written after it cannot be seen"
+    )
     return dataclasses.replace(settings, offline=True, trusted_blocks=tuple(vouched)), words
 
 
@@ -550,8 +619,10 @@ def _attempts_hold(root: Path, rows: list[LedgerRow]) -> int:
     present = {p.name for p in (root / "attempts").glob("*")} if (root / "attempts").is_dir() else set()
     for name in sorted(set(wanted) | present):
         if name not in present:
-            raise Tampered(f"attempts/{name}: missing (ledger seq {wanted[name]['seq']} is an attempt)",
-                           detail={"file": f"attempts/{name}", "seq": wanted[name]["seq"]})  # fmt: skip
+            raise Tampered(
+                f"attempts/{name}: missing (ledger seq {wanted[name]['seq']} is an attempt)",
+                detail={"file": f"attempts/{name}", "seq": wanted[name]["seq"]},
+            )
         if name not in wanted:
             raise Tampered(f"attempts/{name}: an attempt the ledger does not hold", detail={"file": f"attempts/{name}"})
         said = json.loads((root / "attempts" / name).read_text(encoding="utf-8"))
@@ -559,8 +630,10 @@ def _attempts_hold(root: Path, rows: list[LedgerRow]) -> int:
         if said != json.loads(json.dumps(built)):
             differ = sorted(k for k in set(said) | set(built) if said.get(k) != built.get(k))
             verb = "differs" if len(differ) == 1 else "differ"
-            raise Tampered(f"attempts/{name}: {', '.join(differ)} {verb} from ledger seq {wanted[name]['seq']}",
-                           detail={"file": f"attempts/{name}", "fields": differ})  # fmt: skip
+            raise Tampered(
+                f"attempts/{name}: {', '.join(differ)} {verb} from ledger seq {wanted[name]['seq']}",
+                detail={"file": f"attempts/{name}", "fields": differ},
+            )
     return len(wanted)
 
 
@@ -601,8 +674,10 @@ def _lineage_holds(
     wanted = {f"{c}.json": who for who, commits in lineage.items() for c in commits}
     for name in sorted(set(wanted) | present):
         if name not in present:
-            raise Tampered(f"lineage/{name}: missing (a kept commit of {wanted[name]}'s champion)",
-                           detail={"file": f"lineage/{name}"})  # fmt: skip
+            raise Tampered(
+                f"lineage/{name}: missing (a kept commit of {wanted[name]}'s champion)",
+                detail={"file": f"lineage/{name}"},
+            )
         if name not in wanted:
             raise Tampered(f"lineage/{name}: not a commit of a champion's lineage", detail={"file": f"lineage/{name}"})
     writers: dict[str, list[str]] = {}
@@ -611,9 +686,13 @@ def _lineage_holds(
         where = f"lineage/{name}"
         body = json.loads((root / where).read_text(encoding="utf-8"))
         entry = first[name.removesuffix(".json")]
-        ledger = {"commit": "0x" + commit_key(entry["commit"]).hex(),
-                  "parent": "0x" + commit_key(entry["parent"]).hex(), "diff_hash": "0x" + entry["diff_blake3"],
-                  "metric_hash": "0x" + entry["metric_hash"], "kept": True}  # fmt: skip
+        ledger = {
+            "commit": "0x" + commit_key(entry["commit"]).hex(),
+            "parent": "0x" + commit_key(entry["parent"]).hex(),
+            "diff_hash": "0x" + entry["diff_blake3"],
+            "metric_hash": "0x" + entry["metric_hash"],
+            "kept": True,
+        }
         said = {k: body.get(k) for k in ledger} | {"commit": "0x" + commit_key(str(body.get("commit"))).hex()}
         differ = sorted(k for k in ledger if said[k] != ledger[k])
         if differ:
@@ -652,15 +731,21 @@ def _sealed_lineage(body: dict[str, Any], settings: Settings, where: str) -> dic
         held = HexaryTrie.get_from_proof(receipts_root, key, nodes)  # type: ignore[no-untyped-call]
         status, logs = receipt_logs(receipt)
     except (KeyError, TypeError, ValueError, IndexError, BadTrieProof, rlp.exceptions.DecodingError):
-        raise Tampered(f"{where}: its sealed section is not a header, receipt and trie proof",
-                       detail={"file": where, "field": "sealed"}) from None  # fmt: skip
+        raise Tampered(
+            f"{where}: its sealed section is not a header, receipt and trie proof",
+            detail={"file": where, "field": "sealed"},
+        ) from None
     vouched = settings.trusted_block(int(body.get("chain_id") or 0), number)
     if vouched != "0x" + keccak256(header).hex() or number != body.get("block_number"):
-        raise Tampered(f"{where}: sealed header of block {number} is not one the trusted block vouches for",
-                       detail={"file": where, "field": "sealed.header"})  # fmt: skip
+        raise Tampered(
+            f"{where}: sealed header of block {number} is not one the trusted block vouches for",
+            detail={"file": where, "field": "sealed.header"},
+        )
     if bytes(held) != receipt or status != 1:
-        raise Tampered(f"{where}: sealed receipt is not a successful one of block {number}",
-                       detail={"file": where, "field": "sealed.receipt"})  # fmt: skip
+        raise Tampered(
+            f"{where}: sealed receipt is not a successful one of block {number}",
+            detail={"file": where, "field": "sealed.receipt"},
+        )
     event = interface(LATEST).events["LineageAnchored"]
     emitter = bytes.fromhex(canonical_address()[2:])
     for address, topics, data in logs:
@@ -669,12 +754,19 @@ def _sealed_lineage(body: dict[str, Any], settings: Settings, where: str) -> dic
         args = event.args({"topics": ["0x" + t.hex() for t in topics], "data": "0x" + data.hex()})
         if bytes(args["commit"]) != commit_key(str(body.get("commit"))) or int(args["timestamp"]) != timestamp:
             continue
-        return {"researcher": checksum_address(args["researcher"]), "commit": "0x" + bytes(args["commit"]).hex(),
-                "parent": "0x" + bytes(args["parent"]).hex(), "diff_hash": "0x" + bytes(args["diffHash"]).hex(),
-                "metric_hash": "0x" + bytes(args["metricHash"]).hex(), "kept": bool(args["kept"]),
-                "timestamp": int(args["timestamp"])}  # fmt: skip
-    raise Tampered(f"{where}: the sealed receipt holds no LineageAnchored event of the canonical registry for it",
-                   detail={"file": where, "field": "sealed.receipt"})  # fmt: skip
+        return {
+            "researcher": checksum_address(args["researcher"]),
+            "commit": "0x" + bytes(args["commit"]).hex(),
+            "parent": "0x" + bytes(args["parent"]).hex(),
+            "diff_hash": "0x" + bytes(args["diffHash"]).hex(),
+            "metric_hash": "0x" + bytes(args["metricHash"]).hex(),
+            "kept": bool(args["kept"]),
+            "timestamp": int(args["timestamp"]),
+        }
+    raise Tampered(
+        f"{where}: the sealed receipt holds no LineageAnchored event of the canonical registry for it",
+        detail={"file": where, "field": "sealed.receipt"},
+    )
 
 
 def _live_lineage(body: dict[str, Any], settings: Settings, where: str) -> dict[str, Any]:
@@ -687,11 +779,18 @@ def _live_lineage(body: dict[str, Any], settings: Settings, where: str) -> dict[
     key, who = commit_key(str(body.get("commit"))), str(body.get("researcher"))
     record = open_registry(settings, handle).lineage(key, who)
     if record is None or record.tx_hash.lower() != str(body.get("tx_hash")).lower():
-        raise Tampered(f"{where}: no such record on chain (its transaction {body.get('tx_hash')})",
-                       detail={"file": where})  # fmt: skip
-    return {"researcher": checksum_address(record.researcher), "commit": record.commit, "parent": record.parent,
-            "diff_hash": record.diff_hash, "metric_hash": record.metric_hash, "kept": record.kept,
-            "timestamp": record.timestamp}  # fmt: skip
+        raise Tampered(
+            f"{where}: no such record on chain (its transaction {body.get('tx_hash')})", detail={"file": where}
+        )
+    return {
+        "researcher": checksum_address(record.researcher),
+        "commit": record.commit,
+        "parent": record.parent,
+        "diff_hash": record.diff_hash,
+        "metric_hash": record.metric_hash,
+        "kept": record.kept,
+        "timestamp": record.timestamp,
+    }
 
 
 def _champion_runs_hold(root: Path, rows: list[LedgerRow], champions: dict[str, str]) -> None:
@@ -727,11 +826,17 @@ def _records_hold(root: Path, rows: list[LedgerRow], champions: dict[str, str], 
         if state != "anchored":
             raise Tampered(f"{name}: {state} (its proof binds other bytes, or there is none)", detail={"file": name})
         if record.ledger_length > len(rows) or rows[record.ledger_length - 1]["digest"] != record.ledger_head:
-            raise Tampered(f"{name}: names ledger head {record.ledger_head[:16]}… at {record.ledger_length} rows,"
-                           " which the ledger does not hold", detail={"file": name})  # fmt: skip
+            raise Tampered(
+                f"{name}: names ledger head {record.ledger_head[:16]}… at {record.ledger_length} rows,"
+                " which the ledger does not hold",
+                detail={"file": name},
+            )
         kept = [r for r in rows[: record.ledger_length] if r.get("researcher") == record.researcher and r.get("kept")]
         if not kept or (kept[-1]["commit"], kept[-1]["attempt_digest"]) != (record.commit, record.attempt_digest):
-            raise Tampered(f"{name}: its champion {record.commit[:12]} is not the ledger's at that head"
-                           f" ({kept[-1]['commit'][:12] if kept else 'none'})", detail={"file": name})  # fmt: skip
+            raise Tampered(
+                f"{name}: its champion {record.commit[:12]} is not the ledger's at that head"
+                f" ({kept[-1]['commit'][:12] if kept else 'none'})",
+                detail={"file": name},
+            )
         checked += 1
     return checked

@@ -45,13 +45,16 @@ class AttemptContract(BaseModel):
     )
     evaluator_timeout_minutes: float = Field(default=10.0, gt=0, le=24 * 60)
     inputs: tuple[str, ...] = Field(
-        default=(), max_length=256,
+        default=(),
+        max_length=256,
         description="data paths (repo-relative or absolute) the measurement reads: each record binds their digests",
-    )  # fmt: skip
+    )
     lockfile: str | None = Field(
-        default=None, min_length=1, max_length=256,
+        default=None,
+        min_length=1,
+        max_length=256,
         description="the repo-relative lockfile records bind (default: the interpreter's installed distributions)",
-    )  # fmt: skip
+    )
     eval_examples: int | None = Field(
         default=None, ge=1, le=10**9, description="the evaluation set's size: the metric's sample size, pre-registered"
     )
@@ -215,8 +218,10 @@ def load_pinned(work: Path, rows: Iterable[LedgerRow]) -> AttemptContract | None
     tree = load_any(registered)._filetree()
     listed = tree.files[0] if tree is not None and len(tree.files) == 1 else None
     if tree is None or tree.digest.hex() != scored or listed is None:
-        raise Tampered(f"{registered}: not the pre-registration of the contract this search was scored under"
-                       f" ({scored[:16]}…)", detail={"file": str(registered), "field": "contract"})  # fmt: skip
+        raise Tampered(
+            f"{registered}: not the pre-registration of the contract this search was scored under ({scored[:16]}…)",
+            detail={"file": str(registered), "field": "contract"},
+        )
     if (listed.size, listed.blake3) != (len(raw), blake3.blake3(raw).hexdigest()):
         raise Tampered(
             f"{pinned}: edited since the search was scored under it (the pre-registered {listed.path} is"

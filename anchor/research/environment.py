@@ -42,8 +42,10 @@ class Capture:
         self.terms, self.repo, self.image = terms, repo, image
         self._fixed: tuple[str, Lock, str | None, str | None, tuple[Accelerator, ...] | None] | None = None
         if terms.lockfile is not None and not (repo / terms.lockfile).is_file():
-            raise BadInput(f"lockfile: {terms.lockfile!r} ({repo / terms.lockfile}) is not a file in the repository",
-                           detail={"field": "lockfile"})  # fmt: skip
+            raise BadInput(
+                f"lockfile: {terms.lockfile!r} ({repo / terms.lockfile}) is not a file in the repository",
+                detail={"field": "lockfile"},
+            )
         for text, path in terms.input_paths(repo):
             if not path.exists():
                 raise BadInput(
@@ -61,8 +63,7 @@ class Capture:
         inputs = tuple(
             Input(path=text, digest=hash_tree(path).digest.hex()) for text, path in self.terms.input_paths(self.repo)
         )
-        return Environment(interpreter=interpreter, lock=lock, host=host, image=image, inputs=inputs,
-                           accelerators=gpus)  # fmt: skip
+        return Environment(interpreter=interpreter, lock=lock, host=host, image=image, inputs=inputs, accelerators=gpus)
 
     def _interpreter_and_lock(self) -> tuple[str, Lock]:
         interpreter, listing = ask_interpreter()
@@ -72,8 +73,9 @@ class Capture:
         try:
             data = path.read_bytes()
         except OSError:
-            raise BadInput(f"lockfile: {self.terms.lockfile!r} ({path}) cannot be read",
-                           detail={"field": "lockfile"}) from None  # fmt: skip
+            raise BadInput(
+                f"lockfile: {self.terms.lockfile!r} ({path}) cannot be read", detail={"field": "lockfile"}
+            ) from None
         return interpreter, Lock(source=self.terms.lockfile, digest=blake3.blake3(data).hexdigest())
 
 
@@ -115,8 +117,14 @@ def accelerators() -> tuple[Accelerator, ...] | None:
         )
     except (OSError, subprocess.SubprocessError):
         return None
-    cuda = next((line.split(":", 1)[1].strip() for line in detail.stdout.splitlines()
-                 if line.strip().startswith("CUDA Version") and ":" in line), "")  # fmt: skip
+    cuda = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in detail.stdout.splitlines()
+            if line.strip().startswith("CUDA Version") and ":" in line
+        ),
+        "",
+    )
     found = []
     for line in listed.stdout.splitlines()[:64]:
         parts = [part.strip() for part in line.split(",")]

@@ -134,8 +134,10 @@ def no_adjustment(manifest: ChampionManifest) -> str | None:
         return None
     completed = sum(1 for r in manifest.replications if r.metric is not None)
     if completed < 2:
-        return (f"no selection adjustment: it needs two or more completed replications to measure the noise, and"
-                f" this record has {completed}")  # fmt: skip
+        return (
+            f"no selection adjustment: it needs two or more completed replications to measure the noise, and"
+            f" this record has {completed}"
+        )
     return "no selection adjustment: the replications do not differ, so the noise it corrects for was not measured"
 
 
@@ -182,8 +184,15 @@ def holdout_words(
         return "n and interval not recorded (a version 2 record)"
     interval = None if manifest.holdout_interval is None else manifest.holdout_interval.model_dump()
     seed = manifest.holdout.evidence
-    words = describe(manifest.holdout_examples, manifest.holdout_examples_source, interval, None, seed=seed,
-                     statistic=statistic, proportion=proportion)  # fmt: skip
+    words = describe(
+        manifest.holdout_examples,
+        manifest.holdout_examples_source,
+        interval,
+        None,
+        seed=seed,
+        statistic=statistic,
+        proportion=proportion,
+    )
     data = ", ".join(f"{d.path} {d.digest[:16]}…" for d in manifest.holdout_data)
     return words + ("; data " + data if data else "; no holdout_data declared: the data is not digested")
 
@@ -252,9 +261,12 @@ def final_line(final: dict[str, Any]) -> str:
     if final["replications"]:
         flat = no_variance(final)
         spread = (
-            f" ± {float(final['stdev']):.6g} (sample stdev)" if final["stdev"] is not None and float(final["stdev"])
-            else f", {flat} (no interval)" if flat else ""
-        )  # fmt: skip
+            f" ± {float(final['stdev']):.6g} (sample stdev)"
+            if final["stdev"] is not None and float(final["stdev"])
+            else f", {flat} (no interval)"
+            if flat
+            else ""
+        )
         mean = "no completed run" if final["mean"] is None else f"mean {float(final['mean']):.6g}{spread}"
         within = final.get("replication_interval")
         ci = f", 95% interval [{within['low']}, {within['high']}] ({within['method']})" if within else ""

@@ -104,8 +104,10 @@ class JobSpec:
             check_name("ledger_claim", self.ledger_claim)
         if self.sandbox_runtime not in ("gvisor", "seccomp"):
             hint = did_you_mean(self.sandbox_runtime, ("gvisor", "seccomp"))
-            raise BadInput(f"--sandbox-runtime: {self.sandbox_runtime!r} is neither gvisor nor seccomp{hint}",
-                           detail={"field": "sandbox_runtime"})  # fmt: skip
+            raise BadInput(
+                f"--sandbox-runtime: {self.sandbox_runtime!r} is neither gvisor nor seccomp{hint}",
+                detail={"field": "sandbox_runtime"},
+            )
         check_name("runtime_class", self.runtime_class)
         for cidr in self.egress_cidrs:
             check_cidr(cidr)
@@ -133,19 +135,33 @@ def render_researchers(
     from anchor.research.contract import load_contract
 
     fields["service_url"] = check_pods_anchor_through(
-        target, "anchor research render k8s ...", keys_secret, fields.get("service_url"), pod="a researcher pod",
+        target,
+        "anchor research render k8s ...",
+        keys_secret,
+        fields.get("service_url"),
+        pod="a researcher pod",
         instead="--service-url URL, --token-secret NAME and --researcher-secret NAME",
-    )  # fmt: skip
+    )
     if no_sandbox:
-        raise BadInput("--no-sandbox: a researcher pod holds the service token and the researcher's key, so its"
-                       " attempts run in bubblewrap (hint: --sandbox-runtime gvisor|seccomp, docs/research.md)",
-                       detail={"field": "no_sandbox"})  # fmt: skip
+        raise BadInput(
+            "--no-sandbox: a researcher pod holds the service token and the researcher's key, so its"
+            " attempts run in bubblewrap (hint: --sandbox-runtime gvisor|seccomp, docs/research.md)",
+            detail={"field": "no_sandbox"},
+        )
     load_contract(contract)
-    spec = JobSpec(**{**fields, "contract": contract.read_bytes(), "baseline": str(fields["baseline"]).lower(),
-                      "push": fields.get("push") or fields["repo_url"]})  # fmt: skip
-    shared = "" if spec.ledger_claim or spec.ledger_secret else (
-        "; the pods share a ledger only through --ledger-secret (PostgreSQL) or --ledger-claim"
-    )  # fmt: skip
+    spec = JobSpec(
+        **{
+            **fields,
+            "contract": contract.read_bytes(),
+            "baseline": str(fields["baseline"]).lower(),
+            "push": fields.get("push") or fields["repo_url"],
+        }
+    )
+    shared = (
+        ""
+        if spec.ledger_claim or spec.ledger_secret
+        else ("; the pods share a ledger only through --ledger-secret (PostgreSQL) or --ledger-claim")
+    )
     return to_yaml(render_job(spec)), (
         f"a ConfigMap, an Indexed Job of {spec.researchers} researcher(s) and its NetworkPolicy{shared}"
     )
@@ -166,19 +182,36 @@ def render_job(spec: JobSpec) -> list[dict[str, Any]]:
     }
     workdir = "/shared/search" if spec.ledger_claim else "/work/search"
     run = [
-        "anchor", "research", "run", "--repo", "/work/repo", "--contract", "/contract/contract.toml",
-        "--workdir", workdir, "--push", spec.push, "--max-attempts", str(spec.max_attempts),
-        "--budget-minutes", f"{spec.budget_minutes:g}", "--service", spec.service_url,
-    ]  # fmt: skip
+        "anchor",
+        "research",
+        "run",
+        "--repo",
+        "/work/repo",
+        "--contract",
+        "/contract/contract.toml",
+        "--workdir",
+        workdir,
+        "--push",
+        spec.push,
+        "--max-attempts",
+        str(spec.max_attempts),
+        "--budget-minutes",
+        f"{spec.budget_minutes:g}",
+        "--service",
+        spec.service_url,
+    ]
     command = " ".join(shlex.quote(a) for a in run) + ' --researcher "r${JOB_COMPLETION_INDEX}"'
     clone = (
         f"git clone --quiet --no-checkout {shlex.quote(spec.repo_url)} /work/repo"
         f" && git -C /work/repo checkout --quiet --detach {spec.baseline}"
     )
     security = {
-        "runAsNonRoot": True, "runAsUser": UID, "runAsGroup": UID, "allowPrivilegeEscalation": False,
+        "runAsNonRoot": True,
+        "runAsUser": UID,
+        "runAsGroup": UID,
+        "allowPrivilegeEscalation": False,
         "capabilities": {"drop": ["ALL"]},
-    }  # fmt: skip
+    }
     resources = {
         "requests": {"cpu": spec.cpu, "memory": spec.memory},
         "limits": {"cpu": spec.cpu, "memory": spec.memory},
@@ -193,9 +226,13 @@ def render_job(spec: JobSpec) -> list[dict[str, Any]]:
     if spec.rpc_url:
         env.append({"name": "ANCHOR_RPC_URL", "value": spec.rpc_url})
     env.append({"name": "ANCHOR_IMAGE", "value": spec.image})  # every record binds the image it ran in
-    keys = [token_variable(spec.token_secret),
-            {"name": "ANCHOR_RESEARCHER_KEY",
-             "valueFrom": {"secretKeyRef": {"name": spec.researcher_secret, "key": "key"}}}]  # fmt: skip
+    keys = [
+        token_variable(spec.token_secret),
+        {
+            "name": "ANCHOR_RESEARCHER_KEY",
+            "valueFrom": {"secretKeyRef": {"name": spec.researcher_secret, "key": "key"}},
+        },
+    ]
     if spec.ledger_secret:
         keys.append(
             {"name": "ANCHOR_JOURNAL_URL", "valueFrom": {"secretKeyRef": {"name": spec.ledger_secret, "key": "url"}}}
@@ -217,7 +254,7 @@ def render_job(spec: JobSpec) -> list[dict[str, Any]]:
             seccompProfile={"type": "Localhost", "localhostProfile": "profiles/anchor-bwrap.json"},
             appArmorProfile={"type": "Unconfined"},  # the runtime default AppArmor profile refuses mount
             procMount="Unmasked",  # bubblewrap mounts a /proc of its own: a masked one may not be covered
-        )  # fmt: skip
+        )
         runtime["hostUsers"] = False  # an unmasked /proc only in a user-namespaced pod
     job = {
         "apiVersion": "batch/v1",
@@ -237,23 +274,45 @@ def render_job(spec: JobSpec) -> list[dict[str, Any]]:
                     **runtime,
                     "automountServiceAccountToken": False,  # attempts run here: no way to the cluster's API
                     "enableServiceLinks": False,
-                    "securityContext": {"runAsNonRoot": True, "runAsUser": UID, "fsGroup": UID,
-                                        "seccompProfile": {"type": "RuntimeDefault"}},
+                    "securityContext": {
+                        "runAsNonRoot": True,
+                        "runAsUser": UID,
+                        "fsGroup": UID,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
                     "initContainers": [
-                        {"name": "wait-ready", "image": spec.image, "command": ["python3", "-c", WAIT_READY],
-                         "env": [{"name": "READY_URLS", "value": " ".join(spec.ready_urls)}],
-                         "securityContext": security, "resources": small},
-                        {"name": "clone", "image": spec.image, "command": ["sh", "-c", clone], "env": env,
-                         "volumeMounts": mounts, "securityContext": security, "resources": small},
+                        {
+                            "name": "wait-ready",
+                            "image": spec.image,
+                            "command": ["python3", "-c", WAIT_READY],
+                            "env": [{"name": "READY_URLS", "value": " ".join(spec.ready_urls)}],
+                            "securityContext": security,
+                            "resources": small,
+                        },
+                        {
+                            "name": "clone",
+                            "image": spec.image,
+                            "command": ["sh", "-c", clone],
+                            "env": env,
+                            "volumeMounts": mounts,
+                            "securityContext": security,
+                            "resources": small,
+                        },
                     ],
                     "containers": [
-                        {"name": "researcher", "image": spec.image, "command": ["sh", "-c", command],
-                         "env": [*env, *keys],
-                         "volumeMounts": main_mounts, "securityContext": researcher_security, "resources": resources},
+                        {
+                            "name": "researcher",
+                            "image": spec.image,
+                            "command": ["sh", "-c", command],
+                            "env": [*env, *keys],
+                            "volumeMounts": main_mounts,
+                            "securityContext": researcher_security,
+                            "resources": resources,
+                        },
                     ],
                     "volumes": volumes,
                 },
             },
         },
-    }  # fmt: skip
+    }
     return [config, job, network_policy(meta, labels, spec.egress_cidrs)]

@@ -219,8 +219,11 @@ def unsafe_field(entry: LedgerRow) -> tuple[str, str] | None:
     is handed to git: the hash chain is its author's to make (a shared ledger: every researcher host's; a
     published one: whoever published it), so a row's `parent` of `--output=FILE` would have `git diff`
     write FILE for whoever audits it, and a researcher `../..` name run dirs outside the work dir."""
-    checks = (("researcher", RESEARCHER_ID, "a researcher id"), ("commit", COMMIT_ID, "a full commit id"),
-              ("parent", COMMIT_ID, "a full commit id"))  # fmt: skip
+    checks = (
+        ("researcher", RESEARCHER_ID, "a researcher id"),
+        ("commit", COMMIT_ID, "a full commit id"),
+        ("parent", COMMIT_ID, "a full commit id"),
+    )
     for field, pattern, what in checks:
         value = entry.get(field)
         if field in entry and not (isinstance(value, str) and pattern.fullmatch(value)):
@@ -234,8 +237,10 @@ def safe_rows(rows: list[LedgerRow], where: str, unit: str) -> list[LedgerRow]:
         unsafe = unsafe_field(row) if isinstance(row, dict) else ("row", "not a ledger entry")
         if unsafe is not None:
             field, problem = unsafe
-            raise Tampered(f"{where}: entry at {unit} {number} is bad: {problem}",
-                           detail={unit: number, "seq": number - 1, "problem": problem, "field": field})  # fmt: skip
+            raise Tampered(
+                f"{where}: entry at {unit} {number} is bad: {problem}",
+                detail={unit: number, "seq": number - 1, "problem": problem, "field": field},
+            )
     return rows
 
 

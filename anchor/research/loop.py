@@ -237,9 +237,11 @@ class Search:
                 break
             if failures >= self.limits.max_consecutive_failures:
                 runs = failures - rejected_in_row
-                summary.stopped_because = (f"{failures} consecutive failures ({rejected_in_row} rejected"
-                                           f" {'proposal' if rejected_in_row == 1 else 'proposals'}, {runs} failed"
-                                           f" {'run' if runs == 1 else 'runs'})")  # fmt: skip
+                summary.stopped_because = (
+                    f"{failures} consecutive failures ({rejected_in_row} rejected"
+                    f" {'proposal' if rejected_in_row == 1 else 'proposals'}, {runs} failed"
+                    f" {'run' if runs == 1 else 'runs'})"
+                )
                 break
             scored = {e["commit"] for e in mine}
             before = self.begin_attempt(champion["commit"])
@@ -263,10 +265,16 @@ class Search:
                 failures += 1
                 rejected_in_row += 1
                 # on record, under the hash chain: a rejection is no trial, and the report counts it by reason
-                self.ledger.append({
-                    "event": REJECTED, "researcher": self.researcher, "contract_digest": self.contract_digest,
-                    "reason": reason, "message": exc.message[:500], "at": _now(),
-                })  # fmt: skip
+                self.ledger.append(
+                    {
+                        "event": REJECTED,
+                        "researcher": self.researcher,
+                        "contract_digest": self.contract_digest,
+                        "reason": reason,
+                        "message": exc.message[:500],
+                        "at": _now(),
+                    }
+                )
                 self.end_attempt(champion["commit"], before)
                 continue
             # the fence was checked before the commit and the commit took every editable change: the
@@ -323,17 +331,29 @@ class Search:
             parent, commit = trace["parent"], trace["commit"]
             diff = b"" if parent == NO_PARENT else self.repo.diff(parent, commit, self.contract.editable)
             manifest = AttemptManifest.build(
-                version=4 if self.keep_rule is None else 5, keep_rule=self.keep_rule,
-                commit=trace["commit"], parent=trace["parent"], diff_blake3=blake3.blake3(diff).hexdigest(),
-                metric=None, kept=False, status="interrupted", researcher=self.researcher,
-                contract_digest=self.contract_digest, evidence=sealed.manifest.digest.hex(),
+                version=4 if self.keep_rule is None else 5,
+                keep_rule=self.keep_rule,
+                commit=trace["commit"],
+                parent=trace["parent"],
+                diff_blake3=blake3.blake3(diff).hexdigest(),
+                metric=None,
+                kept=False,
+                status="interrupted",
+                researcher=self.researcher,
+                contract_digest=self.contract_digest,
+                evidence=sealed.manifest.digest.hex(),
                 sandbox="none" if self.sandbox is None else self.sandbox.runtime,
-                measured_by=measured_by(self.contract, self.repo.path), environment=self.environment(),
-            )  # fmt: skip
-            entry = self.ledger.append({
-                **row_of(manifest.identity()), "attempt_digest": manifest.digest.hex(), "started_seq": trace["seq"],
-                "closed_at": _now(),
-            })  # fmt: skip
+                measured_by=measured_by(self.contract, self.repo.path),
+                environment=self.environment(),
+            )
+            entry = self.ledger.append(
+                {
+                    **row_of(manifest.identity()),
+                    "attempt_digest": manifest.digest.hex(),
+                    "started_seq": trace["seq"],
+                    "closed_at": _now(),
+                }
+            )
             self.repo.set_ref(f"refs/anchor/{ref_name(self.researcher)}/{entry['seq']}", trace["commit"])
             if self.on_entry is not None:
                 self.on_entry(entry)
@@ -366,9 +386,17 @@ class Search:
             run_dir.mkdir(parents=True)
             name = f"{self.researcher}-{champion[:12]}-{run_dir.name}"
             timeout_s = terms.attempt_timeout_minutes * 60
-            result = run_command(terms.render(run_dir, name, command), self.repo.path, run_dir, timeout_s,
-                                 terms.grace_seconds, box, terms.pass_env, editable=terms.editable,
-                                 limits=self.attempt_limits)  # fmt: skip
+            result = run_command(
+                terms.render(run_dir, name, command),
+                self.repo.path,
+                run_dir,
+                timeout_s,
+                terms.grace_seconds,
+                box,
+                terms.pass_env,
+                editable=terms.editable,
+                limits=self.attempt_limits,
+            )
             evaluate(terms, self.repo.path, run_dir, name, box, self.attempt_limits)
             sealed = seal(run_dir)
         finally:
@@ -393,10 +421,16 @@ class Search:
         diff = b"" if parent == NO_PARENT else self.repo.diff(parent, commit, self.contract.editable)
         (run_dir / "code.diff").write_bytes(diff)
         # the trace, before anything runs: if the harness dies now, the next start closes it as interrupted
-        self.ledger.append({
-            "event": STARTED, "commit": commit, "parent": parent, "researcher": self.researcher,
-            "contract_digest": self.contract_digest, "started_at": _now(),
-        })  # fmt: skip
+        self.ledger.append(
+            {
+                "event": STARTED,
+                "commit": commit,
+                "parent": parent,
+                "researcher": self.researcher,
+                "contract_digest": self.contract_digest,
+                "started_at": _now(),
+            }
+        )
         environment = self.environment()  # the inputs as the command finds them, hashed before it runs
         result = run_command(
             self.contract.render(run_dir, run_name),

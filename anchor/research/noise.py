@@ -49,8 +49,13 @@ def keep_rule_of(values: list[str], terms: AttemptContract) -> KeepRuleJson:
     sigmas = canonical_decimal(repr(terms.noise_sigmas))
     floor = Decimal(repr(terms.min_improvement))
     threshold = max(Decimal(sigmas) * Decimal(spread), floor)
-    return {"rule": "noise", "replications": len(values), "spread": spread, "sigmas": sigmas,
-            "threshold": canonical_decimal(threshold)}  # fmt: skip
+    return {
+        "rule": "noise",
+        "replications": len(values),
+        "spread": spread,
+        "sigmas": sigmas,
+        "threshold": canonical_decimal(threshold),
+    }
 
 
 def calibrate(search: Search, baseline: LedgerRow) -> KeepRuleJson | None:
@@ -61,18 +66,28 @@ def calibrate(search: Search, baseline: LedgerRow) -> KeepRuleJson | None:
     runs_dir = noise_dir(search.workdir, search.researcher, baseline["commit"])
     if runs_dir.exists():  # a calibration a killed harness left half done: ours, stale
         shutil.rmtree(runs_dir)
-    runs = [search.measure_again(runs_dir / f"noise-{i}", terms.command, search.sandbox)
-            for i in range(terms.noise_replications)]  # fmt: skip
+    runs = [
+        search.measure_again(runs_dir / f"noise-{i}", terms.command, search.sandbox)
+        for i in range(terms.noise_replications)
+    ]
     values = [run.metric.value for run in runs if run.metric is not None]
     if len(values) < 2:
         return None
     rule = keep_rule_of(values, terms)
     measured = [cast("NoiseRun", run.model_dump(mode="json", exclude_none=True)) for run in runs]
-    search.ledger.append({
-        "event": NOISE, "researcher": search.researcher, "contract_digest": search.contract_digest,
-        "commit": baseline["commit"], "runs": measured, "replications": rule["replications"],
-        "spread": rule["spread"], "sigmas": rule["sigmas"], "threshold": rule["threshold"],
-    })  # fmt: skip
+    search.ledger.append(
+        {
+            "event": NOISE,
+            "researcher": search.researcher,
+            "contract_digest": search.contract_digest,
+            "commit": baseline["commit"],
+            "runs": measured,
+            "replications": rule["replications"],
+            "spread": rule["spread"],
+            "sigmas": rule["sigmas"],
+            "threshold": rule["threshold"],
+        }
+    )
     return rule
 
 
@@ -131,9 +146,11 @@ def check_noise(work: Path, rows: list[LedgerRow], terms: AttemptContract) -> di
         champion: LedgerRow | None = None
         for entry in (r for r in rows if "event" not in r and r["researcher"] == who):
             if entry["seq"] > seq and entry.get("keep_rule") != honest:
-                raise Tampered(f"seq {entry['seq']}: judged after the noise calibration (seq {seq}), but its"
-                               f" keep_rule is {entry.get('keep_rule')}", detail={"seq": entry["seq"],
-                                                                                   "field": "keep_rule"})  # fmt: skip
+                raise Tampered(
+                    f"seq {entry['seq']}: judged after the noise calibration (seq {seq}), but its"
+                    f" keep_rule is {entry.get('keep_rule')}",
+                    detail={"seq": entry["seq"], "field": "keep_rule"},
+                )
             if entry["seq"] > seq and champion is not None:
                 now, best = value_of(entry), value_of(champion)
                 beats = (
@@ -148,7 +165,7 @@ def check_noise(work: Path, rows: list[LedgerRow], terms: AttemptContract) -> di
                         f" {best} and threshold {honest['threshold']} it"
                         f" {'beats' if beats else 'does not beat'} the noise",
                         detail={"seq": entry["seq"], "field": "kept"},
-                    )  # fmt: skip
+                    )
             if entry["kept"]:
                 champion = entry
     return found
@@ -159,7 +176,9 @@ def rule_line(rule: KeepRuleJson, attempts: list[LedgerRow]) -> str:
     judged = [e for e in attempts if e.get("keep_rule") == rule]
     kept = sum(1 for e in judged if e["kept"])
     within = sum(1 for e in judged if e["status"] == "completed" and not e["kept"])
-    return (f"keep rule: noise (pre-registered): the baseline re-measured {rule['replications']}x, spread"
-            f" {rule['spread']} (sample stdev), threshold {rule['threshold']} ({rule['sigmas']} x spread,"
-            f" at least min_improvement); of {len(judged)} attempts judged by it, {kept} kept (beat the champion"
-            f" by more), {within} within the noise (not kept)")  # fmt: skip
+    return (
+        f"keep rule: noise (pre-registered): the baseline re-measured {rule['replications']}x, spread"
+        f" {rule['spread']} (sample stdev), threshold {rule['threshold']} ({rule['sigmas']} x spread,"
+        f" at least min_improvement); of {len(judged)} attempts judged by it, {kept} kept (beat the champion"
+        f" by more), {within} within the noise (not kept)"
+    )

@@ -52,13 +52,18 @@ class ParamSearch:
         said = f"editable {self.editable!r}"
         if params is None:
             if path.is_dir():
-                raise BadInput(f"{said}: a folder; the built-in proposer tunes the numbers of one JSON or flat TOML"
-                               " file (name that file first among the editable paths), or give --propose COMMAND"
-                               " to change a folder", detail={"field": "editable"})  # fmt: skip
+                raise BadInput(
+                    f"{said}: a folder; the built-in proposer tunes the numbers of one JSON or flat TOML"
+                    " file (name that file first among the editable paths), or give --propose COMMAND"
+                    " to change a folder",
+                    detail={"field": "editable"},
+                )
             if not path.is_file():
-                raise BadInput(f"{said}: no such file in the repository{_near(path, self.editable)}; the built-in"
-                               " proposer tunes the numbers of the first editable file (JSON or flat TOML)",
-                               detail={"field": "editable"})  # fmt: skip
+                raise BadInput(
+                    f"{said}: no such file in the repository{_near(path, self.editable)}; the built-in"
+                    " proposer tunes the numbers of the first editable file (JSON or flat TOML)",
+                    detail={"field": "editable"},
+                )
             params = _read(path)
         numeric = sorted(k for k, v in params.items() if isinstance(v, (int, float)) and not isinstance(v, bool))
         if not numeric:
@@ -130,24 +135,42 @@ class CommandProposer:
         extra = {"ANCHOR_EDITABLE": " ".join(self.editable), "ANCHOR_ATTEMPT": str(attempt)}
         # the attempts' bounds and fence: a proposer is untrusted too. Sandboxed, it edits copies, which
         # are written back only once nothing in them could steer git (anchor.fence.workspace)
-        result = run_command(self.command, repo, scratch, self.timeout_s, 1.0, self.sandbox, self.pass_env,
-                             editable=self.editable, network=self.network, extra_env=extra,
-                             write_back=True, limits=self.limits)  # fmt: skip
+        result = run_command(
+            self.command,
+            repo,
+            scratch,
+            self.timeout_s,
+            1.0,
+            self.sandbox,
+            self.pass_env,
+            editable=self.editable,
+            network=self.network,
+            extra_env=extra,
+            write_back=True,
+            limits=self.limits,
+        )
         if result.git_changed:
-            raise GuardError(f"the proposer changed {', '.join(result.git_changed)} (undone): the repository's git"
-                             " state is the harness's", detail={"paths": list(result.git_changed)})  # fmt: skip
+            raise GuardError(
+                f"the proposer changed {', '.join(result.git_changed)} (undone): the repository's git"
+                " state is the harness's",
+                detail={"paths": list(result.git_changed)},
+            )
         if result.refused:
-            raise GuardError(f"the proposer left what the repository never holds: {', '.join(result.refused[:10])}"
-                             " (never written back, never given to git)",
-                             detail={"paths": list(result.refused), "reason": "unsafe entry"})  # fmt: skip
+            raise GuardError(
+                f"the proposer left what the repository never holds: {', '.join(result.refused[:10])}"
+                " (never written back, never given to git)",
+                detail={"paths": list(result.refused), "reason": "unsafe entry"},
+            )
         if result.timed_out:
             raise GuardError(f"the proposer timed out after {self.timeout_s:g} s")
         if result.limit is not None:
             from anchor.fence.cgroups import LIMIT_SETTINGS
 
             name = str(result.limit["name"])
-            raise GuardError(f"the proposer met its {name} limit of {result.limit['bound']}"
-                             f" ({LIMIT_SETTINGS.get(name, 'its bound')})")  # fmt: skip
+            raise GuardError(
+                f"the proposer met its {name} limit of {result.limit['bound']}"
+                f" ({LIMIT_SETTINGS.get(name, 'its bound')})"
+            )
         if result.exit_code != 0:
             tail = _tail(scratch / "stderr.log")
             raise GuardError(f"the proposer exited with status {result.exit_code}" + (f": {tail}" if tail else ""))

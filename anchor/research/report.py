@@ -49,8 +49,10 @@ def report_search(settings: Settings, work: Path, explicit: bool = True) -> Sear
     for who, reasons in rejections_by_reason(rows).items():  # proposals turned away: no trials
         if who in data["researchers"]:
             data["researchers"][who]["rejected"] = reasons
-            lines.append(f"{who}: {sum(reasons.values())} proposals rejected, never measured: "
-                         + ", ".join(f"{n} {reason}" for reason, n in sorted(reasons.items())))  # fmt: skip
+            lines.append(
+                f"{who}: {sum(reasons.values())} proposals rejected, never measured: "
+                + ", ".join(f"{n} {reason}" for reason, n in sorted(reasons.items()))
+            )
     for who in data["researchers"]:  # a pre-registered noise rule: its figures and its decisions
         rule = rule_in(rows, who)
         if rule is not None:
@@ -252,13 +254,19 @@ def lineage_tree(entries: list[LedgerRow], prefix: str, settings: Settings) -> t
     matches = [e for e in entries if e["commit"].startswith(prefix.lower())]
     commits = sorted({e["commit"] for e in matches})
     if len(commits) > 1:  # a prefix too short: which ones, so the next try can be long enough
-        raise BadInput(f"commit {prefix!r} matches {len(commits)} attempts in the ledger: give more of it ("
-                       + ", ".join(c[:12] for c in commits[:5]) + (", …" if len(commits) > 5 else "") + ")",
-                       detail={"field": "commit"})  # fmt: skip
+        raise BadInput(
+            f"commit {prefix!r} matches {len(commits)} attempts in the ledger: give more of it ("
+            + ", ".join(c[:12] for c in commits[:5])
+            + (", …" if len(commits) > 5 else "")
+            + ")",
+            detail={"field": "commit"},
+        )
     if not commits:
-        raise BadInput(f"commit {prefix!r} matches no attempt in the ledger (`anchor research report` names the"
-                       " champion; `git log --oneline --glob=refs/anchor` in the repository lists every measured one)",
-                       detail={"field": "commit"})  # fmt: skip
+        raise BadInput(
+            f"commit {prefix!r} matches no attempt in the ledger (`anchor research report` names the"
+            " champion; `git log --oneline --glob=refs/anchor` in the repository lists every measured one)",
+            detail={"field": "commit"},
+        )
     target = matches[-1]  # the last row of that commit: an interrupted baseline measured again
     mine = [e for e in entries if e["researcher"] == target["researcher"]]
     trial = trial_numbers(entries)

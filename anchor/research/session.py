@@ -89,8 +89,11 @@ def run_search(settings: Any, options: SearchOptions) -> SearchRun:
     if not o.sandbox and o.sandbox_runtime != "auto":
         from anchor.errors import BadInput
 
-        raise BadInput(f"--sandbox-runtime {o.sandbox_runtime} with --no-sandbox: a runtime is for a sandboxed run;"
-                       " drop one of the two", detail={"field": "--sandbox-runtime"})  # fmt: skip
+        raise BadInput(
+            f"--sandbox-runtime {o.sandbox_runtime} with --no-sandbox: a runtime is for a sandboxed run;"
+            " drop one of the two",
+            detail={"field": "--sandbox-runtime"},
+        )
     if not o.sandbox:
         from anchor.fence.sandbox import refuse_unconfined
 
@@ -115,9 +118,10 @@ def run_search(settings: Any, options: SearchOptions) -> SearchRun:
     # or a killed machine leaves every attempt up to the last checkpoint anchored); made now, so that
     # its background flusher starts while the contract is pre-registered
     hook = (
-        None if stamper is None or o.researchers > 1
+        None
+        if stamper is None or o.researchers > 1
         else Checkpoints(stamper, ledger, o.checkpoint_every, o.checkpoint_seconds)
-    )  # fmt: skip
+    )
     if stamper is None:
         digest = contract_digest(o.contract)
     elif o.researchers > 1 and stamper.through_services and (work / "contract.anchor.json").is_file():
@@ -126,11 +130,19 @@ def run_search(settings: Any, options: SearchOptions) -> SearchRun:
         digest = preregister(stamper, o.contract.resolve(), work / "contract.anchor.json")
     if o.researchers == 1:
         proposer = (
-            CommandProposer(o.propose, terms.editable, o.proposer_timeout, work / "runs" / o.researcher / "proposer",
-                            box, o.proposer_network, terms.pass_env, Limits.from_environment(settings.env))
+            CommandProposer(
+                o.propose,
+                terms.editable,
+                o.proposer_timeout,
+                work / "runs" / o.researcher / "proposer",
+                box,
+                o.proposer_network,
+                terms.pass_env,
+                Limits.from_environment(settings.env),
+            )
             if o.propose
             else ParamSearch(terms.editable[0], o.seed, o.researcher)
-        )  # fmt: skip
+        )
         git_repo = Repo(repo)
         pusher = None if o.push is None else RefPusher(git_repo, o.push, o.researcher)
         limits = SearchLimits(o.max_attempts, o.budget_minutes * 60, o.max_failures)
@@ -165,8 +177,10 @@ def stamper_for(settings: Any, urls: list[str] | None, anchor: bool) -> Any:
     """How the search anchors (anchor.anchoring.stamper), checked before anything runs; None: not at all."""
     if not anchor:
         if urls:
-            raise BadInput("services: given, while the search is not to be anchored: they contradict each other",
-                           detail={"field": "services"})  # fmt: skip
+            raise BadInput(
+                "services: given, while the search is not to be anchored: they contradict each other",
+                detail={"field": "services"},
+            )
         return None
     from anchor.anchoring.stamper import Stamper
 
@@ -213,12 +227,31 @@ def run_parallel(settings: Any, o: SearchOptions) -> list[dict[str, Any]]:
             clone.parent.mkdir(parents=True, exist_ok=True)
             subprocess.run(["git", "clone", "--quiet", str(o.repo.resolve()), str(clone)], check=True)
         argv = [
-            sys.executable, "-m", "anchor", "--json", "research", "run", "--repo", str(clone),
-            "--contract", str(o.contract.resolve()), "--workdir", str(o.work), "--researcher", f"r{k}",
-            "--max-attempts", str(o.max_attempts), "--budget-minutes", str(o.budget_minutes),
-            "--max-failures", str(o.max_failures), "--seed", str(o.seed),
-            "--proposer-timeout", str(o.proposer_timeout),
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "anchor",
+            "--json",
+            "research",
+            "run",
+            "--repo",
+            str(clone),
+            "--contract",
+            str(o.contract.resolve()),
+            "--workdir",
+            str(o.work),
+            "--researcher",
+            f"r{k}",
+            "--max-attempts",
+            str(o.max_attempts),
+            "--budget-minutes",
+            str(o.budget_minutes),
+            "--max-failures",
+            str(o.max_failures),
+            "--seed",
+            str(o.seed),
+            "--proposer-timeout",
+            str(o.proposer_timeout),
+        ]
         # each researcher checkpoints the shared ledger itself (the journal dedups, one flush at a time),
         # so a researcher that fails, or a killed parent, leaves every checkpointed attempt on chain
         argv += (

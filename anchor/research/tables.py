@@ -28,8 +28,12 @@ def rows(stats: dict[str, Any]) -> list[tuple[str, str]]:
             if interval
             else "no interval"
         )
-        out.append((f"selection metric ({metric.get('name')}, {metric.get('mode')})",
-                    f"{metric.get('value')}; n={n if n is not None else 'unknown'}; {ci}"))  # fmt: skip
+        out.append(
+            (
+                f"selection metric ({metric.get('name')}, {metric.get('mode')})",
+                f"{metric.get('value')}; n={n if n is not None else 'unknown'}; {ci}",
+            )
+        )
     if final.get("replications"):
         from anchor.research.final import no_variance
 
@@ -37,8 +41,13 @@ def rows(stats: dict[str, Any]) -> list[tuple[str, str]]:
         spread = f" ± {float(final['stdev']):.6g} (sd)" if final.get("stdev") is not None and not flat else ""
         mean = "no completed run" if final.get("mean") is None else f"{float(final['mean']):.6g}{spread}"
         within = final.get("replication_interval")
-        ci = (f"; 95% CI [{within['low']}, {within['high']}] ({within['method']})" if within
-              else f"; {flat}, no interval" if flat else "; no interval (under 2 runs)")  # fmt: skip
+        ci = (
+            f"; 95% CI [{within['low']}, {within['high']}] ({within['method']})"
+            if within
+            else f"; {flat}, no interval"
+            if flat
+            else "; no interval (under 2 runs)"
+        )
         out.append((f"replications ({len(final['replications'])})", f"{mean}; n={len(final['replications'])}{ci}"))
     if final.get("holdout") is not None:
         held = final.get("holdout_interval")
@@ -57,8 +66,13 @@ def rows(stats: dict[str, Any]) -> list[tuple[str, str]]:
     if final.get("selection_adjusted") is not None:
         within = final.get("adjusted_interval")
         ci = f"; 95% CI [{within['low']}, {within['high']}] ({within['method']})" if within else "; no interval"
-        out.append(("selection-adjusted", f"{final['selection_adjusted']:.6g} over {final.get('adjusted_over')} trials"
-                                          f" ({final.get('adjustment_method')}){ci}"))  # fmt: skip
+        out.append(
+            (
+                "selection-adjusted",
+                f"{final['selection_adjusted']:.6g} over {final.get('adjusted_over')} trials"
+                f" ({final.get('adjustment_method')}){ci}",
+            )
+        )
     elif final:
         out.append(("selection-adjusted", final.get("no_adjustment") or "none"))
     team = final.get("team_trials")
@@ -67,8 +81,12 @@ def rows(stats: dict[str, Any]) -> list[tuple[str, str]]:
     if rejected:
         trials += "; rejected (never measured): " + ", ".join(f"{k} {v}" for k, v in sorted(rejected.items()))
     out.append(("trials", trials))
-    out.append(("kept / failed / timed out", f"{stats.get('kept', 0)} / {stats.get('failed', 0)} /"
-                                             f" {stats.get('timed_out', 0)}"))  # fmt: skip
+    out.append(
+        (
+            "kept / failed / timed out",
+            f"{stats.get('kept', 0)} / {stats.get('failed', 0)} / {stats.get('timed_out', 0)}",
+        )
+    )
     env = stats.get("environment")
     if env:
         where = f"image {env['image']}" if env.get("image") else f"host {str(env.get('host'))[:12]}…"
@@ -95,18 +113,25 @@ def methods(terms: Any, stats: dict[str, Any], anchored: dict[str, Any]) -> str:
         f"The attempt contract ({terms.task}) was pre-registered before the search: the metric {terms.metric}"
         f" ({'higher' if terms.mode == 'max' else 'lower'} is better), measured by {terms.metric_source}."
     ]
-    parts.append(f"The champion was selected from {stats.get('attempts', 0)} measured trials"
-                 + (f" ({final['team_trials']} across the team)" if final.get("team_trials") is not None else "")
-                 + "; proposals that changed nothing or repeated a scored commit were rejected before measurement"
-                 " and are not counted.")  # fmt: skip
+    parts.append(
+        f"The champion was selected from {stats.get('attempts', 0)} measured trials"
+        + (f" ({final['team_trials']} across the team)" if final.get("team_trials") is not None else "")
+        + "; proposals that changed nothing or repeated a scored commit were rejected before measurement"
+        " and are not counted."
+    )
     if getattr(terms, "replications", 0):
-        parts.append(f"It was replicated {terms.replications} times"
-                     + (" and evaluated once on held-out data" if terms.holdout_command else "") + ".")  # fmt: skip
+        parts.append(
+            f"It was replicated {terms.replications} times"
+            + (" and evaluated once on held-out data" if terms.holdout_command else "")
+            + "."
+        )
     if final.get("selection_adjusted") is not None:
         parts.append(f"Its figure was adjusted for selection ({final.get('adjustment_method')}).")
     if anchored.get("anchored_trials") is not None:
-        parts.append(f"Every attempt was recorded in a hash-chained ledger; {anchored['anchored_trials']} trials were"
-                     " anchored on chain with it, so the trial count cannot be lowered after the fact.")  # fmt: skip
+        parts.append(
+            f"Every attempt was recorded in a hash-chained ledger; {anchored['anchored_trials']} trials were"
+            " anchored on chain with it, so the trial count cannot be lowered after the fact."
+        )
     parts += where_recorded(anchored.get("anchored_at"), final)
     return " ".join(parts)
 
@@ -117,15 +142,19 @@ def where_recorded(at: dict[str, Any] | None, final: dict[str, Any]) -> list[str
     the command that checks them; none when the head was not read back (the chain out of reach)."""
     if not at:
         return []
-    said = [f"The ledger head {at['head']} ({at['length']} rows) is anchored on {at['chain']} in the registry"
-            f" {at['registry']}, transaction {at['tx_hash']} (batch root {at['root']})"]  # fmt: skip
+    said = [
+        f"The ledger head {at['head']} ({at['length']} rows) is anchored on {at['chain']} in the registry"
+        f" {at['registry']}, transaction {at['tx_hash']} (batch root {at['root']})"
+    ]
     record = final.get("record_anchor")
     if record and final.get("digest"):
         said[0] += f"; the champion record 0x{final['digest']} in transaction {record['tx_hash']}"
     said[0] += "."
-    said.append("Anyone can re-derive these figures from the exported claim with `anchor research check CLAIM"
-                " --offline --trusted-block N:HASH`, N the claim's last block and HASH its hash from any explorer"
-                " or node.")  # fmt: skip
+    said.append(
+        "Anyone can re-derive these figures from the exported claim with `anchor research check CLAIM"
+        " --offline --trusted-block N:HASH`, N the claim's last block and HASH its hash from any explorer"
+        " or node."
+    )
     return said
 
 
@@ -140,16 +169,28 @@ def render(data: dict[str, Any], terms: Any, fmt: str) -> str:
             blocks.append(f"### {who}\n\n| figure | value |\n|---|---|\n{body}\n\n{text}\n")
         else:
             body = "\n".join(f"{_tex(figure)} & {_tex(value)} \\\\" for figure, value in table)
-            blocks.append(f"% {who}\n\\begin{{tabular}}{{ll}}\n\\hline\nfigure & value \\\\\n\\hline\n{body}\n"
-                          f"\\hline\n\\end{{tabular}}\n\n{_tex(text)}\n")  # fmt: skip
+            blocks.append(
+                f"% {who}\n\\begin{{tabular}}{{ll}}\n\\hline\nfigure & value \\\\\n\\hline\n{body}\n"
+                f"\\hline\n\\end{{tabular}}\n\n{_tex(text)}\n"
+            )
     return "\n".join(blocks)
 
 
 def _tex(text: str) -> str:
     """Text safe in a LaTeX table cell: its special characters escaped."""
     text = text.replace("\\", "\0")  # a placeholder: the braces of \textbackslash{} must not be escaped
-    for char, escaped in (("&", r"\&"), ("%", r"\%"), ("$", r"\$"), ("#", r"\#"),
-                          ("_", r"\_"), ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"),
-                          ("^", r"\textasciicircum{}"), ("±", r"$\pm$"), ("…", r"\ldots{}")):  # fmt: skip
+    for char, escaped in (
+        ("&", r"\&"),
+        ("%", r"\%"),
+        ("$", r"\$"),
+        ("#", r"\#"),
+        ("_", r"\_"),
+        ("{", r"\{"),
+        ("}", r"\}"),
+        ("~", r"\textasciitilde{}"),
+        ("^", r"\textasciicircum{}"),
+        ("±", r"$\pm$"),
+        ("…", r"\ldots{}"),
+    ):
         text = text.replace(char, escaped)
     return text.replace("\0", r"\textbackslash{}")

@@ -187,9 +187,11 @@ def describe(
         where = SOURCES.get(examples_source or "", "source unknown")
         size = f"n={examples} examples ({where}; one example = {1 / examples:.4g})"
     if interval is None and proportion is False:
-        why = ("no interval over items: the metric is not a proportion (a binomial interval does not describe it)"
-               " and no per-example results were kept to resample; the replications' bootstrap, where there are"
-               " replications, is its run-to-run interval")  # fmt: skip
+        why = (
+            "no interval over items: the metric is not a proportion (a binomial interval does not describe it)"
+            " and no per-example results were kept to resample; the replications' bootstrap, where there are"
+            " replications, is its run-to-run interval"
+        )
     elif interval is None:
         why = "no interval: " + (
             "the metric is not a share in [0, 1] and no per-example results were given"
@@ -199,8 +201,10 @@ def describe(
     elif interval["method"] == "bootstrap" and statistic in STATISTICS:
         from anchor.research.resample import ITEMS
 
-        what = (f"percentile bootstrap over {examples} items {ITEMS[statistic]}, {STATISTICS[statistic]} recomputed"
-                f" on each of {RESAMPLES:,} resamples")  # fmt: skip
+        what = (
+            f"percentile bootstrap over {examples} items {ITEMS[statistic]}, {STATISTICS[statistic]} recomputed"
+            f" on each of {RESAMPLES:,} resamples"
+        )
         why = f"95% interval [{interval['low']}, {interval['high']}] ({what}" + (f", seed {seed})" if seed else ")")
     elif interval["method"] == "bootstrap":
         what = f"percentile bootstrap over {examples} per-example results, {RESAMPLES:,} resamples"
@@ -235,8 +239,12 @@ def of_holdout(terms: AttemptContract, run_dir: Path, run: dict[str, Any]) -> di
     {holdout_examples, holdout_examples_source, holdout_interval, holdout_caveat}; the interval's
     bootstrap is seeded by the run's evidence digest. Nothing for a holdout that did not complete."""
     if run.get("metric") is None:
-        return {"holdout_examples": None, "holdout_examples_source": None, "holdout_interval": None,
-                "holdout_caveat": "the holdout did not complete"}  # fmt: skip
+        return {
+            "holdout_examples": None,
+            "holdout_examples_source": None,
+            "holdout_interval": None,
+            "holdout_caveat": "the holdout did not complete",
+        }
     sample = read_sample(terms, run_dir, holdout=True)
     return {
         "holdout_examples": sample.examples,
@@ -252,5 +260,7 @@ def held_out_data(terms: AttemptContract, repo: Path) -> list[dict[str, str]]:
     refused by name: a record must not say a holdout ran on data it cannot digest."""
     from anchor.manifest.filetree import hash_tree
 
-    return [{"path": named, "digest": hash_tree(path).digest.hex()}
-            for named, path in zip(terms.holdout_data, terms.hidden_data(repo), strict=True)]  # fmt: skip
+    return [
+        {"path": named, "digest": hash_tree(path).digest.hex()}
+        for named, path in zip(terms.holdout_data, terms.hidden_data(repo), strict=True)
+    ]

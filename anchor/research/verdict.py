@@ -1,14 +1,17 @@
 """The research verdict: `verify_search`, what `anchor research verify` and the API's
 `GET /v1/research/searches/{search}/verify` say of a search, in the library rather than in the CLI.
 
-The checklist, each step raising the typed error of its failure (an edit is `Tampered`, exit 4, 409):
-1. the ledger's hash chain (`Ledger.verify`), scored under one contract (`one_contract`);
-2. every ledger head anchored at a checkpoint, read back from its proof file (`check_anchored_heads`);
-3. the checkpoint records found on chain by the contract digest, from trusted addresses (`chain_heads`);
-4. every measured commit with its ledgered diff, every attempt's evidence re-hashed, metrics re-read
-   (anchor.research.audit);
-5. every anchored champion record still binds what was anchored, its final runs re-hashed and its
-   sample size, interval and team count recomputed (`champion_records_hold`).
+What it checks of a search, in this order, each check raising the typed error of its failure (an edit
+is `Tampered`, exit 4, 409); a proof each rests on is verified by the one checklist of
+anchor.readback.checklist, whose numbers are its own:
+- the ledger's hash chain (`Ledger.verify`), scored under one contract (`one_contract`);
+- every ledger head anchored at a checkpoint, read back from its proof file (`check_anchored_heads`);
+- the checkpoint records found on chain by the contract digest, from trusted addresses (`chain_heads`);
+- every measured commit with its ledgered diff, every attempt's evidence re-hashed, metrics re-read
+  (anchor.research.audit);
+- every anchored champion record still binds what was anchored, its final runs re-hashed and its
+  sample size, interval and team count recomputed (`champion_records_hold`);
+- no kept attempt's lineage record retracted by its researcher (`refuse_retracted_champions`).
 """
 
 from __future__ import annotations
@@ -46,20 +49,29 @@ class SearchVerdict:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "ledger": self.ledger, "entries": self.entries, "head": self.head,
+            "ledger": self.ledger,
+            "entries": self.entries,
+            "head": self.head,
             "anchored": asdict(self.anchored) if self.anchored.checkpoints else None,
-            "checkpoint_records": asdict(self.found), "audit": asdict(self.audit), "final_runs": self.final_runs,
+            "checkpoint_records": asdict(self.found),
+            "audit": asdict(self.audit),
+            "final_runs": self.final_runs,
             "keep_rules": self.keep_rules,
-        }  # fmt: skip
+        }
 
 
 def verify_search(
-    settings: Settings, work: Path, *, repo: Path | None = None, researcher: str | None = None,
-    researcher_addresses: Sequence[str] = (), explicit: bool = True,
-) -> SearchVerdict:  # fmt: skip
-    """Steps 1-5 of the module's checklist on the search in `work` (`explicit=False`: the one search
-    the data dir knows, when `work` holds none). `researcher`: audit only this researcher's commits
-    and evidence (a shared ledger: each host has its own run dirs)."""
+    settings: Settings,
+    work: Path,
+    *,
+    repo: Path | None = None,
+    researcher: str | None = None,
+    researcher_addresses: Sequence[str] = (),
+    explicit: bool = True,
+) -> SearchVerdict:
+    """The module's checks, the hash chain to the champion records, on the search in `work`
+    (`explicit=False`: the one search the data dir knows, when `work` holds none). `researcher`: audit
+    only this researcher's commits and evidence (a shared ledger: each host has its own run dirs)."""
     from anchor.errors import BadInput
     from anchor.research.audit import audit
     from anchor.research.checkpoints import check_anchored_heads
@@ -76,20 +88,33 @@ def verify_search(
         from anchor.errors import did_you_mean
 
         known = sorted({str(e["researcher"]) for e in attempts})
-        raise BadInput(f"researcher {researcher}: no attempts of this researcher in {ledger.where} (its researchers:"
-                       f" {', '.join(known) or 'none yet'}){did_you_mean(researcher, known)}",
-                       detail={"field": "researcher"})  # fmt: skip
+        raise BadInput(
+            f"researcher {researcher}: no attempts of this researcher in {ledger.where} (its researchers:"
+            f" {', '.join(known) or 'none yet'}){did_you_mean(researcher, known)}",
+            detail={"field": "researcher"},
+        )
     checked = audit(mine, work, repo)
     rules = _noise_holds(work, ledger.rows())
     finals = champion_records_hold(work, mine, attempts)
     bound = tuple(json.dumps(e["environment"], sort_keys=True) for e in mine if "environment" in e)
     refuse_retracted_champions(opened, mine)
-    return SearchVerdict(str(ledger.where), int(result["entries"]), str(result["head"]), len(attempts), researcher,
-                         heads, found, checked, finals, bound, rules)  # fmt: skip
+    return SearchVerdict(
+        str(ledger.where),
+        int(result["entries"]),
+        str(result["head"]),
+        len(attempts),
+        researcher,
+        heads,
+        found,
+        checked,
+        finals,
+        bound,
+        rules,
+    )
 
 
 def refuse_retracted_champions(opened: tuple[Any, Any] | None, entries: list[LedgerRow]) -> None:
-    """Step 6: a kept attempt whose lineage record its researcher retracted on chain is named, and the
+    """The last check: a kept attempt whose lineage record its researcher retracted on chain is named, and the
     search's verdict is `Retracted` (exit 16): the ledger still holds, the claim that attempt made does
     not. Read live by commit (every researcher's record of it) from `opened` (`search_registry`);
     nothing to read without a registry."""
@@ -108,9 +133,16 @@ def refuse_retracted_champions(opened: tuple[Any, Any] | None, entries: list[Led
             retraction = registry.lineage_retraction(record)
             if retraction is not None:
                 when = datetime.fromtimestamp(retraction.timestamp, UTC).isoformat(timespec="seconds")
-                found.append({"commit": commit, "researcher": record.researcher, "retracted_at": when,
-                              "retracted_block": retraction.block_number, "reason_digest": retraction.reason,
-                              "tx_hash": retraction.tx_hash})  # fmt: skip
+                found.append(
+                    {
+                        "commit": commit,
+                        "researcher": record.researcher,
+                        "retracted_at": when,
+                        "retracted_block": retraction.block_number,
+                        "reason_digest": retraction.reason,
+                        "tx_hash": retraction.tx_hash,
+                    }
+                )
     if found:
         named = ", ".join(f"{f['commit'][:12]} (by {f['researcher']} at {f['retracted_at']})" for f in found)
         raise Retracted(
@@ -132,8 +164,10 @@ def open_search(settings: Settings, work: Path, explicit: bool = True) -> tuple[
         ledger = open_ledger(work, settings.journal_url, settings.env.ledger_name)
         if not isinstance(ledger, Ledger):
             if not ledger.rows():
-                raise NotAnchored(f"{ledger.where}: no rows (hint: ANCHOR_LEDGER_NAME or --workdir names the search)",
-                                  detail={"field": "workdir", "looked_for": str(ledger.where)})  # fmt: skip
+                raise NotAnchored(
+                    f"{ledger.where}: no rows (hint: ANCHOR_LEDGER_NAME or --workdir names the search)",
+                    detail={"field": "workdir", "looked_for": str(ledger.where)},
+                )
             return ledger, work
     known = known_searches(settings.data_dir)
     if not (work / "ledger.jsonl").is_file():
@@ -167,8 +201,10 @@ def champion_records_hold(work: Path, entries: list[LedgerRow], team: list[Ledge
                 continue
             record, state = record_state(path)
             if state == "edited":
-                raise Tampered(f"{path}: the champion record differs from the one anchored beside it",
-                               detail={"field": "champion_record", "record": str(path)})  # fmt: skip
+                raise Tampered(
+                    f"{path}: the champion record differs from the one anchored beside it",
+                    detail={"field": "champion_record", "record": str(path)},
+                )
             if terms is not None and source is not None:
                 try:
                     checked += check_final_runs(work, record, source)
@@ -189,21 +225,28 @@ def _uncertainty_holds(terms: Any, work: Path, record: Any, entries: list[Ledger
         return
     entry = next((e for e in entries if e.get("attempt_digest") == record.attempt_digest), None)
     if entry is None:
-        raise Tampered(f"{path}: its champion attempt {record.attempt_digest[:16]}… is not in the ledger",
-                       detail={"field": "champion_record", "record": str(path)})  # fmt: skip
+        raise Tampered(
+            f"{path}: its champion attempt {record.attempt_digest[:16]}… is not in the ledger",
+            detail={"field": "champion_record", "record": str(path)},
+        )
     honest = of_champion(terms, work, entry)
     interval = None if record.interval is None else record.interval.model_dump()
     said = {"examples": record.examples, "examples_source": record.examples_source, "interval": interval}
     for field, value in said.items():
         if honest[field] != value:
-            raise Tampered(f"{path}: its {field} is {value}, but recomputed from the champion's run dir it is"
-                           f" {honest[field]}", detail={"field": field, "record": str(path)})  # fmt: skip
+            raise Tampered(
+                f"{path}: its {field} is {value}, but recomputed from the champion's run dir it is {honest[field]}",
+                detail={"field": field, "record": str(path)},
+            )
     if record.version >= 3 and record.holdout is not None:
         _holdout_holds(terms, work, record, path)
     team = sum(1 for e in entries if e["seq"] < record.ledger_length)
     if record.team_trials != team:
-        raise Tampered(f"{path}: team_trials is {record.team_trials}, but the ledger's first {record.ledger_length}"
-                       f" rows hold {team} attempts", detail={"field": "team_trials", "record": str(path)})  # fmt: skip
+        raise Tampered(
+            f"{path}: team_trials is {record.team_trials}, but the ledger's first {record.ledger_length}"
+            f" rows hold {team} attempts",
+            detail={"field": "team_trials", "record": str(path)},
+        )
 
 
 def researcher_address(text: str) -> str:
@@ -254,10 +297,16 @@ def chain_heads(ledger: Any, work: Path, settings: Any, given: list[str], opened
         digests.add(contract_digest(work / "contract.toml"))
     found = [check_chain_heads(rows, ledger.where, registry, digest, trusted) for digest in sorted(digests)]
     best = max(found, key=lambda f: f.length, default=ChainHeads(0, 0, None, None, tuple(sorted(trusted)), ()))
-    return ChainHeads(sum(f.checkpoints for f in found), best.length, best.block, best.anchored_at, best.trusted,
-                      tuple(sorted({a for f in found for a in f.others})),
-                      tuple(sorted({g for f in found for g in f.other_ledgers})),
-                      rows[0]["digest"] if rows else "")  # fmt: skip
+    return ChainHeads(
+        sum(f.checkpoints for f in found),
+        best.length,
+        best.block,
+        best.anchored_at,
+        best.trusted,
+        tuple(sorted({a for f in found for a in f.others})),
+        tuple(sorted({g for f in found for g in f.other_ledgers})),
+        rows[0]["digest"] if rows else "",
+    )
 
 
 def one_contract(entries: list[LedgerRow], where: object) -> None:
@@ -287,12 +336,17 @@ def _holdout_holds(terms: Any, work: Path, record: Any, path: Path) -> None:
     runs = final_runs_dir(work, record.researcher, record.commit, record.trials)
     honest = of_holdout(terms, runs / "holdout", record.holdout.model_dump(mode="json"))
     interval = None if record.holdout_interval is None else record.holdout_interval.model_dump()
-    said = {"holdout_examples": record.holdout_examples, "holdout_examples_source": record.holdout_examples_source,
-            "holdout_interval": interval}  # fmt: skip
+    said = {
+        "holdout_examples": record.holdout_examples,
+        "holdout_examples_source": record.holdout_examples_source,
+        "holdout_interval": interval,
+    }
     for field, value in said.items():
         if honest[field] != value:
-            raise Tampered(f"{path}: its {field} is {value}, but recomputed from the holdout's run dir it is"
-                           f" {honest[field]}", detail={"field": field, "record": str(path)})  # fmt: skip
+            raise Tampered(
+                f"{path}: its {field} is {value}, but recomputed from the holdout's run dir it is {honest[field]}",
+                detail={"field": field, "record": str(path)},
+            )
 
 
 def _noise_holds(work: Path, rows: list[LedgerRow]) -> dict[str, KeepRuleJson]:

@@ -80,9 +80,7 @@ def seal_anchor(rpc: Rpc, anchor: ChainAnchor) -> tuple[Sealed, str]:
     return sealed, str(block["hash"]).lower()
 
 
-def seal_state(
-    rpc: Rpc, anchor: ChainAnchor, root: bytes, block_hash: str
-) -> tuple[SealedState | None, int, str]:  # fmt: skip
+def seal_state(rpc: Rpc, anchor: ChainAnchor, root: bytes, block_hash: str) -> tuple[SealedState | None, int, str]:
     """The record of `root` as of the chain's latest block, for a sealed `anchor` whose block has hash
     `block_hash`: that block's header and the `eth_getProof` proofs of the record's slot; with the
     block's number and hash. Checked as a verifier will check it (`check_state_against`) before it is
@@ -104,16 +102,27 @@ def seal_state(
     except RpcError:
         return None, number, str(block["hash"]).lower()
     try:
-        state = SealedState(header=_hex(header_rlp(block)), account_proof=tuple(answer["accountProof"]),
-                            storage_proof=tuple(answer["storageProof"][0]["proof"]))  # fmt: skip
+        state = SealedState(
+            header=_hex(header_rlp(block)),
+            account_proof=tuple(answer["accountProof"]),
+            storage_proof=tuple(answer["storageProof"][0]["proof"]),
+        )
     except (TypeError, KeyError, IndexError):
-        raise BadInput(f"block {number}: the node gave no storage proof (eth_getProof): not sealed",
-                       detail={"block": number}) from None  # fmt: skip
+        raise BadInput(
+            f"block {number}: the node gave no storage proof (eth_getProof): not sealed", detail={"block": number}
+        ) from None
     later = str(block["hash"]).lower()
     sealed = anchor.sealed.model_copy(update={"state": state}) if anchor.sealed is not None else None
     try:
-        check_state_against(anchor.model_copy(update={"sealed": sealed}), root, seen.submitter, seen.timestamp,
-                            later, anchor.code_hash, "the chain's hash")  # fmt: skip
+        check_state_against(
+            anchor.model_copy(update={"sealed": sealed}),
+            root,
+            seen.submitter,
+            seen.timestamp,
+            later,
+            anchor.code_hash,
+            "the chain's hash",
+        )
     except AnchorError as exc:
         raise BadInput(
             f"block {number}: the node's state proof does not check ({exc}): not sealed", detail={"block": number}
@@ -178,8 +187,9 @@ def seal(settings: Settings, target: Path, refresh: bool = False) -> SealedProof
             already, refreshed = already + 1, refreshed + 1
         else:
             (sealed, block_hash), done = seal_anchor(handle.rpc, anchor), done + 1
-        state, later, later_hash = seal_state(handle.rpc, anchor.model_copy(update={"sealed": sealed}), root,
-                                              block_hash.lower())  # fmt: skip
+        state, later, later_hash = seal_state(
+            handle.rpc, anchor.model_copy(update={"sealed": sealed}), root, block_hash.lower()
+        )
         blocks.append((anchor.chain_id, anchor.block_number, block_hash.lower()))
         if later != anchor.block_number and state is not None:
             blocks.append((anchor.chain_id, later, later_hash))
@@ -190,9 +200,11 @@ def seal(settings: Settings, target: Path, refresh: bool = False) -> SealedProof
         new.append(each.model_copy(update={"anchor": anchor.model_copy(update={"sealed": sealed})}))
     if not done and not already:
         chains = ", ".join(chain_name(c) for c in sorted(set(elsewhere)))
-        raise BadInput(f"{proof_path}: its anchors are on {chains}, the RPC endpoint serves"
-                       f" {chain_name(handle.chain_id)}: seal it with that chain's rpc_url",
-                       detail={"field": "anchor.chain_id", "inputs": ["rpc_url"]})  # fmt: skip
+        raise BadInput(
+            f"{proof_path}: its anchors are on {chains}, the RPC endpoint serves"
+            f" {chain_name(handle.chain_id)}: seal it with that chain's rpc_url",
+            detail={"field": "anchor.chain_id", "inputs": ["rpc_url"]},
+        )
     first, rest = new[0], new[1:]
     updated = proof.model_copy(update={"anchor": first.anchor, "anchors": tuple(rest) if proof.anchors else None})
     if done or refreshed:

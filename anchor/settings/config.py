@@ -89,8 +89,11 @@ def found_data_dir(project: dict[str, str], user: dict[str, str], near: Path | N
             return Setting(str(found), rule)
     if "data_dir" in user:
         return Setting(user["data_dir"], user["source"])
-    return Setting(str(user_data_dir()), f"the per-user default: no {DATA_DIR_NAME}/ above the working directory"
-                   + ("" if near is None else f" or above {near}"))  # fmt: skip
+    return Setting(
+        str(user_data_dir()),
+        f"the per-user default: no {DATA_DIR_NAME}/ above the working directory"
+        + ("" if near is None else f" or above {near}"),
+    )
 
 
 def project_file(start: Path | None = None) -> Path | None:
@@ -120,11 +123,15 @@ def _read(path: Path) -> dict[str, str]:
         raise BadInput(f"{path}: not a readable TOML file ({exc})", detail={"file": str(path)}) from None
     for key in data:
         if key in SECRETS or "key" in key and key != "keystore":
-            raise BadInput(f"{path}: '{key}' looks like a secret; keys come from the environment or a keystore,"
-                           " never from a config file", detail={"file": str(path), "field": key})  # fmt: skip
+            raise BadInput(
+                f"{path}: '{key}' looks like a secret; keys come from the environment or a keystore,"
+                " never from a config file",
+                detail={"file": str(path), "field": key},
+            )
         if key not in KEYS:
-            raise BadInput(f"{path}: unknown setting '{key}' (known: {', '.join(KEYS)})",
-                           detail={"file": str(path), "field": key})  # fmt: skip
+            raise BadInput(
+                f"{path}: unknown setting '{key}' (known: {', '.join(KEYS)})", detail={"file": str(path), "field": key}
+            )
     out = {}
     for key, value in data.items():
         if not isinstance(value, str | int) or isinstance(value, bool):
@@ -134,8 +141,9 @@ def _read(path: Path) -> dict[str, str]:
     return out
 
 
-def resolve(given: dict[str, Setting] | None = None, near: Path | None = None,
-            env: Environment | None = None) -> dict[str, Setting]:  # fmt: skip
+def resolve(
+    given: dict[str, Setting] | None = None, near: Path | None = None, env: Environment | None = None
+) -> dict[str, Setting]:
     """Every setting with its source. `given` holds what the command line set (source "--data-dir" …);
     `env`, the `ANCHOR_*` variables (anchor.settings.model; the process's when None); `near`, a path
     being verified: on the local chain, its nearest `.anchor/` comes before the working directory's."""

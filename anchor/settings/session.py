@@ -118,8 +118,13 @@ class Settings:
         return None
 
     @classmethod
-    def load(cls, data_dir: Path | None = None, rpc_url: str | list[str] | None = None,
-                 near: Path | None = None, env: Environment | None = None) -> Settings:  # fmt: skip
+    def load(
+        cls,
+        data_dir: Path | None = None,
+        rpc_url: str | list[str] | None = None,
+        near: Path | None = None,
+        env: Environment | None = None,
+    ) -> Settings:
         """Options given on the command line, then ANCHOR_* variables (`env`, else the process
         environment and its `.env`: anchor.settings.model), then anchor.toml files
         (`anchor.settings.config`), then defaults. Several `rpc_url`s: writes use the first, reads ask them all.
@@ -129,9 +134,11 @@ class Settings:
         settings, found = cls._resolve(data_dir, urls[0] if urls else None, near, env)
         if settings.data_dir.exists() and not settings.data_dir.is_dir():  # `config show` still shows it
             where = found["data_dir"]
-            raise BadInput(f"data directory {where.value} (from {where.source}): not a directory (a file is in the"
-                           " way); name a folder, made if missing", detail={"path": str(settings.data_dir),
-                           "source": where.source})  # fmt: skip
+            raise BadInput(
+                f"data directory {where.value} (from {where.source}): not a directory (a file is in the"
+                " way); name a folder, made if missing",
+                detail={"path": str(settings.data_dir), "source": where.source},
+            )
         settings = replace(settings, service_urls=env.service_urls, browser_rpc_urls=env.browser_rpc_url)
         if len(urls) < 2 and env.read_rpcs:
             urls = list(env.read_rpcs)
@@ -142,19 +149,28 @@ class Settings:
     """The name `load` had before the settings were one model; kept for callers of the library."""
 
     @classmethod
-    def _resolve(cls, data_dir: Path | None = None, rpc_url: str | None = None, near: Path | None = None,
-                 env: Environment | None = None) -> tuple[Settings, dict[str, Any]]:  # fmt: skip
+    def _resolve(
+        cls,
+        data_dir: Path | None = None,
+        rpc_url: str | None = None,
+        near: Path | None = None,
+        env: Environment | None = None,
+    ) -> tuple[Settings, dict[str, Any]]:
         """The settings and, for each, its value and source (for `anchor config show`)."""
         from anchor.settings.config import Setting, resolve
 
         env = Environment.load() if env is None else env
-        given = {"data_dir": Setting(None if data_dir is None else str(data_dir), "--data-dir"),
-                 "rpc_url": Setting(rpc_url, "--rpc-url")}  # fmt: skip
+        given = {
+            "data_dir": Setting(None if data_dir is None else str(data_dir), "--data-dir"),
+            "rpc_url": Setting(rpc_url, "--rpc-url"),
+        }
         found = resolve(given, near, env)
         port = found["local_port"]
         if port.value is not None and (not port.value.isdigit() or not 0 < int(port.value) < 65536):
-            raise BadInput(f"local_port={port.value!r} (from {port.source}): expected a port number",
-                           detail={"variable": "ANCHOR_LOCAL_PORT", "source": port.source})  # fmt: skip
+            raise BadInput(
+                f"local_port={port.value!r} (from {port.source}): expected a port number",
+                detail={"variable": "ANCHOR_LOCAL_PORT", "source": port.source},
+            )
         settings = cls(
             data_dir=Path(found["data_dir"].value or ".anchor").resolve(),
             rpc_url=found["rpc_url"].value or None,

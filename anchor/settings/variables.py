@@ -31,9 +31,10 @@ def variable_rows(env: Environment) -> dict[str, dict[str, Any]]:
     for name in env.unknown():
         near = difflib.get_close_matches(name, VARIABLES, n=1)
         rows[name] = {
-            "set": True, "value": "(set, not shown: a secret)" if is_secret(name) else env.raw(name),
+            "set": True,
+            "value": "(set, not shown: a secret)" if is_secret(name) else env.raw(name),
             "source": "unknown: anchor reads no such variable" + (f"; did you mean {near[0]}?" if near else ""),
-        }  # fmt: skip
+        }
     return rows
 
 

@@ -105,7 +105,11 @@ async def verify_page(request: Request) -> HTMLResponse:
     base = "index/base.html" if site is not None else "base.html"
     from anchor.chain.presets import chain_name
 
-    header = {"registry": config.registry, "chain_id": config.chain_id, "chain": chain_name(config.chain_id),
-              "rpc": config.rpc_url or "—", "error": None}  # fmt: skip
-    return page("verify.html", "Verify files in your browser", None, base=base, site=header,
-                config=config.model_dump())  # fmt: skip
+    header = {
+        "registry": config.registry,
+        "chain_id": config.chain_id,
+        "chain": chain_name(config.chain_id),
+        "rpc": config.rpc_url or "—",
+        "error": None,
+    }
+    return page("verify.html", "Verify files in your browser", None, base=base, site=header, config=config.model_dump())

@@ -54,11 +54,18 @@ async def service_identity(request: Request, reader: ReaderDep, settings: Settin
 
 @router.get("/proofs/{digest}", operation_id="get_proof", responses=ERRORS)
 async def get_proof(
-    request: Request, digest: str, reader: ReaderDep,
-    sealed: Annotated[bool, Query(description="Also the anchor's sealed section (header, receipt, trie proof,"
-                                              " and the record as of the latest block): verifiable offline,"
-                                              " `anchor verify --offline`.")] = False,
-) -> Response:  # fmt: skip
+    request: Request,
+    digest: str,
+    reader: ReaderDep,
+    sealed: Annotated[
+        bool,
+        Query(
+            description="Also the anchor's sealed section (header, receipt, trie proof,"
+            " and the record as of the latest block): verifiable offline,"
+            " `anchor verify --offline`."
+        ),
+    ] = False,
+) -> Response:
     """The complete proof of a manifest this service anchored (the identity, the batch path and the
     anchor; never the listing, which stays with the client). 202 while it waits for its batch. With
     `sealed=1`, the anchor carries its sealed section, read from the chain (cached per block)."""
@@ -161,8 +168,10 @@ async def calendar_submit(request: Request) -> Response:
         raise _too_many(f"rate limit: {config.calendar_rate:g} submissions a second per client", wait)
     raw = await request.body()
     if len(raw) > CALENDAR_MAX_BODY:
-        raise BadInput(f"body: a calendar takes one manifest identity ({CALENDAR_MAX_BODY} bytes at most)",
-                       detail={"field": "body"})  # fmt: skip
+        raise BadInput(
+            f"body: a calendar takes one manifest identity ({CALENDAR_MAX_BODY} bytes at most)",
+            detail={"field": "body"},
+        )
     body = parse_json(raw, "body")
     if not isinstance(body, dict) or set(body) != {"manifest"} or not isinstance(body["manifest"], dict):
         raise BadInput('body: expected {"manifest": {...}} and nothing else', detail={"field": "body"})

@@ -108,26 +108,42 @@ async def home(request: Request, reader: ReaderDep, settings: SettingsDep) -> HT
     items, holding, batches = await in_journal(request.app, latest)
     records = await run_in_threadpool(_anchored_records, request.app, reader, [*batches, *holding])
     research = await run_in_threadpool(_research_of, settings)
-    anchored = [_described(i, records.get(i.batch_id) if i.batch_id is not None else None, research)
-                for i in items]  # fmt: skip
+    anchored = [_described(i, records.get(i.batch_id) if i.batch_id is not None else None, research) for i in items]
     # "records", not "items": in a template `b.items` is the dict's method, and the page showed
     # "<built-in method items of dict object at 0x…>" in every row
     from anchor.chain.canonical import canonical_address, canonical_code_hash
 
     registry = await run_in_threadpool(reader.registry)
-    shown = {"address": registry.address, "code_hash": registry.code_hash,
-             "canonical": registry.address == canonical_address() and registry.code_hash == canonical_code_hash()}  # fmt: skip
-    return page("home.html", "Anchor", reader.last_head(), chain=reader.where(), batches=_batch_rows(batches, records),
-                registry=shown, anchored=anchored, searches=research["searches"])  # fmt: skip
+    shown = {
+        "address": registry.address,
+        "code_hash": registry.code_hash,
+        "canonical": registry.address == canonical_address() and registry.code_hash == canonical_code_hash(),
+    }
+    return page(
+        "home.html",
+        "Anchor",
+        reader.last_head(),
+        chain=reader.where(),
+        batches=_batch_rows(batches, records),
+        registry=shown,
+        anchored=anchored,
+        searches=research["searches"],
+    )
 
 
 RECENT_ITEMS = 30
 """Records listed on the explorer's home, newest first (the search finds the rest)."""
 
 KINDS = {
-    "filetree": "file tree", "bundle": "result bundle", "attempt": "research attempt", "champion": "champion record",
-    "ledger": "research ledger checkpoint", "timing": "timing record", "mlflow_run": "MLflow run", "mission": "mission",
-}  # fmt: skip
+    "filetree": "file tree",
+    "bundle": "result bundle",
+    "attempt": "research attempt",
+    "champion": "champion record",
+    "ledger": "research ledger checkpoint",
+    "timing": "timing record",
+    "mlflow_run": "MLflow run",
+    "mission": "mission",
+}
 """Each manifest kind in words (docs/manifest.md)."""
 
 
@@ -151,9 +167,17 @@ def _research_of(settings: Any) -> dict[str, Any]:
         trials.update({(e["commit"], int(e["seq"])): numbers[int(e["seq"])] for e in entries})
         for who, stats in summarise(entries)[0]["researchers"].items():
             last = next(e for e in reversed(entries) if e["researcher"] == who)
-            found.append({"search": search, "researcher": who, "attempts": stats["attempts"], "kept": stats["kept"],
-                          "champion": stats["champion"], "metric": stats["champion_metric"],
-                          "lineage": stats["champion"] or last["commit"]})  # fmt: skip
+            found.append(
+                {
+                    "search": search,
+                    "researcher": who,
+                    "attempts": stats["attempts"],
+                    "kept": stats["kept"],
+                    "champion": stats["champion"],
+                    "metric": stats["champion_metric"],
+                    "lineage": stats["champion"] or last["commit"],
+                }
+            )
         if found and found[-1]["search"] == search:  # a checkpoint of this ledger leads to its lineage
             heads.update({str(row.get("digest")): (search, found[-1]["lineage"]) for row in rows})
     return {"searches": found, "trials": trials, "heads": heads}
@@ -164,10 +188,18 @@ def _described(item: Any, record: Any, research: dict[str, Any]) -> dict[str, An
     ident, kind = item.identity, item.kind
     digest = "0x" + item.digest.hex()
     row: dict[str, Any] = {
-        "digest": digest, "kind": KINDS.get(kind, kind), "name": "", "detail": "", "commit": None, "lineage": None,
-        "page": f"/explorer/bundle/{digest}", "state": item.state, "journaled_at": item.created_at,
-        "anchored_at": getattr(record, "timestamp", None), "submitter": getattr(record, "submitter", None),
-    }  # fmt: skip
+        "digest": digest,
+        "kind": KINDS.get(kind, kind),
+        "name": "",
+        "detail": "",
+        "commit": None,
+        "lineage": None,
+        "page": f"/explorer/bundle/{digest}",
+        "state": item.state,
+        "journaled_at": item.created_at,
+        "anchored_at": getattr(record, "timestamp", None),
+        "submitter": getattr(record, "submitter", None),
+    }
     metric = ident.get("metric") if isinstance(ident.get("metric"), dict) else None
     said = f"{metric.get('name')} = {metric.get('value')}" if metric else ""
     if kind == "filetree":
@@ -225,9 +257,17 @@ def _batch_rows(batches: list[Any], records: dict[int, Any]) -> list[dict[str, A
     for b in batches:
         record = records.get(b.id)
         submitter = getattr(record, "submitter", None)
-        rows.append({"root": "0x" + b.root.hex(), "records": b.items, "state": b.state, "block": b.block_number,
-                     "anchored_at": getattr(record, "timestamp", None), "submitter": submitter,
-                     "ours": submitter is not None and str(submitter).lower() == str(b.sender).lower()})  # fmt: skip
+        rows.append(
+            {
+                "root": "0x" + b.root.hex(),
+                "records": b.items,
+                "state": b.state,
+                "block": b.block_number,
+                "anchored_at": getattr(record, "timestamp", None),
+                "submitter": submitter,
+                "ours": submitter is not None and str(submitter).lower() == str(b.sender).lower(),
+            }
+        )
     return rows
 
 
@@ -244,8 +284,16 @@ async def searchpage(request: Request, reader: ReaderDep, q: SearchText = "") ->
         {"digest": "0x" + bytes(i["digest"]).hex(), "kind": i["kind"], "state": i["state"]} for i in found["items"]
     ]
     batches = _batch_rows(found["batches"], records)
-    return page("search.html", f"Search: {q[:60]}", reader.last_head(), chain=reader.where(), q=q, items=items,
-                batches=batches, attempts=attempts)  # fmt: skip
+    return page(
+        "search.html",
+        f"Search: {q[:60]}",
+        reader.last_head(),
+        chain=reader.where(),
+        q=q,
+        items=items,
+        batches=batches,
+        attempts=attempts,
+    )
 
 
 def _attempts_of(settings: Any, query: str) -> list[dict[str, Any]]:
@@ -259,8 +307,15 @@ def _attempts_of(settings: Any, query: str) -> list[dict[str, Any]]:
         _, entry = find_attempt(settings, body, prefix=True)
     except AnchorError:
         return []
-    return [{"commit": entry["commit"], "researcher": entry["researcher"], "status": entry["status"],
-             "kept": entry["kept"], "metric": value_of(entry)}]  # fmt: skip
+    return [
+        {
+            "commit": entry["commit"],
+            "researcher": entry["researcher"],
+            "status": entry["status"],
+            "kept": entry["kept"],
+            "metric": value_of(entry),
+        }
+    ]
 
 
 def _anchored_records(app: Any, reader: Any, batches: list[Any]) -> dict[int, Any]:
@@ -352,8 +407,9 @@ async def _bundle_page(key: bytes, request: Request, settings: Any, reader: Any,
     verification = Verification.model_validate_json(verdict)
     pages = max(1, -(-len(files) // PAGE_FILES))
     if page_number > pages:
-        raise NotAnchored(f"page {page_number}: this bundle's listing has {pages} pages",
-                          detail={"field": "page", "pages": pages})  # fmt: skip
+        raise NotAnchored(
+            f"page {page_number}: this bundle's listing has {pages} pages", detail={"field": "page", "pages": pages}
+        )
     first = (page_number - 1) * PAGE_FILES
     shown = [{"path": p, "size": n, "blake3": b} for p, n, b in files[first : first + PAGE_FILES]]
     return await run_in_threadpool(  # rendering is CPU: off the event loop too
@@ -372,7 +428,7 @@ async def _bundle_page(key: bytes, request: Request, settings: Any, reader: Any,
             "first": first + 1,
             "last": first + len(shown),
             "total": len(files),
-        },  # fmt: skip
+        },
         timeline=_timeline(verification.milestones or {}),
     )
 
@@ -415,10 +471,14 @@ def _timeline(milestones: dict[str, str]) -> list[dict[str, Any]]:
         first, last = min(times.values()), max(times.values())  # naive beside aware: a TypeError
         span = (last - first).total_seconds() or 1.0
         return [
-            {"name": name, "at": milestones[name], "seconds": (when - first).total_seconds(),
-             "x": round(40 + 620 * (when - first).total_seconds() / span, 1)}
+            {
+                "name": name,
+                "at": milestones[name],
+                "seconds": (when - first).total_seconds(),
+                "x": round(40 + 620 * (when - first).total_seconds() / span, 1),
+            }
             for name, when in sorted(times.items(), key=lambda item: item[1])
-        ]  # fmt: skip
+        ]
     except (TypeError, ValueError):
         return []
 

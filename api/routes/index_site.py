@@ -40,12 +40,20 @@ def _header(request: Request) -> dict[str, Any]:
         cursor, counts = store.cursor(), store.counts()
     from anchor.chain.presets import chain_name
 
-    return {"cursor": cursor, "counts": counts, "rpc": site.rpc_label, "registry": site.follower.address,
-            "chain_id": site.chain_id, "chain": chain_name(site.chain_id), "code_hash": site.follower.code_hash,
-            "version": site.follower.version,
-            "canonical": _is_canonical(site.follower.address),
-            "from_block": site.follower.from_block, "error": site.last_error,
-            "confirmations": site.follower.confirmations}  # fmt: skip
+    return {
+        "cursor": cursor,
+        "counts": counts,
+        "rpc": site.rpc_label,
+        "registry": site.follower.address,
+        "chain_id": site.chain_id,
+        "chain": chain_name(site.chain_id),
+        "code_hash": site.follower.code_hash,
+        "version": site.follower.version,
+        "canonical": _is_canonical(site.follower.address),
+        "from_block": site.follower.from_block,
+        "error": site.last_error,
+        "confirmations": site.follower.confirmations,
+    }
 
 
 def _commit32(key: str) -> str:
@@ -83,8 +91,9 @@ async def home(request: Request, page_number: PageNumber = 1) -> HTMLResponse:
     researchers = await run_in_threadpool(
         _read, request, lambda s: s.researchers(RESEARCHERS_PER_PAGE, listing["offset"])
     )
-    return _show("home.html", request, "Anchor · chain-only explorer", recent=recent, researchers=researchers,
-                 listing=listing)  # fmt: skip
+    return _show(
+        "home.html", request, "Anchor · chain-only explorer", recent=recent, researchers=researchers, listing=listing
+    )
 
 
 def _with_times(request: Request, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -155,13 +164,30 @@ def metric_chart(claims: list[Any], records: dict[str, dict[str, Any]]) -> dict[
         state = "claimed" if record is None else ("matches" if record["metric_hash"] == c.metric_hash else "differs")
         if state == "matches" and record is not None and record["kept"]:
             champion = y
-        points.append({"x": sx(x), "y": sy(y), "state": state, "trial": x, "value": c.metric_value,
-                       "commit": c.commit, "kept": c.kept})  # fmt: skip
+        points.append(
+            {
+                "x": sx(x),
+                "y": sy(y),
+                "state": state,
+                "trial": x,
+                "value": c.metric_value,
+                "commit": c.commit,
+                "kept": c.kept,
+            }
+        )
         if champion is not None:
             line.append(f"{sx(x)},{sy(champion)}")
     name = next((c.metric_name for c in claims if c.metric_name), "metric")
-    return {"points": points, "line": " ".join(line), "low": low, "high": high, "trials": n, "name": name,
-            "y_low": sy(low), "y_high": sy(high)}  # fmt: skip
+    return {
+        "points": points,
+        "line": " ".join(line),
+        "low": low,
+        "high": high,
+        "trials": n,
+        "name": name,
+        "y_low": sy(low),
+        "y_high": sy(high),
+    }
 
 
 @router.get("/researcher/{address}", response_class=HTMLResponse)
@@ -178,11 +204,20 @@ async def researcher(address: Address, request: Request) -> HTMLResponse:
     for r in records:
         children.setdefault(r["parent"] if r["parent"] in by_commit else "", []).append(r)
     return _show(
-        "researcher.html", request, f"Researcher {address}", who=who, records=records, claimed=claimed,
-        names=sorted(names), chart=metric_chart(claims, by_commit), children=children, roots=children.get("", []),
-        trials=len(claims), checkpoints=checkpoints,
+        "researcher.html",
+        request,
+        f"Researcher {address}",
+        who=who,
+        records=records,
+        claimed=claimed,
+        names=sorted(names),
+        chart=metric_chart(claims, by_commit),
+        children=children,
+        roots=children.get("", []),
+        trials=len(claims),
+        checkpoints=checkpoints,
         longest=max((int(c["metric_hash"][-16:], 16) for c in checkpoints), default=0),
-    )  # fmt: skip
+    )
 
 
 @router.get("/attempt/{commit}", response_class=HTMLResponse)
@@ -206,10 +241,18 @@ async def attempt(commit: Key, request: Request, page_number: PageNumber = 1) ->
         claim = claims.get(r["commit_id"])
         matches = claim is not None and claim.metric_hash == r["metric_hash"]
         text = diff[1].decode("utf-8", "replace") if diff[1] is not None else None
-        shown.append({"r": r, "children": kids, "diff_state": diff[0], "diff": text, "claim": claim,
-                      "claim_matches": matches})  # fmt: skip
-    return _show("attempt.html", request, f"Attempt {short_commit(key)[:12]}", key=key, shown=shown,
-                 listing=listing, here=f"/attempt/{key}")  # fmt: skip
+        shown.append(
+            {"r": r, "children": kids, "diff_state": diff[0], "diff": text, "claim": claim, "claim_matches": matches}
+        )
+    return _show(
+        "attempt.html",
+        request,
+        f"Attempt {short_commit(key)[:12]}",
+        key=key,
+        shown=shown,
+        listing=listing,
+        here=f"/attempt/{key}",
+    )
 
 
 @router.get("/batch/{root}", response_class=HTMLResponse)
@@ -225,8 +268,15 @@ async def batch(root: Annotated[str, Path(pattern=r"^(0x)?[0-9a-fA-F]{64}$")], r
 
     anchored_at = utc(live["timestamp"]) if live else None
     retracted_at = utc(live["retracted_at"]) if live and live["retracted_block"] else None
-    return _show("batch.html", request, f"Batch root {key[:18]}…", record=record, live=live, anchored_at=anchored_at,
-                 retracted_at=retracted_at)  # fmt: skip
+    return _show(
+        "batch.html",
+        request,
+        f"Batch root {key[:18]}…",
+        record=record,
+        live=live,
+        anchored_at=anchored_at,
+        retracted_at=retracted_at,
+    )
 
 
 def _is_canonical(address: str) -> bool:
@@ -244,8 +294,14 @@ def install_error_pages(app: FastAPI) -> None:
 
     @app.exception_handler(AnchorError)
     async def anchor_error(request: Request, exc: AnchorError) -> HTMLResponse:
-        return _show("error.html", request, "Not found" if exc.http_status == 404 else "Error",  # noqa: PLR2004
-                     message=exc.message, code=exc.code, status_code=exc.http_status)  # fmt: skip
+        return _show(
+            "error.html",
+            request,
+            "Not found" if exc.http_status == 404 else "Error",  # noqa: PLR2004
+            message=exc.message,
+            code=exc.code,
+            status_code=exc.http_status,
+        )
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> HTMLResponse:

@@ -36,6 +36,7 @@ async def submit_mission(request: Request, client: ClientDep, settings: Settings
     by digest, a new output identity, a declared resource profile and, optionally, a resume pin."""
     body = await decode(request.app, _body, await request.body())
 
-    record: StoredMission = await run_in_threadpool(submit, body, settings.data_dir, pin_verifier(settings), False,
-                                                     settings.journal_url)  # fmt: skip
+    record: StoredMission = await run_in_threadpool(
+        submit, body, settings.data_dir, pin_verifier(settings), False, settings.journal_url
+    )
     return record

@@ -53,9 +53,10 @@ async def search(key: CommitOrHex32, request: Request, reader: ReaderDep) -> Sea
             if check is not None:
                 what, key_bytes, researcher = check
                 probe: Callable[[], object] = (
-                    partial(registry.root_record, key_bytes) if what == "root"
+                    partial(registry.root_record, key_bytes)
+                    if what == "root"
                     else partial(registry.lineage, key_bytes, researcher)
-                )  # fmt: skip
+                )
                 anchored = reader.read(f"{what}:{key_bytes.hex()}:{researcher}", probe) is not None
             hits.append(SearchHit(kind=kind, key=hit_key, detail={**detail, "anchored": anchored}))
         return hits, reader.head()
@@ -114,11 +115,18 @@ async def get_batch(root: Hex32, request: Request, reader: ReaderDep) -> BatchPu
     record = await run_in_threadpool(reader.read, f"root:{key.hex()}:{tx}", lambda: registry.root_record_of_tx(key, tx))
     block = reader.head()
     return BatchPublic(
-        root="0x" + key.hex(), anchored=record is not None, read_at_block=block,
+        root="0x" + key.hex(),
+        anchored=record is not None,
+        read_at_block=block,
         record=None if record is None else record.__dict__ if hasattr(record, "__dict__") else _slots(record),
-        items=items, links=links(registry.chain_id, tx_hash=tx, block=None if record is None else record.block_number,
-                                 address=registry.address),
-    )  # fmt: skip
+        items=items,
+        links=links(
+            registry.chain_id,
+            tx_hash=tx,
+            block=None if record is None else record.block_number,
+            address=registry.address,
+        ),
+    )
 
 
 def _slots(obj: Any) -> dict[str, Any]:
@@ -137,11 +145,14 @@ async def get_attempt(commit: CommitOrHex32, request: Request, reader: ReaderDep
     if record is None and not manifests:
         raise NotAnchored(f"no attempt {body} is known here or anchored on chain", detail={"commit": commit})
     return AttemptPublic(
-        commit=body, lineage_on_chain=None if record is None else _slots(record), read_at_block=reader.head(),
+        commit=body,
+        lineage_on_chain=None if record is None else _slots(record),
+        read_at_block=reader.head(),
         manifests=manifests,
-        links={} if record is None else links(registry.chain_id, tx_hash=record.tx_hash, block=record.block_number,
-                                              address=registry.address),
-    )  # fmt: skip
+        links={}
+        if record is None
+        else links(registry.chain_id, tx_hash=record.tx_hash, block=record.block_number, address=registry.address),
+    )
 
 
 @router.get("/lineage/{commit}", operation_id="get_lineage", responses=ERRORS)
@@ -168,9 +179,11 @@ async def get_deployment(settings: SettingsDep, reader: ReaderDep) -> Deployment
     record = load_deployment(settings.data_dir, registry.chain_id)
     await run_in_threadpool(check_code, registry.rpc, record.address, record.code_hash)
     return DeploymentPublic(
-        deployment=record.model_dump(), code_matches=True, read_at_block=reader.head(),
+        deployment=record.model_dump(),
+        code_matches=True,
+        read_at_block=reader.head(),
         links=links(record.chain_id, tx_hash=record.tx_hash, block=record.block_number, address=record.address),
-    )  # fmt: skip
+    )
 
 
 @router.get("/deployment/source", operation_id="get_source_material", responses=ERRORS)
@@ -187,15 +200,24 @@ async def get_source_material(settings: SettingsDep, reader: ReaderDep) -> Sourc
     kept = load_source(settings.data_dir, registry.chain_id)
     if kept is not None and kept.get("address") == record.address and kept.get("contract"):
         return SourceMaterial(
-            contract=kept["contract"], compiler_version=kept["solc_version"],
-            settings=kept["standard_json_input"]["settings"], constructor_arguments="0x",
-            standard_json_input=kept["standard_json_input"], address=record.address, chain_id=record.chain_id,
-            metadata=kept.get("metadata"), recorded=True,
-        )  # fmt: skip
+            contract=kept["contract"],
+            compiler_version=kept["solc_version"],
+            settings=kept["standard_json_input"]["settings"],
+            constructor_arguments="0x",
+            standard_json_input=kept["standard_json_input"],
+            address=record.address,
+            chain_id=record.chain_id,
+            metadata=kept.get("metadata"),
+            recorded=True,
+        )
     source = standard_json_input()
     name = CONTRACTS[version_of(record.code_hash) or LATEST]
     return SourceMaterial(
-        contract=f"contracts/{name}.sol:{name}", compiler_version=compiler_settings().solc_version,
-        settings=source["settings"], constructor_arguments="0x", standard_json_input=source, address=record.address,
+        contract=f"contracts/{name}.sol:{name}",
+        compiler_version=compiler_settings().solc_version,
+        settings=source["settings"],
+        constructor_arguments="0x",
+        standard_json_input=source,
+        address=record.address,
         chain_id=record.chain_id,
-    )  # fmt: skip
+    )

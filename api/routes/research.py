@@ -129,15 +129,27 @@ def _attempts_of(settings: Settings, researcher: str) -> list[tuple[str, Path, L
 def _public(search: str, researcher: str, row: LedgerRow, started_at: str | None, trial: int) -> ResearchAttempt:
     who, commit = quote(researcher, safe=""), row["commit"]
     return ResearchAttempt(
-        search=search, seq=row["seq"], trial=trial, commit=commit, parent=row["parent"], status=row["status"],
+        search=search,
+        seq=row["seq"],
+        trial=trial,
+        commit=commit,
+        parent=row["parent"],
+        status=row["status"],
         kept=row["kept"],
-        metric=row.get("metric"), partial=row.get("partial"), measured_by=row.get("measured_by"),
-        environment=row.get("environment"), claims_differ=row.get("claims_differ"), started_at=started_at,
+        metric=row.get("metric"),
+        partial=row.get("partial"),
+        measured_by=row.get("measured_by"),
+        environment=row.get("environment"),
+        claims_differ=row.get("claims_differ"),
+        started_at=started_at,
         duration_ms=row.get("duration_ms"),
-        exit_code=row.get("exit_code"), attempt_digest=row["attempt_digest"], diff_blake3=row["diff_blake3"],
-        contract_digest=row["contract_digest"], sandbox=row.get("sandbox"),
+        exit_code=row.get("exit_code"),
+        attempt_digest=row["attempt_digest"],
+        diff_blake3=row["diff_blake3"],
+        contract_digest=row["contract_digest"],
+        sandbox=row.get("sandbox"),
         links={"diff": f"/v1/research/{who}/attempts/{commit}/diff", "page": f"/explorer/attempt/{commit}"},
-    )  # fmt: skip
+    )
 
 
 @router.get("/{researcher}/attempts", operation_id="list_research_attempts", responses=ERRORS)
@@ -157,18 +169,26 @@ async def list_attempts(
         if not found:
             raise NotAnchored(f"no attempts by researcher {researcher!r} here", detail={"researcher": researcher})
         chosen = (
-            found if status is None and kept is None  # no filter: a slice of the cached index
-            else [item for item in found
-                  if (status is None or item[2]["status"] == status) and (kept is None or item[2]["kept"] == kept)]
-        )  # fmt: skip
+            found
+            if status is None and kept is None  # no filter: a slice of the cached index
+            else [
+                item
+                for item in found
+                if (status is None or item[2]["status"] == status) and (kept is None or item[2]["kept"] == kept)
+            ]
+        )
         trial = _trials(found)
         page = [(search, row, started) for search, _, row, started in chosen[offset : offset + limit]]
         return ResearchAttemptPage(
-            researcher=researcher, total=len(chosen), offset=offset, limit=limit,
+            researcher=researcher,
+            total=len(chosen),
+            offset=offset,
+            limit=limit,
             next_offset=offset + limit if offset + limit < len(chosen) else None,
-            attempts=[_public(search, researcher, row, started, trial[search, row["seq"]])
-                      for search, row, started in page],
-        )  # fmt: skip
+            attempts=[
+                _public(search, researcher, row, started, trial[search, row["seq"]]) for search, row, started in page
+            ],
+        )
 
     return await run_in_threadpool(compute)
 
@@ -243,12 +263,21 @@ async def verify_search_route(search: Search, settings: SettingsDep) -> Research
     def compute() -> ResearchVerdict:
         v = _audited(settings, search, verify_search)
         return ResearchVerdict(
-            search=search, entries=v.entries, head=v.head, attempts=v.attempts,
-            anchored_checkpoints=v.anchored.checkpoints, anchored_length=v.anchored.length,
-            anchored_block=v.anchored.block, chain_records=v.found.checkpoints, chain_trusted=list(v.found.trusted),
-            chain_untrusted=list(v.found.others), commits=v.audit.commits, run_dirs=v.audit.evidence,
-            legacy_entries=v.audit.legacy, final_runs=v.final_runs,
-        )  # fmt: skip
+            search=search,
+            entries=v.entries,
+            head=v.head,
+            attempts=v.attempts,
+            anchored_checkpoints=v.anchored.checkpoints,
+            anchored_length=v.anchored.length,
+            anchored_block=v.anchored.block,
+            chain_records=v.found.checkpoints,
+            chain_trusted=list(v.found.trusted),
+            chain_untrusted=list(v.found.others),
+            commits=v.audit.commits,
+            run_dirs=v.audit.evidence,
+            legacy_entries=v.audit.legacy,
+            final_runs=v.final_runs,
+        )
 
     return await run_in_threadpool(compute)
 

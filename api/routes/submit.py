@@ -90,10 +90,13 @@ def _claim(claimed: str | None, digest: bytes) -> bool | None:
 
 
 IDEMPOTENCY_PARAMETER = {
-    "name": "Idempotency-Key", "in": "header", "required": False,
+    "name": "Idempotency-Key",
+    "in": "header",
+    "required": False,
     "description": "a retry with the same key (and content) is answered as the first, never a second record;"
-    " the same key for other content is 409", "schema": {"type": "string", "maxLength": 200},
-}  # fmt: skip
+    " the same key for other content is 409",
+    "schema": {"type": "string", "maxLength": 200},
+}
 
 
 def _idempotency_key(request: Request) -> str | None:
@@ -104,9 +107,13 @@ def _idempotency_key(request: Request) -> str | None:
 
 
 @router.post(
-    "/manifests", operation_id="submit_manifest", status_code=202, response_model=Submitted, responses=WRITE_ERRORS,
+    "/manifests",
+    operation_id="submit_manifest",
+    status_code=202,
+    response_model=Submitted,
+    responses=WRITE_ERRORS,
     openapi_extra={**_MANIFEST_BODY, "parameters": [IDEMPOTENCY_PARAMETER]},
-)  # fmt: skip
+)
 async def submit_manifest(request: Request) -> Response:
     """Journal a manifest identity (with its file listing, which must rebuild the identity's tree);
     the answer carries the service's signed receipt (docs/calendar.md).
@@ -131,14 +138,23 @@ async def submit_manifest(request: Request) -> Response:
         if found.files is not None:
             tree = FileTreeManifest.from_files_json(found.files)
             if tree_summary(identity) != tree.summary():
-                raise BadInput("files: the listing does not rebuild the manifest's files_root",
-                               detail={"field": "files"})  # fmt: skip
+                raise BadInput(
+                    "files: the listing does not rebuild the manifest's files_root", detail={"field": "files"}
+                )
             payload["files"] = tree.files_json()
         return identity, payload, found
 
     tasks = BackgroundTasks()
-    done, found = await accept_manifest(request, client, prepared, idempotency_key, app.state.settings,
-                                        app.state.reader, tasks, inline=len(raw) <= INLINE_PREPARE_BYTES)  # fmt: skip
+    done, found = await accept_manifest(
+        request,
+        client,
+        prepared,
+        idempotency_key,
+        app.state.settings,
+        app.state.reader,
+        tasks,
+        inline=len(raw) <= INLINE_PREPARE_BYTES,
+    )
     answer = done.model_dump(mode="json")
     answer["claimed_digest_matches"] = _claim(found.claimed_digest, bytes.fromhex(done.manifest_digest[2:]))
     answer["files"] = len(found.files or [])
@@ -149,10 +165,15 @@ INLINE_DECODE_BYTES = 64 * 1024
 
 
 async def accept_manifest(
-    request: Request, client: str, prepare: Callable[[], tuple[dict[str, Any], Payload, T]],
-    idempotency_key: str | None, settings: Settings, reader: Any, tasks: BackgroundTasks | None,
+    request: Request,
+    client: str,
+    prepare: Callable[[], tuple[dict[str, Any], Payload, T]],
+    idempotency_key: str | None,
+    settings: Settings,
+    reader: Any,
+    tasks: BackgroundTasks | None,
     inline: bool = False,
-) -> tuple[Submitted, T]:  # fmt: skip
+) -> tuple[Submitted, T]:
     """`prepare()` (identity, payload, and whatever the route wants back), journal the identity through
     the app's writer (anchor.journal.group: concurrent submissions share one commit), sign the receipt:
     what this service accepted (digest, chain, registry) and when it first did (a repeat gets the first
@@ -173,9 +194,13 @@ async def accept_manifest(
     def signed(done: Any) -> Submitted:  # in the writer's thread, once the submission is durable
         receipt = signer.sign(registry.chain_id, registry.address, digest, int(done.created_at))
         return Submitted(
-            manifest_digest=digest, state=done.state, duplicate=done.duplicate, claimed_digest_matches=None,
-            files=len(payload.get("files", ())), receipt=receipt.model_dump(mode="json", exclude={"url"}),
-        )  # fmt: skip
+            manifest_digest=digest,
+            state=done.state,
+            duplicate=done.duplicate,
+            claimed_digest_matches=None,
+            files=len(payload.get("files", ())),
+            receipt=receipt.model_dump(mode="json", exclude={"url"}),
+        )
 
     answer: Submitted = await asyncio.wrap_future(writer.enqueue(registry.chain_id, sub, signed))
     if request.app.state.config.flush_after_submit and not answer.duplicate:
@@ -189,12 +214,16 @@ INLINE_PREPARE_BYTES = 4096
 
 @router.post("/bundles", operation_id="submit_bundle", status_code=202, responses=WRITE_ERRORS)
 async def submit_bundle(
-    request: Request, client: ClientDep, settings: SettingsDep, config: ConfigDep, reader: ReaderDep,
+    request: Request,
+    client: ClientDep,
+    settings: SettingsDep,
+    config: ConfigDep,
+    reader: ReaderDep,
     tasks: BackgroundTasks,
     archive: Annotated[UploadFile, File(description="tar, tar.gz or zip of the bundle's files")],
     claimed_digest: Annotated[str | None, Form(description="compared with ours, never adopted")] = None,
     idempotency_key: IdempotencyKey = None,
-) -> Submitted:  # fmt: skip
+) -> Submitted:
     """Journal a bundle archive: decoded under hard bounds, every file hashed here."""
     data = await archive.read(config.max_request_bytes + 1)
     if len(data) > config.max_request_bytes:
@@ -210,9 +239,13 @@ async def submit_bundle(
 
 @router.post("/lineage", operation_id="relay_lineage", status_code=202, responses=WRITE_ERRORS)
 async def relay_lineage(
-    request: Request, client: ClientDep, settings: SettingsDep, config: ConfigDep, reader: ReaderDep,
+    request: Request,
+    client: ClientDep,
+    settings: SettingsDep,
+    config: ConfigDep,
+    reader: ReaderDep,
     tasks: BackgroundTasks,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """Journal a lineage record signed by its researcher (EIP-712, registry v2) and relay it: the
     service pays the gas and never holds the researcher's key. The signature is checked here first:
     one that does not recover to the named researcher, or is past its deadline, is refused (422)."""

@@ -21,13 +21,28 @@ from api.schemas import ErrorPublic, FileVerification, VerificationPublic
 
 router = APIRouter(prefix="/v1/verify", tags=["verify"])
 POLICY_PARAMETERS = [
-    {"name": "expect_submitter", "in": "query", "required": False, "description": "refuse (412) unless this"
-     " account anchored it", "schema": {"type": "string", "pattern": "^0x[0-9a-fA-F]{40}$"}},
-    {"name": "anchored_before", "in": "query", "required": False, "description": "refuse (412) unless anchored"
-     " before this ISO 8601 date or time", "schema": {"type": "string", "maxLength": 64}},
-    {"name": "min_finality", "in": "query", "required": False, "description": "refuse (425) until safe,"
-     " finalized or N blocks deep", "schema": {"type": "string", "pattern": "^(safe|finalized|[0-9]{1,9})$"}},
-]  # fmt: skip
+    {
+        "name": "expect_submitter",
+        "in": "query",
+        "required": False,
+        "description": "refuse (412) unless this account anchored it",
+        "schema": {"type": "string", "pattern": "^0x[0-9a-fA-F]{40}$"},
+    },
+    {
+        "name": "anchored_before",
+        "in": "query",
+        "required": False,
+        "description": "refuse (412) unless anchored before this ISO 8601 date or time",
+        "schema": {"type": "string", "maxLength": 64},
+    },
+    {
+        "name": "min_finality",
+        "in": "query",
+        "required": False,
+        "description": "refuse (425) until safe, finalized or N blocks deep",
+        "schema": {"type": "string", "pattern": "^(safe|finalized|[0-9]{1,9})$"},
+    },
+]
 """The policy a verdict can be asked to meet, as `anchor verify`'s options of the same names. Read from the
 query string by hand (`policy_of`), not declared as FastAPI parameters: three declared parameters cost
 the hot verify route a third of its requests per second (benchmarks/api_bench.py: 6,261 -> 4,343)."""
@@ -94,16 +109,22 @@ async def cached_verdict(
     def compute() -> bytes:
         proof = given.pop() if given else anchored_proof(request.app, reader, digest)
         if proof is None:
-            raise NotAnchored(f"no anchor known for manifest 0x{digest.hex()}",
-                              detail={"manifest_digest": "0x" + digest.hex()})  # fmt: skip
+            raise NotAnchored(
+                f"no anchor known for manifest 0x{digest.hex()}", detail={"manifest_digest": "0x" + digest.hex()}
+            )
         return verdict_of(proof, settings, request.app, reader).model_dump_json().encode()
 
     found: bytes = await run_in_threadpool(reader.read, key, compute)
     return found
 
 
-@router.get("/{manifest_digest}", operation_id="verify_by_digest", response_model=VerificationPublic, responses=ERRORS,
-            openapi_extra={"parameters": POLICY_PARAMETERS})  # fmt: skip
+@router.get(
+    "/{manifest_digest}",
+    operation_id="verify_by_digest",
+    response_model=VerificationPublic,
+    responses=ERRORS,
+    openapi_extra={"parameters": POLICY_PARAMETERS},
+)
 async def verify_by_digest(
     manifest_digest: Hex32, request: Request, settings: SettingsDep, reader: ReaderDep
 ) -> Response:
@@ -169,9 +190,12 @@ async def verify_file(
         raise NotAnchored("the anchored file with that hash has another size", detail={"blake3": digest.hex()})
     verification = await run_in_threadpool(verdict_of, proof, settings, request.app, reader)
     return FileVerification(
-        blake3=digest.hex(), size=size, path=proof.file.path,
-        proof=proof.model_dump(mode="json", exclude_none=True), verification=verification.model_dump(),
-    )  # fmt: skip
+        blake3=digest.hex(),
+        size=size,
+        path=proof.file.path,
+        proof=proof.model_dump(mode="json", exclude_none=True),
+        verification=verification.model_dump(),
+    )
 
 
 def _check_upload(settings: Any, raw: bytes, offline: bool, trusted_block: tuple[str, ...]) -> dict[str, Any]:
@@ -209,5 +233,6 @@ async def verify_claim(
     if len(raw) > config.max_request_bytes:
         raise TooLarge(f"claims are limited to {config.max_request_bytes} bytes here")
     client = request.client.host if request.client else None
-    return await decode(request.app, _check_upload, settings, raw, offline, tuple(trusted_block or ()),
-                        client=client, inline=True)  # fmt: skip
+    return await decode(
+        request.app, _check_upload, settings, raw, offline, tuple(trusted_block or ()), client=client, inline=True
+    )

@@ -18,8 +18,9 @@ from anchor.proof.file import ChainAnchor
 from tests.conftest import Chain
 from tests.journal_helpers import unique_submissions
 
-ANCHOR = ChainAnchor(chain_id=31337, registry="0x" + "ab" * 20, code_hash="0x" + "cd" * 32,
-                     tx_hash="0x" + "ef" * 32, block_number=7)  # fmt: skip
+ANCHOR = ChainAnchor(
+    chain_id=31337, registry="0x" + "ab" * 20, code_hash="0x" + "cd" * 32, tx_hash="0x" + "ef" * 32, block_number=7
+)
 
 
 @settings(max_examples=60, deadline=None)
@@ -38,8 +39,10 @@ def test_the_path_read_from_a_tree_file_is_the_trees_own(items: list[bytes], dat
 def _anchored(chain: Chain, tmp_path: Path, n: int) -> tuple[list[bytes], Path, dict[bytes, bytes]]:
     """n items anchored in one batch, each with a copy of its proof asked for: the bytes the flush wrote
     there, per item, as every proof file used to be written (the store must give the same bytes)."""
-    subs = [Submission(s.identity, s.payload, None, tmp_path / f"asked-{i}.anchor.json")
-            for i, s in enumerate(unique_submissions(n, tag="store"))]  # fmt: skip
+    subs = [
+        Submission(s.identity, s.payload, None, tmp_path / f"asked-{i}.anchor.json")
+        for i, s in enumerate(unique_submissions(n, tag="store"))
+    ]
     service = AnchorService.open(chain.settings)
     try:
         done = service.submit(subs)

@@ -27,13 +27,27 @@ def test_a_thousand_generated_requests_produce_no_server_error(
     with serving_api(env) as url:
         fuzz = subprocess.run(
             [
-                str(Path(sys.executable).with_name("st")), "run", f"{url}/openapi.json",
-                "--checks", "not_a_server_error",
-                "-H", f"Authorization: Bearer {TOKEN}", "--max-examples", "100", "--seed", "20261130",
-                "--report", "junit", "--report-dir", str(tmp_path / "report"),
+                str(Path(sys.executable).with_name("st")),
+                "run",
+                f"{url}/openapi.json",
+                "--checks",
+                "not_a_server_error",
+                "-H",
+                f"Authorization: Bearer {TOKEN}",
+                "--max-examples",
+                "100",
+                "--seed",
+                "20261130",
+                "--report",
+                "junit",
+                "--report-dir",
+                str(tmp_path / "report"),
             ],
-            cwd=ROOT, capture_output=True, text=True, timeout=900,
-        )  # fmt: skip
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
     summary = re.search(r"(\d+) generated, (\d+) passed", fuzz.stdout)
     assert fuzz.returncode == 0 and summary is not None, fuzz.stdout[-4000:]
     generated, passed = map(int, summary.groups())

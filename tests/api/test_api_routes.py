@@ -202,9 +202,15 @@ def test_attempts_by_commit(client: TestClient) -> None:
     from anchor.manifest.attempt import AttemptManifest, Metric
 
     attempt = AttemptManifest.build(
-        commit="c0" * 20, parent="0" * 40, diff_blake3="d1" * 32, metric=Metric.of("acc", "max", 0.5), kept=True,
-        status="completed", researcher="r0", contract_digest="e2" * 32,
-    )  # fmt: skip
+        commit="c0" * 20,
+        parent="0" * 40,
+        diff_blake3="d1" * 32,
+        metric=Metric.of("acc", "max", 0.5),
+        kept=True,
+        status="completed",
+        researcher="r0",
+        contract_digest="e2" * 32,
+    )
     submitted = client.post("/v1/manifests", json={"manifest": attempt.identity()}, headers=AUTH)
     assert submitted.status_code == 202
     _confirmed(client, submitted.json()["manifest_digest"])
@@ -281,8 +287,11 @@ def test_a_researchers_attempts_are_listed_over_every_search_with_filters_pages_
 
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
-    for plant in (lambda: kept_file.symlink_to("/proc/self/fd/0"), lambda: kept_file.symlink_to(fifo),
-                  lambda: os.mkfifo(kept_file)):  # fmt: skip
+    for plant in (
+        lambda: kept_file.symlink_to("/proc/self/fd/0"),
+        lambda: kept_file.symlink_to(fifo),
+        lambda: os.mkfifo(kept_file),
+    ):
         kept_file.unlink()
         plant()
         answers: list[Any] = []
@@ -409,8 +418,9 @@ def test_explorer_pages_escape_a_strangers_file_names(client: TestClient) -> Non
 def test_a_proof_naming_another_registry_is_not_ours(client: TestClient, anchored: dict[str, Any]) -> None:
     proof = client.post("/v1/verify/file", files={"file": ("m", anchored["contents"]["metrics.json"])}).json()["proof"]
     proof["anchor"]["registry"] = "0x" + "12" * 20  # a stranger's copy of the registry, say
-    refused = _error(client.post("/v1/verify/proof", files={"proof": ("p.json", json.dumps(proof))}), 422,
-                     "unknown_registry")  # fmt: skip
+    refused = _error(
+        client.post("/v1/verify/proof", files={"proof": ("p.json", json.dumps(proof))}), 422, "unknown_registry"
+    )
     assert refused["detail"]["proof_registry"] == "0x" + "12" * 20
 
 
@@ -506,8 +516,13 @@ def test_a_signed_lineage_record_is_relayed_under_its_researcher_and_a_bad_one_r
     late = researcher.sign_lineage(handle.chain_id, registry.address, dataclasses.replace(fields, deadline=1))
     _error(client.post("/v1/lineage", json=late.to_json(), headers=AUTH), 422, "bad_input")
     _error(client.post("/v1/lineage", json=signed), 401, "unauthorized")
-    for field, value in [("deadline", -1), ("deadline", 1 << 256), ("deadline", 1e300), ("researcher", "zzz"),
-                         ("kept", "false")]:  # fmt: skip
+    for field, value in [
+        ("deadline", -1),
+        ("deadline", 1 << 256),
+        ("deadline", 1e300),
+        ("researcher", "zzz"),
+        ("kept", "false"),
+    ]:
         refused = client.post("/v1/lineage", json={**signed, field: value}, headers=AUTH)
         _error(refused, 422, "bad_input")  # never a 500
         assert refused.json()["detail"] == {"field": field}, (field, refused.json())
@@ -550,7 +565,7 @@ def test_a_journal_write_never_holds_the_event_loop(client: TestClient, monkeypa
     writer = threading.Thread(
         target=lambda: result.update(
             status=client.post("/v1/manifests", json={"manifest": manifest}, headers=AUTH).status_code
-        )  # fmt: skip
+        )
     )
     writer.start()
     assert entered.wait(60)  # the write is in progress, and stuck

@@ -30,9 +30,18 @@ def _ledger(workdir: Path) -> None:
     ledger = Ledger(workdir / "ledger.jsonl")
     for commit in COMMITS:
         ledger.append({"event": "started", "commit": commit, "researcher": "r0", "started_at": "t"})
-        ledger.append({"commit": commit, "parent": "0" * 40, "researcher": "r0", "status": "completed",
-                       "kept": False, "attempt_digest": "ab" * 32, "diff_blake3": "cd" * 32,
-                       "contract_digest": "ef" * 32})  # fmt: skip
+        ledger.append(
+            {
+                "commit": commit,
+                "parent": "0" * 40,
+                "researcher": "r0",
+                "status": "completed",
+                "kept": False,
+                "attempt_digest": "ab" * 32,
+                "diff_blake3": "cd" * 32,
+                "contract_digest": "ef" * 32,
+            }
+        )
 
 
 pytestmark = pytest.mark.chain  # a served API (uvicorn child): the slow tier
@@ -62,10 +71,24 @@ def test_forty_gets_of_a_planted_diff_link_answer_4xx_quickly_and_the_server_sti
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
     env.update(ANCHOR_DATA_DIR=str(data), ANCHOR_LOCAL_PORT=str(free_port()))
     server = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "api.app:create_app", "--factory", "--port", str(port),
-         "--log-level", "warning"], cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "api.app:create_app",
+            "--factory",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_for_health(url)

@@ -30,8 +30,13 @@ def served(chain: Chain, **extra: str) -> Iterator[str]:
     port = free_port()
     env = {**chain.env(), "ANCHOR_API_FLUSH": "0", **extra}
     log = open(chain.data_dir / f"serve-{port}.log", "wb")  # noqa: SIM115 - the child owns it
-    server = subprocess.Popen([str(ANCHOR_BIN), "serve", "--port", str(port)], env=env, stdout=log,
-                              stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+    server = subprocess.Popen(
+        [str(ANCHOR_BIN), "serve", "--port", str(port)],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     log.close()
     url = f"http://127.0.0.1:{port}"
     try:

@@ -59,8 +59,9 @@ def test_a_result_bundle_gets_slsa_provenance_and_a_chain_anchor_that_verify(
     assert str(written) in made.stdout
     slsa, anchor = _validated(written)
     assert [s["predicateType"] for s in (slsa, anchor)] == [
-        "https://slsa.dev/provenance/v1", "https://anchor-provenance.invalid/chain-anchor/v1"
-    ]  # fmt: skip
+        "https://slsa.dev/provenance/v1",
+        "https://anchor-provenance.invalid/chain-anchor/v1",
+    ]
     names = {s["name"]: s["digest"] for s in anchor["subject"]}
     assert set(names) == {"metrics.json", "predictions.csv"} and all(
         {"blake3", "sha256"} == set(d) for d in names.values()
@@ -83,9 +84,14 @@ def test_a_result_bundle_gets_slsa_provenance_and_a_chain_anchor_that_verify(
     assert edited.returncode == ExitCode.TAMPERED and "subjects" in json.loads(edited.stdout)["error"]["detail"]
     written.write_text(original)
     # a dependency edited in the SLSA predicate
-    _rewrite(written, lambda s: [d["digest"].update(sha256="11" * 32) for d in
-                                 s["predicate"].get("buildDefinition", {}).get("resolvedDependencies", [])
-                                 if d["name"] == "data_snapshot"])  # fmt: skip
+    _rewrite(
+        written,
+        lambda s: [
+            d["digest"].update(sha256="11" * 32)
+            for d in s["predicate"].get("buildDefinition", {}).get("resolvedDependencies", [])
+            if d["name"] == "data_snapshot"
+        ],
+    )
     dep = fresh_chain.cli("--json", "verify", str(written))
     assert dep.returncode == ExitCode.TAMPERED and json.loads(dep.stdout)["error"]["detail"] == {
         "dependency": "data_snapshot"
@@ -105,8 +111,9 @@ def test_an_attempt_gets_a_chain_anchor_statement_over_its_commit_and_diff(fresh
         f'task = "t"\ncommand = "{SCORE_IS_X.replace(chr(34), chr(92) + chr(34))}"\neditable = ["params.json"]\n'
         'metric = "score"\nmode = "max"\nattempt_timeout_minutes = 1\n'
     )
-    fresh_chain.cli("research", "run", "--repo", str(repo), "--contract", str(contract), "--max-attempts", "3",
-                    check=True)  # fmt: skip
+    fresh_chain.cli(
+        "research", "run", "--repo", str(repo), "--contract", str(contract), "--max-attempts", "3", check=True
+    )
     ledger = fresh_chain.data_dir / "research" / "ledger.jsonl"
     attempt = [e for e in map(json.loads, ledger.read_text().splitlines()) if "event" not in e][1]
     out = tmp_path / "attempt.intoto.jsonl"

@@ -27,8 +27,11 @@ def test_root_and_every_proof_match_openzeppelin_js_tool(n: int) -> None:
     items = _items(n)
     out = subprocess.run(
         ["node", str(ROOT / "tests" / "js" / "oz_tree.mjs"), json.dumps(["0x" + i.hex() for i in items])],
-        capture_output=True, text=True, check=True, cwd=ROOT,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
     reference = json.loads(out.stdout)
     tree = BatchTree.build(items)
     assert "0x" + tree.root.hex() == reference["root"]

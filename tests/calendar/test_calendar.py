@@ -57,8 +57,13 @@ class Served:
 def _serve(
     data_dir: Path, operator: dict[str, str], name: str, tokens: str, flush: bool = False, **extra: str
 ) -> Replica:
-    env = {**operator, "ANCHOR_API_TOKENS": tokens, "ANCHOR_API_FLUSH": "1" if flush else "0",
-           "ANCHOR_SERVICE_NAME": name, **extra}  # fmt: skip
+    env = {
+        **operator,
+        "ANCHOR_API_TOKENS": tokens,
+        "ANCHOR_API_FLUSH": "1" if flush else "0",
+        "ANCHOR_SERVICE_NAME": name,
+        **extra,
+    }
     replica = Replica(0, data_dir, env)
     replica.start()
     return replica
@@ -88,8 +93,13 @@ def other_chain_service(tmp_path: Path, name: str = "service B") -> Iterator[Ser
 
     with anvil(31338, 1) as rpc:  # a block a second, as a real chain has blocks coming
         data = tmp_path / "service-b"
-        operator = {**_clean_env(), "ANCHOR_DATA_DIR": str(data), "ANCHOR_RPC_URL": rpc, "ANCHOR_PRIVATE_KEY": DEV_KEY,
-                    "ANCHOR_CONFIRMATIONS": "1"}  # fmt: skip
+        operator = {
+            **_clean_env(),
+            "ANCHOR_DATA_DIR": str(data),
+            "ANCHOR_RPC_URL": rpc,
+            "ANCHOR_PRIVATE_KEY": DEV_KEY,
+            "ANCHOR_CONFIRMATIONS": "1",
+        }
         run_anchor(["deploy"], operator, check=True)
         replica = _serve(data, operator, name, _hash(TOKEN))
         try:
@@ -186,9 +196,11 @@ def test_forged_and_foreign_receipts_are_refused_by_name(tmp_path: Path) -> None
 
         attacker = Account.create()
         fields = Receipt.model_validate(receipt)
-        forged = ReceiptSigner(attacker, attacker.address, fields.service).sign(
-            fields.chain_id, fields.registry, fields.manifest_digest, fields.accepted_at - 86400
-        ).model_copy(update={"url": service.url})  # fmt: skip
+        forged = (
+            ReceiptSigner(attacker, attacker.address, fields.service)
+            .sign(fields.chain_id, fields.registry, fields.manifest_digest, fields.accepted_at - 86400)
+            .model_copy(update={"url": service.url})
+        )
         code, said = verdict([forged.model_dump(mode="json")])
         assert code == ExitCode.BAD_INPUT and "forged" in said and attacker.address in said
 
@@ -215,8 +227,9 @@ def test_two_services_on_two_chains_give_one_proof_with_two_anchors_and_a_servic
         verified = run_anchor(["verify", str(results), *read, "--require", "all"], client)
         assert verified.returncode == 0, verified.stdout + verified.stderr
         assert "anchors     2 of 2 verified (--require all)" in verified.stdout
-        assert re.search(rf"OK       {re.escape(b.url)} \(named by the file\): chain 31338, registry {b.registry}",
-                         verified.stdout)  # fmt: skip
+        assert re.search(
+            rf"OK       {re.escape(b.url)} \(named by the file\): chain 31338, registry {b.registry}", verified.stdout
+        )
 
         b.replica.stop()  # service B goes down: stamping still succeeds, with a warning
         later = _results(tmp_path, "later", "0.95")
@@ -283,10 +296,23 @@ def test_a_research_run_through_a_service_puts_lineage_on_chain_under_the_resear
     researcher = Account.create()
     client = {**_client(tmp_path), "ANCHOR_RESEARCHER_KEY": researcher.key.hex(), "ANCHOR_UPGRADE_WAIT_S": "60"}
     with local_service(tmp_path, tokens=_hash(TOKEN, "submit+relay"), flush=True) as service:
-        run = run_anchor([
-            "--rpc-url", service.rpc, "research", "run", "--repo", str(repo), "--contract",
-            str(example / "contract.toml"), "--max-attempts", "4", "--service", service.url,
-        ], client)  # fmt: skip
+        run = run_anchor(
+            [
+                "--rpc-url",
+                service.rpc,
+                "research",
+                "run",
+                "--repo",
+                str(repo),
+                "--contract",
+                str(example / "contract.toml"),
+                "--max-attempts",
+                "4",
+                "--service",
+                service.url,
+            ],
+            client,
+        )
         assert run.returncode == 0, run.stdout + run.stderr
         assert f"lineage records signed by {researcher.address}, relayed by {service.url}" in run.stdout
         complete = re.search(r"proofs complete: (\d+) of (\d+)", run.stdout)
@@ -301,8 +327,10 @@ def test_a_research_run_through_a_service_puts_lineage_on_chain_under_the_resear
         (tmp_path / "client" / "deployments").mkdir()
         record_file = Path(service.operator["ANCHOR_DATA_DIR"]) / "deployments" / "31337.json"
         (tmp_path / "client" / "deployments" / "31337.json").write_bytes(record_file.read_bytes())
-        found = run_anchor(["--rpc-url", service.rpc, "--json", "lookup", kept[0]["commit"], "--researcher",
-                            researcher.address], client)  # fmt: skip
+        found = run_anchor(
+            ["--rpc-url", service.rpc, "--json", "lookup", kept[0]["commit"], "--researcher", researcher.address],
+            client,
+        )
         assert found.returncode == 0, found.stdout + found.stderr
         record = json.loads(found.stdout)
         assert (
@@ -321,8 +349,12 @@ def test_a_public_calendar_stamps_without_a_token_and_bounds_each_client_and_its
     from api.routes.calendar import Backlog
 
     client = {k: v for k, v in _client(tmp_path).items() if k != "ANCHOR_SERVICE_TOKEN"}
-    extra = {"ANCHOR_CALENDAR": "1", "ANCHOR_CALENDAR_RATE": "0.2", "ANCHOR_CALENDAR_BURST": "3",
-             "ANCHOR_CALENDAR_QUEUE": "3"}  # fmt: skip
+    extra = {
+        "ANCHOR_CALENDAR": "1",
+        "ANCHOR_CALENDAR_RATE": "0.2",
+        "ANCHOR_CALENDAR_BURST": "3",
+        "ANCHOR_CALENDAR_QUEUE": "3",
+    }
     with local_service(tmp_path, **extra) as service:
         assert requests.get(f"{service.url}/v1/service", timeout=10).json()["calendar"] is True
         first = _results(tmp_path, "first")
@@ -337,8 +369,10 @@ def test_a_public_calendar_stamps_without_a_token_and_bounds_each_client_and_its
         listing = requests.post(f"{service.url}/v1/calendar", json={"manifest": {}, "files": []}, timeout=10)
         assert listing.status_code in (422, 429)  # a listing is never taken (or the client is still over)
         service.flush()
-    with local_service(tmp_path / "q", **{**extra, "ANCHOR_CALENDAR_RATE": "100", "ANCHOR_CALENDAR_BURST": "100",
-                                          "ANCHOR_CALENDAR_QUEUE": "2"}) as service:  # fmt: skip
+    with local_service(
+        tmp_path / "q",
+        **{**extra, "ANCHOR_CALENDAR_RATE": "100", "ANCHOR_CALENDAR_BURST": "100", "ANCHOR_CALENDAR_QUEUE": "2"},
+    ) as service:
         codes = [post_to(service.url, n).status_code for n in range(1, 5)]
         assert codes[:2] == [202, 202] and codes[2:] == [429, 429]  # the queue is full until a flush
         service.flush()
@@ -364,10 +398,28 @@ def dispatch_mission(tmp_path: Path, client: dict[str, str], command: str, outpu
     )
     key = json.loads(run_anchor(["--json", "snapshot", "add", str(snapshot)], client, check=True).stdout)
     digest = json.loads(run_anchor(["--json", "mission", "check", str(mission)], client, check=True).stdout)
-    run_anchor(["mission", "submit", "--mission", str(mission), "--mission-digest", digest["digest"],
-                "--snapshot", str(snapshot), "--snapshot-sha256", key["snapshot"].removeprefix("sha256:"),
-                "--image", "ghcr.io/example/runner@sha256:" + "ab" * 32, "--output", output,
-                "--profile", "small"], client, check=True)  # fmt: skip
+    run_anchor(
+        [
+            "mission",
+            "submit",
+            "--mission",
+            str(mission),
+            "--mission-digest",
+            digest["digest"],
+            "--snapshot",
+            str(snapshot),
+            "--snapshot-sha256",
+            key["snapshot"].removeprefix("sha256:"),
+            "--image",
+            "ghcr.io/example/runner@sha256:" + "ab" * 32,
+            "--output",
+            output,
+            "--profile",
+            "small",
+        ],
+        client,
+        check=True,
+    )
 
 
 def test_a_mission_run_through_a_service_holds_no_key_and_its_command_never_sees_the_token(tmp_path: Path) -> None:
@@ -413,8 +465,12 @@ def test_journal_submit_and_bundle_anchor_go_through_a_service_as_stamp_does(tmp
         assert submitted.stdout.count(f"pending at {service.url}") == 2
         bundled = run_anchor(["bundle", str(example / "bundle.toml"), "--anchor", "--service", service.url], client)
         assert bundled.returncode == 0, bundled.stdout + bundled.stderr
-        proofs = [tmp_path / "first.anchor.json", tmp_path / "second.anchor.json", example / "outputs.anchor.json",
-                  example / "outputs.timing.anchor.json"]  # fmt: skip
+        proofs = [
+            tmp_path / "first.anchor.json",
+            tmp_path / "second.anchor.json",
+            example / "outputs.anchor.json",
+            example / "outputs.timing.anchor.json",
+        ]
         assert all(json.loads(p.read_text())["format"] == "anchor/pending" for p in proofs)
         service.flush()
         upgraded = run_anchor(["upgrade", *map(str, proofs), "--rpc-url", service.rpc], client)
@@ -469,9 +525,11 @@ def test_a_rotated_receipt_key_still_vouches_for_what_it_signed_while_in_use_and
 
         fields = Receipt.model_validate(before["receipts"][0])
         retired = Account.from_key(old_key)
-        late = ReceiptSigner(retired, retired.address, fields.service).sign(
-            fields.chain_id, fields.registry, fields.manifest_digest, old["until"] + 60
-        ).model_copy(update={"url": service.url})  # fmt: skip
+        late = (
+            ReceiptSigner(retired, retired.address, fields.service)
+            .sign(fields.chain_id, fields.registry, fields.manifest_digest, old["until"] + 60)
+            .model_copy(update={"url": service.url})
+        )
         proof_path.write_text(json.dumps({**before, "receipts": [late.model_dump(mode="json")]}))
         forged = run_anchor(check, client)
         assert forged.returncode == ExitCode.BAD_INPUT and "forged" in forged.stdout + forged.stderr
@@ -491,8 +549,9 @@ def test_a_proof_with_anchors_on_two_chains_is_sealed_and_verified_offline_with_
         run_anchor(["upgrade", str(results), "--rpc-url", a.rpc, "--rpc-url", b.rpc], client, check=True)
         trusted = []
         for service in (a, b):
-            done = json.loads(run_anchor(["--rpc-url", service.rpc, "seal", str(results), "--json"], client,
-                                         check=True).stdout)["sealed"][0]  # fmt: skip
+            done = json.loads(
+                run_anchor(["--rpc-url", service.rpc, "seal", str(results), "--json"], client, check=True).stdout
+            )["sealed"][0]
             assert done["sealed"] == 1, done
             block = done["blocks"][0]
             trusted.append(f"{block['chain_id']}:{block['block']}:{block['hash']}")
@@ -505,8 +564,9 @@ def test_a_proof_with_anchors_on_two_chains_is_sealed_and_verified_offline_with_
     argv = ["unshare", "--net", str(ANCHOR_BIN), "verify", str(results), "--offline", "--require", "all"]
     one_only = subprocess.run([*argv, "--trusted-block", trusted[0]], env=env, capture_output=True, text=True)
     assert one_only.returncode == ExitCode.BAD_INPUT and "--trusted-block: none for block" in one_only.stderr
-    both = subprocess.run([*argv, *(a for t in trusted for a in ("--trusted-block", t))], env=env,
-                          capture_output=True, text=True)  # fmt: skip
+    both = subprocess.run(
+        [*argv, *(a for t in trusted for a in ("--trusted-block", t))], env=env, capture_output=True, text=True
+    )
     assert both.returncode == 0, both.stdout + both.stderr
     assert "anchors     2 of 2 verified (--require all)" in both.stdout
 

@@ -116,8 +116,15 @@ def _listener(
 def _posing_as_a_service(request: bytes) -> bytes:
     """A hostile server: a plausible /v1/service (so a client goes on to submit), 500 for the rest."""
     if request.startswith(b"GET /v1/service"):
-        body = json.dumps({"receipt_signer": "0x" + "11" * 20, "submitter": "0x" + "22" * 20, "chain_id": 31337,
-                           "registry": "0x" + "33" * 20, "calendar": False}).encode()  # fmt: skip
+        body = json.dumps(
+            {
+                "receipt_signer": "0x" + "11" * 20,
+                "submitter": "0x" + "22" * 20,
+                "chain_id": 31337,
+                "registry": "0x" + "33" * 20,
+                "calendar": False,
+            }
+        ).encode()
         return b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
     return b"HTTP/1.1 500 x\r\nContent-Length: 0\r\n\r\n"
 
@@ -164,17 +171,24 @@ def test_a_dripping_server_named_by_the_file_ends_within_its_deadline_and_is_nam
             assert slow in done.stdout + done.stderr, done.stdout + done.stderr
             print(f"{argv[0]} against the dripping server ended in {took:.1f} s")  # the figure, never asserted
         assert seen  # it was asked (and dripped), which is what had hung the client
-        assert "(named by the file)" in subprocess.run(
-            [str(ANCHOR_BIN), "verify", str(results), "--rpc-url", a.rpc], env=client, capture_output=True,
-            text=True, timeout=150,
-        ).stderr  # fmt: skip
+        assert (
+            "(named by the file)"
+            in subprocess.run(
+                [str(ANCHOR_BIN), "verify", str(results), "--rpc-url", a.rpc],
+                env=client,
+                capture_output=True,
+                text=True,
+                timeout=150,
+            ).stderr
+        )
 
 
 def test_upgrade_refuses_a_fifo_at_the_proof_path_at_once(tmp_path: Path) -> None:
     results = _results(tmp_path)
     os.mkfifo(tmp_path / "results.anchor.json")
-    done = subprocess.run([str(ANCHOR_BIN), "upgrade", str(results)], env=_client(tmp_path), capture_output=True,
-                          text=True, timeout=60)  # fmt: skip
+    done = subprocess.run(
+        [str(ANCHOR_BIN), "upgrade", str(results)], env=_client(tmp_path), capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == ExitCode.BAD_INPUT, done.stdout + done.stderr  # was: blocked for good
     assert "is not a regular file" in done.stdout + done.stderr
 
@@ -197,9 +211,14 @@ def test_a_forwarded_header_gets_no_fresh_calendar_bucket_unless_its_proxy_is_tr
     from tests.api_server import anchor_serve
 
     with deployed(tmp_path / "svc") as chain:
-        env = {**chain.env(), "ANCHOR_API_TOKENS": _hash(TOKEN), "ANCHOR_API_FLUSH": "0",
-               "ANCHOR_CALENDAR_RATE": "0.01", "ANCHOR_CALENDAR_BURST": "3",
-               "ANCHOR_CALENDAR_QUEUE": "100"}  # fmt: skip
+        env = {
+            **chain.env(),
+            "ANCHOR_API_TOKENS": _hash(TOKEN),
+            "ANCHOR_API_FLUSH": "0",
+            "ANCHOR_CALENDAR_RATE": "0.01",
+            "ANCHOR_CALENDAR_BURST": "3",
+            "ANCHOR_CALENDAR_QUEUE": "100",
+        }
         args = ["--calendar", *(["--forwarded-allow-ips", trusted] if trusted else [])]
         with anchor_serve(args, env, tmp_path / "serve.log") as url:
             codes = [_post(url, n, f"198.51.100.{n}") for n in range(1, 11)]

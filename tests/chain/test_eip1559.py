@@ -20,21 +20,44 @@ scalars = st.one_of(st.integers(0, 300), st.integers(0, 2**64), st.integers(0, 2
 
 @settings(max_examples=150, deadline=None)
 @given(
-    key=keys, chain_id=st.integers(1, 2**32), nonce=st.integers(0, 2**64 - 1), priority=scalars, max_fee=scalars,
-    gas=st.integers(0, 2**63), to=st.binary(min_size=20, max_size=20), data=st.binary(max_size=400),
+    key=keys,
+    chain_id=st.integers(1, 2**32),
+    nonce=st.integers(0, 2**64 - 1),
+    priority=scalars,
+    max_fee=scalars,
+    gas=st.integers(0, 2**63),
+    to=st.binary(min_size=20, max_size=20),
+    data=st.binary(max_size=400),
     value=scalars,
-)  # fmt: skip
+)
 def test_a_signed_type2_transaction_is_eth_accounts_byte_for_byte(
     key: bytes, chain_id: int, nonce: int, priority: int, max_fee: int, gas: int, to: bytes, data: bytes, value: int
 ) -> None:
-    tx_hash, raw = signed_type2(key, chain_id=chain_id, nonce=nonce, priority_fee=priority, max_fee=max_fee,
-                                gas=gas, to="0x" + to.hex(), data=data, value=value)  # fmt: skip
-    theirs = Account.sign_transaction(
-        {"type": 2, "chainId": chain_id, "nonce": nonce, "maxPriorityFeePerGas": priority, "maxFeePerGas": max_fee,
-         "gas": gas, "to": _checksummed(to), "data": data,
-         "value": value},
+    tx_hash, raw = signed_type2(
         key,
-    )  # fmt: skip
+        chain_id=chain_id,
+        nonce=nonce,
+        priority_fee=priority,
+        max_fee=max_fee,
+        gas=gas,
+        to="0x" + to.hex(),
+        data=data,
+        value=value,
+    )
+    theirs = Account.sign_transaction(
+        {
+            "type": 2,
+            "chainId": chain_id,
+            "nonce": nonce,
+            "maxPriorityFeePerGas": priority,
+            "maxFeePerGas": max_fee,
+            "gas": gas,
+            "to": _checksummed(to),
+            "data": data,
+            "value": value,
+        },
+        key,
+    )
     assert raw == bytes(theirs.raw_transaction)
     assert tx_hash == bytes(theirs.hash) == keccak256(raw)
     assert Account.recover_transaction(raw) == Account.from_key(key).address

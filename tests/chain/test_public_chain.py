@@ -66,8 +66,9 @@ def test_a_relayer_carries_signed_records_and_an_expired_one_fails_alone(fresh_c
     registry = service.registry
 
     def signed(fields: tuple[bytes, bytes, bytes, bytes, bool], deadline: int):  # type: ignore[no-untyped-def]
-        return researcher.sign_lineage(registry.chain_id, registry.address,
-                                       LineageFields(researcher.address, *fields, deadline))  # fmt: skip
+        return researcher.sign_lineage(
+            registry.chain_id, registry.address, LineageFields(researcher.address, *fields, deadline)
+        )
 
     relayed = service.runner.open_lineage(*good, signed=signed(good, int(time.time()) + 3600))
     expired = service.runner.open_lineage(*late, signed=signed(late, int(time.time()) - EXPIRED_S))
@@ -95,8 +96,9 @@ def test_a_researcher_signs_an_expired_record_again_and_it_anchors_even_after_ab
     registry = service.registry
 
     def signed(deadline: int):  # type: ignore[no-untyped-def]
-        return researcher.sign_lineage(registry.chain_id, registry.address,
-                                       LineageFields(researcher.address, *late, deadline))  # fmt: skip
+        return researcher.sign_lineage(
+            registry.chain_id, registry.address, LineageFields(researcher.address, *late, deadline)
+        )
 
     expired = service.runner.open_lineage(*late, signed=signed(int(time.time()) - EXPIRED_S))
     assert service.flush().failed == [expired]

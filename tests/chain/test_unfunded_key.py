@@ -40,8 +40,12 @@ def on_base_sepolia(tmp_path: Path, poor: Any) -> Iterator[tuple[str, dict[str, 
     funded environment, the same with `poor`'s unfunded key)."""
     with anvil(84532, 1) as rpc:
         env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
-        env.update(ANCHOR_DATA_DIR=str(tmp_path / "data"), ANCHOR_RPC_URL=rpc, ANCHOR_PRIVATE_KEY=DEV_KEY,
-                   ANCHOR_CONFIRMATIONS="1")  # fmt: skip
+        env.update(
+            ANCHOR_DATA_DIR=str(tmp_path / "data"),
+            ANCHOR_RPC_URL=rpc,
+            ANCHOR_PRIVATE_KEY=DEV_KEY,
+            ANCHOR_CONFIRMATIONS="1",
+        )
         run_anchor(["deploy"], env, check=True)
         yield rpc, env, {**env, "ANCHOR_PRIVATE_KEY": poor.key.hex()}
 

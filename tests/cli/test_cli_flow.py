@@ -297,8 +297,9 @@ def test_git_internals_and_ignored_files_are_left_out_and_the_rules_recorded(
     (bundle / ".anchorignore").write_text("*.tmp\n!keep.tmp\n")
     (bundle / "scratch.tmp").write_text("scratch")
     (bundle / "keep.tmp").write_text("kept")
-    hashed = json.loads(deployed_chain.cli("hash", str(bundle), "--exclude", "outputs/predictions.csv", "--json",
-                                           check=True).stdout)  # fmt: skip
+    hashed = json.loads(
+        deployed_chain.cli("hash", str(bundle), "--exclude", "outputs/predictions.csv", "--json", check=True).stdout
+    )
     assert hashed["manifest"]["exclude"] == [".git/", "*.tmp", "!keep.tmp", "outputs/predictions.csv"]
     paths = [f["path"] for f in hashed["files"]]
     assert "keep.tmp" in paths and "scratch.tmp" not in paths and not any(p.startswith(".git/") for p in paths)
@@ -309,8 +310,9 @@ def test_git_internals_and_ignored_files_are_left_out_and_the_rules_recorded(
     (bundle / "keep.tmp").write_text("kept, and changed")
     changed = deployed_chain.cli("verify", str(bundle))
     assert changed.returncode == ExitCode.TAMPERED and "keep.tmp" in changed.stderr
-    everything = json.loads(deployed_chain.cli("hash", str(bundle), "--no-default-excludes", "--json",
-                                               check=True).stdout)  # fmt: skip
+    everything = json.loads(
+        deployed_chain.cli("hash", str(bundle), "--no-default-excludes", "--json", check=True).stdout
+    )
     assert any(f["path"].startswith(".git/") for f in everything["files"])
 
 
@@ -434,8 +436,15 @@ def test_a_folder_named_as_dot_from_inside_it_is_stamped_verified_and_looked_up_
     (results / "outputs").mkdir(parents=True)
     (results / "outputs" / "metrics.json").write_text('{"acc": 0.9}')
     env = deployed_chain.env()
-    for args in (["stamp", "."], ["verify", "."], ["lookup", "."], ["prove", "outputs/metrics.json", "--in", "."],
-                 ["verify", "outputs/metrics.json"], ["attest", "."], ["seal", "."]):  # fmt: skip
+    for args in (
+        ["stamp", "."],
+        ["verify", "."],
+        ["lookup", "."],
+        ["prove", "outputs/metrics.json", "--in", "."],
+        ["verify", "outputs/metrics.json"],
+        ["attest", "."],
+        ["seal", "."],
+    ):
         done = run_anchor(args, env, cwd=results)
         assert done.returncode == ExitCode.OK, (args, done.stdout, done.stderr)
     assert (tmp_path / "results.anchor.json").is_file() and (tmp_path / "results.proofs").is_dir()

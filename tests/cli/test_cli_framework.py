@@ -19,8 +19,19 @@ from tests.cli import run_anchor
 
 SEALED = Path(__file__).parents[1] / "vectors" / "sealed"
 GOLDEN = "2:0x1723685d556beb264e849a1430f6f1b2f57e276cc37f15fd773b42d1b28b7294"
-OTHER_COMMANDS = {f"anchor.cli.{m}" for m in ("research_cmds", "mission_cmds", "mlflow_cmds", "deploy_cmds",
-                                              "journal_cmds", "chain_cmds", "seal_cmds", "retract_cmds")}  # fmt: skip
+OTHER_COMMANDS = {
+    f"anchor.cli.{m}"
+    for m in (
+        "research_cmds",
+        "mission_cmds",
+        "mlflow_cmds",
+        "deploy_cmds",
+        "journal_cmds",
+        "chain_cmds",
+        "seal_cmds",
+        "retract_cmds",
+    )
+}
 
 
 PROBE = """
@@ -36,8 +47,9 @@ def _imported(args: list[str], cwd: Path) -> tuple[int, set[str]]:
     """The exit code of `anchor ARGS` run as a child, and every module it had loaded when it ended."""
     env = {**os.environ, "ANCHOR_DATA_DIR": str(cwd / "d")}
     listed = cwd / "modules.json"
-    done = subprocess.run([sys.executable, "-c", PROBE, str(listed), *args], capture_output=True, text=True, cwd=cwd,
-                          env=env, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, str(listed), *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=120
+    )
     return done.returncode, set(json.loads(listed.read_text()))
 
 
@@ -95,8 +107,9 @@ def test_offline_verify_answers_each_trusted_block_line(tmp_path: Path, options:
     checkpoint file, a trusted block without --offline, an option without its value): its exit code,
     one error line, no traceback."""
     shutil.copytree(SEALED, tmp_path / "v")
-    done = run_anchor(["verify", "work", *options], {**os.environ, "ANCHOR_DATA_DIR": str(tmp_path / "d")},
-                      cwd=tmp_path / "v")  # fmt: skip
+    done = run_anchor(
+        ["verify", "work", *options], {**os.environ, "ANCHOR_DATA_DIR": str(tmp_path / "d")}, cwd=tmp_path / "v"
+    )
     assert done.returncode == code, done.stderr
     assert "Traceback" not in done.stderr
     if code == 0:
@@ -125,10 +138,14 @@ def test_the_mode_flags_of_serve_run_the_commands_they_became(tmp_path: Path) ->
     env = {**os.environ, "ANCHOR_DATA_DIR": str(tmp_path / "d")}
     old = run_anchor(["serve", "--index-only", "--port", "99999"], env, cwd=tmp_path)
     new = run_anchor(["index", "--port", "99999"], env, cwd=tmp_path)
-    assert old.stderr.splitlines()[0] == ("note: `anchor serve --index-only` is now `anchor index`; this spelling"
-                                          " works until the next release")  # fmt: skip
-    assert (old.returncode, old.stderr.splitlines()[1:]) == (new.returncode, new.stderr.splitlines()) == (2, [
-        "error[bad_input]: --port 99999: expected a port number, 1 to 65535", "  field: --port"])  # fmt: skip
+    assert old.stderr.splitlines()[0] == (
+        "note: `anchor serve --index-only` is now `anchor index`; this spelling works until the next release"
+    )
+    assert (
+        (old.returncode, old.stderr.splitlines()[1:])
+        == (new.returncode, new.stderr.splitlines())
+        == (2, ["error[bad_input]: --port 99999: expected a port number, 1 to 65535", "  field: --port"])
+    )
     rendered = run_anchor(["serve", "--render=helm", "--image", "x"], env, cwd=tmp_path)
     direct = run_anchor(["render", "helm", "--image", "x"], env, cwd=tmp_path)
     assert rendered.stderr.splitlines()[0].startswith("note: `anchor serve --render` is now `anchor render`")

@@ -151,8 +151,9 @@ def test_bundle_and_verify_refuse_a_resume_pin_the_dispatcher_would_refuse(
     """A pin never anchored is not anchored (exit 3, `resume.digest`); a pin whose image (or mission,
     snapshot, policy) differs is refused naming it (exit 2, `resume.image`), by `bundle` before anything
     is anchored and by `verify` for a bundle someone anchored anyway; an agreeing, anchored pin passes."""
-    first = json.loads(deployed_chain.cli("--json", "bundle", str(_result_bundle(tmp_path, "a")), "--anchor",
-                                          check=True).stdout)  # fmt: skip
+    first = json.loads(
+        deployed_chain.cli("--json", "bundle", str(_result_bundle(tmp_path, "a")), "--anchor", check=True).stdout
+    )
     pin = first["proof"]["manifest_digest"][2:]
 
     never = deployed_chain.cli("--json", "bundle", str(_result_bundle(tmp_path, "b", "77" * 32)), "--anchor")

@@ -58,7 +58,7 @@ def test_dash_h_is_help_as_git_cosign_and_forge_take_it(args: list[str]) -> None
         "finality-word-first",
         "empty-path-hash",
         "empty-path-stamp",
-    ],  # fmt: skip
+    ],
 )
 def test_a_usage_error_is_a_usage_line_a_hint_and_exit_2(args: list[str], says: str) -> None:
     result = _run(*args)
@@ -410,15 +410,27 @@ def test_a_search_whose_first_editable_the_built_in_proposer_cannot_tune_is_refu
 @pytest.mark.parametrize(
     ("args", "source", "edit", "said"),
     [
-        (["research", "run", "--repo", "repo", "--contract"], "examples/research/contract.toml",
-         ("metric_source", "metric_sorce"), "field 'metric_sorce': not a field (did you mean metric_source?)"),
-        (["mission", "check"], "examples/mission/mission.toml",
-         ("hypothesis =", "hypothesys ="), "field 'hypothesys': not a field (did you mean hypothesis?)"),
-        (["bundle"], "examples/result-bundle/bundle.toml",
-         ("output =", "outptu ="), "unknown field 'outptu' (did you mean output?)"),
+        (
+            ["research", "run", "--repo", "repo", "--contract"],
+            "examples/research/contract.toml",
+            ("metric_source", "metric_sorce"),
+            "field 'metric_sorce': not a field (did you mean metric_source?)",
+        ),
+        (
+            ["mission", "check"],
+            "examples/mission/mission.toml",
+            ("hypothesis =", "hypothesys ="),
+            "field 'hypothesys': not a field (did you mean hypothesis?)",
+        ),
+        (
+            ["bundle"],
+            "examples/result-bundle/bundle.toml",
+            ("output =", "outptu ="),
+            "unknown field 'outptu' (did you mean output?)",
+        ),
     ],
     ids=["contract", "mission", "bundle-spec"],
-)  # fmt: skip
+)
 def test_a_mistyped_key_in_a_contract_mission_or_bundle_spec_names_the_key_meant(
     args: list[str], source: str, edit: tuple[str, str], said: str, tmp_path: Path
 ) -> None:
@@ -446,12 +458,28 @@ def test_a_proposer_command_is_told_of_an_editable_the_repository_lacks(tmp_path
     score = "import json, sys\nopen(sys.argv[1] + '/metrics.jsonl', 'w').write(json.dumps({'score': 1}) + '\\n')\n"
     repo = make_repo(tmp_path / "repo", {"params.json": '{"x": 1}', "score.py": score})
     spec = tmp_path / "contract.toml"
-    spec.write_text('task = "t"\ncommand = "python3 score.py {run_dir}"\nmetric = "score"\nmode = "max"\n'
-                    'editable = ["param.json"]\nattempt_timeout_minutes = 1\n')  # fmt: skip
+    spec.write_text(
+        'task = "t"\ncommand = "python3 score.py {run_dir}"\nmetric = "score"\nmode = "max"\n'
+        'editable = ["param.json"]\nattempt_timeout_minutes = 1\n'
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
     env["ANCHOR_DATA_DIR"] = str(tmp_path / "data")
-    done = run_anchor_process(["research", "run", "--repo", str(repo), "--contract", str(spec), "--propose", "true",
-                               "--max-attempts", "1", "--no-anchor"], env)  # fmt: skip
+    done = run_anchor_process(
+        [
+            "research",
+            "run",
+            "--repo",
+            str(repo),
+            "--contract",
+            str(spec),
+            "--propose",
+            "true",
+            "--max-attempts",
+            "1",
+            "--no-anchor",
+        ],
+        env,
+    )
     assert done.returncode == 0, done.stderr
     assert "editable 'param.json' is not in the repository (did you mean params.json?)" in done.stderr, done.stderr
 

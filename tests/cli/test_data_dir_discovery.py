@@ -43,8 +43,10 @@ def test_the_nearest_dot_anchor_above_the_working_directory_is_the_data_dir_and_
     assert found["rule"] == "the nearest .anchor/ above the working directory"
     said = run_anchor(["info"], _env(), cwd=deep)
     assert said.returncode == 0, said.stderr
-    assert said.stdout.splitlines()[:2] == [f"data dir  {tmp_path / 'project' / '.anchor'}",
-                                            "  chosen by the nearest .anchor/ above the working directory"]  # fmt: skip
+    assert said.stdout.splitlines()[:2] == [
+        f"data dir  {tmp_path / 'project' / '.anchor'}",
+        "  chosen by the nearest .anchor/ above the working directory",
+    ]
 
 
 def test_with_no_dot_anchor_anywhere_above_the_per_user_data_dir_is_used_and_not_made_by_a_read(
@@ -54,8 +56,12 @@ def test_with_no_dot_anchor_anywhere_above_the_per_user_data_dir_is_used_and_not
     work.mkdir()
     xdg = tmp_path / "xdg"
     found = _info(work, env=_env(XDG_DATA_HOME=str(xdg)))
-    assert found == {"path": str(xdg / "anchor"), "exists": False, "order": found["order"],
-                     "rule": "the per-user default: no .anchor/ above the working directory"}  # fmt: skip
+    assert found == {
+        "path": str(xdg / "anchor"),
+        "exists": False,
+        "order": found["order"],
+        "rule": "the per-user default: no .anchor/ above the working directory",
+    }
     home = tmp_path / "home"
     without = {k: v for k, v in _env(HOME=str(home)).items() if k != "XDG_DATA_HOME"}
     assert _info(work, env=without)["path"] == str(home / ".local" / "share" / "anchor")
@@ -76,14 +82,21 @@ def test_the_order_is_option_variable_project_file_nearest_dot_anchor_user_file_
     (config / "anchor" / "anchor.toml").write_text('data_dir = "from-user-file"\n')
     env = _env(XDG_CONFIG_HOME=str(config))
     assert _info(project, env=env)["rule"] == "the nearest .anchor/ above the working directory"
-    assert _info(tmp_path, env=env) == {"path": str(config / "anchor" / "from-user-file"), "exists": False,
-                                        "rule": str(config / "anchor" / "anchor.toml"),
-                                        "order": _info(tmp_path, env=env)["order"]}  # fmt: skip
+    assert _info(tmp_path, env=env) == {
+        "path": str(config / "anchor" / "from-user-file"),
+        "exists": False,
+        "rule": str(config / "anchor" / "anchor.toml"),
+        "order": _info(tmp_path, env=env)["order"],
+    }
     (project / "anchor.toml").write_text('data_dir = "from-project-file"\n')
     assert _info(project, env=env)["path"] == str(project / "from-project-file")
     env["ANCHOR_DATA_DIR"] = str(tmp_path / "from-variable")
-    assert _info(project, env=env) | {"order": ""} == {"path": str(tmp_path / "from-variable"), "exists": False,
-                                                       "rule": "ANCHOR_DATA_DIR", "order": ""}  # fmt: skip
+    assert _info(project, env=env) | {"order": ""} == {
+        "path": str(tmp_path / "from-variable"),
+        "exists": False,
+        "rule": "ANCHOR_DATA_DIR",
+        "order": "",
+    }
     by_option = run_anchor(["--data-dir", "opt", "info", "--json"], env, cwd=project)
     assert json.loads(by_option.stdout)["data_dir"]["path"] == str(project / "opt")
     assert json.loads(by_option.stdout)["data_dir"]["rule"] == "--data-dir"

@@ -32,9 +32,16 @@ SENT_BEFORE = ("after_broadcast", "after_receipt", "during_confirmation")
 def _child(argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen[str]:
     """`anchor ARGV` as a child whose SIGINT is the default (a test run in the background inherits it
     ignored, and an ignored signal stays ignored across exec)."""
-    return subprocess.Popen([str(ANCHOR_BIN), *argv], env=env, cwd=cwd, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+    return subprocess.Popen(
+        [str(ANCHOR_BIN), *argv],
+        env=env,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
 
 
 def _assert_aborted(result: subprocess.CompletedProcess[str] | tuple[int, str, str], where: str) -> None:
@@ -76,9 +83,15 @@ def test_ctrl_c_at_each_seam_of_stamp_and_flush_aborts_and_nothing_is_sent_after
                         run_anchor(["journal", "submit", str(folder)], env, check=True)
                     argv = ["stamp", str(folder)] if command == "stamp" else ["journal", "flush"]
                     before = block()
-                    ran = subprocess.run([str(ANCHOR_BIN), *argv], env={**env, "ANCHOR_FAULT": f"{seam}:1:{how}"},
-                                         capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
-                                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+                    ran = subprocess.run(
+                        [str(ANCHOR_BIN), *argv],
+                        env={**env, "ANCHOR_FAULT": f"{seam}:1:{how}"},
+                        capture_output=True,
+                        text=True,
+                        timeout=120,
+                        stdin=subprocess.DEVNULL,
+                        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+                    )
                     _assert_aborted(ran, f"{command} interrupted at {seam} ({how})")
                     points += 1
                     if seam not in SENT_BEFORE:

@@ -89,8 +89,10 @@ def test_typed_endpoints_and_addresses_are_refused_with_what_was_meant(deployed_
     assert "(did you mean http://127.0.0.1:18545?)" in bare.stderr
     short = run_anchor(["verify", str(folder), "--registry", "0x1234"], env)
     assert short.returncode == ExitCode.BAD_INPUT and "--registry '0x1234': expected an address" in short.stderr
-    tls = run_anchor(["--rpc-url", deployed_chain.node.rpc_url.replace("http://", "https://"), "verify", str(folder)],
-                     {**env, "ANCHOR_RPC_RETRIES": "0"})  # fmt: skip
+    tls = run_anchor(
+        ["--rpc-url", deployed_chain.node.rpc_url.replace("http://", "https://"), "verify", str(folder)],
+        {**env, "ANCHOR_RPC_RETRIES": "0"},
+    )
     assert tls.returncode == ExitCode.CHAIN_UNREACHABLE, tls.stderr
     assert "the TLS handshake failed" in tls.stderr and "is it an http:// endpoint?" in tls.stderr
 
@@ -137,8 +139,9 @@ def test_journal_flush_prints_no_blank_first_line_and_serve_says_where_its_pages
     deployed_chain: Chain, tmp_path: Path
 ) -> None:
     deployed_chain.cli("journal", "submit", str(_folder(tmp_path, "r", {"a": "1\n"})), check=True)
-    flushed = subprocess.run([str(ANCHOR_BIN), "journal", "flush"], env=deployed_chain.env(), capture_output=True,
-                             text=True, timeout=120)  # fmt: skip
+    flushed = subprocess.run(
+        [str(ANCHOR_BIN), "journal", "flush"], env=deployed_chain.env(), capture_output=True, text=True, timeout=120
+    )
     assert flushed.returncode == ExitCode.OK and flushed.stdout.startswith("confirmed "), repr(flushed.stdout)
     from tests.api_server import anchor_serve
 
@@ -189,8 +192,12 @@ def test_the_calendar_docs_token_recipe_makes_a_hash_the_service_accepts(tmp_pat
     assert "printf %s" in recipe and "echo" not in recipe
     if shutil.which("openssl") is None:
         recipe = recipe.replace("$(openssl rand -hex 32)", "0123456789abcdef" * 4)
-    made = subprocess.run(["bash", "-c", recipe + '\nprintf "%s\\n%s" "$TOKEN" "$ANCHOR_API_TOKENS"'],
-                          capture_output=True, text=True, check=True)  # fmt: skip
+    made = subprocess.run(
+        ["bash", "-c", recipe + '\nprintf "%s\\n%s" "$TOKEN" "$ANCHOR_API_TOKENS"'],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     token, hashed = made.stdout.splitlines()
     assert hashed == "sha256:" + hashlib.sha256(token.encode()).hexdigest() + "/submit"
     with deployed(tmp_path / "svc") as chain:

@@ -58,50 +58,130 @@ class Mistake:
 
 RPC_HOST = "nosuch.invalid"  # RFC 6761: never resolves
 MISTAKES = [
-    Mistake("an rpc host that does not resolve", ["--rpc-url", f"http://{RPC_HOST}:8545", "lookup", "0x" + "ab" * 32],
-            ExitCode.CHAIN_UNREACHABLE, f"error[chain_unreachable]: could not resolve {RPC_HOST}: offline? check"
-            f" --rpc-url or ANCHOR_RPC_URL (http://{RPC_HOST}:8545)", never=("failed 5 times",)),
-    Mistake("journal status offline reads the local file alone", ["--rpc-url", f"http://{RPC_HOST}:8545", "journal",
-            "status"], ExitCode.OK, "chain: none yet (the journal holds nothing)", setup=_journal),
-    Mistake("journal status of a data dir with no journal", ["journal", "status"], ExitCode.OK,
-            "no journal yet in data dir {work}/d (chosen by ANCHOR_DATA_DIR): nothing was stamped from it"),
-    Mistake("verify of a renamed folder", ["verify", "moved"], ExitCode.NOT_ANCHORED,
-            "stamped under another name (moved, renamed)? give it with --proof FILE, or find its record by its"
-            " content with `anchor lookup moved`; never stamped: stamp it with `anchor stamp moved`",
-            setup=_renamed),
-    Mistake("the help of the installed package", ["--help"], ExitCode.OK,
-            "8  toolchain missing: anvil or solc (install Foundry; in a source checkout, `make install`)",
-            never=("run `make install`",), env={"COLUMNS": "200"}),  # wide enough for the line not to wrap
-    Mistake("chain down in a data dir that does not exist", ["chain", "down"], ExitCode.OK,
-            "no state yet: `anchor chain up` (or a stamp) starts a new chain here", never=("is kept",)),
-    Mistake("chain status in a data dir that does not exist", ["chain", "status"], ExitCode.OK,
-            "data dir: {work}/d (chosen by ANCHOR_DATA_DIR; `anchor info` says more)", never=("is kept",)),
-    Mistake("a typo of stamp", ["stmap", "results"], ExitCode.BAD_INPUT,
-            "Error: No such command 'stmap'. Did you mean 'stamp'?"),
-    Mistake("a typo of verify", ["verfy", "results"], ExitCode.BAD_INPUT,
-            "Error: No such command 'verfy'. Did you mean 'verify'?"),
-    Mistake("a typo of journal status", ["journal", "stauts"], ExitCode.BAD_INPUT,
-            "Error: No such command 'stauts'. Did you mean 'status'?"),
-    Mistake("a typo of chain status", ["chain", "stats"], ExitCode.BAD_INPUT,
-            "Error: No such command 'stats'. Did you mean 'status'?"),
-    Mistake("a typo of research run", ["research", "rn"], ExitCode.BAD_INPUT,
-            "Error: No such command 'rn'. Did you mean 'run'?"),
-    Mistake("a typo of an option of verify", ["verify", "results", "--proff", "p.json"], ExitCode.BAD_INPUT,
-            "Error: No such option '--proff'. (Did you mean one of: '--from', '--offline', '--proof'?)"),
-    Mistake("a typo of a path to stamp", ["stamp", "resluts"], ExitCode.BAD_INPUT,
-            "error[bad_input]: resluts: no such file or directory (did you mean results?)"),
-    Mistake("a typo of a path to verify", ["verify", "resluts"], ExitCode.BAD_INPUT,
-            "error[bad_input]: resluts: no such file or folder (did you mean results?)"),
-    Mistake("a typo of a path to hash", ["hash", "resluts"], ExitCode.BAD_INPUT,
-            "error[bad_input]: resluts: no such file or directory (did you mean results?)"),
-    Mistake("a lookup key that is neither a path nor hex", ["lookup", "0xzz"], ExitCode.BAD_INPUT,
-            "error[bad_input]: 0xzz: no such file or folder, and not a digest, batch root or commit (hex)"),
-    Mistake("a typo of a finality word", ["verify", "results", "--min-finality", "soon"], ExitCode.BAD_INPUT,
-            "Error: Invalid value for '--min-finality': 'soon': expected safe, finalized, or a number of"
-            " confirmations"),
-    Mistake("a typo of a symlink rule", ["stamp", "results", "--symlinks=folow"], ExitCode.BAD_INPUT,
-            "Error: Invalid value for '--symlinks': 'folow' is not one of 'refuse', 'record', 'follow-inside'."),
-]  # fmt: skip
+    Mistake(
+        "an rpc host that does not resolve",
+        ["--rpc-url", f"http://{RPC_HOST}:8545", "lookup", "0x" + "ab" * 32],
+        ExitCode.CHAIN_UNREACHABLE,
+        f"error[chain_unreachable]: could not resolve {RPC_HOST}: offline? check"
+        f" --rpc-url or ANCHOR_RPC_URL (http://{RPC_HOST}:8545)",
+        never=("failed 5 times",),
+    ),
+    Mistake(
+        "journal status offline reads the local file alone",
+        ["--rpc-url", f"http://{RPC_HOST}:8545", "journal", "status"],
+        ExitCode.OK,
+        "chain: none yet (the journal holds nothing)",
+        setup=_journal,
+    ),
+    Mistake(
+        "journal status of a data dir with no journal",
+        ["journal", "status"],
+        ExitCode.OK,
+        "no journal yet in data dir {work}/d (chosen by ANCHOR_DATA_DIR): nothing was stamped from it",
+    ),
+    Mistake(
+        "verify of a renamed folder",
+        ["verify", "moved"],
+        ExitCode.NOT_ANCHORED,
+        "stamped under another name (moved, renamed)? give it with --proof FILE, or find its record by its"
+        " content with `anchor lookup moved`; never stamped: stamp it with `anchor stamp moved`",
+        setup=_renamed,
+    ),
+    Mistake(
+        "the help of the installed package",
+        ["--help"],
+        ExitCode.OK,
+        "8  toolchain missing: anvil or solc (install Foundry; in a source checkout, `make install`)",
+        never=("run `make install`",),
+        env={"COLUMNS": "200"},
+    ),  # wide enough for the line not to wrap
+    Mistake(
+        "chain down in a data dir that does not exist",
+        ["chain", "down"],
+        ExitCode.OK,
+        "no state yet: `anchor chain up` (or a stamp) starts a new chain here",
+        never=("is kept",),
+    ),
+    Mistake(
+        "chain status in a data dir that does not exist",
+        ["chain", "status"],
+        ExitCode.OK,
+        "data dir: {work}/d (chosen by ANCHOR_DATA_DIR; `anchor info` says more)",
+        never=("is kept",),
+    ),
+    Mistake(
+        "a typo of stamp",
+        ["stmap", "results"],
+        ExitCode.BAD_INPUT,
+        "Error: No such command 'stmap'. Did you mean 'stamp'?",
+    ),
+    Mistake(
+        "a typo of verify",
+        ["verfy", "results"],
+        ExitCode.BAD_INPUT,
+        "Error: No such command 'verfy'. Did you mean 'verify'?",
+    ),
+    Mistake(
+        "a typo of journal status",
+        ["journal", "stauts"],
+        ExitCode.BAD_INPUT,
+        "Error: No such command 'stauts'. Did you mean 'status'?",
+    ),
+    Mistake(
+        "a typo of chain status",
+        ["chain", "stats"],
+        ExitCode.BAD_INPUT,
+        "Error: No such command 'stats'. Did you mean 'status'?",
+    ),
+    Mistake(
+        "a typo of research run",
+        ["research", "rn"],
+        ExitCode.BAD_INPUT,
+        "Error: No such command 'rn'. Did you mean 'run'?",
+    ),
+    Mistake(
+        "a typo of an option of verify",
+        ["verify", "results", "--proff", "p.json"],
+        ExitCode.BAD_INPUT,
+        "Error: No such option '--proff'. (Did you mean one of: '--from', '--offline', '--proof'?)",
+    ),
+    Mistake(
+        "a typo of a path to stamp",
+        ["stamp", "resluts"],
+        ExitCode.BAD_INPUT,
+        "error[bad_input]: resluts: no such file or directory (did you mean results?)",
+    ),
+    Mistake(
+        "a typo of a path to verify",
+        ["verify", "resluts"],
+        ExitCode.BAD_INPUT,
+        "error[bad_input]: resluts: no such file or folder (did you mean results?)",
+    ),
+    Mistake(
+        "a typo of a path to hash",
+        ["hash", "resluts"],
+        ExitCode.BAD_INPUT,
+        "error[bad_input]: resluts: no such file or directory (did you mean results?)",
+    ),
+    Mistake(
+        "a lookup key that is neither a path nor hex",
+        ["lookup", "0xzz"],
+        ExitCode.BAD_INPUT,
+        "error[bad_input]: 0xzz: no such file or folder, and not a digest, batch root or commit (hex)",
+    ),
+    Mistake(
+        "a typo of a finality word",
+        ["verify", "results", "--min-finality", "soon"],
+        ExitCode.BAD_INPUT,
+        "Error: Invalid value for '--min-finality': 'soon': expected safe, finalized, or a number of confirmations",
+    ),
+    Mistake(
+        "a typo of a symlink rule",
+        ["stamp", "results", "--symlinks=folow"],
+        ExitCode.BAD_INPUT,
+        "Error: Invalid value for '--symlinks': 'folow' is not one of 'refuse', 'record', 'follow-inside'.",
+    ),
+]
 
 
 @pytest.mark.parametrize("mistake", MISTAKES, ids=lambda m: m.name)
@@ -144,10 +224,12 @@ def test_a_stamp_inside_a_stamped_folder_names_that_folder_even_from_inside_it(t
     inside = run_anchor(["stamp", "model.pkl"], env, cwd=results)
     assert inside.returncode == 0, inside.stderr
     [note] = [line for line in inside.stderr.splitlines() if line.startswith("note: ")]
-    assert note == (f"note: model.pkl.anchor.json is written inside {results}, which has an anchor of its own"
-                    f" ({results}.anchor.json): `anchor verify {results}` will then fail with exit 4 (tampered:"
-                    " this proof is a file added since; its anchored files unchanged); hint: --out outside"
-                    f" {results} keeps {results} as anchored")  # fmt: skip
+    assert note == (
+        f"note: model.pkl.anchor.json is written inside {results}, which has an anchor of its own"
+        f" ({results}.anchor.json): `anchor verify {results}` will then fail with exit 4 (tampered:"
+        " this proof is a file added since; its anchored files unchanged); hint: --out outside"
+        f" {results} keeps {results} as anchored"
+    )
     assert UNTYPED.search(inside.stdout + inside.stderr) is None
     checked = run_anchor(["verify", str(results)], env)
     assert checked.returncode == ExitCode.TAMPERED  # as the note said

@@ -67,8 +67,10 @@ def drawn(text: str) -> list[Row]:
 
 def draw(rows: list[Row]) -> str:
     lines = ["| layer | part | imports |", "|---|---|---|"]
-    lines += [f"| {layer} | `{part}` | {', '.join(f'`{u}`' for u in used) or '(nothing of anchor)'} |"
-              for layer, part, used in rows]  # fmt: skip
+    lines += [
+        f"| {layer} | `{part}` | {', '.join(f'`{u}`' for u in used) or '(nothing of anchor)'} |"
+        for layer, part, used in rows
+    ]
     return "\n".join(lines)
 
 
@@ -98,9 +100,14 @@ def test_the_architecture_draws_every_part_and_exactly_the_imports_the_code_has(
     hint = "run `python -m tests.docs.test_architecture` to draw the table again from the code"
     assert sorted(part for _, part, _ in rows) == sorted(parts()), f"a part missing or gone: {hint}"
     found = imports()
-    wrong = {part: {"drawn, not imported": sorted(set(used) - found[part]),
-                    "imported, not drawn": sorted(found[part] - set(used))}
-             for _, part, used in rows if set(used) != found[part]}  # fmt: skip
+    wrong = {
+        part: {
+            "drawn, not imported": sorted(set(used) - found[part]),
+            "imported, not drawn": sorted(found[part] - set(used)),
+        }
+        for _, part, used in rows
+        if set(used) != found[part]
+    }
     assert wrong == {}, f"{wrong}: {hint}"
     assert len(rows) >= 25 and sum(len(used) for _, _, used in rows) >= 100
 
@@ -116,8 +123,11 @@ def test_every_drawn_import_points_sideways_or_down_to_a_part_the_layering_table
     # the layering table counts `import anchor.x` and `from anchor.x import ...`; `from anchor import x`
     # (the face's own names, `__version__`) it does not see, so edges of the face are held by layer only
     allowed = _allowed()
-    beyond = {part: sorted(set(used) - allowed[part] - {"__init__"}) for _, part, used in rows
-              if part in allowed and part != "__init__" and set(used) - allowed[part] - {"__init__"}}  # fmt: skip
+    beyond = {
+        part: sorted(set(used) - allowed[part] - {"__init__"})
+        for _, part, used in rows
+        if part in allowed and part != "__init__" and set(used) - allowed[part] - {"__init__"}
+    }
     assert beyond == {}
     assert {part for _, part, _ in rows} - set(allowed) == {"api"}  # the service: outside the package's table
 

@@ -40,9 +40,14 @@ def test_the_public_tools_check_runs_as_written_and_says_false_of_another_digest
     call = "cast call" + call
     url = f"http://127.0.0.1:{deployed_chain.port}"
     work, env = workspace(tmp_path)
-    values = {"anchor.tx_hash": proof["anchor"]["tx_hash"], "url": url, "registry": proof["anchor"]["registry"],
-              "batch.root": proof["batch"]["root"], "batch.proof...": ",".join(proof["batch"]["proof"]),
-              "manifest_digest": proof["manifest_digest"]}  # fmt: skip
+    values = {
+        "anchor.tx_hash": proof["anchor"]["tx_hash"],
+        "url": url,
+        "registry": proof["anchor"]["registry"],
+        "batch.root": proof["batch"]["root"],
+        "batch.proof...": ",".join(proof["batch"]["proof"]),
+        "manifest_digest": proof["manifest_digest"],
+    }
     receipt = run_block(_filled(receipt_line, values), work, env).stdout
     logs = json.loads(re.search(r"^logs\s+(\[.*\])$", receipt, flags=re.M).group(1))  # type: ignore[union-attr]
     [anchored] = [log for log in logs if log["address"].lower() == proof["anchor"]["registry"].lower()]
@@ -58,8 +63,9 @@ def _registry_functions() -> set[str]:
 
     return {
         f"{f['name']}({','.join(i['type'] for i in f['inputs'])})({','.join(o['type'] for o in f['outputs'])})"
-        for f in registry_abi() if f["type"] == "function"
-    }  # fmt: skip
+        for f in registry_abi()
+        if f["type"] == "function"
+    }
 
 
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)

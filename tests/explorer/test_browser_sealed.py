@@ -58,17 +58,32 @@ def _run_in_node(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _run_in_node_script(script: str, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    env = {"HASH_WASM": str(ROOT / "node_modules" / "hash-wasm"), "SEALED_CHECK": str(ROOT / "api" / "static" /
-           "sealed-check.js"), "RLP_URL": (VENDOR / "index.js").as_uri(), "PATH": "/usr/bin:/bin"}  # fmt: skip
-    done = subprocess.run(["node", "-e", script], input=json.dumps(cases), capture_output=True, text=True, env=env,
-                          check=True, timeout=300)  # fmt: skip
+    env = {
+        "HASH_WASM": str(ROOT / "node_modules" / "hash-wasm"),
+        "SEALED_CHECK": str(ROOT / "api" / "static" / "sealed-check.js"),
+        "RLP_URL": (VENDOR / "index.js").as_uri(),
+        "PATH": "/usr/bin:/bin",
+    }
+    done = subprocess.run(
+        ["node", "-e", script],
+        input=json.dumps(cases),
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        timeout=300,
+    )
     return list(json.loads(done.stdout))
 
 
 def _case(proof: dict[str, Any], trusted: str, **changed: Any) -> dict[str, Any]:
-    return {"sealed": changed.get("sealed", proof["anchor"]["sealed"]), "trusted": changed.get("trusted", trusted),
-            "anchor": proof["anchor"], "root": changed.get("root", proof["batch"]["root"]),
-            "registry": changed.get("registry", proof["anchor"]["registry"])}  # fmt: skip
+    return {
+        "sealed": changed.get("sealed", proof["anchor"]["sealed"]),
+        "trusted": changed.get("trusted", trusted),
+        "anchor": proof["anchor"],
+        "root": changed.get("root", proof["batch"]["root"]),
+        "registry": changed.get("registry", proof["anchor"]["registry"]),
+    }
 
 
 def _flipped(hex_text: str, at: int) -> str:
@@ -124,11 +139,15 @@ def test_the_page_check_refuses_another_hash_root_registry_or_index_by_name() ->
     answers = dict(zip(cases, _run_in_node(list(cases.values())), strict=True))
     assert answers == {
         "valid": answers["valid"],
-        "another trusted hash": {"error": "tampered"}, "another root": {"error": "tampered"},
-        "another registry": {"error": "unknown_registry"}, "another index": {"error": "tampered"},
-        "no sealed section": {"error": "bad_input"}, "a proof node dropped": {"error": "tampered"},
-        "extra and repeated nodes": {"error": "tampered"}, "the registry in upper-case hex": answers["valid"],
-    }  # fmt: skip
+        "another trusted hash": {"error": "tampered"},
+        "another root": {"error": "tampered"},
+        "another registry": {"error": "unknown_registry"},
+        "another index": {"error": "tampered"},
+        "no sealed section": {"error": "bad_input"},
+        "a proof node dropped": {"error": "tampered"},
+        "extra and repeated nodes": {"error": "tampered"},
+        "the registry in upper-case hex": answers["valid"],
+    }
     assert "ok" in answers["valid"]  # docs/manifest.md: every node on the path, once; addresses compared as bytes
 
 
@@ -156,19 +175,22 @@ def test_the_verify_page_checks_a_sealed_proof_offline_and_makes_no_request(tmp_
     bad["anchor"]["sealed"]["receipt"] = _flipped(bad["anchor"]["sealed"]["receipt"], 40)
     (tmp_path / "bad.anchor.json").write_text(json.dumps(bad))
     withdrawn = copy.deepcopy(proof)  # what `anchor retract` writes into the file: outside the digest
-    withdrawn["annotations"]["retractions"] = [{"reason": "the split leaked", "block_number": 9, "chain_id": 31337,
-                                                "registry": proof["anchor"]["registry"]}]  # fmt: skip
+    withdrawn["annotations"]["retractions"] = [
+        {"reason": "the split leaked", "block_number": 9, "chain_id": 31337, "registry": proof["anchor"]["registry"]}
+    ]
     (tmp_path / "withdrawn.anchor.json").write_text(json.dumps(withdrawn))
     files = sorted(p for p in (VECTOR / "work").rglob("*") if p.is_file())
     with deployed(tmp_path / "data") as chain, serving_api(chain.env()) as url:
         seen = {}
         with chromium_page(chromium(), CHROMIUM_FLAGS) as page:
-            for name, proof_path, typed in (("golden", VECTOR / "work.anchor.json", trusted),
-                                            ("with its number", VECTOR / "work.anchor.json", f"2:{trusted}"),
-                                            ("wrong hash", VECTOR / "work.anchor.json", "0x" + "ab" * 32),
-                                            ("flipped receipt", tmp_path / "bad.anchor.json", trusted),
-                                            ("declares its retraction", tmp_path / "withdrawn.anchor.json", trusted),
-                                            ("not a hash", VECTOR / "work.anchor.json", "0x1234")):  # fmt: skip
+            for name, proof_path, typed in (
+                ("golden", VECTOR / "work.anchor.json", trusted),
+                ("with its number", VECTOR / "work.anchor.json", f"2:{trusted}"),
+                ("wrong hash", VECTOR / "work.anchor.json", "0x" + "ab" * 32),
+                ("flipped receipt", tmp_path / "bad.anchor.json", trusted),
+                ("declares its retraction", tmp_path / "withdrawn.anchor.json", trusted),
+                ("not a hash", VECTOR / "work.anchor.json", "0x1234"),
+            ):
                 page.goto(url + "/verify", ready="!!document.getElementById('check')")
                 before = len(page.requests)
                 page.set_files("#files", files)
@@ -180,8 +202,9 @@ def test_the_verify_page_checks_a_sealed_proof_offline_and_makes_no_request(tmp_
                 made = [r for r in page.requests[before:] if r["method"] != "GET" or "/assets/" not in r["url"]]
                 seen[name] = (status, text, made)
     assert seen["golden"][0] == "verified", seen["golden"]
-    number, timestamp, submitter = ref.sealed_anchor(proof["anchor"]["sealed"], trusted, proof["batch"]["root"],
-                                                     proof["anchor"]["registry"])  # fmt: skip
+    number, timestamp, submitter = ref.sealed_anchor(
+        proof["anchor"]["sealed"], trusted, proof["batch"]["root"], proof["anchor"]["registry"]
+    )
     assert f"anchored at block {number}" in seen["golden"][1] and submitter.lower() in seen["golden"][1].lower()
     assert f"trusted: that block {number} of chain 31337 is {trusted}" in seen["golden"][1]
     assert seen["with its number"][0] == "verified"
@@ -195,13 +218,25 @@ def test_the_verify_page_checks_a_sealed_proof_offline_and_makes_no_request(tmp_
     from tests.cli import run_anchor
 
     env = {"ANCHOR_DATA_DIR": str(tmp_path / "offline"), "PATH": "/usr/bin:/bin"}
-    for name, proof_path, typed in (("golden", VECTOR / "work.anchor.json", trusted),
-                                    ("wrong hash", VECTOR / "work.anchor.json", "0x" + "ab" * 32),
-                                    ("flipped receipt", tmp_path / "bad.anchor.json", trusted),
-                                    ("declares its retraction", tmp_path / "withdrawn.anchor.json",
-                                     trusted)):  # fmt: skip
-        cli = run_anchor(["verify", str(VECTOR / "work"), "--proof", str(proof_path), "--offline", "--trusted-block",
-                          f"2:{typed}", "--json"], env)  # fmt: skip
+    for name, proof_path, typed in (
+        ("golden", VECTOR / "work.anchor.json", trusted),
+        ("wrong hash", VECTOR / "work.anchor.json", "0x" + "ab" * 32),
+        ("flipped receipt", tmp_path / "bad.anchor.json", trusted),
+        ("declares its retraction", tmp_path / "withdrawn.anchor.json", trusted),
+    ):
+        cli = run_anchor(
+            [
+                "verify",
+                str(VECTOR / "work"),
+                "--proof",
+                str(proof_path),
+                "--offline",
+                "--trusted-block",
+                f"2:{typed}",
+                "--json",
+            ],
+            env,
+        )
         said = json.loads(cli.stdout)
         assert ("verified" if said["ok"] else said["error"]["code"]) == seen[name][0], (name, said)
 
@@ -306,8 +341,15 @@ def test_the_page_reads_a_records_later_state_as_the_library_does_and_refuses_ev
     later = "0x" + keccak256(bytes.fromhex(sealed.state.header[2:])).hex()
 
     def case(state: dict[str, Any]) -> dict[str, Any]:
-        return {"state": state, "hash": later, "anchor": proof.anchor.model_dump(), "root": proof.batch.root,
-                "submitter": seen.submitter, "at": seen.timestamp, "code": proof.anchor.code_hash}  # fmt: skip
+        return {
+            "state": state,
+            "hash": later,
+            "anchor": proof.anchor.model_dump(),
+            "root": proof.batch.root,
+            "submitter": seen.submitter,
+            "at": seen.timestamp,
+            "code": proof.anchor.code_hash,
+        }
 
     valid = sealed.state.model_dump()
     cases, where = [case(valid)], []
@@ -316,22 +358,35 @@ def test_the_page_reads_a_records_later_state_as_the_library_does_and_refuses_ev
         for i, text in enumerate(texts):
             for at in range(len(text) // 2 - 1):
                 changed = _flipped(text, at)
-                state = {**valid, field: changed} if field == "header" else {
-                    **valid, field: [changed if j == i else t for j, t in enumerate(texts)]}  # fmt: skip
+                state = (
+                    {**valid, field: changed}
+                    if field == "header"
+                    else {**valid, field: [changed if j == i else t for j, t in enumerate(texts)]}
+                )
                 cases.append(case(state))
                 where.append((field, i, at))
     answers = _run_in_node_script(STATE_NODE, cases)
     held = check_state_against(proof.anchor, root, seen.submitter, seen.timestamp, later, proof.anchor.code_hash, "h")
     assert held.retracted_block > proof.anchor.block_number
-    assert answers[0] == {"ok": {"number": held.block_number, "retractedBlock": held.retracted_block,
-                                 "retractedAt": held.retracted_at}}  # fmt: skip
+    assert answers[0] == {
+        "ok": {"number": held.block_number, "retractedBlock": held.retracted_block, "retractedAt": held.retracted_at}
+    }
     assert [w for w, a in zip(where, answers[1:], strict=True) if "ok" in a] == []
     assert {a["error"] for a in answers[1:]} == {"tampered"}
     from anchor.proof.file import SealedState
 
     for one in cases[1:]:
-        edited = proof.anchor.model_copy(update={"sealed": sealed.model_copy(update={"state": SealedState(**{
-            k: tuple(v) if isinstance(v, list) else v for k, v in one["state"].items()})})})  # fmt: skip
+        edited = proof.anchor.model_copy(
+            update={
+                "sealed": sealed.model_copy(
+                    update={
+                        "state": SealedState(
+                            **{k: tuple(v) if isinstance(v, list) else v for k, v in one["state"].items()}
+                        )
+                    }
+                )
+            }
+        )
         with pytest.raises(Tampered):
             check_state_against(edited, root, seen.submitter, seen.timestamp, later, proof.anchor.code_hash, "h")
     assert len(where) > 1000

@@ -41,8 +41,13 @@ def _get(url: str) -> tuple[int, str, str]:
 
 
 def _stamp(env: dict[str, str], folder: Path, out: Path) -> dict[str, Any]:
-    subprocess.run([str(ANCHOR_BIN), "stamp", str(folder), "--out", str(out)], env=env, check=True,
-                   capture_output=True, timeout=120)  # fmt: skip
+    subprocess.run(
+        [str(ANCHOR_BIN), "stamp", str(folder), "--out", str(out)],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     return dict(json.loads(out.read_text()))
 
 
@@ -83,11 +88,21 @@ def world(demo_run: DemoRun, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         linked.mkdir()
         (linked / "a.txt").write_text("the file\n")
         (linked / "latest").symlink_to("a.txt")
-        linked_stamp = [str(ANCHOR_BIN), "stamp", str(linked), "--symlinks", "record", "--out",
-                        str(base / "linked.anchor.json")]  # fmt: skip
+        linked_stamp = [
+            str(ANCHOR_BIN),
+            "stamp",
+            str(linked),
+            "--symlinks",
+            "record",
+            "--out",
+            str(base / "linked.anchor.json"),
+        ]
         subprocess.run(linked_stamp, env=env, check=True, capture_output=True, timeout=120)
-        report = json.loads(subprocess.run([str(ANCHOR_BIN), "--json", "research", "report"], env=env, check=True,
-                                           capture_output=True, text=True).stdout)  # fmt: skip
+        report = json.loads(
+            subprocess.run(
+                [str(ANCHOR_BIN), "--json", "research", "report"], env=env, check=True, capture_output=True, text=True
+            ).stdout
+        )
         registry = json.loads((data / "deployments" / "31337.json").read_text())["address"]
         roots = sorted(journal_batches(data))
         shutil.copy(data / "research" / "ledger.jsonl", base / "ledger.jsonl")
@@ -101,11 +116,25 @@ def world(demo_run: DemoRun, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 
         site_port = free_port()
         served_env = {**env, "ANCHOR_DATA_DIR": str(base / "absent")}
-        command = [str(ANCHOR_BIN), "index", "--rpc-url", rpc, "--registry", registry,
-                   "--index", str(base / "index.sqlite"), "--claims", str(base / "ledger.jsonl"),
-                   "--repo", str(base / "repo.git"), "--port", str(site_port)]  # fmt: skip
-        server = subprocess.Popen(command, env=served_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                  start_new_session=True)  # fmt: skip
+        command = [
+            str(ANCHOR_BIN),
+            "index",
+            "--rpc-url",
+            rpc,
+            "--registry",
+            registry,
+            "--index",
+            str(base / "index.sqlite"),
+            "--claims",
+            str(base / "ledger.jsonl"),
+            "--repo",
+            str(base / "repo.git"),
+            "--port",
+            str(site_port),
+        ]
+        server = subprocess.Popen(
+            command, env=served_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+        )
         url = f"http://127.0.0.1:{site_port}"
         try:
             for _ in range(300):
@@ -115,9 +144,19 @@ def world(demo_run: DemoRun, tmp_path_factory: pytest.TempPathFactory) -> Iterat
                 except OSError:
                     assert server.poll() is None, server.stderr.read().decode() if server.stderr else ""
                     time.sleep(0.1)
-            yield {"url": url, "rpc": rpc, "registry": registry, "env": served_env, "base": base, "token": token,
-                   "folder": folder, "proof": proof, "report": report, "roots": roots,
-                   "stamper": {**env, "ANCHOR_DATA_DIR": str(base / "stamper")}}  # fmt: skip
+            yield {
+                "url": url,
+                "rpc": rpc,
+                "registry": registry,
+                "env": served_env,
+                "base": base,
+                "token": token,
+                "folder": folder,
+                "proof": proof,
+                "report": report,
+                "roots": roots,
+                "stamper": {**env, "ANCHOR_DATA_DIR": str(base / "stamper")},
+            }
         finally:
             os.killpg(server.pid, signal.SIGTERM)
             server.wait(timeout=30)
@@ -323,8 +362,7 @@ def test_index_mistakes_are_one_line_errors(world: dict[str, Any], tmp_path: Pat
     env = world["env"]
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(ANCHOR_BIN), "index", *args], env=env, capture_output=True,
-                              text=True, timeout=60)  # fmt: skip
+        return subprocess.run([str(ANCHOR_BIN), "index", *args], env=env, capture_output=True, text=True, timeout=60)
 
     no_rpc = run("--registry", world["registry"])
     assert no_rpc.returncode == 2 and "--rpc-url" in no_rpc.stderr and "Traceback" not in no_rpc.stderr
@@ -332,8 +370,14 @@ def test_index_mistakes_are_one_line_errors(world: dict[str, Any], tmp_path: Pat
     assert typo.returncode == 2 and "--registry" in typo.stderr
     not_registry = run("--rpc-url", world["rpc"], "--registry", "0x" + "12" * 20, "--index", str(tmp_path / "i.db"))
     assert not_registry.returncode == 6 and "no AnchorRegistry code" in not_registry.stderr
-    keyed = run("--rpc-url", world["rpc"], "--registry", world["registry"], "--browser-rpc-url",
-                "https://rpc.example/v2/SECRETKEY")  # fmt: skip
+    keyed = run(
+        "--rpc-url",
+        world["rpc"],
+        "--registry",
+        world["registry"],
+        "--browser-rpc-url",
+        "https://rpc.example/v2/SECRETKEY",
+    )
     assert keyed.returncode == 2 and "SECRETKEY" not in keyed.stderr
     missing = run("--rpc-url", world["rpc"], "--registry", world["registry"], "--claims", str(tmp_path / "nope.jsonl"))
     assert missing.returncode == 2 and "--claims" in missing.stderr
@@ -342,8 +386,9 @@ def test_index_mistakes_are_one_line_errors(world: dict[str, Any], tmp_path: Pat
     assert twice.returncode == 2 and "named twice" in twice.stderr  # one endpoint votes once
     unmeetable = run("--rpc-url", world["rpc"], "--quorum", "2", "--registry", world["registry"])
     assert unmeetable.returncode == 2 and "--quorum 2: only 1 read endpoint is given" in unmeetable.stderr
-    api_only = subprocess.run([str(ANCHOR_BIN), "serve", "--quorum", "2"], env=env, capture_output=True, text=True,
-                              timeout=60)  # fmt: skip
+    api_only = subprocess.run(
+        [str(ANCHOR_BIN), "serve", "--quorum", "2"], env=env, capture_output=True, text=True, timeout=60
+    )
     assert api_only.returncode == 2 and "No such option '--quorum'" in api_only.stderr  # the API's serve has none
 
 
@@ -377,8 +422,13 @@ def test_the_browsers_proof_code_reproduces_every_golden_vector() -> None:
     kinds = ["filetree", "bundle", "attempt", "champion", "mission", "timing"]
     node = shutil.which("node")
     assert node, "node is installed with the npm toolchain (make install)"
-    out = subprocess.run([node, str(ROOT / "tests" / "js" / "vectors.js"), *kinds], capture_output=True, text=True,
-                         check=True, timeout=120)  # fmt: skip
+    out = subprocess.run(
+        [node, str(ROOT / "tests" / "js" / "vectors.js"), *kinds],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
     rows = {(r["kind"], r["name"]): r for r in json.loads(out.stdout)}
     checked = 0
     for kind in kinds:

@@ -15,13 +15,19 @@ ADDRESS = "0x5FbDB2315678afecb367f032d93F642f64180aa3"
 
 @pytest.mark.parametrize(
     ("chain_id", "base"),
-    [(1, "https://etherscan.io"), (11155111, "https://sepolia.etherscan.io"), (8453, "https://basescan.org"),
-     (84532, "https://sepolia.basescan.org")],
-)  # fmt: skip
+    [
+        (1, "https://etherscan.io"),
+        (11155111, "https://sepolia.etherscan.io"),
+        (8453, "https://basescan.org"),
+        (84532, "https://sepolia.basescan.org"),
+    ],
+)
 def test_public_chains_link_tx_block_and_registry(chain_id: int, base: str) -> None:
     assert links(chain_id, tx_hash=TX, block=7, address=ADDRESS) == {
-        "tx": f"{base}/tx/{TX}", "block": f"{base}/block/7", "address": f"{base}/address/{ADDRESS}",
-    }  # fmt: skip
+        "tx": f"{base}/tx/{TX}",
+        "block": f"{base}/block/7",
+        "address": f"{base}/address/{ADDRESS}",
+    }
 
 
 def test_the_local_chain_links_to_the_built_in_pages() -> None:

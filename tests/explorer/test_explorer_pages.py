@@ -21,9 +21,16 @@ from tests.conftest import ROOT, DemoRun, touches
 pytestmark = pytest.mark.browser  # pages are read by headless Chromium
 
 CHROMIUM_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
-]  # fmt: skip
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+]
 
 
 def chromium() -> str:
@@ -86,7 +93,7 @@ def site(demo_run: DemoRun, tmp_path_factory: pytest.TempPathFactory) -> Iterato
                         ],
                         env,
                     ).stdout
-                ).get("submitter"),  # fmt: skip
+                ).get("submitter"),
             }
     finally:
         run_anchor(["chain", "down"], env)
@@ -98,8 +105,12 @@ def render(url: str, screenshot: Path, script_ms: int = 0) -> Nodes:
     flags = [*CHROMIUM_FLAGS, *([f"--virtual-time-budget={script_ms}"] if script_ms else [])]
     dom = subprocess.run([browser, *flags, "--dump-dom", url], capture_output=True, text=True, timeout=60)
     assert dom.returncode == 0 and dom.stdout.strip(), dom.stderr[-2000:]
-    subprocess.run([browser, *flags, "--window-size=1200,800", f"--screenshot={screenshot}", url],
-                   capture_output=True, timeout=60, check=True)  # fmt: skip
+    subprocess.run(
+        [browser, *flags, "--window-size=1200,800", f"--screenshot={screenshot}", url],
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
     assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and screenshot.stat().st_size > 10_000
     nodes = Nodes()
     nodes.feed(dom.stdout)
@@ -130,8 +141,12 @@ def test_every_page_says_when_and_by_whom_and_the_home_page_finds_what_was_ancho
     bundle = " ".join(render(f"{site['url']}/explorer/bundle/{digest}", site["dir"] / "bundle-times.png").text)
     assert re.search(r"anchored at\s+20\d\d-\d\d-\d\d \d\d:\d\d:\d\d UTC", bundle) and submitter in bundle
     root = site["proof"]["batch"]["root"]
-    for query, expect in ((digest, f"/explorer/bundle/{digest}"), (submitter, "/explorer/batch/0x"),
-                          ("README.md", "/explorer/bundle/0x"), (root, f"/explorer/batch/{root}")):  # fmt: skip
+    for query, expect in (
+        (digest, f"/explorer/bundle/{digest}"),
+        (submitter, "/explorer/batch/0x"),
+        ("README.md", "/explorer/bundle/0x"),
+        (root, f"/explorer/batch/{root}"),
+    ):
         found = render(f"{site['url']}/explorer/search?q={query}", site["dir"] / "search.png")
         links = [attrs.get("href", "") for tag, attrs in found.elements if tag == "a"]
         assert any(link.startswith(expect) for link in links), (query, links)
@@ -200,8 +215,14 @@ def test_no_explorer_page_is_wider_than_a_laptop_window(site: dict[str, Any]) ->
 
     digest, root = site["proof"]["manifest_digest"], site["proof"]["batch"]["root"]
     champion = site["champion"]
-    pages = ["/explorer/", f"/explorer/batch/{root}", f"/explorer/bundle/{digest}", f"/explorer/attempt/{champion}",
-             f"/explorer/lineage/{champion}", f"/explorer/search?q={root[:10]}"]  # fmt: skip
+    pages = [
+        "/explorer/",
+        f"/explorer/batch/{root}",
+        f"/explorer/bundle/{digest}",
+        f"/explorer/attempt/{champion}",
+        f"/explorer/lineage/{champion}",
+        f"/explorer/search?q={root[:10]}",
+    ]
     with chromium_page(chromium(), CHROMIUM_FLAGS) as page:
         for path in pages:
             taken, window = page.width_at(site["url"] + path)

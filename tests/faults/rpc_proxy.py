@@ -73,27 +73,48 @@ class FaultyProxy:
                     proxy.throttle_next = max(0, proxy.throttle_next - 1)
                     proxy.faults += 1
                     if proxy.throttle_as == "jsonrpc":
-                        self._json({"jsonrpc": "2.0", "id": request_json.get("id"), "error": {
-                            "code": -32005, "message": "project ID request rate exceeded",
-                        }})  # fmt: skip
+                        self._json(
+                            {
+                                "jsonrpc": "2.0",
+                                "id": request_json.get("id"),
+                                "error": {
+                                    "code": -32005,
+                                    "message": "project ID request rate exceeded",
+                                },
+                            }
+                        )
                         return
                     self.send_response(429)
                     self.send_header("Retry-After", "0")
                     self.end_headers()
                     return
                 if method in proxy.unsupported:
-                    self._json({"jsonrpc": "2.0", "id": request_json.get("id"), "error": {
-                        "code": -32601, "message": f"the method {method} does not exist/is not available",
-                    }})  # fmt: skip
+                    self._json(
+                        {
+                            "jsonrpc": "2.0",
+                            "id": request_json.get("id"),
+                            "error": {
+                                "code": -32601,
+                                "message": f"the method {method} does not exist/is not available",
+                            },
+                        }
+                    )
                     return
                 if method == "eth_getLogs" and proxy.log_range_cap is not None:
                     query = request_json["params"][0]
                     span = _block(query.get("toBlock", "latest")) - _block(query.get("fromBlock", "0x0")) + 1
                     if span > proxy.log_range_cap:
                         proxy.faults += 1
-                        self._json({"jsonrpc": "2.0", "id": request_json.get("id"), "error": {
-                            "code": -32005, "message": f"query exceeds max block range {proxy.log_range_cap}",
-                        }})  # fmt: skip
+                        self._json(
+                            {
+                                "jsonrpc": "2.0",
+                                "id": request_json.get("id"),
+                                "error": {
+                                    "code": -32005,
+                                    "message": f"query exceeds max block range {proxy.log_range_cap}",
+                                },
+                            }
+                        )
                         return
                 if targeted and proxy.mode in ("401", "403"):  # an expired key, a wrong project id
                     proxy.faults += 1
@@ -115,8 +136,12 @@ class FaultyProxy:
                 request = urllib.request.Request(proxy.upstream, body, {"Content-Type": "application/json"})
                 with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310 - loopback upstream
                     data = answer.read()
-                lie = {"eth_call": proxy.lie, "eth_getBlockByNumber": proxy.lie_block, "eth_getLogs": proxy.lie_logs,
-                       "eth_getTransactionReceipt": proxy.lie_receipt}.get(str(method))  # fmt: skip
+                lie = {
+                    "eth_call": proxy.lie,
+                    "eth_getBlockByNumber": proxy.lie_block,
+                    "eth_getLogs": proxy.lie_logs,
+                    "eth_getTransactionReceipt": proxy.lie_receipt,
+                }.get(str(method))
                 if lie is not None:
                     answered = json.loads(data)
                     if "result" in answered:

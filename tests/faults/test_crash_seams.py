@@ -41,9 +41,12 @@ class ForkServer:
         self.tmp, self.calls = tmp, 0
         self.process = subprocess.Popen(
             [sys.executable, "-m", "tests.faults.child", "--forkserver"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
             env={**os.environ, "PYTHONPATH": str(ROOT)},
-        )  # fmt: skip
+        )
 
     def run(self, env: dict[str, str], argv: list[str]) -> subprocess.CompletedProcess[str]:
         assert self.process.stdin is not None and self.process.stdout is not None

@@ -55,8 +55,14 @@ class Node:
 
     def cli(self, *args: str, url: str | None = None) -> tuple[subprocess.CompletedProcess[str], float]:
         start = time.monotonic()
-        result = subprocess.run([str(ANCHOR_BIN), *args], env=self.env(url), capture_output=True, text=True,
-                                timeout=300, stdin=subprocess.DEVNULL)  # fmt: skip
+        result = subprocess.run(
+            [str(ANCHOR_BIN), *args],
+            env=self.env(url),
+            capture_output=True,
+            text=True,
+            timeout=300,
+            stdin=subprocess.DEVNULL,
+        )
         return result, time.monotonic() - start
 
     def mine_to(self, height: int) -> None:

@@ -80,9 +80,12 @@ def test_three_replicas_sharing_a_postgresql_journal_anchor_every_item_once_unde
         shutil.copytree(fresh_chain.data_dir / "deployments", data_dir / "deployments")
         env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
         env.update(
-            ANCHOR_DATA_DIR=str(data_dir), ANCHOR_RPC_URL=fresh_chain.node.rpc_url, ANCHOR_JOURNAL_URL=postgres_url,
-            ANCHOR_API_TOKENS="sha256:" + hashlib.sha256(TOKEN.encode()).hexdigest(), ANCHOR_LEASE_S="10",
-        )  # fmt: skip
+            ANCHOR_DATA_DIR=str(data_dir),
+            ANCHOR_RPC_URL=fresh_chain.node.rpc_url,
+            ANCHOR_JOURNAL_URL=postgres_url,
+            ANCHOR_API_TOKENS="sha256:" + hashlib.sha256(TOKEN.encode()).hexdigest(),
+            ANCHOR_LEASE_S="10",
+        )
         replicas.append(Replica(index, data_dir, env))
     for replica in replicas:
         replica.start()
@@ -181,10 +184,15 @@ def test_three_replicas_sharing_a_postgresql_journal_anchor_every_item_once_unde
         verified += 1
     watcher.close()
     summary = {
-        "submitted": len(accepted), "anchored": counts["items"], "roots_on_chain": counts["roots"],
-        "roots_used": len(roots_seen), "proofs_verified": verified, "kills": kills, "client_retries": retries,
+        "submitted": len(accepted),
+        "anchored": counts["items"],
+        "roots_on_chain": counts["roots"],
+        "roots_used": len(roots_seen),
+        "proofs_verified": verified,
+        "kills": kills,
+        "client_retries": retries,
         "submit_seconds": round(submit_s, 1),
-    }  # fmt: skip
+    }
     print("three-replica kill test:", json.dumps(summary))
     assert len(accepted) == SUBMISSIONS and verified == SUBMISSIONS
     assert counts["roots"] == len(roots_seen)  # no root on chain that no item uses

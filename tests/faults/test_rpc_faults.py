@@ -64,8 +64,9 @@ def test_every_read_of_a_verify_rides_out_a_provider_that_throttles(
     from tests.conftest import ANCHOR_BIN
 
     for _ in range(3):
-        result = subprocess.run([str(ANCHOR_BIN), "verify", str(bundle), "--json"], env=env, capture_output=True,
-                                text=True, timeout=120)  # fmt: skip
+        result = subprocess.run(
+            [str(ANCHOR_BIN), "verify", str(bundle), "--json"], env=env, capture_output=True, text=True, timeout=120
+        )
         assert result.returncode == ExitCode.OK, result.stderr
         assert json.loads(result.stdout)["verified"] is True
     assert proxy.faults > 3  # the throttling was really met
@@ -86,13 +87,19 @@ def test_a_write_rides_out_a_provider_that_throttles_it_as_a_json_rpc_error(
 
     for n in range(3):
         (bundle / "run-id.txt").write_text(f"write {n}")  # new bytes: a transaction each time
-        result = subprocess.run([str(ANCHOR_BIN), "stamp", str(bundle)], env=env, capture_output=True, text=True,
-                                timeout=120)  # fmt: skip
+        result = subprocess.run(
+            [str(ANCHOR_BIN), "stamp", str(bundle)], env=env, capture_output=True, text=True, timeout=120
+        )
         assert result.returncode == ExitCode.OK, result.stderr
     # a retraction is sent by web3 (not the journal): the same transport, the same wait
     proxy.throttle_next, faults = 2, proxy.faults
-    retracted = subprocess.run([str(ANCHOR_BIN), "retract", str(bundle), "--reason", "a test"], env=env,
-                               capture_output=True, text=True, timeout=120)  # fmt: skip
+    retracted = subprocess.run(
+        [str(ANCHOR_BIN), "retract", str(bundle), "--reason", "a test"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert retracted.returncode == ExitCode.OK, retracted.stderr
     assert proxy.faults == faults + 2 and proxy.served["eth_sendRawTransaction"] >= 4
 
@@ -122,8 +129,9 @@ def test_a_refused_key_stops_at_once_naming_the_endpoint_and_never_the_key(
 
     from tests.conftest import ANCHOR_BIN
 
-    result = subprocess.run([str(ANCHOR_BIN), "stamp", str(bundle)], env=env, capture_output=True, text=True,
-                            timeout=120)  # fmt: skip
+    result = subprocess.run(
+        [str(ANCHOR_BIN), "stamp", str(bundle)], env=env, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == ExitCode.CHAIN_UNREACHABLE, result.stderr
     assert sum(proxy.calls.values()) == 1  # never retried
     assert f"{proxy.url}: HTTP {status}" in result.stderr and "check the URL's key" in result.stderr

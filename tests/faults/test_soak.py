@@ -20,10 +20,27 @@ pytestmark = [pytest.mark.soak, pytest.mark.chain]  # minutes of a service on an
 
 def test_two_minutes_of_kills_rpc_faults_and_a_full_disk_lose_and_duplicate_nothing(tmp_path: Path) -> None:
     ran = subprocess.run(
-        [sys.executable, "benchmarks/soak.py", "--minutes", "2", "--rate", "25", "--kill-every", "30",
-         "--rpc-fault-every", "25", "--disk-full-every", "35", "--out", str(tmp_path)],
-        cwd=ROOT, capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "benchmarks/soak.py",
+            "--minutes",
+            "2",
+            "--rate",
+            "25",
+            "--kill-every",
+            "30",
+            "--rpc-fault-every",
+            "25",
+            "--disk-full-every",
+            "35",
+            "--out",
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert ran.returncode == 0, ran.stdout + ran.stderr[-3000:]
     summary = json.loads((tmp_path / "soak.json").read_text())["summary"]
     assert summary["failure"] is None and summary["anchored"] == summary["accepted"] > 0, summary

@@ -25,8 +25,10 @@ def full_filesystem(where: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tu
     """(a directory on a full filesystem, a function that frees it). A 512 KiB tmpfs filled up; without
     the right to mount, writes under the directory fail with ENOSPC at anchor.files' seam instead."""
     where.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(where)],
-                             capture_output=True).returncode == 0  # fmt: skip
+    mounted = (
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(where)], capture_output=True).returncode
+        == 0
+    )
     filler = where / "filler"
     if mounted:
         with contextlib.suppress(OSError), open(filler, "wb") as out:

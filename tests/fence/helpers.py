@@ -26,8 +26,9 @@ def box(repo: Path, runtime: str, editable: tuple[str, ...] = ("params.json",)) 
 def run(
     sandbox: Sandbox | None, repo: Path, run_dir: Path, command: str, *, editable: tuple[str, ...] = (), **limits: int
 ) -> RunResult:
-    return run_command(command, repo, run_dir, 120, 1, sandbox, limits=Limits(**limits) if limits else None,
-                       editable=editable)  # fmt: skip
+    return run_command(
+        command, repo, run_dir, 120, 1, sandbox, limits=Limits(**limits) if limits else None, editable=editable
+    )
 
 
 def _members() -> set[int]:

@@ -97,8 +97,12 @@ open(sys.argv[1] + "/pid1", "wb").write(open("/proc/1/environ", "rb").read())
 def test_the_sandboxs_first_process_holds_none_of_the_harnesss_environment(
     tmp_path: Path, runtime: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    secrets = {"OPENAI_API_KEY": "sk-canary-1", "AWS_ACCESS_KEY_ID": "AKIACANARY2",
-               "DATABASE_URL": "postgresql://u:canary-3@db/x", "ANCHOR_RPC_URL": "https://rpc/canary-4"}  # fmt: skip
+    secrets = {
+        "OPENAI_API_KEY": "sk-canary-1",
+        "AWS_ACCESS_KEY_ID": "AKIACANARY2",
+        "DATABASE_URL": "postgresql://u:canary-3@db/x",
+        "ANCHOR_RPC_URL": "https://rpc/canary-4",
+    }
     for name, value in secrets.items():
         monkeypatch.setenv(name, value)
     repo = make_repo(tmp_path / "repo", {"params.json": "{}", "e.py": READ_EVERY_ENVIRON})
@@ -142,8 +146,10 @@ def test_an_attempt_may_start_threads_on_every_runtime(tmp_path: Path, runtime: 
     runtime answers ENOSYS, so that glibc falls back to clone: a thread must still start. Under gVisor,
     whose Debian build answers EPERM to every refused call, pthread_create failed (numpy's OpenBLAS)."""
     repo = make_repo(tmp_path / "repo", {"params.json": "{}"})
-    command = (f"python3 -c \"import threading; t = threading.Thread(target=print, args=('thread',));"
-               f" t.start(); t.join()\" > {tmp_path / 'run'}/out")  # fmt: skip
+    command = (
+        f"python3 -c \"import threading; t = threading.Thread(target=print, args=('thread',));"
+        f' t.start(); t.join()" > {tmp_path / "run"}/out'
+    )
     result = run(box(repo, runtime), repo, tmp_path / "run", command)
     assert result.exit_code == 0, (tmp_path / "run" / "stderr.log").read_text()
     assert (tmp_path / "run" / "out").read_text() == "thread\n"

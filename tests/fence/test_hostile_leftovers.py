@@ -34,8 +34,9 @@ def _limits(attempts: int, failures: int) -> SearchLimits:
 
 
 @pytest.mark.chain
-def test_a_mission_command_cannot_make_the_harness_write_or_give_away_a_host_file(fresh_chain: Chain,
-                                                                                   tmp_path: Path) -> None:  # fmt: skip
+def test_a_mission_command_cannot_make_the_harness_write_or_give_away_a_host_file(
+    fresh_chain: Chain, tmp_path: Path
+) -> None:
     from tests.missions.test_mission_run import _dispatch
 
     fresh_chain.cli("deploy", check=True)
@@ -45,8 +46,9 @@ def test_a_mission_command_cannot_make_the_harness_write_or_give_away_a_host_fil
     tree = tmp_path / "root-only-tree"
     tree.mkdir(mode=0o700)
     (tree / "f").write_text("x")
-    command = (f'cd "$HOME/.."; rm -f run.log; ln -s {target} run.log; rm -rf home; ln -s {tree} home;'
-               ' echo payload; true')  # fmt: skip
+    command = (
+        f'cd "$HOME/.."; rm -f run.log; ln -s {target} run.log; rm -rf home; ln -s {tree} home; echo payload; true'
+    )
     rule = '[[stop_rules]]\nmetric = "score"\nmode = "max"\ntarget = 3\n'
     _dispatch(fresh_chain, tmp_path, "hostile", command, attempts=2, rules=rule)
     fresh_chain.cli("mission", "run", "hostile")
@@ -63,11 +65,25 @@ def test_a_proposers_stderr_replaced_is_never_followed_or_waited_on(tmp_path: Pa
         plant = "ln -s /proc/self/environ stderr.log" if left.startswith("a link") else "mkfifo stderr.log"
         repo = make_repo(tmp_path / "repo", {"params.json": json.dumps({"x": 1}), "src/model.py": "w = 1\n"})
         sandbox = box(repo, runtime, EDITABLE)
-        proposer = CommandProposer(f'cd "$HOME/.."; rm -f stderr.log; {plant}; exit 1', EDITABLE, 30,
-                                   scratch=tmp_path / "scratch", sandbox=sandbox)  # fmt: skip
+        proposer = CommandProposer(
+            f'cd "$HOME/.."; rm -f stderr.log; {plant}; exit 1',
+            EDITABLE,
+            30,
+            scratch=tmp_path / "scratch",
+            sandbox=sandbox,
+        )
         ledger = Ledger(tmp_path / "work" / "ledger.jsonl")
-        Search(Repo(repo), _contract(SCORE), "ab" * 32, ledger, tmp_path / "work", proposer, "r0",
-               _limits(3, 2), sandbox=sandbox).run()  # fmt: skip
+        Search(
+            Repo(repo),
+            _contract(SCORE),
+            "ab" * 32,
+            ledger,
+            tmp_path / "work",
+            proposer,
+            "r0",
+            _limits(3, 2),
+            sandbox=sandbox,
+        ).run()
     finally:
         del os.environ["ANCHOR_TEST_CANARY"]
     rejected = [row["message"] for row in ledger.rows() if row.get("event") == "rejected"]
@@ -80,8 +96,12 @@ def test_an_evaluators_stdout_linked_to_a_host_file_is_not_its_answer(tmp_path: 
     host_file.write_text("0.999\n")
     host_file.chmod(0o600)
     repo = make_repo(tmp_path / "repo", {"params.json": "{}"})
-    result = run(box(repo, runtime), repo, tmp_path / "run", f'rm -f {tmp_path / "run"}/stdout.log; '
-                 f'ln -s {host_file} {tmp_path / "run"}/stdout.log; exit 0')  # fmt: skip
+    result = run(
+        box(repo, runtime),
+        repo,
+        tmp_path / "run",
+        f"rm -f {tmp_path / 'run'}/stdout.log; ln -s {host_file} {tmp_path / 'run'}/stdout.log; exit 0",
+    )
     from anchor.research.evaluator import _last_line
 
     assert result.exit_code == 0
@@ -90,15 +110,24 @@ def test_an_evaluators_stdout_linked_to_a_host_file_is_not_its_answer(tmp_path: 
 
 @pytest.mark.parametrize("runtime", RUNTIMES)
 def test_a_name_that_is_not_utf8_is_refused_and_the_search_resumes(tmp_path: Path, runtime: str) -> None:
-    propose = ("python3 -c \"import os; open(os.fsencode('src/') + b'\\xff.py', 'w').write('x')\"; "
-               + NEXT_X.format(x="int(os.environ['ANCHOR_ATTEMPT']) + 1"))  # fmt: skip
+    propose = "python3 -c \"import os; open(os.fsencode('src/') + b'\\xff.py', 'w').write('x')\"; " + NEXT_X.format(
+        x="int(os.environ['ANCHOR_ATTEMPT']) + 1"
+    )
     repo = make_repo(tmp_path / "repo", {"params.json": json.dumps({"x": 1}), "src/model.py": "w = 1\n"})
     sandbox = box(repo, runtime, EDITABLE)
     for _ in range(2):  # a first run, and a resume of it
         ledger = Ledger(tmp_path / "work" / "ledger.jsonl")
-        Search(Repo(repo), _contract(SCORE), "ab" * 32, ledger, tmp_path / "work",
-               CommandProposer(propose, EDITABLE, 30, sandbox=sandbox), "r0",
-               _limits(2, 2), sandbox=sandbox).run()  # fmt: skip
+        Search(
+            Repo(repo),
+            _contract(SCORE),
+            "ab" * 32,
+            ledger,
+            tmp_path / "work",
+            CommandProposer(propose, EDITABLE, 30, sandbox=sandbox),
+            "r0",
+            _limits(2, 2),
+            sandbox=sandbox,
+        ).run()
     reasons = [row["reason"] for row in ledger.rows() if row.get("event") == "rejected"]
     assert reasons and set(reasons) == {"unsafe entry"}
     assert _git_status(repo) == "" and sorted(os.listdir(repo / "src")) == ["model.py"]
@@ -109,8 +138,11 @@ def test_a_name_that_is_not_utf8_is_refused_and_the_search_resumes(tmp_path: Pat
 def test_sparse_files_and_hard_links_never_fill_the_hosts_disk_past_the_bound(
     tmp_path: Path, runtime: str, attack: str
 ) -> None:
-    make = ("for i in 1 2 3 4 5; do truncate -s 100M {run}/s$i; done" if attack == "sparse files" else
-            "head -c 600000 /dev/zero > {run}/f; for i in $(seq 300); do ln {run}/f {run}/l$i; done")  # fmt: skip
+    make = (
+        "for i in 1 2 3 4 5; do truncate -s 100M {run}/s$i; done"
+        if attack == "sparse files"
+        else "head -c 600000 /dev/zero > {run}/f; for i in $(seq 300); do ln {run}/f {run}/l$i; done"
+    )
     repo = make_repo(tmp_path / "repo", {"params.json": "{}"})
     run_dir = tmp_path / "run"
     result = run(box(repo, runtime), repo, run_dir, make.format(run=run_dir), run_dir_bytes=1 << 20)
@@ -154,13 +186,23 @@ def test_what_steers_git_or_overflows_the_harness_is_a_named_rejection(
         "a 1,200-deep tree": DEEP,
     }[planted]
     propose = f'if [ "$ANCHOR_ATTEMPT" = 1 ]; then {plant}; fi; ' + NEXT_X.format(x="int(os.environ['ANCHOR_ATTEMPT'])")
-    repo = make_repo(tmp_path / "repo", {"params.json": json.dumps({"x": 0}), "src/model.py": "w = 1\n",
-                                         "src/.gitmodules": "# none\n"})  # fmt: skip
+    repo = make_repo(
+        tmp_path / "repo",
+        {"params.json": json.dumps({"x": 0}), "src/model.py": "w = 1\n", "src/.gitmodules": "# none\n"},
+    )
     sandbox = box(repo, runtime, EDITABLE)
     ledger = Ledger(tmp_path / "work" / "ledger.jsonl")
-    Search(Repo(repo), _contract(SCORE), "ab" * 32, ledger, tmp_path / "work",
-           CommandProposer(propose, EDITABLE, 60, sandbox=sandbox), "r0",
-           _limits(2, 3), sandbox=sandbox).run()  # fmt: skip
+    Search(
+        Repo(repo),
+        _contract(SCORE),
+        "ab" * 32,
+        ledger,
+        tmp_path / "work",
+        CommandProposer(propose, EDITABLE, 60, sandbox=sandbox),
+        "r0",
+        _limits(2, 3),
+        sandbox=sandbox,
+    ).run()
     reasons = [row["reason"] for row in ledger.rows() if row.get("event") == "rejected"]
     assert reasons == ["unsafe entry"], [row.get("message") for row in ledger.rows() if row.get("event")]
     assert [e["metric"]["value"] for e in ledger.entries()] == ["0", "2"]

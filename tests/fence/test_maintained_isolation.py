@@ -80,9 +80,16 @@ def test_a_planted_fsmonitor_hook_never_runs_on_the_host_and_a_changed_git_confi
     box = None if runtime == "unconfined" else _box(repo_path, runtime)
     ledger = Ledger(tmp_path / "work" / "ledger.jsonl")
     search = Search(
-        repo, contract(command=command), "ab" * 32, ledger, tmp_path / "work", ScriptedProposer([2]), "r0",
-        SearchLimits(max_attempts=2, budget_s=300, max_consecutive_failures=5), sandbox=box,
-    )  # fmt: skip
+        repo,
+        contract(command=command),
+        "ab" * 32,
+        ledger,
+        tmp_path / "work",
+        ScriptedProposer([2]),
+        "r0",
+        SearchLimits(max_attempts=2, budget_s=300, max_consecutive_failures=5),
+        sandbox=box,
+    )
     search.run()
     subprocess.run(["git", "-C", str(repo_path), "status"], capture_output=True, check=True)  # as a user would
     assert not marker.exists(), "the planted hook ran on the host"
@@ -231,8 +238,10 @@ def _search_setup(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
     """A repository, its contract and an environment with no key of any kind: (repo, contract, env)."""
     repo = make_repo(tmp_path / "repo", {"params.json": json.dumps({"x": 1})})
     spec = tmp_path / "contract.toml"
-    spec.write_text(f'task = "t"\ncommand = {json.dumps(SCORE_IS_X)}\neditable = ["params.json"]\nmetric = "score"\n'
-                    'mode = "max"\nattempt_timeout_minutes = 1\ngrace_seconds = 1\n')  # fmt: skip
+    spec.write_text(
+        f'task = "t"\ncommand = {json.dumps(SCORE_IS_X)}\neditable = ["params.json"]\nmetric = "score"\n'
+        'mode = "max"\nattempt_timeout_minutes = 1\ngrace_seconds = 1\n'
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
     env["ANCHOR_DATA_DIR"] = str(tmp_path / "data")
     return repo, spec, env
@@ -248,8 +257,18 @@ def test_research_run_in_gvisor_records_the_runtime_and_refuses_a_repository_tha
     from tests.cli import run_anchor
 
     repo, spec, env = _search_setup(tmp_path)
-    argv = ["--json", "research", "run", "--repo", str(repo), "--contract", str(spec), "--max-attempts", "2",
-            "--no-anchor"]  # fmt: skip
+    argv = [
+        "--json",
+        "research",
+        "run",
+        "--repo",
+        str(repo),
+        "--contract",
+        str(spec),
+        "--max-attempts",
+        "2",
+        "--no-anchor",
+    ]
     typo = run_anchor([*argv, "--sandbox-runtime", "gvisr"], env)
     assert typo.returncode == ExitCode.BAD_INPUT and "did you mean gvisor?" in typo.stdout + typo.stderr
     ran = run_anchor([*argv, "--sandbox-runtime", "gvisor"], env)
@@ -276,10 +295,30 @@ def test_a_root_harness_that_cannot_drop_to_the_attempt_user_refuses_to_run_and_
     repo, spec, env = _search_setup(tmp_path)
     script = 'echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"'
     run = subprocess.run(
-        ["unshare", "--user", "--map-root-user", "sh", "-c", script, "sh", str(ANCHOR_BIN), "research", "run",
-         "--repo", str(repo), "--contract", str(spec), "--max-attempts", "1", "--no-anchor"],
-        env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            "unshare",
+            "--user",
+            "--map-root-user",
+            "sh",
+            "-c",
+            script,
+            "sh",
+            str(ANCHOR_BIN),
+            "research",
+            "run",
+            "--repo",
+            str(repo),
+            "--contract",
+            str(spec),
+            "--max-attempts",
+            "1",
+            "--no-anchor",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == ExitCode.TOOLCHAIN, run.stdout + run.stderr
     assert "user namespace" in run.stderr and "--no-sandbox" in run.stderr and "Traceback" not in run.stderr
     assert not (tmp_path / "data" / "research").exists()  # refused before anything was written

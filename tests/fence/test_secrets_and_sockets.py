@@ -85,13 +85,31 @@ def test_a_hostile_attempt_cannot_take_the_key_read_the_journal_reach_the_networ
         f'task = "t"\ncommand = "{command}"\neditable = ["params.json"]\nmetric = "score"\nmode = "max"\n'
         "attempt_timeout_minutes = 1\ngrace_seconds = 1\n"
     )
-    env = {**fresh_chain.env(), "ANCHOR_PRIVATE_KEY": CANARY, "ANCHOR_KEYSTORE_PASSWORD": "pw",
-           "ANCHOR_RESEARCHER_KEYSTORE": str(keystore), "ANCHOR_RESEARCHER_KEYSTORE_PASSWORD": "pw"}  # fmt: skip
+    env = {
+        **fresh_chain.env(),
+        "ANCHOR_PRIVATE_KEY": CANARY,
+        "ANCHOR_KEYSTORE_PASSWORD": "pw",
+        "ANCHOR_RESEARCHER_KEYSTORE": str(keystore),
+        "ANCHOR_RESEARCHER_KEYSTORE_PASSWORD": "pw",
+    }
     try:
         run = subprocess.run(
-            [str(ANCHOR_BIN), "research", "run", "--repo", str(repo), "--contract", str(contract),
-             "--max-attempts", "1"], env=env, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+            [
+                str(ANCHOR_BIN),
+                "research",
+                "run",
+                "--repo",
+                str(repo),
+                "--contract",
+                str(contract),
+                "--max-attempts",
+                "1",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert run.returncode == 0, run.stderr
         [tries_file] = list((fresh_chain.data_dir / "research" / "runs").rglob("tries.json"))
         tries = json.loads(tries_file.read_text())
@@ -127,8 +145,16 @@ def test_a_hostile_proposer_is_fenced_like_an_attempt_and_reaches_the_network_on
     model API) only with --proposer-network, which the second case shows does open."""
     import socket
 
-    repo = make_repo(tmp_path / "repo", {"params.json": json.dumps({"x": 1}), "README.md": "r\n",
-                                         "hostile.py": HOSTILE, "bump.py": BUMP, "score.py": SCORE})  # fmt: skip
+    repo = make_repo(
+        tmp_path / "repo",
+        {
+            "params.json": json.dumps({"x": 1}),
+            "README.md": "r\n",
+            "hostile.py": HOSTILE,
+            "bump.py": BUMP,
+            "score.py": SCORE,
+        },
+    )
     data = tmp_path / "data"
     journal = data / "journal.sqlite"
     journal.parent.mkdir(parents=True)
@@ -145,13 +171,32 @@ def test_a_hostile_proposer_is_fenced_like_an_attempt_and_reaches_the_network_on
         'mode = "max"\nattempt_timeout_minutes = 1\ngrace_seconds = 1\n'
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
-    env.update(ANCHOR_DATA_DIR=str(data), ANCHOR_PRIVATE_KEY=CANARY, ANCHOR_KEYSTORE_PASSWORD="pw",
-               ANCHOR_RESEARCHER_KEYSTORE=str(keystore), ANCHOR_RESEARCHER_KEYSTORE_PASSWORD="pw")  # fmt: skip
-    argv = [str(ANCHOR_BIN), "--json", "research", "run", "--repo", str(repo), "--contract", str(contract),
-            "--max-attempts", "2", "--no-anchor", "--propose", propose]  # fmt: skip
+    env.update(
+        ANCHOR_DATA_DIR=str(data),
+        ANCHOR_PRIVATE_KEY=CANARY,
+        ANCHOR_KEYSTORE_PASSWORD="pw",
+        ANCHOR_RESEARCHER_KEYSTORE=str(keystore),
+        ANCHOR_RESEARCHER_KEYSTORE_PASSWORD="pw",
+    )
+    argv = [
+        str(ANCHOR_BIN),
+        "--json",
+        "research",
+        "run",
+        "--repo",
+        str(repo),
+        "--contract",
+        str(contract),
+        "--max-attempts",
+        "2",
+        "--no-anchor",
+        "--propose",
+        propose,
+    ]
     try:
-        run = subprocess.run([*argv, *(["--proposer-network"] if network else [])], env=env, capture_output=True,
-                             text=True, timeout=300)  # fmt: skip
+        run = subprocess.run(
+            [*argv, *(["--proposer-network"] if network else [])], env=env, capture_output=True, text=True, timeout=300
+        )
         assert run.returncode == 0, run.stderr
         assert json.loads(run.stdout)["researchers"][0]["rejected"] == 0  # the bump went through the fence
         tries = json.loads((data / "research" / "runs" / "r0" / "proposer" / "home" / "tries.json").read_text())
@@ -186,8 +231,10 @@ def test_the_contract_names_what_else_reaches_the_attempt_and_never_an_anchor_se
     assert seen["MY_DATASET"] == "/srv/data" and "NOT_NAMED" not in seen
     assert not any(k.startswith("ANCHOR_") for k in seen) and CANARY[2:] not in str(seen)
     contract = tmp_path / "c.toml"
-    contract.write_text('task = "t"\ncommand = "c"\neditable = ["p"]\nmetric = "m"\nmode = "max"\n'
-                        'attempt_timeout_minutes = 1\npass_env = ["ANCHOR_PRIVATE_KEY"]\n')  # fmt: skip
+    contract.write_text(
+        'task = "t"\ncommand = "c"\neditable = ["p"]\nmetric = "m"\nmode = "max"\n'
+        'attempt_timeout_minutes = 1\npass_env = ["ANCHOR_PRIVATE_KEY"]\n'
+    )
     with pytest.raises(BadInput, match="pass_env") as info:
         load_contract(contract)
     assert "never reach the code under measurement" in info.value.message

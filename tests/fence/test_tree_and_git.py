@@ -44,8 +44,16 @@ NEXT_X = "python3 -c \"import json, os; json.dump({{'x': {x}}}, open('params.jso
 
 
 def _contract(command: str) -> AttemptContract:
-    return AttemptContract(task="t", command=command, editable=EDITABLE, metric="score", mode="max",
-                           attempt_timeout_minutes=1.0, min_improvement=0.0, grace_seconds=0.5)  # fmt: skip
+    return AttemptContract(
+        task="t",
+        command=command,
+        editable=EDITABLE,
+        metric="score",
+        mode="max",
+        attempt_timeout_minutes=1.0,
+        min_improvement=0.0,
+        grace_seconds=0.5,
+    )
 
 
 def _search(tmp_path: Path, runtime: str, command: str, propose: str, attempts: int = 3) -> tuple[Search, Ledger]:
@@ -53,16 +61,28 @@ def _search(tmp_path: Path, runtime: str, command: str, propose: str, attempts: 
     sandbox = None if runtime == "unconfined" else box(repo_path, runtime, EDITABLE)
     proposer = CommandProposer(propose, EDITABLE, 60, sandbox=sandbox)
     ledger = Ledger(tmp_path / "work" / "ledger.jsonl")
-    search = Search(Repo(repo_path), _contract(command), "ab" * 32, ledger, tmp_path / "work", proposer, "r0",
-                    SearchLimits(max_attempts=attempts, budget_s=300, max_consecutive_failures=5),
-                    sandbox=sandbox)  # fmt: skip
+    search = Search(
+        Repo(repo_path),
+        _contract(command),
+        "ab" * 32,
+        ledger,
+        tmp_path / "work",
+        proposer,
+        "r0",
+        SearchLimits(max_attempts=attempts, budget_s=300, max_consecutive_failures=5),
+        sandbox=sandbox,
+    )
     return search, ledger
 
 
 def _git_status(repo: Path) -> str:
     """`git status` as a user would run it after the search, with the repository's own config."""
-    return subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=all"],
-                          capture_output=True, text=True, check=True).stdout  # fmt: skip
+    return subprocess.run(
+        ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=all"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
 
 
 @pytest.mark.parametrize("runtime", [*RUNTIMES, "unconfined"])
@@ -70,8 +90,9 @@ def test_a_nested_repository_planted_by_a_proposer_runs_nothing_on_the_host_and_
     tmp_path: Path, runtime: str
 ) -> None:
     marker = tmp_path / "filter-ran-on-the-host"
-    propose = (f'if [ "$ANCHOR_ATTEMPT" = 1 ]; then {NESTED.format(marker=marker)} fi; '
-               + NEXT_X.format(x="int(os.environ['ANCHOR_ATTEMPT']) + 1"))  # fmt: skip
+    propose = f'if [ "$ANCHOR_ATTEMPT" = 1 ]; then {NESTED.format(marker=marker)} fi; ' + NEXT_X.format(
+        x="int(os.environ['ANCHOR_ATTEMPT']) + 1"
+    )
     search, ledger = _search(tmp_path, runtime, SCORE, propose)
     summary = search.run()
     assert not marker.exists(), "the planted filter ran on the host"
@@ -104,9 +125,10 @@ def test_a_nested_repository_planted_by_an_attempt_runs_nothing_on_the_host_and_
 LEAVE = {
     "a nested repository": "git init -q src/nested && echo x > src/nested/f",
     "a read-only tree": "mkdir -p src/ro/a/b && echo x > src/ro/a/b/f && chmod -R a-w src/ro",
-    "20,000 empty directories":
-        "python3 -c \"import os; [os.makedirs(f'src/e/{i // 100}/{i}') for i in range(20000)]\"",
-}  # fmt: skip
+    "20,000 empty directories": (
+        "python3 -c \"import os; [os.makedirs(f'src/e/{i // 100}/{i}') for i in range(20000)]\""
+    ),
+}
 
 
 @pytest.mark.parametrize("left", list(LEAVE))
@@ -135,10 +157,28 @@ def test_a_search_killed_while_it_resets_continues_on_resume_and_leaves_a_clean_
     )
     propose = f"{LEAVE['20,000 empty directories']}; " + NEXT_X.format(x="-int(os.environ['ANCHOR_ATTEMPT'])")
     env = {**os.environ, "ANCHOR_DATA_DIR": str(tmp_path / "data")}
-    argv = [str(ANCHOR_BIN), "research", "run", "--repo", str(repo), "--contract", str(contract), "--no-anchor",
-            "--no-sandbox", "--propose", propose, "--workdir", str(tmp_path / "work")]  # fmt: skip
-    harness = subprocess.Popen([*argv, "--max-attempts", "2"], env=env, start_new_session=True,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    argv = [
+        str(ANCHOR_BIN),
+        "research",
+        "run",
+        "--repo",
+        str(repo),
+        "--contract",
+        str(contract),
+        "--no-anchor",
+        "--no-sandbox",
+        "--propose",
+        propose,
+        "--workdir",
+        str(tmp_path / "work"),
+    ]
+    harness = subprocess.Popen(
+        [*argv, "--max-attempts", "2"],
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     planted = repo / "src" / "e"
     deadline = time.monotonic() + 120
     seen = 0

@@ -113,10 +113,11 @@ def test_deeply_nested_json_does_not_kill_the_worker(server: tuple[str, Any, Cha
     assert status == 422 and answer["code"] == "bad_proof" and "deeper" in answer["message"]
     status, answer = _exchange(
         url,
-        _headers("POST", "/v1/manifests", len(deep), Content_Type="application/json",
-                 Authorization=f"Bearer {TOKEN_A}"),
+        _headers(
+            "POST", "/v1/manifests", len(deep), Content_Type="application/json", Authorization=f"Bearer {TOKEN_A}"
+        ),
         deep,
-    )  # fmt: skip
+    )
     assert status == 422 and "deeper" in answer["message"]
     status, answer = _exchange(url, _headers("POST", "/v1/manifests", len(deep), Content_Type="application/json"), deep)
     assert status == 401
@@ -149,10 +150,15 @@ def test_a_chunked_body_is_counted_as_it_streams(server: tuple[str, Any, Chain])
     first = b"%x\r\n%s\r\n" % (len(body_head), body_head)
     status, answer = _exchange(
         url,
-        _headers("POST", "/v1/verify/proof", None, Transfer_Encoding="chunked",
-                 Content_Type="multipart/form-data; boundary=b"),
+        _headers(
+            "POST",
+            "/v1/verify/proof",
+            None,
+            Transfer_Encoding="chunked",
+            Content_Type="multipart/form-data; boundary=b",
+        ),
         first + chunks,
-    )  # fmt: skip
+    )
     assert status == 413 and answer["code"] == "request_too_large"
     _alive(url, process)
 
@@ -163,12 +169,24 @@ def test_a_proof_with_an_unbounded_batch_path_is_refused_before_any_chain_call(
     """900,000 sibling hashes used to cost 8.5 s of CPU and a 900,000-element eth_call."""
     url, process, _ = server
     proof = {
-        "format": "anchor/proof", "version": 1, "manifest": {}, "manifest_digest": "0x" + "11" * 32,
-        "batch": {"item": "0x" + "11" * 32, "leaf": "0x" + "22" * 32, "root": "0x" + "33" * 32,
-                  "proof": ["0x" + "44" * 32] * 1000},
-        "anchor": {"chain_id": 31337, "registry": "0x" + "55" * 20, "code_hash": "0x" + "66" * 32,
-                   "tx_hash": "0x" + "77" * 32, "block_number": 1},
-    }  # fmt: skip
+        "format": "anchor/proof",
+        "version": 1,
+        "manifest": {},
+        "manifest_digest": "0x" + "11" * 32,
+        "batch": {
+            "item": "0x" + "11" * 32,
+            "leaf": "0x" + "22" * 32,
+            "root": "0x" + "33" * 32,
+            "proof": ["0x" + "44" * 32] * 1000,
+        },
+        "anchor": {
+            "chain_id": 31337,
+            "registry": "0x" + "55" * 20,
+            "code_hash": "0x" + "66" * 32,
+            "tx_hash": "0x" + "77" * 32,
+            "block_number": 1,
+        },
+    }
     body, content_type = _multipart("proof", "p.json", json.dumps(proof).encode())
     status, answer = _exchange(url, _headers("POST", "/v1/verify/proof", len(body), Content_Type=content_type), body)
     assert status == 422 and "batch.proof" in answer["message"]
@@ -184,10 +202,11 @@ def _manifest_submission(annotations: Any, token: str, url: str, key: str | None
     extra = {"Idempotency_Key": key} if key else {}
     return _exchange(
         url,
-        _headers("POST", "/v1/manifests", len(raw), Content_Type="application/json", Authorization=f"Bearer {token}",
-                 **extra),
+        _headers(
+            "POST", "/v1/manifests", len(raw), Content_Type="application/json", Authorization=f"Bearer {token}", **extra
+        ),
         raw,
-    )  # fmt: skip
+    )
 
 
 def test_annotations_no_proof_writer_can_encode_are_refused_at_submission(server: tuple[str, Any, Chain]) -> None:
@@ -224,9 +243,15 @@ def test_annotations_no_proof_writer_can_encode_are_refused_at_submission(server
         ({"milestones": {"submitted": "2026-11-30T09:00:00"}}, "annotations.milestones"),  # no timezone
         ({"milestones": {"lunch": "2026-11-30T12:00:00Z"}}, "annotations.milestones"),
     ],
-    ids=["timing-proof-a-path", "timing-proof-5000-chars", "timing-digest", "milestone-not-a-time",
-         "milestone-without-timezone", "milestone-unknown"],
-)  # fmt: skip
+    ids=[
+        "timing-proof-a-path",
+        "timing-proof-5000-chars",
+        "timing-digest",
+        "milestone-not-a-time",
+        "milestone-without-timezone",
+        "milestone-unknown",
+    ],
+)
 def test_annotations_readers_interpret_are_typed_at_submission_and_never_name_a_path(
     server: tuple[str, Any, Chain], annotations: dict[str, Any], field: str
 ) -> None:
@@ -268,10 +293,16 @@ def test_the_same_key_with_the_same_manifest_and_other_annotations_is_a_conflict
         raw = json.dumps({"manifest": identity, "files": files, "annotations": {"note": note}}).encode()
         return _exchange(
             url,
-            _headers("POST", "/v1/manifests", len(raw), Content_Type="application/json",
-                     Authorization=f"Bearer {TOKEN_A}", Idempotency_Key=key),
+            _headers(
+                "POST",
+                "/v1/manifests",
+                len(raw),
+                Content_Type="application/json",
+                Authorization=f"Bearer {TOKEN_A}",
+                Idempotency_Key=key,
+            ),
             raw,
-        )  # fmt: skip
+        )
 
     assert post("first")[0] == 202
     status, again = post("first")
@@ -296,8 +327,13 @@ def test_a_later_submitter_with_other_annotations_gets_a_conflict_never_the_firs
     def post(token: str, annotations: dict[str, Any] | None) -> tuple[int, Any]:
         body: dict[str, Any] = {"manifest": identity, **({"annotations": annotations} if annotations else {})}
         raw = json.dumps(body).encode()
-        return _exchange(url, _headers("POST", "/v1/manifests", len(raw), Content_Type="application/json",
-                                       Authorization=f"Bearer {token}"), raw)  # fmt: skip
+        return _exchange(
+            url,
+            _headers(
+                "POST", "/v1/manifests", len(raw), Content_Type="application/json", Authorization=f"Bearer {token}"
+            ),
+            raw,
+        )
 
     assert post(TOKEN_A, {"note": "by a"})[0] == 202
     status, refused = post(TOKEN_B, {"note": "by b"})

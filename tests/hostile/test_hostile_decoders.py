@@ -208,8 +208,10 @@ _proof_like = st.fixed_dictionaries(
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)
-@given(st.one_of(_proof_like.map(lambda v: json.dumps(v).encode()), st.binary(max_size=256)),
-       st.integers(min_value=0, max_value=3000))  # fmt: skip
+@given(
+    st.one_of(_proof_like.map(lambda v: json.dumps(v).encode()), st.binary(max_size=256)),
+    st.integers(min_value=0, max_value=3000),
+)
 def test_fuzzed_proof_files_parse_or_are_refused_typed_within_bounded_memory(raw: bytes, depth: int) -> None:
     nested = b"[" * depth + raw + b"]" * depth
 
@@ -220,21 +222,41 @@ def test_fuzzed_proof_files_parse_or_are_refused_typed_within_bounded_memory(raw
 
 
 GOOD_SIGNED = {
-    "researcher": "0x" + "ab" * 20, "commit": "11" * 32, "parent": "22" * 32, "diff_hash": "33" * 32,
-    "metric_hash": "44" * 32, "kept": False, "deadline": 2_000_000_000, "v": 27, "r": "55" * 32, "s": "66" * 32,
-}  # fmt: skip
+    "researcher": "0x" + "ab" * 20,
+    "commit": "11" * 32,
+    "parent": "22" * 32,
+    "diff_hash": "33" * 32,
+    "metric_hash": "44" * 32,
+    "kept": False,
+    "deadline": 2_000_000_000,
+    "v": 27,
+    "r": "55" * 32,
+    "s": "66" * 32,
+}
 
 
 @pytest.mark.parametrize(
     ("field", "value"),
     [
-        ("deadline", -1), ("deadline", 1 << 256), ("deadline", 1e300), ("deadline", "2000000000"), ("deadline", True),
-        ("researcher", "zzz"), ("researcher", "0x" + "ab" * 19 + " a"), ("researcher", 7),
+        ("deadline", -1),
+        ("deadline", 1 << 256),
+        ("deadline", 1e300),
+        ("deadline", "2000000000"),
+        ("deadline", True),
+        ("researcher", "zzz"),
+        ("researcher", "0x" + "ab" * 19 + " a"),
+        ("researcher", 7),
         ("researcher", "0X" + "ab" * 20),
-        ("kept", "false"), ("kept", 1), ("kept", None),
-        ("v", -1), ("v", 1 << 300), ("commit", 11), ("r", "0x" + "55" * 31), ("s", "zz" * 32),
+        ("kept", "false"),
+        ("kept", 1),
+        ("kept", None),
+        ("v", -1),
+        ("v", 1 << 300),
+        ("commit", 11),
+        ("r", "0x" + "55" * 31),
+        ("s", "zz" * 32),
     ],
-)  # fmt: skip
+)
 def test_a_signed_lineage_field_of_the_wrong_type_or_range_is_refused_naming_it(field: str, value: object) -> None:
     """What POST /v1/lineage decodes before it recovers or encodes anything: every one of these used to
     reach the EIP-712 encoder (a 500), or, for "kept": "false", be read as true."""

@@ -35,15 +35,22 @@ def test_a_proof_from_a_strangers_copy_of_the_registry_is_not_our_registry(
     stranger_address, receipt = lookalike_registry(deployed_chain.node.rpc_url)
     assert stranger_address != canonical_address()
     record = Deployment(
-        chain_id=31337, address=stranger_address, code_hash=runtime_code_hash(),
-        tx_hash="0x" + bytes(receipt["transactionHash"]).hex(), block_number=int(receipt["blockNumber"]),
-        deployer=Account.from_key(STRANGER_KEY).address, registry_version="4.0.0",
+        chain_id=31337,
+        address=stranger_address,
+        code_hash=runtime_code_hash(),
+        tx_hash="0x" + bytes(receipt["transactionHash"]).hex(),
+        block_number=int(receipt["blockNumber"]),
+        deployer=Account.from_key(STRANGER_KEY).address,
+        registry_version="4.0.0",
         compiler=compiler_settings().to_json(),
-    )  # fmt: skip
+    )
     (tmp_path / "stranger" / "deployments").mkdir(parents=True)
     (tmp_path / "stranger" / "deployments" / "31337.json").write_text(json.dumps(record.model_dump()))
-    env = {**deployed_chain.env(), "ANCHOR_DATA_DIR": str(tmp_path / "stranger"),
-           "ANCHOR_RPC_URL": deployed_chain.node.rpc_url}  # fmt: skip
+    env = {
+        **deployed_chain.env(),
+        "ANCHOR_DATA_DIR": str(tmp_path / "stranger"),
+        "ANCHOR_RPC_URL": deployed_chain.node.rpc_url,
+    }
     subprocess.run([str(ANCHOR_BIN), "anchor", str(bundle)], env=env, check=True, capture_output=True)
     assert (
         json.loads((bundle.parent / f"{bundle.name}.anchor.json").read_text())["anchor"]["registry"] == stranger_address
@@ -162,8 +169,9 @@ def test_data_files_are_private_whatever_the_umask(fresh_chain: Chain, tmp_path:
     env = {**fresh_chain.env(), "ANCHOR_DATA_DIR": str(data), "ANCHOR_RPC_URL": fresh_chain.node.rpc_url}
     under_umask_0 = "import os, sys; os.umask(0); os.execv(sys.argv[1], sys.argv[1:])"
     for step in ("deploy", "status"):
-        subprocess.run([sys.executable, "-c", under_umask_0, str(ANCHOR_BIN), step], env=env, check=True,
-                       capture_output=True)  # fmt: skip
+        subprocess.run(
+            [sys.executable, "-c", under_umask_0, str(ANCHOR_BIN), step], env=env, check=True, capture_output=True
+        )
     assert stat.S_IMODE(data.stat().st_mode) == 0o700
     assert stat.S_IMODE((data / "journal.sqlite").stat().st_mode) == 0o600
     for path in data.rglob("*"):  # and, behind that, nothing writable by anyone else

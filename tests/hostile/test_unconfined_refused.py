@@ -24,8 +24,18 @@ def test_a_research_run_without_the_sandbox_is_refused_while_a_key_is_in_its_env
 ) -> None:
     contract = tmp_path / "contract.toml"
     contract.write_text('task = "t"\ncommand = "true"\neditable = ["p.json"]\nmetric = "m"\nmode = "max"\n')
-    argv = ["research", "run", "--repo", str(tmp_path), "--contract", str(contract), "--no-sandbox",
-            "--workdir", str(tmp_path / "work"), "--no-anchor"]  # fmt: skip
+    argv = [
+        "research",
+        "run",
+        "--repo",
+        str(tmp_path),
+        "--contract",
+        str(contract),
+        "--no-sandbox",
+        "--workdir",
+        str(tmp_path / "work"),
+        "--no-anchor",
+    ]
     ran = run_anchor(argv, _env(tmp_path, **{variable: "00" * 32}))
     assert ran.returncode == ExitCode.BAD_INPUT, ran.stdout + ran.stderr
     assert f"--no-sandbox: refused while {variable} is set" in ran.stderr and "Traceback" not in ran.stderr

@@ -155,9 +155,15 @@ def test_sybil_records_of_one_commit_are_paged_and_its_diff_is_computed_once(
     sybils = 45
     for _ in range(sybils):
         fresh = Account.create()
-        fields = LineageFields(fresh.address, bytes.fromhex(commit).ljust(32, b"\0"),
-                               bytes.fromhex(parent).ljust(32, b"\0"), blake3.blake3(diff).digest(), os.urandom(32),
-                               False, int(time.time()) + 3600)  # fmt: skip
+        fields = LineageFields(
+            fresh.address,
+            bytes.fromhex(commit).ljust(32, b"\0"),
+            bytes.fromhex(parent).ljust(32, b"\0"),
+            blake3.blake3(diff).digest(),
+            os.urandom(32),
+            False,
+            int(time.time()) + 3600,
+        )
         registry.anchor_signed(relayer, sign_lineage(fresh, handle.chain_id, registry.address, fields))
 
     diffs = []
@@ -171,8 +177,13 @@ def test_sybil_records_of_one_commit_are_paged_and_its_diff_is_computed_once(
     monkeypatch.setattr(claims.subprocess, "run", counted)
     monkeypatch.setattr(claims, "_diffs", {})
     monkeypatch.setattr(index_site, "RESEARCHERS_PER_PAGE", 20)
-    options = SiteOptions(rpc_urls=(f"http://127.0.0.1:{fresh_chain.port}",), registry=registry.address,
-                          index=tmp_path / "index.sqlite", repo=repo, confirmations=1)  # fmt: skip
+    options = SiteOptions(
+        rpc_urls=(f"http://127.0.0.1:{fresh_chain.port}",),
+        registry=registry.address,
+        index=tmp_path / "index.sqlite",
+        repo=repo,
+        confirmations=1,
+    )
     site = open_site(options)
     site.sync()
     with TestClient(create_index_app(site)) as client:
@@ -204,8 +215,9 @@ def test_a_lying_endpoint_is_outvoted_by_a_quorum_and_one_against_one_indexes_no
     _, roots = _write(chain, 2)
     handle = open_chain(chain.settings)
     registry = open_registry(chain.settings, handle)
-    root_topic = Follower(handle.rpc, IndexStore(tmp_path / "t.sqlite", handle.chain_id, registry.address),
-                          registry.address)._root.topic  # fmt: skip
+    root_topic = Follower(
+        handle.rpc, IndexStore(tmp_path / "t.sqlite", handle.chain_id, registry.address), registry.address
+    )._root.topic
     fake = "0x" + "f0" * 32
 
     def rewrite_roots(request: dict[str, object], result: object) -> object:
@@ -264,8 +276,11 @@ def test_a_lying_endpoint_is_outvoted_by_a_quorum_and_one_against_one_indexes_no
             assert all(url in page.text for url in urls)
             assert all(url in page.headers["content-security-policy"] for url in urls)
         honest[1].mode = "503"  # out of reach when the site opens: two of three still agree
-        late = open_site(SiteOptions(rpc_urls=tuple(p.url for p in honest), registry=registry.address,
-                                     index=tmp_path / "late.sqlite"))  # fmt: skip
+        late = open_site(
+            SiteOptions(
+                rpc_urls=tuple(p.url for p in honest), registry=registry.address, index=tmp_path / "late.sqlite"
+            )
+        )
         late.sync()
         assert all(late.follower.store.root(r) is not None for r in roots)
         honest[1].mode = "ok"

@@ -445,15 +445,18 @@ def test_a_wait_on_many_transactions_is_one_counted_line_a_second_not_a_line_eac
     clock = [100.0]
     monkeypatch.setattr(effects.time, "monotonic", lambda: clock[0])
     watch = effects._Watch(Head(), effects.RunnerConfig(confirmations=2), lambda _id: b"\x11" * 32)  # type: ignore[arg-type]
-    many = [{"id": n, "state": "broadcast" if n % 4 else "mined", "tx_hash": bytes([n]) * 32, "block_number": 6}
-            for n in range(40)]  # fmt: skip
+    many = [
+        {"id": n, "state": "broadcast" if n % 4 else "mined", "tx_hash": bytes([n]) * 32, "block_number": 6}
+        for n in range(40)
+    ]
     with caplog.at_level(logging.INFO, logger="anchor.progress"):
         for _ in range(3):  # three seconds of the same counts: said once
             clock[0] += 1.0
             watch.look(lambda: many)  # type: ignore[arg-type,return-value]
         lines = [r.getMessage() for r in caplog.records]
-        assert lines == ["block 7: 40 transactions in flight: 30 sent, waiting to be mined;"
-                         " 10 mined, waiting for 2 confirmations"]  # fmt: skip
+        assert lines == [
+            "block 7: 40 transactions in flight: 30 sent, waiting to be mined; 10 mined, waiting for 2 confirmations"
+        ]
         caplog.clear()
         clock[0] += 1.0
         watch.look(lambda: many[:2])  # type: ignore[arg-type,return-value]

@@ -52,9 +52,12 @@ def test_one_data_dir_on_two_chains_every_route_shows_only_its_own_chain(tmp_pat
             out = json.loads(run_anchor(("stamp", str(target), "--json"), env, check=True).stdout)
             proof = out["proof"]
             stamped[name] = {
-                "digest": proof["manifest_digest"], "root": proof["batch"]["root"], "tx": proof["anchor"]["tx_hash"],
-                "blake3": "0x" + blake3.blake3(target.read_bytes()).hexdigest(), "path": str(target),
-            }  # fmt: skip
+                "digest": proof["manifest_digest"],
+                "root": proof["batch"]["root"],
+                "tx": proof["anchor"]["tx_hash"],
+                "blake3": "0x" + blake3.blake3(target.read_bytes()).hexdigest(),
+                "path": str(target),
+            }
             assert proof["anchor"]["chain_id"] == (31337 if name == "a" else 31338)
         assert run_anchor(("verify", stamped["b"]["path"]), env_b).returncode == ExitCode.OK
 

@@ -30,8 +30,15 @@ from tests.journal_helpers import unique_submissions
 from tests.postgres import _bin, fresh_database
 
 VECTORS = ROOT / "tests" / "vectors" / "journal"
-TYPES = {"integer": "integer", "bigint": "integer", "real": "real", "double precision": "real", "blob": "blob",
-         "bytea": "blob", "text": "text"}  # fmt: skip
+TYPES = {
+    "integer": "integer",
+    "bigint": "integer",
+    "real": "real",
+    "double precision": "real",
+    "blob": "blob",
+    "bytea": "blob",
+    "text": "text",
+}
 
 
 def _predicate(sql: str | None) -> str | None:
@@ -51,9 +58,7 @@ def describe_sqlite(db: Any) -> dict[str, Any]:
     described: dict[str, Any] = {"columns": {}, "unique": set(), "indexes": {}, "foreign": set(), "triggers": set()}
     for table in tables:
         rows = db.execute(f"PRAGMA table_info({table})").fetchall()
-        described["columns"][table] = {
-            r[1]: (TYPES[r[2].lower()], bool(r[3] or r[5]), r[5] > 0) for r in rows
-        }  # fmt: skip
+        described["columns"][table] = {r[1]: (TYPES[r[2].lower()], bool(r[3] or r[5]), r[5] > 0) for r in rows}
         for _, name, unique, origin, _partial in db.execute(f"PRAGMA index_list({table})").fetchall():
             columns = tuple(r[2] for r in db.execute(f"PRAGMA index_info({name})").fetchall())
             if origin == "u":
@@ -73,11 +78,14 @@ def describe_postgresql(conn: Any) -> dict[str, Any]:
     schema = "anchor_journal"
     described: dict[str, Any] = {"columns": {}, "unique": set(), "indexes": {}, "foreign": set(), "triggers": set()}
     keys = {
-        (t, c) for t, c in conn.execute(
+        (t, c)
+        for t, c in conn.execute(
             "SELECT t.relname, a.attname FROM pg_constraint k JOIN pg_class t ON t.oid = k.conrelid"
             " JOIN pg_namespace n ON n.oid = t.relnamespace JOIN pg_attribute a ON a.attrelid = t.oid"
-            " AND a.attnum = ANY (k.conkey) WHERE n.nspname = %s AND k.contype = 'p'", (schema,))
-    }  # fmt: skip
+            " AND a.attnum = ANY (k.conkey) WHERE n.nspname = %s AND k.contype = 'p'",
+            (schema,),
+        )
+    }
     for table, column, data_type, nullable in conn.execute(
         "SELECT table_name, column_name, data_type, is_nullable FROM information_schema.columns"
         " WHERE table_schema = %s",
@@ -113,14 +121,19 @@ def describe_postgresql(conn: Any) -> dict[str, Any]:
     ):
         described["foreign"].add((table, column, target, target_column))
     described["triggers"] = {
-        r[0] for r in conn.execute("SELECT trigger_name FROM information_schema.triggers WHERE trigger_schema = %s",
-                                   (schema,))
-    }  # fmt: skip
+        r[0]
+        for r in conn.execute(
+            "SELECT trigger_name FROM information_schema.triggers WHERE trigger_schema = %s", (schema,)
+        )
+    }
     described["options"] = {
-        r[0]: sorted(r[1]) for r in conn.execute(
+        r[0]: sorted(r[1])
+        for r in conn.execute(
             "SELECT c.relname, c.reloptions FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace"
-            " WHERE s.nspname = %s AND c.relkind = 'r' AND c.reloptions IS NOT NULL", (schema,))
-    }  # fmt: skip
+            " WHERE s.nspname = %s AND c.relkind = 'r' AND c.reloptions IS NOT NULL",
+            (schema,),
+        )
+    }
     return described
 
 
@@ -139,8 +152,11 @@ def _pg_journal(server_url: str, dump: str | None) -> PgJournal:
     """The same on PostgreSQL: a database of its own, the dump restored with psql as pg_dump meant it."""
     url = fresh_database(server_url, "s_" + uuid.uuid4().hex[:16])
     if dump is not None:
-        subprocess.run([_bin("psql"), url, "-q", "-v", "ON_ERROR_STOP=1", "-f", str(VECTORS / dump)],
-                       check=True, capture_output=True)  # fmt: skip
+        subprocess.run(
+            [_bin("psql"), url, "-q", "-v", "ON_ERROR_STOP=1", "-f", str(VECTORS / dump)],
+            check=True,
+            capture_output=True,
+        )
     return PgJournal(url)
 
 

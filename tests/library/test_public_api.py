@@ -45,7 +45,9 @@ def test_the_errors_docs_python_lists_are_the_hierarchys_with_their_codes_and_ex
     for name, code, exit_code in rows:
         error = getattr(anchor.errors, name)
         assert issubclass(error, anchor.errors.AnchorError) and (error.code, int(error.exit_code)) == (
-            code, int(exit_code)), name  # fmt: skip
+            code,
+            int(exit_code),
+        ), name
 
 
 def test_a_verifier_refuses_a_registry_that_is_not_an_address_whatever_the_door(tmp_path: Path) -> None:
@@ -74,9 +76,11 @@ def test_a_policy_it_cannot_read_is_refused_when_it_is_made_at_every_door() -> N
     someone else had anchored the data; a mistyped date was told only after the chain was read."""
     import anchor
 
-    for given, field in (({"expect_submitter": "0xabc"}, "expect_submitter"),
-                         ({"anchored_before": "2026-13-01"}, "anchored_before"),
-                         ({"min_finality": "safee"}, "min_finality")):  # fmt: skip
+    for given, field in (
+        ({"expect_submitter": "0xabc"}, "expect_submitter"),
+        ({"anchored_before": "2026-13-01"}, "anchored_before"),
+        ({"min_finality": "safee"}, "min_finality"),
+    ):
         with pytest.raises(anchor.errors.BadInput) as refused:
             anchor.Policy(**given)
         assert refused.value.detail["field"] == field
@@ -111,9 +115,13 @@ def test_a_refused_input_is_named_as_each_door_spells_it(tmp_path: Path) -> None
 
     cli = [sys.executable, "-m", "anchor", "--data-dir", str(tmp_path)]
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
-    for args, said in ((["verify", str(tmp_path), "--require", "al"], "--require 'al': expected any, all"),
-                       (["stamp", str(tmp_path), "--service", "calendar.example"],
-                        "--service 'calendar.example': expected an http(s) URL")):  # fmt: skip
+    for args, said in (
+        (["verify", str(tmp_path), "--require", "al"], "--require 'al': expected any, all"),
+        (
+            ["stamp", str(tmp_path), "--service", "calendar.example"],
+            "--service 'calendar.example': expected an http(s) URL",
+        ),
+    ):
         text = subprocess.run([*cli, *args], capture_output=True, text=True, env=env, check=False)
         assert text.returncode == 2 and text.stderr.startswith(f"error[bad_input]: {said}"), text.stderr
         as_json = subprocess.run([*cli, *args, "--json"], capture_output=True, text=True, env=env, check=False)
@@ -161,8 +169,9 @@ def test_a_training_script_stamps_verifies_and_sees_a_tampered_file_with_top_lev
         script = work / "train.py"
         script.write_text(_script_block())
         assert "from anchor." not in script.read_text() and "import anchor." not in script.read_text()
-        ran = subprocess.run([sys.executable, str(script)], cwd=work, env=chain.env(), capture_output=True, text=True,
-                             timeout=300)  # fmt: skip
+        ran = subprocess.run(
+            [sys.executable, str(script)], cwd=work, env=chain.env(), capture_output=True, text=True, timeout=300
+        )
         assert ran.returncode == 0, ran.stdout + ran.stderr
         lines = ran.stdout.splitlines()
         assert lines[0].startswith("anchored 0x") and lines[0].endswith(" results.anchor.json"), lines

@@ -140,8 +140,11 @@ def test_every_public_name_is_one_object_wherever_it_is_reached() -> None:
     assert {n for n in anchor.__all__ if isinstance(getattr(anchor, n), type)} >= {"Retracted", "Tampered"}
     answer = subprocess.run(
         [sys.executable, "-c", "import anchor, anchor.errors; assert anchor.Retracted is anchor.errors.Retracted"],
-        capture_output=True, text=True, cwd=ROOT, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
     assert answer.returncode == 0, answer.stderr
 
 

@@ -242,9 +242,14 @@ def test_follow_inside_hashes_through_a_link_and_records_it(tmp_path: Path) -> N
 
 @pytest.mark.parametrize(
     ("target", "message"),
-    [("/etc", "leads outside the root"), ("../..", "leads outside the root"), ("..", "a loop"),
-     (".", "a loop"), ("missing", "dangling")],
-)  # fmt: skip
+    [
+        ("/etc", "leads outside the root"),
+        ("../..", "leads outside the root"),
+        ("..", "a loop"),
+        (".", "a loop"),
+        ("missing", "dangling"),
+    ],
+)
 def test_follow_inside_refuses_links_that_leave_loop_or_dangle(tmp_path: Path, target: str, message: str) -> None:
     root = _runs(tmp_path / "tree")
     (root / "sub").mkdir()
@@ -274,7 +279,7 @@ def test_a_recorded_links_list_out_of_order_is_refused(tmp_path: Path) -> None:
         st.sampled_from(["*.log", ".git/", "build/", "/top.txt", "a/**/b", "*.anchor.json", "d?/", "[ab]*"]),
         min_size=1,
         max_size=4,
-    ),  # fmt: skip
+    ),
     st.lists(
         st.sampled_from(["a", "b", "d1", ".git", "x.log", "top.txt", "build", "c.anchor.json"]), min_size=1, max_size=4
     ),
@@ -355,7 +360,7 @@ def test_subtrees_the_workers_walk_give_the_tree_one_walk_gives(tmp_path: Path, 
                 text=True,
                 check=True,
             ).stdout
-        )  # fmt: skip
+        )
         for flag in ("1", "0")
     )
     assert parallel.pop("handed"), "the walk never handed a directory to the workers: the test tests nothing"

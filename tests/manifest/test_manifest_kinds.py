@@ -114,8 +114,10 @@ def test_metric_hash_equals_what_cast_computes(name: str, mode: str, value: str)
     scaled = str(int(Decimal(value) * 10**18))
     encoded = subprocess.run(
         [cast, "abi-encode", "f(string,uint8,int256)", name, "1" if mode == "max" else "0", scaled],
-        capture_output=True, text=True, check=True,
-    ).stdout.strip()  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     digest = subprocess.run([cast, "keccak", encoded], capture_output=True, text=True, check=True).stdout.strip()
     assert "0x" + metric.hash().hex() == digest
 

@@ -18,10 +18,15 @@ from anchor.proof.file import BatchPath, ChainAnchor, ProofFile, parse_any, pars
 from anchor.record import RecordError
 
 RECEIPT = {
-    "url": "http://127.0.0.1:8000", "service": "calendar", "signer": "0x" + "ab" * 20,
-    "manifest_digest": "0x" + "cd" * 32, "chain_id": 31337, "registry": "0x" + "12" * 20, "accepted_at": 1_700_000_000,
+    "url": "http://127.0.0.1:8000",
+    "service": "calendar",
+    "signer": "0x" + "ab" * 20,
+    "manifest_digest": "0x" + "cd" * 32,
+    "chain_id": 31337,
+    "registry": "0x" + "12" * 20,
+    "accepted_at": 1_700_000_000,
     "signature": "0x" + "ef" * 65,
-}  # fmt: skip
+}
 
 
 def _proof(tmp_path: Path) -> ProofFile:
@@ -30,13 +35,24 @@ def _proof(tmp_path: Path) -> ProofFile:
     tree = hash_tree(tmp_path / "results")
     digest = tree.digest
     return ProofFile(
-        manifest=tree.identity(), files=tuple(tree.files_json()), manifest_digest="0x" + digest.hex(),
-        batch=BatchPath(item="0x" + digest.hex(), leaf="0x" + leaf_of(digest).hex(), proof=("0x" + "77" * 32,),
-                        root="0x" + BatchTree.build([digest]).root.hex()),
-        anchor=ChainAnchor(chain_id=31337, registry="0x" + "12" * 20, code_hash="0x" + "34" * 32,
-                           tx_hash="0x" + "56" * 32, block_number=7),
+        manifest=tree.identity(),
+        files=tuple(tree.files_json()),
+        manifest_digest="0x" + digest.hex(),
+        batch=BatchPath(
+            item="0x" + digest.hex(),
+            leaf="0x" + leaf_of(digest).hex(),
+            proof=("0x" + "77" * 32,),
+            root="0x" + BatchTree.build([digest]).root.hex(),
+        ),
+        anchor=ChainAnchor(
+            chain_id=31337,
+            registry="0x" + "12" * 20,
+            code_hash="0x" + "34" * 32,
+            tx_hash="0x" + "56" * 32,
+            block_number=7,
+        ),
         receipts=({**RECEIPT, "manifest_digest": "0x" + digest.hex()},),  # type: ignore[arg-type]
-    )  # fmt: skip
+    )
 
 
 def test_a_written_proof_reads_back_equal_and_writes_the_same_bytes(tmp_path: Path) -> None:
@@ -91,7 +107,7 @@ def _set(document: dict[str, Any], where: str, value: Any) -> None:
         ("annotations", ["not", "an", "object"], "annotations"),
         ("files.0", "not an object", "files.0"),
     ],
-)  # fmt: skip
+)
 def test_a_bad_field_is_refused_naming_it(tmp_path: Path, where: str, value: Any, named: str) -> None:
     document = json.loads(_proof(tmp_path).dumps())
     _set(document, where, value)
@@ -122,8 +138,16 @@ def test_model_dump_excludes_and_copies_as_the_callers_use_it(tmp_path: Path) ->
 
 
 def test_a_corrupt_deployment_record_is_bad_input_naming_the_file(tmp_path: Path) -> None:
-    good = {"chain_id": 31337, "address": "0x" + "12" * 20, "code_hash": "0x" + "34" * 32, "tx_hash": "0x" + "56" * 32,
-            "block_number": 1, "deployer": "0x" + "78" * 20, "registry_version": "3.0.0", "compiler": {}}  # fmt: skip
+    good = {
+        "chain_id": 31337,
+        "address": "0x" + "12" * 20,
+        "code_hash": "0x" + "34" * 32,
+        "tx_hash": "0x" + "56" * 32,
+        "block_number": 1,
+        "deployer": "0x" + "78" * 20,
+        "registry_version": "3.0.0",
+        "compiler": {},
+    }
     records = tmp_path / "deployments"
     records.mkdir()
     (records / "31337.json").write_text(json.dumps(good))

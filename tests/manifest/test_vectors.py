@@ -108,8 +108,10 @@ def test_champion_vector_round_trips_with_the_statistics_we_compute(case: dict[s
             validate_identity(moved)
     if case["expected"].get("holdout_wilson"):  # version 3: the holdout's interval, recomputed the same way
         assert built.holdout is not None and built.holdout.metric is not None and built.holdout_examples
-        assert list(wilson(float(built.holdout.metric.value), built.holdout_examples)) == case["expected"][
-            "holdout_wilson"]  # fmt: skip
+        assert (
+            list(wilson(float(built.holdout.metric.value), built.holdout_examples))
+            == case["expected"]["holdout_wilson"]
+        )
         moved = {**decoded, "holdout_interval": {**decoded["holdout_interval"], "high": "0.9"}}
         with pytest.raises(BadInput, match="holdout_interval: the Wilson bounds"):
             validate_identity(moved)
@@ -155,15 +157,28 @@ def test_mlflow_run_vector_builds_from_the_run_and_its_artifacts_to_the_digest_t
         for rel, spec in model["files"].items():
             (folder / rel).parent.mkdir(parents=True, exist_ok=True)
             (folder / rel).write_bytes(_content(spec))
-        models.append({"model_id": model_id, "name": model["name"], "source_run_id": model.get("source_run_id"),
-                       "files": hash_tree(folder, Rules([])).files_json()})  # fmt: skip
+        models.append(
+            {
+                "model_id": model_id,
+                "name": model["name"],
+                "source_run_id": model.get("source_run_id"),
+                "files": hash_tree(folder, Rules([])).files_json(),
+            }
+        )
     built = MlflowRunManifest.of(
-        run_id=run["run_id"], experiment_id=run["experiment_id"], status=run["status"], start_time=run["start_time"],
-        end_time=run["end_time"], params=run["params"], tags=run["tags"],
+        run_id=run["run_id"],
+        experiment_id=run["experiment_id"],
+        status=run["status"],
+        start_time=run["start_time"],
+        end_time=run["end_time"],
+        params=run["params"],
+        tags=run["tags"],
         metrics=[(k, step, ts, struct.unpack(">d", bytes.fromhex(bits))[0]) for k, step, ts, bits in run["metrics"]],
-        source_commit=run["tags"].get("mlflow.source.git.commit"), artifacts=tree.summary(), logged_models=models,
+        source_commit=run["tags"].get("mlflow.source.git.commit"),
+        artifacts=tree.summary(),
+        logged_models=models,
         restamp=run.get("restamp"),
-    )  # fmt: skip
+    )
     assert canonical_json(built.identity()) == case["expected"]["identity_canonical"].encode("utf-8")
     assert built.digest.hex() == case["expected"]["digest"]
     assert validate_identity(json.loads(case["expected"]["identity_canonical"])) == built.identity()
@@ -179,13 +194,36 @@ def test_a_metric_value_is_written_as_javascripts_string_of_the_same_double() ->
     from anchor.manifest.mlflow_run import metric_text, metric_value
 
     rng = random.Random(46)
-    values = [0.1, 0.5, -1.5, 1e21, 1e20, 123.0, 1e-6, 1e-7, 5e-324, 1.7976931348623157e308, 0.1 + 0.2, 2.0**53,
-              float("nan"), float("inf"), -float("inf"), 0.0]  # fmt: skip
+    values = [
+        0.1,
+        0.5,
+        -1.5,
+        1e21,
+        1e20,
+        123.0,
+        1e-6,
+        1e-7,
+        5e-324,
+        1.7976931348623157e308,
+        0.1 + 0.2,
+        2.0**53,
+        float("nan"),
+        float("inf"),
+        -float("inf"),
+        0.0,
+    ]
     values += [struct.unpack("<d", rng.randbytes(8))[0] for _ in range(3000)]
-    script = ("const v = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
-              "console.log(JSON.stringify(v.map(h => String(Buffer.from(h, 'hex').readDoubleLE(0)))))")  # fmt: skip
-    node = subprocess.run(["node", "-e", script], input=json.dumps([struct.pack("<d", v).hex() for v in values]),
-                          capture_output=True, text=True, check=True)  # fmt: skip
+    script = (
+        "const v = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
+        "console.log(JSON.stringify(v.map(h => String(Buffer.from(h, 'hex').readDoubleLE(0)))))"
+    )
+    node = subprocess.run(
+        ["node", "-e", script],
+        input=json.dumps([struct.pack("<d", v).hex() for v in values]),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     theirs = json.loads(node.stdout)
     ours = [metric_text(v) for v in values]
     assert [(v, a, b) for v, a, b in zip(values, ours, theirs, strict=True) if a != b and a != "-0"] == []
@@ -279,6 +317,9 @@ def test_receipt_vector_signs_to_the_bytes_cast_made_and_recovers_its_signer(cas
     assert receipt.signature == case["signature"] and receipt.signer == case["signer"]
     assert recover_receipt(receipt) == case["signer"]
     check_receipt(receipt, given["manifest_digest"], case["signer"])
-    for field, value in (("accepted_at", given["accepted_at"] + 1), ("service", given["service"] + "x"),
-                         ("chain_id", given["chain_id"] + 1)):  # fmt: skip
+    for field, value in (
+        ("accepted_at", given["accepted_at"] + 1),
+        ("service", given["service"] + "x"),
+        ("chain_id", given["chain_id"] + 1),
+    ):
         assert recover_receipt(receipt.model_copy(update={field: value})) != case["signer"]

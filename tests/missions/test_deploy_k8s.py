@@ -19,9 +19,15 @@ from tests.cli import run_anchor
 IMAGE = "registry.example/anchor@sha256:" + "cd" * 32
 K8S = "1.30"
 RECORD = {
-    "chain_id": 8453, "address": "0x" + "11" * 20, "code_hash": "0x" + "22" * 32, "tx_hash": "0x" + "33" * 32,
-    "block_number": 123, "deployer": "0x" + "44" * 20, "registry_version": "2", "compiler": {"solc": "0.8.26"},
-}  # fmt: skip
+    "chain_id": 8453,
+    "address": "0x" + "11" * 20,
+    "code_hash": "0x" + "22" * 32,
+    "tx_hash": "0x" + "33" * 32,
+    "block_number": 123,
+    "deployer": "0x" + "44" * 20,
+    "registry_version": "2",
+    "compiler": {"solc": "0.8.26"},
+}
 
 
 def _render(tmp_path: Path, *extra: str, record: bool = True, target: str = "k8s") -> subprocess.CompletedProcess[str]:
@@ -32,10 +38,19 @@ def _render(tmp_path: Path, *extra: str, record: bool = True, target: str = "k8s
         (data / "deployments" / "8453.source.json").write_text("{}")  # the source record is not a deployment
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
     return run_anchor(
-        ["render", target, "--image", IMAGE, "--chain-rpc-url", "https://base.example/rpc",
-         "--public-url", "https://anchor.example.org", *extra],
+        [
+            "render",
+            target,
+            "--image",
+            IMAGE,
+            "--chain-rpc-url",
+            "https://base.example/rpc",
+            "--public-url",
+            "https://anchor.example.org",
+            *extra,
+        ],
         {**env, "ANCHOR_DATA_DIR": str(data)},
-    )  # fmt: skip
+    )
 
 
 def _documents(text: str) -> list[dict[str, Any]]:
@@ -117,6 +132,9 @@ def test_the_image_runs_as_the_manifests_uid_and_its_base_can_only_be_pinned_by_
     assert f"USER {UID}:{UID}" in lines
     refused = subprocess.run(
         ["make", "--no-print-directory", "image", "BASE_IMAGE=python:3.11-slim"],
-        cwd=ROOT, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert refused.returncode != 0 and "not pinned by digest" in refused.stderr

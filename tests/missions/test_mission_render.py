@@ -20,9 +20,12 @@ from tests.missions.test_deploy_k8s import K8S, RECORD
 
 IMAGE = "ghcr.io/example/runner@sha256:" + "ab" * 32
 DOCUMENT = {
-    "hypothesis": "Momentum predicts next-week returns.", "covers": {"symbol": "SPY"},
-    "budget": {"minutes": 30, "attempts": 10}, "evaluator_policy_sha256": "44" * 32, "command": "python3 run.py",
-}  # fmt: skip
+    "hypothesis": "Momentum predicts next-week returns.",
+    "covers": {"symbol": "SPY"},
+    "budget": {"minutes": 30, "attempts": 10},
+    "evaluator_policy_sha256": "44" * 32,
+    "command": "python3 run.py",
+}
 
 
 def _anchor(data: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -37,9 +40,25 @@ def _dispatched(tmp_path: Path, snapshot: str, sha256: str = "22" * 32, output: 
     mission = tmp_path / "mission.json"
     mission.write_text(json.dumps(DOCUMENT))
     digest = "0x" + Mission.model_validate(DOCUMENT).digest.hex()
-    submitted = _anchor(data, "mission", "submit", "--mission", str(mission), "--mission-digest", digest,
-                        "--snapshot", snapshot, "--snapshot-sha256", sha256, "--image", IMAGE,
-                        "--output", output, "--profile", "medium")  # fmt: skip
+    submitted = _anchor(
+        data,
+        "mission",
+        "submit",
+        "--mission",
+        str(mission),
+        "--mission-digest",
+        digest,
+        "--snapshot",
+        snapshot,
+        "--snapshot-sha256",
+        sha256,
+        "--image",
+        IMAGE,
+        "--output",
+        output,
+        "--profile",
+        "medium",
+    )
     assert submitted.returncode == 0, submitted.stderr
     return data
 
@@ -69,9 +88,20 @@ def untrusted_holds_nothing(pod: dict[str, Any], untrusted: set[str]) -> None:
 
 def test_the_rendered_mission_job_validates_offline_and_binds_the_dispatched_mission(tmp_path: Path) -> None:
     data = _dispatched(tmp_path, "https://data.example/spy.parquet")
-    rendered = _anchor(data, "mission", "render", "k8s", "spy-momentum", "--chain-rpc-url",
-                       "https://base.example/rpc", "--results-claim", "mission-results", *RENDER,
-                       "--egress-cidr", "203.0.113.0/24")  # fmt: skip
+    rendered = _anchor(
+        data,
+        "mission",
+        "render",
+        "k8s",
+        "spy-momentum",
+        "--chain-rpc-url",
+        "https://base.example/rpc",
+        "--results-claim",
+        "mission-results",
+        *RENDER,
+        "--egress-cidr",
+        "203.0.113.0/24",
+    )
     assert rendered.returncode == 0, rendered.stderr
     config, job, policy = _documents(rendered.stdout)
     for doc in (config, job, policy):
@@ -88,8 +118,10 @@ def test_the_rendered_mission_job_validates_offline_and_binds_the_dispatched_mis
     assert "anchor mission submit" in prepare["command"][-1] and "--stage prepare" in prepare["command"][-1]
     assert seal["command"][-6:] == ["--stage", "seal", "--workspace", "/mission", "--service", "http://anchor:8000"]
     untrusted_holds_nothing(pod, {IMAGE})
-    assert {"name": "ANCHOR_SERVICE_TOKEN",
-            "valueFrom": {"secretKeyRef": {"name": "anchor-service-token", "key": "token"}}} in seal["env"]  # fmt: skip
+    assert {
+        "name": "ANCHOR_SERVICE_TOKEN",
+        "valueFrom": {"secretKeyRef": {"name": "anchor-service-token", "key": "token"}},
+    } in seal["env"]
     assert not any("secretKeyRef" in json.dumps(e) for e in prepare["env"])  # only the seal holds the token
     # the snapshot is read-only to the command; the result is read-only to the seal
     mounts = {m["mountPath"]: m for m in command["volumeMounts"]}
@@ -130,9 +162,25 @@ def test_a_mission_that_must_run_again_or_without_the_anchor_image_is_not_render
     (again / "deployments").mkdir(parents=True)
     (again / "deployments" / "8453.json").write_text(json.dumps(RECORD))
     digest = "0x" + Mission.model_validate(document).digest.hex()
-    _anchor(again, "mission", "submit", "--mission", str(other / "mission.json"), "--mission-digest", digest,
-            "--snapshot", "https://data.example/spy.parquet", "--snapshot-sha256", "22" * 32, "--image", IMAGE,
-            "--output", "again", "--profile", "medium")  # fmt: skip
+    _anchor(
+        again,
+        "mission",
+        "submit",
+        "--mission",
+        str(other / "mission.json"),
+        "--mission-digest",
+        digest,
+        "--snapshot",
+        "https://data.example/spy.parquet",
+        "--snapshot-sha256",
+        "22" * 32,
+        "--image",
+        IMAGE,
+        "--output",
+        "again",
+        "--profile",
+        "medium",
+    )
     refused = _anchor(again, "mission", "render", "k8s", "again", "--chain-rpc-url", "https://rpc.example", *RENDER)
     assert refused.returncode == ExitCode.BAD_INPUT
     assert "stop_rules: a Kubernetes Job runs the command once" in refused.stderr
@@ -143,11 +191,13 @@ def test_a_mission_whose_snapshot_is_a_local_path_or_unknown_is_not_rendered(tmp
     local = tmp_path / "snap.parquet"
     local.write_bytes(b"x")
     data = _dispatched(tmp_path, str(local), hashlib.sha256(b"x").hexdigest(), "local-one")
-    refused = _anchor(data, "mission", "render", "k8s", "local-one", "--chain-rpc-url", "https://base.example/rpc",
-                      *RENDER)  # fmt: skip
+    refused = _anchor(
+        data, "mission", "render", "k8s", "local-one", "--chain-rpc-url", "https://base.example/rpc", *RENDER
+    )
     assert refused.returncode == ExitCode.BAD_INPUT and "http(s) URL" in refused.stderr and not refused.stdout
-    unknown = _anchor(data, "mission", "render", "k8s", "nobody", "--chain-rpc-url", "https://base.example/rpc",
-                      *RENDER)  # fmt: skip
+    unknown = _anchor(
+        data, "mission", "render", "k8s", "nobody", "--chain-rpc-url", "https://base.example/rpc", *RENDER
+    )
     assert unknown.returncode == ExitCode.NOT_ANCHORED and "anchor mission submit" in unknown.stderr
 
 

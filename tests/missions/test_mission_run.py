@@ -45,9 +45,24 @@ def _dispatch(
     key = added["snapshot"].removeprefix("sha256:")
     digest = json.loads(chain.cli("--json", "mission", "check", str(mission), check=True).stdout)["digest"]
     chain.cli(
-        "mission", "submit", "--mission", str(mission), "--mission-digest", digest, "--snapshot", str(snapshot),
-        "--snapshot-sha256", key, "--image", IMAGE, "--output", output, "--profile", "small", check=True,
-    )  # fmt: skip
+        "mission",
+        "submit",
+        "--mission",
+        str(mission),
+        "--mission-digest",
+        digest,
+        "--snapshot",
+        str(snapshot),
+        "--snapshot-sha256",
+        key,
+        "--image",
+        IMAGE,
+        "--output",
+        output,
+        "--profile",
+        "small",
+        check=True,
+    )
     checked = json.loads(chain.cli("--json", "mission", "check", str(mission), check=True).stdout)
     return {"snapshot": key, "mission_sha256": checked["sha256"]}
 
@@ -100,9 +115,17 @@ def test_a_mission_in_a_bundle_out_bound_anchored_and_verified_three_ways(chain:
     assert over_http["verified"] is True and over_http["milestones_anchored"] is True
     assert over_http["bundle"] == {
         k: manifest[k]
-        for k in ("mission_sha256", "data_snapshot_sha256", "evaluator_policy_sha256", "budget", "profile",
-                  "environment", "sandbox", "spent")
-    }  # fmt: skip
+        for k in (
+            "mission_sha256",
+            "data_snapshot_sha256",
+            "evaluator_policy_sha256",
+            "budget",
+            "profile",
+            "environment",
+            "sandbox",
+            "spent",
+        )
+    }
     assert "executor" in page.text and "no image is claimed" in page.text and IMAGE not in page.text
     assert set(over_http["milestones"]) == set(MILESTONES)
     assert page.status_code == 200 and sent["snapshot"] in page.text and "snapshot_ready" in page.text
@@ -125,8 +148,10 @@ def test_a_mission_in_a_bundle_out_bound_anchored_and_verified_three_ways(chain:
     assert again.returncode == ExitCode.CONFLICT and done["manifest_digest"][2:] in again.stdout
 
     edited = dict(proof)
-    edited["annotations"] = {**proof["annotations"], "milestones": {**done["milestones"],
-                             "evaluator_started": done["milestones"]["submitted"]}}  # fmt: skip
+    edited["annotations"] = {
+        **proof["annotations"],
+        "milestones": {**done["milestones"], "evaluator_started": done["milestones"]["submitted"]},
+    }
     Path(done["proof"]).write_text(json.dumps(edited))
     tampered = chain.cli("--json", "verify", str(result))
     assert tampered.returncode == ExitCode.TAMPERED
@@ -180,8 +205,13 @@ def test_a_runner_stopped_with_sigterm_stops_its_command_and_the_mission_reads_a
 
     _dispatch(chain, tmp_path, "term", "echo $$ > {result}/../pid; exec sleep 600")
     pid_file = chain.data_dir / "missions" / "term" / "pid"
-    runner = subprocess.Popen([str(ANCHOR_BIN), "mission", "run", "term", "--no-sandbox"], env=chain.env(),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    runner = subprocess.Popen(
+        [str(ANCHOR_BIN), "mission", "run", "term", "--no-sandbox"],
+        env=chain.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 60
         while not (pid_file.is_file() and pid_file.read_text().strip()) and time.monotonic() < deadline:
@@ -222,10 +252,26 @@ def test_a_resumed_mission_starts_from_its_pinned_bundle_only_while_that_result_
     key = json.loads(chain.cli("--json", "snapshot", "add", str(snapshot), check=True).stdout)["snapshot"][7:]
     for output in ("part-2", "part-3"):
         chain.cli(
-            "mission", "submit", "--mission", str(mission), "--mission-digest", digest, "--snapshot", str(snapshot),
-            "--snapshot-sha256", key, "--image", IMAGE, "--output", output, "--resume-bundle", "part-1",
-            "--resume-digest", pin, check=True,
-        )  # fmt: skip
+            "mission",
+            "submit",
+            "--mission",
+            str(mission),
+            "--mission-digest",
+            digest,
+            "--snapshot",
+            str(snapshot),
+            "--snapshot-sha256",
+            key,
+            "--image",
+            IMAGE,
+            "--output",
+            output,
+            "--resume-bundle",
+            "part-1",
+            "--resume-digest",
+            pin,
+            check=True,
+        )
     second = json.loads(chain.cli("--json", "mission", "run", "part-2", check=True).stdout)
     assert second["manifest"]["resume"] == {"bundle": "part-1", "digest": pin[2:]}
     assert (Path(second["result"]) / "before").read_text() == "1\n"  # it saw part-1's result
@@ -295,8 +341,13 @@ def test_two_missions_at_once_see_and_touch_nothing_of_each_other(chain: Chain, 
         f" ls {chain.data_dir}/missions >> {{result}}/seen 2>&1; true"
     )
     _dispatch(chain, tmp_path, "second", prying)
-    runner = subprocess.Popen([str(ANCHOR_BIN), "--json", "mission", "run", "first"], env=chain.env(),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    runner = subprocess.Popen(
+        [str(ANCHOR_BIN), "--json", "mission", "run", "first"],
+        env=chain.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 60
         while not (first / "secret").is_file() and time.monotonic() < deadline:

@@ -24,9 +24,12 @@ TOKEN = "mission-token"  # noqa: S105 - a test token
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 IMAGE = "ghcr.io/example/runner@sha256:" + "ab" * 32
 DOCUMENT = {
-    "hypothesis": "Momentum predicts next-week returns.", "covers": {"symbol": "SPY"},
-    "budget": {"minutes": 30, "attempts": 10}, "evaluator_policy_sha256": "44" * 32, "command": "python3 run.py",
-}  # fmt: skip
+    "hypothesis": "Momentum predicts next-week returns.",
+    "covers": {"symbol": "SPY"},
+    "budget": {"minutes": 30, "attempts": 10},
+    "evaluator_policy_sha256": "44" * 32,
+    "command": "python3 run.py",
+}
 SNAPSHOT = "22" * 32
 
 
@@ -35,8 +38,10 @@ def _valid(output: str) -> dict[str, Any]:
     return {
         "mission": {"ref": "mission.toml", "digest": "0x" + mission.digest.hex(), "document": DOCUMENT},
         "snapshot": {"ref": "https://data.example/snap.parquet", "sha256": SNAPSHOT},
-        "image": IMAGE, "output": output, "profile": "small",
-    }  # fmt: skip
+        "image": IMAGE,
+        "output": output,
+        "profile": "small",
+    }
 
 
 @pytest.fixture
@@ -69,8 +74,21 @@ def _anchored_bundle(chain: Chain, tmp_path: Path, image: str = IMAGE) -> str:
 def _cli_submit(chain: Chain, tmp_path: Path, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     mission = tmp_path / "mission.json"
     mission.write_text(json.dumps(request["mission"]["document"]))
-    args = ["--json", "mission", "submit", "--mission", str(mission), "--snapshot", request["snapshot"]["ref"],
-            "--image", request["image"], "--output", request["output"], "--profile", request["profile"]]  # fmt: skip
+    args = [
+        "--json",
+        "mission",
+        "submit",
+        "--mission",
+        str(mission),
+        "--snapshot",
+        request["snapshot"]["ref"],
+        "--image",
+        request["image"],
+        "--output",
+        request["output"],
+        "--profile",
+        request["profile"],
+    ]
     if request["mission"].get("digest"):
         args += ["--mission-digest", request["mission"]["digest"]]
     if request["snapshot"].get("sha256"):
@@ -95,21 +113,45 @@ def _refusals(tmp_path: Path, pinned: str, drifted: str) -> list[tuple[str, dict
     return [
         ("a mutable tag", variant(lambda r: r.update(image="ghcr.io/example/runner:latest")), 2, 422, "image"),
         ("no mission digest", variant(lambda r: r["mission"].pop("digest")), 2, 422, "mission.digest"),
-        ("a mismatching mission digest", variant(lambda r: r["mission"].update(digest="0x" + "99" * 32)), 4, 409,
-         "mission.digest"),
+        (
+            "a mismatching mission digest",
+            variant(lambda r: r["mission"].update(digest="0x" + "99" * 32)),
+            4,
+            409,
+            "mission.digest",
+        ),
         ("no snapshot SHA-256", variant(lambda r: r["snapshot"].pop("sha256")), 2, 422, "snapshot.sha256"),
         ("an output identity already used", variant(lambda r: r.update(output="first-run")), 7, 409, "output"),
         ("an unknown resource profile", variant(lambda r: r.update(profile="huge")), 2, 422, "profile"),
         ("a mistyped resource profile", variant(lambda r: r.update(profile="smal")), 2, 422, "profile"),
         ("half a resume pair", variant(lambda r: r.update(resume={"bundle": "run-1"})), 2, 422, "resume"),
-        ("a resume pin that is not anchored", variant(lambda r: r.update(resume={"bundle": "run-0",
-         "digest": "0x" + "77" * 32})), 3, 404, "resume.digest"),
-        ("a resume pin whose image drifts", variant(lambda r: r.update(resume={"bundle": "run-2", "digest": drifted})),
-         2, 422, "resume.image"),
-        ("a resume pin whose snapshot drifts",
-         variant(lambda r: (r.update(resume={"bundle": "run-1", "digest": pinned}),
-                            r["snapshot"].update(sha256="33" * 32))), 2, 422, "resume.data_snapshot_sha256"),
-    ]  # fmt: skip
+        (
+            "a resume pin that is not anchored",
+            variant(lambda r: r.update(resume={"bundle": "run-0", "digest": "0x" + "77" * 32})),
+            3,
+            404,
+            "resume.digest",
+        ),
+        (
+            "a resume pin whose image drifts",
+            variant(lambda r: r.update(resume={"bundle": "run-2", "digest": drifted})),
+            2,
+            422,
+            "resume.image",
+        ),
+        (
+            "a resume pin whose snapshot drifts",
+            variant(
+                lambda r: (
+                    r.update(resume={"bundle": "run-1", "digest": pinned}),
+                    r["snapshot"].update(sha256="33" * 32),
+                )
+            ),
+            2,
+            422,
+            "resume.data_snapshot_sha256",
+        ),
+    ]
 
 
 def test_every_refusal_of_the_door_names_its_field_and_stores_nothing(
@@ -183,8 +225,14 @@ def test_an_output_identity_is_one_folder_of_its_own_never_the_data_dir_or_anoth
     away as "failed". Both doors refuse such an output, naming the field; nothing is stored."""
     assert client.post("/v1/missions", json=_valid("team/run"), headers=AUTH).status_code == 201
     stored = submissions(chain.data_dir)
-    for output, status, exit_code in ((".." , 422, 2), ("a/../b", 422, 2), ("./x", 422, 2), ("/abs", 422, 2),
-                                      ("x\ny", 422, 2), ("team_run", 409, 7)):  # fmt: skip
+    for output, status, exit_code in (
+        ("..", 422, 2),
+        ("a/../b", 422, 2),
+        ("./x", 422, 2),
+        ("/abs", 422, 2),
+        ("x\ny", 422, 2),
+        ("team_run", 409, 7),
+    ):
         answer = client.post("/v1/missions", json=_valid(output), headers=AUTH)
         assert answer.status_code == status and answer.json()["detail"]["field"] == "output", (output, answer.json())
         code, body = _cli_submit(chain, tmp_path, _valid(output))

@@ -130,7 +130,7 @@ def test_concurrent_fetches_of_one_key_download_once(tmp_path: Path, source: Sou
             [sys.executable, "-c", FETCH, str(tmp_path / "cache"), key, f"{source.url}/big.tar"],
             stdout=subprocess.PIPE,
             text=True,
-        )  # fmt: skip
+        )
         for _ in range(3)
     ]
     outcomes = sorted(f.communicate(timeout=120)[0].strip() for f in fetchers)
@@ -207,9 +207,11 @@ def test_a_mission_is_checked_and_a_wrong_one_refused_naming_the_field(tmp_path:
     data = json.loads(checked.stdout)
     assert data["file_sha256"] == hashlib.sha256(mission.read_bytes()).hexdigest() and data["digest"].startswith("0x")
     assert data["mission"]["stop_rules"] == [{"metric": "sharpe", "mode": "max", "target": "1.5"}]
-    for broken, field in ((MISSION + 'budget_dollars = 5\n', "budget_dollars"),
-                          (MISSION.replace("minutes = 90", 'minutes = "soon"'), "budget.minutes"),
-                          (MISSION.replace('symbol = "SPY"', 'Symbol = "SPY"'), "covers")):  # fmt: skip
+    for broken, field in (
+        (MISSION + "budget_dollars = 5\n", "budget_dollars"),
+        (MISSION.replace("minutes = 90", 'minutes = "soon"'), "budget.minutes"),
+        (MISSION.replace('symbol = "SPY"', 'Symbol = "SPY"'), "covers"),
+    ):
         mission.write_text(broken)
         refused = _cli(tmp_path, "--json", "mission", "check", str(mission))
         assert refused.returncode == ExitCode.BAD_INPUT, broken

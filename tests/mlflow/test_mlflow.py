@@ -69,8 +69,9 @@ def _artifacts(server: TrackingServer, run_id: str, folder: str | None = None) -
     return found
 
 
-def test_a_stamped_run_verifies_and_every_later_change_is_named(chain: Chain, server: TrackingServer,
-                                                               tmp_path: Path) -> None:  # fmt: skip
+def test_a_stamped_run_verifies_and_every_later_change_is_named(
+    chain: Chain, server: TrackingServer, tmp_path: Path
+) -> None:
     run_id = log_run(server, tmp_path)
     stamped = _mlflow(chain, server, "stamp", run_id)
     assert stamped.returncode == 0, stamped.stdout + stamped.stderr
@@ -140,8 +141,9 @@ def test_a_stamped_run_verifies_and_every_later_change_is_named(chain: Chain, se
     assert _mlflow(chain, server, "verify", run_id).returncode == 0
 
 
-def test_a_proof_of_another_run_and_a_restamp_with_another_key_are_refused(chain: Chain, server: TrackingServer,
-                                                                           tmp_path: Path) -> None:  # fmt: skip
+def test_a_proof_of_another_run_and_a_restamp_with_another_key_are_refused(
+    chain: Chain, server: TrackingServer, tmp_path: Path
+) -> None:
     first, second = log_run(server, tmp_path), log_run(server, tmp_path)
     for run_id in (first, second):
         assert _mlflow(chain, server, "stamp", run_id).returncode == 0
@@ -155,8 +157,11 @@ def test_a_proof_of_another_run_and_a_restamp_with_another_key_are_refused(chain
     # whoever writes the store changes a file, then stamps the run again with a key of their own: the
     # run's new proof verifies, of other contents, by another account
     server.artifact_file(second, "model/config.json").write_text('{"layers": 4}\n')
-    forger = {"ANCHOR_DATA_DIR": str(tmp_path / "forger"), "ANCHOR_RPC_URL": chain.node.rpc_url,
-              "ANCHOR_PRIVATE_KEY": STRANGER_KEY}  # fmt: skip
+    forger = {
+        "ANCHOR_DATA_DIR": str(tmp_path / "forger"),
+        "ANCHOR_RPC_URL": chain.node.rpc_url,
+        "ANCHOR_PRIVATE_KEY": STRANGER_KEY,
+    }
     forged = run_anchor(["mlflow", "stamp", second, "--restamp"], {**_env(chain, server), **forger})
     assert forged.returncode == 0, forged.stdout + forged.stderr
     caught = _mlflow(chain, server, "verify", second)  # this data dir kept the proof it stamped
@@ -168,8 +173,9 @@ def test_a_proof_of_another_run_and_a_restamp_with_another_key_are_refused(chain
     assert STRANGER in by_policy.stderr
 
 
-def test_a_keyless_service_leaves_the_run_pending_then_upgrade_completes_it(server: TrackingServer,
-                                                                           tmp_path: Path) -> None:  # fmt: skip
+def test_a_keyless_service_leaves_the_run_pending_then_upgrade_completes_it(
+    server: TrackingServer, tmp_path: Path
+) -> None:
     from tests.calendar.test_calendar import TOKEN, _client, local_service
 
     run_id = log_run(server, tmp_path)
@@ -179,7 +185,8 @@ def test_a_keyless_service_leaves_the_run_pending_then_upgrade_completes_it(serv
         assert stamped.returncode == 0, stamped.stdout + stamped.stderr
         assert "pending at the services" in stamped.stdout
         assert _anchor_tags(server, run_id)["anchor.state"] == "pending" and "anchor.tx" not in _anchor_tags(
-            server, run_id)  # fmt: skip
+            server, run_id
+        )
         check = ["mlflow", "verify", run_id, "--rpc-url", service.rpc]
         assert run_anchor(check, client).returncode == ExitCode.PENDING
         early = run_anchor(["mlflow", "upgrade", run_id, "--rpc-url", service.rpc], client)
@@ -222,8 +229,9 @@ def test_anchored_run_in_a_training_script_stamps_when_the_block_ends_through_a_
     script.write_text(TRAINING_SCRIPT)
     with local_service(tmp_path) as service:
         env = {**_client(tmp_path), "ANCHOR_SERVICE_URLS": service.url}
-        ran = subprocess.run([sys.executable, str(script), server.url], env=env, capture_output=True, text=True,
-                             timeout=300)  # fmt: skip
+        ran = subprocess.run(
+            [sys.executable, str(script), server.url], env=env, capture_output=True, text=True, timeout=300
+        )
         assert ran.returncode == 0, ran.stdout + ran.stderr
         said = [line.split(" ", 3)[1:] for line in ran.stdout.splitlines() if line.startswith("RESULT ")]
         (run_id, state, digest), (failed_id, failed_state, why) = said
@@ -240,8 +248,9 @@ def test_anchored_run_in_a_training_script_stamps_when_the_block_ends_through_a_
         assert json.loads(verified.stdout)["manifest_digest"] == digest
 
 
-def test_a_run_stamped_while_running_says_so_and_its_end_is_named(chain: Chain, server: TrackingServer,
-                                                                  tmp_path: Path) -> None:  # fmt: skip
+def test_a_run_stamped_while_running_says_so_and_its_end_is_named(
+    chain: Chain, server: TrackingServer, tmp_path: Path
+) -> None:
     run_id = log_run(server, tmp_path, finish=False)
     refused = _mlflow(chain, server, "stamp", run_id)
     assert refused.returncode == ExitCode.BAD_INPUT and f"run {run_id} is RUNNING" in refused.stderr
@@ -268,8 +277,9 @@ class _Broken(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def test_bad_input_is_one_typed_line_and_nothing_is_written_to_the_run(chain: Chain, server: TrackingServer,
-                                                                       tmp_path: Path) -> None:  # fmt: skip
+def test_bad_input_is_one_typed_line_and_nothing_is_written_to_the_run(
+    chain: Chain, server: TrackingServer, tmp_path: Path
+) -> None:
     run_id = log_run(server, tmp_path)
     unknown = _mlflow(chain, server, "stamp", "0123456789abcdef0123456789abcdef")
     assert unknown.returncode == ExitCode.BAD_INPUT
@@ -310,8 +320,9 @@ def test_bad_input_is_one_typed_line_and_nothing_is_written_to_the_run(chain: Ch
     assert _anchor_tags(server, run_id) == {} and _artifacts(server, run_id, "anchor") == []
 
 
-def test_a_credential_in_the_tracking_uri_reaches_no_proof_tag_or_output(chain: Chain, server: TrackingServer,
-                                                                         tmp_path: Path) -> None:  # fmt: skip
+def test_a_credential_in_the_tracking_uri_reaches_no_proof_tag_or_output(
+    chain: Chain, server: TrackingServer, tmp_path: Path
+) -> None:
     run_id = log_run(server, tmp_path)
     secret = "s3cr3t-tracking-password"  # noqa: S105 - a test's own
     with_credential = server.url.replace("http://", f"http://researcher:{secret}@")
@@ -321,8 +332,15 @@ def test_a_credential_in_the_tracking_uri_reaches_no_proof_tag_or_output(chain: 
     kept = (chain.data_dir / "mlflow" / f"{run_id}.anchor.json").read_text()
     verified = run_anchor(["mlflow", "verify", run_id, "--tracking-uri", with_credential, "--json"], chain.env())
     assert verified.returncode == 0
-    for text in (proof, kept, stamped.stdout, stamped.stderr, verified.stdout, verified.stderr,
-                 json.dumps(server.client().get_run(run_id).data.tags)):  # fmt: skip
+    for text in (
+        proof,
+        kept,
+        stamped.stdout,
+        stamped.stderr,
+        verified.stdout,
+        verified.stderr,
+        json.dumps(server.client().get_run(run_id).data.tags),
+    ):
         assert secret not in text
     assert json.loads(proof)["annotations"]["mlflow"]["tracking_uri"] == server.url
 
@@ -352,13 +370,17 @@ def test_every_door_gives_the_run_the_same_verdict(chain: Chain, server: Trackin
     with TestClient(create_app(chain.settings, config)) as api:
         for given, expected in ((proof_path, "ok"), (bad_path, None)):
             door_mlflow = json.loads(_mlflow(chain, server, "verify", run_id, "--proof", str(given), "--json").stdout)
-            door_verify = json.loads(run_anchor(["verify", str(artifacts), "--proof", str(given), "--json"],
-                                                chain.env()).stdout)  # fmt: skip
+            door_verify = json.loads(
+                run_anchor(["verify", str(artifacts), "--proof", str(given), "--json"], chain.env()).stdout
+            )
             door_api = api.post("/v1/verify/proof", files={"proof": ("p.anchor.json", given.read_bytes())}).json()
             if expected == "ok":
                 assert door_mlflow["ok"] and door_verify["ok"] and door_api["verified"], (door_mlflow, door_verify)
-                assert {k: door_mlflow[k] for k in same} == {k: door_verify[k] for k in same} == {
-                    k: door_api[k] for k in same}  # fmt: skip
+                assert (
+                    {k: door_mlflow[k] for k in same}
+                    == {k: door_verify[k] for k in same}
+                    == {k: door_api[k] for k in same}
+                )
             else:
                 codes = {door_mlflow["error"]["code"], door_verify["error"]["code"], door_api["code"]}
                 assert len(codes) == 1, (door_mlflow, door_verify, door_api)
@@ -393,12 +415,17 @@ def _launder(server: TrackingServer, run_id: str) -> None:
     server.sql("UPDATE params SET value = '0.02' WHERE run_uuid = ? AND key = 'lr'", run_id)
 
 
-LAUNDERED = ("~ artifact model/weights.bin: edited (16,384 -> 16,392 bytes", "~ metric val_acc: logged again at step 2:"
-             " 0.999 at ", "~ tag reviewed: added ('yes')", "~ param lr: changed from '0.01' to '0.02'")  # fmt: skip
+LAUNDERED = (
+    "~ artifact model/weights.bin: edited (16,384 -> 16,392 bytes",
+    "~ metric val_acc: logged again at step 2: 0.999 at ",
+    "~ tag reviewed: added ('yes')",
+    "~ param lr: changed from '0.01' to '0.02'",
+)
 
 
-def test_a_routine_restamp_refuses_a_changed_run_and_stamps_the_rest(chain: Chain, server: TrackingServer,
-                                                                     tmp_path: Path) -> None:  # fmt: skip
+def test_a_routine_restamp_refuses_a_changed_run_and_stamps_the_rest(
+    chain: Chain, server: TrackingServer, tmp_path: Path
+) -> None:
     experiment = "laundry"
     changed = log_run(server, tmp_path, experiment)
     assert _mlflow(chain, server, "stamp", "--experiment", experiment).returncode == 0
@@ -427,7 +454,11 @@ def test_a_routine_restamp_refuses_a_changed_run_and_stamps_the_rest(chain: Chai
     record = json.loads(server.artifact_file(changed, "anchor/proof.anchor.json").read_text())["manifest"]["restamp"]
     assert record["supersedes"] == anchored["anchor.manifest_digest"]  # bound in the new manifest, on chain
     assert [line.split(":")[0] for line in record["changes"]] == [
-        "artifact model/weights.bin", "param lr", "tag reviewed", "metric val_acc"]  # fmt: skip
+        "artifact model/weights.bin",
+        "param lr",
+        "tag reviewed",
+        "metric val_acc",
+    ]
     verified = _mlflow(chain, server, "verify", changed)
     assert verified.returncode == 0, verified.stdout + verified.stderr
     earlier = server.artifact_file(changed, f"anchor/superseded/{anchored['anchor.manifest_digest']}.anchor.json")
@@ -486,8 +517,10 @@ def test_a_deleted_run_is_named_in_its_verdict_and_an_experiment_reports_it_apar
     allowed = _mlflow(chain, server, "verify", hidden, "--allow-deleted")
     assert allowed.returncode == 0, allowed.stdout + allowed.stderr
     assert "  lifecycle   deleted (accepted: --allow-deleted)" in allowed.stdout
-    assert json.loads(_mlflow(chain, server, "verify", hidden, "--allow-deleted", "--json").stdout)[
-        "lifecycle_stage"] == "deleted"  # fmt: skip
+    assert (
+        json.loads(_mlflow(chain, server, "verify", hidden, "--allow-deleted", "--json").stdout)["lifecycle_stage"]
+        == "deleted"
+    )
 
     whole = _mlflow(chain, server, "verify", "--experiment", experiment)
     assert whole.returncode == ExitCode.POLICY, whole.stdout + whole.stderr
@@ -536,8 +569,10 @@ def test_a_version_is_promoted_only_on_a_proof_and_an_alias_moved_without_one_is
     verified = _mlflow(chain, server, "verify", "models:/digits@champion")
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert f"OK: models:/digits@champion is version 1 of digits, logged model {model_id}" in verified.stdout
-    assert (f"  promotion   to @champion {said['promotion_digest']}: lineage record in block {said['promotion_block']}"
-            f" by {said['promoted_by']}; before it no version held the alias") in verified.stdout  # fmt: skip
+    assert (
+        f"  promotion   to @champion {said['promotion_digest']}: lineage record in block {said['promotion_block']}"
+        f" by {said['promoted_by']}; before it no version held the alias"
+    ) in verified.stdout
     by_version = json.loads(_mlflow(chain, server, "verify", "models:/digits/1", "--json").stdout)
     by_run = json.loads(_mlflow(chain, server, "verify", run_id, "--json").stdout)
     same = ("manifest_digest", "submitter", "anchored_block", "root", "registry", "chain_id", "stamps")
@@ -553,8 +588,9 @@ def test_a_version_is_promoted_only_on_a_proof_and_an_alias_moved_without_one_is
 
     # promoted again: the record names the version that held the alias before
     assert _mlflow(chain, server, "stamp", other_run).returncode == 0
-    again = json.loads(_mlflow(chain, server, "promote", "digits", "--run", other_run, "--alias", "champion",
-                               "--json").stdout)  # fmt: skip
+    again = json.loads(
+        _mlflow(chain, server, "promote", "digits", "--run", other_run, "--alias", "champion", "--json").stdout
+    )
     assert again["version"] == "3" and again["previous"] == "2"
     champion = json.loads(_mlflow(chain, server, "verify", "models:/digits@champion", "--json").stdout)
     assert champion["version"] == "3" and champion["previous"] == {"model_version": "2", "promotion_digest": None}

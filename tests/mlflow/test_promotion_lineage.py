@@ -78,8 +78,9 @@ def test_a_promotion_is_a_lineage_record_whose_parent_is_the_promotion_before_it
     assert "  history     2 promotions on chain, newest first: this one, " + first["promotion_digest"][:18] in text
 
     # the promotion record kept in the run, edited in the artifact store: its digest is not the tag's
-    (kept,) = server.artifacts.glob(f"*/{second_run}/artifacts/anchor/promotions/digits/{second['version']}/"
-                                    "promotion.json")  # fmt: skip
+    (kept,) = server.artifacts.glob(
+        f"*/{second_run}/artifacts/anchor/promotions/digits/{second['version']}/promotion.json"
+    )
     original = kept.read_bytes()
     kept.write_bytes(original.replace(b'"alias":"champion"', b'"alias":"champion2"'))
     edited = _mlflow(chain, server, "verify", "models:/digits@champion")
@@ -96,8 +97,10 @@ def test_an_alias_moved_from_another_aliases_promotion_is_named(
     server.client().set_registered_model_alias("moved", "champion", staged["version"])  # MLflow's own client
     moved = _mlflow(chain, server, "verify", "models:/moved@champion")
     assert moved.returncode == ExitCode.NOT_ANCHORED, moved.stdout + moved.stderr
-    assert (f"its anchored promotion ({staged['promotion_digest']}) is to @staging, not @champion: the alias was"
-            " moved to it without `anchor mlflow promote`") in moved.stderr  # fmt: skip
+    assert (
+        f"its anchored promotion ({staged['promotion_digest']}) is to @staging, not @champion: the alias was"
+        " moved to it without `anchor mlflow promote`"
+    ) in moved.stderr
     assert _mlflow(chain, server, "verify", "models:/moved@staging").returncode == 0
 
 
@@ -131,8 +134,9 @@ def test_the_chain_only_index_lists_a_promotion_as_a_promotion_not_as_an_attempt
     done = _promote(chain, server, "indexed", run_id, "champion")
     handle = open_chain(chain.settings)
     registry = open_registry(chain.settings, handle)
-    follower = Follower(handle.rpc, IndexStore(tmp_path / "index.sqlite", handle.chain_id, registry.address),
-                        registry.address)  # fmt: skip
+    follower = Follower(
+        handle.rpc, IndexStore(tmp_path / "index.sqlite", handle.chain_id, registry.address), registry.address
+    )
     follower.sync()
     recent = {r["key"]: r["kind"] for r in follower.store.recent(1000)}
     assert recent[done["promotion_digest"]] == "promotion"

@@ -21,9 +21,16 @@ from tests.mlflow_server import TrackingServer, mlflow_server, train_model
 pytestmark = pytest.mark.browser
 
 FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
-]  # fmt: skip
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+]
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +71,8 @@ def test_the_promotion_page_links_the_version_its_run_its_proof_and_the_history_
         assert _text(page, "td.run") == second_run
         assert _text(page, "td.runproof") == run_digest
         assert page.evaluate("document.querySelector('td.runproof a').getAttribute('href')") == (
-            f"/explorer/bundle/{run_digest}")  # fmt: skip
+            f"/explorer/bundle/{run_digest}"
+        )
         assert _text(page, "td.by") == second["promoted_by"]
         assert f"block {second['promotion_block']}" in _text(page, "td.block")
         assert f"version {first['version']}" in _text(page, "table.promotion")  # held the alias before
@@ -75,21 +83,28 @@ def test_the_promotion_page_links_the_version_its_run_its_proof_and_the_history_
         before = page.evaluate("document.querySelector('li.before a').getAttribute('href')")
         assert before == f"/explorer/promotion/{first['promotion_digest']}"
         # one answer at both doors: the page and `anchor mlflow verify models:/…` read the same records
-        verdict = json.loads(run_anchor(["mlflow", "verify", "models:/digits@champion", "--json"],
-                                        {**chain.env(), "MLFLOW_TRACKING_URI": server.url}).stdout)  # fmt: skip
+        verdict = json.loads(
+            run_anchor(
+                ["mlflow", "verify", "models:/digits@champion", "--json"],
+                {**chain.env(), "MLFLOW_TRACKING_URI": server.url},
+            ).stdout
+        )
         assert (verdict["promotion_digest"], verdict["promoted_by"], verdict["run"]["manifest_digest"]) == (
-            _text(page, "td.digest"), _text(page, "td.by"), _text(page, "td.runproof"))  # fmt: skip
+            _text(page, "td.digest"),
+            _text(page, "td.by"),
+            _text(page, "td.runproof"),
+        )
         assert [f"/explorer/promotion/{h['promotion_digest']}" for h in verdict["history"]] == [before]
         page.evaluate("document.querySelector('li.before a').click()")
         page.wait_for(f"location.pathname === {json.dumps(before)} && !!document.querySelector('td.run')")
         assert _text(page, "td.run") == first_run
         assert page.evaluate("document.querySelector('li.later a').getAttribute('href')") == (
-            f"/explorer/promotion/{second['promotion_digest']}")  # fmt: skip
+            f"/explorer/promotion/{second['promotion_digest']}"
+        )
         assert not page.evaluate("!!document.querySelector('li.before')")  # the first promotion of the alias
 
         # a digest that is no promotion on chain: a page that says so, never a 500
-        missing = page.evaluate(
-            f"fetch('{url}/explorer/promotion/0x{'ab' * 32}').then(r => r.status)")  # fmt: skip
+        missing = page.evaluate(f"fetch('{url}/explorer/promotion/0x{'ab' * 32}').then(r => r.status)")
         assert missing == 404
 
 

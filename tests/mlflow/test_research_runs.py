@@ -29,9 +29,22 @@ def _search(chain: Chain, server: TrackingServer, tmp_path: Path, *extra: str) -
     repo = tmp_path / "repo"
     if not repo.exists():
         make_repo(repo, {n: (EXAMPLE / n).read_text() for n in ("train.py", "params.json", "data.csv")})
-    return run_anchor(["research", "run", "--repo", str(repo), "--contract", str(EXAMPLE / "contract.toml"),
-                       "--workdir", str(tmp_path / "work"), "--max-attempts", "4", *extra],
-                      {**chain.env(), "MLFLOW_TRACKING_URI": server.url})  # fmt: skip
+    return run_anchor(
+        [
+            "research",
+            "run",
+            "--repo",
+            str(repo),
+            "--contract",
+            str(EXAMPLE / "contract.toml"),
+            "--workdir",
+            str(tmp_path / "work"),
+            "--max-attempts",
+            "4",
+            *extra,
+        ],
+        {**chain.env(), "MLFLOW_TRACKING_URI": server.url},
+    )
 
 
 def test_a_search_leaves_a_run_per_trial_and_a_champion_whose_trial_count_the_chain_gives(
@@ -57,14 +70,17 @@ def test_a_search_leaves_a_run_per_trial_and_a_champion_whose_trial_count_the_ch
     kept = [a for a in attempts if a["kept"]]
     assert champion.data.tags["research.commit"] == kept[-1]["commit"]  # the last kept attempt
 
-    verified = run_anchor(["mlflow", "verify", "models:/example-search@champion", "--json"],
-                          {**chain.env(), "MLFLOW_TRACKING_URI": server.url})  # fmt: skip
+    verified = run_anchor(
+        ["mlflow", "verify", "models:/example-search@champion", "--json"],
+        {**chain.env(), "MLFLOW_TRACKING_URI": server.url},
+    )
     assert verified.returncode == 0, verified.stdout + verified.stderr
     research = json.loads(verified.stdout)["research"]
     assert research["trials"] == len(attempts) and research["ledger_head"] == head
     assert research["ledger_on_chain"]["length"] == len(rows)  # the ledger head's checkpoint record, on chain
-    text = run_anchor(["mlflow", "verify", "models:/example-search@champion"],
-                      {**chain.env(), "MLFLOW_TRACKING_URI": server.url}).stdout  # fmt: skip
+    text = run_anchor(
+        ["mlflow", "verify", "models:/example-search@champion"], {**chain.env(), "MLFLOW_TRACKING_URI": server.url}
+    ).stdout
     assert f"  research    champion {kept[-1]['commit'][:12]} of {len(attempts)} trials (r0); ledger head" in text
 
     # the explorer's promotion page names the search behind the version, its lineage a link away
@@ -76,8 +92,9 @@ def test_a_search_leaves_a_run_per_trial_and_a_champion_whose_trial_count_the_ch
 
     # the trial count the MLflow UI shows, raised on the version: the anchored record says otherwise
     client.set_model_version_tag("example-search", version.version, "anchor.research.trials", "1")
-    raised = run_anchor(["mlflow", "verify", "models:/example-search@champion"],
-                        {**chain.env(), "MLFLOW_TRACKING_URI": server.url})  # fmt: skip
+    raised = run_anchor(
+        ["mlflow", "verify", "models:/example-search@champion"], {**chain.env(), "MLFLOW_TRACKING_URI": server.url}
+    )
     assert raised.returncode == ExitCode.TAMPERED, raised.stdout + raised.stderr
     assert f"anchor.research.trials '1' (anchored: '{len(attempts)}')" in raised.stderr
 
@@ -87,8 +104,20 @@ def test_a_search_to_log_in_mlflow_is_refused_before_it_runs_when_it_cannot_be(
 ) -> None:
     unanchored = _search(chain, server, tmp_path, "--mlflow", "x", "--no-anchor")
     assert unanchored.returncode == ExitCode.BAD_INPUT and "--mlflow with --no-anchor" in unanchored.stderr
-    nowhere = run_anchor(["research", "run", "--repo", str(tmp_path / "repo"), "--contract",
-                          str(EXAMPLE / "contract.toml"), "--workdir", str(tmp_path / "work"), "--mlflow", "x"],
-                         chain.env())  # fmt: skip
+    nowhere = run_anchor(
+        [
+            "research",
+            "run",
+            "--repo",
+            str(tmp_path / "repo"),
+            "--contract",
+            str(EXAMPLE / "contract.toml"),
+            "--workdir",
+            str(tmp_path / "work"),
+            "--mlflow",
+            "x",
+        ],
+        chain.env(),
+    )
     assert nowhere.returncode == ExitCode.BAD_INPUT and "no MLflow tracking server" in nowhere.stderr
     assert not (tmp_path / "work").exists()  # refused before anything was written

@@ -123,8 +123,11 @@ def test_every_documented_command_and_option_exists(doc: Path) -> None:
     """A newcomer types what the docs show: a renamed command or a dropped option fails here first."""
     from anchor.cli.app import app
 
-    wrong = [f"`anchor {' '.join(words)}`: {why}" for words in _anchor_invocations(doc.read_text(encoding="utf-8"))
-             if (why := _check(words, app)) is not None]  # fmt: skip
+    wrong = [
+        f"`anchor {' '.join(words)}`: {why}"
+        for words in _anchor_invocations(doc.read_text(encoding="utf-8"))
+        if (why := _check(words, app)) is not None
+    ]
     assert not wrong, "\n".join(wrong)
 
 
@@ -145,8 +148,13 @@ def test_the_readme_tour_and_the_missions_example_run_as_written_in_a_fresh_chec
         ran = run_block(tour, work, env)
         example = run_block(missions, work, env)  # after the tour stopped the chain: `mission run` starts it
     finally:
-        subprocess.run(["bash", "-c", ". .venv/bin/activate && anchor chain down"], cwd=work, env=env, check=False,
-                       capture_output=True)  # fmt: skip
+        subprocess.run(
+            ["bash", "-c", ". .venv/bin/activate && anchor chain down"],
+            cwd=work,
+            env=env,
+            check=False,
+            capture_output=True,
+        )
     out = ran.stdout
     assert "examples/bundle: anchored" in out and "OK: examples/bundle (" in out
     assert "OK: examples/result-bundle/outputs (" in out
@@ -178,16 +186,27 @@ def test_stamp_on_a_chain_that_mines_no_block_says_what_it_waits_for_and_what_to
     (work / "results" / "a.txt").write_text("a\n")
     dev_key = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80"  # anvil's first dev account
     with anvil(84532, None) as url:
-        env.update(ANCHOR_RPC_URL=url, ANCHOR_PRIVATE_KEY=dev_key, ANCHOR_DATA_DIR=str(work / ".anchor"),
-                   ANCHOR_QUIET_BLOCKS_S="3")  # fmt: skip
+        env.update(
+            ANCHOR_RPC_URL=url,
+            ANCHOR_PRIVATE_KEY=dev_key,
+            ANCHOR_DATA_DIR=str(work / ".anchor"),
+            ANCHOR_QUIET_BLOCKS_S="3",
+        )
         w3, chain_id = connect(url)
         rpc_call(url, "evm_setAutomine", [True])  # the registry first, then no more blocks
         with pytest.MonkeyPatch.context() as mp:
             mp.setenv("ANCHOR_PRIVATE_KEY", dev_key)
             deploy(w3, chain_id, load_signer(chain_id), compile_registry(), work / ".anchor")
         rpc_call(url, "evm_setAutomine", [False])
-        stamp = subprocess.Popen([str(ANCHOR_BIN), "stamp", "results"], cwd=work, env=env, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+        stamp = subprocess.Popen(
+            [str(ANCHOR_BIN), "stamp", "results"],
+            cwd=work,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         lines: list[str] = []
         try:
             deadline = time.monotonic() + 60

@@ -57,21 +57,54 @@ ALLOWED: dict[str, set[str]] = {
     # sealed proofs: a proof's anchors sealed from the chain, and checked with no socket
     "sealing": {"errors", "manifest", "proof", "chain", "settings"},
     # read-back: never writes, never the journal
-    "readback": {"layout", "errors", "ingest", "manifest", "batch", "proof", "chain", "record", "settings",
-                 "sealing"},
+    "readback": {"layout", "errors", "ingest", "manifest", "batch", "proof", "chain", "record", "settings", "sealing"},
     # the fence: untrusted code run on this host (attempts, proposers, evaluators, mission commands) under
     # an unprivileged uid, a sandbox and kernel-enforced bounds; the harness's git, hardened against what
     # that code leaves. Below every application that runs untrusted code, above nothing but the ground
     "fence": {"errors", "files", "settings"},
     # application
-    "anchoring": {"layout", "errors", "files", "manifest", "batch", "proof", "chain", "journal", "readback",
-                  "settings"},
+    "anchoring": {
+        "layout",
+        "errors",
+        "files",
+        "manifest",
+        "batch",
+        "proof",
+        "chain",
+        "journal",
+        "readback",
+        "settings",
+    },
     # sealing: a research claim's proofs and lineage receipts sealed for an offline check (anchor.research.claim)
-    "research": {"layout", "errors", "files", "manifest", "proof", "chain", "journal", "readback", "anchoring",
-                 "settings", "fence", "sealing"},
+    "research": {
+        "layout",
+        "errors",
+        "files",
+        "manifest",
+        "proof",
+        "chain",
+        "journal",
+        "readback",
+        "anchoring",
+        "settings",
+        "fence",
+        "sealing",
+    },
     "attest": {"layout", "errors", "files", "ingest", "manifest", "proof", "readback", "anchoring", "settings"},
-    "missions": {"layout", "errors", "files", "manifest", "proof", "settings", "anchoring", "research", "fence",
-                 "journal", "readback", "chain"},  # readback: a resume pin's proof; chain: the deployment a pod checks
+    "missions": {
+        "layout",
+        "errors",
+        "files",
+        "manifest",
+        "proof",
+        "settings",
+        "anchoring",
+        "research",
+        "fence",
+        "journal",
+        "readback",
+        "chain",
+    },  # readback: a resume pin's proof; chain: the deployment a pod checks
     # read-back for someone with only the chain: the registry's events, and published claims compared
     "index": {"layout", "errors", "manifest", "chain", "research", "settings", "readback"},  # readback: the quorum vote
     # the library's face: one Verifier (the Stamper is anchoring's, below research and missions,
@@ -84,14 +117,42 @@ ALLOWED: dict[str, set[str]] = {
     # Verifier; MLflow itself imported only here
     # chain: rpc.failure_words (why a server gave no answer) and a promotion's lineage record read back;
     # research: a search's ledger logged as runs (anchor.mlflow.research); files: a promotion record kept
-    "mlflow": {"errors", "layout", "settings", "manifest", "proof", "anchoring", "library", "readback",
-               "chain", "research", "files"},
+    "mlflow": {
+        "errors",
+        "layout",
+        "settings",
+        "manifest",
+        "proof",
+        "anchoring",
+        "library",
+        "readback",
+        "chain",
+        "research",
+        "files",
+    },
     # interfaces
-    "cli": {"errors", "layout", "files", "settings", "manifest", "proof", "chain", "journal", "readback", "anchoring",
-            "research", "attest", "missions", "index", "library", "sealing", "mlflow",
-            "api"},  # api: `anchor serve` only (below)
+    "cli": {
+        "errors",
+        "layout",
+        "files",
+        "settings",
+        "manifest",
+        "proof",
+        "chain",
+        "journal",
+        "readback",
+        "anchoring",
+        "research",
+        "attest",
+        "missions",
+        "index",
+        "library",
+        "sealing",
+        "mlflow",
+        "api",
+    },  # api: `anchor serve` only (below)
     "__main__": {"cli"},
-}  # fmt: skip
+}
 GROUND_MODULES = {"__init__", "__main__", "errors", "files", "layout", "record"}
 
 
@@ -155,8 +216,11 @@ def _importers_of(module: str, under: str = "anchor/") -> list[str]:
     hits = []
     for path in sorted((root / under).rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else (
-                [a.name for a in node.names] if isinstance(node, ast.Import) else [])  # fmt: skip
+            names = (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and node.level == 0
+                else ([a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            )
             if any(n == module or n.startswith(module + ".") for n in names):
                 hits.append(path.relative_to(root).as_posix())
                 break

@@ -16,15 +16,22 @@ REGISTRY = (ROOT / "docs" / "registry.md").read_text()
 
 
 def _events() -> dict[str, list[tuple[str, bool]]]:
-    return {e["name"]: [(i["type"], bool(i["indexed"])) for i in e["inputs"]]
-            for e in registry_abi(LATEST) if e["type"] == "event"}  # fmt: skip
+    return {
+        e["name"]: [(i["type"], bool(i["indexed"])) for i in e["inputs"]]
+        for e in registry_abi(LATEST)
+        if e["type"] == "event"
+    }
 
 
 def test_the_documented_header_field_numbers_are_the_ones_the_code_reads() -> None:
     said = re.findall(r"(\w+) (?:is )?field (\d+)", MANIFEST) + re.findall(r"(\w+) \(field (\d+)", MANIFEST)
     assert "numbered from 0" in MANIFEST
-    code = {"stateRoot": check.STATE_ROOT, "receiptsRoot": encoding.RECEIPTS_ROOT, "number": encoding.NUMBER,
-            "timestamp": encoding.TIMESTAMP}  # fmt: skip
+    code = {
+        "stateRoot": check.STATE_ROOT,
+        "receiptsRoot": encoding.RECEIPTS_ROOT,
+        "number": encoding.NUMBER,
+        "timestamp": encoding.TIMESTAMP,
+    }
     assert {name for name, _ in said if name in code} == set(code)
     assert [(name, int(n)) for name, n in said if name in code and int(n) != code[name]] == []
     listed = re.search(r"the 15 fields every header has \(([^)]*)\)", MANIFEST)

@@ -17,18 +17,39 @@ from tests.conftest import ROOT, free_port
 def test_the_wheel_installed_outside_the_checkout_anchors_and_verifies(tmp_path: Path) -> None:
     dist = tmp_path / "dist"
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check", "--no-deps",
-         "--no-build-isolation", "-w", str(dist), str(ROOT)],
-        check=True, capture_output=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(dist),
+            str(ROOT),
+        ],
+        check=True,
+        capture_output=True,
+    )
     [wheel] = dist.glob("anchor_provenance-*.whl")
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     subprocess.run(
-        [str(venv / "bin" / "pip"), "install", "--quiet", "--disable-pip-version-check", "--no-compile",
-         "-c", str(ROOT / "requirements.lock"), str(wheel)],
-        check=True, capture_output=True,
-    )  # fmt: skip
+        [
+            str(venv / "bin" / "pip"),
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-compile",
+            "-c",
+            str(ROOT / "requirements.lock"),
+            str(wheel),
+        ],
+        check=True,
+        capture_output=True,
+    )
     [anvil] = ROOT.glob("node_modules/@foundry-rs/anvil-*/bin/anvil")  # the binary itself: "Foundry on PATH"
     elsewhere = tmp_path / "elsewhere"
     (elsewhere / "results").mkdir(parents=True)
@@ -40,8 +61,12 @@ def test_the_wheel_installed_outside_the_checkout_anchors_and_verifies(tmp_path:
     }
     where = subprocess.run(
         [str(venv / "bin" / "python"), "-c", "import anchor; print(anchor.__file__)"],
-        cwd=elsewhere, env=env, capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert where.stdout.startswith(str(venv)), where.stdout  # the installed package, not the checkout
 
     def anchor(*args: str) -> subprocess.CompletedProcess[str]:

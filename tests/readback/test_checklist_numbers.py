@@ -60,7 +60,6 @@ def test_the_manual_names_each_step_it_refers_to_by_the_checklists_number() -> N
 
 OTHER_PROCEDURES = {
     "anchor/mlflow/changes.py": "a training step of an MLflow metric, not a check",
-    "anchor/research/verdict.py": "a research claim's own checklist (its search, docs/research.md), not a proof's",
     "anchor/cli/chain_cmds.py": "a step of docs/quickstart-base-sepolia.md",
     "anchor/missions/runner.py": "a step of the mission runner's own module docstring",
 }

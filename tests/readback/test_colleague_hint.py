@@ -21,12 +21,20 @@ def test_a_proof_of_base_sepolia_without_rpc_url_names_the_chain_and_the_option(
     digest = tree.digest
     batch = BatchTree.build([digest])
     proof = ProofFile(
-        manifest=tree.identity(), files=tuple(tree.files_json()), manifest_digest="0x" + digest.hex(),
-        batch=BatchPath(item="0x" + digest.hex(), leaf="0x" + leaf_of(digest).hex(), proof=(),
-                        root="0x" + batch.root.hex()),
-        anchor=ChainAnchor(chain_id=84532, registry="0x" + "12" * 20, code_hash="0x" + "34" * 32,
-                           tx_hash="0x" + "56" * 32, block_number=7),
-    )  # fmt: skip
+        manifest=tree.identity(),
+        files=tuple(tree.files_json()),
+        manifest_digest="0x" + digest.hex(),
+        batch=BatchPath(
+            item="0x" + digest.hex(), leaf="0x" + leaf_of(digest).hex(), proof=(), root="0x" + batch.root.hex()
+        ),
+        anchor=ChainAnchor(
+            chain_id=84532,
+            registry="0x" + "12" * 20,
+            code_hash="0x" + "34" * 32,
+            tx_hash="0x" + "56" * 32,
+            block_number=7,
+        ),
+    )
     write_proof(proof, tmp_path / "results.anchor.json")
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
     done = run_anchor(["verify", str(results)], {**env, "ANCHOR_DATA_DIR": str(tmp_path / "colleague")})

@@ -59,9 +59,11 @@ def _pending(proof: dict[str, Any]) -> None:
     from tests.conftest import free_port
 
     service = Account.create()
-    receipt = ReceiptSigner(service, service.address, "a service").sign(
-        proof["anchor"]["chain_id"], proof["anchor"]["registry"], proof["manifest_digest"], int(time.time())
-    ).model_copy(update={"url": f"http://127.0.0.1:{free_port()}"})  # fmt: skip
+    receipt = (
+        ReceiptSigner(service, service.address, "a service")
+        .sign(proof["anchor"]["chain_id"], proof["anchor"]["registry"], proof["manifest_digest"], int(time.time()))
+        .model_copy(update={"url": f"http://127.0.0.1:{free_port()}"})
+    )
     kept = {k: proof[k] for k in ("manifest", "annotations", "files", "manifest_digest") if k in proof}
     proof.clear()
     proof.update(format="anchor/pending", version=1, **kept, receipts=[receipt.model_dump(mode="json")])
@@ -115,8 +117,19 @@ CASES: list[tuple[str, Edit | None, dict[str, str], str]] = [
 """(what, how the proof is edited, the policy asked, the verdict code every door must give)"""
 
 
-SAME = ("manifest_digest", "root", "chain_id", "registry", "submitter", "anchored_block", "tx_hash", "files",
-        "milestones", "milestones_anchored", "bundle")  # fmt: skip
+SAME = (
+    "manifest_digest",
+    "root",
+    "chain_id",
+    "registry",
+    "submitter",
+    "anchored_block",
+    "tx_hash",
+    "files",
+    "milestones",
+    "milestones_anchored",
+    "bundle",
+)
 """What a verdict asserts; every door must say the same of the same proof (times of reading may differ)."""
 verdicts: dict[str, dict[str, Any]] = {}
 
@@ -129,8 +142,14 @@ def _cli_code(chain: Any, bundle: Path, proof_path: Path, policy: dict[str, str]
     return "verified" if out.get("verified") else str(out["error"]["code"])
 
 
-def _library_code(chain: Any, subject: Path, proof_path: Path | None, policy: dict[str, str], door: str = "library",
-                  registries: tuple[str, ...] = ()) -> str:  # fmt: skip
+def _library_code(
+    chain: Any,
+    subject: Path,
+    proof_path: Path | None,
+    policy: dict[str, str],
+    door: str = "library",
+    registries: tuple[str, ...] = (),
+) -> str:
     """`anchor.Verifier(...).verify(...)`, the door a training script uses, with top-level names only."""
     import anchor
 
@@ -220,11 +239,14 @@ def test_every_door_gives_the_same_verdict_code_for_the_same_proof(tmp_path: Pat
             # the statements door (`anchor attest`, then `verify NAME.intoto.jsonl`), CLI and library alike
             chain.cli("attest", str(bundle), check=True)
             statements = tmp_path / "bundle.intoto.jsonl"
-            for options, expected in (([], "verified"), (["--registry", NOBODY], "unknown_registry"),
-                                      (["--expect-submitter", NOBODY], "policy_mismatch"),
-                                      (["--min-finality", "1000"], "not_final"),
-                                      (["--require", "2"], "bad_input"),
-                                      (["--expect-submitter", "0xabc"], "bad_input")):  # fmt: skip
+            for options, expected in (
+                ([], "verified"),
+                (["--registry", NOBODY], "unknown_registry"),
+                (["--expect-submitter", NOBODY], "policy_mismatch"),
+                (["--min-finality", "1000"], "not_final"),
+                (["--require", "2"], "bad_input"),
+                (["--expect-submitter", "0xabc"], "bad_input"),
+            ):
                 codes = _statement_codes(chain, statements, options)
                 assert set(codes.values()) == {expected}, (options, codes)
             # the browser page, served by the same service over the same data dir, reading the same chain
@@ -243,8 +265,14 @@ def test_every_door_gives_the_same_verdict_code_for_the_same_proof(tmp_path: Pat
             for name, _, _, expected in CASES:
                 assert set(seen[name].values()) == {expected}, (name, seen[name])
             # the server's own copy: by digest and on the explorer; and a digest it has no proof of
-            assert set(verdicts) == {"cli", "library", "api upload", "api by digest", "statement cli",
-                                     "statement library"}  # fmt: skip
+            assert set(verdicts) == {
+                "cli",
+                "library",
+                "api upload",
+                "api by digest",
+                "statement cli",
+                "statement library",
+            }
             shown = {door: {k: v.get(k) for k in SAME} for door, v in verdicts.items()}
             assert shown["cli"]["files"] == 2 and shown["cli"]["milestones_anchored"] is True
             assert shown["api upload"] == shown["cli"] == shown["api by digest"] == shown["library"]
@@ -272,8 +300,9 @@ def test_every_door_says_retracted_of_a_root_its_submitter_retracted(tmp_path: P
         proof_path = tmp_path / "bundle.anchor.json"
         digest = json.loads(proof_path.read_text())["manifest_digest"]
         root = json.loads(proof_path.read_text())["batch"]["root"]
-        done = json.loads(chain.cli("retract", str(proof_path), "--reason", "a leaked test split", "--json",
-                                    check=True).stdout)  # fmt: skip
+        done = json.loads(
+            chain.cli("retract", str(proof_path), "--reason", "a leaked test split", "--json", check=True).stdout
+        )
         codes = {
             "cli": _cli_code(chain, bundle, proof_path, {}),
             "library": _library_code(chain, bundle, proof_path, {}, "retracted library"),
@@ -331,8 +360,9 @@ def test_a_lying_endpoint_listed_first_is_outvoted_at_every_door(tmp_path: Path)
             assert alone["ok"] is False, alone  # the liar's word alone is not "verified"
             seen: dict[str, str] = {}
             told: dict[str, Any] = {}
-            cli = json.loads(chain.cli(*(a for u in urls for a in ("--rpc-url", u)), "verify", str(bundle),
-                                       "--json").stdout)  # fmt: skip
+            cli = json.loads(
+                chain.cli(*(a for u in urls for a in ("--rpc-url", u)), "verify", str(bundle), "--json").stdout
+            )
             seen["cli"], told["cli"] = "verified" if cli.get("verified") else str(cli["error"]), cli.get("quorum")
             config = ApiConfig(token_hashes=frozenset({hashlib.sha256(TOKEN.encode()).hexdigest()}))
             settings = dataclasses.replace(chain.settings, read_rpcs=tuple(urls))
@@ -374,8 +404,13 @@ def test_anchor_service_urls_reaches_every_writer_stamp_bundle_research_and_miss
 
     with local_service(tmp_path, tokens=_hash(TOKEN, "submit+relay"), flush=True) as service:
         researcher = Account.create()
-        client = {**_client(tmp_path), "ANCHOR_SERVICE_URLS": service.url, "ANCHOR_RPC_URL": service.rpc,
-                  "ANCHOR_RESEARCHER_KEY": researcher.key.hex(), "ANCHOR_UPGRADE_WAIT_S": "60"}  # fmt: skip
+        client = {
+            **_client(tmp_path),
+            "ANCHOR_SERVICE_URLS": service.url,
+            "ANCHOR_RPC_URL": service.rpc,
+            "ANCHOR_RESEARCHER_KEY": researcher.key.hex(),
+            "ANCHOR_UPGRADE_WAIT_S": "60",
+        }
         (tmp_path / "client" / "deployments").mkdir(parents=True)  # the operator's published record
         record = load_deployment(Path(service.operator["ANCHOR_DATA_DIR"]), 31337)
         (tmp_path / "client" / "deployments" / "31337.json").write_text(record.model_dump_json())
@@ -409,8 +444,19 @@ def test_anchor_service_urls_reaches_every_writer_stamp_bundle_research_and_miss
         repo = make_repo(
             tmp_path / "repo", {n: (source / n).read_text() for n in ("train.py", "params.json", "data.csv")}
         )
-        ran = run_anchor(["research", "run", "--repo", str(repo), "--contract", str(source / "contract.toml"),
-                          "--max-attempts", "3"], client)  # fmt: skip
+        ran = run_anchor(
+            [
+                "research",
+                "run",
+                "--repo",
+                str(repo),
+                "--contract",
+                str(source / "contract.toml"),
+                "--max-attempts",
+                "3",
+            ],
+            client,
+        )
         assert ran.returncode == 0, ran.stdout + ran.stderr
         assert f"relayed by {service.url}" in ran.stdout
         contract = tmp_path / "client" / "research" / "contract.anchor.json"
@@ -487,8 +533,9 @@ def test_every_door_refuses_a_sealed_proof_with_one_field_it_reads_changed_namin
                     # the document sent is what is refused: 422, where 409 is data differing from a proof that holds
                     assert uploaded.status_code == 422, (name, uploaded.status_code)
                     named[name] = out["error"]["detail"].get("field", "")
-                    assert field in out["error"]["message"] or field.removeprefix("anchor.") in out["error"][
-                        "message"], (name, out["error"]["message"])  # fmt: skip
+                    assert (
+                        field in out["error"]["message"] or field.removeprefix("anchor.") in out["error"]["message"]
+                    ), (name, out["error"]["message"])
         from tests.api_server import serving_api
 
         with serving_api(chain.env()) as url:
@@ -522,8 +569,10 @@ def _claim_codes(chain: Any, claim: Path, offline: list[str]) -> dict[str, str]:
     body = response.json()
     codes["api"] = "verified" if response.status_code == 200 and "report" in body else str(body.get("code"))
     if response.status_code == 200:
-        assert body["lines"] == anchor.research.check_claim(settings, claim, offline=bool(offline),
-                                                            trusted_block=offline).lines  # fmt: skip
+        assert (
+            body["lines"]
+            == anchor.research.check_claim(settings, claim, offline=bool(offline), trusted_block=offline).lines
+        )
     return codes
 
 

@@ -96,15 +96,24 @@ def test_event_topics_and_arguments_match_the_abi_signatures() -> None:
         "topics": [event.topic, "0x" + bytes(12).hex() + who[2:].lower(), "0x" + commit.hex(), "0x" + parent.hex()],
         "data": "0x" + eth_encode(["bytes32", "bytes32", "bool", "uint64"], [diff, metric, True, 1_700_000_000]).hex(),
     }
-    assert event.args(log) == {"researcher": who, "commit": commit, "parent": parent, "diffHash": diff,
-                            "metricHash": metric, "kept": True, "timestamp": 1_700_000_000}  # fmt: skip
+    assert event.args(log) == {
+        "researcher": who,
+        "commit": commit,
+        "parent": parent,
+        "diffHash": diff,
+        "metricHash": metric,
+        "kept": True,
+        "timestamp": 1_700_000_000,
+    }
     with pytest.raises(ValueError, match="not a RootAnchored"):
         abi.interface("4.0.0").events["RootAnchored"].args(log)
     retracted = abi.interface("4.0.0").events["RootRetracted"]
     assert retracted.topic == "0x" + keccak(b"RootRetracted(bytes32,address,bytes32)").hex()
     reason = keccak(b"the metric leaked")
-    log = {"topics": [retracted.topic, "0x" + commit.hex(), "0x" + bytes(12).hex() + who[2:].lower()],
-           "data": "0x" + reason.hex()}  # fmt: skip
+    log = {
+        "topics": [retracted.topic, "0x" + commit.hex(), "0x" + bytes(12).hex() + who[2:].lower()],
+        "data": "0x" + reason.hex(),
+    }
     assert retracted.args(log) == {"root": commit, "submitter": who, "reason": reason}
 
 
@@ -124,11 +133,15 @@ def test_verify_lookup_and_status_import_nothing_of_web3(deployed_chain: Chain, 
     target.write_text("0.93\n")
     deployed_chain.cli("stamp", str(target), check=True)
     python = str(Path(ANCHOR_BIN).with_name("python"))
-    reads = [["verify", str(target)], ["verify", str(target), "--json"], ["lookup", str(target)],
-             ["journal", "status"]]  # fmt: skip
+    reads = [["verify", str(target)], ["verify", str(target), "--json"], ["lookup", str(target)], ["journal", "status"]]
     for argv in reads:
-        run = subprocess.run([python, "-X", "importtime", "-m", "anchor", *argv], env=deployed_chain.env(),
-                             capture_output=True, text=True, timeout=60)  # fmt: skip
+        run = subprocess.run(
+            [python, "-X", "importtime", "-m", "anchor", *argv],
+            env=deployed_chain.env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert run.returncode == 0, (argv, run.stderr[-2000:])
         imported = {line.split("|")[-1].strip() for line in run.stderr.splitlines() if line.startswith("import time:")}
         assert len(imported) > 100  # the listing is really there
@@ -155,8 +168,13 @@ def test_journal_submit_flush_and_stamp_import_no_signing_library(deployed_chain
     other.write_text("0.94\n")
     python = str(Path(ANCHOR_BIN).with_name("python"))
     for argv in (["journal", "submit", str(target)], ["journal", "flush"], ["stamp", str(other)]):
-        run = subprocess.run([python, "-X", "importtime", "-m", "anchor", *argv],
-                             env=deployed_chain.env(), capture_output=True, text=True, timeout=120)  # fmt: skip
+        run = subprocess.run(
+            [python, "-X", "importtime", "-m", "anchor", *argv],
+            env=deployed_chain.env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert run.returncode == 0, (argv, run.stderr[-2000:])
         imported = {line.split("|")[-1].strip() for line in run.stderr.splitlines() if line.startswith("import time:")}
         assert len(imported) > 100

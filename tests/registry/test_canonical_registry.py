@@ -40,8 +40,12 @@ def _cast_create2() -> str:
     from anchor.chain.toolchain import tool
 
     init = "0x" + shipped_build()["bytecode"]
-    out = subprocess.run([str(tool("cast")), "create2", "--deployer", PROXY, "--salt", "0x" + SALT.hex(),
-                          "--init-code", init], capture_output=True, text=True, check=True).stdout  # fmt: skip
+    out = subprocess.run(
+        [str(tool("cast")), "create2", "--deployer", PROXY, "--salt", "0x" + SALT.hex(), "--init-code", init],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return out.strip().split()[-1]
 
 
@@ -79,8 +83,7 @@ def test_a_fresh_data_dir_verifies_with_rpc_url_alone_and_a_look_alike_elsewhere
     said = run_anchor(["verify", str(tmp_path / "result.txt"), "--rpc-url", url], fresh)
     assert said.returncode == ExitCode.OK, said.stderr
     assert canonical_address() in said.stdout and "trusted by canonical address" in said.stdout
-    verdict = json.loads(run_anchor(["verify", str(tmp_path / "result.txt"), "--rpc-url", url, "--json"],
-                                    fresh).stdout)  # fmt: skip
+    verdict = json.loads(run_anchor(["verify", str(tmp_path / "result.txt"), "--rpc-url", url, "--json"], fresh).stdout)
     assert verdict["registry"] == canonical_address() and verdict["registry_trusted_by"].startswith("canonical")
     # a byte-identical copy at another address (plain CREATE by a stranger), named by an edited proof
     copy, _ = lookalike_registry(url, KEY_B)
@@ -135,8 +138,9 @@ def test_retract_then_verify_is_retracted_and_a_strangers_retraction_reverts_and
     assert fresh_chain.cli("verify", str(tmp_path / "mine.txt")).returncode == ExitCode.OK
     # a typo'd command gets a hint, and no reason is no retraction
     assert fresh_chain.cli("retract", str(tmp_path / "mine.txt")).returncode == ExitCode.BAD_INPUT
-    done = json.loads(fresh_chain.cli("retract", str(tmp_path / "mine.txt"), "--reason", REASON, "--json",
-                                      check=True).stdout)  # fmt: skip
+    done = json.loads(
+        fresh_chain.cli("retract", str(tmp_path / "mine.txt"), "--reason", REASON, "--json", check=True).stdout
+    )
     assert done["reason_digest"] == "0x" + keccak(REASON.encode()).hex() and done["gas_used"] <= 30_000
     kept = json.loads(proof_path.read_text())
     assert kept["annotations"]["retractions"][0]["reason"] == REASON

@@ -44,8 +44,11 @@ def test_forge_and_py_solc_x_produce_identical_runtime_bytecode(fresh_compile: A
     name = CONTRACTS[version]
     out = subprocess.run(
         [str(tool("forge")), "inspect", f"contracts/{name}.sol:{name}", "deployedBytecode"],
-        cwd=ROOT / "foundry", capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        cwd=ROOT / "foundry",
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     forge_runtime = bytes.fromhex(out.stdout.strip().removeprefix("0x"))
     assert forge_runtime == fresh_compile(version).runtime
 
@@ -103,11 +106,20 @@ def test_forge_script_deploys_the_same_runtime_as_the_python_deployer(fresh_chai
 
     subprocess.run(
         [
-            str(tool("forge")), "script", "script/Deploy.s.sol", "--rpc-url", fresh_chain.node.rpc_url,
-            "--private-key", _ANVIL_DEV_KEY, "--broadcast",
+            str(tool("forge")),
+            "script",
+            "script/Deploy.s.sol",
+            "--rpc-url",
+            fresh_chain.node.rpc_url,
+            "--private-key",
+            _ANVIL_DEV_KEY,
+            "--broadcast",
         ],
-        cwd=ROOT / "foundry", capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        cwd=ROOT / "foundry",
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     from anchor.chain.canonical import canonical_address
 
     address = canonical_address()  # `new AnchorRegistry{salt: 0}()` goes through the CREATE2 proxy

@@ -44,8 +44,12 @@ def test_lineage_record_costs_at_most_50k_gas_and_every_field_is_checkable(deplo
     record = registry.lineage(commit, signer.address)
     assert record is not None
     assert (record.parent, record.diff_hash, record.metric_hash, record.kept, record.researcher) == (
-        "0x" + parent.hex(), "0x" + diff_hash.hex(), "0x" + metric_hash.hex(), True, signer.address,
-    )  # fmt: skip
+        "0x" + parent.hex(),
+        "0x" + diff_hash.hex(),
+        "0x" + metric_hash.hex(),
+        True,
+        signer.address,
+    )
     # the slot holds the commitment's high 160 bits and, beside it, the block the record was written in
     # (and the block of its retraction: none yet)
     expected = _commitment(signer.address, commit, parent, diff_hash, metric_hash, True, record.timestamp)
@@ -71,8 +75,9 @@ def test_a_signed_record_is_relayed_under_its_signer_for_at_most_58k_gas(deploye
     handle, registry, relayer = _registry(deployed_chain)
     researcher = Signer(Account.from_key(RESEARCHER_KEY), "test")
     commit, parent = os.urandom(32), os.urandom(32)
-    fields = LineageFields(researcher.address, commit, parent, os.urandom(32), os.urandom(32), True,
-                           int(time.time()) + 3600)  # fmt: skip
+    fields = LineageFields(
+        researcher.address, commit, parent, os.urandom(32), os.urandom(32), True, int(time.time()) + 3600
+    )
     on_chain = registry.contract.functions.lineageDigest(
         researcher.address, commit, parent, fields.diff_hash, fields.metric_hash, True, fields.deadline
     ).call()
@@ -98,8 +103,15 @@ def test_a_signature_for_another_chain_or_after_its_deadline_is_refused_with_a_t
 
     handle, registry, relayer = _registry(deployed_chain)
     researcher = Signer(Account.from_key(RESEARCHER_KEY), "test")
-    fields = LineageFields(researcher.address, os.urandom(32), os.urandom(32), os.urandom(32), os.urandom(32), True,
-                           int(time.time()) + 3600)  # fmt: skip
+    fields = LineageFields(
+        researcher.address,
+        os.urandom(32),
+        os.urandom(32),
+        os.urandom(32),
+        os.urandom(32),
+        True,
+        int(time.time()) + 3600,
+    )
     elsewhere = researcher.sign_lineage(8453, registry.address, fields)
     with pytest.raises(RegistryRevert) as info:
         registry.anchor_signed(relayer, elsewhere)
@@ -133,8 +145,9 @@ def test_second_anchor_of_a_commit_raises_typed_revert_carrying_researcher_and_c
     with pytest.raises(RegistryRevert) as info:
         registry.anchor_lineage(signer, commit, b"\1" * 32, b"\0" * 32, b"\0" * 32, True)
     assert info.value.detail == {
-        "error": "LineageAlreadyAnchored", "args": [signer.address.lower(), "0x" + commit.hex()]
-    }  # fmt: skip
+        "error": "LineageAlreadyAnchored",
+        "args": [signer.address.lower(), "0x" + commit.hex()],
+    }
 
 
 def test_second_anchor_of_a_root_raises_typed_revert_carrying_the_submitter_and_root(deployed_chain: Chain) -> None:

@@ -35,8 +35,9 @@ def test_a_stranger_who_anchors_our_root_first_neither_blocks_nor_owns_it_and_ou
     assert "AnchorRegistry 4.0.0" in deployed
     result = tmp_path / "result.txt"
     result.write_text("accuracy 0.912\n")
-    digest = bytes.fromhex(json.loads(fresh_chain.cli("hash", str(result), "--json", check=True).stdout)
-                           ["manifest_digest"][2:])  # fmt: skip
+    digest = bytes.fromhex(
+        json.loads(fresh_chain.cli("hash", str(result), "--json", check=True).stdout)["manifest_digest"][2:]
+    )
     squatted = BatchTree.build([digest]).root
     service = AnchorService.open(fresh_chain.settings)
     stranger = Signer(Account.from_key(STRANGER_KEY), "stranger")

@@ -14,9 +14,11 @@ if TYPE_CHECKING:
     from tests.conftest import Chain
 
 GIT_ENV = {
-    "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-    "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid",
-}  # fmt: skip
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.invalid",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.invalid",
+}
 
 # the command reads x from params.json and reports it as the metric: the test controls every score
 SCORE_IS_X = (
@@ -89,8 +91,19 @@ def export_example_claim(
     chain.cli("deploy", check=True)
     example = ROOT / "examples" / "research"
     repo = make_repo(tmp_path / "repo", {n: (example / n).read_text() for n in ("train.py", "params.json", "data.csv")})
-    chain.cli("research", "run", "--repo", str(repo), "--contract", str(example / "contract.toml"),
-              "--max-attempts", "4", "--researchers", str(researchers), check=True)  # fmt: skip
+    chain.cli(
+        "research",
+        "run",
+        "--repo",
+        str(repo),
+        "--contract",
+        str(example / "contract.toml"),
+        "--max-attempts",
+        "4",
+        "--researchers",
+        str(researchers),
+        check=True,
+    )
     report = chain.cli("research", "report", check=True).stdout
     said = json.loads(chain.cli("--json", "research", "export", "-o", str(tmp_path / name), check=True).stdout)
     block = rpc_call(chain.node.rpc_url, "eth_getBlockByNumber", [hex(said["trust_block"]), False])

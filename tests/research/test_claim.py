@@ -32,8 +32,13 @@ def _offline_check(claim: Path, *args: str, data: Path) -> subprocess.CompletedP
     to the chain (stopped anyway) or anywhere else would fail, so passing proves none was opened."""
     env = {"PATH": "/usr/bin:/bin", "ANCHOR_DATA_DIR": str(data), "HOME": str(data)}
     env.update({k: v for k, v in os.environ.items() if k == "PYTHONPATH"})
-    return subprocess.run(["unshare", "--net", str(ANCHOR_BIN), "research", "check", str(claim), "--offline", *args],
-                          env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    return subprocess.run(
+        ["unshare", "--net", str(ANCHOR_BIN), "research", "check", str(claim), "--offline", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_an_exported_claim_reproduces_the_online_report_offline_with_no_socket(
@@ -110,8 +115,9 @@ def _rewrite(root: Path, rows: list[dict[str, Any]]) -> None:
         entry["digest"] = entry_digest(entry)
         prev = entry["digest"]
         out.append(entry)
-    (root / "ledger.jsonl").write_text("".join(json.dumps(e, sort_keys=True, separators=(",", ":")) + "\n"
-                                               for e in out))  # fmt: skip
+    (root / "ledger.jsonl").write_text(
+        "".join(json.dumps(e, sort_keys=True, separators=(",", ":")) + "\n" for e in out)
+    )
     shutil.rmtree(root / "attempts")
     (root / "attempts").mkdir()
     for entry in out:
@@ -131,8 +137,11 @@ def _attempt_digest(entry: dict[str, Any]) -> str:
 
 def _reindex(root: Path) -> None:
     index = json.loads((root / "claim.json").read_text())
-    index["files"] = {p.relative_to(root).as_posix(): blake3.blake3(p.read_bytes()).hexdigest()
-                      for p in sorted(root.rglob("*")) if p.is_file() and p.name != "claim.json"}  # fmt: skip
+    index["files"] = {
+        p.relative_to(root).as_posix(): blake3.blake3(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name != "claim.json"
+    }
     (root / "claim.json").write_text(json.dumps(index, sort_keys=True, indent=1) + "\n")
 
 
@@ -263,8 +272,9 @@ def test_the_rest_door_refuses_what_is_no_claim_naming_the_upload_never_a_server
         junk = client.post("/v1/verify/claim", files={"claim": ("c.tar", b"not a tar at all")})
         assert junk.status_code == 422 and junk.json()["message"].startswith("claim: not a claim tar")
         assert "/tmp" not in junk.text
-        alone = client.post("/v1/verify/claim", params={"trusted_block": "1:0x" + "00" * 32},
-                            files={"claim": ("c.tar", b"")})  # fmt: skip
+        alone = client.post(
+            "/v1/verify/claim", params={"trusted_block": "1:0x" + "00" * 32}, files={"claim": ("c.tar", b"")}
+        )
         assert alone.status_code == 422 and "offline" in alone.text
 
 
@@ -325,7 +335,9 @@ def test_a_claim_directory_with_a_link_is_refused_and_the_users_directory_is_lef
     with pytest.raises(Tampered, match="ledger.jsonl is neither a file nor a directory"):
         check_claim(settings, claim, offline=True, trusted_block=["1:0x" + "00" * 32])
     assert claim.stat().st_mode & 0o777 == 0o755 and sorted(p.name for p in claim.iterdir()) == [
-        "claim.json", "ledger.jsonl"]  # fmt: skip
+        "claim.json",
+        "ledger.jsonl",
+    ]
 
 
 def test_a_claim_of_two_researchers_sharing_a_baseline_checks_both_champions(

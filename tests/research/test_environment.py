@@ -118,8 +118,9 @@ def test_a_missing_input_or_lockfile_is_refused_by_name_before_any_attempt(fresh
     subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
     subprocess.run(["git", "-C", str(repo), "commit", "-qm", "lock"], check=True)
     shutil.rmtree(fresh_chain.data_dir / "research", ignore_errors=True)
-    fresh_chain.cli("research", "run", "--repo", str(repo), "--contract", str(contract), "--max-attempts", "2",
-                    check=True)  # fmt: skip
+    fresh_chain.cli(
+        "research", "run", "--repo", str(repo), "--contract", str(contract), "--max-attempts", "2", check=True
+    )
     lock = _attempts(fresh_chain)[0]["environment"]["lock"]
     assert lock["source"] == "requirements.lock"
     import blake3

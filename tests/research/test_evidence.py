@@ -34,8 +34,16 @@ def _searched(tmp_path: Path, values: list[Any], command: str = SCORE_IS_X) -> t
         'mode = "max"\nattempt_timeout_minutes = 1\ngrace_seconds = 0.5\n'
     )
     ledger = Ledger(work / "ledger.jsonl")
-    search = Search(repo, terms, "ab" * 32, ledger, work, ScriptedProposer(values), "r0",
-                    SearchLimits(max_attempts=len(values) + 1, budget_s=300, max_consecutive_failures=10))  # fmt: skip
+    search = Search(
+        repo,
+        terms,
+        "ab" * 32,
+        ledger,
+        work,
+        ScriptedProposer(values),
+        "r0",
+        SearchLimits(max_attempts=len(values) + 1, budget_s=300, max_consecutive_failures=10),
+    )
     search.run()
     return search, ledger, work
 
@@ -96,8 +104,12 @@ def test_after_git_gc_verify_still_finds_every_measured_commit_and_its_diff(tmp_
     subprocess.run(["git", "-C", str(repo), "gc", "--prune=now", "--quiet"], check=True)
     assert audit(ledger.entries(), work, None).commits == 5
     # without the refs, the losers go at the next gc, and verify names the first one missing
-    refs = subprocess.run(["git", "-C", str(repo), "for-each-ref", "--format=%(refname)", "refs/anchor/"],
-                          check=True, capture_output=True, text=True).stdout.split()  # fmt: skip
+    refs = subprocess.run(
+        ["git", "-C", str(repo), "for-each-ref", "--format=%(refname)", "refs/anchor/"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
     for ref in refs:
         subprocess.run(["git", "-C", str(repo), "update-ref", "-d", ref], check=True)
     subprocess.run(["git", "-C", str(repo), "gc", "--prune=now", "--quiet"], check=True)

@@ -50,19 +50,32 @@ def _search(tmp_path: Path, sandboxed: bool) -> tuple[Search, Sandbox | None]:
     holdout = tmp_path / "holdout" / "answer.txt"
     holdout.parent.mkdir()
     holdout.write_text("0.25")
-    repo = make_repo(tmp_path / "repo", {"params.json": json.dumps({"x": 1}), "probe.py": PROBE,
-                                         "holdout.py": HOLDOUT})  # fmt: skip
+    repo = make_repo(tmp_path / "repo", {"params.json": json.dumps({"x": 1}), "probe.py": PROBE, "holdout.py": HOLDOUT})
     terms = AttemptContract(
-        task="t", command=f"python3 probe.py {{run_dir}} {{run_name}} {holdout}", editable=("params.json",),
-        metric="score", mode="max", attempt_timeout_minutes=1, grace_seconds=0.5, replications=3,
-        holdout_command=f"python3 holdout.py {{run_dir}} {holdout}", holdout_data=(str(holdout.parent),),
-    )  # fmt: skip
+        task="t",
+        command=f"python3 probe.py {{run_dir}} {{run_name}} {holdout}",
+        editable=("params.json",),
+        metric="score",
+        mode="max",
+        attempt_timeout_minutes=1,
+        grace_seconds=0.5,
+        replications=3,
+        holdout_command=f"python3 holdout.py {{run_dir}} {holdout}",
+        holdout_data=(str(holdout.parent),),
+    )
     work = tmp_path / "work"
-    box = (
-        Sandbox.find(repo, terms.editable, (work,), terms.hidden_data(repo)) if sandboxed else None
-    )  # fmt: skip
-    search = Search(Repo(repo), terms, "ab" * 32, Ledger(work / "ledger.jsonl"), work,
-                    ScriptedProposer([2, 1.5, 3]), "r0", SearchLimits(4, 300, 5), sandbox=box)  # fmt: skip
+    box = Sandbox.find(repo, terms.editable, (work,), terms.hidden_data(repo)) if sandboxed else None
+    search = Search(
+        Repo(repo),
+        terms,
+        "ab" * 32,
+        Ledger(work / "ledger.jsonl"),
+        work,
+        ScriptedProposer([2, 1.5, 3]),
+        "r0",
+        SearchLimits(4, 300, 5),
+        sandbox=box,
+    )
     return search, box
 
 
@@ -113,9 +126,11 @@ def test_the_holdout_gets_its_n_its_interval_and_its_datas_digest_in_a_version_3
     assert "holdout 0.25 (n=400 examples (declared in the contract" in said and f"[{bounds[0]}, {bounds[1]}]" in said
     assert "replicated 3x: mean 3.1 ± 0.1 (sample stdev), 95% interval [3, 3.2] (percentile bootstrap over 3" in said
     # research verify recomputes the holdout's figures from its bound run dir: a record that lies is named
-    (search.workdir / "contract.toml").write_text('task = "t"\ncommand = "x"\neditable = ["params.json"]\n'
-                                                  'metric = "score"\nmode = "max"\nattempt_timeout_minutes = 1\n'
-                                                  'holdout_examples = 400\nmetric_kind = "proportion"\n')  # fmt: skip
+    (search.workdir / "contract.toml").write_text(
+        'task = "t"\ncommand = "x"\neditable = ["params.json"]\n'
+        'metric = "score"\nmode = "max"\nattempt_timeout_minutes = 1\n'
+        'holdout_examples = 400\nmetric_kind = "proportion"\n'
+    )
     entries = search.ledger.entries()
     assert champion_records_hold(search.workdir, entries, entries) == 4
     path = latest_record(search.workdir, "r0", record.commit)
@@ -135,15 +150,30 @@ def test_a_version_3_records_holdout_fields_are_checked_on_decoding() -> None:
     run = {"status": "completed", "evidence": "20" * 32, "metric": {"name": "acc", "mode": "max", "value": "0.25"}}
     low, high = wilson_bounds("0.25", 400)
     v3 = {
-        "kind": "champion", "version": 3, "researcher": "r0", "contract_digest": "55" * 32, "commit": "a1" * 20,
-        "attempt_digest": "88" * 32, "metric": {"name": "acc", "mode": "max", "value": "0.3"}, "trials": 6,
-        "team_trials": 6, "ledger_head": "99" * 32, "ledger_length": 40, "replications": [], "holdout": run,
-        "holdout_examples": 400, "holdout_examples_source": "contract",
+        "kind": "champion",
+        "version": 3,
+        "researcher": "r0",
+        "contract_digest": "55" * 32,
+        "commit": "a1" * 20,
+        "attempt_digest": "88" * 32,
+        "metric": {"name": "acc", "mode": "max", "value": "0.3"},
+        "trials": 6,
+        "team_trials": 6,
+        "ledger_head": "99" * 32,
+        "ledger_length": 40,
+        "replications": [],
+        "holdout": run,
+        "holdout_examples": 400,
+        "holdout_examples_source": "contract",
         "holdout_interval": {"method": "wilson", "level": "0.95", "low": low, "high": high},
         "holdout_data": [{"path": "holdout", "digest": "66" * 32}],
-        "environment": {"interpreter": "CPython 3.11.7", "lock": {"source": "requirements.lock", "digest": "4c" * 32},
-                        "host": "40" * 32, "inputs": []},
-    }  # fmt: skip
+        "environment": {
+            "interpreter": "CPython 3.11.7",
+            "lock": {"source": "requirements.lock", "digest": "4c" * 32},
+            "host": "40" * 32,
+            "inputs": [],
+        },
+    }
     assert ChampionManifest.model_validate(validate_identity(v3)).holdout_examples == 400
     moved = {**v3, "holdout_interval": {**v3["holdout_interval"], "low": "0.2"}}  # type: ignore[dict-item]
     for bad, why in (
@@ -188,8 +218,9 @@ def test_statistics_are_exact_decimals() -> None:
     assert statistics(["0.1"]) == ("0.1", None)
     mean, stdev = statistics(["0.1", "0.2", "0.4"])
     assert mean == "0.233333333333333333"
-    assert stdev is not None and float(stdev) == pytest.approx(math.sqrt(((0.1 - 7 / 30) ** 2 + (0.2 - 7 / 30) ** 2
-                                                                          + (0.4 - 7 / 30) ** 2) / 2))  # fmt: skip
+    assert stdev is not None and float(stdev) == pytest.approx(
+        math.sqrt(((0.1 - 7 / 30) ** 2 + (0.2 - 7 / 30) ** 2 + (0.4 - 7 / 30) ** 2) / 2)
+    )
 
 
 def test_a_figure_with_no_spread_says_no_adjustment_is_possible_instead_of_plus_or_minus_zero() -> None:
@@ -199,12 +230,21 @@ def test_a_figure_with_no_spread_says_no_adjustment_is_possible_instead_of_plus_
     from anchor.research.final import final_line
 
     base = {"commit": "ab" * 20, "metric_name": "score", "metric": "0.82", "trials": 12, "holdout": None}
-    flat = final_line({**base, "replications": ["0.82"] * 3, "mean": "0.82", "stdev": "0", "selection_adjusted": None,
-                       "replication_interval": None})  # fmt: skip
+    flat = final_line(
+        {
+            **base,
+            "replications": ["0.82"] * 3,
+            "mean": "0.82",
+            "stdev": "0",
+            "selection_adjusted": None,
+            "replication_interval": None,
+        }
+    )
     assert "± 0" not in flat and "no variance observed in 3 runs" in flat and "no selection adjustment possible" in flat
     assert "[" not in flat.split("no variance observed")[1].split(";")[0]  # no [x, x] beside it
-    spread = final_line({**base, "replications": ["0.8", "0.82", "0.84"], "mean": "0.82", "stdev": "0.02",
-                         "selection_adjusted": 0.79})  # fmt: skip
+    spread = final_line(
+        {**base, "replications": ["0.8", "0.82", "0.84"], "mean": "0.82", "stdev": "0.02", "selection_adjusted": 0.79}
+    )
     assert "± 0.02" in spread and "selection-adjusted 0.79" in spread and "no selection" not in spread
 
 
@@ -240,8 +280,10 @@ def test_the_adjustment_is_over_the_teams_trials_with_its_own_interval_or_says_w
     assert within is not None and float(within["low"]) == pytest.approx(2.9 + shift, abs=1e-6)
     assert float(within["high"]) == pytest.approx(3.1 + shift, abs=1e-6) and "shifted" in within["method"]
     one = record.model_copy(update={"replications": record.replications[:1], "mean": None, "stdev": None})
-    assert no_adjustment(one) == ("no selection adjustment: it needs two or more completed replications to measure"
-                                  " the noise, and this record has 1")  # fmt: skip
+    assert no_adjustment(one) == (
+        "no selection adjustment: it needs two or more completed replications to measure"
+        " the noise, and this record has 1"
+    )
     assert summary(team)["adjusted_over"] == record.trials * 25 and summary(one)["no_adjustment"] is not None
 
 
@@ -299,10 +341,18 @@ def test_a_macro_f1_search_reports_a_bootstrap_over_replications_and_no_wilson(t
 
     repo = make_repo(tmp_path / "repo", {"params.json": json.dumps({"x": 1}), "f1.py": MACRO_F1})
     terms = AttemptContract(
-        task="t", command="python3 f1.py {run_dir} {run_name}", editable=("params.json",), metric="macro_f1",
-        mode="max", attempt_timeout_minutes=1, grace_seconds=0.5, replications=3, eval_examples=150,
-        holdout_command="python3 f1.py {run_dir} holdout", holdout_examples=400,
-    )  # fmt: skip
+        task="t",
+        command="python3 f1.py {run_dir} {run_name}",
+        editable=("params.json",),
+        metric="macro_f1",
+        mode="max",
+        attempt_timeout_minutes=1,
+        grace_seconds=0.5,
+        replications=3,
+        eval_examples=150,
+        holdout_command="python3 f1.py {run_dir} holdout",
+        holdout_examples=400,
+    )
     work = tmp_path / "work"
     (work).mkdir()
     (work / "contract.toml").write_text(
@@ -310,8 +360,17 @@ def test_a_macro_f1_search_reports_a_bootstrap_over_replications_and_no_wilson(t
         'metric = "macro_f1"\nmode = "max"\nattempt_timeout_minutes = 1\nreplications = 3\neval_examples = 150\n'
         'holdout_command = "python3 f1.py {run_dir} holdout"\nholdout_examples = 400\n'
     )
-    search = Search(Repo(repo), terms, "ab" * 32, Ledger(work / "ledger.jsonl"), work,
-                    ScriptedProposer([2, 1.5, 3]), "r0", SearchLimits(4, 300, 5), sandbox=None)  # fmt: skip
+    search = Search(
+        Repo(repo),
+        terms,
+        "ab" * 32,
+        Ledger(work / "ledger.jsonl"),
+        work,
+        ScriptedProposer([2, 1.5, 3]),
+        "r0",
+        SearchLimits(4, 300, 5),
+        sandbox=None,
+    )
     search.run()
     record = evaluate_champion(search, None)
     assert record is not None and record.interval is None  # no Wilson in the record either
@@ -348,15 +407,26 @@ def test_a_macro_f1_search_with_per_item_pairs_reports_a_bootstrap_over_items(tm
     from anchor.settings.session import Settings
 
     repo = make_repo(tmp_path / "repo", {"params.json": json.dumps({"x": 1}), "f1.py": ITEMS_F1})
-    text = ('task = "t"\ncommand = "python3 f1.py {run_dir} {run_name}"\neditable = ["params.json"]\n'
-            'metric = "macro_f1"\nmetric_kind = "macro_f1"\nmode = "max"\nattempt_timeout_minutes = 1\n'
-            "eval_examples = 150\n")  # fmt: skip
+    text = (
+        'task = "t"\ncommand = "python3 f1.py {run_dir} {run_name}"\neditable = ["params.json"]\n'
+        'metric = "macro_f1"\nmetric_kind = "macro_f1"\nmode = "max"\nattempt_timeout_minutes = 1\n'
+        "eval_examples = 150\n"
+    )
     work = tmp_path / "work"
     work.mkdir()
     (work / "contract.toml").write_text(text)
     terms = AttemptContract.model_validate(tomllib.loads(text))
-    search = Search(Repo(repo), terms, "ab" * 32, Ledger(work / "ledger.jsonl"), work,
-                    ScriptedProposer([2, 1.5, 3]), "r0", SearchLimits(4, 300, 5), sandbox=None)  # fmt: skip
+    search = Search(
+        Repo(repo),
+        terms,
+        "ab" * 32,
+        Ledger(work / "ledger.jsonl"),
+        work,
+        ScriptedProposer([2, 1.5, 3]),
+        "r0",
+        SearchLimits(4, 300, 5),
+        sandbox=None,
+    )
     search.run()
     report = report_search(Settings(data_dir=tmp_path / "data", local_port=1), work)
     text = "\n".join(report.lines)

@@ -97,8 +97,21 @@ def test_no_sandbox_with_a_sandbox_runtime_is_refused_as_a_contradiction_before_
     contract = Path(__file__).parents[2] / "examples" / "research" / "contract.toml"
     env = {**os.environ, "ANCHOR_DATA_DIR": str(tmp_path / "data")}
     env = {k: v for k, v in env.items() if k not in ("ANCHOR_PRIVATE_KEY", "ANCHOR_KEYSTORE")}
-    said = run_anchor(["research", "run", "--repo", str(repo), "--contract", str(contract), "--no-anchor",
-                       "--no-sandbox", "--sandbox-runtime", "bubblewrap"], env)  # fmt: skip
+    said = run_anchor(
+        [
+            "research",
+            "run",
+            "--repo",
+            str(repo),
+            "--contract",
+            str(contract),
+            "--no-anchor",
+            "--no-sandbox",
+            "--sandbox-runtime",
+            "bubblewrap",
+        ],
+        env,
+    )
     assert said.returncode == 2, said.stdout + said.stderr
     assert "--sandbox-runtime bubblewrap with --no-sandbox" in said.stderr and "Traceback" not in said.stderr
     assert not (tmp_path / "data" / "research").exists()

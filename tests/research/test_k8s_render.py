@@ -30,11 +30,25 @@ def _render(tmp_path: Path, *extra: str, as_json: bool = False) -> subprocess.Co
         )
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
     return run_anchor(
-        [*(["--json"] if as_json else []), "research", "render", "k8s", "--image", IMAGE,
-         "--repo-url", "https://git.example/r.git", "--baseline", BASELINE, "--contract", str(contract),
-         "--service-url", "http://anchor:8000", *extra],
+        [
+            *(["--json"] if as_json else []),
+            "research",
+            "render",
+            "k8s",
+            "--image",
+            IMAGE,
+            "--repo-url",
+            "https://git.example/r.git",
+            "--baseline",
+            BASELINE,
+            "--contract",
+            str(contract),
+            "--service-url",
+            "http://anchor:8000",
+            *extra,
+        ],
         {**env, "ANCHOR_DATA_DIR": str(tmp_path / "data")},
-    )  # fmt: skip
+    )
 
 
 def _documents(text: str) -> list[dict[str, Any]]:
@@ -43,9 +57,20 @@ def _documents(text: str) -> list[dict[str, Any]]:
 
 def test_the_rendered_indexed_job_validates_offline_and_runs_one_researcher_per_index(tmp_path: Path) -> None:
     rendered = _render(
-        tmp_path, "--researchers", "4", "--ready-url", "http://chain:8545", "--ready-url", "http://api:8000/healthz",
-        "--chain-rpc-url", "http://chain:8545", "--ledger-claim", "research-shared", "--push", "https://git.example/s.git",
-    )  # fmt: skip
+        tmp_path,
+        "--researchers",
+        "4",
+        "--ready-url",
+        "http://chain:8545",
+        "--ready-url",
+        "http://api:8000/healthz",
+        "--chain-rpc-url",
+        "http://chain:8545",
+        "--ledger-claim",
+        "research-shared",
+        "--push",
+        "https://git.example/s.git",
+    )
     assert rendered.returncode == 0, rendered.stderr
     config, job, policy = _documents(rendered.stdout)
     for doc in (config, job, policy):
@@ -67,8 +92,10 @@ def test_the_rendered_indexed_job_validates_offline_and_runs_one_researcher_per_
     assert main["securityContext"]["runAsNonRoot"] is True and "envFrom" not in main
     assert "--service http://anchor:8000" in main["command"][-1]
     secrets = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in main["env"] if "valueFrom" in e}
-    assert secrets == {"ANCHOR_SERVICE_TOKEN": {"name": "anchor-service-token", "key": "token"},
-                       "ANCHOR_RESEARCHER_KEY": {"name": "anchor-researcher", "key": "key"}}  # fmt: skip
+    assert secrets == {
+        "ANCHOR_SERVICE_TOKEN": {"name": "anchor-service-token", "key": "token"},
+        "ANCHOR_RESEARCHER_KEY": {"name": "anchor-researcher", "key": "key"},
+    }
     # no container of the Job refers to a funded key, by name or through a whole Secret
     assert "ANCHOR_PRIVATE_KEY" not in rendered.stdout and "ANCHOR_KEYSTORE" not in rendered.stdout
     assert "envFrom" not in rendered.stdout and "anchor-keys" not in rendered.stdout

@@ -26,10 +26,16 @@ def _search(
     repo = Repo(params_repo(tmp_path / "repo", baseline))
     ledger = Ledger(tmp_path / "work" / "ledger.jsonl")
     search = Search(
-        repo, contract(**terms), "ab" * 32, ledger, tmp_path / "work", ScriptedProposer(values), "r0",
+        repo,
+        contract(**terms),
+        "ab" * 32,
+        ledger,
+        tmp_path / "work",
+        ScriptedProposer(values),
+        "r0",
         SearchLimits(max_attempts=attempts or len(values) + 1, budget_s=300, max_consecutive_failures=10),
         env=Environment.load(),  # as a door reads it: a test's ANCHOR_ATTEMPT_* bounds apply
-    )  # fmt: skip
+    )
     return search, ledger
 
 
@@ -168,9 +174,15 @@ def test_an_external_proposer_command_edits_the_editable_and_is_fenced(tmp_path:
         " os.environ['ANCHOR_ATTEMPT']=='2' and open('README.md','a').write('sneaky')\""
     )
     search = Search(
-        repo, contract(), "ab" * 32, ledger, tmp_path / "work", CommandProposer(agent, ("params.json",)), "r0",
+        repo,
+        contract(),
+        "ab" * 32,
+        ledger,
+        tmp_path / "work",
+        CommandProposer(agent, ("params.json",)),
+        "r0",
         SearchLimits(max_attempts=3, budget_s=300, max_consecutive_failures=5),
-    )  # fmt: skip
+    )
     summary = search.run()
     assert [e["metric"]["value"] for e in ledger.entries()] == ["1", "2", "3"]
     assert summary.rejected == 1 and "README.md" in summary.rejections[0]
@@ -185,9 +197,15 @@ def test_a_rerun_never_deletes_untracked_files_or_resets_uncommitted_edits_it_di
     (repo / "notes.txt").write_text("my notes")
     (repo / "params.json").write_text(json.dumps({"x": 42}))  # an uncommitted edit of the editable
     again = Search(
-        search.repo, search.contract, search.contract_digest, ledger, search.workdir, ScriptedProposer([7]), "r0",
+        search.repo,
+        search.contract,
+        search.contract_digest,
+        ledger,
+        search.workdir,
+        ScriptedProposer([7]),
+        "r0",
         SearchLimits(max_attempts=10, budget_s=300, max_consecutive_failures=10),
-    )  # fmt: skip
+    )
     with pytest.raises(GuardError) as refused:
         again.run()
     assert "notes.txt" in refused.value.message
@@ -315,8 +333,10 @@ def _cli_search(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
 
     repo = params_repo(tmp_path / "repo", 1)
     spec = tmp_path / "contract.toml"
-    spec.write_text(f'task = "t"\ncommand = {json.dumps(SCORE_IS_X)}\neditable = ["params.json"]\nmetric = "score"\n'
-                    'mode = "max"\nattempt_timeout_minutes = 1\ngrace_seconds = 1\n')  # fmt: skip
+    spec.write_text(
+        f'task = "t"\ncommand = {json.dumps(SCORE_IS_X)}\neditable = ["params.json"]\nmetric = "score"\n'
+        'mode = "max"\nattempt_timeout_minutes = 1\ngrace_seconds = 1\n'
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
     env["ANCHOR_DATA_DIR"] = str(tmp_path / "data")
     return repo, spec, env
@@ -330,8 +350,23 @@ def test_research_report_counts_the_reformatting_proposals_as_rejected_not_as_tr
 
     repo, spec, env = _cli_search(tmp_path)
     pretty = "python3 -c \"import json; json.dump(json.load(open('params.json')), open('params.json', 'w'), indent=4)\""
-    ran = run_anchor(["--json", "research", "run", "--repo", str(repo), "--contract", str(spec), "--no-anchor",
-                      "--max-failures", "3", "--propose", pretty], env)  # fmt: skip
+    ran = run_anchor(
+        [
+            "--json",
+            "research",
+            "run",
+            "--repo",
+            str(repo),
+            "--contract",
+            str(spec),
+            "--no-anchor",
+            "--max-failures",
+            "3",
+            "--propose",
+            pretty,
+        ],
+        env,
+    )
     assert ran.returncode == ExitCode.OK, ran.stdout + ran.stderr
     [summary] = json.loads(ran.stdout)["researchers"]
     assert summary["measured"] == 1 and summary["rejected"] == 3
@@ -354,8 +389,22 @@ def test_research_run_says_why_its_proposals_were_rejected_a_proposer_that_canno
     from tests.cli import run_anchor
 
     repo, spec, env = _cli_search(tmp_path)
-    ran = run_anchor(["research", "run", "--repo", str(repo), "--contract", str(spec), "--no-anchor",
-                      "--max-failures", "2", "--propose", "no-such-proposer --model x"], env)  # fmt: skip
+    ran = run_anchor(
+        [
+            "research",
+            "run",
+            "--repo",
+            str(repo),
+            "--contract",
+            str(spec),
+            "--no-anchor",
+            "--max-failures",
+            "2",
+            "--propose",
+            "no-such-proposer --model x",
+        ],
+        env,
+    )
     assert ran.returncode == ExitCode.OK, ran.stdout + ran.stderr
     first = ran.stdout.splitlines()[0]
     assert "rejected 2 (never run: 2 the proposer failed; the last: the proposer exited with status 127" in first, first

@@ -49,8 +49,15 @@ print(json.dumps({"score": json.load(open(run_dir + "/predictions.json"))["predi
 
 
 def _terms(**fields: Any) -> AttemptContract:
-    base: dict[str, Any] = {"task": "t", "command": ATTEMPT, "editable": ["params.json"], "metric": "score",
-                            "mode": "max", "attempt_timeout_minutes": 1, "grace_seconds": 0.5}  # fmt: skip
+    base: dict[str, Any] = {
+        "task": "t",
+        "command": ATTEMPT,
+        "editable": ["params.json"],
+        "metric": "score",
+        "mode": "max",
+        "attempt_timeout_minutes": 1,
+        "grace_seconds": 0.5,
+    }
     return validated(AttemptContract, {**base, **fields}, "contract.toml")
 
 
@@ -59,9 +66,16 @@ def _run(tmp_path: Path, terms: AttemptContract, values: list[Any], sandboxed: b
     ledger = Ledger(tmp_path / "work" / "ledger.jsonl")
     box = Sandbox.find(repo, terms.editable, (tmp_path / "work",)) if sandboxed else None
     search = Search(
-        Repo(repo), terms, "ab" * 32, ledger, tmp_path / "work", ScriptedProposer(values), "r0",
-        SearchLimits(max_attempts=len(values) + 1, budget_s=300, max_consecutive_failures=10), sandbox=box,
-    )  # fmt: skip
+        Repo(repo),
+        terms,
+        "ab" * 32,
+        ledger,
+        tmp_path / "work",
+        ScriptedProposer(values),
+        "r0",
+        SearchLimits(max_attempts=len(values) + 1, budget_s=300, max_consecutive_failures=10),
+        sandbox=box,
+    )
     search.run()
     return ledger
 

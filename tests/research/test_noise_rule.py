@@ -31,10 +31,17 @@ open(run_dir + "/metrics.jsonl", "a").write(json.dumps({"score": x}) + "\n")
 
 def _terms(**given: object) -> AttemptContract:
     fields: dict[str, object] = {
-        "task": "t", "command": "python3 probe.py {run_dir} {run_name}", "editable": ("params.json",),
-        "metric": "score", "mode": "max", "attempt_timeout_minutes": 1, "grace_seconds": 0.5, "keep": "noise",
-        "noise_replications": 3, "noise_sigmas": 2.0,
-    }  # fmt: skip
+        "task": "t",
+        "command": "python3 probe.py {run_dir} {run_name}",
+        "editable": ("params.json",),
+        "metric": "score",
+        "mode": "max",
+        "attempt_timeout_minutes": 1,
+        "grace_seconds": 0.5,
+        "keep": "noise",
+        "noise_replications": 3,
+        "noise_sigmas": 2.0,
+    }
     return AttemptContract.model_validate(fields | given)
 
 
@@ -54,16 +61,28 @@ def test_a_noise_search_keeps_only_past_the_threshold_records_it_and_verify_repl
     work = tmp_path / "work"
     ledger = Ledger(work / "ledger.jsonl")
     # 1.015 beats the baseline by 0.015: kept under the default rule, within the noise here (threshold 0.02)
-    search = Search(Repo(repo), _terms(), "ab" * 32, ledger, work, ScriptedProposer([1.015, 1.5, 1.51]), "r0",
-                    SearchLimits(4, 300, 5))  # fmt: skip
+    search = Search(
+        Repo(repo),
+        _terms(),
+        "ab" * 32,
+        ledger,
+        work,
+        ScriptedProposer([1.015, 1.5, 1.51]),
+        "r0",
+        SearchLimits(4, 300, 5),
+    )
     search.run()
     rows = ledger.rows()
     (calibration,) = [r for r in rows if r.get("event") == NOISE]
     assert [r["metric"]["value"] for r in calibration["runs"]] == ["1", "1.01", "1.02"]
     assert (calibration["spread"], calibration["threshold"]) == ("0.01", "0.02")
     attempts = [r for r in rows if "event" not in r]
-    assert [(a["metric"]["value"], a["kept"]) for a in attempts] == [("1", True), ("1.015", False), ("1.5", True),
-                                                                       ("1.51", False)]  # fmt: skip
+    assert [(a["metric"]["value"], a["kept"]) for a in attempts] == [
+        ("1", True),
+        ("1.015", False),
+        ("1.5", True),
+        ("1.51", False),
+    ]
     assert attempts[0]["version"] == 4 and "keep_rule" not in attempts[0]  # the baseline, judged by nothing
     rule = {"rule": "noise", "replications": 3, "spread": "0.01", "sigmas": "2", "threshold": "0.02"}
     assert all(a["version"] == 5 and a["keep_rule"] == rule for a in attempts[1:])
@@ -98,7 +117,9 @@ def test_a_contract_asking_an_unknown_keep_rule_is_refused_by_name(tmp_path: Pat
     from anchor.research.contract import load_contract
 
     path = tmp_path / "contract.toml"
-    path.write_text('task = "t"\ncommand = "x"\neditable = ["p.json"]\nmetric = "m"\nmode = "max"\n'
-                    'attempt_timeout_minutes = 1\nkeep = "lucky"\n')  # fmt: skip
+    path.write_text(
+        'task = "t"\ncommand = "x"\neditable = ["p.json"]\nmetric = "m"\nmode = "max"\n'
+        'attempt_timeout_minutes = 1\nkeep = "lucky"\n'
+    )
     with pytest.raises(BadInput, match="keep"):
         load_contract(path)

@@ -14,8 +14,10 @@ import pytest
 from anchor.errors import Tampered
 from anchor.research.ledger import Ledger, PgLedger, open_ledger
 
-ROWS = [{"event": "started", "commit": "a1" * 20, "researcher": "r0"}, {"commit": "a1" * 20, "kept": True,
-        "researcher": "r0", "status": "completed"}]  # fmt: skip
+ROWS = [
+    {"event": "started", "commit": "a1" * 20, "researcher": "r0"},
+    {"commit": "a1" * 20, "kept": True, "researcher": "r0", "status": "completed"},
+]
 
 
 def test_the_postgres_ledger_holds_the_same_chain_as_the_file(tmp_path: Path, postgres_url: str) -> None:
@@ -55,8 +57,9 @@ def test_researchers_appending_at_once_get_one_chain_with_distinct_seqs(postgres
         ("DELETE FROM anchor_ledger WHERE seq = 1", "deleted or reordered"),
     ],
 )
-def test_a_row_edited_or_deleted_in_the_database_is_named(tmp_path: Path, postgres_url: str, change: str,
-                                                          problem: str) -> None:  # fmt: skip
+def test_a_row_edited_or_deleted_in_the_database_is_named(
+    tmp_path: Path, postgres_url: str, change: str, problem: str
+) -> None:
     ledger = PgLedger(postgres_url, tmp_path, "search")
     for fields in [*ROWS, {"commit": "b2" * 20, "kept": False, "researcher": "r0", "status": "failed"}]:
         ledger.append(fields)
@@ -87,8 +90,12 @@ print(len(PgLedger(sys.argv[1], Path("/nonexistent"), "fresh").rows()))
 
 def test_many_researchers_opening_a_fresh_database_at_once_all_get_the_schema(postgres_url: str) -> None:
     """CREATE TABLE IF NOT EXISTS races with itself in PostgreSQL; the schema is created under a lock."""
-    openers = [subprocess.Popen([sys.executable, "-c", OPEN, postgres_url], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True) for _ in range(12)]  # fmt: skip
+    openers = [
+        subprocess.Popen(
+            [sys.executable, "-c", OPEN, postgres_url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(12)
+    ]
     results = [o.communicate(timeout=120) for o in openers]
     assert [o.returncode for o in openers] == [0] * 12, [err[-300:] for _, err in results if err]
     assert {out.strip() for out, _ in results} == {"0"}

@@ -76,10 +76,23 @@ def test_an_interrupted_search_stops_its_running_attempt_group_before_it_exits(t
         "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
     )
     search = subprocess.Popen(
-        [sys.executable, "-c", default_int, str(ANCHOR_BIN), "research", "run", "--repo", str(repo), "--contract",
-         str(contract), "--no-anchor"],
-        env=_env(tmp_path / "data"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            default_int,
+            str(ANCHOR_BIN),
+            "research",
+            "run",
+            "--repo",
+            str(repo),
+            "--contract",
+            str(contract),
+            "--no-anchor",
+        ],
+        env=_env(tmp_path / "data"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     runs = tmp_path / "data" / "research" / "runs"
     deadline = time.monotonic() + 60
     while not list(runs.rglob("process.json")) and time.monotonic() < deadline:
@@ -96,17 +109,36 @@ def test_an_interrupted_search_stops_its_running_attempt_group_before_it_exits(t
 def test_a_proposer_that_hangs_crashes_or_fails_is_a_rejected_proposal(tmp_path: Path) -> None:
     repo = _repo(tmp_path)
     contract = _scoring(tmp_path)
-    base = [str(ANCHOR_BIN), "--json", "research", "run", "--repo", str(repo), "--contract", str(contract),
-            "--no-anchor", "--max-failures", "2", "--proposer-timeout", "1"]  # fmt: skip
+    base = [
+        str(ANCHOR_BIN),
+        "--json",
+        "research",
+        "run",
+        "--repo",
+        str(repo),
+        "--contract",
+        str(contract),
+        "--no-anchor",
+        "--max-failures",
+        "2",
+        "--proposer-timeout",
+        "1",
+    ]
     started = time.monotonic()
-    hung = subprocess.run([*base, "--propose", "sleep 30"], env=_env(tmp_path / "d1"), capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
+    hung = subprocess.run(
+        [*base, "--propose", "sleep 30"], env=_env(tmp_path / "d1"), capture_output=True, text=True, timeout=120
+    )
     assert hung.returncode == 0, hung.stderr
     summary = json.loads(hung.stdout)["researchers"][0]
     assert summary["rejected"] == 2 and "timed out after 1 s" in summary["rejections"][0]
     assert time.monotonic() - started < 25  # not 2 x 30 s: the sleeping group was stopped
-    failing = subprocess.run([*base, "--propose", "echo no idea >&2; exit 3", "--workdir", str(tmp_path / "w2")],
-                             env=_env(tmp_path / "d2"), capture_output=True, text=True, timeout=120)  # fmt: skip
+    failing = subprocess.run(
+        [*base, "--propose", "echo no idea >&2; exit 3", "--workdir", str(tmp_path / "w2")],
+        env=_env(tmp_path / "d2"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     rejected = json.loads(failing.stdout)["researchers"][0]["rejections"]
     assert rejected and "exited with status 3: no idea" in rejected[0]
 

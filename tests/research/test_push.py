@@ -30,10 +30,26 @@ def _search(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
         'metric = "score"\nmode = "max"\nattempt_timeout_minutes = 1\n'
     )
     return subprocess.run(
-        [str(ANCHOR_BIN), "research", "run", "--repo", str(repo), "--contract", str(contract), "--no-anchor",
-         "--researcher", "alice", "--max-attempts", "5", *extra],
-        env=_env(tmp_path / "data"), capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            str(ANCHOR_BIN),
+            "research",
+            "run",
+            "--repo",
+            str(repo),
+            "--contract",
+            str(contract),
+            "--no-anchor",
+            "--researcher",
+            "alice",
+            "--max-attempts",
+            "5",
+            *extra,
+        ],
+        env=_env(tmp_path / "data"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_every_measured_commit_reaches_the_shared_remote_and_a_clone_of_it_verifies(tmp_path: Path) -> None:

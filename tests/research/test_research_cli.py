@@ -61,8 +61,10 @@ def _lineage_matches_ledger(chain: Chain, entries: list[dict[str, Any]]) -> None
         if entry["kept"]:
             assert record is not None, entry["commit"]
             assert (record.parent, record.diff_hash, record.metric_hash) == (  # fields of its first kept entry
-                "0x" + commit_key(entry["parent"]).hex(), "0x" + entry["diff_blake3"], "0x" + entry["metric_hash"],
-            )  # fmt: skip
+                "0x" + commit_key(entry["parent"]).hex(),
+                "0x" + entry["diff_blake3"],
+                "0x" + entry["metric_hash"],
+            )
         else:
             assert record is None
     address = load_deployment(chain.data_dir, 31337).address
@@ -138,8 +140,9 @@ def test_the_pinned_contract_edited_after_the_search_is_named_by_the_audit_and_t
     copy without comparing it with the contract the search pre-registered (anchored before any attempt
     ran, its digest in every row). Now each names the file."""
     repo, contract = _setup(tmp_path)
-    fresh_chain.cli("research", "run", "--repo", str(repo), "--contract", str(contract), "--max-attempts", "2",
-                    check=True)  # fmt: skip
+    fresh_chain.cli(
+        "research", "run", "--repo", str(repo), "--contract", str(contract), "--max-attempts", "2", check=True
+    )
     pinned = fresh_chain.data_dir / "research" / "contract.toml"
     assert fresh_chain.cli("research", "verify").returncode == ExitCode.OK
     assert fresh_chain.cli("research", "report", "--format", "markdown").returncode == ExitCode.OK
@@ -148,8 +151,9 @@ def test_the_pinned_contract_edited_after_the_search_is_named_by_the_audit_and_t
         result = fresh_chain.cli("--json", *command)
         assert result.returncode == ExitCode.TAMPERED, (command, result.stdout, result.stderr)
         error = json.loads(result.stdout)["error"]
-        assert error["detail"]["file"] == str(pinned) and "edited since the search was scored under it" in error[
-            "message"], error  # fmt: skip
+        assert (
+            error["detail"]["file"] == str(pinned) and "edited since the search was scored under it" in error["message"]
+        ), error
 
 
 def test_a_search_killed_mid_attempt_reaps_its_orphan_and_resumes_from_anchored_checkpoints(
@@ -163,8 +167,22 @@ def test_a_search_killed_mid_attempt_reaps_its_orphan_and_resumes_from_anchored_
     # --no-sandbox: the hang flag lives in /tmp, which a sandboxed attempt cannot see; unconfined, the
     # attempt's group also outlives a SIGKILLed harness (bwrap --die-with-parent would not), which is
     # what the resumed search must clean up
-    argv = [str(ANCHOR_BIN), "research", "run", "--repo", str(repo), "--contract", str(contract), "--max-attempts", "8",
-            "--max-failures", "8", "--no-sandbox", "--checkpoint-every", "1"]  # fmt: skip
+    argv = [
+        str(ANCHOR_BIN),
+        "research",
+        "run",
+        "--repo",
+        str(repo),
+        "--contract",
+        str(contract),
+        "--max-attempts",
+        "8",
+        "--max-failures",
+        "8",
+        "--no-sandbox",
+        "--checkpoint-every",
+        "1",
+    ]
     search = subprocess.Popen(
         argv, env=fresh_chain.env(), start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
@@ -176,8 +194,11 @@ def test_a_search_killed_mid_attempt_reaps_its_orphan_and_resumes_from_anchored_
     orphan: list[int] = []
     while time.monotonic() < deadline and not orphan:
         scored = {e["commit"][:12] for e in _attempts(fresh_chain)}
-        orphan = [json.loads(p.read_text())["pgid"] for p in runs.glob("*/process.json")
-                  if p.parent.name not in scored and (p.parent / "hanging").exists()]  # fmt: skip
+        orphan = [
+            json.loads(p.read_text())["pgid"]
+            for p in runs.glob("*/process.json")
+            if p.parent.name not in scored and (p.parent / "hanging").exists()
+        ]
         time.sleep(0.05)
     rows = _ledger(fresh_chain)
     hung = rows[-1]  # its trace: written before the command ran
@@ -226,9 +247,21 @@ def test_four_researchers_times_25_attempts_agree_with_the_chain(fresh_chain: Ch
     fresh_chain.cli("deploy", check=True)
     repo, contract = _setup(tmp_path)
     result = fresh_chain.cli(
-        "research", "run", "--repo", str(repo), "--contract", str(contract), "--researchers", "4",
-        "--max-attempts", "25", "--max-failures", "25", "--json", check=True,
-    )  # fmt: skip
+        "research",
+        "run",
+        "--repo",
+        str(repo),
+        "--contract",
+        str(contract),
+        "--researchers",
+        "4",
+        "--max-attempts",
+        "25",
+        "--max-failures",
+        "25",
+        "--json",
+        check=True,
+    )
     summary = json.loads(result.stdout)
     entries = _attempts(fresh_chain)
     assert sorted({e["researcher"] for e in entries}) == ["r0", "r1", "r2", "r3"]
@@ -275,8 +308,19 @@ def test_a_ledger_rewritten_without_its_losers_reordered_or_truncated_is_caught_
     or cutting entries after a checkpoint: each is tampered, naming the seq."""
     fresh_chain.cli("deploy", check=True)
     repo, contract = _setup(tmp_path)
-    fresh_chain.cli("research", "run", "--repo", str(repo), "--contract", str(contract), "--max-attempts", "8",
-                    "--checkpoint-every", "2", check=True)  # fmt: skip
+    fresh_chain.cli(
+        "research",
+        "run",
+        "--repo",
+        str(repo),
+        "--contract",
+        str(contract),
+        "--max-attempts",
+        "8",
+        "--checkpoint-every",
+        "2",
+        check=True,
+    )
     path = fresh_chain.data_dir / "research" / "ledger.jsonl"
     original = path.read_text()
     entries = [json.loads(line) for line in original.splitlines()]
@@ -295,7 +339,11 @@ def test_a_ledger_rewritten_without_its_losers_reordered_or_truncated_is_caught_
         assert served.status_code == 200, served.text
         verdict = served.json()
         assert (verdict["entries"], verdict["head"], verdict["anchored_length"], verdict["commits"]) == (
-            cli["entries"], cli["head"], cli["anchored"]["length"], cli["audit"]["commits"])  # fmt: skip
+            cli["entries"],
+            cli["head"],
+            cli["anchored"]["length"],
+            cli["audit"]["commits"],
+        )
         assert str(tmp_path) not in served.text  # no path of the server's
         assert client.get("/v1/research/searches/000000000000/verify").status_code == 404
         report = json.loads(fresh_chain.cli("research", "report", "--json", check=True).stdout)
@@ -349,8 +397,19 @@ def test_a_trial_dropped_with_every_checkpoint_proof_deleted_is_caught_from_the_
 
     fresh_chain.cli("deploy", check=True)
     repo, contract = _setup(tmp_path)
-    fresh_chain.cli("research", "run", "--repo", str(repo), "--contract", str(contract), "--max-attempts", "6",
-                    "--checkpoint-every", "2", check=True)  # fmt: skip
+    fresh_chain.cli(
+        "research",
+        "run",
+        "--repo",
+        str(repo),
+        "--contract",
+        str(contract),
+        "--max-attempts",
+        "6",
+        "--checkpoint-every",
+        "2",
+        check=True,
+    )
     work = fresh_chain.data_dir / "research"
     stranger = Signer(Account.from_key(STRANGER_KEY), "stranger")
     registry = open_registry(fresh_chain.settings, open_chain(fresh_chain.settings, start_local=False))
@@ -387,10 +446,16 @@ def test_the_evaluators_number_is_the_one_anchored_on_chain_not_the_agents(fresh
     from anchor.manifest.attempt import Metric
 
     fresh_chain.cli("deploy", check=True)
-    repo = make_repo(tmp_path / "repo", {
-        "params.json": json.dumps({"x": 1.0, "y": 3}), "README.md": "search\n",
-        "eval.py": "import json,sys\nprint(json.dumps({'score': json.load(open(sys.argv[1]+'/out.json'))['x'] / 4}))\n",
-    })  # fmt: skip
+    repo = make_repo(
+        tmp_path / "repo",
+        {
+            "params.json": json.dumps({"x": 1.0, "y": 3}),
+            "README.md": "search\n",
+            "eval.py": (
+                "import json,sys\nprint(json.dumps({'score': json.load(open(sys.argv[1]+'/out.json'))['x'] / 4}))\n"
+            ),
+        },
+    )
     attempt = (
         "python3 -c \"import json,sys; x=json.load(open('params.json'))['x'];"
         " json.dump({'x': x}, open(sys.argv[1]+'/out.json','w'));"
@@ -402,8 +467,9 @@ def test_the_evaluators_number_is_the_one_anchored_on_chain_not_the_agents(fresh
         'metric = "score"\nmode = "max"\nattempt_timeout_minutes = 1\n'
         'metric_source = "evaluator:python3 eval.py {run_dir}"\nevaluator_files = ["eval.py"]\n'
     )
-    fresh_chain.cli("research", "run", "--repo", str(repo), "--contract", str(contract), "--max-attempts", "4",
-                    check=True)  # fmt: skip
+    fresh_chain.cli(
+        "research", "run", "--repo", str(repo), "--contract", str(contract), "--max-attempts", "4", check=True
+    )
     entries = _attempts(fresh_chain)
     assert all(e["measured_by"]["source"] == "evaluator" and e["claims_differ"] for e in entries)
     registry = open_registry(fresh_chain.settings, open_chain(fresh_chain.settings, start_local=False))
@@ -436,9 +502,24 @@ def test_four_researchers_times_25_attempts_share_one_postgres_ledger(
     for k in range(4):
         clone = tmp_path / f"clone-r{k}"
         subprocess.run(["git", "clone", "-q", str(repo), str(clone)], check=True)
-        argv = [str(ANCHOR_BIN), "--json", "research", "run", "--repo", str(clone), "--contract", str(contract),
-                "--workdir", str(tmp_path / f"work-r{k}"), "--researcher", f"r{k}", "--max-attempts", "25",
-                "--max-failures", "25"]  # fmt: skip
+        argv = [
+            str(ANCHOR_BIN),
+            "--json",
+            "research",
+            "run",
+            "--repo",
+            str(clone),
+            "--contract",
+            str(contract),
+            "--workdir",
+            str(tmp_path / f"work-r{k}"),
+            "--researcher",
+            f"r{k}",
+            "--max-attempts",
+            "25",
+            "--max-failures",
+            "25",
+        ]
         researchers.append(subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     outputs = [r.communicate(timeout=600) for r in researchers]
     assert [r.returncode for r in researchers] == [0, 0, 0, 0], [(out[-1000:], err[-1000:]) for out, err in outputs]
@@ -486,8 +567,18 @@ def test_two_researchers_on_one_ledger_adjust_over_the_teams_trials_on_either_ba
     backend_chain.cli("deploy", check=True)
     example = ROOT / "examples" / "research"
     repo = make_repo(tmp_path / "repo", {n: (example / n).read_text() for n in ("train.py", "params.json", "data.csv")})
-    ran = backend_chain.cli("research", "run", "--repo", str(repo), "--contract", str(example / "contract.toml"),
-                            "--researchers", "2", "--max-attempts", "3")  # fmt: skip
+    ran = backend_chain.cli(
+        "research",
+        "run",
+        "--repo",
+        str(repo),
+        "--contract",
+        str(example / "contract.toml"),
+        "--researchers",
+        "2",
+        "--max-attempts",
+        "3",
+    )
     assert ran.returncode == 0, ran.stdout + ran.stderr
     report = json.loads(backend_chain.cli("research", "report", "--json", check=True).stdout)
     verified = json.loads(backend_chain.cli("research", "verify", "--json", check=True).stdout)
@@ -515,8 +606,9 @@ def test_research_verify_recomputes_a_noise_rule_and_refuses_a_lowered_threshold
     a ledger rewritten (its hash chain recomputed) with a lower threshold is exit 4."""
     repo, contract = _setup(tmp_path)
     contract.write_text(contract.read_text() + 'keep = "noise"\nnoise_replications = 3\nnoise_sigmas = 2\n')
-    ran = fresh_chain.cli("research", "run", "--repo", str(repo), "--contract", str(contract), "--max-attempts", "4",
-                          "--no-anchor")  # fmt: skip
+    ran = fresh_chain.cli(
+        "research", "run", "--repo", str(repo), "--contract", str(contract), "--max-attempts", "4", "--no-anchor"
+    )
     assert ran.returncode == 0, ran.stdout + ran.stderr
     report = fresh_chain.cli("research", "report", check=True).stdout
     assert "keep rule: noise (pre-registered): the baseline re-measured 3x, spread 0 (sample stdev)" in report
@@ -563,15 +655,28 @@ def test_a_ledger_row_that_smuggles_a_git_option_or_a_path_is_refused_before_git
     from anchor.research.ledger import Ledger
 
     repo, contract = _setup(tmp_path)
-    fresh_chain.cli("research", "run", "--repo", str(repo), "--contract", str(contract), "--no-anchor",
-                    "--max-attempts", "2", check=True)  # fmt: skip
+    fresh_chain.cli(
+        "research",
+        "run",
+        "--repo",
+        str(repo),
+        "--contract",
+        str(contract),
+        "--no-anchor",
+        "--max-attempts",
+        "2",
+        check=True,
+    )
     work = fresh_chain.data_dir / "research"
     original = (work / "ledger.jsonl").read_text()
     last = _attempts(fresh_chain)[-1]
     fields = {k: v for k, v in last.items() if k not in ("seq", "prev", "digest")}
     planted = tmp_path / "written-by-git.txt"
-    for field, value in (("parent", f"--output={planted}"), ("researcher", "../../outside"),
-                         ("commit", "../../../../" + "0" * 28)):  # fmt: skip
+    for field, value in (
+        ("parent", f"--output={planted}"),
+        ("researcher", "../../outside"),
+        ("commit", "../../../../" + "0" * 28),
+    ):
         (work / "ledger.jsonl").write_text(original)
         Ledger(work / "ledger.jsonl").append({**fields, field: value})  # a valid hash chain: the author's
         audit = fresh_chain.cli("--json", "research", "verify")

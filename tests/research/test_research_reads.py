@@ -20,9 +20,18 @@ def _ledger(workdir: Path, attempts: int) -> Ledger:
     for n in range(attempts):
         commit = f"{n:040x}"
         ledger.append({"event": "started", "commit": commit, "researcher": "r0", "started_at": f"t{n}"})
-        ledger.append({"commit": commit, "parent": "0" * 40, "researcher": "r0", "status": "completed",
-                       "kept": n == 0, "attempt_digest": "ab" * 32, "diff_blake3": "cd" * 32,
-                       "contract_digest": "ef" * 32})  # fmt: skip
+        ledger.append(
+            {
+                "commit": commit,
+                "parent": "0" * 40,
+                "researcher": "r0",
+                "status": "completed",
+                "kept": n == 0,
+                "attempt_digest": "ab" * 32,
+                "diff_blake3": "cd" * 32,
+                "contract_digest": "ef" * 32,
+            }
+        )
     return ledger
 
 

@@ -27,9 +27,15 @@ class HarnessDied(BaseException):
 def _search(tmp_path: Path, values: list[Any], attempts: int) -> Search:
     repo = Repo(tmp_path / "repo") if (tmp_path / "repo").exists() else Repo(params_repo(tmp_path / "repo", 0.5))
     return Search(
-        repo, contract(), "ab" * 32, Ledger(tmp_path / "work" / "ledger.jsonl"), tmp_path / "work",
-        ScriptedProposer(values), "r0", SearchLimits(max_attempts=attempts, budget_s=300, max_consecutive_failures=10),
-    )  # fmt: skip
+        repo,
+        contract(),
+        "ab" * 32,
+        Ledger(tmp_path / "work" / "ledger.jsonl"),
+        tmp_path / "work",
+        ScriptedProposer(values),
+        "r0",
+        SearchLimits(max_attempts=attempts, budget_s=300, max_consecutive_failures=10),
+    )
 
 
 def _die_when(monkeypatch: pytest.MonkeyPatch, x: float) -> None:
@@ -95,8 +101,10 @@ def test_a_baseline_whose_harness_died_is_measured_again_and_both_stay_on_record
     summary = _search(tmp_path, [0.6], attempts=3).run()
     entries = Ledger(tmp_path / "work" / "ledger.jsonl").entries()
     assert [(e["status"], e.get("metric", {}).get("value")) for e in entries] == [
-        ("interrupted", None), ("completed", "0.5"), ("completed", "0.6")
-    ]  # fmt: skip
+        ("interrupted", None),
+        ("completed", "0.5"),
+        ("completed", "0.6"),
+    ]
     assert entries[0]["commit"] == entries[1]["commit"] and summary.champion == entries[2]["commit"]
     for entry in entries:  # two run dirs for one commit: the interrupted one kept aside
         check(entry, evidence_dir_of(tmp_path / "work", entry), "jsonl:metrics.jsonl")

@@ -19,9 +19,13 @@ from anchor.research.uncertainty import bootstrap, describe, interval, read_samp
 
 def _terms(**overrides: object) -> AttemptContract:
     fields: dict[str, object] = dict(
-        task="t", command="python3 t.py {run_dir}", editable=("p.json",), metric="acc", mode="max",
+        task="t",
+        command="python3 t.py {run_dir}",
+        editable=("p.json",),
+        metric="acc",
+        mode="max",
         attempt_timeout_minutes=1,
-    )  # fmt: skip
+    )
     return AttemptContract.model_validate(fields | overrides)
 
 
@@ -106,13 +110,28 @@ def test_without_a_sample_size_or_for_a_loss_there_is_no_interval_in_words(tmp_p
 def _v2(**overrides: object) -> dict[str, object]:
     metric = {"name": "acc", "mode": "max", "value": "0.82"}
     identity: dict[str, object] = {
-        "kind": "champion", "version": 2, "researcher": "r0", "contract_digest": "55" * 32, "commit": "a1" * 20,
-        "attempt_digest": "88" * 32, "metric": metric, "trials": 6, "team_trials": 20, "ledger_head": "99" * 32,
-        "ledger_length": 40, "replications": [], "examples": 150, "examples_source": "contract",
+        "kind": "champion",
+        "version": 2,
+        "researcher": "r0",
+        "contract_digest": "55" * 32,
+        "commit": "a1" * 20,
+        "attempt_digest": "88" * 32,
+        "metric": metric,
+        "trials": 6,
+        "team_trials": 20,
+        "ledger_head": "99" * 32,
+        "ledger_length": 40,
+        "replications": [],
+        "examples": 150,
+        "examples_source": "contract",
         "interval": {"method": "wilson", "level": "0.95", "low": "0.750777", "high": "0.873242"},
-        "environment": {"interpreter": "CPython 3.11.7", "lock": {"source": "requirements.lock", "digest": "4c" * 32},
-                        "host": "40" * 32, "inputs": []},
-    }  # fmt: skip
+        "environment": {
+            "interpreter": "CPython 3.11.7",
+            "lock": {"source": "requirements.lock", "digest": "4c" * 32},
+            "host": "40" * 32,
+            "inputs": [],
+        },
+    }
     return identity | overrides
 
 
@@ -162,7 +181,11 @@ def test_a_macro_f1_in_zero_one_gets_no_wilson_interval_and_the_report_says_why(
     declared = _terms(metric="macro_f1", eval_examples=150, metric_kind="proportion")
     assert declared.is_proportion()
     assert interval("0.82", read_sample(declared, run), "seed", proportion=True) == {
-        "method": "wilson", "level": "0.95", "low": "0.750777", "high": "0.873242"}  # fmt: skip
+        "method": "wilson",
+        "level": "0.95",
+        "low": "0.750777",
+        "high": "0.873242",
+    }
 
 
 def test_an_undeclared_metric_is_a_proportion_only_when_its_name_says_accuracy_or_error_rate() -> None:
@@ -191,15 +214,31 @@ def test_the_methods_paragraph_names_the_chain_registry_transactions_and_ledger_
     in markdown and in LaTeX, and the command that re-derives the figures."""
     from anchor.research.tables import render
 
-    at = {"chain_id": 31337, "chain": "chain 31337", "registry": "0x" + "ab" * 20, "tx_hash": "0x" + "cd" * 32,
-          "root": "0x" + "ef" * 32, "head": "12" * 32, "length": 24}  # fmt: skip
+    at = {
+        "chain_id": 31337,
+        "chain": "chain 31337",
+        "registry": "0x" + "ab" * 20,
+        "tx_hash": "0x" + "cd" * 32,
+        "root": "0x" + "ef" * 32,
+        "head": "12" * 32,
+        "length": 24,
+    }
     final = {"digest": "34" * 32, "record_anchor": {"tx_hash": "0x" + "56" * 32, "root": "0x" + "78" * 32}}
     stats = {"attempts": 12, "champion_metric": {"name": "macro_f1", "value": "0.8"}, "final": final}
     data = {"researchers": {"r0": stats}, "anchored_trials": 12, "anchored_at": at}
     terms = _terms(metric="macro_f1")
     markdown = render(data, terms, "markdown")
-    for needle in ("chain 31337", "0x" + "ab" * 20, "0x" + "cd" * 32, "0x" + "ef" * 32, "12" * 32, "(24 rows)",
-                   "0x" + "34" * 32, "0x" + "56" * 32, "anchor research check CLAIM --offline"):  # fmt: skip
+    for needle in (
+        "chain 31337",
+        "0x" + "ab" * 20,
+        "0x" + "cd" * 32,
+        "0x" + "ef" * 32,
+        "12" * 32,
+        "(24 rows)",
+        "0x" + "34" * 32,
+        "0x" + "56" * 32,
+        "anchor research check CLAIM --offline",
+    ):
         assert needle in markdown, needle
     latex = render(data, terms, "latex")
     assert "0x" + "cd" * 32 in latex and "anchor research check CLAIM" in latex

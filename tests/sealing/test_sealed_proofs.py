@@ -30,8 +30,14 @@ def _offline(work: Path, *args: str, data: Path) -> subprocess.CompletedProcess[
     runs): any socket it opened to a chain or a service would fail, so passing proves it opened none."""
     env = {"PATH": "/usr/bin:/bin", "ANCHOR_DATA_DIR": str(data), "HOME": str(data)}
     env.update({k: v for k, v in os.environ.items() if k == "PYTHONPATH"})  # a worktree's copy of the code
-    return subprocess.run(["unshare", "--net", str(ANCHOR_BIN), "verify", *args, "--offline"], cwd=work, env=env,
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    return subprocess.run(
+        ["unshare", "--net", str(ANCHOR_BIN), "verify", *args, "--offline"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_the_golden_sealed_proof_verifies_offline_and_the_reference_implementation_agrees(tmp_path: Path) -> None:
@@ -41,8 +47,9 @@ def test_the_golden_sealed_proof_verifies_offline_and_the_reference_implementati
     assert said.returncode == ExitCode.OK, said.stderr
     assert "that block 2 of local development chain (31337) is 0x1723685d" in said.stdout
     proof = json.loads((VECTORS / "work.anchor.json").read_text())
-    block, timestamp, submitter = ref.sealed_anchor(proof["anchor"]["sealed"], GOLDEN_BLOCK.split(":")[1],
-                                                   proof["batch"]["root"], canonical_address())  # fmt: skip
+    block, timestamp, submitter = ref.sealed_anchor(
+        proof["anchor"]["sealed"], GOLDEN_BLOCK.split(":")[1], proof["batch"]["root"], canonical_address()
+    )
     verdict = json.loads(_offline(work, "work", "--trusted-block", GOLDEN_BLOCK, "--json", data=tmp_path / "d").stdout)
     assert (
         (verdict["anchored_block"], verdict["submitter"].lower())
@@ -236,8 +243,13 @@ def test_stamp_seal_chain_down_then_offline_and_another_receipt_or_emitter_is_re
     sent = Registry(rpc, chain_id, copy, mine["anchor"]["code_hash"]).anchor_root(
         stranger, bytes.fromhex(mine["batch"]["root"][2:])
     )
-    claimed = ChainAnchor(chain_id=chain_id, registry=canonical_address(), code_hash=mine["anchor"]["code_hash"],
-                          tx_hash=sent.tx_hash, block_number=sent.block_number)  # fmt: skip
+    claimed = ChainAnchor(
+        chain_id=chain_id,
+        registry=canonical_address(),
+        code_hash=mine["anchor"]["code_hash"],
+        tx_hash=sent.tx_hash,
+        block_number=sent.block_number,
+    )
     forged, forged_hash = seal_anchor(rpc, claimed)
     fresh_chain.node.down()
     data = tmp_path / "colleague"
@@ -245,9 +257,12 @@ def test_stamp_seal_chain_down_then_offline_and_another_receipt_or_emitter_is_re
     assert ok.returncode == ExitCode.OK, ok.stderr
     cases = {
         "another transaction's receipt": (other, ExitCode.TAMPERED, "rootanchored event of root"),
-        "an event from another address": ((sent.block_number, forged_hash, forged), ExitCode.UNKNOWN_REGISTRY,
-                                          f"emitted by {copy.lower()}"),
-    }  # fmt: skip
+        "an event from another address": (
+            (sent.block_number, forged_hash, forged),
+            ExitCode.UNKNOWN_REGISTRY,
+            f"emitted by {copy.lower()}",
+        ),
+    }
     for name, (source, code, words) in cases.items():
         edited = json.loads(json.dumps(sealed))
         if isinstance(source, dict):  # b's whole sealed anchor section
@@ -342,8 +357,9 @@ def test_offline_a_file_that_records_its_own_retraction_is_never_ok(fresh_chain:
     fresh_chain.cli("retract", str(tmp_path / "claim.txt"), "--reason", "the test split leaked", check=True)
     block = _seal(fresh_chain, tmp_path / "claim.txt")["blocks"][0]
     fresh_chain.node.down()
-    said = _offline(tmp_path, "claim.txt", "--trusted-block", f"{block['block']}:{block['hash']}",
-                    data=tmp_path / "colleague")  # fmt: skip
+    said = _offline(
+        tmp_path, "claim.txt", "--trusted-block", f"{block['block']}:{block['hash']}", data=tmp_path / "colleague"
+    )
     assert said.returncode == ExitCode.RETRACTED, said.stdout + said.stderr
     assert "retracted by its own file (unverified)" in said.stderr and "the test split leaked" in said.stderr
 
@@ -369,11 +385,15 @@ def test_a_refreshed_seal_shows_offline_whether_the_record_was_retracted_by_a_la
         (tmp_path / name).write_text(f"{name}\n")
         fresh_chain.cli("stamp", str(tmp_path / name), check=True)
     _seal(fresh_chain, tmp_path / "withdrawn.txt")
-    done = json.loads(fresh_chain.cli("retract", str(tmp_path / "withdrawn.txt"), "--reason", "a leaked split",
-                                      "--json", check=True).stdout)  # fmt: skip
+    done = json.loads(
+        fresh_chain.cli(
+            "retract", str(tmp_path / "withdrawn.txt"), "--reason", "a leaked split", "--json", check=True
+        ).stdout
+    )
     kept = _seal(fresh_chain, tmp_path / "kept.txt")
-    refreshed = json.loads(fresh_chain.cli("seal", "--refresh", str(tmp_path / "withdrawn.txt"), "--json",
-                                           check=True).stdout)["sealed"][0]  # fmt: skip
+    refreshed = json.loads(
+        fresh_chain.cli("seal", "--refresh", str(tmp_path / "withdrawn.txt"), "--json", check=True).stdout
+    )["sealed"][0]
     assert refreshed["refreshed"] == 1 and [b["block"] for b in refreshed["blocks"]][1] == done["block_number"]
     # the slot the state proves is the one the registry reads (eth_getStorageAt, at the later block)
     proof = json.loads((tmp_path / "kept.txt.anchor.json").read_text())
@@ -391,12 +411,23 @@ def test_a_refreshed_seal_shows_offline_whether_the_record_was_retracted_by_a_la
     assert '"a leaked split"' in withdrawn.stderr
     # the reference implementation, written from docs/manifest.md alone, reads the same records
     state = json.loads((tmp_path / "withdrawn.txt.anchor.json").read_text())
-    read = ref.record_as_of(state["anchor"]["sealed"]["state"], refreshed["blocks"][1]["hash"],
-                            state["anchor"]["registry"], state["anchor"]["code_hash"], submitter,
-                            state["batch"]["root"])  # fmt: skip
+    read = ref.record_as_of(
+        state["anchor"]["sealed"]["state"],
+        refreshed["blocks"][1]["hash"],
+        state["anchor"]["registry"],
+        state["anchor"]["code_hash"],
+        submitter,
+        state["batch"]["root"],
+    )
     assert (read[0], read[2], read[4]) == (done["block_number"], state["anchor"]["block_number"], done["block_number"])
-    read = ref.record_as_of(proof["anchor"]["sealed"]["state"], kept["blocks"][1]["hash"], proof["anchor"]["registry"],
-                            proof["anchor"]["code_hash"], submitter, proof["batch"]["root"])  # fmt: skip
+    read = ref.record_as_of(
+        proof["anchor"]["sealed"]["state"],
+        kept["blocks"][1]["hash"],
+        proof["anchor"]["registry"],
+        proof["anchor"]["code_hash"],
+        submitter,
+        proof["batch"]["root"],
+    )
     assert (read[0], read[2], read[4]) == (later, proof["anchor"]["block_number"], 0)
     standing = _offline(tmp_path, "kept.txt", *_trust(kept), data=data)
     assert standing.returncode == ExitCode.OK, standing.stderr
@@ -443,8 +474,9 @@ def test_the_golden_vector_pins_what_the_spec_says_of_node_order_extra_nodes_add
     assert ref.sealed_anchor(edited["anchor"]["sealed"], trusted, proof["batch"]["root"], edited["anchor"]["registry"])
     said = _offline(work, "work", "--trusted-block", GOLDEN_BLOCK, "--expect-submitter", submitter, data=tmp_path / "d")
     assert said.returncode == ExitCode.OK, said.stderr
-    other = _offline(work, "work", "--trusted-block", GOLDEN_BLOCK, "--expect-submitter", "0x" + "12" * 20,
-                     data=tmp_path / "d")  # fmt: skip
+    other = _offline(
+        work, "work", "--trusted-block", GOLDEN_BLOCK, "--expect-submitter", "0x" + "12" * 20, data=tmp_path / "d"
+    )
     assert other.returncode == ExitCode.POLICY, other.stderr
     final = _offline(work, "work", "--trusted-block", GOLDEN_BLOCK, "--min-finality", "safe", data=tmp_path / "d")
     assert final.returncode == ExitCode.BAD_INPUT and "min-finality" in final.stderr, final.stderr

@@ -103,9 +103,19 @@ def test_the_walker_agrees_with_py_trie_on_eleven_thousand_random_proofs() -> No
             seen["embedded node"] += any(isinstance(c, list) for n in honest for c in _children(n))
             seen["branch value"] += ask in held and any(k != ask and k.startswith(ask) for k in held)
     assert sum(seen[f"{e}: {o}"] for e in ["honest"] for o in ["value", "absent"]) > 1000, seen
-    for case in ["honest: value", "honest: absent", "wrong root: refused", "drop: refused", "flip: refused",
-                 "extra: refused", "shuffle: value", "other key: value", "other key: absent", "embedded node",
-                 "branch value"]:  # fmt: skip
+    for case in [
+        "honest: value",
+        "honest: absent",
+        "wrong root: refused",
+        "drop: refused",
+        "flip: refused",
+        "extra: refused",
+        "shuffle: value",
+        "other key: value",
+        "other key: absent",
+        "embedded node",
+        "branch value",
+    ]:
         assert seen[case] > 30, (case, sorted(seen.items()))
 
 

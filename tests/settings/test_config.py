@@ -41,8 +41,11 @@ def test_options_beat_variables_beat_the_project_file_beat_the_user_file(tmp_pat
 
 
 def test_a_config_file_never_holds_a_secret_or_an_unknown_setting(tmp_path: Path) -> None:
-    for text, named in (('private_key = "0x01"\n', "private_key"), ('rpc = "http://x"\n', "rpc"),
-                        ('keystore_password = "hunter2"\n', "keystore_password")):  # fmt: skip
+    for text, named in (
+        ('private_key = "0x01"\n', "private_key"),
+        ('rpc = "http://x"\n', "rpc"),
+        ('keystore_password = "hunter2"\n', "keystore_password"),
+    ):
         (tmp_path / "anchor.toml").write_text(text)
         result = _show(tmp_path, tmp_path / "home")
         assert result.returncode == ExitCode.BAD_INPUT and "Traceback" not in result.stderr
@@ -84,8 +87,12 @@ def test_the_variables_config_show_knows_are_the_documented_ones_and_all_the_cod
 
     assert len(VARIABLES) == len(set(VARIABLES)) >= 50
     assert sorted(VARIABLES) == sorted(_documented_variables())
-    used = {name for folder in ("anchor", "api") for source in (ROOT / folder).rglob("*.py")
-            for name in re.findall(r"ANCHOR_[A-Z0-9_]+", source.read_text())}  # fmt: skip
+    used = {
+        name
+        for folder in ("anchor", "api")
+        for source in (ROOT / folder).rglob("*.py")
+        for name in re.findall(r"ANCHOR_[A-Z0-9_]+", source.read_text())
+    }
     assert used - set(VARIABLES) - set(GIVEN_TO_CHILDREN) == set()
 
 
@@ -126,8 +133,12 @@ def test_nothing_outside_anchor_settings_reads_an_anchor_variable_from_the_envir
             named = isinstance(node, ast.Call) and any("ANCHOR_" in ast.unparse(arg) for arg in node.args)
             if called == "env_number" or called in ("os.getenv", "os.environ.get", "os.environ.pop") and named:
                 reads.append(f"{rel}:{node.lineno}: {ast.unparse(node)[:80]}")
-            if isinstance(node, ast.Subscript) and ast.unparse(node.value) == "os.environ" and isinstance(
-                node.ctx, ast.Load) and "ANCHOR_" in ast.unparse(node.slice):  # fmt: skip
+            if (
+                isinstance(node, ast.Subscript)
+                and ast.unparse(node.value) == "os.environ"
+                and isinstance(node.ctx, ast.Load)
+                and "ANCHOR_" in ast.unparse(node.slice)
+            ):
                 reads.append(f"{rel}:{node.lineno}: {ast.unparse(node)[:80]}")
     assert reads == []
 
@@ -144,8 +155,9 @@ def test_a_data_dir_that_is_a_file_or_cannot_be_made_is_named_with_where_it_came
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
     by_option = run_anchor(["--data-dir", "results.csv", "stamp", "x.txt"], env, cwd=tmp_path)
     assert by_option.returncode == ExitCode.BAD_INPUT, by_option.stderr
-    assert by_option.stderr.startswith("error[bad_input]: data directory results.csv (from --data-dir): not a"
-                                       " directory (a file is in the way)"), by_option.stderr  # fmt: skip
+    assert by_option.stderr.startswith(
+        "error[bad_input]: data directory results.csv (from --data-dir): not a directory (a file is in the way)"
+    ), by_option.stderr
     by_variable = run_anchor(["stamp", "x.txt"], env | {"ANCHOR_DATA_DIR": "results.csv"}, cwd=tmp_path)
     assert by_variable.returncode == ExitCode.BAD_INPUT and "(from ANCHOR_DATA_DIR)" in by_variable.stderr
     cannot = run_anchor(["--data-dir", "/proc/anchor-data", "snapshot", "add", "x.txt"], env, cwd=tmp_path)

@@ -69,9 +69,12 @@ def test_no_secret_reaches_the_environment_of_a_process_we_start(
     from anchor.research.proposers import CommandProposer
 
     secrets = {
-        "ANCHOR_PRIVATE_KEY": "0x" + "11" * 32, "ANCHOR_RESEARCHER_KEY": "0x" + "22" * 32,
-        "ANCHOR_KEYSTORE_PASSWORD": "hunter2", "ANCHOR_API_TOKENS": "sha256:" + "33" * 32, "GITHUB_TOKEN": "ghp_x",
-    }  # fmt: skip
+        "ANCHOR_PRIVATE_KEY": "0x" + "11" * 32,
+        "ANCHOR_RESEARCHER_KEY": "0x" + "22" * 32,
+        "ANCHOR_KEYSTORE_PASSWORD": "hunter2",
+        "ANCHOR_API_TOKENS": "sha256:" + "33" * 32,
+        "GITHUB_TOKEN": "ghp_x",
+    }
     for name, value in secrets.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("HARMLESS_SETTING", "kept")

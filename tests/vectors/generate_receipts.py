@@ -21,10 +21,16 @@ KEY = "0x" + keccak(b"anchor receipt golden vector key").hex()  # a test key of 
 
 CASES = [
     ("local chain", 31337, "0x5FbDB2315678afecb367f032d93F642f64180aa3", "11" * 32, 1796000000, "service A"),
-    ("base sepolia", 84532, "0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0", "ab" * 32, 1800000000,
-     "https://anchor.example.org"),
+    (
+        "base sepolia",
+        84532,
+        "0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0",
+        "ab" * 32,
+        1800000000,
+        "https://anchor.example.org",
+    ),
     ("epoch zero, empty-ish name", 1, "0x0000000000000000000000000000000000000001", "00" * 32, 0, " "),
-]  # fmt: skip
+]
 
 
 def word(value: int) -> bytes:
@@ -35,9 +41,12 @@ def signing_hash(
     chain_id: int, registry: str, digest: str, accepted_at: int, service: str
 ) -> tuple[bytes, bytes, bytes]:
     domain = keccak(
-        keccak(DOMAIN_TYPE.encode()) + keccak(b"Anchor receipt") + keccak(b"1") + word(chain_id)
+        keccak(DOMAIN_TYPE.encode())
+        + keccak(b"Anchor receipt")
+        + keccak(b"1")
+        + word(chain_id)
         + word(int(registry, 16))
-    )  # fmt: skip
+    )
     struct = keccak(
         keccak(RECEIPT_TYPE.encode()) + bytes.fromhex(digest) + word(accepted_at) + keccak(service.encode())
     )
@@ -57,13 +66,23 @@ def main() -> None:
     for name, chain_id, registry, digest, accepted_at, service in CASES:
         domain, struct, final = signing_hash(chain_id, registry, digest, accepted_at, service)
         signature = cast("wallet", "sign", "--no-hash", "--private-key", KEY, "0x" + final.hex())
-        cases.append({
-            "name": name,
-            "input": {"chain_id": chain_id, "registry": registry, "manifest_digest": "0x" + digest,
-                      "accepted_at": accepted_at, "service": service},
-            "domain_separator": "0x" + domain.hex(), "struct_hash": "0x" + struct.hex(),
-            "signing_hash": "0x" + final.hex(), "signer": signer, "signature": signature,
-        })  # fmt: skip
+        cases.append(
+            {
+                "name": name,
+                "input": {
+                    "chain_id": chain_id,
+                    "registry": registry,
+                    "manifest_digest": "0x" + digest,
+                    "accepted_at": accepted_at,
+                    "service": service,
+                },
+                "domain_separator": "0x" + domain.hex(),
+                "struct_hash": "0x" + struct.hex(),
+                "signing_hash": "0x" + final.hex(),
+                "signer": signer,
+                "signature": signature,
+            }
+        )
     document = {"kind": "receipt", "receipt_version": 1, "key": KEY, "cases": cases}
     (HERE / "receipt.json").write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
