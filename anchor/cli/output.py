@@ -62,7 +62,30 @@ def environment() -> Any:
         loaded = Environment.load()
         ENVIRONMENT.append(loaded)
         _note_unknown_in_dotenv(loaded)
+        _note_unread_dotenv(loaded)
     return ENVIRONMENT[0]
+
+
+def _note_unread_dotenv(env: Any) -> None:
+    """A `.env` here that sets `ANCHOR_*` variables is not read unless ANCHOR_ENV_FILE names it (a file
+    that came with the folder could name the signing key or the toolchain that runs): said once, so
+    someone who wrote it for themselves is not left guessing why it does nothing."""
+    from pathlib import Path
+
+    import click
+
+    if env.dotenv is not None or env.raw("ANCHOR_ENV_FILE"):
+        return
+    try:
+        head = Path(".env").read_bytes()[:65536] if Path(".env").is_file() else b""
+    except OSError:
+        return
+    if any(line.strip().removeprefix(b"export ").startswith(b"ANCHOR_") for line in head.splitlines()):
+        click.echo(
+            "note: ./.env sets ANCHOR_* variables and is not read (a file that came with a folder could"
+            " name the key that signs); ANCHOR_ENV_FILE=.env reads it",
+            err=True,
+        )
 
 
 def _note_unknown_in_dotenv(env: Any) -> None:

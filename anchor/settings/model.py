@@ -2,9 +2,11 @@
 default, who reads it and what it means), read once at the edge and passed down.
 
 A door (the command line, the API's app factory, the library's public calls) builds one `Environment`
-with `Environment.load()`: the process environment over a `.env` file in the working directory over
-the defaults here; an option given on the command line is the door's to apply over it (`--rpc-url`,
-`--data-dir`: anchor.settings.session.Settings.load). Everything below the door is handed the
+with `Environment.load()`: the process environment over the file ANCHOR_ENV_FILE names, if any, over
+the defaults here (no file is read unless the environment names one: a `.env` in the working directory
+came with the folder, and could name the signing key, the chain or the toolchain that runs); an option
+given on the command line is the door's to apply over it (`--rpc-url`, `--data-dir`:
+anchor.settings.session.Settings.load). Everything below the door is handed the
 model (usually as `Settings.env`) and reads its typed attributes; nothing else in anchor/ or api/
 reads the process environment. docs/configuration.md's table of variables is generated from the
 fields below (`python -m anchor.settings.docs`) and a test fails when the two differ.
@@ -12,7 +14,7 @@ fields below (`python -m anchor.settings.docs`) and a test fails when the two di
 Why not pydantic-settings, which reads the same three sources: importing it costs about 200 ms (it
 pulls in pydantic, asyncio and logging), more than `anchor verify FILE` takes in all, and the verify
 path reads settings on every call. The contract is the same: one declaration per field, typed values,
-env over `.env` over default, a bad value refused with its variable's name (`BadInput`, exit 2), and
+env over the env file over default, a bad value refused with its variable's name (`BadInput`, exit 2), and
 secrets held as `Secret` (pydantic's `SecretStr` interface: `get_secret_value()`), which no repr, log
 line or exception shows.
 
@@ -445,6 +447,18 @@ class Environment:
         "base URL of the built-in explorer pages on the local chain",
         shown="`http://127.0.0.1:8000`",
     )
+    env_file: Var[Path | None] = Var(
+        path,
+        None,
+        "every command",
+        (
+            "a file of `ANCHOR_*=value` lines to read below the process environment (`.env` syntax); read from"
+            " the process environment only. None by default: a `.env` in the working directory is anyone's who"
+            " handed you the folder, and it could name the key that signs, the chain that answers, or the"
+            " toolchain that runs"
+        ),
+        shown="unset: no file is read",
+    )
     project_root: Var[Path | None] = Var(
         path,
         None,
@@ -647,15 +661,20 @@ class Environment:
         """The settings of this process: `environ` (the process environment) over the `.env` file in the
         working directory (or `dotenv`) over the defaults. The one read of the environment a door makes."""
         environ = os.environ if environ is None else environ
-        file = Path(DOTENV) if dotenv is None else dotenv
+        named = environ.get(PREFIX + "ENV_FILE", "")
+        file = dotenv if dotenv is not None else Path(named) if named else None
         values, sources = {}, {}
-        if file.is_file():
+        if file is not None and named and dotenv is None and not file.is_file():
+            raise BadInput(f"ANCHOR_ENV_FILE={named!r}: no such file", detail={"variable": PREFIX + "ENV_FILE"})
+        if file is not None and file.is_file():
             for name, value in read_dotenv(file).items():
-                values[name], sources[name] = value, str(file.resolve())
+                if name != PREFIX + "ENV_FILE":  # which file is read is the process environment's word alone
+                    values[name], sources[name] = value, str(file.resolve())
         for name, value in environ.items():
             if name.startswith(PREFIX):
                 values[name], sources[name] = value, "environment"
-        loaded = cls(values, sources, file.resolve() if any(s != "environment" for s in sources.values()) else None)
+        from_file = file is not None and any(s != "environment" for s in sources.values())
+        loaded = cls(values, sources, file.resolve() if from_file and file is not None else None)
         loaded.no_color = "NO_COLOR" in environ
         return loaded
 

@@ -38,7 +38,7 @@ def test_config_show_names_a_dotenv_file_as_the_source_of_its_values(tmp_path: P
     dotenv = (tmp_path / ".env").resolve()
     dotenv.write_text("ANCHOR_LOG_WINDOW=500\nANCHOR_RPC_URL=http://dotenv:8545\nANCHOR_LOCAL_PORT=19001\n")
     (tmp_path / "anchor.toml").write_text('rpc_url = "http://file:8545"\nlocal_port = 19002\nkeystore = "k.json"\n')
-    env = _clean(XDG_CONFIG_HOME=str(tmp_path / "home"), ANCHOR_RPC_URL="http://env:8545")
+    env = _clean(XDG_CONFIG_HOME=str(tmp_path / "home"), ANCHOR_RPC_URL="http://env:8545", ANCHOR_ENV_FILE=".env")
     result = run_anchor(["config", "show", "--json"], env, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     shown = json.loads(result.stdout)
@@ -67,7 +67,9 @@ def test_a_bad_value_is_refused_naming_its_variable_and_only_where_it_is_used() 
 def test_a_bad_value_in_a_dotenv_file_is_exit_2_naming_the_variable_never_a_traceback(tmp_path: Path) -> None:
     (tmp_path / ".env").write_text("ANCHOR_RPC_RETRIES=many\n")
     result = run_anchor(
-        ["--json", "--rpc-url", "http://127.0.0.1:9", "lookup", "0x" + "00" * 32], _clean(), cwd=tmp_path
+        ["--json", "--rpc-url", "http://127.0.0.1:9", "lookup", "0x" + "00" * 32],
+        _clean(ANCHOR_ENV_FILE=".env"),
+        cwd=tmp_path,
     )
     assert result.returncode == ExitCode.BAD_INPUT and "Traceback" not in result.stderr
     assert json.loads(result.stdout)["error"]["detail"] == {"variable": "ANCHOR_RPC_RETRIES"}
@@ -77,7 +79,7 @@ def test_a_dotenv_line_of_ours_that_is_not_an_assignment_is_refused_with_its_fil
     (tmp_path / ".env").write_text("ANCHOR_DEBUG=1\nANCHOR_RPC_URL http://127.0.0.1:8545\n")
     with pytest.raises(BadInput, match=r"\.env:2: expected NAME=value"):
         read_dotenv(tmp_path / ".env")
-    result = run_anchor(["--json", "config", "show"], _clean(), cwd=tmp_path)
+    result = run_anchor(["--json", "config", "show"], _clean(ANCHOR_ENV_FILE=".env"), cwd=tmp_path)
     assert result.returncode == ExitCode.BAD_INPUT and "Traceback" not in result.stderr
 
 
@@ -90,7 +92,7 @@ def test_another_tools_dotenv_lines_are_not_read_and_a_typo_of_ours_is_said_once
         "ANCHOR_RPC_ULR=http://127.0.0.1:9\nANCHOR_RPC_RETRIES=2\n"
     )
     assert read_dotenv(tmp_path / ".env") == {"ANCHOR_RPC_ULR": "http://127.0.0.1:9", "ANCHOR_RPC_RETRIES": "2"}
-    result = run_anchor(["--json", "config", "show"], _clean(), cwd=tmp_path)
+    result = run_anchor(["--json", "config", "show"], _clean(ANCHOR_ENV_FILE=".env"), cwd=tmp_path)
     assert result.returncode == ExitCode.OK, result.stderr
     assert "ANCHOR_RPC_ULR is no setting of anchor's, ignored (did you mean ANCHOR_RPC_URL?)" in result.stderr
 
@@ -207,3 +209,25 @@ def test_nothing_below_the_doors_reads_the_process_environment() -> None:
         for read in _reads_of_the_environment(path)
     ]
     assert reads == []
+
+
+def test_a_dotenv_that_came_with_the_folder_is_not_read_unless_the_environment_names_it(tmp_path: Path) -> None:
+    """A `.env` in the working directory is anyone's who handed over the folder (a cloned repository, a
+    results folder): read by default, it named the toolchain whose anvil `anchor stamp` ran, and the key
+    that signed the user's anchors (whose owner could then retract them). Nothing of it is read unless
+    ANCHOR_ENV_FILE names it; that it was passed over is said once."""
+    planted = {
+        "ANCHOR_PROJECT_ROOT": str(tmp_path / "evil"),
+        "ANCHOR_PRIVATE_KEY": "0x" + "59" * 32,
+        "ANCHOR_RPC_URL": "http://127.0.0.1:9",
+    }
+    (tmp_path / ".env").write_text("".join(f"{k}={v}\n" for k, v in planted.items()))
+    shown = run_anchor(["--json", "config", "show"], _clean(), cwd=tmp_path)
+    assert shown.returncode == ExitCode.OK, shown.stderr
+    variables = json.loads(shown.stdout)["variables"]
+    assert all(variables[name]["set"] is False for name in planted), {n: variables[n] for n in planted}
+    assert "note: ./.env sets ANCHOR_* variables and is not read" in shown.stderr
+    named = run_anchor(["--json", "config", "show"], _clean(ANCHOR_ENV_FILE=".env"), cwd=tmp_path)
+    assert all(json.loads(named.stdout)["variables"][name]["set"] for name in planted)
+    missing = run_anchor(["config", "show"], _clean(ANCHOR_ENV_FILE="nowhere.env"), cwd=tmp_path)
+    assert missing.returncode == ExitCode.BAD_INPUT and "ANCHOR_ENV_FILE='nowhere.env': no such file" in missing.stderr
