@@ -161,9 +161,17 @@ class LocalChain:
             "--state-interval",
             "1",
         ]
+        from anchor.settings.session import child_environment
+
         with open(self.log_file, "ab") as log:
+            # without our secrets: anvil keeps running after the command, its /proc/<pid>/environ readable
             process = subprocess.Popen(  # noqa: S603 - fixed argv, no shell
-                command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+                env=child_environment(),
             )
         self._write_record(process.pid)
         self.pid_file.unlink(missing_ok=True)

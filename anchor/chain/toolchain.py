@@ -83,10 +83,13 @@ def _install_anvil(target: Path) -> Path:
     if npm is None:
         raise ToolchainMissing(f"anvil is not on PATH and npm is missing to install {package}: install Foundry or Node")
     sys.stderr.write(f"anchor: anvil not found on PATH; installing {package} into {user_cache()} (once)\n")
+    from anchor.settings.session import child_environment
+
     done = subprocess.run(
         [npm, "install", "--prefix", str(user_cache()), "--no-audit", "--no-fund", "--loglevel=error", package],
         capture_output=True,
         text=True,
+        env=child_environment(),  # npm runs the package's install scripts: none of our secrets
     )
     if done.returncode != 0 or not target.exists():
         raise ToolchainMissing(f"installing {package} failed: {done.stderr.strip()[-300:]}")

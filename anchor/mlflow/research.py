@@ -224,9 +224,14 @@ def _champion_run(client: Any, experiment_id: str, run_id: str, champion: Ledger
     with scratch_dir() as tmp:
         files = Path(tmp) / "model"
         files.mkdir()
+        from anchor.settings.session import child_environment
+
         for path in editable:
             shown = subprocess.run(
-                ["git", "-C", str(repo), "show", f"{champion['commit']}:{path}"], capture_output=True, check=False
+                ["git", "-C", str(repo), "show", f"{champion['commit']}:{path}"],
+                capture_output=True,
+                check=False,
+                env=child_environment(),
             )
             if shown.returncode == 0:
                 target = files / path

@@ -19,7 +19,7 @@ from typing import Any
 from anchor.errors import BadInput, Conflict, ResearcherFailed
 from anchor.files import private_dir
 from anchor.research.ledger import LedgerRow
-from anchor.settings.session import own_environment
+from anchor.settings.session import child_environment, own_environment
 
 
 @dataclass(frozen=True)
@@ -225,7 +225,9 @@ def run_parallel(settings: Any, o: SearchOptions) -> list[dict[str, Any]]:
         clone = o.work / "clones" / f"r{k}"
         if not clone.exists():
             clone.parent.mkdir(parents=True, exist_ok=True)
-            subprocess.run(["git", "clone", "--quiet", str(o.repo.resolve()), str(clone)], check=True)
+            subprocess.run(
+                ["git", "clone", "--quiet", str(o.repo.resolve()), str(clone)], check=True, env=child_environment()
+            )
         argv = [
             sys.executable,
             "-m",

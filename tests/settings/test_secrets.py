@@ -87,3 +87,29 @@ def test_no_secret_reaches_the_environment_of_a_process_we_start(
         # both get an allow-list (PATH, locale, HOME and TMPDIR of their own) and what the contract
         # names in pass_env, nothing else of ours
         assert "NAMED_SETTING=passed" in text and "HARMLESS_SETTING" not in text, dump
+
+
+@pytest.mark.chain
+def test_the_local_chain_we_leave_running_holds_none_of_our_secrets(tmp_path: Path) -> None:
+    """anvil outlives the command that starts it, and its /proc/<pid>/environ is readable by its user: it
+    once held the signing key and the keystore password the command was given."""
+    import json
+
+    from tests.cli import run_anchor
+    from tests.conftest import free_port
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}
+    env |= {
+        "ANCHOR_DATA_DIR": str(tmp_path / "data"),
+        "ANCHOR_LOCAL_PORT": str(free_port()),
+        "ANCHOR_PRIVATE_KEY": "0x" + "59" * 32,
+        "ANCHOR_KEYSTORE_PASSWORD": "hunter2",
+    }
+    assert run_anchor(["chain", "up"], env).returncode == ExitCode.OK
+    try:
+        status = json.loads(run_anchor(["--json", "chain", "status"], env).stdout)
+        pid = status["chain"]["pid"]
+        held = Path(f"/proc/{pid}/environ").read_bytes()
+        assert b"ANCHOR_PRIVATE_KEY" not in held and b"hunter2" not in held and b"59" * 32 not in held
+    finally:
+        assert run_anchor(["chain", "down"], env).returncode == ExitCode.OK
