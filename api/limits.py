@@ -65,7 +65,7 @@ class RequestGuard:
                 return
         limit = min(self.limit, self.path_limits.get(scope["path"], self.limit))
         length = headers.get(b"content-length")
-        if length is not None and (not length.isdigit() or int(length) > limit):
+        if length is not None and (not (length.isascii() and length.isdigit()) or int(length) > limit):
             await _answer(send, 413, _too_large(limit))
             return
         await self.app(scope, self._counting(receive, limit), send)

@@ -70,7 +70,7 @@ def only_deployment(data_dir: Path) -> Deployment:
     pod checks the same code hash. `BadInput` when there is none or more than one."""
     from anchor.errors import BadInput
 
-    records = sorted(p for p in DataDir(data_dir).deployments.glob("*.json") if p.stem.isdigit())
+    records = sorted(p for p in DataDir(data_dir).deployments.glob("*.json") if (p.stem.isascii() and p.stem.isdigit()))
     if len(records) != 1:
         raise BadInput(
             f"{DataDir(data_dir).deployments}: {len(records)} deployment records; exactly one is rendered"

@@ -238,7 +238,7 @@ def _group_runs(pgid: int) -> bool:
             return True
         return True
     for entry in proc.iterdir():
-        if not entry.name.isdigit():
+        if not (entry.name.isascii() and entry.name.isdigit()):
             continue
         try:
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
@@ -293,7 +293,7 @@ def _anchor_chain_on(port: int) -> tuple[int, str] | None:
     if not inodes:
         return None
     for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
+        if not (entry.name.isascii() and entry.name.isdigit()):
             continue
         try:
             held = {os.readlink(f"/proc/{entry.name}/fd/{fd}") for fd in os.listdir(f"/proc/{entry.name}/fd")}

@@ -281,7 +281,7 @@ def send(
                 return status, response, content
             failure = f"HTTP {status}"
             wait = response.getheader("Retry-After", "") or ""
-            if status == 429 and wait.isdigit() and attempt < retries:
+            if status == 429 and (wait.isascii() and wait.isdigit()) and attempt < retries:
                 time.sleep(min(int(wait), 5))
                 continue
         if attempt < retries:

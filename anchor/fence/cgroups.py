@@ -216,7 +216,11 @@ def _sweep(parent: Path) -> None:
     with contextlib.suppress(OSError):
         for stale in parent.glob("anchor-*-*"):
             owner = stale.name.split("-")[1]
-            if owner.isdigit() and int(owner) != os.getpid() and not Path(f"/proc/{owner}").exists():
+            if (
+                (owner.isascii() and owner.isdigit())
+                and int(owner) != os.getpid()
+                and not Path(f"/proc/{owner}").exists()
+            ):
                 with contextlib.suppress(OSError):
                     stale.rmdir()
 
@@ -225,7 +229,7 @@ def processes_of(uid: int) -> int:
     """How many processes `uid` runs now (RLIMIT_NPROC counts them all: the non-root fallback adds them)."""
     count = 0
     for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
+        if entry.name.isascii() and entry.name.isdigit():
             with contextlib.suppress(OSError):
                 if entry.stat().st_uid == uid:
                     count += 1

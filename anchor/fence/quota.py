@@ -118,7 +118,11 @@ def sweep() -> None:
     with contextlib.suppress(OSError):
         for stale in STAGE_ROOT.glob("run-*-*"):
             owner = stale.name.split("-")[1]
-            if owner.isdigit() and int(owner) != os.getpid() and not Path(f"/proc/{owner}").exists():
+            if (
+                (owner.isascii() and owner.isdigit())
+                and int(owner) != os.getpid()
+                and not Path(f"/proc/{owner}").exists()
+            ):
                 _unmount(stale)
                 with contextlib.suppress(OSError):
                     stale.rmdir()

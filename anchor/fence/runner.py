@@ -413,7 +413,7 @@ def _groups() -> dict[int, dict[int, int]]:
     """{pgid: {pid: start ticks}} of every live (non-zombie) process, from one pass over /proc."""
     found: dict[int, dict[int, int]] = {}
     for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
+        if not (entry.name.isascii() and entry.name.isdigit()):
             continue
         try:
             fields = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()

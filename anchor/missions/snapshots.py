@@ -233,7 +233,7 @@ class SnapshotCache:
         """Remove partial downloads left by a fetch that died (its process gone)."""
         for path in (self.root / "tmp").iterdir():
             pid = path.name.partition("-")[0]
-            if pid.isdigit() and not _alive(int(pid)):
+            if (pid.isascii() and pid.isdigit()) and not _alive(int(pid)):
                 path.unlink(missing_ok=True)
 
     def _evict(self, keep: str) -> None:
@@ -257,7 +257,7 @@ class SnapshotCache:
             key, _, holder = marker.name.partition(".")
             pid, _, ticks = holder.partition(".")
             # the holder, if it still runs (its start time too: a PID can be reused)
-            if pid.isdigit() and _alive(int(pid)) and str(start_ticks(int(pid))) == ticks:
+            if (pid.isascii() and pid.isdigit()) and _alive(int(pid)) and str(start_ticks(int(pid))) == ticks:
                 held.add(key)
             else:
                 marker.unlink(missing_ok=True)  # its holder is gone

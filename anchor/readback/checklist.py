@@ -858,7 +858,7 @@ def required_count(require: str, total: int) -> int:
         return 1
     if require == "all":
         return max(1, total)
-    if require.isdigit() and int(require) >= 1:
+    if (require.isascii() and require.isdigit()) and int(require) >= 1:
         return int(require)
     raise BadInput(
         f"require {require!r}: expected any, all, or a number of anchors (1, 2, ...)", detail={"field": "require"}
@@ -871,7 +871,9 @@ def requirement_met(require: str, total: int) -> None:
     hold (`total`: verified, failed and pending together): no upgrade will bring the rest, so it is not
     `Pending`, and never a silent OK (a key-here proof, one anchor, passed `--require 2` unremarked)."""
     needed = required_count(require, total)
-    if require.isdigit() and needed > total:  # a number asked for: `any` and `all` are met by what there is
+    if (
+        require.isascii() and require.isdigit()
+    ) and needed > total:  # a number asked for: `any` and `all` are met by what there is
         raise PolicyMismatch(
             f"require {require}: the proof holds {total} anchor{'' if total == 1 else 's'}, {needed} needed"
             " (each service stamped through gives one: stamp through more services to meet it)",

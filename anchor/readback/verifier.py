@@ -336,7 +336,8 @@ class Policy:
         if self.anchored_before is not None:
             _before(self.anchored_before)
         if self.min_finality is not None and not (
-            self.min_finality in FINALITY_ORDER or (self.min_finality.isdigit() and len(self.min_finality) <= 9)
+            self.min_finality in FINALITY_ORDER
+            or ((self.min_finality.isascii() and self.min_finality.isdigit()) and len(self.min_finality) <= 9)
         ):
             raise BadInput(
                 f"min_finality {self.min_finality!r}: expected safe, finalized, or a number of confirmations",
@@ -353,7 +354,7 @@ def check_finality(verdict: Verification, required: str | None) -> None:
     anchoring block is not there yet (run again later), `BadInput` for anything else."""
     if required is None:
         return
-    if required.isdigit():
+    if required.isascii() and required.isdigit():
         if verdict.finality == "finalized" or verdict.confirmations >= int(required):
             return
     elif required in FINALITY_ORDER:
@@ -391,7 +392,8 @@ def check_finality(verdict: Verification, required: str | None) -> None:
         )
     raise NotFinal(
         f"anchored in block {verdict.anchored_block}, {verdict.finality} at block {verdict.read_at_block}:"
-        f" not yet {required if not required.isdigit() else required + ' confirmations'}; try again later",
+        f" not yet {required + ' confirmations' if required.isascii() and required.isdigit() else required};"
+        " try again later",
         detail={"required": required, "finality": verdict.finality, "anchored_block": verdict.anchored_block},
     )
 

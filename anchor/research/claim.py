@@ -178,7 +178,9 @@ def _copy_champions(work: Path, root: Path, data: dict[str, Any]) -> None:
         (root / "runs" / who).mkdir(parents=True, exist_ok=True)
         for record in sorted((work / "runs" / who).glob("champion-*.json")):
             copy(record)
-            if not record.name.endswith(".anchor.json") and record.stem.rsplit("-", 1)[-1].isdigit():
+            if not record.name.endswith(".anchor.json") and (
+                record.stem.rsplit("-", 1)[-1].isascii() and record.stem.rsplit("-", 1)[-1].isdigit()
+            ):
                 manifest, state = record_state(record)
                 if state != "anchored":  # a claim must rest on the chain: say so now, not at the reader's check
                     raise NotAnchored(

@@ -128,7 +128,7 @@ def accelerators() -> tuple[Accelerator, ...] | None:
     found = []
     for line in listed.stdout.splitlines()[:64]:
         parts = [part.strip() for part in line.split(",")]
-        if len(parts) != 3 or not parts[1].isdigit():
+        if len(parts) != 3 or not (parts[1].isascii() and parts[1].isdigit()):
             return None
         found.append((parts[0], int(parts[1]), parts[2]))
     try:

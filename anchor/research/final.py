@@ -42,7 +42,12 @@ def champion_path(workdir: Path, researcher: str, commit: str, trials: int) -> P
 def latest_record(workdir: Path, researcher: str, commit: str) -> Path | None:
     """The record of `commit` selected from the most trials, if any."""
     found = list((workdir / "runs" / researcher).glob(f"champion-{commit[:12]}-*.json"))
-    found = [p for p in found if not p.name.endswith(".anchor.json") and p.stem.rsplit("-", 1)[1].isdigit()]
+    found = [
+        p
+        for p in found
+        if not p.name.endswith(".anchor.json")
+        and (p.stem.rsplit("-", 1)[1].isascii() and p.stem.rsplit("-", 1)[1].isdigit())
+    ]
     return max(found, key=lambda p: int(p.stem.rsplit("-", 1)[1]), default=None)
 
 

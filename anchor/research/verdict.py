@@ -197,7 +197,9 @@ def champion_records_hold(work: Path, entries: list[LedgerRow], team: list[Ledge
     checked = 0
     for who in sorted({e["researcher"] for e in entries}):
         for path in sorted((work / "runs" / who).glob("champion-*-*.json")):
-            if path.name.endswith(".anchor.json") or not path.stem.rsplit("-", 1)[-1].isdigit():
+            if path.name.endswith(".anchor.json") or not (
+                path.stem.rsplit("-", 1)[-1].isascii() and path.stem.rsplit("-", 1)[-1].isdigit()
+            ):
                 continue
             record, state = record_state(path)
             if state == "edited":

@@ -90,7 +90,7 @@ def url(variable: str, raw: str) -> str:
 
 
 def port(variable: str, raw: str) -> int:
-    if not raw.isdigit() or not 0 < int(raw) < 65536:
+    if not (raw.isascii() and raw.isdigit()) or not 0 < int(raw) < 65536:
         raise BadInput(f"{variable}={raw!r}: expected a port number", detail={"variable": variable})
     return int(raw)
 

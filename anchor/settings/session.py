@@ -166,7 +166,9 @@ class Settings:
         }
         found = resolve(given, near, env)
         port = found["local_port"]
-        if port.value is not None and (not port.value.isdigit() or not 0 < int(port.value) < 65536):
+        if port.value is not None and (
+            not (port.value.isascii() and port.value.isdigit()) or not 0 < int(port.value) < 65536
+        ):
             raise BadInput(
                 f"local_port={port.value!r} (from {port.source}): expected a port number",
                 detail={"variable": "ANCHOR_LOCAL_PORT", "source": port.source},
