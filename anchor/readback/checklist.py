@@ -112,7 +112,7 @@ STEPS: tuple[Step, ...] = (
         "anchor",
         "the anchor's block, and its sealed section, are the chain's (offline: the sealed"
         " header hashes to the trusted block hash and its receipt holds the registry's event)",
-        (Tampered, UnknownRegistry, BadInput),
+        (ProofContradicted, UnknownRegistry, BadInput),
     ),
     Step(
         9,
@@ -208,6 +208,8 @@ def run(
         assert isinstance(subject, ProofFile) and root is not None
         registry = trusted(registries, subject.anchor.registry)
         verdict = agreed_on_chain(subject, root, settings, files, registry, quorum)
+        if proof.statements:
+            statement_claims_hold(proof, verdict)
         requirement_met(require, 1)
     else:
         if configured is None:
@@ -393,6 +395,15 @@ def check_bundle_spec(proof: ProofFile | PendingProof, proof_path: str, spec_pat
             f"{spec_path}: differs from the anchored bundle: {', '.join(changed)}",
             detail={"changed": changed, "added": [], "removed": []},
         )
+
+
+@step(3)
+def statement_claims_hold(proof: Proof, verdict: Verification) -> None:
+    """The chain-anchor statement's restatement of the anchor is the verdict's (anchor.readback.statements)."""
+    from anchor.readback.statements import check_chain_claims
+
+    where = Path(proof.name.removesuffix(": predicate.proof"))
+    check_chain_claims(proof.statements, verdict, where)
 
 
 @step(3)

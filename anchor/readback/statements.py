@@ -151,6 +151,39 @@ def check_subjects(statements: tuple[dict[str, Any], ...], proof: ProofFile, roo
             _check_slsa(statement["predicate"], proof, path)
 
 
+CHAIN_CLAIMS = (
+    ("chainId", "chain_id"),
+    ("registry", "registry"),
+    ("txHash", "tx_hash"),
+    ("blockNumber", "anchored_block"),
+    ("anchoredAt", "anchored_at"),
+    ("submitter", "submitter"),
+)
+"""The chain-anchor predicate's fields that restate the verdict (`anchor attest` writes them from it),
+with the verdict's field each must equal."""
+
+
+def check_chain_claims(statements: tuple[dict[str, Any], ...], verdict: Any, path: Path) -> None:
+    """What the chain-anchor predicate says of the anchor (its chain, registry, transaction, block, time
+    and submitter) is what the verdict read: a reader of the statements after a passing verify takes
+    these fields as checked, and an edited submitter or chain once passed. `Tampered` naming the field;
+    a field left out claims nothing."""
+    for statement in statements:
+        if statement["predicateType"] != CHAIN_ANCHOR:
+            continue
+        predicate = statement["predicate"]
+        for field, ours in CHAIN_CLAIMS:
+            if field not in predicate:
+                continue
+            said, read = predicate[field], getattr(verdict, ours)
+            same = said.lower() == read.lower() if isinstance(said, str) and isinstance(read, str) else said == read
+            if not same or type(said) is not type(read):
+                raise Tampered(
+                    f"{path}: predicate.{field} says {said!r}, the chain {read!r}",
+                    detail={"field": f"predicate.{field}"},
+                )
+
+
 def _check_slsa(predicate: Any, proof: ProofFile, path: Path) -> None:
     if proof.manifest.get("kind") != "bundle":
         raise Tampered(f"{path}: SLSA provenance for a {proof.manifest.get('kind')} manifest", detail={})

@@ -147,3 +147,33 @@ def test_a_single_stamped_file_gets_a_chain_anchor_statement_that_verifies(
     assert subject["name"] == "results.csv"
     assert subject["digest"]["sha256"] == hashlib.sha256(data.read_bytes()).hexdigest()
     assert deployed_chain.cli("verify", str(tmp_path / "results.csv.intoto.jsonl")).returncode == ExitCode.OK
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("submitter", "0x000000000000000000000000000000000000dEaD"),
+        ("chainId", 8453),
+        ("registry", "0x" + "11" * 20),
+        ("txHash", "0x" + "ee" * 32),
+        ("blockNumber", 1),
+        ("anchoredAt", "2020-01-01T00:00:00+00:00"),
+    ],
+)
+def test_the_chain_anchor_predicates_restatement_of_the_anchor_is_held_to_the_chain(
+    deployed_chain: Chain, tmp_path: Path, field: str, value: object
+) -> None:
+    """The chain-anchor predicate restates who anchored what, where and when; a tool that reads it after a
+    passing `anchor verify` takes it as checked. An edited submitter, chain, registry, transaction, block
+    or time once verified: each is `tampered` now, naming the field."""
+    data = tmp_path / "results.csv"
+    data.write_text("epoch,loss\n1,0.5\n")
+    deployed_chain.cli("stamp", str(data), check=True)
+    deployed_chain.cli("attest", str(data), check=True)
+    written = tmp_path / "results.csv.intoto.jsonl"
+    statement = json.loads(written.read_text())
+    statement["predicate"][field] = value
+    written.write_text(json.dumps(statement) + "\n")
+    said = deployed_chain.cli("verify", str(written), "--json")
+    assert said.returncode == ExitCode.TAMPERED, said.stdout
+    assert json.loads(said.stdout)["error"]["detail"]["field"] == f"predicate.{field}"

@@ -21,6 +21,7 @@ from anchor.errors import (
     DeploymentMismatch,
     NotAnchored,
     PolicyMismatch,
+    ProofContradicted,
     ProofFormatError,
     Retracted,
     Tampered,
@@ -162,7 +163,7 @@ def test_RevertIf_the_anchor_states_another_block_than_the_chain(stamped: Stampe
         proof["anchor"]["block_number"] += 1
 
     edited = stamped.edited(tmp_path, edit)
-    error = refused(8, Tampered, lambda: Verifier(stamped.chain.settings).verify(stamped.data, proof=edited))
+    error = refused(8, ProofContradicted, lambda: Verifier(stamped.chain.settings).verify(stamped.data, proof=edited))
     assert error.detail["field"] == "anchor.block_number"
 
 
