@@ -22,13 +22,13 @@ def show(ctx: click.Context, json: bool) -> None:
     """Print every setting, its value and its source: an option, a variable, a file, or the default."""
     from anchor.settings.config import project_file, user_file
     from anchor.settings.session import Settings, redact_url
-    from anchor.settings.variables import variable_rows
+    from anchor.settings.variables import _endpoint, variable_rows
 
     data_dir, rpc_url = ctx.find_root().obj["given"]
     settings, found = Settings._resolve(data_dir, rpc_url[0] if rpc_url else None, env=environment())
     effective = {
         "data_dir": str(settings.data_dir),
-        "rpc_url": settings.rpc_url or "(the local chain)",
+        "rpc_url": _endpoint(settings.rpc_url) if settings.rpc_url else "(the local chain)",
         "local_port": found["local_port"].value or "(18545, or the port recorded in the data directory)",
         "keystore": found["keystore"].value or "(none: ANCHOR_PRIVATE_KEY, or the dev key on the local chain)",
         "journal_url": redact_url(settings.journal_url) if settings.journal_url else "(none: the ledger is a file)",

@@ -206,7 +206,9 @@ def endpoint_of(url: str) -> str:
 
 
 def redact_url(url: str) -> str:
-    """`url` with any password replaced by ***, for display."""
+    """`url` with any password replaced by ***, for display: the userinfo's, and a query parameter's whose
+    name says it is one (libpq takes `?password=` and `sslpassword=` as well as `user:pass@`)."""
     import re
 
-    return re.sub(r"^([a-z][a-z0-9+.-]*://[^/@:]*:)[^/@]*@", r"\1***@", url)
+    shown = re.sub(r"^([a-z][a-z0-9+.-]*://[^/@:]*:)[^/@]*@", r"\1***@", url)
+    return re.sub(r"([?&][^=&#]*(?:pass|token|key|secret|auth|sig)[^=&#]*=)[^&#]*", r"\1***", shown, flags=re.I)

@@ -21,8 +21,10 @@ def variable_rows(env: Environment) -> dict[str, dict[str, Any]]:
     for name in VARIABLES:
         value = env.raw(name)
         shown = None if value is None else "(set, not shown: a secret)" if is_secret(name) else value
-        if shown is not None and name in ("ANCHOR_RPC_URL", "ANCHOR_BROWSER_RPC_URL"):
+        if shown is not None and name in ("ANCHOR_RPC_URL", "ANCHOR_BROWSER_RPC_URL", "ANCHOR_EXPLORER_URL"):
             shown = _endpoint(value or "")  # a hosted provider's key sits in the path or query
+        if shown is not None and name == "ANCHOR_SERVICE_URLS":
+            shown = ",".join(_endpoint(u.strip()) for u in (value or "").split(",") if u.strip())
         if shown is not None and name == "ANCHOR_READ_RPCS":
             shown = ",".join(_endpoint(u.strip()) for u in (value or "").split(",") if u.strip())
         rows[name] = {"set": value is not None, "value": shown, "source": env.source(name)}
@@ -32,7 +34,7 @@ def variable_rows(env: Environment) -> dict[str, dict[str, Any]]:
         near = difflib.get_close_matches(name, VARIABLES, n=1)
         rows[name] = {
             "set": True,
-            "value": "(set, not shown: a secret)" if is_secret(name) else env.raw(name),
+            "value": "(set, not shown: a name anchor does not know may be a mistyped secret)",
             "source": "unknown: anchor reads no such variable" + (f"; did you mean {near[0]}?" if near else ""),
         }
     return rows

@@ -164,3 +164,23 @@ def test_a_data_dir_that_is_a_file_or_cannot_be_made_is_named_with_where_it_came
     assert cannot.returncode == ExitCode.BAD_INPUT, cannot.stderr
     assert cannot.stderr.startswith("error[bad_input]: /proc/anchor-data: cannot be made"), cannot.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results.csv", "x.txt"]
+
+
+def test_config_show_shows_no_secret_in_a_query_a_url_or_a_mistyped_name(tmp_path: Path) -> None:
+    """`config show` printed a journal URL's `?password=` (libpq reads it as readily as `user:pass@`), the
+    tokens in ANCHOR_SERVICE_URLS and ANCHOR_EXPLORER_URL, and a mistyped secret's value (ANCHOR_PRIVATE_KY
+    is no variable anchor knows, so it was shown as any unknown one)."""
+    secrets = ["S3CRETPW2", "SSLPW", "SVCTOKEN", "EXPLTOKEN", "0xS3CRETPRIVKEY", "RPCKEY"]
+    result = _show(
+        tmp_path,
+        tmp_path / "home",
+        ANCHOR_JOURNAL_URL="postgresql://db.example/anchor?user=u&password=S3CRETPW2&sslpassword=SSLPW",
+        ANCHOR_SERVICE_URLS="https://cal.example/?token=SVCTOKEN",
+        ANCHOR_EXPLORER_URL="https://explorer.example/?token=EXPLTOKEN",
+        ANCHOR_PRIVATE_KY="0xS3CRETPRIVKEY",
+        ANCHOR_RPC_URL="https://rpc.example/v3/RPCKEY",
+    )
+    shown = result.stdout + result.stderr
+    assert result.returncode == 0, result.stderr
+    assert [s for s in secrets if s in shown] == []
+    assert "did you mean ANCHOR_PRIVATE_KEY?" in shown
