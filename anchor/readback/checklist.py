@@ -965,13 +965,22 @@ def counted(
         # a service's anchor only when the file holds its receipt and the chain names its account; offline
         # no service can be asked: it counts as its own when its receipt (signature checked) names the chain
         # and registry the sealed anchor shows, and the row says so
-        sure = anchor.service in held and (
-            _publishes(infos.get(anchor.service), verdict)
-            or (settings.offline and _receipt_names(receipts, anchor.service, verdict))
+        sure = anchor.service in held and _publishes(infos.get(anchor.service), verdict)
+        # offline no service can be asked whose account it is: a receipt that names the chain and registry
+        # the sealed anchor shows counts towards `--require all`, but its signer is the file's word (anyone
+        # can sign a receipt naming any URL), so the anchor is not said to be that service's
+        claimed = (
+            not sure
+            and settings.offline
+            and anchor.service in held
+            and _receipt_names(receipts, anchor.service, verdict)
         )
-        if sure and settings.offline:
-            row["confirmed_by"] = "its signed receipt (offline: the service's own account is not asked)"
-        if sure:
+        if claimed:
+            row["confirmed_by"] = (
+                "unconfirmed offline: its receipt names this chain and registry; whose account anchored it, only"
+                " the service can say"
+            )
+        if sure or claimed:
             confirmed.add(anchor.service)
         rows.append({**row, "confirmed": sure})
         verified.append(verdict.model_copy(update={"service": anchor.service if sure else None}))
@@ -1013,7 +1022,11 @@ def requirement_counted(
     Short of it: the first failed anchor's own error (its step kept), else `Pending` naming each service."""
     found, proof_name = proof.subject, proof.name
     receipts = tuple(found.receipts or ())  # as the file lists them: the first that fails is named first
-    named = list(dict.fromkeys([*(r.url for r in receipts), *(found.unreached or ())]))
+    # every service the file names: its receipts', those down at stamp time, and its anchors' own names
+    # (two names typed into a file with no receipt met `all` with one anchor, counted once)
+    in_file = found.all_anchors() if isinstance(found, ProofFile) else []
+    anchored_as = [a.service for a in in_file if a.service != "local key"]  # the key here is no service
+    named = list(dict.fromkeys([*(r.url for r in receipts), *(found.unreached or ()), *anchored_as]))
     pending = [
         {**_pending_row(r), "from_file": r.url not in configured, "answered": r.url not in silent}
         for r in receipts
@@ -1045,6 +1058,11 @@ def requirement_counted(
         again.step = first_failure.step
         raise again
     waiting = ", ".join(str(p["service"]) + (" (named by the file)" if p["from_file"] else "") for p in pending)
+    unconfirmed = [url for url in named if url not in confirmed and all(p["service"] != url for p in pending)]
+    if unconfirmed:  # named by an anchor in the file, with no receipt or published account that says so
+        waiting = ", ".join(
+            [*([waiting] if waiting else []), *(f"{url} (named by the file, not confirmed)" for url in unconfirmed)]
+        )
     if not verified and isinstance(found, PendingProof):
         error = pending_error(found, proof_name)
         said_where = (
