@@ -179,6 +179,7 @@ def test_stamp_on_a_chain_that_mines_no_block_says_what_it_waits_for_and_what_to
     from anchor.chain.deployment import deploy
     from anchor.chain.keys import load_signer
     from anchor.chain.node import rpc_call
+    from anchor.settings.model import Environment
     from tests.cli import ANCHOR_BIN
 
     work, env = workspace(tmp_path)
@@ -194,9 +195,8 @@ def test_stamp_on_a_chain_that_mines_no_block_says_what_it_waits_for_and_what_to
         )
         w3, chain_id = connect(url)
         rpc_call(url, "evm_setAutomine", [True])  # the registry first, then no more blocks
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setenv("ANCHOR_PRIVATE_KEY", dev_key)
-            deploy(w3, chain_id, load_signer(chain_id), compile_registry(), work / ".anchor")
+        signer = load_signer(chain_id, env=Environment({"ANCHOR_PRIVATE_KEY": dev_key}))
+        deploy(w3, chain_id, signer, compile_registry(), work / ".anchor")
         rpc_call(url, "evm_setAutomine", [False])
         stamp = subprocess.Popen(
             [str(ANCHOR_BIN), "stamp", "results"],
