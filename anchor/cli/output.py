@@ -61,12 +61,12 @@ def environment() -> Any:
 
         loaded = Environment.load()
         ENVIRONMENT.append(loaded)
-        _note_unknown_in_dotenv(loaded)
-        _note_unread_dotenv(loaded)
+        _note_unknown_variables(loaded)
+        _note_passed_over_file(loaded)
     return ENVIRONMENT[0]
 
 
-def _note_unread_dotenv(env: Any) -> None:
+def _note_passed_over_file(env: Any) -> None:
     """A `.env` here that sets `ANCHOR_*` variables is not read unless ANCHOR_ENV_FILE names it (a file
     that came with the folder could name the signing key or the toolchain that runs): said once, so
     someone who wrote it for themselves is not left guessing why it does nothing."""
@@ -88,7 +88,7 @@ def _note_unread_dotenv(env: Any) -> None:
         )
 
 
-def _note_unknown_in_dotenv(env: Any) -> None:
+def _note_unknown_variables(env: Any) -> None:
     """A `.env` line naming no setting of anchor's (a typo of a name) is ignored, as anchor.toml's
     would not be; said once on stderr, so the typo does not go unseen while the default is used."""
     import difflib
