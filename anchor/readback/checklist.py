@@ -809,6 +809,15 @@ def sealed_verdict(proof: ProofFile, root: bytes, settings: Settings, files: int
 
     seen = sealed_offline(proof.anchor, root, settings, registry)
     state, declared = retraction_offline(proof, root, seen, settings)
+    trusted_words = standing_words(proof.anchor, seen, state, declared)
+    shown_as_of = state.block_number if state is not None else seen.block_number
+    later = sorted(b for c, b, _ in settings.trusted_blocks if c in (None, proof.anchor.chain_id) and b > shown_as_of)
+    if later:  # trusted, but of a block the file carries no state of: not silently passed over
+        trusted_words += (
+            f"; you trust block {later[-1]} as well, but the file shows the record only as of block {shown_as_of}:"
+            f" whether it was retracted by block {later[-1]} is not shown (`anchor seal --refresh` where the chain"
+            " is reachable carries it on)"
+        )
     return Verification(
         manifest_digest=proof.manifest_digest,
         root=proof.batch.root,
@@ -824,7 +833,7 @@ def sealed_verdict(proof: ProofFile, root: bytes, settings: Settings, files: int
         finality="trusted block (offline)",
         files=files,
         bundle=bundle_fields(proof),
-        trusted=standing_words(proof.anchor, seen, state, declared),
+        trusted=trusted_words,
         path_in_bundle=proof.file.path if proof.file is not None else None,
     )
 

@@ -82,6 +82,26 @@ def test_offline_the_chain_and_transaction_a_trusted_hash_does_not_bind_are_said
     assert "as the file says" not in trusted and "is the file's word (a receipt proof shows its index only)" in trusted
 
 
+def test_a_trusted_block_later_than_the_state_the_file_carries_is_said_not_passed_over(tmp_path: Path) -> None:
+    """A file rolled back to an older sealed state (before a retraction), checked with a later block
+    trusted as well: the later block was silently ignored and the verdict read "OK". It still verifies
+    what the file shows, and says the later block's state is not shown."""
+    work = tmp_path / "v"
+    shutil.copytree(VECTORS, work)
+    said = _offline(
+        work,
+        "work",
+        "--trusted-block",
+        GOLDEN_BLOCK,
+        "--trusted-block",
+        "31337:9:0x" + "ab" * 32,
+        "--json",
+        data=tmp_path / "d",
+    )
+    trusted = json.loads(said.stdout)["trusted"]
+    assert "you trust block 9 as well, but the file shows the record only as of block" in trusted, trusted
+
+
 def test_without_a_trusted_block_the_hint_says_where_to_get_the_hash_and_prints_none_from_the_file(
     tmp_path: Path,
 ) -> None:
