@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,6 +112,9 @@ def serve(settings: Settings, options: ServeOptions) -> None:
     config = ApiConfig.from_environment(settings.env)
     if options.calendar:
         config = config.model_copy(update={"calendar": True})
+    if options.public_url is not None and not re.fullmatch(r"https?://[^\s\"'<>`]+", options.public_url):
+        # recorded for `anchor lookup`'s links and said in the pages: a `javascript:` URL was taken as given
+        raise BadInput(f"--public-url {options.public_url!r}: not an http(s) URL", detail={"field": "--public-url"})
     check_listenable(options.host, options.port)  # before a URL is recorded that nothing would serve
     private_dir(settings.data_dir)
     url = (options.public_url or f"http://{options.host}:{options.port}").rstrip("/")

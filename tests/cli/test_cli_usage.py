@@ -652,3 +652,12 @@ def test_serve_where_it_cannot_listen_is_exit_2_naming_the_option_and_records_no
     assert result.returncode == ExitCode.BAD_INPUT, result.stderr
     assert ("field: --port" if where.startswith("a port") else "field: --host") in result.stderr
     assert "serving" not in result.stderr and not (tmp_path / "service.json").exists()
+
+
+def test_serve_refuses_a_public_url_that_is_not_http_naming_it(tmp_path: Path) -> None:
+    """The public URL is recorded for `anchor lookup`'s links and said in the pages: `javascript:alert(1)`
+    was taken as given."""
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("ANCHOR_")}, "ANCHOR_DATA_DIR": str(tmp_path)}
+    result = _run("serve", "--public-url", "javascript:alert(1)", env=env)
+    assert result.returncode == ExitCode.BAD_INPUT and "field: --public-url" in result.stderr, result.stderr
+    assert not (tmp_path / "service.json").exists()
