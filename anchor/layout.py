@@ -29,9 +29,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from anchor.record import Value
 
-@dataclass(frozen=True, slots=True)
-class DataDir:
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class DataDir(Value):
     root: Path
 
     @property

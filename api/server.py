@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from anchor.errors import BadInput
+from anchor.record import Value
 from anchor.settings.session import Settings
 
 
@@ -31,8 +32,8 @@ def _given(default: Any, help: str, **cli: Any) -> Any:
     return field(default=default, metadata={"help": help, **cli})
 
 
-@dataclass(frozen=True, kw_only=True)
-class Listen:
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
+class Listen(Value):
     """What both forms of the service take: where it listens, which proxies it trusts, the chain it reads."""
 
     host: str = _given("127.0.0.1", "Bind address.")

@@ -25,6 +25,7 @@ from anchor.manifest.listed import ListedFile
 from anchor.proof.file import PendingProof, ProofFile, ServiceAnchor, load_any, write_proof
 from anchor.proof.receipt import Receipt, check_receipt, parse_receipt
 from anchor.readback.services import URL_PATTERN, Service, call, clean_url, error_of, fetch_anchor, service_info
+from anchor.record import Value
 from anchor.settings.model import Environment
 
 log = logging.getLogger("anchor.progress")
@@ -127,8 +128,8 @@ def submit_to(service: Service, identity: dict[str, Any], annotations: dict[str,
     return receipt
 
 
-@dataclass(frozen=True, slots=True)
-class StampOutcome:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class StampOutcome(Value):
     proof_path: Path
     digest: str
     receipts: tuple[Receipt, ...]
@@ -218,8 +219,8 @@ def _merged(existing: ProofFile | PendingProof, receipts: list[Receipt], failed:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Upgraded:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Upgraded(Value):
     proof_path: Path
     digest: str
     added: tuple[ServiceAnchor, ...]

@@ -10,13 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from anchor.record import Value
+
 if TYPE_CHECKING:
     from anchor.chain.deployment import Deployment
     from anchor.settings.session import Settings
 
 
-@dataclass(frozen=True)
-class Deployed:
+@dataclass(frozen=True, eq=False, repr=False)
+class Deployed(Value):
     """What `deploy` found or did, and how anyone can check it."""
 
     record: Deployment

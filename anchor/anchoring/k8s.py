@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from anchor.errors import BadInput
+from anchor.record import Value
 
 if TYPE_CHECKING:
     from anchor.settings.session import Settings
@@ -128,8 +129,8 @@ def check_quantity(field: str, value: str) -> None:
         raise BadInput(f"{field}: {value!r} is not a Kubernetes quantity", detail={"field": field})
 
 
-@dataclass(frozen=True, slots=True)
-class ServiceSpec:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class ServiceSpec(Value):
     image: str
     rpc_url: str
     deployment: dict[str, Any]

@@ -19,11 +19,12 @@ from typing import Any
 from anchor.errors import BadInput
 from anchor.layout import DataDir
 from anchor.proof.receipt import SERVICE_NAME, Receipt, signing_hash
+from anchor.record import Value
 from anchor.settings.session import Settings
 
 
-@dataclass(frozen=True, slots=True)
-class ReceiptSigner:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class ReceiptSigner(Value):
     """Holds the receipt key privately: its repr shows the address and name only."""
 
     _account: Any

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from anchor.errors import BadInput, Conflict, NotAnchored
+from anchor.record import Value
 
 if TYPE_CHECKING:
     from anchor.settings.session import Settings
@@ -29,8 +30,8 @@ MAX_REASON = 2000
 """Characters of a reason: a sentence or a paragraph, not a paper (the proof file carries it)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Retraction:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Retraction(Value):
     """What `retract` wrote: which record, why, in which transaction, and where the reason's text went."""
 
     kind: str

@@ -15,14 +15,15 @@ from typing import TYPE_CHECKING, Any
 from anchor.errors import ChainUnreachable, JournalError
 from anchor.manifest.filetree import FileTreeManifest
 from anchor.proof.file import ProofFile, check_output_path, holds_it_sealed, write_proof
+from anchor.record import Value
 from anchor.settings.session import Settings
 
 if TYPE_CHECKING:
     from anchor.manifest.bundle import BundleManifest
 
 
-@dataclass(frozen=True, slots=True)
-class AnchorOutcome:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class AnchorOutcome(Value):
     proof: ProofFile
     proof_path: Path
     already_anchored: bool

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from anchor.errors import AnchorError, BadInput, ServiceError
+from anchor.record import Value
 from anchor.settings.session import Settings
 
 if TYPE_CHECKING:
@@ -39,8 +40,8 @@ Lineage = tuple[bytes, bytes, bytes, bytes, bool]
 """(commit, parent, diffHash, metricHash, kept) of one lineage record."""
 
 
-@dataclass(frozen=True, slots=True)
-class LineageWritten:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class LineageWritten(Value):
     """One lineage record sent: whose it is, and where it landed (None: relayed, not mined yet)."""
 
     researcher: str
@@ -49,8 +50,8 @@ class LineageWritten:
     services: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Stamped:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Stamped(Value):
     """What a stamp did, the same shape whichever way it went."""
 
     proof_path: Path
@@ -117,8 +118,8 @@ class Stamped:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class Queued:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Queued(Value):
     """One path `Stamper.queue` took: in the journal here, or pending at services."""
 
     path: Path

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from anchor.errors import BadInput
 from anchor.manifest.keccak import keccak256 as keccak
+from anchor.record import Value
 
 
 def leaf_of(item: bytes) -> bytes:
@@ -33,8 +34,8 @@ def process_proof(item: bytes, proof: list[bytes]) -> bytes:
     return node
 
 
-@dataclass(frozen=True, slots=True)
-class BatchTree:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class BatchTree(Value):
     """A built tree; `proof(item)` gives the sibling list for one of its items."""
 
     tree: tuple[bytes, ...]

@@ -16,6 +16,7 @@ from functools import cache
 from typing import Any
 
 from anchor.manifest.keccak import checksum_address, keccak256
+from anchor.record import Value
 
 __all__ = ["checksum_address"]  # EIP-55 lives beside keccak (the proof format checks addresses too)
 
@@ -90,8 +91,8 @@ def decode(kinds: list[str], data: bytes) -> list[Any]:
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class Function:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Function(Value):
     name: str
     inputs: tuple[str, ...]
     outputs: tuple[str, ...]
@@ -107,8 +108,8 @@ class Function:
         return decode(list(self.outputs), data)
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Event(Value):
     name: str
     inputs: tuple[tuple[str, str, bool], ...]
     """(name, type, indexed) in declaration order."""
@@ -134,8 +135,8 @@ class Event:
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class Interface:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Interface(Value):
     functions: dict[str, Function]
     events: dict[str, Event]
 

@@ -16,10 +16,11 @@ from typing import Any
 from anchor.chain.artifact import CONTRACTS, LATEST
 from anchor.chain.toolchain import build_cache, checkout, compiler_settings, project_root, solc_shim
 from anchor.files import PRIVATE_FILE, atomic_write, private_dir
+from anchor.record import Value
 
 
-@dataclass(frozen=True, slots=True)
-class CompiledContract:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class CompiledContract(Value):
     abi: list[dict[str, Any]]
     bytecode: bytes
     runtime: bytes

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from anchor.chain.rpc import Rpc
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class Deployment(Record):
     chain_id: int
     address: str

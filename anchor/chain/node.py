@@ -17,14 +17,15 @@ from pathlib import Path
 
 from anchor.errors import BadInput, ChainUnreachable
 from anchor.layout import DataDir
+from anchor.record import Value
 from anchor.settings.session import start_ticks
 
 LOCAL_CHAIN_ID = 31337
 DEFAULT_PORT = 18545
 
 
-@dataclass(frozen=True, slots=True)
-class ChainStatus:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class ChainStatus(Value):
     running: bool
     rpc_url: str
     pid: int | None

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from anchor.record import Value
 
-@dataclass(frozen=True, slots=True)
-class ChainPreset:
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class ChainPreset(Value):
     chain_id: int
     name: str
     explorer: str | None

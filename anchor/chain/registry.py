@@ -20,6 +20,7 @@ from anchor.chain.abi import checksum_address, interface
 from anchor.chain.artifact import LATEST, registry_abi, version_of
 from anchor.chain.deployment import check_code
 from anchor.chain.logs import scan_logs
+from anchor.record import Value
 
 if TYPE_CHECKING:
     from web3 import Web3
@@ -29,15 +30,15 @@ if TYPE_CHECKING:
     from anchor.chain.signed import SignedLineage, SignedRetraction
 
 
-@dataclass(frozen=True, slots=True)
-class TxResult:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class TxResult(Value):
     tx_hash: str
     block_number: int
     gas_used: int
 
 
-@dataclass(frozen=True, slots=True)
-class Retraction:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Retraction(Value):
     """A record's retraction, as the chain holds it: who, when, where and the reason's digest."""
 
     by: str
@@ -48,8 +49,8 @@ class Retraction:
     tx_hash: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class RootRecord:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class RootRecord(Value):
     root: str
     submitter: str
     timestamp: int
@@ -61,8 +62,8 @@ class RootRecord:
     retracted_at: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class LineageRecord:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class LineageRecord(Value):
     commit: str
     parent: str
     diff_hash: str

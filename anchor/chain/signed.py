@@ -19,6 +19,7 @@ from typing import Any
 
 from anchor.errors import BadInput
 from anchor.manifest import eip712
+from anchor.record import Value
 
 DOMAIN_NAME = "AnchorRegistry"
 DOMAIN_VERSION = "4"
@@ -39,8 +40,8 @@ RETRACTION_TYPE = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class LineageFields:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class LineageFields(Value):
     researcher: str
     commit: bytes
     parent: bytes
@@ -50,8 +51,8 @@ class LineageFields:
     deadline: int
 
 
-@dataclass(frozen=True, slots=True)
-class SignedLineage:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class SignedLineage(Value):
     fields: LineageFields
     v: int
     r: bytes
@@ -170,8 +171,8 @@ def signed_lineage(
     return researcher.sign_lineage(chain_id, registry, record)
 
 
-@dataclass(frozen=True, slots=True)
-class SignedRetraction:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class SignedRetraction(Value):
     """A researcher's signed retraction of their lineage record of `commit`, for anyone to relay."""
 
     researcher: str

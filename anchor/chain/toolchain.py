@@ -17,6 +17,7 @@ from functools import cache
 from pathlib import Path
 
 from anchor.errors import ToolchainMissing
+from anchor.record import Value
 
 
 @cache
@@ -103,8 +104,8 @@ def solc_shim() -> Path:
     return path
 
 
-@dataclass(frozen=True, slots=True)
-class CompilerSettings:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class CompilerSettings(Value):
     solc_version: str
     evm_version: str
     optimizer: bool

@@ -91,15 +91,15 @@ def _note_passed_over_file(env: Any) -> None:
 def _note_unknown_variables(env: Any) -> None:
     """A `.env` line naming no setting of anchor's (a typo of a name) is ignored, as anchor.toml's
     would not be; said once on stderr, so the typo does not go unseen while the default is used."""
-    import difflib
-
-    import click
-
-    from anchor.settings.model import Environment
-
     for name in env.unknown():
         if env.source(name) in ("environment", "default"):
             continue  # the process environment holds many tools' variables; `anchor config show` lists it
+        import difflib
+
+        import click
+
+        from anchor.settings.model import Environment
+
         near = difflib.get_close_matches(name, Environment.variables(), n=1)
         click.echo(
             f"note: {env.source(name)}: {name} is no setting of anchor's, ignored"

@@ -31,14 +31,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from anchor.record import Value
+
 if TYPE_CHECKING:
     from anchor.settings.model import Environment
 
 _COUNTER = itertools.count()
 
 
-@dataclass(frozen=True, slots=True)
-class Limits:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Limits(Value):
     """What one command may use: memory (all its processes and the tmpfs pages they
     write, together: a memory cgroup), the size of any one file it writes, the run dir's total size and
     how many processes run at once (a pids cgroup, which holds under root as RLIMIT_NPROC does not);

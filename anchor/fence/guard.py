@@ -21,6 +21,7 @@ from pathlib import Path
 
 from anchor.errors import GuardError
 from anchor.fence.git import Repo
+from anchor.record import Value
 
 PROGRAM_KEYS = (
     "core.fsmonitor",
@@ -90,8 +91,8 @@ refs/anchor/ is left out: the harnesses of a team write it (one ref per ledger e
 attempt runs, and no ref there is anything git runs or checks out."""
 
 
-@dataclass(frozen=True, slots=True)
-class GitSeal:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class GitSeal(Value):
     """The bytes of `WATCHED` under a repository's .git, taken before a command runs in it."""
 
     git_dir: Path

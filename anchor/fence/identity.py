@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from anchor.errors import ToolchainMissing
 from anchor.fence.walk import walk
+from anchor.record import Value
 
 ATTEMPT_USER = "anchor-attempt"
 MAKE_IT = (
@@ -25,8 +26,8 @@ MAKE_IT = (
 """The command `make sandbox` runs (as root) when the user is missing."""
 
 
-@dataclass(frozen=True, slots=True)
-class Identity:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Identity(Value):
     """The host uid and gid a sandboxed command runs as when the harness is root."""
 
     uid: int

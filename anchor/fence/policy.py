@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from anchor.record import Value
 from anchor.settings.session import search_path
 
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/sys")
@@ -215,8 +216,8 @@ def oci_seccomp() -> dict[str, object]:
     return {"defaultAction": "SCMP_ACT_ALLOW", "syscalls": syscalls}
 
 
-@dataclass(frozen=True, slots=True)
-class Mount:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Mount(Value):
     """One entry of what the sandbox shows, in order (a later entry may land inside an earlier one),
     rendered as bwrap arguments or as OCI mounts for gVisor (anchor.fence.sandbox)."""
 

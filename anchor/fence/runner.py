@@ -32,6 +32,7 @@ from anchor.fence.sandbox import Sandbox, allowed_environment
 from anchor.fence.walk import bytes_under
 from anchor.fence.workspace import Workspace, said, unsafe_entries
 from anchor.files import tail_regular
+from anchor.record import Value
 from anchor.settings.session import start_ticks
 
 TIMEOUT_STATUS = 124
@@ -40,8 +41,8 @@ HARNESS_FILES = ("process.json", "code.diff")
 the command leaves at these names never replaces them."""
 
 
-@dataclass(frozen=True, slots=True)
-class RunResult:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class RunResult(Value):
     exit_code: int
     timed_out: bool
     duration_ms: int
@@ -70,8 +71,8 @@ _NO_FORK = (b"Resource temporarily unavailable", b"BlockingIOError", b"Cannot fo
 _SIGXFSZ_STATUS = (128 + signal.SIGXFSZ, -signal.SIGXFSZ)
 
 
-@dataclass(frozen=True, slots=True)
-class Bounds:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Bounds(Value):
     """One command's limits in force: `preexec` for its child (its cgroups, and the rlimits that stand
     in for a cgroup that could not be made), `met` once it ended. Made by `bounded`, for an attempt here
     and a mission's command alike."""

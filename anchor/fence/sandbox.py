@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 from anchor.errors import ToolchainMissing
 from anchor.fence.identity import ATTEMPT_USER, Identity, attempt_identity, give
 from anchor.fence.policy import Mount
+from anchor.record import Value
 from anchor.settings.session import inherited
 
 if TYPE_CHECKING:
@@ -71,8 +72,8 @@ SANDBOX_UID = 65534
 """Who the command is inside: nobody, in a user namespace of its own (mapped to the harness's uid)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Sandbox:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Sandbox(Value):
     program: str
     """bwrap, or runsc for `runtime="gvisor"`."""
     repo: Path

@@ -18,12 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from anchor.errors import BadInput, Tampered
+from anchor.record import Value
 
 MAX_DIFF_BYTES = 4 * 1024 * 1024
 
 
-@dataclass(frozen=True, slots=True)
-class ClaimedAttempt:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class ClaimedAttempt(Value):
     seq: int
     """Its row in the ledger."""
     trial: int

@@ -34,6 +34,7 @@ from anchor.chain.logs import scan_logs
 from anchor.errors import ChainUnreachable, DeploymentMismatch, IndexReorgTooDeep, NoQuorum
 from anchor.index.store import IndexStore
 from anchor.readback.quorum import agree, asked, down_once, needed
+from anchor.record import Value
 from anchor.settings.session import endpoint_of as redact_url
 
 if TYPE_CHECKING:
@@ -44,8 +45,8 @@ WINDOW = 2_000
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
-class SyncReport:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class SyncReport(Value):
     head: int
     cursor: int
     added: int

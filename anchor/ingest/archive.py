@@ -28,10 +28,11 @@ import blake3
 
 from anchor.errors import ArchiveRefused, BadInput
 from anchor.manifest.filetree import FileEntry, FileTreeManifest, check_relative_path, sorted_unique
+from anchor.record import Value
 
 
-@dataclass(frozen=True, slots=True)
-class ArchiveLimits:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class ArchiveLimits(Value):
     max_files: int = 10_000
     max_file_bytes: int = 64 << 20
     max_total_bytes: int = 256 << 20

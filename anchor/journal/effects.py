@@ -30,6 +30,7 @@ from anchor.errors import (
 )
 from anchor.journal.faults import fault_point
 from anchor.journal.store import Journal, now
+from anchor.record import Value
 
 if TYPE_CHECKING:
     import sqlite3
@@ -42,8 +43,8 @@ if TYPE_CHECKING:
 # Default confirmation depth per chain id (anchor.chain.presets); the local chain confirms on inclusion.
 
 
-@dataclass(frozen=True, slots=True)
-class RunnerConfig:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class RunnerConfig(Value):
     confirmations: int = 0
     stuck_after_s: float = 30.0
     """A broadcast transaction with no receipt after this long is replaced with a fee bump."""

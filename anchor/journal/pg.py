@@ -32,6 +32,7 @@ import psycopg
 from anchor.errors import JournalBusy, JournalError, LeaseLost, StorageError
 from anchor.journal.schema import POSTGRESQL, SCHEMA_VERSION, migrations, statements
 from anchor.journal.store import Journal
+from anchor.record import Value
 
 PG_SCHEMA = "anchor_journal"
 
@@ -106,8 +107,8 @@ class PgConnection:
         self.conn.close()
 
 
-@dataclass(frozen=True, slots=True)
-class Lease:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Lease(Value):
     """A held lease: whoever has the newest token for `name` may commit; nobody else."""
 
     name: str

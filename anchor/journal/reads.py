@@ -16,13 +16,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from anchor.journal.store import Journal
+from anchor.record import Value
 
 if TYPE_CHECKING:
     from anchor.journal.submit import Payload
 
 
-@dataclass(frozen=True, slots=True)
-class ItemRef:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class ItemRef(Value):
     """One journaled manifest: its digest, kind and state (pending, batched, confirmed)."""
 
     digest: bytes
@@ -30,8 +31,8 @@ class ItemRef:
     state: str
 
 
-@dataclass(frozen=True, slots=True)
-class FileHit:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class FileHit(Value):
     """A file of a journaled manifest, found by its BLAKE3."""
 
     item_id: int
@@ -41,8 +42,8 @@ class FileHit:
     payload: Payload
 
 
-@dataclass(frozen=True, slots=True)
-class EffectRef:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class EffectRef(Value):
     """A root or lineage effect: what the registry is (to be) asked to record, and where it landed."""
 
     kind: str
@@ -52,8 +53,8 @@ class EffectRef:
     block_number: int | None
 
 
-@dataclass(frozen=True, slots=True)
-class BatchRef:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class BatchRef(Value):
     """A batch: its root effect (id, state, transaction) and how many items it holds."""
 
     id: int
@@ -66,8 +67,8 @@ class BatchRef:
     """Who signed its latest transaction: this journal's own key (the explorer's "this service")."""
 
 
-@dataclass(frozen=True, slots=True)
-class AttemptRow:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class AttemptRow(Value):
     digest: bytes
     state: str
     identity: dict[str, Any]
@@ -182,8 +183,8 @@ def recent_batches(journal: Journal, chain_id: int, limit: int = 20) -> list[Bat
     return [_batch(r) for r in rows]
 
 
-@dataclass(frozen=True, slots=True)
-class RecentItem:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class RecentItem(Value):
     """A journaled manifest as the explorer's home lists it: what it is (its identity), where its proof
     was written, which batch holds it and when it was journaled. Never its listing (a tree of 200,000
     files is megabytes): only the payload's annotations."""

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from anchor.record import Value
+
 SCHEMA_VERSION = 8
 
 
-@dataclass(frozen=True, slots=True)
-class Dialect:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Dialect(Value):
     """What the journal's SQL says differently on one engine; everything else is written once."""
 
     name: str

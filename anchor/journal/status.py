@@ -11,6 +11,7 @@ from typing import Any, TypedDict
 
 from anchor.errors import BadInput
 from anchor.journal.store import Journal, now
+from anchor.record import Value
 
 
 class RecentEffect(TypedDict):
@@ -45,8 +46,8 @@ class FailedEffect(TypedDict):
     abandoned: bool
 
 
-@dataclass(frozen=True, slots=True)
-class Status:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Status(Value):
     chain_id: int
     items: dict[str, int]
     effects: dict[str, int]

@@ -17,6 +17,7 @@ from anchor.ingest.untrusted_json import MAX_ANNOTATION_BYTES, check_encodable
 from anchor.journal.store import Journal, index_files, now
 from anchor.manifest.identity import manifest_digest
 from anchor.manifest.listed import ListedFile
+from anchor.record import Value
 
 
 class Payload(TypedDict, total=False):
@@ -28,8 +29,8 @@ class Payload(TypedDict, total=False):
     """What the submitter asked to be written beside the manifest, bound to nothing."""
 
 
-@dataclass(frozen=True, slots=True)
-class Submission:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Submission(Value):
     identity: dict[str, Any]
     payload: Payload
     idempotency_key: str | None = None
@@ -39,8 +40,8 @@ class Submission:
     annotations, it is refused (409) rather than answered with someone else's display data."""
 
 
-@dataclass(frozen=True, slots=True)
-class Submitted:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Submitted(Value):
     item_id: int
     digest: bytes
     state: str

@@ -24,6 +24,7 @@ from anchor.manifest.exclude import Rules
 from anchor.manifest.hashing import Progress
 from anchor.manifest.identity import manifest_digest
 from anchor.manifest.walk import component, root_kind, walk
+from anchor.record import Value
 
 if TYPE_CHECKING:
     from anchor.manifest.listed import ListedFile
@@ -44,8 +45,8 @@ def is_hex64(text: object) -> bool:
     return isinstance(text, str) and len(text) == 64 and set(text) <= HEX64
 
 
-@dataclass(frozen=True, slots=True)
-class FileEntry:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class FileEntry(Value):
     """One regular file: normalized relative POSIX path, size in bytes, BLAKE3 of the contents."""
 
     path: str
@@ -141,8 +142,8 @@ def root_from_audit_path(leaf: bytes, index: int, size: int, path: list[bytes]) 
     return node if sn == 0 else None
 
 
-@dataclass(frozen=True, slots=True)
-class FileTreeManifest:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class FileTreeManifest(Value):
     """The entries sorted by the UTF-8 bytes of their paths, and the tree root over them."""
 
     files: tuple[FileEntry, ...]
@@ -218,8 +219,8 @@ class FileTreeManifest:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class TreeDiff:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class TreeDiff(Value):
     """How a tree on disk differs from a manifest: the paths changed, added and removed."""
 
     changed: tuple[str, ...]

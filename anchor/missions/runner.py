@@ -50,6 +50,7 @@ from anchor.fence.cgroups import Limits
 from anchor.files import private_dir
 from anchor.layout import DataDir
 from anchor.missions.snapshots import _alive
+from anchor.record import Value
 from anchor.settings.session import protect_environment
 
 if TYPE_CHECKING:
@@ -64,8 +65,8 @@ if TYPE_CHECKING:
     from anchor.settings.session import Settings
 
 
-@dataclass(frozen=True, slots=True)
-class MissionRun:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class MissionRun(Value):
     output: str
     result_dir: Path
     proof: Path
@@ -91,8 +92,8 @@ def _db(data_dir: Path) -> sqlite3.Connection:
     return db
 
 
-@dataclass(frozen=True, slots=True)
-class MissionState:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class MissionState(Value):
     """A dispatched mission and where its run stands, as `anchor mission list|status` shows it."""
 
     output: str

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from anchor.errors import BadInput, NotAnchored, Tampered, did_you_mean_path
 from anchor.files import private_dir
+from anchor.record import Value
 from anchor.settings.session import start_ticks
 
 if TYPE_CHECKING:
@@ -38,8 +39,8 @@ CHUNK = 1 << 20
 READ_ONLY = 0o444
 
 
-@dataclass(frozen=True, slots=True)
-class Fetched:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Fetched(Value):
     key: str
     path: Path
     size: int

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from anchor.errors import AnchorError, BadInput, NotAnchored, PolicyMismatch, Tampered
 from anchor.mlflow.reading import PROOF_ARTIFACT, PROOF_FOLDER, RunRead, client_for, get_run, read_run, scratch_dir
+from anchor.record import Value
 from anchor.settings.session import Settings
 
 if TYPE_CHECKING:
@@ -40,8 +41,8 @@ __all__ = ["AnchoredRun", "RunStamped", "RunVerification", "anchored_run", "stam
 TAG_DIGEST, TAG_STATE, TAG_TX = "anchor.manifest_digest", "anchor.state", "anchor.tx"
 
 
-@dataclass(frozen=True, slots=True)
-class RunStamped:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class RunStamped(Value):
     """What `stamp_run` did to one run."""
 
     run_id: str
@@ -63,8 +64,8 @@ class RunStamped:
     """A re-stamp: every change since the proof it supersedes, as recorded in its manifest."""
 
 
-@dataclass(frozen=True, slots=True)
-class RunVerification:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class RunVerification(Value):
     """The verdict on a run: the one `Verification` (artifacts, anchor, policy), and what the run is."""
 
     run_id: str
@@ -105,8 +106,8 @@ class RunVerification:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class EarlierStamp:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class EarlierStamp(Value):
     """The stamp a re-stamp superseded: its digest (bound in the re-stamp's manifest), where its block
     comes from (its own proof, kept in the run and checked against the chain), the changes the re-stamp
     recorded, and what the earlier stamp held of each."""

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from anchor.errors import AnchorError, BadInput, ExitCode, Tampered
 from anchor.mlflow.bridge import RunStamped, RunVerification, _settings, stamp_run, verify_run
 from anchor.mlflow.reading import client_for, runs_of, scratch_dir, translated
+from anchor.record import Value
 
 if TYPE_CHECKING:
     from anchor.anchoring.stamper import Stamper
@@ -45,8 +46,8 @@ ROSTER_FOLDER = "anchor/roster"
 MAX_ROSTER_BYTES = 64 * 1024 * 1024
 
 
-@dataclass(frozen=True, slots=True)
-class Roster:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Roster(Value):
     """The experiment's runs as a stamp of the roster anchored them."""
 
     digest: str
@@ -59,8 +60,8 @@ class Roster:
     """Anchored before with these exact runs: nothing anchored or written now."""
 
 
-@dataclass(frozen=True, slots=True)
-class ExperimentStamped:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class ExperimentStamped(Value):
     """What `stamp_experiment` (or `stamp_runs`) did: each run stamped (or left unchanged), each refused
     with why."""
 
@@ -80,8 +81,8 @@ class ExperimentStamped:
         return worst_exit(list(self.refused.values()))
 
 
-@dataclass(frozen=True, slots=True)
-class ExperimentVerification:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class ExperimentVerification(Value):
     """The verdict on an experiment: each run's (or the typed error it failed with), its deleted runs
     apart, and its roster against the runs the store holds now."""
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from anchor.errors import AnchorError, BadInput, ToolchainMissing, TrackingUnreachable
+from anchor.record import Value
 from anchor.settings.session import endpoint_of
 
 if TYPE_CHECKING:
@@ -33,8 +34,8 @@ _COMMIT = re.compile(r"^([0-9a-f]{40}|[0-9a-f]{64})$")
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,255}$")
 
 
-@dataclass(frozen=True, slots=True)
-class RunRead:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class RunRead(Value):
     """A run as read now: its manifest, its artifacts' tree (the listing per-file proofs come from), where
     the artifacts were downloaded (the caller's scratch directory), and what is shown but not bound."""
 

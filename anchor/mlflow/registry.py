@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 from anchor.errors import AnchorError, BadInput, NotAnchored, PolicyMismatch, Tampered
 from anchor.mlflow.bridge import RunVerification, _settings, verify_run
 from anchor.mlflow.reading import PROOF_FOLDER, client_for, scratch_dir, translated
+from anchor.record import Value
 
 if TYPE_CHECKING:
     from anchor.anchoring.stamper import Stamper
@@ -54,8 +55,8 @@ HISTORY_BOUND = 256
 PROMOTION_FILE = "promotion.json"
 
 
-@dataclass(frozen=True, slots=True)
-class SearchChampion:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class SearchChampion(Value):
     """A research search's champion, as its ledger holds it (anchor.research): bound into the promotion
     record, so the registered version names the ledger head and the trial count behind it."""
 
@@ -79,8 +80,8 @@ class SearchChampion:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class Promoted:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Promoted(Value):
     """What `promote` did: the version registered (or found), the alias set, the run it stands on, and
     the promotion's lineage record."""
 
@@ -103,8 +104,8 @@ class Promoted:
     research: dict[str, object] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ModelVerification:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class ModelVerification(Value):
     """The verdict on a registered version: its run's (`RunVerification`), its own files, and its
     promotion as the chain holds it."""
 

@@ -33,6 +33,7 @@ from anchor.errors import AnchorError, BadInput
 from anchor.mlflow.bridge import RunStamped, _settings, stamp_run
 from anchor.mlflow.reading import client_for, scratch_dir, translated
 from anchor.mlflow.registry import Promoted, SearchChampion, promote
+from anchor.record import Value
 
 if TYPE_CHECKING:
     from anchor.anchoring.stamper import Stamper
@@ -45,8 +46,8 @@ TAG_DIGEST = "research.attempt_digest"
 CHAMPION_MODEL_NAME = "champion"
 
 
-@dataclass(frozen=True, slots=True)
-class SearchLogged:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class SearchLogged(Value):
     """What `log_search` did: the experiment, the runs logged now and before, the champion's run, its
     stamp and its promotion."""
 

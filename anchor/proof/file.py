@@ -40,7 +40,7 @@ MAX_PROOF_FILES = 1_000_000
 HEX32 = r"^0x[0-9a-f]{64}$"
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class BatchPath(Record):
     """The OpenZeppelin StandardMerkleTree path from the manifest digest to the anchored root."""
 
@@ -50,7 +50,7 @@ class BatchPath(Record):
     root: str = check(pattern=HEX32)
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class FileInclusion(Record):
     """One file's membership in the manifest's file tree: its entry and its audit path."""
 
@@ -65,7 +65,7 @@ class FileInclusion(Record):
 HEX = r"^0x([0-9a-f]{2})*$"
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class SealedState(Record):
     """The registry's record of the root as of a block after the anchoring one (docs/manifest.md, "The
     record as of a later block"): that block's header (RLP), and the `eth_getProof` proofs of the
@@ -78,7 +78,7 @@ class SealedState(Record):
     storage_proof: tuple[str, ...] = check(max_length=64)
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class Sealed(Record):
     """What verifies this anchor with no network (docs/manifest.md, "Sealed proofs"): the block header
     (RLP), the anchoring transaction's receipt (typed-receipt encoding) and the Merkle-Patricia proof of
@@ -93,7 +93,7 @@ class Sealed(Record):
     """The record as of a later block (`anchor seal` adds it, `anchor seal --refresh` moves it on)."""
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class ChainAnchor(Record):
     """Where the root is anchored (and, once sealed, the chain's own evidence of it)."""
 
@@ -107,7 +107,7 @@ class ChainAnchor(Record):
     sealed: Sealed | None = None
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class ServiceAnchor(Record):
     """A further anchor of the same manifest, got from another service (another batch, maybe another
     chain): one proof file holds every anchor it got (docs/calendar.md)."""
@@ -117,7 +117,7 @@ class ServiceAnchor(Record):
     anchor: ChainAnchor
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class ProofFile(Record):
     format: Literal["anchor/proof"] = "anchor/proof"
     version: Literal[1] = 1
@@ -166,7 +166,7 @@ class ProofFile(Record):
         return _dumps(self)
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class PendingProof(Record):
     """What `anchor stamp --service` writes at once: the manifest (and its listing, which never left
     this machine), and every service's signed receipt. `anchor upgrade` turns it into a `ProofFile`

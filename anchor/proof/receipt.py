@@ -28,7 +28,7 @@ RECEIPT_TYPE = [
 ]
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class Receipt(Record):
     """One service's signed acceptance of one manifest. `url` is where the client reached the service
     (not signed: it is where `anchor upgrade` asks again); everything else is signed."""

@@ -13,6 +13,7 @@ from typing import Any
 from anchor.errors import ServiceError
 from anchor.proof.file import PendingProof, ProofFile, ServiceAnchor
 from anchor.proof.receipt import Receipt
+from anchor.record import Value
 
 MAX_ANSWER_BYTES = 64 << 10
 """The largest answer a service call reads (caps sized to what answers carry): a complete proof
@@ -55,8 +56,8 @@ def configured_urls(settings: Any) -> tuple[str, ...]:
     return tuple(found)
 
 
-@dataclass(frozen=True, slots=True)
-class Service:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Service(Value):
     """One anchoring service; `token` is never shown (repr names whether there is one)."""
 
     url: str

@@ -24,7 +24,7 @@ from anchor.errors import (
 from anchor.manifest.onchain import parse_address, parse_hex32
 from anchor.proof.file import PendingProof, ProofFile
 from anchor.readback.verdict_json import AnchorRow, BundleRan, LaterStamp, PendingRow, Quorum
-from anchor.record import Record
+from anchor.record import Record, Value
 
 if TYPE_CHECKING:
     from anchor.chain.registry import Retraction, RootRecord
@@ -41,7 +41,7 @@ for are verified, other services' receipts are still pending: `pending`, `anchor
 raised as its typed error, whose `code` says it (`pending`, `retracted`, `tampered`, …)."""
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class Verification(Record):
     """A successful verification, backed by a live chain read at `read_at_block` (or, offline, by the
     blocks trusted); `status` says which, and what is still open."""
@@ -316,8 +316,8 @@ def reason_text(proof: ProofFile, digest: str) -> str | None:
 FINALITY_ORDER = ("safe", "finalized")
 
 
-@dataclass(frozen=True, slots=True)
-class Policy:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Policy(Value):
     """What a verdict must show beyond "anchored", the same wherever it is asked (`anchor verify`'s
     options, the API's query parameters): who anchored it, by when, and how final it must be. Applied
     to a verdict `verify_proof` gave; raises `PolicyMismatch` (exit 10, 412), `NotFinal` (exit 11, 425)

@@ -18,11 +18,12 @@ import blake3
 from anchor.errors import BadInput, GitError, Tampered
 from anchor.fence.git import Repo
 from anchor.files import private_dir
+from anchor.record import Value
 from anchor.research.ledger import LedgerRow
 
 
-@dataclass(frozen=True, slots=True)
-class Audit:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Audit(Value):
     commits: int
     """Entries whose commit was found and whose diff hashed to the ledgered one."""
     evidence: int

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from anchor.errors import BadInput, Tampered
 from anchor.manifest.onchain import LEDGER_TAG
+from anchor.record import Value
 from anchor.research.ledger import AnyLedger, LedgerRow
 
 if TYPE_CHECKING:
@@ -78,8 +79,8 @@ class Checkpoints:
             self._flusher.close()
 
 
-@dataclass(frozen=True, slots=True)
-class AnchoredHeads:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class AnchoredHeads(Value):
     checkpoints: int
     """How many anchored heads were read back and matched."""
     length: int
@@ -159,8 +160,8 @@ def _hold(
         )
 
 
-@dataclass(frozen=True, slots=True)
-class ChainHeads:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class ChainHeads(Value):
     checkpoints: int
     """Checkpoint records by trusted addresses, read from the chain and matched."""
     length: int

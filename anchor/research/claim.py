@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from anchor.errors import AnchorError, BadInput, NotAnchored, Tampered
+from anchor.record import Value
 from anchor.research.ledger import LedgerRow
 
 if TYPE_CHECKING:
@@ -51,8 +52,8 @@ VERSION = 1
 INDEX = "claim.json"
 
 
-@dataclass(frozen=True, slots=True)
-class ClaimExport:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class ClaimExport(Value):
     """What `export_claim` wrote: where, how many files, and the block a reader must trust."""
 
     path: Path
@@ -64,8 +65,8 @@ class ClaimExport:
     """Proofs sealed into the claim (checkpoints, champion records, the pre-registration)."""
 
 
-@dataclass(frozen=True, slots=True)
-class ClaimVerdict:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class ClaimVerdict(Value):
     """What `check_claim` re-derived: the report (as `research report` prints it) and what it rests on."""
 
     lines: list[str]

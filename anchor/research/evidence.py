@@ -26,13 +26,14 @@ from pathlib import Path
 from anchor.errors import BadInput, Tampered
 from anchor.manifest.filetree import FileTreeManifest, diff, hash_tree
 from anchor.manifest.walk import MAX_LINK_TARGET
+from anchor.record import Value
 from anchor.research.ledger import LedgerRow
 
 POLICY = "record"
 
 
-@dataclass(frozen=True, slots=True)
-class Sealed:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Sealed(Value):
     manifest: FileTreeManifest
     removed: tuple[str, ...]
     """What the run left that cannot be evidence, removed before hashing (relative paths)."""

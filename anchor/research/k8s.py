@@ -40,6 +40,7 @@ from anchor.anchoring.k8s import (
     token_variable,
 )
 from anchor.errors import BadInput, did_you_mean
+from anchor.record import Value
 
 COMMIT = re.compile(r"^([0-9a-f]{40}|[0-9a-f]{64})$")
 __all__ = ["JobSpec", "render_job", "render_researchers", "to_yaml"]
@@ -62,8 +63,8 @@ for url in urls:
 """
 
 
-@dataclass(frozen=True, slots=True)
-class JobSpec:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class JobSpec(Value):
     name: str
     researchers: int
     image: str

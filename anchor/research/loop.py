@@ -34,6 +34,7 @@ from anchor.fence.runner import reap_survivors, run_command
 from anchor.fence.sandbox import Sandbox
 from anchor.files import private_dir
 from anchor.manifest.attempt import AttemptManifest, Metric
+from anchor.record import Value
 from anchor.research.audit import remember_repo
 from anchor.research.contract import AttemptContract
 from anchor.research.evaluator import evaluate, measured_by
@@ -53,8 +54,8 @@ COMMIT_DATE = "2026-01-01T00:00:00+00:00"
 """Attempt commits carry a fixed date: the same change from the same champion is the same commit."""
 
 
-@dataclass(frozen=True, slots=True)
-class SearchLimits:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class SearchLimits(Value):
     max_attempts: int = 20
     budget_s: float = 3600.0
     max_consecutive_failures: int = 5

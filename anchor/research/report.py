@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from anchor.errors import AnchorError, BadInput
+from anchor.record import Value
 from anchor.research.ledger import LedgerRow
 from anchor.research.loop import NO_PARENT
 from anchor.settings.session import Settings
@@ -19,8 +20,8 @@ if TYPE_CHECKING:
 BARS = "▁▂▃▄▅▆▇█"
 
 
-@dataclass(frozen=True, slots=True)
-class SearchReport:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class SearchReport(Value):
     """`anchor research report` of one search: its figures (`data`, the JSON a script reads), the same in
     words (`lines`), and the pre-registered contract a table's methods sentence is made from."""
 

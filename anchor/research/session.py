@@ -18,12 +18,13 @@ from typing import Any
 
 from anchor.errors import BadInput, Conflict, ResearcherFailed
 from anchor.files import private_dir
+from anchor.record import Value
 from anchor.research.ledger import LedgerRow
 from anchor.settings.session import child_environment, own_environment
 
 
-@dataclass(frozen=True)
-class SearchOptions:
+@dataclass(frozen=True, eq=False, repr=False)
+class SearchOptions(Value):
     """Everything `anchor research run` takes, with its defaults (docs/research.md)."""
 
     repo: Path
@@ -47,8 +48,8 @@ class SearchOptions:
     services: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class SearchRun:
+@dataclass(frozen=True, eq=False, repr=False)
+class SearchRun(Value):
     """What a run did: each researcher's summary, what was anchored (None with `anchor=False`), the
     contract's digest, and whether the anchors went through services."""
 

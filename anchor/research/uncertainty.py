@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from anchor.errors import BadInput
 from anchor.manifest.champion import bound, wilson
+from anchor.record import Value
 from anchor.research.ledger import LedgerRow
 from anchor.research.resample import STATISTICS
 
@@ -46,8 +47,8 @@ MAX_PER_EXAMPLE = 10_000
 share differs from it by little, and the report says which was used."""
 
 
-@dataclass(frozen=True, slots=True)
-class Sample:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Sample(Value):
     """What is known of the evaluation behind one measurement."""
 
     examples: int | None

@@ -22,12 +22,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from anchor.record import Value
 from anchor.research.ledger import AnyLedger, KeepRuleJson, LedgerRow
 from anchor.settings.session import Settings
 
 
-@dataclass(frozen=True, slots=True)
-class SearchVerdict:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class SearchVerdict(Value):
     """What a search's verification found: every field computed here, none taken from the ledger's say."""
 
     ledger: str

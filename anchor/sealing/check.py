@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from anchor.errors import BadInput, ProofContradicted, UnknownRegistry
+from anchor.record import Value
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -30,8 +31,8 @@ if TYPE_CHECKING:
     from anchor.settings.session import Settings
 
 
-@dataclass(frozen=True, slots=True)
-class SealedEvidence:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class SealedEvidence(Value):
     """What a sealed anchor showed, checked offline: who anchored the root, in which block, when, and
     what that rests on, in words."""
 
@@ -250,8 +251,8 @@ def check_sealed_against(anchor: ChainAnchor, root: bytes, block_hash: str, emit
     return SealedEvidence(submitter, number, timestamp, sealed_hash, f"{trust} of block {number}")
 
 
-@dataclass(frozen=True, slots=True)
-class RecordState:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class RecordState(Value):
     """The registry's record of a root as a later block's state shows it, checked against that block's hash."""
 
     block_number: int

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from anchor.errors import AnchorError, BadInput, NotAnchored
+from anchor.record import Value
 
 if TYPE_CHECKING:
     from anchor.chain.rpc import Rpc
@@ -20,8 +21,8 @@ if TYPE_CHECKING:
     from anchor.settings.session import Settings
 
 
-@dataclass(frozen=True, slots=True)
-class SealedProof:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class SealedProof(Value):
     proof: Path
     sealed: int
     """Anchors sealed now."""

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from anchor.errors import BadInput
+from anchor.record import Value
 
 if TYPE_CHECKING:
     from anchor.settings.model import Environment
@@ -44,8 +45,8 @@ DATA_DIR_NAME = ".anchor"
 """The folder a project's data dir is found by, walking up, as git finds `.git`."""
 
 
-@dataclass(frozen=True, slots=True)
-class Setting:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Setting(Value):
     value: str | None
     source: str
 

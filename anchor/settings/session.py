@@ -14,6 +14,7 @@ from typing import Any
 
 from anchor.errors import BadInput
 from anchor.layout import DataDir
+from anchor.record import Value
 from anchor.settings.model import SECRET_VARIABLES as SECRET_VARIABLES  # re-exported: where callers look
 from anchor.settings.model import Environment
 from anchor.settings.model import is_secret as is_secret
@@ -75,8 +76,8 @@ def start_ticks(pid: int) -> int | None:
 LOCAL_CHAIN_STARTS = ("refuse", "until_exit", "keep_running")
 
 
-@dataclass(frozen=True, slots=True)
-class Settings:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Settings(Value):
     """Where a command works, resolved from the command line, the settings model (`env`) and the
     anchor.toml files: what each `ANCHOR_*` variable means is said once, in anchor.settings.model."""
 

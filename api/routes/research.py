@@ -22,6 +22,7 @@ from starlette.concurrency import run_in_threadpool
 
 from anchor.errors import NotAnchored, RateLimited, Tampered, UnsafePath
 from anchor.files import read_regular
+from anchor.record import Value
 from anchor.research.ledger import LedgerRow
 from anchor.settings.session import Settings
 from api.deps import SettingsDep
@@ -36,8 +37,8 @@ Researcher = Annotated[str, PathParam(min_length=1, max_length=128, description=
 MAX_DIFF_BYTES = 8 * 1024 * 1024
 
 
-@dataclass(frozen=True, slots=True)
-class _Verified:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class _Verified(Value):
     """One ledger as it was verified under `stamp`, with its rows indexed by researcher."""
 
     stamp: tuple[object, ...]

@@ -157,3 +157,53 @@ def test_a_corrupt_deployment_record_is_bad_input_naming_the_file(tmp_path: Path
         with pytest.raises(BadInput) as info:
             load_deployment(tmp_path, 31337)
         assert info.value.detail["file"].endswith("31337.json") and "corrupt deployment record" in info.value.message
+
+
+def test_a_value_compares_hashes_and_prints_as_a_generated_dataclass_would() -> None:
+    """`Value` stands in for the eq, hash and repr a frozen dataclass would generate (they cost start-up
+    time): two classes alike but for that must agree on every pair of values."""
+    from anchor.record import Value
+
+    @dataclasses.dataclass(frozen=True, slots=True, eq=False, repr=False)
+    class Ours(Value):
+        a: int
+        b: tuple[str, ...] = ()
+        note: str = dataclasses.field(default="", compare=False)
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Theirs:
+        a: int
+        b: tuple[str, ...] = ()
+        note: str = dataclasses.field(default="", compare=False)
+
+    pairs = [((1, ("x",), ""), (1, ("x",), "other")), ((1, ()), (2, ())), ((1, ("x",)), (1, ("y",)))]
+    for left, right in pairs:
+        assert (Ours(*left) == Ours(*right)) is (Theirs(*left) == Theirs(*right))
+        assert (Ours(*left) != Ours(*right)) is (Theirs(*left) != Theirs(*right))
+        assert (hash(Ours(*left)) == hash(Ours(*right))) is (hash(Theirs(*left)) == hash(Theirs(*right)))
+    assert repr(Ours(1, ("x",), "n")) == repr(Theirs(1, ("x",), "n")).replace("Theirs", "Ours")
+    assert Ours(1) != Theirs(1) and Ours(1) != (1, (), "")  # another class is never equal
+    assert len({Ours(1), Ours(1, (), "n"), Ours(2)}) == 2
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Ours(1).a = 2  # type: ignore[misc]
+
+
+def test_every_frozen_dataclass_of_the_package_takes_its_eq_and_repr_from_value() -> None:
+    """A new value class declared the generated way costs every command's start-up its eq, hash and
+    repr (each an `exec` at import): the package declares them with `Value`'s."""
+    import ast
+
+    root = Path(__file__).resolve().parents[2]
+    generated = []
+    for path in [*root.joinpath("anchor").rglob("*.py"), *root.joinpath("api").rglob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            for decorator in node.decorator_list:
+                if isinstance(decorator, ast.Call) and ast.unparse(decorator.func).endswith("dataclass"):
+                    said = {k.arg: ast.unparse(k.value) for k in decorator.keywords}
+                    if said.get("frozen") == "True" and "eq" not in said and node.bases:
+                        continue  # a subclass of a Value class: see its base
+                    if said.get("frozen") == "True" and (said.get("eq"), said.get("repr")) != ("False", "False"):
+                        generated.append(f"{path.relative_to(root)}:{node.lineno} {node.name}")
+    assert generated == []

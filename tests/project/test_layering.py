@@ -41,27 +41,27 @@ def test_the_cli_start_up_path_imports_no_chain_or_web_library() -> None:
 ALLOWED: dict[str, set[str]] = {
     # ground
     "errors": set(),
-    "layout": set(),  # where each thing is under the data dir (anchor/layout.py): paths only
-    "record": set(),  # frozen, strictly typed records (anchor/record.py): the read path's formats
-    "files": {"errors"},
-    "settings": {"errors", "layout"},
+    "layout": {"record"},  # where each thing is under the data dir (anchor/layout.py): paths only
+    "record": set(),  # records and Value (anchor/record.py): every layer declares its values with them
+    "files": {"errors", "record"},
+    "settings": {"errors", "layout", "record"},
     # formats: the pure core, hostile decoders, the proof file
-    "manifest": {"errors", "files"},  # files.read_document: a mission file or bundle spec a user names
-    "batch": {"errors", "manifest"},  # manifest.keccak: the EVM's hash, one implementation
-    "ingest": {"errors", "manifest"},
+    "manifest": {"errors", "files", "record"},  # files.read_document: a mission file or bundle spec a user names
+    "batch": {"errors", "manifest", "record"},  # manifest.keccak: the EVM's hash, one implementation
+    "ingest": {"errors", "manifest", "record"},
     "proof": {"errors", "files", "ingest", "manifest", "record"},
     # the chain, then the journal that drives effects onto it (a store: no settings, no proof files)
     "chain": {"layout", "errors", "files", "record", "settings", "manifest"},  # manifest: keccak256, the core's hash
     # settings: anchor.settings.model only, for the tests' fault hook (ANCHOR_FAULT); the store reads no setting
-    "journal": {"layout", "errors", "files", "manifest", "batch", "ingest", "chain", "settings"},
+    "journal": {"layout", "errors", "files", "manifest", "batch", "ingest", "chain", "settings", "record"},
     # sealed proofs: a proof's anchors sealed from the chain, and checked with no socket
-    "sealing": {"errors", "manifest", "proof", "chain", "settings"},
+    "sealing": {"errors", "manifest", "proof", "chain", "settings", "record"},
     # read-back: never writes, never the journal
     "readback": {"layout", "errors", "ingest", "manifest", "batch", "proof", "chain", "record", "settings", "sealing"},
     # the fence: untrusted code run on this host (attempts, proposers, evaluators, mission commands) under
     # an unprivileged uid, a sandbox and kernel-enforced bounds; the harness's git, hardened against what
     # that code leaves. Below every application that runs untrusted code, above nothing but the ground
-    "fence": {"errors", "files", "settings"},
+    "fence": {"errors", "files", "settings", "record"},
     # application
     "anchoring": {
         "layout",
@@ -74,6 +74,7 @@ ALLOWED: dict[str, set[str]] = {
         "journal",
         "readback",
         "settings",
+        "record",
     },
     # sealing: a research claim's proofs and lineage receipts sealed for an offline check (anchor.research.claim)
     "research": {
@@ -89,8 +90,20 @@ ALLOWED: dict[str, set[str]] = {
         "settings",
         "fence",
         "sealing",
+        "record",
     },
-    "attest": {"layout", "errors", "files", "ingest", "manifest", "proof", "readback", "anchoring", "settings"},
+    "attest": {
+        "layout",
+        "errors",
+        "files",
+        "ingest",
+        "manifest",
+        "proof",
+        "readback",
+        "anchoring",
+        "settings",
+        "record",
+    },
     "missions": {
         "layout",
         "errors",
@@ -104,15 +117,25 @@ ALLOWED: dict[str, set[str]] = {
         "journal",
         "readback",
         "chain",
+        "record",
     },  # readback: a resume pin's proof; chain: the deployment a pod checks
     # read-back for someone with only the chain: the registry's events, and published claims compared
-    "index": {"layout", "errors", "manifest", "chain", "research", "settings", "readback"},  # readback: the quorum vote
+    "index": {
+        "layout",
+        "errors",
+        "manifest",
+        "chain",
+        "research",
+        "settings",
+        "readback",
+        "record",
+    },  # readback: the quorum vote
     # the library's face: one Verifier (the Stamper is anchoring's, below research and missions,
     # which take one), and `import anchor`'s lazy names over both
-    "library": {"errors", "settings", "manifest", "proof", "readback", "chain", "anchoring", "sealing"},
+    "library": {"errors", "settings", "manifest", "proof", "readback", "chain", "anchoring", "sealing", "record"},
     # the public face re-exports, lazily, each public type where it is defined (one object everywhere):
     # the proof file's records, a verdict's parts, what seal wrote, where a data dir keeps what
-    "__init__": {"errors", "settings", "anchoring", "library", "proof", "readback", "sealing", "layout"},
+    "__init__": {"errors", "settings", "anchoring", "library", "proof", "readback", "sealing", "layout", "record"},
     # the MLflow bridge: a run read into a manifest, anchored by the one Stamper, verified by the one
     # Verifier; MLflow itself imported only here
     # chain: rpc.failure_words (why a server gave no answer) and a promotion's lineage record read back;
@@ -129,6 +152,7 @@ ALLOWED: dict[str, set[str]] = {
         "chain",
         "research",
         "files",
+        "record",
     },
     # interfaces
     "cli": {
@@ -150,8 +174,9 @@ ALLOWED: dict[str, set[str]] = {
         "sealing",
         "mlflow",
         "api",
+        "record",
     },  # api: `anchor serve` only (below)
-    "__main__": {"cli"},
+    "__main__": {"cli", "record"},
 }
 GROUND_MODULES = {"__init__", "__main__", "errors", "files", "layout", "record"}
 
