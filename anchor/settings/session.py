@@ -8,6 +8,7 @@ imports the chain (`anchor.chain.open` turns settings into a connection).
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -133,11 +134,13 @@ class Settings(Value):
         env = Environment.load() if env is None else env
         urls = [rpc_url] if isinstance(rpc_url, str) else list(rpc_url or [])
         settings, found = cls._resolve(data_dir, urls[0] if urls else None, near, env)
-        if settings.data_dir.exists() and not settings.data_dir.is_dir():  # `config show` still shows it
+        blocked = _file_in_the_way(settings.data_dir)
+        if blocked is not None:  # `config show` still shows it
             where = found["data_dir"]
+            said = "" if blocked == settings.data_dir else f": {blocked} is a file"
             raise BadInput(
                 f"data directory {where.value} (from {where.source}): not a directory (a file is in the"
-                " way); name a folder, made if missing",
+                f" way{said}); name a folder, made if missing",
                 detail={"path": str(settings.data_dir), "source": where.source},
             )
         settings = replace(settings, service_urls=env.service_urls, browser_rpc_urls=env.browser_rpc_url)
@@ -213,3 +216,18 @@ def redact_url(url: str) -> str:
 
     shown = re.sub(r"^([a-z][a-z0-9+.-]*://[^/@:]*:)[^/@]*@", r"\1***@", url)
     return re.sub(r"([?&][^=&#]*(?:pass|token|key|secret|auth|sig)[^=&#]*=)[^&#]*", r"\1***", shown, flags=re.I)
+
+
+def _file_in_the_way(path: Path) -> Path | None:
+    """The file that stops `path` from being a folder (made if missing): `path` itself, or the nearest
+    of its parents that exists, when that is not a folder. A command would otherwise fail deep inside
+    with NotADirectoryError where it first opens something under it."""
+    for candidate in (path, *path.parents):
+        try:
+            mode = candidate.stat().st_mode
+        except FileNotFoundError:
+            continue
+        except NotADirectoryError:
+            continue  # a parent further up is the file: met next
+        return None if stat.S_ISDIR(mode) else candidate
+    return None

@@ -147,8 +147,8 @@ def test_a_data_dir_that_is_a_file_or_cannot_be_made_is_named_with_where_it_came
     tmp_path: Path,
 ) -> None:
     """`anchor --data-dir results.csv stamp x` said "unexpected NotADirectoryError; this is a bug in anchor"
-    (exit 1), and a data dir that cannot be made (under /proc) "unexpected FileNotFoundError" (`stamp`,
-    `journal submit`, `snapshot add`). Each is the
+    (exit 1), as did one under a file (`results.csv/.anchor`), and a data dir that cannot be made (under /proc)
+    "unexpected FileNotFoundError" (`stamp`, `journal submit`, `snapshot add`). Each is the
     user's to fix: exit 2, naming the directory and where the setting came from; nothing is written."""
     (tmp_path / "x.txt").write_text("x")
     (tmp_path / "results.csv").write_text("a,b\n")
@@ -160,6 +160,11 @@ def test_a_data_dir_that_is_a_file_or_cannot_be_made_is_named_with_where_it_came
     ), by_option.stderr
     by_variable = run_anchor(["stamp", "x.txt"], env | {"ANCHOR_DATA_DIR": "results.csv"}, cwd=tmp_path)
     assert by_variable.returncode == ExitCode.BAD_INPUT and "(from ANCHOR_DATA_DIR)" in by_variable.stderr
+    # a file further up the path: `exists()` says False under it, and verify/info/stamp met NotADirectoryError
+    for words in (["stamp", "x.txt"], ["verify", "x.txt"], ["info"]):
+        under = run_anchor(words, env | {"ANCHOR_DATA_DIR": "results.csv/.anchor"}, cwd=tmp_path)
+        assert under.returncode == ExitCode.BAD_INPUT, under.stderr
+        assert f"a file is in the way: {tmp_path / 'results.csv'} is a file" in under.stderr, under.stderr
     cannot = run_anchor(["--data-dir", "/proc/anchor-data", "snapshot", "add", "x.txt"], env, cwd=tmp_path)
     assert cannot.returncode == ExitCode.BAD_INPUT, cannot.stderr
     assert cannot.stderr.startswith("error[bad_input]: /proc/anchor-data: cannot be made"), cannot.stderr
