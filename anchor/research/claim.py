@@ -326,13 +326,18 @@ def _write_headers(settings: Settings, root: Path, chain_id: int, blocks: list[i
 
 
 def _digests(root: Path) -> dict[str, str]:
+    """Each file's BLAKE3, read a chunk at a time: a claim's file is never held whole in memory."""
     import blake3
 
-    return {
-        path.relative_to(root).as_posix(): blake3.blake3(path.read_bytes()).hexdigest()
-        for path in sorted(root.rglob("*"))
-        if path.is_file() and not path.is_symlink() and path.name != INDEX
-    }
+    found = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and not path.is_symlink() and path.name != INDEX:
+            hasher = blake3.blake3()
+            with path.open("rb") as f:
+                while chunk := f.read(1 << 20):
+                    hasher.update(chunk)
+            found[path.relative_to(root).as_posix()] = hasher.hexdigest()
+    return found
 
 
 def _index(root: Path, chain_id: int, trust_block: int) -> int:
@@ -420,10 +425,25 @@ def _opened(claim: Path, label: str) -> Any:
                                 f"{label}: {odd_members[0]} is neither a file nor a directory",
                                 detail={"field": "claim", "file": odd_members[0]},
                             )
+                        # a sparse member claims any size in a few bytes of tar (40 GiB in 143 KB): an
+                        # export never writes one, and every other member's size is the tar's own bytes
+                        sparse = [m.name for m in members if m.issparse()]
+                        if sparse:
+                            raise BadInput(
+                                f"{label}: {sparse[0]} is a sparse member; `anchor research export` writes none",
+                                detail={"field": "claim", "file": sparse[0]},
+                            )
                         tar.extractall(root, members, filter="data")
-            except (tarfile.TarError, OSError, shutil.Error) as exc:
+            except tarfile.FilterError as exc:  # its message holds the path it resolved to: a path of ours
+                name = exc.tarinfo.name
                 raise BadInput(
-                    f"{label}: not a claim tar ({type(exc).__name__}: {exc})", detail={"field": "claim", "file": label}
+                    f"{label}: {name} would be written outside the claim ({type(exc).__name__})",
+                    detail={"field": "claim", "file": name},
+                ) from None
+            except (tarfile.TarError, OSError, shutil.Error) as exc:
+                said = str(exc).replace(str(root) + "/", "").replace(str(root), "claim").replace(scratch, "")
+                raise BadInput(
+                    f"{label}: not a claim tar ({type(exc).__name__}: {said})", detail={"field": "claim", "file": label}
                 ) from None
             odd = sorted(p for p in root.rglob("*") if p.is_symlink() or not (p.is_file() or p.is_dir()))
             if odd:
@@ -447,6 +467,8 @@ def _check(settings: Settings, root: Path, offline: bool, trusted_block: Sequenc
     trusted = "the chain, read live"
     if offline:
         settings, trusted = _trust_headers(settings, root, index, trusted_block)
+    else:  # the same headers, vouched for by the chain's hash of the last: online reads what offline reads
+        _trust_headers(settings, root, index, [_chains_hash_of_the_last(settings, root, index)])
     ledger = Ledger(root / "ledger.jsonl")
     ledger.verify()  # the hash chain: an edited, dropped or reordered row named by line
     rows = ledger.rows()
@@ -485,6 +507,7 @@ def _check(settings: Settings, root: Path, offline: bool, trusted_block: Sequenc
             f"report.json: {', '.join(differ) or 'its figures'} differ from what the claim re-derives",
             detail={"file": "report.json", "fields": differ},
         )
+    _every_file_bound(root, rows, champions, terms=load_pinned(root, rows))
     return ClaimVerdict(
         lines=report.lines,
         data=report.data,
@@ -524,6 +547,112 @@ def _read_index(root: Path) -> dict[str, Any]:
     return index
 
 
+def _headers(root: Path) -> tuple[list[bytes], list[int], list[bytes]]:
+    """headers.json's headers, their block numbers and their parent hashes (`Tampered` if it holds none)."""
+    from anchor.sealing.encoding import NUMBER, header_fields
+
+    try:
+        listing = json.loads((root / "headers.json").read_text(encoding="utf-8"))
+        headers = [bytes.fromhex(h[2:]) for h in listing["headers"]]
+        numbers = [int.from_bytes(header_fields(h)[NUMBER], "big") for h in headers]
+        parents = [bytes(header_fields(h)[0]) for h in headers]
+    except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
+        raise Tampered(
+            f"headers.json: not a list of block headers ({type(exc).__name__})", detail={"file": "headers.json"}
+        ) from None
+    if not headers:
+        raise Tampered("headers.json: holds no block header", detail={"file": "headers.json"})
+    return headers, numbers, parents
+
+
+def _chains_hash_of_the_last(settings: Settings, root: Path, index: dict[str, Any]) -> str:
+    """`N:HASH` of the claim's last header as the chain read live names it: online, the chain is the
+    trust root headers.json is checked against (it went unread online, so an edited one passed there
+    and was refused offline)."""
+    from anchor.chain.open import open_chain
+    from anchor.chain.presets import chain_name
+
+    last = _headers(root)[1][-1]
+    handle = open_chain(settings)
+    chain_id = int(index.get("chain_id") or 0)
+    if handle.chain_id != chain_id:
+        raise Tampered(
+            f"{INDEX}: the claim is of {chain_name(chain_id)}, the endpoint serves {chain_name(handle.chain_id)}",
+            detail={"file": INDEX, "field": "chain_id"},
+        )
+    block = handle.rpc.get_block(last)
+    if not block:
+        raise Tampered(
+            f"headers.json: block {last} is not on the chain read ({chain_name(chain_id)})",
+            detail={"file": "headers.json", "block": last},
+        )
+    return f"{last}:{str(block['hash']).lower()}"
+
+
+def _every_file_bound(root: Path, rows: list[LedgerRow], champions: dict[str, str], terms: Any) -> None:
+    """Every file of the claim is one a check above re-derived or re-hashed: a file added beside them (a
+    NOTES.txt saying "holdout 0.99" in a final run's folder, a researcher's runs copied under another
+    name, a checkpoint twice under another length) is named, so a verified claim carries nothing that
+    was not checked. The same rule as the checks: the champion's run dir counts when its evidence was
+    re-hashed, a record's final runs when the contract names a metric to re-read."""
+    from anchor.manifest.filetree import hash_tree
+    from anchor.proof.file import load_proof
+    from anchor.research.evidence import POLICY, evidence_dir_of, listing_path
+    from anchor.research.final import final_runs_dir, record_state
+    from anchor.research.ledger import is_attempt
+
+    bound = {INDEX, "ledger.jsonl", "contract.toml", "contract.anchor.json", "headers.json", "report.txt"}
+    bound |= {"report.json"}
+    bound |= {f"attempts/{r['seq']:08d}.json" for r in rows if is_attempt(r)}
+    bound |= {p.relative_to(root).as_posix() for p in (root / "lineage").glob("*.json")}  # each one checked
+    for path in (root / "checkpoints").glob("*.anchor.json"):  # each checked; named for the head it holds
+        if path.name != f"{load_proof(path).manifest.get('length')!s:0>8}.anchor.json":
+            raise Tampered(
+                f"checkpoints/{path.name}: a checkpoint of another ledger length under this name (a copy?)",
+                detail={"file": f"checkpoints/{path.name}"},
+            )
+        bound.add(f"checkpoints/{path.name}")
+    trees: list[Path] = []
+    researchers = {str(r["researcher"]) for r in rows if is_attempt(r)}
+    for who in sorted(researchers):
+        champion = [r for r in rows if is_attempt(r) and r["researcher"] == who and r["kept"]]
+        if who in champions and terms is not None and "evidence" in champion[-1]:
+            trees.append(evidence_dir_of(root, champion[-1]))
+        for path in sorted((root / "runs" / who).glob("champion-*.json")):
+            bound.add(path.relative_to(root).as_posix())
+            if path.name.endswith(".anchor.json"):
+                continue
+            record, _ = record_state(path)
+            if record.researcher != who:
+                raise Tampered(
+                    f"runs/{who}/{path.name}: a champion record of {record.researcher}, filed under {who}",
+                    detail={"file": f"runs/{who}/{path.name}"},
+                )
+            if terms is not None and terms.metric_source is not None:
+                runs = final_runs_dir(root, who, record.commit, record.trials)
+                names = [f"replication-{i}" for i in range(len(record.replications))]
+                trees += [runs / name for name in names + ([] if record.holdout is None else ["holdout"])]
+    for tree in trees:  # each re-hashed by the checks above; its listing beside it must be that tree's
+        bound |= {p.relative_to(root).as_posix() for p in tree.rglob("*") if p.is_file()}
+        listing = listing_path(tree)
+        if listing.is_file():
+            name = listing.relative_to(root).as_posix()
+            manifest = hash_tree(tree, symlinks=POLICY)
+            if json.loads(listing.read_text(encoding="utf-8")) != json.loads(
+                json.dumps({"identity": manifest.identity(), "files": manifest.files_json()})
+            ):
+                raise Tampered(f"{name}: not the listing of the run dir beside it", detail={"file": name})
+            bound.add(name)
+    found = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+    unbound = [name for name in found if name not in bound]
+    if unbound:
+        raise Tampered(
+            f"{unbound[0]}: in the claim, but no check binds it (a file added to it?)"
+            + (f"; {len(unbound) - 1} more" if len(unbound) > 1 else ""),
+            detail={"file": unbound[0], "files": unbound[:20]},
+        )
+
+
 def _trust_headers(
     settings: Settings, root: Path, index: dict[str, Any], trusted_block: Sequence[str]
 ) -> tuple[Settings, str]:
@@ -533,7 +662,6 @@ def _trust_headers(
     from anchor.chain.presets import chain_name
     from anchor.manifest.keccak import keccak256
     from anchor.sealing.check import parse_trusted_block
-    from anchor.sealing.encoding import NUMBER, header_fields
 
     chain_id = int(index.get("chain_id") or 0)
     given = [parse_trusted_block(text) for text in trusted_block]
@@ -546,15 +674,7 @@ def _trust_headers(
             f" {last}:HASH",
             detail={"field": "trusted_block", "block": last},
         )
-    try:
-        listing = json.loads((root / "headers.json").read_text(encoding="utf-8"))
-        headers = [bytes.fromhex(h[2:]) for h in listing["headers"]]
-        numbers = [int.from_bytes(header_fields(h)[NUMBER], "big") for h in headers]
-        parents = [bytes(header_fields(h)[0]) for h in headers]
-    except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
-        raise Tampered(
-            f"headers.json: not a list of block headers ({type(exc).__name__})", detail={"file": "headers.json"}
-        ) from None
+    headers, numbers, parents = _headers(root)
     hashes = [keccak256(h) for h in headers]
     by_number = {n: i for i, n in enumerate(numbers)}
     vouched: list[tuple[int | None, int, str]] = []

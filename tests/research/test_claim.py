@@ -5,6 +5,7 @@ swaps the champion, recomputing every hash they can, is refused by name."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -304,6 +305,83 @@ def test_an_edited_replication_or_champion_run_file_in_the_claim_is_named(claim_
     (champion / "stdout.log").write_text("rewritten\n")
     _reindex(claim)
     assert "the champion of r0" in _refused(claim, settings, trusted)
+
+
+def _edit_json(path: Path, edit: Any) -> None:
+    body = json.loads(path.read_text())
+    edit(body)
+    path.write_text(json.dumps(body, sort_keys=True))
+
+
+def test_a_file_added_to_a_claim_is_named_though_its_index_lists_it(claim_dir: Any) -> None:
+    """A claim carries nothing the check does not bind: a note in a final run's folder ("holdout 0.99"), a
+    file at its root, a researcher's runs copied under another name, a checkpoint twice under another
+    length, an edited listing of a run dir. Each was accepted with the index re-hashed; each is named."""
+    claim, settings, trusted = claim_dir
+    assert check_claim(settings, claim, offline=True, trusted_block=[trusted]).trials == 4
+    pristine = claim.with_name("pristine")
+    shutil.copytree(claim, pristine)
+    final = next(claim.glob("runs/r0/*.final-*"))
+    checkpoints = sorted((claim / "checkpoints").glob("*.anchor.json"))
+    last = int(checkpoints[-1].name.split(".")[0])
+    listing = next(claim.glob("runs/r0/*.final-*/replication-0.evidence.json"))
+    edits = {
+        f"{final.relative_to(claim)}/NOTES.txt": lambda: (final / "NOTES.txt").write_text("holdout 0.99\n"),
+        "README.txt": lambda: (claim / "README.txt").write_text("see the figures\n"),
+        "runs/r9/": lambda: shutil.copytree(claim / "runs" / "r0", claim / "runs" / "r9"),
+        f"checkpoints/{last + 1:08d}.anchor.json": lambda: shutil.copy(
+            checkpoints[-1], claim / "checkpoints" / f"{last + 1:08d}.anchor.json"
+        ),
+        str(listing.relative_to(claim)): lambda: _edit_json(listing, lambda body: body["files"][0].update(size=7)),
+    }
+    for named, edit in edits.items():
+        shutil.rmtree(claim)
+        shutil.copytree(pristine, claim)
+        edit()
+        _reindex(claim)
+        print("EDIT", named)
+        assert named in _refused(claim, settings, trusted), named
+
+
+def test_a_sparse_member_is_refused_before_anything_is_read_and_no_error_names_a_path_of_ours(
+    claim_dir: Any, tmp_path: Path
+) -> None:
+    """A 40 GiB sparse member in a 143 KB tar made every door read it whole (MemoryError, exit 1, HTTP
+    500); a member that would land outside the claim named the path it resolved to on this host."""
+    claim, settings, trusted = claim_dir
+    huge = claim / "zz_huge.bin"
+    with huge.open("wb") as f:
+        f.truncate(40 << 30)
+    sparse = tmp_path / "sparse.tar"
+    subprocess.run(["tar", "--sparse", "--format=gnu", "-cf", str(sparse), "-C", str(claim), "."], check=True)
+    assert sparse.stat().st_size < 1 << 20
+    with pytest.raises(BadInput) as refused:
+        check_claim(settings, sparse, offline=True, trusted_block=[trusted])
+    assert "zz_huge.bin is a sparse member" in refused.value.message
+    outside = tmp_path / "outside.tar"
+    with tarfile.open(outside, "w") as tar:
+        member = tarfile.TarInfo("../../escaped.txt")
+        member.size = 1
+        tar.addfile(member, io.BytesIO(b"x"))
+    with pytest.raises(BadInput) as refused:
+        check_claim(settings, outside, offline=True, trusted_block=[trusted], name="claim")
+    assert refused.value.message.startswith("claim: ../../escaped.txt would be written outside the claim")
+    assert "/tmp" not in refused.value.message and not (tmp_path.parent / "escaped.txt").exists()
+
+
+def test_online_the_claims_headers_are_checked_against_the_chain_as_offline_against_the_trusted_block(
+    fresh_chain: Chain, tmp_path: Path
+) -> None:
+    """headers.json went unread online: an edited one was accepted there (exit 0) and refused offline."""
+    done = _export(fresh_chain, tmp_path, "claim")
+    listing = json.loads((done.claim / "headers.json").read_text())
+    header = listing["headers"][0]
+    listing["headers"][0] = header[:-2] + ("00" if header[-2:] != "00" else "01")
+    (done.claim / "headers.json").write_text(json.dumps(listing, indent=1) + "\n")
+    _reindex(done.claim)
+    said = fresh_chain.cli("research", "check", str(done.claim))
+    assert said.returncode == ExitCode.TAMPERED, said.stdout + said.stderr
+    assert "headers.json: block" in said.stderr and "is not the parent of block" in said.stderr
 
 
 def test_the_champions_lineage_records_are_sealed_and_an_edit_of_one_is_named(claim_dir: Any) -> None:
