@@ -308,11 +308,19 @@ def decoded_proof(raw: object, name: str) -> ProofFile | PendingProof:
     if isinstance(raw, dict) and raw.get("format") == PENDING_FORMAT:
         model = PendingProof
     try:
-        return model.model_validate(raw)
+        proof = model.model_validate(raw)
     except RecordError as exc:
         raise ProofFormatError(
             f"{path}: field '{exc.field}': {exc.msg}", detail={"file": path, "field": exc.field}
         ) from None
+    if proof.annotations:  # bounded as a submission's are (docs/manifest.md, Bounds): 1 MiB read as OK at every door
+        from anchor.ingest.untrusted_json import MAX_ANNOTATION_BYTES, check_encodable
+
+        try:
+            check_encodable(proof.annotations, "annotations", max_bytes=MAX_ANNOTATION_BYTES)
+        except BadInput as exc:
+            raise ProofFormatError(f"{path}: {exc.message}", detail={"file": path, "field": "annotations"}) from None
+    return proof
 
 
 def holds_it_sealed(path: Path, proof: ProofFile) -> bool:

@@ -207,3 +207,17 @@ def test_every_frozen_dataclass_of_the_package_takes_its_eq_and_repr_from_value(
                     if said.get("frozen") == "True" and (said.get("eq"), said.get("repr")) != ("False", "False"):
                         generated.append(f"{path.relative_to(root)}:{node.lineno} {node.name}")
     assert generated == []
+
+
+def test_annotations_past_64_kib_are_refused_naming_them_as_a_submissions_are(tmp_path: Path) -> None:
+    """docs/manifest.md bounds a proof's annotations at 64 KiB of JSON; decoding did not, so a file with
+    1 MiB of them verified OK at every door while the same annotations were refused at submission."""
+    from anchor.proof.file import parse_any
+
+    proof = json.loads(_proof(tmp_path).dumps())
+    proof["annotations"] = {"note": "x" * (60 * 1024)}
+    assert parse_any(json.dumps(proof).encode(), "p.anchor.json").annotations == proof["annotations"]
+    proof["annotations"] = {"note": "x" * (70 * 1024)}
+    with pytest.raises(ProofFormatError) as refused:
+        parse_any(json.dumps(proof).encode(), "p.anchor.json")
+    assert refused.value.detail["field"] == "annotations" and "annotations:" in refused.value.message
