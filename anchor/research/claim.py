@@ -690,7 +690,8 @@ def _trust_headers(
         at = by_number[number]
         if "0x" + hashes[at].hex() != block_hash:
             raise Tampered(
-                f"headers.json: block {number} hashes to 0x{hashes[at].hex()}, not the trusted {block_hash}",
+                f"headers.json: block {number} does not hash to the trusted {block_hash} (the claim was edited,"
+                " or the hash is not that block's: check the hash you gave)",
                 detail={"file": "headers.json", "block": number},
             )
         vouched.append((chain_id, number, block_hash))

@@ -207,9 +207,8 @@ def check_sealed_against(anchor: ChainAnchor, root: bytes, block_hash: str, emit
     sealed_hash = "0x" + keccak256(header).hex()
     if block_hash.lower() != sealed_hash:
         raise ProofContradicted(
-            f"sealed.header: hashes to {sealed_hash}, not {trust} {block_hash} of block {number}"
-            f" ({_which_is_wrong(trust)})",
-            detail={"field": "anchor.sealed.header", "trusted": block_hash, "sealed": sealed_hash},
+            f"sealed.header: does not hash to {trust} {block_hash} of block {number} ({_which_is_wrong(trust)})",
+            detail={"field": "anchor.sealed.header", "trusted": block_hash},
         )
     try:
         held = proof_value(receipts_root, index_key(sealed.index), [bytes.fromhex(n[2:]) for n in sealed.proof])
@@ -313,9 +312,8 @@ def check_state_against(
     state_hash = "0x" + keccak256(header).hex()
     if block_hash.lower() != state_hash:
         raise ProofContradicted(
-            f"sealed.state.header: hashes to {state_hash}, not {trust} {block_hash} of block {number}"
-            f" ({_which_is_wrong(trust)})",
-            detail={"field": f"{field}.header", "trusted": block_hash, "sealed": state_hash},
+            f"sealed.state.header: does not hash to {trust} {block_hash} of block {number} ({_which_is_wrong(trust)})",
+            detail={"field": f"{field}.header", "trusted": block_hash},
         )
 
     def walk(root_hash: bytes, key: bytes, nodes: tuple[str, ...], name: str) -> list[Any]:
@@ -381,6 +379,6 @@ def later_state(anchor: ChainAnchor, root: bytes, seen: SealedEvidence, settings
 def _which_is_wrong(trust: str) -> str:
     """What a header that does not hash to the expected hash can mean besides an edited file: the check
     cannot tell them apart, so the verdict names each (a mistyped trusted hash read as "tampered" alone)."""
-    if trust == "the trusted hash":
+    if trust == "the trusted hash":  # the file's own hash is never printed: pasted, it would be trusted
         return "the file was edited, or the trusted hash is not that block's: check the hash you gave"
     return "the file was edited, or the endpoint serves another chain with the same chain id: check --rpc-url"

@@ -108,7 +108,8 @@ def test_without_a_trusted_block_the_hint_says_where_to_get_the_hash_and_prints_
     """The file is what is being checked: a hint that printed its own block hash, ready to paste as
     `--trusted-block N:HASH`, made whoever pasted it trust the file they meant to check. The hint names
     where to get the hash instead, and no 64-hex value of the file appears in what is said, in words or
-    JSON. A malformed `--trusted-block` is a one-line error naming the argument (exit 2)."""
+    JSON, nor when the hash given is wrong (the refusal printed the file's own, as ready to paste). A
+    malformed `--trusted-block` is a one-line error naming the argument (exit 2)."""
     import re
 
     work = tmp_path / "v"
@@ -124,6 +125,11 @@ def test_without_a_trusted_block_the_hint_says_where_to_get_the_hash_and_prints_
         assert missing.returncode == ExitCode.BAD_INPUT, said
         assert "--trusted-block: none for block 2" in said and "cast block 2 -f hash" in said, said
         assert "explorer" in said and "colleague" in said, said
+        assert not {h.lower() for h in re.findall(r"[0-9a-fA-F]{64}", said)} & from_file, said
+    for extra in ([], ["--json"]):  # a wrong hash: refused, naming the hash given and none of the file's
+        wrong = _offline(work, "work", "--trusted-block", "2:0x" + "b" * 64, *extra, data=tmp_path / "d")
+        said = wrong.stdout + wrong.stderr
+        assert wrong.returncode == ExitCode.TAMPERED and "does not hash to the trusted hash 0x" + "b" * 64 in said, said
         assert not {h.lower() for h in re.findall(r"[0-9a-fA-F]{64}", said)} & from_file, said
     for typo in ("5:0xzz", "2:0x" + "1" * 63, "two:0x" + "1" * 64):
         refused = _offline(work, "work", "--trusted-block", typo, data=tmp_path / "d")
@@ -194,7 +200,7 @@ def test_a_wrong_trusted_hash_is_refused_and_an_unsealed_proof_needs_the_network
     work = tmp_path / "v"
     shutil.copytree(VECTORS, work)
     wrong = _offline(work, "work", "--trusted-block", GOLDEN_BLOCK[:-1] + "5", data=tmp_path / "d")
-    assert wrong.returncode == ExitCode.TAMPERED and "not the trusted hash" in wrong.stderr
+    assert wrong.returncode == ExitCode.TAMPERED and "does not hash to the trusted hash" in wrong.stderr
     proof = json.loads((work / "work.anchor.json").read_text())
     del proof["anchor"]["sealed"]
     (work / "work.anchor.json").write_text(json.dumps(proof))
