@@ -39,6 +39,22 @@ KEYS = {
 PATH_KEYS = frozenset({"data_dir", "keystore"})
 """Relative paths in a file are relative to that file's directory."""
 SECRETS = frozenset({"private_key", "password", "keystore_password", "mnemonic", "api_tokens", "token"})
+URL_KEYS = frozenset({"rpc_url", "journal_url"})
+
+
+def _holds_a_credential(url: str) -> bool:
+    """`user:password@` in a URL, or a query parameter named for a secret (`?password=`, `sslpassword=`,
+    `?token=`, `?key=`, as libpq and RPC providers take them)."""
+    import re
+    from urllib.parse import parse_qsl, urlsplit
+
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return False  # not a URL at all: refused where it is used, naming the setting
+    named = re.compile(r"pass|token|key|secret|auth|sig", re.I)
+    return password is not None or any(named.search(name) for name, _ in parse_qsl(parts.query))
 
 
 DATA_DIR_NAME = ".anchor"
@@ -138,6 +154,12 @@ def _read(path: Path) -> dict[str, str]:
         if not isinstance(value, str | int) or isinstance(value, bool):
             raise BadInput(f"{path}: '{key}' must be a string or a number", detail={"file": str(path), "field": key})
         text = str(value)
+        if key in URL_KEYS and _holds_a_credential(text):
+            raise BadInput(
+                f"{path}: '{key}' holds a password or token; a config file gets committed and shared: give the URL"
+                f" with it in {KEYS[key]} (or libpq's ~/.pgpass for a journal)",
+                detail={"file": str(path), "field": key},
+            )
         out[key] = str((path.parent / text).resolve()) if key in PATH_KEYS else text
     return out
 

@@ -78,7 +78,16 @@ def stripped(variable: str, raw: str) -> str:
 
 
 def url_base(variable: str, raw: str) -> str:
-    return raw.rstrip("/")
+    """An http(s) URL that links are made under: `notaurl` became `notaurl/explorer/bundle/0x…`."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(raw.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise BadInput(
+            f"{variable}={raw!r}: expected an http(s) URL, such as http://127.0.0.1:8000",
+            detail={"variable": variable},
+        )
+    return raw.strip().rstrip("/")
 
 
 def path(variable: str, raw: str) -> Path:

@@ -45,6 +45,9 @@ def test_a_config_file_never_holds_a_secret_or_an_unknown_setting(tmp_path: Path
         ('private_key = "0x01"\n', "private_key"),
         ('rpc = "http://x"\n', "rpc"),
         ('keystore_password = "hunter2"\n', "keystore_password"),
+        ('journal_url = "postgresql://u:hunter2@localhost/db"\n', "journal_url"),  # the docs said refused; it was read
+        ('journal_url = "postgresql://u@localhost/db?sslpassword=hunter2"\n', "journal_url"),
+        ('rpc_url = "https://rpc.example?token=hunter2"\n', "rpc_url"),
     ):
         (tmp_path / "anchor.toml").write_text(text)
         result = _show(tmp_path, tmp_path / "home")

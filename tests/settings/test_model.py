@@ -62,6 +62,9 @@ def test_a_bad_value_is_refused_naming_its_variable_and_only_where_it_is_used() 
     assert info.value.detail == {"variable": "ANCHOR_CALENDAR_RATE"}
     with pytest.raises(BadInput, match="must not be negative"):
         _ = settings.rpc_retries
+    for not_a_url in ("notaurl", "ftp://x", "http://"):  # it became the base of every explorer link
+        with pytest.raises(BadInput, match="ANCHOR_EXPLORER_URL=.*expected an http"):
+            _ = Environment({"ANCHOR_EXPLORER_URL": not_a_url}).explorer_url
 
 
 def test_a_bad_value_in_a_dotenv_file_is_exit_2_naming_the_variable_never_a_traceback(tmp_path: Path) -> None:
