@@ -77,6 +77,10 @@ def test_the_promotion_page_links_the_version_its_run_its_proof_and_the_history_
         assert f"block {second['promotion_block']}" in _text(page, "td.block")
         assert f"version {first['version']}" in _text(page, "table.promotion")  # held the alias before
         page.screenshot(tmp_path / "promotion.png")
+        # the run's own page says what "verified" covers: the stamp on chain, not the run as the server holds it
+        with urllib.request.urlopen(f"{url}/explorer/bundle/{run_digest}") as answer:  # noqa: S310 - loopback
+            run_page = answer.read().decode()
+        assert f"anchor mlflow verify {second_run}</code> compares its params, metrics and artifacts" in run_page
         assert (tmp_path / "promotion.png").stat().st_size > 10_000
 
         # the history, read from the chain: the previous promotion is a link a reader follows back
