@@ -56,6 +56,12 @@ class Value:
         return f"{type(self).__qualname__}({shown})"
 
 
+def _json_kind(raw: object) -> str:
+    """How a decoded JSON value is said in a refusal (`[1]` is an array, not a "list")."""
+    kinds = {list: "an array", str: "a string", bool: "true or false", int: "a number", float: "a number"}
+    return "null" if raw is None else kinds.get(type(raw), type(raw).__name__)
+
+
 def _compared(value: Value) -> tuple[object, ...]:
     fields = dataclasses.fields(value)  # type: ignore[arg-type]
     return tuple(getattr(value, f.name) for f in fields if (f.compare if f.hash is None else f.hash))
@@ -240,7 +246,7 @@ class Record(Value):
         if isinstance(raw, cls):
             return raw
         if not isinstance(raw, dict):
-            raise RecordError((), "Input should be a valid dictionary or instance of " + cls.__name__)
+            raise RecordError((), f"expected a JSON object, found {_json_kind(raw)}")
         fields = dataclasses.fields(cls)
         names = {f.name for f in fields}
         for key in raw:

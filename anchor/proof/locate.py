@@ -129,6 +129,13 @@ def require_proof(path: Path, give_proof: str = "give it with --proof FILE") -> 
             " then verify it",
             detail={"path": str(path), "stamped_folder": str(stamped)},
         )
+    data = path.with_name(path.name.removesuffix(".anchor.json"))
+    if path.name.endswith(".anchor.json") and data.name and (data.exists() or data.is_symlink()):
+        raise BadInput(  # a proof file named as the data: its own proof was looked for, then stamping it suggested
+            f"{path}: a proof file, not the data it proves: verify the data (`anchor verify {data}`), or give"
+            f" this file as its proof (`anchor verify DATA --proof {path}`)",
+            detail={"path": str(path)},
+        )
     places = [found, *(p for p in _proofs_beside_folders(path) if _first_part_exists(p, path))]
     raise NotAnchored(  # a verifier is told first how to find an existing anchor, a new one is the last resort
         f"no proof for {path} (looked for {places[0]}"

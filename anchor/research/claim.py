@@ -670,8 +670,7 @@ def _trust_headers(
         raise BadInput(
             f"trusted_block: an offline check rests on a block hash you trust; this claim's last block is"
             f" {last} of {chain_name(chain_id)}: get its hash from an explorer, from `cast block {last}"
-            f" -f hash` on any node of that chain, or from a colleague, then give --trusted-block"
-            f" {last}:HASH",
+            f" -f hash` on any node of that chain, or from a colleague, and give it as {last}:HASH",
             detail={"field": "trusted_block", "block": last},
         )
     headers, numbers, parents = _headers(root)
@@ -703,8 +702,11 @@ def _trust_headers(
                 )
             vouched.append((chain_id, numbers[i - 1], "0x" + hashes[i - 1].hex()))
     if not vouched:
+        others = sorted({str(chain) for chain, _, _ in given if chain is not None and chain != chain_id})
         raise BadInput(
-            f"trusted_block: none for {chain_name(chain_id)}, the claim's chain", detail={"field": "trusted_block"}
+            f"trusted_block: none for {chain_name(chain_id)}, the claim's chain"
+            + (f" (the blocks given are of chain {', '.join(others)})" if others else ""),
+            detail={"field": "trusted_block"},
         )
     top = max(n for _, n, _ in vouched)
     if numbers and top < numbers[-1]:  # a later header would be trusted on the claim's word: ask for the last

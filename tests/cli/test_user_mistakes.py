@@ -56,8 +56,23 @@ class Mistake:
     env: dict[str, str] = field(default_factory=dict)
 
 
+def _proof_beside(work: Path) -> None:
+    """`result.txt` and a proof file of it: the user names the proof where the data goes."""
+    (work / "result.txt").write_text("0.93\n")
+    (work / "result.txt.anchor.json").write_text("{}")
+
+
 RPC_HOST = "nosuch.invalid"  # RFC 6761: never resolves
 MISTAKES = [
+    Mistake(
+        "the proof file named as the data",
+        ["verify", "result.txt.anchor.json"],
+        ExitCode.BAD_INPUT,
+        "error[bad_input]: result.txt.anchor.json: a proof file, not the data it proves: verify the data"
+        " (`anchor verify result.txt`)",
+        setup=_proof_beside,
+        never=("anchor stamp",),  # it suggested anchoring the proof file
+    ),
     Mistake(
         "an rpc host that does not resolve",
         ["--rpc-url", f"http://{RPC_HOST}:8545", "lookup", "0x" + "ab" * 32],
