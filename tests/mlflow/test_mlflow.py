@@ -141,6 +141,32 @@ def test_a_stamped_run_verifies_and_every_later_change_is_named(
     assert _mlflow(chain, server, "verify", run_id).returncode == 0
 
 
+def test_the_docs_example_run_is_stamped_and_verified_as_docs_mlflow_md_shows(
+    chain: Chain, server: TrackingServer, tmp_path: Path
+) -> None:
+    """docs/mlflow.md's flow begins with `python examples/mlflow/train.py`: the script is there, prints its
+    run's id, and the run stamps and verifies with the figures the page shows (a newcomer found no
+    train.py and wrote one)."""
+    root = Path(__file__).resolve().parents[2]
+    assert "python examples/mlflow/train.py" in (root / "docs" / "mlflow.md").read_text()
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "MLFLOW_TRACKING_URI": server.url}
+    trained = subprocess.run(
+        [sys.executable, str(root / "examples" / "mlflow" / "train.py")],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert trained.returncode == 0, trained.stderr
+    run_id = trained.stdout.strip().splitlines()[-1]
+    assert len(run_id) == 32, trained.stdout
+    assert _mlflow(chain, server, "stamp", run_id).returncode == 0
+    verified = _mlflow(chain, server, "verify", run_id)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert "its 2 params, 3 metric values, 0 tags and 2 artifact files as anchored" in verified.stdout
+
+
 def test_a_proof_of_another_run_and_a_restamp_with_another_key_are_refused(
     chain: Chain, server: TrackingServer, tmp_path: Path
 ) -> None:
