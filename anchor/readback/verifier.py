@@ -229,6 +229,7 @@ def retracted_as_of(proof: ProofFile, submitter: str, state: RecordState, declar
             "source": "state",
             "reason": reason if isinstance(reason, str) else None,
             "anchored_block": proof.anchor.block_number,
+            **where_anchored(proof),
         },
     )
 
@@ -270,6 +271,7 @@ def retracted_by_file(proof: ProofFile, declared: dict[str, Any]) -> Retracted:
             "retracted_block": block,
             "reason": reason if isinstance(reason, str) else None,
             "retracted_by": declared.get("by"),
+            **where_anchored(proof),
         },
     )
 
@@ -283,8 +285,21 @@ def retracted(proof: ProofFile, record: RootRecord, retraction: Retraction) -> R
         f"retracted: root {proof.batch.root} was retracted by its submitter {retraction.by} at"
         f" {said['retracted_at']} (block {retraction.block_number})"
         + (f': "{text}"' if text is not None else f", reason digest {retraction.reason}"),
-        detail={"root": proof.batch.root, **said, "anchored_block": record.block_number},
+        detail={"root": proof.batch.root, **said, "anchored_block": record.block_number, **where_anchored(proof)},
     )
+
+
+def where_anchored(proof: ProofFile) -> dict[str, Any]:
+    """What a verdict that is not OK still says of where the record is: the data's manifest digest, the
+    chain and the registry (a retracted verdict named when and by whom, and left out where)."""
+    from anchor.chain.presets import chain_name
+
+    return {
+        "manifest_digest": proof.manifest_digest,
+        "chain": chain_name(proof.anchor.chain_id),
+        "chain_id": proof.anchor.chain_id,
+        "registry": proof.anchor.registry,
+    }
 
 
 def retraction_fields(retraction: Retraction, proof: ProofFile | None) -> dict[str, Any]:

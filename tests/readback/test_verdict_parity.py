@@ -291,7 +291,8 @@ def test_every_door_gives_the_same_verdict_code_for_the_same_proof(tmp_path: Pat
 @pytest.mark.browser
 def test_every_door_says_retracted_of_a_root_its_submitter_retracted(tmp_path: Path) -> None:
     """`anchor retract`, then the CLI, the library, the API (upload and by digest), the
-    explorer's bundle and batch pages and the browser page all say `retracted`, naming the same block."""
+    explorer's bundle and batch pages and the browser page all say `retracted`, naming the same block; the
+    CLI and the API say where too (the manifest, the chain, the registry), not only when and by whom."""
     with deployed(tmp_path / "data") as chain:
         bundle = tmp_path / "bundle"
         (bundle / "outputs").mkdir(parents=True)
@@ -310,10 +311,14 @@ def test_every_door_says_retracted_of_a_root_its_submitter_retracted(tmp_path: P
         cli = json.loads(chain.cli("verify", str(bundle), "--proof", str(proof_path), "--json").stdout)["error"]
         assert cli["detail"]["retracted_block"] == done["block_number"]
         assert cli["detail"]["reason"] == "a leaked test split"
+        proof = json.loads(proof_path.read_text())  # where, not only when and by whom
+        where = {"manifest_digest": digest, "chain_id": 31337, "registry": proof["anchor"]["registry"]}
+        assert {k: cli["detail"][k] for k in where} == where
         with TestClient(create_app(chain.settings, ApiConfig())) as client:
             upload = client.post("/v1/verify/proof", files={"proof": ("p.anchor.json", proof_path.read_bytes())})
             codes["api upload"] = _api_code(upload, "api upload (retracted)")
             assert upload.status_code == 410 and upload.json()["detail"]["retracted_block"] == done["block_number"]
+            assert {k: upload.json()["detail"][k] for k in where} == where
             codes["api by digest"] = _api_code(client.get(f"/v1/verify/{digest}"), "api by digest (retracted)")
             page = client.get(f"/explorer/bundle/{digest}")
             codes["explorer"] = "retracted" if page.status_code == 410 and "retracted" in page.text else page.text
