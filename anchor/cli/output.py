@@ -166,7 +166,14 @@ def tamper_lines(detail: dict[str, Any], color: bool) -> list[str]:
     hidden = (
         sum(len(detail.get(k, [])) for k in ("changed", "added", "removed")) - len(moved) + len(renamed) - len(lines)
     )
-    return lines + ([f"  … and {hidden} more (--json lists them all)"] if hidden > 0 else [])
+    lines += [f"  … and {hidden} more (--json lists them all)"] if hidden > 0 else []
+    said = detail.get("anchored") or {}
+    if said.get("block_number") is not None:  # where, as the proof says it (the chain is not read past the data)
+        lines.append(
+            f"  anchored, as the proof file says: manifest {said['manifest_digest']} in block {said['block_number']}"
+            f" of {said['chain']}, registry {said['registry']}"
+        )
+    return lines
 
 
 def count(n: int, noun: str) -> str:

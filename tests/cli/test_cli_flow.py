@@ -75,6 +75,12 @@ def test_a_tamper_verdict_reads_as_a_diff_with_sizes(deployed_chain: Chain, bund
     assert "  + new.txt  (3 bytes)" in stderr.splitlines()
     assert f"  - README.md  (was {readme_size} bytes)" in stderr.splitlines()
     assert "\x1b" not in stderr and "['" not in stderr  # not a terminal: no colour; no Python lists
+    # where, as the proof says it: the verdict stops at the data, and still names the record
+    proof = json.loads(bundle.with_name(bundle.name + ".anchor.json").read_text())
+    assert (
+        f"  anchored, as the proof file says: manifest {proof['manifest_digest']} in block"
+        f" {proof['anchor']['block_number']} of local development chain (31337), registry {proof['anchor']['registry']}"
+    ) in stderr.splitlines()
 
 
 def test_a_rename_reads_as_one_line_and_a_single_file_tamper_as_the_same_diff(
