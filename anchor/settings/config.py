@@ -146,8 +146,11 @@ def _read(path: Path) -> dict[str, str]:
                 detail={"file": str(path), "field": key},
             )
         if key not in KEYS:
+            from anchor.errors import did_you_mean
+
             raise BadInput(
-                f"{path}: unknown setting '{key}' (known: {', '.join(KEYS)})", detail={"file": str(path), "field": key}
+                f"{path}: unknown setting '{key}'{did_you_mean(key, KEYS)} (known: {', '.join(KEYS)})",
+                detail={"file": str(path), "field": key},
             )
     out = {}
     for key, value in data.items():

@@ -54,6 +54,8 @@ def test_a_config_file_never_holds_a_secret_or_an_unknown_setting(tmp_path: Path
         assert result.returncode == ExitCode.BAD_INPUT and "Traceback" not in result.stderr
         assert json.loads(result.stdout)["error"]["detail"]["field"] == named
         assert "hunter2" not in result.stdout + result.stderr
+    (tmp_path / "anchor.toml").write_text('rpc_ulr = "http://x"\n')  # a typo gets the near name, as a variable's does
+    assert "unknown setting 'rpc_ulr' (did you mean rpc_url?)" in _show(tmp_path, tmp_path / "home").stdout
 
 
 def test_every_anchor_variable_the_code_reads_is_documented_in_one_table() -> None:
