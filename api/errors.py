@@ -43,6 +43,7 @@ def http_error_response(exc: StarletteHTTPException) -> JSONResponse:
 _PATTERN_WORDS = {
     r"^(0x)?[0-9a-fA-F]{64}$": "expected 32 bytes as 64 hex digits (0x optional)",
     r"^(0x)?([0-9a-fA-F]{40}|[0-9a-fA-F]{64})$": "expected a commit id (40 hex digits) or a 32-byte hash (64)",
+    r"^(0x)?[0-9a-fA-F]{7,64}$": "expected a commit id (7 or more of its 40 hex digits) or its 32-byte key (64)",
     r"^[0-9a-f]{12}$": "expected a search id, 12 lowercase hex digits, as the attempts list it",
     r"^0x[0-9a-fA-F]{40}$": "expected an address, 0x and 40 hex digits",
 }

@@ -15,7 +15,7 @@ from collections import OrderedDict
 from typing import Annotated, Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 from starlette.concurrency import run_in_threadpool
 
@@ -28,9 +28,19 @@ from anchor.research.ledger import LedgerRow, value_of
 from api.deps import ReaderDep, SettingsDep, anchored_proof, in_journal
 from api.pages import counted, page
 from api.routes.research import find_attempt
-from api.routes.verify import CommitOrHex32, Hex32
+from api.routes.verify import Hex32
 
 router = APIRouter(prefix="/explorer", tags=["explorer"], include_in_schema=False)
+
+CommitPrefix = Annotated[str, Path(pattern=r"^(0x)?[0-9a-fA-F]{7,64}$", examples=["f179994d64dc"])]
+"""A commit as a person has it: its first 7 or more hex digits (as the CLI prints 12 of them), all 40, or
+the 32-byte key the registry holds for it."""
+
+
+def _commit_body(commit: str) -> str:
+    """The commit's digits: a 64-digit registry key is the 40-digit commit followed by zeros."""
+    body = commit.lower().removeprefix("0x")
+    return body[:40] if len(body) == 64 and body[40:] == "0" * 24 else body
 
 
 def _diff(settings: Any, entry: LedgerRow) -> str | None:
@@ -44,10 +54,10 @@ def _diff(settings: Any, entry: LedgerRow) -> str | None:
 
 
 @router.get("/attempt/{commit}", response_class=HTMLResponse)
-async def attemptpage(commit: CommitOrHex32, settings: SettingsDep, reader: ReaderDep) -> HTMLResponse:
+async def attemptpage(commit: CommitPrefix, settings: SettingsDep, reader: ReaderDep) -> HTMLResponse:
     from anchor.research.report import trial_numbers
 
-    entries, entry = await run_in_threadpool(find_attempt, settings, commit)
+    entries, entry = await run_in_threadpool(find_attempt, settings, _commit_body(commit), True)
     diff = await run_in_threadpool(_diff, settings, entry)
     registry = await run_in_threadpool(reader.registry)
     record = await run_in_threadpool(registry.lineage, commit_key(entry["commit"]))
@@ -66,11 +76,11 @@ async def attemptpage(commit: CommitOrHex32, settings: SettingsDep, reader: Read
 
 
 @router.get("/lineage/{commit}", response_class=HTMLResponse)
-async def lineagepage(commit: CommitOrHex32, settings: SettingsDep, reader: ReaderDep) -> HTMLResponse:
+async def lineagepage(commit: CommitPrefix, settings: SettingsDep, reader: ReaderDep) -> HTMLResponse:
     from anchor.research.loop import NO_PARENT
     from anchor.research.report import lineage_tree, summarise, trial_numbers
 
-    entries, target = await run_in_threadpool(find_attempt, settings, commit)
+    entries, target = await run_in_threadpool(find_attempt, settings, _commit_body(commit), True)
     data, _ = await run_in_threadpool(lineage_tree, entries, target["commit"], settings)
     trial = trial_numbers(entries)  # as the CLI and the API number them, not by ledger row
     mine = [{**e, "trial": trial[e["seq"]]} for e in entries if e["researcher"] == target["researcher"]]

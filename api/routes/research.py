@@ -20,7 +20,7 @@ from fastapi import Path as PathParam
 from fastapi.responses import JSONResponse, PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
-from anchor.errors import NotAnchored, RateLimited, Tampered, UnsafePath
+from anchor.errors import BadInput, NotAnchored, RateLimited, Tampered, UnsafePath
 from anchor.files import read_regular
 from anchor.record import Value
 from anchor.research.ledger import LedgerRow
@@ -112,7 +112,23 @@ def find_attempt(settings: Settings, commit: str, prefix: bool = False) -> tuple
     every search this service knows, ledgers verified, and its row: the last one for that commit (an
     interrupted baseline measured again)."""
     body = commit.lower().removeprefix("0x")
-    for _, _, rows in searches(settings):
+    known = searches(settings)
+    if prefix:  # as git takes a short commit: the start of exactly one
+        starting = sorted(
+            {
+                str(r["commit"])
+                for _, _, rows in known
+                for r in rows
+                if "event" not in r and r["commit"].startswith(body)
+            }
+        )
+        if len(starting) > 1:
+            raise BadInput(
+                f"commit {body}: the start of {len(starting)} commits ({', '.join(c[:12] for c in starting[:3])}…);"
+                " give more of its digits",
+                detail={"field": "commit"},
+            )
+    for _, _, rows in known:
         entries = [row for row in rows if "event" not in row]
         for entry in reversed(entries):
             if entry["commit"] == body or (prefix and entry["commit"].startswith(body)):

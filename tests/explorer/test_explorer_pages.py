@@ -171,6 +171,11 @@ def test_lineage_page_highlights_the_champion_chain(site: dict[str, Any]) -> Non
 
     trials = [int(n) for n in re.findall(r"trial #(\d+)", " ".join(page.text))]
     assert sorted(trials) == list(range(1, 13)), trials  # trials, not ledger rows (#1, #3, #5 ... before)
+    # the commit as the CLI prints it (12 digits) finds the same page: it was a 422 asking for 40
+    short = render(f"{site['url']}/explorer/lineage/{site['champion'][:12]}", site["dir"] / "lineage-short.png")
+    assert [a for t, a in short.elements if t == "li" and "current" in a.get("class", "")][0]["data-commit"] == (
+        site["champion"]
+    )
 
 
 def test_attempt_page_shows_the_lineage_record_read_on_chain(site: dict[str, Any]) -> None:
