@@ -235,7 +235,8 @@ def search(journal: Journal, chain_id: int, query: str, limit: int = 50) -> dict
         found["items"] = [
             dict(r)
             for r in journal.db.execute(
-                "SELECT id, digest, kind, state FROM items WHERE chain_id = ? AND digest = ?", (chain_id, key)
+                "SELECT id, digest, kind, state, effect_id FROM items WHERE chain_id = ? AND digest = ?",
+                (chain_id, key),
             ).fetchall()
         ]
         found["batches"] = [
@@ -259,8 +260,8 @@ def search(journal: Journal, chain_id: int, query: str, limit: int = 50) -> dict
         found["items"] = [
             dict(r)
             for r in journal.db.execute(
-                "SELECT id, digest, kind, state FROM items WHERE chain_id = ? AND (payload LIKE ? ESCAPE '\\'"
-                " OR payload LIKE ? ESCAPE '\\') ORDER BY id DESC LIMIT ?",
+                "SELECT id, digest, kind, state, effect_id FROM items WHERE chain_id = ?"
+                " AND (payload LIKE ? ESCAPE '\\' OR payload LIKE ? ESCAPE '\\') ORDER BY id DESC LIMIT ?",
                 (chain_id, pattern, name, limit),
             ).fetchall()
         ]

@@ -287,11 +287,19 @@ SearchText = Annotated[str, Query(alias="q", max_length=512, description="A dige
 @router.get("/search", response_class=HTMLResponse)
 async def searchpage(request: Request, reader: ReaderDep, q: SearchText = "") -> HTMLResponse:
     """What was anchored here, found by manifest digest, batch root, transaction, submitter or path."""
-    found = await in_journal(request.app, lambda journal: reads.search(journal, reader.chain_id(), q))
-    records = await run_in_threadpool(_anchored_records, request.app, reader, found["batches"])
+    chain_id = reader.chain_id()
+
+    def lookup(journal: Any) -> tuple[dict[str, Any], list[Any]]:
+        found = reads.search(journal, chain_id, q)
+        held = {i["effect_id"] for i in found["items"] if i["effect_id"] is not None}
+        return found, reads.batches_by_id(journal, chain_id, held)
+
+    found, holding = await in_journal(request.app, lookup)
+    records = await run_in_threadpool(_anchored_records, request.app, reader, [*found["batches"], *holding])
     attempts = await run_in_threadpool(_attempts_of, request.app.state.settings, q)
     items = [
-        {"digest": "0x" + bytes(i["digest"]).hex(), "kind": i["kind"], "state": i["state"]} for i in found["items"]
+        {"digest": "0x" + bytes(i["digest"]).hex(), "kind": i["kind"], "state": _state(i, records)}
+        for i in found["items"]
     ]
     batches = _batch_rows(found["batches"], records)
     return page(
@@ -304,6 +312,14 @@ async def searchpage(request: Request, reader: ReaderDep, q: SearchText = "") ->
         batches=batches,
         attempts=attempts,
     )
+
+
+def _state(item: Any, records: dict[int, Any]) -> str:
+    """An item's state in the journal, and its record's retraction on chain: a retracted manifest read
+    "confirmed" in the search, with no mark."""
+    record = records.get(item["effect_id"]) if item["effect_id"] is not None else None
+    retracted = getattr(record, "retracted_block", 0)
+    return f"{item['state']} · retracted by its submitter (block {retracted})" if retracted else str(item["state"])
 
 
 def _attempts_of(settings: Any, query: str) -> list[dict[str, Any]]:
@@ -328,25 +344,35 @@ def _attempts_of(settings: Any, query: str) -> list[dict[str, Any]]:
     ]
 
 
+RECORD_FRESH_S = 10.0
+"""How long a record read as not retracted is shown without reading it again: a record is written once,
+but its submitter may retract it once, later (a retracted one is final, kept for good)."""
+
+
 def _anchored_records(app: Any, reader: Any, batches: list[Any]) -> dict[int, Any]:
-    """The registry's record (submitter, time) of each confirmed batch, read once and kept: the
-    registry is write-once, so a confirmed record never changes."""
-    kept: dict[tuple[bytes, bytes], Any] = app.state.__dict__.setdefault("anchored_records", {})
+    """The registry's record (submitter, time, retraction) of each confirmed batch, kept: a retracted
+    record for good, one that is not for RECORD_FRESH_S (kept for good, a retraction after the first read
+    never showed on the home or search page)."""
+    import time
+
+    kept: dict[tuple[bytes, bytes], tuple[Any, float]] = app.state.__dict__.setdefault("anchored_records", {})
     found: dict[int, Any] = {}
     registry = None
+    now = time.monotonic()
     for batch in batches:
         if batch.state != "confirmed" or batch.tx_hash is None:
             continue
         key = (bytes(batch.root), bytes(batch.tx_hash))
-        if key not in kept:
+        held = kept.get(key)
+        if held is None or (not held[0].retracted_block and now - held[1] > RECORD_FRESH_S):
             registry = registry or reader.registry()
             record = registry.root_record_of_tx(key[0], "0x" + key[1].hex())
             if record is None:
                 continue
             if len(kept) > 10_000:
                 kept.clear()
-            kept[key] = record
-        found[batch.id] = kept[key]
+            kept[key] = held = (record, now)
+        found[batch.id] = held[0]
     return found
 
 

@@ -331,6 +331,29 @@ def test_every_door_says_retracted_of_a_root_its_submitter_retracted(tmp_path: P
         assert set(codes.values()) == {"retracted"}, codes
 
 
+@pytest.mark.chain
+def test_a_retraction_after_the_explorer_first_read_the_record_shows_on_its_search_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The explorer kept each record it read for good ("write-once"), but a submitter may retract once,
+    later: the search listed a retracted manifest as "confirmed", unmarked. A record read as not
+    retracted is read again after RECORD_FRESH_S; the search marks a retracted one."""
+    import api.routes.explorer as explorer
+
+    with deployed(tmp_path / "data") as chain:
+        (tmp_path / "result.txt").write_text("0.93\n")
+        chain.cli("stamp", str(tmp_path / "result.txt"), check=True)
+        proof_path = tmp_path / "result.txt.anchor.json"
+        digest = json.loads(proof_path.read_text())["manifest_digest"]
+        with TestClient(create_app(chain.settings, ApiConfig())) as client:
+            before = client.get("/explorer/search", params={"q": digest})
+            assert before.status_code == 200 and digest in before.text and "retracted" not in before.text
+            chain.cli("retract", str(proof_path), "--reason", "a leaked test split", check=True)
+            monkeypatch.setattr(explorer, "RECORD_FRESH_S", 0.0)
+            after = client.get("/explorer/search", params={"q": digest})
+            assert "confirmed · retracted by its submitter (block" in after.text, after.text
+
+
 def _says_nothing_is_anchored(request: dict[str, Any], result: Any) -> Any:
     """A lying endpoint: every registry read answers zeros ("no such root"), whatever the chain holds."""
     return "0x" + "00" * 96
