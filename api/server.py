@@ -218,7 +218,8 @@ def serve_index(settings: Settings, options: IndexOptions) -> None:
     counts = site.follower.store.counts()
     site.follower.store.close()
     sys.stderr.write(
-        f"index {site.path}: {counts['lineage']} lineage records, {counts['roots']} roots of registry"
+        f"index {site.path}: {counts['lineage']} lineage records, {counts['checkpoints']} checkpoints,"
+        f" {counts['roots']} roots of registry"
         f" {site.follower.address} on chain {site.chain_id}, to block {report.cursor} (from block"
         f" {site.follower.from_block}; {site.rpc_label})\n"
         f"explorer at http://{options.host}:{options.port}/ (the browser check reads"

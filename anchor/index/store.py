@@ -178,11 +178,16 @@ class IndexStore:
         return [dict(r) for r in self.db.execute(sql, args).fetchall()]
 
     def counts(self) -> dict[str, int]:
+        """Records by kind: a ledger checkpoint and a model promotion are lineage events too, counted apart
+        (the home page said "8 lineage records" where the researcher's page listed 4 and 4 checkpoints)."""
         one = self.db.execute(
-            "SELECT (SELECT count(*) FROM lineage) AS lineage, (SELECT count(*) FROM roots) AS roots,"
-            " (SELECT count(DISTINCT researcher) FROM lineage) AS researchers"
+            "SELECT (SELECT count(*) FROM lineage WHERE diff_hash NOT IN (?, ?)) AS lineage,"
+            " (SELECT count(*) FROM lineage WHERE diff_hash = ?) AS checkpoints,"
+            " (SELECT count(*) FROM lineage WHERE diff_hash = ?) AS promotions,"
+            " (SELECT count(*) FROM roots) AS roots, (SELECT count(DISTINCT researcher) FROM lineage) AS researchers",
+            (CHECKPOINT, PROMOTION, CHECKPOINT, PROMOTION),
         ).fetchone()
-        return {k: int(one[k]) for k in ("lineage", "roots", "researchers")}
+        return {k: int(one[k]) for k in ("lineage", "checkpoints", "promotions", "roots", "researchers")}
 
     def recent(self, limit: int = 20) -> list[RecentRow]:
         """The latest records of both kinds, newest first."""

@@ -475,3 +475,13 @@ def test_the_chain_only_home_says_when_every_record_was_anchored_and_labels_ledg
     checkpoints = sum(1 for (is_checkpoint,) in latest if is_checkpoint)
     assert table.count("<td>ledger checkpoint</td>") == checkpoints and checkpoints > 0, table[:3000]
     assert table.count("ledger head of contract") == checkpoints
+    # the counts above the table say each kind apart, as the researcher's page does (it said "8 lineage
+    # records" of 4 kept attempts and 4 checkpoints)
+    with sqlite3.connect(world["base"] / "index.sqlite") as db:
+        (kept,), (all_checkpoints,) = (
+            db.execute("SELECT count(*) FROM lineage WHERE diff_hash != ?", (CHECKPOINT,)).fetchone(),
+            db.execute("SELECT count(*) FROM lineage WHERE diff_hash = ?", (CHECKPOINT,)).fetchone(),
+        )
+    assert (
+        f"{kept} lineage record{'s' if kept != 1 else ''} of kept attempts, {all_checkpoints} ledger checkpoint" in page
+    )

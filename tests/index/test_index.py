@@ -47,7 +47,7 @@ def test_every_record_is_indexed_from_the_chain_alone_and_found_by_search(fresh_
     report = follower.sync()
     assert report.added == 10 and report.dropped == 0
     store = follower.store
-    assert store.counts() == {"lineage": 5, "roots": 5, "researchers": 1}
+    assert store.counts() == {"lineage": 5, "checkpoints": 0, "promotions": 0, "roots": 5, "researchers": 1}
     for commit in commits:
         [hit] = store.search(short_commit(commit)[:10])
         assert hit["key"] == commit
