@@ -580,6 +580,12 @@ def check(ctx: click.Context, claim: Path, offline: bool, trusted_block: list[st
         chain = " -> ".join(c[:12] for c in verdict.lineage[who])
         by = ", ".join(verdict.lineage_by.get(who, [])) or "nobody"
         lines.append(f"  champion of {who}: {commit[:12]}, lineage {chain} (sealed lineage records by {by})")
+    if verdict.where is not None:
+        where = verdict.where
+        lines.append(
+            f"  anchored: the last checkpoint ({where['length']} rows) in transaction {where['tx_hash']} to registry"
+            f" {where['registry']} on {where['chain']}"
+        )
     lines.append(f"  trusted: {verdict.trusted}")
     emit(ctx, json, verdict.to_json(), lines)
 

@@ -88,9 +88,12 @@ class ClaimVerdict(Value):
     offline: bool
     trusted: str
     """What the verdict rests on, in words."""
+    where: dict[str, Any] | None = None
+    """Where the last checkpoint is anchored: chain, registry, transaction, batch root, ledger head and length."""
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "where": self.where,
             "report": self.data,
             "trials": self.trials,
             "rows": self.rows,
@@ -522,6 +525,7 @@ def _check(settings: Settings, root: Path, offline: bool, trusted_block: Sequenc
         records_checked=records,
         offline=offline,
         trusted=trusted,
+        where=heads.where,
     )
 
 

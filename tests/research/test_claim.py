@@ -64,6 +64,7 @@ def test_an_exported_claim_reproduces_the_online_report_offline_with_no_socket(
     assert said.returncode == ExitCode.OK, said.stderr
     assert said.stdout.startswith(done.report)  # the online report, byte for byte
     assert "(offline, no socket opened)" in said.stdout and "champion of r0: " in said.stdout
+    assert "  anchored: the last checkpoint (" in said.stdout and "on local development chain (31337)" in said.stdout
     trials = [line for line in done.report.splitlines() if "anchored up to block" in line]
     assert trials and trials[0] in said.stdout  # the trial count, as anchored, re-derived from the sealed heads
     # the trust root is the reader's: without it, the hint says where to get the hash and prints none of ours
@@ -318,7 +319,8 @@ def test_a_file_added_to_a_claim_is_named_though_its_index_lists_it(claim_dir: A
     file at its root, a researcher's runs copied under another name, a checkpoint twice under another
     length, an edited listing of a run dir. Each was accepted with the index re-hashed; each is named."""
     claim, settings, trusted = claim_dir
-    assert check_claim(settings, claim, offline=True, trusted_block=[trusted]).trials == 4
+    verdict = check_claim(settings, claim, offline=True, trusted_block=[trusted])
+    assert verdict.trials == 4 and verdict.where is not None and verdict.where["chain_id"] == 31337  # where, too
     pristine = claim.with_name("pristine")
     shutil.copytree(claim, pristine)
     final = next(claim.glob("runs/r0/*.final-*"))
