@@ -631,6 +631,11 @@ def test_an_output_that_names_a_file_of_the_users_that_is_no_proof_is_never_over
     assert done.returncode == ExitCode.BAD_INPUT, done.stderr
     assert "--out 'notes.txt': exists and is not a proof; not overwritten" in done.stderr, done.stderr
     assert (tmp_path / "notes.txt").read_text() == "my notes"
+    # a JSON file of the user's is no proof either: what a file says it is (`format`) decides
+    (tmp_path / "notes.json").write_text('{"format": "my/notes", "text": "mine"}')
+    done = run_anchor([*args, "--out", "notes.json"], env, cwd=tmp_path)
+    assert done.returncode == ExitCode.BAD_INPUT and "exists and is not a proof" in done.stderr, done.stderr
+    assert (tmp_path / "notes.json").read_text() == '{"format": "my/notes", "text": "mine"}'
 
 
 @pytest.mark.parametrize("where", ["a port another server holds", "a host that does not resolve"])
