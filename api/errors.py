@@ -68,11 +68,25 @@ def _for_a_person(request: Request, answer: JSONResponse, code: str, message: st
     (a mistyped link showed the API's JSON in the browser). Everything else keeps the one JSON shape."""
     if not request.url.path.startswith("/explorer"):
         return answer
+    import json
+
     from api.pages import page
 
-    title = "Not found" if answer.status_code == 404 else "Error"  # noqa: PLR2004
+    title = {404: "Not found", 410: "Retracted"}.get(answer.status_code, "Error")
+    detail = json.loads(bytes(answer.body)).get("detail") or {}
+    # what the JSON answer says besides the message (a retraction's when, by whom, where), as a table
+    facts = {
+        k: v for k, v in detail.items() if isinstance(v, str | int) and not isinstance(v, bool) and len(str(v)) <= 200
+    }
     shown = page(
-        "error.html", title, None, status_code=answer.status_code, message=message, code=code, status=answer.status_code
+        "error.html",
+        title,
+        None,
+        status_code=answer.status_code,
+        message=message,
+        code=code,
+        status=answer.status_code,
+        facts=facts,
     )
     for name in ("Retry-After", "WWW-Authenticate"):
         if name in answer.headers:

@@ -322,6 +322,8 @@ def test_every_door_says_retracted_of_a_root_its_submitter_retracted(tmp_path: P
             codes["api by digest"] = _api_code(client.get(f"/v1/verify/{digest}"), "api by digest (retracted)")
             page = client.get(f"/explorer/bundle/{digest}")
             codes["explorer"] = "retracted" if page.status_code == 410 and "retracted" in page.text else page.text
+            assert all(str(value) in page.text for value in where.values())  # the page says where, too
+            assert "<title>Retracted" in page.text and "retracted block" in page.text and "retracted by" in page.text
             batch = client.get(f"/explorer/batch/{root}")
             assert batch.status_code == 200 and "retracted by its submitter" in batch.text
         from tests.api_server import serving_api
