@@ -289,7 +289,7 @@ def retracted(proof: ProofFile, record: RootRecord, retraction: Retraction) -> R
     )
 
 
-def where_anchored(proof: ProofFile) -> dict[str, Any]:
+def where_anchored(proof: ProofFile) -> dict[str, object]:
     """What a verdict that is not OK still says of where the record is: the data's manifest digest, the
     chain and the registry (a retracted verdict named when and by whom, and left out where)."""
     from anchor.chain.presets import chain_name

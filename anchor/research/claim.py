@@ -88,7 +88,7 @@ class ClaimVerdict(Value):
     offline: bool
     trusted: str
     """What the verdict rests on, in words."""
-    where: dict[str, Any] | None = None
+    where: dict[str, object] | None = None
     """Where the last checkpoint is anchored: chain, registry, transaction, batch root, ledger head and length."""
 
     def to_json(self) -> dict[str, Any]:
@@ -569,7 +569,7 @@ def _headers(root: Path) -> tuple[list[bytes], list[int], list[bytes]]:
     return headers, numbers, parents
 
 
-def _chains_hash_of_the_last(settings: Settings, root: Path, index: dict[str, Any]) -> str:
+def _chains_hash_of_the_last(settings: Settings, root: Path, index: dict[str, object]) -> str:
     """`N:HASH` of the claim's last header as the chain read live names it: online, the chain is the
     trust root headers.json is checked against (it went unread online, so an edited one passed there
     and was refused offline)."""
@@ -578,7 +578,8 @@ def _chains_hash_of_the_last(settings: Settings, root: Path, index: dict[str, An
 
     last = _headers(root)[1][-1]
     handle = open_chain(settings)
-    chain_id = int(index.get("chain_id") or 0)
+    said = index.get("chain_id")
+    chain_id = said if isinstance(said, int) else 0
     if handle.chain_id != chain_id:
         raise Tampered(
             f"{INDEX}: the claim is of {chain_name(chain_id)}, the endpoint serves {chain_name(handle.chain_id)}",

@@ -289,7 +289,7 @@ async def searchpage(request: Request, reader: ReaderDep, q: SearchText = "") ->
     """What was anchored here, found by manifest digest, batch root, transaction, submitter or path."""
     chain_id = reader.chain_id()
 
-    def lookup(journal: Any) -> tuple[dict[str, Any], list[Any]]:
+    def lookup(journal: Any) -> tuple[dict[str, list[Any]], list[Any]]:
         found = reads.search(journal, chain_id, q)
         held = {i["effect_id"] for i in found["items"] if i["effect_id"] is not None}
         return found, reads.batches_by_id(journal, chain_id, held)
