@@ -20,6 +20,7 @@ from anchor.chain.abi import checksum_address, interface
 from anchor.chain.artifact import LATEST, registry_abi, version_of
 from anchor.chain.deployment import check_code
 from anchor.chain.logs import scan_logs
+from anchor.manifest.onchain import commit_of_key
 from anchor.record import Value
 
 if TYPE_CHECKING:
@@ -402,8 +403,7 @@ class Registry:
         topics: list[str | None] = [event.topic, *who]
         commits = set()
         for log in scan_logs(self.rpc, self.address, topics, self.from_block, self.checked_block()):
-            key = bytes(event.args(log)["commit"]).hex()
-            commits.add(key[:40] if key.endswith("0" * 24) else key)
+            commits.add(commit_of_key(bytes(event.args(log)["commit"]).hex()))
         return commits
 
 

@@ -618,15 +618,11 @@ def lookup(ctx: click.Context, key: str, researcher: str | None, quorum: int | N
     emit(ctx, json, found, lines)
 
 
-def _commit_text(key: str) -> str:
-    """A commit as git prints it: a SHA-1 id is stored left-aligned in a bytes32, so drop the padding."""
-    body = key.removeprefix("0x")
-    return body[:40] if body.endswith("0" * 24) else body
-
-
 def _lookup_lines(found: dict[str, Any]) -> list[str]:
     """`lookup` for a reader: words, not field names; one date (UTC), not a Unix time beside it."""
     from datetime import UTC, datetime
+
+    from anchor.manifest.onchain import commit_of_key
 
     def when(timestamp: int, block: int) -> str:
         at = datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
@@ -635,7 +631,7 @@ def _lookup_lines(found: dict[str, Any]) -> list[str]:
     rows: list[tuple[str, object]]
     if found["kind"] == "lineage":
         r = found["record"]
-        parent = _commit_text(r["parent"])
+        parent = commit_of_key(r["parent"])
         if found.get("what") == "model promotion":  # anchor.mlflow: its parent and metric hash are digests
             title = f"lineage record of model promotion {r['commit']}"
             rows = [
@@ -646,7 +642,7 @@ def _lookup_lines(found: dict[str, Any]) -> list[str]:
                 ("tx", r["tx_hash"]),
             ]
         else:
-            title = f"lineage record of commit {_commit_text(r['commit'])}"
+            title = f"lineage record of commit {commit_of_key(r['commit'])}"
             rows = [
                 ("researcher", r["researcher"]),
                 ("parent", "none (a baseline)" if not parent.strip("0") else parent),

@@ -134,7 +134,7 @@ _ABSENT = object()
 def _git_diff(repo: Path, parent: str, commit: str) -> object:
     """The diff's bytes, None when larger than MAX_DIFF_BYTES, or _ABSENT when git has no such commits."""
 
-    from anchor.index.store import short_commit
+    from anchor.manifest.onchain import commit_of_key
     from anchor.settings.session import child_environment
 
     result = subprocess.run(
@@ -146,8 +146,8 @@ def _git_diff(repo: Path, parent: str, commit: str) -> object:
             "core.quotePath=true",
             "diff",
             "--binary",
-            short_commit(parent),
-            short_commit(commit),
+            commit_of_key(parent),
+            commit_of_key(commit),
         ],
         capture_output=True,
         timeout=30,

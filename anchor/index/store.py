@@ -111,12 +111,6 @@ class SearchHit(TypedDict, total=False):
     attempts: int
 
 
-def short_commit(commit: str) -> str:
-    """The git id a bytes32 commit stands for: SHA-1 ids are the first 20 bytes of a zero-padded word."""
-    body = commit.removeprefix("0x")
-    return body[:40] if body[40:] == "0" * 24 else body
-
-
 class IndexStore:
     """Rows of one registry's events; reads for the pages, writes for the follower only."""
 

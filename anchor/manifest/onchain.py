@@ -44,6 +44,13 @@ def parse_address(text: str, field: str) -> str:
     return value
 
 
+def commit_of_key(key: str) -> str:
+    """The git id a bytes32 commit key stands for (`commit_key` the other way): a SHA-1 id is the first
+    20 bytes of a zero-padded word; any other key is returned as it is, lowercase, without `0x`."""
+    body = key.lower().removeprefix("0x")
+    return body[:40] if len(body) == 64 and body.endswith("0" * 24) else body
+
+
 def commit_key(commit: str) -> bytes:
     """A git commit id as a bytes32: SHA-1 ids (40 hex) left-aligned and zero-padded, SHA-256 ids as is."""
     body = commit.lower().removeprefix("0x")

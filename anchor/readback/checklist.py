@@ -51,7 +51,17 @@ from anchor.proof.receipt import Receipt, check_receipt
 from anchor.readback.forms import Proof
 from anchor.readback.quorum import down_once
 from anchor.readback.verdict_json import AnchorRow, PendingRow, Quorum
-from anchor.readback.verifier import PIN_FIELDS, Policy, Verification, _hex32, asserts, bundle_fields, files_in, weakest
+from anchor.readback.verifier import (
+    PIN_FIELDS,
+    Policy,
+    Verification,
+    _hex32,
+    asserts,
+    bundle_fields,
+    files_in,
+    weakest,
+    where_anchored,
+)
 from anchor.settings.session import Settings
 
 if TYPE_CHECKING:
@@ -372,21 +382,10 @@ def _as_the_proof_says(proof: Any) -> dict[str, object]:
     """Where the proof says its data was anchored, for a verdict that stops at the data (step 2, before
     any chain read): the file's word, said as such, so a tampered verdict still names the manifest, the
     chain, the registry and the block rather than only the files that differ."""
-    from anchor.chain.presets import chain_name
-
-    anchor = getattr(proof, "anchor", None)
-    said: dict[str, object] = {
-        "manifest_digest": proof.manifest_digest,
-        "source": "the proof file (the chain was not read)",
-    }
-    if anchor is not None:
-        said |= {
-            "chain": chain_name(anchor.chain_id),
-            "registry": anchor.registry,
-            "block_number": anchor.block_number,
-            "tx_hash": anchor.tx_hash,
-        }
-    return said
+    said: dict[str, object] = {"manifest_digest": proof.manifest_digest}
+    if getattr(proof, "anchor", None) is not None:  # a pending proof has none yet
+        said |= where_anchored(proof) | {"block_number": proof.anchor.block_number, "tx_hash": proof.anchor.tx_hash}
+    return said | {"source": "the proof file (the chain was not read)"}
 
 
 @step(2)

@@ -99,6 +99,7 @@ def check_anchored_heads(ledger: AnyLedger, settings: Settings) -> AnchoredHeads
     before the head's seq); the chain errors of `verify` (not anchored, unreachable) as they are."""
     from anchor.proof.file import load_proof
     from anchor.readback.checklist import leaned_on
+    from anchor.research.anchoring import checkpoint_path
 
     entries = ledger.rows()  # anchored heads count rows, traces included
     from anchor.chain.presets import chain_name
@@ -114,6 +115,10 @@ def check_anchored_heads(ledger: AnyLedger, settings: Settings) -> AnchoredHeads
         length, head = proof.manifest["length"], str(proof.manifest["head"])
         if not isinstance(length, int):
             raise BadInput(f"{path}: its ledger length is not a number", detail={"file": str(path)})
+        if path != checkpoint_path(ledger, length):  # a checkpoint is filed under the length it holds
+            raise Tampered(
+                f"{path}: a checkpoint of {length} rows under another name (a copy?)", detail={"file": str(path)}
+            )
         _hold(
             ledger.where,
             entries,

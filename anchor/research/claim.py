@@ -468,10 +468,11 @@ def _check(settings: Settings, root: Path, offline: bool, trusted_block: Sequenc
     index = _read_index(root)
     settings = dataclasses.replace(settings, journal_url=None)  # the claim's ledger, never a database's
     trusted = "the chain, read live"
+    headers = _headers(root)
     if offline:
-        settings, trusted = _trust_headers(settings, root, index, trusted_block)
+        settings, trusted = _trust_headers(settings, headers, index, trusted_block)
     else:  # the same headers, vouched for by the chain's hash of the last: online reads what offline reads
-        _trust_headers(settings, root, index, [_chains_hash_of_the_last(settings, root, index)])
+        _trust_headers(settings, headers, index, [_chains_hash_of(headers[1][-1], settings, index)])
     ledger = Ledger(root / "ledger.jsonl")
     ledger.verify()  # the hash chain: an edited, dropped or reordered row named by line
     rows = ledger.rows()
@@ -551,7 +552,11 @@ def _read_index(root: Path) -> dict[str, Any]:
     return index
 
 
-def _headers(root: Path) -> tuple[list[bytes], list[int], list[bytes]]:
+Headers = tuple[list[bytes], list[int], list[bytes]]
+"""headers.json read: the headers, their block numbers, their parent hashes."""
+
+
+def _headers(root: Path) -> Headers:
     """headers.json's headers, their block numbers and their parent hashes (`Tampered` if it holds none)."""
     from anchor.sealing.encoding import NUMBER, header_fields
 
@@ -569,14 +574,13 @@ def _headers(root: Path) -> tuple[list[bytes], list[int], list[bytes]]:
     return headers, numbers, parents
 
 
-def _chains_hash_of_the_last(settings: Settings, root: Path, index: dict[str, object]) -> str:
-    """`N:HASH` of the claim's last header as the chain read live names it: online, the chain is the
-    trust root headers.json is checked against (it went unread online, so an edited one passed there
-    and was refused offline)."""
+def _chains_hash_of(last: int, settings: Settings, index: dict[str, object]) -> str:
+    """`N:HASH` of the claim's last header, block `last`, as the chain read live names it: online, the
+    chain is the trust root headers.json is checked against (it went unread online, so an edited one
+    passed there and was refused offline)."""
     from anchor.chain.open import open_chain
     from anchor.chain.presets import chain_name
 
-    last = _headers(root)[1][-1]
     handle = open_chain(settings)
     said = index.get("chain_id")
     chain_id = said if isinstance(said, int) else 0
@@ -600,9 +604,9 @@ def _every_file_bound(root: Path, rows: list[LedgerRow], champions: dict[str, st
     name, a checkpoint twice under another length) is named, so a verified claim carries nothing that
     was not checked. The same rule as the checks: the champion's run dir counts when its evidence was
     re-hashed, a record's final runs when the contract names a metric to re-read."""
-    from anchor.manifest.filetree import hash_tree
-    from anchor.proof.file import load_proof
-    from anchor.research.evidence import POLICY, evidence_dir_of, listing_path
+    from anchor.manifest.decode import validate_identity
+    from anchor.manifest.filetree import FileTreeManifest
+    from anchor.research.evidence import evidence_dir_of, listing_path
     from anchor.research.final import final_runs_dir, record_state
     from anchor.research.ledger import is_attempt
 
@@ -610,19 +614,14 @@ def _every_file_bound(root: Path, rows: list[LedgerRow], champions: dict[str, st
     bound |= {"report.json"}
     bound |= {f"attempts/{r['seq']:08d}.json" for r in rows if is_attempt(r)}
     bound |= {p.relative_to(root).as_posix() for p in (root / "lineage").glob("*.json")}  # each one checked
-    for path in (root / "checkpoints").glob("*.anchor.json"):  # each checked; named for the head it holds
-        if path.name != f"{load_proof(path).manifest.get('length')!s:0>8}.anchor.json":
-            raise Tampered(
-                f"checkpoints/{path.name}: a checkpoint of another ledger length under this name (a copy?)",
-                detail={"file": f"checkpoints/{path.name}"},
-            )
-        bound.add(f"checkpoints/{path.name}")
-    trees: list[Path] = []
+    # each checkpoint checked, and named for the ledger length it holds (check_anchored_heads)
+    bound |= {p.relative_to(root).as_posix() for p in (root / "checkpoints").glob("*.anchor.json")}
+    trees: list[tuple[Path, str]] = []  # run dirs the checks re-hashed, with the evidence each hashes to
     researchers = {str(r["researcher"]) for r in rows if is_attempt(r)}
     for who in sorted(researchers):
         champion = [r for r in rows if is_attempt(r) and r["researcher"] == who and r["kept"]]
         if who in champions and terms is not None and "evidence" in champion[-1]:
-            trees.append(evidence_dir_of(root, champion[-1]))
+            trees.append((evidence_dir_of(root, champion[-1]), str(champion[-1]["evidence"])))
         for path in sorted((root / "runs" / who).glob("champion-*.json")):
             bound.add(path.relative_to(root).as_posix())
             if path.name.endswith(".anchor.json"):
@@ -635,17 +634,22 @@ def _every_file_bound(root: Path, rows: list[LedgerRow], champions: dict[str, st
                 )
             if terms is not None and terms.metric_source is not None:
                 runs = final_runs_dir(root, who, record.commit, record.trials)
-                names = [f"replication-{i}" for i in range(len(record.replications))]
-                trees += [runs / name for name in names + ([] if record.holdout is None else ["holdout"])]
-    for tree in trees:  # each re-hashed by the checks above; its listing beside it must be that tree's
+                named = [(f"replication-{i}", run) for i, run in enumerate(record.replications)]
+                named += [] if record.holdout is None else [("holdout", record.holdout)]
+                trees += [(runs / name, run.evidence) for name, run in named]
+    for tree, evidence in trees:  # each re-hashed to `evidence` above; its listing must list that tree
         bound |= {p.relative_to(root).as_posix() for p in tree.rglob("*") if p.is_file()}
         listing = listing_path(tree)
         if listing.is_file():
             name = listing.relative_to(root).as_posix()
-            manifest = hash_tree(tree, symlinks=POLICY)
-            if json.loads(listing.read_text(encoding="utf-8")) != json.loads(
-                json.dumps({"identity": manifest.identity(), "files": manifest.files_json()})
-            ):
+            try:  # the listing's own digest, from its entries: no file of the tree is read again
+                said = json.loads(listing.read_text(encoding="utf-8"))
+                identity = validate_identity(said["identity"], name)
+                listed = FileTreeManifest.from_files_json(said["files"], name, identity)
+                holds = listed.identity() == said["identity"] and listed.digest.hex() == evidence
+            except (AnchorError, ValueError, KeyError, TypeError):
+                holds = False
+            if not holds:
                 raise Tampered(f"{name}: not the listing of the run dir beside it", detail={"file": name})
             bound.add(name)
     found = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
@@ -659,7 +663,7 @@ def _every_file_bound(root: Path, rows: list[LedgerRow], champions: dict[str, st
 
 
 def _trust_headers(
-    settings: Settings, root: Path, index: dict[str, Any], trusted_block: Sequence[str]
+    settings: Settings, read: Headers, index: dict[str, Any], trusted_block: Sequence[str]
 ) -> tuple[Settings, str]:
     """Offline settings trusting every header of the claim that the trusted block vouches for: the
     trusted one by its hash, each earlier one as the parent hash of the next. Nothing is trusted on the
@@ -678,7 +682,7 @@ def _trust_headers(
             f" -f hash` on any node of that chain, or from a colleague, and give it as {last}:HASH",
             detail={"field": "trusted_block", "block": last},
         )
-    headers, numbers, parents = _headers(root)
+    headers, numbers, parents = read
     hashes = [keccak256(h) for h in headers]
     by_number = {n: i for i, n in enumerate(numbers)}
     vouched: list[tuple[int | None, int, str]] = []

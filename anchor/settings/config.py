@@ -40,21 +40,7 @@ PATH_KEYS = frozenset({"data_dir", "keystore"})
 """Relative paths in a file are relative to that file's directory."""
 SECRETS = frozenset({"private_key", "password", "keystore_password", "mnemonic", "api_tokens", "token"})
 URL_KEYS = frozenset({"rpc_url", "journal_url"})
-
-
-def _holds_a_credential(url: str) -> bool:
-    """`user:password@` in a URL, or a query parameter named for a secret (`?password=`, `sslpassword=`,
-    `?token=`, `?key=`, as libpq and RPC providers take them)."""
-    import re
-    from urllib.parse import parse_qsl, urlsplit
-
-    try:
-        parts = urlsplit(url)
-        password = parts.password
-    except ValueError:
-        return False  # not a URL at all: refused where it is used, naming the setting
-    named = re.compile(r"pass|token|key|secret|auth|sig", re.I)
-    return password is not None or any(named.search(name) for name, _ in parse_qsl(parts.query))
+"""Settings holding a URL, which may carry a password or token: refused in a file when they do."""
 
 
 DATA_DIR_NAME = ".anchor"
@@ -165,6 +151,13 @@ def _read(path: Path) -> dict[str, str]:
             )
         out[key] = str((path.parent / text).resolve()) if key in PATH_KEYS else text
     return out
+
+
+def _holds_a_credential(url: str) -> bool:
+    """Whether `url` carries a password or token: what `redact_url` would hide for display."""
+    from anchor.settings.model import redact_url
+
+    return redact_url(url) != url
 
 
 def resolve(

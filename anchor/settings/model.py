@@ -813,3 +813,12 @@ def read_dotenv(file: Path) -> dict[str, str]:
         if name.startswith(PREFIX):
             found[name] = value
     return found
+
+
+def redact_url(url: str) -> str:
+    """`url` with any password replaced by ***, for display: the userinfo's, and a query parameter's whose
+    name says it is one (libpq takes `?password=` and `sslpassword=` as well as `user:pass@`)."""
+    import re
+
+    shown = re.sub(r"^([a-z][a-z0-9+.-]*://[^/@:]*:)[^/@]*@", r"\1***@", url)
+    return re.sub(r"([?&][^=&#]*(?:pass|token|key|secret|auth|sig)[^=&#]*=)[^&#]*", r"\1***", shown, flags=re.I)

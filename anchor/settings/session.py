@@ -19,6 +19,7 @@ from anchor.record import Value
 from anchor.settings.model import SECRET_VARIABLES as SECRET_VARIABLES  # re-exported: where callers look
 from anchor.settings.model import Environment
 from anchor.settings.model import is_secret as is_secret
+from anchor.settings.model import redact_url as redact_url  # re-exported: where callers look
 
 
 def child_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -207,15 +208,6 @@ def endpoint_of(url: str) -> str:
     if not parts.scheme or not parts.hostname:  # not a URL at all (`127.0.0.1:18545`): shown as typed
         return url.split("@")[-1][:200]
     return f"{parts.scheme}://{parts.hostname}{f':{parts.port}' if parts.port else ''}"
-
-
-def redact_url(url: str) -> str:
-    """`url` with any password replaced by ***, for display: the userinfo's, and a query parameter's whose
-    name says it is one (libpq takes `?password=` and `sslpassword=` as well as `user:pass@`)."""
-    import re
-
-    shown = re.sub(r"^([a-z][a-z0-9+.-]*://[^/@:]*:)[^/@]*@", r"\1***@", url)
-    return re.sub(r"([?&][^=&#]*(?:pass|token|key|secret|auth|sig)[^=&#]*=)[^&#]*", r"\1***", shown, flags=re.I)
 
 
 def _file_in_the_way(path: Path) -> Path | None:

@@ -23,7 +23,7 @@ from anchor.anchoring.prove import single_file_proof
 from anchor.chain.explorer import links
 from anchor.errors import AnchorError, NotAnchored
 from anchor.journal import reads
-from anchor.manifest.onchain import commit_key, parse_hex32
+from anchor.manifest.onchain import commit_key, commit_of_key, parse_hex32
 from anchor.research.ledger import LedgerRow, value_of
 from api.deps import ReaderDep, SettingsDep, anchored_proof, in_journal
 from api.pages import counted, page
@@ -35,12 +35,6 @@ router = APIRouter(prefix="/explorer", tags=["explorer"], include_in_schema=Fals
 CommitPrefix = Annotated[str, Path(pattern=r"^(0x)?[0-9a-fA-F]{7,64}$", examples=["f179994d64dc"])]
 """A commit as a person has it: its first 7 or more hex digits (as the CLI prints 12 of them), all 40, or
 the 32-byte key the registry holds for it."""
-
-
-def _commit_body(commit: str) -> str:
-    """The commit's digits: a 64-digit registry key is the 40-digit commit followed by zeros."""
-    body = commit.lower().removeprefix("0x")
-    return body[:40] if len(body) == 64 and body[40:] == "0" * 24 else body
 
 
 def _diff(settings: Any, entry: LedgerRow) -> str | None:
@@ -57,7 +51,7 @@ def _diff(settings: Any, entry: LedgerRow) -> str | None:
 async def attemptpage(commit: CommitPrefix, settings: SettingsDep, reader: ReaderDep) -> HTMLResponse:
     from anchor.research.report import trial_numbers
 
-    entries, entry = await run_in_threadpool(find_attempt, settings, _commit_body(commit), True)
+    entries, entry = await run_in_threadpool(find_attempt, settings, commit_of_key(commit), True)
     diff = await run_in_threadpool(_diff, settings, entry)
     registry = await run_in_threadpool(reader.registry)
     record = await run_in_threadpool(registry.lineage, commit_key(entry["commit"]))
@@ -80,7 +74,7 @@ async def lineagepage(commit: CommitPrefix, settings: SettingsDep, reader: Reade
     from anchor.research.loop import NO_PARENT
     from anchor.research.report import lineage_tree, summarise, trial_numbers
 
-    entries, target = await run_in_threadpool(find_attempt, settings, _commit_body(commit), True)
+    entries, target = await run_in_threadpool(find_attempt, settings, commit_of_key(commit), True)
     data, _ = await run_in_threadpool(lineage_tree, entries, target["commit"], settings)
     trial = trial_numbers(entries)  # as the CLI and the API number them, not by ledger row
     mine = [{**e, "trial": trial[e["seq"]]} for e in entries if e["researcher"] == target["researcher"]]

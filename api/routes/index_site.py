@@ -14,7 +14,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
 from anchor.errors import NotAnchored
-from anchor.index.store import short_commit
+from anchor.manifest.onchain import commit_of_key
 from api.pages import page
 
 router = APIRouter(include_in_schema=False)
@@ -63,7 +63,7 @@ def _commit32(key: str) -> str:
 
 def _show(html: str, request: Request, title: str, **values: Any) -> HTMLResponse:
     info = _header(request)
-    return page(f"index/{html}", title, info["cursor"], site=info, short=short_commit, **values)
+    return page(f"index/{html}", title, info["cursor"], site=info, short=commit_of_key, **values)
 
 
 RESEARCHERS_PER_PAGE = 50
@@ -247,7 +247,7 @@ async def attempt(commit: Key, request: Request, page_number: PageNumber = 1) ->
     return _show(
         "attempt.html",
         request,
-        f"Attempt {short_commit(key)[:12]}",
+        f"Attempt {commit_of_key(key)[:12]}",
         key=key,
         shown=shown,
         listing=listing,

@@ -24,7 +24,8 @@ from typing import Any
 import pytest
 
 from anchor.chain.node import LocalChain, rpc_call
-from anchor.index.store import CHECKPOINT, short_commit
+from anchor.index.store import CHECKPOINT
+from anchor.manifest.onchain import commit_of_key
 from tests.cdp import chromium_page
 from tests.conftest import ANCHOR_BIN, ROOT, DemoRun, free_port, touches
 from tests.explorer.test_explorer_pages import CHROMIUM_FLAGS, Nodes, chromium
@@ -415,7 +416,7 @@ def test_after_evm_revert_the_index_drops_a_reverted_root_and_keeps_the_rest(
         assert _get(f"{world['url']}/search?q={root}")[0] == 200
     kept = [a["commit"] for a in _ledger(world) if a["kept"]]
     assert all(_get(f"{world['url']}/search?q={c}")[0] == 200 for c in kept)
-    assert short_commit("0x" + kept[0] + "0" * 24) == kept[0]
+    assert commit_of_key("0x" + kept[0] + "0" * 24) == kept[0]
 
 
 def test_the_browsers_proof_code_reproduces_every_golden_vector() -> None:

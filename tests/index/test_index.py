@@ -12,7 +12,8 @@ from anchor.chain.keys import load_signer
 from anchor.chain.open import open_chain, open_registry
 from anchor.errors import BadInput, DeploymentMismatch
 from anchor.index.follow import Follower
-from anchor.index.store import IndexStore, short_commit
+from anchor.index.store import IndexStore
+from anchor.manifest.onchain import commit_of_key
 from tests.conftest import Chain
 
 
@@ -49,7 +50,7 @@ def test_every_record_is_indexed_from_the_chain_alone_and_found_by_search(fresh_
     store = follower.store
     assert store.counts() == {"lineage": 5, "checkpoints": 0, "promotions": 0, "roots": 5, "researchers": 1}
     for commit in commits:
-        [hit] = store.search(short_commit(commit)[:10])
+        [hit] = store.search(commit_of_key(commit)[:10])
         assert hit["key"] == commit
     for root in roots:
         assert store.search(root)[0]["key"] == root
