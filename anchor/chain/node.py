@@ -47,7 +47,6 @@ def rpc_call(url: str, method: str, params: list[object] | None = None, timeout:
     """One JSON-RPC call, no retry (is the local chain up? a probe answers at once or not at all), through
     the one HTTP transport every RPC and service call uses (anchor.chain.rpc.KeptAlive: a deadline for
     the whole exchange); raises `ChainUnreachable` on any transport failure or error answer."""
-    import http.client
     from urllib.parse import urlsplit
 
     from anchor.chain.rpc import KeptAlive
@@ -62,7 +61,7 @@ def rpc_call(url: str, method: str, params: list[object] | None = None, timeout:
         if status >= 300:
             raise ChainUnreachable(f"{url}: HTTP {status} for {method}")
         answer = json.loads(content)
-    except (OSError, http.client.HTTPException, ValueError) as exc:
+    except (OSError, ValueError) as exc:
         raise ChainUnreachable(f"{url}: no answer to {method} ({exc})") from None
     finally:
         transport.drop()

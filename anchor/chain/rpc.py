@@ -18,7 +18,6 @@ revert, a provider's "block range too large") is `RpcError`, left to the caller 
 
 from __future__ import annotations
 
-import http.client
 import io
 import json
 import re
@@ -28,6 +27,7 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
+from anchor.chain import wire
 from anchor.errors import BadInput, ChainUnreachable
 from anchor.settings.model import Environment
 from anchor.settings.session import endpoint_of as redact_url
@@ -95,8 +95,10 @@ def failure_words(exc: BaseException, timeout_s: float, url: str) -> str:
         return f"the TLS handshake failed ({exc.reason or type(exc).__name__}{hint})"
     if isinstance(exc, ConnectionRefusedError):
         return "connection refused: nothing listens there"
-    if isinstance(exc, http.client.BadStatusLine | http.client.RemoteDisconnected):
+    if isinstance(exc, wire.NoAnswer):
         return "the server closed the connection without an HTTP answer"
+    if isinstance(exc, wire.NotHttp):
+        return f"the answer was not HTTP as we read it ({exc})"
     if isinstance(exc, socket.gaierror):  # the resolver's error: its class name ("gaierror") tells nobody anything
         return f"{UNRESOLVED} {urlsplit(url).hostname or url}"
     said = getattr(exc, "strerror", None) or ""  # the OS's own words ("No route to host"), not the class's name
@@ -119,15 +121,9 @@ def _hex(number: int | str) -> str:
     return number if isinstance(number, str) else hex(number)
 
 
-def _host_bytes(host: str) -> bytes:
-    """The host as getaddrinfo takes it. Given text, getaddrinfo encodes it with the idna codec whatever
-    it holds, and importing that codec and compiling its pattern cost 3 ms of every short command's 25 ms
-    chain read; an ASCII host (an address, or a name as URLs carry it) is its own encoding."""
-    return host.encode("ascii") if host.isascii() else host.encode("idna")
-
-
 class _Deadlined:
-    """A connected socket whose every send and read waits at most until `until` (monotonic): the
+    """(https only: a plain-HTTP origin goes through anchor.chain.wire, whose reads keep the same
+    deadline.) A connected socket whose every send and read waits at most until `until` (monotonic): the
     socket's timeout is the time left, so one exchange, headers and body together, ends by its deadline
     however slowly the other side drips its answer (a server that sent `Content-Length: 100000`
     and then a byte every 5 s held `verify` past 90 s with a 10 s per-read timeout)."""
@@ -177,19 +173,12 @@ class KeptAlive:
     CPU here, against 1.5 ms through `requests` (which re-reads the proxy variables and merges
     settings on every call). Proxies are not used: neither the RPC client nor this one reads
     HTTP(S)_PROXY. Every exchange has one deadline, `timeout_s` after it starts (connecting, sending,
-    the headers and the body together), not a timeout per read."""
+    the headers and the body together), not a timeout per read. A plain-HTTP origin is spoken to by
+    anchor.chain.wire, an https one by http.client (imported only then: it imports ssl and email)."""
 
     def __init__(self, host: str, port: int | None, tls: bool, timeout_s: float) -> None:
         self._host, self._port, self._tls, self.timeout_s = host, port, tls, timeout_s
         self._local = threading.local()
-
-    def _connection(self) -> http.client.HTTPConnection:
-        conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            cls = http.client.HTTPSConnection if self._tls else http.client.HTTPConnection
-            conn = cls(self._host, self._port, timeout=self.timeout_s)
-            self._local.conn = conn
-        return conn
 
     def drop(self) -> None:
         conn = getattr(self._local, "conn", None)
@@ -199,22 +188,48 @@ class KeptAlive:
 
     def _once(
         self, method: str, target: str, body: bytes | None, headers: dict[str, str], limit: int, until: float
-    ) -> tuple[int, http.client.HTTPResponse, bytes]:
-        conn = self._connection()
-        if conn.sock is None:
-            conn.timeout = max(0.001, until - time.monotonic())
-            if self._tls:
+    ) -> tuple[int, wire.Headers, bytes]:
+        if self._tls:
+            return self._once_tls(method, target, body, headers, limit, until)
+        port = self._port or 80
+        stream: wire.Stream | None = getattr(self._local, "conn", None)
+        if stream is not None and stream.buffer:  # bytes the last answer did not account for: start afresh
+            self.drop()
+            stream = None
+        if stream is None:
+            stream = self._local.conn = wire.connect(self._host, port, until)
+        stream.until = until
+        stream.sock.settimeout(max(0.001, until - time.monotonic()))
+        stream.sock.sendall(wire.request_bytes(method, self._host, port, target, body, headers))
+        answer, content, closes = wire.read_answer(stream, limit)
+        if closes:
+            self.drop()
+        return answer.status, answer, content
+
+    def _once_tls(
+        self, method: str, target: str, body: bytes | None, headers: dict[str, str], limit: int, until: float
+    ) -> tuple[int, wire.Headers, bytes]:
+        import http.client
+
+        conn: http.client.HTTPSConnection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = http.client.HTTPSConnection(self._host, self._port, timeout=self.timeout_s)
+        try:
+            if conn.sock is None:
+                conn.timeout = max(0.001, until - time.monotonic())
                 conn.connect()
-            else:  # as HTTPConnection.connect does (no proxy tunnel is ever set here), with the host as bytes
-                address = (_host_bytes(self._host), self._port)  # handed as is to getaddrinfo, which takes bytes
-                conn.sock = socket.create_connection(address, conn.timeout)  # type: ignore[arg-type]
-                conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            conn.sock = _Deadlined(conn.sock)  # http.client only calls what it has
-        sock: Any = conn.sock
-        sock.until = until
-        conn.request(method, target, body, headers)
-        response = conn.getresponse()
-        content = response.read(limit + 1)
+                conn.sock = _Deadlined(conn.sock)  # http.client only calls what it has
+            sock: Any = conn.sock
+            sock.until = until
+            conn.request(method, target, body, headers)
+            response = conn.getresponse()
+            content = response.read(limit + 1)
+        except http.client.RemoteDisconnected:
+            raise wire.NoAnswer("the server closed the connection without an HTTP answer") from None
+        except http.client.InvalidURL as exc:
+            raise ValueError(str(exc)) from None
+        except http.client.HTTPException as exc:
+            raise wire.NotHttp(f"{type(exc).__name__}: {exc}"[:200]) from None
         if len(content) > limit or response.getheader("connection", "").lower() == "close":
             self.drop()  # an answer cut at the limit leaves the rest unread: the connection is spent
         return response.status, response, content[:limit]
@@ -226,20 +241,20 @@ class KeptAlive:
         body: bytes | None = None,
         headers: dict[str, str] | None = None,
         limit: int = 1 << 30,
-    ) -> tuple[int, http.client.HTTPResponse, bytes]:
-        """(status, response for its headers, at most `limit` bytes of the answer). Raises OSError or
-        http.client.HTTPException when there is no answer; a kept-alive connection the server closed
-        while idle is retried once at once on a fresh one (not a failure)."""
+    ) -> tuple[int, wire.Headers, bytes]:
+        """(status, the answer's headers, at most `limit` bytes of the answer). Raises OSError when there
+        is no answer (`wire.NotHttp` for bytes that are not one); a kept-alive connection the server
+        closed while idle is retried once at once on a fresh one (not a failure)."""
         reused = getattr(self._local, "conn", None) is not None
         until = time.monotonic() + self.timeout_s
         try:
             return self._once(method, target, body, headers or {}, limit, until)
-        except (ConnectionResetError, BrokenPipeError, http.client.RemoteDisconnected):
+        except (ConnectionResetError, BrokenPipeError):
             self.drop()
             if not reused:
                 raise
             return self._once(method, target, body, headers or {}, limit, until)
-        except (OSError, http.client.HTTPException):
+        except OSError:
             self.drop()
             raise
 
@@ -256,7 +271,8 @@ class Exhausted(Exception):
         ("could not resolve HOST: offline? check --rpc-url"), not "failed 5 times (gaierror)"."""
         if self.failure.startswith(UNRESOLVED):
             return f"{self.failure}: offline? check {check}"
-        return f"{what} failed {self.attempts} times ({self.failure})"
+        times = "once" if self.attempts == 1 else f"{self.attempts} times"
+        return f"{what} failed {times} ({self.failure})"
 
 
 def send(
@@ -271,7 +287,7 @@ def send(
     backoff_s: float,
     why: tuple[object, ...],
     limit: int = 1 << 30,
-) -> tuple[int, http.client.HTTPResponse, bytes]:
+) -> tuple[int, wire.Headers, bytes]:
     """The one retry policy of every HTTP exchange we start, RPC and service alike: the first answer that
     is neither 429 nor 5xx, as (status, response, at most `limit` bytes), for the caller to judge
     (a 401 or a 4xx is never retried: no retry can fix a credential or a request).
@@ -284,10 +300,12 @@ def send(
     for attempt in range(retries + 1):
         try:
             status, response, content = client.exchange(method, target, body, headers, limit)
-        except (OSError, http.client.HTTPException) as exc:
+        except OSError as exc:
             failure = failure_words(exc, client.timeout_s, url)
             if never_resolves(exc):
                 raise Exhausted(attempt + 1, failure) from None
+        except ValueError as exc:  # a URL no request can carry (a space in its path): no retry can fix it
+            raise Exhausted(attempt + 1, str(exc)[:200]) from None
         else:
             if status != 429 and status < 500:
                 return status, response, content
