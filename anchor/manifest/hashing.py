@@ -85,19 +85,26 @@ def _fingerprint(st: os.stat_result) -> tuple[int, int, int, int]:
     return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino
 
 
+_OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+"""How a file to hash is opened. O_NONBLOCK: a FIFO swapped in after the walk opens at once (and is
+refused), never hangs."""
+
+
 def hash_file(
     path: str,
     shown: str,
     threads: int | None = None,
     on_window: Callable[[int], None] | None = None,
     expect: tuple[int, int] | None = None,
+    dir_fd: int | None = None,
 ) -> tuple[int, str]:
     """(size, BLAKE3 hex) of one regular file, refusing links and detecting concurrent changes;
-    `expect`: the (device, inode) the walk saw at this path, which the opened file must have."""
-    if _cache is not None and (cached := _unchanged(path, shown, expect)) is not None:
+    `expect`: the (device, inode) the walk saw at this path, which the opened file must have;
+    `dir_fd`: the walk's verified descriptor of the directory `path` (then a bare name) is in."""
+    if _cache is not None and (cached := _unchanged(path, shown, expect, dir_fd)) is not None:
         return cached
-    try:  # O_NONBLOCK: a FIFO swapped in after the walk opens at once (and is refused below), never hangs
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        fd = os.open(path, _OPEN, dir_fd=dir_fd)
     except OSError as exc:
         raise UnsafePath(f"{shown}: cannot be read ({exc.strerror})", detail={"path": shown}) from None
     try:
@@ -133,14 +140,14 @@ def hash_file(
     return total, digest
 
 
-def _unchanged(path: str, shown: str, expect: tuple[int, int] | None) -> tuple[int, str] | None:
+def _unchanged(path: str, shown: str, expect: tuple[int, int] | None, dir_fd: int | None) -> tuple[int, str] | None:
     """(size, digest) from the stat cache of a regular file (not a link: lstat) that is the one the walk
     listed and that the cache holds with the same size, mtime, ctime, inode and device, hashed before
     the cache's hashing moment (anchor.manifest.statcache); None otherwise: then it is read. One lstat,
     no open: what makes a re-stamp of many small files cheaper than reading them."""
     assert _cache is not None
     try:
-        now = os.lstat(path)
+        now = os.stat(path, dir_fd=dir_fd, follow_symlinks=False)
     except OSError:
         return None
     if not stat.S_ISREG(now.st_mode) or (expect is not None and (now.st_dev, now.st_ino) != expect):
@@ -505,12 +512,42 @@ def _walk_and_hash(
     found: list[tuple[str, str, int, tuple[int, int]]] = []
     excluded: list[str] = []
     links: list[tuple[str, str]] = []
+    rels: list[str] = []
+    sizes: list[int] = []
+    digests: list[str] = []
+    leaves: list[bytes] = []
+    failed: list[Any] = []
+
+    def each_file(dir_fd: int, name: str, rel: str) -> None:
+        """Hash a file where the walk meets it (walk_frames' `each_file`); after a failure only list, so
+        that a refusal of the walk's, met later, still comes first."""
+        if failed:
+            return
+        try:  # a large file is mapped in windows on one thread here: it is rare among many files
+            size, digest = hash_file(name, rel, threads=1, dir_fd=dir_fd)
+        except AnchorError as exc:
+            failed.append(("error", type(exc).__name__, exc.message, exc.detail))
+            return
+        rels.append(rel)
+        sizes.append(size)
+        digests.append(digest)
+        leaves.append(leaf(rel, size, digest))
+        _add(_slot, 1, size)
+
     try:
-        walk_frames(list(frames), real_root, rules, excluded, symlinks, links, found)
+        walk_frames(list(frames), real_root, rules, excluded, symlinks, links, found, each_file=each_file)
     except AnchorError as exc:
         return [("walk", type(exc).__name__, exc.message, exc.detail)]
-    # hash_file maps a large file in windows on one thread here: it is rare among many files
-    hashed = _packed(_hash_chunk([(0, rel, path, ident) for rel, path, _, ident in found], None, leaf))
-    if isinstance(hashed, list):
-        return hashed
-    return ("\0".join(rel for rel, *_ in found), *hashed, excluded, links)
+    if failed:
+        return failed
+    if found:  # files the directory's d_type did not call regular: followed links (follow-inside), by path
+        hashed = _hash_chunk([(0, rel, path, ident) for rel, path, _, ident in found], None, leaf)
+        if hashed and hashed[0][0] == "error":
+            return hashed
+        rels += [rel for rel, *_ in found]
+        sizes += [size for size, _, _ in hashed]
+        digests += [digest for _, digest, _ in hashed]
+        leaves += [lf for _, _, lf in hashed]
+    if _cache is not None:
+        _cache.flush_part()
+    return ("\0".join(rels), sizes, "".join(digests), b"".join(leaves), excluded, links)

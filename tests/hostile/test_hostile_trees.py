@@ -316,3 +316,76 @@ def test_a_directory_swapped_for_a_link_outside_while_the_tree_is_walked_lists_n
     with pytest.raises(FileChanged, match="results: changed while the tree was walked"):
         hash_tree(root)
     assert swapped
+
+
+def _worker_frames(root: Path, sub: str) -> list[tuple[str, str, tuple[int, int], frozenset[tuple[int, int]]]]:
+    """The frame a walk hands a worker for `root/sub` (anchor.manifest.walk.Frame)."""
+    top, below = os.lstat(root), os.lstat(root / sub)
+    ids = frozenset({(top.st_dev, top.st_ino), (below.st_dev, below.st_ino)})
+    return [(f"{sub}/", str(root / sub), (below.st_dev, below.st_ino), ids)]
+
+
+def _swap_at_first_open(monkeypatch: pytest.MonkeyPatch, swap: Callable[[], None]) -> None:
+    """Run `swap` after a worker's walk has listed a directory and before it opens the first file there."""
+    real = hashing.hash_file
+
+    def swapping(path: str, shown: str, *args: object, **kwargs: object) -> tuple[int, str]:
+        if kwargs.get("dir_fd") is not None and not getattr(swapping, "done", False):
+            swapping.done = True  # type: ignore[attr-defined]
+            swap()
+        return real(path, shown, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(hashing, "hash_file", swapping)
+
+
+def test_a_file_a_worker_walks_to_is_opened_under_its_directorys_descriptor_so_a_swap_above_binds_nothing_outside(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker lists results/ and hashes metrics.txt where it meets it, opening the name relative to the
+    descriptor of the directory it verified and listed. `results` swapped for a link to a directory
+    outside in between: the file hashed is still the one listed, never the outside one."""
+    import blake3
+
+    from anchor.manifest.filetree import _leaf
+
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    (root / "results").mkdir(parents=True)
+    (root / "results" / "metrics.txt").write_bytes(b"listed")
+    outside.mkdir()
+    (outside / "metrics.txt").write_bytes(b"secret from outside")
+
+    def swap() -> None:
+        (root / "results").rename(tmp_path / "moved")
+        (root / "results").symlink_to(outside)
+
+    _swap_at_first_open(monkeypatch, swap)
+    rels, sizes, digests, *_ = hashing._walk_and_hash(_worker_frames(root, "results"), str(root), None, "refuse", _leaf)
+    assert (rels, sizes, digests) == ("results/metrics.txt", [6], blake3.blake3(b"listed").hexdigest())
+
+
+@pytest.mark.parametrize("swapped_for", ["a FIFO", "a link to a file outside"])
+def test_a_file_a_worker_walks_to_swapped_before_it_is_opened_is_refused_by_name_not_waited_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, swapped_for: str
+) -> None:
+    """The directory's own listing said regular file (its d_type, no stat); by the time the worker opens
+    it, it is a FIFO nobody writes to, or a link to /etc's kind of file. It opens at once (O_NONBLOCK)
+    or not at all (O_NOFOLLOW), and the worker answers with a refusal naming it."""
+    from anchor.manifest.filetree import _leaf
+
+    root = tmp_path / "root"
+    (root / "results").mkdir(parents=True)
+    target = root / "results" / "metrics.txt"
+    target.write_bytes(b"listed")
+    (tmp_path / "passwd").write_bytes(b"root:x:0:0\n")
+
+    def swap() -> None:
+        target.unlink()
+        if swapped_for == "a FIFO":
+            os.mkfifo(target)
+        else:
+            target.symlink_to(tmp_path / "passwd")
+
+    _swap_at_first_open(monkeypatch, swap)
+    answer = hashing._walk_and_hash(_worker_frames(root, "results"), str(root), None, "refuse", _leaf)
+    assert isinstance(answer, list) and answer[0][:2] == ("error", "UnsafePath")
+    assert "results/metrics.txt" in answer[0][2]
