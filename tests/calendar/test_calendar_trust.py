@@ -224,3 +224,37 @@ def test_a_forwarded_header_gets_no_fresh_calendar_bucket_unless_its_proxy_is_tr
             codes = [_post(url, n, f"198.51.100.{n}") for n in range(1, 11)]
     accepted = codes.count(202)
     assert accepted == (10 if trusted else 3), codes
+
+
+def test_a_service_verifying_an_uploaded_proof_contacts_no_url_only_the_file_names(tmp_path: Path) -> None:
+    """A receipt's `url` is not signed: whoever uploads a proof to a service's `/v1/verify/proof` can point
+    it at any address the service can reach (its database, a metadata endpoint, a neighbour's admin
+    port). Had the service asked it, it would be a request forger for anyone. It does not: its verdict on
+    an uploaded proof is the first anchor's, read on that anchor's chain, and no URL the file names is
+    contacted (the listener below would have seen `GET .../v1/service`)."""
+    import urllib.request
+
+    client = _client(tmp_path)
+    with local_service(tmp_path) as a, _listener(_posing_as_a_service) as (inside, seen):
+        results = _results(tmp_path)
+        run_anchor(["stamp", str(results), "--service", a.url], client, check=True)
+        a.flush()
+        run_anchor(["upgrade", str(results), "--rpc-url", a.rpc], client, check=True)
+        proof_path = tmp_path / "results.anchor.json"
+        proof = json.loads(proof_path.read_text())
+        proof["receipts"][0]["url"] = inside + "/internal/admin"
+        boundary = "anchor-test-boundary"
+        body = (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="proof"; filename="p.json"\r\n'
+            f"Content-Type: application/json\r\n\r\n{json.dumps(proof)}\r\n--{boundary}--\r\n"
+        ).encode()
+        request = urllib.request.Request(
+            a.url + "/v1/verify/proof", body, {"Content-Type": f"multipart/form-data; boundary={boundary}"}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=60) as answer:
+                said = answer.read().decode()
+        except urllib.error.HTTPError as refused:
+            said = refused.read().decode()
+        assert seen == [], seen
+        assert json.loads(said)["status"] == "verified" and inside not in said, said
