@@ -29,33 +29,40 @@ class Flusher:
     def __init__(
         self, settings: Settings, label: str = "flush", in_thread: bool = False, interval_s: float = 0.0
     ) -> None:
-        import multiprocessing
-        import os
-        import queue
-        import threading
-
+        self.settings, self.label, self.in_thread, self.interval_s = settings, label, in_thread, interval_s
         self.started = False
-        if in_thread:
-            self.inbox: Any = queue.Queue()
-            self.waiting: Any = _Flag()
-            self.process: Any = threading.Thread(
-                target=_flush_loop,
-                args=(settings, self.inbox, None, label, interval_s, self.waiting),
-                name=f"anchor-{label}",
-                daemon=True,
-            )
-            return
-        context = multiprocessing.get_context("spawn")
-        self.inbox = context.Queue()
-        self.waiting = context.RawValue("b", 0)
-        self.process = context.Process(
-            target=_flush_loop,
-            args=(settings, self.inbox, os.getpid(), label, interval_s, self.waiting),
-            name=f"anchor-{label}",
-            daemon=True,
-        )
+        self.inbox: Any = None
+        self.process: Any = None
+        self.waiting: Any = _Flag()
 
     def start(self) -> Flusher:
+        """Start the loop, with the queue it reads: made here, not before, so that a flusher never
+        kicked holds no named semaphore (an `anchor serve` stopped by SIGTERM runs no atexit handler
+        that could release them: uvicorn raises the signal again once the app has shut down)."""
+        import os
+
+        if self.in_thread:
+            import queue
+            import threading
+
+            self.inbox, self.waiting = queue.Queue(), _Flag()
+            self.process = threading.Thread(
+                target=_flush_loop,
+                args=(self.settings, self.inbox, None, self.label, self.interval_s, self.waiting),
+                name=f"anchor-{self.label}",
+                daemon=True,
+            )
+        else:
+            import multiprocessing
+
+            context = multiprocessing.get_context("spawn")
+            self.inbox, self.waiting = context.Queue(), context.RawValue("b", 0)
+            self.process = context.Process(
+                target=_flush_loop,
+                args=(self.settings, self.inbox, os.getpid(), self.label, self.interval_s, self.waiting),
+                name=f"anchor-{self.label}",
+                daemon=True,
+            )
         self.process.start()
         self.started = True
         return self
@@ -71,7 +78,8 @@ class Flusher:
         self.inbox.put("flush")
 
     def close(self, timeout_s: float = 600.0) -> None:
-        """Let the last kick's flush finish, then stop; stopped by its PID if it does not within the bound."""
+        """Let the last kick's flush finish, then stop; stopped by its PID if it does not within the bound.
+        The queue is closed and let go here, which releases its semaphores at once (not at exit)."""
         if not self.started:
             return
         self.inbox.put("stop")
@@ -79,6 +87,11 @@ class Flusher:
         if self.process.is_alive() and hasattr(self.process, "terminate"):
             self.process.terminate()
             self.process.join()
+        if hasattr(self.inbox, "join_thread"):
+            self.inbox.close()
+            self.inbox.join_thread()
+        self.inbox = self.process = None
+        self.waiting = _Flag()
         self.started = False
 
 
