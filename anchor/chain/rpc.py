@@ -28,8 +28,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from anchor.chain import wire
-from anchor.errors import BadInput, ChainUnreachable
+from anchor.errors import ChainUnreachable
 from anchor.settings.model import Environment
+from anchor.settings.session import check_rpc_url
 from anchor.settings.session import endpoint_of as redact_url
 
 
@@ -326,12 +327,8 @@ class Rpc:
         """`env`: the settings its retries, backoff, timeout and log window come from (the defaults when
         None)."""
         env = Environment() if env is None else env
+        check_rpc_url(url, "RPC URL")
         parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            hint = f" (did you mean http://{url}?)" if "://" not in url else ""
-            raise BadInput(
-                f"RPC URL {redact_url(url)}: expected http(s)://host[:port][/path]{hint}", detail={"field": "rpc_url"}
-            )
         self.url = url
         self.shown = redact_url(url)
         self._target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
@@ -339,7 +336,7 @@ class Rpc:
         self.backoff_s = env.rpc_backoff_s
         self.timeout_s = env.rpc_timeout_s
         self.log_window = env.log_window
-        self._http = KeptAlive(parts.hostname, parts.port, parts.scheme == "https", self.timeout_s)
+        self._http = KeptAlive(parts.hostname or "", parts.port, parts.scheme == "https", self.timeout_s)
         self._ids = iter(range(1, 2**62))
 
     # ------------------------------------------------------------------ transport

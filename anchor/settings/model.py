@@ -815,6 +815,36 @@ def read_dotenv(file: Path) -> dict[str, str]:
     return found
 
 
+def http_url_problem(url: str) -> str | None:
+    """What stops `url` from being an http(s) URL a request can be sent to, in words; None when nothing
+    does. One rule for every URL we send to (RPC endpoints, anchoring services): no space or control
+    character anywhere (a stray one from pasting went on to "could not resolve" or five retries), http or
+    https, a host, and a port from 1 to 65535 when there is one (urllib raised a bare ValueError on
+    reading one out of range, which surfaced as an internal error)."""
+    from urllib.parse import urlsplit
+
+    for at, char in enumerate(url):
+        if char.isspace() or not char.isprintable():
+            return f"a space or control character at position {at + 1} (a stray one from pasting?)"
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # an unclosed [ of an IPv6 address
+        return "expected an http(s) URL, http(s)://host[:port][/path] (an IPv6 host is written [::1])"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "expected an http(s) URL, http(s)://host[:port][/path]"
+    after_host = url.find("/", url.find("://") + 3)
+    if after_host >= 0 and not url[after_host:].isascii():
+        at = after_host + next(i for i, c in enumerate(url[after_host:]) if not c.isascii())
+        return f"a character that is not ASCII at position {at + 1}, in the path (percent-encode it)"
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if port is not None and not 0 < port < 65536:
+        return "the port must be a number from 1 to 65535"
+    return None
+
+
 def redact_url(url: str) -> str:
     """`url` with any password replaced by ***, for display: the userinfo's, and a query parameter's whose
     name says it is one (libpq takes `?password=` and `sslpassword=` as well as `user:pass@`)."""

@@ -17,7 +17,7 @@ from anchor.errors import BadInput
 from anchor.layout import DataDir
 from anchor.record import Value
 from anchor.settings.model import SECRET_VARIABLES as SECRET_VARIABLES  # re-exported: where callers look
-from anchor.settings.model import Environment
+from anchor.settings.model import Environment, http_url_problem
 from anchor.settings.model import is_secret as is_secret
 from anchor.settings.model import redact_url as redact_url  # re-exported: where callers look
 
@@ -145,9 +145,15 @@ class Settings(Value):
                 detail={"path": str(settings.data_dir), "source": where.source},
             )
         settings = replace(settings, service_urls=env.service_urls, browser_rpc_urls=env.browser_rpc_url)
+        sources = {url: "--rpc-url" for url in urls}
+        if settings.rpc_url is not None and settings.rpc_url not in sources:
+            sources[settings.rpc_url] = found["rpc_url"].source
         if len(urls) < 2 and env.read_rpcs:
             urls = list(env.read_rpcs)
+            sources.update({url: "ANCHOR_READ_RPCS" for url in urls if url not in sources})
             settings = replace(settings, rpc_url=settings.rpc_url or urls[0])
+        for url, source in sources.items():
+            check_rpc_url(url, source)
         return replace(settings, read_rpcs=tuple(urls)) if len(urls) > 1 else settings
 
     from_env = load
@@ -199,15 +205,31 @@ class Settings(Value):
         return DataDir(self.data_dir)
 
 
+def check_rpc_url(url: str, source: str) -> None:
+    """`BadInput` naming where an RPC URL came from (`--rpc-url`, ANCHOR_RPC_URL, anchor.toml...) when no
+    request can be sent to it (anchor.settings.model.http_url_problem); shown without its path or query,
+    where hosted providers keep the key."""
+    problem = http_url_problem(url)
+    if problem is not None:
+        meant = f"http://{url.strip()}"  # only the scheme missing: the URL as meant
+        hint = f" (did you mean {meant}?)" if "://" not in url and http_url_problem(meant) is None else ""
+        where = {"field": "rpc_url"} if source.startswith("--") else {"variable": source}
+        raise BadInput(f"{source} {endpoint_of(url)!r}: {problem}{hint}", detail=where)
+
+
 def endpoint_of(url: str) -> str:
     """scheme://host:port only, how an RPC URL is shown anywhere: hosted providers carry an API key in
     the path or query."""
     from urllib.parse import urlsplit
 
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # an unclosed [: shown as typed
+        return url.split("@")[-1][:200]
     if not parts.scheme or not parts.hostname:  # not a URL at all (`127.0.0.1:18545`): shown as typed
         return url.split("@")[-1][:200]
-    return f"{parts.scheme}://{parts.hostname}{f':{parts.port}' if parts.port else ''}"
+    port = parts.netloc.rpartition("@")[2].rpartition("]")[2].partition(":")[2]  # as typed: it may be out of range
+    return f"{parts.scheme}://{parts.hostname}{f':{port}' if port else ''}"
 
 
 def _file_in_the_way(path: Path) -> Path | None:

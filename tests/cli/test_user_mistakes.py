@@ -82,6 +82,33 @@ MISTAKES = [
         never=("failed 5 times",),
     ),
     Mistake(
+        "an rpc url whose port is out of range",
+        ["verify", "results", "--rpc-url", "http://127.0.0.1:99999"],
+        ExitCode.BAD_INPUT,
+        "error[bad_input]: --rpc-url 'http://127.0.0.1:99999': the port must be a number from 1 to 65535",
+    ),
+    Mistake(
+        "a stray space pasted into an rpc url",
+        ["lookup", "results", "--rpc-url", "http://127.0.0.1 :8545"],
+        ExitCode.BAD_INPUT,
+        "a space or control character at position 17 (a stray one from pasting?)",
+        never=("could not resolve", "failed"),  # it was "could not resolve 127.0.0.1 : offline?"
+    ),
+    Mistake(
+        "an rpc url in the environment without its scheme",
+        ["verify", "results"],
+        ExitCode.BAD_INPUT,
+        "error[bad_input]: ANCHOR_RPC_URL '127.0.0.1:8545': expected an http(s) URL, http(s)://host[:port][/path]"
+        " (did you mean http://127.0.0.1:8545?)",
+        env={"ANCHOR_RPC_URL": "127.0.0.1:8545"},
+    ),
+    Mistake(
+        "a service url whose port is out of range",
+        ["stamp", "results", "--service", "http://127.0.0.1:99999"],
+        ExitCode.BAD_INPUT,
+        "error[bad_input]: --service 'http://127.0.0.1:99999': the port must be a number from 1 to 65535",
+    ),
+    Mistake(
         "journal status offline reads the local file alone",
         ["--rpc-url", f"http://{RPC_HOST}:8545", "journal", "status"],
         ExitCode.OK,
