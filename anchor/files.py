@@ -52,6 +52,30 @@ def private_dir(path: Path) -> Path:
     return path
 
 
+def folder_beside(path: Path) -> Path:
+    """Make the folder `path` (and its parents) that a command keeps files in next to the user's own
+    (`DIR.proofs/`, `PATH.anchor-history/`); a file of the user's in the way is `BadInput` naming it,
+    left as it is, never an internal FileExistsError or NotADirectoryError from deep inside."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        from anchor.errors import BadInput
+
+        blocking = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), path)
+        raise BadInput(
+            f"{blocking}: a file is in the way of the folder {path.name}/ that holds what anchor keeps there;"
+            " it was not touched (move it away or remove it, then run the command again)",
+            detail={"path": str(blocking)},
+        ) from None
+    except OSError as exc:
+        from anchor.errors import BadInput
+
+        raise storage_error(exc, path) or BadInput(
+            f"{path}: cannot be made ({exc.strerror})", detail={"path": str(path)}
+        ) from None
+    return path
+
+
 _STORAGE_ERRNOS = {
     errno.ENOSPC: "the disk is full",
     errno.EDQUOT: "the disk quota is used up",

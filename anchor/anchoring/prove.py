@@ -47,6 +47,7 @@ def write_file_proof(
     (default: DIR.anchor.json beside it), written to `out` or to DIR.proofs/<FILE in DIR>.anchor.json,
     never inside the anchored directory and never over a link. A given `out` is checked before anything is
     hashed; returns (the proof, where it was written)."""
+    from anchor.files import folder_beside
     from anchor.proof.file import check_output_path, excluded_by, write_proof
     from anchor.proof.locate import file_proof_path
 
@@ -57,7 +58,7 @@ def write_file_proof(
         check_output_path(out, proves=bundle_dir, recorded=excluded_by(proof))
     target = out or file_proof_path(file, bundle_dir)
     if out is None:
-        target.parent.mkdir(parents=True, exist_ok=True)
+        folder_beside(target.parent)
         check_output_path(target)
     write_proof(proof, target)
     return proof, target

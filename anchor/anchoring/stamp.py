@@ -52,6 +52,7 @@ def keep_superseded(proof_out: Path, new_digest: str) -> Path | None:
     import re
     import shutil
 
+    from anchor.files import folder_beside
     from anchor.proof.locate import history_dir
 
     if not proof_out.is_file() or proof_out.is_symlink():
@@ -64,8 +65,7 @@ def keep_superseded(proof_out: Path, new_digest: str) -> Path | None:
     named = isinstance(digest, str) and re.fullmatch(r"0x[0-9a-f]{64}", digest) is not None
     if not named or any(type(n) is not int or n < 0 for n in (chain, block)) or digest == new_digest:
         return None
-    history = history_dir(proof_out)
-    history.mkdir(exist_ok=True)
+    history = folder_beside(history_dir(proof_out))
     kept = history / f"{chain}-{block}-{digest[2:14]}.anchor.json"
     if kept.exists() or kept.is_symlink():
         kept.unlink()  # kept before (a stamp that failed after it): the same record, kept again

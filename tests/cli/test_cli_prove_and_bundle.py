@@ -264,3 +264,27 @@ def test_a_folder_that_only_gained_proof_files_says_so_beside_the_tamper_verdict
     (bundle / "notes.txt").write_text("added by hand\n")
     edited = deployed_chain.cli("verify", str(bundle))
     assert edited.returncode == ExitCode.TAMPERED and "only proof or statement files" not in edited.stderr
+
+
+def test_a_file_in_the_way_of_a_folder_anchor_keeps_beside_the_data_is_named_and_left_alone(
+    deployed_chain: Chain, tmp_path: Path
+) -> None:
+    """`DIR.proofs/` (per-file proofs) and `DIR.anchor-history/` (superseded proofs) are made beside the
+    user's folder. A file of the user's at either name was an internal FileExistsError (exit 1); now it
+    is exit 2 naming it, the file is untouched, and the re-stamp sends nothing."""
+    folder = tmp_path / "r"
+    folder.mkdir()
+    (folder / "x").write_text("a\n")
+    deployed_chain.cli("stamp", str(folder), check=True)
+    for name in ("r.proofs", "r.anchor-history"):
+        (tmp_path / name).write_text("mine\n")
+    proved = deployed_chain.cli("prove", str(folder / "x"), "--in", str(folder))
+    assert proved.returncode == ExitCode.BAD_INPUT, proved.stdout + proved.stderr
+    assert f"{tmp_path / 'r.proofs'}: a file is in the way of the folder r.proofs/" in proved.stderr
+    (folder / "x").write_text("b\n")
+    before = deployed_chain.cli("journal", "status").stdout
+    restamped = deployed_chain.cli("stamp", str(folder))
+    assert restamped.returncode == ExitCode.BAD_INPUT, restamped.stdout + restamped.stderr
+    assert "r.anchor-history: a file is in the way of the folder r.anchor-history/" in restamped.stderr
+    assert deployed_chain.cli("journal", "status").stdout == before  # nothing journaled, nothing sent
+    assert [(tmp_path / n).read_text() for n in ("r.proofs", "r.anchor-history")] == ["mine\n", "mine\n"]
