@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import click
@@ -33,8 +34,10 @@ def seal(ctx: click.Context, paths: list[Path], refresh: bool, json: bool) -> No
 
     settings = settings_near(ctx, paths[0])  # the data dir a verify of the path reads, as for stamp
     done = []
+    typed: dict[int, Path] = {}  # each outcome's path as the user gave it, for the verify line
     for path in paths:
         outcome = seal_proof(settings, path, refresh)
+        typed[id(outcome)] = path
         done.append(outcome)
         timing = timing_proof_path(outcome.proof)
         if timing.is_file():  # a result bundle's timing record: its milestones are checked offline too
@@ -63,7 +66,9 @@ def seal(ctx: click.Context, paths: list[Path], refresh: bool, json: bool) -> No
             )
         first = [b for b in outcome.blocks if b[0] == outcome.blocks[0][0]][:2] if outcome.blocks else []
         trusted = " ".join(f"--trusted-block {n}:{h}" for _, n, h in first)
-        lines += [f"  then: anchor verify PATH --offline {trusted}"] if first else []
+        target = typed.get(id(outcome))
+        named = shlex.quote(str(target)) if target is not None else "PATH"  # a timing record's: its bundle's verify
+        lines += [f"  then: anchor verify {named} --offline {trusted}"] if first else []
     emit(
         ctx,
         json,

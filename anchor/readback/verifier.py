@@ -201,9 +201,14 @@ def standing_words(
         if declared is not None
         else ""
     )
+    blocks = (
+        f"that block {seen.block_number} of {chain_name(anchor.chain_id)} is {seen.block_hash}: check it"
+        if (seen.block_number, seen.block_hash) == (state.block_number, state.block_hash)
+        else f"that block {seen.block_number} of {chain_name(anchor.chain_id)} is {seen.block_hash} and block"
+        f" {state.block_number} is {state.block_hash}: check them"
+    )
     return (
-        f"that block {seen.block_number} of {chain_name(anchor.chain_id)} is {seen.block_hash} and block"
-        f" {state.block_number} is {state.block_hash}: check them once on any explorer or node; not retracted as of"
+        f"{blocks} once on any explorer or node; not retracted as of"
         f" block {state.block_number} ({when}), the registry's record in that block's state shows (a retraction"
         f" written after it cannot be seen offline){contradicted}" + (f"; {seen.unbound}" if seen.unbound else "")
     )
