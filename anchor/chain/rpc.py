@@ -33,6 +33,12 @@ from anchor.settings.model import Environment
 from anchor.settings.session import check_rpc_url
 from anchor.settings.session import endpoint_of as redact_url
 
+MAX_ANSWER_BYTES = 64 << 20
+"""Largest JSON-RPC answer read (a window of logs, a block with its receipts' proofs are far below it):
+an endpoint that sends more is out of bounds, not read into memory up to a gigabyte."""
+_QUANTITY = re.compile(r"0x[0-9a-fA-F]{1,64}")
+_DATA = re.compile(r"0x(?:[0-9a-fA-F]{2})*")
+
 
 class RpcError(Exception):
     """The endpoint answered with a JSON-RPC error (not a transport failure)."""
@@ -370,12 +376,18 @@ class Rpc:
                 retries=self.retries,
                 backoff_s=self.backoff_s,
                 why=(method,),
+                limit=MAX_ANSWER_BYTES + 1,
             )
         except Exhausted as spent:
             raise ChainUnreachable(
                 spent.said(f"{self.shown}: {method}", f"--rpc-url or ANCHOR_RPC_URL ({self.shown})"),
                 detail={"rpc_url": self.shown, "method": method, "last_error": spent.failure},
             ) from None
+        if status < 300 and len(content) > MAX_ANSWER_BYTES:
+            raise ChainUnreachable(
+                f"{self.shown}: {method} answered more than {MAX_ANSWER_BYTES >> 20} MiB; not read",
+                detail={"rpc_url": self.shown, "method": method},
+            )
         if status < 300:
             return content
         if status in (401, 403):  # a key that is wrong or expired: retrying cannot help
@@ -394,19 +406,31 @@ class Rpc:
     def request(self, method: str, params: list[Any]) -> Any:
         """The `result` of one call; `RpcError` for an error answer, `ChainUnreachable` for no answer (or a
         provider that still throttles after the retries, `post`)."""
-        body = json.dumps({"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": params}).encode()
-        raw = self.post(method, body)
-        try:
-            answer = json.loads(raw)
-        except ValueError:
-            raise ChainUnreachable(
-                f"{self.shown}: {method} answered something that is not JSON",
-                detail={"rpc_url": self.shown, "method": method},
-            ) from None
-        if not isinstance(answer, dict):
-            raise ChainUnreachable(
-                f"{self.shown}: {method} answered no JSON-RPC object", detail={"rpc_url": self.shown, "method": method}
-            )
+        asked = next(self._ids)
+        body = json.dumps({"jsonrpc": "2.0", "id": asked, "method": method, "params": params}).encode()
+        for attempt in range(2):
+            raw = self.post(method, body)
+            try:
+                answer = json.loads(raw)
+            except ValueError:
+                raise ChainUnreachable(
+                    f"{self.shown}: {method} answered something that is not JSON",
+                    detail={"rpc_url": self.shown, "method": method},
+                ) from None
+            if not isinstance(answer, dict):
+                raise ChainUnreachable(
+                    f"{self.shown}: {method} answered no JSON-RPC object",
+                    detail={"rpc_url": self.shown, "method": method},
+                )
+            if answer.get("id") == asked:
+                break
+            # another request's answer: bytes the endpoint sent late are in the connection; start afresh
+            self._http.drop()
+            if attempt:
+                raise ChainUnreachable(
+                    f"{self.shown}: {method} was answered with another request's id (twice, on fresh connections)",
+                    detail={"rpc_url": self.shown, "method": method},
+                )
         if "error" in answer:
             error = answer["error"] if isinstance(answer["error"], dict) else {"message": str(answer["error"])}
             raise RpcError(
@@ -416,14 +440,37 @@ class Rpc:
 
     # ------------------------------------------------------------------ the methods reads need
 
+    def _quantity(self, method: str, value: object) -> int:
+        """A JSON-RPC quantity as the endpoint gave it, or `ChainUnreachable` naming the method: a
+        malformed one was a ValueError (an internal error), and one endpoint's stopped a quorum."""
+        if not isinstance(value, str) or _QUANTITY.fullmatch(value) is None:
+            raise ChainUnreachable(
+                f"{self.shown}: {method} answered {str(value)[:40]!r}, not a number (0x and at most 64 hex digits)",
+                detail={"rpc_url": self.shown, "method": method},
+            )
+        return int(value, 16)
+
+    def _data(self, method: str, value: object) -> bytes:
+        """JSON-RPC data (0x and whole bytes) as the endpoint gave it, or `ChainUnreachable` naming the method."""
+        if not isinstance(value, str) or _DATA.fullmatch(value) is None:
+            raise ChainUnreachable(
+                f"{self.shown}: {method} answered {str(value)[:40]!r}, not data (0x and whole bytes in hex)",
+                detail={"rpc_url": self.shown, "method": method},
+            )
+        return bytes.fromhex(value[2:])
+
+    def quantity(self, method: str, params: list[Any]) -> int:
+        """The number a method answers (a balance, a nonce, a fee), checked as `_quantity` checks it."""
+        return self._quantity(method, self.request(method, params))
+
     def chain_id(self) -> int:
-        return int(self.request("eth_chainId", []), 16)
+        return self._quantity("eth_chainId", self.request("eth_chainId", []))
 
     def block_number(self) -> int:
-        return int(self.request("eth_blockNumber", []), 16)
+        return self._quantity("eth_blockNumber", self.request("eth_blockNumber", []))
 
     def get_code(self, address: str, block: int | str = "latest") -> bytes:
-        return bytes.fromhex(str(self.request("eth_getCode", [address, _hex(block)])).removeprefix("0x"))
+        return self._data("eth_getCode", self.request("eth_getCode", [address, _hex(block)]))
 
     def get_block(self, block: int | str) -> dict[str, Any] | None:
         """The block header (no transactions); None when the node has no such block (or tag)."""
@@ -431,8 +478,7 @@ class Rpc:
         return found if isinstance(found, dict) else None
 
     def call(self, to: str, data: bytes, block: int | str = "latest") -> bytes:
-        answer = self.request("eth_call", [{"to": to, "data": "0x" + data.hex()}, _hex(block)])
-        return bytes.fromhex(str(answer).removeprefix("0x"))
+        return self._data("eth_call", self.request("eth_call", [{"to": to, "data": "0x" + data.hex()}, _hex(block)]))
 
     def get_logs(self, address: str, topics: list[Any], from_block: int, to_block: int) -> list[dict[str, Any]]:
         query = {"address": address, "fromBlock": _hex(from_block), "toBlock": _hex(to_block), "topics": topics}

@@ -119,7 +119,7 @@ def max_priority_fee(rpc: Rpc) -> int:
     from anchor.chain.rpc import RpcError
 
     try:
-        return int(str(rpc.request("eth_maxPriorityFeePerGas", [])), 16)
+        return rpc.quantity("eth_maxPriorityFeePerGas", [])
     except RpcError:
         history = rpc.request("eth_feeHistory", [hex(10), "pending", [5.0]]) or {}
     fees = [int(str(tip[0]), 16) for tip in history.get("reward") or [] if tip and int(str(tip[0]), 16)]
@@ -204,7 +204,7 @@ def _said(exc: Exception) -> str:
 
 def transaction_count(rpc: Rpc, address: str) -> int:
     """The account's next nonce as the node counts it, its pending transactions included."""
-    return int(str(rpc.request("eth_getTransactionCount", [address, "pending"])), 16)
+    return rpc.quantity("eth_getTransactionCount", [address, "pending"])
 
 
 def unfunded(rpc: Rpc, sender: str, gas: int, max_fee: int, chain_id: int, effect_id: int | None = None) -> Any:
@@ -237,7 +237,7 @@ def unfunded(rpc: Rpc, sender: str, gas: int, max_fee: int, chain_id: int, effec
 
 
 def balance_of(rpc: Rpc, address: str) -> int:
-    return int(str(rpc.request("eth_getBalance", [address, "latest"])), 16)
+    return rpc.quantity("eth_getBalance", [address, "latest"])
 
 
 def ether(wei: int) -> str:

@@ -109,7 +109,8 @@ class Stream:
         """Up to `count` bytes; fewer only at the end of the stream."""
         while len(self.buffer) < count and self._fill():
             pass
-        out = bytes(self.buffer[:count])
+        with memoryview(self.buffer) as view:  # one copy of the body, not a slice and then a copy of it
+            out = bytes(view[:count])
         del self.buffer[:count]
         return out
 
@@ -168,7 +169,7 @@ def read_answer(stream: Stream, limit: int) -> tuple[Answer, bytes, bool]:
         body, complete = _chunked(stream, limit)
         return answer, body, closes or not complete
     if lengths is not None:
-        if len(set(lengths)) != 1 or not lengths[0].isascii() or not lengths[0].isdigit():
+        if len(set(lengths)) != 1 or not lengths[0].isascii() or not lengths[0].isdigit() or len(lengths[0]) > 18:
             raise NotHttp(f"a Content-Length that is not one decimal number: {', '.join(lengths)[:100]}")
         length = int(lengths[0])
         body = stream.take(min(length, limit + 1))
@@ -193,9 +194,9 @@ def _headers(stream: Stream) -> dict[str, list[str]]:
 
 
 def _chunked(stream: Stream, limit: int) -> tuple[bytes, bool]:
-    """(at most `limit` bytes of a chunked body, whether it was read to its end)."""
-    parts: list[bytes] = []
-    held = 0
+    """(at most `limit` bytes of a chunked body, whether it was read to its end). Held in one growing
+    buffer: a list of tiny chunks cost ten times their bytes."""
+    body = bytearray()
     while True:
         matched = _CHUNK.fullmatch(stream.line())
         if matched is None:
@@ -203,13 +204,14 @@ def _chunked(stream: Stream, limit: int) -> tuple[bytes, bool]:
         size = int(matched.group(1), 16)
         if size == 0:
             break
-        if held + size > limit:
-            parts.append(stream.take(limit + 1 - held))
-            return b"".join(parts)[:limit], False
-        chunk = stream.take(size)
-        if len(chunk) < size or stream.take(2) != b"\r\n":  # exactly CRLF, as http.client reads it
-            raise NotHttp("a chunk shorter than its size, or not followed by CRLF")
-        parts.append(chunk)
-        held += size
+        wanted = min(size, limit + 1 - len(body))
+        chunk = stream.take(wanted)
+        if len(chunk) < wanted:
+            raise NotHttp(f"a chunk that ended after {len(chunk)} of its {size} bytes")
+        body += chunk
+        if len(body) > limit:
+            return bytes(body[:limit]), False
+        if stream.take(2) != b"\r\n":  # exactly CRLF, as http.client reads it
+            raise NotHttp("a chunk not followed by CRLF")
     _headers(stream)  # the trailer, read and dropped
-    return b"".join(parts), True
+    return bytes(body), True

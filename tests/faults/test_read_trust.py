@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -215,3 +216,78 @@ def test_one_verdict_that_reads_the_chain_twice_asks_an_endpoint_out_of_reach_on
     finally:
         for proxy in (*honest, down):
             proxy.stop()
+
+
+def test_an_endpoint_answering_malformed_data_is_out_of_reach_not_an_internal_error_and_the_quorum_goes_on(
+    fresh_chain: Chain, bundle: Path
+) -> None:
+    """An endpoint whose `eth_call` answers "0x123" (half a byte) or whose `eth_blockNumber` answers null
+    made `bytes.fromhex` or `int` raise: an internal error (exit 1) alone, and through `--quorum` one
+    such endpoint stopped the two honest ones from giving a verdict. It is now that endpoint out of
+    reach, named with the method, and the others agree."""
+    fresh_chain.cli("deploy", check=True)
+    fresh_chain.cli("anchor", str(bundle), check=True)
+    honest = [FaultyProxy(fresh_chain.node.rpc_url) for _ in range(2)]
+    broken = FaultyProxy(fresh_chain.node.rpc_url)
+    broken.lie = lambda request, result: "0x123"
+    try:
+        alone = _cli(fresh_chain, "--rpc-url", broken.url, "verify", str(bundle))
+        assert alone.returncode == ExitCode.CHAIN_UNREACHABLE, alone.stdout + alone.stderr
+        assert "eth_call answered '0x123', not data" in alone.stderr
+        urls = [a for p in (honest[0], broken, honest[1]) for a in ("--rpc-url", p.url)]
+        voted = _cli(fresh_chain, *urls, "verify", str(bundle), "--quorum", "2")
+        assert voted.returncode == ExitCode.OK, voted.stdout + voted.stderr
+    finally:
+        for proxy in (*honest, broken):
+            proxy.stop()
+
+
+def test_an_answer_to_another_request_is_never_taken_for_this_ones(tmp_path: Path) -> None:
+    """An endpoint that sends a second, late answer puts the kept-alive connection out of step: each
+    request then read the answer meant for the one before. Answers carry the request's id; one with
+    another id is dropped with its connection and the request asked again on a fresh one."""
+    import socket
+    import threading
+
+    from anchor.chain.rpc import Rpc
+
+    server = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+    served: list[int] = []
+
+    def answer(conn: socket.socket, ident: object, result: str) -> None:
+        body = json.dumps({"jsonrpc": "2.0", "id": ident, "result": result}).encode()
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+
+    def serve() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                conn.settimeout(2)
+                try:
+                    while request := conn.recv(65536):
+                        asked = json.loads(request.split(b"\r\n\r\n", 1)[1])
+                        served.append(asked["id"])
+                        answer(conn, asked["id"], "0x7a69")
+                        if len(served) == 1:  # a forged second answer, late: after the next request was sent
+                            stop.wait(0.2)
+                            answer(conn, 999, "0x1")
+                except (OSError, ValueError):
+                    continue
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    rpc = Rpc(f"http://127.0.0.1:{server.getsockname()[1]}")
+    try:
+        first = rpc.chain_id()
+        time.sleep(0.05)  # the next request goes out before the late answer comes in
+        assert [first, rpc.chain_id(), rpc.chain_id()] == [31337, 31337, 31337]
+    finally:
+        rpc.close()
+        stop.set()
+        thread.join(5)
+        server.close()
