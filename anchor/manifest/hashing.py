@@ -298,7 +298,33 @@ def _gather(pool: Any, chunks: list[Any], report: Callable[[], None]) -> list[An
     futures = [pool.submit(_hash_chunk, chunk, slot) for slot, chunk in enumerate(chunks, start=1)]
     while wait(futures, timeout=0.1, return_when=FIRST_EXCEPTION).not_done:
         report()
-    return [future.result() for future in futures]
+    return [_answer(future) for future in futures]
+
+
+def _sent(pool: Any, work: Callable[..., Any], *args: Any) -> Any:
+    """`pool.submit(work, *args)`; a pool a dead worker broke is `FileChanged`, as its answers are (`_answer`)."""
+    from concurrent.futures import BrokenExecutor, Future
+
+    try:
+        return pool.submit(work, *args)
+    except BrokenExecutor:
+        died: Future[Any] = Future()
+        died.set_exception(BrokenExecutor())
+        return died
+
+
+def _answer(future: Any) -> Any:
+    """A worker's answer; a worker that died before answering is `FileChanged`, not an internal error."""
+    from concurrent.futures import BrokenExecutor
+
+    try:
+        return future.result()
+    except BrokenExecutor:
+        raise FileChanged(
+            "a process hashing the tree died before it answered: a file truncated while it was read (the"
+            " kernel's SIGBUS) or a kill; nothing was bound: run again once nothing writes to the tree",
+            detail={},
+        ) from None
 
 
 STREAM_CHUNK = 2048
@@ -377,7 +403,7 @@ class Streamed(Generic[T]):
         parts = min(len(frames), 8 * self.workers)
         for k in range(parts):
             task = (frames[k::parts], real_root, self.patterns, self.symlinks, self.leaf)
-            self.walks.append(self.pool.submit(_walk_and_hash, *task))
+            self.walks.append(_sent(self.pool, _walk_and_hash, *task))
         return True
 
     def _start(self) -> None:
@@ -405,7 +431,7 @@ class Streamed(Generic[T]):
             ids,
             [expect is not None for *_, expect in chunk],
         )
-        self.tasks.append(([i for i, *_ in chunk], self.pool.submit(_hash_packed, packed, self.leaf)))
+        self.tasks.append(([i for i, *_ in chunk], _sent(self.pool, _hash_packed, packed, self.leaf)))
 
     def _report(self) -> None:
         if self.progress is not None and _counters is not None:
@@ -445,7 +471,7 @@ class Streamed(Generic[T]):
             self._report()
             for future in done:
                 kind, n, indices = remaining.pop(future)
-                part = future.result()
+                part = _answer(future)
                 if isinstance(part, list):  # a walk's refusal comes first, as it did before any hashing
                     refused[(0 if part[0][0] == "walk" else 1, n if kind == "chunk" else len(self.tasks) + n)] = part[0]
                 elif kind == "chunk":

@@ -22,7 +22,7 @@ import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 
-from anchor.errors import BadInput, FileChanged, UnsafePath, did_you_mean_path
+from anchor.errors import AnchorError, BadInput, FileChanged, UnsafePath, did_you_mean_path
 from anchor.manifest.exclude import Rules
 
 SYMLINK_POLICIES = ("refuse", "record", "follow-inside")
@@ -150,6 +150,8 @@ def _open_listed(directory: str, shown: str, listed: tuple[int, int]) -> int:
                 " nothing from where it leads was listed",
                 detail={"path": shown},
             ) from None
+        if exc.errno == errno.ENOENT:
+            raise _changed(shown, exc) from None
         raise UnsafePath(f"{shown}: directory cannot be read ({exc.strerror})", detail={"path": shown}) from None
     st = os.fstat(fd)
     if (st.st_dev, st.st_ino) != listed:
@@ -200,7 +202,10 @@ def _entries(
                 continue
             each_file(fd, name, rel)
             continue
-        st = child.stat(follow_symlinks=False)  # fstatat, relative to the verified descriptor
+        try:
+            st = child.stat(follow_symlinks=False)  # fstatat, relative to the verified descriptor
+        except OSError as exc:
+            raise _changed(rel, exc) from None
         mode = st.st_mode
         if rules is not None and rules.excludes(rel, stat.S_ISDIR(mode)):
             if excluded is not None:
@@ -228,6 +233,18 @@ def _entries(
             stack.append((rel + "/", path, (st.st_dev, st.st_ino), above | {(st.st_dev, st.st_ino)}))
         else:
             raise UnsafePath(f"{rel}: {_kind(mode)} is not a regular file", detail={"path": rel})
+
+
+def _changed(rel: str, exc: OSError) -> AnchorError:
+    """An entry the listing showed that is gone (renamed, removed) when it is looked at: the tree is
+    changing under the walk, which is `FileChanged`, not an internal error."""
+    if exc.errno == errno.ENOENT:
+        return FileChanged(
+            f"{rel}: changed while the tree was walked (gone since its directory was listed); run again once"
+            " nothing writes to it",
+            detail={"path": rel},
+        )
+    return UnsafePath(f"{rel}: cannot be read ({exc.strerror})", detail={"path": rel})
 
 
 def _link_target(name: str, rel: str, dir_fd: int) -> str:

@@ -389,3 +389,56 @@ def test_a_file_a_worker_walks_to_swapped_before_it_is_opened_is_refused_by_name
     answer = hashing._walk_and_hash(_worker_frames(root, "results"), str(root), None, "refuse", _leaf)
     assert isinstance(answer, list) and answer[0][:2] == ("error", "UnsafePath")
     assert "results/metrics.txt" in answer[0][2]
+
+
+def test_a_directory_renamed_between_its_listing_and_its_stat_is_file_changed_not_an_internal_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer renaming a folder while `anchor stamp` walks: the walk listed `sub`, and by the time it
+    looked at it, it was gone. That was FileNotFoundError from deep inside, exit 1."""
+    from anchor.manifest import walk as walk_module
+
+    root = tmp_path / "root"
+    (root / "sub").mkdir(parents=True)
+    (root / "sub" / "a.txt").write_text("a\n")
+    real_scandir = walk_module.os.scandir
+
+    class Listed(list):  # type: ignore[type-arg]
+        def __enter__(self) -> Listed:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+    def listing_then_rename(fd: object) -> Listed:
+        with real_scandir(fd) as it:  # type: ignore[call-overload]
+            children = Listed(it)
+        if (root / "sub").exists():
+            (root / "sub").rename(root / "sub.x")
+        return children
+
+    monkeypatch.setattr(walk_module.os, "scandir", listing_then_rename)
+    with pytest.raises(FileChanged, match="sub: changed while the tree was walked"):
+        hash_tree(root)
+
+
+def _die(*args: object) -> None:
+    """A worker killed while it hashes (as the kernel's SIGBUS kills one reading a file truncated under it)."""
+    import signal
+
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_a_worker_that_dies_while_hashing_is_file_changed_not_an_internal_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 400 MB file truncated and grown again while a worker maps it: the worker dies of SIGBUS, and the
+    pool's BrokenProcessPool was an internal error (exit 1, 14 runs of 15)."""
+    for d in range(4):
+        (tmp_path / f"d{d}").mkdir()
+        for i in range(200):
+            (tmp_path / f"d{d}" / f"f{i}.txt").write_bytes(b"x")
+    monkeypatch.setattr(hashing, "_walk_and_hash", _die)
+    monkeypatch.setattr(hashing, "_hash_packed", _die)
+    with pytest.raises(FileChanged, match="a process hashing the tree died before it answered"):
+        hash_tree(tmp_path)
