@@ -23,6 +23,7 @@ from anchor.errors import ExitCode
 from tests.calendar.test_calendar import TOKEN, _client, _hash, _results, local_service, other_chain_service
 from tests.cli import ANCHOR_BIN, run_anchor
 from tests.conftest import deployed
+from tests.loopback import loopback
 
 pytestmark = pytest.mark.chain
 
@@ -80,37 +81,18 @@ def _listener(
 ) -> Iterator[tuple[str, list[bytes]]]:
     """A server on loopback that records every request it gets; `answer` (or what it makes of the
     request) is sent, then a byte every `drip_s` when dripping. It stops by itself when the test ends."""
-    server = socket.create_server(("127.0.0.1", 0))
-    server.settimeout(0.2)
     seen: list[bytes] = []
-    stop = threading.Event()
 
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except TimeoutError:
-                continue
-            with conn:
-                conn.settimeout(2)
-                try:
-                    seen.append(conn.recv(65536))
-                    if answer is None:
-                        continue
-                    conn.sendall(answer(seen[-1]) if callable(answer) else answer)
-                    while drip_s and not stop.wait(drip_s):
-                        conn.sendall(b"x")
-                except OSError:
-                    continue
+    def handle(conn: socket.socket, stop: threading.Event) -> None:
+        seen.append(conn.recv(65536))
+        if answer is None:
+            return
+        conn.sendall(answer(seen[-1]) if callable(answer) else answer)
+        while drip_s and not stop.wait(drip_s):
+            conn.sendall(b"x")
 
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.getsockname()[1]}", seen
-    finally:
-        stop.set()
-        thread.join(timeout=10)
-        server.close()
+    with loopback(handle) as url:
+        yield url, seen
 
 
 def _posing_as_a_service(request: bytes) -> bytes:

@@ -15,6 +15,7 @@ from anchor.chain.node import rpc_call
 from anchor.errors import ExitCode
 from tests.conftest import ANCHOR_BIN, Chain
 from tests.faults.rpc_proxy import FaultyProxy
+from tests.loopback import loopback
 
 ROOT_RECORD = "0x" + keccak(b"rootRecord(address,bytes32)")[:4].hex()
 INCLUSION = "0x" + keccak(b"verifyInclusion(address,bytes32,bytes32[],bytes32)")[:4].hex()
@@ -242,7 +243,7 @@ def test_an_endpoint_answering_malformed_data_is_out_of_reach_not_an_internal_er
             proxy.stop()
 
 
-def test_an_answer_to_another_request_is_never_taken_for_this_ones(tmp_path: Path) -> None:
+def test_an_answer_to_another_request_is_never_taken_for_this_ones() -> None:
     """An endpoint that sends a second, late answer puts the kept-alive connection out of step: each
     request then read the answer meant for the one before. Answers carry the request's id; one with
     another id is dropped with its connection and the request asked again on a fresh one."""
@@ -251,43 +252,26 @@ def test_an_answer_to_another_request_is_never_taken_for_this_ones(tmp_path: Pat
 
     from anchor.chain.rpc import Rpc
 
-    server = socket.create_server(("127.0.0.1", 0))
-    stop = threading.Event()
     served: list[int] = []
 
     def answer(conn: socket.socket, ident: object, result: str) -> None:
         body = json.dumps({"jsonrpc": "2.0", "id": ident, "result": result}).encode()
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
 
-    def serve() -> None:
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except TimeoutError:
-                continue
-            with conn:
-                conn.settimeout(2)
-                try:
-                    while request := conn.recv(65536):
-                        asked = json.loads(request.split(b"\r\n\r\n", 1)[1])
-                        served.append(asked["id"])
-                        answer(conn, asked["id"], "0x7a69")
-                        if len(served) == 1:  # a forged second answer, late: after the next request was sent
-                            stop.wait(0.2)
-                            answer(conn, 999, "0x1")
-                except (OSError, ValueError):
-                    continue
+    def handle(conn: socket.socket, stop: threading.Event) -> None:
+        while request := conn.recv(65536):
+            asked = json.loads(request.split(b"\r\n\r\n", 1)[1])
+            served.append(asked["id"])
+            answer(conn, asked["id"], "0x7a69")
+            if len(served) == 1:  # a forged second answer, late: after the next request was sent
+                stop.wait(0.2)
+                answer(conn, 999, "0x1")
 
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    rpc = Rpc(f"http://127.0.0.1:{server.getsockname()[1]}")
-    try:
-        first = rpc.chain_id()
-        time.sleep(0.05)  # the next request goes out before the late answer comes in
-        assert [first, rpc.chain_id(), rpc.chain_id()] == [31337, 31337, 31337]
-    finally:
-        rpc.close()
-        stop.set()
-        thread.join(5)
-        server.close()
+    with loopback(handle) as url:
+        rpc = Rpc(url)
+        try:
+            first = rpc.chain_id()
+            time.sleep(0.05)  # the next request goes out before the late answer comes in
+            assert [first, rpc.chain_id(), rpc.chain_id()] == [31337, 31337, 31337]
+        finally:
+            rpc.close()
