@@ -211,7 +211,7 @@ class Stamper(ABC):
 
         root_kind(path)  # a missing or linked root is refused before anything is made (the cache's folder)
         proof_out = out or default_proof_path(path)
-        check_output_path(proof_out)
+        check_output_path(proof_out, given=out is not None)
         from anchor.files import private_dir
 
         # the cache names the folder's files, as its proof does: the data dir's, readable by its owner alone;

@@ -351,7 +351,12 @@ def write_proof(proof: ProofFile | PendingProof, path: Path) -> None:
 
 
 def check_output_path(
-    path: Path, proves: Path | None = None, recorded: Sequence[str] = (), *, only_over_a_proof: bool = True
+    path: Path,
+    proves: Path | None = None,
+    recorded: Sequence[str] = (),
+    *,
+    only_over_a_proof: bool = True,
+    given: bool = True,
 ) -> None:
     """Refuse an output path we could not write, before anything is sent to the chain; one that holds a
     file of the user's that is no proof (`stamp f --out notes.txt` replaced the notes, unasked: only a
@@ -361,7 +366,11 @@ def check_output_path(
     stamp DIR --out DIR/p.anchor.json` paid for a proof that could never verify). A rule counts only as
     recorded: one that excluded nothing when the folder was hashed is not recorded, and does not apply
     when it is verified. `only_over_a_proof=False`: a writer of something else that refuses any existing
-    file itself (`attest`)."""
+    file itself (`attest`). `given=False`: the path is the default one, not an `--out` the user gave, and
+    the refusal says so (it named `--out` to a user who had typed none)."""
+    named = f"out {str(path)!r}" if given else f"{path} (where the proof goes by default)"
+    where: dict[str, object] = {"field": "out"} if given else {"path": str(path)}
+    instead = "choose another out, or remove it" if given else "give the proof another place with --out, or move it"
     if proves is not None and proves.is_dir():
         try:
             inside = path.resolve().relative_to(proves.resolve()).as_posix()
@@ -376,19 +385,14 @@ def check_output_path(
                 detail={"field": "out", "inside": str(proves)},
             )
     if path.is_dir():
-        raise BadInput(f"out {str(path)!r}: a directory, not a file to write the output to", detail={"field": "out"})
+        raise BadInput(f"{named}: a directory, not a file to write the output to ({instead})", detail=where)
     if path.is_symlink():  # written through, it would replace whatever it points to
         from anchor.errors import UnsafePath
 
-        raise UnsafePath(
-            f"out {str(path)!r}: a symbolic link; refusing to write through it",
-            detail={"field": "out", "path": str(path)},
-        )
+        raise UnsafePath(f"{named}: a symbolic link; refusing to write through it", detail={**where, "path": str(path)})
     if only_over_a_proof and path.exists() and not _holds_a_proof(path):
-        raise BadInput(
-            f"out {str(path)!r}: exists and is not a proof; not overwritten (choose another out, or remove it)",
-            detail={"field": "out", "inputs": ["out"]},
-        )
+        refused = f"{named}: exists and is not a proof; not overwritten ({instead})"
+        raise BadInput(refused, detail={**where, "inputs": ["out"]})
     _try_writing_beside(path)
 
 

@@ -62,6 +62,12 @@ def _proof_beside(work: Path) -> None:
     (work / "result.txt.anchor.json").write_text("{}")
 
 
+def _notes_where_the_proof_goes(work: Path) -> None:
+    """`results/`, and a file of the user's at `results.anchor.json`, where its proof would go."""
+    _results(work)
+    (work / "results.anchor.json").write_text("my notes\n")
+
+
 RPC_HOST = "nosuch.invalid"  # RFC 6761: never resolves
 MISTAKES = [
     Mistake(
@@ -107,6 +113,15 @@ MISTAKES = [
         ["stamp", "results", "--service", "http://127.0.0.1:99999"],
         ExitCode.BAD_INPUT,
         "error[bad_input]: --service 'http://127.0.0.1:99999': the port must be a number from 1 to 65535",
+    ),
+    Mistake(
+        "a file of the user's where the proof goes by default",
+        ["stamp", "results"],
+        ExitCode.BAD_INPUT,
+        "error[bad_input]: results.anchor.json (where the proof goes by default): exists and is not a proof;"
+        " not overwritten (give the proof another place with --out, or move it)",
+        setup=_notes_where_the_proof_goes,
+        never=("--out 'results.anchor.json'",),  # it named an option the user had not typed
     ),
     Mistake(
         "journal status offline reads the local file alone",
