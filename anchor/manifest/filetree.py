@@ -54,13 +54,7 @@ class FileEntry(Value):
     blake3: str
 
     def leaf_hash(self) -> bytes:
-        # canonical_json({"blake3", "path", "size"}) written out by hand: this runs once per file.
-        # A path with nothing JSON escapes (no quote, backslash or control character) is its own JSON string.
-        path = self.path
-        text = f'"{path}"' if _PLAIN(path) is None else json.dumps(path, ensure_ascii=False)
-        hasher = _LEAF_HASHER.copy()
-        hasher.update(f'{{"blake3":"{self.blake3}","path":{text},"size":{self.size}}}'.encode())
-        return hasher.digest()
+        return _leaf(self.path, self.size, self.blake3)
 
     def to_json(self) -> ListedFile:
         return {"path": self.path, "size": self.size, "blake3": self.blake3}
@@ -315,8 +309,14 @@ def _hash_tree(base: Path, rules: Rules | None, symlinks: str, progress: Progres
 
 
 def _leaf(path: str, size: int, digest: str) -> bytes:
-    """A file's Merkle leaf where it was hashed (anchor.manifest.hashing.Streamed's workers)."""
-    return FileEntry(path, size, digest).leaf_hash()
+    """A file's Merkle leaf (`FileEntry.leaf_hash`), made where it was hashed by
+    anchor.manifest.hashing.Streamed's workers without making the entry: canonical_json({"blake3",
+    "path", "size"}) written out by hand, since this runs once per file. A path with nothing JSON
+    escapes (no quote, backslash or control character) is its own JSON string."""
+    text = f'"{path}"' if _PLAIN(path) is None else json.dumps(path, ensure_ascii=False)
+    hasher = _LEAF_HASHER.copy()
+    hasher.update(f'{{"blake3":"{digest}","path":{text},"size":{size}}}'.encode())
+    return hasher.digest()
 
 
 def check_links(recorded: object, where: str) -> None:
