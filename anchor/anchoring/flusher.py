@@ -34,6 +34,10 @@ class Flusher:
         self.inbox: Any = None
         self.process: Any = None
         self.waiting: Any = _Flag()
+        if in_thread:  # a plain queue holds nothing of the system's: made now, kicks before the start wait in it
+            import queue
+
+            self.inbox = queue.Queue()
 
     def start(self) -> Flusher:
         """Start the loop, with the queue it reads: made here, not before, so that a flusher never
@@ -45,7 +49,8 @@ class Flusher:
             import queue
             import threading
 
-            self.inbox, self.waiting = queue.Queue(), _Flag()
+            if self.inbox is None:  # closed before: a new queue for the new loop
+                self.inbox, self.waiting = queue.Queue(), _Flag()
             self.process = threading.Thread(
                 target=_flush_loop,
                 args=(self.settings, self.inbox, None, self.label, self.interval_s, self.waiting),
