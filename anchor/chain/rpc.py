@@ -38,6 +38,12 @@ MAX_ANSWER_BYTES = 64 << 20
 an endpoint that sends more is out of bounds, not read into memory up to a gigabyte."""
 _QUANTITY = re.compile(r"0x[0-9a-fA-F]{1,64}")
 _DATA = re.compile(r"0x(?:[0-9a-fA-F]{2})*")
+_HASH = re.compile(r"0x[0-9a-fA-F]{64}")
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
+_BLOCK = {"number": _QUANTITY, "timestamp": _QUANTITY, "hash": _HASH, "parentHash": _HASH}
+"""The fields of a block header every reader of one uses, and their form (a pending block has no hash)."""
+_LOG = {"address": _ADDRESS, "data": _DATA, "blockNumber": _QUANTITY, "transactionHash": _HASH}
+_RECEIPT = {"transactionHash": _HASH, "blockNumber": _QUANTITY, "blockHash": _HASH, "status": _QUANTITY}
 
 
 class RpcError(Exception):
@@ -433,19 +439,20 @@ class Rpc:
                 )
         if "error" in answer:
             error = answer["error"] if isinstance(answer["error"], dict) else {"message": str(answer["error"])}
-            raise RpcError(
-                method, int(error.get("code", 0) or 0), str(error.get("message", ""))[:500], error.get("data")
-            )
+            code = error.get("code")  # a number as JSON-RPC says; "abc" or 1e400 was a ValueError here
+            code = code if isinstance(code, int) and not isinstance(code, bool) and abs(code) < 2**31 else 0
+            raise RpcError(method, code, str(error.get("message", ""))[:500], error.get("data"))
         return answer.get("result")
 
     # ------------------------------------------------------------------ the methods reads need
 
-    def _quantity(self, method: str, value: object) -> int:
-        """A JSON-RPC quantity as the endpoint gave it, or `ChainUnreachable` naming the method: a
-        malformed one was a ValueError (an internal error), and one endpoint's stopped a quorum."""
-        if not isinstance(value, str) or _QUANTITY.fullmatch(value) is None:
+    def as_quantity(self, method: str, value: object, most: int = 2**256 - 1) -> int:
+        """A JSON-RPC quantity as the endpoint gave it, at most `most`, or `ChainUnreachable` naming the
+        method: a malformed one was a ValueError (an internal error), and one endpoint's stopped a quorum."""
+        if not isinstance(value, str) or _QUANTITY.fullmatch(value) is None or int(value, 16) > most:
             raise ChainUnreachable(
-                f"{self.shown}: {method} answered {str(value)[:40]!r}, not a number (0x and at most 64 hex digits)",
+                f"{self.shown}: {method} answered {str(value)[:40]!r}, not a number (0x and hex digits, at most"
+                f" {most:#x})",
                 detail={"rpc_url": self.shown, "method": method},
             )
         return int(value, 16)
@@ -459,23 +466,57 @@ class Rpc:
             )
         return bytes.fromhex(value[2:])
 
-    def quantity(self, method: str, params: list[Any]) -> int:
-        """The number a method answers (a balance, a nonce, a fee), checked as `_quantity` checks it."""
-        return self._quantity(method, self.request(method, params))
+    def quantity(self, method: str, params: list[Any], most: int = 2**256 - 1) -> int:
+        """The number a method answers (a balance, a nonce, a fee), checked as `as_quantity` checks it;
+        `most`: what the caller can hold (a nonce, gas or fee goes into a 64-bit journal column)."""
+        return self.as_quantity(method, self.request(method, params), most)
 
     def chain_id(self) -> int:
-        return self._quantity("eth_chainId", self.request("eth_chainId", []))
+        return self.as_quantity("eth_chainId", self.request("eth_chainId", []))
 
     def block_number(self) -> int:
-        return self._quantity("eth_blockNumber", self.request("eth_blockNumber", []))
+        return self.as_quantity("eth_blockNumber", self.request("eth_blockNumber", []))
 
     def get_code(self, address: str, block: int | str = "latest") -> bytes:
         return self._data("eth_getCode", self.request("eth_getCode", [address, _hex(block)]))
 
+    def _shaped(
+        self, method: str, value: object, fields: dict[str, re.Pattern[str]], optional: frozenset[str] = frozenset()
+    ) -> Any:
+        """`value`, an object holding each of `fields` in its form (`optional` ones may be null), else
+        `ChainUnreachable` naming the method and the field: a receipt of "str", or a block numbered "zz",
+        was a KeyError or ValueError deep inside a verify, or read as "not anchored"."""
+        if not isinstance(value, dict):
+            raise ChainUnreachable(
+                f"{self.shown}: {method} answered {str(value)[:40]!r}, not an object",
+                detail={"rpc_url": self.shown, "method": method},
+            )
+        for name, form in fields.items():
+            got = value.get(name)
+            if (got is not None or name not in optional) and (not isinstance(got, str) or form.fullmatch(got) is None):
+                raise ChainUnreachable(
+                    f"{self.shown}: {method} answered a {name} of {str(got)[:40]!r}",
+                    detail={"rpc_url": self.shown, "method": method, "field": name},
+                )
+        return value
+
+    def _log(self, method: str, value: object) -> dict[str, Any]:
+        log = self._shaped(method, value, _LOG)
+        topics = log.get("topics")
+        if not isinstance(topics, list) or not all(isinstance(t, str) and _HASH.fullmatch(t) for t in topics):
+            raise ChainUnreachable(
+                f"{self.shown}: {method} answered a log whose topics are {str(topics)[:40]!r}",
+                detail={"rpc_url": self.shown, "method": method, "field": "topics"},
+            )
+        return dict(log)
+
     def get_block(self, block: int | str) -> dict[str, Any] | None:
         """The block header (no transactions); None when the node has no such block (or tag)."""
         found = self.request("eth_getBlockByNumber", [_hex(block), False])
-        return found if isinstance(found, dict) else None
+        if found is None:
+            return None
+        pending = frozenset({"hash", "parentHash"} if block == "pending" else ())
+        return dict(self._shaped("eth_getBlockByNumber", found, _BLOCK, pending))
 
     def call(self, to: str, data: bytes, block: int | str = "latest") -> bytes:
         return self._data("eth_call", self.request("eth_call", [{"to": to, "data": "0x" + data.hex()}, _hex(block)]))
@@ -483,11 +524,28 @@ class Rpc:
     def get_logs(self, address: str, topics: list[Any], from_block: int, to_block: int) -> list[dict[str, Any]]:
         query = {"address": address, "fromBlock": _hex(from_block), "toBlock": _hex(to_block), "topics": topics}
         logs = self.request("eth_getLogs", [query])
-        return list(logs) if isinstance(logs, list) else []
+        if not isinstance(logs, list):  # not "no logs": an answer that is not one
+            raise ChainUnreachable(
+                f"{self.shown}: eth_getLogs answered {str(logs)[:40]!r}, not a list",
+                detail={"rpc_url": self.shown, "method": "eth_getLogs"},
+            )
+        return [self._log("eth_getLogs", log) for log in logs]
 
     def get_transaction_receipt(self, tx_hash: str) -> dict[str, Any] | None:
+        """The receipt; None when the node knows no such mined transaction (an answer that is neither a
+        receipt nor null is `ChainUnreachable`, never "not anchored")."""
         found = self.request("eth_getTransactionReceipt", [tx_hash])
-        return found if isinstance(found, dict) else None
+        if found is None:
+            return None
+        receipt = dict(self._shaped("eth_getTransactionReceipt", found, _RECEIPT))
+        logs = receipt.get("logs")
+        if not isinstance(logs, list):
+            raise ChainUnreachable(
+                f"{self.shown}: eth_getTransactionReceipt answered logs of {str(logs)[:40]!r}",
+                detail={"rpc_url": self.shown, "method": "eth_getTransactionReceipt", "field": "logs"},
+            )
+        receipt["logs"] = [self._log("eth_getTransactionReceipt", log) for log in logs]
+        return receipt
 
     def close(self) -> None:
         self._http.drop()

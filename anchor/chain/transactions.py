@@ -21,6 +21,10 @@ if TYPE_CHECKING:
 
 RECEIPT_TIMEOUT_S = 120.0
 
+SQL_INTEGER = 2**63 - 1
+"""The most a nonce, a gas amount or a fee read from a node may be: each goes into a journal column of
+that size (a node answering 64 hex digits was an OverflowError in SQLite)."""
+
 
 def _error_selectors() -> dict[str, tuple[str, list[str]]]:
     from anchor.manifest.keccak import keccak256 as keccak
@@ -119,10 +123,13 @@ def max_priority_fee(rpc: Rpc) -> int:
     from anchor.chain.rpc import RpcError
 
     try:
-        return rpc.quantity("eth_maxPriorityFeePerGas", [])
+        return rpc.quantity("eth_maxPriorityFeePerGas", [], SQL_INTEGER)
     except RpcError:
         history = rpc.request("eth_feeHistory", [hex(10), "pending", [5.0]]) or {}
-    fees = [int(str(tip[0]), 16) for tip in history.get("reward") or [] if tip and int(str(tip[0]), 16)]
+    rewards = history.get("reward") if isinstance(history, dict) else None  # an answer of any shape
+    each = [tip[0] for tip in (rewards if isinstance(rewards, list) else []) if isinstance(tip, list) and tip]
+    tips = [rpc.as_quantity("eth_feeHistory", tip, SQL_INTEGER) for tip in each]
+    fees = [tip for tip in tips if tip]
     average = round(sum(fees) / (len(fees) or 1))
     return min(PRIORITY_FEE_MAX, max(PRIORITY_FEE_MIN, average))
 
@@ -151,7 +158,7 @@ def estimate_gas(rpc: Rpc, to: str, data: bytes, sender: str) -> int:
         if "insufficient funds" in exc.message.lower():
             raise InsufficientFunds("the node refused the gas estimate: the sender cannot pay for it") from None
         raise ChainUnreachable(f"the node refused the gas estimate: {_said(exc)}") from None
-    return int(str(answer), 16) * 12 // 10
+    return rpc.as_quantity("eth_estimateGas", answer, SQL_INTEGER) * 12 // 10
 
 
 def replay_revert(rpc: Rpc, to: str, data: bytes, sender: str, block: int) -> RegistryRevert:
@@ -204,7 +211,7 @@ def _said(exc: Exception) -> str:
 
 def transaction_count(rpc: Rpc, address: str) -> int:
     """The account's next nonce as the node counts it, its pending transactions included."""
-    return rpc.quantity("eth_getTransactionCount", [address, "pending"])
+    return rpc.quantity("eth_getTransactionCount", [address, "pending"], SQL_INTEGER)
 
 
 def unfunded(rpc: Rpc, sender: str, gas: int, max_fee: int, chain_id: int, effect_id: int | None = None) -> Any:

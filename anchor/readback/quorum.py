@@ -43,7 +43,7 @@ def read_agreed(
     endpoints = read_endpoints(settings)
     need = needed(quorum, len(endpoints))
     if len(endpoints) == 1:
-        return read(settings), None
+        return _answered(redact_url(endpoints[0]) if endpoints[0] else "local chain", partial(read, settings)), None
     voters = [
         (
             redact_url(url) if url else "local chain",
@@ -82,13 +82,30 @@ def asked(url: str, read: Callable[[], T]) -> Callable[[], T]:
         if down is not None and url in down:
             raise down[url]
         try:
-            return read()
+            return _answered(redact_url(url) if url else "local chain", read)
         except ChainUnreachable as exc:
             if down is not None:
                 down[url] = exc
             raise
 
     return once
+
+
+def _answered(shown: str, read: Callable[[], T]) -> T:
+    """`read()`, where a JSON-RPC error answer that the read did not expect (it handles the ones it
+    does, a revert it reads as "not anchored" among them) is that endpoint failing: `ChainUnreachable`,
+    which a quorum counts as silent. Left as it was, an error answer to `eth_call` or `eth_getCode` was
+    an internal error (exit 1), and one such endpoint stopped the honest ones from giving a verdict."""
+    try:
+        return read()
+    except Exception as exc:
+        from anchor.chain.rpc import RpcError  # here: an offline verdict never imports the client
+
+        if isinstance(exc, RpcError):
+            raise ChainUnreachable(
+                f"{shown}: {exc} (an error answer to a read every node answers)", detail={"rpc_url": shown}
+            ) from None
+        raise
 
 
 def needed(quorum: int | None, endpoints: int) -> int:

@@ -275,3 +275,29 @@ def test_an_answer_to_another_request_is_never_taken_for_this_ones() -> None:
             assert [first, rpc.chain_id(), rpc.chain_id()] == [31337, 31337, 31337]
         finally:
             rpc.close()
+
+
+def test_an_error_answer_or_a_malformed_receipt_is_that_endpoint_out_of_reach_never_a_verdict(
+    fresh_chain: Chain, bundle: Path
+) -> None:
+    """A JSON-RPC error to `eth_getCode` (which every node answers) was an internal error, exit 1, and
+    through `--quorum` one such endpoint stopped the honest ones; a receipt answered as "str" read as
+    "not anchored" (exit 3), a false verdict. Both are that endpoint out of reach now (exit 5), and a
+    quorum of the others still gives its verdict."""
+    fresh_chain.cli("deploy", check=True)
+    fresh_chain.cli("anchor", str(bundle), check=True)
+    honest = [FaultyProxy(fresh_chain.node.rpc_url) for _ in range(2)]
+    erring, garbled = FaultyProxy(fresh_chain.node.rpc_url), FaultyProxy(fresh_chain.node.rpc_url)
+    erring.unsupported = {"eth_getCode"}
+    garbled.lie_receipt = lambda request, result: "str"
+    try:
+        for broken, said in ((erring, "eth_getCode"), (garbled, "eth_getTransactionReceipt answered 'str'")):
+            alone = _cli(fresh_chain, "--rpc-url", broken.url, "verify", str(bundle))
+            assert alone.returncode == ExitCode.CHAIN_UNREACHABLE, alone.stdout + alone.stderr
+            assert said in alone.stderr and "internal" not in alone.stderr, alone.stderr
+            urls = [a for p in (honest[0], broken, honest[1]) for a in ("--rpc-url", p.url)]
+            voted = _cli(fresh_chain, *urls, "verify", str(bundle), "--quorum", "2")
+            assert voted.returncode == ExitCode.OK, voted.stdout + voted.stderr
+    finally:
+        for proxy in (*honest, erring, garbled):
+            proxy.stop()
