@@ -202,11 +202,27 @@ _slot = 0
 """This worker's counter slot (set once per worker process by `_init_slot`)."""
 
 
-def _init_slot(taken: Any) -> None:
+def _init_slot(taken: Any, parent: int) -> None:
     global _slot
+    _die_with_parent(parent)
     with taken.get_lock():
         taken.value += 1
         _slot = taken.value
+
+
+def _die_with_parent(parent: int) -> None:
+    """In a worker: be killed when the process that forked it ends, however it ends. A parent killed by
+    SIGBUS (a file truncated under its mapping of it) left its workers blocked on their pipe for good:
+    each held the other's end open, and the command's output too, so `$(anchor hash DIR)` never returned."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG (Linux)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # it ended before the call above: nothing would signal us now
+        os._exit(1)
 
 
 def _raise(item: tuple[str, str, str, Any]) -> None:
@@ -253,7 +269,10 @@ def hash_files(
                 import multiprocessing
                 from concurrent.futures import ProcessPoolExecutor  # here: importing it costs 10 ms of every read
 
-                with ProcessPoolExecutor(len(chunks), mp_context=multiprocessing.get_context("fork")) as pool:
+                fork = multiprocessing.get_context("fork")
+                with ProcessPoolExecutor(
+                    len(chunks), mp_context=fork, initializer=_die_with_parent, initargs=(os.getpid(),)
+                ) as pool:
                     parts = _gather(pool, chunks, report)
             else:
                 from concurrent.futures import ThreadPoolExecutor
@@ -418,7 +437,7 @@ class Streamed(Generic[T]):
             _counters = multiprocessing.RawArray("q", 2 * (self.workers + 1))
         # the workers fork here, before the pool's own thread starts, while we are the only thread
         self.pool = ProcessPoolExecutor(
-            self.workers, mp_context=fork, initializer=_init_slot, initargs=(fork.Value("i", 0),)
+            self.workers, mp_context=fork, initializer=_init_slot, initargs=(fork.Value("i", 0), os.getpid())
         )
 
     def _submit(self, chunk: list[tuple[int, str, str, tuple[int, int] | None]]) -> None:
