@@ -422,14 +422,20 @@ def test_a_directory_renamed_between_its_listing_and_its_stat_is_file_changed_no
         hash_tree(root)
 
 
+def _workers_tree(root: Path) -> Path:
+    """800 one-byte files in four folders: enough (`PARALLEL_MIN_FILES`) for the hashing to fork its workers."""
+    for d in range(4):
+        (root / f"d{d}").mkdir(parents=True, exist_ok=True)
+        for i in range(200):
+            (root / f"d{d}" / f"f{i}.txt").write_bytes(b"x")
+    return root
+
+
 def test_a_worker_that_dies_while_hashing_is_file_changed_not_an_internal_error(tmp_path: Path) -> None:
     """A 400 MB file truncated and grown again while a worker maps it: the worker dies of SIGBUS, and the
     pool's BrokenProcessPool was an internal error (exit 1, 14 runs of 15). Run in a process of its own:
     workers are forked only by a process with one thread, which a test runner's is not always."""
-    for d in range(4):
-        (tmp_path / f"d{d}").mkdir()
-        for i in range(200):
-            (tmp_path / f"d{d}" / f"f{i}.txt").write_bytes(b"x")
+    _workers_tree(tmp_path)
     script = (
         "import os, signal, sys\n"
         "from anchor.errors import AnchorError\n"
@@ -476,11 +482,7 @@ def test_hashing_workers_end_with_the_process_that_forked_them_however_it_ends(t
     import signal
     import time
 
-    tree = tmp_path / "tree"
-    for d in range(4):
-        (tree / f"d{d}").mkdir(parents=True)
-        for i in range(200):
-            (tree / f"d{d}" / f"f{i}.txt").write_bytes(b"x")
+    tree = _workers_tree(tmp_path / "tree")
     script = (
         "import sys, time\n"
         "from anchor.manifest import hashing\n"
