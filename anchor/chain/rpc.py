@@ -500,15 +500,15 @@ class Rpc:
                 )
         return value
 
-    def _log(self, method: str, value: object) -> dict[str, Any]:
-        log = self._shaped(method, value, _LOG)
-        topics = log.get("topics")
-        if not isinstance(topics, list) or not all(isinstance(t, str) and _HASH.fullmatch(t) for t in topics):
-            raise ChainUnreachable(
-                f"{self.shown}: {method} answered a log whose topics are {str(topics)[:40]!r}",
-                detail={"rpc_url": self.shown, "method": method, "field": "topics"},
-            )
-        return dict(log)
+    def _check_logs(self, method: str, logs: list[object]) -> None:
+        """Each of `logs` a log in its form (`_shaped`, and its topics hashes), else `ChainUnreachable`."""
+        for value in logs:
+            topics = self._shaped(method, value, _LOG).get("topics")
+            if not isinstance(topics, list) or not all(isinstance(t, str) and _HASH.fullmatch(t) for t in topics):
+                raise ChainUnreachable(
+                    f"{self.shown}: {method} answered a log whose topics are {str(topics)[:40]!r}",
+                    detail={"rpc_url": self.shown, "method": method, "field": "topics"},
+                )
 
     def get_block(self, block: int | str) -> dict[str, Any] | None:
         """The block header (no transactions); None when the node has no such block (or tag)."""
@@ -529,7 +529,8 @@ class Rpc:
                 f"{self.shown}: eth_getLogs answered {str(logs)[:40]!r}, not a list",
                 detail={"rpc_url": self.shown, "method": "eth_getLogs"},
             )
-        return [self._log("eth_getLogs", log) for log in logs]
+        self._check_logs("eth_getLogs", logs)
+        return logs
 
     def get_transaction_receipt(self, tx_hash: str) -> dict[str, Any] | None:
         """The receipt; None when the node knows no such mined transaction (an answer that is neither a
@@ -544,7 +545,7 @@ class Rpc:
                 f"{self.shown}: eth_getTransactionReceipt answered logs of {str(logs)[:40]!r}",
                 detail={"rpc_url": self.shown, "method": "eth_getTransactionReceipt", "field": "logs"},
             )
-        receipt["logs"] = [self._log("eth_getTransactionReceipt", log) for log in logs]
+        self._check_logs("eth_getTransactionReceipt", logs)
         return receipt
 
     def close(self) -> None:
