@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import http.client
 import json
 import os
 import signal
@@ -144,7 +145,7 @@ def _submit(url: str, i: int) -> tuple[int, str | None]:
             return answer.status, str(json.loads(answer.read())["manifest_digest"])
     except urllib.error.HTTPError as exc:
         return exc.code, None
-    except (OSError, ValueError):
+    except (OSError, ValueError, http.client.HTTPException):  # IncompleteRead: killed while it answered
         return 0, None  # killed, refused, cut off: the same manifest again
 
 
