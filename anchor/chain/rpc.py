@@ -390,10 +390,7 @@ class Rpc:
                 detail={"rpc_url": self.shown, "method": method, "last_error": spent.failure},
             ) from None
         if status < 300 and len(content) > MAX_ANSWER_BYTES:
-            raise ChainUnreachable(
-                f"{self.shown}: {method} answered more than {MAX_ANSWER_BYTES >> 20} MiB; not read",
-                detail={"rpc_url": self.shown, "method": method},
-            )
+            raise self._refused(method, f"more than {MAX_ANSWER_BYTES >> 20} MiB; not read")
         if status < 300:
             return content
         if status in (401, 403):  # a key that is wrong or expired: retrying cannot help
@@ -419,24 +416,15 @@ class Rpc:
             try:
                 answer = json.loads(raw)
             except ValueError:
-                raise ChainUnreachable(
-                    f"{self.shown}: {method} answered something that is not JSON",
-                    detail={"rpc_url": self.shown, "method": method},
-                ) from None
+                raise self._refused(method, "something that is not JSON") from None
             if not isinstance(answer, dict):
-                raise ChainUnreachable(
-                    f"{self.shown}: {method} answered no JSON-RPC object",
-                    detail={"rpc_url": self.shown, "method": method},
-                )
+                raise self._refused(method, "no JSON-RPC object")
             if answer.get("id") == asked:
                 break
             # another request's answer: bytes the endpoint sent late are in the connection; start afresh
             self._http.drop()
             if attempt:
-                raise ChainUnreachable(
-                    f"{self.shown}: {method} was answered with another request's id (twice, on fresh connections)",
-                    detail={"rpc_url": self.shown, "method": method},
-                )
+                raise self._refused(method, "with another request's id, twice, on fresh connections")
         if "error" in answer:
             error = answer["error"] if isinstance(answer["error"], dict) else {"message": str(answer["error"])}
             code = error.get("code")  # a number as JSON-RPC says; "abc" or 1e400 was a ValueError here
@@ -446,24 +434,24 @@ class Rpc:
 
     # ------------------------------------------------------------------ the methods reads need
 
+    def _refused(self, method: str, said: str, field: str | None = None) -> ChainUnreachable:
+        """This endpoint out of reach because its answer to `method` is not one (`said`: what it answered):
+        never a ValueError or KeyError deep inside, and never read as a verdict; a quorum counts it silent."""
+        detail = {"rpc_url": self.shown, "method": method, **({"field": field} if field else {})}
+        return ChainUnreachable(f"{self.shown}: {method} answered {said}", detail=detail)
+
     def as_quantity(self, method: str, value: object, most: int = 2**256 - 1) -> int:
         """A JSON-RPC quantity as the endpoint gave it, at most `most`, or `ChainUnreachable` naming the
         method: a malformed one was a ValueError (an internal error), and one endpoint's stopped a quorum."""
-        if not isinstance(value, str) or _QUANTITY.fullmatch(value) is None or int(value, 16) > most:
-            raise ChainUnreachable(
-                f"{self.shown}: {method} answered {str(value)[:40]!r}, not a number (0x and hex digits, at most"
-                f" {most:#x})",
-                detail={"rpc_url": self.shown, "method": method},
-            )
-        return int(value, 16)
+        number = int(value, 16) if isinstance(value, str) and _QUANTITY.fullmatch(value) else None
+        if number is None or number > most:
+            raise self._refused(method, f"{str(value)[:40]!r}, not a number (0x and hex digits, at most {most:#x})")
+        return number
 
     def _data(self, method: str, value: object) -> bytes:
         """JSON-RPC data (0x and whole bytes) as the endpoint gave it, or `ChainUnreachable` naming the method."""
         if not isinstance(value, str) or _DATA.fullmatch(value) is None:
-            raise ChainUnreachable(
-                f"{self.shown}: {method} answered {str(value)[:40]!r}, not data (0x and whole bytes in hex)",
-                detail={"rpc_url": self.shown, "method": method},
-            )
+            raise self._refused(method, f"{str(value)[:40]!r}, not data (0x and whole bytes in hex)")
         return bytes.fromhex(value[2:])
 
     def quantity(self, method: str, params: list[Any], most: int = 2**256 - 1) -> int:
@@ -487,17 +475,11 @@ class Rpc:
         `ChainUnreachable` naming the method and the field: a receipt of "str", or a block numbered "zz",
         was a KeyError or ValueError deep inside a verify, or read as "not anchored"."""
         if not isinstance(value, dict):
-            raise ChainUnreachable(
-                f"{self.shown}: {method} answered {str(value)[:40]!r}, not an object",
-                detail={"rpc_url": self.shown, "method": method},
-            )
+            raise self._refused(method, f"{str(value)[:40]!r}, not an object")
         for name, form in fields.items():
             got = value.get(name)
             if (got is not None or name not in optional) and (not isinstance(got, str) or form.fullmatch(got) is None):
-                raise ChainUnreachable(
-                    f"{self.shown}: {method} answered a {name} of {str(got)[:40]!r}",
-                    detail={"rpc_url": self.shown, "method": method, "field": name},
-                )
+                raise self._refused(method, f"a {name} of {str(got)[:40]!r}", name)
         return value
 
     def _check_logs(self, method: str, logs: list[object]) -> None:
@@ -505,10 +487,7 @@ class Rpc:
         for value in logs:
             topics = self._shaped(method, value, _LOG).get("topics")
             if not isinstance(topics, list) or not all(isinstance(t, str) and _HASH.fullmatch(t) for t in topics):
-                raise ChainUnreachable(
-                    f"{self.shown}: {method} answered a log whose topics are {str(topics)[:40]!r}",
-                    detail={"rpc_url": self.shown, "method": method, "field": "topics"},
-                )
+                raise self._refused(method, f"a log whose topics are {str(topics)[:40]!r}", "topics")
 
     def get_block(self, block: int | str) -> dict[str, Any] | None:
         """The block header (no transactions); None when the node has no such block (or tag)."""
@@ -525,10 +504,7 @@ class Rpc:
         query = {"address": address, "fromBlock": _hex(from_block), "toBlock": _hex(to_block), "topics": topics}
         logs = self.request("eth_getLogs", [query])
         if not isinstance(logs, list):  # not "no logs": an answer that is not one
-            raise ChainUnreachable(
-                f"{self.shown}: eth_getLogs answered {str(logs)[:40]!r}, not a list",
-                detail={"rpc_url": self.shown, "method": "eth_getLogs"},
-            )
+            raise self._refused("eth_getLogs", f"{str(logs)[:40]!r}, not a list")
         self._check_logs("eth_getLogs", logs)
         return logs
 
@@ -541,10 +517,7 @@ class Rpc:
         receipt = dict(self._shaped("eth_getTransactionReceipt", found, _RECEIPT))
         logs = receipt.get("logs")
         if not isinstance(logs, list):
-            raise ChainUnreachable(
-                f"{self.shown}: eth_getTransactionReceipt answered logs of {str(logs)[:40]!r}",
-                detail={"rpc_url": self.shown, "method": "eth_getTransactionReceipt", "field": "logs"},
-            )
+            raise self._refused("eth_getTransactionReceipt", f"logs of {str(logs)[:40]!r}", "logs")
         self._check_logs("eth_getTransactionReceipt", logs)
         return receipt
 

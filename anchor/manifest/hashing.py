@@ -322,14 +322,12 @@ def _gather(pool: Any, chunks: list[Any], report: Callable[[], None]) -> list[An
 
 def _sent(pool: Any, work: Callable[..., Any], *args: Any) -> Any:
     """`pool.submit(work, *args)`; a pool a dead worker broke is `FileChanged`, as its answers are (`_answer`)."""
-    from concurrent.futures import BrokenExecutor, Future
+    from concurrent.futures import BrokenExecutor
 
     try:
         return pool.submit(work, *args)
     except BrokenExecutor:
-        died: Future[Any] = Future()
-        died.set_exception(BrokenExecutor())
-        return died
+        raise _worker_died() from None
 
 
 def _answer(future: Any) -> Any:
@@ -339,11 +337,15 @@ def _answer(future: Any) -> Any:
     try:
         return future.result()
     except BrokenExecutor:
-        raise FileChanged(
-            "a process hashing the tree died before it answered: a file truncated while it was read (the"
-            " kernel's SIGBUS) or a kill; nothing was bound: run again once nothing writes to the tree",
-            detail={},
-        ) from None
+        raise _worker_died() from None
+
+
+def _worker_died() -> FileChanged:
+    return FileChanged(
+        "a process hashing the tree died before it answered: a file truncated while it was read (the"
+        " kernel's SIGBUS) or a kill; nothing was bound: run again once nothing writes to the tree",
+        detail={},
+    )
 
 
 STREAM_CHUNK = 2048

@@ -31,12 +31,11 @@ def clean_url(url: str, given_as: str = "services") -> str:
 
     if "=" in url and not url.startswith("http"):
         url = url.partition("=")[0]
-    from anchor.settings.model import http_url_problem
+    from anchor.settings.model import http_url_problem, meant_url
 
     problem = http_url_problem(url) or (None if URL_PATTERN.match(url) else "expected an http(s) URL, no user in it")
     if problem is not None:
-        typed = f"http://{url.strip()}" if "://" not in url else ""  # the URL as meant, when only the scheme is missing
-        example = typed if typed and http_url_problem(typed) is None else "http://127.0.0.1:8000"
+        example = meant_url(url) or "http://127.0.0.1:8000"
         example = f"{given_as}={example}" if given_as.isupper() else example
         raise BadInput(
             f"{given_as} {url!r}: {problem} (hint: {example}); tokens go in ANCHOR_SERVICE_TOKEN, never with the URL",

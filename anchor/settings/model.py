@@ -845,6 +845,13 @@ def http_url_problem(url: str) -> str | None:
     return None
 
 
+def meant_url(url: str) -> str | None:
+    """`http://URL` when only the scheme is missing from `url` (`127.0.0.1:8545`) and that makes a URL
+    `http_url_problem` takes; else None: what a refusal suggests."""
+    meant = f"http://{url.strip()}"
+    return meant if "://" not in url and http_url_problem(meant) is None else None
+
+
 def redact_url(url: str) -> str:
     """`url` with any password replaced by ***, for display: the userinfo's, and a query parameter's whose
     name says it is one (libpq takes `?password=` and `sslpassword=` as well as `user:pass@`)."""

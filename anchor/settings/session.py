@@ -17,7 +17,7 @@ from anchor.errors import BadInput
 from anchor.layout import DataDir
 from anchor.record import Value
 from anchor.settings.model import SECRET_VARIABLES as SECRET_VARIABLES  # re-exported: where callers look
-from anchor.settings.model import Environment, http_url_problem
+from anchor.settings.model import Environment, http_url_problem, meant_url
 from anchor.settings.model import is_secret as is_secret
 from anchor.settings.model import redact_url as redact_url  # re-exported: where callers look
 
@@ -211,8 +211,8 @@ def check_rpc_url(url: str, source: str) -> None:
     where hosted providers keep the key."""
     problem = http_url_problem(url)
     if problem is not None:
-        meant = f"http://{url.strip()}"  # only the scheme missing: the URL as meant
-        hint = f" (did you mean {meant}?)" if "://" not in url and http_url_problem(meant) is None else ""
+        meant = meant_url(url)
+        hint = f" (did you mean {meant}?)" if meant else ""
         where = {"field": "rpc_url"} if source.startswith("--") else {"variable": source}
         raise BadInput(f"{source} {endpoint_of(url)!r}: {problem}{hint}", detail=where)
 

@@ -20,13 +20,10 @@ pytestmark = pytest.mark.chain  # a served API (uvicorn child): the slow tier
 
 
 def test_serve_stopped_by_sigterm_idle_or_after_a_verdict_leaves_no_semaphore_behind(
-    deployed_chain: Chain, tmp_path: Path
+    deployed_chain: Chain, bundle: Path, tmp_path: Path
 ) -> None:
-    folder = tmp_path / "results"
-    folder.mkdir()
-    (folder / "metrics.json").write_text('{"accuracy": 0.9}\n')
-    deployed_chain.cli("stamp", str(folder), check=True)
-    proof = (tmp_path / "results.anchor.json").read_bytes()
+    deployed_chain.cli("stamp", str(bundle), check=True)
+    proof = bundle.with_name("bundle.anchor.json").read_bytes()
     boundary = "serve-stop-boundary"
     body = (
         (
