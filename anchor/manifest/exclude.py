@@ -13,10 +13,11 @@ and a proof file are not a result; the second is recorded only when it matched),
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from anchor.errors import BadInput
 
@@ -66,12 +67,26 @@ class Rules:
         return _gitignore(self.patterns)
 
     @cached_property
-    def _any_of(self) -> tuple[Any, ...] | None:
+    def _any_of(self) -> Callable[[str], object] | None:
         """Without a negated rule (`!keep`), a path is left out exactly when some rule matches it, so the
-        rules are tried one by one, skipping GitIgnoreSpec's ranking of every match: a third of the walk's
-        time at 100,000 files. With one, None: the spec decides."""
+        rules are joined into one regular expression, tried once per path, skipping GitIgnoreSpec's
+        ranking of every match (a third of the walk's time at 100,000 files) and a Python call per rule.
+        With a negated rule, or rules whose expressions cannot be joined, None: the spec decides.
+
+        The joined expression is each rule's own (pathspec's), its one named group unnamed, since a name
+        may appear once in an expression: the group marks a directory match, and only whether the whole
+        matches is asked here."""
         active = [pattern for pattern in self._spec.patterns if pattern.include is not None]
-        return None if any(not pattern.include for pattern in active) else tuple(p.match_file for p in active)
+        if any(not pattern.include for pattern in active):
+            return None
+        expressions = [pattern.regex for pattern in active if pattern.regex is not None]
+        if not expressions or len(expressions) != len(active) or len({e.flags for e in expressions}) != 1:
+            return None
+        joined = "|".join(f"(?:{e.pattern.replace('(?P<ps_d>', '(')})" for e in expressions)
+        try:
+            return re.compile(joined, expressions[0].flags).match
+        except re.error:
+            return None
 
     def excludes(self, rel: str, is_dir: bool) -> bool:
         if not self.patterns:
@@ -80,7 +95,7 @@ class Rules:
         tried = self._any_of
         if tried is None:
             return bool(self._spec.match_file(path))
-        return any(match(path) is not None for match in tried)
+        return tried(path) is not None
 
     def recorded(self, excluded: Sequence[str]) -> tuple[str, ...]:
         """The rules a manifest records after `excluded` (as the walk named them) were left out: none if

@@ -288,14 +288,16 @@ def test_a_recorded_links_list_out_of_order_is_refused(tmp_path: Path) -> None:
 def test_rules_without_a_negation_exclude_exactly_what_gitignore_does(
     rules: list[str], parts: list[str], is_dir: bool
 ) -> None:
-    """The walk's shortcut (a path is left out when any rule matches) must agree with pathspec's
-    GitIgnoreSpec, which ranks every match, on every path; with a `!rule` the spec itself decides."""
+    """The walk's shortcut (a path is left out when any rule matches, the rules joined into one regular
+    expression) must agree with pathspec's GitIgnoreSpec, which ranks every match, on every path; with a
+    `!rule` the spec itself decides. The shortcut is taken whenever no rule is negated."""
     from anchor.manifest.exclude import Rules
 
     path = "/".join(parts)
     for patterns in (rules, [*rules, "!" + rules[0]]):
         ours = Rules(patterns)
         assert ours.excludes(path, is_dir) == bool(ours._spec.match_file(path + "/" if is_dir else path)), patterns
+        assert (ours._any_of is None) == (patterns is not rules), patterns
 
 
 def test_progress_while_the_walk_streams_counts_up_to_every_file_and_byte(tmp_path: Path) -> None:
