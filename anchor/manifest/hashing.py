@@ -152,11 +152,8 @@ def _unchanged(path: str, shown: str, expect: tuple[int, int] | None, dir_fd: in
         return None
     if not stat.S_ISREG(now.st_mode) or (expect is not None and (now.st_dev, now.st_ino) != expect):
         return None
-    cached = _cache.digest_of(shown, now)
-    if cached is None:
-        return None
-    _cache.record(shown, now, cached)
-    return now.st_size, cached
+    cached = _cache.take(shown, now)
+    return None if cached is None else (now.st_size, cached)
 
 
 def _hash_mapped(fd: int, size: int, threads: int | None, on_window: Callable[[int], None] | None) -> tuple[int, str]:

@@ -15,7 +15,8 @@ What may be skipped, and why that is safe enough for a stamp (and never used by 
   verify pass.
 
 The file is the data dir's (`stat-cache/`, one per stamped root, named by its real path), binary, and
-read with every length checked: a garbled cache is an empty cache. Forked hashing workers inherit the
+read with every length checked and its closing BLAKE3 matched: a cut or garbled cache is an empty cache
+(a cache of the version before is one too: the next stamp reads everything once). Forked hashing workers inherit the
 loaded entries and append what they hashed to a part file of their own, which `save` merges.
 """
 
@@ -27,9 +28,11 @@ import struct
 from collections.abc import Iterator
 from pathlib import Path
 
-MAGIC = b"anchor stat cache 1\n"
-_HEAD = struct.Struct("<q")  # the moment the hashing began, ns, the filesystem's clock
-_ENTRY = struct.Struct("<QqqQQ32sH")  # size, mtime_ns, ctime_ns, inode, device, digest, path length
+MAGIC = b"anchor stat cache 2\n"
+_HEAD = struct.Struct("<qQ")  # the moment the hashing began (ns, the filesystem's clock), the entry count
+_RECORD = struct.Struct("<QqqQQ32s")  # size, mtime_ns, ctime_ns, inode, device, digest
+_CHECK = 32  # the file ends with the BLAKE3 of all before it: a cut or garbled cache is an empty one
+_SEGMENT = struct.Struct("<QQ")  # a part file's segment: entry count, length of its names
 
 Fingerprint = tuple[int, int, int, int, int]
 """(size, mtime_ns, ctime_ns, inode, device) of a file, from one fstat."""
@@ -40,14 +43,19 @@ def fingerprint(st: os.stat_result) -> Fingerprint:
 
 
 class StatCache:
-    """The entries of one stamped root: `digest_of` answers from them, `record` notes what was hashed
-    now (in this process or a forked worker), `save` writes what this hashing saw, atomically."""
+    """The entries of one stamped root: `take` answers from them, `record` notes what was hashed now (in
+    this process or a forked worker), `save` writes what this hashing saw, atomically.
 
-    def __init__(self, file: Path, entries: dict[str, tuple[Fingerprint, bytes]], as_of_ns: int) -> None:
-        self.file, self.entries, self.as_of_ns = file, entries, as_of_ns
+    Laid out for a root of 100,000 files: fixed-size records in one block and the paths in another,
+    NUL-joined (no path holds a NUL), so that loading is one split and one dict, and an entry found
+    unchanged is noted as its record's very bytes, never unpacked into Python objects and packed again."""
+
+    def __init__(self, file: Path, names: dict[str, int], records: bytes, as_of_ns: int) -> None:
+        self.file, self.names, self.records, self.as_of_ns = file, names, records, as_of_ns
         self.started_ns = 0
         self.owner = os.getpid()
-        self.seen: list[tuple[str, Fingerprint, bytes]] = []
+        self.seen_names: list[str] = []
+        self.seen_records: list[bytes] = []
         self._seen_by = os.getpid()
 
     @classmethod
@@ -58,7 +66,7 @@ class StatCache:
 
         name = blake3(os.fsencode(os.path.realpath(root))).hexdigest()[:32]
         folder.mkdir(parents=True, exist_ok=True)
-        cache = cls(folder / f"{name}.bin", {}, 0) if rehash else cls.load(folder / f"{name}.bin")
+        cache = cls(folder / f"{name}.bin", {}, b"", 0) if rehash else cls.load(folder / f"{name}.bin")
         cache.discard_parts()  # a hashing that stopped half-way left them: what it saw is not this one's
         marker = folder / f"{name}.started"
         marker.write_bytes(b"")  # its mtime: the filesystem clock's now, on the clock that stamps files
@@ -70,49 +78,71 @@ class StatCache:
         try:
             data = file.read_bytes()
         except OSError:
-            return cls(file, {}, 0)
-        entries: dict[str, tuple[Fingerprint, bytes]] = {}
-        if not data.startswith(MAGIC) or len(data) < len(MAGIC) + _HEAD.size:
-            return cls(file, {}, 0)
-        (as_of,) = _HEAD.unpack_from(data, len(MAGIC))
-        at = len(MAGIC) + _HEAD.size
-        try:
-            while at < len(data):
-                size, mtime, ctime, ino, dev, digest, length = _ENTRY.unpack_from(data, at)
-                at += _ENTRY.size
-                name = data[at : at + length].decode("utf-8")
-                if len(name.encode("utf-8")) != length:
-                    raise ValueError("truncated")
-                at += length
-                entries[name] = ((size, mtime, ctime, ino, dev), digest)
-        except (struct.error, ValueError, UnicodeDecodeError):
-            return cls(file, {}, 0)  # garbled: hash everything, as with no cache
-        return cls(file, entries, as_of)
+            return cls(file, {}, b"", 0)
+        from blake3 import blake3
 
-    def digest_of(self, shown: str, now: os.stat_result) -> str | None:
-        """The cached BLAKE3 hex of the file at manifest path `shown`, whose fstat is `now`, if the
-        entry matches it in all five fields and is older than the cache's hashing moment; else None."""
-        found = self.entries.get(shown)
-        if found is None:
+        at = len(MAGIC) + _HEAD.size
+        data, check = data[:-_CHECK], data[-_CHECK:]
+        if not data.startswith(MAGIC) or len(data) < at or blake3(data).digest() != check:
+            return cls(file, {}, b"", 0)  # missing, garbled or of another version: hash everything
+        as_of, count = _HEAD.unpack_from(data, len(MAGIC))
+        records, names = data[at : at + count * _RECORD.size], data[at + count * _RECORD.size :]
+        try:
+            listed = names.decode("utf-8").split("\0") if count else []
+        except UnicodeDecodeError:
+            return cls(file, {}, b"", 0)
+        if len(records) != count * _RECORD.size or len(listed) != count or (not count and names):
+            return cls(file, {}, b"", 0)
+        return cls(file, dict(zip(listed, range(count), strict=True)), records, as_of)
+
+    @property
+    def entries(self) -> dict[str, tuple[Fingerprint, bytes]]:
+        """Every entry loaded, by manifest path: (fingerprint, digest)."""
+        found: dict[str, tuple[Fingerprint, bytes]] = {}
+        for shown, k in self.names.items():
+            size, mtime, ctime, ino, dev, digest = _RECORD.unpack_from(self.records, k * _RECORD.size)
+            found[shown] = ((size, mtime, ctime, ino, dev), digest)
+        return found
+
+    def take(self, shown: str, now: os.stat_result) -> str | None:
+        """The cached BLAKE3 hex of the file at manifest path `shown`, whose lstat is `now`, if the entry
+        matches it in all five fields and is older than the cache's hashing moment (and then noted as
+        seen, as is); else None."""
+        k = self.names.get(shown)
+        if k is None or now.st_mtime_ns >= self.as_of_ns or now.st_ctime_ns >= self.as_of_ns:
             return None
-        seen, digest = found
-        if seen != fingerprint(now) or now.st_mtime_ns >= self.as_of_ns or now.st_ctime_ns >= self.as_of_ns:
+        at = k * _RECORD.size
+        size, mtime, ctime, ino, dev, digest = _RECORD.unpack_from(self.records, at)
+        if (size, mtime, ctime, ino, dev) != fingerprint(now):
             return None
-        return digest.hex()
+        if self._seen_by != os.getpid():
+            self._forked()
+        self.seen_names.append(shown)
+        self.seen_records.append(self.records[at : at + _RECORD.size])
+        return bytes(digest).hex()
 
     def record(self, shown: str, st: os.stat_result, digest: str) -> None:
-        """Note a file hashed (or found unchanged) now, with the fstat taken around its reading."""
-        if self._seen_by != os.getpid():  # a forked worker: what the parent had noted is the parent's
-            self.seen, self._seen_by = [], os.getpid()
-        self.seen.append((shown, fingerprint(st), bytes.fromhex(digest)))
+        """Note a file hashed now, with the fstat taken around its reading."""
+        self.note(shown, fingerprint(st), bytes.fromhex(digest))
+
+    def note(self, shown: str, seen: Fingerprint, digest: bytes) -> None:
+        if self._seen_by != os.getpid():
+            self._forked()
+        self.seen_names.append(shown)
+        self.seen_records.append(_RECORD.pack(*seen, digest))
+
+    def _forked(self) -> None:
+        """In a forked worker: what the parent had noted is the parent's."""
+        self.seen_names, self.seen_records, self._seen_by = [], [], os.getpid()
 
     def flush_part(self) -> None:
         """In a forked worker: append what it noted to its part file (`save` merges them)."""
-        if os.getpid() == self.owner or self._seen_by != os.getpid() or not self.seen:
+        if os.getpid() == self.owner or self._seen_by != os.getpid() or not self.seen_names:
             return
+        names = "\0".join(self.seen_names).encode("utf-8")
         with open(self._part(os.getpid()), "ab") as out:
-            out.write(b"".join(_pack(*each) for each in self.seen))
-        self.seen = []
+            out.write(_SEGMENT.pack(len(self.seen_names), len(names)) + b"".join(self.seen_records) + names)
+        self.seen_names, self.seen_records = [], []
 
     def _part(self, pid: int) -> Path:
         return self.file.with_name(f"{self.file.name}.{pid}.part")
@@ -123,12 +153,23 @@ class StatCache:
     def save(self) -> None:
         """Write every entry this hashing noted (here and in its workers) as the cache, atomically, with
         the moment the hashing began; entries of files it did not meet are dropped."""
-        chunks = [MAGIC, _HEAD.pack(self.started_ns)]
-        chunks += [_pack(*each) for each in self.seen] if self._seen_by == os.getpid() else []
+        from blake3 import blake3
+
+        names, records = (self.seen_names, self.seen_records) if self._seen_by == os.getpid() else ([], [])
+        names, records = list(names), list(records)
         for part in sorted(self._parts()):
-            chunks.append(part.read_bytes())
+            data, at = part.read_bytes(), 0
+            while at + _SEGMENT.size <= len(data):
+                count, length = _SEGMENT.unpack_from(data, at)
+                at += _SEGMENT.size
+                records.append(data[at : at + count * _RECORD.size])
+                at += count * _RECORD.size
+                names += data[at : at + length].decode("utf-8").split("\0")
+                at += length
+        joined = "\0".join(names).encode("utf-8")
         temporary = self.file.with_name(self.file.name + ".tmp")
-        temporary.write_bytes(b"".join(chunks))
+        body = b"".join([MAGIC, _HEAD.pack(self.started_ns, len(names)), *records, joined])
+        temporary.write_bytes(body + blake3(body).digest())
         os.replace(temporary, self.file)
         self.discard_parts()
 
@@ -136,8 +177,3 @@ class StatCache:
         for part in self._parts():
             with contextlib.suppress(OSError):
                 part.unlink()
-
-
-def _pack(shown: str, seen: Fingerprint, digest: bytes) -> bytes:
-    name = shown.encode("utf-8")
-    return _ENTRY.pack(*seen, digest, len(name)) + name

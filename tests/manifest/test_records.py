@@ -221,3 +221,29 @@ def test_annotations_past_64_kib_are_refused_naming_them_as_a_submissions_are(tm
     with pytest.raises(ProofFormatError) as refused:
         parse_any(json.dumps(proof).encode(), "p.anchor.json")
     assert refused.value.detail["field"] == "annotations" and "annotations:" in refused.value.message
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"annotations": {"big": 2**70}},  # past 64 bits: orjson refuses it, the standard library reads it
+        {"annotations": {"score": float("nan")}},  # NaN: the same
+        {},
+    ],
+)
+def test_the_head_of_a_proof_about_to_be_replaced_is_what_the_standard_library_reads(
+    tmp_path: Path, extra: dict[str, Any]
+) -> None:
+    """A stamp asks of the file it will replace whether it is a proof, and what to name the copy it keeps:
+    decoded by orjson for speed, and by the standard library where orjson refuses, the answer must be
+    `json.loads`'s whatever the JSON holds."""
+    from anchor.proof.file import proof_head
+
+    data = json.loads(_proof(tmp_path).dumps()) | extra
+    target = tmp_path / "results.anchor.json"
+    target.write_text(json.dumps(data, indent=2, sort_keys=True))
+    assert proof_head(target) == (True, data["manifest_digest"], data["anchor"]["chain_id"], 7)
+    target.write_text(json.dumps({**data, "format": "someone/else"}))
+    assert proof_head(target)[0] is False
+    target.write_text('{"format": "anchor/proof", "oops"')
+    assert proof_head(target) == (False, None, None, None)

@@ -40,8 +40,10 @@ def _lie(cache_dir: Path, root: Path, shown: str, as_of: int | None = None, dige
     """Rewrite the cache of `root` so that it holds `digest` as the digest of `shown`, with the fstat
     the file has now (and, given, another hashing moment)."""
     cache = StatCache.for_root(cache_dir, root)
-    cache.seen = [(name, seen, held) for name, (seen, held) in cache.entries.items() if name != shown]
-    cache.seen.append((shown, fingerprint(os.lstat(root / shown)), digest))
+    for name, (seen, held) in cache.entries.items():
+        if name != shown:
+            cache.note(name, seen, held)
+    cache.note(shown, fingerprint(os.lstat(root / shown)), digest)
     cache.started_ns = cache.as_of_ns if as_of is None else as_of
     cache.save()
 
