@@ -188,10 +188,10 @@ async def accept_manifest(
     if signer is None:  # loaded once, before journaling: a bad key is 422
         signer = await run_in_threadpool(receipt_signer, request.app, registry.chain_id)
     identity, payload, extra = prepare() if inline else await run_in_threadpool(prepare)
-    digest = "0x" + manifest_digest(identity).hex()
     sub = Submission(identity, payload, _scoped(client, idempotency_key), own_annotations=True)
 
     def signed(done: Any) -> Submitted:  # in the writer's thread, once the submission is durable
+        digest = "0x" + done.digest.hex()  # what the journal computed from the identity it validated
         receipt = signer.sign(registry.chain_id, registry.address, digest, int(done.created_at))
         return Submitted(
             manifest_digest=digest,

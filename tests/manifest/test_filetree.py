@@ -118,6 +118,33 @@ def test_canonical_json_sorts_keys_and_refuses_floats_nulls_and_non_ascii_keys()
         canonical_json({"x": None})
 
 
+_JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(2**64), max_value=2**64) | st.floats() | st.text(max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["a", "b_1", "Key", "x-y", "é", ""]), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_JSONISH)
+def test_the_quick_canonical_check_refuses_exactly_what_the_naming_check_refuses(value: object) -> None:
+    """`canonical_json` walks a value once without naming anything and again, naming the field, only
+    when it is refused: the two walks must agree on every value, or a refusal goes unnamed or a value
+    with no canonical form is encoded."""
+    from anchor.manifest.canonical import _check, _fine
+
+    try:
+        _check(value, "$")
+    except BadInput:
+        refused = True
+    else:
+        refused = False
+    assert _fine(value) is not refused, value
+
+
 @settings(max_examples=80, deadline=None)
 @given(st.lists(st.binary(min_size=32, max_size=32), min_size=1, max_size=70, unique=True), st.data())
 def test_every_file_proof_verifies_and_fails_for_another_file_or_root(leaves: list[bytes], data: st.DataObject) -> None:
