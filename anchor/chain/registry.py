@@ -98,6 +98,8 @@ class Registry:
         """The deployment block: no event of this registry is older, so no log query starts earlier."""
         self.abi = interface(self.version)
         self._checked_at: int | None = None
+        self._pinned: int | None = None
+        self._tags: dict[str, int | None] = {}
 
     @cached_property
     def w3(self) -> Web3:
@@ -124,8 +126,18 @@ class Registry:
                 detail={"address": self.address, "function": name},
             ) from None
 
+    def pin(self, block: int) -> None:
+        """Make every later read of this object one at `block`, whose code `checked_block` checked: the
+        head is not read again, nor the safe and finalized heads after their first read. For a scope that
+        reads many roots as one snapshot (anchor.readback.checklist.reads_once)."""
+        if self._checked_at != block:
+            raise ValueError(f"block {block} is not the block the code was checked at")
+        self._pinned = block
+
     def checked_block(self) -> int:
         """Check the code (once per block) and return the block number the following reads see."""
+        if self._pinned is not None:
+            return self._pinned
         block = self.rpc.block_number()
         if self._checked_at != block:
             check_code(self.rpc, self.address, self.code_hash)
@@ -321,11 +333,16 @@ class Registry:
         """The number of the chain's `safe` or `finalized` block; None if the node does not know the tag."""
         from anchor.chain.rpc import RpcError
 
+        if self._pinned is not None and tag in self._tags:
+            return self._tags[tag]
         try:
             block = self.rpc.get_block(tag)
-            return None if block is None else int(str(block["number"]), 16)
+            number = None if block is None else int(str(block["number"]), 16)
         except (RpcError, KeyError, ValueError):  # a node without the tag: finality falls back to confirmations
-            return None
+            number = None
+        if self._pinned is not None:
+            self._tags[tag] = number
+        return number
 
     def root_tx(self, root: bytes, block_number: int, submitter: str | None = None) -> str | None:
         """The hash of the transaction that anchored `root` (as `submitter`, if given), found by its

@@ -392,8 +392,8 @@ def test_many_proofs_of_one_batch_read_the_chain_once_and_each_is_still_checked_
     fresh_chain: Chain, tmp_path: Path
 ) -> None:
     """`verify --from` of 20 one-file proofs of one batch asks the chain what one proof's verify asks
-    (11 calls a proof, the same receipt read for each), and the shared read hides nothing: a
-    changed file is still tampered, an edited Merkle path still a bad proof, each on its own line."""
+    (it once asked 11 calls a proof, the same receipt read for each), and the shared read hides nothing:
+    a changed file is still tampered, an edited Merkle path still a bad proof, each on its own line."""
     from tests.faults.rpc_proxy import FaultyProxy
 
     work = tmp_path / "work"
@@ -426,6 +426,45 @@ def test_many_proofs_of_one_batch_read_the_chain_once_and_each_is_still_checked_
         lines = mixed.stdout.splitlines()
         assert lines[3].startswith(f"TAMPERED  {paths[3]}: ") and lines[7].startswith(f"BAD_PROOF  {paths[7]}: ")
         assert lines[-1] == "18 of 20 paths verified; 2 not (highest exit code 4)", lines[-1]
+    finally:
+        proxy.stop()
+
+
+def test_many_proofs_of_many_batches_read_a_receipt_and_a_record_per_root_and_the_rest_once(
+    fresh_chain: Chain, tmp_path: Path
+) -> None:
+    """`verify --from` of 6 proofs, each its own batch: per root the transaction's receipt and the
+    registry's record, and nothing else per root (the inclusion is computed as the registry computes it,
+    its code checked once); the chain id, the code, the head and the safe and finalized heads once for
+    the whole call, every root read at that one head."""
+    from tests.faults.rpc_proxy import FaultyProxy
+
+    work = tmp_path / "work"
+    (work / "results").mkdir(parents=True)
+    paths = [f"results/r{n}.txt" for n in range(6)]
+    for n, path in enumerate(paths):
+        (work / path).write_text(f"result {n}\n")
+    env = fresh_chain.env()
+    fresh_chain.cli("deploy", check=True)
+    run_anchor(["journal", "submit", *paths], env, cwd=work, check=True)
+    run_anchor(["journal", "flush", "--batch-size", "1"], env, cwd=work, check=True)
+    roots = {json.loads((work / f"{path}.anchor.json").read_text())["batch"]["root"] for path in paths}
+    assert len(roots) == len(paths)
+    proxy = FaultyProxy(fresh_chain.node.rpc_url)
+    try:
+        (work / "all.txt").write_text("\n".join(paths) + "\n")
+        listed = run_anchor(["verify", "--json", "--from", "all.txt"], {**env, "ANCHOR_RPC_URL": proxy.url}, cwd=work)
+        assert listed.returncode == 0, listed.stdout + listed.stderr
+        results = json.loads(listed.stdout)["results"]
+        assert all(r["ok"] for r in results) and len({r["anchored_block"] for r in results}) == 6, results
+        assert proxy.calls == {
+            "eth_chainId": 1,
+            "eth_getCode": 1,
+            "eth_blockNumber": 1,
+            "eth_getBlockByNumber": 2,  # the safe and the finalized head
+            "eth_getTransactionReceipt": 6,
+            "eth_call": 6,  # rootRecord; no verifyInclusion
+        }, proxy.calls
     finally:
         proxy.stop()
 

@@ -89,11 +89,17 @@ def test_an_entry_not_older_than_the_caches_hashing_moment_is_read_again(tmp_pat
     assert (found != FORGED.hex()) is racy
 
 
-def test_a_garbled_cache_is_an_empty_one(tmp_path: Path) -> None:
+@pytest.mark.parametrize("garble", ["cut", "flipped"])
+def test_a_garbled_cache_is_an_empty_one(tmp_path: Path, garble: str) -> None:
     root, cache_dir = _tree(tmp_path / "t", 5), tmp_path / "cache"
     honest = _fill(cache_dir, root)
     (file,) = cache_dir.glob("*.bin")
-    file.write_bytes(file.read_bytes()[:-7])  # cut inside the last entry
+    data = file.read_bytes()
+    if garble == "cut":
+        file.write_bytes(data[:-7])  # cut inside the closing check
+    else:  # one bit of the first entry's size: every length still adds up
+        at = len(b"anchor stat cache 2\n") + 16
+        file.write_bytes(data[:at] + bytes([data[at] ^ 1]) + data[at + 1 :])
     assert StatCache.load(file).entries == {}
     assert _digests(root, StatCache.for_root(cache_dir, root)) == honest
 
