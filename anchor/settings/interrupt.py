@@ -6,7 +6,8 @@ interrupted there went on to "anchored", exit 0. With the interrupt remembered, 
 be undone ask `check()` first (every broadcast of a transaction, in anchor.chain.transactions; the
 command line, before it prints a result) and the command line ends with `aborted`, exit 130, however
 the exception travelled (click turns it into an Abort of its own). An interrupt met inside a
-finalizer is not raised there, where it would be lost, but delivered again a moment later.
+finalizer, or anywhere else Python cannot raise it (a weakref callback: `_unraisable`), is not lost
+there but delivered again a moment later.
 
 Installed by the command line only (`install`): a library call leaves its caller's signals alone, and
 `check()` is then a no-op. A SIGINT the process inherited as ignored (a job started in the background
@@ -16,8 +17,10 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 from types import FrameType
+from typing import Any
 
 _SEEN = threading.Event()
 _REDELIVERY_S = 0.02
@@ -29,6 +32,30 @@ def install() -> None:
     _SEEN.clear()
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _on_interrupt)
+        if sys.unraisablehook is not _unraisable:
+            global _previous_hook
+            _previous_hook = sys.unraisablehook
+            sys.unraisablehook = _unraisable
+
+
+_previous_hook = sys.unraisablehook
+
+
+def _unraisable(unraisable: Any) -> None:
+    """Python's word on an exception raised where nobody can catch it. A KeyboardInterrupt of ours met
+    there (in a weakref callback: an import's module lock has one; in a finalizer `_in_finalizer` did not
+    see) is neither printed ("Exception ignored in …", a traceback in a user's terminal) nor dropped:
+    delivered again a moment later, where it can stop the command. Anything else: as Python says it."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt) and _SEEN.is_set():
+        _deliver_again()
+        return
+    _previous_hook(unraisable)
+
+
+def _deliver_again() -> None:
+    timer = threading.Timer(_REDELIVERY_S, os.kill, (os.getpid(), signal.SIGINT))
+    timer.daemon = True
+    timer.start()
 
 
 def seen() -> bool:
@@ -54,9 +81,7 @@ def answered() -> None:
 def _on_interrupt(signum: int, frame: FrameType | None) -> None:
     _SEEN.set()
     if _in_finalizer(frame):  # raised here it would be printed and dropped: once more, outside it
-        timer = threading.Timer(_REDELIVERY_S, os.kill, (os.getpid(), signal.SIGINT))
-        timer.daemon = True
-        timer.start()
+        _deliver_again()
         return
     raise KeyboardInterrupt
 

@@ -151,3 +151,41 @@ def test_ctrl_c_at_random_moments_of_a_stamp_and_a_seal_aborts_and_leaves_the_pr
             assert run_anchor(["stamp", str(folder)], env).returncode == 0
         checked = run_anchor(["verify", str(sealed), *map(str, stamps)], env)
         assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+_IN_A_WEAKREF_CALLBACK = """
+import os, signal, time, weakref
+from anchor.settings import interrupt
+
+interrupt.install()
+
+
+class Held:
+    pass
+
+
+def dropped(_):  # a weakref callback, as an import's module lock has: what it raises, Python prints and drops
+    os.kill(os.getpid(), signal.SIGINT)
+    for _ in range(200_000):
+        pass
+
+
+held = Held()
+watch = weakref.ref(held, dropped)
+try:
+    del held
+    time.sleep(2)
+    print("went on")
+except KeyboardInterrupt:
+    print("interrupted")
+"""
+
+
+def test_ctrl_c_landing_in_a_weakref_callback_is_neither_printed_nor_lost() -> None:
+    """Ctrl-C met where Python cannot raise it (a stamp interrupted while an import released its module
+    lock printed "Exception ignored in: <function _get_module_lock.<locals>.cb>" and a traceback) is not
+    printed, and still stops the program a moment later."""
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _IN_A_WEAKREF_CALLBACK], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "interrupted" and done.stderr == "", (done.stdout, done.stderr)
