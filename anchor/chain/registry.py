@@ -280,7 +280,17 @@ class Registry:
         submitter = self.submitter_of(root, tx_hash) if tx_hash else None
         if submitter is None:
             return None
-        return self._submitters_record(root, submitter, self.checked_block(), tx_hash)
+        record = self._submitters_record(root, submitter, self.checked_block(), tx_hash)
+        if record is None and self._pinned is not None:  # mined after the pinned block: read at the head now
+            self._repin()
+            record = self._submitters_record(root, submitter, self.checked_block(), tx_hash)
+        return record
+
+    def _repin(self) -> None:
+        """Pin the chain's head now, its code checked there, its tagged heads read again: a transaction
+        whose receipt exists was mined after the block a scope began at, and its record is read later."""
+        self._pinned, self._tags = None, {}
+        self._pinned = self.checked_block()
 
     def verify_inclusion(self, root: bytes, proof: list[bytes], item: bytes, submitter: str | None = None) -> bool:
         """Whether `item` is under `root` as `submitter` anchored it (a proof names who anchored its root)."""

@@ -32,6 +32,7 @@ from anchor.settings.session import Settings
 
 if TYPE_CHECKING:
     from anchor.proof.file import ProofFile
+    from anchor.readback.checklist import ChainReads
 
 __all__ = ["Policy", "VerdictStatus", "Verification", "Verifier"]
 
@@ -135,13 +136,14 @@ class Verifier:
 
     # -- verdicts -------------------------------------------------------------------------------------------
     @staticmethod
-    def reads_once() -> AbstractContextManager[None]:
+    def reads_once(scope: ChainReads | None = None) -> AbstractContextManager[None]:
         """Verdicts given inside the block share their chain reads: one per (endpoint, chain, registry,
         transaction, root), however many proofs of that root are verified (`anchor verify --from`); each
-        further proof is checked locally against the root read (anchor.readback.checklist.reads_once)."""
+        further proof is checked locally against the root read (anchor.readback.checklist.reads_once).
+        Do not yield inside it; a generator enters it once per verdict with one `scope` (`verify_each`)."""
         from anchor.readback.checklist import reads_once
 
-        return reads_once()
+        return reads_once(scope)
 
     @down_once()  # an endpoint out of reach is asked once a verdict (anchor.readback.quorum.down_once)
     def verify(
@@ -231,13 +233,18 @@ class Verifier:
         """Each path's verdict, or the typed error it failed with (yielded, not raised), in order, as each
         is given: `anchor verify A B C` and `--from`. The chain is read once per root for all of them
         (`reads_once`): 1,000 proofs of one batch are one read of it, then each is checked locally."""
-        with self.reads_once():
-            for given in paths:
-                path = Path(given)
+        from anchor.readback.checklist import ChainReads
+
+        scope = ChainReads()  # kept between the paths, entered for each and left before it is yielded
+        for given in paths:
+            path = Path(given)
+            outcome: Verification | AnchorError
+            with self.reads_once(scope):
                 try:
-                    yield path, self.verify(path, policy=policy, require=require)
+                    outcome = self.verify(path, policy=policy, require=require)
                 except AnchorError as exc:
-                    yield path, exc
+                    outcome = exc
+            yield path, outcome
 
     def verify_proof(self, proof: ProofFile, policy: Policy | None = None, *, data: Path | None = None) -> Verification:
         """The verdict on a proof already loaded (the API's routes, the explorer): the same checklist,

@@ -8,9 +8,12 @@
 
 from __future__ import annotations
 
-import functools
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
+from typing import Any
 
 
 def default_proof_path(path: Path) -> Path:
@@ -186,20 +189,36 @@ def current_proof_of(path: Path, proof_path: Path) -> Path:
     return default_proof_path(path)
 
 
+_FOLDERS: ContextVar[dict[tuple[Any, ...], Path] | None] = ContextVar("anchor_real_folders", default=None)
+
+
+@contextmanager
+def folders_once(memory: dict[tuple[Any, ...], Path]) -> Iterator[None]:
+    """Within the block (one verify of many paths: anchor.readback.checklist.reads_once), a proof's folder
+    is resolved once while it stays the same folder; outside it, every time."""
+    token = _FOLDERS.set(memory)
+    try:
+        yield
+    finally:
+        _FOLDERS.reset(token)
+
+
 def _real_folder(folder: Path) -> Path:
-    """A folder's real path, resolved once per folder as it is now (its device and inode, and the
-    working directory a relative one starts from): a verify of 1,000 proofs in one folder resolved it
-    1,000 times, an lstat per component each. One stat tells whether the answer still stands."""
+    """A folder's real path, resolved once per folder within `folders_once` as it is now (its device and
+    inode, and the working directory a relative one starts from): a verify of 1,000 proofs in one folder
+    resolved it 1,000 times, an lstat per component each. Not kept past the call: a long-lived process
+    would keep a path whose folders were renamed around the same inode."""
+    memory = _FOLDERS.get()
+    if memory is None:
+        return folder.resolve()
     try:
         st = os.stat(folder)
     except OSError:
         return folder.resolve()
-    return _resolved(str(folder), os.getcwd(), st.st_dev, st.st_ino)
-
-
-@functools.lru_cache(maxsize=64)
-def _resolved(folder: str, cwd: str, device: int, inode: int) -> Path:
-    return Path(folder).resolve()
+    key = (str(folder), os.getcwd(), st.st_dev, st.st_ino)
+    if key not in memory:
+        memory[key] = folder.resolve()
+    return memory[key]
 
 
 def later_stamp(path: Path, proof_path: Path, digest: str) -> tuple[Path, str, int] | None:

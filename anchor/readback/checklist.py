@@ -553,8 +553,19 @@ _SHARED: ContextVar[dict[tuple[Any, ...], Any] | None] = ContextVar("anchor_chai
 it (its code checked once, at the one block every read of the scope is made at)."""
 
 
+class ChainReads:
+    """What one verify of many paths has read, kept between them (`reads_once(scope)`): the verdicts by
+    root, the endpoints' handles and registries, the endpoints out of reach, the proofs' real folders."""
+
+    def __init__(self) -> None:
+        self.verdicts: dict[tuple[Any, ...], Verification] = {}
+        self.shared: dict[tuple[Any, ...], Any] = {}
+        self.down: dict[str, Any] = {}
+        self.folders: dict[tuple[Any, ...], Path] = {}
+
+
 @contextmanager
-def reads_once() -> Iterator[None]:
+def reads_once(scope: ChainReads | None = None) -> Iterator[None]:
     """Within the block, the chain is read once per thing a verdict needs: per endpoint one connection and
     one chain id; per registry one code check and one head, the block every root of the block is read at,
     and one read of the safe and finalized heads; per (endpoint, chain, registry, transaction, root) one
@@ -562,10 +573,18 @@ def reads_once() -> Iterator[None]:
     proof, the same receipt read 1,000 times for one batch, the same head and code 1,000 times for 1,000
     batches. The next proof of a root already read is checked locally: its Merkle path to that root (step
     1, which the registry's verifyInclusion computes the same way), then the verdict read for the root, at
-    the same block, with its own digest and files."""
-    token, shared = _READS.set({}), _SHARED.set({})
+    the same block, with its own digest and files.
+
+    `scope`: what an earlier block of the same verify read. A caller that gives verdicts one at a time
+    (a generator) enters the block once per verdict with one scope and never yields inside it: the block
+    sets context variables, and two generators interleaved inside their blocks reset each other's,
+    leaving one's reads (a root read before its retraction) to every later verify of the thread."""
+    from anchor.proof.locate import folders_once
+
+    scope = ChainReads() if scope is None else scope
+    token, shared = _READS.set(scope.verdicts), _SHARED.set(scope.shared)
     try:
-        with down_once():  # and an endpoint out of reach is asked once, not once a proof
+        with down_once(scope.down), folders_once(scope.folders):  # an endpoint out of reach: asked once
             yield
     finally:
         _READS.reset(token)
@@ -591,6 +610,7 @@ def _on_one_endpoint(
         proof.anchor.registry.lower(),
         registry,
         proof.anchor.tx_hash,
+        proof.anchor.code_hash,  # what step 6 expects under --registry: an edited one is read on its own
         root,
         proof.anchor.block_number,
         proof.anchor.sealed,
@@ -613,6 +633,7 @@ def _read_one_endpoint(
     recorded_hash, trusted_by = trusted_registry(proof, settings, handle.chain_id, registry)
     chain_registry, read_at = registry_code(proof, handle, recorded_hash)
     record = anchor_on_chain(proof.anchor, root, chain_registry)
+    read_at = chain_registry.checked_block()  # later than before when the root was mined after the scope began
     record = root_anchored(proof, root, chain_registry, record, read_at)
     not_retracted(proof, record, chain_registry)
     finality, safe, finalized = chain_registry.finality(record.block_number, read_at)

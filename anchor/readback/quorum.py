@@ -59,15 +59,16 @@ _DOWN: ContextVar[dict[str, ChainUnreachable] | None] = ContextVar("anchor_endpo
 
 
 @contextmanager
-def down_once() -> Iterator[None]:
+def down_once(memory: dict[str, ChainUnreachable] | None = None) -> Iterator[None]:
     """Within the block, an endpoint out of reach (its retries and back-off spent) is asked once: its
     silence is then given at once to every later read of the block. `verify A B C` through three
     endpoints, one down, waited out that one's retries on every read of every path. A block inside
-    another shares the outer one's memory (a verdict within a verify of many paths)."""
+    another shares the outer one's memory (a verdict within a verify of many paths); `memory`, a block
+    entered again and again (one per path of a verify of many) keeps it between them."""
     if _DOWN.get() is not None:
         yield
         return
-    token = _DOWN.set({})
+    token = _DOWN.set({} if memory is None else memory)
     try:
         yield
     finally:

@@ -500,3 +500,29 @@ def test_a_folder_named_as_dot_from_inside_it_is_stamped_verified_and_looked_up_
     [effect] = json.loads(deployed_chain.cli("--json", "journal", "status", check=True).stdout)["recent"][:1]
     kept = deployed_chain.cli("journal", "abandon", str(effect["id"]))
     assert kept.returncode == ExitCode.BAD_INPUT and f"effect #{effect['id']} is confirmed, not failed" in kept.stderr
+
+
+def test_a_proof_whose_code_hash_was_edited_is_refused_even_after_its_genuine_batch_mate(
+    fresh_chain: Chain, tmp_path: Path
+) -> None:
+    """Under --registry the proof's own code hash is what step 6 expects of the code: a verify of many
+    once reused the verdict read for a genuine proof of the same root, and passed the edited one."""
+    work = tmp_path / "work"
+    (work / "results").mkdir(parents=True)
+    paths = ["results/genuine.txt", "results/edited.txt"]
+    for path in paths:
+        (work / path).write_text(f"{path}\n")
+    env = fresh_chain.env()
+    fresh_chain.cli("deploy", check=True)
+    run_anchor(["journal", "submit", *paths], env, cwd=work, check=True)
+    run_anchor(["journal", "flush", "--batch-size", "2"], env, cwd=work, check=True)
+    edited = work / f"{paths[1]}.anchor.json"
+    doc = json.loads(edited.read_text())
+    registry = doc["anchor"]["registry"]
+    doc["anchor"]["code_hash"] = "0x" + "ab" * 32
+    edited.write_text(json.dumps(doc))
+    alone = run_anchor(["verify", "--registry", registry, paths[1]], env, cwd=work)
+    both = run_anchor(["verify", "--registry", registry, *paths], env, cwd=work)
+    assert alone.returncode != 0, alone.stdout + alone.stderr
+    lines = both.stdout.splitlines()
+    assert lines[0].startswith(f"OK  {paths[0]}") and not lines[1].startswith("OK"), both.stdout + both.stderr
