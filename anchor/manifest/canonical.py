@@ -50,10 +50,16 @@ def _fine(value: Any) -> bool:
         return True
     if isinstance(value, int):
         return abs(value) <= 2**63 - 1
-    if isinstance(value, dict):
-        return all(isinstance(key, str) and _KEY.match(key) and _fine(item) for key, item in value.items())
+    if isinstance(value, dict):  # loops, not all(): one frame a level, as `_check` takes, not two
+        for key, item in value.items():
+            if not isinstance(key, str) or not _KEY.match(key) or not _fine(item):
+                return False
+        return True
     if isinstance(value, (list, tuple)):
-        return all(_fine(item) for item in value)
+        for item in value:  # noqa: SIM110 - all() with a generator is a second frame a level
+            if not _fine(item):
+                return False
+        return True
     return False
 
 

@@ -158,14 +158,10 @@ class StatCache:
         names, records = (self.seen_names, self.seen_records) if self._seen_by == os.getpid() else ([], [])
         names, records = list(names), list(records)
         for part in sorted(self._parts()):
-            data, at = part.read_bytes(), 0
-            while at + _SEGMENT.size <= len(data):
-                count, length = _SEGMENT.unpack_from(data, at)
-                at += _SEGMENT.size
-                records.append(data[at : at + count * _RECORD.size])
-                at += count * _RECORD.size
-                names += data[at : at + length].decode("utf-8").split("\0")
-                at += length
+            found = _segments(part.read_bytes())
+            if found is not None:  # a part cut or garbled (a worker killed while writing): its files are read next time
+                names += found[0]
+                records += found[1]
         joined = "\0".join(names).encode("utf-8")
         temporary = self.file.with_name(self.file.name + ".tmp")
         body = b"".join([MAGIC, _HEAD.pack(self.started_ns, len(names)), *records, joined])
@@ -177,3 +173,29 @@ class StatCache:
         for part in self._parts():
             with contextlib.suppress(OSError):
                 part.unlink()
+
+
+def _segments(data: bytes) -> tuple[list[str], list[bytes]] | None:
+    """The (names, records) of a worker's part file, or None when any segment of it is not whole."""
+    names: list[str] = []
+    records: list[bytes] = []
+    at = 0
+    while at < len(data):
+        if at + _SEGMENT.size > len(data):
+            return None
+        count, length = _SEGMENT.unpack_from(data, at)
+        at += _SEGMENT.size
+        block, text = (
+            data[at : at + count * _RECORD.size],
+            data[at + count * _RECORD.size : at + count * _RECORD.size + length],
+        )
+        at += count * _RECORD.size + length
+        try:
+            listed = text.decode("utf-8").split("\0") if count else []
+        except UnicodeDecodeError:
+            return None
+        if len(block) != count * _RECORD.size or len(text) != length or len(listed) != count:
+            return None
+        names += listed
+        records.append(block)
+    return names, records

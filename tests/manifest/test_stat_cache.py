@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 import time
 from pathlib import Path
 
@@ -132,3 +133,18 @@ def test_a_cache_that_lies_makes_a_stale_stamp_which_verify_names_and_rehash_men
     mended = json.loads(fresh_chain.cli("--json", "stamp", "--rehash", str(root), check=True).stdout)
     assert fresh_chain.cli("verify", str(root)).returncode == ExitCode.OK
     assert Path(mended["superseded_proof"]).read_bytes() == first
+
+
+def test_a_workers_part_cut_short_is_left_out_of_the_cache_not_a_crash(tmp_path: Path) -> None:
+    """A worker killed while it wrote its part (or a part cut inside a name of several bytes) is not a
+    traceback at `save`: what it held is read again by the next stamp, and the rest is kept."""
+    root, cache_dir = _tree(tmp_path / "t", 5), tmp_path / "cache"
+    cache = StatCache.for_root(cache_dir, root)
+    cache.note("kept.txt", (1, 2, 3, 4, 5), FORGED)
+    whole = cache.file.with_name(f"{cache.file.name}.1.part")
+    name = "é.txt".encode()
+    whole.write_bytes(struct.pack("<QQ", 1, len(name)) + struct.pack("<QqqQQ32s", 1, 2, 3, 4, 5, FORGED) + name)
+    cut = cache.file.with_name(f"{cache.file.name}.2.part")
+    cut.write_bytes(whole.read_bytes()[:-1])  # inside the é
+    cache.save()
+    assert set(StatCache.load(cache.file).entries) == {"kept.txt", "é.txt"}
