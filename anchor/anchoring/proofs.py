@@ -32,7 +32,7 @@ from anchor.files import atomic_write_many, private_dir
 from anchor.journal.reads import confirmed_batch_rows, confirmed_item
 from anchor.journal.store import Journal
 from anchor.layout import DataDir
-from anchor.proof.file import BatchPath, ChainAnchor, ProofFile, decode_json, load_proof
+from anchor.proof.file import BatchPath, ChainAnchor, ProofFile, decode_json, load_proof, past_64_bits
 from anchor.settings.session import Settings
 
 TREE_FORMAT = "anchor-batch-tree/1"
@@ -54,6 +54,8 @@ def _proof_of(item: Any, siblings: list[bytes], root: bytes, anchor: ChainAnchor
     """One item's proof: its journal row, its Merkle path and the batch's anchor (the one layout)."""
     digest = bytes(item["digest"])
     payload = decode_json(item["payload"])  # the listing of a folder of 100,000 files is 15 MB of it
+    if past_64_bits(payload.get("annotations")):  # a user's integer past 64 bits, read exactly
+        payload = json.loads(item["payload"])
     files = payload.get("files")
     return ProofFile(
         manifest=decode_json(item["identity"]),

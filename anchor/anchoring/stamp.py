@@ -58,12 +58,14 @@ def keep_superseded(proof_out: Path, new_digest: str) -> Path | None:
     if not proof_out.is_file() or proof_out.is_symlink():
         return None
     _, digest, chain, block = proof_head(proof_out)  # read once for check_output_path's question too
-    if not isinstance(digest, str) or re.fullmatch(r"0x[0-9a-f]{64}", digest) is None:
+    if not isinstance(digest, str) or re.fullmatch(r"0x[0-9a-f]{64}", digest) is None or digest == new_digest:
         return None
-    if any(type(n) is not int or n < 0 for n in (chain, block)) or digest == new_digest:
-        return None
+    numbered = all(type(n) is int and 0 <= n < 2**63 for n in (chain, block))
     history = folder_beside(history_dir(proof_out))
-    kept = history / f"{chain}-{block}-{digest[2:14]}.anchor.json"
+    # a chain or block that is no number a chain has (a string, 400 digits): kept all the same, by digest
+    kept = history / (
+        f"{chain}-{block}-{digest[2:14]}.anchor.json" if numbered else f"unnumbered-{digest[2:14]}.anchor.json"
+    )
     if kept.exists() or kept.is_symlink():
         kept.unlink()  # kept before (a stamp that failed after it): the same record, kept again
     try:

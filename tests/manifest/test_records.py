@@ -247,3 +247,41 @@ def test_the_head_of_a_proof_about_to_be_replaced_is_what_the_standard_library_r
     assert proof_head(target)[0] is False
     target.write_text('{"format": "anchor/proof", "oops"')
     assert proof_head(target) == (False, None, None, None)
+
+
+@pytest.mark.parametrize(("block", "name"), [(7, "31337-7-"), (2**64 + 1, "unnumbered-"), (10**400, "unnumbered-")])
+def test_a_superseded_proof_is_kept_whatever_number_its_block_claims(tmp_path: Path, block: int, name: str) -> None:
+    """Its name is made of digits and hex only, and of a block a chain can have: a block past 64 bits
+    (which orjson reads as a float) or of 400 digits (a name too long for the filesystem) is kept by
+    digest alone, never refused or crashed on."""
+    from anchor.anchoring.stamp import keep_superseded
+
+    data = json.loads(_proof(tmp_path).dumps())
+    data["anchor"]["block_number"] = block
+    target = tmp_path / "results.anchor.json"
+    target.write_text(json.dumps(data, indent=2, sort_keys=True))
+    kept = keep_superseded(target, "0x" + "00" * 32)
+    assert kept is not None and kept.name == f"{name}{data['manifest_digest'][2:14]}.anchor.json"
+    assert kept.read_bytes() == target.read_bytes()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a": 18446744073709551617}',  # past 64 bits
+        '{"a": -99999999999999999999}',
+        '{"a": [1, NaN]}',
+        '{"a": "0x12345678901234567890"}',
+        '{"a": 18446744073709551615}',  # the last integer orjson reads exactly
+        '{"a": 1e30}',
+    ],
+)
+def test_json_read_fast_is_what_the_standard_library_reads_or_says_it_is_not(text: str) -> None:
+    """`decode_json` gives what `json.loads` gives, or `past_64_bits` says it may not (repr tells an
+    integer from the float orjson makes of it)."""
+    from anchor.proof.file import decode_json, past_64_bits
+
+    for given in (text, text.encode()):
+        found, expected = decode_json(given), json.loads(text)
+        assert repr(found) == repr(expected) or past_64_bits(found), given
+        assert not past_64_bits(found) or abs(expected["a"]) >= 2**64, given
