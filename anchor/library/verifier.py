@@ -32,7 +32,6 @@ from anchor.settings.session import Settings
 
 if TYPE_CHECKING:
     from anchor.proof.file import ProofFile
-    from anchor.readback.checklist import ChainReads
 
 __all__ = ["Policy", "VerdictStatus", "Verification", "Verifier"]
 
@@ -136,14 +135,14 @@ class Verifier:
 
     # -- verdicts -------------------------------------------------------------------------------------------
     @staticmethod
-    def reads_once(scope: ChainReads | None = None) -> AbstractContextManager[None]:
+    def reads_once() -> AbstractContextManager[None]:
         """Verdicts given inside the block share their chain reads: one per (endpoint, chain, registry,
         transaction, root), however many proofs of that root are verified (`anchor verify --from`); each
         further proof is checked locally against the root read (anchor.readback.checklist.reads_once).
-        Do not yield inside it; a generator enters it once per verdict with one `scope` (`verify_each`)."""
+        Do not yield inside it: `verify_each` is the generator that gives verdicts one at a time."""
         from anchor.readback.checklist import reads_once
 
-        return reads_once(scope)
+        return reads_once()
 
     @down_once()  # an endpoint out of reach is asked once a verdict (anchor.readback.quorum.down_once)
     def verify(
@@ -233,13 +232,13 @@ class Verifier:
         """Each path's verdict, or the typed error it failed with (yielded, not raised), in order, as each
         is given: `anchor verify A B C` and `--from`. The chain is read once per root for all of them
         (`reads_once`): 1,000 proofs of one batch are one read of it, then each is checked locally."""
-        from anchor.readback.checklist import ChainReads
+        from anchor.readback.checklist import ChainReads, reads_once
 
         scope = ChainReads()  # kept between the paths, entered for each and left before it is yielded
         for given in paths:
             path = Path(given)
             outcome: Verification | AnchorError
-            with self.reads_once(scope):
+            with reads_once(scope):
                 try:
                     outcome = self.verify(path, policy=policy, require=require)
                 except AnchorError as exc:
