@@ -119,6 +119,12 @@ def test_ctrl_c_at_random_moments_of_a_stamp_and_a_seal_aborts_and_leaves_the_pr
         sealed = _folder(tmp_path, "sealed")
         assert run_anchor(["stamp", str(sealed)], env).returncode == 0
         took = time.monotonic() - start
+        # a moment before the interpreter reaches our code is Python's own start (the console script's
+        # `import re`), whose Ctrl-C is Python's traceback: moments start after a start-up, timed here
+        begun = time.monotonic()
+        started = _child(["--version"], env, tmp_path)
+        started.communicate(timeout=60)
+        startup = time.monotonic() - begun
         proof = Path(f"{sealed}.anchor.json")
         kept = proof.read_bytes()
         hits, stamps, tried = 0, [], 0
@@ -130,7 +136,7 @@ def test_ctrl_c_at_random_moments_of_a_stamp_and_a_seal_aborts_and_leaves_the_pr
             folder = sealed if command == "seal" else _folder(tmp_path, f"moment-{i}")
             stamps += [folder] if command == "stamp" else []
             child = _child([command, str(folder)], env, tmp_path)
-            time.sleep(rng.uniform(0.05, max(0.1, took * 0.6)))
+            time.sleep(rng.uniform(max(0.05, 1.2 * startup), startup + max(0.1, took * 0.6)))
             answering = select.select([child.stdout], [], [], 0)[0]
             if child.poll() is not None or answering:  # done, or giving its answer, before the moment came
                 child.send_signal(signal.SIGINT)
