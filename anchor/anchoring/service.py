@@ -49,7 +49,8 @@ class AnchorService:
             on_confirmed=self._write_proofs,
         )
         self._built: dict[bytes, tuple[ProofFile, bytes]] = {}
-        """Proofs this process's flushes kept, with their written bytes, by manifest digest (`proof`)."""
+        """The proofs the last flush kept, with their written bytes, by manifest digest (`proof`): only the
+        last one's, or a flusher that runs for days would hold every proof it ever wrote."""
 
     @classmethod
     def open(cls, settings: Settings, *, start_local: bool = True) -> AnchorService:
@@ -122,6 +123,7 @@ class AnchorService:
         directory; on PostgreSQL a lease with a fencing token per chain and registry, so replicas on
         several hosts take turns, and one that stalls past its lease cannot commit afterwards."""
         name = f"flush:{self.chain_id}:{self.registry.address.lower()}"
+        self._built.clear()
         with self.journal.exclusive(name, ttl_s=self.settings.env.lease_s):
             self.runner.open_batches(max_items, max_age_s)
             report = self.runner.run(progress=progress)

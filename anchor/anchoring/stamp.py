@@ -46,8 +46,9 @@ def keep_superseded(proof_out: Path, new_digest: str) -> Path | None:
     Kept as the very bytes, never parsed into a model and written again (a folder of 100,000 files has
     a proof of 15 MB): a hard link where the filesystem has them (every writer of a proof replaces it
     by a rename, so the link keeps the old bytes), else a byte copy. Not a move: if the new anchor fails,
-    the old proof still stands where it stood. Only the three fields the name needs are read, and each
-    must have its type, so no file name is ever made of what the file says beyond digits and hex."""
+    the old proof still stands where it stood. Only the three fields the name needs are read: a digest
+    of hex, and a chain and block that are numbers a chain has, else the copy is named by the digest
+    alone; no file name is ever made of what the file says beyond digits and hex."""
     import re
     import shutil
 

@@ -81,16 +81,20 @@ class Rules:
         if any(not pattern.include for pattern in active):
             return None
         one_by_one = tuple(pattern.match_file for pattern in active)
+
+        def each(path: str) -> object:
+            return next((True for match in one_by_one if match(path) is not None), None)
+
         expressions = [pattern.regex for pattern in active if pattern.regex is not None]
         if "[" in "".join(self.patterns) or len(expressions) != len(active) or len({e.flags for e in expressions}) > 1:
             # a bracket's contents are copied into the expression as written, where the group's name may
             # stand: renaming it there would change the rule, so such rules are tried one by one
-            return lambda path: next((True for match in one_by_one if match(path) is not None), None)
+            return each
         joined = "|".join(f"(?:{e.pattern.replace('(?P<ps_d>', '(')})" for e in expressions)
         try:
-            return re.compile(joined, expressions[0].flags).match if expressions else lambda path: None
+            return re.compile(joined, expressions[0].flags).match if expressions else each
         except re.error:
-            return lambda path: next((True for match in one_by_one if match(path) is not None), None)
+            return each
 
     def excludes(self, rel: str, is_dir: bool) -> bool:
         if not self.patterns:

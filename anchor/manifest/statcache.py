@@ -155,8 +155,8 @@ class StatCache:
         the moment the hashing began; entries of files it did not meet are dropped."""
         from blake3 import blake3
 
-        names, records = (self.seen_names, self.seen_records) if self._seen_by == os.getpid() else ([], [])
-        names, records = list(names), list(records)
+        mine = self._seen_by == os.getpid()
+        names, records = ([*self.seen_names], [*self.seen_records]) if mine else ([], [])
         for part in sorted(self._parts()):
             found = _segments(part.read_bytes())
             if found is not None:  # a part cut or garbled (a worker killed while writing): its files are read next time

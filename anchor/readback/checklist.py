@@ -545,23 +545,21 @@ def check_service_anchor(
     return leaned_on(single, chain, registry, files=files_in(single))
 
 
-_READS: ContextVar[dict[tuple[Any, ...], Verification] | None] = ContextVar("anchor_chain_reads", default=None)
-"""Within `reads_once()`: each (endpoint, chain, registry, transaction, root) verdict already read."""
-
-_SHARED: ContextVar[dict[tuple[Any, ...], Any] | None] = ContextVar("anchor_chain_shared", default=None)
-"""Within `reads_once()`: each endpoint's handle (its connection and chain id), and each registry read on
-it (its code checked once, at the one block every read of the scope is made at)."""
-
-
 class ChainReads:
-    """What one verify of many paths has read, kept between them (`reads_once(scope)`): the verdicts by
-    root, the endpoints' handles and registries, the endpoints out of reach, the proofs' real folders."""
+    """What one verify of many paths has read, kept between them (`reads_once(scope)`): the verdict of each
+    (endpoint, chain, registry, transaction, root); each endpoint's handle (its connection and chain id)
+    and each registry read on it (its code checked once, at the one block every read of the scope is made
+    at); the endpoints out of reach; the proofs' real folders."""
 
     def __init__(self) -> None:
         self.verdicts: dict[tuple[Any, ...], Verification] = {}
         self.shared: dict[tuple[Any, ...], Any] = {}
         self.down: dict[str, Any] = {}
         self.folders: dict[tuple[Any, ...], Path] = {}
+
+
+_SCOPE: ContextVar[ChainReads | None] = ContextVar("anchor_chain_reads", default=None)
+"""The `ChainReads` of the `reads_once()` block being run, if any."""
 
 
 @contextmanager
@@ -582,17 +580,12 @@ def reads_once(scope: ChainReads | None = None) -> Iterator[None]:
     from anchor.proof.locate import folders_once
 
     scope = ChainReads() if scope is None else scope
-    token, shared = _READS.set(scope.verdicts), _SHARED.set(scope.shared)
+    token = _SCOPE.set(scope)
     try:
         with down_once(scope.down), folders_once(scope.folders):  # an endpoint out of reach: asked once
             yield
     finally:
-        _READS.reset(token)
-        _SHARED.reset(shared)
-
-
-def _endpoint_key(settings: Settings) -> tuple[Any, ...]:
-    return (settings.rpc_url, settings.read_rpcs, settings.data_dir, settings.local_port)
+        _SCOPE.reset(token)
 
 
 def _on_one_endpoint(
@@ -600,7 +593,8 @@ def _on_one_endpoint(
 ) -> Verification:
     """Steps 3–6: the trusted registry, its code, the root's existence and the inclusion, read live (once
     per root within `reads_once()`)."""
-    reads = _READS.get()
+    scope = _SCOPE.get()
+    reads = None if scope is None else scope.verdicts
     key = (
         settings.rpc_url,
         settings.read_rpcs,
@@ -668,11 +662,9 @@ def reached(proof: ProofFile, settings: Settings) -> ChainHandle:
     from anchor.chain.presets import chain_name, rpc_hint
 
     wanted = proof.anchor.chain_id
-    shared = _SHARED.get()
-    key = ("endpoint", *_endpoint_key(settings))
-    if shared is not None and key in shared and shared[key].chain_id == wanted:
-        handle: ChainHandle = shared[key]
-        return handle
+    scope = _SCOPE.get()
+    shared = None if scope is None else scope.shared
+    key = ("endpoint", settings.rpc_url, settings.read_rpcs, settings.data_dir, settings.local_port)
     if not settings.rpc_url and not settings.read_rpcs and wanted != LOCAL_CHAIN_ID:
         raise BadInput(
             f"the proof is anchored on {chain_name(wanted)}; without rpc_url only this machine's local chain"
@@ -763,7 +755,8 @@ def registry_code(proof: ProofFile, handle: ChainHandle, code_hash: str) -> tupl
     chain's head when the code was checked, which the reads that follow see or pass."""
     from anchor.chain.registry import Registry
 
-    shared = _SHARED.get()
+    scope = _SCOPE.get()
+    shared = None if scope is None else scope.shared
     key = ("registry", handle.rpc_url, handle.chain_id, proof.anchor.registry.lower(), code_hash)
     if shared is not None and key in shared:
         kept: Registry = shared[key]

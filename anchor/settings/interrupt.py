@@ -24,6 +24,8 @@ from typing import Any
 
 _SEEN = threading.Event()
 _REDELIVERY_S = 0.02
+_previous_hook = sys.unraisablehook
+"""Python's own hook (or whoever set one before `install`): what `_unraisable` passes everything else to."""
 
 
 def install() -> None:
@@ -36,9 +38,6 @@ def install() -> None:
             global _previous_hook
             _previous_hook = sys.unraisablehook
             sys.unraisablehook = _unraisable
-
-
-_previous_hook = sys.unraisablehook
 
 
 def _unraisable(unraisable: Any) -> None:

@@ -112,3 +112,25 @@ def test_a_data_dir_from_before_the_batch_store_is_still_read(fresh_chain: Chain
     found = store_finder(fresh_chain.settings)(digests[1])
     assert found is not None and found.dumps().encode() == before[digests[1]]
     assert store_finder(fresh_chain.settings)(digests[0]) is None  # no file, no journal: not anchored here
+
+
+def test_a_service_gives_back_the_proofs_of_its_last_flush_as_built_and_holds_no_older_ones(
+    fresh_chain: Chain, tmp_path: Path
+) -> None:
+    """What a flush built is given again without reading the store (a stamp of 100,000 files decoded 15 MB
+    for it), and only the last flush's: a flusher that runs for days must not hold every proof it wrote."""
+    first, second = unique_submissions(2, tag="built")
+    service = AnchorService.open(fresh_chain.settings)
+    try:
+        [one] = service.submit([first])
+        service.flush()
+        built = service.proof_bytes(one.digest)
+        stored = store_finder(fresh_chain.settings)(one.digest)
+        assert built is not None and stored is not None and built == stored.dumps().encode()
+        [two] = service.submit([second])
+        service.flush()
+        assert service.proof_bytes(one.digest) is None and service.proof_bytes(two.digest) is not None
+        again = service.proof(one.digest)  # from the store now, the same proof
+        assert again is not None and again.dumps().encode() == built
+    finally:
+        service.close()
