@@ -136,10 +136,14 @@ class LocalChain:
         current = self.status()
         if current.running:
             return current
-        if current.pid is not None:
-            self._stop(current.pid)
+        if current.pid is not None:  # ours and running: a loaded machine may keep it from the probe
+            current = self._answer_within(timeout)
+            if current.running:
+                return current
+            if current.pid is not None:  # silent for the whole timeout: hung, and ours to restart
+                self._stop(current.pid)
         if _port_taken(self.port):
-            raise BadInput(port_taken_message(self.port), detail={"port": self.port})
+            raise BadInput(port_taken_message(self.port, self.dir.parent), detail={"port": self.port})
         import subprocess  # starting and stopping only: a read asks `status` (every verify did)
 
         from anchor.chain.toolchain import compiler_settings, tool
@@ -186,6 +190,15 @@ class LocalChain:
                 time.sleep(0.05)
         self._stop(process.pid)
         raise ChainUnreachable(f"anvil did not answer within {timeout:.0f}s; see {self.log_file}")
+
+    def _answer_within(self, timeout: float) -> ChainStatus:
+        """The status once our running anvil answers, or at `timeout` if it never does."""
+        deadline = time.monotonic() + timeout
+        current = self.status()
+        while not current.running and current.pid is not None and time.monotonic() < deadline:
+            time.sleep(0.2)
+            current = self.status()
+        return current
 
     def down(self) -> ChainStatus:
         """Stop anvil (SIGTERM, so it writes its state file); a no-op if it is not running."""
@@ -263,18 +276,33 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def port_taken_message(port: int) -> str:
+def port_taken_message(port: int, own: Path) -> str:
     """Who holds `port` and what to do: Anchor's own chain of another data dir is named, with the
-    command that stops it (two data dirs share the default port: the demo's chain and the tour's)."""
+    command that stops it (two data dirs share the default port: the demo's chain and the tour's). An
+    anvil of the data dir `own` that its record does not name (the record deleted or rewritten) is not
+    "another data dir's": it is named by pid, which only its owner may stop."""
     other = _anchor_chain_on(port)
     if other is not None:
         pid, data_dir = other
+        if _same_folder(data_dir, own):
+            return (
+                f"port {port} on 127.0.0.1 is used by an anvil of this data dir (pid {pid}) that"
+                f" {own / 'chain' / 'anvil.json'} does not record: stop that process (kill {pid}), then"
+                " run `anchor chain up`"
+            )
         return (
             f"port {port} on 127.0.0.1 is used by the local chain of another data dir, {data_dir}"
             f" (anvil pid {pid}): stop it with `ANCHOR_DATA_DIR={data_dir} anchor chain down`, or give this"
             f" data dir a port of its own (ANCHOR_LOCAL_PORT={port + 1})"
         )
     return f"port {port} on 127.0.0.1 is used by another process; set ANCHOR_LOCAL_PORT (another free port)"
+
+
+def _same_folder(a: str | Path, b: str | Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def _anchor_chain_on(port: int) -> tuple[int, str] | None:

@@ -41,13 +41,24 @@ def open_chain(settings: Settings, *, start_local: bool = False) -> ChainHandle:
         return ChainHandle(rpc, chain_id, settings.rpc_url, local=False)
     chain = LocalChain(settings.data_dir, settings.local_port)
     status = chain.status()
+    if status.pid is not None and not status.running:
+        # ours, still running, too busy for the status probe's two seconds (a loaded machine): a read's
+        # own timeout and retries decide, never a restart and never "another data dir's chain"
+        try:
+            rpc, chain_id = reach(chain.rpc_url, settings.env)
+        except ChainUnreachable as exc:
+            raise ChainUnreachable(
+                f"the local chain of this data dir (anvil pid {status.pid}) runs but does not answer: {exc}",
+                detail={"rpc_url": chain.rpc_url, "pid": status.pid},
+            ) from None
+        return ChainHandle(rpc, chain_id, chain.rpc_url, local=True)
     if start_local and not status.running:
         status = _start(settings, chain)
     if not status.running:
         from anchor.chain.node import _port_taken, port_taken_message
 
         if _port_taken(chain.port):  # `chain up` could not work: say who holds the port
-            said = port_taken_message(chain.port)
+            said = port_taken_message(chain.port, settings.data_dir)
             raise ChainUnreachable(f"the local chain of this data dir is not running, and {said}")
         raise ChainUnreachable("the local chain is not running; start it with `anchor chain up`")
     rpc, chain_id = reach(chain.rpc_url, settings.env)

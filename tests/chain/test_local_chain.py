@@ -9,6 +9,8 @@ import shlex
 import shutil
 import stat
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -180,3 +182,56 @@ def test_chain_down_returns_only_once_anvil_itself_has_saved_its_state_not_when_
     time.sleep(0.5)  # both running, the handlers installed
     LocalChain(tmp_path / "data", free_port())._stop(started.pid)
     assert saved.read_text() == "saved"
+
+
+def test_a_chain_too_busy_to_answer_the_probe_is_waited_for_never_called_stopped_or_restarted(
+    fresh_chain: Chain, bundle: Path
+) -> None:
+    """A loaded machine can keep this data dir's anvil from answering the two-second probe. A read then
+    said "not running, and the port is used by the local chain of another data dir", naming this very
+    data dir, and a write stopped the chain and started another. Our recorded, still-running anvil is
+    now given the read's own timeout and retries, and is neither restarted nor called another's."""
+    fresh_chain.cli("deploy", check=True)
+    pid = fresh_chain.node.status().pid
+    assert pid is not None
+    with _paused(pid, 3.0):
+        anchored = fresh_chain.cli("anchor", str(bundle))  # a write: it may start a chain, must not restart ours
+    assert anchored.returncode == ExitCode.OK, anchored.stdout + anchored.stderr
+    assert "another data dir" not in anchored.stderr
+    assert fresh_chain.node.status().pid == pid
+    with _paused(pid, 3.0):
+        verified = fresh_chain.cli("verify", str(bundle))  # a read
+    assert verified.returncode == ExitCode.OK, verified.stdout + verified.stderr
+    assert fresh_chain.node.status().pid == pid
+
+
+@contextmanager
+def _paused(group: int, seconds: float) -> Iterator[None]:
+    """The process group `group` stopped, and continued `seconds` later, while the block runs."""
+    import signal
+    import threading
+
+    os.killpg(group, signal.SIGSTOP)  # the whole group: npm's wrapper and the anvil it runs
+    resumed = threading.Timer(seconds, os.killpg, (group, signal.SIGCONT))
+    resumed.start()
+    try:
+        yield
+    finally:
+        resumed.join()
+        os.killpg(group, signal.SIGCONT)
+
+
+def test_an_anvil_of_this_data_dir_its_record_lost_is_named_by_pid_not_as_another_data_dirs(
+    fresh_chain: Chain, bundle: Path
+) -> None:
+    fresh_chain.cli("deploy", check=True)
+    fresh_chain.cli("anchor", str(bundle), check=True)
+    pid = fresh_chain.node.status().pid
+    fresh_chain.node.record_file.unlink()
+    try:
+        verified = fresh_chain.cli("verify", str(bundle))
+        assert verified.returncode == ExitCode.CHAIN_UNREACHABLE, verified.stdout + verified.stderr
+        assert "used by an anvil of this data dir (pid " in verified.stderr  # the listener: npm's wrapper runs it
+        assert "another data dir" not in verified.stderr
+    finally:
+        fresh_chain.node._write_record(pid)  # noqa: SLF001 - so the fixture stops the anvil it started
