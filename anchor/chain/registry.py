@@ -100,6 +100,8 @@ class Registry:
         self._checked_at: int | None = None
         self._pinned: int | None = None
         self._tags: dict[str, int | None] = {}
+        self._asked: set[tuple[bytes, str]] = set()
+        """(root, transaction) pairs asked of this object: not read ahead again."""
 
     @cached_property
     def w3(self) -> Web3:
@@ -277,6 +279,8 @@ class Registry:
     def root_record_of_tx(self, root: bytes, tx_hash: str | None) -> RootRecord | None:
         """The record of `root` that transaction `tx_hash` wrote (a journal's own batch, a proof's): its
         sender's, never another submitter's of the same root."""
+        if tx_hash:
+            self._asked.add((root, tx_hash.lower()))
         submitter = self.submitter_of(root, tx_hash) if tx_hash else None
         if submitter is None:
             return None
@@ -285,6 +289,31 @@ class Registry:
             self._repin()
             record = self._submitters_record(root, submitter, self.checked_block(), tx_hash)
         return record
+
+    def read_ahead(self, wanted: list[tuple[bytes, str]]) -> int:
+        """Ask now, in two JSON-RPC batches, what `root_record_of_tx` will ask of each (root, transaction)
+        of `wanted`: the receipts, then each sender's record at the pinned block (`Rpc.read_ahead`: the
+        calls themselves check every answer as before, and an answer not kept is asked again, alone). For a
+        verify of many proofs (anchor.readback.ahead). An object not pinned reads nothing ahead: the block
+        its reads will be made at is not known yet. Returns how many pairs were new to this object."""
+        block, fresh = self._pinned, dict[tuple[bytes, str], tuple[bytes, str]]()
+        for root, tx_hash in wanted:  # as the proofs name them (a read is taken for the same params only)
+            if (root, tx_hash.lower()) not in self._asked:
+                fresh.setdefault((root, tx_hash.lower()), (root, tx_hash))
+        if block is None or not fresh:
+            return 0
+        self._asked.update(fresh)
+        wanted = list(fresh.values())
+        receipts = self.rpc.read_ahead([("eth_getTransactionReceipt", [tx_hash]) for _, tx_hash in wanted])
+        topic = self.abi.events["RootAnchored"].topic.lower()
+        records: list[tuple[str, list[Any]]] = []
+        for n, (root, _) in enumerate(wanted):
+            submitter = _submitter_in(receipts.get(n), self.address.lower(), topic, "0x" + root.hex())
+            if submitter is not None:
+                data = self.abi.functions["rootRecord"].call_data(checksum_address(submitter), root)
+                records.append(("eth_call", [{"to": self.address, "data": "0x" + data.hex()}, hex(block)]))
+        self.rpc.read_ahead(records)
+        return len(wanted)
 
     def _repin(self) -> None:
         """Pin the chain's head now, its code checked there, its tagged heads read again: a transaction
@@ -432,6 +461,24 @@ class Registry:
         for log in scan_logs(self.rpc, self.address, topics, self.from_block, self.checked_block()):
             commits.add(commit_of_key(bytes(event.args(log)["commit"]).hex()))
         return commits
+
+
+_HEX = frozenset("0123456789abcdef")
+
+
+def _submitter_in(receipt: object, registry: str, topic: str, root: str) -> str | None:
+    """The submitter a receipt's `RootAnchored` log of `registry` names for `root`, as far as an answer
+    read ahead shows it (a guess at the next read: `submitter_of` checks the receipt when it is taken)."""
+    try:
+        assert isinstance(receipt, dict)
+        for log in receipt["logs"]:
+            topics = [str(t).lower() for t in log["topics"]]
+            if str(log["address"]).lower() == registry and topics[:2] == [topic, root] and len(topics) > 2:
+                submitter = "0x" + topics[2][-40:]
+                return submitter if len(topics[2]) == 66 and all(c in _HEX for c in topics[2][2:]) else None
+    except (AssertionError, KeyError, TypeError, AttributeError):
+        return None
+    return None
 
 
 def _address_topic(address: str) -> str:

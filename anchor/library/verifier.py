@@ -19,6 +19,8 @@ and one per preset chain (`Verifier.base_sepolia()`, `Verifier.base()`, `Verifie
 from __future__ import annotations
 
 import dataclasses
+import itertools
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -231,19 +233,44 @@ class Verifier:
     ) -> Iterator[tuple[Path, Verification | AnchorError]]:
         """Each path's verdict, or the typed error it failed with (yielded, not raised), in order, as each
         is given: `anchor verify A B C` and `--from`. The chain is read once per root for all of them
-        (`reads_once`): 1,000 proofs of one batch are one read of it, then each is checked locally."""
+        (`reads_once`): 1,000 proofs of one batch are one read of it, then each is checked locally. After
+        the first verdict, the receipts and records of the next proofs are asked ahead, in JSON-RPC
+        batches (anchor.readback.ahead): what each verdict reads, asked together, not what it concludes."""
+        from anchor.readback.ahead import AHEAD, forget, read_ahead
         from anchor.readback.checklist import ChainReads, reads_once
 
         scope = ChainReads()  # kept between the paths, entered for each and left before it is yielded
-        for given in paths:
-            path = Path(given)
-            outcome: Verification | AnchorError
-            with reads_once(scope):
-                try:
-                    outcome = self.verify(path, policy=policy, require=require)
-                except AnchorError as exc:
-                    outcome = exc
-            yield path, outcome
+
+        def upcoming() -> Iterator[Path]:
+            """The paths in order; before one not read ahead, its reads and the next ones' are asked
+            together (none before the first verdict: no registry is pinned yet)."""
+            window: deque[Path] = deque()
+            given, idle, skip = iter(paths), 0, 0
+            while True:
+                if not window:
+                    window.extend(Path(p) for p in itertools.islice(given, AHEAD if scope.registries else 1))
+                    if not window:
+                        return
+                    if skip:  # the windows before asked nothing new (one batch's proofs): look less often
+                        skip -= 1
+                    elif read_ahead(scope, list(window)) or not scope.registries:
+                        idle = 0
+                    else:
+                        idle = min(idle + 1, 6)
+                        skip = 2**idle - 1
+                yield window.popleft()
+
+        try:
+            for path in upcoming():
+                outcome: Verification | AnchorError
+                with reads_once(scope):
+                    try:
+                        outcome = self.verify(path, policy=policy, require=require)
+                    except AnchorError as exc:
+                        outcome = exc
+                yield path, outcome
+        finally:
+            forget(scope)
 
     def verify_proof(self, proof: ProofFile, policy: Policy | None = None, *, data: Path | None = None) -> Verification:
         """The verdict on a proof already loaded (the API's routes, the explorer): the same checklist,

@@ -556,6 +556,8 @@ class ChainReads:
         self.shared: dict[tuple[Any, ...], Any] = {}
         self.down: dict[str, Any] = {}
         self.folders: dict[tuple[Any, ...], Path] = {}
+        self.registries: list[Registry] = []
+        """Each registry read, pinned, in the order first read: what is read ahead (anchor.readback.ahead)."""
 
 
 _SCOPE: ContextVar[ChainReads | None] = ContextVar("anchor_chain_reads", default=None)
@@ -764,8 +766,9 @@ def registry_code(proof: ProofFile, handle: ChainHandle, code_hash: str) -> tupl
     chain_registry = Registry(handle.rpc, handle.chain_id, proof.anchor.registry, code_hash)
     read_at = chain_registry.checked_block()
     chain_registry.pin(read_at)  # every later read of the verdict (of the scope) at this block: one snapshot
-    if shared is not None:
-        shared[key] = chain_registry
+    if scope is not None:
+        scope.shared[key] = chain_registry
+        scope.registries.append(chain_registry)
     return chain_registry, read_at
 
 

@@ -430,41 +430,130 @@ def test_many_proofs_of_one_batch_read_the_chain_once_and_each_is_still_checked_
         proxy.stop()
 
 
+def _six_batches(chain: Chain, tmp_path: Path) -> tuple[Path, list[str]]:
+    """A work dir holding 6 stamped files, each anchored in a batch of its own, listed in all.txt."""
+    work = tmp_path / "work"
+    (work / "results").mkdir(parents=True)
+    paths = [f"results/r{n}.txt" for n in range(6)]
+    for n, path in enumerate(paths):
+        (work / path).write_text(f"result {n}\n")
+    env = chain.env()
+    chain.cli("deploy", check=True)
+    run_anchor(["journal", "submit", *paths], env, cwd=work, check=True)
+    run_anchor(["journal", "flush", "--batch-size", "1"], env, cwd=work, check=True)
+    roots = {json.loads((work / f"{path}.anchor.json").read_text())["batch"]["root"] for path in paths}
+    assert len(roots) == len(paths)
+    (work / "all.txt").write_text("\n".join(paths) + "\n")
+    return work, paths
+
+
+ONCE_A_CALL = {"eth_chainId": 1, "eth_getCode": 1, "eth_blockNumber": 1, "eth_getBlockByNumber": 2}
+"""What a verify of many reads once for the whole call: the chain id, the code, the head, and the safe
+and finalized heads."""
+
+
 def test_many_proofs_of_many_batches_read_a_receipt_and_a_record_per_root_and_the_rest_once(
     fresh_chain: Chain, tmp_path: Path
 ) -> None:
     """`verify --from` of 6 proofs, each its own batch: per root the transaction's receipt and the
     registry's record, and nothing else per root (the inclusion is computed as the registry computes it,
     its code checked once); the chain id, the code, the head and the safe and finalized heads once for
-    the whole call, every root read at that one head."""
+    the whole call, every root read at that one head. After the first proof, the next proofs' receipts
+    are asked in one JSON-RPC batch and their records in another: 5 + 5 calls in 2 HTTP requests."""
     from tests.faults.rpc_proxy import FaultyProxy
 
-    work = tmp_path / "work"
-    (work / "results").mkdir(parents=True)
-    paths = [f"results/r{n}.txt" for n in range(6)]
-    for n, path in enumerate(paths):
-        (work / path).write_text(f"result {n}\n")
-    env = fresh_chain.env()
-    fresh_chain.cli("deploy", check=True)
-    run_anchor(["journal", "submit", *paths], env, cwd=work, check=True)
-    run_anchor(["journal", "flush", "--batch-size", "1"], env, cwd=work, check=True)
-    roots = {json.loads((work / f"{path}.anchor.json").read_text())["batch"]["root"] for path in paths}
-    assert len(roots) == len(paths)
+    work, _ = _six_batches(fresh_chain, tmp_path)
     proxy = FaultyProxy(fresh_chain.node.rpc_url)
     try:
-        (work / "all.txt").write_text("\n".join(paths) + "\n")
-        listed = run_anchor(["verify", "--json", "--from", "all.txt"], {**env, "ANCHOR_RPC_URL": proxy.url}, cwd=work)
+        listed = run_anchor(
+            ["verify", "--json", "--from", "all.txt"], {**fresh_chain.env(), "ANCHOR_RPC_URL": proxy.url}, cwd=work
+        )
         assert listed.returncode == 0, listed.stdout + listed.stderr
         results = json.loads(listed.stdout)["results"]
         assert all(r["ok"] for r in results) and len({r["anchored_block"] for r in results}) == 6, results
         assert proxy.calls == {
-            "eth_chainId": 1,
-            "eth_getCode": 1,
-            "eth_blockNumber": 1,
-            "eth_getBlockByNumber": 2,  # the safe and the finalized head
+            **ONCE_A_CALL,
             "eth_getTransactionReceipt": 6,
             "eth_call": 6,  # rootRecord; no verifyInclusion
         }, proxy.calls
+        assert proxy.posts == sum(proxy.calls.values()) - 10 + 2, proxy.posts
+    finally:
+        proxy.stop()
+
+
+def test_proof_files_that_lie_or_block_among_many_cost_their_own_verdict_and_not_the_batches(
+    fresh_chain: Chain, tmp_path: Path
+) -> None:
+    """What is read ahead is chosen from what the next proof files claim. A transaction hash that is not
+    one (which an endpoint could answer by failing the whole batch), a proof that is a FIFO (a read would
+    block), and a proof naming another transaction: each gets its own verdict, the rest verify, and the
+    others' reads are still asked in batches."""
+    import os
+
+    from tests.faults.rpc_proxy import FaultyProxy
+
+    work, paths = _six_batches(fresh_chain, tmp_path)
+    garbled = work / f"{paths[2]}.anchor.json"
+    doc = json.loads(garbled.read_text())
+    doc["anchor"]["tx_hash"] = "0x" + "zz" * 32
+    garbled.write_text(json.dumps(doc))
+    other = work / f"{paths[3]}.anchor.json"
+    doc = json.loads(other.read_text())
+    doc["anchor"]["tx_hash"] = json.loads((work / f"{paths[5]}.anchor.json").read_text())["anchor"]["tx_hash"]
+    other.write_text(json.dumps(doc))
+    blocking = work / f"{paths[4]}.anchor.json"
+    blocking.unlink()
+    os.mkfifo(blocking)
+    proxy = FaultyProxy(fresh_chain.node.rpc_url)
+    try:
+        listed = run_anchor(
+            ["verify", "--json", "--from", "all.txt"], {**fresh_chain.env(), "ANCHOR_RPC_URL": proxy.url}, cwd=work
+        )
+        results = {r["path"]: r for r in json.loads(listed.stdout)["results"]}
+        assert [results[p]["ok"] for p in paths] == [True, True, False, False, False, True], listed.stdout
+        assert results[paths[2]]["error"]["code"] == "bad_proof"
+        assert results[paths[3]]["error"]["code"] == "not_anchored"
+        assert "not a regular file" in results[paths[4]]["error"]["message"]
+        assert proxy.posts < sum(proxy.calls.values()), (proxy.posts, proxy.calls)  # batches were asked
+    finally:
+        proxy.stop()
+
+
+def test_batches_refused_or_answered_out_of_form_are_asked_again_one_call_at_a_time(
+    fresh_chain: Chain, tmp_path: Path
+) -> None:
+    """A provider that takes no JSON-RPC batch is asked one once, then every call alone; a batch answer
+    that leaves a call out, answers it twice or answers with an error leaves that call to be asked
+    alone. The verdicts are the same as without batches; no answer is taken for another call's."""
+    from tests.faults.rpc_proxy import FaultyProxy
+
+    work, paths = _six_batches(fresh_chain, tmp_path)
+    proxy = FaultyProxy(fresh_chain.node.rpc_url)
+    through = {**fresh_chain.env(), "ANCHOR_RPC_URL": proxy.url}
+    try:
+        proxy.batches = False
+        refused = run_anchor(["verify", "--json", "--from", "all.txt"], through, cwd=work)
+        assert refused.returncode == 0 and all(r["ok"] for r in json.loads(refused.stdout)["results"])
+        assert proxy.calls == {**ONCE_A_CALL, "eth_getTransactionReceipt": 6, "eth_call": 6}, proxy.calls
+        assert proxy.posts == sum(proxy.calls.values()) + 1  # the one batch refused, never another
+
+        def mangled(answers: list[dict[str, object]]) -> list[dict[str, object]]:
+            if len(answers) < 5:  # the records' batch: only those of the receipts taken from the first
+                return answers
+            first, second, third, *rest = answers
+            wrong = {**third, "result": None}  # a second answer to the third call, and another answer
+            return [{**second, "error": {"code": -32000, "message": "busy"}}, third, wrong, *rest]
+
+        proxy.batches, proxy.mangle_batch, proxy.posts = True, mangled, 0
+        proxy.calls.clear()
+        mixed = run_anchor(["verify", "--json", "--from", "all.txt"], through, cwd=work)
+        results = json.loads(mixed.stdout)["results"]
+        assert [r["ok"] for r in results] == [True] * 6, mixed.stdout
+        # 3 of the batch's 5 receipts left out of it (omitted, an error, answered twice): asked alone, and
+        # their records with them; the 2 others' records asked in a batch
+        assert proxy.calls == {**ONCE_A_CALL, "eth_getTransactionReceipt": 9, "eth_call": 6}, proxy.calls
+        assert proxy.posts == sum(ONCE_A_CALL.values()) + 2 + 2 + 3 + 3, proxy.posts  # first alone, batches, alone
+        assert [r["path"] for r in results] == paths
     finally:
         proxy.stop()
 

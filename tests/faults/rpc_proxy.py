@@ -39,11 +39,33 @@ class FaultyProxy:
         self.lie_block: Callable[[dict[str, Any], Any], Any] | None = None  # the same, for eth_getBlockByNumber
         self.lie_receipt: Callable[[dict[str, Any], Any], Any] | None = None  # for eth_getTransactionReceipt
         self.lie_logs: Callable[[dict[str, Any], Any], Any] | None = None  # for eth_getLogs
-        self.calls: Counter[str] = Counter()  # every request, by method
+        self.calls: Counter[str] = Counter()  # every request, by method (each call of a batch counted)
+        self.posts = 0  # HTTP requests: a JSON-RPC batch is one
+        self.batches = True  # False: a batch is answered as a provider that takes none answers it
+        self.mangle_batch: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = (
+            None  # a batch's answers, rewritten
+        )
         self.served: Counter[str] = Counter()  # requests answered from upstream (not faulted)
         self.server: ThreadingHTTPServer | None = None
         self.port = 0
         self.start()
+
+    def lies_about(self, request: dict[str, Any]) -> Callable[[dict[str, Any], Any], Any] | None:
+        """The lie set for the request's method, if any."""
+        return {
+            "eth_call": self.lie,
+            "eth_getBlockByNumber": self.lie_block,
+            "eth_getLogs": self.lie_logs,
+            "eth_getTransactionReceipt": self.lie_receipt,
+        }.get(str(request.get("method")))
+
+    def lied(self, request: dict[str, Any], answered: Any) -> Any:
+        """`answered`, the upstream's answer to `request`, with its result rewritten by the lie set for
+        the request's method, if any."""
+        lie = self.lies_about(request)
+        if lie is not None and isinstance(answered, dict) and "result" in answered:
+            answered["result"] = lie(request, answered["result"])
+        return answered
 
     @property
     def url(self) -> str:
@@ -65,6 +87,10 @@ class FaultyProxy:
 
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
                 body = self.rfile.read(int(self.headers["Content-Length"]))
+                proxy.posts += 1
+                if body.startswith(b"["):
+                    self._batch(json.loads(body))
+                    return
                 request_json = json.loads(body) if body.startswith(b"{") else {}
                 method = request_json.get("method")
                 proxy.calls[str(method)] += 1
@@ -136,18 +162,28 @@ class FaultyProxy:
                 request = urllib.request.Request(proxy.upstream, body, {"Content-Type": "application/json"})
                 with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310 - loopback upstream
                     data = answer.read()
-                lie = {
-                    "eth_call": proxy.lie,
-                    "eth_getBlockByNumber": proxy.lie_block,
-                    "eth_getLogs": proxy.lie_logs,
-                    "eth_getTransactionReceipt": proxy.lie_receipt,
-                }.get(str(method))
-                if lie is not None:
-                    answered = json.loads(data)
-                    if "result" in answered:
-                        answered["result"] = lie(request_json, answered["result"])
-                        data = json.dumps(answered).encode()
+                if proxy.lies_about(request_json):
+                    data = json.dumps(proxy.lied(request_json, json.loads(data))).encode()
                 self._send(data)
+
+            def _batch(self, requests: list[dict[str, Any]]) -> None:
+                """A batch: refused (as by a provider that takes none) while any fault is set, since the
+                faults are per request; else each call counted, answered upstream and lied about alone."""
+                faulty = proxy.mode != "ok" or proxy.fail_next or proxy.throttle or proxy.throttle_next
+                if not proxy.batches or faulty or proxy.unsupported or proxy.log_range_cap is not None:
+                    self._json({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "no batches"}})
+                    return
+                for request_json in requests:
+                    proxy.calls[str(request_json.get("method"))] += 1
+                    proxy.served[str(request_json.get("method"))] += 1
+                upstream = urllib.request.Request(
+                    proxy.upstream, json.dumps(requests).encode(), {"Content-Type": "application/json"}
+                )
+                with urllib.request.urlopen(upstream, timeout=30) as answer:  # noqa: S310 - loopback upstream
+                    answers = json.loads(answer.read())
+                asked = {r.get("id"): r for r in requests}
+                answers = [proxy.lied(asked.get(a.get("id"), {}), a) for a in answers]
+                self._json(proxy.mangle_batch(answers) if proxy.mangle_batch else answers)
 
             def _json(self, value: object) -> None:
                 self._send(json.dumps(value).encode())
