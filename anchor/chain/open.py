@@ -42,16 +42,17 @@ def open_chain(settings: Settings, *, start_local: bool = False) -> ChainHandle:
     chain = LocalChain(settings.data_dir, settings.local_port)
     status = chain.status()
     if status.pid is not None and not status.running:
-        # ours, still running, too busy for the status probe's two seconds (a loaded machine): a read's
-        # own timeout and retries decide, never a restart and never "another data dir's chain"
-        try:
-            rpc, chain_id = reach(chain.rpc_url, settings.env)
-        except ChainUnreachable as exc:
-            raise ChainUnreachable(
-                f"the local chain of this data dir (anvil pid {status.pid}) runs but does not answer: {exc}",
-                detail={"rpc_url": chain.rpc_url, "pid": status.pid},
-            ) from None
-        return ChainHandle(rpc, chain_id, chain.rpc_url, local=True)
+        from anchor.chain.node import BUSY_WAIT_S, _port_taken
+
+        if _port_taken(chain.port):  # ours and listening, too busy for the probe (a loaded machine): waited for
+            status = chain.answer_within(BUSY_WAIT_S)
+            if not status.running:
+                raise ChainUnreachable(
+                    f"the local chain of this data dir (anvil pid {status.pid}) listens at {chain.rpc_url} but did"
+                    f" not answer within {BUSY_WAIT_S:.0f} s; restart it with `anchor chain down` and"
+                    " `anchor chain up`",
+                    detail={"rpc_url": chain.rpc_url, "pid": status.pid},
+                )
     if start_local and not status.running:
         status = _start(settings, chain)
     if not status.running:

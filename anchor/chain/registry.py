@@ -304,7 +304,13 @@ class Registry:
             return 0
         self._asked.update(fresh)
         wanted = list(fresh.values())
-        receipts = self.rpc.read_ahead([("eth_getTransactionReceipt", [tx_hash]) for _, tx_hash in wanted])
+        hashes = [tx_hash.lower() for _, tx_hash in wanted]
+        receipts = self.rpc.read_ahead(
+            [("eth_getTransactionReceipt", [tx_hash]) for _, tx_hash in wanted],
+            lambda n, receipt: (
+                receipt is None or (isinstance(receipt, dict) and _lower(receipt.get("transactionHash")) == hashes[n])
+            ),
+        )
         topic = self.abi.events["RootAnchored"].topic.lower()
         records: list[tuple[str, list[Any]]] = []
         for n, (root, _) in enumerate(wanted):
@@ -466,11 +472,15 @@ class Registry:
 _HEX = frozenset("0123456789abcdef")
 
 
+def _lower(value: object) -> str | None:
+    return value.lower() if isinstance(value, str) else None
+
+
 def _submitter_in(receipt: object, registry: str, topic: str, root: str) -> str | None:
     """The submitter a receipt's `RootAnchored` log of `registry` names for `root`, as far as an answer
     read ahead shows it (a guess at the next read: `submitter_of` checks the receipt when it is taken)."""
     try:
-        assert isinstance(receipt, dict)
+        assert isinstance(receipt, dict) and receipt.get("status", "0x1") == "0x1"  # as `submitter_of` reads it
         for log in receipt["logs"]:
             topics = [str(t).lower() for t in log["topics"]]
             if str(log["address"]).lower() == registry and topics[:2] == [topic, root] and len(topics) > 2:

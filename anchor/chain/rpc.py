@@ -24,7 +24,7 @@ import re
 import socket
 import threading
 import time
-from collections import Counter
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -333,6 +333,10 @@ def send(
     raise Exhausted(retries + 1, failure)
 
 
+AHEAD_BYTES = 64 * 1024
+"""The most a call of a batch read ahead may take of its answer, on average: a receipt of an anchoring
+transaction is about 1 KiB, a record 128 bytes. Answers read ahead wait in memory to be taken."""
+
 _UNREAD = object()
 """No answer kept for a call (a kept answer may be null: no such receipt)."""
 
@@ -360,12 +364,12 @@ class Rpc:
 
     # ------------------------------------------------------------------ transport
 
-    def post(self, method: str, body: bytes) -> bytes:
+    def post(self, method: str, body: bytes, limit: int = MAX_ANSWER_BYTES) -> bytes:
         """POST one JSON-RPC request body and return the answer's bytes, with the retries above; an answer
         that is a rate-limit error (`throttled`) is waited out the same way, so reads (`request`) and the
         writes web3 sends through here alike; still throttled after the retries: `ChainUnreachable`."""
         for attempt in range(self.retries + 1):
-            content = self._post_once(method, body)
+            content = self._post_once(method, body, limit)
             said = _throttled_answer(content)
             if said is None:
                 return content
@@ -377,7 +381,7 @@ class Rpc:
             time.sleep(min(2.0, self.backoff_s * 2**attempt) * (0.5 + jitter(method, "throttled", attempt) / 2))
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
-    def _post_once(self, method: str, body: bytes) -> bytes:
+    def _post_once(self, method: str, body: bytes, limit: int = MAX_ANSWER_BYTES) -> bytes:
         try:
             status, _, content = send(
                 self._http,
@@ -389,15 +393,15 @@ class Rpc:
                 retries=self.retries,
                 backoff_s=self.backoff_s,
                 why=(method,),
-                limit=MAX_ANSWER_BYTES + 1,
+                limit=limit + 1,
             )
         except Exhausted as spent:
             raise ChainUnreachable(
                 spent.said(f"{self.shown}: {method}", f"--rpc-url or ANCHOR_RPC_URL ({self.shown})"),
                 detail={"rpc_url": self.shown, "method": method, "last_error": spent.failure},
             ) from None
-        if status < 300 and len(content) > MAX_ANSWER_BYTES:
-            raise self._refused(method, f"more than {MAX_ANSWER_BYTES >> 20} MiB; not read")
+        if status < 300 and len(content) > limit:
+            raise self._refused(method, f"more than {limit:,} bytes; not read")
         if status < 300:
             return content
         if status in (401, 403):  # a key that is wrong or expired: retrying cannot help
@@ -444,15 +448,19 @@ class Rpc:
             raise RpcError(method, code, str(error.get("message", ""))[:500], error.get("data"))
         return answer.get("result")
 
-    def read_ahead(self, calls: list[tuple[str, list[Any]]]) -> dict[int, object]:
+    def read_ahead(
+        self, calls: list[tuple[str, list[Any]]], fits: Callable[[int, object], bool] | None = None
+    ) -> dict[int, object]:
         """Ask `calls` as one JSON-RPC batch, and keep each answer that is a plain `result` for the one
-        `request` of the same method and params that follows: everything `request`'s callers check, they
-        check on it as on any answer. An error answer, a missing or repeated id, or an endpoint that does
-        not take batches (then never asked one again) leaves those calls to `request`, which asks them
-        one by one, retries and all. Returns {index in `calls`: result} of the answers kept, for a
-        caller choosing the next reads. Why: a verify of many roots asks two calls per root; as batches
-        of 32, anvil answered 1,000 receipts in 0.18 s, against 0.5 s asked one by one (as ethers batches
-        its provider's calls)."""
+        `request` of the same method and params that follows: everything `request`'s callers check,
+        they check on it as on any answer. An error answer, or a result that `fits(index, result)`
+        says cannot be that call's (a receipt of another transaction), leaves its call to `request`,
+        asked alone, retries and all. A batch refused, larger than `AHEAD_BYTES` a call, or whose ids
+        are not the ones asked, each once, is not taken at all, and no batch is asked again: answers
+        kept wait in memory until taken, and ids moved by one bind every answer to another call.
+        Returns {index in `calls`: result} of the answers kept, for a caller choosing the next reads.
+        Why: a verify of many roots asks two calls per root; in batches of 32, anvil answered 1,000
+        receipts in 0.18 s, against 0.5 s asked one by one (ethers batches its provider's calls too)."""
         if not self._batches or not calls:
             return {}
         first = next(self._ids)
@@ -463,18 +471,18 @@ class Rpc:
         for _ in range(len(calls) - 1):
             next(self._ids)
         try:
-            answers = json.loads(self.post("batch", json.dumps(body).encode()))
-        except (ChainUnreachable, ValueError):
+            answers = json.loads(self.post("batch", json.dumps(body).encode(), AHEAD_BYTES * len(calls)))
+        except (ChainUnreachable, ValueError, RecursionError):
             answers = None
-        if not isinstance(answers, list):
-            self._batches = False  # it does not batch (or not now): one by one from here on
+        ids = [a.get("id") if isinstance(a, dict) else None for a in answers] if isinstance(answers, list) else []
+        if sorted(i if type(i) is int else -1 for i in ids) != list(range(first, first + len(calls))):
+            self._batches = False  # it does not batch, or answers other calls than asked: one by one from here on
             return {}
-        ids = Counter(a["id"] for a in answers if isinstance(a, dict) and type(a.get("id")) is int)
         results: dict[int, object] = {}
-        for answer in answers:
-            n = answer["id"] - first if isinstance(answer, dict) and type(answer.get("id")) is int else -1
-            if ids[first + n] != 1 or not 0 <= n < len(calls) or "error" in answer or "result" not in answer:
-                continue  # two answers to one call, or none: the call is asked again, alone
+        for answer in answers:  # each a dict whose id is one asked, once
+            n = answer["id"] - first
+            if "error" in answer or "result" not in answer or (fits is not None and not fits(n, answer["result"])):
+                continue  # an error, or a result that cannot be this call's: the call is asked again, alone
             method, params = calls[n]
             results[n] = self._ahead[(method, json.dumps(params))] = answer["result"]
         return results

@@ -235,25 +235,32 @@ class Verifier:
         is given: `anchor verify A B C` and `--from`. The chain is read once per root for all of them
         (`reads_once`): 1,000 proofs of one batch are one read of it, then each is checked locally. After
         the first verdict, the receipts and records of the next proofs are asked ahead, in JSON-RPC
-        batches (anchor.readback.ahead): what each verdict reads, asked together, not what it concludes."""
+        batches (anchor.readback.ahead): what each verdict reads, asked together, not what it concludes.
+        Only when `paths` is a sequence (a list, a tuple): from any other iterable each path is taken
+        when the one before it has its verdict, as a producer that waits for verdicts needs."""
         from anchor.readback.ahead import AHEAD, forget, read_ahead
         from anchor.readback.checklist import ChainReads, reads_once
 
         scope = ChainReads()  # kept between the paths, entered for each and left before it is yielded
 
+        listed = isinstance(paths, Sequence)  # all given: a lazy iterable is taken one path at a time
+
         def upcoming() -> Iterator[Path]:
             """The paths in order; before one not read ahead, its reads and the next ones' are asked
-            together (none before the first verdict: no registry is pinned yet)."""
+            together (none before the first verdict: no registry is pinned yet). Only from a sequence:
+            taking paths ahead of a lazy iterable would wait for paths its producer gives only after
+            the verdicts before them."""
             window: deque[Path] = deque()
             given, idle, skip = iter(paths), 0, 0
             while True:
                 if not window:
-                    window.extend(Path(p) for p in itertools.islice(given, AHEAD if scope.registries else 1))
+                    ahead = AHEAD if scope.registries and listed else 1
+                    window.extend(Path(p) for p in itertools.islice(given, ahead))
                     if not window:
                         return
                     if skip:  # the windows before asked nothing new (one batch's proofs): look less often
                         skip -= 1
-                    elif read_ahead(scope, list(window)) or not scope.registries:
+                    elif not listed or read_ahead(scope, list(window)) or not scope.registries:
                         idle = 0
                     else:
                         idle = min(idle + 1, 6)

@@ -238,3 +238,31 @@ def later_stamp(path: Path, proof_path: Path, digest: str) -> tuple[Path, str, i
     if latest.manifest_digest == digest or latest.file is not None:
         return None
     return current, latest.manifest_digest, latest.anchor.block_number
+
+
+CLAIM_MOST_BYTES = 1 << 20
+"""A proof file larger than this is a folder's, whose own checks outlast its reads: no claim is read."""
+
+
+def claimed_anchor(path: Path) -> tuple[int, str, str, bytes] | None:
+    """(chain id, registry, transaction, batch root) that the proof `verify PATH` would use claims to be
+    anchored at, read cheaply and checked for nothing else; None for a proof that is not there, not a
+    regular file, larger than `CLAIM_MOST_BYTES`, or not of that form. A guess at which reads a verdict
+    will make (anchor.readback.ahead), never a verdict: the checklist reads the file again and judges it."""
+    import re
+
+    from anchor.files import read_regular
+    from anchor.proof.file import decode_json
+
+    try:
+        data = read_regular(find_proof(path), CLAIM_MOST_BYTES)
+        if len(data) > CLAIM_MOST_BYTES:
+            return None
+        proof = decode_json(data)
+        anchor, root = proof["anchor"], bytes.fromhex(proof["batch"]["root"][2:])
+        chain_id, registry, tx_hash = anchor["chain_id"], str(anchor["registry"]), str(anchor["tx_hash"])
+    except Exception:  # noqa: BLE001 - see above: whatever fails here, the checklist says it
+        return None
+    if type(chain_id) is not int or len(root) != 32 or re.fullmatch(r"0x[0-9a-fA-F]{64}", tx_hash) is None:
+        return None  # a call of a transaction hash that is not one could fail a whole batch
+    return chain_id, registry, tx_hash, root

@@ -12,7 +12,6 @@ claim that is false, costs a read that is not used, and the checklist says what 
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -25,38 +24,25 @@ AHEAD = 32
 """How many proofs are read ahead at a time: a batch that anvil answers at about a third of the time of
 its calls one by one, and little read in vain when a call is stopped early."""
 
-_TX_HASH = re.compile(r"0x[0-9a-fA-F]{64}")
-
-_LARGEST = 1 << 20
-"""A proof file larger than this is a folder's, whose own checks outlast its two reads: not read ahead."""
-
 
 def read_ahead(scope: ChainReads, paths: Sequence[Path]) -> int:
     """Ask, for each of `paths` whose proof names a registry this scope has read (and pinned), its
     receipt and its record, as `Registry.read_ahead` does: in one batch per kind and registry. Returns
     how many (root, transaction) pairs were asked that no read had asked before."""
-    from anchor.files import read_regular
-    from anchor.proof.file import decode_json
-    from anchor.proof.locate import find_proof
+    from anchor.proof.locate import claimed_anchor
 
-    registries = tuple(scope.registries)
+    registries = tuple(r for r in scope.registries if r.rpc.url not in scope.down)  # a silent one: not asked
+    forget(scope)  # what the window before read and no verdict took (a claim that was false) is dropped
     if not registries:
         return 0
     wanted: dict[int, list[tuple[bytes, str]]] = {}
     for path in paths:
-        try:  # a guess at the next reads: whatever fails here, the checklist says it for this path
-            data = read_regular(find_proof(path), _LARGEST)
-            if len(data) > _LARGEST:
-                continue
-            proof = decode_json(data)
-            anchor, root = proof["anchor"], bytes.fromhex(proof["batch"]["root"][2:])
-            chain_id, address, tx_hash = anchor["chain_id"], str(anchor["registry"]).lower(), str(anchor["tx_hash"])
-            if len(root) != 32 or _TX_HASH.fullmatch(tx_hash) is None:  # one such call could fail a whole batch
-                continue
-        except Exception:  # noqa: BLE001, S112 - see above
+        claim = claimed_anchor(path)
+        if claim is None:  # whatever is wrong with it, the checklist says it for this path
             continue
+        chain_id, address, tx_hash, root = claim
         for n, registry in enumerate(registries):
-            if registry.chain_id == chain_id and registry.address.lower() == address:
+            if registry.chain_id == chain_id and registry.address.lower() == address.lower():
                 wanted.setdefault(n, []).append((root, tx_hash))
     asked = 0
     for n, pairs in wanted.items():

@@ -673,7 +673,15 @@ def reached(proof: ProofFile, settings: Settings) -> ChainHandle:
             f" is read (hint: {rpc_hint(wanted)}, or ANCHOR_RPC_URL)",
             detail={"field": "rpc_url", "chain_id": wanted, "inputs": ["rpc_url"]},
         )
-    handle = shared[key] if shared is not None and key in shared else open_chain(settings)
+    silent = ("silent", *key[1:])
+    if shared is not None and silent in shared:  # out of reach for a path before: said at once, not waited for
+        raise shared[silent]
+    try:
+        handle = shared[key] if shared is not None and key in shared else open_chain(settings)
+    except ChainUnreachable as exc:
+        if shared is not None:
+            shared[silent] = exc
+        raise
     if handle.chain_id != proof.anchor.chain_id:
         raise BadInput(
             f"the proof is for {chain_name(wanted)}, the RPC endpoint serves {chain_name(handle.chain_id)}"

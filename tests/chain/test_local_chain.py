@@ -235,3 +235,32 @@ def test_an_anvil_of_this_data_dir_its_record_lost_is_named_by_pid_not_as_anothe
         assert "another data dir" not in verified.stderr
     finally:
         fresh_chain.node._write_record(pid)  # noqa: SLF001 - so the fixture stops the anvil it started
+
+
+def test_a_chain_that_listens_and_never_answers_is_waited_for_once_a_call_and_named(
+    fresh_chain: Chain, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Waiting for a busy chain has a bound: past it, the read says the chain listens and does not
+    answer, and how to restart it. A verify of many waits once, not once a path (with the client's own
+    retries a path took 54 s against a stopped anvil, and every path of a list again)."""
+    from anchor.chain.node import BUSY_WAIT_S
+
+    fresh_chain.cli("deploy", check=True)
+    paths = []
+    for n in range(3):
+        (tmp_path / f"r{n}.txt").write_text(f"result {n}\n")
+        fresh_chain.cli("stamp", str(tmp_path / f"r{n}.txt"), check=True)
+        paths.append(str(tmp_path / f"r{n}.txt"))
+    (tmp_path / "all.txt").write_text("\n".join(paths) + "\n")
+    pid = fresh_chain.node.status().pid
+    assert pid is not None
+    waits: list[float] = []
+    real = LocalChain.answer_within
+    monkeypatch.setattr(LocalChain, "answer_within", lambda self, t: (waits.append(t), real(self, t))[1])
+    with _paused(pid, BUSY_WAIT_S + 4):
+        listed = fresh_chain.cli("verify", "--from", str(tmp_path / "all.txt"))
+    assert listed.returncode == ExitCode.CHAIN_UNREACHABLE, listed.stdout + listed.stderr
+    said = f"listens at {fresh_chain.node.rpc_url} but did not answer within {BUSY_WAIT_S:.0f} s"
+    assert listed.stdout.count(said) == 3 and "anchor chain down" in listed.stdout, listed.stdout
+    assert waits == [BUSY_WAIT_S], waits  # once for the call, its silence then said for every path
+    assert fresh_chain.node.status().pid == pid  # a read never restarts it

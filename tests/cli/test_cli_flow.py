@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -447,6 +448,10 @@ def _six_batches(chain: Chain, tmp_path: Path) -> tuple[Path, list[str]]:
     return work, paths
 
 
+def _tx(work: Path, path: str) -> str:
+    return str(json.loads((work / f"{path}.anchor.json").read_text())["anchor"]["tx_hash"])
+
+
 ONCE_A_CALL = {"eth_chainId": 1, "eth_getCode": 1, "eth_blockNumber": 1, "eth_getBlockByNumber": 2}
 """What a verify of many reads once for the whole call: the chain id, the code, the head, and the safe
 and finalized heads."""
@@ -522,38 +527,51 @@ def test_proof_files_that_lie_or_block_among_many_cost_their_own_verdict_and_not
 def test_batches_refused_or_answered_out_of_form_are_asked_again_one_call_at_a_time(
     fresh_chain: Chain, tmp_path: Path
 ) -> None:
-    """A provider that takes no JSON-RPC batch is asked one once, then every call alone; a batch answer
-    that leaves a call out, answers it twice or answers with an error leaves that call to be asked
-    alone. The verdicts are the same as without batches; no answer is taken for another call's."""
+    """A provider that takes no JSON-RPC batch is asked one once, then every call alone. A batch answer
+    whose ids are not the ones asked (a call left out, one answered twice, ids moved by one), or larger
+    than 64 KiB a call (answers read ahead wait in memory), is not taken at all, and no batch is asked
+    again; an error answer, or a receipt of another transaction,
+    leaves that one call to be asked alone. The verdicts are those without batches."""
     from tests.faults.rpc_proxy import FaultyProxy
 
     work, paths = _six_batches(fresh_chain, tmp_path)
     proxy = FaultyProxy(fresh_chain.node.rpc_url)
     through = {**fresh_chain.env(), "ANCHOR_RPC_URL": proxy.url}
+
+    def verified(mangle: Any) -> None:
+        proxy.mangle_batch, proxy.posts = mangle, 0
+        proxy.calls.clear()
+        listed = run_anchor(["verify", "--json", "--from", "all.txt"], through, cwd=work)
+        results = json.loads(listed.stdout)["results"]
+        assert [(r["path"], r["ok"]) for r in results] == [(p, True) for p in paths], listed.stdout
+
+    def receipts_only(mangle: Any) -> Any:  # the records' batch (fewer than 5) as it came
+        return lambda answers: mangle(answers) if len(answers) == 5 else answers
+
     try:
         proxy.batches = False
-        refused = run_anchor(["verify", "--json", "--from", "all.txt"], through, cwd=work)
-        assert refused.returncode == 0 and all(r["ok"] for r in json.loads(refused.stdout)["results"])
+        verified(None)
         assert proxy.calls == {**ONCE_A_CALL, "eth_getTransactionReceipt": 6, "eth_call": 6}, proxy.calls
         assert proxy.posts == sum(proxy.calls.values()) + 1  # the one batch refused, never another
+        proxy.batches = True
+        for out_of_form in (
+            lambda a: a[1:],  # a call left out
+            lambda a: [*a, {**a[2], "result": None}],  # one answered twice
+            lambda a: [{**x, "id": x["id"] + 1} for x in a],  # ids moved by one
+            lambda a: [{**x, "padding": "x" * 70_000} for x in a],  # more than a call's share of memory
+        ):
+            verified(receipts_only(out_of_form))
+            assert proxy.calls == {**ONCE_A_CALL, "eth_getTransactionReceipt": 6 + 5, "eth_call": 6}, proxy.calls
+            assert proxy.posts == sum(ONCE_A_CALL.values()) + 2 + 1 + 5 + 5, proxy.posts
+        other = rpc_call(fresh_chain.node.rpc_url, "eth_getTransactionReceipt", [_tx(work, paths[0])])
 
-        def mangled(answers: list[dict[str, object]]) -> list[dict[str, object]]:
-            if len(answers) < 5:  # the records' batch: only those of the receipts taken from the first
-                return answers
-            first, second, third, *rest = answers
-            wrong = {**third, "result": None}  # a second answer to the third call, and another answer
-            return [{**second, "error": {"code": -32000, "message": "busy"}}, third, wrong, *rest]
+        def one_wrong(answers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            error = {"jsonrpc": "2.0", "id": answers[1]["id"], "error": {"code": -32000, "message": "busy"}}
+            return [answers[0], error, {**answers[2], "result": other}, *answers[3:]]
 
-        proxy.batches, proxy.mangle_batch, proxy.posts = True, mangled, 0
-        proxy.calls.clear()
-        mixed = run_anchor(["verify", "--json", "--from", "all.txt"], through, cwd=work)
-        results = json.loads(mixed.stdout)["results"]
-        assert [r["ok"] for r in results] == [True] * 6, mixed.stdout
-        # 3 of the batch's 5 receipts left out of it (omitted, an error, answered twice): asked alone, and
-        # their records with them; the 2 others' records asked in a batch
-        assert proxy.calls == {**ONCE_A_CALL, "eth_getTransactionReceipt": 9, "eth_call": 6}, proxy.calls
-        assert proxy.posts == sum(ONCE_A_CALL.values()) + 2 + 2 + 3 + 3, proxy.posts  # first alone, batches, alone
-        assert [r["path"] for r in results] == paths
+        verified(receipts_only(one_wrong))  # an error and another transaction's receipt: those two asked alone
+        assert proxy.calls == {**ONCE_A_CALL, "eth_getTransactionReceipt": 6 + 2, "eth_call": 6}, proxy.calls
+        assert proxy.posts == sum(ONCE_A_CALL.values()) + 2 + 2 + 2 + 2, proxy.posts
     finally:
         proxy.stop()
 

@@ -4,11 +4,13 @@ calls given in turn (two generators interleaved) never leave their reads to a la
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from anchor.errors import AnchorError, Retracted
+from anchor.errors import AnchorError, ChainUnreachable, Retracted
 from anchor.library.verifier import Verifier
 from tests.conftest import Chain
 
@@ -52,3 +54,53 @@ def test_two_verifies_of_many_given_in_turn_leave_nothing_to_a_later_verify(fres
         verifier.verify(held)
     with pytest.raises(Retracted):
         Verifier.from_settings(fresh_chain.settings).verify(held)
+
+
+def test_a_producer_that_gives_each_path_after_the_verdict_before_it_is_never_waited_on(
+    fresh_chain: Chain, tmp_path: Path
+) -> None:
+    """Reading ahead takes paths ahead of the checks; from a lazy iterable it would wait for paths that
+    a producer gives only once it has the verdicts before them (a queue fed by what was verified). From
+    an iterable that is not a sequence, each path is taken when the one before it has its verdict."""
+    fresh_chain.cli("deploy", check=True)
+    paths = [_stamped(fresh_chain, tmp_path / f"{n}.txt", f"{n}\n") for n in range(4)]
+    seen: list[Path] = []
+
+    def produced() -> Iterator[Path]:
+        for n, path in enumerate(paths):
+            assert len(seen) == n, f"path {n} taken before the verdict on path {n - 1} was given"
+            yield path
+
+    for path, verdict in Verifier.from_settings(fresh_chain.settings).verify_each(produced()):
+        assert _outcome(verdict) == "ok", verdict
+        seen.append(path)
+    assert seen == paths
+
+
+def test_what_is_read_ahead_skips_an_endpoint_out_of_reach_and_keeps_one_window_of_answers(
+    fresh_chain: Chain, tmp_path: Path
+) -> None:
+    """An endpoint the verdicts already count as silent is sent no batch (it could hold each one up to
+    its timeout); and an answer read ahead that no verdict took (a proof whose claim was false) is
+    dropped when the next window is read, not held for the rest of the call."""
+    from anchor.readback.ahead import read_ahead
+    from anchor.readback.checklist import ChainReads, reads_once
+    from tests.faults.rpc_proxy import FaultyProxy
+
+    fresh_chain.cli("deploy", check=True)
+    paths = [_stamped(fresh_chain, tmp_path / f"{n}.txt", f"{n}\n") for n in range(3)]
+    proxy = FaultyProxy(fresh_chain.node.rpc_url)
+    try:
+        settings = replace(fresh_chain.settings, rpc_url=proxy.url)
+        verifier, scope = Verifier.from_settings(settings), ChainReads()
+        with reads_once(scope):
+            verifier.verify(paths[0])
+        (registry,) = scope.registries
+        posts = proxy.posts
+        assert read_ahead(scope, paths[1:2]) == 1 and proxy.posts == posts + 2  # a receipt, then a record
+        assert len(registry.rpc._ahead) == 2  # noqa: SLF001 - what waits in memory is what this test is about
+        scope.down[registry.rpc.url] = ChainUnreachable("silent")
+        assert read_ahead(scope, paths[2:]) == 0 and proxy.posts == posts + 2  # nothing sent
+        assert registry.rpc._ahead == {}  # noqa: SLF001 - the window before, not taken, dropped
+    finally:
+        proxy.stop()
