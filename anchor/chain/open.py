@@ -51,7 +51,7 @@ def open_chain(settings: Settings, *, start_local: bool = False) -> ChainHandle:
                     f"the local chain of this data dir (anvil pid {status.pid}) listens at {chain.rpc_url} but did"
                     f" not answer within {BUSY_WAIT_S:.0f} s; restart it with `anchor chain down` and"
                     " `anchor chain up`",
-                    detail={"rpc_url": chain.rpc_url, "pid": status.pid},
+                    detail={"rpc_url": chain.rpc_url, "pid": status.pid, "waited_s": BUSY_WAIT_S},
                 )
     if start_local and not status.running:
         status = _start(settings, chain)

@@ -479,14 +479,15 @@ def _lower(value: object) -> str | None:
 def _submitter_in(receipt: object, registry: str, topic: str, root: str) -> str | None:
     """The submitter a receipt's `RootAnchored` log of `registry` names for `root`, as far as an answer
     read ahead shows it (a guess at the next read: `submitter_of` checks the receipt when it is taken)."""
+    if not isinstance(receipt, dict) or receipt.get("status", "0x1") != "0x1":  # as `submitter_of` reads it
+        return None
     try:
-        assert isinstance(receipt, dict) and receipt.get("status", "0x1") == "0x1"  # as `submitter_of` reads it
         for log in receipt["logs"]:
             topics = [str(t).lower() for t in log["topics"]]
             if str(log["address"]).lower() == registry and topics[:2] == [topic, root] and len(topics) > 2:
                 submitter = "0x" + topics[2][-40:]
                 return submitter if len(topics[2]) == 66 and all(c in _HEX for c in topics[2][2:]) else None
-    except (AssertionError, KeyError, TypeError, AttributeError):
+    except (KeyError, TypeError, AttributeError):
         return None
     return None
 

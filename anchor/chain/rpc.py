@@ -337,6 +337,10 @@ AHEAD_BYTES = 64 * 1024
 """The most a call of a batch read ahead may take of its answer, on average: a receipt of an anchoring
 transaction is about 1 KiB, a record 128 bytes. Answers read ahead wait in memory to be taken."""
 
+AHEAD_SLOW_S = 2.0
+"""A batch answered later than this is the last one asked: anvil answers 32 reads in about 6 ms, and an
+endpoint that holds a batch would hold every window of a verify of many as long."""
+
 _UNREAD = object()
 """No answer kept for a call (a kept answer may be null: no such receipt)."""
 
@@ -364,16 +368,17 @@ class Rpc:
 
     # ------------------------------------------------------------------ transport
 
-    def post(self, method: str, body: bytes, limit: int = MAX_ANSWER_BYTES) -> bytes:
+    def post(self, method: str, body: bytes, limit: int = MAX_ANSWER_BYTES, retries: int | None = None) -> bytes:
         """POST one JSON-RPC request body and return the answer's bytes, with the retries above; an answer
         that is a rate-limit error (`throttled`) is waited out the same way, so reads (`request`) and the
         writes web3 sends through here alike; still throttled after the retries: `ChainUnreachable`."""
-        for attempt in range(self.retries + 1):
-            content = self._post_once(method, body, limit)
+        retries = self.retries if retries is None else retries
+        for attempt in range(retries + 1):
+            content = self._post_once(method, body, limit, retries)
             said = _throttled_answer(content)
             if said is None:
                 return content
-            if attempt == self.retries:
+            if attempt == retries:
                 raise ChainUnreachable(
                     f"{self.shown}: {method} was throttled {attempt + 1} times ({said})",
                     detail={"rpc_url": self.shown, "method": method, "last_error": said},
@@ -381,7 +386,7 @@ class Rpc:
             time.sleep(min(2.0, self.backoff_s * 2**attempt) * (0.5 + jitter(method, "throttled", attempt) / 2))
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
-    def _post_once(self, method: str, body: bytes, limit: int = MAX_ANSWER_BYTES) -> bytes:
+    def _post_once(self, method: str, body: bytes, limit: int = MAX_ANSWER_BYTES, retries: int | None = None) -> bytes:
         try:
             status, _, content = send(
                 self._http,
@@ -390,7 +395,7 @@ class Rpc:
                 body,
                 {"Content-Type": "application/json"},
                 url=self.url,
-                retries=self.retries,
+                retries=self.retries if retries is None else retries,
                 backoff_s=self.backoff_s,
                 why=(method,),
                 limit=limit + 1,
@@ -457,7 +462,8 @@ class Rpc:
         says cannot be that call's (a receipt of another transaction), leaves its call to `request`,
         asked alone, retries and all. A batch refused, larger than `AHEAD_BYTES` a call, or whose ids
         are not the ones asked, each once, is not taken at all, and no batch is asked again: answers
-        kept wait in memory until taken, and ids moved by one bind every answer to another call.
+        kept wait in memory until taken, and ids moved by one bind every answer to another call. A batch
+        is tried once, without the retries, and one answered later than `AHEAD_SLOW_S` is the last.
         Returns {index in `calls`: result} of the answers kept, for a caller choosing the next reads.
         Why: a verify of many roots asks two calls per root; in batches of 32, anvil answered 1,000
         receipts in 0.18 s, against 0.5 s asked one by one (ethers batches its provider's calls too)."""
@@ -470,10 +476,13 @@ class Rpc:
         ]
         for _ in range(len(calls) - 1):
             next(self._ids)
-        try:
-            answers = json.loads(self.post("batch", json.dumps(body).encode(), AHEAD_BYTES * len(calls)))
+        started = time.monotonic()
+        try:  # asked once, no retry: a batch that fails costs one try, then every call is asked alone
+            answers = json.loads(self.post("batch", json.dumps(body).encode(), AHEAD_BYTES * len(calls), 0))
         except (ChainUnreachable, ValueError, RecursionError):
             answers = None
+        if time.monotonic() - started > AHEAD_SLOW_S:
+            self._batches = False  # answered, but slowly: it would hold every window as long (this one is used)
         ids = [a.get("id") if isinstance(a, dict) else None for a in answers] if isinstance(answers, list) else []
         if sorted(i if type(i) is int else -1 for i in ids) != list(range(first, first + len(calls))):
             self._batches = False  # it does not batch, or answers other calls than asked: one by one from here on

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import re
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -673,14 +674,15 @@ def reached(proof: ProofFile, settings: Settings) -> ChainHandle:
             f" is read (hint: {rpc_hint(wanted)}, or ANCHOR_RPC_URL)",
             detail={"field": "rpc_url", "chain_id": wanted, "inputs": ["rpc_url"]},
         )
-    silent = ("silent", *key[1:])
-    if shared is not None and silent in shared:  # out of reach for a path before: said at once, not waited for
-        raise shared[silent]
+    busy = ("busy", *key[1:])
+    if shared is not None and busy in shared and time.monotonic() < shared[busy][0]:
+        raise shared[busy][1]  # waited for a path just before: said at once, not waited for again meanwhile
     try:
         handle = shared[key] if shared is not None and key in shared else open_chain(settings)
     except ChainUnreachable as exc:
-        if shared is not None:
-            shared[silent] = exc
+        waited = exc.detail.get("waited_s") if isinstance(exc.detail, dict) else None
+        if shared is not None and isinstance(waited, float):  # only a wait: a chain that is back is read again
+            shared[busy] = (time.monotonic() + waited, exc)
         raise
     if handle.chain_id != proof.anchor.chain_id:
         raise BadInput(

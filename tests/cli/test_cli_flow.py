@@ -486,6 +486,31 @@ def test_many_proofs_of_many_batches_read_a_receipt_and_a_record_per_root_and_th
         proxy.stop()
 
 
+def test_an_endpoint_slow_to_answer_a_batch_is_asked_no_other(
+    fresh_chain: Chain, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch answered, but after seconds, would hold every window of a verify of many as long: its
+    answers are used, and the calls after it are asked alone (single calls answered at once)."""
+    import time
+
+    from tests.faults.rpc_proxy import FaultyProxy
+
+    work, _ = _six_batches(fresh_chain, tmp_path)
+    monkeypatch.setattr("anchor.readback.ahead.AHEAD", 2)  # windows of two: the first, 2, 2 and 1 more
+    proxy = FaultyProxy(fresh_chain.node.rpc_url)
+    proxy.mangle_batch = lambda answers: (time.sleep(2.5), answers)[1]
+    try:
+        listed = run_anchor(
+            ["verify", "--json", "--from", "all.txt"], {**fresh_chain.env(), "ANCHOR_RPC_URL": proxy.url}, cwd=work
+        )
+        assert all(r["ok"] for r in json.loads(listed.stdout)["results"]), listed.stdout
+        assert proxy.calls == {**ONCE_A_CALL, "eth_getTransactionReceipt": 6, "eth_call": 6}, proxy.calls
+        # the first alone; the slow batch of 2 receipts, their records alone; then every call alone
+        assert proxy.posts == sum(ONCE_A_CALL.values()) + 2 + 1 + 2 + 3 + 3, proxy.posts
+    finally:
+        proxy.stop()
+
+
 def test_proof_files_that_lie_or_block_among_many_cost_their_own_verdict_and_not_the_batches(
     fresh_chain: Chain, tmp_path: Path
 ) -> None:

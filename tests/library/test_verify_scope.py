@@ -104,3 +104,18 @@ def test_what_is_read_ahead_skips_an_endpoint_out_of_reach_and_keeps_one_window_
         assert registry.rpc._ahead == {}  # noqa: SLF001 - the window before, not taken, dropped
     finally:
         proxy.stop()
+
+
+def test_a_local_chain_started_during_a_verify_of_many_is_read_for_the_paths_after(
+    fresh_chain: Chain, tmp_path: Path
+) -> None:
+    """A chain that is not running fails its path at once; it is not remembered as out of reach, so the
+    paths given after it is started are read (only a wait for a busy chain is remembered, briefly)."""
+    fresh_chain.cli("deploy", check=True)
+    paths = [_stamped(fresh_chain, tmp_path / f"{n}.txt", f"{n}\n") for n in range(3)]
+    fresh_chain.node.down()
+    each = Verifier.from_settings(fresh_chain.settings).verify_each(paths)
+    path, verdict = next(each)
+    assert isinstance(verdict, ChainUnreachable) and "not running" in str(verdict), verdict
+    fresh_chain.node.up()
+    assert [_outcome(v) for _, v in each] == ["ok", "ok"]
