@@ -18,7 +18,7 @@ from pathlib import Path
 from anchor.errors import BadInput, ChainUnreachable
 from anchor.layout import DataDir
 from anchor.record import Value
-from anchor.settings.session import start_ticks
+from anchor.settings.session import runs, start_ticks
 
 LOCAL_CHAIN_ID = 31337
 DEFAULT_PORT = 18545
@@ -243,7 +243,8 @@ def _cmdline(pid: int) -> bytes:
 
 def _group_runs(pgid: int) -> bool:
     """Whether a process of the group `pgid` still runs. An exited one that waits for its parent to
-    reap it (a zombie) does not: a container's first process may reap late, or never."""
+    reap it (a zombie) does not: a container's first process may reap late, or never. One whose first
+    thread ended before the others does (`runs`): anvil's last threads still hold its listening socket."""
     proc = Path("/proc")
     if not proc.is_dir():  # no procfs: ask the kernel, zombies and all
         try:
@@ -260,7 +261,7 @@ def _group_runs(pgid: int) -> bool:
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue  # gone meanwhile
-        if int(fields[2]) == pgid and fields[0] != "Z":
+        if int(fields[2]) == pgid and runs(int(entry.name), fields[0]):
             return True
     return False
 

@@ -33,7 +33,7 @@ from anchor.fence.walk import bytes_under
 from anchor.fence.workspace import Workspace, said, unsafe_entries
 from anchor.files import tail_regular
 from anchor.record import Value
-from anchor.settings.session import start_ticks
+from anchor.settings.session import runs, start_ticks
 
 TIMEOUT_STATUS = 124
 HARNESS_FILES = ("process.json", "code.diff")
@@ -411,7 +411,8 @@ def _record(pgid: int) -> dict[str, object]:
 
 
 def _groups() -> dict[int, dict[int, int]]:
-    """{pgid: {pid: start ticks}} of every live (non-zombie) process, from one pass over /proc."""
+    """{pgid: {pid: start ticks}} of every process that runs (`runs`: no zombie, unless a thread of it
+    runs), from one pass over /proc."""
     found: dict[int, dict[int, int]] = {}
     for entry in os.scandir("/proc"):
         if not (entry.name.isascii() and entry.name.isdigit()):
@@ -420,7 +421,7 @@ def _groups() -> dict[int, dict[int, int]]:
             fields = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if fields[0] not in ("Z", "X"):
+        if runs(int(entry.name), fields[0]):
             found.setdefault(int(fields[2]), {})[int(entry.name)] = int(fields[19])
     return found
 

@@ -75,6 +75,26 @@ def start_ticks(pid: int) -> int | None:
         return None
 
 
+def runs(pid: int, state: str) -> bool:
+    """Whether process `pid`, whose /proc stat shows `state`, still runs. A zombie does not: it has
+    ended and awaits its reaper, which a container's first process may never be. A process whose first
+    thread ended before the others also shows as a zombie, and does run: its other threads still hold its
+    files (a listening socket) and run its code, and a signal to its pid still reaches them."""
+    if state not in ("Z", "X"):
+        return True
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False  # gone meanwhile
+    for thread in threads:
+        try:
+            if Path(f"/proc/{pid}/task/{thread}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
+                return True
+        except (OSError, IndexError):
+            continue
+    return False
+
+
 LOCAL_CHAIN_STARTS = ("refuse", "until_exit", "keep_running")
 
 

@@ -18,6 +18,7 @@ import pytest
 from anchor.chain.node import LocalChain
 from anchor.errors import ExitCode
 from tests.conftest import ANCHOR_BIN, Chain, free_port
+from tests.first_thread import first_thread_ended
 
 
 def _without_port(chain: Chain) -> dict[str, str]:
@@ -264,3 +265,16 @@ def test_a_chain_that_listens_and_never_answers_is_waited_for_once_a_call_and_na
     assert listed.stdout.count(said) == 3 and "anchor chain down" in listed.stdout, listed.stdout
     assert waits == [BUSY_WAIT_S], waits  # once for the call, its silence then said for every path
     assert fresh_chain.node.status().pid == pid  # a read never restarts it
+
+
+def test_a_process_whose_first_thread_has_exited_still_runs_while_another_holds_its_port() -> None:
+    """anvil's threads end one by one: its first thread can show as exited (Z) while another still
+    holds the listening socket. `chain down` took the group for gone at that moment, and the `chain up`
+    straight after it found the port "used by another process". A process runs while any thread runs."""
+    from anchor.chain.node import _group_runs, _port_taken
+
+    port = free_port()
+    with first_thread_ended(str(port)) as child:
+        assert _port_taken(port)
+        assert _group_runs(child.pid)
+    assert not _group_runs(child.pid)

@@ -218,3 +218,20 @@ def test_an_attempt_cannot_replace_the_harnesss_code_diff(tmp_path: Path, runtim
     (run_dir / "code.diff").write_bytes(b"the harness's diff\n")
     run(box(repo, runtime), repo, run_dir, f"rm -f {run_dir}/code.diff; echo forged > {run_dir}/code.diff")
     assert (run_dir / "code.diff").read_bytes() == b"the harness's diff\n"
+
+
+def test_an_attempt_left_running_by_a_dead_harness_is_stopped_even_once_its_first_thread_has_ended(
+    tmp_path: Path,
+) -> None:
+    """A harness killed mid-attempt leaves the attempt's group running; the next search stops it by its
+    record. Measured code that ends its first thread (pthread_exit) shows as a zombie while its other
+    threads run on: it was taken for gone, and never stopped."""
+    from anchor.fence.runner import _record, reap_survivors
+    from tests.first_thread import first_thread_ended
+
+    runs = tmp_path / "runs"
+    (runs / "a1").mkdir(parents=True)
+    with first_thread_ended() as attempt:
+        (runs / "a1" / "process.json").write_text(json.dumps(_record(attempt.pid)))
+        assert reap_survivors(runs) == [attempt.pid]
+        assert attempt.wait(timeout=10) == -9  # stopped by the reaper, not by the fixture

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from anchor.errors import ExitCode
+from anchor.settings.session import runs
 from tests.conftest import ANCHOR_BIN
 from tests.research.helpers import make_repo
 
@@ -60,7 +61,7 @@ def _group_alive(pgid: int) -> bool:
             state, _, group = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:3]
         except OSError:
             continue
-        if int(group) == pgid and state not in ("Z", "X"):
+        if int(group) == pgid and runs(int(entry.name), state):
             return True
     return False
 

@@ -21,6 +21,7 @@ from anchor.chain.open import open_chain, open_registry
 from anchor.errors import ExitCode, Tampered
 from anchor.manifest.onchain import commit_key
 from anchor.research.checkpoints import LEDGER_TAG
+from anchor.settings.session import runs
 from tests.conftest import ANCHOR_BIN, Chain
 from tests.journal_helpers import assert_exactly_once, journal_value
 from tests.research.helpers import SCORE_IS_X, make_repo
@@ -238,7 +239,7 @@ def _group_alive(pgid: int) -> bool:
         if entry.name.isdigit():
             with contextlib.suppress(OSError):
                 state, _, group = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:3]
-                if int(group) == pgid and state not in ("Z", "X"):
+                if int(group) == pgid and runs(int(entry.name), state):
                     return True
     return False
 
