@@ -112,8 +112,10 @@ class LocalChain:
         ticks = start_ticks(int(pid))
         if ticks is None or (started is not None and ticks != started):
             return None
-        if started is None and b"anvil" not in _cmdline(int(pid)):
-            return None
+        if started is None:  # the pid alone (an earlier version's pid file): maybe reused since
+            state = _state_of(int(pid))
+            if state is None or not (state == self.state_file or _same_folder(state, self.state_file)):
+                return None
         return int(pid)
 
     def _write_record(self, pid: int | None) -> None:
@@ -277,7 +279,12 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    return True
+    try:  # a zombie another process has yet to reap (a container's first process may never) has ended
+        return runs(pid, Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0])
+    except FileNotFoundError:
+        return False  # reaped meanwhile
+    except (OSError, IndexError):
+        return True  # no procfs to tell: the kernel says it is there
 
 
 def port_taken_message(port: int, own: Path) -> str:
@@ -333,12 +340,20 @@ def _anchor_chain_on(port: int) -> tuple[int, str] | None:
             continue
         if not any(f"socket:[{inode}]" in held for inode in inodes):
             continue
-        argv = _cmdline(int(entry.name)).split(b"\0")
-        if b"--state" in argv and argv.index(b"--state") + 1 < len(argv):
-            state = Path(os.fsdecode(argv[argv.index(b"--state") + 1]))
-            if state.name == "state.json" and state.parent.name == "chain":
-                return int(entry.name), str(state.parent.parent)
+        state = _state_of(int(entry.name))
+        if state is not None and state.name == "state.json" and state.parent.name == "chain":
+            return int(entry.name), str(state.parent.parent)
         return None
+    return None
+
+
+def _state_of(pid: int) -> Path | None:
+    """The state file an anvil we start is given (`--state`), from its command line: what binds a
+    process to a data dir when only its pid was recorded (a pid file of an earlier version, no start
+    time). Any other process, an anvil of the user's own among them, has none or another."""
+    argv = _cmdline(pid).split(b"\0")
+    if b"--state" in argv and argv.index(b"--state") + 1 < len(argv):
+        return Path(os.fsdecode(argv[argv.index(b"--state") + 1]))
     return None
 
 

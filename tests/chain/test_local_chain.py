@@ -9,6 +9,8 @@ import shlex
 import shutil
 import stat
 import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -278,3 +280,78 @@ def test_a_process_whose_first_thread_has_exited_still_runs_while_another_holds_
         assert _port_taken(port)
         assert _group_runs(child.pid)
     assert not _group_runs(child.pid)
+
+
+@pytest.mark.parametrize(
+    "stranger",
+    [
+        ["bash", "-c", "exec -a anvil sleep 60"],  # someone's process named anvil (a pid reused after a reboot)
+        [sys.executable, "-c", "import time; time.sleep(60)", "anvil", "--state", "/elsewhere/chain/state.json"],
+    ],
+    ids=["named-anvil", "another-state-file"],
+)
+def test_an_earlier_versions_pid_file_naming_a_process_that_is_not_this_data_dirs_anvil_is_never_signalled(
+    tmp_path: Path, stranger: list[str]
+) -> None:
+    """An earlier version recorded the pid alone (chain/anvil.pid), with no start time. A pid named
+    there that any process named "anvil" now holds was taken for the chain: `chain up` and `chain down`
+    signalled it, and SIGKILLed its whole group past the grace. Only an anvil given this data dir's
+    state file is taken for it."""
+    chain = LocalChain(tmp_path / "data", free_port())
+    chain.dir.mkdir(parents=True)
+    process = subprocess.Popen(stranger, start_new_session=True)
+    try:
+        time.sleep(0.2)  # exec'd
+        chain.pid_file.write_text(f"{process.pid}\n")
+        assert chain.status().pid is None
+        chain.down()
+        assert process.poll() is None  # not signalled
+    finally:
+        process.kill()  # the process this test started, by its pid
+        process.wait()
+
+
+def test_an_earlier_versions_pid_file_naming_this_data_dirs_anvil_is_still_its_chain(tmp_path: Path) -> None:
+    """The other side of the rule: a chain an earlier version started (its pid alone recorded) is found
+    and stopped by `chain down`, bound by the state file it was given."""
+    chain = LocalChain(tmp_path / "data", free_port())
+    chain.dir.mkdir(parents=True)
+    argv = [sys.executable, "-c", "import time; time.sleep(60)", "--state", str(chain.state_file)]
+    process = subprocess.Popen(argv, start_new_session=True)
+    try:
+        chain.pid_file.write_text(f"{process.pid}\n")
+        deadline = time.monotonic() + 10
+        while chain.status().pid != process.pid:  # once its command line is the one above
+            assert time.monotonic() < deadline, "the earlier version's chain was not found"
+            time.sleep(0.05)
+        chain.down()  # SIGTERM, and it reaps what it stopped (here the test's own child: no status left)
+        assert not Path(f"/proc/{process.pid}").exists() and chain.status().pid is None
+    finally:
+        if process.poll() is None:
+            process.kill()  # the process this test started, by its pid
+            process.wait()
+
+
+def test_a_chain_ended_but_not_yet_reaped_by_its_parent_is_not_waited_for() -> None:
+    """`chain down` is another process than the one that started anvil: the ended anvil stays a zombie
+    until its parent reaps it, and a container's first process may never. Counted as alive, every
+    `chain down` waited its whole 15 s grace there, then SIGKILLed a group already gone."""
+    import signal
+
+    from anchor.chain.node import _alive
+
+    keeper = "import subprocess, sys, time; print(subprocess.Popen(['sleep', '60']).pid, flush=True); time.sleep(60)"
+    parent = subprocess.Popen([sys.executable, "-c", keeper], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert parent.stdout is not None
+        pid = int(parent.stdout.readline())
+        assert _alive(pid)
+        os.kill(pid, signal.SIGTERM)  # the sleep this test had started, by its pid
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            assert time.monotonic() < deadline, "it did not end"
+            time.sleep(0.05)
+        assert not _alive(pid)
+    finally:
+        parent.kill()  # the process this test started, by its pid
+        parent.wait()

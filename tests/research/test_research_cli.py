@@ -495,6 +495,7 @@ def test_four_researchers_times_25_attempts_share_one_postgres_ledger(
     fresh_chain.cli("deploy", check=True)
     repo, contract = _setup(tmp_path)
     env = {**fresh_chain.env(), "ANCHOR_JOURNAL_URL": postgres_url, "ANCHOR_LEDGER_NAME": "team"}
+    env["ANCHOR_DEBUG"] = "1"  # an internal error seen once under load (FileNotFoundError): its traceback, if again
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([str(ANCHOR_BIN), *args], env=env, capture_output=True, text=True, timeout=300)
