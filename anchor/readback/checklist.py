@@ -622,11 +622,39 @@ def _on_one_endpoint(
     return verdict
 
 
+def _busy(settings: Settings) -> tuple[Any, ...]:
+    """The key under which a verify of many remembers that an endpoint kept a path waiting."""
+    return ("busy", settings.rpc_url, settings.read_rpcs, settings.data_dir, settings.local_port)
+
+
+def _waited_for(settings: Settings, exc: ChainUnreachable, waited: float) -> None:
+    """Within a verify of many (`reads_once(scope)`): the endpoint of `settings` failed a path after
+    `waited` seconds (its retries, or a busy local chain's wait); the paths after it are told `exc` at
+    once for as long, then asked again. Paying every wait again, a chain SIGSTOPped during a verify of
+    80 paths held it 51 s a path; remembered for the whole call instead, a chain started again midway
+    was never read."""
+    scope = _SCOPE.get()
+    if scope is not None:
+        scope.shared[_busy(settings)] = (time.monotonic() + waited, exc)
+
+
 def _read_one_endpoint(
     proof: ProofFile, root: bytes, settings: Settings, files: int, registry: str | None = None
 ) -> Verification:
     """Steps 5-10 on one read endpoint, live."""
     handle = reached(proof, settings)
+    started = time.monotonic()
+    try:
+        return _read_reached(proof, root, settings, files, registry, handle)
+    except ChainUnreachable as exc:
+        _waited_for(settings, exc, time.monotonic() - started)
+        raise
+
+
+def _read_reached(
+    proof: ProofFile, root: bytes, settings: Settings, files: int, registry: str | None, handle: ChainHandle
+) -> Verification:
+    """Steps 6-10 on the endpoint `handle` reached."""
     recorded_hash, trusted_by = trusted_registry(proof, settings, handle.chain_id, registry)
     chain_registry, read_at = registry_code(proof, handle, recorded_hash)
     record = anchor_on_chain(proof.anchor, root, chain_registry)
@@ -674,15 +702,15 @@ def reached(proof: ProofFile, settings: Settings) -> ChainHandle:
             f" is read (hint: {rpc_hint(wanted)}, or ANCHOR_RPC_URL)",
             detail={"field": "rpc_url", "chain_id": wanted, "inputs": ["rpc_url"]},
         )
-    busy = ("busy", *key[1:])
+    busy = _busy(settings)
     if shared is not None and busy in shared and time.monotonic() < shared[busy][0]:
         raise shared[busy][1]  # waited for a path just before: said at once, not waited for again meanwhile
     try:
         handle = shared[key] if shared is not None and key in shared else open_chain(settings)
     except ChainUnreachable as exc:
         waited = exc.detail.get("waited_s") if isinstance(exc.detail, dict) else None
-        if shared is not None and isinstance(waited, float):  # only a wait: a chain that is back is read again
-            shared[busy] = (time.monotonic() + waited, exc)
+        if isinstance(waited, float):  # only a wait: a chain that is back is read again
+            _waited_for(settings, exc, waited)
         raise
     if handle.chain_id != proof.anchor.chain_id:
         raise BadInput(

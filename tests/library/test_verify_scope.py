@@ -119,3 +119,36 @@ def test_a_local_chain_started_during_a_verify_of_many_is_read_for_the_paths_aft
     assert isinstance(verdict, ChainUnreachable) and "not running" in str(verdict), verdict
     fresh_chain.node.up()
     assert [_outcome(v) for _, v in each] == ["ok", "ok"]
+
+
+def test_an_endpoint_that_stops_answering_during_a_verify_of_many_is_waited_out_once_for_the_paths_right_after(
+    fresh_chain: Chain, tmp_path: Path
+) -> None:
+    """After the first verdict the endpoint answers only errors (a chain SIGSTOPped: each read timed out
+    its retries, 51 s a path, over an hour for 80 paths). A path whose reads failed after a wait tells the
+    paths right after it the same at once, for as long as it waited; then the endpoint is asked again,
+    and read if it is back."""
+    import time
+
+    from anchor.settings.model import Environment
+    from tests.faults.rpc_proxy import FaultyProxy
+
+    fresh_chain.cli("deploy", check=True)
+    paths = [_stamped(fresh_chain, tmp_path / f"{n}.txt", f"{n}\n") for n in range(5)]  # five roots
+    proxy = FaultyProxy(fresh_chain.node.rpc_url)
+    try:
+        retries = {"ANCHOR_RPC_RETRIES": "3", "ANCHOR_RPC_BACKOFF_S": "1"}  # about 4 s of waits a failed read
+        settings = replace(fresh_chain.settings, rpc_url=proxy.url, env=Environment(retries))
+        each = Verifier.from_settings(settings).verify_each(iter(paths))  # one at a time: nothing read ahead
+        assert _outcome(next(each)[1]) == "ok"
+        proxy.mode = "503"
+        started = time.monotonic()
+        assert _outcome(next(each)[1]) == "ChainUnreachable"
+        waited, posts = time.monotonic() - started, proxy.posts
+        assert [_outcome(next(each)[1]) for _ in range(2)] == ["ChainUnreachable"] * 2
+        assert proxy.posts == posts  # the two paths right after were told at once, not asked again
+        proxy.mode = "ok"
+        time.sleep(waited)  # past the wait: the endpoint, back, is read again
+        assert _outcome(next(each)[1]) == "ok"
+    finally:
+        proxy.stop()
