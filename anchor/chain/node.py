@@ -94,11 +94,20 @@ class LocalChain:
         self.rpc_url = f"http://127.0.0.1:{self.port}"
 
     def _record(self) -> dict[str, int]:
+        """The record `up` wrote: its pid, start time and port, each kept only if it is a number it
+        can be (a record edited by hand, or by someone else, is as good as none where it is not)."""
         try:
             record = json.loads(self.record_file.read_text())
-        except (FileNotFoundError, ValueError):
+        except (FileNotFoundError, ValueError, RecursionError):
             return {}
-        return record if isinstance(record, dict) else {}
+        bounds = {"pid": (1, 2**22), "start_ticks": (0, 2**63 - 1), "port": (1, 65535)}
+        if not isinstance(record, dict):
+            return {}
+        return {
+            name: value
+            for name, (low, high) in bounds.items()
+            if type(value := record.get(name)) is int and low <= value <= high
+        }
 
     def _pid(self) -> int | None:
         """The recorded anvil's pid if that process still runs and is the one we started."""
@@ -353,7 +362,13 @@ def _state_of(pid: int) -> Path | None:
     time). Any other process, an anvil of the user's own among them, has none or another."""
     argv = _cmdline(pid).split(b"\0")
     if b"--state" in argv and argv.index(b"--state") + 1 < len(argv):
-        return Path(os.fsdecode(argv[argv.index(b"--state") + 1]))
+        state = Path(os.fsdecode(argv[argv.index(b"--state") + 1]))
+        if state.is_absolute():
+            return state
+        try:  # relative to where that process runs, not to where we do
+            return Path(os.readlink(f"/proc/{pid}/cwd")) / state
+        except OSError:
+            return None
     return None
 
 

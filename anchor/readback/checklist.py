@@ -628,11 +628,12 @@ def _busy(settings: Settings) -> tuple[Any, ...]:
 
 
 def _waited_for(settings: Settings, exc: ChainUnreachable, waited: float) -> None:
-    """Within a verify of many (`reads_once(scope)`): the endpoint of `settings` failed a path after
-    `waited` seconds (its retries, or a busy local chain's wait); the paths after it are told `exc` at
-    once for as long, then asked again. Paying every wait again, a chain SIGSTOPped during a verify of
-    80 paths held it 51 s a path; remembered for the whole call instead, a chain started again midway
-    was never read."""
+    """Within a verify of many (`reads_once(scope)`): the endpoint of `settings` gave a path no answer
+    for `waited` seconds (its retries spent, or a busy local chain's wait); the paths after it are told
+    `exc` at once for as long, then asked again. Paying every wait again, a chain SIGSTOPped during a
+    verify of 80 paths held it 51 s a path; remembered for the whole call instead, a chain started
+    again midway was never read. An endpoint that answers, even to refuse one path's read, is not
+    remembered: that refusal is the path's own."""
     scope = _SCOPE.get()
     if scope is not None:
         scope.shared[_busy(settings)] = (time.monotonic() + waited, exc)
@@ -647,8 +648,9 @@ def _read_one_endpoint(
     try:
         return _read_reached(proof, root, settings, files, registry, handle)
     except ChainUnreachable as exc:
-        _waited_for(settings, exc, time.monotonic() - started)
-        raise
+        if isinstance(exc.detail, dict) and "last_error" in exc.detail:  # its retries spent: no answer
+            _waited_for(settings, exc, time.monotonic() - started)
+        raise  # an answer refused (HTTP 400, out of form) is this path's: the next ones are read as before
 
 
 def _read_reached(

@@ -299,7 +299,13 @@ def test_an_earlier_versions_pid_file_naming_a_process_that_is_not_this_data_dir
     state file is taken for it."""
     chain = LocalChain(tmp_path / "data", free_port())
     chain.dir.mkdir(parents=True)
-    process = subprocess.Popen(stranger, start_new_session=True)
+    _never_signalled(chain, stranger)
+
+
+def _never_signalled(chain: LocalChain, stranger: list[str], cwd: Path | None = None) -> None:
+    """Start `stranger`, name its pid in the chain's pid file (as an earlier version wrote it): the
+    chain's status does not take it for the chain, and `down` leaves it running."""
+    process = subprocess.Popen(stranger, cwd=cwd, start_new_session=True)
     try:
         time.sleep(0.2)  # exec'd
         chain.pid_file.write_text(f"{process.pid}\n")
@@ -355,3 +361,33 @@ def test_a_chain_ended_but_not_yet_reaped_by_its_parent_is_not_waited_for() -> N
     finally:
         parent.kill()  # the process this test started, by its pid
         parent.wait()
+
+
+def test_a_relative_state_file_is_read_where_its_process_runs_not_where_the_command_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An anvil started by hand in another data dir with `--state chain/state.json` is that data dir's:
+    read from inside this data dir, the relative path named this one's state file, and `chain down`
+    signalled the other's chain."""
+    chain = LocalChain(tmp_path / "data", free_port())
+    chain.dir.mkdir(parents=True)
+    chain.state_file.write_text("{}")
+    other = tmp_path / "other"
+    (other / "chain").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "data")  # where chain/state.json is this data dir's
+    _never_signalled(chain, [sys.executable, "-c", "import time; time.sleep(60)", "--state", "chain/state.json"], other)
+
+
+@pytest.mark.parametrize(
+    "record",
+    ['{"pid": "abc"}', '{"pid": [1]}', '{"pid": {"a": 1}}', '{"port": "x"}', '{"port": 1e400}', '{"pid": true}', "[1]"],
+)
+def test_a_chain_record_edited_into_nonsense_is_no_record_never_an_internal_error(tmp_path: Path, record: str) -> None:
+    """`chain/anvil.json` is ours, but an operator can edit it: a pid or port that is no number read
+    as exit 1 (ValueError, TypeError, OverflowError). What is not a number it can be is no record."""
+    data = tmp_path / "data"
+    (data / "chain").mkdir(parents=True)
+    (data / "chain" / "anvil.json").write_text(record)
+    env = {**os.environ, "ANCHOR_DATA_DIR": str(data), "ANCHOR_LOCAL_PORT": str(free_port())}
+    result = _anchor(env, "chain", "status")
+    assert result.returncode == ExitCode.OK and "local chain stopped" in result.stdout, (result.stdout, result.stderr)

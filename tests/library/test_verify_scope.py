@@ -152,3 +152,34 @@ def test_an_endpoint_that_stops_answering_during_a_verify_of_many_is_waited_out_
         assert _outcome(next(each)[1]) == "ok"
     finally:
         proxy.stop()
+
+
+def test_a_read_that_fails_for_one_path_alone_is_not_taken_for_an_endpoint_out_of_reach(
+    fresh_chain: Chain, tmp_path: Path
+) -> None:
+    """The wait remembered above is for an endpoint that gave no answer (its retries spent). One that
+    answers one path's read slowly and out of form (or with an HTTP 400 for that transaction) has
+    answered: the paths after it are read as before, and verify as they do alone."""
+    import json
+    import time
+
+    from tests.faults.rpc_proxy import FaultyProxy
+
+    fresh_chain.cli("deploy", check=True)
+    paths = [_stamped(fresh_chain, tmp_path / f"{n}.txt", f"{n}\n") for n in range(3)]  # three roots
+    refused = json.loads(tmp_path.joinpath("1.txt.anchor.json").read_text())["anchor"]["tx_hash"]
+
+    def slow_and_out_of_form(request: dict[str, object], result: object) -> object:
+        if refused in json.dumps(request):
+            time.sleep(2)
+            return "not a receipt"
+        return result
+
+    proxy = FaultyProxy(fresh_chain.node.rpc_url)
+    proxy.lie_receipt = slow_and_out_of_form
+    try:
+        settings = replace(fresh_chain.settings, rpc_url=proxy.url)
+        outcomes = [_outcome(v) for _, v in Verifier.from_settings(settings).verify_each(iter(paths))]
+        assert outcomes == ["ok", "ChainUnreachable", "ok"], outcomes
+    finally:
+        proxy.stop()
