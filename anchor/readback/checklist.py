@@ -50,7 +50,7 @@ from anchor.manifest.identity import manifest_digest
 from anchor.proof.file import PendingProof, ProofFile, ServiceAnchor, load_proof, pending_error
 from anchor.proof.receipt import Receipt, check_receipt
 from anchor.readback.forms import Proof
-from anchor.readback.quorum import down_once
+from anchor.readback.quorum import down_once, unanswered
 from anchor.readback.verdict_json import AnchorRow, PendingRow, Quorum
 from anchor.readback.verifier import (
     PIN_FIELDS,
@@ -648,7 +648,7 @@ def _read_one_endpoint(
     try:
         return _read_reached(proof, root, settings, files, registry, handle)
     except ChainUnreachable as exc:
-        if isinstance(exc.detail, dict) and "last_error" in exc.detail:  # its retries spent: no answer
+        if unanswered(exc):  # its retries spent: no answer
             _waited_for(settings, exc, time.monotonic() - started)
         raise  # an answer refused (HTTP 400, out of form) is this path's: the next ones are read as before
 

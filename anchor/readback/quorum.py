@@ -76,7 +76,10 @@ def down_once(memory: dict[str, ChainUnreachable] | None = None) -> Iterator[Non
 
 
 def asked(url: str, read: Callable[[], T]) -> Callable[[], T]:
-    """`read` of the endpoint `url`, remembered as down (within `down_once()`) when it does not answer."""
+    """`read` of the endpoint `url`, remembered as down (within `down_once()`) when it does not answer.
+    One that answers, if only to refuse this read (HTTP 400, an answer out of form, an error answer),
+    is not: the refusal is this read's, and with `--quorum` equal to the endpoints every later path
+    was NO_QUORUM after one transaction an endpoint refused."""
 
     def once() -> T:
         down = _DOWN.get()
@@ -85,11 +88,17 @@ def asked(url: str, read: Callable[[], T]) -> Callable[[], T]:
         try:
             return _answered(redact_url(url) if url else "local chain", read)
         except ChainUnreachable as exc:
-            if down is not None:
+            if down is not None and unanswered(exc):
                 down[url] = exc
             raise
 
     return once
+
+
+def unanswered(exc: ChainUnreachable) -> bool:
+    """Whether the endpoint gave no answer at all: its retries spent on silence, refused connections,
+    5xx or throttling (`last_error`), or a busy local chain waited for (`waited_s`)."""
+    return isinstance(exc.detail, dict) and ("last_error" in exc.detail or "waited_s" in exc.detail)
 
 
 def _answered(shown: str, read: Callable[[], T]) -> T:

@@ -183,3 +183,28 @@ def test_a_read_that_fails_for_one_path_alone_is_not_taken_for_an_endpoint_out_o
         assert outcomes == ["ok", "ChainUnreachable", "ok"], outcomes
     finally:
         proxy.stop()
+
+
+def test_an_endpoint_of_a_quorum_that_refuses_one_paths_read_still_votes_on_the_paths_after(
+    fresh_chain: Chain, tmp_path: Path
+) -> None:
+    """With three endpoints and a quorum of three, one refusing one transaction's receipt (an answer out
+    of form) was remembered as down for the whole call: every path after it was NO_QUORUM, while each
+    alone verified. Only an endpoint that gave no answer is remembered."""
+    import json
+
+    from tests.faults.rpc_proxy import FaultyProxy
+
+    fresh_chain.cli("deploy", check=True)
+    paths = [_stamped(fresh_chain, tmp_path / f"{n}.txt", f"{n}\n") for n in range(3)]  # three roots
+    refused = json.loads(tmp_path.joinpath("1.txt.anchor.json").read_text())["anchor"]["tx_hash"]
+    proxies = [FaultyProxy(fresh_chain.node.rpc_url) for _ in range(3)]
+    proxies[2].lie_receipt = lambda request, result: "not a receipt" if refused in json.dumps(request) else result
+    try:
+        settings = replace(fresh_chain.settings, rpc_url=None, read_rpcs=tuple(p.url for p in proxies))
+        verifier = Verifier.from_settings(settings, quorum=3)
+        outcomes = [_outcome(v) for _, v in verifier.verify_each(iter(paths))]
+        assert outcomes[0] == outcomes[2] == "ok" and outcomes[1] != "ok", outcomes
+    finally:
+        for proxy in proxies:
+            proxy.stop()
