@@ -18,7 +18,7 @@ from pathlib import Path
 from anchor.errors import BadInput, ChainUnreachable
 from anchor.layout import DataDir
 from anchor.record import Value
-from anchor.settings.session import runs, start_ticks
+from anchor.settings.session import runs, start_ticks, stat_fields
 
 LOCAL_CHAIN_ID = 31337
 DEFAULT_PORT = 18545
@@ -268,11 +268,8 @@ def _group_runs(pgid: int) -> bool:
     for entry in proc.iterdir():
         if not (entry.name.isascii() and entry.name.isdigit()):
             continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue  # gone meanwhile
-        if int(fields[2]) == pgid and runs(int(entry.name), fields[0]):
+        fields = stat_fields(entry / "stat")
+        if fields is not None and int(fields[2]) == pgid and runs(int(entry.name), fields[0]):
             return True
     return False
 
@@ -288,12 +285,10 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    try:  # a zombie another process has yet to reap (a container's first process may never) has ended
-        return runs(pid, Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0])
-    except FileNotFoundError:
-        return False  # reaped meanwhile
-    except (OSError, IndexError):
-        return True  # no procfs to tell: the kernel says it is there
+    fields = stat_fields(f"/proc/{pid}/stat")
+    if fields is None:  # reaped meanwhile, or no procfs to tell (then the kernel's word stands)
+        return not Path("/proc/self").is_dir()
+    return runs(pid, fields[0])  # a zombie another process has yet to reap (it may never) has ended
 
 
 def port_taken_message(port: int, own: Path) -> str:

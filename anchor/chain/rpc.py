@@ -386,7 +386,7 @@ class Rpc:
             time.sleep(min(2.0, self.backoff_s * 2**attempt) * (0.5 + jitter(method, "throttled", attempt) / 2))
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
-    def _post_once(self, method: str, body: bytes, limit: int = MAX_ANSWER_BYTES, retries: int | None = None) -> bytes:
+    def _post_once(self, method: str, body: bytes, limit: int, retries: int) -> bytes:
         try:
             status, _, content = send(
                 self._http,
@@ -395,7 +395,7 @@ class Rpc:
                 body,
                 {"Content-Type": "application/json"},
                 url=self.url,
-                retries=self.retries if retries is None else retries,
+                retries=retries,
                 backoff_s=self.backoff_s,
                 why=(method,),
                 limit=limit + 1,

@@ -33,7 +33,7 @@ from anchor.fence.walk import bytes_under
 from anchor.fence.workspace import Workspace, said, unsafe_entries
 from anchor.files import tail_regular
 from anchor.record import Value
-from anchor.settings.session import runs, start_ticks
+from anchor.settings.session import runs, start_ticks, stat_fields
 
 TIMEOUT_STATUS = 124
 HARNESS_FILES = ("process.json", "code.diff")
@@ -417,11 +417,8 @@ def _groups() -> dict[int, dict[int, int]]:
     for entry in os.scandir("/proc"):
         if not (entry.name.isascii() and entry.name.isdigit()):
             continue
-        try:
-            fields = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if runs(int(entry.name), fields[0]):
+        fields = stat_fields(Path(entry.path, "stat"))
+        if fields is not None and runs(int(entry.name), fields[0]):
             found.setdefault(int(fields[2]), {})[int(entry.name)] = int(fields[19])
     return found
 

@@ -627,16 +627,22 @@ def _busy(settings: Settings) -> tuple[Any, ...]:
     return ("busy", settings.rpc_url, settings.read_rpcs, settings.data_dir, settings.local_port)
 
 
-def _waited_for(settings: Settings, exc: ChainUnreachable, waited: float) -> None:
-    """Within a verify of many (`reads_once(scope)`): the endpoint of `settings` gave a path no answer
-    for `waited` seconds (its retries spent, or a busy local chain's wait); the paths after it are told
-    `exc` at once for as long, then asked again. Paying every wait again, a chain SIGSTOPped during a
-    verify of 80 paths held it 51 s a path; remembered for the whole call instead, a chain started
-    again midway was never read. An endpoint that answers, even to refuse one path's read, is not
-    remembered: that refusal is the path's own."""
-    scope = _SCOPE.get()
-    if scope is not None:
-        scope.shared[_busy(settings)] = (time.monotonic() + waited, exc)
+@contextmanager
+def _silence_remembered(settings: Settings) -> Iterator[None]:
+    """Within a verify of many (`reads_once(scope)`): when the endpoint of `settings` gives the block
+    no answer (`unanswered`: its retries spent, or a busy local chain waited for) after W seconds, the
+    paths after it are told the same at once for W seconds (`reached`), then asked again. Paying every
+    wait again, a chain SIGSTOPped during a verify of 80 paths held it 51 s a path; remembered for the
+    whole call instead, a chain started again midway was never read. An endpoint that answers, even to
+    refuse one path's read (HTTP 400, an answer out of form), is not remembered: that is the path's."""
+    started = time.monotonic()
+    try:
+        yield
+    except ChainUnreachable as exc:
+        scope, now = _SCOPE.get(), time.monotonic()
+        if scope is not None and unanswered(exc):
+            scope.shared[_busy(settings)] = (now + (now - started), exc)
+        raise
 
 
 def _read_one_endpoint(
@@ -644,13 +650,8 @@ def _read_one_endpoint(
 ) -> Verification:
     """Steps 5-10 on one read endpoint, live."""
     handle = reached(proof, settings)
-    started = time.monotonic()
-    try:
+    with _silence_remembered(settings):
         return _read_reached(proof, root, settings, files, registry, handle)
-    except ChainUnreachable as exc:
-        if unanswered(exc):  # its retries spent: no answer
-            _waited_for(settings, exc, time.monotonic() - started)
-        raise  # an answer refused (HTTP 400, out of form) is this path's: the next ones are read as before
 
 
 def _read_reached(
@@ -707,13 +708,8 @@ def reached(proof: ProofFile, settings: Settings) -> ChainHandle:
     busy = _busy(settings)
     if shared is not None and busy in shared and time.monotonic() < shared[busy][0]:
         raise shared[busy][1]  # waited for a path just before: said at once, not waited for again meanwhile
-    try:
+    with _silence_remembered(settings):
         handle = shared[key] if shared is not None and key in shared else open_chain(settings)
-    except ChainUnreachable as exc:
-        waited = exc.detail.get("waited_s") if isinstance(exc.detail, dict) else None
-        if isinstance(waited, float):  # only a wait: a chain that is back is read again
-            _waited_for(settings, exc, waited)
-        raise
     if handle.chain_id != proof.anchor.chain_id:
         raise BadInput(
             f"the proof is for {chain_name(wanted)}, the RPC endpoint serves {chain_name(handle.chain_id)}"

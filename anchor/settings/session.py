@@ -65,14 +65,22 @@ def protect_environment() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(pr_set_dumpable, 0, 0, 0, 0)
 
 
+def stat_fields(stat: str | Path) -> list[str] | None:
+    """The fields of a /proc `stat` file after the command name (which may hold spaces and parentheses):
+    [0] the state, [2] the process group, [19] the start time. None if it cannot be read (gone)."""
+    try:
+        fields = Path(stat).read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return fields if len(fields) > 19 else None
+
+
 def start_ticks(pid: int) -> int | None:
     """A process's start time (clock ticks since boot, /proc/<pid>/stat field 22): with the pid, an
     identity that pid reuse cannot fake. None if there is no such process. Whatever we start and may
     have to stop later (the local chain, an attempt's process group) is recorded with it."""
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
-    except (OSError, IndexError, ValueError):
-        return None
+    fields = stat_fields(f"/proc/{pid}/stat")
+    return int(fields[19]) if fields is not None and fields[19].isdigit() else None
 
 
 def runs(pid: int, state: str) -> bool:
@@ -87,11 +95,9 @@ def runs(pid: int, state: str) -> bool:
     except OSError:
         return False  # gone meanwhile
     for thread in threads:
-        try:
-            if Path(f"/proc/{pid}/task/{thread}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
-                return True
-        except (OSError, IndexError):
-            continue
+        fields = stat_fields(f"/proc/{pid}/task/{thread}/stat")
+        if fields is not None and fields[0] not in ("Z", "X"):
+            return True
     return False
 
 
